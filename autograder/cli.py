@@ -1,0 +1,123 @@
+"""``python -m autograder grade [SUBMISSION] [--skill NAME]... [--format F] [--output FILE]``
+
+Exit status: 0 whenever grading completed, whatever the score; 1 when the run itself broke
+(a results file is still written and says why); 2 for a usage or configuration error (one
+line saying what is wrong and how to fix it); 130 when interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from .config import ConfigError, load
+from .renderers import FORMATS, render
+
+EXIT_OK, EXIT_BROKEN, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2 — no usage dump
+        print(f"autograder: {message} (see `python -m autograder grade --help`)", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m autograder", description="Grade attention exercises in a sandbox.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    g = sub.add_parser("grade", help="grade a submission")
+    g.add_argument("submission", nargs="?", default=None, help="folder with the exercise modules, directly or under exercises/ (default: exercises/)")
+    g.add_argument("--skill", action="append", default=[], metavar="NAME", help="grade only this skill (repeatable)")
+    g.add_argument("--format", choices=FORMATS, default="text", help="output format (default: text)")
+    g.add_argument("--output", metavar="FILE", help="write the output to FILE (atomically) instead of stdout")
+    g.add_argument("--config", metavar="FILE", default=None, help="grading config (default: grading.toml of this repository)")
+    g.add_argument("--seed", type=int, default=None, help="seed for the random test inputs (default: [grader] seed, else fresh)")
+    g.add_argument("--reveal-hidden", action="store_true", help="instructors: include hidden tests' details in the output")
+    g.add_argument("--keep-report", metavar="FILE", help="instructors: also keep the raw pytest-json-report")
+    g.add_argument("--no-progress", action="store_true", help="no live progress display")
+    return parser
+
+
+def _default_config() -> Path:
+    cwd = Path.cwd() / "grading.toml"
+    return cwd if cwd.is_file() else Path(__file__).resolve().parent.parent / "grading.toml"
+
+
+def _check_output(path: str) -> None:
+    target = Path(path)
+    parent = target.parent if str(target.parent) else Path(".")
+    if target.is_dir():
+        raise ConfigError(f"--output {path}: is a directory — give a file name")
+    if not parent.is_dir():
+        raise ConfigError(f"--output {path}: folder {parent} does not exist — create it or choose another path")
+    if not os.access(parent, os.W_OK | os.X_OK) or (target.exists() and not os.access(target, os.W_OK)):
+        raise ConfigError(f"--output {path}: cannot write there (permission denied) — choose another path")
+
+
+def _write(text: str, output: str | None) -> bool:
+    from .results import write_atomic
+
+    if output is None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return True
+    try:
+        write_atomic(output, text)
+        return True
+    except OSError as exc:
+        print(f"autograder: could not write {output}: {exc.strerror or exc}", file=sys.stderr)
+        return False
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        config = load(args.config or _default_config()).select(args.skill or None)
+        if args.output:
+            _check_output(args.output)
+    except ConfigError as exc:
+        print(f"autograder: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    submission = args.submission if args.submission is not None else str(config.exercises_dir)
+    from .runner.submission import SubmissionDirError, resolve_root
+
+    try:
+        resolve_root(Path(submission), [s.module for s in config.skills.values()])
+    except SubmissionDirError as exc:
+        # a usage error — but the results file still says what happened
+        from . import results as results_mod
+
+        print(f"autograder: {exc}", file=sys.stderr)
+        if args.output:
+            broken = results_mod.build(config, None, {"path": submission}, modules={}, status="error", message=str(exc))
+            _write(render(broken, args.format, config), args.output)
+        return EXIT_USAGE
+    return _grade(args, config, submission)
+
+
+def _grade(args: argparse.Namespace, config, submission: str) -> int:
+    from rich.console import Console
+
+    from .runner.grade import GradeRequest, grade
+    from .runner.progress import LiveProgress
+
+    err = Console(stderr=True)
+    protect = [Path(args.output).resolve().parent] if args.output else []
+    show = not args.no_progress and err.is_terminal
+    with LiveProgress(err, config, enabled=show) as progress:
+        results = grade(GradeRequest(config, submission, seed=args.seed, protect=protect, on_event=progress.update, keep_report=Path(args.keep_report) if args.keep_report else None))
+    shown = results if args.reveal_hidden else results.public()
+    if args.format == "text" and args.output is None:
+        from .renderers import text
+
+        text.render(shown, Console(highlight=False))
+    else:
+        if not _write(render(shown, args.format, config), args.output):
+            return EXIT_USAGE
+        if args.output:
+            err.print(f"{results.course}: {results.score:g} / {results.max_score:g} → {args.output}" + ("" if results.status == "complete" else f" ({results.status}: {results.message})"), highlight=False)
+    if results.status == "interrupted":
+        return EXIT_INTERRUPTED
+    return EXIT_OK if results.status == "complete" else EXIT_BROKEN

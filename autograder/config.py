@@ -1,0 +1,347 @@
+"""``grading.toml``: the one place for skills, points, visibility, limits and release settings.
+
+Loading validates everything before a single test runs, and every problem is reported as
+``grading.toml:LINE: key.path: what is wrong — how to fix it``. The test files named in
+the config are parsed (never imported) to check that every test has a weight and every
+weight has a test.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import math
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+VISIBILITIES = ("visible", "hidden")
+GRADESCOPE_VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
+SKILL_ID = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+class ConfigError(Exception):
+    """A problem in grading.toml; ``str()`` is the one-line message for the user."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    call_timeout_s: float = 10.0
+    memory_mib: int = 4096
+    output_kib: int = 64
+    worker_start_timeout_s: float = 30.0
+    run_timeout_s: float = 900.0
+    max_module_kib: int = 512
+    max_result_mib: int = 256
+    file_write_mib: int = 16
+
+
+@dataclass(frozen=True)
+class SandboxSettings:
+    user: str = "nobody"
+    landlock: str = "auto"
+    seccomp: str = "auto"
+
+
+@dataclass(frozen=True)
+class TestSpec:
+    node_id: str  # "tests/suites/qkv/test_qkv_visible.py::test_name"
+    file: str  # repository-relative path
+    name: str
+    skill: str
+    weight: float
+    visibility: str
+
+
+@dataclass(frozen=True)
+class Suite:
+    file: str
+    skill: str
+    visibility: str
+    weights: dict[str, float]
+
+
+@dataclass(frozen=True)
+class Skill:
+    id: str
+    title: str
+    points: float
+    module: str  # e.g. "qkv.py"
+    sections: tuple[str, ...]
+    suites: tuple[Suite, ...]
+
+    @property
+    def module_name(self) -> str:
+        return self.module[:-3]
+
+
+@dataclass(frozen=True)
+class Config:
+    path: Path
+    root: Path
+    course: str
+    seed: int | None  # None: a fresh seed for every run
+    solutions_dir: Path
+    exercises_dir: Path
+    suites_dir: Path
+    skills: dict[str, Skill]
+    limits: Limits
+    sandbox: SandboxSettings
+    gradescope_visibility: dict[str, str]
+    release: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def tests(self) -> list[TestSpec]:
+        out = []
+        for skill in self.skills.values():
+            for suite in skill.suites:
+                for name, weight in suite.weights.items():
+                    out.append(TestSpec(f"{suite.file}::{name}", suite.file, name, skill.id, weight, suite.visibility))
+        return out
+
+    @property
+    def total_points(self) -> float:
+        return sum(s.points for s in self.skills.values())
+
+    def select(self, skill_ids: list[str] | None) -> "Config":
+        """The same config restricted to some skills (``--skill``)."""
+        if not skill_ids:
+            return self
+        unknown = [s for s in skill_ids if s not in self.skills]
+        if unknown:
+            raise ConfigError(_unknown("skill", unknown[0], list(self.skills), "--skill"))
+        return Config(
+            self.path, self.root, self.course, self.seed, self.solutions_dir, self.exercises_dir, self.suites_dir,
+            {k: v for k, v in self.skills.items() if k in skill_ids},
+            self.limits, self.sandbox, self.gradescope_visibility, self.release,
+        )
+
+
+# --------------------------------------------------------------------------- helpers
+class _Locator:
+    """Best-effort line numbers for keys, so messages can say ``grading.toml:42``."""
+
+    def __init__(self, text: str) -> None:
+        self.lines = text.splitlines()
+
+    def line_of(self, *needles: str) -> int | None:
+        start = 0
+        for needle in needles:
+            found = None
+            pattern = re.compile(rf"(^|[\s.\[\"']){re.escape(needle)}([\s.\]\"'=]|$)")
+            for i in range(start, len(self.lines)):
+                if pattern.search(self.lines[i].split("#", 1)[0]):
+                    found = i
+                    break
+            if found is None:
+                return start + 1 if start else None
+            start = found
+        return start + 1
+
+
+def _unknown(kind: str, name: str, known: list[str], where: str) -> str:
+    close = difflib.get_close_matches(name, known, n=1)
+    suggestion = f" — did you mean {close[0]!r}?" if close else ""
+    return f"{where}: unknown {kind} {name!r}{suggestion} (known: {', '.join(known) or 'none'})"
+
+
+class _Reader:
+    def __init__(self, path: Path, text: str) -> None:
+        self.path = path
+        self.loc = _Locator(text)
+
+    def fail(self, keypath: list[str], message: str) -> ConfigError:
+        needles = [k for k in keypath if not k.startswith("[")]
+        line = self.loc.line_of(*needles) if needles else None
+        where = f"{self.path.name}:{line}" if line else self.path.name
+        return ConfigError(f"{where}: {'.'.join(keypath)}: {message}")
+
+    def table(self, data: Any, keypath: list[str]) -> dict:
+        if not isinstance(data, dict):
+            raise self.fail(keypath, f"must be a table, got {type(data).__name__}")
+        return data
+
+    def check_keys(self, data: dict, allowed: list[str], keypath: list[str]) -> None:
+        for key in data:
+            if key not in allowed:
+                close = difflib.get_close_matches(key, allowed, n=1)
+                hint = f" — did you mean {close[0]!r}?" if close else f" (allowed: {', '.join(allowed)})"
+                raise self.fail(keypath + [key], f"unknown key{hint}")
+
+    def number(self, data: dict, key: str, keypath: list[str], default: float | None = None, positive: bool = True) -> float:
+        if key not in data:
+            if default is None:
+                raise self.fail(keypath + [key], "is required")
+            return default
+        value = data[key]
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise self.fail(keypath + [key], f"must be a number, got {value!r}")
+        if positive and value <= 0:
+            raise self.fail(keypath + [key], f"must be greater than 0, got {value!r}")
+        return value
+
+    def string(self, data: dict, key: str, keypath: list[str], default: str | None = None, choices: tuple[str, ...] | None = None) -> str:
+        if key not in data:
+            if default is None:
+                raise self.fail(keypath + [key], "is required")
+            return default
+        value = data[key]
+        if not isinstance(value, str) or not value.strip():
+            raise self.fail(keypath + [key], f"must be a non-empty string, got {value!r}")
+        if choices and value not in choices:
+            raise self.fail(keypath + [key], f"must be one of {', '.join(choices)}; got {value!r}")
+        return value
+
+
+def test_functions(path: Path) -> list[str]:
+    """Top-level ``test_*`` functions of a test file, found by parsing (not importing) it."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    names = []
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test"):
+            names.append(node.name)
+        elif isinstance(node, ast.ClassDef) and node.name.startswith("Test"):
+            raise ConfigError(f"{path}: test classes are not supported (class {node.name}); write test functions")
+    return names
+
+
+# --------------------------------------------------------------------------- loading
+def load(path: str | Path, *, check_files: bool = True) -> Config:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: not found — run from the repository root or pass --config PATH") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot be read: {exc}") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        match = re.search(r"\(at line (\d+), column (\d+)\)", str(exc))
+        where = f"{path.name}:{match.group(1)}" if match else path.name
+        raise ConfigError(f"{where}: invalid TOML: {str(exc).split(' (at line')[0]}") from None
+    return _parse(path, text, data, check_files)
+
+
+def _parse(path: Path, text: str, data: dict, check_files: bool) -> Config:
+    r = _Reader(path, text)
+    root = path.resolve().parent
+    r.check_keys(data, ["course", "grader", "limits", "sandbox", "gradescope", "skills", "release"], [])
+
+    course = r.table(data.get("course", {}), ["course"])
+    r.check_keys(course, ["name"], ["course"])
+    course_name = r.string(course, "name", ["course"], default="Attention exercises")
+
+    grader = r.table(data.get("grader", {}), ["grader"])
+    r.check_keys(grader, ["seed", "solutions_dir", "exercises_dir", "suites_dir"], ["grader"])
+    seed_value = grader.get("seed", "fresh")
+    if seed_value == "fresh":
+        seed = None
+    elif isinstance(seed_value, int) and not isinstance(seed_value, bool) and 0 <= seed_value < 2**63:
+        seed = seed_value
+    else:
+        raise r.fail(["grader", "seed"], f'must be "fresh" or a non-negative integer, got {seed_value!r}')
+    solutions_dir = root / r.string(grader, "solutions_dir", ["grader"], default="solutions")
+    exercises_dir = root / r.string(grader, "exercises_dir", ["grader"], default="exercises")
+    suites_dir = root / r.string(grader, "suites_dir", ["grader"], default="tests/suites")
+
+    limits_raw = r.table(data.get("limits", {}), ["limits"])
+    defaults = Limits()
+    fields = list(Limits.__dataclass_fields__)
+    r.check_keys(limits_raw, fields, ["limits"])
+    limit_values = {}
+    for name in fields:
+        value = r.number(limits_raw, name, ["limits"], default=getattr(defaults, name))
+        limit_values[name] = int(value) if isinstance(getattr(defaults, name), int) else float(value)
+    limits = Limits(**limit_values)
+    if limits.memory_mib < 1024:
+        raise r.fail(["limits", "memory_mib"], f"must be at least 1024 (torch alone maps ~500 MiB), got {limits.memory_mib}")
+
+    sandbox_raw = r.table(data.get("sandbox", {}), ["sandbox"])
+    r.check_keys(sandbox_raw, ["user", "landlock", "seccomp"], ["sandbox"])
+    sandbox = SandboxSettings(
+        user=r.string(sandbox_raw, "user", ["sandbox"], default="nobody"),
+        landlock=r.string(sandbox_raw, "landlock", ["sandbox"], default="auto", choices=("auto", "require", "off")),
+        seccomp=r.string(sandbox_raw, "seccomp", ["sandbox"], default="auto", choices=("auto", "require", "off")),
+    )
+
+    gs = r.table(data.get("gradescope", {}), ["gradescope"])
+    r.check_keys(gs, ["visible", "hidden"], ["gradescope"])
+    gradescope_visibility = {
+        "visible": r.string(gs, "visible", ["gradescope"], default="visible", choices=GRADESCOPE_VISIBILITIES),
+        "hidden": r.string(gs, "hidden", ["gradescope"], default="after_due_date", choices=GRADESCOPE_VISIBILITIES),
+    }
+
+    release = r.table(data.get("release", {}), ["release"])
+
+    skills_raw = r.table(data.get("skills", {}), ["skills"])
+    if not skills_raw:
+        raise r.fail(["skills"], "no skills are defined — add a [skills.<id>] table")
+    skills: dict[str, Skill] = {}
+    seen_files: dict[str, str] = {}
+    for sid, raw in skills_raw.items():
+        kp = ["skills", sid]
+        if not SKILL_ID.match(sid):
+            raise r.fail(kp, "skill ids are lower_snake_case identifiers")
+        raw = r.table(raw, kp)
+        r.check_keys(raw, ["title", "points", "module", "sections", "suites"], kp)
+        title = r.string(raw, "title", kp)
+        points = r.number(raw, "points", kp)
+        module = r.string(raw, "module", kp)
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*\.py", module):
+            raise r.fail(kp + ["module"], f"must be a Python file name like 'qkv.py', got {module!r}")
+        sections = raw.get("sections", [])
+        if not isinstance(sections, list) or not all(isinstance(s, str) for s in sections):
+            raise r.fail(kp + ["sections"], "must be a list of strings")
+        suites_raw = raw.get("suites")
+        if not isinstance(suites_raw, list) or not suites_raw:
+            raise r.fail(kp + ["suites"], "needs at least one [[skills.%s.suites]] entry" % sid)
+        suites = []
+        for i, sraw in enumerate(suites_raw):
+            skp = kp + ["suites", f"[{i}]"]
+            sraw = r.table(sraw, skp)
+            r.check_keys(sraw, ["file", "visibility", "weights"], skp)
+            file = r.string(sraw, "file", skp)
+            visibility = r.string(sraw, "visibility", skp, choices=VISIBILITIES)
+            weights_raw = r.table(sraw.get("weights", {}), skp + ["weights"])
+            if not weights_raw:
+                raise r.fail(skp + ["weights"], "lists no tests — add `test_name = weight` lines")
+            weights = {name: r.number(weights_raw, name, skp + ["weights"]) for name in weights_raw}
+            if file in seen_files:
+                raise r.fail(skp + ["file"], f"{file} is already listed under skill {seen_files[file]!r}; each test belongs to exactly one skill")
+            seen_files[file] = sid
+            if check_files:
+                _check_suite_file(r, root, file, weights, skp)
+            suites.append(Suite(file, sid, visibility, weights))
+        total = sum(sum(s.weights.values()) for s in suites)
+        if not math.isclose(total, points, rel_tol=0, abs_tol=1e-9):
+            raise r.fail(kp + ["points"], f"is {points:g} but the weights of its tests add up to {total:g}; make them equal")
+        skills[sid] = Skill(sid, title, points, module, tuple(sections), tuple(suites))
+    modules = [s.module for s in skills.values()]
+    for sid, skill in skills.items():
+        if modules.count(skill.module) > 1:
+            raise r.fail(["skills", sid, "module"], f"{skill.module} is used by more than one skill")
+    return Config(path.resolve(), root, course_name, seed, solutions_dir, exercises_dir, suites_dir, skills, limits, sandbox, gradescope_visibility, release)
+
+
+def _check_suite_file(r: _Reader, root: Path, file: str, weights: dict[str, float], kp: list[str]) -> None:
+    path = root / file
+    if not path.is_file():
+        raise r.fail(kp + ["file"], f"{file} does not exist — fix the path or remove this suite")
+    try:
+        names = test_functions(path)
+    except SyntaxError as exc:
+        raise ConfigError(f"{file}:{exc.lineno}: syntax error in test file: {exc.msg}") from None
+    for name in names:
+        if name not in weights:
+            raise r.fail(kp + ["weights"], f"{file} defines {name} but it has no weight — add `{name} = <points>`")
+    for name in weights:
+        if name not in names:
+            raise r.fail(kp + ["weights", name], f"no test function {name} in {file}" + _near(name, names))
+
+
+def _near(name: str, names: list[str]) -> str:
+    close = difflib.get_close_matches(name, names, n=1)
+    return f" — did you mean {close[0]!r}?" if close else ""

@@ -1,0 +1,61 @@
+"""The hint catalogue: a hint id ("masks/zero-fill") → one line of explanation + a section.
+
+Catalogues are TOML files: ``autograder/feedback/general_hints.toml`` (id prefix
+``general/``) and ``tests/suites/<skill>/hints.toml`` (prefix ``<skill>/``). Tests name
+hints by id; the grading plugin resolves them into the report, so every renderer shows
+the same words without reading the catalogues again.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+GENERAL = Path(__file__).with_name("general_hints.toml")
+
+
+@dataclass(frozen=True)
+class Hint:
+    id: str
+    text: str
+    section: str
+
+    def to_dict(self) -> dict:
+        return {"id": self.id, "text": self.text, "section": self.section}
+
+
+class HintCatalogueError(Exception):
+    pass
+
+
+def load_file(path: Path, prefix: str) -> dict[str, Hint]:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise HintCatalogueError(f"{path}: {exc}") from None
+    hints = {}
+    for key, entry in data.items():
+        if not isinstance(entry, dict) or not isinstance(entry.get("text"), str) or not isinstance(entry.get("section"), str):
+            raise HintCatalogueError(f"{path}: [{key}] needs `text` and `section` strings")
+        unknown = set(entry) - {"text", "section"}
+        if unknown:
+            raise HintCatalogueError(f"{path}: [{key}] has unknown keys {sorted(unknown)}")
+        hints[f"{prefix}/{key}"] = Hint(f"{prefix}/{key}", entry["text"].strip(), entry["section"].strip())
+    return hints
+
+
+def load_catalogue(suites_dir: Path | None) -> dict[str, Hint]:
+    hints = load_file(GENERAL, "general")
+    if suites_dir is not None and suites_dir.is_dir():
+        for path in sorted(suites_dir.glob("*/hints.toml")):
+            hints.update(load_file(path, path.parent.name))
+    return hints
+
+
+def resolve(ids: list[str], catalogue: dict[str, Hint]) -> list[dict]:
+    out = []
+    for hint_id in dict.fromkeys(ids):
+        hint = catalogue.get(hint_id)
+        out.append(hint.to_dict() if hint else {"id": hint_id, "text": f"(unknown hint id {hint_id!r} — a bug in the test suite)", "section": ""})
+    return out

@@ -1,0 +1,82 @@
+"""Markdown: a score table fit for a pull-request comment or a GitHub job summary, then the
+failed tests with hints, the student's own lines, and grids as tables (wrong cells bold
+and marked ⚠)."""
+
+from __future__ import annotations
+
+from ..results import Results, TestOutcome
+from .common import ICON, clean, frame_lines, headline, points
+
+MARKER = "<!-- attention-autograder -->"
+
+
+def esc(text: object, limit: int = 600) -> str:
+    """Escape submission-derived text for a table cell or a paragraph."""
+    out = clean(text, limit)
+    for ch in "\\`*_{}[]<>|#!":
+        out = out.replace(ch, "\\" + ch)
+    return out.replace("\n", " ")
+
+
+def grid_table(grid: dict) -> list[str]:
+    exp, got, bad = grid["expected"], grid["got"], grid["bad"]
+    cols = len(exp[0])
+    head = f"| {esc(grid['rows'])} \\\\ {esc(grid['cols'])} | " + " | ".join(f"exp {j}" for j in range(cols)) + " | " + " | ".join(f"yours {j}" for j in range(cols)) + " |"
+    lines = [f"*{esc(grid['title'])}* (⚠ = wrong cell)", "", head, "|" + "---|" * (1 + 2 * cols)]
+    for r in range(len(exp)):
+        cells = [esc(c, 20) for c in exp[r]]
+        mine = [f"**{esc(c, 20)}** ⚠" if bad[r][j] else esc(c, 20) for j, c in enumerate(got[r])]
+        lines.append(f"| {r} | " + " | ".join(cells) + " | " + " | ".join(mine) + " |")
+    return lines + [""]
+
+
+def _test_block(test: TestOutcome) -> list[str]:
+    title = f"- {ICON.get(test.status, '?')} `{test.name}` — {points(test.score)} / {points(test.max_score)}"
+    lines = [title]
+    if test.credit and test.credit.get("total"):
+        lines.append(f"  - partial credit: {test.credit['passed']} of {test.credit['total']} passed")
+    if test.detail:
+        first, *rest = clean(test.detail).splitlines() or [""]
+        lines.append(f"  - {esc(first)}")
+        lines.extend(f"    {esc(r)}" for r in rest[:6])
+    elif test.summary:
+        lines.append(f"  - {esc(test.summary)}")
+    for hint in test.hints:
+        section = f" — reread **{esc(hint.get('section'))}**" if hint.get("section") else ""
+        lines.append(f"  - 💡 `{esc(hint['id'])}`: {esc(hint['text'])}{section}")
+    if test.frames:
+        lines.append("  - your code:")
+        lines.append("    ```")
+        lines.extend("    " + clean(line, 200).replace("```", "ˋˋˋ") for line in frame_lines(test))
+        lines.append("    ```")
+    for grid in test.grids:
+        lines.append("")
+        lines.extend(grid_table(grid))
+    return lines
+
+
+def render(results: Results, details: bool = True) -> str:
+    lines = [MARKER, f"## {esc(results.course)}: {headline(results)}", ""]
+    if results.status != "complete":
+        lines += [f"> ⚠️ {esc(results.message)}", ""]
+    lines += ["| Skill | Score | Passed | Sections |", "|---|---:|---:|---|"]
+    for skill in results.skills:
+        lines.append(f"| **{esc(skill.id)}** — {esc(skill.title)} | {points(skill.score)} / {points(skill.points)} | {skill.passed}/{skill.total} | {esc('; '.join(skill.sections))} |")
+    lines.append(f"| **Total** | **{points(results.score)} / {points(results.max_score)}** | | |")
+    lines.append("")
+    failed = [(s, t) for s in results.skills for t in s.tests if t.status != "passed"]
+    if details and failed:
+        lines.append("### What to fix")
+        current = None
+        for skill, test in failed:
+            if skill.id != current:
+                lines += ["", f"#### {esc(skill.id)}: {esc(skill.title)}"]
+                current = skill.id
+            lines.extend(_test_block(test))
+        lines.append("")
+    ignored = results.submission.get("ignored") or []
+    if ignored:
+        lines.append(f"<sub>Not graded (only the exercise modules are): {esc(', '.join(ignored[:12]))}{' …' if len(ignored) > 12 else ''}</sub>")
+    if results.seed is not None:
+        lines.append(f"<sub>seed {results.seed} · suite {esc((results.suite_hash or '')[:12])}</sub>")
+    return "\n".join(lines) + "\n"

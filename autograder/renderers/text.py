@@ -1,0 +1,114 @@
+"""The terminal: one ``rich`` table per skill, then what to fix (hints with the section to
+reread, the student's own lines, coloured grids), then the total."""
+
+from __future__ import annotations
+
+from rich import box
+from rich.console import Console, Group
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from ..results import Results, SkillOutcome, TestOutcome
+from .common import ICON, clean, frame_lines, points, printed_lines
+
+STYLE = {"passed": "green", "failed": "red", "error": "magenta", "not_run": "yellow"}
+
+
+def _grid(grid: dict) -> Table:
+    exp, got, bad = grid["expected"], grid["got"], grid["bad"]
+    outer = Table(box=box.SIMPLE, show_header=True, title=Text(clean(grid["title"], 120), style="bold"), title_justify="left")
+    outer.add_column("expected")
+    outer.add_column("yours")
+    left = Table(box=box.MINIMAL, show_header=False, padding=(0, 1))
+    right = Table(box=box.MINIMAL, show_header=False, padding=(0, 1))
+    for _ in exp[0]:
+        left.add_column(justify="right")
+        right.add_column(justify="right")
+    for r, row in enumerate(exp):
+        left.add_row(*[Text(c, style="dim" if c in ("0", "False") else "") for c in row])
+        right.add_row(*[Text(clean(c, 12), style="bold white on red" if bad[r][j] else "green") for j, c in enumerate(got[r])])
+    outer.add_row(left, right)
+    outer.caption = Text(f"rows: {clean(grid['rows'], 40)}, columns: {clean(grid['cols'], 40)}; red = wrong", style="dim")
+    return outer
+
+
+def _skill_table(skill: SkillOutcome) -> Table:
+    table = Table(
+        title=Text.assemble((f"{skill.id}", "bold"), f"  {skill.title}  ", (f"{points(skill.score)}/{points(skill.points)} pts", "bold"), f"  {skill.passed}/{skill.total} passed"),
+        title_justify="left", box=box.SIMPLE_HEAVY, expand=False,
+    )
+    table.add_column("", width=1)
+    table.add_column("test")
+    table.add_column("points", justify="right")
+    table.add_column("hint / why")
+    for test in skill.tests:
+        note = ", ".join(h["id"] for h in test.hints) if test.hints else ("" if test.status == "passed" else clean(test.summary, 90))
+        if test.credit and test.credit.get("total") and test.status != "passed":
+            note = f"{test.credit['passed']}/{test.credit['total']} cases · {note}"
+        table.add_row(
+            Text(ICON.get(test.status, "?"), style=STYLE.get(test.status, "")),
+            Text(test.name + (" (hidden)" if test.visibility == "hidden" else "")),
+            f"{points(test.score)}/{points(test.max_score)}",
+            Text(note),
+        )
+    return table
+
+
+def _details(test: TestOutcome) -> Panel:
+    parts: list = []
+    if test.check and test.visibility == "visible":
+        parts.append(Text.assemble(("Checked: ", "bold"), clean(test.check, 300)))
+    if test.detail:
+        parts.append(Text(clean(test.detail)))
+    elif test.summary:
+        parts.append(Text(clean(test.summary)))
+    for grid in test.grids:
+        parts.append(_grid(grid))
+    for hint in test.hints:
+        line = Text.assemble(("Hint: ", "bold yellow"), hint["text"])
+        if hint.get("section"):
+            line.append(f"  → reread {hint['section']}", style="cyan")
+        parts.append(line)
+    if test.frames:
+        parts.append(Text("Your code:", style="bold"))
+        parts.append(Text("\n".join(frame_lines(test))))
+    printed = printed_lines(test, limit=600)
+    if printed:
+        parts.append(Text("\n".join(printed), style="dim"))
+    if test.status == "error" and test.error and test.error.get("traceback"):
+        parts.append(Text(clean(test.error["traceback"], 3000), style="dim"))
+    title = Text.assemble((f"{ICON.get(test.status)} {test.name}", STYLE.get(test.status, "")), f"  {points(test.score)}/{points(test.max_score)}")
+    return Panel(Group(*parts), title=title, title_align="left", border_style=STYLE.get(test.status, ""))
+
+
+def render(results: Results, console: Console, *, details: bool = True) -> None:
+    head = Text.assemble((results.course, "bold"), f" — {clean(results.submission.get('path', ''), 200)}")
+    if results.seed is not None:
+        head.append(f"  (seed {results.seed})", style="dim")
+    console.print(head)
+    if results.status != "complete":
+        console.print(Panel(Text(clean(results.message)), title="Grading did not complete", border_style="red"))
+    for skill in results.skills:
+        console.print(_skill_table(skill))
+    if details:
+        for skill in results.skills:
+            failed = [t for t in skill.tests if t.status != "passed"]
+            if failed:
+                console.print(Text(f"What to fix in {skill.module} ({skill.id})", style="bold underline"))
+                for test in failed:
+                    console.print(_details(test))
+    ignored = results.submission.get("ignored") or []
+    if ignored:
+        more = results.submission.get("ignored_more", 0)
+        console.print(Text(f"Not graded (only the exercise modules are): {', '.join(clean(i, 80) for i in ignored[:10])}{' …' if len(ignored) > 10 or more else ''}", style="dim"))
+    summary = Table(box=box.ROUNDED, show_header=True, title="Score", title_justify="left")
+    summary.add_column("skill")
+    summary.add_column("points", justify="right")
+    summary.add_column("passed", justify="right")
+    summary.add_column("reread")
+    for skill in results.skills:
+        weak = sorted({h["section"] for t in skill.tests for h in t.hints if h.get("section")})
+        summary.add_row(skill.id, f"{points(skill.score)}/{points(skill.points)}", f"{skill.passed}/{skill.total}", "; ".join(weak[:3]))
+    summary.add_row(Text("total", style="bold"), Text(f"{points(results.score)}/{points(results.max_score)}", style="bold"), "", "")
+    console.print(summary)

@@ -1,0 +1,142 @@
+"""One grading run, end to end: config → submission copy → sandbox policy → the trusted
+pytest run → report → ``Results``. Whatever happens, a ``Results`` comes out: a run that
+breaks (the engine crashes, times out, is interrupted) gives status ``error`` or
+``interrupted``, a score of 0 and the reason — never a partial pass, never nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+import shutil
+import stat
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from .. import results as results_mod
+from ..config import Config
+from ..results import Results
+from ..sandbox.policy import build_worker_spec
+from . import engine
+from .submission import PreparedSubmission, SubmissionDirError, prepare
+
+
+@dataclass
+class GradeRequest:
+    config: Config
+    submission: str
+    seed: int | None = None
+    protect: list[Path] = field(default_factory=list)  # e.g. the results file's folder
+    on_event: Callable[[dict], None] | None = None
+    keep_report: Path | None = None
+
+
+def suite_hash(config: Config) -> str:
+    """Identifies the exact suite that graded: config, suites, course helpers, hints."""
+    digest = hashlib.sha256()
+    files = {config.path}
+    for skill in config.skills.values():
+        files.update(config.root / s.file for s in skill.suites)
+    if config.suites_dir.is_dir():
+        files.update(p for p in config.suites_dir.rglob("*") if p.is_file() and p.suffix in (".py", ".toml") and "__pycache__" not in p.parts)
+    for path in sorted(files):
+        digest.update(str(path.relative_to(config.root) if path.is_relative_to(config.root) else path).encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def _rmtree(path: Path) -> None:
+    def onerror(func, target, _exc):
+        try:
+            os.chmod(target, stat.S_IRWXU)
+            func(target)
+        except OSError:
+            pass
+
+    shutil.rmtree(path, onerror=onerror)
+
+
+def _manifest(config: Config, prepared: PreparedSubmission, spec_dict: dict, seed: int) -> dict:
+    return {
+        "seed": seed,
+        "suite_hash": suite_hash(config),
+        "suites_dir": str(config.suites_dir),
+        "solutions_dir": str(config.solutions_dir),
+        "tests": {t.node_id: {"skill": t.skill, "visibility": t.visibility, "weight": t.weight} for t in config.tests},
+        "modules": prepared.modules,
+        "worker": spec_dict,
+        "limits": {
+            "call_timeout_s": config.limits.call_timeout_s,
+            "worker_start_timeout_s": config.limits.worker_start_timeout_s,
+            "run_timeout_s": config.limits.run_timeout_s,
+            "max_result_mib": config.limits.max_result_mib,
+        },
+    }
+
+
+def grade(request: GradeRequest) -> Results:
+    config = request.config
+    started = time.monotonic()
+    seed = request.seed if request.seed is not None else (config.seed if config.seed is not None else secrets.randbits(31))
+    run_dir = Path(tempfile.mkdtemp(prefix="autograder-"))
+    run_dir.chmod(0o711)
+    private = run_dir / "private"
+    private.mkdir(mode=0o700)
+    scratch = run_dir / "scratch"
+    scratch.mkdir(mode=0o711)
+    submission_info: dict = {"path": request.submission}
+    prepared: PreparedSubmission | None = None
+
+    def finish(status: str, message: str, report: dict | None) -> Results:
+        modules = prepared.modules if prepared else {}
+        return results_mod.build(
+            config, report, submission_info, modules=modules, status=status, message=message,
+            duration=time.monotonic() - started,
+        )
+
+    try:
+        try:
+            prepared = prepare(request.submission, config, run_dir, world_readable=True)
+        except SubmissionDirError as exc:
+            return finish("error", str(exc), None)
+        submission_info = prepared.to_dict()
+        spec, notes = build_worker_spec(
+            config, prepared.copy_dir, scratch,
+            protected=[config.root, config.suites_dir, config.solutions_dir, private, *request.protect],
+        )
+        manifest = _manifest(config, prepared, spec.to_dict(), seed)
+        report_path = private / "report.json"
+        files = sorted({s.file for skill in config.skills.values() for s in skill.suites})
+        outcome = engine.run(
+            config.root, config.suites_dir, private / "manifest.json", manifest, report_path, private / "pytest.log",
+            files, timeout=config.limits.run_timeout_s + 120, on_event=request.on_event,
+        )
+        report = _load_report(report_path)
+        if request.keep_report and report_path.exists():
+            shutil.copyfile(report_path, request.keep_report)
+        if outcome.timed_out:
+            return finish("error", f"the grading run exceeded its time limit ({config.limits.run_timeout_s:g} s + margin) and was stopped", None)
+        if report is None or outcome.returncode not in (0, 1):
+            tail = outcome.log_tail.strip().splitlines()[-6:]
+            why = f"pytest exited with status {outcome.returncode}" if report is not None else "no report was written"
+            return finish("error", f"the grading run broke ({why}): " + " | ".join(tail)[-800:], None)
+        results = finish("complete", "", report)
+        results.sandbox = notes + results.sandbox
+        return results
+    except KeyboardInterrupt:
+        return finish("interrupted", "grading was interrupted (Ctrl-C)", None)
+    finally:
+        _rmtree(run_dir)
+
+
+def _load_report(path: Path) -> dict | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and isinstance(data.get("tests"), list) else None

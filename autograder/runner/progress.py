@@ -1,0 +1,43 @@
+"""The live progress display (``rich``), fed by events the trusted pytest process writes
+to a pipe: one line per finished test."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from ..config import Config
+
+
+class LiveProgress:
+    def __init__(self, console: Console, config: Config, *, enabled: bool) -> None:
+        self.enabled = enabled
+        self.total = len(config.tests)
+        self.failed = 0
+        self.progress = Progress(
+            TextColumn("[bold]grading[/]"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+            console=console, transient=True,
+        )
+        self.task = None
+
+    def __enter__(self) -> "LiveProgress":
+        if self.enabled:
+            self.progress.start()
+            self.task = self.progress.add_task("starting (importing torch)…", total=self.total)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.enabled:
+            self.progress.stop()
+
+    def update(self, event: dict) -> None:
+        if not self.enabled or self.task is None:
+            return
+        if event.get("event") == "collected":
+            self.progress.update(self.task, description="running tests")
+        elif event.get("event") == "test":
+            if event.get("outcome") != "passed":
+                self.failed += 1
+            name = str(event.get("nodeid", "")).split("::")[-1][:50]
+            note = f"[red]{self.failed} failed[/] · " if self.failed else ""
+            self.progress.update(self.task, advance=1, description=f"{note}{name}")

@@ -1,0 +1,271 @@
+"""Trusted side of the sandbox: the fork server handle and one handle per worker.
+
+Everything that comes back from a worker goes through ``protocol.decode`` and is data.
+Timeouts are enforced here, from outside the worker: when a deadline passes we ask the
+fork server to SIGKILL the worker's process group; no signal handler inside the worker is
+ever relied on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import zygote
+from .protocol import PeerClosed, PeerTimeout, ProtocolError, decode, encode, recv_message, send_message
+from .spec import WorkerSpec
+
+
+@dataclass
+class Exit:
+    """How a worker ended, as the fork server saw it."""
+
+    exit_code: int | None = None
+    signal_name: str | None = None
+    killed_by_grader: bool = False
+    reason: str = ""
+
+    def describe(self) -> str:
+        if self.killed_by_grader:
+            return self.reason or "stopped by the grader"
+        if self.signal_name:
+            hint = " (out of memory?)" if self.signal_name == "SIGKILL" else ""
+            return f"the worker process was killed by {self.signal_name}{hint}"
+        if self.exit_code is not None:
+            return f"the worker process exited with status {self.exit_code} (did the code call os._exit() or sys.exit()?)"
+        return "the worker process ended unexpectedly"
+
+
+class WorkerDied(Exception):
+    def __init__(self, exit: Exit, during: str) -> None:
+        super().__init__(f"{exit.describe()} during {during}")
+        self.exit = exit
+        self.during = during
+
+
+class WorkerTimeout(Exception):
+    def __init__(self, seconds: float, during: str) -> None:
+        super().__init__(f"{during} did not finish within {seconds:g} s")
+        self.seconds = seconds
+        self.during = during
+
+
+class WorkerProtocolError(Exception):
+    """The worker sent something that is not a valid reply."""
+
+
+@dataclass
+class Reply:
+    ok: bool
+    value: Any = None
+    error: dict | None = None
+    out: str = ""
+    out_dropped: int = 0
+    ops: list[str] = field(default_factory=list)
+    autograd: list[str] = field(default_factory=list)
+
+
+class Worker:
+    def __init__(self, sandbox: "Sandbox", pid: int, sock: socket.socket) -> None:
+        self.sandbox = sandbox
+        self.pid = pid
+        self.sock = sock
+        self.facts: list[str] = []
+        self.exit: Exit | None = None
+        self.ready = False
+
+    @property
+    def alive(self) -> bool:
+        return self.exit is None
+
+    def wait_ready(self, timeout: float) -> None:
+        header = self._recv(time.monotonic() + timeout, "worker start-up")
+        if not header.get("ready"):
+            err = header.get("error") or {}
+            self._stop(reason="could not start")
+            raise WorkerProtocolError(f"the sandbox could not start: {err.get('type')}: {err.get('message')}")
+        self.facts = [str(f) for f in header.get("facts", [])][:20]
+        self.ready = True
+
+    def request(self, header: dict, blob: bytes, timeout: float, during: str) -> tuple[dict, bytes]:
+        if not self.alive:
+            raise WorkerDied(self.exit, during)  # type: ignore[arg-type]
+        try:
+            send_message(self.sock, header, blob)
+        except OSError:
+            self._stop(reason="")
+            raise WorkerDied(self.exit, during) from None  # type: ignore[arg-type]
+        deadline = time.monotonic() + timeout
+        return self._recv_full(deadline, during)
+
+    def _recv(self, deadline: float, during: str) -> dict:
+        return self._recv_full(deadline, during)[0]
+
+    def _recv_full(self, deadline: float, during: str) -> tuple[dict, bytes]:
+        try:
+            return recv_message(self.sock, deadline, max_blob=self.sandbox.max_reply_bytes)
+        except PeerTimeout:
+            self._stop(reason=f"timed out during {during}", killed=True)
+            raise WorkerTimeout(self.sandbox.last_timeout, during) from None
+        except PeerClosed:
+            self._stop(reason="")
+            raise WorkerDied(self.exit, during) from None  # type: ignore[arg-type]
+        except ProtocolError as exc:
+            self._stop(reason=f"sent malformed data ({exc})", killed=True)
+            raise WorkerProtocolError(f"the worker sent malformed data during {during}: {exc}") from None
+
+    def run(self, probe: str, source: str | None, args: list, kwargs: dict, timeout: float, during: str) -> Reply:
+        """Run a probe; returns the decoded reply (``ok`` False when the code raised)."""
+        args_tree, kwargs_tree, blob = _encode_call(args, kwargs)
+        header = {"op": "run", "probe": probe, "source": source, "args": args_tree, "kwargs": kwargs_tree}
+        self.sandbox.last_timeout = timeout
+        reply, rblob = self.request(header, blob, timeout, during)
+        return self._parse(reply, rblob, during)
+
+    def import_module(self, module: str, timeout: float) -> Reply:
+        self.sandbox.last_timeout = timeout
+        reply, rblob = self.request({"op": "import", "module": module}, b"", timeout, f"import of {module}.py")
+        return self._parse(reply, rblob, f"import of {module}.py")
+
+    def _parse(self, reply: dict, blob: bytes, during: str) -> Reply:
+        try:
+            ok = reply.get("ok")
+            if type(ok) is not bool:
+                raise ProtocolError("reply without ok flag")
+            out = reply.get("out", "")
+            ops = reply.get("ops", [])
+            autograd = reply.get("autograd", [])
+            if type(out) is not str or not _str_list(ops) or not _str_list(autograd):
+                raise ProtocolError("malformed reply fields")
+            dropped = reply.get("out_dropped", 0)
+            if ok:
+                value = decode(reply.get("value"), blob)
+                return Reply(True, value=value, out=out, out_dropped=int(dropped) if type(dropped) is int else 0, ops=ops, autograd=autograd)
+            error = _clean_error(reply.get("error"))
+            return Reply(False, error=error, out=out, out_dropped=int(dropped) if type(dropped) is int else 0, ops=ops, autograd=autograd)
+        except ProtocolError as exc:
+            self._stop(reason=f"sent malformed data ({exc})", killed=True)
+            raise WorkerProtocolError(f"the worker sent malformed data during {during}: {exc}") from None
+
+    def _stop(self, reason: str, killed: bool = False) -> None:
+        if self.exit is not None:
+            return
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+        info = self.sandbox.kill(self.pid)
+        self.exit = Exit(
+            exit_code=info.get("exit_code"),
+            signal_name=info.get("signal_name"),
+            killed_by_grader=killed,
+            reason=reason,
+        )
+
+    def close(self) -> None:
+        self._stop(reason="test finished", killed=True)
+
+
+def _str_list(value: Any) -> bool:
+    return type(value) is list and all(type(v) is str for v in value)
+
+
+def _clean_error(error: Any) -> dict:
+    """Keep only the fields we know, as plain strings/ints of bounded size."""
+    if type(error) is not dict:
+        return {"type": "UnknownError", "message": "", "base": "Exception", "frames": []}
+    frames = []
+    raw_frames = error.get("frames")
+    for frame in raw_frames[:64] if type(raw_frames) is list else []:
+        if type(frame) is dict and type(frame.get("file")) is str and type(frame.get("line")) is int:
+            frames.append({"file": frame["file"][:200], "line": frame["line"], "function": str(frame.get("function", ""))[:200]})
+    return {
+        "type": str(error.get("type", "Exception"))[:200],
+        "message": str(error.get("message", ""))[:4000],
+        "base": str(error.get("base", "Exception"))[:100],
+        "exit_code": str(error["exit_code"])[:200] if "exit_code" in error else None,
+        "frames": frames,
+    }
+
+
+def _encode_call(args: list, kwargs: dict) -> tuple[Any, Any, bytes]:
+    tree, blob = encode((list(args), dict(kwargs)))
+    args_tree, kwargs_tree = tree["v"]
+    return args_tree, kwargs_tree, blob
+
+
+class Sandbox:
+    """One per grading run: the fork server plus a pre-forked spare worker."""
+
+    def __init__(self, spec: WorkerSpec, start_timeout: float = 30.0, max_reply_bytes: int = 256 << 20) -> None:
+        self.spec = spec
+        self.start_timeout = start_timeout
+        self.max_reply_bytes = max_reply_bytes
+        self.last_timeout = 0.0
+        self.pid, self.control = zygote.start()
+        self._spare: Worker | None = None
+        self.spawned = 0
+
+    def _send(self, request: dict, fds: list[int] | None = None) -> dict:
+        data = json.dumps(request).encode()
+        if fds:
+            socket.send_fds(self.control, [data], fds)
+        else:
+            self.control.send(data)
+        self.control.settimeout(self.start_timeout)
+        try:
+            raw = self.control.recv(1 << 20)
+        finally:
+            self.control.settimeout(None)
+        if not raw:
+            raise RuntimeError("the sandbox fork server stopped")
+        return json.loads(raw)
+
+    def _spawn(self) -> Worker:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            reply = self._send({"op": "spawn", "spec": self.spec.to_dict()}, [theirs.fileno()])
+        finally:
+            theirs.close()
+        if "pid" not in reply:
+            ours.close()
+            raise RuntimeError(f"the sandbox could not fork a worker: {reply.get('error')}")
+        self.spawned += 1
+        return Worker(self, int(reply["pid"]), ours)
+
+    def worker(self) -> Worker:
+        """A ready worker: the pre-forked spare when there is one."""
+        worker, self._spare = self._spare, None
+        if worker is None:
+            worker = self._spawn()
+        worker.wait_ready(self.start_timeout)
+        return worker
+
+    def prefork(self) -> None:
+        """Fork the next worker now, so its start overlaps the trusted side's work."""
+        if self._spare is None:
+            self._spare = self._spawn()
+
+    def kill(self, pid: int) -> dict:
+        try:
+            return self._send({"op": "kill", "pid": pid})
+        except (OSError, RuntimeError, ValueError):
+            return {"unknown": True}
+
+    def close(self) -> None:
+        if self._spare is not None:
+            self._spare.close()
+            self._spare = None
+        try:
+            self.control.send(json.dumps({"op": "stop"}).encode())
+        except OSError:
+            pass
+        self.control.close()
+        try:
+            os.waitpid(self.pid, 0)
+        except ChildProcessError:
+            pass

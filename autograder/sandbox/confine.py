@@ -1,0 +1,372 @@
+"""Linux confinement for the submission worker: rlimits, identity, Landlock, seccomp.
+
+Every layer is applied in the worker right after it is forked, before any submission code
+is imported. Each returns a short fact string for the report, so a results file always
+says which protections were active on the machine that graded it.
+
+We call the kernel through ``ctypes`` ourselves: Python 3.11 has no bindings for Landlock,
+seccomp or capability sets, and the packages that wrap them (``pyseccomp``, ``landlock``)
+need libseccomp or compile steps that students' machines may lack. The whole surface is the
+few structures below, each checked against the kernel's uapi headers.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import platform
+import resource
+import struct
+from dataclasses import dataclass
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.syscall.restype = ctypes.c_long
+_libc.prctl.restype = ctypes.c_int
+
+# prctl(2)
+PR_SET_PDEATHSIG = 1
+PR_SET_DUMPABLE = 4
+PR_SET_SECCOMP = 22
+PR_CAPBSET_DROP = 24
+PR_SET_SECUREBITS = 28
+PR_SET_CHILD_SUBREAPER = 36
+PR_SET_NO_NEW_PRIVS = 38
+PR_CAP_AMBIENT = 47
+PR_CAP_AMBIENT_CLEAR_ALL = 4
+SECCOMP_MODE_FILTER = 2
+
+MACHINE = platform.machine()
+
+# Landlock syscalls share their numbers across architectures.
+SYS_LANDLOCK_CREATE_RULESET = 444
+SYS_LANDLOCK_ADD_RULE = 445
+SYS_LANDLOCK_RESTRICT_SELF = 446
+
+
+class ConfineError(RuntimeError):
+    """A protection that was asked for could not be applied."""
+
+
+def _prctl(option: int, arg2: int = 0, arg3: int = 0, arg4: int = 0, arg5: int = 0) -> int:
+    res = _libc.prctl(option, ctypes.c_ulong(arg2), ctypes.c_ulong(arg3), ctypes.c_ulong(arg4), ctypes.c_ulong(arg5))
+    if res < 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"prctl({option}): {os.strerror(err)}")
+    return res
+
+
+# --------------------------------------------------------------------------- process
+def set_parent_death_signal(sig: int) -> None:
+    _prctl(PR_SET_PDEATHSIG, sig)
+
+
+def set_child_subreaper() -> None:
+    """Orphaned descendants are re-parented to us, so nothing a worker forks escapes the sweep."""
+    _prctl(PR_SET_CHILD_SUBREAPER, 1)
+
+
+def set_dumpable(flag: bool) -> None:
+    _prctl(PR_SET_DUMPABLE, 1 if flag else 0)
+
+
+def set_no_new_privs() -> None:
+    _prctl(PR_SET_NO_NEW_PRIVS, 1)
+
+
+# --------------------------------------------------------------------------- rlimits
+@dataclass(frozen=True)
+class Limits:
+    memory_bytes: int
+    cpu_seconds: int
+    file_bytes: int
+    open_files: int = 256
+    processes: int | None = None  # only meaningful for a dedicated unprivileged uid
+
+
+def apply_rlimits(limits: Limits) -> str:
+    def cap(res: int, value: int) -> None:
+        _soft, hard = resource.getrlimit(res)
+        if hard != resource.RLIM_INFINITY:
+            value = min(value, hard)
+        resource.setrlimit(res, (value, value))
+
+    cap(resource.RLIMIT_AS, limits.memory_bytes)
+    cap(resource.RLIMIT_CPU, limits.cpu_seconds)
+    cap(resource.RLIMIT_FSIZE, limits.file_bytes)
+    cap(resource.RLIMIT_NOFILE, limits.open_files)
+    cap(resource.RLIMIT_CORE, 0)
+    if limits.processes is not None:
+        cap(resource.RLIMIT_NPROC, limits.processes)
+    return (
+        f"rlimits(as={limits.memory_bytes >> 20}MiB,cpu={limits.cpu_seconds}s,"
+        f"fsize={limits.file_bytes >> 20}MiB,nofile={limits.open_files})"
+    )
+
+
+# --------------------------------------------------------------------------- identity
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+_LINUX_CAPABILITY_VERSION_3 = 0x20080522
+# SECBIT_NOROOT | _LOCKED, NO_SETUID_FIXUP | _LOCKED, KEEP_CAPS_LOCKED, NO_CAP_AMBIENT_RAISE | _LOCKED
+_SECUREBITS_LOCKDOWN = 0x01 | 0x02 | 0x04 | 0x08 | 0x20 | 0x40 | 0x80
+
+
+def drop_to_user(uid: int, gid: int) -> str:
+    os.setgroups([])
+    os.setgid(gid)
+    os.setuid(uid)
+    if os.getuid() != uid or os.geteuid() != uid:
+        raise ConfineError("setuid did not take effect")
+    return f"user(uid={uid})"
+
+
+def drop_all_capabilities() -> str:
+    """Stay uid 0 but keep no capability, now or after any exec.
+
+    Used when the interpreter lives where an unprivileged uid cannot read it (e.g. a
+    pyenv under /root). It is only safe together with Landlock, which then is what
+    keeps root-owned files out of reach; the caller enforces that pairing.
+    """
+    try:
+        _prctl(PR_SET_SECUREBITS, _SECUREBITS_LOCKDOWN)
+    except OSError:
+        pass  # needs CAP_SETPCAP; without it the bounding-set drop below still holds
+    for cap in range(64):
+        try:
+            _prctl(PR_CAPBSET_DROP, cap)
+        except OSError as exc:
+            if exc.errno == errno.EINVAL:
+                break
+            raise
+    try:
+        _prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL)
+    except OSError:
+        pass
+    header = _CapHeader(_LINUX_CAPABILITY_VERSION_3, 0)
+    data = (_CapData * 2)()
+    if _libc.capset(ctypes.byref(header), data) != 0:
+        err = ctypes.get_errno()
+        raise ConfineError(f"capset failed: {os.strerror(err)}")
+    return "root-without-capabilities"
+
+
+# --------------------------------------------------------------------------- Landlock
+LL_FS_EXECUTE = 1 << 0
+LL_FS_WRITE_FILE = 1 << 1
+LL_FS_READ_FILE = 1 << 2
+LL_FS_READ_DIR = 1 << 3
+LL_FS_REMOVE_DIR = 1 << 4
+LL_FS_REMOVE_FILE = 1 << 5
+LL_FS_MAKE_CHAR = 1 << 6
+LL_FS_MAKE_DIR = 1 << 7
+LL_FS_MAKE_REG = 1 << 8
+LL_FS_MAKE_SOCK = 1 << 9
+LL_FS_MAKE_FIFO = 1 << 10
+LL_FS_MAKE_BLOCK = 1 << 11
+LL_FS_MAKE_SYM = 1 << 12
+LL_FS_REFER = 1 << 13  # ABI 2
+LL_FS_TRUNCATE = 1 << 14  # ABI 3
+LL_FS_IOCTL_DEV = 1 << 15  # ABI 5
+LL_NET_BIND_TCP = 1 << 0  # ABI 4
+LL_NET_CONNECT_TCP = 1 << 1
+LL_SCOPE_ABSTRACT_UNIX_SOCKET = 1 << 0  # ABI 6
+LL_SCOPE_SIGNAL = 1 << 1
+_LL_RULE_PATH_BENEATH = 1
+_FILE_RIGHTS = LL_FS_EXECUTE | LL_FS_WRITE_FILE | LL_FS_READ_FILE | LL_FS_TRUNCATE | LL_FS_IOCTL_DEV
+
+
+class _RulesetAttr(ctypes.Structure):
+    _fields_ = [("handled_access_fs", ctypes.c_uint64), ("handled_access_net", ctypes.c_uint64), ("scoped", ctypes.c_uint64)]
+
+
+def landlock_abi() -> int:
+    """The kernel's Landlock ABI version, or 0 when Landlock is unavailable."""
+    res = _libc.syscall(SYS_LANDLOCK_CREATE_RULESET, None, ctypes.c_size_t(0), ctypes.c_uint32(1))
+    return max(int(res), 0)
+
+
+def _fs_rights(abi: int) -> int:
+    rights = (1 << 13) - 1
+    if abi >= 2:
+        rights |= LL_FS_REFER
+    if abi >= 3:
+        rights |= LL_FS_TRUNCATE
+    if abi >= 5:
+        rights |= LL_FS_IOCTL_DEV
+    return rights
+
+
+@dataclass
+class FsPolicy:
+    read: list[str]  # trees the worker may read (never execute)
+    write: list[str]  # trees the worker may read, write, create and delete in
+    protected: list[str]  # never readable, even when below a `read` tree
+
+
+def is_within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def _expand_read_rules(roots: list[str], protected: list[str]) -> list[str]:
+    """Allow-list semantics cannot say "all of /usr except /usr/src/course": split such a
+    root into its children, recursively, leaving out every protected subtree. A root that
+    lies *inside* a protected tree (``.venv`` inside the repository) is an explicit
+    carve-out and stays readable."""
+    out: list[str] = []
+    protected = [os.path.realpath(p) for p in protected]
+
+    def visit(root: str, depth: int) -> None:
+        if root in protected:
+            return
+        inner = [p for p in protected if is_within(p, root) and p != root]
+        if not inner:
+            out.append(root)
+            return
+        if depth > 12 or not os.path.isdir(root):
+            return
+        try:
+            names = sorted(os.listdir(root))
+        except OSError:
+            return
+        for name in names:
+            visit(os.path.join(root, name), depth + 1)
+
+    for root in roots:
+        visit(os.path.realpath(root), 0)
+    return out
+
+
+def apply_landlock(policy: FsPolicy, *, required: bool) -> str:
+    """Confine the calling thread (and, as we call it before threads exist, the process)."""
+    abi = landlock_abi()
+    if abi < 1:
+        if required:
+            raise ConfineError("Landlock is not available on this kernel")
+        return "landlock=unavailable"
+    fs_rights = _fs_rights(abi)
+    attr = _RulesetAttr(fs_rights, 0, 0)
+    size = 8
+    if abi >= 4:
+        attr.handled_access_net = LL_NET_BIND_TCP | LL_NET_CONNECT_TCP
+        size = 16
+    if abi >= 6:
+        attr.scoped = LL_SCOPE_ABSTRACT_UNIX_SOCKET | LL_SCOPE_SIGNAL
+        size = 24
+    ruleset = _libc.syscall(SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0))
+    if ruleset < 0:
+        err = ctypes.get_errno()
+        raise ConfineError(f"landlock_create_ruleset: {os.strerror(err)}")
+    read_rights = LL_FS_READ_FILE | LL_FS_READ_DIR
+    try:
+        for path in _expand_read_rules(policy.read, policy.protected):
+            _add_path_rule(ruleset, path, read_rights)
+        for path in policy.write:
+            _add_path_rule(ruleset, path, fs_rights & ~LL_FS_EXECUTE)
+        set_no_new_privs()
+        if _libc.syscall(SYS_LANDLOCK_RESTRICT_SELF, ctypes.c_int(ruleset), ctypes.c_uint32(0)) != 0:
+            err = ctypes.get_errno()
+            raise ConfineError(f"landlock_restrict_self: {os.strerror(err)}")
+    finally:
+        os.close(ruleset)
+    return f"landlock(abi={abi})"
+
+
+def _add_path_rule(ruleset: int, path: str, rights: int) -> None:
+    try:
+        fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+    except OSError:
+        return  # a path that does not exist here needs no rule
+    try:
+        if not os.path.isdir(path):
+            rights &= _FILE_RIGHTS
+        # struct landlock_path_beneath_attr is packed: u64 allowed_access, s32 parent_fd
+        buf = ctypes.create_string_buffer(struct.pack("<Qi", rights, fd), 12)
+        if _libc.syscall(SYS_LANDLOCK_ADD_RULE, ctypes.c_int(ruleset), ctypes.c_int(_LL_RULE_PATH_BENEATH), buf, ctypes.c_uint32(0)) != 0:
+            err = ctypes.get_errno()
+            raise ConfineError(f"landlock_add_rule({path}): {os.strerror(err)}")
+    finally:
+        os.close(fd)
+
+
+# --------------------------------------------------------------------------- seccomp
+_AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
+_CLONE_THREAD = 0x00010000
+# Syscalls a worker never needs: process creation other than threads, exec, and the
+# ones that reach into other processes or the kernel's rarer corners.
+_SECCOMP_TABLE = {
+    "x86_64": {
+        "clone": 56, "clone3": 435,
+        "deny": [57, 58, 59, 322, 101, 310, 311, 272, 308, 298, 323, 425, 321],
+        # fork vfork execve execveat ptrace process_vm_readv/writev unshare setns
+        # perf_event_open userfaultfd io_uring_setup bpf
+    },
+    "aarch64": {
+        "clone": 220, "clone3": 435,
+        "deny": [221, 281, 117, 270, 271, 97, 268, 241, 282, 425, 280],
+    },
+}
+_RET_ALLOW = 0x7FFF0000
+_RET_EPERM = 0x00050000 | errno.EPERM
+_RET_ENOSYS = 0x00050000 | errno.ENOSYS
+
+
+class _SockFilter(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8), ("k", ctypes.c_uint32)]
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_SockFilter))]
+
+
+def _ld(offset: int) -> tuple:
+    return (0x20, 0, 0, offset)  # BPF_LD | BPF_W | BPF_ABS
+
+
+def _jeq(k: int, jt: int, jf: int) -> tuple:
+    return (0x15, jt, jf, k)
+
+
+def _ret(k: int) -> tuple:
+    return (0x06, 0, 0, k)
+
+
+def seccomp_program() -> list[tuple] | None:
+    table = _SECCOMP_TABLE.get(MACHINE)
+    if table is None:
+        return None
+    prog = [_ld(4), _jeq(_AUDIT_ARCH[MACHINE], 1, 0), _ret(_RET_EPERM), _ld(0)]
+    if MACHINE == "x86_64":
+        prog += [(0x35, 0, 1, 0x40000000), _ret(_RET_EPERM)]  # BPF_JGE: no x32 syscalls
+    # clone(): threads only (CLONE_THREAD set in the low word of args[0]).
+    prog += [_jeq(table["clone"], 0, 4), _ld(16), (0x45, 0, 1, _CLONE_THREAD), _ret(_RET_ALLOW), _ret(_RET_EPERM)]
+    # clone3() passes its flags in memory we cannot inspect: ENOSYS makes glibc fall back to clone().
+    prog += [_jeq(table["clone3"], 0, 1), _ret(_RET_ENOSYS)]
+    for nr in table["deny"]:
+        prog += [_jeq(nr, 0, 1), _ret(_RET_EPERM)]
+    prog.append(_ret(_RET_ALLOW))
+    return prog
+
+
+def apply_seccomp(*, required: bool) -> str:
+    prog = seccomp_program()
+    if prog is None:
+        if required:
+            raise ConfineError(f"no seccomp table for {MACHINE}")
+        return f"seccomp=unavailable({MACHINE})"
+    filters = (_SockFilter * len(prog))(*[_SockFilter(*ins) for ins in prog])
+    fprog = _SockFprog(len(prog), filters)
+    set_no_new_privs()
+    try:
+        _prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(fprog))
+    except OSError as exc:
+        if required:
+            raise ConfineError(f"seccomp: {exc}") from None
+        return "seccomp=unavailable"
+    return "seccomp(no-fork,no-exec,no-ptrace)"

@@ -1,0 +1,84 @@
+"""Decide, on the trusted side, what this run's workers may do on this machine.
+
+- Not root (a student's laptop): the worker keeps the user's uid; Landlock (when the
+  kernel has it) limits reads to the interpreter and the submission copy and writes to a
+  scratch directory; seccomp forbids fork/exec/ptrace. On a laptop the student owns every
+  file anyway — the hidden suite is simply not there.
+- Root (Gradescope, CI containers): the worker drops to an unprivileged user
+  (``[sandbox] user``) when that user can read the interpreter. Where it cannot (a pyenv
+  under /root, as on our CI image), the worker stays uid 0 without any capability and
+  Landlock becomes mandatory, which is what keeps root-owned files out of reach. Without
+  Landlock, the tests and solutions directories are made unreadable to others instead.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import site
+import sys
+from pathlib import Path
+
+from ..config import Config
+from . import confine, zygote
+from .spec import WorkerSpec
+
+SYSTEM_READ = ["/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin"]
+DEVICE_READ = ["/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", "/proc/cpuinfo", "/proc/meminfo", "/proc/stat", "/sys/devices/system/cpu", "/sys/fs/cgroup"]
+
+
+def python_paths() -> list[str]:
+    """The interpreter, its standard library and site-packages (torch lives there)."""
+    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
+    try:
+        paths.update(site.getsitepackages())
+    except AttributeError:
+        pass
+    return sorted(os.path.realpath(p) for p in paths if p and os.path.exists(p))
+
+
+def build_worker_spec(config: Config, copy_dir: Path, scratch_root: Path, protected: list[Path]) -> tuple[WorkerSpec, list[str]]:
+    """Returns the spec and notes for the report (what was chosen and why)."""
+    notes: list[str] = []
+    limits = config.limits
+    py = python_paths()
+    spec = WorkerSpec(
+        copy_dir=str(copy_dir),
+        scratch_root=str(scratch_root),
+        modules=[s.module_name for s in config.skills.values()],
+        memory_bytes=limits.memory_mib << 20,
+        cpu_seconds=int(max(limits.call_timeout_s * 20, 60)),
+        file_bytes=limits.file_write_mib << 20,
+        output_bytes=limits.output_kib << 10,
+        read_paths=SYSTEM_READ + DEVICE_READ + py,
+        protected_paths=sorted({os.path.realpath(p) for p in protected}),
+        landlock=config.sandbox.landlock,
+        seccomp=config.sandbox.seccomp,
+    )
+    landlock = confine.landlock_abi() if config.sandbox.landlock != "off" else 0
+    if os.geteuid() != 0:
+        spec.identity = "keep"
+        if not landlock:
+            notes.append("Landlock unavailable: the worker can read what your user can (fine on your own machine)")
+        return spec, notes
+    try:
+        entry = pwd.getpwnam(config.sandbox.user)
+    except KeyError:
+        raise ValueError(f"[sandbox] user {config.sandbox.user!r} does not exist on this machine") from None
+    spec.uid, spec.gid = entry.pw_uid, entry.pw_gid
+    if zygote.uid_can_read(spec.uid, spec.gid, py):
+        spec.identity = "user"
+        notes.append(f"running as root: submission code runs as {config.sandbox.user} (uid {spec.uid})")
+    elif landlock:
+        spec.identity = "nocaps"
+        spec.landlock = "require"
+        notes.append(f"running as root and {config.sandbox.user} cannot read the interpreter: submission code runs as uid 0 without capabilities, confined by Landlock")
+    else:
+        spec.identity = "user"
+        notes.append(f"{config.sandbox.user} cannot read the interpreter and Landlock is unavailable: only modules preloaded before the worker starts can be imported")
+    if spec.identity == "user" and not landlock:
+        for path in (config.root / "tests", config.solutions_dir):
+            if path.is_dir() and path.stat().st_mode & 0o007:
+                path.chmod(path.stat().st_mode & ~0o007)
+                notes.append(f"made {path} unreadable to other users (no Landlock on this kernel)")
+    return spec, notes

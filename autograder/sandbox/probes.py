@@ -1,0 +1,264 @@
+"""Trusted procedures that run *inside* the worker and call into the submission.
+
+A probe is ``def probe(ctx, *args, **kwargs) -> data``: ``ctx.module("qkv")`` gives a
+submission module, ``ctx.watch_ops()`` records the torch functions/aten operators used,
+``ctx.watch_autograd()`` records any autograd use. What a probe returns crosses back as
+data only. The grader never trusts a probe's result more than the submission it ran:
+expected values are always computed on the trusted side.
+
+Suites can ship their own probes (``autograder.testing.probe``); their source is sent to
+the worker and may be read by the submission, so a probe holds glue, never answers.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable
+
+import torch
+from torch.overrides import TorchFunctionMode
+from torch.utils._python_dispatch import TorchDispatchMode
+
+
+# --------------------------------------------------------------------------- recorders
+class _FunctionRecorder(TorchFunctionMode):
+    def __init__(self, names: set[str]) -> None:
+        super().__init__()
+        self.names = names
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        name = getattr(func, "__name__", None) or type(func).__name__
+        self.names.add(f"fn:{name}")
+        return func(*args, **(kwargs or {}))
+
+
+class _DispatchRecorder(TorchDispatchMode):
+    def __init__(self, names: set[str]) -> None:
+        super().__init__()
+        self.names = names
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.names.add(f"aten:{func.overloadpacket.__name__}")
+        return func(*args, **(kwargs or {}))
+
+
+class OpRecorder:
+    """Both layers: Python-level torch functions (any spelling: ``torch.x``, ``F.x``,
+    ``Tensor.x``) and the aten operators they dispatch to (``torch.ops.aten.x`` too)."""
+
+    def __init__(self, names: set[str]) -> None:
+        self.fn = _FunctionRecorder(names)
+        self.dispatch = _DispatchRecorder(names)
+
+    def __enter__(self):
+        self.fn.__enter__()
+        self.dispatch.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        self.dispatch.__exit__(*exc)
+        self.fn.__exit__(*exc)
+        return False
+
+
+class _AutogradTripwire:
+    """Wraps autograd's entry points once, before any submission module is imported, so
+    that even ``from torch.autograd import grad`` at import time gets the wrapped name.
+    Pass-through unless armed; while armed, every use is recorded."""
+
+    def __init__(self) -> None:
+        self.uses: set[str] | None = None
+        self.installed = False
+
+    def arm(self, uses: set[str]) -> None:
+        self.uses = uses
+
+    def disarm(self) -> None:
+        self.uses = None
+
+    def _wrap(self, owner: Any, attr: str, label: str) -> None:
+        original = getattr(owner, attr, None)
+        if original is None or getattr(original, "_autograder_tripwire", False):
+            return
+        tripwire = self
+
+        @functools.wraps(original)
+        def wrapper(*args, **kwargs):
+            if tripwire.uses is not None:
+                if attr != "_set_grad_enabled" or (args and args[0]):
+                    tripwire.uses.add(label)
+            return original(*args, **kwargs)
+
+        wrapper._autograder_tripwire = True  # type: ignore[attr-defined]
+        setattr(owner, attr, wrapper)
+
+    def install(self) -> None:
+        if self.installed:
+            return
+        import torch.autograd.functional as agf
+        import torch.autograd.graph as agg
+        import torch.func as tfunc
+
+        self._wrap(torch.autograd, "grad", "torch.autograd.grad")
+        self._wrap(torch.autograd, "backward", "torch.autograd.backward")
+        self._wrap(torch.Tensor, "backward", "Tensor.backward")
+        self._wrap(agg, "_engine_run_backward", "autograd engine")
+        self._wrap(torch._C, "_set_grad_enabled", "enable_grad")
+        for name in ("vjp", "jvp", "jacobian", "hessian", "vhp", "hvp"):
+            self._wrap(agf, name, f"torch.autograd.functional.{name}")
+        for name in ("grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "linearize"):
+            self._wrap(tfunc, name, f"torch.func.{name}")
+        self.installed = True
+
+
+AUTOGRAD_TRIPWIRE = _AutogradTripwire()
+
+
+# --------------------------------------------------------------------------- helpers
+class PlainFunctionCtx:
+    """Stands in for autograd's ``ctx`` when a probe calls ``Function.forward``/``backward``
+    directly, outside the autograd engine."""
+
+    def __init__(self, needs_input_grad: tuple[bool, ...] = (True, True, True, False)) -> None:
+        self.needs_input_grad = needs_input_grad
+        self.saved_tensors: tuple = ()
+
+    def save_for_backward(self, *tensors: Any) -> None:
+        self.saved_tensors = tensors
+
+    def mark_non_differentiable(self, *args: Any) -> None:
+        pass
+
+    def mark_dirty(self, *args: Any) -> None:
+        pass
+
+    def set_materialize_grads(self, value: bool) -> None:
+        pass
+
+
+def resolve(module: Any, target: str) -> Any:
+    obj = module
+    for part in target.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def describe_module(module: torch.nn.Module) -> dict:
+    """Structure of an nn.Module as data: submodules, parameters, buffers, state_dict keys."""
+    non_persistent: set[str] = set()
+    for prefix, sub in module.named_modules():
+        for name in getattr(sub, "_non_persistent_buffers_set", ()):
+            non_persistent.add(f"{prefix}.{name}" if prefix else name)
+    return {
+        "type": type(module).__name__,
+        "modules": [
+            {
+                "name": name,
+                "type": f"{type(sub).__module__}.{type(sub).__qualname__}",
+                "in_features": getattr(sub, "in_features", None) if type(sub) is torch.nn.Linear else None,
+                "out_features": getattr(sub, "out_features", None) if type(sub) is torch.nn.Linear else None,
+                "bias": (sub.bias is not None) if type(sub) is torch.nn.Linear else None,
+            }
+            for name, sub in module.named_modules()
+            if name
+        ],
+        "parameters": [
+            {"name": n, "shape": list(p.shape), "dtype": str(p.dtype).replace("torch.", ""), "requires_grad": p.requires_grad}
+            for n, p in module.named_parameters()
+        ],
+        "buffers": [
+            {"name": n, "shape": list(b.shape), "dtype": str(b.dtype).replace("torch.", ""), "persistent": n not in non_persistent, "value": b.detach().clone() if b.numel() <= 1 << 16 else None}
+            for n, b in module.named_buffers()
+        ],
+        "state_dict": list(module.state_dict().keys()),
+        "training": module.training,
+    }
+
+
+def _requires_grad(values: list, wrt: list[int]) -> list:
+    out = list(values)
+    for i in wrt:
+        out[i] = out[i].detach().clone().requires_grad_(True)
+    return out
+
+
+# --------------------------------------------------------------------------- builtin probes
+def call(ctx, module: str, target: str, args: list, kwargs: dict, record_ops: bool = False, return_args: bool = False) -> dict:
+    """Call ``module.target(*args, **kwargs)``; optionally record ops and return the
+    arguments as they are afterwards (to detect in-place modification)."""
+    fn = resolve(ctx.module(module), target)
+    with ctx.watch_ops(record_ops):
+        value = fn(*args, **kwargs)
+    result = {"value": value}
+    if return_args:
+        result["args"] = list(args)
+        result["kwargs"] = dict(kwargs)
+    return result
+
+
+def call_with_grad(ctx, module: str, target: str, args: list, kwargs: dict, wrt: list[int], grad_output: Any, output_index: int | None = None, record_ops: bool = False) -> dict:
+    """Forward through the submission, then autograd back to the arguments listed in
+    ``wrt`` with the given upstream gradient. Unused inputs get ``None``."""
+    fn = resolve(ctx.module(module), target)
+    args = _requires_grad(list(args), wrt)
+    with ctx.watch_ops(record_ops):
+        value = fn(*args, **kwargs)
+    out = value[output_index] if output_index is not None else value
+    if type(out) is not torch.Tensor or not out.requires_grad:
+        return {"value": value, "grads": None, "why": "output does not require grad"}
+    grads = torch.autograd.grad(out, [args[i] for i in wrt], grad_output, allow_unused=True)
+    return {"value": value, "grads": list(grads)}
+
+
+def construct(ctx, module: str, cls: str, init_args: list, init_kwargs: dict, state: dict | None = None, calls: list | None = None, mode: str = "eval", grad: dict | None = None, record_ops: bool = False, describe: bool = True) -> dict:
+    """Build ``module.cls(*init_args, **init_kwargs)``, optionally load a state_dict
+    (non-strict; missing/unexpected keys are returned under ``load``), run
+    ``calls`` (a list of ``[method, args, kwargs]``) and optionally backprop ``grad``
+    (``{"call": i, "output_index": j|None, "grad_output": t, "wrt": [arg indices]}``)."""
+    obj = resolve(ctx.module(module), cls)(*init_args, **init_kwargs)
+    result: dict[str, Any] = {}
+    is_module = isinstance(obj, torch.nn.Module)
+    if is_module and describe:
+        result["describe"] = describe_module(obj)
+    if state is not None:
+        incompatible = obj.load_state_dict(state, strict=False)
+        result["load"] = {"missing": list(incompatible.missing_keys), "unexpected": list(incompatible.unexpected_keys)}
+    if is_module:
+        obj.train(mode == "train")
+    outputs = []
+    inputs_with_grad: list = []
+    for i, (method, args, kwargs) in enumerate(calls or []):
+        args = list(args)
+        if grad is not None and grad.get("call") == i:
+            args = _requires_grad(args, grad.get("wrt", []))
+            inputs_with_grad = [args[j] for j in grad.get("wrt", [])]
+        with ctx.watch_ops(record_ops):
+            outputs.append(getattr(obj, method)(*args, **kwargs))
+    result["outputs"] = outputs
+    if grad is not None:
+        out = outputs[grad["call"]]
+        if grad.get("output_index") is not None:
+            out = out[grad["output_index"]]
+        params = [p for _, p in obj.named_parameters()] if is_module else []
+        names = [n for n, _ in obj.named_parameters()] if is_module else []
+        if type(out) is torch.Tensor and out.requires_grad:
+            grads = torch.autograd.grad(out, inputs_with_grad + params, grad["grad_output"], allow_unused=True)
+            result["input_grads"] = list(grads[: len(inputs_with_grad)])
+            result["param_grads"] = dict(zip(names, grads[len(inputs_with_grad):]))
+        else:
+            result["input_grads"] = None
+            result["param_grads"] = None
+    return result
+
+
+def module_names(ctx, module: str) -> list[str]:
+    """Public names a module defines (to say "function X is missing" precisely)."""
+    return sorted(n for n in vars(ctx.module(module)) if not n.startswith("_"))
+
+
+BUILTIN: dict[str, Callable[..., Any]] = {
+    "call": call,
+    "call_with_grad": call_with_grad,
+    "construct": construct,
+    "module_names": module_names,
+}

@@ -1,0 +1,316 @@
+"""The submission worker: the only process in which submission code ever runs.
+
+It is forked from the fork server (``zygote.py``), confines itself (``confine.py``), then
+answers requests from the trusted grader over one socket until that socket closes. Each
+request runs a *probe* (a small trusted procedure, see ``probes.py``) that calls into the
+submission; the reply carries only data: values encoded by ``protocol.py``, the facts of an
+exception, and the text the submission printed (truncated).
+
+Nothing here is trusted by the grader. The submission can patch this module, write raw
+bytes to the socket, or exit at any moment; the trusted side treats every reply as data
+to be validated, never as a verdict.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import io
+import os
+import signal
+import socket
+import sys
+import traceback
+from contextlib import contextmanager
+from typing import Any
+
+import torch
+
+from . import confine, probes
+from .protocol import PeerClosed, decode, encode, recv_message, send_message
+from .spec import WorkerSpec
+
+MAX_MESSAGE = 64 << 20  # requests from the trusted side are small
+
+
+class CappedWriter(io.TextIOBase):
+    """Keeps the first ``limit`` characters written, counts the rest, never blocks."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__()
+        self.limit = limit
+        self.reset()
+
+    def reset(self) -> None:
+        self.parts: list[str] = []
+        self.size = 0
+        self.dropped = 0
+
+    def write(self, text: Any) -> int:
+        if type(text) is not str:
+            text = str(text)
+        room = self.limit - self.size
+        if room > 0:
+            kept = text[:room]
+            self.parts.append(kept)
+            self.size += len(kept)
+        self.dropped += max(len(text) - max(room, 0), 0)
+        return len(text)
+
+    def take(self) -> tuple[str, int]:
+        out, dropped = "".join(self.parts), self.dropped
+        self.reset()
+        return out, dropped
+
+    def writable(self) -> bool:
+        return True
+
+    def isatty(self) -> bool:
+        return False
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return "utf-8"
+
+
+# --------------------------------------------------------------------------- confinement
+def confine_worker(spec: WorkerSpec, keep_fd: int) -> list[str]:
+    """Everything between fork and the first line of submission code. Returns facts."""
+    facts: list[str] = []
+    os.setsid()  # own process group: the zygote kills the whole group at teardown
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(devnull, fd)
+    os.closerange(3, keep_fd)
+    os.closerange(keep_fd + 1, 1 << 16)
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # an oversized write fails instead of killing us
+
+    scratch = os.path.join(spec.scratch_root, f"w{os.getpid()}")
+    os.mkdir(scratch, 0o700)
+    if spec.identity == "user":
+        os.chown(scratch, spec.uid, spec.gid)
+    os.chdir(scratch)
+
+    facts.append(
+        confine.apply_rlimits(
+            confine.Limits(
+                memory_bytes=spec.memory_bytes,
+                cpu_seconds=spec.cpu_seconds,
+                file_bytes=spec.file_bytes,
+                processes=256 if spec.identity == "user" else None,
+            )
+        )
+    )
+    if spec.identity == "user":
+        facts.append(confine.drop_to_user(spec.uid, spec.gid))
+    elif spec.identity == "nocaps":
+        facts.append(confine.drop_all_capabilities())
+    else:
+        facts.append(f"user(uid={os.getuid()})")
+    confine.set_parent_death_signal(signal.SIGKILL)  # cleared by setuid, so set it after
+    confine.set_dumpable(True)  # keep /proc/self readable for torch; ptrace is blocked below
+    if spec.landlock != "off":
+        policy = confine.FsPolicy(
+            read=spec.read_paths + [spec.copy_dir, f"/proc/{os.getpid()}"],
+            write=[scratch],
+            protected=spec.protected_paths,
+        )
+        facts.append(confine.apply_landlock(policy, required=spec.landlock == "require"))
+    if spec.seccomp != "off":
+        facts.append(confine.apply_seccomp(required=spec.seccomp == "require"))
+
+    os.environ.clear()
+    os.environ.update(
+        {"PATH": "/usr/bin:/bin", "HOME": scratch, "TMPDIR": scratch, "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1"}
+    )
+    sys.path[:] = [spec.copy_dir] + [p for p in sys.path if p and _is_library_path(p, spec)]
+    sys.dont_write_bytecode = True
+    sys.argv = ["submission"]
+    torch.set_num_threads(max(1, spec.num_threads))
+    return facts
+
+
+def _is_library_path(path: str, spec: WorkerSpec) -> bool:
+    """Keep sys.path entries the worker may read (stdlib, site-packages), drop the rest
+    (the repository root, the suites). A read path carved out of a protected tree, like
+    ``.venv`` inside the repository, counts as readable."""
+    real = os.path.realpath(path)
+    for root in spec.read_paths:
+        if confine.is_within(real, root) and all(
+            not confine.is_within(real, p) or confine.is_within(root, p) for p in spec.protected_paths
+        ):
+            return True
+    return False
+
+
+# --------------------------------------------------------------------------- requests
+class WorkerContext:
+    """What a probe sees: the submission's modules and recorders for its calls."""
+
+    def __init__(self, spec: WorkerSpec) -> None:
+        self.spec = spec
+        self.ops: set[str] = set()
+        self.autograd_uses: set[str] = set()
+        self._probe_cache: dict[str, Any] = {}
+
+    def module(self, name: str) -> Any:
+        if name not in self.spec.modules:
+            raise ModuleNotFoundError(f"{name!r} is not an exercise module")
+        if name in sys.modules and getattr(sys.modules[name], "__file__", None) == self._path(name):
+            return sys.modules[name]
+        path = self._path(name)
+        if not os.path.exists(path):
+            raise ModuleNotFoundError(f"{name}.py is missing from the submission")
+        module_spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(module_spec)
+        sys.modules[name] = module
+        try:
+            module_spec.loader.exec_module(module)
+        except BaseException:
+            sys.modules.pop(name, None)
+            raise
+        return module
+
+    def _path(self, name: str) -> str:
+        return os.path.join(self.spec.copy_dir, name + ".py")
+
+    @contextmanager
+    def watch_ops(self, enabled: bool = True):
+        """Record every torch function and aten operator the code inside calls."""
+        if not enabled:
+            yield
+            return
+        with probes.OpRecorder(self.ops):
+            yield
+
+    @contextmanager
+    def watch_autograd(self):
+        """Record any use of autograd (grad, backward, vjp, enable_grad…) by the code inside."""
+        probes.AUTOGRAD_TRIPWIRE.arm(self.autograd_uses)
+        try:
+            yield
+        finally:
+            probes.AUTOGRAD_TRIPWIRE.disarm()
+
+    def probe_function(self, name: str, source: str | None):
+        if source is None:
+            fn = probes.BUILTIN.get(name)
+            if fn is None:
+                raise LookupError(f"unknown probe {name!r}")
+            return fn
+        key = hashlib.sha256(source.encode()).hexdigest()
+        if key not in self._probe_cache:
+            namespace: dict[str, Any] = {"__name__": "autograder_probe"}
+            exec(compile(source, f"<probe {name}>", "exec"), namespace)  # trusted source from the grader
+            self._probe_cache[key] = namespace[name]
+        return self._probe_cache[key]
+
+
+def _safe_str(value: Any, limit: int = 4000) -> str:
+    try:
+        text = str(value)
+    except BaseException:  # noqa: BLE001 - a hostile __str__ must not crash the reply
+        text = "<unprintable>"
+    return text[:limit]
+
+
+def error_facts(exc: BaseException, copy_dir: str) -> dict:
+    tp = type(exc)
+    facts: dict[str, Any] = {
+        "type": tp.__name__ if tp.__module__ == "builtins" else f"{tp.__module__}.{tp.__qualname__}",
+        "message": _safe_str(exc),
+        "base": next((c.__name__ for c in tp.__mro__ if c.__module__ == "builtins"), "BaseException"),
+        "frames": [],
+    }
+    prefix = copy_dir.rstrip("/") + "/"
+    try:
+        for frame in traceback.extract_tb(exc.__traceback__, limit=64):
+            if frame.filename.startswith(prefix):
+                facts["frames"].append({"file": frame.filename[len(prefix):], "line": frame.lineno, "function": frame.name})
+        if isinstance(exc, SyntaxError) and exc.filename and str(exc.filename).startswith(prefix):
+            facts["frames"].append({"file": str(exc.filename)[len(prefix):], "line": exc.lineno or 0, "function": "<module>"})
+            facts["message"] = _safe_str(exc.msg)
+        if isinstance(exc, SystemExit):
+            facts["exit_code"] = _safe_str(repr(exc.code), 200)
+    except BaseException:  # noqa: BLE001
+        pass
+    return facts
+
+
+def handle(ctx: WorkerContext, header: dict, blob: bytes, out: CappedWriter) -> tuple[dict, bytes]:
+    ctx.ops = set()
+    ctx.autograd_uses = set()
+    reply: dict[str, Any]
+    rblob = b""
+    try:
+        op = header.get("op")
+        if op == "import":
+            ctx.module(header["module"])
+            reply = {"ok": True}
+        elif op == "run":
+            args = decode(header.get("args", []), blob)
+            kwargs = decode(header.get("kwargs", {"t": "dict", "k": [], "v": []}), blob)
+            fn = ctx.probe_function(header["probe"], header.get("source"))
+            value = fn(ctx, *args, **kwargs)
+            tree, rblob = encode(value)
+            reply = {"ok": True, "value": tree}
+        else:
+            reply = {"ok": False, "error": {"type": "ProtocolError", "message": f"unknown op {op!r}", "frames": []}}
+    except BaseException as exc:  # noqa: BLE001 - SystemExit, KeyboardInterrupt… are facts too
+        reply = {"ok": False, "error": error_facts(exc, ctx.spec.copy_dir)}
+        rblob = b""
+    text, dropped = out.take()
+    reply["out"] = text
+    reply["out_dropped"] = dropped
+    reply["ops"] = sorted(ctx.ops)[:2000]
+    reply["autograd"] = sorted(ctx.autograd_uses)[:100]
+    return reply, rblob
+
+
+def serve(sock: socket.socket, spec: WorkerSpec, facts: list[str]) -> None:
+    ctx = WorkerContext(spec)
+    out = CappedWriter(spec.output_bytes)
+    sys.stdout = sys.stderr = out  # type: ignore[assignment]
+    send_message(sock, {"ok": True, "ready": True, "facts": facts, "pid": os.getpid()})
+    while True:
+        try:
+            header, blob = recv_message(sock, max_blob=MAX_MESSAGE)
+        except PeerClosed:
+            os._exit(0)
+        reply, rblob = handle(ctx, header, blob, out)
+        try:
+            send_message(sock, _json_safe(reply), rblob)
+        except (OSError, ValueError):
+            os._exit(3)
+
+
+def _json_safe(reply: dict) -> dict:
+    """Messages and printed text may hold lone surrogates; JSON must not fail on them."""
+    def clean(value: Any) -> Any:
+        if isinstance(value, str):
+            return value.encode("utf-8", "replace").decode("utf-8")
+        if isinstance(value, list):
+            return [clean(v) for v in value]
+        if isinstance(value, dict):
+            return {k: clean(v) for k, v in value.items()}
+        return value
+
+    return clean(reply)
+
+
+def worker_main(spec: WorkerSpec, sock_fd: int) -> None:
+    """Entry point in the freshly forked child. Never returns."""
+    code = 0
+    try:
+        sock = socket.socket(fileno=sock_fd)
+        try:
+            facts = confine_worker(spec, sock_fd)
+        except BaseException as exc:  # noqa: BLE001 - report why we could not start, then stop
+            send_message(sock, {"ok": False, "ready": False, "error": {"type": type(exc).__name__, "message": _safe_str(exc), "frames": []}})
+            os._exit(4)
+        serve(sock, spec, facts)
+    except BaseException:  # noqa: BLE001
+        code = 5
+    os._exit(code)

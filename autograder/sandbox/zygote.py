@@ -1,0 +1,218 @@
+"""Fork server: one process with torch imported but never used, forking a worker per test.
+
+``import torch`` costs ~1.2 s; forking a process that already has it costs a few ms. But
+torch's intra-op thread pool does not survive ``fork()`` once it has run, so workers must
+come from a process that has imported torch and computed nothing. The trusted pytest
+process starts this server before it collects a single test (so no test module, hidden
+input or reference result is in the memory the workers inherit), and then talks to it over
+a SOCK_SEQPACKET socket: ``spawn`` (with the worker's socket passed as a file descriptor),
+``kill`` (the worker, its process group, and every orphan it left behind) and ``stop``.
+
+The server is a *child subreaper*: anything a worker forks and abandons is re-parented
+here, and every ``kill`` sweeps such orphans, so nothing a submission starts outlives it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import sys
+import time
+
+from . import confine
+from .spec import WorkerSpec
+
+MAX_REQUEST = 1 << 20
+
+
+def describe_status(status: int) -> dict:
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        try:
+            name = signal.Signals(sig).name
+        except ValueError:
+            name = f"signal {sig}"
+        return {"signal": sig, "signal_name": name}
+    if os.WIFEXITED(status):
+        return {"exit_code": os.WEXITSTATUS(status)}
+    return {"raw": status}
+
+
+class _Server:
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.live: set[int] = set()
+        self.status: dict[int, int] = {}
+
+    # ------------------------------------------------------------------ children
+    def _reap(self) -> None:
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            if pid in self.live:
+                self.status[pid] = status
+
+    def _orphans(self) -> list[int]:
+        """Our children that are not live workers: what dead workers left behind."""
+        me = os.getpid()
+        found = []
+        try:
+            with open(f"/proc/{me}/task/{me}/children") as fh:
+                found = [int(p) for p in fh.read().split()]
+        except OSError:
+            for entry in os.listdir("/proc"):
+                if not entry.isdigit():
+                    continue
+                try:
+                    with open(f"/proc/{entry}/stat") as fh:
+                        fields = fh.read().rsplit(")", 1)[1].split()
+                except OSError:
+                    continue
+                if int(fields[1]) == me:
+                    found.append(int(entry))
+        return [p for p in found if p not in self.live]
+
+    def _sweep(self) -> None:
+        for _ in range(200):
+            orphans = self._orphans()
+            if not orphans:
+                break
+            for pid in orphans:
+                for target in (-pid, pid):
+                    try:
+                        os.kill(target, signal.SIGKILL)
+                    except (ProcessLookupError, PermissionError):
+                        pass
+            time.sleep(0.002)
+            self._reap()
+
+    def kill(self, pid: int) -> dict:
+        if pid in self.live:
+            for target in (-pid, pid):
+                try:
+                    os.kill(target, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+            if pid not in self.status:
+                try:
+                    _, status = os.waitpid(pid, 0)
+                    self.status[pid] = status
+                except ChildProcessError:
+                    pass
+            self.live.discard(pid)
+        self._sweep()
+        status = self.status.pop(pid, None)
+        return describe_status(status) if status is not None else {"unknown": True}
+
+    # ------------------------------------------------------------------ loop
+    def spawn(self, spec: dict, fd: int) -> dict:
+        pid = os.fork()
+        if pid == 0:
+            try:
+                self.sock.close()
+                from .worker import worker_main
+
+                worker_main(WorkerSpec.from_dict(spec), fd)
+            finally:
+                os._exit(6)
+        os.close(fd)
+        self.live.add(pid)
+        return {"pid": pid}
+
+    def run(self) -> None:
+        while True:
+            try:
+                data, fds, _flags, _addr = socket.recv_fds(self.sock, MAX_REQUEST, 4)
+            except (OSError, ValueError):
+                break
+            if not data:
+                break
+            try:
+                request = json.loads(data)
+                op = request.get("op")
+                if op == "spawn":
+                    if len(fds) != 1:
+                        raise ValueError("spawn needs exactly one socket")
+                    reply = self.spawn(request["spec"], fds[0])
+                    fds = []
+                elif op == "kill":
+                    reply = self.kill(int(request["pid"]))
+                elif op == "stop":
+                    break
+                else:
+                    reply = {"error": f"unknown op {op!r}"}
+            except Exception as exc:  # noqa: BLE001 - answer, never die on a bad request
+                reply = {"error": f"{type(exc).__name__}: {exc}"}
+            for fd in fds:
+                os.close(fd)
+            self._reap()
+            try:
+                self.sock.send(json.dumps(reply).encode())
+            except OSError:
+                break
+        for pid in list(self.live):
+            self.kill(pid)
+        self._sweep()
+
+
+def _zygote_main(sock: socket.socket) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the trusted side's to handle
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    confine.set_parent_death_signal(signal.SIGKILL)
+    try:
+        confine.set_child_subreaper()
+    except OSError:
+        pass
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(devnull, fd)
+    keep = sock.fileno()
+    os.closerange(3, keep)
+    os.closerange(keep + 1, 1 << 16)
+    sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115
+    _Server(sock).run()
+
+
+def start() -> tuple[int, socket.socket]:
+    """Fork the server from the calling (trusted) process; returns (pid, control socket)."""
+    parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            parent.close()
+            _zygote_main(child)
+        finally:
+            os._exit(0)
+    child.close()
+    return pid, parent
+
+
+def uid_can_read(uid: int, gid: int, paths: list[str]) -> bool:
+    """Can an unprivileged uid read the interpreter and its packages? Checked in a child,
+    because only the kernel knows (ACLs, parent-directory modes, mount options)."""
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.setgroups([])
+            os.setgid(gid)
+            os.setuid(uid)
+            for path in paths:
+                if os.path.isdir(path):
+                    os.listdir(path)
+                elif os.path.exists(path):
+                    with open(path, "rb") as fh:
+                        fh.read(1)
+            code = 0
+        except BaseException:  # noqa: BLE001
+            code = 1
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    return os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0

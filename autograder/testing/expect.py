@@ -1,0 +1,282 @@
+"""Checks that explain themselves.
+
+Every comparison runs in the trusted process on decoded data, checks in this order — type
+(exactly ``torch.Tensor``), shape, dtype, NaN — then values with both ``rtol`` and
+``atol``, and on failure reports the first mismatching index with expected vs got. Pass
+``mistakes={hint_id: what_that_mistake_would_have_returned}`` and the check names the
+mistake whose output the submission's answer matches (ARENA / CS336 style diagnosis).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping
+
+import torch
+
+from .failures import CheckFailed, Feedback, SubmissionRaised
+
+GRID_MAX = 12
+
+
+@dataclass(frozen=True)
+class Tol:
+    rtol: float
+    atol: float
+
+    def __str__(self) -> str:
+        return f"rtol={self.rtol:g}, atol={self.atol:g}"
+
+
+EXACT = Tol(0.0, 0.0)
+
+
+# --------------------------------------------------------------------------- formatting
+def fmt_number(value: Any) -> str:
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "nan"
+        if math.isinf(value):
+            return "−∞" if value < 0 else "+∞"
+        return f"{value:.6g}"
+    return str(value)
+
+
+def fmt_tensor(t: torch.Tensor, limit: int = 24) -> str:
+    if t.dim() == 0:
+        return fmt_number(t.item())
+    flat = t.reshape(-1)
+    if flat.numel() > limit:
+        head = ", ".join(fmt_number(v) for v in flat[:limit].tolist())
+        return f"[{head}, …] (shape {list(t.shape)})"
+    return _nested(t.tolist())
+
+
+def _nested(value: Any) -> str:
+    if isinstance(value, list):
+        return "[" + ", ".join(_nested(v) for v in value) + "]"
+    return fmt_number(value)
+
+
+def describe(value: Any) -> str:
+    """What kind of thing the submission returned, in words."""
+    if type(value) is torch.Tensor:
+        return f"a tensor of shape {list(value.shape)} and dtype {str(value.dtype).replace('torch.', '')}"
+    if value is None:
+        return "None (did you forget `return`?)"
+    if isinstance(value, tuple):
+        return f"a tuple of {len(value)} items"
+    if isinstance(value, list):
+        return f"a list of {len(value)} items"
+    type_name = getattr(value, "type_name", None)
+    if type_name:
+        return f"a {type_name} object ({getattr(value, 'summary', '')[:80]})"
+    return f"a {type(value).__name__} ({str(value)[:80]})"
+
+
+def _dtype(t: torch.dtype) -> str:
+    return str(t).replace("torch.", "")
+
+
+def _index(idx: Iterable[int]) -> str:
+    return "[" + ", ".join(str(int(i)) for i in idx) + "]"
+
+
+# --------------------------------------------------------------------------- diagnosis
+def diagnose(got: Any, mistakes: Mapping[str, Any] | None, tol: Tol) -> list[str]:
+    """Hint ids of the mistakes whose output matches ``got``."""
+    if type(got) is not torch.Tensor or not mistakes:
+        return []
+    return [
+        hint
+        for hint, candidate in mistakes.items()
+        if type(candidate) is torch.Tensor and candidate.shape == got.shape and _matches(got, candidate, tol)
+    ]
+
+
+def _matches(got: torch.Tensor, candidate: torch.Tensor, tol: Tol) -> bool:
+    try:
+        if got.is_floating_point() or candidate.is_floating_point():
+            a, b = got.to(torch.float64), candidate.to(torch.float64)
+            return bool(torch.isclose(a, b, rtol=max(tol.rtol, 1e-6), atol=max(tol.atol, 1e-6), equal_nan=True).all())
+        return bool((got == candidate.to(got.dtype)).all())
+    except (RuntimeError, TypeError):
+        return False
+
+
+def _fail(check: str, problem: str, detail: str, hints: list[str], grids: list[dict] | None = None) -> None:
+    raise CheckFailed(Feedback(check=check, problem=problem, detail=detail, hints=list(dict.fromkeys(hints)), grids=grids or []))
+
+
+def _grid(title: str, got: torch.Tensor, want: torch.Tensor, bad: torch.Tensor, first: tuple[int, ...], labels: tuple[str, str]) -> list[dict]:
+    if got.dim() < 2 or got.shape[-1] > GRID_MAX or got.shape[-2] > GRID_MAX:
+        return []
+    prefix = tuple(first[:-2])
+    g, w, b = got[prefix], want[prefix], bad[prefix]
+
+    def cells(t: torch.Tensor) -> list[list[str]]:
+        return [[fmt_number(v) if not isinstance(v, float) else _cell(v) for v in row] for row in t.tolist()]
+
+    where = f" at batch index {_index(prefix)}" if prefix else ""
+    return [{
+        "title": f"{title}{where}",
+        "rows": labels[0],
+        "cols": labels[1],
+        "expected": cells(w),
+        "got": cells(g),
+        "bad": [[bool(v) for v in row] for row in b.tolist()],
+    }]
+
+
+def _cell(value: float) -> str:
+    if math.isnan(value):
+        return "nan"
+    if math.isinf(value):
+        return "−∞" if value < 0 else "+∞"
+    text = f"{value:.3f}"
+    return "0" if text in ("0.000", "-0.000") else text
+
+
+# --------------------------------------------------------------------------- checks
+def tensor(got: Any, *, what: str, hints: Iterable[str] = ()) -> torch.Tensor:
+    """``got`` must be exactly a ``torch.Tensor`` (no subclass, no other object)."""
+    if type(got) is not torch.Tensor:
+        _fail(what, "type", f"expected a torch.Tensor, got {describe(got)}", list(hints))
+    return got
+
+
+def sequence(got: Any, length: int, *, what: str, hints: Iterable[str] = ()) -> tuple:
+    """``got`` must be a tuple or list of ``length`` items (e.g. ``(q, k, v)``)."""
+    if not isinstance(got, (tuple, list)) or len(got) != length:
+        _fail(what, "type", f"expected a tuple of {length} items, got {describe(got)}", list(hints))
+    return tuple(got)
+
+
+def close(
+    got: Any,
+    want: torch.Tensor,
+    *,
+    what: str,
+    tol: Tol,
+    mistakes: Mapping[str, Any] | None = None,
+    hints: Iterable[str] = (),
+    grid: tuple[str, str] | None = None,
+    check_dtype: bool = True,
+) -> torch.Tensor:
+    """``got`` must equal ``want`` within ``tol`` (both rtol and atol; ±∞ must match exactly)."""
+    hints = list(hints)
+    if type(got) is not torch.Tensor:
+        _fail(what, "type", f"expected a torch.Tensor, got {describe(got)}", diagnose(got, mistakes, tol) or hints)
+    if tuple(got.shape) != tuple(want.shape):
+        _fail(what, "shape", f"expected shape {list(want.shape)}, got {list(got.shape)}", diagnose(got, mistakes, tol) or hints)
+    if check_dtype and got.dtype != want.dtype:
+        _fail(what, "dtype", f"expected dtype {_dtype(want.dtype)} (the input's dtype), got {_dtype(got.dtype)}", ["general/dtype-changed"])
+    if not got.is_floating_point() and not want.is_floating_point():
+        return equal(got, want, what=what, mistakes=mistakes, hints=hints, grid=grid)
+    g = got.to(torch.float64)
+    w = want.to(torch.float64)
+    new_nan = torch.isnan(g) & ~torch.isnan(w)
+    if bool(new_nan.any()):
+        first = tuple(torch.nonzero(new_nan)[0].tolist())
+        count = int(new_nan.sum())
+        grids = _grid(what, g, w, new_nan, first, grid) if grid else []
+        _fail(what, "nan", f"NaN at index {_index(first)} ({count} NaN value{'s' if count > 1 else ''}); expected {fmt_number(w[first].item())} there", diagnose(got, mistakes, tol) or hints, grids)
+    ok = torch.isclose(g, w, rtol=tol.rtol, atol=tol.atol, equal_nan=True)
+    if bool(ok.all()):
+        return got
+    bad = ~ok
+    first = tuple(torch.nonzero(bad)[0].tolist())
+    diff = (g - w).abs()
+    finite = torch.isfinite(diff)
+    worst = float(diff[finite].max()) if bool(finite.any()) else float("inf")
+    count = int(bad.sum())
+    detail = (
+        f"first mismatch at index {_index(first)}: expected {fmt_number(w[first].item())}, got {fmt_number(g[first].item())}; "
+        f"{count} of {bad.numel()} values differ (largest difference {fmt_number(worst)}, tolerance {tol})"
+    )
+    if got.numel() <= 16:
+        detail += f"\nexpected {fmt_tensor(want)}\n     got {fmt_tensor(got)}"
+    grids = _grid(what, g, w, bad, first, grid) if grid else []
+    _fail(what, "values", detail, diagnose(got, mistakes, tol) or hints, grids)
+    return got
+
+
+def equal(
+    got: Any,
+    want: torch.Tensor,
+    *,
+    what: str,
+    mistakes: Mapping[str, Any] | None = None,
+    hints: Iterable[str] = (),
+    grid: tuple[str, str] | None = None,
+) -> torch.Tensor:
+    """Exact equality, for masks and integer results (dtype must match too)."""
+    hints = list(hints)
+    if type(got) is not torch.Tensor:
+        _fail(what, "type", f"expected a torch.Tensor, got {describe(got)}", diagnose(got, mistakes, EXACT) or hints)
+    if tuple(got.shape) != tuple(want.shape):
+        _fail(what, "shape", f"expected shape {list(want.shape)}, got {list(got.shape)}", diagnose(got, mistakes, EXACT) or hints)
+    if got.dtype != want.dtype:
+        hint = ["general/mask-dtype"] if want.dtype is torch.bool else ["general/dtype-changed"]
+        _fail(what, "dtype", f"expected dtype {_dtype(want.dtype)}, got {_dtype(got.dtype)}", diagnose(got.to(want.dtype), mistakes, EXACT) + hint)
+    bad = got != want
+    if not bool(bad.any()):
+        return got
+    first = tuple(torch.nonzero(bad)[0].tolist())
+    count = int(bad.sum())
+    detail = f"first mismatch at index {_index(first)}: expected {fmt_number(want[first].item())}, got {fmt_number(got[first].item())}; {count} of {bad.numel()} entries differ"
+    if got.numel() <= 16:
+        detail += f"\nexpected {fmt_tensor(want)}\n     got {fmt_tensor(got)}"
+    grids = _grid(what, got, want, bad, first, grid) if grid else []
+    _fail(what, "values", detail, diagnose(got, mistakes, EXACT) or hints, grids)
+    return got
+
+
+def scalar(got: Any, want: float, *, what: str, tol: Tol, hints: Iterable[str] = (), integer: bool = False) -> float:
+    """A Python number (or a 0-dim tensor) within ``tol`` of ``want``."""
+    value = got
+    if type(got) is torch.Tensor and got.dim() == 0:
+        value = got.item()
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        _fail(what, "type", f"expected a number, got {describe(got)}", list(hints))
+    if integer and not (isinstance(value, int) or float(value).is_integer()):
+        _fail(what, "type", f"expected a whole number, got {fmt_number(value)}", list(hints))
+    if not math.isclose(float(value), float(want), rel_tol=tol.rtol, abs_tol=tol.atol):
+        _fail(what, "values", f"expected {fmt_number(want)}, got {fmt_number(value)} (tolerance {tol})", list(hints))
+    return value
+
+
+def true(condition: bool, *, what: str, detail: str, hints: Iterable[str] = (), problem: str = "property", grids: list[dict] | None = None) -> None:
+    """A property that must hold; ``detail`` says what was seen when it does not."""
+    if not condition:
+        _fail(what, problem, detail, list(hints), grids)
+
+
+def raises(kind: str, call, *args, what: str, hints: Iterable[str] = (), **kwargs) -> dict:
+    """``call(*args, **kwargs)`` (a remote function) must raise ``kind`` (e.g. "ValueError")."""
+    try:
+        value = call(*args, **kwargs)
+    except SubmissionRaised as exc:
+        error = exc.error or {}
+        if error.get("type") == kind or error.get("base") == kind:
+            return error
+        if error.get("type") == "NotImplementedError":
+            raise  # still a TODO stub: say that, not "wrong exception"
+        _fail(what, "values", f"expected {kind}, but it raised {error.get('type')}: {error.get('message', '')[:200]}", list(hints))
+    _fail(what, "values", f"expected {kind} to be raised, but it returned {describe(value)}", list(hints))
+    return {}
+
+
+def unchanged(before: Any, after: Any, *, what: str) -> None:
+    """Inputs must not be modified in place."""
+    if type(before) is torch.Tensor and type(after) is torch.Tensor:
+        same = before.shape == after.shape and before.dtype == after.dtype and bool(
+            torch.equal(before, after) or (before.is_floating_point() and torch.isclose(before, after, rtol=0, atol=0, equal_nan=True).all())
+        )
+        if not same:
+            _fail(what, "property", "the input tensor was modified in place; compute a new tensor instead", ["general/in-place"])

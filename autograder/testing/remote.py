@@ -1,0 +1,262 @@
+"""The ``sub`` fixture: the submission as seen from a trusted test.
+
+    q, k, v = sub.qkv.project_qkv(x, w_q, w_k, w_v)            # a remote call; data comes back
+    r = sub.row_softmax.call("softmax_rows", s, record_ops=True) # value + the torch ops it used
+    info = sub.qkv.construct("AttentionHead", [4, 2, 8], state=..., calls=[("forward", [x], {})])
+    out = sub.custom_backward.run(my_probe, q, k, v)            # a shipped probe
+
+Each test gets its own worker, forked on the first call and killed at teardown. Faults
+become exceptions from ``failures.py``; the runtime remembers a module that failed to
+import and a function that timed out, so later tests fail fast instead of waiting again.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..sandbox.client import Sandbox, Worker, WorkerDied, WorkerProtocolError, WorkerTimeout
+from .failures import (
+    SubmissionCrashed,
+    SubmissionError,
+    SubmissionMissing,
+    SubmissionProtocolError,
+    SubmissionRaised,
+    SubmissionTimeout,
+    describe_error,
+    first_line,
+)
+from .probe import Probe
+
+
+@dataclass
+class ModuleInfo:
+    name: str
+    display_path: str  # as the student knows it, e.g. "exercises/qkv.py"
+    copy_path: Path | None  # in the read-only copy; None when missing
+    problem: str | None = None  # static problem found before grading (missing, syntax, …)
+    problem_line: int | None = None
+
+
+@dataclass
+class Runtime:
+    """Session-wide state shared by every test's ``Submission``."""
+
+    sandbox: Sandbox
+    modules: dict[str, ModuleInfo]
+    call_timeout: float
+    budget_deadline: float  # time.monotonic() after which calls fail fast
+    import_failures: dict[str, SubmissionError] = field(default_factory=dict)
+    timed_out: dict[tuple[str, str], str] = field(default_factory=dict)
+    facts: list[str] = field(default_factory=list)
+
+
+@dataclass
+class CallResult:
+    value: Any
+    args: list | None = None
+    kwargs: dict | None = None
+    ops: set[str] = field(default_factory=set)
+    out: str = ""
+
+
+class Submission:
+    def __init__(self, runtime: Runtime) -> None:
+        self._runtime = runtime
+        self._worker: Worker | None = None
+        self._dead: SubmissionError | None = None
+        self._imported: set[str] = set()
+        self.printed: list[dict] = []  # what the submission printed, per call
+        self.targets: list[str] = []  # names this test called, e.g. "qkv.project_qkv"
+        self.autograd_uses: set[str] = set()
+
+    def __getattr__(self, name: str) -> "RemoteModule":
+        if name.startswith("_") or name not in self._runtime.modules:
+            raise AttributeError(f"no exercise module {name!r} (known: {', '.join(self._runtime.modules)})")
+        return RemoteModule(self, name)
+
+    def info(self, module: str) -> ModuleInfo:
+        return self._runtime.modules[module]
+
+    def source(self, module: str) -> str | None:
+        """The submitted file's text, read on the trusted side (for AST checks)."""
+        info = self._runtime.modules[module]
+        if info.copy_path is None:
+            return None
+        return info.copy_path.read_text(encoding="utf-8", errors="replace")
+
+    # ------------------------------------------------------------------ plumbing
+    def _ensure_worker(self) -> Worker:
+        if self._worker is None:
+            self._worker = self._runtime.sandbox.worker()
+            for fact in self._worker.facts:
+                if fact not in self._runtime.facts:
+                    self._runtime.facts.append(fact)
+        return self._worker
+
+    def _check_usable(self, module: str, label: str, key: tuple[str, str]) -> None:
+        rt = self._runtime
+        info = rt.modules[module]
+        if info.problem:
+            raise SubmissionMissing(label, info.problem, error=_static_error(info))
+        if module in rt.import_failures:
+            raise rt.import_failures[module]
+        if key in rt.timed_out:
+            raise SubmissionTimeout(label, rt.timed_out[key] + " in an earlier test, so it was not run again", hints=["general/timeout"])
+        if self._dead is not None:
+            raise type(self._dead)(label, f"not run: earlier in this test, {self._dead.message}", error=self._dead.error)
+        if time.monotonic() > rt.budget_deadline:
+            raise SubmissionTimeout(label, "not run: the grading run's time budget ([limits] run_timeout_s) is used up", hints=["general/timeout"])
+
+    def _import(self, module: str) -> None:
+        if module in self._imported:
+            return
+        rt = self._runtime
+        info = rt.modules[module]
+        label = f"import of {info.display_path}"
+        worker = self._ensure_worker()
+        try:
+            reply = worker.import_module(module, rt.call_timeout)
+        except WorkerTimeout:
+            err = SubmissionTimeout(label, f"{info.display_path} did not finish importing within {rt.call_timeout:g} s (an endless loop at module level?)", hints=["general/timeout"])
+            rt.import_failures[module] = err
+            self._dead = err
+            raise err from None
+        except WorkerDied as exc:
+            err = SubmissionCrashed(label, f"{exc.exit.describe()} while importing {info.display_path}", hints=["general/exit"])
+            rt.import_failures[module] = err
+            self._dead = err
+            raise err from None
+        except WorkerProtocolError as exc:
+            err = SubmissionProtocolError(label, str(exc))
+            self._dead = err
+            raise err from None
+        self._log(label, reply.out, reply.out_dropped)
+        if not reply.ok:
+            error = reply.error or {}
+            err = SubmissionMissing(label, f"{info.display_path} failed to import: {describe_error(error)}", error=error, hints=_hints_for(error))
+            rt.import_failures[module] = err
+            raise err
+        self._imported.add(module)
+
+    def _log(self, label: str, out: str, dropped: int) -> None:
+        if out or dropped:
+            self.printed.append({"call": label, "text": out, "dropped": dropped})
+
+    def _invoke(self, module: str, probe: str, source: str | None, args: list, kwargs: dict, label: str, key: tuple[str, str]) -> Any:
+        target = f"{module}.{key[1]}"
+        if target not in self.targets:
+            self.targets.append(target)
+        self._check_usable(module, label, key)
+        self._import(module)
+        rt = self._runtime
+        worker = self._ensure_worker()
+        try:
+            reply = worker.run(probe, source, args, kwargs, rt.call_timeout, label)
+        except WorkerTimeout:
+            message = f"did not finish within {rt.call_timeout:g} s (endless loop, or far too slow?)"
+            rt.timed_out[key] = f"{label.split('(')[0]} did not finish within {rt.call_timeout:g} s"
+            self._dead = SubmissionTimeout(label, message, hints=["general/timeout"])
+            raise self._dead from None
+        except WorkerDied as exc:
+            self._dead = SubmissionCrashed(label, exc.exit.describe(), hints=["general/exit"])
+            raise self._dead from None
+        except WorkerProtocolError as exc:
+            self._dead = SubmissionProtocolError(label, str(exc))
+            raise self._dead from None
+        self._log(label, reply.out, reply.out_dropped)
+        self.autograd_uses.update(reply.autograd)
+        if not reply.ok:
+            error = reply.error or {}
+            if error.get("type") == "AttributeError" and f"'{key[1].split('.')[0]}'" in error.get("message", "") and not error.get("frames"):
+                raise SubmissionMissing(label, f"{rt.modules[module].display_path} defines no {key[1].split('.')[0]!r}", error=error, hints=["general/missing-name"])
+            raise SubmissionRaised(label, describe_error(error), error=error, hints=_hints_for(error))
+        return reply.value, set(reply.ops), reply.out
+
+    def close(self) -> None:
+        if self._worker is not None:
+            self._worker.close()
+            self._worker = None
+
+
+class RemoteModule:
+    def __init__(self, submission: Submission, name: str) -> None:
+        self._sub = submission
+        self._name = name
+
+    def __getattr__(self, target: str) -> "RemoteFunction":
+        if target.startswith("_"):
+            raise AttributeError(target)
+        return RemoteFunction(self, target)
+
+    def call(self, target: str, *args: Any, record_ops: bool = False, return_args: bool = False, **kwargs: Any) -> CallResult:
+        label = f"{self._name}.{target}(…)"
+        raw, ops, out = self._sub._invoke(
+            self._name, "call", None, [self._name, target, list(args), kwargs, record_ops, return_args], {}, label, (self._name, target)
+        )
+        result = _as_dict(raw, label)
+        return CallResult(result.get("value"), result.get("args"), result.get("kwargs"), ops, out)
+
+    def call_with_grad(self, target: str, *args: Any, wrt: list[int], grad_output: Any, output_index: int | None = None, record_ops: bool = False, **kwargs: Any) -> dict:
+        label = f"{self._name}.{target}(…) + backward"
+        raw, ops, _ = self._sub._invoke(
+            self._name, "call_with_grad", None, [self._name, target, list(args), kwargs, wrt, grad_output, output_index, record_ops], {}, label, (self._name, target)
+        )
+        result = _as_dict(raw, label)
+        result["ops"] = ops
+        return result
+
+    def construct(self, cls: str, init_args: list | tuple = (), init_kwargs: dict | None = None, *, state: dict | None = None, calls: list | tuple = (), mode: str = "eval", grad: dict | None = None, record_ops: bool = False, describe: bool = True) -> dict:
+        label = f"{self._name}.{cls}(…)"
+        raw, ops, _ = self._sub._invoke(
+            self._name, "construct", None,
+            [self._name, cls, list(init_args), dict(init_kwargs or {}), state, [list(c) for c in calls], mode, grad, record_ops, describe],
+            {}, label, (self._name, cls),
+        )
+        result = _as_dict(raw, label)
+        result["ops"] = ops
+        return result
+
+    def run(self, probe: Probe, *args: Any, **kwargs: Any) -> Any:
+        label = f"{self._name}: {probe.name}"
+        value, _, _ = self._sub._invoke(self._name, probe.name, probe.source, list(args), kwargs, label, (self._name, f"probe:{probe.name}"))
+        return value
+
+    def names(self) -> list[str]:
+        value, _, _ = self._sub._invoke(self._name, "module_names", None, [self._name], {}, f"{self._name} (names)", (self._name, "names"))
+        return value if isinstance(value, list) else []
+
+
+class RemoteFunction:
+    def __init__(self, module: RemoteModule, name: str) -> None:
+        self._module = module
+        self._name = name
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._module.call(self._name, *args, **kwargs).value
+
+
+def _as_dict(raw: Any, label: str) -> dict:
+    if type(raw) is not dict:
+        raise SubmissionProtocolError(label, "the worker's reply was not a probe result")
+    return raw
+
+
+def _hints_for(error: dict) -> list[str]:
+    kind = error.get("type")
+    if kind == "NotImplementedError":
+        return ["general/todo"]
+    if kind in ("SystemExit", "KeyboardInterrupt"):
+        return ["general/exit"]
+    if kind == "SyntaxError" or error.get("base") == "SyntaxError":
+        return ["general/syntax"]
+    if kind in ("ModuleNotFoundError", "ImportError"):
+        return ["general/import"]
+    return []
+
+
+def _static_error(info: ModuleInfo) -> dict:
+    frames = [{"file": info.copy_path.name if info.copy_path else info.name + ".py", "line": info.problem_line, "function": "<module>"}] if info.problem_line else []
+    return {"type": "StaticCheck", "message": first_line(info.problem or ""), "base": "Exception", "frames": frames}

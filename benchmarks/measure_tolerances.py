@@ -1,0 +1,179 @@
+"""Measure the tolerance table: reference in float32 vs reference in float64.
+
+For every graded operation, draw inputs in float64 from many seeds (the same shapes and
+magnitudes the hidden suites use, including scores of magnitude 1e4 for the softmaxes),
+run the reference solution on the float64 inputs and on the same inputs rounded to
+float32, and record the worst absolute and relative error. The table gets 10× those:
+
+    atol = 10 × max |ref32 − ref64|
+    rtol = 10 × max |ref32 − ref64| / |ref64|   over the entries with |ref64| at or above
+                                               the output's median magnitude (smaller ones
+                                               are covered by atol; their relative error
+                                               measures cancellation, not precision)
+
+float64 rows are the float32 ones scaled by eps(float64)/eps(float32), floored at 1e-12
+absolute. Writes tests/suites/course/tolerances.toml; run it again after changing a
+reference solution or the input distributions.
+
+    .venv/bin/python benchmarks/measure_tolerances.py [--seeds 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import math
+import sys
+from pathlib import Path
+from typing import Callable
+
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "tests/suites/course/tolerances.toml"
+EPS_RATIO = torch.finfo(torch.float64).eps / torch.finfo(torch.float32).eps
+
+
+def load(name: str):
+    spec = importlib.util.spec_from_file_location(f"_ref_{name}", ROOT / "solutions" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def randn(g: torch.Generator, *shape: int, scale: float = 1.0) -> torch.Tensor:
+    return torch.randn(*shape, generator=g, dtype=torch.float64) * scale
+
+
+def weight(g: torch.Generator, fan_in: int, fan_out: int) -> torch.Tensor:
+    """Projection weights as a model would have them: std 1/√fan_in, so scores are O(1)."""
+    return randn(g, fan_in, fan_out, scale=fan_in ** -0.5)
+
+
+def _dims(g: torch.Generator) -> tuple[int, int, int, int]:
+    B = int(torch.randint(1, 4, (1,), generator=g))
+    T = int(torch.randint(1, 65, (1,), generator=g))
+    C = int(torch.randint(1, 33, (1,), generator=g))
+    d = int(torch.randint(1, 17, (1,), generator=g))
+    return B, T, C, d
+
+
+def cases() -> dict[str, Callable[[torch.Generator], tuple[Callable, tuple]]]:
+    """op name → (seeded input generator returning (fn, float64 args))."""
+    qkv = load("qkv")
+
+    def project(g):
+        B, T, C, d = _dims(g)
+        return (lambda *a: torch.cat([t.reshape(-1) for t in qkv.project_qkv(*a)]),
+                (randn(g, B, T, C), weight(g, C, d), weight(g, C, d), weight(g, C, d + 1)))
+
+    def scores(g):
+        B, T, C, d = _dims(g)
+        S = int(torch.randint(1, 65, (1,), generator=g))
+        return qkv.attention_scores, (randn(g, B, 2, T, d), randn(g, B, 2, S, d))
+
+    def scale(g):
+        B, T, C, d = _dims(g)
+        return (lambda s: qkv.scale_scores(s, d)), (randn(g, B, T, T, scale=10.0),)
+
+    def weighted(g):
+        B, T, C, d = _dims(g)
+        S = int(torch.randint(1, 65, (1,), generator=g))
+        return qkv.weighted_values, (torch.softmax(randn(g, B, T, S), -1), randn(g, B, S, d))
+
+    def uniform(g):
+        B, T, C, d = _dims(g)
+        return qkv.causal_uniform_mean, (randn(g, B, T, C),)
+
+    def single(g):
+        B, T, C, d = _dims(g)
+        causal = bool(torch.randint(0, 2, (1,), generator=g))
+        fn = lambda *a: torch.cat([t.reshape(-1) for t in qkv.single_head_attention(*a, causal=causal)])
+        return fn, (randn(g, B, T, C), weight(g, C, d), weight(g, C, d), weight(g, C, d))
+
+    def head(g):
+        B, T, C, d = _dims(g)
+        state = {n: weight(g, C, d).T.contiguous() for n in ("query.weight", "key.weight", "value.weight")}
+
+        def run(x):
+            module = qkv.AttentionHead(C, d, 64).to(x.dtype)
+            module.load_state_dict({k: v.to(x.dtype) for k, v in state.items()})
+            with torch.no_grad():
+                return module(x)
+        return run, (randn(g, B, T, C),)
+
+    return {
+        "qkv.project_qkv": project,
+        "qkv.attention_scores": scores,
+        "qkv.scale_scores": scale,
+        "qkv.weighted_values": weighted,
+        "qkv.causal_uniform_mean": uniform,
+        "qkv.single_head_attention": single,
+        "qkv.AttentionHead": head,
+    }
+
+
+def measure(make, seeds: int) -> tuple[float, float]:
+    worst_abs = worst_rel = 0.0
+    for seed in range(seeds):
+        g = torch.Generator().manual_seed(seed)
+        fn, args64 = make(g)
+        with torch.no_grad():
+            ref64 = fn(*args64)
+            ref32 = fn(*(a.to(torch.float32) if a.is_floating_point() else a for a in args64)).to(torch.float64)
+        finite = torch.isfinite(ref64)
+        diff = (ref32 - ref64)[finite].abs()
+        if diff.numel():
+            worst_abs = max(worst_abs, float(diff.max()))
+            mags = ref64[finite].abs()
+            big = (mags >= mags.median()) & (mags > 0)
+            if bool(big.any()):
+                worst_rel = max(worst_rel, float((diff[big] / ref64[finite][big].abs()).max()))
+    return worst_abs, worst_rel
+
+
+def nice(value: float) -> float:
+    """Round up to 1 significant digit, so the table stays readable."""
+    if value <= 0:
+        return 0.0
+    exp = math.floor(math.log10(value))
+    return math.ceil(value / 10**exp) * 10**exp
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seeds", type=int, default=200)
+    parser.add_argument("--only", default=None, help="measure one op (prefix match) and print, without writing")
+    args = parser.parse_args()
+    rows = []
+    for op, make in cases().items():
+        if args.only and not op.startswith(args.only):
+            continue
+        worst_abs, worst_rel = measure(make, args.seeds)
+        f32 = (nice(10 * max(worst_rel, 1e-7)), nice(10 * max(worst_abs, 1e-7)))
+        f64 = (nice(max(f32[0] * EPS_RATIO, 1e-12)), nice(max(f32[1] * EPS_RATIO, 1e-12)))
+        rows.append((op, worst_abs, worst_rel, f32, f64))
+        print(f"{op:38s} worst abs {worst_abs:.2e} rel {worst_rel:.2e} → f32 rtol {f32[0]:.0e} atol {f32[1]:.0e}", file=sys.stderr)
+    if args.only:
+        return
+    lines = [
+        "# Measured by benchmarks/measure_tolerances.py — do not edit by hand.",
+        f"# {args.seeds} seeds per op; tolerance = 10 × worst float32-vs-float64 error of the reference;",
+        "# float64 = float32 × eps64/eps32 (floor 1e-12).",
+        "",
+    ]
+    for op, worst_abs, worst_rel, f32, f64 in rows:
+        lines += [
+            f'[op."{op}"]',
+            f"worst_abs_float32 = {worst_abs:.3e}",
+            f"worst_rel_float32 = {worst_rel:.3e}",
+            f"float32 = {{ rtol = {f32[0]:.0e}, atol = {f32[1]:.0e} }}",
+            f"float64 = {{ rtol = {f64[0]:.0e}, atol = {f64[1]:.0e} }}",
+            "",
+        ]
+    OUT.write_text("\n".join(lines), encoding="utf-8")
+    print(f"wrote {OUT.relative_to(ROOT)}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
