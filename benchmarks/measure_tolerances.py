@@ -41,76 +41,18 @@ def load(name: str):
     return module
 
 
-def randn(g: torch.Generator, *shape: int, scale: float = 1.0) -> torch.Tensor:
-    return torch.randn(*shape, generator=g, dtype=torch.float64) * scale
-
-
-def weight(g: torch.Generator, fan_in: int, fan_out: int) -> torch.Tensor:
-    """Projection weights as a model would have them: std 1/√fan_in, so scores are O(1)."""
-    return randn(g, fan_in, fan_out, scale=fan_in ** -0.5)
-
-
-def _dims(g: torch.Generator) -> tuple[int, int, int, int]:
-    B = int(torch.randint(1, 4, (1,), generator=g))
-    T = int(torch.randint(1, 65, (1,), generator=g))
-    C = int(torch.randint(1, 33, (1,), generator=g))
-    d = int(torch.randint(1, 17, (1,), generator=g))
-    return B, T, C, d
-
-
-def cases() -> dict[str, Callable[[torch.Generator], tuple[Callable, tuple]]]:
-    """op name → (seeded input generator returning (fn, float64 args))."""
-    qkv = load("qkv")
-
-    def project(g):
-        B, T, C, d = _dims(g)
-        return (lambda *a: torch.cat([t.reshape(-1) for t in qkv.project_qkv(*a)]),
-                (randn(g, B, T, C), weight(g, C, d), weight(g, C, d), weight(g, C, d + 1)))
-
-    def scores(g):
-        B, T, C, d = _dims(g)
-        S = int(torch.randint(1, 65, (1,), generator=g))
-        return qkv.attention_scores, (randn(g, B, 2, T, d), randn(g, B, 2, S, d))
-
-    def scale(g):
-        B, T, C, d = _dims(g)
-        return (lambda s: qkv.scale_scores(s, d)), (randn(g, B, T, T, scale=10.0),)
-
-    def weighted(g):
-        B, T, C, d = _dims(g)
-        S = int(torch.randint(1, 65, (1,), generator=g))
-        return qkv.weighted_values, (torch.softmax(randn(g, B, T, S), -1), randn(g, B, S, d))
-
-    def uniform(g):
-        B, T, C, d = _dims(g)
-        return qkv.causal_uniform_mean, (randn(g, B, T, C),)
-
-    def single(g):
-        B, T, C, d = _dims(g)
-        causal = bool(torch.randint(0, 2, (1,), generator=g))
-        fn = lambda *a: torch.cat([t.reshape(-1) for t in qkv.single_head_attention(*a, causal=causal)])
-        return fn, (randn(g, B, T, C), weight(g, C, d), weight(g, C, d), weight(g, C, d))
-
-    def head(g):
-        B, T, C, d = _dims(g)
-        state = {n: weight(g, C, d).T.contiguous() for n in ("query.weight", "key.weight", "value.weight")}
-
-        def run(x):
-            module = qkv.AttentionHead(C, d, 64).to(x.dtype)
-            module.load_state_dict({k: v.to(x.dtype) for k, v in state.items()})
-            with torch.no_grad():
-                return module(x)
-        return run, (randn(g, B, T, C),)
-
-    return {
-        "qkv.project_qkv": project,
-        "qkv.attention_scores": scores,
-        "qkv.scale_scores": scale,
-        "qkv.weighted_values": weighted,
-        "qkv.causal_uniform_mean": uniform,
-        "qkv.single_head_attention": single,
-        "qkv.AttentionHead": head,
-    }
+def cases() -> dict:
+    """op name → seeded input maker, gathered from benchmarks/tolerance_cases/<skill>.py.
+    A maker takes a torch.Generator and returns (fn, float64 args)."""
+    out = {}
+    for path in sorted((ROOT / "benchmarks/tolerance_cases").glob("*.py")):
+        if path.name.startswith("_"):
+            continue
+        spec = importlib.util.spec_from_file_location(f"_cases_{path.stem}", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        out.update(module.cases(load))
+    return out
 
 
 def measure(make, seeds: int) -> tuple[float, float]:

@@ -5,6 +5,10 @@ configure the grading run: an explicit ini (``-c``), ``--noconftest``, plugin au
 disabled with the two plugins we need loaded by name, no cache provider, and a scrubbed
 environment (no ``PYTEST_ADDOPTS``, a ``PYTHONPATH`` of our own). The child gets its own
 session so that a hard timeout can kill it with everything it started.
+
+The process is started *before* the submission is prepared: its ~1.3 s of imports (pytest,
+torch) then overlap our preparation, and it reads the run manifest from a pipe when its
+plugin configures. Only the test files the manifest names are collected.
 """
 
 from __future__ import annotations
@@ -32,15 +36,15 @@ class EngineResult:
     events: list[dict] = field(default_factory=list)
 
 
-def command(root: Path, manifest: Path, report: Path, test_files: list[str]) -> list[str]:
+def command(root: Path, suites_dir: Path, report: Path, manifest_fd: int, progress_fd: int) -> list[str]:
     return [
         sys.executable, "-s", "-m", "pytest",
         "-c", str(INI), "--rootdir", str(root), "--noconftest",
         "-p", "no:cacheprovider", "-p", "pytest_jsonreport.plugin", "-p", "autograder.runner.plugin",
         "--import-mode=importlib", "-q", "--tb=short", "-o", "console_output_style=classic",
         "--json-report", f"--json-report-file={report}", "--json-report-omit", "log", "streams", "keywords",
-        f"--ag-run={manifest}",
-        *test_files,
+        f"--ag-run={manifest_fd}:{progress_fd}",
+        str(suites_dir),
     ]
 
 
@@ -57,28 +61,41 @@ def environment(root: Path, suites_dir: Path) -> dict[str, str]:
     return env
 
 
-def run(
-    root: Path,
-    suites_dir: Path,
-    manifest_path: Path,
-    manifest: dict,
-    report: Path,
-    log: Path,
-    test_files: list[str],
-    timeout: float,
-    on_event: Callable[[dict], None] | None = None,
-) -> EngineResult:
-    read_fd, write_fd = os.pipe()
-    manifest = dict(manifest, progress_fd=write_fd)
-    manifest_path.write_text(json.dumps(manifest), encoding="utf-8")
-    result = EngineResult(returncode=None)
-    with open(log, "wb") as log_fh:
-        proc = subprocess.Popen(
-            command(root, manifest_path, report, test_files),
-            cwd=root, env=environment(root, suites_dir), stdin=subprocess.DEVNULL, stdout=log_fh, stderr=subprocess.STDOUT,
-            pass_fds=(write_fd,), start_new_session=True,
+class Engine:
+    """The trusted pytest process of one grading run."""
+
+    def __init__(self, root: Path, suites_dir: Path, report: Path, log: Path) -> None:
+        self.log = log
+        manifest_read, self._manifest_write = os.pipe()
+        self._progress_read, progress_write = os.pipe()
+        self._log_fh = open(log, "wb")  # noqa: SIM115 - closed in wait()/abort()
+        self.proc = subprocess.Popen(
+            command(root, suites_dir, report, manifest_read, progress_write),
+            cwd=root, env=environment(root, suites_dir), stdin=subprocess.DEVNULL, stdout=self._log_fh, stderr=subprocess.STDOUT,
+            pass_fds=(manifest_read, progress_write), start_new_session=True,
         )
-        os.close(write_fd)
+        os.close(manifest_read)
+        os.close(progress_write)
+
+    def send_manifest(self, manifest: dict) -> None:
+        data = json.dumps(manifest).encode()
+        try:
+            with os.fdopen(self._manifest_write, "wb") as fh:
+                fh.write(data)
+        except BrokenPipeError:
+            pass  # the engine died early; wait() reports it
+        self._manifest_write = -1
+
+    def abort(self) -> None:
+        if self._manifest_write >= 0:
+            os.close(self._manifest_write)
+            self._manifest_write = -1
+        _kill(self.proc)
+        os.close(self._progress_read)
+        self._log_fh.close()
+
+    def wait(self, timeout: float, on_event: Callable[[dict], None] | None = None) -> EngineResult:
+        result = EngineResult(returncode=None)
         deadline = time.monotonic() + timeout
         buffer = b""
         try:
@@ -86,11 +103,11 @@ def run(
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     result.timed_out = True
-                    _kill(proc)
+                    _kill(self.proc)
                     break
-                ready, _, _ = select.select([read_fd], [], [], min(remaining, 0.5))
+                ready, _, _ = select.select([self._progress_read], [], [], min(remaining, 0.5))
                 if ready:
-                    chunk = os.read(read_fd, 65536)
+                    chunk = os.read(self._progress_read, 65536)
                     if not chunk:
                         break  # the child closed the pipe: it is finishing
                     buffer += chunk
@@ -103,25 +120,26 @@ def run(
                         result.events.append(event)
                         if on_event:
                             on_event(event)
-                elif proc.poll() is not None:
+                elif self.proc.poll() is not None:
                     break
             if not result.timed_out:
                 try:
-                    proc.wait(timeout=max(deadline - time.monotonic(), 1))
+                    self.proc.wait(timeout=max(deadline - time.monotonic(), 1))
                 except subprocess.TimeoutExpired:
                     result.timed_out = True
-                    _kill(proc)
+                    _kill(self.proc)
         except BaseException:
-            _kill(proc)
+            _kill(self.proc)
             raise
         finally:
-            os.close(read_fd)
-    result.returncode = proc.returncode
-    try:
-        result.log_tail = log.read_bytes()[-4000:].decode("utf-8", "replace")
-    except OSError:
-        pass
-    return result
+            os.close(self._progress_read)
+            self._log_fh.close()
+        result.returncode = self.proc.returncode
+        try:
+            result.log_tail = self.log.read_bytes()[-4000:].decode("utf-8", "replace")
+        except OSError:
+            pass
+        return result
 
 
 def _kill(proc: subprocess.Popen) -> None:

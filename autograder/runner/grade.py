@@ -63,6 +63,7 @@ def _rmtree(path: Path) -> None:
 
 def _manifest(config: Config, prepared: PreparedSubmission, spec_dict: dict, seed: int) -> dict:
     return {
+        "root": str(config.root),
         "seed": seed,
         "suite_hash": suite_hash(config),
         "suites_dir": str(config.suites_dir),
@@ -99,23 +100,23 @@ def grade(request: GradeRequest) -> Results:
             duration=time.monotonic() - started,
         )
 
+    engine_proc: engine.Engine | None = None
     try:
+        report_path = private / "report.json"
+        engine_proc = engine.Engine(config.root, config.suites_dir, report_path, private / "pytest.log")
         try:
             prepared = prepare(request.submission, config, run_dir, world_readable=True)
         except SubmissionDirError as exc:
+            engine_proc.abort()
             return finish("error", str(exc), None)
         submission_info = prepared.to_dict()
         spec, notes = build_worker_spec(
             config, prepared.copy_dir, scratch,
             protected=[config.root, config.suites_dir, config.solutions_dir, private, *request.protect],
         )
-        manifest = _manifest(config, prepared, spec.to_dict(), seed)
-        report_path = private / "report.json"
-        files = sorted({s.file for skill in config.skills.values() for s in skill.suites})
-        outcome = engine.run(
-            config.root, config.suites_dir, private / "manifest.json", manifest, report_path, private / "pytest.log",
-            files, timeout=config.limits.run_timeout_s + 120, on_event=request.on_event,
-        )
+        engine_proc.send_manifest(_manifest(config, prepared, spec.to_dict(), seed))
+        outcome = engine_proc.wait(config.limits.run_timeout_s + 120, request.on_event)
+        engine_proc = None
         report = _load_report(report_path)
         if request.keep_report and report_path.exists():
             shutil.copyfile(report_path, request.keep_report)
@@ -130,6 +131,10 @@ def grade(request: GradeRequest) -> Results:
         return results
     except KeyboardInterrupt:
         return finish("interrupted", "grading was interrupted (Ctrl-C)", None)
+    except BaseException:
+        if engine_proc is not None:
+            engine_proc.abort()
+        raise
     finally:
         _rmtree(run_dir)
 

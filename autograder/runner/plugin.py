@@ -28,6 +28,7 @@ import torch.nn.functional  # noqa: F401
 from ..feedback import hints as hint_catalogue
 from ..sandbox import probes as _probes  # noqa: F401 - preloaded for the workers
 from ..sandbox import worker as _worker  # noqa: F401 - preloaded for the workers
+from ..sandbox import zygote
 from ..sandbox.client import Sandbox
 from ..sandbox.confine import set_dumpable
 from ..sandbox.spec import WorkerSpec
@@ -38,9 +39,27 @@ from ..testing.remote import ModuleInfo, Runtime, Submission
 _PRELOAD = ("math", "typing", "functools", "itertools", "dataclasses", "collections", "numbers", "warnings", "einops", "numpy", "torch.func", "torch.autograd.functional")
 
 
+def _start_server_early() -> tuple[int, object] | None:
+    """In a grading run, fork the sandbox's fork server as soon as this plugin is imported
+    (torch imported, nothing computed, no test collected): its warm-up then overlaps the
+    rest of pytest's start-up instead of delaying the first test."""
+    if not any(arg.startswith("--ag-run") for arg in sys.argv):
+        return None
+    for name in _PRELOAD:
+        try:
+            __import__(name)
+        except Exception:  # noqa: BLE001 - optional conveniences for submissions
+            pass
+    set_dumpable(False)  # same-uid processes cannot read our memory via /proc
+    return zygote.start()
+
+
+_EARLY_SERVER = _start_server_early()
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("autograder")
-    group.addoption("--ag-run", default=None, help="run manifest written by `python -m autograder grade`")
+    group.addoption("--ag-run", default=None, help="MANIFEST_FD:PROGRESS_FD, set by `python -m autograder grade`")
 
 
 class GradingSession:
@@ -50,13 +69,8 @@ class GradingSession:
         self.tests: dict[str, dict] = manifest["tests"]
         self.hints = hint_catalogue.load_catalogue(Path(manifest["suites_dir"]))
         self.solutions_dir = Path(manifest["solutions_dir"])
-        self.progress = os.fdopen(manifest["progress_fd"], "w", buffering=1) if manifest.get("progress_fd") is not None else None
-        for name in _PRELOAD:
-            try:
-                __import__(name)
-            except Exception:  # noqa: BLE001 - optional conveniences for submissions
-                pass
-        set_dumpable(False)  # same-uid processes cannot read our memory via /proc
+        self.test_files = {str(Path(manifest["root"]) / t.split("::")[0]) for t in manifest["tests"]}
+        self.progress = None
         limits = manifest["limits"]
         modules = {
             name: ModuleInfo(
@@ -72,6 +86,7 @@ class GradingSession:
             WorkerSpec.from_dict(manifest["worker"]),
             start_timeout=limits["worker_start_timeout_s"],
             max_reply_bytes=limits["max_result_mib"] << 20,
+            server=_EARLY_SERVER,
         )
         self.runtime = Runtime(
             sandbox=self.sandbox,
@@ -107,18 +122,46 @@ def _session(config: pytest.Config) -> GradingSession:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
-    path = config.getoption("--ag-run")
-    if not path:
+    option = config.getoption("--ag-run")
+    if not option:
         return
-    with open(path, encoding="utf-8") as fh:
-        manifest = json.load(fh)
-    config._autograder = GradingSession(manifest)  # type: ignore[attr-defined]
+    manifest_fd, progress_fd = (int(v) for v in option.split(":"))
+    with os.fdopen(manifest_fd, "rb") as fh:  # blocks until the parent has prepared the run
+        data = fh.read()
+    if not data:
+        raise pytest.UsageError("the grader stopped before sending the run manifest")
+    grading = GradingSession(json.loads(data))
+    grading.progress = os.fdopen(progress_fd, "w", buffering=1)
+    config._autograder = grading  # type: ignore[attr-defined]
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Collect only the suites of the skills being graded."""
+    grading = getattr(config, "_autograder", None)
+    if grading is None or collection_path.suffix != ".py":
+        return None
+    return str(collection_path) not in grading.test_files
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     session = getattr(config, "_autograder", None)
     if session is not None:
         session.close()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """The JSON report is written by now (its plugin's sessionfinish ran first). Tell the
+    parent, stop the sandbox, and leave without tearing torch down (~0.3 s): nothing after
+    this point can change a result."""
+    grading = getattr(session.config, "_autograder", None)
+    if grading is None:
+        return
+    grading.emit({"event": "done", "exitstatus": int(exitstatus)})
+    grading.close()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(int(exitstatus))
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -193,6 +236,13 @@ def _seed_global_rng(request: pytest.FixtureRequest) -> None:
 
 
 # --------------------------------------------------------------------------- report
+def _suite_traceback(exc: BaseException) -> str:
+    """The grader error's traceback, without pytest's and pluggy's own frames."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if "site-packages" not in f.filename]
+    lines = traceback.format_list(frames[-8:]) + traceback.format_exception_only(type(exc), exc)
+    return "Traceback (most recent call last):\n" + "".join(lines)[-6000:]
+
+
 def _classify(item: pytest.Item, call: pytest.CallInfo) -> dict:
     excinfo = call.excinfo
     if excinfo is None:
@@ -212,7 +262,7 @@ def _classify(item: pytest.Item, call: pytest.CallInfo) -> dict:
         "error": {
             "type": type(exc).__name__,
             "message": str(exc)[:2000],
-            "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-8))[-6000:],
+            "traceback": _suite_traceback(exc),
         },
     }
 

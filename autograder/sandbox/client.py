@@ -151,13 +151,17 @@ class Worker:
             self._stop(reason=f"sent malformed data ({exc})", killed=True)
             raise WorkerProtocolError(f"the worker sent malformed data during {during}: {exc}") from None
 
-    def _stop(self, reason: str, killed: bool = False) -> None:
+    def _stop(self, reason: str, killed: bool = False, wait: bool = True) -> None:
         if self.exit is not None:
             return
         try:
             self.sock.close()
         except OSError:
             pass
+        if not wait:  # a normal end: nobody needs the exit status, so don't wait for it
+            self.sandbox.kill_async(self.pid)
+            self.exit = Exit(killed_by_grader=True, reason=reason)
+            return
         info = self.sandbox.kill(self.pid)
         self.exit = Exit(
             exit_code=info.get("exit_code"),
@@ -167,7 +171,7 @@ class Worker:
         )
 
     def close(self) -> None:
-        self._stop(reason="test finished", killed=True)
+        self._stop(reason="test finished", killed=True, wait=False)
 
 
 def _str_list(value: Any) -> bool:
@@ -201,12 +205,12 @@ def _encode_call(args: list, kwargs: dict) -> tuple[Any, Any, bytes]:
 class Sandbox:
     """One per grading run: the fork server plus a pre-forked spare worker."""
 
-    def __init__(self, spec: WorkerSpec, start_timeout: float = 30.0, max_reply_bytes: int = 256 << 20) -> None:
+    def __init__(self, spec: WorkerSpec, start_timeout: float = 30.0, max_reply_bytes: int = 256 << 20, server: tuple[int, socket.socket] | None = None) -> None:
         self.spec = spec
         self.start_timeout = start_timeout
         self.max_reply_bytes = max_reply_bytes
         self.last_timeout = 0.0
-        self.pid, self.control = zygote.start()
+        self.pid, self.control = server if server is not None else zygote.start()
         self._spare: Worker | None = None
         self.spawned = 0
 
@@ -255,6 +259,14 @@ class Sandbox:
             return self._send({"op": "kill", "pid": pid})
         except (OSError, RuntimeError, ValueError):
             return {"unknown": True}
+
+    def kill_async(self, pid: int) -> None:
+        """Kill and sweep without waiting: the server handles requests in order, so the
+        next spawn is answered only after this kill is done."""
+        try:
+            self.control.send(json.dumps({"op": "kill", "pid": pid, "noreply": True}).encode())
+        except OSError:
+            pass
 
     def close(self) -> None:
         if self._spare is not None:

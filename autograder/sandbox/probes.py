@@ -175,6 +175,14 @@ def describe_module(module: torch.nn.Module) -> dict:
     }
 
 
+def _vjp_loss(out: torch.Tensor, grad_output: torch.Tensor) -> torch.Tensor:
+    """⟨out, grad_output⟩: its gradient is the vector-Jacobian product autograd.grad(out,
+    x, grad_output) would give, without the grad_outputs path whose first use imports sympy."""
+    if type(grad_output) is not torch.Tensor or grad_output.shape != out.shape:
+        raise ValueError(f"output has shape {list(out.shape)}, expected {list(getattr(grad_output, 'shape', []))}")
+    return (out * grad_output.to(out.dtype)).sum()
+
+
 def _requires_grad(values: list, wrt: list[int]) -> list:
     out = list(values)
     for i in wrt:
@@ -206,11 +214,11 @@ def call_with_grad(ctx, module: str, target: str, args: list, kwargs: dict, wrt:
     out = value[output_index] if output_index is not None else value
     if type(out) is not torch.Tensor or not out.requires_grad:
         return {"value": value, "grads": None, "why": "output does not require grad"}
-    grads = torch.autograd.grad(out, [args[i] for i in wrt], grad_output, allow_unused=True)
+    grads = torch.autograd.grad(_vjp_loss(out, grad_output), [args[i] for i in wrt], allow_unused=True)
     return {"value": value, "grads": list(grads)}
 
 
-def construct(ctx, module: str, cls: str, init_args: list, init_kwargs: dict, state: dict | None = None, calls: list | None = None, mode: str = "eval", grad: dict | None = None, record_ops: bool = False, describe: bool = True) -> dict:
+def construct(ctx, module: str, cls: str, init_args: list, init_kwargs: dict, state: dict | None = None, calls: list | None = None, mode: str = "eval", grad: dict | None = None, record_ops: bool = False, describe: bool = True, dtype: torch.dtype | None = None) -> dict:
     """Build ``module.cls(*init_args, **init_kwargs)``, optionally load a state_dict
     (non-strict; missing/unexpected keys are returned under ``load``), run
     ``calls`` (a list of ``[method, args, kwargs]``) and optionally backprop ``grad``
@@ -218,6 +226,8 @@ def construct(ctx, module: str, cls: str, init_args: list, init_kwargs: dict, st
     obj = resolve(ctx.module(module), cls)(*init_args, **init_kwargs)
     result: dict[str, Any] = {}
     is_module = isinstance(obj, torch.nn.Module)
+    if is_module and dtype is not None:
+        obj = obj.to(dtype)  # before loading the state, so float64 weights keep their precision
     if is_module and describe:
         result["describe"] = describe_module(obj)
     if state is not None:
@@ -242,7 +252,7 @@ def construct(ctx, module: str, cls: str, init_args: list, init_kwargs: dict, st
         params = [p for _, p in obj.named_parameters()] if is_module else []
         names = [n for n, _ in obj.named_parameters()] if is_module else []
         if type(out) is torch.Tensor and out.requires_grad:
-            grads = torch.autograd.grad(out, inputs_with_grad + params, grad["grad_output"], allow_unused=True)
+            grads = torch.autograd.grad(_vjp_loss(out, grad["grad_output"]), inputs_with_grad + params, allow_unused=True)
             result["input_grads"] = list(grads[: len(inputs_with_grad)])
             result["param_grads"] = dict(zip(names, grads[len(inputs_with_grad):]))
         else:

@@ -143,6 +143,8 @@ class _Server:
                     fds = []
                 elif op == "kill":
                     reply = self.kill(int(request["pid"]))
+                    if request.get("noreply"):
+                        reply = None
                 elif op == "stop":
                     break
                 else:
@@ -152,6 +154,8 @@ class _Server:
             for fd in fds:
                 os.close(fd)
             self._reap()
+            if reply is None:
+                continue
             try:
                 self.sock.send(json.dumps(reply).encode())
             except OSError:
@@ -159,6 +163,35 @@ class _Server:
         for pid in list(self.live):
             self.kill(pid)
         self._sweep()
+
+
+def _warm_up() -> None:
+    """Pay torch's first-use costs once, here, instead of in every worker.
+
+    We run one small instance of every kind of operation the suites use (~10 ms). Not
+    warmed: ``autograd.grad`` *with grad_outputs*, whose first call imports sympy (~0.3 s);
+    our probes backpropagate ``(out * grad_output).sum()`` instead, which needs none. ``set_num_threads(1)``
+    comes first, so no OpenMP thread pool ever exists in this process — the reason a
+    process that has computed is normally unsafe to fork."""
+    import torch
+    import torch.nn.functional as F
+
+    torch.set_num_threads(1)
+    g = torch.Generator().manual_seed(0)
+    for dtype in (torch.float32, torch.float64):
+        x = torch.randn(2, 3, 4, generator=g, dtype=dtype, requires_grad=True)
+        mask = torch.tril(torch.ones(3, 3, dtype=torch.bool))
+        s = (x @ x.transpose(-2, -1) / 2.0).masked_fill(~mask, float("-inf"))
+        y = torch.softmax(s, dim=-1) @ x
+        torch.autograd.grad(y.sum(), [x], retain_graph=True)
+        y.sum().backward()
+        torch.einsum("bij,bkj->bik", x.detach(), x.detach()).logsumexp(-1)
+        F.scaled_dot_product_attention(x[None].detach(), x[None].detach(), x[None].detach(), is_causal=True)
+        F.cross_entropy(x.detach().reshape(-1, 4), torch.zeros(6, dtype=torch.long))
+        torch.nn.Linear(4, 4, dtype=dtype)(x.detach())
+        mha = torch.nn.MultiheadAttention(4, 2, batch_first=True, dtype=dtype)
+        mha(x.detach(), x.detach(), x.detach(), need_weights=False)
+    import torch.autograd.gradcheck  # noqa: F401
 
 
 def _zygote_main(sock: socket.socket) -> None:
@@ -177,6 +210,10 @@ def _zygote_main(sock: socket.socket) -> None:
     os.closerange(3, keep)
     os.closerange(keep + 1, 1 << 16)
     sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115
+    try:
+        _warm_up()
+    except Exception:  # noqa: BLE001 - a cold worker is slower, not wrong
+        pass
     _Server(sock).run()
 
 
@@ -196,7 +233,8 @@ def start() -> tuple[int, socket.socket]:
 
 def uid_can_read(uid: int, gid: int, paths: list[str]) -> bool:
     """Can an unprivileged uid read the interpreter and its packages? Checked in a child,
-    because only the kernel knows (ACLs, parent-directory modes, mount options)."""
+    because only the kernel knows (ACLs, parent-directory modes, mount options). Note that
+    ``os.path.isdir`` is no test here: it answers False when the uid cannot even stat."""
     pid = os.fork()
     if pid == 0:
         code = 1
@@ -204,10 +242,10 @@ def uid_can_read(uid: int, gid: int, paths: list[str]) -> bool:
             os.setgroups([])
             os.setgid(gid)
             os.setuid(uid)
-            for path in paths:
-                if os.path.isdir(path):
+            for path in paths:  # each exists (the caller checked, as root)
+                try:
                     os.listdir(path)
-                elif os.path.exists(path):
+                except NotADirectoryError:
                     with open(path, "rb") as fh:
                         fh.read(1)
             code = 0

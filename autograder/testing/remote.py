@@ -208,11 +208,11 @@ class RemoteModule:
         result["ops"] = ops
         return result
 
-    def construct(self, cls: str, init_args: list | tuple = (), init_kwargs: dict | None = None, *, state: dict | None = None, calls: list | tuple = (), mode: str = "eval", grad: dict | None = None, record_ops: bool = False, describe: bool = True) -> dict:
+    def construct(self, cls: str, init_args: list | tuple = (), init_kwargs: dict | None = None, *, state: dict | None = None, calls: list | tuple = (), mode: str = "eval", grad: dict | None = None, record_ops: bool = False, describe: bool = True, dtype=None) -> dict:
         label = f"{self._name}.{cls}(…)"
         raw, ops, _ = self._sub._invoke(
             self._name, "construct", None,
-            [self._name, cls, list(init_args), dict(init_kwargs or {}), state, [list(c) for c in calls], mode, grad, record_ops, describe],
+            [self._name, cls, list(init_args), dict(init_kwargs or {}), state, [list(c) for c in calls], mode, grad, record_ops, describe, dtype],
             {}, label, (self._name, cls),
         )
         result = _as_dict(raw, label)

@@ -11,7 +11,7 @@ import math
 import torch
 
 from autograder.testing import expect
-from course import signatures
+from course import mistakes_qkv as signatures
 from course import week07 as w7
 
 QK = ("query", "key")

@@ -1,0 +1,52 @@
+# Attention exercises — grader
+#   make grade [SUBMISSION=dir] [SKILL="qkv masks"] [FORMAT=text|json|gradescope|markdown|github]
+#   make test      the grader's own test suite (what CI runs)
+#   make check     instructors: prove the suites right (config, solutions = full marks, stubs = 0)
+# The first run creates .venv with python3 and installs the pinned requirements.
+
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+SUBMISSION ?= exercises
+SKILL ?=
+FORMAT ?= text
+OUTPUT ?=
+SEED ?=
+GRADE_FLAGS := $(foreach s,$(SKILL),--skill $(s)) --format $(FORMAT) $(if $(OUTPUT),--output $(OUTPUT)) $(if $(SEED),--seed $(SEED))
+
+.PHONY: grade test check benchmark tolerances clean help
+.DEFAULT_GOAL := help
+
+$(VENV)/.requirements.stamp: requirements.txt
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	@touch $@
+
+$(VENV)/.dev.stamp: $(VENV)/.requirements.stamp requirements-dev.txt
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	@touch $@
+
+grade: $(VENV)/.requirements.stamp ## grade SUBMISSION (default: exercises/)
+	@$(PY) -m autograder grade $(SUBMISSION) $(GRADE_FLAGS)
+
+test: $(VENV)/.dev.stamp ## run the grader's own tests
+	$(PY) -m pytest
+
+check: $(VENV)/.dev.stamp ## instructors: solutions score full marks, stubs score 0, config valid
+	$(PY) -m pytest -q tests/grader/test_suites_are_right.py
+
+benchmark: $(VENV)/.requirements.stamp ## time one full grade against `import torch`
+	$(PY) benchmarks/grade_time.py
+
+tolerances: $(VENV)/.requirements.stamp ## re-measure tests/suites/course/tolerances.toml
+	$(PY) benchmarks/measure_tolerances.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +
+
+help:
+	@echo "make grade [SUBMISSION=dir] [SKILL=name] [FORMAT=...]   grade exercises (first run sets up .venv)"
+	@echo "make test                                                run the grader's own test suite"
+	@echo "make check                                               instructors: prove the suites right"
+	@echo "make benchmark | make tolerances                         measure speed / re-derive tolerances"

@@ -1,0 +1,40 @@
+"""Seeded random inputs for suites. Every draw takes the test's ``rng`` (a
+``torch.Generator`` seeded from the run's seed and the test id), so a failure can be
+reproduced with ``--seed``."""
+
+from __future__ import annotations
+
+import torch
+
+
+def randint(rng: torch.Generator, low: int, high: int) -> int:
+    """An int in [low, high] (inclusive)."""
+    return int(torch.randint(low, high + 1, (1,), generator=rng))
+
+
+def choice(rng: torch.Generator, options: list | tuple):
+    return options[randint(rng, 0, len(options) - 1)]
+
+
+def randn(rng: torch.Generator, *shape: int, dtype: torch.dtype = torch.float32, scale: float = 1.0) -> torch.Tensor:
+    return (torch.randn(*shape, generator=rng, dtype=torch.float64) * scale).to(dtype)
+
+
+def weight(rng: torch.Generator, fan_in: int, fan_out: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """A projection [fan_in, fan_out] scaled like a trained layer (std 1/√fan_in)."""
+    return randn(rng, fan_in, fan_out, dtype=dtype, scale=fan_in ** -0.5)
+
+
+def noncontiguous(t: torch.Tensor) -> torch.Tensor:
+    """The same values in a non-contiguous layout (every other element of a wider buffer).
+    A tensor whose last dimension is 1 stays contiguous: no layout can change that."""
+    if t.dim() == 0:
+        return t.clone()
+    wide = torch.zeros(*t.shape[:-1], t.shape[-1] * 2, dtype=t.dtype)
+    wide[..., ::2] = t
+    return wide[..., ::2]
+
+
+def as_reference(*tensors: torch.Tensor) -> list[torch.Tensor]:
+    """float64 copies, for computing expected values at full precision."""
+    return [t.to(torch.float64) if isinstance(t, torch.Tensor) and t.is_floating_point() else t for t in tensors]

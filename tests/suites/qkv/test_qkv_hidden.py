@@ -1,0 +1,277 @@
+"""Skill qkv, hidden tests: the course numbers at their stated precision, the reference on
+fresh random inputs, properties that any correct attention has, and dtype/in-place rules.
+Not shipped to students; on Gradescope students see each test's name and hint only."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from autograder.testing import expect
+from autograder.testing.inputs import choice, noncontiguous, randint, randn, weight
+from course import mistakes_qkv as signatures
+from course import week07 as w7
+from course.tolerances import tol
+
+QK = ("query", "key")
+DTYPES = (torch.float32, torch.float64)
+
+
+def _expected(ref_fn, *args, dtype):
+    """The reference at float64, rounded to the submission's dtype."""
+    out = ref_fn(*[a.to(torch.float64) if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args])
+    if isinstance(out, tuple):
+        return tuple(o.to(dtype) for o in out)
+    return out.to(dtype)
+
+
+def _dims(rng, t_max: int = 64) -> tuple[int, int, int, int, int]:
+    B = choice(rng, (1, 2, 3))
+    T = choice(rng, (1, 2, randint(rng, 3, t_max), t_max))
+    C = randint(rng, 2, 24)
+    d_k = randint(rng, 1, 12)
+    d_v = choice(rng, (d_k, randint(rng, 1, 12)))
+    return B, T, C, d_k, d_v
+
+
+def _projections(rng, C, d_k, d_v, dtype):
+    return weight(rng, C, d_k, dtype), weight(rng, C, d_k, dtype), weight(rng, C, d_v, dtype)
+
+
+# --------------------------------------------------------------------------- course numbers
+def test_week7_numbers_at_stated_precision_in_float64(sub, credit):
+    ex = w7.example(torch.float64)
+    q, k, v = ex.x @ ex.w_q, ex.x @ ex.w_k, ex.x @ ex.w_v
+    raw = q @ k.transpose(-2, -1)
+    for part in credit.parts(["Q K V", "raw scores", "scaled rows", "weights", "outputs 6dp", "index table", "uniform mean", "head"]):
+        with part:
+            if part.label == "Q K V":
+                got = expect.sequence(sub.qkv.project_qkv(ex.x, ex.w_q, ex.w_k, ex.w_v), 3, what="project_qkv")
+                for name, g in zip("QKV", got):
+                    expect.close(g, w7.t(w7.STATED[name], torch.float64), what=f"{name} (W7-06..W7-11)", tol=w7.PRINTED_3DP)
+            elif part.label == "raw scores":
+                expect.close(sub.qkv.attention_scores(q, k), w7.t(w7.STATED["raw_scores"], torch.float64), what="S_A, S_B (W7-13, W7-14)", tol=w7.PRINTED_3DP)
+            elif part.label == "scaled rows":
+                got = sub.qkv.scale_scores(raw, 2)
+                expect.close(got[:, 1], w7.t(w7.STATED["scaled_final_rows"], torch.float64), what="scaled final rows (W7-16)", tol=w7.NEAR_EXACT)
+                expect.scalar(float(raw[0, 1, 0] / got[0, 1, 0]), w7.STATED["sqrt_dk"], what="√d_k (W7-15)", tol=w7.PRINTED_3DP, hints=["qkv/divide-by-dk"])
+            elif part.label == "weights":
+                _, weights = expect.sequence(sub.qkv.single_head_attention(ex.x, ex.w_q, ex.w_k, ex.w_v), 2, what="single_head_attention")
+                expect.close(weights, w7.t(w7.STATED["weights"], torch.float64), what="P_A, P_B (W7-24, W7-25)", tol=w7.PRINTED_3DP,
+                             mistakes=signatures.weights(signatures.attention_chain(ex.x, ex.w_q, ex.w_k, ex.w_v)))
+            elif part.label == "outputs 6dp":
+                out, _ = expect.sequence(sub.qkv.single_head_attention(ex.x, ex.w_q, ex.w_k, ex.w_v), 2, what="single_head_attention")
+                expect.close(out[:, 1], w7.t(w7.STATED["final_outputs_6dp"], torch.float64), what="h_A | h_B to 6 dp (W7-35)", tol=w7.PRINTED_6DP)
+            elif part.label == "index table":
+                out, weights = expect.sequence(sub.qkv.single_head_attention(ex.x, ex.w_q, ex.w_k, ex.w_v), 2, what="single_head_attention")
+                got = torch.stack([weights[0, 1, 0], weights[1, 1, 0], out[1, 1, 0], out[1, 1, 1]])
+                expect.close(got, w7.t([0.599, 0.426, -0.426, 0.574], torch.float64), what="weights[0,1,0], weights[1,1,0], output[1,1,:] (W7-27)", tol=w7.PRINTED_3DP)
+            elif part.label == "uniform mean":
+                got = sub.qkv.causal_uniform_mean(ex.x)
+                expect.close(got[:, 1], w7.t(w7.STATED["uniform_mean_final"], torch.float64), what="x̄_A,1, x̄_B,1 (W7-02, W7-03)", tol=w7.Tol(0.0, 1e-12))
+            else:
+                state = {"query.weight": ex.w_q.T.contiguous(), "key.weight": ex.w_k.T.contiguous(), "value.weight": ex.w_v.T.contiguous()}
+                r = sub.qkv.construct("AttentionHead", [4, 2, 2], dtype=torch.float64, state=state, calls=[("forward", [ex.x], {})])
+                expect.close(r["outputs"][0][:, 1], w7.t(w7.STATED["final_outputs_6dp"], torch.float64), what="AttentionHead reproduces §12 (W7-53)", tol=w7.PRINTED_6DP)
+                params = sum(math.prod(p["shape"]) for p in r["describe"]["parameters"])
+                expect.true(params == 24, what="AttentionHead(4, 2, 2) parameter count (W7-53)", detail=f"expected 24 parameters (3 × 4×2, the mask is not a parameter), found {params}", hints=["qkv/mask-buffer", "qkv/linear-bias"])
+
+
+# --------------------------------------------------------------------------- vs the reference
+def test_project_qkv_matches_reference_on_random_inputs(sub, ref, rng, credit):
+    for case in credit.cases(8):
+        with case:
+            dtype = DTYPES[int(case.label.split()[-1]) % 2]
+            B, T, C, d_k, d_v = _dims(rng)
+            x = randn(rng, B, T, C, dtype=dtype)
+            w = _projections(rng, C, d_k, d_v, dtype)
+            if randint(rng, 0, 1):
+                x = noncontiguous(x)
+            got = expect.sequence(sub.qkv.project_qkv(x, *w), 3, what="project_qkv")
+            want = _expected(ref.qkv.project_qkv, x, *w, dtype=dtype)
+            products = [x @ m for m in w]
+            for name, g, e in zip("QKV", got, want):
+                wrong = {"qkv/swapped-projections": p for p in products if p.shape == e.shape and not torch.equal(p, e.to(p.dtype))}
+                expect.close(g, e, what=f"project_qkv: {name} (B={B}, T={T}, C={C}, {str(dtype)[6:]})", tol=tol("qkv.project_qkv", dtype), mistakes=wrong)
+
+
+def test_attention_scores_matches_reference_with_batch_dims_and_l_ne_s(sub, ref, rng, credit):
+    for case in credit.cases(8):
+        with case:
+            dtype = choice(rng, DTYPES)
+            lead = choice(rng, ((), (2,), (2, 3)))
+            L, S, d = randint(rng, 1, 40), randint(rng, 1, 40), randint(rng, 1, 16)
+            q, k = randn(rng, *lead, L, d, dtype=dtype), randn(rng, *lead, S, d, dtype=dtype)
+            if randint(rng, 0, 1):
+                k = noncontiguous(k)
+            want = _expected(ref.qkv.attention_scores, q, k, dtype=dtype)
+            mistakes = {"qkv/keys-times-queries": k @ q.transpose(-2, -1)}
+            if d == S:
+                mistakes["qkv/missing-transpose"] = q @ k
+            expect.close(sub.qkv.attention_scores(q, k), want, what=f"attention_scores: q {list(q.shape)}, k {list(k.shape)}", tol=tol("qkv.attention_scores", dtype), mistakes=mistakes)
+
+
+def test_scale_scores_matches_reference_for_many_widths(sub, ref, rng, credit):
+    for case in credit.cases(6):
+        with case:
+            dtype = choice(rng, DTYPES)
+            d_k = choice(rng, (1, 3, randint(rng, 2, 64), 128))
+            s = randn(rng, randint(rng, 1, 3), randint(rng, 1, 20), randint(rng, 1, 20), dtype=dtype, scale=5.0)
+            mistakes = {"qkv/divide-by-dk": s / d_k, "qkv/no-scaling": s} if d_k > 1 else {}
+            expect.close(sub.qkv.scale_scores(s, d_k), _expected(lambda a: ref.qkv.scale_scores(a, d_k), s, dtype=dtype),
+                         what=f"scale_scores(scores, d_k={d_k})", tol=tol("qkv.scale_scores", dtype), mistakes=mistakes)
+
+
+def test_weighted_values_matches_reference_with_l_ne_s(sub, ref, rng, credit):
+    for case in credit.cases(6):
+        with case:
+            dtype = choice(rng, DTYPES)
+            lead = choice(rng, ((1,), (3,), (2, 2)))
+            L, S, d_v = randint(rng, 1, 30), randint(rng, 1, 30), randint(rng, 1, 12)
+            weights = torch.softmax(randn(rng, *lead, L, S, dtype=torch.float64), -1).to(dtype)
+            v = randn(rng, *lead, S, d_v, dtype=dtype)
+            mistakes = {"qkv/transposed-weights": weights.transpose(-2, -1) @ v} if L == S else {}
+            expect.close(sub.qkv.weighted_values(weights, v), _expected(ref.qkv.weighted_values, weights, v, dtype=dtype),
+                         what=f"weighted_values: weights {list(weights.shape)}, v {list(v.shape)}", tol=tol("qkv.weighted_values", dtype), mistakes=mistakes)
+
+
+def test_causal_uniform_mean_matches_reference_with_leading_dims(sub, ref, rng, credit):
+    for case in credit.cases(6):
+        with case:
+            dtype = choice(rng, DTYPES)
+            lead = choice(rng, ((), (2,), (2, 3)))
+            x = randn(rng, *lead, choice(rng, (1, randint(rng, 2, 40))), randint(rng, 1, 8), dtype=dtype)
+            expect.close(sub.qkv.causal_uniform_mean(x), _expected(ref.qkv.causal_uniform_mean, x, dtype=dtype),
+                         what=f"causal_uniform_mean: x {list(x.shape)}", tol=tol("qkv.causal_uniform_mean", dtype), mistakes=signatures.uniform_mean(x))
+
+
+def test_single_head_attention_matches_reference_causal_and_unmasked(sub, ref, rng, credit):
+    for case in credit.cases(10):
+        with case:
+            dtype = choice(rng, DTYPES)
+            causal = bool(randint(rng, 0, 1))
+            B, T, C, d_k, d_v = _dims(rng)
+            x = randn(rng, B, T, C, dtype=dtype)
+            w = _projections(rng, C, d_k, d_v, dtype)
+            out, weights = expect.sequence(sub.qkv.single_head_attention(x, *w, causal=causal), 2, what="single_head_attention")
+            want_out, want_w = _expected(lambda *a: ref.qkv.single_head_attention(*a, causal=causal), x, *w, dtype=dtype)
+            variants = signatures.attention_chain(x.double(), *[m.double() for m in w], causal=causal)
+            label = f"(B={B}, T={T}, C={C}, d_k={d_k}, d_v={d_v}, causal={causal}, {str(dtype)[6:]})"
+            t = tol("qkv.single_head_attention", dtype)
+            expect.close(weights, want_w, what=f"single_head_attention weights {label}", tol=t, mistakes=signatures.weights(variants), grid=QK)
+            expect.close(out, want_out, what=f"single_head_attention output {label}", tol=t, mistakes=signatures.outputs(variants))
+
+
+# --------------------------------------------------------------------------- properties
+def test_single_head_attention_rows_sum_to_one_and_future_weight_is_exactly_zero(sub, rng, credit):
+    for case in credit.cases(6):
+        with case:
+            dtype = choice(rng, DTYPES)
+            B, T, C, d_k, d_v = _dims(rng, t_max=24)
+            T = max(T, 2)
+            x = randn(rng, B, T, C, dtype=dtype)
+            w = _projections(rng, C, d_k, d_v, dtype)
+            _, weights = expect.sequence(sub.qkv.single_head_attention(x, *w), 2, what="single_head_attention")
+            weights = expect.tensor(weights, what="attention weights")
+            expect.true(tuple(weights.shape) == (B, T, T), what="weights shape", detail=f"expected [{B}, {T}, {T}], got {list(weights.shape)}")
+            variants = signatures.weights(signatures.attention_chain(x.double(), *[m.double() for m in w]))
+            diagnosed = expect.diagnose(weights, variants, tol("qkv.single_head_attention", dtype))
+            sums = weights.double().sum(-1)
+            expect.true(bool(torch.isfinite(sums).all()) and bool(torch.allclose(sums, torch.ones_like(sums), atol=1e-5, rtol=0)),
+                        what="every query row of the weights sums to 1", detail=f"row sums range from {sums.min().item():.4g} to {sums.max().item():.4g}",
+                        hints=diagnosed or ["qkv/softmax-wrong-axis", "qkv/mask-after-softmax"])
+            future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
+            leak = weights[..., future]
+            expect.true(bool((leak == 0).all()), what="weights on future keys are exactly 0",
+                        detail=f"largest weight on a future key: {leak.abs().max().item():.4g}", hints=diagnosed or ["qkv/zero-fill", "qkv/no-causal-mask"])
+
+
+def test_single_head_attention_is_causal_by_gradient(sub, rng, credit):
+    dtype = torch.float64
+    B, T, C, d_k, d_v = 2, randint(rng, 4, 10), randint(rng, 2, 8), randint(rng, 1, 6), randint(rng, 1, 6)
+    x = randn(rng, B, T, C, dtype=dtype)
+    w = _projections(rng, C, d_k, d_v, dtype)
+    for part in credit.parts([f"output position {t}" for t in (0, T // 2, T - 2)]):
+        with part:
+            t = int(part.label.split()[-1])
+            grad_out = torch.zeros(B, T, d_v, dtype=dtype)
+            grad_out[:, t] = 1.0
+            r = sub.qkv.call_with_grad("single_head_attention", x, *w, wrt=[0], grad_output=grad_out, output_index=0)
+            expect.true(r.get("grads") is not None, what="single_head_attention is differentiable", detail="the output does not require grad: keep the computation in torch operations on the inputs")
+            gx = expect.tensor(r["grads"][0], what="∂y_t/∂x")
+            future = gx[:, t + 1:]
+            expect.true(bool(torch.isfinite(gx).all()), what=f"∂y_{t}/∂x is finite", detail="the gradient has NaN or ∞", hints=["qkv/diagonal-masked"])
+            expect.true(bool((future == 0).all()), what=f"∂y_{t}/∂x_s = 0 for every future s > {t}",
+                        detail=f"largest |∂y_{t}/∂x_s| over future s: {future.abs().max().item():.3g} — future tokens influence the output",
+                        hints=["qkv/zero-fill", "qkv/mask-after-softmax", "qkv/no-causal-mask"])
+
+
+def test_single_head_attention_is_permutation_equivariant_without_mask(sub, rng):
+    dtype = torch.float64
+    B, T, C, d_k, d_v = 2, randint(rng, 3, 12), randint(rng, 2, 10), randint(rng, 1, 8), randint(rng, 1, 8)
+    x = randn(rng, B, T, C, dtype=dtype)
+    w = _projections(rng, C, d_k, d_v, dtype)
+    perm = torch.randperm(T, generator=rng)
+    out, weights = expect.sequence(sub.qkv.single_head_attention(x, *w, causal=False), 2, what="single_head_attention(causal=False)")
+    out_p, weights_p = expect.sequence(sub.qkv.single_head_attention(x[:, perm], *w, causal=False), 2, what="single_head_attention(causal=False) on permuted tokens")
+    t = tol("qkv.single_head_attention", dtype)
+    expect.close(out_p, expect.tensor(out, what="output")[:, perm], what="f(PX) = P f(X) without a mask (Day 1 §1.5)", tol=t, hints=["qkv/no-causal-mask", "qkv/batch-leak"])
+    expect.close(weights_p, expect.tensor(weights, what="weights")[:, perm][:, :, perm], what="weights(PX) = P weights(X) Pᵀ", tol=t)
+
+
+def test_single_head_attention_keeps_batch_examples_apart(sub, rng):
+    dtype = torch.float64
+    B, T, C, d_k, d_v = 3, randint(rng, 2, 10), randint(rng, 2, 8), randint(rng, 1, 6), randint(rng, 1, 6)
+    x = randn(rng, B, T, C, dtype=dtype)
+    w = _projections(rng, C, d_k, d_v, dtype)
+    x2 = x.clone()
+    x2[1:] = randn(rng, B - 1, T, C, dtype=dtype)
+    out, _ = expect.sequence(sub.qkv.single_head_attention(x, *w), 2, what="single_head_attention")
+    out2, _ = expect.sequence(sub.qkv.single_head_attention(x2, *w), 2, what="single_head_attention")
+    expect.close(expect.tensor(out2, what="output")[0], expect.tensor(out, what="output")[0], what="example 0's output does not depend on examples 1.. (Week 7 §14)", tol=tol("qkv.single_head_attention", dtype), hints=["qkv/batch-leak"])
+
+
+def test_attention_head_matches_reference_on_random_weights(sub, ref, rng, credit):
+    for case in credit.cases(5):
+        with case:
+            dtype = choice(rng, DTYPES)
+            B, T, C, d_k, _ = _dims(rng, t_max=16)
+            ctx = choice(rng, (T, T + randint(rng, 1, 8)))
+            state = {n: weight(rng, C, d_k, dtype).T.contiguous() for n in ("query.weight", "key.weight", "value.weight")}
+            x = randn(rng, B, T, C, dtype=dtype)
+            r = sub.qkv.construct("AttentionHead", [C, d_k, ctx], dtype=dtype, state=state, calls=[("forward", [x], {})])
+            expect.true(not r["load"]["missing"] and not r["load"]["unexpected"], what="AttentionHead.state_dict() keys",
+                        detail=f"loading query/key/value weights: missing {r['load']['missing']}, unexpected {r['load']['unexpected']}", hints=["qkv/mask-buffer", "qkv/linear-bias"])
+            head = ref.qkv.AttentionHead(C, d_k, ctx).double()
+            head.load_state_dict({k: v.double() for k, v in state.items()})
+            with torch.no_grad():
+                want = head(x.double()).to(dtype)
+            expect.close(r["outputs"][-1], want, what=f"AttentionHead({C}, {d_k}, {ctx}) on x {list(x.shape)} ({str(dtype)[6:]})", tol=tol("qkv.AttentionHead", dtype))
+
+
+def test_qkv_functions_keep_dtype_and_leave_inputs_unchanged(sub, rng, credit):
+    dtype = torch.float64
+    B, T, C, d_k, d_v = 2, 5, 6, 3, 4
+    x = randn(rng, B, T, C, dtype=dtype)
+    w = _projections(rng, C, d_k, d_v, dtype)
+    q, k, v = x @ w[0], x @ w[1], x @ w[2]
+    s = q @ k.transpose(-2, -1)
+    calls = {
+        "project_qkv": (x, *w),
+        "attention_scores": (q, k),
+        "scale_scores": (s, d_k),
+        "weighted_values": (torch.softmax(s, -1), v),
+        "causal_uniform_mean": (x,),
+        "single_head_attention": (x, *w),
+    }
+    for part in credit.parts(list(calls)):
+        with part:
+            args = calls[part.label]
+            r = sub.qkv.call(part.label, *args, return_args=True)
+            for before, after in zip(args, r.args or []):
+                expect.unchanged(before, after, what=f"{part.label} leaves its inputs unchanged")
+            outs = r.value if isinstance(r.value, (tuple, list)) else (r.value,)
+            for out in outs:
+                out = expect.tensor(out, what=f"{part.label} result")
+                expect.true(out.dtype == dtype, what=f"{part.label} keeps float64", detail=f"float64 inputs gave a {str(out.dtype)[6:]} result", hints=["general/dtype-changed"])
