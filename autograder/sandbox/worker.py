@@ -178,7 +178,7 @@ class WorkerContext:
 
     @contextmanager
     def watch_ops(self, enabled: bool = True):
-        """Record every torch function and aten operator the code inside calls."""
+        """Record every torch function the code inside calls (see probes.OpRecorder)."""
         if not enabled:
             yield
             return
@@ -270,6 +270,7 @@ def handle(ctx: WorkerContext, header: dict, blob: bytes, out: CappedWriter) -> 
 
 
 def serve(sock: socket.socket, spec: WorkerSpec, facts: list[str]) -> None:
+    probes.AUTOGRAD_TRIPWIRE.install()  # before any submission module is imported
     ctx = WorkerContext(spec)
     out = CappedWriter(spec.output_bytes)
     sys.stdout = sys.stderr = out  # type: ignore[assignment]
