@@ -156,7 +156,8 @@ class _Reader:
         needles = [k for k in keypath if not k.startswith("[")]
         line = self.loc.line_of(*needles) if needles else None
         where = f"{self.path.name}:{line}" if line else self.path.name
-        return ConfigError(f"{where}: {'.'.join(keypath)}: {message}")
+        dotted = "".join(k if k.startswith("[") else f".{k}" for k in keypath).lstrip(".")
+        return ConfigError(f"{where}: {dotted}: {message}")
 
     def table(self, data: Any, keypath: list[str]) -> dict:
         if not isinstance(data, dict):
@@ -235,7 +236,11 @@ def _parse(path: Path, text: str, data: dict, check_files: bool) -> Config:
     course_name = r.string(course, "name", ["course"], default="Attention exercises")
 
     grader = r.table(data.get("grader", {}), ["grader"])
-    r.check_keys(grader, ["seed", "solutions_dir", "exercises_dir", "suites_dir"], ["grader"])
+    r.check_keys(grader, ["root", "seed", "solutions_dir", "exercises_dir", "suites_dir"], ["grader"])
+    if "root" in grader:  # a config kept elsewhere (tests, CI) can point at the repository
+        root = (path.resolve().parent / r.string(grader, "root", ["grader"])).resolve()
+        if not root.is_dir():
+            raise r.fail(["grader", "root"], f"{root} is not a directory")
     seed_value = grader.get("seed", "fresh")
     if seed_value == "fresh":
         seed = None
@@ -334,12 +339,12 @@ def _check_suite_file(r: _Reader, root: Path, file: str, weights: dict[str, floa
         names = test_functions(path)
     except SyntaxError as exc:
         raise ConfigError(f"{file}:{exc.lineno}: syntax error in test file: {exc.msg}") from None
+    for name in weights:  # first: a misspelt weight is likelier than a forgotten one
+        if name not in names:
+            raise r.fail(kp + ["weights", name], f"no test function {name} in {file}" + _near(name, [n for n in names if n not in weights]))
     for name in names:
         if name not in weights:
             raise r.fail(kp + ["weights"], f"{file} defines {name} but it has no weight — add `{name} = <points>`")
-    for name in weights:
-        if name not in names:
-            raise r.fail(kp + ["weights", name], f"no test function {name} in {file}" + _near(name, names))
 
 
 def _near(name: str, names: list[str]) -> str:

@@ -192,6 +192,9 @@ def test_single_head_attention_is_causal_by_gradient(sub, rng, credit):
     B, T, C, d_k, d_v = 2, randint(rng, 4, 10), randint(rng, 2, 8), randint(rng, 1, 6), randint(rng, 1, 6)
     x = randn(rng, B, T, C, dtype=dtype)
     w = _projections(rng, C, d_k, d_v, dtype)
+    # name the mistake from the forward pass when we can; the gradient alone cannot tell them apart
+    _, weights = expect.sequence(sub.qkv.single_head_attention(x, *w), 2, what="single_head_attention")
+    diagnosed = expect.diagnose(weights, signatures.weights(signatures.attention_chain(x, *w)), tol("qkv.single_head_attention", dtype))
     for part in credit.parts([f"output position {t}" for t in (0, T // 2, T - 2)]):
         with part:
             t = int(part.label.split()[-1])
@@ -201,35 +204,39 @@ def test_single_head_attention_is_causal_by_gradient(sub, rng, credit):
             expect.true(r.get("grads") is not None, what="single_head_attention is differentiable", detail="the output does not require grad: keep the computation in torch operations on the inputs")
             gx = expect.tensor(r["grads"][0], what="∂y_t/∂x")
             future = gx[:, t + 1:]
-            expect.true(bool(torch.isfinite(gx).all()), what=f"∂y_{t}/∂x is finite", detail="the gradient has NaN or ∞", hints=["qkv/diagonal-masked"])
+            expect.true(bool(torch.isfinite(gx).all()), what=f"∂y_{t}/∂x is finite", detail="the gradient has NaN or ∞", hints=diagnosed or ["qkv/diagonal-masked"])
             expect.true(bool((future == 0).all()), what=f"∂y_{t}/∂x_s = 0 for every future s > {t}",
                         detail=f"largest |∂y_{t}/∂x_s| over future s: {future.abs().max().item():.3g} — future tokens influence the output",
-                        hints=["qkv/zero-fill", "qkv/mask-after-softmax", "qkv/no-causal-mask"])
+                        hints=diagnosed or ["qkv/zero-fill", "qkv/mask-after-softmax", "qkv/no-causal-mask"])
 
 
-def test_single_head_attention_is_permutation_equivariant_without_mask(sub, rng):
+def test_single_head_attention_is_permutation_equivariant_without_mask(sub, ref, rng):
     dtype = torch.float64
     B, T, C, d_k, d_v = 2, randint(rng, 3, 12), randint(rng, 2, 10), randint(rng, 1, 8), randint(rng, 1, 8)
     x = randn(rng, B, T, C, dtype=dtype)
     w = _projections(rng, C, d_k, d_v, dtype)
     perm = torch.randperm(T, generator=rng)
-    out, weights = expect.sequence(sub.qkv.single_head_attention(x, *w, causal=False), 2, what="single_head_attention(causal=False)")
-    out_p, weights_p = expect.sequence(sub.qkv.single_head_attention(x[:, perm], *w, causal=False), 2, what="single_head_attention(causal=False) on permuted tokens")
     t = tol("qkv.single_head_attention", dtype)
-    expect.close(out_p, expect.tensor(out, what="output")[:, perm], what="f(PX) = P f(X) without a mask (Day 1 §1.5)", tol=t, hints=["qkv/no-causal-mask", "qkv/batch-leak"])
+    out, weights = expect.sequence(sub.qkv.single_head_attention(x, *w, causal=False), 2, what="single_head_attention(causal=False)")
+    # the property only counts for a right answer: a constant output is trivially equivariant
+    expect.close(out, ref.qkv.single_head_attention(x, *w, causal=False)[0], what="single_head_attention(causal=False) output", tol=t)
+    out_p, weights_p = expect.sequence(sub.qkv.single_head_attention(x[:, perm], *w, causal=False), 2, what="single_head_attention(causal=False) on permuted tokens")
+    expect.close(out_p, out[:, perm], what="f(PX) = P f(X) without a mask (Day 1 §1.5)", tol=t, hints=["qkv/no-causal-mask", "qkv/batch-leak"])
     expect.close(weights_p, expect.tensor(weights, what="weights")[:, perm][:, :, perm], what="weights(PX) = P weights(X) Pᵀ", tol=t)
 
 
-def test_single_head_attention_keeps_batch_examples_apart(sub, rng):
+def test_single_head_attention_keeps_batch_examples_apart(sub, ref, rng):
     dtype = torch.float64
     B, T, C, d_k, d_v = 3, randint(rng, 2, 10), randint(rng, 2, 8), randint(rng, 1, 6), randint(rng, 1, 6)
     x = randn(rng, B, T, C, dtype=dtype)
     w = _projections(rng, C, d_k, d_v, dtype)
     x2 = x.clone()
     x2[1:] = randn(rng, B - 1, T, C, dtype=dtype)
+    t = tol("qkv.single_head_attention", dtype)
     out, _ = expect.sequence(sub.qkv.single_head_attention(x, *w), 2, what="single_head_attention")
+    expect.close(out, ref.qkv.single_head_attention(x, *w)[0], what="single_head_attention output", tol=t)
     out2, _ = expect.sequence(sub.qkv.single_head_attention(x2, *w), 2, what="single_head_attention")
-    expect.close(expect.tensor(out2, what="output")[0], expect.tensor(out, what="output")[0], what="example 0's output does not depend on examples 1.. (Week 7 §14)", tol=tol("qkv.single_head_attention", dtype), hints=["qkv/batch-leak"])
+    expect.close(expect.tensor(out2, what="output")[0], out[0], what="example 0's output does not depend on examples 1.. (Week 7 §14)", tol=t, hints=["qkv/batch-leak"])
 
 
 def test_attention_head_matches_reference_on_random_weights(sub, ref, rng, credit):
@@ -250,7 +257,7 @@ def test_attention_head_matches_reference_on_random_weights(sub, ref, rng, credi
             expect.close(r["outputs"][-1], want, what=f"AttentionHead({C}, {d_k}, {ctx}) on x {list(x.shape)} ({str(dtype)[6:]})", tol=tol("qkv.AttentionHead", dtype))
 
 
-def test_qkv_functions_keep_dtype_and_leave_inputs_unchanged(sub, rng, credit):
+def test_qkv_functions_keep_dtype_and_leave_inputs_unchanged(sub, ref, rng, credit):
     dtype = torch.float64
     B, T, C, d_k, d_v = 2, 5, 6, 3, 4
     x = randn(rng, B, T, C, dtype=dtype)
@@ -272,6 +279,10 @@ def test_qkv_functions_keep_dtype_and_leave_inputs_unchanged(sub, rng, credit):
             for before, after in zip(args, r.args or []):
                 expect.unchanged(before, after, what=f"{part.label} leaves its inputs unchanged")
             outs = r.value if isinstance(r.value, (tuple, list)) else (r.value,)
-            for out in outs:
+            want = getattr(ref.qkv, part.label)(*args)
+            want = want if isinstance(want, tuple) else (want,)
+            expect.true(len(outs) == len(want), what=f"{part.label} result", detail=f"expected {len(want)} result(s), got {len(outs)}")
+            for out, w_ in zip(outs, want):
                 out = expect.tensor(out, what=f"{part.label} result")
                 expect.true(out.dtype == dtype, what=f"{part.label} keeps float64", detail=f"float64 inputs gave a {str(out.dtype)[6:]} result", hints=["general/dtype-changed"])
+                expect.close(out, w_, what=f"{part.label} result (float64)", tol=tol(f"qkv.{part.label}", dtype))

@@ -116,5 +116,9 @@ def test_attention_head_reproduces_week7_numbers(sub, credit):
 
 
 def test_attention_head_rejects_sequences_longer_than_its_context(sub):
-    x = torch.zeros(1, 3, 4)
-    expect.raises("ValueError", sub.qkv.construct, "AttentionHead", [4, 2, 2], calls=[("forward", [x], {})], what="AttentionHead(4, 2, context_length=2) on T=3", hints=["qkv/context-check"])
+    ex = w7.example()
+    state = {"query.weight": ex.w_q.T.contiguous(), "key.weight": ex.w_k.T.contiguous(), "value.weight": ex.w_v.T.contiguous()}
+    fits = sub.qkv.construct("AttentionHead", [4, 2, 2], state=state, calls=[("forward", [ex.x], {})], describe=False)
+    expect.close(fits["outputs"][0][:, 1], w7.t(w7.STATED["final_outputs_4dp"]), what="AttentionHead(4, 2, context_length=2) on T=2 (fits)", tol=w7.PRINTED_4DP_F32)
+    longer = torch.cat([ex.x, ex.x[:, :1]], dim=1)
+    expect.raises("ValueError", sub.qkv.construct, "AttentionHead", [4, 2, 2], state=state, calls=[("forward", [longer], {})], what="AttentionHead(4, 2, context_length=2) on T=3", hints=["qkv/context-check"])

@@ -1,0 +1,141 @@
+"""Helpers for the grader's own tests (`make test`).
+
+`grade(...)` runs the real command line (`python -m autograder grade ...`) in a child
+process, exactly as students, Gradescope and CI do, and returns the exit status, the
+parsed output and both streams. Fixed seeds keep every run reproducible.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SOLUTIONS = ROOT / "solutions"
+EXERCISES = ROOT / "exercises"
+SUBMISSIONS = ROOT / "tests" / "submissions"
+CONFIG = tomllib.loads((ROOT / "grading.toml").read_text(encoding="utf-8"))
+SKILLS = list(CONFIG["skills"])
+MODULES = {sid: skill["module"] for sid, skill in CONFIG["skills"].items()}
+SEED = 20261129
+
+
+@dataclass
+class Graded:
+    rc: int
+    data: dict | None
+    stdout: str
+    stderr: str
+    seconds: float
+
+    def skill(self, sid: str) -> dict:
+        return next(s for s in self.data["skills"] if s["id"] == sid)
+
+    def score(self, sid: str) -> float:
+        return self.skill(sid)["score"]
+
+    def tests(self, sid: str | None = None) -> list[dict]:
+        return [t for s in self.data["skills"] if sid is None or s["id"] == sid for t in s["tests"]]
+
+    def hints(self, sid: str) -> set[str]:
+        return {h["id"] for t in self.tests(sid) for h in t["hints"]}
+
+
+def grade(submission: Path | str | None, *args: str, fmt: str = "json", output: Path | None = None, config: Path | None = None,
+          seed: int | None = SEED, timeout: float = 300, env: dict | None = None, cwd: Path = ROOT) -> Graded:
+    import time
+
+    out = output
+    cmd = [sys.executable, "-m", "autograder", "grade"]
+    if submission is not None:
+        cmd.append(str(submission))
+    cmd += ["--format", fmt, "--no-progress", *args]
+    if seed is not None:
+        cmd += ["--seed", str(seed)]
+    if config is not None:
+        cmd += ["--config", str(config)]
+    if out is not None:
+        cmd += ["--output", str(out)]
+    env = dict(os.environ if env is None else env)
+    env["PYTHONPATH"] = str(ROOT)  # so `-m autograder` works from any folder, as in a student's repo
+    start = time.monotonic()
+    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
+    seconds = time.monotonic() - start
+    data = None
+    text = out.read_text(encoding="utf-8") if out is not None and out.exists() else proc.stdout
+    if fmt in ("json", "gradescope") and text.strip():
+        try:
+            data = json.loads(text)
+        except ValueError:
+            data = None
+    return Graded(proc.returncode, data, proc.stdout, proc.stderr, seconds)
+
+
+def make_submission(path: Path, modules: dict[str, str], base: Path | None = SOLUTIONS) -> Path:
+    """A submission folder: the base's modules, with some replaced by the given sources."""
+    path.mkdir(parents=True, exist_ok=True)
+    if base is not None:
+        for module in MODULES.values():
+            if (base / module).exists():
+                shutil.copyfile(base / module, path / module)
+    for name, source in modules.items():
+        (path / name).write_text(source, encoding="utf-8")
+    return path
+
+
+def write_config(path: Path, text_edits: dict[str, str] | None = None, **limits: float) -> Path:
+    """A copy of grading.toml that points at this repository, with limits overridden."""
+    text = (ROOT / "grading.toml").read_text(encoding="utf-8")
+    text = text.replace("[grader]\n", f'[grader]\nroot = "{ROOT}"\n', 1)
+    for key, value in limits.items():
+        lines = text.splitlines()
+        for i, line in enumerate(lines):
+            if line.split("=")[0].strip() == key:
+                lines[i] = f"{key} = {value}"
+        text = "\n".join(lines) + "\n"
+    for old, new in (text_edits or {}).items():
+        assert old in text, old
+        text = text.replace(old, new)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="session")
+def fast_config(tmp_path_factory) -> Path:
+    """Short call timeout, so attacks that loop cost 1 s each instead of 10."""
+    return write_config(tmp_path_factory.mktemp("config") / "grading.toml", call_timeout_s=1.5)
+
+
+@pytest.fixture(scope="session")
+def solutions_graded(tmp_path_factory) -> Graded:
+    out = tmp_path_factory.mktemp("solutions") / "results.json"
+    return grade(SOLUTIONS, "--reveal-hidden", output=out)
+
+
+@pytest.fixture(scope="session")
+def stubs_graded(tmp_path_factory) -> Graded:
+    out = tmp_path_factory.mktemp("stubs") / "results.json"
+    return grade(EXERCISES, "--reveal-hidden", output=out)
+
+
+def no_leftover_processes() -> list[str]:
+    """Processes of a grading run that outlived it (workers, the fork server)."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            cmd = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if "--ag-run" in cmd:
+            out.append(f"{entry}: {cmd[:120]}")
+    return out

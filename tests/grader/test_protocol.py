@@ -1,0 +1,144 @@
+"""The wire codec: data only, every field checked, nothing a worker sends can run code."""
+
+from __future__ import annotations
+
+import json
+import socket
+import struct
+import threading
+
+import pytest
+import torch
+
+from autograder.sandbox import protocol
+from autograder.sandbox.protocol import Opaque, ProtocolError, decode, encode
+
+
+def roundtrip(value):
+    tree, blob = encode(value)
+    return decode(json.loads(json.dumps(tree)), blob)
+
+
+@pytest.mark.parametrize("dtype", list(protocol.DTYPES.values()))
+def test_every_allowed_dtype_roundtrips_exactly(dtype):
+    g = torch.Generator().manual_seed(0)
+    t = (torch.randn(3, 4, generator=g) * 10).to(dtype) if dtype not in (torch.complex64, torch.complex128) else torch.randn(3, 4, generator=g, dtype=dtype)
+    out = roundtrip(t)
+    assert type(out) is torch.Tensor and out.dtype == dtype and out.shape == t.shape
+    assert torch.equal(out, t)
+
+
+def test_strided_and_expanded_tensors_keep_values_and_layout():
+    base = torch.arange(24.0).reshape(2, 3, 4)
+    for t in (base.transpose(-1, -2), base[:, ::2], base[0:1].expand(5, 3, 4), base[..., 1]):
+        out = roundtrip(t)
+        assert torch.equal(out, t)
+        assert out.is_contiguous() == t.is_contiguous()
+
+
+def test_containers_and_scalars_roundtrip():
+    value = {"a": (1, 2.5, float("-inf"), None, True, "x"), "b": [torch.zeros(0), torch.tensor(3.0)], "dtype": torch.float64}
+    out = roundtrip(value)
+    assert out["a"][:2] == (1, 2.5) and out["a"][2] == float("-inf") and out["a"][3:] == (None, True, "x")
+    assert out["b"][0].shape == (0,) and out["b"][1].item() == 3.0 and out["dtype"] is torch.float64
+
+
+def test_arbitrary_objects_and_tensor_subclasses_arrive_as_opaque_never_equal():
+    class AlwaysEqual:
+        def __eq__(self, other):
+            return True
+
+    class Sneaky(torch.Tensor):
+        pass
+
+    out = roundtrip([AlwaysEqual(), torch.zeros(2).as_subclass(Sneaky), {1: "non-str key"}])
+    assert all(isinstance(o, Opaque) for o in out)
+    assert out[0] != out[0] and out[1] != torch.zeros(2) is not True
+
+
+def test_bool_tensors_are_rebuilt_from_bytes_safely():
+    tree, blob = encode(torch.tensor([True, False, True]))
+    out = decode(tree, bytes([2, 0, 255]))
+    assert out.dtype == torch.bool and out.tolist() == [True, False, True]
+
+
+@pytest.mark.parametrize(
+    "tree, blob",
+    [
+        ({"t": "tensor", "dtype": "float32", "shape": [4], "stride": None, "o": 0, "n": 16}, b"\0" * 8),  # bytes missing
+        ({"t": "tensor", "dtype": "float32", "shape": [3], "stride": None, "o": 0, "n": 8}, b"\0" * 8),  # count ≠ shape
+        ({"t": "tensor", "dtype": "object", "shape": [1], "stride": None, "o": 0, "n": 8}, b"\0" * 8),  # unknown dtype
+        ({"t": "tensor", "dtype": "float64", "shape": [2, 2], "stride": [5, 1], "o": 0, "n": 16}, b"\0" * 16),  # strides out of range
+        ({"t": "tensor", "dtype": "float64", "shape": [-1], "stride": None, "o": 0, "n": 8}, b"\0" * 8),  # negative size
+        ({"t": "tensor", "dtype": "float64", "shape": [1], "stride": None, "o": -8, "n": 8}, b"\0" * 8),  # negative offset
+        ({"t": "pickle", "v": "gASV"}, b""),  # unknown tag
+        ({"t": "float", "v": "1e999999"}, b""),  # only nan/inf spelled as strings
+        ({"t": "dict", "k": ["a", "b"], "v": [1]}, b""),
+    ],
+)
+def test_malformed_values_are_rejected(tree, blob):
+    with pytest.raises(ProtocolError):
+        decode(tree, blob)
+
+
+def test_deeply_nested_values_are_rejected():
+    tree: object = 1
+    for _ in range(200):
+        tree = [tree]
+    with pytest.raises(ProtocolError):
+        decode(tree, b"")
+
+
+@pytest.mark.parametrize(
+    "frame, message",
+    [
+        (struct.pack("<4sIQ", b"EVIL", 2, 0) + b"{}", "magic"),
+        (struct.pack("<4sIQ", protocol.MAGIC, 2, 1 << 40) + b"{}", "exceeds"),
+        (struct.pack("<4sIQ", protocol.MAGIC, 3, 0) + b"]]]", "not JSON"),
+        (struct.pack("<4sIQ", protocol.MAGIC, 2, 0) + b"[]", "not an object"),
+    ],
+)
+def test_frames_reject_bad_magic_oversize_and_non_json(frame, message):
+    a, b = socket.socketpair()
+    try:
+        a.sendall(frame)
+        with pytest.raises(ProtocolError, match=message):
+            protocol.recv_message(b, deadline=None)
+    finally:
+        a.close()
+        b.close()
+
+
+def test_a_silent_peer_times_out_at_the_deadline():
+    import time
+
+    a, b = socket.socketpair()
+    try:
+        start = time.monotonic()
+        with pytest.raises(protocol.PeerTimeout):
+            protocol.recv_message(b, deadline=time.monotonic() + 0.2)
+        assert time.monotonic() - start < 1.0
+    finally:
+        a.close()
+        b.close()
+
+
+def test_a_message_split_across_writes_arrives_whole():
+    a, b = socket.socketpair()
+    payload = torch.arange(10000.0)
+    tree, blob = encode(payload)
+
+    def slow_writer():
+        data = bytearray()
+        header = json.dumps({"v": tree}).encode()
+        data += struct.pack("<4sIQ", protocol.MAGIC, len(header), len(blob)) + header + blob
+        for i in range(0, len(data), 997):
+            a.sendall(data[i : i + 997])
+
+    thread = threading.Thread(target=slow_writer)
+    thread.start()
+    header, got = protocol.recv_message(b, deadline=None)
+    thread.join()
+    assert torch.equal(decode(header["v"], got), payload)
+    a.close()
+    b.close()

@@ -1,0 +1,66 @@
+"""Hostile submissions gain nothing and never break a run.
+
+Each attack in tests/submissions/hostile/attacks.toml is graded through the real command
+line. For every one: the run completes within its bound with exit status 0, a valid
+results file exists (schema-checked), every skill scores no more than an honest stub (0),
+the affected tests say what happened, and no worker or fork server outlives the run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tomllib
+
+import jsonschema
+import pytest
+
+from conftest import ROOT, SUBMISSIONS, grade
+
+HOSTILE = SUBMISSIONS / "hostile"
+ATTACKS = tomllib.loads((HOSTILE / "attacks.toml").read_text(encoding="utf-8"))["attack"]
+SCHEMA = json.loads((ROOT / "autograder/schemas/results.schema.json").read_text())
+
+
+def leftover_processes(marker: str) -> list[str]:
+    """Processes whose command line mentions this run's folder: workers and the fork
+    server keep the grading process's argv, which names the run's report file."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and int(entry) != os.getpid():
+            try:
+                cmd = open(f"/proc/{entry}/cmdline", "rb").read().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if marker in cmd:
+                found.append(f"{entry}: {cmd[:100]}")
+    return found
+
+
+@pytest.mark.parametrize("attack", ATTACKS, ids=[a["name"] for a in ATTACKS])
+def test_attack_gains_nothing_and_the_run_completes(attack, tmp_path, fast_config):
+    out = tmp_path / "results.json"
+    env = dict(os.environ, TMPDIR=str(tmp_path))
+    args = [arg for skill in attack["skills"] for arg in ("--skill", skill)]
+    graded = grade(HOSTILE / attack["name"], *args, "--reveal-hidden", output=out, config=fast_config, env=env, timeout=attack.get("max_seconds", 30) + 60)
+    assert graded.rc == 0, graded.stderr[-2000:]
+    assert graded.seconds < attack.get("max_seconds", 30), graded.seconds
+    assert out.stat().st_size < 4 << 20
+    jsonschema.validate(graded.data, SCHEMA)
+    assert graded.data["status"] == "complete"
+    for skill in graded.data["skills"]:
+        assert skill["score"] == 0, (skill["id"], [(t["name"], t["score"]) for t in skill["tests"] if t["score"]])
+    summaries = " ".join(t["summary"] + " " + (t["detail"] or "") for t in graded.tests())
+    for phrase in attack["says"]:
+        assert phrase in summaries, (phrase, summaries[:600])
+    assert not leftover_processes(str(tmp_path)), leftover_processes(str(tmp_path))
+
+
+def test_flooded_output_is_truncated_not_lost(tmp_path, fast_config):
+    out = tmp_path / "results.json"
+    graded = grade(HOSTILE / "print_100mb", "--skill", "qkv", output=out, config=fast_config)
+    printed = [p for t in graded.tests("qkv") for p in t["printed"]]
+    assert printed, "the visible tests should show (the start of) what the code printed"
+    assert all(len(p["text"]) <= 64 * 1024 for p in printed)
+    assert any(p["dropped"] > 90 * 2**20 for p in printed)
+    assert "::error" not in graded.stdout  # the worker's output never reaches our stdout

@@ -1,0 +1,123 @@
+"""Every output is rendered from the same Results: Gradescope's results.json (validated
+against its schema), our JSON (validated against ours), markdown, GitHub workflow
+commands and the terminal. Text that came from a submission cannot inject markup,
+workflow commands or terminal escapes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from autograder import results as results_mod
+from autograder.config import load
+from autograder.renderers import github, gradescope, markdown, render
+from conftest import EXERCISES, ROOT, SOLUTIONS, grade
+
+SCHEMAS = ROOT / "autograder" / "schemas"
+GRADESCOPE_SCHEMA = json.loads((SCHEMAS / "gradescope-results.schema.json").read_text())
+RESULTS_SCHEMA = json.loads((SCHEMAS / "results.schema.json").read_text())
+HOSTILE = "line1\n::error file=evil.py,line=1::fake\n| cell | <script>alert(1)</script> [red]markup[/red] \x1b[31mred\x1b[0m %0A"
+
+
+@pytest.fixture(scope="module")
+def config():
+    return load(ROOT / "grading.toml").select(["qkv"])
+
+
+@pytest.fixture(scope="module")
+def hostile_results(config):
+    tests = config.tests
+    feedback = {"check": "qkv.project_qkv(…)", "problem": "raised", "detail": HOSTILE, "hints": [{"id": "general/todo", "text": "t", "section": "s"}],
+                "grids": [{"title": HOSTILE, "rows": "query", "cols": "key", "expected": [["1", "0"], ["0.5", "0.5"]], "got": [["1", "0"], ["0.45|", "0.55"]], "bad": [[False, False], [True, True]]}],
+                "frames": [{"file": "qkv.py", "line": 3, "function": "project_qkv"}], "error": {"type": "ValueError", "message": HOSTILE, "frames": []}}
+    report = {"tests": [{"nodeid": t.node_id, "outcome": "failed", "metadata": {"result": {"kind": "submission", "feedback": feedback}, "printed": [{"call": "c", "text": HOSTILE, "dropped": 5}]}} for t in tests]}
+    return results_mod.build(config, report, {"path": HOSTILE, "modules": {}, "ignored": [HOSTILE]}, modules={})
+
+
+def test_gradescope_output_of_a_real_run_is_schema_valid(tmp_path):
+    out = tmp_path / "results.json"
+    graded = grade(SOLUTIONS, fmt="gradescope", output=out)
+    assert graded.rc == 0, graded.stderr
+    data = json.loads(out.read_text())
+    jsonschema.validate(data, GRADESCOPE_SCHEMA)
+    config = load(ROOT / "grading.toml")
+    assert data["score"] == pytest.approx(config.total_points)
+    assert data["score"] == pytest.approx(sum(t["score"] for t in data["tests"]))
+    assert len(data["tests"]) == len(config.tests)
+    skills = set(config.skills)
+    for test in data["tests"]:
+        assert set(test["tags"]) & skills, test["tags"]
+        assert test["visibility"] in ("visible", "after_due_date")
+
+
+def test_gradescope_output_of_stubs_is_schema_valid_and_zero(tmp_path):
+    out = tmp_path / "results.json"
+    graded = grade(EXERCISES, fmt="gradescope", output=out)
+    data = json.loads(out.read_text())
+    jsonschema.validate(data, GRADESCOPE_SCHEMA)
+    assert data["score"] == 0
+    assert all(t["status"] == "failed" and t["score"] == 0 for t in data["tests"])
+    assert all("TODO(" in t["output"] for t in data["tests"]), [t["output"] for t in data["tests"] if "TODO(" not in t["output"]][:2]
+
+
+def test_our_json_output_is_schema_valid(solutions_graded):
+    jsonschema.validate(solutions_graded.data, RESULTS_SCHEMA)
+    assert solutions_graded.data["seed"] is not None and solutions_graded.data["suite_hash"]
+    assert solutions_graded.data["versions"]["torch"].startswith("2.13")
+
+
+def test_hidden_visibility_maps_to_the_configured_gradescope_value(hostile_results):
+    data = gradescope.to_dict(hostile_results, {"visible": "visible", "hidden": "after_published"})
+    jsonschema.validate(data, GRADESCOPE_SCHEMA)
+    kinds = {t["visibility"] for t in data["tests"]}
+    assert kinds == {"visible", "after_published"}
+
+
+def test_markdown_escapes_submission_text(hostile_results):
+    text = markdown.render(hostile_results.public())
+    assert "<script>" not in text and "\x1b" not in text
+    assert "| Skill | Score |" in text and markdown.MARKER in text
+    for line in text.splitlines():
+        if line.startswith("|") and "0.45" in line:
+            assert line.count("|") == line.count("\\|") + 2 * 2 + 1 + 1  # only the table's own pipes are bare
+    assert "⚠" in text  # wrong grid cells are marked
+
+
+def test_github_commands_cannot_be_injected(hostile_results):
+    commands = github.commands(hostile_results.public())
+    for line in commands:
+        assert line.startswith("::error ") or line.startswith("::notice ")
+        assert "\n" not in line
+    assert not any(line.startswith("::error file=evil.py") for line in commands)
+    assert all("%0A" in line or "fake" not in line for line in commands)
+
+
+def test_github_annotation_points_at_the_students_function(tmp_path):
+    sub = tmp_path / "exercises"
+    sub.mkdir()
+    source = (SOLUTIONS / "qkv.py").read_text().replace("return scores / math.sqrt(d_k)", "return scores / d_k")
+    (sub / "qkv.py").write_text(source)
+    graded = grade(sub, "--skill", "qkv", fmt="github", cwd=tmp_path)
+    assert graded.rc == 0, graded.stderr
+    line = next(i + 1 for i, text in enumerate(source.splitlines()) if text.startswith("def scale_scores"))
+    assert f"::error file=exercises/qkv.py,line={line},title=qkv%3A test_scale_scores_divides_by_sqrt_dk::" in graded.stdout
+    assert "| **qkv**" in graded.stdout
+
+
+def test_text_renders_grids_hints_and_no_escapes_to_a_file(hostile_results, config):
+    text = render(hostile_results, "text", config)
+    assert "\x1b" not in text
+    assert "Hint" in text and "reread" in text
+    assert "0.45|" in text  # the grid cell, shown as text
+
+
+def test_every_format_renders_a_broken_run(config):
+    broken = results_mod.build(config, None, {"path": "x"}, modules={}, status="error", message="the grading run broke")
+    for fmt in ("text", "json", "gradescope", "markdown", "github"):
+        out = render(broken, fmt, config)
+        assert "the grading run broke" in out
+    jsonschema.validate(json.loads(render(broken, "gradescope", config)), GRADESCOPE_SCHEMA)
+    jsonschema.validate(json.loads(render(broken, "json", config)), RESULTS_SCHEMA)

@@ -1,0 +1,83 @@
+"""Submissions we did not write the suites for.
+
+* Styles (tests/submissions/styles/<style>/): correct implementations in styles unlike
+  the reference — einsum everywhere, explicit loops, float64 inside with log-sum-exp.
+  Each must score full marks.
+* Mistakes (tests/submissions/mistakes/<skill>.toml): one change each to a correct module.
+  Each must lose points in its own skill and show the hint that names the mistake. To keep
+  `make test` fast, the k-th mistake of every skill is graded together in one run; the
+  suites only call their own skill's module (checked in test_suites_are_right.py), and a
+  skill without a mistake in a run must keep full marks.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tomllib
+
+import pytest
+
+from conftest import CONFIG, MODULES, SKILLS, SOLUTIONS, SUBMISSIONS, grade
+
+STYLES = sorted(p.name for p in (SUBMISSIONS / "styles").iterdir() if p.is_dir())
+
+
+def _mistakes() -> dict[str, list[dict]]:
+    out = {}
+    for skill in SKILLS:
+        path = SUBMISSIONS / "mistakes" / f"{skill}.toml"
+        out[skill] = tomllib.loads(path.read_text(encoding="utf-8"))["mistake"] if path.exists() else []
+    return out
+
+
+MISTAKES = _mistakes()
+BATCHES = max((len(v) for v in MISTAKES.values()), default=0)
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_style_has_every_module(style):
+    missing = [m for m in MODULES.values() if not (SUBMISSIONS / "styles" / style / m).exists()]
+    assert not missing, f"styles/{style} lacks {missing}"
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_correct_submission_in_another_style_scores_full_marks(style, tmp_path):
+    graded = grade(SUBMISSIONS / "styles" / style, "--reveal-hidden", output=tmp_path / "r.json")
+    assert graded.rc == 0, graded.stderr
+    present = {s for s, m in MODULES.items() if (SUBMISSIONS / "styles" / style / m).exists()}
+    for skill in graded.data["skills"]:
+        if skill["id"] in present:
+            lost = [(t["name"], t["summary"][:160]) for t in skill["tests"] if t["status"] != "passed"]
+            assert skill["score"] == skill["points"], (skill["id"], lost)
+
+
+def test_every_skill_has_at_least_four_mistakes():
+    short = {s: len(v) for s, v in MISTAKES.items() if len(v) < 4}
+    assert not short, short
+
+
+@pytest.mark.parametrize("batch", range(BATCHES))
+def test_each_mistake_loses_points_in_its_skill_only_and_names_itself(batch, tmp_path):
+    folder = tmp_path / "submission"
+    folder.mkdir()
+    for module in MODULES.values():
+        shutil.copyfile(SOLUTIONS / module, folder / module)
+    applied = {}
+    for skill, mistakes in MISTAKES.items():
+        if batch < len(mistakes):
+            m = mistakes[batch]
+            base = SOLUTIONS if m["base"] == "solutions" else SUBMISSIONS / m["base"]
+            source = (base / m["file"]).read_text(encoding="utf-8")
+            assert source.count(m["find"]) == 1, f"{skill}/{m['id']}: `find` must occur exactly once in {m['base']}/{m['file']}"
+            (folder / m["file"]).write_text(source.replace(m["find"], m["replace"]), encoding="utf-8")
+            applied[skill] = m
+    graded = grade(folder, "--reveal-hidden", output=tmp_path / "r.json")
+    assert graded.rc == 0, graded.stderr
+    for skill in SKILLS:
+        points = CONFIG["skills"][skill]["points"]
+        if skill in applied:
+            m = applied[skill]
+            assert graded.score(skill) < points, f"{skill}/{m['id']} lost no points"
+            assert m["hint"] in graded.hints(skill), f"{skill}/{m['id']}: hint {m['hint']} not shown; got {sorted(graded.hints(skill))}"
+        else:
+            assert graded.score(skill) == points, f"{skill} lost points without a mistake in it"

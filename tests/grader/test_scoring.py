@@ -1,0 +1,108 @@
+"""Scoring is computed only from the report and grading.toml: fixed list of expected
+tests, weight × fraction for partial credit, exact sums, 0 and a reason for what did not
+run, grader errors never blamed on (or credited to) the student."""
+
+from __future__ import annotations
+
+import pytest
+
+from autograder import results as results_mod
+from autograder.config import load
+from conftest import ROOT
+
+
+@pytest.fixture(scope="module")
+def config():
+    return load(ROOT / "grading.toml").select(["qkv"])
+
+
+def entry(nodeid, outcome, kind=None, fraction=None, feedback=None, error=None):
+    meta = {"seed": 7}
+    if kind:
+        meta["result"] = {"kind": kind}
+        if feedback:
+            meta["result"]["feedback"] = feedback
+        if error:
+            meta["result"]["error"] = error
+    if fraction is not None:
+        meta["credit"] = {"passed": 1, "total": 4, "fraction": fraction, "failed": []}
+    return {"nodeid": nodeid, "outcome": outcome, "metadata": meta, "setup": {"duration": 0.001}, "call": {"duration": 0.002}, "teardown": {"duration": 0.0}}
+
+
+FEEDBACK = {"check": "project_qkv: Q", "problem": "values", "detail": "first mismatch at index [0, 0, 0]: expected 1, got 2", "hints": [{"id": "qkv/swapped-projections", "text": "t", "section": "s"}], "grids": [], "frames": [], "error": None}
+
+
+def test_all_passed_gives_exactly_the_points(config):
+    report = {"tests": [entry(t.node_id, "passed", "passed") for t in config.tests]}
+    res = results_mod.build(config, report, {}, modules={})
+    assert res.score == res.max_score == 20
+    assert all(t.status == "passed" for t in res.tests)
+
+
+def test_partial_credit_is_weight_times_fraction_and_sums_exactly(config):
+    tests = config.tests
+    report = {"tests": [entry(t.node_id, "failed", "check", fraction=0.25, feedback=FEEDBACK) for t in tests]}
+    res = results_mod.build(config, report, {}, modules={})
+    for outcome, spec in zip(res.tests, tests):
+        assert outcome.score == round(spec.weight * 0.25, 4)
+    assert res.score == round(sum(t.score for t in res.tests), 4) == pytest.approx(5.0)
+    assert res.skills[0].score == res.score
+
+
+def test_a_test_that_never_reported_scores_zero_and_says_why(config):
+    tests = config.tests
+    report = {"tests": [entry(t.node_id, "passed", "passed") for t in tests[1:]]}
+    res = results_mod.build(config, report, {}, modules={})
+    missing = res.tests[0]
+    assert missing.status == "not_run" and missing.score == 0 and "did not run" in missing.summary
+    assert res.score == pytest.approx(20 - tests[0].weight)
+
+
+def test_unexpected_tests_in_the_report_earn_nothing(config):
+    report = {"tests": [entry("tests/suites/qkv/test_qkv_visible.py::test_bonus", "passed", "passed")]}
+    res = results_mod.build(config, report, {}, modules={})
+    assert res.score == 0 and {t.status for t in res.tests} == {"not_run"}
+
+
+def test_grader_errors_score_zero_and_are_not_blamed_on_the_student(config):
+    tests = config.tests
+    report = {"tests": [entry(tests[0].node_id, "failed", "grader_error", error={"type": "TypeError", "message": "bug", "traceback": "..."})]}
+    res = results_mod.build(config, report, {}, modules={})
+    first = res.tests[0]
+    assert first.status == "error" and first.score == 0 and "not your fault" in first.summary
+
+
+def test_a_collection_error_marks_the_file_as_not_run(config):
+    report = {"tests": [], "collectors": [{"nodeid": "tests/suites/qkv/test_qkv_hidden.py", "outcome": "failed", "longrepr": "ImportError: boom"}]}
+    res = results_mod.build(config, report, {}, modules={})
+    hidden = [t for t in res.tests if t.visibility == "hidden"]
+    assert hidden and all("could not be loaded" in t.summary for t in hidden)
+
+
+def test_a_broken_run_is_never_a_partial_pass(config):
+    report = {"tests": [entry(t.node_id, "passed", "passed") for t in config.tests]}
+    res = results_mod.build(config, report, {}, modules={}, status="error", message="the grading run broke")
+    assert res.score == 0 and res.status == "error"
+    assert all(t.status == "not_run" and "the grading run broke" in t.summary for t in res.tests)
+
+
+def test_public_view_hides_hidden_details_but_keeps_name_and_hint(config):
+    tests = config.tests
+    report = {"tests": [entry(t.node_id, "failed", "check", feedback=dict(FEEDBACK, grids=[{"title": "g", "rows": "r", "cols": "c", "expected": [["1"]], "got": [["2"]], "bad": [[True]]}])) for t in tests]}
+    for item in report["tests"]:
+        item["metadata"]["printed"] = [{"call": "x", "text": "secret input 0.123", "dropped": 0}]
+    res = results_mod.build(config, report, {}, modules={}).public()
+    for t in res.tests:
+        if t.visibility == "hidden":
+            assert t.detail is None and t.grids == [] and t.printed == [] and t.seed is None
+            assert "expected" not in t.summary and t.hints and t.name
+        else:
+            assert t.detail and t.grids and t.printed
+
+
+def test_results_file_is_written_atomically(tmp_path):
+    target = tmp_path / "r.json"
+    target.write_text("old")
+    results_mod.write_atomic(target, "new")
+    assert target.read_text() == "new"
+    assert [p.name for p in tmp_path.iterdir()] == ["r.json"]

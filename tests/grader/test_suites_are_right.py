@@ -1,0 +1,122 @@
+"""`make check`: the suites are right. The reference solutions score full marks, the stubs
+score zero with a TODO message on every test, stubs and solutions expose the same API,
+and the suites only use what they are allowed to."""
+
+from __future__ import annotations
+
+import ast
+import re
+import tomllib
+
+import pytest
+
+from autograder.config import load
+from autograder.feedback.hints import load_catalogue
+from conftest import CONFIG, EXERCISES, MODULES, ROOT, SKILLS, SOLUTIONS
+
+SUITES = ROOT / "tests" / "suites"
+
+
+def test_reference_solutions_score_full_marks(solutions_graded):
+    assert solutions_graded.rc == 0, solutions_graded.stderr
+    data = solutions_graded.data
+    failing = [(t["name"], t["summary"][:200]) for t in solutions_graded.tests() if t["status"] != "passed"]
+    assert not failing, failing
+    assert data["score"] == data["max_score"] == pytest.approx(sum(s["points"] for s in CONFIG["skills"].values()))
+
+
+def test_stubs_score_zero_and_every_test_names_its_todo(stubs_graded):
+    assert stubs_graded.rc == 0, stubs_graded.stderr
+    assert stubs_graded.data["score"] == 0
+    for test in stubs_graded.tests():
+        assert test["status"] == "failed", test["name"]
+        text = test["summary"] + " " + (test["detail"] or "")
+        assert re.search(r"TODO\(\w+\)", text), (test["name"], text[:200])
+        assert any(h["id"] == "general/todo" for h in test["hints"]), test["name"]
+        assert not test.get("error") or "Traceback" not in str(test["error"]), test["name"]
+
+
+def _api(path):
+    """Public functions, classes and their methods, with argument lists."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    api = {}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and not node.name.startswith("_"):
+            api[node.name] = ast.unparse(node.args)
+        elif isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+            api[node.name] = [ast.unparse(b) for b in node.bases]
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef):
+                    api[f"{node.name}.{item.name}"] = ast.unparse(item.args)
+    return api
+
+
+@pytest.mark.parametrize("skill", SKILLS)
+def test_every_solution_function_has_its_stub_and_vice_versa(skill):
+    module = MODULES[skill]
+    assert _api(SOLUTIONS / module) == _api(EXERCISES / module)
+
+
+def _function_bodies(path):
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and not node.name.startswith("_"):
+            yield node
+
+
+@pytest.mark.parametrize("skill", SKILLS)
+def test_stub_bodies_are_one_todo_line_and_a_raise(skill):
+    path = EXERCISES / MODULES[skill]
+    lines = path.read_text(encoding="utf-8").splitlines()
+    for fn in _function_bodies(path):
+        body = [b for b in fn.body if not (isinstance(b, ast.Expr) and isinstance(b.value, ast.Constant))]
+        body = [b for b in body if ast.unparse(b) != "super().__init__()"]
+        assert len(body) == 1 and isinstance(body[0], ast.Raise), (fn.name, [ast.unparse(b) for b in body])
+        assert f'NotImplementedError("TODO({skill}):' in ast.unparse(body[0]).replace("'", '"'), fn.name
+        todo = [line for line in lines[fn.lineno - 1 : fn.end_lineno] if line.strip().startswith(f"# TODO({skill}):")]
+        assert len(todo) == 1, (fn.name, todo)
+
+
+@pytest.mark.parametrize("skill", SKILLS)
+def test_solution_bodies_sit_between_solution_markers(skill):
+    text = (SOLUTIONS / MODULES[skill]).read_text(encoding="utf-8")
+    begins = [i for i, line in enumerate(text.splitlines()) if "### BEGIN SOLUTION" in line]
+    ends = [i for i, line in enumerate(text.splitlines()) if "### END SOLUTION" in line]
+    assert begins and len(begins) == len(ends)
+    assert all(text.splitlines()[i].startswith(" ") for i in begins), "regions must be inside function bodies"
+    assert len(begins) >= len(list(_function_bodies(SOLUTIONS / MODULES[skill])))
+
+
+def _suite_files():
+    config = load(ROOT / "grading.toml")
+    return [(skill, suite) for skill in config.skills.values() for suite in skill.suites]
+
+
+@pytest.mark.parametrize("skill, suite", _suite_files(), ids=lambda v: getattr(v, "file", getattr(v, "id", str(v))))
+def test_suites_call_only_their_own_module_and_visible_ones_use_no_reference(skill, suite):
+    tree = ast.parse((ROOT / suite.file).read_text(encoding="utf-8"))
+    modules = {m[:-3] for m in MODULES.values()}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in ("sub", "ref"):
+            if node.attr in modules:
+                assert node.attr == skill.module_name, f"{suite.file}:{node.lineno} uses {node.value.id}.{node.attr}"
+    if suite.visibility == "visible":
+        args = {a.arg for fn in tree.body if isinstance(fn, ast.FunctionDef) for a in fn.args.args}
+        assert "ref" not in args, f"{suite.file}: visible tests ship without solutions/"
+
+
+def test_every_hint_a_suite_names_exists():
+    catalogue = load_catalogue(SUITES)
+    used = set()
+    for path in list(SUITES.rglob("*.py")):
+        used.update(re.findall(r'"((?:general|' + "|".join(SKILLS) + r')/[a-z0-9-]+)"', path.read_text(encoding="utf-8")))
+    missing = sorted(used - set(catalogue))
+    assert not missing, missing
+    for skill in SKILLS:
+        assert len([h for h in catalogue if h.startswith(f"{skill}/")]) >= 4, f"{skill} needs at least four named mistakes"
+
+
+def test_hints_cite_a_lesson_section():
+    for path in SUITES.glob("*/hints.toml"):
+        for key, entry in tomllib.loads(path.read_text(encoding="utf-8")).items():
+            assert re.search(r"(Week 7|Day 1|Lesson 2)", entry["section"]), (path.name, key, entry["section"])
