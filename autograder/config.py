@@ -71,6 +71,9 @@ class Skill:
     module: str  # e.g. "qkv.py"
     sections: tuple[str, ...]
     suites: tuple[Suite, ...]
+    #: tests that must pass for the skill to score anything (the exercise's rules, e.g.
+    #: "no torch.softmax in row_softmax.py"): a rule broken means 0 in the skill
+    gates: tuple[str, ...] = ()
 
     @property
     def module_name(self) -> str:
@@ -291,7 +294,7 @@ def _parse(path: Path, text: str, data: dict, check_files: bool) -> Config:
         if not SKILL_ID.match(sid):
             raise r.fail(kp, "skill ids are lower_snake_case identifiers")
         raw = r.table(raw, kp)
-        r.check_keys(raw, ["title", "points", "module", "sections", "suites"], kp)
+        r.check_keys(raw, ["title", "points", "module", "sections", "suites", "gates"], kp)
         title = r.string(raw, "title", kp)
         points = r.number(raw, "points", kp)
         module = r.string(raw, "module", kp)
@@ -320,10 +323,17 @@ def _parse(path: Path, text: str, data: dict, check_files: bool) -> Config:
             if check_files:
                 _check_suite_file(r, root, file, weights, skp)
             suites.append(Suite(file, sid, visibility, weights))
+        gates = raw.get("gates", [])
+        if not isinstance(gates, list) or not all(isinstance(g, str) for g in gates):
+            raise r.fail(kp + ["gates"], "must be a list of test function names")
+        known = {name for suite in suites for name in suite.weights}
+        for gate in gates:
+            if gate not in known:
+                raise r.fail(kp + ["gates"], f"{gate!r} is not a test of skill {sid}" + _near(gate, sorted(known)))
         total = sum(sum(s.weights.values()) for s in suites)
         if not math.isclose(total, points, rel_tol=0, abs_tol=1e-9):
             raise r.fail(kp + ["points"], f"is {points:g} but the weights of its tests add up to {total:g}; make them equal")
-        skills[sid] = Skill(sid, title, points, module, tuple(sections), tuple(suites))
+        skills[sid] = Skill(sid, title, points, module, tuple(sections), tuple(suites), tuple(gates))
     modules = [s.module for s in skills.values()]
     for sid, skill in skills.items():
         if modules.count(skill.module) > 1:

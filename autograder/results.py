@@ -58,6 +58,7 @@ class SkillOutcome:
     passed: int
     total: int
     tests: list[TestOutcome]
+    gated_by: str | None = None  # a rule of the exercise this submission breaks: the skill scores 0
 
 
 @dataclass
@@ -194,6 +195,19 @@ def score_test(spec: TestSpec, entry: dict | None, modules: dict[str, dict], not
     )
 
 
+def _apply_gates(gates: tuple[str, ...], tests: list[TestOutcome]) -> str | None:
+    """A failed gate (a broken rule of the exercise) zeroes every test of the skill."""
+    broken = [t for t in tests if t.name in gates and t.status != STATUS_PASSED]
+    if not broken:
+        return None
+    reason = f"{broken[0].name}: {broken[0].summary}" if broken[0].summary else broken[0].name
+    for test in tests:
+        if test.score:
+            test.score = 0.0
+            test.summary = f"0 points: this skill breaks a rule of the exercise ({broken[0].name})" + (f"; {test.summary}" if test.summary else "")
+    return reason
+
+
 def _longrepr(entry: dict) -> str:
     for when in ("setup", "call", "teardown"):
         stage = entry.get(when) or {}
@@ -221,10 +235,11 @@ def build(config: Config, report: dict | None, submission: dict, *, modules: dic
                 spec = TestSpec(f"{suite.file}::{name}", suite.file, name, skill.id, weight, suite.visibility)
                 entry = entries.get(spec.node_id) if status == "complete" else None
                 tests.append(score_test(spec, entry, modules, reason))
+        gated_by = _apply_gates(skill.gates, tests)
         score = round(sum(t.score for t in tests), 4)
         skills.append(SkillOutcome(
             id=skill.id, title=skill.title, module=skill.module, sections=list(skill.sections), points=skill.points,
-            score=score, passed=sum(t.status == STATUS_PASSED for t in tests), total=len(tests), tests=tests,
+            score=score, passed=sum(t.status == STATUS_PASSED for t in tests), total=len(tests), tests=tests, gated_by=gated_by,
         ))
     meta = (report or {}).get("autograder") or {}
     return Results(

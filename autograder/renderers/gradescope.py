@@ -20,7 +20,7 @@ def to_dict(results: Results, visibility: dict[str, str]) -> dict:
                 "number": f"{s_index}.{t_index}",
                 "score": test.score,
                 "max_score": test.max_score,
-                "status": "passed" if test.status == "passed" else "failed",
+                "status": "passed" if test.status == "passed" and test.score >= test.max_score else "failed",
                 "output": test_text(test),
                 "tags": [skill.id, test.visibility],
                 "visibility": visibility.get(test.visibility, "visible"),

@@ -64,6 +64,9 @@ def render(results: Results, details: bool = True) -> str:
         lines.append(f"| **{esc(skill.id)}** — {esc(skill.title)} | {points(skill.score)} / {points(skill.points)} | {skill.passed}/{skill.total} | {esc('; '.join(skill.sections))} |")
     lines.append(f"| **Total** | **{points(results.score)} / {points(results.max_score)}** | | |")
     lines.append("")
+    for skill in results.skills:
+        if skill.gated_by:
+            lines += [f"> ⛔ **{esc(skill.id)}** scores 0: it breaks a rule of the exercise — {esc(skill.gated_by)}", ""]
     failed = [(s, t) for s in results.skills for t in s.tests if t.status != "passed"]
     if details and failed:
         lines.append("### What to fix")

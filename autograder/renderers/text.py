@@ -38,6 +38,8 @@ def _skill_table(skill: SkillOutcome) -> Table:
         title=Text.assemble((f"{skill.id}", "bold"), f"  {skill.title}  ", (f"{points(skill.score)}/{points(skill.points)} pts", "bold"), f"  {skill.passed}/{skill.total} passed"),
         title_justify="left", box=box.SIMPLE_HEAVY, expand=False,
     )
+    if skill.gated_by:
+        table.caption = Text(f"0 points: this skill breaks a rule of the exercise — {clean(skill.gated_by, 160)}", style="bold red")
     table.add_column("", width=1)
     table.add_column("test")
     table.add_column("points", justify="right")

@@ -106,3 +106,24 @@ def test_results_file_is_written_atomically(tmp_path):
     results_mod.write_atomic(target, "new")
     assert target.read_text() == "new"
     assert [p.name for p in tmp_path.iterdir()] == ["r.json"]
+
+
+def test_a_failed_gate_zeroes_its_skill(tmp_path):
+    from conftest import write_config
+
+    path = write_config(tmp_path / "grading.toml", {'sections = ["Week 7 §1–§9", "Week 7 §12–§13"]': 'sections = ["Week 7 §1–§9"]\ngates = ["test_scale_scores_divides_by_sqrt_dk"]'})
+    config = load(path).select(["qkv"])
+    report = {"tests": [entry(t.node_id, "passed", "passed") for t in config.tests if t.name != "test_scale_scores_divides_by_sqrt_dk"]}
+    report["tests"].append(entry("tests/suites/qkv/test_qkv_visible.py::test_scale_scores_divides_by_sqrt_dk", "failed", "check", feedback=dict(FEEDBACK, problem="constraint")))
+    res = results_mod.build(config, report, {}, modules={})
+    assert res.score == 0 and res.skills[0].gated_by.startswith("test_scale_scores_divides_by_sqrt_dk")
+    assert all("breaks a rule" in t.summary for t in res.tests if t.status == "passed")
+
+
+def test_gates_must_name_tests_of_their_skill(tmp_path):
+    from autograder.config import ConfigError
+    from conftest import write_config
+
+    path = write_config(tmp_path / "grading.toml", {'sections = ["Week 7 §1–§9", "Week 7 §12–§13"]': 'sections = ["Week 7 §1–§9"]\ngates = ["test_scale_scores_divides_by_sqrtdk"]'})
+    with pytest.raises(ConfigError, match="is not a test of skill qkv — did you mean 'test_scale_scores_divides_by_sqrt_dk'"):
+        load(path)

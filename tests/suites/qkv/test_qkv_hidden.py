@@ -28,7 +28,7 @@ def _expected(ref_fn, *args, dtype):
 
 def _dims(rng, t_max: int = 64) -> tuple[int, int, int, int, int]:
     B = choice(rng, (1, 2, 3))
-    T = choice(rng, (1, 2, randint(rng, 3, t_max), t_max))
+    T = choice(rng, (2, randint(rng, 3, t_max), t_max))  # T = 1 is checked inside a case with a regular input: alone, wrong code passes it
     C = randint(rng, 2, 24)
     d_k = randint(rng, 1, 12)
     d_v = choice(rng, (d_k, randint(rng, 1, 12)))
@@ -40,7 +40,13 @@ def _projections(rng, C, d_k, d_v, dtype):
 
 
 # --------------------------------------------------------------------------- course numbers
-def test_week7_numbers_at_stated_precision_in_float64(sub, credit):
+def test_week7_numbers_at_stated_precision_in_float64(sub, ref, rng, credit):
+    # a control on fresh inputs first: recognising the example and printing its numbers earns nothing
+    B, T, C, d_k, d_v = _dims(rng, t_max=10)
+    x = randn(rng, B, T, C, dtype=torch.float64)
+    w = _projections(rng, C, d_k, d_v, torch.float64)
+    out, _ = expect.sequence(sub.qkv.single_head_attention(x, *w), 2, what="single_head_attention on fresh random inputs")
+    expect.close(out, ref.qkv.single_head_attention(x, *w)[0], what="single_head_attention on fresh random inputs", tol=tol("qkv.single_head_attention", torch.float64))
     ex = w7.example(torch.float64)
     q, k, v = ex.x @ ex.w_q, ex.x @ ex.w_k, ex.x @ ex.w_v
     raw = q @ k.transpose(-2, -1)
@@ -141,9 +147,12 @@ def test_causal_uniform_mean_matches_reference_with_leading_dims(sub, ref, rng, 
         with case:
             dtype = choice(rng, DTYPES)
             lead = choice(rng, ((), (2,), (2, 3)))
-            x = randn(rng, *lead, choice(rng, (1, randint(rng, 2, 40))), randint(rng, 1, 8), dtype=dtype)
-            expect.close(sub.qkv.causal_uniform_mean(x), _expected(ref.qkv.causal_uniform_mean, x, dtype=dtype),
-                         what=f"causal_uniform_mean: x {list(x.shape)}", tol=tol("qkv.causal_uniform_mean", dtype), mistakes=signatures.uniform_mean(x))
+            inputs = [randn(rng, *lead, randint(rng, 2, 40), randint(rng, 1, 8), dtype=dtype)]
+            if case.label.endswith(" 1"):
+                inputs.append(randn(rng, *lead, 1, 3, dtype=dtype))  # T = 1: the mean of one row is the row
+            for x in inputs:
+                expect.close(sub.qkv.causal_uniform_mean(x), _expected(ref.qkv.causal_uniform_mean, x, dtype=dtype),
+                             what=f"causal_uniform_mean: x {list(x.shape)}", tol=tol("qkv.causal_uniform_mean", dtype), mistakes=signatures.uniform_mean(x))
 
 
 def test_single_head_attention_matches_reference_causal_and_unmasked(sub, ref, rng, credit):
@@ -154,6 +163,10 @@ def test_single_head_attention_matches_reference_causal_and_unmasked(sub, ref, r
             B, T, C, d_k, d_v = _dims(rng)
             x = randn(rng, B, T, C, dtype=dtype)
             w = _projections(rng, C, d_k, d_v, dtype)
+            if case.label.endswith(" 1"):  # T = 1 (the only key is the query itself), next to a regular case
+                x1 = randn(rng, 1, 1, C, dtype=dtype)
+                out1, _ = expect.sequence(sub.qkv.single_head_attention(x1, *w, causal=causal), 2, what="single_head_attention, T = 1")
+                expect.close(out1, _expected(lambda *a: ref.qkv.single_head_attention(*a, causal=causal)[0], x1, *w, dtype=dtype), what="single_head_attention output for T = 1", tol=tol("qkv.single_head_attention", dtype))
             out, weights = expect.sequence(sub.qkv.single_head_attention(x, *w, causal=causal), 2, what="single_head_attention")
             want_out, want_w = _expected(lambda *a: ref.qkv.single_head_attention(*a, causal=causal), x, *w, dtype=dtype)
             variants = signatures.attention_chain(x.double(), *[m.double() for m in w], causal=causal)
@@ -164,7 +177,7 @@ def test_single_head_attention_matches_reference_causal_and_unmasked(sub, ref, r
 
 
 # --------------------------------------------------------------------------- properties
-def test_single_head_attention_rows_sum_to_one_and_future_weight_is_exactly_zero(sub, rng, credit):
+def test_single_head_attention_rows_sum_to_one_and_future_weight_is_exactly_zero(sub, ref, rng, credit):
     for case in credit.cases(6):
         with case:
             dtype = choice(rng, DTYPES)
@@ -185,6 +198,8 @@ def test_single_head_attention_rows_sum_to_one_and_future_weight_is_exactly_zero
             leak = weights[..., future]
             expect.true(bool((leak == 0).all()), what="weights on future keys are exactly 0",
                         detail=f"largest weight on a future key: {leak.abs().max().item():.4g}", hints=diagnosed or ["qkv/zero-fill", "qkv/no-causal-mask"])
+            # and they are the right weights (uniform causal weights also have both properties)
+            expect.close(weights, _expected(ref.qkv.single_head_attention, x, *w, dtype=dtype)[1], what="attention weights", tol=tol("qkv.single_head_attention", dtype), mistakes=variants)
 
 
 def test_single_head_attention_is_causal_by_gradient(sub, rng, credit):

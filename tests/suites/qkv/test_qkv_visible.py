@@ -11,13 +11,26 @@ import math
 import torch
 
 from autograder.testing import expect
+from autograder.testing.inputs import randint, randn, weight
 from course import mistakes_qkv as signatures
+from course import oracles
 from course import week07 as w7
+from course.tolerances import tol
 
 QK = ("query", "key")
 
 
-def test_project_qkv_reproduces_week7_q_k_v(sub, credit):
+def _random_case(rng, dtype=torch.float32):
+    """Fresh inputs for the control that every visible test also checks."""
+    B, T, C, d_k, d_v = randint(rng, 1, 3), randint(rng, 2, 9), randint(rng, 3, 8), randint(rng, 1, 5), randint(rng, 1, 5)
+    return randn(rng, B, T, C, dtype=dtype), weight(rng, C, d_k, dtype), weight(rng, C, d_k, dtype), weight(rng, C, d_v, dtype)
+
+
+def test_project_qkv_reproduces_week7_q_k_v(sub, rng, credit):
+    x, *w = _random_case(rng)
+    got = expect.sequence(sub.qkv.project_qkv(x, *w), 3, what="project_qkv on fresh random inputs")
+    for name, g, m in zip("QKV", got, w):
+        expect.close(g, (x.double() @ m.double()).float(), what=f"project_qkv: {name} = X @ W_{name} on fresh random inputs", tol=tol("qkv.project_qkv", torch.float32))
     ex = w7.example()
     q, k, v = expect.sequence(sub.qkv.project_qkv(ex.x, ex.w_q, ex.w_k, ex.w_v), 3, what="project_qkv(x, w_q, w_k, w_v)")
     got = {"Q": q, "K": k, "V": v}
@@ -32,7 +45,9 @@ def test_project_qkv_reproduces_week7_q_k_v(sub, credit):
             )
 
 
-def test_attention_scores_reproduce_week7_raw_scores(sub):
+def test_attention_scores_reproduce_week7_raw_scores(sub, rng):
+    q, k = randn(rng, 2, randint(rng, 1, 7), 3), randn(rng, 2, randint(rng, 1, 7), 3)
+    expect.close(sub.qkv.attention_scores(q, k), (q.double() @ k.double().transpose(-2, -1)).float(), what="attention_scores on fresh random q [..., L, d], k [..., S, d]", tol=tol("qkv.attention_scores", torch.float32))
     ex = w7.example()
     q, k = ex.x @ ex.w_q, ex.x @ ex.w_k
     expect.close(
@@ -42,7 +57,9 @@ def test_attention_scores_reproduce_week7_raw_scores(sub):
     )
 
 
-def test_scale_scores_divides_by_sqrt_dk(sub):
+def test_scale_scores_divides_by_sqrt_dk(sub, rng):
+    s, d_k = randn(rng, 2, 4, 5, scale=3.0), randint(rng, 3, 64)
+    expect.close(sub.qkv.scale_scores(s, d_k), s / math.sqrt(d_k), what=f"scale_scores on fresh random scores, d_k={d_k}", tol=tol("qkv.scale_scores", torch.float32), mistakes={"qkv/divide-by-dk": s / d_k, "qkv/no-scaling": s})
     ex = w7.example()
     raw = (ex.x @ ex.w_q) @ (ex.x @ ex.w_k).transpose(-2, -1)
     got = expect.close(
@@ -52,7 +69,9 @@ def test_scale_scores_divides_by_sqrt_dk(sub):
     expect.close(got[:, -1, :], w7.t(w7.STATED["scaled_final_rows"]), what="scaled final rows A | B = [0.8, 0.4] | [0.1, 0.4]", tol=w7.NEAR_EXACT)
 
 
-def test_weighted_values_gives_week7_head_outputs(sub):
+def test_weighted_values_gives_week7_head_outputs(sub, rng):
+    p, vv = torch.softmax(randn(rng, 2, 4, 6), -1), randn(rng, 2, 6, 3)
+    expect.close(sub.qkv.weighted_values(p, vv), (p.double() @ vv.double()).float(), what="weighted_values on fresh random weights [..., L, S] and values [..., S, d_v]", tol=tol("qkv.weighted_values", torch.float32))
     ex = w7.example()
     weights = w7.t(w7.STATED["weights"]).clone()
     weights[:, 1] = w7.t(w7.STATED["final_weights_4dp"])
@@ -63,7 +82,10 @@ def test_weighted_values_gives_week7_head_outputs(sub):
     )
 
 
-def test_causal_uniform_mean_is_the_week7_baseline(sub):
+def test_causal_uniform_mean_is_the_week7_baseline(sub, rng):
+    xr = randn(rng, 2, randint(rng, 2, 8), 3)
+    counts = torch.arange(1, xr.size(1) + 1, dtype=torch.float64).unsqueeze(-1)
+    expect.close(sub.qkv.causal_uniform_mean(xr), (xr.double().cumsum(-2) / counts).float(), what="causal_uniform_mean on fresh random x", tol=tol("qkv.causal_uniform_mean", torch.float32), mistakes=signatures.uniform_mean(xr))
     ex = w7.example()
     got = expect.close(
         sub.qkv.causal_uniform_mean(ex.x), ex.x.cumsum(-2) / torch.tensor([[1.0], [2.0]]),
@@ -72,7 +94,14 @@ def test_causal_uniform_mean_is_the_week7_baseline(sub):
     expect.close(got[:, 1], w7.t(w7.STATED["uniform_mean_final"]), what="x̄_A,1 = [0.5, 0.5, 0, 0] and x̄_B,1 = [0, 0.5, 0.5, 0]", tol=w7.NEAR_EXACT)
 
 
-def test_single_head_attention_reproduces_week7_weights_and_outputs(sub, credit):
+def test_single_head_attention_reproduces_week7_weights_and_outputs(sub, rng, credit):
+    x, *w = _random_case(rng)
+    want_out, want_w = oracles.attention(x, *w)
+    got_out, got_w = expect.sequence(sub.qkv.single_head_attention(x, *w), 2, what="single_head_attention on fresh random inputs")
+    t = tol("qkv.single_head_attention", torch.float32)
+    variants = signatures.attention_chain(x.double(), *[m.double() for m in w])
+    expect.close(got_w, want_w.float(), what="single_head_attention weights on fresh random inputs", tol=t, mistakes=signatures.weights(variants))
+    expect.close(got_out, want_out.float(), what="single_head_attention output on fresh random inputs", tol=t, mistakes=signatures.outputs(variants))
     ex = w7.example()
     out, weights = expect.sequence(sub.qkv.single_head_attention(ex.x, ex.w_q, ex.w_k, ex.w_v), 2, what="single_head_attention(x, w_q, w_k, w_v)")
     variants = signatures.attention_chain(ex.x, ex.w_q, ex.w_k, ex.w_v)
@@ -91,7 +120,18 @@ def test_single_head_attention_reproduces_week7_weights_and_outputs(sub, credit)
                 )
 
 
-def test_attention_head_reproduces_week7_numbers(sub, credit):
+def _random_head_control(sub, rng, context_length=None):
+    x, w_q, w_k, w_v = _random_case(rng)
+    d = w_q.size(1)
+    w_v = weight(rng, x.size(-1), d)
+    ctx = context_length or x.size(1) + randint(rng, 0, 3)
+    state = {"query.weight": w_q.T.contiguous(), "key.weight": w_k.T.contiguous(), "value.weight": w_v.T.contiguous()}
+    r = sub.qkv.construct("AttentionHead", [x.size(-1), d, ctx], state=state, calls=[("forward", [x], {})], describe=False)
+    expect.close(r["outputs"][0], oracles.attention(x, w_q, w_k, w_v)[0].float(), what=f"AttentionHead({x.size(-1)}, {d}, {ctx}) on fresh random weights and x", tol=tol("qkv.AttentionHead", torch.float32))
+
+
+def test_attention_head_reproduces_week7_numbers(sub, rng, credit):
+    _random_head_control(sub, rng)
     ex = w7.example()
     state = {"query.weight": ex.w_q.T.contiguous(), "key.weight": ex.w_k.T.contiguous(), "value.weight": ex.w_v.T.contiguous()}
     result = sub.qkv.construct("AttentionHead", [4, 2, 8], state=state, calls=[("forward", [ex.x], {})])
@@ -115,7 +155,8 @@ def test_attention_head_reproduces_week7_numbers(sub, credit):
                 expect.close(out[:, 1], w7.t(w7.STATED["final_outputs_4dp"]), what="AttentionHead(4, 2, 8) with W_Q, W_K, W_V loaded: final outputs (Week 7 §12–§13)", tol=w7.PRINTED_4DP_F32)
 
 
-def test_attention_head_rejects_sequences_longer_than_its_context(sub):
+def test_attention_head_rejects_sequences_longer_than_its_context(sub, rng):
+    _random_head_control(sub, rng)
     ex = w7.example()
     state = {"query.weight": ex.w_q.T.contiguous(), "key.weight": ex.w_k.T.contiguous(), "value.weight": ex.w_v.T.contiguous()}
     fits = sub.qkv.construct("AttentionHead", [4, 2, 2], state=state, calls=[("forward", [ex.x], {})], describe=False)
