@@ -74,18 +74,34 @@ def _write(text: str, output: str | None) -> bool:
         write_atomic(output, text)
         return True
     except OSError as exc:
-        print(f"autograder: could not write {output}: {exc.strerror or exc}", file=sys.stderr)
+        import tempfile
+
+        fallback = Path(tempfile.gettempdir()) / f"autograder-results-{os.getpid()}{Path(output).suffix}"
+        try:
+            write_atomic(fallback, text)
+            where = f"; the results were written to {fallback} instead"
+        except OSError:
+            where = ""
+        print(f"autograder: could not write {output}: {exc.strerror or exc}{where}", file=sys.stderr)
         return False
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        config = load(args.config or _default_config()).select(args.skill or None)
         if args.output:
             _check_output(args.output)
     except ConfigError as exc:
         print(f"autograder: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        config = load(args.config or _default_config()).select(args.skill or None)
+    except ConfigError as exc:
+        print(f"autograder: {exc}", file=sys.stderr)
+        if args.output:  # the results file still says what happened
+            from .results import Results
+
+            _write(render(Results(status="error", message=f"configuration error: {exc}", score=0.0, max_score=0.0, skills=[]), args.format, None), args.output)
         return EXIT_USAGE
     submission = args.submission if args.submission is not None else str(config.exercises_dir)
     from .runner.submission import SubmissionDirError, resolve_root

@@ -68,7 +68,7 @@ class Results:
     score: float
     max_score: float
     skills: list[SkillOutcome]
-    course: str = ""
+    course: str = "Attention exercises"
     seed: int | None = None
     suite_hash: str | None = None
     versions: dict = field(default_factory=dict)

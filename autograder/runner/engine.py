@@ -8,7 +8,7 @@ session so that a hard timeout can kill it with everything it started.
 
 The process is started *before* the submission is prepared: its ~1.3 s of imports (pytest,
 torch) then overlap our preparation, and it reads the run manifest from a pipe when its
-plugin configures. Only the test files the manifest names are collected.
+plugin configures.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ class EngineResult:
     events: list[dict] = field(default_factory=list)
 
 
-def command(root: Path, suites_dir: Path, report: Path, manifest_fd: int, progress_fd: int) -> list[str]:
+def command(root: Path, test_files: list[str], report: Path, manifest_fd: int, progress_fd: int) -> list[str]:
     return [
         sys.executable, "-s", "-m", "pytest",
         "-c", str(INI), "--rootdir", str(root), "--noconftest",
@@ -44,7 +44,7 @@ def command(root: Path, suites_dir: Path, report: Path, manifest_fd: int, progre
         "--import-mode=importlib", "-q", "--tb=short", "-o", "console_output_style=classic",
         "--json-report", f"--json-report-file={report}", "--json-report-omit", "log", "streams", "keywords",
         f"--ag-run={manifest_fd}:{progress_fd}",
-        str(suites_dir),
+        *test_files,
     ]
 
 
@@ -64,13 +64,13 @@ def environment(root: Path, suites_dir: Path) -> dict[str, str]:
 class Engine:
     """The trusted pytest process of one grading run."""
 
-    def __init__(self, root: Path, suites_dir: Path, report: Path, log: Path) -> None:
+    def __init__(self, root: Path, suites_dir: Path, test_files: list[str], report: Path, log: Path) -> None:
         self.log = log
         manifest_read, self._manifest_write = os.pipe()
         self._progress_read, progress_write = os.pipe()
         self._log_fh = open(log, "wb")  # noqa: SIM115 - closed in wait()/abort()
         self.proc = subprocess.Popen(
-            command(root, suites_dir, report, manifest_read, progress_write),
+            command(root, test_files, report, manifest_read, progress_write),
             cwd=root, env=environment(root, suites_dir), stdin=subprocess.DEVNULL, stdout=self._log_fh, stderr=subprocess.STDOUT,
             pass_fds=(manifest_read, progress_write), start_new_session=True,
         )

@@ -103,7 +103,8 @@ def grade(request: GradeRequest) -> Results:
     engine_proc: engine.Engine | None = None
     try:
         report_path = private / "report.json"
-        engine_proc = engine.Engine(config.root, config.suites_dir, report_path, private / "pytest.log")
+        files = sorted({s.file for skill in config.skills.values() for s in skill.suites})
+        engine_proc = engine.Engine(config.root, config.suites_dir, files, report_path, private / "pytest.log")
         try:
             prepared = prepare(request.submission, config, run_dir, world_readable=True)
         except SubmissionDirError as exc:

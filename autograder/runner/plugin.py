@@ -69,7 +69,6 @@ class GradingSession:
         self.tests: dict[str, dict] = manifest["tests"]
         self.hints = hint_catalogue.load_catalogue(Path(manifest["suites_dir"]))
         self.solutions_dir = Path(manifest["solutions_dir"])
-        self.test_files = {str(Path(manifest["root"]) / t.split("::")[0]) for t in manifest["tests"]}
         self.progress = None
         limits = manifest["limits"]
         modules = {
@@ -133,14 +132,6 @@ def pytest_configure(config: pytest.Config) -> None:
     grading = GradingSession(json.loads(data))
     grading.progress = os.fdopen(progress_fd, "w", buffering=1)
     config._autograder = grading  # type: ignore[attr-defined]
-
-
-def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
-    """Collect only the suites of the skills being graded."""
-    grading = getattr(config, "_autograder", None)
-    if grading is None or collection_path.suffix != ".py":
-        return None
-    return str(collection_path) not in grading.test_files
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -10,7 +10,6 @@ file and line — the other skills still grade.
 
 from __future__ import annotations
 
-import ast
 import os
 import stat
 from dataclasses import dataclass, field
@@ -99,7 +98,7 @@ def _check_module(src: Path, limit_bytes: int) -> tuple[bytes | None, str | None
         line = data[: exc.start].count(b"\n") + 1
         return None, f"is not valid UTF-8 (byte 0x{data[exc.start]:02x} on line {line}) — save it as UTF-8", line
     try:
-        ast.parse(text, filename=src.name)
+        compile(text, src.name, "exec", dont_inherit=True)  # compiles, never runs: catches what ast.parse lets through
     except SyntaxError as exc:
         return None, f"line {exc.lineno}: SyntaxError: {exc.msg} — fix it and the whole module can be graded", exc.lineno
     except ValueError as exc:  # e.g. NUL bytes
