@@ -95,6 +95,8 @@ class Results:
 
 
 def _redact_hidden(test: dict) -> None:
+    if test["status"] == STATUS_FAILED:
+        test["summary"] = _hidden_summary(test)
     test["detail"] = None
     test["grids"] = []
     test["printed"] = []
@@ -103,12 +105,18 @@ def _redact_hidden(test: dict) -> None:
         test["credit"] = {k: test["credit"][k] for k in ("passed", "total", "fraction") if k in test["credit"]}
     if test.get("error"):
         test["error"] = {"type": test["error"].get("type"), "message": "", "frames": test["error"].get("frames", [])}
-    if test["status"] == STATUS_FAILED:
-        test["summary"] = _hidden_summary(test)
 
 
 def _hidden_summary(test: dict) -> str:
+    """What a student may learn from a failed hidden test: never its inputs or expected
+    values. Facts about their own file (missing, does not import, timed out, crashed)
+    are safe; an exception's message may quote hidden inputs, so only its type is kept."""
     problem = test.get("problem") or "failed"
+    if problem in ("missing", "timeout", "crash"):
+        return test.get("summary") or "hidden test failed"
+    if problem == "raised":
+        kind = (test.get("error") or {}).get("type") or "an exception"
+        return f"hidden test failed: your code raised {kind}"
     words = {
         "type": "returned the wrong kind of value",
         "shape": "returned the wrong shape",
@@ -117,10 +125,6 @@ def _hidden_summary(test: dict) -> str:
         "values": "returned wrong values",
         "property": "a required property does not hold",
         "constraint": "uses something this exercise forbids",
-        "raised": "your code raised an exception",
-        "missing": "a function or module is missing",
-        "timeout": "your code did not finish in time",
-        "crash": "your code stopped the worker process",
     }
     return f"hidden test failed: {words.get(problem, problem)}"
 
@@ -137,6 +141,13 @@ def from_dict(data: dict) -> Results:
 def _first_line(text: str, limit: int = 240) -> str:
     line = (text or "").strip().splitlines()[0] if (text or "").strip() else ""
     return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def _error_line(longrepr: str) -> str:
+    """The line of a traceback that names the exception ("E   ModuleNotFoundError: …")."""
+    lines = [line.strip().removeprefix("E").strip() for line in longrepr.splitlines() if line.strip()]
+    named = [line for line in lines if "Error" in line.split(":")[0] or "Exception" in line.split(":")[0]]
+    return _first_line(named[-1] if named else (lines[0] if lines else ""), 300)
 
 
 def _with_code(frames: list[dict], modules: dict[str, dict]) -> list[dict]:
@@ -220,7 +231,7 @@ def build(config: Config, report: dict | None, submission: dict, *, modules: dic
     """Score every test grading.toml expects; ``report`` None means the run broke."""
     entries = {t.get("nodeid"): t for t in (report or {}).get("tests", [])}
     collect_errors = {
-        c.get("nodeid"): _first_line(str(c.get("longrepr", "")), 300)
+        c.get("nodeid"): _error_line(str(c.get("longrepr", "")))
         for c in (report or {}).get("collectors", [])
         if c.get("outcome") == "failed"
     }

@@ -96,7 +96,12 @@ def _summary(failed: list[_Outcome], total: int, kind: str) -> Feedback:
             hints.extend(h for h in outcome.feedback.hints if h not in hints)
     labels = ", ".join(o.label for o in failed[:8]) + (" …" if len(failed) > 8 else "")
     plural = "s" if total > 1 else ""
-    detail = f"{len(failed)} of {total} {kind}{plural} failed ({labels}). First failure, {failed[0].label}:\n{first.detail}"
+    details = {o.feedback.detail if o.feedback else "" for o in failed}
+    if len(details) == 1 and len(failed) == total:  # the same reason everywhere: say it once, first
+        detail = f"{first.detail} (all {total} {kind}{plural})"
+    else:
+        head, _, rest = first.detail.partition("\n")
+        detail = f"{len(failed)} of {total} {kind}{plural} failed ({labels}); first, {failed[0].label}: {head}" + (f"\n{rest}" if rest else "")
     return Feedback(
         check=first.check,
         problem=first.problem,

@@ -65,12 +65,12 @@ def grade(submission: Path | str | None, *args: str, fmt: str = "json", output: 
     if out is not None:
         cmd += ["--output", str(out)]
     env = dict(os.environ if env is None else env)
-    env["PYTHONPATH"] = str(ROOT)  # so `-m autograder` works from any folder, as in a student's repo
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)  # `-m autograder` from any folder
     start = time.monotonic()
     proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
     seconds = time.monotonic() - start
     data = None
-    text = out.read_text(encoding="utf-8") if out is not None and out.exists() else proc.stdout
+    text = out.read_text(encoding="utf-8") if out is not None and out.is_file() else proc.stdout
     if fmt in ("json", "gradescope") and text.strip():
         try:
             data = json.loads(text)

@@ -8,9 +8,11 @@ the affected tests say what happened, and no worker or fork server outlives the 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import tomllib
+from pathlib import Path
 
 import jsonschema
 import pytest
@@ -37,10 +39,28 @@ def leftover_processes(marker: str) -> list[str]:
     return found
 
 
+def fingerprint(*roots: Path) -> dict[str, str]:
+    """Content hashes of every file below the roots (what an attack must not change)."""
+    out = {}
+    for root in roots:
+        paths = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+        for path in paths:
+            out[str(path)] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return out
+
+
+PROTECTED = [ROOT / "grading.toml", ROOT / "solutions" / "qkv.py", ROOT / "tests" / "suites" / "qkv", ROOT / "tests" / "suites" / "course" / "week07.py", ROOT / "exercises" / "qkv.py", ROOT / "autograder" / "runner"]
+
+
 @pytest.mark.parametrize("attack", ATTACKS, ids=[a["name"] for a in ATTACKS])
 def test_attack_gains_nothing_and_the_run_completes(attack, tmp_path, fast_config):
     out = tmp_path / "results.json"
     env = dict(os.environ, TMPDIR=str(tmp_path))
+    markers = [Path(os.path.expanduser(p)) for p in attack.get("must_not_exist", [])]
+    for marker in markers:
+        if marker.exists():
+            marker.unlink()
+    before = fingerprint(HOSTILE / attack["name"], *PROTECTED)
     args = [arg for skill in attack["skills"] for arg in ("--skill", skill)]
     graded = grade(HOSTILE / attack["name"], *args, "--reveal-hidden", output=out, config=fast_config, env=env, timeout=attack.get("max_seconds", 30) + 60)
     assert graded.rc == 0, graded.stderr[-2000:]
@@ -54,6 +74,14 @@ def test_attack_gains_nothing_and_the_run_completes(attack, tmp_path, fast_confi
     for phrase in attack["says"]:
         assert phrase in summaries, (phrase, summaries[:600])
     assert not leftover_processes(str(tmp_path)), leftover_processes(str(tmp_path))
+    assert fingerprint(HOSTILE / attack["name"], *PROTECTED) == before, "a file outside the worker's copy changed"
+    for marker in markers:
+        assert not marker.exists(), f"the attack created {marker}"
+    everything = json.dumps(graded.data, ensure_ascii=False)
+    for secret in attack.get("secrets", []):
+        assert secret not in everything, f"{secret!r} leaked into the results"
+    for name in attack.get("ignored", []):
+        assert name in graded.data["submission"]["ignored"], graded.data["submission"]["ignored"]
 
 
 def test_flooded_output_is_truncated_not_lost(tmp_path, fast_config):
@@ -64,3 +92,19 @@ def test_flooded_output_is_truncated_not_lost(tmp_path, fast_config):
     assert all(len(p["text"]) <= 64 * 1024 for p in printed)
     assert any(p["dropped"] > 90 * 2**20 for p in printed)
     assert "::error" not in graded.stdout  # the worker's output never reaches our stdout
+
+
+def test_environment_tricks_cannot_configure_the_grading_run(tmp_path):
+    """PYTEST_ADDOPTS, PYTEST_PLUGINS and a PYTHONPATH with a fake report plugin, set in the
+    environment the grader is started from, change nothing."""
+    fake = tmp_path / "fake"
+    (fake / "pytest_jsonreport").mkdir(parents=True)
+    (fake / "pytest_jsonreport" / "__init__.py").write_text("")
+    (fake / "pytest_jsonreport" / "plugin.py").write_text("raise SystemExit('fake plugin imported')\n")
+    (fake / "evilplugin.py").write_text("def pytest_runtest_makereport(item, call):\n    raise SystemExit(0)\n")
+    env = dict(os.environ, PYTEST_ADDOPTS="--co -p evilplugin", PYTEST_PLUGINS="evilplugin", PYTHONPATH=str(fake), PYTHONSTARTUP=str(fake / "evilplugin.py"))
+    graded = grade(ROOT / "solutions", "--skill", "qkv", output=tmp_path / "r.json", env=env)
+    assert graded.rc == 0, graded.stderr
+    assert graded.data["score"] == graded.data["max_score"] > 0
+    hostile = grade(HOSTILE / "plausible_garbage", "--skill", "qkv", output=tmp_path / "h.json", env=env)
+    assert hostile.rc == 0 and hostile.data["score"] == 0

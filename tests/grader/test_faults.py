@@ -1,0 +1,135 @@
+"""Fault injection: whatever breaks, the run ends with a clear message and a results file
+that says what happened — never a partial pass, never a lost result."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import jsonschema
+import pytest
+
+from autograder.runner.submission import SubmissionDirError, resolve_root
+from conftest import EXERCISES, ROOT, SOLUTIONS, grade, make_submission, write_config
+
+SCHEMA = json.loads((ROOT / "autograder/schemas/results.schema.json").read_text())
+FIXTURES = "tests/fixtures/broken_suites"
+
+
+def _broken_config(tmp_path, *files):
+    weights = {
+        "test_grader_bug.py": {"test_raises_type_error": 1, "test_passes": 1},
+        "test_import_error.py": {"test_never_runs": 1},
+        "test_kills_pytest.py": {"test_first_passes": 1, "test_kills_the_grading_process": 1, "test_after_the_crash": 1},
+    }
+    block = ""
+    for i, name in enumerate(files):
+        block += f'\n[skills.broken{i}]\ntitle = "broken suite {i}"\npoints = {sum(weights[name].values())}\nmodule = "broken{i}.py"\nsections = ["Week 7 §1"]\n'
+        block += f'[[skills.broken{i}.suites]]\nfile = "{FIXTURES}/{name}"\nvisibility = "visible"\n[skills.broken{i}.suites.weights]\n'
+        block += "".join(f"{test} = {w}\n" for test, w in weights[name].items())
+    path = write_config(tmp_path / "grading.toml")
+    path.write_text(path.read_text() + block)
+    return path
+
+
+def test_an_error_in_the_graders_own_test_is_reported_as_such(tmp_path):
+    config = _broken_config(tmp_path, "test_grader_bug.py", "test_import_error.py")
+    graded = grade(SOLUTIONS, "--skill", "broken0", "--skill", "broken1", "--skill", "qkv", config=config, output=tmp_path / "r.json")
+    assert graded.rc == 0, graded.stderr
+    jsonschema.validate(graded.data, SCHEMA)
+    bug = {t["name"]: t for t in graded.tests("broken0")}
+    assert bug["test_raises_type_error"]["status"] == "error" and bug["test_raises_type_error"]["score"] == 0
+    assert "not your fault" in bug["test_raises_type_error"]["summary"] and "TypeError" in bug["test_raises_type_error"]["summary"]
+    assert bug["test_passes"]["status"] == "passed"
+    never = graded.tests("broken1")[0]
+    assert never["status"] == "not_run" and "could not be loaded" in never["summary"] and "a_module_that_does_not_exist" in never["summary"]
+    assert graded.score("qkv") == 20  # the other skills still grade
+
+
+def test_a_crash_of_the_grading_process_is_never_a_partial_pass(tmp_path):
+    config = _broken_config(tmp_path, "test_kills_pytest.py")
+    graded = grade(SOLUTIONS, "--skill", "broken0", "--skill", "qkv", config=config, output=tmp_path / "r.json")
+    assert graded.rc == 1, graded.stderr
+    jsonschema.validate(graded.data, SCHEMA)
+    assert graded.data["status"] == "error" and graded.data["score"] == 0
+    assert "the grading run broke" in graded.data["message"]
+    assert all(t["status"] == "not_run" for t in graded.tests())
+
+
+def test_unwritable_results_path_is_a_clear_usage_error(tmp_path):
+    graded = grade(SOLUTIONS, output=tmp_path / "no" / "such" / "folder" / "r.json")
+    assert graded.rc == 2 and "does not exist" in graded.stderr and "Traceback" not in graded.stderr
+    graded = grade(SOLUTIONS, output=tmp_path)
+    assert graded.rc == 2 and "is a directory" in graded.stderr
+
+
+def test_malformed_config_still_leaves_a_results_file(tmp_path):
+    config = tmp_path / "grading.toml"
+    config.write_text("[skills.qkv\npoints = 20\n")
+    graded = grade(SOLUTIONS, config=config, output=tmp_path / "r.json", fmt="gradescope")
+    assert graded.rc == 2 and graded.stderr.startswith("autograder: grading.toml:1: invalid TOML")
+    data = json.loads((tmp_path / "r.json").read_text())
+    assert data["score"] == 0 and "configuration error" in data["output"]
+
+
+def test_missing_submission_folder_leaves_a_results_file(tmp_path):
+    graded = grade(tmp_path / "nowhere", output=tmp_path / "r.json")
+    assert graded.rc == 2 and "no such directory" in graded.stderr
+    assert graded.data["status"] == "error" and graded.data["score"] == 0 and "no such directory" in graded.data["message"]
+
+
+def test_a_file_instead_of_a_folder_is_a_usage_error(tmp_path):
+    (tmp_path / "qkv.py").write_text("x = 1\n")
+    graded = grade(tmp_path / "qkv.py", output=tmp_path / "r.json")
+    assert graded.rc == 2 and "is not a directory" in graded.stderr
+
+
+def test_unreadable_submission_folder_is_reported(tmp_path, monkeypatch):
+    def denied(path):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(os, "listdir", denied)
+    with pytest.raises(SubmissionDirError, match="cannot be read"):
+        resolve_root(tmp_path, ["qkv.py"])
+
+
+def test_empty_submission_grades_to_zero_with_every_module_missing(tmp_path):
+    (tmp_path / "empty").mkdir()
+    graded = grade(tmp_path / "empty", output=tmp_path / "r.json")
+    assert graded.rc == 0 and graded.data["score"] == 0
+    assert all("is missing" in t["summary"] for t in graded.tests())
+
+
+def test_non_utf8_huge_and_symlinked_modules_fail_their_skill_only(tmp_path):
+    folder = make_submission(tmp_path / "sub", {}, base=SOLUTIONS)
+    (folder / "qkv.py").write_bytes((SOLUTIONS / "qkv.py").read_bytes() + b"\n# caf\xe9\n")
+    (folder / "junk.bin").write_bytes(os.urandom(1 << 20) * 50)  # 50 MB that is not graded
+    graded = grade(folder, output=tmp_path / "r.json")
+    assert graded.rc == 0
+    assert graded.score("qkv") == 0
+    assert all("not valid UTF-8 (byte 0xe9 on line" in t["summary"] for t in graded.tests("qkv"))
+    for skill in graded.data["skills"]:
+        if skill["id"] != "qkv":
+            assert skill["score"] == skill["points"], skill["id"]
+    assert "junk.bin" in graded.data["submission"]["ignored"]
+    (folder / "qkv.py").write_text("x = 1\n" + "# padding\n" * 60000)
+    graded = grade(folder, "--skill", "qkv", output=tmp_path / "r2.json")
+    assert all("exercise modules are limited to 512 KiB" in t["summary"] for t in graded.tests("qkv"))
+    (folder / "qkv.py").unlink()
+    (folder / "qkv.py").symlink_to(SOLUTIONS / "qkv.py")
+    graded = grade(folder, "--skill", "qkv", output=tmp_path / "r3.json")
+    assert all("symbolic link" in t["summary"] for t in graded.tests("qkv"))
+
+
+def test_syntax_error_names_file_and_line_and_other_skills_still_grade(tmp_path):
+    folder = make_submission(tmp_path / "sub", {"qkv.py": (SOLUTIONS / "qkv.py").read_text().replace("return x @ w_q, x @ w_k, x @ w_v", "return x @ w_q, x @ w_k, x @ w_v)")})
+    graded = grade(folder, output=tmp_path / "r.json")
+    assert graded.rc == 0 and graded.score("qkv") == 0
+    line = next(i + 1 for i, t in enumerate((folder / "qkv.py").read_text().splitlines()) if "w_v)" in t and "return" in t)
+    assert all(f"line {line}: SyntaxError" in t["summary"] for t in graded.tests("qkv"))
+    assert graded.data["score"] == graded.data["max_score"] - 20
+
+
+def test_stub_run_completes_quickly_and_cleanly(tmp_path):
+    graded = grade(EXERCISES, output=tmp_path / "r.json")
+    assert graded.rc == 0 and graded.data["status"] == "complete" and graded.data["score"] == 0
