@@ -303,6 +303,9 @@ def _parse(path: Path, text: str, data: dict, check_files: bool) -> Config:
         sections = raw.get("sections", [])
         if not isinstance(sections, list) or not all(isinstance(s, str) for s in sections):
             raise r.fail(kp + ["sections"], "must be a list of strings")
+        gates_raw = raw.get("gates", [])
+        if not isinstance(gates_raw, list) or not all(isinstance(g, str) for g in gates_raw):
+            raise r.fail(kp + ["gates"], "must be a list of test function names")
         suites_raw = raw.get("suites")
         if not isinstance(suites_raw, list) or not suites_raw:
             raise r.fail(kp + ["suites"], "needs at least one [[skills.%s.suites]] entry" % sid)
@@ -316,16 +319,18 @@ def _parse(path: Path, text: str, data: dict, check_files: bool) -> Config:
             weights_raw = r.table(sraw.get("weights", {}), skp + ["weights"])
             if not weights_raw:
                 raise r.fail(skp + ["weights"], "lists no tests — add `test_name = weight` lines")
-            weights = {name: r.number(weights_raw, name, skp + ["weights"]) for name in weights_raw}
+            # a gate (a rule test) may carry no points of its own; every other test must
+            weights = {name: r.number(weights_raw, name, skp + ["weights"], positive=name not in gates_raw) for name in weights_raw}
+            for name, weight in weights.items():
+                if weight < 0:
+                    raise r.fail(skp + ["weights", name], f"must be 0 or more, got {weight!r}")
             if file in seen_files:
                 raise r.fail(skp + ["file"], f"{file} is already listed under skill {seen_files[file]!r}; each test belongs to exactly one skill")
             seen_files[file] = sid
             if check_files:
                 _check_suite_file(r, root, file, weights, skp)
             suites.append(Suite(file, sid, visibility, weights))
-        gates = raw.get("gates", [])
-        if not isinstance(gates, list) or not all(isinstance(g, str) for g in gates):
-            raise r.fail(kp + ["gates"], "must be a list of test function names")
+        gates = gates_raw
         known = {name for suite in suites for name in suite.weights}
         for gate in gates:
             if gate not in known:

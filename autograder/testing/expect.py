@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 import torch
 
@@ -88,8 +88,11 @@ def _index(idx: Iterable[int]) -> str:
 
 
 # --------------------------------------------------------------------------- diagnosis
-def diagnose(got: Any, mistakes: Mapping[str, Any] | None, tol: Tol) -> list[str]:
-    """Hint ids of the mistakes whose output matches ``got``."""
+def diagnose(got: Any, mistakes: "Mapping[str, Any] | Callable[[], Mapping[str, Any]] | None", tol: Tol) -> list[str]:
+    """Hint ids of the mistakes whose output matches ``got``. ``mistakes`` may be a
+    callable, evaluated only here — i.e. only when a check has already failed."""
+    if callable(mistakes):
+        mistakes = mistakes()
     if type(got) is not torch.Tensor or not mistakes:
         return []
     return [
@@ -237,8 +240,9 @@ def equal(
     return got
 
 
-def scalar(got: Any, want: float, *, what: str, tol: Tol, hints: Iterable[str] = (), integer: bool = False) -> float:
-    """A Python number (or a 0-dim tensor) within ``tol`` of ``want``."""
+def scalar(got: Any, want: float, *, what: str, tol: Tol, hints: Iterable[str] = (), integer: bool = False, mistakes: "Mapping[str, float] | Callable[[], Mapping[str, float]] | None" = None) -> float:
+    """A Python number (or a 0-dim tensor) within ``tol`` of ``want``; ``mistakes`` maps
+    hint ids to the number each mistake would give."""
     value = got
     if type(got) is torch.Tensor and got.dim() == 0:
         value = got.item()
@@ -247,7 +251,9 @@ def scalar(got: Any, want: float, *, what: str, tol: Tol, hints: Iterable[str] =
     if integer and not (isinstance(value, int) or float(value).is_integer()):
         _fail(what, "type", f"expected a whole number, got {fmt_number(value)}", list(hints))
     if not math.isclose(float(value), float(want), rel_tol=tol.rtol, abs_tol=tol.atol):
-        _fail(what, "values", f"expected {fmt_number(want)}, got {fmt_number(value)} (tolerance {tol})", list(hints))
+        table = mistakes() if callable(mistakes) else (mistakes or {})
+        matched = [h for h, v in table.items() if isinstance(v, (int, float)) and math.isclose(float(value), float(v), rel_tol=max(tol.rtol, 1e-9), abs_tol=max(tol.atol, 1e-12))]
+        _fail(what, "values", f"expected {fmt_number(want)}, got {fmt_number(value)} (tolerance {tol})", matched or list(hints))
     return value
 
 

@@ -23,3 +23,27 @@ def attention(x: torch.Tensor, w_q: torch.Tensor, w_k: torch.Tensor, w_v: torch.
         scores = scores.masked_fill(~torch.tril(torch.ones(T, T, dtype=torch.bool)), float("-inf"))
     weights = torch.softmax(scores, dim=-1)
     return weights @ v, weights
+
+
+def multi_head_attention(x: torch.Tensor, state: dict, num_heads: int, key_allowed: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Day 1 §4.3's code (view → transpose → causal attention per head → back → W_O), in
+    float64, for nn.Linear weights given as a state_dict {w_q.weight, …[, w_q.bias, …]}."""
+    x = x.to(torch.float64)
+    B, T, C = x.shape
+    d = C // num_heads
+
+    def linear(name: str) -> torch.Tensor:
+        out = x @ state[f"{name}.weight"].to(torch.float64).T
+        return out + state[f"{name}.bias"].to(torch.float64) if f"{name}.bias" in state else out
+
+    q, k, v = (linear(n).view(B, T, num_heads, d).transpose(1, 2) for n in ("w_q", "w_k", "w_v"))
+    allowed = torch.tril(torch.ones(T, T, dtype=torch.bool))
+    if key_allowed is not None:
+        allowed = allowed & key_allowed.to(torch.bool)[:, None, None, :]
+    scores = (q @ k.transpose(-2, -1) / math.sqrt(d)).masked_fill(~allowed, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    y = (weights @ v).transpose(1, 2).contiguous().view(B, T, C)
+    out = y @ state["w_o.weight"].to(torch.float64).T
+    if "w_o.bias" in state:
+        out = out + state["w_o.bias"].to(torch.float64)
+    return out, weights

@@ -1,0 +1,120 @@
+"""Skill `mha_reshape`: heads, reshapes and the cost of attention.
+
+Course: Week 7 §9 (shapes), §15 (Multi-Head Attention and W_O), §17 (cost);
+Day 1 §4 (multi-head: split, not copy), §5 (FLOPs and memory), §A.5 (view/transpose).
+Axis names: B batch, T tokens, C model width, h heads, d = C/h head width.
+One mask convention inside: True = this query may read this key (allowed-style).
+
+Fill in every function marked TODO(mha_reshape), then run `make grade SKILL=mha_reshape`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn as nn
+
+
+def split_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
+    """Cut the feature axis into `num_heads` heads (Day 1 §4.3, Week 7 §9).
+
+    Head i gets the contiguous features i·d:(i+1)·d, d = C / num_heads; the head axis
+    moves next to the batch axis so that later matmuls run over (B, h) at once.
+
+    Args:
+        x: [B,T,C] projected tokens (e.g. Q = X W_Q for all heads at once).
+        num_heads: h; must divide C.
+
+    Returns:
+        [B,h,T,d].
+
+    Raises:
+        ValueError: if C % num_heads != 0.
+    """
+    # TODO(mha_reshape): cut the feature axis into num_heads heads and move the head axis next to the batch axis (Day 1 §4.3, §A.5).
+    raise NotImplementedError("TODO(mha_reshape): split_heads")
+
+
+def merge_heads(x: torch.Tensor) -> torch.Tensor:
+    """Put the heads back side by side on the feature axis: the inverse of `split_heads`.
+
+    Concat(head_1, …, head_h) along the feature axis (Week 7 §15, Day 1 §A.5: transpose
+    first, then merge; merging without the transpose mixes positions).
+
+    Args:
+        x: [B,h,T,d] per-head outputs.
+
+    Returns:
+        [B,T,h·d]; features i·d:(i+1)·d come from head i.
+    """
+    # TODO(mha_reshape): put the heads back side by side on the feature axis, transpose before merging (Week 7 §15, Day 1 §A.5).
+    raise NotImplementedError("TODO(mha_reshape): merge_heads")
+
+
+class MultiHeadAttention(nn.Module):
+    """Causal multi-head self-attention written from tensor operations (Week 7 §15, Day 1 §4.3).
+
+    Submodules `w_q`, `w_k`, `w_v`, `w_o` are `nn.Linear(embed_dim, embed_dim, bias=bias)`:
+    the h per-head projections [C, C/h] side by side in one [C, C] matrix. The causal mask
+    is a non-persistent buffer over [context_length, context_length] (its name and polarity
+    are free; here bool, True = may attend), so `state_dict()` holds only the four
+    projections' parameters.
+    """
+
+    def __init__(self, embed_dim: int, num_heads: int, context_length: int, bias: bool = False) -> None:
+        super().__init__()
+        # TODO(mha_reshape): check embed_dim % num_heads, create w_q, w_k, w_v, w_o and a non-persistent causal mask buffer (Week 7 §15, Day 1 §A.4).
+        raise NotImplementedError("TODO(mha_reshape): MultiHeadAttention.__init__")
+
+    def forward(
+        self, x: torch.Tensor, key_allowed: torch.Tensor | None = None, return_weights: bool = False
+    ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+        """x [B,T,C] → out [B,T,C], or (out, weights [B,h,T,T]) when `return_weights`.
+
+        Causal always; `key_allowed` [B,T] (True = real token) additionally blocks padded
+        keys, i.e. columns, for every query (Day 1 §3.2). ValueError when T > context_length.
+        """
+        # TODO(mha_reshape): project, split heads, scale by √(C/h), mask future and padded keys, softmax, mix values, merge heads, apply w_o (Day 1 §4.3).
+        raise NotImplementedError("TODO(mha_reshape): MultiHeadAttention.forward")
+
+
+def score_elements(batch: int, num_heads: int, T: int) -> int:
+    """Number of attention scores over all examples and heads: B·h·T² (Week 7 §17)."""
+    # TODO(mha_reshape): count the scores of all examples and heads (Week 7 §17).
+    raise NotImplementedError("TODO(mha_reshape): score_elements")
+
+
+def mha_flops(T: int, d: int) -> int:
+    """FLOPs of one MHA layer on one sequence, a multiply-add counted as 2 (Day 1 §5.1).
+
+    Q, K, V projections 6·T·d² + Q·Kᵀ 2·T²·d + A·V 2·T²·d + W_O 2·T·d² = 8·T·d² + 4·T²·d.
+    """
+    # TODO(mha_reshape): add the FLOPs of the four projections and of Q·Kᵀ and A·V (Day 1 §5.1).
+    raise NotImplementedError("TODO(mha_reshape): mha_flops")
+
+
+def attention_flop_fraction(T: int, d: int) -> float:
+    """The T² (attention) share of `mha_flops`, a fraction in [0, 1] (Day 1 §5.1: T/(T+2d))."""
+    # TODO(mha_reshape): return the T² share of mha_flops as a fraction (Day 1 §5.1).
+    raise NotImplementedError("TODO(mha_reshape): attention_flop_fraction")
+
+
+def attention_matrix_gib(
+    batch: int, num_heads: int, T: int, bytes_per_element: int = 2, layers: int = 1
+) -> float:
+    """Memory of the stored attention weights A [B,h,T,T], in GiB = 2³⁰ bytes (Day 1 §5.2).
+
+    B·h·T²·bytes_per_element·layers / 2³⁰ (bf16: 2 bytes per element).
+    """
+    # TODO(mha_reshape): compute the bytes of A over all layers, in GiB = 2**30 bytes (Day 1 §5.2).
+    raise NotImplementedError("TODO(mha_reshape): attention_matrix_gib")
+
+
+def mha_param_count(d: int, bias: bool = True) -> int:
+    """Parameters of one MHA layer: W_Q, W_K, W_V, W_O each d×d (+ d bias) (Day 1 §4.4).
+
+    4·d² + 4·d with bias, 4·d² without; independent of the number of heads.
+    """
+    # TODO(mha_reshape): count the weights and biases of W_Q, W_K, W_V and W_O (Day 1 §4.4).
+    raise NotImplementedError("TODO(mha_reshape): mha_param_count")

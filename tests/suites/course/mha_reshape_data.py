@@ -1,0 +1,88 @@
+"""Course numbers for skill mha_reshape (ids from expected-numbers.md).
+
+The lessons print no multi-head outputs, so the worked module example is built from
+numbers they do print: two heads of width 2 on Week 7's prompts, head 1 = the Week 7 head
+(§4, §12), head 2 = the §1 uniform causal mean (its W_Q is 0, so every allowed key scores
+the same), and W_O swapping the two head blocks (§15: Concat(O⁽¹⁾, O⁽²⁾) W_O).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from . import week07 as w7
+from .tolerances import Tol
+
+# expected-numbers.md tolerances
+FRACTION_TABLE = Tol(rtol=0.0, atol=5e-4)  # D1-27: "abs 0.05 (%)", as a fraction
+EXACT_FLOAT = Tol(rtol=1e-12, atol=0.0)  # closed forms that are exact in binary (GiB rows of D1-29, T = 2d)
+H1_EQUALS_SINGLE_HEAD = Tol(rtol=0.0, atol=1e-12)  # D1-41 in float64
+
+SCORE_ELEMENTS = {(2, 2, 2): 16, (2, 2, 1000): 4_000_000}  # W7-49, W7-50: (B, h, T) → B·h·T²
+SCORE_RATIO = 250_000  # W7-51: T=1000 vs T=2
+DOUBLING_FACTOR = 4  # W7-52
+PARAM_COUNT = {64: 16_640, 512: 1_050_624}  # D1-24: 4d² + 4d
+MHA_FLOPS = {(16, 32): 163_840}  # D1-25: (T, d) → 8Td² + 4T²d
+FLOP_SHARE = {  # D1-27a–f: (d, T) → attention (T²) share, as printed in %
+    (768, 512): 25.0,
+    (768, 1536): 50.0,
+    (768, 8192): 84.2,
+    (4096, 2048): 20.0,
+    (4096, 8192): 50.0,
+    (4096, 32768): 80.0,
+}
+# D1-29a–f: (B, h, T, layers) → GiB of A in bf16 (2 bytes); per layer and all layers.
+MEMORY_GIB = {
+    (8, 12, 1024, 1): 0.1875,
+    (8, 12, 1024, 12): 2.25,
+    (8, 12, 4096, 1): 3.0,
+    (8, 12, 4096, 12): 36.0,
+    (1, 32, 32768, 1): 64.0,
+    (1, 32, 32768, 32): 2048.0,
+}
+MEMORY_T_TIMES_4 = 16  # D1-30
+HEAD_WIDTH = {(4, 2): 2, (768, 12): 64, (4096, 32): 128}  # W7-34, D1-38: (C, h) → d = C/h
+
+# W7-29 (B=1, T=3, C=4, H=2) and L2-04 (B=2, T=5, d_model=8, h=2)
+SHAPES_W7_29 = {"input": [1, 3, 4], "heads": [1, 2, 3, 2], "scores": [1, 2, 3, 3], "merged": [1, 3, 4]}
+SHAPES_L2_04 = {"input": [2, 5, 8], "heads": [2, 2, 5, 4], "scores": [2, 2, 5, 5], "merged": [2, 5, 8]}
+
+
+def two_head_state(dtype: torch.dtype = torch.float32, swap_output: bool = True) -> dict[str, torch.Tensor]:
+    """nn.Linear weights ([out, in] = formula matrix transposed) of MHA(4, 2) on Week 7's example."""
+    ex = w7.example(dtype)
+    zeros = torch.zeros(4, 2, dtype=dtype)
+    pick_0_2 = torch.tensor([[1.0, 0.0], [0.0, 0.0], [0.0, 1.0], [0.0, 0.0]], dtype=dtype)  # head 2 carries features 0 and 2
+    w_q = torch.cat([ex.w_q, zeros], dim=1)  # [C, C] = [W_Q⁽¹⁾ | W_Q⁽²⁾], W_Q⁽²⁾ = 0
+    w_k = torch.cat([ex.w_k, ex.w_k], dim=1)
+    w_v = torch.cat([ex.w_v, pick_0_2], dim=1)
+    eye = torch.eye(2, dtype=dtype)
+    w_o = torch.zeros(4, 4, dtype=dtype)
+    if swap_output:  # out = [head 2 | head 1]
+        w_o[0:2, 2:4] = eye
+        w_o[2:4, 0:2] = eye
+    else:
+        w_o = torch.eye(4, dtype=dtype)
+    return {name: m.T.contiguous() for name, m in (("w_q.weight", w_q), ("w_k.weight", w_k), ("w_v.weight", w_v), ("w_o.weight", w_o))}
+
+
+def two_head_expected(dtype: torch.dtype = torch.float32, padded: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    """(out [2,2,4] with W_O swapping the heads, weights [2,2,2,2]) from printed numbers.
+
+    Head 1 = Week 7 (W7-24/25 weights, W7-26b final outputs; position 0 reads only itself,
+    so its output is v_我 = [1, 0] and v_猫 = [−1, 0], W7-08/11). Head 2 = the §1 uniform
+    mean of features 0 and 2 (W7-02/03). With `padded`, prompt B's second key (喜欢) is
+    padding: both of B's queries read only 猫.
+    """
+    weights = torch.empty(2, 2, 2, 2, dtype=dtype)
+    weights[:, 0] = torch.tensor(w7.STATED["weights"], dtype=dtype)
+    weights[0, 0, 1] = torch.tensor(w7.STATED["final_weights_4dp"][0], dtype=dtype)  # W7-26a, 4 dp
+    weights[1, 0, 1] = torch.tensor(w7.STATED["final_weights_4dp"][1], dtype=dtype)
+    weights[:, 1] = torch.tensor([[1.0, 0.0], [0.5, 0.5]], dtype=dtype)
+    head1 = torch.tensor([[[1.0, 0.0], w7.STATED["final_outputs_4dp"][0]], [[-1.0, 0.0], w7.STATED["final_outputs_4dp"][1]]], dtype=dtype)
+    head2 = torch.tensor([[[1.0, 0.0], [0.5, 0.0]], [[0.0, 1.0], [0.0, 0.5]]], dtype=dtype)
+    if padded:
+        weights[1] = torch.tensor([[1.0, 0.0], [1.0, 0.0]], dtype=dtype)
+        head1[1] = torch.tensor([[-1.0, 0.0], [-1.0, 0.0]], dtype=dtype)
+        head2[1] = torch.tensor([[0.0, 1.0], [0.0, 1.0]], dtype=dtype)
+    return torch.cat([head2, head1], dim=-1), weights

@@ -1,0 +1,234 @@
+"""What the named mistakes of skill mha_reshape would return.
+
+Tests compute these for the same inputs they send to the submission; ``expect.close(...,
+mistakes=...)`` (tensors) or ``numbers(...)`` (counts and costs) names the mistake the
+submission's answer matches. They reproduce *wrong* code: each variant below carries one
+of the bugs of the lessons' debugging lists (Week 7 §18, Day 1 §3–§5, §A.2, §A.5).
+"""
+
+from __future__ import annotations
+
+import math
+from contextlib import contextmanager
+from typing import Callable, Iterator
+
+import torch
+
+from autograder.testing import CheckFailed, SubmissionError, expect
+
+
+
+def close(got, want, *, mistakes: Callable[[], dict], **kwargs) -> torch.Tensor:
+    """``expect.close`` that computes the mistake signatures only when the check fails
+    (the module variants cost more than the comparison, and a right answer needs none)."""
+    try:
+        return expect.close(got, want, **kwargs)
+    except CheckFailed:
+        return expect.close(got, want, mistakes=mistakes(), **kwargs)
+
+
+# --------------------------------------------------------------------------- reshapes
+def _split(x: torch.Tensor, h: int, how: str) -> torch.Tensor:
+    B, T, C = x.shape
+    d = C // h
+    if how == "view-without-transpose":  # x.view(B, h, T, d): positions and features scrambled
+        return x.reshape(B, h, T, d)
+    if how == "interleaved-heads":  # view(B, T, d, h): head i takes features i, i+h, i+2h, …
+        return x.reshape(B, T, d, h).permute(0, 3, 1, 2)
+    return x.reshape(B, T, h, d).transpose(1, 2)
+
+
+def _merge(y: torch.Tensor, how: str) -> torch.Tensor:
+    B, h, T, d = y.shape
+    if how == "view-without-transpose":  # y.view(B, T, h·d) straight from [B,h,T,d]
+        return y.reshape(B, T, h * d)
+    if how == "interleaved-heads":  # feature j·h + i instead of i·d + j
+        return y.permute(0, 2, 3, 1).reshape(B, T, d * h)
+    if how == "concat-wrong-axis":  # torch.cat(heads, dim=-2): heads stacked along the token axis
+        return y.reshape(B, h * T, d)
+    return y.transpose(1, 2).reshape(B, T, h * d)
+
+
+def split_heads(x: torch.Tensor, num_heads: int) -> dict[str, torch.Tensor]:
+    return {
+        "mha_reshape/view-without-transpose": _split(x, num_heads, "view-without-transpose"),
+        "mha_reshape/interleaved-heads": _split(x, num_heads, "interleaved-heads"),
+    }
+
+
+def merge_heads(y: torch.Tensor) -> dict[str, torch.Tensor]:
+    return {
+        "mha_reshape/view-without-transpose": _merge(y, "view-without-transpose"),
+        "mha_reshape/interleaved-heads": _merge(y, "interleaved-heads"),
+        "mha_reshape/concat-wrong-axis": _merge(y, "concat-wrong-axis"),
+    }
+
+
+# --------------------------------------------------------------------------- the module
+def _linear(x: torch.Tensor, state: dict, name: str) -> torch.Tensor:
+    out = x @ state[f"{name}.weight"].T
+    bias = state.get(f"{name}.bias")
+    return out if bias is None else out + bias
+
+
+def _mha(x, state, h, key_allowed, *, split="ok", merge="ok", scale="head", mask="ok", project=True):
+    B, T, C = x.shape
+    d = C // h
+    q, k, v = (_split(_linear(x, state, n), h, split) for n in ("w_q", "w_k", "w_v"))
+    scores = q @ k.transpose(-2, -1) / math.sqrt(C if scale == "model" else d)
+    causal = torch.tril(torch.ones(T, T, dtype=torch.bool))
+    if key_allowed is None:
+        allowed = causal if mask != "no-causal" else None
+    else:
+        keys = key_allowed.to(torch.bool)
+        allowed = {
+            "ok": causal & keys[:, None, None, :],
+            "queries": causal & keys[:, None, :, None],  # padding applied to query rows
+            "no-causal": keys[:, None, None, :].expand(B, 1, T, T),  # padding replaced the causal mask
+            "ignored": causal,  # key_allowed never used
+        }[mask]
+    if allowed is not None:
+        scores = scores.masked_fill(~allowed, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    merged = _merge(weights @ v, merge)
+    out = _linear(merged, state, "w_o") if project and merged.shape[-1] == C else merged
+    return out, weights
+
+
+def mha(x: torch.Tensor, state: dict, num_heads: int, key_allowed: torch.Tensor | None = None) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+    """hint id → (out, weights) that MultiHeadAttention.forward would return with that mistake.
+
+    ``view-without-transpose`` pairs the output of the lesson's bug (merging with
+    view(B, T, C) before transposing) with the weights of its twin in split_heads."""
+    h = num_heads
+    out: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
+    if 1 < h:
+        merged_wrong, _ = _mha(x, state, h, key_allowed, merge="view-without-transpose")
+        _, split_wrong = _mha(x, state, h, key_allowed, split="view-without-transpose")
+        out["mha_reshape/view-without-transpose"] = (merged_wrong, split_wrong)
+        out["mha_reshape/scale-by-model-width"] = _mha(x, state, h, key_allowed, scale="model")
+    if 1 < h < x.shape[-1]:
+        out["mha_reshape/interleaved-heads"] = _mha(x, state, h, key_allowed, split="interleaved-heads", merge="interleaved-heads")
+    out["mha_reshape/missing-output-projection"] = _mha(x, state, h, key_allowed, project=False)
+    out["mha_reshape/no-causal-mask"] = _mha(x, state, h, key_allowed, mask="no-causal")
+    if key_allowed is not None and not bool(key_allowed.to(torch.bool).all()):
+        out["mha_reshape/key-mask-on-queries"] = _mha(x, state, h, key_allowed, mask="queries")
+        out["mha_reshape/key-allowed-ignored"] = _mha(x, state, h, key_allowed, mask="ignored")
+    right_out, right_weights = _mha(x, state, h, key_allowed)
+    out["mha_reshape/weights-averaged-over-heads"] = (right_out, right_weights.mean(dim=1))
+    return out
+
+
+@contextmanager
+def view_hint() -> Iterator[None]:
+    """Name the lesson's error when the submission raised it: view() on a transposed tensor
+    ("view size is not compatible with input tensor's size and stride", Day 1 §A.5)."""
+    try:
+        yield
+    except SubmissionError as exc:
+        message = str((exc.error or {}).get("message", "")) + " " + str(exc.message)
+        if "view size is not compatible" in message and "mha_reshape/view-needs-contiguous" not in exc.hints:
+            exc.hints.append("mha_reshape/view-needs-contiguous")
+        raise
+
+
+class Variants:
+    """``mha(...)`` for one set of inputs, computed on first use."""
+
+    def __init__(self, x: torch.Tensor, state: dict, num_heads: int, key_allowed: torch.Tensor | None = None) -> None:
+        self._args = (x.double(), {k: v.double() for k, v in state.items()}, num_heads, key_allowed)
+        self._cache: dict | None = None
+
+    def all(self) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+        if self._cache is None:
+            self._cache = mha(*self._args)
+        return self._cache
+
+    def outputs(self) -> dict[str, torch.Tensor]:
+        return outputs(self.all())
+
+    def weights(self) -> dict[str, torch.Tensor]:
+        return weights(self.all())
+
+
+def outputs(variants: dict[str, tuple[torch.Tensor, torch.Tensor]]) -> dict[str, torch.Tensor]:
+    return {hint: pair[0] for hint, pair in variants.items()}
+
+
+def weights(variants: dict[str, tuple[torch.Tensor, torch.Tensor]]) -> dict[str, torch.Tensor]:
+    return {hint: pair[1] for hint, pair in variants.items()}
+
+
+# --------------------------------------------------------------------------- module layout
+_LINEARS = ("w_q", "w_k", "w_v", "w_o")
+
+
+def layout_hints(extra: list[str], missing: list[str] = ()) -> list[str]:
+    """Hints for state_dict / parameter names that differ from the four nn.Linear layers':
+    a name outside w_q/w_k/w_v/w_o is a mask kept in the state; the rest is the layout."""
+    hints = []
+    if any(name.split(".")[0] not in _LINEARS for name in extra):
+        hints.append("mha_reshape/persistent-mask-buffer")
+    if list(missing) or any(name.split(".")[0] in _LINEARS for name in extra):
+        hints.append("mha_reshape/linear-layout")
+    return hints or ["mha_reshape/linear-layout"]
+
+
+def round_trip_hints() -> list[str]:
+    return ["mha_reshape/view-without-transpose", "mha_reshape/interleaved-heads"]
+
+
+# --------------------------------------------------------------------------- counts and costs
+def score_elements(B: int, h: int, T: int) -> list[tuple[str, float]]:
+    return [("mha_reshape/score-elements-formula", v) for v in (B * h * T, B * T * T, h * T * T, B * h * T * (T + 1) // 2)]
+
+
+def mha_flops(T: int, d: int) -> list[tuple[str, float]]:
+    return [
+        ("mha_reshape/flops-attention-term", 8 * T * d * d + 2 * T * T * d),  # Q·Kᵀ or A·V left out, or 2T²d for both
+        ("mha_reshape/flops-output-projection", 6 * T * d * d + 4 * T * T * d),  # W_O forgotten
+        ("mha_reshape/flops-multiply-add", 4 * T * d * d + 2 * T * T * d),  # a multiply-add counted as 1 FLOP
+    ]
+
+
+def attention_flop_fraction(T: int, d: int) -> list[tuple[str, float]]:
+    right = T / (T + 2 * d)
+    return [
+        ("mha_reshape/fraction-percent", 100 * right),
+        ("mha_reshape/fraction-wrong-share", 1 - right),  # the projections' share
+        ("mha_reshape/fraction-wrong-share", T / (2 * d)),  # attention / projections, not / total
+        ("mha_reshape/flops-attention-term", T / (T + 4 * d)),
+        ("mha_reshape/flops-output-projection", 2 * T / (2 * T + 3 * d)),
+    ]
+
+
+def attention_matrix_gib(B: int, h: int, T: int, bytes_per_element: int, layers: int) -> list[tuple[str, float]]:
+    elements = B * h * T * T
+    return [
+        ("mha_reshape/memory-bytes-per-element", elements * layers / 2**30),
+        ("mha_reshape/memory-layers", elements * bytes_per_element / 2**30),
+        ("mha_reshape/memory-units", elements * bytes_per_element * layers / 1e9),
+        ("mha_reshape/memory-units", elements * bytes_per_element * layers / 2**20),
+        ("mha_reshape/score-elements-formula", B * T * T * bytes_per_element * layers / 2**30),
+    ]
+
+
+def mha_param_count(d: int, bias: bool) -> list[tuple[str, float]]:
+    return [
+        ("mha_reshape/param-count-bias", 4 * d * d + (0 if bias else 4 * d)),
+        ("mha_reshape/param-count-bias", 4 * d * d + d),
+        ("mha_reshape/missing-output-projection", 3 * d * d + (3 * d if bias else 0)),
+    ]
+
+
+def numbers(got, candidates: list[tuple[str, float]], right: float) -> list[str]:
+    """Hint ids of the candidates ``got`` equals (and the right answer does not)."""
+    if isinstance(got, torch.Tensor) and got.dim() == 0:
+        got = got.item()
+    if isinstance(got, bool) or not isinstance(got, (int, float)):
+        return []
+    found = []
+    for hint, value in candidates:
+        if math.isclose(float(got), float(value), rel_tol=1e-9, abs_tol=1e-12) and not math.isclose(float(value), float(right), rel_tol=1e-9, abs_tol=1e-12):
+            found.append(hint)
+    return list(dict.fromkeys(found))

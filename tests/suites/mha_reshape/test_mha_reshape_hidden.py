@@ -1,0 +1,416 @@
+"""Skill mha_reshape, hidden tests: the course numbers at their stated precision, the
+reference on fresh random inputs (h=1 … h=C, bias on/off, padding, float32/float64,
+non-contiguous inputs), properties of any correct causal multi-head attention, the module's
+structure, and the ban on library attention. Not shipped to students; on Gradescope students
+see each test's name and hints only."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from autograder.testing import expect, probe
+from autograder.testing.failures import SubmissionError
+from autograder.testing.inputs import choice, noncontiguous, randint, randn
+from autograder.testing.source import check_no_banned
+from course import mha_reshape_data as data
+from course import mistakes_mha_reshape as signatures
+from course.tolerances import EXACT, Tol, tol
+
+QK = ("query", "key")
+DTYPES = (torch.float32, torch.float64)
+LINEARS = ("w_q", "w_k", "w_v", "w_o")
+BANNED = ("MultiheadAttention", "multi_head_attention_forward", "scaled_dot_product_attention")
+RATIO = Tol(rtol=1e-12, atol=0.0)
+
+
+# --------------------------------------------------------------------------- helpers
+def _name(dtype: torch.dtype) -> str:
+    return str(dtype).replace("torch.", "")
+
+
+def _heads(rng, C: int, which: str = "any") -> int:
+    if which == "one":
+        return 1
+    if which == "all":
+        return C
+    return choice(rng, [h for h in range(1, C + 1) if C % h == 0])
+
+
+def _sizes(rng, which: str, budget: int = 1 << 15) -> tuple[int, int, int, int]:
+    """B, T (up to 64), C, h with B·h·T² ≤ budget score elements: T=64 is drawn, but not
+    together with many heads and a full batch, so the suite stays fast."""
+    C = randint(rng, 2, 16)
+    h = _heads(rng, C, which)
+    T = choice(rng, (1, 2, randint(rng, 3, 64), 64))
+    while h * T * T > budget:
+        T //= 2
+    B = choice(rng, (1, 2, 3))
+    while B > 1 and B * h * T * T > budget:
+        B -= 1
+    return B, T, C, h
+
+
+def _state(rng, C: int, bias: bool, dtype: torch.dtype) -> dict[str, torch.Tensor]:
+    state = {}
+    for name in LINEARS:
+        state[f"{name}.weight"] = randn(rng, C, C, dtype=dtype, scale=C ** -0.5)  # nn.Linear layout [out, in]
+        if bias:
+            state[f"{name}.bias"] = randn(rng, C, dtype=dtype, scale=0.1)
+    return state
+
+
+def _key_allowed(rng, B: int, T: int) -> torch.Tensor:
+    """Padding that leaves every query at least one allowed key (key 0 is always real)."""
+    if randint(rng, 0, 1):  # right padding: real tokens first
+        lengths = torch.randint(1, T + 1, (B,), generator=rng)
+        return torch.arange(T)[None, :] < lengths[:, None]
+    allowed = torch.rand(B, T, generator=rng) > 0.4  # any key pattern
+    allowed[:, 0] = True
+    return allowed
+
+
+def _reference(ref, C, h, ctx, bias, state, x, key_allowed, dtype):
+    """The reference module in float64 with the same weights, rounded to ``dtype``."""
+    module = ref.mha_reshape.MultiHeadAttention(C, h, ctx, bias=bias).double()
+    module.load_state_dict({k: v.double() for k, v in state.items()})
+    with torch.no_grad():
+        out, weights = module(x.double(), key_allowed=key_allowed, return_weights=True)
+    return out.to(dtype), weights.to(dtype)
+
+
+def _control(sub, ref, rng) -> None:
+    """Fresh random inputs through split_heads and the module, against the reference:
+    checked first by every test whose own subject (structure, errors, dtypes, course
+    numbers) plausible but wrong code could satisfy."""
+    B, T, C, h = choice(rng, (1, 2)), randint(rng, 2, 9), choice(rng, (4, 6, 8)), 2
+    x = randn(rng, B, T, C)
+    expect.close(sub.mha_reshape.split_heads(x, h), ref.mha_reshape.split_heads(x.double(), h).float(), what="split_heads on fresh random inputs", tol=tol("mha_reshape.split_heads", torch.float32))
+    state = _state(rng, C, bool(randint(rng, 0, 1)), torch.float32)
+    key_allowed = _key_allowed(rng, B, T)
+    r = sub.mha_reshape.construct("MultiHeadAttention", [C, h, T], {"bias": "w_q.bias" in state}, state=state, calls=[("forward", [x], {"key_allowed": key_allowed})], describe=False)
+    want, _ = _reference(ref, C, h, T, "w_q.bias" in state, state, x, key_allowed, torch.float32)
+    expect.close(r["outputs"][0], want, what="MultiHeadAttention on fresh random weights and x", tol=tol("mha_reshape.MultiHeadAttention", torch.float32))
+
+
+def _number_hints(got, candidates, right, fallback):
+    return signatures.numbers(got, candidates, right) or fallback
+
+
+# --------------------------------------------------------------------------- course numbers
+def test_course_numbers_at_stated_precision(sub, ref, rng, credit):
+    _control(sub, ref, rng)
+    labels = ["score elements (W7-49..W7-52)", "parameters (D1-24)", "FLOPs (D1-25, D1-26)", "FLOP share table (D1-27)",
+              "memory table (D1-29, D1-30)", "head width (W7-34, D1-38)", "shapes (W7-29, W7-54, L2-04)", "h=1 equals one head (D1-41)"]
+    m = sub.mha_reshape
+    for part in credit.parts(labels):
+        with part, signatures.view_hint():
+            label = part.label
+            if label.startswith("score elements"):
+                for (B, h, T), want in data.SCORE_ELEMENTS.items():
+                    got = m.score_elements(B, h, T)
+                    expect.scalar(got, want, what=f"score_elements({B}, {h}, {T}) (W7-49/50)", tol=EXACT, integer=True, hints=_number_hints(got, signatures.score_elements(B, h, T), want, ["mha_reshape/score-elements-formula"]))
+                expect.scalar(m.score_elements(2, 2, 1000) / m.score_elements(2, 2, 2), data.SCORE_RATIO, what="T=1000 vs T=2 (W7-51)", tol=RATIO, hints=["mha_reshape/score-elements-formula"])
+                B, h, T = randint(rng, 1, 8), randint(rng, 1, 16), randint(rng, 1, 512)
+                expect.scalar(m.score_elements(B, h, 2 * T) / m.score_elements(B, h, T), data.DOUBLING_FACTOR, what=f"T doubles ⇒ score elements ×4 (W7-52; B={B}, h={h}, T={T})", tol=RATIO, hints=["mha_reshape/score-elements-formula"])
+            elif label.startswith("parameters"):
+                for d, want in data.PARAM_COUNT.items():
+                    got = m.mha_param_count(d)
+                    expect.scalar(got, want, what=f"mha_param_count({d}) = 4d² + 4d (D1-24)", tol=EXACT, integer=True, hints=_number_hints(got, signatures.mha_param_count(d, True), want, ["mha_reshape/param-count-bias"]))
+                    got = m.mha_param_count(d, bias=False)
+                    expect.scalar(got, 4 * d * d, what=f"mha_param_count({d}, bias=False) = 4d²", tol=EXACT, integer=True, hints=_number_hints(got, signatures.mha_param_count(d, False), 4 * d * d, ["mha_reshape/param-count-bias"]))
+            elif label.startswith("FLOPs"):
+                for (T, d), want in data.MHA_FLOPS.items():
+                    got = m.mha_flops(T, d)
+                    expect.scalar(got, want, what=f"mha_flops(T={T}, d={d}) (D1-25)", tol=EXACT, integer=True, hints=_number_hints(got, signatures.mha_flops(T, d), want, ["mha_reshape/flops-attention-term"]))
+                got = m.attention_flop_fraction(1536, 768)
+                expect.scalar(got, 0.5, what="attention_flop_fraction(T=1536, d=768): projections = attention at T = 2d (D1-26)", tol=RATIO, hints=_number_hints(got, signatures.attention_flop_fraction(1536, 768), 0.5, ["mha_reshape/fraction-wrong-share"]))
+            elif label.startswith("FLOP share"):
+                for (d, T), percent in data.FLOP_SHARE.items():
+                    got = m.attention_flop_fraction(T, d)
+                    expect.scalar(got, percent / 100, what=f"attention_flop_fraction(T={T}, d={d}) ≈ {percent}% (D1-27)", tol=data.FRACTION_TABLE,
+                                  hints=_number_hints(got, signatures.attention_flop_fraction(T, d), T / (T + 2 * d), ["mha_reshape/fraction-wrong-share"]))
+            elif label.startswith("memory"):
+                for (B, h, T, layers), want in data.MEMORY_GIB.items():
+                    got = m.attention_matrix_gib(B, h, T, layers=layers)
+                    expect.scalar(got, want, what=f"attention_matrix_gib({B}, {h}, {T}, layers={layers}), bf16 by default (D1-29)", tol=data.EXACT_FLOAT,
+                                  hints=_number_hints(got, signatures.attention_matrix_gib(B, h, T, 2, layers), want, ["mha_reshape/memory-layers", "mha_reshape/memory-units"]))
+                expect.scalar(m.attention_matrix_gib(8, 12, 4096) / m.attention_matrix_gib(8, 12, 1024), data.MEMORY_T_TIMES_4, what="T ×4 ⇒ memory of A ×16 (D1-30)", tol=RATIO, hints=["mha_reshape/score-elements-formula"])
+            elif label.startswith("head width"):
+                for (C, h), d in data.HEAD_WIDTH.items():
+                    got = expect.tensor(m.split_heads(torch.zeros(1, 1, C), h), what=f"split_heads(x [1,1,{C}], {h})")
+                    expect.true(list(got.shape) == [1, h, 1, d], what=f"d_head = C/h = {C}/{h} = {d} (W7-34, D1-38)", detail=f"expected shape [1, {h}, 1, {d}], got {list(got.shape)}", hints=["mha_reshape/view-without-transpose"])
+            elif label.startswith("shapes"):
+                for shapes, h in ((data.SHAPES_W7_29, 2), (data.SHAPES_L2_04, 2), ({"input": [2, 2, 4], "scores": [2, 2, 2, 2]}, 2)):
+                    x = randn(rng, *shapes["input"])
+                    C = shapes["input"][-1]
+                    r = m.construct("MultiHeadAttention", [C, h, 8], calls=[("forward", [x], {"return_weights": True})], describe=False)
+                    out, weights = expect.sequence(r["outputs"][0], 2, what=f"MultiHeadAttention({C}, {h}, 8).forward(x {shapes['input']}, return_weights=True)")
+                    got = [list(expect.tensor(out, what="output").shape), list(expect.tensor(weights, what="weights").shape)]
+                    averaged = got[1] == shapes["scores"][:1] + shapes["scores"][2:]
+                    expect.true(got == [shapes["input"], shapes["scores"]], what=f"MHA shapes for x {shapes['input']}, h={h} (W7-29, W7-54, L2-04)",
+                                detail=f"expected output {shapes['input']} and weights {shapes['scores']}, got {got[0]} and {got[1]}",
+                                hints=["mha_reshape/weights-averaged-over-heads"] if averaged else ["mha_reshape/concat-wrong-axis"])
+            else:
+                C, T, B = randint(rng, 2, 8), randint(rng, 2, 10), 2
+                x = randn(rng, B, T, C, dtype=torch.float64)
+                state = _state(rng, C, False, torch.float64)
+                state["w_o.weight"] = torch.eye(C, dtype=torch.float64)
+                r = m.construct("MultiHeadAttention", [C, 1, T], dtype=torch.float64, state=state, calls=[("forward", [x], {"return_weights": True})], describe=False)
+                out, weights = expect.sequence(r["outputs"][0], 2, what="MultiHeadAttention(C, 1, T).forward(x, return_weights=True)")
+                q, k, v = (x @ state[f"{n}.weight"].T for n in ("w_q", "w_k", "w_v"))
+                scores = (q @ k.transpose(-2, -1) / math.sqrt(C)).masked_fill(~torch.tril(torch.ones(T, T, dtype=torch.bool)), float("-inf"))
+                single_weights = torch.softmax(scores, dim=-1)
+                variants = signatures.Variants(x, state, 1)
+                signatures.close(weights, single_weights[:, None], what="h=1: weights equal the single head's (D1-41, float64)", tol=data.H1_EQUALS_SINGLE_HEAD, grid=QK, mistakes=variants.weights)
+                signatures.close(out, single_weights @ v, what="h=1 with W_O = I: output equals the single head's (D1-41, float64)", tol=data.H1_EQUALS_SINGLE_HEAD, mistakes=variants.outputs)
+
+
+# --------------------------------------------------------------------------- vs the reference
+def test_split_heads_matches_reference_on_random_shapes(sub, ref, rng, credit):
+    for case in credit.cases(6):
+        with case, signatures.view_hint():
+            i = int(case.label.split()[-1])
+            dtype = DTYPES[i % 2]
+            C = randint(rng, 1, 24)
+            h = _heads(rng, C, ("one", "all", "any")[i % 3])
+            B, T = choice(rng, (1, 2, 3)), choice(rng, (1, randint(rng, 2, 64), 64))
+            x = randn(rng, B, T, C, dtype=dtype)
+            if i % 2:
+                x = noncontiguous(x)
+            want = ref.mha_reshape.split_heads(x.double(), h).to(dtype)
+            expect.close(sub.mha_reshape.split_heads(x, h), want, what=f"split_heads(x [{B},{T},{C}], num_heads={h}) ({_name(dtype)})",
+                         tol=tol("mha_reshape.split_heads", dtype), mistakes=signatures.split_heads(x, h), grid=("token", "head feature"))
+
+
+def test_merge_heads_matches_reference_and_inverts_split_heads(sub, ref, rng, credit):
+    for case in credit.cases(6):
+        with case, signatures.view_hint():
+            i = int(case.label.split()[-1])
+            dtype = DTYPES[i % 2]
+            B, h, T, d = choice(rng, (1, 2, 3)), choice(rng, (1, randint(rng, 2, 8), 12)), choice(rng, (1, randint(rng, 2, 64))), randint(rng, 1, 8)
+            y = randn(rng, B, h, T, d, dtype=dtype)
+            if i % 3 == 0:
+                y = noncontiguous(y)
+            elif i % 3 == 1:
+                y = randn(rng, B, T, h, d, dtype=dtype).transpose(1, 2)  # laid out like a transposed [B,T,h,d]
+            t = tol("mha_reshape.merge_heads", dtype)
+            want = ref.mha_reshape.merge_heads(y.double()).to(dtype)
+            got = expect.close(sub.mha_reshape.merge_heads(y), want, what=f"merge_heads(y [{B},{h},{T},{d}]) ({_name(dtype)})", tol=t,
+                               mistakes=signatures.merge_heads(y), grid=("token", "feature"))
+            expect.close(sub.mha_reshape.split_heads(got, h), y, what=f"split_heads(merge_heads(y), {h}) is y again (Day 1 §A.5)", tol=t, hints=signatures.round_trip_hints())
+
+
+def test_multi_head_attention_matches_reference_on_random_weights(sub, ref, rng, credit):
+    for case in credit.cases(6):
+        with case, signatures.view_hint():
+            i = int(case.label.split()[-1])
+            dtype = DTYPES[i % 2]
+            B, T, C, h = _sizes(rng, ("one", "all", "any")[i % 3])
+            ctx = T + choice(rng, (0, randint(rng, 1, 8)))
+            bias = bool(randint(rng, 0, 1))
+            key_allowed = _key_allowed(rng, B, T) if i % 2 == 0 or i == 5 else None
+            state = _state(rng, C, bias, dtype)
+            x = randn(rng, B, T, C, dtype=dtype)
+            if i == 3:
+                x = noncontiguous(x)
+            calls = [("forward", [x], {"key_allowed": key_allowed, "return_weights": True}), ("forward", [x], {"key_allowed": key_allowed})]
+            r = sub.mha_reshape.construct("MultiHeadAttention", [C, h, ctx], {"bias": bias}, dtype=dtype, state=state, calls=calls, describe=False)
+            expect.true(not r["load"]["missing"] and not r["load"]["unexpected"], what="MultiHeadAttention.state_dict() keys",
+                        detail=f"loading w_q/w_k/w_v/w_o: missing {r['load']['missing']}, unexpected {r['load']['unexpected']}", hints=signatures.layout_hints(r["load"]["missing"], r["load"]["unexpected"]))
+            want_out, want_weights = _reference(ref, C, h, ctx, bias, state, x, key_allowed, dtype)
+            variants = signatures.Variants(x, state, h, key_allowed)
+            label = f"(B={B}, T={T}, C={C}, h={h}, bias={bias}, padding={'yes' if key_allowed is not None else 'no'}, {_name(dtype)})"
+            t = tol("mha_reshape.MultiHeadAttention", dtype)
+            out, weights = expect.sequence(r["outputs"][0], 2, what="forward(x, key_allowed, return_weights=True)", hints=["mha_reshape/weights-averaged-over-heads"])
+            signatures.close(weights, want_weights, what=f"MultiHeadAttention weights {label}", tol=tol("mha_reshape.MultiHeadAttention.weights", dtype), mistakes=variants.weights, grid=QK)
+            signatures.close(out, want_out, what=f"MultiHeadAttention output {label}", tol=t, mistakes=variants.outputs)
+            expect.close(r["outputs"][1], want_out, what=f"forward(x, key_allowed) without return_weights returns the output only {label}", tol=t)
+
+
+# --------------------------------------------------------------------------- properties
+def test_weights_rows_sum_to_one_and_future_and_padded_keys_get_exactly_zero(sub, rng, credit):
+    for case in credit.cases(4):
+        with case, signatures.view_hint():
+            dtype = choice(rng, DTYPES)
+            C = randint(rng, 2, 12)
+            h = _heads(rng, C)
+            B, T = randint(rng, 1, 3), randint(rng, 2, 24)
+            key_allowed = _key_allowed(rng, B, T)
+            state = _state(rng, C, bool(randint(rng, 0, 1)), dtype)
+            x = randn(rng, B, T, C, dtype=dtype)
+            r = sub.mha_reshape.construct("MultiHeadAttention", [C, h, T], {"bias": "w_q.bias" in state}, dtype=dtype, state=state,
+                                          calls=[("forward", [x], {"key_allowed": key_allowed, "return_weights": True})], describe=False)
+            _, weights = expect.sequence(r["outputs"][0], 2, what="forward(x, key_allowed, return_weights=True)")
+            weights = expect.tensor(weights, what="attention weights")
+            expect.true(list(weights.shape) == [B, h, T, T], what="weights shape [B,h,T,T]", detail=f"expected {[B, h, T, T]}, got {list(weights.shape)}", hints=["mha_reshape/weights-averaged-over-heads"])
+            sums = weights.double().sum(-1)
+            future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
+            leak = weights[..., future]
+            padded = weights.transpose(1, 3)[~key_allowed]  # [n_padded_keys, T, h]
+            rows_ok = bool(torch.isfinite(sums).all()) and bool(torch.allclose(sums, torch.ones_like(sums), atol=1e-5, rtol=0))
+            future_ok, padded_ok = bool((leak == 0).all()), bool((padded == 0).all())
+            diagnosed = [] if rows_ok and future_ok and padded_ok else expect.diagnose(
+                weights, signatures.Variants(x, state, h, key_allowed).weights(), tol("mha_reshape.MultiHeadAttention.weights", dtype))
+            expect.true(rows_ok, what="every query row of every head sums to 1",
+                        detail=f"row sums range from {sums.min().item():.4g} to {sums.max().item():.4g}", hints=diagnosed or ["mha_reshape/key-mask-on-queries"])
+            expect.true(future_ok, what="weights on future keys are exactly 0 (Day 1 §3.1)",
+                        detail=f"largest weight on a future key: {leak.abs().max().item():.4g}", hints=diagnosed or ["mha_reshape/no-causal-mask"])
+            expect.true(padded_ok, what="weights on padded keys are exactly 0 (Day 1 §3.2)",
+                        detail=f"largest weight on a padded key: {padded.abs().max().item() if padded.numel() else 0:.4g}", hints=diagnosed or ["mha_reshape/key-allowed-ignored", "mha_reshape/key-mask-on-queries"])
+
+
+def test_multi_head_attention_is_causal_and_ignores_padding_by_gradient(sub, rng, credit):
+    dtype = torch.float64
+    C = randint(rng, 2, 8)
+    h = _heads(rng, C)
+    B, T = 2, randint(rng, 4, 10)
+    state = _state(rng, C, True, dtype)
+    x = randn(rng, B, T, C, dtype=dtype)
+    key_allowed = torch.ones(B, T, dtype=torch.bool)
+    key_allowed[1, T - 2:] = False  # example 1: its last two tokens are padding
+    for part in credit.parts([f"output position {t}" for t in (0, T // 2)] + ["padded tokens"]):
+        with part, signatures.view_hint():
+            grad_out = torch.zeros(B, T, C, dtype=dtype)
+            if part.label == "padded tokens":
+                grad_out[key_allowed] = 1.0  # every real position's output
+                kwargs = {"key_allowed": key_allowed}
+            else:
+                t = int(part.label.split()[-1])
+                grad_out[:, t] = 1.0
+                kwargs = {}
+            r = sub.mha_reshape.construct("MultiHeadAttention", [C, h, T], {"bias": True}, dtype=dtype, state=state, calls=[("forward", [x], kwargs)],
+                                          grad={"call": 0, "wrt": [0], "grad_output": grad_out}, describe=False)
+            expect.true(r.get("input_grads") is not None, what="MultiHeadAttention is differentiable", detail="the output does not require grad: keep the computation in torch operations on x")
+            gx = expect.tensor(r["input_grads"][0], what="∂y/∂x")
+            expect.true(bool(torch.isfinite(gx).all()), what="∂y/∂x is finite", detail="the gradient has NaN or ∞", hints=["mha_reshape/key-mask-on-queries"])
+            if part.label == "padded tokens":
+                leak = gx[~key_allowed]
+                expect.true(bool((leak == 0).all()), what="real tokens' outputs do not depend on padded tokens: ∂y_real/∂x_pad = 0",
+                            detail=f"largest |∂y/∂x_pad|: {leak.abs().max().item():.3g}", hints=["mha_reshape/key-allowed-ignored", "mha_reshape/key-mask-on-queries", "mha_reshape/view-without-transpose"])
+            else:
+                future = gx[:, t + 1:]
+                expect.true(bool((future == 0).all()), what=f"∂y_{t}/∂x_s = 0 for every future s > {t} (Day 1 §3.1)",
+                            detail=f"largest |∂y_{t}/∂x_s| over future s: {future.abs().max().item():.3g}", hints=["mha_reshape/no-causal-mask", "mha_reshape/view-without-transpose"])
+
+
+def test_state_dict_holds_only_the_four_projections_and_the_mask_is_not_persistent(sub, ref, rng, credit):
+    _control(sub, ref, rng)
+    for case in credit.cases(3):
+        with case, signatures.view_hint():
+            C = randint(rng, 2, 16)
+            h, ctx, bias = _heads(rng, C), randint(rng, 2, 32), case.label.endswith("2")
+            r = sub.mha_reshape.construct("MultiHeadAttention", [C, h, ctx], {"bias": bias})
+            info = r["describe"]
+            label = f"MultiHeadAttention({C}, {h}, {ctx}, bias={bias})"
+            linears = {m["name"]: m for m in info["modules"] if m["type"] == "torch.nn.modules.linear.Linear"}
+            for name in LINEARS:
+                m = linears.get(name)
+                expect.true(m is not None and (m["in_features"], m["out_features"], m["bias"]) == (C, C, bias), what=f"{label}.{name}",
+                            detail=f"expected {name} = nn.Linear({C}, {C}, bias={bias}); got {m and (m['in_features'], m['out_features'], m['bias'])}", hints=["mha_reshape/linear-layout"])
+            keys = sorted(f"{n}.{p}" for n in LINEARS for p in (("weight", "bias") if bias else ("weight",)))
+            expect.true(sorted(info["state_dict"]) == keys, what=f"{label}.state_dict() keys", detail=f"expected exactly {keys}, got {sorted(info['state_dict'])}",
+                        hints=signatures.layout_hints(sorted(set(info["state_dict"]) - set(keys)), sorted(set(keys) - set(info["state_dict"]))))
+            params = sum(math.prod(p["shape"]) for p in info["parameters"])
+            expect.true(params == 4 * C * C + (4 * C if bias else 0), what=f"{label} parameter count, independent of h (Day 1 §4.4)",
+                        detail=f"expected {4 * C * C + (4 * C if bias else 0)}, found {params}", hints=signatures.layout_hints([p["name"] for p in info["parameters"]]))
+            masks = [b for b in info["buffers"] if not b["persistent"] and b["shape"][-2:] == [ctx, ctx]]
+            expect.true(bool(masks), what=f"{label}: a non-persistent causal mask buffer over [context_length, context_length]",
+                        detail=f"buffers found: {[(b['name'], b['shape'], 'persistent' if b['persistent'] else 'non-persistent') for b in info['buffers']] or 'none'}", hints=["mha_reshape/persistent-mask-buffer"])
+
+
+def test_value_errors_for_random_indivisible_widths_and_lengths(sub, ref, rng, credit):
+    _control(sub, ref, rng)
+    C = randint(rng, 3, 24)
+    bad_h = choice(rng, [h for h in range(2, C + 1) if C % h]) if any(C % h for h in range(2, C + 1)) else C + 1
+    h = _heads(rng, C)
+    ctx = randint(rng, 1, 12)
+    for part in credit.parts(["split_heads", "MultiHeadAttention.__init__", "MultiHeadAttention.forward"]):
+        with part, signatures.view_hint():
+            if part.label == "split_heads":
+                expect.raises("ValueError", sub.mha_reshape.split_heads, randn(rng, 1, 2, C), bad_h, what=f"split_heads(x [1,2,{C}], {bad_h}): {C} % {bad_h} != 0", hints=["mha_reshape/divisibility-check"])
+            elif part.label.endswith("__init__"):
+                expect.raises("ValueError", sub.mha_reshape.construct, "MultiHeadAttention", [C, bad_h, 8], what=f"MultiHeadAttention({C}, {bad_h}, 8)", hints=["mha_reshape/divisibility-check"])
+            else:
+                x = randn(rng, 1, ctx + randint(rng, 1, 4), C)
+                expect.raises("ValueError", sub.mha_reshape.construct, "MultiHeadAttention", [C, h, ctx], calls=[("forward", [x], {})], what=f"MultiHeadAttention({C}, {h}, context_length={ctx}) on T={x.shape[1]}", hints=["mha_reshape/context-check"])
+
+
+def test_multi_head_attention_uses_neither_nn_multiheadattention_nor_sdpa(sub, rng):
+    """The rule test (a gate in grading.toml, weight 0): it fails only when the rule is
+    broken, and then the whole skill scores 0. Code that raises shows nothing at run time,
+    so the source check is what decides there."""
+    check_no_banned(sub.source("mha_reshape"), "mha_reshape.py", BANNED, what="mha_reshape.py: no nn.MultiheadAttention and no F.scaled_dot_product_attention (Day 1 §B)",
+                    hints=["general/forbidden-api", "mha_reshape/uses-library-attention"])
+    C, T, B = 8, randint(rng, 2, 8), 2
+    x = randn(rng, B, T, C)
+    key_allowed = _key_allowed(rng, B, T)
+    try:
+        r = sub.mha_reshape.construct("MultiHeadAttention", [C, 2, T], calls=[("forward", [x], {"key_allowed": key_allowed}), ("forward", [x], {"return_weights": True})], record_ops=True, describe=False)
+    except SubmissionError:
+        return
+    used = sorted(op for op in r["ops"] if "scaled_dot_product" in op or "multi_head_attention" in op.lower() or "MultiheadAttention" in op)
+    expect.true(not used, what="MultiHeadAttention.forward at run time: no library attention (Day 1 §B)", detail=f"it called {', '.join(used)}",
+                problem="constraint", hints=["general/forbidden-api", "mha_reshape/uses-library-attention"])
+
+
+def test_cost_functions_match_reference_on_random_sizes(sub, ref, rng, credit):
+    m, r = sub.mha_reshape, ref.mha_reshape
+    for part in credit.parts(["score_elements", "mha_flops", "attention_flop_fraction", "attention_matrix_gib", "mha_param_count"]):
+        with part, signatures.view_hint():
+            for _ in range(4):
+                B, h, T, d = randint(rng, 1, 64), randint(rng, 1, 64), randint(rng, 1, 1 << 16), randint(rng, 1, 8192)
+                if part.label == "score_elements":
+                    want, got = r.score_elements(B, h, T), m.score_elements(B, h, T)
+                    expect.scalar(got, want, what=f"score_elements({B}, {h}, {T}) = B·h·T²", tol=EXACT, integer=True, hints=_number_hints(got, signatures.score_elements(B, h, T), want, ["mha_reshape/score-elements-formula"]))
+                elif part.label == "mha_flops":
+                    want, got = r.mha_flops(T, d), m.mha_flops(T, d)
+                    expect.scalar(got, want, what=f"mha_flops(T={T}, d={d})", tol=EXACT, integer=True, hints=_number_hints(got, signatures.mha_flops(T, d), want, ["mha_reshape/flops-attention-term", "mha_reshape/flops-output-projection"]))
+                elif part.label == "attention_flop_fraction":
+                    want, got = r.attention_flop_fraction(T, d), m.attention_flop_fraction(T, d)
+                    expect.scalar(got, want, what=f"attention_flop_fraction(T={T}, d={d})", tol=RATIO, hints=_number_hints(got, signatures.attention_flop_fraction(T, d), want, ["mha_reshape/fraction-wrong-share"]))
+                elif part.label == "attention_matrix_gib":
+                    bpe, layers = choice(rng, (1, 2, 4)), randint(rng, 1, 96)
+                    want, got = r.attention_matrix_gib(B, h, T, bpe, layers), m.attention_matrix_gib(B, h, T, bytes_per_element=bpe, layers=layers)
+                    expect.scalar(got, want, what=f"attention_matrix_gib({B}, {h}, {T}, bytes_per_element={bpe}, layers={layers})", tol=RATIO,
+                                  hints=_number_hints(got, signatures.attention_matrix_gib(B, h, T, bpe, layers), want, ["mha_reshape/memory-bytes-per-element", "mha_reshape/memory-layers", "mha_reshape/memory-units"]))
+                else:
+                    bias = bool(randint(rng, 0, 1))
+                    want, got = r.mha_param_count(d, bias=bias), m.mha_param_count(d, bias=bias)
+                    expect.scalar(got, want, what=f"mha_param_count({d}, bias={bias})", tol=EXACT, integer=True, hints=_number_hints(got, signatures.mha_param_count(d, bias), want, ["mha_reshape/param-count-bias"]))
+
+
+@probe
+def forward_and_inputs(ctx, init, init_kwargs, state, x, key_allowed):
+    """Run forward and hand back the inputs as they are afterwards (in-place check)."""
+    module = ctx.module("mha_reshape").MultiHeadAttention(*init, **init_kwargs).to(x.dtype)
+    module.load_state_dict(state, strict=False)
+    module.eval()
+    out = module(x, key_allowed=key_allowed, return_weights=True)
+    return {"value": out, "x": x, "key_allowed": key_allowed}
+
+
+def test_reshapes_and_module_keep_dtype_and_leave_inputs_unchanged(sub, ref, rng, credit):
+    _control(sub, ref, rng)
+    dtype = torch.float64
+    B, T, C, h = 2, 5, 6, 3
+    x = randn(rng, B, T, C, dtype=dtype)
+    y = randn(rng, B, h, T, C // h, dtype=dtype)
+    key_allowed = _key_allowed(rng, B, T)
+    for part in credit.parts(["split_heads", "merge_heads", "MultiHeadAttention.forward"]):
+        with part, signatures.view_hint():
+            if part.label == "MultiHeadAttention.forward":
+                args = (x, key_allowed)
+                r = sub.mha_reshape.run(forward_and_inputs, [C, h, T], {"bias": True}, _state(rng, C, True, dtype), x, key_allowed)
+                after = (r["x"], r["key_allowed"])
+                outs = r["value"] if isinstance(r["value"], (tuple, list)) else (r["value"],)
+            else:
+                args = (x, h) if part.label == "split_heads" else (y,)
+                res = sub.mha_reshape.call(part.label, *args, return_args=True)
+                after, outs = res.args or [], (res.value,)
+            for before, now in zip(args, after):
+                expect.unchanged(before, now, what=f"{part.label} leaves its inputs unchanged")
+            for out in outs:
+                out = expect.tensor(out, what=f"{part.label} result")
+                expect.true(out.dtype == dtype, what=f"{part.label} keeps float64", detail=f"float64 inputs gave a {_name(out.dtype)} result", hints=["general/dtype-changed"])

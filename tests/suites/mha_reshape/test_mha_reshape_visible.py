@@ -1,0 +1,200 @@
+"""Skill mha_reshape, visible tests: the lessons' shapes, the Week 7 example run through two
+heads, and the cost tables of Week 7 §17 and Day 1 §4.4–§5.
+
+Shipped to students. Every expected number is printed in the lessons (or is an exact
+rearrangement of its input); the hidden suite checks the same functions on fresh random
+inputs, for properties, and for the ban on library attention.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from autograder.testing import expect
+from autograder.testing.inputs import randint, randn
+from course import mha_reshape_data as data
+from course import oracles
+from course import mistakes_mha_reshape as signatures
+from course import week07 as w7
+from course.tolerances import EXACT, tol
+
+QK = ("query", "key")
+
+
+def _control(sub, rng) -> None:
+    """Fresh random weights and x, against Day 1 §4.3's code: checked first by every test
+    whose own subject (structure, errors, printed numbers) wrong code could satisfy."""
+    B, T, C, h = randint(rng, 1, 2), randint(rng, 2, 6), 4, 2
+    x = randn(rng, B, T, C)
+    state = {f"{n}.weight": randn(rng, C, C, scale=0.5) for n in ("w_q", "w_k", "w_v", "w_o")}
+    r = sub.mha_reshape.construct("MultiHeadAttention", [C, h, T], state=state, calls=[("forward", [x], {})], describe=False)
+    expect.close(r["outputs"][0], oracles.multi_head_attention(x, state, h)[0].float(), what="MultiHeadAttention on fresh random weights and x (Day 1 §4.3)", tol=tol("mha_reshape.MultiHeadAttention", torch.float32))
+
+
+def _heads_by_slicing(x: torch.Tensor, h: int) -> torch.Tensor:
+    """The contract read literally: head i = features i·d:(i+1)·d, stacked on a new axis 1."""
+    d = x.shape[-1] // h
+    return torch.stack([x[..., i * d:(i + 1) * d] for i in range(h)], dim=1)
+
+
+def test_split_heads_cuts_features_into_contiguous_heads(sub, rng, credit):
+    h = randint(rng, 2, 4)
+    x = randn(rng, randint(rng, 1, 3), randint(rng, 2, 6), h * randint(rng, 1, 4))
+    expect.close(sub.mha_reshape.split_heads(x, h), _heads_by_slicing(x, h), what=f"split_heads on fresh random x {list(x.shape)}, num_heads={h}", tol=EXACT, mistakes=signatures.split_heads(x, h))
+    cases = {"W7-29: [1,3,4], h=2": (data.SHAPES_W7_29, 2), "L2-04: [2,5,8], h=2": (data.SHAPES_L2_04, 2), "[2,3,6], h=3": ({"input": [2, 3, 6], "heads": [2, 3, 3, 2]}, 3)}
+    for part in credit.parts(list(cases)):
+        with part, signatures.view_hint():
+            shapes, h = cases[part.label]
+            x = torch.arange(math.prod(shapes["input"]), dtype=torch.float32).reshape(shapes["input"])
+            want = _heads_by_slicing(x, h)
+            assert list(want.shape) == shapes["heads"]
+            expect.close(
+                sub.mha_reshape.split_heads(x, h), want, what=f"split_heads(x {shapes['input']}, num_heads={h}) → {shapes['heads']} (Week 7 §9, Day 1 §4.3)",
+                tol=EXACT, mistakes=signatures.split_heads(x, h), grid=("token", "head feature"),
+            )
+
+
+def test_merge_heads_undoes_split_heads(sub, rng, credit):
+    fresh = randn(rng, randint(rng, 1, 3), randint(rng, 2, 4), randint(rng, 2, 6), randint(rng, 1, 4))
+    expect.close(sub.mha_reshape.merge_heads(fresh), torch.cat(list(fresh.unbind(dim=1)), dim=-1), what=f"merge_heads on fresh random y {list(fresh.shape)}", tol=EXACT)
+    for part in credit.parts(["W7-29: merge [1,2,3,2] → [1,3,4]", "L2-04: merge [2,2,5,4] → [2,5,8]", "merge_heads(split_heads(x)) == x"]):
+        with part, signatures.view_hint():
+            if part.label.startswith("W7-29"):
+                y = torch.arange(12, dtype=torch.float32).reshape(data.SHAPES_W7_29["heads"])
+            elif part.label.startswith("L2-04"):
+                y = torch.arange(80, dtype=torch.float64).reshape(data.SHAPES_L2_04["heads"])
+            else:
+                x = torch.arange(24, dtype=torch.float32).reshape(2, 3, 4)
+                y = expect.tensor(sub.mha_reshape.split_heads(x, 2), what="split_heads(x, 2)")
+                expect.close(sub.mha_reshape.merge_heads(y), x, what="merge_heads(split_heads(x, 2)) is x again (Day 1 §A.5)", tol=EXACT,
+                             grid=("token", "feature"), hints=signatures.round_trip_hints())
+                continue
+            want = torch.cat(list(y.unbind(dim=1)), dim=-1)  # Concat(head_1, …, head_h) on the feature axis
+            expect.close(sub.mha_reshape.merge_heads(y), want, what=f"merge_heads(y {list(y.shape)}) → {list(want.shape)} (Week 7 §15: concatenate on the feature axis)",
+                         tol=EXACT, mistakes=signatures.merge_heads(y), grid=("token", "feature"))
+
+
+def test_week7_example_through_two_heads_gives_the_printed_weights_and_outputs(sub, rng, credit):
+    _control(sub, rng)
+    ex = w7.example()
+    state = data.two_head_state()
+    with signatures.view_hint():
+        result = sub.mha_reshape.construct("MultiHeadAttention", [4, 2, 8], state=state, calls=[("forward", [ex.x], {"return_weights": True})])
+    out, weights = expect.sequence(result["outputs"][0], 2, what="MultiHeadAttention(4, 2, 8).forward(x, return_weights=True)")
+    want_out, want_weights = data.two_head_expected()
+    variants = signatures.Variants(ex.x, state, 2)
+    for part in credit.parts(["weights [B,h,T,T]", "outputs [B,T,C]"]):
+        with part, signatures.view_hint():
+            if part.label.startswith("weights"):
+                signatures.close(weights, want_weights, what="weights of head 1 (Week 7's head: P_A, P_B) and head 2 (W_Q⁽²⁾ = 0: the §1 uniform mean)",
+                                 tol=w7.PRINTED_4DP_F32, mistakes=variants.weights, grid=QK)
+            else:
+                signatures.close(out, want_out, what="Concat(O⁽¹⁾, O⁽²⁾) W_O with W_O swapping the heads: [uniform mean of features 0, 2 | Week 7 head output] (Week 7 §15)",
+                                 tol=w7.PRINTED_4DP_F32, mistakes=variants.outputs, grid=("token", "feature"))
+
+
+def test_padded_key_gets_no_weight_in_week7_example(sub, rng, credit):
+    _control(sub, rng)
+    ex = w7.example()
+    state = data.two_head_state()
+    key_allowed = torch.tensor([[True, True], [True, False]])  # prompt B: its second token is padding
+    with signatures.view_hint():
+        result = sub.mha_reshape.construct("MultiHeadAttention", [4, 2, 8], state=state, calls=[("forward", [ex.x], {"key_allowed": key_allowed, "return_weights": True})])
+    out, weights = expect.sequence(result["outputs"][0], 2, what="MultiHeadAttention.forward(x, key_allowed, return_weights=True)")
+    want_out, want_weights = data.two_head_expected(padded=True)
+    variants = signatures.Variants(ex.x, state, 2, key_allowed)
+    for part in credit.parts(["weights", "outputs"]):
+        with part, signatures.view_hint():
+            if part.label == "weights":
+                signatures.close(weights, want_weights, what="weights with prompt B's key 喜欢 padded: B's queries read only 猫 (Day 1 §3.2)",
+                                 tol=w7.PRINTED_4DP_F32, mistakes=variants.weights, grid=QK)
+            else:
+                signatures.close(out, want_out, what="outputs with prompt B's key 喜欢 padded (prompt A unchanged)",
+                                 tol=w7.PRINTED_4DP_F32, mistakes=variants.outputs, grid=("token", "feature"))
+
+
+def test_multi_head_attention_has_four_projections_and_a_non_persistent_mask(sub, rng, credit):
+    _control(sub, rng)
+    labels = ["bias=False: w_q, w_k, w_v, w_o = nn.Linear(4, 4)", "bias=True: 4d² + 4d parameters (D1-24)", "mask buffer is not persistent", "W7-54: output [2,2,4]"]
+    with signatures.view_hint():
+        results = {bias: sub.mha_reshape.construct("MultiHeadAttention", [4, 2, 8], {"bias": bias}, calls=[("forward", [torch.zeros(2, 2, 4)], {})]) for bias in (False, True)}
+    for part in credit.parts(labels):
+        with part, signatures.view_hint():
+            if part.label.startswith("bias=False"):
+                info = results[False]["describe"]
+                linears = {m["name"]: m for m in info["modules"] if m["type"] == "torch.nn.modules.linear.Linear"}
+                for name in ("w_q", "w_k", "w_v", "w_o"):
+                    m = linears.get(name)
+                    expect.true(m is not None, what=f"MultiHeadAttention.{name}", detail=f"expected a submodule {name} = nn.Linear(4, 4, bias=False); found {sorted(linears) or 'no nn.Linear'}", hints=["mha_reshape/linear-layout", "mha_reshape/missing-output-projection"])
+                    expect.true((m["in_features"], m["out_features"], m["bias"]) == (4, 4, False), what=f"MultiHeadAttention.{name}", detail=f"expected nn.Linear(4, 4, bias=False), got in={m['in_features']} out={m['out_features']} bias={m['bias']}", hints=["mha_reshape/linear-layout"])
+            elif part.label.startswith("bias=True"):
+                info = results[True]["describe"]
+                params = sum(math.prod(p["shape"]) for p in info["parameters"])
+                expect.true(params == 4 * 4 * 4 + 4 * 4, what="MultiHeadAttention(4, 2, 8, bias=True) parameter count", detail=f"expected 4·4² + 4·4 = 80 parameters (4 weights and 4 biases), found {params}",
+                            hints=signatures.layout_hints([p["name"] for p in info["parameters"]]))
+            elif part.label.startswith("mask"):
+                info = results[False]["describe"]
+                expected_keys = sorted(f"{n}.weight" for n in ("w_q", "w_k", "w_v", "w_o"))
+                persistent = [b["name"] for b in info["buffers"] if b["persistent"]]
+                expect.true(not persistent and sorted(info["state_dict"]) == expected_keys, what="MultiHeadAttention(4, 2, 8).state_dict() keys",
+                            detail=f"expected exactly {expected_keys}, got {sorted(info['state_dict'])}" + (f" (persistent buffers: {persistent})" if persistent else ""), hints=signatures.layout_hints(sorted(set(info["state_dict"]) - set(expected_keys)), sorted(set(expected_keys) - set(info["state_dict"]))))
+                expect.true(any(not b["persistent"] for b in info["buffers"]), what="MultiHeadAttention's causal mask buffer", detail="no non-persistent buffer registered: build the causal mask once in __init__ with register_buffer(..., persistent=False)", hints=["mha_reshape/persistent-mask-buffer"])
+            else:
+                out = expect.tensor(results[False]["outputs"][0], what="MultiHeadAttention(4, 2, 8).forward(x [2,2,4])")
+                expect.true(list(out.shape) == [2, 2, 4], what="MHA(C=4, n_head=2) output shape (W7-54)", detail=f"expected [2, 2, 4], got {list(out.shape)}", hints=["mha_reshape/concat-wrong-axis", "mha_reshape/missing-output-projection"])
+
+
+def test_value_errors_for_indivisible_width_and_too_long_input(sub, rng, credit):
+    _control(sub, rng)
+    for part in credit.parts(["split_heads(x [1,2,4], 3)", "MultiHeadAttention(4, 3, 8)", "MultiHeadAttention(4, 2, context_length=2) on T=3"]):
+        with part, signatures.view_hint():
+            if part.label.startswith("split_heads"):
+                expect.raises("ValueError", sub.mha_reshape.split_heads, torch.zeros(1, 2, 4), 3, what="split_heads with C=4, h=3: 4 % 3 != 0 (W7-54)", hints=["mha_reshape/divisibility-check"])
+            elif "4, 3" in part.label:
+                expect.raises("ValueError", sub.mha_reshape.construct, "MultiHeadAttention", [4, 3, 8], what="MultiHeadAttention(embed_dim=4, num_heads=3) (W7-54)", hints=["mha_reshape/divisibility-check"])
+            else:
+                expect.raises("ValueError", sub.mha_reshape.construct, "MultiHeadAttention", [4, 2, 2], calls=[("forward", [torch.zeros(1, 3, 4)], {})], what="MultiHeadAttention(4, 2, context_length=2) on T=3", hints=["mha_reshape/context-check"])
+
+
+def _random_sizes(rng) -> tuple[int, int, int, int]:
+    return randint(rng, 1, 16), randint(rng, 1, 16), randint(rng, 3, 5000), randint(rng, 2, 4000)
+
+
+def test_cost_functions_reproduce_the_course_tables(sub, rng, credit):
+    for part in credit.parts(["score_elements (W7-49, W7-50)", "mha_param_count (D1-24)", "mha_flops (D1-25)", "attention_flop_fraction (D1-27)", "attention_matrix_gib (D1-29)"]):
+        with part, signatures.view_hint():
+            name = part.label.split()[0]
+            B, h, T, d = _random_sizes(rng)  # fresh sizes too: a table of the printed numbers earns nothing
+            fresh = {
+                "score_elements": (lambda: sub.mha_reshape.score_elements(B, h, T), B * h * T * T, f"score_elements({B}, {h}, {T}) = B·h·T²"),
+                "mha_param_count": (lambda: sub.mha_reshape.mha_param_count(d), 4 * d * d + 4 * d, f"mha_param_count({d}) = 4d² + 4d"),
+                "mha_flops": (lambda: sub.mha_reshape.mha_flops(T, d), 8 * T * d * d + 4 * T * T * d, f"mha_flops({T}, {d}) = 8Td² + 4T²d"),
+                "attention_flop_fraction": (lambda: sub.mha_reshape.attention_flop_fraction(T, d), 4 * T * T * d / (8 * T * d * d + 4 * T * T * d), f"attention_flop_fraction({T}, {d})"),
+                "attention_matrix_gib": (lambda: sub.mha_reshape.attention_matrix_gib(B, h, T, 4, 3), B * h * T * T * 4 * 3 / 2**30, f"attention_matrix_gib({B}, {h}, {T}, 4, 3)"),
+            }[name]
+            expect.scalar(fresh[0](), fresh[1], what=f"{fresh[2]} on fresh sizes", tol=data.FRACTION_TABLE if name == "attention_flop_fraction" else (data.EXACT_FLOAT if name == "attention_matrix_gib" else EXACT), integer=name not in ("attention_flop_fraction", "attention_matrix_gib"))
+            if name == "score_elements":
+                for (B, h, T), want in data.SCORE_ELEMENTS.items():
+                    got = sub.mha_reshape.score_elements(B, h, T)
+                    expect.scalar(got, want, what=f"score_elements(B={B}, h={h}, T={T}) (Week 7 §17)", tol=EXACT, integer=True, hints=signatures.numbers(got, signatures.score_elements(B, h, T), want) or ["mha_reshape/score-elements-formula"])
+            elif name == "mha_param_count":
+                for d, want in data.PARAM_COUNT.items():
+                    got = sub.mha_reshape.mha_param_count(d)
+                    expect.scalar(got, want, what=f"mha_param_count(d={d}) = 4d² + 4d (Day 1 §4.4)", tol=EXACT, integer=True, hints=signatures.numbers(got, signatures.mha_param_count(d, True), want) or ["mha_reshape/param-count-bias"])
+            elif name == "mha_flops":
+                for (T, d), want in data.MHA_FLOPS.items():
+                    got = sub.mha_reshape.mha_flops(T, d)
+                    expect.scalar(got, want, what=f"mha_flops(T={T}, d={d}) = 8Td² + 4T²d (Day 1 §5.1)", tol=EXACT, integer=True,
+                                  hints=signatures.numbers(got, signatures.mha_flops(T, d), want) or ["mha_reshape/flops-attention-term", "mha_reshape/flops-output-projection"])
+            elif name == "attention_flop_fraction":
+                for (d, T), percent in data.FLOP_SHARE.items():
+                    got = sub.mha_reshape.attention_flop_fraction(T, d)
+                    expect.scalar(got, percent / 100, what=f"attention_flop_fraction(T={T}, d={d}): {percent}% as a fraction (Day 1 §5.1 table)", tol=data.FRACTION_TABLE,
+                                  hints=signatures.numbers(got, signatures.attention_flop_fraction(T, d), T / (T + 2 * d)) or ["mha_reshape/fraction-wrong-share"])
+            else:
+                for (B, h, T, layers), want in data.MEMORY_GIB.items():
+                    got = sub.mha_reshape.attention_matrix_gib(B, h, T, 2, layers)
+                    expect.scalar(got, want, what=f"attention_matrix_gib(B={B}, h={h}, T={T}, bytes_per_element=2, layers={layers}) (Day 1 §5.2 table)", tol=data.EXACT_FLOAT,
+                                  hints=signatures.numbers(got, signatures.attention_matrix_gib(B, h, T, 2, layers), want) or ["mha_reshape/memory-layers", "mha_reshape/memory-units"])
