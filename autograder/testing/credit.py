@@ -59,9 +59,16 @@ class Credit:
 
     outcomes: list[_Outcome] = field(default_factory=list)
     fraction: float | None = None
-    seeds: list[int] = field(default_factory=list)
+    required: set[str] = field(default_factory=set)
 
-    def parts(self, labels: list[str]) -> Iterator[Item]:
+    def parts(self, labels: list[str], required: tuple[str, ...] | list[str] = ()) -> Iterator[Item]:
+        """One item per label. A failed *required* part (e.g. the fresh-random-input
+        control of a worked-example test) makes the whole test score 0, while the other
+        parts still run and report — so a student sees the worked example's grid."""
+        unknown = set(required) - set(labels)
+        if unknown:
+            raise ValueError(f"required parts {sorted(unknown)} are not among the labels")
+        self.required.update(required)
         return self._loop(labels, kind="part")
 
     def cases(self, count: int, label: str = "case") -> Iterator[Item]:
@@ -76,6 +83,8 @@ class Credit:
         mine = self.outcomes[start:]
         passed = sum(o.passed for o in self.outcomes)
         self.fraction = passed / len(self.outcomes)
+        if any(not o.passed and o.label in self.required for o in self.outcomes):
+            self.fraction = 0.0
         failed = [o for o in mine if not o.passed]
         if failed:
             raise CheckFailed(_summary(failed, len(mine), kind))

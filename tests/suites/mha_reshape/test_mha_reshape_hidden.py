@@ -230,7 +230,7 @@ def test_multi_head_attention_matches_reference_on_random_weights(sub, ref, rng,
 
 
 # --------------------------------------------------------------------------- properties
-def test_weights_rows_sum_to_one_and_future_and_padded_keys_get_exactly_zero(sub, rng, credit):
+def test_weights_rows_sum_to_one_and_future_and_padded_keys_get_exactly_zero(sub, ref, rng, credit):
     for case in credit.cases(4):
         with case, signatures.view_hint():
             dtype = choice(rng, DTYPES)
@@ -259,6 +259,10 @@ def test_weights_rows_sum_to_one_and_future_and_padded_keys_get_exactly_zero(sub
                         detail=f"largest weight on a future key: {leak.abs().max().item():.4g}", hints=diagnosed or ["mha_reshape/no-causal-mask"])
             expect.true(padded_ok, what="weights on padded keys are exactly 0 (Day 1 §3.2)",
                         detail=f"largest weight on a padded key: {padded.abs().max().item() if padded.numel() else 0:.4g}", hints=diagnosed or ["mha_reshape/key-allowed-ignored", "mha_reshape/key-mask-on-queries"])
+            # and they are the right weights: uniform causal weights have all three properties
+            _, want = _reference(ref, C, h, T, "w_q.bias" in state, state, x, key_allowed, dtype)
+            expect.close(weights, want, what="attention weights [B,h,T,T]", tol=tol("mha_reshape.MultiHeadAttention.weights", dtype),
+                         mistakes=lambda: signatures.Variants(x, state, h, key_allowed).weights())
 
 
 def test_multi_head_attention_is_causal_and_ignores_padding_by_gradient(sub, rng, credit):
