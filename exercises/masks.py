@@ -1,0 +1,126 @@
+"""Skill `masks`: causal, padding and other attention masks.
+
+Course: Week 7 §10–§11 (the causal mask, −∞ before the softmax) and Day 1 §3 (causal,
+padding, additive vs boolean masks, the fully blocked row of a left-padded batch,
+prefix-LM and document masks).
+Axis names: B batch, T tokens, L query length, S key length; `...` means any leading
+batch dimensions.
+
+One convention inside this module: a boolean mask is *allowed-style*, `True` = this query
+may read this key (the SDPA convention, Day 1 §A.3). A blocked (`masked_fill`-style) mask
+is only ever formed at the point of use, as `~allowed`.
+
+Fill in every function marked TODO(masks), then run `make grade SKILL=masks`.
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+def causal_mask(T: int, device: torch.device | str | None = None) -> torch.Tensor:
+    """The causal mask M of Week 7 §10: M[i, j] = (j <= i).
+
+    Args:
+        T: number of tokens (queries = keys = T).
+        device: where to build the mask (default: CPU).
+
+    Returns:
+        bool [T,T], `True` on and below the diagonal (query i may read keys 0..i).
+    """
+    # TODO(masks): build the [T,T] allowed-style causal mask, True where key j <= query i (Week 7 §10).
+    raise NotImplementedError("TODO(masks): causal_mask")
+
+
+def apply_mask(scores: torch.Tensor, allowed: torch.Tensor, fill: float = float("-inf")) -> torch.Tensor:
+    """Set the blocked scores to `fill` (Week 7 §11: −∞ before the softmax, not 0).
+
+    Args:
+        scores: [...,L,S] attention scores.
+        allowed: bool, broadcastable against `scores` (e.g. [L,S], [B,1,L,S], [B,1,1,S]);
+            `True` = keep the score.
+        fill: the value for blocked entries (default −∞).
+
+    Returns:
+        A new tensor of the broadcast shape and the dtype of `scores`: `scores` where
+        allowed, `fill` elsewhere. `scores` is not modified.
+    """
+    # TODO(masks): return a new tensor with the blocked scores set to `fill` (Week 7 §11).
+    raise NotImplementedError("TODO(masks): apply_mask")
+
+
+def padding_allowed(lengths: torch.Tensor | list[int], T: int, left_padded: bool = False) -> torch.Tensor:
+    """Key-padding mask of a batch padded to T tokens (Day 1 §3.2, §3.4).
+
+    Args:
+        lengths: [B] ints (tensor or list), the number of real tokens of each example,
+            each in [0, T].
+        T: the padded length.
+        left_padded: real tokens sit at the end (left padding, used for generation)
+            instead of at the start (right padding).
+
+    Returns:
+        bool [B,T], `True` on real tokens.
+    """
+    # TODO(masks): mark the real tokens of each padded example, on the right or on the left (Day 1 §3.2, §3.4).
+    raise NotImplementedError("TODO(masks): padding_allowed")
+
+
+def combine_masks(causal: torch.Tensor, key_allowed: torch.Tensor) -> torch.Tensor:
+    """Causal mask and key-padding mask together (Day 1 §3.2: blocked if either blocks).
+
+    Args:
+        causal: bool [L,S], allowed-style.
+        key_allowed: bool [B,S], `True` on real keys.
+
+    Returns:
+        bool [B,1,L,S]: allowed where both allow; the singleton axis broadcasts over heads.
+    """
+    # TODO(masks): allow a key only where both masks allow it, shape [B,1,L,S] (Day 1 §3.2).
+    raise NotImplementedError("TODO(masks): combine_masks")
+
+
+def masked_softmax(scores: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
+    """Softmax over the key axis, restricted to the allowed keys (Week 7 §11, Day 1 §3.4).
+
+    Blocked keys get weight exactly 0. A row with no allowed key (or whose allowed scores
+    are all −∞), like the pad queries of a left-padded causal batch, is all zeros instead
+    of NaN, and the gradients stay finite.
+
+    Args:
+        scores: [...,L,S] attention scores.
+        allowed: bool, broadcastable against `scores`.
+
+    Returns:
+        [broadcast shape] weights in the dtype of `scores`; every row sums to 1 or is all 0.
+    """
+    # TODO(masks): softmax over allowed keys only; empty rows are all zeros, never NaN (Week 7 §11, Day 1 §3.4).
+    raise NotImplementedError("TODO(masks): masked_softmax")
+
+
+def prefix_lm_mask(T: int, prefix_len: int) -> torch.Tensor:
+    """Prefix-LM mask (Day 1 §3.5): the prefix is read bidirectionally, the rest causally.
+
+    Args:
+        T: number of tokens.
+        prefix_len: the first `prefix_len` tokens form the prefix (0 = plain causal).
+
+    Returns:
+        bool [T,T] on the CPU: allowed[i, j] = (j <= i) or (j < prefix_len).
+    """
+    # TODO(masks): allow j <= i or j < prefix_len (Day 1 §3.5).
+    raise NotImplementedError("TODO(masks): prefix_lm_mask")
+
+
+def document_mask(doc_ids: torch.Tensor) -> torch.Tensor:
+    """Block-diagonal × causal mask for documents packed into one sequence (Day 1 §3.5).
+
+    Args:
+        doc_ids: [...,T] ints, the document each token belongs to.
+
+    Returns:
+        bool [...,T,T] on the CPU: query i may read key j when j <= i and both tokens
+        belong to the same document.
+    """
+    # TODO(masks): allow causal reads inside the same document only (Day 1 §3.5).
+    raise NotImplementedError("TODO(masks): document_mask")

@@ -1,0 +1,46 @@
+"""Course numbers for the mask skills (ids from expected-numbers.md).
+
+Week 7's masks and masked weights live in ``week07.STATED``; this file adds the Day 1
+left-padded batch (§3.4, group 7 of w1day1_checks.py), Lesson 2's row counts and the
+Day 1 §A.1/§A.3/§A.4 API examples.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from . import week07 as w7
+
+# D1-17: 2 left pads, T = 5, causal ∪ padding → unmasked keys per query row
+LEFT_PADDED_T = 5
+LEFT_PADDED_LENGTH = 3  # tokens: pad pad A B C
+D1_17_UNMASKED_KEYS = [0, 0, 1, 2, 3]
+D1_18_NAN_ROWS_WITH_NEG_INF = [0, 1]  # the rows the −∞ fill turns into NaN
+# L2-03: causal mask, row i sees i + 1 positions
+L2_03_ROW_COUNTS = [1, 2, 3, 4, 5]
+# W7 §11 table: t = 0 scaled row [0.2, 0.9], the second column is the future
+W7_TABLE_ROW = [0.2, 0.9]
+
+
+def scaled_scores(dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """S̃ = Q Kᵀ / √d_k of Week 7 §8 for both prompts: [[0.4, 0.2], [0.8, 0.4]] | [[0.05, 0], [0.1, 0.4]]."""
+    ex = w7.example(torch.float64)
+    s = (ex.x @ ex.w_q) @ (ex.x @ ex.w_k).transpose(-2, -1) / 2 ** 0.5
+    return s.to(dtype)
+
+
+def left_padded_tokens() -> list[str]:
+    return ["pad", "pad", "A", "B", "C"]
+
+
+def mask_equal(got, want: torch.Tensor, *, what: str, mistakes=None, hints=(), grid=None) -> torch.Tensor:
+    """``expect.equal`` for bool masks whose grid shows 1/0, as the lessons print masks
+    (M_T=4 = [[1,0,0,0], …]); a bool grid would print True/False, truncated to "Fal…" in
+    a terminal. Type, shape and dtype (bool) are checked first, exactly as expect.equal does."""
+    from autograder.testing import expect
+
+    if type(got) is not torch.Tensor or got.dtype != torch.bool or tuple(got.shape) != tuple(want.shape):
+        return expect.equal(got, want, what=what, mistakes=mistakes, hints=hints, grid=grid)
+    as01 = {k: v.to(torch.uint8) for k, v in (mistakes or {}).items() if type(v) is torch.Tensor}
+    expect.equal(got.to(torch.uint8), want.to(torch.uint8), what=what, mistakes=as01, hints=hints, grid=grid)
+    return got

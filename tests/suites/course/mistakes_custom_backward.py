@@ -1,0 +1,98 @@
+"""What the named mistakes of skill custom_backward would return (Day 1 §2.3, §B).
+
+Each helper replays one wrong line of the five-line backward of Day 1 §2.3 on the same
+inputs the test sends, so ``expect.close(..., mistakes=...)`` can name the mistake the
+submission's answer matches. Computed in float64, rounded to the input dtype; variants that
+coincide with the right answer for these inputs (or have another shape) are left out.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+P = "custom_backward/"
+
+
+def _sb(d_a: torch.Tensor, a: torch.Tensor, axis: int = -1) -> torch.Tensor:
+    return a * (d_a - (d_a * a).sum(dim=axis, keepdim=True))
+
+
+def softmax_backward(d_weights: torch.Tensor, weights: torch.Tensor) -> dict[str, torch.Tensor]:
+    """hint id → what softmax_backward(Ā, A) returns with that mistake."""
+    da, a = d_weights.double(), weights.double()
+    right = _sb(da, a)
+    v = {
+        P + "missing-d-term": a * da,
+        P + "d-wrong-axis": _sb(da, a, axis=-2),
+    }
+    return {h: t.to(weights.dtype) for h, t in v.items() if t.shape == right.shape and not torch.allclose(t, right, rtol=1e-6, atol=1e-9)}
+
+
+def attention_backward(d_out, q, k, v, weights, scale: float) -> dict[str, tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+    """hint id → (dq, dk, dv) that attention_backward would return with that mistake."""
+    dy, q, k, v, a = (t.double() for t in (d_out, q, k, v, weights))
+    dtype = d_out.dtype
+    dv = a.transpose(-2, -1) @ dy
+    da = dy @ v.transpose(-2, -1)
+    ds = _sb(da, a)
+
+    def grads(ds_, *, s=scale, dk_rhs=None, dv_=None):
+        dk_ = s * (ds_.transpose(-2, -1) @ q) if dk_rhs is None else dk_rhs
+        return (s * (ds_ @ k), dk_, dv if dv_ is None else dv_)
+
+    out = {
+        P + "missing-d-term": grads(a * da),
+        P + "d-wrong-axis": grads(_sb(da, a, axis=-2)),
+    }
+    if scale != 1.0:
+        out[P + "missing-scale"] = grads(ds, s=1.0)
+    if ds.shape[-1] == ds.shape[-2]:  # only then do the transposed products have the right shape
+        out[P + "dk-transpose"] = grads(ds, dk_rhs=scale * (ds @ q))
+        out[P + "dv-transpose"] = grads(ds, dv_=a @ dy)
+    return {h: tuple(t.to(dtype) for t in g) for h, g in out.items()}
+
+
+def component(variants: dict[str, tuple], index: int) -> dict[str, torch.Tensor]:
+    """The mistakes that change gradient ``index`` (0 = dq, 1 = dk, 2 = dv)."""
+    return {h: g[index] for h, g in variants.items()}
+
+
+def plain_attention(q, k, v, allowed=None, *, scale: float | None = None):
+    """softmax(scale·q kᵀ, blocked −∞) v with plain autograd: the trusted expected values."""
+    s = (1.0 / math.sqrt(q.size(-1))) if scale is None else scale
+    scores = (q @ k.transpose(-2, -1)) * s
+    if allowed is not None:
+        scores = scores.masked_fill(~allowed, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights
+
+
+def attention_forward(q, k, v, allowed=None) -> dict[str, torch.Tensor]:
+    """hint id → what attention(q, k, v, allowed) returns with a wrong forward pass."""
+    q64, k64, v64 = q.double(), k.double(), v.double()
+    right, _ = plain_attention(q64, k64, v64, allowed)
+    out = {P + "forward-scale": plain_attention(q64, k64, v64, allowed, scale=1.0)[0]}
+    if allowed is not None and not bool(allowed.all()):
+        out[P + "forward-mask"] = plain_attention(q64, k64, v64, None)[0]
+    return {h: t.to(q.dtype) for h, t in out.items() if not torch.allclose(t, right, rtol=1e-6, atol=1e-9)}
+
+
+def attention_grads(q, k, v, allowed, d_out) -> dict[str, tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+    """hint id → (dq, dk, dv) that autograd through attention() gives with a wrong backward."""
+    q64, k64, v64, dy = (t.double() for t in (q, k, v, d_out))
+    with torch.no_grad():
+        _, a = plain_attention(q64, k64, v64, allowed)
+    scale = 1.0 / math.sqrt(q.size(-1))
+    out = attention_backward(dy, q64, k64, v64, a, scale)
+    if allowed is not None and not bool(allowed.all()):
+        _, unmasked = plain_attention(q64, k64, v64, None)  # backward recomputed A without the mask
+        out[P + "backward-ignores-mask"] = tuple(g.to(torch.float64) for g in _plain_backward(dy, q64, k64, v64, unmasked, scale))
+    return {h: tuple(t.to(q.dtype) for t in g) for h, g in out.items()}
+
+
+def _plain_backward(dy, q, k, v, a, scale):
+    dv = a.transpose(-2, -1) @ dy
+    ds = _sb(dy @ v.transpose(-2, -1), a)
+    return scale * (ds @ k), scale * (ds.transpose(-2, -1) @ q), dv

@@ -1,0 +1,122 @@
+"""What the named mistakes of skill `masks` would return (Week 7 §10–§11, Day 1 §3).
+
+A test computes these for the same inputs it sends to the submission, and
+``expect.close/equal(..., mistakes=...)`` names the one the submission's answer matches.
+They reproduce *wrong* code, so they hold nothing a student could use as an answer.
+Every mask here is allowed-style (True = may attend) unless a name says otherwise.
+"""
+
+from __future__ import annotations
+
+import torch
+
+NEG_INF = float("-inf")
+
+
+def _tri(L: int, S: int, diagonal: int) -> torch.Tensor:
+    return torch.ones(L, S, dtype=torch.bool).tril(diagonal=diagonal)
+
+
+def causal(T: int) -> dict[str, torch.Tensor]:
+    """causal_mask(T) with a mistake."""
+    right = _tri(T, T, 0)
+    out = {
+        "masks/polarity-inverted": ~right,  # triu(diagonal=1): the masked_fill convention
+        "masks/causal-transposed": torch.ones(T, T, dtype=torch.bool).triu(0),  # keys j >= i: the future
+    }
+    if T > 0:
+        out["masks/diagonal-masked"] = _tri(T, T, -1)  # j < i: nobody reads itself, row 0 empty
+    return out
+
+
+def apply(scores: torch.Tensor, allowed: torch.Tensor, fill: float = NEG_INF) -> dict[str, torch.Tensor]:
+    """apply_mask(scores, allowed, fill) with a mistake."""
+    out = {"masks/polarity-inverted": scores.masked_fill(allowed, fill)}
+    if fill != 0.0:
+        out["masks/zero-fill"] = scores.masked_fill(~allowed, 0.0)
+    return out
+
+
+def padding(lengths, T: int, left_padded: bool) -> dict[str, torch.Tensor]:
+    """padding_allowed(lengths, T, left_padded) with a mistake."""
+    n = torch.as_tensor(lengths, dtype=torch.long).reshape(-1, 1)
+    pos = torch.arange(T).unsqueeze(0)
+    right, left = pos < n, pos >= T - n
+    correct, swapped = (left, right) if left_padded else (right, left)
+    return {"masks/padding-side-swapped": swapped, "masks/polarity-inverted": ~correct}
+
+
+def combine(causal_allowed: torch.Tensor, key_allowed: torch.Tensor) -> dict[str, torch.Tensor]:
+    """combine_masks(causal, key_allowed) with a mistake."""
+    c = causal_allowed[None, None]
+    out = {
+        "masks/combine-with-or": c | key_allowed[:, None, None, :],
+        "masks/polarity-inverted": ~(c & key_allowed[:, None, None, :]),
+    }
+    L, S = causal_allowed.shape
+    if L == S:
+        out["masks/padding-masks-queries"] = c & key_allowed[:, None, :, None]  # rows blanked instead of columns
+    return out
+
+
+def softmax(scores: torch.Tensor, allowed: torch.Tensor) -> dict[str, torch.Tensor]:
+    """masked_softmax(scores, allowed) with a mistake (computed in float64, cast back)."""
+    s = scores.to(torch.float64)
+    a = allowed.to(torch.bool)
+    s, a = torch.broadcast_tensors(s, a)  # (torch.broadcast_shapes costs ~0.3 s on its first call)
+    fill = lambda value, mask=a: torch.where(mask, s, torch.tensor(value, dtype=torch.float64))  # noqa: E731
+    out = {
+        "masks/zero-fill": torch.softmax(fill(0.0), -1),
+        "masks/mask-after-softmax": torch.softmax(s, -1) * a,
+        "masks/nan-fully-masked": torch.softmax(fill(NEG_INF), -1),  # NaN on rows with nothing allowed
+        "masks/finite-fill-uniform": torch.softmax(fill(-1e9), -1),  # rows with nothing allowed: uniform 1/S
+        "masks/polarity-inverted": torch.softmax(fill(NEG_INF, ~a), -1),
+    }
+    return {k: v.to(scores.dtype) for k, v in out.items()}
+
+
+def prefix(T: int, prefix_len: int) -> dict[str, torch.Tensor]:
+    """prefix_lm_mask(T, prefix_len) with a mistake."""
+    i, j = torch.arange(T).unsqueeze(1), torch.arange(T).unsqueeze(0)
+    right = (j <= i) | (j < prefix_len)
+    out = {
+        "masks/prefix-off-by-one": (j <= i) | (j <= prefix_len),
+        "masks/diagonal-masked": (j < i) | (j < prefix_len),
+        "masks/polarity-inverted": ~right,
+    }
+    if prefix_len > 0:
+        out["masks/prefix-rows"] = (j <= i) | (i < prefix_len)  # prefix *queries* read everything instead
+    return out
+
+
+def document(doc_ids: torch.Tensor) -> dict[str, torch.Tensor]:
+    """document_mask(doc_ids) with a mistake."""
+    T = doc_ids.size(-1)
+    same = doc_ids.unsqueeze(-1) == doc_ids.unsqueeze(-2)
+    tril = _tri(T, T, 0)
+    return {
+        "masks/document-not-causal": same,
+        "masks/document-ignored": tril.expand(same.shape).clone(),
+        "masks/diagonal-masked": same & _tri(T, T, -1),
+        "masks/polarity-inverted": ~(same & tril),
+    }
+
+
+def distinct(mistakes: dict[str, torch.Tensor], tol, want: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
+    """Only the mistakes whose output differs from every other mistake's (and from the
+    right answer `want`, when given) on these inputs.
+
+    Random inputs sometimes make two mistakes coincide (e.g. with one key per row, or
+    scores of 1e4 where a 0 fill and a −1e9 fill both vanish), or make a mistake harmless
+    (T = 1); naming those would only confuse, so such a case names neither and the other
+    cases name the right one."""
+    from autograder.testing import expect
+
+    keep = {}
+    for hint, out in mistakes.items():
+        others = {h: o for h, o in mistakes.items() if h != hint}
+        if want is not None:
+            others["(the right answer)"] = want
+        if not expect.diagnose(out, others, tol):
+            keep[hint] = out
+    return keep

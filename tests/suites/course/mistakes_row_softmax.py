@@ -1,0 +1,102 @@
+"""What the named mistakes of skill row_softmax would return (Week 7 §5, §8, §16, §18).
+
+A test computes these for the same inputs it sends to the submission, and
+``expect.close(..., mistakes=...)`` names the one the submission's answer matches. They are
+reproductions of *wrong* code. Mistakes that are about floating-point range (no max
+subtraction, log of an underflowed softmax) are computed in the input's own dtype, where
+they overflow exactly as the student's code does; the others in float64, then rounded.
+A variant that happens to equal the right answer for these inputs is left out.
+"""
+
+from __future__ import annotations
+
+import torch
+
+P = "row_softmax/"
+
+
+def _axis(t: torch.Tensor, dim: int) -> int:
+    return dim % t.dim()
+
+
+def _other_axis(t: torch.Tensor, dim: int) -> int | None:
+    """The axis a wrong-axis softmax would use instead of ``dim``."""
+    if t.dim() < 2:
+        return None
+    d = _axis(t, dim)
+    return t.dim() - 2 if d == t.dim() - 1 else t.dim() - 1
+
+
+def _naive_softmax(s: torch.Tensor, dim: int) -> torch.Tensor:
+    e = torch.exp(s)  # no max subtraction: exp(1e4) = inf, inf / inf = NaN
+    return e / e.sum(dim=dim, keepdim=True)
+
+
+def _keep_if_wrong(variants: dict[str, torch.Tensor], right: torch.Tensor) -> dict[str, torch.Tensor]:
+    out = {}
+    for hint, t in variants.items():
+        if t.shape != right.shape:
+            out[hint] = t
+            continue
+        same = torch.isclose(t.double(), right.double(), rtol=1e-6, atol=1e-9, equal_nan=True).all()
+        if not bool(same):
+            out[hint] = t
+    return out
+
+
+def softmax(scores: torch.Tensor, dim: int = -1) -> dict[str, torch.Tensor]:
+    """hint id → what softmax_rows(scores, dim) returns with that mistake."""
+    s64 = scores.double()
+    right = torch.softmax(s64, dim=dim)
+    v = {P + "no-max-subtraction": _naive_softmax(scores, dim)}
+    other = _other_axis(scores, dim)
+    if other is not None:
+        v[P + "softmax-wrong-axis"] = torch.softmax(s64, dim=other).to(scores.dtype)
+    return _keep_if_wrong(v, right)
+
+
+def log_softmax(scores: torch.Tensor, dim: int = -1) -> dict[str, torch.Tensor]:
+    """hint id → what log_softmax_rows(scores, dim) returns with that mistake."""
+    s64 = scores.double()
+    right = torch.log_softmax(s64, dim=dim)
+    v = {
+        P + "log-of-softmax": torch.log(torch.softmax(scores, dim=dim)),  # underflow → log(0) = −∞
+        P + "no-max-subtraction": scores - torch.log(torch.exp(scores).sum(dim=dim, keepdim=True)),
+    }
+    other = _other_axis(scores, dim)
+    if other is not None:
+        v[P + "softmax-wrong-axis"] = torch.log_softmax(s64, dim=other).to(scores.dtype)
+    return _keep_if_wrong(v, right)
+
+
+def cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> dict[str, torch.Tensor]:
+    """hint id → what cross_entropy(logits, targets) returns with that mistake."""
+    dtype = logits.dtype
+    n = torch.arange(logits.size(0))
+    t = targets.long()
+    l64 = logits.double()
+    logp = torch.log_softmax(l64, dim=-1)
+    right = -logp[n, t].mean()
+    probs = torch.softmax(l64, dim=-1)
+    v = {
+        P + "ce-sum-not-mean": (-logp[n, t].sum()).to(dtype),
+        P + "ce-no-reduction": (-logp[n, t]).to(dtype),
+        P + "ce-missing-log": (-probs[n, t].mean()).to(dtype),
+        P + "ce-on-probabilities": (-torch.log_softmax(probs, dim=-1)[n, t].mean()).to(dtype),
+        P + "log-of-softmax": -torch.log(torch.softmax(logits, dim=-1))[n, t].mean(),
+        P + "no-max-subtraction": -(logits - torch.log(torch.exp(logits).sum(-1, keepdim=True)))[n, t].mean(),
+    }
+    if logits.size(0) > 1:
+        v[P + "ce-target-indexing"] = (-logp[:, t].mean()).to(dtype)  # an N×N block, not one entry per row
+        v[P + "softmax-wrong-axis"] = (-torch.log_softmax(l64, dim=0)[n, t].mean()).to(dtype)
+    return _keep_if_wrong(v, right)
+
+
+def vocab_probs(h: torch.Tensor, w_vocab: torch.Tensor) -> dict[str, torch.Tensor]:
+    """hint id → what vocab_probs(h, w_vocab) returns with that mistake."""
+    logits = h.double() @ w_vocab.double()
+    right = torch.softmax(logits, dim=-1)
+    v = {P + "no-max-subtraction": _naive_softmax(h @ w_vocab, -1)}
+    if logits.dim() >= 2:
+        v[P + "vocab-wrong-axis"] = torch.softmax(logits, dim=-2).to(h.dtype)  # over positions / examples
+    return _keep_if_wrong(v, right)

@@ -1,0 +1,94 @@
+"""What the named mistakes of skill `sdpa_masks` would return (Day 1 §A.1–§A.4).
+
+A test computes these for the same inputs it sends to the submission, and
+``expect.close/equal(..., mistakes=...)`` names the one the submission's answer matches.
+They reproduce *wrong* code (run through the same PyTorch APIs a student would call), so
+they hold nothing a student could use as an answer.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from .mistakes_masks import distinct  # noqa: F401  (re-exported: drop mistakes that coincide on these inputs)
+
+NEG_INF = float("-inf")
+
+
+def _tri(L: int, S: int, diagonal: int) -> torch.Tensor:
+    return torch.ones(L, S, dtype=torch.bool).tril(diagonal=diagonal)
+
+
+def additive(allowed: torch.Tensor, dtype: torch.dtype) -> dict[str, torch.Tensor]:
+    """to_additive_mask(allowed, dtype) with a mistake."""
+    zeros = torch.zeros(allowed.shape, dtype=dtype)
+    return {
+        "sdpa_masks/additive-wrong-values": allowed.to(dtype),  # 1 = keep, 0 = block
+        "sdpa_masks/polarity-inverted": zeros.masked_fill(allowed, NEG_INF),  # −∞ on the allowed entries
+        "sdpa_masks/additive-finite": zeros.masked_fill(~allowed, torch.finfo(dtype).min),
+    }
+
+
+def hf(attention_mask: torch.Tensor, causal: bool) -> dict[str, torch.Tensor]:
+    """hf_to_sdpa_mask(attention_mask, causal) with a mistake."""
+    real = attention_mask != 0
+    B, S = real.shape
+    tri = _tri(S, S, 0) if causal else torch.ones(S, S, dtype=torch.bool)
+    keys = real[:, None, None, :] & tri
+    out = {
+        "sdpa_masks/hf-masks-queries": keys & real[:, None, :, None],
+        "sdpa_masks/hf-pad-polarity": (~real)[:, None, None, :] & tri,
+        "sdpa_masks/polarity-inverted": ~keys,
+    }
+    if causal:
+        out["sdpa_masks/hf-causal-ignored"] = real[:, None, None, :].expand(B, 1, S, S).clone()
+    return out
+
+
+def kv_cache(L: int, S: int) -> dict[str, torch.Tensor]:
+    """kv_cache_mask(L, S) with a mistake."""
+    return {"sdpa_masks/kv-cache-top-left": _tri(L, S, 0), "sdpa_masks/polarity-inverted": ~_tri(L, S, S - L)}
+
+
+def sdpa(q, k, v, allowed=None, causal=False) -> dict[str, torch.Tensor]:
+    """sdpa(q, k, v, allowed, causal) with a mistake, evaluated with SDPA in float64."""
+    q64, k64, v64 = (t.to(torch.float64) for t in (q, k, v))
+    L, S = q.size(-2), k.size(-2)
+    run = lambda mask: F.scaled_dot_product_attention(q64, k64, v64, attn_mask=mask).to(q.dtype)  # noqa: E731
+    both = lambda a, c: c if a is None else a & c  # noqa: E731
+    out = {}
+    if allowed is not None:
+        out["sdpa_masks/polarity-inverted"] = run(both(~allowed, _tri(L, S, S - L)) if causal else ~allowed)
+    if causal:
+        if L != S:
+            out["sdpa_masks/top-left-causal"] = run(both(allowed, _tri(L, S, 0)))
+        out["sdpa_masks/causal-ignored"] = run(allowed)
+    return out
+
+
+def mha(module, x, allowed=None, key_allowed=None) -> dict[str, torch.Tensor]:
+    """mha_self_attention(module, x, allowed, key_allowed) with a mistake; `module` is a
+    float64 copy of the student's module, in eval mode."""
+    from .sdpa_masks_data import merged_blocked
+
+    x64 = x.to(torch.float64)
+    bf = module.batch_first
+
+    def run(seq, attn_mask, key_padding_mask, transpose: bool):
+        mask = merged_blocked(module.num_heads, x.shape[1], attn_mask, key_padding_mask)  # = passing both (no sympy import)
+        with torch.no_grad():
+            out, _ = module(seq, seq, seq, attn_mask=mask, need_weights=False)
+        return (out.transpose(0, 1) if transpose else out).to(x.dtype)
+
+    seq = x64 if bf else x64.transpose(0, 1)
+    attn = None if allowed is None else ~allowed
+    kpm = None if key_allowed is None else ~key_allowed
+    out = {}
+    if allowed is not None:
+        out["sdpa_masks/mha-mask-not-inverted"] = run(seq, allowed, kpm, not bf)
+    if key_allowed is not None:
+        out["sdpa_masks/key-padding-polarity"] = run(seq, attn, key_allowed, not bf)
+    if not bf and key_allowed is None and (allowed is None or x.size(0) == x.size(1)):
+        out["sdpa_masks/batch-first-ignored"] = run(x64, attn, None, False)  # (B,T,C) fed as (T,B,C)
+    return out

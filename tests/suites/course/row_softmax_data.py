@@ -1,0 +1,139 @@
+"""Skill row_softmax: the Week 7 §16 vocabulary example and the "no torch softmax" rule.
+
+The numbers are those of ``week07.STATED`` (printed in Week 7 §5 and §16). The rule is
+EXERCISES.md §3: ``row_softmax.py`` calls no softmax, log_softmax or cross_entropy of torch,
+in any spelling. Every row_softmax test checks it twice — in the file's source and in the
+torch functions its calls actually used — *before* judging a single value, so a submission
+that breaks it scores 0 in every test of the skill, not just in one constraint test.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from autograder.testing import expect
+from autograder.testing.failures import SubmissionError
+from autograder.testing.source import check_no_banned
+
+from . import week07 as w7
+
+MODULE = "row_softmax"
+FILE = "row_softmax.py"
+HINTS = ["row_softmax/forbidden-softmax", "general/forbidden-api"]
+
+# Names that may not appear as an attribute or import in row_softmax.py (any spelling:
+# torch.x, F.x, Tensor.x, torch.special.x, nn.X, torch.ops.aten.x, from … import x).
+BANNED_NAMES = (
+    "softmax", "_softmax", "log_softmax", "_log_softmax", "special_softmax", "special_log_softmax",
+    "_masked_softmax", "_safe_softmax", "softmin", "gumbel_softmax",
+    "Softmax", "LogSoftmax", "Softmin", "Softmax2d",
+    "cross_entropy", "cross_entropy_loss", "CrossEntropyLoss",
+    "scaled_dot_product_attention", "MultiheadAttention", "multi_head_attention_forward",
+)
+# Torch functions that may not run inside a row_softmax call (names as recorded at run time;
+# an overload such as "softmax.int" counts as "softmax").
+BANNED_OP_PARTS = ("softmax", "softmin", "cross_entropy", "scaled_dot_product", "multi_head_attention")
+
+
+def banned_ops(ops: set[str]) -> list[str]:
+    return sorted({op for op in ops if any(part in op.split(".")[0] for part in BANNED_OP_PARTS)})
+
+
+def check_source(sub) -> None:
+    """The file's source may not name a torch softmax / log_softmax / cross_entropy."""
+    check_no_banned(
+        sub.source(MODULE), FILE, BANNED_NAMES,
+        what="row_softmax.py calls no torch softmax, log_softmax or cross_entropy (EXERCISES.md §3)", hints=HINTS,
+    )
+
+
+class Calls:
+    """All of a test's calls into row_softmax, made up front with op recording.
+
+        calls = Calls(sub, rng)
+        a = calls.add("softmax_rows", s)           # an index
+        calls.run()                                # source + run-time constraint, before any value is judged
+        got = calls.value(a)                       # the value, or the submission's own error
+
+    A call that raised keeps its error, re-raised by ``value`` inside the check that needs it
+    (so a TODO stub reads "not implemented yet" per check, and partial credit still works).
+    ``run`` also makes one small call of every function of the file (see ``_canaries``)."""
+
+    def __init__(self, sub, rng: torch.Generator) -> None:
+        self.sub = sub
+        self.rng = rng
+        self._todo: list[tuple[str, tuple, dict, bool]] = []
+        self._results: list[Any] = []
+
+    def add(self, fn: str, *args: Any, return_args: bool = False, **kwargs: Any) -> int:
+        self._todo.append((fn, args, kwargs, return_args))
+        return len(self._todo) - 1
+
+    def _canaries(self) -> list[tuple[str, tuple, dict]]:
+        """One small call of every function, so that each test checks the whole file's run-time
+        behaviour, not only the functions it grades (a forbidden call in softmax_rows must cost
+        the cross_entropy tests too)."""
+        g = self.rng
+        s = torch.randn(2, 3, 4, generator=g, dtype=torch.float64) * 3
+        return [
+            ("softmax_rows", (s.float(),), {}), ("softmax_rows", (s,), {"dim": 1}),
+            ("log_softmax_rows", (s,), {}), ("log_softmax_rows", (s.float(),), {"dim": 0}),
+            ("cross_entropy", (s[0].float(), torch.randint(0, 4, (3,), generator=g)), {}),
+            ("vocab_probs", (s, torch.randn(4, 5, generator=g, dtype=torch.float64)), {}),
+        ]
+
+    def run(self) -> "Calls":
+        check_source(self.sub)
+        used: dict[str, list[str]] = {}
+        module = getattr(self.sub, MODULE)
+        for fn, args, kwargs in self._canaries():
+            try:
+                result = module.call(fn, *args, record_ops=True, **kwargs)
+            except SubmissionError:
+                continue  # a TODO stub or a crash: the test's own calls report it
+            for op in banned_ops(result.ops):
+                used.setdefault(op, []).append(fn)
+        for fn, args, kwargs, return_args in self._todo:
+            try:
+                result = module.call(fn, *args, record_ops=True, return_args=return_args, **kwargs)
+            except SubmissionError as exc:
+                self._results.append(exc)
+                continue
+            self._results.append(result)
+            for op in banned_ops(result.ops):
+                used.setdefault(op, []).append(fn)
+        if used:
+            listing = "; ".join(f"{op} (in {', '.join(sorted(set(fns)))})" for op, fns in sorted(used.items()))
+            expect.true(False, what="row_softmax calls no torch softmax, log_softmax or cross_entropy at run time (EXERCISES.md §3)",
+                        detail=f"these torch functions ran inside your calls: {listing}", hints=HINTS, problem="constraint")
+        return self
+
+    def result(self, index: int):
+        r = self._results[index]
+        if isinstance(r, SubmissionError):
+            raise r
+        return r
+
+    def value(self, index: int) -> Any:
+        return self.result(index).value
+
+
+def week7_h(dtype: torch.dtype = torch.float64) -> torch.Tensor:
+    """h_A, h_B: the final-position head outputs of Week 7 §6/§16, computed exactly ([2, 2])."""
+    ex = w7.example(torch.float64)
+    q, k, v = ex.x @ ex.w_q, ex.x @ ex.w_k, ex.x @ ex.w_v
+    T = ex.x.size(1)
+    scores = (q @ k.transpose(-2, -1)) / 2 ** 0.5
+    scores = scores.masked_fill(~torch.tril(torch.ones(T, T, dtype=torch.bool)), float("-inf"))
+    out = torch.softmax(scores, dim=-1) @ v
+    return out[:, -1].to(dtype)
+
+
+def week7_w_vocab(dtype: torch.dtype = torch.float64) -> torch.Tensor:
+    return w7.example(dtype).w_vocab
+
+
+def week7_targets() -> torch.Tensor:
+    return torch.tensor(w7.TARGETS)

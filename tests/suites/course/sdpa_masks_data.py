@@ -1,0 +1,127 @@
+"""Shared glue for skill sdpa_masks: probes that run in the worker, and the trusted-side
+twin of the nn.MultiheadAttention they build.
+
+The probes are sent to the worker and can be read by the submission: they hold glue only
+(build a module from a state_dict we send, record how PyTorch's attention APIs are
+called), never expected values. Expected values are computed on the trusted side.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from autograder.testing import probe
+from autograder.testing.inputs import randn
+
+
+@probe
+def sdpa_recorded(ctx, args, kwargs):
+    """Call sdpa_masks.sdpa(*args, **kwargs) and record every call it makes to
+    F.scaled_dot_product_attention (any spelling): mask given?, is_causal, dropout_p, L, S."""
+    import torch
+    from torch.overrides import TorchFunctionMode
+
+    names = ("query", "key", "value", "attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa")
+    calls = []
+
+    class Recorder(TorchFunctionMode):
+        def __torch_function__(self, func, types, a=(), kw=None):
+            kw = kw or {}
+            if getattr(func, "__name__", "") == "scaled_dot_product_attention":
+                bound = dict(zip(names, a))
+                bound.update(kw)
+                q, k = bound.get("query"), bound.get("key")
+                calls.append({
+                    "mask": bound.get("attn_mask") is not None,
+                    "is_causal": bool(bound.get("is_causal", False)),
+                    "dropout_p": float(bound.get("dropout_p", 0.0) or 0.0),
+                    "L": int(q.shape[-2]) if isinstance(q, torch.Tensor) and q.dim() >= 2 else -1,
+                    "S": int(k.shape[-2]) if isinstance(k, torch.Tensor) and k.dim() >= 2 else -1,
+                })
+            return func(*a, **kw)
+
+    fn = ctx.module("sdpa_masks").sdpa
+    with Recorder():
+        value = fn(*args, **kwargs)
+    return {"value": value, "calls": calls}
+
+
+@probe
+def mha_recorded(ctx, config, state, x, allowed, key_allowed):
+    """Build nn.MultiheadAttention from `config` and `state` (dropout 0, eval mode), run
+    sdpa_masks.mha_self_attention on it under no_grad and record how it was called."""
+    import torch
+    import torch.nn.functional as F
+
+    def _check_key_padding_mask(key_padding_mask, src_len, bsz):
+        # torch's own check, minus torch._check_with, whose first call imports sympy (~0.6 s
+        # in every fresh worker; the zygote's warm-up does not cover key_padding_mask)
+        if key_padding_mask.shape[0] != bsz:
+            raise AssertionError(f"Expected key_padded_mask.shape[0] to be {bsz}, but got {key_padding_mask.shape[0]}")
+        if key_padding_mask.shape[1] != src_len:
+            raise AssertionError(f"Expected key_padded_mask.shape[1] to be {src_len}, but got {key_padding_mask.shape[1]}")
+
+    F._check_key_padding_mask = _check_key_padding_mask
+    mha = torch.nn.MultiheadAttention(config["embed_dim"], config["num_heads"], bias=config["bias"],
+                                      batch_first=config["batch_first"], dtype=x.dtype)
+    mha.load_state_dict(state)
+    mha.eval()
+    calls = []
+    order = ("query", "key", "value", "key_padding_mask", "need_weights", "attn_mask", "average_attn_weights", "is_causal")
+
+    def record(module, a, kw):  # a forward pre-hook: survives copy.deepcopy(mha) and .to(dtype)
+        bound = dict(zip(order, a))
+        bound.update(kw)
+        calls.append({"need_weights": bool(bound.get("need_weights", True)), "is_causal": bool(bound.get("is_causal", False))})
+
+    mha.register_forward_pre_hook(record, with_kwargs=True)
+    with torch.no_grad():
+        value = ctx.module("sdpa_masks").mha_self_attention(mha, x, allowed, key_allowed)
+    return {"value": value, "calls": calls}
+
+
+def mha_state(rng, embed_dim: int, bias: bool, dtype: torch.dtype) -> dict[str, torch.Tensor]:
+    """A state_dict for nn.MultiheadAttention(embed_dim, h, bias=bias): weights with std 1/√C."""
+    C = embed_dim
+    state = {"in_proj_weight": randn(rng, 3 * C, C, dtype=dtype, scale=C ** -0.5), "out_proj.weight": randn(rng, C, C, dtype=dtype, scale=C ** -0.5)}
+    if bias:
+        state["in_proj_bias"] = randn(rng, 3 * C, dtype=dtype, scale=0.1)
+        state["out_proj.bias"] = randn(rng, C, dtype=dtype, scale=0.1)
+    return state
+
+
+def mha_module(config: dict, state: dict[str, torch.Tensor]) -> torch.nn.MultiheadAttention:
+    """The trusted twin of the module the probe builds, in float64 and eval mode."""
+    mha = torch.nn.MultiheadAttention(config["embed_dim"], config["num_heads"], bias=config["bias"],
+                                      batch_first=config["batch_first"], dtype=torch.float64)
+    mha.load_state_dict({k: v.to(torch.float64) for k, v in state.items()})
+    return mha.eval()
+
+
+def merged_blocked(num_heads: int, T: int, blocked: torch.Tensor | None, key_blocked: torch.Tensor | None) -> torch.Tensor | None:
+    """attn_mask [T,T] and key_padding_mask [B,T] (True = not allowed) merged into the one
+    [B·h, T, T] attn_mask nn.MultiheadAttention builds from them itself (logical or).
+    Passing key_padding_mask on the trusted side would import sympy (~0.6 s) through
+    torch._check_with; the merged mask gives the same attention."""
+    if key_blocked is None:
+        return blocked
+    B = key_blocked.shape[0]
+    merged = key_blocked[:, None, None, :].expand(B, num_heads, T, T)
+    if blocked is not None:
+        merged = merged | blocked
+    return merged.reshape(B * num_heads, T, T)
+
+
+def mha_expected(config: dict, state: dict[str, torch.Tensor], x: torch.Tensor, allowed=None, key_allowed=None) -> torch.Tensor:
+    """Self-attention through the module, called the way Day 1 §A.2/§A.3 say: (T, B, C)
+    when batch_first is False, masks flipped to True = not allowed, need_weights=False."""
+    mha = mha_module(config, state)
+    seq = x.to(torch.float64)
+    if not config["batch_first"]:
+        seq = seq.transpose(0, 1)
+    mask = merged_blocked(config["num_heads"], x.shape[1], None if allowed is None else ~allowed, None if key_allowed is None else ~key_allowed)
+    with torch.no_grad():
+        out, _ = mha(seq, seq, seq, attn_mask=mask, need_weights=False)
+    if not config["batch_first"]:
+        out = out.transpose(0, 1)
+    return out.to(x.dtype)

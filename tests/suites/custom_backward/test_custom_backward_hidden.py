@@ -1,0 +1,346 @@
+"""Skill custom_backward, hidden tests: the course numbers (Week 7 §16 in float64 and float32,
+Day 1 §2.3's identities D_i = ȳ_i·y_i, S̄ = 0 at masked keys, Σ_l S̄_il = 0, agreement with
+finite differences), the reference on fresh random inputs (batch dims, h = 1, L ≠ S, d_k ≠ d_v,
+masks, float32/float64, non-contiguous), the no-autograd rule and dtype/in-place rules.
+Not shipped to students; on Gradescope students see each test's name and hint only."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from autograder.testing import expect
+from autograder.testing.failures import SubmissionError
+from autograder.testing.inputs import choice, noncontiguous, randint, randn
+from course import custom_backward_data as data
+from course import mistakes_custom_backward as signatures
+from course import week07 as w7
+from course.tolerances import tol
+
+DTYPES = (torch.float32, torch.float64)
+GRADS = ("dq", "dk", "dv")
+
+
+def _name(dtype: torch.dtype) -> str:
+    return str(dtype).replace("torch.", "")
+
+
+def _problem(rng, dtype, *, lead=None, mask=None, t_max: int = 64, d=None):
+    """Random (q, k, v, allowed, d_out): leading dims (), [B], [B,1] (h = 1) or [B,h]; L ≠ S;
+    d_k ≠ d_v (or ``d`` for both: d = 1 is the h = C split, one feature per head); masks:
+    none, causal (top-left), bottom-right causal (L ≤ S), key padding or random — always at
+    least one allowed key per query."""
+    lead = choice(rng, ((), (1,), (2,), (2, 1), (2, 3))) if lead is None else lead
+    L = choice(rng, (1, randint(rng, 2, t_max), t_max))
+    # S ≥ 2: with one key the weights are all 1 and every score gradient is 0, which a
+    # backward returning zeros would "match" — a credited case must be able to fail
+    S = choice(rng, (2, randint(rng, 2, t_max), t_max))
+    d_k, d_v = randint(rng, 1, 16), choice(rng, (None, randint(rng, 1, 16)))
+    d_v = d_k if d_v is None else d_v
+    if d is not None:
+        d_k = d_v = d
+    mask = choice(rng, ("none", "causal", "bottom-right", "padding", "random")) if mask is None else mask
+    if mask in ("causal", "bottom-right") and L == 1:
+        L = 2  # a single causal query reads one key: its score gradient is trivially 0
+    allowed = None
+    if mask == "causal":
+        allowed = torch.tril(torch.ones(L, S, dtype=torch.bool))
+    elif mask == "bottom-right":
+        allowed = torch.tril(torch.ones(L, S, dtype=torch.bool), diagonal=S - L) if S >= L else torch.tril(torch.ones(L, S, dtype=torch.bool))
+    elif mask == "padding":
+        keep = torch.arange(S) < randint(rng, 2, S)  # right padding: the first keys (at least two) are real
+        allowed = keep.expand(L, S).clone()
+    elif mask == "random":
+        allowed = torch.rand(L, S, generator=rng) < 0.6
+        allowed[torch.arange(L), torch.randint(0, S, (L,), generator=rng)] = True
+        allowed[0, :2] = True  # some row mixes two keys, so its gradient is not trivially 0
+    q, k = randn(rng, *lead, L, d_k, dtype=dtype), randn(rng, *lead, S, d_k, dtype=dtype)
+    v, d_out = randn(rng, *lead, S, d_v, dtype=dtype), randn(rng, *lead, L, d_v, dtype=dtype)
+    return q, k, v, allowed, d_out
+
+
+def _weights(q, k, allowed, scale):
+    """A = softmax(scale·q kᵀ, blocked −∞) in float64 (trusted)."""
+    return signatures.plain_attention(q.double(), k.double(), k.double()[..., :1], allowed, scale=scale)[1]
+
+
+def _reference_grads(q, k, v, allowed, d_out):
+    """(out, (dq, dk, dv)) by torch autograd in float64 (trusted)."""
+    q64, k64, v64 = (t.double().detach().requires_grad_(True) for t in (q, k, v))
+    out, _ = signatures.plain_attention(q64, k64, v64, allowed)
+    grads = torch.autograd.grad((out * d_out.double()).sum(), [q64, k64, v64])
+    return out.detach(), grads
+
+
+def _shapes(*ts) -> str:
+    return ", ".join(str(list(t.shape)) for t in ts)
+
+
+def _gate_attention_backward(sub, ref, rng) -> None:
+    """A plain float64 attention_backward call against the reference, before any partial credit:
+    a backward that is wrong on the plain case (or answers from a table) scores 0 in the test."""
+    q, k, v, _, d_out = _problem(rng, torch.float64, lead=(2,), mask="none", t_max=8)
+    scale = 1.0 / math.sqrt(q.size(-1))
+    a = _weights(q, k, None, scale)
+    with data.explained():
+        got = expect.sequence(sub.custom_backward.attention_backward(d_out, q, k, v, a, scale), 3, what="attention_backward")
+    want = ref.custom_backward.attention_backward(d_out, q, k, v, a, scale)
+    variants = signatures.attention_backward(d_out, q, k, v, a, scale)
+    for i, name in enumerate(GRADS):
+        expect.close(got[i], want[i], what=f"attention_backward: {name} on a plain float64 input ({_shapes(q, k, v)}; checked before the cases)",
+                     tol=tol("custom_backward.attention_backward", torch.float64), mistakes=signatures.component(variants, i))
+
+
+# --------------------------------------------------------------------------- course numbers
+def test_course_backward_numbers_in_float64_and_float32(sub, ref, rng, credit):
+    data.check_backward_source(sub)
+    _gate_attention_backward(sub, ref, rng)
+    with data.explained():
+        chains = {dtype: sub.custom_backward.run(data.week7_training_step, *data.week7_chain_inputs(dtype).values(), 0.01) for dtype in DTYPES}
+    # Day 1 §2.3 group 5 setting: one causal sequence, T = 6, float64
+    T, d = 6, randint(rng, 2, 6)
+    q, k, v = (randn(rng, T, d, dtype=torch.float64) for _ in range(3))
+    d_out = randn(rng, T, d, dtype=torch.float64)
+    causal = torch.tril(torch.ones(T, T, dtype=torch.bool))
+    scale = 1.0 / math.sqrt(d)
+    a = _weights(q, k, causal, scale)
+    y = a @ v
+    d_weights = d_out @ v.T
+    ds = expect.tensor(sub.custom_backward.softmax_backward(d_weights, a), what="softmax_backward(Ȳ Vᵀ, A)")
+    with data.explained():
+        grads = expect.sequence(sub.custom_backward.attention_backward(d_out, q, k, v, a, scale), 3, what="attention_backward")
+    expect.true(tuple(ds.shape) == (T, T), what="softmax_backward(Ā, A) keeps the shape [L, S]", detail=f"A [{T}, {T}] gave {list(ds.shape)}")
+    for name, g, like in zip(GRADS, grads, (q, k, v)):
+        expect.true(type(g) is torch.Tensor and tuple(g.shape) == tuple(like.shape), what=f"attention_backward: {name} has the shape of {name[1:]}",
+                    detail=f"expected {list(like.shape)}, got {expect.describe(g)}")
+    for part in credit.parts(["W7-43/45/46/47 float64", "W7-48 float32", "dL/dW_Q", "D1-11 D = ȳ·y", "D1-12 masked S̄ = 0", "D1-13 row sums", "D1-10 finite differences"]):
+        with part:
+            label = part.label
+            if label.startswith("W7-4"):
+                dtype = torch.float64 if label.endswith("float64") else torch.float32
+                got = chains[dtype]
+                t = w7.Tol(0.0, 1e-6) if dtype == torch.float64 else w7.PRINTED_6DP
+                grad = expect.tensor(got.get("grad"), what=f"dL/dW_Q through attention() ({_name(dtype)})")
+                expect.close(got["loss"], torch.tensor(w7.STATED["loss_mean"], dtype=dtype), what=f"mean loss through attention() ({_name(dtype)}, W7-43)", tol=t,
+                             mistakes=data.week7_loss_mistakes(dtype), hints=["custom_backward/forward-mask"])
+                expect.scalar(grad[1, 0], w7.STATED["grad_wq_10"], what=f"d(mean loss)/dW_Q[1,0] ({_name(dtype)}, W7-45/48)", tol=t,
+                              hints=["custom_backward/missing-scale", "custom_backward/missing-d-term", "custom_backward/backward-ignores-mask"])
+                if dtype == torch.float64:
+                    expect.scalar(1.0 - 0.01 * float(grad[1, 0]), w7.STATED["q_new"], what="q_new (W7-46)", tol=t)
+                    expect.scalar(got["loss_after"], 1.316778184921, what="mean loss after the step (W7-47)", tol=t)
+            elif label == "dL/dW_Q":
+                want = data.week7_chain_reference(**data.week7_chain_inputs(torch.float64))["grad"]
+                expect.close(chains[torch.float64]["grad"], want, what="all of dL/dW_Q (W_Q[1,1]: +0.030682, rows 0, 2, 3: 0)", tol=w7.Tol(0.0, 1e-9))
+            elif label.startswith("D1-11"):
+                D = (d_out * y).sum(-1, keepdim=True)  # D_i = ȳ_i · y_i
+                expect.close(ds, a * (d_weights - D), what="S̄ = A ⊙ (Ā − D) with D_i = ȳ_i·y_i (D1-11, within 1e-12)", tol=w7.Tol(0.0, 1e-12),
+                             mistakes=signatures.softmax_backward(d_weights, a))
+            elif label.startswith("D1-12"):
+                masked = ds[~causal]
+                expect.true(bool((masked == 0).all()), what="S̄ at masked (future) positions is exactly 0 (D1-12)",
+                            detail=f"largest |S̄| at a masked position: {masked.abs().max().item():.3g}", hints=["custom_backward/backward-ignores-mask"])
+            elif label.startswith("D1-13"):
+                sums = ds.sum(-1)
+                expect.true(bool(sums.abs().max() <= 1e-12), what="Σ_l S̄_il = 0 for every row (D1-13, within 1e-12)",
+                            detail=f"largest |row sum| {sums.abs().max().item():.3g}", hints=["custom_backward/missing-d-term", "custom_backward/d-wrong-axis"])
+            else:
+                numeric = _finite_differences(q, k, v, causal, d_out)
+                for name, g, n in zip(GRADS, grads, numeric):
+                    g = expect.tensor(g, what=name)
+                    rel = ((g - n).abs().max() / n.abs().max().clamp_min(1e-12)).item()
+                    expect.true(rel < 1e-6, what=f"{name} agrees with central finite differences (D1-10: relative error < 1e-6)",
+                                detail=f"max relative error {rel:.3g}", hints=["custom_backward/gradcheck-failed"])
+
+
+def _finite_differences(q, k, v, allowed, d_out, eps: float = 1e-6):
+    """Central differences of L = Σ out ⊙ Ȳ with respect to q, k, v (float64, trusted)."""
+    def loss(q_, k_, v_):
+        return (signatures.plain_attention(q_, k_, v_, allowed)[0] * d_out).sum()
+
+    out = []
+    args = [q.clone(), k.clone(), v.clone()]
+    for i, t in enumerate(args):
+        g = torch.zeros_like(t)
+        flat, gflat = t.view(-1), g.view(-1)
+        for j in range(flat.numel()):
+            old = flat[j].item()
+            flat[j] = old + eps
+            up = loss(*args)
+            flat[j] = old - eps
+            down = loss(*args)
+            flat[j] = old
+            gflat[j] = (up - down) / (2 * eps)
+        out.append(g)
+    return out
+
+
+# --------------------------------------------------------------------------- vs the reference
+def test_softmax_backward_matches_reference_with_batch_dims_and_masks(sub, ref, rng, credit):
+    q, k, _, _, _ = _problem(rng, torch.float32, lead=(2,), mask="none", t_max=10)
+    gate_a, gate_da = _weights(q, k, None, 1.0).float(), randn(rng, *q.shape[:-1], k.size(-2))
+    expect.close(sub.custom_backward.softmax_backward(gate_da, gate_a), ref.custom_backward.softmax_backward(gate_da.double(), gate_a.double()).float(),
+                 what=f"softmax_backward on a plain float32 input {list(gate_a.shape)} (checked before the cases)", tol=tol("custom_backward.softmax_backward", torch.float32),
+                 mistakes=signatures.softmax_backward(gate_da, gate_a))
+    for case in credit.cases(6):
+        with case:
+            dtype = DTYPES[int(case.label.split()[-1]) % 2]
+            q, k, _, allowed, _ = _problem(rng, dtype)
+            a = _weights(q, k, allowed, 1.0 / math.sqrt(q.size(-1))).to(dtype)
+            da = randn(rng, *a.shape, dtype=dtype, scale=choice(rng, (1.0, 10.0)))
+            if randint(rng, 0, 1):
+                da = noncontiguous(da)
+            want = ref.custom_backward.softmax_backward(da.double(), a.double()).to(dtype)
+            expect.close(sub.custom_backward.softmax_backward(da, a), want, what=f"softmax_backward(Ā, A {list(a.shape)}), {_name(dtype)}",
+                         tol=tol("custom_backward.softmax_backward", dtype), mistakes=signatures.softmax_backward(da, a))
+
+
+def test_attention_backward_matches_reference_on_random_inputs(sub, ref, rng, credit):
+    _gate_attention_backward(sub, ref, rng)
+    for case in credit.cases(8):
+        with case:
+            n = int(case.label.split()[-1])
+            dtype = DTYPES[n % 2]
+            q, k, v, allowed, d_out = _problem(rng, dtype, lead=(2, 1) if n == 1 else (2, 4) if n == 2 else None, d=1 if n == 2 else None)  # case 1: h = 1; case 2: h = C
+            scale = choice(rng, (1.0 / math.sqrt(q.size(-1)), 0.5, 2.0))
+            a = _weights(q, k, allowed, scale).to(dtype)
+            if randint(rng, 0, 1):
+                q, v = noncontiguous(q), noncontiguous(v)
+            with data.explained():
+                got = expect.sequence(sub.custom_backward.attention_backward(d_out, q, k, v, a, scale), 3, what="attention_backward")
+            want = [g.to(dtype) for g in ref.custom_backward.attention_backward(*(t.double() for t in (d_out, q, k, v, a)), scale)]
+            variants = signatures.attention_backward(d_out, q, k, v, a, scale)
+            for i, name in enumerate(GRADS):
+                expect.close(got[i], want[i], what=f"attention_backward: {name} (q, k, v = {_shapes(q, k, v)}, scale={scale:.3g}, {_name(dtype)})",
+                             tol=tol("custom_backward.attention_backward", dtype), mistakes=signatures.component(variants, i))
+
+
+def test_attention_gradients_through_autograd_match_reference_with_masks(sub, ref, rng, credit):
+    data.check_backward_source(sub)
+    _gate_attention_backward(sub, ref, rng)
+    for case in credit.cases(6):
+        with case:
+            n = int(case.label.split()[-1])
+            dtype = DTYPES[n % 2]
+            q, k, v, allowed, d_out = _problem(rng, dtype, mask=("causal", "padding", "bottom-right", "random", "none", "causal")[n - 1], t_max=32)
+            if n % 3 == 0:
+                q, k = noncontiguous(q), noncontiguous(k)
+            with data.explained():
+                r = sub.custom_backward.call_with_grad("attention", q, k, v, allowed, wrt=[0, 1, 2], grad_output=d_out)
+            want_out, want = _reference_grads(q, k, v, allowed, d_out)
+            label = f"q, k, v = {_shapes(q, k, v)}, mask {'none' if allowed is None else list(allowed.shape)}, {_name(dtype)}"
+            t = tol("custom_backward.attention", dtype)
+            expect.close(r["value"], want_out.to(dtype), what=f"attention(q, k, v, allowed): output ({label})", tol=t,
+                         mistakes=signatures.attention_forward(q, k, v, allowed))
+            expect.true(r.get("grads") is not None, what="attention() is differentiable", detail="the output does not require grad: return AttentionFunction.apply(q, k, v, allowed)")
+            variants = signatures.attention_grads(q, k, v, allowed, d_out)
+            for i, name in enumerate(GRADS):
+                expect.close(r["grads"][i], want[i].to(dtype), what=f"{name} by autograd through your AttentionFunction.backward ({label})", tol=t,
+                             mistakes=signatures.component(variants, i))
+
+
+# --------------------------------------------------------------------------- constraint
+def test_backward_uses_no_autograd_and_goes_through_attention_backward(sub, ref, rng, credit):
+    q, k, v, allowed, d_out = _problem(rng, torch.float64, lead=(2,), mask="causal", t_max=8)
+    with data.explained():
+        r = sub.custom_backward.run(data.direct_forward_backward, q, k, v, allowed, d_out)  # a TODO stub stops here, with its message
+    data.check_backward_source(sub)
+    data.check_goes_through_helpers(sub)
+    expect.true(not sub.autograd_uses, what="AttentionFunction.backward, called directly, uses no autograd (EXERCISES.md §4)",
+                detail=f"autograd was used inside backward: {', '.join(sorted(sub.autograd_uses))}", hints=["custom_backward/uses-autograd"], problem="constraint")
+    expect.true(r["attention_node"] == "AttentionFunctionBackward", what="attention(q, k, v, allowed) is AttentionFunction.apply(q, k, v, allowed) (EXERCISES.md §4)",
+                detail=f"its output's grad_fn is {r['attention_node']}, not AttentionFunction's backward node", hints=["custom_backward/not-through-attention-backward"],
+                problem="constraint")
+    grads = r["grads"]
+    expect.true(isinstance(grads, list) and len(grads) == 4 and grads[3] is None, what="AttentionFunction.backward returns (dq, dk, dv, None)",
+                detail=f"it returned {expect.describe(tuple(grads) if isinstance(grads, list) else grads)}", hints=["custom_backward/backward-three-values"])
+    want_out, want = _reference_grads(q, k, v, allowed, d_out)
+    expect.close(r["out"], want_out, what="AttentionFunction.forward(ctx, q, k, v, causal)", tol=tol("custom_backward.attention", torch.float64),
+                 mistakes=signatures.attention_forward(q, k, v, allowed))
+    variants = signatures.attention_grads(q, k, v, allowed, d_out)
+    for i, name in enumerate(GRADS):
+        expect.close(grads[i], want[i], what=f"AttentionFunction.backward: {name}", tol=tol("custom_backward.attention", torch.float64), mistakes=signatures.component(variants, i))
+
+
+# --------------------------------------------------------------------------- properties
+def test_masked_keys_get_exactly_zero_gradient_and_score_gradient_rows_sum_to_zero(sub, ref, rng, credit):
+    for part in credit.parts(["softmax_backward, causal mask", "softmax_backward, random mask", "softmax_backward, key padding", "attention is causal by gradient"]):
+        with part:
+            dtype = torch.float64
+            if part.label.startswith("softmax_backward"):
+                q, k, _, allowed, _ = _problem(rng, dtype, mask={"causal mask": "causal", "random mask": "random", "key padding": "padding"}[part.label.split(", ")[1]])
+                a = _weights(q, k, allowed, 1.0 / math.sqrt(q.size(-1)))
+                da = randn(rng, *a.shape, dtype=dtype)
+                ds = expect.tensor(sub.custom_backward.softmax_backward(da, a), what="softmax_backward(Ā, A)")
+                expect.true(tuple(ds.shape) == tuple(a.shape), what="softmax_backward keeps the shape [...,L,S]", detail=f"A {list(a.shape)} gave {list(ds.shape)}")
+                hints = expect.diagnose(ds, signatures.softmax_backward(da, a), tol("custom_backward.softmax_backward", dtype))
+                blocked = (a == 0)
+                expect.true(bool((ds[blocked] == 0).all()), what="S̄ is exactly 0 wherever A is 0 (masked keys, Day 1 §2.3, D1-12)",
+                            detail=f"largest |S̄| at a masked key: {ds[blocked].abs().max().item() if bool(blocked.any()) else 0:.3g}", hints=hints or ["custom_backward/backward-ignores-mask"])
+                sums = ds.sum(-1)
+                expect.true(bool(sums.abs().max() <= 1e-12 * max(1.0, da.abs().max().item())), what="every row of S̄ sums to 0 (Day 1 §2.3, D1-13)",
+                            detail=f"largest |row sum| {sums.abs().max().item():.3g}", hints=hints or ["custom_backward/missing-d-term", "custom_backward/d-wrong-axis"])
+                # zeros have both properties: the values must be right too
+                expect.close(ds, ref.custom_backward.softmax_backward(da, a), what="softmax_backward(Ā, A)", tol=tol("custom_backward.softmax_backward", dtype), mistakes=signatures.softmax_backward(da, a))
+            else:
+                B, T, d = 2, randint(rng, 3, 10), randint(rng, 1, 6)
+                q, k, v = (randn(rng, B, T, d, dtype=dtype) for _ in range(3))
+                t = randint(rng, 0, T - 2)
+                d_out = torch.zeros(B, T, d, dtype=dtype)
+                d_out[:, : t + 1] = randn(rng, B, t + 1, d, dtype=dtype)  # the loss reads outputs 0..t only
+                with data.explained():
+                    r = sub.custom_backward.call_with_grad("attention", q, k, v, torch.tril(torch.ones(T, T, dtype=torch.bool)), wrt=[0, 1, 2], grad_output=d_out)
+                expect.true(r.get("grads") is not None, what="attention() is differentiable", detail="the output does not require grad")
+                allowed_causal = torch.tril(torch.ones(T, T, dtype=torch.bool))
+                scale = 1.0 / math.sqrt(d)
+                want = ref.custom_backward.attention_backward(d_out, q, k, v, _weights(q, k, allowed_causal, scale), scale)
+                for name, g, w_ in zip(GRADS[1:], r["grads"][1:], want[1:]):
+                    g = expect.tensor(g, what=name)
+                    future = g[:, t + 1:]
+                    expect.close(g, w_, what=f"{name} through attention()", tol=tol("custom_backward.attention_backward", dtype))
+                    expect.true(bool((future == 0).all()), what=f"{name} of keys after position {t} is exactly 0 when the loss reads outputs 0..{t} (causal, Day 1 §3.1)",
+                                detail=f"largest |{name}| at a future key: {future.abs().max().item():.3g}", hints=["custom_backward/backward-ignores-mask", "custom_backward/dk-transpose", "custom_backward/dv-transpose"])
+
+
+def test_custom_backward_keeps_dtype_and_leaves_inputs_unchanged(sub, ref, rng, credit):
+    q, k, v, allowed, d_out = _problem(rng, torch.float64, lead=(2,), mask="causal", t_max=6)
+    scale = 1.0 / math.sqrt(q.size(-1))
+    a = _weights(q, k, allowed, scale)
+    da = randn(rng, *a.shape, dtype=torch.float64)
+    calls = {
+        "softmax_backward": ((da, a), ref.custom_backward.softmax_backward(da, a)),
+        "attention_backward": ((d_out, q, k, v, a, scale), ref.custom_backward.attention_backward(d_out, q, k, v, a, scale)),
+        "attention": ((q, k, v, allowed), _reference_grads(q, k, v, allowed, d_out)[0]),
+        "attention in float32": ((q.float(), k.float(), v.float(), allowed), _reference_grads(q, k, v, allowed, d_out)[0].float()),
+    }
+    for part in credit.parts(list(calls)):
+        with part:
+            args, want = calls[part.label]
+            fn = part.label.split()[0]
+            with data.explained():
+                r = sub.custom_backward.call(fn, *[t.clone() if isinstance(t, torch.Tensor) else t for t in args], return_args=True)
+            for before, after in zip(args, r.args or []):
+                if isinstance(before, torch.Tensor):
+                    expect.unchanged(before, after, what=f"{fn} leaves its inputs unchanged")
+            outs = r.value if isinstance(r.value, (tuple, list)) else (r.value,)
+            wants = want if isinstance(want, (tuple, list)) else (want,)
+            expect.true(len(outs) == len(wants), what=f"{fn} result", detail=f"expected {len(wants)} tensor(s), got {expect.describe(r.value)}")
+            dtype = args[0].dtype
+            for out, w in zip(outs, wants):
+                out = expect.tensor(out, what=f"{part.label} result")
+                expect.true(out.dtype == dtype, what=f"{part.label} keeps {_name(dtype)}", detail=f"{_name(dtype)} inputs gave a {_name(out.dtype)} result", hints=["general/dtype-changed"])
+                expect.close(out, w.to(dtype), what=f"{part.label} value", tol=tol(f"custom_backward.{'attention' if fn == 'attention' else fn}", dtype))
+
+
+def test_rule_backward_uses_no_autograd(sub, rng):
+    """The rule test (a gate in grading.toml, weight 0): fails only when backward,
+    attention_backward or softmax_backward use autograd — then the whole skill scores 0. Code
+    that raises shows nothing at run time, so the source check decides there."""
+    data.check_backward_source(sub)
+    q, k, v, allowed, d_out = _problem(rng, torch.float64, lead=(2,), mask="causal", t_max=6)
+    try:
+        sub.custom_backward.run(data.direct_forward_backward, q, k, v, allowed, d_out)
+    except SubmissionError:
+        return
+    expect.true(not sub.autograd_uses, what="AttentionFunction.backward, called directly, uses no autograd (EXERCISES.md §4)",
+                detail=f"autograd was used inside backward: {', '.join(sorted(sub.autograd_uses))}", hints=["custom_backward/uses-autograd", "general/forbidden-api"], problem="constraint")

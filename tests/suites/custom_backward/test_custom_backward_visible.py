@@ -1,0 +1,141 @@
+"""Skill custom_backward, visible tests: the five-line backward of Day 1 §2.3 on the Week 7
+example, the AttentionFunction of Day 1 §B (forward, gradcheck in float64) and the Week 7 §16
+training step d(mean loss)/dW_Q[1,0] = −0.076159 taken through your `attention`.
+
+Shipped to students. Expected values come from the lessons' printed numbers or from torch's
+own autograd on the same inputs; each test also runs one fresh random input.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from autograder.testing import expect
+from autograder.testing.inputs import randint, randn
+from course import custom_backward_data as data
+from course import mistakes_custom_backward as signatures
+from course import week07 as w7
+from course.tolerances import tol
+
+QK = ("query", "key")
+GRADS = ("dq", "dk", "dv")
+
+
+def _week7_qkv(dtype=torch.float32):
+    ex = w7.example(dtype)
+    return ex.x @ ex.w_q, ex.x @ ex.w_k, ex.x @ ex.w_v
+
+
+def _causal(L: int, S: int | None = None) -> torch.Tensor:
+    return torch.tril(torch.ones(L, L if S is None else S, dtype=torch.bool))
+
+
+def _autograd_softmax_backward(d_weights: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+    """∂L/∂S for A = softmax(S) and upstream Ā, by torch's autograd (float64)."""
+    s = scores.double().detach().requires_grad_(True)
+    a = torch.softmax(s, dim=-1)
+    (g,) = torch.autograd.grad((a * d_weights.double()).sum(), [s])
+    return g
+
+
+def _autograd_attention(q, k, v, allowed, d_out):
+    """(out, weights, (dq, dk, dv)) by torch's autograd in float64, with scale 1/√d_k."""
+    q64, k64, v64 = (t.double().detach().requires_grad_(True) for t in (q, k, v))
+    out, weights = signatures.plain_attention(q64, k64, v64, allowed)
+    grads = torch.autograd.grad((out * d_out.double()).sum(), [q64, k64, v64])
+    return out.detach(), weights.detach(), grads
+
+
+def test_softmax_backward_matches_autograd_on_week7_weights(sub, rng):
+    q, k, _ = _week7_qkv(torch.float64)
+    scores = ((q @ k.transpose(-2, -1)) / math.sqrt(2)).masked_fill(~_causal(2), float("-inf"))  # Ŝ_A, Ŝ_B (Week 7 §11)
+    weights = torch.softmax(scores, -1)  # P_A, P_B
+    d_weights = torch.tensor([[[0.5, -1.0], [2.0, 1.0]], [[-0.3, 0.7], [1.0, -2.0]]], dtype=torch.float64)
+    rand_scores = randn(rng, 2, randint(rng, 2, 5), randint(rng, 2, 6), dtype=torch.float64)
+    rand_a, rand_da = torch.softmax(rand_scores, -1).float(), randn(rng, *rand_scores.shape)
+    got = expect.close(sub.custom_backward.softmax_backward(d_weights, weights), _autograd_softmax_backward(d_weights, scores),
+                       what="softmax_backward(Ā, P) for Week 7's P_A, P_B (Day 1 §2.3 第二步)", tol=tol("custom_backward.softmax_backward", torch.float64),
+                       mistakes=signatures.softmax_backward(d_weights, weights), grid=QK)
+    expect.true(bool((got[:, 0, 1] == 0).all()), what="S̄ is exactly 0 at the masked (future) key (Day 1 §2.3: 掩码怎么处理)",
+                detail=f"S̄ at the masked entries: {got[:, 0, 1].tolist()}", hints=["custom_backward/backward-ignores-mask"])
+    sums = got.sum(-1)
+    expect.true(bool(sums.abs().max() <= 1e-12), what="every row of S̄ sums to 0 (softmax shift invariance, Day 1 §2.3)",
+                detail=f"largest |row sum| {sums.abs().max().item():.3g}", hints=["custom_backward/missing-d-term", "custom_backward/d-wrong-axis"])
+    expect.close(sub.custom_backward.softmax_backward(rand_da, rand_a), _autograd_softmax_backward(rand_da, rand_scores).float(),
+                 what=f"softmax_backward on random weights {list(rand_a.shape)} (float32)", tol=tol("custom_backward.softmax_backward", torch.float32),
+                 mistakes=signatures.softmax_backward(rand_da, rand_a), grid=QK)
+
+
+def test_attention_backward_matches_autograd_on_week7_example(sub, rng, credit):
+    q, k, v = _week7_qkv(torch.float32)
+    d_out = torch.tensor([[[1.0, 0.0], [0.0, 1.0]], [[1.0, -1.0], [0.5, 2.0]]])
+    _, weights, want = _autograd_attention(q, k, v, _causal(2), d_out)
+    lead, L, S, d_k, d_v = (2, 2), randint(rng, 2, 6), randint(rng, 2, 7), randint(rng, 1, 5), randint(rng, 1, 5)
+    rq, rk, rv, rd = randn(rng, *lead, L, d_k), randn(rng, *lead, S, d_k), randn(rng, *lead, S, d_v), randn(rng, *lead, L, d_v)
+    _, r_weights, r_want = _autograd_attention(rq, rk, rv, None, rd)
+    r_weights = r_weights.float()
+    with data.explained():
+        got = expect.sequence(sub.custom_backward.attention_backward(d_out, q, k, v, weights.float(), 1 / math.sqrt(2)), 3,
+                              what="attention_backward(Ȳ, Q, K, V, P, 1/√2) → (dq, dk, dv)")
+        r_got = expect.sequence(sub.custom_backward.attention_backward(rd, rq, rk, rv, r_weights, 1 / math.sqrt(d_k)), 3, what="attention_backward on random inputs")
+    variants = signatures.attention_backward(d_out, q, k, v, weights.float(), 1 / math.sqrt(2))
+    r_variants = signatures.attention_backward(rd, rq, rk, rv, r_weights, 1 / math.sqrt(d_k))
+    for part in credit.parts(list(GRADS)):
+        with part:
+            i = GRADS.index(part.label)
+            expect.close(got[i], want[i].float(), what=f"attention_backward: {part.label} for Week 7's prompts (Day 1 §2.3)", tol=tol("custom_backward.attention_backward", torch.float32),
+                         mistakes=signatures.component(variants, i), grid=("token", "feature"))
+            expect.close(r_got[i], r_want[i].float(), what=f"attention_backward: {part.label} for q {list(rq.shape)}, k {list(rk.shape)}, v {list(rv.shape)}",
+                         tol=tol("custom_backward.attention_backward", torch.float32), mistakes=signatures.component(r_variants, i))
+
+
+def test_attention_forward_reproduces_week7_outputs(sub, rng):
+    q, k, v = _week7_qkv(torch.float32)
+    L, S, d = randint(rng, 2, 6), randint(rng, 2, 6), randint(rng, 1, 4)
+    rq, rk, rv = randn(rng, 3, L, d), randn(rng, 3, S, d), randn(rng, 3, S, d)
+    out = expect.close(sub.custom_backward.attention(q, k, v, _causal(2)), signatures.plain_attention(q.double(), k.double(), v.double(), _causal(2))[0].float(),
+                       what="attention(Q, K, V, causal) for Week 7's prompts", tol=tol("custom_backward.attention", torch.float32),
+                       mistakes=signatures.attention_forward(q, k, v, _causal(2)), grid=("token", "feature"))
+    expect.close(out[:, 1], w7.t(w7.STATED["final_outputs_4dp"]), what="final head outputs o_A, o_B (Week 7 §12: [0.5987, 0.4013] | [−0.4256, 0.5744])", tol=w7.PRINTED_4DP_F32)
+    expect.close(sub.custom_backward.attention(rq, rk, rv), signatures.plain_attention(rq.double(), rk.double(), rv.double())[0].float(),
+                 what=f"attention(q {list(rq.shape)}, k {list(rk.shape)}, v {list(rv.shape)}) without a mask", tol=tol("custom_backward.attention", torch.float32),
+                 mistakes=signatures.attention_forward(rq, rk, rv))
+
+
+def test_week7_loss_gradient_reaches_wq_through_your_attention(sub, credit):
+    inputs = data.week7_chain_inputs(torch.float32)
+    data.check_backward_source(sub)
+    with data.explained():
+        got = sub.custom_backward.run(data.week7_training_step, *inputs.values(), 0.01)
+    expect.true(got.get("grad") is not None, what="the Week 7 loss is differentiable through attention()", detail="the loss does not require grad: return AttentionFunction.apply(q, k, v, allowed)")
+    want = data.week7_chain_reference(**inputs)
+    for part in credit.parts(["mean loss (W7-43)", "dL/dW_Q[1,0] (W7-45)", "q_new (W7-46)", "all of dL/dW_Q"]):
+        with part:
+            grad = expect.tensor(got["grad"], what="dL/dW_Q")
+            if part.label.startswith("mean loss"):
+                expect.close(got["loss"], torch.tensor(w7.STATED["loss_mean"]), what="mean CE over the two prompts through attention() (Week 7 §16: 1.316836)",
+                             tol=w7.PRINTED_6DP, mistakes=data.week7_loss_mistakes(torch.float32), hints=["custom_backward/forward-mask"])
+            elif part.label.startswith("dL/dW_Q[1,0]"):
+                expect.scalar(grad[1, 0], w7.STATED["grad_wq_10"], what="d(mean loss)/dW_Q[1,0] through your backward (Week 7 §16: −0.076159)", tol=w7.PRINTED_6DP,
+                              hints=["custom_backward/missing-scale", "custom_backward/missing-d-term"])
+            elif part.label.startswith("q_new"):
+                expect.scalar(1.0 - 0.01 * float(grad[1, 0]), w7.STATED["q_new"], what="q_new = 1 − 0.01 · grad (Week 7 §16: 1.000762)", tol=w7.PRINTED_6DP)
+            else:
+                expect.close(grad, want["grad"].float(), what="dL/dW_Q (only row 1 is non-zero: x_喜欢 selects it)", tol=w7.PRINTED_6DP, grid=("C", "d_k"))
+
+
+def test_attention_function_passes_gradcheck_in_float64(sub, rng):
+    L, S = randint(rng, 2, 4), randint(rng, 2, 4)
+    problems = [
+        (randn(rng, 2, 3, 2, dtype=torch.float64), randn(rng, 2, 3, 2, dtype=torch.float64), randn(rng, 2, 3, 2, dtype=torch.float64), _causal(3)),
+        (randn(rng, L, 3, dtype=torch.float64), randn(rng, S, 3, dtype=torch.float64), randn(rng, S, 2, dtype=torch.float64), None),
+    ]
+    data.check_backward_source(sub)
+    with data.explained():
+        results = sub.custom_backward.run(data.gradcheck_attention, problems)
+    for (q, k, v, allowed), message in zip(problems, results):
+        expect.true(message is None, what=f"torch.autograd.gradcheck(AttentionFunction.apply, q {list(q.shape)}, k {list(k.shape)}, v {list(v.shape)}, "
+                    f"{'causal mask' if allowed is not None else 'no mask'}) in float64 (Day 1 §B)",
+                    detail=str(message), hints=["custom_backward/gradcheck-failed"])

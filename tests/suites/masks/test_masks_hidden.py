@@ -1,0 +1,290 @@
+"""Skill masks, hidden tests: the course numbers at their stated precision, the reference
+on fresh random inputs (B=1, T=1, T up to 64, L≠S, scores of magnitude 1e4, fully blocked
+rows), properties every correct mask has (blocked weight exactly 0, rows sum to 1 or are
+empty, finite gradients that never reach blocked scores) and dtype/in-place rules.
+Not shipped to students; on Gradescope students see each test's name and hint only."""
+
+from __future__ import annotations
+
+import torch
+
+from autograder.testing import expect
+from autograder.testing.inputs import choice, noncontiguous, randint, randn
+from course import masks_data as md
+from course import mistakes_masks as signatures
+from course import week07 as w7
+from course.tolerances import EXACT, tol
+
+QK = ("query", "key")
+DTYPES = (torch.float32, torch.float64)
+NEG_INF = float("-inf")
+
+
+def _expected(ref_fn, *args, dtype):
+    """The reference at float64, rounded to the submission's dtype."""
+    out = ref_fn(*[a.to(torch.float64) if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args])
+    return out.to(dtype)
+
+
+def _bernoulli(rng, *shape: int, p: float) -> torch.Tensor:
+    return torch.rand(*shape, generator=rng) < p
+
+
+def _allowed_like(rng, lead: tuple, L: int, S: int, *, p: float) -> torch.Tensor:
+    """A random allowed mask that broadcasts against scores [*lead, L, S]."""
+    kind = randint(rng, 0, 3)
+    if kind == 0 or not lead:
+        return _bernoulli(rng, L, S, p=p)  # [L,S], shared by every batch element
+    if kind == 1:
+        return _bernoulli(rng, *lead[:-1], 1, L, S, p=p) if len(lead) > 1 else _bernoulli(rng, 1, L, S, p=p)
+    if kind == 2:
+        return _bernoulli(rng, *lead[:-1], 1, 1, S, p=p) if len(lead) > 1 else _bernoulli(rng, 1, 1, S, p=p)  # key padding
+    return _bernoulli(rng, *lead, L, S, p=p)
+
+
+def _tag(dtype: torch.dtype) -> str:
+    return str(dtype).replace("torch.", "")
+
+
+# --------------------------------------------------------------------------- course numbers
+def test_course_mask_numbers_at_stated_precision_in_float64(sub, credit):
+    f64 = torch.float64
+    labels = ["M_T=2, M_T=4", "row counts", "masked scores", "weights", "§11 table", "left-padded keys", "left-padded pad rows"]
+    for part in credit.parts(labels):
+        with part:
+            if part.label == "M_T=2, M_T=4":
+                for T, key in ((2, "mask_T2"), (4, "mask_T4")):
+                    expect.equal(sub.masks.causal_mask(T), torch.tensor(w7.STATED[key]), what=f"causal_mask({T}) (W7-30, W7-31)", mistakes=signatures.causal(T))
+            elif part.label == "row counts":
+                got = expect.tensor(sub.masks.causal_mask(5), what="causal_mask(5)")
+                counts = got.sum(-1).tolist() if tuple(got.shape) == (5, 5) else list(got.shape)
+                expect.true(counts == md.L2_03_ROW_COUNTS, what="row i sees i + 1 positions (L2-03)", detail=f"got {counts}",
+                            hints=expect.diagnose(got, signatures.causal(5), w7.NEAR_EXACT) or ["masks/diagonal-masked"])
+            elif part.label == "masked scores":
+                scaled = md.scaled_scores(f64)
+                allowed = torch.tril(torch.ones(2, 2, dtype=torch.bool))
+                expect.close(sub.masks.apply_mask(scaled, allowed), w7.t(w7.STATED["masked_scaled"], f64), what="Ŝ_A, Ŝ_B (W7-22, W7-23)",
+                             tol=w7.NEAR_EXACT, mistakes=signatures.apply(scaled, allowed))
+            elif part.label == "weights":
+                scaled = md.scaled_scores(f64)
+                allowed = torch.tril(torch.ones(2, 2, dtype=torch.bool))
+                expect.close(sub.masks.masked_softmax(scaled, allowed), w7.t(w7.STATED["weights"], f64), what="P_A, P_B (W7-24, W7-25)",
+                             tol=w7.PRINTED_3DP, mistakes=signatures.softmax(scaled, allowed))
+            elif part.label == "§11 table":
+                row, allowed = w7.t(md.W7_TABLE_ROW, f64), torch.tensor([True, False])
+                expect.close(sub.masks.masked_softmax(row, allowed), w7.t(w7.STATED["right_neg_inf"], f64), what="softmax([0.2, −∞]) = [1, 0] (W7-33)",
+                             tol=w7.Tol(0.0, 1e-12), mistakes=signatures.softmax(row, allowed))
+                zero_filled = expect.close(sub.masks.apply_mask(row, allowed, fill=0.0), w7.t([0.2, 0.0], f64),
+                                           what="apply_mask(row, allowed, fill=0.0) uses the given fill", tol=w7.NEAR_EXACT)
+                expect.close(torch.softmax(zero_filled, -1), w7.t(w7.STATED["wrong_zero_fill"], f64), what="softmax([0.2, 0]) = [0.550, 0.450] (W7-32)",
+                             tol=w7.PRINTED_3DP)
+            elif part.label == "left-padded keys":
+                T, n = md.LEFT_PADDED_T, md.LEFT_PADDED_LENGTH
+                keys = expect.equal(sub.masks.padding_allowed([n], T, left_padded=True), torch.arange(T).unsqueeze(0) >= T - n,
+                                    what="padding_allowed([3], 5, left_padded=True): pad pad A B C", mistakes=signatures.padding([n], T, True))
+                got = expect.tensor(sub.masks.combine_masks(torch.tril(torch.ones(T, T, dtype=torch.bool)), keys), what="combine_masks(causal(5), padding)")
+                counts = got.sum(-1).reshape(-1).tolist() if tuple(got.shape) == (1, 1, T, T) else list(got.shape)
+                expect.true(counts == md.D1_17_UNMASKED_KEYS, what="unmasked keys per row [0, 0, 1, 2, 3] (D1-17)", detail=f"got {counts}",
+                            hints=expect.diagnose(got, signatures.combine(torch.tril(torch.ones(T, T, dtype=torch.bool)), keys), w7.NEAR_EXACT) or ["masks/padding-masks-queries"])
+            else:
+                T, n = md.LEFT_PADDED_T, md.LEFT_PADDED_LENGTH
+                allowed = (torch.tril(torch.ones(T, T, dtype=torch.bool)) & (torch.arange(T) >= T - n))[None, None]
+                scores = torch.linspace(-1.0, 2.0, T * T, dtype=f64).reshape(1, 1, T, T)
+                got = expect.tensor(sub.masks.masked_softmax(scores, allowed), what="masked_softmax on the left-padded batch")
+                mistakes = signatures.softmax(scores, allowed)
+                hints = expect.diagnose(got, mistakes, w7.NEAR_EXACT)
+                nan_rows = sorted({int(i) for i in torch.nonzero(torch.isnan(got))[:, -2].tolist()}) if got.dim() >= 2 else []
+                expect.true(not nan_rows, what="no NaN on the pad rows (D1-18: −∞ alone gives NaN on rows 0, 1)", detail=f"NaN on rows {nan_rows}",
+                            hints=hints or ["masks/nan-fully-masked"])
+                expect.true(tuple(got.shape) == (1, 1, T, T) and bool((got[..., :2, :] == 0).all()), what="pad rows 0, 1 are all zeros (D1-19: −1e9 would give uniform 0.2)",
+                            detail=f"rows 0, 1: {got.reshape(-1, T)[:2].tolist() if got.numel() == T * T else list(got.shape)}", hints=hints or ["masks/finite-fill-uniform"])
+                sums = got[..., 2:, :].sum(-1)
+                expect.true(bool(torch.allclose(sums, torch.ones_like(sums), atol=1e-12, rtol=0)), what="real rows 2, 3, 4 sum to 1",
+                            detail=f"row sums {sums.reshape(-1).tolist()}", hints=hints or ["masks/blocked-weight-nonzero"])
+
+
+# --------------------------------------------------------------------------- vs the reference
+def test_causal_mask_matches_reference_for_many_lengths(sub, ref, rng, credit):
+    for case in credit.cases(6):
+        with case:
+            T = choice(rng, (1, 2, randint(rng, 3, 63), 64))
+            kwargs = {"device": "cpu"} if randint(rng, 0, 1) else {}
+            want = ref.masks.causal_mask(T)
+            expect.equal(sub.masks.causal_mask(T, **kwargs), want, what=f"causal_mask({T}{', device=cpu' if kwargs else ''})",
+                         mistakes=signatures.distinct(signatures.causal(T), EXACT, want))
+
+
+def test_apply_mask_matches_reference_with_broadcasting_and_fills(sub, ref, rng, credit):
+    for case in credit.cases(8):
+        with case:
+            dtype = choice(rng, DTYPES)
+            lead = choice(rng, ((), (2,), (randint(rng, 1, 3), randint(rng, 1, 4))))
+            L, S = choice(rng, (1, randint(rng, 2, 40))), choice(rng, (1, randint(rng, 2, 64)))
+            fill = choice(rng, (NEG_INF, NEG_INF, -1e9, torch.finfo(dtype).min, -1e4))
+            scores = randn(rng, *lead, L, S, dtype=dtype, scale=choice(rng, (1.0, 1e4)))
+            if randint(rng, 0, 1):
+                scores = noncontiguous(scores)
+            allowed = _allowed_like(rng, lead, L, S, p=0.6)
+            want = _expected(lambda s: ref.masks.apply_mask(s, allowed, fill), scores, dtype=dtype)
+            t = tol("masks.apply_mask", dtype)
+            expect.close(sub.masks.apply_mask(scores, allowed, fill), want,
+                         what=f"apply_mask(scores {list(scores.shape)}, allowed {list(allowed.shape)}, fill={fill:g}) ({_tag(dtype)})",
+                         tol=t, mistakes=signatures.distinct(signatures.apply(scores, allowed, fill), t, want))
+
+
+def test_padding_allowed_matches_reference_for_lists_and_tensors(sub, ref, rng, credit):
+    for case in credit.cases(6):
+        with case:
+            B, T = choice(rng, (1, randint(rng, 2, 5))), choice(rng, (1, randint(rng, 2, 64)))
+            lengths = [choice(rng, (0, T, randint(rng, 0, T))) for _ in range(B)]
+            left = bool(randint(rng, 0, 1))
+            arg = choice(rng, ("list", "int64", "int32"))
+            given = lengths if arg == "list" else torch.tensor(lengths, dtype=getattr(torch, arg))
+            want = ref.masks.padding_allowed(lengths, T, left_padded=left)
+            expect.equal(sub.masks.padding_allowed(given, T, left_padded=left), want,
+                         what=f"padding_allowed(lengths={lengths} as {arg}, T={T}, left_padded={left})",
+                         mistakes=signatures.distinct(signatures.padding(lengths, T, left), EXACT, want))
+
+
+def test_combine_masks_matches_reference_with_l_ne_s(sub, ref, rng, credit):
+    for case in credit.cases(5):
+        with case:
+            B, L, S = randint(rng, 1, 4), randint(rng, 1, 24), randint(rng, 1, 24)
+            if case.label.endswith("1"):
+                L = S
+            causal = choice(rng, (torch.ones(L, S, dtype=torch.bool).tril(S - L), _bernoulli(rng, L, S, p=0.6)))
+            key_allowed = _bernoulli(rng, B, S, p=0.7)
+            want = ref.masks.combine_masks(causal, key_allowed)
+            expect.equal(sub.masks.combine_masks(causal, key_allowed), want, what=f"combine_masks(causal [{L},{S}], key_allowed [{B},{S}]) → [B,1,L,S]",
+                         mistakes=signatures.distinct(signatures.combine(causal, key_allowed), EXACT, want))
+
+
+def test_masked_softmax_matches_reference_on_random_scores(sub, ref, rng, credit):
+    for case in credit.cases(8):
+        with case:
+            dtype = DTYPES[int(case.label.split()[-1]) % 2]
+            lead = choice(rng, ((), (1,), (randint(rng, 1, 3), randint(rng, 1, 4))))
+            L, S = choice(rng, (1, randint(rng, 2, 32))), choice(rng, (1, 2, randint(rng, 3, 64)))
+            scale = choice(rng, (1.0, 3.0, 1e4))
+            scores = randn(rng, *lead, L, S, dtype=dtype, scale=scale)
+            allowed = _allowed_like(rng, lead, L, S, p=choice(rng, (0.3, 0.7)))
+            if case.label == "case 3":  # allowed has more leading dims than scores: result has the broadcast shape
+                scores = randn(rng, L, S, dtype=dtype, scale=scale)
+                allowed = _bernoulli(rng, 2, 1, L, S, p=0.6)
+            if case.label == "case 5":  # some allowed scores are −∞ already (a row may be all −∞)
+                scores = scores.masked_fill(_bernoulli(rng, *scores.shape, p=0.3), NEG_INF)
+            if randint(rng, 0, 1):
+                scores = noncontiguous(scores)
+            want = _expected(lambda s: ref.masks.masked_softmax(s, allowed), scores, dtype=dtype)
+            t = tol("masks.masked_softmax", dtype)
+            expect.close(sub.masks.masked_softmax(scores, allowed), want,
+                         what=f"masked_softmax(scores {list(scores.shape)} ×{scale:g}, allowed {list(allowed.shape)}) ({_tag(dtype)})",
+                         tol=t, mistakes=signatures.distinct(signatures.softmax(scores, allowed), t, want))
+
+
+# --------------------------------------------------------------------------- properties
+def test_masked_softmax_blocked_weight_is_exactly_zero_and_rows_sum_to_one_or_zero(sub, rng, credit):
+    for case in credit.cases(5):
+        with case:
+            dtype = choice(rng, DTYPES)
+            B, L, S = randint(rng, 1, 3), randint(rng, 2, 16), randint(rng, 2, 32)
+            scores = randn(rng, B, L, S, dtype=dtype, scale=choice(rng, (1.0, 1e4)))
+            allowed = _bernoulli(rng, B, L, S, p=0.5)
+            allowed[:, 0] = False  # one fully blocked query row per example
+            got = expect.tensor(sub.masks.masked_softmax(scores, allowed), what="masked_softmax weights")
+            expect.true(tuple(got.shape) == (B, L, S), what="weights shape", detail=f"expected [{B}, {L}, {S}], got {list(got.shape)}")
+            t = tol("masks.masked_softmax", dtype)
+            hints = expect.diagnose(got, signatures.distinct(signatures.softmax(scores, allowed), t), t)
+            expect.true(not bool(torch.isnan(got).any()), what="no NaN, even on rows with nothing allowed", detail=f"{int(torch.isnan(got).sum())} NaN values",
+                        hints=hints or ["masks/nan-fully-masked"])
+            leak = got[~allowed]
+            expect.true(bool((leak == 0).all()), what="weights on blocked keys are exactly 0",
+                        detail=f"largest weight on a blocked key: {leak.abs().max().item():.4g}", hints=hints or ["masks/blocked-weight-nonzero"])
+            sums = got.double().sum(-1)
+            has_key = allowed.any(-1)
+            expect.true(bool(torch.allclose(sums[has_key], torch.ones_like(sums[has_key]), atol=1e-5, rtol=0)), what="rows with an allowed key sum to 1",
+                        detail=f"row sums range from {sums[has_key].min().item():.6g} to {sums[has_key].max().item():.6g}", hints=hints or ["masks/blocked-weight-nonzero"])
+
+
+def test_masked_softmax_gradients_are_finite_and_zero_on_blocked_scores(sub, ref, rng, credit):
+    for part in credit.parts(["left-padded causal batch", "random mask", "random mask, scores ×1e4"]):
+        with part:
+            dtype = torch.float64
+            if part.label == "left-padded causal batch":
+                B, T = 2, randint(rng, 5, 9)
+                L = S = T
+                lengths = [T - 2, randint(rng, 1, T)]
+                keys = torch.arange(T).unsqueeze(0) >= T - torch.tensor(lengths).unsqueeze(1)  # [B,T]
+                allowed = torch.tril(torch.ones(T, T, dtype=torch.bool))[None] & keys[:, None, :]  # [B,T,T]
+                scores = randn(rng, B, T, T, dtype=dtype)
+            else:
+                B, L, S = 2, randint(rng, 2, 10), randint(rng, 2, 12)
+                allowed = _bernoulli(rng, B, L, S, p=0.5)
+                allowed[0, 0] = False
+                scores = randn(rng, B, L, S, dtype=dtype, scale=1e4 if "1e4" in part.label else 1.0)
+            grad_out = randn(rng, B, L, S, dtype=dtype)
+            r = sub.masks.call_with_grad("masked_softmax", scores, allowed, wrt=[0], grad_output=grad_out)
+            value = r.get("value")
+            t = tol("masks.masked_softmax", dtype)
+            hints = expect.diagnose(value, signatures.distinct(signatures.softmax(scores, allowed), t), t)
+            expect.true(r.get("grads") is not None, what="masked_softmax is differentiable",
+                        detail="the output does not require grad: keep the computation in torch operations on the scores")
+            g = expect.tensor(r["grads"][0], what="∂L/∂scores")
+            expect.true(bool(torch.isfinite(g).all()), what="∂L/∂scores is finite, also through rows with nothing allowed (Day 1 §3.4)",
+                        detail=f"{int((~torch.isfinite(g)).sum())} non-finite gradient entries", hints=hints or ["masks/nan-fully-masked"])
+            blocked = g.expand(allowed.shape)[~allowed] if g.shape == scores.shape else g
+            expect.true(bool((blocked == 0).all()), what="∂L/∂scores is exactly 0 on blocked scores (Day 1 §2.3)",
+                        detail=f"largest |gradient| on a blocked score: {blocked.abs().max().item():.3g}", hints=hints or ["masks/grad-leaks"])
+            s = scores.clone().requires_grad_(True)
+            want = torch.autograd.grad((ref.masks.masked_softmax(s, allowed) * grad_out).sum(), s)[0]
+            expect.close(g, want, what="∂L/∂scores equals the reference gradient", tol=t, hints=hints or ["masks/grad-leaks"])
+
+
+# --------------------------------------------------------------------------- the other masks
+def test_prefix_lm_mask_matches_reference(sub, ref, rng, credit):
+    for case in credit.cases(5):
+        with case:
+            T = choice(rng, (1, randint(rng, 2, 64)))
+            p = choice(rng, (0, T, randint(rng, 0, T)))
+            want = ref.masks.prefix_lm_mask(T, p)
+            expect.equal(sub.masks.prefix_lm_mask(T, p), want, what=f"prefix_lm_mask({T}, prefix_len={p})",
+                         mistakes=signatures.distinct(signatures.prefix(T, p), EXACT, want))
+
+
+def test_document_mask_matches_reference_with_leading_dims(sub, ref, rng, credit):
+    for case in credit.cases(5):
+        with case:
+            lead = choice(rng, ((), (randint(rng, 1, 3),), (2, 2)))
+            T = choice(rng, (1, randint(rng, 2, 40)))
+            if case.label == "case 5":  # ids need not be sorted
+                ids = torch.randint(0, 3, (*lead, T), generator=rng)
+            else:  # packed documents: contiguous blocks
+                ids = torch.cumsum(_bernoulli(rng, *lead, T, p=0.2).long(), dim=-1)
+            ids = ids.to(choice(rng, (torch.int64, torch.int32)))
+            want = ref.masks.document_mask(ids)
+            expect.equal(sub.masks.document_mask(ids), want, what=f"document_mask(doc_ids {list(ids.shape)})",
+                         mistakes=signatures.distinct(signatures.document(ids), EXACT, want))
+
+
+def test_masks_functions_keep_dtype_and_leave_inputs_unchanged(sub, rng, credit):
+    scores64 = randn(rng, 2, 5, 6, dtype=torch.float64)
+    scores32 = randn(rng, 2, 5, 6, dtype=torch.float32)
+    allowed = _bernoulli(rng, 2, 5, 6, p=0.6)
+    calls = {
+        "apply_mask float64": ("apply_mask", (scores64, allowed), torch.float64),
+        "apply_mask float32": ("apply_mask", (scores32, allowed, -1e9), torch.float32),
+        "masked_softmax float64": ("masked_softmax", (scores64, allowed), torch.float64),
+        "masked_softmax float32": ("masked_softmax", (scores32, allowed), torch.float32),
+        "combine_masks": ("combine_masks", (torch.tril(torch.ones(5, 6, dtype=torch.bool)), allowed[:, 0]), torch.bool),
+        "padding_allowed": ("padding_allowed", (torch.tensor([3, 6]), 6), torch.bool),
+        "document_mask": ("document_mask", (torch.tensor([0, 0, 1, 1, 2]),), torch.bool),
+    }
+    for part in credit.parts(list(calls)):
+        with part:
+            name, args, dtype = calls[part.label]
+            r = sub.masks.call(name, *args, return_args=True)
+            for before, after in zip(args, r.args or []):
+                expect.unchanged(before, after, what=f"{name} leaves its inputs unchanged")
+            out = expect.tensor(r.value, what=f"{name} result")
+            expect.true(out.dtype == dtype, what=f"{part.label}: result dtype {_tag(dtype)}", detail=f"got {_tag(out.dtype)}",
+                        hints=["general/mask-dtype"] if dtype == torch.bool else ["general/dtype-changed"])

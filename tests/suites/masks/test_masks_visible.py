@@ -1,0 +1,135 @@
+"""Skill masks, visible tests: the course's worked examples of masks.
+
+Shipped to students. Week 7 §10–§11 (M_T=2, M_T=4, Ŝ_A, Ŝ_B, P_A, P_B and the 0-vs-−∞
+table) and Day 1 §3 (padding, the left-padded batch of §3.4, prefix-LM and document
+masks). The hidden suite checks the same functions on fresh random inputs and for
+properties.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from autograder.testing import expect
+from course import masks_data as md
+from course import mistakes_masks as signatures
+from course import week07 as w7
+
+QK = ("query", "key")
+
+
+def _bool(values) -> torch.Tensor:
+    return torch.tensor(values, dtype=torch.bool)
+
+
+def test_causal_mask_reproduces_week7_m2_and_m4(sub, credit):
+    for part in credit.parts(["T=2", "T=4", "T=5 row counts"]):
+        with part:
+            if part.label == "T=2":
+                md.mask_equal(sub.masks.causal_mask(2), _bool(w7.STATED["mask_T2"]), what="causal_mask(2) = M_T=2 (Week 7 §10, 1 = visible)",
+                             mistakes=signatures.causal(2), grid=QK)
+            elif part.label == "T=4":
+                md.mask_equal(sub.masks.causal_mask(4), _bool(w7.STATED["mask_T4"]), what="causal_mask(4) = M_T=4 (Week 7 §10: t=3 reads 0, 1, 2, 3)",
+                             mistakes=signatures.causal(4), grid=QK)
+            else:
+                got = expect.tensor(sub.masks.causal_mask(5), what="causal_mask(5)")
+                counts = got.sum(-1).tolist() if tuple(got.shape) == (5, 5) else None
+                expect.true(counts == md.L2_03_ROW_COUNTS, what="causal_mask(5): row i sees i + 1 positions (Lesson 2 §4)",
+                            detail=f"expected row counts {md.L2_03_ROW_COUNTS}, got {counts if counts is not None else list(got.shape)}",
+                            hints=expect.diagnose(got, signatures.causal(5), w7.NEAR_EXACT) or ["masks/diagonal-masked"])
+
+
+def test_apply_mask_puts_minus_inf_on_week7_future_scores(sub):
+    scaled = md.scaled_scores()
+    allowed = torch.tril(torch.ones(2, 2, dtype=torch.bool))
+    expect.close(
+        sub.masks.apply_mask(scaled, allowed), w7.t(w7.STATED["masked_scaled"]),
+        what="apply_mask(S̃, causal) = Ŝ_A, Ŝ_B (Week 7 §11: future column −∞)", tol=w7.NEAR_EXACT,
+        mistakes=signatures.apply(scaled, allowed), grid=QK,
+    )
+
+
+def test_masked_softmax_reproduces_week7_weights_and_the_minus_inf_table(sub, credit):
+    for part in credit.parts(["§11 table", "P_A, P_B"]):
+        with part:
+            if part.label == "§11 table":
+                row, allowed = w7.t(md.W7_TABLE_ROW), _bool([True, False])
+                expect.close(
+                    sub.masks.masked_softmax(row, allowed), w7.t(w7.STATED["right_neg_inf"]),
+                    what="masked_softmax([0.2, 0.9], future blocked) = softmax([0.2, −∞]) = [1, 0] (Week 7 §11 table)", tol=w7.PRINTED_3DP,
+                    mistakes=signatures.softmax(row, allowed),
+                )
+            else:
+                scaled = md.scaled_scores()
+                allowed = torch.tril(torch.ones(2, 2, dtype=torch.bool))
+                expect.close(
+                    sub.masks.masked_softmax(scaled, allowed), w7.t(w7.STATED["weights"]),
+                    what="masked_softmax(S̃, causal) = P_A, P_B (Week 7 §11)", tol=w7.PRINTED_3DP,
+                    mistakes=signatures.softmax(scaled, allowed), grid=QK,
+                )
+
+
+def test_padding_allowed_marks_real_tokens_left_and_right(sub, credit):
+    lengths = [3, 5, 1]
+    for part in credit.parts(["right padding", "left padding"]):
+        with part:
+            left = part.label == "left padding"
+            pos = torch.arange(5).unsqueeze(0)
+            n = torch.tensor(lengths).unsqueeze(1)
+            want = pos >= 5 - n if left else pos < n
+            md.mask_equal(
+                sub.masks.padding_allowed(torch.tensor(lengths), 5, left_padded=left), want,
+                what=f"padding_allowed(lengths={lengths}, T=5, left_padded={left}) (Day 1 §3.2, §3.4)",
+                mistakes=signatures.padding(lengths, 5, left), grid=("example", "token"),
+            )
+
+
+def test_combine_masks_left_padded_batch_leaves_0_0_1_2_3_keys(sub, credit):
+    T, n = md.LEFT_PADDED_T, md.LEFT_PADDED_LENGTH
+    causal = torch.tril(torch.ones(T, T, dtype=torch.bool))
+    key_allowed = torch.arange(T).unsqueeze(0) >= T - n  # pad pad A B C
+    for part in credit.parts(["mask", "unmasked keys per row"]):
+        with part:
+            got = sub.masks.combine_masks(causal, key_allowed)
+            mistakes = signatures.combine(causal, key_allowed)
+            if part.label == "mask":
+                want = causal[None, None] & key_allowed[:, None, None, :]
+                md.mask_equal(got, want, what="combine_masks(causal(5), [pad, pad, A, B, C]) (Day 1 §3.4)", mistakes=mistakes, grid=QK)
+            else:
+                got = expect.tensor(got, what="combine_masks(causal(5), [pad, pad, A, B, C])")
+                counts = got.sum(-1).reshape(-1).tolist() if tuple(got.shape) == (1, 1, T, T) else None
+                expect.true(counts == md.D1_17_UNMASKED_KEYS, what="unmasked keys per query row (Day 1 §3.4: [0, 0, 1, 2, 3])",
+                            detail=f"expected {md.D1_17_UNMASKED_KEYS}, got {counts if counts is not None else 'shape ' + str(list(got.shape))}",
+                            hints=expect.diagnose(got, mistakes, w7.NEAR_EXACT) or ["masks/padding-masks-queries"])
+
+
+def test_masked_softmax_left_padded_pad_rows_are_zero_not_nan(sub):
+    T, n = md.LEFT_PADDED_T, md.LEFT_PADDED_LENGTH
+    allowed = torch.tril(torch.ones(T, T, dtype=torch.bool)) & (torch.arange(T) >= T - n)  # [T,T]
+    scores = torch.tensor([[0.3, -1.2, 0.5, 0.0, 2.0]] * T) + torch.arange(T).unsqueeze(1) * 0.1
+    want = torch.zeros(T, T)
+    for i in range(2, T):  # rows 0 and 1 (the pad queries) read nothing
+        keys = slice(2, i + 1)
+        want[i, keys] = torch.softmax(scores[i, keys].double(), -1).float()
+    expect.close(
+        sub.masks.masked_softmax(scores, allowed), want,
+        what="masked_softmax on the left-padded causal batch: pad rows 0, 1 are all zeros, never NaN (Day 1 §3.4)",
+        tol=w7.NEAR_EXACT, mistakes=signatures.softmax(scores, allowed), grid=QK,
+    )
+
+
+def test_prefix_lm_and_document_masks_small_examples(sub, credit):
+    for part in credit.parts(["prefix-LM", "document"]):
+        with part:
+            if part.label == "prefix-LM":
+                T, p = 5, 2
+                i, j = torch.arange(T).unsqueeze(1), torch.arange(T).unsqueeze(0)
+                md.mask_equal(sub.masks.prefix_lm_mask(T, p), (j <= i) | (j < p),
+                             what="prefix_lm_mask(5, prefix_len=2): prefix bidirectional, the rest causal (Day 1 §3.5)",
+                             mistakes=signatures.prefix(T, p), grid=QK)
+            else:
+                ids = torch.tensor([0, 0, 1, 1, 1, 2])
+                want = (ids.unsqueeze(1) == ids.unsqueeze(0)) & torch.tril(torch.ones(6, 6, dtype=torch.bool))
+                md.mask_equal(sub.masks.document_mask(ids), want,
+                             what="document_mask([0, 0, 1, 1, 1, 2]): block-diagonal × causal (Day 1 §3.5)",
+                             mistakes=signatures.document(ids), grid=QK)

@@ -1,0 +1,324 @@
+"""Skill row_softmax, hidden tests: the Week 7 §5/§16 numbers at their stated precision, the
+reference on fresh random inputs (scores of magnitude 1e4, −∞ entries, any axis, float32 and
+float64, non-contiguous), properties of a softmax, dtype/in-place rules, and the EXERCISES.md §3
+rule. Every test checks that rule (source and run time) before it judges a value, so a
+submission that calls torch's softmax / log_softmax / cross_entropy scores 0 in the skill.
+Not shipped to students; on Gradescope students see each test's name and hint only."""
+
+from __future__ import annotations
+
+import torch
+
+from autograder.testing import expect
+from autograder.testing.failures import SubmissionError
+from autograder.testing.inputs import choice, noncontiguous, randint, randn
+from course import mistakes_row_softmax as signatures
+from course import row_softmax_data as data
+from course import week07 as w7
+from course.tolerances import tol
+
+QK = ("query", "key")
+DTYPES = (torch.float32, torch.float64)
+NEG_INF = float("-inf")
+
+
+def _name(dtype: torch.dtype) -> str:
+    return str(dtype).replace("torch.", "")
+
+
+def _expected(fn, *args, dtype):
+    """The reference at float64, rounded to the submission's dtype."""
+    out = fn(*[a.double() if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args])
+    return out.to(dtype)
+
+
+def _scores(rng, dtype, *, lead=None, L=None, S=None, blocked=None, spread=None, offset=None) -> torch.Tensor:
+    """Random scores [...,L,S]: spread 1, 30 or 1e4 around 0 or ±1e4; maybe −∞ entries (never a whole row)."""
+    lead = choice(rng, ((), (1,), (2,), (2, 3))) if lead is None else lead
+    L = choice(rng, (1, randint(rng, 2, 64), 64)) if L is None else L
+    S = choice(rng, (1, 2, randint(rng, 3, 64), 64)) if S is None else S
+    spread = choice(rng, (1.0, 30.0, 1e4)) if spread is None else spread
+    offset = choice(rng, (0.0, 1e4, -1e4)) if offset is None else offset
+    s = randn(rng, *lead, L, S, dtype=torch.float64, scale=spread) + offset
+    blocked = (S > 1 and bool(randint(rng, 0, 1))) if blocked is None else blocked
+    if blocked:
+        block = torch.rand(*lead, L, S, generator=rng, dtype=torch.float64) < 0.4
+        block.scatter_(-1, torch.randint(0, S, (*lead, L, 1), generator=rng), False)  # one allowed key per row
+        s = s.masked_fill(block, NEG_INF)
+    return s.to(dtype)
+
+
+def _layout(rng, s: torch.Tensor) -> tuple[torch.Tensor, int]:
+    """The scores as the test passes them: normalised along dim=-1, or transposed and along
+    dim=-2 / a positive dim; maybe non-contiguous."""
+    how = randint(rng, 0, 3)
+    if how == 0 or s.dim() < 2:
+        out, dim = s, -1
+    elif how == 1:
+        out, dim = s.transpose(-1, -2), -2
+    elif how == 2:
+        out, dim = s.transpose(-1, -2), s.dim() - 2
+    else:
+        out, dim = noncontiguous(s), -1
+    return out, dim
+
+
+class _Gate:
+    """One typical input per function (float32, [2, L, S], moderate scores, dim=-1), checked
+    against the reference *before* a test's partial-credit loop: a function that is wrong
+    on the plain case — or answers the lesson's numbers from a table — scores 0 in the test,
+    not the share of edge cases (T=1, S=1) where any constant happens to be right."""
+
+    def __init__(self, rng, calls: data.Calls, *names: str) -> None:
+        L, S, C = randint(rng, 3, 12), randint(rng, 3, 12), randint(rng, 2, 8)
+        s = randn(rng, 2, L, S, scale=3.0)
+        targets = torch.randint(0, S, (L,), generator=rng)
+        h, w_vocab = randn(rng, 2, L, C), randn(rng, C, S, scale=C ** -0.5)
+        args = {"softmax_rows": (s,), "log_softmax_rows": (s,), "cross_entropy": (s[0], targets), "vocab_probs": (h, w_vocab)}
+        self.items = [(name, args[name], calls.add(name, *args[name])) for name in names]
+        self.calls = calls
+
+    def check(self, ref) -> None:
+        for name, args, i in self.items:
+            want = _expected(getattr(ref.row_softmax, name), *args, dtype=torch.float32)
+            mistakes = getattr(signatures, name.replace("_rows", ""))(*args)
+            expect.close(self.calls.value(i), want, what=f"{name} on a plain float32 input {[list(a.shape) for a in args]} (checked before the cases)",
+                         tol=tol(f"row_softmax.{name}", torch.float32), mistakes=mistakes)
+
+
+# --------------------------------------------------------------------------- course numbers
+def test_week7_softmax_numbers_at_stated_precision_in_float32_and_float64(sub, ref, rng, credit):
+    calls = data.Calls(sub, rng)
+    gate = _Gate(rng, calls, "softmax_rows", "log_softmax_rows", "cross_entropy", "vocab_probs")
+    idx: dict[tuple[str, torch.dtype], int] = {}
+    inputs = {}
+    for dtype in DTYPES:
+        logits = data.week7_h(dtype) @ data.week7_w_vocab(dtype)
+        targets = data.week7_targets()
+        inputs[dtype] = logits
+        idx["rows", dtype] = calls.add("softmax_rows", w7.t(w7.STATED["scaled_final_rows"], dtype))
+        idx["shift", dtype] = calls.add("softmax_rows", w7.t(w7.STATED["scaled_final_rows"], dtype) + 1000.0)
+        idx["masked", dtype] = calls.add("softmax_rows", w7.t(w7.STATED["masked_scaled"], dtype))
+        idx["probs", dtype] = calls.add("vocab_probs", data.week7_h(dtype), data.week7_w_vocab(dtype))
+        idx["logp", dtype] = calls.add("log_softmax_rows", logits)
+        idx["mean", dtype] = calls.add("cross_entropy", logits, targets)
+        idx["L_A", dtype] = calls.add("cross_entropy", logits[:1], targets[:1])
+        idx["L_B", dtype] = calls.add("cross_entropy", logits[1:], targets[1:])
+    calls.run()
+    gate.check(ref)
+    for part in credit.parts(["weights (W7-20, W7-26a)", "shift invariance (W7-55)", "P_A, P_B (W7-24, W7-25)", "probabilities (W7-39, W7-41)",
+                              "log-probabilities (W7-40, W7-42)", "mean loss (W7-43)", "single losses (W7-40, W7-42)"]):
+        with part:
+            for dtype in DTYPES:
+                six = w7.PRINTED_6DP if dtype == torch.float32 else w7.Tol(0.0, 1e-6)
+                label = part.label.split(" (")[0]
+                if label == "weights":
+                    got = calls.value(idx["rows", dtype])
+                    expect.close(got, w7.t(w7.STATED["final_weights_4dp"], dtype), what=f"softmax_rows([0.8, 0.4] | [0.1, 0.4]) ({_name(dtype)}, W7-26a)", tol=w7.PRINTED_4DP_F32,
+                                 mistakes=signatures.softmax(w7.t(w7.STATED["scaled_final_rows"], dtype)))
+                elif label == "shift invariance":
+                    base = torch.softmax(w7.t(w7.STATED["scaled_final_rows"], torch.float64), -1).to(dtype)
+                    expect.close(calls.value(idx["shift", dtype]), base, what=f"softmax_rows(rows + 1000) = softmax_rows(rows) ({_name(dtype)}, W7-55)",
+                                 tol=w7.Tol(0.0, 1e-12) if dtype == torch.float64 else tol("row_softmax.softmax_rows", dtype),
+                                 mistakes=signatures.softmax(w7.t(w7.STATED["scaled_final_rows"], dtype) + 1000.0))
+                elif label == "P_A, P_B":
+                    got = expect.close(calls.value(idx["masked", dtype]), w7.t(w7.STATED["weights"], dtype), what=f"softmax_rows(Ŝ_A, Ŝ_B) ({_name(dtype)}, W7-24/25)",
+                                       tol=w7.PRINTED_3DP, mistakes=signatures.softmax(w7.t(w7.STATED["masked_scaled"], dtype)), grid=QK)
+                    expect.true(bool((got[:, 0, 1] == 0).all()), what="the weight on the masked future key is exactly 0 (Week 7 §11)",
+                                detail=f"got {got[:, 0, 1].tolist()}", hints=["row_softmax/blocked-weight-not-zero"])
+                elif label == "probabilities":
+                    got = expect.tensor(calls.value(idx["probs", dtype]), what="vocab_probs(h, W_vocab)")
+                    expect.close(got, torch.softmax(inputs[dtype].double(), -1).to(dtype), what=f"vocab_probs(h_A | h_B, W_vocab) ({_name(dtype)})",
+                                 tol=tol("row_softmax.vocab_probs", dtype), mistakes=signatures.vocab_probs(data.week7_h(dtype), data.week7_w_vocab(dtype)))
+                    expect.close(torch.stack([got[0, 2], got[1, 0]]), w7.t(w7.STATED["p_target"], dtype), what="p(AI | 我喜欢), p(我 | 猫喜欢) (W7-39, W7-41)", tol=six)
+                elif label == "log-probabilities":
+                    got = expect.close(calls.value(idx["logp", dtype]), torch.log_softmax(inputs[dtype].double(), -1).to(dtype), what=f"log_softmax_rows(Week 7 logits) ({_name(dtype)})",
+                                       tol=tol("row_softmax.log_softmax_rows", dtype), mistakes=signatures.log_softmax(inputs[dtype]))
+                    expect.close(-torch.stack([got[0, 2], got[1, 0]]), w7.t(w7.STATED["loss_each"], dtype), what=f"−log p(target) ({_name(dtype)}, W7-40, W7-42)", tol=six,
+                                 mistakes={h: -torch.stack([m[0, 2], m[1, 0]]) for h, m in signatures.log_softmax(inputs[dtype]).items()})
+                elif label == "mean loss":
+                    expect.close(calls.value(idx["mean", dtype]), torch.tensor(w7.STATED["loss_mean"], dtype=dtype), what=f"cross_entropy(logits, [2, 0]) ({_name(dtype)}, W7-43)",
+                                 tol=six, mistakes=signatures.cross_entropy(inputs[dtype], data.week7_targets()))
+                else:
+                    for key, i in (("L_A", 0), ("L_B", 1)):
+                        expect.close(calls.value(idx[key, dtype]), torch.tensor(w7.STATED["loss_each"][i], dtype=dtype), what=f"cross_entropy on one example: {key} ({_name(dtype)})",
+                                     tol=six, mistakes=signatures.cross_entropy(inputs[dtype][i:i + 1], data.week7_targets()[i:i + 1]))
+
+
+# --------------------------------------------------------------------------- vs the reference
+def test_softmax_rows_matches_reference_at_large_magnitudes_with_blocked_keys_and_any_dim(sub, ref, rng, credit):
+    cases = []
+    calls = data.Calls(sub, rng)
+    gate = _Gate(rng, calls, "softmax_rows")
+    for i in range(8):
+        dtype = DTYPES[i % 2]
+        s, dim = _layout(rng, _scores(rng, dtype, spread=1e4 if i == 0 else None, offset=1e4 if i == 1 else None))
+        cases.append((s, dim, dtype, calls.add("softmax_rows", s, dim=dim)))
+    calls.run()
+    gate.check(ref)
+    for case in credit.cases(len(cases)):
+        with case:
+            s, dim, dtype, i = cases[int(case.label.split()[-1]) - 1]
+            want = _expected(lambda x: ref.row_softmax.softmax_rows(x, dim), s, dtype=dtype)
+            expect.close(calls.value(i), want, what=f"softmax_rows(scores {list(s.shape)}, dim={dim}), {_name(dtype)}, |scores| up to {s[torch.isfinite(s)].abs().max().item():.3g}",
+                         tol=tol("row_softmax.softmax_rows", dtype), mistakes=signatures.softmax(s, dim))
+
+
+def test_log_softmax_rows_matches_reference_at_large_magnitudes(sub, ref, rng, credit):
+    cases = []
+    calls = data.Calls(sub, rng)
+    gate = _Gate(rng, calls, "log_softmax_rows")
+    for i in range(6):
+        dtype = DTYPES[i % 2]
+        s = _scores(rng, dtype, lead=choice(rng, ((), (2,))), spread=(1.0, 1e4, 30.0)[i % 3], blocked=i == 5)
+        s, dim = _layout(rng, s)
+        cases.append((s, dim, dtype, calls.add("log_softmax_rows", s, dim=dim)))
+    calls.run()
+    gate.check(ref)
+    for case in credit.cases(len(cases)):
+        with case:
+            s, dim, dtype, i = cases[int(case.label.split()[-1]) - 1]
+            want = _expected(lambda x: ref.row_softmax.log_softmax_rows(x, dim), s, dtype=dtype)
+            expect.close(calls.value(i), want, what=f"log_softmax_rows(scores {list(s.shape)}, dim={dim}), {_name(dtype)}",
+                         tol=tol("row_softmax.log_softmax_rows", dtype), mistakes=signatures.log_softmax(s, dim))
+
+
+def test_cross_entropy_matches_reference_on_random_logits(sub, ref, rng, credit):
+    cases = []
+    calls = data.Calls(sub, rng)
+    gate = _Gate(rng, calls, "cross_entropy")
+    for i in range(6):
+        dtype = DTYPES[i % 2]
+        N, V = choice(rng, (1, randint(rng, 2, 64))) if i else randint(rng, 2, 8), randint(rng, 2, 64)
+        logits = _scores(rng, dtype, lead=(), L=N, S=V, blocked=False, spread=(3.0, 1e4, 30.0)[i % 3])
+        if randint(rng, 0, 1):
+            logits = noncontiguous(logits)
+        targets = torch.randint(0, V, (N,), generator=rng)
+        cases.append((logits, targets, dtype, calls.add("cross_entropy", logits, targets)))
+    calls.run()
+    gate.check(ref)
+    for case in credit.cases(len(cases)):
+        with case:
+            logits, targets, dtype, i = cases[int(case.label.split()[-1]) - 1]
+            want = _expected(ref.row_softmax.cross_entropy, logits, targets, dtype=dtype)
+            expect.close(calls.value(i), want, what=f"cross_entropy(logits {list(logits.shape)}, targets), {_name(dtype)}: the mean loss, 0-dim",
+                         tol=tol("row_softmax.cross_entropy", dtype), mistakes=signatures.cross_entropy(logits, targets))
+
+
+def test_vocab_probs_matches_reference_with_leading_dims(sub, ref, rng, credit):
+    cases = []
+    calls = data.Calls(sub, rng)
+    gate = _Gate(rng, calls, "vocab_probs")
+    for i in range(5):
+        dtype = DTYPES[i % 2]
+        lead = choice(rng, ((1,), (3,), (2, 5), (1, randint(rng, 2, 64))))
+        C, V = randint(rng, 1, 24), randint(rng, 2, 64)
+        h = randn(rng, *lead, C, dtype=dtype, scale=choice(rng, (1.0, 3.0)))
+        w_vocab = randn(rng, C, V, dtype=dtype, scale=C ** -0.5)
+        if randint(rng, 0, 1):
+            h = noncontiguous(h)
+        cases.append((h, w_vocab, dtype, calls.add("vocab_probs", h, w_vocab)))
+    calls.run()
+    gate.check(ref)
+    for case in credit.cases(len(cases)):
+        with case:
+            h, w_vocab, dtype, i = cases[int(case.label.split()[-1]) - 1]
+            want = _expected(ref.row_softmax.vocab_probs, h, w_vocab, dtype=dtype)
+            expect.close(calls.value(i), want, what=f"vocab_probs(h {list(h.shape)}, W_vocab {list(w_vocab.shape)}), {_name(dtype)}",
+                         tol=tol("row_softmax.vocab_probs", dtype), mistakes=signatures.vocab_probs(h, w_vocab))
+
+
+# --------------------------------------------------------------------------- properties
+def test_softmax_rows_sum_to_one_and_blocked_keys_get_exactly_zero(sub, ref, rng, credit):
+    cases = []
+    calls = data.Calls(sub, rng)
+    gate = _Gate(rng, calls, "softmax_rows")
+    for i in range(5):
+        dtype = DTYPES[i % 2]
+        s = _scores(rng, dtype, lead=choice(rng, ((), (2,))), S=randint(rng, 2, 64), blocked=True, spread=choice(rng, (1.0, 1e4)))
+        cases.append((s, dtype, calls.add("softmax_rows", s)))
+    calls.run()
+    gate.check(ref)
+    for case in credit.cases(len(cases)):
+        with case:
+            s, dtype, i = cases[int(case.label.split()[-1]) - 1]
+            got = expect.tensor(calls.value(i), what="softmax_rows(scores)")
+            expect.true(tuple(got.shape) == tuple(s.shape), what="softmax_rows keeps the shape", detail=f"scores {list(s.shape)} gave {list(got.shape)}")
+            diagnosed = expect.diagnose(got, signatures.softmax(s), tol("row_softmax.softmax_rows", dtype))
+            sums = got.double().sum(-1)
+            expect.true(bool(torch.isfinite(got).all()), what="softmax_rows is finite at |scores| up to 1e4 with −∞ entries",
+                        detail=f"{int((~torch.isfinite(got)).sum())} NaN/inf weights", hints=diagnosed or ["row_softmax/no-max-subtraction"])
+            expect.true(bool((got >= 0).all()), what="every weight is ≥ 0", detail=f"smallest weight {got.min().item():.3g}", hints=diagnosed)
+            expect.true(bool(torch.allclose(sums, torch.ones_like(sums), rtol=0, atol=1e-5)), what="every row sums to 1 (Week 7 §5)",
+                        detail=f"row sums range from {sums.min().item():.6g} to {sums.max().item():.6g}", hints=diagnosed or ["row_softmax/softmax-wrong-axis"])
+            blocked = torch.isinf(s)
+            expect.true(bool((got[blocked] == 0).all()), what="weights on −∞ scores are exactly 0 (Week 7 §11: e^{−∞} = 0)",
+                        detail=f"largest weight on a −∞ score: {got[blocked].abs().max().item() if bool(blocked.any()) else 0:.3g}", hints=diagnosed or ["row_softmax/blocked-weight-not-zero"])
+
+
+def test_row_softmax_functions_keep_dtype_and_leave_inputs_unchanged(sub, ref, rng, credit):
+    dtype = torch.float64
+    s = _scores(rng, dtype, lead=(2,), L=5, S=6, blocked=True, spread=3.0, offset=0.0)
+    logits = randn(rng, 4, 6, dtype=dtype)
+    targets = torch.randint(0, 6, (4,), generator=rng)
+    h, w_vocab = randn(rng, 2, 3, 5, dtype=dtype), randn(rng, 5, 6, dtype=dtype)
+    args = {"softmax_rows": (s,), "log_softmax_rows": (s,), "cross_entropy": (logits, targets), "vocab_probs": (h, w_vocab)}
+    calls = data.Calls(sub, rng)
+    idx = {name: calls.add(name, *[a.clone() for a in a_], return_args=True) for name, a_ in args.items()}
+    calls.run()
+    for part in credit.parts(list(args)):
+        with part:
+            r = calls.result(idx[part.label])
+            for before, after in zip(args[part.label], r.args or []):
+                expect.unchanged(before, after, what=f"{part.label} leaves its inputs unchanged")
+            out = expect.tensor(r.value, what=f"{part.label} result")
+            expect.true(out.dtype == dtype, what=f"{part.label} keeps float64", detail=f"float64 inputs gave a {_name(out.dtype)} result", hints=["general/dtype-changed"])
+            if part.label == "cross_entropy":
+                expect.true(out.dim() == 0, what="cross_entropy returns the mean loss as a 0-dim tensor", detail=f"got shape {list(out.shape)}", hints=["row_softmax/ce-no-reduction"])
+            expect.close(out, getattr(ref.row_softmax, part.label)(*args[part.label]), what=f"{part.label} value (float64)", tol=tol(f"row_softmax.{part.label}", dtype),
+                         mistakes=getattr(signatures, part.label.replace("_rows", ""))(*args[part.label]))
+
+
+# --------------------------------------------------------------------------- constraint
+def test_row_softmax_calls_no_torch_softmax_log_softmax_or_cross_entropy(sub, ref, rng):
+    """EXERCISES.md §3 on its own: the source, and the torch functions that every function runs
+    (float32 and float64, both axes, magnitudes up to 1e4); each call must also be right, so a
+    function that merely avoids torch.softmax (or answers from a table) does not pass."""
+    calls = data.Calls(sub, rng)
+    todo = []
+    for dtype in DTYPES:
+        s = _scores(rng, dtype, lead=(2,), L=randint(rng, 2, 9), S=randint(rng, 2, 9), blocked=True)
+        logits = _scores(rng, dtype, lead=(), L=randint(rng, 2, 9), S=randint(rng, 2, 9), blocked=False)
+        targets = torch.randint(0, logits.size(-1), (logits.size(-2),), generator=rng)
+        h, w_vocab = randn(rng, 2, 3, 4, dtype=dtype), randn(rng, 4, randint(rng, 2, 9), dtype=dtype)
+        todo += [
+            ("softmax_rows", (s,), {}), ("softmax_rows", (s.transpose(-1, -2),), {"dim": -2}),
+            ("log_softmax_rows", (s,), {}), ("log_softmax_rows", (s.transpose(-1, -2),), {"dim": 1}),
+            ("cross_entropy", (logits, targets), {}), ("vocab_probs", (h, w_vocab), {}),
+        ]
+    idx = [calls.add(name, *args, **kwargs) for name, args, kwargs in todo]
+    calls.run()  # source scan + run-time op check: fails here on any forbidden call
+    for (name, args, kwargs), i in zip(todo, idx):
+        dtype = args[0].dtype
+        want = _expected(lambda *a: getattr(ref.row_softmax, name)(*a, **kwargs), *args, dtype=dtype)
+        expect.close(calls.value(i), want, what=f"{name}({', '.join(str(list(a.shape)) for a in args)}{', dim=' + str(kwargs['dim']) if kwargs else ''}) ({_name(dtype)})",
+                     tol=tol(f"row_softmax.{name}", dtype))
+
+
+def test_rule_no_torch_softmax_log_softmax_or_cross_entropy(sub, rng):
+    """The rule test (a gate in grading.toml, weight 0): fails only when row_softmax.py uses a
+    softmax, log_softmax or cross_entropy of torch — then the whole skill scores 0. Code that
+    raises shows nothing at run time, so the source check decides there."""
+    data.check_source(sub)
+    s = _scores(rng, torch.float32, lead=(2,), L=4, S=5, blocked=True)
+    logits = _scores(rng, torch.float32, lead=(), L=3, S=5, blocked=False)
+    calls = [("softmax_rows", (s,)), ("log_softmax_rows", (s,)), ("cross_entropy", (logits, torch.tensor([0, 4, 2]))), ("vocab_probs", (randn(rng, 2, 3), randn(rng, 3, 5)))]
+    used: set[str] = set()
+    for name, args in calls:
+        try:
+            used.update(sub.row_softmax.call(name, *args, record_ops=True).ops)
+        except SubmissionError:
+            continue
+    banned = data.banned_ops(used)
+    expect.true(not banned, what="row_softmax.py at run time: no torch softmax, log_softmax or cross_entropy (EXERCISES.md §3)",
+                detail=f"it ran {', '.join(banned)}", problem="constraint", hints=data.HINTS)
