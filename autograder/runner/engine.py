@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Callable
 
 INI = Path(__file__).with_name("pytest.ini")
-ENV_KEEP = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "SYSTEMROOT")
+ENV_KEEP = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "SYSTEMROOT", "AUTOGRADER_PROFILE")
 
 
 @dataclass
@@ -40,7 +40,7 @@ def command(root: Path, test_files: list[str], report: Path, manifest_fd: int, p
     return [
         sys.executable, "-s", "-m", "pytest",
         "-c", str(INI), "--rootdir", str(root), "--noconftest",
-        "-p", "no:cacheprovider", "-p", "pytest_jsonreport.plugin", "-p", "autograder.runner.plugin",
+        "-p", "no:cacheprovider", "-p", "no:logging", "-p", "pytest_jsonreport.plugin", "-p", "autograder.runner.plugin",
         "--import-mode=importlib", "--continue-on-collection-errors", "-q", "--tb=short", "-o", "console_output_style=classic",
         "--json-report", f"--json-report-file={report}", "--json-report-omit", "log", "streams", "keywords",
         f"--ag-run={manifest_fd}:{progress_fd}",

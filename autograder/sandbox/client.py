@@ -84,6 +84,9 @@ class Worker:
 
     def wait_ready(self, timeout: float) -> None:
         header = self._recv(time.monotonic() + timeout, "worker start-up")
+        pid = header.get("pid")
+        if type(pid) is int and pid > 0:
+            self.pid = pid  # sent by our code in the worker before any submission code runs
         if not header.get("ready"):
             err = header.get("error") or {}
             self._stop(reason="could not start")
@@ -158,6 +161,9 @@ class Worker:
             self.sock.close()
         except OSError:
             pass
+        if self.pid <= 0:  # never announced itself: the fork server sweeps it with the rest
+            self.exit = Exit(killed_by_grader=killed, reason=reason or "the worker did not start")
+            return
         if not wait:  # a normal end: nobody needs the exit status, so don't wait for it
             self.sandbox.kill_async(self.pid)
             self.exit = Exit(killed_by_grader=True, reason=reason)
@@ -211,7 +217,7 @@ class Sandbox:
         self.max_reply_bytes = max_reply_bytes
         self.last_timeout = 0.0
         self.pid, self.control = server if server is not None else zygote.start()
-        self._spare: Worker | None = None
+        self._spares: list[Worker] = []
         self.spawned = 0
 
     def _send(self, request: dict, fds: list[int] | None = None) -> dict:
@@ -230,29 +236,33 @@ class Sandbox:
         return json.loads(raw)
 
     def _spawn(self) -> Worker:
+        """Ask for a worker without waiting: the fork server forks it while we go on, and
+        the worker's first message says it is ready (and its pid). A failed fork closes the
+        socket, which ``wait_ready`` reports."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            reply = self._send({"op": "spawn", "spec": self.spec.to_dict()}, [theirs.fileno()])
+            socket.send_fds(self.control, [json.dumps({"op": "spawn", "spec": self.spec.to_dict(), "noreply": True}).encode()], [theirs.fileno()])
+        except OSError as exc:
+            ours.close()
+            raise RuntimeError(f"the sandbox fork server is gone: {exc}") from None
         finally:
             theirs.close()
-        if "pid" not in reply:
-            ours.close()
-            raise RuntimeError(f"the sandbox could not fork a worker: {reply.get('error')}")
         self.spawned += 1
-        return Worker(self, int(reply["pid"]), ours)
+        return Worker(self, -1, ours)
+
+    #: workers kept forked ahead: the next test's worker then had a whole test to start
+    SPARES = 2
 
     def worker(self) -> Worker:
-        """A ready worker: the pre-forked spare when there is one."""
-        worker, self._spare = self._spare, None
-        if worker is None:
-            worker = self._spawn()
+        """A ready worker: the oldest pre-forked spare when there is one."""
+        worker = self._spares.pop(0) if self._spares else self._spawn()
         worker.wait_ready(self.start_timeout)
         return worker
 
     def prefork(self) -> None:
-        """Fork the next worker now, so its start overlaps the trusted side's work."""
-        if self._spare is None:
-            self._spare = self._spawn()
+        """Fork workers ahead, so their start overlaps the trusted side's work."""
+        while len(self._spares) < self.SPARES:
+            self._spares.append(self._spawn())
 
     def kill(self, pid: int) -> dict:
         try:
@@ -269,9 +279,9 @@ class Sandbox:
             pass
 
     def close(self) -> None:
-        if self._spare is not None:
-            self._spare.close()
-            self._spare = None
+        for spare in self._spares:
+            spare.close()
+        self._spares = []
         try:
             self.control.send(json.dumps({"op": "stop"}).encode())
         except OSError:

@@ -112,6 +112,9 @@ class _Server:
 
     # ------------------------------------------------------------------ loop
     def spawn(self, spec: dict, fd: int) -> dict:
+        from .worker import precompile
+
+        precompile(WorkerSpec.from_dict(spec))
         pid = os.fork()
         if pid == 0:
             try:
@@ -141,6 +144,8 @@ class _Server:
                         raise ValueError("spawn needs exactly one socket")
                     reply = self.spawn(request["spec"], fds[0])
                     fds = []
+                    if request.get("noreply"):
+                        reply = None  # the worker announces its pid itself
                 elif op == "kill":
                     reply = self.kill(int(request["pid"]))
                     if request.get("noreply"):
@@ -168,9 +173,10 @@ class _Server:
 def _warm_up() -> None:
     """Pay torch's first-use costs once, here, instead of in every worker.
 
-    We run one small instance of every kind of operation the suites use (~10 ms). Not
-    warmed: ``autograd.grad`` *with grad_outputs*, whose first call imports sympy (~0.3 s);
-    our probes backpropagate ``(out * grad_output).sum()`` instead, which needs none. ``set_num_threads(1)``
+    We run one small instance of every kind of operation the suites use. The first
+    ``autograd.grad`` with explicit grad_outputs (gradcheck does that), the first
+    ``torch.broadcast_shapes`` and the first ``key_padding_mask`` check each import sympy
+    (~0.3 s); paying that here, while pytest is still starting, beats paying it in a test. ``set_num_threads(1)``
     comes first, so no OpenMP thread pool ever exists in this process — the reason a
     process that has computed is normally unsafe to fork."""
     import torch
@@ -183,7 +189,7 @@ def _warm_up() -> None:
         mask = torch.tril(torch.ones(3, 3, dtype=torch.bool))
         s = (x @ x.transpose(-2, -1) / 2.0).masked_fill(~mask, float("-inf"))
         y = torch.softmax(s, dim=-1) @ x
-        torch.autograd.grad(y.sum(), [x], retain_graph=True)
+        torch.autograd.grad(y, [x], torch.ones_like(y), retain_graph=True)
         y.sum().backward()
         torch.einsum("bij,bkj->bik", x.detach(), x.detach()).logsumexp(-1)
         F.scaled_dot_product_attention(x[None].detach(), x[None].detach(), x[None].detach(), is_causal=True)
@@ -191,6 +197,8 @@ def _warm_up() -> None:
         torch.nn.Linear(4, 4, dtype=dtype)(x.detach())
         mha = torch.nn.MultiheadAttention(4, 2, batch_first=True, dtype=dtype)
         mha(x.detach(), x.detach(), x.detach(), need_weights=False)
+        mha(x.detach(), x.detach(), x.detach(), key_padding_mask=torch.zeros(2, 3, dtype=torch.bool), need_weights=True)
+    torch.broadcast_shapes((2, 1), (1, 3))
     import torch.autograd.gradcheck  # noqa: F401
 
 

@@ -123,6 +123,8 @@ def _grid(title: str, got: torch.Tensor, want: torch.Tensor, bad: torch.Tensor, 
     g, w, b = got[prefix], want[prefix], bad[prefix]
 
     def cells(t: torch.Tensor) -> list[list[str]]:
+        if t.dtype == torch.bool:  # masks print as the lessons print them: 1 = may attend
+            return [["1" if v else "0" for v in row] for row in t.tolist()]
         return [[fmt_number(v) if not isinstance(v, float) else _cell(v) for v in row] for row in t.tolist()]
 
     where = f" at batch index {_index(prefix)}" if prefix else ""

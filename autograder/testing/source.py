@@ -13,6 +13,7 @@ catches what a static scan cannot see; together they are the defence.
 from __future__ import annotations
 
 import ast
+import functools
 from dataclasses import dataclass
 from typing import Iterable
 
@@ -102,6 +103,12 @@ class _Scanner(ast.NodeVisitor):
         self.generic_visit(node)
 
 
+@functools.lru_cache(maxsize=32)
+def _parse(source: str) -> ast.Module:
+    """Suites scan the same file in many tests: parse it once (the tree is never modified)."""
+    return ast.parse(source)
+
+
 def _functions(tree: ast.Module, scope: Iterable[str]) -> list[ast.AST]:
     """The nodes of the named functions ("f" or "Class.method")."""
     wanted = set(scope)
@@ -118,7 +125,7 @@ def _functions(tree: ast.Module, scope: Iterable[str]) -> list[ast.AST]:
 
 def scan(source: str, banned: Iterable[str], *, scope: Iterable[str] | None = None, dynamic: bool = True) -> list[Violation]:
     """Violations in ``source`` (whole module, or only the functions in ``scope``)."""
-    tree = ast.parse(source)
+    tree = _parse(source)
     scanner = _Scanner(set(banned), dynamic)
     if scope is None:
         scanner.visit(tree)
@@ -133,7 +140,7 @@ def calls(source: str, function: str) -> set[str]:
     """Names called inside ``function`` ("f" or "Class.method"): ``foo(...)`` → "foo",
     ``obj.foo(...)`` → "foo"."""
     out: set[str] = set()
-    for node in _functions(ast.parse(source), [function]):
+    for node in _functions(_parse(source), [function]):
         for sub in ast.walk(node):
             if isinstance(sub, ast.Call):
                 if isinstance(sub.func, ast.Name):
@@ -144,7 +151,7 @@ def calls(source: str, function: str) -> set[str]:
 
 
 def defines(source: str, function: str) -> bool:
-    return bool(_functions(ast.parse(source), [function]))
+    return bool(_functions(_parse(source), [function]))
 
 
 def check_no_banned(source: str | None, file: str, banned: Iterable[str], *, what: str, hints: Iterable[str] = (), scope: Iterable[str] | None = None) -> None:

@@ -29,6 +29,9 @@ def test_stubs_score_zero_and_every_test_names_its_todo(stubs_graded):
     assert stubs_graded.rc == 0, stubs_graded.stderr
     assert stubs_graded.data["score"] == 0
     for test in stubs_graded.tests():
+        if test["max_score"] == 0:  # a rule gate: a stub breaks no rule
+            assert test["status"] == "passed", test["name"]
+            continue
         assert test["status"] == "failed", test["name"]
         text = test["summary"] + " " + (test["detail"] or "")
         assert re.search(r"TODO\(\w+\)", text), (test["name"], text[:200])
