@@ -110,7 +110,7 @@ def test_environment_tricks_cannot_configure_the_grading_run(tmp_path):
     assert hostile.rc == 0 and hostile.data["score"] == 0
 
 
-@pytest.mark.parametrize("seed", [101, 202, 303])
+@pytest.mark.parametrize("seed", [101, 202])
 @pytest.mark.parametrize("attack", ["plausible_garbage", "hardcode_course_numbers"])
 def test_cheap_attacks_earn_nothing_under_other_seeds(attack, seed, tmp_path):
     """Partial credit over random cases must not pay for degenerate draws (T = 1, d_k = 1,

@@ -2,6 +2,9 @@
 on fresh random inputs (B=1, T=1, T up to 64, L≠S, scores of magnitude 1e4, fully blocked
 rows), properties every correct mask has (blocked weight exactly 0, rows sum to 1 or are
 empty, finite gradients that never reach blocked scores) and dtype/in-place rules.
+No free points: a degenerate draw (T = 1, nothing padded or blocked, prefix_len of 0, 1 or
+T, one allowed key per row) is only checked inside a case next to a regular input, and the
+property and dtype tests compare the values with the reference too.
 Not shipped to students; on Gradescope students see each test's name and hint only."""
 
 from __future__ import annotations
@@ -46,8 +49,100 @@ def _tag(dtype: torch.dtype) -> str:
     return str(dtype).replace("torch.", "")
 
 
+def _mixed(rng, mask: torch.Tensor) -> torch.Tensor:
+    """Give `mask` (at least 2 entries) one True and one False at random places, in place.
+    With nothing blocked (or nothing allowed) a trivial answer is right: such a draw is
+    never credited on its own."""
+    flat = mask.view(-1)
+    n = flat.numel()
+    i = randint(rng, 0, n - 1)
+    j = (i + randint(rng, 1, n - 1)) % n
+    flat[i], flat[j] = True, False
+    return mask
+
+
+def _softmax_allowed(rng, allowed: torch.Tensor) -> tuple[torch.Tensor, tuple[int, int]]:
+    """Make one row of `allowed` (last axis S >= 3) hold two allowed keys and a blocked one,
+    in place: with one allowed key per row (one-hot weights) or nothing blocked (plain or
+    uniform weights) a trivial answer could be right. Returns the two allowed key columns."""
+    rows = allowed.view(-1, allowed.size(-1))
+    S = rows.size(1)
+    r = randint(rng, 0, rows.size(0) - 1)
+    j1 = randint(rng, 0, S - 1)
+    j2 = (j1 + randint(rng, 1, S - 1)) % S
+    j3 = next(j for j in ((j2 + o) % S for o in range(1, S)) if j != j1)
+    rows[r, j1], rows[r, j2], rows[r, j3] = True, True, False
+    return allowed, (j1, j2)
+
+
+def _doc_ids(rng, lead: tuple, T: int, *, packed: bool) -> torch.Tensor:
+    """Document ids [*lead, T] (T >= 3) whose first sequence has two documents, one of them
+    with two tokens or more: with one document the mask is plain causal, with one token per
+    document it is the identity."""
+    if packed:  # packed documents: contiguous blocks
+        ids = torch.cumsum(_bernoulli(rng, *lead, T, p=0.2).long(), dim=-1)
+    else:  # ids need not be sorted
+        ids = torch.randint(0, 3, (*lead, T), generator=rng)
+    first = ids.view(-1, T)[0]
+    if bool((first == first[0]).all()) or int(torch.unique(first, return_counts=True)[1].max()) < 2:
+        k = randint(rng, 2, T - 1)
+        doc = int(first[0])
+        first[:k], first[k:] = doc, doc + 1
+    return ids
+
+
+def _blocked_key_wins(scores: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
+    """Scores where, in some row, a blocked key has the highest score: ignoring the mask
+    (a plain softmax) then moves the weight, even at scores of 1e4. The row is one with an
+    allowed finite score and a blocked key (`_softmax_allowed` makes one)."""
+    s, a = torch.broadcast_tensors(scores, allowed)
+    finite = torch.isfinite(s)
+    best_blocked = s.masked_fill(a | ~finite, NEG_INF).amax(-1)
+    best_allowed = s.masked_fill(~a | ~finite, NEG_INF).amax(-1)
+    if bool((best_blocked > best_allowed).any()):
+        return scores
+    row = tuple(((~a).any(-1) & (a & finite).any(-1)).nonzero()[0].tolist())
+    j = int((~a[row]).nonzero()[0])
+    at = row[len(row) - (scores.dim() - 1):]  # scores may have fewer leading dims than the mask
+    at = tuple(i if scores.size(d) > 1 else 0 for d, i in enumerate(at))
+    top = float(best_allowed[row])
+    scores = scores.clone()
+    scores[at + (j,)] = top + abs(top) + 1.0
+    return scores
+
+
 # --------------------------------------------------------------------------- course numbers
-def test_course_mask_numbers_at_stated_precision_in_float64(sub, credit):
+def _course_control(sub, ref, rng) -> None:
+    """Fresh random inputs for every function the course numbers use, checked *before* the
+    parts: recognising the course's inputs and printing their numbers earns nothing."""
+    f64 = torch.float64
+    T = randint(rng, 3, 12)
+    want = ref.masks.causal_mask(T)
+    expect.equal(sub.masks.causal_mask(T), want, what=f"causal_mask({T}) on a fresh length", mistakes=signatures.distinct(signatures.causal(T), EXACT, want))
+    B, L, S = randint(rng, 1, 3), randint(rng, 2, 8), randint(rng, 3, 10)
+    scores = randn(rng, B, L, S, dtype=f64)
+    allowed, _ = _softmax_allowed(rng, _bernoulli(rng, B, L, S, p=0.6))
+    t = tol("masks.apply_mask", f64)
+    want = ref.masks.apply_mask(scores, allowed)
+    expect.close(sub.masks.apply_mask(scores, allowed), want, what="apply_mask on fresh random scores and mask", tol=t,
+                 mistakes=signatures.distinct(signatures.apply(scores, allowed), t, want))
+    t = tol("masks.masked_softmax", f64)
+    want = ref.masks.masked_softmax(scores, allowed)
+    expect.close(sub.masks.masked_softmax(scores, allowed), want, what="masked_softmax on fresh random scores and mask", tol=t,
+                 mistakes=signatures.distinct(signatures.softmax(scores, allowed), t, want))
+    lengths = [randint(rng, 1, S - 1) for _ in range(B)]
+    left = bool(randint(rng, 0, 1))
+    keys = ref.masks.padding_allowed(lengths, S, left_padded=left)
+    expect.equal(sub.masks.padding_allowed(lengths, S, left_padded=left), keys, what=f"padding_allowed(lengths={lengths}, T={S}, left_padded={left})",
+                 mistakes=signatures.distinct(signatures.padding(lengths, S, left), EXACT, keys))
+    causal = torch.ones(L, S, dtype=torch.bool).tril(S - L)
+    want = ref.masks.combine_masks(causal, keys)
+    expect.equal(sub.masks.combine_masks(causal, keys), want, what=f"combine_masks(causal [{L},{S}], padding [{B},{S}]) on fresh lengths",
+                 mistakes=signatures.distinct(signatures.combine(causal, keys), EXACT, want))
+
+
+def test_course_mask_numbers_at_stated_precision_in_float64(sub, ref, rng, credit):
+    _course_control(sub, ref, rng)
     f64 = torch.float64
     labels = ["M_T=2, M_T=4", "row counts", "masked scores", "weights", "§11 table", "left-padded keys", "left-padded pad rows"]
     for part in credit.parts(labels):
@@ -107,11 +202,14 @@ def test_course_mask_numbers_at_stated_precision_in_float64(sub, credit):
 def test_causal_mask_matches_reference_for_many_lengths(sub, ref, rng, credit):
     for case in credit.cases(6):
         with case:
-            T = choice(rng, (1, 2, randint(rng, 3, 63), 64))
-            kwargs = {"device": "cpu"} if randint(rng, 0, 1) else {}
-            want = ref.masks.causal_mask(T)
-            expect.equal(sub.masks.causal_mask(T, **kwargs), want, what=f"causal_mask({T}{', device=cpu' if kwargs else ''})",
-                         mistakes=signatures.distinct(signatures.causal(T), EXACT, want))
+            lengths = [choice(rng, (2, randint(rng, 3, 63), 64))]
+            if case.label == "case 1":
+                lengths.append(1)  # T = 1: an all-True mask is right, so it is checked next to a regular length, never alone
+            for T in lengths:
+                kwargs = {"device": "cpu"} if randint(rng, 0, 1) else {}
+                want = ref.masks.causal_mask(T)
+                expect.equal(sub.masks.causal_mask(T, **kwargs), want, what=f"causal_mask({T}{', device=cpu' if kwargs else ''})",
+                             mistakes=signatures.distinct(signatures.causal(T), EXACT, want))
 
 
 def test_apply_mask_matches_reference_with_broadcasting_and_fills(sub, ref, rng, credit):
@@ -119,44 +217,63 @@ def test_apply_mask_matches_reference_with_broadcasting_and_fills(sub, ref, rng,
         with case:
             dtype = choice(rng, DTYPES)
             lead = choice(rng, ((), (2,), (randint(rng, 1, 3), randint(rng, 1, 4))))
-            L, S = choice(rng, (1, randint(rng, 2, 40))), choice(rng, (1, randint(rng, 2, 64)))
+            L, S = choice(rng, (1, randint(rng, 2, 40))), choice(rng, (2, randint(rng, 3, 64)))
             fill = choice(rng, (NEG_INF, NEG_INF, -1e9, torch.finfo(dtype).min, -1e4))
             scores = randn(rng, *lead, L, S, dtype=dtype, scale=choice(rng, (1.0, 1e4)))
             if randint(rng, 0, 1):
                 scores = noncontiguous(scores)
-            allowed = _allowed_like(rng, lead, L, S, p=0.6)
-            want = _expected(lambda s: ref.masks.apply_mask(s, allowed, fill), scores, dtype=dtype)
-            t = tol("masks.apply_mask", dtype)
-            expect.close(sub.masks.apply_mask(scores, allowed, fill), want,
-                         what=f"apply_mask(scores {list(scores.shape)}, allowed {list(allowed.shape)}, fill={fill:g}) ({_tag(dtype)})",
-                         tol=t, mistakes=signatures.distinct(signatures.apply(scores, allowed, fill), t, want))
+            allowed = _mixed(rng, _allowed_like(rng, lead, L, S, p=0.6))  # something kept and something blocked
+            inputs = [(scores, allowed)]
+            if case.label == "case 1":  # a 1×1 score (all kept or all blocked), next to the regular input
+                inputs.append((randn(rng, 1, 1, dtype=dtype), _bernoulli(rng, 1, 1, p=0.5)))
+            for scores, allowed in inputs:
+                want = _expected(lambda s: ref.masks.apply_mask(s, allowed, fill), scores, dtype=dtype)
+                t = tol("masks.apply_mask", dtype)
+                expect.close(sub.masks.apply_mask(scores, allowed, fill), want,
+                             what=f"apply_mask(scores {list(scores.shape)}, allowed {list(allowed.shape)}, fill={fill:g}) ({_tag(dtype)})",
+                             tol=t, mistakes=signatures.distinct(signatures.apply(scores, allowed, fill), t, want))
 
 
 def test_padding_allowed_matches_reference_for_lists_and_tensors(sub, ref, rng, credit):
     for case in credit.cases(6):
         with case:
-            B, T = choice(rng, (1, randint(rng, 2, 5))), choice(rng, (1, randint(rng, 2, 64)))
+            B, T = choice(rng, (1, randint(rng, 2, 5))), choice(rng, (2, randint(rng, 3, 64)))
             lengths = [choice(rng, (0, T, randint(rng, 0, T))) for _ in range(B)]
+            lengths[randint(rng, 0, B - 1)] = randint(rng, 1, T - 1)  # one example really padded: with every length 0 or T a constant mask is right
             left = bool(randint(rng, 0, 1))
             arg = choice(rng, ("list", "int64", "int32"))
-            given = lengths if arg == "list" else torch.tensor(lengths, dtype=getattr(torch, arg))
-            want = ref.masks.padding_allowed(lengths, T, left_padded=left)
-            expect.equal(sub.masks.padding_allowed(given, T, left_padded=left), want,
-                         what=f"padding_allowed(lengths={lengths} as {arg}, T={T}, left_padded={left})",
-                         mistakes=signatures.distinct(signatures.padding(lengths, T, left), EXACT, want))
+            draws = [(lengths, T)]
+            if case.label == "case 1":  # T = 1 (lengths 0 or 1), next to the regular draw
+                draws.append(([randint(rng, 0, 1) for _ in range(B)], 1))
+            for lengths, T in draws:
+                given = lengths if arg == "list" else torch.tensor(lengths, dtype=getattr(torch, arg))
+                want = ref.masks.padding_allowed(lengths, T, left_padded=left)
+                expect.equal(sub.masks.padding_allowed(given, T, left_padded=left), want,
+                             what=f"padding_allowed(lengths={lengths} as {arg}, T={T}, left_padded={left})",
+                             mistakes=signatures.distinct(signatures.padding(lengths, T, left), EXACT, want))
 
 
 def test_combine_masks_matches_reference_with_l_ne_s(sub, ref, rng, credit):
     for case in credit.cases(5):
         with case:
-            B, L, S = randint(rng, 1, 4), randint(rng, 1, 24), randint(rng, 1, 24)
+            B, L, S = randint(rng, 1, 4), randint(rng, 2, 24), randint(rng, 2, 24)
             if case.label.endswith("1"):
                 L = S
             causal = choice(rng, (torch.ones(L, S, dtype=torch.bool).tril(S - L), _bernoulli(rng, L, S, p=0.6)))
             key_allowed = _bernoulli(rng, B, S, p=0.7)
-            want = ref.masks.combine_masks(causal, key_allowed)
-            expect.equal(sub.masks.combine_masks(causal, key_allowed), want, what=f"combine_masks(causal [{L},{S}], key_allowed [{B},{S}]) → [B,1,L,S]",
-                         mistakes=signatures.distinct(signatures.combine(causal, key_allowed), EXACT, want))
+            # both masks matter (on the bottom-right causal mask the causal lines are no-ops): the last key is
+            # real in example b, hidden from query 0 by the causal mask and read by the last query; key j is padding
+            b, j = randint(rng, 0, B - 1), randint(rng, 0, S - 2)
+            causal[0, S - 1], causal[L - 1, S - 1], causal[L - 1, j] = False, True, True
+            key_allowed[b, S - 1], key_allowed[randint(rng, 0, B - 1), j] = True, False
+            draws = [(causal, key_allowed)]
+            if case.label == "case 2":  # L = 1 (one query row), next to the regular draw
+                draws.append((_bernoulli(rng, 1, S, p=0.6), _bernoulli(rng, B, S, p=0.7)))
+            for causal, key_allowed in draws:
+                L = causal.size(0)
+                want = ref.masks.combine_masks(causal, key_allowed)
+                expect.equal(sub.masks.combine_masks(causal, key_allowed), want, what=f"combine_masks(causal [{L},{S}], key_allowed [{B},{S}]) → [B,1,L,S]",
+                             mistakes=signatures.distinct(signatures.combine(causal, key_allowed), EXACT, want))
 
 
 def test_masked_softmax_matches_reference_on_random_scores(sub, ref, rng, credit):
@@ -164,32 +281,42 @@ def test_masked_softmax_matches_reference_on_random_scores(sub, ref, rng, credit
         with case:
             dtype = DTYPES[int(case.label.split()[-1]) % 2]
             lead = choice(rng, ((), (1,), (randint(rng, 1, 3), randint(rng, 1, 4))))
-            L, S = choice(rng, (1, randint(rng, 2, 32))), choice(rng, (1, 2, randint(rng, 3, 64)))
+            L, S = choice(rng, (1, randint(rng, 2, 32))), choice(rng, (3, randint(rng, 4, 64)))
             scale = choice(rng, (1.0, 3.0, 1e4))
             scores = randn(rng, *lead, L, S, dtype=dtype, scale=scale)
             allowed = _allowed_like(rng, lead, L, S, p=choice(rng, (0.3, 0.7)))
             if case.label == "case 3":  # allowed has more leading dims than scores: result has the broadcast shape
                 scores = randn(rng, L, S, dtype=dtype, scale=scale)
                 allowed = _bernoulli(rng, 2, 1, L, S, p=0.6)
+            allowed, keep = _softmax_allowed(rng, allowed)  # a row with two allowed keys and a blocked one
             if case.label == "case 5":  # some allowed scores are −∞ already (a row may be all −∞)
-                scores = scores.masked_fill(_bernoulli(rng, *scores.shape, p=0.3), NEG_INF)
+                minus_inf = _bernoulli(rng, *scores.shape, p=0.3)
+                minus_inf[..., list(keep)] = False
+                scores = scores.masked_fill(minus_inf, NEG_INF)
+            scores = _blocked_key_wins(scores, allowed)
             if randint(rng, 0, 1):
                 scores = noncontiguous(scores)
-            want = _expected(lambda s: ref.masks.masked_softmax(s, allowed), scores, dtype=dtype)
-            t = tol("masks.masked_softmax", dtype)
-            expect.close(sub.masks.masked_softmax(scores, allowed), want,
-                         what=f"masked_softmax(scores {list(scores.shape)} ×{scale:g}, allowed {list(allowed.shape)}) ({_tag(dtype)})",
-                         tol=t, mistakes=signatures.distinct(signatures.softmax(scores, allowed), t, want))
+            inputs = [(scores, allowed)]
+            if case.label in ("case 1", "case 2"):  # S = 1 or 2 (one key per row, often), next to the regular input
+                L1, S1 = randint(rng, 1, 4), int(case.label[-1])
+                inputs.append((randn(rng, L1, S1, dtype=dtype, scale=scale), _bernoulli(rng, L1, S1, p=0.6)))
+            for scores, allowed in inputs:
+                want = _expected(lambda s: ref.masks.masked_softmax(s, allowed), scores, dtype=dtype)
+                t = tol("masks.masked_softmax", dtype)
+                expect.close(sub.masks.masked_softmax(scores, allowed), want,
+                             what=f"masked_softmax(scores {list(scores.shape)} ×{scale:g}, allowed {list(allowed.shape)}) ({_tag(dtype)})",
+                             tol=t, mistakes=signatures.distinct(signatures.softmax(scores, allowed), t, want))
 
 
 # --------------------------------------------------------------------------- properties
-def test_masked_softmax_blocked_weight_is_exactly_zero_and_rows_sum_to_one_or_zero(sub, rng, credit):
+def test_masked_softmax_blocked_weight_is_exactly_zero_and_rows_sum_to_one_or_zero(sub, ref, rng, credit):
     for case in credit.cases(5):
         with case:
             dtype = choice(rng, DTYPES)
             B, L, S = randint(rng, 1, 3), randint(rng, 2, 16), randint(rng, 2, 32)
             scores = randn(rng, B, L, S, dtype=dtype, scale=choice(rng, (1.0, 1e4)))
             allowed = _bernoulli(rng, B, L, S, p=0.5)
+            allowed[:, 1, :2] = True  # a row with two allowed keys: not one-hot
             allowed[:, 0] = False  # one fully blocked query row per example
             got = expect.tensor(sub.masks.masked_softmax(scores, allowed), what="masked_softmax weights")
             expect.true(tuple(got.shape) == (B, L, S), what="weights shape", detail=f"expected [{B}, {L}, {S}], got {list(got.shape)}")
@@ -204,6 +331,9 @@ def test_masked_softmax_blocked_weight_is_exactly_zero_and_rows_sum_to_one_or_ze
             has_key = allowed.any(-1)
             expect.true(bool(torch.allclose(sums[has_key], torch.ones_like(sums[has_key]), atol=1e-5, rtol=0)), what="rows with an allowed key sum to 1",
                         detail=f"row sums range from {sums[has_key].min().item():.6g} to {sums[has_key].max().item():.6g}", hints=hints or ["masks/blocked-weight-nonzero"])
+            # and they are the right weights (e.g. one-hot weights on an allowed key also have both properties)
+            expect.close(got, _expected(lambda s: ref.masks.masked_softmax(s, allowed), scores, dtype=dtype), what="masked_softmax weights", tol=t,
+                         hints=hints or ["masks/blocked-weight-nonzero"])
 
 
 def test_masked_softmax_gradients_are_finite_and_zero_on_blocked_scores(sub, ref, rng, credit):
@@ -222,6 +352,10 @@ def test_masked_softmax_gradients_are_finite_and_zero_on_blocked_scores(sub, ref
                 allowed = _bernoulli(rng, B, L, S, p=0.5)
                 allowed[0, 0] = False
                 scores = randn(rng, B, L, S, dtype=dtype, scale=1e4 if "1e4" in part.label else 1.0)
+                if "1e4" in part.label:  # a blocked key above an allowed one: ignoring the mask moves the (one-hot) weight
+                    i = randint(rng, 0, L - 1)
+                    allowed[1, i, :2] = torch.tensor([True, False])
+                    scores[1, i, 1] = float(scores[1].max()) + 1e4
             grad_out = randn(rng, B, L, S, dtype=dtype)
             r = sub.masks.call_with_grad("masked_softmax", scores, allowed, wrt=[0], grad_output=grad_out)
             value = r.get("value")
@@ -236,40 +370,48 @@ def test_masked_softmax_gradients_are_finite_and_zero_on_blocked_scores(sub, ref
             expect.true(bool((blocked == 0).all()), what="∂L/∂scores is exactly 0 on blocked scores (Day 1 §2.3)",
                         detail=f"largest |gradient| on a blocked score: {blocked.abs().max().item():.3g}", hints=hints or ["masks/grad-leaks"])
             s = scores.clone().requires_grad_(True)
-            want = torch.autograd.grad((ref.masks.masked_softmax(s, allowed) * grad_out).sum(), s)[0]
+            weights = ref.masks.masked_softmax(s, allowed)
+            want = torch.autograd.grad((weights * grad_out).sum(), s)[0]
             expect.close(g, want, what="∂L/∂scores equals the reference gradient", tol=t, hints=hints or ["masks/grad-leaks"])
+            expect.close(value, weights.detach(), what="masked_softmax weights", tol=t, hints=hints or ["masks/blocked-weight-nonzero"])
 
 
 # --------------------------------------------------------------------------- the other masks
 def test_prefix_lm_mask_matches_reference(sub, ref, rng, credit):
     for case in credit.cases(5):
         with case:
-            T = choice(rng, (1, randint(rng, 2, 64)))
-            p = choice(rng, (0, T, randint(rng, 0, T)))
-            want = ref.masks.prefix_lm_mask(T, p)
-            expect.equal(sub.masks.prefix_lm_mask(T, p), want, what=f"prefix_lm_mask({T}, prefix_len={p})",
-                         mistakes=signatures.distinct(signatures.prefix(T, p), EXACT, want))
+            T = choice(rng, (3, randint(rng, 4, 64)))
+            draws = [(T, choice(rng, (2, T - 1, randint(rng, 2, T - 1))))]  # 2 <= prefix_len < T
+            # next to it, never credited alone: prefix_len 0 or 1 (plain causal), prefix_len = T (all True), T = 1, T = 2
+            extra = {"case 1": (T, randint(rng, 0, 1)), "case 2": (T, T), "case 3": (1, randint(rng, 0, 1)), "case 4": (2, randint(rng, 0, 2))}
+            if case.label in extra:
+                draws.append(extra[case.label])
+            for T, p in draws:
+                want = ref.masks.prefix_lm_mask(T, p)
+                expect.equal(sub.masks.prefix_lm_mask(T, p), want, what=f"prefix_lm_mask({T}, prefix_len={p})",
+                             mistakes=signatures.distinct(signatures.prefix(T, p), EXACT, want))
 
 
 def test_document_mask_matches_reference_with_leading_dims(sub, ref, rng, credit):
     for case in credit.cases(5):
         with case:
             lead = choice(rng, ((), (randint(rng, 1, 3),), (2, 2)))
-            T = choice(rng, (1, randint(rng, 2, 40)))
-            if case.label == "case 5":  # ids need not be sorted
-                ids = torch.randint(0, 3, (*lead, T), generator=rng)
-            else:  # packed documents: contiguous blocks
-                ids = torch.cumsum(_bernoulli(rng, *lead, T, p=0.2).long(), dim=-1)
-            ids = ids.to(choice(rng, (torch.int64, torch.int32)))
-            want = ref.masks.document_mask(ids)
-            expect.equal(sub.masks.document_mask(ids), want, what=f"document_mask(doc_ids {list(ids.shape)})",
-                         mistakes=signatures.distinct(signatures.document(ids), EXACT, want))
+            T = choice(rng, (3, randint(rng, 4, 40)))
+            id_dtype = choice(rng, (torch.int64, torch.int32))
+            all_ids = [_doc_ids(rng, lead, T, packed=case.label != "case 5")]  # case 5: ids need not be sorted
+            if case.label in ("case 1", "case 2"):  # T = 1 (all True is right) or 2, next to the regular ids
+                all_ids.append(torch.randint(0, 3, (*lead, int(case.label[-1])), generator=rng))
+            for ids in all_ids:
+                ids = ids.to(id_dtype)
+                want = ref.masks.document_mask(ids)
+                expect.equal(sub.masks.document_mask(ids), want, what=f"document_mask(doc_ids {list(ids.shape)})",
+                             mistakes=signatures.distinct(signatures.document(ids), EXACT, want))
 
 
-def test_masks_functions_keep_dtype_and_leave_inputs_unchanged(sub, rng, credit):
+def test_masks_functions_keep_dtype_and_leave_inputs_unchanged(sub, ref, rng, credit):
     scores64 = randn(rng, 2, 5, 6, dtype=torch.float64)
     scores32 = randn(rng, 2, 5, 6, dtype=torch.float32)
-    allowed = _bernoulli(rng, 2, 5, 6, p=0.6)
+    allowed, _ = _softmax_allowed(rng, _bernoulli(rng, 2, 5, 6, p=0.6))
     calls = {
         "apply_mask float64": ("apply_mask", (scores64, allowed), torch.float64),
         "apply_mask float32": ("apply_mask", (scores32, allowed, -1e9), torch.float32),
@@ -288,3 +430,9 @@ def test_masks_functions_keep_dtype_and_leave_inputs_unchanged(sub, rng, credit)
             out = expect.tensor(r.value, what=f"{name} result")
             expect.true(out.dtype == dtype, what=f"{part.label}: result dtype {_tag(dtype)}", detail=f"got {_tag(out.dtype)}",
                         hints=["general/mask-dtype"] if dtype == torch.bool else ["general/dtype-changed"])
+            # and the right values: a copy of the input keeps its dtype and leaves it unchanged too
+            if dtype == torch.bool:
+                expect.equal(out, getattr(ref.masks, name)(*args), what=f"{name} result")
+            else:
+                expect.close(out, _expected(lambda s, *rest: getattr(ref.masks, name)(s, *rest), *args, dtype=dtype),
+                             what=f"{part.label} result", tol=tol(f"masks.{name}", dtype))

@@ -2,6 +2,9 @@
 T=1, T up to 64, L < S, h=1 and h=C, float32 and float64, non-contiguous inputs, bias on
 and off), how the submission calls PyTorch's APIs (never attn_mask with is_causal=True,
 dropout only while training, need_weights=False), and dtype/in-place rules.
+No free points: a degenerate draw (a 1×1 or constant mask, S = 1, L = S or L = 1 for the
+bottom-right mask, T = 1, nothing padded) is only checked inside a case next to a regular
+input, and the call-convention and dtype tests compare the values with the reference too.
 Not shipped to students; on Gradescope students see each test's name and hint only."""
 
 from __future__ import annotations
@@ -25,6 +28,17 @@ def _tag(dtype: torch.dtype) -> str:
 
 def _bernoulli(rng, *shape: int, p: float) -> torch.Tensor:
     return torch.rand(*shape, generator=rng) < p
+
+
+def _mixed(rng, mask: torch.Tensor) -> torch.Tensor:
+    """Give `mask` (at least 2 entries) one True and one False at random places, in place:
+    a constant mask makes a constant (or unconverted) answer right."""
+    flat = mask.view(-1)
+    n = flat.numel()
+    i = randint(rng, 0, n - 1)
+    j = (i + randint(rng, 1, n - 1)) % n
+    flat[i], flat[j] = True, False
+    return mask
 
 
 def _expected_sdpa(ref, q, k, v, allowed, causal, dtype):
@@ -53,57 +67,93 @@ def _allowed(rng, lead, L, S):
     return allowed
 
 
+def _degenerate(L: int, S: int, allowed, causal: bool, key_allowed=None) -> bool:
+    """Whether nothing is blocked or no query reads two keys: then attention that ignores
+    the masks (or copies a value row) is right, so the draw is never credited alone."""
+    readable = torch.ones(L, S, dtype=torch.bool)
+    if causal:
+        readable = readable.tril(S - L)
+    if allowed is not None:
+        readable = readable & allowed
+    if key_allowed is not None:
+        readable = readable & key_allowed[:, None, :]
+    return bool(readable.all()) or bool((readable.sum(-1) < 2).all())
+
+
+def _regular_sdpa_inputs(rng, dtype):
+    """A non-degenerate draw (causal or not): 2 <= L <= S, a padded key, every query reads
+    key 0 and the last one also key S − 1."""
+    S = randint(rng, 3, 32)
+    lead, L, S, q, k, v = _sdpa_inputs(rng, dtype, S=S, L=randint(rng, 2, S))
+    allowed = _bernoulli(rng, *lead[:-1], 1, 1, S, p=0.6) if len(lead) > 1 else _bernoulli(rng, 1, S, p=0.6)
+    allowed[..., 0], allowed[..., -1], allowed[..., randint(rng, 1, S - 2)] = True, True, False
+    return q, k, v, allowed
+
+
 # --------------------------------------------------------------------------- converters
 def test_mask_converters_match_reference_on_random_masks(sub, ref, rng, credit):
     labels = ["blocked_to_sdpa", "to_additive_mask default", "to_additive_mask float64", "to_additive_mask float32 4-D", "to_mha_attn_mask"]
     for part in credit.parts(labels):
         with part:
-            shape = choice(rng, ((1, 1), (randint(rng, 1, 12), randint(rng, 1, 12)), (2, 1, randint(rng, 1, 8), randint(rng, 1, 8))))
-            mask = _bernoulli(rng, *shape, p=0.5)
-            if part.label == "blocked_to_sdpa":
-                expect.equal(sub.sdpa_masks.blocked_to_sdpa(mask), ref.sdpa_masks.blocked_to_sdpa(mask), what=f"blocked_to_sdpa(mask {list(shape)})",
-                             mistakes={"sdpa_masks/polarity-inverted": mask})
-            elif part.label == "to_mha_attn_mask":
-                expect.equal(sub.sdpa_masks.to_mha_attn_mask(mask), ref.sdpa_masks.to_mha_attn_mask(mask), what=f"to_mha_attn_mask(allowed {list(shape)})",
-                             mistakes={"sdpa_masks/mha-mask-not-inverted": mask})
-            else:
-                if part.label == "to_additive_mask float32 4-D":
-                    mask = _bernoulli(rng, 2, 1, randint(rng, 1, 8), randint(rng, 1, 8), p=0.5)
-                dtype = torch.float64 if "float64" in part.label else torch.float32
-                got = sub.sdpa_masks.to_additive_mask(mask) if "default" in part.label else sub.sdpa_masks.to_additive_mask(mask, dtype=dtype)
-                want = ref.sdpa_masks.to_additive_mask(mask, dtype=dtype)
-                expect.close(got, want, what=f"to_additive_mask(allowed {list(mask.shape)}, {_tag(dtype)})",
-                             tol=EXACT, mistakes=signatures.distinct(signatures.additive(mask, dtype), EXACT, want))
+            shape = choice(rng, ((randint(rng, 1, 12), randint(rng, 2, 12)), (2, 1, randint(rng, 1, 8), randint(rng, 1, 8))))
+            if part.label == "to_additive_mask float32 4-D":
+                shape = (2, 1, randint(rng, 1, 8), randint(rng, 1, 8))
+            masks = [_mixed(rng, _bernoulli(rng, *shape, p=0.5))]  # some True, some False: a constant mask makes a constant answer right
+            if part.label in ("blocked_to_sdpa", "to_additive_mask default"):  # a 1×1 mask, next to the regular one
+                masks.append(_bernoulli(rng, 1, 1, p=0.5))
+            for mask in masks:
+                if part.label == "blocked_to_sdpa":
+                    expect.equal(sub.sdpa_masks.blocked_to_sdpa(mask), ref.sdpa_masks.blocked_to_sdpa(mask), what=f"blocked_to_sdpa(mask {list(mask.shape)})",
+                                 mistakes={"sdpa_masks/polarity-inverted": mask})
+                elif part.label == "to_mha_attn_mask":
+                    expect.equal(sub.sdpa_masks.to_mha_attn_mask(mask), ref.sdpa_masks.to_mha_attn_mask(mask), what=f"to_mha_attn_mask(allowed {list(mask.shape)})",
+                                 mistakes={"sdpa_masks/mha-mask-not-inverted": mask})
+                else:
+                    dtype = torch.float64 if "float64" in part.label else torch.float32
+                    got = sub.sdpa_masks.to_additive_mask(mask) if "default" in part.label else sub.sdpa_masks.to_additive_mask(mask, dtype=dtype)
+                    want = ref.sdpa_masks.to_additive_mask(mask, dtype=dtype)
+                    expect.close(got, want, what=f"to_additive_mask(allowed {list(mask.shape)}, {_tag(dtype)})",
+                                 tol=EXACT, mistakes=signatures.distinct(signatures.additive(mask, dtype), EXACT, want))
 
 
 def test_hf_to_sdpa_mask_matches_reference_any_nonzero_is_real(sub, ref, rng, credit):
     for case in credit.cases(5):
         with case:
-            B, S = choice(rng, (1, randint(rng, 2, 4))), choice(rng, (1, randint(rng, 2, 32)))
+            B, S = choice(rng, (1, randint(rng, 2, 4))), choice(rng, (2, randint(rng, 3, 32)))
             lengths = torch.randint(1, S + 1, (B, 1), generator=rng)
+            lengths[randint(rng, 0, B - 1)] = randint(rng, 1, S - 1)  # one example really padded: with no pad key the mask ignores attention_mask
             pos = torch.arange(S).unsqueeze(0)
-            real = choice(rng, (pos < lengths, pos >= S - lengths, _bernoulli(rng, B, S, p=0.7)))
+            real = choice(rng, (pos < lengths, pos >= S - lengths, _mixed(rng, _bernoulli(rng, B, S, p=0.7))))
             kind = choice(rng, ("int64", "int32", "bool", "float32", "int64 values 1..3"))
-            if kind == "bool":
-                attention_mask = real.clone()
-            elif kind == "int64 values 1..3":
-                attention_mask = torch.randint(1, 4, (B, S), generator=rng) * real
-            else:
-                attention_mask = real.to(getattr(torch, kind))
             causal = bool(randint(rng, 0, 1))
-            want = ref.sdpa_masks.hf_to_sdpa_mask(attention_mask, causal=causal)
-            expect.equal(sub.sdpa_masks.hf_to_sdpa_mask(attention_mask, causal=causal), want, what=f"hf_to_sdpa_mask(attention_mask [{B},{S}] {kind}, causal={causal})",
-                         mistakes=signatures.distinct(signatures.hf(attention_mask, causal), EXACT, want))
+            reals = [real]
+            if case.label == "case 1":  # S = 1 (one real or pad token), next to the regular batch
+                reals.append(_bernoulli(rng, B, 1, p=0.5))
+            for real in reals:
+                if kind == "bool":
+                    attention_mask = real.clone()
+                elif kind == "int64 values 1..3":
+                    attention_mask = torch.randint(1, 4, real.shape, generator=rng) * real
+                else:
+                    attention_mask = real.to(getattr(torch, kind))
+                want = ref.sdpa_masks.hf_to_sdpa_mask(attention_mask, causal=causal)
+                expect.equal(sub.sdpa_masks.hf_to_sdpa_mask(attention_mask, causal=causal), want, what=f"hf_to_sdpa_mask(attention_mask {list(real.shape)} {kind}, causal={causal})",
+                             mistakes=signatures.distinct(signatures.hf(attention_mask, causal), EXACT, want))
 
 
 def test_kv_cache_mask_matches_reference_for_l_le_s(sub, ref, rng, credit):
     for case in credit.cases(5):
         with case:
-            S = choice(rng, (1, randint(rng, 2, 64)))
-            L = choice(rng, (1, S, randint(rng, 1, S)))
-            want = ref.sdpa_masks.kv_cache_mask(L, S)
-            expect.equal(sub.sdpa_masks.kv_cache_mask(L, S), want, what=f"kv_cache_mask({L}, {S})",
-                         mistakes=signatures.distinct(signatures.kv_cache(L, S), EXACT, want))
+            S = choice(rng, (3, randint(rng, 4, 64)))
+            draws = [(choice(rng, (2, S - 1, randint(rng, 2, S - 1))), S)]  # 2 <= L < S: L = S is plain tril (top-left is right), L = 1 all True
+            # next to it, never credited alone: L = 1, L = S, S = 1
+            extra = {"case 1": (1, S), "case 2": (S, S), "case 3": (1, 1), "case 4": (1, randint(rng, 2, 8))}
+            if case.label in extra:
+                draws.append(extra[case.label])
+            for L, S in draws:
+                want = ref.sdpa_masks.kv_cache_mask(L, S)
+                expect.equal(sub.sdpa_masks.kv_cache_mask(L, S), want, what=f"kv_cache_mask({L}, {S})",
+                             mistakes=signatures.distinct(signatures.kv_cache(L, S), EXACT, want))
 
 
 # --------------------------------------------------------------------------- sdpa
@@ -119,19 +169,23 @@ def test_sdpa_matches_reference_with_masks_and_bottom_right_causal(sub, ref, rng
                 allowed = _allowed(rng, lead, L, S) if case.label == "case 1" else None
             if randint(rng, 0, 1):
                 q = noncontiguous(q)
-            want = _expected_sdpa(ref, q, k, v, allowed, causal, dtype)
-            label = f"q {list(q.shape)}, k {list(k.shape)}, allowed {None if allowed is None else list(allowed.shape)}, causal={causal}, {_tag(dtype)}"
-            t = tol("sdpa_masks.sdpa", dtype)
-            expect.close(sub.sdpa_masks.sdpa(q, k, v, allowed=allowed, causal=causal), want, what=f"sdpa({label})",
-                         tol=t, mistakes=signatures.distinct(signatures.sdpa(q, k, v, allowed, causal), t, want))
+            inputs = [(q, k, v, allowed)]
+            if _degenerate(L, S, allowed, causal):  # nothing blocked or one key per query: checked next to a regular input
+                inputs.append(_regular_sdpa_inputs(rng, dtype))
+            for q, k, v, allowed in inputs:
+                want = _expected_sdpa(ref, q, k, v, allowed, causal, dtype)
+                label = f"q {list(q.shape)}, k {list(k.shape)}, allowed {None if allowed is None else list(allowed.shape)}, causal={causal}, {_tag(dtype)}"
+                t = tol("sdpa_masks.sdpa", dtype)
+                expect.close(sub.sdpa_masks.sdpa(q, k, v, allowed=allowed, causal=causal), want, what=f"sdpa({label})",
+                             tol=t, mistakes=signatures.distinct(signatures.sdpa(q, k, v, allowed, causal), t, want))
 
 
-def test_sdpa_never_passes_both_attn_mask_and_is_causal(sub, rng, credit):
+def test_sdpa_never_passes_both_attn_mask_and_is_causal(sub, ref, rng, credit):
     scenarios = ["allowed + causal, L = S", "allowed + causal, L < S", "causal only, L < S", "causal only, L = S"]
     for part in credit.parts(scenarios):
         with part:
             S = randint(rng, 3, 12)
-            L = S if part.label.endswith("L = S") else randint(rng, 1, S - 1)
+            L = S if part.label.endswith("L = S") else randint(rng, 2, S - 1)  # L = 1: the causal mask blocks nothing
             q, k, v = randn(rng, 2, 2, L, 4), randn(rng, 2, 2, S, 4), randn(rng, 2, 2, S, 4)
             allowed = None
             if part.label.startswith("allowed"):
@@ -147,12 +201,18 @@ def test_sdpa_never_passes_both_attn_mask_and_is_causal(sub, rng, credit):
             top_left = [c for c in calls if c["is_causal"] and c["L"] != c["S"]]
             expect.true(not top_left, what=f"sdpa ({part.label}) uses no is_causal=True when L != S (top-left aligned)", problem="constraint",
                         detail=f"is_causal=True with L={L}, S={S}", hints=["sdpa_masks/top-left-causal"])
+            # and the right values: a call without any mask passes both checks too
+            want = _expected_sdpa(ref, q, k, v, allowed, True, torch.float32)
+            t = tol("sdpa_masks.sdpa", torch.float32)
+            expect.close(r["value"], want, what=f"sdpa(allowed={'None' if allowed is None else 'given'}, causal=True), L={L}, S={S}", tol=t,
+                         mistakes=signatures.distinct(signatures.sdpa(q, k, v, allowed, True), t, want))
 
 
 def test_sdpa_dropout_only_while_training(sub, ref, rng, credit):
     B, h, T, d = 2, 2, 16, 8
-    q, k, v = randn(rng, B, h, T, d), randn(rng, B, h, T, d), randn(rng, B, h, T, d)
-    deterministic = _expected_sdpa(ref, q, k, v, None, True, torch.float32)
+    q, k = randn(rng, B, h, T, d), randn(rng, B, h, T, d)
+    v = torch.eye(T).expand(B, h, T, T).contiguous()  # v = I: the output *is* the (dropped-out) weight matrix
+    deterministic = _expected_sdpa(ref, q, k, v, None, True, torch.float32)  # the weights A
     for part in credit.parts(["eval: dropout_p=0.5 has no effect", "training: dropout_p=0.5 drops weights"]):
         with part:
             training = part.label.startswith("training")
@@ -168,6 +228,14 @@ def test_sdpa_dropout_only_while_training(sub, ref, rng, credit):
                 differs = out.shape == deterministic.shape and bool(torch.isfinite(out).all()) and float((out - deterministic).abs().max()) > 1e-3
                 expect.true(differs, what="sdpa(dropout_p=0.5, training=True) applies dropout: the output differs from the deterministic one",
                             detail=f"dropout_p passed to SDPA: {used}", hints=["sdpa_masks/dropout-never-applied"])
+                # the values: with v = I every weight is either dropped (0) or kept and rescaled (A / (1 − p)), about half of each
+                kept = out.abs() > deterministic  # halfway between 0 and 2A
+                expect.close(out, torch.where(kept, deterministic / 0.5, torch.zeros_like(deterministic)),
+                             what="sdpa(causal=True, dropout_p=0.5, training=True) with v = I: each weight is 0 or A / (1 − p)",
+                             tol=tol("sdpa_masks.sdpa", torch.float32), hints=["sdpa_masks/dropout-never-applied"])
+                share = float(kept[deterministic > 0].float().mean())
+                expect.true(0.3 <= share <= 0.7, what="sdpa(dropout_p=0.5, training=True) keeps about half of the weights",
+                            detail=f"kept {share:.0%} of the non-zero weights", hints=["sdpa_masks/dropout-never-applied"])
 
 
 # --------------------------------------------------------------------------- nn.MultiheadAttention
@@ -177,7 +245,7 @@ def _mha_case(rng, case_index: int):
     divisors = [h for h in range(1, C + 1) if C % h == 0]
     h = choice(rng, (1, C, choice(rng, divisors)))  # h=1, h=C (d=1) or any divisor
     config = {"embed_dim": C, "num_heads": h, "bias": bool(randint(rng, 0, 1)), "batch_first": case_index % 4 < 2}
-    B, T = choice(rng, (1, randint(rng, 2, 3))), choice(rng, (1, randint(rng, 2, 10)))
+    B, T = choice(rng, (1, randint(rng, 2, 3))), randint(rng, 2, 10)  # T = 1 is checked next to a regular case
     x = randn(rng, B, T, C, dtype=dtype)
     kind = randint(rng, 0, 2)
     allowed = None if kind == 0 else torch.tril(torch.ones(T, T, dtype=torch.bool)) if kind == 1 else _bernoulli(rng, T, T, p=0.6)
@@ -196,19 +264,29 @@ def test_mha_self_attention_matches_module_in_both_layouts(sub, rng, credit):
             dtype, config, state, x, allowed, key_allowed = _mha_case(rng, i)
             if i == 6:
                 x = noncontiguous(x)
-            r = sub.sdpa_masks.run(sd.mha_recorded, config, state, x, allowed, key_allowed)
-            want = sd.mha_expected(config, state, x, allowed, key_allowed)
-            label = (f"MultiheadAttention({config['embed_dim']}, {config['num_heads']}, bias={config['bias']}, batch_first={config['batch_first']}), "
-                     f"x {list(x.shape)}, allowed={'None' if allowed is None else 'given'}, key_allowed={'None' if key_allowed is None else 'given'}, {_tag(dtype)}")
-            t = tol("sdpa_masks.mha_self_attention", dtype)
-            expect.close(r["value"], want, what=f"mha_self_attention: {label}", tol=t,
-                         mistakes=signatures.distinct(signatures.mha(sd.mha_module(config, state), x, allowed, key_allowed), t, want))
+            inputs = [(x, allowed, key_allowed)]
+            B, T, C = x.shape
+            if i == 1:  # T = 1 (the only key is the query itself), next to the regular case
+                inputs.append((randn(rng, B, 1, C, dtype=dtype), None, None))
+            if _degenerate(T, T, allowed, False, key_allowed):  # nothing masked: also a causal, key-padded input
+                lengths = torch.tensor([[T]] + [[randint(rng, 1, T - 1)] for _ in range(B - 1)]) if B > 1 else torch.tensor([[T - 1]])
+                inputs.append((randn(rng, B, T, C, dtype=dtype), torch.tril(torch.ones(T, T, dtype=torch.bool)), torch.arange(T).unsqueeze(0) < lengths))
+            for x, allowed, key_allowed in inputs:
+                r = sub.sdpa_masks.run(sd.mha_recorded, config, state, x, allowed, key_allowed)
+                want = sd.mha_expected(config, state, x, allowed, key_allowed)
+                label = (f"MultiheadAttention({config['embed_dim']}, {config['num_heads']}, bias={config['bias']}, batch_first={config['batch_first']}), "
+                         f"x {list(x.shape)}, allowed={'None' if allowed is None else 'given'}, key_allowed={'None' if key_allowed is None else 'given'}, {_tag(dtype)}")
+                t = tol("sdpa_masks.mha_self_attention", dtype)
+                expect.close(r["value"], want, what=f"mha_self_attention: {label}", tol=t,
+                             mistakes=signatures.distinct(signatures.mha(sd.mha_module(config, state), x, allowed, key_allowed), t, want))
 
 
 def test_mha_self_attention_calls_module_with_need_weights_false(sub, rng, credit):
     for part in credit.parts(["batch_first=True", "batch_first=False"]):
         with part:
-            _, config, state, x, allowed, key_allowed = _mha_case(rng, 1 if part.label.endswith("True") else 3)
+            dtype, config, state, x, allowed, key_allowed = _mha_case(rng, 1 if part.label.endswith("True") else 3)
+            if allowed is None:  # a mask to convert, so that the values check more than a bare call
+                allowed = torch.tril(torch.ones(x.size(1), x.size(1), dtype=torch.bool))
             r = sub.sdpa_masks.run(sd.mha_recorded, config, state, x, allowed, key_allowed)
             weights = [c for c in r["calls"] if c["need_weights"]]
             causal = [c for c in r["calls"] if c["is_causal"]]
@@ -216,12 +294,19 @@ def test_mha_self_attention_calls_module_with_need_weights_false(sub, rng, credi
                         detail=f"{len(weights)} of {len(r['calls'])} calls asked for the weights", hints=["sdpa_masks/need-weights"])
             expect.true(not causal, what="mha_self_attention passes no is_causal hint (Day 1 §A.2)", problem="constraint",
                         detail="is_causal=True was passed", hints=["sdpa_masks/mha-is-causal"])
+            # and the right values: returning zeros never calls the module at all
+            want = sd.mha_expected(config, state, x, allowed, key_allowed)
+            t = tol("sdpa_masks.mha_self_attention", dtype)
+            expect.close(r["value"], want, what=f"mha_self_attention({part.label} module), x {list(x.shape)}", tol=t,
+                         mistakes=signatures.distinct(signatures.mha(sd.mha_module(config, state), x, allowed, key_allowed), t, want))
 
 
 # --------------------------------------------------------------------------- conventions
-def test_sdpa_masks_functions_keep_dtype_and_leave_inputs_unchanged(sub, rng, credit):
+def test_sdpa_masks_functions_keep_dtype_and_leave_inputs_unchanged(sub, ref, rng, credit):
     allowed = _bernoulli(rng, 4, 6, p=0.6)
     allowed[:, 0] = True
+    allowed[0, 1:] = False  # something blocked
+    allowed[-1, -1] = True  # and a query with two keys
     q64, k64, v64 = randn(rng, 1, 2, 4, 3, dtype=torch.float64), randn(rng, 1, 2, 6, 3, dtype=torch.float64), randn(rng, 1, 2, 6, 5, dtype=torch.float64)
     q32, k32, v32 = q64.float(), k64.float(), v64.float()
     calls = {
@@ -241,3 +326,10 @@ def test_sdpa_masks_functions_keep_dtype_and_leave_inputs_unchanged(sub, rng, cr
             out = expect.tensor(r.value, what=f"{name} result")
             expect.true(out.dtype == dtype, what=f"{part.label}: result dtype {_tag(dtype)}", detail=f"got {_tag(out.dtype)}",
                         hints=["general/mask-dtype"] if dtype == torch.bool else ["general/dtype-changed"])
+            # and the right values: a copy of the input keeps its dtype and leaves it unchanged too
+            if name == "sdpa":
+                expect.close(out, _expected_sdpa(ref, *args, True, dtype), what=f"{part.label} result", tol=tol("sdpa_masks.sdpa", dtype))
+            elif dtype == torch.bool:
+                expect.equal(out, getattr(ref.sdpa_masks, name)(*args, **kwargs), what=f"{name} result")
+            else:
+                expect.close(out, getattr(ref.sdpa_masks, name)(*args, **kwargs), what=f"{name} result", tol=EXACT)
