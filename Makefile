@@ -36,10 +36,10 @@ check: $(VENV)/.dev.stamp ## instructors: solutions score full marks, stubs scor
 	$(PY) -m pytest -q tests/grader/test_suites_are_right.py
 
 benchmark: $(VENV)/.requirements.stamp ## time one full grade against `import torch`
-	$(PY) benchmarks/grade_time.py
+	$(PY) tests/benchmarks/grade_time.py
 
 tolerances: $(VENV)/.requirements.stamp ## re-measure tests/suites/course/tolerances.toml
-	$(PY) benchmarks/measure_tolerances.py
+	$(PY) tests/benchmarks/measure_tolerances.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache

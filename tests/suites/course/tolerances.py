@@ -1,7 +1,7 @@
 """The one tolerance table of the grading suites.
 
 ``tolerances.toml`` beside this file is *measured*, not chosen: ``python
-benchmarks/measure_tolerances.py`` runs each reference function in float32 against the
+tests/benchmarks/measure_tolerances.py`` runs each reference function in float32 against the
 same function in float64 over many seeds and writes ~10× the worst error it saw (both
 rtol and atol). float64 rows scale the float32 measurement by the ratio of machine
 epsilons. Course numbers printed in the lessons use the tolerances of
@@ -27,6 +27,6 @@ def tol(op: str, dtype: torch.dtype) -> Tol:
     float64 reference rounded to ``dtype``."""
     entry = _TABLE["op"].get(op)
     if entry is None:
-        raise KeyError(f"no measured tolerance for {op!r}; run benchmarks/measure_tolerances.py")
+        raise KeyError(f"no measured tolerance for {op!r}; run tests/benchmarks/measure_tolerances.py")
     row = entry["float64" if dtype == torch.float64 else "float32"]
     return Tol(rtol=row["rtol"], atol=row["atol"])

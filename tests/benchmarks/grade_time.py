@@ -4,7 +4,7 @@ Runs the two commands alternately (so machine load affects both alike) and repor
 medians. The grade is the whole CLI: start-up, sandbox, every configured test of the
 reference solutions, report, rendering, clean-up.
 
-    .venv/bin/python benchmarks/grade_time.py [--runs 7] [--skill qkv]
+    .venv/bin/python tests/benchmarks/grade_time.py [--runs 7] [--skill qkv]
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def timed(cmd: list[str]) -> float:

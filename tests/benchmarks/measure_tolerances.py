@@ -15,7 +15,7 @@ float64 rows are the float32 ones scaled by eps(float64)/eps(float32), floored a
 absolute. Writes tests/suites/course/tolerances.toml; run it again after changing a
 reference solution or the input distributions.
 
-    .venv/bin/python benchmarks/measure_tolerances.py [--seeds 200]
+    .venv/bin/python tests/benchmarks/measure_tolerances.py [--seeds 200]
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from typing import Callable
 
 import torch
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "tests/suites/course/tolerances.toml"
 EPS_RATIO = torch.finfo(torch.float64).eps / torch.finfo(torch.float32).eps
 
@@ -42,10 +42,10 @@ def load(name: str):
 
 
 def cases() -> dict:
-    """op name → seeded input maker, gathered from benchmarks/tolerance_cases/<skill>.py.
+    """op name → seeded input maker, gathered from tests/benchmarks/tolerance_cases/<skill>.py.
     A maker takes a torch.Generator and returns (fn, float64 args)."""
     out = {}
-    for path in sorted((ROOT / "benchmarks/tolerance_cases").glob("*.py")):
+    for path in sorted((ROOT / "tests/benchmarks/tolerance_cases").glob("*.py")):
         if path.name.startswith("_"):
             continue
         spec = importlib.util.spec_from_file_location(f"_cases_{path.stem}", path)
@@ -99,7 +99,7 @@ def main() -> None:
     if args.only:
         return
     lines = [
-        "# Measured by benchmarks/measure_tolerances.py — do not edit by hand.",
+        "# Measured by tests/benchmarks/measure_tolerances.py — do not edit by hand.",
         f"# {args.seeds} seeds per op; tolerance = 10 × worst float32-vs-float64 error of the reference;",
         "# float64 = float32 × eps64/eps32 (floor 1e-12).",
         "",
