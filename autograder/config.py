@@ -74,6 +74,9 @@ class Skill:
     #: tests that must pass for the skill to score anything (the exercise's rules, e.g.
     #: "no torch.softmax in row_softmax.py"): a rule broken means 0 in the skill
     gates: tuple[str, ...] = ()
+    #: modules the fork server imports before forking this skill's workers (expensive
+    #: first-use imports, e.g. the sympy behind gradcheck), so no test pays for them
+    preload: tuple[str, ...] = ()
 
     @property
     def module_name(self) -> str:
@@ -294,7 +297,7 @@ def _parse(path: Path, text: str, data: dict, check_files: bool) -> Config:
         if not SKILL_ID.match(sid):
             raise r.fail(kp, "skill ids are lower_snake_case identifiers")
         raw = r.table(raw, kp)
-        r.check_keys(raw, ["title", "points", "module", "sections", "suites", "gates"], kp)
+        r.check_keys(raw, ["title", "points", "module", "sections", "suites", "gates", "preload"], kp)
         title = r.string(raw, "title", kp)
         points = r.number(raw, "points", kp)
         module = r.string(raw, "module", kp)
@@ -338,7 +341,10 @@ def _parse(path: Path, text: str, data: dict, check_files: bool) -> Config:
         total = sum(sum(s.weights.values()) for s in suites)
         if not math.isclose(total, points, rel_tol=0, abs_tol=1e-9):
             raise r.fail(kp + ["points"], f"is {points:g} but the weights of its tests add up to {total:g}; make them equal")
-        skills[sid] = Skill(sid, title, points, module, tuple(sections), tuple(suites), tuple(gates))
+        preload = raw.get("preload", [])
+        if not isinstance(preload, list) or not all(isinstance(m, str) and re.fullmatch(r"[A-Za-z_][\w.]*", m) for m in preload):
+            raise r.fail(kp + ["preload"], "must be a list of module names, e.g. [\"torch.fx.experimental.symbolic_shapes\"]")
+        skills[sid] = Skill(sid, title, points, module, tuple(sections), tuple(suites), tuple(gates), tuple(preload))
     modules = [s.module for s in skills.values()]
     for sid, skill in skills.items():
         if modules.count(skill.module) > 1:

@@ -70,6 +70,7 @@ def _manifest(config: Config, prepared: PreparedSubmission, spec_dict: dict, see
         "solutions_dir": str(config.solutions_dir),
         "tests": {t.node_id: {"skill": t.skill, "visibility": t.visibility, "weight": t.weight} for t in config.tests},
         "modules": prepared.modules,
+        "preload": sorted({m for skill in config.skills.values() for m in skill.preload}),
         "worker": spec_dict,
         "limits": {
             "call_timeout_s": config.limits.call_timeout_s,

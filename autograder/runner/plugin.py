@@ -91,6 +91,7 @@ class GradingSession:
             max_reply_bytes=limits["max_result_mib"] << 20,
             server=_EARLY_SERVER,
         )
+        self.sandbox.preload(manifest.get("preload", []))
         self.runtime = Runtime(
             sandbox=self.sandbox,
             modules=modules,

@@ -270,6 +270,14 @@ class Sandbox:
         except (OSError, RuntimeError, ValueError):
             return {"unknown": True}
 
+    def preload(self, modules: list[str]) -> None:
+        """Have the fork server import these before it forks the next worker (no reply)."""
+        if modules:
+            try:
+                self.control.send(json.dumps({"op": "preload", "modules": list(modules)}).encode())
+            except OSError:
+                pass
+
     def kill_async(self, pid: int) -> None:
         """Kill and sweep without waiting: the server handles requests in order, so the
         next spawn is answered only after this kill is done."""
