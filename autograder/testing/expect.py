@@ -148,6 +148,18 @@ def _cell(value: float) -> str:
 
 
 # --------------------------------------------------------------------------- checks
+def _type_and_shape(got: Any, want: torch.Tensor, what: str, mistakes: Any, tol: Tol, hints: list[str]) -> None:
+    """The first two questions of every comparison: a plain tensor, of the right shape?"""
+    if type(got) is not torch.Tensor:
+        _fail(what, "type", f"expected a torch.Tensor, got {describe(got)}", diagnose(got, mistakes, tol) or hints)
+    if tuple(got.shape) != tuple(want.shape):
+        _fail(what, "shape", f"expected shape {list(want.shape)}, got {list(got.shape)}", diagnose(got, mistakes, tol) or hints)
+
+
+def _side_by_side(got: torch.Tensor, want: torch.Tensor) -> str:
+    """Small results are shown whole, expected above yours."""
+    return f"\nexpected {fmt_tensor(want)}\n     got {fmt_tensor(got)}" if got.numel() <= 16 else ""
+
 def tensor(got: Any, *, what: str, hints: Iterable[str] = ()) -> torch.Tensor:
     """``got`` must be exactly a ``torch.Tensor`` (no subclass, no other object)."""
     if type(got) is not torch.Tensor:
@@ -175,10 +187,7 @@ def close(
 ) -> torch.Tensor:
     """``got`` must equal ``want`` within ``tol`` (both rtol and atol; ±∞ must match exactly)."""
     hints = list(hints)
-    if type(got) is not torch.Tensor:
-        _fail(what, "type", f"expected a torch.Tensor, got {describe(got)}", diagnose(got, mistakes, tol) or hints)
-    if tuple(got.shape) != tuple(want.shape):
-        _fail(what, "shape", f"expected shape {list(want.shape)}, got {list(got.shape)}", diagnose(got, mistakes, tol) or hints)
+    _type_and_shape(got, want, what, mistakes, tol, hints)
     if check_dtype and got.dtype != want.dtype:
         _fail(what, "dtype", f"expected dtype {_dtype(want.dtype)} (the input's dtype), got {_dtype(got.dtype)}", ["general/dtype-changed"])
     if not got.is_floating_point() and not want.is_floating_point():
@@ -204,8 +213,7 @@ def close(
         f"first mismatch at index {_index(first)}: expected {fmt_number(w[first].item())}, got {fmt_number(g[first].item())}; "
         f"{count} of {bad.numel()} values differ (largest difference {fmt_number(worst)}, tolerance {tol})"
     )
-    if got.numel() <= 16:
-        detail += f"\nexpected {fmt_tensor(want)}\n     got {fmt_tensor(got)}"
+    detail += _side_by_side(got, want)
     grids = _grid(what, g, w, bad, first, grid) if grid else []
     _fail(what, "values", detail, diagnose(got, mistakes, tol) or hints, grids)
     return got
@@ -222,10 +230,7 @@ def equal(
 ) -> torch.Tensor:
     """Exact equality, for masks and integer results (dtype must match too)."""
     hints = list(hints)
-    if type(got) is not torch.Tensor:
-        _fail(what, "type", f"expected a torch.Tensor, got {describe(got)}", diagnose(got, mistakes, EXACT) or hints)
-    if tuple(got.shape) != tuple(want.shape):
-        _fail(what, "shape", f"expected shape {list(want.shape)}, got {list(got.shape)}", diagnose(got, mistakes, EXACT) or hints)
+    _type_and_shape(got, want, what, mistakes, EXACT, hints)
     if got.dtype != want.dtype:
         hint = ["general/mask-dtype"] if want.dtype is torch.bool else ["general/dtype-changed"]
         _fail(what, "dtype", f"expected dtype {_dtype(want.dtype)}, got {_dtype(got.dtype)}", diagnose(got.to(want.dtype), mistakes, EXACT) + hint)
@@ -235,8 +240,7 @@ def equal(
     first = tuple(torch.nonzero(bad)[0].tolist())
     count = int(bad.sum())
     detail = f"first mismatch at index {_index(first)}: expected {fmt_number(want[first].item())}, got {fmt_number(got[first].item())}; {count} of {bad.numel()} entries differ"
-    if got.numel() <= 16:
-        detail += f"\nexpected {fmt_tensor(want)}\n     got {fmt_tensor(got)}"
+    detail += _side_by_side(got, want)
     grids = _grid(what, got, want, bad, first, grid) if grid else []
     _fail(what, "values", detail, diagnose(got, mistakes, EXACT) or hints, grids)
     return got

@@ -39,6 +39,32 @@ def leftover_processes(marker: str) -> list[str]:
     return found
 
 
+def build(attack: dict, folder: Path) -> Path:
+    """The attack's submission folder: stored as files, or derived at test time from the
+    stubs or the reference (so it never goes stale when they change)."""
+    kind = attack.get("derive")
+    if kind is None:
+        return HOSTILE / attack["name"]
+    folder.mkdir()
+    if kind == "stubs-raise-value-error":
+        import ast
+
+        class RaiseValueError(ast.NodeTransformer):
+            def visit_Raise(self, node):
+                return ast.parse('raise ValueError("no")').body[0]
+
+        for stub in sorted((ROOT / "exercises").glob("*.py")):
+            tree = RaiseValueError().visit(ast.parse(stub.read_text(encoding="utf-8")))
+            (folder / stub.name).write_text(ast.unparse(tree) + "\n", encoding="utf-8")
+    elif kind == "edit":
+        source = (ROOT / attack["base"] / attack["file"]).read_text(encoding="utf-8")
+        assert source.count(attack["find"]) == 1, f"{attack['name']}: `find` must occur once in {attack['base']}/{attack['file']}"
+        (folder / attack["file"]).write_text(source.replace(attack["find"], attack["replace"]) + attack.get("append", ""), encoding="utf-8")
+    else:
+        raise ValueError(f"unknown derive {kind!r}")
+    return folder
+
+
 def fingerprint(*roots: Path) -> dict[str, str]:
     """Content hashes of every file below the roots (what an attack must not change)."""
     out = {}
@@ -60,9 +86,10 @@ def test_attack_gains_nothing_and_the_run_completes(attack, tmp_path, fast_confi
     for marker in markers:
         if marker.exists():
             marker.unlink()
-    before = fingerprint(HOSTILE / attack["name"], *PROTECTED)
+    submission = build(attack, tmp_path / "submission")
+    before = fingerprint(submission, *PROTECTED)
     args = [arg for skill in attack["skills"] for arg in ("--skill", skill)]
-    graded = grade(HOSTILE / attack["name"], *args, "--reveal-hidden", output=out, config=fast_config, env=env, timeout=attack.get("max_seconds", 30) + 60)
+    graded = grade(submission, *args, "--reveal-hidden", output=out, config=fast_config, env=env, timeout=attack.get("max_seconds", 30) + 60)
     assert graded.rc == 0, graded.stderr[-2000:]
     assert graded.seconds < attack.get("max_seconds", 30), graded.seconds
     assert out.stat().st_size < 4 << 20
@@ -74,7 +101,7 @@ def test_attack_gains_nothing_and_the_run_completes(attack, tmp_path, fast_confi
     for phrase in attack["says"]:
         assert phrase in summaries, (phrase, summaries[:600])
     assert not leftover_processes(str(tmp_path)), leftover_processes(str(tmp_path))
-    assert fingerprint(HOSTILE / attack["name"], *PROTECTED) == before, "a file outside the worker's copy changed"
+    assert fingerprint(submission, *PROTECTED) == before, "a file outside the worker's copy changed"
     for marker in markers:
         assert not marker.exists(), f"the attack created {marker}"
     everything = json.dumps(graded.data, ensure_ascii=False)
