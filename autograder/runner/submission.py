@@ -34,9 +34,6 @@ class PreparedSubmission:
     ignored: list[str] = field(default_factory=list)
     ignored_more: int = 0
 
-    def manifest_modules(self) -> dict[str, dict]:
-        return self.modules
-
     def to_dict(self) -> dict:
         return {
             "path": self.given,

@@ -76,7 +76,6 @@ class Worker:
         self.sock = sock
         self.facts: list[str] = []
         self.exit: Exit | None = None
-        self.ready = False
 
     @property
     def alive(self) -> bool:
@@ -92,7 +91,6 @@ class Worker:
             self._stop(reason="could not start")
             raise WorkerProtocolError(f"the sandbox could not start: {err.get('type')}: {err.get('message')}")
         self.facts = [str(f) for f in header.get("facts", [])][:20]
-        self.ready = True
 
     def request(self, header: dict, blob: bytes, timeout: float, during: str) -> tuple[dict, bytes]:
         if not self.alive:

@@ -236,14 +236,8 @@ def construct(ctx, module: str, cls: str, init_args: list, init_kwargs: dict, st
     return result
 
 
-def module_names(ctx, module: str) -> list[str]:
-    """Public names a module defines (to say "function X is missing" precisely)."""
-    return sorted(n for n in vars(ctx.module(module)) if not n.startswith("_"))
-
-
 BUILTIN: dict[str, Callable[..., Any]] = {
     "call": call,
     "call_with_grad": call_with_grad,
     "construct": construct,
-    "module_names": module_names,
 }

@@ -224,10 +224,6 @@ class RemoteModule:
         value, _, _ = self._sub._invoke(self._name, probe.name, probe.source, list(args), kwargs, label, (self._name, f"probe:{probe.name}"))
         return value
 
-    def names(self) -> list[str]:
-        value, _, _ = self._sub._invoke(self._name, "module_names", None, [self._name], {}, f"{self._name} (names)", (self._name, "names"))
-        return value if isinstance(value, list) else []
-
 
 class RemoteFunction:
     def __init__(self, module: RemoteModule, name: str) -> None:

@@ -150,10 +150,6 @@ def calls(source: str, function: str) -> set[str]:
     return out
 
 
-def defines(source: str, function: str) -> bool:
-    return bool(_functions(_parse(source), [function]))
-
-
 def check_no_banned(source: str | None, file: str, banned: Iterable[str], *, what: str, hints: Iterable[str] = (), scope: Iterable[str] | None = None) -> None:
     """Fail with every offending line of the student's file when a banned name appears."""
     if source is None:
