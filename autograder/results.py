@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -116,6 +117,9 @@ def _hidden_summary(test: dict) -> str:
         return test.get("summary") or "hidden test failed"
     if problem == "raised":
         kind = (test.get("error") or {}).get("type") or "an exception"
+        todo = re.search(r"is not implemented yet — TODO\(\w+\): [\w.]+", test.get("summary") or "")
+        if kind == "NotImplementedError" and todo:  # the stub's own message names only a function
+            return f"hidden test failed: {todo.group(0)}"
         return f"hidden test failed: your code raised {kind}"
     words = {
         "type": "returned the wrong kind of value",

@@ -5,7 +5,7 @@ and marked ⚠)."""
 from __future__ import annotations
 
 from ..results import Results, TestOutcome
-from .common import ICON, clean, frame_lines, headline, points
+from .common import ICON, clean, frame_lines, headline, points, todo_summary
 
 MARKER = "<!-- attention-autograder -->"
 
@@ -67,15 +67,18 @@ def render(results: Results, details: bool = True) -> str:
     for skill in results.skills:
         if skill.gated_by:
             lines += [f"> ⛔ **{esc(skill.id)}** scores 0: it breaks a rule of the exercise — {esc(skill.gated_by)}", ""]
-    failed = [(s, t) for s in results.skills for t in s.tests if t.status != "passed"]
-    if details and failed:
+    if details and any(t.status != "passed" for s in results.skills for t in s.tests):
         lines.append("### What to fix")
-        current = None
-        for skill, test in failed:
-            if skill.id != current:
-                lines += ["", f"#### {esc(skill.id)}: {esc(skill.title)}"]
-                current = skill.id
-            lines.extend(_test_block(test))
+        for skill in results.skills:
+            failed = [t for t in skill.tests if t.status != "passed"]
+            if not failed:
+                continue
+            lines += ["", f"#### {esc(skill.id)}: {esc(skill.title)}"]
+            stubs, others = todo_summary(failed)
+            if stubs:
+                lines.append(f"- 📝 still TODO: {esc(', '.join(stubs))} ({len(failed) - len(others)} tests wait on them)")
+            for test in others:
+                lines.extend(_test_block(test))
         lines.append("")
     ignored = results.submission.get("ignored") or []
     if ignored:

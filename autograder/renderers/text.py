@@ -10,7 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..results import Results, SkillOutcome, TestOutcome
-from .common import ICON, clean, frame_lines, points, printed_lines
+from .common import ICON, clean, frame_lines, points, printed_lines, todo_summary
 
 STYLE = {"passed": "green", "failed": "red", "error": "magenta", "not_run": "yellow"}
 
@@ -47,7 +47,7 @@ def _skill_table(skill: SkillOutcome) -> Table:
     for test in skill.tests:
         note = ", ".join(h["id"] for h in test.hints) if test.hints else ("" if test.status == "passed" else clean(test.summary, 90))
         if test.credit and test.credit.get("total") and test.status != "passed":
-            note = f"{test.credit['passed']}/{test.credit['total']} cases · {note}"
+            note = f"{test.credit['passed']}/{test.credit['total']} passed · {note}"
         table.add_row(
             Text(ICON.get(test.status, "?"), style=STYLE.get(test.status, "")),
             Text(test.name + (" (hidden)" if test.visibility == "hidden" else "")),
@@ -98,7 +98,11 @@ def render(results: Results, console: Console, *, details: bool = True) -> None:
             failed = [t for t in skill.tests if t.status != "passed"]
             if failed:
                 console.print(Text(f"What to fix in {skill.module} ({skill.id})", style="bold underline"))
-                for test in failed:
+                stubs, others = todo_summary(failed)
+                if stubs:
+                    waiting = len(failed) - len(others)
+                    console.print(Text.assemble(("Still TODO: ", "bold yellow"), ", ".join(stubs), f"  ({waiting} test{'s' if waiting != 1 else ''} wait on them; grep -n 'TODO({skill.id})' {skill.module})", style=""))
+                for test in others:
                     console.print(_details(test))
     ignored = results.submission.get("ignored") or []
     if ignored:
