@@ -15,9 +15,11 @@ from .common import ICON, clean, frame_lines, points, printed_lines, todo_summar
 STYLE = {"passed": "green", "failed": "red", "error": "magenta", "not_run": "yellow"}
 
 
-def _grid(grid: dict) -> Table:
+def _grid(grid: dict) -> Group:
+    """Expected and yours side by side; wrong cells in red. The title goes above the
+    table (a table title would wrap at the width of the small table)."""
     exp, got, bad = grid["expected"], grid["got"], grid["bad"]
-    outer = Table(box=box.SIMPLE, show_header=True, title=Text(clean(grid["title"], 120), style="bold"), title_justify="left")
+    outer = Table(box=box.SIMPLE, show_header=True, padding=(0, 1))
     outer.add_column("expected")
     outer.add_column("yours")
     left = Table(box=box.MINIMAL, show_header=False, padding=(0, 1))
@@ -29,8 +31,8 @@ def _grid(grid: dict) -> Table:
         left.add_row(*[Text(c, style="dim" if c in ("0", "False") else "") for c in row])
         right.add_row(*[Text(clean(c, 12), style="bold white on red" if bad[r][j] else "green") for j, c in enumerate(got[r])])
     outer.add_row(left, right)
-    outer.caption = Text(f"rows: {clean(grid['rows'], 40)}, columns: {clean(grid['cols'], 40)}; red = wrong", style="dim")
-    return outer
+    head = Text.assemble((clean(grid["title"], 160), "bold"), (f"  (rows: {clean(grid['rows'], 40)}, columns: {clean(grid['cols'], 40)}; red = wrong)", "dim"))
+    return Group(head, outer)
 
 
 def _skill_table(skill: SkillOutcome) -> Table:
