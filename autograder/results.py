@@ -254,7 +254,8 @@ def build(config: Config, report: dict | None, submission: dict, *, modules: dic
         score = round(sum(t.score for t in tests), 4)
         skills.append(SkillOutcome(
             id=skill.id, title=skill.title, module=skill.module, sections=list(skill.sections), points=skill.points,
-            score=score, passed=sum(t.status == STATUS_PASSED for t in tests), total=len(tests), tests=tests, gated_by=gated_by,
+            score=score, passed=sum(t.status == STATUS_PASSED for t in tests if t.max_score > 0),
+            total=sum(t.max_score > 0 for t in tests), tests=tests, gated_by=gated_by,  # rules (weight 0) are not counted
         ))
     meta = (report or {}).get("autograder") or {}
     return Results(

@@ -52,7 +52,7 @@ def _skill_table(skill: SkillOutcome) -> Table:
             note = f"{test.credit['passed']}/{test.credit['total']} passed · {note}"
         table.add_row(
             Text(ICON.get(test.status, "?"), style=STYLE.get(test.status, "")),
-            Text(test.name + (" (hidden)" if test.visibility == "hidden" else "")),
+            Text(test.name + (" (hidden)" if test.visibility == "hidden" else "") + (" (rule)" if test.max_score == 0 else "")),
             f"{points(test.score)}/{points(test.max_score)}",
             Text(note),
         )
@@ -116,7 +116,7 @@ def render(results: Results, console: Console, *, details: bool = True) -> None:
     summary.add_column("passed", justify="right")
     summary.add_column("reread")
     for skill in results.skills:
-        weak = sorted({h["section"] for t in skill.tests for h in t.hints if h.get("section")})
+        weak = sorted({h["section"] for t in skill.tests for h in t.hints if h.get("section") and not h["id"].startswith("general/")})
         summary.add_row(skill.id, f"{points(skill.score)}/{points(skill.points)}", f"{skill.passed}/{skill.total}", "; ".join(weak[:3]))
     summary.add_row(Text("total", style="bold"), Text(f"{points(results.score)}/{points(results.max_score)}", style="bold"), "", "")
     console.print(summary)
