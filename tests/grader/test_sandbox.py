@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import socket
 import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -207,3 +208,39 @@ def test_policy_never_runs_submission_code_with_privileges(sandbox):
             assert sandbox.spec.landlock == "require"
     else:
         assert sandbox.spec.identity == "keep"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the uid drop is what a root grader (Gradescope) does")
+def test_as_root_the_worker_can_run_as_an_unprivileged_user(tmp_path):
+    """The Gradescope path: setuid to `nobody`. (On this image `nobody` cannot read the
+    interpreter under /root, so real runs here fall back to uid 0 without capabilities;
+    modules already imported before the fork still work, which is all this call needs.)"""
+    import pwd
+    import tempfile
+
+    run = Path(tempfile.mkdtemp(prefix="autograder-uid-"))
+    run.chmod(0o711)
+    copy = run / "submission"
+    copy.mkdir(mode=0o755)
+    (copy / "m.py").write_text(MODULE)
+    (copy / "m.py").chmod(0o644)
+    scratch = run / "scratch"
+    scratch.mkdir(mode=0o711)
+    config = load(ROOT / "grading.toml")
+    spec, _ = build_worker_spec(config, copy, scratch, protected=[ROOT])
+    nobody = pwd.getpwnam("nobody")
+    spec.modules, spec.identity, spec.uid, spec.gid = ["m"], "user", nobody.pw_uid, nobody.pw_gid
+    box = Sandbox(spec)
+    try:
+        worker, reply = call(box, "environment")
+        worker.close()
+        assert reply.ok and reply.value["value"]["uid"] == nobody.pw_uid
+        assert any(f.startswith("user(uid=") for f in worker.facts)
+        worker, reply = call(box, "read", str(ROOT / "solutions" / "qkv.py"))
+        worker.close()
+        assert not reply.ok and reply.error["type"] == "PermissionError"
+    finally:
+        box.close()
+        import shutil
+
+        shutil.rmtree(run, ignore_errors=True)
