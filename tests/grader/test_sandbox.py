@@ -80,9 +80,9 @@ def subclass():
 '''
 
 
-@pytest.fixture(scope="module")
-def sandbox(tmp_path_factory):
-    run = tmp_path_factory.mktemp("run")
+def _spec(run: Path):
+    """A run folder laid out as the grader lays it out (copy readable, scratch below), with
+    the module above as the only exercise module."""
     run.chmod(0o711)
     copy = run / "submission"
     copy.mkdir(mode=0o755)
@@ -90,10 +90,14 @@ def sandbox(tmp_path_factory):
     (copy / "m.py").chmod(0o644)
     scratch = run / "scratch"
     scratch.mkdir(mode=0o711)
-    config = load(ROOT / "grading.toml")
-    spec, _ = build_worker_spec(config, copy, scratch, protected=[ROOT, run / "private"])
+    spec, _ = build_worker_spec(load(ROOT / "grading.toml"), copy, scratch, protected=[ROOT, run / "private"])
     spec.modules = ["m"]
-    box = Sandbox(spec)
+    return spec
+
+
+@pytest.fixture(scope="module")
+def sandbox(tmp_path_factory):
+    box = Sandbox(_spec(tmp_path_factory.mktemp("run")))
     yield box
     box.close()
 
@@ -218,18 +222,10 @@ def test_as_root_the_worker_can_run_as_an_unprivileged_user(tmp_path):
     import pwd
     import tempfile
 
-    run = Path(tempfile.mkdtemp(prefix="autograder-uid-"))
-    run.chmod(0o711)
-    copy = run / "submission"
-    copy.mkdir(mode=0o755)
-    (copy / "m.py").write_text(MODULE)
-    (copy / "m.py").chmod(0o644)
-    scratch = run / "scratch"
-    scratch.mkdir(mode=0o711)
-    config = load(ROOT / "grading.toml")
-    spec, _ = build_worker_spec(config, copy, scratch, protected=[ROOT])
+    run = Path(tempfile.mkdtemp(prefix="autograder-uid-"))  # /tmp: traversable by nobody, unlike pytest's tmp_path
+    spec = _spec(run)
     nobody = pwd.getpwnam("nobody")
-    spec.modules, spec.identity, spec.uid, spec.gid = ["m"], "user", nobody.pw_uid, nobody.pw_gid
+    spec.identity, spec.uid, spec.gid = "user", nobody.pw_uid, nobody.pw_gid
     box = Sandbox(spec)
     try:
         worker, reply = call(box, "environment")
