@@ -82,7 +82,7 @@ class Worker:
         return self.exit is None
 
     def wait_ready(self, timeout: float) -> None:
-        header = self._recv(time.monotonic() + timeout, "worker start-up")
+        header, _ = self._recv(timeout, "worker start-up")
         pid = header.get("pid")
         if type(pid) is int and pid > 0:
             self.pid = pid  # sent by our code in the worker before any submission code runs
@@ -100,18 +100,14 @@ class Worker:
         except OSError:
             self._stop(reason="")
             raise WorkerDied(self.exit, during) from None  # type: ignore[arg-type]
-        deadline = time.monotonic() + timeout
-        return self._recv_full(deadline, during)
+        return self._recv(timeout, during)
 
-    def _recv(self, deadline: float, during: str) -> dict:
-        return self._recv_full(deadline, during)[0]
-
-    def _recv_full(self, deadline: float, during: str) -> tuple[dict, bytes]:
+    def _recv(self, timeout: float, during: str) -> tuple[dict, bytes]:
         try:
-            return recv_message(self.sock, deadline, max_blob=self.sandbox.max_reply_bytes)
+            return recv_message(self.sock, time.monotonic() + timeout, max_blob=self.sandbox.max_reply_bytes)
         except PeerTimeout:
             self._stop(reason=f"timed out during {during}", killed=True)
-            raise WorkerTimeout(self.sandbox.last_timeout, during) from None
+            raise WorkerTimeout(timeout, during) from None
         except PeerClosed:
             self._stop(reason="")
             raise WorkerDied(self.exit, during) from None  # type: ignore[arg-type]
@@ -123,12 +119,10 @@ class Worker:
         """Run a probe; returns the decoded reply (``ok`` False when the code raised)."""
         args_tree, kwargs_tree, blob = _encode_call(args, kwargs)
         header = {"op": "run", "probe": probe, "source": source, "args": args_tree, "kwargs": kwargs_tree}
-        self.sandbox.last_timeout = timeout
         reply, rblob = self.request(header, blob, timeout, during)
         return self._parse(reply, rblob, during)
 
     def import_module(self, module: str, timeout: float) -> Reply:
-        self.sandbox.last_timeout = timeout
         reply, rblob = self.request({"op": "import", "module": module}, b"", timeout, f"import of {module}.py")
         return self._parse(reply, rblob, f"import of {module}.py")
 
@@ -213,7 +207,6 @@ class Sandbox:
         self.spec = spec
         self.start_timeout = start_timeout
         self.max_reply_bytes = max_reply_bytes
-        self.last_timeout = 0.0
         self.pid, self.control = server if server is not None else zygote.start()
         self._spares: list[Worker] = []
         self.spawned = 0

@@ -146,70 +146,61 @@ def test_week7_softmax_numbers_at_stated_precision_in_float32_and_float64(sub, r
 
 
 # --------------------------------------------------------------------------- vs the reference
-def test_softmax_rows_matches_reference_at_large_magnitudes_with_blocked_keys_and_any_dim(sub, ref, rng, credit):
-    cases = []
+def _cases_against_reference(sub, ref, rng, credit, name: str, count: int, draw) -> None:
+    """The shape of every "matches the reference" test: the plain-input gate first, then one
+    credited case per draw. ``draw(i)`` returns (args, kwargs, what, mistakes) for case i."""
     calls = data.Calls(sub, rng)
-    gate = _Gate(rng, calls, "softmax_rows")
-    for i in range(8):
-        dtype = DTYPES[i % 2]
-        s, dim = _layout(rng, _scores(rng, dtype, spread=1e4 if i == 0 else None, offset=1e4 if i == 1 else None))
-        cases.append((s, dim, dtype, calls.add("softmax_rows", s, dim=dim)))
+    gate = _Gate(rng, calls, name)
+    cases = []
+    for i in range(count):
+        args, kwargs, what, mistakes = draw(i)
+        cases.append((args, kwargs, what, mistakes, calls.add(name, *args, **kwargs)))
     calls.run()
     gate.check(ref)
-    for case in credit.cases(len(cases)):
+    fn = getattr(ref.row_softmax, name)
+    for case, (args, kwargs, what, mistakes, i) in zip(credit.cases(len(cases)), cases):
         with case:
-            s, dim, dtype, i = cases[int(case.label.split()[-1]) - 1]
-            want = _expected(lambda x: ref.row_softmax.softmax_rows(x, dim), s, dtype=dtype)
-            expect.close(calls.value(i), want, what=f"softmax_rows(scores {list(s.shape)}, dim={dim}), {_name(dtype)}, |scores| up to {s[torch.isfinite(s)].abs().max().item():.3g}",
-                         tol=tol("row_softmax.softmax_rows", dtype), mistakes=signatures.softmax(s, dim))
+            dtype = args[0].dtype
+            want = _expected(lambda *a: fn(*a, **kwargs), *args, dtype=dtype)
+            expect.close(calls.value(i), want, what=what, tol=tol(f"row_softmax.{name}", dtype), mistakes=mistakes)
+
+
+def test_softmax_rows_matches_reference_at_large_magnitudes_with_blocked_keys_and_any_dim(sub, ref, rng, credit):
+    def draw(i):
+        dtype = DTYPES[i % 2]
+        s, dim = _layout(rng, _scores(rng, dtype, spread=1e4 if i == 0 else None, offset=1e4 if i == 1 else None))
+        what = f"softmax_rows(scores {list(s.shape)}, dim={dim}), {_name(dtype)}, |scores| up to {s[torch.isfinite(s)].abs().max().item():.3g}"
+        return (s,), {"dim": dim}, what, signatures.softmax(s, dim)
+
+    _cases_against_reference(sub, ref, rng, credit, "softmax_rows", 8, draw)
 
 
 def test_log_softmax_rows_matches_reference_at_large_magnitudes(sub, ref, rng, credit):
-    cases = []
-    calls = data.Calls(sub, rng)
-    gate = _Gate(rng, calls, "log_softmax_rows")
-    for i in range(6):
+    def draw(i):
         dtype = DTYPES[i % 2]
         s = _scores(rng, dtype, lead=choice(rng, ((), (2,))), spread=(1.0, 1e4, 30.0)[i % 3], blocked=i == 5)
         s, dim = _layout(rng, s)
-        cases.append((s, dim, dtype, calls.add("log_softmax_rows", s, dim=dim)))
-    calls.run()
-    gate.check(ref)
-    for case in credit.cases(len(cases)):
-        with case:
-            s, dim, dtype, i = cases[int(case.label.split()[-1]) - 1]
-            want = _expected(lambda x: ref.row_softmax.log_softmax_rows(x, dim), s, dtype=dtype)
-            expect.close(calls.value(i), want, what=f"log_softmax_rows(scores {list(s.shape)}, dim={dim}), {_name(dtype)}",
-                         tol=tol("row_softmax.log_softmax_rows", dtype), mistakes=signatures.log_softmax(s, dim))
+        return (s,), {"dim": dim}, f"log_softmax_rows(scores {list(s.shape)}, dim={dim}), {_name(dtype)}", signatures.log_softmax(s, dim)
+
+    _cases_against_reference(sub, ref, rng, credit, "log_softmax_rows", 6, draw)
 
 
 def test_cross_entropy_matches_reference_on_random_logits(sub, ref, rng, credit):
-    cases = []
-    calls = data.Calls(sub, rng)
-    gate = _Gate(rng, calls, "cross_entropy")
-    for i in range(6):
+    def draw(i):
         dtype = DTYPES[i % 2]
         N, V = choice(rng, (1, randint(rng, 2, 64))) if i else randint(rng, 2, 8), randint(rng, 2, 64)
         logits = _scores(rng, dtype, lead=(), L=N, S=V, blocked=False, spread=(3.0, 1e4, 30.0)[i % 3])
         if randint(rng, 0, 1):
             logits = noncontiguous(logits)
         targets = torch.randint(0, V, (N,), generator=rng)
-        cases.append((logits, targets, dtype, calls.add("cross_entropy", logits, targets)))
-    calls.run()
-    gate.check(ref)
-    for case in credit.cases(len(cases)):
-        with case:
-            logits, targets, dtype, i = cases[int(case.label.split()[-1]) - 1]
-            want = _expected(ref.row_softmax.cross_entropy, logits, targets, dtype=dtype)
-            expect.close(calls.value(i), want, what=f"cross_entropy(logits {list(logits.shape)}, targets), {_name(dtype)}: the mean loss, 0-dim",
-                         tol=tol("row_softmax.cross_entropy", dtype), mistakes=signatures.cross_entropy(logits, targets))
+        what = f"cross_entropy(logits {list(logits.shape)}, targets), {_name(dtype)}: the mean loss, 0-dim"
+        return (logits, targets), {}, what, signatures.cross_entropy(logits, targets)
+
+    _cases_against_reference(sub, ref, rng, credit, "cross_entropy", 6, draw)
 
 
 def test_vocab_probs_matches_reference_with_leading_dims(sub, ref, rng, credit):
-    cases = []
-    calls = data.Calls(sub, rng)
-    gate = _Gate(rng, calls, "vocab_probs")
-    for i in range(5):
+    def draw(i):
         dtype = DTYPES[i % 2]
         lead = choice(rng, ((1,), (3,), (2, 5), (1, randint(rng, 2, 64))))
         C, V = randint(rng, 1, 24), randint(rng, 2, 64)
@@ -217,15 +208,9 @@ def test_vocab_probs_matches_reference_with_leading_dims(sub, ref, rng, credit):
         w_vocab = randn(rng, C, V, dtype=dtype, scale=C ** -0.5)
         if randint(rng, 0, 1):
             h = noncontiguous(h)
-        cases.append((h, w_vocab, dtype, calls.add("vocab_probs", h, w_vocab)))
-    calls.run()
-    gate.check(ref)
-    for case in credit.cases(len(cases)):
-        with case:
-            h, w_vocab, dtype, i = cases[int(case.label.split()[-1]) - 1]
-            want = _expected(ref.row_softmax.vocab_probs, h, w_vocab, dtype=dtype)
-            expect.close(calls.value(i), want, what=f"vocab_probs(h {list(h.shape)}, W_vocab {list(w_vocab.shape)}), {_name(dtype)}",
-                         tol=tol("row_softmax.vocab_probs", dtype), mistakes=signatures.vocab_probs(h, w_vocab))
+        return (h, w_vocab), {}, f"vocab_probs(h {list(h.shape)}, W_vocab {list(w_vocab.shape)}), {_name(dtype)}", signatures.vocab_probs(h, w_vocab)
+
+    _cases_against_reference(sub, ref, rng, credit, "vocab_probs", 5, draw)
 
 
 # --------------------------------------------------------------------------- properties
