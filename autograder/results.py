@@ -103,7 +103,7 @@ def _redact_hidden(test: dict) -> None:
     test["printed"] = []
     test["seed"] = None
     if test.get("credit"):
-        test["credit"] = {k: test["credit"][k] for k in ("passed", "total", "fraction") if k in test["credit"]}
+        test["credit"] = {k: test["credit"][k] for k in ("passed", "total", "fraction", "note") if k in test["credit"]}
     if test.get("error"):
         test["error"] = {"type": test["error"].get("type"), "message": "", "frames": test["error"].get("frames", [])}
 

@@ -4,6 +4,13 @@ Catalogues are TOML files: ``autograder/feedback/general_hints.toml`` (id prefix
 ``general/``) and ``tests/suites/<skill>/hints.toml`` (prefix ``<skill>/``). Tests name
 hints by id; the grading plugin resolves them into the report, so every renderer shows
 the same words without reading the catalogues again.
+
+A hint that names a mistake recognised from a function's output declares that function:
+``function = "single_head_attention"`` (or a list). Such a hint is shown only where it is
+right (``filter_named``): on a test that called that function, and only if the mistake's
+signature matched during the test (``expect.diagnose``: within tolerance and closer than
+the correct answer). Hints without ``function`` state facts the failed check proved
+(a dtype changed, a state_dict key is extra) and are shown with that check.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ class Hint:
     id: str
     text: str
     section: str
+    functions: tuple[str, ...] = ()
 
     def to_dict(self) -> dict:
         return {"id": self.id, "text": self.text, "section": self.section}
@@ -38,10 +46,14 @@ def load_file(path: Path, prefix: str) -> dict[str, Hint]:
     for key, entry in data.items():
         if not isinstance(entry, dict) or not isinstance(entry.get("text"), str) or not isinstance(entry.get("section"), str):
             raise HintCatalogueError(f"{path}: [{key}] needs `text` and `section` strings")
-        unknown = set(entry) - {"text", "section"}
+        unknown = set(entry) - {"text", "section", "function"}
         if unknown:
             raise HintCatalogueError(f"{path}: [{key}] has unknown keys {sorted(unknown)}")
-        hints[f"{prefix}/{key}"] = Hint(f"{prefix}/{key}", entry["text"].strip(), entry["section"].strip())
+        functions = entry.get("function", [])
+        functions = [functions] if isinstance(functions, str) else functions
+        if not isinstance(functions, list) or not all(isinstance(f, str) and f for f in functions):
+            raise HintCatalogueError(f"{path}: [{key}] `function` must be a function name or a list of them")
+        hints[f"{prefix}/{key}"] = Hint(f"{prefix}/{key}", entry["text"].strip(), entry["section"].strip(), tuple(functions))
     return hints
 
 
@@ -59,3 +71,20 @@ def resolve(ids: list[str], catalogue: dict[str, Hint]) -> list[dict]:
         hint = catalogue.get(hint_id)
         out.append(hint.to_dict() if hint else {"id": hint_id, "text": f"(unknown hint id {hint_id!r} — a bug in the test suite)", "section": ""})
     return out
+
+
+def filter_named(ids: list[str], catalogue: dict[str, Hint], matched: set[str], targets: list[str]) -> list[str]:
+    """The hint rule: a hint that names a function's mistake survives only if its signature
+    matched during this test (``matched``) and the test called that function (``targets``:
+    ``module.function`` names; a test that ran a probe may have called any function of
+    that module)."""
+    called = {t.split(".", 1)[1].split(".")[0] for t in targets if "." in t}
+    probed = any(".probe:" in t for t in targets)
+    kept = []
+    for hint_id in ids:
+        hint = catalogue.get(hint_id)
+        if hint is None or not hint.functions:
+            kept.append(hint_id)
+        elif hint_id in matched and (probed or called & set(hint.functions)):
+            kept.append(hint_id)
+    return kept

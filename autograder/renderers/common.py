@@ -79,7 +79,7 @@ def test_text(test: TestOutcome) -> str:
     if test.status == "passed":
         return lines[0]
     if test.credit and test.credit.get("total"):
-        lines.append(f"Partial credit: {test.credit['passed']} of {test.credit['total']} parts/cases passed")
+        lines.append(test.credit.get("note") or f"Partial credit: {test.credit['passed']} of {test.credit['total']} kinds passed")
     if test.check and test.visibility == "visible":
         lines.append(f"Checked: {clean(test.check, 300)}")
     if test.detail:

@@ -34,7 +34,7 @@ def _test_block(test: TestOutcome) -> list[str]:
     title = f"- {ICON.get(test.status, '?')} `{test.name}` — {points(test.score)} / {points(test.max_score)}"
     lines = [title]
     if test.credit and test.credit.get("total"):
-        lines.append(f"  - partial credit: {test.credit['passed']} of {test.credit['total']} passed")
+        lines.append(f"  - partial credit: {test.credit['passed']} of {test.credit['total']} kinds passed" + (f" — {esc(test.credit['note'])}" if test.credit.get("note") else ""))
     if test.detail:
         first, *rest = clean(test.detail).splitlines() or [""]
         lines.append(f"  - {esc(first)}")

@@ -49,7 +49,7 @@ def _skill_table(skill: SkillOutcome) -> Table:
     for test in skill.tests:
         note = ", ".join(h["id"] for h in test.hints) if test.hints else ("" if test.status == "passed" else clean(test.summary, 90))
         if test.credit and test.credit.get("total") and test.status != "passed":
-            note = f"{test.credit['passed']}/{test.credit['total']} passed · {note}"
+            note = f"{test.credit['passed']}/{test.credit['total']} kinds · {note}"
         table.add_row(
             Text(ICON.get(test.status, "?"), style=STYLE.get(test.status, "")),
             Text(test.name + (" (hidden)" if test.visibility == "hidden" else "") + (" (rule)" if test.max_score == 0 else "")),

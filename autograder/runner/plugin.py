@@ -32,6 +32,7 @@ from ..sandbox import zygote
 from ..sandbox.client import Sandbox
 from ..sandbox.confine import set_dumpable
 from ..sandbox.spec import WorkerSpec
+from ..testing import expect
 from ..testing.credit import Credit
 from ..testing.failures import CheckFailed, SubmissionError
 from ..testing.remote import ModuleInfo, Runtime, Submission
@@ -236,6 +237,7 @@ def ref(request: pytest.FixtureRequest) -> _Reference:
 
 @pytest.fixture(autouse=True)
 def _seed_global_rng(request: pytest.FixtureRequest) -> None:
+    expect.reset_matches()  # the hint rule counts signature matches per test
     grading = getattr(request.config, "_autograder", None)
     if grading is not None:
         torch.default_generator.manual_seed(grading.test_seed(request.node.nodeid))  # CPU only: cheap
@@ -289,7 +291,10 @@ def pytest_json_runtest_metadata(item: pytest.Item, call: pytest.CallInfo) -> di
         meta["result"] = result
         feedback = result.get("feedback")
         if feedback is not None:
-            feedback["hints"] = hint_catalogue.resolve(feedback.get("hints", []), grading.hints)
+            submission = getattr(item, "_ag_submission", None)
+            named = hint_catalogue.filter_named(feedback.get("hints", []), grading.hints, expect.matched_hints(),
+                                                submission.targets if submission is not None else [])
+            feedback["hints"] = hint_catalogue.resolve(named, grading.hints)
         credit = getattr(item, "_ag_credit", None)
         if credit is not None and credit.outcomes:
             meta["credit"] = dict(credit.summary(), fraction=credit.fraction)

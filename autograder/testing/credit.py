@@ -1,40 +1,67 @@
-"""Partial credit inside one test: independent parts, or many random cases.
+"""Partial credit inside one test, by *kind* of case.
 
-    for case in credit.cases(12):          # or: for part in credit.parts(["Q", "K", "V"]):
-        with case:
-            expect.close(...)
+One rule for every test, shown to the student with the result:
 
-Each ``with`` block that fails is caught and counted; the loop itself raises, after the
-last item, one ``CheckFailed`` that summarises the failures (first failure's details,
-every distinct hint). The fraction that passed is recorded on the test and turns into
-``weight × fraction`` points. A worker that died stays dead for the rest of the test, so
-later cases fail fast instead of each waiting out a timeout.
+* A test's cases are grouped into named **kinds** (``"float32"``, ``"causal, L ≠ S"``,
+  ``"worked example P_A"``). A kind may hold several random draws; it **passes only if every
+  draw passes**, so a fixed wrong answer cannot earn a kind by matching one lucky draw, and a
+  single, deterministic mistake fails the same kinds whatever the seed.
+* ``credit = weight × passed kinds / kinds``.
+* A **required** kind (e.g. the fresh-random-input control of a worked-example test) is a
+  gate, not a share: it is not counted among the kinds, and when it fails the test scores 0
+  and the feedback says which part failed and why it is required.
+
+API::
+
+    for case in credit.kinds(["float32", "float64"], draws=3):   # case.kind, case.draw
+        with case: ...
+    for part in credit.parts(["Q", "K", "V", FRESH], required={FRESH: "why"}):
+        with part: ...                                            # one kind per label
+    for case in credit.cases(8):                                  # one kind, 8 draws: all or nothing
+        with case: ...
+
+Each ``with`` block that fails is caught and counted; the loop raises, after the last
+item, one ``CheckFailed`` that summarises the failures (first failure's details, hints of
+the failures, most frequent first). A worker that died stays dead for the rest of the
+test, so later cases fail fast instead of each waiting out a timeout.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import Iterable, Iterator, Mapping
 
 from .failures import CheckFailed, Feedback, SubmissionError
+
+DEFAULT_REQUIRED_REASON = (
+    "it checks the same function on fresh random inputs, so reproducing the worked example's printed numbers alone earns nothing"
+)
+RULE = "a kind counts when every random draw of it passes; credit = points × passed kinds / kinds"
 
 
 @dataclass
 class _Outcome:
     label: str
+    kind: str
     passed: bool = True
     feedback: Feedback | None = None
 
 
 class Item:
-    """One part or case: a context manager that records instead of raising."""
+    """One draw of one kind: a context manager that records instead of raising."""
 
-    def __init__(self, outcome: _Outcome) -> None:
+    def __init__(self, outcome: _Outcome, draw: int) -> None:
         self._outcome = outcome
+        self.draw = draw
 
     @property
     def label(self) -> str:
         return self._outcome.label
+
+    @property
+    def kind(self) -> str:
+        return self._outcome.kind
 
     def __enter__(self) -> "Item":
         return self
@@ -59,58 +86,117 @@ class Credit:
 
     outcomes: list[_Outcome] = field(default_factory=list)
     fraction: float | None = None
-    required: set[str] = field(default_factory=set)
+    required: dict[str, str] = field(default_factory=dict)  # kind → why it is required
 
-    def parts(self, labels: list[str], required: tuple[str, ...] | list[str] = ()) -> Iterator[Item]:
-        """One item per label. A failed *required* part (e.g. the fresh-random-input
-        control of a worked-example test) makes the whole test score 0, while the other
-        parts still run and report — so a student sees the worked example's grid."""
-        unknown = set(required) - set(labels)
-        if unknown:
-            raise ValueError(f"required parts {sorted(unknown)} are not among the labels")
-        self.required.update(required)
-        return self._loop(labels, kind="part")
+    # ------------------------------------------------------------------ loops
+    def kinds(self, kinds: Iterable[str] | Mapping[str, int], draws: int = 1,
+              required: Iterable[str] | Mapping[str, str] = ()) -> Iterator[Item]:
+        """``draws`` random draws of each kind (or ``{kind: draws}``), kind after kind."""
+        names = list(kinds.keys()) if isinstance(kinds, Mapping) else list(kinds)
+        counts = dict(kinds) if isinstance(kinds, Mapping) else {k: draws for k in names}
+        if len(counts) != len(names) or not counts or any(n < 1 for n in counts.values()):
+            raise ValueError("kinds must be distinct and each needs at least one draw")
+        self._require(counts, required)
+        plan = [(kind, i) for kind, n in counts.items() for i in range(n)]
+        return self._loop([(f"{kind} · draw {i + 1}" if counts[kind] > 1 else kind, kind, i) for kind, i in plan], "case")
+
+    def parts(self, labels: list[str], required: Iterable[str] | Mapping[str, str] = ()) -> Iterator[Item]:
+        """One kind per label (deterministic parts). A failed *required* part makes the
+        whole test score 0, while the other parts still run and report — so a student
+        sees the worked example's grid."""
+        if len(set(labels)) != len(labels):
+            raise ValueError("part labels must be distinct")
+        self._require(labels, required)
+        return self._loop([(label, label, 0) for label in labels], "part")
 
     def cases(self, count: int, label: str = "case") -> Iterator[Item]:
-        return self._loop([f"{label} {i + 1}" for i in range(count)], kind="case")
+        """``count`` random draws of one kind: the test passes or fails as a whole."""
+        return self._loop([(f"{label} {i + 1}", f"{label}s" if count > 1 else label, i) for i in range(count)], "case")
 
-    def _loop(self, labels: list[str], kind: str) -> Iterator[Item]:
+    def _require(self, labels: Iterable[str], required: Iterable[str] | Mapping[str, str]) -> None:
+        reasons = dict(required) if isinstance(required, Mapping) else {r: DEFAULT_REQUIRED_REASON for r in required}
+        unknown = set(reasons) - set(labels)
+        if unknown:
+            raise ValueError(f"required parts {sorted(unknown)} are not among the labels")
+        self.required.update(reasons)
+
+    def _loop(self, plan: list[tuple[str, str, int]], noun: str) -> Iterator[Item]:
         start = len(self.outcomes)
-        for label in labels:
-            outcome = _Outcome(label)
+        for label, kind, draw in plan:
+            outcome = _Outcome(label, kind)
             self.outcomes.append(outcome)
-            yield Item(outcome)
+            yield Item(outcome, draw)
         mine = self.outcomes[start:]
-        passed = sum(o.passed for o in self.outcomes)
-        self.fraction = passed / len(self.outcomes)
-        if any(not o.passed and o.label in self.required for o in self.outcomes):
-            self.fraction = 0.0
+        self.fraction = self._fraction()
         failed = [o for o in mine if not o.passed]
         if failed:
-            raise CheckFailed(_summary(failed, len(mine), kind))
+            raise CheckFailed(_summary(failed, mine, noun, self))
+
+    # ------------------------------------------------------------------ the rule
+    def kind_results(self) -> dict[str, bool]:
+        """kind → passed (every draw passed), in the order the kinds ran."""
+        result: dict[str, bool] = {}
+        for o in self.outcomes:
+            result[o.kind] = result.get(o.kind, True) and o.passed
+        return result
+
+    def failed_required(self) -> list[str]:
+        return [k for k, ok in self.kind_results().items() if k in self.required and not ok]
+
+    def _fraction(self) -> float:
+        results = self.kind_results()
+        if self.failed_required():
+            return 0.0
+        shares = [ok for k, ok in results.items() if k not in self.required]
+        if not shares:  # only required kinds: all passed
+            return 1.0
+        return sum(shares) / len(shares)
+
+    def note(self) -> str:
+        """The rule applied to this test, in one sentence for the student."""
+        results = self.kind_results()
+        failed_required = self.failed_required()
+        if failed_required:
+            kind = failed_required[0]
+            return f"0 points: the required part '{kind}' failed — it is required because {self.required[kind]}."
+        shares = {k: ok for k, ok in results.items() if k not in self.required}
+        if not shares or all(shares.values()):
+            return ""
+        marks = ", ".join(f"{k} {'✓' if ok else '✗'}" for k, ok in list(shares.items())[:12])
+        return f"{sum(shares.values())} of {len(shares)} kinds passed ({marks}); {RULE}."
 
     def summary(self) -> dict:
+        results = {k: ok for k, ok in self.kind_results().items() if k not in self.required}
         return {
-            "passed": sum(o.passed for o in self.outcomes),
-            "total": len(self.outcomes),
+            "passed": sum(results.values()),
+            "total": len(results),
             "failed": [o.label for o in self.outcomes if not o.passed][:50],
+            "note": self.note(),
         }
 
 
-def _summary(failed: list[_Outcome], total: int, kind: str) -> Feedback:
+def _summary(failed: list[_Outcome], mine: list[_Outcome], noun: str, credit: Credit) -> Feedback:
     first = failed[0].feedback or Feedback(check="?", problem="values")
-    hints: list[str] = []
+    votes: Counter[str] = Counter()
+    order: list[str] = []
     for outcome in failed:
-        if outcome.feedback:
-            hints.extend(h for h in outcome.feedback.hints if h not in hints)
+        for h in (outcome.feedback.hints if outcome.feedback else []):
+            votes[h] += 1
+            if h not in order:
+                order.append(h)
+    hints = sorted(order, key=lambda h: (-votes[h], order.index(h)))
+    total = len(mine)
     labels = ", ".join(o.label for o in failed[:8]) + (" …" if len(failed) > 8 else "")
     plural = "s" if total > 1 else ""
     details = {o.feedback.detail if o.feedback else "" for o in failed}
     if len(details) == 1 and len(failed) == total:  # the same reason everywhere: say it once, first
-        detail = f"{first.detail} (all {total} {kind}{plural})"
+        detail = f"{first.detail} (all {total} {noun}{plural})"
     else:
         head, _, rest = first.detail.partition("\n")
-        detail = f"{len(failed)} of {total} {kind}{plural} failed ({labels}); first, {failed[0].label}: {head}" + (f"\n{rest}" if rest else "")
+        detail = f"{len(failed)} of {total} {noun}{plural} failed ({labels}); first, {failed[0].label}: {head}" + (f"\n{rest}" if rest else "")
+    note = credit.note()
+    if note:
+        detail = f"{detail}\n{note}"
     return Feedback(
         check=first.check,
         problem=first.problem,

@@ -88,28 +88,107 @@ def _index(idx: Iterable[int]) -> str:
 
 
 # --------------------------------------------------------------------------- diagnosis
-def diagnose(got: Any, mistakes: "Mapping[str, Any] | Callable[[], Mapping[str, Any]] | None", tol: Tol) -> list[str]:
-    """Hint ids of the mistakes whose output matches ``got``. ``mistakes`` may be a
+# The hint rule, enforced here for every suite:
+#   a mistake is named only when the submission's output matches that mistake's predicted
+#   output (its signature) within the check's tolerance AND closer than it matches the
+#   correct answer; of several matching mistakes only the closest is named (ties only when
+#   their predictions cannot be told apart). Every id named this way is recorded for the
+#   running test; the grading plugin drops catalogue hints that declare a `function` unless
+#   they were matched here during the test, on a test that called that function.
+_MATCHED: set[str] = set()
+
+
+def reset_matches() -> None:
+    """Called by the grading plugin before each test."""
+    _MATCHED.clear()
+
+
+def matched_hints() -> set[str]:
+    """Hint ids whose signature matched during the running test."""
+    return set(_MATCHED)
+
+
+def distance(got: torch.Tensor, target: torch.Tensor, tol: Tol) -> float:
+    """How far ``got`` is from ``target`` in units of the tolerance: the largest
+    |got − target| / (atol + rtol·|target|) over the entries (0 = identical, ≤ 1 = within
+    tolerance). Same-signed infinities and NaN against NaN count as equal; a shape or kind
+    mismatch is infinitely far. Integer and bool tensors: 0 if equal, else the number of
+    differing entries + 1 (never within tolerance)."""
+    if type(got) is not torch.Tensor or type(target) is not torch.Tensor or tuple(got.shape) != tuple(target.shape):
+        return math.inf
+    if got.numel() == 0:
+        return 0.0
+    try:
+        if not got.is_floating_point() and not target.is_floating_point():
+            differ = int((got != target.to(got.dtype)).sum())
+            return 0.0 if differ == 0 else differ + 1.0
+        a, b = got.to(torch.float64), target.to(torch.float64)
+        same = (a == b) | (torch.isnan(a) & torch.isnan(b))
+        scale = tol.atol + tol.rtol * b.abs()
+        units = torch.where(same, torch.zeros_like(a), (a - b).abs() / scale)
+        units = torch.nan_to_num(units, nan=math.inf, posinf=math.inf)
+        return float(units.max())
+    except (RuntimeError, TypeError):
+        return math.inf
+
+
+def _loose(tol: Tol) -> Tol:
+    """Signatures are computed in float64; a float32 submission with the same mistake
+    differs by rounding, so matching never uses a tolerance tighter than 1e-6."""
+    return Tol(max(tol.rtol, 1e-6), max(tol.atol, 1e-6))
+
+
+def diagnose(got: Any, mistakes: "Mapping[str, Any] | Callable[[], Mapping[str, Any]] | None", tol: Tol, want: Any = None) -> list[str]:
+    """Hint ids of the mistake whose predicted output ``got`` matches — within ``tol`` and,
+    when ``want`` (the correct answer) is given, strictly closer than to ``want``. Only the
+    closest match is named (plus any whose prediction is the same numbers). ``mistakes`` may be a
     callable, evaluated only here — i.e. only when a check has already failed."""
     if callable(mistakes):
         mistakes = mistakes()
     if type(got) is not torch.Tensor or not mistakes:
         return []
-    return [
-        hint
-        for hint, candidate in mistakes.items()
-        if type(candidate) is torch.Tensor and candidate.shape == got.shape and _matches(got, candidate, tol)
-    ]
+    loose = _loose(tol)
+    floor = distance(got, want, loose) if type(want) is torch.Tensor else math.inf
+    scored = []
+    for hint, candidate in mistakes.items():
+        if type(candidate) is not torch.Tensor:
+            continue
+        d = distance(got, candidate, loose)
+        if d <= 1.0 and d < floor:
+            scored.append((d, hint, candidate))
+    if not scored:
+        return []
+    scored.sort(key=lambda item: item[0])
+    best = scored[0][2]
+    # several names only when their predictions are the same numbers (within 1 % of the tolerance)
+    names = [hint for d, hint, candidate in scored if candidate is best or distance(candidate, best, loose) <= 0.01]
+    _MATCHED.update(names)
+    return names
 
 
-def _matches(got: torch.Tensor, candidate: torch.Tensor, tol: Tol) -> bool:
-    try:
-        if got.is_floating_point() or candidate.is_floating_point():
-            a, b = got.to(torch.float64), candidate.to(torch.float64)
-            return bool(torch.isclose(a, b, rtol=max(tol.rtol, 1e-6), atol=max(tol.atol, 1e-6), equal_nan=True).all())
-        return bool((got == candidate.to(got.dtype)).all())
-    except (RuntimeError, TypeError):
-        return False
+def diagnose_number(value: float, mistakes: "Mapping[str, float] | Callable[[], Mapping[str, float]] | None", tol: Tol, want: float | None = None) -> list[str]:
+    """``diagnose`` for Python numbers: the mistake whose number ``value`` equals (within
+    ``tol``, and closer than to ``want``)."""
+    table = mistakes() if callable(mistakes) else (mistakes or {})
+    loose = Tol(max(tol.rtol, 1e-9), max(tol.atol, 1e-12))
+
+    def units(a: float, b: float) -> float:
+        if a == b:
+            return 0.0
+        return abs(a - b) / (loose.atol + loose.rtol * abs(b))
+
+    floor = units(float(value), float(want)) if want is not None else math.inf
+    scored = sorted(
+        (units(float(value), float(v)), h, float(v)) for h, v in table.items()
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(float(v))
+    )
+    scored = [s for s in scored if s[0] <= 1.0 and s[0] < floor]
+    if not scored:
+        return []
+    best = scored[0][2]
+    names = [h for _, h, v in scored if units(v, best) <= 0.01]
+    _MATCHED.update(names)
+    return names
 
 
 def _fail(check: str, problem: str, detail: str, hints: list[str], grids: list[dict] | None = None) -> None:
@@ -151,9 +230,9 @@ def _cell(value: float) -> str:
 def _type_and_shape(got: Any, want: torch.Tensor, what: str, mistakes: Any, tol: Tol, hints: list[str]) -> None:
     """The first two questions of every comparison: a plain tensor, of the right shape?"""
     if type(got) is not torch.Tensor:
-        _fail(what, "type", f"expected a torch.Tensor, got {describe(got)}", diagnose(got, mistakes, tol) or hints)
+        _fail(what, "type", f"expected a torch.Tensor, got {describe(got)}", diagnose(got, mistakes, tol, want) or hints)
     if tuple(got.shape) != tuple(want.shape):
-        _fail(what, "shape", f"expected shape {list(want.shape)}, got {list(got.shape)}", diagnose(got, mistakes, tol) or hints)
+        _fail(what, "shape", f"expected shape {list(want.shape)}, got {list(got.shape)}", diagnose(got, mistakes, tol, want) or hints)
 
 
 def _side_by_side(got: torch.Tensor, want: torch.Tensor) -> str:
@@ -199,7 +278,7 @@ def close(
         first = tuple(torch.nonzero(new_nan)[0].tolist())
         count = int(new_nan.sum())
         grids = _grid(what, g, w, new_nan, first, grid) if grid else []
-        _fail(what, "nan", f"NaN at index {_index(first)} ({count} NaN value{'s' if count > 1 else ''}); expected {fmt_number(w[first].item())} there", diagnose(got, mistakes, tol) or hints, grids)
+        _fail(what, "nan", f"NaN at index {_index(first)} ({count} NaN value{'s' if count > 1 else ''}); expected {fmt_number(w[first].item())} there", diagnose(got, mistakes, tol, want) or hints, grids)
     ok = torch.isclose(g, w, rtol=tol.rtol, atol=tol.atol, equal_nan=True)
     if bool(ok.all()):
         return got
@@ -215,7 +294,7 @@ def close(
     )
     detail += _side_by_side(got, want)
     grids = _grid(what, g, w, bad, first, grid) if grid else []
-    _fail(what, "values", detail, diagnose(got, mistakes, tol) or hints, grids)
+    _fail(what, "values", detail, diagnose(got, mistakes, tol, want) or hints, grids)
     return got
 
 
@@ -233,7 +312,7 @@ def equal(
     _type_and_shape(got, want, what, mistakes, EXACT, hints)
     if got.dtype != want.dtype:
         hint = ["general/mask-dtype"] if want.dtype is torch.bool else ["general/dtype-changed"]
-        _fail(what, "dtype", f"expected dtype {_dtype(want.dtype)}, got {_dtype(got.dtype)}", diagnose(got.to(want.dtype), mistakes, EXACT) + hint)
+        _fail(what, "dtype", f"expected dtype {_dtype(want.dtype)}, got {_dtype(got.dtype)}", diagnose(got.to(want.dtype), mistakes, EXACT, want) + hint)
     bad = got != want
     if not bool(bad.any()):
         return got
@@ -242,7 +321,7 @@ def equal(
     detail = f"first mismatch at index {_index(first)}: expected {fmt_number(want[first].item())}, got {fmt_number(got[first].item())}; {count} of {bad.numel()} entries differ"
     detail += _side_by_side(got, want)
     grids = _grid(what, got, want, bad, first, grid) if grid else []
-    _fail(what, "values", detail, diagnose(got, mistakes, EXACT) or hints, grids)
+    _fail(what, "values", detail, diagnose(got, mistakes, EXACT, want) or hints, grids)
     return got
 
 
@@ -257,8 +336,7 @@ def scalar(got: Any, want: float, *, what: str, tol: Tol, hints: Iterable[str] =
     if integer and not (isinstance(value, int) or float(value).is_integer()):
         _fail(what, "type", f"expected a whole number, got {fmt_number(value)}", list(hints))
     if not math.isclose(float(value), float(want), rel_tol=tol.rtol, abs_tol=tol.atol):
-        table = mistakes() if callable(mistakes) else (mistakes or {})
-        matched = [h for h, v in table.items() if isinstance(v, (int, float)) and math.isclose(float(value), float(v), rel_tol=max(tol.rtol, 1e-9), abs_tol=max(tol.atol, 1e-12))]
+        matched = diagnose_number(float(value), mistakes, tol, want)
         _fail(what, "values", f"expected {fmt_number(want)}, got {fmt_number(value)} (tolerance {tol})", matched or list(hints))
     return value
 

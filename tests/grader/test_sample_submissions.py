@@ -13,25 +13,17 @@
 
 from __future__ import annotations
 
-import shutil
-import tomllib
+import sys
 
 import pytest
 
-from conftest import CONFIG, MODULES, SKILLS, SOLUTIONS, SUBMISSIONS, grade
+from conftest import CONFIG, MODULES, SKILLS, SUBMISSIONS, grade
 
-STYLES = sorted(p.name for p in (SUBMISSIONS / "styles").iterdir() if p.is_dir())
+sys.path.insert(0, str(SUBMISSIONS))
+import variants  # noqa: E402  (tests/submissions/variants.py: the same variants the hint benchmark grades)
 
-
-def _mistakes() -> dict[str, list[dict]]:
-    out = {}
-    for skill in SKILLS:
-        path = SUBMISSIONS / "mistakes" / f"{skill}.toml"
-        out[skill] = tomllib.loads(path.read_text(encoding="utf-8"))["mistake"] if path.exists() else []
-    return out
-
-
-MISTAKES = _mistakes()
+STYLES = variants.styles()
+MISTAKES = {skill: variants.mistakes(skill) for skill in SKILLS}
 BATCHES = max((len(v) for v in MISTAKES.values()), default=0)
 
 
@@ -59,19 +51,8 @@ def test_every_skill_has_at_least_four_mistakes():
 
 @pytest.mark.parametrize("batch", range(BATCHES))
 def test_each_mistake_loses_points_in_its_skill_only_and_names_itself(batch, tmp_path):
-    folder = tmp_path / "submission"
-    folder.mkdir()
-    for module in MODULES.values():
-        shutil.copyfile(SOLUTIONS / module, folder / module)
-    applied = {}
-    for skill, mistakes in MISTAKES.items():
-        if batch < len(mistakes):
-            m = mistakes[batch]
-            base = SOLUTIONS if m["base"] == "solutions" else SUBMISSIONS / m["base"]
-            source = (base / m["file"]).read_text(encoding="utf-8")
-            assert source.count(m["find"]) == 1, f"{skill}/{m['id']}: `find` must occur exactly once in {m['base']}/{m['file']}"
-            (folder / m["file"]).write_text(source.replace(m["find"], m["replace"]), encoding="utf-8")
-            applied[skill] = m
+    applied = {skill: mistakes[batch] for skill, mistakes in MISTAKES.items() if batch < len(mistakes)}
+    folder = variants.build(tmp_path / "submission", list(applied.values()))
     only = [arg for skill in applied for arg in ("--skill", skill)]
     graded = grade(folder, "--reveal-hidden", *only, output=tmp_path / "r.json")
     assert graded.rc == 0, graded.stderr

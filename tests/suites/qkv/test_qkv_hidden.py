@@ -213,9 +213,10 @@ def test_single_head_attention_is_causal_by_gradient(sub, rng, credit):
     # name the mistake from the forward pass when we can; the gradient alone cannot tell them apart
     _, weights = expect.sequence(sub.qkv.single_head_attention(x, *w), 2, what="single_head_attention")
     diagnosed = expect.diagnose(weights, signatures.weights(signatures.attention_chain(x, *w)), tol("qkv.single_head_attention", dtype))
-    for part in credit.parts([f"output position {t}" for t in (0, T // 2, T - 2)]):
+    positions = {"first output position": 0, "middle output position": T // 2, "second-to-last output position": T - 2}
+    for part in credit.parts(list(positions)):
         with part:
-            t = int(part.label.split()[-1])
+            t = positions[part.label]
             grad_out = torch.zeros(B, T, d_v, dtype=dtype)
             grad_out[:, t] = 1.0
             r = sub.qkv.call_with_grad("single_head_attention", x, *w, wrt=[0], grad_output=grad_out, output_index=0)

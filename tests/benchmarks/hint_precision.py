@@ -1,0 +1,173 @@
+"""Hint precision and fairness of the sample submissions.
+
+Grades every single-mistake variant (tests/submissions/mistakes/<skill>.toml) and every
+correct style (tests/submissions/styles/<style>/) and prints, per variant: the points
+lost, the tests that failed and the function each failed test names, the hints shown,
+and whether the right hint was shown. Totals, with the targets of issue 9:
+
+* variants showing their own hint            ≥ 90 %
+* shown hints that are right                  ≥ 95 %  (counted per variant and hint id)
+* hints shown on correct submissions          = 0
+* failed tests naming another function        = 0     (a mistake costs its own share)
+* styles at full marks, on every seed
+
+    .venv/bin/python tests/benchmarks/hint_precision.py [--skill qkv] [--seeds 1,2,3] [--jobs 2]
+        [--no-styles] [--json out.json] [--check]
+
+The k-th variant of every skill is graded in one run (``--skill`` for each): suites call
+only their own skill's module, so variants of different skills cannot affect each other.
+``--check`` exits 1 when a target is missed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests" / "submissions"))
+
+import variants  # noqa: E402
+
+TARGET_RIGHT_SHOWN = 0.90
+TARGET_PRECISION = 0.95
+
+
+def grade(folder: Path, skills: list[str], seed: int, out: Path) -> dict:
+    cmd = [sys.executable, "-m", "autograder", "grade", str(folder), "--format", "json", "--no-progress",
+           "--reveal-hidden", "--seed", str(seed), "--output", str(out)]
+    for skill in skills:
+        cmd += ["--skill", skill]
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env, timeout=900)
+    if not out.is_file():
+        raise RuntimeError(f"grading {folder} failed (rc {proc.returncode}): {proc.stderr[-2000:]}")
+    return json.loads(out.read_text(encoding="utf-8"))
+
+
+def skill_facts(data: dict, skill: str, names: list[str]) -> dict:
+    s = next(x for x in data["skills"] if x["id"] == skill)
+    failed = [
+        {"test": t["name"], "lost": round(t["max_score"] - t["score"], 4), "names": variants.named_function(t["name"], names),
+         "hints": [h["id"] for h in t["hints"]]}
+        for t in s["tests"] if t["status"] != "passed"
+    ]
+    return {"score": s["score"], "points": s["points"], "lost": round(s["points"] - s["score"], 4), "failed": failed,
+            "hints": sorted({h for f in failed for h in f["hints"]}), "gated_by": s.get("gated_by")}
+
+
+def run_variants(skills: list[str], seeds: list[int], jobs: int, work: Path) -> list[dict]:
+    mods = variants.modules()
+    names = {s: variants.functions(mods[s]) for s in skills}
+    table = {s: variants.mistakes(s) for s in skills}
+    batches = max((len(v) for v in table.values()), default=0)
+    jobs_list = [(k, seed) for seed in seeds for k in range(batches)]
+
+    def one(job: tuple[int, int]) -> list[dict]:
+        k, seed = job
+        applied = {s: table[s][k] for s in skills if k < len(table[s])}
+        folder = variants.build(work / f"batch{k}-seed{seed}", list(applied.values()))
+        data = grade(folder, list(applied), seed, work / f"batch{k}-seed{seed}.json")
+        rows = []
+        for skill, m in applied.items():
+            facts = skill_facts(data, skill, names[skill])
+            off = [f for f in facts["failed"] if f["names"] is not None and f["names"] != m["function"]]
+            rows.append({"skill": skill, "id": m["id"], "function": m["function"], "hint": m["hint"], "seed": seed, **facts,
+                         "right_shown": m["hint"] in facts["hints"], "wrong_hints": [h for h in facts["hints"] if h != m["hint"]],
+                         "off_function": [f["test"] for f in off]})
+        return rows
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        return [row for rows in pool.map(one, jobs_list) for row in rows]
+
+
+def run_styles(seeds: list[int], jobs: int, work: Path, only: list[str]) -> list[dict]:
+    mods = variants.modules()
+
+    def one(job: tuple[str, int]) -> dict:
+        style, seed = job
+        folder = variants.ROOT / "tests" / "submissions" / "styles" / style
+        data = grade(folder, only, seed, work / f"style-{style}-{seed}.json")
+        present = {s for s, m in mods.items() if (folder / m).exists() and (not only or s in only)}
+        skills = [s for s in data["skills"] if s["id"] in present]
+        return {"style": style, "seed": seed, "score": sum(s["score"] for s in skills), "points": sum(s["points"] for s in skills),
+                "lost": [(s["id"], t["name"]) for s in skills for t in s["tests"] if t["status"] != "passed"],
+                "hints": sorted({h["id"] for s in skills for t in s["tests"] for h in t["hints"]})}
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        return list(pool.map(one, [(st, seed) for seed in seeds for st in variants.styles()]))
+
+
+def report(rows: list[dict], style_rows: list[dict]) -> bool:
+    ok = True
+    print(f"{'variant':44} {'function':24} {'lost':>6}  right  failed tests (named function) · hints")
+    many_seeds = len({x["seed"] for x in rows}) > 1
+    for r in rows:
+        name = f"{r['skill']}/{r['id']}" + (f" s{r['seed']}" if many_seeds else "")
+        failed = "; ".join(f"{f['test']} ({f['names'] or '—'}, −{f['lost']:g})" for f in r["failed"])
+        mark = "yes" if r["right_shown"] else "NO"
+        print(f"{name:44} {r['function']:24} {r['lost']:6.2f}  {mark:5}  {failed}")
+        print(f"{'':44} hints: {', '.join(r['hints']) or '(none)'}" + (f"   OFF-FUNCTION: {', '.join(r['off_function'])}" if r["off_function"] else "")
+              + (f"   GATED: {r['gated_by']}" if r["gated_by"] else ""))
+    n = len(rows)
+    right = sum(r["right_shown"] for r in rows)
+    shown = sum(len(r["hints"]) for r in rows)
+    shown_right = sum(r["hint"] in r["hints"] for r in rows)
+    no_loss = [f"{r['skill']}/{r['id']}" for r in rows if r["lost"] <= 0]
+    off = [f"{r['skill']}/{r['id']}" for r in rows if r["off_function"]]
+    per_variant = {}
+    for r in rows:
+        per_variant.setdefault((r["skill"], r["id"]), set()).add(r["lost"])
+    unstable = [f"{k[0]}/{k[1]} {sorted(v)}" for k, v in per_variant.items() if len(v) > 1]
+    print()
+    if n:
+        print(f"variants (× seeds): {n}")
+        print(f"  right hint shown:           {right}/{n} = {right / n:.1%}   (target ≥ {TARGET_RIGHT_SHOWN:.0%})")
+        print(f"  shown hints that are right: {shown_right}/{shown} = {(shown_right / shown if shown else 1):.1%}   (target ≥ {TARGET_PRECISION:.0%})")
+        print(f"  variants losing no points:  {len(no_loss)} {no_loss if no_loss else ''}")
+        print(f"  variants failing a test of another function: {len(off)} {off if off else ''}")
+        print(f"  variants whose loss depends on the seed: {len(unstable)} {unstable if unstable else ''}")
+        ok &= right / n >= TARGET_RIGHT_SHOWN and (not shown or shown_right / shown >= TARGET_PRECISION) and not no_loss and not off and not unstable
+    if style_rows:
+        false_hints = sum(len(s["hints"]) for s in style_rows)
+        short = [f"{s['style']} seed {s['seed']}: {s['score']:g}/{s['points']:g} {s['lost'][:4]}" for s in style_rows if s["score"] < s["points"]]
+        print(f"correct styles × seeds: {len(style_rows)}; at full marks: {len(style_rows) - len(short)}; hints shown on them: {false_hints} (target 0)")
+        for line in short:
+            print("  NOT FULL:", line)
+        for s in style_rows:
+            if s["hints"]:
+                print(f"  HINTS on {s['style']} seed {s['seed']}: {s['hints']}")
+        ok &= not short and false_hints == 0
+    return ok
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--skill", action="append", default=[], help="only this skill (repeatable)")
+    parser.add_argument("--seeds", default="20261129", help="comma-separated seeds (default: the grader tests' seed)")
+    parser.add_argument("--jobs", type=int, default=1, help="gradings at a time")
+    parser.add_argument("--no-styles", action="store_true")
+    parser.add_argument("--no-variants", action="store_true")
+    parser.add_argument("--json", type=Path, help="also write the rows here")
+    parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
+    args = parser.parse_args()
+    skills = args.skill or list(variants.modules())
+    seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
+    with tempfile.TemporaryDirectory(prefix="hint-precision-") as tmp:
+        work = Path(tmp)
+        rows = [] if args.no_variants else run_variants(skills, seeds, args.jobs, work)
+        style_rows = [] if args.no_styles else run_styles(seeds, args.jobs, work, args.skill)
+    ok = report(rows, style_rows)
+    if args.json:
+        args.json.write_text(json.dumps({"variants": rows, "styles": style_rows}, indent=1, ensure_ascii=False), encoding="utf-8")
+    return 1 if (args.check and not ok) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

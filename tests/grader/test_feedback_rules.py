@@ -1,0 +1,105 @@
+"""The two fairness rules every suite inherits (issue 9 §1–§3), tested on the API itself:
+
+* partial credit by kind: a kind passes only when every random draw of it passes;
+  credit = passed kinds / kinds; a failed required part scores 0 and says why;
+* the hint rule: a mistake is named only when its predicted output matches the answer
+  better than the correct output does, only the closest one, and only on a test that
+  called the function the hint is about.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from autograder.feedback.hints import Hint, filter_named
+from autograder.testing import expect
+from autograder.testing.credit import Credit
+from autograder.testing.expect import Tol
+from autograder.testing.failures import CheckFailed
+
+TOL = Tol(1e-5, 1e-8)
+
+
+def _run(credit: Credit, loop, failing: set[str]) -> CheckFailed | None:
+    try:
+        for item in loop:
+            with item:
+                if item.label in failing or item.kind in failing:
+                    expect.true(False, what=item.label, detail="wrong")
+    except CheckFailed as exc:
+        return exc
+    return None
+
+
+def test_a_kind_passes_only_when_every_draw_passes():
+    credit = Credit()
+    exc = _run(credit, credit.kinds(["float32", "float64", "causal"], draws=3), {"float64 · draw 2"})
+    assert credit.fraction == pytest.approx(2 / 3)
+    assert credit.summary()["passed"] == 2 and credit.summary()["total"] == 3
+    assert "2 of 3 kinds passed" in exc.feedback.detail and "float64 ✗" in exc.feedback.detail
+
+
+def test_a_fixed_wrong_answer_matching_one_draw_earns_nothing():
+    # one lucky draw out of three in each kind: no kind is earned
+    credit = Credit()
+    _run(credit, credit.kinds(["left", "right"], draws=3), {"left · draw 2", "left · draw 3", "right · draw 1", "right · draw 3"})
+    assert credit.fraction == 0.0
+
+
+def test_cases_are_one_kind_so_the_score_does_not_depend_on_how_many_draws_hit_the_bug():
+    for failing in ({"case 1"}, {"case 2", "case 5"}, {"case 1", "case 2", "case 3", "case 4", "case 5", "case 6"}):
+        credit = Credit()
+        _run(credit, credit.cases(6), failing)
+        assert credit.fraction == 0.0
+
+
+def test_a_failed_required_part_scores_zero_and_says_why():
+    credit = Credit()
+    exc = _run(credit, credit.parts(["Q", "K", "fresh"], required={"fresh": "printing the numbers alone earns nothing"}), {"fresh"})
+    assert credit.fraction == 0.0
+    assert "required part 'fresh' failed" in exc.feedback.detail and "printing the numbers alone" in exc.feedback.detail
+
+
+def test_required_parts_gate_but_are_not_a_share():
+    credit = Credit()
+    _run(credit, credit.parts(["Q", "K", "V", "fresh"], required=["fresh"]), {"K"})
+    assert credit.fraction == pytest.approx(2 / 3)
+    assert credit.summary()["total"] == 3
+
+
+def test_kinds_must_be_distinct():
+    with pytest.raises(ValueError):
+        list(Credit().parts(["a", "a"]))
+
+
+def test_a_mistake_is_named_only_when_it_matches_better_than_the_correct_answer():
+    want = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64)
+    # a mistake whose prediction equals the right answer on these inputs can never be named
+    assert expect.diagnose(want.clone(), {"m/same": want.clone()}, TOL, want) == []
+    got = torch.tensor([1.0, 2.0, 3.5], dtype=torch.float64)
+    assert expect.diagnose(got, {"m/right": got.clone(), "m/far": want * 2}, TOL, want) == ["m/right"]
+
+
+def test_only_the_closest_of_several_matching_mistakes_is_named():
+    want = torch.zeros(4, dtype=torch.float64)
+    got = torch.full((4,), 1.0, dtype=torch.float64)
+    loose = Tol(0.1, 0.0)
+    near, nearer = got * 1.05, got * 1.001
+    assert expect.diagnose(got, {"m/near": near, "m/nearer": nearer}, loose, want) == ["m/nearer"]
+
+
+def test_numbers_follow_the_same_rule():
+    assert expect.diagnose_number(4.0, {"m/double": 4.0, "m/half": 1.0}, Tol(1e-9, 0.0), 2.0) == ["m/double"]
+    assert expect.diagnose_number(2.0, {"m/same": 2.0}, Tol(1e-9, 0.0), 2.0) == []
+
+
+def test_function_hints_need_a_match_in_this_test_on_a_test_of_that_function():
+    catalogue = {
+        "s/fact": Hint("s/fact", "a fact", "§1"),
+        "s/mistake": Hint("s/mistake", "a mistake", "§2", ("scale_scores",)),
+    }
+    ids = ["s/fact", "s/mistake"]
+    assert filter_named(ids, catalogue, {"s/mistake"}, ["qkv.scale_scores"]) == ids
+    assert filter_named(ids, catalogue, set(), ["qkv.scale_scores"]) == ["s/fact"]  # guessed, not matched
+    assert filter_named(ids, catalogue, {"s/mistake"}, ["qkv.attention_scores"]) == ["s/fact"]  # another function's test

@@ -1,0 +1,89 @@
+"""The sample submissions as data: correct styles and single-mistake variants.
+
+Used by the grader's own tests (tests/grader/test_sample_submissions.py) and by the hint
+precision benchmark (tests/benchmarks/hint_precision.py), so both grade the same thing.
+
+A variant in ``mistakes/<skill>.toml``::
+
+    [[mistake]]
+    id = "divide-by-dk"                 # unique within the skill
+    base = "solutions"                  # or "styles/<style>": the correct module it starts from
+    file = "qkv.py"
+    find = "return scores / math.sqrt(d_k)"     # must occur exactly once in base/file
+    replace = "return scores / d_k"
+    function = "scale_scores"           # the one function (or class) the change breaks
+    hint = "qkv/divide-by-dk"           # the hint that names this mistake
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import shutil
+import tomllib
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+SOLUTIONS = ROOT / "solutions"
+REQUIRED_KEYS = ("id", "base", "file", "find", "replace", "function", "hint")
+
+
+def config() -> dict:
+    return tomllib.loads((ROOT / "grading.toml").read_text(encoding="utf-8"))
+
+
+def modules() -> dict[str, str]:
+    return {sid: skill["module"] for sid, skill in config()["skills"].items()}
+
+
+def styles() -> list[str]:
+    return sorted(p.name for p in (HERE / "styles").iterdir() if p.is_dir())
+
+
+def mistakes(skill: str) -> list[dict]:
+    path = HERE / "mistakes" / f"{skill}.toml"
+    if not path.exists():
+        return []
+    entries = tomllib.loads(path.read_text(encoding="utf-8")).get("mistake", [])
+    for i, m in enumerate(entries):
+        missing = [k for k in REQUIRED_KEYS if k not in m]
+        if missing:
+            raise ValueError(f"{path}: mistake #{i + 1} ({m.get('id', '?')}) lacks {missing}")
+    return entries
+
+
+def mutated_source(m: dict) -> str:
+    base = SOLUTIONS if m["base"] == "solutions" else HERE / m["base"]
+    source = (base / m["file"]).read_text(encoding="utf-8")
+    if source.count(m["find"]) != 1:
+        raise ValueError(f"{m['id']}: `find` must occur exactly once in {m['base']}/{m['file']} (found {source.count(m['find'])})")
+    return source.replace(m["find"], m["replace"])
+
+
+def build(folder: Path, applied: list[dict]) -> Path:
+    """A submission folder: every reference module, with the given variants applied."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for module in modules().values():
+        shutil.copyfile(SOLUTIONS / module, folder / module)
+    for m in applied:
+        (folder / m["file"]).write_text(mutated_source(m), encoding="utf-8")
+    return folder
+
+
+def functions(module: str) -> list[str]:
+    """Top-level public functions and classes of a reference module."""
+    tree = ast.parse((SOLUTIONS / module).read_text(encoding="utf-8"))
+    return [n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and not n.name.startswith("_")]
+
+
+def snake(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+def named_function(test_name: str, names: list[str]) -> str | None:
+    """The function (or class) a test is about, read from its name: the longest exercise
+    name it contains (``test_attention_head_…`` → ``AttentionHead``). None for tests of
+    several functions (worked examples, dtype rules)."""
+    hits = [n for n in names if re.search(rf"(^|_){re.escape(snake(n))}(_|$)", test_name)]
+    return max(hits, key=len) if hits else None
