@@ -1,7 +1,9 @@
 # Attention exercises — grader
 #   make grade [SUBMISSION=dir] [SKILL="qkv masks"] [FORMAT=text|json|gradescope|markdown|github]
 #   make test      the grader's own test suite (what CI runs)
-#   make check     instructors: prove the suites right (config, solutions = full marks, stubs = 0)
+#   make check     instructors: prove the suites right (config, solutions = full marks, stubs = 0,
+#                  snapshots fresh)
+#   make snapshots instructors: rerun the reference on the visible suites' control inputs
 # The first run creates .venv with python3 and installs the pinned requirements.
 
 PYTHON ?= python3
@@ -14,7 +16,7 @@ OUTPUT ?=
 SEED ?=
 GRADE_FLAGS := $(foreach s,$(SKILL),--skill $(s)) --format $(FORMAT) $(if $(OUTPUT),--output $(OUTPUT)) $(if $(SEED),--seed $(SEED))
 
-.PHONY: grade test check benchmark tolerances clean help
+.PHONY: grade test check snapshots benchmark tolerances clean help
 .DEFAULT_GOAL := help
 
 $(VENV)/.requirements.stamp: requirements.txt
@@ -29,11 +31,20 @@ $(VENV)/.dev.stamp: $(VENV)/.requirements.stamp requirements-dev.txt
 grade: $(VENV)/.requirements.stamp ## grade SUBMISSION (default: exercises/)
 	@$(PY) -m autograder grade $(SUBMISSION) $(GRADE_FLAGS)
 
-test: $(VENV)/.dev.stamp ## run the grader's own tests
+# instructors only: nbgrader (stubs, the nbgrader course of a release); never in students' requirements
+$(VENV)/.instructor.stamp: $(VENV)/.requirements.stamp requirements-instructor.txt
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-instructor.txt
+	@touch $@
+
+test: $(VENV)/.dev.stamp $(VENV)/.instructor.stamp ## run the grader's own tests
 	$(PY) -m pytest
 
-check: $(VENV)/.dev.stamp ## instructors: solutions score full marks, stubs score 0, config valid
+check: $(VENV)/.dev.stamp $(VENV)/.instructor.stamp ## instructors: solutions score full marks, stubs score 0, config valid
+	$(PY) -m autograder snapshots --check
 	$(PY) -m pytest -q tests/grader/test_suites_are_right.py
+
+snapshots: $(VENV)/.requirements.stamp ## instructors: rewrite tests/suites/*/snapshots/ from the reference
+	$(PY) -m autograder snapshots
 
 benchmark: $(VENV)/.requirements.stamp ## time one full grade against `import torch`
 	$(PY) tests/benchmarks/grade_time.py
@@ -49,4 +60,5 @@ help:
 	@echo "make grade [SUBMISSION=dir] [SKILL=name] [FORMAT=...]   grade exercises (first run sets up .venv)"
 	@echo "make test                                                run the grader's own test suite"
 	@echo "make check                                               instructors: prove the suites right"
+	@echo "make snapshots                                           instructors: rewrite the visible suites' reference snapshots"
 	@echo "make benchmark | make tolerances                         measure speed / re-derive tolerances"

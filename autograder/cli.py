@@ -86,7 +86,20 @@ def _write(text: str, output: str | None) -> bool:
         return False
 
 
+#: instructor commands (stubs, snapshots, audit, release) live in autograder/release, which
+#: student and Gradescope copies of the grader do not carry
+INSTRUCTOR_COMMANDS = ("stubs", "snapshots", "audit", "release")
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in INSTRUCTOR_COMMANDS:
+        try:
+            from .release.cli import main as instructor_main
+        except ImportError:
+            print(f"autograder: `{argv[0]}` is an instructors' command; this copy of the grader does not include it", file=sys.stderr)
+            return EXIT_USAGE
+        return instructor_main(argv)
     args = _parser().parse_args(argv)
     try:
         if args.output:

@@ -37,13 +37,13 @@ class GradeRequest:
 
 
 def suite_hash(config: Config) -> str:
-    """Identifies the exact suite that graded: config, suites, course helpers, hints."""
+    """Identifies the exact suite that graded: config, suites, course helpers, hints, snapshots."""
     digest = hashlib.sha256()
     files = {config.path}
     for skill in config.skills.values():
         files.update(config.root / s.file for s in skill.suites)
     if config.suites_dir.is_dir():
-        files.update(p for p in config.suites_dir.rglob("*") if p.is_file() and p.suffix in (".py", ".toml") and "__pycache__" not in p.parts)
+        files.update(p for p in config.suites_dir.rglob("*") if p.is_file() and p.suffix in (".py", ".toml", ".json") and "__pycache__" not in p.parts)
     for path in sorted(files):
         digest.update(str(path.relative_to(config.root) if path.is_relative_to(config.root) else path).encode())
         digest.update(path.read_bytes())

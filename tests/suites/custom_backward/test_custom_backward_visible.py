@@ -2,8 +2,9 @@
 example, the AttentionFunction of Day 1 §B (forward, gradcheck in float64) and the Week 7 §16
 training step d(mean loss)/dW_Q[1,0] = −0.076159 taken through your `attention`.
 
-Shipped to students. Expected values come from the lessons' printed numbers or from torch's
-own autograd on the same inputs; each test also runs one fresh random input.
+Shipped to students. Expected values come from the lessons' printed numbers, from torch's
+own softmax and autograd on the same inputs, or from the reference solution run at release
+time (snapshots/custom_backward.json); each test also checks one control input.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import torch
 
 from autograder.testing import expect
 from autograder.testing.inputs import randint, randn
+from autograder.testing.snapshots import Snapshots
 from course import custom_backward_data as data
 from course import mistakes_custom_backward as signatures
 from course import week07 as w7
@@ -21,6 +23,7 @@ from course.tolerances import tol
 
 QK = ("query", "key")
 GRADS = ("dq", "dk", "dv")
+SNAP = Snapshots(__file__)  # control inputs and the reference's outputs on them
 
 
 def _week7_qkv(dtype=torch.float32):
@@ -38,14 +41,6 @@ def _autograd_softmax_backward(d_weights: torch.Tensor, scores: torch.Tensor) ->
     a = torch.softmax(s, dim=-1)
     (g,) = torch.autograd.grad((a * d_weights.double()).sum(), [s])
     return g
-
-
-def _autograd_attention(q, k, v, allowed, d_out):
-    """(out, weights, (dq, dk, dv)) by torch's autograd in float64, with scale 1/√d_k."""
-    q64, k64, v64 = (t.double().detach().requires_grad_(True) for t in (q, k, v))
-    out, weights = signatures.plain_attention(q64, k64, v64, allowed)
-    grads = torch.autograd.grad((out * d_out.double()).sum(), [q64, k64, v64])
-    return out.detach(), weights.detach(), grads
 
 
 def test_softmax_backward_matches_autograd_on_week7_weights(sub, rng):
@@ -69,37 +64,33 @@ def test_softmax_backward_matches_autograd_on_week7_weights(sub, rng):
 
 
 def test_attention_backward_matches_autograd_on_week7_example(sub, rng, credit):
-    q, k, v = _week7_qkv(torch.float32)
-    d_out = torch.tensor([[[1.0, 0.0], [0.0, 1.0]], [[1.0, -1.0], [0.5, 2.0]]])
-    _, weights, want = _autograd_attention(q, k, v, _causal(2), d_out)
-    lead, L, S, d_k, d_v = (2, 2), randint(rng, 2, 6), randint(rng, 2, 7), randint(rng, 1, 5), randint(rng, 1, 5)
-    rq, rk, rv, rd = randn(rng, *lead, L, d_k), randn(rng, *lead, S, d_k), randn(rng, *lead, S, d_v), randn(rng, *lead, L, d_v)
-    _, r_weights, r_want = _autograd_attention(rq, rk, rv, None, rd)
-    r_weights = r_weights.float()
+    c, r = SNAP["week7_attention_backward"], SNAP["attention_backward"]
+    q, k, v, d_out, weights, want = c["q"], c["k"], c["v"], c["d_out"], c["weights"], c["want"]
+    rq, rk, rv, rd, r_weights, r_want = r["q"], r["k"], r["v"], r["d_out"], r["weights"], r["want"]
     with data.explained():
-        got = expect.sequence(sub.custom_backward.attention_backward(d_out, q, k, v, weights.float(), 1 / math.sqrt(2)), 3,
+        got = expect.sequence(sub.custom_backward.attention_backward(d_out, q, k, v, weights, 1 / math.sqrt(2)), 3,
                               what="attention_backward(Ȳ, Q, K, V, P, 1/√2) → (dq, dk, dv)")
-        r_got = expect.sequence(sub.custom_backward.attention_backward(rd, rq, rk, rv, r_weights, 1 / math.sqrt(d_k)), 3, what="attention_backward on random inputs")
-    variants = signatures.attention_backward(d_out, q, k, v, weights.float(), 1 / math.sqrt(2))
-    r_variants = signatures.attention_backward(rd, rq, rk, rv, r_weights, 1 / math.sqrt(d_k))
+        r_got = expect.sequence(sub.custom_backward.attention_backward(rd, rq, rk, rv, r_weights, r["scale"]), 3, what="attention_backward on control inputs")
+    variants = signatures.attention_backward(d_out, q, k, v, weights, 1 / math.sqrt(2))
+    r_variants = signatures.attention_backward(rd, rq, rk, rv, r_weights, r["scale"])
     for part in credit.parts(list(GRADS)):
         with part:
             i = GRADS.index(part.label)
-            expect.close(got[i], want[i].float(), what=f"attention_backward: {part.label} for Week 7's prompts (Day 1 §2.3)", tol=tol("custom_backward.attention_backward", torch.float32),
+            expect.close(got[i], want[i], what=f"attention_backward: {part.label} for Week 7's prompts (Day 1 §2.3)", tol=tol("custom_backward.attention_backward", torch.float32),
                          mistakes=signatures.component(variants, i), grid=("token", "feature"))
-            expect.close(r_got[i], r_want[i].float(), what=f"attention_backward: {part.label} for q {list(rq.shape)}, k {list(rk.shape)}, v {list(rv.shape)}",
+            expect.close(r_got[i], r_want[i], what=f"attention_backward: {part.label} for q {list(rq.shape)}, k {list(rk.shape)}, v {list(rv.shape)}",
                          tol=tol("custom_backward.attention_backward", torch.float32), mistakes=signatures.component(r_variants, i))
 
 
 def test_attention_forward_reproduces_week7_outputs(sub, rng):
     q, k, v = _week7_qkv(torch.float32)
-    L, S, d = randint(rng, 2, 6), randint(rng, 2, 6), randint(rng, 1, 4)
-    rq, rk, rv = randn(rng, 3, L, d), randn(rng, 3, S, d), randn(rng, 3, S, d)
-    out = expect.close(sub.custom_backward.attention(q, k, v, _causal(2)), signatures.plain_attention(q.double(), k.double(), v.double(), _causal(2))[0].float(),
+    c = SNAP["attention_forward"]
+    rq, rk, rv = c["q"], c["k"], c["v"]
+    out = expect.close(sub.custom_backward.attention(q, k, v, _causal(2)), c["week7"],
                        what="attention(Q, K, V, causal) for Week 7's prompts", tol=tol("custom_backward.attention", torch.float32),
                        mistakes=signatures.attention_forward(q, k, v, _causal(2)), grid=("token", "feature"))
     expect.close(out[:, 1], w7.t(w7.STATED["final_outputs_4dp"]), what="final head outputs o_A, o_B (Week 7 §12: [0.5987, 0.4013] | [−0.4256, 0.5744])", tol=w7.PRINTED_4DP_F32)
-    expect.close(sub.custom_backward.attention(rq, rk, rv), signatures.plain_attention(rq.double(), rk.double(), rv.double())[0].float(),
+    expect.close(sub.custom_backward.attention(rq, rk, rv), c["want"],
                  what=f"attention(q {list(rq.shape)}, k {list(rk.shape)}, v {list(rv.shape)}) without a mask", tol=tol("custom_backward.attention", torch.float32),
                  mistakes=signatures.attention_forward(rq, rk, rv))
 
@@ -110,7 +101,7 @@ def test_week7_loss_gradient_reaches_wq_through_your_attention(sub, credit):
     with data.explained():
         got = sub.custom_backward.run(data.week7_training_step, *inputs.values(), 0.01)
     expect.true(got.get("grad") is not None, what="the Week 7 loss is differentiable through attention()", detail="the loss does not require grad: return AttentionFunction.apply(q, k, v, allowed)")
-    want = data.week7_chain_reference(**inputs)
+    want = SNAP["week7_chain"]
     for part in credit.parts(["mean loss (W7-43)", "dL/dW_Q[1,0] (W7-45)", "q_new (W7-46)", "all of dL/dW_Q"]):
         with part:
             grad = expect.tensor(got["grad"], what="dL/dW_Q")
@@ -123,7 +114,7 @@ def test_week7_loss_gradient_reaches_wq_through_your_attention(sub, credit):
             elif part.label.startswith("q_new"):
                 expect.scalar(1.0 - 0.01 * float(grad[1, 0]), w7.STATED["q_new"], what="q_new = 1 − 0.01 · grad (Week 7 §16: 1.000762)", tol=w7.PRINTED_6DP)
             else:
-                expect.close(grad, want["grad"].float(), what="dL/dW_Q (only row 1 is non-zero: x_喜欢 selects it)", tol=w7.PRINTED_6DP, grid=("C", "d_k"))
+                expect.close(grad, want["grad"], what="dL/dW_Q (only row 1 is non-zero: x_喜欢 selects it)", tol=w7.PRINTED_6DP, grid=("C", "d_k"))
 
 
 def test_attention_function_passes_gradcheck_in_float64(sub, rng):

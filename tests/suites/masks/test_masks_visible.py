@@ -2,9 +2,10 @@
 
 Shipped to students. Week 7 §10–§11 (M_T=2, M_T=4, Ŝ_A, Ŝ_B, P_A, P_B and the 0-vs-−∞
 table) and Day 1 §3 (padding, the left-padded batch of §3.4, prefix-LM and document
-masks). Each test also checks *fresh random inputs* against the lessons' own formulas (a
-required part: failing it scores the test 0), so recognising the example and printing its
-numbers earns nothing. The hidden suite checks the same functions much more widely.
+masks). Expected masks the lessons describe but do not print, and every test's *control
+inputs* (a required part: failing it scores the test 0, so recognising the example and
+printing its numbers earns nothing), come from the reference solution, run at release time
+(snapshots/masks.json). The hidden suite checks the same functions much more widely.
 """
 
 from __future__ import annotations
@@ -12,62 +13,30 @@ from __future__ import annotations
 import torch
 
 from autograder.testing import expect
-from autograder.testing.inputs import choice, randint, randn
+from autograder.testing.snapshots import Snapshots
 from course import masks_data as md
 from course import mistakes_masks as signatures
 from course import week07 as w7
 from course.tolerances import tol
 
 QK = ("query", "key")
-FRESH = "fresh random inputs"
+FRESH = "control inputs"
 F32 = torch.float32
 NEG_INF = float("-inf")
+SNAP = Snapshots(__file__)  # control inputs and the reference's outputs on them
 
 
 def _bool(values) -> torch.Tensor:
     return torch.tensor(values, dtype=torch.bool)
 
 
-def _tril(L: int, S: int) -> torch.Tensor:
-    """Week 7 §10's causal mask, bottom-right aligned when L < S: key j <= S − L + i."""
-    return torch.ones(L, S, dtype=torch.bool).tril(S - L)
-
-
-def _fresh_allowed(rng, *shape: int) -> torch.Tensor:
-    """A random allowed mask [..., L, S] (S >= 3) whose first row holds two allowed keys and
-    a blocked one: never all allowed, never one key per row."""
-    allowed = torch.rand(*shape, generator=rng) < 0.6
-    first = allowed.view(-1, shape[-1])[0]
-    j = randint(rng, 0, shape[-1] - 1)
-    first[j], first[(j + 1) % shape[-1]], first[(j + 2) % shape[-1]] = True, True, False
-    return allowed
-
-
-def _fresh_lengths(rng, B: int, T: int) -> list[int]:
-    """Random lengths in [0, T] with at least one example really padded (0 < length < T)."""
-    lengths = [randint(rng, 0, T) for _ in range(B)]
-    lengths[randint(rng, 0, B - 1)] = randint(rng, 1, T - 1)
-    return lengths
-
-
-def _padding(lengths, T: int, left: bool) -> torch.Tensor:
-    """Day 1 §3.2/§3.4: real tokens first (right padding) or last (left padding)."""
-    pos, n = torch.arange(T).unsqueeze(0), torch.tensor(lengths).unsqueeze(1)
-    return pos >= T - n if left else pos < n
-
-
-def _softmax_formula(scores: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
-    """Week 7 §11 / Day 1 §3.4: −∞ on blocked keys, softmax, rows with nothing allowed all 0."""
-    s = scores.to(torch.float64).masked_fill(~allowed, NEG_INF)
-    return torch.softmax(s, -1).nan_to_num(0.0).to(scores.dtype)
-
-
 def test_causal_mask_reproduces_week7_m2_and_m4(sub, rng, credit):
     for part in credit.parts(["T=2", "T=4", "T=5 row counts", FRESH], required=[FRESH]):
         with part:
             if part.label == FRESH:
-                T = randint(rng, 3, 24)
-                md.mask_equal(sub.masks.causal_mask(T), _tril(T, T), what=f"causal_mask({T}) on a fresh length: key j <= query i (Week 7 §10)",
+                c = SNAP["causal_mask"]
+                T = c["T"]
+                md.mask_equal(sub.masks.causal_mask(T), c["want"], what=f"causal_mask({T}) on a control length: key j <= query i (Week 7 §10)",
                              mistakes=signatures.causal(T))
             elif part.label == "T=2":
                 md.mask_equal(sub.masks.causal_mask(2), _bool(w7.STATED["mask_T2"]), what="causal_mask(2) = M_T=2 (Week 7 §10, 1 = visible)",
@@ -87,11 +56,10 @@ def test_apply_mask_puts_minus_inf_on_week7_future_scores(sub, rng, credit):
     for part in credit.parts(["Ŝ_A, Ŝ_B", FRESH], required=[FRESH]):
         with part:
             if part.label == FRESH:
-                B, L, S = randint(rng, 1, 3), randint(rng, 2, 8), randint(rng, 3, 10)
-                scores, allowed = randn(rng, B, L, S), _fresh_allowed(rng, B, L, S)
-                fill = choice(rng, (NEG_INF, -1e9))
-                expect.close(sub.masks.apply_mask(scores, allowed, fill), scores.masked_fill(~allowed, fill),
-                             what=f"apply_mask on fresh random scores [{B},{L},{S}] and mask, fill={fill:g}", tol=tol("masks.apply_mask", F32),
+                c = SNAP["apply_mask"]
+                scores, allowed, fill = c["scores"], c["allowed"], c["fill"]
+                expect.close(sub.masks.apply_mask(scores, allowed, fill), c["want"],
+                             what=f"apply_mask on control scores {list(scores.shape)} and mask, fill={fill:g}", tol=tol("masks.apply_mask", F32),
                              mistakes=signatures.apply(scores, allowed, fill))
             else:
                 scaled = md.scaled_scores()
@@ -104,11 +72,10 @@ def test_apply_mask_puts_minus_inf_on_week7_future_scores(sub, rng, credit):
 
 
 def _fresh_masked_softmax(sub, rng) -> None:
-    B, L, S = randint(rng, 1, 3), randint(rng, 2, 8), randint(rng, 3, 10)
-    scores, allowed = randn(rng, B, L, S, scale=2.0), _fresh_allowed(rng, B, L, S)
-    allowed[:, -1] = False  # a row with nothing allowed: all zeros (Day 1 §3.4)
-    expect.close(sub.masks.masked_softmax(scores, allowed), _softmax_formula(scores, allowed),
-                 what=f"masked_softmax on fresh random scores [{B},{L},{S}] and mask (last query rows: nothing allowed)",
+    c = SNAP["masked_softmax"]
+    scores, allowed = c["scores"], c["allowed"]
+    expect.close(sub.masks.masked_softmax(scores, allowed), c["want"],
+                 what=f"masked_softmax on control scores {list(scores.shape)} and mask (last query rows: nothing allowed)",
                  tol=tol("masks.masked_softmax", F32), mistakes=signatures.softmax(scores, allowed))
 
 
@@ -139,17 +106,15 @@ def test_padding_allowed_marks_real_tokens_left_and_right(sub, rng, credit):
     for part in credit.parts(["right padding", "left padding", FRESH], required=[FRESH]):
         with part:
             if part.label == FRESH:
-                B, T = randint(rng, 2, 4), randint(rng, 3, 12)
-                fresh = _fresh_lengths(rng, B, T)
+                c = SNAP["padding_allowed"]
+                fresh, T = c["lengths"], c["T"]
                 for left in (False, True):
-                    md.mask_equal(sub.masks.padding_allowed(torch.tensor(fresh), T, left_padded=left), _padding(fresh, T, left),
-                                 what=f"padding_allowed(lengths={fresh}, T={T}, left_padded={left}) on fresh lengths",
+                    md.mask_equal(sub.masks.padding_allowed(torch.tensor(fresh), T, left_padded=left), c["left" if left else "right"],
+                                 what=f"padding_allowed(lengths={fresh}, T={T}, left_padded={left}) on control lengths",
                                  mistakes=signatures.padding(fresh, T, left))
                 continue
             left = part.label == "left padding"
-            pos = torch.arange(5).unsqueeze(0)
-            n = torch.tensor(lengths).unsqueeze(1)
-            want = pos >= 5 - n if left else pos < n
+            want = SNAP["examples"]["padding_left" if left else "padding_right"]
             md.mask_equal(
                 sub.masks.padding_allowed(torch.tensor(lengths), 5, left_padded=left), want,
                 what=f"padding_allowed(lengths={lengths}, T=5, left_padded={left}) (Day 1 §3.2, §3.4)",
@@ -164,19 +129,16 @@ def test_combine_masks_left_padded_batch_leaves_0_0_1_2_3_keys(sub, rng, credit)
     for part in credit.parts(["mask", "unmasked keys per row", FRESH], required=[FRESH]):
         with part:
             if part.label == FRESH:
-                B, S = randint(rng, 2, 4), randint(rng, 3, 10)
-                L = randint(rng, 2, S)
-                fresh_causal = _tril(L, S)
-                keys = _padding([S] + [randint(rng, 1, S - 1) for _ in range(B - 1)], S, bool(randint(rng, 0, 1)))  # example 0 unpadded, the others padded
-                md.mask_equal(sub.masks.combine_masks(fresh_causal, keys), fresh_causal[None, None] & keys[:, None, None, :],
-                             what=f"combine_masks(causal [{L},{S}], key_allowed [{B},{S}]) on fresh padding: allowed where both allow (Day 1 §3.2)",
+                c = SNAP["combine_masks"]
+                fresh_causal, keys = c["causal"], c["key_allowed"]
+                md.mask_equal(sub.masks.combine_masks(fresh_causal, keys), c["want"],
+                             what=f"combine_masks(causal {list(fresh_causal.shape)}, key_allowed {list(keys.shape)}) on control padding: allowed where both allow (Day 1 §3.2)",
                              mistakes=signatures.combine(fresh_causal, keys))
                 continue
             got = sub.masks.combine_masks(causal, key_allowed)
             mistakes = signatures.combine(causal, key_allowed)
             if part.label == "mask":
-                want = causal[None, None] & key_allowed[:, None, None, :]
-                md.mask_equal(got, want, what="combine_masks(causal(5), [pad, pad, A, B, C]) (Day 1 §3.4)", mistakes=mistakes, grid=QK)
+                md.mask_equal(got, SNAP["examples"]["combine_left_padded"], what="combine_masks(causal(5), [pad, pad, A, B, C]) (Day 1 §3.4)", mistakes=mistakes, grid=QK)
             else:
                 got = expect.tensor(got, what="combine_masks(causal(5), [pad, pad, A, B, C])")
                 counts = got.sum(-1).reshape(-1).tolist() if tuple(got.shape) == (1, 1, T, T) else None
@@ -189,12 +151,10 @@ def test_masked_softmax_left_padded_pad_rows_are_zero_not_nan(sub, rng, credit):
     for part in credit.parts(["pad pad A B C", FRESH], required=[FRESH]):
         with part:
             if part.label == FRESH:
-                B, T = randint(rng, 2, 3), randint(rng, 4, 10)
-                lengths = [randint(rng, 2, T - 2) for _ in range(B)]  # two or more pad queries that read nothing, two or more real keys
-                allowed = torch.tril(torch.ones(T, T, dtype=torch.bool))[None] & _padding(lengths, T, True)[:, None, :]  # [B,T,T]
-                scores = randn(rng, B, T, T, scale=2.0)
-                expect.close(sub.masks.masked_softmax(scores, allowed), _softmax_formula(scores, allowed),
-                             what=f"masked_softmax on a fresh left-padded causal batch (lengths {lengths}, T={T}): pad rows all zeros",
+                c = SNAP["left_padded_softmax"]  # two or more pad queries that read nothing, two or more real keys
+                scores, allowed, lengths, T = c["scores"], c["allowed"], c["lengths"], c["T"]
+                expect.close(sub.masks.masked_softmax(scores, allowed), c["want"],
+                             what=f"masked_softmax on a control left-padded causal batch (lengths {lengths}, T={T}): pad rows all zeros",
                              tol=tol("masks.masked_softmax", F32), mistakes=signatures.softmax(scores, allowed))
                 continue
             T, n = md.LEFT_PADDED_T, md.LEFT_PADDED_LENGTH
@@ -215,27 +175,19 @@ def test_prefix_lm_and_document_masks_small_examples(sub, rng, credit):
     for part in credit.parts(["prefix-LM", "document", FRESH], required=[FRESH]):
         with part:
             if part.label == FRESH:
-                T = randint(rng, 4, 12)
-                p = randint(rng, 2, T - 1)  # prefix_len 0 or 1 would be plain causal, T all True
-                i, j = torch.arange(T).unsqueeze(1), torch.arange(T).unsqueeze(0)
-                md.mask_equal(sub.masks.prefix_lm_mask(T, p), (j <= i) | (j < p), what=f"prefix_lm_mask({T}, prefix_len={p}) on fresh sizes (Day 1 §3.5)",
+                c = SNAP["prefix_and_document"]
+                T, p, ids = c["T"], c["prefix_len"], c["doc_ids"]
+                md.mask_equal(sub.masks.prefix_lm_mask(T, p), c["prefix_want"], what=f"prefix_lm_mask({T}, prefix_len={p}) on control sizes (Day 1 §3.5)",
                              mistakes=signatures.prefix(T, p))
-                starts = torch.rand(2, T, generator=rng) < 0.3  # True = a new document starts here
-                starts[:, 1] = False  # the first document has two tokens or more
-                ids = torch.cumsum(starts, dim=-1)
-                ids[:, randint(rng, 2, T - 1):] += 1  # and another document follows
-                want = (ids.unsqueeze(-1) == ids.unsqueeze(-2)) & _tril(T, T)
-                md.mask_equal(sub.masks.document_mask(ids), want, what=f"document_mask(fresh doc_ids [2,{T}]) (Day 1 §3.5)",
+                md.mask_equal(sub.masks.document_mask(ids), c["doc_want"], what=f"document_mask(control doc_ids [2,{T}]) (Day 1 §3.5)",
                              mistakes=signatures.document(ids))
             elif part.label == "prefix-LM":
                 T, p = 5, 2
-                i, j = torch.arange(T).unsqueeze(1), torch.arange(T).unsqueeze(0)
-                md.mask_equal(sub.masks.prefix_lm_mask(T, p), (j <= i) | (j < p),
+                md.mask_equal(sub.masks.prefix_lm_mask(T, p), SNAP["examples"]["prefix_lm_5_2"],
                              what="prefix_lm_mask(5, prefix_len=2): prefix bidirectional, the rest causal (Day 1 §3.5)",
                              mistakes=signatures.prefix(T, p), grid=QK)
             else:
                 ids = torch.tensor([0, 0, 1, 1, 1, 2])
-                want = (ids.unsqueeze(1) == ids.unsqueeze(0)) & torch.tril(torch.ones(6, 6, dtype=torch.bool))
-                md.mask_equal(sub.masks.document_mask(ids), want,
+                md.mask_equal(sub.masks.document_mask(ids), SNAP["examples"]["document_001112"],
                              what="document_mask([0, 0, 1, 1, 1, 2]): block-diagonal × causal (Day 1 §3.5)",
                              mistakes=signatures.document(ids), grid=QK)

@@ -2,7 +2,9 @@
 heads, and the cost tables of Week 7 §17 and Day 1 §4.4–§5.
 
 Shipped to students. Every expected number is printed in the lessons (or is an exact
-rearrangement of its input); the hidden suite checks the same functions on fresh random
+rearrangement of its input); control inputs (checked first, so structure, errors and printed
+numbers earn nothing alone) carry the reference's outputs, computed at release time
+(snapshots/mha_reshape.json). The hidden suite checks the same functions on fresh random
 inputs, for properties, and for the ban on library attention.
 """
 
@@ -13,42 +15,35 @@ import math
 import torch
 
 from autograder.testing import expect
-from autograder.testing.inputs import randint, randn
+from autograder.testing.snapshots import Snapshots
 from course import mha_reshape_data as data
-from course import oracles
 from course import mistakes_mha_reshape as signatures
 from course import week07 as w7
 from course.tolerances import EXACT, tol
 
 QK = ("query", "key")
+SNAP = Snapshots(__file__)  # control inputs and the reference's outputs on them
 
 
 def _control(sub, rng) -> None:
-    """Fresh random weights and x, against Day 1 §4.3's code: checked first by every test
+    """Control weights and x, against the reference's output: checked first by every test
     whose own subject (structure, errors, printed numbers) wrong code could satisfy."""
-    B, T, C, h = randint(rng, 1, 2), randint(rng, 2, 6), 4, 2
-    x = randn(rng, B, T, C)
-    state = {f"{n}.weight": randn(rng, C, C, scale=0.5) for n in ("w_q", "w_k", "w_v", "w_o")}
-    r = sub.mha_reshape.construct("MultiHeadAttention", [C, h, T], state=state, calls=[("forward", [x], {})], describe=False)
-    expect.close(r["outputs"][0], oracles.multi_head_attention(x, state, h)[0].float(), what="MultiHeadAttention on fresh random weights and x (Day 1 §4.3)", tol=tol("mha_reshape.MultiHeadAttention", torch.float32))
-
-
-def _heads_by_slicing(x: torch.Tensor, h: int) -> torch.Tensor:
-    """The contract read literally: head i = features i·d:(i+1)·d, stacked on a new axis 1."""
-    d = x.shape[-1] // h
-    return torch.stack([x[..., i * d:(i + 1) * d] for i in range(h)], dim=1)
+    c = SNAP["multi_head_attention"]
+    r = sub.mha_reshape.construct("MultiHeadAttention", c["args"], state=c["state"], calls=[("forward", [c["x"]], {})], describe=False)
+    expect.close(r["outputs"][0], c["want"], what="MultiHeadAttention on control weights and x (Day 1 §4.3)", tol=tol("mha_reshape.MultiHeadAttention", torch.float32))
 
 
 def test_split_heads_cuts_features_into_contiguous_heads(sub, rng, credit):
-    h = randint(rng, 2, 4)
-    x = randn(rng, randint(rng, 1, 3), randint(rng, 2, 6), h * randint(rng, 1, 4))
-    expect.close(sub.mha_reshape.split_heads(x, h), _heads_by_slicing(x, h), what=f"split_heads on fresh random x {list(x.shape)}, num_heads={h}", tol=EXACT, mistakes=signatures.split_heads(x, h))
+    c = SNAP["split_heads"]
+    x, h = c["x"], c["num_heads"]
+    expect.close(sub.mha_reshape.split_heads(x, h), c["want"], what=f"split_heads on control x {list(x.shape)}, num_heads={h}", tol=EXACT, mistakes=signatures.split_heads(x, h))
     cases = {"W7-29: [1,3,4], h=2": (data.SHAPES_W7_29, 2), "L2-04: [2,5,8], h=2": (data.SHAPES_L2_04, 2), "[2,3,6], h=3": ({"input": [2, 3, 6], "heads": [2, 3, 3, 2]}, 3)}
+    examples = SNAP["split_heads_examples"]
     for part in credit.parts(list(cases)):
         with part, signatures.view_hint():
             shapes, h = cases[part.label]
             x = torch.arange(math.prod(shapes["input"]), dtype=torch.float32).reshape(shapes["input"])
-            want = _heads_by_slicing(x, h)
+            want = examples[part.label.split(":")[0] if ":" in part.label else "h=3"]
             assert list(want.shape) == shapes["heads"]
             expect.close(
                 sub.mha_reshape.split_heads(x, h), want, what=f"split_heads(x {shapes['input']}, num_heads={h}) → {shapes['heads']} (Week 7 §9, Day 1 §4.3)",
@@ -57,8 +52,9 @@ def test_split_heads_cuts_features_into_contiguous_heads(sub, rng, credit):
 
 
 def test_merge_heads_undoes_split_heads(sub, rng, credit):
-    fresh = randn(rng, randint(rng, 1, 3), randint(rng, 2, 4), randint(rng, 2, 6), randint(rng, 1, 4))
-    expect.close(sub.mha_reshape.merge_heads(fresh), torch.cat(list(fresh.unbind(dim=1)), dim=-1), what=f"merge_heads on fresh random y {list(fresh.shape)}", tol=EXACT)
+    c = SNAP["merge_heads"]
+    expect.close(sub.mha_reshape.merge_heads(c["y"]), c["want"], what=f"merge_heads on control y {list(c['y'].shape)}", tol=EXACT)
+    examples = SNAP["merge_heads_examples"]
     for part in credit.parts(["W7-29: merge [1,2,3,2] → [1,3,4]", "L2-04: merge [2,2,5,4] → [2,5,8]", "merge_heads(split_heads(x)) == x"]):
         with part, signatures.view_hint():
             if part.label.startswith("W7-29"):
@@ -71,7 +67,7 @@ def test_merge_heads_undoes_split_heads(sub, rng, credit):
                 expect.close(sub.mha_reshape.merge_heads(y), x, what="merge_heads(split_heads(x, 2)) is x again (Day 1 §A.5)", tol=EXACT,
                              grid=("token", "feature"), hints=signatures.round_trip_hints())
                 continue
-            want = torch.cat(list(y.unbind(dim=1)), dim=-1)  # Concat(head_1, …, head_h) on the feature axis
+            want = examples[part.label.split(":")[0]]  # Concat(head_1, …, head_h) on the feature axis
             expect.close(sub.mha_reshape.merge_heads(y), want, what=f"merge_heads(y {list(y.shape)}) → {list(want.shape)} (Week 7 §15: concatenate on the feature axis)",
                          tol=EXACT, mistakes=signatures.merge_heads(y), grid=("token", "feature"))
 
@@ -158,23 +154,20 @@ def test_value_errors_for_indivisible_width_and_too_long_input(sub, rng, credit)
                 expect.raises("ValueError", sub.mha_reshape.construct, "MultiHeadAttention", [4, 2, 2], calls=[("forward", [torch.zeros(1, 3, 4)], {})], what="MultiHeadAttention(4, 2, context_length=2) on T=3", hints=["mha_reshape/context-check"])
 
 
-def _random_sizes(rng) -> tuple[int, int, int, int]:
-    return randint(rng, 1, 16), randint(rng, 1, 16), randint(rng, 3, 5000), randint(rng, 2, 4000)
-
-
 def test_cost_functions_reproduce_the_course_tables(sub, rng, credit):
     for part in credit.parts(["score_elements (W7-49, W7-50)", "mha_param_count (D1-24)", "mha_flops (D1-25)", "attention_flop_fraction (D1-27)", "attention_matrix_gib (D1-29)"]):
         with part, signatures.view_hint():
             name = part.label.split()[0]
-            B, h, T, d = _random_sizes(rng)  # fresh sizes too: a table of the printed numbers earns nothing
+            c = SNAP["cost_functions"]  # control sizes too: a table of the printed numbers earns nothing
+            B, h, T, d = c["B"], c["h"], c["T"], c["d"]
             fresh = {
-                "score_elements": (lambda: sub.mha_reshape.score_elements(B, h, T), B * h * T * T, f"score_elements({B}, {h}, {T}) = B·h·T²"),
-                "mha_param_count": (lambda: sub.mha_reshape.mha_param_count(d), 4 * d * d + 4 * d, f"mha_param_count({d}) = 4d² + 4d"),
-                "mha_flops": (lambda: sub.mha_reshape.mha_flops(T, d), 8 * T * d * d + 4 * T * T * d, f"mha_flops({T}, {d}) = 8Td² + 4T²d"),
-                "attention_flop_fraction": (lambda: sub.mha_reshape.attention_flop_fraction(T, d), 4 * T * T * d / (8 * T * d * d + 4 * T * T * d), f"attention_flop_fraction({T}, {d})"),
-                "attention_matrix_gib": (lambda: sub.mha_reshape.attention_matrix_gib(B, h, T, 4, 3), B * h * T * T * 4 * 3 / 2**30, f"attention_matrix_gib({B}, {h}, {T}, 4, 3)"),
+                "score_elements": (lambda: sub.mha_reshape.score_elements(B, h, T), f"score_elements({B}, {h}, {T}) = B·h·T²"),
+                "mha_param_count": (lambda: sub.mha_reshape.mha_param_count(d), f"mha_param_count({d}) = 4d² + 4d"),
+                "mha_flops": (lambda: sub.mha_reshape.mha_flops(T, d), f"mha_flops({T}, {d}) = 8Td² + 4T²d"),
+                "attention_flop_fraction": (lambda: sub.mha_reshape.attention_flop_fraction(T, d), f"attention_flop_fraction({T}, {d})"),
+                "attention_matrix_gib": (lambda: sub.mha_reshape.attention_matrix_gib(B, h, T, 4, 3), f"attention_matrix_gib({B}, {h}, {T}, 4, 3)"),
             }[name]
-            expect.scalar(fresh[0](), fresh[1], what=f"{fresh[2]} on fresh sizes", tol=data.FRACTION_TABLE if name == "attention_flop_fraction" else (data.EXACT_FLOAT if name == "attention_matrix_gib" else EXACT), integer=name not in ("attention_flop_fraction", "attention_matrix_gib"))
+            expect.scalar(fresh[0](), c[name], what=f"{fresh[1]} on control sizes", tol=data.FRACTION_TABLE if name == "attention_flop_fraction" else (data.EXACT_FLOAT if name == "attention_matrix_gib" else EXACT), integer=name not in ("attention_flop_fraction", "attention_matrix_gib"))
             if name == "score_elements":
                 for (B, h, T), want in data.SCORE_ELEMENTS.items():
                     got = sub.mha_reshape.score_elements(B, h, T)

@@ -1,10 +1,10 @@
 """Skill qkv, visible tests: the Week 7 worked example (prompts [我,喜欢] and [猫,喜欢]).
 
 Shipped to students. Every expected number of the worked example is printed in
-week07-attention.txt. Each test also checks *fresh random inputs* against the lesson's own
-formulas (a required part: failing it scores the test 0), so recognising the example and
-printing its numbers earns nothing. The hidden suite checks the same functions much more
-widely.
+week07-attention.txt. Each test also checks *control inputs* whose expected values were
+computed by the reference solution at release time (snapshots/qkv.json; a required part:
+failing it scores the test 0), so recognising the example and printing its numbers earns
+nothing. The hidden suite checks the same functions much more widely, on fresh inputs.
 """
 
 from __future__ import annotations
@@ -14,20 +14,15 @@ import math
 import torch
 
 from autograder.testing import expect
-from autograder.testing.inputs import randint, randn, weight
+from autograder.testing.snapshots import Snapshots
 from course import mistakes_qkv as signatures
-from course import oracles
 from course import week07 as w7
 from course.tolerances import tol
 
 QK = ("query", "key")
-FRESH = "fresh random inputs"
+FRESH = "control inputs"
 F32 = torch.float32
-
-
-def _random_case(rng, dtype=F32):
-    B, T, C, d_k, d_v = randint(rng, 1, 3), randint(rng, 2, 9), randint(rng, 3, 8), randint(rng, 1, 5), randint(rng, 1, 5)
-    return randn(rng, B, T, C, dtype=dtype), weight(rng, C, d_k, dtype), weight(rng, C, d_k, dtype), weight(rng, C, d_v, dtype)
+SNAP = Snapshots(__file__)  # control inputs and the reference's outputs on them
 
 
 def _week7_state(ex) -> dict:
@@ -42,10 +37,10 @@ def test_project_qkv_reproduces_week7_q_k_v(sub, rng, credit):
     for part in credit.parts(["Q", "K", "V", FRESH], required=[FRESH]):
         with part:
             if part.label == FRESH:
-                x, *w = _random_case(rng)
-                fresh = expect.sequence(sub.qkv.project_qkv(x, *w), 3, what="project_qkv on fresh random inputs")
-                for name, g, m in zip("QKV", fresh, w):
-                    expect.close(g, (x.double() @ m.double()).float(), what=f"project_qkv: {name} = X @ W_{name} on fresh random inputs", tol=tol("qkv.project_qkv", F32))
+                c = SNAP["project_qkv"]
+                fresh = expect.sequence(sub.qkv.project_qkv(c["x"], c["w_q"], c["w_k"], c["w_v"]), 3, what="project_qkv on control inputs")
+                for name, g, want in zip("QKV", fresh, c["want"]):
+                    expect.close(g, want, what=f"project_qkv: {name} = X @ W_{name} on control inputs", tol=tol("qkv.project_qkv", F32))
                 continue
             if got is None:
                 got = dict(zip("QKV", expect.sequence(sub.qkv.project_qkv(ex.x, ex.w_q, ex.w_k, ex.w_v), 3, what="project_qkv(x, w_q, w_k, w_v)")))
@@ -61,8 +56,9 @@ def test_attention_scores_reproduce_week7_raw_scores(sub, rng, credit):
     for part in credit.parts(["S_A, S_B", FRESH], required=[FRESH]):
         with part:
             if part.label == FRESH:
-                q, k = randn(rng, 2, randint(rng, 1, 7), 3), randn(rng, 2, randint(rng, 1, 7), 3)
-                expect.close(sub.qkv.attention_scores(q, k), (q.double() @ k.double().transpose(-2, -1)).float(), what="attention_scores on fresh random q [..., L, d], k [..., S, d]", tol=tol("qkv.attention_scores", F32),
+                c = SNAP["attention_scores"]
+                q, k = c["q"], c["k"]
+                expect.close(sub.qkv.attention_scores(q, k), c["want"], what=f"attention_scores on control q {list(q.shape)}, k {list(k.shape)}", tol=tol("qkv.attention_scores", F32),
                              mistakes={"qkv/keys-times-queries": k @ q.transpose(-2, -1)} if q.shape == k.shape else None)
             else:
                 q, k = ex.x @ ex.w_q, ex.x @ ex.w_k
@@ -78,8 +74,9 @@ def test_scale_scores_divides_by_sqrt_dk(sub, rng, credit):
     for part in credit.parts(["d_k = 2", FRESH], required=[FRESH]):
         with part:
             if part.label == FRESH:
-                s, d_k = randn(rng, 2, 4, 5, scale=3.0), randint(rng, 3, 64)
-                expect.close(sub.qkv.scale_scores(s, d_k), s / math.sqrt(d_k), what=f"scale_scores on fresh random scores, d_k={d_k}", tol=tol("qkv.scale_scores", F32),
+                c = SNAP["scale_scores"]
+                s, d_k = c["scores"], c["d_k"]
+                expect.close(sub.qkv.scale_scores(s, d_k), c["want"], what=f"scale_scores on control scores, d_k={d_k}", tol=tol("qkv.scale_scores", F32),
                              mistakes={"qkv/divide-by-dk": s / d_k, "qkv/no-scaling": s})
             else:
                 got = expect.close(
@@ -97,8 +94,8 @@ def test_weighted_values_gives_week7_head_outputs(sub, rng, credit):
     for part in credit.parts(["o_A, o_B", FRESH], required=[FRESH]):
         with part:
             if part.label == FRESH:
-                p, vv = torch.softmax(randn(rng, 2, 4, 6), -1), randn(rng, 2, 6, 3)
-                expect.close(sub.qkv.weighted_values(p, vv), (p.double() @ vv.double()).float(), what="weighted_values on fresh random weights [..., L, S] and values [..., S, d_v]", tol=tol("qkv.weighted_values", F32))
+                c = SNAP["weighted_values"]
+                expect.close(sub.qkv.weighted_values(c["weights"], c["v"]), c["want"], what="weighted_values on control weights [..., L, S] and values [..., S, d_v]", tol=tol("qkv.weighted_values", F32))
             else:
                 expect.close(
                     sub.qkv.weighted_values(weights, v), weights @ v, what="weighted_values(P, V) = P @ V (Week 7 §6)", tol=w7.NEAR_EXACT,
@@ -111,9 +108,8 @@ def test_causal_uniform_mean_is_the_week7_baseline(sub, rng, credit):
     for part in credit.parts(["x̄_A,1 and x̄_B,1", FRESH], required=[FRESH]):
         with part:
             if part.label == FRESH:
-                xr = randn(rng, 2, randint(rng, 2, 8), 3)
-                counts = torch.arange(1, xr.size(1) + 1, dtype=torch.float64).unsqueeze(-1)
-                expect.close(sub.qkv.causal_uniform_mean(xr), (xr.double().cumsum(-2) / counts).float(), what="causal_uniform_mean on fresh random x", tol=tol("qkv.causal_uniform_mean", F32), mistakes=signatures.uniform_mean(xr))
+                c = SNAP["causal_uniform_mean"]
+                expect.close(sub.qkv.causal_uniform_mean(c["x"]), c["want"], what="causal_uniform_mean on control x", tol=tol("qkv.causal_uniform_mean", F32), mistakes=signatures.uniform_mean(c["x"]))
             else:
                 got = expect.close(
                     sub.qkv.causal_uniform_mean(ex.x), ex.x.cumsum(-2) / torch.tensor([[1.0], [2.0]]), what="causal_uniform_mean(X) (Week 7 §1)", tol=w7.NEAR_EXACT,
@@ -129,13 +125,13 @@ def test_single_head_attention_reproduces_week7_weights_and_outputs(sub, rng, cr
     for part in credit.parts(["weights P_A, P_B", "outputs o_A, o_B", FRESH], required=[FRESH]):
         with part:
             if part.label == FRESH:
-                x, *w = _random_case(rng)
-                want_out, want_w = oracles.attention(x, *w)
+                c = SNAP["single_head_attention"]
+                x, w = c["x"], [c["w_q"], c["w_k"], c["w_v"]]
                 fresh_variants = signatures.attention_chain(x.double(), *[m.double() for m in w])
-                out, weights = expect.sequence(sub.qkv.single_head_attention(x, *w), 2, what="single_head_attention on fresh random inputs")
+                out, weights = expect.sequence(sub.qkv.single_head_attention(x, *w), 2, what="single_head_attention on control inputs")
                 t = tol("qkv.single_head_attention", F32)
-                expect.close(weights, want_w.float(), what="single_head_attention weights on fresh random inputs", tol=t, mistakes=signatures.weights(fresh_variants))
-                expect.close(out, want_out.float(), what="single_head_attention output on fresh random inputs", tol=t, mistakes=signatures.outputs(fresh_variants))
+                expect.close(weights, c["want_weights"], what="single_head_attention weights on control inputs", tol=t, mistakes=signatures.weights(fresh_variants))
+                expect.close(out, c["want_out"], what="single_head_attention output on control inputs", tol=t, mistakes=signatures.outputs(fresh_variants))
                 continue
             if got is None:
                 got = expect.sequence(sub.qkv.single_head_attention(ex.x, ex.w_q, ex.w_k, ex.w_v), 2, what="single_head_attention(x, w_q, w_k, w_v)")
@@ -149,13 +145,10 @@ def test_single_head_attention_reproduces_week7_weights_and_outputs(sub, rng, cr
 
 
 def _fresh_head(sub, rng) -> None:
-    x, w_q, w_k, _ = _random_case(rng)
-    d = w_q.size(1)
-    w_v = weight(rng, x.size(-1), d)
-    ctx = x.size(1) + randint(rng, 0, 3)
-    state = {"query.weight": w_q.T.contiguous(), "key.weight": w_k.T.contiguous(), "value.weight": w_v.T.contiguous()}
-    r = sub.qkv.construct("AttentionHead", [x.size(-1), d, ctx], state=state, calls=[("forward", [x], {})], describe=False)
-    expect.close(r["outputs"][0], oracles.attention(x, w_q, w_k, w_v)[0].float(), what=f"AttentionHead({x.size(-1)}, {d}, {ctx}) on fresh random weights and x", tol=tol("qkv.AttentionHead", F32))
+    c = SNAP["attention_head"]
+    r = sub.qkv.construct("AttentionHead", c["args"], state=c["state"], calls=[("forward", [c["x"]], {})], describe=False)
+    C, d, ctx = c["args"]
+    expect.close(r["outputs"][0], c["want"], what=f"AttentionHead({C}, {d}, {ctx}) on control weights and x", tol=tol("qkv.AttentionHead", F32))
 
 
 def test_attention_head_reproduces_week7_numbers(sub, rng, credit):

@@ -1,0 +1,96 @@
+"""Instructors' commands (``python -m autograder <command>``):
+
+    stubs     [--check]                      write exercises/ from solutions/ (nbgrader's ClearSolutions)
+    snapshots [--check]                      write the visible suites' reference snapshots
+    audit     DIR                            leak audit of a student tree (exit 1 on any finding)
+    release   --out dist --version X.Y.Z     build dist/: student tree, Gradescope zip, nbgrader course, MANIFEST.json
+
+Exit status: 0 done / nothing stale / no finding; 1 something is stale, a finding, or a
+build step failed (each problem on one line, naming the file); 2 usage or configuration error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ..config import ConfigError, load
+
+EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+REPO = Path(__file__).resolve().parents[2]
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:
+        print(f"autograder: {message} (see `python -m autograder {self.prog.split()[-1]} --help`)", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m autograder", description="Instructors' release tools.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    s = sub.add_parser("stubs", help="write exercises/ from solutions/")
+    s.add_argument("--check", action="store_true", help="write nothing; exit 1 naming every file that differs")
+    s.add_argument("--config", default=None)
+    n = sub.add_parser("snapshots", help="write tests/suites/<skill>/snapshots/ from the reference")
+    n.add_argument("--check", action="store_true", help="write nothing; exit 1 naming every stale file")
+    n.add_argument("--config", default=None)
+    a = sub.add_parser("audit", help="leak audit of a student tree")
+    a.add_argument("tree", help="the student tree, e.g. dist/student")
+    a.add_argument("--config", default=None)
+    r = sub.add_parser("release", help="build dist/")
+    r.add_argument("--out", default="dist", help="output folder (default: dist); replaced")
+    r.add_argument("--version", required=True, help="release version, e.g. 1.0.0")
+    r.add_argument("--config", default=None)
+    return parser
+
+
+def _config(path: str | None):
+    return load(path or (Path.cwd() / "grading.toml" if (Path.cwd() / "grading.toml").is_file() else REPO / "grading.toml"))
+
+
+def main(argv: list[str]) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        config = _config(args.config)
+    except ConfigError as exc:
+        print(f"autograder: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.command == "snapshots":
+        from . import snapshots
+
+        if args.check:
+            problems = snapshots.stale(config, config.root)
+            for p in problems:
+                print(p, file=sys.stderr)
+            return EXIT_FAIL if problems else EXIT_OK
+        for path in snapshots.write(config):
+            print(f"wrote {path.relative_to(config.root)}")
+        return EXIT_OK
+    if args.command == "stubs":
+        from . import stubs
+
+        try:
+            if args.check:
+                problems = stubs.check(config)
+                for p in problems:
+                    print(p, file=sys.stderr)
+                return EXIT_FAIL if problems else EXIT_OK
+            for path in stubs.write(config):
+                print(f"wrote {path.relative_to(config.root)}")
+        except stubs.MarkerError as exc:
+            print(f"autograder: {exc}", file=sys.stderr)
+            return EXIT_FAIL
+        return EXIT_OK
+    if args.command == "audit":
+        from . import audit
+
+        findings = audit.audit(Path(args.tree), config)
+        for f in findings:
+            print(f, file=sys.stderr)
+        print(f"audit of {args.tree}: {len(findings)} finding(s)", file=sys.stderr)
+        return EXIT_FAIL if findings else EXIT_OK
+    from . import build
+
+    return build.main(config, Path(args.out), args.version)

@@ -1,0 +1,255 @@
+"""What the release builders share: the grader's file set, ``grading.toml`` without hidden
+entries, and byte-for-byte reproducible zips and trees.
+
+Same commit + same version → the same bytes: files are listed in sorted order, zip entries
+carry the fixed timestamp 1980-01-01 00:00 and fixed permissions (0755 for a file that
+starts with ``#!``, 0644 otherwise), and nothing records the time or the machine.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import stat
+import tomllib
+import zipfile
+from pathlib import Path
+
+from ..config import Config
+
+#: the zip format's earliest timestamp: no build time ends up in an artifact
+ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)
+#: never shipped: caches and build leftovers
+SKIP_PARTS = {"__pycache__", ".pytest_cache", ".grader-cache"}
+SKIP_SUFFIXES = (".pyc", ".pyo")
+#: the release tooling itself stays with the instructors
+RELEASE_ONLY = ("autograder/release/",)
+COURSE_PACKAGE = "course"  # tests/suites/course: helpers shared by the suites
+
+
+def executable(data: bytes) -> bool:
+    return data.startswith(b"#!")
+
+
+def file_mode(data: bytes) -> int:
+    return 0o755 if executable(data) else 0o644
+
+
+def write_zip_deterministic(path: Path, files: dict[str, bytes]) -> Path:
+    """Write ``files`` ({arcname: bytes}) as a zip whose bytes depend on nothing else."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    with zipfile.ZipFile(tmp, "w") as zf:
+        for name in sorted(files):
+            if name.startswith("/") or ".." in Path(name).parts:
+                raise ValueError(f"zip entry {name!r} must be a relative path inside the archive")
+            info = zipfile.ZipInfo(name, date_time=ZIP_EPOCH)
+            info.create_system = 3  # unix: the permission bits below are honoured
+            info.external_attr = (stat.S_IFREG | file_mode(files[name])) << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            zf.writestr(info, files[name], compress_type=zipfile.ZIP_DEFLATED, compresslevel=9)
+    tmp.replace(path)
+    return path
+
+
+def write_tree(root: Path, files: dict[str, bytes]) -> list[Path]:
+    """Write ``files`` under ``root`` (which must not exist yet or be empty), with the same
+    permissions a zip of them would carry. Returns the paths written, sorted."""
+    root = Path(root)
+    written = []
+    for name in sorted(files):
+        target = root / name
+        if ".." in Path(name).parts or Path(name).is_absolute():
+            raise ValueError(f"{name!r} must be a relative path inside {root}")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(files[name])
+        target.chmod(file_mode(files[name]))
+        written.append(target)
+    return written
+
+
+def _shippable(rel: str) -> bool:
+    parts = rel.split("/")
+    return not any(p in SKIP_PARTS for p in parts) and not rel.endswith(SKIP_SUFFIXES)
+
+
+def _tree(root: Path, folder: Path) -> dict[str, bytes]:
+    out = {}
+    if not folder.is_dir():
+        return out
+    for path in sorted(folder.rglob("*")):
+        if path.is_file() and not path.is_symlink():
+            rel = path.relative_to(root).as_posix()
+            if _shippable(rel):
+                out[rel] = path.read_bytes()
+    return out
+
+
+# --------------------------------------------------------------------------- course helpers
+def _course_imports(source: str, filename: str) -> set[str]:
+    """``course.<name>`` modules a suite imports (``from course import x``, ``from course.x
+    import y``, ``import course.x``)."""
+    names = set()
+    for node in ast.walk(ast.parse(source, filename=filename)):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            head, _, rest = node.module.partition(".")
+            if head == COURSE_PACKAGE:
+                if rest:
+                    names.add(rest.split(".")[0])
+                else:
+                    names.update(a.name for a in node.names)
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                head, _, rest = a.name.partition(".")
+                if head == COURSE_PACKAGE and rest:
+                    names.add(rest.split(".")[0])
+    return names
+
+
+def course_closure(course_dir: Path, sources: dict[str, str]) -> set[str]:
+    """The ``course`` modules (file names) the given suite sources need, transitively."""
+    needed: set[str] = set()
+    todo = [name for rel, text in sources.items() for name in _course_imports(text, rel)]
+    while todo:
+        name = todo.pop()
+        path = course_dir / f"{name}.py"
+        if name in needed or not path.is_file():
+            continue
+        needed.add(name)
+        todo.extend(_course_imports(path.read_text(encoding="utf-8"), str(path)))
+    return {f"{n}.py" for n in needed} | {"__init__.py"}
+
+
+# --------------------------------------------------------------------------- grading.toml
+_HEADER = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
+
+
+def _blocks(text: str) -> list[tuple[str | None, list[str]]]:
+    """Split TOML text into (header key or None, lines) blocks at every table header."""
+    blocks: list[tuple[str | None, list[str]]] = [(None, [])]
+    for line in text.splitlines(keepends=True):
+        m = _HEADER.match(line)
+        if m and not line.lstrip().startswith("#"):
+            blocks.append((m.group(1), [line]))
+        else:
+            blocks[-1][1].append(line)
+    return blocks
+
+
+def _fmt_number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
+def filtered_grading_toml(config_text: str, include_hidden: bool) -> str:
+    """``grading.toml`` for a release. With ``include_hidden`` (Gradescope, nbgrader) it is
+    unchanged. Without (the student repository): every hidden suite is removed, each skill's
+    ``points`` become the sum of its visible weights (so the file still validates and the
+    local score is out of what can be checked locally), gates that named hidden tests go,
+    and a comment at the top says so. Comments and layout of what stays are kept."""
+    if include_hidden:
+        return config_text
+    data = tomllib.loads(config_text)
+    skills = data.get("skills", {})
+    visible_points: dict[str, float] = {}
+    visible_tests: dict[str, set[str]] = {}
+    for sid, skill in skills.items():
+        suites = [s for s in skill.get("suites", []) if s.get("visibility") == "visible"]
+        visible_points[sid] = sum(sum(s.get("weights", {}).values()) for s in suites)
+        visible_tests[sid] = {name for s in suites for name in s.get("weights", {})}
+        if not suites:
+            raise ValueError(f"grading.toml: skill {sid} has no visible suite: the student release could not grade it")
+    full_points = {sid: skill.get("points", 0) for sid, skill in skills.items()}
+
+    out: list[str] = []
+    blocks = _blocks(config_text)
+    i = 0
+    while i < len(blocks):
+        key, lines = blocks[i]
+        m = re.fullmatch(r"skills\.([a-z][a-z0-9_]*)\.suites", key or "")
+        if m:  # a [[skills.X.suites]] entry and its [skills.X.suites.weights] table
+            group = [blocks[i]]
+            while i + 1 < len(blocks) and (blocks[i + 1][0] or "").startswith(f"{key}."):
+                i += 1
+                group.append(blocks[i])
+            body = "".join("".join(ls) for _, ls in group)
+            entry = tomllib.loads(body.replace(f"[[{key}]]", "[entry]", 1).replace(f"[{key}.", "[entry.", 1))
+            if entry.get("entry", {}).get("visibility") == "visible":
+                out.append(body)
+            else:
+                # keep the blank lines that separated it from the next skill
+                trailing = re.search(r"\n*$", body).group(0)
+                out.append(trailing[1:] if out and out[-1].endswith("\n\n") else trailing[1:])
+            i += 1
+            continue
+        m = re.fullmatch(r"skills\.([a-z][a-z0-9_]*)", key or "")
+        if m and m.group(1) in skills:
+            sid = m.group(1)
+            new = []
+            for line in lines:
+                if re.match(r"^\s*points\s*=", line):
+                    line = f"points = {_fmt_number(visible_points[sid])}  # visible tests only; the course autograder grades out of {_fmt_number(full_points[sid])}\n"
+                elif re.match(r"^\s*gates\s*=", line):
+                    gates = [g for g in skills[sid].get("gates", []) if g in visible_tests[sid]]
+                    if not gates:
+                        continue
+                    line = "gates = [" + ", ".join(f'"{g}"' for g in gates) + "]\n"
+                new.append(line)
+            out.append("".join(new))
+        else:
+            out.append("".join(lines))
+        i += 1
+    note = (
+        "# Student release: only the visible tests are listed, and each skill's points are the sum of\n"
+        "# their weights. The course autograder also runs hidden tests (fresh inputs, properties and\n"
+        "# the exercises' rules) and grades out of the full points.\n"
+    )
+    text = note + "".join(out)
+    text = re.sub(r"\n{3,}", "\n\n\n", text)
+    tomllib.loads(text)  # still valid TOML
+    return text
+
+
+# --------------------------------------------------------------------------- the grader
+def grader_files(ctx, include_hidden: bool) -> dict[str, bytes]:
+    """{repository-relative path: bytes} of the grader to ship: the ``autograder`` package
+    (without the release tooling), ``grading.toml`` (filtered unless ``include_hidden``),
+    ``requirements.txt``, and under ``tests/suites/`` the suites that grade with it, the
+    ``course`` helpers those suites import (found by parsing their imports), each skill's
+    ``hints.toml`` and snapshot data. With ``include_hidden`` also the hidden suites and
+    ``solutions/`` (hidden tests compare with the reference through the ``ref`` fixture).
+    """
+    repo: Path = ctx.repo
+    config: Config = ctx.config
+    files: dict[str, bytes] = {}
+    for rel, data in _tree(repo, repo / "autograder").items():
+        if not rel.startswith(RELEASE_ONLY):
+            files[rel] = data
+    files["grading.toml"] = filtered_grading_toml(config.path.read_text(encoding="utf-8"), include_hidden).encode()
+    files["requirements.txt"] = (repo / "requirements.txt").read_bytes()
+
+    suites_rel = config.suites_dir.relative_to(repo).as_posix()
+    sources: dict[str, str] = {}
+    for skill in config.skills.values():
+        for suite in skill.suites:
+            if include_hidden or suite.visibility == "visible":
+                sources[suite.file] = (repo / suite.file).read_text(encoding="utf-8")
+        skill_dir = config.suites_dir / skill.id
+        for extra in ("hints.toml",):
+            if (skill_dir / extra).is_file():
+                files[f"{suites_rel}/{skill.id}/{extra}"] = (skill_dir / extra).read_bytes()
+        files.update(_tree(repo, skill_dir / "snapshots"))
+    files.update({rel: text.encode() for rel, text in sources.items()})
+
+    course_dir = config.suites_dir / COURSE_PACKAGE
+    wanted = course_closure(course_dir, sources) if not include_hidden else None
+    for rel, data in _tree(repo, course_dir).items():
+        name = rel.rsplit("/", 1)[-1]
+        if not name.endswith(".py") or wanted is None or name in wanted:
+            files[rel] = data
+
+    if include_hidden:
+        for skill in config.skills.values():
+            path = config.solutions_dir / skill.module
+            files[path.relative_to(repo).as_posix()] = path.read_bytes()
+    return files

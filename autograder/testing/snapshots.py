@@ -1,0 +1,72 @@
+"""Reference snapshots: expected values for visible suites, computed from the reference
+solutions at release time (Stanford CS336's approach) instead of by code shipped to students.
+
+    from autograder.testing.snapshots import Snapshots
+    SNAP = Snapshots(__file__)                  # tests/suites/<skill>/snapshots/<skill>.json
+    case = SNAP["project_qkv"]                  # {"x": tensor, ..., "want": ...}: inputs and the reference's output
+
+The cases (seeded inputs and which reference function to run) are defined next to the suite
+in ``snapshot_cases.py`` (instructors only); ``make snapshots`` runs the reference in a
+process of its own and writes the file, ``make check`` fails when it is stale. The file is
+JSON: the tagged tree and the raw little-endian tensor bytes (base64) of the sandbox's wire
+codec — no pickle, exact float bits, and the same bytes for the same inputs.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from typing import Any
+
+from ..sandbox import protocol
+
+FORMAT = "autograder-snapshots/1"
+
+
+def encode(skill: str, cases: dict[str, Any], note: str = "") -> bytes:
+    tree, blob = protocol.encode(cases)
+    doc = {"format": FORMAT, "skill": skill, "note": note, "cases": tree, "blob": base64.b64encode(blob).decode("ascii")}
+    return (json.dumps(doc, ensure_ascii=False, allow_nan=False, indent=1) + "\n").encode("utf-8")
+
+
+def decode(data: bytes, where: str = "snapshot") -> dict[str, Any]:
+    try:
+        doc = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise SnapshotError(f"{where}: not a snapshot file ({exc}) — run `make snapshots`") from None
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise SnapshotError(f"{where}: unknown format {doc.get('format') if isinstance(doc, dict) else None!r} (expected {FORMAT}) — run `make snapshots`")
+    try:
+        cases = protocol.decode(doc["cases"], base64.b64decode(doc["blob"], validate=True))
+    except (KeyError, ValueError, protocol.ProtocolError) as exc:
+        raise SnapshotError(f"{where}: corrupt snapshot ({exc}) — run `make snapshots`") from None
+    if not isinstance(cases, dict):
+        raise SnapshotError(f"{where}: corrupt snapshot (cases are not a table) — run `make snapshots`")
+    return cases
+
+
+class SnapshotError(RuntimeError):
+    """A snapshot file is missing, corrupt or lacks a case: a suite bug, not the student's."""
+
+
+class Snapshots:
+    """The snapshot cases of the suite file ``suite_file`` (lazily loaded, decoded afresh on
+    every lookup so no test can change another's inputs)."""
+
+    def __init__(self, suite_file: str | Path) -> None:
+        suite = Path(suite_file).resolve()
+        self.skill = suite.parent.name
+        self.path = suite.parent / "snapshots" / f"{self.skill}.json"
+        self._data: bytes | None = None
+
+    def __getitem__(self, name: str) -> dict[str, Any]:
+        if self._data is None:
+            try:
+                self._data = self.path.read_bytes()
+            except OSError:
+                raise SnapshotError(f"{self.path.name}: missing (tests/suites/{self.skill}/snapshots/) — run `make snapshots`") from None
+        cases = decode(self._data, self.path.name)
+        if name not in cases:
+            raise SnapshotError(f"{self.path.name}: no case {name!r} (has: {', '.join(cases)}) — run `make snapshots`")
+        return cases[name]

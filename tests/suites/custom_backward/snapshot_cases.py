@@ -1,0 +1,67 @@
+"""Snapshot cases of the visible custom_backward suite: inputs and the reference's outputs
+(`make snapshots` → snapshots/custom_backward.json). Instructors only: students get the data file."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+from autograder.release.snapshots import in_float64
+from autograder.testing.inputs import randint, randn
+from course import week07 as w7
+
+
+def _week7_qkv():
+    ex = w7.example(torch.float32)
+    return ex.x @ ex.w_q, ex.x @ ex.w_k, ex.x @ ex.w_v
+
+
+def _causal(L: int) -> torch.Tensor:
+    return torch.tril(torch.ones(L, L, dtype=torch.bool))
+
+
+def _weights(q, k, allowed=None) -> torch.Tensor:
+    """softmax(q kᵀ/√d, blocked −∞) in float64: an *input* of attention_backward."""
+    scores = (q.double() @ k.double().transpose(-2, -1)) / math.sqrt(q.size(-1))
+    if allowed is not None:
+        scores = scores.masked_fill(~allowed, float("-inf"))
+    return torch.softmax(scores, -1)
+
+
+def week7_attention_backward(rng, ref):
+    q, k, v = _week7_qkv()
+    d_out = torch.tensor([[[1.0, 0.0], [0.0, 1.0]], [[1.0, -1.0], [0.5, 2.0]]])
+    weights = _weights(q, k, _causal(2))
+    grads = in_float64(ref.custom_backward.attention_backward, d_out, q, k, v, weights, 1 / math.sqrt(2))
+    return {"q": q, "k": k, "v": v, "d_out": d_out, "weights": weights.float(), "want": grads}
+
+
+def attention_backward(rng, ref):
+    lead, L, S, d_k, d_v = (2, 2), randint(rng, 2, 6), randint(rng, 2, 7), randint(rng, 2, 5), randint(rng, 1, 5)
+    q, k, v, d_out = randn(rng, *lead, L, d_k), randn(rng, *lead, S, d_k), randn(rng, *lead, S, d_v), randn(rng, *lead, L, d_v)
+    weights = _weights(q, k)
+    grads = in_float64(ref.custom_backward.attention_backward, d_out, q, k, v, weights, 1 / math.sqrt(d_k))
+    return {"q": q, "k": k, "v": v, "d_out": d_out, "weights": weights.float(), "scale": 1 / math.sqrt(d_k), "want": grads}
+
+
+def attention_forward(rng, ref):
+    q, k, v = _week7_qkv()
+    L, S, d = randint(rng, 2, 6), randint(rng, 2, 6), randint(rng, 2, 4)
+    rq, rk, rv = randn(rng, 3, L, d), randn(rng, 3, S, d), randn(rng, 3, S, d)
+    return {"week7": in_float64(ref.custom_backward.attention, q, k, v, _causal(2)),
+            "q": rq, "k": rk, "v": rv, "want": in_float64(ref.custom_backward.attention, rq, rk, rv)}
+
+
+def week7_chain(rng, ref):
+    """dL/dW_Q of Week 7 §16 (mean cross-entropy of the last positions) through the reference attention."""
+    ex = w7.example(torch.float64)
+    wq = ex.w_q.clone().requires_grad_(True)
+    out = ref.custom_backward.attention(ex.x @ wq, ex.x @ ex.w_k, ex.x @ ex.w_v, _causal(ex.x.size(1)))
+    loss = F.cross_entropy(out[:, -1] @ ex.w_vocab, ex.targets)
+    (grad,) = torch.autograd.grad(loss, [wq])
+    return {"grad": grad.float()}
+
+
+CASES = [week7_attention_backward, attention_backward, attention_forward, week7_chain]

@@ -1,0 +1,99 @@
+"""Snapshot cases of the visible masks suite: seeded inputs and the reference's outputs
+(`make snapshots` → snapshots/masks.json). Instructors only: students get the data file."""
+
+from __future__ import annotations
+
+import torch
+
+from autograder.release.snapshots import in_float64
+from autograder.testing.inputs import choice, randint, randn
+
+NEG_INF = float("-inf")
+
+
+def _allowed(rng, *shape: int) -> torch.Tensor:
+    """A random allowed mask [..., L, S] (S >= 3) whose first row holds two allowed keys and
+    a blocked one: never all allowed, never one key per row."""
+    allowed = torch.rand(*shape, generator=rng) < 0.6
+    first = allowed.view(-1, shape[-1])[0]
+    j = randint(rng, 0, shape[-1] - 1)
+    first[j], first[(j + 1) % shape[-1]], first[(j + 2) % shape[-1]] = True, True, False
+    return allowed
+
+
+def _lengths(rng, B: int, T: int) -> list[int]:
+    """Random lengths in [0, T] with at least one example really padded (0 < length < T)."""
+    lengths = [randint(rng, 0, T) for _ in range(B)]
+    lengths[randint(rng, 0, B - 1)] = randint(rng, 1, T - 1)
+    return lengths
+
+
+def causal_mask(rng, ref):
+    T = randint(rng, 3, 24)
+    return {"T": T, "want": ref.masks.causal_mask(T)}
+
+
+def apply_mask(rng, ref):
+    B, L, S = randint(rng, 2, 3), randint(rng, 2, 8), randint(rng, 3, 10)
+    scores, allowed = randn(rng, B, L, S), _allowed(rng, B, L, S)
+    fill = choice(rng, (NEG_INF, -1e9))
+    return {"scores": scores, "allowed": allowed, "fill": fill, "want": in_float64(ref.masks.apply_mask, scores, allowed, fill)}
+
+
+def masked_softmax(rng, ref):
+    B, L, S = randint(rng, 1, 3), randint(rng, 2, 8), randint(rng, 3, 10)
+    scores, allowed = randn(rng, B, L, S, scale=2.0), _allowed(rng, B, L, S)
+    allowed[:, -1] = False  # a row with nothing allowed: all zeros (Day 1 §3.4)
+    return {"scores": scores, "allowed": allowed, "want": in_float64(ref.masks.masked_softmax, scores, allowed)}
+
+
+def padding_allowed(rng, ref):
+    B, T = randint(rng, 2, 4), randint(rng, 3, 12)
+    lengths = _lengths(rng, B, T)
+    return {"lengths": lengths, "T": T, "right": ref.masks.padding_allowed(torch.tensor(lengths), T, left_padded=False),
+            "left": ref.masks.padding_allowed(torch.tensor(lengths), T, left_padded=True)}
+
+
+def combine_masks(rng, ref):
+    B, S = randint(rng, 2, 4), randint(rng, 3, 10)
+    L = randint(rng, 2, S)
+    causal = torch.ones(L, S, dtype=torch.bool).tril(S - L)  # bottom-right aligned when L < S
+    lengths = [S] + [randint(rng, 1, S - 1) for _ in range(B - 1)]  # example 0 unpadded, the others padded
+    keys = ref.masks.padding_allowed(torch.tensor(lengths), S, left_padded=bool(randint(rng, 0, 1)))
+    return {"causal": causal, "key_allowed": keys, "want": ref.masks.combine_masks(causal, keys)}
+
+
+def left_padded_softmax(rng, ref):
+    B, T = randint(rng, 2, 3), randint(rng, 4, 10)
+    lengths = [randint(rng, 2, T - 2) for _ in range(B)]  # two or more pad queries that read nothing, two or more real keys
+    keys = ref.masks.padding_allowed(torch.tensor(lengths), T, left_padded=True)
+    allowed = ref.masks.combine_masks(ref.masks.causal_mask(T), keys)[:, 0]  # [B,T,T]
+    scores = randn(rng, B, T, T, scale=2.0)
+    return {"lengths": lengths, "T": T, "scores": scores, "allowed": allowed, "want": in_float64(ref.masks.masked_softmax, scores, allowed)}
+
+
+def prefix_and_document(rng, ref):
+    T = randint(rng, 4, 12)
+    p = randint(rng, 2, T - 1)  # prefix_len 0 or 1 would be plain causal, T all True
+    starts = torch.rand(2, T, generator=rng) < 0.3  # True = a new document starts here
+    starts[:, 1] = False  # the first document has two tokens or more
+    ids = torch.cumsum(starts, dim=-1)
+    ids[:, randint(rng, 2, T - 1):] += 1  # and another document follows
+    return {"T": T, "prefix_len": p, "prefix_want": ref.masks.prefix_lm_mask(T, p), "doc_ids": ids, "doc_want": ref.masks.document_mask(ids)}
+
+
+def examples(rng, ref):
+    """The lessons' small examples whose answer the lessons describe but do not print."""
+    m = ref.masks
+    T, n = 5, 3  # Day 1 §3.4: pad pad A B C
+    key_allowed = torch.arange(T).unsqueeze(0) >= T - n
+    return {
+        "padding_right": m.padding_allowed(torch.tensor([3, 5, 1]), 5, left_padded=False),
+        "padding_left": m.padding_allowed(torch.tensor([3, 5, 1]), 5, left_padded=True),
+        "combine_left_padded": m.combine_masks(torch.tril(torch.ones(T, T, dtype=torch.bool)), key_allowed),
+        "prefix_lm_5_2": m.prefix_lm_mask(5, 2),
+        "document_001112": m.document_mask(torch.tensor([0, 0, 1, 1, 1, 2])),
+    }
+
+
+CASES = [causal_mask, apply_mask, masked_softmax, padding_allowed, combine_masks, left_padded_softmax, prefix_and_document, examples]
