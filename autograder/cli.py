@@ -21,7 +21,8 @@ EXIT_OK, EXIT_BROKEN, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one line, exit 2 — no usage dump
-        print(f"autograder: {message} (see `python -m autograder grade --help`)", file=sys.stderr)
+        command = self.prog if self.prog != "python -m autograder" else "python -m autograder grade"
+        print(f"autograder: {message} (see `{command} --help`)", file=sys.stderr)
         raise SystemExit(EXIT_USAGE)
 
 

@@ -15,16 +15,11 @@ import argparse
 import sys
 from pathlib import Path
 
+from ..cli import _Parser
 from ..config import ConfigError, load
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 REPO = Path(__file__).resolve().parents[2]
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:
-        print(f"autograder: {message} (see `python -m autograder {self.prog.split()[-1]} --help`)", file=sys.stderr)
-        raise SystemExit(EXIT_USAGE)
 
 
 def _parser() -> argparse.ArgumentParser:
