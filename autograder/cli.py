@@ -35,7 +35,7 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--format", choices=FORMATS, default="text", help="output format (default: text)")
     g.add_argument("--output", metavar="FILE", help="write the output to FILE (atomically) instead of stdout")
     g.add_argument("--config", metavar="FILE", default=None, help="grading config (default: grading.toml of this repository)")
-    g.add_argument("--seed", type=int, default=None, help="seed for the random test inputs (default: [grader] seed, else fresh)")
+    g.add_argument("--seed", type=int, default=None, help="seed for the random test inputs (default: [grader] seed — derived from the submission's files)")
     g.add_argument("--reveal-hidden", action="store_true", help="instructors: include hidden tests' details in the output")
     g.add_argument("--keep-report", metavar="FILE", help="instructors: also keep the raw pytest-json-report")
     g.add_argument("--no-progress", action="store_true", help="no live progress display")
@@ -121,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     from .runner.submission import SubmissionDirError, resolve_root
 
     try:
-        resolve_root(Path(submission), [s.module for s in config.skills.values()])
+        resolve_root(Path(submission), list(config.exercise_modules))
     except SubmissionDirError as exc:
         # a usage error — but the results file still says what happened
         from . import results as results_mod

@@ -36,6 +36,7 @@ class Limits:
     max_module_kib: int = 512
     max_result_mib: int = 256
     file_write_mib: int = 16
+    max_helper_modules: int = 16  # the submission's other top-level .py files importable by its code (0: none)
 
 
 @dataclass(frozen=True)
@@ -88,7 +89,7 @@ class Config:
     path: Path
     root: Path
     course: str
-    seed: int | None  # None: a fresh seed for every run
+    seed: int | None  # the fixed seed of `seed = <integer>`; None for "content" and "fresh"
     solutions_dir: Path
     exercises_dir: Path
     suites_dir: Path
@@ -97,6 +98,12 @@ class Config:
     sandbox: SandboxSettings
     gradescope_visibility: dict[str, str]
     release: dict[str, Any] = field(default_factory=dict)
+    #: "content": the seed is an HMAC of the submission's files (autograder/runner/seeding.py);
+    #: "fresh": a new seed per run; "fixed": ``seed``
+    seed_mode: str = "content"
+    #: every exercise module of the course, whatever ``--skill`` selected: all are copied
+    #: (so one exercise may import another) and all enter the content-derived seed
+    exercise_modules: tuple[str, ...] = ()
 
     @property
     def tests(self) -> list[TestSpec]:
@@ -121,7 +128,7 @@ class Config:
         return Config(
             self.path, self.root, self.course, self.seed, self.solutions_dir, self.exercises_dir, self.suites_dir,
             {k: v for k, v in self.skills.items() if k in skill_ids},
-            self.limits, self.sandbox, self.gradescope_visibility, self.release,
+            self.limits, self.sandbox, self.gradescope_visibility, self.release, self.seed_mode, self.exercise_modules,
         )
 
 
@@ -247,13 +254,13 @@ def _parse(path: Path, text: str, data: dict, check_files: bool) -> Config:
         root = (path.resolve().parent / r.string(grader, "root", ["grader"])).resolve()
         if not root.is_dir():
             raise r.fail(["grader", "root"], f"{root} is not a directory")
-    seed_value = grader.get("seed", "fresh")
-    if seed_value == "fresh":
-        seed = None
+    seed_value = grader.get("seed", "content")
+    if seed_value in ("content", "fresh"):
+        seed, seed_mode = None, seed_value
     elif isinstance(seed_value, int) and not isinstance(seed_value, bool) and 0 <= seed_value < 2**63:
-        seed = seed_value
+        seed, seed_mode = seed_value, "fixed"
     else:
-        raise r.fail(["grader", "seed"], f'must be "fresh" or a non-negative integer, got {seed_value!r}')
+        raise r.fail(["grader", "seed"], f'must be "content", "fresh" or a non-negative integer, got {seed_value!r}')
     solutions_dir = root / r.string(grader, "solutions_dir", ["grader"], default="solutions")
     exercises_dir = root / r.string(grader, "exercises_dir", ["grader"], default="exercises")
     suites_dir = root / r.string(grader, "suites_dir", ["grader"], default="tests/suites")
@@ -264,7 +271,9 @@ def _parse(path: Path, text: str, data: dict, check_files: bool) -> Config:
     r.check_keys(limits_raw, fields, ["limits"])
     limit_values = {}
     for name in fields:
-        value = r.number(limits_raw, name, ["limits"], default=getattr(defaults, name))
+        value = r.number(limits_raw, name, ["limits"], default=getattr(defaults, name), positive=name != "max_helper_modules")
+        if value < 0:
+            raise r.fail(["limits", name], f"must be 0 or more, got {value!r}")
         limit_values[name] = int(value) if isinstance(getattr(defaults, name), int) else float(value)
     limits = Limits(**limit_values)
     if limits.memory_mib < 1024:
@@ -349,7 +358,8 @@ def _parse(path: Path, text: str, data: dict, check_files: bool) -> Config:
     for sid, skill in skills.items():
         if modules.count(skill.module) > 1:
             raise r.fail(["skills", sid, "module"], f"{skill.module} is used by more than one skill")
-    return Config(path.resolve(), root, course_name, seed, solutions_dir, exercises_dir, suites_dir, skills, limits, sandbox, gradescope_visibility, release)
+    return Config(path.resolve(), root, course_name, seed, solutions_dir, exercises_dir, suites_dir, skills, limits, sandbox,
+                  gradescope_visibility, release, seed_mode, tuple(modules))
 
 
 def _check_suite_file(r: _Reader, root: Path, file: str, weights: dict[str, float], kp: list[str]) -> None:

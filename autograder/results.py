@@ -71,6 +71,7 @@ class Results:
     skills: list[SkillOutcome]
     course: str = "Attention exercises"
     seed: int | None = None
+    seed_source: str | None = None  # see runner/seeding.py SOURCES
     suite_hash: str | None = None
     versions: dict = field(default_factory=dict)
     sandbox: list[str] = field(default_factory=list)
@@ -266,6 +267,7 @@ def build(config: Config, report: dict | None, submission: dict, *, modules: dic
         skills=skills,
         course=config.course,
         seed=meta.get("seed"),
+        seed_source=meta.get("seed_source"),
         suite_hash=meta.get("suite_hash"),
         versions=meta.get("versions", {}),
         sandbox=meta.get("sandbox", []),

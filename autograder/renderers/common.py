@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import re
 
-from ..results import Results, TestOutcome
+from ..results import Results, SkillOutcome, TestOutcome
+from ..runner.seeding import SOURCES as SEED_SOURCES
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
@@ -101,23 +102,116 @@ def test_text(test: TestOutcome) -> str:
 _TODO = re.compile(r"TODO\((\w+)\):\s*([\w.]+)")
 
 
+def _waits_on_stub(test: TestOutcome) -> bool:
+    return test.status == "failed" and [h["id"] for h in test.hints] == ["general/todo"]
+
+
 def todo_only(test: TestOutcome) -> str | None:
     """The stub a test is waiting on ("project_qkv"), when an unfinished TODO is its only
     problem: such tests are listed once per skill instead of one panel each."""
-    if test.status != "failed" or [h["id"] for h in test.hints] != ["general/todo"]:
+    if not _waits_on_stub(test):
         return None
     match = _TODO.search(f"{test.summary} {test.detail or ''}")
-    return match.group(2) if match else None
+    return match.group(2) if match else "?"
 
 
-def todo_summary(tests: list[TestOutcome]) -> tuple[list[str], list[TestOutcome]]:
-    """(the stubs still to write, in order; the tests that failed for another reason)."""
-    stubs: list[str] = []
-    others = []
+_PARTS_SUFFIX = re.compile(r"\s*\([^()]*\b(parts?|cases?|kinds?|draws?)\)\s*$")
+
+
+def collapse_repeats(tests: list[TestOutcome]) -> list[tuple[TestOutcome, list[TestOutcome]]]:
+    """One entry per distinct problem with the module itself (missing, refused, does not
+    import): (the first test, the other tests that failed with the very same summary). A
+    module that fails to import then shows one panel per skill, not one per test."""
+    out: list[tuple[TestOutcome, list[TestOutcome]]] = []
+    seen: dict[str, list[TestOutcome]] = {}
     for test in tests:
-        name = todo_only(test)
-        if name is None:
-            others.append(test)
-        elif name not in stubs:
-            stubs.append(name)
-    return stubs, others
+        key = _PARTS_SUFFIX.sub("", (test.summary or "").removeprefix(f"{test.check}: " if test.check else ""))
+        if test.problem == "missing" and key:
+            if key in seen:
+                seen[key].append(test)
+                continue
+            seen[key] = []
+            out.append((test, seen[key]))
+        else:
+            out.append((test, []))
+    return out
+
+
+def same_problem_line(repeats: list[TestOutcome]) -> str:
+    names = ", ".join(t.name for t in repeats[:6]) + (" …" if len(repeats) > 6 else "")
+    return f"The same problem fails {len(repeats)} more test{'s' if len(repeats) != 1 else ''} of this skill: {names}"
+
+
+def module_info(results: Results, skill: SkillOutcome) -> dict:
+    """What the trusted side found in the skill's submitted module (runner/submission.py)."""
+    return ((results.submission or {}).get("modules") or {}).get(skill.module.removesuffix(".py")) or {}
+
+
+def todo_summary(tests: list[TestOutcome], todo: list[str] | None = None) -> tuple[list[str], list[TestOutcome]]:
+    """(the stubs still to write, in order; the tests that failed for another reason).
+
+    ``todo`` is the module's own list of functions still raising the TODO stub, read from
+    its source on the trusted side (runner/module_facts.py) and restricted to the
+    exercise's function names; message text is only the fall-back for old results."""
+    if todo is None:
+        stubs: list[str] = []
+        others = []
+        for test in tests:
+            name = todo_only(test)
+            if name is None or name == "?":
+                others.append(test)
+            elif name not in stubs:
+                stubs.append(name)
+        return stubs, others
+    if not todo:  # nothing is the untouched stub: every failure gets its own panel
+        return [], list(tests)
+    others = [t for t in tests if not _waits_on_stub(t)]
+    return (list(todo) if len(others) < len(tests) else []), others
+
+
+def not_started(results: Results, skill: SkillOutcome) -> str | None:
+    """One line for a skill whose module is still the untouched stub — every function is
+    TODO and every test with points waits on it — instead of its table:
+    "not started — begin with `project_qkv` (Week 7 §1–§9)"."""
+    todo = module_info(results, skill).get("todo")
+    weighted = [t for t in skill.tests if t.max_score > 0]
+    if not todo or skill.score > 0 or not weighted or not all(_waits_on_stub(t) for t in weighted):
+        return None
+    where = f", {skill.sections[0]}" if skill.sections else ""
+    return f"not started — begin with `{todo[0]}`{where}"
+
+
+def where_to_start(results: Results) -> str | None:
+    """When nothing has been started yet, the one next step."""
+    if not results.skills or any(not_started(results, s) is None for s in results.skills):
+        return None
+    first = results.skills[0]
+    info = module_info(results, first)
+    path = info.get("display_path") or first.module
+    return (f"Where to start: open {path}, write `{info['todo'][0]}` (read its docstring), "
+            f"then run `make grade SKILL={first.id}`.")
+
+
+def footer_notes(results: Results) -> list[tuple[str, str]]:
+    """(label, plain text) lines under the tables: what else was in the submission, and the
+    seed. Renderers escape the text for their medium."""
+    sub = results.submission or {}
+    out: list[tuple[str, str]] = []
+    siblings = sorted((info.get("display_path") or name) for name, info in (sub.get("not_selected") or {}).items())
+    if siblings:
+        out.append(("Not selected (importable by your code, not graded in this run)", ", ".join(siblings)))
+    helpers = sub.get("helpers") or {}
+    usable = [info.get("display_path") or name for name, info in helpers.items() if not info.get("problem")]
+    refused = [f"{info.get('display_path') or name} ({info['problem']})" for name, info in helpers.items() if info.get("problem")]
+    if usable:
+        out.append(("Helper modules available to your code (never graded)", ", ".join(usable)))
+    if refused:
+        out.append(("Helper files your code cannot import", "; ".join(refused[:5]) + (" …" if len(refused) > 5 else "")))
+    ignored = [i for i in (sub.get("ignored") or []) if i not in {h.get("file") for h in helpers.values()}]
+    if ignored:
+        more = " …" if len(ignored) > 10 or sub.get("ignored_more") else ""
+        out.append(("Other files, not graded", ", ".join(ignored[:10]) + more))
+    if results.seed is not None:
+        source = SEED_SOURCES.get(results.seed_source or "", results.seed_source or "")
+        out.append(("Seed", f"{results.seed}{f' ({source})' if source else ''} · suite {(results.suite_hash or '')[:12]} · reproduce with --seed {results.seed}"))
+    return out

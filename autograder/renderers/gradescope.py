@@ -37,6 +37,7 @@ def to_dict(results: Results, visibility: dict[str, str]) -> dict:
             "schema": results.schema,
             "status": results.status,
             "seed": results.seed,
+            "seed_source": results.seed_source,
             "suite_hash": results.suite_hash,
             "versions": results.versions,
         },

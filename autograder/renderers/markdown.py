@@ -5,7 +5,7 @@ and marked ⚠)."""
 from __future__ import annotations
 
 from ..results import Results, TestOutcome
-from .common import ICON, clean, frame_lines, headline, points, todo_summary
+from .common import ICON, clean, collapse_repeats, footer_notes, frame_lines, headline, module_info, not_started, points, where_to_start, same_problem_line, todo_summary
 
 MARKER = "<!-- attention-autograder -->"
 
@@ -74,15 +74,21 @@ def render(results: Results, details: bool = True) -> str:
             if not failed:
                 continue
             lines += ["", f"#### {esc(skill.id)}: {esc(skill.title)}"]
-            stubs, others = todo_summary(failed)
+            fresh = not_started(results, skill)
+            if fresh:
+                lines.append(f"- 📝 {esc(fresh)}")
+                continue
+            stubs, others = todo_summary(failed, module_info(results, skill).get("todo"))
             if stubs:
                 lines.append(f"- 📝 still TODO: {esc(', '.join(stubs))} ({len(failed) - len(others)} tests wait on them)")
-            for test in others:
+            for test, repeats in collapse_repeats(others):
                 lines.extend(_test_block(test))
+                if repeats:
+                    lines.append(f"  - {esc(same_problem_line(repeats))}")
         lines.append("")
-    ignored = results.submission.get("ignored") or []
-    if ignored:
-        lines.append(f"<sub>Not graded (only the exercise modules are): {esc(', '.join(ignored[:12]))}{' …' if len(ignored) > 12 else ''}</sub>")
-    if results.seed is not None:
-        lines.append(f"<sub>seed {results.seed} · suite {esc((results.suite_hash or '')[:12])}</sub>")
+    start = where_to_start(results)
+    if start:
+        lines.append(f"**{esc(start)}**")
+    for label, text in footer_notes(results):
+        lines.append(f"<sub>{esc(label)}: {esc(clean(text, 800))}</sub>")
     return "\n".join(lines) + "\n"

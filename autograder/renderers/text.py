@@ -10,7 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..results import Results, SkillOutcome, TestOutcome
-from .common import ICON, clean, frame_lines, points, printed_lines, todo_summary
+from .common import ICON, clean, collapse_repeats, footer_notes, frame_lines, module_info, not_started, points, where_to_start, printed_lines, same_problem_line, todo_summary
 
 STYLE = {"passed": "green", "failed": "red", "error": "magenta", "not_run": "yellow"}
 
@@ -59,7 +59,7 @@ def _skill_table(skill: SkillOutcome) -> Table:
     return table
 
 
-def _details(test: TestOutcome) -> Panel:
+def _details(test: TestOutcome, repeats: list[TestOutcome] | None = None) -> Panel:
     parts: list = []
     if test.check and test.visibility == "visible":
         parts.append(Text.assemble(("Checked: ", "bold"), clean(test.check, 300)))
@@ -82,6 +82,8 @@ def _details(test: TestOutcome) -> Panel:
         parts.append(Text("\n".join(printed), style="dim"))
     if test.status == "error" and test.error and test.error.get("traceback"):
         parts.append(Text(clean(test.error["traceback"], 3000), style="dim"))
+    if repeats:
+        parts.append(Text(same_problem_line(repeats), style="dim"))
     title = Text.assemble((f"{ICON.get(test.status)} {test.name}", STYLE.get(test.status, "")), f"  {points(test.score)}/{points(test.max_score)}")
     return Panel(Group(*parts), title=title, title_align="left", border_style=STYLE.get(test.status, ""))
 
@@ -93,23 +95,28 @@ def render(results: Results, console: Console, *, details: bool = True) -> None:
     console.print(head)
     if results.status != "complete":
         console.print(Panel(Text(clean(results.message)), title="Grading did not complete", border_style="red"))
+    fresh = {skill.id: not_started(results, skill) for skill in results.skills}
     for skill in results.skills:
-        console.print(_skill_table(skill))
+        if fresh[skill.id]:
+            console.print(Text.assemble((skill.id, "bold"), "  ", (f"0/{points(skill.points)}", "bold"), "  ", (fresh[skill.id], "yellow")))
+        else:
+            console.print(_skill_table(skill))
     if details:
         for skill in results.skills:
             failed = [t for t in skill.tests if t.status != "passed"]
-            if failed:
+            if failed and not fresh[skill.id]:
                 console.print(Text(f"What to fix in {skill.module} ({skill.id})", style="bold underline"))
-                stubs, others = todo_summary(failed)
+                stubs, others = todo_summary(failed, module_info(results, skill).get("todo"))
                 if stubs:
                     waiting = len(failed) - len(others)
                     console.print(Text.assemble(("Still TODO: ", "bold yellow"), ", ".join(stubs), f"  ({waiting} test{'s' if waiting != 1 else ''} wait on them; grep -n 'TODO({skill.id})' {skill.module})", style=""))
-                for test in others:
-                    console.print(_details(test))
-    ignored = results.submission.get("ignored") or []
-    if ignored:
-        more = results.submission.get("ignored_more", 0)
-        console.print(Text(f"Not graded (only the exercise modules are): {', '.join(clean(i, 80) for i in ignored[:10])}{' …' if len(ignored) > 10 or more else ''}", style="dim"))
+                for test, repeats in collapse_repeats(others):
+                    console.print(_details(test, repeats))
+    start = where_to_start(results)
+    if start:
+        console.print(Text(start, style="bold"))
+    for label, text in footer_notes(results):
+        console.print(Text(f"{label}: {clean(text, 800)}", style="dim"))
     summary = Table(box=box.ROUNDED, show_header=True, title="Score", title_justify="left")
     summary.add_column("skill")
     summary.add_column("points", justify="right")

@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import secrets
 import shutil
 import stat
 import tempfile
@@ -22,7 +21,7 @@ from .. import results as results_mod
 from ..config import Config
 from ..results import Results
 from ..sandbox.policy import build_worker_spec
-from . import engine
+from . import engine, seeding
 from .submission import PreparedSubmission, SubmissionDirError, prepare
 
 
@@ -61,15 +60,18 @@ def _rmtree(path: Path) -> None:
     shutil.rmtree(path, onerror=onerror)
 
 
-def _manifest(config: Config, prepared: PreparedSubmission, spec_dict: dict, seed: int) -> dict:
+def _manifest(config: Config, prepared: PreparedSubmission, spec_dict: dict, seed: seeding.SeedChoice) -> dict:
     return {
         "root": str(config.root),
-        "seed": seed,
+        "seed": seed.seed,
+        "seed_source": seed.source,
         "suite_hash": suite_hash(config),
         "suites_dir": str(config.suites_dir),
         "solutions_dir": str(config.solutions_dir),
         "tests": {t.node_id: {"skill": t.skill, "visibility": t.visibility, "weight": t.weight} for t in config.tests},
         "modules": prepared.modules,
+        # importable by the submission, never graded (rule scans of a module should cover them)
+        "helpers": {name: info["copy_path"] for name, info in {**prepared.siblings, **prepared.helpers}.items() if info.get("copy_path")},
         "preload": sorted({m for skill in config.skills.values() for m in skill.preload}),
         "worker": spec_dict,
         "limits": {
@@ -84,7 +86,7 @@ def _manifest(config: Config, prepared: PreparedSubmission, spec_dict: dict, see
 def grade(request: GradeRequest) -> Results:
     config = request.config
     started = time.monotonic()
-    seed = request.seed if request.seed is not None else (config.seed if config.seed is not None else secrets.randbits(31))
+    seed: seeding.SeedChoice | None = None
     run_dir = Path(tempfile.mkdtemp(prefix="autograder-"))
     run_dir.chmod(0o711)
     private = run_dir / "private"
@@ -96,10 +98,13 @@ def grade(request: GradeRequest) -> Results:
 
     def finish(status: str, message: str, report: dict | None) -> Results:
         modules = prepared.modules if prepared else {}
-        return results_mod.build(
+        results = results_mod.build(
             config, report, submission_info, modules=modules, status=status, message=message,
             duration=time.monotonic() - started,
         )
+        if seed is not None:  # known before the run starts, so even a broken run records it
+            results.seed, results.seed_source = seed.seed, seed.source
+        return results
 
     engine_proc: engine.Engine | None = None
     try:
@@ -112,9 +117,15 @@ def grade(request: GradeRequest) -> Results:
             engine_proc.abort()
             return finish("error", str(exc), None)
         submission_info = prepared.to_dict()
+        try:
+            seed = seeding.choose(request.seed, config.seed_mode, config.seed, prepared.content)
+        except seeding.SeedKeyError as exc:
+            engine_proc.abort()
+            return finish("error", str(exc), None)
+        key_file = seeding.key_file()
         spec, notes = build_worker_spec(
             config, prepared.copy_dir, scratch,
-            protected=[config.root, config.suites_dir, config.solutions_dir, private, *request.protect],
+            protected=[config.root, config.suites_dir, config.solutions_dir, private, *request.protect, *([key_file] if key_file else [])],
         )
         engine_proc.send_manifest(_manifest(config, prepared, spec.to_dict(), seed))
         outcome = engine_proc.wait(config.limits.run_timeout_s + 120, request.on_event)

@@ -336,6 +336,7 @@ def pytest_json_modifyreport(json_report: dict) -> None:
 
     json_report["autograder"] = {
         "seed": grading.seed,
+        "seed_source": grading.manifest.get("seed_source"),
         "suite_hash": grading.manifest.get("suite_hash"),
         "versions": {
             "python": sys.version.split()[0],

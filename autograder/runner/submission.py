@@ -1,24 +1,44 @@
 """Find the exercise modules in a submission and make the read-only copy workers see.
 
-Only the modules named in grading.toml are copied; everything else in the submission is
-listed as ignored (so a stray ``conftest.py`` or ``sitecustomize.py`` is visible in the
-report and never reaches any process). Each module is checked here, on the trusted side,
-without running it: a regular file (no symlinks), within the size limit, UTF-8, and
-syntactically valid. A module that fails gets its skill's tests failed fast with the
-file and line — the other skills still grade.
+Every exercise module named in grading.toml is copied — the selected skills' modules are
+graded, the others are there so that ``from masks import causal_mask`` inside ``qkv.py``
+works whatever ``--skill`` says. The submission's other top-level ``.py`` files are copied
+as *helper modules* (importable, never graded, listed in the report), within limits and
+never under a name that would shadow the grader, pytest, torch or the standard library.
+Everything else in the submission is listed as ignored and never reaches any process.
+
+Each file is checked here, on the trusted side, without running it. The folder the user
+named is resolved once (an instructor may pass a symlink); below it every component must
+be a real directory or a regular file: no symbolic link anywhere on the path to a module
+(a submission holding only ``exercises -> …/solutions`` must not grade the solutions), no
+hard link (its other name may lie outside the submission), no FIFO, device or socket.
+Files are opened relative to a directory descriptor opened without following links, so a
+link swapped in after the check is not followed either. A module that fails gets its
+skill's tests failed fast with the file and the fix — the other skills still grade.
 """
 
 from __future__ import annotations
 
+import hashlib
+import importlib.util
 import os
 import stat
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..config import Config
+from . import module_facts
 
 MAX_LISTED = 200
 SKIP_DIRS = {"__pycache__", ".git", ".ipynb_checkpoints", ".venv", "node_modules"}
+NESTED = "exercises"  # a submission may hold its modules directly or under exercises/
+
+#: helper module names that would configure or shadow the grader's own machinery
+SHADOWING = {"conftest", "sitecustomize", "usercustomize", "torch", "pytest", "_pytest", "pytest_jsonreport",
+             "pluggy", "numpy", "einops", "sympy", "typing_extensions", "setuptools", "pip", "site", "solutions",
+             "exercises", "tests"}
+SHADOWING_PREFIXES = ("autograder", "pytest_", "torch", "__")
 
 
 class SubmissionDirError(Exception):
@@ -30,16 +50,24 @@ class PreparedSubmission:
     given: str
     root: Path
     copy_dir: Path
-    modules: dict[str, dict] = field(default_factory=dict)
+    modules: dict[str, dict] = field(default_factory=dict)  # the graded (selected) exercise modules
+    siblings: dict[str, dict] = field(default_factory=dict)  # exercise modules of skills not selected
+    helpers: dict[str, dict] = field(default_factory=dict)  # importable, never graded
     ignored: list[str] = field(default_factory=list)
     ignored_more: int = 0
+    #: (file name, sha256 or None when absent/refused) of every file copied or refused: what
+    #: the content-derived seed is computed from
+    content: list[tuple[str, str | None]] = field(default_factory=list)
 
     def to_dict(self) -> dict:
+        def public(info: dict) -> dict:
+            return {k: v for k, v in info.items() if k != "copy_path"}
+
         return {
             "path": self.given,
-            "modules": {
-                name: {k: v for k, v in info.items() if k != "copy_path"} for name, info in self.modules.items()
-            },
+            "modules": {name: public(info) for name, info in self.modules.items()},
+            "not_selected": {name: public(info) for name, info in self.siblings.items()},
+            "helpers": {name: public(info) for name, info in self.helpers.items()},
             "ignored": self.ignored,
             "ignored_more": self.ignored_more,
         }
@@ -54,7 +82,17 @@ def _display(root: Path, name: str) -> str:
     return f"{base}/{name}" if base else name
 
 
+def _lstat(path: Path) -> os.stat_result | None:
+    try:
+        return os.lstat(path)
+    except OSError:
+        return None
+
+
 def resolve_root(path: Path, module_files: list[str]) -> Path:
+    """The folder holding the modules: the given one (resolved once), or its ``exercises/``
+    when that is a real directory holding them. A symlinked ``exercises`` is never entered;
+    ``prepare`` then refuses the modules with the reason."""
     if not path.exists():
         raise SubmissionDirError(f"{path}: no such directory — pass the folder that holds your exercise modules")
     if not path.is_dir():
@@ -63,39 +101,88 @@ def resolve_root(path: Path, module_files: list[str]) -> Path:
         os.listdir(path)
     except OSError as exc:
         raise SubmissionDirError(f"{path}: cannot be read ({exc.strerror}) — check its permissions") from None
-    if any((path / m).exists() for m in module_files):
-        return path
-    nested = path / "exercises"
-    if nested.is_dir() and any((nested / m).exists() for m in module_files):
+    root = Path(os.path.realpath(path))
+    if any(_lstat(root / m) is not None for m in module_files):
+        return root
+    nested = root / NESTED
+    st = _lstat(nested)
+    if st is not None and stat.S_ISDIR(st.st_mode) and any(_lstat(nested / m) is not None for m in module_files):
         return nested
-    return path
+    return root
 
 
-def _check_module(src: Path, limit_bytes: int) -> tuple[bytes | None, str | None, int | None]:
-    """(content, problem, line) — content None when the module cannot be graded."""
+def _link_problem(root: Path) -> str | None:
+    """Why the modules' folder cannot be used (``exercises`` is a link, or not a folder)."""
+    st = _lstat(root / NESTED)
+    if st is None:
+        return None
+    if stat.S_ISLNK(st.st_mode):
+        return ("is a symbolic link — submissions are graded from real files only: "
+                "replace the link with a folder holding your own modules")
+    return None
+
+
+def _file_problem(st: os.stat_result, limit_bytes: int, what: str) -> str | None:
+    if stat.S_ISLNK(st.st_mode):
+        return "is a symbolic link — submit a regular file (copy the file itself, not a link to it)"
+    if stat.S_ISDIR(st.st_mode):
+        return "is a folder, not a Python file"
+    if not stat.S_ISREG(st.st_mode):
+        kind = "a FIFO" if stat.S_ISFIFO(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode) else "a device file" if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode) else "not a regular file"
+        return f"is {kind}, not a regular file — submit the module as an ordinary file"
+    if st.st_nlink > 1:
+        return f"is a hard link ({st.st_nlink} names for one file) — submit a copy of your own file, not a link"
+    if st.st_size > limit_bytes:
+        return f"is {st.st_size // 1024} KiB; {what} are limited to {limit_bytes // 1024} KiB ([limits] max_module_kib)"
+    return None
+
+
+def _read_checked(dir_fd: int | None, folder: Path, name: str, limit_bytes: int, what: str = "exercise modules") -> tuple[bytes | None, str | None, int | None]:
+    """(content, problem, line) — content None when the file cannot be used. The file is
+    opened below ``dir_fd`` with O_NOFOLLOW, and the opened file is the one checked."""
+    if dir_fd is None:
+        return None, "is missing — add it (start from the stub in the student release)", None
     try:
-        st = os.lstat(src)
+        st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
     except FileNotFoundError:
         return None, "is missing — add it (start from the stub in the student release)", None
     except OSError as exc:
         return None, f"cannot be read ({exc.strerror})", None
-    if stat.S_ISLNK(st.st_mode):
-        return None, "is a symbolic link — submit a regular file", None
-    if not stat.S_ISREG(st.st_mode):
-        return None, "is not a regular file", None
-    if st.st_size > limit_bytes:
-        return None, f"is {st.st_size // 1024} KiB; exercise modules are limited to {limit_bytes // 1024} KiB ([limits] max_module_kib)", None
+    problem = _file_problem(st, limit_bytes, what)
+    if problem:
+        return None, problem, None
     try:
-        data = src.read_bytes()
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
     except OSError as exc:
         return None, f"cannot be read ({exc.strerror}) — check its permissions", None
+    try:
+        opened = os.fstat(fd)
+        if (opened.st_dev, opened.st_ino) != (st.st_dev, st.st_ino):
+            return None, "changed while it was being read — submit it again", None
+        problem = _file_problem(opened, limit_bytes, what)
+        if problem:
+            return None, problem, None
+        chunks, size = [], 0
+        while size <= limit_bytes:
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        data = b"".join(chunks)
+    except OSError as exc:
+        return None, f"cannot be read ({exc.strerror}) — check its permissions", None
+    finally:
+        os.close(fd)
+    if len(data) > limit_bytes:
+        return None, f"grew past {limit_bytes // 1024} KiB while it was being read", None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
         return None, f"is not valid UTF-8 (byte 0x{data[exc.start]:02x} on line {line}) — save it as UTF-8", line
     try:
-        compile(text, src.name, "exec", dont_inherit=True)  # compiles, never runs: catches what ast.parse lets through
+        compile(text, name, "exec", dont_inherit=True)  # compiles, never runs: catches what ast.parse lets through
     except SyntaxError as exc:
         return None, f"line {exc.lineno}: SyntaxError: {exc.msg} — fix it and the whole module can be graded", exc.lineno
     except ValueError as exc:  # e.g. NUL bytes
@@ -108,7 +195,7 @@ def list_ignored(root: Path, keep: set[str]) -> tuple[list[str], int]:
     more = 0
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
-        for name in sorted(filenames):
+        for name in sorted(filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]):
             rel = os.path.relpath(os.path.join(dirpath, name), root)
             if rel in keep:
                 continue
@@ -121,26 +208,109 @@ def list_ignored(root: Path, keep: set[str]) -> tuple[list[str], int]:
     return listed, more
 
 
+def shadowing_reason(module: str) -> str | None:
+    """Why a helper module name may not be importable in the worker, or None."""
+    if not module.isidentifier():
+        return "is not an importable module name"
+    if module in SHADOWING or module.startswith(SHADOWING_PREFIXES):
+        return "would shadow part of the grader, pytest or torch"
+    if module in sys.stdlib_module_names or module in sys.builtin_module_names:
+        return "would shadow the standard library module of that name"
+    try:
+        if importlib.util.find_spec(module) is not None:  # an installed package (finding runs nothing)
+            return "would shadow an installed package of that name"
+    except (ImportError, ValueError):
+        return "would shadow an installed package of that name"
+    return None
+
+
+def _open_dir(path: Path) -> int | None:
+    try:
+        return os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+
+
 def prepare(path: str | Path, config: Config, run_dir: Path, *, world_readable: bool) -> PreparedSubmission:
     given = str(path)
-    module_files = [s.module for s in config.skills.values()]
+    module_files = list(config.exercise_modules)
     root = resolve_root(Path(path), module_files)
     copy_dir = run_dir / "submission"
     copy_dir.mkdir(mode=0o755)
     prepared = PreparedSubmission(given=given, root=root, copy_dir=copy_dir)
     limit = config.limits.max_module_kib * 1024
-    for skill in config.skills.values():
-        name = skill.module_name
-        display = _display(root, skill.module)
-        data, problem, line = _check_module(root / skill.module, limit)
-        info: dict = {"display_path": display, "copy_path": None, "problem": None, "problem_line": line}
-        if problem:
-            info["problem"] = f"{display} {problem}" if not problem.startswith("line") else f"{display}, {problem}"
-        else:
-            target = copy_dir / skill.module
-            target.write_bytes(data)
-            target.chmod(0o644 if world_readable else 0o600)
-            info["copy_path"] = str(target)
-        prepared.modules[name] = info
-    prepared.ignored, prepared.ignored_more = list_ignored(root, set(module_files))
+    folder_problem = _link_problem(root)
+    dir_fd = None if folder_problem else _open_dir(root)
+    mode = 0o644 if world_readable else 0o600
+    selected = {s.module for s in config.skills.values()}
+
+    def copy(name: str, data: bytes) -> Path:
+        target = copy_dir / name
+        target.write_bytes(data)
+        target.chmod(mode)
+        return target
+
+    try:
+        for module in module_files:
+            display = _display(root, module)
+            if folder_problem:
+                data, problem, line = None, folder_problem, None
+            else:
+                data, problem, line = _read_checked(dir_fd, root, module, limit)
+            info: dict = {"display_path": display, "copy_path": None, "problem": None, "problem_line": line, "sha256": None}
+            if folder_problem:
+                info["problem"] = f"{_display(root, NESTED)}/ {folder_problem} (so {module} was not graded)"
+            elif problem:
+                info["problem"] = f"{display} {problem}" if not problem.startswith("line") else f"{display}, {problem}"
+                prepared.content.append((module, None))
+            else:
+                info["copy_path"] = str(copy(module, data))
+                info["sha256"] = hashlib.sha256(data).hexdigest()
+                known = module_facts.known_functions(module, config.solutions_dir, config.exercises_dir)
+                info["todo"] = module_facts.still_todo(data, known)
+                prepared.content.append((module, info["sha256"]))
+            (prepared.modules if module in selected else prepared.siblings)[module[:-3]] = info
+        if dir_fd is not None:
+            _copy_helpers(prepared, config, dir_fd, set(module_files), copy)
+    finally:
+        if dir_fd is not None:
+            os.close(dir_fd)
+    keep = set(module_files) | {h["file"] for h in prepared.helpers.values()}  # helpers are listed with their own status
+    prepared.ignored, prepared.ignored_more = list_ignored(root, keep)
     return prepared
+
+
+def _copy_helpers(prepared: PreparedSubmission, config: Config, dir_fd: int, exercise_files: set[str], copy) -> None:
+    """Top-level ``.py`` files besides the exercise modules become importable helper modules."""
+    limits = config.limits
+    try:
+        names = sorted(n for n in os.listdir(dir_fd) if n.endswith(".py") and n not in exercise_files)
+    except OSError:
+        return
+    copied = 0
+    total = 0
+    for name in names:
+        module = name[:-3]
+        display = _display(prepared.root, name)
+        info: dict = {"file": name, "display_path": display, "copy_path": None, "problem": None, "sha256": None}
+        reason = shadowing_reason(module)
+        data = None
+        if reason:
+            info["problem"] = f"not importable: the name {reason} — rename it (e.g. my_{module}.py)"
+        else:
+            data, problem, _ = _read_checked(dir_fd, prepared.root, name, limits.max_module_kib * 1024, what="helper modules")
+            if problem:
+                info["problem"] = f"not importable: {problem}"
+            elif copied >= limits.max_helper_modules:
+                info["problem"] = f"not importable: at most {limits.max_helper_modules} helper modules are ([limits] max_helper_modules)"
+                data = None
+            elif total + len(data) > 4 * limits.max_module_kib * 1024:
+                info["problem"] = f"not importable: helper modules together are limited to {4 * limits.max_module_kib} KiB"
+                data = None
+        if data is not None:
+            info["copy_path"] = str(copy(name, data))
+            info["sha256"] = hashlib.sha256(data).hexdigest()
+            copied += 1
+            total += len(data)
+        prepared.content.append((name, info["sha256"]))
+        prepared.helpers[module] = info

@@ -60,9 +60,62 @@ def build(attack: dict, folder: Path) -> Path:
         source = (ROOT / attack["base"] / attack["file"]).read_text(encoding="utf-8")
         assert source.count(attack["find"]) == 1, f"{attack['name']}: `find` must occur once in {attack['base']}/{attack['file']}"
         (folder / attack["file"]).write_text(source.replace(attack["find"], attack["replace"]) + attack.get("append", ""), encoding="utf-8")
+    elif kind in LINK_ATTACKS:
+        LINK_ATTACKS[kind](folder)
     else:
         raise ValueError(f"unknown derive {kind!r}")
     return folder
+
+
+def _outside_copy(folder: Path) -> Path:
+    """A copy of the reference modules outside the submission (a hard link into the real
+    solutions/ would change their link count for tests running in parallel)."""
+    outside = folder.parent / "outside"
+    outside.mkdir(exist_ok=True)
+    for module in sorted((ROOT / "solutions").glob("*.py")):
+        (outside / module.name).write_bytes(module.read_bytes())
+    return outside
+
+
+def _symlinked_modules(folder: Path) -> None:
+    for module in sorted((ROOT / "solutions").glob("*.py")):
+        (folder / module.name).symlink_to(module)
+
+
+def _hard_linked_modules(folder: Path) -> None:
+    outside = _outside_copy(folder)
+    for module in sorted(outside.glob("*.py")):
+        os.link(module, folder / module.name)
+
+
+def _fifo_modules(folder: Path) -> None:
+    for module in sorted((ROOT / "exercises").glob("*.py")):
+        os.mkfifo(folder / module.name)
+
+
+def _chained_folder_link(folder: Path) -> None:
+    # exercises -> inner (inside the submission) -> the reference (outside it)
+    (folder / "inner").symlink_to(ROOT / "solutions")
+    (folder / "exercises").symlink_to("inner")
+
+
+def _linked_helper_and_folder(folder: Path) -> None:
+    # a real exercises/ folder whose modules import a helper that is a link to the reference
+    (folder / "exercises").mkdir()
+    for module in sorted((ROOT / "solutions").glob("*.py")):
+        name = module.stem
+        (folder / "exercises" / module.name).write_text(f"from ref_{name} import *  # noqa\n", encoding="utf-8")
+        (folder / "exercises" / f"ref_{name}.py").symlink_to(module)
+
+
+LINK_ATTACKS = {
+    "symlink-folder": lambda folder: (folder / "exercises").symlink_to(ROOT / "solutions"),
+    "symlink-modules": _symlinked_modules,
+    "hardlink-modules": _hard_linked_modules,
+    "fifo-modules": _fifo_modules,
+    "symlink-chain-folder": _chained_folder_link,
+    "symlinked-helpers": _linked_helper_and_folder,
+}
 
 
 def fingerprint(*roots: Path) -> dict[str, str]:
