@@ -123,3 +123,79 @@ def test_hints_cite_a_lesson_section():
     for path in SUITES.glob("*/hints.toml"):
         for key, entry in tomllib.loads(path.read_text(encoding="utf-8")).items():
             assert re.search(r"(Week 7|Day 1|Lesson 2)", entry["section"]), (path.name, key, entry["section"])
+
+
+# --------------------------------------------------------------------------- the course's numbers
+COURSE = SUITES / "course"
+CATALOGUE = COURSE / "expected-numbers.md"  # copied from the course's shared folder: the check stays hermetic
+NOT_GRADABLE = COURSE / "not_gradable.toml"
+REASONS = {"random", "setup-dependent", "not-computed"}
+_ID = r"(?:W7|D1|L2|A)-\d+[a-z]?"
+_CITATION = re.compile(rf"\b({_ID})((?:(?:\.\.|–|/)(?:{_ID}|\d+[a-z]?|[a-z]))*)")
+_TAIL = re.compile(rf"(\.\.|–|/)({_ID}|\d+[a-z]?|[a-z])")
+
+
+def catalogue_ids(text: str) -> list[str]:
+    """Row ids of expected-numbers.md, in their order."""
+    return [m.group(1) for m in re.finditer(rf"^\| ({_ID}) \|", text, flags=re.M)]
+
+
+def cited_ids(text: str, ids: list[str]) -> set[str]:
+    """Ids a suite cites: ``W7-13``, ``W7-24/25``, ``W7-06..W7-11``, ``D1-27a–f``."""
+    order = {i: n for n, i in enumerate(ids)}
+    out: set[str] = set()
+    for match in _CITATION.finditer(text):
+        prev = match.group(1)
+        out.add(prev)
+        prefix, number = prev.split("-")[0], re.match(r"\d+", prev.split("-")[1]).group(0)
+        for sep, value in _TAIL.findall(match.group(2)):
+            if re.fullmatch(_ID, value):
+                cur = value
+            elif value.isalpha():
+                cur = f"{prefix}-{number}{value}"
+            else:
+                cur = f"{prefix}-{value}"
+            if sep in ("..", "–") and prev in order and cur in order:
+                out.update(ids[order[prev]: order[cur] + 1])
+            out.add(cur)
+            prev = cur
+    return out & set(ids)
+
+
+def suite_text() -> str:
+    return "\n".join(p.read_text(encoding="utf-8") for p in sorted(SUITES.rglob("*.py")) if "__pycache__" not in p.parts)
+
+
+def test_citation_forms_are_understood():
+    ids = ["W7-05a", "W7-05b", "W7-05c", "W7-06", "W7-07", "W7-08", "W7-24", "W7-25", "D1-27a", "D1-27b", "D1-27c"]
+    assert cited_ids("(W7-06..W7-08)", ids) == {"W7-06", "W7-07", "W7-08"}
+    assert cited_ids("(W7-24/25)", ids) == {"W7-24", "W7-25"}
+    assert cited_ids("# D1-27a–c: table", ids) == {"D1-27a", "D1-27b", "D1-27c"}
+    assert cited_ids("W7-05a–c, W7-066, XW7-07", ids) == {"W7-05a", "W7-05b", "W7-05c"}
+
+
+def test_every_course_number_is_asserted_by_a_test_or_listed_as_not_gradable():
+    """Every row of expected-numbers.md is either cited by the suites (the test asserting it
+    names its id) or listed in course/not_gradable.toml with the reason; never both."""
+    ids = catalogue_ids(CATALOGUE.read_text(encoding="utf-8"))
+    assert len(ids) == len(set(ids)) and len(ids) > 100, "expected-numbers.md: row ids not found or not unique"
+    listed = tomllib.loads(NOT_GRADABLE.read_text(encoding="utf-8"))
+    cited = cited_ids(suite_text(), ids)
+    unknown = sorted(set(listed) - set(ids))
+    assert not unknown, f"{NOT_GRADABLE.name} lists ids that expected-numbers.md does not have: {unknown}"
+    bad = sorted(i for i, row in listed.items() if row.get("reason") not in REASONS or len(row.get("why", "")) < 20)
+    assert not bad, f"{NOT_GRADABLE.name}: each row needs reason = one of {sorted(REASONS)} and a `why` sentence: {bad}"
+    both = sorted(set(listed) & cited, key=ids.index)
+    assert not both, f"cited by a test and also listed as not gradable (remove them from {NOT_GRADABLE.name}): {both}"
+    neither = [i for i in ids if i not in cited and i not in listed]
+    assert not neither, (
+        f"rows of expected-numbers.md no test asserts and {NOT_GRADABLE.name} does not list: {neither} — "
+        "assert each in its skill's course-number test, citing the id, or list it with the reason"
+    )
+
+
+def test_the_copied_catalogue_matches_the_course():
+    shared = ROOT.parent / "shared" / "course" / "expected-numbers.md"
+    if not shared.is_file():
+        pytest.skip("the course's shared folder is not beside this repository (CI): the copy is what is checked")
+    assert CATALOGUE.read_text(encoding="utf-8") == shared.read_text(encoding="utf-8"), f"refresh {CATALOGUE} from {shared}"

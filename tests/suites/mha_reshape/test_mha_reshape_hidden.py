@@ -102,7 +102,8 @@ def _number_hints(got, candidates, right, fallback):
 def test_course_numbers_at_stated_precision(sub, ref, rng, credit):
     _control(sub, ref, rng)
     labels = ["score elements (W7-49..W7-52)", "parameters (D1-24)", "FLOPs (D1-25, D1-26)", "FLOP share table (D1-27)",
-              "memory table (D1-29, D1-30)", "head width (W7-34, D1-38)", "shapes (W7-29, W7-54, L2-04)", "h=1 equals one head (D1-41)"]
+              "memory table (D1-29, D1-30)", "head width (W7-34, D1-38)", "shapes (W7-29, W7-54, L2-04)", "h=1 equals one head (D1-41)",
+              "concat then W_O (D1-40)"]
     m = sub.mha_reshape
     for part in credit.parts(labels):
         with part, signatures.view_hint():
@@ -152,6 +153,14 @@ def test_course_numbers_at_stated_precision(sub, ref, rng, credit):
                     expect.true(got == [shapes["input"], shapes["scores"]], what=f"MHA shapes for x {shapes['input']}, h={h} (W7-29, W7-54, L2-04)",
                                 detail=f"expected output {shapes['input']} and weights {shapes['scores']}, got {got[0]} and {got[1]}",
                                 hints=["mha_reshape/weights-averaged-over-heads"] if averaged else ["mha_reshape/concat-wrong-axis"])
+            elif label.startswith("concat then W_O"):
+                B, h, T, d = 2, randint(rng, 2, 4), randint(rng, 2, 6), randint(rng, 1, 4)
+                heads = randn(rng, B, h, T, d, dtype=torch.float64)
+                w_o = randn(rng, h * d, 5, dtype=torch.float64)
+                merged = expect.tensor(m.merge_heads(heads), what=f"merge_heads(heads [{B},{h},{T},{d}])")
+                expect.true(list(merged.shape) == [B, T, h * d], what="merge_heads shape", detail=f"expected [{B}, {T}, {h * d}], got {list(merged.shape)}", problem="shape")
+                blocks = sum(heads[:, i] @ w_o[i * d:(i + 1) * d] for i in range(h))
+                expect.close(merged @ w_o, blocks, what="Concat(heads) W_O = Σ_i head_i W_O^(i), row blocks of W_O (D1-40)", tol=Tol(rtol=0.0, atol=1e-12))
             else:
                 C, T, B = randint(rng, 2, 8), randint(rng, 2, 10), 2
                 x = randn(rng, B, T, C, dtype=torch.float64)

@@ -50,9 +50,12 @@ def test_week7_numbers_at_stated_precision_in_float64(sub, ref, rng, credit):
     ex = w7.example(torch.float64)
     q, k, v = ex.x @ ex.w_q, ex.x @ ex.w_k, ex.x @ ex.w_v
     raw = q @ k.transpose(-2, -1)
-    for part in credit.parts(["Q K V", "raw scores", "scaled rows", "weights", "outputs 6dp", "index table", "uniform mean", "head"]):
+    for part in credit.parts(["Q K V", "raw scores", "scaled rows", "weights", "outputs 6dp", "index table", "uniform mean", "head",
+                              "§4 rows and shapes", "score formula", "properties"]):
         with part:
-            if part.label == "Q K V":
+            if part.label in ("§4 rows and shapes", "score formula", "properties"):
+                _more_course_numbers(sub, rng, ex, part.label)
+            elif part.label == "Q K V":
                 got = expect.sequence(sub.qkv.project_qkv(ex.x, ex.w_q, ex.w_k, ex.w_v), 3, what="project_qkv")
                 for name, g in zip("QKV", got):
                     expect.close(g, w7.t(w7.STATED[name], torch.float64), what=f"{name} (W7-06..W7-11)", tol=w7.PRINTED_3DP)
@@ -82,6 +85,61 @@ def test_week7_numbers_at_stated_precision_in_float64(sub, ref, rng, credit):
                 expect.close(r["outputs"][0][:, 1], w7.t(w7.STATED["final_outputs_6dp"], torch.float64), what="AttentionHead reproduces §12 (W7-53)", tol=w7.PRINTED_6DP)
                 params = sum(math.prod(p["shape"]) for p in r["describe"]["parameters"])
                 expect.true(params == 24, what="AttentionHead(4, 2, 2) parameter count (W7-53)", detail=f"expected 24 parameters (3 × 4×2, the mask is not a parameter), found {params}", hints=["qkv/mask-buffer", "qkv/linear-bias"])
+
+
+EXACT64 = w7.Tol(0.0, 1e-12)  # expected-numbers.md "exact": float64 rounding only
+
+
+def _more_course_numbers(sub, rng, ex, label: str) -> None:
+    """The rest of Week 7 §1–§9, §16 and Day 1's properties that qkv's functions compute
+    (each with the tolerance its expected-numbers.md row states)."""
+    f64 = torch.float64
+    if label == "§4 rows and shapes":
+        q, k, v = expect.sequence(sub.qkv.project_qkv(ex.x, ex.w_q, ex.w_k, ex.w_v), 3, what="project_qkv")
+        expect.close(q[0, 1], w7.t([1.0, 1.0], f64), what="q_喜欢 = row 2 of W_Q (W7-05a)", tol=EXACT64)
+        expect.close(k[0, 1], w7.t([0.283, 0.283], f64), what="k_喜欢 (W7-05b)", tol=w7.PRINTED_3DP)
+        expect.close(v[0, 1], w7.t([0.0, 1.0], f64), what="v_喜欢 (W7-05c)", tol=EXACT64)
+        raw = sub.qkv.attention_scores(q, k)
+        expect.close(raw[:, 1].reshape(4), w7.t([1.131, 0.566, 0.141, 0.566], f64), what="final-喜欢 dot products (W7-12)", tol=w7.PRINTED_3DP)
+        out, weights = expect.sequence(sub.qkv.single_head_attention(ex.x, ex.w_q, ex.w_k, ex.w_v), 2, what="single_head_attention")
+        expect.close(out[:, 1].reshape(4), w7.t([0.599, 0.401, -0.426, 0.574], f64), what="final head outputs o_A | o_B (W7-21)", tol=w7.PRINTED_3DP)
+        shapes = [list(t.shape) for t in (q, k, v, raw, weights, out)]
+        expect.true(shapes == [[2, 2, 2]] * 6, what="shapes of Q, K, V, scores, weights, head output (W7-28)", detail=f"expected [2, 2, 2] each, got {shapes}", problem="shape")
+        ratio = sub.qkv.causal_uniform_mean(torch.eye(2, dtype=f64).unsqueeze(0))
+        expect.close(ratio[0, 1], w7.t([0.5, 0.5], f64), what="uniform-mean read ratio at the final position (W7-04)", tol=EXACT64)
+    elif label == "score formula":
+        for qv in (0.3, 1.0, 1.7):  # W_Q[1,0] = q changes only q_喜欢 = [q, 1] (§16)
+            w_q = ex.w_q.clone()
+            w_q[1, 0] = qv
+            q, k, _ = expect.sequence(sub.qkv.project_qkv(ex.x, w_q, ex.w_k, ex.w_v), 3, what="project_qkv")
+            rows = sub.qkv.scale_scores(sub.qkv.attention_scores(q, k), 2)[:, 1]
+            want = w7.t([[0.8 * qv, 0.2 * qv + 0.2], [0.1, 0.2 * qv + 0.2]], f64)
+            expect.close(rows, want, what=f"final-row scaled scores at W_Q[1,0] = {qv}: A [0.8q, 0.2q+0.2], B [0.1, 0.2q+0.2] (W7-44)", tol=w7.Tol(0.0, 1e-9))
+    else:
+        B, T, C, d_k, d_v = 2, 6, 8, 4, 4
+        x = randn(rng, B, T, C, dtype=f64)
+        w_q, w_k, w_v = _projections(rng, C, d_k, d_v, f64)
+        s = sub.qkv.attention_scores(x, x)
+        asym = float((s - s.transpose(-2, -1)).norm() / s.norm())
+        expect.true(asym <= 1e-12, what="‖S − Sᵀ‖/‖S‖ for S = X Xᵀ, no projection (D1-03)", detail=f"got {asym:.3g}, expected ≤ 1e-12")
+        perm = torch.randperm(T, generator=rng)
+        out, _ = expect.sequence(sub.qkv.single_head_attention(x, w_q, w_k, w_v, causal=False), 2, what="single_head_attention(causal=False)")
+        out_p, _ = expect.sequence(sub.qkv.single_head_attention(x[:, perm], w_q, w_k, w_v, causal=False), 2, what="single_head_attention(causal=False)")
+        expect.close(out_p, out[:, perm], what="max |f(PX) − P f(X)| without a mask (D1-06)", tol=EXACT64)
+        causal, _ = expect.sequence(sub.qkv.single_head_attention(x, w_q, w_k, w_v), 2, what="single_head_attention")
+        v = x @ w_v
+        lo, hi = v.min(dim=1, keepdim=True).values, v.max(dim=1, keepdim=True).values
+        inside = bool(((causal >= lo - 1e-12) & (causal <= hi + 1e-12)).all())
+        expect.true(inside, what="min_j v_jk ≤ y_ik ≤ max_j v_jk (D1-08)", detail="an output lies outside the range of the value vectors")
+        t = T // 2
+        future = x.clone()
+        future[:, t + 1:] = randn(rng, B, T - t - 1, C, dtype=f64)
+        moved, _ = expect.sequence(sub.qkv.single_head_attention(future, w_q, w_k, w_v), 2, what="single_head_attention")
+        expect.close(moved[:, : t + 1], causal[:, : t + 1], what=f"outputs up to position {t} when later tokens change: the future has no effect with the causal mask (D1-15)", tol=EXACT64)
+        r = torch.eye(d_k, dtype=f64) + 0.1 * randn(rng, d_k, d_k, dtype=f64)  # well conditioned
+        q1, k1, _ = expect.sequence(sub.qkv.project_qkv(x, w_q, w_k, w_v), 3, what="project_qkv")
+        q2, k2, _ = expect.sequence(sub.qkv.project_qkv(x, w_q @ r, w_k @ torch.linalg.inv(r).T, w_v), 3, what="project_qkv")
+        expect.close(sub.qkv.attention_scores(q2, k2), sub.qkv.attention_scores(q1, k1), what="W_Q R, W_K R⁻ᵀ give identical scores (D1-39)", tol=w7.Tol(0.0, 1e-10))
 
 
 # --------------------------------------------------------------------------- vs the reference

@@ -104,10 +104,11 @@ def test_week7_softmax_numbers_at_stated_precision_in_float32_and_float64(sub, r
         idx["mean", dtype] = calls.add("cross_entropy", logits, targets)
         idx["L_A", dtype] = calls.add("cross_entropy", logits[:1], targets[:1])
         idx["L_B", dtype] = calls.add("cross_entropy", logits[1:], targets[1:])
+        idx["uniform", dtype] = calls.add("softmax_rows", torch.zeros(1, 128, dtype=dtype))
     calls.run()
     gate.check(ref)
     for part in credit.parts(["weights (W7-20, W7-26a)", "shift invariance (W7-55)", "P_A, P_B (W7-24, W7-25)", "probabilities (W7-39, W7-41)",
-                              "log-probabilities (W7-40, W7-42)", "mean loss (W7-43)", "single losses (W7-40, W7-42)"]):
+                              "log-probabilities (W7-40, W7-42)", "mean loss (W7-43)", "single losses (W7-40, W7-42)", "uniform weight (D1-35)"]):
         with part:
             for dtype in DTYPES:
                 six = w7.PRINTED_6DP if dtype == torch.float32 else w7.Tol(0.0, 1e-6)
@@ -139,6 +140,9 @@ def test_week7_softmax_numbers_at_stated_precision_in_float32_and_float64(sub, r
                 elif label == "mean loss":
                     expect.close(calls.value(idx["mean", dtype]), torch.tensor(w7.STATED["loss_mean"], dtype=dtype), what=f"cross_entropy(logits, [2, 0]) ({_name(dtype)}, W7-43)",
                                  tol=six, mistakes=signatures.cross_entropy(inputs[dtype], data.week7_targets()))
+                elif label == "uniform weight":  # "exact 1/128": only float rounding of exp/log paths allowed
+                    expect.close(calls.value(idx["uniform", dtype]), torch.full((1, 128), 1 / 128, dtype=dtype), what=f"softmax_rows(zeros [1,128]) = 1/T ({_name(dtype)}, D1-35)",
+                                 tol=w7.Tol(1e-12 if dtype == torch.float64 else 1e-6, 0.0))
                 else:
                     for key, i in (("L_A", 0), ("L_B", 1)):
                         expect.close(calls.value(idx[key, dtype]), torch.tensor(w7.STATED["loss_each"][i], dtype=dtype), what=f"cross_entropy on one example: {key} ({_name(dtype)})",
