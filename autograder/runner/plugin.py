@@ -98,6 +98,7 @@ class GradingSession:
             modules=modules,
             call_timeout=limits["call_timeout_s"],
             budget_deadline=time.monotonic() + limits["run_timeout_s"],
+            importable={name: Path(path) for name, path in (manifest.get("helpers") or {}).items()},
         )
         self.reference_cache: dict[str, Any] = {}
 

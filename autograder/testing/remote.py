@@ -51,6 +51,9 @@ class Runtime:
     import_failures: dict[str, SubmissionError] = field(default_factory=dict)
     timed_out: dict[tuple[str, str], str] = field(default_factory=dict)
     facts: list[str] = field(default_factory=list)
+    #: other files the submission's code can import (sibling exercise modules not graded in
+    #: this run, helper modules): name → read-only copy
+    importable: dict[str, Path] = field(default_factory=dict)
 
 
 @dataclass
@@ -86,6 +89,19 @@ class Submission:
         if info.copy_path is None:
             return None
         return info.copy_path.read_text(encoding="utf-8", errors="replace")
+
+    def importable_sources(self) -> dict[str, str]:
+        """Every other file the graded module can import (exercise modules, helper modules),
+        read on the trusted side: a rule scan of a module must cover what it can import."""
+        out = {}
+        paths = {name: info.copy_path for name, info in self._runtime.modules.items() if info.copy_path}
+        paths.update(self._runtime.importable)
+        for name, path in sorted(paths.items()):
+            try:
+                out[name] = Path(path).read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+        return out
 
     # ------------------------------------------------------------------ plumbing
     def _ensure_worker(self) -> Worker:

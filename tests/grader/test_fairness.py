@@ -264,3 +264,15 @@ def test_a_submission_folder_given_as_a_link_is_resolved_once(tmp_path):
     (tmp_path / "link").symlink_to(real)
     graded = grade(tmp_path / "link", "--skill", "qkv", output=tmp_path / "r.json")
     assert graded.score("qkv") == 20
+
+
+def test_rule_scans_can_reach_every_importable_file(tmp_path):
+    """A module under a rule can import its siblings and helpers, so the suites can read them
+    all (autograder.testing.remote.Submission.importable_sources)."""
+    from autograder.testing.remote import ModuleInfo, Runtime, Submission
+
+    (tmp_path / "row_softmax.py").write_text("from utils import f\n")
+    (tmp_path / "utils.py").write_text("import torch\nf = torch.softmax\n")
+    runtime = Runtime(sandbox=None, modules={"row_softmax": ModuleInfo("row_softmax", "row_softmax.py", tmp_path / "row_softmax.py")},
+                      call_timeout=1, budget_deadline=0, importable={"utils": tmp_path / "utils.py"})
+    assert Submission(runtime).importable_sources() == {"row_softmax": "from utils import f\n", "utils": "import torch\nf = torch.softmax\n"}
