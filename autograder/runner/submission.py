@@ -275,7 +275,8 @@ def prepare(path: str | Path, config: Config, run_dir: Path, *, world_readable: 
     finally:
         if dir_fd is not None:
             os.close(dir_fd)
-    keep = set(module_files) | {h["file"] for h in prepared.helpers.values()}  # helpers are listed with their own status
+    # copied helpers are listed as helpers; refused ones stay in `ignored` too (nothing reads them)
+    keep = set(module_files) | {h["file"] for h in prepared.helpers.values() if h.get("copy_path")}
     prepared.ignored, prepared.ignored_more = list_ignored(root, keep)
     return prepared
 
