@@ -197,12 +197,12 @@ def footer_notes(results: Results) -> list[tuple[str, str]]:
     seed. Renderers escape the text for their medium."""
     sub = results.submission or {}
     out: list[tuple[str, str]] = []
-    siblings = sorted((info.get("display_path") or name) for name, info in (sub.get("not_selected") or {}).items())
+    siblings = sorted(f"{name}.py" for name in (sub.get("not_selected") or {}))  # beside the graded modules
     if siblings:
         out.append(("Not selected (importable by your code, not graded in this run)", ", ".join(siblings)))
     helpers = sub.get("helpers") or {}
-    usable = [info.get("display_path") or name for name, info in helpers.items() if not info.get("problem")]
-    refused = [f"{info.get('display_path') or name} ({info['problem']})" for name, info in helpers.items() if info.get("problem")]
+    usable = [info.get("file") or f"{name}.py" for name, info in helpers.items() if not info.get("problem")]
+    refused = [f"{info.get('file') or name + '.py'} ({info['problem']})" for name, info in helpers.items() if info.get("problem")]
     if usable:
         out.append(("Helper modules available to your code (never graded)", ", ".join(usable)))
     if refused:
