@@ -83,9 +83,16 @@ def combine_masks(causal: torch.Tensor, key_allowed: torch.Tensor) -> torch.Tens
 def masked_softmax(scores: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
     """Softmax over the key axis, restricted to the allowed keys (Week 7 §11, Day 1 §3.4).
 
-    Blocked keys get weight exactly 0. A row with no allowed key (or whose allowed scores
-    are all −∞), like the pad queries of a left-padded causal batch, is all zeros instead
-    of NaN, and the gradients stay finite.
+    Blocked keys get weight exactly 0 (exp(−∞) = 0 exactly, so any weight left on a
+    blocked key is a leak, not rounding).
+
+    More than the lesson shows — fully blocked rows: a row with no allowed key (or whose
+    allowed scores are all −∞), like the pad queries of a left-padded causal batch, must be
+    all zeros, never NaN, with finite gradients. Day 1 §3.4's three fixes do not give
+    that: a finite fill (−1e9, finfo.min) makes such a row uniform (1/S each), unmasking the
+    diagonal makes the pad query read itself (weight 1), and SDPA's fused kernels differ by
+    backend. Here: mask with −∞, shift each row by its max only where that max is finite,
+    and divide by the row sum only where it is > 0 (rows summing to 0 stay 0).
 
     Args:
         scores: [...,L,S] attention scores.

@@ -91,8 +91,8 @@ def _index(idx: Iterable[int]) -> str:
 # The hint rule, enforced here for every suite:
 #   a mistake is named only when the submission's output matches that mistake's predicted
 #   output (its signature) within the check's tolerance AND closer than it matches the
-#   correct answer; of several matching mistakes only the closest is named (ties only when
-#   their predictions cannot be told apart). Every id named this way is recorded for the
+#   correct answer; of several matching mistakes only the closest is named, and none when
+#   two mistakes predict the same numbers on these inputs. Every id named this way is recorded for the
 #   running test; the grading plugin drops catalogue hints that declare a `function` unless
 #   they were matched here during the test, on a test that called that function.
 _MATCHED: set[str] = set()
@@ -141,7 +141,7 @@ def _loose(tol: Tol) -> Tol:
 def diagnose(got: Any, mistakes: "Mapping[str, Any] | Callable[[], Mapping[str, Any]] | None", tol: Tol, want: Any = None) -> list[str]:
     """Hint ids of the mistake whose predicted output ``got`` matches — within ``tol`` and,
     when ``want`` (the correct answer) is given, strictly closer than to ``want``. Only the
-    closest match is named (plus any whose prediction is the same numbers). ``mistakes`` may be a
+    closest match is named, and none when another mistake predicts the same numbers. ``mistakes`` may be a
     callable, evaluated only here — i.e. only when a check has already failed."""
     if callable(mistakes):
         mistakes = mistakes()
@@ -160,10 +160,20 @@ def diagnose(got: Any, mistakes: "Mapping[str, Any] | Callable[[], Mapping[str, 
         return []
     scored.sort(key=lambda item: item[0])
     best = scored[0][2]
-    # several names only when their predictions are the same numbers (within 1 % of the tolerance)
-    names = [hint for d, hint, candidate in scored if candidate is best or distance(candidate, best, loose) <= 0.01]
-    _MATCHED.update(names)
-    return names
+    # two mistakes that predict the same numbers on these inputs (e.g. √C = d_k when C = 4,
+    # d_k = 2) cannot be told apart here: name neither — another input will
+    if any(candidate is not best and distance(candidate, best, loose) <= 0.01 for _, _, candidate in scored):
+        return []
+    _MATCHED.add(scored[0][1])
+    return [scored[0][1]]
+
+
+def observed(hint_id: str) -> list[str]:
+    """A mistake recognised from behaviour rather than from output values — e.g. the code
+    raises on T < context_length but not on T = context_length, which only an unsliced mask
+    does. The test has established the signature; record it as matched and return [id]."""
+    _MATCHED.add(hint_id)
+    return [hint_id]
 
 
 def diagnose_number(value: float, mistakes: "Mapping[str, float] | Callable[[], Mapping[str, float]] | None", tol: Tol, want: float | None = None) -> list[str]:
@@ -186,9 +196,10 @@ def diagnose_number(value: float, mistakes: "Mapping[str, float] | Callable[[], 
     if not scored:
         return []
     best = scored[0][2]
-    names = [h for _, h, v in scored if units(v, best) <= 0.01]
-    _MATCHED.update(names)
-    return names
+    if any(h != scored[0][1] and units(v, best) <= 0.01 for _, h, v in scored):
+        return []  # indistinguishable here
+    _MATCHED.add(scored[0][1])
+    return [scored[0][1]]
 
 
 def _fail(check: str, problem: str, detail: str, hints: list[str], grids: list[dict] | None = None) -> None:

@@ -89,6 +89,12 @@ def test_only_the_closest_of_several_matching_mistakes_is_named():
     assert expect.diagnose(got, {"m/near": near, "m/nearer": nearer}, loose, want) == ["m/nearer"]
 
 
+def test_mistakes_predicting_the_same_numbers_are_not_named():
+    want = torch.zeros(3, dtype=torch.float64)
+    got = torch.ones(3, dtype=torch.float64)
+    assert expect.diagnose(got, {"m/a": got.clone(), "m/b": got.clone()}, TOL, want) == []
+
+
 def test_numbers_follow_the_same_rule():
     assert expect.diagnose_number(4.0, {"m/double": 4.0, "m/half": 1.0}, Tol(1e-9, 0.0), 2.0) == ["m/double"]
     assert expect.diagnose_number(2.0, {"m/same": 2.0}, Tol(1e-9, 0.0), 2.0) == []

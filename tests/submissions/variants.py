@@ -81,9 +81,41 @@ def snake(name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
 
-def named_function(test_name: str, names: list[str]) -> str | None:
-    """The function (or class) a test is about, read from its name: the longest exercise
-    name it contains (``test_attention_head_…`` → ``AttentionHead``). None for tests of
-    several functions (worked examples, dtype rules)."""
-    hits = [n for n in names if re.search(rf"(^|_){re.escape(snake(n))}(_|$)", test_name)]
-    return max(hits, key=len) if hits else None
+def named_functions(test_name: str, names: list[str], skill: str = "") -> list[str]:
+    """The functions (or classes) a test is about, read from its name
+    (``test_attention_head_…`` → ``AttentionHead``; the skill's own name is not a function
+    name: ``test_sdpa_masks_functions_…`` names none). Empty for tests of the whole skill
+    (worked examples, dtype rules), which may fail for any function's mistake."""
+    skill_spans = [m.span() for m in re.finditer(rf"(?<![a-z]){re.escape(skill)}(?![a-z])", test_name)] if skill else []
+    hits: list[str] = []
+    taken: list[tuple[int, int]] = []
+    for n in sorted(names, key=lambda n: -len(snake(n))):
+        for m in re.finditer(rf"(?<![a-z]){re.escape(snake(n))}(?![a-z])", test_name):
+            a, b = m.span()
+            inside = lambda spans: any(x <= a and b <= y and (x, y) != (a, b) for x, y in spans)  # noqa: E731
+            if inside(taken) or (inside(skill_spans) and not any((x, y) == (a, b) for x, y in taken)):
+                continue  # `attention` inside `attention_head`; `sdpa` inside `sdpa_masks`
+            if n not in hits:
+                hits.append(n)
+            taken.append((a, b))
+    return hits
+
+
+def dependents(source: str, function: str) -> set[str]:
+    """``function`` and every top-level function or class of ``source`` that calls it,
+    directly or through others: a mistake in ``function`` is also a mistake of those."""
+    tree = ast.parse(source)
+    calls: dict[str, set[str]] = {}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            calls[node.name] = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} | {
+                n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)}
+    found = {function}
+    changed = True
+    while changed:
+        changed = False
+        for name, used in calls.items():
+            if name not in found and used & found:
+                found.add(name)
+                changed = True
+    return found

@@ -1,8 +1,10 @@
 """What the named mistakes of the lessons' debugging lists would return.
 
 A test computes these for the same inputs it sends to the submission, and
-``expect.close(..., mistakes=...)`` names the one the submission's answer matches. They
-are reproductions of *wrong* code, so they hold nothing a student could use as an answer.
+``expect.close(..., mistakes=...)`` names the one the submission's answer matches (only
+if it matches better than the right answer does). They are reproductions of *wrong* code,
+so they hold nothing a student could use as an answer. Every hint id here declares its
+function in ``tests/suites/qkv/hints.toml``.
 """
 
 from __future__ import annotations
@@ -17,9 +19,10 @@ def _softmax(scores: torch.Tensor, dim: int = -1) -> torch.Tensor:
 
 
 def attention_chain(x: torch.Tensor, w_q: torch.Tensor, w_k: torch.Tensor, w_v: torch.Tensor, causal: bool = True) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
-    """hint id → (out, weights) that single_head_attention would return with that mistake."""
+    """hint id → (out, weights) that single_head_attention (or AttentionHead.forward, whose
+    ``nn.Linear`` weights are the transposes W.T) would return with that mistake."""
     q, k, v = x @ w_q, x @ w_k, x @ w_v
-    d_k, T, C = q.size(-1), x.size(-2), x.size(-1)
+    d_k, d_v, T, C = q.size(-1), v.size(-1), x.size(-2), x.size(-1)
     raw = q @ k.transpose(-2, -1)
     allowed = torch.tril(torch.ones(T, T, dtype=torch.bool))
     neg_inf = float("-inf")
@@ -30,25 +33,48 @@ def attention_chain(x: torch.Tensor, w_q: torch.Tensor, w_k: torch.Tensor, w_v: 
         weights = _softmax(scores, dim)
         return weights @ retrieve, weights
 
+    scaled = raw / math.sqrt(d_k)
     out: dict[str, tuple[torch.Tensor, torch.Tensor]] = {
         "qkv/divide-by-dk": chain(raw / d_k),
         "qkv/no-scaling": chain(raw),
-        "qkv/softmax-wrong-axis": chain(raw / math.sqrt(d_k), dim=-2),
+        "qkv/softmax-wrong-axis": chain(scaled, dim=-2),
         "qkv/keys-times-queries": chain(raw.transpose(-2, -1) / math.sqrt(d_k)),
     }
     if C != d_k:
         out["qkv/scale-by-model-width"] = chain(raw / math.sqrt(C))
+    if d_v != d_k:
+        out["qkv/scale-by-value-width"] = chain(raw / math.sqrt(d_v))
     if causal:
-        out["qkv/zero-fill"] = chain(raw / math.sqrt(d_k), fill=0.0)
-        out["qkv/no-causal-mask"] = chain(raw / math.sqrt(d_k), mask=None)
-        out["qkv/diagonal-masked"] = chain(raw / math.sqrt(d_k), mask=torch.tril(torch.ones(T, T, dtype=torch.bool), diagonal=-1))
-        after = _softmax(raw / math.sqrt(d_k)).masked_fill(~allowed, 0.0)
+        out["qkv/zero-fill"] = chain(scaled, fill=0.0)
+        out["qkv/no-causal-mask"] = chain(scaled, mask=None)
+        out["qkv/diagonal-masked"] = chain(scaled, mask=torch.tril(torch.ones(T, T, dtype=torch.bool), diagonal=-1))
+        after = _softmax(scaled).masked_fill(~allowed, 0.0)
         out["qkv/mask-after-softmax"] = (after @ v, after)
+    else:
+        out["qkv/causal-flag-ignored"] = chain(scaled, mask=allowed)  # masked although causal=False
     if k.shape == v.shape:
-        out["qkv/weights-times-keys"] = chain(raw / math.sqrt(d_k), retrieve=k)
+        out["qkv/weights-times-keys"] = chain(scaled, retrieve=k)
     if q.size(-2) == k.size(-1):
         out["qkv/missing-transpose"] = chain((q @ k) / math.sqrt(d_k))
     return out
+
+
+def head_chain(x: torch.Tensor, state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """hint id → what AttentionHead.forward returns with that mistake, for nn.Linear
+    weights ``state`` ({query,key,value}.weight, each [head_size, C])."""
+    w = {n: state[f"{n}.weight"].to(torch.float64) for n in ("query", "key", "value")}
+    x = x.to(torch.float64)
+    out = outputs(attention_chain(x, w["query"].T, w["key"].T, w["value"].T))
+    if x.size(-1) == w["query"].size(0):  # x @ linear.weight only runs when C == head_size
+        out["qkv/linear-weight-not-transposed"] = _plain(x, w["query"], w["key"], w["value"])
+    return out
+
+
+def _plain(x: torch.Tensor, w_q: torch.Tensor, w_k: torch.Tensor, w_v: torch.Tensor) -> torch.Tensor:
+    q, k, v = x @ w_q, x @ w_k, x @ w_v
+    T = x.size(-2)
+    scores = (q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))).masked_fill(~torch.tril(torch.ones(T, T, dtype=torch.bool)), float("-inf"))
+    return _softmax(scores) @ v
 
 
 def outputs(variants: dict[str, tuple[torch.Tensor, torch.Tensor]]) -> dict[str, torch.Tensor]:
@@ -59,9 +85,38 @@ def weights(variants: dict[str, tuple[torch.Tensor, torch.Tensor]]) -> dict[str,
     return {hint: pair[1] for hint, pair in variants.items()}
 
 
+def projections(x: torch.Tensor, w_q: torch.Tensor, w_k: torch.Tensor, w_v: torch.Tensor, name: str) -> dict[str, torch.Tensor]:
+    """project_qkv's `name` output ("Q", "K" or "V") when the projections are mixed up."""
+    products = {"Q": x @ w_q, "K": x @ w_k, "V": x @ w_v}
+    return {"qkv/swapped-projections": p for other, p in products.items() if other != name and p.shape == products[name].shape}
+
+
+def scores(q: torch.Tensor, k: torch.Tensor) -> dict[str, torch.Tensor]:
+    """attention_scores with a mistake."""
+    out = {"qkv/keys-times-queries": k @ q.transpose(-2, -1), "qkv/scores-prescaled": q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))}
+    if q.size(-1) == k.size(-2) and q.size(-1) == k.size(-1):
+        out["qkv/missing-transpose"] = q @ k
+    return out
+
+
+def scale(s: torch.Tensor, d_k: int) -> dict[str, torch.Tensor]:
+    """scale_scores with a mistake (for d_k > 1, where they differ from the right answer)."""
+    out = {"qkv/divide-by-dk": s / d_k, "qkv/no-scaling": s.clone(), "qkv/scale-multiplied": s * math.sqrt(d_k)}
+    if s.size(-1) != d_k:
+        out["qkv/scale-by-score-width"] = s / math.sqrt(s.size(-1))
+    return out
+
+
 def uniform_mean(x: torch.Tensor) -> dict[str, torch.Tensor]:
-    T = x.size(-2)
+    T, C = x.size(-2), x.size(-1)
     return {
         "qkv/uniform-mean-future": x.mean(dim=-2, keepdim=True).expand_as(x).clone(),
-        "qkv/uniform-mean-count": x.cumsum(-2) / torch.arange(0, T, dtype=x.dtype).clamp(min=1).unsqueeze(-1),
+        "qkv/uniform-mean-count": x.cumsum(-2) / T,  # divided by T instead of t + 1
+        "qkv/uniform-mean-sum": x.cumsum(-2),
+        "qkv/uniform-mean-wrong-axis": x.cumsum(-1) / torch.arange(1, C + 1, dtype=x.dtype),
     }
+
+
+def mixed(weights_: torch.Tensor, v: torch.Tensor) -> dict[str, torch.Tensor]:
+    """weighted_values with a mistake."""
+    return {"qkv/transposed-weights": weights_.transpose(-2, -1) @ v} if weights_.size(-1) == weights_.size(-2) else {}

@@ -48,7 +48,8 @@ def hf(attention_mask: torch.Tensor, causal: bool) -> dict[str, torch.Tensor]:
 
 def kv_cache(L: int, S: int) -> dict[str, torch.Tensor]:
     """kv_cache_mask(L, S) with a mistake."""
-    return {"sdpa_masks/kv-cache-top-left": _tri(L, S, 0), "sdpa_masks/polarity-inverted": ~_tri(L, S, S - L)}
+    return {"sdpa_masks/kv-cache-top-left": _tri(L, S, 0), "sdpa_masks/polarity-inverted": ~_tri(L, S, S - L),
+            "sdpa_masks/kv-cache-off-by-one": _tri(L, S, S - L + 1) if L > 1 else _tri(L, S, S - L - 1)}
 
 
 def sdpa(q, k, v, allowed=None, causal=False) -> dict[str, torch.Tensor]:
@@ -64,6 +65,11 @@ def sdpa(q, k, v, allowed=None, causal=False) -> dict[str, torch.Tensor]:
         if L != S:
             out["sdpa_masks/top-left-causal"] = run(both(allowed, _tri(L, S, 0)))
         out["sdpa_masks/causal-ignored"] = run(allowed)
+        for shift in (1, -1):  # the bottom-right mask one diagonal off (needs a key left per query)
+            shifted = _tri(L, S, S - L + shift)
+            if bool(both(allowed, shifted).any(-1).all()):
+                out["sdpa_masks/kv-cache-off-by-one"] = run(both(allowed, shifted))
+                break
     return out
 
 

@@ -9,6 +9,7 @@ import math
 import torch
 
 from autograder.testing import expect
+from autograder.testing.failures import SubmissionRaised
 from autograder.testing.inputs import choice, noncontiguous, randint, randn, weight
 from course import mistakes_qkv as signatures
 from course import week07 as w7
@@ -64,7 +65,8 @@ def test_week7_numbers_at_stated_precision_in_float64(sub, ref, rng, credit):
             elif part.label == "scaled rows":
                 got = sub.qkv.scale_scores(raw, 2)
                 expect.close(got[:, 1], w7.t(w7.STATED["scaled_final_rows"], torch.float64), what="scaled final rows (W7-16)", tol=w7.NEAR_EXACT)
-                expect.scalar(float(raw[0, 1, 0] / got[0, 1, 0]), w7.STATED["sqrt_dk"], what="√d_k (W7-15)", tol=w7.PRINTED_3DP, hints=["qkv/divide-by-dk"])
+                expect.scalar(float(raw[0, 1, 0] / got[0, 1, 0]), w7.STATED["sqrt_dk"], what="√d_k (W7-15)", tol=w7.PRINTED_3DP,
+                              mistakes={"qkv/divide-by-dk": 2.0, "qkv/no-scaling": 1.0, "qkv/scale-multiplied": 0.5})
             elif part.label == "weights":
                 _, weights = expect.sequence(sub.qkv.single_head_attention(ex.x, ex.w_q, ex.w_k, ex.w_v), 2, what="single_head_attention")
                 expect.close(weights, w7.t(w7.STATED["weights"], torch.float64), what="P_A, P_B (W7-24, W7-25)", tol=w7.PRINTED_3DP,
@@ -82,9 +84,13 @@ def test_week7_numbers_at_stated_precision_in_float64(sub, ref, rng, credit):
             else:
                 state = {"query.weight": ex.w_q.T.contiguous(), "key.weight": ex.w_k.T.contiguous(), "value.weight": ex.w_v.T.contiguous()}
                 r = sub.qkv.construct("AttentionHead", [4, 2, 2], dtype=torch.float64, state=state, calls=[("forward", [ex.x], {})])
-                expect.close(r["outputs"][0][:, 1], w7.t(w7.STATED["final_outputs_6dp"], torch.float64), what="AttentionHead reproduces §12 (W7-53)", tol=w7.PRINTED_6DP)
-                params = sum(math.prod(p["shape"]) for p in r["describe"]["parameters"])
-                expect.true(params == 24, what="AttentionHead(4, 2, 2) parameter count (W7-53)", detail=f"expected 24 parameters (3 × 4×2, the mask is not a parameter), found {params}", hints=["qkv/mask-buffer", "qkv/linear-bias"])
+                expect.close(r["outputs"][0][:, 1], w7.t(w7.STATED["final_outputs_6dp"], torch.float64), what="AttentionHead reproduces §12 (W7-53)", tol=w7.PRINTED_6DP,
+                             mistakes=lambda: {h: o[:, 1] for h, o in signatures.head_chain(ex.x, state).items()})
+                parameters = r["describe"]["parameters"]
+                params = sum(math.prod(p["shape"]) for p in parameters)
+                facts = (["qkv/linear-bias"] if any(p["name"].endswith(".bias") for p in parameters) else []) + (
+                    ["qkv/mask-buffer"] if any("mask" in p["name"] for p in parameters) else [])
+                expect.true(params == 24, what="AttentionHead(4, 2, 2) parameter count (W7-53)", detail=f"expected 24 parameters (3 × 4×2, the mask is not a parameter), found {params}", hints=facts)
 
 
 EXACT64 = w7.Tol(0.0, 1e-12)  # expected-numbers.md "exact": float64 rounding only
@@ -143,105 +149,117 @@ def _more_course_numbers(sub, rng, ex, label: str) -> None:
 
 
 # --------------------------------------------------------------------------- vs the reference
+# Credit by kind (autograder/testing/credit.py): every kind below is a fixed name with a few
+# random draws; a kind passes when all its draws do.
+F32, F64 = torch.float32, torch.float64
+
+
 def test_project_qkv_matches_reference_on_random_inputs(sub, ref, rng, credit):
-    for case in credit.cases(8):
+    for case in credit.kinds({"float32": 3, "float64": 3, "non-contiguous x, d_v = d_k": 2}):
         with case:
-            dtype = DTYPES[int(case.label.split()[-1]) % 2]
+            dtype = F64 if case.kind == "float64" else F32
             B, T, C, d_k, d_v = _dims(rng)
+            if case.kind.startswith("non-contiguous"):
+                d_v = d_k  # q, k and v of one shape: a mix-up cannot hide behind a shape error
             x = randn(rng, B, T, C, dtype=dtype)
             w = _projections(rng, C, d_k, d_v, dtype)
-            if randint(rng, 0, 1):
+            if case.kind.startswith("non-contiguous"):
                 x = noncontiguous(x)
             got = expect.sequence(sub.qkv.project_qkv(x, *w), 3, what="project_qkv")
             want = _expected(ref.qkv.project_qkv, x, *w, dtype=dtype)
-            products = [x @ m for m in w]
+            xd, wd = x.double(), [m.double() for m in w]
             for name, g, e in zip("QKV", got, want):
-                wrong = {"qkv/swapped-projections": p for p in products if p.shape == e.shape and not torch.equal(p, e.to(p.dtype))}
-                expect.close(g, e, what=f"project_qkv: {name} (B={B}, T={T}, C={C}, {str(dtype)[6:]})", tol=tol("qkv.project_qkv", dtype), mistakes=wrong)
+                expect.close(g, e, what=f"project_qkv: {name} (B={B}, T={T}, C={C}, {str(dtype)[6:]})", tol=tol("qkv.project_qkv", dtype),
+                             mistakes=signatures.projections(xd, *wd, name))
 
 
 def test_attention_scores_matches_reference_with_batch_dims_and_l_ne_s(sub, ref, rng, credit):
-    for case in credit.cases(8):
+    for case in credit.kinds({"L ≠ S, float32": 2, "leading dims, float64": 2, "d = S": 2}):
         with case:
-            dtype = choice(rng, DTYPES)
-            lead = choice(rng, ((), (2,), (2, 3)))
-            L, S, d = randint(rng, 1, 40), randint(rng, 1, 40), randint(rng, 1, 16)
+            dtype = F64 if "float64" in case.kind else F32
+            lead = (2, 3) if "leading" in case.kind else choice(rng, ((), (2,)))
+            L, S = randint(rng, 2, 40), randint(rng, 2, 40)
+            while S == L:
+                S = randint(rng, 2, 40)
+            d = S if case.kind == "d = S" else randint(rng, 2, 16)  # d = S: q @ k (no transpose) also runs
             q, k = randn(rng, *lead, L, d, dtype=dtype), randn(rng, *lead, S, d, dtype=dtype)
-            if randint(rng, 0, 1):
+            if case.draw == 1:
                 k = noncontiguous(k)
             want = _expected(ref.qkv.attention_scores, q, k, dtype=dtype)
-            mistakes = {"qkv/keys-times-queries": k @ q.transpose(-2, -1)}
-            if d == S:
-                mistakes["qkv/missing-transpose"] = q @ k
-            expect.close(sub.qkv.attention_scores(q, k), want, what=f"attention_scores: q {list(q.shape)}, k {list(k.shape)}", tol=tol("qkv.attention_scores", dtype), mistakes=mistakes)
+            expect.close(sub.qkv.attention_scores(q, k), want, what=f"attention_scores: q {list(q.shape)}, k {list(k.shape)}", tol=tol("qkv.attention_scores", dtype),
+                         mistakes=signatures.scores(q.double(), k.double()))
 
 
 def test_scale_scores_matches_reference_for_many_widths(sub, ref, rng, credit):
-    for case in credit.cases(6):
+    for case in credit.kinds({"float32": 3, "float64": 3}):
         with case:
-            dtype = choice(rng, DTYPES)
+            dtype = F64 if case.kind == "float64" else F32
             widths = [choice(rng, (2, 3, randint(rng, 4, 64), 128))]
-            if case.label.endswith(" 1"):
+            if case.draw == 0:
                 widths.append(1)  # d_k = 1 leaves the scores unchanged: checked, but never credited alone
             for d_k in widths:
-                s = randn(rng, randint(rng, 1, 3), randint(rng, 1, 20), randint(rng, 1, 20), dtype=dtype, scale=5.0)
-                mistakes = {"qkv/divide-by-dk": s / d_k, "qkv/no-scaling": s} if d_k > 1 else {}
+                s = randn(rng, randint(rng, 1, 3), randint(rng, 1, 20), randint(rng, 2, 20), dtype=dtype, scale=5.0)
+                mistakes = signatures.scale(s.double(), d_k) if d_k > 1 else {}
                 expect.close(sub.qkv.scale_scores(s, d_k), _expected(lambda a: ref.qkv.scale_scores(a, d_k), s, dtype=dtype),
                              what=f"scale_scores(scores, d_k={d_k})", tol=tol("qkv.scale_scores", dtype), mistakes=mistakes)
 
 
 def test_weighted_values_matches_reference_with_l_ne_s(sub, ref, rng, credit):
-    for case in credit.cases(6):
+    for case in credit.kinds({"L = S": 3, "L ≠ S": 3}):
         with case:
             dtype = choice(rng, DTYPES)
             lead = choice(rng, ((1,), (3,), (2, 2)))
-            L, S, d_v = randint(rng, 1, 30), randint(rng, 1, 30), randint(rng, 1, 12)
+            L, d_v = randint(rng, 2, 30), randint(rng, 1, 12)
+            S = L if case.kind == "L = S" else choice(rng, (randint(rng, 1, L - 1), L + randint(rng, 1, 10)))
             weights = torch.softmax(randn(rng, *lead, L, S, dtype=torch.float64), -1).to(dtype)
             v = randn(rng, *lead, S, d_v, dtype=dtype)
-            mistakes = {"qkv/transposed-weights": weights.transpose(-2, -1) @ v} if L == S else {}
             expect.close(sub.qkv.weighted_values(weights, v), _expected(ref.qkv.weighted_values, weights, v, dtype=dtype),
-                         what=f"weighted_values: weights {list(weights.shape)}, v {list(v.shape)}", tol=tol("qkv.weighted_values", dtype), mistakes=mistakes)
+                         what=f"weighted_values: weights {list(weights.shape)}, v {list(v.shape)}", tol=tol("qkv.weighted_values", dtype),
+                         mistakes=signatures.mixed(weights.double(), v.double()))
 
 
 def test_causal_uniform_mean_matches_reference_with_leading_dims(sub, ref, rng, credit):
-    for case in credit.cases(6):
+    for case in credit.kinds({"[T, C]": 2, "[B, T, C]": 2, "[B, h, T, C]": 2}):
         with case:
             dtype = choice(rng, DTYPES)
-            lead = choice(rng, ((), (2,), (2, 3)))
-            inputs = [randn(rng, *lead, randint(rng, 2, 40), randint(rng, 1, 8), dtype=dtype)]
-            if case.label.endswith(" 1"):
+            lead = {"[T, C]": (), "[B, T, C]": (2,), "[B, h, T, C]": (2, 3)}[case.kind]
+            inputs = [randn(rng, *lead, randint(rng, 2, 40), randint(rng, 2, 8), dtype=dtype)]
+            if case.draw == 0:
                 inputs.append(randn(rng, *lead, 1, 3, dtype=dtype))  # T = 1: the mean of one row is the row
             for x in inputs:
                 expect.close(sub.qkv.causal_uniform_mean(x), _expected(ref.qkv.causal_uniform_mean, x, dtype=dtype),
-                             what=f"causal_uniform_mean: x {list(x.shape)}", tol=tol("qkv.causal_uniform_mean", dtype), mistakes=signatures.uniform_mean(x))
+                             what=f"causal_uniform_mean: x {list(x.shape)}", tol=tol("qkv.causal_uniform_mean", dtype), mistakes=signatures.uniform_mean(x.double()))
 
 
 def test_single_head_attention_matches_reference_causal_and_unmasked(sub, ref, rng, credit):
-    for case in credit.cases(10):
+    kinds = {"causal=True, float32": 2, "causal=True, float64": 2, "causal=False, float32": 2, "causal=False, float64": 2}
+    for case in credit.kinds(kinds):
         with case:
-            dtype = choice(rng, DTYPES)
-            causal = bool(randint(rng, 0, 1))
+            dtype = F64 if "float64" in case.kind else F32
+            causal = "True" in case.kind
             B, T, C, d_k, d_v = _dims(rng)
+            T = max(T, 3)
             x = randn(rng, B, T, C, dtype=dtype)
             w = _projections(rng, C, d_k, d_v, dtype)
-            if case.label.endswith(" 1"):  # T = 1 (the only key is the query itself), next to a regular case
+            t = tol("qkv.single_head_attention", dtype)
+            if case.draw == 0:  # T = 1 (the only key is the query itself), next to a regular case
                 x1 = randn(rng, 1, 1, C, dtype=dtype)
                 out1, _ = expect.sequence(sub.qkv.single_head_attention(x1, *w, causal=causal), 2, what="single_head_attention, T = 1")
-                expect.close(out1, _expected(lambda *a: ref.qkv.single_head_attention(*a, causal=causal)[0], x1, *w, dtype=dtype), what="single_head_attention output for T = 1", tol=tol("qkv.single_head_attention", dtype))
+                expect.close(out1, _expected(lambda *a: ref.qkv.single_head_attention(*a, causal=causal)[0], x1, *w, dtype=dtype), what="single_head_attention output for T = 1", tol=t)
             out, weights = expect.sequence(sub.qkv.single_head_attention(x, *w, causal=causal), 2, what="single_head_attention")
             want_out, want_w = _expected(lambda *a: ref.qkv.single_head_attention(*a, causal=causal), x, *w, dtype=dtype)
             variants = signatures.attention_chain(x.double(), *[m.double() for m in w], causal=causal)
             label = f"(B={B}, T={T}, C={C}, d_k={d_k}, d_v={d_v}, causal={causal}, {str(dtype)[6:]})"
-            t = tol("qkv.single_head_attention", dtype)
             expect.close(weights, want_w, what=f"single_head_attention weights {label}", tol=t, mistakes=signatures.weights(variants), grid=QK)
             expect.close(out, want_out, what=f"single_head_attention output {label}", tol=t, mistakes=signatures.outputs(variants))
 
 
 # --------------------------------------------------------------------------- properties
 def test_single_head_attention_rows_sum_to_one_and_future_weight_is_exactly_zero(sub, ref, rng, credit):
-    for case in credit.cases(6):
+    # "exactly zero": the docstring promises −∞ before the softmax, and exp(−∞) is exactly 0 in any float dtype
+    for case in credit.kinds({"float32": 3, "float64": 3}):
         with case:
-            dtype = choice(rng, DTYPES)
+            dtype = F64 if case.kind == "float64" else F32
             B, T, C, d_k, d_v = _dims(rng, t_max=24)
             T = max(T, 2)
             x = randn(rng, B, T, C, dtype=dtype)
@@ -249,28 +267,31 @@ def test_single_head_attention_rows_sum_to_one_and_future_weight_is_exactly_zero
             _, weights = expect.sequence(sub.qkv.single_head_attention(x, *w), 2, what="single_head_attention")
             weights = expect.tensor(weights, what="attention weights")
             expect.true(tuple(weights.shape) == (B, T, T), what="weights shape", detail=f"expected [{B}, {T}, {T}], got {list(weights.shape)}")
+            t = tol("qkv.single_head_attention", dtype)
+            want = _expected(ref.qkv.single_head_attention, x, *w, dtype=dtype)[1]
             variants = signatures.weights(signatures.attention_chain(x.double(), *[m.double() for m in w]))
-            diagnosed = expect.diagnose(weights, variants, tol("qkv.single_head_attention", dtype))
+            diagnosed = expect.diagnose(weights, variants, t, want)
             sums = weights.double().sum(-1)
-            expect.true(bool(torch.isfinite(sums).all()) and bool(torch.allclose(sums, torch.ones_like(sums), atol=1e-5, rtol=0)),
-                        what="every query row of the weights sums to 1", detail=f"row sums range from {sums.min().item():.4g} to {sums.max().item():.4g}",
-                        hints=diagnosed or ["qkv/softmax-wrong-axis", "qkv/mask-after-softmax"])
+            expect.true(bool(torch.isfinite(sums).all()) and bool(torch.allclose(sums, torch.ones_like(sums), atol=t.atol * T + 1e-6, rtol=0)),
+                        what="every query row of the weights sums to 1", detail=f"row sums range from {sums.min().item():.4g} to {sums.max().item():.4g}", hints=diagnosed)
             future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
             leak = weights[..., future]
             expect.true(bool((leak == 0).all()), what="weights on future keys are exactly 0",
-                        detail=f"largest weight on a future key: {leak.abs().max().item():.4g}", hints=diagnosed or ["qkv/zero-fill", "qkv/no-causal-mask"])
+                        detail=f"largest weight on a future key: {leak.abs().max().item():.4g}", hints=diagnosed)
             # and they are the right weights (uniform causal weights also have both properties)
-            expect.close(weights, _expected(ref.qkv.single_head_attention, x, *w, dtype=dtype)[1], what="attention weights", tol=tol("qkv.single_head_attention", dtype), mistakes=variants)
+            expect.close(weights, want, what="attention weights", tol=t, mistakes=variants)
 
 
-def test_single_head_attention_is_causal_by_gradient(sub, rng, credit):
-    dtype = torch.float64
+def test_single_head_attention_is_causal_by_gradient(sub, ref, rng, credit):
+    # exactly zero: with −∞ on future scores their weights are exactly 0, so no path reaches x_s for s > t
+    dtype = F64
     B, T, C, d_k, d_v = 2, randint(rng, 4, 10), randint(rng, 2, 8), randint(rng, 1, 6), randint(rng, 1, 6)
     x = randn(rng, B, T, C, dtype=dtype)
     w = _projections(rng, C, d_k, d_v, dtype)
     # name the mistake from the forward pass when we can; the gradient alone cannot tell them apart
     _, weights = expect.sequence(sub.qkv.single_head_attention(x, *w), 2, what="single_head_attention")
-    diagnosed = expect.diagnose(weights, signatures.weights(signatures.attention_chain(x, *w)), tol("qkv.single_head_attention", dtype))
+    diagnosed = expect.diagnose(weights, signatures.weights(signatures.attention_chain(x, *w)), tol("qkv.single_head_attention", dtype),
+                                ref.qkv.single_head_attention(x, *w)[1])
     positions = {"first output position": 0, "middle output position": T // 2, "second-to-last output position": T - 2}
     for part in credit.parts(list(positions)):
         with part:
@@ -281,14 +302,13 @@ def test_single_head_attention_is_causal_by_gradient(sub, rng, credit):
             expect.true(r.get("grads") is not None, what="single_head_attention is differentiable", detail="the output does not require grad: keep the computation in torch operations on the inputs")
             gx = expect.tensor(r["grads"][0], what="∂y_t/∂x")
             future = gx[:, t + 1:]
-            expect.true(bool(torch.isfinite(gx).all()), what=f"∂y_{t}/∂x is finite", detail="the gradient has NaN or ∞", hints=diagnosed or ["qkv/diagonal-masked"])
+            expect.true(bool(torch.isfinite(gx).all()), what=f"∂y_{t}/∂x is finite", detail="the gradient has NaN or ∞", hints=diagnosed)
             expect.true(bool((future == 0).all()), what=f"∂y_{t}/∂x_s = 0 for every future s > {t}",
-                        detail=f"largest |∂y_{t}/∂x_s| over future s: {future.abs().max().item():.3g} — future tokens influence the output",
-                        hints=diagnosed or ["qkv/zero-fill", "qkv/mask-after-softmax", "qkv/no-causal-mask"])
+                        detail=f"largest |∂y_{t}/∂x_s| over future s: {future.abs().max().item():.3g} — future tokens influence the output", hints=diagnosed)
 
 
 def test_single_head_attention_is_permutation_equivariant_without_mask(sub, ref, rng):
-    dtype = torch.float64
+    dtype = F64
     B, T, C, d_k, d_v = 2, randint(rng, 3, 12), randint(rng, 2, 10), randint(rng, 1, 8), randint(rng, 1, 8)
     x = randn(rng, B, T, C, dtype=dtype)
     w = _projections(rng, C, d_k, d_v, dtype)
@@ -296,14 +316,15 @@ def test_single_head_attention_is_permutation_equivariant_without_mask(sub, ref,
     t = tol("qkv.single_head_attention", dtype)
     out, weights = expect.sequence(sub.qkv.single_head_attention(x, *w, causal=False), 2, what="single_head_attention(causal=False)")
     # the property only counts for a right answer: a constant output is trivially equivariant
-    expect.close(out, ref.qkv.single_head_attention(x, *w, causal=False)[0], what="single_head_attention(causal=False) output", tol=t)
+    expect.close(out, ref.qkv.single_head_attention(x, *w, causal=False)[0], what="single_head_attention(causal=False) output", tol=t,
+                 mistakes=signatures.outputs(signatures.attention_chain(x, *w, causal=False)))
     out_p, weights_p = expect.sequence(sub.qkv.single_head_attention(x[:, perm], *w, causal=False), 2, what="single_head_attention(causal=False) on permuted tokens")
-    expect.close(out_p, out[:, perm], what="f(PX) = P f(X) without a mask (Day 1 §1.5)", tol=t, hints=["qkv/no-causal-mask", "qkv/batch-leak"])
+    expect.close(out_p, out[:, perm], what="f(PX) = P f(X) without a mask (Day 1 §1.5)", tol=t)
     expect.close(weights_p, expect.tensor(weights, what="weights")[:, perm][:, :, perm], what="weights(PX) = P weights(X) Pᵀ", tol=t)
 
 
 def test_single_head_attention_keeps_batch_examples_apart(sub, ref, rng):
-    dtype = torch.float64
+    dtype = F64
     B, T, C, d_k, d_v = 3, randint(rng, 2, 10), randint(rng, 2, 8), randint(rng, 1, 6), randint(rng, 1, 6)
     x = randn(rng, B, T, C, dtype=dtype)
     w = _projections(rng, C, d_k, d_v, dtype)
@@ -311,27 +332,56 @@ def test_single_head_attention_keeps_batch_examples_apart(sub, ref, rng):
     x2[1:] = randn(rng, B - 1, T, C, dtype=dtype)
     t = tol("qkv.single_head_attention", dtype)
     out, _ = expect.sequence(sub.qkv.single_head_attention(x, *w), 2, what="single_head_attention")
-    expect.close(out, ref.qkv.single_head_attention(x, *w)[0], what="single_head_attention output", tol=t)
+    expect.close(out, ref.qkv.single_head_attention(x, *w)[0], what="single_head_attention output", tol=t,
+                 mistakes=signatures.outputs(signatures.attention_chain(x, *w)))
     out2, _ = expect.sequence(sub.qkv.single_head_attention(x2, *w), 2, what="single_head_attention")
     expect.close(expect.tensor(out2, what="output")[0], out[0], what="example 0's output does not depend on examples 1.. (Week 7 §14)", tol=t, hints=["qkv/batch-leak"])
 
 
+def _head_state(rng, C: int, d: int, dtype) -> dict:
+    return {n: weight(rng, C, d, dtype).T.contiguous() for n in ("query.weight", "key.weight", "value.weight")}
+
+
+def _load_facts(r: dict) -> list[str]:
+    """What a failed state_dict load proves. A persistent causal_mask (as Week 7 §13 registers
+    it) is reported missing by our 3-key state dict and is fine."""
+    return ["qkv/linear-bias"] if any(k.endswith(".bias") for k in r["load"]["missing"]) else []
+
+
 def test_attention_head_matches_reference_on_random_weights(sub, ref, rng, credit):
-    for case in credit.cases(5):
+    kinds = {"T = context_length, float32": 2, "T < context_length, float64": 2, "embed_dim = head_size": 1}
+    for case in credit.kinds(kinds):
         with case:
-            dtype = choice(rng, DTYPES)
+            dtype = F64 if "float64" in case.kind else F32
             B, T, C, d_k, _ = _dims(rng, t_max=16)
-            ctx = choice(rng, (T, T + randint(rng, 1, 8)))
-            state = {n: weight(rng, C, d_k, dtype).T.contiguous() for n in ("query.weight", "key.weight", "value.weight")}
+            T = max(T, 2)
+            if case.kind == "embed_dim = head_size":
+                d_k = C
+            ctx = T + randint(rng, 1, 8) if case.kind.startswith("T <") else T
+            state = _head_state(rng, C, d_k, dtype)
             x = randn(rng, B, T, C, dtype=dtype)
-            r = sub.qkv.construct("AttentionHead", [C, d_k, ctx], dtype=dtype, state=state, calls=[("forward", [x], {})])
-            expect.true(not r["load"]["missing"] and not r["load"]["unexpected"], what="AttentionHead.state_dict() keys",
-                        detail=f"loading query/key/value weights: missing {r['load']['missing']}, unexpected {r['load']['unexpected']}", hints=["qkv/mask-buffer", "qkv/linear-bias"])
+            label = f"AttentionHead({C}, {d_k}, {ctx}) on x {list(x.shape)} ({str(dtype)[6:]})"
+            try:
+                r = sub.qkv.construct("AttentionHead", [C, d_k, ctx], dtype=dtype, state=state, calls=[("forward", [x], {})])
+            except SubmissionRaised as exc:
+                if ctx > T:  # only an unsliced mask breaks T < context_length while T = context_length works
+                    full = torch.cat([x, randn(rng, B, ctx - T, C, dtype=dtype)], dim=1)
+                    try:
+                        sub.qkv.construct("AttentionHead", [C, d_k, ctx], dtype=dtype, state=state, calls=[("forward", [full], {})], describe=False)
+                    except SubmissionRaised:
+                        raise exc from None
+                    expect.true(False, what=label, detail=f"forward raised for T={T} < context_length={ctx} but works for T = context_length: {exc.message}",
+                                hints=expect.observed("qkv/mask-not-sliced"))
+                raise
+            missing = [k for k in r["load"]["missing"] if k != "causal_mask"]
+            expect.true(not missing and not r["load"]["unexpected"], what="AttentionHead.state_dict() keys",
+                        detail=f"loading query/key/value weights: missing {missing}, unexpected {r['load']['unexpected']}", hints=_load_facts(r))
             head = ref.qkv.AttentionHead(C, d_k, ctx).double()
             head.load_state_dict({k: v.double() for k, v in state.items()})
             with torch.no_grad():
                 want = head(x.double()).to(dtype)
-            expect.close(r["outputs"][-1], want, what=f"AttentionHead({C}, {d_k}, {ctx}) on x {list(x.shape)} ({str(dtype)[6:]})", tol=tol("qkv.AttentionHead", dtype))
+            expect.close(r["outputs"][-1], want, what=label, tol=tol("qkv.AttentionHead", dtype),
+                         mistakes=lambda: signatures.head_chain(x, state))
 
 
 def test_qkv_functions_keep_dtype_and_leave_inputs_unchanged(sub, ref, rng, credit):
