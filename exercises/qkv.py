@@ -103,7 +103,9 @@ def single_head_attention(
         causal: mask future keys (key j > query i) before the softmax.
 
     Returns:
-        (out [B,T,d_v], weights [B,T,T]); every row of `weights` sums to 1.
+        (out [B,T,d_v], weights [B,T,T]); every row of `weights` sums to 1. With `causal`,
+        the weights on future keys are exactly 0 (exp(−∞) = 0 exactly, so a non-zero
+        weight there means the future leaked), and so is every ∂out_t/∂x_s for s > t.
     """
     # TODO(qkv): chain projection, scores, scaling, causal mask, row softmax and values (Week 7 §7, §12).
     raise NotImplementedError("TODO(qkv): single_head_attention")
@@ -113,9 +115,11 @@ class AttentionHead(nn.Module):
     """A reusable causal attention head (Week 7 §13).
 
     Submodules `query`, `key`, `value` are `nn.Linear(embed_dim, head_size, bias=False)`;
-    `causal_mask` is a non-persistent bool buffer [context_length, context_length],
-    allowed-style (`True` = may attend, i.e. `tril`), so `state_dict()` holds only the
-    three projection weights.
+    `causal_mask` is a registered bool buffer [context_length, context_length],
+    allowed-style (`True` = may attend, i.e. `tril`), sliced to [:T, :T] in `forward`.
+    Persistent or not, both are accepted: Week 7 §13 registers it as a plain (persistent)
+    buffer; Day 1 §A.4 recommends `persistent=False`, which keeps it out of `state_dict()`
+    (the tests load only the three projection weights, with `strict=False`).
     """
 
     def __init__(self, embed_dim: int, head_size: int, context_length: int) -> None:

@@ -41,7 +41,8 @@ def to_additive_mask(allowed: torch.Tensor, dtype: torch.dtype = torch.float32) 
         dtype: the floating dtype of the result (the dtype of the scores it is added to).
 
     Returns:
-        [...,L,S] of `dtype`: 0.0 where allowed, −∞ where blocked.
+        [...,L,S] of `dtype`: exactly 0.0 where allowed and exactly −∞ where blocked (the
+        mask is added to the scores: any other value would shift or merely damp them).
     """
     # TODO(sdpa_masks): 0.0 where allowed, −∞ where blocked, in `dtype` (Day 1 §3.3, §A.3).
     raise NotImplementedError("TODO(sdpa_masks): to_additive_mask")

@@ -40,7 +40,8 @@ def to_additive_mask(allowed: torch.Tensor, dtype: torch.dtype = torch.float32) 
         dtype: the floating dtype of the result (the dtype of the scores it is added to).
 
     Returns:
-        [...,L,S] of `dtype`: 0.0 where allowed, −∞ where blocked.
+        [...,L,S] of `dtype`: exactly 0.0 where allowed and exactly −∞ where blocked (the
+        mask is added to the scores: any other value would shift or merely damp them).
     """
     ### BEGIN SOLUTION
     additive = torch.zeros(allowed.shape, dtype=dtype, device=allowed.device)

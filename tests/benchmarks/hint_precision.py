@@ -13,7 +13,7 @@ and whether the right hint was shown. Totals, with the targets of issue 9:
 * styles at full marks, on every seed
 
     .venv/bin/python tests/benchmarks/hint_precision.py [--skill qkv] [--seeds 1,2,3] [--jobs 2]
-        [--no-styles] [--json out.json] [--check]
+        [--no-styles] [--no-variants] [--twice] [--json out.json] [--check]
 
 The k-th variant of every skill is graded in one run (``--skill`` for each): suites call
 only their own skill's module, so variants of different skills cannot affect each other.
@@ -63,7 +63,12 @@ def skill_facts(data: dict, skill: str, names: list[str]) -> dict:
             "hints": sorted({h for f in failed for h in f["hints"]}), "gated_by": s.get("gated_by")}
 
 
-def run_variants(skills: list[str], seeds: list[int], jobs: int, work: Path) -> list[dict]:
+def fingerprint(data: dict) -> list:
+    """Everything a student sees of a grading that must repeat: scores, statuses, hints."""
+    return [(t["name"], t["score"], t["status"], [h["id"] for h in t["hints"]]) for s in data["skills"] for t in s["tests"]]
+
+
+def run_variants(skills: list[str], seeds: list[int], jobs: int, work: Path, twice: bool = False) -> list[dict]:
     mods = variants.modules()
     names = {s: variants.functions(mods[s]) for s in skills}
     table = {s: variants.mistakes(s) for s in skills}
@@ -75,6 +80,9 @@ def run_variants(skills: list[str], seeds: list[int], jobs: int, work: Path) -> 
         applied = {s: table[s][k] for s in skills if k < len(table[s])}
         folder = variants.build(work / f"batch{k}-seed{seed}", list(applied.values()))
         data = grade(folder, list(applied), seed, work / f"batch{k}-seed{seed}.json")
+        repeated = None
+        if twice:  # the same submission graded again: identical scores and hints
+            repeated = fingerprint(grade(folder, list(applied), seed, work / f"batch{k}-seed{seed}-again.json")) == fingerprint(data)
         rows = []
         for skill, m in applied.items():
             facts = skill_facts(data, skill, names[skill])
@@ -82,7 +90,7 @@ def run_variants(skills: list[str], seeds: list[int], jobs: int, work: Path) -> 
             off = [f for f in facts["failed"] if f["names"] and not set(f["names"]) & own]
             rows.append({"skill": skill, "id": m["id"], "function": m["function"], "hint": m["hint"], "seed": seed, **facts,
                          "right_shown": m["hint"] in facts["hints"], "wrong_hints": [h for h in facts["hints"] if h != m["hint"]],
-                         "off_function": [f["test"] for f in off]})
+                         "off_function": [f["test"] for f in off], "repeat_identical": repeated})
         return rows
 
     with ThreadPoolExecutor(max_workers=jobs) as pool:
@@ -135,6 +143,11 @@ def report(rows: list[dict], style_rows: list[dict]) -> bool:
         print(f"  variants losing no points:  {len(no_loss)} {no_loss if no_loss else ''}")
         print(f"  variants failing a test of another function: {len(off)} {off if off else ''}")
         print(f"  variants whose loss depends on the seed: {len(unstable)} {unstable if unstable else ''}")
+        repeats = [r for r in rows if r["repeat_identical"] is not None]
+        if repeats:
+            same = sum(r["repeat_identical"] for r in repeats)
+            print(f"  graded twice, identical scores and hints: {same}/{len(repeats)}")
+            ok &= same == len(repeats)
         ok &= right / n >= TARGET_RIGHT_SHOWN and (not shown or shown_right / shown >= TARGET_PRECISION) and not no_loss and not off and not unstable
     if style_rows:
         false_hints = sum(len(s["hints"]) for s in style_rows)
@@ -157,13 +170,14 @@ def main() -> int:
     parser.add_argument("--no-styles", action="store_true")
     parser.add_argument("--no-variants", action="store_true")
     parser.add_argument("--json", type=Path, help="also write the rows here")
+    parser.add_argument("--twice", action="store_true", help="grade every variant twice and compare scores and hints")
     parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
     args = parser.parse_args()
     skills = args.skill or list(variants.modules())
     seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
     with tempfile.TemporaryDirectory(prefix="hint-precision-") as tmp:
         work = Path(tmp)
-        rows = [] if args.no_variants else run_variants(skills, seeds, args.jobs, work)
+        rows = [] if args.no_variants else run_variants(skills, seeds, args.jobs, work, args.twice)
         style_rows = [] if args.no_styles else run_styles(seeds, args.jobs, work, args.skill)
     ok = report(rows, style_rows)
     if args.json:

@@ -34,6 +34,8 @@ def apply(scores: torch.Tensor, allowed: torch.Tensor, fill: float = NEG_INF) ->
     out = {"masks/polarity-inverted": scores.masked_fill(allowed, fill)}
     if fill != 0.0:
         out["masks/zero-fill"] = scores.masked_fill(~allowed, 0.0)
+    if fill != NEG_INF:
+        out["masks/fill-ignored"] = scores.masked_fill(~allowed, NEG_INF)  # always −∞, whatever `fill` says
     return out
 
 
@@ -43,7 +45,8 @@ def padding(lengths, T: int, left_padded: bool) -> dict[str, torch.Tensor]:
     pos = torch.arange(T).unsqueeze(0)
     right, left = pos < n, pos >= T - n
     correct, swapped = (left, right) if left_padded else (right, left)
-    return {"masks/padding-side-swapped": swapped, "masks/polarity-inverted": ~correct}
+    shifted = pos >= T - n - 1 if left_padded else pos <= n  # one real token too many
+    return {"masks/padding-side-swapped": swapped, "masks/polarity-inverted": ~correct, "masks/padding-off-by-one": shifted}
 
 
 def combine(causal_allowed: torch.Tensor, key_allowed: torch.Tensor) -> dict[str, torch.Tensor]:
@@ -72,6 +75,11 @@ def softmax(scores: torch.Tensor, allowed: torch.Tensor) -> dict[str, torch.Tens
         "masks/finite-fill-uniform": torch.softmax(fill(-1e9), -1),  # rows with nothing allowed: uniform 1/S
         "masks/polarity-inverted": torch.softmax(fill(NEG_INF, ~a), -1),
     }
+    # no max shift: exp of the raw scores overflows (inf / inf = NaN) at scores of ~1e3 in float64, ~90 in float32
+    raw = scores.broadcast_to(a.shape)  # in the submission's own dtype: that decides where it overflows
+    e = torch.exp(torch.where(a, raw, torch.tensor(NEG_INF, dtype=raw.dtype)))
+    denom = e.sum(-1, keepdim=True)
+    out["masks/no-max-shift"] = (e / torch.where(denom > 0, denom, torch.ones_like(denom))).to(torch.float64)
     return {k: v.to(scores.dtype) for k, v in out.items()}
 
 

@@ -98,3 +98,22 @@ def mha(module, x, allowed=None, key_allowed=None) -> dict[str, torch.Tensor]:
     if not bf and key_allowed is None and (allowed is None or x.size(0) == x.size(1)):
         out["sdpa_masks/batch-first-ignored"] = run(x64, attn, None, False)  # (B,T,C) fed as (T,B,C)
     return out
+
+
+def blame_kv_cache(sub, mistakes: dict[str, torch.Tensor], L: int, S: int) -> dict[str, torch.Tensor]:
+    """An sdpa that builds its causal mask with the submission's own kv_cache_mask inherits
+    that function's mistake: when the submission's kv_cache_mask(L, S) is top-left aligned,
+    sdpa's top-left signature is that mistake, named after kv_cache_mask. Called only when a
+    check has failed (pass it as a callable)."""
+    if "sdpa_masks/top-left-causal" not in mistakes:
+        return mistakes
+    from autograder.testing.failures import SubmissionError
+
+    try:
+        theirs = sub.sdpa_masks.kv_cache_mask(L, S)
+    except SubmissionError:
+        return mistakes
+    if type(theirs) is torch.Tensor and theirs.shape == (L, S) and bool((theirs.to(torch.bool) == _tri(L, S, 0)).all()):
+        mistakes = dict(mistakes)
+        mistakes["sdpa_masks/kv-cache-top-left"] = mistakes.pop("sdpa_masks/top-left-causal")
+    return mistakes

@@ -49,7 +49,7 @@ def test_causal_mask_reproduces_week7_m2_and_m4(sub, rng, credit):
                 counts = got.sum(-1).tolist() if tuple(got.shape) == (5, 5) else None
                 expect.true(counts == md.L2_03_ROW_COUNTS, what="causal_mask(5): row i sees i + 1 positions (Lesson 2 §4)",
                             detail=f"expected row counts {md.L2_03_ROW_COUNTS}, got {counts if counts is not None else list(got.shape)}",
-                            hints=expect.diagnose(got, signatures.causal(5), w7.NEAR_EXACT) or ["masks/diagonal-masked"])
+                            hints=expect.diagnose(got, signatures.causal(5), w7.NEAR_EXACT, torch.tril(torch.ones(5, 5, dtype=torch.bool))))
 
 
 def test_apply_mask_puts_minus_inf_on_week7_future_scores(sub, rng, credit):
@@ -144,7 +144,7 @@ def test_combine_masks_left_padded_batch_leaves_0_0_1_2_3_keys(sub, rng, credit)
                 counts = got.sum(-1).reshape(-1).tolist() if tuple(got.shape) == (1, 1, T, T) else None
                 expect.true(counts == md.D1_17_UNMASKED_KEYS, what="unmasked keys per query row (Day 1 §3.4: [0, 0, 1, 2, 3])",
                             detail=f"expected {md.D1_17_UNMASKED_KEYS}, got {counts if counts is not None else 'shape ' + str(list(got.shape))}",
-                            hints=expect.diagnose(got, mistakes, w7.NEAR_EXACT) or ["masks/padding-masks-queries"])
+                            hints=expect.diagnose(got, mistakes, w7.NEAR_EXACT, causal[None, None] & key_allowed[:, None, None, :]))
 
 
 def test_masked_softmax_left_padded_pad_rows_are_zero_not_nan(sub, rng, credit):
