@@ -144,7 +144,7 @@ def test_combine_masks_left_padded_batch_leaves_0_0_1_2_3_keys(sub, rng, credit)
                 counts = got.sum(-1).reshape(-1).tolist() if tuple(got.shape) == (1, 1, T, T) else None
                 expect.true(counts == md.D1_17_UNMASKED_KEYS, what="unmasked keys per query row (Day 1 §3.4: [0, 0, 1, 2, 3])",
                             detail=f"expected {md.D1_17_UNMASKED_KEYS}, got {counts if counts is not None else 'shape ' + str(list(got.shape))}",
-                            hints=expect.diagnose(got, mistakes, w7.NEAR_EXACT, causal[None, None] & key_allowed[:, None, None, :]))
+                            hints=expect.diagnose(got, mistakes, w7.NEAR_EXACT, SNAP["examples"]["combine_left_padded"]))
 
 
 def test_masked_softmax_left_padded_pad_rows_are_zero_not_nan(sub, rng, credit):
