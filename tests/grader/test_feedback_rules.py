@@ -109,3 +109,16 @@ def test_function_hints_need_a_match_in_this_test_on_a_test_of_that_function():
     assert filter_named(ids, catalogue, {"s/mistake"}, ["qkv.scale_scores"]) == ids
     assert filter_named(ids, catalogue, set(), ["qkv.scale_scores"]) == ["s/fact"]  # guessed, not matched
     assert filter_named(ids, catalogue, {"s/mistake"}, ["qkv.attention_scores"]) == ["s/fact"]  # another function's test
+
+
+def test_a_behavioural_signature_counts_as_a_match():
+    expect.reset_matches()
+    assert expect.observed("s/mistake") == ["s/mistake"]
+    assert "s/mistake" in expect.matched_hints()
+    expect.reset_matches()
+    assert expect.matched_hints() == set()
+
+
+def test_a_probe_may_have_called_any_function_of_its_module():
+    catalogue = {"s/mistake": Hint("s/mistake", "a mistake", "§2", ("backward",))}
+    assert filter_named(["s/mistake"], catalogue, {"s/mistake"}, ["custom_backward.probe:direct_backward"]) == ["s/mistake"]
