@@ -47,6 +47,32 @@ class SandboxSettings:
 
 
 @dataclass(frozen=True)
+class GradescopeRelease:
+    """``[release.gradescope]``: how ``dist/autograder.zip`` fits Gradescope's container
+    (default 10 min, 768 MB, half a CPU)."""
+
+    #: ``run_autograder`` stops the whole grading run after this and still writes results.json
+    time_budget_s: float = 480.0
+    #: Gradescope's own timeout for the assignment (10 min unless raised in its settings)
+    platform_timeout_s: float = 600.0
+    #: ``[limits]`` as the bundle's grading.toml has them (``[release.gradescope.limits]``
+    #: overrides the repository's ``[limits]`` key by key)
+    limits: Limits = field(default_factory=Limits)
+
+    #: what the bundle needs after the budget: stop the run, write results.json
+    CLEANUP_S = 30.0
+
+
+@dataclass(frozen=True)
+class NbgraderRelease:
+    """``[release.nbgrader]``: the nbgrader course in ``dist/nbgrader``."""
+
+    course_id: str = "attention"
+    assignment: str = "attention"  # source/<assignment>/<skill>.ipynb
+    cell_timeout_s: float = 60.0  # nbgrader's Execute.timeout, per cell
+
+
+@dataclass(frozen=True)
 class TestSpec:
     node_id: str  # "tests/suites/qkv/test_qkv_visible.py::test_name"
     file: str  # repository-relative path
@@ -104,6 +130,8 @@ class Config:
     #: every exercise module of the course, whatever ``--skill`` selected: all are copied
     #: (so one exercise may import another) and all enter the content-derived seed
     exercise_modules: tuple[str, ...] = ()
+    gradescope_release: "GradescopeRelease" = field(default_factory=lambda: GradescopeRelease())
+    nbgrader_release: "NbgraderRelease" = field(default_factory=lambda: NbgraderRelease())
 
     @property
     def tests(self) -> list[TestSpec]:
@@ -129,6 +157,7 @@ class Config:
             self.path, self.root, self.course, self.seed, self.solutions_dir, self.exercises_dir, self.suites_dir,
             {k: v for k, v in self.skills.items() if k in skill_ids},
             self.limits, self.sandbox, self.gradescope_visibility, self.release, self.seed_mode, self.exercise_modules,
+            self.gradescope_release, self.nbgrader_release,
         )
 
 
@@ -265,19 +294,7 @@ def _parse(path: Path, text: str, data: dict, check_files: bool) -> Config:
     exercises_dir = root / r.string(grader, "exercises_dir", ["grader"], default="exercises")
     suites_dir = root / r.string(grader, "suites_dir", ["grader"], default="tests/suites")
 
-    limits_raw = r.table(data.get("limits", {}), ["limits"])
-    defaults = Limits()
-    fields = list(Limits.__dataclass_fields__)
-    r.check_keys(limits_raw, fields, ["limits"])
-    limit_values = {}
-    for name in fields:
-        value = r.number(limits_raw, name, ["limits"], default=getattr(defaults, name), positive=name != "max_helper_modules")
-        if value < 0:
-            raise r.fail(["limits", name], f"must be 0 or more, got {value!r}")
-        limit_values[name] = int(value) if isinstance(getattr(defaults, name), int) else float(value)
-    limits = Limits(**limit_values)
-    if limits.memory_mib < 1024:
-        raise r.fail(["limits", "memory_mib"], f"must be at least 1024 (torch alone maps ~500 MiB), got {limits.memory_mib}")
+    limits = _limits(r, r.table(data.get("limits", {}), ["limits"]), Limits(), ["limits"])
 
     sandbox_raw = r.table(data.get("sandbox", {}), ["sandbox"])
     r.check_keys(sandbox_raw, ["user", "landlock", "seccomp"], ["sandbox"])
@@ -295,6 +312,8 @@ def _parse(path: Path, text: str, data: dict, check_files: bool) -> Config:
     }
 
     release = r.table(data.get("release", {}), ["release"])
+    gradescope_release = _gradescope_release(r, release.get("gradescope", {}), limits)
+    nbgrader_release = _nbgrader_release(r, release.get("nbgrader", {}))
 
     skills_raw = r.table(data.get("skills", {}), ["skills"])
     if not skills_raw:
@@ -359,7 +378,54 @@ def _parse(path: Path, text: str, data: dict, check_files: bool) -> Config:
         if modules.count(skill.module) > 1:
             raise r.fail(["skills", sid, "module"], f"{skill.module} is used by more than one skill")
     return Config(path.resolve(), root, course_name, seed, solutions_dir, exercises_dir, suites_dir, skills, limits, sandbox,
-                  gradescope_visibility, release, seed_mode, tuple(modules))
+                  gradescope_visibility, release, seed_mode, tuple(modules), gradescope_release, nbgrader_release)
+
+
+def _limits(r: _Reader, raw: dict, base: Limits, keypath: list[str]) -> Limits:
+    """``[limits]``, or a table of overrides on top of ``base`` (``[release.gradescope.limits]``)."""
+    fields = list(Limits.__dataclass_fields__)
+    r.check_keys(raw, fields, keypath)
+    values = {}
+    for name in fields:
+        value = r.number(raw, name, keypath, default=getattr(base, name), positive=name != "max_helper_modules")
+        if value < 0:
+            raise r.fail(keypath + [name], f"must be 0 or more, got {value!r}")
+        values[name] = int(value) if isinstance(getattr(base, name), int) else float(value)
+    limits = Limits(**values)
+    if limits.memory_mib < 1024:
+        raise r.fail(keypath + ["memory_mib"], f"must be at least 1024 (torch alone maps ~500 MiB), got {limits.memory_mib}")
+    return limits
+
+
+def _gradescope_release(r: _Reader, raw: Any, limits: Limits) -> GradescopeRelease:
+    kp = ["release", "gradescope"]
+    raw = r.table(raw, kp)
+    r.check_keys(raw, ["time_budget_s", "platform_timeout_s", "limits"], kp)
+    defaults = GradescopeRelease()
+    platform = r.number(raw, "platform_timeout_s", kp, default=defaults.platform_timeout_s)
+    budget = r.number(raw, "time_budget_s", kp, default=defaults.time_budget_s)
+    if budget + GradescopeRelease.CLEANUP_S > platform:
+        raise r.fail(kp + ["time_budget_s"], f"is {budget:g} s, but Gradescope stops the container at platform_timeout_s = {platform:g} s "
+                     f"and the bundle needs {GradescopeRelease.CLEANUP_S:g} s after the budget to write results.json — lower it")
+    bundle_limits = _limits(r, r.table(raw.get("limits", {}), kp + ["limits"]), limits, kp + ["limits"])
+    if bundle_limits.run_timeout_s >= budget:
+        raise r.fail(kp + ["limits", "run_timeout_s"], f"is {bundle_limits.run_timeout_s:g} s but must be below time_budget_s = {budget:g} s, "
+                     "so that the grader finishes (with every test scored) before the bundle's hard stop")
+    return GradescopeRelease(float(budget), float(platform), bundle_limits)
+
+
+def _nbgrader_release(r: _Reader, raw: Any) -> NbgraderRelease:
+    kp = ["release", "nbgrader"]
+    raw = r.table(raw, kp)
+    r.check_keys(raw, ["course_id", "assignment", "cell_timeout_s"], kp)
+    defaults = NbgraderRelease()
+    names = {}
+    for key in ("course_id", "assignment"):
+        names[key] = r.string(raw, key, kp, default=getattr(defaults, key))
+        if not re.fullmatch(r"[A-Za-z0-9_-]+", names[key]):
+            raise r.fail(kp + [key], f"must be letters, digits, - or _ (nbgrader uses it as a folder and an id), got {names[key]!r}")
+    timeout = r.number(raw, "cell_timeout_s", kp, default=defaults.cell_timeout_s)
+    return NbgraderRelease(names["course_id"], names["assignment"], float(timeout))
 
 
 def _check_suite_file(r: _Reader, root: Path, file: str, weights: dict[str, float], kp: list[str]) -> None:

@@ -1,0 +1,142 @@
+"""``dist/autograder.zip``: the Gradescope autograder bundle.
+
+At the zip's root, per Gradescope's spec: ``setup.sh`` (image build: Python 3.11 through
+uv, the pinned requirements with CPU torch, a smoke test that the reference scores full
+marks) and ``run_autograder`` (per submission: ``python -m autograder.runner.gradescope_run``
+under a hard time limit, and a results.json written by the shell alone if even that
+fails). Beside them the grader, the visible and hidden suites, the reference solutions
+(hidden tests compare against them on the trusted side), ``requirements.txt``,
+``release.json`` (version, commit, suite hash), ``seed.key`` and a ``grading.toml`` whose
+``[limits]`` are the repository's overridden by ``[release.gradescope.limits]``.
+
+``seed.key`` keys the grader's per-submission seed (``AUTOGRADER_SEED_KEY_FILE``; run_autograder
+makes it 0600 before any submission code runs). It is derived, so that the same commit and version give a byte-identical zip: from the
+instructor's ``AUTOGRADER_SEED_KEY`` when set at release time, else from the bytes of the
+hidden suites and the solutions, which students never get.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from pathlib import Path
+
+from ..config import Config, GradescopeRelease, Limits, _parse
+from .context import ReleaseContext
+from .files import grader_files, write_zip_deterministic
+
+TEMPLATES = Path(__file__).with_name("templates")
+PREFIX = "/opt/attention-autograder"  # where setup.sh puts Python and the venv inside the image
+PYTHON_VERSION = "3.11"  # pyproject's requires-python
+UV_VERSION = "0.13.8"  # the uv that installs that Python (a pinned wheel from PyPI)
+TORCH_INDEX = "https://download.pytorch.org/whl/cpu"
+ZIP_NAME = "autograder.zip"
+SAFE = {"version": r"[0-9A-Za-z][0-9A-Za-z.+_-]{0,63}", "commit": r"[0-9a-f]{7,64}(\+dirty)?|unknown", "suite_hash": r"[0-9a-f]{16,128}"}
+
+
+def build(ctx: ReleaseContext) -> list[Path]:
+    files = bundle_files(ctx)
+    target = Path(ctx.out) / ZIP_NAME
+    target.parent.mkdir(parents=True, exist_ok=True)
+    write_zip_deterministic(target, files)  # the two scripts are 0755 (they start with #!)
+    return [target]
+
+
+def bundle_files(ctx: ReleaseContext) -> dict[str, bytes]:
+    config: Config = ctx.config
+    for key, pattern in SAFE.items():  # they are pasted into shell and JSON text
+        value = getattr(ctx, key)
+        if not re.fullmatch(pattern, value or ""):
+            raise ValueError(f"release {key} {value!r} is not usable in the Gradescope bundle (expected {pattern})")
+    files = grader_files(ctx, include_hidden=True)  # the grader, all suites, solutions/ (for the `ref` fixture)
+    files["grading.toml"] = bundle_grading_toml(config).encode()
+    release = {"version": ctx.version, "commit": ctx.commit, "suite_hash": ctx.suite_hash,
+               "python": PYTHON_VERSION, "torch": torch_version(ctx.repo), "time_budget_s": config.gradescope_release.time_budget_s}
+    files["release.json"] = (json.dumps(release, indent=2, sort_keys=True) + "\n").encode()
+    hidden = {s.file for skill in config.skills.values() for s in skill.suites if s.visibility == "hidden"}
+    files["seed.key"] = seed_key(ctx.version, {k: v for k, v in files.items() if k in hidden or k.startswith("solutions/")}).encode()
+    values = _template_values(ctx, config.gradescope_release)
+    files["setup.sh"] = _fill(TEMPLATES / "gradescope_setup.sh", values)
+    files["run_autograder"] = _fill(TEMPLATES / "gradescope_run_autograder.sh", values)
+    return files
+
+
+def torch_version(repo: Path) -> str:
+    for line in (repo / "requirements.txt").read_text(encoding="utf-8").splitlines():
+        match = re.fullmatch(r"\s*torch==([0-9][0-9A-Za-z.]*)\s*(#.*)?", line)
+        if match:
+            return match.group(1)
+    raise ValueError("requirements.txt pins no torch==X — the Gradescope bundle installs exactly that version")
+
+
+def seed_key(version: str, secret_files: dict[str, bytes]) -> str:
+    digest = hashlib.sha256(b"attention-autograder gradescope seed key\0" + version.encode() + b"\0")
+    instructor = os.environ.get("AUTOGRADER_SEED_KEY")
+    if instructor:
+        digest.update(b"instructor\0" + instructor.encode())
+    else:  # what only the instructors have: the hidden suites and the reference solutions
+        for name in sorted(secret_files):
+            digest.update(name.encode() + b"\0" + secret_files[name] + b"\0")
+    return digest.hexdigest() + "\n"
+
+
+def _template_values(ctx: ReleaseContext, gs: GradescopeRelease) -> dict[str, str]:
+    return {
+        "VERSION": ctx.version, "COMMIT": ctx.commit, "SUITE_HASH": ctx.suite_hash, "SUITE_HASH_SHORT": ctx.suite_hash[:12],
+        "PREFIX": PREFIX, "PYTHON_VERSION": PYTHON_VERSION, "UV_VERSION": UV_VERSION, "TORCH_INDEX": TORCH_INDEX,
+        "TORCH_VERSION": torch_version(ctx.repo), "TIME_BUDGET_S": str(int(gs.time_budget_s)),
+    }
+
+
+def _fill(template: Path, values: dict[str, str]) -> bytes:
+    text = template.read_text(encoding="utf-8")
+    for key, value in values.items():
+        text = text.replace(f"@{key}@", value)
+    left = re.findall(r"@[A-Z_]+@", text)
+    if left:
+        raise ValueError(f"{template.name}: no value for {', '.join(sorted(set(left)))}")
+    return text.encode()
+
+
+# --------------------------------------------------------------------------- grading.toml
+_ASSIGN = re.compile(r"^(\s*)([A-Za-z_][A-Za-z0-9_]*)(\s*=\s*)([^#\n]*?)(\s*#.*)?$")
+
+
+def with_limits(text: str, limits: Limits) -> str:
+    """grading.toml's text with its ``[limits]`` table set to ``limits`` (comments kept)."""
+    lines = text.splitlines()
+    try:
+        start = next(i for i, line in enumerate(lines) if line.strip() == "[limits]")
+    except StopIteration:
+        lines += ["", "[limits]"]
+        start = len(lines) - 1
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].lstrip().startswith("[")), len(lines))
+    values = {name: getattr(limits, name) for name in Limits.__dataclass_fields__}
+    seen = set()
+    for i in range(start + 1, end):
+        match = _ASSIGN.match(lines[i])
+        if match and match.group(2) in values:
+            key = match.group(2)
+            seen.add(key)
+            lines[i] = f"{match.group(1)}{key}{match.group(3)}{values[key]:g}{match.group(5) or ''}"
+    missing = [f"{key} = {values[key]:g}" for key in values if key not in seen]
+    while end > start + 1 and not lines[end - 1].strip():
+        end -= 1
+    lines[end:end] = missing
+    return "\n".join(lines) + "\n"
+
+
+def bundle_grading_toml(config: Config) -> str:
+    """The repository's grading.toml with ``[release.gradescope.limits]`` applied, checked by
+    loading it again."""
+    wanted = config.gradescope_release.limits
+    text = "# In dist/autograder.zip: [limits] are the repository's with [release.gradescope.limits] applied.\n"
+    text += with_limits(config.path.read_text(encoding="utf-8"), wanted)
+    import tomllib
+
+    got = _parse(config.path, text, tomllib.loads(text), check_files=False).limits
+    if got != wanted:
+        raise ValueError(f"could not apply [release.gradescope.limits] to grading.toml: got {got}, wanted {wanted}")
+    return text

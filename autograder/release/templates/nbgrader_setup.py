@@ -1,0 +1,76 @@
+# Setup (locked): run this cell first. nbgrader scores a test cell that writes anything to
+# stderr as 0, so warnings are silenced here; the helpers below are what the tests use.
+import math
+import warnings
+
+warnings.filterwarnings("ignore")
+
+import torch
+
+torch.set_printoptions(precision=6, sci_mode=False)
+
+# Week 7 §1, §4, §16: the two prompts A = [我, 喜欢] and B = [猫, 喜欢], in float64
+SQRT2 = math.sqrt(2.0)
+W7_X = torch.tensor([[[1.0, 0, 0, 0], [0, 1, 0, 0]], [[0, 0, 1, 0], [0, 1, 0, 0]]], dtype=torch.float64)
+W7_WQ = torch.tensor([[0.5, 0.5], [1.0, 1.0], [-0.5, 0.5], [0.0, 0.0]], dtype=torch.float64)
+W7_WK = torch.tensor([[0.8 * SQRT2, 0.0], [0.2 * SQRT2, 0.2 * SQRT2], [0.0, 0.1 * SQRT2], [0.0, 0.0]], dtype=torch.float64)
+W7_WV = torch.tensor([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0], [0.0, 0.0]], dtype=torch.float64)
+W7_WVOCAB = torch.tensor([[0.0, 1, 2, -1, 0], [0.0, 0, 0, 1, 0]], dtype=torch.float64)  # vocabulary 我, 喜欢, AI, 学习, 猫
+W7_TARGETS = torch.tensor([2, 0])  # A → AI, B → 我
+
+
+def rand(*shape, seed):
+    """Reproducible float64 test inputs."""
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+
+
+def rand_bool(*shape, seed, p=0.6):
+    """A reproducible bool mask, True with probability p."""
+    return torch.rand(*shape, generator=torch.Generator().manual_seed(seed)) < p
+
+
+def grads(fn, *inputs, seed=0):
+    """Gradients of sum(fn(*inputs) * r) with respect to every input (r fixed by seed)."""
+    xs = [x.detach().clone().requires_grad_(True) for x in inputs]
+    out = fn(*xs)
+    r = torch.randn(out.shape, generator=torch.Generator().manual_seed(seed), dtype=out.dtype)
+    return torch.autograd.grad((out * r).sum(), xs)
+
+
+def raises(fn, *args, **kwargs):
+    """The name of the exception fn(*args, **kwargs) raises, or None."""
+    try:
+        fn(*args, **kwargs)
+    except Exception as exc:  # noqa: BLE001 - the name is what the test compares
+        return type(exc).__name__
+    return None
+
+
+def check(got, want, what, rtol=1e-6, atol=1e-8):
+    """True when got matches want (type, shape, dtype, then values); otherwise an
+    AssertionError that says what differs."""
+    if isinstance(want, (tuple, list)):
+        assert isinstance(got, (tuple, list)) and len(got) == len(want), f"{what}: expected {len(want)} results, got {type(got).__name__}"
+        return all(check(g, w, f"{what}[{i}]", rtol, atol) for i, (g, w) in enumerate(zip(got, want)))
+    if isinstance(want, torch.Tensor):
+        assert isinstance(got, torch.Tensor), f"{what}: expected a tensor, got {type(got).__name__}"
+        assert tuple(got.shape) == tuple(want.shape), f"{what}: expected shape {list(want.shape)}, got {list(got.shape)}"
+        if want.dtype == torch.bool:
+            assert got.dtype == torch.bool, f"{what}: expected a bool tensor, got {got.dtype}"
+        got = got.detach().to(torch.float64)
+        want = want.to(torch.float64)
+        assert not (torch.isnan(got) & ~torch.isnan(want)).any(), f"{what}: NaN where a number was expected"
+        ok = torch.isclose(got, want, rtol=rtol, atol=atol) | (torch.isinf(want) & (got == want))
+        if not bool(ok.all()):
+            index = tuple(int(i) for i in (~ok).nonzero()[0])
+            raise AssertionError(f"{what}: first mismatch at index {list(index)}: expected {want[index].item():.6g}, got {got[index].item():.6g}")
+        return True
+    if isinstance(want, (bool, str)) or want is None:
+        assert got == want, f"{what}: expected {want!r}, got {got!r}"
+        return True
+    if isinstance(want, (int, float)):
+        assert isinstance(got, (int, float, torch.Tensor)), f"{what}: expected a number, got {type(got).__name__}"
+        got = float(got)
+        assert math.isclose(got, want, rel_tol=rtol, abs_tol=atol) or got == want, f"{what}: expected {want!r}, got {got!r}"
+        return True
+    raise TypeError(f"check: cannot compare {type(want).__name__}")

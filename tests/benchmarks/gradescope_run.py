@@ -1,0 +1,86 @@
+"""Wall time and peak memory (all processes) of the Gradescope bundle's run_autograder.
+
+Builds dist/autograder.zip into a temporary folder, unpacks it in a Gradescope-like
+layout and runs it on
+  - reference:    the reference solutions (must score full marks),
+  - loop_forever: every function of every exercise loops forever (the stubs with each
+                  ``raise NotImplementedError`` replaced by ``while True: pass``),
+sampling the whole process tree from /proc (tests/benchmarks/proctree.py). Gradescope's
+defaults: 10 min, 768 MB for the container, half a CPU — expect 2–4× this machine's wall
+time there for single-threaded work; PSS is what the container's memory limit counts.
+
+    .venv/bin/python tests/benchmarks/gradescope_run.py [--case reference --case loop_forever]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import stat
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path[:0] = [str(ROOT), str(Path(__file__).parent)]
+
+from proctree import measure  # noqa: E402
+
+from autograder.config import load  # noqa: E402
+from autograder.release import ReleaseContext, gradescope  # noqa: E402
+from autograder.runner.grade import suite_hash  # noqa: E402
+
+
+
+def loop_forever(target: Path) -> None:
+    """Every function of every stub loops forever instead of raising."""
+    target.mkdir(parents=True)
+    for stub in sorted((ROOT / "exercises").glob("*.py")):
+        text = re.sub(r"^(\s*)raise NotImplementedError\(.*\)\s*$", r"\1while True:\n\1    pass", stub.read_text(), flags=re.M)
+        assert "NotImplementedError(" not in text, stub
+        (target / stub.name).write_text(text)
+
+
+def reference(target: Path) -> None:
+    shutil.copytree(ROOT / "solutions", target)
+
+
+CASES = {"reference": reference, "loop_forever": loop_forever}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--case", action="append", choices=sorted(CASES), default=[])
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="gradescope-bench-"))
+    config = load(ROOT / "grading.toml")
+    ctx = ReleaseContext(repo=ROOT, config=config, out=work / "dist", version="0.0.0-bench", commit="unknown", suite_hash=suite_hash(config))
+    (bundle,) = gradescope.build(ctx)
+    print(f"bundle: {bundle.stat().st_size / 1024:.0f} KiB; budget {config.gradescope_release.time_budget_s:g} s; "
+          f"worker address space {config.gradescope_release.limits.memory_mib} MiB")
+    for case in args.case or list(CASES):
+        root = work / case
+        with zipfile.ZipFile(bundle) as zf:
+            for info in zf.infolist():
+                path = root / "source" / info.filename
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_bytes(zf.read(info))
+                path.chmod(stat.S_IMODE(info.external_attr >> 16))
+        CASES[case](root / "submission")
+        (root / "results").mkdir()
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("GRADESCOPE_", "AUTOGRADER_"))}
+        env.update(GRADESCOPE_AUTOGRADER_ROOT=str(root), GRADESCOPE_PYTHON=sys.executable)
+        m = measure([str(root / "source" / "run_autograder")], env=env, cwd=root)
+        data = json.loads((root / "results" / "results.json").read_text())
+        status = data.get("extra_data", {}).get("status")
+        print(f"{case:13s} wall {m.wall_s:6.1f} s  peak PSS {m.peak_pss_mib:5.0f} MiB  peak RSS {m.peak_rss_mib:5.0f} MiB  "
+              f"processes ≤ {m.peak_processes}  score {data['score']:g}  status {status}  (exit {m.returncode}, {m.samples} samples)")
+    shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,321 @@
+"""dist/autograder.zip, run end to end the way Gradescope runs it.
+
+The bundle is built, unpacked into a temporary folder laid out like Gradescope's
+(``source/`` = the zip, ``submission/`` = the upload, ``results/``) and its own
+``run_autograder`` is run with ``GRADESCOPE_AUTOGRADER_ROOT`` pointing there and
+``GRADESCOPE_PYTHON`` = this virtual environment's Python (setup.sh's install step needs
+network and is only checked for syntax). Every results.json must validate against
+Gradescope's schema, whatever happened.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from autograder.config import ConfigError, load
+from autograder.release import ReleaseContext, gradescope
+from autograder.runner.upload import UploadError, locate
+from autograder.runner.grade import suite_hash
+from conftest import EXERCISES, MODULES, ROOT, SOLUTIONS, write_config
+
+SCHEMA = json.loads((ROOT / "autograder" / "schemas" / "gradescope-results.schema.json").read_text())
+VERSION = "1.2.3"
+COMMIT = "0123456789abcdef0123456789abcdef01234567"
+
+
+
+def _context(out: Path, config_path: Path = ROOT / "grading.toml"):
+    config = load(config_path)
+    return ReleaseContext(repo=ROOT, config=config, out=out, version=VERSION, commit=COMMIT, suite_hash=suite_hash(config))
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("dist")
+    (path,) = gradescope.build(_context(out))
+    return path
+
+
+def _unpack(bundle: Path, root: Path) -> Path:
+    """Gradescope's layout: the zip unpacked in source/ with its permission bits."""
+    source = root / "source"
+    with zipfile.ZipFile(bundle) as zf:
+        for info in zf.infolist():
+            target = source / info.filename
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(zf.read(info))
+            target.chmod(stat.S_IMODE(info.external_attr >> 16))
+    (root / "submission").mkdir()
+    (root / "results").mkdir()
+    return root
+
+
+def _run(root: Path, python: str = sys.executable, timeout: float = 300) -> tuple[dict, subprocess.CompletedProcess]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GRADESCOPE_", "AUTOGRADER_", "PYTEST_"))}
+    env.update(GRADESCOPE_AUTOGRADER_ROOT=str(root), GRADESCOPE_PYTHON=python)
+    # Gradescope starts run_autograder in /autograder; it must not rely on that
+    proc = subprocess.run([str(root / "source" / "run_autograder")], cwd=root, env=env, capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
+    jsonschema.validate(data, SCHEMA)
+    assert data["extra_data"]["release"]["version"] == VERSION
+    assert data["extra_data"]["release"]["commit"] == COMMIT
+    assert _leftovers(root) == []
+    return data, proc
+
+
+def _leftovers(root: Path) -> list[str]:
+    """Processes still running from this bundle (the machine may be running other gradings)."""
+    out = []
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cmd = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if str(root) in cmd:
+            out.append(f"{entry}: {cmd[:200]}")
+    return out
+
+
+def _copy_modules(src: Path, dst: Path) -> None:
+    dst.mkdir(parents=True, exist_ok=True)
+    for module in MODULES.values():
+        shutil.copyfile(src / module, dst / module)
+
+
+def _zip(path: Path, members: dict[str, bytes]) -> Path:
+    with zipfile.ZipFile(path, "w") as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+    return path
+
+
+# --------------------------------------------------------------------------- the zip itself
+def test_bundle_is_byte_identical_when_built_twice(bundle, tmp_path):
+    (again,) = gradescope.build(_context(tmp_path))
+    assert again.read_bytes() == bundle.read_bytes()
+
+
+def test_bundle_has_executable_setup_and_run_autograder_at_its_root_and_valid_bash(bundle, tmp_path):
+    with zipfile.ZipFile(bundle) as zf:
+        infos = {i.filename: i for i in zf.infolist()}
+        for name in ("setup.sh", "run_autograder"):
+            assert stat.S_IMODE(infos[name].external_attr >> 16) == 0o755, name
+            assert zf.read(name).startswith(b"#!/usr/bin/env bash\n")
+            (tmp_path / name).write_bytes(zf.read(name))
+            check = subprocess.run(["bash", "-n", str(tmp_path / name)], capture_output=True, text=True)
+            assert check.returncode == 0, check.stderr
+        assert {i.date_time for i in infos.values()} == {(1980, 1, 1, 0, 0, 0)}
+        assert not [n for n in infos if "__pycache__" in n or n.endswith(".pyc")]
+        setup = zf.read("setup.sh").decode()
+        release = json.loads(zf.read("release.json"))
+    assert "torch==2.13.0" in setup and gradescope.TORCH_INDEX in setup and f"uv=={gradescope.UV_VERSION}" in setup
+    assert release["version"] == VERSION and release["commit"] == COMMIT and release["torch"] == "2.13.0"
+
+
+def test_bundle_carries_every_configured_suite_and_the_solutions(bundle):
+    config = load(ROOT / "grading.toml")
+    with zipfile.ZipFile(bundle) as zf:
+        names = set(zf.namelist())
+    assert {s.file for skill in config.skills.values() for s in skill.suites} <= names
+    assert {f"solutions/{m}" for m in MODULES.values()} <= names
+    assert "requirements.txt" in names and "autograder/__main__.py" in names
+
+
+def test_bundle_grading_toml_has_the_gradescope_limits_and_the_same_tests(bundle, tmp_path):
+    root = _unpack(bundle, tmp_path)
+    repo, packed = load(ROOT / "grading.toml"), load(root / "source" / "grading.toml")
+    assert packed.limits == repo.gradescope_release.limits
+    assert packed.limits.run_timeout_s < repo.gradescope_release.time_budget_s
+    assert [t.node_id for t in packed.tests] == [t.node_id for t in repo.tests]
+    assert f"BUDGET={int(repo.gradescope_release.time_budget_s)} " in (root / "source" / "run_autograder").read_text()
+
+
+def test_seed_key_is_not_in_the_code_and_changes_with_the_version(bundle, tmp_path):
+    with zipfile.ZipFile(bundle) as zf:
+        key = zf.read("seed.key").decode().strip()
+    assert len(key) == 64
+    ctx = _context(tmp_path)
+    other = gradescope.bundle_files(ReleaseContext(ctx.repo, ctx.config, ctx.out, "9.9.9", ctx.commit, ctx.suite_hash))
+    assert other["seed.key"].decode().strip() != key
+
+
+def test_release_values_that_would_break_the_scripts_are_refused(tmp_path):
+    ctx = _context(tmp_path)
+    bad = ReleaseContext(ctx.repo, ctx.config, ctx.out, '1.0"; rm -rf /', ctx.commit, ctx.suite_hash)
+    with pytest.raises(ValueError, match="version"):
+        gradescope.bundle_files(bad)
+
+
+def test_with_limits_replaces_values_keeps_comments_and_adds_missing_keys():
+    from autograder.config import Limits
+
+    text = '[grader]\nseed = 1\n\n[limits]\ncall_timeout_s = 10   # why\nmemory_mib = 4096\n\n[sandbox]\nuser = "x"\n'
+    out = gradescope.with_limits(text, Limits(call_timeout_s=5, memory_mib=1024))
+    assert "call_timeout_s = 5   # why\nmemory_mib = 1024\n" in out
+    assert "run_timeout_s = 900\n" in out.split("[sandbox]")[0]
+    assert out.endswith('[sandbox]\nuser = "x"\n')
+
+
+# --------------------------------------------------------------------------- grading.toml
+@pytest.mark.parametrize("edit, message", [
+    ({"time_budget_s = 480": "time_budget_s = 590"}, "release.gradescope.time_budget_s: is 590 s, but Gradescope stops"),
+    ({"run_timeout_s = 360 ": "run_timeout_s = 500 "}, "release.gradescope.limits.run_timeout_s: is 500 s but must be below time_budget_s"),
+    ({"memory_mib = 1024 ": "memory_mib = 700 "}, "release.gradescope.limits.memory_mib: must be at least 1024"),
+    ({"time_budget_s = 480": "time_budget = 480"}, "release.gradescope.time_budget: unknown key — did you mean 'time_budget_s'?"),
+])
+def test_release_gradescope_settings_are_validated(tmp_path, edit, message):
+    with pytest.raises(ConfigError, match=message.replace(".", r"\.").replace("?", r"\?")):
+        load(write_config(tmp_path / "grading.toml", edit))
+
+
+# --------------------------------------------------------------------------- finding the modules
+def test_locate_finds_modules_at_the_top_in_a_repository_and_in_a_zipped_folder(tmp_path):
+    modules = list(MODULES.values())
+    flat = tmp_path / "flat"
+    _copy_modules(SOLUTIONS, flat)
+    assert locate(flat, modules, tmp_path, 1 << 20)[0] == flat
+    repo = tmp_path / "repo"  # GitHub-linked: the student's repository, modules under exercises/
+    _copy_modules(SOLUTIONS, repo / "attention-main" / "exercises")
+    (repo / "attention-main" / "README.md").write_text("x")
+    (repo / "attention-main" / "tests").mkdir()
+    shutil.copyfile(SOLUTIONS / "qkv.py", repo / "attention-main" / "tests" / "qkv.py")  # fewer modules: loses
+    assert locate(repo, modules, tmp_path, 1 << 20)[0] == repo / "attention-main" / "exercises"
+
+
+def test_locate_takes_only_the_modules_out_of_an_uploaded_zip(tmp_path):
+    modules = list(MODULES.values())
+    upload = tmp_path / "upload"
+    upload.mkdir()
+    members = {f"work/exercises/{m}": (SOLUTIONS / m).read_bytes() for m in modules}
+    members["../escape.py"] = b"x = 1\n"
+    members["work/notes.txt"] = b"hello"
+    _zip(upload / "submission.zip", members)
+    work = tmp_path / "work"
+    work.mkdir()
+    folder, note = locate(upload, modules, work, 1 << 20)
+    assert sorted(p.name for p in folder.iterdir()) == sorted(modules)
+    assert (folder / "qkv.py").read_bytes() == (SOLUTIONS / "qkv.py").read_bytes()
+    assert "submission.zip" in note and not (tmp_path / "escape.py").exists()
+
+
+@pytest.mark.parametrize("setup, message", [
+    (lambda up: (up / "notes.txt").write_text("hi"), "no exercise modules in the upload: expected qkv.py"),
+    (lambda up: _zip(up / "outer.zip", {"inner.zip": _zip(up.parent / "inner.zip", {"qkv.py": b"x"}).read_bytes()}), "a zip inside a zip is not unpacked"),
+    (lambda up: (up / "broken.zip").write_bytes(b"PK\x03\x04 not really"), "is not a zip archive that can be read"),
+    (lambda up: (_zip(up / "a.zip", {"x.txt": b""}), _zip(up / "b.zip", {"y.txt": b""})), "holds 2 zip files"),
+    (lambda up: _zip(up / "empty.zip", {"readme.md": b"# hi"}), "holds no exercise modules"),
+])
+def test_locate_explains_uploads_it_cannot_grade(tmp_path, setup, message):
+    upload = tmp_path / "upload"
+    upload.mkdir()
+    setup(upload)
+    work = tmp_path / "work"
+    work.mkdir()
+    with pytest.raises(UploadError, match=message):
+        locate(upload, list(MODULES.values()), work, 1 << 20)
+
+
+# --------------------------------------------------------------------------- end to end
+def test_reference_solutions_score_full_marks_with_hidden_tests(bundle, tmp_path):
+    root = _unpack(bundle, tmp_path)
+    _copy_modules(SOLUTIONS, root / "submission")
+    data, proc = _run(root)
+    assert data["score"] == 100
+    assert all(t["status"] == "passed" for t in data["tests"])
+    assert "hidden" in {t["tags"][1] for t in data["tests"]}
+    assert data["extra_data"]["release"]["suite_hash"] == suite_hash(load(ROOT / "grading.toml"))
+    assert f"release {VERSION}" in data["output"]
+    assert "[run_autograder] score 100" in proc.stdout
+    assert stat.S_IMODE((root / "source" / "seed.key").stat().st_mode) == 0o600  # submission code runs as another user
+
+
+def test_stubs_in_a_github_repository_layout_score_zero(bundle, tmp_path):
+    root = _unpack(bundle, tmp_path)
+    _copy_modules(EXERCISES, root / "submission" / "exercises")
+    (root / "submission" / "README.md").write_text("my repo")
+    data, _ = _run(root)
+    assert data["score"] == 0 and data["tests"]
+    assert all(t["score"] == 0 for t in data["tests"])
+    assert data["extra_data"]["status"] == "complete"
+
+
+def test_upload_without_modules_scores_zero_and_says_so(bundle, tmp_path):
+    root = _unpack(bundle, tmp_path)
+    (root / "submission" / "answers.ipynb").write_text("{}")
+    data, _ = _run(root)
+    assert data["score"] == 0 and len(data["tests"]) == len(load(ROOT / "grading.toml").tests)
+    assert "no exercise modules in the upload" in data["output"] and "answers.ipynb" in data["output"]
+
+
+def test_zip_inside_a_zip_scores_zero_and_says_so(bundle, tmp_path):
+    root = _unpack(bundle, tmp_path)
+    inner = _zip(tmp_path / "inner.zip", {m: (SOLUTIONS / m).read_bytes() for m in MODULES.values()})
+    _zip(root / "submission" / "submission.zip", {"inner.zip": inner.read_bytes()})
+    data, _ = _run(root)
+    assert data["score"] == 0
+    assert "a zip inside a zip" in data["output"]
+
+
+def test_syntax_error_names_the_file_and_line(bundle, tmp_path):
+    root = _unpack(bundle, tmp_path)
+    (root / "submission" / "qkv.py").write_text("def project_qkv(x, w_q, w_k, w_v):\n    return (x @ w_q\n")
+    data, _ = _run(root)
+    assert data["score"] == 0
+    qkv = [t for t in data["tests"] if t["tags"][0] == "qkv"]
+    assert qkv and all("qkv.py, line 2: SyntaxError" in t["output"] for t in qkv)
+    masks = [t for t in data["tests"] if t["tags"][0] == "masks"]
+    assert all("masks.py" in t["output"] and "missing" in t["output"] for t in masks)
+
+
+def test_a_run_over_its_budget_is_stopped_and_scores_zero(bundle, tmp_path):
+    root = _unpack(bundle, tmp_path)
+    _copy_modules(SOLUTIONS, root / "submission")
+    script = root / "source" / "run_autograder"
+    text = script.read_text()
+    script.write_text(text.replace(f"BUDGET={int(load(ROOT / 'grading.toml').gradescope_release.time_budget_s)} ", "BUDGET=2 "))
+    data, proc = _run(root)
+    assert data["score"] == 0 and all(t["score"] == 0 for t in data["tests"])
+    assert "longer than this assignment's budget of 2 s" in data["output"]
+
+
+def test_missing_python_still_leaves_valid_results(bundle, tmp_path):
+    root = _unpack(bundle, tmp_path)
+    _copy_modules(SOLUTIONS, root / "submission")
+    data, _ = _run(root, python=str(tmp_path / "no-python-here"))
+    assert data["score"] == 0 and data["tests"] == []
+    assert "Python 3.11 is missing" in data["output"]
+
+
+def test_a_hanging_interpreter_is_stopped_by_the_shell(bundle, tmp_path):
+    """The last resort: the Python side itself never returns (here: a fake interpreter that
+    passes the version check and then sleeps); the shell's own timeout writes the results."""
+    root = _unpack(bundle, tmp_path)
+    fake = tmp_path / "python"
+    fake.write_text('#!/bin/sh\ncase "$2" in *version_info*) exit 0;; esac\nexec sleep 600\n')
+    fake.chmod(0o755)
+    script = root / "source" / "run_autograder"
+    script.write_text(script.read_text().replace("HARD_STOP=$((BUDGET + 20))", "HARD_STOP=2"))
+    data, _ = _run(root, python=str(fake), timeout=60)
+    assert data["score"] == 0
+    assert "took longer than 2 seconds" in data["output"]
+
+
+def test_broken_bundle_config_still_leaves_valid_results(bundle, tmp_path):
+    root = _unpack(bundle, tmp_path)
+    _copy_modules(SOLUTIONS, root / "submission")
+    toml = root / "source" / "grading.toml"
+    toml.write_text(toml.read_text().replace("points = 20", "points = 21", 1))
+    data, _ = _run(root)
+    assert data["score"] == 0
+    assert "configuration is broken" in data["output"]

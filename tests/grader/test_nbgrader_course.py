@@ -1,0 +1,118 @@
+"""dist/nbgrader, proven with the real nbgrader run headless (commands and gotchas:
+nbgrader-headless.md): generate the student version, autograde notebooks filled with the
+reference solutions (full points) and the untouched release (0 points), export the grades,
+and compare them with what `python -m autograder grade` gives the same code."""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+
+import pytest
+
+from autograder.config import load
+from autograder.release import ReleaseContext
+from autograder.runner.grade import suite_hash
+from conftest import MODULES, ROOT, SOLUTIONS, grade
+
+nbformat = pytest.importorskip("nbformat", reason="instructor requirements (requirements-instructor.txt) are not installed")
+nbgrader_course = pytest.importorskip("autograder.release.nbgrader_course")
+
+CONFIG = load(ROOT / "grading.toml")
+ASSIGNMENT = CONFIG.nbgrader_release.assignment
+
+
+def _build(out: Path) -> Path:
+    ctx = ReleaseContext(repo=ROOT, config=CONFIG, out=out, version="1.2.3", commit="0123456789abcdef", suite_hash=suite_hash(CONFIG))
+    nbgrader_course.build(ctx)
+    return out / "nbgrader"
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory) -> Path:
+    return _build(tmp_path_factory.mktemp("dist"))
+
+
+def _cells(path: Path) -> list[dict]:
+    return json.loads(path.read_text(encoding="utf-8"))["cells"]
+
+
+def _nb(cell: dict) -> dict:
+    return cell["metadata"].get("nbgrader", {})
+
+
+def _source(cell: dict) -> str:
+    return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+
+
+# --------------------------------------------------------------------------- the notebooks
+def test_course_is_byte_identical_when_built_twice(course, tmp_path):
+    again = _build(tmp_path)
+    files = sorted(p.relative_to(course) for p in course.rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(again) for p in again.rglob("*") if p.is_file())
+    assert all((course / f).read_bytes() == (again / f).read_bytes() for f in files)
+
+
+def test_one_notebook_per_skill_with_lesson_setup_solution_and_test_cells(course):
+    for skill in CONFIG.skills.values():
+        cells = _cells(course / "source" / ASSIGNMENT / f"{skill.id}.ipynb")
+        lesson, setup, solution, *tests = cells
+        assert lesson["cell_type"] == "markdown" and "§" in _source(lesson) and skill.title in _source(lesson)
+        assert _nb(setup)["locked"] and 'warnings.filterwarnings("ignore")' in _source(setup)
+        assert _nb(solution)["solution"] and _source(solution) == (SOLUTIONS / skill.module).read_text(encoding="utf-8").rstrip("\n")
+        assert tests and all(_nb(t)["grade"] and _nb(t)["locked"] and _nb(t)["schema_version"] == 3 for t in tests)
+        assert sum(_nb(t)["points"] for t in tests) == pytest.approx(skill.points), skill.id
+        for test in tests:
+            source = _source(test)
+            assert isinstance(ast.parse(source).body[-1], ast.Assert), _nb(test)["grade_id"]
+            assert source.count("### BEGIN HIDDEN TESTS") == 1 and source.count("### END HIDDEN TESTS") == 1
+        assert len({_nb(c)["grade_id"] for c in cells}) == len(cells)
+
+
+def test_cell_points_follow_grading_toml_weights():
+    skill = CONFIG.skills["mha_reshape"]
+    points = nbgrader_course.cell_points(skill, nbgrader_course.TARGETS["mha_reshape"])
+    assert sum(points.values()) == pytest.approx(skill.points)
+    # "test_merge_heads_..._split_heads" belongs to merge_heads, the function it names first
+    assert points["merge_heads"] > points["score_elements"]
+    assert points["MultiHeadAttention"] == max(points.values())
+
+
+def test_every_skill_has_checks_and_every_check_runs_on_the_reference():
+    assert set(nbgrader_course.TARGETS) == set(CONFIG.skills)
+    for skill in CONFIG.skills.values():
+        nbgrader_course.notebook(CONFIG, skill)  # raises NotebookError naming the cell if the reference fails a call
+
+
+# --------------------------------------------------------------------------- the round trip
+def _solution_code(notebooks: Path, target: Path) -> Path:
+    """The code of each notebook's solution cell as an exercise module, to grade it with our grader."""
+    target.mkdir()
+    for notebook in sorted(notebooks.glob("*.ipynb")):
+        cell = next(c for c in _cells(notebook) if _nb(c).get("solution"))
+        (target / f"{notebook.stem}.py").write_text(_source(cell), encoding="utf-8")
+    return target
+
+
+def test_nbgrader_round_trip_matches_our_grader(course, tmp_path):
+    trip = nbgrader_course.round_trip(course, tmp_path, {"reference": SOLUTIONS, "untouched": None}, ASSIGNMENT)
+    print(f"nbgrader round trip (s): {trip.seconds}; scores {trip.scores} of {trip.max_score:g}")
+    assert sorted(p.name for p in trip.release.glob("*.ipynb")) == sorted(f"{s}.ipynb" for s in CONFIG.skills)
+    for notebook in trip.release.glob("*.ipynb"):
+        text = notebook.read_text(encoding="utf-8")
+        assert "HIDDEN TESTS" not in text and "BEGIN SOLUTION" not in text
+        hidden_calls = [c.call for t in nbgrader_course.TARGETS[notebook.stem] for c in t.hidden]
+        assert not [c for c in hidden_calls if c in text]
+    total = CONFIG.total_points
+    assert trip.max_score == pytest.approx(total)
+    assert trip.scores == {"reference": pytest.approx(total), "untouched": 0}
+
+    # the same code through `python -m autograder grade` (visible + hidden suites)
+    submitted = trip.release.parents[1] / "submitted"
+    ours_full = grade(_solution_code(submitted / "reference" / ASSIGNMENT, tmp_path / "ours_reference"))
+    ours_zero = grade(_solution_code(trip.release, tmp_path / "ours_untouched"))
+    print(f"python -m autograder grade: reference {ours_full.data['score']:g}, untouched release {ours_zero.data['score']:g}")
+    assert ours_full.data["score"] == ours_full.data["max_score"] == pytest.approx(total)
+    assert ours_zero.data["score"] == 0
+    assert set(MODULES.values()) == {p.name for p in (tmp_path / "ours_untouched").iterdir()}
