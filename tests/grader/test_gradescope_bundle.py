@@ -238,6 +238,15 @@ def test_reference_solutions_score_full_marks_with_hidden_tests(bundle, tmp_path
     assert f"release {VERSION}" in data["output"]
     assert "[run_autograder] score 100" in proc.stdout
     assert stat.S_IMODE((root / "source" / "seed.key").stat().st_mode) == 0o600  # submission code runs as another user
+    assert data["extra_data"]["seed_source"] == "content"  # derived with the bundle's key, not the public default
+
+
+def test_bundle_seed_key_is_long_enough_and_not_the_public_default(bundle, tmp_path):
+    from autograder.runner import seeding
+
+    with zipfile.ZipFile(bundle) as zf:
+        key = zf.read("seed.key").strip()
+    assert len(key) >= seeding.MIN_KEY_BYTES and key != seeding.DEFAULT_KEY
 
 
 def test_stubs_in_a_github_repository_layout_score_zero(bundle, tmp_path):
