@@ -381,6 +381,10 @@ def _parse(path: Path, text: str, data: dict, check_files: bool) -> Config:
                   gradescope_visibility, release, seed_mode, tuple(modules), gradescope_release, nbgrader_release)
 
 
+#: a worker's address space must hold torch (~620 MiB mapped); the reference grades in full at 680
+MIN_MEMORY_MIB = 768
+
+
 def _limits(r: _Reader, raw: dict, base: Limits, keypath: list[str]) -> Limits:
     """``[limits]``, or a table of overrides on top of ``base`` (``[release.gradescope.limits]``)."""
     fields = list(Limits.__dataclass_fields__)
@@ -392,8 +396,8 @@ def _limits(r: _Reader, raw: dict, base: Limits, keypath: list[str]) -> Limits:
             raise r.fail(keypath + [name], f"must be 0 or more, got {value!r}")
         values[name] = int(value) if isinstance(getattr(base, name), int) else float(value)
     limits = Limits(**values)
-    if limits.memory_mib < 1024:
-        raise r.fail(keypath + ["memory_mib"], f"must be at least 1024 (torch alone maps ~500 MiB), got {limits.memory_mib}")
+    if limits.memory_mib < MIN_MEMORY_MIB:
+        raise r.fail(keypath + ["memory_mib"], f"must be at least {MIN_MEMORY_MIB} (torch alone maps ~620 MiB), got {limits.memory_mib}")
     return limits
 
 

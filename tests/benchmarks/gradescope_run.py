@@ -5,6 +5,8 @@ layout and runs it on
   - reference:    the reference solutions (must score full marks),
   - loop_forever: every function of every exercise loops forever (the stubs with each
                   ``raise NotImplementedError`` replaced by ``while True: pass``),
+  - allocate_until_refused: every function allocates memory until the worker's limit
+                  ([release.gradescope.limits] memory_mib) refuses it,
 sampling the whole process tree from /proc (tests/benchmarks/proctree.py). Gradescope's
 defaults: 10 min, 768 MB for the container, half a CPU — expect 2–4× this machine's wall
 time there for single-threaded work; PSS is what the container's memory limit counts.
@@ -36,20 +38,32 @@ from autograder.runner.grade import suite_hash  # noqa: E402
 
 
 
-def loop_forever(target: Path) -> None:
-    """Every function of every stub loops forever instead of raising."""
+def _from_stubs(target: Path, body: str) -> None:
+    """The stubs with every ``raise NotImplementedError(...)`` replaced by ``body`` (lines)."""
     target.mkdir(parents=True)
     for stub in sorted((ROOT / "exercises").glob("*.py")):
-        text = re.sub(r"^(\s*)raise NotImplementedError\(.*\)\s*$", r"\1while True:\n\1    pass", stub.read_text(), flags=re.M)
+        def replace(match: re.Match) -> str:
+            return "\n".join(match.group(1) + line for line in body.splitlines())
+        text = re.sub(r"^(\s*)raise NotImplementedError\(.*\)\s*$", replace, stub.read_text(), flags=re.M)
         assert "NotImplementedError(" not in text, stub
         (target / stub.name).write_text(text)
+
+
+def loop_forever(target: Path) -> None:
+    """Every function of every exercise loops forever."""
+    _from_stubs(target, "while True:\n    pass")
+
+
+def allocate_until_refused(target: Path) -> None:
+    """Every function allocates 16 MiB blocks until the worker's memory limit refuses one."""
+    _from_stubs(target, "hog = []\nwhile True:\n    hog.append(torch.ones(4 << 20))")
 
 
 def reference(target: Path) -> None:
     shutil.copytree(ROOT / "solutions", target)
 
 
-CASES = {"reference": reference, "loop_forever": loop_forever}
+CASES = {"reference": reference, "loop_forever": loop_forever, "allocate_until_refused": allocate_until_refused}
 
 
 def main() -> None:

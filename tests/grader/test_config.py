@@ -31,7 +31,7 @@ def test_repository_config_is_valid_and_points_add_up():
         ({"call_timeout_s = 10": "call_timout_s = 10"}, "limits.call_timout_s: unknown key — did you mean 'call_timeout_s'?"),
         ({'module = "qkv.py"': 'module = "qkv"'}, "must be a Python file name"),
         ({'seed = "content"': 'seed = "sometimes"'}, 'grader.seed: must be "content", "fresh" or a non-negative integer'),
-        ({"memory_mib = 4096": "memory_mib = 512"}, "memory_mib: must be at least 1024"),
+        ({"memory_mib = 4096": "memory_mib = 512"}, "memory_mib: must be at least 768"),
         ({'user = "nobody"': 'user = "nobody"\nshell = "bash"'}, "sandbox.shell: unknown key"),
     ],
 )

@@ -171,7 +171,7 @@ def test_with_limits_replaces_values_keeps_comments_and_adds_missing_keys():
 @pytest.mark.parametrize("edit, message", [
     ({"time_budget_s = 480": "time_budget_s = 590"}, "release.gradescope.time_budget_s: is 590 s, but Gradescope stops"),
     ({"run_timeout_s = 360 ": "run_timeout_s = 500 "}, "release.gradescope.limits.run_timeout_s: is 500 s but must be below time_budget_s"),
-    ({"memory_mib = 1024 ": "memory_mib = 700 "}, "release.gradescope.limits.memory_mib: must be at least 1024"),
+    ({"memory_mib = 800 ": "memory_mib = 700 "}, "release.gradescope.limits.memory_mib: must be at least 768"),
     ({"time_budget_s = 480": "time_budget = 480"}, "release.gradescope.time_budget: unknown key — did you mean 'time_budget_s'?"),
 ])
 def test_release_gradescope_settings_are_validated(tmp_path, edit, message):
