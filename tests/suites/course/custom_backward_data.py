@@ -12,11 +12,12 @@ from contextlib import contextmanager
 import torch
 
 from autograder.testing import expect, probe
-from autograder.testing.failures import SubmissionRaised
+from autograder.testing.failures import SubmissionError, SubmissionRaised
 from autograder.testing.source import calls as called_names
 from autograder.testing.source import check_no_banned
 
 from . import week07 as w7
+from .tolerances import tol
 
 MODULE = "custom_backward"
 FILE = "custom_backward.py"
@@ -28,7 +29,9 @@ BANNED_IN_BACKWARD = (
 
 
 def check_backward_source(sub) -> None:
-    """EXERCISES.md §4: backward, attention_backward and softmax_backward use no autograd."""
+    """EXERCISES.md §4: backward, attention_backward and softmax_backward use no autograd
+    (read from the source; the run-time watch in ``direct_forward_backward`` also covers
+    forward, so gradients computed there by autograd and returned by backward count too)."""
     check_no_banned(
         sub.source(MODULE), FILE, BANNED_IN_BACKWARD, scope=BACKWARD_SCOPE,
         what="AttentionFunction.backward, attention_backward and softmax_backward use no autograd (EXERCISES.md §4)",
@@ -57,10 +60,13 @@ def week7_loss_mistakes(dtype: torch.dtype) -> dict[str, torch.Tensor]:
 SHAPE_ERRORS = ("size", "shape", "mat1 and mat2", "broadcast", "dimension")
 
 
-def explain(exc: SubmissionRaised) -> SubmissionRaised:
+def explain(exc: SubmissionRaised, sub=None) -> SubmissionRaised:
     """Add course hints to errors whose cause is a known mistake: autograd's complaint about
-    the number of values backward returned, and shape errors inside the backward (with L ≠ S
-    a missing transpose — S̄ Q instead of S̄ᵀ Q, A Ȳ instead of Aᵀ Ȳ — cannot even multiply)."""
+    the number of values backward returned, and shape errors inside the backward. With L ≠ S
+    a missing transpose (S̄ Q instead of S̄ᵀ Q, A Ȳ instead of Aᵀ Ȳ, ``.T`` on a batch) cannot
+    even multiply; which one it is shows on a square input (L = S), where it runs: with
+    ``sub`` given, attention_backward is called on one and the mistakes its result matches
+    are named — none when nothing matches."""
     error = exc.error or {}
     message = error.get("message", "")
     added: list[str] = []
@@ -68,19 +74,38 @@ def explain(exc: SubmissionRaised) -> SubmissionRaised:
         added = ["custom_backward/backward-three-values"]
     elif error.get("type") == "RuntimeError" and any(word in message for word in SHAPE_ERRORS):
         functions = {frame.get("function") for frame in error.get("frames", [])}
-        if functions & {"backward", "attention_backward", "softmax_backward"}:
-            added = ["custom_backward/dk-transpose", "custom_backward/dv-transpose"]
+        if functions & {"backward", "attention_backward", "softmax_backward"} and sub is not None:
+            added = square_diagnosis(sub)
     exc.hints = added + [h for h in exc.hints if h not in added]
     return exc
 
 
+def square_diagnosis(sub) -> list[str]:
+    """Hint ids of the mistakes that attention_backward's result matches on a square float64
+    problem (B = 2, L = S = 4, d_k = d_v = 3: every transposed product has the right shape)."""
+    from .mistakes_custom_backward import attention_backward as variants_of
+
+    g = torch.Generator().manual_seed(20261130)  # fixed: this only names a mistake, it earns nothing
+    q, k, v, d_out = (torch.randn(2, 4, 3, generator=g, dtype=torch.float64) for _ in range(4))
+    scale = 3 ** -0.5
+    a = torch.softmax((q @ k.transpose(-2, -1)) * scale, dim=-1)
+    try:
+        got = sub.custom_backward.attention_backward(d_out, q, k, v, a, scale)
+    except SubmissionError:
+        return []
+    if not isinstance(got, (tuple, list)) or len(got) < 3 or not all(isinstance(t, torch.Tensor) for t in got[:3]):
+        return []
+    return [h for h, want in variants_of(d_out, q, k, v, a, scale).items()
+            if all(t.shape == w.shape and torch.allclose(t.double(), w, rtol=1e-6, atol=1e-9) for t, w in zip(got[:3], want))]
+
+
 @contextmanager
-def explained():
-    """``with explained(): sub.custom_backward...`` — re-raise the submission's error with ``explain``'s hints."""
+def explained(sub=None):
+    """``with explained(sub): sub.custom_backward...`` — re-raise the submission's error with ``explain``'s hints."""
     try:
         yield
     except SubmissionRaised as exc:
-        raise explain(exc) from None
+        raise explain(exc, sub) from None
 
 
 # --------------------------------------------------------------------------- Week 7 §16
@@ -114,66 +139,171 @@ def week7_chain_reference(x, w_q, w_k, w_v, w_vocab, targets, lr: float = 0.01, 
     return {"loss": loss.detach(), "grad": grad, "loss_after": after}
 
 
+# --------------------------------------------------------------------------- direct calls
 @probe
-def week7_training_step(ctx, x, w_q, w_k, w_v, w_vocab, targets, lr):
-    """Week 7 §16: q = x W_Q, k, v → attention(q, k, v, causal) → out[:, -1] @ W_vocab → mean CE;
-    d(loss)/dW_Q by autograd (through the student's AttentionFunction.backward), then one SGD
-    step on W_Q[1, 0] and the loss after it."""
+def function_forward_backward(ctx, q, k, v, allowed, d_outs, watch=False):
+    """AttentionFunction.forward, then .backward once per upstream gradient in ``d_outs``,
+    called directly (outside autograd's engine) with a stand-in ctx and a fresh forward per
+    backward, as autograd would run them. Returns {"out": forward's output, "grads":
+    [backward's result per d_out]}: data only — every verdict is reached on the trusted side.
+    With ``watch``, autograd use inside forward and backward is recorded (sub.autograd_uses).
+    A ``forward`` without ctx plus ``setup_context`` (torch's newer style) works too."""
+    import contextlib
+
     import torch
-    import torch.nn.functional as F
-
-    attention = ctx.module("custom_backward").attention
-    T = x.size(1)
-    allowed = torch.tril(torch.ones(T, T, dtype=torch.bool))
-
-    def loss_of(wq):
-        q, k, v = x @ wq, x @ w_k, x @ w_v
-        out = attention(q, k, v, allowed)
-        return F.cross_entropy(out[:, -1] @ w_vocab, targets)
-
-    wq = w_q.detach().clone().requires_grad_(True)
-    loss = loss_of(wq)
-    if not loss.requires_grad:
-        return {"loss": loss.detach(), "grad": None, "loss_after": None}
-    (grad,) = torch.autograd.grad(loss, [wq])
-    with torch.no_grad():
-        new = wq.detach().clone()
-        new[1, 0] -= lr * grad[1, 0]
-        after = loss_of(new)
-    return {"loss": loss.detach(), "grad": grad, "loss_after": after.detach()}
-
-
-@probe
-def gradcheck_attention(ctx, problems):
-    """torch.autograd.gradcheck(AttentionFunction.apply) in float64 on each (q, k, v, allowed);
-    returns, per problem, None when it passed, else gradcheck's message."""
-    import torch
-    from torch.autograd.gradcheck import GradcheckError
+    from autograder.sandbox.probes import PlainFunctionCtx
 
     fn = ctx.module("custom_backward").AttentionFunction
-    out = []
-    for q, k, v, allowed in problems:
-        inputs = tuple(t.detach().clone().requires_grad_(True) for t in (q, k, v))
-        try:
-            torch.autograd.gradcheck(lambda a, b, c: fn.apply(a, b, c, allowed), inputs, eps=1e-6, atol=1e-5, rtol=1e-3)
-            out.append(None)
-        except GradcheckError as exc:
-            out.append(str(exc)[:800])
-    return out
+    split = getattr(fn, "setup_context", None) is not getattr(torch.autograd.Function, "setup_context", None)
+
+    def forward():
+        fctx = PlainFunctionCtx()
+        if split:
+            out = fn.forward(q, k, v, allowed)
+            fn.setup_context(fctx, (q, k, v, allowed), out)
+        else:
+            out = fn.forward(fctx, q, k, v, allowed)
+        return fctx, out
+
+    grads = []
+    with torch.no_grad(), (ctx.watch_autograd() if watch else contextlib.nullcontext()):
+        fctx, out = forward()
+        for i, d_out in enumerate(d_outs):
+            if i:
+                fctx, _ = forward()
+            g = fn.backward(fctx, d_out)
+            grads.append(list(g) if isinstance(g, (tuple, list)) else g)
+    return {"out": out, "grads": grads}
+
+
+def forward_backward(sub, q, k, v, allowed, d_outs=(), *, what: str = "AttentionFunction") -> tuple:
+    """(out, [(dq, dk, dv) per d_out]) from the submission's own forward and backward, called
+    directly: a backward that is missing (e.g. ``attention`` built on plain autograd instead
+    of AttentionFunction.apply) fails here, whatever autograd could have computed."""
+    with explained(sub):
+        r = sub.custom_backward.run(function_forward_backward, q, k, v, allowed, list(d_outs))
+    out = expect.tensor(r.get("out") if isinstance(r, dict) else r, what=f"{what}: AttentionFunction.forward(ctx, q, k, v, allowed)")
+    grads = []
+    for g in r.get("grads") or []:
+        if isinstance(g, list) and len(g) >= 3:
+            g = g[:3]  # the 4th value (None for the mask) has its own test
+        grads.append(tuple(expect.sequence(g, 3, what=f"{what}: AttentionFunction.backward(ctx, d_out) → (dq, dk, dv, None)")))
+    return out, grads
+
+
+# --------------------------------------------------------------------------- Week 7 §16, decided here
+def week7_chain(sub, dtype: torch.dtype, lr: float = 0.01) -> dict:
+    """Week 7 §16 through the submission's AttentionFunction, decided on the trusted side:
+    q, k, v = x W_Q, x W_K, x W_V (here); out = your forward(q, k, v, causal); mean CE of
+    out[:, -1] @ W_vocab and Ȳ = ∂loss/∂out by torch here; dq = your backward(Ȳ); then
+    dL/dW_Q = Σ_b x_bᵀ dq_b, one SGD step on W_Q[1, 0] and the loss after it (your forward)."""
+    import torch.nn.functional as F
+
+    inputs = week7_chain_inputs(dtype)
+    x, w_q, w_k, w_v, w_vocab, targets = (inputs[n] for n in ("x", "w_q", "w_k", "w_v", "w_vocab", "targets"))
+    T = x.size(1)
+    causal = torch.tril(torch.ones(T, T, dtype=torch.bool))
+    k, v = x @ w_k, x @ w_v
+
+    def loss_and_grad(out):
+        out = out.detach().to(dtype).requires_grad_(True)
+        loss = F.cross_entropy(out[:, -1] @ w_vocab, targets)
+        (d_out,) = torch.autograd.grad(loss, [out])
+        return loss.detach(), d_out
+
+    out, _ = forward_backward(sub, x @ w_q, k, v, causal, what="Week 7 §16")
+    expect.true(tuple(out.shape) == (x.size(0), T, v.size(-1)), what="AttentionFunction.forward on Week 7's q, k, v keeps the shape [B,T,d_v]",
+                detail=f"expected {[x.size(0), T, v.size(-1)]}, got {list(out.shape)}")
+    loss, d_out = loss_and_grad(out)
+    _, (grads,) = forward_backward(sub, x @ w_q, k, v, causal, [d_out], what="Week 7 §16")
+    dq = expect.tensor(grads[0], what="dq from AttentionFunction.backward")
+    expect.true(tuple(dq.shape) == tuple(d_out.shape[:-1]) + (w_q.size(1),), what="dq has the shape of q", detail=f"got {list(dq.shape)}")
+    grad = torch.einsum("btc,btd->cd", x, dq.to(dtype))  # dL/dW_Q = Σ_b x_bᵀ dq_b
+    new = w_q.clone()
+    new[1, 0] -= lr * grad[1, 0]
+    after, _ = forward_backward(sub, x @ new, k, v, causal, what="Week 7 §16 after the step")
+    return {"loss": loss, "grad": grad, "loss_after": loss_and_grad(after)[0]}
+
+
+# --------------------------------------------------------------------------- gradcheck
+GRADCHECK = {"eps": 1e-6, "atol": 1e-5, "rtol": 1e-3}  # torch.autograd.gradcheck's criterion, as Day 1 §B runs it
+
+
+def numerical_jacobians(q, k, v, allowed, eps: float = GRADCHECK["eps"]) -> list[torch.Tensor]:
+    """Central finite differences of the reference attention (trusted, float64): for each of
+    q, k, v a [out.numel(), input.numel()] Jacobian — gradcheck's numerical side."""
+    from .mistakes_custom_backward import plain_attention
+
+    args = [t.double().clone() for t in (q, k, v)]
+    n_out = plain_attention(*args, allowed)[0].numel()
+    jacobians = []
+    for t in args:
+        flat = t.view(-1)
+        jac = torch.zeros(n_out, flat.numel(), dtype=torch.float64)
+        for j in range(flat.numel()):
+            old = flat[j].item()
+            flat[j] = old + eps
+            up = plain_attention(*args, allowed)[0].reshape(-1)
+            flat[j] = old - eps
+            down = plain_attention(*args, allowed)[0].reshape(-1)
+            flat[j] = old
+            jac[:, j] = (up - down) / (2 * eps)
+        jacobians.append(jac)
+    return jacobians
+
+
+def gradcheck(sub, q, k, v, allowed) -> tuple[str | None, list[str]]:
+    """gradcheck decided here: your backward, called once per output entry (Ȳ = a one-hot),
+    gives the analytical Jacobian row by row; the numerical Jacobian comes from finite
+    differences of the reference attention. Returns (None, []) when every entry is within
+    gradcheck's atol + rtol·|numerical|, else (a summary: which input, the worst entry,
+    expected vs got; the hint ids of the named mistakes whose Jacobian yours matches)."""
+    from .mistakes_custom_backward import attention_grads, plain_attention
+
+    want_out = plain_attention(q.double(), k.double(), v.double(), allowed)[0]
+    basis = [torch.zeros(want_out.numel(), dtype=q.dtype).index_fill_(0, torch.tensor([m]), 1.0).view(want_out.shape) for m in range(want_out.numel())]
+    out, rows = forward_backward(sub, q, k, v, allowed, basis, what="gradcheck")
+    expect.close(out, want_out.to(q.dtype), what="AttentionFunction.forward (gradcheck compares your backward with finite differences of it)",
+                 tol=tol("custom_backward.attention", q.dtype))
+    numerical = numerical_jacobians(q, k, v, allowed)
+    for name, i, like, num in zip(("q", "k", "v"), range(3), (q, k, v), numerical):
+        got = [expect.tensor(r[i], what=f"d{name} from AttentionFunction.backward") for r in rows]
+        for g in got:
+            expect.true(tuple(g.shape) == tuple(like.shape), what=f"d{name} has the shape of {name}", detail=f"expected {list(like.shape)}, got {list(g.shape)}")
+        analytical = torch.stack([g.double().reshape(-1) for g in got])
+        excess = (analytical - num).abs() - (GRADCHECK["atol"] + GRADCHECK["rtol"] * num.abs())
+        if bool((excess > 0).any()) or not bool(torch.isfinite(analytical).all()):
+            # which named mistake gives exactly these Jacobian rows (same one-hot Ȳ)?
+            variants = [attention_grads(q, k, v, allowed, d) for d in basis]
+            hints = [h for h in variants[0] if all(h in vr for vr in variants) and all(
+                vr[h][i].shape == like.shape and torch.allclose(g.double(), vr[h][i].double(), rtol=1e-6, atol=1e-9) for vr, g in zip(variants, got))]
+            m, j = divmod(int(torch.nan_to_num(excess, nan=float("inf")).argmax()), num.size(1))
+            out_idx = list(torch.unravel_index(torch.tensor(m), want_out.shape))
+            in_idx = list(torch.unravel_index(torch.tensor(j), like.shape))
+            bad = int((torch.nan_to_num(excess, nan=1.0) > 0).sum())
+            return (f"∂out/∂{name}: {bad} of {excess.numel()} entries differ; worst: ∂out{[int(t) for t in out_idx]}/∂{name}{[int(t) for t in in_idx]} "
+                    f"is {num[m, j].item():.6g} by finite differences, your backward gives {analytical[m, j].item():.6g} "
+                    f"(allowed |difference| ≤ {GRADCHECK['atol']:g} + {GRADCHECK['rtol']:g}·|expected|)"), hints
+    return None, []
 
 
 @probe
 def direct_forward_backward(ctx, q, k, v, allowed, d_out):
     """AttentionFunction.forward and .backward called directly, outside the autograd engine,
-    with a stand-in ctx; autograd use inside backward is recorded (sub.autograd_uses)."""
+    with a stand-in ctx; autograd use inside either is recorded (sub.autograd_uses)."""
     import torch
     from autograder.sandbox.probes import PlainFunctionCtx
 
     fn = ctx.module("custom_backward").AttentionFunction
     fctx = PlainFunctionCtx()
-    with torch.no_grad():
-        out = fn.forward(fctx, q, k, v, allowed)
-    with torch.no_grad(), ctx.watch_autograd():  # grad mode off, as inside the autograd engine
+    # grad mode off, as inside the autograd engine; forward is watched too, so gradients
+    # computed by autograd in forward and merely returned by backward count as autograd use
+    with torch.no_grad(), ctx.watch_autograd():
+        if getattr(fn, "setup_context", None) is not getattr(torch.autograd.Function, "setup_context", None):
+            out = fn.forward(q, k, v, allowed)
+            fn.setup_context(fctx, (q, k, v, allowed), out)
+        else:
+            out = fn.forward(fctx, q, k, v, allowed)
         grads = fn.backward(fctx, d_out)
     # attention() must be AttentionFunction.apply: its output's grad_fn is the Function's node
     applied = ctx.module("custom_backward").attention(q.detach().requires_grad_(True), k, v, allowed)
