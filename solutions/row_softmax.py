@@ -7,6 +7,7 @@ V vocabulary size; `...` means any leading batch dimensions.
 
 This file may not call torch's softmax, log_softmax or cross_entropy in any spelling
 (`torch.logsumexp` is allowed): every function here is built from tensor operations.
+Breaking this rule scores the whole skill 0.
 """
 
 from __future__ import annotations

@@ -65,16 +65,17 @@ def merge_heads(y: torch.Tensor) -> dict[str, torch.Tensor]:
 
 
 # --------------------------------------------------------------------------- the module
-def _linear(x: torch.Tensor, state: dict, name: str) -> torch.Tensor:
-    out = x @ state[f"{name}.weight"].T
+def _linear(x: torch.Tensor, state: dict, name: str, transpose: bool = True) -> torch.Tensor:
+    w = state[f"{name}.weight"]
+    out = x @ (w.T if transpose else w)  # nn.Linear computes x Wᵀ; `x @ linear.weight` forgets the ᵀ
     bias = state.get(f"{name}.bias")
     return out if bias is None else out + bias
 
 
-def _mha(x, state, h, key_allowed, *, split="ok", merge="ok", scale="head", mask="ok", project=True):
+def _mha(x, state, h, key_allowed, *, split="ok", merge="ok", scale="head", mask="ok", project=True, transpose=True):
     B, T, C = x.shape
     d = C // h
-    q, k, v = (_split(_linear(x, state, n), h, split) for n in ("w_q", "w_k", "w_v"))
+    q, k, v = (_split(_linear(x, state, n, transpose), h, split) for n in ("w_q", "w_k", "w_v"))
     scores = q @ k.transpose(-2, -1) / math.sqrt(C if scale == "model" else d)
     causal = torch.tril(torch.ones(T, T, dtype=torch.bool))
     if key_allowed is None:
@@ -91,7 +92,7 @@ def _mha(x, state, h, key_allowed, *, split="ok", merge="ok", scale="head", mask
         scores = scores.masked_fill(~allowed, float("-inf"))
     weights = torch.softmax(scores, dim=-1)
     merged = _merge(weights @ v, merge)
-    out = _linear(merged, state, "w_o") if project and merged.shape[-1] == C else merged
+    out = _linear(merged, state, "w_o", transpose) if project and merged.shape[-1] == C else merged
     return out, weights
 
 
@@ -110,6 +111,7 @@ def mha(x: torch.Tensor, state: dict, num_heads: int, key_allowed: torch.Tensor 
     if 1 < h < x.shape[-1]:
         out["mha_reshape/interleaved-heads"] = _mha(x, state, h, key_allowed, split="interleaved-heads", merge="interleaved-heads")
     out["mha_reshape/missing-output-projection"] = _mha(x, state, h, key_allowed, project=False)
+    out["mha_reshape/linear-weight-not-transposed"] = _mha(x, state, h, key_allowed, transpose=False)
     out["mha_reshape/no-causal-mask"] = _mha(x, state, h, key_allowed, mask="no-causal")
     if key_allowed is not None and not bool(key_allowed.to(torch.bool).all()):
         out["mha_reshape/key-mask-on-queries"] = _mha(x, state, h, key_allowed, mask="queries")
@@ -231,4 +233,7 @@ def numbers(got, candidates: list[tuple[str, float]], right: float) -> list[str]
     for hint, value in candidates:
         if math.isclose(float(got), float(value), rel_tol=1e-9, abs_tol=1e-12) and not math.isclose(float(value), float(right), rel_tol=1e-9, abs_tol=1e-12):
             found.append(hint)
-    return list(dict.fromkeys(found))
+    found = list(dict.fromkeys(found))
+    if found:  # record the matches (the hint rule shows a named hint only where it matched)
+        expect.diagnose_number(float(got), {h: v for h, v in candidates if h in found}, expect.Tol(1e-9, 1e-12), want=float(right))
+    return found

@@ -22,6 +22,19 @@ def multi_head_attention(rng, ref):
     return {"x": x, "args": [C, h, T], "state": state, "want": out}
 
 
+def multi_head_attention_one_head(rng, ref):
+    """The control of the module's structure and error tests: one head (h = 1), so it is blind
+    to how heads are split and merged — a head-split bug costs split_heads' share only."""
+    B, T, C = randint(rng, 1, 2), randint(rng, 3, 6), 4
+    x = randn(rng, B, T, C)
+    state = {f"{n}.weight": randn(rng, C, C, scale=0.5) for n in ("w_q", "w_k", "w_v", "w_o")}
+    module = ref.mha_reshape.MultiHeadAttention(C, 1, T).double()
+    module.load_state_dict({k: v.double() for k, v in state.items()})
+    with torch.no_grad():
+        out = module(x.double()).float()
+    return {"x": x, "args": [C, 1, T], "state": state, "want": out}
+
+
 def split_heads(rng, ref):
     h = randint(rng, 2, 4)
     x = randn(rng, randint(rng, 1, 3), randint(rng, 2, 6), h * randint(rng, 2, 4))
@@ -62,4 +75,4 @@ def cost_functions(rng, ref):
     }
 
 
-CASES = [multi_head_attention, split_heads, merge_heads, split_heads_examples, merge_heads_examples, cost_functions]
+CASES = [multi_head_attention, multi_head_attention_one_head, split_heads, merge_heads, split_heads_examples, merge_heads_examples, cost_functions]

@@ -1,8 +1,8 @@
 """Skill row_softmax, hidden tests: the Week 7 §5/§16 numbers at their stated precision, the
 reference on fresh random inputs (scores of magnitude 1e4, −∞ entries, any axis, float32 and
 float64, non-contiguous), properties of a softmax, dtype/in-place rules, and the EXERCISES.md §3
-rule. Every test checks that rule (source and run time) before it judges a value, so a
-submission that calls torch's softmax / log_softmax / cross_entropy scores 0 in the skill.
+rule — a gate (weight 0): a submission that calls torch's softmax / log_softmax /
+cross_entropy scores 0 in the skill, and no weighted test re-checks it.
 Not shipped to students; on Gradescope students see each test's name and hint only."""
 
 from __future__ import annotations
@@ -78,8 +78,11 @@ class _Gate:
         self.items = [(name, args[name], calls.add(name, *args[name])) for name in names]
         self.calls = calls
 
-    def check(self, ref) -> None:
+    def check(self, ref, only: str | None = None) -> None:
+        """Check the gate of every function, or only of ``only`` (the function a part uses)."""
         for name, args, i in self.items:
+            if only is not None and name != only:
+                continue
             want = _expected(getattr(ref.row_softmax, name), *args, dtype=torch.float32)
             mistakes = getattr(signatures, name.replace("_rows", ""))(*args)
             expect.close(self.calls.value(i), want, what=f"{name} on a plain float32 input {[list(a.shape) for a in args]} (checked before the cases)",
@@ -106,10 +109,12 @@ def test_week7_softmax_numbers_at_stated_precision_in_float32_and_float64(sub, r
         idx["L_B", dtype] = calls.add("cross_entropy", logits[1:], targets[1:])
         idx["uniform", dtype] = calls.add("softmax_rows", torch.zeros(1, 128, dtype=dtype))
     calls.run()
-    gate.check(ref)
+    uses = {"weights": "softmax_rows", "shift invariance": "softmax_rows", "P_A, P_B": "softmax_rows", "probabilities": "vocab_probs",
+            "log-probabilities": "log_softmax_rows", "mean loss": "cross_entropy", "single losses": "cross_entropy"}
     for part in credit.parts(["weights (W7-20, W7-26a)", "shift invariance (W7-55)", "P_A, P_B (W7-24, W7-25)", "probabilities (W7-39, W7-41)",
                               "log-probabilities (W7-40, W7-42)", "mean loss (W7-43)", "single losses (W7-40, W7-42)", "uniform weight (D1-35)"]):
         with part:
+            gate.check(ref, only=uses[part.label.split(" (")[0]])  # a wrong cross_entropy costs its own parts only
             for dtype in DTYPES:
                 six = w7.PRINTED_6DP if dtype == torch.float32 else w7.Tol(0.0, 1e-6)
                 label = part.label.split(" (")[0]
@@ -236,13 +241,16 @@ def test_softmax_rows_sum_to_one_and_blocked_keys_get_exactly_zero(sub, ref, rng
             diagnosed = expect.diagnose(got, signatures.softmax(s), tol("row_softmax.softmax_rows", dtype))
             sums = got.double().sum(-1)
             expect.true(bool(torch.isfinite(got).all()), what="softmax_rows is finite at |scores| up to 1e4 with −∞ entries",
-                        detail=f"{int((~torch.isfinite(got)).sum())} NaN/inf weights", hints=diagnosed or ["row_softmax/no-max-subtraction"])
+                        detail=f"{int((~torch.isfinite(got)).sum())} NaN/inf weights", hints=diagnosed)
             expect.true(bool((got >= 0).all()), what="every weight is ≥ 0", detail=f"smallest weight {got.min().item():.3g}", hints=diagnosed)
-            expect.true(bool(torch.allclose(sums, torch.ones_like(sums), rtol=0, atol=1e-5)), what="every row sums to 1 (Week 7 §5)",
-                        detail=f"row sums range from {sums.min().item():.6g} to {sums.max().item():.6g}", hints=diagnosed or ["row_softmax/softmax-wrong-axis"])
+            # a sum of S weights each within the measured tolerance: float32 exp(s − logsumexp(s)) at
+            # |s| ≈ 1e4 is a correct, stable softmax whose sums are off by ~1e-4
+            t = tol("row_softmax.softmax_rows", dtype)
+            expect.true(bool(((sums - 1).abs() <= t.atol + t.rtol).all()), what=f"every row sums to 1 (Week 7 §5), within {t.atol + t.rtol:.2g} ({_name(dtype)})",
+                        detail=f"row sums range from {sums.min().item():.6g} to {sums.max().item():.6g}", hints=diagnosed)
             blocked = torch.isinf(s)
-            expect.true(bool((got[blocked] == 0).all()), what="weights on −∞ scores are exactly 0 (Week 7 §11: e^{−∞} = 0)",
-                        detail=f"largest weight on a −∞ score: {got[blocked].abs().max().item() if bool(blocked.any()) else 0:.3g}", hints=diagnosed or ["row_softmax/blocked-weight-not-zero"])
+            expect.true(bool((got[blocked] == 0).all()), what="weights on −∞ scores are exactly 0 (the docstring's promise: e^{−∞} = 0, Week 7 §11)",
+                        detail=f"largest weight on a −∞ score: {got[blocked].abs().max().item() if bool(blocked.any()) else 0:.3g}", hints=diagnosed)
 
 
 def test_row_softmax_functions_keep_dtype_and_leave_inputs_unchanged(sub, ref, rng, credit):
@@ -269,31 +277,6 @@ def test_row_softmax_functions_keep_dtype_and_leave_inputs_unchanged(sub, ref, r
 
 
 # --------------------------------------------------------------------------- constraint
-def test_row_softmax_calls_no_torch_softmax_log_softmax_or_cross_entropy(sub, ref, rng):
-    """EXERCISES.md §3 on its own: the source, and the torch functions that every function runs
-    (float32 and float64, both axes, magnitudes up to 1e4); each call must also be right, so a
-    function that merely avoids torch.softmax (or answers from a table) does not pass."""
-    calls = data.Calls(sub, rng)
-    todo = []
-    for dtype in DTYPES:
-        s = _scores(rng, dtype, lead=(2,), L=randint(rng, 2, 9), S=randint(rng, 2, 9), blocked=True)
-        logits = _scores(rng, dtype, lead=(), L=randint(rng, 2, 9), S=randint(rng, 2, 9), blocked=False)
-        targets = torch.randint(0, logits.size(-1), (logits.size(-2),), generator=rng)
-        h, w_vocab = randn(rng, 2, 3, 4, dtype=dtype), randn(rng, 4, randint(rng, 2, 9), dtype=dtype)
-        todo += [
-            ("softmax_rows", (s,), {}), ("softmax_rows", (s.transpose(-1, -2),), {"dim": -2}),
-            ("log_softmax_rows", (s,), {}), ("log_softmax_rows", (s.transpose(-1, -2),), {"dim": 1}),
-            ("cross_entropy", (logits, targets), {}), ("vocab_probs", (h, w_vocab), {}),
-        ]
-    idx = [calls.add(name, *args, **kwargs) for name, args, kwargs in todo]
-    calls.run()  # source scan + run-time op check: fails here on any forbidden call
-    for (name, args, kwargs), i in zip(todo, idx):
-        dtype = args[0].dtype
-        want = _expected(lambda *a: getattr(ref.row_softmax, name)(*a, **kwargs), *args, dtype=dtype)
-        expect.close(calls.value(i), want, what=f"{name}({', '.join(str(list(a.shape)) for a in args)}{', dim=' + str(kwargs['dim']) if kwargs else ''}) ({_name(dtype)})",
-                     tol=tol(f"row_softmax.{name}", dtype))
-
-
 def test_rule_no_torch_softmax_log_softmax_or_cross_entropy(sub, rng):
     """The rule test (a gate in grading.toml, weight 0): fails only when row_softmax.py uses a
     softmax, log_softmax or cross_entropy of torch — then the whole skill scores 0. Code that
