@@ -144,7 +144,7 @@ def test_course_numbers_at_stated_precision(sub, ref, rng, credit):
     controls = {"score elements": (_control_costs, ["score_elements"]), "parameters": (_control_costs, ["mha_param_count"]),
                 "FLOPs": (_control_costs, ["mha_flops", "attention_flop_fraction"]), "FLOP share table": (_control_costs, ["attention_flop_fraction"]),
                 "memory table": (_control_costs, ["attention_matrix_gib"]), "head width": (_control_split, None), "shapes": (_control_module, None),
-                "h=1 equals one head": (_control_module, None)}
+                "h=1 equals one head": (_control_module, None), "concat then W_O": (_control_merge, None)}
     for part in credit.parts(labels):
         with part, signatures.view_hint():
             label = part.label

@@ -110,7 +110,7 @@ def test_week7_softmax_numbers_at_stated_precision_in_float32_and_float64(sub, r
         idx["uniform", dtype] = calls.add("softmax_rows", torch.zeros(1, 128, dtype=dtype))
     calls.run()
     uses = {"weights": "softmax_rows", "shift invariance": "softmax_rows", "P_A, P_B": "softmax_rows", "probabilities": "vocab_probs",
-            "log-probabilities": "log_softmax_rows", "mean loss": "cross_entropy", "single losses": "cross_entropy"}
+            "log-probabilities": "log_softmax_rows", "mean loss": "cross_entropy", "single losses": "cross_entropy", "uniform weight": "softmax_rows"}
     for part in credit.parts(["weights (W7-20, W7-26a)", "shift invariance (W7-55)", "P_A, P_B (W7-24, W7-25)", "probabilities (W7-39, W7-41)",
                               "log-probabilities (W7-40, W7-42)", "mean loss (W7-43)", "single losses (W7-40, W7-42)", "uniform weight (D1-35)"]):
         with part:
