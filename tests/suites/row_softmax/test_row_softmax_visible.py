@@ -53,7 +53,8 @@ def test_softmax_rows_is_stable_at_scores_of_1e4_and_uses_dim(sub, rng):
     expect.close(calls.value(i_shift), w7.t(w7.STATED["final_weights_4dp"], torch.float64), what="softmax_rows(Week 7 final rows + 1e4) = the same weights (Week 7 §8)",
                  tol=w7.PRINTED_4DP_F32, mistakes=signatures.softmax(shifted), grid=("prompt", "key"))
     expect.close(calls.value(i_huge), torch.tensor([[1.0, 0.0, 0.0], [0.5, 0.5, 0.0]]), what="softmax_rows([1e4, 0, −1e4] | [3e4, 3e4, −∞])",
-                 tol=w7.NEAR_EXACT, mistakes=signatures.softmax(huge), grid=("row", "key"))
+                 tol=tol("row_softmax.softmax_rows", torch.float32),  # float32 at |s| = 3e4: exp(s − logsumexp(s)) is off by ~1e-4, and correct
+                 mistakes=signatures.softmax(huge), grid=("row", "key"))
     want = torch.softmax(columns.double(), dim=0).float()
     for i, dim in ((i_col, 0), (i_col_neg, -2)):
         expect.close(calls.value(i), want, what=f"softmax_rows(scores [{columns.shape[0]}, 4], dim={dim}): each column sums to 1",
