@@ -233,7 +233,6 @@ def numbers(got, candidates: list[tuple[str, float]], right: float) -> list[str]
     for hint, value in candidates:
         if math.isclose(float(got), float(value), rel_tol=1e-9, abs_tol=1e-12) and not math.isclose(float(value), float(right), rel_tol=1e-9, abs_tol=1e-12):
             found.append(hint)
-    found = list(dict.fromkeys(found))
-    if found:  # record the matches (the hint rule shows a named hint only where it matched)
-        expect.diagnose_number(float(got), {h: v for h, v in candidates if h in found}, expect.Tol(1e-9, 1e-12), want=float(right))
-    return found
+            # record the match (the hint rule shows a named hint only where its signature matched)
+            expect.diagnose_number(float(got), {hint: value}, expect.Tol(1e-9, 1e-12), want=float(right))
+    return list(dict.fromkeys(found))

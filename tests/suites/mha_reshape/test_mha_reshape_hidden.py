@@ -120,15 +120,17 @@ def _control_costs(sub, ref, rng, names) -> None:
     lessons' numbers earns nothing)."""
     B, h, T, d = randint(rng, 1, 64), randint(rng, 1, 64), randint(rng, 1, 1 << 14), randint(rng, 1, 4096)
     m, r = sub.mha_reshape, ref.mha_reshape
-    checks = {
-        "score_elements": lambda: expect.scalar(m.score_elements(B, h, T), r.score_elements(B, h, T), what=f"score_elements({B}, {h}, {T}) (checked first)", tol=EXACT, integer=True),
-        "mha_param_count": lambda: expect.scalar(m.mha_param_count(d), r.mha_param_count(d), what=f"mha_param_count({d}) (checked first)", tol=EXACT, integer=True),
-        "mha_flops": lambda: expect.scalar(m.mha_flops(T, d), r.mha_flops(T, d), what=f"mha_flops({T}, {d}) (checked first)", tol=EXACT, integer=True),
-        "attention_flop_fraction": lambda: expect.scalar(m.attention_flop_fraction(T, d), r.attention_flop_fraction(T, d), what=f"attention_flop_fraction({T}, {d}) (checked first)", tol=FRACTION),
-        "attention_matrix_gib": lambda: expect.scalar(m.attention_matrix_gib(B, h, T), r.attention_matrix_gib(B, h, T), what=f"attention_matrix_gib({B}, {h}, {T}) (checked first)", tol=GIB),
+    checks = {  # (yours, the reference's, what, the named mistakes' numbers, tolerance)
+        "score_elements": (lambda: m.score_elements(B, h, T), lambda: r.score_elements(B, h, T), f"score_elements({B}, {h}, {T})", lambda: signatures.score_elements(B, h, T), EXACT),
+        "mha_param_count": (lambda: m.mha_param_count(d), lambda: r.mha_param_count(d), f"mha_param_count({d})", lambda: signatures.mha_param_count(d, True), EXACT),
+        "mha_flops": (lambda: m.mha_flops(T, d), lambda: r.mha_flops(T, d), f"mha_flops({T}, {d})", lambda: signatures.mha_flops(T, d), EXACT),
+        "attention_flop_fraction": (lambda: m.attention_flop_fraction(T, d), lambda: r.attention_flop_fraction(T, d), f"attention_flop_fraction({T}, {d})", lambda: signatures.attention_flop_fraction(T, d), FRACTION),
+        "attention_matrix_gib": (lambda: m.attention_matrix_gib(B, h, T), lambda: r.attention_matrix_gib(B, h, T), f"attention_matrix_gib({B}, {h}, {T})", lambda: signatures.attention_matrix_gib(B, h, T, 2, 1), GIB),
     }
     for name in names:
-        checks[name]()
+        yours, theirs, what, candidates, t = checks[name]
+        got, want = yours(), theirs()
+        expect.scalar(got, want, what=f"{what} (checked first)", tol=t, integer=t is EXACT, hints=signatures.numbers(got, candidates(), want))
 
 
 def _number_hints(got, candidates, right, fallback):
@@ -405,7 +407,7 @@ def test_multi_head_attention_uses_neither_nn_multiheadattention_nor_sdpa(sub, r
     broken, and then the whole skill scores 0. Code that raises shows nothing at run time,
     so the source check is what decides there."""
     check_no_banned(sub.source("mha_reshape"), "mha_reshape.py", BANNED, what="mha_reshape.py: no nn.MultiheadAttention and no F.scaled_dot_product_attention (Day 1 §B)",
-                    hints=["general/forbidden-api", "mha_reshape/uses-library-attention"])
+                    hints=["mha_reshape/uses-library-attention"])
     C, T, B = 8, randint(rng, 2, 8), 2
     x = randn(rng, B, T, C)
     key_allowed = _key_allowed(rng, B, T)
@@ -415,7 +417,7 @@ def test_multi_head_attention_uses_neither_nn_multiheadattention_nor_sdpa(sub, r
         return
     used = sorted(op for op in r["ops"] if "scaled_dot_product" in op or "multi_head_attention" in op.lower() or "MultiheadAttention" in op)
     expect.true(not used, what="MultiHeadAttention.forward at run time: no library attention (Day 1 §B)", detail=f"it called {', '.join(used)}",
-                problem="constraint", hints=["general/forbidden-api", "mha_reshape/uses-library-attention"])
+                problem="constraint", hints=["mha_reshape/uses-library-attention"])
 
 
 def test_cost_functions_match_reference_on_random_sizes(sub, ref, rng, credit):

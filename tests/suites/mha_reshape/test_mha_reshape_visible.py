@@ -179,13 +179,15 @@ def test_cost_functions_reproduce_the_course_tables(sub, rng, credit):
             c = SNAP["cost_functions"]  # control sizes too: a table of the printed numbers earns nothing
             B, h, T, d = c["B"], c["h"], c["T"], c["d"]
             fresh = {
-                "score_elements": (lambda: sub.mha_reshape.score_elements(B, h, T), f"score_elements({B}, {h}, {T}) = B·h·T²"),
-                "mha_param_count": (lambda: sub.mha_reshape.mha_param_count(d), f"mha_param_count({d}) = 4d² + 4d"),
-                "mha_flops": (lambda: sub.mha_reshape.mha_flops(T, d), f"mha_flops({T}, {d}) = 8Td² + 4T²d"),
-                "attention_flop_fraction": (lambda: sub.mha_reshape.attention_flop_fraction(T, d), f"attention_flop_fraction({T}, {d})"),
-                "attention_matrix_gib": (lambda: sub.mha_reshape.attention_matrix_gib(B, h, T, 4, 3), f"attention_matrix_gib({B}, {h}, {T}, 4, 3)"),
+                "score_elements": (lambda: sub.mha_reshape.score_elements(B, h, T), f"score_elements({B}, {h}, {T}) = B·h·T²", lambda: signatures.score_elements(B, h, T)),
+                "mha_param_count": (lambda: sub.mha_reshape.mha_param_count(d), f"mha_param_count({d}) = 4d² + 4d", lambda: signatures.mha_param_count(d, True)),
+                "mha_flops": (lambda: sub.mha_reshape.mha_flops(T, d), f"mha_flops({T}, {d}) = 8Td² + 4T²d", lambda: signatures.mha_flops(T, d)),
+                "attention_flop_fraction": (lambda: sub.mha_reshape.attention_flop_fraction(T, d), f"attention_flop_fraction({T}, {d})", lambda: signatures.attention_flop_fraction(T, d)),
+                "attention_matrix_gib": (lambda: sub.mha_reshape.attention_matrix_gib(B, h, T, 4, 3), f"attention_matrix_gib({B}, {h}, {T}, 4, 3)", lambda: signatures.attention_matrix_gib(B, h, T, 4, 3)),
             }[name]
-            expect.scalar(fresh[0](), c[name], what=f"{fresh[1]} on control sizes", tol=data.FRACTION_TABLE if name == "attention_flop_fraction" else (data.GIB_TABLE if name == "attention_matrix_gib" else EXACT), integer=name not in ("attention_flop_fraction", "attention_matrix_gib"))
+            got = fresh[0]()
+            expect.scalar(got, c[name], what=f"{fresh[1]} on control sizes", tol=data.FRACTION_TABLE if name == "attention_flop_fraction" else (data.GIB_TABLE if name == "attention_matrix_gib" else EXACT),
+                          integer=name not in ("attention_flop_fraction", "attention_matrix_gib"), hints=signatures.numbers(got, fresh[2](), c[name]))
             if name == "score_elements":
                 for (B, h, T), want in data.SCORE_ELEMENTS.items():
                     got = sub.mha_reshape.score_elements(B, h, T)
