@@ -1,0 +1,29 @@
+"""custom_backward's gradient verdicts are reached on the trusted side (issue 8 A2) and a
+gradcheck failure is summarised, not dumped (issue 9 §6).
+
+The attacks themselves (patched gradcheck, attention() on plain autograd, gradients computed
+by autograd in forward) are graded by test_red_team.py; here: a wrong backward fails
+gradcheck with a one-line summary naming the input, the worst entry, expected vs got, and
+the mistake whose Jacobian it matches."""
+
+from __future__ import annotations
+
+from conftest import SOLUTIONS, grade
+
+
+def test_gradcheck_failure_names_input_worst_entry_and_the_mistake(tmp_path):
+    source = (SOLUTIONS / "custom_backward.py").read_text(encoding="utf-8")
+    wrong = "dk = scale * (d_scores @ q)  # no transpose"
+    right = "dk = scale * (d_scores.transpose(-2, -1) @ q)"
+    assert source.count(right) == 1
+    folder = tmp_path / "submission"
+    folder.mkdir()
+    (folder / "custom_backward.py").write_text(source.replace(right, wrong), encoding="utf-8")
+    graded = grade(folder, "--skill", "custom_backward", output=tmp_path / "r.json")
+    assert graded.rc == 0, graded.stderr
+    test = next(t for t in graded.tests("custom_backward") if t["name"] == "test_attention_function_passes_gradcheck_in_float64")
+    assert test["status"] == "failed"
+    detail = test["detail"] or ""
+    assert "∂out/∂k" in detail and "worst" in detail and "by finite differences, your backward gives" in detail, detail
+    assert len(detail) < 600, detail  # a summary, not a Jacobian
+    assert [h["id"] for h in test["hints"]] == ["custom_backward/dk-transpose"], test["hints"]
