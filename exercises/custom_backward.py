@@ -28,7 +28,9 @@ def softmax_backward(d_weights: torch.Tensor, weights: torch.Tensor) -> torch.Te
     """Backward of a row softmax over the last axis (Day 1 §2.3 第二步).
 
     S̄_il = A_il (Ā_il − D_i) with D_i = Σ_j Ā_ij A_ij, one scalar per row. Entries where
-    A_il = 0 (masked keys) get exactly 0, and every row of S̄ sums to 0.
+    A_il = 0 (masked keys) get exactly 0 — S̄_il is A_il times a finite number, so this holds
+    in floating point too, and is checked exactly — and every row of S̄ sums to 0 (within
+    rounding).
 
     Args:
         d_weights: [...,L,S] Ā = ∂L/∂A.

@@ -282,7 +282,8 @@ def test_masked_keys_get_exactly_zero_gradient_and_score_gradient_rows_sum_to_ze
                 expect.true(bool((ds[blocked] == 0).all()), what="S̄ is exactly 0 wherever A is 0 (masked keys, Day 1 §2.3, D1-12)",
                             detail=f"largest |S̄| at a masked key: {ds[blocked].abs().max().item() if bool(blocked.any()) else 0:.3g}", hints=hints or ["custom_backward/backward-ignores-mask"])
                 sums = ds.sum(-1)
-                expect.true(bool(sums.abs().max() <= 1e-12 * max(1.0, da.abs().max().item())), what="every row of S̄ sums to 0 (Day 1 §2.3, D1-13)",
+                t_ = tol("custom_backward.softmax_backward", dtype)
+                expect.true(bool(sums.abs().max() <= (t_.atol + t_.rtol) * max(1.0, da.abs().max().item())), what="every row of S̄ sums to 0 (Day 1 §2.3, D1-13; measured tolerance)",
                             detail=f"largest |row sum| {sums.abs().max().item():.3g}", hints=hints or ["custom_backward/missing-d-term", "custom_backward/d-wrong-axis"])
                 # zeros have both properties: the values must be right too
                 expect.close(ds, ref.custom_backward.softmax_backward(da, a), what="softmax_backward(Ā, A)", tol=tol("custom_backward.softmax_backward", dtype), mistakes=signatures.softmax_backward(da, a))
@@ -299,9 +300,11 @@ def test_masked_keys_get_exactly_zero_gradient_and_score_gradient_rows_sum_to_ze
                 for name, g, w_ in zip(GRADS[1:], grads[1:], want[1:]):
                     g = expect.tensor(g, what=name)
                     future = g[:, t + 1:]
-                    expect.close(g, w_, what=f"{name} through attention()", tol=tol("custom_backward.attention_backward", dtype))
-                    expect.true(bool((future == 0).all()), what=f"{name} of keys after position {t} is exactly 0 when the loss reads outputs 0..{t} (causal, Day 1 §3.1)",
-                                detail=f"largest |{name}| at a future key: {future.abs().max().item():.3g}", hints=["custom_backward/backward-ignores-mask", "custom_backward/dk-transpose", "custom_backward/dv-transpose"])
+                    expect.close(g, w_, what=f"{name} from your AttentionFunction.backward", tol=tol("custom_backward.attention_backward", dtype), mistakes=signatures.component(signatures.attention_grads(q, k, v, allowed_causal, d_out), GRADS.index(name)))
+                    # the docstring promises no exact 0 here (only softmax_backward's S̄ at A = 0 is exact): the table's atol
+                    t_ = tol("custom_backward.attention_backward", dtype)
+                    expect.true(bool((future.abs() <= t_.atol).all()), what=f"{name} of keys after position {t} is 0 (within {t_.atol:g}) when the loss reads outputs 0..{t} (causal, Day 1 §3.1)",
+                                detail=f"largest |{name}| at a future key: {future.abs().max().item():.3g}")
 
 
 def test_custom_backward_keeps_dtype_and_leaves_inputs_unchanged(sub, ref, rng, credit):
