@@ -122,16 +122,43 @@ def mha(x: torch.Tensor, state: dict, num_heads: int, key_allowed: torch.Tensor 
 
 
 @contextmanager
-def view_hint() -> Iterator[None]:
+def view_hint(sub=None) -> Iterator[None]:
     """Name the lesson's error when the submission raised it: view() on a transposed tensor
-    ("view size is not compatible with input tensor's size and stride", Day 1 §A.5)."""
+    ("view size is not compatible with input tensor's size and stride", Day 1 §A.5). With
+    ``sub``, a size mismatch is also checked for its known cause, by behaviour: the module
+    works when context_length == T and fails when context_length > T — the mask buffer was
+    used without slicing it to [:T, :T] (Week 7 §13)."""
     try:
         yield
     except SubmissionError as exc:
         message = str((exc.error or {}).get("message", "")) + " " + str(exc.message)
         if "view size is not compatible" in message and "mha_reshape/view-needs-contiguous" not in exc.hints:
             exc.hints.append("mha_reshape/view-needs-contiguous")
+        elif sub is not None and "size" in message and unsliced_mask(sub) and "mha_reshape/unsliced-mask" not in exc.hints:
+            exc.hints.append("mha_reshape/unsliced-mask")
         raise
+
+
+def unsliced_mask(sub) -> bool:
+    """True when MultiHeadAttention(4, 1, context_length=T) is right on T = 3 tokens but
+    MultiHeadAttention(4, 1, context_length=6) raises on the same input (fixed data: this
+    only names a mistake, it earns nothing). The match is recorded for the hint rule."""
+    g = torch.Generator().manual_seed(20261130)
+    x = torch.randn(1, 3, 4, generator=g, dtype=torch.float64)
+    state = {f"{n}.weight": torch.randn(4, 4, generator=g, dtype=torch.float64) * 0.5 for n in ("w_q", "w_k", "w_v", "w_o")}
+    want, _ = _mha(x, state, 1, None)
+    try:
+        fits = sub.mha_reshape.construct("MultiHeadAttention", [4, 1, 3], dtype=torch.float64, state=state, calls=[("forward", [x], {})], describe=False)["outputs"][0]
+    except SubmissionError:
+        return False
+    if expect.distance(fits, want, expect.Tol(1e-9, 1e-12)) > 1:
+        return False
+    try:
+        sub.mha_reshape.construct("MultiHeadAttention", [4, 1, 6], dtype=torch.float64, state=state, calls=[("forward", [x], {})], describe=False)
+    except SubmissionError:
+        expect.diagnose(fits, {"mha_reshape/unsliced-mask": fits}, expect.Tol(1e-9, 1e-12))  # records the match
+        return True
+    return False
 
 
 class Variants:

@@ -148,7 +148,7 @@ def test_course_numbers_at_stated_precision(sub, ref, rng, credit):
                 "memory table": (_control_costs, ["attention_matrix_gib"]), "head width": (_control_split, None), "shapes": (_control_module, None),
                 "h=1 equals one head": (_control_module, None), "concat then W_O": (_control_merge, None)}
     for part in credit.parts(labels):
-        with part, signatures.view_hint():
+        with part, signatures.view_hint(sub):
             label = part.label
             control, names = controls[label.split(" (")[0]]  # each part first checks only the functions it prints
             control(sub, ref, rng, names) if names else control(sub, ref, rng)
@@ -223,7 +223,7 @@ def test_course_numbers_at_stated_precision(sub, ref, rng, credit):
 # --------------------------------------------------------------------------- vs the reference
 def test_split_heads_matches_reference_on_random_shapes(sub, ref, rng, credit):
     for case in credit.cases(6):
-        with case, signatures.view_hint():
+        with case, signatures.view_hint(sub):
             i = int(case.label.split()[-1])
             dtype = DTYPES[i % 2]
             C = randint(rng, 1, 24)
@@ -239,7 +239,7 @@ def test_split_heads_matches_reference_on_random_shapes(sub, ref, rng, credit):
 
 def test_merge_heads_matches_reference_and_inverts_split_heads(sub, ref, rng, credit):
     for case in credit.cases(6):
-        with case, signatures.view_hint():
+        with case, signatures.view_hint(sub):
             i = int(case.label.split()[-1])
             dtype = DTYPES[i % 2]
             B, h, T, d = choice(rng, (1, 2, 3)), choice(rng, (1, randint(rng, 2, 8), 12)), choice(rng, (1, randint(rng, 2, 64))), randint(rng, 1, 8)
@@ -257,7 +257,7 @@ def test_merge_heads_matches_reference_and_inverts_split_heads(sub, ref, rng, cr
 
 def test_multi_head_attention_matches_reference_on_random_weights(sub, ref, rng, credit):
     for case in credit.cases(6):
-        with case, signatures.view_hint():
+        with case, signatures.view_hint(sub):
             i = int(case.label.split()[-1])
             dtype = DTYPES[i % 2]
             B, T, C, h = _sizes(rng, ("one", "all", "any")[i % 3])
@@ -286,7 +286,7 @@ def test_multi_head_attention_matches_reference_on_random_weights(sub, ref, rng,
 # --------------------------------------------------------------------------- properties
 def test_weights_rows_sum_to_one_and_future_and_padded_keys_get_exactly_zero(sub, ref, rng, credit):
     for case in credit.cases(4):
-        with case, signatures.view_hint():
+        with case, signatures.view_hint(sub):
             dtype = choice(rng, DTYPES)
             C = randint(rng, 2, 12)
             h = _heads(rng, C)
@@ -329,7 +329,7 @@ def test_multi_head_attention_is_causal_and_ignores_padding_by_gradient(sub, rng
     key_allowed = torch.ones(B, T, dtype=torch.bool)
     key_allowed[1, T - 2:] = False  # example 1: its last two tokens are padding
     for part in credit.parts([f"output position {t}" for t in (0, T // 2)] + ["padded tokens"]):
-        with part, signatures.view_hint():
+        with part, signatures.view_hint(sub):
             grad_out = torch.zeros(B, T, C, dtype=dtype)
             if part.label == "padded tokens":
                 grad_out[key_allowed] = 1.0  # every real position's output
@@ -359,7 +359,7 @@ def test_state_dict_holds_the_four_projections_and_a_causal_mask_buffer(sub, ref
     code must not lose points; a [context_length, context_length] buffer must exist."""
     _control_module(sub, ref, rng)
     for case in credit.cases(3):
-        with case, signatures.view_hint():
+        with case, signatures.view_hint(sub):
             C = randint(rng, 2, 16)
             h, ctx, bias = _heads(rng, C), randint(rng, 2, 32), case.label.endswith("2")
             r = sub.mha_reshape.construct("MultiHeadAttention", [C, h, ctx], {"bias": bias})
@@ -389,7 +389,7 @@ def test_value_errors_for_random_indivisible_widths_and_lengths(sub, ref, rng, c
     h = _heads(rng, C)
     ctx = randint(rng, 1, 12)
     for part in credit.parts(["split_heads", "MultiHeadAttention.__init__", "MultiHeadAttention.forward"]):
-        with part, signatures.view_hint():
+        with part, signatures.view_hint(sub):
             # each part first checks that its own function works on valid input (raising
             # ValueError everywhere earns nothing), not that the other functions are right
             _control_split(sub, ref, rng) if part.label == "split_heads" else _control_module(sub, ref, rng)
@@ -423,7 +423,7 @@ def test_multi_head_attention_uses_neither_nn_multiheadattention_nor_sdpa(sub, r
 def test_cost_functions_match_reference_on_random_sizes(sub, ref, rng, credit):
     m, r = sub.mha_reshape, ref.mha_reshape
     for part in credit.parts(["score_elements", "mha_flops", "attention_flop_fraction", "attention_matrix_gib", "mha_param_count"]):
-        with part, signatures.view_hint():
+        with part, signatures.view_hint(sub):
             for _ in range(4):
                 B, h, T, d = randint(rng, 1, 64), randint(rng, 1, 64), randint(rng, 1, 1 << 16), randint(rng, 1, 8192)
                 if part.label == "score_elements":
@@ -464,7 +464,7 @@ def test_reshapes_and_module_keep_dtype_and_leave_inputs_unchanged(sub, ref, rng
     key_allowed = _key_allowed(rng, B, T)
     controls = {"split_heads": _control_split, "merge_heads": _control_merge, "MultiHeadAttention.forward": _control_module}
     for part in credit.parts(["split_heads", "merge_heads", "MultiHeadAttention.forward"]):
-        with part, signatures.view_hint():
+        with part, signatures.view_hint(sub):
             controls[part.label](sub, ref, rng)  # its own function works (values), then its dtype
             if part.label == "MultiHeadAttention.forward":
                 args = (x, key_allowed)

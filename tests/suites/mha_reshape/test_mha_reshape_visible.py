@@ -55,7 +55,7 @@ def test_split_heads_cuts_features_into_contiguous_heads(sub, rng, credit):
     cases = {"W7-29: [1,3,4], h=2": (data.SHAPES_W7_29, 2), "L2-04: [2,5,8], h=2": (data.SHAPES_L2_04, 2), "[2,3,6], h=3": ({"input": [2, 3, 6], "heads": [2, 3, 3, 2]}, 3)}
     examples = SNAP["split_heads_examples"]
     for part in credit.parts(list(cases)):
-        with part, signatures.view_hint():
+        with part, signatures.view_hint(sub):
             shapes, h = cases[part.label]
             x = torch.arange(math.prod(shapes["input"]), dtype=torch.float32).reshape(shapes["input"])
             want = examples[part.label.split(":")[0] if ":" in part.label else "h=3"]
@@ -71,7 +71,7 @@ def test_merge_heads_undoes_split_heads(sub, rng, credit):
     expect.close(sub.mha_reshape.merge_heads(c["y"]), c["want"], what=f"merge_heads on control y {list(c['y'].shape)}", tol=EXACT)
     examples = SNAP["merge_heads_examples"]
     for part in credit.parts(["W7-29: merge [1,2,3,2] → [1,3,4]", "L2-04: merge [2,2,5,4] → [2,5,8]", "merge_heads(split_heads(x)) == x"]):
-        with part, signatures.view_hint():
+        with part, signatures.view_hint(sub):
             if part.label.startswith("W7-29"):
                 y = torch.arange(12, dtype=torch.float32).reshape(data.SHAPES_W7_29["heads"])
             elif part.label.startswith("L2-04"):
@@ -91,13 +91,13 @@ def test_week7_example_through_two_heads_gives_the_printed_weights_and_outputs(s
     _control(sub, rng)
     ex = w7.example()
     state = data.two_head_state()
-    with signatures.view_hint():
+    with signatures.view_hint(sub):
         result = sub.mha_reshape.construct("MultiHeadAttention", [4, 2, 8], state=state, calls=[("forward", [ex.x], {"return_weights": True})])
     out, weights = expect.sequence(result["outputs"][0], 2, what="MultiHeadAttention(4, 2, 8).forward(x, return_weights=True)")
     want_out, want_weights = data.two_head_expected()
     variants = signatures.Variants(ex.x, state, 2)
     for part in credit.parts(["weights [B,h,T,T]", "outputs [B,T,C]"]):
-        with part, signatures.view_hint():
+        with part, signatures.view_hint(sub):
             if part.label.startswith("weights"):
                 signatures.close(weights, want_weights, what="weights of head 1 (Week 7's head: P_A, P_B) and head 2 (W_Q⁽²⁾ = 0: the §1 uniform mean)",
                                  tol=w7.PRINTED_4DP_F32, mistakes=variants.weights, grid=QK)
@@ -111,13 +111,13 @@ def test_padded_key_gets_no_weight_in_week7_example(sub, rng, credit):
     ex = w7.example()
     state = data.two_head_state()
     key_allowed = torch.tensor([[True, True], [True, False]])  # prompt B: its second token is padding
-    with signatures.view_hint():
+    with signatures.view_hint(sub):
         result = sub.mha_reshape.construct("MultiHeadAttention", [4, 2, 8], state=state, calls=[("forward", [ex.x], {"key_allowed": key_allowed, "return_weights": True})])
     out, weights = expect.sequence(result["outputs"][0], 2, what="MultiHeadAttention.forward(x, key_allowed, return_weights=True)")
     want_out, want_weights = data.two_head_expected(padded=True)
     variants = signatures.Variants(ex.x, state, 2, key_allowed)
     for part in credit.parts(["weights", "outputs"]):
-        with part, signatures.view_hint():
+        with part, signatures.view_hint(sub):
             if part.label == "weights":
                 signatures.close(weights, want_weights, what="weights with prompt B's key 喜欢 padded: B's queries read only 猫 (Day 1 §3.2)",
                                  tol=w7.PRINTED_4DP_F32, mistakes=variants.weights, grid=QK)
@@ -129,10 +129,10 @@ def test_padded_key_gets_no_weight_in_week7_example(sub, rng, credit):
 def test_multi_head_attention_has_four_projections_and_a_causal_mask_buffer(sub, rng, credit):
     _control_one_head(sub)
     labels = ["bias=False: w_q, w_k, w_v, w_o = nn.Linear(4, 4)", "bias=True: 4d² + 4d parameters (D1-24)", "mask buffer [8, 8]; state_dict: the projections (+ at most the mask)", "W7-54: output [2,2,4]"]
-    with signatures.view_hint():
+    with signatures.view_hint(sub):
         results = {bias: sub.mha_reshape.construct("MultiHeadAttention", [4, 2, 8], {"bias": bias}, calls=[("forward", [torch.zeros(2, 2, 4)], {})]) for bias in (False, True)}
     for part in credit.parts(labels):
-        with part, signatures.view_hint():
+        with part, signatures.view_hint(sub):
             if part.label.startswith("bias=False"):
                 info = results[False]["describe"]
                 linears = {m["name"]: m for m in info["modules"] if m["type"] == "torch.nn.modules.linear.Linear"}
@@ -161,7 +161,7 @@ def test_multi_head_attention_has_four_projections_and_a_causal_mask_buffer(sub,
 
 def test_value_errors_for_indivisible_width_and_too_long_input(sub, rng, credit):
     for part in credit.parts(["split_heads(x [1,2,4], 3)", "MultiHeadAttention(4, 3, 8)", "MultiHeadAttention(4, 2, context_length=2) on T=3"]):
-        with part, signatures.view_hint():
+        with part, signatures.view_hint(sub):
             # its own function must work on valid input first (raising ValueError everywhere earns nothing)
             _control_split(sub) if part.label.startswith("split_heads") else _control_one_head(sub)
             if part.label.startswith("split_heads"):
@@ -174,7 +174,7 @@ def test_value_errors_for_indivisible_width_and_too_long_input(sub, rng, credit)
 
 def test_cost_functions_reproduce_the_course_tables(sub, rng, credit):
     for part in credit.parts(["score_elements (W7-49, W7-50)", "mha_param_count (D1-24)", "mha_flops (D1-25)", "attention_flop_fraction (D1-27)", "attention_matrix_gib (D1-29)"]):
-        with part, signatures.view_hint():
+        with part, signatures.view_hint(sub):
             name = part.label.split()[0]
             c = SNAP["cost_functions"]  # control sizes too: a table of the printed numbers earns nothing
             B, h, T, d = c["B"], c["h"], c["T"], c["d"]
