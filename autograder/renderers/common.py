@@ -173,10 +173,13 @@ def not_started(results: Results, skill: SkillOutcome) -> str | None:
     """One line for a skill whose module is still the untouched stub — every function is
     TODO and every test with points waits on it — instead of its table:
     "not started — begin with `project_qkv` (Week 7 §1–§9)"."""
-    todo = module_info(results, skill).get("todo")
+    info = module_info(results, skill)
+    todo = info.get("todo")
     weighted = [t for t in skill.tests if t.max_score > 0]
     if not todo or skill.score > 0 or not weighted or not all(_waits_on_stub(t) for t in weighted):
         return None
+    if info.get("functions") and len(todo) < len(info["functions"]):
+        return None  # some function is written: the table says what still fails
     where = f", {skill.sections[0]}" if skill.sections else ""
     return f"not started — begin with `{todo[0]}`{where}"
 

@@ -267,6 +267,7 @@ def prepare(path: str | Path, config: Config, run_dir: Path, *, world_readable: 
                 info["copy_path"] = str(copy(module, data))
                 info["sha256"] = hashlib.sha256(data).hexdigest()
                 known = module_facts.known_functions(module, config.solutions_dir, config.exercises_dir)
+                info["functions"] = known  # the exercise's own names: the only ones a report may show
                 info["todo"] = module_facts.still_todo(data, known)
                 prepared.content.append((module, info["sha256"]))
             (prepared.modules if module in selected else prepared.siblings)[module[:-3]] = info

@@ -216,6 +216,7 @@ def test_still_todo_lists_the_modules_real_functions(tmp_path):
     text = " ".join(grade(folder, "--skill", "mha_reshape", fmt="text").stdout.split())
     assert "Still TODO: " + ", ".join(todo) in text
     assert "not started" not in text
+    assert graded.data["submission"]["modules"]["mha_reshape"]["functions"] == stub_funcs
 
 
 def test_module_facts_read_stubs_from_the_source():
