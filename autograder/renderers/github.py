@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ..results import Results, TestOutcome
 from . import markdown
-from .common import clean
+from .common import clean, collapse_repeats, same_problem_line
 
 
 def _escape_data(text: str) -> str:
@@ -69,13 +69,12 @@ def commands(results: Results) -> list[str]:
     if results.status != "complete":
         out.append(f"::error title=Grading did not complete::{_escape_data(clean(results.message, 900))}")
     for skill in results.skills:
-        for test in skill.tests:
-            if test.status == "passed":
-                continue
+        for test, repeats in collapse_repeats([t for t in skill.tests if t.status != "passed"]):
             where = _location(test, results)
             title = _escape_property(f"{skill.id}: {test.name}")
             hint = f" Hint: {test.hints[0]['text']} (reread {test.hints[0]['section']})" if test.hints else ""
-            body = _escape_data(clean(f"{test.summary}{hint}", 900))
+            more = f" {same_problem_line(repeats)}" if repeats else ""
+            body = _escape_data(clean(f"{test.summary}{hint}{more}", 900))
             if where:
                 out.append(f"::error file={_escape_property(where[0])},line={where[1]},title={title}::{body}")
             else:

@@ -167,6 +167,8 @@ def test_one_import_failure_is_one_panel_per_skill(tmp_path):
     assert "The same problem fails 20 more tests of this skill" in text
     markdown = grade(folder, "--skill", "qkv", fmt="markdown")
     assert markdown.stdout.count("No module named") == 1
+    github = grade(folder, "--skill", "qkv", fmt="github")
+    assert [line.startswith("::error") for line in github.stdout.splitlines()].count(True) == 1
 
 
 def test_helper_limits(tmp_path):
