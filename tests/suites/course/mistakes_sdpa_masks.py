@@ -97,6 +97,8 @@ def mha(module, x, allowed=None, key_allowed=None) -> dict[str, torch.Tensor]:
         out["sdpa_masks/key-padding-polarity"] = run(seq, attn, key_allowed, not bf)
     if not bf and key_allowed is None and (allowed is None or x.size(0) == x.size(1)):
         out["sdpa_masks/batch-first-ignored"] = run(x64, attn, None, False)  # (B,T,C) fed as (T,B,C)
+    if not bf:
+        out["sdpa_masks/output-not-transposed-back"] = run(seq, attn, kpm, False)  # the module's (T,B,C) returned as it is
     return out
 
 

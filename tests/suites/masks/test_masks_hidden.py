@@ -333,7 +333,7 @@ def test_masked_softmax_blocked_weight_is_exactly_zero_and_rows_sum_to_one_or_ze
                         detail=f"largest weight on a blocked key: {leak.abs().max().item():.4g}", hints=hints)
             sums = got.double().sum(-1)
             has_key = allowed.any(-1)
-            expect.true(bool(torch.allclose(sums[has_key], torch.ones_like(sums[has_key]), atol=1e-5, rtol=0)), what="rows with an allowed key sum to 1",
+            expect.true(bool(torch.allclose(sums[has_key], torch.ones_like(sums[has_key]), atol=t.atol * S, rtol=0)), what="rows with an allowed key sum to 1",
                         detail=f"row sums range from {sums[has_key].min().item():.6g} to {sums[has_key].max().item():.6g}", hints=hints)
             # and they are the right weights (e.g. one-hot weights on an allowed key also have both properties)
             expect.close(got, want, what="masked_softmax weights", tol=t, hints=hints)
@@ -370,6 +370,8 @@ def test_masked_softmax_gradients_are_finite_and_zero_on_blocked_scores(sub, ref
             expect.true(r.get("grads") is not None, what="masked_softmax is differentiable",
                         detail="the output does not require grad: keep the computation in torch operations on the scores")
             g = expect.tensor(r["grads"][0], what="∂L/∂scores")
+            if not hints and not bool(torch.isfinite(g).all()) and expect.distance(value, weights.detach(), t) <= 1.0:
+                hints = expect.observed("masks/nan-gradient")  # right weights, NaN gradient: the NaN was patched after the softmax
             expect.true(bool(torch.isfinite(g).all()), what="∂L/∂scores is finite, also through rows with nothing allowed (Day 1 §3.4)",
                         detail=f"{int((~torch.isfinite(g)).sum())} non-finite gradient entries", hints=hints)
             # ~0, not exactly 0: the docstring promises exact zeros for the weights only; a gradient is a sum of products
