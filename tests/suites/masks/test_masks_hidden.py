@@ -340,7 +340,7 @@ def test_masked_softmax_blocked_weight_is_exactly_zero_and_rows_sum_to_one_or_ze
 
 
 def test_masked_softmax_gradients_are_finite_and_zero_on_blocked_scores(sub, ref, rng, credit):
-    for part in credit.parts(["left-padded causal batch", "random mask", "random mask, scores ×1e4"]):
+    for part in credit.parts(["left-padded causal batch", "random mask", "random mask, scores ×1e4", "a row whose allowed scores are all −∞"]):
         with part:
             dtype = torch.float64
             if part.label == "left-padded causal batch":
@@ -359,6 +359,10 @@ def test_masked_softmax_gradients_are_finite_and_zero_on_blocked_scores(sub, ref
                     i = randint(rng, 0, L - 1)
                     allowed[1, i, :2] = torch.tensor([True, False])
                     scores[1, i, 1] = float(scores[1].max()) + 1e4
+                if "all −∞" in part.label:  # allowed keys, all at −∞: the docstring's other empty row (zeros, finite gradient)
+                    i = randint(rng, 0, L - 1)
+                    allowed[1, i, 0] = True
+                    scores[1, i] = scores[1, i].masked_fill(allowed[1, i], float("-inf"))
             grad_out = randn(rng, B, L, S, dtype=dtype)
             r = sub.masks.call_with_grad("masked_softmax", scores, allowed, wrt=[0], grad_output=grad_out)
             value = r.get("value")
