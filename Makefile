@@ -4,6 +4,7 @@
 #   make check     instructors: prove the suites right (config, solutions = full marks, stubs = 0,
 #                  snapshots fresh)
 #   make snapshots instructors: rerun the reference on the visible suites' control inputs
+#   make stubs     instructors: write exercises/ from solutions/ (nbgrader's ClearSolutions)
 # The first run creates .venv with python3 and installs the pinned requirements.
 
 PYTHON ?= python3
@@ -16,7 +17,7 @@ OUTPUT ?=
 SEED ?=
 GRADE_FLAGS := $(foreach s,$(SKILL),--skill $(s)) --format $(FORMAT) $(if $(OUTPUT),--output $(OUTPUT)) $(if $(SEED),--seed $(SEED))
 
-.PHONY: grade test check snapshots benchmark tolerances clean help
+.PHONY: grade test check snapshots stubs benchmark tolerances clean help
 .DEFAULT_GOAL := help
 
 $(VENV)/.requirements.stamp: requirements.txt
@@ -40,11 +41,15 @@ test: $(VENV)/.dev.stamp $(VENV)/.instructor.stamp ## run the grader's own tests
 	$(PY) -m pytest
 
 check: $(VENV)/.dev.stamp $(VENV)/.instructor.stamp ## instructors: solutions score full marks, stubs score 0, config valid
+	$(PY) -m autograder stubs --check
 	$(PY) -m autograder snapshots --check
 	$(PY) -m pytest -q tests/grader/test_suites_are_right.py
 
 snapshots: $(VENV)/.requirements.stamp ## instructors: rewrite tests/suites/*/snapshots/ from the reference
 	$(PY) -m autograder snapshots
+
+stubs: $(VENV)/.instructor.stamp ## instructors: rewrite exercises/ from solutions/
+	$(PY) -m autograder stubs
 
 benchmark: $(VENV)/.requirements.stamp ## time one full grade against `import torch`
 	$(PY) tests/benchmarks/grade_time.py
@@ -61,4 +66,5 @@ help:
 	@echo "make test                                                run the grader's own test suite"
 	@echo "make check                                               instructors: prove the suites right"
 	@echo "make snapshots                                           instructors: rewrite the visible suites' reference snapshots"
+	@echo "make stubs                                               instructors: rewrite exercises/ from solutions/"
 	@echo "make benchmark | make tolerances                         measure speed / re-derive tolerances"

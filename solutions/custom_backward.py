@@ -37,6 +37,7 @@ def softmax_backward(d_weights: torch.Tensor, weights: torch.Tensor) -> torch.Te
     Returns:
         [...,L,S] S̄ = ∂L/∂S.
     """
+    # TODO: return A ⊙ (Ā − D) with D = rowsum(Ā ⊙ A) over the last axis (Day 1 §2.3 第二步).
     ### BEGIN SOLUTION
     D = (d_weights * weights).sum(dim=-1, keepdim=True)  # [...,L,1]: D_i
     return weights * (d_weights - D)
@@ -59,6 +60,7 @@ def attention_backward(
     Returns:
         (dq [...,L,d_k], dk [...,S,d_k], dv [...,S,d_v]).
     """
+    # TODO: compute V̄ = AᵀȲ, Ā = ȲVᵀ, S̄ via softmax_backward, Q̄ = s·S̄K, K̄ = s·S̄ᵀQ (Day 1 §2.3).
     ### BEGIN SOLUTION
     dv = weights.transpose(-2, -1) @ d_out  # [...,S,L] @ [...,L,d_v] → [...,S,d_v]
     d_weights = d_out @ v.transpose(-2, -1)  # [...,L,d_v] @ [...,d_v,S] → [...,L,S]
@@ -80,6 +82,7 @@ class AttentionFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, allowed: torch.Tensor | None = None) -> torch.Tensor:
+        # TODO: scale q·kᵀ by 1/√d_k, set blocked keys to −∞, softmax, save what backward needs, return weights @ v (Day 1 §B).
         ### BEGIN SOLUTION
         scale = 1.0 / math.sqrt(q.size(-1))
         scores = (q @ k.transpose(-2, -1)) * scale  # [...,L,S]
@@ -93,6 +96,7 @@ class AttentionFunction(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, d_out: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, None]:
+        # TODO: call attention_backward on the saved tensors and return (dq, dk, dv, None) (Day 1 §B).
         ### BEGIN SOLUTION
         q, k, v, weights = ctx.saved_tensors
         dq, dk, dv = attention_backward(d_out, q, k, v, weights, ctx.scale)
@@ -110,6 +114,7 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, allowed: torch.
     Returns:
         [...,L,d_v]; differentiable with respect to q, k and v by the hand-written backward.
     """
+    # TODO: return AttentionFunction.apply(q, k, v, allowed) (Day 1 §B).
     ### BEGIN SOLUTION
     return AttentionFunction.apply(q, k, v, allowed)
     ### END SOLUTION

@@ -26,6 +26,7 @@ def causal_mask(T: int, device: torch.device | str | None = None) -> torch.Tenso
     Returns:
         bool [T,T], `True` on and below the diagonal (query i may read keys 0..i).
     """
+    # TODO: build the [T,T] allowed-style causal mask, True where key j <= query i (Week 7 §10).
     ### BEGIN SOLUTION
     return torch.tril(torch.ones(T, T, dtype=torch.bool, device=device))  # [T,T], tril = j <= i
     ### END SOLUTION
@@ -44,6 +45,7 @@ def apply_mask(scores: torch.Tensor, allowed: torch.Tensor, fill: float = float(
         A new tensor of the broadcast shape and the dtype of `scores`: `scores` where
         allowed, `fill` elsewhere. `scores` is not modified.
     """
+    # TODO: return a new tensor with the blocked scores set to `fill` (Week 7 §11).
     ### BEGIN SOLUTION
     blocked = ~allowed.to(torch.bool)  # masked_fill convention: True = fill
     return scores.masked_fill(blocked, fill)  # out of place: a new tensor
@@ -63,6 +65,7 @@ def padding_allowed(lengths: torch.Tensor | list[int], T: int, left_padded: bool
     Returns:
         bool [B,T], `True` on real tokens.
     """
+    # TODO: mark the real tokens of each padded example, on the right or on the left (Day 1 §3.2, §3.4).
     ### BEGIN SOLUTION
     lengths = torch.as_tensor(lengths, dtype=torch.long)
     lengths = lengths.reshape(-1, 1)  # [B,1]
@@ -83,6 +86,7 @@ def combine_masks(causal: torch.Tensor, key_allowed: torch.Tensor) -> torch.Tens
     Returns:
         bool [B,1,L,S]: allowed where both allow; the singleton axis broadcasts over heads.
     """
+    # TODO: allow a key only where both masks allow it, shape [B,1,L,S] (Day 1 §3.2).
     ### BEGIN SOLUTION
     causal = causal.to(torch.bool)[None, None, :, :]  # [1,1,L,S]
     keys = key_allowed.to(torch.bool)[:, None, None, :]  # [B,1,1,S]: masks keys (columns), never queries
@@ -111,6 +115,7 @@ def masked_softmax(scores: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
     Returns:
         [broadcast shape] weights in the dtype of `scores`; every row sums to 1 or is all 0.
     """
+    # TODO: softmax over allowed keys only; empty rows are all zeros, never NaN (Week 7 §11, Day 1 §3.4).
     ### BEGIN SOLUTION
     neg_inf = torch.tensor(float("-inf"), dtype=scores.dtype, device=scores.device)
     masked = torch.where(allowed.to(torch.bool), scores, neg_inf)  # [...,L,S], blocked = −∞
@@ -133,6 +138,7 @@ def prefix_lm_mask(T: int, prefix_len: int) -> torch.Tensor:
     Returns:
         bool [T,T] on the CPU: allowed[i, j] = (j <= i) or (j < prefix_len).
     """
+    # TODO: allow j <= i or j < prefix_len (Day 1 §3.5).
     ### BEGIN SOLUTION
     i = torch.arange(T).unsqueeze(1)  # [T,1] query positions
     j = torch.arange(T).unsqueeze(0)  # [1,T] key positions
@@ -150,6 +156,7 @@ def document_mask(doc_ids: torch.Tensor) -> torch.Tensor:
         bool [...,T,T] on the CPU: query i may read key j when j <= i and both tokens
         belong to the same document.
     """
+    # TODO: allow causal reads inside the same document only (Day 1 §3.5).
     ### BEGIN SOLUTION
     doc_ids = doc_ids.cpu()
     T = doc_ids.size(-1)

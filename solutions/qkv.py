@@ -28,6 +28,7 @@ def project_qkv(
     Returns:
         (q [B,T,d_k], k [B,T,d_k], v [B,T,d_v]).
     """
+    # TODO: project x into queries, keys and values (Week 7 §4).
     ### BEGIN SOLUTION
     return x @ w_q, x @ w_k, x @ w_v
     ### END SOLUTION
@@ -43,6 +44,7 @@ def attention_scores(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
     Returns:
         [...,L,S]: entry (i, j) is the dot product of query i with key j.
     """
+    # TODO: score every query against every key (Week 7 §4, §9).
     ### BEGIN SOLUTION
     return q @ k.transpose(-2, -1)
     ### END SOLUTION
@@ -58,6 +60,7 @@ def scale_scores(scores: torch.Tensor, d_k: int) -> torch.Tensor:
     Returns:
         [...,L,S] scaled scores.
     """
+    # TODO: scale the scores (Week 7 §8).
     ### BEGIN SOLUTION
     return scores / math.sqrt(d_k)
     ### END SOLUTION
@@ -73,6 +76,7 @@ def weighted_values(weights: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     Returns:
         [...,L,d_v] outputs.
     """
+    # TODO: mix the values with the weights (Week 7 §6).
     ### BEGIN SOLUTION
     return weights @ v
     ### END SOLUTION
@@ -87,6 +91,7 @@ def causal_uniform_mean(x: torch.Tensor) -> torch.Tensor:
     Returns:
         [...,T,C]: row t is the average of rows 0..t (a fixed, query-independent read).
     """
+    # TODO: average each prefix x[..., :t+1, :] (Week 7 §1).
     ### BEGIN SOLUTION
     T = x.shape[-2]
     counts = torch.arange(1, T + 1, dtype=x.dtype, device=x.device).unsqueeze(-1)  # [T,1]
@@ -112,6 +117,7 @@ def single_head_attention(
         the weights on future keys are exactly 0 (exp(−∞) = 0 exactly, so a non-zero
         weight there means the future leaked), and so is every ∂out_t/∂x_s for s > t.
     """
+    # TODO: chain projection, scores, scaling, causal mask, row softmax and values (Week 7 §7, §12).
     ### BEGIN SOLUTION
     q, k, v = x @ w_q, x @ w_k, x @ w_v  # [B,T,d_k], [B,T,d_k], [B,T,d_v]
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # [B,T,T]
@@ -137,6 +143,7 @@ class AttentionHead(nn.Module):
 
     def __init__(self, embed_dim: int, head_size: int, context_length: int) -> None:
         super().__init__()
+        # TODO: create query/key/value projections and the causal_mask buffer (Week 7 §13).
         ### BEGIN SOLUTION
         self.query = nn.Linear(embed_dim, head_size, bias=False)
         self.key = nn.Linear(embed_dim, head_size, bias=False)
@@ -147,6 +154,7 @@ class AttentionHead(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """x [B,T,C] → [B,T,head_size]; ValueError when T > context_length."""
+        # TODO: run the causal attention chain on x (Week 7 §13).
         ### BEGIN SOLUTION
         _, T, _ = x.shape
         if T > self.causal_mask.size(0):

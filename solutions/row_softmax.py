@@ -30,6 +30,7 @@ def softmax_rows(scores: torch.Tensor, dim: int = -1) -> torch.Tensor:
     Returns:
         A tensor shaped like `scores`, non-negative, summing to 1 along `dim`.
     """
+    # TODO: subtract the row maximum along dim, exponentiate, divide by the sum (Week 7 §5, §8).
     ### BEGIN SOLUTION
     row_max = scores.amax(dim=dim, keepdim=True)  # [...,L,1] for dim=-1
     exps = torch.exp(scores - row_max)  # every entry in [0, 1]; −∞ → 0
@@ -50,6 +51,7 @@ def log_softmax_rows(scores: torch.Tensor, dim: int = -1) -> torch.Tensor:
     Returns:
         A tensor shaped like `scores`: the log-probabilities along `dim`.
     """
+    # TODO: compute (s − max) − log Σ exp(s − max) along dim (Week 7 §8, §16).
     ### BEGIN SOLUTION
     row_max = scores.amax(dim=dim, keepdim=True)
     shifted = scores - row_max  # ≤ 0
@@ -70,6 +72,7 @@ def cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     Returns:
         A 0-dim tensor of the logits' dtype: mean over n of −log_softmax(logits)[n, targets[n]].
     """
+    # TODO: average −log p(target) over the rows, using log_softmax_rows (Week 7 §16).
     ### BEGIN SOLUTION
     log_probs = log_softmax_rows(logits, dim=-1)  # [N,V]
     picked = log_probs.gather(-1, targets.long().unsqueeze(-1)).squeeze(-1)  # [N]: log p(target_n)
@@ -87,6 +90,7 @@ def vocab_probs(h: torch.Tensor, w_vocab: torch.Tensor) -> torch.Tensor:
     Returns:
         [...,V] probabilities; each row sums to 1 over the V vocabulary tokens.
     """
+    # TODO: project h onto the vocabulary and softmax over the vocabulary axis (Week 7 §16).
     ### BEGIN SOLUTION
     logits = h @ w_vocab  # [...,V]
     return softmax_rows(logits, dim=-1)  # over the vocabulary, not over positions

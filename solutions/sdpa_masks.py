@@ -27,6 +27,7 @@ def blocked_to_sdpa(blocked: torch.Tensor) -> torch.Tensor:
     Returns:
         bool [...,L,S], `True` = this query may read this key.
     """
+    # TODO: turn a masked_fill-style mask (True = blocked) into SDPA's (True = attend) (Day 1 §A.3).
     ### BEGIN SOLUTION
     return ~blocked.to(torch.bool)
     ### END SOLUTION
@@ -43,6 +44,7 @@ def to_additive_mask(allowed: torch.Tensor, dtype: torch.dtype = torch.float32) 
         [...,L,S] of `dtype`: exactly 0.0 where allowed and exactly −∞ where blocked (the
         mask is added to the scores: any other value would shift or merely damp them).
     """
+    # TODO: 0.0 where allowed, −∞ where blocked, in `dtype` (Day 1 §3.3, §A.3).
     ### BEGIN SOLUTION
     additive = torch.zeros(allowed.shape, dtype=dtype, device=allowed.device)
     return additive.masked_fill(~allowed.to(torch.bool), float("-inf"))  # 0 keeps, −∞ blocks
@@ -58,6 +60,7 @@ def to_mha_attn_mask(allowed: torch.Tensor) -> torch.Tensor:
     Returns:
         bool of the same shape, `True` where the query may NOT read the key.
     """
+    # TODO: convert to nn.MultiheadAttention's bool attn_mask, True = not allowed (Day 1 §A.3).
     ### BEGIN SOLUTION
     return ~allowed.to(torch.bool)  # Day 1 §A.3: the same tensor means the opposite in nn.MultiheadAttention
     ### END SOLUTION
@@ -76,6 +79,7 @@ def hf_to_sdpa_mask(attention_mask: torch.Tensor, causal: bool = True) -> torch.
     Returns:
         bool [B,1,S,S], allowed-style; the singleton axis broadcasts over heads.
     """
+    # TODO: mask the pad keys (and the future when causal) as a [B,1,S,S] allowed mask (Day 1 §3.2, §A.3).
     ### BEGIN SOLUTION
     real = attention_mask != 0  # [B,S], any non-zero = real token
     B, S = real.shape
@@ -101,6 +105,7 @@ def kv_cache_mask(L: int, S: int) -> torch.Tensor:
     Returns:
         bool [L,S] on the CPU, allowed-style.
     """
+    # TODO: build the bottom-right aligned causal mask for L new queries and S keys (Day 1 §A.1).
     ### BEGIN SOLUTION
     return torch.ones(L, S, dtype=torch.bool).tril(diagonal=S - L)
     ### END SOLUTION
@@ -132,6 +137,7 @@ def sdpa(
     Returns:
         [...,L,d_v] attention outputs, in the dtype of `q`.
     """
+    # TODO: call F.scaled_dot_product_attention with the right mask, causal alignment and dropout (Day 1 §A.1).
     ### BEGIN SOLUTION
     L, S = q.size(-2), k.size(-2)
     p = dropout_p if training else 0.0  # dropout_p does not look at train/eval
@@ -166,6 +172,7 @@ def mha_self_attention(
     Returns:
         [B,T,C] outputs.
     """
+    # TODO: run mha on x in its own layout and mask convention, need_weights=False (Day 1 §A.2, §A.3).
     ### BEGIN SOLUTION
     attn_mask = None if allowed is None else ~allowed.to(torch.bool)  # [T,T], True = not allowed
     key_padding_mask = None if key_allowed is None else ~key_allowed.to(torch.bool)  # [B,T], True = ignore

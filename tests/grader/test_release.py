@@ -123,3 +123,75 @@ def test_deterministic_zip_has_sorted_entries_fixed_times_and_modes(tmp_path):
         assert {i.date_time for i in infos} == {(1980, 1, 1, 0, 0, 0)}
         assert [(i.external_attr >> 16) & 0o777 for i in infos] == [0o755, 0o644, 0o644]
         assert zf.read("a/run") == files["a/run"]
+
+
+# --------------------------------------------------------------------------- stubs
+def test_exercises_are_what_make_stubs_writes():
+    proc = _run("stubs", "--check")
+    assert proc.returncode == 0, proc.stderr
+
+
+GOOD = '''"""Skill `demo`.
+"""
+
+
+def f(x):
+    """Doc."""
+    # TODO: double x (Week 7 §1).
+    ### BEGIN SOLUTION
+    return 2 * x
+    ### END SOLUTION
+
+
+class C:
+    def g(self):
+        # TODO: return one.
+        ### BEGIN SOLUTION
+        return 1
+        ### END SOLUTION
+        # trailing comment
+'''
+
+
+def test_stub_keeps_signature_and_docstring_and_gets_todo_line_and_named_raise():
+    from autograder.release.stubs import stub_text
+
+    stub = stub_text(GOOD, "demo", "solutions/demo.py")
+    assert "BEGIN SOLUTION" not in stub and "return 2 * x" not in stub
+    assert '    """Doc."""\n    # TODO(demo): double x (Week 7 §1).\n    raise NotImplementedError("TODO(demo): f")\n' in stub
+    assert '        # TODO(demo): return one.\n        raise NotImplementedError("TODO(demo): C.g")\n' in stub
+    assert "Fill in every function marked TODO(demo), then run `make grade SKILL=demo`.\n" in stub
+    compile(stub, "demo", "exec")
+
+
+@pytest.mark.parametrize("broken, message", [
+    (GOOD.replace("\n\ndef f(x):", "# TODO: set X.\n### BEGIN SOLUTION\nX = 1\n### END SOLUTION\n\n\ndef f(x):"), r"solutions/demo.py:4: solution region at module level"),
+    (GOOD.replace("        ### END SOLUTION\n", ""), r"solutions/demo.py:16: `### BEGIN SOLUTION` is never closed"),
+    (GOOD.replace('"""Doc."""', '"""Doc: write between ### BEGIN SOLUTION and the end."""'), r"solutions/demo.py:6: solution marker inside a string"),
+    (GOOD.replace("    # TODO: double x (Week 7 §1).\n", ""), r"solutions/demo.py:7: no `# TODO: <what the student writes here>` line"),
+    (GOOD.replace("    return 2 * x\n", "    ### BEGIN SOLUTION\n"), r"solutions/demo.py:9: `### BEGIN SOLUTION` inside the region opened at line 8"),
+    (GOOD.replace("    return 2 * x\n", "    return 2 * x  # END SOLUTION here\n"), r"solutions/demo.py:9: 'END SOLUTION' inside other text"),
+])
+def test_broken_markers_are_refused_with_file_and_line(broken, message):
+    from autograder.release.stubs import MarkerError, stub_text
+
+    with pytest.raises(MarkerError, match=message):
+        stub_text(broken, "demo", "solutions/demo.py")
+
+
+def test_stubs_check_names_the_exercise_that_differs(tmp_path):
+    import os
+    import shutil
+
+    for part in ("solutions", "exercises", "tests/suites"):
+        shutil.copytree(ROOT / part, tmp_path / part, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "grading.toml", tmp_path / "grading.toml")
+    stub = tmp_path / "exercises" / "masks.py"
+    stub.write_text(stub.read_text(encoding="utf-8").replace("# TODO(masks): allow j <= i", "# TODO(masks): allow j < i"), encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    cmd = [sys.executable, "-m", "autograder", "stubs", "--check", "--config", str(tmp_path / "grading.toml")]
+    proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 1 and "exercises/masks.py: differs from what `make stubs` writes" in proc.stderr, proc.stderr
+    assert "qkv.py" not in proc.stderr
+    subprocess.run([sys.executable, "-m", "autograder", "stubs", "--config", str(tmp_path / "grading.toml")], cwd=tmp_path, check=True, capture_output=True, timeout=300, env=env)
+    assert stub.read_text(encoding="utf-8") == (ROOT / "exercises" / "masks.py").read_text(encoding="utf-8")
