@@ -29,12 +29,12 @@ BANNED_IN_BACKWARD = (
 
 
 def check_backward_source(sub) -> None:
-    """EXERCISES.md §4: backward, attention_backward and softmax_backward use no autograd
+    """docs/EXERCISES.md §4: backward, attention_backward and softmax_backward use no autograd
     (read from the source; the run-time watch in ``direct_forward_backward`` also covers
     forward, so gradients computed there by autograd and returned by backward count too)."""
     check_no_banned(
         sub.source(MODULE), FILE, BANNED_IN_BACKWARD, scope=BACKWARD_SCOPE,
-        what="AttentionFunction.backward, attention_backward and softmax_backward use no autograd (EXERCISES.md §4)",
+        what="AttentionFunction.backward, attention_backward and softmax_backward use no autograd (docs/EXERCISES.md §4)",
         hints=["custom_backward/uses-autograd"],
     )
 
@@ -46,7 +46,7 @@ def check_goes_through_helpers(sub) -> None:
         return
     for function, helper in (("AttentionFunction.backward", "attention_backward"), ("attention_backward", "softmax_backward")):
         names = called_names(source, function)
-        expect.true(helper in names, what=f"{function} goes through {helper} (EXERCISES.md §4)",
+        expect.true(helper in names, what=f"{function} goes through {helper} (docs/EXERCISES.md §4)",
                     detail=f"{function} calls {sorted(names) or 'nothing'}, not {helper}", hints=["custom_backward/not-through-attention-backward"],
                     problem="constraint")
 

@@ -1,7 +1,7 @@
 """Skill row_softmax: the Week 7 §16 vocabulary example and the "no torch softmax" rule.
 
 The numbers are those of ``week07.STATED`` (printed in Week 7 §5 and §16). The rule is
-EXERCISES.md §3: ``row_softmax.py`` calls no softmax, log_softmax or cross_entropy of torch,
+docs/EXERCISES.md §3: ``row_softmax.py`` calls no softmax, log_softmax or cross_entropy of torch,
 in any spelling. Every row_softmax test checks it twice — in the file's source and in the
 torch functions its calls actually used — *before* judging a single value, so a submission
 that breaks it scores 0 in every test of the skill, not just in one constraint test.
@@ -45,7 +45,7 @@ def check_source(sub) -> None:
     """The file's source may not name a torch softmax / log_softmax / cross_entropy."""
     check_no_banned(
         sub.source(MODULE), FILE, BANNED_NAMES,
-        what="row_softmax.py calls no torch softmax, log_softmax or cross_entropy (EXERCISES.md §3)", hints=HINTS,
+        what="row_softmax.py calls no torch softmax, log_softmax or cross_entropy (docs/EXERCISES.md §3)", hints=HINTS,
     )
 
 
@@ -106,7 +106,7 @@ class Calls:
                 used.setdefault(op, []).append(fn)
         if used:
             listing = "; ".join(f"{op} (in {', '.join(sorted(set(fns)))})" for op, fns in sorted(used.items()))
-            expect.true(False, what="row_softmax calls no torch softmax, log_softmax or cross_entropy at run time (EXERCISES.md §3)",
+            expect.true(False, what="row_softmax calls no torch softmax, log_softmax or cross_entropy at run time (docs/EXERCISES.md §3)",
                         detail=f"these torch functions ran inside your calls: {listing}", hints=HINTS, problem="constraint")
         return self
 

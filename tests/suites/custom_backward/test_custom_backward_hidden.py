@@ -254,7 +254,7 @@ def test_attention_function_is_applied_and_its_backward_returns_dq_dk_dv_none_vi
     for part in credit.parts(["attention() is AttentionFunction.apply", "backward returns (dq, dk, dv, None)", "backward → attention_backward → softmax_backward"]):
         with part:
             if part.label.startswith("attention()"):
-                expect.true(r["attention_node"] == "AttentionFunctionBackward", what="attention(q, k, v, allowed) is AttentionFunction.apply(q, k, v, allowed) (EXERCISES.md §4)",
+                expect.true(r["attention_node"] == "AttentionFunctionBackward", what="attention(q, k, v, allowed) is AttentionFunction.apply(q, k, v, allowed) (docs/EXERCISES.md §4)",
                             detail=f"its output's grad_fn is {r['attention_node']}, not AttentionFunction's backward node", hints=["custom_backward/not-through-attention-backward"])
             elif part.label.startswith("backward returns"):
                 grads = r["grads"]
@@ -354,5 +354,5 @@ def test_rule_backward_uses_no_autograd(sub, rng):
         sub.custom_backward.run(data.direct_forward_backward, q, k, v, allowed, d_out)
     except SubmissionError:
         return
-    expect.true(not sub.autograd_uses, what="AttentionFunction.forward and .backward, called directly, use no autograd (EXERCISES.md §4)",
+    expect.true(not sub.autograd_uses, what="AttentionFunction.forward and .backward, called directly, use no autograd (docs/EXERCISES.md §4)",
                 detail=f"autograd was used inside forward or backward: {', '.join(sorted(sub.autograd_uses))}", hints=["custom_backward/uses-autograd"], problem="constraint")

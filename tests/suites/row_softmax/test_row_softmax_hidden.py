@@ -1,6 +1,6 @@
 """Skill row_softmax, hidden tests: the Week 7 §5/§16 numbers at their stated precision, the
 reference on fresh random inputs (scores of magnitude 1e4, −∞ entries, any axis, float32 and
-float64, non-contiguous), properties of a softmax, dtype/in-place rules, and the EXERCISES.md §3
+float64, non-contiguous), properties of a softmax, dtype/in-place rules, and the docs/EXERCISES.md §3
 rule — a gate (weight 0): a submission that calls torch's softmax / log_softmax /
 cross_entropy scores 0 in the skill, and no weighted test re-checks it.
 Not shipped to students; on Gradescope students see each test's name and hint only."""
@@ -292,5 +292,5 @@ def test_rule_no_torch_softmax_log_softmax_or_cross_entropy(sub, rng):
         except SubmissionError:
             continue
     banned = data.banned_ops(used)
-    expect.true(not banned, what="row_softmax.py at run time: no torch softmax, log_softmax or cross_entropy (EXERCISES.md §3)",
+    expect.true(not banned, what="row_softmax.py at run time: no torch softmax, log_softmax or cross_entropy (docs/EXERCISES.md §3)",
                 detail=f"it ran {', '.join(banned)}", problem="constraint", hints=data.HINTS)

@@ -3,7 +3,7 @@ positions, §16 next-token probabilities and cross-entropy over the vocabulary).
 
 Shipped to students. Every expected number is printed in week07-attention.txt or computed
 here with plain torch; each test also runs one fresh random input against torch, and every
-test first checks the rule of EXERCISES.md §3 (no torch softmax / log_softmax /
+test first checks the rule of docs/EXERCISES.md §3 (no torch softmax / log_softmax /
 cross_entropy in row_softmax.py, in the source or at run time).
 """
 
