@@ -5,6 +5,7 @@
 #                  snapshots fresh)
 #   make snapshots instructors: rerun the reference on the visible suites' control inputs
 #   make stubs     instructors: write exercises/ from solutions/ (nbgrader's ClearSolutions)
+#   make release VERSION=1.0.0   instructors: dist/student, dist/autograder.zip, dist/nbgrader, dist/MANIFEST.json
 # The first run creates .venv with python3 and installs the pinned requirements.
 
 PYTHON ?= python3
@@ -17,7 +18,7 @@ OUTPUT ?=
 SEED ?=
 GRADE_FLAGS := $(foreach s,$(SKILL),--skill $(s)) --format $(FORMAT) $(if $(OUTPUT),--output $(OUTPUT)) $(if $(SEED),--seed $(SEED))
 
-.PHONY: grade test check snapshots stubs benchmark tolerances clean help
+.PHONY: grade test check snapshots stubs release benchmark tolerances clean help
 .DEFAULT_GOAL := help
 
 $(VENV)/.requirements.stamp: requirements.txt
@@ -43,6 +44,7 @@ test: $(VENV)/.dev.stamp $(VENV)/.instructor.stamp ## run the grader's own tests
 check: $(VENV)/.dev.stamp $(VENV)/.instructor.stamp ## instructors: solutions score full marks, stubs score 0, config valid
 	$(PY) -m autograder stubs --check
 	$(PY) -m autograder snapshots --check
+	$(PY) -m autograder audit
 	$(PY) -m pytest -q tests/grader/test_suites_are_right.py
 
 snapshots: $(VENV)/.requirements.stamp ## instructors: rewrite tests/suites/*/snapshots/ from the reference
@@ -50,6 +52,11 @@ snapshots: $(VENV)/.requirements.stamp ## instructors: rewrite tests/suites/*/sn
 
 stubs: $(VENV)/.instructor.stamp ## instructors: rewrite exercises/ from solutions/
 	$(PY) -m autograder stubs
+
+DIST ?= dist
+release: $(VENV)/.instructor.stamp ## instructors: build $(DIST)/ for VERSION
+	@test -n "$(VERSION)" || { echo "make release: say which version, e.g. make release VERSION=1.0.0" >&2; exit 2; }
+	$(PY) -m autograder release --out $(DIST) --version $(VERSION)
 
 benchmark: $(VENV)/.requirements.stamp ## time one full grade against `import torch`
 	$(PY) tests/benchmarks/grade_time.py
@@ -67,4 +74,5 @@ help:
 	@echo "make check                                               instructors: prove the suites right"
 	@echo "make snapshots                                           instructors: rewrite the visible suites' reference snapshots"
 	@echo "make stubs                                               instructors: rewrite exercises/ from solutions/"
+	@echo "make release VERSION=1.0.0                               instructors: build dist/ (student repo, Gradescope zip, nbgrader course)"
 	@echo "make benchmark | make tolerances                         measure speed / re-derive tolerances"

@@ -2,7 +2,7 @@
 
     stubs     [--check]                      write exercises/ from solutions/ (nbgrader's ClearSolutions)
     snapshots [--check]                      write the visible suites' reference snapshots
-    audit     DIR                            leak audit of a student tree (exit 1 on any finding)
+    audit     [DIR]                          leak audit of a student tree (default: one built afresh); exit 1 on any finding
     release   --out dist --version X.Y.Z     build dist/: student tree, Gradescope zip, nbgrader course, MANIFEST.json
 
 Exit status: 0 done / nothing stale / no finding; 1 something is stale, a finding, or a
@@ -32,7 +32,7 @@ def _parser() -> argparse.ArgumentParser:
     n.add_argument("--check", action="store_true", help="write nothing; exit 1 naming every stale file")
     n.add_argument("--config", default=None)
     a = sub.add_parser("audit", help="leak audit of a student tree")
-    a.add_argument("tree", help="the student tree, e.g. dist/student")
+    a.add_argument("tree", nargs="?", default=None, help="the student tree, e.g. dist/student (default: build one afresh in a temporary folder)")
     a.add_argument("--config", default=None)
     r = sub.add_parser("release", help="build dist/")
     r.add_argument("--out", default="dist", help="output folder (default: dist); replaced")
@@ -79,12 +79,19 @@ def main(argv: list[str]) -> int:
             return EXIT_FAIL
         return EXIT_OK
     if args.command == "audit":
-        from . import audit
+        import tempfile
 
-        findings = audit.audit(Path(args.tree), config)
+        from . import audit, student
+        from .context import ReleaseContext
+
+        with tempfile.TemporaryDirectory(prefix="autograder-audit-") as tmp:
+            tree = Path(args.tree) if args.tree else Path(tmp) / "student"
+            if args.tree is None:  # what `make release` would ship now
+                student.build(ReleaseContext(config.root, config, Path(tmp), "0.0.0-audit", "audit", "audit"))
+            findings = audit.audit(tree, config)
         for f in findings:
             print(f, file=sys.stderr)
-        print(f"audit of {args.tree}: {len(findings)} finding(s)", file=sys.stderr)
+        print(f"leak audit of {args.tree or 'a freshly built student tree'}: {len(findings)} finding(s)", file=sys.stderr)
         return EXIT_FAIL if findings else EXIT_OK
     from . import build
 

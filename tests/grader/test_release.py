@@ -195,3 +195,165 @@ def test_stubs_check_names_the_exercise_that_differs(tmp_path):
     assert "qkv.py" not in proc.stderr
     subprocess.run([sys.executable, "-m", "autograder", "stubs", "--config", str(tmp_path / "grading.toml")], cwd=tmp_path, check=True, capture_output=True, timeout=300, env=env)
     assert stub.read_text(encoding="utf-8") == (ROOT / "exercises" / "masks.py").read_text(encoding="utf-8")
+
+
+# --------------------------------------------------------------------------- make release
+VERSION = "1.0.0-test"
+
+
+def _release(out) -> subprocess.CompletedProcess:
+    return _run("release", "--out", str(out), "--version", VERSION, timeout=600)
+
+
+@pytest.fixture(scope="session")
+def dist(tmp_path_factory):
+    """One release per test session, shared by pytest-xdist's workers (a file lock)."""
+    from filelock import FileLock
+
+    shared = tmp_path_factory.getbasetemp().parent
+    out = shared / "release-dist"
+    with FileLock(str(shared / "release-dist.lock")):
+        if not (out / "MANIFEST.json").is_file():
+            proc = _release(out)
+            assert proc.returncode == 0, proc.stdout + proc.stderr
+    return out
+
+
+def _manifest(out):
+    import json
+
+    return json.loads((out / "MANIFEST.json").read_text(encoding="utf-8"))
+
+
+def test_manifest_names_version_commit_suite_and_the_checksum_of_every_file(dist):
+    import hashlib
+
+    from autograder.runner.grade import suite_hash
+
+    data = _manifest(dist)
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    assert data["version"] == VERSION and data["source_commit"].split("+")[0] == head
+    assert data["suite_hash"] == suite_hash(CONFIG) and data["points"] == CONFIG.total_points
+    on_disk = sorted(p.relative_to(dist).as_posix() for p in dist.rglob("*") if p.is_file() and not (p.parent == dist and p.name == "MANIFEST.json"))
+    assert sorted(data["files"]) == on_disk
+    for rel, digest in data["files"].items():
+        assert hashlib.sha256((dist / rel).read_bytes()).hexdigest() == digest, rel
+    assert "student" in data["artifacts"] and data["artifacts"]["student"]["bytes"] > 0
+
+
+def test_two_releases_of_the_same_commit_are_byte_identical(dist, tmp_path):
+    proc = _release(tmp_path / "again")
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "again" / "MANIFEST.json").read_bytes() == (dist / "MANIFEST.json").read_bytes()
+    assert _manifest(tmp_path / "again")["files"] == _manifest(dist)["files"]
+
+
+def test_release_refuses_a_bad_version_and_a_folder_that_is_not_a_release(tmp_path):
+    proc = _run("release", "--out", str(tmp_path / "x"), "--version", "v1")
+    assert proc.returncode == 1 and "VERSION='v1': use MAJOR.MINOR.PATCH" in proc.stderr
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "keep.txt").write_text("mine")
+    proc = _run("release", "--out", str(tmp_path / "notes"), "--version", "1.0.0")
+    assert proc.returncode == 1 and "not empty and not a previous release" in proc.stderr
+    assert (tmp_path / "notes" / "keep.txt").read_text() == "mine"
+
+
+def test_student_tree_has_what_students_need_and_nothing_of_the_instructors(dist):
+    student = dist / "student"
+    for rel in ("Makefile", "README.md", ".ci/run", ".gitignore", "requirements.txt", "grading.toml", "docs/EXERCISES.md", "autograder/__main__.py"):
+        assert (student / rel).is_file(), rel
+    assert (student / ".ci" / "run").stat().st_mode & 0o111
+    assert sorted(p.name for p in (student / "exercises").iterdir()) == sorted(s.module for s in CONFIG.skills.values())
+    for s in CONFIG.skills.values():
+        assert (student / "exercises" / s.module).read_bytes() == (CONFIG.exercises_dir / s.module).read_bytes()
+    assert not (student / "solutions").exists() and not list(student.rglob("*_hidden.py")) and not (student / "autograder" / "release").exists()
+    assert "nbgrader" not in (student / "requirements.txt").read_text() and not (student / "requirements-instructor.txt").exists()
+    readme = (student / "README.md").read_text(encoding="utf-8")
+    assert "make grade" in readme and "visible" in readme and "hidden" in readme and "$" not in readme.replace("$$", "")
+    for sid, rule in CONFIG.release["rules"].items():
+        assert rule in readme, sid
+    hints = (student / "autograder" / "feedback" / "general_hints.toml").read_text(encoding="utf-8")
+    assert "docs/EXERCISES.md" in hints and not [line for line in hints.splitlines() if "EXERCISES.md" in line and "docs/EXERCISES.md" not in line]
+
+
+def test_leak_audit_passes_the_release_and_finds_every_kind_of_leak(dist, tmp_path):
+    import shutil
+
+    from autograder.release.audit import audit
+
+    assert audit(dist / "student", CONFIG) == []
+    tree = tmp_path / "student"
+    shutil.copytree(dist / "student", tree)
+    shutil.copy(ROOT / "tests/suites/qkv/test_qkv_hidden.py", tree / "tests/suites/qkv/test_qkv_hidden.py")
+    shutil.copy(ROOT / "tests/suites/course/oracles.py", tree / "tests/suites/course/oracles.py")
+    notes = tree / "exercises" / "notes.py"
+    notes.write_text("# see test_week7_numbers_at_stated_precision_in_float64\n\n\ndef f(x, w_q, w_k, w_v):\n    return x @ w_q,   x @ w_k, x @ w_v  # copied\n")
+    (tree / ".git").mkdir()
+    (tree / "gradebook.db").write_bytes(b"SQLite")
+    (tree / "results.json").write_text("{}")
+    findings = "\n".join(audit(tree, CONFIG))
+    assert "tests/suites/qkv/test_qkv_hidden.py: only the hidden tests need this file" in findings
+    assert "tests/suites/course/oracles.py: only the hidden tests need this file" in findings
+    assert "exercises/notes.py:1: names the hidden test test_week7_numbers_at_stated_precision_in_float64" in findings
+    assert "exercises/notes.py:5: line of the solution region at solutions/qkv.py:" in findings
+    assert ".git: a git repository" in findings and "gradebook.db: nbgrader's gradebook" in findings and "results.json: a grading report" in findings
+    proc = _run("audit", str(tree))
+    assert proc.returncode == 1 and "finding(s)" in proc.stderr
+
+
+def _venv_view(tmp_path):
+    """A venv that is the instructors' .venv under another name (bin/python, lib, pyvenv.cfg),
+    with a requirements stamp newer than the student's requirements.txt: the student
+    Makefile's own `make grade` runs without creating a venv (~40 s) or reaching PyPI."""
+    import os
+    import time
+
+    venv = ROOT / ".venv"
+    view = tmp_path / "venv"
+    (view / "bin").mkdir(parents=True)
+    os.symlink(venv / "lib", view / "lib")
+    (view / "pyvenv.cfg").write_bytes((venv / "pyvenv.cfg").read_bytes())
+    os.symlink(os.path.realpath(venv / "bin" / "python"), view / "bin" / "python")
+    stamp = view / ".requirements.stamp"
+    stamp.write_text("")
+    later = time.time() + 10
+    os.utime(stamp, (later, later))
+    return view
+
+
+def _student_grade(tree, view, out) -> dict:
+    import json
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "MAKEFLAGS", "MFLAGS")}
+    proc = subprocess.run(["make", "--no-print-directory", "grade", f"VENV={view}", "FORMAT=json", f"OUTPUT={out}", "SEED=7"],
+                          cwd=tree, capture_output=True, text=True, timeout=600, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return json.loads(out.read_text(encoding="utf-8"))
+
+
+def test_a_copy_of_the_student_tree_grades_on_its_own(dist, tmp_path):
+    """dist/student copied outside this repository (no solutions/, no hidden suites within
+    reach) grades with its own Makefile: the stubs score 0 with a TODO message on every test,
+    the reference solutions copied in score every visible point."""
+    import shutil
+
+    from conftest import ROOT as repo
+
+    tree = tmp_path / "student"
+    shutil.copytree(dist / "student", tree)
+    assert not tree.resolve().is_relative_to(repo)
+    view = _venv_view(tmp_path)
+    stubs = _student_grade(tree, view, tmp_path / "stubs.json")
+    visible_points = sum(w for s in CONFIG.skills.values() for suite in s.suites if suite.visibility == "visible" for w in suite.weights.values())
+    assert stubs["status"] == "complete" and stubs["score"] == 0 and stubs["max_score"] == pytest.approx(visible_points)
+    tests = [t for s in stubs["skills"] for t in s["tests"]]
+    assert len(tests) == sum(len(suite.weights) for s in CONFIG.skills.values() for suite in s.suites if suite.visibility == "visible")
+    for t in tests:
+        assert t["status"] == "failed" and "TODO(" in t["summary"] + " " + (t["detail"] or ""), t["name"]
+    for s in CONFIG.skills.values():
+        shutil.copy(CONFIG.solutions_dir / s.module, tree / "exercises" / s.module)
+    solved = _student_grade(tree, view, tmp_path / "solved.json")
+    failing = [(t["name"], t["summary"][:200]) for s in solved["skills"] for t in s["tests"] if t["status"] != "passed"]
+    assert not failing
+    assert solved["score"] == solved["max_score"] == pytest.approx(visible_points)

@@ -64,9 +64,9 @@ def plain_attention(q, k, v, allowed=None, *, scale: float | None = None):
     s = (1.0 / math.sqrt(q.size(-1))) if scale is None else scale
     scores = (q @ k.transpose(-2, -1)) * s
     if allowed is not None:
-        scores = scores.masked_fill(~allowed, float("-inf"))
-    weights = torch.softmax(scores, dim=-1)
-    return weights @ v, weights
+        scores = scores.masked_fill(allowed.logical_not(), -math.inf)
+    probs = scores.softmax(-1)
+    return probs @ v, probs
 
 
 def attention_forward(q, k, v, allowed=None) -> dict[str, torch.Tensor]:
@@ -84,7 +84,7 @@ def attention_grads(q, k, v, allowed, d_out) -> dict[str, tuple[torch.Tensor, to
     q64, k64, v64, dy = (t.double() for t in (q, k, v, d_out))
     with torch.no_grad():
         _, a = plain_attention(q64, k64, v64, allowed)
-    scale = 1.0 / math.sqrt(q.size(-1))
+    scale = 1.0 / math.sqrt(q.shape[-1])
     out = attention_backward(dy, q64, k64, v64, a, scale)
     if allowed is not None and not bool(allowed.all()):
         _, unmasked = plain_attention(q64, k64, v64, None)  # backward recomputed A without the mask

@@ -77,7 +77,7 @@ def _mha(x, state, h, key_allowed, *, split="ok", merge="ok", scale="head", mask
     d = C // h
     q, k, v = (_split(_linear(x, state, n, transpose), h, split) for n in ("w_q", "w_k", "w_v"))
     scores = q @ k.transpose(-2, -1) / math.sqrt(C if scale == "model" else d)
-    causal = torch.tril(torch.ones(T, T, dtype=torch.bool))
+    causal = torch.ones(T, T, dtype=torch.bool).tril()
     if key_allowed is None:
         allowed = causal if mask != "no-causal" else None
     else:
@@ -89,8 +89,8 @@ def _mha(x, state, h, key_allowed, *, split="ok", merge="ok", scale="head", mask
             "ignored": causal,  # key_allowed never used
         }[mask]
     if allowed is not None:
-        scores = scores.masked_fill(~allowed, float("-inf"))
-    weights = torch.softmax(scores, dim=-1)
+        scores = scores.masked_fill(allowed.logical_not(), -math.inf)
+    weights = scores.softmax(-1)
     merged = _merge(weights @ v, merge)
     out = _linear(merged, state, "w_o", transpose) if project and merged.shape[-1] == C else merged
     return out, weights

@@ -21,7 +21,7 @@ def _softmax(scores: torch.Tensor, dim: int = -1) -> torch.Tensor:
 def attention_chain(x: torch.Tensor, w_q: torch.Tensor, w_k: torch.Tensor, w_v: torch.Tensor, causal: bool = True) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
     """hint id → (out, weights) that single_head_attention (or AttentionHead.forward, whose
     ``nn.Linear`` weights are the transposes W.T) would return with that mistake."""
-    q, k, v = x @ w_q, x @ w_k, x @ w_v
+    q, k, v = (x @ w for w in (w_q, w_k, w_v))
     d_k, d_v, T, C = q.size(-1), v.size(-1), x.size(-2), x.size(-1)
     raw = q @ k.transpose(-2, -1)
     allowed = torch.tril(torch.ones(T, T, dtype=torch.bool))

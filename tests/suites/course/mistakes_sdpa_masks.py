@@ -32,7 +32,7 @@ def additive(allowed: torch.Tensor, dtype: torch.dtype) -> dict[str, torch.Tenso
 
 def hf(attention_mask: torch.Tensor, causal: bool) -> dict[str, torch.Tensor]:
     """hf_to_sdpa_mask(attention_mask, causal) with a mistake."""
-    real = attention_mask != 0
+    real = attention_mask.ne(0)
     B, S = real.shape
     tri = _tri(S, S, 0) if causal else torch.ones(S, S, dtype=torch.bool)
     keys = real[:, None, None, :] & tri
@@ -55,7 +55,7 @@ def kv_cache(L: int, S: int) -> dict[str, torch.Tensor]:
 def sdpa(q, k, v, allowed=None, causal=False) -> dict[str, torch.Tensor]:
     """sdpa(q, k, v, allowed, causal) with a mistake, evaluated with SDPA in float64."""
     q64, k64, v64 = (t.to(torch.float64) for t in (q, k, v))
-    L, S = q.size(-2), k.size(-2)
+    L, S = q.shape[-2], k.shape[-2]
     run = lambda mask: F.scaled_dot_product_attention(q64, k64, v64, attn_mask=mask).to(q.dtype)  # noqa: E731
     both = lambda a, c: c if a is None else a & c  # noqa: E731
     out = {}
@@ -93,7 +93,7 @@ def mha(module, x, allowed=None, key_allowed=None) -> dict[str, torch.Tensor]:
     out = {}
     if allowed is not None:
         out["sdpa_masks/mha-mask-not-inverted"] = run(seq, allowed, kpm, not bf)
-    if key_allowed is not None:
+    if kpm is not None:  # a padding mask was given
         out["sdpa_masks/key-padding-polarity"] = run(seq, attn, key_allowed, not bf)
     if not bf and key_allowed is None and (allowed is None or x.size(0) == x.size(1)):
         out["sdpa_masks/batch-first-ignored"] = run(x64, attn, None, False)  # (B,T,C) fed as (T,B,C)

@@ -124,7 +124,7 @@ def test_padding_allowed_marks_real_tokens_left_and_right(sub, rng, credit):
 
 def test_combine_masks_left_padded_batch_leaves_0_0_1_2_3_keys(sub, rng, credit):
     T, n = md.LEFT_PADDED_T, md.LEFT_PADDED_LENGTH
-    causal = torch.tril(torch.ones(T, T, dtype=torch.bool))
+    causal = torch.ones(T, T, dtype=torch.bool).tril()  # Week 7 §10
     key_allowed = torch.arange(T).unsqueeze(0) >= T - n  # pad pad A B C
     for part in credit.parts(["mask", "unmasked keys per row", FRESH], required=[FRESH]):
         with part:

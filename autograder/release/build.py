@@ -1,0 +1,141 @@
+"""``make release VERSION=x.y.z`` (``python -m autograder release --out dist --version x.y.z``).
+
+1. refuses a release whose stubs or snapshots are stale (``make stubs``, ``make snapshots``);
+2. writes ``dist/student/`` and audits it for leaks (any finding stops the release);
+3. writes ``dist/autograder.zip`` (:mod:`.gradescope`) and ``dist/nbgrader/``
+   (:mod:`.nbgrader_course`) when those builders are present;
+4. writes ``dist/MANIFEST.json`` (version, source commit, suite hash, sha256 of every file).
+
+Same commit + same version → byte-identical ``dist/``. ``dist/`` is replaced, but only if it
+is empty or a previous release (it holds ``MANIFEST.json``): nothing else is ever deleted.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+from ..config import Config
+from . import manifest
+from .context import ReleaseContext
+
+VERSION = re.compile(r"^\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.-]+)?$")
+#: (module under autograder.release, artifact under dist/, what it is); optional builders are skipped when absent
+BUILDERS = [
+    ("student", "student", "the student repository (visible suites, stubs, grader, docs)", True),
+    ("gradescope", "autograder.zip", "Gradescope autograder bundle (setup.sh, run_autograder; visible + hidden suites)", False),
+    ("nbgrader_course", "nbgrader", "nbgrader course directory (nbgrader_config.py, source/<assignment>/<skill>.ipynb)", False),
+]
+
+
+class ReleaseError(Exception):
+    """The release cannot be built; ``str()`` says why and how to fix it."""
+
+
+def source_commit(repo: Path) -> str:
+    """``git rev-parse HEAD`` of the instructors' repository, ``+dirty`` when tracked or
+    untracked (not ignored) files differ from it; ``unknown`` outside git."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True, timeout=30, check=True).stdout.strip()
+        status = subprocess.run(["git", "status", "--porcelain"], cwd=repo, capture_output=True, text=True, timeout=30, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return head + ("+dirty" if status else "")
+
+
+def _prepare_out(out: Path, repo: Path) -> None:
+    out = out.resolve()
+    if out == repo or repo.is_relative_to(out):
+        raise ReleaseError(f"--out {out}: is the repository or contains it — choose a folder of its own, e.g. dist")
+    if out.exists():
+        if not out.is_dir():
+            raise ReleaseError(f"--out {out}: is a file — choose a folder")
+        if any(out.iterdir()) and not (out / manifest.NAME).is_file():
+            raise ReleaseError(f"--out {out}: not empty and not a previous release (no {manifest.NAME}) — empty it or choose another folder")
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+
+
+def _builder(module: str) -> Callable[[ReleaseContext], list[Path]] | None:
+    name = f"{__package__}.{module}"
+    try:
+        return importlib.import_module(name).build
+    except ModuleNotFoundError as exc:
+        if exc.name == name:
+            return None
+        raise
+
+
+def stale(config: Config) -> list[str]:
+    from . import snapshots, stubs
+
+    return stubs.check(config) + snapshots.stale(config, config.root)
+
+
+def human(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)
+
+
+def release(config: Config, out: Path, version: str, log: Callable[[str], None] = print) -> ReleaseContext:
+    from ..runner.grade import suite_hash
+    from .audit import audit
+
+    if not VERSION.match(version):
+        raise ReleaseError(f"VERSION={version!r}: use MAJOR.MINOR.PATCH, e.g. 1.0.0 (optionally -rc1)")
+    problems = stale(config)
+    if problems:
+        raise ReleaseError("\n".join(problems) + "\nnothing was released: regenerate, commit, and release again")
+    ctx = ReleaseContext(config.root, config, out.resolve(), version, source_commit(config.root), suite_hash(config))
+    if ctx.commit.endswith("+dirty"):
+        log(f"release: warning: the repository has uncommitted changes; MANIFEST.json records {ctx.commit}")
+    _prepare_out(ctx.out, config.root)
+    artifacts = {}
+    for module, artifact, what, required in BUILDERS:
+        build = _builder(module)
+        if build is None:
+            if required:
+                raise ReleaseError(f"autograder/release/{module}.py is missing")
+            log(f"release: skipped dist/{artifact}: autograder/release/{module}.py is not in this repository yet")
+            continue
+        started = time.monotonic()
+        build(ctx)
+        if not (ctx.out / artifact).exists():
+            raise ReleaseError(f"autograder/release/{module}.py did not write dist/{artifact}")
+        artifacts[artifact] = what
+        log(f"release: dist/{artifact} ({time.monotonic() - started:.1f} s)")
+        if module == "student":
+            findings = audit(ctx.out / "student", config)
+            if findings:
+                raise ReleaseError("leak audit of dist/student:\n" + "\n".join(f"  {f}" for f in findings) + f"\n{len(findings)} finding(s): nothing was released")
+            log("release: leak audit of dist/student: no finding")
+    manifest.write(ctx, artifacts)
+    return ctx
+
+
+def main(config: Config, out: Path, version: str) -> int:
+    started = time.monotonic()
+    try:
+        ctx = release(config, out, version)
+    except ReleaseError as exc:
+        manifest_path = out / manifest.NAME
+        if manifest_path.is_file() and out.is_dir():
+            manifest_path.unlink()  # a half-built dist/ is never mistaken for a release
+        print(f"release: {exc}", file=sys.stderr)
+        return 1
+    print(f"release {ctx.version} of {ctx.commit[:12]} (suite {ctx.suite_hash[:12]}) in {time.monotonic() - started:.1f} s → {out}")
+    for rel in sorted(p.name for p in ctx.out.iterdir()):
+        path = ctx.out / rel
+        size = path.stat().st_size if path.is_file() else sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+        count = 1 if path.is_file() else sum(1 for p in path.rglob("*") if p.is_file())
+        print(f"  {rel:<20} {human(size):>10}  {count} file(s)")
+    return 0
