@@ -8,30 +8,14 @@
 #   make release VERSION=1.0.0   instructors: dist/student, dist/autograder.zip, dist/nbgrader, dist/MANIFEST.json
 # The first run creates .venv with python3 and installs the pinned requirements.
 
-PYTHON ?= python3
-VENV ?= .venv
-PY := $(VENV)/bin/python
-SUBMISSION ?= exercises
-SKILL ?=
-FORMAT ?= text
-OUTPUT ?=
-SEED ?=
-GRADE_FLAGS := $(foreach s,$(SKILL),--skill $(s)) --format $(FORMAT) $(if $(OUTPUT),--output $(OUTPUT)) $(if $(SEED),--seed $(SEED))
+include autograder/grade.mk
 
 .PHONY: grade test check snapshots stubs release benchmark tolerances clean help
 .DEFAULT_GOAL := help
 
-$(VENV)/.requirements.stamp: requirements.txt
-	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
-	@touch $@
-
 $(VENV)/.dev.stamp: $(VENV)/.requirements.stamp requirements-dev.txt
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 	@touch $@
-
-grade: $(VENV)/.requirements.stamp ## grade SUBMISSION (default: exercises/)
-	@$(PY) -m autograder grade $(SUBMISSION) $(GRADE_FLAGS)
 
 # instructors only: nbgrader (stubs, the nbgrader course of a release); never in students' requirements
 $(VENV)/.instructor.stamp: $(VENV)/.requirements.stamp requirements-instructor.txt

@@ -260,7 +260,7 @@ def test_release_refuses_a_bad_version_and_a_folder_that_is_not_a_release(tmp_pa
 
 def test_student_tree_has_what_students_need_and_nothing_of_the_instructors(dist):
     student = dist / "student"
-    for rel in ("Makefile", "README.md", ".ci/run", ".gitignore", "requirements.txt", "grading.toml", "docs/EXERCISES.md", "autograder/__main__.py"):
+    for rel in ("Makefile", "autograder/grade.mk", "README.md", ".ci/run", ".gitignore", "requirements.txt", "grading.toml", "docs/EXERCISES.md", "autograder/__main__.py"):
         assert (student / rel).is_file(), rel
     assert (student / ".ci" / "run").stat().st_mode & 0o111
     assert sorted(p.name for p in (student / "exercises").iterdir()) == sorted(s.module for s in CONFIG.skills.values())

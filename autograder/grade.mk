@@ -1,0 +1,23 @@
+# `make grade`, included by the instructors' Makefile and by the student repository's, so the
+# two grade the same way. The first run creates $(VENV) with python3 and installs the pinned
+# requirements.txt.
+
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+SUBMISSION ?= exercises
+SKILL ?=
+FORMAT ?= text
+OUTPUT ?=
+SEED ?=
+GRADE_FLAGS := $(foreach s,$(SKILL),--skill $(s)) --format $(FORMAT) $(if $(OUTPUT),--output $(OUTPUT)) $(if $(SEED),--seed $(SEED))
+
+.PHONY: grade
+
+$(VENV)/.requirements.stamp: requirements.txt
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	@touch $@
+
+grade: $(VENV)/.requirements.stamp ## grade SUBMISSION (default: exercises/)
+	@$(PY) -m autograder grade $(SUBMISSION) $(GRADE_FLAGS)
