@@ -48,10 +48,6 @@ benchmark: $(VENV)/.requirements.stamp ## time one full grade against `import to
 tolerances: $(VENV)/.requirements.stamp ## re-measure tests/suites/course/tolerances.toml
 	$(PY) tests/benchmarks/measure_tolerances.py
 
-clean:
-	rm -rf $(VENV) .pytest_cache
-	find . -name __pycache__ -type d -prune -exec rm -rf {} +
-
 help:
 	@echo "make grade [SUBMISSION=dir] [SKILL=name] [FORMAT=...]   grade exercises (first run sets up .venv)"
 	@echo "make test                                                run the grader's own test suite"

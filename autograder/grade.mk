@@ -12,7 +12,7 @@ OUTPUT ?=
 SEED ?=
 GRADE_FLAGS := $(foreach s,$(SKILL),--skill $(s)) --format $(FORMAT) $(if $(OUTPUT),--output $(OUTPUT)) $(if $(SEED),--seed $(SEED))
 
-.PHONY: grade
+.PHONY: grade clean
 
 $(VENV)/.requirements.stamp: requirements.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -21,3 +21,7 @@ $(VENV)/.requirements.stamp: requirements.txt
 
 grade: $(VENV)/.requirements.stamp ## grade SUBMISSION (default: exercises/)
 	@$(PY) -m autograder grade $(SUBMISSION) $(GRADE_FLAGS)
+
+clean:
+	rm -rf $(VENV) .pytest_cache
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -210,7 +210,10 @@ def dist(tmp_path_factory):
     """One release per test session, shared by pytest-xdist's workers (a file lock)."""
     from filelock import FileLock
 
-    shared = tmp_path_factory.getbasetemp().parent
+    import os
+
+    base = tmp_path_factory.getbasetemp()  # this session's; xdist gives each worker a folder below it
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
     out = shared / "release-dist"
     with FileLock(str(shared / "release-dist.lock")):
         if not (out / "MANIFEST.json").is_file():
