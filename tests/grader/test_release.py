@@ -9,6 +9,7 @@ import subprocess
 import sys
 import tomllib
 import zipfile
+from pathlib import Path
 
 import pytest
 import torch
@@ -305,18 +306,20 @@ def test_leak_audit_passes_the_release_and_finds_every_kind_of_leak(dist, tmp_pa
 
 
 def _venv_view(tmp_path):
-    """A venv that is the instructors' .venv under another name (bin/python, lib, pyvenv.cfg),
-    with a requirements stamp newer than the student's requirements.txt: the student
-    Makefile's own `make grade` runs without creating a venv (~40 s) or reaching PyPI."""
+    """The environment running these tests (the instructors' .venv under `make test`) under
+    another name — bin/python, lib and pyvenv.cfg — with a requirements stamp newer than the
+    student's requirements.txt: the student Makefile's own `make grade` then runs without
+    creating a venv (~40 s) or reaching PyPI."""
     import os
     import time
 
-    venv = ROOT / ".venv"
+    venv = Path(sys.prefix)
     view = tmp_path / "venv"
     (view / "bin").mkdir(parents=True)
-    os.symlink(venv / "lib", view / "lib")
-    (view / "pyvenv.cfg").write_bytes((venv / "pyvenv.cfg").read_bytes())
-    os.symlink(os.path.realpath(venv / "bin" / "python"), view / "bin" / "python")
+    if (venv / "pyvenv.cfg").is_file():
+        os.symlink(venv / "lib", view / "lib")
+        (view / "pyvenv.cfg").write_bytes((venv / "pyvenv.cfg").read_bytes())
+    os.symlink(os.path.realpath(sys.executable), view / "bin" / "python")
     stamp = view / ".requirements.stamp"
     stamp.write_text("")
     later = time.time() + 10
