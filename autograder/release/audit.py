@@ -6,6 +6,7 @@
 * a hidden test's name, anywhere in a text file;
 * a line of a solution region (at least 20 characters, whitespace ignored; also the code part
   of a line whose comment was changed);
+* keys (``*.key``, ``*.pem``, ``.env``: the course's seed key stays with the instructors);
 * repository and grading leftovers: ``.git``, ``gradebook.db``, pytest/grading reports
   (``results.json``, ``*report*.json``), caches, nbgrader's ``autograded/``, ``submitted/``,
   ``source/`` and ``feedback/``, a ``solutions/`` folder, symbolic links.
@@ -30,6 +31,7 @@ LEFTOVER_NAMES = {".git": "a git repository (history may hold solutions)", "grad
                   "submitted": "nbgrader submissions", "feedback": "nbgrader feedback (shows hidden tests)", "solutions": "the reference solutions"}
 TOP_LEVEL_ONLY = {"autograded", "submitted", "feedback"}  # nbgrader's folders; autograder/feedback is the grader's hints
 REPORT = re.compile(r"(report.*\.json|\.report\.json|\.pyc)$")
+SECRET = re.compile(r"(\.key|\.pem|^\.env)$")  # e.g. the course's seed key ($AUTOGRADER_SEED_KEY_FILE)
 
 
 def _squash(line: str) -> str:
@@ -87,6 +89,8 @@ def audit(tree: Path, config: Config) -> list[str]:
             continue
         if REPORT.search(path.name):
             findings.append(f"{rel}: a report or compiled file must not ship")
+        if SECRET.search(path.name):
+            findings.append(f"{rel}: looks like a key or secret (e.g. the course's seed key) and must not ship")
         if rel in hidden_files:
             findings.append(f"{rel}: only the hidden tests need this file (a hidden suite, a reference or their data)")
         elif path.name in hidden_basenames:

@@ -215,8 +215,8 @@ def grader_files(ctx, include_hidden: bool) -> dict[str, bytes]:
     """{repository-relative path: bytes} of the grader to ship: the ``autograder`` package
     (without the release tooling), ``grading.toml`` (filtered unless ``include_hidden``),
     ``requirements.txt``, and under ``tests/suites/`` the suites that grade with it, the
-    ``course`` helpers those suites import (found by parsing their imports), each skill's
-    ``hints.toml`` and snapshot data. With ``include_hidden`` also the hidden suites and
+    ``course`` helpers those suites import (found by parsing their imports) and the data files
+    those helpers name, each skill's ``hints.toml`` and snapshot data. With ``include_hidden`` also the hidden suites and
     ``solutions/`` (hidden tests compare with the reference through the ``ref`` fixture).
     """
     repo: Path = ctx.repo
@@ -242,11 +242,16 @@ def grader_files(ctx, include_hidden: bool) -> dict[str, bytes]:
     files.update({rel: text.encode() for rel, text in sources.items()})
 
     course_dir = config.suites_dir / COURSE_PACKAGE
-    wanted = course_closure(course_dir, sources) if not include_hidden else None
-    for rel, data in _tree(repo, course_dir).items():
-        name = rel.rsplit("/", 1)[-1]
-        if not name.endswith(".py") or wanted is None or name in wanted:
-            files[rel] = data
+    course = _tree(repo, course_dir)
+    if include_hidden:
+        files.update(course)
+    else:  # the modules the shipped suites import, and the data files those modules name
+        wanted = course_closure(course_dir, sources)
+        modules = {rel: data for rel, data in course.items() if rel.rsplit("/", 1)[-1] in wanted}
+        texts = [d.decode("utf-8", "replace") for d in modules.values()] + list(sources.values())
+        files.update(modules)
+        files.update({rel: data for rel, data in course.items()
+                      if not rel.endswith(".py") and any(rel.rsplit("/", 1)[-1] in t for t in texts)})
 
     if include_hidden:
         for skill in config.skills.values():

@@ -295,12 +295,13 @@ def test_leak_audit_passes_the_release_and_finds_every_kind_of_leak(dist, tmp_pa
     (tree / ".git").mkdir()
     (tree / "gradebook.db").write_bytes(b"SQLite")
     (tree / "results.json").write_text("{}")
+    (tree / "seed.key").write_text("0" * 64)
     findings = "\n".join(audit(tree, CONFIG))
     assert "tests/suites/qkv/test_qkv_hidden.py: only the hidden tests need this file" in findings
     assert "tests/suites/course/oracles.py: only the hidden tests need this file" in findings
     assert "exercises/notes.py:1: names the hidden test test_week7_numbers_at_stated_precision_in_float64" in findings
     assert "exercises/notes.py:5: line of the solution region at solutions/qkv.py:" in findings
-    assert ".git: a git repository" in findings and "gradebook.db: nbgrader's gradebook" in findings and "results.json: a grading report" in findings
+    assert ".git: a git repository" in findings and "gradebook.db: nbgrader's gradebook" in findings and "results.json: a grading report" in findings and "seed.key: looks like a key" in findings
     proc = _run("audit", str(tree))
     assert proc.returncode == 1 and "finding(s)" in proc.stderr
 
