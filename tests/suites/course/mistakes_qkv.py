@@ -71,7 +71,7 @@ def head_chain(x: torch.Tensor, state: dict[str, torch.Tensor]) -> dict[str, tor
 
 
 def _plain(x: torch.Tensor, w_q: torch.Tensor, w_k: torch.Tensor, w_v: torch.Tensor) -> torch.Tensor:
-    q, k, v = x @ w_q, x @ w_k, x @ w_v
+    q, k, v = (x @ w for w in (w_q, w_k, w_v))
     T = x.size(-2)
     scores = (q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))).masked_fill(~torch.tril(torch.ones(T, T, dtype=torch.bool)), float("-inf"))
     return _softmax(scores) @ v
