@@ -224,7 +224,7 @@ def week7_chain(sub, dtype: torch.dtype, lr: float = 0.01) -> dict:
     inputs = week7_chain_inputs(dtype)
     x, w_q, w_k, w_v, w_vocab, targets = (inputs[n] for n in ("x", "w_q", "w_k", "w_v", "w_vocab", "targets"))
     T = x.size(1)
-    causal = torch.tril(torch.ones(T, T, dtype=torch.bool))
+    causal = torch.ones(T, T, dtype=torch.bool).tril()  # Week 7 §10
     k, v = x @ w_k, x @ w_v
 
     def loss_and_grad(out):
