@@ -2,7 +2,14 @@
 
 Exit status: 0 whenever grading completed, whatever the score; 1 when the run itself broke
 (a results file is still written and says why); 2 for a usage or configuration error (one
-line saying what is wrong and how to fix it); 130 when interrupted.
+line saying what is wrong and how to fix it); 130 when interrupted. In CI (``--format
+github``) one more rule makes the tick mean something: 3 when every skill was graded and
+the total is below ``[ci] fail_below`` in grading.toml (default 0: never) — the job
+summary, annotations and outputs are written first either way.
+
+With ``--format github`` the CLI also appends the markdown summary to
+``$GITHUB_STEP_SUMMARY`` and writes the GitHub Classroom ``result`` (and ``score``,
+``max-score``, ``status``) to ``$GITHUB_OUTPUT`` when Actions sets them (autograder.ci).
 """
 
 from __future__ import annotations
@@ -16,7 +23,7 @@ from .config import ConfigError, load
 
 FORMATS = ("text", "json", "gradescope", "markdown", "github")  # see autograder.renderers
 
-EXIT_OK, EXIT_BROKEN, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_BROKEN, EXIT_USAGE, EXIT_BELOW_THRESHOLD, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
 
 class _Parser(argparse.ArgumentParser):
@@ -34,6 +41,7 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--skill", action="append", default=[], metavar="NAME", help="grade only this skill (repeatable)")
     g.add_argument("--format", choices=FORMATS, default="text", help="output format (default: text)")
     g.add_argument("--output", metavar="FILE", help="write the output to FILE (atomically) instead of stdout")
+    g.add_argument("--results", metavar="FILE", help="also write the JSON results to FILE (e.g. a CI artifact next to --format github)")
     g.add_argument("--config", metavar="FILE", default=None, help="grading config (default: grading.toml of this repository)")
     g.add_argument("--seed", type=int, default=None, help="seed for the random test inputs (default: [grader] seed — derived from the submission's files)")
     g.add_argument("--reveal-hidden", action="store_true", help="instructors: include hidden tests' details in the output")
@@ -103,8 +111,9 @@ def main(argv: list[str] | None = None) -> int:
         return instructor_main(argv)
     args = _parser().parse_args(argv)
     try:
-        if args.output:
-            _check_output(args.output)
+        for path in (args.output, args.results):
+            if path:
+                _check_output(path)
     except ConfigError as exc:
         print(f"autograder: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -127,9 +136,15 @@ def main(argv: list[str] | None = None) -> int:
         from . import results as results_mod
 
         print(f"autograder: {exc}", file=sys.stderr)
+        broken = results_mod.build(config, None, {"path": submission}, modules={}, status="error", message=str(exc))
         if args.output:
-            broken = results_mod.build(config, None, {"path": submission}, modules={}, status="error", message=str(exc))
             _write(render(broken, args.format, config), args.output)
+        if args.format == "github":  # CI: the annotation, summary and Classroom result say what happened
+            from .ci import write_actions_files
+
+            if not args.output:
+                _write(render(broken, "github", config), None)
+            write_actions_files(broken)
         return EXIT_USAGE
     return _grade(args, config, submission)
 
@@ -146,6 +161,8 @@ def _grade(args: argparse.Namespace, config, submission: str) -> int:
     with LiveProgress(err, config, enabled=show) as progress:
         results = grade(GradeRequest(config, submission, seed=args.seed, protect=protect, on_event=progress.update, keep_report=Path(args.keep_report) if args.keep_report else None))
     shown = results if args.reveal_hidden else results.public()
+    if args.results and not _write(render(shown, "json", config), args.results):
+        return EXIT_USAGE
     if args.format == "text" and args.output is None:
         from .renderers import text
 
@@ -155,6 +172,16 @@ def _grade(args: argparse.Namespace, config, submission: str) -> int:
             return EXIT_USAGE
         if args.output:
             err.print(f"{results.course}: {results.score:g} / {results.max_score:g} → {args.output}" + ("" if results.status == "complete" else f" ({results.status}: {results.message})"), highlight=False)
+    if args.format == "github":
+        from .ci import write_actions_files
+
+        for problem in write_actions_files(shown):
+            print(f"autograder: {problem}", file=sys.stderr)
     if results.status == "interrupted":
         return EXIT_INTERRUPTED
-    return EXIT_OK if results.status == "complete" else EXIT_BROKEN
+    if results.status != "complete":
+        return EXIT_BROKEN
+    if args.format == "github" and not args.skill and results.score < config.ci_fail_below:
+        print(f"autograder: {results.score:g} points is below [ci] fail_below = {config.ci_fail_below:g} in grading.toml", file=sys.stderr)
+        return EXIT_BELOW_THRESHOLD
+    return EXIT_OK

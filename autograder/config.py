@@ -132,6 +132,9 @@ class Config:
     exercise_modules: tuple[str, ...] = ()
     gradescope_release: "GradescopeRelease" = field(default_factory=lambda: GradescopeRelease())
     nbgrader_release: "NbgraderRelease" = field(default_factory=lambda: NbgraderRelease())
+    #: ``[ci] fail_below``: with ``--format github`` the run exits 3 when the total is below
+    #: this many points (0: the tick is red only when grading itself broke)
+    ci_fail_below: float = 0.0
 
     @property
     def tests(self) -> list[TestSpec]:
@@ -157,7 +160,7 @@ class Config:
             self.path, self.root, self.course, self.seed, self.solutions_dir, self.exercises_dir, self.suites_dir,
             {k: v for k, v in self.skills.items() if k in skill_ids},
             self.limits, self.sandbox, self.gradescope_visibility, self.release, self.seed_mode, self.exercise_modules,
-            self.gradescope_release, self.nbgrader_release,
+            self.gradescope_release, self.nbgrader_release, self.ci_fail_below,
         )
 
 
@@ -271,7 +274,7 @@ def load(path: str | Path, *, check_files: bool = True) -> Config:
 def _parse(path: Path, text: str, data: dict, check_files: bool) -> Config:
     r = _Reader(path, text)
     root = path.resolve().parent
-    r.check_keys(data, ["course", "grader", "limits", "sandbox", "gradescope", "skills", "release"], [])
+    r.check_keys(data, ["course", "grader", "limits", "sandbox", "gradescope", "skills", "release", "ci"], [])
 
     course = r.table(data.get("course", {}), ["course"])
     r.check_keys(course, ["name"], ["course"])
@@ -314,6 +317,12 @@ def _parse(path: Path, text: str, data: dict, check_files: bool) -> Config:
     release = r.table(data.get("release", {}), ["release"])
     gradescope_release = _gradescope_release(r, release.get("gradescope", {}), limits)
     nbgrader_release = _nbgrader_release(r, release.get("nbgrader", {}))
+
+    ci = r.table(data.get("ci", {}), ["ci"])
+    r.check_keys(ci, ["fail_below"], ["ci"])
+    ci_fail_below = r.number(ci, "fail_below", ["ci"], default=0.0, positive=False)
+    if ci_fail_below < 0:
+        raise r.fail(["ci", "fail_below"], f"must be 0 (never fail for the score) or a number of points, got {ci_fail_below!r}")
 
     skills_raw = r.table(data.get("skills", {}), ["skills"])
     if not skills_raw:
@@ -377,8 +386,11 @@ def _parse(path: Path, text: str, data: dict, check_files: bool) -> Config:
     for sid, skill in skills.items():
         if modules.count(skill.module) > 1:
             raise r.fail(["skills", sid, "module"], f"{skill.module} is used by more than one skill")
+    total_points = sum(s.points for s in skills.values())
+    if ci_fail_below > total_points + 1e-9:
+        raise r.fail(["ci", "fail_below"], f"is {ci_fail_below:g} but the skills give only {total_points:g} points; lower it")
     return Config(path.resolve(), root, course_name, seed, solutions_dir, exercises_dir, suites_dir, skills, limits, sandbox,
-                  gradescope_visibility, release, seed_mode, tuple(modules), gradescope_release, nbgrader_release)
+                  gradescope_visibility, release, seed_mode, tuple(modules), gradescope_release, nbgrader_release, float(ci_fail_below))
 
 
 #: a worker's address space must hold torch (~620 MiB mapped); the reference grades in full at 680

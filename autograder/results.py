@@ -60,6 +60,7 @@ class SkillOutcome:
     total: int
     tests: list[TestOutcome]
     gated_by: str | None = None  # a rule of the exercise this submission breaks: the skill scores 0
+    functions: list[str] = field(default_factory=list)  # the module's public API (exercise_api.skill_functions)
 
 
 @dataclass
@@ -87,40 +88,128 @@ class Results:
         return asdict(self)
 
     def public(self) -> "Results":
-        """The student-facing view: hidden tests keep name, status, score and hints only."""
+        """The student-facing view. A whitelist: a hidden test keeps its name, points,
+        status, hint ids (with our hint text), partial-credit counts and the student's own
+        frames (file:line of their module, function and code read from that file) — no free
+        text from the worker, no inputs, no duration (sleeping could encode data). Its
+        summary is rebuilt here from fixed phrases; a TODO is named only when the function
+        is one of the skill's module's real functions."""
         data = self.to_dict()
+        hidden_anywhere = False
         for skill in data["skills"]:
+            functions = list(skill.get("functions") or [])
+            gate = _gate_name(skill)
+            module = (data.get("submission") or {}).get("modules", {}).get(Path(skill["module"]).stem) or {}
+            module_problem = module.get("problem") if isinstance(module.get("problem"), str) else None
+            tests = []
             for test in skill["tests"]:
                 if test["visibility"] == "hidden":
-                    _redact_hidden(test)
+                    hidden_anywhere = True
+                    tests.append(_public_hidden(test, skill["id"], functions, gate, module_problem))
+                else:
+                    tests.append(test)
+            skill["tests"] = tests
+            if gate is not None:
+                gate_test = next(t for t in tests if t["name"] == gate)
+                skill["gated_by"] = f"{gate}: {gate_test['summary']}" if gate_test["summary"] else gate
+        if hidden_anywhere:
+            data["duration"] = 0.0  # the run's wall time includes the hidden tests'
         return from_dict(data)
 
 
-def _redact_hidden(test: dict) -> None:
-    if test["status"] == STATUS_FAILED:
-        test["summary"] = _hidden_summary(test)
-    test["detail"] = None
-    test["grids"] = []
-    test["printed"] = []
-    test["seed"] = None
-    if test.get("credit"):
-        test["credit"] = {k: test["credit"][k] for k in ("passed", "total", "fraction", "note") if k in test["credit"]}
-    if test.get("error"):
-        test["error"] = {"type": test["error"].get("type"), "message": "", "frames": test["error"].get("frames", [])}
+_PROBLEMS = ("type", "shape", "dtype", "nan", "values", "property", "constraint", "raised", "missing", "timeout", "crash")
+_GATED = "0 points: this skill breaks a rule of the exercise"
 
 
-def _hidden_summary(test: dict) -> str:
-    """What a student may learn from a failed hidden test: never its inputs or expected
-    values. Facts about their own file (missing, does not import, timed out, crashed)
-    are safe; an exception's message may quote hidden inputs, so only its type is kept."""
+def _gate_name(skill: dict) -> str | None:
+    """The gate test a skill failed (``gated_by`` is "name: summary"), checked against the
+    skill's own test names."""
+    gated = skill.get("gated_by")
+    if not gated:
+        return None
+    name = gated.split(":", 1)[0].strip()
+    return name if any(t["name"] == name for t in skill["tests"]) else None
+
+
+def _builtin_exception(name: object) -> str | None:
+    """An exception type name the worker reported, kept only when it is one of Python's
+    own (a submission can name its classes anything, including text meant for us)."""
+    import builtins
+
+    value = getattr(builtins, name, None) if isinstance(name, str) and name.isidentifier() else None
+    return name if isinstance(value, type) and issubclass(value, BaseException) else None
+
+
+def _public_hidden(test: dict, skill_id: str, functions: list[str], gate: str | None, module_problem: str | None) -> dict:
+    credit = test.get("credit") or None
+    if credit:
+        note = credit.get("note")  # the scoring rule in words, built on the trusted side from the test's own labels
+        credit = {k: credit[k] for k in ("passed", "total", "fraction") if isinstance(credit.get(k), (int, float)) and not isinstance(credit.get(k), bool)}
+        if isinstance(note, str):
+            credit["note"] = note
+    summary = _hidden_summary(test, skill_id, functions, module_problem)
+    if gate is not None and test["name"] != gate and (test.get("summary") or "").startswith(_GATED):
+        summary = f"{_GATED} ({gate})" + (f"; {summary}" if summary else "")
+    problem = test.get("problem")
+    return {
+        "id": test["id"], "name": test["name"], "skill": test["skill"], "visibility": test["visibility"],
+        "max_score": test["max_score"], "score": test["score"], "status": test["status"],
+        "summary": summary,
+        "check": None,
+        "problem": problem if problem in _PROBLEMS else None,
+        "detail": None,
+        "hints": [{"id": str(h.get("id", "")), "text": str(h.get("text", "")), "section": str(h.get("section", ""))} for h in test.get("hints") or []],
+        "grids": [],
+        "frames": [_public_frame(f) for f in test.get("frames") or [] if isinstance(f, dict)],
+        "error": None,
+        "credit": credit or None,
+        "printed": [],
+        "targets": [t for t in test.get("targets") or [] if isinstance(t, str) and re.fullmatch(r"\w+\.(probe:)?[\w.]+", t)],
+        "seed": None,
+        "duration": 0.0,
+    }
+
+
+def _public_frame(frame: dict) -> dict:
+    line = frame.get("line")
+    return {
+        "file": str(frame.get("file", "")),
+        "line": line if isinstance(line, int) and not isinstance(line, bool) else None,
+        "function": str(frame.get("function") or ""),
+        "code": str(frame.get("code") or ""),
+    }
+
+
+def _hidden_summary(test: dict, skill_id: str, functions: list[str], module_problem: str | None = None) -> str:
+    """What a student may learn from a hidden test: fixed phrases chosen by the problem's
+    kind, never its inputs, expected values, or any text the worker sent."""
+    status = test["status"]
+    if status == STATUS_PASSED:
+        return ""
+    summary = test.get("summary") or ""
+    if status == STATUS_NOT_RUN:  # the run's own reason (interrupted, broken, …), never a test's text
+        if summary.startswith(("grader error", "skipped")):
+            return "hidden test did not run (not your fault)"
+        return summary or "hidden test did not run"
+    if status == STATUS_ERROR:
+        return "grader error (not your fault — please tell your instructor)"
     problem = test.get("problem") or "failed"
-    if problem in ("missing", "timeout", "crash"):
-        return test.get("summary") or "hidden test failed"
+    if problem == "missing":
+        if module_problem:  # the grader's own facts about the file, found without running it
+            return f"hidden test failed: {module_problem}"
+        if re.fullmatch(r"[\w.]+\(…\): \S+ defines no '[\w.]+'", summary):  # built by the grader from the test's target
+            return summary
+        return "hidden test failed: a function it needs is missing or its module did not import (see the visible tests)"
+    if problem == "timeout":
+        return "hidden test failed: your code did not finish within the time limit"
+    if problem == "crash":
+        return "hidden test failed: your code stopped its worker process (exit, crash or a limit)"
     if problem == "raised":
-        kind = (test.get("error") or {}).get("type") or "an exception"
-        todo = re.search(r"is not implemented yet — TODO\(\w+\): [\w.]+", test.get("summary") or "")
-        if kind == "NotImplementedError" and todo:  # the stub's own message names only a function
-            return f"hidden test failed: {todo.group(0)}"
+        kind = _builtin_exception((test.get("error") or {}).get("type")) or "an exception"
+        if kind == "NotImplementedError":
+            todo = re.search(rf"TODO\({re.escape(skill_id)}\): ([\w.]+)", f"{test.get('summary') or ''} {test.get('detail') or ''}")
+            if todo and todo.group(1) in functions:  # only a name from the module's own API crosses
+                return f"hidden test failed: is not implemented yet — TODO({skill_id}): {todo.group(1)}"
         return f"hidden test failed: your code raised {kind}"
     words = {
         "type": "returned the wrong kind of value",
@@ -131,7 +220,7 @@ def _hidden_summary(test: dict) -> str:
         "property": "a required property does not hold",
         "constraint": "uses something this exercise forbids",
     }
-    return f"hidden test failed: {words.get(problem, problem)}"
+    return f"hidden test failed: {words.get(problem, 'failed')}"
 
 
 def from_dict(data: dict) -> Results:
@@ -156,21 +245,33 @@ def _error_line(longrepr: str) -> str:
 
 
 def _with_code(frames: list[dict], modules: dict[str, dict]) -> list[dict]:
-    """Add the display path and the source line to the submission's own frames."""
+    """The submission's own frames, as facts the trusted side checked: the file must be one
+    of the graded modules (shown by its display path), the line a line of that file, and the
+    function and code are read from the file itself — the worker's names (a code object's
+    ``co_name`` can be any text) are never shown."""
+    from .exercise_api import enclosing_function
+
     out = []
-    for frame in frames:
-        name = Path(str(frame.get("file", ""))).stem
-        info = modules.get(name, {})
-        code = ""
+    for frame in frames[-16:]:
+        if not isinstance(frame, dict):
+            continue
+        file, line = str(frame.get("file", "")), frame.get("line")
+        name = file[:-3] if file.endswith(".py") else ""
+        info = modules.get(name)
+        if info is None or not isinstance(line, int) or isinstance(line, bool) or line < 1:
+            continue
         copy = info.get("copy_path")
-        line = frame.get("line")
-        if copy and isinstance(line, int) and line > 0:
+        code, function = "", "<module>"
+        if copy:
             try:
                 lines = Path(copy).read_text(encoding="utf-8", errors="replace").splitlines()
-                code = lines[line - 1].strip()[:200] if line <= len(lines) else ""
             except OSError:
-                code = ""
-        out.append({"file": info.get("display_path", frame.get("file")), "line": line, "function": frame.get("function", ""), "code": code})
+                lines = []
+            if line > len(lines):
+                continue
+            code = lines[line - 1].strip()[:200]
+            function = enclosing_function(copy, line) or "<module>"
+        out.append({"file": info.get("display_path") or file, "line": line, "function": function, "code": code})
     return out
 
 
@@ -232,6 +333,22 @@ def _longrepr(entry: dict) -> str:
     return ""
 
 
+def _with_definitions(submission: dict, modules: dict[str, dict]) -> dict:
+    """Each graded module's definition lines (``name → line``, read from the graded copy),
+    so renderers can point at a student's function without reading their files."""
+    from .exercise_api import definitions
+
+    listed = submission.get("modules")
+    if not isinstance(listed, dict):
+        return submission
+    out = {}
+    for name, info in listed.items():
+        copy = (modules.get(name) or {}).get("copy_path")
+        defs = {k: first for k, (first, _last) in definitions(copy).items()} if copy else {}
+        out[name] = {**info, "definitions": defs} if isinstance(info, dict) else info
+    return {**submission, "modules": out}
+
+
 def build(config: Config, report: dict | None, submission: dict, *, modules: dict[str, dict], status: str = "complete", message: str = "", duration: float = 0.0) -> Results:
     """Score every test grading.toml expects; ``report`` None means the run broke."""
     entries = {t.get("nodeid"): t for t in (report or {}).get("tests", [])}
@@ -240,6 +357,8 @@ def build(config: Config, report: dict | None, submission: dict, *, modules: dic
         for c in (report or {}).get("collectors", [])
         if c.get("outcome") == "failed"
     }
+    from .exercise_api import skill_functions
+
     skills = []
     for skill in config.skills.values():
         tests = []
@@ -257,8 +376,10 @@ def build(config: Config, report: dict | None, submission: dict, *, modules: dic
             id=skill.id, title=skill.title, module=skill.module, sections=list(skill.sections), points=skill.points,
             score=score, passed=sum(t.status == STATUS_PASSED for t in tests if t.max_score > 0),
             total=sum(t.max_score > 0 for t in tests), tests=tests, gated_by=gated_by,  # rules (weight 0) are not counted
+            functions=skill_functions(config, skill),
         ))
     meta = (report or {}).get("autograder") or {}
+    submission = _with_definitions(submission, modules)
     return Results(
         status=status,
         message=message,
@@ -298,4 +419,9 @@ def write_atomic(path: str | Path, text: str) -> None:
 
 
 def dumps(data: Any) -> str:
-    return json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    """JSON for files and stdout: readable Unicode, but every control, BiDi or invisible
+    character (and any lone surrogate) written as a ``\\uXXXX`` escape — the same data, and
+    a results file shown in a terminal cannot drive it."""
+    from .renderers.escape import json_escape_invisible
+
+    return json_escape_invisible(json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False)) + "\n"

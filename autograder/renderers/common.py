@@ -1,5 +1,5 @@
-"""Pieces every renderer shares: number formatting, sanitising submission text, the plain
-text of one test's feedback, and grids as text."""
+"""Pieces every renderer shares: number formatting, the plain text of one test's feedback,
+and grids as text. Submission text is escaped by ``escape`` (one module for every medium)."""
 
 from __future__ import annotations
 
@@ -7,14 +7,13 @@ import re
 
 from ..results import Results, SkillOutcome, TestOutcome
 from ..runner.seeding import SOURCES as SEED_SOURCES
-
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+from .escape import gutter, one_line, visible
 
 
 def clean(text: object, limit: int = 4000) -> str:
-    """Text that came from a submission: no terminal escapes, bidi tricks or NULs."""
-    out = _CONTROL.sub("�", str(text if text is not None else ""))
-    return out if len(out) <= limit else out[: limit - 1] + "…"
+    """Text that came from a submission, for a terminal or a plain-text file: control and
+    invisible characters shown as escapes (see ``escape.visible``)."""
+    return visible(text, limit)
 
 
 def points(value: float) -> str:
@@ -34,59 +33,71 @@ def headline(results: Results) -> str:
 def hint_lines(test: TestOutcome) -> list[str]:
     out = []
     for hint in test.hints:
-        section = f" → reread {hint['section']}" if hint.get("section") else ""
-        out.append(f"Hint ({hint['id']}): {hint['text']}{section}")
+        section = f" → reread {one_line(hint['section'])}" if hint.get("section") else ""
+        out.append(f"Hint ({one_line(hint['id'])}): {one_line(hint['text'], 600)}{section}")
     return out
 
 
+def frame_where(frame: dict) -> str:
+    """"exercises/qkv.py:12 in project_qkv" — one line, escaped."""
+    func = f" in {frame['function']}" if frame.get("function") else ""
+    return one_line(f"{frame.get('file')}:{frame.get('line')}{func}", 300)
+
+
 def frame_lines(test: TestOutcome) -> list[str]:
+    """The student's own lines: where (ours, from checked facts), then their code behind
+    the gutter."""
     out = []
     for frame in test.frames[-4:]:
-        where = f"{frame.get('file')}:{frame.get('line')}"
-        func = f" in {frame['function']}" if frame.get("function") else ""
-        out.append(f"  {where}{func}")
+        out.append(f"  {frame_where(frame)}")
         if frame.get("code"):
-            out.append(f"      {clean(frame['code'], 200)}")
+            out.extend(gutter(frame["code"], 200, max_lines=1, prefix="  │     "))
     return out
 
 
 def grid_text(grid: dict) -> list[str]:
     """Expected and got side by side; wrong cells marked with *."""
     exp, got, bad = grid["expected"], grid["got"], grid["bad"]
-    width = max([len(c) for row in exp + got for c in row] + [5]) + 1
-    lines = [f"{grid['title']} (rows: {grid['rows']}, columns: {grid['cols']}; * = wrong)"]
+    cells = [[one_line(c, 12) for c in row] for row in got]
+    width = max([len(c) for row in exp for c in row] + [len(c) for row in cells for c in row] + [5]) + 1
+    lines = [one_line(f"{grid['title']} (rows: {grid['rows']}, columns: {grid['cols']}; * = wrong)", 300)]
     header = "expected".ljust(width * len(exp[0]) + 2) + "   yours"
     lines.append("  " + header)
     for r in range(len(exp)):
-        left = "".join(c.rjust(width) for c in exp[r])
-        right = "".join((clean(c, 12) + ("*" if bad[r][j] else "")).rjust(width + 1) for j, c in enumerate(got[r]))
+        left = "".join(one_line(c, 12).rjust(width) for c in exp[r])
+        right = "".join((c + ("*" if bad[r][j] else "")).rjust(width + 1) for j, c in enumerate(cells[r]))
         lines.append(f"  {left}   {right}")
     return lines
 
 
-def printed_lines(test: TestOutcome, limit: int = 1200) -> list[str]:
+def printed_text(test: TestOutcome, limit: int = 1200) -> tuple[str, int]:
+    """(what the code printed, up to ``limit`` characters; how many more were not shown)."""
+    text = "".join(str(p.get("text", "")) for p in test.printed)
+    dropped = sum(int(p.get("dropped", 0) or 0) for p in test.printed)
+    return text[:limit], dropped + max(len(text) - limit, 0)
+
+
+def printed_lines(test: TestOutcome, limit: int = 1200, width: int | None = None) -> list[str]:
     if not test.printed:
         return []
-    text = "".join(p.get("text", "") for p in test.printed)
-    dropped = sum(int(p.get("dropped", 0)) for p in test.printed)
-    body = clean(text, limit)
-    more = f"\n… ({dropped + max(len(text) - limit, 0)} more characters not shown)" if dropped or len(text) > limit else ""
-    return ["Your code printed:"] + ["  " + line for line in body.splitlines()[:30]] + ([more.strip()] if more else [])
+    text, more = printed_text(test, limit)
+    lines = ["Your code printed:"] + gutter(text, None, max_lines=30, width=width)
+    return lines + ([f"… ({more} more characters not shown)"] if more else [])
 
 
 def test_text(test: TestOutcome) -> str:
-    """The plain-text feedback for one test (Gradescope output, logs)."""
+    """The plain-text feedback for one test (Gradescope output, logs). Every line that holds
+    submission text starts with the gutter; lines at the left margin are the grader's."""
     lines = [f"{ICON.get(test.status, '?')} {test.name}: {points(test.score)} / {points(test.max_score)} points"]
     if test.status == "passed":
         return lines[0]
     if test.credit and test.credit.get("total"):
-        lines.append(test.credit.get("note") or f"Partial credit: {test.credit['passed']} of {test.credit['total']} kinds passed")
+        lines.append(one_line(test.credit.get("note"), 600) if test.credit.get("note") else f"Partial credit: {test.credit['passed']} of {test.credit['total']} kinds passed")
     if test.check and test.visibility == "visible":
-        lines.append(f"Checked: {clean(test.check, 300)}")
-    if test.detail:
-        lines.extend(clean(test.detail).splitlines())
-    elif test.summary:
-        lines.append(clean(test.summary))
+        lines.append(f"Checked: {one_line(test.check, 300)}")
+    if test.detail or test.summary:
+        lines.append("What happened:")
+        lines.extend(gutter(test.detail or test.summary))
     for grid in test.grids:
         lines.extend(grid_text(grid))
     lines.extend(hint_lines(test))
@@ -95,7 +106,8 @@ def test_text(test: TestOutcome) -> str:
         lines.extend(frame_lines(test))
     lines.extend(printed_lines(test))
     if test.status == "error" and test.error and test.error.get("traceback"):
-        lines.append(clean(test.error["traceback"], 3000))
+        lines.append("Grader traceback:")
+        lines.extend(gutter(test.error["traceback"], 3000, max_lines=60))
     return "\n".join(lines)
 
 

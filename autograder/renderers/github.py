@@ -1,95 +1,109 @@
-"""GitHub Actions: ``::error`` workflow commands on the student's own lines, plus the
-markdown summary (appended to ``$GITHUB_STEP_SUMMARY`` when it is set).
+"""GitHub Actions: ``::error`` annotations on the student's own lines, then a plain log of
+what to fix, folded per skill.
 
-An annotation points at the line where the student's code raised, else at the definition
-of the function the failed test called (found by parsing the submitted file, never by
-running it).
+One annotation per failing place (a line where the student's code raised, else the
+definition of the function the failed tests called), listing the tests that fail there —
+GitHub shows at most 10 error annotations per step, so one per test would hide most of
+them. Locations come from the results (frames checked on the trusted side, definition
+lines read from the submitted copy when it was graded); this renderer reads no files and
+writes none: the CLI appends the markdown summary to ``$GITHUB_STEP_SUMMARY`` and the
+Classroom result to ``$GITHUB_OUTPUT``.
+
+Student text reaches stdout only %-encoded inside an annotation message, or behind the
+``│ `` gutter in the log (``escape.gh_log``): no line can start a workflow command.
 """
 
 from __future__ import annotations
 
-import ast
-import os
-from pathlib import Path
-
 from ..results import Results, TestOutcome
-from . import markdown
-from .common import clean, collapse_repeats, same_problem_line
+from .common import module_info, points, test_text, todo_summary
+from .escape import GUTTER, gh_data, gh_property, is_workflow_command, one_line
+
+MAX_ANNOTATIONS = 10  # GitHub's limit of error annotations shown per step
 
 
-def _escape_data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def _escape_property(text: str) -> str:
-    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
-
-
-def definition_lines(path: Path) -> dict[str, int]:
-    """name → line of its def/class (methods as Class.name) in a submitted module."""
-    try:
-        tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
-    except (OSError, SyntaxError, ValueError):
-        return {}
-    out = {}
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            out[node.name] = node.lineno
-            if isinstance(node, ast.ClassDef):
-                for item in node.body:
-                    if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                        out[f"{node.name}.{item.name}"] = item.lineno
-    return out
-
-
-def _location(test: TestOutcome, results: Results) -> tuple[str, int] | None:
+def location(test: TestOutcome, results: Results) -> tuple[str, int] | None:
+    """(display path, line) in the student's own module, or None."""
     if test.frames:
         frame = test.frames[-1]
-        if isinstance(frame.get("line"), int):
+        if isinstance(frame.get("line"), int) and frame.get("file"):
             return str(frame["file"]), frame["line"]
-    modules = results.submission.get("modules", {})
     skill_module = next((s.module for s in results.skills if s.id == test.skill), None)
     if not skill_module:
         return None
-    info = modules.get(skill_module[:-3], {})
+    info = (results.submission.get("modules") or {}).get(skill_module[:-3]) or {}
     display = info.get("display_path")
     if not display:
         return None
     line = info.get("problem_line") or 1
-    target = test.targets[0].split(".", 1)[1] if test.targets else ""
+    target = test.targets[0].split(".", 1)[1] if test.targets and "." in test.targets[0] else ""
     target = target.removeprefix("probe:")
-    path = Path(display)
-    if path.is_file() and target:
-        line = definition_lines(path).get(target, line)
-    return display, line
+    definitions = info.get("definitions") or {}
+    if target in definitions:
+        line = definitions[target]
+    elif target.split(".")[0] in definitions:  # a method the student has not written yet: its class
+        line = definitions[target.split(".")[0]]
+    return display, int(line)
+
+
+def _safe_log_line(line: str) -> str:
+    """Last line of defence: a log line that would still parse as a command goes behind
+    the gutter (test_text already puts submission text there)."""
+    while "##" in line:
+        line = line.replace("##", "#\u200b#")
+    return GUTTER + line if is_workflow_command(line) or line.lstrip().startswith("::") else line
 
 
 def commands(results: Results) -> list[str]:
+    """The workflow commands: error annotations, then the score as a notice."""
     out = []
     if results.status != "complete":
-        out.append(f"::error title=Grading did not complete::{_escape_data(clean(results.message, 900))}")
+        out.append(f"::error title=Grading did not complete::{gh_data(results.message)}")
+    places: dict[tuple[str, int], list[tuple[str, TestOutcome]]] = {}
     for skill in results.skills:
-        for test, repeats in collapse_repeats([t for t in skill.tests if t.status != "passed"]):
-            where = _location(test, results)
-            title = _escape_property(f"{skill.id}: {test.name}")
-            hint = f" Hint: {test.hints[0]['text']} (reread {test.hints[0]['section']})" if test.hints else ""
-            more = f" {same_problem_line(repeats)}" if repeats else ""
-            body = _escape_data(clean(f"{test.summary}{hint}{more}", 900))
+        for test in skill.tests:
+            if test.status in ("passed", "not_run"):
+                continue
+            where = location(test, results)
             if where:
-                out.append(f"::error file={_escape_property(where[0])},line={where[1]},title={title}::{body}")
-            else:
-                out.append(f"::error title={title}::{body}")
-    out.append(f"::notice title=Score::{results.score:g} / {results.max_score:g}")
+                places.setdefault(where, []).append((skill.id, test))
+    for n, ((file, line), tests) in enumerate(places.items()):
+        if n == MAX_ANNOTATIONS - 1 and len(places) > MAX_ANNOTATIONS:
+            rest = sum(len(t) for t in list(places.values())[n:])
+            out.append(f"::error title={gh_property(f'{rest} more failing tests')}::{gh_data('See the job summary for every failing test.')}")
+            break
+        skill_id, first = tests[0]
+        names = ", ".join(t.name for _, t in tests[:4]) + (f" and {len(tests) - 4} more" if len(tests) > 4 else "")
+        lost = sum(t.max_score - t.score for _, t in tests)
+        message = f"{one_line(first.summary, 400)}"
+        if first.hints:
+            hint = first.hints[0]
+            message += f"\nHint: {hint['text']}" + (f" (reread {hint['section']})" if hint.get("section") else "")
+        message += f"\nFailing here: {names} (−{points(lost)} points)"
+        title = f"{skill_id}: {first.name}" if len(tests) == 1 else f"{skill_id}: {len(tests)} tests fail here"
+        out.append(f"::error file={gh_property(file)},line={int(line)},title={gh_property(title)}::{gh_data(message)}")
+    out.append(f"::notice title=Score::{gh_data(f'{points(results.score)} / {points(results.max_score)}')}")
     return out
 
 
+def log(results: Results) -> list[str]:
+    """What to fix, one folded group per skill with failures."""
+    lines = []
+    for skill in results.skills:
+        failed = [t for t in skill.tests if t.status != "passed"]
+        lines.append(f"{skill.id}: {points(skill.score)} / {points(skill.points)} ({skill.passed}/{skill.total} passed)")
+        if not failed:
+            continue
+        lines.append(f"::group::{gh_data(f'{skill.id}: {len(failed)} tests to fix')}")
+        stubs, others = todo_summary(failed, module_info(results, skill).get("todo"))
+        if stubs:
+            lines.append(_safe_log_line(f"Still TODO in {skill.module}: {', '.join(one_line(s, 80) for s in stubs)} ({len(failed) - len(others)} tests wait on them)"))
+        for test in others:
+            lines.extend(_safe_log_line(line) for line in test_text(test).splitlines())
+        lines.append("::endgroup::")
+    lines.append(f"Total: {points(results.score)} / {points(results.max_score)}")
+    return lines
+
+
 def render(results: Results) -> str:
-    summary = markdown.render(results)
-    path = os.environ.get("GITHUB_STEP_SUMMARY")
-    if path:
-        try:
-            with open(path, "a", encoding="utf-8") as fh:
-                fh.write(summary)
-        except OSError:
-            pass
-    return "\n".join(commands(results)) + "\n\n" + summary
+    return "\n".join(commands(results) + [""] + log(results)) + "\n"

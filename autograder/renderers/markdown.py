@@ -5,17 +5,15 @@ and marked ⚠)."""
 from __future__ import annotations
 
 from ..results import Results, TestOutcome
-from .common import ICON, clean, collapse_repeats, footer_notes, frame_lines, headline, module_info, not_started, points, where_to_start, same_problem_line, todo_summary
+from .common import ICON, collapse_repeats, footer_notes, frame_where, headline, module_info, not_started, points, printed_text, same_problem_line, todo_summary, where_to_start
+from .escape import md_block, md_code, md_text
 
 MARKER = "<!-- attention-autograder -->"
 
 
 def esc(text: object, limit: int = 600) -> str:
-    """Escape submission-derived text for a table cell or a paragraph."""
-    out = clean(text, limit)
-    for ch in "\\`*_{}[]<>|#!":
-        out = out.replace(ch, "\\" + ch)
-    return out.replace("\n", " ")
+    """Prose or a table cell (see ``escape.md_text``): no markup, mentions or links."""
+    return md_text(text, limit)
 
 
 def grid_table(grid: dict) -> list[str]:
@@ -31,24 +29,30 @@ def grid_table(grid: dict) -> list[str]:
 
 
 def _test_block(test: TestOutcome) -> list[str]:
-    title = f"- {ICON.get(test.status, '?')} `{test.name}` — {points(test.score)} / {points(test.max_score)}"
+    """One failed test as a list item. What the submission controls (messages, its code,
+    what it printed) sits in fenced blocks; only our own words are prose."""
+    title = f"- {ICON.get(test.status, '?')} {md_code(test.name)} — {points(test.score)} / {points(test.max_score)}"
     lines = [title]
     if test.credit and test.credit.get("total"):
         lines.append(f"  - partial credit: {test.credit['passed']} of {test.credit['total']} kinds passed" + (f" — {esc(test.credit['note'])}" if test.credit.get("note") else ""))
-    if test.detail:
-        first, *rest = clean(test.detail).splitlines() or [""]
-        lines.append(f"  - {esc(first)}")
-        lines.extend(f"    {esc(r)}" for r in rest[:6])
-    elif test.summary:
-        lines.append(f"  - {esc(test.summary)}")
+    if test.detail or test.summary:
+        lines.append("  - what happened:")
+        lines.extend(md_block(test.detail or test.summary, indent="    ", max_lines=12))
     for hint in test.hints:
         section = f" — reread **{esc(hint.get('section'))}**" if hint.get("section") else ""
-        lines.append(f"  - 💡 `{esc(hint['id'])}`: {esc(hint['text'])}{section}")
+        lines.append(f"  - 💡 {md_code(hint['id'])}: {esc(hint['text'])}{section}")
     if test.frames:
         lines.append("  - your code:")
-        lines.append("    ```")
-        lines.extend("    " + clean(line, 200).replace("```", "ˋˋˋ") for line in frame_lines(test))
-        lines.append("    ```")
+        body = []
+        for frame in test.frames[-4:]:
+            body.append(frame_where(frame))
+            if frame.get("code"):
+                body.append(f"    {frame['code']}")
+        lines.extend(md_block("\n".join(body), indent="    ", info="python"))
+    if test.printed:
+        text, more = printed_text(test, 800)
+        lines.append("  - your code printed:" + (f" (first {len(text)} characters; {more} more not shown)" if more else ""))
+        lines.extend(md_block(text, indent="    ", max_lines=15))
     for grid in test.grids:
         lines.append("")
         lines.extend(grid_table(grid))
@@ -56,7 +60,7 @@ def _test_block(test: TestOutcome) -> list[str]:
 
 
 def render(results: Results, details: bool = True) -> str:
-    lines = [MARKER, f"## {esc(results.course)}: {headline(results)}", ""]
+    lines = [MARKER, f"## {esc(results.course)}: {esc(headline(results))}", ""]
     if results.status != "complete":
         lines += [f"> ⚠️ {esc(results.message)}", ""]
     lines += ["| Skill | Score | Passed | Sections |", "|---|---:|---:|---|"]
@@ -66,7 +70,7 @@ def render(results: Results, details: bool = True) -> str:
     lines.append("")
     for skill in results.skills:
         if skill.gated_by:
-            lines += [f"> ⛔ **{esc(skill.id)}** scores 0: it breaks a rule of the exercise — {esc(skill.gated_by)}", ""]
+            lines += [f"> ⛔ **{esc(skill.id)}** scores 0: it breaks a rule of the exercise — {md_code(skill.gated_by)}", ""]
     if details and any(t.status != "passed" for s in results.skills for t in s.tests):
         lines.append("### What to fix")
         for skill in results.skills:
@@ -80,7 +84,7 @@ def render(results: Results, details: bool = True) -> str:
                 continue
             stubs, others = todo_summary(failed, module_info(results, skill).get("todo"))
             if stubs:
-                lines.append(f"- 📝 still TODO: {esc(', '.join(stubs))} ({len(failed) - len(others)} tests wait on them)")
+                lines.append(f"- 📝 still TODO: {', '.join(md_code(s) for s in stubs)} ({len(failed) - len(others)} tests wait on them)")
             for test, repeats in collapse_repeats(others):
                 lines.extend(_test_block(test))
                 if repeats:
@@ -90,5 +94,5 @@ def render(results: Results, details: bool = True) -> str:
     if start:
         lines.append(f"**{esc(start)}**")
     for label, text in footer_notes(results):
-        lines.append(f"<sub>{esc(label)}: {esc(clean(text, 800))}</sub>")
+        lines.append(f"<sub>{esc(label)}: {esc(text, 800)}</sub>")
     return "\n".join(lines) + "\n"

@@ -10,7 +10,8 @@ from rich.table import Table
 from rich.text import Text
 
 from ..results import Results, SkillOutcome, TestOutcome
-from .common import ICON, clean, collapse_repeats, footer_notes, frame_lines, module_info, not_started, points, where_to_start, printed_lines, same_problem_line, todo_summary
+from .common import ICON, collapse_repeats, footer_notes, frame_lines, module_info, not_started, points, printed_lines, same_problem_line, todo_summary, where_to_start
+from .escape import gutter, one_line
 
 STYLE = {"passed": "green", "failed": "red", "error": "magenta", "not_run": "yellow"}
 
@@ -28,10 +29,10 @@ def _grid(grid: dict) -> Group:
         left.add_column(justify="right")
         right.add_column(justify="right")
     for r, row in enumerate(exp):
-        left.add_row(*[Text(c, style="dim" if c in ("0", "False") else "") for c in row])
-        right.add_row(*[Text(clean(c, 12), style="bold white on red" if bad[r][j] else "green") for j, c in enumerate(got[r])])
+        left.add_row(*[Text(one_line(c, 12), style="dim" if c in ("0", "False") else "") for c in row])
+        right.add_row(*[Text(one_line(c, 12), style="bold white on red" if bad[r][j] else "green") for j, c in enumerate(got[r])])
     outer.add_row(left, right)
-    head = Text.assemble((clean(grid["title"], 160), "bold"), (f"  (rows: {clean(grid['rows'], 40)}, columns: {clean(grid['cols'], 40)}; red = wrong)", "dim"))
+    head = Text.assemble((one_line(grid["title"], 160), "bold"), (f"  (rows: {one_line(grid['rows'], 40)}, columns: {one_line(grid['cols'], 40)}; red = wrong)", "dim"))
     return Group(head, outer)
 
 
@@ -41,13 +42,13 @@ def _skill_table(skill: SkillOutcome) -> Table:
         title_justify="left", box=box.SIMPLE_HEAVY, expand=False,
     )
     if skill.gated_by:
-        table.caption = Text(f"0 points: this skill breaks a rule of the exercise — {clean(skill.gated_by, 160)}", style="bold red")
+        table.caption = Text(f"0 points: this skill breaks a rule of the exercise — {one_line(skill.gated_by, 160)}", style="bold red")
     table.add_column("", width=1)
     table.add_column("test")
     table.add_column("points", justify="right")
     table.add_column("hint / why")
     for test in skill.tests:
-        note = ", ".join(h["id"] for h in test.hints) if test.hints else ("" if test.status == "passed" else clean(test.summary, 90))
+        note = one_line(", ".join(h["id"] for h in test.hints), 200) if test.hints else ("" if test.status == "passed" else one_line(test.summary, 90))
         if test.credit and test.credit.get("total") and test.status != "passed":
             note = f"{test.credit['passed']}/{test.credit['total']} kinds · {note}"
         table.add_row(
@@ -59,29 +60,29 @@ def _skill_table(skill: SkillOutcome) -> Table:
     return table
 
 
-def _details(test: TestOutcome, repeats: list[TestOutcome] | None = None) -> Panel:
+def _details(test: TestOutcome, repeats: list[TestOutcome] | None = None, width: int = 100) -> Panel:
+    """One failed test. Submission text is cut to the panel's width behind the gutter and
+    never wrapped by rich, so none of it can reach the panel's left edge."""
     parts: list = []
     if test.check and test.visibility == "visible":
-        parts.append(Text.assemble(("Checked: ", "bold"), clean(test.check, 300)))
-    if test.detail:
-        parts.append(Text(clean(test.detail)))
-    elif test.summary:
-        parts.append(Text(clean(test.summary)))
+        parts.append(Text.assemble(("Checked: ", "bold"), one_line(test.check, 300)))
+    if test.detail or test.summary:  # may quote the submission: behind the gutter
+        parts.append(Text("\n".join(gutter(test.detail or test.summary, width=width)), no_wrap=True, overflow="ellipsis"))
     for grid in test.grids:
         parts.append(_grid(grid))
     for hint in test.hints:
-        line = Text.assemble(("Hint: ", "bold yellow"), hint["text"])
+        line = Text.assemble(("Hint: ", "bold yellow"), one_line(hint["text"], 600))
         if hint.get("section"):
-            line.append(f"  → reread {hint['section']}", style="cyan")
+            line.append(f"  → reread {one_line(hint['section'])}", style="cyan")
         parts.append(line)
     if test.frames:
         parts.append(Text("Your code:", style="bold"))
-        parts.append(Text("\n".join(frame_lines(test))))
-    printed = printed_lines(test, limit=600)
+        parts.append(Text("\n".join(frame_lines(test)), no_wrap=True, overflow="ellipsis"))
+    printed = printed_lines(test, limit=600, width=width)
     if printed:
-        parts.append(Text("\n".join(printed), style="dim"))
+        parts.append(Text("\n".join(printed), style="dim", no_wrap=True, overflow="ellipsis"))
     if test.status == "error" and test.error and test.error.get("traceback"):
-        parts.append(Text(clean(test.error["traceback"], 3000), style="dim"))
+        parts.append(Text("\n".join(gutter(test.error["traceback"], 3000, max_lines=60, width=width)), style="dim", no_wrap=True, overflow="ellipsis"))
     if repeats:
         parts.append(Text(same_problem_line(repeats), style="dim"))
     title = Text.assemble((f"{ICON.get(test.status)} {test.name}", STYLE.get(test.status, "")), f"  {points(test.score)}/{points(test.max_score)}")
@@ -89,12 +90,12 @@ def _details(test: TestOutcome, repeats: list[TestOutcome] | None = None) -> Pan
 
 
 def render(results: Results, console: Console, *, details: bool = True) -> None:
-    head = Text.assemble((results.course, "bold"), f" — {clean(results.submission.get('path', ''), 200)}")
+    head = Text.assemble((results.course, "bold"), f" — {one_line(results.submission.get('path', ''), 200)}")
     if results.seed is not None:
         head.append(f"  (seed {results.seed})", style="dim")
     console.print(head)
     if results.status != "complete":
-        console.print(Panel(Text(clean(results.message)), title="Grading did not complete", border_style="red"))
+        console.print(Panel(Text("\n".join(gutter(results.message, prefix=""))), title="Grading did not complete", border_style="red"))
     fresh = {skill.id: not_started(results, skill) for skill in results.skills}
     for skill in results.skills:
         if fresh[skill.id]:
@@ -111,12 +112,12 @@ def render(results: Results, console: Console, *, details: bool = True) -> None:
                     waiting = len(failed) - len(others)
                     console.print(Text.assemble(("Still TODO: ", "bold yellow"), ", ".join(stubs), f"  ({waiting} test{'s' if waiting != 1 else ''} wait on them; grep -n 'TODO({skill.id})' {skill.module})", style=""))
                 for test, repeats in collapse_repeats(others):
-                    console.print(_details(test, repeats))
+                    console.print(_details(test, repeats, console.width - 4))
     start = where_to_start(results)
     if start:
         console.print(Text(start, style="bold"))
     for label, text in footer_notes(results):
-        console.print(Text(f"{label}: {clean(text, 800)}", style="dim"))
+        console.print(Text(f"{label}: {one_line(text, 800)}", style="dim"))
     summary = Table(box=box.ROUNDED, show_header=True, title="Score", title_justify="left")
     summary.add_column("skill")
     summary.add_column("points", justify="right")

@@ -33,6 +33,10 @@ def test_repository_config_is_valid_and_points_add_up():
         ({'seed = "content"': 'seed = "sometimes"'}, 'grader.seed: must be "content", "fresh" or a non-negative integer'),
         ({"memory_mib = 4096": "memory_mib = 512"}, "memory_mib: must be at least 768"),
         ({'user = "nobody"': 'user = "nobody"\nshell = "bash"'}, "sandbox.shell: unknown key"),
+        ({"fail_below = 0": "fail_below = -1"}, "ci.fail_below: must be 0 (never fail for the score) or a number of points"),
+        ({"fail_below = 0": "fail_below = 1000"}, "ci.fail_below: is 1000 but the skills give only 100 points"),
+        ({"fail_below = 0": "fail_bellow = 0"}, "ci.fail_bellow: unknown key — did you mean 'fail_below'?"),
+        ({"fail_below = 0": 'fail_below = "half"'}, "ci.fail_below: must be a number"),
     ],
 )
 def test_config_error_names_the_key_and_the_fix(tmp_path, edit, message):

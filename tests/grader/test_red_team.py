@@ -199,3 +199,85 @@ def test_cheap_attacks_earn_nothing_under_other_seeds(attack, seed, tmp_path):
     assert graded.rc == 0, graded.stderr
     paid = [(t["skill"], t["name"], t["score"]) for t in graded.tests() if t["score"]]
     assert not paid, paid
+
+
+def test_submission_text_cannot_inject_into_any_output(tmp_path):
+    """tests/submissions/hostile/output_injection puts escapes, fake grader lines, workflow
+    commands, mentions and links in every channel it controls, and smuggles hidden inputs
+    into a TODO message and into sleeping. Graded as CI would (github format, simulated
+    Actions files), then every other format rendered from the same public results."""
+    import base64
+
+    from autograder import results as results_mod
+    from autograder.config import load
+    from autograder.renderers import escape, markdown, render
+    from test_renderers import assert_markdown_is_inert
+
+    summary, outputs, public = tmp_path / "summary.md", tmp_path / "output", tmp_path / "results.json"
+    summary.write_text(""), outputs.write_text("")
+    env = dict(os.environ, GITHUB_ACTIONS="true", GITHUB_STEP_SUMMARY=str(summary), GITHUB_OUTPUT=str(outputs))
+    graded = grade(HOSTILE / "output_injection", "--skill", "qkv", "--results", str(public), fmt="github", env=env)
+    assert graded.rc == 0, graded.stderr[-2000:]
+    data = json.loads(public.read_text(encoding="utf-8"))
+    jsonschema.validate(data, SCHEMA)
+    assert data["score"] == 0
+
+    # github: only our own commands; the injected ones are inert log text or %-encoded
+    ours = ("::error file=", "::error title=", "::notice title=Score::", "::group::", "::endgroup::")
+    for line in graded.stdout.splitlines():
+        assert not escape.is_workflow_command(line) or line.startswith(ours), line
+        if line.startswith("::error"):
+            assert "grading.toml" not in line.split("::")[1] and "INJECTED" not in line.split("::")[1]
+            assert line.split("::")[1].startswith("error file=tests/submissions/hostile/output_injection/qkv.py,")
+    assert "INJECTED-MASK" in graded.stdout  # shown (as harmless text), not acted on
+    assert_markdown_is_inert(summary.read_text(encoding="utf-8"))
+    keys = [line.split("=", 1)[0] for line in outputs.read_text().splitlines()]
+    assert keys == ["result", "score", "max-score", "status"]
+    result = json.loads(base64.b64decode(outputs.read_text().splitlines()[0].split("=", 1)[1]))
+    for test in result["tests"]:
+        assert "::" not in test["message"] and "##" not in test["message"] and "@course-staff" not in test["message"]
+        assert "\n" not in test["message"] and "\x1b" not in test["message"]
+
+    # hidden tests: fixed phrases, no smuggled text, no timings
+    import re
+
+    everything = public.read_text(encoding="utf-8")
+    for test in graded_tests(data):
+        for frame in test["frames"]:
+            assert frame["file"] == "tests/submissions/hostile/output_injection/qkv.py", frame
+            assert frame["function"] == "<module>" or frame["function"].replace(".", "_").isidentifier(), frame
+        if test["visibility"] == "hidden":
+            assert not re.search(r"LEAKED_\d", json.dumps(test)) and test["duration"] == 0 and test["detail"] is None
+            assert test["summary"].startswith("hidden test failed: "), test["summary"]
+    assert data["duration"] == 0
+    assert "\x1b" not in everything and "\u202e" not in everything and "\x9b" not in everything
+
+    # every other format, from the same public results
+    config = load(ROOT / "grading.toml").select(["qkv"])
+    results = results_mod.from_dict(data)
+    assert_markdown_is_inert(render(results, "markdown", config))
+    gradescope = json.loads(render(results, "gradescope", config))
+    assert_markdown_is_inert(gradescope["output"])
+    plain_outputs = [t["output"] for t in gradescope["tests"]] + [render(results, "text", config)]
+    fakes = ("Total: 100 / 100", "✓ test_project_qkv", "✓ AttentionHead", "::", "##", "click for your grade")
+    for text in plain_outputs:
+        assert "\x1b" not in text and "\u202e" not in text and "\r" not in text
+        for line in text.splitlines():
+            content = line.strip()
+            if content.startswith("│ ") and content.endswith(" │"):  # inside a rich panel: its border
+                content = content[2:-2].strip()
+            assert not content.startswith(fakes), line  # student text only ever behind the gutter
+    assert sum("Total: 100 / 100" in t for t in plain_outputs) >= 2  # it is shown, as quoted text
+    from rich.console import Console
+    import io
+
+    from autograder.renderers import text as text_renderer
+
+    buffer = io.StringIO()
+    text_renderer.render(results, Console(file=buffer, width=100, force_terminal=True, color_system="truecolor"))
+    coloured = buffer.getvalue()
+    assert not re.search(r"\x1b(?!\[[0-9;]*m)", coloured), "only rich's own colour codes may reach a terminal"
+
+
+def graded_tests(data: dict) -> list[dict]:
+    return [t for s in data["skills"] for t in s["tests"]]

@@ -13,7 +13,7 @@ import pytest
 
 from autograder import results as results_mod
 from autograder.config import load
-from autograder.renderers import github, gradescope, markdown, render
+from autograder.renderers import escape, github, gradescope, markdown, render
 from conftest import EXERCISES, ROOT, SOLUTIONS, grade
 
 SCHEMAS = ROOT / "autograder" / "schemas"
@@ -77,23 +77,52 @@ def test_hidden_visibility_maps_to_the_configured_gradescope_value(hostile_resul
     assert kinds == {"visible", "after_published"}
 
 
+def _markdown_tokens(text: str):
+    from markdown_it import MarkdownIt
+
+    for token in MarkdownIt("commonmark").enable("table").parse(text):
+        yield token
+        yield from token.children or []
+
+
+def assert_markdown_is_inert(text: str) -> None:
+    """Parsed as markdown: no link, image or HTML but our own marker and <sub>, and no
+    mention, issue reference or bare link in any rendered text outside code."""
+    tokens = list(_markdown_tokens(text))
+    assert not [t for t in tokens if t.type in ("link_open", "image")]
+    html = {t.content.strip() for t in tokens if t.type in ("html_inline", "html_block")}
+    assert html <= {markdown.MARKER, "<sub>", "</sub>"}, html
+    prose = " ".join(t.content for t in tokens if t.type == "text")
+    for bad in ("@team", "@course-staff", "@octocat", "http://", "https://", "www.evil", "#1 ", "\x1b"[:0] + "\x1b"):
+        assert bad not in prose, (bad, prose[:300])
+    assert not any(ch in text for ch in "\x1b\x9b\u202e\x00\r")
+
+
 def test_markdown_escapes_submission_text(hostile_results):
     text = markdown.render(hostile_results.public())
-    assert "<script>" not in text and "\x1b" not in text
+    assert_markdown_is_inert(text)
     assert "| Skill | Score |" in text and markdown.MARKER in text
     for line in text.splitlines():
-        if line.startswith("|") and "0.45" in line:
+        if line.startswith("|") and "0\\.45" in line:
             assert line.count("|") == line.count("\\|") + 2 * 2 + 1 + 1  # only the table's own pipes are bare
     assert "⚠" in text  # wrong grid cells are marked
 
 
+def test_markdown_code_spans_carry_no_backslash_escapes(hostile_results):
+    """Hint ids and test names sit in code spans, where a backslash would show literally
+    (`mha\\_reshape/...`)."""
+    text = markdown.render(hostile_results.public())
+    spans = [t.content for t in _markdown_tokens(text) if t.type == "code_inline"]
+    assert spans and not [s for s in spans if "\\" in s], spans
+    assert "general/todo" in spans
+
+
 def test_github_commands_cannot_be_injected(hostile_results):
-    commands = github.commands(hostile_results.public())
-    for line in commands:
-        assert line.startswith("::error ") or line.startswith("::notice ")
-        assert "\n" not in line
-    assert not any(line.startswith("::error file=evil.py") for line in commands)
-    assert all("%0A" in line or "fake" not in line for line in commands)
+    out = github.render(hostile_results.public())
+    ours = ("::error ", "::notice ", "::group::", "::endgroup::")
+    for line in out.splitlines():
+        assert not escape.is_workflow_command(line) or line.startswith(ours), line
+    assert not any(line.startswith("::error file=evil.py") for line in out.splitlines())
 
 
 def test_github_annotation_points_at_the_students_function(tmp_path):
@@ -104,8 +133,11 @@ def test_github_annotation_points_at_the_students_function(tmp_path):
     graded = grade(sub, "--skill", "qkv", fmt="github", cwd=tmp_path)
     assert graded.rc == 0, graded.stderr
     line = next(i + 1 for i, text in enumerate(source.splitlines()) if text.startswith("def scale_scores"))
-    assert f"::error file=exercises/qkv.py,line={line},title=qkv%3A test_scale_scores_divides_by_sqrt_dk::" in graded.stdout
-    assert "| **qkv**" in graded.stdout
+    annotations = [a for a in graded.stdout.splitlines() if a.startswith("::error ")]
+    assert len(annotations) == len({a.split("::")[1] for a in annotations}), annotations  # one per place
+    here = [a for a in annotations if a.startswith(f"::error file=exercises/qkv.py,line={line},title=qkv%3A ")]
+    assert len(here) == 1 and "test_scale_scores_divides_by_sqrt_dk" in here[0], annotations
+    assert "::notice title=Score::" in graded.stdout
 
 
 def test_text_renders_grids_hints_and_no_escapes_to_a_file(hostile_results, config):

@@ -127,3 +127,70 @@ def test_gates_must_name_tests_of_their_skill(tmp_path):
     path = write_config(tmp_path / "grading.toml", {'sections = ["Week 7 §1–§9", "Week 7 §12–§13"]': 'sections = ["Week 7 §1–§9"]\ngates = ["test_scale_scores_divides_by_sqrtdk"]'})
     with pytest.raises(ConfigError, match="is not a test of skill qkv — did you mean 'test_scale_scores_divides_by_sqrt_dk'"):
         load(path)
+
+
+def _raised(message: str, kind: str = "NotImplementedError", frames=None) -> dict:
+    error = {"type": kind, "message": message, "frames": frames or []}
+    return {"check": "qkv.project_qkv(…)", "problem": "raised", "detail": f"is not implemented yet — {message}", "hints": [], "grids": [], "frames": frames or [], "error": error}
+
+
+@pytest.mark.parametrize("message, shown", [
+    ("TODO(qkv): project_qkv", "TODO(qkv): project_qkv"),  # a real function of the module: named
+    ("TODO(qkv): AttentionHead.forward", "TODO(qkv): AttentionHead.forward"),
+    ("TODO(qkv): hidden_shape_3x17x64", None),  # submission-chosen text: never published
+    ("TODO(qkv): ｓｅｃｒｅｔ", None),
+    ("TODO(masks): causal_mask", None),  # another skill's name in this skill's test
+])
+def test_a_hidden_todo_is_named_only_when_it_is_a_function_of_the_module(config, message, shown):
+    report = {"tests": [entry(t.node_id, "failed", "submission", feedback=_raised(message)) for t in config.tests]}
+    res = results_mod.build(config, report, {}, modules={}).public()
+    hidden = [t for t in res.tests if t.visibility == "hidden"]
+    assert "project_qkv" in res.skills[0].functions and "AttentionHead.forward" in res.skills[0].functions
+    for test in hidden:
+        if shown:
+            assert test.summary == f"hidden test failed: is not implemented yet — {shown}"
+        else:
+            assert test.summary == "hidden test failed: your code raised NotImplementedError"
+            assert message.split(": ")[1] not in str(test)
+
+
+def test_public_hidden_tests_are_a_whitelist(config):
+    """No worker text, no timing, no exception type the submission named itself."""
+    fake_type = "Fake\n::error::x"
+    report = {"tests": [entry(t.node_id, "failed", "submission", feedback=_raised("secret 0.123", fake_type), fraction=0.25) for t in config.tests]}
+    for item in report["tests"]:
+        item["call"]["duration"] = 7.25  # a sleep that encodes data
+        item["metadata"]["printed"] = [{"call": "x", "text": "secret 0.123", "dropped": 0}]
+        item["metadata"]["targets"] = ["qkv.project_qkv", "qkv.project_qkv secret 0.123"]
+    full = results_mod.build(config, report, {}, modules={}, duration=12.5)
+    res = full.public()
+    assert res.duration == 0 and full.duration == 12.5
+    for test in res.tests:
+        if test.visibility == "hidden":
+            assert "secret" not in repr(test) and "Fake" not in repr(test) and "::error" not in repr(test)
+            assert test.duration == 0 and test.error is None and test.printed == [] and test.check is None
+            assert test.summary == "hidden test failed: your code raised an exception"
+            assert test.credit == {"passed": 1, "total": 4, "fraction": 0.25} and test.score > 0
+            assert test.targets == ["qkv.project_qkv"]
+        else:
+            assert test.duration > 0 and "secret" in test.detail  # the student's own visible feedback stays
+
+
+def test_frames_are_checked_facts_about_the_students_file(config, tmp_path):
+    """File, line and function come from the graded copy, never from the worker's
+    code objects (whose name, file and line a submission can set to anything)."""
+    copy = tmp_path / "qkv.py"
+    copy.write_text("import torch\n\n\ndef project_qkv(x, w_q, w_k, w_v):\n    raise ValueError('no')\n", encoding="utf-8")
+    modules = {"qkv": {"display_path": "exercises/qkv.py", "copy_path": str(copy)}}
+    frames = [
+        {"file": "qkv.py", "line": 5, "function": "\x1b[31m✓ fake 1/1 points"},  # renamed code object
+        {"file": "qkv.py\n::error::x", "line": 5, "function": "f"},  # a file that is not the module
+        {"file": "qkv.py", "line": 10**6, "function": "f"},  # a line the file does not have
+        {"file": "../solutions/qkv.py", "line": 1, "function": "f"},
+        {"file": "qkv.py", "line": True, "function": "f"},
+    ]
+    report = {"tests": [entry(t.node_id, "failed", "submission", feedback=_raised("boom", "ValueError", frames)) for t in config.tests]}
+    res = results_mod.build(config, report, {"modules": {"qkv": {"display_path": "exercises/qkv.py"}}}, modules=modules)
+    for test in res.tests:
+        assert test.frames == [{"file": "exercises/qkv.py", "line": 5, "function": "project_qkv", "code": "raise ValueError('no')"}]
+    assert res.submission["modules"]["qkv"]["definitions"] == {"project_qkv": 4}
