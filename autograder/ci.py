@@ -17,6 +17,9 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
+from pathlib import Path
+from typing import Any
 
 from .renderers import markdown
 from .renderers.escape import plain_inert
@@ -26,8 +29,10 @@ from .results import Results
 SUMMARY_LIMIT = 1 << 20  # bytes GitHub accepts per step summary
 
 
-def classroom_result(results: Results) -> dict:
-    """GitHub Classroom's runner result (one runner = this whole grade)."""
+def classroom_result(results: Results, fail_below: float = 0.0) -> dict:
+    """GitHub Classroom's runner result (one runner = this whole grade). Its top-level
+    status follows the CLI's exit rule — "error" when grading broke, "fail" below
+    ``[ci] fail_below``, else "pass" — because the reporter fails its step on "fail"."""
     tests = []
     for skill in results.skills:
         for test in skill.tests:
@@ -44,12 +49,12 @@ def classroom_result(results: Results) -> dict:
     if results.status != "complete":
         status = "error"
     else:
-        status = "pass" if results.score >= results.max_score else "fail"
+        status = "fail" if results.score < fail_below else "pass"
     return {"version": 1, "status": status, "max_score": results.max_score, "tests": tests}
 
 
-def encode_result(results: Results) -> str:
-    return base64.b64encode(json.dumps(classroom_result(results), ensure_ascii=True).encode()).decode("ascii")
+def encode_result(results: Results, fail_below: float = 0.0) -> str:
+    return base64.b64encode(json.dumps(classroom_result(results, fail_below), ensure_ascii=True).encode()).decode("ascii")
 
 
 def summary_markdown(results: Results) -> str:
@@ -64,7 +69,7 @@ def _append(path: str, text: str) -> None:
         fh.write(text)
 
 
-def write_actions_files(results: Results, env: dict[str, str] | None = None) -> list[str]:
+def write_actions_files(results: Results, env: dict[str, str] | None = None, *, fail_below: float = 0.0) -> list[str]:
     """Append the step summary and the step outputs where Actions asks for them. Returns
     what could not be written (one line each), so the caller can warn and go on."""
     env = os.environ if env is None else env
@@ -78,7 +83,7 @@ def write_actions_files(results: Results, env: dict[str, str] | None = None) -> 
     output = env.get("GITHUB_OUTPUT")
     if output:
         lines = [
-            f"result={encode_result(results)}",
+            f"result={encode_result(results, fail_below)}",
             f"score={results.score:g}",
             f"max-score={results.max_score:g}",
             f"status={results.status}",
@@ -89,3 +94,152 @@ def write_actions_files(results: Results, env: dict[str, str] | None = None) -> 
             problems.append(f"could not write $GITHUB_OUTPUT ({output}): {exc.strerror or exc}")
     return problems
 
+
+
+# --------------------------------------------------------------------------- the PR comment
+COMMENT_LIMIT = 65_000  # GitHub rejects comment bodies over 65 536 characters
+
+
+class GitHubError(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(f"HTTP {status}: {message}")
+        self.status = status
+
+
+class GitHubAPI:
+    """The four REST calls the comment needs, through urllib (no extra dependency).
+    ``opener`` is injectable so tests can answer from a fake server on 127.0.0.1."""
+
+    def __init__(self, base_url: str, token: str, repository: str, opener=None, timeout: float = 20.0) -> None:
+        import urllib.request
+
+        self.base = base_url.rstrip("/")
+        self.token = token
+        self.repository = repository
+        self.opener = opener or urllib.request.build_opener()
+        self.timeout = timeout
+
+    def request(self, method: str, path: str, body: dict | None = None) -> Any:
+        import urllib.error
+        import urllib.request
+
+        data = json.dumps(body).encode("utf-8") if body is not None else None
+        request = urllib.request.Request(f"{self.base}{path}", data=data, method=method, headers={
+            "Accept": "application/vnd.github+json",
+            "Authorization": f"Bearer {self.token}",
+            "X-GitHub-Api-Version": "2022-11-28",
+            "User-Agent": "attention-autograder",
+            **({"Content-Type": "application/json"} if data is not None else {}),
+        })
+        try:
+            with self.opener.open(request, timeout=self.timeout) as response:
+                text = response.read().decode("utf-8", errors="replace")
+        except urllib.error.HTTPError as exc:
+            detail = exc.read().decode("utf-8", errors="replace")[:300]
+            raise GitHubError(exc.code, detail) from None
+        return json.loads(text) if text.strip() else None
+
+    def comments(self, number: int) -> list[dict]:
+        out: list[dict] = []
+        for page in range(1, 51):  # 5 000 comments is more than any exercise PR has
+            batch = self.request("GET", f"/repos/{self.repository}/issues/{number}/comments?per_page=100&page={page}") or []
+            out.extend(batch)
+            if len(batch) < 100:
+                break
+        return out
+
+    def create_comment(self, number: int, body: str) -> dict:
+        return self.request("POST", f"/repos/{self.repository}/issues/{number}/comments", {"body": body})
+
+    def update_comment(self, comment_id: int, body: str) -> dict:
+        return self.request("PATCH", f"/repos/{self.repository}/issues/comments/{comment_id}", {"body": body})
+
+
+def _is_ours(comment: dict) -> bool:
+    """Our comment: it starts with the hidden marker and a bot (the Actions token) wrote
+    it — a student quoting the marker in their own comment cannot take it over."""
+    user = comment.get("user") or {}
+    return str(comment.get("body") or "").startswith(markdown.MARKER) and (user.get("type") == "Bot" or user.get("login") == "github-actions[bot]")
+
+
+def upsert_comment(api: GitHubAPI, number: int, body: str) -> tuple[str, int]:
+    """Update our comment on the pull request in place, or create it once: ("updated" |
+    "created", comment id)."""
+    for comment in api.comments(number):
+        if _is_ours(comment):
+            api.update_comment(int(comment["id"]), body)
+            return "updated", int(comment["id"])
+    created = api.create_comment(number, body)
+    return "created", int((created or {}).get("id", 0))
+
+
+def comment_body(results: Results, env: dict[str, str]) -> str:
+    body = markdown.render(results)
+    if len(body) > COMMENT_LIMIT:
+        body = markdown.render(results, details=False)
+    server, repository, run = env.get("GITHUB_SERVER_URL", "https://github.com"), env.get("GITHUB_REPOSITORY", ""), env.get("GITHUB_RUN_ID", "")
+    if repository and run.isdigit() and re.fullmatch(r"[\w.-]+/[\w.-]+", repository) and re.fullmatch(r"https://[\w.-]+", server):
+        body += f"\n<sub>Details, annotations and `results.json`: [workflow run {run}]({server}/{repository}/actions/runs/{run})</sub>\n"
+    return body
+
+
+def _event(env: dict[str, str]) -> dict:
+    path = env.get("GITHUB_EVENT_PATH")
+    if not path:
+        return {}
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def _notice(message: str) -> None:
+    from .renderers.escape import gh_data
+
+    print(f"::notice title=Feedback comment::{gh_data(message)}")
+
+
+def comment_main(results_path: str | None, env: dict[str, str] | None = None, opener=None) -> int:
+    """``python -m autograder ci-comment``: the one feedback comment on a pull request.
+    Never fails the job: on a push, a fork's read-only token or an API error it says so in
+    a notice (the job summary and annotations carry the same feedback)."""
+    env = dict(os.environ if env is None else env)
+    event = _event(env)
+    pull = event.get("pull_request") or {}
+    number = pull.get("number") or event.get("number")
+    if env.get("GITHUB_EVENT_NAME") not in ("pull_request", "pull_request_target") or not isinstance(number, int):
+        print("autograder: not a pull request event — no comment to write")
+        return 0
+    head = ((pull.get("head") or {}).get("repo") or {}).get("full_name")
+    base = ((pull.get("base") or {}).get("repo") or {}).get("full_name")
+    if head and base and head != base:
+        _notice("pull request from a fork: its token is read-only, so the feedback is in the job summary and annotations")
+        return 0
+    token, repository = env.get("GITHUB_TOKEN", ""), env.get("GITHUB_REPOSITORY", "")
+    if not token or not repository:
+        _notice("no GITHUB_TOKEN or GITHUB_REPOSITORY: no comment written (see the job summary)")
+        return 0
+    results = _load_results(results_path)
+    api = GitHubAPI(env.get("GITHUB_API_URL", "https://api.github.com"), token, repository, opener=opener)
+    try:
+        action, comment_id = upsert_comment(api, number, comment_body(results, env))
+    except GitHubError as exc:
+        why = "the token may not write comments here (read-only)" if exc.status in (401, 403, 404) else "GitHub's API refused it"
+        _notice(f"could not write the feedback comment ({why}; {exc}); the job summary has the same feedback")
+        return 0
+    except (OSError, ValueError) as exc:
+        _notice(f"could not reach GitHub's API to write the feedback comment ({exc}); see the job summary")
+        return 0
+    print(f"autograder: feedback comment {action} (id {comment_id}) on pull request #{number}")
+    return 0
+
+
+def _load_results(path: str | None) -> Results:
+    """The public results of this run; a missing or broken file still gives a comment that
+    says grading did not complete."""
+    from .results import from_dict
+
+    try:
+        return from_dict(json.loads(Path(path or "results.json").read_text(encoding="utf-8")))
+    except (OSError, ValueError, TypeError, KeyError) as exc:
+        return Results(status="error", message=f"no results to show ({path or 'results.json'}: {exc.__class__.__name__}) — see the job log", score=0.0, max_score=0.0, skills=[])

