@@ -101,11 +101,20 @@ class Results:
             gate = _gate_name(skill)
             module = (data.get("submission") or {}).get("modules", {}).get(Path(skill["module"]).stem) or {}
             module_problem = module.get("problem") if isinstance(module.get("problem"), str) else None
+            from .renderers.common import problem_key
+
+            # a module that does not import or lacks a name fails every test the same way:
+            # a hidden test may repeat what a visible test already shows, and nothing else
+            shown = {problem_key(t["summary"], t["check"]) for t in skill["tests"] if t["visibility"] == "visible" and t.get("problem") == "missing"}
             tests = []
             for test in skill["tests"]:
                 if test["visibility"] == "hidden":
                     hidden_anywhere = True
-                    tests.append(_public_hidden(test, skill["id"], functions, gate, module_problem))
+                    public = _public_hidden(test, skill["id"], functions, gate, module_problem)
+                    same = problem_key(test["summary"], test["check"])
+                    if test.get("problem") == "missing" and same in shown:
+                        public["summary"] = same
+                    tests.append(public)
                 else:
                     tests.append(test)
             skill["tests"] = tests

@@ -130,6 +130,12 @@ def todo_only(test: TestOutcome) -> str | None:
 _PARTS_SUFFIX = re.compile(r"\s*\([^()]*\b(parts?|cases?|kinds?|draws?)\)\s*$")
 
 
+def problem_key(summary: str | None, check: str | None) -> str:
+    """A test's problem without the call it was found in or its parts count: tests that
+    share it failed for the same reason."""
+    return _PARTS_SUFFIX.sub("", (summary or "").removeprefix(f"{check}: " if check else ""))
+
+
 def collapse_repeats(tests: list[TestOutcome]) -> list[tuple[TestOutcome, list[TestOutcome]]]:
     """One entry per distinct problem with the module itself (missing, refused, does not
     import): (the first test, the other tests that failed with the very same summary). A
@@ -137,7 +143,7 @@ def collapse_repeats(tests: list[TestOutcome]) -> list[tuple[TestOutcome, list[T
     out: list[tuple[TestOutcome, list[TestOutcome]]] = []
     seen: dict[str, list[TestOutcome]] = {}
     for test in tests:
-        key = _PARTS_SUFFIX.sub("", (test.summary or "").removeprefix(f"{test.check}: " if test.check else ""))
+        key = problem_key(test.summary, test.check)
         if test.problem == "missing" and key:
             if key in seen:
                 seen[key].append(test)
