@@ -20,6 +20,8 @@ import resource
 import struct
 from dataclasses import dataclass
 
+from . import seccomp
+
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.syscall.restype = ctypes.c_long
 _libc.prctl.restype = ctypes.c_int
@@ -296,77 +298,43 @@ def _add_path_rule(ruleset: int, path: str, rights: int) -> None:
 
 
 # --------------------------------------------------------------------------- seccomp
-_AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
-_CLONE_THREAD = 0x00010000
-# Syscalls a worker never needs: process creation other than threads, exec, and the
-# ones that reach into other processes or the kernel's rarer corners.
-_SECCOMP_TABLE = {
-    "x86_64": {
-        "clone": 56, "clone3": 435,
-        "deny": [57, 58, 59, 322, 101, 310, 311, 272, 308, 298, 323, 425, 321],
-        # fork vfork execve execveat ptrace process_vm_readv/writev unshare setns
-        # perf_event_open userfaultfd io_uring_setup bpf
-    },
-    "aarch64": {
-        "clone": 220, "clone3": 435,
-        "deny": [221, 281, 117, 270, 271, 97, 268, 241, 282, 425, 280],
-    },
-}
-_RET_ALLOW = 0x7FFF0000
-_RET_EPERM = 0x00050000 | errno.EPERM
-_RET_ENOSYS = 0x00050000 | errno.ENOSYS
-
-
-class _SockFilter(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8), ("k", ctypes.c_uint32)]
-
-
-class _SockFprog(ctypes.Structure):
-    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_SockFilter))]
-
-
-def _ld(offset: int) -> tuple:
-    return (0x20, 0, 0, offset)  # BPF_LD | BPF_W | BPF_ABS
-
-
-def _jeq(k: int, jt: int, jf: int) -> tuple:
-    return (0x15, jt, jf, k)
-
-
-def _ret(k: int) -> tuple:
-    return (0x06, 0, 0, k)
-
-
-def seccomp_program() -> list[tuple] | None:
-    table = _SECCOMP_TABLE.get(MACHINE)
-    if table is None:
-        return None
-    prog = [_ld(4), _jeq(_AUDIT_ARCH[MACHINE], 1, 0), _ret(_RET_EPERM), _ld(0)]
-    if MACHINE == "x86_64":
-        prog += [(0x35, 0, 1, 0x40000000), _ret(_RET_EPERM)]  # BPF_JGE: no x32 syscalls
-    # clone(): threads only (CLONE_THREAD set in the low word of args[0]).
-    prog += [_jeq(table["clone"], 0, 4), _ld(16), (0x45, 0, 1, _CLONE_THREAD), _ret(_RET_ALLOW), _ret(_RET_EPERM)]
-    # clone3() passes its flags in memory we cannot inspect: ENOSYS makes glibc fall back to clone().
-    prog += [_jeq(table["clone3"], 0, 1), _ret(_RET_ENOSYS)]
-    for nr in table["deny"]:
-        prog += [_jeq(nr, 0, 1), _ret(_RET_EPERM)]
-    prog.append(_ret(_RET_ALLOW))
-    return prog
-
-
 def apply_seccomp(*, required: bool) -> str:
-    prog = seccomp_program()
+    """The worker's system-call filter (see ``seccomp.py`` for what it denies and why)."""
+    prog = seccomp.seccomp_program()
     if prog is None:
         if required:
             raise ConfineError(f"no seccomp table for {MACHINE}")
         return f"seccomp=unavailable({MACHINE})"
-    filters = (_SockFilter * len(prog))(*[_SockFilter(*ins) for ins in prog])
-    fprog = _SockFprog(len(prog), filters)
     set_no_new_privs()
     try:
-        _prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(fprog))
+        seccomp.install(prog)
     except OSError as exc:
         if required:
             raise ConfineError(f"seccomp: {exc}") from None
         return "seccomp=unavailable"
-    return "seccomp(no-fork,no-exec,no-ptrace)"
+    return "seccomp(no-fork,no-exec,no-ptrace,no-sockets,no-sysv-ipc,no-keyring,no-chmod/utime/xattr,self-only-signals/limits)"
+
+
+# --------------------------------------------------------------------------- /proc/self
+def scrub_process_strings(argv0: str, env: dict[str, str]) -> str:
+    """Overwrite the command line and environment the kernel shows in /proc/<pid>/cmdline
+    and /proc/<pid>/environ. A forked worker inherits the grader's: the repository's paths,
+    the suites' file names. Those strings live in our own stack memory (the kernel keeps
+    only their addresses), so we zero them and write the worker's own values in their
+    place; the C ``environ`` array no longer points there once ``os.environ`` was reset."""
+    with open("/proc/self/stat", "rb") as fh:
+        fields = fh.read().rsplit(b")", 1)[1].split()
+    # fields 48–51 of /proc/<pid>/stat (fields[0] is field 3): arg_start arg_end env_start env_end
+    arg_start, arg_end, env_start, env_end = (int(f) for f in fields[45:49])
+
+    def fill(start: int, end: int, data: bytes) -> None:
+        size = end - start
+        if size <= 0:
+            return
+        data = data[: size - 1]
+        ctypes.memset(start, 0, size)
+        ctypes.memmove(start, data, len(data))
+
+    fill(arg_start, arg_end, argv0.encode() + b"\0")
+    fill(env_start, env_end, b"".join(f"{k}={v}".encode() + b"\0" for k, v in env.items()))
+    return "scrubbed-cmdline-environ"

@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 from ..config import Config
-from . import confine, zygote
+from . import confine, namespaces, zygote
 from .spec import WorkerSpec
 
 SYSTEM_READ = ["/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin"]
@@ -56,6 +56,12 @@ def build_worker_spec(config: Config, copy_dir: Path, scratch_root: Path, protec
         seccomp=config.sandbox.seccomp,
     )
     landlock = confine.landlock_abi() if config.sandbox.landlock != "off" else 0
+    spec.namespaces = _namespace_kind(config.root)
+    if spec.namespaces:
+        notes.append(f"submission code runs in its own network, IPC and mount namespaces ({'created as root' if spec.namespaces == 'host' else 'inside an unprivileged user namespace'}): no network, no shared IPC, the repository hidden")
+    else:
+        why = "root without CAP_SYS_ADMIN, e.g. Docker's default profile" if os.geteuid() == 0 else "unprivileged user namespaces are disabled or restricted"
+        notes.append(f"WARNING: namespaces are unavailable here ({why}): the worker shares the host's network and IPC namespaces, where seccomp alone denies sockets, SysV IPC and keyrings, and can stat (not read) protected files")
     if os.geteuid() != 0:
         spec.identity = "keep"
         if not landlock:
@@ -82,3 +88,13 @@ def build_worker_spec(config: Config, copy_dir: Path, scratch_root: Path, protec
                 path.chmod(path.stat().st_mode & ~0o007)
                 notes.append(f"made {path} unreadable to other users (no Landlock on this kernel)")
     return spec, notes
+
+
+def _namespace_kind(probe_dir: Path) -> str:
+    """Which namespaces a worker can enter here: "host" as root, "user" through an
+    unprivileged user namespace, "" when neither works (tried once per run, in a child)."""
+    if not hasattr(os, "fork") or os.uname().sysname != "Linux" or not probe_dir.is_dir():
+        return ""
+    # As root only "host": a user namespace maps root alone, so `setuid(nobody)` would fail in it.
+    kind = "host" if os.geteuid() == 0 else "user"
+    return kind if namespaces.probe(kind, str(probe_dir)) else ""

@@ -27,6 +27,9 @@ class WorkerSpec:
     protected_paths: list[str] = field(default_factory=list)
     landlock: str = "auto"  # "auto" | "require" | "off"
     seccomp: str = "auto"  # "auto" | "require" | "off"
+    #: "host" (root creates them), "user" (inside an unprivileged user namespace) or "" (none
+    #: available here): the worker's own network, IPC, UTS and mount namespaces
+    namespaces: str = ""
     num_threads: int = 1
 
     def to_dict(self) -> dict:

@@ -26,7 +26,7 @@ from typing import Any
 
 import torch
 
-from . import confine, probes
+from . import confine, namespaces, probes
 from .protocol import PeerClosed, decode, encode, recv_message, send_message
 from .spec import WorkerSpec
 
@@ -119,11 +119,18 @@ def confine_worker(spec: WorkerSpec, keep_fd: int) -> list[str]:
             )
         )
     )
+    if spec.namespaces:
+        # The trusted process made itself non-dumpable (so its memory is not readable via
+        # /proc); we inherited that, and it makes /proc/self/uid_map root's to write.
+        confine.set_dumpable(True)
+        facts.append(_enter_namespaces(spec, scratch))
     if spec.identity == "user":
         facts.append(confine.drop_to_user(spec.uid, spec.gid))
     elif spec.identity == "nocaps":
         facts.append(confine.drop_all_capabilities())
     else:
+        if spec.namespaces == "user":
+            confine.drop_all_capabilities()  # those the new user namespace gave us
         facts.append(f"user(uid={os.getuid()})")
     confine.set_parent_death_signal(signal.SIGKILL)  # cleared by setuid, so set it after
     confine.set_dumpable(True)  # keep /proc/self readable for torch; ptrace is blocked below
@@ -137,15 +144,26 @@ def confine_worker(spec: WorkerSpec, keep_fd: int) -> list[str]:
     if spec.seccomp != "off":
         facts.append(confine.apply_seccomp(required=spec.seccomp == "require"))
 
+    env = {"PATH": "/usr/bin:/bin", "HOME": scratch, "TMPDIR": scratch, "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1"}
     os.environ.clear()
-    os.environ.update(
-        {"PATH": "/usr/bin:/bin", "HOME": scratch, "TMPDIR": scratch, "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1"}
-    )
+    os.environ.update(env)
     sys.path[:] = [spec.copy_dir] + [p for p in sys.path if p and _is_library_path(p, spec)]
     sys.dont_write_bytecode = True
     sys.argv = ["submission"]
+    sys.orig_argv = ["python", "submission"]
+    facts.append(confine.scrub_process_strings("autograder-worker", env))
     torch.set_num_threads(max(1, spec.num_threads))
     return facts
+
+
+def _enter_namespaces(spec: WorkerSpec, scratch: str) -> str:
+    """Own network, IPC, UTS and mount namespaces; the protected trees covered, with what
+    the worker needs from inside them bound back. Before any identity change: root needs
+    its CAP_SYS_ADMIN here, and an ordinary user gets one from the new user namespace."""
+    namespaces.unshare(spec.namespaces)
+    hidden = namespaces.hide_trees(spec.protected_paths, keep=[spec.copy_dir, scratch, *spec.read_paths])
+    os.chdir(scratch)  # the old cwd lay below a tree that is covered now
+    return f"namespaces({spec.namespaces}:net,ipc,uts,mount;hidden={len(hidden)})"
 
 
 def _is_library_path(path: str, spec: WorkerSpec) -> bool:

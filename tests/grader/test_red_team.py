@@ -8,6 +8,7 @@ the affected tests say what happened, and no worker or fork server outlives the 
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -25,17 +26,20 @@ SCHEMA = json.loads((ROOT / "autograder/schemas/results.schema.json").read_text(
 
 
 def leftover_processes(marker: str) -> list[str]:
-    """Processes whose command line mentions this run's folder: workers and the fork
-    server keep the grading process's argv, which names the run's report file."""
+    """Processes whose command line or environment mentions this run's folder: the fork
+    server keeps the grading process's argv, which names the run's report file; a worker
+    shows only its own environment, whose HOME is its scratch folder in the run's folder."""
     found = []
     for entry in os.listdir("/proc"):
         if entry.isdigit() and int(entry) != os.getpid():
-            try:
-                cmd = open(f"/proc/{entry}/cmdline", "rb").read().replace(b"\0", b" ").decode(errors="replace")
-            except OSError:
-                continue
-            if marker in cmd:
-                found.append(f"{entry}: {cmd[:100]}")
+            for name in ("cmdline", "environ"):
+                try:
+                    text = open(f"/proc/{entry}/{name}", "rb").read().replace(b"\0", b" ").decode(errors="replace")
+                except OSError:
+                    continue
+                if marker in text:
+                    found.append(f"{entry}: {text[:100]}")
+                    break
     return found
 
 
@@ -131,8 +135,154 @@ def fingerprint(*roots: Path) -> dict[str, str]:
 PROTECTED = [ROOT / "grading.toml", ROOT / "solutions" / "qkv.py", ROOT / "tests" / "suites" / "qkv", ROOT / "tests" / "suites" / "course" / "week07.py", ROOT / "exercises" / "qkv.py", ROOT / "autograder" / "runner"]
 
 
-@pytest.mark.parametrize("attack", ATTACKS, ids=[a["name"] for a in ATTACKS])
+class Traps:
+    """What an attack of classes B and C aims at, set up by the test and checked after it:
+    loopback UDP/TCP listeners and a UNIX socket (mode 0777) in a fresh folder, a 0600 file
+    beside it, the SysV IPC objects and keys that exist, and this process's own limits.
+    The attack's sources name them by placeholders — port 47474 and the folder
+    /tmp/autograder-redteam/ — replaced in a copy by what this run really uses, so runs in
+    parallel (other checkouts, root and an ordinary user) never share one."""
+
+    PORT, FOLDER = "47474", "/tmp/autograder-redteam/"
+
+    def __init__(self, attack: dict) -> None:
+        import resource
+        import socket
+        import tempfile
+
+        self.socket, self.resource = socket, resource
+        self.folder = Path(tempfile.mkdtemp(prefix="autograder-redteam-"))
+        self.folder.chmod(0o755)
+        self.listeners: list[tuple[str, object]] = []
+        self.port = self._listen([a for a in attack.get("listen", []) if a != "unix"])
+        if "unix" in attack.get("listen", []):
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.bind(str(self.folder / "grader.sock"))
+            sock.listen(8)
+            sock.setblocking(False)
+            (self.folder / "grader.sock").chmod(0o777)
+            self.listeners.append(("unix", sock))
+        self.target = self.folder / "grader-owned.txt" if attack.get("target_file") else None
+        if self.target:
+            self.target.write_text("grader-owned")
+            self.target.chmod(0o600)
+            os.utime(self.target, (1_000_000, 1_000_000))
+            try:
+                os.setxattr(self.target, "user.keep", b"1")
+            except OSError:
+                pass  # no user xattrs on this file system
+            self.target_before = self._metadata(self.target)
+        self.ipc_before = self._ipc()
+        self.limits_before = self._limits()
+
+    def _listen(self, addresses: list[str]) -> int:
+        """One free port on which every listener binds (kind:host, e.g. udp:::1)."""
+        socket = self.socket
+        for _ in range(50):
+            opened, port = [], 0
+            try:
+                for address in addresses:
+                    kind, _, host = address.partition(":")
+                    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+                    sock = socket.socket(family, socket.SOCK_DGRAM if kind == "udp" else socket.SOCK_STREAM)
+                    opened.append((address, sock))
+                    sock.bind((host, port))
+                    port = sock.getsockname()[1]
+                    if kind == "tcp":
+                        sock.listen(8)
+                    sock.setblocking(False)
+            except OSError as exc:
+                for _address, sock in opened:
+                    sock.close()
+                if exc.errno in (errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT):  # e.g. no ::1 in this container
+                    addresses = [a for a in addresses if a != opened[-1][0]]
+                continue
+            self.listeners += opened
+            return port
+        raise RuntimeError(f"no free loopback port for {addresses}")
+
+    def prepare(self, submission: Path, copy: Path) -> Path:
+        """The attack's folder with the placeholders replaced."""
+        copy.mkdir()
+        for path in submission.iterdir():
+            if path.is_file():
+                text = path.read_text(encoding="utf-8").replace(self.FOLDER, f"{self.folder}/").replace(self.PORT, str(self.port))
+                (copy / path.name).write_text(text, encoding="utf-8")
+        return copy
+
+    @staticmethod
+    def _metadata(path: Path) -> tuple:
+        st = path.stat()
+        return st.st_mode, st.st_uid, st.st_gid, st.st_mtime_ns, st.st_atime_ns, sorted(os.listxattr(path))
+
+    @staticmethod
+    def _ipc() -> dict[str, str]:
+        """SysV objects (this IPC namespace) and keys this uid can see."""
+        out = {}
+        for name in ("sysvipc/shm", "sysvipc/msg", "sysvipc/sem", "keys"):
+            try:
+                out[name] = Path("/proc", name).read_text()
+            except OSError:
+                out[name] = ""
+        out["keys"] = "\n".join(line for line in out["keys"].splitlines() if "autograder" in line)
+        return out
+
+    def _limits(self) -> dict:
+        r = self.resource
+        return {name: r.getrlimit(getattr(r, name)) for name in ("RLIMIT_FSIZE", "RLIMIT_NOFILE", "RLIMIT_CPU", "RLIMIT_AS")} | {"nice": os.getpriority(os.PRIO_PROCESS, 0)}
+
+    def check(self) -> None:
+        try:
+            for address, sock in self.listeners:
+                try:
+                    got = sock.accept() if sock.type == self.socket.SOCK_STREAM else sock.recvfrom(1 << 16)
+                except (BlockingIOError, OSError):
+                    continue
+                raise AssertionError(f"the worker reached the listener at {address}: {got!r}")
+            if self.target:
+                assert self._metadata(self.target) == self.target_before, "the attack changed the metadata of a file outside its folder"
+            assert self._ipc() == self.ipc_before, "the attack left a SysV IPC object or a key behind"
+            assert self._limits() == self.limits_before, "the attack changed the limits or priority of a grader process"
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        import shutil
+
+        for _address, sock in self.listeners:
+            sock.close()
+        self.listeners = []
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+SEQUENCES = {a["sequence"] for a in ATTACKS if "sequence" in a}
+
+
+@pytest.mark.parametrize("attack", [a for a in ATTACKS if "sequence" not in a], ids=[a["name"] for a in ATTACKS if "sequence" not in a])
 def test_attack_gains_nothing_and_the_run_completes(attack, tmp_path, fast_config):
+    run_attack(attack, tmp_path, fast_config)
+
+
+@pytest.mark.parametrize("sequence", sorted(SEQUENCES))
+def test_attacks_in_sequence_carry_nothing_from_one_run_to_the_next(sequence, tmp_path, fast_config):
+    """A planter leaves code behind (SysV IPC, keyring); a later run — another student —
+    loads and runs it. Each run is checked like any attack, in order."""
+    for n, attack in enumerate(a for a in ATTACKS if a.get("sequence") == sequence):
+        (tmp_path / str(n)).mkdir()
+        run_attack(attack, tmp_path / str(n), fast_config)
+
+
+def run_attack(attack: dict, tmp_path: Path, fast_config: Path) -> None:
+    traps = Traps(attack)
+    try:
+        _graded_attack(attack, tmp_path, fast_config, traps)
+    except BaseException:
+        traps.close()
+        raise
+    traps.check()
+
+
+def _graded_attack(attack: dict, tmp_path: Path, fast_config: Path, traps: Traps) -> None:
     out = tmp_path / "results.json"
     env = dict(os.environ, TMPDIR=str(tmp_path))
     markers = [Path(os.path.expanduser(p)) for p in attack.get("must_not_exist", [])]
@@ -140,6 +290,8 @@ def test_attack_gains_nothing_and_the_run_completes(attack, tmp_path, fast_confi
         if marker.exists():
             marker.unlink()
     submission = build(attack, tmp_path / "submission")
+    if attack.get("listen") or attack.get("target_file"):
+        submission = traps.prepare(submission, tmp_path / "submission-armed")
     before = fingerprint(submission, *PROTECTED)
     args = [arg for skill in attack["skills"] for arg in ("--skill", skill)]
     graded = grade(submission, *args, "--reveal-hidden", output=out, config=fast_config, env=env, timeout=attack.get("max_seconds", 30) + 60)
@@ -151,7 +303,8 @@ def test_attack_gains_nothing_and_the_run_completes(attack, tmp_path, fast_confi
     for skill in graded.data["skills"]:
         assert skill["score"] == 0, (skill["id"], [(t["name"], t["score"]) for t in skill["tests"] if t["score"]])
     summaries = " ".join(t["summary"] + " " + (t["detail"] or "") for t in graded.tests())
-    for phrase in attack["says"]:
+    namespaced = any(str(fact).startswith("namespaces(") for fact in graded.data.get("sandbox", []))
+    for phrase in attack["says"] + (attack.get("says_with_namespaces", []) if namespaced else []):
         assert phrase in summaries, (phrase, summaries[:600])
     assert not leftover_processes(str(tmp_path)), leftover_processes(str(tmp_path))
     assert fingerprint(submission, *PROTECTED) == before, "a file outside the worker's copy changed"

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from autograder.config import load
-from autograder.sandbox import confine
+from autograder.sandbox import confine, seccomp
 from autograder.sandbox.client import Sandbox, WorkerDied, WorkerProtocolError, WorkerTimeout
 from autograder.sandbox.policy import build_worker_spec
 from conftest import ROOT
@@ -77,6 +77,88 @@ def subclass():
     class Evil(torch.Tensor):
         pass
     return torch.zeros(2).as_subclass(Evil)
+
+def _attempt(fn):
+    try:
+        fn()
+        return "done"
+    except OSError as exc:
+        return type(exc).__name__
+
+def touch_metadata(path):
+    return {
+        "chmod": _attempt(lambda: os.chmod(path, 0o6777)),
+        "chmod_fd": _attempt(lambda: os.chmod(f"/proc/self/fd/{os.open(path, os.O_PATH)}", 0o6777)),
+        "chown": _attempt(lambda: os.chown(path, 1234, 1234)),
+        "utime": _attempt(lambda: os.utime(path, (0, 0))),
+        "setxattr": _attempt(lambda: os.setxattr(path, "user.pwned", b"1")),
+        "trusted_xattr": _attempt(lambda: os.setxattr(path, "trusted.pwned", b"1")),
+        "removexattr": _attempt(lambda: os.removexattr(path, "user.keep")),
+    }
+
+def lower_limits(pids):
+    import resource
+    out = {}
+    for pid in pids:
+        out[str(pid)] = _attempt(lambda: resource.prlimit(pid, resource.RLIMIT_FSIZE, (0, 0)))
+        out[f"nofile {pid}"] = _attempt(lambda: resource.prlimit(pid, resource.RLIMIT_NOFILE, (3, 3)))
+    out["self"] = _attempt(lambda: resource.prlimit(0, resource.RLIMIT_CORE, (0, 0)))
+    return out
+
+def signal_pids(pids):
+    out = {}
+    for pid in pids:
+        out[str(pid)] = _attempt(lambda: os.kill(pid, 0))
+        out[f"group {pid}"] = _attempt(lambda: os.kill(-pid, 0))
+    out["everyone"] = _attempt(lambda: os.kill(-1, 0))
+    out["self"] = _attempt(lambda: os.kill(os.getpid(), 0))
+    return out
+
+def udp(host, port):
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    def send():
+        with socket.socket(family, socket.SOCK_DGRAM) as sock:
+            sock.sendto(b"leaked", (host, port))
+    return _attempt(send)
+
+def unix_connect(path):
+    def connect(kind):
+        with socket.socket(socket.AF_UNIX, kind) as sock:
+            sock.connect(path)
+            sock.send(b"leaked")
+    return {"stream": _attempt(lambda: connect(socket.SOCK_STREAM)), "dgram": _attempt(lambda: connect(socket.SOCK_DGRAM))}
+
+def sysv_ipc(key):
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    create = 0o1000 | 0o666  # IPC_CREAT | rw for all
+    return {
+        "shm": libc.shmget(key, 4096, create),
+        "msg": libc.msgget(key + 1, create),
+        "sem": libc.semget(key + 2, 1, create),
+        "mq": _attempt(lambda: libc.mq_open(b"/autograder-planted", 0o100 | 2, 0o666, None) == -1 and (_ for _ in ()).throw(OSError(ctypes.get_errno(), "mq_open"))),
+    }
+
+def add_key(description):
+    import ctypes, platform
+    libc = ctypes.CDLL(None, use_errno=True)
+    nr = {"x86_64": 248, "aarch64": 217}[platform.machine()]
+    res = libc.syscall(nr, b"user", description.encode(), b"payload", 7, -4)  # KEY_SPEC_USER_KEYRING
+    return res if res < 0 else "added"
+
+def proc_strings():
+    out = {}
+    for path in ("/proc/self/environ", "/proc/self/cmdline", f"/proc/{os.getpid()}/cmdline", f"/proc/{os.getppid()}/cmdline", f"/proc/{os.getppid()}/environ"):
+        try:
+            with open(path, "rb") as fh:
+                out[path] = fh.read().decode("utf-8", "replace")
+        except OSError as exc:
+            out[path] = type(exc).__name__
+    out["argv"] = repr((sys.argv, sys.orig_argv))
+    return out
+
+def stat(path):
+    return _attempt(lambda: os.stat(path))
 '''
 
 
@@ -122,7 +204,8 @@ def test_data_comes_back_exactly(sandbox):
 def test_worker_cannot_read_tests_solutions_or_config(sandbox, path):
     worker, reply = call(sandbox, "read", str(ROOT / path))
     worker.close()
-    assert not reply.ok and reply.error["type"] == "PermissionError"
+    # PermissionError from Landlock or the uid; FileNotFoundError where the mount namespace covers the tree
+    assert not reply.ok and reply.error["type"] in ("PermissionError", "FileNotFoundError")
 
 
 @pytest.mark.skipif(confine.landlock_abi() < 1, reason="needs Landlock")
@@ -136,7 +219,7 @@ def test_worker_can_write_only_its_scratch_folder(sandbox, tmp_path):
     assert reply.ok
 
 
-@pytest.mark.skipif(confine.seccomp_program() is None, reason="no seccomp table for this CPU")
+@pytest.mark.skipif(seccomp.seccomp_program() is None, reason="no seccomp table for this CPU")
 @pytest.mark.parametrize("fn, args", [("fork", []), ("run", [["/bin/true"]])])
 def test_worker_cannot_start_processes(sandbox, fn, args):
     worker, reply = call(sandbox, fn, *args)
@@ -234,9 +317,145 @@ def test_as_root_the_worker_can_run_as_an_unprivileged_user(tmp_path):
         assert any(f.startswith("user(uid=") for f in worker.facts)
         worker, reply = call(box, "read", str(ROOT / "solutions" / "qkv.py"))
         worker.close()
-        assert not reply.ok and reply.error["type"] == "PermissionError"
+        assert not reply.ok and reply.error["type"] in ("PermissionError", "FileNotFoundError")
     finally:
         box.close()
         import shutil
 
         shutil.rmtree(run, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------- issue 8, classes B, C, E
+# A worker that shares the grader's uid (root without capabilities here; the user on a
+# laptop) must still not touch the grader's files, processes, network or IPC.
+needs_seccomp = pytest.mark.skipif(seccomp.seccomp_program() is None, reason="no seccomp table for this CPU")
+
+
+@needs_seccomp
+def test_worker_cannot_change_mode_owner_times_or_xattrs_outside_scratch(sandbox, tmp_path):
+    target = tmp_path / "grader-owned.txt"
+    target.write_text("secret")
+    target.chmod(0o600)
+    os.utime(target, (1_000_000, 1_000_000))
+    try:
+        os.setxattr(target, "user.keep", b"1")
+    except OSError:
+        pass  # a file system without user xattrs: mode, owner and times are still checked
+    before = target.stat()
+    xattrs = os.listxattr(target)
+    worker, reply = call(sandbox, "touch_metadata", str(target))
+    worker.close()
+    assert reply.ok and set(reply.value["value"].values()) <= {"PermissionError", "FileNotFoundError"}, reply.value["value"]
+    after = target.stat()
+    assert (after.st_mode, after.st_uid, after.st_gid, after.st_mtime_ns, after.st_atime_ns) == (
+        before.st_mode, before.st_uid, before.st_gid, before.st_mtime_ns, before.st_atime_ns)
+    assert os.listxattr(target) == xattrs
+
+
+@needs_seccomp
+def test_worker_cannot_lower_or_signal_the_graders_processes(sandbox):
+    import resource
+
+    grader = [os.getpid(), sandbox.pid]
+    limits = {pid: (resource.prlimit(pid, resource.RLIMIT_FSIZE), resource.prlimit(pid, resource.RLIMIT_NOFILE)) for pid in grader}
+    worker, reply = call(sandbox, "lower_limits", grader)
+    worker.close()
+    outcome = reply.value["value"]
+    assert outcome.pop("self") == "done"  # its own limits are its own business
+    assert set(outcome.values()) == {"PermissionError"}, outcome
+    assert limits == {pid: (resource.prlimit(pid, resource.RLIMIT_FSIZE), resource.prlimit(pid, resource.RLIMIT_NOFILE)) for pid in grader}
+    worker, reply = call(sandbox, "signal_pids", grader)
+    worker.close()
+    outcome = reply.value["value"]
+    assert outcome.pop("self") == "done"
+    assert set(outcome.values()) <= {"PermissionError", "ProcessLookupError"}, outcome
+
+
+@needs_seccomp
+@pytest.mark.parametrize("host", ["127.0.0.1", "::1"])
+def test_worker_cannot_reach_a_loopback_udp_listener(sandbox, host):
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        listener = socket.socket(family, socket.SOCK_DGRAM)
+        listener.bind((host, 0))
+    except OSError:
+        pytest.skip(f"no {host} on this machine")
+    with listener:
+        listener.settimeout(0.3)
+        worker, reply = call(sandbox, "udp", host, listener.getsockname()[1])
+        worker.close()
+        assert reply.ok and reply.value["value"] == "PermissionError"
+        with pytest.raises(TimeoutError):
+            listener.recv(64)
+
+
+@needs_seccomp
+def test_worker_cannot_connect_to_a_root_owned_unix_socket(sandbox):
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="autograder-sock-"))
+    path = folder / "grader.sock"
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
+            listener.bind(str(path))
+            listener.listen(1)
+            listener.settimeout(0.3)
+            path.chmod(0o777)
+            folder.chmod(0o755)
+            worker, reply = call(sandbox, "unix_connect", str(path))
+            worker.close()
+            assert reply.ok and set(reply.value["value"].values()) == {"PermissionError"}, reply.value["value"]
+            with pytest.raises(TimeoutError):
+                listener.accept()
+    finally:
+        path.unlink(missing_ok=True)
+        folder.rmdir()
+
+
+def _sysv_objects() -> str:
+    return "".join(Path(f"/proc/sysvipc/{kind}").read_text() for kind in ("shm", "msg", "sem"))
+
+
+@needs_seccomp
+@pytest.mark.skipif(not Path("/proc/sysvipc/shm").exists(), reason="no SysV IPC in this kernel")
+def test_worker_cannot_leave_a_sysv_ipc_object_behind(sandbox):
+    before = _sysv_objects()
+    worker, reply = call(sandbox, "sysv_ipc", 0x41475400 + os.getpid() % 256)
+    worker.close()
+    outcome = reply.value["value"]
+    assert outcome["shm"] == outcome["msg"] == outcome["sem"] == -1 and outcome["mq"] == "PermissionError", outcome
+    assert _sysv_objects() == before
+    assert not Path("/dev/mqueue/autograder-planted").exists()
+
+
+@needs_seccomp
+def test_worker_cannot_add_to_the_kernel_keyring(sandbox):
+    worker, reply = call(sandbox, "add_key", f"autograder-planted-{os.getpid()}")
+    worker.close()
+    assert reply.ok and reply.value["value"] == -1
+    keys = Path("/proc/keys").read_text() if Path("/proc/keys").exists() else ""
+    assert f"autograder-planted-{os.getpid()}" not in keys
+
+
+def test_worker_sees_no_repository_path_in_its_environment_or_command_line(sandbox):
+    """/proc/self/cmdline and environ of a forked worker would show the grader's: the
+    repository, the suites' file names, the report's path."""
+    worker, reply = call(sandbox, "proc_strings")
+    worker.close()
+    seen = reply.value["value"]
+    for path, text in seen.items():
+        assert str(ROOT) not in text and "tests/" not in text and "test_" not in text, (path, text[:300])
+    assert seen["/proc/self/cmdline"].rstrip("\0") == "autograder-worker"
+    if confine.landlock_abi() >= 1:
+        assert seen[f"/proc/{sandbox.pid}/cmdline"] == "PermissionError"  # the fork server's
+
+
+def test_worker_cannot_even_stat_solutions_or_hidden_suites(sandbox):
+    if not sandbox.spec.namespaces:
+        pytest.skip("no mount namespace here (no root, no unprivileged user namespaces): Landlock stops reads, not stat")
+    hidden = sorted((ROOT / "tests" / "suites").rglob("*hidden*"))
+    assert hidden
+    for path in [ROOT / "solutions", ROOT / "solutions" / "qkv.py", ROOT / "grading.toml", *hidden]:
+        worker, reply = call(sandbox, "stat", str(path))
+        worker.close()
+        assert reply.value["value"] == "FileNotFoundError", path

@@ -1,0 +1,135 @@
+"""Linux namespaces for the worker: its own network, IPC, UTS and mount namespaces.
+
+* network: only a loopback device that is down — no address, inside or outside the
+  machine, is reachable (seccomp also denies ``socket``);
+* IPC: SysV shared memory, semaphores, message queues and POSIX message queues the worker
+  might create (seccomp denies those calls too) live in a namespace that dies with it, so
+  nothing crosses to the next test, run or student;
+* mount: the protected trees (repository, hidden suites, solutions, the run's private
+  folder, the results folder) are covered by an empty read-only tmpfs, so submission code
+  cannot even ``stat`` them; the few paths the worker needs from inside them (its copy of
+  the modules, its scratch folder, a ``.venv`` inside the repository) are bind-mounted
+  back in place.
+
+As root we create them directly (before the capabilities are dropped). As an ordinary
+user we create a user namespace first, mapping only our own uid and gid, where the kernel
+allows unprivileged ones. Where neither works (e.g. Docker's default seccomp profile) the
+worker runs without them; ``policy.py`` probes which kind works once per run and says so in
+the results.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
+
+CLONE_NEWNS = 0x00020000
+CLONE_NEWUTS = 0x04000000
+CLONE_NEWIPC = 0x08000000
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWNET = 0x40000000
+WORKER_NAMESPACES = CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWNET
+
+MS_RDONLY = 0x1
+MS_NOSUID = 0x2
+MS_NODEV = 0x4
+MS_NOEXEC = 0x8
+MS_REMOUNT = 0x20
+MS_BIND = 0x1000
+MS_REC = 0x4000
+MS_PRIVATE = 0x40000
+
+
+#: a results folder of "/" (``--output /results.json``) must not cover what every process needs
+_NEVER_HIDDEN = {"/", "/proc", "/dev", "/sys"}
+
+
+class NamespaceError(OSError):
+    pass
+
+
+def _check(res: int, what: str) -> None:
+    if res != 0:
+        err = ctypes.get_errno()
+        raise NamespaceError(err, f"{what}: {os.strerror(err)}")
+
+
+def _mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
+    enc = lambda s: None if s is None else s.encode()  # noqa: E731
+    _check(_libc.mount(enc(source), enc(target), enc(fstype), flags, enc(data)), f"mount {target}")
+
+
+def unshare(kind: str) -> None:
+    """kind "host": new namespaces owned by the host's user namespace (needs root's
+    CAP_SYS_ADMIN); kind "user": a new user namespace first, mapping our uid/gid onto
+    themselves, owning the others. Must be called while single-threaded."""
+    uid, gid = os.getuid(), os.getgid()
+    flags = WORKER_NAMESPACES | (CLONE_NEWUSER if kind == "user" else 0)
+    _check(_libc.unshare(flags), "unshare")
+    if kind == "user":
+        for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+            with open(f"/proc/self/{name}", "w") as fh:
+                fh.write(text)
+
+
+def _outermost(paths: list[str]) -> list[str]:
+    out: list[str] = []
+    for path in sorted(set(paths), key=len):
+        if not any(path == p or path.startswith(p.rstrip("/") + "/") for p in out):
+            out.append(path)
+    return out
+
+
+def hide_trees(hide: list[str], keep: list[str]) -> list[str]:
+    """Cover every directory in ``hide`` with an empty read-only tmpfs, then bind each path
+    of ``keep`` that lay below one of them back where it was. Returns what was hidden."""
+    _mount(None, "/", None, MS_REC | MS_PRIVATE)  # nothing we mount propagates to the host
+    hidden: list[str] = []
+    for tree in _outermost([os.path.realpath(p) for p in hide if os.path.realpath(p) not in _NEVER_HIDDEN]):
+        if not os.path.isdir(tree):
+            continue
+        inside = _outermost([os.path.realpath(k) for k in keep if os.path.realpath(k).startswith(tree.rstrip("/") + "/")])
+        held = []
+        for path in inside:
+            try:
+                held.append((path, os.open(path, os.O_PATH | os.O_CLOEXEC)))
+            except OSError:
+                continue  # gone: nothing to bring back
+        try:
+            _mount("tmpfs", tree, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=64k,nr_inodes=256,mode=0755")
+            for path, fd in held:
+                rel = os.path.relpath(path, tree)
+                target = os.path.join(tree, rel)
+                if os.path.isdir(f"/proc/self/fd/{fd}"):
+                    os.makedirs(target, mode=0o755, exist_ok=True)
+                else:
+                    os.makedirs(os.path.dirname(target), mode=0o755, exist_ok=True)
+                    os.close(os.open(target, os.O_CREAT | os.O_WRONLY, 0o444))
+                _mount(f"/proc/self/fd/{fd}", target, None, MS_BIND | MS_REC)
+            _mount(None, tree, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
+        finally:
+            for _path, fd in held:
+                os.close(fd)
+        hidden.append(tree)
+    return hidden
+
+
+def probe(kind: str, hide_test: str) -> bool:
+    """Can a worker here enter namespaces of this kind and hide a tree? Tried in a child,
+    because only the kernel (and its LSMs: AppArmor restricts unprivileged user namespaces
+    on recent Ubuntu) knows."""
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            unshare(kind)
+            hide_trees([hide_test], [])
+            code = 0 if not os.listdir(hide_test) else 1
+        except BaseException:  # noqa: BLE001
+            code = 1
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    return os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
