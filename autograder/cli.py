@@ -76,27 +76,85 @@ def render(results, fmt: str, config) -> str:
     return _render(results, fmt, config)
 
 
+def _render_safely(results, fmt: str, config) -> str:
+    """The output for ``results``; when a renderer fails on what it was given, an error
+    result in the same format that says so; when even that fails, minimal JSON. Never raises."""
+    try:
+        return render(results, fmt, config)
+    except Exception as exc:  # noqa: BLE001 - whatever went wrong, a results file is written
+        message = f"the {fmt} output could not be rendered ({type(exc).__name__}: {str(exc)[:200]}); score withheld — please tell your instructor"
+    try:
+        from .results import Results
+
+        return render(Results(status="error", message=message, score=0.0, max_score=getattr(results, "max_score", 0.0), skills=[]), fmt, None)
+    except Exception:  # noqa: BLE001
+        import json
+
+        return json.dumps({"status": "error", "score": 0, "output": message, "message": message}, ensure_ascii=True) + "\n"
+
+
 def _write(text: str, output: str | None) -> bool:
+    """Write the output (stdout or ``output`` atomically). Any string can be written (text
+    the encoding cannot carry is backslash-escaped); when ``output`` cannot be written, a
+    fallback file in the temporary folder is, and stderr says where."""
     from .results import write_atomic
 
     if output is None:
-        sys.stdout.write(text)
-        sys.stdout.flush()
-        return True
+        try:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+            return True
+        except (OSError, ValueError) as exc:
+            print(f"autograder: could not write the results to stdout: {exc}", file=sys.stderr)
+            return False
     try:
         write_atomic(output, text)
         return True
-    except OSError as exc:
+    except Exception as exc:  # noqa: BLE001 - OSError, or anything else: still leave a file
         import tempfile
 
         fallback = Path(tempfile.gettempdir()) / f"autograder-results-{os.getpid()}{Path(output).suffix}"
         try:
             write_atomic(fallback, text)
             where = f"; the results were written to {fallback} instead"
-        except OSError:
+        except Exception:  # noqa: BLE001
             where = ""
-        print(f"autograder: could not write {output}: {exc.strerror or exc}{where}", file=sys.stderr)
+        print(f"autograder: could not write {output}: {getattr(exc, 'strerror', None) or exc}{where}", file=sys.stderr)
         return False
+
+
+def _fail(args: argparse.Namespace, config, message: str, code: int, *, submission: str | None = None, kind: str = "") -> int:
+    """The one error path: one line on stderr, and (with --output) a results file that says
+    what happened — every test of the selected skills listed as not run when the config is
+    known, a bare error result otherwise."""
+    _say(message)
+    message = kind + message
+    if args.output:
+        from . import results as results_mod
+
+        try:
+            broken = results_mod.build(config, None, {"path": submission or ""}, modules={}, status="error", message=message) if config is not None else None
+        except Exception:  # noqa: BLE001
+            broken = None
+        if broken is None:
+            broken = results_mod.Results(status="error", message=message, score=0.0, max_score=0.0, skills=[])
+        _write(_render_safely(broken, args.format, config), args.output)
+    return code
+
+
+def _say(message: str) -> None:
+    """One line on stderr, whatever the message holds."""
+    line = " ".join(str(message).split()) or "error"
+    print(f"autograder: {line.encode('utf-8', 'backslashreplace').decode('utf-8')}", file=sys.stderr)
+
+
+def _streams_survive_any_text() -> None:
+    """Student text may hold lone surrogates or bytes the terminal's encoding lacks."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            pass
 
 
 #: instructor commands (stubs, snapshots, audit, release) live in autograder/release, which
@@ -105,6 +163,7 @@ INSTRUCTOR_COMMANDS = ("stubs", "snapshots", "audit", "release")
 
 
 def main(argv: list[str] | None = None) -> int:
+    _streams_survive_any_text()
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] in INSTRUCTOR_COMMANDS:
         try:
@@ -128,33 +187,31 @@ def main(argv: list[str] | None = None) -> int:
     try:
         config = load(args.config or _default_config()).select(args.skill or None)
     except ConfigError as exc:
-        print(f"autograder: {exc}", file=sys.stderr)
-        if args.output:  # the results file still says what happened
-            from .results import Results
-
-            _write(render(Results(status="error", message=f"configuration error: {exc}", score=0.0, max_score=0.0, skills=[]), args.format, None), args.output)
-        return EXIT_USAGE
+        return _fail(args, None, str(exc), EXIT_USAGE, kind="configuration error: ")
     submission = args.submission if args.submission is not None else str(config.exercises_dir)
     from .runner.submission import SubmissionDirError, resolve_root
 
     try:
         resolve_root(Path(submission), list(config.exercise_modules))
     except SubmissionDirError as exc:
-        # a usage error — but the results file still says what happened
-        from . import results as results_mod
-
-        print(f"autograder: {exc}", file=sys.stderr)
-        broken = results_mod.build(config, None, {"path": submission}, modules={}, status="error", message=str(exc))
-        if args.output:
-            _write(render(broken, args.format, config), args.output)
+        code = _fail(args, config, str(exc), EXIT_USAGE, submission=submission)
         if args.format == "github":  # CI: the annotation, summary and Classroom result say what happened
+            from . import results as results_mod
             from .ci import write_actions_files
 
+            broken = results_mod.build(config, None, {"path": submission}, modules={}, status="error", message=str(exc))
             if not args.output:
-                _write(render(broken, "github", config), None)
+                _write(_render_safely(broken, "github", config), None)
             write_actions_files(broken, fail_below=config.ci_fail_below)
-        return EXIT_USAGE
-    return _grade(args, config, submission)
+        return code
+    try:
+        return _grade(args, config, submission)
+    except KeyboardInterrupt:
+        return _fail(args, config, "grading was interrupted (Ctrl-C)", EXIT_INTERRUPTED, submission=submission)
+    except ConfigError as exc:
+        return _fail(args, config, str(exc), EXIT_USAGE, submission=submission, kind="configuration error: ")
+    except Exception as exc:  # noqa: BLE001 - a bug of ours: say so, and still leave a results file
+        return _fail(args, config, f"the grader itself failed ({type(exc).__name__}: {str(exc)[:300]}) — not your fault; please tell your instructor", EXIT_BROKEN, submission=submission)
 
 
 def _grade(args: argparse.Namespace, config, submission: str) -> int:
@@ -174,12 +231,15 @@ def _grade(args: argparse.Namespace, config, submission: str) -> int:
     if args.format == "text" and args.output is None:
         from .renderers import text
 
-        text.render(shown, Console(highlight=False))
+        try:
+            text.render(shown, Console(highlight=False))
+        except Exception:  # noqa: BLE001 - the terminal view failed: print the plain one
+            _write(_render_safely(shown, "text", config), None)
     else:
-        if not _write(render(shown, args.format, config), args.output):
+        if not _write(_render_safely(shown, args.format, config), args.output):
             return EXIT_USAGE
         if args.output:
-            err.print(f"{results.course}: {results.score:g} / {results.max_score:g} → {args.output}" + ("" if results.status == "complete" else f" ({results.status}: {results.message})"), highlight=False)
+            err.print(f"{results.course}: {results.score:g} / {results.max_score:g} → {args.output}" + ("" if results.status == "complete" else f" ({results.status}: {results.message})"), highlight=False, markup=False)
     if args.format == "github":
         from .ci import write_actions_files
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 import ast
 import difflib
 import math
+import os
+import pwd
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -33,10 +35,20 @@ class Limits:
     output_kib: int = 64
     worker_start_timeout_s: float = 30.0
     run_timeout_s: float = 900.0
+    skill_time_s: float = 15.0
     max_module_kib: int = 512
     max_result_mib: int = 256
     file_write_mib: int = 16
     max_helper_modules: int = 16  # the submission's other top-level .py files importable by its code (0: none)
+
+
+#: the largest value each limit may take (beyond these, timers and sizes stop making sense)
+LIMIT_MAXIMA = {
+    "call_timeout_s": 3600, "memory_mib": 1 << 20, "output_kib": 1 << 14, "worker_start_timeout_s": 3600,
+    "run_timeout_s": 86400, "skill_time_s": 86400, "max_module_kib": 1 << 16, "max_result_mib": 1 << 12, "file_write_mib": 1 << 16,
+    "max_helper_modules": 256,
+}
+USER_NAME = re.compile(r"^[a-z_][a-z0-9_.-]*\$?$", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -166,24 +178,51 @@ class Config:
 
 # --------------------------------------------------------------------------- helpers
 class _Locator:
-    """Best-effort line numbers for keys, so messages can say ``grading.toml:42``."""
+    """The line of every key and table of a TOML file, by key path, so messages can say
+    ``grading.toml:42``. Arrays of tables count: the second ``[[skills.qkv.suites]]`` is
+    ``skills.qkv.suites.[1]`` and its keys are found under it, not under the first."""
+
+    HEADER = re.compile(r"^\s*(\[\[?)\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
+    KEY = re.compile(r"""^\s*((?:[A-Za-z0-9_-]+|"[^"]*"|'[^']*')(?:\s*\.\s*(?:[A-Za-z0-9_-]+|"[^"]*"|'[^']*'))*)\s*=""")
 
     def __init__(self, text: str) -> None:
-        self.lines = text.splitlines()
+        self.lines: dict[tuple[str, ...], int] = {}
+        arrays: dict[tuple[str, ...], int] = {}
+        table: tuple[str, ...] = ()
+        for number, line in enumerate(text.splitlines(), start=1):
+            header = self.HEADER.match(line)
+            if header:
+                parts = tuple(self._split(header.group(2)))
+                if header.group(1) == "[[":
+                    arrays[parts] = arrays.get(parts, -1) + 1
+                table = self._resolve(parts, arrays)
+                self.lines.setdefault(table, number)
+                continue
+            key = self.KEY.match(line)
+            if key:
+                self.lines.setdefault(table + tuple(self._split(key.group(1))), number)
 
-    def line_of(self, *needles: str) -> int | None:
-        start = 0
-        for needle in needles:
-            found = None
-            pattern = re.compile(rf"(^|[\s.\[\"']){re.escape(needle)}([\s.\]\"'=]|$)")
-            for i in range(start, len(self.lines)):
-                if pattern.search(self.lines[i].split("#", 1)[0]):
-                    found = i
-                    break
-            if found is None:
-                return start + 1 if start else None
-            start = found
-        return start + 1
+    @staticmethod
+    def _split(dotted: str) -> list[str]:
+        return [part.strip().strip("\"'") for part in re.findall(r"""(?:"[^"]*"|'[^']*'|[^.]+)""", dotted)]
+
+    @staticmethod
+    def _resolve(parts: tuple[str, ...], arrays: dict[tuple[str, ...], int]) -> tuple[str, ...]:
+        out: list[str] = []
+        for k, part in enumerate(parts):
+            out.append(part)
+            if parts[: k + 1] in arrays:
+                out.append(f"[{arrays[parts[: k + 1]]}]")
+        return tuple(out)
+
+    def line_of(self, keypath: list[str]) -> int | None:
+        """The key's own line, else its nearest enclosing table's or key's line."""
+        path = tuple(keypath)
+        while path:
+            if path in self.lines:
+                return self.lines[path]
+            path = path[:-1]
+        return None
 
 
 def _unknown(kind: str, name: str, known: list[str], where: str) -> str:
@@ -198,8 +237,7 @@ class _Reader:
         self.loc = _Locator(text)
 
     def fail(self, keypath: list[str], message: str) -> ConfigError:
-        needles = [k for k in keypath if not k.startswith("[")]
-        line = self.loc.line_of(*needles) if needles else None
+        line = self.loc.line_of(keypath)
         where = f"{self.path.name}:{line}" if line else self.path.name
         dotted = "".join(k if k.startswith("[") else f".{k}" for k in keypath).lstrip(".")
         return ConfigError(f"{where}: {dotted}: {message}")
@@ -302,7 +340,7 @@ def _parse(path: Path, text: str, data: dict, check_files: bool) -> Config:
     sandbox_raw = r.table(data.get("sandbox", {}), ["sandbox"])
     r.check_keys(sandbox_raw, ["user", "landlock", "seccomp"], ["sandbox"])
     sandbox = SandboxSettings(
-        user=r.string(sandbox_raw, "user", ["sandbox"], default="nobody"),
+        user=_sandbox_user(r, sandbox_raw),
         landlock=r.string(sandbox_raw, "landlock", ["sandbox"], default="auto", choices=("auto", "require", "off")),
         seccomp=r.string(sandbox_raw, "seccomp", ["sandbox"], default="auto", choices=("auto", "require", "off")),
     )
@@ -406,10 +444,18 @@ def _limits(r: _Reader, raw: dict, base: Limits, keypath: list[str]) -> Limits:
         value = r.number(raw, name, keypath, default=getattr(base, name), positive=name != "max_helper_modules")
         if value < 0:
             raise r.fail(keypath + [name], f"must be 0 or more, got {value!r}")
+        if isinstance(getattr(base, name), int):
+            if value != int(value):
+                raise r.fail(keypath + [name], f"must be a whole number, got {value!r}")
+            value = int(value)
+        if value > LIMIT_MAXIMA[name]:
+            raise r.fail(keypath + [name], f"must be at most {LIMIT_MAXIMA[name]}, got {value!r}")
         values[name] = int(value) if isinstance(getattr(base, name), int) else float(value)
     limits = Limits(**values)
     if limits.memory_mib < MIN_MEMORY_MIB:
         raise r.fail(keypath + ["memory_mib"], f"must be at least {MIN_MEMORY_MIB} (torch alone maps ~620 MiB), got {limits.memory_mib}")
+    if limits.skill_time_s < limits.call_timeout_s:
+        raise r.fail(keypath + ["skill_time_s"], f"must be at least call_timeout_s ({limits.call_timeout_s:g}), got {limits.skill_time_s:g}")
     return limits
 
 
@@ -442,6 +488,20 @@ def _nbgrader_release(r: _Reader, raw: Any) -> NbgraderRelease:
             raise r.fail(kp + [key], f"must be letters, digits, - or _ (nbgrader uses it as a folder and an id), got {names[key]!r}")
     timeout = r.number(raw, "cell_timeout_s", kp, default=defaults.cell_timeout_s)
     return NbgraderRelease(names["course_id"], names["assignment"], float(timeout))
+
+
+def _sandbox_user(r: _Reader, raw: dict) -> str:
+    """The user submission code runs as when grading as root. It must exist there; on a
+    machine where the grader is not root the setting is not used, so only its form is checked."""
+    user = r.string(raw, "user", ["sandbox"], default="nobody")
+    if not USER_NAME.match(user):
+        raise r.fail(["sandbox", "user"], f"must be a user name like 'nobody', got {user!r}")
+    if os.geteuid() == 0:
+        try:
+            pwd.getpwnam(user)
+        except KeyError:
+            raise r.fail(["sandbox", "user"], f"user {user!r} does not exist on this machine — create it or name an existing unprivileged user (e.g. 'nobody')") from None
+    return user
 
 
 def _check_suite_file(r: _Reader, root: Path, file: str, weights: dict[str, float], kp: list[str]) -> None:

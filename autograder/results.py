@@ -409,11 +409,13 @@ def build(config: Config, report: dict | None, submission: dict, *, modules: dic
 # --------------------------------------------------------------------------- writing
 def write_atomic(path: str | Path, text: str) -> None:
     """Write via a temporary file in the same directory + rename: readers see the old file
-    or the new one, never half of one."""
+    or the new one, never half of one. Any string can be written: what UTF-8 cannot carry
+    (a lone surrogate from student text) is backslash-escaped — inside JSON strings that
+    is itself a valid JSON escape."""
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or Path("."))
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as fh:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
@@ -430,7 +432,22 @@ def write_atomic(path: str | Path, text: str) -> None:
 def dumps(data: Any) -> str:
     """JSON for files and stdout: readable Unicode, but every control, BiDi or invisible
     character (and any lone surrogate) written as a ``\\uXXXX`` escape — the same data, and
-    a results file shown in a terminal cannot drive it."""
+    a results file shown in a terminal cannot drive it. Non-finite numbers (which JSON
+    lacks) become strings."""
     from .renderers.escape import json_escape_invisible
 
-    return json_escape_invisible(json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False)) + "\n"
+    try:
+        text = json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False)
+    except ValueError:
+        text = json.dumps(_finite(data), indent=2, ensure_ascii=False, allow_nan=False)
+    return json_escape_invisible(text) + "\n"
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+        return repr(value)
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value

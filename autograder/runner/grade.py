@@ -78,6 +78,7 @@ def _manifest(config: Config, prepared: PreparedSubmission, spec_dict: dict, see
             "call_timeout_s": config.limits.call_timeout_s,
             "worker_start_timeout_s": config.limits.worker_start_timeout_s,
             "run_timeout_s": config.limits.run_timeout_s,
+            "skill_time_s": config.limits.skill_time_s,
             "max_result_mib": config.limits.max_result_mib,
         },
     }

@@ -99,6 +99,7 @@ class GradingSession:
             call_timeout=limits["call_timeout_s"],
             budget_deadline=time.monotonic() + limits["run_timeout_s"],
             importable={name: Path(path) for name, path in (manifest.get("helpers") or {}).items()},
+            skill_time=limits.get("skill_time_s", float("inf")),
         )
         self.reference_cache: dict[str, Any] = {}
 
@@ -346,4 +347,5 @@ def pytest_json_modifyreport(json_report: dict) -> None:
         },
         "sandbox": grading.runtime.facts,
         "workers_started": grading.sandbox.spawned,
+        "call_seconds": {module: round(seconds, 3) for module, seconds in grading.runtime.spent.items()},
     }

@@ -67,6 +67,8 @@ class Reply:
     out_dropped: int = 0
     ops: list[str] = field(default_factory=list)
     autograd: list[str] = field(default_factory=list)
+    #: ways the code switched off the worker's recorders during the call (see probes.py)
+    tampered: list[str] = field(default_factory=list)
 
 
 class Worker:
@@ -127,6 +129,8 @@ class Worker:
         return self._parse(reply, rblob, f"import of {module}.py")
 
     def _parse(self, reply: dict, blob: bytes, during: str) -> Reply:
+        """Validate a reply. The worker's own output cap can be raised by submission code, so
+        the cap is enforced here, on what we accept: ``output_bytes`` characters per call."""
         try:
             ok = reply.get("ok")
             if type(ok) is not bool:
@@ -137,14 +141,24 @@ class Worker:
             if type(out) is not str or not _str_list(ops) or not _str_list(autograd):
                 raise ProtocolError("malformed reply fields")
             dropped = reply.get("out_dropped", 0)
+            dropped = min(dropped, 1 << 53) if type(dropped) is int and dropped > 0 else 0
+            cap = self.sandbox.spec.output_bytes
+            if len(out) > cap:
+                dropped += len(out) - cap
+                out = out[:cap]
+            ops = [op[:200] for op in ops[:2000]]
+            autograd = [use[:200] for use in autograd[:100]]
+            tampered = reply.get("tampered", [])
+            tampered = [str(t)[:300] for t in tampered[:20]] if _str_list(tampered) else ["the reply's recorder field was malformed"]
             if ok:
                 value = decode(reply.get("value"), blob)
-                return Reply(True, value=value, out=out, out_dropped=int(dropped) if type(dropped) is int else 0, ops=ops, autograd=autograd)
+                return Reply(True, value=value, out=out, out_dropped=dropped, ops=ops, autograd=autograd, tampered=tampered)
             error = _clean_error(reply.get("error"))
-            return Reply(False, error=error, out=out, out_dropped=int(dropped) if type(dropped) is int else 0, ops=ops, autograd=autograd)
-        except ProtocolError as exc:
-            self._stop(reason=f"sent malformed data ({exc})", killed=True)
-            raise WorkerProtocolError(f"the worker sent malformed data during {during}: {exc}") from None
+            return Reply(False, error=error, out=out, out_dropped=dropped, ops=ops, autograd=autograd, tampered=tampered)
+        except Exception as exc:  # noqa: BLE001 - whatever the worker sent, it is its protocol error
+            detail = str(exc) if isinstance(exc, ProtocolError) else f"{type(exc).__name__} while reading it"
+            self._stop(reason=f"sent malformed data ({detail})", killed=True)
+            raise WorkerProtocolError(f"the worker sent malformed data during {during}: {detail}") from None
 
     def _stop(self, reason: str, killed: bool = False, wait: bool = True) -> None:
         if self.exit is not None:
@@ -190,6 +204,7 @@ def _clean_error(error: Any) -> dict:
         "message": str(error.get("message", ""))[:4000],
         "base": str(error.get("base", "Exception"))[:100],
         "exit_code": str(error["exit_code"])[:200] if "exit_code" in error else None,
+        "raised_in": str(error.get("raised_in") or "")[:200],
         "frames": frames,
     }
 

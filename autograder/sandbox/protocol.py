@@ -17,6 +17,7 @@ because it is smaller than one pickle frame, costs ~0.1 ms per tensor, supports 
 
 from __future__ import annotations
 
+import bisect
 import ctypes
 import json
 import math
@@ -130,6 +131,15 @@ class _Encoder:
         return _numpy_or_opaque(self, value, depth)
 
     def _tensor(self, t: torch.Tensor) -> Any:
+        kind = _unencodable(t)
+        if kind:
+            return {"t": "opaque", "type": "torch.Tensor", "repr": f"{kind}, which cannot be sent as data — return an ordinary (dense, CPU) tensor"}
+        try:
+            return self._dense(t)
+        except Exception as exc:  # noqa: BLE001 - an odd tensor is reported as what it is, not as the code's error
+            return {"t": "opaque", "type": "torch.Tensor", "repr": f"a tensor that cannot be sent as data ({type(exc).__name__})"}
+
+    def _dense(self, t: torch.Tensor) -> Any:
         t = t.detach()
         if t.device.type != "cpu":
             t = t.cpu()
@@ -151,6 +161,22 @@ class _Encoder:
         self.chunks.append(data)
         self.size += len(data)
         return out
+
+
+def _unencodable(t: torch.Tensor) -> str:
+    """What kind of tensor this is when it has no plain strided CPU data to send."""
+    try:
+        if t.is_meta:
+            return "a meta tensor (a shape without data)"
+        if getattr(t, "is_nested", False):
+            return "a nested tensor"
+        if t.layout != torch.strided:
+            return f"a tensor with {str(t.layout).replace('torch.', '')} layout (sparse)"
+        if t.is_quantized:
+            return "a quantized tensor"
+    except Exception as exc:  # noqa: BLE001
+        return f"a tensor whose layout cannot be read ({type(exc).__name__})"
+    return ""
 
 
 def _type_name(value: Any) -> str:
@@ -183,15 +209,30 @@ def encode(value: Any) -> tuple[Any, bytes]:
 
 
 # --------------------------------------------------------------------------- decoding
+#: bytes a message's tensors may add on top of the bytes received: views with a zero stride
+#: (an ``expand``-ed mask) legitimately describe more elements than they carry
+MAX_EXPANDED_BYTES = 64 << 20
+
+
 class _Decoder:
-    def __init__(self, blob: bytes) -> None:
-        self.blob = blob
+    """Decodes one message. Everything it builds is bounded by what arrived: every tensor
+    owns a distinct, non-overlapping extent of the blob (no extent is referenced twice, so
+    a 200 MiB blob can never become 30 × 200 MiB), is copied exactly once, and the elements
+    all tensors describe add up to at most the blob plus ``MAX_EXPANDED_BYTES``. Sizes are
+    Python integers, so no header can overflow the arithmetic."""
+
+    def __init__(self, blob: bytes | bytearray | memoryview) -> None:
+        self.blob = memoryview(blob).cast("B") if not isinstance(blob, memoryview) else blob.cast("B")
         self.items = 0
+        self.starts: list[int] = []  # sorted starts of the extents used so far
+        self.ends: list[int] = []
+        self.logical = 0
+        self.logical_limit = len(self.blob) + MAX_EXPANDED_BYTES
 
     def decode(self, node: Any, depth: int = 0) -> Any:
         self.items += 1
         if depth > MAX_DEPTH + 2 or self.items > MAX_ITEMS + 10:
-            raise ProtocolError("value nested too deeply")
+            raise ProtocolError("value nested too deeply or holding too many items")
         tp = type(node)
         if node is None or tp is bool or tp is int:
             return node
@@ -231,6 +272,16 @@ class _Decoder:
             return Opaque(str(node.get("type", "?"))[:200], str(node.get("repr", ""))[:300])
         raise ProtocolError(f"unknown tag {str(tag)[:40]!r}")
 
+    def _claim(self, offset: int, nbytes: int) -> None:
+        """Reserve ``[offset, offset + nbytes)`` of the blob; refuse any overlap."""
+        if nbytes == 0:
+            return
+        i = bisect.bisect_right(self.starts, offset)
+        if (i > 0 and self.ends[i - 1] > offset) or (i < len(self.starts) and self.starts[i] < offset + nbytes):
+            raise ProtocolError("two tensors claim the same bytes of the message")
+        self.starts.insert(i, offset)
+        self.ends.insert(i, offset + nbytes)
+
     def _tensor(self, node: dict) -> torch.Tensor:
         dtype = DTYPES.get(node.get("dtype"))
         shape, stride = node.get("shape"), node.get("stride")
@@ -241,27 +292,35 @@ class _Decoder:
             raise ProtocolError("malformed tensor extent")
         if offset + nbytes > len(self.blob):
             raise ProtocolError("tensor bytes beyond the end of the message")
-        itemsize = torch.empty((), dtype=dtype).element_size()
+        itemsize = _ITEMSIZE[dtype]
         if nbytes % itemsize:
             raise ProtocolError("tensor byte count is not a multiple of the element size")
         count = nbytes // itemsize
-        numel = math.prod(shape)
+        self._claim(offset, nbytes)
+        numel = math.prod(shape)  # a Python int: 2**62 × 2**62 is just a large number
+        self.logical += numel * itemsize
+        if self.logical > self.logical_limit:
+            raise ProtocolError(f"tensor shapes describe more data than the message carries ({shape[:MAX_NDIM]} of {node.get('dtype')})")
+        if stride is not None and (not _int_list(stride) or len(stride) != len(shape) or any(s < 0 for s in stride)):
+            raise ProtocolError("malformed tensor strides")
         if numel == 0:
             return torch.empty(shape, dtype=dtype)
-        raw = bytearray(self.blob[offset : offset + nbytes])
+        if stride is None:
+            if count != numel:
+                raise ProtocolError("tensor byte count does not match its shape")
+        elif 1 + sum((n - 1) * s for n, s in zip(shape, stride)) > count:
+            raise ProtocolError("tensor strides reach beyond its bytes")
+        raw = bytearray(self.blob[offset : offset + nbytes])  # the one copy; the tensor owns it
         load_dtype = torch.uint8 if dtype is torch.bool else dtype
         flat = torch.frombuffer(raw, dtype=load_dtype) if count else torch.empty(0, dtype=load_dtype)
         if dtype is torch.bool:
             flat = flat != 0  # never materialise a bool tensor from arbitrary bytes
         if stride is None:
-            if count != numel:
-                raise ProtocolError("tensor byte count does not match its shape")
-            return flat.reshape(shape).clone()
-        if not _int_list(stride) or len(stride) != len(shape) or any(s < 0 for s in stride):
-            raise ProtocolError("malformed tensor strides")
-        if 1 + sum((n - 1) * s for n, s in zip(shape, stride)) > count:
-            raise ProtocolError("tensor strides reach beyond its bytes")
-        return torch.as_strided(flat.clone(), shape, stride, 0)
+            return flat.reshape(shape)
+        return torch.as_strided(flat, shape, stride, 0)
+
+
+_ITEMSIZE = {dtype: torch.empty((), dtype=dtype).element_size() for dtype in DTYPES.values()}
 
 
 def _list(node: dict, key: str) -> list:
@@ -275,8 +334,14 @@ def _int_list(value: Any) -> bool:
     return type(value) is list and all(type(v) is int for v in value)
 
 
-def decode(tree: Any, blob: bytes) -> Any:
-    return _Decoder(blob).decode(tree)
+def decode(tree: Any, blob: bytes | bytearray | memoryview) -> Any:
+    """Decode a value tree; any problem with what was sent is a ``ProtocolError``."""
+    try:
+        return _Decoder(blob).decode(tree)
+    except ProtocolError:
+        raise
+    except (RecursionError, MemoryError, OverflowError, ValueError, TypeError, RuntimeError) as exc:
+        raise ProtocolError(f"value cannot be rebuilt: {type(exc).__name__}") from None
 
 
 # --------------------------------------------------------------------------- framing
@@ -306,16 +371,21 @@ def recv_message(
     try:
         header = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
-        raise ProtocolError(f"message header is not JSON: {exc}") from None
+        raise ProtocolError(f"message header is not JSON: {str(exc)[:200]}") from None
+    except RecursionError:
+        raise ProtocolError("message header is nested too deeply") from None
     if type(header) is not dict:
         raise ProtocolError("message header is not an object")
-    blob = _recv_exact(sock, blen, deadline) if blen else b""
+    blob = _recv_exact(sock, blen, deadline) if blen else bytearray()
     return header, blob
 
 
-def _recv_exact(sock: socket.socket, size: int, deadline: float | None) -> bytes:
-    buf = bytearray()
-    while len(buf) < size:
+def _recv_exact(sock: socket.socket, size: int, deadline: float | None) -> bytearray:
+    """Exactly ``size`` bytes, read straight into one buffer (no second copy)."""
+    buf = bytearray(size)
+    view = memoryview(buf)
+    got = 0
+    while got < size:
         if deadline is None:
             sock.settimeout(None)
         else:
@@ -324,12 +394,13 @@ def _recv_exact(sock: socket.socket, size: int, deadline: float | None) -> bytes
                 raise PeerTimeout("deadline passed")
             sock.settimeout(remaining)
         try:
-            chunk = sock.recv(min(size - len(buf), 1 << 20))
+            n = sock.recv_into(view[got:], min(size - got, 1 << 20))
         except socket.timeout:
             raise PeerTimeout("deadline passed") from None
         except (ConnectionError, OSError) as exc:
             raise PeerClosed(str(exc)) from None
-        if not chunk:
+        if not n:
             raise PeerClosed("connection closed")
-        buf += chunk
-    return bytes(buf)
+        got += n
+    view.release()
+    return buf

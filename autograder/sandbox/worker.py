@@ -272,9 +272,21 @@ def error_facts(exc: BaseException, copy_dir: str) -> dict:
             facts["message"] = _safe_str(exc.msg)
         if isinstance(exc, SystemExit):
             facts["exit_code"] = _safe_str(repr(exc.code), 200)
+        facts["raised_in"] = _raised_in(exc, prefix)
     except BaseException:  # noqa: BLE001
         pass
     return facts
+
+
+def _raised_in(exc: BaseException, prefix: str) -> str:
+    """The submission file whose own frame raised ``exc`` ("" when the innermost frame is
+    torch's or the library's): the grader calls an error a TODO stub only when it was
+    raised by the exercise module itself."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    filename = tb.tb_frame.f_code.co_filename if tb is not None else ""
+    return filename[len(prefix):] if filename.startswith(prefix) else ""
 
 
 def handle(ctx: WorkerContext, header: dict, blob: bytes, out: CappedWriter) -> tuple[dict, bytes]:

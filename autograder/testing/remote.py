@@ -27,8 +27,15 @@ from .failures import (
     SubmissionTimeout,
     describe_error,
     first_line,
+    is_todo_stub,
 )
 from .probe import Probe
+
+
+#: printed output kept per run, in multiples of ``[limits] output_kib`` (per call and per test
+#: the cap is ``output_kib`` itself); and the number of printed entries kept per test
+PRINTED_PER_RUN = 16
+PRINTED_ENTRIES = 20
 
 
 @dataclass
@@ -54,6 +61,27 @@ class Runtime:
     #: other files the submission's code can import (sibling exercise modules not graded in
     #: this run, helper modules): name → read-only copy
     importable: dict[str, Path] = field(default_factory=dict)
+    #: wall-clock seconds each exercise module's calls (imports included) may take in all,
+    #: per run ([limits] skill_time_s): endless loops and very slow code cost a bounded time
+    skill_time: float = float("inf")
+    spent: dict[str, float] = field(default_factory=dict)  # module → seconds its calls took
+    malformed: dict[tuple[str, str], str] = field(default_factory=dict)  # sent a bad reply once
+    printed_left: int = 0  # characters of printed output the rest of the run may still keep
+
+    def __post_init__(self) -> None:
+        self.printed_left = PRINTED_PER_RUN * self.sandbox.spec.output_bytes
+
+    def time_left(self, module: str) -> float:
+        return self.skill_time - self.spent.get(module, 0.0)
+
+    def deadline_for(self, module: str) -> tuple[float, bool]:
+        """(seconds this call may take, whether the skill's budget rather than the per-call
+        limit sets it)."""
+        left = self.time_left(module)
+        return (left, True) if left < self.call_timeout else (self.call_timeout, False)
+
+    def charge(self, module: str, seconds: float) -> None:
+        self.spent[module] = self.spent.get(module, 0.0) + seconds
 
 
 @dataclass
@@ -120,9 +148,13 @@ class Submission:
         if module in rt.import_failures:
             raise rt.import_failures[module]
         if key in rt.timed_out:
-            raise SubmissionTimeout(label, rt.timed_out[key] + " in an earlier test, so it was not run again", hints=["general/timeout"])
+            raise SubmissionTimeout(label, f"{rt.timed_out[key]} earlier in this run; not called again", hints=["general/timeout"])
+        if key in rt.malformed:
+            raise SubmissionProtocolError(label, f"{rt.malformed[key]} earlier in this run; not called again")
         if self._dead is not None:
             raise type(self._dead)(label, f"not run: earlier in this test, {self._dead.message}", error=self._dead.error)
+        if rt.time_left(module) <= 0:
+            raise SubmissionTimeout(label, _budget_message(rt, module), hints=["general/timeout"])
         if time.monotonic() > rt.budget_deadline:
             raise SubmissionTimeout(label, "not run: the grading run's time budget ([limits] run_timeout_s) is used up", hints=["general/timeout"])
 
@@ -133,10 +165,13 @@ class Submission:
         info = rt.modules[module]
         label = f"import of {info.display_path}"
         worker = self._ensure_worker()
+        timeout, by_budget = rt.deadline_for(module)
+        started = time.monotonic()
         try:
-            reply = worker.import_module(module, rt.call_timeout)
+            reply = worker.import_module(module, timeout)
         except WorkerTimeout:
-            err = SubmissionTimeout(label, f"{info.display_path} did not finish importing within {rt.call_timeout:g} s (an endless loop at module level?)", hints=["general/timeout"])
+            why = _budget_message(rt, module) if by_budget else f"{info.display_path} did not finish importing within {timeout:g} s (an endless loop at module level?)"
+            err = SubmissionTimeout(label, why, hints=["general/timeout"])
             rt.import_failures[module] = err
             self._dead = err
             raise err from None
@@ -146,20 +181,36 @@ class Submission:
             self._dead = err
             raise err from None
         except WorkerProtocolError as exc:
-            err = SubmissionProtocolError(label, str(exc))
+            err = SubmissionProtocolError(label, _protocol_message(exc))
+            rt.import_failures[module] = err
             self._dead = err
             raise err from None
+        finally:
+            rt.charge(module, time.monotonic() - started)
         self._log(label, reply.out, reply.out_dropped)
         if not reply.ok:
-            error = reply.error or {}
+            error = _classified(reply.error, module)
             err = SubmissionMissing(label, f"{info.display_path} failed to import: {describe_error(error)}", error=error, hints=_hints_for(error))
             rt.import_failures[module] = err
             raise err
         self._imported.add(module)
 
     def _log(self, label: str, out: str, dropped: int) -> None:
-        if out or dropped:
-            self.printed.append({"call": label, "text": out, "dropped": dropped})
+        """Keep what the code printed within the caps (the client already cut each call to
+        ``output_bytes``): at most ``output_bytes`` characters per test and
+        ``PRINTED_PER_RUN`` × that per run, whatever the worker claims; the rest is counted."""
+        if not (out or dropped):
+            return
+        rt = self._runtime
+        cap = rt.sandbox.spec.output_bytes
+        room = max(0, min(cap - sum(len(p["text"]) for p in self.printed), rt.printed_left))
+        kept = out[:room]
+        rt.printed_left -= len(kept)
+        dropped += len(out) - len(kept)
+        if len(self.printed) >= PRINTED_ENTRIES:
+            self.printed[-1]["dropped"] += len(kept) + dropped
+            return
+        self.printed.append({"call": label, "text": kept, "dropped": dropped})
 
     def _invoke(self, module: str, probe: str, source: str | None, args: list, kwargs: dict, label: str, key: tuple[str, str]) -> Any:
         target = f"{module}.{key[1]}"
@@ -169,23 +220,31 @@ class Submission:
         self._import(module)
         rt = self._runtime
         worker = self._ensure_worker()
+        timeout, by_budget = rt.deadline_for(module)
+        started = time.monotonic()
         try:
-            reply = worker.run(probe, source, args, kwargs, rt.call_timeout, label)
+            reply = worker.run(probe, source, args, kwargs, timeout, label)
         except WorkerTimeout:
-            message = f"did not finish within {rt.call_timeout:g} s (endless loop, or far too slow?)"
-            rt.timed_out[key] = f"{label.split('(')[0]} did not finish within {rt.call_timeout:g} s"
+            if by_budget:
+                message = _budget_message(rt, module)
+            else:
+                message = f"did not finish within {timeout:g} s (endless loop, or far too slow?)"
+                rt.timed_out[key] = f"timed out (did not finish within {timeout:g} s)"
             self._dead = SubmissionTimeout(label, message, hints=["general/timeout"])
             raise self._dead from None
         except WorkerDied as exc:
             self._dead = SubmissionCrashed(label, exc.exit.describe(), hints=["general/exit"])
             raise self._dead from None
         except WorkerProtocolError as exc:
-            self._dead = SubmissionProtocolError(label, str(exc))
+            rt.malformed[key] = f"sent a malformed reply ({str(exc).rsplit(': ', 1)[-1][:200]})"
+            self._dead = SubmissionProtocolError(label, _protocol_message(exc))
             raise self._dead from None
+        finally:
+            rt.charge(module, time.monotonic() - started)
         self._log(label, reply.out, reply.out_dropped)
         self.autograd_uses.update(reply.autograd)
         if not reply.ok:
-            error = reply.error or {}
+            error = _classified(reply.error, module)
             if error.get("type") == "AttributeError" and f"'{key[1].split('.')[0]}'" in error.get("message", "") and not error.get("frames"):
                 raise SubmissionMissing(label, f"{rt.modules[module].display_path} defines no {key[1].split('.')[0]!r}", error=error, hints=["general/missing-name"])
             raise SubmissionRaised(label, describe_error(error), error=error, hints=_hints_for(error))
@@ -250,16 +309,38 @@ class RemoteFunction:
         return self._module.call(self._name, *args, **kwargs).value
 
 
+def _budget_message(rt: Runtime, module: str) -> str:
+    spent = rt.spent.get(module, 0.0)
+    return (
+        f"not run: the calls into {rt.modules[module].display_path} have used up this skill's time budget "
+        f"([limits] skill_time_s = {rt.skill_time:g} s; {spent:.0f} s spent) — endless loops or very slow code earlier in this run"
+    )
+
+
+def _protocol_message(exc: WorkerProtocolError) -> str:
+    """A malformed reply is the submission's doing (only its process writes to the channel)."""
+    return f"{exc} — the process running your code answered with data the grader cannot accept (did the code write to the grader's channel?); this test fails"
+
+
 def _as_dict(raw: Any, label: str) -> dict:
     if type(raw) is not dict:
         raise SubmissionProtocolError(label, "the worker's reply was not a probe result")
     return raw
 
 
+def _classified(error: dict | None, module: str) -> dict:
+    """The worker's exception facts, with the trusted side's own verdict on "TODO stub"."""
+    error = dict(error or {})
+    error["todo"] = is_todo_stub(error, module)
+    return error
+
+
 def _hints_for(error: dict) -> list[str]:
     kind = error.get("type")
-    if kind == "NotImplementedError":
+    if error.get("todo"):
         return ["general/todo"]
+    if kind == "NotImplementedError":
+        return []
     if kind in ("SystemExit", "KeyboardInterrupt"):
         return ["general/exit"]
     if kind == "SyntaxError" or error.get("base") == "SyntaxError":

@@ -90,3 +90,82 @@ def test_unknown_skill_flag_suggests_the_right_one(tmp_path):
 def test_unknown_format_is_a_usage_error():
     result = grade(ROOT / "solutions", fmt="yaml", seed=None)
     assert result.rc == 2 and "invalid choice" in result.stderr and "Traceback" not in result.stderr
+
+
+def _keys_of(text: str) -> list[tuple[int, str, str]]:
+    """(line number, table header, key) of every `key = value` line of a TOML file."""
+    import re
+
+    out, table = [], ""
+    for number, line in enumerate(text.splitlines(), start=1):
+        header = re.match(r"^\s*\[\[?([^\]]+)\]\]?", line)
+        if header:
+            table = header.group(1).strip()
+            continue
+        key = re.match(r"^\s*([A-Za-z0-9_]+)\s*=", line)
+        if key:
+            out.append((number, table, key.group(1)))
+    return out
+
+
+KEYS = _keys_of((ROOT / "grading.toml").read_text(encoding="utf-8"))
+KEYS_GRADER_LINE = (ROOT / "grading.toml").read_text(encoding="utf-8").splitlines().index("[grader]") + 1
+
+
+@pytest.mark.parametrize("number, table, key", KEYS, ids=[f"{t}.{k}@{n}" for n, t, k in KEYS])
+def test_every_key_with_a_bad_value_exits_2_with_one_line_and_a_results_file(tmp_path, capsys, number, table, key):
+    """Each key of grading.toml, given a value of the wrong type: exit 2, one line on stderr
+    naming the file, the key's own line and the key, and a results file all the same."""
+    import json
+
+    from autograder import cli
+
+    lines = write_config(tmp_path / "grading.toml").read_text(encoding="utf-8").splitlines()
+    shift = int(number > KEYS_GRADER_LINE)  # write_config adds `root = …` under [grader]
+    lines[number - 1 + shift] = f"{key} = {{ bad = true }}"
+    path = tmp_path / "grading.toml"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    out = tmp_path / "r.json"
+    rc = cli.main(["grade", str(ROOT / "solutions"), "--config", str(path), "--output", str(out), "--format", "json", "--no-progress"])
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    assert err.startswith(f"autograder: grading.toml:{number + shift}: "), (err, number + shift)
+    assert f".{key}:" in err or err.split(": ")[2].startswith(key), err
+    data = json.loads(out.read_text(encoding="utf-8"))
+    assert data["status"] == "error" and data["score"] == 0 and "configuration error" in data["message"]
+
+
+def test_config_errors_in_a_second_suite_table_name_that_tables_line(tmp_path):
+    path = _config(tmp_path, {'file = "tests/suites/qkv/test_qkv_hidden.py"\nvisibility = "hidden"': 'file = "tests/suites/qkv/test_qkv_hidden.py"\nvisibility = "secret"'})
+    with pytest.raises(ConfigError) as info:
+        load(path)
+    line = int(str(info.value).split(":")[1])
+    assert 'visibility = "secret"' in path.read_text().splitlines()[line - 1], str(info.value)
+    assert "skills.qkv.suites[1].visibility" in str(info.value)
+
+
+def test_an_unknown_sandbox_user_is_a_config_error_when_grading_as_root(tmp_path, capsys):
+    import os
+
+    from autograder import cli
+
+    path = _config(tmp_path, {'user = "nobody"': 'user = "no-such-user-here"'})
+    out = tmp_path / "r.json"
+    rc = cli.main(["grade", str(ROOT / "solutions"), "--config", str(path), "--output", str(out), "--format", "json", "--no-progress", "--skill", "qkv"])
+    err = capsys.readouterr().err
+    if os.geteuid() != 0:
+        pytest.skip("the user is only used (and checked) when grading as root")
+    assert rc == 2 and err.count("\n") == 1 and "sandbox.user" in err and "does not exist" in err, err
+    assert out.is_file()
+
+
+@pytest.mark.parametrize("edit, message", [
+    ({"memory_mib = 4096": "memory_mib = 4096.5"}, "limits.memory_mib: must be a whole number"),
+    ({"run_timeout_s = 900": "run_timeout_s = 1e300"}, "limits.run_timeout_s: must be at most"),
+    ({"skill_time_s = 15": "skill_time_s = 5"}, "limits.skill_time_s: must be at least call_timeout_s"),
+    ({'user = "nobody"': 'user = "no body; rm"'}, "sandbox.user: must be a user name"),
+])
+def test_limits_and_sandbox_values_are_range_checked(tmp_path, edit, message):
+    with pytest.raises(ConfigError, match=message.replace(".", r"\.")):
+        load(_config(tmp_path, edit))

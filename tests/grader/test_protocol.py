@@ -142,3 +142,88 @@ def test_a_message_split_across_writes_arrives_whole():
     assert torch.equal(decode(header["v"], got), payload)
     a.close()
     b.close()
+
+
+# --------------------------------------------------------------------------- decode bombs
+def _tensor_node(offset: int, nbytes: int, shape: list[int], stride: list[int] | None = None, dtype: str = "uint8") -> dict:
+    return {"t": "tensor", "dtype": dtype, "shape": shape, "stride": stride, "o": offset, "n": nbytes}
+
+
+def test_one_blob_referenced_by_many_tensors_is_refused_before_any_copy():
+    blob = bytearray(1 << 20)
+    tree = [_tensor_node(0, len(blob), [len(blob)]) for _ in range(30)]
+    with pytest.raises(ProtocolError, match="same bytes"):
+        decode(tree, blob)
+
+
+def test_overlapping_extents_are_refused_but_adjacent_ones_decode():
+    blob = bytes(range(16))
+    with pytest.raises(ProtocolError, match="same bytes"):
+        decode([_tensor_node(0, 8, [8]), _tensor_node(4, 8, [8])], blob)
+    a, b = decode([_tensor_node(8, 8, [8]), _tensor_node(0, 8, [8])], blob)
+    assert a.tolist() == list(range(8, 16)) and b.tolist() == list(range(8))
+
+
+@pytest.mark.parametrize("shape, stride", [([2**62, 2**62], [0, 0]), ([2**31, 2**31, 2**31], [0, 0, 0]), ([1 << 40], [0])])
+def test_headers_claiming_huge_element_counts_are_protocol_errors(shape, stride):
+    with pytest.raises(ProtocolError, match="more data than the message carries"):
+        decode(_tensor_node(0, 8, shape, stride, "float64"), b"\0" * 8)
+
+
+def test_an_honest_expanded_view_still_decodes_as_a_view():
+    mask = torch.ones(4, 4, dtype=torch.bool).tril().expand(3, 2, 4, 4)
+    out = roundtrip(mask)
+    assert torch.equal(out, mask) and out.stride()[:2] == (0, 0)
+
+
+def test_decoded_tensors_cost_one_copy_of_the_bytes_received():
+    t = torch.arange(1 << 16, dtype=torch.float64)
+    tree, blob = encode([t, t[::2]])
+    a, b = decode(tree, blob)
+    assert torch.equal(a, t) and torch.equal(b, t[::2])
+    assert a.untyped_storage().nbytes() == t.numel() * 8  # the tensor owns its slice, nothing more
+
+
+def _frame(header: bytes, blob: bytes = b"") -> bytes:
+    return struct.pack("<4sIQ", protocol.MAGIC, len(header), len(blob)) + header + blob
+
+
+@pytest.mark.parametrize("depth", [1_000, 100_000])
+def test_a_header_nested_100000_levels_deep_is_a_protocol_error(depth):
+    a, b = socket.socketpair()
+    try:
+        payload = b"[" * depth + b"]" * depth
+        frame = _frame(b'{"ok":true,"value":' + payload + b"}")
+        thread = threading.Thread(target=a.sendall, args=(frame,))
+        thread.start()
+        try:
+            header, blob = protocol.recv_message(b, deadline=None)
+        except ProtocolError:
+            thread.join()
+            return
+        thread.join()
+        with pytest.raises(ProtocolError):
+            decode(header["value"], blob)
+    finally:
+        a.close()
+        b.close()
+
+
+@pytest.mark.parametrize("error", [RecursionError, MemoryError, OverflowError, RuntimeError])
+def test_any_failure_while_rebuilding_a_value_is_a_protocol_error(monkeypatch, error):
+    def boom(*args, **kwargs):
+        raise error("boom")
+
+    monkeypatch.setattr(protocol.torch, "frombuffer", boom)
+    with pytest.raises(ProtocolError):
+        decode(_tensor_node(0, 8, [8]), b"\0" * 8)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: torch.empty(2, 3, device="meta"),
+    lambda: torch.eye(3).to_sparse(),
+    lambda: torch.eye(3).to_sparse_csr(),
+])
+def test_tensors_without_plain_data_arrive_as_opaque_with_a_reason(make):
+    out = roundtrip(make())
+    assert isinstance(out, Opaque) and "cannot be sent as data" in out.summary

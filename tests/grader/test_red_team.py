@@ -297,7 +297,7 @@ def _graded_attack(attack: dict, tmp_path: Path, fast_config: Path, traps: Traps
     graded = grade(submission, *args, "--reveal-hidden", output=out, config=fast_config, env=env, timeout=attack.get("max_seconds", 30) + 60)
     assert graded.rc == 0, graded.stderr[-2000:]
     assert graded.seconds < attack.get("max_seconds", 30), graded.seconds
-    assert out.stat().st_size < 4 << 20
+    assert out.stat().st_size < attack.get("max_results_kib", 4096) << 10, out.stat().st_size
     jsonschema.validate(graded.data, SCHEMA)
     assert graded.data["status"] == "complete"
     for skill in graded.data["skills"]:
@@ -306,6 +306,8 @@ def _graded_attack(attack: dict, tmp_path: Path, fast_config: Path, traps: Traps
     namespaced = any(str(fact).startswith("namespaces(") for fact in graded.data.get("sandbox", []))
     for phrase in attack["says"] + (attack.get("says_with_namespaces", []) if namespaced else []):
         assert phrase in summaries, (phrase, summaries[:600])
+    for phrase in attack.get("not_says", []):
+        assert phrase not in summaries, (phrase, summaries[:600])
     assert not leftover_processes(str(tmp_path)), leftover_processes(str(tmp_path))
     assert fingerprint(submission, *PROTECTED) == before, "a file outside the worker's copy changed"
     for marker in markers:
