@@ -13,6 +13,7 @@ the worker and may be read by the submission, so a probe holds glue, never answe
 from __future__ import annotations
 
 import functools
+import sys
 from typing import Any, Callable
 
 import torch
@@ -25,15 +26,75 @@ class OpRecorder(TorchFunctionMode):
     ``torch.softmax``, ``F.softmax``, ``Tensor.softmax``, ``torch.special.softmax``,
     ``nn.Softmax``, ``torch._C._VariableFunctions.softmax``, ``torch.ops.aten._softmax``
     all reach ``__torch_function__``. (A TorchDispatchMode would also see C++-internal
-    calls, but entering one imports ~800 modules, ~1 s, in every worker.)"""
+    calls, but entering one imports ~800 modules, ~1 s, in every worker.)
 
-    def __init__(self, names: set[str]) -> None:
+    The mode can be switched off from inside (``torch._C.DisableTorchFunction()``, popping
+    the mode stack), so a second recorder that torch cannot switch off runs beside it: a
+    profile hook that sees every call of a C function made from Python code — the banned
+    function itself, however it was looked up — and notes when torch-function handling is
+    off or the hook itself was replaced. Those notes (``tampered``) fail the rule check."""
+
+    def __init__(self, names: set[str], tampered: set[str] | None = None, own_files: str = "") -> None:
         super().__init__()
         self.names = names
+        self.tampered = tampered if tampered is not None else set()
+        self.own_files = own_files  # path prefix of the submission's files: only their calls are judged
+        self._previous_profile = None
+        self._leaving = False
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         self.names.add(getattr(func, "__name__", None) or type(func).__name__)
         return func(*args, **(kwargs or {}))
+
+    def _profile(self, frame, event, arg):
+        # torch's own Python code pops and pushes modes as part of normal dispatch: only
+        # calls made by the submission's own code are recorded and judged here
+        if event != "c_call" or self._leaving or not frame.f_code.co_filename.startswith(self.own_files):
+            return
+        name = getattr(arg, "__name__", None)
+        if type(name) is str:
+            self.names.add(name)
+            if name in _PROFILE_SWITCHES:
+                self.tampered.add(f"called {name}(), which switches off the grader's recording of calls")
+        if _all_disabled():
+            self.tampered.add("switched off torch's function handling (torch._C.DisableTorchFunction), which hides calls from the grader")
+
+    def __enter__(self):
+        if _all_disabled():
+            self.tampered.add("torch's function handling was already switched off when the call began (torch._C.DisableTorchFunction)")
+        mode = super().__enter__()
+        self._leaving = False
+        self._previous_profile = sys.getprofile()
+        sys.setprofile(self._profile)
+        return mode
+
+    def __exit__(self, *exc):
+        self._leaving = True
+        if sys.getprofile() != self._profile:
+            self.tampered.add("replaced the grader's profile hook (sys.setprofile)")
+        sys.setprofile(self._previous_profile)
+        if _all_disabled():
+            self.tampered.add("left torch's function handling switched off (torch._C.DisableTorchFunction)")
+        if not _mode_on_stack(self):
+            self.tampered.add("removed the grader's recorder from torch's mode stack")
+            return False
+        return super().__exit__(*exc)
+
+
+_PROFILE_SWITCHES = {"setprofile", "settrace", "setprofile_all_threads", "settrace_all_threads", "_pop_torch_function_stack", "_set_torch_function_state", "_set_skip_next_torch_function", "_skip_one_hop_torch_function", "_push_on_torch_function_stack"}
+
+
+def _all_disabled() -> bool:
+    check = getattr(torch._C, "_is_torch_function_all_disabled", None)
+    return bool(check()) if check is not None else not torch._C._is_torch_function_enabled()
+
+
+def _mode_on_stack(mode: TorchFunctionMode) -> bool:
+    try:
+        length = torch._C._len_torch_function_stack()
+        return any(torch._C._get_function_stack_at(i) is mode for i in range(length))
+    except Exception:  # noqa: BLE001 - an older torch without these: assume intact
+        return True
 
 
 class _AutogradTripwire:
@@ -65,7 +126,18 @@ class _AutogradTripwire:
             return original(*args, **kwargs)
 
         wrapper._autograder_tripwire = True  # type: ignore[attr-defined]
+        del wrapper.__wrapped__  # functools.wraps would hand out the unwatched original
         setattr(owner, attr, wrapper)
+
+    def _watch_engine(self) -> None:
+        """Every backward pass run from Python goes through ``Variable._execution_engine``
+        (``grad``, ``backward``, and their unwrapped originals alike): watch it there."""
+        from torch.autograd.variable import Variable
+
+        engine = Variable.__dict__.get("_execution_engine")
+        if engine is None or isinstance(engine, _WatchedEngine):
+            return
+        Variable._execution_engine = _WatchedEngine(engine, self)
 
     def install(self) -> None:
         if self.installed:
@@ -83,7 +155,24 @@ class _AutogradTripwire:
             self._wrap(agf, name, f"torch.autograd.functional.{name}")
         for name in ("grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "linearize"):
             self._wrap(tfunc, name, f"torch.func.{name}")
+        self._watch_engine()
         self.installed = True
+
+
+class _WatchedEngine:
+    """Stands in for autograd's engine object: records a backward run while armed."""
+
+    def __init__(self, engine: Any, tripwire: _AutogradTripwire) -> None:
+        self._engine = engine
+        self._tripwire = tripwire
+
+    def run_backward(self, *args, **kwargs):
+        if self._tripwire.uses is not None:
+            self._tripwire.uses.add("autograd engine (a backward pass)")
+        return self._engine.run_backward(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._engine, name)
 
 
 AUTOGRAD_TRIPWIRE = _AutogradTripwire()

@@ -187,6 +187,7 @@ class WorkerContext:
         self.spec = spec
         self.ops: set[str] = set()
         self.autograd_uses: set[str] = set()
+        self.tampered: set[str] = set()
         self._probe_cache: dict[str, Any] = {}
 
     def module(self, name: str) -> Any:
@@ -220,7 +221,7 @@ class WorkerContext:
         if not enabled:
             yield
             return
-        with probes.OpRecorder(self.ops):
+        with probes.OpRecorder(self.ops, self.tampered, own_files=self.spec.copy_dir.rstrip("/") + "/"):
             yield
 
     @contextmanager
@@ -292,6 +293,7 @@ def _raised_in(exc: BaseException, prefix: str) -> str:
 def handle(ctx: WorkerContext, header: dict, blob: bytes, out: CappedWriter) -> tuple[dict, bytes]:
     ctx.ops = set()
     ctx.autograd_uses = set()
+    ctx.tampered = set()
     reply: dict[str, Any]
     rblob = b""
     try:
@@ -316,6 +318,7 @@ def handle(ctx: WorkerContext, header: dict, blob: bytes, out: CappedWriter) -> 
     reply["out_dropped"] = dropped
     reply["ops"] = sorted(ctx.ops)[:2000]
     reply["autograd"] = sorted(ctx.autograd_uses)[:100]
+    reply["tampered"] = sorted(ctx.tampered)[:20]
     return reply, rblob
 
 

@@ -19,6 +19,8 @@ from typing import Any
 
 from ..sandbox.client import Sandbox, Worker, WorkerDied, WorkerProtocolError, WorkerTimeout
 from .failures import (
+    CheckFailed,
+    Feedback,
     SubmissionCrashed,
     SubmissionError,
     SubmissionMissing,
@@ -243,6 +245,13 @@ class Submission:
             rt.charge(module, time.monotonic() - started)
         self._log(label, reply.out, reply.out_dropped)
         self.autograd_uses.update(reply.autograd)
+        if reply.tampered:
+            raise CheckFailed(Feedback(
+                check=f"{label}: the grader records which torch functions your code calls (the exercise's rule)",
+                problem="constraint",
+                detail=f"your code {reply.tampered[0]}; switching the recording off counts as breaking the rule",
+                hints=["general/forbidden-api"],
+            ))
         if not reply.ok:
             error = _classified(reply.error, module)
             if error.get("type") == "AttributeError" and f"'{key[1].split('.')[0]}'" in error.get("message", "") and not error.get("frames"):

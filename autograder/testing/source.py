@@ -1,25 +1,46 @@
 """Constraint checks on a submitted file's source (AST), done on the trusted side.
 
 "``row_softmax.py`` calls no softmax of torch, in any spelling": the scan flags every
-*attribute* or *import* of a banned name (``torch.softmax``, ``F.softmax``,
-``x.softmax``, ``torch.special.softmax``, ``from torch.nn.functional import softmax as s``,
-``getattr(torch, "softmax")``), wildcard imports from torch, and — because they could
-hide any of those — dynamic code (``eval``/``exec``/``compile``/``__import__``/
-``importlib``/``getattr`` with a computed name). Bare names are not flagged: a student's
-own ``def softmax(...)`` is fine. The run-time check in the worker (``record_ops``)
-catches what a static scan cannot see; together they are the defence.
+*attribute*, *import* or identifier-like *string literal* naming a banned function
+(``torch.softmax``, ``F.softmax``, ``x.softmax``, ``torch.special.softmax``,
+``from torch.nn.functional import softmax as s``, ``getattr(torch, "softmax")``,
+``"aten::_softmax"``). Bare names are not flagged: a student's own ``def softmax(...)`` is
+fine, and docstrings and comments are never read.
+
+For a module under a rule, the whole file is also scanned, deny by default, for every
+construct that can reach a torch function without naming it or switch off the run-time
+recorder: dynamic code and lookups (``eval``/``exec``/``compile``/``__import__``,
+``vars``/``globals``/``locals``, ``getattr``/``setattr`` with a computed name or used as a
+value, ``operator.attrgetter``/``methodcaller``, ``sys.modules``, frame objects), modules
+made for that (``importlib``, ``inspect``, ``builtins``, ``ctypes``, ``gc``, threads…),
+torch's private namespace (``torch._C``, ``torch.ops.aten._x``, ``from torch._C import …``),
+``DisableTorchFunction`` in any form, and dunder attributes beyond a short list of harmless
+ones (``__dict__``, ``__wrapped__``, ``__getattribute__``, ``__builtins__``…). The run-time
+check in the worker (``record_ops``) sees what a static scan cannot; together they are the
+defence.
 """
 
 from __future__ import annotations
 
 import ast
 import functools
+import re
 from dataclasses import dataclass
 from typing import Iterable
 
 from .failures import CheckFailed, Feedback
 
-DYNAMIC = {"eval", "exec", "compile", "__import__"}
+DYNAMIC_CALLS = {"eval", "exec", "compile", "__import__", "vars", "globals", "locals", "breakpoint"}
+#: callables that look names up by a value: fine with a constant, flagged with anything else
+LOOKUPS = {"getattr", "setattr", "delattr"}
+DENIED_MODULES = {
+    "importlib", "imp", "inspect", "builtins", "__builtin__", "ctypes", "cffi", "gc", "sys._getframe", "runpy", "code", "codeop",
+    "pkgutil", "marshal", "pickle", "dill", "threading", "_thread", "concurrent", "multiprocessing",
+}
+DENIED_NAMES = {"attrgetter", "methodcaller", "_getframe", "f_globals", "f_locals", "f_back", "f_builtins", "tb_frame", "gi_frame", "cr_frame", "ag_frame"}
+ALLOWED_DUNDERS = {"__init__", "__name__", "__qualname__", "__class__", "__doc__", "__version__", "__len__", "__call__", "__module__"}
+ALLOWED_DUNDER_NAMES = {"__name__", "__file__", "__doc__", "__all__", "__version__", "__annotations__"}
+IDENTIFIER_LIKE = re.compile(r"^[A-Za-z_][\w.:]*$")
 
 
 @dataclass(frozen=True)
@@ -46,15 +67,71 @@ def _dotted(node: ast.AST) -> str:
     return ".".join(reversed(parts))
 
 
+def _root(node: ast.AST) -> str | None:
+    while isinstance(node, (ast.Attribute, ast.Subscript, ast.Call)):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _is_dunder(name: str) -> bool:
+    return name.startswith("__") and name.endswith("__") and len(name) > 4
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not (_is_dunder(name) and name in ALLOWED_DUNDERS)
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    """ids of the string constants that are docstrings (never scanned)."""
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+                out.add(id(first.value))
+    return out
+
+
+def _module_names(tree: ast.AST, package: str) -> set[str]:
+    """Names bound to ``package`` or one of its modules by an import anywhere in the file."""
+    names = {package}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == package:
+                    names.add(alias.asname or alias.name.split(".")[0])
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == package:
+            names.update(alias.asname or alias.name for alias in node.names)
+    return names
+
+
 class _Scanner(ast.NodeVisitor):
-    def __init__(self, banned: set[str], dynamic: bool) -> None:
+    """Banned names (``banned``) are looked for where ``in_scope`` is on; the dynamic,
+    deny-by-default constructs (when ``dynamic``) everywhere."""
+
+    def __init__(self, banned: set[str], dynamic: bool, tree: ast.AST, scope: set[str] | None) -> None:
         self.banned = banned
         self.dynamic = dynamic
+        self.scope = scope
         self.found: list[Violation] = []
         self.stack: list[str] = []
+        self.docstrings = _docstrings(tree)
+        self.torch = _module_names(tree, "torch")
+        self.sys = _module_names(tree, "sys")
+        self.safe_calls: set[int] = set()  # ids of Name nodes that are the func of an allowed call
+
+    @property
+    def in_scope(self) -> bool:
+        if self.scope is None:
+            return True
+        qualified = ".".join(self.stack)
+        return any(qualified == f or qualified.startswith(f + ".") for f in self.scope)
 
     def _flag(self, node: ast.AST, text: str) -> None:
         self.found.append(Violation(getattr(node, "lineno", 0), text, ".".join(self.stack) or "<module>"))
+
+    def _banned(self, name: str) -> bool:
+        return self.in_scope and name in self.banned
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
         self.stack.append(node.name)
@@ -69,37 +146,90 @@ class _Scanner(ast.NodeVisitor):
         self.stack.pop()
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
-        if node.attr in self.banned:
+        if self._banned(node.attr):
             self._flag(node, _dotted(node))
+        elif self.dynamic:
+            if "DisableTorch" in node.attr or "disable_torch_function" in node.attr.lower():
+                self._flag(node, f"{_dotted(node)} (switches off the recording of torch calls)")
+            elif _is_dunder(node.attr) and node.attr not in ALLOWED_DUNDERS:
+                self._flag(node, f"{_dotted(node)} (dunder attribute access)")
+            elif node.attr in DENIED_NAMES or (node.attr == "modules" and _root(node) in self.sys):
+                self._flag(node, f"{_dotted(node)} (dynamic lookup)")
+            elif node.attr.startswith("_") and not _is_dunder(node.attr) and _root(node) in self.torch:
+                self._flag(node, f"{_dotted(node)} (torch's private namespace)")
         self.generic_visit(node)
 
-    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
-        for alias in node.names:
-            if alias.name == "*" and (node.module or "").split(".")[0] == "torch":
-                self._flag(node, f"from {node.module} import *")
-            elif alias.name in self.banned:
-                self._flag(node, f"from {node.module} import {alias.name}")
-        if self.dynamic and (node.module or "").split(".")[0] == "importlib":
-            self._flag(node, f"from {node.module} import …")
+    def visit_Name(self, node: ast.Name) -> None:
+        if self.dynamic and id(node) not in self.safe_calls:
+            if node.id in DYNAMIC_CALLS or node.id in LOOKUPS:
+                self._flag(node, f"{node.id} (dynamic lookup or code)")
+            elif "DisableTorch" in node.id:
+                self._flag(node, f"{node.id} (switches off the recording of torch calls)")
+            elif _is_dunder(node.id) and node.id not in ALLOWED_DUNDER_NAMES:
+                self._flag(node, f"{node.id} (dunder name)")
+            elif node.id in DENIED_NAMES:
+                self._flag(node, f"{node.id} (dynamic lookup)")
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        if not isinstance(node.value, str) or id(node) in self.docstrings or not self.in_scope:
+            return
+        text = node.value.strip()
+        if IDENTIFIER_LIKE.match(text):
+            parts = re.split(r"[.:]+", text)
+            hit = next((p for p in parts if p in self.banned), None)
+            if hit is not None:
+                self._flag(node, f"the string {text[:60]!r} (names {hit})")
+            elif self.dynamic and any("DisableTorch" in p or p == "_C" for p in parts):
+                self._flag(node, f"the string {text[:60]!r} (names torch internals)")
+
+    def _import(self, node: ast.AST, module: str, name: str | None, asname: str | None) -> None:
+        full = f"{module}.{name}" if name else module
+        parts = full.split(".")
+        if name is not None and self._banned(name):
+            self._flag(node, f"from {module} import {name}")
+        elif name is None and self._banned(parts[-1]):
+            self._flag(node, f"import {module}")
+        if not self.dynamic:
+            return
+        label = f"from {module} import {name}" if name else f"import {module}"
+        if name == "*" and parts[0] == "torch":
+            self._flag(node, f"{label} (wildcard import from torch)")
+        elif any(".".join(parts[: i + 1]) in DENIED_MODULES for i in range(len(parts))):
+            self._flag(node, f"{label} (a module for dynamic code or introspection)")
+        elif parts[0] == "torch" and any(_private(p) for p in parts[1:]):
+            self._flag(node, f"{label} (torch's private namespace)")
+        elif name is not None and (name in DENIED_NAMES or "DisableTorch" in name or _is_dunder(name) or (parts[0] == "sys" and name == "modules")):
+            self._flag(node, f"{label} (dynamic lookup)")
 
     def visit_Import(self, node: ast.Import) -> None:
         for alias in node.names:
-            if self.dynamic and alias.name.split(".")[0] == "importlib":
-                self._flag(node, f"import {alias.name}")
-            if alias.name.split(".")[-1] in self.banned:
-                self._flag(node, f"import {alias.name}")
+            self._import(node, alias.name, None, alias.asname)
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        module = "." * node.level + (node.module or "")
+        for alias in node.names:
+            self._import(node, module, alias.name, alias.asname)
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
-        if isinstance(func, ast.Name) and func.id == "getattr" and len(node.args) >= 2:
+        if isinstance(func, ast.Name) and func.id in LOOKUPS and len(node.args) >= 2:
             name = node.args[1]
             if isinstance(name, ast.Constant) and isinstance(name.value, str):
-                if name.value in self.banned:
-                    self._flag(node, f"getattr(…, {name.value!r})")
+                if self._banned(name.value):
+                    self._flag(node, f"{func.id}(…, {name.value!r})")
+                    self.safe_calls.add(id(func))
+                elif self.dynamic and (_is_dunder(name.value) or name.value.startswith("_") and _root(node.args[0]) in self.torch or "DisableTorch" in name.value):
+                    self._flag(node, f"{func.id}(…, {name.value!r}) (private or dunder attribute)")
+                    self.safe_calls.add(id(func))
+                else:
+                    self.safe_calls.add(id(func))
+                    self.docstrings.add(id(name))  # a constant, harmless attribute name
             elif self.dynamic:
-                self._flag(node, "getattr with a computed name")
-        if self.dynamic and isinstance(func, ast.Name) and func.id in DYNAMIC:
-            self._flag(node, f"{func.id}(…)")
+                self._flag(node, f"{func.id} with a computed name")
+                self.safe_calls.add(id(func))
+        elif isinstance(func, ast.Name) and func.id in DYNAMIC_CALLS and self.dynamic:
+            self._flag(node, f"{func.id}(…) (dynamic lookup or code)")
+            self.safe_calls.add(id(func))
         self.generic_visit(node)
 
 
@@ -124,16 +254,14 @@ def _functions(tree: ast.Module, scope: Iterable[str]) -> list[ast.AST]:
 
 
 def scan(source: str, banned: Iterable[str], *, scope: Iterable[str] | None = None, dynamic: bool = True) -> list[Violation]:
-    """Violations in ``source`` (whole module, or only the functions in ``scope``)."""
+    """Violations in ``source``: banned names in the whole module (or only in the functions
+    of ``scope``), and — when ``dynamic`` — the deny-by-default constructs anywhere in it,
+    whatever the scope (a helper at module level can hide what a scoped function calls)."""
     tree = _parse(source)
-    scanner = _Scanner(set(banned), dynamic)
-    if scope is None:
-        scanner.visit(tree)
-    else:
-        for node in _functions(tree, scope):
-            scanner.stack = []
-            scanner.visit(node)
-    return sorted(scanner.found, key=lambda v: v.line)
+    scanner = _Scanner(set(banned), dynamic, tree, set(scope) if scope is not None else None)
+    scanner.visit(tree)
+    found = {(v.line, v.found): v for v in scanner.found}  # one entry per construct and line
+    return sorted(found.values(), key=lambda v: v.line)
 
 
 def calls(source: str, function: str) -> set[str]:
@@ -154,12 +282,15 @@ def check_no_banned(source: str | None, file: str, banned: Iterable[str], *, wha
     """Fail with every offending line of the student's file when a banned name appears."""
     if source is None:
         return  # a missing module fails elsewhere, with its own message
-    found = scan(source, banned, scope=scope)
+    try:
+        found = scan(source, banned, scope=scope)
+    except SyntaxError:
+        return  # a file that does not parse fails elsewhere, with its own message
     if found:
-        listing = "; ".join(f"line {v.line}: {v.found}" for v in found[:6])
+        listing = "; ".join(f"{file}:{v.line}: {v.found}" for v in found[:6])
         raise CheckFailed(Feedback(
             check=what, problem="constraint",
-            detail=f"{file} uses what this exercise forbids ({listing}); write it from tensor operations",
+            detail=f"{file} uses what this exercise forbids ({listing}){' …' if len(found) > 6 else ''}; write it from tensor operations, without dynamic lookups",
             hints=list(hints) or ["general/forbidden-api"],
             frames=[v.frame(file) for v in found[:6]],
         ))

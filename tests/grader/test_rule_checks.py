@@ -1,0 +1,167 @@
+"""The exercise's rules ("no torch softmax in row_softmax.py", "no SDPA in mha_reshape.py",
+"no autograd in backward") hold against evasion: the static scan denies, for a whole file,
+every construct that can reach a torch function without naming it or switch off the
+recorder, and names the construct and line; the run-time recorder cannot be switched off
+unnoticed. Honest code in any style never trips either."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+
+from autograder.sandbox.probes import OpRecorder
+from autograder.testing.failures import CheckFailed
+from autograder.testing.source import check_no_banned, scan
+from conftest import ROOT
+
+SOFTMAX = ("softmax", "_softmax", "log_softmax", "cross_entropy", "Softmax", "scaled_dot_product_attention")
+SDPA = ("MultiheadAttention", "multi_head_attention_forward", "scaled_dot_product_attention")
+AUTOGRAD = ("backward", "grad", "enable_grad", "set_grad_enabled", "vjp", "functional")
+BACKWARD_SCOPE = ("AttentionFunction.backward", "attention_backward", "softmax_backward")
+
+EVASIONS = {
+    "vars": ('def f(x):\n    return vars(torch)["soft" "max"](x, -1)\n', "vars"),
+    "disable": ("def f(x):\n    with torch._C.DisableTorchFunction():\n        return x\n", "DisableTorchFunction"),
+    "disable-from-import": ("from torch._C import DisableTorchFunction as D\n", "torch._C"),
+    "private-torch": ("def f(x):\n    return torch._C._VariableFunctions.exp(x)\n", "private"),
+    "dict": ("def f(x):\n    return torch.__dict__['exp'](x)\n", "__dict__"),
+    "computed-getattr": ("def f(x, n):\n    return getattr(torch, n)(x)\n", "getattr with a computed name"),
+    "getattr-as-value": ("g = getattr\n", "getattr"),
+    "attrgetter": ("import operator\nf = operator.attrgetter('exp')\n", "attrgetter"),
+    "importlib": ("import importlib\nF = importlib.import_module('torch.nn.functional')\n", "import importlib"),
+    "dunder-import": ("F = __import__('torch')\n", "__import__"),
+    "sys-modules": ("import sys\nF = sys.modules['torch']\n", "sys.modules"),
+    "wrapped": ("grad = torch.autograd.grad.__wrapped__\n", "__wrapped__"),
+    "string-literal": ("NAME = 'softmax'\n", "names softmax"),
+    "aten-string": ("OP = 'aten::_softmax'\n", "names _softmax"),
+    "getattribute": ("def f(x):\n    return object.__getattribute__(torch, 'exp')(x)\n", "__getattribute__"),
+    "globals": ("def f():\n    return globals()['torch']\n", "globals"),
+    "thread": ("import threading\n", "import threading"),
+    "frame": ("import sys\nf = sys._getframe\n", "_getframe"),
+    "eval": ("f = eval('torch.softmax')\n", "eval"),
+}
+
+
+@pytest.mark.parametrize("name", EVASIONS)
+def test_every_evasion_is_flagged_with_its_line_and_construct(name):
+    body, construct = EVASIONS[name]
+    source = f'"""A module docstring that mentions softmax freely."""\nimport torch\n\n{body}'
+    found = scan(source, SOFTMAX)
+    assert found, name
+    assert any(construct in v.found for v in found), [v.found for v in found]
+    assert all(v.line >= 4 for v in found)
+
+
+def test_the_hint_names_file_line_and_construct():
+    source = "import torch\n\n\ndef softmax_rows(s, dim=-1):\n    return vars(torch)['softmax'](s, dim)\n"
+    with pytest.raises(CheckFailed) as info:
+        check_no_banned(source, "row_softmax.py", SOFTMAX, what="rule")
+    detail = info.value.feedback.detail
+    assert "row_softmax.py:5: vars" in detail and info.value.feedback.frames[0]["line"] == 5
+
+
+def test_a_helper_outside_the_scoped_functions_cannot_hide_dynamic_autograd():
+    source = textwrap.dedent('''
+        import torch
+        _grad = torch.autograd.grad.__wrapped__
+        def helper(x):
+            return _grad(x.sum(), x)
+        def attention_backward(d_out, q, k, v, weights, scale):
+            return helper(q)
+    ''')
+    found = scan(source, AUTOGRAD, scope=BACKWARD_SCOPE)
+    assert any("__wrapped__" in v.found and v.function == "<module>" for v in found)
+
+
+FAIR = [
+    # prose mentioning the banned function, in docstrings, comments and messages
+    '"""Softmax over the rows: like torch.softmax but by hand."""\nimport torch\n\n\ndef softmax_rows(s, dim=-1):\n    """softmax"""\n    # no torch.softmax here\n    if s.dim() == 0:\n        raise ValueError("softmax needs at least one dimension")\n    e = (s - s.amax(dim, keepdim=True)).exp()\n    return e / e.sum(dim, keepdim=True)\n',
+    # nn.Module habits: private attributes of self, super().__init__, getattr with constants, modules()
+    'import math\nimport torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n\nclass M(nn.Module):\n    def __init__(self, c):\n        super().__init__()\n        self._c = c\n        self.w_q = nn.Linear(c, c)\n        self.register_buffer("mask", torch.ones(2, 2).tril().bool(), persistent=False)\n\n    def forward(self, x):\n        w = getattr(self, "w_q")\n        n = sum(1 for _ in self.modules())\n        return torch.softmax(w(x) / math.sqrt(self._c), dim=-1) * n\n\n\nif __name__ == "__main__":\n    print(type(M(2)).__name__, torch.__version__)\n',
+    # typing, dataclasses, einsum strings, dtype info
+    'from __future__ import annotations\nfrom typing import Optional\nimport torch\n\n\ndef f(a: torch.Tensor, b: Optional[torch.Tensor] = None) -> torch.Tensor:\n    eps = torch.finfo(a.dtype).eps\n    return torch.einsum("...ld,...sd->...ls", a, a) + eps\n',
+]
+
+
+@pytest.mark.parametrize("source", FAIR)
+def test_honest_code_in_any_style_is_never_flagged(source):
+    assert scan(source, SOFTMAX[:-1] if "torch.softmax(w" not in source else SDPA) == []
+
+
+@pytest.mark.parametrize("folder", ["solutions", "exercises", "tests/submissions/styles/einsum", "tests/submissions/styles/float64_lse", "tests/submissions/styles/loops"])
+def test_reference_stubs_and_style_submissions_pass_the_static_rules(folder):
+    base = ROOT / folder
+    assert scan((base / "row_softmax.py").read_text(), SOFTMAX[:-1]) == []
+    assert scan((base / "mha_reshape.py").read_text(), SDPA) == []
+    assert scan((base / "custom_backward.py").read_text(), AUTOGRAD, scope=BACKWARD_SCOPE) == []
+
+
+# --------------------------------------------------------------------------- run time
+OWN = __file__  # this file plays the submission's file: the recorder judges calls made from it
+
+
+def _recorded(fn):
+    names: set[str] = set()
+    tampered: set[str] = set()
+    with OpRecorder(names, tampered, own_files=OWN):
+        fn()
+    return names, tampered
+
+
+def test_the_recorder_sees_softmax_even_with_torch_function_handling_off():
+    x = torch.randn(3, 4)
+
+    def evade():
+        with torch._C.DisableTorchFunction():
+            vars(torch)["softmax"](x, -1)
+
+    names, tampered = _recorded(evade)
+    assert "softmax" in names
+    assert any("DisableTorchFunction" in t for t in tampered)
+
+
+def test_popping_the_recorder_or_replacing_the_hook_is_noticed():
+    def pop():
+        mode = torch._C._pop_torch_function_stack()
+        torch._C._push_on_torch_function_stack(mode)
+
+    assert any("_pop_torch_function_stack" in t for t in _recorded(pop)[1])
+    assert any("setprofile" in t for t in _recorded(lambda: sys.setprofile(None))[1])
+
+
+def test_honest_code_leaves_the_recorder_intact():
+    lin = torch.nn.Linear(4, 4)
+    x = torch.randn(2, 3, 4)
+
+    def honest():
+        s = lin(x) @ x.transpose(-2, -1)
+        torch.einsum("bld,bsd->bls", x, x)
+        torch.softmax(s, -1).sum().item()
+
+    names, tampered = _recorded(honest)
+    assert not tampered, tampered
+    assert {"linear", "softmax", "einsum"} <= names
+
+
+def test_the_autograd_tripwire_has_no_unwatched_original_and_watches_the_engine():
+    """In a fresh interpreter (the tripwire patches torch process-wide)."""
+    code = textwrap.dedent('''
+        import torch
+        from autograder.sandbox import probes
+        probes.AUTOGRAD_TRIPWIRE.install()
+        assert not hasattr(torch.autograd.grad, "__wrapped__")
+        uses = set()
+        probes.AUTOGRAD_TRIPWIRE.arm(uses)
+        x = torch.ones(3, requires_grad=True)
+        with torch.enable_grad():
+            (x * 2).sum().backward()
+        probes.AUTOGRAD_TRIPWIRE.disarm()
+        assert any("engine" in u for u in uses), uses
+        print("ok")
+    ''')
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip() == "ok", out.stderr[-2000:]
