@@ -60,6 +60,18 @@ def build(attack: dict, folder: Path) -> Path:
         for stub in sorted((ROOT / "exercises").glob("*.py")):
             tree = RaiseValueError().visit(ast.parse(stub.read_text(encoding="utf-8")))
             (folder / stub.name).write_text(ast.unparse(tree) + "\n", encoding="utf-8")
+    elif kind == "stubs-body":  # every stub's `raise` becomes the attack's `body`
+        import ast
+
+        body = ast.parse(attack["body"]).body
+
+        class ReplaceRaise(ast.NodeTransformer):
+            def visit_Raise(self, node):
+                return body
+
+        for stub in sorted((ROOT / "exercises").glob("*.py")):
+            tree = ast.fix_missing_locations(ReplaceRaise().visit(ast.parse(stub.read_text(encoding="utf-8"))))
+            (folder / stub.name).write_text(ast.unparse(tree) + "\n", encoding="utf-8")
     elif kind == "edit":
         source = (ROOT / attack["base"] / attack["file"]).read_text(encoding="utf-8")
         assert source.count(attack["find"]) == 1, f"{attack['name']}: `find` must occur once in {attack['base']}/{attack['file']}"
