@@ -278,19 +278,45 @@ def calls(source: str, function: str) -> set[str]:
     return out
 
 
-def check_no_banned(source: str | None, file: str, banned: Iterable[str], *, what: str, hints: Iterable[str] = (), scope: Iterable[str] | None = None) -> None:
-    """Fail with every offending line of the student's file when a banned name appears."""
+def imported(source: str, available: dict[str, str]) -> dict[str, str]:
+    """The files among ``available`` (module name → source) that ``source`` imports, directly
+    or through each other."""
+    out: dict[str, str] = {}
+    todo = [source]
+    while todo:
+        try:
+            tree = _parse(todo.pop())
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
+            for name in names:
+                top = name.split(".")[0]
+                if top in available and top not in out:
+                    out[top] = available[top]
+                    todo.append(available[top])
+    return out
+
+
+def check_no_banned(source: str | None, file: str, banned: Iterable[str], *, what: str, hints: Iterable[str] = (), scope: Iterable[str] | None = None,
+                    imports: dict[str, str] | None = None) -> None:
+    """Fail with every offending line of the student's file when a banned name appears.
+    ``imports`` (module name → source, e.g. ``sub.importable_sources()``): the submission's
+    other files; those the file imports are scanned whole with the same rules."""
     if source is None:
         return  # a missing module fails elsewhere, with its own message
-    try:
-        found = scan(source, banned, scope=scope)
-    except SyntaxError:
-        return  # a file that does not parse fails elsewhere, with its own message
+    files = [(file, source, scope)] + [(f"{name}.py", text, None) for name, text in sorted(imported(source, {k: v for k, v in (imports or {}).items() if f"{k}.py" != file}).items())]
+    found: list[tuple[str, Violation]] = []
+    for name, text, file_scope in files:
+        try:
+            found += [(name, v) for v in scan(text, banned, scope=file_scope)]
+        except SyntaxError:
+            continue  # a file that does not parse fails elsewhere, with its own message
     if found:
-        listing = "; ".join(f"{file}:{v.line}: {v.found}" for v in found[:6])
+        listing = "; ".join(f"{name}:{v.line}: {v.found}" for name, v in found[:6])
         raise CheckFailed(Feedback(
             check=what, problem="constraint",
             detail=f"{file} uses what this exercise forbids ({listing}){' …' if len(found) > 6 else ''}; write it from tensor operations, without dynamic lookups",
             hints=list(hints) or ["general/forbidden-api"],
-            frames=[v.frame(file) for v in found[:6]],
+            frames=[v.frame(name) for name, v in found[:6]],
         ))

@@ -46,6 +46,7 @@ def check_source(sub) -> None:
     check_no_banned(
         sub.source(MODULE), FILE, BANNED_NAMES,
         what="row_softmax.py calls no torch softmax, log_softmax or cross_entropy (docs/EXERCISES.md §3)", hints=HINTS,
+        imports=sub.importable_sources(),
     )
 
 

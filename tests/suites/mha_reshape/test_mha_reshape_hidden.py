@@ -407,7 +407,7 @@ def test_multi_head_attention_uses_neither_nn_multiheadattention_nor_sdpa(sub, r
     broken, and then the whole skill scores 0. Code that raises shows nothing at run time,
     so the source check is what decides there."""
     check_no_banned(sub.source("mha_reshape"), "mha_reshape.py", BANNED, what="mha_reshape.py: no nn.MultiheadAttention and no F.scaled_dot_product_attention (Day 1 §B)",
-                    hints=["mha_reshape/uses-library-attention"])
+                    hints=["mha_reshape/uses-library-attention"], imports=sub.importable_sources())
     C, T, B = 8, randint(rng, 2, 8), 2
     x = randn(rng, B, T, C)
     key_allowed = _key_allowed(rng, B, T)
