@@ -60,6 +60,12 @@ def _rmtree(path: Path) -> None:
     shutil.rmtree(path, onerror=onerror)
 
 
+#: imported by the fork server in every run, whatever the skills: honest code reaches it
+#: through common calls (``torch.broadcast_shapes``, gradcheck) and its first import costs
+#: ~2.6 s (sympy) in every worker otherwise — which [limits] skill_time_s would count
+ALWAYS_PRELOAD = {"torch.fx.experimental.symbolic_shapes"}
+
+
 def _manifest(config: Config, prepared: PreparedSubmission, spec_dict: dict, seed: seeding.SeedChoice) -> dict:
     return {
         "root": str(config.root),
@@ -72,7 +78,7 @@ def _manifest(config: Config, prepared: PreparedSubmission, spec_dict: dict, see
         "modules": prepared.modules,
         # importable by the submission, never graded (rule scans of a module should cover them)
         "helpers": {name: info["copy_path"] for name, info in {**prepared.siblings, **prepared.helpers}.items() if info.get("copy_path")},
-        "preload": sorted({m for skill in config.skills.values() for m in skill.preload}),
+        "preload": sorted(ALWAYS_PRELOAD | {m for skill in config.skills.values() for m in skill.preload}),
         "worker": spec_dict,
         "limits": {
             "call_timeout_s": config.limits.call_timeout_s,
