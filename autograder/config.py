@@ -353,6 +353,7 @@ def _parse(path: Path, text: str, data: dict, check_files: bool) -> Config:
     }
 
     release = r.table(data.get("release", {}), ["release"])
+    _release_texts(r, release)
     gradescope_release = _gradescope_release(r, release.get("gradescope", {}), limits)
     nbgrader_release = _nbgrader_release(r, release.get("nbgrader", {}))
 
@@ -457,6 +458,18 @@ def _limits(r: _Reader, raw: dict, base: Limits, keypath: list[str]) -> Limits:
     if limits.skill_time_s < limits.call_timeout_s:
         raise r.fail(keypath + ["skill_time_s"], f"must be at least call_timeout_s ({limits.call_timeout_s:g}), got {limits.skill_time_s:g}")
     return limits
+
+
+def _release_texts(r: _Reader, release: dict) -> None:
+    """``[release] docs`` (files shipped to students) and ``[release.rules]`` (one rule text
+    per skill, printed in the student README)."""
+    docs = release.get("docs", [])
+    if not isinstance(docs, list) or not all(isinstance(d, str) and d.strip() for d in docs):
+        raise r.fail(["release", "docs"], 'must be a list of repository paths, e.g. ["docs/EXERCISES.md"]')
+    rules = r.table(release.get("rules", {}), ["release", "rules"])
+    for skill, text in rules.items():
+        if not isinstance(text, str) or not text.strip():
+            raise r.fail(["release", "rules", skill], "must be the rule's text (a non-empty string)")
 
 
 def _gradescope_release(r: _Reader, raw: Any, limits: Limits) -> GradescopeRelease:
