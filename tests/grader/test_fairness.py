@@ -16,6 +16,7 @@ import os
 import re
 import shutil
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -276,6 +277,7 @@ def test_rule_scans_can_reach_every_importable_file(tmp_path):
 
     (tmp_path / "row_softmax.py").write_text("from utils import f\n")
     (tmp_path / "utils.py").write_text("import torch\nf = torch.softmax\n")
-    runtime = Runtime(sandbox=None, modules={"row_softmax": ModuleInfo("row_softmax", "row_softmax.py", tmp_path / "row_softmax.py")},
+    no_sandbox = SimpleNamespace(spec=SimpleNamespace(output_bytes=0))  # nothing is called: only sources are read
+    runtime = Runtime(sandbox=no_sandbox, modules={"row_softmax": ModuleInfo("row_softmax", "row_softmax.py", tmp_path / "row_softmax.py")},
                       call_timeout=1, budget_deadline=0, importable={"utils": tmp_path / "utils.py"})
     assert Submission(runtime).importable_sources() == {"row_softmax": "from utils import f\n", "utils": "import torch\nf = torch.softmax\n"}
