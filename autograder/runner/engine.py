@@ -61,18 +61,28 @@ def environment(root: Path, suites_dir: Path) -> dict[str, str]:
     return env
 
 
+#: starts the pytest command: (argv, cwd, env, log file, pass_fds) → a Popen-like handle
+#: (pid, poll, wait, returncode; optionally kill_group). A batch forks it from a preloaded
+#: process instead (autograder.batch.server); everything else about the run is the same.
+Launcher = Callable[..., "subprocess.Popen"]
+
+
+def popen(argv: list[str], *, cwd: Path, env: dict[str, str], log, pass_fds: tuple[int, ...]) -> subprocess.Popen:
+    return subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                            pass_fds=pass_fds, start_new_session=True)
+
+
 class Engine:
     """The trusted pytest process of one grading run."""
 
-    def __init__(self, root: Path, suites_dir: Path, test_files: list[str], report: Path, log: Path) -> None:
+    def __init__(self, root: Path, suites_dir: Path, test_files: list[str], report: Path, log: Path, launcher: Launcher | None = None) -> None:
         self.log = log
         manifest_read, self._manifest_write = os.pipe()
         self._progress_read, progress_write = os.pipe()
         self._log_fh = open(log, "wb")  # noqa: SIM115 - closed in wait()/abort()
-        self.proc = subprocess.Popen(
+        self.proc = (launcher or popen)(
             command(root, test_files, report, manifest_read, progress_write),
-            cwd=root, env=environment(root, suites_dir), stdin=subprocess.DEVNULL, stdout=self._log_fh, stderr=subprocess.STDOUT,
-            pass_fds=(manifest_read, progress_write), start_new_session=True,
+            cwd=root, env=environment(root, suites_dir), log=self._log_fh, pass_fds=(manifest_read, progress_write),
         )
         os.close(manifest_read)
         os.close(progress_write)
@@ -143,8 +153,9 @@ class Engine:
 
 
 def _kill(proc: subprocess.Popen) -> None:
+    kill_group = getattr(proc, "kill_group", None)  # a forked run: its parent kills it (no pid-reuse race)
     try:
-        os.killpg(proc.pid, signal.SIGKILL)
+        kill_group() if kill_group is not None else os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
     try:

@@ -33,6 +33,7 @@ class GradeRequest:
     protect: list[Path] = field(default_factory=list)  # e.g. the results file's folder
     on_event: Callable[[dict], None] | None = None
     keep_report: Path | None = None
+    launcher: engine.Launcher | None = None  # how the pytest process starts (batch: forked from a preloaded one)
 
 
 def suite_hash(config: Config) -> str:
@@ -117,7 +118,7 @@ def grade(request: GradeRequest) -> Results:
     try:
         report_path = private / "report.json"
         files = sorted({s.file for skill in config.skills.values() for s in skill.suites})
-        engine_proc = engine.Engine(config.root, config.suites_dir, files, report_path, private / "pytest.log")
+        engine_proc = engine.Engine(config.root, config.suites_dir, files, report_path, private / "pytest.log", request.launcher)
         try:
             prepared = prepare(request.submission, config, run_dir, world_readable=True)
         except SubmissionDirError as exc:

@@ -1,0 +1,203 @@
+"""The batch side of the preloaded engine server (autograder.batch.server): start it once,
+then hand ``Engine`` a launcher that forks each run from it instead of starting Python.
+
+``PreloadedEngines.launch`` has ``runner.engine.popen``'s signature and returns a handle
+with ``Popen``'s ``pid``/``poll``/``wait``/``returncode`` and a ``kill_group`` (the server,
+the run's parent, kills it: no pid-reuse race). A run whose command or environment is not
+the one the server was started for, or any run after the server died, is started with
+``popen`` — slower, never different.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from ..runner import engine
+
+PYTEST = [sys.executable, "-s", "-m", "pytest"]
+
+
+class ServerError(Exception):
+    pass
+
+
+class ForkedRun:
+    """A pytest run forked by the server: what ``Engine`` needs of a ``Popen``."""
+
+    def __init__(self, server: "PreloadedEngines", run_id: int) -> None:
+        self._server = server
+        self.id = run_id
+        self.pid = -1
+        self.returncode: int | None = None
+        self._done = threading.Event()
+
+    def _finish(self, returncode: int) -> None:
+        self.returncode = returncode
+        self._done.set()
+
+    def poll(self) -> int | None:
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        if not self._done.wait(timeout):
+            raise subprocess.TimeoutExpired(["pytest (forked)"], timeout or 0)
+        return self.returncode  # type: ignore[return-value]
+
+    def kill_group(self) -> None:
+        self._server._send({"op": "kill", "id": self.id})
+
+
+class PreloadedEngines:
+    """One preloaded server per batch (``with PreloadedEngines(config) as engines:``)."""
+
+    def __init__(self, root: Path, suites_dir: Path, preload: list[str], start_timeout: float = 120.0) -> None:
+        self.env = engine.environment(root, suites_dir)
+        self.cwd = Path(root)
+        self._lock = threading.Lock()
+        self._runs: dict[int, ForkedRun] = {}
+        self._next = 1
+        self.alive = False
+        self.fallbacks = 0
+        self.started_seconds = 0.0
+        self.not_preloaded: list[str] = []
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - what the server says if it breaks
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self._sock = ours
+        started = time.monotonic()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-s", "-m", "autograder.batch.server", str(theirs.fileno()), ",".join(preload)],
+            cwd=root, env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._stderr,
+            pass_fds=(theirs.fileno(),), start_new_session=True,
+        )
+        theirs.close()
+        ours.settimeout(start_timeout)
+        try:
+            data = ours.recv(1 << 16)
+        except OSError as exc:
+            self._stop_process()
+            raise ServerError(f"the preloaded engine server did not start: {exc}") from None
+        if not data:
+            self._stop_process()
+            err = self._server_stderr()
+            raise ServerError(f"the preloaded engine server did not start: {err.strip() or 'it exited'}")
+        ready = json.loads(data)
+        self.not_preloaded = list(ready.get("not_preloaded") or [])
+        self.started_seconds = time.monotonic() - started
+        ours.settimeout(None)
+        self.alive = True
+        self._reader = threading.Thread(target=self._read, name="batch-engine-server", daemon=True)
+        self._reader.start()
+
+    # ------------------------------------------------------------------ launcher
+    def launch(self, argv: list[str], *, cwd: Path, env: dict[str, str], log, pass_fds: tuple[int, ...]):
+        """``runner.engine.popen``, forked from the preloaded process when it can be."""
+        if not self.alive or argv[: len(PYTEST)] != PYTEST or env != self.env or Path(cwd) != self.cwd or len(pass_fds) != 2:
+            self.fallbacks += 1
+            return engine.popen(argv, cwd=cwd, env=env, log=log, pass_fds=pass_fds)
+        with self._lock:
+            run_id = self._next
+            self._next += 1
+            run = ForkedRun(self, run_id)
+            self._runs[run_id] = run
+            message = {"op": "run", "id": run_id, "argv": argv[len(PYTEST):], "cwd": str(cwd), "env": env, "fds": list(pass_fds)}
+            try:
+                socket.send_fds(self._sock, [json.dumps(message).encode()], [*pass_fds, log.fileno()])
+            except OSError:
+                del self._runs[run_id]
+                self.alive = False
+                run = None
+        if run is None:
+            self.fallbacks += 1
+            return engine.popen(argv, cwd=cwd, env=env, log=log, pass_fds=pass_fds)
+        return run
+
+    # ------------------------------------------------------------------ internals
+    def _send(self, message: dict) -> None:
+        with self._lock:
+            try:
+                self._sock.send(json.dumps(message).encode())
+            except OSError:
+                pass
+
+    def _read(self) -> None:
+        while True:
+            try:
+                data = self._sock.recv(1 << 16)
+            except OSError:
+                data = b""
+            if not data:
+                break
+            try:
+                message = json.loads(data)
+            except ValueError:
+                continue
+            with self._lock:
+                run = self._runs.get(int(message.get("id", -1)))
+                if run is not None and "pid" in message:
+                    run.pid = int(message["pid"])
+                if run is not None and "status" in message:
+                    del self._runs[run.id]
+            if run is not None and "status" in message:
+                run._finish(os.waitstatus_to_exitcode(int(message["status"])))
+        # the server is gone: its runs died with it (each in a session it killed or orphaned)
+        with self._lock:
+            self.alive = False
+            runs, self._runs = list(self._runs.values()), {}
+        for run in runs:
+            if run.pid > 0:
+                try:
+                    os.killpg(run.pid, 9)
+                except (ProcessLookupError, PermissionError):
+                    pass
+            run._finish(-9)
+
+    def kill_all(self) -> None:
+        with self._lock:
+            ids = list(self._runs)
+        for run_id in ids:
+            self._send({"op": "kill", "id": run_id})
+
+    def _stop_process(self) -> None:
+        try:
+            os.killpg(self.proc.pid, 9)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+
+    def close(self) -> None:
+        if self.alive:
+            self._send({"op": "stop"})
+        try:
+            self.proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            pass
+        self._stop_process()
+        try:
+            self._sock.close()
+        except OSError:
+            pass
+        self._stderr.close()
+
+    def _server_stderr(self) -> str:
+        try:
+            self._stderr.seek(0)
+            return self._stderr.read()[-600:].decode("utf-8", "replace")
+        except (OSError, ValueError):
+            return ""
+
+    def __enter__(self) -> "PreloadedEngines":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -1,0 +1,273 @@
+"""The preloaded engine server of a batch run: start Python and ``import torch`` once, not
+once per student.
+
+``python -m autograder grade`` starts a fresh ``python -m pytest … -p autograder.runner.plugin``
+per run (runner/engine.py). A batch starts *this* process once instead, with exactly the
+environment and working folder ``Engine`` gives pytest, and it imports what every run
+imports — pytest and its built-in plugins, pytest-json-report, torch, the sandbox and the
+testing helpers — but computes nothing, imports no suite, no solution and no submission, and
+never imports ``autograder.runner.plugin`` (whose import starts a run's fork server). For
+each student the batch sends it the argv ``Engine`` would have run and the run's three file
+descriptors (manifest pipe, progress pipe, log file); the server forks a child that
+
+- starts its own session (a kill takes its whole process group, like ``Popen(start_new_session)``),
+- resets every signal handler and the signal mask to a fresh interpreter's,
+- puts the log on stdout/stderr, ``/dev/null`` on stdin, the pipes on the descriptor numbers
+  named in the argv, and closes every other inherited descriptor,
+- sets ``sys.argv`` and ``os.environ`` to what the fresh process would have had,
+- and runs ``pytest.console_main()``: from here on it is the same program as the fresh one
+  (the plugin imports, forks its sandbox fork server from a process that has imported torch and
+  computed nothing — see /work/shared/reference/torch-worker-processes.md — and reads the
+  manifest). It never returns into the server: it leaves with ``os._exit``.
+
+So a forked run and a ``Popen`` run differ only in how the process started. The server is a
+child subreaper: whatever a run leaves behind is re-parented here and killed.
+
+Protocol (a SOCK_SEQPACKET pair, one JSON object per message):
+  batch → server  ``{"op": "run", "id": N, "argv": [...], "cwd": "...", "env": {...}, "fds": [m, p]}``
+                  with three descriptors attached: manifest read end, progress write end, log;
+                  ``{"op": "kill", "id": N}``; ``{"op": "stop"}``.
+  server → batch  ``{"id": N, "pid": P}`` once forked, ``{"id": N, "status": S}`` (waitpid status)
+                  once reaped, ``{"ready": true, ...}`` once, after the imports.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import select
+import signal
+import socket
+import sys
+import time
+
+MAX_MESSAGE = 1 << 20
+
+#: what every grading run imports besides what the plugin imports itself
+_ALWAYS = (
+    "pytest", "_pytest.config", "_pytest.main", "_pytest.python", "_pytest.fixtures", "_pytest.runner",
+    "_pytest.terminal", "_pytest.assertion.rewrite", "pytest_jsonreport.plugin", "pytest_metadata.plugin",
+    "torch", "torch.nn.functional", "torch.func", "torch.autograd.functional",
+    "autograder.feedback.hints", "autograder.sandbox.client", "autograder.sandbox.zygote", "autograder.sandbox.worker",
+    "autograder.sandbox.probes", "autograder.sandbox.confine", "autograder.testing.expect", "autograder.testing.credit",
+    "autograder.testing.failures", "autograder.testing.remote", "autograder.results",
+)
+#: never imported here: importing it is what starts a run (its fork server, in the child)
+_RUN_MODULES = ("autograder.runner.plugin",)
+
+
+def _preload(extra: list[str]) -> list[str]:
+    import _pytest.config
+
+    names = list(_ALWAYS) + [f"_pytest.{p}" for p in _pytest.config.default_plugins] + list(extra)
+    failed = []
+    for name in dict.fromkeys(names):
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - a module we cannot preload is imported by the run itself
+            failed.append(name)
+    for name in _RUN_MODULES:
+        if name in sys.modules:
+            raise RuntimeError(f"{name} was imported by a preloaded module; the batch server must not start a run")
+    return failed
+
+
+def _fresh_signals() -> None:
+    """The dispositions a new ``python`` process starts with."""
+    for sig in signal.valid_signals():
+        if sig in (signal.SIGKILL, signal.SIGSTOP):
+            continue
+        try:
+            signal.signal(sig, signal.SIG_DFL)
+        except (OSError, ValueError):
+            pass
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    for sig in (signal.SIGPIPE, getattr(signal, "SIGXFSZ", None)):
+        if sig is not None:
+            signal.signal(sig, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_SETMASK, [])
+
+
+def _place_fds(received: list[int], targets: list[int]) -> None:
+    """``received`` = [manifest, progress, log]: log → 1 and 2, /dev/null → 0, the pipes on
+    ``targets`` (the numbers the argv names); every other descriptor closed."""
+    high = [_dup_high(fd) for fd in received]
+    for fd in received:
+        os.close(fd)
+    manifest, progress, log = high
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    keep = {0, 1, 2, *targets}
+    os.dup2(manifest, targets[0], inheritable=True)
+    os.dup2(progress, targets[1], inheritable=True)
+    for fd in (manifest, progress, log):
+        if fd not in keep:
+            os.close(fd)
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        if fd not in keep:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def _dup_high(fd: int) -> int:
+    import fcntl
+
+    return fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 1000)
+
+
+def _child(sock: socket.socket, request: dict, fds: list[int]) -> None:
+    """The forked run. Never returns."""
+    code = 70
+    try:
+        sock.close()
+        os.setsid()
+        _fresh_signals()
+        os.chdir(request["cwd"])
+        os.environ.clear()
+        os.environ.update(request["env"])
+        _place_fds(fds, [int(fd) for fd in request["fds"]])
+        sys.stdin = open(0, closefd=False)  # noqa: SIM115 - the fresh process's streams
+        sys.stdout = open(1, "w", buffering=1, closefd=False, errors="backslashreplace")  # noqa: SIM115
+        sys.stderr = open(2, "w", buffering=1, closefd=False, errors="backslashreplace")  # noqa: SIM115
+        argv = list(request["argv"])
+        import pytest
+
+        sys.argv = [pytest.__file__.replace("__init__.py", "__main__.py"), *argv]
+        code = pytest.console_main()
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    except BaseException:  # noqa: BLE001 - report it in the run's log, then leave
+        import traceback
+
+        try:
+            traceback.print_exc()
+        except Exception:  # noqa: BLE001
+            pass
+        code = 70
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except Exception:  # noqa: BLE001
+            pass
+        os._exit(code if isinstance(code, int) else 1)
+
+
+class _Server:
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.runs: dict[int, int] = {}  # pid → request id
+
+    def send(self, message: dict) -> None:
+        self.sock.send(json.dumps(message).encode())
+
+    def start(self, request: dict, fds: list[int]) -> None:
+        if len(fds) != 3:
+            for fd in fds:
+                os.close(fd)
+            raise ValueError("run needs three descriptors: manifest, progress, log")
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            _child(self.sock, request, fds)
+        for fd in fds:
+            os.close(fd)
+        self.runs[pid] = int(request["id"])
+        self.send({"id": int(request["id"]), "pid": pid})
+
+    def kill(self, run_id: int) -> None:
+        for pid, rid in self.runs.items():
+            if rid == run_id:
+                for target in (-pid, pid):
+                    try:
+                        os.kill(target, signal.SIGKILL)
+                    except (ProcessLookupError, PermissionError):
+                        pass
+
+    def reap(self) -> None:
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            run_id = self.runs.pop(pid, None)
+            if run_id is not None:
+                # whatever the run started and left behind (in its own process group) goes too
+                try:
+                    os.killpg(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+                self.send({"id": run_id, "status": status})
+
+    def sweep_orphans(self) -> None:
+        """Kill what finished runs left behind (re-parented here: we are a subreaper)."""
+        me = os.getpid()
+        try:
+            with open(f"/proc/{me}/task/{me}/children") as fh:
+                children = [int(p) for p in fh.read().split()]
+        except OSError:
+            return
+        for pid in children:
+            if pid not in self.runs:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+
+    def loop(self) -> None:
+        last_sweep = time.monotonic()
+        while True:
+            ready, _, _ = select.select([self.sock], [], [], 0.05)
+            if ready:
+                try:
+                    data, fds, _flags, _addr = socket.recv_fds(self.sock, MAX_MESSAGE, 4)
+                except OSError:
+                    break
+                if not data:
+                    break
+                request = json.loads(data)
+                op = request.get("op")
+                if op == "run":
+                    self.start(request, list(fds))
+                elif op == "kill":
+                    self.kill(int(request["id"]))
+                elif op == "stop":
+                    break
+                for fd in fds if op != "run" else ():
+                    os.close(fd)
+            self.reap()
+            if time.monotonic() - last_sweep > 1.0:
+                self.sweep_orphans()
+                last_sweep = time.monotonic()
+        for run_id in list(self.runs.values()):
+            self.kill(run_id)
+        self.reap()
+        self.sweep_orphans()
+
+
+def main(argv: list[str]) -> int:
+    fd = int(argv[0])
+    extra = [m for m in (argv[1].split(",") if len(argv) > 1 else []) if m]
+    sock = socket.socket(fileno=fd)
+    from autograder.sandbox import confine
+
+    confine.set_child_subreaper()
+    started = time.monotonic()
+    failed = _preload(extra)
+    sock.send(json.dumps({"ready": True, "seconds": round(time.monotonic() - started, 3), "not_preloaded": failed}).encode())
+    _Server(sock).loop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
