@@ -10,7 +10,7 @@
 
 include autograder/grade.mk
 
-.PHONY: grade test check snapshots stubs release benchmark tolerances clean help
+.PHONY: grade test check snapshots stubs release benchmark tolerances batch clean help
 .DEFAULT_GOAL := help
 
 $(VENV)/.dev.stamp: $(VENV)/.requirements.stamp requirements-dev.txt
@@ -46,6 +46,10 @@ release: $(VENV)/.instructor.stamp ## instructors: build $(DIST)/ for VERSION
 	@test -n "$(VERSION)" || { echo "make release: say which version, e.g. make release VERSION=1.0.0" >&2; exit 2; }
 	$(PY) -m autograder release --out $(DIST) --version $(VERSION)
 
+batch: $(VENV)/.requirements.stamp ## instructors: grade a class (SUBMISSIONS=folder or Gradescope export, OUT=dir, [JOBS=n] [FORCE=1])
+	@test -n "$(SUBMISSIONS)" -a -n "$(OUT)" || { echo "make batch: say what to grade and where, e.g. make batch SUBMISSIONS=submissions/ OUT=graded/" >&2; exit 2; }
+	$(PY) -m autograder batch "$(SUBMISSIONS)" --out "$(OUT)" $(if $(JOBS),--jobs $(JOBS)) $(if $(FORCE),--force)
+
 benchmark: $(VENV)/.requirements.stamp ## time one full grade against `import torch`
 	$(PY) tests/benchmarks/grade_time.py
 
@@ -59,4 +63,5 @@ help:
 	@echo "make snapshots                                           instructors: rewrite the visible suites' reference snapshots"
 	@echo "make stubs                                               instructors: rewrite exercises/ from solutions/"
 	@echo "make release VERSION=1.0.0                               instructors: build dist/ (student repo, Gradescope zip, nbgrader course)"
+	@echo "make batch SUBMISSIONS=dir OUT=dir [JOBS=n] [FORCE=1]           instructors: grade a whole class (gradebook.csv, summary.md)"
 	@echo "make benchmark | make tolerances                         measure speed / re-derive tolerances"

@@ -1,0 +1,132 @@
+"""``python -m autograder batch SUBMISSIONS --out DIR [--jobs N] [--force] [--seed N] [--skill NAME]...``
+
+Exit status: 0 when every student has a result (whatever the scores; a student whose grading
+broke has status ``error`` in the gradebook and the reason in their results); 2 for a usage
+or configuration error; 130 when interrupted (finished results and the gradebook are kept:
+run the same command again to go on).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from rich.console import Console
+from rich.markup import escape as rich_escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+from ..config import ConfigError, load
+from .run import Options, default_jobs, run
+from .students import BatchInputError, discover
+
+EXIT_OK, EXIT_USAGE, EXIT_INTERRUPTED = 0, 2, 130
+
+
+def parser(prog: str = "python -m autograder batch") -> argparse.ArgumentParser:
+    from ..cli import _Parser
+
+    p = _Parser(prog=prog, description="Grade a whole class: one subfolder or .zip per student, or a Gradescope export.")
+    p.add_argument("submissions", help="folder with one subfolder or .zip per student, or a Gradescope 'Export Submissions' folder")
+    p.add_argument("--out", required=True, metavar="DIR", help="where gradebook.csv, summary.md and DIR/<student>/ go")
+    p.add_argument("--jobs", type=int, default=None, metavar="N", help="students graded at once (default: number of cores)")
+    p.add_argument("--force", action="store_true", help="regrade students that already have a finished result")
+    p.add_argument("--seed", type=int, default=None, help="seed for every student (default: [grader] seed — derived from each submission's files)")
+    p.add_argument("--skill", action="append", default=[], metavar="NAME", help="grade only this skill (repeatable)")
+    p.add_argument("--config", metavar="FILE", default=None, help="grading config (default: grading.toml of this repository)")
+    p.add_argument("--no-progress", action="store_true", help="no live progress bar")
+    p.add_argument("--no-preload", action="store_true", help="start a fresh Python per student instead of forking a preloaded one (slower; for comparison)")
+    return p
+
+
+class BatchProgress:
+    def __init__(self, console: Console, enabled: bool) -> None:
+        self.console = console
+        self.enabled = enabled
+        self.progress = Progress(
+            TextColumn("[bold]batch[/]"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
+            TimeElapsedColumn(), TimeRemainingColumn(), console=console, transient=False,
+        )
+        self.task = None
+        self.counts = {"complete": 0, "error": 0, "skipped": 0}
+
+    def begin(self, total: int, skipped: int) -> None:
+        self.counts["skipped"] = skipped
+        if self.enabled:
+            self.progress.start()
+            self.task = self.progress.add_task(self._description(), total=total, completed=skipped)
+
+    def _description(self) -> str:
+        c = self.counts
+        return f"{c['complete']} graded · {c['error']} errors · {c['skipped']} already done"
+
+    def advance(self, student, status: str) -> None:
+        self.counts["complete" if status == "complete" else "error"] += 1
+        if self.enabled and self.task is not None:
+            self.progress.update(self.task, advance=1, description=self._description())
+
+    def note(self, text: str) -> None:
+        self.console.print(rich_escape(text), highlight=False)
+
+    def stop(self) -> None:
+        if self.enabled:
+            self.progress.stop()
+
+
+def main(argv: list[str]) -> int:
+    args = parser().parse_args(argv)
+    err = Console(stderr=True)
+    out = Console(highlight=False)
+    if args.jobs is not None and args.jobs < 1:
+        print("autograder: --jobs must be at least 1", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        from ..cli import _default_config
+
+        config = load(args.config or _default_config()).select(args.skill or None)
+    except ConfigError as exc:
+        print(f"autograder: configuration error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    submissions = Path(args.submissions)
+    out_dir = Path(args.out)
+    try:
+        students, notes = discover(submissions)
+    except BatchInputError as exc:
+        print(f"autograder: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if out_dir.resolve() == submissions.resolve() or submissions.resolve() in out_dir.resolve().parents:
+        print(f"autograder: --out {out_dir}: is inside SUBMISSIONS — choose a folder outside it", file=sys.stderr)
+        return EXIT_USAGE
+    for note in notes:
+        err.print(rich_escape(f"autograder: {note}"), highlight=False)
+    options = Options(submissions=submissions, out=out_dir, jobs=args.jobs or default_jobs(), force=args.force,
+                      seed=args.seed, skills=list(args.skill), preload=not args.no_preload)
+    progress = BatchProgress(err, enabled=not args.no_progress and err.is_terminal)
+    try:
+        outcome = run(config, students, options, progress)
+    except KeyboardInterrupt:
+        progress.stop()
+        print("autograder: interrupted — finished results are kept; run the same command again to grade the rest", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except OSError as exc:
+        progress.stop()
+        print(f"autograder: --out {out_dir}: {exc.strerror or exc} — choose a folder you can write", file=sys.stderr)
+        return EXIT_USAGE
+    progress.stop()
+    summary = outcome.summary
+    if summary is not None:
+        from .report import print_summary
+
+        print_summary(out, summary)
+    graded_rate = outcome.graded / outcome.seconds if outcome.seconds > 0 and outcome.graded else 0.0
+    out.print(
+        f"{outcome.graded} graded, {outcome.skipped} already done (kept), {summary.errors if summary else 0} with status error"
+        f" — {outcome.seconds:.1f} s ({graded_rate:.2f} students/s, --jobs {options.jobs})"
+        + (f"; {outcome.fallbacks} started without the preloaded server" if outcome.fallbacks else ""),
+        markup=False,
+    )
+    out.print(f"→ {out_dir / 'gradebook.csv'}, {out_dir / 'summary.md'}, {out_dir}/<student>/results.json + feedback.md", markup=False)
+    if outcome.interrupted:
+        print("autograder: interrupted — finished results are kept; run the same command again to grade the rest", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    return EXIT_OK

@@ -1,0 +1,273 @@
+"""What a batch writes for the instructors: ``gradebook.csv``, ``summary.md`` and the printed
+class summary — all read back from the students' finished ``results.json`` files, so the
+gradebook always agrees with what is on disk (a resumed or interrupted batch included).
+
+- ``gradebook.csv``: one row per student found in SUBMISSIONS (also those not graded yet:
+  status ``not graded``): student, sid, folder, total, max, one column per skill, status,
+  seed, suite hash, message. Text cells that a spreadsheet would run as a formula
+  (leading ``=``, ``+``, ``-``, ``@``, tab, CR) get a leading ``'``.
+- ``summary.md`` and the terminal: per skill the score distribution (a text histogram: the
+  share of the skill's points each student earned, in six buckets), mean and median, and the
+  named mistakes (hint ids from the results, counted once per student) that most students
+  made — what to reteach — with the course section each hint points to; then the tests most
+  students failed.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import statistics
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..renderers import escape
+from ..results import write_atomic
+from .students import Student
+
+BUCKETS = ("0", "1–24%", "25–49%", "50–74%", "75–99%", "100%")
+BAR = 30
+TOP_MISTAKES = 10
+TOP_TESTS = 8
+#: hints that name no mistake: the function is simply not written yet (counted apart)
+UNFINISHED = {"general/todo"}
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+@dataclass
+class Row:
+    student: Student
+    results: dict | None  # the student's results.json, None when not graded
+    meta: dict = field(default_factory=dict)  # the student's batch.json
+
+    @property
+    def status(self) -> str:
+        if self.results is None:
+            return "not graded"
+        return str(self.results.get("status", "error"))
+
+
+def cell(value: object) -> str:
+    """A CSV text cell a spreadsheet shows as text, never runs."""
+    text = "" if value is None else str(value)
+    text = " ".join(text.split()) if ("\n" in text or "\r" in text) else text
+    return "'" + text if text.startswith(_FORMULA_START) else text
+
+
+def _num(value: object) -> str:
+    return f"{float(value):g}" if isinstance(value, (int, float)) and not isinstance(value, bool) else ""
+
+
+def skill_scores(results: dict) -> dict[str, tuple[float, float]]:
+    return {str(s.get("id")): (float(s.get("score") or 0), float(s.get("points") or 0)) for s in results.get("skills") or []}
+
+
+def gradebook(rows: list[Row], skills: list[str], suite_hash: str) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["student", "sid", "folder", "total", "max", *skills, "status", "seed", "suite_hash", "message"])
+    for row in rows:
+        r = row.results or {}
+        scores = skill_scores(r)
+        writer.writerow([
+            cell(row.student.name), cell(row.student.sid), cell(row.student.key),
+            _num(r.get("score")) if row.results else "", _num(r.get("max_score")) if row.results else "",
+            *[_num(scores[s][0]) if s in scores else "" for s in skills],
+            row.status, cell(r.get("seed") if r.get("seed") is not None else ""),
+            cell(row.meta.get("suite_hash") or r.get("suite_hash") or suite_hash if row.results else ""),
+            cell(escape.one_line(r.get("message") or "", 300)),
+        ])
+    return buffer.getvalue()
+
+
+def bucket(score: float, points: float) -> int:
+    if points <= 0:
+        return 0
+    share = score / points
+    if share <= 0:
+        return 0
+    if share >= 1 - 1e-9:
+        return 5
+    return 1 + min(3, int(share * 4))
+
+
+@dataclass
+class ClassSummary:
+    graded: int
+    not_graded: int
+    errors: int
+    skills: list[str]
+    titles: dict[str, str]
+    histograms: dict[str, list[int]]
+    scores: dict[str, list[float]]
+    points: dict[str, float]
+    totals: list[float]
+    max_total: float
+    mistakes: list[tuple[str, int, str, str, str]]  # (hint id, students, skill, text, section)
+    failed_tests: list[tuple[str, int, str]]  # (test name, students, skill)
+    unfinished: int = 0  # students with at least one function still the TODO stub
+
+
+def summarize(rows: list[Row], skills: list[str], titles: dict[str, str]) -> ClassSummary:
+    graded = [r for r in rows if r.results is not None]
+    histograms = {s: [0] * len(BUCKETS) for s in skills}
+    scores: dict[str, list[float]] = {s: [] for s in skills}
+    points: dict[str, float] = {}
+    hint_students: Counter = Counter()
+    hint_info: dict[str, tuple[str, str, str]] = {}
+    test_students: Counter = Counter()
+    test_skill: dict[str, str] = {}
+    totals = []
+    max_total = 0.0
+    unfinished: set[str] = set()
+    for row in graded:
+        r = row.results
+        totals.append(float(r.get("score") or 0))
+        max_total = max(max_total, float(r.get("max_score") or 0))
+        seen_hints: set[str] = set()
+        seen_tests: set[str] = set()
+        for skill in r.get("skills") or []:
+            sid = str(skill.get("id"))
+            if sid not in histograms:
+                continue
+            score, pts = float(skill.get("score") or 0), float(skill.get("points") or 0)
+            points[sid] = pts
+            scores[sid].append(score)
+            histograms[sid][bucket(score, pts)] += 1
+            for test in skill.get("tests") or []:
+                if test.get("status") in ("passed", "not_run"):
+                    continue
+                name = str(test.get("name", ""))
+                if name not in seen_tests:
+                    seen_tests.add(name)
+                    test_students[name] += 1
+                    test_skill[name] = sid
+                for hint in test.get("hints") or []:
+                    hid = str(hint.get("id", ""))
+                    if hid in UNFINISHED:
+                        unfinished.add(row.student.key)
+                    elif hid and hid not in seen_hints:
+                        seen_hints.add(hid)
+                        hint_students[hid] += 1
+                        hint_info.setdefault(hid, (sid, str(hint.get("text", "")), str(hint.get("section", ""))))
+    mistakes = [(hid, n, *hint_info[hid]) for hid, n in sorted(hint_students.items(), key=lambda kv: (-kv[1], kv[0]))[:TOP_MISTAKES]]
+    failed = [(name, n, test_skill[name]) for name, n in sorted(test_students.items(), key=lambda kv: (-kv[1], kv[0]))[:TOP_TESTS]]
+    return ClassSummary(
+        graded=len(graded), not_graded=len(rows) - len(graded), errors=sum(1 for r in graded if r.status != "complete"),
+        skills=skills, titles=titles, histograms=histograms, scores=scores, points=points, totals=totals,
+        max_total=max_total, mistakes=mistakes, failed_tests=failed, unfinished=len(unfinished),
+    )
+
+
+def total_histogram(summary: "ClassSummary") -> list[int]:
+    counts = [0] * len(BUCKETS)
+    for total in summary.totals:
+        counts[bucket(total, summary.max_total)] += 1
+    return counts
+
+
+def histogram_lines(counts: list[int], width: int = BAR) -> list[str]:
+    top = max(counts) or 1
+    return [f"{label:>7} │{'█' * round(width * n / top):<{width}} {n}" for label, n in zip(BUCKETS, counts)]
+
+
+def _stats(values: list[float]) -> str:
+    if not values:
+        return "no students"
+    return f"mean {statistics.fmean(values):.1f}, median {statistics.median(values):g}"
+
+
+def markdown(summary: ClassSummary, *, suite_hash: str, seconds: float | None = None) -> str:
+    out = ["# Batch summary", ""]
+    out.append(f"{summary.graded} students graded" + (f", {summary.not_graded} not graded" if summary.not_graded else "")
+               + (f", {summary.errors} whose grading did not complete (see `status` in gradebook.csv)" if summary.errors else "")
+               + f". Suite `{suite_hash[:12]}`." + (f" Graded in {seconds:.0f} s." if seconds is not None else ""))
+    out += ["", f"## Total ({_stats(summary.totals)} of {summary.max_total:g})", "", "```text"]
+    out += histogram_lines(total_histogram(summary))
+    out += ["```", ""]
+    out += ["## Score distribution per skill", "",
+            "Share of the skill's points each student earned (bars scaled to the largest bucket).", ""]
+    for sid in summary.skills:
+        pts = summary.points.get(sid, 0.0)
+        out += [f"### {escape.md_text(summary.titles.get(sid, sid))} (`{sid}`, {pts:g} points: {_stats(summary.scores[sid])})", "", "```text"]
+        out += histogram_lines(summary.histograms[sid])
+        out += ["```", ""]
+    out += ["## What to reteach: the most frequent named mistakes", ""]
+    if summary.mistakes:
+        out += ["| mistake | students | skill | what it is | section |", "|---|---:|---|---|---|"]
+        for hid, n, sid, text, section in summary.mistakes:
+            share = f"{n} ({100 * n / max(summary.graded, 1):.0f}%)"
+            out.append(f"| {escape.md_code(hid, table=True)} | {share} | {escape.md_text(sid)} | {escape.md_text(text, 240)} | {escape.md_text(section, 120)} |")
+    else:
+        out.append("No named mistake matched in any graded submission.")
+    if summary.unfinished:
+        out += ["", f"{summary.unfinished} students left at least one function as the TODO stub."]
+    out += ["", "## Tests most students failed", ""]
+    if summary.failed_tests:
+        out += ["| test | students | skill |", "|---|---:|---|"]
+        for name, n, sid in summary.failed_tests:
+            out.append(f"| {escape.md_code(name, table=True)} | {n} | {escape.md_text(sid)} |")
+    else:
+        out.append("Every graded test passed for every student.")
+    return "\n".join(out) + "\n"
+
+
+_LEVELS = " ▁▂▃▄▅▆▇█"
+
+
+def spark(counts: list[int]) -> str:
+    """One character per bucket, its height the bucket's share of the largest."""
+    top = max(counts) or 1
+    return "".join(_LEVELS[round(8 * n / top)] if n else "·" for n in counts)
+
+
+def print_summary(console, summary: ClassSummary) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(title=f"Score distribution per skill ({summary.graded} students; share of the skill's points)", title_justify="left")
+    table.add_column("skill")
+    for label in BUCKETS:
+        table.add_column(label, justify="right")
+    table.add_column("", no_wrap=True)
+    table.add_column("mean", justify="right")
+    table.add_column("median", justify="right")
+    rows = [(sid, summary.histograms[sid], summary.scores[sid], summary.points.get(sid, 0.0)) for sid in summary.skills]
+    rows.append(("total", total_histogram(summary), summary.totals, summary.max_total))
+    for sid, counts, values, pts in rows:
+        mean = f"{statistics.fmean(values):.1f}/{pts:g}" if values else "–"
+        median = f"{statistics.median(values):g}" if values else "–"
+        table.add_row(Text(sid), *[str(n) if n else "·" for n in counts], Text(spark(counts), style="cyan"), mean, median)
+    console.print(table)
+    if summary.mistakes:
+        mistakes = Table(title="What to reteach: most frequent named mistakes", title_justify="left")
+        for column, justify in (("mistake", "left"), ("students", "right"), ("what it is", "left"), ("section", "left")):
+            mistakes.add_column(column, justify=justify, overflow="fold")
+        for hid, n, _sid, text, section in summary.mistakes:
+            mistakes.add_row(Text(hid), f"{n} ({100 * n / max(summary.graded, 1):.0f}%)", Text(escape.one_line(text, 160)), Text(escape.one_line(section, 60)))
+        console.print(mistakes)
+    else:
+        console.print("No named mistake matched in any graded submission.")
+    if summary.unfinished:
+        console.print(f"{summary.unfinished} students left at least one function as the TODO stub.")
+
+
+def load_row(folder: Path) -> tuple[dict | None, dict]:
+    """(results.json, batch.json) of a student's folder; (None, {}) when either is missing or unreadable."""
+    try:
+        meta = json.loads((folder / "batch.json").read_text(encoding="utf-8"))
+        results = json.loads((folder / "results.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None, {}
+    if not isinstance(results, dict) or not isinstance(meta, dict) or not isinstance(results.get("skills"), list):
+        return None, {}
+    return results, meta
+
+
+def write_outputs(out: Path, rows: list[Row], skills: list[str], titles: dict[str, str], suite_hash: str, seconds: float | None) -> ClassSummary:
+    write_atomic(out / "gradebook.csv", gradebook(rows, skills, suite_hash))
+    summary = summarize(rows, skills, titles)
+    write_atomic(out / "summary.md", markdown(summary, suite_hash=suite_hash, seconds=seconds))
+    return summary

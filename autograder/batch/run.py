@@ -1,0 +1,215 @@
+"""Grade a class: each student exactly as ``python -m autograder grade`` would, up to
+``--jobs`` at once, from one preloaded engine server.
+
+Per student (a worker thread; the grading itself runs in the student's own forked pytest
+process and its sandbox workers, never here):
+
+1. find the modules in the student's folder or zip (runner/upload.py rules; a zip is read,
+   never extracted blindly) — a submission that cannot be graded gets an error result that
+   says why, like a single grade of it;
+2. ``runner.grade.grade`` with the same config, the same seed rule (``--seed`` or derived
+   from the files) and the preloaded launcher: the same run a single grade makes;
+3. write ``DIR/<student>/`` atomically: the old ``results.json`` is removed first, then
+   ``batch.json`` (what was graded: fingerprint of the submission, suite hash, options),
+   ``feedback.md`` and, last, ``results.json`` — a student is done exactly when
+   ``results.json`` is there and ``batch.json`` matches.
+
+Resume: a student whose finished result matches the current submission fingerprint, suite
+hash, ``--seed`` and ``--skill`` is skipped unless ``--force``. Ctrl-C stops starting new
+students, kills the running ones' processes, writes nothing for them, and rewrites the
+gradebook from what is on disk.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import threading
+import time
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .. import results as results_mod
+from ..config import Config
+from ..renderers import render
+from ..runner.grade import ALWAYS_PRELOAD, GradeRequest, grade, suite_hash
+from ..runner.upload import UploadError, locate
+from . import report
+from .students import Student, fingerprint
+
+BATCH_SCHEMA = "attention-autograder/batch@1"
+
+
+@dataclass
+class Options:
+    submissions: Path
+    out: Path
+    jobs: int
+    force: bool = False
+    seed: int | None = None
+    skills: list[str] = field(default_factory=list)
+    preload: bool = True
+
+
+@dataclass
+class Outcome:
+    graded: int = 0
+    skipped: int = 0
+    interrupted: bool = False
+    seconds: float = 0.0
+    server_seconds: float = 0.0
+    fallbacks: int = 0
+    summary: report.ClassSummary | None = None
+    per_student: dict[str, float] = field(default_factory=dict)
+
+
+def expected_meta(student: Student, options: Options, suite: str) -> dict:
+    return {
+        "schema": BATCH_SCHEMA,
+        "fingerprint": fingerprint(student.source),
+        "suite_hash": suite,
+        "seed_option": options.seed,
+        "skills": sorted(options.skills),
+    }
+
+
+def is_done(folder: Path, student: Student, want: dict) -> bool:
+    results, meta = report.load_row(folder)
+    return results is not None and all(meta.get(k) == v for k, v in want.items())
+
+
+def _error_results(config: Config, student: Student, message: str) -> results_mod.Results:
+    return results_mod.build(config, None, {"path": student.source.name}, modules={}, status="error", message=message)
+
+
+def _grade_one(config: Config, student: Student, options: Options, launcher) -> tuple[results_mod.Results, str]:
+    """(results, where the modules were found)."""
+    work = Path(tempfile.mkdtemp(prefix="autograder-batch-"))
+    try:
+        modules = list(config.exercise_modules)
+        limit = config.limits.max_module_kib * 1024
+        source = student.source
+        if student.is_zip:
+            staged = work / "in"
+            staged.mkdir()
+            shutil.copyfile(source, staged / source.name, follow_symlinks=False)
+            source = staged
+        try:
+            folder, note = locate(source, modules, work, limit)
+        except UploadError as exc:
+            return _error_results(config, student, f"{student.source.name}: {exc}"), ""
+        request = GradeRequest(config, str(folder), seed=options.seed, protect=[options.out.resolve()], launcher=launcher)
+        return grade(request), note
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _write_student(folder: Path, results: results_mod.Results, meta: dict, config: Config) -> None:
+    folder.mkdir(exist_ok=True)
+    try:
+        (folder / "results.json").unlink()
+    except FileNotFoundError:
+        pass
+    shown = results.public()
+    results_mod.write_atomic(folder / "batch.json", json.dumps(meta, indent=2, ensure_ascii=True) + "\n")
+    results_mod.write_atomic(folder / "feedback.md", render(shown, "markdown", config))
+    results_mod.write_atomic(folder / "results.json", render(shown, "json", config))
+
+
+def run(config: Config, students: list[Student], options: Options, progress=None) -> Outcome:
+    """Grade ``students`` into ``options.out``; always leaves gradebook.csv and summary.md."""
+    outcome = Outcome()
+    started = time.monotonic()
+    options.out.mkdir(parents=True, exist_ok=True)
+    suite = suite_hash(config)
+    skills = list(config.skills)
+    titles = {sid: skill.title for sid, skill in config.skills.items()}
+    todo: list[tuple[Student, dict]] = []
+    wants = {student.key: expected_meta(student, options, suite) for student in students}
+    for student in students:
+        want = wants[student.key]
+        if not options.force and is_done(options.out / student.key, student, want):
+            outcome.skipped += 1
+        else:
+            todo.append((student, want))
+    if progress is not None:
+        progress.begin(len(students), outcome.skipped)
+    stop = threading.Event()
+    engines = None
+    try:
+        if todo and options.preload:
+            from .engines import PreloadedEngines, ServerError
+
+            preload = sorted(ALWAYS_PRELOAD | {m for skill in config.skills.values() for m in skill.preload})
+            try:
+                engines = PreloadedEngines(config.root, config.suites_dir, preload)
+                outcome.server_seconds = engines.started_seconds
+            except ServerError as exc:
+                if progress is not None:
+                    progress.note(f"{exc}; grading with a fresh process per student instead")
+        launcher = engines.launch if engines is not None else None
+
+        def task(student: Student, want: dict) -> str:
+            if stop.is_set():
+                return "cancelled"
+            t0 = time.monotonic()
+            results, note = _grade_one(config, student, options, launcher)
+            if stop.is_set() and results.status != "complete":
+                return "cancelled"  # killed by Ctrl-C: not a result
+            meta = dict(want, name=student.name, sid=student.sid, source=str(student.source), located=note,
+                        seconds=round(time.monotonic() - t0, 3), status=results.status)
+            _write_student(options.out / student.key, results, meta, config)
+            outcome.per_student[student.key] = time.monotonic() - t0
+            return results.status
+
+        with ThreadPoolExecutor(max_workers=max(1, options.jobs), thread_name_prefix="batch") as pool:
+            futures: dict[Future, Student] = {pool.submit(task, s, w): s for s, w in todo}
+            pending = set(futures)
+            try:
+                while pending:
+                    done, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+                    for future in done:
+                        status = future.result()
+                        if status != "cancelled":
+                            outcome.graded += 1
+                            if progress is not None:
+                                progress.advance(futures[future], status)
+            except KeyboardInterrupt:
+                outcome.interrupted = True
+                stop.set()
+                for future in pending:
+                    future.cancel()
+                if engines is not None:
+                    engines.kill_all()
+                if progress is not None:
+                    progress.note("interrupted: stopping the running students (finished results are kept)…")
+                for future in pending:
+                    if not future.cancelled():
+                        try:
+                            if future.result() != "cancelled":
+                                outcome.graded += 1
+                        except Exception:  # noqa: BLE001
+                            pass
+    finally:
+        if engines is not None:
+            outcome.fallbacks = engines.fallbacks
+            engines.close()
+        rows = []
+        for student in students:
+            results, meta = report.load_row(options.out / student.key)
+            if results is not None and any(meta.get(k) != v for k, v in wants[student.key].items()):
+                results, meta = None, {}  # a result of older files or another suite: not this batch's
+            rows.append(report.Row(student, results, meta))
+        outcome.seconds = time.monotonic() - started
+        outcome.summary = report.write_outputs(options.out, rows, skills, titles, suite, outcome.seconds)
+    return outcome
+
+
+def default_jobs() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:
+        return max(1, os.cpu_count() or 1)

@@ -1,0 +1,186 @@
+"""Who is in a batch: the students of a SUBMISSIONS folder.
+
+Two layouts:
+
+- a folder with one entry per student: a subfolder (its modules at the top, under
+  ``exercises/``, or deeper as in a cloned repository) or a ``.zip`` of one; the student's
+  name is the entry's name;
+- a Gradescope "Export Submissions" folder: ``submission_metadata.yml`` next to one
+  ``submission_<id>/`` folder per submission; the names (and student ids) come from the
+  metadata's ``:submitters:`` (several for a group submission).
+
+Each student gets a *key*: a file-name-safe, unique folder name under ``--out`` (the results
+of one student never land in another's folder, whatever the names hold). Names are kept as
+given for the gradebook (escaped there) and the markdown (escaped there).
+
+Finding the modules inside a student's entry reuses the Gradescope upload rules
+(runner/upload.py): the folder holding the most exercise modules wins, a zip is read without
+extracting anything but the exercise modules, and every module then goes through the same
+checks as a single ``grade`` (runner/submission.py: no links, no special files, size limits).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import stat
+import unicodedata
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import gsmeta
+
+METADATA = "submission_metadata.yml"
+#: names a student folder under --out may not take (our own files and folders)
+RESERVED = {"gradebook.csv", "summary.md", ".work", "batch.log"}
+MAX_KEY = 80
+FINGERPRINT_MAX_FILES = 2000
+
+
+@dataclass
+class Student:
+    key: str  # the folder under --out
+    name: str  # as given (folder name, or the Gradescope submitters' names)
+    source: Path  # a folder or a .zip
+    sid: str = ""
+    email: str = ""
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def is_zip(self) -> bool:
+        return self.source.suffix.lower() == ".zip" and not self.source.is_dir()
+
+
+class BatchInputError(Exception):
+    """SUBMISSIONS cannot be read as a class; ``str()`` says why and what to pass instead."""
+
+
+def safe_key(name: str) -> str:
+    """A file-name-safe version of a student's name: letters, digits, ``._-``; no leading dot."""
+    text = unicodedata.normalize("NFKC", name)
+    text = re.sub(r"[^\w.\-]+", "_", text, flags=re.UNICODE).strip("._-")
+    text = text[:MAX_KEY] or "student"
+    return text
+
+
+def _unique(keys: set[str], key: str) -> str:
+    candidate, n = key, 2
+    while candidate.lower() in keys or candidate in RESERVED:
+        candidate, n = f"{key}-{n}", n + 1
+    keys.add(candidate.lower())
+    return candidate
+
+
+def _kind(path: Path) -> str | None:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    if stat.S_ISDIR(st.st_mode):
+        return "dir"
+    if stat.S_ISREG(st.st_mode) and path.suffix.lower() == ".zip":
+        return "zip"
+    if stat.S_ISLNK(st.st_mode):
+        return "link"
+    return None
+
+
+def discover(folder: Path) -> tuple[list[Student], list[str]]:
+    """(students in a stable order, notes about entries that were skipped)."""
+    if not folder.is_dir():
+        raise BatchInputError(f"{folder}: not a folder — pass the folder holding one subfolder or .zip per student, or a Gradescope export")
+    if (folder / METADATA).is_file():
+        return _gradescope(folder)
+    students: list[Student] = []
+    notes: list[str] = []
+    keys: set[str] = set()
+    for entry in sorted(os.listdir(folder)):
+        path = folder / entry
+        kind = _kind(path)
+        if entry.startswith(".") or entry == "__MACOSX":
+            continue
+        if kind == "link":
+            # a student named by a link could point at anything (solutions/, another student)
+            notes.append(f"{entry}: is a symbolic link — skipped (copy the submission itself into {folder})")
+            continue
+        if kind is None:
+            if path.suffix != ".md" and path.suffix != ".csv":
+                notes.append(f"{entry}: not a folder or a .zip — skipped")
+            continue
+        name = entry[:-4] if kind == "zip" else entry
+        students.append(Student(key=_unique(keys, safe_key(name)), name=name, source=path))
+    if not students:
+        raise BatchInputError(f"{folder}: holds no student folders or .zip files — pass the folder with one subfolder or .zip per student")
+    return students, notes
+
+
+def _gradescope(folder: Path) -> tuple[list[Student], list[str]]:
+    meta_path = folder / METADATA
+    try:
+        metadata = gsmeta.parse(meta_path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BatchInputError(f"{meta_path}: cannot be read ({exc}) — export the submissions from Gradescope again") from None
+    except gsmeta.MetadataError as exc:
+        raise BatchInputError(f"{meta_path}: {exc}") from None
+    students: list[Student] = []
+    notes: list[str] = []
+    keys: set[str] = set()
+    for sub_id in sorted(metadata):
+        entry = metadata[sub_id]
+        path = folder / sub_id
+        if _kind(path) != "dir" or not safe_key(sub_id) == sub_id:
+            notes.append(f"{sub_id}: listed in {METADATA} but {sub_id}/ is not a folder here — skipped")
+            continue
+        submitters = entry.get("submitters") or []
+        names = [str(s.get("name", "")).strip() for s in submitters if isinstance(s, dict)]
+        sids = [str(s.get("sid", "")).strip() for s in submitters if isinstance(s, dict)]
+        emails = [str(s.get("email", "")).strip() for s in submitters if isinstance(s, dict)]
+        name = " & ".join(n for n in names if n) or sub_id
+        extra = {k: entry[k] for k in ("created_at", "score") if k in entry}
+        students.append(Student(key=_unique(keys, sub_id), name=name, source=path, sid=" ".join(s for s in sids if s),
+                                email=" ".join(e for e in emails if e), extra=extra))
+    listed = set(metadata)
+    for entry in sorted(os.listdir(folder)):
+        if entry.startswith("submission_") and entry not in listed and (folder / entry).is_dir():
+            notes.append(f"{entry}/: not listed in {METADATA} — skipped")
+    if not students:
+        raise BatchInputError(f"{meta_path}: lists no submission folder present in {folder}")
+    return students, notes
+
+
+def fingerprint(source: Path) -> str:
+    """Identifies what a student submitted (file names, sizes and contents, without following
+    links): a finished result is reused only while this and the suite are unchanged."""
+    digest = hashlib.sha256()
+    if _kind(source) == "zip":
+        digest.update(b"zip\0")
+        with open(source, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(chunk)
+        return digest.hexdigest()
+    count = 0
+    for dirpath, dirnames, filenames in os.walk(source, followlinks=False):
+        dirnames.sort()
+        for name in sorted(filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]):
+            path = os.path.join(dirpath, name)
+            rel = os.path.relpath(path, source)
+            try:
+                st = os.lstat(path)
+            except OSError:
+                continue
+            digest.update(f"{rel}\0{st.st_mode:o}\0{st.st_size}\0".encode("utf-8", "surrogateescape"))
+            if stat.S_ISLNK(st.st_mode):
+                digest.update(os.readlink(path).encode("utf-8", "surrogateescape"))
+            elif stat.S_ISREG(st.st_mode) and st.st_size <= 8 << 20:
+                try:
+                    with open(path, "rb", opener=lambda p, f: os.open(p, f | os.O_NOFOLLOW | os.O_NONBLOCK)) as fh:
+                        digest.update(hashlib.sha256(fh.read()).digest())
+                except OSError:
+                    pass
+            else:
+                digest.update(str(st.st_mtime_ns).encode())
+            count += 1
+            if count >= FINGERPRINT_MAX_FILES:
+                return digest.hexdigest()
+    return digest.hexdigest()
