@@ -63,5 +63,5 @@ help:
 	@echo "make snapshots                                           instructors: rewrite the visible suites' reference snapshots"
 	@echo "make stubs                                               instructors: rewrite exercises/ from solutions/"
 	@echo "make release VERSION=1.0.0                               instructors: build dist/ (student repo, Gradescope zip, nbgrader course)"
-	@echo "make batch SUBMISSIONS=dir OUT=dir [JOBS=n] [FORCE=1]           instructors: grade a whole class (gradebook.csv, summary.md)"
+	@echo "make batch SUBMISSIONS=dir OUT=dir [JOBS=n] [FORCE=1]    instructors: grade a whole class (gradebook.csv, summary.md)"
 	@echo "make benchmark | make tolerances                         measure speed / re-derive tolerances"

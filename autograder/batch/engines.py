@@ -58,7 +58,7 @@ class ForkedRun:
 class PreloadedEngines:
     """One preloaded server per batch (``with PreloadedEngines(config) as engines:``)."""
 
-    def __init__(self, root: Path, suites_dir: Path, preload: list[str], start_timeout: float = 120.0) -> None:
+    def __init__(self, root: Path, suites_dir: Path, preload: list[str], start_timeout: float = 120.0, label: str = "") -> None:
         self.env = engine.environment(root, suites_dir)
         self.cwd = Path(root)
         self._lock = threading.Lock()
@@ -73,7 +73,7 @@ class PreloadedEngines:
         self._sock = ours
         started = time.monotonic()
         self.proc = subprocess.Popen(
-            [sys.executable, "-s", "-m", "autograder.batch.server", str(theirs.fileno()), ",".join(preload)],
+            [sys.executable, "-s", "-m", "autograder.batch.server", str(theirs.fileno()), ",".join(preload), label],
             cwd=root, env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._stderr,
             pass_fds=(theirs.fileno(),), start_new_session=True,
         )

@@ -145,7 +145,7 @@ def run(config: Config, students: list[Student], options: Options, progress=None
 
             preload = sorted(ALWAYS_PRELOAD | {m for skill in config.skills.values() for m in skill.preload})
             try:
-                engines = PreloadedEngines(config.root, config.suites_dir, preload)
+                engines = PreloadedEngines(config.root, config.suites_dir, preload, label=f"--out={options.out.resolve()}")
                 outcome.server_seconds = engines.started_seconds
             except ServerError as exc:
                 if progress is not None:

@@ -256,6 +256,8 @@ class _Server:
 
 
 def main(argv: list[str]) -> int:
+    """argv: socket fd, comma-separated extra modules to preload, a label (the batch's --out:
+    it shows in ``ps`` for the server and every run forked from it)."""
     fd = int(argv[0])
     extra = [m for m in (argv[1].split(",") if len(argv) > 1 else []) if m]
     sock = socket.socket(fileno=fd)

@@ -1,0 +1,253 @@
+"""`python -m autograder batch`: a class graded at once, each student exactly as a single
+`grade` would, none affecting another; resumable; Gradescope exports; safe names.
+
+One small class (qkv only, short call timeout) is graded once through the real command line
+and checked from several sides; the rest are unit checks of the pieces.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from conftest import EXERCISES, ROOT, SEED, SOLUTIONS, SUBMISSIONS, grade
+
+sys.path.insert(0, str(SUBMISSIONS))
+import variants  # noqa: E402
+
+from autograder.batch import gsmeta, report  # noqa: E402
+from autograder.batch.students import discover, safe_key  # noqa: E402
+
+SKILL = "qkv"
+MISTAKE = next(m for m in variants.mistakes(SKILL) if m["id"] == "divide-by-dk")
+EVIL_NAME = "=HYPERLINK(\"evil\")+cmd|calc"
+
+
+def batch(submissions: Path, out: Path, *args: str, config: Path, timeout: float = 600) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "autograder", "batch", str(submissions), "--out", str(out), "--skill", SKILL,
+           "--seed", str(SEED), "--config", str(config), "--no-progress", *args]
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=_env())
+
+
+def _env() -> dict:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
+    return env
+
+
+def rows(out: Path) -> dict[str, dict]:
+    return {row["folder"]: row for row in csv.DictReader(io.StringIO((out / "gradebook.csv").read_text(encoding="utf-8")))}
+
+
+def scores_by_test(data: dict) -> dict[str, tuple[float, str]]:
+    return {t["id"]: (t["score"], t["status"]) for s in data["skills"] for t in s["tests"]}
+
+
+@pytest.fixture(scope="module")
+def klass(tmp_path_factory) -> Path:
+    """reference, stubs, one mistake (also zipped, one folder deep), a loop, a crash, a broken zip, a hostile name."""
+    root = tmp_path_factory.mktemp("class")
+    subs = root / "submissions"
+    subs.mkdir()
+    shutil.copytree(SOLUTIONS, subs / "reference", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(EXERCISES, subs / "stubs", ignore=shutil.ignore_patterns("__pycache__"))
+    mistake = variants.build(subs / "mistake", [MISTAKE])
+    with zipfile.ZipFile(subs / "zipped.zip", "w") as zf:
+        for module in sorted(mistake.glob("*.py")):
+            zf.write(module, f"my-repo/exercises/{module.name}")
+    shutil.copytree(SUBMISSIONS / "hostile" / "loop_forever", subs / "loop")
+    shutil.copytree(SUBMISSIONS / "hostile" / "self_sigkill", subs / "crash")
+    (subs / "broken.zip").write_bytes(b"PK\x03\x04 this is not a zip")
+    shutil.copytree(SOLUTIONS, subs / EVIL_NAME, ignore=shutil.ignore_patterns("__pycache__"))
+    return subs
+
+
+@pytest.fixture(scope="module")
+def graded(klass, fast_config, tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess, float]:
+    out = tmp_path_factory.mktemp("graded") / "out"
+    start = time.monotonic()
+    proc = batch(klass, out, "--jobs", "2", config=fast_config)
+    return out, proc, time.monotonic() - start
+
+
+def test_batch_writes_a_row_per_student_with_the_right_status(graded):
+    out, proc, _ = graded
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    book = rows(out)
+    assert set(book) == {"reference", "stubs", "mistake", "zipped", "loop", "crash", "broken", safe_key(EVIL_NAME)}
+    assert list(csv.reader(io.StringIO((out / "gradebook.csv").read_text())))[0][:6] == ["student", "sid", "folder", "total", "max", SKILL]
+    assert float(book["reference"]["total"]) == float(book["reference"]["max"]) == float(book["reference"][SKILL]) > 0
+    assert float(book["stubs"]["total"]) == 0
+    assert 0 < float(book["mistake"][SKILL]) < float(book["reference"][SKILL])
+    assert book["zipped"][SKILL] == book["mistake"][SKILL]
+    assert float(book["loop"]["total"]) == 0 and float(book["crash"]["total"]) == 0
+    assert book["broken"]["status"] == "error" and "not a zip archive" in book["broken"]["message"]
+    for key in ("reference", "stubs", "mistake", "zipped", "loop", "crash"):
+        assert book[key]["status"] == "complete", (key, book[key]["message"])
+        assert book[key]["seed"] == str(SEED)
+        assert len(book[key]["suite_hash"]) == 64
+    for key in book:
+        folder = out / key
+        assert json.loads((folder / "results.json").read_text())["status"] == book[key]["status"]
+        assert (folder / "feedback.md").read_text().strip()
+    assert not [p for p in out.rglob("*.tmp")]
+
+
+def test_hostile_names_cannot_become_formulas_or_paths(graded):
+    out, _, _ = graded
+    book = rows(out)
+    row = book[safe_key(EVIL_NAME)]
+    assert row["student"] == "'" + EVIL_NAME  # shown as text in a spreadsheet
+    assert float(row["total"]) == float(book["reference"]["total"])
+    assert all(p.parent == out for p in out.iterdir())
+    assert report.cell("+1") == "'+1" and report.cell("-2") == "'-2" and report.cell("@x") == "'@x" and report.cell("a=b") == "a=b"
+
+
+def test_each_score_equals_a_single_grade_with_the_same_seed(graded, klass, fast_config):
+    out, _, _ = graded
+    for key in ("mistake", "loop", "reference"):
+        single = grade(klass / key, "--skill", SKILL, config=fast_config, seed=SEED)
+        assert single.rc == 0, single.stderr[-1000:]
+        batched = json.loads((out / key / "results.json").read_text())
+        assert batched["score"] == single.data["score"], key
+        assert batched["seed"] == single.data["seed"] == SEED
+        assert batched["suite_hash"] == single.data["suite_hash"]
+        assert scores_by_test(batched) == scores_by_test(single.data), key
+
+
+def test_the_mistake_is_named_in_the_summary(graded):
+    out, proc, _ = graded
+    summary = (out / "summary.md").read_text(encoding="utf-8")
+    assert MISTAKE["hint"] in summary
+    assert "Score distribution per skill" in summary and "█" in summary
+    assert MISTAKE["hint"] in proc.stdout
+    assert "8 graded, 0 already done" in proc.stdout
+
+
+def test_resume_skips_finished_students_and_force_regrades(graded, klass, fast_config):
+    out, _, _ = graded
+    before = {p: p.stat().st_mtime_ns for p in out.glob("*/results.json")}
+    again = batch(klass, out, config=fast_config)
+    assert again.returncode == 0, again.stderr[-1000:]
+    assert "0 graded, 8 already done" in again.stdout
+    assert {p: p.stat().st_mtime_ns for p in out.glob("*/results.json")} == before
+    # a student who changes a file is graded again; the others are not
+    (klass / "stubs" / "qkv.py").write_text((SOLUTIONS / "qkv.py").read_text())
+    changed = batch(klass, out, config=fast_config)
+    assert "1 graded, 7 already done" in changed.stdout, changed.stdout + changed.stderr[-1000:]
+    assert float(rows(out)["stubs"][SKILL]) == float(rows(out)["reference"][SKILL])
+
+
+def test_gradescope_export_is_read_and_force_regrades(tmp_path, fast_config):
+    export = tmp_path / "export"
+    export.mkdir()
+    shutil.copytree(SOLUTIONS, export / "submission_101")
+    shutil.copytree(EXERCISES, export / "submission_102")
+    (export / "submission_metadata.yml").write_text(
+        "submission_101:\n  :submitters:\n  - :name: Ada Lovelace\n    :sid: '9001'\n    :email: ada@example.edu\n"
+        "  :created_at: 2026-11-01 10:00:00.000000000 -07:00\n  :score: 0.0\n"
+        "submission_102:\n  :submitters:\n  - :name: \"@Bob\"\n    :sid: '9002'\n  - :name: Carol\n    :sid: '9003'\n"
+        "  :created_at: 2026-11-01 11:00:00.000000000 -07:00\n",
+        encoding="utf-8")
+    out = tmp_path / "out"
+    first = batch(export, out, config=fast_config)
+    assert first.returncode == 0, first.stderr[-1000:]
+    book = rows(out)
+    assert book["submission_101"]["student"] == "Ada Lovelace" and book["submission_101"]["sid"] == "9001"
+    assert book["submission_102"]["student"] == "'@Bob & Carol" and book["submission_102"]["sid"] == "9002 9003"
+    assert float(book["submission_101"]["total"]) > 0 == float(book["submission_102"]["total"])
+    stamp = (out / "submission_101" / "results.json").stat().st_mtime_ns
+    forced = batch(export, out, "--force", config=fast_config)
+    assert "2 graded, 0 already done" in forced.stdout
+    assert (out / "submission_101" / "results.json").stat().st_mtime_ns != stamp
+    assert rows(out) == book  # the same grades again
+
+
+def test_ctrl_c_keeps_finished_results_and_a_consistent_gradebook(tmp_path, fast_config):
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    shutil.copytree(SOLUTIONS, subs / "a_first")
+    for name in ("b_loop", "c_loop", "d_loop"):
+        shutil.copytree(SUBMISSIONS / "hostile" / "loop_forever", subs / name)
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "autograder", "batch", str(subs), "--out", str(out), "--skill", SKILL, "--seed", str(SEED),
+           "--config", str(fast_config), "--no-progress", "--jobs", "1"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 240
+    while not (out / "a_first" / "results.json").exists() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+    time.sleep(1.0)  # b_loop is running now
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stdout + stderr
+    book = rows(out)
+    assert book["a_first"]["status"] == "complete" and float(book["a_first"]["total"]) > 0
+    finished = {p.parent.name for p in out.glob("*/results.json")}
+    assert {k for k, r in book.items() if r["status"] != "not graded"} == finished
+    assert "b_loop" not in finished
+    time.sleep(0.5)
+    assert not _leftovers(str(out.resolve()))
+
+
+def _leftovers(marker: str) -> list[str]:
+    """The batch's server and every run forked from it carry --out in their command line."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                text = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if marker in text:
+                found.append(f"{entry}: {text[:120]}")
+    return found
+
+
+def test_gradescope_metadata_reader_agrees_with_pyyaml():
+    yaml = pytest.importorskip("yaml")
+    text = (
+        "submission_1:\n  :submitters:\n  - :name: \"Zoë \\\"Z\\\" O'Neil\"\n    :sid: '007'\n    :email: z@example.edu\n"
+        "  - :name: 'It''s me'\n    :sid: '8'\n  :created_at: 2026-11-01 10:00:00.000000000 -07:00\n  :score: 3.5\n"
+        "  :results:\n    tests:\n    - name: 'a: b'\n      output: |-\n        two\n          lines\n    - {}\n  :status: ~\n"
+        "submission_2:\n  :submitters:\n  - :name: Plain Name # a comment\n    :sid: '9'\n"
+    )
+
+    def strings(o):
+        if isinstance(o, dict):
+            return {str(k).lstrip(":"): strings(v) for k, v in o.items()}
+        if isinstance(o, list):
+            return [strings(v) for v in o]
+        return None if o is None else str(o)
+
+    ours = gsmeta.parse(text)
+    theirs = strings(yaml.safe_load(text))
+    ours["submission_1"].pop("created_at"), theirs["submission_1"].pop("created_at")  # PyYAML reads a datetime
+    assert ours == theirs
+    with pytest.raises(gsmeta.MetadataError, match="line 3"):
+        gsmeta.parse("submission_1:\n    :a: 1\n  :b: 2\n")
+
+
+def test_student_keys_are_safe_unique_and_links_are_skipped(tmp_path):
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    for name in ("a b", "a_b", "-=x", "summary.md", "Zoë"):
+        (subs / name).mkdir()
+    (subs / "link").symlink_to(SOLUTIONS)
+    students, notes = discover(subs)
+    keys = [s.key for s in students]
+    assert len(set(k.lower() for k in keys)) == len(keys)
+    assert all("/" not in k and not k.startswith(".") and k not in ("gradebook.csv", "summary.md") for k in keys)
+    assert "Zoë" in keys
+    assert any("link" in n and "symbolic link" in n for n in notes)
+    assert "link" not in {s.name for s in students}
