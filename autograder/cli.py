@@ -133,11 +133,9 @@ def _fail(args: argparse.Namespace, config, message: str, code: int, *, submissi
         from . import results as results_mod
 
         try:
-            broken = results_mod.build(config, None, {"path": submission or ""}, modules={}, status="error", message=message) if config is not None else None
+            broken = results_mod.error_result(config, message, submission=submission or "")
         except Exception:  # noqa: BLE001
-            broken = None
-        if broken is None:
-            broken = results_mod.Results(status="error", message=message, score=0.0, max_score=0.0, skills=[])
+            broken = results_mod.error_result(None, message)
         _write(_render_safely(broken, args.format, config), args.output)
     return code
 
@@ -203,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
             from . import results as results_mod
             from .ci import write_actions_files
 
-            broken = results_mod.build(config, None, {"path": submission}, modules={}, status="error", message=str(exc))
+            broken = results_mod.error_result(config, str(exc), submission=submission)
             if not args.output:
                 _write(_render_safely(broken, "github", config), None)
             write_actions_files(broken, fail_below=config.ci_fail_below)

@@ -1,9 +1,13 @@
-"""What an exercise module defines, read from its source (AST) on the trusted side.
+"""Facts about an exercise module read from its source (AST) on the trusted side, never by
+running it: the functions and methods it defines, where each one is, and which are still
+the TODO stub.
 
-One helper for every place that needs "the functions of a skill's module": the public
-results only name a function a hidden test waits on when it is one of these, "Still TODO"
-lists them, and GitHub annotations point at their definitions. Nothing here imports or runs
-the module.
+One place for "the functions of a skill's module": the public results only name a function
+a hidden test waits on when it is one of these, "Still TODO" lists them, and GitHub
+annotations point at their definitions. Names a student may see are always restricted to
+the *known* names of the exercise — those of the instructor's module (``solutions/``, else
+the release stub in ``exercises/``) — so a submission cannot put text of its choosing in
+the output by naming a function.
 """
 
 from __future__ import annotations
@@ -16,27 +20,64 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from .config import Config, Skill
 
+__all__ = ["definitions", "enclosing_function", "functions", "is_todo_stub", "known_functions", "skill_functions", "still_todo"]
+
+#: methods with these names belong to an exercise's contract although they start with "_"
+_KEPT_DUNDERS = {"__init__", "__call__"}
+
+
+def _parse(source: str | bytes) -> ast.Module | None:
+    try:
+        return ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+
 
 @functools.lru_cache(maxsize=64)
-def _parse(path: str, mtime_ns: int, size: int) -> ast.Module | None:
+def _parse_file(path: str, mtime_ns: int, size: int) -> ast.Module | None:
     try:
-        return ast.parse(Path(path).read_bytes())
-    except (OSError, SyntaxError, ValueError):
-        return None
-
-
-def _tree(path: Path) -> ast.Module | None:
-    try:
-        st = path.stat()
+        return _parse(Path(path).read_bytes())
     except OSError:
         return None
-    return _parse(str(path), st.st_mtime_ns, st.st_size)
 
 
-def definitions(path: str | Path) -> dict[str, tuple[int, int]]:
+def _tree(source: str | bytes | Path) -> ast.Module | None:
+    """A module's AST from its source text, or from a file (cached while it is unchanged)."""
+    if not isinstance(source, Path):
+        return _parse(source)
+    try:
+        st = source.stat()
+    except OSError:
+        return None
+    return _parse_file(str(source), st.st_mtime_ns, st.st_size)
+
+
+def _defs(tree: ast.Module):
+    """(qualified name, def node) for top-level functions and methods of top-level classes,
+    in source order; private helpers (``_name``) are not part of an exercise's contract."""
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not node.name.startswith("_"):
+            yield node.name, node
+        elif isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+            for item in node.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and (
+                    not item.name.startswith("_") or item.name in _KEPT_DUNDERS
+                ):
+                    yield f"{node.name}.{item.name}", item
+
+
+def functions(source: str | bytes | Path) -> list[str]:
+    """The module's API as a student sees it (``split_heads``, ``MultiHeadAttention.forward``,
+    ``AttentionHead.__init__``), in source order; private helpers (``_name``) and the
+    classes themselves are left out. Empty when it does not parse."""
+    tree = _tree(source)
+    return [name for name, _ in _defs(tree)] if tree else []
+
+
+def definitions(source: str | bytes | Path) -> dict[str, tuple[int, int]]:
     """name → (first line, last line) of each top-level def/class, and of each method as
-    ``Class.method``, in file order. Empty when the file is missing or does not parse."""
-    tree = _tree(Path(path))
+    ``Class.method``, in file order. Empty when the source is missing or does not parse."""
+    tree = _tree(source)
     out: dict[str, tuple[int, int]] = {}
     if tree is None:
         return out
@@ -50,45 +91,68 @@ def definitions(path: str | Path) -> dict[str, tuple[int, int]]:
     return out
 
 
-def public_functions(path: str | Path) -> list[str]:
-    """The module's API as a student sees it: top-level functions and the public methods of
-    its classes (``MultiHeadAttention.forward``, ``AttentionHead.__init__``), in file order;
-    private helpers (``_name``) and the classes themselves are left out."""
-    tree = _tree(Path(path))
-    out: list[str] = []
-    if tree is None:
-        return out
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not node.name.startswith("_"):
-            out.append(node.name)
-        elif isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
-            for item in node.body:
-                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and (item.name == "__init__" or not item.name.startswith("_")):
-                    out.append(f"{node.name}.{item.name}")
-    return out
-
-
-def enclosing_function(path: str | Path, line: int) -> str | None:
-    """The innermost def (``Class.method`` for methods) whose lines hold ``line``; None at
-    module level or when the file cannot be parsed."""
+def enclosing_function(defs: dict[str, tuple[int, int]], line: int) -> str | None:
+    """The innermost def (``Class.method`` for methods) of ``defs`` (see ``definitions``)
+    whose lines hold ``line``; None at module level."""
     best: tuple[int, str] | None = None
-    for name, (first, last) in definitions(path).items():
+    for name, (first, last) in defs.items():
         if first <= line <= last and (best is None or first >= best[0]):
             best = (first, name)
     return best[1] if best else None
 
 
-def skill_module_source(config: "Config", skill: "Skill") -> Path | None:
-    """The trusted source of a skill's API: the reference solution where this tree has one
-    (instructors, the Gradescope bundle), else the stub shipped in ``exercises_dir``."""
-    for folder in (config.solutions_dir, config.exercises_dir):
-        path = Path(folder) / skill.module
-        if path.is_file():
-            return path
-    return None
+def _is_todo_raise(stmt: ast.stmt) -> bool:
+    if not isinstance(stmt, ast.Raise) or not isinstance(stmt.exc, ast.Call):
+        return False
+    func, args = stmt.exc.func, stmt.exc.args
+    named = (isinstance(func, ast.Name) and func.id == "NotImplementedError") or (
+        isinstance(func, ast.Attribute) and func.attr == "NotImplementedError"
+    )
+    return (
+        named and bool(args) and isinstance(args[0], ast.Constant) and isinstance(args[0].value, str)
+        and args[0].value.lstrip().startswith("TODO(")
+    )
+
+
+def is_todo_stub(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """True when the function still always raises the stub's ``NotImplementedError("TODO(…)")``:
+    the raise is a statement of the body itself (not inside an ``if``), with no ``return``
+    before it. A student who started writing above the raise is still "to do"."""
+    for stmt in node.body:
+        if _is_todo_raise(stmt):
+            return True
+        if isinstance(stmt, ast.Return):
+            return False
+    return False
+
+
+def still_todo(source: str | bytes, known: list[str] | None = None) -> list[str]:
+    """The functions of ``source`` that are still the TODO stub, in source order; restricted
+    to ``known`` names when given (the only names a report may show)."""
+    tree = _parse(source)
+    if tree is None:
+        return []
+    allowed = set(known) if known is not None else None
+    return [name for name, node in _defs(tree) if is_todo_stub(node) and (allowed is None or name in allowed)]
+
+
+def known_functions(module: str, solutions_dir: Path | None, exercises_dir: Path | None) -> list[str]:
+    """The exercise's own function names: from the instructor's reference module when this
+    tree has one, else from the release stub. Empty when neither can be read."""
+    for folder in (solutions_dir, exercises_dir):
+        if folder is None:
+            continue
+        path = Path(folder) / module
+        try:
+            if path.is_file() and not path.is_symlink():
+                names = functions(path)
+                if names:
+                    return names
+        except OSError:
+            continue
+    return []
 
 
 def skill_functions(config: "Config", skill: "Skill") -> list[str]:
-    """The public functions of a skill's module (see ``public_functions``)."""
-    path = skill_module_source(config, skill)
-    return public_functions(path) if path else []
+    """The public functions of a skill's module (see ``known_functions``)."""
+    return known_functions(skill.module, config.solutions_dir, config.exercises_dir)

@@ -1,9 +1,10 @@
 """Results: what a grading run concluded, built from the pytest-json-report and grading.toml.
 
-This is the single model every renderer reads. Scores are computed here and only here:
-against the fixed list of test ids in grading.toml (a test that never reported scores 0
-and says why), ``score = weight × fraction`` for partial credit, skill and total scores
-the exact sums of their tests. ``public()`` removes what students must not see of hidden
+This is the single model every renderer reads. Scores are computed here and only here,
+from data (the report and the run's manifest, runner/manifest.py): against the fixed list
+of test ids in grading.toml (a test that never reported scores 0 and says why),
+``score = weight × fraction`` for partial credit, skill and total scores the exact sums of
+their tests. ``public()`` removes what students must not see of hidden
 tests (inputs, expected values, printed output, grids), so student-facing renderers
 cannot leak them by accident.
 """
@@ -16,9 +17,13 @@ import re
 import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .config import Config, TestSpec
+from .config import TestSpec
+
+if TYPE_CHECKING:
+    from .config import Config
+    from .runner.manifest import ModuleEntry, RunManifest
 
 SCHEMA = "attention-autograder/results@1"
 STATUS_PASSED, STATUS_FAILED, STATUS_ERROR, STATUS_NOT_RUN = "passed", "failed", "error", "not_run"
@@ -253,11 +258,11 @@ def _error_line(longrepr: str) -> str:
     return _first_line(named[-1] if named else (lines[0] if lines else ""), 300)
 
 
-def _with_code(frames: list[dict], modules: dict[str, dict]) -> list[dict]:
+def _with_code(frames: list[dict], modules: dict[str, "ModuleEntry"]) -> list[dict]:
     """The submission's own frames, as facts the trusted side checked: the file must be one
     of the graded modules (shown by its display path), the line a line of that file, and the
-    function and code are read from the file itself — the worker's names (a code object's
-    ``co_name`` can be any text) are never shown."""
+    function and code are the ones captured from the copied source — the worker's names (a
+    code object's ``co_name`` can be any text) are never shown."""
     from .exercise_api import enclosing_function
 
     out = []
@@ -269,22 +274,17 @@ def _with_code(frames: list[dict], modules: dict[str, dict]) -> list[dict]:
         info = modules.get(name)
         if info is None or not isinstance(line, int) or isinstance(line, bool) or line < 1:
             continue
-        copy = info.get("copy_path")
         code, function = "", "<module>"
-        if copy:
-            try:
-                lines = Path(copy).read_text(encoding="utf-8", errors="replace").splitlines()
-            except OSError:
-                lines = []
-            if line > len(lines):
+        if info.copy_path:
+            if line > len(info.lines):
                 continue
-            code = lines[line - 1].strip()[:200]
-            function = enclosing_function(copy, line) or "<module>"
-        out.append({"file": info.get("display_path") or file, "line": line, "function": function, "code": code})
+            code = info.lines[line - 1]
+            function = enclosing_function(info.definitions, line) or "<module>"
+        out.append({"file": info.display_path or file, "line": line, "function": function, "code": code})
     return out
 
 
-def score_test(spec: TestSpec, entry: dict | None, modules: dict[str, dict], not_run_reason: str) -> TestOutcome:
+def score_test(spec: TestSpec, entry: dict | None, modules: dict[str, "ModuleEntry"], not_run_reason: str) -> TestOutcome:
     base = dict(id=spec.node_id, name=spec.name, skill=spec.skill, visibility=spec.visibility, max_score=spec.weight)
     if entry is None:
         return TestOutcome(**base, score=0.0, status=STATUS_NOT_RUN, summary=not_run_reason)
@@ -342,50 +342,48 @@ def _longrepr(entry: dict) -> str:
     return ""
 
 
-def _with_definitions(submission: dict, modules: dict[str, dict]) -> dict:
-    """Each graded module's definition lines (``name → line``, read from the graded copy),
-    so renderers can point at a student's function without reading their files."""
-    from .exercise_api import definitions
-
+def _with_definitions(submission: dict, modules: dict[str, "ModuleEntry"]) -> dict:
+    """Each graded module's definition lines (``name → line``, captured from the graded
+    copy), so renderers can point at a student's function without reading their files."""
     listed = submission.get("modules")
     if not isinstance(listed, dict):
         return submission
     out = {}
     for name, info in listed.items():
-        copy = (modules.get(name) or {}).get("copy_path")
-        defs = {k: first for k, (first, _last) in definitions(copy).items()} if copy else {}
+        entry = modules.get(name)
+        defs = {k: first for k, (first, _last) in entry.definitions.items()} if entry is not None and entry.copy_path else {}
         out[name] = {**info, "definitions": defs} if isinstance(info, dict) else info
     return {**submission, "modules": out}
 
 
-def build(config: Config, report: dict | None, submission: dict, *, modules: dict[str, dict], status: str = "complete", message: str = "", duration: float = 0.0) -> Results:
-    """Score every test grading.toml expects; ``report`` None means the run broke."""
+def build(manifest: "RunManifest", report: dict | None, submission: dict, *, status: str = "complete", message: str = "", duration: float = 0.0) -> Results:
+    """Score every test the run's manifest expects, from data only (the report, the manifest
+    and the module facts it carries — no file is read); ``report`` None means the run broke."""
     entries = {t.get("nodeid"): t for t in (report or {}).get("tests", [])}
     collect_errors = {
         c.get("nodeid"): _error_line(str(c.get("longrepr", "")))
         for c in (report or {}).get("collectors", [])
         if c.get("outcome") == "failed"
     }
-    from .exercise_api import skill_functions
-
+    modules = manifest.modules
     skills = []
-    for skill in config.skills.values():
+    for skill in manifest.skills:
         tests = []
-        for suite in skill.suites:
+        for spec in manifest.tests:
+            if spec.skill != skill.id:
+                continue
             reason = message or "did not run"
-            if suite.file in collect_errors:
-                reason = f"grader error (not your fault): the test file could not be loaded: {collect_errors[suite.file]}"
-            for name, weight in suite.weights.items():
-                spec = TestSpec(f"{suite.file}::{name}", suite.file, name, skill.id, weight, suite.visibility)
-                entry = entries.get(spec.node_id) if status == "complete" else None
-                tests.append(score_test(spec, entry, modules, reason))
-        gated_by = _apply_gates(skill.gates, tests)
+            if spec.file in collect_errors:
+                reason = f"grader error (not your fault): the test file could not be loaded: {collect_errors[spec.file]}"
+            entry = entries.get(spec.node_id) if status == "complete" else None
+            tests.append(score_test(spec, entry, modules, reason))
+        gated_by = _apply_gates(tuple(skill.gates), tests)
         score = round(sum(t.score for t in tests), 4)
         skills.append(SkillOutcome(
             id=skill.id, title=skill.title, module=skill.module, sections=list(skill.sections), points=skill.points,
             score=score, passed=sum(t.status == STATUS_PASSED for t in tests if t.max_score > 0),
             total=sum(t.max_score > 0 for t in tests), tests=tests, gated_by=gated_by,  # rules (weight 0) are not counted
-            functions=skill_functions(config, skill),
+            functions=list(skill.functions),
         ))
     meta = (report or {}).get("autograder") or {}
     submission = _with_definitions(submission, modules)
@@ -395,7 +393,7 @@ def build(config: Config, report: dict | None, submission: dict, *, modules: dic
         score=round(sum(s.score for s in skills), 4),
         max_score=round(sum(s.points for s in skills), 4),
         skills=skills,
-        course=config.course,
+        course=manifest.course,
         seed=meta.get("seed"),
         seed_source=meta.get("seed_source"),
         suite_hash=meta.get("suite_hash"),
@@ -404,6 +402,16 @@ def build(config: Config, report: dict | None, submission: dict, *, modules: dic
         submission=submission,
         duration=round(duration, 3),
     )
+
+
+def error_result(config: "Config | None", message: str, *, submission: str = "", status: str = "error", duration: float = 0.0) -> Results:
+    """The one result of a run that could not grade: every test ``config`` expects at 0 with
+    the reason, or — without a config (it could not be read) — a bare error result."""
+    if config is None:
+        return Results(status=status, message=message, score=0.0, max_score=0.0, skills=[], duration=round(duration, 3))
+    from .runner.manifest import RunManifest
+
+    return build(RunManifest.plan(config), None, {"path": submission}, status=status, message=message, duration=duration)
 
 
 # --------------------------------------------------------------------------- writing

@@ -82,7 +82,7 @@ def is_done(folder: Path, student: Student, want: dict) -> bool:
 
 
 def _error_results(config: Config, student: Student, message: str) -> results_mod.Results:
-    return results_mod.build(config, None, {"path": student.source.name}, modules={}, status="error", message=message)
+    return results_mod.error_result(config, message, submission=student.source.name)
 
 
 def _grade_one(config: Config, student: Student, options: Options, launcher) -> tuple[results_mod.Results, str]:

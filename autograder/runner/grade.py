@@ -21,7 +21,9 @@ from .. import results as results_mod
 from ..config import Config
 from ..results import Results
 from ..sandbox.policy import build_worker_spec
+from ..sandbox.spec import WorkerSpec
 from . import engine, seeding
+from .manifest import RunManifest
 from .submission import PreparedSubmission, SubmissionDirError, prepare
 
 
@@ -67,28 +69,14 @@ def _rmtree(path: Path) -> None:
 ALWAYS_PRELOAD = {"torch.fx.experimental.symbolic_shapes"}
 
 
-def _manifest(config: Config, prepared: PreparedSubmission, spec_dict: dict, seed: seeding.SeedChoice) -> dict:
-    return {
-        "root": str(config.root),
-        "seed": seed.seed,
-        "seed_source": seed.source,
-        "suite_hash": suite_hash(config),
-        "suites_dir": str(config.suites_dir),
-        "solutions_dir": str(config.solutions_dir),
-        "tests": {t.node_id: {"skill": t.skill, "visibility": t.visibility, "weight": t.weight} for t in config.tests},
-        "modules": prepared.modules,
-        # importable by the submission, never graded (rule scans of a module should cover them)
-        "helpers": {name: info["copy_path"] for name, info in {**prepared.siblings, **prepared.helpers}.items() if info.get("copy_path")},
-        "preload": sorted(ALWAYS_PRELOAD | {m for skill in config.skills.values() for m in skill.preload}),
-        "worker": spec_dict,
-        "limits": {
-            "call_timeout_s": config.limits.call_timeout_s,
-            "worker_start_timeout_s": config.limits.worker_start_timeout_s,
-            "run_timeout_s": config.limits.run_timeout_s,
-            "skill_time_s": config.limits.skill_time_s,
-            "max_result_mib": config.limits.max_result_mib,
-        },
-    }
+def _add_run(manifest: RunManifest, config: Config, prepared: PreparedSubmission, spec: WorkerSpec, seed: seeding.SeedChoice) -> RunManifest:
+    """The plan plus what this run decided: the submission's modules, the seed, the worker."""
+    manifest.modules = dict(prepared.facts)
+    manifest.helpers = {name: info["copy_path"] for name, info in {**prepared.siblings, **prepared.helpers}.items() if info.get("copy_path")}
+    manifest.preload = sorted(ALWAYS_PRELOAD | {m for skill in config.skills.values() for m in skill.preload})
+    manifest.worker = spec
+    manifest.seed, manifest.seed_source, manifest.suite_hash = seed.seed, seed.source, suite_hash(config)
+    return manifest
 
 
 def grade(request: GradeRequest) -> Results:
@@ -103,13 +91,10 @@ def grade(request: GradeRequest) -> Results:
     scratch.mkdir(mode=0o711)
     submission_info: dict = {"path": request.submission}
     prepared: PreparedSubmission | None = None
+    manifest: RunManifest | None = None  # scoring reads it and the report, nothing else
 
     def finish(status: str, message: str, report: dict | None) -> Results:
-        modules = prepared.modules if prepared else {}
-        results = results_mod.build(
-            config, report, submission_info, modules=modules, status=status, message=message,
-            duration=time.monotonic() - started,
-        )
+        results = results_mod.build(manifest or RunManifest.plan(config), report, submission_info, status=status, message=message, duration=time.monotonic() - started)
         if seed is not None:  # known before the run starts, so even a broken run records it
             results.seed, results.seed_source = seed.seed, seed.source
         return results
@@ -119,12 +104,14 @@ def grade(request: GradeRequest) -> Results:
         report_path = private / "report.json"
         files = sorted({s.file for skill in config.skills.values() for s in skill.suites})
         engine_proc = engine.Engine(config.root, config.suites_dir, files, report_path, private / "pytest.log", request.launcher)
+        manifest = RunManifest.plan(config)  # while the engine starts
         try:
             prepared = prepare(request.submission, config, run_dir, world_readable=True)
         except SubmissionDirError as exc:
             engine_proc.abort()
             return finish("error", str(exc), None)
         submission_info = prepared.to_dict()
+        manifest.modules = dict(prepared.facts)
         try:
             seed = seeding.choose(request.seed, config.seed_mode, config.seed, prepared.content)
         except seeding.SeedKeyError as exc:
@@ -135,7 +122,7 @@ def grade(request: GradeRequest) -> Results:
             config, prepared.copy_dir, scratch,
             protected=[config.root, config.suites_dir, config.solutions_dir, private, *request.protect, *([key_file] if key_file else [])],
         )
-        engine_proc.send_manifest(_manifest(config, prepared, spec.to_dict(), seed))
+        engine_proc.send_manifest(_add_run(manifest, config, prepared, spec, seed).to_dict())
         outcome = engine_proc.wait(config.limits.run_timeout_s + 120, request.on_event)
         engine_proc = None
         report = _load_report(report_path)

@@ -105,10 +105,7 @@ def _stamp(data: dict, release: dict, note: str | None) -> dict:
 
 def error_results(config: Config | None, message: str, elapsed: float) -> dict:
     """Every configured test at 0 with the reason (or, without a config, no tests)."""
-    if config is None:
-        results = results_mod.Results(status="error", message=message, score=0.0, max_score=0.0, skills=[])
-    else:
-        results = results_mod.build(config, None, {"path": "submission"}, modules={}, status="error", message=message, duration=elapsed)
+    results = results_mod.error_result(config, message, submission="submission", duration=elapsed)
     return json.loads(render(results, "gradescope", config))
 
 

@@ -27,8 +27,9 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import exercise_api
 from ..config import Config
-from . import module_facts
+from .manifest import ModuleEntry
 
 MAX_LISTED = 200
 SKIP_DIRS = {"__pycache__", ".git", ".ipynb_checkpoints", ".venv", "node_modules"}
@@ -58,6 +59,8 @@ class PreparedSubmission:
     #: (file name, sha256 or None when absent/refused) of every file copied or refused: what
     #: the content-derived seed is computed from
     content: list[tuple[str, str | None]] = field(default_factory=list)
+    #: the graded modules' facts for the run manifest, captured from the bytes copied
+    facts: dict[str, ModuleEntry] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         def public(info: dict) -> dict:
@@ -266,11 +269,15 @@ def prepare(path: str | Path, config: Config, run_dir: Path, *, world_readable: 
             else:
                 info["copy_path"] = str(copy(module, data))
                 info["sha256"] = hashlib.sha256(data).hexdigest()
-                known = module_facts.known_functions(module, config.solutions_dir, config.exercises_dir)
+                known = exercise_api.known_functions(module, config.solutions_dir, config.exercises_dir)
                 info["functions"] = known  # the exercise's own names: the only ones a report may show
-                info["todo"] = module_facts.still_todo(data, known)
+                info["todo"] = exercise_api.still_todo(data, known)
                 prepared.content.append((module, info["sha256"]))
-            (prepared.modules if module in selected else prepared.siblings)[module[:-3]] = info
+            if module in selected:
+                prepared.modules[module[:-3]] = info
+                prepared.facts[module[:-3]] = ModuleEntry.of(info, data)
+            else:
+                prepared.siblings[module[:-3]] = info
         if dir_fd is not None:
             _copy_helpers(prepared, config, dir_fd, set(module_files), copy)
     finally:

@@ -20,7 +20,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from autograder.runner import module_facts, seeding
+from autograder import exercise_api
+from autograder.runner import seeding
 from autograder.runner.submission import shadowing_reason
 from conftest import EXERCISES, ROOT, SOLUTIONS, grade, make_submission
 
@@ -201,8 +202,8 @@ def test_still_todo_lists_the_modules_real_functions(tmp_path):
     the stub — no words picked out of messages, none missed."""
     stub = (EXERCISES / "mha_reshape.py").read_text(encoding="utf-8")
     done = (SOLUTIONS / "mha_reshape.py").read_text(encoding="utf-8")
-    stub_funcs = module_facts.functions(stub)
-    assert stub_funcs == module_facts.still_todo(stub)
+    stub_funcs = exercise_api.functions(stub)
+    assert stub_funcs == exercise_api.still_todo(stub)
     # take split_heads and merge_heads from the reference, leave the rest as the stub
     import ast
 
@@ -222,7 +223,7 @@ def test_still_todo_lists_the_modules_real_functions(tmp_path):
     assert graded.data["submission"]["modules"]["mha_reshape"]["functions"] == stub_funcs
 
 
-def test_module_facts_read_stubs_from_the_source():
+def test_exercise_api_reads_stubs_from_the_source():
     source = '''
 import torch
 def a(x):
@@ -246,14 +247,14 @@ class K:
     def forward(self, x):
         return x
 '''
-    assert module_facts.functions(source) == ["a", "b", "c", "d", "K.__init__", "K.forward"]
-    assert module_facts.still_todo(source) == ["a", "b", "K.__init__"]
-    assert module_facts.still_todo(source, known=["a", "K.__init__"]) == ["a", "K.__init__"]
-    assert module_facts.still_todo("def (:") == []
+    assert exercise_api.functions(source) == ["a", "b", "c", "d", "K.__init__", "K.forward"]
+    assert exercise_api.still_todo(source) == ["a", "b", "K.__init__"]
+    assert exercise_api.still_todo(source, known=["a", "K.__init__"]) == ["a", "K.__init__"]
+    assert exercise_api.still_todo("def (:") == []
     for module in ("qkv.py", "masks.py", "row_softmax.py", "custom_backward.py", "mha_reshape.py", "sdpa_masks.py"):
-        known = module_facts.known_functions(module, SOLUTIONS, EXERCISES)
-        assert known == module_facts.functions((EXERCISES / module).read_text()), module
-        assert module_facts.still_todo((SOLUTIONS / module).read_text(), known) == []
+        known = exercise_api.known_functions(module, SOLUTIONS, EXERCISES)
+        assert known == exercise_api.functions((EXERCISES / module).read_text()), module
+        assert exercise_api.still_todo((SOLUTIONS / module).read_text(), known) == []
 
 
 def test_skill_option_footer_says_not_selected(tmp_path):

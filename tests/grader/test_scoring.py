@@ -8,6 +8,7 @@ import pytest
 
 from autograder import results as results_mod
 from autograder.config import load
+from autograder.runner.manifest import ModuleEntry, RunManifest
 from conftest import ROOT
 
 
@@ -34,7 +35,7 @@ FEEDBACK = {"check": "project_qkv: Q", "problem": "values", "detail": "first mis
 
 def test_all_passed_gives_exactly_the_points(config):
     report = {"tests": [entry(t.node_id, "passed", "passed") for t in config.tests]}
-    res = results_mod.build(config, report, {}, modules={})
+    res = results_mod.build(RunManifest.plan(config), report, {})
     assert res.score == res.max_score == 20
     assert all(t.status == "passed" for t in res.tests)
 
@@ -42,7 +43,7 @@ def test_all_passed_gives_exactly_the_points(config):
 def test_partial_credit_is_weight_times_fraction_and_sums_exactly(config):
     tests = config.tests
     report = {"tests": [entry(t.node_id, "failed", "check", fraction=0.25, feedback=FEEDBACK) for t in tests]}
-    res = results_mod.build(config, report, {}, modules={})
+    res = results_mod.build(RunManifest.plan(config), report, {})
     for outcome, spec in zip(res.tests, tests):
         assert outcome.score == round(spec.weight * 0.25, 4)
     assert res.score == round(sum(t.score for t in res.tests), 4) == pytest.approx(5.0)
@@ -52,7 +53,7 @@ def test_partial_credit_is_weight_times_fraction_and_sums_exactly(config):
 def test_a_test_that_never_reported_scores_zero_and_says_why(config):
     tests = config.tests
     report = {"tests": [entry(t.node_id, "passed", "passed") for t in tests[1:]]}
-    res = results_mod.build(config, report, {}, modules={})
+    res = results_mod.build(RunManifest.plan(config), report, {})
     missing = res.tests[0]
     assert missing.status == "not_run" and missing.score == 0 and "did not run" in missing.summary
     assert res.score == pytest.approx(20 - tests[0].weight)
@@ -60,28 +61,28 @@ def test_a_test_that_never_reported_scores_zero_and_says_why(config):
 
 def test_unexpected_tests_in_the_report_earn_nothing(config):
     report = {"tests": [entry("tests/suites/qkv/test_qkv_visible.py::test_bonus", "passed", "passed")]}
-    res = results_mod.build(config, report, {}, modules={})
+    res = results_mod.build(RunManifest.plan(config), report, {})
     assert res.score == 0 and {t.status for t in res.tests} == {"not_run"}
 
 
 def test_grader_errors_score_zero_and_are_not_blamed_on_the_student(config):
     tests = config.tests
     report = {"tests": [entry(tests[0].node_id, "failed", "grader_error", error={"type": "TypeError", "message": "bug", "traceback": "..."})]}
-    res = results_mod.build(config, report, {}, modules={})
+    res = results_mod.build(RunManifest.plan(config), report, {})
     first = res.tests[0]
     assert first.status == "error" and first.score == 0 and "not your fault" in first.summary
 
 
 def test_a_collection_error_marks_the_file_as_not_run(config):
     report = {"tests": [], "collectors": [{"nodeid": "tests/suites/qkv/test_qkv_hidden.py", "outcome": "failed", "longrepr": "ImportError: boom"}]}
-    res = results_mod.build(config, report, {}, modules={})
+    res = results_mod.build(RunManifest.plan(config), report, {})
     hidden = [t for t in res.tests if t.visibility == "hidden"]
     assert hidden and all("could not be loaded" in t.summary for t in hidden)
 
 
 def test_a_broken_run_is_never_a_partial_pass(config):
     report = {"tests": [entry(t.node_id, "passed", "passed") for t in config.tests]}
-    res = results_mod.build(config, report, {}, modules={}, status="error", message="the grading run broke")
+    res = results_mod.build(RunManifest.plan(config), report, {}, status="error", message="the grading run broke")
     assert res.score == 0 and res.status == "error"
     assert all(t.status == "not_run" and "the grading run broke" in t.summary for t in res.tests)
 
@@ -91,7 +92,7 @@ def test_public_view_hides_hidden_details_but_keeps_name_and_hint(config):
     report = {"tests": [entry(t.node_id, "failed", "check", feedback=dict(FEEDBACK, grids=[{"title": "g", "rows": "r", "cols": "c", "expected": [["1"]], "got": [["2"]], "bad": [[True]]}])) for t in tests]}
     for item in report["tests"]:
         item["metadata"]["printed"] = [{"call": "x", "text": "secret input 0.123", "dropped": 0}]
-    res = results_mod.build(config, report, {}, modules={}).public()
+    res = results_mod.build(RunManifest.plan(config), report, {}).public()
     for t in res.tests:
         if t.visibility == "hidden":
             assert t.detail is None and t.grids == [] and t.printed == [] and t.seed is None
@@ -115,7 +116,7 @@ def test_a_failed_gate_zeroes_its_skill(tmp_path):
     config = load(path).select(["qkv"])
     report = {"tests": [entry(t.node_id, "passed", "passed") for t in config.tests if t.name != "test_scale_scores_divides_by_sqrt_dk"]}
     report["tests"].append(entry("tests/suites/qkv/test_qkv_visible.py::test_scale_scores_divides_by_sqrt_dk", "failed", "check", feedback=dict(FEEDBACK, problem="constraint")))
-    res = results_mod.build(config, report, {}, modules={})
+    res = results_mod.build(RunManifest.plan(config), report, {})
     assert res.score == 0 and res.skills[0].gated_by.startswith("test_scale_scores_divides_by_sqrt_dk")
     assert all("breaks a rule" in t.summary for t in res.tests if t.status == "passed")
 
@@ -143,7 +144,7 @@ def _raised(message: str, kind: str = "NotImplementedError", frames=None) -> dic
 ])
 def test_a_hidden_todo_is_named_only_when_it_is_a_function_of_the_module(config, message, shown):
     report = {"tests": [entry(t.node_id, "failed", "submission", feedback=_raised(message)) for t in config.tests]}
-    res = results_mod.build(config, report, {}, modules={}).public()
+    res = results_mod.build(RunManifest.plan(config), report, {}).public()
     hidden = [t for t in res.tests if t.visibility == "hidden"]
     assert "project_qkv" in res.skills[0].functions and "AttentionHead.forward" in res.skills[0].functions
     for test in hidden:
@@ -162,7 +163,7 @@ def test_public_hidden_tests_are_a_whitelist(config):
         item["call"]["duration"] = 7.25  # a sleep that encodes data
         item["metadata"]["printed"] = [{"call": "x", "text": "secret 0.123", "dropped": 0}]
         item["metadata"]["targets"] = ["qkv.project_qkv", "qkv.project_qkv secret 0.123"]
-    full = results_mod.build(config, report, {}, modules={}, duration=12.5)
+    full = results_mod.build(RunManifest.plan(config), report, {}, duration=12.5)
     res = full.public()
     assert res.duration == 0 and full.duration == 12.5
     for test in res.tests:
@@ -177,11 +178,13 @@ def test_public_hidden_tests_are_a_whitelist(config):
 
 
 def test_frames_are_checked_facts_about_the_students_file(config, tmp_path):
-    """File, line and function come from the graded copy, never from the worker's
-    code objects (whose name, file and line a submission can set to anything)."""
+    """File, line and function come from the graded copy (captured when it was made),
+    never from the worker's code objects (whose name, file and line a submission can set
+    to anything)."""
     copy = tmp_path / "qkv.py"
     copy.write_text("import torch\n\n\ndef project_qkv(x, w_q, w_k, w_v):\n    raise ValueError('no')\n", encoding="utf-8")
-    modules = {"qkv": {"display_path": "exercises/qkv.py", "copy_path": str(copy)}}
+    manifest = RunManifest.plan(config)
+    manifest.modules = {"qkv": ModuleEntry.of({"display_path": "exercises/qkv.py", "copy_path": str(copy)}, copy.read_bytes())}
     frames = [
         {"file": "qkv.py", "line": 5, "function": "\x1b[31m✓ fake 1/1 points"},  # renamed code object
         {"file": "qkv.py\n::error::x", "line": 5, "function": "f"},  # a file that is not the module
@@ -190,7 +193,8 @@ def test_frames_are_checked_facts_about_the_students_file(config, tmp_path):
         {"file": "qkv.py", "line": True, "function": "f"},
     ]
     report = {"tests": [entry(t.node_id, "failed", "submission", feedback=_raised("boom", "ValueError", frames)) for t in config.tests]}
-    res = results_mod.build(config, report, {"modules": {"qkv": {"display_path": "exercises/qkv.py"}}}, modules=modules)
+    copy.unlink()  # scoring reads data only: the run folder may be gone by now
+    res = results_mod.build(manifest, report, {"modules": {"qkv": {"display_path": "exercises/qkv.py"}}})
     for test in res.tests:
         assert test.frames == [{"file": "exercises/qkv.py", "line": 5, "function": "project_qkv", "code": "raise ValueError('no')"}]
     assert res.submission["modules"]["qkv"]["definitions"] == {"project_qkv": 4}

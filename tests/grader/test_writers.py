@@ -13,6 +13,7 @@ from autograder import cli
 from autograder import results as results_mod
 from autograder.config import load
 from autograder.renderers import FORMATS
+from autograder.runner.manifest import RunManifest
 from conftest import ROOT
 
 NASTY = ["\ud800", "a\udfffb", "nul\x00nul", "\x1b[2J\x07\r", "\U0010ffff", "x" * (1 << 20)]
@@ -27,7 +28,7 @@ def _results(config, text: str):
     feedback = {"check": text, "problem": "raised", "detail": text, "hints": [],
                 "frames": [{"file": "qkv.py", "line": 3, "function": text}], "error": {"type": text, "message": text, "frames": []}}
     report = {"tests": [{"nodeid": t.node_id, "outcome": "failed", "metadata": {"result": {"kind": "submission", "feedback": feedback}, "printed": [{"call": text, "text": text, "dropped": 1}], "targets": [text]}} for t in config.tests]}
-    return results_mod.build(config, report, {"path": text, "modules": {}, "ignored": [text]}, modules={}, message=text)
+    return results_mod.build(RunManifest.plan(config), report, {"path": text, "modules": {}, "ignored": [text]}, message=text)
 
 
 @pytest.mark.parametrize("fmt", FORMATS)

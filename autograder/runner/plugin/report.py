@@ -1,0 +1,143 @@
+"""The report hooks: everything a renderer will ever need goes into the pytest-json-report —
+per test the verdict's facts (feedback, hints, partial credit, seed, what the code printed),
+per run the seeds, suite hash, versions and the sandbox's protections — and progress events
+go to the parent. The report is the only thing the grader reads afterwards."""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from typing import Any
+
+import pytest
+import torch
+
+from ...feedback import hints as hint_catalogue
+from ...testing import expect
+from ...testing.failures import CheckFailed, SubmissionError
+from .session import active
+
+
+def _suite_traceback(exc: BaseException) -> str:
+    """The grader error's traceback, without pytest's and pluggy's own frames."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if "site-packages" not in f.filename]
+    lines = traceback.format_list(frames[-8:]) + traceback.format_exception_only(type(exc), exc)
+    return "Traceback (most recent call last):\n" + "".join(lines)[-6000:]
+
+
+def _classify(item: pytest.Item, call: pytest.CallInfo) -> dict:
+    excinfo = call.excinfo
+    if excinfo is None:
+        return {"kind": "passed"}
+    exc = excinfo.value
+    if isinstance(exc, CheckFailed):
+        return {"kind": "check", "feedback": exc.feedback.to_dict()}
+    if isinstance(exc, SubmissionError):
+        return {"kind": "submission", "feedback": exc.feedback().to_dict()}
+    if excinfo.errisinstance((pytest.skip.Exception,)):
+        return {"kind": "skipped", "reason": str(exc)}
+    if isinstance(exc, AssertionError):  # a plain `assert` in a suite: still a failed check
+        text = str(exc).split("\n")[0][:500] or "assertion failed"
+        return {"kind": "check", "feedback": {"check": item.name, "problem": "values", "detail": text, "hints": [], "grids": [], "frames": [], "error": None}}
+    return {
+        "kind": "grader_error",
+        "error": {
+            "type": type(exc).__name__,
+            "message": str(exc)[:2000],
+            "traceback": _suite_traceback(exc),
+        },
+    }
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    grading = active()
+    if grading is None:
+        return
+    if os.environ.get("AUTOGRADER_PROFILE"):
+        # suite authors: AUTOGRADER_PROFILE=out.prof profiles the trusted side of the tests
+        import cProfile
+
+        grading.profiler = cProfile.Profile()
+        grading.profiler.enable()
+    grading.emit({"event": "collected", "count": len(session.items)})
+    grading.sandbox.prefork()
+
+
+def pytest_json_runtest_metadata(item: pytest.Item, call: pytest.CallInfo) -> dict | None:
+    grading = active()
+    if grading is None:
+        return None
+    meta: dict[str, Any] = {}
+    if call.when == "setup":
+        meta["seed"] = grading.test_seed(item.nodeid)
+        if call.excinfo is not None:
+            meta["result"] = _classify(item, call)
+            if meta["result"]["kind"] not in ("check", "submission", "skipped"):
+                meta["result"]["kind"] = "grader_error"
+    elif call.when == "call":
+        result = _classify(item, call)
+        meta["result"] = result
+        feedback = result.get("feedback")
+        if feedback is not None:
+            submission = getattr(item, "_ag_submission", None)
+            named = hint_catalogue.filter_named(feedback.get("hints", []), grading.hints, expect.matched_hints(),
+                                                submission.targets if submission is not None else [])
+            feedback["hints"] = hint_catalogue.resolve(named, grading.hints)
+        credit = getattr(item, "_ag_credit", None)
+        if credit is not None and credit.outcomes:
+            meta["credit"] = dict(credit.summary(), fraction=credit.fraction)
+        submission = getattr(item, "_ag_submission", None)
+        if submission is not None:
+            meta["printed"] = submission.printed[:20]
+            meta["targets"] = submission.targets[:20]
+            if submission.autograd_uses:
+                meta["autograd_uses"] = sorted(submission.autograd_uses)
+    elif call.when == "teardown" and call.excinfo is not None:
+        meta["teardown_error"] = _classify(item, call).get("error") or {"type": "error", "message": str(call.excinfo.value)[:500]}
+    return meta
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    grading = active()
+    if grading is None:
+        return
+    if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
+        grading.emit({"event": "test", "nodeid": report.nodeid, "outcome": report.outcome, "duration": round(report.duration, 4)})
+
+
+def pytest_json_modifyreport(json_report: dict) -> None:
+    grading = active()
+    if grading is None:
+        return
+    json_report["autograder"] = {
+        "seed": grading.seed,
+        "seed_source": grading.manifest.seed_source,
+        "suite_hash": grading.manifest.suite_hash,
+        "versions": {
+            "python": sys.version.split()[0],
+            "torch": torch.__version__,
+            "pytest": pytest.__version__,
+        },
+        "sandbox": grading.runtime.facts,
+        "workers_started": grading.sandbox.spawned,
+        "call_seconds": {module: round(seconds, 3) for module, seconds in grading.runtime.spent.items()},
+    }
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """The JSON report is written by now (its plugin's sessionfinish ran first). Tell the
+    parent, stop the sandbox, and leave without tearing torch down (~0.3 s): nothing after
+    this point can change a result."""
+    grading = active()
+    if grading is None:
+        return
+    if grading.profiler is not None:
+        grading.profiler.disable()
+        grading.profiler.dump_stats(os.environ["AUTOGRADER_PROFILE"])
+    grading.emit({"event": "done", "exitstatus": int(exitstatus)})
+    grading.close()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(int(exitstatus))

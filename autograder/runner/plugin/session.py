@@ -1,0 +1,94 @@
+"""The grading session: the state of one grading run inside the trusted pytest process.
+
+Built once, at ``pytest_configure``, from the run manifest; every hook and fixture finds
+it through ``active()`` (hooks without a config at hand included) — one way, no attributes
+hung on pytest's objects.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from ...feedback import hints as hint_catalogue
+from ...sandbox.client import Sandbox
+from ...testing.remote import ModuleInfo, Runtime
+from ..manifest import RunManifest
+
+
+class GradingSession:
+    def __init__(self, manifest: RunManifest, server: tuple[int, object] | None) -> None:
+        self.manifest = manifest
+        self.seed: int = manifest.seed
+        self.hints = hint_catalogue.load_catalogue(Path(manifest.suites_dir))
+        self.solutions_dir = Path(manifest.solutions_dir)
+        self.progress = None
+        self.profiler = None
+        limits = manifest.limits
+        modules = {
+            name: ModuleInfo(
+                name=name,
+                display_path=info.display_path,
+                copy_path=Path(info.copy_path) if info.copy_path else None,
+                problem=info.problem,
+                problem_line=info.problem_line,
+            )
+            for name, info in manifest.modules.items()
+        }
+        self.sandbox = Sandbox(
+            manifest.worker,
+            start_timeout=limits.worker_start_timeout_s,
+            max_reply_bytes=limits.max_result_mib << 20,
+            server=server,
+        )
+        self.sandbox.preload(manifest.preload)
+        self.runtime = Runtime(
+            sandbox=self.sandbox,
+            modules=modules,
+            call_timeout=limits.call_timeout_s,
+            budget_deadline=time.monotonic() + limits.run_timeout_s,
+            importable={name: Path(path) for name, path in manifest.helpers.items()},
+            skill_time=limits.skill_time_s,
+        )
+        self.reference_cache: dict[str, Any] = {}
+
+    def emit(self, event: dict) -> None:
+        """A progress event for the live display in the parent process."""
+        if self.progress is not None:
+            try:
+                self.progress.write(json.dumps(event) + "\n")
+            except OSError:
+                self.progress = None
+
+    def test_seed(self, nodeid: str) -> int:
+        digest = hashlib.sha256(f"{self.seed}:{nodeid}".encode()).digest()
+        return int.from_bytes(digest[:8], "little") >> 1
+
+    def close(self) -> None:
+        self.sandbox.close()
+        if self.progress is not None:
+            self.progress.close()
+
+
+_active: GradingSession | None = None
+
+
+def activate(session: GradingSession | None) -> GradingSession | None:
+    """Make ``session`` this process's grading session; returns the one it replaces."""
+    global _active
+    previous, _active = _active, session
+    return previous
+
+
+def active() -> GradingSession | None:
+    """This process's grading session; None when pytest runs without ``--ag-run``."""
+    return _active
+
+
+def require() -> GradingSession:
+    if _active is None:
+        raise RuntimeError("these fixtures only exist in a grading run (python -m autograder grade)")
+    return _active
