@@ -169,7 +169,7 @@ def todo_summary(tests: list[TestOutcome], todo: list[str] | None = None) -> tup
     """(the stubs still to write, in order; the tests that failed for another reason).
 
     ``todo`` is the module's own list of functions still raising the TODO stub, read from
-    its source on the trusted side (runner/module_facts.py) and restricted to the
+    its source on the trusted side (autograder/exercise_api.py) and restricted to the
     exercise's function names; message text is only the fall-back for old results."""
     if todo is None:
         stubs: list[str] = []
