@@ -16,6 +16,7 @@ import zipfile
 from pathlib import Path
 
 from ..config import Config
+from .snapshots import CASES_FILE
 
 #: the zip format's earliest timestamp: no build time ends up in an artifact
 ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)
@@ -216,8 +217,9 @@ def grader_files(ctx, include_hidden: bool) -> dict[str, bytes]:
     (without the release tooling), ``grading.toml`` (filtered unless ``include_hidden``),
     ``requirements.txt``, and under ``tests/suites/`` the suites that grade with it, the
     ``course`` helpers those suites import (found by parsing their imports) and the data files
-    those helpers name, each skill's ``hints.toml`` and snapshot data. With ``include_hidden`` also the hidden suites and
-    ``solutions/`` (hidden tests compare with the reference through the ``ref`` fixture).
+    those helpers name, each skill's ``hints.toml`` and snapshot data. With ``include_hidden`` also the hidden suites, the
+    helper modules beside them (``tests/suites/<skill>/mistakes.py``; never ``snapshot_cases.py``) and ``solutions/``
+    (hidden tests compare with the reference through the ``ref`` fixture).
     """
     repo: Path = ctx.repo
     config: Config = ctx.config
@@ -239,6 +241,10 @@ def grader_files(ctx, include_hidden: bool) -> dict[str, bytes]:
             if (skill_dir / extra).is_file():
                 files[f"{suites_rel}/{skill.id}/{extra}"] = (skill_dir / extra).read_bytes()
         files.update(_tree(repo, skill_dir / "snapshots"))
+        if include_hidden:  # helpers beside the suites (mistakes.py: the named mistakes' outputs) serve hidden tests only
+            for path in sorted(skill_dir.glob("*.py")):
+                if path.name != CASES_FILE and not path.name.startswith("test_"):
+                    files[path.relative_to(repo).as_posix()] = path.read_bytes()
     files.update({rel: text.encode() for rel, text in sources.items()})
 
     course_dir = config.suites_dir / COURSE_PACKAGE

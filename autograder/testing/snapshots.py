@@ -51,13 +51,15 @@ class SnapshotError(RuntimeError):
 
 
 class Snapshots:
-    """The snapshot cases of the suite file ``suite_file`` (lazily loaded, decoded afresh on
-    every lookup so no test can change another's inputs)."""
+    """The snapshot cases of the suite file ``suite_file`` — or of the skill folder
+    ``tests/suites/<skill>`` (a course helper that serves the skill's suites) — lazily
+    loaded, decoded afresh on every lookup so no test can change another's inputs."""
 
     def __init__(self, suite_file: str | Path) -> None:
         suite = Path(suite_file).resolve()
-        self.skill = suite.parent.name
-        self.path = suite.parent / "snapshots" / f"{self.skill}.json"
+        folder = suite if suite.is_dir() else suite.parent
+        self.skill = folder.name
+        self.path = folder / "snapshots" / f"{self.skill}.json"
         self._data: bytes | None = None
 
     def __getitem__(self, name: str) -> dict[str, Any]:

@@ -8,11 +8,13 @@ the trusted side, with plain torch autograd or from the lessons' printed numbers
 from __future__ import annotations
 
 from contextlib import contextmanager
+from pathlib import Path
 
 import torch
 
 from autograder.testing import expect, probe
 from autograder.testing.failures import SubmissionError, SubmissionRaised
+from autograder.testing.snapshots import Snapshots
 from autograder.testing.source import calls as called_names
 from autograder.testing.source import check_no_banned
 
@@ -20,6 +22,7 @@ from . import week07 as w7
 from .tolerances import Tol, tol
 
 MODULE = "custom_backward"
+SKILL_DIR = Path(__file__).resolve().parent.parent / "custom_backward"  # its snapshot holds square_problem
 FILE = "custom_backward.py"
 BACKWARD_SCOPE = ("AttentionFunction.backward", "attention_backward", "softmax_backward")
 BANNED_IN_BACKWARD = (
@@ -51,12 +54,6 @@ def check_goes_through_helpers(sub) -> None:
                     problem="constraint")
 
 
-def week7_loss_mistakes(dtype: torch.dtype) -> dict[str, torch.Tensor]:
-    """hint id → the Week 7 mean loss a wrong forward pass gives (0-dim, ``dtype``)."""
-    wrong = week7_chain_reference(**week7_chain_inputs(torch.float64), scale=1.0)["loss"]
-    return {"custom_backward/forward-scale": wrong.to(dtype)}
-
-
 SHAPE_ERRORS = ("size", "shape", "mat1 and mat2", "broadcast", "dimension")
 
 
@@ -85,17 +82,11 @@ def square_diagnosis(sub) -> list[str]:
     problem (B = 2, L = S = 4, d_k = d_v = 3: every transposed product has the right shape).
     If the batched call still fails while the same problem without the batch axis is right,
     the code used `.T`, which reverses every axis of a batched tensor (Day 1 §2.3's listing
-    is written for one [T,T] matrix)."""
-    from .mistakes_custom_backward import attention_backward as variants_of
-    from .mistakes_custom_backward import component
-
-    g = torch.Generator().manual_seed(20261130)  # fixed: this only names a mistake, it earns nothing
-    q, k, v, d_out = (torch.randn(2, 4, 3, generator=g, dtype=torch.float64) for _ in range(4))
-    scale = 3 ** -0.5
-    a = torch.softmax((q @ k.transpose(-2, -1)) * scale, dim=-1)
-    right = [scale * ((a * ((d_out @ v.mT) - ((d_out @ v.mT) * a).sum(-1, keepdim=True))) @ k), None, a.mT @ d_out]
-    ds = a * ((d_out @ v.mT) - ((d_out @ v.mT) * a).sum(-1, keepdim=True))
-    right[1] = scale * (ds.mT @ q)
+    is written for one [T,T] matrix). The problem, the right gradients and the mistakes'
+    gradients come from the skill's snapshot (``square_problem``): fixed data, this only
+    names a mistake, it earns nothing."""
+    c = Snapshots(SKILL_DIR)["square_problem"]
+    q, k, v, d_out, a, scale, right = c["q"], c["k"], c["v"], c["d_out"], c["a"], c["scale"], c["right"]
 
     def triple(*args):
         try:
@@ -114,10 +105,10 @@ def square_diagnosis(sub) -> list[str]:
             return ["custom_backward/dot-t-on-batch"]
     if got is None:
         return []
-    variants = variants_of(d_out, q, k, v, a, scale)
+    variants = c["mistakes"]
     named = set()
     for i in range(3):
-        named.update(expect.diagnose(got[i], {h: t for h, t in component(variants, i).items() if expect.distance(t, right[i], tight) > 1}, tight, want=right[i]))
+        named.update(expect.diagnose(got[i], {h: g[i] for h, g in variants.items() if expect.distance(g[i], right[i], tight) > 1}, tight, want=right[i]))
     return [h for h in variants if h in named and all(expect.distance(t, w, tight) <= 1 for t, w in zip(got, variants[h]))]
 
 
@@ -135,30 +126,6 @@ def week7_chain_inputs(dtype: torch.dtype) -> dict:
     """x, W_K, W_V, W_vocab, targets of Week 7 §16 and W_Q (whose gradient is asked for)."""
     ex = w7.example(dtype)
     return {"x": ex.x, "w_q": ex.w_q, "w_k": ex.w_k, "w_v": ex.w_v, "w_vocab": ex.w_vocab, "targets": ex.targets}
-
-
-def week7_chain_reference(x, w_q, w_k, w_v, w_vocab, targets, lr: float = 0.01, scale: float | None = None) -> dict:
-    """The same chain with torch's own softmax and autograd, in float64 (trusted side);
-    ``scale`` replaces 1/√d_k (to replay a forward pass with the wrong scale)."""
-    import torch.nn.functional as F
-
-    def loss_of(wq):
-        q, k, v = x @ wq, x @ w_k, x @ w_v
-        T = x.size(1)
-        scores = (q @ k.transpose(-2, -1)) * (q.size(-1) ** -0.5 if scale is None else scale)
-        scores = scores.masked_fill(~torch.tril(torch.ones(T, T, dtype=torch.bool)), float("-inf"))
-        out = torch.softmax(scores, -1) @ v
-        return F.cross_entropy(out[:, -1] @ w_vocab, targets)
-
-    wq = w_q.double().clone().requires_grad_(True)
-    x, w_k, w_v, w_vocab = x.double(), w_k.double(), w_v.double(), w_vocab.double()
-    loss = loss_of(wq)
-    (grad,) = torch.autograd.grad(loss, [wq])
-    with torch.no_grad():
-        new = wq.detach().clone()
-        new[1, 0] -= lr * grad[1, 0]
-        after = loss_of(new)
-    return {"loss": loss.detach(), "grad": grad, "loss_after": after}
 
 
 # --------------------------------------------------------------------------- direct calls
@@ -251,44 +218,20 @@ def week7_chain(sub, dtype: torch.dtype, lr: float = 0.01) -> dict:
 GRADCHECK = {"eps": 1e-6, "atol": 1e-5, "rtol": 1e-3}  # torch.autograd.gradcheck's criterion, as Day 1 §B runs it
 
 
-def numerical_jacobians(q, k, v, allowed, eps: float = GRADCHECK["eps"]) -> list[torch.Tensor]:
-    """Central finite differences of the reference attention (trusted, float64): for each of
-    q, k, v a [out.numel(), input.numel()] Jacobian — gradcheck's numerical side."""
-    from .mistakes_custom_backward import plain_attention
-
-    args = [t.double().clone() for t in (q, k, v)]
-    n_out = plain_attention(*args, allowed)[0].numel()
-    jacobians = []
-    for t in args:
-        flat = t.view(-1)
-        jac = torch.zeros(n_out, flat.numel(), dtype=torch.float64)
-        for j in range(flat.numel()):
-            old = flat[j].item()
-            flat[j] = old + eps
-            up = plain_attention(*args, allowed)[0].reshape(-1)
-            flat[j] = old - eps
-            down = plain_attention(*args, allowed)[0].reshape(-1)
-            flat[j] = old
-            jac[:, j] = (up - down) / (2 * eps)
-        jacobians.append(jac)
-    return jacobians
-
-
-def gradcheck(sub, q, k, v, allowed) -> tuple[str | None, list[str]]:
+def gradcheck(sub, problem: dict) -> tuple[str | None, list[str]]:
     """gradcheck decided here: your backward, called once per output entry (Ȳ = a one-hot),
-    gives the analytical Jacobian row by row; the numerical Jacobian comes from finite
-    differences of the reference attention. Returns (None, []) when every entry is within
-    gradcheck's atol + rtol·|numerical|, else (a summary: which input, the worst entry,
-    expected vs got; the hint ids of the named mistakes whose Jacobian yours matches)."""
-    from .mistakes_custom_backward import attention_grads, plain_attention
-
-    want_out = plain_attention(q.double(), k.double(), v.double(), allowed)[0]
+    gives the analytical Jacobian row by row; the numerical Jacobian (finite differences of
+    the reference attention) and the Jacobians of the named mistakes come with ``problem``
+    (a snapshot case, or ``mistakes.gradcheck_problem`` in a hidden test). Returns (None, [])
+    when every entry is within gradcheck's atol + rtol·|numerical|, else (a summary: which
+    input, the worst entry, expected vs got; the hint ids of the named mistakes whose
+    Jacobian yours matches)."""
+    q, k, v, allowed, want_out = problem["q"], problem["k"], problem["v"], problem["allowed"], problem["out"]
     basis = [torch.zeros(want_out.numel(), dtype=q.dtype).index_fill_(0, torch.tensor([m]), 1.0).view(want_out.shape) for m in range(want_out.numel())]
     out, rows = forward_backward(sub, q, k, v, allowed, basis, what="gradcheck")
     expect.close(out, want_out.to(q.dtype), what="AttentionFunction.forward (gradcheck compares your backward with finite differences of it)",
                  tol=tol("custom_backward.attention", q.dtype))
-    numerical = numerical_jacobians(q, k, v, allowed)
-    for name, i, like, num in zip(("q", "k", "v"), range(3), (q, k, v), numerical):
+    for name, i, like, num in zip(("q", "k", "v"), range(3), (q, k, v), problem["numerical"]):
         got = [expect.tensor(r[i], what=f"d{name} from AttentionFunction.backward") for r in rows]
         for g in got:
             expect.true(tuple(g.shape) == tuple(like.shape), what=f"d{name} has the shape of {name}", detail=f"expected {list(like.shape)}, got {list(g.shape)}")
@@ -296,12 +239,9 @@ def gradcheck(sub, q, k, v, allowed) -> tuple[str | None, list[str]]:
         excess = (analytical - num).abs() - (GRADCHECK["atol"] + GRADCHECK["rtol"] * num.abs())
         if bool((excess > 0).any()) or not bool(torch.isfinite(analytical).all()):
             # which named mistake gives exactly these Jacobian rows (same one-hot Ȳ)?
-            variants = [attention_grads(q, k, v, allowed, d) for d in basis]
-            hints = [h for h in variants[0] if all(h in vr for vr in variants) and all(
-                vr[h][i].shape == like.shape and torch.allclose(g.double(), vr[h][i].double(), rtol=1e-6, atol=1e-9) for vr, g in zip(variants, got))]
-            if hints:  # record the match on the Jacobian (the hint rule names only matched mistakes)
-                stacked = {h: torch.stack([vr[h][i].double().reshape(-1) for vr in variants]) for h in hints}
-                hints = expect.diagnose(analytical, stacked, Tol(1e-6, 1e-9), want=num)
+            stacked = {h: jac[i] for h, jac in problem["mistakes"].items()
+                       if jac[i] is not None and jac[i].shape == analytical.shape and torch.allclose(analytical, jac[i].double(), rtol=1e-6, atol=1e-9)}
+            hints = expect.diagnose(analytical, stacked, Tol(1e-6, 1e-9), want=num) if stacked else []  # records the match on the Jacobian
             m, j = divmod(int(torch.nan_to_num(excess, nan=float("inf")).argmax()), num.size(1))
             out_idx = list(torch.unravel_index(torch.tensor(m), want_out.shape))
             in_idx = list(torch.unravel_index(torch.tensor(j), like.shape))

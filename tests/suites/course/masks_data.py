@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import torch
 
-from . import week07 as w7
 
 # D1-17: 2 left pads, T = 5, causal ∪ padding → unmasked keys per query row
 LEFT_PADDED_T = 5
@@ -20,13 +19,6 @@ D1_18_NAN_ROWS_WITH_NEG_INF = [0, 1]  # the rows the −∞ fill turns into NaN
 L2_03_ROW_COUNTS = [1, 2, 3, 4, 5]
 # W7 §11 table: t = 0 scaled row [0.2, 0.9], the second column is the future
 W7_TABLE_ROW = [0.2, 0.9]
-
-
-def scaled_scores(dtype: torch.dtype = torch.float32) -> torch.Tensor:
-    """S̃ = Q Kᵀ / √d_k of Week 7 §8 for both prompts: [[0.4, 0.2], [0.8, 0.4]] | [[0.05, 0], [0.1, 0.4]]."""
-    ex = w7.example(torch.float64)
-    s = (ex.x @ ex.w_q) @ (ex.x @ ex.w_k).transpose(-2, -1) / 2 ** 0.5
-    return s.to(dtype)
 
 
 def left_padded_tokens() -> list[str]:

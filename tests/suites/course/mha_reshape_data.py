@@ -8,10 +8,20 @@ the same), and W_O swapping the two head blocks (§15: Concat(O⁽¹⁾, O⁽²�
 
 from __future__ import annotations
 
+import math
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
 import torch
+
+from autograder.testing import SubmissionError, expect
+from autograder.testing.snapshots import Snapshots
 
 from . import week07 as w7
 from .tolerances import Tol, tol
+
+SKILL_DIR = Path(__file__).resolve().parent.parent / "mha_reshape"  # its snapshot holds unsliced_probe
 
 # expected-numbers.md tolerances
 FRACTION_TABLE = Tol(rtol=0.0, atol=5e-4)  # D1-27: "abs 0.05 (%)", as a fraction
@@ -89,3 +99,77 @@ def two_head_expected(dtype: torch.dtype = torch.float32, padded: bool = False) 
         head1[1] = torch.tensor([[-1.0, 0.0], [-1.0, 0.0]], dtype=dtype)
         head2[1] = torch.tensor([[0.0, 1.0], [0.0, 1.0]], dtype=dtype)
     return torch.cat([head2, head1], dim=-1), weights
+
+
+# --------------------------------------------------------------------------- errors with a known cause
+@contextmanager
+def view_hint(sub=None) -> Iterator[None]:
+    """Name the lesson's error when the submission raised it: view() on a transposed tensor
+    ("view size is not compatible with input tensor's size and stride", Day 1 §A.5). With
+    ``sub``, a size mismatch is also checked for its known cause, by behaviour: the module
+    works when context_length == T and fails when context_length > T — the mask buffer was
+    used without slicing it to [:T, :T] (Week 7 §13)."""
+    try:
+        yield
+    except SubmissionError as exc:
+        message = str((exc.error or {}).get("message", "")) + " " + str(exc.message)
+        if "view size is not compatible" in message and "mha_reshape/view-needs-contiguous" not in exc.hints:
+            exc.hints.append("mha_reshape/view-needs-contiguous")
+        elif sub is not None and "size" in message and unsliced_mask(sub) and "mha_reshape/unsliced-mask" not in exc.hints:
+            exc.hints.append("mha_reshape/unsliced-mask")
+        raise
+
+
+def unsliced_mask(sub) -> bool:
+    """True when MultiHeadAttention(4, 1, context_length=T) is right on T = 3 tokens but
+    MultiHeadAttention(4, 1, context_length=6) raises on the same input (fixed data: this
+    only names a mistake, it earns nothing). The match is recorded for the hint rule."""
+    c = Snapshots(SKILL_DIR)["unsliced_probe"]  # fixed x, weights and the reference's output
+    x, state, want = c["x"], c["state"], c["want"]
+    try:
+        fits = sub.mha_reshape.construct("MultiHeadAttention", [4, 1, 3], dtype=torch.float64, state=state, calls=[("forward", [x], {})], describe=False)["outputs"][0]
+    except SubmissionError:
+        return False
+    if expect.distance(fits, want, expect.Tol(1e-9, 1e-12)) > 1:
+        return False
+    try:
+        sub.mha_reshape.construct("MultiHeadAttention", [4, 1, 6], dtype=torch.float64, state=state, calls=[("forward", [x], {})], describe=False)
+    except SubmissionError:
+        expect.diagnose(fits, {"mha_reshape/unsliced-mask": fits}, expect.Tol(1e-9, 1e-12))  # records the match
+        return True
+    return False
+
+
+# --------------------------------------------------------------------------- module layout
+_LINEARS = ("w_q", "w_k", "w_v", "w_o")
+
+
+def layout_hints(extra: list[str], missing: list[str] = ()) -> list[str]:
+    """Hints for state_dict / parameter names that differ from the four nn.Linear layers':
+    a name outside w_q/w_k/w_v/w_o is a mask kept in the state; the rest is the layout."""
+    hints = []
+    if any(name.split(".")[0] not in _LINEARS for name in extra):
+        hints.append("mha_reshape/persistent-mask-buffer")
+    if list(missing) or any(name.split(".")[0] in _LINEARS for name in extra):
+        hints.append("mha_reshape/linear-layout")
+    return hints or ["mha_reshape/linear-layout"]
+
+
+def round_trip_hints() -> list[str]:
+    return ["mha_reshape/view-without-transpose", "mha_reshape/interleaved-heads"]
+
+
+# --------------------------------------------------------------------------- counts and costs
+def numbers(got, candidates: list[tuple[str, float]], right: float) -> list[str]:
+    """Hint ids of the candidates ``got`` equals (and the right answer does not)."""
+    if isinstance(got, torch.Tensor) and got.dim() == 0:
+        got = got.item()
+    if isinstance(got, bool) or not isinstance(got, (int, float)):
+        return []
+    found = []
+    for hint, value in candidates:
+        if math.isclose(float(got), float(value), rel_tol=1e-9, abs_tol=1e-12) and not math.isclose(float(value), float(right), rel_tol=1e-9, abs_tol=1e-12):
+            found.append(hint)
+            # record the match (the hint rule shows a named hint only where its signature matched)
+            expect.diagnose_number(float(got), {hint: value}, expect.Tol(1e-9, 1e-12), want=float(right))
+    return list(dict.fromkeys(found))

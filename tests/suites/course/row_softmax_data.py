@@ -121,17 +121,6 @@ class Calls:
         return self.result(index).value
 
 
-def week7_h(dtype: torch.dtype = torch.float64) -> torch.Tensor:
-    """h_A, h_B: the final-position head outputs of Week 7 §6/§16, computed exactly ([2, 2])."""
-    ex = w7.example(torch.float64)
-    q, k, v = ex.x @ ex.w_q, ex.x @ ex.w_k, ex.x @ ex.w_v
-    T = ex.x.size(1)
-    scores = (q @ k.transpose(-2, -1)) / 2 ** 0.5
-    scores = scores.masked_fill(~torch.tril(torch.ones(T, T, dtype=torch.bool)), float("-inf"))
-    out = torch.softmax(scores, dim=-1) @ v
-    return out[:, -1].to(dtype)
-
-
 def week7_w_vocab(dtype: torch.dtype = torch.float64) -> torch.Tensor:
     return w7.example(dtype).w_vocab
 

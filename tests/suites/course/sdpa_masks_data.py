@@ -98,30 +98,20 @@ def mha_module(config: dict, state: dict[str, torch.Tensor]) -> torch.nn.Multihe
     return mha.eval()
 
 
-def merged_blocked(num_heads: int, T: int, blocked: torch.Tensor | None, key_blocked: torch.Tensor | None) -> torch.Tensor | None:
-    """attn_mask [T,T] and key_padding_mask [B,T] (True = not allowed) merged into the one
-    [B·h, T, T] attn_mask nn.MultiheadAttention builds from them itself (logical or).
-    Passing key_padding_mask on the trusted side would import sympy (~0.6 s) through
-    torch._check_with; the merged mask gives the same attention."""
-    if key_blocked is None:
-        return blocked
-    B = key_blocked.shape[0]
-    merged = key_blocked[:, None, None, :].expand(B, num_heads, T, T)
-    if blocked is not None:
-        merged = merged | blocked
-    return merged.reshape(B * num_heads, T, T)
+def blame_kv_cache(sub, mistakes: dict[str, torch.Tensor], L: int, S: int) -> dict[str, torch.Tensor]:
+    """An sdpa that builds its causal mask with the submission's own kv_cache_mask inherits
+    that function's mistake: when the submission's kv_cache_mask(L, S) is top-left aligned,
+    sdpa's top-left signature is that mistake, named after kv_cache_mask. Called only when a
+    check has failed (pass it as a callable)."""
+    if "sdpa_masks/top-left-causal" not in mistakes:
+        return mistakes
+    from autograder.testing.failures import SubmissionError
 
-
-def mha_expected(config: dict, state: dict[str, torch.Tensor], x: torch.Tensor, allowed=None, key_allowed=None) -> torch.Tensor:
-    """Self-attention through the module, called the way Day 1 §A.2/§A.3 say: (T, B, C)
-    when batch_first is False, masks flipped to True = not allowed, need_weights=False."""
-    mha = mha_module(config, state)
-    seq = x.to(torch.float64)
-    if not config["batch_first"]:
-        seq = seq.transpose(0, 1)
-    mask = merged_blocked(config["num_heads"], x.shape[1], None if allowed is None else ~allowed, None if key_allowed is None else ~key_allowed)
-    with torch.no_grad():
-        out, _ = mha(seq, seq, seq, attn_mask=mask, need_weights=False)
-    if not config["batch_first"]:
-        out = out.transpose(0, 1)
-    return out.to(x.dtype)
+    try:
+        theirs = sub.sdpa_masks.kv_cache_mask(L, S)
+    except SubmissionError:
+        return mistakes
+    if type(theirs) is torch.Tensor and theirs.shape == (L, S) and bool((theirs.to(torch.bool) == torch.ones(L, S, dtype=torch.bool).tril()).all()):
+        mistakes = dict(mistakes)
+        mistakes["sdpa_masks/kv-cache-top-left"] = mistakes.pop("sdpa_masks/top-left-causal")
+    return mistakes

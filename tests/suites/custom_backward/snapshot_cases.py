@@ -1,5 +1,6 @@
-"""Snapshot cases of the visible custom_backward suite: inputs and the reference's outputs
-(`make snapshots` → snapshots/custom_backward.json). Instructors only: students get the data file."""
+"""Snapshot cases of the visible custom_backward suite: inputs, the reference's outputs and
+the named mistakes' outputs (`make snapshots` → snapshots/custom_backward.json). Instructors
+only: students get the data file, never the code that replays a mistake or a backward."""
 
 from __future__ import annotations
 
@@ -10,7 +11,10 @@ import torch.nn.functional as F
 
 from autograder.release.snapshots import in_float64
 from autograder.testing.inputs import randint, randn
+from autograder.testing.siblings import sibling
 from course import week07 as w7
+
+signatures = sibling(__file__, "mistakes")
 
 
 def _week7_qkv():
@@ -35,7 +39,8 @@ def week7_attention_backward(rng, ref):
     d_out = torch.tensor([[[1.0, 0.0], [0.0, 1.0]], [[1.0, -1.0], [0.5, 2.0]]])
     weights = _weights(q, k, _causal(2))
     grads = in_float64(ref.custom_backward.attention_backward, d_out, q, k, v, weights, 1 / math.sqrt(2))
-    return {"q": q, "k": k, "v": v, "d_out": d_out, "weights": weights.float(), "want": grads}
+    variants = signatures.attention_backward(d_out, q, k, v, weights.float(), 1 / math.sqrt(2))
+    return {"q": q, "k": k, "v": v, "d_out": d_out, "weights": weights.float(), "want": grads, "mistakes": [signatures.component(variants, i) for i in range(3)]}
 
 
 def attention_backward(rng, ref):
@@ -43,15 +48,17 @@ def attention_backward(rng, ref):
     q, k, v, d_out = randn(rng, *lead, L, d_k), randn(rng, *lead, S, d_k), randn(rng, *lead, S, d_v), randn(rng, *lead, L, d_v)
     weights = _weights(q, k)
     grads = in_float64(ref.custom_backward.attention_backward, d_out, q, k, v, weights, 1 / math.sqrt(d_k))
-    return {"q": q, "k": k, "v": v, "d_out": d_out, "weights": weights.float(), "scale": 1 / math.sqrt(d_k), "want": grads}
+    variants = signatures.attention_backward(d_out, q, k, v, weights.float(), 1 / math.sqrt(d_k))
+    return {"q": q, "k": k, "v": v, "d_out": d_out, "weights": weights.float(), "scale": 1 / math.sqrt(d_k), "want": grads,
+            "mistakes": [signatures.component(variants, i) for i in range(3)]}
 
 
 def attention_forward(rng, ref):
     q, k, v = _week7_qkv()
     L, S, d = randint(rng, 2, 6), randint(rng, 2, 6), randint(rng, 2, 4)
     rq, rk, rv = randn(rng, 3, L, d), randn(rng, 3, S, d), randn(rng, 3, S, d)
-    return {"week7": in_float64(ref.custom_backward.attention, q, k, v, _causal(2)),
-            "q": rq, "k": rk, "v": rv, "want": in_float64(ref.custom_backward.attention, rq, rk, rv)}
+    return {"week7": in_float64(ref.custom_backward.attention, q, k, v, _causal(2)), "week7_mistakes": signatures.attention_forward(q, k, v, _causal(2)),
+            "q": rq, "k": rk, "v": rv, "want": in_float64(ref.custom_backward.attention, rq, rk, rv), "mistakes": signatures.attention_forward(rq, rk, rv)}
 
 
 def week7_chain(rng, ref):
@@ -61,7 +68,35 @@ def week7_chain(rng, ref):
     out = ref.custom_backward.attention(ex.x @ wq, ex.x @ ex.w_k, ex.x @ ex.w_v, _causal(ex.x.size(1)))
     loss = F.cross_entropy(out[:, -1] @ ex.w_vocab, ex.targets)
     (grad,) = torch.autograd.grad(loss, [wq])
-    return {"grad": grad.float()}
+    return {"grad": grad.float(), "loss_mistakes": signatures.week7_loss_mistakes(torch.float32)}
 
 
-CASES = [week7_attention_backward, attention_backward, attention_forward, week7_chain]
+def softmax_backward(rng, ref):
+    """Week 7's P_A, P_B (and their scores Ŝ: autograd of torch's softmax gives the expected
+    S̄ in the test) with an upstream Ā, and a control input."""
+    q, k, _ = (t.double() for t in _week7_qkv())
+    scores = ((q @ k.transpose(-2, -1)) / math.sqrt(2)).masked_fill(~_causal(2), float("-inf"))  # Ŝ_A, Ŝ_B (Week 7 §11)
+    weights = torch.softmax(scores, -1)
+    d_weights = torch.tensor([[[0.5, -1.0], [2.0, 1.0]], [[-0.3, 0.7], [1.0, -2.0]]], dtype=torch.float64)
+    rand_scores = randn(rng, 2, randint(rng, 2, 5), randint(rng, 2, 6), dtype=torch.float64)
+    rand_a, rand_da = torch.softmax(rand_scores, -1).float(), randn(rng, *rand_scores.shape)
+    return {"scores": scores, "weights": weights, "d_weights": d_weights, "mistakes": signatures.softmax_backward(d_weights, weights),
+            "rand_scores": rand_scores, "rand_a": rand_a, "rand_da": rand_da, "rand_mistakes": signatures.softmax_backward(rand_da, rand_a)}
+
+
+def gradcheck(rng, ref):
+    """Two float64 problems (causal [2,3,2]; unmasked L×3, S×3, S×2) with what gradcheck needs."""
+    L, S = randint(rng, 2, 4), randint(rng, 2, 4)
+    problems = [
+        (randn(rng, 2, 3, 2, dtype=torch.float64), randn(rng, 2, 3, 2, dtype=torch.float64), randn(rng, 2, 3, 2, dtype=torch.float64), _causal(3)),
+        (randn(rng, L, 3, dtype=torch.float64), randn(rng, S, 3, dtype=torch.float64), randn(rng, S, 2, dtype=torch.float64), None),
+    ]
+    return {"problems": [signatures.gradcheck_problem(*p) for p in problems]}
+
+
+def square_problem(rng, ref):
+    """Fixed data of course.custom_backward_data.square_diagnosis (names a mistake from a shape error)."""
+    return signatures.square_problem()
+
+
+CASES = [week7_attention_backward, attention_backward, attention_forward, week7_chain, softmax_backward, gradcheck, square_problem]

@@ -13,10 +13,13 @@ import torch
 from autograder.testing import expect
 from autograder.testing.failures import SubmissionError
 from autograder.testing.inputs import choice, noncontiguous, randint, randn
+from autograder.testing.siblings import sibling
 from course import custom_backward_data as data
-from course import mistakes_custom_backward as signatures
+from course import oracles
 from course import week07 as w7
 from course.tolerances import tol
+
+signatures = sibling(__file__, "mistakes")  # the named mistakes' outputs (beside this suite; never shipped to students)
 
 DTYPES = (torch.float32, torch.float64)
 GRADS = ("dq", "dk", "dv")
@@ -122,13 +125,13 @@ def test_course_backward_numbers_in_float64_and_float32(sub, ref, rng, credit):
                 t = w7.Tol(0.0, 1e-6) if dtype == torch.float64 else w7.PRINTED_6DP
                 grad = got["grad"]
                 expect.close(got["loss"], torch.tensor(w7.STATED["loss_mean"], dtype=dtype), what=f"mean loss through your AttentionFunction ({_name(dtype)}, W7-43)", tol=t,
-                             mistakes=data.week7_loss_mistakes(dtype), hints=["custom_backward/forward-mask"])
+                             mistakes=signatures.week7_loss_mistakes(dtype), hints=["custom_backward/forward-mask"])
                 expect.scalar(grad[1, 0], w7.STATED["grad_wq_10"], what=f"d(mean loss)/dW_Q[1,0] ({_name(dtype)}, W7-45/48)", tol=t)
                 if dtype == torch.float64:
                     expect.scalar(1.0 - 0.01 * float(grad[1, 0]), w7.STATED["q_new"], what="q_new (W7-46)", tol=t)
                     expect.scalar(got["loss_after"], 1.316778184921, what="mean loss after the step (W7-47)", tol=t)
             elif label == "dL/dW_Q":
-                want = data.week7_chain_reference(**data.week7_chain_inputs(torch.float64))["grad"]
+                want = oracles.week7_chain_reference(**data.week7_chain_inputs(torch.float64))["grad"]
                 expect.close(chains[torch.float64]["grad"], want, what="all of dL/dW_Q (W_Q[1,1]: +0.030682, rows 0, 2, 3: 0)", tol=w7.Tol(0.0, 1e-9))
             elif label.startswith("D1-11"):
                 D = (d_out * y).sum(-1, keepdim=True)  # D_i = ȳ_i · y_i

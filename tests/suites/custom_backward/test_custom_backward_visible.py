@@ -4,7 +4,8 @@ training step d(mean loss)/dW_Q[1,0] = −0.076159 taken through your `attention
 
 Shipped to students. Expected values come from the lessons' printed numbers, from torch's
 own softmax and autograd on the same inputs, or from the reference solution run at release
-time (snapshots/custom_backward.json); each test also checks one control input. Your
+time (snapshots/custom_backward.json, which also holds the named mistakes' outputs); each
+test also checks one control input. Your
 AttentionFunction's forward and backward are called directly (not through autograd) and
 every comparison — gradcheck's included — is made here, by the grader, from their outputs.
 """
@@ -16,21 +17,14 @@ import math
 import torch
 
 from autograder.testing import expect
-from autograder.testing.inputs import randint, randn
 from autograder.testing.snapshots import Snapshots
 from course import custom_backward_data as data
-from course import mistakes_custom_backward as signatures
 from course import week07 as w7
 from course.tolerances import tol
 
 QK = ("query", "key")
 GRADS = ("dq", "dk", "dv")
 SNAP = Snapshots(__file__)  # control inputs and the reference's outputs on them
-
-
-def _week7_qkv(dtype=torch.float32):
-    ex = w7.example(dtype)
-    return ex.x @ ex.w_q, ex.x @ ex.w_k, ex.x @ ex.w_v
 
 
 def _causal(L: int, S: int | None = None) -> torch.Tensor:
@@ -46,15 +40,12 @@ def _autograd_softmax_backward(d_weights: torch.Tensor, scores: torch.Tensor) ->
 
 
 def test_softmax_backward_matches_autograd_on_week7_weights(sub, rng):
-    q, k, _ = _week7_qkv(torch.float64)
-    scores = ((q @ k.transpose(-2, -1)) / math.sqrt(2)).masked_fill(~_causal(2), float("-inf"))  # Ŝ_A, Ŝ_B (Week 7 §11)
-    weights = torch.softmax(scores, -1)  # P_A, P_B
-    d_weights = torch.tensor([[[0.5, -1.0], [2.0, 1.0]], [[-0.3, 0.7], [1.0, -2.0]]], dtype=torch.float64)
-    rand_scores = randn(rng, 2, randint(rng, 2, 5), randint(rng, 2, 6), dtype=torch.float64)
-    rand_a, rand_da = torch.softmax(rand_scores, -1).float(), randn(rng, *rand_scores.shape)
+    c = SNAP["softmax_backward"]
+    scores, weights, d_weights = c["scores"], c["weights"], c["d_weights"]  # Ŝ_A, Ŝ_B (Week 7 §11), P_A, P_B, Ā
+    rand_scores, rand_a, rand_da = c["rand_scores"], c["rand_a"], c["rand_da"]
     got = expect.close(sub.custom_backward.softmax_backward(d_weights, weights), _autograd_softmax_backward(d_weights, scores),
                        what="softmax_backward(Ā, P) for Week 7's P_A, P_B (Day 1 §2.3 第二步)", tol=tol("custom_backward.softmax_backward", torch.float64),
-                       mistakes=signatures.softmax_backward(d_weights, weights), grid=QK)
+                       mistakes=c["mistakes"], grid=QK)
     expect.true(bool((got[:, 0, 1] == 0).all()), what="S̄ is exactly 0 at the masked (future) key (Day 1 §2.3: 掩码怎么处理)",
                 detail=f"S̄ at the masked entries: {got[:, 0, 1].tolist()}", hints=["custom_backward/backward-ignores-mask"])
     sums = got.sum(-1)
@@ -63,7 +54,7 @@ def test_softmax_backward_matches_autograd_on_week7_weights(sub, rng):
                 detail=f"largest |row sum| {sums.abs().max().item():.3g}", hints=["custom_backward/missing-d-term", "custom_backward/d-wrong-axis"])
     expect.close(sub.custom_backward.softmax_backward(rand_da, rand_a), _autograd_softmax_backward(rand_da, rand_scores).float(),
                  what=f"softmax_backward on random weights {list(rand_a.shape)} (float32)", tol=tol("custom_backward.softmax_backward", torch.float32),
-                 mistakes=signatures.softmax_backward(rand_da, rand_a), grid=QK)
+                 mistakes=c["rand_mistakes"], grid=QK)
 
 
 def test_attention_backward_matches_autograd_on_week7_example(sub, rng, credit):
@@ -74,29 +65,27 @@ def test_attention_backward_matches_autograd_on_week7_example(sub, rng, credit):
         got = expect.sequence(sub.custom_backward.attention_backward(d_out, q, k, v, weights, 1 / math.sqrt(2)), 3,
                               what="attention_backward(Ȳ, Q, K, V, P, 1/√2) → (dq, dk, dv)")
         r_got = expect.sequence(sub.custom_backward.attention_backward(rd, rq, rk, rv, r_weights, r["scale"]), 3, what="attention_backward on control inputs")
-    variants = signatures.attention_backward(d_out, q, k, v, weights, 1 / math.sqrt(2))
-    r_variants = signatures.attention_backward(rd, rq, rk, rv, r_weights, r["scale"])
     for part in credit.parts(list(GRADS)):
         with part:
             i = GRADS.index(part.label)
             expect.close(got[i], want[i], what=f"attention_backward: {part.label} for Week 7's prompts (Day 1 §2.3)", tol=tol("custom_backward.attention_backward", torch.float32),
-                         mistakes=signatures.component(variants, i), grid=("token", "feature"))
+                         mistakes=c["mistakes"][i], grid=("token", "feature"))
             expect.close(r_got[i], r_want[i], what=f"attention_backward: {part.label} for q {list(rq.shape)}, k {list(rk.shape)}, v {list(rv.shape)}",
-                         tol=tol("custom_backward.attention_backward", torch.float32), mistakes=signatures.component(r_variants, i))
+                         tol=tol("custom_backward.attention_backward", torch.float32), mistakes=r["mistakes"][i])
 
 
 def test_attention_forward_reproduces_week7_outputs(sub, rng):
-    q, k, v = _week7_qkv(torch.float32)
+    q, k, v = SNAP["week7_attention_backward"]["q"], SNAP["week7_attention_backward"]["k"], SNAP["week7_attention_backward"]["v"]  # x W_Q, x W_K, x W_V
     c = SNAP["attention_forward"]
     rq, rk, rv = c["q"], c["k"], c["v"]
     direct, _ = data.forward_backward(sub, q, k, v, _causal(2), what="Week 7's prompts")
     out = expect.close(direct, c["week7"],
                        what="AttentionFunction.forward(ctx, Q, K, V, causal) for Week 7's prompts", tol=tol("custom_backward.attention", torch.float32),
-                       mistakes=signatures.attention_forward(q, k, v, _causal(2)), grid=("token", "feature"))
+                       mistakes=c["week7_mistakes"], grid=("token", "feature"))
     expect.close(out[:, 1], w7.t(w7.STATED["final_outputs_4dp"]), what="final head outputs o_A, o_B (Week 7 §12: [0.5987, 0.4013] | [−0.4256, 0.5744])", tol=w7.PRINTED_4DP_F32)
     expect.close(sub.custom_backward.attention(rq, rk, rv), c["want"],
                  what=f"attention(q {list(rq.shape)}, k {list(rk.shape)}, v {list(rv.shape)}) without a mask", tol=tol("custom_backward.attention", torch.float32),
-                 mistakes=signatures.attention_forward(rq, rk, rv))
+                 mistakes=c["mistakes"])
 
 
 def test_week7_loss_gradient_reaches_wq_through_your_attention(sub, credit):
@@ -108,7 +97,7 @@ def test_week7_loss_gradient_reaches_wq_through_your_attention(sub, credit):
             grad = got["grad"]
             if part.label.startswith("mean loss"):
                 expect.close(got["loss"], torch.tensor(w7.STATED["loss_mean"]), what="mean CE over the two prompts through your forward (Week 7 §16: 1.316836)",
-                             tol=w7.PRINTED_6DP, mistakes=data.week7_loss_mistakes(torch.float32), hints=["custom_backward/forward-mask"])
+                             tol=w7.PRINTED_6DP, mistakes=want["loss_mistakes"], hints=["custom_backward/forward-mask"])
             elif part.label.startswith("dL/dW_Q[1,0]"):
                 expect.scalar(grad[1, 0], w7.STATED["grad_wq_10"], what="d(mean loss)/dW_Q[1,0] through your backward (Week 7 §16: −0.076159)", tol=w7.PRINTED_6DP)
             elif part.label.startswith("q_new"):
@@ -118,15 +107,11 @@ def test_week7_loss_gradient_reaches_wq_through_your_attention(sub, credit):
 
 
 def test_attention_function_passes_gradcheck_in_float64(sub, rng):
-    L, S = randint(rng, 2, 4), randint(rng, 2, 4)
-    problems = [
-        (randn(rng, 2, 3, 2, dtype=torch.float64), randn(rng, 2, 3, 2, dtype=torch.float64), randn(rng, 2, 3, 2, dtype=torch.float64), _causal(3)),
-        (randn(rng, L, 3, dtype=torch.float64), randn(rng, S, 3, dtype=torch.float64), randn(rng, S, 2, dtype=torch.float64), None),
-    ]
     data.check_backward_source(sub)
-    for q, k, v, allowed in problems:
+    for problem in SNAP["gradcheck"]["problems"]:  # control inputs, finite differences of the reference and the mistakes' Jacobians
+        q, k, v, allowed = problem["q"], problem["k"], problem["v"], problem["allowed"]
         # gradcheck, decided here: your backward (one call per output entry) against finite differences
-        message, hints = data.gradcheck(sub, q, k, v, allowed)
+        message, hints = data.gradcheck(sub, problem)
         expect.true(message is None, what=f"gradcheck of AttentionFunction (q {list(q.shape)}, k {list(k.shape)}, v {list(v.shape)}, "
                     f"{'causal mask' if allowed is not None else 'no mask'}) in float64 (Day 1 §B)",
                     detail=str(message), hints=hints or ["custom_backward/gradcheck-failed"])

@@ -1,5 +1,6 @@
-"""Snapshot cases of the visible masks suite: seeded inputs and the reference's outputs
-(`make snapshots` → snapshots/masks.json). Instructors only: students get the data file."""
+"""Snapshot cases of the visible masks suite: seeded inputs, the reference's outputs and the
+named mistakes' outputs on them (`make snapshots` → snapshots/masks.json). Instructors only:
+students get the data file, never the code that replays a mistake."""
 
 from __future__ import annotations
 
@@ -7,6 +8,12 @@ import torch
 
 from autograder.release.snapshots import in_float64
 from autograder.testing.inputs import choice, randint, randn
+from autograder.testing.siblings import sibling
+from course import masks_data as md
+from course import oracles
+from course import week07 as w7
+
+signatures = sibling(__file__, "mistakes")
 
 NEG_INF = float("-inf")
 
@@ -30,28 +37,30 @@ def _lengths(rng, B: int, T: int) -> list[int]:
 
 def causal_mask(rng, ref):
     T = randint(rng, 3, 24)
-    return {"T": T, "want": ref.masks.causal_mask(T)}
+    return {"T": T, "want": ref.masks.causal_mask(T), "mistakes": signatures.causal(T)}
 
 
 def apply_mask(rng, ref):
     B, L, S = randint(rng, 2, 3), randint(rng, 2, 8), randint(rng, 3, 10)
     scores, allowed = randn(rng, B, L, S), _allowed(rng, B, L, S)
     fill = choice(rng, (NEG_INF, -1e9))
-    return {"scores": scores, "allowed": allowed, "fill": fill, "want": in_float64(ref.masks.apply_mask, scores, allowed, fill)}
+    return {"scores": scores, "allowed": allowed, "fill": fill, "want": in_float64(ref.masks.apply_mask, scores, allowed, fill),
+            "mistakes": signatures.apply(scores, allowed, fill)}
 
 
 def masked_softmax(rng, ref):
     B, L, S = randint(rng, 1, 3), randint(rng, 2, 8), randint(rng, 3, 10)
     scores, allowed = randn(rng, B, L, S, scale=2.0), _allowed(rng, B, L, S)
     allowed[:, -1] = False  # a row with nothing allowed: all zeros (Day 1 §3.4)
-    return {"scores": scores, "allowed": allowed, "want": in_float64(ref.masks.masked_softmax, scores, allowed)}
+    return {"scores": scores, "allowed": allowed, "want": in_float64(ref.masks.masked_softmax, scores, allowed), "mistakes": signatures.softmax(scores, allowed)}
 
 
 def padding_allowed(rng, ref):
     B, T = randint(rng, 2, 4), randint(rng, 3, 12)
     lengths = _lengths(rng, B, T)
     return {"lengths": lengths, "T": T, "right": ref.masks.padding_allowed(torch.tensor(lengths), T, left_padded=False),
-            "left": ref.masks.padding_allowed(torch.tensor(lengths), T, left_padded=True)}
+            "left": ref.masks.padding_allowed(torch.tensor(lengths), T, left_padded=True),
+            "mistakes_right": signatures.padding(lengths, T, False), "mistakes_left": signatures.padding(lengths, T, True)}
 
 
 def combine_masks(rng, ref):
@@ -60,7 +69,7 @@ def combine_masks(rng, ref):
     causal = torch.ones(L, S, dtype=torch.bool).tril(S - L)  # bottom-right aligned when L < S
     lengths = [S] + [randint(rng, 1, S - 1) for _ in range(B - 1)]  # example 0 unpadded, the others padded
     keys = ref.masks.padding_allowed(torch.tensor(lengths), S, left_padded=bool(randint(rng, 0, 1)))
-    return {"causal": causal, "key_allowed": keys, "want": ref.masks.combine_masks(causal, keys)}
+    return {"causal": causal, "key_allowed": keys, "want": ref.masks.combine_masks(causal, keys), "mistakes": signatures.combine(causal, keys)}
 
 
 def left_padded_softmax(rng, ref):
@@ -69,7 +78,8 @@ def left_padded_softmax(rng, ref):
     keys = ref.masks.padding_allowed(torch.tensor(lengths), T, left_padded=True)
     allowed = ref.masks.combine_masks(ref.masks.causal_mask(T), keys)[:, 0]  # [B,T,T]
     scores = randn(rng, B, T, T, scale=2.0)
-    return {"lengths": lengths, "T": T, "scores": scores, "allowed": allowed, "want": in_float64(ref.masks.masked_softmax, scores, allowed)}
+    return {"lengths": lengths, "T": T, "scores": scores, "allowed": allowed, "want": in_float64(ref.masks.masked_softmax, scores, allowed),
+            "mistakes": signatures.softmax(scores, allowed)}
 
 
 def prefix_and_document(rng, ref):
@@ -79,7 +89,8 @@ def prefix_and_document(rng, ref):
     starts[:, 1] = False  # the first document has two tokens or more
     ids = torch.cumsum(starts, dim=-1)
     ids[:, randint(rng, 2, T - 1):] += 1  # and another document follows
-    return {"T": T, "prefix_len": p, "prefix_want": ref.masks.prefix_lm_mask(T, p), "doc_ids": ids, "doc_want": ref.masks.document_mask(ids)}
+    return {"T": T, "prefix_len": p, "prefix_want": ref.masks.prefix_lm_mask(T, p), "doc_ids": ids, "doc_want": ref.masks.document_mask(ids),
+            "prefix_mistakes": signatures.prefix(T, p), "doc_mistakes": signatures.document(ids)}
 
 
 def examples(rng, ref):
@@ -87,7 +98,22 @@ def examples(rng, ref):
     m = ref.masks
     T, n = 5, 3  # Day 1 §3.4: pad pad A B C
     key_allowed = torch.arange(T).unsqueeze(0) >= T - n
+    causal = torch.tril(torch.ones(T, T, dtype=torch.bool))
+    scaled, causal2 = oracles.scaled_scores(), torch.tril(torch.ones(2, 2, dtype=torch.bool))
+    row, row_allowed = w7.t(md.W7_TABLE_ROW), torch.tensor([True, False])
+    padded_allowed = causal & (torch.arange(T) >= T - n)
+    padded_scores = torch.tensor([[0.3, -1.2, 0.5, 0.0, 2.0]] * T) + torch.arange(T).unsqueeze(1) * 0.1
     return {
+        "scaled": scaled,
+        "causal_5": m.causal_mask(5),  # S̃ = Q Kᵀ / √d_k of Week 7 §8, an input of apply_mask and masked_softmax
+        "mistakes": {
+            "causal_2": signatures.causal(2), "causal_4": signatures.causal(4), "causal_5": signatures.causal(5),
+            "apply_scaled": signatures.apply(scaled, causal2), "softmax_scaled": signatures.softmax(scaled, causal2),
+            "softmax_table_row": signatures.softmax(row, row_allowed),
+            "padding_right": signatures.padding([3, 5, 1], 5, False), "padding_left": signatures.padding([3, 5, 1], 5, True),
+            "combine_left_padded": signatures.combine(causal, key_allowed), "softmax_left_padded": signatures.softmax(padded_scores, padded_allowed),
+            "prefix_lm_5_2": signatures.prefix(5, 2), "document_001112": signatures.document(torch.tensor([0, 0, 1, 1, 1, 2])),
+        },
         "padding_right": m.padding_allowed(torch.tensor([3, 5, 1]), 5, left_padded=False),
         "padding_left": m.padding_allowed(torch.tensor([3, 5, 1]), 5, left_padded=True),
         "combine_left_padded": m.combine_masks(torch.tril(torch.ones(T, T, dtype=torch.bool)), key_allowed),

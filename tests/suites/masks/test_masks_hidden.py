@@ -13,10 +13,13 @@ import torch
 
 from autograder.testing import expect
 from autograder.testing.inputs import choice, noncontiguous, randint, randn
+from autograder.testing.siblings import sibling
 from course import masks_data as md
-from course import mistakes_masks as signatures
+from course import oracles
 from course import week07 as w7
 from course.tolerances import EXACT, tol
+
+signatures = sibling(__file__, "mistakes")  # the named mistakes' outputs (beside this suite; never shipped to students)
 
 QK = ("query", "key")
 DTYPES = (torch.float32, torch.float64)
@@ -156,12 +159,12 @@ def test_course_mask_numbers_at_stated_precision_in_float64(sub, ref, rng, credi
                 expect.true(counts == md.L2_03_ROW_COUNTS, what="row i sees i + 1 positions (L2-03)", detail=f"got {counts}",
                             hints=expect.diagnose(got, signatures.causal(5), EXACT, torch.tril(torch.ones(5, 5, dtype=torch.bool))))
             elif part.label == "masked scores":
-                scaled = md.scaled_scores(f64)
+                scaled = oracles.scaled_scores(f64)
                 allowed = torch.tril(torch.ones(2, 2, dtype=torch.bool))
                 expect.close(sub.masks.apply_mask(scaled, allowed), w7.t(w7.STATED["masked_scaled"], f64), what="Ŝ_A, Ŝ_B (W7-22, W7-23)",
                              tol=w7.NEAR_EXACT, mistakes=signatures.apply(scaled, allowed))
             elif part.label == "weights":
-                scaled = md.scaled_scores(f64)
+                scaled = oracles.scaled_scores(f64)
                 allowed = torch.tril(torch.ones(2, 2, dtype=torch.bool))
                 expect.close(sub.masks.masked_softmax(scaled, allowed), w7.t(w7.STATED["weights"], f64), what="P_A, P_B (W7-24, W7-25)",
                              tol=w7.PRINTED_3DP, mistakes=signatures.softmax(scaled, allowed))

@@ -15,7 +15,6 @@ import torch
 from autograder.testing import expect
 from autograder.testing.snapshots import Snapshots
 from course import masks_data as md
-from course import mistakes_masks as signatures
 from course import week07 as w7
 from course.tolerances import tol
 
@@ -23,7 +22,12 @@ QK = ("query", "key")
 FRESH = "control inputs"
 F32 = torch.float32
 NEG_INF = float("-inf")
-SNAP = Snapshots(__file__)  # control inputs and the reference's outputs on them
+SNAP = Snapshots(__file__)  # control inputs, the reference's outputs and the named mistakes' outputs on them
+SIGNATURES = "examples"  # SNAP["examples"]["mistakes"][...]: the mistakes' outputs on the lessons' examples
+
+
+def _mistakes(name: str) -> dict:
+    return SNAP[SIGNATURES]["mistakes"][name]
 
 
 def _bool(values) -> torch.Tensor:
@@ -37,19 +41,19 @@ def test_causal_mask_reproduces_week7_m2_and_m4(sub, rng, credit):
                 c = SNAP["causal_mask"]
                 T = c["T"]
                 md.mask_equal(sub.masks.causal_mask(T), c["want"], what=f"causal_mask({T}) on a control length: key j <= query i (Week 7 §10)",
-                             mistakes=signatures.causal(T))
+                             mistakes=c["mistakes"])
             elif part.label == "T=2":
                 md.mask_equal(sub.masks.causal_mask(2), _bool(w7.STATED["mask_T2"]), what="causal_mask(2) = M_T=2 (Week 7 §10, 1 = visible)",
-                             mistakes=signatures.causal(2), grid=QK)
+                             mistakes=_mistakes("causal_2"), grid=QK)
             elif part.label == "T=4":
                 md.mask_equal(sub.masks.causal_mask(4), _bool(w7.STATED["mask_T4"]), what="causal_mask(4) = M_T=4 (Week 7 §10: t=3 reads 0, 1, 2, 3)",
-                             mistakes=signatures.causal(4), grid=QK)
+                             mistakes=_mistakes("causal_4"), grid=QK)
             else:
                 got = expect.tensor(sub.masks.causal_mask(5), what="causal_mask(5)")
                 counts = got.sum(-1).tolist() if tuple(got.shape) == (5, 5) else None
                 expect.true(counts == md.L2_03_ROW_COUNTS, what="causal_mask(5): row i sees i + 1 positions (Lesson 2 §4)",
                             detail=f"expected row counts {md.L2_03_ROW_COUNTS}, got {counts if counts is not None else list(got.shape)}",
-                            hints=expect.diagnose(got, signatures.causal(5), w7.NEAR_EXACT, torch.tril(torch.ones(5, 5, dtype=torch.bool))))
+                            hints=expect.diagnose(got, _mistakes("causal_5"), w7.NEAR_EXACT, SNAP["examples"]["causal_5"]))
 
 
 def test_apply_mask_puts_minus_inf_on_week7_future_scores(sub, rng, credit):
@@ -60,14 +64,14 @@ def test_apply_mask_puts_minus_inf_on_week7_future_scores(sub, rng, credit):
                 scores, allowed, fill = c["scores"], c["allowed"], c["fill"]
                 expect.close(sub.masks.apply_mask(scores, allowed, fill), c["want"],
                              what=f"apply_mask on control scores {list(scores.shape)} and mask, fill={fill:g}", tol=tol("masks.apply_mask", F32),
-                             mistakes=signatures.apply(scores, allowed, fill))
+                             mistakes=c["mistakes"])
             else:
-                scaled = md.scaled_scores()
-                allowed = torch.tril(torch.ones(2, 2, dtype=torch.bool))
+                scaled = SNAP["examples"]["scaled"]
+                allowed = _bool(w7.STATED["mask_T2"])
                 expect.close(
                     sub.masks.apply_mask(scaled, allowed), w7.t(w7.STATED["masked_scaled"]),
                     what="apply_mask(S̃, causal) = Ŝ_A, Ŝ_B (Week 7 §11: future column −∞)", tol=w7.NEAR_EXACT,
-                    mistakes=signatures.apply(scaled, allowed), grid=QK,
+                    mistakes=_mistakes("apply_scaled"), grid=QK,
                 )
 
 
@@ -76,7 +80,7 @@ def _fresh_masked_softmax(sub, rng) -> None:
     scores, allowed = c["scores"], c["allowed"]
     expect.close(sub.masks.masked_softmax(scores, allowed), c["want"],
                  what=f"masked_softmax on control scores {list(scores.shape)} and mask (last query rows: nothing allowed)",
-                 tol=tol("masks.masked_softmax", F32), mistakes=signatures.softmax(scores, allowed))
+                 tol=tol("masks.masked_softmax", F32), mistakes=c["mistakes"])
 
 
 def test_masked_softmax_reproduces_week7_weights_and_the_minus_inf_table(sub, rng, credit):
@@ -89,15 +93,15 @@ def test_masked_softmax_reproduces_week7_weights_and_the_minus_inf_table(sub, rn
                 expect.close(
                     sub.masks.masked_softmax(row, allowed), w7.t(w7.STATED["right_neg_inf"]),
                     what="masked_softmax([0.2, 0.9], future blocked) = softmax([0.2, −∞]) = [1, 0] (Week 7 §11 table)", tol=w7.PRINTED_3DP,
-                    mistakes=signatures.softmax(row, allowed),
+                    mistakes=_mistakes("softmax_table_row"),
                 )
             else:
-                scaled = md.scaled_scores()
-                allowed = torch.tril(torch.ones(2, 2, dtype=torch.bool))
+                scaled = SNAP["examples"]["scaled"]
+                allowed = _bool(w7.STATED["mask_T2"])
                 expect.close(
                     sub.masks.masked_softmax(scaled, allowed), w7.t(w7.STATED["weights"]),
                     what="masked_softmax(S̃, causal) = P_A, P_B (Week 7 §11)", tol=w7.PRINTED_3DP,
-                    mistakes=signatures.softmax(scaled, allowed), grid=QK,
+                    mistakes=_mistakes("softmax_scaled"), grid=QK,
                 )
 
 
@@ -111,20 +115,20 @@ def test_padding_allowed_marks_real_tokens_left_and_right(sub, rng, credit):
                 for left in (False, True):
                     md.mask_equal(sub.masks.padding_allowed(torch.tensor(fresh), T, left_padded=left), c["left" if left else "right"],
                                  what=f"padding_allowed(lengths={fresh}, T={T}, left_padded={left}) on control lengths",
-                                 mistakes=signatures.padding(fresh, T, left))
+                                 mistakes=c["mistakes_left" if left else "mistakes_right"])
                 continue
             left = part.label == "left padding"
             want = SNAP["examples"]["padding_left" if left else "padding_right"]
             md.mask_equal(
                 sub.masks.padding_allowed(torch.tensor(lengths), 5, left_padded=left), want,
                 what=f"padding_allowed(lengths={lengths}, T=5, left_padded={left}) (Day 1 §3.2, §3.4)",
-                mistakes=signatures.padding(lengths, 5, left), grid=("example", "token"),
+                mistakes=_mistakes("padding_left" if left else "padding_right"), grid=("example", "token"),
             )
 
 
 def test_combine_masks_left_padded_batch_leaves_0_0_1_2_3_keys(sub, rng, credit):
     T, n = md.LEFT_PADDED_T, md.LEFT_PADDED_LENGTH
-    causal = torch.ones(T, T, dtype=torch.bool).tril()  # Week 7 §10
+    causal = SNAP["examples"]["causal_5"]  # Week 7 §10
     key_allowed = torch.arange(T).unsqueeze(0) >= T - n  # pad pad A B C
     for part in credit.parts(["mask", "unmasked keys per row", FRESH], required=[FRESH]):
         with part:
@@ -133,10 +137,10 @@ def test_combine_masks_left_padded_batch_leaves_0_0_1_2_3_keys(sub, rng, credit)
                 fresh_causal, keys = c["causal"], c["key_allowed"]
                 md.mask_equal(sub.masks.combine_masks(fresh_causal, keys), c["want"],
                              what=f"combine_masks(causal {list(fresh_causal.shape)}, key_allowed {list(keys.shape)}) on control padding: allowed where both allow (Day 1 §3.2)",
-                             mistakes=signatures.combine(fresh_causal, keys))
+                             mistakes=c["mistakes"])
                 continue
             got = sub.masks.combine_masks(causal, key_allowed)
-            mistakes = signatures.combine(causal, key_allowed)
+            mistakes = _mistakes("combine_left_padded")
             if part.label == "mask":
                 md.mask_equal(got, SNAP["examples"]["combine_left_padded"], what="combine_masks(causal(5), [pad, pad, A, B, C]) (Day 1 §3.4)", mistakes=mistakes, grid=QK)
             else:
@@ -155,7 +159,7 @@ def test_masked_softmax_left_padded_pad_rows_are_zero_not_nan(sub, rng, credit):
                 scores, allowed, lengths, T = c["scores"], c["allowed"], c["lengths"], c["T"]
                 expect.close(sub.masks.masked_softmax(scores, allowed), c["want"],
                              what=f"masked_softmax on a control left-padded causal batch (lengths {lengths}, T={T}): pad rows all zeros",
-                             tol=tol("masks.masked_softmax", F32), mistakes=signatures.softmax(scores, allowed))
+                             tol=tol("masks.masked_softmax", F32), mistakes=c["mistakes"])
                 continue
             T, n = md.LEFT_PADDED_T, md.LEFT_PADDED_LENGTH
             allowed = torch.tril(torch.ones(T, T, dtype=torch.bool)) & (torch.arange(T) >= T - n)  # [T,T]
@@ -167,7 +171,7 @@ def test_masked_softmax_left_padded_pad_rows_are_zero_not_nan(sub, rng, credit):
             expect.close(
                 sub.masks.masked_softmax(scores, allowed), want,
                 what="masked_softmax on the left-padded causal batch: pad rows 0, 1 are all zeros, never NaN (Day 1 §3.4)",
-                tol=w7.NEAR_EXACT, mistakes=signatures.softmax(scores, allowed), grid=QK,
+                tol=w7.NEAR_EXACT, mistakes=_mistakes("softmax_left_padded"), grid=QK,
             )
 
 
@@ -178,16 +182,16 @@ def test_prefix_lm_and_document_masks_small_examples(sub, rng, credit):
                 c = SNAP["prefix_and_document"]
                 T, p, ids = c["T"], c["prefix_len"], c["doc_ids"]
                 md.mask_equal(sub.masks.prefix_lm_mask(T, p), c["prefix_want"], what=f"prefix_lm_mask({T}, prefix_len={p}) on control sizes (Day 1 §3.5)",
-                             mistakes=signatures.prefix(T, p))
+                             mistakes=c["prefix_mistakes"])
                 md.mask_equal(sub.masks.document_mask(ids), c["doc_want"], what=f"document_mask(control doc_ids [2,{T}]) (Day 1 §3.5)",
-                             mistakes=signatures.document(ids))
+                             mistakes=c["doc_mistakes"])
             elif part.label == "prefix-LM":
                 T, p = 5, 2
                 md.mask_equal(sub.masks.prefix_lm_mask(T, p), SNAP["examples"]["prefix_lm_5_2"],
                              what="prefix_lm_mask(5, prefix_len=2): prefix bidirectional, the rest causal (Day 1 §3.5)",
-                             mistakes=signatures.prefix(T, p), grid=QK)
+                             mistakes=_mistakes("prefix_lm_5_2"), grid=QK)
             else:
                 ids = torch.tensor([0, 0, 1, 1, 1, 2])
                 md.mask_equal(sub.masks.document_mask(ids), SNAP["examples"]["document_001112"],
                              what="document_mask([0, 0, 1, 1, 1, 2]): block-diagonal × causal (Day 1 §3.5)",
-                             mistakes=signatures.document(ids), grid=QK)
+                             mistakes=_mistakes("document_001112"), grid=QK)

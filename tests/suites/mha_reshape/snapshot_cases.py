@@ -1,5 +1,6 @@
-"""Snapshot cases of the visible mha_reshape suite: seeded inputs and the reference's outputs
-(`make snapshots` → snapshots/mha_reshape.json). Instructors only: students get the data file."""
+"""Snapshot cases of the visible mha_reshape suite: seeded inputs, the reference's outputs and
+the named mistakes' outputs (`make snapshots` → snapshots/mha_reshape.json). Instructors only:
+students get the data file, never the code that replays a mistake."""
 
 from __future__ import annotations
 
@@ -9,6 +10,11 @@ import torch
 
 from autograder.release.snapshots import in_float64
 from autograder.testing.inputs import randint, randn
+from autograder.testing.siblings import sibling
+from course import mha_reshape_data as data
+from course import week07 as w7
+
+signatures = sibling(__file__, "mistakes")
 
 
 def multi_head_attention(rng, ref):
@@ -38,7 +44,7 @@ def multi_head_attention_one_head(rng, ref):
 def split_heads(rng, ref):
     h = randint(rng, 2, 4)
     x = randn(rng, randint(rng, 1, 3), randint(rng, 2, 6), h * randint(rng, 2, 4))
-    return {"x": x, "num_heads": h, "want": in_float64(ref.mha_reshape.split_heads, x, h)}
+    return {"x": x, "num_heads": h, "want": in_float64(ref.mha_reshape.split_heads, x, h), "mistakes": signatures.split_heads(x, h)}
 
 
 def merge_heads(rng, ref):
@@ -48,17 +54,20 @@ def merge_heads(rng, ref):
 
 def split_heads_examples(rng, ref):
     """The lessons' shapes (W7-29, L2-04) and one with three heads, on arange inputs."""
-    out = {}
+    out, mistakes = {}, {}
     for label, shape, h in (("W7-29", [1, 3, 4], 2), ("L2-04", [2, 5, 8], 2), ("h=3", [2, 3, 6], 3)):
         x = torch.arange(math.prod(shape), dtype=torch.float32).reshape(shape)
         out[label] = in_float64(ref.mha_reshape.split_heads, x, h)
-    return out
+        mistakes[label] = signatures.split_heads(x, h)
+    return {**out, "mistakes": mistakes}
 
 
 def merge_heads_examples(rng, ref):
+    w7_29, l2_04 = torch.arange(12, dtype=torch.float32).reshape(1, 2, 3, 2), torch.arange(80, dtype=torch.float64).reshape(2, 2, 5, 4)
     return {
-        "W7-29": in_float64(ref.mha_reshape.merge_heads, torch.arange(12, dtype=torch.float32).reshape(1, 2, 3, 2)),
-        "L2-04": in_float64(ref.mha_reshape.merge_heads, torch.arange(80, dtype=torch.float64).reshape(2, 2, 5, 4), dtype=torch.float64),
+        "W7-29": in_float64(ref.mha_reshape.merge_heads, w7_29),
+        "L2-04": in_float64(ref.mha_reshape.merge_heads, l2_04, dtype=torch.float64),
+        "mistakes": {"W7-29": signatures.merge_heads(w7_29), "L2-04": signatures.merge_heads(l2_04)},
     }
 
 
@@ -72,7 +81,41 @@ def cost_functions(rng, ref):
         "mha_flops": m.mha_flops(T, d),
         "attention_flop_fraction": m.attention_flop_fraction(T, d),
         "attention_matrix_gib": m.attention_matrix_gib(B, h, T, 4, 3),
+        "candidates": {  # (hint, the number that mistake gives)
+            "score_elements": signatures.score_elements(B, h, T), "mha_param_count": signatures.mha_param_count(d, True),
+            "mha_flops": signatures.mha_flops(T, d), "attention_flop_fraction": signatures.attention_flop_fraction(T, d),
+            "attention_matrix_gib": signatures.attention_matrix_gib(B, h, T, 4, 3),
+        },
     }
 
 
-CASES = [multi_head_attention, multi_head_attention_one_head, split_heads, merge_heads, split_heads_examples, merge_heads_examples, cost_functions]
+def cost_tables(rng, ref):
+    """The mistakes' numbers for every row of the lessons' cost tables (in the order of
+    course.mha_reshape_data's tables), and the reference's exact fraction for D1-27."""
+    m = ref.mha_reshape
+    return {
+        "score_elements": [signatures.score_elements(B, h, T) for (B, h, T) in data.SCORE_ELEMENTS],
+        "mha_param_count": [signatures.mha_param_count(d, True) for d in data.PARAM_COUNT],
+        "mha_flops": [signatures.mha_flops(T, d) for (T, d) in data.MHA_FLOPS],
+        "attention_flop_fraction": [signatures.attention_flop_fraction(T, d) for (d, T) in data.FLOP_SHARE],
+        "attention_flop_fraction_exact": [m.attention_flop_fraction(T, d) for (d, T) in data.FLOP_SHARE],
+        "attention_matrix_gib": [signatures.attention_matrix_gib(B, h, T, 2, layers) for (B, h, T, layers) in data.MEMORY_GIB],
+    }
+
+
+def week7_two_heads(rng, ref):
+    """The named mistakes' (out, weights) on the two-head Week 7 example, unpadded and with
+    prompt B's second key padded."""
+    ex = w7.example()
+    state = data.two_head_state()
+    plain, padded = signatures.Variants(ex.x, state, 2), signatures.Variants(ex.x, state, 2, torch.tensor([[True, True], [True, False]]))
+    return {"mistakes_out": plain.outputs(), "mistakes_weights": plain.weights(),
+            "padded_mistakes_out": padded.outputs(), "padded_mistakes_weights": padded.weights()}
+
+
+def unsliced_probe(rng, ref):
+    """Fixed data of course.mha_reshape_data.unsliced_mask (names a mistake from a size error)."""
+    return signatures.unsliced_probe()
+
+
+CASES = [multi_head_attention, multi_head_attention_one_head, split_heads, merge_heads, split_heads_examples, merge_heads_examples, cost_functions, cost_tables, week7_two_heads, unsliced_probe]

@@ -14,9 +14,11 @@ from autograder.testing import expect, probe
 from autograder.testing.failures import SubmissionError
 from autograder.testing.inputs import choice, noncontiguous, randint, randn
 from autograder.testing.source import check_no_banned
+from autograder.testing.siblings import sibling
 from course import mha_reshape_data as data
-from course import mistakes_mha_reshape as signatures
 from course.tolerances import EXACT, Tol, tol
+
+signatures = sibling(__file__, "mistakes")  # the named mistakes' outputs (beside this suite; never shipped to students)
 
 QK = ("query", "key")
 DTYPES = (torch.float32, torch.float64)
@@ -130,11 +132,11 @@ def _control_costs(sub, ref, rng, names) -> None:
     for name in names:
         yours, theirs, what, candidates, t = checks[name]
         got, want = yours(), theirs()
-        expect.scalar(got, want, what=f"{what} (checked first)", tol=t, integer=t is EXACT, hints=signatures.numbers(got, candidates(), want))
+        expect.scalar(got, want, what=f"{what} (checked first)", tol=t, integer=t is EXACT, hints=data.numbers(got, candidates(), want))
 
 
 def _number_hints(got, candidates, right, fallback):
-    return signatures.numbers(got, candidates, right) or fallback
+    return data.numbers(got, candidates, right) or fallback
 
 
 # --------------------------------------------------------------------------- course numbers
@@ -148,7 +150,7 @@ def test_course_numbers_at_stated_precision(sub, ref, rng, credit):
                 "memory table": (_control_costs, ["attention_matrix_gib"]), "head width": (_control_split, None), "shapes": (_control_module, None),
                 "h=1 equals one head": (_control_module, None), "concat then W_O": (_control_merge, None)}
     for part in credit.parts(labels):
-        with part, signatures.view_hint(sub):
+        with part, data.view_hint(sub):
             label = part.label
             control, names = controls[label.split(" (")[0]]  # each part first checks only the functions it prints
             control(sub, ref, rng, names) if names else control(sub, ref, rng)
@@ -216,14 +218,14 @@ def test_course_numbers_at_stated_precision(sub, ref, rng, credit):
                 scores = (q @ k.transpose(-2, -1) / math.sqrt(C)).masked_fill(~torch.tril(torch.ones(T, T, dtype=torch.bool)), float("-inf"))
                 single_weights = torch.softmax(scores, dim=-1)
                 variants = signatures.Variants(x, state, 1)
-                signatures.close(weights, single_weights[:, None], what="h=1: weights equal the single head's (D1-41, float64)", tol=data.H1_EQUALS_SINGLE_HEAD, grid=QK, mistakes=variants.weights)
-                signatures.close(out, single_weights @ v, what="h=1 with W_O = I: output equals the single head's (D1-41, float64)", tol=data.H1_EQUALS_SINGLE_HEAD, mistakes=variants.outputs)
+                expect.close(weights, single_weights[:, None], what="h=1: weights equal the single head's (D1-41, float64)", tol=data.H1_EQUALS_SINGLE_HEAD, grid=QK, mistakes=variants.weights)
+                expect.close(out, single_weights @ v, what="h=1 with W_O = I: output equals the single head's (D1-41, float64)", tol=data.H1_EQUALS_SINGLE_HEAD, mistakes=variants.outputs)
 
 
 # --------------------------------------------------------------------------- vs the reference
 def test_split_heads_matches_reference_on_random_shapes(sub, ref, rng, credit):
     for case in credit.cases(6):
-        with case, signatures.view_hint(sub):
+        with case, data.view_hint(sub):
             i = int(case.label.split()[-1])
             dtype = DTYPES[i % 2]
             C = randint(rng, 1, 24)
@@ -239,7 +241,7 @@ def test_split_heads_matches_reference_on_random_shapes(sub, ref, rng, credit):
 
 def test_merge_heads_matches_reference_and_inverts_split_heads(sub, ref, rng, credit):
     for case in credit.cases(6):
-        with case, signatures.view_hint(sub):
+        with case, data.view_hint(sub):
             i = int(case.label.split()[-1])
             dtype = DTYPES[i % 2]
             B, h, T, d = choice(rng, (1, 2, 3)), choice(rng, (1, randint(rng, 2, 8), 12)), choice(rng, (1, randint(rng, 2, 64))), randint(rng, 1, 8)
@@ -252,12 +254,12 @@ def test_merge_heads_matches_reference_and_inverts_split_heads(sub, ref, rng, cr
             want = ref.mha_reshape.merge_heads(y.double()).to(dtype)
             got = expect.close(sub.mha_reshape.merge_heads(y), want, what=f"merge_heads(y [{B},{h},{T},{d}]) ({_name(dtype)})", tol=t,
                                mistakes=signatures.merge_heads(y), grid=("token", "feature"))
-            expect.close(sub.mha_reshape.split_heads(got, h), y, what=f"split_heads(merge_heads(y), {h}) is y again (Day 1 §A.5)", tol=t, hints=signatures.round_trip_hints())
+            expect.close(sub.mha_reshape.split_heads(got, h), y, what=f"split_heads(merge_heads(y), {h}) is y again (Day 1 §A.5)", tol=t, hints=data.round_trip_hints())
 
 
 def test_multi_head_attention_matches_reference_on_random_weights(sub, ref, rng, credit):
     for case in credit.cases(6):
-        with case, signatures.view_hint(sub):
+        with case, data.view_hint(sub):
             i = int(case.label.split()[-1])
             dtype = DTYPES[i % 2]
             B, T, C, h = _sizes(rng, ("one", "all", "any")[i % 3])
@@ -272,21 +274,21 @@ def test_multi_head_attention_matches_reference_on_random_weights(sub, ref, rng,
             r = sub.mha_reshape.construct("MultiHeadAttention", [C, h, ctx], {"bias": bias}, dtype=dtype, state=state, calls=calls, describe=False)
             missing = [k for k in r["load"]["missing"] if k.rsplit(".", 1)[-1] in ("weight", "bias")]  # a persistent mask buffer left as built is fine
             expect.true(not missing and not r["load"]["unexpected"], what="MultiHeadAttention.state_dict() keys",
-                        detail=f"loading w_q/w_k/w_v/w_o: missing {missing}, unexpected {r['load']['unexpected']}", hints=signatures.layout_hints(missing, r["load"]["unexpected"]))
+                        detail=f"loading w_q/w_k/w_v/w_o: missing {missing}, unexpected {r['load']['unexpected']}", hints=data.layout_hints(missing, r["load"]["unexpected"]))
             want_out, want_weights = _reference(ref, C, h, ctx, bias, state, x, key_allowed, dtype)
             variants = signatures.Variants(x, state, h, key_allowed)
             label = f"(B={B}, T={T}, C={C}, h={h}, bias={bias}, padding={'yes' if key_allowed is not None else 'no'}, {_name(dtype)})"
             t = tol("mha_reshape.MultiHeadAttention", dtype)
             out, weights = expect.sequence(r["outputs"][0], 2, what="forward(x, key_allowed, return_weights=True)", hints=["mha_reshape/weights-averaged-over-heads"])
-            signatures.close(weights, want_weights, what=f"MultiHeadAttention weights {label}", tol=tol("mha_reshape.MultiHeadAttention.weights", dtype), mistakes=variants.weights, grid=QK)
-            signatures.close(out, want_out, what=f"MultiHeadAttention output {label}", tol=t, mistakes=variants.outputs)
+            expect.close(weights, want_weights, what=f"MultiHeadAttention weights {label}", tol=tol("mha_reshape.MultiHeadAttention.weights", dtype), mistakes=variants.weights, grid=QK)
+            expect.close(out, want_out, what=f"MultiHeadAttention output {label}", tol=t, mistakes=variants.outputs)
             expect.close(r["outputs"][1], want_out, what=f"forward(x, key_allowed) without return_weights returns the output only {label}", tol=t)
 
 
 # --------------------------------------------------------------------------- properties
 def test_weights_rows_sum_to_one_and_future_and_padded_keys_get_exactly_zero(sub, ref, rng, credit):
     for case in credit.cases(4):
-        with case, signatures.view_hint(sub):
+        with case, data.view_hint(sub):
             dtype = choice(rng, DTYPES)
             C = randint(rng, 2, 12)
             h = _heads(rng, C)
@@ -329,7 +331,7 @@ def test_multi_head_attention_is_causal_and_ignores_padding_by_gradient(sub, rng
     key_allowed = torch.ones(B, T, dtype=torch.bool)
     key_allowed[1, T - 2:] = False  # example 1: its last two tokens are padding
     for part in credit.parts([f"output position {t}" for t in (0, T // 2)] + ["padded tokens"]):
-        with part, signatures.view_hint(sub):
+        with part, data.view_hint(sub):
             grad_out = torch.zeros(B, T, C, dtype=dtype)
             if part.label == "padded tokens":
                 grad_out[key_allowed] = 1.0  # every real position's output
@@ -359,7 +361,7 @@ def test_state_dict_holds_the_four_projections_and_a_causal_mask_buffer(sub, ref
     code must not lose points; a [context_length, context_length] buffer must exist."""
     _control_module(sub, ref, rng)
     for case in credit.cases(3):
-        with case, signatures.view_hint(sub):
+        with case, data.view_hint(sub):
             C = randint(rng, 2, 16)
             h, ctx, bias = _heads(rng, C), randint(rng, 2, 32), case.label.endswith("2")
             r = sub.mha_reshape.construct("MultiHeadAttention", [C, h, ctx], {"bias": bias})
@@ -374,10 +376,10 @@ def test_state_dict_holds_the_four_projections_and_a_causal_mask_buffer(sub, ref
             buffers = {b["name"] for b in info["buffers"]}
             params = sorted(k for k in info["state_dict"] if k not in buffers)  # a persistent mask buffer is fine
             expect.true(params == keys, what=f"{label}.state_dict() parameter keys", detail=f"expected exactly {keys} (plus, at most, the mask buffer), got {sorted(info['state_dict'])}",
-                        hints=signatures.layout_hints(sorted(set(params) - set(keys)), sorted(set(keys) - set(params))))
+                        hints=data.layout_hints(sorted(set(params) - set(keys)), sorted(set(keys) - set(params))))
             count = sum(math.prod(p["shape"]) for p in info["parameters"])
             expect.true(count == 4 * C * C + (4 * C if bias else 0), what=f"{label} parameter count, independent of h (Day 1 §4.4)",
-                        detail=f"expected {4 * C * C + (4 * C if bias else 0)}, found {count}", hints=signatures.layout_hints([p["name"] for p in info["parameters"]]))
+                        detail=f"expected {4 * C * C + (4 * C if bias else 0)}, found {count}", hints=data.layout_hints([p["name"] for p in info["parameters"]]))
             masks = [b for b in info["buffers"] if b["shape"][-2:] == [ctx, ctx]]
             expect.true(bool(masks), what=f"{label}: a causal mask buffer over [context_length, context_length] (Week 7 §13: register_buffer)",
                         detail=f"buffers found: {[(b['name'], b['shape']) for b in info['buffers']] or 'none'}", hints=["mha_reshape/persistent-mask-buffer"])
@@ -389,7 +391,7 @@ def test_value_errors_for_random_indivisible_widths_and_lengths(sub, ref, rng, c
     h = _heads(rng, C)
     ctx = randint(rng, 1, 12)
     for part in credit.parts(["split_heads", "MultiHeadAttention.__init__", "MultiHeadAttention.forward"]):
-        with part, signatures.view_hint(sub):
+        with part, data.view_hint(sub):
             # each part first checks that its own function works on valid input (raising
             # ValueError everywhere earns nothing), not that the other functions are right
             _control_split(sub, ref, rng) if part.label == "split_heads" else _control_module(sub, ref, rng)
@@ -423,7 +425,7 @@ def test_multi_head_attention_uses_neither_nn_multiheadattention_nor_sdpa(sub, r
 def test_cost_functions_match_reference_on_random_sizes(sub, ref, rng, credit):
     m, r = sub.mha_reshape, ref.mha_reshape
     for part in credit.parts(["score_elements", "mha_flops", "attention_flop_fraction", "attention_matrix_gib", "mha_param_count"]):
-        with part, signatures.view_hint(sub):
+        with part, data.view_hint(sub):
             for _ in range(4):
                 B, h, T, d = randint(rng, 1, 64), randint(rng, 1, 64), randint(rng, 1, 1 << 16), randint(rng, 1, 8192)
                 if part.label == "score_elements":
@@ -464,7 +466,7 @@ def test_reshapes_and_module_keep_dtype_and_leave_inputs_unchanged(sub, ref, rng
     key_allowed = _key_allowed(rng, B, T)
     controls = {"split_heads": _control_split, "merge_heads": _control_merge, "MultiHeadAttention.forward": _control_module}
     for part in credit.parts(["split_heads", "merge_heads", "MultiHeadAttention.forward"]):
-        with part, signatures.view_hint(sub):
+        with part, data.view_hint(sub):
             controls[part.label](sub, ref, rng)  # its own function works (values), then its dtype
             if part.label == "MultiHeadAttention.forward":
                 args = (x, key_allowed)

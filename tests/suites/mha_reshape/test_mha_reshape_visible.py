@@ -17,12 +17,11 @@ import torch
 from autograder.testing import expect
 from autograder.testing.snapshots import Snapshots
 from course import mha_reshape_data as data
-from course import mistakes_mha_reshape as signatures
 from course import week07 as w7
 from course.tolerances import EXACT, tol
 
 QK = ("query", "key")
-SNAP = Snapshots(__file__)  # control inputs and the reference's outputs on them
+SNAP = Snapshots(__file__)  # control inputs, the reference's outputs and the named mistakes' outputs on them
 
 
 def _control_one_head(sub) -> None:
@@ -37,7 +36,7 @@ def _control_one_head(sub) -> None:
 def _control_split(sub) -> None:
     """split_heads on its control input, against the reference (checked first)."""
     c = SNAP["split_heads"]
-    expect.close(sub.mha_reshape.split_heads(c["x"], c["num_heads"]), c["want"], what="split_heads on a control input (checked first)", tol=tol("mha_reshape.split_heads", torch.float32), mistakes=signatures.split_heads(c["x"], c["num_heads"]))
+    expect.close(sub.mha_reshape.split_heads(c["x"], c["num_heads"]), c["want"], what="split_heads on a control input (checked first)", tol=tol("mha_reshape.split_heads", torch.float32), mistakes=c["mistakes"])
 
 
 def _control(sub, rng) -> None:
@@ -51,18 +50,19 @@ def _control(sub, rng) -> None:
 def test_split_heads_cuts_features_into_contiguous_heads(sub, rng, credit):
     c = SNAP["split_heads"]
     x, h = c["x"], c["num_heads"]
-    expect.close(sub.mha_reshape.split_heads(x, h), c["want"], what=f"split_heads on control x {list(x.shape)}, num_heads={h}", tol=EXACT, mistakes=signatures.split_heads(x, h))
+    expect.close(sub.mha_reshape.split_heads(x, h), c["want"], what=f"split_heads on control x {list(x.shape)}, num_heads={h}", tol=EXACT, mistakes=c["mistakes"])
     cases = {"W7-29: [1,3,4], h=2": (data.SHAPES_W7_29, 2), "L2-04: [2,5,8], h=2": (data.SHAPES_L2_04, 2), "[2,3,6], h=3": ({"input": [2, 3, 6], "heads": [2, 3, 3, 2]}, 3)}
     examples = SNAP["split_heads_examples"]
     for part in credit.parts(list(cases)):
-        with part, signatures.view_hint(sub):
+        with part, data.view_hint(sub):
             shapes, h = cases[part.label]
             x = torch.arange(math.prod(shapes["input"]), dtype=torch.float32).reshape(shapes["input"])
-            want = examples[part.label.split(":")[0] if ":" in part.label else "h=3"]
+            label = part.label.split(":")[0] if ":" in part.label else "h=3"
+            want = examples[label]
             assert list(want.shape) == shapes["heads"]
             expect.close(
                 sub.mha_reshape.split_heads(x, h), want, what=f"split_heads(x {shapes['input']}, num_heads={h}) → {shapes['heads']} (Week 7 §9, Day 1 §4.3)",
-                tol=EXACT, mistakes=signatures.split_heads(x, h), grid=("token", "head feature"),
+                tol=EXACT, mistakes=examples["mistakes"][label], grid=("token", "head feature"),
             )
 
 
@@ -71,7 +71,7 @@ def test_merge_heads_undoes_split_heads(sub, rng, credit):
     expect.close(sub.mha_reshape.merge_heads(c["y"]), c["want"], what=f"merge_heads on control y {list(c['y'].shape)}", tol=EXACT)
     examples = SNAP["merge_heads_examples"]
     for part in credit.parts(["W7-29: merge [1,2,3,2] → [1,3,4]", "L2-04: merge [2,2,5,4] → [2,5,8]", "merge_heads(split_heads(x)) == x"]):
-        with part, signatures.view_hint(sub):
+        with part, data.view_hint(sub):
             if part.label.startswith("W7-29"):
                 y = torch.arange(12, dtype=torch.float32).reshape(data.SHAPES_W7_29["heads"])
             elif part.label.startswith("L2-04"):
@@ -80,30 +80,30 @@ def test_merge_heads_undoes_split_heads(sub, rng, credit):
                 x = torch.arange(24, dtype=torch.float32).reshape(2, 3, 4)
                 y = expect.tensor(sub.mha_reshape.split_heads(x, 2), what="split_heads(x, 2)")
                 expect.close(sub.mha_reshape.merge_heads(y), x, what="merge_heads(split_heads(x, 2)) is x again (Day 1 §A.5)", tol=EXACT,
-                             grid=("token", "feature"), hints=signatures.round_trip_hints())
+                             grid=("token", "feature"), hints=data.round_trip_hints())
                 continue
             want = examples[part.label.split(":")[0]]  # Concat(head_1, …, head_h) on the feature axis
             expect.close(sub.mha_reshape.merge_heads(y), want, what=f"merge_heads(y {list(y.shape)}) → {list(want.shape)} (Week 7 §15: concatenate on the feature axis)",
-                         tol=EXACT, mistakes=signatures.merge_heads(y), grid=("token", "feature"))
+                         tol=EXACT, mistakes=examples["mistakes"][part.label.split(":")[0]], grid=("token", "feature"))
 
 
 def test_week7_example_through_two_heads_gives_the_printed_weights_and_outputs(sub, rng, credit):
     _control(sub, rng)
     ex = w7.example()
     state = data.two_head_state()
-    with signatures.view_hint(sub):
+    with data.view_hint(sub):
         result = sub.mha_reshape.construct("MultiHeadAttention", [4, 2, 8], state=state, calls=[("forward", [ex.x], {"return_weights": True})])
     out, weights = expect.sequence(result["outputs"][0], 2, what="MultiHeadAttention(4, 2, 8).forward(x, return_weights=True)")
     want_out, want_weights = data.two_head_expected()
-    variants = signatures.Variants(ex.x, state, 2)
+    variants = SNAP["week7_two_heads"]
     for part in credit.parts(["weights [B,h,T,T]", "outputs [B,T,C]"]):
-        with part, signatures.view_hint(sub):
+        with part, data.view_hint(sub):
             if part.label.startswith("weights"):
-                signatures.close(weights, want_weights, what="weights of head 1 (Week 7's head: P_A, P_B) and head 2 (W_Q⁽²⁾ = 0: the §1 uniform mean)",
-                                 tol=w7.PRINTED_4DP_F32, mistakes=variants.weights, grid=QK)
+                expect.close(weights, want_weights, what="weights of head 1 (Week 7's head: P_A, P_B) and head 2 (W_Q⁽²⁾ = 0: the §1 uniform mean)",
+                             tol=w7.PRINTED_4DP_F32, mistakes=variants["mistakes_weights"], grid=QK)
             else:
-                signatures.close(out, want_out, what="Concat(O⁽¹⁾, O⁽²⁾) W_O with W_O swapping the heads: [uniform mean of features 0, 2 | Week 7 head output] (Week 7 §15)",
-                                 tol=w7.PRINTED_4DP_F32, mistakes=variants.outputs, grid=("token", "feature"))
+                expect.close(out, want_out, what="Concat(O⁽¹⁾, O⁽²⁾) W_O with W_O swapping the heads: [uniform mean of features 0, 2 | Week 7 head output] (Week 7 §15)",
+                             tol=w7.PRINTED_4DP_F32, mistakes=variants["mistakes_out"], grid=("token", "feature"))
 
 
 def test_padded_key_gets_no_weight_in_week7_example(sub, rng, credit):
@@ -111,28 +111,28 @@ def test_padded_key_gets_no_weight_in_week7_example(sub, rng, credit):
     ex = w7.example()
     state = data.two_head_state()
     key_allowed = torch.tensor([[True, True], [True, False]])  # prompt B: its second token is padding
-    with signatures.view_hint(sub):
+    with data.view_hint(sub):
         result = sub.mha_reshape.construct("MultiHeadAttention", [4, 2, 8], state=state, calls=[("forward", [ex.x], {"key_allowed": key_allowed, "return_weights": True})])
     out, weights = expect.sequence(result["outputs"][0], 2, what="MultiHeadAttention.forward(x, key_allowed, return_weights=True)")
     want_out, want_weights = data.two_head_expected(padded=True)
-    variants = signatures.Variants(ex.x, state, 2, key_allowed)
+    variants = SNAP["week7_two_heads"]
     for part in credit.parts(["weights", "outputs"]):
-        with part, signatures.view_hint(sub):
+        with part, data.view_hint(sub):
             if part.label == "weights":
-                signatures.close(weights, want_weights, what="weights with prompt B's key 喜欢 padded: B's queries read only 猫 (Day 1 §3.2)",
-                                 tol=w7.PRINTED_4DP_F32, mistakes=variants.weights, grid=QK)
+                expect.close(weights, want_weights, what="weights with prompt B's key 喜欢 padded: B's queries read only 猫 (Day 1 §3.2)",
+                             tol=w7.PRINTED_4DP_F32, mistakes=variants["padded_mistakes_weights"], grid=QK)
             else:
-                signatures.close(out, want_out, what="outputs with prompt B's key 喜欢 padded (prompt A unchanged)",
-                                 tol=w7.PRINTED_4DP_F32, mistakes=variants.outputs, grid=("token", "feature"))
+                expect.close(out, want_out, what="outputs with prompt B's key 喜欢 padded (prompt A unchanged)",
+                             tol=w7.PRINTED_4DP_F32, mistakes=variants["padded_mistakes_out"], grid=("token", "feature"))
 
 
 def test_multi_head_attention_has_four_projections_and_a_causal_mask_buffer(sub, rng, credit):
     _control_one_head(sub)
     labels = ["bias=False: w_q, w_k, w_v, w_o = nn.Linear(4, 4)", "bias=True: 4d² + 4d parameters (D1-24)", "mask buffer [8, 8]; state_dict: the projections (+ at most the mask)", "W7-54: output [2,2,4]"]
-    with signatures.view_hint(sub):
+    with data.view_hint(sub):
         results = {bias: sub.mha_reshape.construct("MultiHeadAttention", [4, 2, 8], {"bias": bias}, calls=[("forward", [torch.zeros(2, 2, 4)], {})]) for bias in (False, True)}
     for part in credit.parts(labels):
-        with part, signatures.view_hint(sub):
+        with part, data.view_hint(sub):
             if part.label.startswith("bias=False"):
                 info = results[False]["describe"]
                 linears = {m["name"]: m for m in info["modules"] if m["type"] == "torch.nn.modules.linear.Linear"}
@@ -144,14 +144,14 @@ def test_multi_head_attention_has_four_projections_and_a_causal_mask_buffer(sub,
                 info = results[True]["describe"]
                 params = sum(math.prod(p["shape"]) for p in info["parameters"])
                 expect.true(params == 4 * 4 * 4 + 4 * 4, what="MultiHeadAttention(4, 2, 8, bias=True) parameter count", detail=f"expected 4·4² + 4·4 = 80 parameters (4 weights and 4 biases), found {params}",
-                            hints=signatures.layout_hints([p["name"] for p in info["parameters"]]))
+                            hints=data.layout_hints([p["name"] for p in info["parameters"]]))
             elif part.label.startswith("mask"):
                 info = results[False]["describe"]
                 expected_keys = sorted(f"{n}.weight" for n in ("w_q", "w_k", "w_v", "w_o"))
                 buffers = {b["name"] for b in info["buffers"]}
                 params = sorted(k for k in info["state_dict"] if k not in buffers)  # Week 7 §13's persistent mask buffer is accepted too
                 expect.true(params == expected_keys, what="MultiHeadAttention(4, 2, 8).state_dict() parameter keys",
-                            detail=f"expected exactly {expected_keys} (plus, at most, the mask buffer), got {sorted(info['state_dict'])}", hints=signatures.layout_hints(sorted(set(params) - set(expected_keys)), sorted(set(expected_keys) - set(params))))
+                            detail=f"expected exactly {expected_keys} (plus, at most, the mask buffer), got {sorted(info['state_dict'])}", hints=data.layout_hints(sorted(set(params) - set(expected_keys)), sorted(set(expected_keys) - set(params))))
                 expect.true(any(b["shape"][-2:] == [8, 8] for b in info["buffers"]), what="MultiHeadAttention(4, 2, context_length=8)'s causal mask buffer [8, 8]",
                             detail=f"buffers found: {[(b['name'], b['shape']) for b in info['buffers']] or 'none'}: build the causal mask once in __init__ with register_buffer (persistent=False keeps it out of state_dict)", hints=["mha_reshape/persistent-mask-buffer"])
             else:
@@ -161,7 +161,7 @@ def test_multi_head_attention_has_four_projections_and_a_causal_mask_buffer(sub,
 
 def test_value_errors_for_indivisible_width_and_too_long_input(sub, rng, credit):
     for part in credit.parts(["split_heads(x [1,2,4], 3)", "MultiHeadAttention(4, 3, 8)", "MultiHeadAttention(4, 2, context_length=2) on T=3"]):
-        with part, signatures.view_hint(sub):
+        with part, data.view_hint(sub):
             # its own function must work on valid input first (raising ValueError everywhere earns nothing)
             _control_split(sub) if part.label.startswith("split_heads") else _control_one_head(sub)
             if part.label.startswith("split_heads"):
@@ -174,40 +174,40 @@ def test_value_errors_for_indivisible_width_and_too_long_input(sub, rng, credit)
 
 def test_cost_functions_reproduce_the_course_tables(sub, rng, credit):
     for part in credit.parts(["score_elements (W7-49, W7-50)", "mha_param_count (D1-24)", "mha_flops (D1-25)", "attention_flop_fraction (D1-27)", "attention_matrix_gib (D1-29)"]):
-        with part, signatures.view_hint(sub):
+        with part, data.view_hint(sub):
             name = part.label.split()[0]
-            c = SNAP["cost_functions"]  # control sizes too: a table of the printed numbers earns nothing
+            c, tables = SNAP["cost_functions"], SNAP["cost_tables"]  # control sizes too: a table of the printed numbers earns nothing
             B, h, T, d = c["B"], c["h"], c["T"], c["d"]
             fresh = {
-                "score_elements": (lambda: sub.mha_reshape.score_elements(B, h, T), f"score_elements({B}, {h}, {T}) = B·h·T²", lambda: signatures.score_elements(B, h, T)),
-                "mha_param_count": (lambda: sub.mha_reshape.mha_param_count(d), f"mha_param_count({d}) = 4d² + 4d", lambda: signatures.mha_param_count(d, True)),
-                "mha_flops": (lambda: sub.mha_reshape.mha_flops(T, d), f"mha_flops({T}, {d}) = 8Td² + 4T²d", lambda: signatures.mha_flops(T, d)),
-                "attention_flop_fraction": (lambda: sub.mha_reshape.attention_flop_fraction(T, d), f"attention_flop_fraction({T}, {d})", lambda: signatures.attention_flop_fraction(T, d)),
-                "attention_matrix_gib": (lambda: sub.mha_reshape.attention_matrix_gib(B, h, T, 4, 3), f"attention_matrix_gib({B}, {h}, {T}, 4, 3)", lambda: signatures.attention_matrix_gib(B, h, T, 4, 3)),
+                "score_elements": (lambda: sub.mha_reshape.score_elements(B, h, T), f"score_elements({B}, {h}, {T}) = B·h·T²"),
+                "mha_param_count": (lambda: sub.mha_reshape.mha_param_count(d), f"mha_param_count({d}) = 4d² + 4d"),
+                "mha_flops": (lambda: sub.mha_reshape.mha_flops(T, d), f"mha_flops({T}, {d}) = 8Td² + 4T²d"),
+                "attention_flop_fraction": (lambda: sub.mha_reshape.attention_flop_fraction(T, d), f"attention_flop_fraction({T}, {d})"),
+                "attention_matrix_gib": (lambda: sub.mha_reshape.attention_matrix_gib(B, h, T, 4, 3), f"attention_matrix_gib({B}, {h}, {T}, 4, 3)"),
             }[name]
             got = fresh[0]()
             expect.scalar(got, c[name], what=f"{fresh[1]} on control sizes", tol=data.FRACTION_TABLE if name == "attention_flop_fraction" else (data.GIB_TABLE if name == "attention_matrix_gib" else EXACT),
-                          integer=name not in ("attention_flop_fraction", "attention_matrix_gib"), hints=signatures.numbers(got, fresh[2](), c[name]))
+                          integer=name not in ("attention_flop_fraction", "attention_matrix_gib"), hints=data.numbers(got, c["candidates"][name], c[name]))
             if name == "score_elements":
-                for (B, h, T), want in data.SCORE_ELEMENTS.items():
+                for ((B, h, T), want), candidates in zip(data.SCORE_ELEMENTS.items(), tables[name]):
                     got = sub.mha_reshape.score_elements(B, h, T)
-                    expect.scalar(got, want, what=f"score_elements(B={B}, h={h}, T={T}) (Week 7 §17)", tol=EXACT, integer=True, hints=signatures.numbers(got, signatures.score_elements(B, h, T), want) or ["mha_reshape/score-elements-formula"])
+                    expect.scalar(got, want, what=f"score_elements(B={B}, h={h}, T={T}) (Week 7 §17)", tol=EXACT, integer=True, hints=data.numbers(got, candidates, want) or ["mha_reshape/score-elements-formula"])
             elif name == "mha_param_count":
-                for d, want in data.PARAM_COUNT.items():
+                for (d, want), candidates in zip(data.PARAM_COUNT.items(), tables[name]):
                     got = sub.mha_reshape.mha_param_count(d)
-                    expect.scalar(got, want, what=f"mha_param_count(d={d}) = 4d² + 4d (Day 1 §4.4)", tol=EXACT, integer=True, hints=signatures.numbers(got, signatures.mha_param_count(d, True), want) or ["mha_reshape/param-count-bias"])
+                    expect.scalar(got, want, what=f"mha_param_count(d={d}) = 4d² + 4d (Day 1 §4.4)", tol=EXACT, integer=True, hints=data.numbers(got, candidates, want) or ["mha_reshape/param-count-bias"])
             elif name == "mha_flops":
-                for (T, d), want in data.MHA_FLOPS.items():
+                for ((T, d), want), candidates in zip(data.MHA_FLOPS.items(), tables[name]):
                     got = sub.mha_reshape.mha_flops(T, d)
                     expect.scalar(got, want, what=f"mha_flops(T={T}, d={d}) = 8Td² + 4T²d (Day 1 §5.1)", tol=EXACT, integer=True,
-                                  hints=signatures.numbers(got, signatures.mha_flops(T, d), want) or ["mha_reshape/flops-attention-term", "mha_reshape/flops-output-projection"])
+                                  hints=data.numbers(got, candidates, want) or ["mha_reshape/flops-attention-term", "mha_reshape/flops-output-projection"])
             elif name == "attention_flop_fraction":
-                for (d, T), percent in data.FLOP_SHARE.items():
+                for ((d, T), percent), candidates, exact in zip(data.FLOP_SHARE.items(), tables[name], tables[name + "_exact"]):
                     got = sub.mha_reshape.attention_flop_fraction(T, d)
                     expect.scalar(got, percent / 100, what=f"attention_flop_fraction(T={T}, d={d}): {percent}% as a fraction (Day 1 §5.1 table)", tol=data.FRACTION_TABLE,
-                                  hints=signatures.numbers(got, signatures.attention_flop_fraction(T, d), T / (T + 2 * d)) or ["mha_reshape/fraction-wrong-share"])
+                                  hints=data.numbers(got, candidates, exact) or ["mha_reshape/fraction-wrong-share"])
             else:
-                for (B, h, T, layers), want in data.MEMORY_GIB.items():
+                for ((B, h, T, layers), want), candidates in zip(data.MEMORY_GIB.items(), tables[name]):
                     got = sub.mha_reshape.attention_matrix_gib(B, h, T, 2, layers)
                     expect.scalar(got, want, what=f"attention_matrix_gib(B={B}, h={h}, T={T}, bytes_per_element=2, layers={layers}) (Day 1 §5.2 table)", tol=data.GIB_TABLE,
-                                  hints=signatures.numbers(got, signatures.attention_matrix_gib(B, h, T, 2, layers), want) or ["mha_reshape/memory-layers", "mha_reshape/memory-units"])
+                                  hints=data.numbers(got, candidates, want) or ["mha_reshape/memory-layers", "mha_reshape/memory-units"])

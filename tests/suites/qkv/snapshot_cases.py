@@ -1,5 +1,6 @@
-"""Snapshot cases of the visible qkv suite: seeded inputs and the reference's outputs
-(`make snapshots` → snapshots/qkv.json). Instructors only: students get the data file."""
+"""Snapshot cases of the visible qkv suite: seeded inputs, the reference's outputs and the
+named mistakes' outputs on them (`make snapshots` → snapshots/qkv.json). Instructors only:
+students get the data file, never the code that replays a mistake."""
 
 from __future__ import annotations
 
@@ -7,6 +8,10 @@ import torch
 
 from autograder.release.snapshots import in_float64
 from autograder.testing.inputs import randint, randn, weight
+from autograder.testing.siblings import sibling
+from course import week07 as w7
+
+signatures = sibling(__file__, "mistakes")
 
 
 def _random_case(rng):
@@ -21,12 +26,13 @@ def project_qkv(rng, ref):
 
 def attention_scores(rng, ref):
     q, k = randn(rng, 2, randint(rng, 2, 7), 3), randn(rng, 2, randint(rng, 2, 7), 3)
-    return {"q": q, "k": k, "want": in_float64(ref.qkv.attention_scores, q, k)}
+    mistakes = {"qkv/keys-times-queries": k @ q.transpose(-2, -1)} if q.shape == k.shape else {}
+    return {"q": q, "k": k, "want": in_float64(ref.qkv.attention_scores, q, k), "mistakes": mistakes}
 
 
 def scale_scores(rng, ref):
     s, d_k = randn(rng, 2, 4, 5, scale=3.0), randint(rng, 3, 64)
-    return {"scores": s, "d_k": d_k, "want": in_float64(ref.qkv.scale_scores, s, d_k)}
+    return {"scores": s, "d_k": d_k, "want": in_float64(ref.qkv.scale_scores, s, d_k), "mistakes": {"qkv/divide-by-dk": s / d_k, "qkv/no-scaling": s}}
 
 
 def weighted_values(rng, ref):
@@ -36,13 +42,15 @@ def weighted_values(rng, ref):
 
 def causal_uniform_mean(rng, ref):
     x = randn(rng, 2, randint(rng, 2, 8), 3)
-    return {"x": x, "want": in_float64(ref.qkv.causal_uniform_mean, x)}
+    return {"x": x, "want": in_float64(ref.qkv.causal_uniform_mean, x), "mistakes": signatures.uniform_mean(x)}
 
 
 def single_head_attention(rng, ref):
     x, w_q, w_k, w_v = _random_case(rng)
     out, weights = in_float64(ref.qkv.single_head_attention, x, w_q, w_k, w_v)
-    return {"x": x, "w_q": w_q, "w_k": w_k, "w_v": w_v, "want_out": out, "want_weights": weights}
+    variants = signatures.attention_chain(x.double(), *[m.double() for m in (w_q, w_k, w_v)])
+    return {"x": x, "w_q": w_q, "w_k": w_k, "w_v": w_v, "want_out": out, "want_weights": weights,
+            "mistakes_out": signatures.outputs(variants), "mistakes_weights": signatures.weights(variants)}
 
 
 def attention_head(rng, ref):
@@ -58,4 +66,25 @@ def attention_head(rng, ref):
     return {"x": x, "args": [C, d, ctx], "state": state, "want": out}
 
 
-CASES = [project_qkv, attention_scores, scale_scores, weighted_values, causal_uniform_mean, single_head_attention, attention_head]
+def week7(rng, ref):
+    """Week 7's worked example: the intermediate inputs a test feeds one function, the
+    reference's outputs where the lessons print too few digits, and the mistakes' outputs."""
+    ex = w7.example()
+    products = {"Q": ex.x @ ex.w_q, "K": ex.x @ ex.w_k, "V": ex.x @ ex.w_v}
+    q, k, v = products["Q"], products["K"], products["V"]
+    raw = q @ k.transpose(-2, -1)
+    weights = w7.t(w7.STATED["weights"]).clone()
+    weights[:, 1] = w7.t(w7.STATED["final_weights_4dp"])
+    variants = signatures.attention_chain(ex.x, ex.w_q, ex.w_k, ex.w_v)
+    return {
+        "project_qkv": {name: {"qkv/swapped-projections": products[o] for o in products if o != name} for name in products},
+        "q": q, "k": k, "v": v,
+        "scores_mistakes": {"qkv/missing-transpose": q @ k, "qkv/keys-times-queries": k @ q.transpose(-2, -1)},
+        "raw": raw, "scaled": in_float64(ref.qkv.scale_scores, raw, 2), "scale_mistakes": {"qkv/divide-by-dk": raw / 2, "qkv/no-scaling": raw},
+        "weights": weights, "mixed": in_float64(ref.qkv.weighted_values, weights, v), "mixed_mistakes": {"qkv/transposed-weights": weights.transpose(-2, -1) @ v},
+        "uniform_mean": in_float64(ref.qkv.causal_uniform_mean, ex.x), "uniform_mean_mistakes": signatures.uniform_mean(ex.x),
+        "mistakes_out": signatures.outputs(variants), "mistakes_weights": signatures.weights(variants),
+    }
+
+
+CASES = [week7, project_qkv, attention_scores, scale_scores, weighted_values, causal_uniform_mean, single_head_attention, attention_head]

@@ -4,18 +4,16 @@ Shipped to students. Every expected number of the worked example is printed in
 week07-attention.txt. Each test also checks *control inputs* whose expected values were
 computed by the reference solution at release time (snapshots/qkv.json; a required part:
 failing it scores the test 0), so recognising the example and printing its numbers earns
-nothing. The hidden suite checks the same functions much more widely, on fresh inputs.
+nothing. The outputs of the named mistakes (for the hints) come from the same file. The hidden suite checks the same functions much more widely, on fresh inputs.
 """
 
 from __future__ import annotations
 
-import math
 
 import torch
 
 from autograder.testing import expect
 from autograder.testing.snapshots import Snapshots
-from course import mistakes_qkv as signatures
 from course import week07 as w7
 from course.tolerances import tol
 
@@ -32,7 +30,7 @@ def _week7_state(ex) -> dict:
 
 def test_project_qkv_reproduces_week7_q_k_v(sub, rng, credit):
     ex = w7.example()
-    products = {"Q": ex.x @ ex.w_q, "K": ex.x @ ex.w_k, "V": ex.x @ ex.w_v}
+    mistakes = SNAP["week7"]["project_qkv"]
     got = None
     for part in credit.parts(["Q", "K", "V", FRESH], required=[FRESH]):
         with part:
@@ -47,50 +45,47 @@ def test_project_qkv_reproduces_week7_q_k_v(sub, rng, credit):
             name = part.label
             expect.close(
                 got[name], w7.t(w7.STATED[name]), what=f"project_qkv: {name} = X @ W_{name} (Week 7 §4)", tol=w7.PRINTED_3DP,
-                mistakes={"qkv/swapped-projections": products[o] for o in products if o != name}, grid=("token", "feature"),
+                mistakes=mistakes[name], grid=("token", "feature"),
             )
 
 
 def test_attention_scores_reproduce_week7_raw_scores(sub, rng, credit):
-    ex = w7.example()
+    c7 = SNAP["week7"]
     for part in credit.parts(["S_A, S_B", FRESH], required=[FRESH]):
         with part:
             if part.label == FRESH:
                 c = SNAP["attention_scores"]
                 q, k = c["q"], c["k"]
                 expect.close(sub.qkv.attention_scores(q, k), c["want"], what=f"attention_scores on control q {list(q.shape)}, k {list(k.shape)}", tol=tol("qkv.attention_scores", F32),
-                             mistakes={"qkv/keys-times-queries": k @ q.transpose(-2, -1)} if q.shape == k.shape else None)
+                             mistakes=c["mistakes"])
             else:
-                q, k = ex.x @ ex.w_q, ex.x @ ex.w_k
                 expect.close(
-                    sub.qkv.attention_scores(q, k), w7.t(w7.STATED["raw_scores"]), what="attention_scores(Q, K) = Q·Kᵀ (Week 7 §4: S_A, S_B)", tol=w7.PRINTED_3DP,
-                    mistakes={"qkv/missing-transpose": q @ k, "qkv/keys-times-queries": k @ q.transpose(-2, -1)}, grid=QK,
+                    sub.qkv.attention_scores(c7["q"], c7["k"]), w7.t(w7.STATED["raw_scores"]), what="attention_scores(Q, K) = Q·Kᵀ (Week 7 §4: S_A, S_B)", tol=w7.PRINTED_3DP,
+                    mistakes=c7["scores_mistakes"], grid=QK,
                 )
 
 
 def test_scale_scores_divides_by_sqrt_dk(sub, rng, credit):
-    ex = w7.example()
-    raw = (ex.x @ ex.w_q) @ (ex.x @ ex.w_k).transpose(-2, -1)
+    c7 = SNAP["week7"]
+    raw = c7["raw"]
     for part in credit.parts(["d_k = 2", FRESH], required=[FRESH]):
         with part:
             if part.label == FRESH:
                 c = SNAP["scale_scores"]
                 s, d_k = c["scores"], c["d_k"]
                 expect.close(sub.qkv.scale_scores(s, d_k), c["want"], what=f"scale_scores on control scores, d_k={d_k}", tol=tol("qkv.scale_scores", F32),
-                             mistakes={"qkv/divide-by-dk": s / d_k, "qkv/no-scaling": s})
+                             mistakes=c["mistakes"])
             else:
                 got = expect.close(
-                    sub.qkv.scale_scores(raw, 2), raw / math.sqrt(2), what="scale_scores(S, d_k=2) (Week 7 §8)", tol=w7.NEAR_EXACT,
-                    mistakes={"qkv/divide-by-dk": raw / 2, "qkv/no-scaling": raw}, grid=QK,
+                    sub.qkv.scale_scores(raw, 2), c7["scaled"], what="scale_scores(S, d_k=2) (Week 7 §8)", tol=w7.NEAR_EXACT,
+                    mistakes=c7["scale_mistakes"], grid=QK,
                 )
                 expect.close(got[:, -1, :], w7.t(w7.STATED["scaled_final_rows"]), what="scaled final rows A | B = [0.8, 0.4] | [0.1, 0.4]", tol=w7.NEAR_EXACT)
 
 
 def test_weighted_values_gives_week7_head_outputs(sub, rng, credit):
-    ex = w7.example()
-    weights = w7.t(w7.STATED["weights"]).clone()
-    weights[:, 1] = w7.t(w7.STATED["final_weights_4dp"])
-    v = ex.x @ ex.w_v
+    c7 = SNAP["week7"]
+    weights, v = c7["weights"], c7["v"]
     for part in credit.parts(["o_A, o_B", FRESH], required=[FRESH]):
         with part:
             if part.label == FRESH:
@@ -98,50 +93,48 @@ def test_weighted_values_gives_week7_head_outputs(sub, rng, credit):
                 expect.close(sub.qkv.weighted_values(c["weights"], c["v"]), c["want"], what="weighted_values on control weights [..., L, S] and values [..., S, d_v]", tol=tol("qkv.weighted_values", F32))
             else:
                 expect.close(
-                    sub.qkv.weighted_values(weights, v), weights @ v, what="weighted_values(P, V) = P @ V (Week 7 §6)", tol=w7.NEAR_EXACT,
-                    mistakes={"qkv/transposed-weights": weights.transpose(-2, -1) @ v}, grid=("token", "feature"),
+                    sub.qkv.weighted_values(weights, v), c7["mixed"], what="weighted_values(P, V) = P @ V (Week 7 §6)", tol=w7.NEAR_EXACT,
+                    mistakes=c7["mixed_mistakes"], grid=("token", "feature"),
                 )
 
 
 def test_causal_uniform_mean_is_the_week7_baseline(sub, rng, credit):
-    ex = w7.example()
+    ex, c7 = w7.example(), SNAP["week7"]
     for part in credit.parts(["x̄_A,1 and x̄_B,1", FRESH], required=[FRESH]):
         with part:
             if part.label == FRESH:
                 c = SNAP["causal_uniform_mean"]
-                expect.close(sub.qkv.causal_uniform_mean(c["x"]), c["want"], what="causal_uniform_mean on control x", tol=tol("qkv.causal_uniform_mean", F32), mistakes=signatures.uniform_mean(c["x"]))
+                expect.close(sub.qkv.causal_uniform_mean(c["x"]), c["want"], what="causal_uniform_mean on control x", tol=tol("qkv.causal_uniform_mean", F32), mistakes=c["mistakes"])
             else:
                 got = expect.close(
-                    sub.qkv.causal_uniform_mean(ex.x), ex.x.cumsum(-2) / torch.tensor([[1.0], [2.0]]), what="causal_uniform_mean(X) (Week 7 §1)", tol=w7.NEAR_EXACT,
-                    mistakes=signatures.uniform_mean(ex.x), grid=("token", "feature"),
+                    sub.qkv.causal_uniform_mean(ex.x), c7["uniform_mean"], what="causal_uniform_mean(X) (Week 7 §1)", tol=w7.NEAR_EXACT,
+                    mistakes=c7["uniform_mean_mistakes"], grid=("token", "feature"),
                 )
                 expect.close(got[:, 1], w7.t(w7.STATED["uniform_mean_final"]), what="x̄_A,1 = [0.5, 0.5, 0, 0] and x̄_B,1 = [0, 0.5, 0.5, 0]", tol=w7.NEAR_EXACT)
 
 
 def test_single_head_attention_reproduces_week7_weights_and_outputs(sub, rng, credit):
-    ex = w7.example()
-    variants = signatures.attention_chain(ex.x, ex.w_q, ex.w_k, ex.w_v)
+    ex, c7 = w7.example(), SNAP["week7"]
     got = None
     for part in credit.parts(["weights P_A, P_B", "outputs o_A, o_B", FRESH], required=[FRESH]):
         with part:
             if part.label == FRESH:
                 c = SNAP["single_head_attention"]
                 x, w = c["x"], [c["w_q"], c["w_k"], c["w_v"]]
-                fresh_variants = signatures.attention_chain(x.double(), *[m.double() for m in w])
                 out, weights = expect.sequence(sub.qkv.single_head_attention(x, *w), 2, what="single_head_attention on control inputs")
                 t = tol("qkv.single_head_attention", F32)
-                expect.close(weights, c["want_weights"], what="single_head_attention weights on control inputs", tol=t, mistakes=signatures.weights(fresh_variants))
-                expect.close(out, c["want_out"], what="single_head_attention output on control inputs", tol=t, mistakes=signatures.outputs(fresh_variants))
+                expect.close(weights, c["want_weights"], what="single_head_attention weights on control inputs", tol=t, mistakes=c["mistakes_weights"])
+                expect.close(out, c["want_out"], what="single_head_attention output on control inputs", tol=t, mistakes=c["mistakes_out"])
                 continue
             if got is None:
                 got = expect.sequence(sub.qkv.single_head_attention(ex.x, ex.w_q, ex.w_k, ex.w_v), 2, what="single_head_attention(x, w_q, w_k, w_v)")
             out, weights = got
             if part.label.startswith("weights"):
-                expect.close(weights, w7.t(w7.STATED["weights"]), what="attention weights P_A, P_B (Week 7 §11)", tol=w7.PRINTED_3DP, mistakes=signatures.weights(variants), grid=QK)
+                expect.close(weights, w7.t(w7.STATED["weights"]), what="attention weights P_A, P_B (Week 7 §11)", tol=w7.PRINTED_3DP, mistakes=c7["mistakes_weights"], grid=QK)
                 expect.close(weights[:, 1], w7.t(w7.STATED["final_weights_4dp"]), what="final-row weights (Week 7 §12 expected output)", tol=w7.PRINTED_4DP_F32)
             else:
                 expect.close(out[:, 1], w7.t(w7.STATED["final_outputs_4dp"]), what="final head outputs o_A, o_B (Week 7 §6, §12)", tol=w7.PRINTED_4DP_F32,
-                             mistakes={h: o[:, 1] for h, o in signatures.outputs(variants).items()})
+                             mistakes={h: o[:, 1] for h, o in c7["mistakes_out"].items()})
 
 
 def _fresh_head(sub, rng) -> None:

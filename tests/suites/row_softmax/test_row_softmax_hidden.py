@@ -12,10 +12,13 @@ import torch
 from autograder.testing import expect
 from autograder.testing.failures import SubmissionError
 from autograder.testing.inputs import choice, noncontiguous, randint, randn
-from course import mistakes_row_softmax as signatures
+from autograder.testing.siblings import sibling
+from course import oracles
 from course import row_softmax_data as data
 from course import week07 as w7
 from course.tolerances import tol
+
+signatures = sibling(__file__, "mistakes")  # the named mistakes' outputs (beside this suite; never shipped to students)
 
 QK = ("query", "key")
 DTYPES = (torch.float32, torch.float64)
@@ -96,13 +99,13 @@ def test_week7_softmax_numbers_at_stated_precision_in_float32_and_float64(sub, r
     idx: dict[tuple[str, torch.dtype], int] = {}
     inputs = {}
     for dtype in DTYPES:
-        logits = data.week7_h(dtype) @ data.week7_w_vocab(dtype)
+        logits = oracles.week7_h(dtype) @ data.week7_w_vocab(dtype)
         targets = data.week7_targets()
         inputs[dtype] = logits
         idx["rows", dtype] = calls.add("softmax_rows", w7.t(w7.STATED["scaled_final_rows"], dtype))
         idx["shift", dtype] = calls.add("softmax_rows", w7.t(w7.STATED["scaled_final_rows"], dtype) + 1000.0)
         idx["masked", dtype] = calls.add("softmax_rows", w7.t(w7.STATED["masked_scaled"], dtype))
-        idx["probs", dtype] = calls.add("vocab_probs", data.week7_h(dtype), data.week7_w_vocab(dtype))
+        idx["probs", dtype] = calls.add("vocab_probs", oracles.week7_h(dtype), data.week7_w_vocab(dtype))
         idx["logp", dtype] = calls.add("log_softmax_rows", logits)
         idx["mean", dtype] = calls.add("cross_entropy", logits, targets)
         idx["L_A", dtype] = calls.add("cross_entropy", logits[:1], targets[:1])
@@ -135,7 +138,7 @@ def test_week7_softmax_numbers_at_stated_precision_in_float32_and_float64(sub, r
                 elif label == "probabilities":
                     got = expect.tensor(calls.value(idx["probs", dtype]), what="vocab_probs(h, W_vocab)")
                     expect.close(got, torch.softmax(inputs[dtype].double(), -1).to(dtype), what=f"vocab_probs(h_A | h_B, W_vocab) ({_name(dtype)})",
-                                 tol=tol("row_softmax.vocab_probs", dtype), mistakes=signatures.vocab_probs(data.week7_h(dtype), data.week7_w_vocab(dtype)))
+                                 tol=tol("row_softmax.vocab_probs", dtype), mistakes=signatures.vocab_probs(oracles.week7_h(dtype), data.week7_w_vocab(dtype)))
                     expect.close(torch.stack([got[0, 2], got[1, 0]]), w7.t(w7.STATED["p_target"], dtype), what="p(AI | 我喜欢), p(我 | 猫喜欢) (W7-39, W7-41)", tol=six)
                 elif label == "log-probabilities":
                     got = expect.close(calls.value(idx["logp", dtype]), torch.log_softmax(inputs[dtype].double(), -1).to(dtype), what=f"log_softmax_rows(Week 7 logits) ({_name(dtype)})",

@@ -1,5 +1,6 @@
-"""Snapshot cases of the visible sdpa_masks suite: inputs and the reference's outputs
-(`make snapshots` → snapshots/sdpa_masks.json). Instructors only: students get the data file."""
+"""Snapshot cases of the visible sdpa_masks suite: inputs, the reference's outputs and the
+named mistakes' outputs (`make snapshots` → snapshots/sdpa_masks.json). Instructors only:
+students get the data file, never the code that replays a mistake."""
 
 from __future__ import annotations
 
@@ -7,7 +8,10 @@ import torch
 
 from autograder.release.snapshots import in_float64
 from autograder.testing.inputs import choice, randint, randn
+from autograder.testing.siblings import sibling
 from course import sdpa_masks_data as sd
+
+signatures = sibling(__file__, "mistakes")
 
 
 def _mask(rng, *shape: int) -> torch.Tensor:
@@ -30,7 +34,9 @@ def additive(rng, ref):
     dtype = choice(rng, (torch.float32, torch.float64))
     allowed = torch.tril(torch.ones(4, 4, dtype=torch.bool))
     return {"mask": mask, "dtype": dtype, "want": ref.sdpa_masks.to_additive_mask(mask, dtype=dtype),
-            "tril4_float32": ref.sdpa_masks.to_additive_mask(allowed), "tril4_float64": ref.sdpa_masks.to_additive_mask(allowed, dtype=torch.float64)}
+            "tril4_float32": ref.sdpa_masks.to_additive_mask(allowed), "tril4_float64": ref.sdpa_masks.to_additive_mask(allowed, dtype=torch.float64),
+            "mistakes": signatures.additive(mask, dtype), "tril4_float32_mistakes": signatures.additive(allowed, torch.float32),
+            "tril4_float64_mistakes": signatures.additive(allowed, torch.float64)}
 
 
 def hf(rng, ref):
@@ -39,15 +45,17 @@ def hf(rng, ref):
     causal = bool(randint(rng, 0, 1))
     lesson = torch.tensor([[0, 0, 1, 1, 1], [1, 1, 1, 1, 1]])  # Day 1 §3.4: HF 1 = real, 0 = pad
     return {"attention_mask": mask, "causal": causal, "want": ref.sdpa_masks.hf_to_sdpa_mask(mask, causal=causal),
-            "lesson_causal": ref.sdpa_masks.hf_to_sdpa_mask(lesson, causal=True), "lesson_not_causal": ref.sdpa_masks.hf_to_sdpa_mask(lesson, causal=False)}
+            "lesson_causal": ref.sdpa_masks.hf_to_sdpa_mask(lesson, causal=True), "lesson_not_causal": ref.sdpa_masks.hf_to_sdpa_mask(lesson, causal=False),
+            "mistakes": signatures.hf(mask, causal), "lesson_causal_mistakes": signatures.hf(lesson, True), "lesson_not_causal_mistakes": signatures.hf(lesson, False)}
 
 
 def kv_cache(rng, ref):
     S = randint(rng, 4, 12)
     L = randint(rng, 2, S - 1)  # L = 1 is all True, L = S plain tril: neither alone shows the alignment
-    out = {"L": L, "S": S, "want": ref.sdpa_masks.kv_cache_mask(L, S)}
+    out = {"L": L, "S": S, "want": ref.sdpa_masks.kv_cache_mask(L, S), "mistakes": signatures.kv_cache(L, S)}
     for L0, S0 in ((1, 5), (3, 5), (4, 4)):
         out[f"{L0},{S0}"] = ref.sdpa_masks.kv_cache_mask(L0, S0)
+        out[f"{L0},{S0} mistakes"] = signatures.kv_cache(L0, S0)
     return out
 
 
@@ -59,7 +67,8 @@ def sdpa(rng, ref):
     allowed[..., 0] = True  # every query keeps a key
     allowed[..., -1] = True  # and the last one two
     allowed[0, 0, 0, randint(rng, 1, S - 2)] = False  # a padded key
-    return {"q": q, "k": k, "v": v, "allowed": allowed, "want": in_float64(ref.sdpa_masks.sdpa, q, k, v, allowed=allowed, causal=True)}
+    return {"q": q, "k": k, "v": v, "allowed": allowed, "want": in_float64(ref.sdpa_masks.sdpa, q, k, v, allowed=allowed, causal=True),
+            "mistakes": signatures.sdpa(q, k, v, allowed, causal=True)}
 
 
 def sdpa_examples(rng, ref):
@@ -74,7 +83,7 @@ def sdpa_examples(rng, ref):
             allowed, want = None, in_float64(ref.sdpa_masks.sdpa, q, k, v, causal=True)
         else:
             allowed, want = None, in_float64(ref.sdpa_masks.sdpa, q, k, v, dropout_p=0.5, training=False)
-        out[label] = {"q": q, "k": k, "v": v, "allowed": allowed, "want": want}
+        out[label] = {"q": q, "k": k, "v": v, "allowed": allowed, "want": want, "mistakes": signatures.sdpa(q, k, v, allowed, causal=not label.startswith("dropout"))}
     return out
 
 
@@ -100,6 +109,8 @@ def mha(rng, ref):
         "want_no_masks": _mha(ref, config, state, x), "want_masks": _mha(ref, config, state, x, allowed, key_allowed),
         "fresh_config": fresh_config, "fresh_state": fresh_state, "fresh_x": fresh_x, "fresh_allowed": fresh_masks[0], "fresh_key_allowed": fresh_masks[1],
         "fresh_want": _mha(ref, fresh_config, fresh_state, fresh_x, *fresh_masks),
+        "mistakes_no_masks": signatures.mha(sd.mha_module(config, state), x), "mistakes_masks": signatures.mha(sd.mha_module(config, state), x, allowed, key_allowed),
+        "fresh_mistakes": signatures.mha(sd.mha_module(fresh_config, fresh_state), fresh_x, *fresh_masks),
     }
 
 

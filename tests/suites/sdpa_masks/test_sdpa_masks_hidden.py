@@ -13,9 +13,12 @@ import torch
 
 from autograder.testing import expect
 from autograder.testing.inputs import choice, noncontiguous, randint, randn
-from course import mistakes_sdpa_masks as signatures
+from autograder.testing.siblings import sibling
+from course import oracles
 from course import sdpa_masks_data as sd
 from course.tolerances import EXACT, tol
+
+signatures = sibling(__file__, "mistakes")  # the named mistakes' outputs (beside this suite; never shipped to students)
 
 QK = ("query", "key")
 DTYPES = (torch.float32, torch.float64)
@@ -179,7 +182,7 @@ def test_sdpa_matches_reference_with_masks_and_bottom_right_causal(sub, ref, rng
                 label = f"q {list(q.shape)}, k {list(k.shape)}, allowed {None if allowed is None else list(allowed.shape)}, causal={causal}, {_tag(dtype)}"
                 t = tol("sdpa_masks.sdpa", dtype)
                 expect.close(sub.sdpa_masks.sdpa(q, k, v, allowed=allowed, causal=causal), want, what=f"sdpa({label})",
-                             tol=t, mistakes=lambda: signatures.blame_kv_cache(sub, signatures.distinct(signatures.sdpa(q, k, v, allowed, causal), t, want), q.size(-2), k.size(-2)))
+                             tol=t, mistakes=lambda: sd.blame_kv_cache(sub, signatures.distinct(signatures.sdpa(q, k, v, allowed, causal), t, want), q.size(-2), k.size(-2)))
 
 
 def test_sdpa_never_passes_both_attn_mask_and_is_causal(sub, ref, rng, credit):
@@ -207,7 +210,7 @@ def test_sdpa_never_passes_both_attn_mask_and_is_causal(sub, ref, rng, credit):
             want = _expected_sdpa(ref, q, k, v, allowed, True, torch.float32)
             t = tol("sdpa_masks.sdpa", torch.float32)
             expect.close(r["value"], want, what=f"sdpa(allowed={'None' if allowed is None else 'given'}, causal=True), L={L}, S={S}", tol=t,
-                         mistakes=lambda: signatures.blame_kv_cache(sub, signatures.distinct(signatures.sdpa(q, k, v, allowed, True), t, want), L, S))
+                         mistakes=lambda: sd.blame_kv_cache(sub, signatures.distinct(signatures.sdpa(q, k, v, allowed, True), t, want), L, S))
 
 
 def test_sdpa_dropout_only_while_training(sub, ref, rng, credit):
@@ -281,7 +284,7 @@ def test_mha_self_attention_matches_module_in_both_layouts(sub, rng, credit):
                 inputs.append((randn(rng, B, T, C, dtype=dtype), torch.tril(torch.ones(T, T, dtype=torch.bool)), torch.arange(T).unsqueeze(0) < lengths))
             for x, allowed, key_allowed in inputs:
                 r = sub.sdpa_masks.run(sd.mha_recorded, config, state, x, allowed, key_allowed)
-                want = sd.mha_expected(config, state, x, allowed, key_allowed)
+                want = oracles.mha_expected(config, state, x, allowed, key_allowed)
                 label = (f"MultiheadAttention({config['embed_dim']}, {config['num_heads']}, bias={config['bias']}, batch_first={config['batch_first']}), "
                          f"x {list(x.shape)}, allowed={'None' if allowed is None else 'given'}, key_allowed={'None' if key_allowed is None else 'given'}, {_tag(dtype)}")
                 t = tol("sdpa_masks.mha_self_attention", dtype)
@@ -303,7 +306,7 @@ def test_mha_self_attention_calls_module_with_need_weights_false(sub, rng, credi
             expect.true(not causal, what="mha_self_attention passes no is_causal hint (Day 1 §A.2)", problem="constraint",
                         detail="is_causal=True was passed", hints=["sdpa_masks/mha-is-causal"])
             # and the right values: returning zeros never calls the module at all
-            want = sd.mha_expected(config, state, x, allowed, key_allowed)
+            want = oracles.mha_expected(config, state, x, allowed, key_allowed)
             t = tol("sdpa_masks.mha_self_attention", dtype)
             expect.close(r["value"], want, what=f"mha_self_attention({part.label} module), x {list(x.shape)}", tol=t,
                          mistakes=signatures.distinct(signatures.mha(sd.mha_module(config, state), x, allowed, key_allowed), t, want))

@@ -16,7 +16,6 @@ import torch
 from autograder.testing import expect
 from autograder.testing.snapshots import Snapshots
 from course import masks_data as md
-from course import mistakes_sdpa_masks as signatures
 from course import sdpa_masks_data as sd
 from course.tolerances import EXACT, tol
 
@@ -25,7 +24,7 @@ FRESH = "control inputs"
 NEG_INF = float("-inf")
 SDPA_TOL = tol("sdpa_masks.sdpa", torch.float32)  # float32 SDPA vs the reference in float64 (measured table)
 MHA_TOL = tol("sdpa_masks.mha_self_attention", torch.float32)
-SNAP = Snapshots(__file__)  # control inputs and the reference's outputs on them
+SNAP = Snapshots(__file__)  # control inputs, the reference's outputs and the named mistakes' outputs on them
 
 
 def test_blocked_to_sdpa_and_to_mha_attn_mask_flip_the_a4_masks(sub, rng, credit):
@@ -58,13 +57,13 @@ def test_to_additive_mask_is_zero_or_minus_inf(sub, rng, credit):
                 mask, dtype = c["mask"], c["dtype"]
                 expect.close(sub.sdpa_masks.to_additive_mask(mask, dtype=dtype), c["want"],
                              what=f"to_additive_mask(control mask {list(mask.shape)}, dtype={str(dtype)[6:]}): 0 = keep, −∞ = block", tol=EXACT,
-                             mistakes=signatures.additive(mask, dtype))
+                             mistakes=c["mistakes"])
                 continue
             dtype = torch.float32 if part.label == "default float32" else torch.float64
             want = SNAP["additive"]["tril4_float32" if dtype == torch.float32 else "tril4_float64"]
             got = sub.sdpa_masks.to_additive_mask(allowed) if dtype == torch.float32 else sub.sdpa_masks.to_additive_mask(allowed, dtype=torch.float64)
             expect.close(got, want, what=f"to_additive_mask(tril(4){'' if dtype == torch.float32 else ', dtype=float64'}): 0 = keep, −∞ = block (Day 1 §3.3, §A.3)",
-                         tol=EXACT, mistakes=signatures.additive(allowed, dtype), grid=QK)
+                         tol=EXACT, mistakes=SNAP["additive"]["tril4_float32_mistakes" if dtype == torch.float32 else "tril4_float64_mistakes"], grid=QK)
 
 
 def test_hf_to_sdpa_mask_left_padded_batch_masks_keys_only(sub, rng, credit):
@@ -76,13 +75,13 @@ def test_hf_to_sdpa_mask_left_padded_batch_masks_keys_only(sub, rng, credit):
                 fresh, causal = c["attention_mask"], c["causal"]
                 md.mask_equal(sub.sdpa_masks.hf_to_sdpa_mask(fresh, causal=causal), c["want"],
                              what=f"hf_to_sdpa_mask(control attention_mask {fresh.tolist()}, causal={causal}): real keys only (Day 1 §3.2, §A.3)",
-                             mistakes=signatures.hf(fresh, causal))
+                             mistakes=c["mistakes"])
                 continue
             causal = part.label == "causal=True"
             want = SNAP["hf"]["lesson_causal" if causal else "lesson_not_causal"]
             md.mask_equal(sub.sdpa_masks.hf_to_sdpa_mask(attention_mask, causal=causal), want,
                          what=f"hf_to_sdpa_mask([[0,0,1,1,1],[1,1,1,1,1]], causal={causal}) → [B,1,S,S], pad keys blocked (Day 1 §3.2, §A.3)",
-                         mistakes=signatures.hf(attention_mask, causal), grid=QK)
+                         mistakes=SNAP["hf"]["lesson_causal_mistakes" if causal else "lesson_not_causal_mistakes"], grid=QK)
 
 
 def test_kv_cache_mask_is_bottom_right_aligned(sub, rng, credit):
@@ -92,13 +91,13 @@ def test_kv_cache_mask_is_bottom_right_aligned(sub, rng, credit):
                 c = SNAP["kv_cache"]  # L = 1 is all True, L = S plain tril: neither alone shows the alignment
                 L, S = c["L"], c["S"]
                 md.mask_equal(sub.sdpa_masks.kv_cache_mask(L, S), c["want"], what=f"kv_cache_mask({L}, {S}) on control sizes: query i reads keys j <= S−L+i (Day 1 §A.1)",
-                             mistakes=signatures.kv_cache(L, S))
+                             mistakes=c["mistakes"])
                 continue
             L, S = {"L=1, S=5": (1, 5), "L=3, S=5": (3, 5), "L=S=4": (4, 4)}[part.label]
             want = SNAP["kv_cache"][f"{L},{S}"]
             md.mask_equal(sub.sdpa_masks.kv_cache_mask(L, S), want,
                          what=f"kv_cache_mask({L}, {S}): query i is position S−L+i (Day 1 §A.1: a new token reads every cached key)",
-                         mistakes=signatures.kv_cache(L, S), grid=QK)
+                         mistakes=SNAP["kv_cache"][f"{L},{S} mistakes"], grid=QK)
 
 
 def test_sdpa_matches_manual_attention_with_kv_cache_causal(sub, rng, credit):
@@ -110,7 +109,7 @@ def test_sdpa_matches_manual_attention_with_kv_cache_causal(sub, rng, credit):
                 got = sub.sdpa_masks.sdpa(q, k, v, allowed=allowed, causal=True)
                 expect.close(got, c["want"],
                              what=f"sdpa(control q {list(q.shape)}, k {list(k.shape)}, key padding, causal=True): bottom-right causal AND padding (Day 1 §A.1)",
-                             tol=SDPA_TOL, mistakes=lambda: signatures.blame_kv_cache(sub, signatures.sdpa(q, k, v, allowed, causal=True), q.size(-2), k.size(-2)))
+                             tol=SDPA_TOL, mistakes=lambda: sd.blame_kv_cache(sub, c["mistakes"], q.size(-2), k.size(-2)))
                 continue
             c = SNAP["sdpa_examples"][part.label]
             q, k, v, allowed = c["q"], c["k"], c["v"], c["allowed"]
@@ -127,7 +126,7 @@ def test_sdpa_matches_manual_attention_with_kv_cache_causal(sub, rng, credit):
             if "dropout" in part.label and not torch.equal(expect.tensor(got, what="sdpa result"), sub.sdpa_masks.sdpa(q, k, v, dropout_p=0.5, training=False)):
                 hints = expect.observed("sdpa_masks/dropout-in-eval")  # two eval calls, two answers: dropout ran
             expect.close(got, c["want"], what=what, tol=SDPA_TOL,
-                         mistakes=lambda: signatures.blame_kv_cache(sub, signatures.sdpa(q, k, v, allowed, causal=part.label != "dropout_p=0.5 in eval"), q.size(-2), k.size(-2)),
+                         mistakes=lambda: sd.blame_kv_cache(sub, c["mistakes"], q.size(-2), k.size(-2)),
                          hints=hints)
 
 
@@ -143,11 +142,11 @@ def test_mha_self_attention_runs_a_batch_first_false_module(sub, rng, credit):
                 r = sub.sdpa_masks.run(sd.mha_recorded, fresh_config, fresh_state, fresh_x, *fresh_masks)
                 expect.close(r["value"], c["fresh_want"],
                              what=f"mha_self_attention(nn.MultiheadAttention({C}, {fresh_config['num_heads']}, batch_first={fresh_config['batch_first']}), control x [{B},{T},{C}], causal, key padding) (Day 1 §A.2)",
-                             tol=MHA_TOL, mistakes=signatures.mha(sd.mha_module(fresh_config, fresh_state), fresh_x, *fresh_masks))
+                             tol=MHA_TOL, mistakes=c["fresh_mistakes"])
                 continue
             masks = (None, None) if part.label == "no masks" else (allowed, key_allowed)
             r = sub.sdpa_masks.run(sd.mha_recorded, config, state, x, *masks)
             want = c["want_no_masks" if masks[0] is None else "want_masks"]
             expect.close(r["value"], want,
                          what=f"mha_self_attention(nn.MultiheadAttention(8, 2, batch_first=False), x [3,4,8]{'' if masks[0] is None else ', causal, key padding'}) (Day 1 §A.2)",
-                         tol=MHA_TOL, mistakes=signatures.mha(sd.mha_module(config, state), x, *masks))
+                         tol=MHA_TOL, mistakes=c["mistakes_no_masks" if masks[0] is None else "mistakes_masks"])

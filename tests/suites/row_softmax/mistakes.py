@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import torch
 
+from autograder.testing.signatures import keep_if_wrong
+
 P = "row_softmax/"
 
 
@@ -32,18 +34,6 @@ def _naive_softmax(s: torch.Tensor, dim: int) -> torch.Tensor:
     return e / e.sum(dim=dim, keepdim=True)
 
 
-def _keep_if_wrong(variants: dict[str, torch.Tensor], right: torch.Tensor) -> dict[str, torch.Tensor]:
-    out = {}
-    for hint, t in variants.items():
-        if t.shape != right.shape:
-            out[hint] = t
-            continue
-        same = torch.isclose(t.double(), right.double(), rtol=1e-6, atol=1e-9, equal_nan=True).all()
-        if not bool(same):
-            out[hint] = t
-    return out
-
-
 def softmax(scores: torch.Tensor, dim: int = -1) -> dict[str, torch.Tensor]:
     """hint id → what softmax_rows(scores, dim) returns with that mistake."""
     s64 = scores.double()
@@ -52,7 +42,7 @@ def softmax(scores: torch.Tensor, dim: int = -1) -> dict[str, torch.Tensor]:
     other = _other_axis(scores, dim)
     if other is not None:
         v[P + "softmax-wrong-axis"] = torch.softmax(s64, dim=other).to(scores.dtype)
-    return _keep_if_wrong(v, right)
+    return keep_if_wrong(v, right)
 
 
 def log_softmax(scores: torch.Tensor, dim: int = -1) -> dict[str, torch.Tensor]:
@@ -66,7 +56,7 @@ def log_softmax(scores: torch.Tensor, dim: int = -1) -> dict[str, torch.Tensor]:
     other = _other_axis(scores, dim)
     if other is not None:
         v[P + "softmax-wrong-axis"] = torch.log_softmax(s64, dim=other).to(scores.dtype)
-    return _keep_if_wrong(v, right)
+    return keep_if_wrong(v, right)
 
 
 def cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> dict[str, torch.Tensor]:
@@ -89,7 +79,7 @@ def cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> dict[str, torc
     if logits.size(0) > 1:
         v[P + "ce-target-indexing"] = (-logp[:, t].mean()).to(dtype)  # an N×N block, not one entry per row
         v[P + "softmax-wrong-axis"] = (-torch.log_softmax(l64, dim=0)[n, t].mean()).to(dtype)
-    return _keep_if_wrong(v, right)
+    return keep_if_wrong(v, right)
 
 
 def vocab_probs(h: torch.Tensor, w_vocab: torch.Tensor) -> dict[str, torch.Tensor]:
@@ -99,4 +89,4 @@ def vocab_probs(h: torch.Tensor, w_vocab: torch.Tensor) -> dict[str, torch.Tenso
     v = {P + "no-max-subtraction": _naive_softmax(h @ w_vocab, -1)}
     if logits.dim() >= 2:
         v[P + "vocab-wrong-axis"] = torch.softmax(logits, dim=-2).to(h.dtype)  # over positions / examples
-    return _keep_if_wrong(v, right)
+    return keep_if_wrong(v, right)

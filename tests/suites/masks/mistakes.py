@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import torch
 
+from autograder.testing.signatures import distinct  # noqa: F401  (re-exported for the suites)
+
 NEG_INF = float("-inf")
 
 
@@ -109,21 +111,3 @@ def document(doc_ids: torch.Tensor) -> dict[str, torch.Tensor]:
         "masks/polarity-inverted": ~(same & tril),
     }
 
-
-def distinct(mistakes: dict[str, torch.Tensor], tol, want: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
-    """Only the mistakes whose output differs from every other mistake's (and from the
-    right answer `want`, when given) on these inputs.
-
-    Random inputs sometimes make two mistakes coincide (e.g. with one key per row, or
-    scores of 1e4 where a 0 fill and a −1e9 fill both vanish), or make a mistake harmless
-    (T = 1); naming those would only confuse, so such a case names neither and the other
-    cases name the right one. (A pure comparison: it records no match for the hint rule.)"""
-    from autograder.testing.expect import Tol, distance
-
-    loose = Tol(max(tol.rtol, 1e-6), max(tol.atol, 1e-6))
-    keep = {}
-    for hint, out in mistakes.items():
-        others = [o for h, o in mistakes.items() if h != hint] + ([want] if want is not None else [])
-        if all(distance(out, o, loose) > 1.0 for o in others):
-            keep[hint] = out
-    return keep

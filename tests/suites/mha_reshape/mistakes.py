@@ -9,22 +9,11 @@ of the bugs of the lessons' debugging lists (Week 7 §18, Day 1 §3–§5, §A.2
 from __future__ import annotations
 
 import math
-from contextlib import contextmanager
-from typing import Callable, Iterator
 
 import torch
 
-from autograder.testing import CheckFailed, SubmissionError, expect
+from autograder.testing.signatures import outputs, weights  # noqa: F401  (re-exported for the suites)
 
-
-
-def close(got, want, *, mistakes: Callable[[], dict], **kwargs) -> torch.Tensor:
-    """``expect.close`` that computes the mistake signatures only when the check fails
-    (the module variants cost more than the comparison, and a right answer needs none)."""
-    try:
-        return expect.close(got, want, **kwargs)
-    except CheckFailed:
-        return expect.close(got, want, mistakes=mistakes(), **kwargs)
 
 
 # --------------------------------------------------------------------------- reshapes
@@ -121,46 +110,6 @@ def mha(x: torch.Tensor, state: dict, num_heads: int, key_allowed: torch.Tensor 
     return out
 
 
-@contextmanager
-def view_hint(sub=None) -> Iterator[None]:
-    """Name the lesson's error when the submission raised it: view() on a transposed tensor
-    ("view size is not compatible with input tensor's size and stride", Day 1 §A.5). With
-    ``sub``, a size mismatch is also checked for its known cause, by behaviour: the module
-    works when context_length == T and fails when context_length > T — the mask buffer was
-    used without slicing it to [:T, :T] (Week 7 §13)."""
-    try:
-        yield
-    except SubmissionError as exc:
-        message = str((exc.error or {}).get("message", "")) + " " + str(exc.message)
-        if "view size is not compatible" in message and "mha_reshape/view-needs-contiguous" not in exc.hints:
-            exc.hints.append("mha_reshape/view-needs-contiguous")
-        elif sub is not None and "size" in message and unsliced_mask(sub) and "mha_reshape/unsliced-mask" not in exc.hints:
-            exc.hints.append("mha_reshape/unsliced-mask")
-        raise
-
-
-def unsliced_mask(sub) -> bool:
-    """True when MultiHeadAttention(4, 1, context_length=T) is right on T = 3 tokens but
-    MultiHeadAttention(4, 1, context_length=6) raises on the same input (fixed data: this
-    only names a mistake, it earns nothing). The match is recorded for the hint rule."""
-    g = torch.Generator().manual_seed(20261130)
-    x = torch.randn(1, 3, 4, generator=g, dtype=torch.float64)
-    state = {f"{n}.weight": torch.randn(4, 4, generator=g, dtype=torch.float64) * 0.5 for n in ("w_q", "w_k", "w_v", "w_o")}
-    want, _ = _mha(x, state, 1, None)
-    try:
-        fits = sub.mha_reshape.construct("MultiHeadAttention", [4, 1, 3], dtype=torch.float64, state=state, calls=[("forward", [x], {})], describe=False)["outputs"][0]
-    except SubmissionError:
-        return False
-    if expect.distance(fits, want, expect.Tol(1e-9, 1e-12)) > 1:
-        return False
-    try:
-        sub.mha_reshape.construct("MultiHeadAttention", [4, 1, 6], dtype=torch.float64, state=state, calls=[("forward", [x], {})], describe=False)
-    except SubmissionError:
-        expect.diagnose(fits, {"mha_reshape/unsliced-mask": fits}, expect.Tol(1e-9, 1e-12))  # records the match
-        return True
-    return False
-
-
 class Variants:
     """``mha(...)`` for one set of inputs, computed on first use."""
 
@@ -180,31 +129,6 @@ class Variants:
         return weights(self.all())
 
 
-def outputs(variants: dict[str, tuple[torch.Tensor, torch.Tensor]]) -> dict[str, torch.Tensor]:
-    return {hint: pair[0] for hint, pair in variants.items()}
-
-
-def weights(variants: dict[str, tuple[torch.Tensor, torch.Tensor]]) -> dict[str, torch.Tensor]:
-    return {hint: pair[1] for hint, pair in variants.items()}
-
-
-# --------------------------------------------------------------------------- module layout
-_LINEARS = ("w_q", "w_k", "w_v", "w_o")
-
-
-def layout_hints(extra: list[str], missing: list[str] = ()) -> list[str]:
-    """Hints for state_dict / parameter names that differ from the four nn.Linear layers':
-    a name outside w_q/w_k/w_v/w_o is a mask kept in the state; the rest is the layout."""
-    hints = []
-    if any(name.split(".")[0] not in _LINEARS for name in extra):
-        hints.append("mha_reshape/persistent-mask-buffer")
-    if list(missing) or any(name.split(".")[0] in _LINEARS for name in extra):
-        hints.append("mha_reshape/linear-layout")
-    return hints or ["mha_reshape/linear-layout"]
-
-
-def round_trip_hints() -> list[str]:
-    return ["mha_reshape/view-without-transpose", "mha_reshape/interleaved-heads"]
 
 
 # --------------------------------------------------------------------------- counts and costs
@@ -250,16 +174,11 @@ def mha_param_count(d: int, bias: bool) -> list[tuple[str, float]]:
     ]
 
 
-def numbers(got, candidates: list[tuple[str, float]], right: float) -> list[str]:
-    """Hint ids of the candidates ``got`` equals (and the right answer does not)."""
-    if isinstance(got, torch.Tensor) and got.dim() == 0:
-        got = got.item()
-    if isinstance(got, bool) or not isinstance(got, (int, float)):
-        return []
-    found = []
-    for hint, value in candidates:
-        if math.isclose(float(got), float(value), rel_tol=1e-9, abs_tol=1e-12) and not math.isclose(float(value), float(right), rel_tol=1e-9, abs_tol=1e-12):
-            found.append(hint)
-            # record the match (the hint rule shows a named hint only where its signature matched)
-            expect.diagnose_number(float(got), {hint: value}, expect.Tol(1e-9, 1e-12), want=float(right))
-    return list(dict.fromkeys(found))
+def unsliced_probe() -> dict:
+    """The fixed problem of ``course.mha_reshape_data.unsliced_mask``: x [1,3,4], one head,
+    and the right output (a snapshot case: it only names a mistake, it earns nothing)."""
+    g = torch.Generator().manual_seed(20261130)
+    x = torch.randn(1, 3, 4, generator=g, dtype=torch.float64)
+    state = {f"{n}.weight": torch.randn(4, 4, generator=g, dtype=torch.float64) * 0.5 for n in ("w_q", "w_k", "w_v", "w_o")}
+    want, _ = _mha(x, state, 1, None)
+    return {"x": x, "state": state, "want": want}

@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from .mistakes_masks import distinct  # noqa: F401  (re-exported: drop mistakes that coincide on these inputs)
+from autograder.testing.signatures import distinct  # noqa: F401  (re-exported: drop mistakes that coincide on these inputs)
 
 NEG_INF = float("-inf")
 
@@ -76,7 +76,7 @@ def sdpa(q, k, v, allowed=None, causal=False) -> dict[str, torch.Tensor]:
 def mha(module, x, allowed=None, key_allowed=None) -> dict[str, torch.Tensor]:
     """mha_self_attention(module, x, allowed, key_allowed) with a mistake; `module` is a
     float64 copy of the student's module, in eval mode."""
-    from .sdpa_masks_data import merged_blocked
+    from course.oracles import merged_blocked
 
     x64 = x.to(torch.float64)
     bf = module.batch_first
@@ -102,20 +102,3 @@ def mha(module, x, allowed=None, key_allowed=None) -> dict[str, torch.Tensor]:
     return out
 
 
-def blame_kv_cache(sub, mistakes: dict[str, torch.Tensor], L: int, S: int) -> dict[str, torch.Tensor]:
-    """An sdpa that builds its causal mask with the submission's own kv_cache_mask inherits
-    that function's mistake: when the submission's kv_cache_mask(L, S) is top-left aligned,
-    sdpa's top-left signature is that mistake, named after kv_cache_mask. Called only when a
-    check has failed (pass it as a callable)."""
-    if "sdpa_masks/top-left-causal" not in mistakes:
-        return mistakes
-    from autograder.testing.failures import SubmissionError
-
-    try:
-        theirs = sub.sdpa_masks.kv_cache_mask(L, S)
-    except SubmissionError:
-        return mistakes
-    if type(theirs) is torch.Tensor and theirs.shape == (L, S) and bool((theirs.to(torch.bool) == _tri(L, S, 0)).all()):
-        mistakes = dict(mistakes)
-        mistakes["sdpa_masks/kv-cache-top-left"] = mistakes.pop("sdpa_masks/top-left-causal")
-    return mistakes

@@ -12,6 +12,9 @@ import math
 
 import torch
 
+from course import custom_backward_data as data
+from course import oracles
+
 P = "custom_backward/"
 
 
@@ -96,3 +99,57 @@ def _plain_backward(dy, q, k, v, a, scale):
     dv = a.transpose(-2, -1) @ dy
     ds = _sb(dy @ v.transpose(-2, -1), a)
     return scale * (ds @ k), scale * (ds.transpose(-2, -1) @ q), dv
+
+
+# --------------------------------------------------------------------------- data for the shipped helpers
+def week7_loss_mistakes(dtype: torch.dtype) -> dict[str, torch.Tensor]:
+    """hint id → the Week 7 mean loss a wrong forward pass gives (0-dim, ``dtype``)."""
+    wrong = oracles.week7_chain_reference(**data.week7_chain_inputs(torch.float64), scale=1.0)["loss"]
+    return {"custom_backward/forward-scale": wrong.to(dtype)}
+
+
+def numerical_jacobians(q, k, v, allowed, eps: float = data.GRADCHECK["eps"]) -> list[torch.Tensor]:
+    """Central finite differences of the reference attention (trusted, float64): for each of
+    q, k, v a [out.numel(), input.numel()] Jacobian — gradcheck's numerical side."""
+    args = [t.double().clone() for t in (q, k, v)]
+    n_out = plain_attention(*args, allowed)[0].numel()
+    jacobians = []
+    for t in args:
+        flat = t.view(-1)
+        jac = torch.zeros(n_out, flat.numel(), dtype=torch.float64)
+        for j in range(flat.numel()):
+            old = flat[j].item()
+            flat[j] = old + eps
+            up = plain_attention(*args, allowed)[0].reshape(-1)
+            flat[j] = old - eps
+            down = plain_attention(*args, allowed)[0].reshape(-1)
+            flat[j] = old
+            jac[:, j] = (up - down) / (2 * eps)
+        jacobians.append(jac)
+    return jacobians
+
+
+def gradcheck_problem(q, k, v, allowed) -> dict:
+    """What ``course.custom_backward_data.gradcheck`` compares with: the reference output, the
+    numerical Jacobians (finite differences) and, per named mistake present on these inputs,
+    its Jacobian for each of q, k, v (None where its shape differs), one-hot Ȳ row by row."""
+    want_out = plain_attention(q.double(), k.double(), v.double(), allowed)[0]
+    basis = [torch.zeros(want_out.numel(), dtype=q.dtype).index_fill_(0, torch.tensor([m]), 1.0).view(want_out.shape) for m in range(want_out.numel())]
+    variants = [attention_grads(q, k, v, allowed, d) for d in basis]
+    mistakes = {}
+    for h in variants[0]:
+        if all(h in vr for vr in variants):
+            mistakes[h] = [torch.stack([vr[h][i].double().reshape(-1) for vr in variants]) if all(vr[h][i].shape == like.shape for vr in variants) else None
+                           for i, like in enumerate((q, k, v))]
+    return {"q": q, "k": k, "v": v, "allowed": allowed, "out": want_out.to(q.dtype), "numerical": numerical_jacobians(q, k, v, allowed), "mistakes": mistakes}
+
+
+def square_problem() -> dict:
+    """The square float64 problem of ``course.custom_backward_data.square_diagnosis``
+    (B = 2, L = S = 4, d_k = d_v = 3), its right gradients and the mistakes' gradients."""
+    g = torch.Generator().manual_seed(20261130)  # fixed: this only names a mistake, it earns nothing
+    q, k, v, d_out = (torch.randn(2, 4, 3, generator=g, dtype=torch.float64) for _ in range(4))
+    scale = 3 ** -0.5
+    a = torch.softmax((q @ k.transpose(-2, -1)) * scale, dim=-1)
+    return {"q": q, "k": k, "v": v, "d_out": d_out, "a": a, "scale": scale, "right": list(_plain_backward(d_out, q, k, v, a, scale)),
+            "mistakes": attention_backward(d_out, q, k, v, a, scale)}

@@ -1,0 +1,52 @@
+"""Helpers for the named mistakes' outputs ("signatures") that every skill's
+``tests/suites/<skill>/mistakes.py`` shares. They only compare and reshape tables of
+outputs; what a mistake computes stays in the skill's own module (never shipped to
+students: visible suites read the outputs from their snapshot file instead)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from .expect import Tol, distance
+
+
+def distinct(mistakes: dict[str, torch.Tensor], tol: Tol, want: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
+    """Only the mistakes whose output differs from every other mistake's (and from the
+    right answer `want`, when given) on these inputs.
+
+    Random inputs sometimes make two mistakes coincide (e.g. with one key per row, or
+    scores of 1e4 where a 0 fill and a −1e9 fill both vanish), or make a mistake harmless
+    (T = 1); naming those would only confuse, so such a case names neither and the other
+    cases name the right one. (A pure comparison: it records no match for the hint rule.)"""
+    loose = Tol(max(tol.rtol, 1e-6), max(tol.atol, 1e-6))
+    keep = {}
+    for hint, out in mistakes.items():
+        others = [o for h, o in mistakes.items() if h != hint] + ([want] if want is not None else [])
+        if all(distance(out, o, loose) > 1.0 for o in others):
+            keep[hint] = out
+    return keep
+
+
+def keep_if_wrong(variants: dict[str, torch.Tensor], right: torch.Tensor) -> dict[str, torch.Tensor]:
+    """The variants that differ from the right answer on these inputs (NaN equals NaN):
+    a mistake that is harmless here can never be named here."""
+    out = {}
+    for hint, t in variants.items():
+        if t.shape != right.shape:
+            out[hint] = t
+            continue
+        if not bool(torch.isclose(t.double(), right.double(), rtol=1e-6, atol=1e-9, equal_nan=True).all()):
+            out[hint] = t
+    return out
+
+
+def outputs(pairs: dict[str, tuple[Any, ...]]) -> dict[str, Any]:
+    """{hint: (out, weights)} → {hint: out}."""
+    return {hint: pair[0] for hint, pair in pairs.items()}
+
+
+def weights(pairs: dict[str, tuple[Any, ...]]) -> dict[str, Any]:
+    """{hint: (out, weights)} → {hint: weights}."""
+    return {hint: pair[1] for hint, pair in pairs.items()}
