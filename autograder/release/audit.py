@@ -6,6 +6,11 @@
 * a hidden test's name, anywhere in a text file;
 * a line of a solution region (at least 20 characters, whitespace ignored; also the code part
   of a line whose comment was changed);
+* code that replays a solution (any ``.py`` outside ``exercises/``): a function whose body, or
+  an expression of at least ``MIN_NODES`` syntax nodes, is a solution region's code up to
+  names and constants (compared as ASTs with every name, argument and constant abstracted:
+  renaming the variables, reformatting or changing a comment does not hide a copy). Visible
+  suites take such values from their snapshot file instead (``make snapshots``);
 * keys (``*.key``, ``*.pem``, ``.env``: the course's seed key stays with the instructors);
 * repository and grading leftovers: ``.git``, ``gradebook.db``, pytest/grading reports
   (``results.json``, ``*report*.json``), caches, nbgrader's ``autograded/``, ``submitted/``,
@@ -16,7 +21,9 @@ The check is textual on purpose: it does not trust the builder that wrote the tr
 
 from __future__ import annotations
 
+import ast
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..config import Config
@@ -25,6 +32,10 @@ from .files import grader_files
 from .stubs import regions
 
 MIN_CHARS = 20
+MIN_NODES = 16  # an expression this large is telling (`scale * (d_scores.transpose(-2, -1) @ q)`); smaller ones are idioms (`x.softmax(-1)`)
+#: shipped files whose code may equal solution code, and why (they compute no expected value)
+REPLAY_EXEMPT = {"autograder/sandbox/zygote.py": "the fork server warms torch's attention kernels up on random data"}
+MIN_BODY_NODES = 6  # a whole function body: `return weights @ v` counts, `return x` does not
 LEFTOVER_NAMES = {".git": "a git repository (history may hold solutions)", "gradebook.db": "nbgrader's gradebook (holds hidden tests in plain text)",
                   "results.json": "a grading report", ".pytest_cache": "a pytest cache", "__pycache__": "compiled caches",
                   ".grader-cache": "a grader cache", "autograded": "nbgrader's autograded notebooks (hold hidden tests)",
@@ -56,6 +67,104 @@ def solution_lines(config: Config) -> dict[str, str]:
     return out
 
 
+# --------------------------------------------------------------------------- replays (AST)
+class _Abstract(ast.NodeTransformer):
+    """Every name, argument and constant becomes one placeholder; annotations and
+    docstrings go. What is left is the code's shape: calls, attributes, operators, keywords."""
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        return ast.Name(id="_", ctx=ast.Load())
+
+    def visit_arg(self, node: ast.arg) -> ast.AST:
+        return ast.arg(arg="_")
+
+    def visit_Constant(self, node: ast.Constant) -> ast.AST:
+        return ast.Name(id="_", ctx=ast.Load())  # `scale * x` and `0.5 * x` are the same code
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
+        node = self.generic_visit(node)
+        node.name, node.returns, node.decorator_list = "_", None, []
+        node.body = _code(node.body) or [ast.Pass()]
+        return node
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> ast.AST:
+        return self.generic_visit(ast.Assign(targets=[node.target], value=node.value or ast.Constant(value=0)))
+
+
+def _code(body: list[ast.stmt]) -> list[ast.stmt]:
+    """``body`` without docstrings and bare string/ellipsis statements."""
+    return [b for b in body if not (isinstance(b, ast.Expr) and isinstance(b.value, ast.Constant))]
+
+
+def shape(nodes: list[ast.AST]) -> str:
+    """The abstracted dump of ``nodes`` (names and constants replaced)."""
+    import copy
+
+    return "|".join(ast.dump(_Abstract().visit(copy.deepcopy(n)), annotate_fields=False) for n in nodes)
+
+
+def size(node: ast.AST) -> int:
+    return sum(1 for _ in ast.walk(node))
+
+
+@dataclass(frozen=True)
+class Replayable:
+    where: str  # solutions/x.py:N
+    what: str  # "the body of f" or "an expression of f"
+
+
+def _inside(node: ast.AST, spans: list[tuple[int, int]]) -> bool:
+    return any(b < node.lineno and node.end_lineno < e for b, e in spans)
+
+
+def solution_shapes(config: Config) -> tuple[dict[str, Replayable], dict[str, Replayable]]:
+    """({abstracted body: where}, {abstracted expression: where}) for the code inside the
+    solution regions: each function's code (at least ``MIN_BODY_NODES`` nodes), and every
+    expression of at least ``MIN_NODES`` nodes, at any depth."""
+    bodies: dict[str, Replayable] = {}
+    expressions: dict[str, Replayable] = {}
+    for skill in config.skills.values():
+        path = config.solutions_dir / skill.module
+        rel = path.relative_to(config.root).as_posix()
+        text = path.read_text(encoding="utf-8")
+        spans = [(r.begin, r.end) for r in regions(path, text, rel)]
+        for fn in ast.walk(ast.parse(text, filename=rel)):
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            body = [b for b in _code(fn.body) if _inside(b, spans)]
+            if body and sum(size(b) for b in body) >= MIN_BODY_NODES:
+                bodies.setdefault(shape(body), Replayable(f"{rel}:{body[0].lineno}", f"the body of {fn.name}"))
+            for node in ast.walk(fn):
+                if isinstance(node, ast.expr) and hasattr(node, "lineno") and _inside(node, spans) and size(node) >= MIN_NODES:
+                    expressions.setdefault(shape([node]), Replayable(f"{rel}:{node.lineno}", f"`{ast.unparse(node)[:60]}` of {fn.name}"))
+    return bodies, expressions
+
+
+def replays(source: str, rel: str, bodies: dict[str, Replayable], expressions: dict[str, Replayable]) -> list[str]:
+    """Findings for the functions and expressions of ``source`` that are solution code up to
+    names and constants: one per function or line (the outermost match)."""
+    try:
+        tree = ast.parse(source, filename=rel)
+    except SyntaxError:
+        return []
+    findings, covered = [], set()
+    for fn in ast.walk(tree):
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and _code(fn.body):
+            hit = bodies.get(shape(_code(fn.body)))
+            if hit:
+                findings.append(f"{rel}:{fn.lineno}: function {fn.name} replays {hit.what} at {hit.where} (same code up to names and constants)")
+                covered.update(range(fn.lineno, fn.end_lineno + 1))
+    for node in ast.walk(tree):  # breadth first: an outer expression before the ones inside it
+        if isinstance(node, ast.expr) and hasattr(node, "lineno") and node.lineno not in covered and size(node) >= MIN_NODES:
+            hit = expressions.get(shape([node]))
+            if hit:
+                findings.append(f"{rel}:{node.lineno}: `{ast.unparse(node)[:60]}` replays {hit.what} at {hit.where} (same code up to names and constants)")
+                covered.update(range(node.lineno, node.end_lineno + 1))
+    return findings
+
+
 def hidden_test_names(config: Config) -> set[str]:
     visible = {name for s in config.skills.values() for suite in s.suites if suite.visibility == "visible" for name in suite.weights}
     return {name for s in config.skills.values() for suite in s.suites if suite.visibility == "hidden" for name in suite.weights} - visible
@@ -76,6 +185,7 @@ def audit(tree: Path, config: Config) -> list[str]:
     names = hidden_test_names(config)
     name_re = re.compile(r"\b(" + "|".join(sorted(map(re.escape, names), key=len, reverse=True)) + r")\b") if names else None
     solution = solution_lines(config)
+    bodies, expressions = solution_shapes(config)
     for path in sorted(tree.rglob("*")):
         rel = path.relative_to(tree).as_posix()
         for depth, part in enumerate(path.relative_to(tree).parts):
@@ -99,6 +209,8 @@ def audit(tree: Path, config: Config) -> list[str]:
             text = path.read_text(encoding="utf-8")
         except (UnicodeDecodeError, OSError):
             continue  # binary data: the file checks above apply
+        if path.suffix == ".py" and not rel.startswith("exercises/") and rel not in REPLAY_EXEMPT:  # the stubs are the solutions' signatures
+            findings.extend(replays(text, rel, bodies, expressions))
         for number, line in enumerate(text.splitlines(), start=1):
             if name_re is not None:
                 m = name_re.search(line)

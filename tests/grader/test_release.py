@@ -306,6 +306,41 @@ def test_leak_audit_passes_the_release_and_finds_every_kind_of_leak(dist, tmp_pa
     assert proc.returncode == 1 and "finding(s)" in proc.stderr
 
 
+def test_leak_audit_finds_renamed_copies_of_solution_code(tmp_path):
+    """A shipped suite that replays a solution — attention_backward with every variable renamed
+    and reformatted, or one of its expressions inline — is named with file and line, though no
+    line of it equals a solution line."""
+    import ast
+
+    from autograder.release.audit import audit
+
+    class Rename(ast.NodeTransformer):
+        def visit_Name(self, node):
+            return ast.copy_location(ast.Name(id="z_" + node.id if node.id not in ("torch", "math") else node.id, ctx=node.ctx), node)
+
+        def visit_arg(self, node):
+            return ast.copy_location(ast.arg(arg="z_" + node.arg), node)
+
+    source = (ROOT / "solutions" / "custom_backward.py").read_text(encoding="utf-8")
+    fn = next(n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.FunctionDef) and n.name == "attention_backward")
+    fn.name, fn.body = "_expected_grads", [b for b in fn.body if not (isinstance(b, ast.Expr) and isinstance(b.value, ast.Constant))]
+    copy = ast.unparse(Rename().visit(fn))
+    suite = tmp_path / "tests" / "suites" / "custom_backward" / "test_custom_backward_visible.py"
+    suite.parent.mkdir(parents=True)
+    suite.write_text("import torch\n\n\n" + copy + "\n\n\ndef test_x(sub):\n    dk = 0.5 * (grad_s.transpose(-2, -1) @ query)  # inline\n", encoding="utf-8")
+    lines = suite.read_text(encoding="utf-8").splitlines()
+    fn_line = next(i for i, line in enumerate(lines, 1) if line.startswith("def _expected_grads"))
+    inline_line = next(i for i, line in enumerate(lines, 1) if "# inline" in line)
+    findings = audit(tmp_path, CONFIG)
+    rel = "tests/suites/custom_backward/test_custom_backward_visible.py"
+    assert any(f.startswith(f"{rel}:{fn_line}: function _expected_grads replays the body of attention_backward at solutions/custom_backward.py:") for f in findings), findings
+    assert any(f.startswith(f"{rel}:{inline_line}: `0.5 * (grad_s.transpose(-2, -1) @ query)` replays") and "of attention_backward at solutions/custom_backward.py:" in f for f in findings), findings
+    assert not [f for f in findings if "line of the solution region" in f]  # renamed: the line check alone would miss it
+    (tmp_path / "exercises").mkdir()
+    (tmp_path / "exercises" / "custom_backward.py").write_text(copy, encoding="utf-8")  # a student's own file may hold anything
+    assert not [f for f in audit(tmp_path, CONFIG) if f.startswith("exercises/")]
+
+
 def _venv_view(tmp_path):
     """The environment running these tests (the instructors' .venv under `make test`) under
     another name — bin/python, lib and pyvenv.cfg — with a requirements stamp newer than the

@@ -191,7 +191,7 @@ def week7_chain(sub, dtype: torch.dtype, lr: float = 0.01) -> dict:
     inputs = week7_chain_inputs(dtype)
     x, w_q, w_k, w_v, w_vocab, targets = (inputs[n] for n in ("x", "w_q", "w_k", "w_v", "w_vocab", "targets"))
     T = x.size(1)
-    causal = torch.ones(T, T, dtype=torch.bool).tril()  # Week 7 §10
+    causal = torch.tensor(w7.STATED["mask_T2"])  # M_T=2 (Week 7 §10)
     k, v = x @ w_k, x @ w_v
 
     def loss_and_grad(out):

@@ -98,20 +98,22 @@ def mha_module(config: dict, state: dict[str, torch.Tensor]) -> torch.nn.Multihe
     return mha.eval()
 
 
-def blame_kv_cache(sub, mistakes: dict[str, torch.Tensor], L: int, S: int) -> dict[str, torch.Tensor]:
+def blame_kv_cache(sub, mistakes: dict[str, torch.Tensor], top_left: torch.Tensor) -> dict[str, torch.Tensor]:
     """An sdpa that builds its causal mask with the submission's own kv_cache_mask inherits
-    that function's mistake: when the submission's kv_cache_mask(L, S) is top-left aligned,
-    sdpa's top-left signature is that mistake, named after kv_cache_mask. Called only when a
-    check has failed (pass it as a callable)."""
+    that function's mistake: when the submission's kv_cache_mask(L, S) is the top-left
+    aligned mask ``top_left`` [L, S] (that mistake's output, from the snapshot or the skill's
+    mistakes.py), sdpa's top-left signature is that mistake, named after kv_cache_mask.
+    Called only when a check has failed (pass it as a callable)."""
     if "sdpa_masks/top-left-causal" not in mistakes:
         return mistakes
     from autograder.testing.failures import SubmissionError
 
+    L, S = top_left.shape
     try:
         theirs = sub.sdpa_masks.kv_cache_mask(L, S)
     except SubmissionError:
         return mistakes
-    if type(theirs) is torch.Tensor and theirs.shape == (L, S) and bool((theirs.to(torch.bool) == torch.ones(L, S, dtype=torch.bool).tril()).all()):
+    if type(theirs) is torch.Tensor and theirs.shape == (L, S) and bool((theirs.to(torch.bool) == top_left).all()):
         mistakes = dict(mistakes)
         mistakes["sdpa_masks/kv-cache-top-left"] = mistakes.pop("sdpa_masks/top-left-causal")
     return mistakes

@@ -162,7 +162,7 @@ def test_masked_softmax_left_padded_pad_rows_are_zero_not_nan(sub, rng, credit):
                              tol=tol("masks.masked_softmax", F32), mistakes=c["mistakes"])
                 continue
             T, n = md.LEFT_PADDED_T, md.LEFT_PADDED_LENGTH
-            allowed = torch.tril(torch.ones(T, T, dtype=torch.bool)) & (torch.arange(T) >= T - n)  # [T,T]
+            allowed = SNAP["examples"]["combine_left_padded"][0, 0]  # [T,T]: causal and the 2 pad keys blocked
             scores = torch.tensor([[0.3, -1.2, 0.5, 0.0, 2.0]] * T) + torch.arange(T).unsqueeze(1) * 0.1
             want = torch.zeros(T, T)
             for i in range(2, T):  # rows 0 and 1 (the pad queries) read nothing

@@ -78,7 +78,7 @@ def week7(rng, ref):
     variants = signatures.attention_chain(ex.x, ex.w_q, ex.w_k, ex.w_v)
     return {
         "project_qkv": {name: {"qkv/swapped-projections": products[o] for o in products if o != name} for name in products},
-        "q": q, "k": k, "v": v,
+        "q": q, "k": k, "v": v, "causal_mask_8": ref.masks.causal_mask(8),  # AttentionHead(4, 2, 8)'s buffer
         "scores_mistakes": {"qkv/missing-transpose": q @ k, "qkv/keys-times-queries": k @ q.transpose(-2, -1)},
         "raw": raw, "scaled": in_float64(ref.qkv.scale_scores, raw, 2), "scale_mistakes": {"qkv/divide-by-dk": raw / 2, "qkv/no-scaling": raw},
         "weights": weights, "mixed": in_float64(ref.qkv.weighted_values, weights, v), "mixed_mistakes": {"qkv/transposed-weights": weights.transpose(-2, -1) @ v},

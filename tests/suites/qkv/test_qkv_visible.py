@@ -166,7 +166,7 @@ def test_attention_head_reproduces_week7_numbers(sub, rng, credit):
                 mask = buffers.get("causal_mask")
                 expect.true(mask is not None, what="AttentionHead.causal_mask", detail=f"no buffer named causal_mask (buffers: {sorted(buffers) or 'none'})", hints=["qkv/mask-buffer"])
                 # persistent or not: Week 7 §13 registers it persistent, Day 1 §A.4 recommends persistent=False — both are right
-                expect.equal(mask["value"], torch.tril(torch.ones(8, 8, dtype=torch.bool)), what="causal_mask for context_length=8 (True = may attend)", grid=QK, hints=["qkv/mask-buffer"])
+                expect.equal(mask["value"], SNAP["week7"]["causal_mask_8"], what="causal_mask for context_length=8 (True = may attend)", grid=QK, hints=["qkv/mask-buffer"])
             else:
                 expect.close(result["outputs"][0][:, 1], w7.t(w7.STATED["final_outputs_4dp"]), what="AttentionHead(4, 2, 8) with W_Q, W_K, W_V loaded: final outputs (Week 7 §12–§13)", tol=w7.PRINTED_4DP_F32)
 

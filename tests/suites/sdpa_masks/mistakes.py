@@ -20,6 +20,11 @@ def _tri(L: int, S: int, diagonal: int) -> torch.Tensor:
     return torch.ones(L, S, dtype=torch.bool).tril(diagonal=diagonal)
 
 
+def top_left(L: int, S: int) -> torch.Tensor:
+    """kv_cache_mask's top-left mistake: query i reads keys j <= i (what course.sdpa_masks_data.blame_kv_cache looks for)."""
+    return _tri(L, S, 0)
+
+
 def additive(allowed: torch.Tensor, dtype: torch.dtype) -> dict[str, torch.Tensor]:
     """to_additive_mask(allowed, dtype) with a mistake."""
     zeros = torch.zeros(allowed.shape, dtype=dtype)

@@ -68,7 +68,7 @@ def sdpa(rng, ref):
     allowed[..., -1] = True  # and the last one two
     allowed[0, 0, 0, randint(rng, 1, S - 2)] = False  # a padded key
     return {"q": q, "k": k, "v": v, "allowed": allowed, "want": in_float64(ref.sdpa_masks.sdpa, q, k, v, allowed=allowed, causal=True),
-            "mistakes": signatures.sdpa(q, k, v, allowed, causal=True)}
+            "mistakes": signatures.sdpa(q, k, v, allowed, causal=True), "top_left": signatures.top_left(L, S)}
 
 
 def sdpa_examples(rng, ref):
@@ -83,7 +83,8 @@ def sdpa_examples(rng, ref):
             allowed, want = None, in_float64(ref.sdpa_masks.sdpa, q, k, v, causal=True)
         else:
             allowed, want = None, in_float64(ref.sdpa_masks.sdpa, q, k, v, dropout_p=0.5, training=False)
-        out[label] = {"q": q, "k": k, "v": v, "allowed": allowed, "want": want, "mistakes": signatures.sdpa(q, k, v, allowed, causal=not label.startswith("dropout"))}
+        out[label] = {"q": q, "k": k, "v": v, "allowed": allowed, "want": want, "mistakes": signatures.sdpa(q, k, v, allowed, causal=not label.startswith("dropout")),
+                      "top_left": signatures.top_left(L, 5)}
     return out
 
 

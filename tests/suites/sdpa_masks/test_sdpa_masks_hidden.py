@@ -182,7 +182,7 @@ def test_sdpa_matches_reference_with_masks_and_bottom_right_causal(sub, ref, rng
                 label = f"q {list(q.shape)}, k {list(k.shape)}, allowed {None if allowed is None else list(allowed.shape)}, causal={causal}, {_tag(dtype)}"
                 t = tol("sdpa_masks.sdpa", dtype)
                 expect.close(sub.sdpa_masks.sdpa(q, k, v, allowed=allowed, causal=causal), want, what=f"sdpa({label})",
-                             tol=t, mistakes=lambda: sd.blame_kv_cache(sub, signatures.distinct(signatures.sdpa(q, k, v, allowed, causal), t, want), q.size(-2), k.size(-2)))
+                             tol=t, mistakes=lambda: sd.blame_kv_cache(sub, signatures.distinct(signatures.sdpa(q, k, v, allowed, causal), t, want), signatures.top_left(q.size(-2), k.size(-2))))
 
 
 def test_sdpa_never_passes_both_attn_mask_and_is_causal(sub, ref, rng, credit):
@@ -210,7 +210,7 @@ def test_sdpa_never_passes_both_attn_mask_and_is_causal(sub, ref, rng, credit):
             want = _expected_sdpa(ref, q, k, v, allowed, True, torch.float32)
             t = tol("sdpa_masks.sdpa", torch.float32)
             expect.close(r["value"], want, what=f"sdpa(allowed={'None' if allowed is None else 'given'}, causal=True), L={L}, S={S}", tol=t,
-                         mistakes=lambda: sd.blame_kv_cache(sub, signatures.distinct(signatures.sdpa(q, k, v, allowed, True), t, want), L, S))
+                         mistakes=lambda: sd.blame_kv_cache(sub, signatures.distinct(signatures.sdpa(q, k, v, allowed, True), t, want), signatures.top_left(L, S)))
 
 
 def test_sdpa_dropout_only_while_training(sub, ref, rng, credit):

@@ -17,6 +17,7 @@ from autograder.testing import expect
 from autograder.testing.snapshots import Snapshots
 from course import masks_data as md
 from course import sdpa_masks_data as sd
+from course import week07 as w7
 from course.tolerances import EXACT, tol
 
 QK = ("query", "key")
@@ -30,7 +31,7 @@ SNAP = Snapshots(__file__)  # control inputs, the reference's outputs and the na
 def test_blocked_to_sdpa_and_to_mha_attn_mask_flip_the_a4_masks(sub, rng, credit):
     T = 4
     blocked = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)  # §A.4: True = 屏蔽 (masked_fill)
-    allowed = torch.tril(torch.ones(T, T, dtype=torch.bool))  # §A.4: True = 允许 (SDPA)
+    allowed = torch.tensor(w7.STATED["mask_T4"])  # §A.4: True = 允许 (SDPA); M_T=4 of Week 7 §10
     for part in credit.parts(["blocked_to_sdpa", "to_mha_attn_mask", FRESH], required=[FRESH]):
         with part:
             if part.label == FRESH:
@@ -49,7 +50,7 @@ def test_blocked_to_sdpa_and_to_mha_attn_mask_flip_the_a4_masks(sub, rng, credit
 
 
 def test_to_additive_mask_is_zero_or_minus_inf(sub, rng, credit):
-    allowed = torch.tril(torch.ones(4, 4, dtype=torch.bool))
+    allowed = torch.tensor(w7.STATED["mask_T4"])  # M_T=4 (Week 7 §10)
     for part in credit.parts(["default float32", "float64", FRESH], required=[FRESH]):
         with part:
             if part.label == FRESH:
@@ -109,7 +110,7 @@ def test_sdpa_matches_manual_attention_with_kv_cache_causal(sub, rng, credit):
                 got = sub.sdpa_masks.sdpa(q, k, v, allowed=allowed, causal=True)
                 expect.close(got, c["want"],
                              what=f"sdpa(control q {list(q.shape)}, k {list(k.shape)}, key padding, causal=True): bottom-right causal AND padding (Day 1 §A.1)",
-                             tol=SDPA_TOL, mistakes=lambda: sd.blame_kv_cache(sub, c["mistakes"], q.size(-2), k.size(-2)))
+                             tol=SDPA_TOL, mistakes=lambda: sd.blame_kv_cache(sub, c["mistakes"], c["top_left"]))
                 continue
             c = SNAP["sdpa_examples"][part.label]
             q, k, v, allowed = c["q"], c["k"], c["v"], c["allowed"]
@@ -126,7 +127,7 @@ def test_sdpa_matches_manual_attention_with_kv_cache_causal(sub, rng, credit):
             if "dropout" in part.label and not torch.equal(expect.tensor(got, what="sdpa result"), sub.sdpa_masks.sdpa(q, k, v, dropout_p=0.5, training=False)):
                 hints = expect.observed("sdpa_masks/dropout-in-eval")  # two eval calls, two answers: dropout ran
             expect.close(got, c["want"], what=what, tol=SDPA_TOL,
-                         mistakes=lambda: sd.blame_kv_cache(sub, c["mistakes"], q.size(-2), k.size(-2)),
+                         mistakes=lambda: sd.blame_kv_cache(sub, c["mistakes"], c["top_left"]),
                          hints=hints)
 
 
