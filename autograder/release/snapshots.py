@@ -148,23 +148,3 @@ def write(config: Config) -> list[Path]:
             snap.path.write_bytes(snap.data)
             written.append(snap.path)
     return written
-
-
-def rounded(value: Any, dtype: torch.dtype = torch.float32) -> Any:
-    """``value`` with every floating tensor cast to ``dtype``: the reference runs in float64,
-    the snapshot holds what a float32 submission should return."""
-    if isinstance(value, torch.Tensor):
-        return value.detach().to(dtype) if value.is_floating_point() else value.detach()
-    if isinstance(value, (list, tuple)):
-        return type(value)(rounded(v, dtype) for v in value)
-    if isinstance(value, dict):
-        return {k: rounded(v, dtype) for k, v in value.items()}
-    return value
-
-
-def in_float64(fn, *args: Any, dtype: torch.dtype = torch.float32, **kwargs: Any) -> Any:
-    """``fn`` (a reference function) on float64 copies of ``args``, rounded to ``dtype``."""
-    from ..testing.inputs import as_reference
-
-    with torch.no_grad():
-        return rounded(fn(*as_reference(*args), **kwargs), dtype)

@@ -35,6 +35,29 @@ def noncontiguous(t: torch.Tensor) -> torch.Tensor:
     return wide[..., ::2]
 
 
-def as_reference(*tensors: torch.Tensor) -> list[torch.Tensor]:
-    """float64 copies, for computing expected values at full precision."""
-    return [t.to(torch.float64) if isinstance(t, torch.Tensor) and t.is_floating_point() else t for t in tensors]
+def bernoulli(rng: torch.Generator, *shape: int, p: float) -> torch.Tensor:
+    """A bool mask, each entry True with probability ``p``."""
+    return torch.rand(*shape, generator=rng) < p
+
+
+def mixed(rng: torch.Generator, mask: torch.Tensor) -> torch.Tensor:
+    """Give ``mask`` (at least 2 entries) one True and one False at random places, in place:
+    with nothing blocked (or nothing allowed) a trivial or unconverted answer is right."""
+    flat = mask.view(-1)
+    n = flat.numel()
+    i = randint(rng, 0, n - 1)
+    j = (i + randint(rng, 1, n - 1)) % n
+    flat[i], flat[j] = True, False
+    return mask
+
+
+def beside_regular(regular, degenerate=None) -> list:
+    """The draws one credited case checks: the regular draw and, when given, a degenerate one
+    (T = 1, L = S, nothing masked…) next to it — a wrong answer can pass a degenerate draw,
+    so it is checked but never credited on its own (README: No free points)."""
+    return [regular] if degenerate is None else [regular, degenerate]
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    """``torch.float32`` → ``"float32"`` (for labels of cases and checks)."""
+    return str(dtype).replace("torch.", "")

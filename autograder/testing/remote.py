@@ -171,19 +171,9 @@ class Submission:
         started = time.monotonic()
         try:
             reply = worker.import_module(module, timeout)
-        except WorkerTimeout:
+        except WORKER_FAILURES as exc:
             why = _budget_message(rt, module) if by_budget else f"{info.display_path} did not finish importing within {timeout:g} s (an endless loop at module level?)"
-            err = SubmissionTimeout(label, why, hints=["general/timeout"])
-            rt.import_failures[module] = err
-            self._dead = err
-            raise err from None
-        except WorkerDied as exc:
-            err = SubmissionCrashed(label, f"{exc.exit.describe()} while importing {info.display_path}", hints=["general/exit"])
-            rt.import_failures[module] = err
-            self._dead = err
-            raise err from None
-        except WorkerProtocolError as exc:
-            err = SubmissionProtocolError(label, _protocol_message(exc))
+            err = _submission_error(exc, label, why, f" while importing {info.display_path}")
             rt.import_failures[module] = err
             self._dead = err
             raise err from None
@@ -226,20 +216,13 @@ class Submission:
         started = time.monotonic()
         try:
             reply = worker.run(probe, source, args, kwargs, timeout, label)
-        except WorkerTimeout:
-            if by_budget:
-                message = _budget_message(rt, module)
-            else:
-                message = f"did not finish within {timeout:g} s (endless loop, or far too slow?)"
+        except WORKER_FAILURES as exc:
+            if isinstance(exc, WorkerTimeout) and not by_budget:  # later calls of this function fail fast
                 rt.timed_out[key] = f"timed out (did not finish within {timeout:g} s)"
-            self._dead = SubmissionTimeout(label, message, hints=["general/timeout"])
-            raise self._dead from None
-        except WorkerDied as exc:
-            self._dead = SubmissionCrashed(label, exc.exit.describe(), hints=["general/exit"])
-            raise self._dead from None
-        except WorkerProtocolError as exc:
-            rt.malformed[key] = f"sent a malformed reply ({str(exc).rsplit(': ', 1)[-1][:200]})"
-            self._dead = SubmissionProtocolError(label, _protocol_message(exc))
+            elif isinstance(exc, WorkerProtocolError):
+                rt.malformed[key] = f"sent a malformed reply ({str(exc).rsplit(': ', 1)[-1][:200]})"
+            why = _budget_message(rt, module) if by_budget else f"did not finish within {timeout:g} s (endless loop, or far too slow?)"
+            self._dead = _submission_error(exc, label, why)
             raise self._dead from None
         finally:
             rt.charge(module, time.monotonic() - started)
@@ -324,6 +307,18 @@ def _budget_message(rt: Runtime, module: str) -> str:
         f"not run: the calls into {rt.modules[module].display_path} have used up this skill's time budget "
         f"([limits] skill_time_s = {rt.skill_time:g} s; {spent:.0f} s spent) — endless loops or very slow code earlier in this run"
     )
+
+
+WORKER_FAILURES = (WorkerTimeout, WorkerDied, WorkerProtocolError)
+
+
+def _submission_error(exc: Exception, label: str, timeout_message: str, crash_context: str = "") -> SubmissionError:
+    """The test-facing error for a worker that timed out, died or sent a malformed reply."""
+    if isinstance(exc, WorkerTimeout):
+        return SubmissionTimeout(label, timeout_message, hints=["general/timeout"])
+    if isinstance(exc, WorkerDied):
+        return SubmissionCrashed(label, exc.exit.describe() + crash_context, hints=["general/exit"])
+    return SubmissionProtocolError(label, _protocol_message(exc))
 
 
 def _protocol_message(exc: WorkerProtocolError) -> str:

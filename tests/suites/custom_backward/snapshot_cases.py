@@ -9,7 +9,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from autograder.release.snapshots import in_float64
+from autograder.testing.precision import in_float64
 from autograder.testing.inputs import randint, randn
 from autograder.testing.siblings import sibling
 from course import week07 as w7

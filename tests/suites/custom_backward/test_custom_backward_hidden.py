@@ -12,7 +12,7 @@ import torch
 
 from autograder.testing import expect
 from autograder.testing.failures import SubmissionError
-from autograder.testing.inputs import choice, noncontiguous, randint, randn
+from autograder.testing.inputs import choice, dtype_name, noncontiguous, randint, randn
 from autograder.testing.siblings import sibling
 from course import custom_backward_data as data
 from course import oracles
@@ -25,8 +25,6 @@ DTYPES = (torch.float32, torch.float64)
 GRADS = ("dq", "dk", "dv")
 
 
-def _name(dtype: torch.dtype) -> str:
-    return str(dtype).replace("torch.", "")
 
 
 def _problem(rng, dtype, *, lead=None, mask=None, t_max: int = 64, d=None):
@@ -124,9 +122,9 @@ def test_course_backward_numbers_in_float64_and_float32(sub, ref, rng, credit):
                 got = chains[dtype]
                 t = w7.Tol(0.0, 1e-6) if dtype == torch.float64 else w7.PRINTED_6DP
                 grad = got["grad"]
-                expect.close(got["loss"], torch.tensor(w7.STATED["loss_mean"], dtype=dtype), what=f"mean loss through your AttentionFunction ({_name(dtype)}, W7-43)", tol=t,
+                expect.close(got["loss"], torch.tensor(w7.STATED["loss_mean"], dtype=dtype), what=f"mean loss through your AttentionFunction ({dtype_name(dtype)}, W7-43)", tol=t,
                              mistakes=signatures.week7_loss_mistakes(dtype), hints=["custom_backward/forward-mask"])
-                expect.scalar(grad[1, 0], w7.STATED["grad_wq_10"], what=f"d(mean loss)/dW_Q[1,0] ({_name(dtype)}, W7-45/48)", tol=t)
+                expect.scalar(grad[1, 0], w7.STATED["grad_wq_10"], what=f"d(mean loss)/dW_Q[1,0] ({dtype_name(dtype)}, W7-45/48)", tol=t)
                 if dtype == torch.float64:
                     expect.scalar(1.0 - 0.01 * float(grad[1, 0]), w7.STATED["q_new"], what="q_new (W7-46)", tol=t)
                     expect.scalar(got["loss_after"], 1.316778184921, what="mean loss after the step (W7-47)", tol=t)
@@ -192,7 +190,7 @@ def test_softmax_backward_matches_reference_with_batch_dims_and_masks(sub, ref, 
             if randint(rng, 0, 1):
                 da = noncontiguous(da)
             want = ref.custom_backward.softmax_backward(da.double(), a.double()).to(dtype)
-            expect.close(sub.custom_backward.softmax_backward(da, a), want, what=f"softmax_backward(Ā, A {list(a.shape)}), {_name(dtype)}",
+            expect.close(sub.custom_backward.softmax_backward(da, a), want, what=f"softmax_backward(Ā, A {list(a.shape)}), {dtype_name(dtype)}",
                          tol=tol("custom_backward.softmax_backward", dtype), mistakes=signatures.softmax_backward(da, a))
 
 
@@ -212,7 +210,7 @@ def test_attention_backward_matches_reference_on_random_inputs(sub, ref, rng, cr
             want = [g.to(dtype) for g in ref.custom_backward.attention_backward(*(t.double() for t in (d_out, q, k, v, a)), scale)]
             variants = signatures.attention_backward(d_out, q, k, v, a, scale)
             for i, name in enumerate(GRADS):
-                expect.close(got[i], want[i], what=f"attention_backward: {name} (q, k, v = {_shapes(q, k, v)}, scale={scale:.3g}, {_name(dtype)})",
+                expect.close(got[i], want[i], what=f"attention_backward: {name} (q, k, v = {_shapes(q, k, v)}, scale={scale:.3g}, {dtype_name(dtype)})",
                              tol=tol("custom_backward.attention_backward", dtype), mistakes=signatures.component(variants, i))
 
 
@@ -228,7 +226,7 @@ def test_attention_function_backward_matches_reference_with_masks(sub, ref, rng,
             q, k, v, allowed, d_out = _problem(rng, dtype, mask=("causal", "padding", "bottom-right", "random", "none", "causal")[n - 1], t_max=32)
             if n % 3 == 0:
                 q, k = noncontiguous(q), noncontiguous(k)
-            label = f"q, k, v = {_shapes(q, k, v)}, mask {'none' if allowed is None else list(allowed.shape)}, {_name(dtype)}"
+            label = f"q, k, v = {_shapes(q, k, v)}, mask {'none' if allowed is None else list(allowed.shape)}, {dtype_name(dtype)}"
             out, (grads,) = data.forward_backward(sub, q, k, v, allowed, [d_out], what=label)
             want_out, want = _reference_grads(q, k, v, allowed, d_out)
             t = tol("custom_backward.attention", dtype)
@@ -343,7 +341,7 @@ def test_custom_backward_keeps_dtype_and_leaves_inputs_unchanged(sub, ref, rng, 
             expect.true(len(outs) == len(wants), what=f"{part.label} result", detail=f"expected {len(wants)} tensor(s), got {expect.describe(outs)}")
             for out, w in zip(outs, wants):
                 out = expect.tensor(out, what=f"{part.label} result")
-                expect.true(out.dtype == dtype, what=f"{part.label} keeps {_name(dtype)}", detail=f"{_name(dtype)} inputs gave a {_name(out.dtype)} result", hints=["general/dtype-changed"])
+                expect.true(out.dtype == dtype, what=f"{part.label} keeps {dtype_name(dtype)}", detail=f"{dtype_name(dtype)} inputs gave a {dtype_name(out.dtype)} result", hints=["general/dtype-changed"])
                 expect.close(out, w.to(dtype), what=f"{part.label} value", tol=tol(op, dtype))
 
 

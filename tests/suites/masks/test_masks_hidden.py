@@ -12,7 +12,8 @@ from __future__ import annotations
 import torch
 
 from autograder.testing import expect
-from autograder.testing.inputs import choice, noncontiguous, randint, randn
+from autograder.testing.inputs import beside_regular, bernoulli, choice, dtype_name, mixed, noncontiguous, randint, randn
+from autograder.testing.precision import in_float64
 from autograder.testing.siblings import sibling
 from course import masks_data as md
 from course import oracles
@@ -26,42 +27,24 @@ DTYPES = (torch.float32, torch.float64)
 NEG_INF = float("-inf")
 
 
-def _expected(ref_fn, *args, dtype):
-    """The reference at float64, rounded to the submission's dtype."""
-    out = ref_fn(*[a.to(torch.float64) if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args])
-    return out.to(dtype)
 
 
-def _bernoulli(rng, *shape: int, p: float) -> torch.Tensor:
-    return torch.rand(*shape, generator=rng) < p
 
 
 def _allowed_like(rng, lead: tuple, L: int, S: int, *, p: float) -> torch.Tensor:
     """A random allowed mask that broadcasts against scores [*lead, L, S]."""
     kind = randint(rng, 0, 3)
     if kind == 0 or not lead:
-        return _bernoulli(rng, L, S, p=p)  # [L,S], shared by every batch element
+        return bernoulli(rng, L, S, p=p)  # [L,S], shared by every batch element
     if kind == 1:
-        return _bernoulli(rng, *lead[:-1], 1, L, S, p=p) if len(lead) > 1 else _bernoulli(rng, 1, L, S, p=p)
+        return bernoulli(rng, *lead[:-1], 1, L, S, p=p) if len(lead) > 1 else bernoulli(rng, 1, L, S, p=p)
     if kind == 2:
-        return _bernoulli(rng, *lead[:-1], 1, 1, S, p=p) if len(lead) > 1 else _bernoulli(rng, 1, 1, S, p=p)  # key padding
-    return _bernoulli(rng, *lead, L, S, p=p)
+        return bernoulli(rng, *lead[:-1], 1, 1, S, p=p) if len(lead) > 1 else bernoulli(rng, 1, 1, S, p=p)  # key padding
+    return bernoulli(rng, *lead, L, S, p=p)
 
 
-def _tag(dtype: torch.dtype) -> str:
-    return str(dtype).replace("torch.", "")
 
 
-def _mixed(rng, mask: torch.Tensor) -> torch.Tensor:
-    """Give `mask` (at least 2 entries) one True and one False at random places, in place.
-    With nothing blocked (or nothing allowed) a trivial answer is right: such a draw is
-    never credited on its own."""
-    flat = mask.view(-1)
-    n = flat.numel()
-    i = randint(rng, 0, n - 1)
-    j = (i + randint(rng, 1, n - 1)) % n
-    flat[i], flat[j] = True, False
-    return mask
 
 
 def _softmax_allowed(rng, allowed: torch.Tensor) -> tuple[torch.Tensor, tuple[int, int]]:
@@ -83,7 +66,7 @@ def _doc_ids(rng, lead: tuple, T: int, *, packed: bool) -> torch.Tensor:
     with two tokens or more: with one document the mask is plain causal, with one token per
     document it is the identity."""
     if packed:  # packed documents: contiguous blocks
-        ids = torch.cumsum(_bernoulli(rng, *lead, T, p=0.2).long(), dim=-1)
+        ids = torch.cumsum(bernoulli(rng, *lead, T, p=0.2).long(), dim=-1)
     else:  # ids need not be sorted
         ids = torch.randint(0, 3, (*lead, T), generator=rng)
     first = ids.view(-1, T)[0]
@@ -124,7 +107,7 @@ def _course_control(sub, ref, rng) -> None:
     expect.equal(sub.masks.causal_mask(T), want, what=f"causal_mask({T}) on a fresh length", mistakes=signatures.distinct(signatures.causal(T), EXACT, want))
     B, L, S = randint(rng, 1, 3), randint(rng, 2, 8), randint(rng, 3, 10)
     scores = randn(rng, B, L, S, dtype=f64)
-    allowed, _ = _softmax_allowed(rng, _bernoulli(rng, B, L, S, p=0.6))
+    allowed, _ = _softmax_allowed(rng, bernoulli(rng, B, L, S, p=0.6))
     t = tol("masks.apply_mask", f64)
     want = ref.masks.apply_mask(scores, allowed)
     expect.close(sub.masks.apply_mask(scores, allowed), want, what="apply_mask on fresh random scores and mask", tol=t,
@@ -226,15 +209,15 @@ def test_apply_mask_matches_reference_with_broadcasting_and_fills(sub, ref, rng,
             scores = randn(rng, *lead, L, S, dtype=dtype, scale=choice(rng, (1.0, 1e4)))
             if randint(rng, 0, 1):
                 scores = noncontiguous(scores)
-            allowed = _mixed(rng, _allowed_like(rng, lead, L, S, p=0.6))  # something kept and something blocked
+            allowed = mixed(rng, _allowed_like(rng, lead, L, S, p=0.6))  # something kept and something blocked
             inputs = [(scores, allowed)]
             if case.draw == 0:  # a 1×1 score (all kept or all blocked), next to the regular input
-                inputs.append((randn(rng, 1, 1, dtype=dtype), _bernoulli(rng, 1, 1, p=0.5)))
+                inputs.append((randn(rng, 1, 1, dtype=dtype), bernoulli(rng, 1, 1, p=0.5)))
             for scores, allowed in inputs:
-                want = _expected(lambda s: ref.masks.apply_mask(s, allowed, fill), scores, dtype=dtype)
+                want = in_float64(lambda s: ref.masks.apply_mask(s, allowed, fill), scores, dtype=dtype)
                 t = tol("masks.apply_mask", dtype)
                 expect.close(sub.masks.apply_mask(scores, allowed, fill), want,
-                             what=f"apply_mask(scores {list(scores.shape)}, allowed {list(allowed.shape)}, fill={fill:g}) ({_tag(dtype)})",
+                             what=f"apply_mask(scores {list(scores.shape)}, allowed {list(allowed.shape)}, fill={fill:g}) ({dtype_name(dtype)})",
                              tol=t, mistakes=signatures.distinct(signatures.apply(scores, allowed, fill), t, want))
 
 
@@ -263,8 +246,8 @@ def test_combine_masks_matches_reference_with_l_ne_s(sub, ref, rng, credit):
             B, L, S = randint(rng, 1, 4), randint(rng, 2, 24), randint(rng, 2, 24)
             if case.kind == "L = S":
                 L = S
-            causal = choice(rng, (torch.ones(L, S, dtype=torch.bool).tril(S - L), _bernoulli(rng, L, S, p=0.6)))
-            key_allowed = _bernoulli(rng, B, S, p=0.7)
+            causal = choice(rng, (torch.ones(L, S, dtype=torch.bool).tril(S - L), bernoulli(rng, L, S, p=0.6)))
+            key_allowed = bernoulli(rng, B, S, p=0.7)
             # both masks matter (on the bottom-right causal mask the causal lines are no-ops): the last key is
             # real in example b, hidden from query 0 by the causal mask and read by the last query; key j is padding
             b, j = randint(rng, 0, B - 1), randint(rng, 0, S - 2)
@@ -272,7 +255,7 @@ def test_combine_masks_matches_reference_with_l_ne_s(sub, ref, rng, credit):
             key_allowed[b, S - 1], key_allowed[randint(rng, 0, B - 1), j] = True, False
             draws = [(causal, key_allowed)]
             if case.kind == "L ≠ S" and case.draw == 0:  # L = 1 (one query row), next to the regular draw
-                draws.append((_bernoulli(rng, 1, S, p=0.6), _bernoulli(rng, B, S, p=0.7)))
+                draws.append((bernoulli(rng, 1, S, p=0.6), bernoulli(rng, B, S, p=0.7)))
             for causal, key_allowed in draws:
                 L = causal.size(0)
                 want = ref.masks.combine_masks(causal, key_allowed)
@@ -292,10 +275,10 @@ def test_masked_softmax_matches_reference_on_random_scores(sub, ref, rng, credit
             allowed = _allowed_like(rng, lead, L, S, p=choice(rng, (0.3, 0.7)))
             if case.kind == "allowed with more leading dims":  # allowed has more leading dims than scores: result has the broadcast shape
                 scores = randn(rng, L, S, dtype=dtype, scale=scale)
-                allowed = _bernoulli(rng, 2, 1, L, S, p=0.6)
+                allowed = bernoulli(rng, 2, 1, L, S, p=0.6)
             allowed, keep = _softmax_allowed(rng, allowed)  # a row with two allowed keys and a blocked one
             if case.kind == "some allowed scores −∞":  # some allowed scores are −∞ already (a row may be all −∞)
-                minus_inf = _bernoulli(rng, *scores.shape, p=0.3)
+                minus_inf = bernoulli(rng, *scores.shape, p=0.3)
                 minus_inf[..., list(keep)] = False
                 scores = scores.masked_fill(minus_inf, NEG_INF)
             scores = _blocked_key_wins(scores, allowed)
@@ -304,12 +287,12 @@ def test_masked_softmax_matches_reference_on_random_scores(sub, ref, rng, credit
             inputs = [(scores, allowed)]
             if case.kind.startswith("one or two keys"):  # S = 1 or 2 (one key per row, often), next to the regular input
                 L1, S1 = randint(rng, 1, 4), case.draw + 1
-                inputs.append((randn(rng, L1, S1, dtype=dtype, scale=scale), _bernoulli(rng, L1, S1, p=0.6)))
+                inputs.append((randn(rng, L1, S1, dtype=dtype, scale=scale), bernoulli(rng, L1, S1, p=0.6)))
             for scores, allowed in inputs:
-                want = _expected(lambda s: ref.masks.masked_softmax(s, allowed), scores, dtype=dtype)
+                want = in_float64(lambda s: ref.masks.masked_softmax(s, allowed), scores, dtype=dtype)
                 t = tol("masks.masked_softmax", dtype)
                 expect.close(sub.masks.masked_softmax(scores, allowed), want,
-                             what=f"masked_softmax(scores {list(scores.shape)} ×{scale:g}, allowed {list(allowed.shape)}) ({_tag(dtype)})",
+                             what=f"masked_softmax(scores {list(scores.shape)} ×{scale:g}, allowed {list(allowed.shape)}) ({dtype_name(dtype)})",
                              tol=t, mistakes=signatures.distinct(signatures.softmax(scores, allowed), t, want))
 
 
@@ -321,13 +304,13 @@ def test_masked_softmax_blocked_weight_is_exactly_zero_and_rows_sum_to_one_or_ze
             dtype = getattr(torch, case.kind)
             B, L, S = randint(rng, 1, 3), randint(rng, 2, 16), randint(rng, 2, 32)
             scores = randn(rng, B, L, S, dtype=dtype, scale=(1.0, 1e4, 1.0)[case.draw])
-            allowed = _bernoulli(rng, B, L, S, p=0.5)
+            allowed = bernoulli(rng, B, L, S, p=0.5)
             allowed[:, 1, :2] = True  # a row with two allowed keys: not one-hot
             allowed[:, 0] = False  # one fully blocked query row per example
             got = expect.tensor(sub.masks.masked_softmax(scores, allowed), what="masked_softmax weights")
             expect.true(tuple(got.shape) == (B, L, S), what="weights shape", detail=f"expected [{B}, {L}, {S}], got {list(got.shape)}")
             t = tol("masks.masked_softmax", dtype)
-            want = _expected(lambda s: ref.masks.masked_softmax(s, allowed), scores, dtype=dtype)
+            want = in_float64(lambda s: ref.masks.masked_softmax(s, allowed), scores, dtype=dtype)
             hints = expect.diagnose(got, signatures.distinct(signatures.softmax(scores, allowed), t, want), t, want)
             expect.true(not bool(torch.isnan(got).any()), what="no NaN, even on rows with nothing allowed", detail=f"{int(torch.isnan(got).sum())} NaN values",
                         hints=hints)
@@ -355,7 +338,7 @@ def test_masked_softmax_gradients_are_finite_and_zero_on_blocked_scores(sub, ref
                 scores = randn(rng, B, T, T, dtype=dtype)
             else:
                 B, L, S = 2, randint(rng, 2, 10), randint(rng, 2, 12)
-                allowed = _bernoulli(rng, B, L, S, p=0.5)
+                allowed = bernoulli(rng, B, L, S, p=0.5)
                 allowed[0, 0] = False
                 scores = randn(rng, B, L, S, dtype=dtype, scale=1e4 if "1e4" in part.label else 1.0)
                 if "1e4" in part.label:  # a blocked key above an allowed one: ignoring the mask moves the (one-hot) weight
@@ -396,11 +379,10 @@ def test_prefix_lm_mask_matches_reference(sub, ref, rng, credit):
     for case in credit.kinds(kinds):
         with case:
             T = choice(rng, (3, randint(rng, 4, 64)))
-            draws = [(T, choice(rng, (2, T - 1, randint(rng, 2, T - 1))))]  # 2 <= prefix_len < T
+            regular = (T, choice(rng, (2, T - 1, randint(rng, 2, T - 1))))  # 2 <= prefix_len < T
             # next to it, never credited alone: prefix_len 0 or 1 (plain causal), prefix_len = T (all True), T = 1, T = 2
             extra = {"and prefix_len 0 or 1": (T, randint(rng, 0, 1)), "and prefix_len = T": (T, T), "and T = 1": (1, randint(rng, 0, 1)), "and T = 2": (2, randint(rng, 0, 2))}
-            if case.kind in extra:
-                draws.append(extra[case.kind])
+            draws = beside_regular(regular, extra.get(case.kind))
             for T, p in draws:
                 want = ref.masks.prefix_lm_mask(T, p)
                 expect.equal(sub.masks.prefix_lm_mask(T, p), want, what=f"prefix_lm_mask({T}, prefix_len={p})",
@@ -413,9 +395,9 @@ def test_document_mask_matches_reference_with_leading_dims(sub, ref, rng, credit
             lead = choice(rng, ((), (randint(rng, 1, 3),), (2, 2)))
             T = choice(rng, (3, randint(rng, 4, 40)))
             id_dtype = choice(rng, (torch.int64, torch.int32))
-            all_ids = [_doc_ids(rng, lead, T, packed=case.kind == "packed documents")]  # ids need not be sorted
-            if case.kind == "packed documents" and case.draw < 2:  # T = 1 (all True is right) or 2, next to the regular ids
-                all_ids.append(torch.randint(0, 3, (*lead, case.draw + 1), generator=rng))
+            regular = _doc_ids(rng, lead, T, packed=case.kind == "packed documents")  # ids need not be sorted
+            short = case.kind == "packed documents" and case.draw < 2  # T = 1 (all True is right) or 2, next to the regular ids
+            all_ids = beside_regular(regular, torch.randint(0, 3, (*lead, case.draw + 1), generator=rng) if short else None)
             for ids in all_ids:
                 ids = ids.to(id_dtype)
                 want = ref.masks.document_mask(ids)
@@ -426,7 +408,7 @@ def test_document_mask_matches_reference_with_leading_dims(sub, ref, rng, credit
 def test_masks_functions_keep_dtype_and_leave_inputs_unchanged(sub, ref, rng, credit):
     scores64 = randn(rng, 2, 5, 6, dtype=torch.float64)
     scores32 = randn(rng, 2, 5, 6, dtype=torch.float32)
-    allowed, _ = _softmax_allowed(rng, _bernoulli(rng, 2, 5, 6, p=0.6))
+    allowed, _ = _softmax_allowed(rng, bernoulli(rng, 2, 5, 6, p=0.6))
     calls = {
         "apply_mask float64": ("apply_mask", (scores64, allowed), torch.float64),
         "apply_mask float32": ("apply_mask", (scores32, allowed, -1e9), torch.float32),
@@ -443,11 +425,11 @@ def test_masks_functions_keep_dtype_and_leave_inputs_unchanged(sub, ref, rng, cr
             for before, after in zip(args, r.args or []):
                 expect.unchanged(before, after, what=f"{name} leaves its inputs unchanged")
             out = expect.tensor(r.value, what=f"{name} result")
-            expect.true(out.dtype == dtype, what=f"{part.label}: result dtype {_tag(dtype)}", detail=f"got {_tag(out.dtype)}",
+            expect.true(out.dtype == dtype, what=f"{part.label}: result dtype {dtype_name(dtype)}", detail=f"got {dtype_name(out.dtype)}",
                         hints=["general/mask-dtype"] if dtype == torch.bool else ["general/dtype-changed"])
             # and the right values: a copy of the input keeps its dtype and leaves it unchanged too
             if dtype == torch.bool:
                 expect.equal(out, getattr(ref.masks, name)(*args), what=f"{name} result")
             else:
-                expect.close(out, _expected(lambda s, *rest: getattr(ref.masks, name)(s, *rest), *args, dtype=dtype),
+                expect.close(out, in_float64(lambda s, *rest: getattr(ref.masks, name)(s, *rest), *args, dtype=dtype),
                              what=f"{part.label} result", tol=tol(f"masks.{name}", dtype))

@@ -8,7 +8,7 @@ import math
 
 import torch
 
-from autograder.release.snapshots import in_float64
+from autograder.testing.precision import in_float64
 from autograder.testing.inputs import randint, randn
 from autograder.testing.siblings import sibling
 from course import mha_reshape_data as data

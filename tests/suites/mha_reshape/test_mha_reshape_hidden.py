@@ -12,7 +12,7 @@ import torch
 
 from autograder.testing import expect, probe
 from autograder.testing.failures import SubmissionError
-from autograder.testing.inputs import choice, noncontiguous, randint, randn
+from autograder.testing.inputs import choice, dtype_name, noncontiguous, randint, randn
 from autograder.testing.source import check_no_banned
 from autograder.testing.siblings import sibling
 from course import mha_reshape_data as data
@@ -32,8 +32,6 @@ GIB = data.GIB_TABLE
 
 
 # --------------------------------------------------------------------------- helpers
-def _name(dtype: torch.dtype) -> str:
-    return str(dtype).replace("torch.", "")
 
 
 def _heads(rng, C: int, which: str = "any") -> int:
@@ -235,7 +233,7 @@ def test_split_heads_matches_reference_on_random_shapes(sub, ref, rng, credit):
             if i % 2:
                 x = noncontiguous(x)
             want = ref.mha_reshape.split_heads(x.double(), h).to(dtype)
-            expect.close(sub.mha_reshape.split_heads(x, h), want, what=f"split_heads(x [{B},{T},{C}], num_heads={h}) ({_name(dtype)})",
+            expect.close(sub.mha_reshape.split_heads(x, h), want, what=f"split_heads(x [{B},{T},{C}], num_heads={h}) ({dtype_name(dtype)})",
                          tol=tol("mha_reshape.split_heads", dtype), mistakes=signatures.split_heads(x, h), grid=("token", "head feature"))
 
 
@@ -252,7 +250,7 @@ def test_merge_heads_matches_reference_and_inverts_split_heads(sub, ref, rng, cr
                 y = randn(rng, B, T, h, d, dtype=dtype).transpose(1, 2)  # laid out like a transposed [B,T,h,d]
             t = tol("mha_reshape.merge_heads", dtype)
             want = ref.mha_reshape.merge_heads(y.double()).to(dtype)
-            got = expect.close(sub.mha_reshape.merge_heads(y), want, what=f"merge_heads(y [{B},{h},{T},{d}]) ({_name(dtype)})", tol=t,
+            got = expect.close(sub.mha_reshape.merge_heads(y), want, what=f"merge_heads(y [{B},{h},{T},{d}]) ({dtype_name(dtype)})", tol=t,
                                mistakes=signatures.merge_heads(y), grid=("token", "feature"))
             expect.close(sub.mha_reshape.split_heads(got, h), y, what=f"split_heads(merge_heads(y), {h}) is y again (Day 1 §A.5)", tol=t, hints=data.round_trip_hints())
 
@@ -277,7 +275,7 @@ def test_multi_head_attention_matches_reference_on_random_weights(sub, ref, rng,
                         detail=f"loading w_q/w_k/w_v/w_o: missing {missing}, unexpected {r['load']['unexpected']}", hints=data.layout_hints(missing, r["load"]["unexpected"]))
             want_out, want_weights = _reference(ref, C, h, ctx, bias, state, x, key_allowed, dtype)
             variants = signatures.Variants(x, state, h, key_allowed)
-            label = f"(B={B}, T={T}, C={C}, h={h}, bias={bias}, padding={'yes' if key_allowed is not None else 'no'}, {_name(dtype)})"
+            label = f"(B={B}, T={T}, C={C}, h={h}, bias={bias}, padding={'yes' if key_allowed is not None else 'no'}, {dtype_name(dtype)})"
             t = tol("mha_reshape.MultiHeadAttention", dtype)
             out, weights = expect.sequence(r["outputs"][0], 2, what="forward(x, key_allowed, return_weights=True)", hints=["mha_reshape/weights-averaged-over-heads"])
             expect.close(weights, want_weights, what=f"MultiHeadAttention weights {label}", tol=tol("mha_reshape.MultiHeadAttention.weights", dtype), mistakes=variants.weights, grid=QK)
@@ -481,4 +479,4 @@ def test_reshapes_and_module_keep_dtype_and_leave_inputs_unchanged(sub, ref, rng
                 expect.unchanged(before, now, what=f"{part.label} leaves its inputs unchanged")
             for out in outs:
                 out = expect.tensor(out, what=f"{part.label} result")
-                expect.true(out.dtype == dtype, what=f"{part.label} keeps float64", detail=f"float64 inputs gave a {_name(out.dtype)} result", hints=["general/dtype-changed"])
+                expect.true(out.dtype == dtype, what=f"{part.label} keeps float64", detail=f"float64 inputs gave a {dtype_name(out.dtype)} result", hints=["general/dtype-changed"])

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import torch
 
-from autograder.release.snapshots import in_float64
+from autograder.testing.precision import in_float64
 from autograder.testing.inputs import randint, randn, weight
 from autograder.testing.siblings import sibling
 from course import week07 as w7

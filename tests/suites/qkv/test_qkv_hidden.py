@@ -11,6 +11,7 @@ import torch
 from autograder.testing import expect
 from autograder.testing.failures import SubmissionRaised
 from autograder.testing.inputs import choice, noncontiguous, randint, randn, weight
+from autograder.testing.precision import in_float64
 from autograder.testing.siblings import sibling
 from course import week07 as w7
 from course.tolerances import tol
@@ -21,12 +22,6 @@ QK = ("query", "key")
 DTYPES = (torch.float32, torch.float64)
 
 
-def _expected(ref_fn, *args, dtype):
-    """The reference at float64, rounded to the submission's dtype."""
-    out = ref_fn(*[a.to(torch.float64) if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args])
-    if isinstance(out, tuple):
-        return tuple(o.to(dtype) for o in out)
-    return out.to(dtype)
 
 
 def _dims(rng, t_max: int = 64) -> tuple[int, int, int, int, int]:
@@ -168,7 +163,7 @@ def test_project_qkv_matches_reference_on_random_inputs(sub, ref, rng, credit):
             if case.kind.startswith("non-contiguous"):
                 x = noncontiguous(x)
             got = expect.sequence(sub.qkv.project_qkv(x, *w), 3, what="project_qkv")
-            want = _expected(ref.qkv.project_qkv, x, *w, dtype=dtype)
+            want = in_float64(ref.qkv.project_qkv, x, *w, dtype=dtype)
             xd, wd = x.double(), [m.double() for m in w]
             for name, g, e in zip("QKV", got, want):
                 expect.close(g, e, what=f"project_qkv: {name} (B={B}, T={T}, C={C}, {str(dtype)[6:]})", tol=tol("qkv.project_qkv", dtype),
@@ -187,7 +182,7 @@ def test_attention_scores_matches_reference_with_batch_dims_and_l_ne_s(sub, ref,
             q, k = randn(rng, *lead, L, d, dtype=dtype), randn(rng, *lead, S, d, dtype=dtype)
             if case.draw == 1:
                 k = noncontiguous(k)
-            want = _expected(ref.qkv.attention_scores, q, k, dtype=dtype)
+            want = in_float64(ref.qkv.attention_scores, q, k, dtype=dtype)
             expect.close(sub.qkv.attention_scores(q, k), want, what=f"attention_scores: q {list(q.shape)}, k {list(k.shape)}", tol=tol("qkv.attention_scores", dtype),
                          mistakes=signatures.scores(q.double(), k.double()))
 
@@ -202,7 +197,7 @@ def test_scale_scores_matches_reference_for_many_widths(sub, ref, rng, credit):
             for d_k in widths:
                 s = randn(rng, randint(rng, 1, 3), randint(rng, 1, 20), randint(rng, 2, 20), dtype=dtype, scale=5.0)
                 mistakes = signatures.scale(s.double(), d_k) if d_k > 1 else {}
-                expect.close(sub.qkv.scale_scores(s, d_k), _expected(lambda a: ref.qkv.scale_scores(a, d_k), s, dtype=dtype),
+                expect.close(sub.qkv.scale_scores(s, d_k), in_float64(lambda a: ref.qkv.scale_scores(a, d_k), s, dtype=dtype),
                              what=f"scale_scores(scores, d_k={d_k})", tol=tol("qkv.scale_scores", dtype), mistakes=mistakes)
 
 
@@ -215,7 +210,7 @@ def test_weighted_values_matches_reference_with_l_ne_s(sub, ref, rng, credit):
             S = L if case.kind == "L = S" else choice(rng, (randint(rng, 1, L - 1), L + randint(rng, 1, 10)))
             weights = torch.softmax(randn(rng, *lead, L, S, dtype=torch.float64), -1).to(dtype)
             v = randn(rng, *lead, S, d_v, dtype=dtype)
-            expect.close(sub.qkv.weighted_values(weights, v), _expected(ref.qkv.weighted_values, weights, v, dtype=dtype),
+            expect.close(sub.qkv.weighted_values(weights, v), in_float64(ref.qkv.weighted_values, weights, v, dtype=dtype),
                          what=f"weighted_values: weights {list(weights.shape)}, v {list(v.shape)}", tol=tol("qkv.weighted_values", dtype),
                          mistakes=signatures.mixed(weights.double(), v.double()))
 
@@ -229,7 +224,7 @@ def test_causal_uniform_mean_matches_reference_with_leading_dims(sub, ref, rng, 
             if case.draw == 0:
                 inputs.append(randn(rng, *lead, 1, 3, dtype=dtype))  # T = 1: the mean of one row is the row
             for x in inputs:
-                expect.close(sub.qkv.causal_uniform_mean(x), _expected(ref.qkv.causal_uniform_mean, x, dtype=dtype),
+                expect.close(sub.qkv.causal_uniform_mean(x), in_float64(ref.qkv.causal_uniform_mean, x, dtype=dtype),
                              what=f"causal_uniform_mean: x {list(x.shape)}", tol=tol("qkv.causal_uniform_mean", dtype), mistakes=signatures.uniform_mean(x.double()))
 
 
@@ -247,9 +242,9 @@ def test_single_head_attention_matches_reference_causal_and_unmasked(sub, ref, r
             if case.draw == 0:  # T = 1 (the only key is the query itself), next to a regular case
                 x1 = randn(rng, 1, 1, C, dtype=dtype)
                 out1, _ = expect.sequence(sub.qkv.single_head_attention(x1, *w, causal=causal), 2, what="single_head_attention, T = 1")
-                expect.close(out1, _expected(lambda *a: ref.qkv.single_head_attention(*a, causal=causal)[0], x1, *w, dtype=dtype), what="single_head_attention output for T = 1", tol=t)
+                expect.close(out1, in_float64(lambda *a: ref.qkv.single_head_attention(*a, causal=causal)[0], x1, *w, dtype=dtype), what="single_head_attention output for T = 1", tol=t)
             out, weights = expect.sequence(sub.qkv.single_head_attention(x, *w, causal=causal), 2, what="single_head_attention")
-            want_out, want_w = _expected(lambda *a: ref.qkv.single_head_attention(*a, causal=causal), x, *w, dtype=dtype)
+            want_out, want_w = in_float64(lambda *a: ref.qkv.single_head_attention(*a, causal=causal), x, *w, dtype=dtype)
             variants = signatures.attention_chain(x.double(), *[m.double() for m in w], causal=causal)
             label = f"(B={B}, T={T}, C={C}, d_k={d_k}, d_v={d_v}, causal={causal}, {str(dtype)[6:]})"
             expect.close(weights, want_w, what=f"single_head_attention weights {label}", tol=t, mistakes=signatures.weights(variants), grid=QK)
@@ -270,7 +265,7 @@ def test_single_head_attention_rows_sum_to_one_and_future_weight_is_exactly_zero
             weights = expect.tensor(weights, what="attention weights")
             expect.true(tuple(weights.shape) == (B, T, T), what="weights shape", detail=f"expected [{B}, {T}, {T}], got {list(weights.shape)}")
             t = tol("qkv.single_head_attention", dtype)
-            want = _expected(ref.qkv.single_head_attention, x, *w, dtype=dtype)[1]
+            want = in_float64(ref.qkv.single_head_attention, x, *w, dtype=dtype)[1]
             variants = signatures.weights(signatures.attention_chain(x.double(), *[m.double() for m in w]))
             diagnosed = expect.diagnose(weights, variants, t, want)
             sums = weights.double().sum(-1)

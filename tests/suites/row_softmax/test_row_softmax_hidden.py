@@ -11,7 +11,8 @@ import torch
 
 from autograder.testing import expect
 from autograder.testing.failures import SubmissionError
-from autograder.testing.inputs import choice, noncontiguous, randint, randn
+from autograder.testing.inputs import choice, dtype_name, noncontiguous, randint, randn
+from autograder.testing.precision import in_float64
 from autograder.testing.siblings import sibling
 from course import oracles
 from course import row_softmax_data as data
@@ -25,14 +26,8 @@ DTYPES = (torch.float32, torch.float64)
 NEG_INF = float("-inf")
 
 
-def _name(dtype: torch.dtype) -> str:
-    return str(dtype).replace("torch.", "")
 
 
-def _expected(fn, *args, dtype):
-    """The reference at float64, rounded to the submission's dtype."""
-    out = fn(*[a.double() if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args])
-    return out.to(dtype)
 
 
 def _scores(rng, dtype, *, lead=None, L=None, S=None, blocked=None, spread=None, offset=None) -> torch.Tensor:
@@ -86,7 +81,7 @@ class _Gate:
         for name, args, i in self.items:
             if only is not None and name != only:
                 continue
-            want = _expected(getattr(ref.row_softmax, name), *args, dtype=torch.float32)
+            want = in_float64(getattr(ref.row_softmax, name), *args, dtype=torch.float32)
             mistakes = getattr(signatures, name.replace("_rows", ""))(*args)
             expect.close(self.calls.value(i), want, what=f"{name} on a plain float32 input {[list(a.shape) for a in args]} (checked before the cases)",
                          tol=tol(f"row_softmax.{name}", torch.float32), mistakes=mistakes)
@@ -123,37 +118,37 @@ def test_week7_softmax_numbers_at_stated_precision_in_float32_and_float64(sub, r
                 label = part.label.split(" (")[0]
                 if label == "weights":
                     got = calls.value(idx["rows", dtype])
-                    expect.close(got, w7.t(w7.STATED["final_weights_4dp"], dtype), what=f"softmax_rows([0.8, 0.4] | [0.1, 0.4]) ({_name(dtype)}, W7-26a)", tol=w7.PRINTED_4DP_F32,
+                    expect.close(got, w7.t(w7.STATED["final_weights_4dp"], dtype), what=f"softmax_rows([0.8, 0.4] | [0.1, 0.4]) ({dtype_name(dtype)}, W7-26a)", tol=w7.PRINTED_4DP_F32,
                                  mistakes=signatures.softmax(w7.t(w7.STATED["scaled_final_rows"], dtype)))
                 elif label == "shift invariance":
                     base = torch.softmax(w7.t(w7.STATED["scaled_final_rows"], torch.float64), -1).to(dtype)
-                    expect.close(calls.value(idx["shift", dtype]), base, what=f"softmax_rows(rows + 1000) = softmax_rows(rows) ({_name(dtype)}, W7-55)",
+                    expect.close(calls.value(idx["shift", dtype]), base, what=f"softmax_rows(rows + 1000) = softmax_rows(rows) ({dtype_name(dtype)}, W7-55)",
                                  tol=w7.Tol(0.0, 1e-12) if dtype == torch.float64 else tol("row_softmax.softmax_rows", dtype),
                                  mistakes=signatures.softmax(w7.t(w7.STATED["scaled_final_rows"], dtype) + 1000.0))
                 elif label == "P_A, P_B":
-                    got = expect.close(calls.value(idx["masked", dtype]), w7.t(w7.STATED["weights"], dtype), what=f"softmax_rows(Ŝ_A, Ŝ_B) ({_name(dtype)}, W7-24/25)",
+                    got = expect.close(calls.value(idx["masked", dtype]), w7.t(w7.STATED["weights"], dtype), what=f"softmax_rows(Ŝ_A, Ŝ_B) ({dtype_name(dtype)}, W7-24/25)",
                                        tol=w7.PRINTED_3DP, mistakes=signatures.softmax(w7.t(w7.STATED["masked_scaled"], dtype)), grid=QK)
                     expect.true(bool((got[:, 0, 1] == 0).all()), what="the weight on the masked future key is exactly 0 (Week 7 §11)",
                                 detail=f"got {got[:, 0, 1].tolist()}", hints=["row_softmax/blocked-weight-not-zero"])
                 elif label == "probabilities":
                     got = expect.tensor(calls.value(idx["probs", dtype]), what="vocab_probs(h, W_vocab)")
-                    expect.close(got, torch.softmax(inputs[dtype].double(), -1).to(dtype), what=f"vocab_probs(h_A | h_B, W_vocab) ({_name(dtype)})",
+                    expect.close(got, torch.softmax(inputs[dtype].double(), -1).to(dtype), what=f"vocab_probs(h_A | h_B, W_vocab) ({dtype_name(dtype)})",
                                  tol=tol("row_softmax.vocab_probs", dtype), mistakes=signatures.vocab_probs(oracles.week7_h(dtype), data.week7_w_vocab(dtype)))
                     expect.close(torch.stack([got[0, 2], got[1, 0]]), w7.t(w7.STATED["p_target"], dtype), what="p(AI | 我喜欢), p(我 | 猫喜欢) (W7-39, W7-41)", tol=six)
                 elif label == "log-probabilities":
-                    got = expect.close(calls.value(idx["logp", dtype]), torch.log_softmax(inputs[dtype].double(), -1).to(dtype), what=f"log_softmax_rows(Week 7 logits) ({_name(dtype)})",
+                    got = expect.close(calls.value(idx["logp", dtype]), torch.log_softmax(inputs[dtype].double(), -1).to(dtype), what=f"log_softmax_rows(Week 7 logits) ({dtype_name(dtype)})",
                                        tol=tol("row_softmax.log_softmax_rows", dtype), mistakes=signatures.log_softmax(inputs[dtype]))
-                    expect.close(-torch.stack([got[0, 2], got[1, 0]]), w7.t(w7.STATED["loss_each"], dtype), what=f"−log p(target) ({_name(dtype)}, W7-40, W7-42)", tol=six,
+                    expect.close(-torch.stack([got[0, 2], got[1, 0]]), w7.t(w7.STATED["loss_each"], dtype), what=f"−log p(target) ({dtype_name(dtype)}, W7-40, W7-42)", tol=six,
                                  mistakes={h: -torch.stack([m[0, 2], m[1, 0]]) for h, m in signatures.log_softmax(inputs[dtype]).items()})
                 elif label == "mean loss":
-                    expect.close(calls.value(idx["mean", dtype]), torch.tensor(w7.STATED["loss_mean"], dtype=dtype), what=f"cross_entropy(logits, [2, 0]) ({_name(dtype)}, W7-43)",
+                    expect.close(calls.value(idx["mean", dtype]), torch.tensor(w7.STATED["loss_mean"], dtype=dtype), what=f"cross_entropy(logits, [2, 0]) ({dtype_name(dtype)}, W7-43)",
                                  tol=six, mistakes=signatures.cross_entropy(inputs[dtype], data.week7_targets()))
                 elif label == "uniform weight":  # "exact 1/128": only float rounding of exp/log paths allowed
-                    expect.close(calls.value(idx["uniform", dtype]), torch.full((1, 128), 1 / 128, dtype=dtype), what=f"softmax_rows(zeros [1,128]) = 1/T ({_name(dtype)}, D1-35)",
+                    expect.close(calls.value(idx["uniform", dtype]), torch.full((1, 128), 1 / 128, dtype=dtype), what=f"softmax_rows(zeros [1,128]) = 1/T ({dtype_name(dtype)}, D1-35)",
                                  tol=w7.Tol(1e-12 if dtype == torch.float64 else 1e-6, 0.0))
                 else:
                     for key, i in (("L_A", 0), ("L_B", 1)):
-                        expect.close(calls.value(idx[key, dtype]), torch.tensor(w7.STATED["loss_each"][i], dtype=dtype), what=f"cross_entropy on one example: {key} ({_name(dtype)})",
+                        expect.close(calls.value(idx[key, dtype]), torch.tensor(w7.STATED["loss_each"][i], dtype=dtype), what=f"cross_entropy on one example: {key} ({dtype_name(dtype)})",
                                      tol=six, mistakes=signatures.cross_entropy(inputs[dtype][i:i + 1], data.week7_targets()[i:i + 1]))
 
 
@@ -173,7 +168,7 @@ def _cases_against_reference(sub, ref, rng, credit, name: str, count: int, draw)
     for case, (args, kwargs, what, mistakes, i) in zip(credit.cases(len(cases)), cases):
         with case:
             dtype = args[0].dtype
-            want = _expected(lambda *a: fn(*a, **kwargs), *args, dtype=dtype)
+            want = in_float64(lambda *a: fn(*a, **kwargs), *args, dtype=dtype)
             expect.close(calls.value(i), want, what=what, tol=tol(f"row_softmax.{name}", dtype), mistakes=mistakes)
 
 
@@ -181,7 +176,7 @@ def test_softmax_rows_matches_reference_at_large_magnitudes_with_blocked_keys_an
     def draw(i):
         dtype = DTYPES[i % 2]
         s, dim = _layout(rng, _scores(rng, dtype, spread=1e4 if i == 0 else None, offset=1e4 if i == 1 else None))
-        what = f"softmax_rows(scores {list(s.shape)}, dim={dim}), {_name(dtype)}, |scores| up to {s[torch.isfinite(s)].abs().max().item():.3g}"
+        what = f"softmax_rows(scores {list(s.shape)}, dim={dim}), {dtype_name(dtype)}, |scores| up to {s[torch.isfinite(s)].abs().max().item():.3g}"
         return (s,), {"dim": dim}, what, signatures.softmax(s, dim)
 
     _cases_against_reference(sub, ref, rng, credit, "softmax_rows", 8, draw)
@@ -192,7 +187,7 @@ def test_log_softmax_rows_matches_reference_at_large_magnitudes(sub, ref, rng, c
         dtype = DTYPES[i % 2]
         s = _scores(rng, dtype, lead=choice(rng, ((), (2,))), spread=(1.0, 1e4, 30.0)[i % 3], blocked=i == 5)
         s, dim = _layout(rng, s)
-        return (s,), {"dim": dim}, f"log_softmax_rows(scores {list(s.shape)}, dim={dim}), {_name(dtype)}", signatures.log_softmax(s, dim)
+        return (s,), {"dim": dim}, f"log_softmax_rows(scores {list(s.shape)}, dim={dim}), {dtype_name(dtype)}", signatures.log_softmax(s, dim)
 
     _cases_against_reference(sub, ref, rng, credit, "log_softmax_rows", 6, draw)
 
@@ -205,7 +200,7 @@ def test_cross_entropy_matches_reference_on_random_logits(sub, ref, rng, credit)
         if randint(rng, 0, 1):
             logits = noncontiguous(logits)
         targets = torch.randint(0, V, (N,), generator=rng)
-        what = f"cross_entropy(logits {list(logits.shape)}, targets), {_name(dtype)}: the mean loss, 0-dim"
+        what = f"cross_entropy(logits {list(logits.shape)}, targets), {dtype_name(dtype)}: the mean loss, 0-dim"
         return (logits, targets), {}, what, signatures.cross_entropy(logits, targets)
 
     _cases_against_reference(sub, ref, rng, credit, "cross_entropy", 6, draw)
@@ -220,7 +215,7 @@ def test_vocab_probs_matches_reference_with_leading_dims(sub, ref, rng, credit):
         w_vocab = randn(rng, C, V, dtype=dtype, scale=C ** -0.5)
         if randint(rng, 0, 1):
             h = noncontiguous(h)
-        return (h, w_vocab), {}, f"vocab_probs(h {list(h.shape)}, W_vocab {list(w_vocab.shape)}), {_name(dtype)}", signatures.vocab_probs(h, w_vocab)
+        return (h, w_vocab), {}, f"vocab_probs(h {list(h.shape)}, W_vocab {list(w_vocab.shape)}), {dtype_name(dtype)}", signatures.vocab_probs(h, w_vocab)
 
     _cases_against_reference(sub, ref, rng, credit, "vocab_probs", 5, draw)
 
@@ -249,7 +244,7 @@ def test_softmax_rows_sum_to_one_and_blocked_keys_get_exactly_zero(sub, ref, rng
             # a sum of S weights each within the measured tolerance: float32 exp(s − logsumexp(s)) at
             # |s| ≈ 1e4 is a correct, stable softmax whose sums are off by ~1e-4
             t = tol("row_softmax.softmax_rows", dtype)
-            expect.true(bool(((sums - 1).abs() <= t.atol + t.rtol).all()), what=f"every row sums to 1 (Week 7 §5), within {t.atol + t.rtol:.2g} ({_name(dtype)})",
+            expect.true(bool(((sums - 1).abs() <= t.atol + t.rtol).all()), what=f"every row sums to 1 (Week 7 §5), within {t.atol + t.rtol:.2g} ({dtype_name(dtype)})",
                         detail=f"row sums range from {sums.min().item():.6g} to {sums.max().item():.6g}", hints=diagnosed)
             blocked = torch.isinf(s)
             expect.true(bool((got[blocked] == 0).all()), what="weights on −∞ scores are exactly 0 (the docstring's promise: e^{−∞} = 0, Week 7 §11)",
@@ -272,7 +267,7 @@ def test_row_softmax_functions_keep_dtype_and_leave_inputs_unchanged(sub, ref, r
             for before, after in zip(args[part.label], r.args or []):
                 expect.unchanged(before, after, what=f"{part.label} leaves its inputs unchanged")
             out = expect.tensor(r.value, what=f"{part.label} result")
-            expect.true(out.dtype == dtype, what=f"{part.label} keeps float64", detail=f"float64 inputs gave a {_name(out.dtype)} result", hints=["general/dtype-changed"])
+            expect.true(out.dtype == dtype, what=f"{part.label} keeps float64", detail=f"float64 inputs gave a {dtype_name(out.dtype)} result", hints=["general/dtype-changed"])
             if part.label == "cross_entropy":
                 expect.true(out.dim() == 0, what="cross_entropy returns the mean loss as a 0-dim tensor", detail=f"got shape {list(out.shape)}", hints=["row_softmax/ce-no-reduction"])
             expect.close(out, getattr(ref.row_softmax, part.label)(*args[part.label]), what=f"{part.label} value (float64)", tol=tol(f"row_softmax.{part.label}", dtype),

@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 
 from autograder.testing import expect
-from autograder.testing.inputs import choice, noncontiguous, randint, randn
+from autograder.testing.inputs import beside_regular, bernoulli, choice, dtype_name, mixed, noncontiguous, randint, randn
 from autograder.testing.siblings import sibling
 from course import oracles
 from course import sdpa_masks_data as sd
@@ -25,23 +25,10 @@ DTYPES = (torch.float32, torch.float64)
 NEG_INF = float("-inf")
 
 
-def _tag(dtype: torch.dtype) -> str:
-    return str(dtype).replace("torch.", "")
 
 
-def _bernoulli(rng, *shape: int, p: float) -> torch.Tensor:
-    return torch.rand(*shape, generator=rng) < p
 
 
-def _mixed(rng, mask: torch.Tensor) -> torch.Tensor:
-    """Give `mask` (at least 2 entries) one True and one False at random places, in place:
-    a constant mask makes a constant (or unconverted) answer right."""
-    flat = mask.view(-1)
-    n = flat.numel()
-    i = randint(rng, 0, n - 1)
-    j = (i + randint(rng, 1, n - 1)) % n
-    flat[i], flat[j] = True, False
-    return mask
 
 
 def _expected_sdpa(ref, q, k, v, allowed, causal, dtype):
@@ -65,7 +52,7 @@ def _allowed(rng, lead, L, S):
     if kind == 0:
         return None
     shape = {1: (L, S), 2: (*lead[:-1], 1, L, S) if len(lead) > 1 else (L, S), 3: (*lead[:-1], 1, 1, S) if len(lead) > 1 else (1, S)}[kind]
-    allowed = _bernoulli(rng, *shape, p=0.6)
+    allowed = bernoulli(rng, *shape, p=0.6)
     allowed[..., 0] = True
     return allowed
 
@@ -88,7 +75,7 @@ def _regular_sdpa_inputs(rng, dtype):
     key 0 and the last one also key S − 1."""
     S = randint(rng, 3, 32)
     lead, L, S, q, k, v = _sdpa_inputs(rng, dtype, S=S, L=randint(rng, 2, S))
-    allowed = _bernoulli(rng, *lead[:-1], 1, 1, S, p=0.6) if len(lead) > 1 else _bernoulli(rng, 1, S, p=0.6)
+    allowed = bernoulli(rng, *lead[:-1], 1, 1, S, p=0.6) if len(lead) > 1 else bernoulli(rng, 1, S, p=0.6)
     allowed[..., 0], allowed[..., -1], allowed[..., randint(rng, 1, S - 2)] = True, True, False
     return q, k, v, allowed
 
@@ -101,9 +88,9 @@ def test_mask_converters_match_reference_on_random_masks(sub, ref, rng, credit):
             shape = choice(rng, ((randint(rng, 1, 12), randint(rng, 2, 12)), (2, 1, randint(rng, 1, 8), randint(rng, 1, 8))))
             if part.label == "to_additive_mask float32 4-D":
                 shape = (2, 1, randint(rng, 1, 8), randint(rng, 1, 8))
-            masks = [_mixed(rng, _bernoulli(rng, *shape, p=0.5))]  # some True, some False: a constant mask makes a constant answer right
+            masks = [mixed(rng, bernoulli(rng, *shape, p=0.5))]  # some True, some False: a constant mask makes a constant answer right
             if part.label in ("blocked_to_sdpa", "to_additive_mask default"):  # a 1×1 mask, next to the regular one
-                masks.append(_bernoulli(rng, 1, 1, p=0.5))
+                masks.append(bernoulli(rng, 1, 1, p=0.5))
             for mask in masks:
                 if part.label == "blocked_to_sdpa":
                     expect.equal(sub.sdpa_masks.blocked_to_sdpa(mask), ref.sdpa_masks.blocked_to_sdpa(mask), what=f"blocked_to_sdpa(mask {list(mask.shape)})",
@@ -115,7 +102,7 @@ def test_mask_converters_match_reference_on_random_masks(sub, ref, rng, credit):
                     dtype = torch.float64 if "float64" in part.label else torch.float32
                     got = sub.sdpa_masks.to_additive_mask(mask) if "default" in part.label else sub.sdpa_masks.to_additive_mask(mask, dtype=dtype)
                     want = ref.sdpa_masks.to_additive_mask(mask, dtype=dtype)
-                    expect.close(got, want, what=f"to_additive_mask(allowed {list(mask.shape)}, {_tag(dtype)})",
+                    expect.close(got, want, what=f"to_additive_mask(allowed {list(mask.shape)}, {dtype_name(dtype)})",
                                  tol=EXACT, mistakes=signatures.distinct(signatures.additive(mask, dtype), EXACT, want))
 
 
@@ -126,12 +113,12 @@ def test_hf_to_sdpa_mask_matches_reference_any_nonzero_is_real(sub, ref, rng, cr
             lengths = torch.randint(1, S + 1, (B, 1), generator=rng)
             lengths[randint(rng, 0, B - 1)] = randint(rng, 1, S - 1)  # one example really padded: with no pad key the mask ignores attention_mask
             pos = torch.arange(S).unsqueeze(0)
-            real = choice(rng, (pos < lengths, pos >= S - lengths, _mixed(rng, _bernoulli(rng, B, S, p=0.7))))
+            real = choice(rng, (pos < lengths, pos >= S - lengths, mixed(rng, bernoulli(rng, B, S, p=0.7))))
             kind = choice(rng, ("int64", "int32", "bool", "float32", "int64 values 1..3"))
             causal = case.kind == "causal=True"
             reals = [real]
             if case.draw == 0:  # S = 1 (one real or pad token), next to the regular batch
-                reals.append(_bernoulli(rng, B, 1, p=0.5))
+                reals.append(bernoulli(rng, B, 1, p=0.5))
             for real in reals:
                 if kind == "bool":
                     attention_mask = real.clone()
@@ -149,11 +136,10 @@ def test_kv_cache_mask_matches_reference_for_l_le_s(sub, ref, rng, credit):
     for case in credit.kinds(kinds):
         with case:
             S = choice(rng, (3, randint(rng, 4, 64)))
-            draws = [(choice(rng, (2, S - 1, randint(rng, 2, S - 1))), S)]  # 2 <= L < S: L = S is plain tril (top-left is right), L = 1 all True
+            regular = (choice(rng, (2, S - 1, randint(rng, 2, S - 1))), S)  # 2 <= L < S: L = S is plain tril (top-left is right), L = 1 all True
             # next to it, never credited alone: L = 1, L = S, S = 1
             extra = {"and L = 1": (1, S), "and L = S": (S, S), "and S = 1": (1, 1), "and L = 1, S ≤ 8": (1, randint(rng, 2, 8))}
-            if case.kind in extra:
-                draws.append(extra[case.kind])
+            draws = beside_regular(regular, extra.get(case.kind))
             for L, S in draws:
                 want = ref.sdpa_masks.kv_cache_mask(L, S)
                 expect.equal(sub.sdpa_masks.kv_cache_mask(L, S), want, what=f"kv_cache_mask({L}, {S})",
@@ -174,12 +160,11 @@ def test_sdpa_matches_reference_with_masks_and_bottom_right_causal(sub, ref, rng
                 allowed = _allowed(rng, lead, L, S) if case.kind.endswith("with a mask") else None
             if randint(rng, 0, 1):
                 q = noncontiguous(q)
-            inputs = [(q, k, v, allowed)]
-            if _degenerate(L, S, allowed, causal):  # nothing blocked or one key per query: checked next to a regular input
-                inputs.append(_regular_sdpa_inputs(rng, dtype))
+            # nothing blocked or one key per query: checked next to a regular input
+            inputs = beside_regular((q, k, v, allowed), _regular_sdpa_inputs(rng, dtype) if _degenerate(L, S, allowed, causal) else None)
             for q, k, v, allowed in inputs:
                 want = _expected_sdpa(ref, q, k, v, allowed, causal, dtype)
-                label = f"q {list(q.shape)}, k {list(k.shape)}, allowed {None if allowed is None else list(allowed.shape)}, causal={causal}, {_tag(dtype)}"
+                label = f"q {list(q.shape)}, k {list(k.shape)}, allowed {None if allowed is None else list(allowed.shape)}, causal={causal}, {dtype_name(dtype)}"
                 t = tol("sdpa_masks.sdpa", dtype)
                 expect.close(sub.sdpa_masks.sdpa(q, k, v, allowed=allowed, causal=causal), want, what=f"sdpa({label})",
                              tol=t, mistakes=lambda: sd.blame_kv_cache(sub, signatures.distinct(signatures.sdpa(q, k, v, allowed, causal), t, want), signatures.top_left(q.size(-2), k.size(-2))))
@@ -194,7 +179,7 @@ def test_sdpa_never_passes_both_attn_mask_and_is_causal(sub, ref, rng, credit):
             q, k, v = randn(rng, 2, 2, L, 4), randn(rng, 2, 2, S, 4), randn(rng, 2, 2, S, 4)
             allowed = None
             if part.label.startswith("allowed"):
-                allowed = _bernoulli(rng, 2, 1, 1, S, p=0.7)
+                allowed = bernoulli(rng, 2, 1, 1, S, p=0.7)
                 allowed[..., 0] = True
             r = sub.sdpa_masks.run(sd.sdpa_recorded, [q, k, v], {"allowed": allowed, "causal": True})
             calls = r["calls"]
@@ -256,7 +241,7 @@ def _mha_case(rng, case_index: int):
     B, T = choice(rng, (1, randint(rng, 2, 3))), randint(rng, 2, 10)  # T = 1 is checked next to a regular case
     x = randn(rng, B, T, C, dtype=dtype)
     kind = randint(rng, 0, 2)
-    allowed = None if kind == 0 else torch.tril(torch.ones(T, T, dtype=torch.bool)) if kind == 1 else _bernoulli(rng, T, T, p=0.6)
+    allowed = None if kind == 0 else torch.tril(torch.ones(T, T, dtype=torch.bool)) if kind == 1 else bernoulli(rng, T, T, p=0.6)
     if allowed is not None:
         allowed[:, 0] = True
     key_allowed = None
@@ -286,7 +271,7 @@ def test_mha_self_attention_matches_module_in_both_layouts(sub, rng, credit):
                 r = sub.sdpa_masks.run(sd.mha_recorded, config, state, x, allowed, key_allowed)
                 want = oracles.mha_expected(config, state, x, allowed, key_allowed)
                 label = (f"MultiheadAttention({config['embed_dim']}, {config['num_heads']}, bias={config['bias']}, batch_first={config['batch_first']}), "
-                         f"x {list(x.shape)}, allowed={'None' if allowed is None else 'given'}, key_allowed={'None' if key_allowed is None else 'given'}, {_tag(dtype)}")
+                         f"x {list(x.shape)}, allowed={'None' if allowed is None else 'given'}, key_allowed={'None' if key_allowed is None else 'given'}, {dtype_name(dtype)}")
                 t = tol("sdpa_masks.mha_self_attention", dtype)
                 expect.close(r["value"], want, what=f"mha_self_attention: {label}", tol=t,
                              mistakes=signatures.distinct(signatures.mha(sd.mha_module(config, state), x, allowed, key_allowed), t, want))
@@ -314,7 +299,7 @@ def test_mha_self_attention_calls_module_with_need_weights_false(sub, rng, credi
 
 # --------------------------------------------------------------------------- conventions
 def test_sdpa_masks_functions_keep_dtype_and_leave_inputs_unchanged(sub, ref, rng, credit):
-    allowed = _bernoulli(rng, 4, 6, p=0.6)
+    allowed = bernoulli(rng, 4, 6, p=0.6)
     allowed[:, 0] = True
     allowed[0, 1:] = False  # something blocked
     allowed[-1, -1] = True  # and a query with two keys
@@ -335,7 +320,7 @@ def test_sdpa_masks_functions_keep_dtype_and_leave_inputs_unchanged(sub, ref, rn
             for before, after in zip(args, r.args or []):
                 expect.unchanged(before, after, what=f"{name} leaves its inputs unchanged")
             out = expect.tensor(r.value, what=f"{name} result")
-            expect.true(out.dtype == dtype, what=f"{part.label}: result dtype {_tag(dtype)}", detail=f"got {_tag(out.dtype)}",
+            expect.true(out.dtype == dtype, what=f"{part.label}: result dtype {dtype_name(dtype)}", detail=f"got {dtype_name(out.dtype)}",
                         hints=["general/mask-dtype"] if dtype == torch.bool else ["general/dtype-changed"])
             # and the right values: a copy of the input keeps its dtype and leaves it unchanged too
             if name == "sdpa":
