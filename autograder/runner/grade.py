@@ -20,7 +20,7 @@ from typing import Callable
 from .. import results as results_mod
 from ..config import Config
 from ..results import Results
-from ..sandbox.policy import build_worker_spec
+from .policy import build_worker_spec
 from ..sandbox.spec import WorkerSpec
 from . import engine, seeding
 from .manifest import RunManifest

@@ -5,5 +5,8 @@ server, talking to the trusted grader over a data-only protocol.
 - ``confine``: rlimits, identity drop, Landlock and seccomp (Linux)
 - ``zygote``: the fork server (torch imported, nothing computed)
 - ``worker``: the worker's main loop; ``probes``: trusted procedures run inside it
-- ``client``: the trusted side's handles; ``policy``: what a run's workers may do
+- ``client``: the trusted side's handles
+
+What a run's workers may do (a ``spec.WorkerSpec``) is decided by ``autograder.runner.policy``
+from grading.toml: nothing in this package reads the config.
 """

@@ -14,7 +14,7 @@
 As root we create them directly (before the capabilities are dropped). As an ordinary
 user we create a user namespace first, mapping only our own uid and gid, where the kernel
 allows unprivileged ones. Where neither works (e.g. Docker's default seccomp profile) the
-worker runs without them; ``policy.py`` probes which kind works once per run and says so in
+worker runs without them; ``runner/policy.py`` probes which kind works once per run and says so in
 the results.
 """
 

@@ -243,28 +243,3 @@ def start() -> tuple[int, socket.socket]:
             os._exit(0)
     child.close()
     return pid, parent
-
-
-def uid_can_read(uid: int, gid: int, paths: list[str]) -> bool:
-    """Can an unprivileged uid read the interpreter and its packages? Checked in a child,
-    because only the kernel knows (ACLs, parent-directory modes, mount options). Note that
-    ``os.path.isdir`` is no test here: it answers False when the uid cannot even stat."""
-    pid = os.fork()
-    if pid == 0:
-        code = 1
-        try:
-            os.setgroups([])
-            os.setgid(gid)
-            os.setuid(uid)
-            for path in paths:  # each exists (the caller checked, as root)
-                try:
-                    os.listdir(path)
-                except NotADirectoryError:
-                    with open(path, "rb") as fh:
-                        fh.read(1)
-            code = 0
-        except BaseException:  # noqa: BLE001
-            code = 1
-        os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    return os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0

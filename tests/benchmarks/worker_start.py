@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT))
 
 from autograder.config import load  # noqa: E402
 from autograder.sandbox.client import Sandbox  # noqa: E402
-from autograder.sandbox.policy import build_worker_spec  # noqa: E402
+from autograder.runner.policy import build_worker_spec  # noqa: E402
 
 
 def main() -> None:

@@ -11,9 +11,9 @@ import pytest
 import torch
 
 from autograder.config import load
+from autograder.runner.policy import build_worker_spec
 from autograder.sandbox import confine, seccomp
 from autograder.sandbox.client import Sandbox, WorkerDied, WorkerProtocolError, WorkerTimeout
-from autograder.sandbox.policy import build_worker_spec
 from conftest import ROOT
 
 LINUX = os.uname().sysname == "Linux"

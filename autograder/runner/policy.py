@@ -1,4 +1,6 @@
-"""Decide, on the trusted side, what this run's workers may do on this machine.
+"""Decide, on the trusted side, what this run's workers may do on this machine: grading.toml's
+``[limits]`` and ``[sandbox]`` turned into a ``WorkerSpec``. This is the one place where the
+config meets the sandbox — nothing under ``autograder/sandbox`` reads the config.
 
 - Not root (a student's laptop): the worker keeps the user's uid; Landlock (when the
   kernel has it) limits reads to the interpreter and the submission copy and writes to a
@@ -20,8 +22,8 @@ import sys
 from pathlib import Path
 
 from ..config import Config
-from . import confine, namespaces, zygote
-from .spec import WorkerSpec
+from ..sandbox import confine, namespaces
+from ..sandbox.spec import WorkerSpec
 
 SYSTEM_READ = ["/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin"]
 DEVICE_READ = ["/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", "/proc/cpuinfo", "/proc/meminfo", "/proc/stat", "/sys/devices/system/cpu", "/sys/fs/cgroup"]
@@ -72,7 +74,7 @@ def build_worker_spec(config: Config, copy_dir: Path, scratch_root: Path, protec
     except KeyError:
         raise ValueError(f"[sandbox] user {config.sandbox.user!r} does not exist on this machine") from None
     spec.uid, spec.gid = entry.pw_uid, entry.pw_gid
-    if zygote.uid_can_read(spec.uid, spec.gid, py):
+    if uid_can_read(spec.uid, spec.gid, py):
         spec.identity = "user"
         notes.append(f"running as root: submission code runs as {config.sandbox.user} (uid {spec.uid})")
     elif landlock:
@@ -98,3 +100,28 @@ def _namespace_kind(probe_dir: Path) -> str:
     # As root only "host": a user namespace maps root alone, so `setuid(nobody)` would fail in it.
     kind = "host" if os.geteuid() == 0 else "user"
     return kind if namespaces.probe(kind, str(probe_dir)) else ""
+
+
+def uid_can_read(uid: int, gid: int, paths: list[str]) -> bool:
+    """Can an unprivileged uid read the interpreter and its packages? Checked in a child,
+    because only the kernel knows (ACLs, parent-directory modes, mount options). Note that
+    ``os.path.isdir`` is no test here: it answers False when the uid cannot even stat."""
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.setgroups([])
+            os.setgid(gid)
+            os.setuid(uid)
+            for path in paths:  # each exists (the caller checked, as root)
+                try:
+                    os.listdir(path)
+                except NotADirectoryError:
+                    with open(path, "rb") as fh:
+                        fh.read(1)
+            code = 0
+        except BaseException:  # noqa: BLE001
+            code = 1
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    return os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
