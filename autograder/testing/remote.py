@@ -261,7 +261,8 @@ class RemoteModule:
     def call(self, target: str, *args: Any, record_ops: bool = False, return_args: bool = False, **kwargs: Any) -> CallResult:
         label = f"{self._name}.{target}(…)"
         raw, ops, out = self._sub._invoke(
-            self._name, "call", None, [self._name, target, list(args), kwargs, record_ops, return_args], {}, label, (self._name, target)
+            self._name, "call", None, [], dict(module=self._name, target=target, args=list(args), kwargs=kwargs, record_ops=record_ops, return_args=return_args),
+            label, (self._name, target),
         )
         result = _as_dict(raw, label)
         return CallResult(result.get("value"), result.get("args"), result.get("kwargs"), ops, out)
@@ -269,7 +270,9 @@ class RemoteModule:
     def call_with_grad(self, target: str, *args: Any, wrt: list[int], grad_output: Any, output_index: int | None = None, record_ops: bool = False, **kwargs: Any) -> dict:
         label = f"{self._name}.{target}(…) + backward"
         raw, ops, _ = self._sub._invoke(
-            self._name, "call_with_grad", None, [self._name, target, list(args), kwargs, wrt, grad_output, output_index, record_ops], {}, label, (self._name, target)
+            self._name, "call_with_grad", None, [],
+            dict(module=self._name, target=target, args=list(args), kwargs=kwargs, wrt=wrt, grad_output=grad_output, output_index=output_index, record_ops=record_ops),
+            label, (self._name, target),
         )
         result = _as_dict(raw, label)
         result["ops"] = ops
@@ -278,9 +281,10 @@ class RemoteModule:
     def construct(self, cls: str, init_args: list | tuple = (), init_kwargs: dict | None = None, *, state: dict | None = None, calls: list | tuple = (), mode: str = "eval", grad: dict | None = None, record_ops: bool = False, describe: bool = True, dtype=None) -> dict:
         label = f"{self._name}.{cls}(…)"
         raw, ops, _ = self._sub._invoke(
-            self._name, "construct", None,
-            [self._name, cls, list(init_args), dict(init_kwargs or {}), state, [list(c) for c in calls], mode, grad, record_ops, describe, dtype],
-            {}, label, (self._name, cls),
+            self._name, "construct", None, [],
+            dict(module=self._name, cls=cls, init_args=list(init_args), init_kwargs=dict(init_kwargs or {}), state=state, calls=[list(c) for c in calls],
+                 mode=mode, grad=grad, record_ops=record_ops, describe=describe, dtype=dtype),
+            label, (self._name, cls),
         )
         result = _as_dict(raw, label)
         result["ops"] = ops
