@@ -1,7 +1,7 @@
 """GitHub Actions and GitHub Classroom: the files a CI run writes besides stdout.
 
 ``python -m autograder grade --format github`` prints annotations and a log (the github
-renderer); this module is what the CLI then does with the environment Actions gives it:
+renderer); this module renders what the CLI then appends to the files Actions names:
 
 - ``$GITHUB_STEP_SUMMARY``: the markdown score table and what to fix (≤ 1 MiB, GitHub's
   limit per step; over it, the table alone);
@@ -64,22 +64,14 @@ def summary_markdown(results: Results) -> str:
     return text
 
 
-def _append(path: str, text: str) -> None:
-    with open(path, "a", encoding="utf-8", errors="backslashreplace") as fh:
-        fh.write(text)
-
-
-def write_actions_files(results: Results, env: dict[str, str] | None = None, *, fail_below: float = 0.0) -> list[str]:
-    """Append the step summary and the step outputs where Actions asks for them. Returns
-    what could not be written (one line each), so the caller can warn and go on."""
+def actions_files(results: Results, env: dict[str, str] | None = None, *, fail_below: float = 0.0) -> list[tuple[str, str, str]]:
+    """(variable, path, text to append) for each file Actions asks for in ``env``: the step
+    summary and the step outputs. Rendered here; the caller appends (autograder.cli)."""
     env = os.environ if env is None else env
-    problems = []
+    out = []
     summary = env.get("GITHUB_STEP_SUMMARY")
     if summary:
-        try:
-            _append(summary, summary_markdown(results))
-        except OSError as exc:
-            problems.append(f"could not write $GITHUB_STEP_SUMMARY ({summary}): {exc.strerror or exc}")
+        out.append(("GITHUB_STEP_SUMMARY", summary, summary_markdown(results)))
     output = env.get("GITHUB_OUTPUT")
     if output:
         lines = [
@@ -88,12 +80,8 @@ def write_actions_files(results: Results, env: dict[str, str] | None = None, *, 
             f"max-score={results.max_score:g}",
             f"status={results.status}",
         ]
-        try:
-            _append(output, "\n".join(lines) + "\n")
-        except OSError as exc:
-            problems.append(f"could not write $GITHUB_OUTPUT ({output}): {exc.strerror or exc}")
-    return problems
-
+        out.append(("GITHUB_OUTPUT", output, "\n".join(lines) + "\n"))
+    return out
 
 
 # --------------------------------------------------------------------------- the PR comment
@@ -237,9 +225,9 @@ def comment_main(results_path: str | None, env: dict[str, str] | None = None, op
 def _load_results(path: str | None) -> Results:
     """The public results of this run; a missing or broken file still gives a comment that
     says grading did not complete."""
-    from .results import from_dict
+    from .results import error_result, from_dict
 
     try:
         return from_dict(json.loads(Path(path or "results.json").read_text(encoding="utf-8")))
     except (OSError, ValueError, TypeError, KeyError) as exc:
-        return Results(status="error", message=f"no results to show ({path or 'results.json'}: {exc.__class__.__name__}) — see the job log", score=0.0, max_score=0.0, skills=[])
+        return error_result(None, f"no results to show ({path or 'results.json'}: {exc.__class__.__name__}) — see the job log")

@@ -22,8 +22,8 @@ import sys
 from pathlib import Path
 
 from .config import ConfigError, load
+from .renderers import FORMATS
 
-FORMATS = ("text", "json", "gradescope", "markdown", "github")  # see autograder.renderers
 
 EXIT_OK, EXIT_BROKEN, EXIT_USAGE, EXIT_BELOW_THRESHOLD, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
@@ -70,23 +70,24 @@ def _check_output(path: str) -> None:
         raise ConfigError(f"--output {path}: cannot write there (permission denied) — choose another path")
 
 
-def render(results, fmt: str, config) -> str:
+def render(results, fmt: str, config, style=None) -> str:
+    from .renderers import Style
     from .renderers import render as _render
 
-    return _render(results, fmt, config)
+    return _render(results, fmt, config, style=style or Style())
 
 
-def _render_safely(results, fmt: str, config) -> str:
+def _render_safely(results, fmt: str, config, style=None) -> str:
     """The output for ``results``; when a renderer fails on what it was given, an error
     result in the same format that says so; when even that fails, minimal JSON. Never raises."""
     try:
-        return render(results, fmt, config)
+        return render(results, fmt, config, style)
     except Exception as exc:  # noqa: BLE001 - whatever went wrong, a results file is written
         message = f"the {fmt} output could not be rendered ({type(exc).__name__}: {str(exc)[:200]}); score withheld — please tell your instructor"
     try:
-        from .results import Results
+        from .results import error_result
 
-        return render(Results(status="error", message=message, score=0.0, max_score=getattr(results, "max_score", 0.0), skills=[]), fmt, None)
+        return render(error_result(None, message, max_score=getattr(results, "max_score", 0.0)), fmt, None)
     except Exception:  # noqa: BLE001
         import json
 
@@ -123,20 +124,53 @@ def _write(text: str, output: str | None) -> bool:
         return False
 
 
-def _fail(args: argparse.Namespace, config, message: str, code: int, *, submission: str | None = None, kind: str = "") -> int:
-    """The one error path: one line on stderr, and (with --output) a results file that says
-    what happened — every test of the selected skills listed as not run when the config is
-    known, a bare error result otherwise."""
-    _say(message)
-    message = kind + message
-    if args.output:
-        from . import results as results_mod
+def _stdout_style():
+    """The text format as stdout shows it: a terminal's colours and width, a pipe's width."""
+    from rich.console import Console
 
-        try:
-            broken = results_mod.error_result(config, message, submission=submission or "")
-        except Exception:  # noqa: BLE001
-            broken = results_mod.error_result(None, message)
-        _write(_render_safely(broken, args.format, config), args.output)
+    from .renderers import Style
+
+    console = Console(highlight=False)
+    return Style(color_system=console.color_system, width=console.width, terminal=console.is_terminal)
+
+
+def _publish(args: argparse.Namespace, config, shown, *, stdout: bool = True) -> bool:
+    """Everything a run writes, from the results it shows: ``--results`` (JSON), the
+    output in ``--format`` (to ``--output``, else to stdout when ``stdout``), and with
+    ``--format github`` the files Actions asks for. False when a file could not be written."""
+    ok = True
+    if getattr(args, "results", None) and not _write(_render_safely(shown, "json", config), args.results):
+        ok = False
+    if args.output or stdout:
+        style = _stdout_style() if args.format == "text" and not args.output else None
+        if not _write(_render_safely(shown, args.format, config, style), args.output):
+            ok = False
+    if args.format == "github":
+        from .ci import actions_files
+
+        fail_below = config.ci_fail_below if config is not None and not getattr(args, "skill", None) else 0.0
+        for variable, path, text in actions_files(shown, fail_below=fail_below):
+            try:
+                with open(path, "a", encoding="utf-8", errors="backslashreplace") as fh:
+                    fh.write(text)
+            except OSError as exc:
+                print(f"autograder: could not write ${variable} ({path}): {exc.strerror or exc}", file=sys.stderr)
+    return ok
+
+
+def _fail(args: argparse.Namespace, config, message: str, code: int, *, submission: str | None = None, kind: str = "") -> int:
+    """The one error path: one line on stderr, and the same files a run writes (with
+    ``--output``, ``--results`` and in CI) from one error result — every test of the selected
+    skills listed as not run when the config is known, a bare error result otherwise.
+    Only GitHub's format also goes to stdout (the annotation is how CI shows it)."""
+    from . import results as results_mod
+
+    _say(message)
+    try:
+        broken = results_mod.error_result(config, kind + message, submission=submission or "")
+    except Exception:  # noqa: BLE001
+        broken = results_mod.error_result(None, kind + message)
+    _publish(args, config, broken, stdout=args.format == "github")
     return code
 
 
@@ -191,32 +225,37 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         return _fail(args, None, str(exc), EXIT_USAGE, kind="configuration error: ")
     submission = args.submission if args.submission is not None else str(config.exercises_dir)
-    from .runner.submission import SubmissionDirError, resolve_root
+    from .runner.submission import SubmissionDirError, check
 
     try:
-        resolve_root(Path(submission), list(config.exercise_modules))
+        check(submission, config)
     except SubmissionDirError as exc:
-        code = _fail(args, config, str(exc), EXIT_USAGE, submission=submission)
-        if args.format == "github":  # CI: the annotation, summary and Classroom result say what happened
-            from . import results as results_mod
-            from .ci import write_actions_files
-
-            broken = results_mod.error_result(config, str(exc), submission=submission)
-            if not args.output:
-                _write(_render_safely(broken, "github", config), None)
-            write_actions_files(broken, fail_below=config.ci_fail_below)
-        return code
+        return _fail(args, config, str(exc), EXIT_USAGE, submission=submission)
     try:
-        return _grade(args, config, submission)
+        results = _grade(args, config, submission)
     except KeyboardInterrupt:
         return _fail(args, config, "grading was interrupted (Ctrl-C)", EXIT_INTERRUPTED, submission=submission)
     except ConfigError as exc:
         return _fail(args, config, str(exc), EXIT_USAGE, submission=submission, kind="configuration error: ")
     except Exception as exc:  # noqa: BLE001 - a bug of ours: say so, and still leave a results file
         return _fail(args, config, f"the grader itself failed ({type(exc).__name__}: {str(exc)[:300]}) — not your fault; please tell your instructor", EXIT_BROKEN, submission=submission)
+    if not _publish(args, config, results if args.reveal_hidden else results.public()):
+        return EXIT_USAGE
+    if args.output:
+        from rich.console import Console
+
+        Console(stderr=True).print(f"{results.course}: {results.score:g} / {results.max_score:g} → {args.output}" + ("" if results.status == "complete" else f" ({results.status}: {results.message})"), highlight=False, markup=False)
+    if results.status == "interrupted":
+        return EXIT_INTERRUPTED
+    if results.status != "complete":
+        return EXIT_BROKEN
+    if args.format == "github" and not args.skill and results.score < config.ci_fail_below:
+        print(f"autograder: {results.score:g} points is below [ci] fail_below = {config.ci_fail_below:g} in grading.toml", file=sys.stderr)
+        return EXIT_BELOW_THRESHOLD
+    return EXIT_OK
 
 
-def _grade(args: argparse.Namespace, config, submission: str) -> int:
+def _grade(args: argparse.Namespace, config, submission: str):
     from rich.console import Console
 
     from .runner.grade import GradeRequest, grade
@@ -226,32 +265,4 @@ def _grade(args: argparse.Namespace, config, submission: str) -> int:
     protect = [Path(args.output).resolve().parent] if args.output else []
     show = not args.no_progress and err.is_terminal
     with LiveProgress(err, config, enabled=show) as progress:
-        results = grade(GradeRequest(config, submission, seed=args.seed, protect=protect, on_event=progress.update, keep_report=Path(args.keep_report) if args.keep_report else None))
-    shown = results if args.reveal_hidden else results.public()
-    if args.results and not _write(render(shown, "json", config), args.results):
-        return EXIT_USAGE
-    if args.format == "text" and args.output is None:
-        from .renderers import text
-
-        try:
-            text.render(shown, Console(highlight=False))
-        except Exception:  # noqa: BLE001 - the terminal view failed: print the plain one
-            _write(_render_safely(shown, "text", config), None)
-    else:
-        if not _write(_render_safely(shown, args.format, config), args.output):
-            return EXIT_USAGE
-        if args.output:
-            err.print(f"{results.course}: {results.score:g} / {results.max_score:g} → {args.output}" + ("" if results.status == "complete" else f" ({results.status}: {results.message})"), highlight=False, markup=False)
-    if args.format == "github":
-        from .ci import write_actions_files
-
-        for problem in write_actions_files(shown, fail_below=0.0 if args.skill else config.ci_fail_below):
-            print(f"autograder: {problem}", file=sys.stderr)
-    if results.status == "interrupted":
-        return EXIT_INTERRUPTED
-    if results.status != "complete":
-        return EXIT_BROKEN
-    if args.format == "github" and not args.skill and results.score < config.ci_fail_below:
-        print(f"autograder: {results.score:g} points is below [ci] fail_below = {config.ci_fail_below:g} in grading.toml", file=sys.stderr)
-        return EXIT_BELOW_THRESHOLD
-    return EXIT_OK
+        return grade(GradeRequest(config, submission, seed=args.seed, protect=protect, on_event=progress.update, keep_report=Path(args.keep_report) if args.keep_report else None))

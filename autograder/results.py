@@ -404,11 +404,11 @@ def build(manifest: "RunManifest", report: dict | None, submission: dict, *, sta
     )
 
 
-def error_result(config: "Config | None", message: str, *, submission: str = "", status: str = "error", duration: float = 0.0) -> Results:
+def error_result(config: "Config | None", message: str, *, submission: str = "", status: str = "error", duration: float = 0.0, max_score: float = 0.0) -> Results:
     """The one result of a run that could not grade: every test ``config`` expects at 0 with
     the reason, or — without a config (it could not be read) — a bare error result."""
     if config is None:
-        return Results(status=status, message=message, score=0.0, max_score=0.0, skills=[], duration=round(duration, 3))
+        return Results(status=status, message=message, score=0.0, max_score=max_score, skills=[], duration=round(duration, 3))
     from .runner.manifest import RunManifest
 
     return build(RunManifest.plan(config), None, {"path": submission}, status=status, message=message, duration=duration)

@@ -1,9 +1,13 @@
-"""Renderers: each turns the same ``Results`` (built from the pytest-json-report) into
-one output format. None of them grades anything."""
+"""Renderers: each turns the same ``Results`` (built from the pytest-json-report) into one
+output format, as a string. None of them grades anything, reads a file or writes one: the
+caller writes (``autograder.cli``). ``RENDERERS`` is the one list of formats — the
+terminal's coloured view is the ``text`` format with a ``Style``."""
 
 from __future__ import annotations
 
 import io
+from dataclasses import dataclass
+from typing import Callable
 
 from rich.console import Console
 
@@ -11,22 +15,43 @@ from ..config import Config
 from ..results import Results, dumps
 from . import github, gradescope, markdown, text
 
-FORMATS = ("text", "json", "gradescope", "markdown", "github")
+
+@dataclass(frozen=True)
+class Style:
+    """How the text format looks: plain for files (the default), or as on the terminal (or
+    pipe) stdout is: rich's colour system there (e.g. "truecolor") and its width."""
+
+    color_system: str | None = None
+    width: int = 110
+    terminal: bool = False
 
 
-def render(results: Results, fmt: str, config: Config | None, *, width: int = 110) -> str:
-    """The output as a string (text: plain, no colour — for files)."""
-    if fmt == "json":
-        return dumps(results.to_dict())
-    if fmt == "gradescope":
-        visibility = config.gradescope_visibility if config else {"visible": "visible", "hidden": "after_due_date"}
-        return gradescope.render(results, visibility)
-    if fmt == "markdown":
-        return markdown.render(results)
-    if fmt == "github":
-        return github.render(results)
-    if fmt == "text":
-        buffer = io.StringIO()
-        text.render(results, Console(file=buffer, width=width, color_system=None, force_terminal=False, emoji=False, highlight=False))
-        return buffer.getvalue()
-    raise ValueError(f"unknown format {fmt!r}")
+def _text(results: Results, config: Config | None, style: Style) -> str:
+    buffer = io.StringIO()
+    text.render(results, Console(file=buffer, width=style.width, color_system=style.color_system, force_terminal=style.terminal,
+                                 emoji=False, highlight=False))
+    return buffer.getvalue()
+
+
+def _gradescope(results: Results, config: Config | None, style: Style) -> str:
+    visibility = config.gradescope_visibility if config else {"visible": "visible", "hidden": "after_due_date"}
+    return gradescope.render(results, visibility)
+
+
+RENDERERS: dict[str, Callable[[Results, Config | None, Style], str]] = {
+    "text": _text,
+    "json": lambda results, config, style: dumps(results.to_dict()),
+    "gradescope": _gradescope,
+    "markdown": lambda results, config, style: markdown.render(results),
+    "github": lambda results, config, style: github.render(results),
+}
+FORMATS = tuple(RENDERERS)
+
+
+def render(results: Results, fmt: str, config: Config | None, *, style: Style = Style()) -> str:
+    """The output as a string (text: plain, no colour, unless ``style`` says otherwise)."""
+    try:
+        renderer = RENDERERS[fmt]
+    except KeyError:
+        raise ValueError(f"unknown format {fmt!r}") from None
+    return renderer(results, config, style)

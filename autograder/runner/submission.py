@@ -114,6 +114,12 @@ def resolve_root(path: Path, module_files: list[str]) -> Path:
     return root
 
 
+def check(path: str | Path, config: Config) -> Path:
+    """The one check of a submission folder before grading (``SubmissionDirError`` when it
+    cannot be graded at all); returns the folder holding the modules."""
+    return resolve_root(Path(path), list(config.exercise_modules))
+
+
 def _link_problem(root: Path) -> str | None:
     """Why the modules' folder cannot be used (``exercises`` is a link, or not a folder)."""
     st = _lstat(root / NESTED)
@@ -237,7 +243,7 @@ def _open_dir(path: Path) -> int | None:
 def prepare(path: str | Path, config: Config, run_dir: Path, *, world_readable: bool) -> PreparedSubmission:
     given = str(path)
     module_files = list(config.exercise_modules)
-    root = resolve_root(Path(path), module_files)
+    root = check(path, config)
     copy_dir = run_dir / "submission"
     copy_dir.mkdir(mode=0o755)
     prepared = PreparedSubmission(given=given, root=root, copy_dir=copy_dir)
