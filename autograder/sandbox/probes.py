@@ -255,7 +255,8 @@ def _requires_grad(values: list, wrt: list[int]) -> list:
 
 
 # --------------------------------------------------------------------------- builtin probes
-def call(ctx, module: str, target: str, args: list, kwargs: dict, record_ops: bool = False, return_args: bool = False) -> dict:
+# Keyword-only: the trusted side (testing/remote.py) names every field it sends.
+def call(ctx, *, module: str, target: str, args: list, kwargs: dict, record_ops: bool = False, return_args: bool = False) -> dict:
     """Call ``module.target(*args, **kwargs)``; optionally record ops and return the
     arguments as they are afterwards (to detect in-place modification)."""
     fn = resolve(ctx.module(module), target)
@@ -268,7 +269,7 @@ def call(ctx, module: str, target: str, args: list, kwargs: dict, record_ops: bo
     return result
 
 
-def call_with_grad(ctx, module: str, target: str, args: list, kwargs: dict, wrt: list[int], grad_output: Any, output_index: int | None = None, record_ops: bool = False) -> dict:
+def call_with_grad(ctx, *, module: str, target: str, args: list, kwargs: dict, wrt: list[int], grad_output: Any, output_index: int | None = None, record_ops: bool = False) -> dict:
     """Forward through the submission, then autograd back to the arguments listed in
     ``wrt`` with the given upstream gradient. Unused inputs get ``None``."""
     fn = resolve(ctx.module(module), target)
@@ -282,7 +283,7 @@ def call_with_grad(ctx, module: str, target: str, args: list, kwargs: dict, wrt:
     return {"value": value, "grads": list(grads)}
 
 
-def construct(ctx, module: str, cls: str, init_args: list, init_kwargs: dict, state: dict | None = None, calls: list | None = None, mode: str = "eval", grad: dict | None = None, record_ops: bool = False, describe: bool = True, dtype: torch.dtype | None = None) -> dict:
+def construct(ctx, *, module: str, cls: str, init_args: list, init_kwargs: dict, state: dict | None = None, calls: list | None = None, mode: str = "eval", grad: dict | None = None, record_ops: bool = False, describe: bool = True, dtype: torch.dtype | None = None) -> dict:
     """Build ``module.cls(*init_args, **init_kwargs)``, optionally load a state_dict
     (non-strict; missing/unexpected keys are returned under ``load``), run
     ``calls`` (a list of ``[method, args, kwargs]``) and optionally backprop ``grad``

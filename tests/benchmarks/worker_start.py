@@ -47,7 +47,7 @@ def main() -> None:
             for name, box in boxes.items():
                 start = time.perf_counter()
                 worker = box.worker()
-                reply = worker.run("call", None, ["m", "echo", [1], {}], {}, timeout=30, during="echo")
+                reply = worker.run("call", None, [], {"module": "m", "target": "echo", "args": [1], "kwargs": {}}, timeout=30, during="echo")
                 times[name].append(time.perf_counter() - start)
                 assert reply.ok, reply.error
                 facts[name] = worker.facts

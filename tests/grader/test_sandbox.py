@@ -187,7 +187,7 @@ def sandbox(tmp_path_factory):
 def call(box, fn, *args, timeout=5.0):
     worker = box.worker()
     try:
-        return worker, worker.run("call", None, ["m", fn, list(args), {}], {}, timeout=timeout, during=fn)
+        return worker, worker.run("call", None, [], {"module": "m", "target": fn, "args": list(args), "kwargs": {}}, timeout=timeout, during=fn)
     except BaseException:
         worker.close()
         raise
