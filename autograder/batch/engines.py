@@ -37,10 +37,12 @@ class ForkedRun:
         self.id = run_id
         self.pid = -1
         self.returncode: int | None = None
+        self.cpu_seconds: float | None = None  # the run's processes together, once it ended
         self._done = threading.Event()
 
-    def _finish(self, returncode: int) -> None:
+    def _finish(self, returncode: int, cpu_seconds: float | None = None) -> None:
         self.returncode = returncode
+        self.cpu_seconds = cpu_seconds
         self._done.set()
 
     def poll(self) -> int | None:
@@ -63,6 +65,7 @@ class PreloadedEngines:
         self.cwd = Path(root)
         self._lock = threading.Lock()
         self._runs: dict[int, ForkedRun] = {}
+        self._local = threading.local()  # the run this thread launched last (its CPU time)
         self._next = 1
         self.alive = False
         self.fallbacks = 0
@@ -117,6 +120,13 @@ class PreloadedEngines:
         if run is None:
             self.fallbacks += 1
             return engine.popen(argv, cwd=cwd, env=env, log=log, pass_fds=pass_fds)
+        self._local.run = run
+        return run
+
+    def take_last_run(self) -> ForkedRun | None:
+        """The run this thread launched last (and forget it)."""
+        run = getattr(self._local, "run", None)
+        self._local.run = None
         return run
 
     # ------------------------------------------------------------------ internals
@@ -146,7 +156,7 @@ class PreloadedEngines:
                 if run is not None and "status" in message:
                     del self._runs[run.id]
             if run is not None and "status" in message:
-                run._finish(os.waitstatus_to_exitcode(int(message["status"])))
+                run._finish(os.waitstatus_to_exitcode(int(message["status"])), message.get("cpu_s"))
         # the server is gone: its runs died with it (each in a session it killed or orphaned)
         with self._lock:
             self.alive = False

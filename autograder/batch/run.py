@@ -85,8 +85,8 @@ def _error_results(config: Config, student: Student, message: str) -> results_mo
     return results_mod.error_result(config, message, submission=student.source.name)
 
 
-def _grade_one(config: Config, student: Student, options: Options, launcher) -> tuple[results_mod.Results, str]:
-    """(results, where the modules were found)."""
+def _grade_one(config: Config, student: Student, options: Options, launcher, timing: dict) -> tuple[results_mod.Results, str]:
+    """(results, where the modules were found); ``timing`` gets when the run's phases ended."""
     work = Path(tempfile.mkdtemp(prefix="autograder-batch-"))
     try:
         modules = list(config.exercise_modules)
@@ -101,8 +101,16 @@ def _grade_one(config: Config, student: Student, options: Options, launcher) -> 
             folder, note = locate(source, modules, work, limit)
         except UploadError as exc:
             return _error_results(config, student, f"{student.source.name}: {exc}"), ""
-        request = GradeRequest(config, str(folder), seed=options.seed, protect=[options.out.resolve()], launcher=launcher)
-        return grade(request), note
+        started = time.monotonic()
+
+        def on_event(event: dict) -> None:
+            if event.get("event") in ("collected", "done"):
+                timing[f"{event['event']}_s"] = round(time.monotonic() - started, 3)
+
+        request = GradeRequest(config, str(folder), seed=options.seed, protect=[options.out.resolve()], launcher=launcher, on_event=on_event)
+        results = grade(request)
+        timing["graded_s"] = round(time.monotonic() - started, 3)
+        return results, note
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -156,11 +164,15 @@ def run(config: Config, students: list[Student], options: Options, progress=None
             if stop.is_set():
                 return "cancelled"
             t0 = time.monotonic()
-            results, note = _grade_one(config, student, options, launcher)
+            timing: dict = {}
+            results, note = _grade_one(config, student, options, launcher, timing)
             if stop.is_set() and results.status != "complete":
                 return "cancelled"  # killed by Ctrl-C: not a result
+            run = engines.take_last_run() if engines is not None else None
+            if run is not None and run.cpu_seconds is not None:
+                timing["cpu_s"] = run.cpu_seconds
             meta = dict(want, name=student.name, sid=student.sid, source=str(student.source), located=note,
-                        seconds=round(time.monotonic() - t0, 3), status=results.status)
+                        seconds=round(time.monotonic() - t0, 3), status=results.status, timing=timing)
             _write_student(options.out / student.key, results, meta, config)
             outcome.per_student[student.key] = time.monotonic() - t0
             return results.status

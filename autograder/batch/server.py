@@ -195,7 +195,7 @@ class _Server:
     def reap(self) -> None:
         while True:
             try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
+                pid, status, usage = os.wait4(-1, os.WNOHANG)
             except ChildProcessError:
                 return
             if pid == 0:
@@ -207,7 +207,8 @@ class _Server:
                     os.killpg(pid, signal.SIGKILL)
                 except (ProcessLookupError, PermissionError):
                     pass
-                self.send({"id": run_id, "status": status})
+                # CPU of the run and of every process it waited for (its fork server, workers)
+                self.send({"id": run_id, "status": status, "cpu_s": round(usage.ru_utime + usage.ru_stime, 3)})
 
     def sweep_orphans(self) -> None:
         """Kill what finished runs left behind (re-parented here: we are a subreaper)."""
