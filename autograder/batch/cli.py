@@ -9,6 +9,7 @@ run the same command again to go on).
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from pathlib import Path
 
@@ -73,6 +74,10 @@ class BatchProgress:
             self.progress.stop()
 
 
+def _terminate(_signum, _frame) -> None:
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
     err = Console(stderr=True)
@@ -102,6 +107,7 @@ def main(argv: list[str]) -> int:
     options = Options(submissions=submissions, out=out_dir, jobs=args.jobs or default_jobs(), force=args.force,
                       seed=args.seed, skills=list(args.skill), preload=not args.no_preload)
     progress = BatchProgress(err, enabled=not args.no_progress and err.is_terminal)
+    signal.signal(signal.SIGTERM, _terminate)  # like Ctrl-C: keep what is finished, rewrite the gradebook
     try:
         outcome = run(config, students, options, progress)
     except KeyboardInterrupt:

@@ -92,7 +92,8 @@ def _fresh_signals() -> None:
 def _place_fds(received: list[int], targets: list[int]) -> None:
     """``received`` = [manifest, progress, log]: log → 1 and 2, /dev/null → 0, the pipes on
     ``targets`` (the numbers the argv names); every other descriptor closed."""
-    high = [_dup_high(fd) for fd in received]
+    floor = max(1000, *targets) + 1  # above every number we place a pipe on
+    high = [_dup_high(fd, floor) for fd in received]
     for fd in received:
         os.close(fd)
     manifest, progress, log = high
@@ -116,10 +117,10 @@ def _place_fds(received: list[int], targets: list[int]) -> None:
                 pass
 
 
-def _dup_high(fd: int) -> int:
+def _dup_high(fd: int, floor: int) -> int:
     import fcntl
 
-    return fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 1000)
+    return fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, floor)
 
 
 def _child(sock: socket.socket, request: dict, fds: list[int]) -> None:

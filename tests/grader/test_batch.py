@@ -251,3 +251,46 @@ def test_student_keys_are_safe_unique_and_links_are_skipped(tmp_path):
     assert "Zoë" in keys
     assert any("link" in n and "symbolic link" in n for n in notes)
     assert "link" not in {s.name for s in students}
+
+
+def test_a_forked_run_starts_like_a_fresh_process(tmp_path):
+    """The preloaded server's child looks, from inside, like the fresh `python -m pytest`
+    that runner/engine.py starts: a session of its own, the same open descriptors, signal
+    handlers, argv, working folder and environment — and the grading plugin not imported
+    yet (its import starts the run's sandbox fork server)."""
+    from autograder.batch.engines import PYTEST, PreloadedEngines
+    from autograder.config import load
+    from autograder.runner import engine
+
+    config = load(ROOT / "grading.toml")
+    probe = tmp_path / "test_probe.py"
+    probe.write_text(
+        "import json, os, signal, sys\n"
+        "def test_probe():\n"
+        "    fds = sorted(int(f) for f in os.listdir('/proc/self/fd'))\n"
+        "    print('PROBE' + json.dumps({'fds': fds, 'session_leader': os.getsid(0) == os.getpid(), 'argv': sys.argv[1:],\n"
+        "        'signals': {s.name: repr(signal.getsignal(s)) for s in signal.Signals if s not in (signal.SIGKILL, signal.SIGSTOP)},\n"
+        "        'mask': sorted(signal.pthread_sigmask(signal.SIG_BLOCK, [])), 'cwd': os.getcwd(), 'env': dict(os.environ),\n"
+        "        'plugin': 'autograder.runner.plugin' in sys.modules}))\n",
+        encoding="utf-8")
+    manifest_r, manifest_w = os.pipe()
+    progress_r, progress_w = os.pipe()
+    argv = [*PYTEST, "-c", os.devnull, "-p", "no:cacheprovider", "-q", "-s", str(probe)]
+    env = engine.environment(config.root, config.suites_dir)
+
+    def probe_with(launch, log_path: Path) -> dict:
+        with open(log_path, "wb") as log:
+            run = launch(argv, cwd=config.root, env=dict(env), log=log, pass_fds=(manifest_r, progress_w))
+        assert run.wait(120) == 0, log_path.read_text()
+        line = next(li for li in log_path.read_text().splitlines() if li.startswith("PROBE"))
+        return json.loads(line[len("PROBE"):])
+
+    with PreloadedEngines(config.root, config.suites_dir, [], label="probe") as engines:
+        forked = probe_with(engines.launch, tmp_path / "forked.log")
+        assert engines.fallbacks == 0
+    fresh = probe_with(engine.popen, tmp_path / "fresh.log")
+    for fd in (manifest_r, manifest_w, progress_r, progress_w):
+        os.close(fd)
+    assert forked["session_leader"] and {manifest_r, progress_w} <= set(forked["fds"])
+    assert not forked["plugin"]
+    assert forked == fresh
