@@ -44,17 +44,21 @@ import time
 
 MAX_MESSAGE = 1 << 20
 
-#: what every grading run imports besides what the plugin imports itself
+#: what every grading run imports besides what the plugin package imports itself
 _ALWAYS = (
     "pytest", "_pytest.config", "_pytest.main", "_pytest.python", "_pytest.fixtures", "_pytest.runner",
     "_pytest.terminal", "_pytest.assertion.rewrite", "pytest_jsonreport.plugin", "pytest_metadata.plugin",
-    "torch", "torch.nn.functional", "torch.func", "torch.autograd.functional",
+    "torch", "torch.nn.functional", "torch.func", "torch.autograd.functional", "numpy", "einops",
     "autograder.feedback.hints", "autograder.sandbox.client", "autograder.sandbox.zygote", "autograder.sandbox.worker",
     "autograder.sandbox.probes", "autograder.sandbox.confine", "autograder.testing.expect", "autograder.testing.credit",
-    "autograder.testing.failures", "autograder.testing.remote", "autograder.results",
+    "autograder.testing.failures", "autograder.testing.remote", "autograder.results", "autograder.runner.manifest",
 )
-#: never imported here: importing it is what starts a run (its fork server, in the child)
-_RUN_MODULES = ("autograder.runner.plugin",)
+#: never imported here: importing this package is what starts a run (its fork server, in the child)
+RUN_PACKAGE = "autograder.runner.plugin"
+
+
+def run_modules_loaded() -> list[str]:
+    return [name for name in sys.modules if name == RUN_PACKAGE or name.startswith(RUN_PACKAGE + ".")]
 
 
 def _preload(extra: list[str]) -> list[str]:
@@ -63,13 +67,14 @@ def _preload(extra: list[str]) -> list[str]:
     names = list(_ALWAYS) + [f"_pytest.{p}" for p in _pytest.config.default_plugins] + list(extra)
     failed = []
     for name in dict.fromkeys(names):
+        if name == RUN_PACKAGE or name.startswith(RUN_PACKAGE + "."):
+            continue
         try:
             importlib.import_module(name)
         except Exception:  # noqa: BLE001 - a module we cannot preload is imported by the run itself
             failed.append(name)
-    for name in _RUN_MODULES:
-        if name in sys.modules:
-            raise RuntimeError(f"{name} was imported by a preloaded module; the batch server must not start a run")
+    if run_modules_loaded():
+        raise RuntimeError(f"{', '.join(run_modules_loaded())} imported by a preloaded module; the batch server must not start a run")
     return failed
 
 

@@ -271,7 +271,7 @@ def test_a_forked_run_starts_like_a_fresh_process(tmp_path):
         "    print('PROBE' + json.dumps({'fds': fds, 'session_leader': os.getsid(0) == os.getpid(), 'argv': sys.argv[1:],\n"
         "        'signals': {s.name: repr(signal.getsignal(s)) for s in signal.Signals if s not in (signal.SIGKILL, signal.SIGSTOP)},\n"
         "        'mask': sorted(signal.pthread_sigmask(signal.SIG_BLOCK, [])), 'cwd': os.getcwd(), 'env': dict(os.environ),\n"
-        "        'plugin': 'autograder.runner.plugin' in sys.modules}))\n",
+        "        'plugin': [m for m in sys.modules if m.startswith('autograder.runner.plugin')]}))\n",
         encoding="utf-8")
     manifest_r, manifest_w = os.pipe()
     progress_r, progress_w = os.pipe()
