@@ -2,8 +2,8 @@
 
 Exit status: 0 when every student has a result (whatever the scores; a student whose grading
 broke has status ``error`` in the gradebook and the reason in their results); 2 for a usage
-or configuration error; 130 when interrupted (finished results and the gradebook are kept:
-run the same command again to go on).
+or configuration error; 130 when interrupted by Ctrl-C or SIGTERM (finished results and the
+gradebook are kept: run the same command again to go on).
 """
 
 from __future__ import annotations

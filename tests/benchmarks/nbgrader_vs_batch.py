@@ -55,6 +55,14 @@ def main() -> None:
         shutil.copytree(pool / name, subs / name)
     print(f"{len(chosen)} submissions: " + ", ".join(sorted({kinds[n].split(':')[0] for n in chosen})) + f"; load {os.getloadavg()[0]:.2f}")
 
+    # nbgrader runs `alembic` from PATH; a venv moved or shared between checkouts can hold an
+    # `alembic` script whose #! names a Python that no longer exists: a fallback behind it
+    shim = work / "bin"
+    shim.mkdir()
+    (shim / "alembic").write_text(f'#!/bin/sh\nexec "{sys.executable}" -m alembic "$@"\n')
+    (shim / "alembic").chmod(0o755)
+    os.environ["PATH"] = os.pathsep.join([os.environ.get("PATH", ""), str(shim)])
+
     ctx = ReleaseContext(repo=ROOT, config=config, out=work / "dist", version="bench", commit="0" * 16, suite_hash=suite_hash(config))
     start = time.monotonic()
     nbgrader_course.build(ctx)
