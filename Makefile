@@ -5,12 +5,14 @@
 #                  snapshots fresh)
 #   make snapshots instructors: rerun the reference on the visible suites' control inputs
 #   make stubs     instructors: write exercises/ from solutions/ (nbgrader's ClearSolutions)
+#   make new-test SKILL=qkv NAME=test_… WEIGHT=0.25 FROM=test_… [HIDDEN=1] [HINT=key FUNCTION=f TEXT=… SECTION=…]
+#                  instructors: a new test's skeleton, its weight and its hint, consistently
 #   make release VERSION=1.0.0   instructors: dist/student, dist/autograder.zip, dist/nbgrader, dist/MANIFEST.json
 # The first run creates .venv with python3 and installs the pinned requirements.
 
 include autograder/grade.mk
 
-.PHONY: grade test check snapshots stubs release benchmark tolerances batch clean help
+.PHONY: grade test check snapshots stubs release benchmark tolerances batch new-test clean help
 .DEFAULT_GOAL := help
 
 $(VENV)/.dev.stamp: $(VENV)/.requirements.stamp requirements-dev.txt
@@ -38,6 +40,12 @@ check: $(VENV)/.dev.stamp $(VENV)/.instructor.stamp ## instructors: solutions sc
 snapshots: $(VENV)/.requirements.stamp ## instructors: rewrite tests/suites/*/snapshots/ from the reference
 	$(PY) -m autograder snapshots
 
+new-test: $(VENV)/.requirements.stamp ## instructors: add a test in one go (SKILL= NAME= WEIGHT= FROM=test_…|ADD_POINTS=1 [HIDDEN=1] [HINT= FUNCTION= TEXT= SECTION=])
+	@test -n "$(SKILL)" -a -n "$(NAME)" -a -n "$(WEIGHT)" || { echo "make new-test: e.g. make new-test SKILL=qkv NAME=test_scale_scores_... HIDDEN=1 WEIGHT=0.25 FROM=test_... (autograder/testing/README.md)" >&2; exit 2; }
+	$(PY) -m autograder.testing.new_test --skill "$(SKILL)" --name "$(NAME)" --weight "$(WEIGHT)" $(if $(HIDDEN),--hidden) \
+		$(if $(FROM),--take-from "$(FROM)") $(if $(ADD_POINTS),--add-points) $(if $(HINT),--hint "$(HINT)") \
+		$(if $(FUNCTION),--function "$(FUNCTION)") $(if $(TEXT),--text "$(TEXT)") $(if $(SECTION),--section "$(SECTION)")
+
 stubs: $(VENV)/.instructor.stamp ## instructors: rewrite exercises/ from solutions/
 	$(PY) -m autograder stubs
 
@@ -62,6 +70,7 @@ help:
 	@echo "make check                                               instructors: prove the suites right"
 	@echo "make snapshots                                           instructors: rewrite the visible suites' reference snapshots"
 	@echo "make stubs                                               instructors: rewrite exercises/ from solutions/"
+	@echo "make new-test SKILL=x NAME=test_y WEIGHT=w FROM=test_z   instructors: add a test (+ HIDDEN=1, HINT=… FUNCTION=… TEXT=… SECTION=…)"
 	@echo "make release VERSION=1.0.0                               instructors: build dist/ (student repo, Gradescope zip, nbgrader course)"
 	@echo "make batch SUBMISSIONS=dir OUT=dir [JOBS=n] [FORCE=1]    instructors: grade a whole class (gradebook.csv, summary.md)"
 	@echo "make benchmark | make tolerances                         measure speed / re-derive tolerances"

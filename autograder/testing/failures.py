@@ -103,5 +103,7 @@ def describe_error(error: dict) -> str:
 
 
 def first_line(text: Any, limit: int = 300) -> str:
-    line = str(text).strip().splitlines()[0] if str(text).strip() else ""
+    """The first non-blank line of ``text`` (None → ""), cut to ``limit`` characters with "…"."""
+    text = "" if text is None else str(text).strip()
+    line = text.splitlines()[0] if text else ""
     return line if len(line) <= limit else line[: limit - 1] + "…"

@@ -103,6 +103,11 @@ def scale(s: torch.Tensor, d_k: int) -> dict[str, torch.Tensor]:
     return out
 
 
+def sqrt_precedence(s: torch.Tensor, d_k: int) -> dict[str, torch.Tensor]:
+    """scale_scores with `scores / (d_k ** 1/2)`: ** binds tighter than /, so that is d_k / 2."""
+    return {"qkv/sqrt-precedence": s / (d_k / 2)}
+
+
 def uniform_mean(x: torch.Tensor) -> dict[str, torch.Tensor]:
     T, C = x.size(-2), x.size(-1)
     return {

@@ -410,3 +410,16 @@ def test_qkv_functions_keep_dtype_and_leave_inputs_unchanged(sub, ref, rng, cred
                 out = expect.tensor(out, what=f"{part.label} result")
                 expect.true(out.dtype == dtype, what=f"{part.label} keeps float64", detail=f"float64 inputs gave a {str(out.dtype)[6:]} result", hints=["general/dtype-changed"])
                 expect.close(out, w_, what=f"{part.label} result (float64)", tol=tol(f"qkv.{part.label}", dtype))
+
+
+def test_scale_scores_uses_the_square_root_of_dk(sub, ref, rng, credit):
+    """scale_scores divides by √d_k at widths where √d_k is not d_k / 2 (d_k = 3, 8, 10, 32;
+    at d_k = 4 they agree): `d_k ** 1/2` is (d_k ** 1) / 2 (hint qkv/sqrt-precedence)."""
+    for case in credit.cases(4):  # one kind: all four draws must pass
+        with case:
+            dtype = choice(rng, DTYPES)
+            d_k = choice(rng, (3, 8, 10, 32))  # d_k / 2 is neither √d_k, nor 1 (no scaling), nor √(a score width ≤ 12)
+            s = randn(rng, randint(rng, 1, 3), randint(rng, 2, 12), randint(rng, 2, 12), dtype=dtype, scale=5.0)
+            want = in_float64(lambda a: ref.qkv.scale_scores(a, d_k), s, dtype=dtype)
+            expect.close(sub.qkv.scale_scores(s, d_k), want, what=f"scale_scores(scores, d_k={d_k}) = scores / √{d_k} (Week 7 §8)", tol=tol("qkv.scale_scores", dtype),
+                         mistakes={**signatures.scale(s.double(), d_k), **signatures.sqrt_precedence(s.double(), d_k)})
