@@ -1,9 +1,9 @@
-"""The lessons' own formulas, as plain torch, for *visible* tests' fresh random controls.
-
-Every visible test checks the worked example *and* fresh random inputs (drawn from the
-test's seeded ``rng``), so a submission that recognises the example and returns the
-printed numbers earns nothing. Nothing here goes beyond the code printed in the lessons
-(Week 7 §12–§13, Day 1 §2.3, §4.3, §A.4).
+"""The lessons' own formulas, as plain torch: expected values that re-implement exercise
+functions (attention, Week 7's head outputs and loss chain, the scaled scores, nn.MultiheadAttention
+called the Day 1 §A.2 way). Hidden suites and ``snapshot_cases.py`` only: the release ships no
+module a visible suite does not import, and the leak audit flags a replay in anything shipped.
+Nothing here goes beyond the code printed in the lessons (Week 7 §12–§13, §16, Day 1 §2.3,
+§4.3, §A.2–§A.4).
 """
 
 from __future__ import annotations
