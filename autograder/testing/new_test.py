@@ -10,7 +10,7 @@ command, consistently in the three places a test lives:
   cites and the function whose output shows the mistake.
 
     python -m autograder.testing.new_test --skill qkv --name test_scale_scores_... --hidden \\
-        --weight 0.25 --take-from test_scale_scores_matches_reference_for_many_widths \\
+        --weight 0.25 --take-from test_scale_scores_matches_reference \\
         --hint sqrt-precedence --function scale_scores --text "…" --section "Week 7 §8 (…)"
 
 Every check the grader makes on a configuration still applies: the new ``grading.toml`` is
