@@ -13,7 +13,7 @@ import os
 import socket
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Hashable
 
 from . import zygote
 from .protocol import PeerClosed, PeerTimeout, ProtocolError, decode, encode, recv_message, send_message
@@ -38,6 +38,10 @@ class Exit:
         if self.exit_code is not None:
             return f"the worker process exited with status {self.exit_code} (did the code call os._exit() or sys.exit()?)"
         return "the worker process ended unexpectedly"
+
+
+#: a worker whose resident memory grew by more than this since it was ready is not reused
+REUSE_MAX_GROWTH_KIB = 256 << 10
 
 
 class WorkerDied(Exception):
@@ -78,6 +82,8 @@ class Worker:
         self.sock = sock
         self.facts: list[str] = []
         self.exit: Exit | None = None
+        self.group: Hashable | None = None  # the tests it may serve in turn (Sandbox.begin_test)
+        self.baseline: tuple[int, int] | None = None  # (threads, RSS KiB) when it was ready
 
     @property
     def alive(self) -> bool:
@@ -93,6 +99,32 @@ class Worker:
             self._stop(reason="could not start")
             raise WorkerProtocolError(f"the sandbox could not start: {err.get('type')}: {err.get('message')}")
         self.facts = [str(f) for f in header.get("facts", [])][:20]
+        self.baseline = self._usage()
+
+    def _usage(self) -> tuple[int, int] | None:
+        """(threads, resident KiB), read by us from /proc — not asked of the worker."""
+        try:
+            with open(f"/proc/{self.pid}/status") as fh:
+                fields = dict(line.split(":", 1) for line in fh if ":" in line)
+            return int(fields["Threads"]), int(fields["VmRSS"].split()[0])
+        except (OSError, KeyError, ValueError):
+            return None
+
+    def reusable(self) -> bool:
+        """Alive, no thread of the submission's left running, no large growth: only such a
+        worker serves another test (a thread or a grown heap would follow it there)."""
+        now = self._usage()
+        if not self.alive or self.baseline is None or now is None:
+            return False
+        return now[0] <= self.baseline[0] and now[1] <= self.baseline[1] + REUSE_MAX_GROWTH_KIB
+
+    def reset(self, timeout: float) -> bool:
+        """Make the worker fresh for the next test (worker.FreshState); False when it could not."""
+        try:
+            reply, _ = self.request({"op": "reset"}, b"", timeout, "worker reset")
+        except (WorkerDied, WorkerTimeout, WorkerProtocolError):
+            return False
+        return reply.get("ok") is True
 
     def request(self, header: dict, blob: bytes, timeout: float, during: str) -> tuple[dict, bytes]:
         if not self.alive:
@@ -183,6 +215,10 @@ class Worker:
         )
 
     def close(self) -> None:
+        """The test is done with it: kept for the next test of its group when it may serve
+        one (Sandbox.begin_test), stopped otherwise."""
+        if self.group is not None and self.alive and self.sandbox._keep(self):
+            return
         self._stop(reason="test finished", killed=True, wait=False)
 
 
@@ -216,7 +252,18 @@ def _encode_call(args: list, kwargs: dict) -> tuple[Any, Any, bytes]:
 
 
 class Sandbox:
-    """One per grading run: the fork server plus a pre-forked spare worker."""
+    """One per grading run: the fork server, pre-forked spare workers, and the worker kept
+    for the next test of the same group.
+
+    Forking a worker from the fork server and tearing it down costs ~15 ms of CPU (mostly
+    the kernel copying and freeing the page tables of a process with torch imported), a
+    third of a grade's CPU when every test had its own. So the trusted side names each
+    test's *group* (``begin_test``: the plugin uses the skill and the suite's visibility)
+    and a worker serves the tests of one group in turn, reset between them
+    (worker.FreshState). Never across groups: a hidden test's inputs cannot reach a
+    visible test's printed output, nor one skill's state another's. A worker that died,
+    timed out, sent a malformed reply, left a thread running or grew large is replaced by
+    a fresh one, and ``begin_test(None)`` (the default) gives every test its own worker."""
 
     def __init__(self, spec: WorkerSpec, start_timeout: float = 30.0, max_reply_bytes: int = 256 << 20, server: tuple[int, socket.socket] | None = None) -> None:
         self.spec = spec
@@ -225,6 +272,22 @@ class Sandbox:
         self.pid, self.control = server if server is not None else zygote.start()
         self._spares: list[Worker] = []
         self.spawned = 0
+        self._group: Hashable | None = None
+        self._kept: Worker | None = None
+        self.reused = 0
+
+    def begin_test(self, group: Hashable | None) -> None:
+        """The next test's group: its worker may come from the last test of the same group."""
+        self._group = group
+        if self._kept is not None and self._kept.group != group:
+            kept, self._kept = self._kept, None
+            kept._stop(reason="its group's tests are done", killed=True, wait=False)
+
+    def _keep(self, worker: Worker) -> bool:
+        if worker.group != self._group or self._kept is not None:
+            return False
+        self._kept = worker
+        return True
 
     def _send(self, request: dict, fds: list[int] | None = None) -> dict:
         data = json.dumps(request).encode()
@@ -260,15 +323,45 @@ class Sandbox:
     SPARES = 2
 
     def worker(self) -> Worker:
-        """A ready worker: the oldest pre-forked spare when there is one."""
+        """A ready worker: the kept worker of this test's group once reset, else the oldest
+        pre-forked spare, else a new one."""
+        kept, self._kept = self._kept, None
+        if kept is not None:
+            if kept.group == self._group and kept.reusable() and kept.reset(self.start_timeout):
+                self.reused += 1
+                return kept
+            kept._stop(reason="not reusable", killed=True, wait=False)
         worker = self._spares.pop(0) if self._spares else self._spawn()
         worker.wait_ready(self.start_timeout)
+        worker.group = self._group
         return worker
 
     def prefork(self) -> None:
         """Fork workers ahead, so their start overlaps the trusted side's work."""
         while len(self._spares) < self.SPARES:
             self._spares.append(self._spawn())
+
+    def connection(self) -> socket.socket:
+        """One more control connection to the same fork server, for a trusted process forked
+        from this one (``Sandbox.forked``); the server serves both in turn."""
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            socket.send_fds(self.control, [json.dumps({"op": "connect"}).encode()], [theirs.fileno()])
+        finally:
+            theirs.close()
+        return ours
+
+    def forked(self, control: socket.socket) -> "Sandbox":
+        """In a process forked from this one: a sandbox of its own over ``control`` (from
+        ``connection()``). This process's copies of the parent's sockets are closed
+        unused, so the parent's workers and connection stay the parent's alone."""
+        for worker in [*self._spares, *([self._kept] if self._kept else [])]:
+            worker.sock.close()
+        self._spares, self._kept = [], None
+        self.control.close()
+        box = Sandbox(self.spec, self.start_timeout, self.max_reply_bytes, server=(self.pid, control))
+        box._group = self._group
+        return box
 
     def kill(self, pid: int) -> dict:
         try:
@@ -293,6 +386,7 @@ class Sandbox:
             pass
 
     def close(self) -> None:
+        self.begin_test(None)
         for spare in self._spares:
             spare.close()
         self._spares = []

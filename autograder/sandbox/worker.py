@@ -13,10 +13,12 @@ to be validated, never as a verdict.
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 import importlib.util
 import io
 import os
+import random
 import signal
 import socket
 import sys
@@ -180,6 +182,64 @@ def _is_library_path(path: str, spec: WorkerSpec) -> bool:
 
 
 # --------------------------------------------------------------------------- requests
+class FreshState:
+    """The process-wide state a test may change, as it was before any submission code ran.
+
+    A worker serves the tests of one skill and visibility in turn (see ``client.Sandbox``);
+    before each test after the first, ``restore`` makes it look freshly forked to honest
+    code: the submission's modules are imported again (module-level state starts over), and
+    the RNGs, default dtype, grad mode, print options, builtins, ``sys.path``, the modules
+    that were loaded, ``sys.stdout``/``stderr``, environment,
+    working folder, signal handlers and interval timers are as they were. What hostile code
+    changes beyond that stays its own: the worker runs nothing but this submission's code
+    for this skill and visibility, and the trusted side replaces a worker that left a thread
+    running, grew large, or failed in any way."""
+
+    SIGNALS = (signal.SIGALRM, signal.SIGVTALRM, signal.SIGPROF, signal.SIGUSR1, signal.SIGUSR2, signal.SIGINT, signal.SIGTERM)
+    TIMERS = (signal.ITIMER_REAL, signal.ITIMER_VIRTUAL, signal.ITIMER_PROF)
+
+    def __init__(self, spec: WorkerSpec) -> None:
+        self.prefix = spec.copy_dir.rstrip("/") + "/"
+        self.cwd = os.getcwd()
+        self.torch_rng = torch.get_rng_state()
+        self.python_rng = random.getstate()
+        self.dtype = torch.get_default_dtype()
+        self.builtins = dict(builtins.__dict__)
+        self.path = list(sys.path)
+        self.modules = dict(sys.modules)
+        self.streams = (sys.stdout, sys.stderr)
+        self.environ = dict(os.environ)
+        self.handlers = {sig: signal.getsignal(sig) for sig in self.SIGNALS}
+        nprandom = sys.modules.get("numpy.random")  # its state, when the fork server loaded it
+        self.numpy_rng = nprandom.get_state() if nprandom is not None else None
+
+    def restore(self) -> None:
+        for timer in self.TIMERS:
+            signal.setitimer(timer, 0)
+        for sig, handler in self.handlers.items():
+            signal.signal(sig, handler)
+        for name, module in list(sys.modules.items()):
+            if str(getattr(module, "__file__", None) or "").startswith(self.prefix):
+                del sys.modules[name]  # the submission's own modules: imported afresh
+        for name, module in self.modules.items():
+            if sys.modules.get(name) is not module:
+                sys.modules[name] = module
+        sys.stdout, sys.stderr = self.streams
+        builtins.__dict__.clear()
+        builtins.__dict__.update(self.builtins)
+        sys.path[:] = self.path
+        os.environ.clear()
+        os.environ.update(self.environ)
+        os.chdir(self.cwd)
+        torch.set_rng_state(self.torch_rng)
+        random.setstate(self.python_rng)
+        if self.numpy_rng is not None:
+            self.modules["numpy.random"].set_state(self.numpy_rng)
+        torch.set_default_dtype(self.dtype)
+        torch.set_grad_enabled(True)
+        torch.set_printoptions(profile="default")
+
+
 class WorkerContext:
     """What a probe sees: the submission's modules and recorders for its calls."""
 
@@ -189,6 +249,7 @@ class WorkerContext:
         self.autograd_uses: set[str] = set()
         self.tampered: set[str] = set()
         self._probe_cache: dict[str, Any] = {}
+        self.fresh = FreshState(spec)
 
     def module(self, name: str) -> Any:
         if name not in self.spec.modules:
@@ -301,6 +362,9 @@ def handle(ctx: WorkerContext, header: dict, blob: bytes, out: CappedWriter) -> 
         if op == "import":
             ctx.module(header["module"])
             reply = {"ok": True}
+        elif op == "reset":  # the next test begins: see FreshState
+            ctx.fresh.restore()
+            reply = {"ok": True}
         elif op == "run":
             args = decode(header.get("args", []), blob)
             kwargs = decode(header.get("kwargs", {"t": "dict", "k": [], "v": []}), blob)
@@ -324,9 +388,9 @@ def handle(ctx: WorkerContext, header: dict, blob: bytes, out: CappedWriter) -> 
 
 def serve(sock: socket.socket, spec: WorkerSpec, facts: list[str]) -> None:
     probes.AUTOGRAD_TRIPWIRE.install()  # before any submission module is imported
-    ctx = WorkerContext(spec)
     out = CappedWriter(spec.output_bytes)
     sys.stdout = sys.stderr = out  # type: ignore[assignment]
+    ctx = WorkerContext(spec)
     send_message(sock, {"ok": True, "ready": True, "facts": facts, "pid": os.getpid()})
     while True:
         try:

@@ -5,7 +5,8 @@
     info = sub.qkv.construct("AttentionHead", [4, 2, 8], state=..., calls=[("forward", [x], {})])
     out = sub.custom_backward.run(my_probe, q, k, v)            # a shipped probe
 
-Each test gets its own worker, forked on the first call and killed at teardown. Faults
+Each test gets a fresh worker on its first call (a new one, or its group's last one made
+fresh: sandbox.client.Sandbox), released at teardown. Faults
 become exceptions from ``failures.py``; the runtime remembers a module that failed to
 import and a function that timed out, so later tests fail fast instead of waiting again.
 """

@@ -159,6 +159,36 @@ def proc_strings():
 
 def stat(path):
     return _attempt(lambda: os.stat(path))
+
+CALLS = []
+
+def count():
+    CALLS.append(1)
+    return len(CALLS)
+
+def disturb():
+    import builtins, random, signal
+    torch.manual_seed(123)
+    random.seed(123)
+    torch.set_default_dtype(torch.float64)
+    torch.set_grad_enabled(False)
+    torch.set_printoptions(precision=1)
+    os.environ["PLANTED"] = "1"
+    builtins.PLANTED = True
+    sys.stdout = None
+    signal.setitimer(signal.ITIMER_REAL, 30)
+    sys.modules["json"] = None
+    os.chdir("/")
+    return "disturbed"
+
+def state():
+    import builtins, random, signal
+    return {
+        "torch": torch.rand(3), "random": random.random(), "dtype": str(torch.get_default_dtype()),
+        "grad": torch.is_grad_enabled(), "print": torch._tensor_str.PRINT_OPTS.precision, "env": "PLANTED" in os.environ,
+        "builtin": hasattr(builtins, "PLANTED"), "stdout": sys.stdout is not None, "timer": signal.getitimer(signal.ITIMER_REAL)[0],
+        "json": sys.modules.get("json") is not None, "cwd": os.getcwd(), "calls": len(CALLS),
+    }
 '''
 
 
@@ -459,3 +489,89 @@ def test_worker_cannot_even_stat_solutions_or_hidden_suites(sandbox):
         worker, reply = call(sandbox, "stat", str(path))
         worker.close()
         assert reply.value["value"] == "FileNotFoundError", path
+
+
+# ------------------------------------------------------------------ one worker per group
+def _grouped(box, group, fn, *args):
+    box.begin_test(group)
+    worker, reply = call(box, fn, *args)
+    worker.close()
+    return worker.pid, reply
+
+
+def _fresh_state(box):
+    box.begin_test(None)
+    worker, reply = call(box, "state")
+    worker.close()
+    return reply.value["value"]
+
+
+def _same_state(a, b):
+    assert torch.equal(a.pop("torch"), b.pop("torch"))
+    assert a == b
+
+
+def test_a_group_reuses_its_worker_made_fresh_between_tests(sandbox):
+    try:
+        first, before = _grouped(sandbox, ("qkv", "hidden"), "state")
+        second, reply = _grouped(sandbox, ("qkv", "hidden"), "count")
+        third, disturbed = _grouped(sandbox, ("qkv", "hidden"), "disturb")
+        fourth, after = _grouped(sandbox, ("qkv", "hidden"), "state")
+        assert first == second == third == fourth and disturbed.ok  # one process…
+        before, after = before.value["value"], after.value["value"]
+        fresh = _fresh_state(sandbox)
+        assert torch.equal(before["torch"], fresh["torch"])  # (a fresh worker's torch RNG: the fork server's)
+        _same_state(after, before)  # …that each test finds as fresh: module state, RNGs, globals, timers
+        assert after["calls"] == 0 and after["dtype"] == "torch.float32" and after["grad"] and not after["env"]
+    finally:
+        sandbox.begin_test(None)
+
+
+def test_a_module_is_imported_afresh_for_each_test_of_a_group(sandbox):
+    try:
+        first, reply = _grouped(sandbox, ("masks", "visible"), "count")
+        second, again = _grouped(sandbox, ("masks", "visible"), "count")
+        assert second == first and reply.value["value"] == again.value["value"] == 1
+    finally:
+        sandbox.begin_test(None)
+
+
+def test_workers_never_cross_groups(sandbox):
+    try:
+        hidden, _ = _grouped(sandbox, ("qkv", "hidden"), "echo", 1)
+        visible, _ = _grouped(sandbox, ("qkv", "visible"), "echo", 1)
+        other_skill, _ = _grouped(sandbox, ("masks", "visible"), "echo", 1)
+        assert len({hidden, visible, other_skill}) == 3
+    finally:
+        sandbox.begin_test(None)
+    for _ in range(100):  # the hidden group's worker was stopped when its group ended
+        if not os.path.exists(f"/proc/{hidden}") or open(f"/proc/{hidden}/stat").read().split()[2] == "Z":
+            break
+        time.sleep(0.02)
+    assert not os.path.exists(f"/proc/{hidden}") or open(f"/proc/{hidden}/stat").read().split()[2] == "Z"
+
+
+def test_ungrouped_tests_each_get_their_own_worker(sandbox):
+    first, _ = _grouped(sandbox, None, "echo", 1)
+    second, _ = _grouped(sandbox, None, "echo", 1)
+    assert first != second
+
+
+def test_a_worker_that_left_a_thread_running_serves_no_other_test(sandbox):
+    try:
+        spinner, _ = _grouped(sandbox, ("qkv", "hidden"), "background_thread")
+        after, reply = _grouped(sandbox, ("qkv", "hidden"), "count")
+        assert after != spinner and reply.value["value"] == 1
+    finally:
+        sandbox.begin_test(None)
+
+
+def test_a_worker_that_died_serves_no_other_test(sandbox):
+    try:
+        sandbox.begin_test(("qkv", "hidden"))
+        with pytest.raises(WorkerDied):
+            call(sandbox, "exit_code", 3)
+        after, reply = _grouped(sandbox, ("qkv", "hidden"), "echo", 5)
+        assert reply.ok and reply.value["value"] == 5
+    finally:
+        sandbox.begin_test(None)
