@@ -6,7 +6,9 @@ come from a process that has imported torch and computed nothing. The trusted py
 process starts this server before it collects a single test (so no test module, hidden
 input or reference result is in the memory the workers inherit), and then talks to it over
 a SOCK_SEQPACKET socket: ``spawn`` (with the worker's socket passed as a file descriptor),
-``kill`` (the worker, its process group, and every orphan it left behind) and ``stop``.
+``kill`` (the worker, its process group, and every orphan it left behind), ``connect``
+(one more control socket, for a second trusted process forked from the first: see
+runner/split.py; its ``stop`` or end closes only that connection) and ``stop``.
 
 The server is a *child subreaper*: anything a worker forks and abandons is re-parented
 here, and every ``kill`` sweeps such orphans, so nothing a submission starts outlives it.
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import socket
 import sys
@@ -25,6 +28,7 @@ from . import confine
 from .spec import WorkerSpec
 
 MAX_REQUEST = 1 << 20
+MAX_CLIENTS = 8
 
 
 def describe_status(status: int) -> dict:
@@ -42,7 +46,8 @@ def describe_status(status: int) -> dict:
 
 class _Server:
     def __init__(self, sock: socket.socket) -> None:
-        self.sock = sock
+        self.sock = sock  # the first trusted process: its stop (or end) stops the server
+        self.clients: list[socket.socket] = [sock]
         self.live: set[int] = set()
         self.status: dict[int, int] = {}
 
@@ -118,7 +123,8 @@ class _Server:
         pid = os.fork()
         if pid == 0:
             try:
-                self.sock.close()
+                for client in self.clients:
+                    client.close()
                 from .worker import worker_main
 
                 worker_main(WorkerSpec.from_dict(spec), fd)
@@ -129,52 +135,78 @@ class _Server:
         return {"pid": pid}
 
     def run(self) -> None:
-        while True:
+        while self.clients:
             try:
-                data, fds, _flags, _addr = socket.recv_fds(self.sock, MAX_REQUEST, 4)
+                ready, _, _ = select.select(self.clients, [], [])
             except (OSError, ValueError):
                 break
-            if not data:
-                break
-            try:
-                request = json.loads(data)
-                op = request.get("op")
-                if op == "spawn":
-                    if len(fds) != 1:
-                        raise ValueError("spawn needs exactly one socket")
-                    reply = self.spawn(request["spec"], fds[0])
-                    fds = []
-                    if request.get("noreply"):
-                        reply = None  # the worker announces its pid itself
-                elif op == "kill":
-                    reply = self.kill(int(request["pid"]))
-                    if request.get("noreply"):
-                        reply = None
-                elif op == "preload":
-                    for name in request.get("modules", [])[:32]:
-                        try:
-                            __import__(str(name))
-                        except Exception:  # noqa: BLE001 - a missing preload only costs time
-                            pass
-                    reply = None
-                elif op == "stop":
-                    break
-                else:
-                    reply = {"error": f"unknown op {op!r}"}
-            except Exception as exc:  # noqa: BLE001 - answer, never die on a bad request
-                reply = {"error": f"{type(exc).__name__}: {exc}"}
-            for fd in fds:
-                os.close(fd)
-            self._reap()
-            if reply is None:
-                continue
-            try:
-                self.sock.send(json.dumps(reply).encode())
-            except OSError:
-                break
+            for sock in ready:
+                if not self.serve(sock):
+                    if sock is self.sock:
+                        self.clients = []
+                        break
+                    self.clients.remove(sock)
+                    sock.close()
         for pid in list(self.live):
             self.kill(pid)
         self._sweep()
+
+    def serve(self, sock: socket.socket) -> bool:
+        """Answer one request from ``sock``; False when that connection ends."""
+        try:
+            data, fds, _flags, _addr = socket.recv_fds(sock, MAX_REQUEST, 4)
+        except (OSError, ValueError):
+            return False
+        if not data:
+            return False
+        try:
+            reply = self.handle(json.loads(data), fds)
+        except Exception as exc:  # noqa: BLE001 - answer, never die on a bad request
+            reply = {"error": f"{type(exc).__name__}: {exc}"}
+        finally:
+            for fd in fds:  # those the request did not take
+                os.close(fd)
+        self._reap()
+        if reply is _END:
+            return False
+        if reply is None:
+            return True
+        try:
+            sock.send(json.dumps(reply).encode())
+        except OSError:
+            return False
+        return True
+
+    def handle(self, request: dict, fds: list[int]) -> dict | None | object:
+        """The reply (None: no reply, _END: the connection ends); takes from ``fds`` the
+        descriptors it keeps."""
+        op = request.get("op")
+        if op == "spawn":
+            if len(fds) != 1:
+                raise ValueError("spawn needs exactly one socket")
+            reply = self.spawn(request["spec"], fds.pop())
+            return None if request.get("noreply") else reply  # the worker announces its pid itself
+        if op == "kill":
+            reply = self.kill(int(request["pid"]))
+            return None if request.get("noreply") else reply
+        if op == "preload":
+            for name in request.get("modules", [])[:32]:
+                try:
+                    __import__(str(name))
+                except Exception:  # noqa: BLE001 - a missing preload only costs time
+                    pass
+            return None
+        if op == "connect":
+            if len(fds) != 1 or len(self.clients) >= MAX_CLIENTS:
+                raise ValueError("connect needs exactly one socket (and at most a few connections)")
+            self.clients.append(socket.socket(fileno=fds.pop()))
+            return None
+        if op == "stop":
+            return _END
+        return {"error": f"unknown op {op!r}"}
+
+
+_END = object()
 
 
 def _warm_up() -> None:

@@ -16,6 +16,7 @@ import torch
 from ...feedback import hints as hint_catalogue
 from ...testing import expect
 from ...testing.failures import CheckFailed, SubmissionError
+from .. import split
 from .session import active
 
 
@@ -48,6 +49,13 @@ def _classify(item: pytest.Item, call: pytest.CallInfo) -> dict:
             "traceback": _suite_traceback(exc),
         },
     }
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtestloop(session: pytest.Session) -> bool | None:
+    """With two cores, half of the skills run in a second trusted process (runner/split.py)."""
+    grading = active()
+    return split.runtestloop(session, grading) if grading is not None else None
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -121,6 +129,7 @@ def pytest_json_modifyreport(json_report: dict) -> None:
         },
         "sandbox": grading.runtime.facts,
         "workers_started": grading.sandbox.spawned,
+        "workers_reused": grading.sandbox.reused,
         "call_seconds": {module: round(seconds, 3) for module, seconds in grading.runtime.spent.items()},
     }
 

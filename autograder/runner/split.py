@@ -1,0 +1,180 @@
+"""Run a grading session's tests on two cores: two trusted processes, one fork server.
+
+A test is a conversation between the trusted process (inputs, reference, comparison) and
+its worker (the submission's code): one of them waits while the other computes, so one
+grading run keeps one core busy. With two cores to use (``usable_cpus``), the trusted
+pytest process forks once its tests are collected — torch imported, nothing computed, the
+same moment the fork server itself was forked — and the child runs about half of the
+skills while the parent runs the rest. Both get workers from the same fork server (the
+child over its own connection), so the isolation of the submission is exactly as before.
+
+Results do not depend on the split:
+
+- a skill's tests stay together and in their order (so does each module's state on the
+  trusted side: the time budget, functions that timed out, a module that failed to import
+  — a skill's tests only call its own module), and each test's seed comes from its id;
+- the child sends the pytest-json-report entries of its tests, and the parent puts them
+  into its own report in collection order, before the report is written;
+- the run's cap on printed output (``PRINTED_PER_RUN``) is shared by halves: each process
+  may keep half of it.
+
+If the child does not deliver (it crashed, or was killed), the parent runs the child's
+tests itself after its own, so a result is never lost, only later.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from collections import OrderedDict
+from typing import Any
+
+import pytest
+
+from ..sandbox.confine import set_parent_death_signal
+
+
+def usable_cpus() -> int:
+    """Cores this process may use: its CPU affinity, capped by a cgroup v2 quota (a
+    container with half a CPU, like Gradescope's, gains nothing from a second process)."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    try:
+        with open("/sys/fs/cgroup/cpu.max") as fh:
+            quota, period = fh.read().split()[:2]
+        if quota != "max":
+            cpus = min(cpus, max(1, int(int(quota) / int(period))))
+    except (OSError, ValueError):
+        pass
+    return cpus
+
+
+def partition(items: list[pytest.Item], manifest: Any) -> tuple[list[pytest.Item], list[pytest.Item]] | None:
+    """Two halves of ``items`` with every skill whole and in order, as even in test count as
+    whole skills allow (largest skills first, each to the lighter half; ties go to the
+    first half): deterministic for a given suite. None when there are not two skills."""
+    groups: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        spec = manifest.test(item.nodeid)
+        groups.setdefault(spec.skill if spec else item.nodeid.split("::")[0], []).append(item)
+    if len(groups) < 2:
+        return None
+    halves: list[list[pytest.Item]] = [[], []]
+    for group in sorted(groups.values(), key=len, reverse=True):  # stable: ties keep suite order
+        min(halves, key=len).extend(group)
+    order = {id(item): i for i, item in enumerate(items)}
+    first, second = (sorted(half, key=lambda item: order[id(item)]) for half in halves)
+    return first, second
+
+
+def run_loop(session: pytest.Session, items: list[pytest.Item]) -> None:
+    """pytest's own ``pytest_runtestloop`` body, over ``items``."""
+    for i, item in enumerate(items):
+        nextitem = items[i + 1] if i + 1 < len(items) else None
+        item.config.hook.pytest_runtest_protocol(item=item, nextitem=nextitem)
+        if session.shouldfail:
+            raise session.Failed(session.shouldfail)
+        if session.shouldstop:
+            raise session.Interrupted(session.shouldstop)
+
+
+def runtestloop(session: pytest.Session, grading: Any) -> bool | None:
+    """Run the session's tests in two processes; None (pytest's own loop runs them) when
+    that would not help: one core, one skill, a profile being taken, a collection error."""
+    config = session.config
+    if session.testsfailed or config.option.collectonly or os.environ.get("AUTOGRADER_PROFILE"):
+        return None
+    report = getattr(config, "_json_report", None)
+    if report is None or usable_cpus() < 2:
+        return None
+    halves = partition(session.items, grading.manifest)
+    if halves is None:
+        return None
+    mine, theirs = halves
+    grading.runtime.printed_left //= 2
+    control = grading.sandbox.connection()
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read_end)
+        _child(session, grading, theirs, control, write_end)  # never returns
+    os.close(write_end)
+    control.close()
+    try:
+        run_loop(session, mine)
+        with os.fdopen(read_end, "rb") as fh:
+            payload = fh.read()
+    except BaseException:
+        _end(pid, kill=True)
+        raise
+    status = _end(pid, kill=False)
+    try:
+        data = json.loads(payload) if status == 0 else None
+    except ValueError:
+        data = None
+    if not isinstance(data, dict):
+        run_loop(session, theirs)  # the child did not deliver: its tests run here
+    else:
+        _merge(session, grading, report, data)
+    report._json_tests = OrderedDict(sorted(report._json_tests.items(), key=_order(session.items)))
+    return True
+
+
+def _order(items: list[pytest.Item]):
+    index = {item.nodeid: i for i, item in enumerate(items)}
+    return lambda entry: index.get(entry[0], len(index))
+
+
+def _end(pid: int, kill: bool) -> int | None:
+    if kill:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    try:
+        _, status = os.waitpid(pid, 0)
+    except ChildProcessError:
+        return None
+    return os.WEXITSTATUS(status) if os.WIFEXITED(status) else None
+
+
+def _child(session: pytest.Session, grading: Any, items: list[pytest.Item], control, write_end: int) -> None:
+    code = 1
+    try:
+        set_parent_death_signal(signal.SIGKILL)
+        grading.sandbox = grading.runtime.sandbox = grading.sandbox.forked(control)
+        report = session.config._json_report
+        run_loop(session, items)
+        grading.sandbox.close()
+        payload = {
+            "tests": [report._json_tests[item.nodeid] for item in items if item.nodeid in report._json_tests],
+            "testsfailed": session.testsfailed,
+            "facts": grading.runtime.facts,
+            "spent": grading.runtime.spent,
+            "spawned": grading.sandbox.spawned,
+            "reused": grading.sandbox.reused,
+        }
+        data = json.dumps(payload).encode()
+        with os.fdopen(write_end, "wb") as fh:
+            fh.write(data)
+        code = 0
+    except BaseException:  # noqa: BLE001 - the parent runs these tests itself
+        code = 1
+    finally:
+        os._exit(code)
+
+
+def _merge(session: pytest.Session, grading: Any, report: Any, data: dict) -> None:
+    for entry in data.get("tests", []):
+        report._json_tests[entry["nodeid"]] = entry
+    session.testsfailed += int(data.get("testsfailed", 0))
+    for fact in data.get("facts", []):
+        if fact not in grading.runtime.facts:
+            grading.runtime.facts.append(fact)
+    for module, seconds in data.get("spent", {}).items():
+        grading.runtime.spent[module] = grading.runtime.spent.get(module, 0.0) + seconds
+    grading.sandbox.spawned += int(data.get("spawned", 0))
+    grading.sandbox.reused += int(data.get("reused", 0))
