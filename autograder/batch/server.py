@@ -78,20 +78,34 @@ def _preload(extra: list[str]) -> list[str]:
     return failed
 
 
-def _fresh_signals() -> None:
-    """The dispositions a new ``python`` process starts with."""
+def _startup_signals() -> tuple[dict, set]:
+    """The dispositions and mask this interpreter started with: exactly what a fresh
+    ``python`` started by the batch (``Popen``) gets — defaults, Python's own SIGINT/SIGPIPE/
+    SIGXFSZ choices, and whatever the batch's parent ignores (``nohup``, a shell's ``&``),
+    which survives ``exec``. Recorded in ``main`` before the server changes anything."""
+    handlers = {}
     for sig in signal.valid_signals():
         if sig in (signal.SIGKILL, signal.SIGSTOP):
             continue
         try:
-            signal.signal(sig, signal.SIG_DFL)
+            handlers[sig] = signal.getsignal(sig)
         except (OSError, ValueError):
             pass
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    for sig in (signal.SIGPIPE, getattr(signal, "SIGXFSZ", None)):
-        if sig is not None:
-            signal.signal(sig, signal.SIG_IGN)
-    signal.pthread_sigmask(signal.SIG_SETMASK, [])
+    return handlers, set(signal.pthread_sigmask(signal.SIG_BLOCK, []))
+
+
+_STARTUP: tuple[dict, set] | None = None
+
+
+def _fresh_signals() -> None:
+    """The dispositions and mask a fresh process started by the batch would have."""
+    handlers, mask = _STARTUP if _STARTUP is not None else _startup_signals()
+    for sig, handler in handlers.items():
+        try:
+            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
+        except (OSError, ValueError, TypeError):
+            pass
+    signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
 
 def _place_fds(received: list[int], targets: list[int]) -> None:
@@ -265,6 +279,8 @@ class _Server:
 def main(argv: list[str]) -> int:
     """argv: socket fd, comma-separated extra modules to preload, a label (the batch's --out:
     it shows in ``ps`` for the server and every run forked from it)."""
+    global _STARTUP
+    _STARTUP = _startup_signals()
     fd = int(argv[0])
     extra = [m for m in (argv[1].split(",") if len(argv) > 1 else []) if m]
     sock = socket.socket(fileno=fd)

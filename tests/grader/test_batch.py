@@ -174,6 +174,10 @@ def test_gradescope_export_is_read_and_force_regrades(tmp_path, fast_config):
     assert rows(out) == book  # the same grades again
 
 
+_WITH_DEFAULT_SIGINT = ("import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+                        "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])")
+
+
 def test_ctrl_c_keeps_finished_results_and_a_consistent_gradebook(tmp_path, fast_config):
     subs = tmp_path / "subs"
     subs.mkdir()
@@ -181,8 +185,10 @@ def test_ctrl_c_keeps_finished_results_and_a_consistent_gradebook(tmp_path, fast
     for name in ("b_loop", "c_loop", "d_loop"):
         shutil.copytree(SUBMISSIONS / "hostile" / "loop_forever", subs / name)
     out = tmp_path / "out"
-    cmd = [sys.executable, "-m", "autograder", "batch", str(subs), "--out", str(out), "--skill", SKILL, "--seed", str(SEED),
-           "--config", str(fast_config), "--no-progress", "--jobs", "1"]
+    # Ctrl-C as at a terminal: a shell's `&` or nohup (how a test run may be started) leaves
+    # SIGINT ignored, which exec keeps and Python then respects; give the batch the default
+    cmd = [sys.executable, "-c", _WITH_DEFAULT_SIGINT, "-m", "autograder", "batch", str(subs), "--out", str(out), "--skill", SKILL,
+           "--seed", str(SEED), "--config", str(fast_config), "--no-progress", "--jobs", "1"]
     proc = subprocess.Popen(cmd, cwd=ROOT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 240
     while not (out / "a_first" / "results.json").exists() and time.monotonic() < deadline and proc.poll() is None:
