@@ -335,10 +335,16 @@ def _apply_gates(gates: tuple[str, ...], tests: list[TestOutcome]) -> str | None
 
 
 def _longrepr(entry: dict) -> str:
+    """What broke a stage our hooks did not classify: pytest's crash line ("Type: message"),
+    else the last line of the (native-style) traceback, which names the exception."""
     for when in ("setup", "call", "teardown"):
         stage = entry.get(when) or {}
         if stage.get("outcome") not in (None, "passed"):
-            return _first_line(str(stage.get("longrepr") or stage.get("crash", {}).get("message", "")), 500)
+            crash = (stage.get("crash") or {}).get("message")
+            if crash:
+                return _first_line(str(crash), 500)
+            lines = [line for line in str(stage.get("longrepr") or "").splitlines() if line.strip()]
+            return _first_line(lines[-1].strip() if lines else "", 500)
     return ""
 
 

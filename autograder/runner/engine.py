@@ -45,7 +45,7 @@ def command(root: Path, test_files: list[str], report: Path, manifest_fd: int, p
         sys.executable, "-s", "-m", "pytest",
         "-c", str(INI), "--rootdir", str(root), "--noconftest",
         "-p", "no:cacheprovider", "-p", "no:logging", "-p", "pytest_jsonreport.plugin", "-p", "autograder.runner.plugin",
-        "--import-mode=importlib", "--continue-on-collection-errors", "-q", "--tb=short", "-o", "console_output_style=classic",
+        "--import-mode=importlib", "--continue-on-collection-errors", "-q", "--tb=native", "-o", "console_output_style=classic",
         "--json-report", f"--json-report-file={report}", "--json-report-omit", "log", "streams", "keywords",
         f"--ag-run={manifest_fd}:{progress_fd}",
         *test_files,

@@ -30,7 +30,9 @@ def encode(skill: str, cases: dict[str, Any], note: str = "") -> bytes:
     return (json.dumps(doc, ensure_ascii=False, allow_nan=False, indent=1) + "\n").encode("utf-8")
 
 
-def decode(data: bytes, where: str = "snapshot") -> dict[str, Any]:
+def _parse(data: bytes, where: str) -> tuple[dict[str, Any], bytes]:
+    """(case name → its value tree, the blob) of a snapshot file, every case decoded once to
+    prove the file sound; a lookup then rebuilds only its own case."""
     try:
         doc = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
@@ -38,12 +40,19 @@ def decode(data: bytes, where: str = "snapshot") -> dict[str, Any]:
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise SnapshotError(f"{where}: unknown format {doc.get('format') if isinstance(doc, dict) else None!r} (expected {FORMAT}) — run `make snapshots`")
     try:
-        cases = protocol.decode(doc["cases"], base64.b64decode(doc["blob"], validate=True))
+        tree, blob = doc["cases"], base64.b64decode(doc["blob"], validate=True)
+        cases = protocol.decode(tree, blob)
     except (KeyError, ValueError, protocol.ProtocolError) as exc:
         raise SnapshotError(f"{where}: corrupt snapshot ({exc}) — run `make snapshots`") from None
     if not isinstance(cases, dict):
         raise SnapshotError(f"{where}: corrupt snapshot (cases are not a table) — run `make snapshots`")
-    return cases
+    return dict(zip(tree["k"], tree["v"])), blob
+
+
+def decode(data: bytes, where: str = "snapshot") -> dict[str, Any]:
+    """Every case of a snapshot file, decoded."""
+    trees, blob = _parse(data, where)
+    return {name: protocol.decode(tree, blob) for name, tree in trees.items()}
 
 
 class SnapshotError(RuntimeError):
@@ -53,22 +62,24 @@ class SnapshotError(RuntimeError):
 class Snapshots:
     """The snapshot cases of the suite file ``suite_file`` — or of the skill folder
     ``tests/suites/<skill>`` (a course helper that serves the skill's suites) — lazily
-    loaded, decoded afresh on every lookup so no test can change another's inputs."""
+    loaded and checked once; each lookup rebuilds its case's tensors afresh from the bytes, so
+    no test can change another's inputs."""
 
     def __init__(self, suite_file: str | Path) -> None:
         suite = Path(suite_file).resolve()
         folder = suite if suite.is_dir() else suite.parent
         self.skill = folder.name
         self.path = folder / "snapshots" / f"{self.skill}.json"
-        self._data: bytes | None = None
+        self._parsed: tuple[dict[str, Any], bytes] | None = None
 
     def __getitem__(self, name: str) -> dict[str, Any]:
-        if self._data is None:
+        if self._parsed is None:
             try:
-                self._data = self.path.read_bytes()
+                data = self.path.read_bytes()
             except OSError:
                 raise SnapshotError(f"{self.path.name}: missing (tests/suites/{self.skill}/snapshots/) — run `make snapshots`") from None
-        cases = decode(self._data, self.path.name)
-        if name not in cases:
-            raise SnapshotError(f"{self.path.name}: no case {name!r} (has: {', '.join(cases)}) — run `make snapshots`")
-        return cases[name]
+            self._parsed = _parse(data, self.path.name)
+        trees, blob = self._parsed
+        if name not in trees:
+            raise SnapshotError(f"{self.path.name}: no case {name!r} (has: {', '.join(trees)}) — run `make snapshots`")
+        return protocol.decode(trees[name], blob)
