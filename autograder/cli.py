@@ -205,8 +205,11 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_USAGE
         return instructor_main(argv)
     if argv and argv[0] == "batch":  # instructors: a whole class at once (autograder.batch)
-        from .batch.cli import main as batch_main
-
+        try:
+            from .batch.cli import main as batch_main
+        except ImportError:
+            print("autograder: `batch` is an instructors' command; this copy of the grader does not include it", file=sys.stderr)
+            return EXIT_USAGE
         return batch_main(argv[1:])
     args = _parser().parse_args(argv)
     if args.command == "ci-comment":

@@ -23,8 +23,9 @@ ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)
 #: never shipped: caches and build leftovers
 SKIP_PARTS = {"__pycache__", ".pytest_cache", ".grader-cache"}
 SKIP_SUFFIXES = (".pyc", ".pyo")
-#: the release tooling itself stays with the instructors
-RELEASE_ONLY = ("autograder/release/",)
+#: instructors' tools stay with the instructors: the release tooling, batch grading of a
+#: class and the suite-author's `make new-test` (neither a student nor Gradescope runs them)
+RELEASE_ONLY = ("autograder/release/", "autograder/batch/", "autograder/testing/new_test.py")
 COURSE_PACKAGE = "course"  # tests/suites/course: helpers shared by the suites
 
 

@@ -102,7 +102,7 @@ def test_filtered_grading_toml_keeps_only_visible_tests_and_their_points():
 
 def test_grader_files_for_students_carry_no_hidden_suite_no_solution_and_no_release_tools(tmp_path):
     files = grader_files(_ctx(tmp_path), include_hidden=False)
-    assert not [f for f in files if "_hidden" in f or f.startswith(("solutions/", "autograder/release/")) or "__pycache__" in f]
+    assert not [f for f in files if "_hidden" in f or f.startswith(("solutions/", "autograder/release/", "autograder/batch/", "autograder/testing/new_test.py")) or "__pycache__" in f]
     assert not [f for f in files if f.endswith("snapshot_cases.py") or f.endswith("oracles.py")]
     for sid in CONFIG.skills:
         assert f"tests/suites/{sid}/test_{sid}_visible.py" in files and f"tests/suites/{sid}/hints.toml" in files
