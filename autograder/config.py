@@ -40,13 +40,17 @@ class Limits:
     max_result_mib: int = 256
     file_write_mib: int = 16
     max_helper_modules: int = 16  # the submission's other top-level .py files importable by its code (0: none)
+    #: trusted pytest processes one run may use (runner/split.py: 2 on a machine with two
+    #: cores to spare; 1 never splits — Gradescope's half a CPU gains nothing from a second,
+    #: and two hostile workers at once would need twice the memory)
+    trusted_processes: int = 2
 
 
 #: the largest value each limit may take (beyond these, timers and sizes stop making sense)
 LIMIT_MAXIMA = {
     "call_timeout_s": 3600, "memory_mib": 1 << 20, "output_kib": 1 << 14, "worker_start_timeout_s": 3600,
     "run_timeout_s": 86400, "skill_time_s": 86400, "max_module_kib": 1 << 16, "max_result_mib": 1 << 12, "file_write_mib": 1 << 16,
-    "max_helper_modules": 256,
+    "max_helper_modules": 256, "trusted_processes": 2,
 }
 USER_NAME = re.compile(r"^[a-z_][a-z0-9_.-]*\$?$", re.IGNORECASE)
 

@@ -32,10 +32,12 @@ class RunLimits:
     run_timeout_s: float
     skill_time_s: float
     max_result_mib: int
+    trusted_processes: int = 2
 
     @classmethod
     def of(cls, limits: Limits) -> "RunLimits":
-        return cls(limits.call_timeout_s, limits.worker_start_timeout_s, limits.run_timeout_s, limits.skill_time_s, limits.max_result_mib)
+        return cls(limits.call_timeout_s, limits.worker_start_timeout_s, limits.run_timeout_s, limits.skill_time_s, limits.max_result_mib,
+                   limits.trusted_processes)
 
 
 @dataclass

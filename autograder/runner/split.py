@@ -36,20 +36,32 @@ from ..sandbox.confine import set_parent_death_signal
 
 
 def usable_cpus() -> int:
-    """Cores this process may use: its CPU affinity, capped by a cgroup v2 quota (a
-    container with half a CPU, like Gradescope's, gains nothing from a second process)."""
+    """Cores this process may use: its CPU affinity, capped by a cgroup CPU quota, v2 or v1
+    (a container with half a CPU, like Gradescope's, gains nothing from a second process)."""
     try:
         cpus = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         cpus = os.cpu_count() or 1
+    quota = _cgroup_quota()
+    if quota is not None:
+        cpus = min(cpus, max(1, int(quota)))
+    return cpus
+
+
+def _cgroup_quota() -> float | None:
+    """CPUs the cgroup's quota allows (quota / period), None without a quota."""
     try:
-        with open("/sys/fs/cgroup/cpu.max") as fh:
+        with open("/sys/fs/cgroup/cpu.max") as fh:  # v2: "max 100000" or "50000 100000"
             quota, period = fh.read().split()[:2]
-        if quota != "max":
-            cpus = min(cpus, max(1, int(int(quota) / int(period))))
+        return None if quota == "max" else int(quota) / int(period)
     except (OSError, ValueError):
         pass
-    return cpus
+    try:  # v1: -1 means no quota
+        with open("/sys/fs/cgroup/cpu/cpu.cfs_quota_us") as fq, open("/sys/fs/cgroup/cpu/cpu.cfs_period_us") as fp:
+            quota_us, period_us = int(fq.read()), int(fp.read())
+        return None if quota_us <= 0 or period_us <= 0 else quota_us / period_us
+    except (OSError, ValueError):
+        return None
 
 
 def partition(items: list[pytest.Item], manifest: Any) -> tuple[list[pytest.Item], list[pytest.Item]] | None:
@@ -88,12 +100,13 @@ def runtestloop(session: pytest.Session, grading: Any) -> bool | None:
     if session.testsfailed or config.option.collectonly or os.environ.get("AUTOGRADER_PROFILE"):
         return None
     report = getattr(config, "_json_report", None)
-    if report is None or usable_cpus() < 2:
+    if report is None or grading.manifest.limits.trusted_processes < 2 or usable_cpus() < 2:
         return None
     halves = partition(session.items, grading.manifest)
     if halves is None:
         return None
     mine, theirs = halves
+    grading.trusted_processes = 2
     grading.runtime.printed_left //= 2
     control = grading.sandbox.connection()
     read_end, write_end = os.pipe()

@@ -164,6 +164,8 @@ def test_an_unknown_sandbox_user_is_a_config_error_when_grading_as_root(tmp_path
     ({"memory_mib = 4096": "memory_mib = 4096.5"}, "limits.memory_mib: must be a whole number"),
     ({"run_timeout_s = 900": "run_timeout_s = 1e300"}, "limits.run_timeout_s: must be at most"),
     ({"skill_time_s = 15": "skill_time_s = 5"}, "limits.skill_time_s: must be at least call_timeout_s"),
+    ({"trusted_processes = 2 ": "trusted_processes = 3 "}, "limits.trusted_processes: must be at most 2"),
+    ({"trusted_processes = 2 ": "trusted_processes = 0 "}, "limits.trusted_processes: must be"),
     ({'user = "nobody"': 'user = "no body; rm"'}, "sandbox.user: must be a user name"),
 ])
 def test_limits_and_sandbox_values_are_range_checked(tmp_path, edit, message):

@@ -137,6 +137,8 @@ def test_bundle_grading_toml_has_the_gradescope_limits_and_the_same_tests(bundle
     repo, packed = load(ROOT / "grading.toml"), load(root / "source" / "grading.toml")
     assert packed.limits == repo.gradescope_release.limits
     assert packed.limits.run_timeout_s < repo.gradescope_release.time_budget_s
+    # half a CPU and 768 MB: one trusted process (two would run two submission workers at once)
+    assert packed.limits.trusted_processes == 1
     assert [t.node_id for t in packed.tests] == [t.node_id for t in repo.tests]
     assert f"BUDGET={int(repo.gradescope_release.time_budget_s)} " in (root / "source" / "run_autograder").read_text()
 

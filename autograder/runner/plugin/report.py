@@ -128,6 +128,7 @@ def pytest_json_modifyreport(json_report: dict) -> None:
             "pytest": pytest.__version__,
         },
         "sandbox": grading.runtime.facts,
+        "trusted_processes": grading.trusted_processes,
         "workers_started": grading.sandbox.spawned,
         "workers_reused": grading.sandbox.reused,
         "call_seconds": {module: round(seconds, 3) for module, seconds in grading.runtime.spent.items()},
