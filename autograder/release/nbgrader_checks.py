@@ -10,7 +10,7 @@ leading dimensions, masks, dtypes, errors) go in ``### BEGIN HIDDEN TESTS`` bloc
 
 Names available to every check come from the locked setup cell
 (``templates/nbgrader_setup.py``): ``W7_*`` (Week 7's example), ``rand``, ``rand_bool``,
-``grads``, ``raises``, ``torch``, ``math``.
+``grads``, ``raises``, ``load_weights`` (parameters by name; buffers keep their own), ``torch``, ``math``.
 """
 
 from __future__ import annotations
@@ -89,8 +89,8 @@ TARGETS: dict[str, list[Target]] = {
                (C("single_head_attention(rand(2, 5, 6, seed=12), rand(6, 3, seed=13), rand(6, 3, seed=14), rand(6, 4, seed=15))"),
                 C("single_head_attention(rand(2, 5, 6, seed=16), rand(6, 3, seed=17), rand(6, 3, seed=18), rand(6, 4, seed=19), causal=False)"))),
         Target("AttentionHead", "Week 7 §13",
-               (C("head(W7_X)", 'head = AttentionHead(4, 2, 3).double()\nhead.load_state_dict({"query.weight": W7_WQ.T, "key.weight": W7_WK.T, "value.weight": W7_WV.T})'),),
-               (C("head(rand(3, 5, 6, seed=20))", 'head = AttentionHead(6, 4, 8).double()\nhead.load_state_dict({"query.weight": rand(4, 6, seed=21), "key.weight": rand(4, 6, seed=22), "value.weight": rand(4, 6, seed=23)})'),
+               (C("head(W7_X)", 'head = load_weights(AttentionHead(4, 2, 3).double(), {"query.weight": W7_WQ.T, "key.weight": W7_WK.T, "value.weight": W7_WV.T})'),),
+               (C("head(rand(3, 5, 6, seed=20))", 'head = load_weights(AttentionHead(6, 4, 8).double(), {"query.weight": rand(4, 6, seed=21), "key.weight": rand(4, 6, seed=22), "value.weight": rand(4, 6, seed=23)})'),
                 C("raises(AttentionHead(4, 2, 3).double(), rand(1, 4, 4, seed=24))"))),
     ],
     "masks": [
@@ -136,9 +136,9 @@ TARGETS: dict[str, list[Target]] = {
         Target("merge_heads", "Week 7 §15, Day 1 §A.5", (C("merge_heads(W7_X.reshape(2, 1, 2, 4))"),),
                (C("merge_heads(rand(2, 4, 3, 5, seed=72))"),)),
         Target("MultiHeadAttention", "Week 7 §15, Day 1 §4.3",
-               (C("mha(W7_X, return_weights=True)", "mha = MultiHeadAttention(4, 2, 2).double()\nmha.load_state_dict({name: torch.eye(4, dtype=torch.float64) for name in mha.state_dict()})"),),
+               (C("mha(W7_X, return_weights=True)", "mha = MultiHeadAttention(4, 2, 2).double()\nload_weights(mha, {name: torch.eye(4, dtype=torch.float64) for name, _ in mha.named_parameters()})"),),
                (C("mha(rand(2, 5, 6, seed=73), key_allowed=torch.tensor([[True] * 5, [True, True, True, False, False]]), return_weights=True)",
-                  "mha = MultiHeadAttention(6, 3, 8).double()\nmha.load_state_dict({name: rand(*p.shape, seed=74 + i) for i, (name, p) in enumerate(sorted(mha.state_dict().items()))})"),
+                  "mha = MultiHeadAttention(6, 3, 8).double()\nload_weights(mha, {name: rand(*p.shape, seed=74 + i) for i, (name, p) in enumerate(sorted(mha.named_parameters()))})"),
                 C("raises(MultiHeadAttention, 6, 4, 8)"))),
         Target("score_elements", "Week 7 §17", (C("score_elements(2, 2, 2)"),), (C("score_elements(8, 12, 1024)"),)),
         Target("mha_flops", "Day 1 §5.1", (C("mha_flops(2, 4)"),), (C("mha_flops(4096, 768)"),)),

@@ -14,7 +14,7 @@ import pytest
 from autograder.config import load
 from autograder.release import ReleaseContext
 from autograder.runner.grade import suite_hash
-from conftest import MODULES, ROOT, SOLUTIONS, grade
+from conftest import MODULES, ROOT, SOLUTIONS, SUBMISSIONS, grade
 
 nbformat = pytest.importorskip("nbformat", reason="instructor requirements (requirements-instructor.txt) are not installed")
 nbgrader_course = pytest.importorskip("autograder.release.nbgrader_course")
@@ -83,6 +83,39 @@ def test_every_skill_has_checks_and_every_check_runs_on_the_reference():
     assert set(nbgrader_course.TARGETS) == set(CONFIG.skills)
     for skill in CONFIG.skills.values():
         nbgrader_course.notebook(CONFIG, skill)  # raises NotebookError naming the cell if the reference fails a call
+
+
+STYLES = sorted(p.name for p in (SUBMISSIONS / "styles").iterdir() if p.is_dir())
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_correct_code_unlike_the_reference_passes_every_notebook_check(style):
+    """Correct code in other styles (tests/submissions/styles: the lessons' own code with its
+    registered mask buffers, einsum, loops, float64) passes every test cell, hidden blocks
+    included, run as nbgrader's kernel runs the notebook — setup, the student's module, then
+    each test cell — and writes nothing to stderr (nbgrader scores such a cell 0)."""
+    import contextlib
+    import io
+
+    folder = SUBMISSIONS / "styles" / style
+    for skill in CONFIG.skills.values():
+        module = folder / skill.module
+        code = (module if module.is_file() else SOLUTIONS / skill.module).read_text(encoding="utf-8")
+        ns: dict = {"__name__": "__main__"}
+        failed = []
+        for cell in nbgrader_course.notebook(CONFIG, skill).cells:
+            if cell.cell_type != "code":
+                continue
+            meta = _nb(cell)
+            stderr = io.StringIO()
+            try:
+                with contextlib.redirect_stderr(stderr):
+                    exec(compile(code if meta.get("solution") else cell.source, meta.get("grade_id", "cell"), "exec"), ns)  # noqa: S102
+            except Exception as exc:  # noqa: BLE001 - a failed test cell is what we look for
+                failed.append(f"{meta.get('grade_id')}: {type(exc).__name__}: {str(exc)[:300]}")
+            if stderr.getvalue():
+                failed.append(f"{meta.get('grade_id')}: wrote to stderr: {stderr.getvalue()[:300]}")
+        assert not failed, f"styles/{style}/{skill.module}: {failed}"
 
 
 # --------------------------------------------------------------------------- the round trip

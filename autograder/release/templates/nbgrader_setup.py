@@ -37,6 +37,20 @@ def grads(fn, *inputs, seed=0):
     return torch.autograd.grad((out * r).sum(), xs)
 
 
+def load_weights(module, weights):
+    """Copy weights (name → tensor) into the module's parameters, by name. Its buffers (a
+    causal mask registered as in the lessons, say) keep their own values: only the
+    parameters are part of the exercise."""
+    params = dict(module.named_parameters())
+    missing, unexpected = sorted(set(params) - set(weights)), sorted(set(weights) - set(params))
+    assert not missing and not unexpected, f"parameter names differ from the exercise's: missing {missing}, unexpected {unexpected}"
+    with torch.no_grad():
+        for name, value in weights.items():
+            assert tuple(params[name].shape) == tuple(value.shape), f"{name}: expected shape {list(value.shape)}, got {list(params[name].shape)}"
+            params[name].copy_(value)
+    return module
+
+
 def raises(fn, *args, **kwargs):
     """The name of the exception fn(*args, **kwargs) raises, or None."""
     try:
