@@ -246,8 +246,11 @@ def from_dict(data: dict) -> Results:
 
 
 # --------------------------------------------------------------------------- scoring
-def _first_line(text: str, limit: int = 240) -> str:
-    line = (text or "").strip().splitlines()[0] if (text or "").strip() else ""
+def first_line(text: Any, limit: int = 300) -> str:
+    """The first non-blank line of ``text`` (None → ""), cut to ``limit`` characters with "…"
+    (torch-free, so the CLI's side and the suites' side share it)."""
+    text = "" if text is None else str(text).strip()
+    line = text.splitlines()[0] if text else ""
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
@@ -255,7 +258,7 @@ def _error_line(longrepr: str) -> str:
     """The line of a traceback that names the exception ("E   ModuleNotFoundError: …")."""
     lines = [line.strip().removeprefix("E").strip() for line in longrepr.splitlines() if line.strip()]
     named = [line for line in lines if "Error" in line.split(":")[0] or "Exception" in line.split(":")[0]]
-    return _first_line(named[-1] if named else (lines[0] if lines else ""), 300)
+    return first_line(named[-1] if named else (lines[0] if lines else ""), 300)
 
 
 def _with_code(frames: list[dict], modules: dict[str, "ModuleEntry"]) -> list[dict]:
@@ -308,7 +311,7 @@ def score_test(spec: TestSpec, entry: dict | None, modules: dict[str, "ModuleEnt
         detail = fb.get("detail") or ""
         return TestOutcome(
             **base, score=score, status=STATUS_FAILED,
-            summary=_first_line(f"{fb.get('check', '')}: {detail}" if fb.get("check") else detail),
+            summary=first_line(f"{fb.get('check', '')}: {detail}" if fb.get("check") else detail, 240),
             check=fb.get("check"), problem=fb.get("problem"), detail=detail,
             hints=fb.get("hints") or [], grids=fb.get("grids") or [],
             frames=_with_code(fb.get("frames") or [], modules), error=fb.get("error"), **common,
@@ -316,7 +319,7 @@ def score_test(spec: TestSpec, entry: dict | None, modules: dict[str, "ModuleEnt
     error = result.get("error") or {"type": "error", "message": _longrepr(entry)}
     return TestOutcome(
         **base, score=0.0, status=STATUS_ERROR,
-        summary=f"grader error (not your fault — please tell your instructor): {error.get('type')}: {_first_line(error.get('message', ''))}",
+        summary=f"grader error (not your fault — please tell your instructor): {error.get('type')}: {first_line(error.get('message', ''), 240)}",
         error=error, **common,
     )
 
@@ -342,9 +345,9 @@ def _longrepr(entry: dict) -> str:
         if stage.get("outcome") not in (None, "passed"):
             crash = (stage.get("crash") or {}).get("message")
             if crash:
-                return _first_line(str(crash), 500)
+                return first_line(str(crash), 500)
             lines = [line for line in str(stage.get("longrepr") or "").splitlines() if line.strip()]
-            return _first_line(lines[-1].strip() if lines else "", 500)
+            return first_line(lines[-1].strip() if lines else "", 500)
     return ""
 
 

@@ -100,10 +100,3 @@ def describe_error(error: dict) -> str:
     if error.get("todo"):
         return f"is not implemented yet — {message}"
     return f"raised {kind}: {message}" if message else f"raised {kind}"
-
-
-def first_line(text: Any, limit: int = 300) -> str:
-    """The first non-blank line of ``text`` (None → ""), cut to ``limit`` characters with "…"."""
-    text = "" if text is None else str(text).strip()
-    line = text.splitlines()[0] if text else ""
-    return line if len(line) <= limit else line[: limit - 1] + "…"

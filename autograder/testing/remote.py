@@ -29,9 +29,9 @@ from .failures import (
     SubmissionRaised,
     SubmissionTimeout,
     describe_error,
-    first_line,
     is_todo_stub,
 )
+from ..results import first_line
 from .probe import Probe
 
 
