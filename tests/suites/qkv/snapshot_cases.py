@@ -32,7 +32,7 @@ def attention_scores(rng, ref):
 
 def scale_scores(rng, ref):
     s, d_k = randn(rng, 2, 4, 5, scale=3.0), randint(rng, 3, 64)
-    return {"scores": s, "d_k": d_k, "want": in_float64(ref.qkv.scale_scores, s, d_k), "mistakes": {"qkv/divide-by-dk": s / d_k, "qkv/no-scaling": s}}
+    return {"scores": s, "d_k": d_k, "want": in_float64(ref.qkv.scale_scores, s, d_k), "mistakes": {"qkv/divide-by-dk": s / d_k, "qkv/no-scaling": s, **signatures.sqrt_precedence(s, d_k)}}
 
 
 def weighted_values(rng, ref):
@@ -80,7 +80,7 @@ def week7(rng, ref):
         "project_qkv": {name: {"qkv/swapped-projections": products[o] for o in products if o != name} for name in products},
         "q": q, "k": k, "v": v, "causal_mask_8": ref.masks.causal_mask(8),  # AttentionHead(4, 2, 8)'s buffer
         "scores_mistakes": {"qkv/missing-transpose": q @ k, "qkv/keys-times-queries": k @ q.transpose(-2, -1)},
-        "raw": raw, "scaled": in_float64(ref.qkv.scale_scores, raw, 2), "scale_mistakes": {"qkv/divide-by-dk": raw / 2, "qkv/no-scaling": raw},
+        "raw": raw, "scaled": in_float64(ref.qkv.scale_scores, raw, 2), "scale_mistakes": {"qkv/divide-by-dk": raw / 2, "qkv/no-scaling": raw, **signatures.sqrt_precedence(raw, 2)},  # at d_k = 2, d_k ** 1/2 is 1: no scaling and the precedence slip predict the same, so neither is named here
         "weights": weights, "mixed": in_float64(ref.qkv.weighted_values, weights, v), "mixed_mistakes": {"qkv/transposed-weights": weights.transpose(-2, -1) @ v},
         "uniform_mean": in_float64(ref.qkv.causal_uniform_mean, ex.x), "uniform_mean_mistakes": signatures.uniform_mean(ex.x),
         "mistakes_out": signatures.outputs(variants), "mistakes_weights": signatures.weights(variants),
