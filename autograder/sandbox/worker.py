@@ -204,6 +204,7 @@ class FreshState:
         self.torch_rng = torch.get_rng_state()
         self.python_rng = random.getstate()
         self.dtype = torch.get_default_dtype()
+        self.print_options = torch._tensor_str.get_printoptions()  # the fork server's, whatever they are
         self.builtins = dict(builtins.__dict__)
         self.path = list(sys.path)
         self.modules = dict(sys.modules)
@@ -237,7 +238,7 @@ class FreshState:
             self.modules["numpy.random"].set_state(self.numpy_rng)
         torch.set_default_dtype(self.dtype)
         torch.set_grad_enabled(True)
-        torch.set_printoptions(profile="default")
+        torch.set_printoptions(**self.print_options)
 
 
 class WorkerContext:

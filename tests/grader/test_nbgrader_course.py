@@ -23,6 +23,17 @@ CONFIG = load(ROOT / "grading.toml")
 ASSIGNMENT = CONFIG.nbgrader_release.assignment
 
 
+@pytest.fixture(autouse=True)
+def _torch_print_options_kept():
+    """The notebooks' setup cell, run here in-process, sets torch's print options: put them
+    back, so that a sandbox forked later by this test process starts from the usual ones."""
+    import torch
+
+    kept = torch._tensor_str.get_printoptions()
+    yield
+    torch.set_printoptions(**kept)
+
+
 def _build(out: Path) -> Path:
     ctx = ReleaseContext(repo=ROOT, config=CONFIG, out=out, version="1.2.3", commit="0123456789abcdef", suite_hash=suite_hash(CONFIG))
     nbgrader_course.build(ctx)
