@@ -21,6 +21,7 @@ from .. import results as results_mod
 from ..config import Config
 from ..results import Results
 from .policy import build_worker_spec
+from ..sandbox import zygote
 from ..sandbox.spec import WorkerSpec
 from . import engine, seeding
 from .manifest import RunManifest
@@ -63,10 +64,8 @@ def _rmtree(path: Path) -> None:
     shutil.rmtree(path, onerror=onerror)
 
 
-#: imported by the fork server in every run, whatever the skills: honest code reaches it
-#: through common calls (``torch.broadcast_shapes``, gradcheck) and its first import costs
-#: ~2.6 s (sympy) in every worker otherwise — which [limits] skill_time_s would count
-ALWAYS_PRELOAD = {"torch.fx.experimental.symbolic_shapes"}
+#: imported by the fork server in every run, whatever the skills (sandbox/zygote.py)
+ALWAYS_PRELOAD = set(zygote.ALWAYS_PRELOAD)
 
 
 def _add_run(manifest: RunManifest, config: Config, prepared: PreparedSubmission, spec: WorkerSpec, seed: seeding.SeedChoice) -> RunManifest:

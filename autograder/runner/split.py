@@ -109,14 +109,18 @@ def runtestloop(session: pytest.Session, grading: Any) -> bool | None:
     grading.trusted_processes = 2
     grading.runtime.printed_left //= 2
     control = grading.sandbox.connection()
+    given = 1 if len(grading.sandbox._spares) > 1 else 0  # a pre-forked worker for the child's first test
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:
         os.close(read_end)
-        _child(session, grading, theirs, control, write_end)  # never returns
+        _child(session, grading, theirs, control, write_end, given)  # never returns
     os.close(write_end)
     control.close()
+    grading.sandbox.give_spares(given)
+    grading.plan(mine)
     try:
+        grading.sandbox.prefork(grading.spares_at_start())
         run_loop(session, mine)
         with os.fdopen(read_end, "rb") as fh:
             payload = fh.read()
@@ -129,6 +133,7 @@ def runtestloop(session: pytest.Session, grading: Any) -> bool | None:
     except ValueError:
         data = None
     if not isinstance(data, dict):
+        grading.plan(theirs)
         run_loop(session, theirs)  # the child did not deliver: its tests run here
     else:
         _merge(session, grading, report, data)
@@ -154,11 +159,13 @@ def _end(pid: int, kill: bool) -> int | None:
     return os.WEXITSTATUS(status) if os.WIFEXITED(status) else None
 
 
-def _child(session: pytest.Session, grading: Any, items: list[pytest.Item], control, write_end: int) -> None:
+def _child(session: pytest.Session, grading: Any, items: list[pytest.Item], control, write_end: int, spares: int) -> None:
     code = 1
     try:
         set_parent_death_signal(signal.SIGKILL)
-        grading.sandbox = grading.runtime.sandbox = grading.sandbox.forked(control)
+        grading.sandbox = grading.runtime.sandbox = grading.sandbox.forked(control, spares)
+        grading.plan(items)
+        grading.sandbox.prefork(grading.spares_at_start())
         report = session.config._json_report
         run_loop(session, items)
         grading.sandbox.close()

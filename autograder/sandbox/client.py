@@ -118,13 +118,26 @@ class Worker:
             return False
         return now[0] <= self.baseline[0] and now[1] <= self.baseline[1] + REUSE_MAX_GROWTH_KIB
 
-    def reset(self, timeout: float) -> bool:
-        """Make the worker fresh for the next test (worker.FreshState); False when it could not."""
+    def start_reset(self) -> bool:
+        """Ask the worker to make itself fresh for the next test (worker.FreshState) without
+        waiting: it restores while the trusted side finishes this test and sets up the next
+        (``finish_reset`` takes the answer). False when the request could not be sent."""
+        if not self.alive:
+            return False
         try:
-            reply, _ = self.request({"op": "reset"}, b"", timeout, "worker reset")
+            send_message(self.sock, {"op": "reset"}, b"")
+        except OSError:
+            self._stop(reason="")
+            return False
+        return True
+
+    def finish_reset(self, timeout: float) -> bool:
+        """The answer to ``start_reset``: True when the worker is fresh and still reusable."""
+        try:
+            reply, _ = self._recv(timeout, "worker reset")
         except (WorkerDied, WorkerTimeout, WorkerProtocolError):
             return False
-        return reply.get("ok") is True
+        return reply.get("ok") is True and self.reusable()
 
     def request(self, header: dict, blob: bytes, timeout: float, during: str) -> tuple[dict, bytes]:
         if not self.alive:
@@ -284,7 +297,8 @@ class Sandbox:
             kept._stop(reason="its group's tests are done", killed=True, wait=False)
 
     def _keep(self, worker: Worker) -> bool:
-        if worker.group != self._group or self._kept is not None:
+        """Keep ``worker`` for the next test of its group, its reset already under way."""
+        if worker.group != self._group or self._kept is not None or not worker.reusable() or not worker.start_reset():
             return False
         self._kept = worker
         return True
@@ -327,7 +341,7 @@ class Sandbox:
         pre-forked spare, else a new one."""
         kept, self._kept = self._kept, None
         if kept is not None:
-            if kept.group == self._group and kept.reusable() and kept.reset(self.start_timeout):
+            if kept.group == self._group and kept.finish_reset(self.start_timeout):
                 self.reused += 1
                 return kept
             kept._stop(reason="not reusable", killed=True, wait=False)
@@ -336,9 +350,10 @@ class Sandbox:
         worker.group = self._group
         return worker
 
-    def prefork(self) -> None:
-        """Fork workers ahead, so their start overlaps the trusted side's work."""
-        while len(self._spares) < self.SPARES:
+    def prefork(self, count: int = SPARES) -> None:
+        """Fork workers ahead (up to ``count`` waiting), so their start overlaps the trusted
+        side's work."""
+        while len(self._spares) < count:
             self._spares.append(self._spawn())
 
     def connection(self) -> socket.socket:
@@ -351,17 +366,30 @@ class Sandbox:
             theirs.close()
         return ours
 
-    def forked(self, control: socket.socket) -> "Sandbox":
+    def forked(self, control: socket.socket, spares: int = 0) -> "Sandbox":
         """In a process forked from this one: a sandbox of its own over ``control`` (from
-        ``connection()``). This process's copies of the parent's sockets are closed
-        unused, so the parent's workers and connection stay the parent's alone."""
+        ``connection()``), which takes over the last ``spares`` pre-forked workers (the
+        parent gives them away: ``give_spares``). This process's copies of the parent's
+        other sockets are closed unused, so its workers and connection stay the parent's alone."""
+        taken = self._spares[len(self._spares) - spares:] if spares > 0 else []
         for worker in [*self._spares, *([self._kept] if self._kept else [])]:
-            worker.sock.close()
+            if worker not in taken:
+                worker.sock.close()
         self._spares, self._kept = [], None
         self.control.close()
         box = Sandbox(self.spec, self.start_timeout, self.max_reply_bytes, server=(self.pid, control))
         box._group = self._group
+        for worker in taken:
+            worker.sandbox = box
+        box._spares = taken
         return box
+
+    def give_spares(self, count: int) -> None:
+        """The parent's side of ``forked(control, count)``: its last ``count`` pre-forked
+        workers are the forked process's now; only this process's copies of their sockets close."""
+        for worker in self._spares[len(self._spares) - count:] if count > 0 else []:
+            worker.sock.close()
+            self._spares.remove(worker)
 
     def kill(self, pid: int) -> dict:
         try:

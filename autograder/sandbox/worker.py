@@ -14,6 +14,7 @@ to be validated, never as a verdict.
 from __future__ import annotations
 
 import builtins
+import gc
 import hashlib
 import importlib.util
 import io
@@ -219,10 +220,13 @@ class FreshState:
             signal.setitimer(timer, 0)
         for sig, handler in self.handlers.items():
             signal.signal(sig, handler)
+        snapshot = self.modules
         for name, module in list(sys.modules.items()):
-            if str(getattr(module, "__file__", None) or "").startswith(self.prefix):
+            # only an entry that is not the snapshot's can be the submission's (the snapshot
+            # predates its code; a snapshot entry it changed is put back just below)
+            if snapshot.get(name) is not module and str(getattr(module, "__file__", None) or "").startswith(self.prefix):
                 del sys.modules[name]  # the submission's own modules: imported afresh
-        for name, module in self.modules.items():
+        for name, module in snapshot.items():
             if sys.modules.get(name) is not module:
                 sys.modules[name] = module
         sys.stdout, sys.stderr = self.streams
@@ -422,6 +426,12 @@ def _json_safe(reply: dict) -> dict:
 def worker_main(spec: WorkerSpec, sock_fd: int) -> None:
     """Entry point in the freshly forked child. Never returns."""
     code = 0
+    # The fork server froze its objects and never collects (zygote._zygote_main). Here
+    # collection is on, as in any Python process, before any submission code runs; the
+    # frozen objects go back into the oldest generation (gc.get_objects() lists them as
+    # before), which a collection walks only once enough new long-lived objects pile up.
+    gc.unfreeze()
+    gc.enable()
     try:
         sock = socket.socket(fileno=sock_fd)
         try:

@@ -257,11 +257,18 @@ def scan(source: str, banned: Iterable[str], *, scope: Iterable[str] | None = No
     """Violations in ``source``: banned names in the whole module (or only in the functions
     of ``scope``), and — when ``dynamic`` — the deny-by-default constructs anywhere in it,
     whatever the scope (a helper at module level can hide what a scoped function calls)."""
+    return list(_scan(source, frozenset(banned), frozenset(scope) if scope is not None else None, dynamic))
+
+
+@functools.lru_cache(maxsize=64)
+def _scan(source: str, banned: frozenset[str], scope: frozenset[str] | None, dynamic: bool) -> tuple[Violation, ...]:
+    """Several tests of a suite scan the same file with the same rule: keyed by the file's
+    content and the rule, a scan runs once per run (a Violation is immutable)."""
     tree = _parse(source)
     scanner = _Scanner(set(banned), dynamic, tree, set(scope) if scope is not None else None)
     scanner.visit(tree)
     found = {(v.line, v.found): v for v in scanner.found}  # one entry per construct and line
-    return sorted(found.values(), key=lambda v: v.line)
+    return tuple(sorted(found.values(), key=lambda v: v.line))
 
 
 def calls(source: str, function: str) -> set[str]:
@@ -285,17 +292,24 @@ def imported(source: str, available: dict[str, str]) -> dict[str, str]:
     todo = [source]
     while todo:
         try:
-            tree = _parse(todo.pop())
+            tops = _imported_tops(todo.pop())
         except SyntaxError:
             continue
-        for node in ast.walk(tree):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
-            for name in names:
-                top = name.split(".")[0]
-                if top in available and top not in out:
-                    out[top] = available[top]
-                    todo.append(available[top])
+        for top in tops:
+            if top in available and top not in out:
+                out[top] = available[top]
+                todo.append(available[top])
     return out
+
+
+@functools.lru_cache(maxsize=64)
+def _imported_tops(source: str) -> tuple[str, ...]:
+    """The top-level package of every absolute import in ``source``, in the order found."""
+    tops = []
+    for node in ast.walk(_parse(source)):
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
+        tops += [name.split(".")[0] for name in names]
+    return tuple(tops)
 
 
 def check_no_banned(source: str | None, file: str, banned: Iterable[str], *, what: str, hints: Iterable[str] = (), scope: Iterable[str] | None = None,

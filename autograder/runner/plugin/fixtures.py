@@ -43,7 +43,7 @@ def sub(request: pytest.FixtureRequest):
     request.node._ag_submission = submission
     yield submission
     submission.close()
-    grading.sandbox.prefork()
+    grading.sandbox.prefork(grading.spares_after(request.node.nodeid))
 
 
 class _Reference:

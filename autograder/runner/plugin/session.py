@@ -55,6 +55,7 @@ class GradingSession:
             skill_time=limits.skill_time_s,
         )
         self.reference_cache: dict[str, Any] = {}
+        self._fresh_after: dict[str, int] = {}
 
     def emit(self, event: dict) -> None:
         """A progress event for the live display in the parent process."""
@@ -63,6 +64,34 @@ class GradingSession:
                 self.progress.write(json.dumps(event) + "\n")
             except OSError:
                 self.progress = None
+
+    def group(self, nodeid: str) -> tuple[str, str] | None:
+        """The tests whose worker a test may take over: its skill and visibility (see
+        sandbox.client.Sandbox.begin_test)."""
+        spec = self.manifest.test(nodeid)
+        return (spec.skill, spec.visibility) if spec else None
+
+    def plan(self, items: list) -> None:
+        """The tests this process runs, in order: after each, how many fresh workers the
+        rest will still need (a new group, or a test without one, starts on a fresh worker;
+        tests that do not use ``sub`` need none), so no spare is forked only to be thrown away."""
+        wanted = [item.nodeid for item in items if "sub" in getattr(item, "fixturenames", ())]
+        groups = [self.group(nodeid) for nodeid in wanted]
+        self._fresh_after = {}
+        ahead = 0
+        for k in range(len(wanted) - 1, -1, -1):
+            self._fresh_after[wanted[k]] = ahead
+            if k == 0 or groups[k] is None or groups[k] != groups[k - 1]:
+                ahead += 1
+
+    def spares_at_start(self) -> int:
+        """Spare workers worth forking before the first test (``plan``)."""
+        return min(Sandbox.SPARES, max(self._fresh_after.values(), default=-1) + 1)
+
+    def spares_after(self, nodeid: str) -> int:
+        """Spare workers worth having forked once this test is done (``plan``)."""
+        ahead = self._fresh_after.get(nodeid)
+        return Sandbox.SPARES if ahead is None else min(Sandbox.SPARES, ahead)
 
     def test_seed(self, nodeid: str) -> int:
         digest = hashlib.sha256(f"{self.seed}:{nodeid}".encode()).digest()
