@@ -22,7 +22,10 @@ import sys
 from pathlib import Path
 
 from .config import ConfigError, load
-from .renderers import FORMATS
+
+#: renderers.FORMATS (tests/grader/test_writers.py checks they agree), spelt out here: the
+#: renderers import rich, and that would delay the start of the grading process (_start_early)
+FORMATS = ("text", "json", "gradescope", "markdown", "github")
 
 
 EXIT_OK, EXIT_BROKEN, EXIT_USAGE, EXIT_BELOW_THRESHOLD, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
@@ -223,6 +226,29 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"autograder: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    early = _start_early(args)
+    try:
+        return _grade_command(args, early)
+    finally:
+        if early is not None:
+            early.release()  # not taken by the run (an error came first): stopped and removed
+
+
+def _start_early(args: argparse.Namespace):
+    """The grading run's trusted pytest process, started the moment grading.toml is read
+    (without checking its suite files, ~60 ms of parsing): its ~1.3 s of imports then overlap
+    the rest of the checks (the config in full, the submission) and this process's own
+    imports. None when that fails; the run starts its own then, and errors are reported as
+    always, by the checks that follow."""
+    try:
+        from .runner.grade import start
+
+        return start(load(args.config or _default_config(), check_files=False).select(args.skill or None))
+    except Exception:  # noqa: BLE001 - only a head start: whatever went wrong is found again below
+        return None
+
+
+def _grade_command(args: argparse.Namespace, early) -> int:
     try:
         config = load(args.config or _default_config()).select(args.skill or None)
     except ConfigError as exc:
@@ -235,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
     except SubmissionDirError as exc:
         return _fail(args, config, str(exc), EXIT_USAGE, submission=submission)
     try:
-        results = _grade(args, config, submission)
+        results = _grade(args, config, submission, early)
     except KeyboardInterrupt:
         return _fail(args, config, "grading was interrupted (Ctrl-C)", EXIT_INTERRUPTED, submission=submission)
     except ConfigError as exc:
@@ -258,7 +284,7 @@ def main(argv: list[str] | None = None) -> int:
     return EXIT_OK
 
 
-def _grade(args: argparse.Namespace, config, submission: str):
+def _grade(args: argparse.Namespace, config, submission: str, early=None):
     from rich.console import Console
 
     from .runner.grade import GradeRequest, grade
@@ -268,4 +294,5 @@ def _grade(args: argparse.Namespace, config, submission: str):
     protect = [Path(args.output).resolve().parent] if args.output else []
     show = not args.no_progress and err.is_terminal
     with LiveProgress(err, config, enabled=show) as progress:
-        return grade(GradeRequest(config, submission, seed=args.seed, protect=protect, on_event=progress.update, keep_report=Path(args.keep_report) if args.keep_report else None))
+        return grade(GradeRequest(config, submission, seed=args.seed, protect=protect, on_event=progress.update, keep_report=Path(args.keep_report) if args.keep_report else None,
+                                  started=early))

@@ -37,6 +37,7 @@ class GradeRequest:
     on_event: Callable[[dict], None] | None = None
     keep_report: Path | None = None
     launcher: engine.Launcher | None = None  # how the pytest process starts (batch: forked from a preloaded one)
+    started: "Started | None" = None  # a run folder and engine started ahead (``start``), used when it fits this config
 
 
 def suite_hash(config: Config) -> str:
@@ -78,16 +79,52 @@ def _add_run(manifest: RunManifest, config: Config, prepared: PreparedSubmission
     return manifest
 
 
+def _engine_args(config: Config) -> tuple[Path, Path, tuple[str, ...]]:
+    """What the trusted pytest process is started with: root, suites folder, test files."""
+    return config.root, config.suites_dir, tuple(sorted({s.file for skill in config.skills.values() for s in skill.suites}))
+
+
+@dataclass
+class Started:
+    """A run's folder and its trusted pytest process, started before anything else of the
+    run is known: the command line starts it as soon as grading.toml is read, and checks the
+    suite files, the submission and the options while the process imports torch (~1.3 s).
+    ``grade`` takes it when it was started for the same suites; ``release`` stops it otherwise."""
+
+    run_dir: Path
+    engine: engine.Engine
+    args: tuple[Path, Path, tuple[str, ...]]
+    taken: bool = False
+
+    def release(self) -> None:
+        """Stop the process and remove the folder, unless ``grade`` took them."""
+        if not self.taken:
+            self.taken = True
+            self.engine.abort()
+            _rmtree(self.run_dir)
+
+
+def start(config: Config, launcher: engine.Launcher | None = None) -> Started:
+    """A fresh run folder (``private/`` for the report and log, ``scratch/`` for the workers)
+    and the trusted pytest process, waiting for its manifest."""
+    run_dir = Path(tempfile.mkdtemp(prefix="autograder-"))
+    try:
+        run_dir.chmod(0o711)
+        private = run_dir / "private"
+        private.mkdir(mode=0o700)
+        (run_dir / "scratch").mkdir(mode=0o711)
+        root, suites_dir, files = args = _engine_args(config)
+        proc = engine.Engine(root, suites_dir, list(files), private / "report.json", private / "pytest.log", launcher)
+    except BaseException:
+        _rmtree(run_dir)
+        raise
+    return Started(run_dir, proc, args)
+
+
 def grade(request: GradeRequest) -> Results:
     config = request.config
     started = time.monotonic()
     seed: seeding.SeedChoice | None = None
-    run_dir = Path(tempfile.mkdtemp(prefix="autograder-"))
-    run_dir.chmod(0o711)
-    private = run_dir / "private"
-    private.mkdir(mode=0o700)
-    scratch = run_dir / "scratch"
-    scratch.mkdir(mode=0o711)
     submission_info: dict = {"path": request.submission}
     prepared: PreparedSubmission | None = None
     manifest: RunManifest | None = None  # scoring reads it and the report, nothing else
@@ -98,11 +135,21 @@ def grade(request: GradeRequest) -> Results:
             results.seed, results.seed_source = seed.seed, seed.source
         return results
 
-    engine_proc: engine.Engine | None = None
+    run = request.started
+    if run is not None and (run.taken or run.args != _engine_args(config)):
+        run.release()
+        run = None
+    try:
+        run = run if run is not None else start(config, request.launcher)
+    except KeyboardInterrupt:
+        return finish("interrupted", "grading was interrupted (Ctrl-C)", None)
+    run.taken = True
+    run_dir = run.run_dir
+    private = run_dir / "private"
+    scratch = run_dir / "scratch"
+    engine_proc: engine.Engine | None = run.engine
     try:
         report_path = private / "report.json"
-        files = sorted({s.file for skill in config.skills.values() for s in skill.suites})
-        engine_proc = engine.Engine(config.root, config.suites_dir, files, report_path, private / "pytest.log", request.launcher)
         manifest = RunManifest.plan(config)  # while the engine starts
         try:
             prepared = prepare(request.submission, config, run_dir, world_readable=True)

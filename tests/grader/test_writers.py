@@ -45,6 +45,11 @@ def test_every_format_writes_a_file_for_any_string(tmp_path, config, fmt, text, 
     assert "Traceback" not in written
 
 
+def test_the_command_line_offers_exactly_the_renderers_formats():
+    """cli.FORMATS is spelt out (importing the renderers would delay the grading process's start)."""
+    assert cli.FORMATS == FORMATS
+
+
 def test_a_failing_renderer_still_leaves_a_results_file(tmp_path, config, monkeypatch):
     def broken(*args, **kwargs):
         raise RuntimeError("renderer bug")
