@@ -357,11 +357,13 @@ def test_environment_tricks_cannot_configure_the_grading_run(tmp_path):
     assert hostile.rc == 0 and hostile.data["score"] == 0
 
 
-@pytest.mark.parametrize("seed", [101, 202])
-@pytest.mark.parametrize("attack", ["plausible_garbage", "hardcode_course_numbers"])
+@pytest.mark.parametrize("seed", [1, 101, 202])
+@pytest.mark.parametrize("attack", ["plausible_garbage", "hardcode_course_numbers", "frame_inspection"])
 def test_cheap_attacks_earn_nothing_under_other_seeds(attack, seed, tmp_path):
     """Partial credit over random cases must not pay for degenerate draws (T = 1, d_k = 1,
-    nothing padded): the cheap attacks score 0 whatever the seed."""
+    nothing padded), nor for a property a non-answer has vacuously (an output that ignores
+    the tokens is "causal"; frame_inspection earned the causality test at seed 1): the cheap
+    attacks score 0 whatever the seed."""
     graded = grade(HOSTILE / attack, output=tmp_path / "r.json", seed=seed)
     assert graded.rc == 0, graded.stderr
     paid = [(t["skill"], t["name"], t["score"]) for t in graded.tests() if t["score"]]

@@ -291,8 +291,19 @@ def test_single_head_attention_is_causal_by_gradient(sub, ref, rng, credit):
     diagnosed = expect.diagnose(weights, signatures.weights(signatures.attention_chain(x, *w)), tol("qkv.single_head_attention", dtype),
                                 ref.qkv.single_head_attention(x, *w)[1])
     positions = {"first output position": 0, "middle output position": T // 2, "second-to-last output position": T - 2}
-    for part in credit.parts(list(positions)):
+    mixes = "the last output mixes earlier tokens"
+    # gate: an output that ignores x, or passes x_t through alone, is vacuously causal — it is not attention
+    for part in credit.parts([mixes, *positions], required={mixes: "causality is credited only for an output that attends to earlier tokens"}):
         with part:
+            if part.label == mixes:
+                grad_out = torch.zeros(B, T, d_v, dtype=dtype)
+                grad_out[:, T - 1] = 1.0
+                r = sub.qkv.call_with_grad("single_head_attention", x, *w, wrt=[0], grad_output=grad_out, output_index=0)
+                expect.true(r.get("grads") is not None, what="single_head_attention is differentiable", detail="the output does not require grad: keep the computation in torch operations on the inputs")
+                gx = expect.tensor(r["grads"][0], what="∂y_last/∂x")
+                expect.true(bool(torch.isfinite(gx).all()) and bool((gx[:, : T - 1] != 0).any()), what=f"y_{T - 1} depends on x_s for earlier s < {T - 1}",
+                            detail="the last output does not change with any earlier token: attention mixes the values of every allowed position (Week 7 §6)", hints=diagnosed)
+                continue
             t = positions[part.label]
             grad_out = torch.zeros(B, T, d_v, dtype=dtype)
             grad_out[:, t] = 1.0
