@@ -276,7 +276,25 @@ def _zygote_main(sock: socket.socket) -> None:
         _warm_up()
     except Exception:  # noqa: BLE001 - a cold worker is slower, not wrong
         pass
+    _fixed_global_rngs()
     _Server(sock).run()
+
+
+def _fixed_global_rngs() -> None:
+    """Every worker (and every test a reused worker serves: worker.FreshState) starts from
+    these states, so code that draws from the global RNGs without seeding them — a bias
+    initialised with ``torch.randn`` — gets the same numbers, and the same feedback, in every
+    run. Python seeds ``random`` from the OS, and torch's default generator may differ per
+    process too."""
+    import random
+
+    import torch
+
+    torch.manual_seed(0)
+    random.seed(0)
+    nprandom = sys.modules.get("numpy.random")
+    if nprandom is not None:
+        nprandom.seed(0)
 
 
 def start() -> tuple[int, socket.socket]:

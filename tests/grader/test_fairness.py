@@ -312,3 +312,18 @@ def test_one_or_two_trusted_processes_give_the_same_result(tmp_path):
                            for s in graded.data["skills"] for t in s["tests"]]
     assert seen[1] == seen[2]
     assert any(hints for *_, hints in seen[1])  # the mistakes were seen and named
+
+
+def test_unseeded_randomness_in_the_submission_repeats_run_to_run(tmp_path):
+    """Code that draws from torch's global RNG without seeding it (here: noise added in
+    scale_scores) gets the same numbers in every run, so the same score and the same feedback,
+    word for word (sandbox/zygote.py fixes the global RNGs every worker starts from)."""
+    source = (SOLUTIONS / "qkv.py").read_text(encoding="utf-8")
+    start = source.index("def scale_scores")
+    body = source.index("return", start)
+    noisy = source[:body] + "scores = scores + 0.1 * torch.randn(scores.shape, dtype=scores.dtype)\n    " + source[body:]
+    folder = make_submission(tmp_path / "sub", {"qkv.py": noisy})
+    runs = [grade(folder, "--skill", "qkv", "--reveal-hidden", output=tmp_path / f"r{i}.json") for i in (1, 2)]
+    seen = [[(t["name"], t["score"], t.get("summary"), t.get("detail")) for t in graded.tests("qkv")] for graded in runs]
+    assert 0 < runs[0].score("qkv") < 20
+    assert seen[0] == seen[1]
