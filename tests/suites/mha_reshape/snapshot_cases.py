@@ -49,7 +49,7 @@ def split_heads(rng, ref):
 
 def merge_heads(rng, ref):
     y = randn(rng, randint(rng, 1, 3), randint(rng, 2, 4), randint(rng, 2, 6), randint(rng, 2, 4))
-    return {"y": y, "want": in_float64(ref.mha_reshape.merge_heads, y)}
+    return {"y": y, "want": in_float64(ref.mha_reshape.merge_heads, y), "mistakes": signatures.merge_heads(y)}
 
 
 def split_heads_examples(rng, ref):
