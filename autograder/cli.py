@@ -197,7 +197,17 @@ def _streams_survive_any_text() -> None:
 INSTRUCTOR_COMMANDS = ("stubs", "snapshots", "audit", "release")
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, booted=None) -> int:
+    """``booted``: the trusted pytest process ``__main__`` started before anything else
+    (runner/boot.py), for a ``grade``; stopped here when the run does not take it."""
+    try:
+        return _main(argv, booted)
+    finally:
+        if booted is not None:
+            booted.release()  # a no-op once a run took it
+
+
+def _main(argv: list[str] | None, booted) -> int:
     _streams_survive_any_text()
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] in INSTRUCTOR_COMMANDS:
@@ -226,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"autograder: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    early = _start_early(args)
+    early = _start_early(args, booted)
     try:
         return _grade_command(args, early)
     finally:
@@ -234,16 +244,17 @@ def main(argv: list[str] | None = None) -> int:
             early.release()  # not taken by the run (an error came first): stopped and removed
 
 
-def _start_early(args: argparse.Namespace):
-    """The grading run's trusted pytest process, started the moment grading.toml is read
-    (without checking its suite files, ~60 ms of parsing): its ~1.3 s of imports then overlap
-    the rest of the checks (the config in full, the submission) and this process's own
-    imports. None when that fails; the run starts its own then, and errors are reported as
-    always, by the checks that follow."""
+def _start_early(args: argparse.Namespace, booted=None):
+    """The grading run's trusted pytest process, given its suites the moment grading.toml is
+    read (without checking its suite files, ~60 ms of parsing): ``booted``, already importing
+    since ``__main__`` started it, or one started now. Its ~1.3 s of imports overlap the rest
+    of the checks (the config in full, the submission) and this process's own imports. None
+    when that fails; the run starts its own then, and errors are reported as always, by the
+    checks that follow."""
     try:
         from .runner.grade import start
 
-        return start(load(args.config or _default_config(), check_files=False).select(args.skill or None))
+        return start(load(args.config or _default_config(), check_files=False).select(args.skill or None), booted=booted)
     except Exception:  # noqa: BLE001 - only a head start: whatever went wrong is found again below
         return None
 

@@ -16,9 +16,12 @@ from __future__ import annotations
 import json
 import os
 import select
+import shutil
 import signal
+import struct
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -75,11 +78,80 @@ def popen(argv: list[str], *, cwd: Path, env: dict[str, str], log, pass_fds: tup
                             pass_fds=pass_fds, start_new_session=True)
 
 
+def new_run_dir() -> Path:
+    """A fresh run folder: ``private/`` (report, log; the grader's only) and ``scratch/``
+    (the workers')."""
+    run_dir = Path(tempfile.mkdtemp(prefix="autograder-"))
+    run_dir.chmod(0o711)
+    (run_dir / "private").mkdir(mode=0o700)
+    (run_dir / "scratch").mkdir(mode=0o711)
+    return run_dir
+
+
+@dataclass
+class Booted:
+    """A trusted pytest process started before the run is known (runner/boot.py): it
+    imports torch and pytest while the command line reads the config and the submission,
+    then waits for ``Engine`` to send it its arguments. ``root`` is the folder it was
+    started in (the autograder package's parent); a config elsewhere cannot use it."""
+
+    run_dir: Path
+    root: Path
+    proc: subprocess.Popen
+    manifest_write: int
+    progress_read: int
+    log_fh: object
+    child_fds: tuple[int, int]  # its manifest and progress descriptors, as numbered in it
+    taken: bool = False
+
+    def release(self) -> None:
+        """Stop it and remove its folder, unless an ``Engine`` took it."""
+        if not self.taken:
+            self.taken = True
+            os.close(self.manifest_write)  # it reads EOF and exits; the kill makes sure
+            _kill(self.proc)
+            os.close(self.progress_read)
+            self.log_fh.close()
+            shutil.rmtree(self.run_dir, ignore_errors=True)
+
+
+def boot(root: Path | None = None) -> Booted:
+    """Start the trusted pytest process of a ``grade`` that is about to be asked for, in a
+    fresh run folder (see runner/boot.py)."""
+    root = root if root is not None else Path(__file__).resolve().parents[2]
+    run_dir = new_run_dir()
+    manifest_read = progress_write = -1
+    try:
+        manifest_read, manifest_write = os.pipe()
+        progress_read, progress_write = os.pipe()
+        log_fh = open(run_dir / "private" / "pytest.log", "wb")  # noqa: SIM115 - closed by Engine.wait()/abort() or release()
+        env = {k: v for k, v in environment(root, root).items() if k != "PYTHONPATH"}
+        env["PYTHONPATH"] = str(root)  # the suites folder is added once it is known (runner/boot.py)
+        proc = popen([sys.executable, "-s", "-m", "autograder.runner.boot", str(manifest_read)],
+                     cwd=root, env=env, log=log_fh, pass_fds=(manifest_read, progress_write))
+    except BaseException:
+        shutil.rmtree(run_dir, ignore_errors=True)
+        raise
+    finally:
+        for fd in (manifest_read, progress_write):
+            if fd >= 0:
+                os.close(fd)  # the numbers stay valid names inside the child (pass_fds keeps them)
+    return Booted(run_dir, root, proc, manifest_write, progress_read, log_fh, (manifest_read, progress_write))
+
+
 class Engine:
     """The trusted pytest process of one grading run."""
 
-    def __init__(self, root: Path, suites_dir: Path, test_files: list[str], report: Path, log: Path, launcher: Launcher | None = None) -> None:
+    def __init__(self, root: Path, suites_dir: Path, test_files: list[str], report: Path, log: Path, launcher: Launcher | None = None,
+                 booted: Booted | None = None) -> None:
         self.log = log
+        if booted is not None:  # started ahead (runner/boot.py): its arguments go first on the manifest pipe
+            self.proc, self._manifest_write, self._progress_read, self._log_fh = booted.proc, booted.manifest_write, booted.progress_read, booted.log_fh
+            args = command(root, test_files, report, *booted.child_fds)[4:]  # without "python -s -m pytest"
+            header = json.dumps({"args": args, "path": [str(root), str(suites_dir)]}).encode()
+            self._send(struct.pack(">I", len(header)) + header, close=False)  # read by boot.read_header
+            booted.taken = True
+            return
         manifest_read, self._manifest_write = os.pipe()
         self._progress_read, progress_write = os.pipe()
         self._log_fh = open(log, "wb")  # noqa: SIM115 - closed in wait()/abort()
@@ -90,14 +162,20 @@ class Engine:
         os.close(manifest_read)
         os.close(progress_write)
 
-    def send_manifest(self, manifest: dict) -> None:
-        data = json.dumps(manifest).encode()
+    def _send(self, data: bytes, close: bool) -> None:
+        view = memoryview(data)
         try:
-            with os.fdopen(self._manifest_write, "wb") as fh:
-                fh.write(data)
+            while view:
+                view = view[os.write(self._manifest_write, view):]
         except BrokenPipeError:
             pass  # the engine died early; wait() reports it
-        self._manifest_write = -1
+        finally:
+            if close:
+                os.close(self._manifest_write)
+                self._manifest_write = -1
+
+    def send_manifest(self, manifest: dict) -> None:
+        self._send(json.dumps(manifest).encode(), close=True)
 
     def abort(self) -> None:
         if self._manifest_write >= 0:

@@ -11,7 +11,6 @@ import json
 import os
 import shutil
 import stat
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -104,18 +103,22 @@ class Started:
             _rmtree(self.run_dir)
 
 
-def start(config: Config, launcher: engine.Launcher | None = None) -> Started:
+def start(config: Config, launcher: engine.Launcher | None = None, booted: engine.Booted | None = None) -> Started:
     """A fresh run folder (``private/`` for the report and log, ``scratch/`` for the workers)
-    and the trusted pytest process, waiting for its manifest."""
-    run_dir = Path(tempfile.mkdtemp(prefix="autograder-"))
+    and the trusted pytest process, waiting for its manifest. ``booted``: the process the
+    command line started first thing (runner/boot.py), used when it was started in this
+    config's root (released otherwise)."""
+    root, suites_dir, files = args = _engine_args(config)
+    if booted is not None and (booted.taken or launcher is not None or booted.root != root or booted.proc.poll() is not None):
+        booted.release()
+        booted = None
+    run_dir = booted.run_dir if booted is not None else engine.new_run_dir()
     try:
-        run_dir.chmod(0o711)
         private = run_dir / "private"
-        private.mkdir(mode=0o700)
-        (run_dir / "scratch").mkdir(mode=0o711)
-        root, suites_dir, files = args = _engine_args(config)
-        proc = engine.Engine(root, suites_dir, list(files), private / "report.json", private / "pytest.log", launcher)
+        proc = engine.Engine(root, suites_dir, list(files), private / "report.json", private / "pytest.log", launcher, booted=booted)
     except BaseException:
+        if booted is not None:
+            booted.release()
         _rmtree(run_dir)
         raise
     return Started(run_dir, proc, args)
