@@ -3,7 +3,9 @@
 ``python -m autograder grade`` starts this module as its very first act (``engine.boot``,
 ~20 ms after the interpreter starts, instead of ~110 ms: after its own imports and the
 parsing of grading.toml). Here the ~1.2 s of imports (torch, pytest and its plugins) run
-while the command line reads the config, checks and copies the submission; then it reads,
+while the command line reads the config, checks and copies the submission, and the sandbox's
+fork server is forked right after ``import torch`` (runner/forkserver.py), so its preloads
+overlap pytest's own imports and collection; then it reads,
 from the manifest pipe, one length-prefixed header — the pytest arguments and the two
 import folders (root, suites) — and becomes exactly the process ``engine.command`` starts:
 same arguments, same ``sys.argv``, same ``sys.path`` order and ``PYTHONPATH``, the rest of
@@ -13,7 +15,6 @@ closes the pipe; this process then exits without running anything.
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import struct
@@ -46,10 +47,9 @@ def read_header(fd: int) -> dict | None:
 
 
 def _preimport() -> None:
-    # as runner/plugin/server.py does: no cyclic collection while torch's objects load
-    gc.disable()
-    import torch  # noqa: F401
-    import torch.nn.functional  # noqa: F401
+    from . import forkserver
+
+    forkserver.start()  # imports torch, forks the fork server: its preloads overlap what follows
 
     import pytest  # noqa: F401
     from _pytest.config import default_plugins

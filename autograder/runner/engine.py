@@ -115,6 +115,29 @@ class Booted:
             shutil.rmtree(self.run_dir, ignore_errors=True)
 
 
+def boot_root(argv: list[str]) -> Path | None:
+    """The root a ``grade`` with these arguments will most likely run in — the autograder
+    package's parent, when the config it reads is that folder's grading.toml — or None
+    (``--help``, a config elsewhere): there a process started ahead would only be stopped
+    again, having taken a core for its imports."""
+    root = Path(__file__).resolve().parents[2]
+    config: str | None = None
+    for i, arg in enumerate(argv):
+        if arg in ("-h", "--help"):
+            return None
+        if arg == "--config" and i + 1 < len(argv):
+            config = argv[i + 1]
+        elif arg.startswith("--config="):
+            config = arg.split("=", 1)[1]
+    if config is None:
+        here = Path.cwd() / "grading.toml"
+        config = str(here if here.is_file() else root / "grading.toml")
+    try:
+        return root if Path(config).resolve().parent == root else None
+    except (OSError, RuntimeError):
+        return None
+
+
 def boot(root: Path | None = None) -> Booted:
     """Start the trusted pytest process of a ``grade`` that is about to be asked for, in a
     fresh run folder (see runner/boot.py)."""
