@@ -1,0 +1,93 @@
+"""The trusted pytest process started ahead of its run (runner/boot.py): it grades exactly
+as one started after the config is read, and a command line that stops before grading
+leaves neither it nor its run folder behind."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from autograder.config import load
+from autograder.runner import engine
+from autograder.runner.grade import GradeRequest, grade, start
+from conftest import ROOT, SEED, SOLUTIONS
+
+
+def _outcome(results) -> list[tuple]:
+    return [(t.id, t.status, t.score) for skill in results.skills for t in skill.tests]
+
+
+def test_a_run_started_ahead_grades_exactly_like_one_started_after_the_config():
+    config = load(ROOT / "grading.toml").select(["qkv", "masks"])
+    booted = engine.boot(ROOT)
+    started = start(config, booted=booted)
+    assert started.engine.proc is booted.proc and booted.taken and started.run_dir == booted.run_dir
+    ahead = grade(GradeRequest(config, str(SOLUTIONS), seed=SEED, started=started))
+    after = grade(GradeRequest(config, str(SOLUTIONS), seed=SEED))
+    assert ahead.status == after.status == "complete", (ahead.message, after.message)
+    assert ahead.score == after.score == ahead.max_score
+    assert _outcome(ahead) == _outcome(after) and ahead.seed == after.seed
+    assert not booted.run_dir.exists()  # the run removed its folder as always
+
+
+def test_a_process_started_for_another_root_is_stopped_not_used(tmp_path):
+    config = load(ROOT / "grading.toml").select(["qkv"])
+    booted = engine.boot(ROOT)
+    booted.root = tmp_path  # as if started for a different repository
+    started = start(config, booted=booted)
+    try:
+        assert started.engine.proc is not booted.proc
+        assert booted.proc.poll() is not None and not booted.run_dir.exists()
+    finally:
+        started.release()
+
+
+def test_a_process_started_ahead_exits_when_no_run_comes():
+    booted = engine.boot(ROOT)
+    os.close(booted.manifest_write)  # the command line stopped before grading
+    booted.manifest_write = os.open(os.devnull, os.O_WRONLY)  # for release() to close
+    try:
+        assert booted.proc.wait(timeout=120) == 0
+    finally:
+        booted.release()
+    assert not booted.run_dir.exists()
+
+
+@pytest.mark.parametrize("args", [["/no/such/submission"], ["--no-such-option"], ["--help"]], ids=["missing-submission", "bad-option", "help"])
+def test_a_command_line_that_stops_before_grading_leaves_no_process_and_no_folder(tmp_path, args):
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    env = {**os.environ, "TMPDIR": str(scratch), "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, "-m", "autograder", "grade", *args, "--format", "json"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode in (0, 2), proc.stderr
+    assert list(scratch.iterdir()) == []
+    assert _processes_with(f"TMPDIR={scratch}") == []
+
+
+def _processes_with(entry: str) -> list[int]:
+    """Live processes whose environment holds ``entry`` (every process we start keeps TMPDIR)."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if entry.encode() in environ and int(pid) != os.getpid():
+            found.append(int(pid))
+    return found
+
+
+@pytest.mark.parametrize(("argv", "expected"), [
+    ([], ROOT),
+    (["solutions", "--config", str(ROOT / "grading.toml")], ROOT),
+    ([f"--config={ROOT / 'grading.toml'}"], ROOT),
+    (["--config", "/elsewhere/grading.toml"], None),
+    (["--help"], None),
+])
+def test_a_process_is_started_ahead_only_for_the_package_roots_config(argv, expected):
+    assert engine.boot_root(argv) == expected
