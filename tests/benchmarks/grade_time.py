@@ -19,7 +19,7 @@ Sampling every 50 ms walks /proc, so those runs are not timed.
 
     .venv/bin/python tests/benchmarks/grade_time.py [--runs 7] [--release DIR] [--skill qkv]
 
-``--release DIR`` reuses a built release (``python -m autograder release --out DIR``);
+``--release DIR`` reuses a built release (``python -m autograder release --out DIR --version 1.0.0``);
 without it one is built from this tree into a temporary folder (~15 s).
 """
 
@@ -59,7 +59,7 @@ def student_tree(release: Path | None, work: Path) -> Path:
                        cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
     source = release / "student"
     if not (source / "grading.toml").is_file():
-        raise SystemExit(f"{source}: no student tree there (build one with `python -m autograder release --out DIR`)")
+        raise SystemExit(f"{source}: no student tree there (build one with `python -m autograder release --out DIR --version 1.0.0`)")
     tree = work / "student"
     shutil.copytree(source, tree)
     for module in (tree / "exercises").glob("*.py"):
