@@ -8,7 +8,10 @@ session so that a hard timeout can kill it with everything it started.
 
 The process is started *before* the submission is prepared: its ~1.3 s of imports (pytest,
 torch) then overlap our preparation, and it reads the run manifest from a pipe when its
-plugin configures.
+plugin configures. ``python -m autograder grade`` starts it earlier still, before the
+command line has imported anything or read grading.toml (``boot``, runner/boot.py): that
+process gets its pytest arguments as a header on the same pipe, and from then on is the
+process ``command`` describes.
 """
 
 from __future__ import annotations
