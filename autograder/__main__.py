@@ -12,6 +12,11 @@ if sys.argv[1:2] == ["grade"]:
     except Exception:  # noqa: BLE001
         booted = None
 
-from .cli import main
+try:
+    from .cli import main
+except BaseException:  # Ctrl-C during the imports: the process started ahead goes too
+    if booted is not None:
+        booted.release()
+    raise
 
 sys.exit(main(booted=booted))

@@ -10,7 +10,8 @@ from the manifest pipe, one length-prefixed header — the pytest arguments and 
 import folders (root, suites) — and becomes exactly the process ``engine.command`` starts:
 same arguments, same ``sys.argv``, same ``sys.path`` order and ``PYTHONPATH``, the rest of
 the pipe being the run manifest the plugin reads. A command line that stops before grading
-closes the pipe; this process then exits without running anything.
+closes the pipe (or dies, which closes it too); this process then removes the run folder
+made for it and exits without running anything.
 """
 
 from __future__ import annotations
@@ -63,11 +64,14 @@ def _preimport() -> None:
 
 
 def main() -> None:
-    fd = int(sys.argv[1])
+    fd, run_dir = int(sys.argv[1]), sys.argv[2]
     _preimport()
     header = read_header(fd)
-    if header is None:
-        os._exit(0)  # the command line stopped before grading: nothing to run
+    if header is None:  # the command line stopped before grading (even if it was killed): nothing to run
+        import shutil
+
+        shutil.rmtree(run_dir, ignore_errors=True)  # the run folder it made for this process
+        os._exit(0)
     root, suites = header["path"]
     # what PYTHONPATH=root:suites gives ``python -m pytest`` (engine.environment)
     os.environ["PYTHONPATH"] = os.pathsep.join([root, suites])

@@ -153,7 +153,7 @@ def boot(root: Path | None = None) -> Booted:
         log_fh = open(run_dir / "private" / "pytest.log", "wb")  # noqa: SIM115 - closed by Engine.wait()/abort() or release()
         env = {k: v for k, v in environment(root, root).items() if k != "PYTHONPATH"}
         env["PYTHONPATH"] = str(root)  # the suites folder is added once it is known (runner/boot.py)
-        proc = popen([sys.executable, "-s", "-m", "autograder.runner.boot", str(manifest_read)],
+        proc = popen([sys.executable, "-s", "-m", "autograder.runner.boot", str(manifest_read), str(run_dir)],
                      cwd=root, env=env, log=log_fh, pass_fds=(manifest_read, progress_write))
     except BaseException:
         shutil.rmtree(run_dir, ignore_errors=True)

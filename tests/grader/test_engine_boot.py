@@ -69,6 +69,28 @@ def test_a_command_line_that_stops_before_grading_leaves_no_process_and_no_folde
     assert _processes_with(f"TMPDIR={scratch}") == []
 
 
+@pytest.mark.parametrize("stage", ["before-its-arguments", "before-the-manifest"])
+def test_a_process_started_ahead_cleans_up_when_its_command_line_dies(stage):
+    """Killed, the command line cleans nothing; the pipe it held closes, and the process it
+    started removes the run folder and exits, whether or not it had its pytest arguments."""
+    config = load(ROOT / "grading.toml").select(["qkv"])
+    booted = engine.boot(ROOT)
+    proc, run_dir = booted.proc, booted.run_dir
+    if stage == "before-the-manifest":
+        started = start(config, booted=booted)
+        started.taken = True
+        os.close(started.engine._progress_read)
+        os.close(started.engine._manifest_write)  # what the command line's death does
+        started.engine._log_fh.close()
+    else:
+        booted.taken = True  # nobody releases it
+        os.close(booted.manifest_write)
+        os.close(booted.progress_read)
+        booted.log_fh.close()
+    proc.wait(timeout=120)
+    assert not run_dir.exists()
+
+
 def _processes_with(entry: str) -> list[int]:
     """Live processes whose environment holds ``entry`` (every process we start keeps TMPDIR)."""
     found = []

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+from pathlib import Path
 
 import pytest
 
@@ -39,10 +41,22 @@ def pytest_configure(config: pytest.Config) -> None:
     with os.fdopen(manifest_fd, "rb") as fh:  # blocks until the parent has prepared the run
         data = fh.read()
     if not data:
+        _remove_run_folder(config)  # whoever made it is gone (killed before it sent the manifest)
         raise pytest.UsageError("the grader stopped before sending the run manifest")
     grading = session.GradingSession(RunManifest.from_dict(json.loads(data)), server.EARLY_SERVER)
     grading.progress = os.fdopen(progress_fd, "w", buffering=1)
     session.activate(grading)
+
+
+def _remove_run_folder(config: pytest.Config) -> None:
+    """The run folder (runner/engine.new_run_dir) holding this run's report file."""
+    report = getattr(config.option, "json_report_file", None)
+    if not report:
+        return
+    private = Path(report).parent
+    run_dir = private.parent
+    if private.name == "private" and run_dir.name.startswith("autograder-"):
+        shutil.rmtree(run_dir, ignore_errors=True)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
