@@ -5,7 +5,12 @@
 (``torch.softmax``, ``F.softmax``, ``x.softmax``, ``torch.special.softmax``,
 ``from torch.nn.functional import softmax as s``, ``getattr(torch, "softmax")``,
 ``"aten::_softmax"``). Bare names are not flagged: a student's own ``def softmax(...)`` is
-fine, and docstrings and comments are never read.
+fine, and docstrings and comments are never read. Nor is a call of a method the file itself
+defines, when the object is plainly one of the file's own classes — ``self.softmax(…)`` or
+``cls.softmax(…)`` inside a class that defines ``softmax``, ``Rows(s).softmax()``,
+``Rows.softmax(…)``, or a local bound to ``Rows(…)`` in the same function: that runs the
+student's own code (whose body is scanned like any other), never torch's. ``x.softmax`` on
+anything else stays flagged.
 
 For a module under a rule, the whole file is also scanned, deny by default, for every
 construct that can reach a torch function without naming it or switch off the run-time
@@ -39,7 +44,8 @@ DENIED_MODULES = {
 }
 DENIED_NAMES = {"attrgetter", "methodcaller", "_getframe", "f_globals", "f_locals", "f_back", "f_builtins", "tb_frame", "gi_frame", "cr_frame", "ag_frame"}
 ALLOWED_DUNDERS = {"__init__", "__name__", "__qualname__", "__class__", "__doc__", "__version__", "__len__", "__call__", "__module__"}
-ALLOWED_DUNDER_NAMES = {"__name__", "__file__", "__doc__", "__all__", "__version__", "__annotations__"}
+#: ``__slots__`` (a class body's attribute list) and ``__debug__`` (a constant) reach nothing
+ALLOWED_DUNDER_NAMES = {"__name__", "__file__", "__doc__", "__all__", "__version__", "__annotations__", "__slots__", "__debug__"}
 IDENTIFIER_LIKE = re.compile(r"^[A-Za-z_][\w.:]*$")
 
 
@@ -92,6 +98,74 @@ def _docstrings(tree: ast.AST) -> set[int]:
     return out
 
 
+def _own_methods(tree: ast.AST) -> dict[str, set[str]]:
+    """Class name → the methods its body defines (``def``), for every class the file defines
+    once (a name defined twice could be either class)."""
+    classes = [node for node in ast.walk(tree) if isinstance(node, ast.ClassDef)]
+    names = [node.name for node in classes]
+    return {node.name: {item.name for item in node.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))}
+            for node in classes if names.count(node.name) == 1}
+
+
+def _own_scope(node: ast.AST):
+    """The nodes of a function's own scope (nested functions, lambdas and classes left out)."""
+    todo = list(ast.iter_child_nodes(node))
+    while todo:
+        sub = todo.pop()
+        yield sub
+        if not isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            todo.extend(ast.iter_child_nodes(sub))
+
+
+def _bound_names(node: ast.AST) -> list[str]:
+    """Names a node binds: assignment targets, loop/with/except targets, imports, parameters, defs."""
+    if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+        return [node.id]
+    if isinstance(node, ast.arg):
+        return [node.arg]
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return [(a.asname or a.name).split(".")[0] for a in node.names]
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return [node.name]
+    if isinstance(node, ast.ExceptHandler) and node.name:
+        return [node.name]
+    if isinstance(node, (ast.Global, ast.Nonlocal)):
+        return list(node.names)
+    if isinstance(node, ast.MatchAs) and node.name:
+        return [node.name]
+    return []
+
+
+def _rebound_class_names(tree: ast.AST) -> set[str]:
+    """Names bound anywhere in the file other than by a ``class`` statement: such a name may
+    hold something else than the class at a call, so it proves nothing."""
+    return {name for node in ast.walk(tree) for name in _bound_names(node)}
+
+
+def _instances(function: ast.AST, methods: dict[str, set[str]], rebound: set[str], method_of: str | None) -> tuple[dict[str, str], set[str]]:
+    """Locals of ``function`` that surely hold one of the file's own classes or instances —
+    every binding in the function's scope is ``name = OwnClass(…)`` (the class name never
+    rebound), and ``self``/``cls`` of a method not rebound in it — and every name the
+    function's scope binds (a closure sees an outer local only where it binds none itself)."""
+    bindings: dict[str, int] = {}
+    constructed: dict[str, list[str]] = {}
+    for sub in _own_scope(function):
+        for name in _bound_names(sub):
+            bindings[name] = bindings.get(name, 0) + 1
+        if isinstance(sub, ast.Assign) and len(sub.targets) == 1 and isinstance(sub.targets[0], ast.Name):
+            call = sub.value
+            if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id in methods and call.func.id not in rebound:
+                constructed.setdefault(sub.targets[0].id, []).append(call.func.id)
+    out = {name: classes[0] for name, classes in constructed.items() if len(set(classes)) == 1 and len(classes) == bindings.get(name, 0)}
+    args = function.args if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
+    if method_of is not None and args is not None:
+        positional = args.posonlyargs + args.args
+        first = positional[0].arg if positional else None
+        if first in ("self", "cls") and bindings.get(first, 0) == 1:  # the parameter itself only
+            out[first] = method_of
+    return out, set(bindings)
+
+
 def _module_names(tree: ast.AST, package: str) -> set[str]:
     """Names bound to ``package`` or one of its modules by an import anywhere in the file."""
     names = {package}
@@ -119,6 +193,13 @@ class _Scanner(ast.NodeVisitor):
         self.torch = _module_names(tree, "torch")
         self.sys = _module_names(tree, "sys")
         self.safe_calls: set[int] = set()  # ids of Name nodes that are the func of an allowed call
+        self.rebound = _rebound_class_names(tree)
+        self.subclassed = {_dotted(base).split(".")[-1] for node in ast.walk(tree) if isinstance(node, ast.ClassDef) for base in node.bases}
+        self.methods = {name: defs for name, defs in _own_methods(tree).items() if name not in self.torch}
+        self.classes: list[str] = []  # the enclosing classes, innermost last
+        self.class_bodies: list[ast.ClassDef] = []
+        self.parents = {id(child): parent for parent in ast.walk(tree) if isinstance(parent, ast.ClassDef) for child in parent.body}
+        self.instances: list[tuple[dict[str, str], set[str]]] = []  # per enclosing function: (local → own class it surely holds, names bound)
 
     @property
     def in_scope(self) -> bool:
@@ -133,20 +214,47 @@ class _Scanner(ast.NodeVisitor):
     def _banned(self, name: str) -> bool:
         return self.in_scope and name in self.banned
 
+    def _own_class(self, node: ast.AST) -> str | None:
+        """The file's own class that ``node`` plainly is, or is an instance of, if any."""
+        if isinstance(node, ast.Call):
+            node = node.func if isinstance(node.func, ast.Name) and node.func.id in self.methods else node
+            return node.id if isinstance(node, ast.Name) and node.id in self.methods and node.id not in self.rebound else None
+        if not isinstance(node, ast.Name):
+            return None
+        for trusted, bound in reversed(self.instances):  # innermost scope that binds the name decides
+            if node.id in bound:
+                return trusted.get(node.id)
+        return node.id if node.id in self.methods and node.id not in self.rebound else None
+
+    def _own_method(self, node: ast.Attribute) -> bool:
+        if not isinstance(node.ctx, ast.Load):
+            return False  # assigning `Rows.softmax = …` is no call of the file's own method
+        owner = self._own_class(node.value)
+        return owner is not None and node.attr in self.methods.get(owner, ())
+
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
         self.stack.append(node.name)
+        # self/cls of a method: an instance of its class or of a subclass — trusted only where the
+        # file subclasses it nowhere (a subclass could put torch.Tensor first in the MRO)
+        method_of = self.classes[-1] if self.classes and self.class_bodies[-1] is self.parents.get(id(node)) and self.classes[-1] not in self.subclassed else None
+        self.instances.append(_instances(node, self.methods, self.rebound, method_of))
         self.generic_visit(node)
+        self.instances.pop()
         self.stack.pop()
 
     visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
 
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         self.stack.append(node.name)
+        self.classes.append(node.name)
+        self.class_bodies.append(node)
         self.generic_visit(node)
+        self.class_bodies.pop()
+        self.classes.pop()
         self.stack.pop()
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
-        if self._banned(node.attr):
+        if self._banned(node.attr) and not self._own_method(node):
             self._flag(node, _dotted(node))
         elif self.dynamic:
             if "DisableTorch" in node.attr or "disable_torch_function" in node.attr.lower():
@@ -283,6 +391,37 @@ def calls(source: str, function: str) -> set[str]:
                 elif isinstance(sub.func, ast.Attribute):
                     out.add(sub.func.attr)
     return out
+
+
+def reaches(source: str, function: str, target: str) -> bool:
+    """Does ``function`` ("f" or "Class.method") call ``target``, directly or through the
+    file's own functions and methods (``backward`` → ``self._grads`` → ``target``)? A name
+    called is followed into every top-level function and method of that name, and a class
+    called into its ``__init__``/``__call__``."""
+    tree = _parse(source)
+    defs: dict[str, list[str]] = {}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            defs.setdefault(node.name, []).append(node.name)
+        elif isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    qualified = f"{node.name}.{item.name}"
+                    defs.setdefault(item.name, []).append(qualified)
+                    if item.name in ("__init__", "__call__", "__new__"):
+                        defs.setdefault(node.name, []).append(qualified)
+    seen = {function}
+    todo = [function]
+    while todo:
+        names = calls(source, todo.pop())
+        if target in names:
+            return True
+        for name in names:
+            for qualified in defs.get(name, ()):
+                if qualified not in seen:
+                    seen.add(qualified)
+                    todo.append(qualified)
+    return False
 
 
 def imported(source: str, available: dict[str, str]) -> dict[str, str]:

@@ -15,7 +15,7 @@ import torch
 
 from autograder.sandbox.probes import OpRecorder
 from autograder.testing.failures import CheckFailed
-from autograder.testing.source import check_no_banned, scan
+from autograder.testing.source import check_no_banned, reaches, scan
 from conftest import ROOT
 
 SOFTMAX = ("softmax", "_softmax", "log_softmax", "cross_entropy", "Softmax", "scaled_dot_product_attention")
@@ -43,6 +43,13 @@ EVASIONS = {
     "thread": ("import threading\n", "import threading"),
     "frame": ("import sys\nf = sys._getframe\n", "_getframe"),
     "eval": ("f = eval('torch.softmax')\n", "eval"),
+    # a class of the file defining `softmax` vouches for its own instances only, never for a tensor
+    "tensor-beside-own-method": ("class Rows:\n    def softmax(self, x):\n        return x.softmax(-1)\n", "x.softmax"),
+    "self-rebound-to-a-tensor": ("class Rows:\n    def softmax(self):\n        return 1\n\n    def f(self, x):\n        self = x\n        return self.softmax(-1)\n", "self.softmax"),
+    "local-rebound-to-a-tensor": ("class Rows:\n    def softmax(self):\n        return 1\n\ndef f(x):\n    rows = Rows()\n    rows = x\n    return rows.softmax(-1)\n", "rows.softmax"),
+    "class-name-rebound": ("class Rows:\n    def softmax(self):\n        return 1\n\ndef f(x):\n    Rows = x\n    return Rows.softmax(-1)\n", "Rows.softmax"),
+    "subclass-puts-tensor-first": ("class Rows:\n    def softmax(self, dim):\n        return 1\n\n    def run(self, dim):\n        return self.softmax(dim)\n\nclass Sub(torch.Tensor, Rows):\n    pass\n", "self.softmax"),
+    "own-method-overwritten": ("class Rows:\n    def softmax(self):\n        return 1\n\nRows.softmax = torch.Tensor.softmax\n", "torch.Tensor.softmax"),
 }
 
 
@@ -84,6 +91,41 @@ FAIR = [
     'import math\nimport torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n\nclass M(nn.Module):\n    def __init__(self, c):\n        super().__init__()\n        self._c = c\n        self.w_q = nn.Linear(c, c)\n        self.register_buffer("mask", torch.ones(2, 2).tril().bool(), persistent=False)\n\n    def forward(self, x):\n        w = getattr(self, "w_q")\n        n = sum(1 for _ in self.modules())\n        return torch.softmax(w(x) / math.sqrt(self._c), dim=-1) * n\n\n\nif __name__ == "__main__":\n    print(type(M(2)).__name__, torch.__version__)\n',
     # typing, dataclasses, einsum strings, dtype info
     'from __future__ import annotations\nfrom typing import Optional\nimport torch\n\n\ndef f(a: torch.Tensor, b: Optional[torch.Tensor] = None) -> torch.Tensor:\n    eps = torch.finfo(a.dtype).eps\n    return torch.einsum("...ld,...sd->...ls", a, a) + eps\n',
+    # helper classes with __slots__ whose own methods are named softmax / log_softmax: self.softmax(),
+    # Rows(s).softmax(), a local bound to Rows(…), Rows.log_softmax(…), self.softmax() in a closure
+    textwrap.dedent('''
+        import torch
+
+
+        class Rows:
+            __slots__ = ("shifted", "dim")
+
+            def __init__(self, s, dim):
+                self.shifted, self.dim = s - s.amax(dim, keepdim=True), dim
+
+            def softmax(self):
+                e = self.shifted.exp()
+                return e / e.sum(self.dim, keepdim=True)
+
+            @staticmethod
+            def log_softmax(s, dim):
+                return s - s.logsumexp(dim, keepdim=True)
+
+            def both(self):
+                def inner():
+                    return self.softmax()
+                return inner(), self.softmax()
+
+
+        def softmax_rows(s, dim=-1):
+            rows = Rows(s, dim)
+            assert __debug__ or rows is not None
+            return rows.softmax() if s.numel() else Rows(s, dim).softmax()
+
+
+        def log_softmax_rows(s, dim=-1):
+            return Rows.log_softmax(s, dim)
+    '''),
 ]
 
 
@@ -92,7 +134,64 @@ def test_honest_code_in_any_style_is_never_flagged(source):
     assert scan(source, SOFTMAX[:-1] if "torch.softmax(w" not in source else SDPA) == []
 
 
-@pytest.mark.parametrize("folder", ["solutions", "exercises", "tests/submissions/styles/einsum", "tests/submissions/styles/float64_lse", "tests/submissions/styles/loops"])
+def test_an_own_method_named_like_sdpa_is_not_the_torch_function():
+    """mha_reshape.py may name its own attention method after the lesson's term."""
+    source = textwrap.dedent('''
+        import torch.nn as nn
+
+
+        class MultiHeadAttention(nn.Module):
+            def scaled_dot_product_attention(self, q, k, v, allowed):
+                return (q @ k.mT).masked_fill(~allowed, float("-inf")).softmax(-1) @ v
+
+            def forward(self, q, k, v, allowed):
+                return self.scaled_dot_product_attention(q, k, v, allowed)
+    ''')
+    assert scan(source, SDPA) == []
+    assert [v.found for v in scan(source.replace("self.scaled_dot_product_attention(q", "nn.functional.scaled_dot_product_attention(q"), SDPA)] == [
+        "nn.functional.scaled_dot_product_attention"]
+
+
+def test_backward_may_reach_the_helpers_through_the_files_own_functions():
+    """"backward goes through attention_backward, which uses softmax_backward" holds through
+    a helper method or function of the file; code that never calls the helper still fails."""
+    source = textwrap.dedent('''
+        def softmax_backward(d_weights, weights):
+            return weights * (d_weights - (d_weights * weights).sum(-1, keepdim=True))
+
+        def _score_gradient(d_weights, weights):
+            return softmax_backward(d_weights, weights)
+
+        def attention_backward(d_out, q, k, v, weights, scale):
+            ds = _score_gradient(d_out @ v.mT, weights) * scale
+            return ds @ k, ds.mT @ q, weights.mT @ d_out
+
+        class _Saved:
+            def __init__(self, ctx):
+                self.q, self.k, self.v, self.weights = ctx.saved_tensors
+
+            def gradients(self, d_out, scale):
+                return attention_backward(d_out, self.q, self.k, self.v, self.weights, scale)
+
+        class AttentionFunction:
+            @staticmethod
+            def backward(ctx, d_out):
+                return (*_Saved(ctx).gradients(d_out, ctx.scale), None)
+
+        class Inlined:
+            @staticmethod
+            def backward(ctx, d_out):
+                q, k, v, a = ctx.saved_tensors
+                return a.mT @ d_out, None, None, None
+    ''')
+    assert reaches(source, "AttentionFunction.backward", "attention_backward")
+    assert reaches(source, "attention_backward", "softmax_backward")
+    assert not reaches(source, "Inlined.backward", "attention_backward")
+    assert not reaches(source, "softmax_backward", "attention_backward")
+
+
+@pytest.mark.parametrize("folder", ["solutions", "exercises", "tests/submissions/styles/einsum", "tests/submissions/styles/float64_lse", "tests/submissions/styles/loops",
+                                    "tests/submissions/styles/defensive_oop", "tests/submissions/styles/minimal_functional"])
 def test_reference_stubs_and_style_submissions_pass_the_static_rules(folder):
     base = ROOT / folder
     assert scan((base / "row_softmax.py").read_text(), SOFTMAX[:-1]) == []
