@@ -5,7 +5,7 @@
 (``torch.softmax``, ``F.softmax``, ``x.softmax``, ``torch.special.softmax``,
 ``from torch.nn.functional import softmax as s``, ``getattr(torch, "softmax")``,
 ``"aten::_softmax"``). Bare names are not flagged: a student's own ``def softmax(...)`` is
-fine, and docstrings and comments are never read. Nor is a call of a method the file itself
+fine, and docstrings, comments and the names listed in ``__all__`` are never read. Nor is a call of a method the file itself
 defines, when the object is plainly one of the file's own classes — ``self.softmax(…)`` or
 ``cls.softmax(…)`` inside a class that defines ``softmax``, ``Rows(s).softmax()``,
 ``Rows.softmax(…)``, or a local bound to ``Rows(…)`` in the same function: that runs the
@@ -95,6 +95,19 @@ def _docstrings(tree: ast.AST) -> set[int]:
             first = node.body[0]
             if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
                 out.add(id(first.value))
+    return out
+
+
+def _export_lists(tree: ast.Module) -> set[int]:
+    """ids of the string constants of the module's ``__all__`` (``__all__ = [...]``, ``+=``,
+    annotated): export names, never scanned — ``__all__ = ["cross_entropy", …]`` lists the
+    file's own functions, and a name there reaches nothing."""
+    out = set()
+    for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+        if node_value := getattr(node, "value", None):
+            if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets) and isinstance(node_value, (ast.List, ast.Tuple, ast.Set)):
+                out.update(id(e) for e in node_value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str))
     return out
 
 
@@ -189,7 +202,7 @@ class _Scanner(ast.NodeVisitor):
         self.scope = scope
         self.found: list[Violation] = []
         self.stack: list[str] = []
-        self.docstrings = _docstrings(tree)
+        self.docstrings = _docstrings(tree) | (_export_lists(tree) if isinstance(tree, ast.Module) else set())
         self.torch = _module_names(tree, "torch")
         self.sys = _module_names(tree, "sys")
         self.safe_calls: set[int] = set()  # ids of Name nodes that are the func of an allowed call

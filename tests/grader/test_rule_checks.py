@@ -43,6 +43,7 @@ EVASIONS = {
     "thread": ("import threading\n", "import threading"),
     "frame": ("import sys\nf = sys._getframe\n", "_getframe"),
     "eval": ("f = eval('torch.softmax')\n", "eval"),
+    "string-outside-all": ("__all__ = ['f']\nNAMES = ['cross_entropy']\n", "names cross_entropy"),
     # a class of the file defining `softmax` vouches for its own instances only, never for a tensor
     "tensor-beside-own-method": ("class Rows:\n    def softmax(self, x):\n        return x.softmax(-1)\n", "x.softmax"),
     "self-rebound-to-a-tensor": ("class Rows:\n    def softmax(self):\n        return 1\n\n    def f(self, x):\n        self = x\n        return self.softmax(-1)\n", "self.softmax"),
@@ -126,6 +127,8 @@ FAIR = [
         def log_softmax_rows(s, dim=-1):
             return Rows.log_softmax(s, dim)
     '''),
+    # an export list naming the exercise's own cross_entropy
+    '__all__ = ["softmax_rows", "log_softmax_rows", "cross_entropy", "vocab_probs"]\n__all__ += ("cross_entropy",)\n\n\ndef cross_entropy(logits, targets):\n    return logits\n',
 ]
 
 

@@ -2,7 +2,8 @@
 
 The Function computes in float64 internally (the contract allows it) and returns each result
 in its input's dtype; backward reaches attention_backward through a small helper class that
-unpacks ctx, and attention_backward reaches softmax_backward through a named helper.
+unpacks ctx, and attention_backward reaches softmax_backward through a named helper; backward
+is `once_differentiable` and forward turns off `set_materialize_grads` (backward accepts None).
 """
 
 from __future__ import annotations
@@ -10,6 +11,9 @@ from __future__ import annotations
 import math
 
 import torch
+from torch.autograd.function import once_differentiable
+
+__all__ = ["softmax_backward", "attention_backward", "AttentionFunction", "attention"]
 
 
 def softmax_backward(d_weights, weights):
@@ -67,10 +71,14 @@ class AttentionFunction(torch.autograd.Function):
         ctx.save_for_backward(q64, k64, v64, weights)
         ctx.scale = scale
         ctx.dtypes = (q.dtype, k.dtype, v.dtype)
+        ctx.set_materialize_grads(False)
         return weights.matmul(v64).to(v.dtype)
 
     @staticmethod
+    @once_differentiable
     def backward(ctx, d_out):
+        if d_out is None:  # set_materialize_grads(False): no gradient flowed into the output
+            return None, None, None, None
         return (*_Saved(ctx).gradients(d_out), None)
 
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import torch
 
+__all__ = ["causal_mask", "apply_mask", "padding_allowed", "combine_masks", "masked_softmax", "prefix_lm_mask", "document_mask"]
+
 
 def causal_mask(T, device=None):
     """bool [T,T], True where key j <= query i."""

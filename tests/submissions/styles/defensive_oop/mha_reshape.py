@@ -10,6 +10,8 @@ import math
 import torch
 from torch import nn
 
+__all__ = ["split_heads", "merge_heads", "MultiHeadAttention", "score_elements", "mha_flops", "attention_flop_fraction", "attention_matrix_gib", "mha_param_count"]
+
 
 def _head_width(width: int, num_heads: int) -> int:
     if num_heads <= 0 or width % num_heads != 0:

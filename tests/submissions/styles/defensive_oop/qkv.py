@@ -10,6 +10,8 @@ import math
 import torch
 from torch import nn
 
+__all__ = ["project_qkv", "attention_scores", "scale_scores", "weighted_values", "causal_uniform_mean", "single_head_attention", "AttentionHead"]
+
 
 def _require_rank(name: str, t: torch.Tensor, rank: int) -> None:
     if t.dim() != rank:

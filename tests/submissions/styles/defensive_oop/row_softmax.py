@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import torch
 
+__all__ = ["softmax_rows", "log_softmax_rows", "cross_entropy", "vocab_probs"]
+
 
 class _Rows:
     """Scores shifted by their row maximum along ``dim`` (0 where a row has no finite maximum)."""

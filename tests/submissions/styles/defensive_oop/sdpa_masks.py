@@ -8,6 +8,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+__all__ = ["blocked_to_sdpa", "to_additive_mask", "to_mha_attn_mask", "hf_to_sdpa_mask", "kv_cache_mask", "sdpa", "mha_self_attention"]
+
 
 def blocked_to_sdpa(blocked):
     return torch.logical_not(blocked)
