@@ -19,6 +19,8 @@ recorder: dynamic code and lookups (``eval``/``exec``/``compile``/``__import__``
 value, ``operator.attrgetter``/``methodcaller``, ``sys.modules``, frame objects), modules
 made for that (``importlib``, ``inspect``, ``builtins``, ``ctypes``, ``gc``, threads…),
 torch's private namespace (``torch._C``, ``torch.ops.aten._x``, ``from torch._C import …``),
+TorchScript compiled from a string or loaded from bytes (``torch.jit.CompilationUnit``,
+``torch.jit.load``, ``torch.load``: the JIT interpreter runs it unseen by the recorder),
 ``DisableTorchFunction`` in any form, and dunder attributes beyond a short list of harmless
 ones (``__dict__``, ``__wrapped__``, ``__getattribute__``, ``__builtins__``…). The run-time
 check in the worker (``record_ops``) sees what a static scan cannot; together they are the
@@ -42,6 +44,10 @@ DENIED_MODULES = {
     "importlib", "imp", "inspect", "builtins", "__builtin__", "ctypes", "cffi", "gc", "sys._getframe", "runpy", "code", "codeop",
     "pkgutil", "marshal", "pickle", "dill", "threading", "_thread", "concurrent", "multiprocessing",
 }
+#: TorchScript built from a string, or code loaded from bytes: it runs in the JIT interpreter,
+#: where neither the static scan (no source) nor the run-time recorder (no Python call) sees it
+UNSEEN_CODE = {"CompilationUnit"}
+UNSEEN_LOADS = {"load"}  # torch.load / torch.jit.load (denied on torch's modules only)
 DENIED_NAMES = {"attrgetter", "methodcaller", "_getframe", "f_globals", "f_locals", "f_back", "f_builtins", "tb_frame", "gi_frame", "cr_frame", "ag_frame"}
 ALLOWED_DUNDERS = {"__init__", "__name__", "__qualname__", "__class__", "__doc__", "__version__", "__len__", "__call__", "__module__"}
 #: ``__slots__`` (a class body's attribute list) and ``__debug__`` (a constant) reach nothing
@@ -278,6 +284,8 @@ class _Scanner(ast.NodeVisitor):
                 self._flag(node, f"{_dotted(node)} (dynamic lookup)")
             elif node.attr.startswith("_") and not _is_dunder(node.attr) and _root(node) in self.torch:
                 self._flag(node, f"{_dotted(node)} (torch's private namespace)")
+            elif node.attr in UNSEEN_CODE or (node.attr in UNSEEN_LOADS and _root(node) in self.torch):
+                self._flag(node, f"{_dotted(node)} (runs code the recorder cannot see)")
         self.generic_visit(node)
 
     def visit_Name(self, node: ast.Name) -> None:
@@ -319,6 +327,8 @@ class _Scanner(ast.NodeVisitor):
             self._flag(node, f"{label} (a module for dynamic code or introspection)")
         elif parts[0] == "torch" and any(_private(p) for p in parts[1:]):
             self._flag(node, f"{label} (torch's private namespace)")
+        elif name in UNSEEN_CODE or (parts[0] == "torch" and name in UNSEEN_LOADS):
+            self._flag(node, f"{label} (runs code the recorder cannot see)")
         elif name is not None and (name in DENIED_NAMES or "DisableTorch" in name or _is_dunder(name) or (parts[0] == "sys" and name == "modules")):
             self._flag(node, f"{label} (dynamic lookup)")
 

@@ -43,6 +43,10 @@ EVASIONS = {
     "thread": ("import threading\n", "import threading"),
     "frame": ("import sys\nf = sys._getframe\n", "_getframe"),
     "eval": ("f = eval('torch.softmax')\n", "eval"),
+    "torchscript-from-a-string": ('CU = torch.jit.CompilationUnit("def f(x: Tensor) -> Tensor:\\n    return torch.softmax(x, -1)")\n', "CompilationUnit"),
+    "torchscript-import": ("from torch.jit import CompilationUnit\n", "CompilationUnit"),
+    "script-module-from-bytes": ("import io\ndef f(blob):\n    return torch.jit.load(io.BytesIO(blob))\n", "torch.jit.load"),
+    "torch-load-import": ("from torch import load\n", "from torch import load"),
     "string-outside-all": ("__all__ = ['f']\nNAMES = ['cross_entropy']\n", "names cross_entropy"),
     # a class of the file defining `softmax` vouches for its own instances only, never for a tensor
     "tensor-beside-own-method": ("class Rows:\n    def softmax(self, x):\n        return x.softmax(-1)\n", "x.softmax"),
