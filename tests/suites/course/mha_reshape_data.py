@@ -161,15 +161,19 @@ def round_trip_hints() -> list[str]:
 
 # --------------------------------------------------------------------------- counts and costs
 def numbers(got, candidates: list[tuple[str, float]], right: float) -> list[str]:
-    """Hint ids of the candidates ``got`` equals (and the right answer does not)."""
+    """Hint ids of the candidates ``got`` equals (and the right answer does not). As in
+    ``expect.diagnose``, two different mistakes that predict this same number cannot be told
+    apart here (memory without its layers = memory without its heads when h = layers): name
+    neither — another input will."""
     if isinstance(got, torch.Tensor) and got.dim() == 0:
         got = got.item()
     if isinstance(got, bool) or not isinstance(got, (int, float)):
         return []
-    found = []
-    for hint, value in candidates:
-        if math.isclose(float(got), float(value), rel_tol=1e-9, abs_tol=1e-12) and not math.isclose(float(value), float(right), rel_tol=1e-9, abs_tol=1e-12):
-            found.append(hint)
-            # record the match (the hint rule shows a named hint only where its signature matched)
-            expect.diagnose_number(float(got), {hint: value}, expect.Tol(1e-9, 1e-12), want=float(right))
-    return list(dict.fromkeys(found))
+    found = [(hint, value) for hint, value in candidates
+             if math.isclose(float(got), float(value), rel_tol=1e-9, abs_tol=1e-12) and not math.isclose(float(value), float(right), rel_tol=1e-9, abs_tol=1e-12)]
+    if len({hint for hint, _ in found}) != 1:
+        return []
+    hint, value = found[0]
+    # record the match (the hint rule shows a named hint only where its signature matched)
+    expect.diagnose_number(float(got), {hint: value}, expect.Tol(1e-9, 1e-12), want=float(right))
+    return [hint]

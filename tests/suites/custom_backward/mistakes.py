@@ -29,8 +29,25 @@ def softmax_backward(d_weights: torch.Tensor, weights: torch.Tensor) -> dict[str
     v = {
         P + "missing-d-term": a * da,
         P + "d-wrong-axis": _sb(da, a, axis=-2),
+        P + "diagonal-jacobian": a * (1 - a) * da,
     }
+    unkept = _d_without_keepdim(da, a)
+    if unkept is not None:
+        v[P + "d-keepdim"] = unkept
     return {h: t.to(weights.dtype) for h, t in v.items() if t.shape == right.shape and not torch.allclose(t, right, rtol=1e-6, atol=1e-9)}
+
+
+def _d_without_keepdim(d_a: torch.Tensor, a: torch.Tensor) -> torch.Tensor | None:
+    """S̄ with D = rowsum(Ā ⊙ A) of shape [..., L] (keepdim forgotten), broadcast as torch does:
+    D's last axis lines up with the key axis (entry (i, l) of one [L,S] matrix subtracts D_l;
+    with batch axes, D's rows line up with the query axis too). None where that does not
+    broadcast to A's shape (the student's code raises there)."""
+    d = (d_a * a).sum(dim=-1)
+    try:
+        out = a * (d_a - d)
+    except RuntimeError:
+        return None
+    return out if out.shape == a.shape else None
 
 
 def attention_backward(d_out, q, k, v, weights, scale: float) -> dict[str, tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
@@ -48,12 +65,21 @@ def attention_backward(d_out, q, k, v, weights, scale: float) -> dict[str, tuple
     out = {
         P + "missing-d-term": grads(a * da),
         P + "d-wrong-axis": grads(_sb(da, a, axis=-2)),
+        P + "diagonal-jacobian": grads(a * (1 - a) * da),
     }
     if scale != 1.0:
         out[P + "missing-scale"] = grads(ds, s=1.0)
+        out[P + "scale-inverted"] = grads(ds, s=1.0 / scale)  # multiplied by √d_k instead of 1/√d_k
     if ds.shape[-1] == ds.shape[-2]:  # only then do the transposed products have the right shape
         out[P + "dk-transpose"] = grads(ds, dk_rhs=scale * (ds @ q))
+        out[P + "dq-transpose"] = (scale * (ds.transpose(-2, -1) @ k), scale * (ds.transpose(-2, -1) @ q), dv)
         out[P + "dv-transpose"] = grads(ds, dv_=a @ dy)
+        unkept = _d_without_keepdim(da, a)
+        if unkept is not None:
+            out[P + "d-keepdim"] = grads(unkept)
+        if q.shape == k.shape:  # (dk, dq, dv): the first two returned in the wrong order
+            right = grads(ds)
+            out[P + "dq-dk-swapped"] = (right[1], right[0], right[2])
     return {h: tuple(t.to(dtype) for t in g) for h, g in out.items()}
 
 
@@ -62,12 +88,13 @@ def component(variants: dict[str, tuple], index: int) -> dict[str, torch.Tensor]
     return {h: g[index] for h, g in variants.items()}
 
 
-def plain_attention(q, k, v, allowed=None, *, scale: float | None = None):
-    """softmax(scale·q kᵀ, blocked −∞) v with plain autograd: the trusted expected values."""
+def plain_attention(q, k, v, allowed=None, *, scale: float | None = None, fill: float = -math.inf):
+    """softmax(scale·q kᵀ, blocked −∞) v with plain autograd: the trusted expected values
+    (``fill`` other than −∞ only for a mistake's signature)."""
     s = (1.0 / math.sqrt(q.size(-1))) if scale is None else scale
     scores = (q @ k.transpose(-2, -1)) * s
     if allowed is not None:
-        scores = scores.masked_fill(allowed.logical_not(), -math.inf)
+        scores = scores.masked_fill(allowed.logical_not(), fill)
     probs = scores.softmax(-1)
     return probs @ v, probs
 
@@ -79,6 +106,7 @@ def attention_forward(q, k, v, allowed=None) -> dict[str, torch.Tensor]:
     out = {P + "forward-scale": plain_attention(q64, k64, v64, allowed, scale=1.0)[0]}
     if allowed is not None and not bool(allowed.all()):
         out[P + "forward-mask"] = plain_attention(q64, k64, v64, None)[0]
+        out[P + "forward-zero-fill"] = plain_attention(q64, k64, v64, allowed, fill=0.0)[0]
     return {h: t.to(q.dtype) for h, t in out.items() if not torch.allclose(t, right, rtol=1e-6, atol=1e-9)}
 
 
@@ -92,6 +120,13 @@ def attention_grads(q, k, v, allowed, d_out) -> dict[str, tuple[torch.Tensor, to
     if allowed is not None and not bool(allowed.all()):
         _, unmasked = plain_attention(q64, k64, v64, None)  # backward recomputed A without the mask
         out[P + "backward-ignores-mask"] = tuple(g.to(torch.float64) for g in _plain_backward(dy, q64, k64, v64, unmasked, scale))
+        _, zero_filled = plain_attention(q64, k64, v64, allowed, fill=0.0)  # forward filled blocked scores with 0
+        out[P + "forward-zero-fill"] = _plain_backward(dy, q64, k64, v64, zero_filled, scale)
+    # forward saved the (masked) scores instead of the softmax output, and backward used them as A
+    scores = (q64 @ k64.transpose(-2, -1)) * scale
+    if allowed is not None:
+        scores = scores.masked_fill(allowed.logical_not(), -math.inf)
+    out[P + "saved-scores"] = _plain_backward(dy, q64, k64, v64, scores, scale)
     return {h: tuple(t.to(q.dtype) for t in g) for h, g in out.items()}
 
 

@@ -259,10 +259,13 @@ def test_attention_function_is_applied_and_its_backward_returns_dq_dk_dv_none_vi
                             detail=f"its output's grad_fn is {r['attention_node']}, not AttentionFunction's backward node", hints=["custom_backward/not-through-attention-backward"])
             elif part.label.startswith("backward returns"):
                 grads = r["grads"]
-                ok = isinstance(grads, list) and len(grads) == 4 and grads[3] is None and all(
-                    type(g) is torch.Tensor and tuple(g.shape) == tuple(t.shape) for g, t in zip(grads[:3], (q, k, v)))
+                four = isinstance(grads, list) and len(grads) == 4 and grads[3] is None
+                ok = four and all(type(g) is torch.Tensor and tuple(g.shape) == tuple(t.shape) for g, t in zip(grads[:3], (q, k, v)))
+                shapes = [list(g.shape) if type(g) is torch.Tensor else expect.describe(g) for g in grads[:3]] if four else None
                 expect.true(ok, what="AttentionFunction.backward returns (dq, dk, dv, None), shaped like q, k, v",
-                            detail=f"it returned {expect.describe(tuple(grads) if isinstance(grads, list) else grads)}", hints=["custom_backward/backward-three-values"])
+                            detail=f"it returned {expect.describe(tuple(grads) if isinstance(grads, list) else grads)}"
+                                   + (f" shaped {shapes} for q {list(q.shape)}, k {list(k.shape)}, v {list(v.shape)}" if four else ""),
+                            hints=[] if four else ["custom_backward/backward-three-values"])  # four values, misshapen: not this hint
             else:
                 data.check_goes_through_helpers(sub)
 

@@ -28,6 +28,8 @@ def causal(T: int) -> dict[str, torch.Tensor]:
     }
     if T > 0:
         out["masks/diagonal-masked"] = _tri(T, T, -1)  # j < i: nobody reads itself, row 0 empty
+    if T > 1:
+        out["masks/causal-one-ahead"] = _tri(T, T, 1)  # j <= i + 1: every query also reads the next token
     return out
 
 
@@ -38,6 +40,8 @@ def apply(scores: torch.Tensor, allowed: torch.Tensor, fill: float = NEG_INF) ->
         out["masks/zero-fill"] = scores.masked_fill(~allowed, 0.0)
     if fill != NEG_INF:
         out["masks/fill-ignored"] = scores.masked_fill(~allowed, NEG_INF)  # always −∞, whatever `fill` says
+    if fill in (NEG_INF, float("inf")):  # scores + (~allowed) * fill: 0 · ∞ = NaN on every allowed entry
+        out["masks/zero-times-inf"] = scores + (~allowed).to(scores.dtype) * fill
     return out
 
 
@@ -48,7 +52,9 @@ def padding(lengths, T: int, left_padded: bool) -> dict[str, torch.Tensor]:
     right, left = pos < n, pos >= T - n
     correct, swapped = (left, right) if left_padded else (right, left)
     shifted = pos >= T - n - 1 if left_padded else pos <= n  # one real token too many
-    return {"masks/padding-side-swapped": swapped, "masks/polarity-inverted": ~correct, "masks/padding-off-by-one": shifted}
+    short = pos > T - n if left_padded else pos < n - 1  # one real token too few
+    return {"masks/padding-side-swapped": swapped, "masks/polarity-inverted": ~correct, "masks/padding-off-by-one": shifted,
+            "masks/padding-one-short": short}
 
 
 def combine(causal_allowed: torch.Tensor, key_allowed: torch.Tensor) -> dict[str, torch.Tensor]:
@@ -61,6 +67,7 @@ def combine(causal_allowed: torch.Tensor, key_allowed: torch.Tensor) -> dict[str
     L, S = causal_allowed.shape
     if L == S:
         out["masks/padding-masks-queries"] = c & key_allowed[:, None, :, None]  # rows blanked instead of columns
+    out["masks/combine-head-axis"] = causal_allowed[None] & key_allowed[:, None, :]  # [B,L,S]: no head axis
     return out
 
 
@@ -77,11 +84,21 @@ def softmax(scores: torch.Tensor, allowed: torch.Tensor) -> dict[str, torch.Tens
         "masks/finite-fill-uniform": torch.softmax(fill(-1e9), -1),  # rows with nothing allowed: uniform 1/S
         "masks/polarity-inverted": torch.softmax(fill(NEG_INF, ~a), -1),
     }
+    if s.dim() >= 2 and s.size(-2) > 1:  # normalised over the query axis: each key column sums to 1
+        e = torch.exp(fill(NEG_INF) - torch.nan_to_num(fill(NEG_INF).amax(-2, keepdim=True), neginf=0.0))
+        denom = e.sum(-2, keepdim=True)
+        out["masks/softmax-wrong-axis"] = e / torch.where(denom > 0, denom, torch.ones_like(denom))
     # no max shift: exp of the raw scores overflows (inf / inf = NaN) at scores of ~1e3 in float64, ~90 in float32
     raw = scores.broadcast_to(a.shape)  # in the submission's own dtype: that decides where it overflows
     e = torch.exp(torch.where(a, raw, torch.tensor(NEG_INF, dtype=raw.dtype)))
     denom = e.sum(-1, keepdim=True)
     out["masks/no-max-shift"] = (e / torch.where(denom > 0, denom, torch.ones_like(denom))).to(torch.float64)
+    # one shift for the whole tensor (amax() without dim): rows far below the global maximum underflow to all zeros
+    masked = torch.where(a, raw, torch.tensor(NEG_INF, dtype=raw.dtype))
+    top = masked.amax()
+    e = torch.exp(masked - (top if bool(torch.isfinite(top)) else torch.zeros_like(top)))
+    denom = e.sum(-1, keepdim=True)
+    out["masks/global-max"] = (e / torch.where(denom > 0, denom, torch.ones_like(denom))).to(torch.float64)
     return {k: v.to(scores.dtype) for k, v in out.items()}
 
 
@@ -96,6 +113,7 @@ def prefix(T: int, prefix_len: int) -> dict[str, torch.Tensor]:
     }
     if prefix_len > 0:
         out["masks/prefix-rows"] = (j <= i) | (i < prefix_len)  # prefix *queries* read everything instead
+        out["masks/prefix-and"] = (j <= i) & (j < prefix_len)  # both conditions instead of either
     return out
 
 

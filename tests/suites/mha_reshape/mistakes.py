@@ -61,7 +61,7 @@ def _linear(x: torch.Tensor, state: dict, name: str, transpose: bool = True) -> 
     return out if bias is None else out + bias
 
 
-def _mha(x, state, h, key_allowed, *, split="ok", merge="ok", scale="head", mask="ok", project=True, transpose=True):
+def _mha(x, state, h, key_allowed, *, split="ok", merge="ok", scale="head", mask="ok", project=True, transpose=True, dim=-1):
     B, T, C = x.shape
     d = C // h
     q, k, v = (_split(_linear(x, state, n, transpose), h, split) for n in ("w_q", "w_k", "w_v"))
@@ -79,7 +79,7 @@ def _mha(x, state, h, key_allowed, *, split="ok", merge="ok", scale="head", mask
         }[mask]
     if allowed is not None:
         scores = scores.masked_fill(allowed.logical_not(), -math.inf)
-    weights = scores.softmax(-1)
+    weights = scores.softmax(dim)  # dim=-2: normalised over the queries (each key column sums to 1)
     merged = _merge(weights @ v, merge)
     out = _linear(merged, state, "w_o", transpose) if project and merged.shape[-1] == C else merged
     return out, weights
@@ -102,6 +102,8 @@ def mha(x: torch.Tensor, state: dict, num_heads: int, key_allowed: torch.Tensor 
     out["mha_reshape/missing-output-projection"] = _mha(x, state, h, key_allowed, project=False)
     out["mha_reshape/linear-weight-not-transposed"] = _mha(x, state, h, key_allowed, transpose=False)
     out["mha_reshape/no-causal-mask"] = _mha(x, state, h, key_allowed, mask="no-causal")
+    if x.shape[1] > 1:
+        out["mha_reshape/softmax-wrong-axis"] = _mha(x, state, h, key_allowed, dim=-2)
     if key_allowed is not None and not bool(key_allowed.to(torch.bool).all()):
         out["mha_reshape/key-mask-on-queries"] = _mha(x, state, h, key_allowed, mask="queries")
         out["mha_reshape/key-allowed-ignored"] = _mha(x, state, h, key_allowed, mask="ignored")

@@ -40,6 +40,7 @@ def attention_chain(x: torch.Tensor, w_q: torch.Tensor, w_k: torch.Tensor, w_v: 
         "qkv/divide-by-dk": chain(raw / d_k),
         "qkv/no-scaling": chain(raw),
         "qkv/softmax-wrong-axis": chain(scaled, dim=-2),
+        "qkv/softmax-over-batch": chain(scaled, dim=0),  # normalised across the batch examples
         "qkv/keys-times-queries": chain(raw.transpose(-2, -1) / math.sqrt(d_k)),
     }
     if C != d_k:
@@ -50,6 +51,7 @@ def attention_chain(x: torch.Tensor, w_q: torch.Tensor, w_k: torch.Tensor, w_v: 
         out["qkv/zero-fill"] = chain(scaled, fill=0.0)
         out["qkv/no-causal-mask"] = chain(scaled, mask=None)
         out["qkv/diagonal-masked"] = chain(scaled, mask=torch.tril(torch.ones(T, T, dtype=torch.bool), diagonal=-1))
+        out["qkv/mask-polarity-inverted"] = chain(scaled, mask=~allowed)  # masked_fill(allowed, −∞): the past hidden, rows 0 and T−1 NaN
         after = _softmax(scaled).masked_fill(~allowed, 0.0)
         out["qkv/mask-after-softmax"] = (after @ v, after)
     else:

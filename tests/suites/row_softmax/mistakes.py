@@ -34,14 +34,31 @@ def _naive_softmax(s: torch.Tensor, dim: int) -> torch.Tensor:
     return e / e.sum(dim=dim, keepdim=True)
 
 
+def _global_max_softmax(s: torch.Tensor, dim: int) -> torch.Tensor:
+    e = torch.exp(s - s.max())  # one shift for the whole tensor: a row far below the top underflows to 0 / 0
+    return e / e.sum(dim=dim, keepdim=True)
+
+
+def _unkept_sum(e: torch.Tensor, dim: int) -> torch.Tensor | None:
+    """``e / e.sum(dim)`` without keepdim: the sums line up with the wrong axis (or do not broadcast)."""
+    try:
+        out = e / e.sum(dim=dim)
+    except RuntimeError:
+        return None
+    return out if out.shape == e.shape else None
+
+
 def softmax(scores: torch.Tensor, dim: int = -1) -> dict[str, torch.Tensor]:
     """hint id → what softmax_rows(scores, dim) returns with that mistake."""
     s64 = scores.double()
     right = torch.softmax(s64, dim=dim)
-    v = {P + "no-max-subtraction": _naive_softmax(scores, dim)}
+    v = {P + "no-max-subtraction": _naive_softmax(scores, dim), P + "global-max": _global_max_softmax(scores, dim)}
     other = _other_axis(scores, dim)
     if other is not None:
         v[P + "softmax-wrong-axis"] = torch.softmax(s64, dim=other).to(scores.dtype)
+    unkept = _unkept_sum(torch.exp(s64 - s64.amax(dim=dim, keepdim=True)), dim)
+    if unkept is not None:
+        v[P + "sum-without-keepdim"] = unkept.to(scores.dtype)
     return keep_if_wrong(v, right)
 
 
@@ -52,6 +69,8 @@ def log_softmax(scores: torch.Tensor, dim: int = -1) -> dict[str, torch.Tensor]:
     v = {
         P + "log-of-softmax": torch.log(torch.softmax(scores, dim=dim)),  # underflow → log(0) = −∞
         P + "no-max-subtraction": scores - torch.log(torch.exp(scores).sum(dim=dim, keepdim=True)),
+        # the max pulled out of the log-sum-exp but not added back: log_softmax + max
+        P + "lse-missing-max": (right + s64.amax(dim=dim, keepdim=True)).to(scores.dtype),
     }
     other = _other_axis(scores, dim)
     if other is not None:
@@ -75,6 +94,9 @@ def cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> dict[str, torc
         P + "ce-on-probabilities": (-torch.log_softmax(probs, dim=-1)[n, t].mean()).to(dtype),
         P + "log-of-softmax": -torch.log(torch.softmax(logits, dim=-1))[n, t].mean(),
         P + "no-max-subtraction": -(logits - torch.log(torch.exp(logits).sum(-1, keepdim=True)))[n, t].mean(),
+        P + "ce-sign": logp[n, t].mean().to(dtype),  # mean log p(target): the minus sign dropped
+        P + "ce-mean-over-vocab": (-logp[n, t].mean() / logits.size(-1)).to(dtype),  # one-hot · log p averaged over N·V entries
+        P + "lse-missing-max": -(logp + l64.amax(-1, keepdim=True))[n, t].mean().to(dtype),
     }
     if logits.size(0) > 1:
         v[P + "ce-target-indexing"] = (-logp[:, t].mean()).to(dtype)  # an N×N block, not one entry per row

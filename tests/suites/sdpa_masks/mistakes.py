@@ -32,6 +32,7 @@ def additive(allowed: torch.Tensor, dtype: torch.dtype) -> dict[str, torch.Tenso
         "sdpa_masks/additive-wrong-values": allowed.to(dtype),  # 1 = keep, 0 = block
         "sdpa_masks/polarity-inverted": zeros.masked_fill(allowed, NEG_INF),  # −∞ on the allowed entries
         "sdpa_masks/additive-finite": zeros.masked_fill(~allowed, torch.finfo(dtype).min),
+        "sdpa_masks/additive-zero-times-inf": (~allowed).to(dtype) * NEG_INF,  # 0 · (−∞) = NaN on the allowed entries
     }
 
 
@@ -48,13 +49,17 @@ def hf(attention_mask: torch.Tensor, causal: bool) -> dict[str, torch.Tensor]:
     }
     if causal:
         out["sdpa_masks/hf-causal-ignored"] = real[:, None, None, :].expand(B, 1, S, S).clone()
+    out["sdpa_masks/hf-head-axis"] = keys[:, 0].clone()  # [B,S,S]: the head axis left out
+    if attention_mask.dtype != torch.bool:
+        out["sdpa_masks/hf-nonzero"] = (attention_mask == 1)[:, None, None, :] & tri  # only the value 1 taken as real
     return out
 
 
 def kv_cache(L: int, S: int) -> dict[str, torch.Tensor]:
     """kv_cache_mask(L, S) with a mistake."""
     return {"sdpa_masks/kv-cache-top-left": _tri(L, S, 0), "sdpa_masks/polarity-inverted": ~_tri(L, S, S - L),
-            "sdpa_masks/kv-cache-off-by-one": _tri(L, S, S - L + 1) if L > 1 else _tri(L, S, S - L - 1)}
+            "sdpa_masks/kv-cache-off-by-one": _tri(L, S, S - L + 1) if L > 1 else _tri(L, S, S - L - 1),
+            "sdpa_masks/kv-cache-offset-sign": _tri(L, S, L - S)}  # shifted up by S − L instead of down
 
 
 def sdpa(q, k, v, allowed=None, causal=False) -> dict[str, torch.Tensor]:
