@@ -224,7 +224,7 @@ class _Scanner(ast.NodeVisitor):
     def in_scope(self) -> bool:
         if self.scope is None:
             return True
-        qualified = ".".join(self.stack)
+        qualified = ".".join(self.stack)  # MODULE_LEVEL ("") at top level: in scope only if listed
         return any(qualified == f or qualified.startswith(f + ".") for f in self.scope)
 
     def _flag(self, node: ast.AST, text: str) -> None:
@@ -262,6 +262,14 @@ class _Scanner(ast.NodeVisitor):
         self.stack.pop()
 
     visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
+
+    def visit_If(self, node: ast.If) -> None:
+        if self.stack or not _is_main_guard(node):
+            self.generic_visit(node)
+            return
+        self.stack.append(MAIN_GUARD)  # a scope of its own: it never runs when the file is imported
+        self.generic_visit(node)
+        self.stack.pop()
 
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         self.stack.append(node.name)
@@ -464,6 +472,126 @@ def imported(source: str, available: dict[str, str]) -> dict[str, str]:
     return out
 
 
+MODULE_LEVEL = ""  # the scope name of a module's top-level code (outside any def or class)
+MAIN_GUARD = "__main__"  # the pseudo-scope of a module's `if __name__ == "__main__":` block
+
+
+def _module_uses(source: str, available: Iterable[str]) -> dict[str, set[str] | None]:
+    """The modules among ``available`` that ``source`` imports (absolute imports, anywhere in
+    the file) and the names it takes from each: ``from m import a, b`` → {a, b};
+    ``import m as x`` → the attributes read as ``x.attr``; None (all of it) for
+    ``from m import *``, a submodule, or the module object used any other way."""
+    tree = _parse(source)
+    available = set(available)
+    uses: dict[str, set[str] | None] = {}
+    aliases: dict[str, str] = {}
+
+    def add(module: str, names: set[str] | None) -> None:
+        current = uses.get(module, set())
+        uses[module] = None if current is None or names is None else current | names
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            top = node.module.split(".")[0]
+            if top in available:
+                add(top, None if node.module != top or any(a.name == "*" for a in node.names) else {a.name for a in node.names})
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                top = alias.name.split(".")[0]
+                if top in available:
+                    add(top, set() if alias.name == top else None)
+                    aliases[alias.asname or top] = top
+    if aliases:
+        read_attr = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases and isinstance(node.ctx, ast.Load):
+                add(aliases[node.value.id], {node.attr})
+            elif isinstance(node, ast.Name) and node.id in aliases and id(node) not in read_attr:
+                add(aliases[node.id], None)  # passed around, rebound, deleted: anything of it may be used
+    return uses
+
+
+def _is_main_guard(node: ast.AST) -> bool:
+    test = node.test if isinstance(node, ast.If) else None
+    return (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__" and len(test.ops) == 1
+            and isinstance(test.ops[0], ast.Eq) and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value == "__main__")
+
+
+def _runs_at_import(node: ast.AST) -> bool:
+    """Could this top-level def hand its code out while the module is imported, without its
+    name being mentioned? A class (its body runs at import), a decorated function (the
+    decorator may register it), a function whose defaults or annotations call something or
+    bind a name (``def h(x=REGISTRY.append(…))``, ``(y := …)``)."""
+    if isinstance(node, ast.ClassDef) or node.decorator_list:
+        return True
+    args = node.args
+    parts = [*args.defaults, *(d for d in args.kw_defaults if d is not None), node.returns,
+             *(a.annotation for a in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg] if a is not None)]
+    return any(isinstance(sub, (ast.Call, ast.NamedExpr, ast.Lambda)) for part in parts if part is not None for sub in ast.walk(part))
+
+
+def _reached(source: str, names: set[str]) -> set[str]:
+    """The top-level functions and classes of ``source`` that an importer can run: those it
+    imports (``names``), those the module's top-level code mentions, those that run or hand
+    themselves out at import (``_runs_at_import``), and everything any of them mentions
+    (calls, references, decorators, defaults), transitively. The ``__main__`` block does not
+    run on import and counts for nothing. The rest — a function nobody can reach by name —
+    never runs for the importer."""
+    tree = _parse(source)
+    defs = {node.name: node for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+    todo = [n for n in names if n in defs] + [n for n, node in defs.items() if _runs_at_import(node)]
+    for node in tree.body:
+        if node.__class__ not in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef) and not _is_main_guard(node):
+            todo += [sub.id for sub in ast.walk(node) if isinstance(sub, ast.Name) and sub.id in defs]
+    seen: set[str] = set()
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        todo += [sub.id for sub in ast.walk(defs[name]) if isinstance(sub, ast.Name) and sub.id in defs and sub.id not in seen]
+    return seen
+
+
+def imported_scopes(source: str, available: dict[str, str]) -> dict[str, tuple[str, frozenset[str] | None]]:
+    """The files among ``available`` that ``source`` imports, directly or through each other,
+    each with the part of it a rule scan must cover: its top-level code and the functions and
+    classes the importers reach (``from sdpa_masks import to_additive_mask`` does not bring in
+    ``sdpa_masks.sdpa``), or None — the whole file — when the module is used as a whole.
+    Conservative: a module's own imports count wherever they stand in it."""
+    uses: dict[str, set[str] | None] = {}
+
+    def merge(found: dict[str, set[str] | None]) -> bool:
+        changed = False
+        for module, names in found.items():
+            current = uses.get(module, set())
+            if module not in uses or current is not None and (names is None or not names <= current):
+                uses[module] = None if names is None or current is None else current | names
+                changed = True
+        return changed
+
+    try:
+        merge(_module_uses(source, available))
+    except SyntaxError:
+        return {}
+    changed = True
+    while changed:
+        changed = False
+        for module in list(uses):
+            try:
+                changed |= merge(_module_uses(available[module], available))
+            except SyntaxError:
+                continue
+    out = {}
+    for module, names in uses.items():
+        try:
+            scope = None if names is None else frozenset(_reached(available[module], names)) | {MODULE_LEVEL}
+        except SyntaxError:
+            scope = None
+        out[module] = (available[module], scope)
+    return out
+
+
 @functools.lru_cache(maxsize=64)
 def _imported_tops(source: str) -> tuple[str, ...]:
     """The top-level package of every absolute import in ``source``, in the order found."""
@@ -478,10 +606,13 @@ def check_no_banned(source: str | None, file: str, banned: Iterable[str], *, wha
                     imports: dict[str, str] | None = None) -> None:
     """Fail with every offending line of the student's file when a banned name appears.
     ``imports`` (module name → source, e.g. ``sub.importable_sources()``): the submission's
-    other files; those the file imports are scanned whole with the same rules."""
+    other files; those the file imports are scanned with the same rules — the deny-by-default
+    constructs everywhere in them, the banned names in their top-level code and in what the
+    file uses of them (``imported_scopes``)."""
     if source is None:
         return  # a missing module fails elsewhere, with its own message
-    files = [(file, source, scope)] + [(f"{name}.py", text, None) for name, text in sorted(imported(source, {k: v for k, v in (imports or {}).items() if f"{k}.py" != file}).items())]
+    others = {k: v for k, v in (imports or {}).items() if f"{k}.py" != file}
+    files = [(file, source, scope)] + [(f"{name}.py", text, used) for name, (text, used) in sorted(imported_scopes(source, others).items())]
     found: list[tuple[str, Violation]] = []
     for name, text, file_scope in files:
         try:

@@ -197,6 +197,61 @@ def test_backward_may_reach_the_helpers_through_the_files_own_functions():
     assert not reaches(source, "softmax_backward", "attention_backward")
 
 
+SIBLING = textwrap.dedent('''
+    import torch
+    import torch.nn.functional as F
+
+
+    def to_additive_mask(allowed, dtype=torch.float32):
+        return _zeros(allowed, dtype).masked_fill(~allowed, float("-inf"))
+
+
+    def _zeros(allowed, dtype):
+        return torch.zeros(allowed.shape, dtype=dtype)
+
+
+    def sdpa(q, k, v, allowed=None):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
+
+
+    if __name__ == "__main__":
+        print(sdpa(*[torch.randn(1, 2, 3)] * 3))
+''')
+HANDOUTS = {  # a helper whose SDPA reaches `ok`'s caller without `ok` naming it: scanned all the same
+    "decorator": "REG = []\ndef register(f):\n    REG.append(f)\n    return f\n@register\ndef g(q):\n    return F.scaled_dot_product_attention(q, q, q)\n",
+    "default": "REG = []\ndef g(x=REG.append(F.scaled_dot_product_attention)):\n    return x\n",
+    "class-body": "REG = []\nclass C:\n    REG.append(F.scaled_dot_product_attention)\n",
+    "walrus-default": "def g(x=(A := F.scaled_dot_product_attention)):\n    return x\n",
+    "top-level-alias": "A = F.scaled_dot_product_attention\n",
+}
+
+
+@pytest.mark.parametrize(("importer", "flagged"), [
+    ("from sdpa_masks import to_additive_mask\n", False),
+    ("import sdpa_masks as sm\n\n\ndef f(a):\n    return sm.to_additive_mask(a)\n", False),
+    ("from sdpa_masks import sdpa\n", True),
+    ("import sdpa_masks\n\n\ndef f(q):\n    return sdpa_masks.sdpa(q, q, q)\n", True),
+    ("from sdpa_masks import *\n", True),
+    ("import sdpa_masks\nM = sdpa_masks\n", True),
+])
+def test_a_sibling_module_counts_for_what_the_file_can_run_of_it(importer, flagged):
+    """mha_reshape.py may reuse the student's own sdpa_masks.to_additive_mask: sdpa_masks.sdpa,
+    which calls SDPA by design, never runs for it (nor does a __main__ self-check)."""
+    run = lambda: check_no_banned(importer, "mha_reshape.py", SDPA, what="rule", imports={"sdpa_masks": SIBLING})  # noqa: E731
+    if flagged:
+        with pytest.raises(CheckFailed, match="sdpa_masks.py:15: F.scaled_dot_product_attention"):
+            run()
+    else:
+        run()
+
+
+@pytest.mark.parametrize("handout", HANDOUTS)
+def test_code_a_helper_hands_out_at_import_is_scanned_though_never_named(handout):
+    helper = f"import torch.nn.functional as F\n\n\ndef ok(q):\n    return q\n\n\n{HANDOUTS[handout]}"
+    with pytest.raises(CheckFailed, match="helper.py:[0-9]+: F.scaled_dot_product_attention"):
+        check_no_banned("from helper import ok\n", "mha_reshape.py", SDPA, what="rule", imports={"helper": helper})
+
+
 @pytest.mark.parametrize("folder", ["solutions", "exercises", "tests/submissions/styles/einsum", "tests/submissions/styles/float64_lse", "tests/submissions/styles/loops",
                                     "tests/submissions/styles/defensive_oop", "tests/submissions/styles/minimal_functional"])
 def test_reference_stubs_and_style_submissions_pass_the_static_rules(folder):
