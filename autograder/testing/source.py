@@ -218,6 +218,7 @@ class _Scanner(ast.NodeVisitor):
         self.classes: list[str] = []  # the enclosing classes, innermost last
         self.class_bodies: list[ast.ClassDef] = []
         self.parents = {id(child): parent for parent in ast.walk(tree) if isinstance(parent, ast.ClassDef) for child in parent.body}
+        self.bodies = set(self.parents) | {id(child) for child in getattr(tree, "body", [])}  # statements of a module or class body
         self.instances: list[tuple[dict[str, str], set[str]]] = []  # per enclosing function: (local → own class it surely holds, names bound)
 
     @property
@@ -262,6 +263,15 @@ class _Scanner(ast.NodeVisitor):
         self.stack.pop()
 
     visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        name = _lambda_name(node) if id(node) in self.bodies else None
+        if name is None:
+            self.generic_visit(node)
+            return
+        self.stack.append(name)  # `backward = staticmethod(lambda ctx, d_out: …)` is scoped like its def
+        self.generic_visit(node)
+        self.stack.pop()
 
     def visit_If(self, node: ast.If) -> None:
         if self.stack or not _is_main_guard(node):
@@ -378,18 +388,37 @@ def _parse(source: str) -> ast.Module:
     return ast.parse(source)
 
 
-def _functions(tree: ast.Module, scope: Iterable[str]) -> list[ast.AST]:
-    """The nodes of the named functions ("f" or "Class.method")."""
-    wanted = set(scope)
+def _lambda_name(node: ast.AST) -> str | None:
+    """``f = lambda …`` or ``f = staticmethod(lambda …)`` (classmethod too): a function
+    written as an assignment; its name, else None."""
+    if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
+        return None
+    value = node.value
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in ("staticmethod", "classmethod") and len(value.args) == 1:
+        value = value.args[0]
+    return node.targets[0].id if isinstance(value, ast.Lambda) else None
+
+
+def _definitions(tree: ast.Module) -> list[tuple[str, str, ast.AST]]:
+    """(qualified name, plain name, node) of every top-level function and method, ``def`` or
+    lambda assignment: "f" / "Class.method"."""
     out = []
     for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in wanted:
-            out.append(node)
+        name = node.name if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else _lambda_name(node)
+        if name is not None:
+            out.append((name, name, node))
         elif isinstance(node, ast.ClassDef):
             for item in node.body:
-                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and f"{node.name}.{item.name}" in wanted:
-                    out.append(item)
+                method = item.name if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) else _lambda_name(item)
+                if method is not None:
+                    out.append((f"{node.name}.{method}", method, item))
     return out
+
+
+def _functions(tree: ast.Module, scope: Iterable[str]) -> list[ast.AST]:
+    """The nodes of the named functions ("f" or "Class.method"; a lambda assignment counts)."""
+    wanted = set(scope)
+    return [node for qualified, _, node in _definitions(tree) if qualified in wanted]
 
 
 def scan(source: str, banned: Iterable[str], *, scope: Iterable[str] | None = None, dynamic: bool = True) -> list[Violation]:
@@ -428,19 +457,13 @@ def reaches(source: str, function: str, target: str) -> bool:
     """Does ``function`` ("f" or "Class.method") call ``target``, directly or through the
     file's own functions and methods (``backward`` → ``self._grads`` → ``target``)? A name
     called is followed into every top-level function and method of that name, and a class
-    called into its ``__init__``/``__call__``."""
-    tree = _parse(source)
+    called into its ``__init__``/``__call__``; a lambda assignment (``f = lambda …``) is a
+    function like any other."""
     defs: dict[str, list[str]] = {}
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            defs.setdefault(node.name, []).append(node.name)
-        elif isinstance(node, ast.ClassDef):
-            for item in node.body:
-                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    qualified = f"{node.name}.{item.name}"
-                    defs.setdefault(item.name, []).append(qualified)
-                    if item.name in ("__init__", "__call__", "__new__"):
-                        defs.setdefault(node.name, []).append(qualified)
+    for qualified, name, _ in _definitions(_parse(source)):
+        defs.setdefault(name, []).append(qualified)
+        if "." in qualified and name in ("__init__", "__call__", "__new__"):
+            defs.setdefault(qualified.split(".")[0], []).append(qualified)
     seen = {function}
     todo = [function]
     while todo:

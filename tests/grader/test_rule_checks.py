@@ -76,6 +76,11 @@ def test_the_hint_names_file_line_and_construct():
     assert "row_softmax.py:5: vars" in detail and info.value.feedback.frames[0]["line"] == 5
 
 
+def test_a_backward_written_as_a_lambda_is_scanned_as_backward():
+    source = "import torch\n\n\nclass AttentionFunction(torch.autograd.Function):\n    backward = staticmethod(lambda ctx, d_out: (*torch.autograd.grad(ctx.out, ctx.inputs, d_out), None))\n"
+    assert [(v.found, v.function) for v in scan(source, AUTOGRAD, scope=BACKWARD_SCOPE)] == [("torch.autograd.grad", "AttentionFunction.backward")]
+
+
 def test_a_helper_outside_the_scoped_functions_cannot_hide_dynamic_autograd():
     source = textwrap.dedent('''
         import torch
@@ -190,7 +195,14 @@ def test_backward_may_reach_the_helpers_through_the_files_own_functions():
             def backward(ctx, d_out):
                 q, k, v, a = ctx.saved_tensors
                 return a.mT @ d_out, None, None, None
+
+        lambda_softmax_backward = lambda d_weights, weights: softmax_backward(d_weights, weights)
+
+        class Lambdas:
+            backward = staticmethod(lambda ctx, d_out: (*attention_backward(d_out, *ctx.saved_tensors, ctx.scale), None))
     ''')
+    assert reaches(source, "Lambdas.backward", "attention_backward")
+    assert reaches(source, "lambda_softmax_backward", "softmax_backward")
     assert reaches(source, "AttentionFunction.backward", "attention_backward")
     assert reaches(source, "attention_backward", "softmax_backward")
     assert not reaches(source, "Inlined.backward", "attention_backward")

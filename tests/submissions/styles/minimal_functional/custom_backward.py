@@ -1,16 +1,12 @@
-"""custom_backward, terse functional style: `torch.addcmul` for the softmax backward, the scale
-folded into S̄ once, and what backward needs kept as plain ctx attributes (no save_for_backward)."""
+"""custom_backward, terse functional style: every function a lambda assignment (backward a
+`staticmethod(lambda …)`), the softmax backward in one expression, the scale folded into S̄ once,
+and what backward needs kept as plain ctx attributes (no save_for_backward)."""
 
 import torch
 
+softmax_backward = lambda d_weights, weights: weights * (d_weights - (d_weights * weights).sum(-1, keepdim=True))
 
-def softmax_backward(d_weights, weights):
-    return torch.addcmul(d_weights * weights, weights, (d_weights * weights).sum(-1, keepdim=True), value=-1)
-
-
-def attention_backward(d_out, q, k, v, weights, scale):
-    ds = softmax_backward(d_out @ v.mT, weights) * scale
-    return ds @ k, ds.mT @ q, weights.mT @ d_out
+attention_backward = lambda d_out, q, k, v, weights, scale: (lambda ds: (ds @ k, ds.mT @ q, weights.mT @ d_out))(softmax_backward(d_out @ v.mT, weights) * scale)
 
 
 class AttentionFunction(torch.autograd.Function):
@@ -22,10 +18,7 @@ class AttentionFunction(torch.autograd.Function):
         ctx.q, ctx.k, ctx.v = q, k, v
         return ctx.weights @ v
 
-    @staticmethod
-    def backward(ctx, d_out):
-        return (*attention_backward(d_out, ctx.q, ctx.k, ctx.v, ctx.weights, ctx.scale), None)
+    backward = staticmethod(lambda ctx, d_out: (*attention_backward(d_out, ctx.q, ctx.k, ctx.v, ctx.weights, ctx.scale), None))
 
 
-def attention(q, k, v, allowed=None):
-    return AttentionFunction.apply(q, k, v, allowed)
+attention = lambda q, k, v, allowed=None: AttentionFunction.apply(q, k, v, allowed)

@@ -1,6 +1,6 @@
 """mha_reshape, terse functional style: `unflatten`/`flatten`, one `F.linear` over the three
 projections' concatenated weights (split back into heads), a blocked-style (True = blocked)
-non-persistent buffer, and `4·d·(d + bias)` with bool arithmetic."""
+non-persistent buffer, `mha_flops` as a lambda, and `4·d·(d + bias)` with bool arithmetic."""
 
 import torch
 import torch.nn.functional as F
@@ -43,8 +43,7 @@ def score_elements(batch, num_heads, T):
     return batch * num_heads * T**2
 
 
-def mha_flops(T, d):
-    return 8 * T * d * d + 4 * T * T * d
+mha_flops = lambda T, d: 8 * T * d * d + 4 * T * T * d
 
 
 def attention_flop_fraction(T, d):

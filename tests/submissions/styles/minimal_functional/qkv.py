@@ -1,6 +1,7 @@
 """qkv, terse functional style (a correct submission in another style): one fused projection
 split three ways, `torch.einsum`, `d_k ** -0.5`, `cumsum` for the prefix mean, `torch.baddbmm`
-with `alpha` for the scaled scores and `torch.where` for the causal mask."""
+with `alpha` for the scaled scores, `torch.where` for the causal mask, and functions bound as
+values (`scale_scores = lambda …`, `weighted_values = torch.matmul`)."""
 
 import torch
 import torch.nn.functional as F
@@ -15,12 +16,10 @@ def attention_scores(q, k):
     return torch.einsum("...ld,...sd->...ls", q, k)
 
 
-def scale_scores(scores, d_k):
-    return scores * d_k ** -0.5
+scale_scores = lambda scores, d_k: scores * d_k ** -0.5
 
 
-def weighted_values(weights, v):
-    return torch.matmul(weights, v)
+weighted_values = torch.matmul
 
 
 def causal_uniform_mean(x):

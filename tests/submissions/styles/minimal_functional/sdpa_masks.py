@@ -1,21 +1,20 @@
 """sdpa_masks, terse functional style: `allowed.to(dtype).log()` for the 0/−∞ mask, an expanded
 (stride-0) view as the [B,1,S,S] result, and SDPA always called with an explicit bool mask
-(never `is_causal`), dropout as `dropout_p * training`."""
+(never `is_causal`), dropout as `dropout_p * training`, and converters bound to torch's own
+callables (`blocked_to_sdpa = torch.logical_not`, `to_mha_attn_mask = torch.Tensor.logical_not`)."""
 
 import torch
 import torch.nn.functional as F
 
 
-def blocked_to_sdpa(blocked):
-    return ~blocked
+blocked_to_sdpa = torch.logical_not
 
 
 def to_additive_mask(allowed, dtype=torch.float32):
     return allowed.to(dtype).log()
 
 
-def to_mha_attn_mask(allowed):
-    return allowed.logical_not()
+to_mha_attn_mask = torch.Tensor.logical_not
 
 
 def hf_to_sdpa_mask(attention_mask, causal=True):
