@@ -70,6 +70,7 @@ def attention_backward(d_out, q, k, v, weights, scale: float) -> dict[str, tuple
     if scale != 1.0:
         out[P + "missing-scale"] = grads(ds, s=1.0)
         out[P + "scale-inverted"] = grads(ds, s=1.0 / scale)  # multiplied by √d_k instead of 1/√d_k
+        out[P + "scale-twice"] = grads(ds, s=scale * scale)  # s applied to Ā (or S̄) and again to Q̄, K̄
     if ds.shape[-1] == ds.shape[-2]:  # only then do the transposed products have the right shape
         out[P + "dk-transpose"] = grads(ds, dk_rhs=scale * (ds @ q))
         out[P + "dq-transpose"] = (scale * (ds.transpose(-2, -1) @ k), scale * (ds.transpose(-2, -1) @ q), dv)
@@ -104,6 +105,8 @@ def attention_forward(q, k, v, allowed=None) -> dict[str, torch.Tensor]:
     q64, k64, v64 = q.double(), k.double(), v.double()
     right, _ = plain_attention(q64, k64, v64, allowed)
     out = {P + "forward-scale": plain_attention(q64, k64, v64, allowed, scale=1.0)[0]}
+    if v.size(-1) != q.size(-1):
+        out[P + "forward-scale-width"] = plain_attention(q64, k64, v64, allowed, scale=v.size(-1) ** -0.5)[0]  # 1/√d_v
     if allowed is not None and not bool(allowed.all()):
         out[P + "forward-mask"] = plain_attention(q64, k64, v64, None)[0]
         out[P + "forward-zero-fill"] = plain_attention(q64, k64, v64, allowed, fill=0.0)[0]

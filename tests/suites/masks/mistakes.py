@@ -53,8 +53,11 @@ def padding(lengths, T: int, left_padded: bool) -> dict[str, torch.Tensor]:
     correct, swapped = (left, right) if left_padded else (right, left)
     shifted = pos >= T - n - 1 if left_padded else pos <= n  # one real token too many
     short = pos > T - n if left_padded else pos < n - 1  # one real token too few
-    return {"masks/padding-side-swapped": swapped, "masks/polarity-inverted": ~correct, "masks/padding-off-by-one": shifted,
-            "masks/padding-one-short": short}
+    out = {"masks/padding-side-swapped": swapped, "masks/polarity-inverted": ~correct, "masks/padding-off-by-one": shifted,
+           "masks/padding-one-short": short}
+    if left_padded:
+        out["masks/padding-left-start"] = pos >= n  # the length used as the first real position
+    return out
 
 
 def combine(causal_allowed: torch.Tensor, key_allowed: torch.Tensor) -> dict[str, torch.Tensor]:

@@ -35,6 +35,8 @@ def _merge(y: torch.Tensor, how: str) -> torch.Tensor:
         return y.permute(0, 2, 3, 1).reshape(B, T, d * h)
     if how == "concat-wrong-axis":  # torch.cat(heads, dim=-2): heads stacked along the token axis
         return y.reshape(B, h * T, d)
+    if how == "transpose-wrong-axes":  # transpose(2, 3) instead of (1, 2): tokens and features swapped
+        return y.transpose(2, 3).reshape(B, T, h * d)
     return y.transpose(1, 2).reshape(B, T, h * d)
 
 
@@ -50,6 +52,7 @@ def merge_heads(y: torch.Tensor) -> dict[str, torch.Tensor]:
         "mha_reshape/view-without-transpose": _merge(y, "view-without-transpose"),
         "mha_reshape/interleaved-heads": _merge(y, "interleaved-heads"),
         "mha_reshape/concat-wrong-axis": _merge(y, "concat-wrong-axis"),
+        "mha_reshape/transpose-wrong-axes": _merge(y, "transpose-wrong-axes"),
     }
 
 
@@ -85,6 +88,17 @@ def _mha(x, state, h, key_allowed, *, split="ok", merge="ok", scale="head", mask
     return out, weights
 
 
+def _mha_scores(x, state, h, key_allowed):
+    """The masked, scaled scores [B,h,T,T] (what a forward returning `scores` for `weights` gives)."""
+    B, T, C = x.shape
+    q, k = (_split(_linear(x, state, n), h, "ok") for n in ("w_q", "w_k"))
+    scores = q @ k.transpose(-2, -1) / math.sqrt(C // h)
+    allowed = torch.ones(T, T, dtype=torch.bool).tril()
+    if key_allowed is not None:
+        allowed = allowed & key_allowed.to(torch.bool)[:, None, None, :]
+    return scores.masked_fill(~allowed, -math.inf)
+
+
 def mha(x: torch.Tensor, state: dict, num_heads: int, key_allowed: torch.Tensor | None = None) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
     """hint id → (out, weights) that MultiHeadAttention.forward would return with that mistake.
 
@@ -99,6 +113,7 @@ def mha(x: torch.Tensor, state: dict, num_heads: int, key_allowed: torch.Tensor 
         out["mha_reshape/scale-by-model-width"] = _mha(x, state, h, key_allowed, scale="model")
     if 1 < h < x.shape[-1]:
         out["mha_reshape/interleaved-heads"] = _mha(x, state, h, key_allowed, split="interleaved-heads", merge="interleaved-heads")
+    out["mha_reshape/transpose-wrong-axes"] = _mha(x, state, h, key_allowed, merge="transpose-wrong-axes")  # also with one head
     out["mha_reshape/missing-output-projection"] = _mha(x, state, h, key_allowed, project=False)
     out["mha_reshape/linear-weight-not-transposed"] = _mha(x, state, h, key_allowed, transpose=False)
     out["mha_reshape/no-causal-mask"] = _mha(x, state, h, key_allowed, mask="no-causal")
@@ -109,6 +124,7 @@ def mha(x: torch.Tensor, state: dict, num_heads: int, key_allowed: torch.Tensor 
         out["mha_reshape/key-allowed-ignored"] = _mha(x, state, h, key_allowed, mask="ignored")
     right_out, right_weights = _mha(x, state, h, key_allowed)
     out["mha_reshape/weights-averaged-over-heads"] = (right_out, right_weights.mean(dim=1))
+    out["mha_reshape/returns-scores"] = (right_out, _mha_scores(x, state, h, key_allowed))
     return out
 
 

@@ -56,6 +56,9 @@ def attention_chain(x: torch.Tensor, w_q: torch.Tensor, w_k: torch.Tensor, w_v: 
         out["qkv/mask-after-softmax"] = (after @ v, after)
     else:
         out["qkv/causal-flag-ignored"] = chain(scaled, mask=allowed)  # masked although causal=False
+    right_out, _ = chain(scaled)
+    masked_scores = scaled.masked_fill(~allowed, neg_inf) if causal else scaled
+    out["qkv/returns-scores"] = (right_out, masked_scores)  # the scores returned in place of the softmax weights
     if k.shape == v.shape:
         out["qkv/weights-times-keys"] = chain(scaled, retrieve=k)
     if q.size(-2) == k.size(-1):

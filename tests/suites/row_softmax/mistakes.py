@@ -75,7 +75,19 @@ def log_softmax(scores: torch.Tensor, dim: int = -1) -> dict[str, torch.Tensor]:
     other = _other_axis(scores, dim)
     if other is not None:
         v[P + "softmax-wrong-axis"] = torch.log_softmax(s64, dim=other).to(scores.dtype)
+    unkept = _unkept_lse(s64, dim)
+    if unkept is not None:
+        v[P + "sum-without-keepdim"] = unkept.to(scores.dtype)
     return keep_if_wrong(v, right)
+
+
+def _unkept_lse(s: torch.Tensor, dim: int) -> torch.Tensor | None:
+    """``s − logsumexp(s, dim)`` without keepdim (None where that does not broadcast to s's shape)."""
+    try:
+        out = s - torch.logsumexp(s, dim=dim)
+    except RuntimeError:
+        return None
+    return out if out.shape == s.shape else None
 
 
 def cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> dict[str, torch.Tensor]:
@@ -97,6 +109,7 @@ def cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> dict[str, torc
         P + "ce-sign": logp[n, t].mean().to(dtype),  # mean log p(target): the minus sign dropped
         P + "ce-mean-over-vocab": (-logp[n, t].mean() / logits.size(-1)).to(dtype),  # one-hot · log p averaged over N·V entries
         P + "lse-missing-max": -(logp + l64.amax(-1, keepdim=True))[n, t].mean().to(dtype),
+        P + "ce-not-0-dim": (-logp[n, t].mean()).reshape(1).to(dtype),  # mean(dim=0, keepdim=True): shape [1]
     }
     if logits.size(0) > 1:
         v[P + "ce-target-indexing"] = (-logp[:, t].mean()).to(dtype)  # an N×N block, not one entry per row

@@ -69,6 +69,8 @@ def sdpa(q, k, v, allowed=None, causal=False) -> dict[str, torch.Tensor]:
     run = lambda mask: F.scaled_dot_product_attention(q64, k64, v64, attn_mask=mask).to(q.dtype)  # noqa: E731
     both = lambda a, c: c if a is None else a & c  # noqa: E731
     out = {}
+    right_mask = both(allowed, _tri(L, S, S - L)) if causal else allowed
+    out["sdpa_masks/scaled-twice"] = F.scaled_dot_product_attention(q64 / q64.size(-1) ** 0.5, k64, v64, attn_mask=right_mask).to(q.dtype)
     if allowed is not None:
         out["sdpa_masks/polarity-inverted"] = run(both(~allowed, _tri(L, S, S - L)) if causal else ~allowed)
     if causal:
