@@ -37,6 +37,8 @@ def _merge(y: torch.Tensor, how: str) -> torch.Tensor:
         return y.reshape(B, h * T, d)
     if how == "transpose-wrong-axes":  # transpose(2, 3) instead of (1, 2): tokens and features swapped
         return y.transpose(2, 3).reshape(B, T, h * d)
+    if how == "heads-reversed":  # heads concatenated last to first
+        return y.flip(1).transpose(1, 2).reshape(B, T, h * d)
     return y.transpose(1, 2).reshape(B, T, h * d)
 
 
@@ -53,6 +55,7 @@ def merge_heads(y: torch.Tensor) -> dict[str, torch.Tensor]:
         "mha_reshape/interleaved-heads": _merge(y, "interleaved-heads"),
         "mha_reshape/concat-wrong-axis": _merge(y, "concat-wrong-axis"),
         "mha_reshape/transpose-wrong-axes": _merge(y, "transpose-wrong-axes"),
+        "mha_reshape/heads-reversed": _merge(y, "heads-reversed"),
     }
 
 
@@ -111,6 +114,7 @@ def mha(x: torch.Tensor, state: dict, num_heads: int, key_allowed: torch.Tensor 
         _, split_wrong = _mha(x, state, h, key_allowed, split="view-without-transpose")
         out["mha_reshape/view-without-transpose"] = (merged_wrong, split_wrong)
         out["mha_reshape/scale-by-model-width"] = _mha(x, state, h, key_allowed, scale="model")
+        out["mha_reshape/heads-reversed"] = _mha(x, state, h, key_allowed, merge="heads-reversed")
     if 1 < h < x.shape[-1]:
         out["mha_reshape/interleaved-heads"] = _mha(x, state, h, key_allowed, split="interleaved-heads", merge="interleaved-heads")
     out["mha_reshape/transpose-wrong-axes"] = _mha(x, state, h, key_allowed, merge="transpose-wrong-axes")  # also with one head

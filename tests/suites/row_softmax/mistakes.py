@@ -59,6 +59,9 @@ def softmax(scores: torch.Tensor, dim: int = -1) -> dict[str, torch.Tensor]:
     unkept = _unkept_sum(torch.exp(s64 - s64.amax(dim=dim, keepdim=True)), dim)
     if unkept is not None:
         v[P + "sum-without-keepdim"] = unkept.to(scores.dtype)
+    unkept = _unkept_lse(s64, dim)
+    if unkept is not None:  # exp(s − logsumexp(s, dim)) without keepdim
+        v[P + "lse-without-keepdim"] = torch.exp(unkept).to(scores.dtype)
     return keep_if_wrong(v, right)
 
 
@@ -77,7 +80,7 @@ def log_softmax(scores: torch.Tensor, dim: int = -1) -> dict[str, torch.Tensor]:
         v[P + "softmax-wrong-axis"] = torch.log_softmax(s64, dim=other).to(scores.dtype)
     unkept = _unkept_lse(s64, dim)
     if unkept is not None:
-        v[P + "sum-without-keepdim"] = unkept.to(scores.dtype)
+        v[P + "lse-without-keepdim"] = unkept.to(scores.dtype)
     return keep_if_wrong(v, right)
 
 
