@@ -117,7 +117,32 @@ def view_hint(sub=None) -> Iterator[None]:
             exc.hints.append("mha_reshape/view-needs-contiguous")
         elif sub is not None and "size" in message and unsliced_mask(sub) and "mha_reshape/unsliced-mask" not in exc.hints:
             exc.hints.append("mha_reshape/unsliced-mask")
+        elif sub is not None and (exc.error or {}).get("type") == "ValueError" and context_off_by_one(sub) and "mha_reshape/context-check-off-by-one" not in exc.hints:
+            exc.hints.append("mha_reshape/context-check-off-by-one")
         raise
+
+
+def context_off_by_one(sub) -> bool:
+    """True when MultiHeadAttention(4, 1, context_length=3) raises ValueError on T = 3 tokens,
+    which fit, while context_length=4 gives the right output on the same input: the check
+    was written T >= context_length (fixed data: this only names a mistake, it earns nothing).
+    The match is recorded for the hint rule."""
+    c = Snapshots(SKILL_DIR)["unsliced_probe"]  # fixed x [1,3,4], weights and the reference's output
+    x, state, want = c["x"], c["state"], c["want"]
+    try:
+        sub.mha_reshape.construct("MultiHeadAttention", [4, 1, 3], dtype=torch.float64, state=state, calls=[("forward", [x], {})], describe=False)
+        return False
+    except SubmissionError as exc:
+        if (exc.error or {}).get("type") != "ValueError":
+            return False
+    try:
+        roomy = sub.mha_reshape.construct("MultiHeadAttention", [4, 1, 4], dtype=torch.float64, state=state, calls=[("forward", [x], {})], describe=False)["outputs"][0]
+    except SubmissionError:
+        return False
+    if expect.distance(roomy, want, expect.Tol(1e-9, 1e-12)) > 1:
+        return False
+    expect.observed("mha_reshape/context-check-off-by-one")
+    return True
 
 
 def unsliced_mask(sub) -> bool:

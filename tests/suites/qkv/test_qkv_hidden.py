@@ -381,6 +381,13 @@ def test_attention_head_matches_reference_on_random_weights(sub, ref, rng, credi
                         raise exc from None
                     expect.true(False, what=label, detail=f"forward raised for T={T} < context_length={ctx} but works for T = context_length: {exc.message}",
                                 hints=expect.observed("qkv/mask-not-sliced"))
+                if ctx == T and (exc.error or {}).get("type") == "ValueError":  # only `T >= context_length` rejects T = context_length but not T − 1
+                    try:
+                        sub.qkv.construct("AttentionHead", [C, d_k, ctx], dtype=dtype, state=state, calls=[("forward", [x[:, :-1]], {})], describe=False)
+                    except SubmissionRaised:
+                        raise exc from None
+                    expect.true(False, what=label, detail=f"forward raised ValueError for T = context_length = {ctx}, which fits, but works for T={T - 1}: {exc.message}",
+                                hints=expect.observed("qkv/context-check-off-by-one"))
                 raise
             missing = [k for k in r["load"]["missing"] if k != "causal_mask"]
             expect.true(not missing and not r["load"]["unexpected"], what="AttentionHead.state_dict() keys",
