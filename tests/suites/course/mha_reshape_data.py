@@ -122,24 +122,29 @@ def view_hint(sub=None) -> Iterator[None]:
         raise
 
 
+def _on_probe(sub, context_length: int):
+    """MultiHeadAttention(4, 1, context_length) on the fixed probe x [1,3,4] (snapshot
+    ``unsliced_probe``): (output or the SubmissionError it raised, the reference's output)."""
+    c = Snapshots(SKILL_DIR)["unsliced_probe"]  # fixed x, weights and the reference's output
+    try:
+        r = sub.mha_reshape.construct("MultiHeadAttention", [4, 1, context_length], dtype=torch.float64, state=c["state"],
+                                      calls=[("forward", [c["x"]], {})], describe=False)
+    except SubmissionError as exc:
+        return exc, c["want"]
+    return r["outputs"][0], c["want"]
+
+
+def _right(got, want) -> bool:
+    return not isinstance(got, SubmissionError) and expect.distance(got, want, expect.Tol(1e-9, 1e-12)) <= 1
+
+
 def context_off_by_one(sub) -> bool:
     """True when MultiHeadAttention(4, 1, context_length=3) raises ValueError on T = 3 tokens,
     which fit, while context_length=4 gives the right output on the same input: the check
     was written T >= context_length (fixed data: this only names a mistake, it earns nothing).
     The match is recorded for the hint rule."""
-    c = Snapshots(SKILL_DIR)["unsliced_probe"]  # fixed x [1,3,4], weights and the reference's output
-    x, state, want = c["x"], c["state"], c["want"]
-    try:
-        sub.mha_reshape.construct("MultiHeadAttention", [4, 1, 3], dtype=torch.float64, state=state, calls=[("forward", [x], {})], describe=False)
-        return False
-    except SubmissionError as exc:
-        if (exc.error or {}).get("type") != "ValueError":
-            return False
-    try:
-        roomy = sub.mha_reshape.construct("MultiHeadAttention", [4, 1, 4], dtype=torch.float64, state=state, calls=[("forward", [x], {})], describe=False)["outputs"][0]
-    except SubmissionError:
-        return False
-    if expect.distance(roomy, want, expect.Tol(1e-9, 1e-12)) > 1:
+    tight, _ = _on_probe(sub, 3)
+    if not isinstance(tight, SubmissionError) or (tight.error or {}).get("type") != "ValueError" or not _right(*_on_probe(sub, 4)):
         return False
     expect.observed("mha_reshape/context-check-off-by-one")
     return True
@@ -149,20 +154,11 @@ def unsliced_mask(sub) -> bool:
     """True when MultiHeadAttention(4, 1, context_length=T) is right on T = 3 tokens but
     MultiHeadAttention(4, 1, context_length=6) raises on the same input (fixed data: this
     only names a mistake, it earns nothing). The match is recorded for the hint rule."""
-    c = Snapshots(SKILL_DIR)["unsliced_probe"]  # fixed x, weights and the reference's output
-    x, state, want = c["x"], c["state"], c["want"]
-    try:
-        fits = sub.mha_reshape.construct("MultiHeadAttention", [4, 1, 3], dtype=torch.float64, state=state, calls=[("forward", [x], {})], describe=False)["outputs"][0]
-    except SubmissionError:
+    fits, want = _on_probe(sub, 3)
+    if not _right(fits, want) or not isinstance(_on_probe(sub, 6)[0], SubmissionError):
         return False
-    if expect.distance(fits, want, expect.Tol(1e-9, 1e-12)) > 1:
-        return False
-    try:
-        sub.mha_reshape.construct("MultiHeadAttention", [4, 1, 6], dtype=torch.float64, state=state, calls=[("forward", [x], {})], describe=False)
-    except SubmissionError:
-        expect.diagnose(fits, {"mha_reshape/unsliced-mask": fits}, expect.Tol(1e-9, 1e-12))  # records the match
-        return True
-    return False
+    expect.diagnose(fits, {"mha_reshape/unsliced-mask": fits}, expect.Tol(1e-9, 1e-12))  # records the match
+    return True
 
 
 # --------------------------------------------------------------------------- module layout
