@@ -111,10 +111,7 @@ class Booted:
         """Stop it and remove its folder, unless an ``Engine`` took it."""
         if not self.taken:
             self.taken = True
-            os.close(self.manifest_write)  # it reads EOF and exits; the kill makes sure
-            _kill(self.proc)
-            os.close(self.progress_read)
-            self.log_fh.close()
+            _stop(self.proc, self.manifest_write, self.progress_read, self.log_fh)
             shutil.rmtree(self.run_dir, ignore_errors=True)
 
 
@@ -151,7 +148,7 @@ def boot(root: Path | None = None) -> Booted:
         manifest_read, manifest_write = os.pipe()
         progress_read, progress_write = os.pipe()
         log_fh = open(run_dir / "private" / "pytest.log", "wb")  # noqa: SIM115 - closed by Engine.wait()/abort() or release()
-        env = {k: v for k, v in environment(root, root).items() if k != "PYTHONPATH"}
+        env = environment(root, root)
         env["PYTHONPATH"] = str(root)  # the suites folder is added once it is known (runner/boot.py)
         proc = popen([sys.executable, "-s", "-m", "autograder.runner.boot", str(manifest_read), str(run_dir)],
                      cwd=root, env=env, log=log_fh, pass_fds=(manifest_read, progress_write))
@@ -204,12 +201,8 @@ class Engine:
         self._send(json.dumps(manifest).encode(), close=True)
 
     def abort(self) -> None:
-        if self._manifest_write >= 0:
-            os.close(self._manifest_write)
-            self._manifest_write = -1
-        _kill(self.proc)
-        os.close(self._progress_read)
-        self._log_fh.close()
+        _stop(self.proc, self._manifest_write, self._progress_read, self._log_fh)
+        self._manifest_write = -1
 
     def wait(self, timeout: float, on_event: Callable[[dict], None] | None = None) -> EngineResult:
         result = EngineResult(returncode=None)
@@ -257,6 +250,16 @@ class Engine:
         except OSError:
             pass
         return result
+
+
+def _stop(proc: subprocess.Popen, manifest_write: int, progress_read: int, log_fh) -> None:
+    """Close our ends of the process's pipes (a process still waiting for its manifest reads
+    EOF and exits; the kill makes sure) and its log."""
+    if manifest_write >= 0:
+        os.close(manifest_write)
+    _kill(proc)
+    os.close(progress_read)
+    log_fh.close()
 
 
 def _kill(proc: subprocess.Popen) -> None:
