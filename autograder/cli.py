@@ -49,6 +49,8 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--results", metavar="FILE", help="also write the JSON results to FILE (e.g. a CI artifact next to --format github)")
     g.add_argument("--config", metavar="FILE", default=None, help="grading config (default: grading.toml of this repository)")
     g.add_argument("--seed", type=int, default=None, help="seed for the random test inputs (default: [grader] seed — derived from the submission's files)")
+    g.add_argument("--seed-key-file", metavar="FILE", default=None,
+                   help="instructors: key the seed with the course's key (as the Gradescope bundle does; default: $AUTOGRADER_SEED_KEY_FILE, else the public local key)")
     g.add_argument("--reveal-hidden", action="store_true", help="instructors: include hidden tests' details in the output")
     g.add_argument("--keep-report", metavar="FILE", help="instructors: also keep the raw pytest-json-report")
     g.add_argument("--no-progress", action="store_true", help="no live progress display")
@@ -306,4 +308,4 @@ def _grade(args: argparse.Namespace, config, submission: str, early=None):
     show = not args.no_progress and err.is_terminal
     with LiveProgress(err, config, enabled=show) as progress:
         return grade(GradeRequest(config, submission, seed=args.seed, protect=protect, on_event=progress.update, keep_report=Path(args.keep_report) if args.keep_report else None,
-                                  started=early))
+                                  started=early, seed_key_file=Path(args.seed_key_file) if args.seed_key_file else None))

@@ -78,7 +78,8 @@ class Results:
     course: str = "Attention exercises"
     seed: int | None = None
     seed_source: str | None = None  # see runner/seeding.py SOURCES
-    suite_hash: str | None = None
+    suite_hash: str | None = None  # runner/identity.py
+    visible_suite_hash: str | None = None
     versions: dict = field(default_factory=dict)
     sandbox: list[str] = field(default_factory=list)
     submission: dict = field(default_factory=dict)
@@ -405,7 +406,8 @@ def build(manifest: "RunManifest", report: dict | None, submission: dict, *, sta
         course=manifest.course,
         seed=meta.get("seed"),
         seed_source=meta.get("seed_source"),
-        suite_hash=meta.get("suite_hash"),
+        suite_hash=meta.get("suite_hash", manifest.suite_hash),
+        visible_suite_hash=meta.get("visible_suite_hash", manifest.visible_suite_hash),
         versions=meta.get("versions", {}),
         sandbox=meta.get("sandbox", []),
         submission=submission,

@@ -18,7 +18,8 @@ from rich.markup import escape as rich_escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from ..config import ConfigError, load
-from .run import Options, default_jobs, run
+from ..runner import seeding
+from .run import Options, default_jobs, run, seeds_note
 from .students import BatchInputError, discover
 
 EXIT_OK, EXIT_USAGE, EXIT_INTERRUPTED = 0, 2, 130
@@ -33,6 +34,9 @@ def parser(prog: str = "python -m autograder batch") -> argparse.ArgumentParser:
     p.add_argument("--jobs", type=int, default=None, metavar="N", help="students graded at once (default: number of cores)")
     p.add_argument("--force", action="store_true", help="regrade students that already have a finished result")
     p.add_argument("--seed", type=int, default=None, help="seed for every student (default: [grader] seed — derived from each submission's files)")
+    p.add_argument("--seed-key-file", metavar="FILE", default=None,
+                   help="the course's seed key, so that every score matches the Gradescope bundle's (default: the key "
+                        "`make release` created, $AUTOGRADER_SEED_KEY_FILE or ~/.config/attention-autograder/<course>.seed.key, when it exists)")
     p.add_argument("--skill", action="append", default=[], metavar="NAME", help="grade only this skill (repeatable)")
     p.add_argument("--config", metavar="FILE", default=None, help="grading config (default: grading.toml of this repository)")
     p.add_argument("--no-progress", action="store_true", help="no live progress bar")
@@ -92,6 +96,15 @@ def main(argv: list[str]) -> int:
     except ConfigError as exc:
         print(f"autograder: configuration error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    key_file = Path(args.seed_key_file) if args.seed_key_file else seeding.course_key_path(config.course)
+    if args.seed_key_file is None and not key_file.is_file():
+        key_file = None  # no course key on this machine: the summary says the scores may differ from Gradescope's
+    if key_file is not None:
+        try:
+            seeding.load_key(seeding.key_env(key_file))
+        except seeding.SeedKeyError as exc:
+            print(f"autograder: --seed-key-file: {exc}", file=sys.stderr)
+            return EXIT_USAGE
     submissions = Path(args.submissions)
     out_dir = Path(args.out)
     try:
@@ -105,7 +118,8 @@ def main(argv: list[str]) -> int:
     for note in notes:
         err.print(rich_escape(f"autograder: {note}"), highlight=False)
     options = Options(submissions=submissions, out=out_dir, jobs=args.jobs or default_jobs(), force=args.force,
-                      seed=args.seed, skills=list(args.skill), preload=not args.no_preload)
+                      seed=args.seed, skills=list(args.skill), preload=not args.no_preload, seed_key_file=key_file)
+    err.print(rich_escape(f"autograder: {seeds_note(options)}"), highlight=False)
     progress = BatchProgress(err, enabled=not args.no_progress and err.is_terminal)
     signal.signal(signal.SIGTERM, _terminate)  # like Ctrl-C: keep what is finished, rewrite the gradebook
     try:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..renderers import escape
+from ..renderers.common import suite_label
 from ..results import write_atomic
 from .students import Student
 
@@ -179,11 +180,13 @@ def _stats(values: list[float]) -> str:
     return f"mean {statistics.fmean(values):.1f}, median {statistics.median(values):g}"
 
 
-def markdown(summary: ClassSummary, *, suite_hash: str, seconds: float | None = None) -> str:
+def markdown(summary: ClassSummary, *, suite_hash: str, seconds: float | None = None, seeds: str = "", visible_hash: str = "") -> str:
     out = ["# Batch summary", ""]
     out.append(f"{summary.graded} students graded" + (f", {summary.not_graded} not graded" if summary.not_graded else "")
                + (f", {summary.errors} whose grading did not complete (see `status` in gradebook.csv)" if summary.errors else "")
-               + f". Suite `{suite_hash[:12]}`." + (f" Graded in {seconds:.0f} s." if seconds is not None else ""))
+               + f". Suites: {suite_label(suite_hash, visible_hash)}." + (f" Graded in {seconds:.0f} s." if seconds is not None else ""))
+    if seeds:
+        out += ["", escape.md_text(seeds)]
     out += ["", f"## Total ({_stats(summary.totals)} of {summary.max_total:g})", "", "```text"]
     out += histogram_lines(total_histogram(summary))
     out += ["```", ""]
@@ -266,8 +269,9 @@ def load_row(folder: Path) -> tuple[dict | None, dict]:
     return results, meta
 
 
-def write_outputs(out: Path, rows: list[Row], skills: list[str], titles: dict[str, str], suite_hash: str, seconds: float | None) -> ClassSummary:
+def write_outputs(out: Path, rows: list[Row], skills: list[str], titles: dict[str, str], suite_hash: str, seconds: float | None,
+                  seeds: str = "", visible_hash: str = "") -> ClassSummary:
     write_atomic(out / "gradebook.csv", gradebook(rows, skills, suite_hash))
     summary = summarize(rows, skills, titles)
-    write_atomic(out / "summary.md", markdown(summary, suite_hash=suite_hash, seconds=seconds))
+    write_atomic(out / "summary.md", markdown(summary, suite_hash=suite_hash, seconds=seconds, seeds=seeds, visible_hash=visible_hash))
     return summary

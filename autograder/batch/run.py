@@ -35,7 +35,8 @@ from pathlib import Path
 from .. import results as results_mod
 from ..config import Config
 from ..renderers import render
-from ..runner.grade import ALWAYS_PRELOAD, GradeRequest, grade, suite_hash
+from ..runner import identity, seeding
+from ..runner.grade import ALWAYS_PRELOAD, GradeRequest, grade
 from ..runner.upload import UploadError, locate
 from . import report
 from .students import Student, fingerprint
@@ -52,6 +53,20 @@ class Options:
     seed: int | None = None
     skills: list[str] = field(default_factory=list)
     preload: bool = True
+    seed_key_file: Path | None = None  # the course key: the same seeds as the Gradescope bundle
+
+
+def seeds_note(options: Options) -> str:
+    """What the summary says about the seeds: whether scores can match the Gradescope bundle's."""
+    if options.seed is not None:
+        return (f"Seed {options.seed} for every student (--seed): inputs differ from the Gradescope bundle's, so a score "
+                "that depends on them may too.")
+    if options.seed_key_file is not None:
+        return (f"Seeds keyed with the course key `{options.seed_key_file.name}` (key id {seeding.key_id(options.seed_key_file)}): "
+                "the same inputs, and so the same scores, as the Gradescope bundle released with that key.")
+    return ("⚠ Graded without the course key (the public local key): these scores will not match Gradescope's where "
+            "a score depends on the random inputs. Regrade with --seed-key-file (the key `make release` created; "
+            "see autograder/release/seedkey.py).")
 
 
 @dataclass
@@ -66,12 +81,13 @@ class Outcome:
     per_student: dict[str, float] = field(default_factory=dict)
 
 
-def expected_meta(student: Student, options: Options, suite: str) -> dict:
+def expected_meta(student: Student, options: Options, suite: str, key: str = "public-default") -> dict:
     return {
         "schema": BATCH_SCHEMA,
         "fingerprint": fingerprint(student.source),
         "suite_hash": suite,
         "seed_option": options.seed,
+        "seed_key": key,
         "skills": sorted(options.skills),
     }
 
@@ -107,7 +123,8 @@ def _grade_one(config: Config, student: Student, options: Options, launcher, tim
             if event.get("event") in ("collected", "done"):
                 timing[f"{event['event']}_s"] = round(time.monotonic() - started, 3)
 
-        request = GradeRequest(config, str(folder), seed=options.seed, protect=[options.out.resolve()], launcher=launcher, on_event=on_event)
+        request = GradeRequest(config, str(folder), seed=options.seed, protect=[options.out.resolve()], launcher=launcher, on_event=on_event,
+                               seed_key_file=options.seed_key_file)
         results = grade(request)
         timing["graded_s"] = round(time.monotonic() - started, 3)
         return results, note
@@ -148,11 +165,13 @@ def run(config: Config, students: list[Student], options: Options, progress=None
     outcome = Outcome()
     started = time.monotonic()
     options.out.mkdir(parents=True, exist_ok=True)
-    suite = suite_hash(config)
+    ident = identity.identify(config)
+    suite = ident.suite or ""
     skills = list(config.skills)
     titles = {sid: skill.title for sid, skill in config.skills.items()}
     todo: list[tuple[Student, dict]] = []
-    wants = {student.key: expected_meta(student, options, suite) for student in students}
+    key = seeding.key_id(options.seed_key_file)
+    wants = {student.key: expected_meta(student, options, suite, key) for student in students}
     for student in students:
         want = wants[student.key]
         if not options.force and is_done(options.out / student.key, student, want):
@@ -233,7 +252,8 @@ def run(config: Config, students: list[Student], options: Options, progress=None
                 results, meta = None, {}  # a result of older files or another suite: not this batch's
             rows.append(report.Row(student, results, meta))
         outcome.seconds = time.monotonic() - started
-        outcome.summary = report.write_outputs(options.out, rows, skills, titles, suite, outcome.seconds)
+        outcome.summary = report.write_outputs(options.out, rows, skills, titles, suite, outcome.seconds, seeds=seeds_note(options),
+                                              visible_hash=ident.visible)
     return outcome
 
 

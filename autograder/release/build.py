@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Callable
 
 from ..config import Config
-from . import manifest
+from ..renderers.common import suite_label
+from . import manifest, seedkey
 from .context import ReleaseContext
 
 VERSION = re.compile(r"^\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.-]+)?$")
@@ -95,7 +96,12 @@ def release(config: Config, out: Path, version: str, log: Callable[[str], None] 
     problems = stale(config)
     if problems:
         raise ReleaseError("\n".join(problems) + "\nnothing was released: regenerate, commit, and release again")
-    ctx = ReleaseContext(config.root, config, out.resolve(), version, source_commit(config.root), suite_hash(config))
+    try:
+        key, key_path = seedkey.ensure(config.course, config.root, out, log)
+    except seedkey.SeedKeyProblem as exc:
+        raise ReleaseError(f"{exc}\nnothing was released") from None
+    ctx = ReleaseContext(config.root, config, out.resolve(), version, source_commit(config.root), suite_hash(config), seed_key=key)
+    log(f"release: course seed key {key_path} (the bundle's seed.key; `make batch` regrades with the same file)")
     if ctx.commit.endswith("+dirty"):
         log(f"release: warning: the repository has uncommitted changes; MANIFEST.json records {ctx.commit}")
     _prepare_out(ctx.out, config.root)
@@ -132,7 +138,7 @@ def main(config: Config, out: Path, version: str) -> int:
             manifest_path.unlink()  # a half-built dist/ is never mistaken for a release
         print(f"release: {exc}", file=sys.stderr)
         return 1
-    print(f"release {ctx.version} of {ctx.commit[:12]} (suite {ctx.suite_hash[:12]}) in {time.monotonic() - started:.1f} s → {out}")
+    print(f"release {ctx.version} of {ctx.commit[:12]} ({suite_label(ctx.suite_hash, ctx.visible_suite_hash)}) in {time.monotonic() - started:.1f} s → {out}")
     for rel in sorted(p.name for p in ctx.out.iterdir()):
         path = ctx.out / rel
         size = path.stat().st_size if path.is_file() else sum(p.stat().st_size for p in path.rglob("*") if p.is_file())

@@ -8,7 +8,6 @@ starts with ``#!``, 0644 otherwise), and nothing records the time or the machine
 
 from __future__ import annotations
 
-import ast
 import re
 import stat
 import tomllib
@@ -16,7 +15,7 @@ import zipfile
 from pathlib import Path
 
 from ..config import Config
-from .snapshots import CASES_FILE
+from ..runner.identity import COURSE_PACKAGE, course_closure, suite_files  # noqa: F401 (re-exported)
 
 #: the zip format's earliest timestamp: no build time ends up in an artifact
 ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)
@@ -26,7 +25,6 @@ SKIP_SUFFIXES = (".pyc", ".pyo")
 #: instructors' tools stay with the instructors: the release tooling, batch grading of a
 #: class and the suite-author's `make new-test` (neither a student nor Gradescope runs them)
 RELEASE_ONLY = ("autograder/release/", "autograder/batch/", "autograder/testing/new_test.py")
-COURSE_PACKAGE = "course"  # tests/suites/course: helpers shared by the suites
 
 
 def executable(data: bytes) -> bool:
@@ -86,41 +84,6 @@ def _tree(root: Path, folder: Path) -> dict[str, bytes]:
             if _shippable(rel):
                 out[rel] = path.read_bytes()
     return out
-
-
-# --------------------------------------------------------------------------- course helpers
-def _course_imports(source: str, filename: str) -> set[str]:
-    """``course.<name>`` modules a suite imports (``from course import x``, ``from course.x
-    import y``, ``import course.x``)."""
-    names = set()
-    for node in ast.walk(ast.parse(source, filename=filename)):
-        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            head, _, rest = node.module.partition(".")
-            if head == COURSE_PACKAGE:
-                if rest:
-                    names.add(rest.split(".")[0])
-                else:
-                    names.update(a.name for a in node.names)
-        elif isinstance(node, ast.Import):
-            for a in node.names:
-                head, _, rest = a.name.partition(".")
-                if head == COURSE_PACKAGE and rest:
-                    names.add(rest.split(".")[0])
-    return names
-
-
-def course_closure(course_dir: Path, sources: dict[str, str]) -> set[str]:
-    """The ``course`` modules (file names) the given suite sources need, transitively."""
-    needed: set[str] = set()
-    todo = [name for rel, text in sources.items() for name in _course_imports(text, rel)]
-    while todo:
-        name = todo.pop()
-        path = course_dir / f"{name}.py"
-        if name in needed or not path.is_file():
-            continue
-        needed.add(name)
-        todo.extend(_course_imports(path.read_text(encoding="utf-8"), str(path)))
-    return {f"{n}.py" for n in needed} | {"__init__.py"}
 
 
 # --------------------------------------------------------------------------- grading.toml
@@ -231,37 +194,5 @@ def grader_files(ctx, include_hidden: bool) -> dict[str, bytes]:
     files["grading.toml"] = filtered_grading_toml(config.path.read_text(encoding="utf-8"), include_hidden).encode()
     files["requirements.txt"] = (repo / "requirements.txt").read_bytes()
 
-    suites_rel = config.suites_dir.relative_to(repo).as_posix()
-    sources: dict[str, str] = {}
-    for skill in config.skills.values():
-        for suite in skill.suites:
-            if include_hidden or suite.visibility == "visible":
-                sources[suite.file] = (repo / suite.file).read_text(encoding="utf-8")
-        skill_dir = config.suites_dir / skill.id
-        for extra in ("hints.toml",):
-            if (skill_dir / extra).is_file():
-                files[f"{suites_rel}/{skill.id}/{extra}"] = (skill_dir / extra).read_bytes()
-        files.update(_tree(repo, skill_dir / "snapshots"))
-        if include_hidden:  # helpers beside the suites (mistakes.py: the named mistakes' outputs) serve hidden tests only
-            for path in sorted(skill_dir.glob("*.py")):
-                if path.name != CASES_FILE and not path.name.startswith("test_"):
-                    files[path.relative_to(repo).as_posix()] = path.read_bytes()
-    files.update({rel: text.encode() for rel, text in sources.items()})
-
-    course_dir = config.suites_dir / COURSE_PACKAGE
-    course = _tree(repo, course_dir)
-    if include_hidden:
-        files.update(course)
-    else:  # the modules the shipped suites import, and the data files those modules name
-        wanted = course_closure(course_dir, sources)
-        modules = {rel: data for rel, data in course.items() if rel.rsplit("/", 1)[-1] in wanted}
-        texts = [d.decode("utf-8", "replace") for d in modules.values()] + list(sources.values())
-        files.update(modules)
-        files.update({rel: data for rel, data in course.items()
-                      if not rel.endswith(".py") and any(rel.rsplit("/", 1)[-1] in t for t in texts)})
-
-    if include_hidden:
-        for skill in config.skills.values():
-            path = config.solutions_dir / skill.module
-            files[path.relative_to(repo).as_posix()] = path.read_bytes()
+    files.update(suite_files(config, include_hidden))
     return files

@@ -10,20 +10,19 @@ fails). Beside them the grader, the visible and hidden suites, the reference sol
 ``[limits]`` are the repository's overridden by ``[release.gradescope.limits]``.
 
 ``seed.key`` keys the grader's per-submission seed (``AUTOGRADER_SEED_KEY_FILE``; run_autograder
-makes it 0600 before any submission code runs). It is derived, so that the same commit and version give a byte-identical zip: from the
-instructor's ``AUTOGRADER_SEED_KEY`` when set at release time, else from the bytes of the
-hidden suites and the solutions, which students never get.
+makes it 0600 before any submission code runs). It is the course's random key
+(:mod:`.seedkey`), the same for every release of the course: same commit, version and key →
+a byte-identical zip, and the same seeds as a regrade with that key.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import re
 from pathlib import Path
 
 from ..config import Config, GradescopeRelease, Limits, _parse
+from ..runner.seeding import MIN_KEY_BYTES
 from .context import ReleaseContext
 from .files import grader_files, write_zip_deterministic
 
@@ -52,11 +51,13 @@ def bundle_files(ctx: ReleaseContext) -> dict[str, bytes]:
             raise ValueError(f"release {key} {value!r} is not usable in the Gradescope bundle (expected {pattern})")
     files = grader_files(ctx, include_hidden=True)  # the grader, all suites, solutions/ (for the `ref` fixture)
     files["grading.toml"] = bundle_grading_toml(config).encode()
-    release = {"version": ctx.version, "commit": ctx.commit, "suite_hash": ctx.suite_hash,
+    release = {**ctx.release_record(),
                "python": PYTHON_VERSION, "torch": torch_version(ctx.repo), "time_budget_s": config.gradescope_release.time_budget_s}
     files["release.json"] = (json.dumps(release, indent=2, sort_keys=True) + "\n").encode()
-    hidden = {s.file for skill in config.skills.values() for s in skill.suites if s.visibility == "hidden"}
-    files["seed.key"] = seed_key(ctx.version, {k: v for k, v in files.items() if k in hidden or k.startswith("solutions/")}).encode()
+    if not ctx.seed_key or len(ctx.seed_key) < MIN_KEY_BYTES:
+        raise ValueError("the Gradescope bundle needs the course's seed key (at least "
+                         f"{MIN_KEY_BYTES} bytes; `make release` creates it once, see autograder/release/seedkey.py)")
+    files["seed.key"] = ctx.seed_key + b"\n"
     values = _template_values(ctx, config.gradescope_release)
     files["setup.sh"] = _fill(TEMPLATES / "gradescope_setup.sh", values)
     files["run_autograder"] = _fill(TEMPLATES / "gradescope_run_autograder.sh", values)
@@ -69,17 +70,6 @@ def torch_version(repo: Path) -> str:
         if match:
             return match.group(1)
     raise ValueError("requirements.txt pins no torch==X — the Gradescope bundle installs exactly that version")
-
-
-def seed_key(version: str, secret_files: dict[str, bytes]) -> str:
-    digest = hashlib.sha256(b"attention-autograder gradescope seed key\0" + version.encode() + b"\0")
-    instructor = os.environ.get("AUTOGRADER_SEED_KEY")
-    if instructor:
-        digest.update(b"instructor\0" + instructor.encode())
-    else:  # what only the instructors have: the hidden suites and the reference solutions
-        for name in sorted(secret_files):
-            digest.update(name.encode() + b"\0" + secret_files[name] + b"\0")
-    return digest.hexdigest() + "\n"
 
 
 def _template_values(ctx: ReleaseContext, gs: GradescopeRelease) -> dict[str, str]:

@@ -37,6 +37,7 @@ def write(ctx: ReleaseContext, artifacts: dict[str, str]) -> Path:
         "version": ctx.version,
         "source_commit": ctx.commit,
         "suite_hash": ctx.suite_hash,
+        "visible_suite_hash": ctx.visible_suite_hash,
         "points": ctx.config.total_points,
         "artifacts": {rel: {"what": what, "bytes": _size(ctx.out, rel)} for rel, what in sorted(artifacts.items())},
         "files": files,

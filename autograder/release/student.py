@@ -13,6 +13,7 @@ Nothing here is an answer: the leak audit (:mod:`.audit`) checks the tree before
 
 from __future__ import annotations
 
+import json
 import string
 from pathlib import Path
 
@@ -79,6 +80,8 @@ def student_files(ctx: ReleaseContext) -> dict[str, bytes]:
         else:
             raise FileNotFoundError(f"grading.toml: [release] docs lists {doc}, which does not exist")
     files.update(template_files(ctx))
+    # which release this tree is, and the full suites' hash it cannot compute (runner/identity.py)
+    files["release.json"] = (json.dumps(ctx.release_record(), indent=2, sort_keys=True) + "\n").encode()
     return files
 
 

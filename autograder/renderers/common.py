@@ -234,5 +234,11 @@ def footer_notes(results: Results) -> list[tuple[str, str]]:
         out.append(("Other files, not graded", ", ".join(ignored[:10]) + more))
     if results.seed is not None:
         source = SEED_SOURCES.get(results.seed_source or "", results.seed_source or "")
-        out.append(("Seed", f"{results.seed}{f' ({source})' if source else ''} · suite {(results.suite_hash or '')[:12]} · reproduce with --seed {results.seed}"))
+        out.append(("Seed", f"{results.seed}{f' ({source})' if source else ''} · reproduce with --seed {results.seed}"))
+    out.append(("Suites", suite_label(results.suite_hash, results.visible_suite_hash)))
     return out
+
+
+def suite_label(suite: str | None, visible: str | None) -> str:
+    """The suites' identity, labelled the same on every path (runner/identity.py)."""
+    return f"suite {(suite or 'unknown')[:12]} · visible {(visible or 'unknown')[:12]}"

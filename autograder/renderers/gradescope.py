@@ -39,6 +39,7 @@ def to_dict(results: Results, visibility: dict[str, str]) -> dict:
             "seed": results.seed,
             "seed_source": results.seed_source,
             "suite_hash": results.suite_hash,
+            "visible_suite_hash": results.visible_suite_hash,
             "versions": results.versions,
         },
     }

@@ -6,7 +6,6 @@ breaks (the engine crashes, times out, is interrupted) gives status ``error`` or
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -22,7 +21,7 @@ from ..results import Results
 from .policy import build_worker_spec
 from ..sandbox import zygote
 from ..sandbox.spec import WorkerSpec
-from . import engine, seeding
+from . import engine, identity, seeding
 from .manifest import RunManifest
 from .submission import PreparedSubmission, SubmissionDirError, prepare
 
@@ -37,20 +36,12 @@ class GradeRequest:
     keep_report: Path | None = None
     launcher: engine.Launcher | None = None  # how the pytest process starts (batch: forked from a preloaded one)
     started: "Started | None" = None  # a run folder and engine started ahead (``start``), used when it fits this config
+    seed_key_file: Path | None = None  # the course key (batch, --seed-key-file); default: $AUTOGRADER_SEED_KEY_FILE
 
 
 def suite_hash(config: Config) -> str:
-    """Identifies the exact suite that graded: config, suites, course helpers, hints, snapshots."""
-    digest = hashlib.sha256()
-    files = {config.path}
-    for skill in config.skills.values():
-        files.update(config.root / s.file for s in skill.suites)
-    if config.suites_dir.is_dir():
-        files.update(p for p in config.suites_dir.rglob("*") if p.is_file() and p.suffix in (".py", ".toml", ".json") and "__pycache__" not in p.parts)
-    for path in sorted(files):
-        digest.update(str(path.relative_to(config.root) if path.is_relative_to(config.root) else path).encode())
-        digest.update(path.read_bytes())
-    return digest.hexdigest()
+    """The full suites' hash (``identity.identify(config).suite``; ``""`` where it is unknown)."""
+    return identity.identify(config).suite or ""
 
 
 def _rmtree(path: Path) -> None:
@@ -74,7 +65,9 @@ def _add_run(manifest: RunManifest, config: Config, prepared: PreparedSubmission
     manifest.helpers = {name: info["copy_path"] for name, info in {**prepared.siblings, **prepared.helpers}.items() if info.get("copy_path")}
     manifest.preload = sorted(ALWAYS_PRELOAD | {m for skill in config.skills.values() for m in skill.preload})
     manifest.worker = spec
-    manifest.seed, manifest.seed_source, manifest.suite_hash = seed.seed, seed.source, suite_hash(config)
+    ident = identity.identify(config)
+    manifest.seed, manifest.seed_source = seed.seed, seed.source
+    manifest.suite_hash, manifest.visible_suite_hash = ident.suite, ident.visible
     return manifest
 
 
@@ -162,11 +155,12 @@ def grade(request: GradeRequest) -> Results:
         submission_info = prepared.to_dict()
         manifest.modules = dict(prepared.facts)
         try:
-            seed = seeding.choose(request.seed, config.seed_mode, config.seed, prepared.content)
+            key_env = seeding.key_env(request.seed_key_file)
+            seed = seeding.choose(request.seed, config.seed_mode, config.seed, prepared.content, key_env)
         except seeding.SeedKeyError as exc:
             engine_proc.abort()
             return finish("error", str(exc), None)
-        key_file = seeding.key_file()
+        key_file = seeding.key_file(key_env)
         spec, notes = build_worker_spec(
             config, prepared.copy_dir, scratch,
             protected=[config.root, config.suites_dir, config.solutions_dir, private, *request.protect, *([key_file] if key_file else [])],

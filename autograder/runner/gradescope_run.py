@@ -86,9 +86,9 @@ def _kill_leftovers() -> int:
 def release_info(source: Path) -> dict:
     try:
         data = json.loads((source / "release.json").read_text(encoding="utf-8"))
-        return {k: data.get(k) for k in ("version", "commit", "suite_hash")}
+        return {k: data.get(k) for k in ("version", "commit", "suite_hash", "visible_suite_hash")}
     except (OSError, ValueError, AttributeError):
-        return {"version": None, "commit": None, "suite_hash": None}
+        return {"version": None, "commit": None, "suite_hash": None, "visible_suite_hash": None}
 
 
 def _stamp(data: dict, release: dict, note: str | None) -> dict:

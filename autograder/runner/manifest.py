@@ -93,7 +93,8 @@ class RunManifest:
     worker: WorkerSpec | None = None
     seed: int | None = None
     seed_source: str | None = None
-    suite_hash: str | None = None
+    suite_hash: str | None = None  # runner/identity.py: every suite file and the scoring table
+    visible_suite_hash: str | None = None  # the part a student release ships
 
     @classmethod
     def plan(cls, config: Config) -> "RunManifest":

@@ -31,12 +31,13 @@ from conftest import EXERCISES, MODULES, ROOT, SOLUTIONS, write_config
 SCHEMA = json.loads((ROOT / "autograder" / "schemas" / "gradescope-results.schema.json").read_text())
 VERSION = "1.2.3"
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
+KEY = b"test course key: 0123456789abcdef0123456789abcdef"  # stands for the course's random key
 
 
 
 def _context(out: Path, config_path: Path = ROOT / "grading.toml"):
     config = load(config_path)
-    return ReleaseContext(repo=ROOT, config=config, out=out, version=VERSION, commit=COMMIT, suite_hash=suite_hash(config))
+    return ReleaseContext(repo=ROOT, config=config, out=out, version=VERSION, commit=COMMIT, suite_hash=suite_hash(config), seed_key=KEY)
 
 
 @pytest.fixture(scope="module")
@@ -143,18 +144,21 @@ def test_bundle_grading_toml_has_the_gradescope_limits_and_the_same_tests(bundle
     assert f"BUDGET={int(repo.gradescope_release.time_budget_s)} " in (root / "source" / "run_autograder").read_text()
 
 
-def test_seed_key_is_not_in_the_code_and_changes_with_the_version(bundle, tmp_path):
+def test_seed_key_is_the_course_key_in_every_release_and_a_bundle_without_one_is_refused(bundle, tmp_path):
     with zipfile.ZipFile(bundle) as zf:
-        key = zf.read("seed.key").decode().strip()
-    assert len(key) == 64
+        key = zf.read("seed.key").strip()
+    assert key == KEY  # the course's key, not derived from any file a TA or a leaked copy holds
     ctx = _context(tmp_path)
-    other = gradescope.bundle_files(ReleaseContext(ctx.repo, ctx.config, ctx.out, "9.9.9", ctx.commit, ctx.suite_hash))
-    assert other["seed.key"].decode().strip() != key
+    other = gradescope.bundle_files(ReleaseContext(ctx.repo, ctx.config, ctx.out, "9.9.9", ctx.commit, ctx.suite_hash, seed_key=KEY))
+    assert other["seed.key"].strip() == key  # the same across releases: a re-release keeps every seed
+    for missing in (None, b"short"):
+        with pytest.raises(ValueError, match="seed key"):
+            gradescope.bundle_files(ReleaseContext(ctx.repo, ctx.config, ctx.out, VERSION, ctx.commit, ctx.suite_hash, seed_key=missing))
 
 
 def test_release_values_that_would_break_the_scripts_are_refused(tmp_path):
     ctx = _context(tmp_path)
-    bad = ReleaseContext(ctx.repo, ctx.config, ctx.out, '1.0"; rm -rf /', ctx.commit, ctx.suite_hash)
+    bad = ReleaseContext(ctx.repo, ctx.config, ctx.out, '1.0"; rm -rf /', ctx.commit, ctx.suite_hash, seed_key=KEY)
     with pytest.raises(ValueError, match="version"):
         gradescope.bundle_files(bad)
 

@@ -23,8 +23,25 @@ from conftest import ROOT
 CONFIG = load(ROOT / "grading.toml")
 
 
+def course_key() -> Path:
+    """The course seed key these tests release with: outside the repository and every dist/,
+    the same bytes in every test (so two releases are byte-identical)."""
+    import os
+    import tempfile
+
+    path = Path(tempfile.gettempdir()) / "attention-autograder-tests" / "course.seed.key"
+    path.parent.mkdir(exist_ok=True)
+    if not path.is_file():
+        path.write_text("0123456789abcdef" * 4 + "\n")
+        os.chmod(path, 0o600)
+    return path
+
+
 def _run(*args: str, cwd=ROOT, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "autograder", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    import os
+
+    env = {**os.environ, "AUTOGRADER_SEED_KEY_FILE": str(course_key())}
+    return subprocess.run([sys.executable, "-m", "autograder", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
 
 
 def _ctx(out) -> ReleaseContext:

@@ -126,6 +126,7 @@ def pytest_json_modifyreport(json_report: dict) -> None:
         "seed": grading.seed,
         "seed_source": grading.manifest.seed_source,
         "suite_hash": grading.manifest.suite_hash,
+        "visible_suite_hash": grading.manifest.visible_suite_hash,
         "versions": {
             "python": sys.version.split()[0],
             "torch": torch.__version__,

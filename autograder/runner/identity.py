@@ -1,0 +1,172 @@
+"""The suites' identity: one hash names one release's suites on every path.
+
+Two hashes, with the same labels everywhere they are shown (release summary, MANIFEST,
+Gradescope output and ``extra_data``, batch gradebook, a local grade):
+
+* ``suite`` — every file that decides a score (visible and hidden suites, the skills' hints,
+  snapshots and helpers, the ``course`` package, the reference solutions) and the scoring
+  table (each skill's points and gates, each test's weight and visibility);
+* ``visible`` — the part a student release ships: the visible suites, hints, snapshots, the
+  ``course`` modules those suites import (and the data files they name), and the visible
+  tests' weights and gates.
+
+Both hash file *contents* by repository-relative path and the *parsed* scoring table, never
+``grading.toml``'s bytes: the Gradescope bundle's copy has other limits and the student
+tree's has no hidden entries, yet they grade with the same suites. A tree without hidden
+suites (the student release) cannot compute ``suite``; it reads it from the ``release.json``
+the release put beside ``grading.toml``, and only while the visible part it computes is the
+one that release recorded (otherwise the suites were changed and ``suite`` is unknown).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..config import Config
+
+COURSE_PACKAGE = "course"  # tests/suites/course: helpers shared by the suites
+CASES_FILE = "snapshot_cases.py"  # instructors only: never graded with, never shipped
+RELEASE_FILE = "release.json"  # written by `make release` beside grading.toml (student tree, bundle)
+SKIP_PARTS = {"__pycache__", ".pytest_cache", ".grader-cache"}
+
+
+@dataclass(frozen=True)
+class SuiteIdentity:
+    suite: str | None  # None: the full suite is not known here (a changed student tree)
+    visible: str
+
+
+# --------------------------------------------------------------------------- course helpers
+#: ``from course import a, b`` / ``from course.x import y`` / ``import course.x``, at any indentation.
+#: A regular expression, not ``ast``: every grade computes the visible identity, and parsing the
+#: suites costs ~0.1 s where this costs ~1 ms. An import written inside a string also counts,
+#: which can only add a module (the leak audit still checks what ships).
+_COURSE_IMPORT = re.compile(
+    r"^[ \t]*(?:from[ \t]+course(?:\.([A-Za-z_]\w*))?[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)|import[ \t]+course\.([A-Za-z_]\w*))",
+    re.M)
+
+
+def _course_imports(source: str, filename: str = "") -> set[str]:
+    """``course.<name>`` modules a suite imports."""
+    names = set()
+    for sub_from, imported, sub_import in _COURSE_IMPORT.findall(source):
+        if sub_from or sub_import:
+            names.add(sub_from or sub_import)
+            continue
+        for item in imported.split("#")[0].strip("() \t").replace("\n", " ").split(","):
+            name = item.strip().split(" ")[0].strip("()")
+            if name.isidentifier():
+                names.add(name)
+    return names
+
+
+def course_closure(course_dir: Path, sources: dict[str, str]) -> set[str]:
+    """The ``course`` modules (file names) the given suite sources need, transitively."""
+    needed: set[str] = set()
+    todo = [name for rel, text in sources.items() for name in _course_imports(text, rel)]
+    while todo:
+        name = todo.pop()
+        path = course_dir / f"{name}.py"
+        if name in needed or not path.is_file():
+            continue
+        needed.add(name)
+        todo.extend(_course_imports(path.read_text(encoding="utf-8"), str(path)))
+    return {f"{n}.py" for n in needed} | {"__init__.py"}
+
+
+def _tree(root: Path, folder: Path) -> dict[str, bytes]:
+    out = {}
+    if not folder.is_dir():
+        return out
+    for path in sorted(folder.rglob("*")):
+        if path.is_file() and not path.is_symlink():
+            rel = path.relative_to(root).as_posix()
+            if not any(p in SKIP_PARTS for p in rel.split("/")) and not rel.endswith((".pyc", ".pyo")):
+                out[rel] = path.read_bytes()
+    return out
+
+
+def suite_files(config: Config, include_hidden: bool) -> dict[str, bytes]:
+    """{repository-relative path: bytes} of what grades with the suites: the release ships
+    exactly these (``include_hidden``: the Gradescope bundle; without: the student tree)."""
+    repo = config.root
+    files: dict[str, bytes] = {}
+    suites_rel = config.suites_dir.relative_to(repo).as_posix()
+    sources: dict[str, str] = {}
+    for skill in config.skills.values():
+        for suite in skill.suites:
+            if include_hidden or suite.visibility == "visible":
+                sources[suite.file] = (repo / suite.file).read_text(encoding="utf-8")
+        skill_dir = config.suites_dir / skill.id
+        if (skill_dir / "hints.toml").is_file():
+            files[f"{suites_rel}/{skill.id}/hints.toml"] = (skill_dir / "hints.toml").read_bytes()
+        files.update(_tree(repo, skill_dir / "snapshots"))
+        if include_hidden:  # helpers beside the suites (mistakes.py: the named mistakes' outputs) serve hidden tests only
+            for path in sorted(skill_dir.glob("*.py")):
+                if path.name != CASES_FILE and not path.name.startswith("test_"):
+                    files[path.relative_to(repo).as_posix()] = path.read_bytes()
+    files.update({rel: text.encode() for rel, text in sources.items()})
+
+    course_dir = config.suites_dir / COURSE_PACKAGE
+    course = _tree(repo, course_dir)
+    if include_hidden:
+        files.update(course)
+    else:  # the modules the shipped suites import, and the data files those modules name
+        wanted = course_closure(course_dir, sources)
+        modules = {rel: data for rel, data in course.items() if rel.rsplit("/", 1)[-1] in wanted}
+        texts = [d.decode("utf-8", "replace") for d in modules.values()] + list(sources.values())
+        files.update(modules)
+        files.update({rel: data for rel, data in course.items()
+                      if not rel.endswith(".py") and any(rel.rsplit("/", 1)[-1] in t for t in texts)})
+    if include_hidden:
+        for skill in config.skills.values():
+            path = config.solutions_dir / skill.module
+            files[path.relative_to(repo).as_posix()] = path.read_bytes()
+    return files
+
+
+def scoring_table(config: Config, include_hidden: bool) -> dict:
+    """What grading.toml says about scoring, parsed: the same on every path for the same part."""
+    table = {}
+    for skill in config.skills.values():
+        tests = {name: [weight, suite.visibility] for suite in skill.suites if include_hidden or suite.visibility == "visible"
+                 for name, weight in suite.weights.items()}
+        entry = {"module": skill.module, "tests": tests, "gates": sorted(g for g in skill.gates if g in tests)}
+        if include_hidden:
+            entry["points"] = skill.points
+        table[skill.id] = entry
+    return table
+
+
+def digest(files: dict[str, bytes], table: dict) -> str:
+    h = hashlib.sha256(b"attention-autograder suites v2\0")
+    h.update(json.dumps(table, sort_keys=True, separators=(",", ":")).encode() + b"\0")
+    for rel in sorted(files):
+        h.update(rel.encode() + b"\0" + hashlib.sha256(files[rel]).digest())
+    return h.hexdigest()
+
+
+def has_hidden(config: Config) -> bool:
+    return any(s.visibility == "hidden" for skill in config.skills.values() for s in skill.suites)
+
+
+def identify(config: Config) -> SuiteIdentity:
+    visible = digest(suite_files(config, False), scoring_table(config, False))
+    if has_hidden(config):
+        return SuiteIdentity(digest(suite_files(config, True), scoring_table(config, True)), visible)
+    recorded = released(config.path.parent)
+    same = recorded.get("visible_suite_hash") == visible
+    return SuiteIdentity(recorded.get("suite_hash") if same else None, visible)
+
+
+def released(folder: Path) -> dict:
+    """The ``release.json`` beside grading.toml ({} when there is none or it is unreadable)."""
+    try:
+        data = json.loads((folder / RELEASE_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}

@@ -1,0 +1,110 @@
+"""One suite identity on every path (runner/identity.py): the instructors' repository, the
+student tree and the Gradescope bundle name the same release's suites with the same two
+hashes, whatever their copies of grading.toml say about limits; and the course seed key
+(release/seedkey.py) is random, made once, outside the repository, the same every release."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from autograder.config import load
+from autograder.release import gradescope, seedkey, student
+from autograder.release.context import ReleaseContext
+from autograder.release.files import write_tree
+from autograder.runner import identity, seeding
+from conftest import ROOT
+
+CONFIG = load(ROOT / "grading.toml")
+KEY = b"0123456789abcdef0123456789abcdef"
+
+
+def _ctx(out: Path) -> ReleaseContext:
+    ident = identity.identify(CONFIG)
+    return ReleaseContext(repo=ROOT, config=CONFIG, out=out, version="1.0.0", commit="0" * 40, suite_hash=ident.suite,
+                          visible_suite_hash=ident.visible, seed_key=KEY)
+
+
+def test_repository_knows_both_hashes_and_they_differ():
+    ident = identity.identify(CONFIG)
+    assert len(ident.suite) == 64 and len(ident.visible) == 64 and ident.suite != ident.visible
+
+
+def test_student_tree_and_bundle_name_the_same_suites_as_the_repository(tmp_path):
+    repo = identity.identify(CONFIG)
+    ctx = _ctx(tmp_path / "dist")
+    write_tree(tmp_path / "student", student.student_files(ctx))
+    write_tree(tmp_path / "bundle", gradescope.bundle_files(ctx))
+    in_student = identity.identify(load(tmp_path / "student" / "grading.toml"))
+    in_bundle = identity.identify(load(tmp_path / "bundle" / "grading.toml"))
+    assert in_student == repo  # the full hash read from release.json, the visible part computed
+    assert in_bundle == repo  # computed: the bundle's other [limits] do not change it
+    assert json.loads((tmp_path / "student" / "release.json").read_text())["visible_suite_hash"] == repo.visible
+
+
+def test_a_changed_student_tree_no_longer_claims_the_release_suite(tmp_path):
+    ctx = _ctx(tmp_path / "dist")
+    write_tree(tmp_path / "student", student.student_files(ctx))
+    visible = tmp_path / "student" / "tests" / "suites" / "qkv" / "test_qkv_visible.py"
+    visible.write_text(visible.read_text(encoding="utf-8") + "\n# edited\n", encoding="utf-8")
+    changed = identity.identify(load(tmp_path / "student" / "grading.toml"))
+    assert changed.suite is None and changed.visible != identity.identify(CONFIG).visible
+
+
+def test_limits_do_not_change_the_identity_but_a_weight_does(tmp_path):
+    text = CONFIG.path.read_text(encoding="utf-8").replace("[grader]\n", f'[grader]\nroot = "{ROOT}"\n', 1)
+    limits = tmp_path / "limits" / "grading.toml"
+    limits.parent.mkdir()
+    limits.write_text(text.replace("call_timeout_s = ", "call_timeout_s = 3  # was ", 1), encoding="utf-8")
+    assert identity.identify(load(limits)) == identity.identify(CONFIG)
+    items = [(n, w) for suite in CONFIG.skills["qkv"].suites for n, w in suite.weights.items()]
+    (a, wa), (b, wb) = next(((x, y) for x in items for y in items if x[1] != y[1] and x[0] != y[0]))
+    assert f"{a} = {wa:g}\n" in text and f"{b} = {wb:g}\n" in text
+    swapped = text.replace(f"{a} = {wa:g}\n", "@A@", 1).replace(f"{b} = {wb:g}\n", f"{b} = {wa:g}\n", 1).replace("@A@", f"{a} = {wb:g}\n")
+    weights = tmp_path / "weights" / "grading.toml"
+    weights.parent.mkdir()
+    weights.write_text(swapped, encoding="utf-8")  # the same points, two tests' weights swapped
+    assert identity.identify(load(weights)).suite != identity.identify(CONFIG).suite
+
+
+# --------------------------------------------------------------------------- the course seed key
+@pytest.fixture
+def home(tmp_path, monkeypatch) -> Path:
+    monkeypatch.delenv(seeding.ENV_KEY_FILE, raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    return tmp_path
+
+
+def test_first_release_creates_a_random_private_key_outside_the_repository_and_later_ones_reuse_it(home):
+    said = []
+    key, path = seedkey.ensure("Attention exercises", ROOT, home / "dist", said.append)
+    assert path == home / "config" / "attention-autograder" / "attention-exercises.seed.key"
+    assert len(key) == 64 and key != seeding.DEFAULT_KEY and "created the course seed key" in said[0]
+    assert (path.stat().st_mode & 0o777) == 0o600 and (path.parent.stat().st_mode & 0o777) == 0o700
+    again, _ = seedkey.ensure("Attention exercises", ROOT, home / "dist", said.append)
+    assert again == key and len(said) == 1  # the same key for every release of the course
+    other, _ = seedkey.ensure("Another course", ROOT, home / "dist", said.append)
+    assert other != key  # random, not derived from anything
+
+
+def test_a_key_inside_the_repository_or_too_short_stops_the_release(home, monkeypatch):
+    monkeypatch.setenv(seeding.ENV_KEY_FILE, str(ROOT / "seed.key"))
+    with pytest.raises(seedkey.SeedKeyProblem, match="inside the repository"):
+        seedkey.ensure("c", ROOT, home / "dist", print)
+    short = home / "short.key"
+    short.write_text("abc\n")
+    monkeypatch.setenv(seeding.ENV_KEY_FILE, str(short))
+    with pytest.raises(seedkey.SeedKeyProblem, match="at least 16"):
+        seedkey.ensure("c", ROOT, home / "dist", print)
+    assert not (ROOT / "seed.key").exists()
+
+
+def test_key_id_names_the_key_without_revealing_it(tmp_path):
+    path = tmp_path / "k"
+    path.write_bytes(KEY)
+    kid = seeding.key_id(path)
+    assert len(kid) == 16 and kid.encode() not in KEY and kid == seeding.key_id(path)
+    assert seeding.key_id(None) == "public-default" or os.environ.get(seeding.ENV_KEY_FILE)
