@@ -2,7 +2,7 @@
 #   make grade [SUBMISSION=dir] [SKILL="qkv masks"] [FORMAT=text|json|gradescope|markdown|github]
 #   make test      the grader's own test suite (what CI runs)
 #   make check     instructors: prove the suites right (config, solutions = full marks, stubs = 0,
-#                  snapshots fresh)
+#                  snapshots fresh, every single-mistake variant loses the same points on 3 seeds)
 #   make snapshots instructors: rerun the reference on the visible suites' control inputs
 #   make stubs     instructors: write exercises/ from solutions/ (nbgrader's ClearSolutions)
 #   make new-test SKILL=qkv NAME=test_… WEIGHT=0.25 FROM=test_… [HIDDEN=1] [HINT=key FUNCTION=f TEXT=… SECTION=…]
@@ -36,6 +36,7 @@ check: $(VENV)/.dev.stamp $(VENV)/.instructor.stamp ## instructors: solutions sc
 	$(PY) -m autograder snapshots --check
 	$(PY) -m autograder audit
 	$(PY) -m pytest -q tests/grader/test_suites_are_right.py
+	$(PY) tests/benchmarks/hint_precision.py --seeds 1,2,3 --jobs 2 --no-styles --check-stable
 
 snapshots: $(VENV)/.requirements.stamp ## instructors: rewrite tests/suites/*/snapshots/ from the reference
 	$(PY) -m autograder snapshots

@@ -120,6 +120,10 @@ class Skill:
     #: modules the fork server imports before forking this skill's workers (expensive
     #: first-use imports, e.g. the sympy behind gradcheck), so no test pays for them
     preload: tuple[str, ...] = ()
+    #: property tests (dtype kept, inputs unchanged, errors raised, state_dict keys, batch
+    #: independence): they check only what their name says, whatever the values; they count
+    #: once the skill's other tests earn some credit, so code that computes nothing earns none
+    properties: tuple[str, ...] = ()
 
     @property
     def module_name(self) -> str:
@@ -377,7 +381,7 @@ def _parse(path: Path, text: str, data: dict, check_files: bool) -> Config:
         if not SKILL_ID.match(sid):
             raise r.fail(kp, "skill ids are lower_snake_case identifiers")
         raw = r.table(raw, kp)
-        r.check_keys(raw, ["title", "points", "module", "sections", "suites", "gates", "preload"], kp)
+        r.check_keys(raw, ["title", "points", "module", "sections", "suites", "gates", "preload", "properties"], kp)
         title = r.string(raw, "title", kp)
         points = r.number(raw, "points", kp)
         module = r.string(raw, "module", kp)
@@ -421,10 +425,18 @@ def _parse(path: Path, text: str, data: dict, check_files: bool) -> Config:
         total = sum(sum(s.weights.values()) for s in suites)
         if not math.isclose(total, points, rel_tol=0, abs_tol=1e-9):
             raise r.fail(kp + ["points"], f"is {points:g} but the weights of its tests add up to {total:g}; make them equal")
+        properties = raw.get("properties", [])
+        if not isinstance(properties, list) or not all(isinstance(g, str) for g in properties):
+            raise r.fail(kp + ["properties"], "must be a list of test function names")
+        for name in properties:
+            if name not in known:
+                raise r.fail(kp + ["properties"], f"{name!r} is not a test of skill {sid}" + _near(name, sorted(known)))
+            if name in gates:
+                raise r.fail(kp + ["properties"], f"{name!r} is a gate (a rule of the exercise), not a property test: list it in one of the two")
         preload = raw.get("preload", [])
         if not isinstance(preload, list) or not all(isinstance(m, str) and re.fullmatch(r"[A-Za-z_][\w.]*", m) for m in preload):
             raise r.fail(kp + ["preload"], "must be a list of module names, e.g. [\"torch.fx.experimental.symbolic_shapes\"]")
-        skills[sid] = Skill(sid, title, points, module, tuple(sections), tuple(suites), tuple(gates), tuple(preload))
+        skills[sid] = Skill(sid, title, points, module, tuple(sections), tuple(suites), tuple(gates), tuple(preload), tuple(properties))
     modules = [s.module for s in skills.values()]
     for sid, skill in skills.items():
         if modules.count(skill.module) > 1:

@@ -338,6 +338,22 @@ def _apply_gates(gates: tuple[str, ...], tests: list[TestOutcome]) -> str | None
     return reason
 
 
+PROPERTY_RULE = "property tests count once the skill's other tests earn points"
+
+
+def _apply_property_rule(properties: tuple[str, ...], tests: list[TestOutcome]) -> None:
+    """Property tests check only what their name says (dtype, inputs unchanged, errors…),
+    whatever the values; code that computes nothing (every other test of the skill at 0)
+    earns none of them, so right shapes and dtypes alone are worth nothing."""
+    others = [t for t in tests if t.name not in properties and t.max_score > 0]
+    if not properties or not others or any(t.score > 0 for t in others):
+        return
+    for test in tests:
+        if test.name in properties and test.score:
+            test.score = 0.0
+            test.summary = f"0 points: {PROPERTY_RULE}, and none did" + (f"; {test.summary}" if test.summary else "")
+
+
 def _longrepr(entry: dict) -> str:
     """What broke a stage our hooks did not classify: pytest's crash line ("Type: message"),
     else the last line of the (native-style) traceback, which names the exception."""
@@ -388,6 +404,7 @@ def build(manifest: "RunManifest", report: dict | None, submission: dict, *, sta
             entry = entries.get(spec.node_id) if status == "complete" else None
             tests.append(score_test(spec, entry, modules, reason))
         gated_by = _apply_gates(tuple(skill.gates), tests)
+        _apply_property_rule(tuple(skill.properties), tests)
         score = round(sum(t.score for t in tests), 4)
         skills.append(SkillOutcome(
             id=skill.id, title=skill.title, module=skill.module, sections=list(skill.sections), points=skill.points,

@@ -154,11 +154,12 @@ def filtered_grading_toml(config_text: str, include_hidden: bool) -> str:
             for line in lines:
                 if re.match(r"^\s*points\s*=", line):
                     line = f"points = {_fmt_number(visible_points[sid])}  # visible tests only; the course autograder grades out of {_fmt_number(full_points[sid])}\n"
-                elif re.match(r"^\s*gates\s*=", line):
-                    gates = [g for g in skills[sid].get("gates", []) if g in visible_tests[sid]]
-                    if not gates:
+                elif m_list := re.match(r"^\s*(gates|properties)\s*=", line):
+                    key = m_list.group(1)
+                    kept = [g for g in skills[sid].get(key, []) if g in visible_tests[sid]]
+                    if not kept:
                         continue
-                    line = "gates = [" + ", ".join(f'"{g}"' for g in gates) + "]\n"
+                    line = f"{key} = [" + ", ".join(f'"{g}"' for g in kept) + "]\n"
                 new.append(line)
             out.append("".join(new))
         else:

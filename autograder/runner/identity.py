@@ -135,7 +135,8 @@ def scoring_table(config: Config, include_hidden: bool) -> dict:
     for skill in config.skills.values():
         tests = {name: [weight, suite.visibility] for suite in skill.suites if include_hidden or suite.visibility == "visible"
                  for name, weight in suite.weights.items()}
-        entry = {"module": skill.module, "tests": tests, "gates": sorted(g for g in skill.gates if g in tests)}
+        entry = {"module": skill.module, "tests": tests, "gates": sorted(g for g in skill.gates if g in tests),
+                 "properties": sorted(g for g in skill.properties if g in tests)}
         if include_hidden:
             entry["points"] = skill.points
         table[skill.id] = entry

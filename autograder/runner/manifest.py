@@ -48,6 +48,7 @@ class SkillEntry:
     points: float
     sections: list[str] = field(default_factory=list)
     gates: list[str] = field(default_factory=list)
+    properties: list[str] = field(default_factory=list)  # config.Skill.properties
     #: the module's public API, read from the instructor's module (exercise_api.skill_functions)
     functions: list[str] = field(default_factory=list)
 
@@ -102,7 +103,7 @@ class RunManifest:
         return cls(
             course=config.course, root=str(config.root), suites_dir=str(config.suites_dir), solutions_dir=str(config.solutions_dir),
             skills=[
-                SkillEntry(s.id, s.title, s.module, s.points, list(s.sections), list(s.gates), skill_functions(config, s))
+                SkillEntry(s.id, s.title, s.module, s.points, list(s.sections), list(s.gates), list(s.properties), skill_functions(config, s))
                 for s in config.skills.values()
             ],
             tests=list(config.tests),

@@ -162,6 +162,19 @@ def report(rows: list[dict], style_rows: list[dict]) -> bool:
     return ok
 
 
+def unstable_or_free(rows: list[dict]) -> list[str]:
+    """Variants whose points lost differ between seeds, or that lose nothing on some seed:
+    a deterministic mistake must cost the same on every seed (fixed kinds, autograder/testing/README.md)."""
+    lost: dict[str, set[float]] = {}
+    for r in rows:
+        lost.setdefault(f"{r['skill']}/{r['id']}", set()).add(round(r["lost"], 6))
+    bad = [f"{name} lost {sorted(v)}" for name, v in lost.items() if len(v) > 1 or 0 in v]
+    for line in bad:
+        print("NOT STABLE:", line)
+    print(f"stability: {len(lost) - len(bad)}/{len(lost)} variants lose the same points on every seed")
+    return bad
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--skill", action="append", default=[], help="only this skill (repeatable)")
@@ -172,6 +185,8 @@ def main() -> int:
     parser.add_argument("--json", type=Path, help="also write the rows here")
     parser.add_argument("--twice", action="store_true", help="grade every variant twice and compare scores and hints")
     parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
+    parser.add_argument("--check-stable", action="store_true",
+                        help="exit 1 when a variant's points lost depend on the seed, or it loses none (make check; use several --seeds)")
     args = parser.parse_args()
     skills = args.skill or list(variants.modules())
     seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
@@ -180,6 +195,8 @@ def main() -> int:
         rows = [] if args.no_variants else run_variants(skills, seeds, args.jobs, work, args.twice)
         style_rows = [] if args.no_styles else run_styles(seeds, args.jobs, work, args.skill)
     ok = report(rows, style_rows)
+    if args.check_stable:
+        return 0 if not unstable_or_free(rows) else 1
     if args.json:
         args.json.write_text(json.dumps({"variants": rows, "styles": style_rows}, indent=1, ensure_ascii=False), encoding="utf-8")
     return 1 if (args.check and not ok) else 0

@@ -121,6 +121,35 @@ def test_a_failed_gate_zeroes_its_skill(tmp_path):
     assert all("breaks a rule" in t.summary for t in res.tests if t.status == "passed")
 
 
+def test_property_tests_count_once_other_tests_earn_points_and_only_then(config):
+    props = set(config.skills["qkv"].properties)
+    assert props, "grading.toml lists qkv's property tests"
+    only_properties = {"tests": [entry(t.node_id, "passed" if t.name in props else "failed", "passed" if t.name in props else "check",
+                                       fraction=None if t.name in props else 0.0, feedback=None if t.name in props else FEEDBACK)
+                                 for t in config.tests]}
+    res = results_mod.build(RunManifest.plan(config), only_properties, {})
+    assert res.score == 0  # right dtypes and shapes alone (plausible garbage) earn nothing
+    assert all("property tests count once" in t.summary for t in res.tests if t.name in props)
+    first = config.tests[0].name
+    one_value = dict(only_properties)
+    one_value["tests"] = [entry(t.node_id, "passed", "passed") if t.name in props or t.name == first else
+                          entry(t.node_id, "failed", "check", fraction=0.0, feedback=FEEDBACK) for t in config.tests]
+    assert config.tests[0].name not in props
+    res = results_mod.build(RunManifest.plan(config), one_value, {})
+    want = config.tests[0].weight + sum(t.weight for t in config.tests if t.name in props)
+    assert res.score == pytest.approx(want)  # a value mistake elsewhere costs nothing in the property tests
+
+
+def test_properties_must_name_tests_of_their_skill_and_not_gates(tmp_path):
+    from autograder.config import ConfigError
+    from conftest import write_config
+
+    line = 'properties = ["test_attention_head_rejects_sequences_longer_than_its_context", '
+    path = write_config(tmp_path / "grading.toml", {line: 'properties = ["test_attention_head_reject_sequences", '})
+    with pytest.raises(ConfigError, match="skills.qkv.properties: 'test_attention_head_reject_sequences' is not a test of skill qkv"):
+        load(path)
+
+
 def test_gates_must_name_tests_of_their_skill(tmp_path):
     from autograder.config import ConfigError
     from conftest import write_config

@@ -1,0 +1,147 @@
+"""One piece of code, one score, on every path (issue 16 §3).
+
+Grades the same submissions three ways, all with one course key:
+
+* the Gradescope bundle, run as Gradescope runs it (``run_autograder`` in a mock
+  ``/autograder`` layout, the upload in ``submission/``);
+* ``python -m autograder batch`` over a class folder holding all of them, ``--seed-key-file``;
+* ``python -m autograder grade --seed-key-file`` on each;
+
+and prints a table of the three scores per submission, plus whether every test's status and
+score agree. Default submissions: the reference, three single mistakes (one per skill, from
+``tests/submissions/mistakes/``) and the untouched stubs.
+
+    .venv/bin/python tests/benchmarks/one_score_paths.py [--mistake skill/id]... [--json out.json]
+
+Exit status 1 when any path disagrees.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "submissions")]
+
+import variants  # noqa: E402
+
+DEFAULT_MISTAKES = ["masks/zero-fill", "qkv/divide-by-dk", "row_softmax/softmax-ignores-dim"]
+KEY = "one-score-paths benchmark key 0123456789abcdef\n"
+
+
+def build_bundle(work: Path, key_file: Path) -> Path:
+    from autograder.config import load
+    from autograder.release import gradescope
+    from autograder.release.context import ReleaseContext
+    from autograder.runner import identity
+
+    config = load(ROOT / "grading.toml")
+    ident = identity.identify(config)
+    ctx = ReleaseContext(repo=ROOT, config=config, out=work / "dist", version="0.0.0-paths", commit="0" * 40,
+                         suite_hash=ident.suite, visible_suite_hash=ident.visible, seed_key=key_file.read_bytes().strip())
+    (bundle,) = gradescope.build(ctx)
+    return bundle
+
+
+def gradescope_run(bundle: Path, folder: Path, root: Path) -> dict:
+    source = root / "source"
+    with zipfile.ZipFile(bundle) as zf:
+        for info in zf.infolist():
+            target = source / info.filename
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(zf.read(info))
+            target.chmod(stat.S_IMODE(info.external_attr >> 16))
+    shutil.copytree(folder, root / "submission")
+    (root / "results").mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GRADESCOPE_", "AUTOGRADER_", "PYTEST_"))}
+    env.update(GRADESCOPE_AUTOGRADER_ROOT=str(root), GRADESCOPE_PYTHON=sys.executable)
+    subprocess.run([str(source / "run_autograder")], cwd=root, env=env, capture_output=True, text=True, timeout=900, check=True)
+    data = json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
+    tests = {t["name"]: (t["score"], t["status"] == "passed") for t in data["tests"]}
+    return {"score": data["score"], "tests": tests, "suites": data["extra_data"].get("suite_hash")}
+
+
+def _from_results(data: dict) -> dict:
+    tests = {f"{s['id']}: {t['name']}": (t["score"], t["status"] == "passed" and t["score"] >= t["max_score"])
+             for s in data["skills"] for t in s["tests"]}
+    return {"score": data["score"], "tests": tests, "suites": data.get("suite_hash")}
+
+
+def cli_grade(folder: Path, key_file: Path, out: Path) -> dict:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("AUTOGRADER_SEED_KEY_FILE", None)
+    subprocess.run([sys.executable, "-m", "autograder", "grade", str(folder), "--format", "json", "--no-progress",
+                    "--seed-key-file", str(key_file), "--output", str(out)], cwd=ROOT, env=env, capture_output=True, timeout=900)
+    return _from_results(json.loads(out.read_text(encoding="utf-8")))
+
+
+def batch(folders: dict[str, Path], key_file: Path, work: Path) -> dict[str, dict]:
+    klass, out = work / "class", work / "graded"
+    for name, folder in folders.items():
+        shutil.copytree(folder, klass / name)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("AUTOGRADER_SEED_KEY_FILE", None)
+    subprocess.run([sys.executable, "-m", "autograder", "batch", str(klass), "--out", str(out), "--no-progress",
+                    "--seed-key-file", str(key_file)], cwd=ROOT, env=env, capture_output=True, timeout=1800, check=True)
+    return {name: _from_results(json.loads((out / name / "results.json").read_text(encoding="utf-8"))) for name in folders}
+
+
+def submissions(work: Path, mistakes: list[str]) -> dict[str, Path]:
+    folders = {"correct": variants.build(work / "subs" / "correct", [])}
+    for ref in mistakes:
+        skill, mid = ref.split("/", 1)
+        entry = next(m for m in variants.mistakes(skill) if m["id"] == mid)
+        folders[ref.replace("/", "--")] = variants.build(work / "subs" / ref.replace("/", "--"), [entry])
+    stubs = work / "subs" / "stubs"
+    shutil.copytree(ROOT / "exercises", stubs)
+    folders["stubs"] = stubs
+    return folders
+
+
+def compare(folders: dict[str, Path], work: Path) -> list[dict]:
+    key_file = work / "course.seed.key"
+    key_file.write_text(KEY)
+    bundle = build_bundle(work, key_file)
+    graded_batch = batch(folders, key_file, work)
+    rows = []
+    for name, folder in folders.items():
+        gs = gradescope_run(bundle, folder, work / "gs" / name)
+        local = cli_grade(folder, key_file, work / f"{name}.json")
+        b = graded_batch[name]
+        same_tests = gs["tests"] == local["tests"] == b["tests"]
+        rows.append({"submission": name, "gradescope": gs["score"], "batch": b["score"], "grade": local["score"],
+                     "same_scores": gs["score"] == b["score"] == local["score"], "same_tests": same_tests,
+                     "suites": {gs["suites"], b["suites"], local["suites"]}})
+    return rows
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--mistake", action="append", default=[], metavar="SKILL/ID", help="a single-mistake variant (repeatable)")
+    parser.add_argument("--json", type=Path, help="also write the rows here")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="one-score-") as tmp:
+        work = Path(tmp)
+        rows = compare(submissions(work, args.mistake or DEFAULT_MISTAKES), work)
+    print(f"{'submission':34} {'Gradescope':>10} {'batch':>8} {'grade':>8}  tests agree  suite hash")
+    for r in rows:
+        print(f"{r['submission']:34} {r['gradescope']:10.4g} {r['batch']:8.4g} {r['grade']:8.4g}  {'yes' if r['same_tests'] else 'NO':11}  "
+              + ", ".join(sorted(str(s)[:12] for s in r["suites"])))
+    ok = all(r["same_scores"] and r["same_tests"] and len(r["suites"]) == 1 for r in rows)
+    print("identical on every path" if ok else "PATHS DISAGREE")
+    if args.json:
+        args.json.write_text(json.dumps([{**r, "suites": sorted(map(str, r["suites"]))} for r in rows], indent=1), encoding="utf-8")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
