@@ -56,7 +56,62 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--no-progress", action="store_true", help="no live progress display")
     c = sub.add_parser("ci-comment", help="CI: create or update the one feedback comment on a pull request")
     c.add_argument("--results", metavar="FILE", default="results.json", help="the JSON results of this run (grade --results FILE)")
+    t = sub.add_parser("todo", help="list the exercise functions that are still the TODO stub (`make todo`)")
+    t.add_argument("submission", nargs="?", default=None, help="folder with the exercise modules (default: exercises/)")
+    t.add_argument("--config", metavar="FILE", default=None, help="grading config (default: grading.toml of this repository)")
+    # instructors' commands, parsed by their own modules (listed here so that --help shows every command)
+    for name, text in INSTRUCTOR_HELP.items():
+        sub.add_parser(name, help=text, add_help=False)
     return parser
+
+
+#: the instructors' commands (autograder/release, autograder/batch; not in student copies)
+INSTRUCTOR_HELP = {
+    "batch": "instructors: grade a whole class (gradebook.csv, summary.md) — `batch --help`",
+    "release": "instructors: build dist/ (student tree, Gradescope bundle, nbgrader course) — `release --help`",
+    "stubs": "instructors: write exercises/ from solutions/ (or --check)",
+    "snapshots": "instructors: rewrite the visible suites' reference snapshots (or --check)",
+    "audit": "instructors: check a student tree for leaks of hidden tests or solutions",
+}
+
+
+def todo_main(args: argparse.Namespace) -> int:
+    """What is left: the functions still the stub (``exercise_api.still_todo``, the grader's
+    own detection — a docstring that mentions TODO is not work left), or that nothing is."""
+    from .exercise_api import definitions, still_todo
+    from .runner.submission import SubmissionDirError, resolve_root
+
+    try:
+        config = load(args.config or _default_config(), check_files=False)
+    except ConfigError as exc:
+        print(f"autograder: configuration error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        folder = resolve_root(Path(args.submission) if args.submission else config.exercises_dir, list(config.exercise_modules))
+    except SubmissionDirError as exc:
+        print(f"autograder: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    left = 0
+    for skill in config.skills.values():
+        path = folder / skill.module
+        if path.is_relative_to(Path.cwd().resolve()):
+            path = path.relative_to(Path.cwd().resolve())  # clickable in a terminal or editor, as grep -n would print it
+        try:
+            source = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            print(f"{path}: missing or unreadable — every function of skill {skill.id} is still to do")
+            left += 1
+            continue
+        lines = definitions(source)
+        for name in still_todo(source):
+            line = lines.get(name, (1, 1))[0]
+            print(f"{path}:{line}: {name} — TODO({skill.id})")
+            left += 1
+    if left:
+        print(f"{left} function(s) left. Replace each `raise NotImplementedError(\"TODO(…)\")` with your code, then `make grade`.")
+    else:
+        print(f"Nothing left: every exercise function in {folder} is written. `make grade` checks them.")
+    return EXIT_OK
 
 
 def _default_config() -> Path:
@@ -231,6 +286,8 @@ def _main(argv: list[str] | None, booted) -> int:
         from .ci import comment_main
 
         return comment_main(args.results)
+    if args.command == "todo":
+        return todo_main(args)
     try:
         for path in (args.output, args.results):
             if path:

@@ -110,7 +110,7 @@ def render(results: Results, console: Console, *, details: bool = True) -> None:
                 stubs, others = todo_summary(failed, module_info(results, skill).get("todo"))
                 if stubs:
                     waiting = len(failed) - len(others)
-                    console.print(Text.assemble(("Still TODO: ", "bold yellow"), ", ".join(stubs), f"  ({waiting} test{'s' if waiting != 1 else ''} wait on them; grep -n 'TODO({skill.id})' {skill.module})", style=""))
+                    console.print(Text.assemble(("Still TODO: ", "bold yellow"), ", ".join(stubs), f"  ({waiting} test{'s' if waiting != 1 else ''} wait on them; `make todo` lists where)", style=""))
                 for test, repeats in collapse_repeats(others):
                     console.print(_details(test, repeats, console.width - 4))
     start = where_to_start(results)
