@@ -57,11 +57,20 @@ def load_file(path: Path, prefix: str) -> dict[str, Hint]:
     return hints
 
 
-def load_catalogue(suites_dir: Path | None) -> dict[str, Hint]:
+def load_catalogue(suites_dir: Path | None, docs: Path | None = None) -> dict[str, Hint]:
+    """Every hint by id. With ``docs`` (the repository's docs/ folder, which holds the lessons)
+    each section also says where to read it: ``Week 7 §11 (…) — docs/lessons/week07-attention.txt:314``."""
     hints = load_file(GENERAL, "general")
     if suites_dir is not None and suites_dir.is_dir():
         for path in sorted(suites_dir.glob("*/hints.toml")):
             hints.update(load_file(path, path.parent.name))
+    if docs is not None and docs.is_dir():
+        from .citations import where
+
+        for hint_id, hint in hints.items():
+            place = where(hint.section, docs)
+            if place:
+                hints[hint_id] = Hint(hint.id, hint.text, f"{hint.section} — {place}", hint.functions)
     return hints
 
 

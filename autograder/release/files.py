@@ -196,4 +196,20 @@ def grader_files(ctx, include_hidden: bool) -> dict[str, bytes]:
     files["requirements.txt"] = (repo / "requirements.txt").read_bytes()
 
     files.update(suite_files(config, include_hidden))
+    files.update(doc_files(ctx))
+    return files
+
+
+def doc_files(ctx) -> dict[str, bytes]:
+    """``[release] docs``: the exercise contract and the lessons the hints cite (hint sections
+    resolve to lines in them: autograder/feedback/citations.py)."""
+    files = {}
+    for doc in ctx.config.release.get("docs", []):
+        path = ctx.repo / doc
+        if path.is_dir():
+            files.update(_tree(ctx.repo, path))
+        elif path.is_file():
+            files[doc] = path.read_bytes()
+        else:
+            raise FileNotFoundError(f"grading.toml: [release] docs lists {doc}, which does not exist")
     return files

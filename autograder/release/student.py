@@ -71,14 +71,6 @@ def student_files(ctx: ReleaseContext) -> dict[str, bytes]:
     for skill in ctx.config.skills.values():
         stub = ctx.config.exercises_dir / skill.module
         files[f"exercises/{skill.module}"] = stub.read_bytes()
-    for doc in ctx.config.release.get("docs", []):
-        path = ctx.repo / doc
-        if path.is_dir():
-            files.update(_tree(ctx.repo, path))
-        elif path.is_file():
-            files[doc] = path.read_bytes()
-        else:
-            raise FileNotFoundError(f"grading.toml: [release] docs lists {doc}, which does not exist")
     files.update(template_files(ctx))
     # which release this tree is, and the full suites' hash it cannot compute (runner/identity.py)
     files["release.json"] = (json.dumps(ctx.release_record(), indent=2, sort_keys=True) + "\n").encode()

@@ -125,6 +125,34 @@ def test_hints_cite_a_lesson_section():
             assert re.search(r"(Week 7|Day 1|Lesson 2)", entry["section"]), (path.name, key, entry["section"])
 
 
+def test_every_citation_resolves_to_a_line_of_a_shipped_text():
+    """Hints, the exercise contract's headings and grading.toml's skill sections cite the
+    lessons: each "Week 7 §11", "Day 1 §2.3", "§A.4" must be a heading in docs/ (shipped
+    to students by [release] docs), so a student can open what a hint tells them to reread."""
+    from autograder.config import load
+    from autograder.feedback import citations
+
+    docs = ROOT / "docs"
+    shipped = load(ROOT / "grading.toml").release["docs"]
+    for rel in citations.DOCUMENTS.values():
+        assert any(f"docs/{rel}".startswith(d) for d in shipped), f"docs/{rel} is cited but not in [release] docs"
+    cited = [(f"{p.parent.name}/hints.toml [{k}]", e["section"]) for p in [*SUITES.glob("*/hints.toml"), ROOT / "autograder/feedback/general_hints.toml"]
+             for k, e in tomllib.loads(p.read_text(encoding="utf-8")).items()]
+    cited += [(f"docs/EXERCISES.md: {line[:40]}", line) for line in (docs / "EXERCISES.md").read_text(encoding="utf-8").splitlines() if line.startswith("#")]
+    cited += [(f"grading.toml [skills.{sid}] sections", " ".join(s.sections)) for sid, s in load(ROOT / "grading.toml").skills.items()]
+    unresolved = [f"{where}: {place}" for where, text in cited for place in citations.resolve(text, docs) if not place.resolved]
+    assert not unresolved, "citations that resolve to no heading of a shipped text:\n" + "\n".join(unresolved)
+    assert sum(len(citations.resolve(text, docs)) for _, text in cited) > 200
+
+
+def test_a_citation_of_a_missing_section_is_found():
+    from autograder.feedback import citations
+
+    places = citations.resolve("Week 7 §99 (no such section) and Day 1 §2.3", ROOT / "docs")
+    assert [p.resolved for p in places] == [False, True]
+    assert citations.where("Day 1 §2.3 第二步", ROOT / "docs") == "docs/lessons/week1-day1-self-attention.txt:168"
+
+
 # --------------------------------------------------------------------------- the course's numbers
 COURSE = SUITES / "course"
 CATALOGUE = COURSE / "expected-numbers.md"  # copied from the course's shared folder: the check stays hermetic
@@ -194,8 +222,12 @@ def test_every_course_number_is_asserted_by_a_test_or_listed_as_not_gradable():
     )
 
 
-def test_the_copied_catalogue_matches_the_course():
-    shared = ROOT.parent / "shared" / "course" / "expected-numbers.md"
-    if not shared.is_file():
-        pytest.skip("the course's shared folder is not beside this repository (CI): the copy is what is checked")
-    assert CATALOGUE.read_text(encoding="utf-8") == shared.read_text(encoding="utf-8"), f"refresh {CATALOGUE} from {shared}"
+def test_the_copied_catalogue_and_lessons_match_the_course():
+    """The catalogue (tests/suites/course/expected-numbers.md) and the lessons students get
+    (docs/lessons/) are copies of the course's shared texts, refreshed by hand."""
+    shared = ROOT.parent / "shared" / "course"
+    if not (shared / "expected-numbers.md").is_file():
+        pytest.skip("the course's shared folder is not beside this repository (CI runs from a clone elsewhere): the copies are what is checked")
+    assert CATALOGUE.read_text(encoding="utf-8") == (shared / "expected-numbers.md").read_text(encoding="utf-8"), f"refresh {CATALOGUE}"
+    for lesson in (ROOT / "docs" / "lessons").glob("*.txt"):
+        assert lesson.read_bytes() == (shared / lesson.name).read_bytes(), f"refresh {lesson} from {shared / lesson.name}"

@@ -23,7 +23,7 @@ class GradingSession:
     def __init__(self, manifest: RunManifest, server: tuple[int, object] | None) -> None:
         self.manifest = manifest
         self.seed: int = manifest.seed
-        self.hints = hint_catalogue.load_catalogue(Path(manifest.suites_dir))
+        self.hints = hint_catalogue.load_catalogue(Path(manifest.suites_dir), docs=Path(manifest.root) / "docs")
         self.solutions_dir = Path(manifest.solutions_dir)
         self.progress = None
         self.profiler = None

@@ -1,0 +1,101 @@
+"""Lesson citations ("Week 7 §11 (…)", "Day 1 §2.3 第二步 and §A.4", "docs/EXERCISES.md §3")
+resolved to a file and line a student can open.
+
+The lessons ship with the exercises under ``docs/lessons/`` (``[release] docs``), so every
+"→ reread …" of a hint points at a place in the student's own repository. Each lesson
+numbers its sections its own way — Week 7 ``11. title``, Day 1 ``2.3 title`` / ``A.4 title``
+/ ``§B title``, Lesson 2 ``3、title``, EXERCISES.md ``## 3. title`` — and a citation of a
+top-level number with no heading of its own (Day 1 ``§3``) resolves to its first subsection.
+``make check`` fails on a citation that resolves nowhere (tests/grader/test_suites_are_right.py).
+
+Written here rather than taken from a library: it is a dozen lines of pattern matching over
+the course's own numbering, which no documentation tool knows.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+#: how a citation names a text → its file under the docs folder
+DOCUMENTS = {
+    "Week 7": "lessons/week07-attention.txt",
+    "Day 1": "lessons/week1-day1-self-attention.txt",
+    "Lesson 2": "lessons/lesson2-attention.txt",
+    "docs/EXERCISES.md": "EXERCISES.md",
+}
+_DOC = "|".join(re.escape(d) for d in DOCUMENTS)
+_TOKEN = re.compile(rf"({_DOC})|§\s*([0-9A-Z]+(?:\.[0-9]+)*)")
+
+
+@dataclass(frozen=True)
+class Place:
+    document: str  # "Week 7"
+    section: str  # "11", "2.3", "A.4"
+    path: str | None  # "docs/lessons/week07-attention.txt", None when the text is not there
+    line: int | None  # 1-based; None when the section was not found
+
+    @property
+    def resolved(self) -> bool:
+        return self.line is not None
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}" if self.resolved else f"{self.document} §{self.section} (not found)"
+
+
+def citations(text: str) -> list[tuple[str, str | None]]:
+    """(document, section or None) for every document or § named in ``text``; a § belongs to
+    the document named last before it."""
+    out: list[tuple[str, str | None]] = []
+    current: str | None = None
+    for doc, section in _TOKEN.findall(text):
+        if doc:
+            current = doc
+            out.append((doc, None))
+        elif current is not None:
+            if out and out[-1] == (current, None):
+                out.pop()  # "Week 7 §11": the document alone is not a separate citation
+            out.append((current, section))
+    return out
+
+
+def _find(lines: list[str], section: str) -> int | None:
+    exact = re.compile(rf"^\s*(?:#+\s*)?§?{re.escape(section)}(?:[.、]|\s|$)")
+    child = re.compile(rf"^\s*(?:#+\s*)?{re.escape(section)}\.[0-9]+\s")
+    for pattern in (exact, child):
+        for number, line in enumerate(lines, start=1):
+            if pattern.match(line):
+                return number
+    return None
+
+
+def resolve(text: str, docs: Path, prefix: str = "docs") -> list[Place]:
+    """Every citation of ``text`` as a place in ``docs`` (the folder holding EXERCISES.md and
+    lessons/); ``prefix`` is how a student names that folder."""
+    places = []
+    cache: dict[str, list[str] | None] = {}
+    for document, section in citations(text):
+        rel = DOCUMENTS[document]
+        if rel not in cache:
+            try:
+                cache[rel] = (docs / rel).read_text(encoding="utf-8").splitlines()
+            except (OSError, UnicodeDecodeError):
+                cache[rel] = None
+        lines = cache[rel]
+        path = f"{prefix}/{rel}" if lines is not None else None
+        if section is None:
+            places.append(Place(document, "", path, 1 if lines is not None else None))
+        else:
+            places.append(Place(document, section, path, _find(lines, section) if lines is not None else None))
+    return places
+
+
+def where(text: str, docs: Path, prefix: str = "docs") -> str:
+    """``docs/lessons/week07-attention.txt:314`` (several joined by ", "); "" when nothing
+    resolves, so a hint never points at a place that is not there."""
+    seen = []
+    for place in resolve(text, docs, prefix):
+        if place.resolved and str(place) not in seen:
+            seen.append(str(place))
+    return ", ".join(seen)
