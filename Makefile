@@ -35,7 +35,7 @@ check: $(VENV)/.dev.stamp $(VENV)/.instructor.stamp ## instructors: solutions sc
 	$(PY) -m autograder stubs --check
 	$(PY) -m autograder snapshots --check
 	$(PY) -m autograder audit
-	$(PY) -m pytest -q tests/grader/test_suites_are_right.py
+	$(PY) -m pytest -rs tests/grader/test_suites_are_right.py
 	$(PY) tests/benchmarks/hint_precision.py --seeds 1,2,3 --jobs 2 --no-styles --check-stable
 
 snapshots: $(VENV)/.requirements.stamp ## instructors: rewrite tests/suites/*/snapshots/ from the reference

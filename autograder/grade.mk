@@ -16,7 +16,9 @@ GRADE_FLAGS := $(foreach s,$(SKILL),--skill $(s)) --format $(FORMAT) $(if $(OUTP
 
 $(VENV)/.requirements.stamp: requirements.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@echo "First run: installing the pinned requirements into $(VENV) (torch, pytest, rich; about 1 GB) — once, typically 1–3 minutes."
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	@echo "Installed. Later runs start grading at once."
 	@touch $@
 
 grade: $(VENV)/.requirements.stamp ## grade SUBMISSION (default: exercises/)

@@ -28,7 +28,7 @@ from .files import grader_files, write_zip_deterministic
 
 TEMPLATES = Path(__file__).with_name("templates")
 PREFIX = "/opt/attention-autograder"  # where setup.sh puts Python and the venv inside the image
-PYTHON_VERSION = "3.11"  # pyproject's requires-python
+PYTHON_VERSION = "3.11.18"  # pyproject's requires-python; the exact patch, so next month's image is this one (uv 0.13.8 lists it)
 UV_VERSION = "0.13.8"  # the uv that installs that Python (a pinned wheel from PyPI)
 TORCH_INDEX = "https://download.pytorch.org/whl/cpu"
 ZIP_NAME = "autograder.zip"

@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import stat
+import re
 import subprocess
 import sys
 import zipfile
@@ -245,6 +246,7 @@ def test_reference_solutions_score_full_marks_with_hidden_tests(bundle, tmp_path
     assert "[run_autograder] score 100" in proc.stdout
     assert stat.S_IMODE((root / "source" / "seed.key").stat().st_mode) == 0o600  # submission code runs as another user
     assert data["extra_data"]["seed_source"] == "content"  # derived with the bundle's key, not the public default
+    assert data["execution_time"] > 1  # the run's wall time, not 0.0
 
 
 def test_bundle_seed_key_is_long_enough_and_not_the_public_default(bundle, tmp_path):
@@ -334,3 +336,14 @@ def test_broken_bundle_config_still_leaves_valid_results(bundle, tmp_path):
     data, _ = _run(root)
     assert data["score"] == 0
     assert "configuration is broken" in data["output"]
+
+
+def test_setup_pins_python_to_a_patch_version_and_retries_every_download(tmp_path):
+    files = gradescope.bundle_files(_context(tmp_path))
+    setup = files["setup.sh"].decode()
+    assert re.search(r'python install "3\.\d+\.\d+"', setup), "the image must get the same Python next month"
+    for download in ("apt-get update", "uv==", "python install", "--index-url", "-r \"$SOURCE/requirements.txt\""):
+        line = next(line for line in setup.splitlines() if download in line and not line.lstrip().startswith("#"))
+        assert line.lstrip().startswith("retry "), line
+    proc = subprocess.run(["bash", "-n"], input=setup, text=True, capture_output=True)
+    assert proc.returncode == 0, proc.stderr

@@ -14,21 +14,35 @@ export UV_PYTHON_INSTALL_DIR="$PREFIX/python" UV_CACHE_DIR="$PREFIX/uv-cache" UV
 export PIP_BREAK_SYSTEM_PACKAGES=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore
 
 echo "== attention autograder @VERSION@ (suite @SUITE_HASH_SHORT@): setup"
+
+# Downloads (apt, PyPI, uv's Python build from GitHub, PyTorch's CPU index) are retried: an image
+# build fails only when a source stays unreachable, and then it says which one.
+retry() {
+    local what="$1"; shift
+    local attempt
+    for attempt in 1 2 3 4; do
+        if "$@"; then return 0; fi
+        echo "== $what failed (attempt $attempt of 4); retrying in $((attempt * 10)) s" >&2
+        sleep $((attempt * 10))
+    done
+    echo "== setup failed: $what did not succeed after 4 attempts — check the network of the image build and rebuild" >&2
+    return 1
+}
 if ! command -v python3 >/dev/null || ! python3 -m pip --version >/dev/null 2>&1; then
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3 python3-pip ca-certificates
+    retry "apt-get update" apt-get update -qq
+    retry "apt-get install python3" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3 python3-pip ca-certificates
 fi
 mkdir -p "$PREFIX"
-python3 -m pip install --quiet --target "$PREFIX/uv-bin" "uv==@UV_VERSION@"
+retry "installing uv from PyPI" python3 -m pip install --quiet --target "$PREFIX/uv-bin" "uv==@UV_VERSION@"
 UV=("$PREFIX/uv-bin/bin/uv")
 
-"${UV[@]}" python install "@PYTHON_VERSION@"
+retry "downloading Python @PYTHON_VERSION@ (uv, from GitHub)" "${UV[@]}" python install "@PYTHON_VERSION@"
 "${UV[@]}" venv --python "@PYTHON_VERSION@" "$PREFIX/venv"
 PY="$PREFIX/venv/bin/python"
 # torch alone from PyTorch's CPU index (the PyPI wheel would pull CUDA libraries), then the rest
 # from PyPI; `torch==X` is satisfied by the installed `X+cpu`.
-"${UV[@]}" pip install --python "$PY" --index-url @TORCH_INDEX@ "torch==@TORCH_VERSION@"
-"${UV[@]}" pip install --python "$PY" -r "$SOURCE/requirements.txt"
+retry "installing torch @TORCH_VERSION@ from PyTorch's CPU index" "${UV[@]}" pip install --python "$PY" --index-url @TORCH_INDEX@ "torch==@TORCH_VERSION@"
+retry "installing the pinned requirements from PyPI" "${UV[@]}" pip install --python "$PY" -r "$SOURCE/requirements.txt"
 rm -rf "$UV_CACHE_DIR"
 chmod -R a+rX "$PREFIX"   # submission code runs as an unprivileged user and imports torch from here
 
