@@ -12,7 +12,7 @@
 
 include autograder/grade.mk
 
-.PHONY: grade test check snapshots stubs release benchmark tolerances batch new-test clean help
+.PHONY: grade test check snapshots stubs release nbgrader-course benchmark tolerances batch new-test clean help
 .DEFAULT_GOAL := help
 
 $(VENV)/.dev.stamp: $(VENV)/.requirements.stamp requirements-dev.txt
@@ -55,6 +55,10 @@ release: $(VENV)/.instructor.stamp ## instructors: build $(DIST)/ for VERSION
 	@test -n "$(VERSION)" || { echo "make release: say which version, e.g. make release VERSION=1.0.0" >&2; exit 2; }
 	$(PY) -m autograder release --out $(DIST) --version $(VERSION)
 
+nbgrader-course: $(VENV)/.instructor.stamp ## instructors: create or update the live nbgrader course in DIR from dist/nbgrader (state kept)
+	@test -n "$(DIR)" || { echo "make nbgrader-course: say where the course lives, e.g. make nbgrader-course DIR=../attention-course" >&2; exit 2; }
+	$(PY) -m autograder nbgrader-course "$(DIR)" --from $(DIST)/nbgrader
+
 batch: $(VENV)/.requirements.stamp ## instructors: grade a class (SUBMISSIONS=folder or Gradescope export, OUT=dir, [JOBS=n] [FORCE=1])
 	@test -n "$(SUBMISSIONS)" -a -n "$(OUT)" || { echo "make batch: say what to grade and where, e.g. make batch SUBMISSIONS=submissions/ OUT=graded/" >&2; exit 2; }
 	$(PY) -m autograder batch "$(SUBMISSIONS)" --out "$(OUT)" $(if $(JOBS),--jobs $(JOBS)) $(if $(FORCE),--force)
@@ -73,5 +77,6 @@ help:
 	@echo "make stubs                                               instructors: rewrite exercises/ from solutions/"
 	@echo "make new-test SKILL=x NAME=test_y WEIGHT=w FROM=test_z   instructors: add a test (+ HIDDEN=1, HINT=… FUNCTION=… TEXT=… SECTION=…)"
 	@echo "make release VERSION=1.0.0                               instructors: build dist/ (student repo, Gradescope zip, nbgrader course)"
+	@echo "make nbgrader-course DIR=../course                       instructors: create/update the live nbgrader course from dist/ (state kept)"
 	@echo "make batch SUBMISSIONS=dir OUT=dir [JOBS=n] [FORCE=1]    instructors: grade a whole class (gradebook.csv, summary.md)"
 	@echo "make benchmark | make tolerances                         measure speed / re-derive tolerances"

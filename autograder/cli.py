@@ -72,6 +72,7 @@ INSTRUCTOR_HELP = {
     "stubs": "instructors: write exercises/ from solutions/ (or --check)",
     "snapshots": "instructors: rewrite the visible suites' reference snapshots (or --check)",
     "audit": "instructors: check a student tree for leaks of hidden tests or solutions",
+    "nbgrader-course": "instructors: create or update the live nbgrader course outside dist/ (its state is kept)",
 }
 
 
@@ -251,7 +252,7 @@ def _streams_survive_any_text() -> None:
 
 #: instructor commands (stubs, snapshots, audit, release) live in autograder/release, which
 #: student and Gradescope copies of the grader do not carry
-INSTRUCTOR_COMMANDS = ("stubs", "snapshots", "audit", "release")
+INSTRUCTOR_COMMANDS = ("stubs", "snapshots", "audit", "release", "nbgrader-course")
 
 
 def main(argv: list[str] | None = None, booted=None) -> int:

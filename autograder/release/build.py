@@ -23,7 +23,7 @@ from typing import Callable
 
 from ..config import Config
 from ..renderers.common import suite_label
-from . import manifest, seedkey
+from . import course_dir, manifest, seedkey
 from .context import ReleaseContext
 
 VERSION = re.compile(r"^\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.-]+)?$")
@@ -59,6 +59,12 @@ def _prepare_out(out: Path, repo: Path) -> None:
             raise ReleaseError(f"--out {out}: is a file — choose a folder")
         if any(out.iterdir()) and not (out / manifest.NAME).is_file():
             raise ReleaseError(f"--out {out}: not empty and not a previous release (no {manifest.NAME}) — empty it or choose another folder")
+        state = course_dir.state_in(out / "nbgrader")
+        if state:
+            raise ReleaseError(
+                f"--out {out}: {out / 'nbgrader'} holds a running nbgrader course ({', '.join(state)}), which a release would delete. "
+                f"Move it out first: `make nbgrader-course DIR=../attention-course` copies the course to a folder of its own "
+                f"(then move {', '.join(state)} there), and run nbgrader there from now on")
         shutil.rmtree(out)
     out.mkdir(parents=True)
 

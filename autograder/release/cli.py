@@ -4,6 +4,7 @@
     snapshots [--check]                      write the visible suites' reference snapshots
     audit     [DIR]                          leak audit of a student tree (default: one built afresh); exit 1 on any finding
     release   --out dist --version X.Y.Z     build dist/: student tree, Gradescope zip, nbgrader course, MANIFEST.json
+    nbgrader-course DIR [--from dist/nbgrader]   create or update the live nbgrader course outside dist/ (state kept)
 
 Exit status: 0 done / nothing stale / no finding; 1 something is stale, a finding, or a
 build step failed (each problem on one line, naming the file); 2 usage or configuration error.
@@ -38,6 +39,10 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--out", default="dist", help="output folder (default: dist); replaced")
     r.add_argument("--version", required=True, help="release version, e.g. 1.0.0")
     r.add_argument("--config", default=None)
+    c = sub.add_parser("nbgrader-course", help="create or update the live nbgrader course (outside dist/) from a release")
+    c.add_argument("course", help="the course folder, e.g. ../attention-course (created when missing; its state is kept)")
+    c.add_argument("--from", dest="source", default="dist/nbgrader", help="the release's nbgrader folder (default: dist/nbgrader)")
+    c.add_argument("--config", default=None)
     return parser
 
 
@@ -93,6 +98,17 @@ def main(argv: list[str]) -> int:
             print(f, file=sys.stderr)
         print(f"leak audit of {args.tree or 'a freshly built student tree'}: {len(findings)} finding(s)", file=sys.stderr)
         return EXIT_FAIL if findings else EXIT_OK
+    if args.command == "nbgrader-course":
+        from . import course_dir
+
+        try:
+            for line in course_dir.update(Path(args.source), Path(args.course)):
+                print(f"nbgrader-course: {line}")
+        except course_dir.CourseDirError as exc:
+            print(f"autograder: {exc}", file=sys.stderr)
+            return EXIT_FAIL
+        print(f"nbgrader-course: run nbgrader inside {args.course} (never inside dist/, which the next release replaces)")
+        return EXIT_OK
     from . import build
 
     return build.main(config, Path(args.out), args.version)

@@ -160,3 +160,42 @@ def test_nbgrader_round_trip_matches_our_grader(course, tmp_path):
     assert ours_full.data["score"] == ours_full.data["max_score"] == pytest.approx(total)
     assert ours_zero.data["score"] == 0
     assert set(MODULES.values()) == {p.name for p in (tmp_path / "ours_untouched").iterdir()}
+
+
+# --------------------------------------------------------------------------- course state survives releases
+def test_course_state_survives_a_re_release_and_dist_with_state_is_never_replaced(course, tmp_path):
+    """The live course sits outside dist/ (`make nbgrader-course DIR=…`): updating it from a new
+    release replaces source/ and the config, never the gradebook or submissions; and a release
+    refuses to replace a dist/ whose nbgrader/ holds course state (real nbgrader, its own DB)."""
+    import shutil
+    import subprocess
+    import sys
+
+    from autograder.release import build, course_dir
+
+    live = tmp_path / "attention-course"
+    said = course_dir.update(course, live)
+    assert "created source/" + ASSIGNMENT in said and (live / "gradebook.db").exists() is False
+    import os
+
+    nbgrader = [sys.executable, "-m", "nbgrader"]
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}  # nbgrader runs `alembic`
+    run = subprocess.run([*nbgrader, "db", "student", "add", "s001", "--first-name=Ana"], cwd=live, capture_output=True, text=True, timeout=120,
+                         env=env)
+    assert run.returncode == 0, run.stderr
+    (live / "submitted" / "s001" / ASSIGNMENT).mkdir(parents=True)
+    (live / "submitted" / "s001" / ASSIGNMENT / "qkv.ipynb").write_text("{}", encoding="utf-8")
+    (course / "source" / ASSIGNMENT / "qkv.ipynb").write_text((course / "source" / ASSIGNMENT / "qkv.ipynb").read_text() + " ")
+    said = course_dir.update(course, live)  # a re-release (a typo fix)
+    assert f"updated source/{ASSIGNMENT}" in said and any("gradebook.db" in line and "submitted" in line for line in said)
+    listed = subprocess.run([*nbgrader, "db", "student", "list"], cwd=live, capture_output=True, text=True, timeout=120, env=env)
+    assert "s001" in listed.stdout + listed.stderr  # the gradebook kept its student
+    assert (live / "submitted" / "s001" / ASSIGNMENT / "qkv.ipynb").read_text() == "{}"
+
+    dist = tmp_path / "dist"
+    shutil.copytree(course.parent, dist)
+    (dist / "MANIFEST.json").write_text("{}")
+    shutil.copy(live / "gradebook.db", dist / "nbgrader" / "gradebook.db")  # someone ran the course inside dist/
+    with pytest.raises(build.ReleaseError, match="holds a running nbgrader course .*gradebook.db.*make nbgrader-course"):
+        build._prepare_out(dist, ROOT)
+    assert (dist / "nbgrader" / "gradebook.db").exists()
