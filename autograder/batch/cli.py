@@ -37,6 +37,10 @@ def parser(prog: str = "python -m autograder batch") -> argparse.ArgumentParser:
     p.add_argument("--seed-key-file", metavar="FILE", default=None,
                    help="the course's seed key, so that every score matches the Gradescope bundle's (default: the key "
                         "`make release` created, $AUTOGRADER_SEED_KEY_FILE or ~/.config/attention-autograder/<course>.seed.key, when it exists)")
+    p.add_argument("--roster", metavar="CSV", default=None,
+                   help="the class list (columns id, and any of name, email, login, github, folder, section): writes OUT/lms/canvas.csv, "
+                        "grades.csv (one row per student, missing ones too) and unmatched.csv")
+    p.add_argument("--assignment-name", metavar="TITLE", default=None, help="the LMS gradebook column (default: the course name)")
     p.add_argument("--skill", action="append", default=[], metavar="NAME", help="grade only this skill (repeatable)")
     p.add_argument("--config", metavar="FILE", default=None, help="grading config (default: grading.toml of this repository)")
     p.add_argument("--no-progress", action="store_true", help="no live progress bar")
@@ -105,6 +109,15 @@ def main(argv: list[str]) -> int:
         except seeding.SeedKeyError as exc:
             print(f"autograder: --seed-key-file: {exc}", file=sys.stderr)
             return EXIT_USAGE
+    roster = None
+    if args.roster:
+        from .lms import RosterError, load_roster
+
+        try:
+            roster = load_roster(Path(args.roster))
+        except RosterError as exc:
+            print(f"autograder: --roster {exc}", file=sys.stderr)
+            return EXIT_USAGE
     submissions = Path(args.submissions)
     out_dir = Path(args.out)
     try:
@@ -118,7 +131,8 @@ def main(argv: list[str]) -> int:
     for note in notes:
         err.print(rich_escape(f"autograder: {note}"), highlight=False)
     options = Options(submissions=submissions, out=out_dir, jobs=args.jobs or default_jobs(), force=args.force,
-                      seed=args.seed, skills=list(args.skill), preload=not args.no_preload, seed_key_file=key_file)
+                      seed=args.seed, skills=list(args.skill), preload=not args.no_preload, seed_key_file=key_file,
+                      roster=roster, assignment=args.assignment_name or "")
     err.print(rich_escape(f"autograder: {seeds_note(options)}"), highlight=False)
     progress = BatchProgress(err, enabled=not args.no_progress and err.is_terminal)
     signal.signal(signal.SIGTERM, _terminate)  # like Ctrl-C: keep what is finished, rewrite the gradebook

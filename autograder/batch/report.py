@@ -270,8 +270,10 @@ def load_row(folder: Path) -> tuple[dict | None, dict]:
 
 
 def write_outputs(out: Path, rows: list[Row], skills: list[str], titles: dict[str, str], suite_hash: str, seconds: float | None,
-                  seeds: str = "", visible_hash: str = "") -> ClassSummary:
+                  seeds: str = "", visible_hash: str = "", extra: list[str] | None = None) -> ClassSummary:
+    """``extra``: more markdown lines for summary.md (the roster section)."""
     write_atomic(out / "gradebook.csv", gradebook(rows, skills, suite_hash))
     summary = summarize(rows, skills, titles)
-    write_atomic(out / "summary.md", markdown(summary, suite_hash=suite_hash, seconds=seconds, seeds=seeds, visible_hash=visible_hash))
+    text = markdown(summary, suite_hash=suite_hash, seconds=seconds, seeds=seeds, visible_hash=visible_hash)
+    write_atomic(out / "summary.md", text + ("\n" + "\n".join(extra) + "\n" if extra else ""))
     return summary

@@ -54,6 +54,8 @@ class Options:
     skills: list[str] = field(default_factory=list)
     preload: bool = True
     seed_key_file: Path | None = None  # the course key: the same seeds as the Gradescope bundle
+    roster: list | None = None  # lms.Person rows (--roster): LMS exports in OUT/lms/
+    assignment: str = ""  # the LMS column title (--assignment-name)
 
 
 def seeds_note(options: Options) -> str:
@@ -252,8 +254,14 @@ def run(config: Config, students: list[Student], options: Options, progress=None
                 results, meta = None, {}  # a result of older files or another suite: not this batch's
             rows.append(report.Row(student, results, meta))
         outcome.seconds = time.monotonic() - started
+        extra = None
+        if options.roster:
+            from . import lms
+
+            joined = lms.write(options.out, rows, options.roster, options.assignment or config.course, config.total_points)
+            extra = lms.summary_lines(options.roster, joined)
         outcome.summary = report.write_outputs(options.out, rows, skills, titles, suite, outcome.seconds, seeds=seeds_note(options),
-                                              visible_hash=ident.visible)
+                                              visible_hash=ident.visible, extra=extra)
     return outcome
 
 

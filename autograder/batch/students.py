@@ -33,7 +33,7 @@ from . import gsmeta
 
 METADATA = "submission_metadata.yml"
 #: names a student folder under --out may not take (our own files and folders)
-RESERVED = {"gradebook.csv", "summary.md", ".work", "batch.log"}
+RESERVED = {"gradebook.csv", "summary.md", ".work", "batch.log", "lms"}
 MAX_KEY = 80
 FINGERPRINT_MAX_FILES = 2000
 
@@ -46,6 +46,8 @@ class Student:
     sid: str = ""
     email: str = ""
     extra: dict = field(default_factory=dict)
+    #: a Gradescope submission's submitters, each {"name", "sid", "email"} (a group has several)
+    members: list[dict] = field(default_factory=list)
 
     @property
     def is_zip(self) -> bool:
@@ -138,8 +140,9 @@ def _gradescope(folder: Path) -> tuple[list[Student], list[str]]:
         emails = [str(s.get("email", "")).strip() for s in submitters if isinstance(s, dict)]
         name = " & ".join(n for n in names if n) or sub_id
         extra = {k: entry[k] for k in ("created_at", "score") if k in entry}
+        people = [{"name": n, "sid": s, "email": e} for n, s, e in zip(names, sids, emails)]
         students.append(Student(key=_unique(keys, sub_id), name=name, source=path, sid=" ".join(s for s in sids if s),
-                                email=" ".join(e for e in emails if e), extra=extra))
+                                email=" ".join(e for e in emails if e), extra=extra, members=people))
     listed = set(metadata)
     for entry in sorted(os.listdir(folder)):
         if entry.startswith("submission_") and entry not in listed and (folder / entry).is_dir():
