@@ -13,12 +13,10 @@ that is the upload's problem (the fix is named), never the grader's.
 
 from __future__ import annotations
 
-import lzma
 import os
 import stat
 import struct
 import zipfile
-import zlib
 from pathlib import Path, PurePosixPath
 
 from ..renderers.common import clean
@@ -98,8 +96,20 @@ def locate(upload: Path, modules: list[str], work: Path, max_module_bytes: int) 
 #: or truncated archive (BadZipFile, EOFError, zlib.error / OSError / LZMAError from the
 #: decompressors, struct.error from a mangled header), a password (RuntimeError), a method
 #: this Python cannot unpack (NotImplementedError), ZIP64 sizes (LargeZipFile)
-_ZIP_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, RuntimeError, EOFError, OSError, ValueError, zlib.error,
-               lzma.LZMAError, struct.error, OverflowError)
+_ZIP_ERRORS: tuple[type[BaseException], ...] = (zipfile.BadZipFile, zipfile.LargeZipFile, RuntimeError, EOFError, OSError,
+                                                ValueError, struct.error, OverflowError)
+try:  # like zipfile itself: a Python built without zlib or liblzma still runs (those members then raise RuntimeError)
+    import zlib
+
+    _ZIP_ERRORS += (zlib.error,)
+except ImportError:  # pragma: no cover
+    pass
+try:
+    import lzma
+
+    _ZIP_ERRORS += (lzma.LZMAError,)
+except ImportError:  # pragma: no cover
+    pass
 _ENCRYPTED = 0x1 | 0x40  # general purpose flag bits: traditional (ZipCrypto / AES) and strong encryption
 
 
