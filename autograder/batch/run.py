@@ -5,8 +5,8 @@ Per student (a worker thread; the grading itself runs in the student's own forke
 process and its sandbox workers, never here):
 
 1. find the modules in the student's folder or zip (runner/upload.py rules; a zip is read,
-   never extracted blindly) — a submission that cannot be graded gets an error result that
-   says why, like a single grade of it;
+   never extracted blindly) — a submission that cannot be graded (no modules; an encrypted,
+   damaged or truncated zip) gets an error result that says why, like a single grade of it;
 2. ``runner.grade.grade`` with the same config, the same seed rule (``--seed`` or derived
    from the files) and the preloaded launcher: the same run a single grade makes;
 3. write ``DIR/<student>/`` atomically: the old ``results.json`` is removed first, then
@@ -14,8 +14,10 @@ process and its sandbox workers, never here):
    ``feedback.md`` and, last, ``results.json`` — a student is done exactly when
    ``results.json`` is there and ``batch.json`` matches.
 
-Resume: a student whose finished result matches the current submission fingerprint, suite
-hash, ``--seed`` and ``--skill`` is skipped unless ``--force``. Ctrl-C stops starting new
+Resume: a student whose finished result matches the current submission fingerprint (exactly
+what a grade reads: students.fingerprint), suite hash, ``--seed`` and ``--skill`` is skipped
+unless ``--force``. Should grading one student fail inside the grader, that student gets an
+error result saying so (marked ``retry``: the next run grades them again) and the batch goes on. Ctrl-C stops starting new
 students, kills the running ones' processes, writes nothing for them, and rewrites the
 gradebook from what is on disk.
 """
@@ -37,9 +39,9 @@ from ..config import Config
 from ..renderers import render
 from ..runner import identity, seeding
 from ..runner.grade import ALWAYS_PRELOAD, GradeRequest, grade
-from ..runner.upload import UploadError, locate
+from ..runner.upload import UploadError
 from . import report
-from .students import Student, fingerprint
+from .students import Student, fingerprint, locate
 
 BATCH_SCHEMA = "attention-autograder/batch@1"
 
@@ -83,10 +85,10 @@ class Outcome:
     per_student: dict[str, float] = field(default_factory=dict)
 
 
-def expected_meta(student: Student, options: Options, suite: str, key: str = "public-default") -> dict:
+def expected_meta(student: Student, options: Options, suite: str, config: Config, key: str = "public-default") -> dict:
     return {
         "schema": BATCH_SCHEMA,
-        "fingerprint": fingerprint(student.source),
+        "fingerprint": fingerprint(student, config),
         "suite_hash": suite,
         "seed_option": options.seed,
         "seed_key": key,
@@ -95,8 +97,9 @@ def expected_meta(student: Student, options: Options, suite: str, key: str = "pu
 
 
 def is_done(folder: Path, student: Student, want: dict) -> bool:
+    """A finished result of these files and options — not one the grader failed to make (``retry``)."""
     results, meta = report.load_row(folder)
-    return results is not None and all(meta.get(k) == v for k, v in want.items())
+    return results is not None and not meta.get("retry") and all(meta.get(k) == v for k, v in want.items())
 
 
 def _error_results(config: Config, student: Student, message: str) -> results_mod.Results:
@@ -107,18 +110,11 @@ def _grade_one(config: Config, student: Student, options: Options, launcher, tim
     """(results, where the modules were found); ``timing`` gets when the run's phases ended."""
     work = Path(tempfile.mkdtemp(prefix="autograder-batch-"))
     try:
-        modules = list(config.exercise_modules)
-        limit = config.limits.max_module_kib * 1024
-        source = student.source
-        if student.is_zip:
-            staged = work / "in"
-            staged.mkdir()
-            shutil.copyfile(source, staged / source.name, follow_symlinks=False)
-            source = staged
         try:
-            folder, note = locate(source, modules, work, limit)
+            folder, note = locate(student, config, work)
         except UploadError as exc:
-            return _error_results(config, student, f"{student.source.name}: {exc}"), ""
+            # the student's problem (no modules, an encrypted or damaged zip…): their row says why
+            return _error_results(config, student, str(exc) if student.is_zip else f"{student.source.name}: {exc}"), ""
         started = time.monotonic()
 
         def on_event(event: dict) -> None:
@@ -132,6 +128,13 @@ def _grade_one(config: Config, student: Student, options: Options, launcher, tim
         return results, note
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _failed(exc: BaseException) -> str:
+    from ..renderers.common import clean
+
+    return (f"the grader failed on this submission ({type(exc).__name__}: {clean(exc, 160)}) — not the student's fault; "
+            "run the batch again to retry it, and tell the autograder's maintainers if it persists")
 
 
 def _write_student(folder: Path, results: results_mod.Results, meta: dict, config: Config) -> None:
@@ -173,7 +176,7 @@ def run(config: Config, students: list[Student], options: Options, progress=None
     titles = {sid: skill.title for sid, skill in config.skills.items()}
     todo: list[tuple[Student, dict]] = []
     key = seeding.key_id(options.seed_key_file)
-    wants = {student.key: expected_meta(student, options, suite, key) for student in students}
+    wants = {student.key: expected_meta(student, options, suite, config, key) for student in students}
     for student in students:
         want = wants[student.key]
         if not options.force and is_done(options.out / student.key, student, want):
@@ -203,7 +206,13 @@ def run(config: Config, students: list[Student], options: Options, progress=None
                 return "cancelled"
             t0 = time.monotonic()
             timing: dict = {}
-            results, note = _grade_one(graded, student, options, launcher, timing)
+            retry = False
+            try:
+                results, note = _grade_one(graded, student, options, launcher, timing)
+            except Exception as exc:  # noqa: BLE001 — a bug of ours on one submission never ends the batch
+                if stop.is_set():
+                    return "cancelled"
+                results, note, retry = _error_results(config, student, _failed(exc)), "", True
             if stop.is_set() and results.status != "complete":
                 return "cancelled"  # killed by Ctrl-C: not a result
             run = engines.take_last_run() if engines is not None else None
@@ -211,6 +220,8 @@ def run(config: Config, students: list[Student], options: Options, progress=None
                 timing["cpu_s"] = run.cpu_seconds
             meta = dict(want, name=student.name, sid=student.sid, source=str(student.source), located=note,
                         seconds=round(time.monotonic() - t0, 3), status=results.status, timing=timing)
+            if retry:
+                meta["retry"] = True  # kept in the gradebook with its reason; the next run grades it again
             _write_student(options.out / student.key, results, meta, config)
             outcome.per_student[student.key] = time.monotonic() - t0
             return results.status

@@ -24,18 +24,23 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import shutil
 import stat
+import tempfile
 import unicodedata
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..config import Config
+from ..runner import submission, upload
 from . import gsmeta
 
 METADATA = "submission_metadata.yml"
-#: names a student folder under --out may not take (our own files and folders)
+#: names a student folder under --out may not take (our own files and folders), compared
+#: casefolded: macOS and Windows file systems take Gradebook.csv/ and gradebook.csv as one name
 RESERVED = {"gradebook.csv", "summary.md", ".work", "batch.log", "lms"}
 MAX_KEY = 80
-FINGERPRINT_MAX_FILES = 2000
 
 
 @dataclass
@@ -66,11 +71,16 @@ def safe_key(name: str) -> str:
     return text
 
 
+def is_reserved(name: str) -> bool:
+    return name.casefold() in RESERVED
+
+
 def _unique(keys: set[str], key: str) -> str:
+    """``key``, or ``key-2``, ``key-3``…: unique among ``keys`` (casefolded) and never reserved."""
     candidate, n = key, 2
-    while candidate.lower() in keys or candidate in RESERVED:
+    while candidate.casefold() in keys or is_reserved(candidate):
         candidate, n = f"{key}-{n}", n + 1
-    keys.add(candidate.lower())
+    keys.add(candidate.casefold())
     return candidate
 
 
@@ -152,38 +162,31 @@ def _gradescope(folder: Path) -> tuple[list[Student], list[str]]:
     return students, notes
 
 
-def fingerprint(source: Path) -> str:
-    """Identifies what a student submitted (file names, sizes and contents, without following
-    links): a finished result is reused only while this and the suite are unchanged."""
-    digest = hashlib.sha256()
-    if _kind(source) == "zip":
-        digest.update(b"zip\0")
-        with open(source, "rb") as fh:
-            for chunk in iter(lambda: fh.read(1 << 20), b""):
-                digest.update(chunk)
-        return digest.hexdigest()
-    count = 0
-    for dirpath, dirnames, filenames in os.walk(source, followlinks=False):
-        dirnames.sort()
-        for name in sorted(filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]):
-            path = os.path.join(dirpath, name)
-            rel = os.path.relpath(path, source)
-            try:
-                st = os.lstat(path)
-            except OSError:
-                continue
-            digest.update(f"{rel}\0{st.st_mode:o}\0{st.st_size}\0".encode("utf-8", "surrogateescape"))
-            if stat.S_ISLNK(st.st_mode):
-                digest.update(os.readlink(path).encode("utf-8", "surrogateescape"))
-            elif stat.S_ISREG(st.st_mode) and st.st_size <= 8 << 20:
-                try:
-                    with open(path, "rb", opener=lambda p, f: os.open(p, f | os.O_NOFOLLOW | os.O_NONBLOCK)) as fh:
-                        digest.update(hashlib.sha256(fh.read()).digest())
-                except OSError:
-                    pass
-            else:
-                digest.update(str(st.st_mtime_ns).encode())
-            count += 1
-            if count >= FINGERPRINT_MAX_FILES:
-                return digest.hexdigest()
-    return digest.hexdigest()
+def locate(student: Student, config: Config, work: Path) -> tuple[Path, str]:
+    """(the folder to grade, where the modules were found) — ``UploadError`` when the entry
+    cannot be graded; a zip's modules are taken out into ``work``."""
+    modules = list(config.exercise_modules)
+    limit = config.limits.max_module_kib * 1024
+    if student.is_zip:
+        return upload.locate_zip(student.source, modules, work, limit)
+    return upload.locate(student.source, modules, work, limit)
+
+
+def fingerprint(student: Student, config: Config) -> str:
+    """Identifies what would be graded of a student's entry: where the modules were found and
+    exactly the files a grade reads there (``submission.digest``: the modules and helper
+    modules, the same selection as the copy), or why the entry cannot be graded. A finished
+    result is reused only while this and the suite are unchanged; other files in the entry,
+    however many, change nothing. A fingerprint that cannot be taken never matches (the
+    student is graded again)."""
+    work = Path(tempfile.mkdtemp(prefix="autograder-fingerprint-"))
+    try:
+        try:
+            folder, note = locate(student, config, work)
+        except upload.UploadError as exc:
+            return hashlib.sha256(f"upload-error\0{exc}".encode("utf-8", "backslashreplace")).hexdigest()
+        return hashlib.sha256(f"located\0{note}\0{submission.digest(folder, config)}".encode("utf-8", "backslashreplace")).hexdigest()
+    except Exception as exc:  # noqa: BLE001 — never a reason to stop the batch; the grading says what is wrong
+        return f"unfingerprinted:{type(exc).__name__}:{uuid.uuid4().hex}"
+    finally:
+        shutil.rmtree(work, ignore_errors=True)

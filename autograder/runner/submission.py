@@ -295,13 +295,48 @@ def prepare(path: str | Path, config: Config, run_dir: Path, *, world_readable: 
     return prepared
 
 
+def helper_names(dir_fd: int, exercise_files: set[str]) -> list[str]:
+    """The helper module candidates of the modules' folder: its other top-level ``.py`` files."""
+    try:
+        return sorted(n for n in os.listdir(dir_fd) if n.endswith(".py") and n not in exercise_files)
+    except OSError:
+        return []
+
+
+def digest(path: str | Path, config: Config) -> str:
+    """A hash of exactly what ``prepare`` reads from ``path`` — each exercise module and each
+    helper candidate (the same selection), as its bytes or as the reason it is refused, and
+    which folder held them — so that a batch reuses a result only while these are unchanged.
+    Other files (data, notebooks, thousands of them) neither count nor cost time."""
+    h = hashlib.sha256(b"submission-digest@1\0")
+    module_files = list(config.exercise_modules)
+    try:
+        root = check(path, config)
+    except SubmissionDirError as exc:
+        h.update(f"unusable\0{exc}".encode("utf-8", "backslashreplace"))
+        return h.hexdigest()
+    h.update(b"nested\0" if root != Path(os.path.realpath(path)) else b"top\0")
+    folder_problem = _link_problem(root)
+    dir_fd = None if folder_problem else _open_dir(root)
+    if dir_fd is None:
+        h.update(f"folder\0{folder_problem or 'unreadable'}".encode())
+        return h.hexdigest()
+    limit = config.limits.max_module_kib * 1024
+    try:
+        for kind, names in (("module", module_files), ("helper", helper_names(dir_fd, set(module_files)))):
+            for name in names:
+                data, problem, _ = _read_checked(dir_fd, root, name, limit)
+                h.update(f"{kind}\0{name}\0".encode("utf-8", "backslashreplace"))
+                h.update(b"data\0" + hashlib.sha256(data).digest() if data is not None else f"problem\0{problem}".encode("utf-8", "backslashreplace"))
+    finally:
+        os.close(dir_fd)
+    return h.hexdigest()
+
+
 def _copy_helpers(prepared: PreparedSubmission, config: Config, dir_fd: int, exercise_files: set[str], copy) -> None:
     """Top-level ``.py`` files besides the exercise modules become importable helper modules."""
     limits = config.limits
-    try:
-        names = sorted(n for n in os.listdir(dir_fd) if n.endswith(".py") and n not in exercise_files)
-    except OSError:
-        return
+    names = helper_names(dir_fd, exercise_files)
     copied = 0
     total = 0
     for name in names:

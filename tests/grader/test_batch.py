@@ -300,3 +300,117 @@ def test_a_forked_run_starts_like_a_fresh_process(tmp_path):
     assert forked["session_leader"] and {manifest_r, progress_w} <= set(forked["fds"])
     assert not forked["plugin"]
     assert forked == fresh
+
+
+# --------------------------------------------------------------------------- uploads that break a run
+def test_reserved_output_names_are_compared_casefolded(tmp_path):
+    """macOS and Windows file systems take Gradebook.csv/ and gradebook.csv as one name: a
+    student folder spelt like one of the batch's own files in any case gets another key."""
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    for name in ("Gradebook.csv", "SUMMARY.md", "Batch.LOG", "ann", "ANN"):
+        (subs / name).mkdir()
+    students, _ = discover(subs)
+    keys = [s.key for s in students]
+    assert not [k for k in keys if k.casefold() in {"gradebook.csv", "summary.md", "batch.log", ".work"}], keys
+    assert len({k.casefold() for k in keys}) == len(keys) == 5
+
+
+def _small_config(fast_config):
+    from autograder.config import load
+
+    return load(fast_config).select([SKILL])
+
+
+def test_fingerprint_is_what_is_graded_however_many_other_files(tmp_path, fast_config):
+    """2 001 junk files sorted before the modules neither hide a changed module nor change the
+    fingerprint; a zip's fingerprint follows its modules, not the rest of the archive."""
+    from autograder.batch.students import Student, fingerprint
+
+    config = _small_config(fast_config)
+    folder = tmp_path / "ann"
+    shutil.copytree(SOLUTIONS, folder, ignore=shutil.ignore_patterns("__pycache__"))
+    for i in range(2001):
+        (folder / f"a{i:04d}.txt").write_text(str(i))
+    ann = Student(key="ann", name="ann", source=folder)
+    first = fingerprint(ann, config)
+    (folder / "a0007.txt").write_text("changed junk")
+    (folder / "zzz.ipynb").write_text("{}")
+    assert fingerprint(ann, config) == first
+    (folder / "qkv.py").write_text((EXERCISES / "qkv.py").read_text())
+    changed = fingerprint(ann, config)
+    assert changed != first
+    (folder / "helper_one.py").write_text("X = 1\n")  # a helper module is copied: it counts
+    assert fingerprint(ann, config) != changed
+
+    modules = {f"hw/{m.name}": m.read_bytes() for m in sorted(SOLUTIONS.glob("*.py"))}
+    zips = []
+    for junk in (b"one", b"two"):
+        path = tmp_path / f"z{len(zips)}" / "bob.zip"
+        path.parent.mkdir()
+        with zipfile.ZipFile(path, "w") as zf:
+            for name, data in modules.items():
+                zf.writestr(name, data)
+            zf.writestr("hw/data.bin", junk)
+        zips.append(Student(key="bob", name="bob", source=path))
+    assert fingerprint(zips[0], config) == fingerprint(zips[1], config)
+
+
+def test_a_student_the_grader_fails_on_gets_a_row_with_the_reason_and_is_retried(tmp_path, fast_config, monkeypatch):
+    from autograder.batch import run as run_mod
+
+    config = _small_config(fast_config)
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    shutil.copytree(SOLUTIONS, subs / "ann", ignore=shutil.ignore_patterns("__pycache__"))
+    students, _ = discover(subs)
+    out = tmp_path / "out"
+
+    def broken(*_args, **_kwargs):
+        raise RuntimeError("File is encrypted, password required for extraction")
+
+    monkeypatch.setattr(run_mod, "_grade_one", broken)
+    options = run_mod.Options(submissions=subs, out=out, jobs=1, seed=SEED, skills=[SKILL], preload=False)
+    outcome = run_mod.run(config, students, options)
+    assert outcome.graded == 1 and (out / "summary.md").is_file()
+    row = rows(out)["ann"]
+    assert row["status"] == "error" and "the grader failed on this submission (RuntimeError" in row["message"]
+    again = run_mod.run(config, students, options)  # marked retry: graded again, and again no crash
+    assert again.graded == 1 and again.skipped == 0
+
+
+def test_a_class_with_an_encrypted_and_a_corrupt_zip_completes_and_names_their_problem(tmp_path, fast_config):
+    """One good student (2 001 junk files sorted before the modules), one encrypted zip, one
+    zip whose deflate stream is corrupt: exit 0, the summary written, the two bad ones listed
+    with the reason and the fix; a rerun keeps all three, and a changed module is regraded."""
+    from bad_zips import spoiled
+
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    good = subs / "good"
+    shutil.copytree(SOLUTIONS, good, ignore=shutil.ignore_patterns("__pycache__"))
+    for i in range(2001):
+        (good / f"a{i:04d}.txt").write_text(str(i))
+    members = {f"hw/{m.name}": m.read_bytes() for m in sorted(SOLUTIONS.glob("*.py"))}
+    (subs / "locked.zip").write_bytes(spoiled(members, "encrypted"))
+    (subs / "mangled.zip").write_bytes(spoiled(members, "corrupt-deflate", only="hw/qkv.py"))
+    out = tmp_path / "out"
+    first = batch(subs, out, "--jobs", "1", config=fast_config)
+    assert first.returncode == 0, first.stdout + first.stderr[-2000:]
+    assert "Traceback" not in first.stderr
+    assert (out / "summary.md").is_file() and "3 students graded" in (out / "summary.md").read_text()
+    assert "3 graded, 0 already done" in first.stdout
+    book = rows(out)
+    assert book["good"]["status"] == "complete" and float(book["good"][SKILL]) > 0
+    assert book["locked"]["status"] == "error" and "'locked.zip' is encrypted" in book["locked"]["message"]
+    assert book["mangled"]["status"] == "error" and "'mangled.zip' is damaged: 'hw/qkv.py'" in book["mangled"]["message"]
+    for key in ("locked", "mangled"):
+        assert "upload the .py files themselves" in book[key]["message"]
+        assert float(book[key]["total"]) == 0
+        assert json.loads((out / key / "results.json").read_text())["status"] == "error"
+    again = batch(subs, out, config=fast_config)
+    assert again.returncode == 0 and "0 graded, 3 already done" in again.stdout, again.stdout + again.stderr[-2000:]
+    (good / "qkv.py").write_text((EXERCISES / "qkv.py").read_text())
+    changed = batch(subs, out, config=fast_config)
+    assert "1 graded, 2 already done" in changed.stdout, changed.stdout + changed.stderr[-2000:]
+    assert float(rows(out)["good"][SKILL]) == 0

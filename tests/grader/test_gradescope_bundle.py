@@ -25,8 +25,9 @@ import pytest
 
 from autograder.config import ConfigError, load
 from autograder.release import ReleaseContext, gradescope
-from autograder.runner.upload import UploadError, locate
+from autograder.runner.upload import UploadError, locate, locate_zip
 from autograder.runner.grade import suite_hash
+from bad_zips import KINDS, spoiled
 from conftest import EXERCISES, MODULES, ROOT, SOLUTIONS, write_config
 
 SCHEMA = json.loads((ROOT / "autograder" / "schemas" / "gradescope-results.schema.json").read_text())
@@ -233,6 +234,61 @@ def test_locate_explains_uploads_it_cannot_grade(tmp_path, setup, message):
         locate(upload, list(MODULES.values()), work, 1 << 20)
 
 
+REASONS = {  # what the student is told, per way a zip breaks
+    "encrypted": "is encrypted (a password protects", "strong-encryption": "is encrypted (a password protects",
+    "corrupt-deflate": "is damaged:", "bad-crc": "is damaged:", "truncated": "is damaged:", "corrupt-bzip2": "is damaged:",
+    "corrupt-lzma": "is damaged:", "unknown-method": "uses a compression method that cannot be unpacked",
+}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("layout", ["flat", "repository"])
+def test_an_unreadable_zip_is_the_uploads_problem_with_the_file_and_the_fix(tmp_path, kind, layout):
+    """Every way reading a zip fails (a password, a damaged or truncated stream, a bad CRC, a
+    method no Python unpacks) is an UploadError naming the zip, the member and what to upload
+    instead — never a RuntimeError or zlib.error from the grader; nothing is left in work/."""
+    modules = list(MODULES.values())
+    prefix = "" if layout == "flat" else "attention-main/exercises/"
+    members = {f"{prefix}{m}": (SOLUTIONS / m).read_bytes() for m in modules}
+    upload = tmp_path / "upload"
+    where = upload if layout == "flat" else upload / "attention-main" / "hand-in"  # GitHub-linked: a zip inside the repository
+    where.mkdir(parents=True)
+    (where / "work.zip").write_bytes(spoiled(members, kind, only=f"{prefix}qkv.py"))
+    work = tmp_path / "work"
+    work.mkdir()
+    with pytest.raises(UploadError) as caught:
+        locate(upload, modules, work, 1 << 20)
+    message = str(caught.value)
+    assert REASONS[kind] in message, message
+    assert "work.zip" in message and f"{prefix}qkv.py" in message
+    assert "upload the .py files themselves" in message and "qkv.py" in message
+    assert list(work.iterdir()) == []
+
+
+def test_a_zip_that_is_not_a_regular_file_is_refused_without_reading_it(tmp_path):
+    modules = list(MODULES.values())
+    fifo = tmp_path / "student.zip"
+    os.mkfifo(fifo)  # opening it for reading would wait for a writer forever
+    with pytest.raises(UploadError, match="is not a regular file"):
+        locate_zip(fifo, modules, tmp_path, 1 << 20)
+
+
+@pytest.mark.filterwarnings("ignore:Duplicate name")
+def test_a_module_given_twice_in_a_zip_counts_once_and_backslash_names_keep_the_module_name(tmp_path):
+    modules = list(MODULES.values())
+    archive = tmp_path / "s.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        for i in range(len(modules) + 1):  # one module listed more often than there are modules
+            zf.writestr("a/qkv.py", f"v = {i}\n")
+        for m in modules:
+            zf.writestr(f"win\\dows\\{m}", (SOLUTIONS / m).read_bytes())
+    work = tmp_path / "work"
+    work.mkdir()
+    folder, note = locate_zip(archive, modules, work, 1 << 20)
+    assert "win/dows" in note  # all the modules beat a folder holding one, however often it is listed
+    assert sorted(p.name for p in folder.iterdir()) == sorted(modules)
+
+
 # --------------------------------------------------------------------------- end to end
 def test_reference_solutions_score_full_marks_with_hidden_tests(bundle, tmp_path):
     root = _unpack(bundle, tmp_path)
@@ -282,6 +338,18 @@ def test_zip_inside_a_zip_scores_zero_and_says_so(bundle, tmp_path):
     data, _ = _run(root)
     assert data["score"] == 0
     assert "a zip inside a zip" in data["output"]
+
+
+def test_an_encrypted_zip_scores_zero_and_tells_the_student_why(bundle, tmp_path):
+    root = _unpack(bundle, tmp_path)
+    members = {f"hw/{m}": (SOLUTIONS / m).read_bytes() for m in MODULES.values()}
+    (root / "submission" / "hw.zip").write_bytes(spoiled(members, "encrypted"))
+    data, proc = _run(root)
+    assert data["score"] == 0 and len(data["tests"]) == len(load(ROOT / "grading.toml").tests)
+    assert all(t["score"] == 0 for t in data["tests"])
+    assert "your upload cannot be graded: 'hw.zip' is encrypted" in data["output"]
+    assert "upload the .py files themselves" in data["output"]
+    assert "autograder itself failed" not in data["output"] and "internal error" not in proc.stdout
 
 
 def test_syntax_error_names_the_file_and_line(bundle, tmp_path):
