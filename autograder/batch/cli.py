@@ -19,7 +19,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from ..config import ConfigError, load
 from ..runner import seeding
-from .run import Options, default_jobs, run, seeds_note
+from . import shards
+from .run import Options, default_jobs, finish, run, seeds_note, wanted
 from .students import BatchInputError, discover
 
 EXIT_OK, EXIT_USAGE, EXIT_INTERRUPTED = 0, 2, 130
@@ -41,6 +42,10 @@ def parser(prog: str = "python -m autograder batch") -> argparse.ArgumentParser:
                    help="the class list (columns id, and any of name, email, login, github, folder, section): writes OUT/lms/canvas.csv, "
                         "grades.csv (one row per student, missing ones too) and unmatched.csv")
     p.add_argument("--assignment-name", metavar="TITLE", default=None, help="the LMS gradebook column (default: the course name)")
+    p.add_argument("--shard", metavar="K/N", default=None,
+                   help="grade only the K-th of N disjoint parts of the class (a Slurm array task, a CI matrix job); merge them with --merge")
+    p.add_argument("--merge", nargs="+", metavar="DIR", default=None,
+                   help="grade nothing: build OUT from the --out folders of the shards, as one run over the whole class would")
     p.add_argument("--skill", action="append", default=[], metavar="NAME", help="grade only this skill (repeatable)")
     p.add_argument("--config", metavar="FILE", default=None, help="grading config (default: grading.toml of this repository)")
     p.add_argument("--no-progress", action="store_true", help="no live progress bar")
@@ -84,6 +89,24 @@ class BatchProgress:
 
 def _terminate(_signum, _frame) -> None:
     raise KeyboardInterrupt
+
+
+def _merge(config, students, options: Options, parts: list[Path], out: Console, err: Console) -> int:
+    from .report import print_summary
+
+    ident, wants = wanted(config, students, options)
+    try:
+        notes = shards.merge(parts, options.out, students, wants)
+    except shards.ShardError as exc:
+        print(f"autograder: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    for note in notes:
+        err.print(rich_escape(f"autograder: {note}"), highlight=False)
+    summary = finish(config, students, options, wants, ident, None)
+    print_summary(out, summary)
+    out.print(f"merged {len(parts)} shard(s): {len(students) - len([n for n in notes if 'not graded' in n])} of {len(students)} "
+              f"student(s) → {options.out / 'gradebook.csv'}, {options.out / 'summary.md'}", markup=False)
+    return EXIT_OK
 
 
 def main(argv: list[str]) -> int:
@@ -134,6 +157,20 @@ def main(argv: list[str]) -> int:
                       seed=args.seed, skills=list(args.skill), preload=not args.no_preload, seed_key_file=key_file,
                       roster=roster, assignment=args.assignment_name or "")
     err.print(rich_escape(f"autograder: {seeds_note(options)}"), highlight=False)
+    if args.merge and args.shard:
+        print("autograder: --merge and --shard: merge the shards in a run of its own, without --shard", file=sys.stderr)
+        return EXIT_USAGE
+    if args.merge:
+        return _merge(config, students, options, [Path(p) for p in args.merge], out, err)
+    if args.shard:
+        try:
+            shard = shards.parse(args.shard)
+        except shards.ShardError as exc:
+            print(f"autograder: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        students = shards.select(students, shard)
+        err.print(rich_escape(f"autograder: shard {shard[0]}/{shard[1]}: {len(students)} student(s); merge the shards' --out "
+                              "folders with --merge"), highlight=False)
     progress = BatchProgress(err, enabled=not args.no_progress and err.is_terminal)
     signal.signal(signal.SIGTERM, _terminate)  # like Ctrl-C: keep what is finished, rewrite the gradebook
     try:

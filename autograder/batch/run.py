@@ -40,7 +40,7 @@ from ..renderers import render
 from ..runner import identity, seeding
 from ..runner.grade import ALWAYS_PRELOAD, GradeRequest, grade
 from ..runner.upload import UploadError
-from . import report
+from . import changes, report
 from .students import Student, fingerprint, locate
 
 BATCH_SCHEMA = "attention-autograder/batch@1"
@@ -170,19 +170,15 @@ def run(config: Config, students: list[Student], options: Options, progress=None
     outcome = Outcome()
     started = time.monotonic()
     options.out.mkdir(parents=True, exist_ok=True)
-    ident = identity.identify(config)
-    suite = ident.suite or ""
-    skills = list(config.skills)
-    titles = {sid: skill.title for sid, skill in config.skills.items()}
+    ident, wants = wanted(config, students, options)
     todo: list[tuple[Student, dict]] = []
-    key = seeding.key_id(options.seed_key_file)
-    wants = {student.key: expected_meta(student, options, suite, config, key) for student in students}
     for student in students:
         want = wants[student.key]
         if not options.force and is_done(options.out / student.key, student, want):
             outcome.skipped += 1
         else:
             todo.append((student, want))
+    previous = changes.snapshot(options.out, [s for s, _ in todo])  # what a regrade replaces, to report what changed
     if progress is not None:
         progress.begin(len(students), outcome.skipped)
     stop = threading.Event()
@@ -258,22 +254,39 @@ def run(config: Config, students: list[Student], options: Options, progress=None
         if engines is not None:
             outcome.fallbacks = engines.fallbacks
             engines.close()
-        rows = []
-        for student in students:
-            results, meta = report.load_row(options.out / student.key)
-            if results is not None and any(meta.get(k) != v for k, v in wants[student.key].items()):
-                results, meta = None, {}  # a result of older files or another suite: not this batch's
-            rows.append(report.Row(student, results, meta))
         outcome.seconds = time.monotonic() - started
-        extra = None
-        if options.roster:
-            from . import lms
-
-            joined = lms.write(options.out, rows, options.roster, options.assignment or config.course, config.total_points)
-            extra = lms.summary_lines(options.roster, joined)
-        outcome.summary = report.write_outputs(options.out, rows, skills, titles, suite, outcome.seconds, seeds=seeds_note(options),
-                                              visible_hash=ident.visible, extra=extra)
+        changed = changes.compare(previous, options.out, [s for s, _ in todo])
+        outcome.summary = finish(config, students, options, wants, ident, outcome.seconds, changed)
     return outcome
+
+
+def finish(config: Config, students: list[Student], options: Options, wants: dict[str, dict], ident: identity.SuiteIdentity,
+           seconds: float | None, changed: list | None = None) -> report.ClassSummary:
+    """gradebook.csv, summary.md (and the LMS files with a roster) from the students' finished
+    folders in ``options.out``: what a batch, a shard and a merge of shards all end with."""
+    rows = []
+    for student in students:
+        results, meta = report.load_row(options.out / student.key)
+        if results is not None and any(meta.get(k) != v for k, v in wants[student.key].items()):
+            results, meta = None, {}  # a result of older files or another suite: not this batch's
+        rows.append(report.Row(student, results, meta))
+    extra: list[str] = []
+    if options.roster:
+        from . import lms
+
+        joined = lms.write(options.out, rows, options.roster, options.assignment or config.course, config.total_points)
+        extra += lms.summary_lines(options.roster, joined)
+    if changed:
+        extra += changes.write(options.out, changed)
+    return report.write_outputs(options.out, rows, list(config.skills), {sid: s.title for sid, s in config.skills.items()},
+                                ident.suite or "", seconds, seeds=seeds_note(options), visible_hash=ident.visible, extra=extra or None)
+
+
+def wanted(config: Config, students: list[Student], options: Options) -> tuple[identity.SuiteIdentity, dict[str, dict]]:
+    """The suites' identity and, per student, what a finished result of this batch records."""
+    ident = identity.identify(config)
+    key = seeding.key_id(options.seed_key_file)
+    return ident, {student.key: expected_meta(student, options, ident.suite or "", config, key) for student in students}
 
 
 def default_jobs() -> int:

@@ -147,6 +147,11 @@ def test_resume_skips_finished_students_and_force_regrades(graded, klass, fast_c
     changed = batch(klass, out, config=fast_config)
     assert "1 graded, 7 already done" in changed.stdout, changed.stdout + changed.stderr[-1000:]
     assert float(rows(out)["stubs"][SKILL]) == float(rows(out)["reference"][SKILL])
+    # the regrade says what changed: old → new, and which tests moved
+    (change,) = csv.DictReader(io.StringIO((out / "changes.csv").read_text(encoding="utf-8")))
+    assert change["student"] == "stubs" and float(change["old"]) == 0 and float(change["new"]) == float(rows(out)["reference"][SKILL])
+    assert f"{SKILL}: test_" in change["tests"] and "0 →" in change["tests"]
+    assert "1 student(s) regraded: 1 changed, 0 unchanged" in (out / "summary.md").read_text(encoding="utf-8")
 
 
 def test_gradescope_export_is_read_and_force_regrades(tmp_path, fast_config):
@@ -414,3 +419,38 @@ def test_a_class_with_an_encrypted_and_a_corrupt_zip_completes_and_names_their_p
     changed = batch(subs, out, config=fast_config)
     assert "1 graded, 2 already done" in changed.stdout, changed.stdout + changed.stderr[-2000:]
     assert float(rows(out)["good"][SKILL]) == 0
+
+
+def test_shards_merged_equal_one_run_over_the_whole_class(tmp_path, fast_config):
+    """--shard K/N grades disjoint parts (a Slurm array, a CI matrix); --merge builds the same
+    gradebook, LMS files and summary (but its timing) as one machine grading everyone."""
+    subs = tmp_path / "class"
+    subs.mkdir()
+    shutil.copytree(SOLUTIONS, subs / "ana", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(EXERCISES, subs / "bo", ignore=shutil.ignore_patterns("__pycache__"))
+    variants.build(subs / "cy", [MISTAKE])
+    (subs / "di.zip").write_bytes(b"PK\x03\x04 not a zip")
+    roster = tmp_path / "roster.csv"
+    roster.write_text("id,name,folder\n1,Ana,ana\n2,Bo,bo\n3,Cy,cy\n4,Di,di\n5,Ed,ed\n", encoding="utf-8")
+    common = ("--jobs", "1", "--roster", str(roster))
+    whole = batch(subs, tmp_path / "whole", *common, config=fast_config)
+    assert whole.returncode == 0, whole.stderr[-2000:]
+    parts = []
+    for k in (1, 2, 3):
+        proc = batch(subs, tmp_path / f"part{k}", *common, "--shard", f"{k}/3", config=fast_config)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        parts.append(str(tmp_path / f"part{k}"))
+    assert sorted(len(rows(tmp_path / f"part{k}")) for k in (1, 2, 3)) == [1, 1, 2]  # disjoint, all covered
+    merged = batch(subs, tmp_path / "merged", *common, "--merge", *parts, config=fast_config)
+    assert merged.returncode == 0, merged.stderr[-2000:]
+    for rel in ("gradebook.csv", "lms/canvas.csv", "lms/grades.csv", "lms/unmatched.csv"):
+        assert (tmp_path / "merged" / rel).read_bytes() == (tmp_path / "whole" / rel).read_bytes(), rel
+    import re
+
+    def untimed(path):
+        return re.sub(r" Graded in \d+ s\.", "", path.read_text(encoding="utf-8"))
+
+    assert untimed(tmp_path / "merged" / "summary.md") == untimed(tmp_path / "whole" / "summary.md")
+    assert "5 students on the roster: 4 with a submission, 1 missing" in untimed(tmp_path / "merged" / "summary.md")
+    bad = batch(subs, tmp_path / "x", "--shard", "4/3", config=fast_config)
+    assert bad.returncode == 2 and "1 ≤ K ≤ N" in bad.stderr
