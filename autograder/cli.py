@@ -44,6 +44,8 @@ def _parser() -> argparse.ArgumentParser:
     g = sub.add_parser("grade", help="grade a submission")
     g.add_argument("submission", nargs="?", default=None, help="folder with the exercise modules, directly or under exercises/ (default: exercises/)")
     g.add_argument("--skill", action="append", default=[], metavar="NAME", help="grade only this skill (repeatable)")
+    g.add_argument("--assignment", metavar="NAME", default=None,
+                   help="grade as that assignment's Gradescope bundle does: its skills only ([release.assignments] in grading.toml)")
     g.add_argument("--format", choices=FORMATS, default="text", help="output format (default: text)")
     g.add_argument("--output", metavar="FILE", help="write the output to FILE (atomically) instead of stdout")
     g.add_argument("--results", metavar="FILE", help="also write the JSON results to FILE (e.g. a CI artifact next to --format github)")
@@ -314,14 +316,15 @@ def _start_early(args: argparse.Namespace, booted=None):
     try:
         from .runner.grade import start
 
-        return start(load(args.config or _default_config(), check_files=False).select(args.skill or None), booted=booted)
+        config = load(args.config or _default_config(), check_files=False).for_assignment(args.assignment)
+        return start(config.select(args.skill or None), booted=booted)
     except Exception:  # noqa: BLE001 - only a head start: whatever went wrong is found again below
         return None
 
 
 def _grade_command(args: argparse.Namespace, early) -> int:
     try:
-        config = load(args.config or _default_config()).select(args.skill or None)
+        config = load(args.config or _default_config()).for_assignment(args.assignment).select(args.skill or None)
     except ConfigError as exc:
         return _fail(args, None, str(exc), EXIT_USAGE, kind="configuration error: ")
     submission = args.submission if args.submission is not None else str(config.exercises_dir)

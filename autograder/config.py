@@ -155,6 +155,9 @@ class Config:
     #: ``[ci] fail_below``: with ``--format github`` the run exits 3 when the total is below
     #: this many points (0: the tick is red only when grading itself broke)
     ci_fail_below: float = 0.0
+    #: ``[release.assignments]``: what is handed out together (name → its skills); each gets
+    #: its own Gradescope bundle (and nbgrader assignment). Empty: the course is one assignment.
+    assignments: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def tests(self) -> list[TestSpec]:
@@ -176,12 +179,21 @@ class Config:
         unknown = [s for s in skill_ids if s not in self.skills]
         if unknown:
             raise ConfigError(_unknown("skill", unknown[0], list(self.skills), "--skill"))
-        return Config(
-            self.path, self.root, self.course, self.seed, self.solutions_dir, self.exercises_dir, self.suites_dir,
-            {k: v for k, v in self.skills.items() if k in skill_ids},
-            self.limits, self.sandbox, self.gradescope_visibility, self.release, self.seed_mode, self.exercise_modules,
-            self.gradescope_release, self.nbgrader_release, self.ci_fail_below,
-        )
+        from dataclasses import replace
+
+        return replace(self, skills={k: v for k, v in self.skills.items() if k in skill_ids})
+
+    def for_assignment(self, name: str | None) -> "Config":
+        """The config one assignment's Gradescope bundle grades with: its skills, and only their
+        modules in the submission (the seed is derived from exactly those files)."""
+        if not name:
+            return self
+        if name not in self.assignments:
+            raise ConfigError(_unknown("assignment", name, list(self.assignments), "--assignment"))
+        from dataclasses import replace
+
+        selected = self.select(list(self.assignments[name]))
+        return replace(selected, exercise_modules=tuple(s.module for s in selected.skills.values()), assignments={})
 
 
 # --------------------------------------------------------------------------- helpers
@@ -444,8 +456,32 @@ def _parse(path: Path, text: str, data: dict, check_files: bool) -> Config:
     total_points = sum(s.points for s in skills.values())
     if ci_fail_below > total_points + 1e-9:
         raise r.fail(["ci", "fail_below"], f"is {ci_fail_below:g} but the skills give only {total_points:g} points; lower it")
+    assignments = _assignments(r, release.get("assignments", {}), skills)
     return Config(path.resolve(), root, course_name, seed, solutions_dir, exercises_dir, suites_dir, skills, limits, sandbox,
-                  gradescope_visibility, release, seed_mode, tuple(modules), gradescope_release, nbgrader_release, float(ci_fail_below))
+                  gradescope_visibility, release, seed_mode, tuple(modules), gradescope_release, nbgrader_release, float(ci_fail_below),
+                  assignments)
+
+
+def _assignments(r: _Reader, raw: Any, skills: dict[str, Skill]) -> dict[str, tuple[str, ...]]:
+    """``[release.assignments]``: ``week7 = ["qkv", "masks", "row_softmax"]``; each skill in at
+    most one assignment (its points count once in the course)."""
+    kp = ["release", "assignments"]
+    raw = r.table(raw, kp)
+    out: dict[str, tuple[str, ...]] = {}
+    owner: dict[str, str] = {}
+    for name, listed in raw.items():
+        if not re.fullmatch(r"[A-Za-z0-9_-]+", name):
+            raise r.fail(kp + [name], "an assignment name is letters, digits, - or _ (it names a folder and an nbgrader assignment)")
+        if not isinstance(listed, list) or not listed or not all(isinstance(s, str) for s in listed):
+            raise r.fail(kp + [name], 'must be a non-empty list of skill ids, e.g. ["qkv", "masks"]')
+        for sid in listed:
+            if sid not in skills:
+                raise r.fail(kp + [name], f"{sid!r} is not a skill" + _near(sid, sorted(skills)))
+            if sid in owner:
+                raise r.fail(kp + [name], f"skill {sid!r} is already in assignment {owner[sid]!r}; a skill belongs to one assignment")
+            owner[sid] = name
+        out[name] = tuple(listed)
+    return out
 
 
 #: a worker's address space must hold torch (~620 MiB mapped); the reference grades in full at 680

@@ -46,6 +46,8 @@ def parser(prog: str = "python -m autograder batch") -> argparse.ArgumentParser:
                    help="grade only the K-th of N disjoint parts of the class (a Slurm array task, a CI matrix job); merge them with --merge")
     p.add_argument("--merge", nargs="+", metavar="DIR", default=None,
                    help="grade nothing: build OUT from the --out folders of the shards, as one run over the whole class would")
+    p.add_argument("--assignment", metavar="NAME", default=None,
+                   help="grade as that assignment's Gradescope bundle does (its skills, its points; [release.assignments])")
     p.add_argument("--skill", action="append", default=[], metavar="NAME", help="grade only this skill (repeatable)")
     p.add_argument("--config", metavar="FILE", default=None, help="grading config (default: grading.toml of this repository)")
     p.add_argument("--no-progress", action="store_true", help="no live progress bar")
@@ -119,7 +121,7 @@ def main(argv: list[str]) -> int:
     try:
         from ..cli import _default_config
 
-        config = load(args.config or _default_config()).select(args.skill or None)
+        config = load(args.config or _default_config()).for_assignment(args.assignment).select(args.skill or None)
     except ConfigError as exc:
         print(f"autograder: configuration error: {exc}", file=sys.stderr)
         return EXIT_USAGE

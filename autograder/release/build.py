@@ -130,6 +130,8 @@ def release(config: Config, out: Path, version: str, log: Callable[[str], None] 
             if findings:
                 raise ReleaseError("leak audit of dist/student:\n" + "\n".join(f"  {f}" for f in findings) + f"\n{len(findings)} finding(s): nothing was released")
             log("release: leak audit of dist/student: no finding")
+    if (ctx.out / "assignments").is_dir():
+        artifacts["assignments"] = "one Gradescope bundle per [release.assignments] entry (assignments/<name>/autograder.zip)"
     manifest.write(ctx, artifacts)
     return ctx
 

@@ -176,6 +176,24 @@ def filtered_grading_toml(config_text: str, include_hidden: bool) -> str:
     return text
 
 
+def assignment_grading_toml(config_text: str, skills: tuple[str, ...]) -> str:
+    """``grading.toml`` for one assignment's bundle: only its skills (their tables and suites),
+    their rules, and no ``[release.assignments]`` (the bundle is one of them). Comments and
+    layout of what stays are kept."""
+    out = []
+    for key, lines in _blocks(config_text):
+        m = re.fullmatch(r"skills\.([a-z][a-z0-9_]*)(?:\..*)?", key or "")
+        if (m and m.group(1) not in skills) or key == "release.assignments":
+            continue
+        if key == "release.rules":
+            lines = [line for line in lines if not (re.match(r"^\s*([a-z][a-z0-9_]*)\s*=", line)
+                                                    and re.match(r"^\s*([a-z][a-z0-9_]*)", line).group(1) not in skills)]
+        out.append("".join(lines))
+    text = re.sub(r"\n{3,}", "\n\n\n", "".join(out))
+    tomllib.loads(text)  # still valid TOML
+    return text
+
+
 # --------------------------------------------------------------------------- the grader
 def grader_files(ctx, include_hidden: bool) -> dict[str, bytes]:
     """{repository-relative path: bytes} of the grader to ship: the ``autograder`` package

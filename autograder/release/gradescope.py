@@ -24,7 +24,7 @@ from pathlib import Path
 from ..config import Config, GradescopeRelease, Limits, _parse
 from ..runner.seeding import MIN_KEY_BYTES
 from .context import ReleaseContext
-from .files import grader_files, write_zip_deterministic
+from .files import assignment_grading_toml, grader_files, write_zip_deterministic
 
 TEMPLATES = Path(__file__).with_name("templates")
 PREFIX = "/opt/attention-autograder"  # where setup.sh puts Python and the venv inside the image
@@ -36,22 +36,46 @@ SAFE = {"version": r"[0-9A-Za-z][0-9A-Za-z.+_-]{0,63}", "commit": r"[0-9a-f]{7,6
 
 
 def build(ctx: ReleaseContext) -> list[Path]:
+    """``dist/autograder.zip`` (the whole course) and, per ``[release.assignments]`` entry,
+    ``dist/assignments/<name>/autograder.zip``: that assignment's skills only, its own points."""
     files = bundle_files(ctx)
     target = Path(ctx.out) / ZIP_NAME
     target.parent.mkdir(parents=True, exist_ok=True)
     write_zip_deterministic(target, files)  # the two scripts are 0755 (they start with #!)
-    return [target]
+    written = [target]
+    for name in ctx.config.assignments:
+        path = Path(ctx.out) / ASSIGNMENTS_DIR / name / ZIP_NAME
+        write_zip_deterministic(path, bundle_files(assignment_context(ctx, name), assignment=name))
+        written.append(path)
+    return written
 
 
-def bundle_files(ctx: ReleaseContext) -> dict[str, bytes]:
+ASSIGNMENTS_DIR = "assignments"
+
+
+def assignment_context(ctx: ReleaseContext, name: str) -> ReleaseContext:
+    """The release as one assignment sees it: its skills only, and their suites' identity."""
+    from dataclasses import replace
+
+    from ..runner.identity import identify
+
+    config = ctx.config.for_assignment(name)
+    ident = identify(config)
+    return replace(ctx, config=config, suite_hash=ident.suite, visible_suite_hash=ident.visible)
+
+
+def bundle_files(ctx: ReleaseContext, assignment: str | None = None) -> dict[str, bytes]:
     config: Config = ctx.config
     for key, pattern in SAFE.items():  # they are pasted into shell and JSON text
         value = getattr(ctx, key)
         if not re.fullmatch(pattern, value or ""):
             raise ValueError(f"release {key} {value!r} is not usable in the Gradescope bundle (expected {pattern})")
     files = grader_files(ctx, include_hidden=True)  # the grader, all suites, solutions/ (for the `ref` fixture)
-    files["grading.toml"] = bundle_grading_toml(config).encode()
-    release = {**ctx.release_record(),
+    text = bundle_grading_toml(config)
+    if assignment is not None:
+        text = assignment_grading_toml(text, tuple(config.skills))
+    files["grading.toml"] = text.encode()
+    release = {**ctx.release_record(), "assignment": assignment, "points": config.total_points,
                "python": PYTHON_VERSION, "torch": torch_version(ctx.repo), "time_budget_s": config.gradescope_release.time_budget_s}
     files["release.json"] = (json.dumps(release, indent=2, sort_keys=True) + "\n").encode()
     if not ctx.seed_key or len(ctx.seed_key) < MIN_KEY_BYTES:

@@ -415,3 +415,48 @@ def test_setup_pins_python_to_a_patch_version_and_retries_every_download(tmp_pat
         assert line.lstrip().startswith("retry "), line
     proc = subprocess.run(["bash", "-n"], input=setup, text=True, capture_output=True)
     assert proc.returncode == 0, proc.stderr
+
+
+# --------------------------------------------------------------------------- one bundle per assignment
+def test_each_assignment_gets_a_bundle_with_its_skills_and_points(tmp_path):
+    """[release.assignments]: week7's bundle grades and shows only qkv, masks and row_softmax,
+    out of their points; the reference scores them in full, the stubs 0; and a mistake scores
+    what `grade --assignment week7` gives with the same course key."""
+    import tomllib
+
+    from autograder.config import load as load_config
+
+    config = load(ROOT / "grading.toml")
+    assert "week7" in config.assignments
+    ctx = _context(tmp_path / "dist")
+    paths = gradescope.build(ctx)
+    week7 = tmp_path / "dist" / "assignments" / "week7" / "autograder.zip"
+    assert week7 in paths and all((tmp_path / "dist" / "assignments" / a / "autograder.zip") in paths for a in config.assignments)
+    with zipfile.ZipFile(week7) as zf:
+        packed = tomllib.loads(zf.read("grading.toml").decode())
+        release = json.loads(zf.read("release.json"))
+        names = zf.namelist()
+    skills = config.assignments["week7"]
+    points = sum(config.skills[s].points for s in skills)
+    assert list(packed["skills"]) == list(skills) and "assignments" not in packed["release"]
+    assert release["assignment"] == "week7" and release["points"] == points
+    assert not [n for n in names if n.startswith("solutions/") and n[len("solutions/"):-3] not in skills]
+    for name, source, want in (("reference", SOLUTIONS, points), ("stubs", EXERCISES, 0)):
+        root = _unpack(week7, tmp_path / name)
+        _copy_modules(source, root / "submission")
+        data, _ = _run(root)
+        assert data["score"] == want, name
+        assert {t["tags"][0] for t in data["tests"]} == set(skills)
+    # the same code, graded locally as that assignment with the course key: the same score
+    root = _unpack(week7, tmp_path / "mistake")
+    _copy_modules(SOLUTIONS, root / "submission")
+    masks = root / "submission" / "masks.py"
+    masks.write_text(masks.read_text().replace('float("-inf"), dtype=scores.dtype', '0.0, dtype=scores.dtype', 1))
+    data, _ = _run(root)
+    key = tmp_path / "course.key"
+    key.write_bytes(KEY)
+    proc = subprocess.run([sys.executable, "-m", "autograder", "grade", str(root / "submission"), "--assignment", "week7", "--format", "json",
+                           "--no-progress", "--seed-key-file", str(key)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    local = json.loads(proc.stdout)
+    assert 0 < data["score"] < points and local["score"] == data["score"] and local["seed"] == data["extra_data"]["seed"]
+    assert load_config(ROOT / "grading.toml").for_assignment("week7").exercise_modules == tuple(config.skills[s].module for s in skills)
