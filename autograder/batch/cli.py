@@ -114,7 +114,8 @@ def _merge(config, students, options: Options, parts: list[Path], out: Console, 
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
     err = Console(stderr=True)
-    out = Console(highlight=False)
+    # tables are not cut at 80 columns when the output goes to a file or a CI log
+    out = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
     if args.jobs is not None and args.jobs < 1:
         print("autograder: --jobs must be at least 1", file=sys.stderr)
         return EXIT_USAGE

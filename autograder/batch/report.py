@@ -30,7 +30,6 @@ from .students import Student
 
 BUCKETS = ("0", "1–24%", "25–49%", "50–74%", "75–99%", "100%")
 BAR = 30
-TOP_MISTAKES = 10
 TOP_TESTS = 8
 #: hints that name no mistake: the function is simply not written yet (counted apart)
 UNFINISHED = {"general/todo"}
@@ -109,6 +108,7 @@ class ClassSummary:
     mistakes: list[tuple[str, int, str, str, str]]  # (hint id, students, skill, text, section)
     failed_tests: list[tuple[str, int, str]]  # (test name, students, skill)
     unfinished: int = 0  # students with at least one function still the TODO stub
+    complete: list[bool] = field(default_factory=list)  # per entry of totals: the grading completed
 
 
 def summarize(rows: list[Row], skills: list[str], titles: dict[str, str]) -> ClassSummary:
@@ -153,12 +153,14 @@ def summarize(rows: list[Row], skills: list[str], titles: dict[str, str]) -> Cla
                         seen_hints.add(hid)
                         hint_students[hid] += 1
                         hint_info.setdefault(hid, (sid, str(hint.get("text", "")), str(hint.get("section", ""))))
-    mistakes = [(hid, n, *hint_info[hid]) for hid, n in sorted(hint_students.items(), key=lambda kv: (-kv[1], kv[0]))[:TOP_MISTAKES]]
+    # every named mistake, the course's own misconceptions first (general/* hints are generic facts: a dtype changed…)
+    mistakes = [(hid, n, *hint_info[hid]) for hid, n in sorted(hint_students.items(), key=lambda kv: (kv[0].startswith("general/"), -kv[1], kv[0]))]
     failed = [(name, n, test_skill[name]) for name, n in sorted(test_students.items(), key=lambda kv: (-kv[1], kv[0]))[:TOP_TESTS]]
     return ClassSummary(
         graded=len(graded), not_graded=len(rows) - len(graded), errors=sum(1 for r in graded if r.status != "complete"),
         skills=skills, titles=titles, histograms=histograms, scores=scores, points=points, totals=totals,
         max_total=max_total, mistakes=mistakes, failed_tests=failed, unfinished=len(unfinished),
+        complete=[r.status == "complete" for r in graded],
     )
 
 
@@ -177,7 +179,21 @@ def histogram_lines(counts: list[int], width: int = BAR) -> list[str]:
 def _stats(values: list[float]) -> str:
     if not values:
         return "no students"
-    return f"mean {statistics.fmean(values):.1f}, median {statistics.median(values):g}"
+    return f"mean {statistics.fmean(values):.1f}, median {statistics.median(values):.1f}"
+
+
+def _total_note(summary: "ClassSummary") -> str:
+    """What the class mean counts, said: errors and unfinished work are in it at their score."""
+    parts = []
+    if summary.errors:
+        parts.append(f"{summary.errors} whose grading did not complete (0 points)")
+    if summary.unfinished:
+        parts.append(f"{summary.unfinished} with at least one function still the TODO stub")
+    if not parts:
+        return ""
+    complete = [t for t, ok in zip(summary.totals, summary.complete) if ok]
+    tail = f"; over the {len(complete)} complete gradings only: {_stats(complete)}" if complete and summary.errors else ""
+    return f"Over all {len(summary.totals)} graded students, including {' and '.join(parts)}{tail}."
 
 
 def markdown(summary: ClassSummary, *, suite_hash: str, seconds: float | None = None, seeds: str = "", visible_hash: str = "") -> str:
@@ -187,7 +203,11 @@ def markdown(summary: ClassSummary, *, suite_hash: str, seconds: float | None = 
                + f". Suites: {suite_label(suite_hash, visible_hash)}." + (f" Graded in {seconds:.0f} s." if seconds is not None else ""))
     if seeds:
         out += ["", escape.md_text(seeds)]
-    out += ["", f"## Total ({_stats(summary.totals)} of {summary.max_total:g})", "", "```text"]
+    out += ["", f"## Total ({_stats(summary.totals)} of {summary.max_total:g})", ""]
+    note = _total_note(summary)
+    if note:
+        out += [note, ""]
+    out += ["```text"]
     out += histogram_lines(total_histogram(summary))
     out += ["```", ""]
     out += ["## Score distribution per skill", "",
@@ -197,7 +217,7 @@ def markdown(summary: ClassSummary, *, suite_hash: str, seconds: float | None = 
         out += [f"### {escape.md_text(summary.titles.get(sid, sid))} (`{sid}`, {pts:g} points: {_stats(summary.scores[sid])})", "", "```text"]
         out += histogram_lines(summary.histograms[sid])
         out += ["```", ""]
-    out += ["## What to reteach: the most frequent named mistakes", ""]
+    out += ["## What to reteach: every named mistake, the most frequent first (the course's own before generic ones)", ""]
     if summary.mistakes:
         out += ["| mistake | students | skill | what it is | section |", "|---|---:|---|---|---|"]
         for hid, n, sid, text, section in summary.mistakes:
@@ -241,7 +261,7 @@ def print_summary(console, summary: ClassSummary) -> None:
     rows.append(("total", total_histogram(summary), summary.totals, summary.max_total))
     for sid, counts, values, pts in rows:
         mean = f"{statistics.fmean(values):.1f}/{pts:g}" if values else "–"
-        median = f"{statistics.median(values):g}" if values else "–"
+        median = f"{statistics.median(values):.1f}" if values else "–"
         table.add_row(Text(sid), *[str(n) if n else "·" for n in counts], Text(spark(counts), style="cyan"), mean, median)
     console.print(table)
     if summary.mistakes:
@@ -253,6 +273,9 @@ def print_summary(console, summary: ClassSummary) -> None:
         console.print(mistakes)
     else:
         console.print("No named mistake matched in any graded submission.")
+    note = _total_note(summary)
+    if note:
+        console.print(note, markup=False)
     if summary.unfinished:
         console.print(f"{summary.unfinished} students left at least one function as the TODO stub.")
 

@@ -454,3 +454,22 @@ def test_shards_merged_equal_one_run_over_the_whole_class(tmp_path, fast_config)
     assert "5 students on the roster: 4 with a submission, 1 missing" in untimed(tmp_path / "merged" / "summary.md")
     bad = batch(subs, tmp_path / "x", "--shard", "4/3", config=fast_config)
     assert bad.returncode == 2 and "1 ≤ K ≤ N" in bad.stderr
+
+
+def test_summary_lists_every_mistake_course_ones_first_and_says_what_the_mean_counts():
+    from autograder.batch.students import Student
+
+    def row(key, score, hints, status="complete"):
+        tests = [{"name": "test_x", "status": "failed", "hints": [{"id": h, "text": h, "section": "Week 7 §1"} for h in hints]}]
+        results = {"status": status, "score": score, "max_score": 100, "skills": [{"id": "qkv", "score": score, "points": 100, "tests": tests}]}
+        return report.Row(Student(key, key, Path(key)), results)
+
+    rows = [row("a", 90.1234, ["general/dtype-changed", "general/dtype-changed"]), row("b", 80, ["general/dtype-changed"]),
+            row("c", 70, ["general/todo"])] + [row(f"m{i}", 60, [f"qkv/mistake-{i:02d}"]) for i in range(12)] + [row("e", 0, [], "error")]
+    summary = report.summarize(rows, ["qkv"], {"qkv": "Q"})
+    ids = [m[0] for m in summary.mistakes]
+    assert len(ids) == 13 and ids[-1] == "general/dtype-changed" and ids[0].startswith("qkv/")  # all of them, course ones first
+    text = report.markdown(summary, suite_hash="0" * 64)
+    assert "median 60.0" in text and "94.9688" not in text
+    assert "including 1 whose grading did not complete (0 points) and 1 with at least one function still the TODO stub" in text
+    assert "over the 15 complete gradings only" in text
