@@ -225,7 +225,16 @@ def _hidden_summary(test: dict, skill_id: str, functions: list[str], module_prob
             todo = re.search(rf"TODO\({re.escape(skill_id)}\): ([\w.]+)", f"{test.get('summary') or ''} {test.get('detail') or ''}")
             if todo and todo.group(1) in functions:  # only a name from the module's own API crosses
                 return f"hidden test failed: is not implemented yet — TODO({skill_id}): {todo.group(1)}"
-        return f"hidden test failed: your code raised {kind}"
+        # (a TODO stub's text is named above only when it is a real function; a made-up type shows no text)
+        message = first_line((test.get("error") or {}).get("message"), 160) if kind not in ("an exception", "NotImplementedError") else ""
+        # the student's own exception text (their code's, or torch's about their call): what makes
+        # "mat1 and mat2 must have the same dtype" readable; one line, and every renderer escapes it
+        return f"hidden test failed: your code raised {kind}" + (f": {message}" if message else "")
+    if problem == "constraint":
+        # "forbids" belongs to the exercise's rules (gates, weight 0, they zero the skill); a
+        # weighted test's constraint is how the contract says to call something
+        return ("hidden test failed: uses something this exercise forbids" if test.get("max_score") == 0
+                else "hidden test failed: does not call the library the way the exercise asks")
     words = {
         "type": "returned the wrong kind of value",
         "shape": "returned the wrong shape",
@@ -233,7 +242,6 @@ def _hidden_summary(test: dict, skill_id: str, functions: list[str], module_prob
         "nan": "returned NaN",
         "values": "returned wrong values",
         "property": "a required property does not hold",
-        "constraint": "uses something this exercise forbids",
     }
     return f"hidden test failed: {words.get(problem, 'failed')}"
 
@@ -326,8 +334,10 @@ def score_test(spec: TestSpec, entry: dict | None, modules: dict[str, "ModuleEnt
 
 
 def _apply_gates(gates: tuple[str, ...], tests: list[TestOutcome]) -> str | None:
-    """A failed gate (a broken rule of the exercise) zeroes every test of the skill."""
-    broken = [t for t in tests if t.name in gates and t.status != STATUS_PASSED]
+    """A failed gate (a broken rule of the exercise) zeroes every test of the skill. Only a gate
+    that *observed* a violation counts (status failed, problem "constraint"): a gate that did
+    not run (an empty upload, a broken run) or whose code could not be imported breaks no rule."""
+    broken = [t for t in tests if t.name in gates and t.status == STATUS_FAILED and t.problem == "constraint"]
     if not broken:
         return None
     reason = f"{broken[0].name}: {broken[0].summary}" if broken[0].summary else broken[0].name

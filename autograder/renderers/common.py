@@ -34,7 +34,7 @@ def hint_lines(test: TestOutcome) -> list[str]:
     out = []
     for hint in test.hints:
         section = f" → reread {one_line(hint['section'])}" if hint.get("section") else ""
-        out.append(f"Hint ({one_line(hint['id'])}): {one_line(hint['text'], 600)}{section}")
+        out.append(f"Hint: {one_line(hint['text'], 600)}{section}")  # the id is for instructors (JSON, batch), not the student
     return out
 
 
@@ -92,7 +92,7 @@ def test_text(test: TestOutcome) -> str:
     if test.status == "passed":
         return lines[0]
     if test.credit and test.credit.get("total"):
-        lines.append(one_line(test.credit.get("note"), 600) if test.credit.get("note") else f"Partial credit: {test.credit['passed']} of {test.credit['total']} kinds passed")
+        lines.append(one_line(test.credit.get("note"), 600) if test.credit.get("note") else f"Partial credit: {test.credit['passed']} of {test.credit['total']} input cases passed")
     if test.check and test.visibility == "visible":
         lines.append(f"Checked: {one_line(test.check, 300)}")
     if test.detail or test.summary:

@@ -34,13 +34,15 @@ def _test_block(test: TestOutcome) -> list[str]:
     title = f"- {ICON.get(test.status, '?')} {md_code(test.name)} — {points(test.score)} / {points(test.max_score)}"
     lines = [title]
     if test.credit and test.credit.get("total"):
-        lines.append(f"  - partial credit: {test.credit['passed']} of {test.credit['total']} kinds passed" + (f" — {esc(test.credit['note'])}" if test.credit.get("note") else ""))
+        # the note already says "N of M input cases passed (…)": never both
+        lines.append(f"  - partial credit: {esc(test.credit['note'])}" if test.credit.get("note")
+                     else f"  - partial credit: {test.credit['passed']} of {test.credit['total']} input cases passed")
     if test.detail or test.summary:
         lines.append("  - what happened:")
         lines.extend(md_block(test.detail or test.summary, indent="    ", max_lines=12))
     for hint in test.hints:
         section = f" — reread **{esc(hint.get('section'))}**" if hint.get("section") else ""
-        lines.append(f"  - 💡 {md_code(hint['id'])}: {esc(hint['text'])}{section}")
+        lines.append(f"  - 💡 {esc(hint['text'])}{section}")
     if test.frames:
         lines.append("  - your code:")
         body = []

@@ -48,9 +48,10 @@ def _skill_table(skill: SkillOutcome) -> Table:
     table.add_column("points", justify="right")
     table.add_column("hint / why")
     for test in skill.tests:
-        note = one_line(", ".join(h["id"] for h in test.hints), 200) if test.hints else ("" if test.status == "passed" else one_line(test.summary, 90))
-        if test.credit and test.credit.get("total") and test.status != "passed":
-            note = f"{test.credit['passed']}/{test.credit['total']} kinds · {note}"
+        # the student's view names mistakes in words (hint ids stay in the JSON)
+        note = one_line("; ".join(h["text"] for h in test.hints), 200) if test.hints else ("" if test.status == "passed" else one_line(test.summary, 90))
+        if test.credit and test.credit.get("total") and test.status != "passed" and test.credit["total"] > 1:
+            note = f"{test.credit['passed']} of {test.credit['total']} cases · {note}"
         table.add_row(
             Text(ICON.get(test.status, "?"), style=STYLE.get(test.status, "")),
             Text(test.name + (" (hidden)" if test.visibility == "hidden" else "") + (" (rule)" if test.max_score == 0 else "")),

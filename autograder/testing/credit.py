@@ -37,7 +37,7 @@ from .failures import CheckFailed, Feedback, SubmissionError
 DEFAULT_REQUIRED_REASON = (
     "it checks the same function on fresh random inputs, so reproducing the worked example's printed numbers alone earns nothing"
 )
-RULE = "a kind counts when every random draw of it passes; credit = points × passed kinds / kinds"
+RULE = "a case counts when every random draw of it passes, and the test's points are shared equally by its cases"
 
 
 @dataclass
@@ -162,8 +162,8 @@ class Credit:
         shares = {k: ok for k, ok in results.items() if k not in self.required}
         if not shares or all(shares.values()):
             return ""
-        marks = ", ".join(f"{k} {'✓' if ok else '✗'}" for k, ok in list(shares.items())[:12])
-        return f"{sum(shares.values())} of {len(shares)} kinds passed ({marks}); {RULE}."
+        marks = " · ".join(f"{'✓' if ok else '✗'} {k}" for k, ok in list(shares.items())[:12])  # kinds may hold commas
+        return f"{sum(shares.values())} of {len(shares)} input cases passed ({marks}); {RULE}."
 
     def summary(self) -> dict:
         results = {k: ok for k, ok in self.kind_results().items() if k not in self.required}
@@ -195,8 +195,8 @@ def _summary(failed: list[_Outcome], mine: list[_Outcome], noun: str, credit: Cr
         head, _, rest = first.detail.partition("\n")
         detail = f"{len(failed)} of {total} {noun}{plural} failed ({labels}); first, {failed[0].label}: {head}" + (f"\n{rest}" if rest else "")
     note = credit.note()
-    if note:
-        detail = f"{detail}\n{note}"
+    if note and not all(o.feedback is not None and o.feedback.problem == "missing" for o in failed):
+        detail = f"{detail}\n{note}"  # (not when the module or function is missing: that one reason says it all)
     return Feedback(
         check=first.check,
         problem=first.problem,

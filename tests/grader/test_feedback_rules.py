@@ -37,7 +37,7 @@ def test_a_kind_passes_only_when_every_draw_passes():
     exc = _run(credit, credit.kinds(["float32", "float64", "causal"], draws=3), {"float64 · draw 2"})
     assert credit.fraction == pytest.approx(2 / 3)
     assert credit.summary()["passed"] == 2 and credit.summary()["total"] == 3
-    assert "2 of 3 kinds passed" in exc.feedback.detail and "float64 ✗" in exc.feedback.detail
+    assert "2 of 3 input cases passed" in exc.feedback.detail and "✗ float64" in exc.feedback.detail
 
 
 def test_a_fixed_wrong_answer_matching_one_draw_earns_nothing():

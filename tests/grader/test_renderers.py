@@ -110,12 +110,12 @@ def test_markdown_escapes_submission_text(hostile_results):
 
 
 def test_markdown_code_spans_carry_no_backslash_escapes(hostile_results):
-    """Hint ids and test names sit in code spans, where a backslash would show literally
-    (`mha\\_reshape/...`)."""
+    """Test names sit in code spans, where a backslash would show literally
+    (`mha\\_reshape/...`); hint ids are for instructors (JSON) and not in the student's view."""
     text = markdown.render(hostile_results.public())
     spans = [t.content for t in _markdown_tokens(text) if t.type == "code_inline"]
     assert spans and not [s for s in spans if "\\" in s], spans
-    assert "general/todo" in spans
+    assert "general/todo" not in text
 
 
 def test_github_commands_cannot_be_injected(hostile_results):

@@ -227,3 +227,28 @@ def test_frames_are_checked_facts_about_the_students_file(config, tmp_path):
     for test in res.tests:
         assert test.frames == [{"file": "exercises/qkv.py", "line": 5, "function": "project_qkv", "code": "raise ValueError('no')"}]
     assert res.submission["modules"]["qkv"]["definitions"] == {"project_qkv": 4}
+
+
+def test_a_run_that_could_not_grade_breaks_no_rule():
+    """An empty upload or a broken run leaves every test at 0 with the reason — and no "breaks
+    a rule of the exercise" banner: a gate that did not run observed no violation."""
+    full = load(ROOT / "grading.toml")
+    res = results_mod.error_result(full, "your upload holds no exercise module")
+    assert any(s.gates for s in full.skills.values())
+    assert res.score == 0 and all(s.gated_by is None for s in res.skills)
+
+
+def test_a_hidden_test_shows_the_students_own_exception_and_forbids_only_for_rules(config):
+    """The student's own error reads in full on one line (type and message: their code's, or
+    torch's about their call); "forbids" is said only of a rule (a weight-0 gate)."""
+    report = {"tests": [entry(t.node_id, "failed", "submission",
+                              feedback=_raised("mat1 and mat2 must have the same dtype, but got Float and Double", "RuntimeError"))
+                        for t in config.tests]}
+    res = results_mod.build(RunManifest.plan(config), report, {}).public()
+    hidden = [t for t in res.tests if t.visibility == "hidden"]
+    assert hidden and all(t.summary == "hidden test failed: your code raised RuntimeError: mat1 and mat2 must have the same dtype, "
+                          "but got Float and Double" for t in hidden)
+    constraint = dict(FEEDBACK, problem="constraint", hints=[])
+    report = {"tests": [entry(t.node_id, "failed", "check", fraction=0.0, feedback=constraint) for t in config.tests]}
+    res = results_mod.build(RunManifest.plan(config), report, {}).public()
+    assert all("forbids" not in t.summary for t in res.tests if t.visibility == "hidden" and t.max_score > 0)
