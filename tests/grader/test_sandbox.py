@@ -658,3 +658,28 @@ def test_a_workers_scratch_folder_is_removed_when_it_ends(sandbox):
             break
         time.sleep(0.02)
     assert not folder.exists()
+
+
+def test_without_landlock_the_mount_namespace_makes_every_tmpfs_read_only(tmp_path):
+    """Landlock denies writes to /dev/shm (and any tmpfs) outside the scratch folder; where
+    it is unavailable, the worker's mount namespace makes them read-only instead."""
+    import tempfile
+
+    run = Path(tempfile.mkdtemp(prefix="autograder-nolandlock-"))
+    spec = _spec(run)
+    if not spec.namespaces:
+        pytest.skip("no mount namespace here")
+    spec.landlock = "off"
+    box = Sandbox(spec)
+    try:
+        worker, reply = call(box, "memory_outside_rlimit_as")
+        worker.close()
+        assert any("read-only-tmpfs=" in f for f in worker.facts) and not any(f.startswith("landlock(") for f in worker.facts)
+        outcome = reply.value["value"]
+        assert outcome["/dev/shm"] == outcome["shm_open"] == "OSError", outcome  # EROFS
+        assert not Path("/dev/shm/autograder-shm-probe").exists()
+    finally:
+        box.close()
+        import shutil
+
+        shutil.rmtree(run, ignore_errors=True)
