@@ -1,5 +1,5 @@
 """Attack (issue 17): shared anonymous mappings (MAP_SHARED | MAP_ANONYMOUS) are shmem
-pages, not the heap: map 256 MiB regions, keep them all, until refused (the first 16 MiB of
+pages, not the heap: map 256 MiB regions, keep them all, until refused (the first 4 MiB of
 each touched, so its pages exist: touching all of them takes ~15 s on a loaded machine and
 proves nothing more). They count in RLIMIT_AS while mapped, so the worker's limit refuses
 them, and they die with it."""
@@ -16,9 +16,9 @@ def _hoard():
         while len(HELD) < 64:
             region = mmap.mmap(-1, 256 << 20, flags=mmap.MAP_SHARED | mmap.MAP_ANONYMOUS)
             HELD.append(region)
-            for offset in range(0, 16 << 20, 4096):
+            for offset in range(0, 4 << 20, 4096):
                 region[offset] = 1
-            touched += 16
+            touched += 4
     except OSError as exc:
         why = f"{type(exc).__name__} ({exc.strerror})"
     return f"shared mapping hoard: {len(HELD)} regions of 256 MiB, {touched} MiB touched, stopped by {why}"
