@@ -312,7 +312,8 @@ def apply_seccomp(*, required: bool) -> str:
         if required:
             raise ConfineError(f"seccomp: {exc}") from None
         return "seccomp=unavailable"
-    return "seccomp(no-fork,no-exec,no-ptrace,no-sockets,no-sysv-ipc,no-keyring,no-chmod/utime/xattr,self-only-signals/limits)"
+    return ("seccomp(no-fork,no-exec,no-ptrace,no-sockets,no-sysv-ipc,no-keyring,no-memfd,no-chmod/utime/xattr,"
+            "self-only-signals/limits)")
 
 
 # --------------------------------------------------------------------------- /proc/self

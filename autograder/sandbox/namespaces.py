@@ -9,7 +9,10 @@
   folder, the results folder) are covered by an empty read-only tmpfs, so submission code
   cannot even ``stat`` them; the few paths the worker needs from inside them (its copy of
   the modules, its scratch folder, a ``.venv`` inside the repository) are bind-mounted
-  back in place.
+  back in place. Every other memory-backed file system (``/dev/shm``, a tmpfs ``/tmp`` or
+  ``/run/lock``) is made read-only here, and the scratch folder is a small tmpfs of its
+  own: what the worker writes is memory the address-space limit does not count, so its
+  total is bounded by the tmpfs's ``size=``, and it is freed when the worker ends.
 
 As root we create them directly (before the capabilities are dropped). As an ordinary
 user we create a user namespace first, mapping only our own uid and gid, where the kernel
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import re
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
@@ -38,9 +42,16 @@ MS_NOSUID = 0x2
 MS_NODEV = 0x4
 MS_NOEXEC = 0x8
 MS_REMOUNT = 0x20
+MS_NOATIME = 0x400
+MS_NODIRATIME = 0x800
 MS_BIND = 0x1000
 MS_REC = 0x4000
 MS_PRIVATE = 0x40000
+MS_RELATIME = 0x200000
+MS_STRICTATIME = 0x1000000
+
+#: file systems whose files are memory (shmem or page cache that cannot be written back)
+MEMORY_FS = {"tmpfs", "ramfs", "hugetlbfs", "devtmpfs"}
 
 
 #: a results folder of "/" (``--output /results.json``) must not cover what every process needs
@@ -115,6 +126,69 @@ def hide_trees(hide: list[str], keep: list[str]) -> list[str]:
                 os.close(fd)
         hidden.append(tree)
     return hidden
+
+
+def mounts() -> list[tuple[str, str, set[str]]]:
+    """(mount point, file system type, per-mount options) of every mount this process sees,
+    in /proc/self/mountinfo's order (parents before what is mounted below them)."""
+    out = []
+    with open("/proc/self/mountinfo") as fh:
+        for line in fh:
+            fields = line.split()
+            try:
+                sep = fields.index("-", 6)
+            except ValueError:
+                continue
+            point = fields[4]
+            if "\\" in point:  # the kernel writes space, tab, newline and backslash as \ooo
+                point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), point)
+            out.append((point, fields[sep + 1], set(fields[5].split(","))))
+    return out
+
+
+def file_system_of(path: str) -> str:
+    """The type of the file system ``path`` lies on (the innermost mount above it)."""
+    real = os.path.realpath(path)
+    best, kind = "", "unknown"
+    for point, fstype, _options in mounts():
+        if (real == point or real.startswith(point.rstrip("/") + "/")) and len(point) >= len(best):
+            best, kind = point, fstype
+    return kind
+
+
+def freeze_memory_filesystems() -> int:
+    """Make every writable memory-backed mount (``/dev/shm``, a tmpfs ``/tmp``…) read-only in
+    this mount namespace — only here: the mounts were made private by ``hide_trees``. For a
+    worker without Landlock, which denies those writes otherwise (~1 ms here). Returns how
+    many were made read-only; one the kernel refuses is left as it is."""
+    done = 0
+    for point, fstype, options in mounts():
+        if fstype not in MEMORY_FS or "ro" in options:
+            continue
+        flags = MS_REMOUNT | MS_BIND | MS_RDONLY
+        flags |= MS_NOSUID if "nosuid" in options else 0
+        flags |= MS_NODEV if "nodev" in options else 0
+        flags |= MS_NOEXEC if "noexec" in options else 0
+        # a mount inherited from a more privileged user namespace has its atime flags locked
+        if "noatime" in options:
+            flags |= MS_NOATIME
+        elif "relatime" not in options:
+            flags |= MS_STRICTATIME
+        flags |= MS_NODIRATIME if "nodiratime" in options else 0
+        try:
+            _mount(None, point, None, flags)
+            done += 1
+        except OSError:
+            continue
+    return done
+
+
+def mount_scratch(path: str, size_bytes: int, uid: int = -1, gid: int = -1) -> None:
+    """A fresh tmpfs of ``size_bytes`` on ``path``: everything the worker writes there
+    together (unlinked files included) fits in it, and it is freed with the namespace."""
+    owner = f",uid={uid},gid={gid}" if uid >= 0 and gid >= 0 else ""
+    options = f"size={max(size_bytes, 4096)},nr_inodes=1024,mode=0700{owner}"
+    _mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, options)
 
 
 def probe(kind: str, hide_test: str) -> bool:

@@ -14,6 +14,13 @@ is denied is what a worker never needs and an attacker wants:
 * the network and IPC that outlive or escape a worker: ``socket`` (the worker's one
   socket is inherited; ``socketpair`` stays, AF_UNIX only, as it reaches nobody), SysV
   shared memory, semaphores and message queues, POSIX message queues, the kernel keyring;
+* memory the address-space limit does not count: ``memfd_create`` (an anonymous shmem
+  file holds its pages while only a descriptor refers to it: 256 descriptors × a 16 MiB
+  ``RLIMIT_FSIZE`` held ~3 GiB outside ``RLIMIT_AS``) and ``memfd_secret``. The other
+  ways to shmem are closed elsewhere: SysV shm here, ``/dev/shm`` (``shm_open``) and every
+  other tmpfs by Landlock and the mount namespace, the scratch folder by a small tmpfs of
+  its own (``worker.py``); a ``MAP_SHARED|MAP_ANONYMOUS`` mapping counts in ``RLIMIT_AS``
+  and is freed with it;
 * changing metadata of files: the ``chmod``/``chown``/``utime``/``setxattr`` families
   (Landlock does not cover metadata, and a root worker would otherwise make a 0600 file
   outside its folder setuid or world-writable);
@@ -59,6 +66,8 @@ SYSCALLS: dict[str, tuple[int, int | None]] = {
     "mq_open": (240, 180), "mq_unlink": (241, 181), "mq_timedsend": (242, 182),
     "mq_timedreceive": (243, 183), "mq_notify": (244, 184), "mq_getsetattr": (245, 185),
     "add_key": (248, 217), "request_key": (249, 218), "keyctl": (250, 219),
+    # memory outside RLIMIT_AS
+    "memfd_create": (319, 279), "memfd_secret": (447, 447),
     # file metadata
     "chmod": (90, None), "fchmod": (91, 52), "fchmodat": (268, 53), "fchmodat2": (452, 452),
     "chown": (92, None), "fchown": (93, 55), "lchown": (94, None), "fchownat": (260, 54),
@@ -81,7 +90,7 @@ DENY = [
     "shmget", "shmat", "shmctl", "shmdt", "semget", "semop", "semctl", "semtimedop",
     "msgget", "msgsnd", "msgrcv", "msgctl",
     "mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify", "mq_getsetattr",
-    "add_key", "request_key", "keyctl",
+    "add_key", "request_key", "keyctl", "memfd_create", "memfd_secret",
     "chmod", "fchmod", "fchmodat", "fchmodat2", "chown", "fchown", "lchown", "fchownat",
     "utime", "utimes", "futimesat", "utimensat",
     "setxattr", "lsetxattr", "fsetxattr", "setxattrat", "removexattr", "lremovexattr", "fremovexattr", "removexattrat",

@@ -127,6 +127,10 @@ def confine_worker(spec: WorkerSpec, keep_fd: int) -> list[str]:
         # /proc); we inherited that, and it makes /proc/self/uid_map root's to write.
         confine.set_dumpable(True)
         facts.append(_enter_namespaces(spec, scratch))
+    else:
+        # no tmpfs of its own: the folder's file system holds what the worker writes there,
+        # each file up to RLIMIT_FSIZE (on a tmpfs that is memory: see SECURITY.md)
+        facts.append(f"scratch={namespaces.file_system_of(scratch)}")
     if spec.identity == "user":
         facts.append(confine.drop_to_user(spec.uid, spec.gid))
     elif spec.identity == "nocaps":
@@ -165,8 +169,14 @@ def _enter_namespaces(spec: WorkerSpec, scratch: str) -> str:
     its CAP_SYS_ADMIN here, and an ordinary user gets one from the new user namespace."""
     namespaces.unshare(spec.namespaces)
     hidden = namespaces.hide_trees(spec.protected_paths, keep=[spec.copy_dir, scratch, *spec.read_paths])
+    # /dev/shm and other tmpfs: Landlock denies writes outside the scratch folder; without it, read-only here
+    landlock = spec.landlock != "off" and confine.landlock_abi() >= 1
+    frozen = "" if landlock else f";read-only-tmpfs={namespaces.freeze_memory_filesystems()}"
+    owner = (spec.uid, spec.gid) if spec.identity == "user" else (-1, -1)
+    namespaces.mount_scratch(scratch, spec.file_bytes, *owner)
     os.chdir(scratch)  # the old cwd lay below a tree that is covered now
-    return f"namespaces({spec.namespaces}:net,ipc,uts,mount;hidden={len(hidden)})"
+    scratch_fact = f"scratch=tmpfs({spec.file_bytes >> 20}MiB)"
+    return f"namespaces({spec.namespaces}:net,ipc,uts,mount;hidden={len(hidden)}{frozen};{scratch_fact})"
 
 
 def _is_library_path(path: str, spec: WorkerSpec) -> bool:

@@ -20,6 +20,7 @@ import gc
 import json
 import os
 import select
+import shutil
 import signal
 import socket
 import sys
@@ -58,6 +59,7 @@ class _Server:
         self.clients: list[socket.socket] = [sock]
         self.live: set[int] = set()
         self.status: dict[int, int] = {}
+        self.scratch: dict[int, str] = {}  # worker pid → the scratch folder it makes itself
 
     # ------------------------------------------------------------------ children
     def _reap(self) -> None:
@@ -120,6 +122,12 @@ class _Server:
                     pass
             self.live.discard(pid)
         self._sweep()
+        folder = self.scratch.pop(pid, None)
+        if folder is not None:
+            # what it wrote there is gone with it (where the worker had no tmpfs of its own,
+            # its files would otherwise fill the run's folder, or memory if that is a tmpfs);
+            # rmtree never follows a link the worker planted
+            shutil.rmtree(folder, ignore_errors=True)
         status = self.status.pop(pid, None)
         return describe_status(status) if status is not None else {"unknown": True}
 
@@ -141,6 +149,7 @@ class _Server:
                 os._exit(6)
         os.close(fd)
         self.live.add(pid)
+        self.scratch[pid] = os.path.join(spec["scratch_root"], f"w{pid}")
         return {"pid": pid}
 
     def run(self) -> None:

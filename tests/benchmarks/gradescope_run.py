@@ -7,9 +7,16 @@ layout and runs it on
                   ``raise NotImplementedError`` replaced by ``while True: pass``),
   - allocate_until_refused: every function allocates memory until the worker's limit
                   ([release.gradescope.limits] memory_mib) refuses it,
+  - memfd_hoard:  every function creates 16 MiB memfd files until refused (issue 17: before
+                  seccomp denied memfd_create, a worker held ~250 of them, memory RLIMIT_AS
+                  does not count),
+  - scratch_fill: every function writes 16 MiB files in its scratch folder (cwd) until refused,
 sampling the whole process tree from /proc (tests/benchmarks/proctree.py). Gradescope's
 defaults: 10 min, 768 MB for the container, half a CPU — expect 2–4× this machine's wall
-time there for single-threaded work; PSS is what the container's memory limit counts.
+time there for single-threaded work. The container's memory limit counts PSS *and* shared
+memory no process maps (memfd, /dev/shm, tmpfs files): the peaks printed are PSS, the
+machine's Shmem growth (/proc/meminfo, noisy where others run), the memfd and /dev/shm files
+the tree holds, and "total" = PSS without its shmem part + the largest shmem figure.
 
     .venv/bin/python tests/benchmarks/gradescope_run.py [--case reference --case loop_forever]
 """
@@ -59,11 +66,23 @@ def allocate_until_refused(target: Path) -> None:
     _from_stubs(target, "hog = []\nwhile True:\n    hog.append(torch.ones(4 << 20))")
 
 
+def memfd_hoard(target: Path) -> None:
+    """Every function keeps creating 16 MiB memfd files (open, never closed) until refused."""
+    _from_stubs(target, "import os\nwhile True:\n    os.write(os.memfd_create('hog'), bytes(16 << 20))")
+
+
+def scratch_fill(target: Path) -> None:
+    """Every function keeps writing new 16 MiB files in its scratch folder until refused."""
+    _from_stubs(target, "import os, itertools\nfor n in itertools.count():\n"
+                        "    with open(f'fill{os.getpid()}-{n}', 'wb') as fh:\n        fh.write(bytes(16 << 20))")
+
+
 def reference(target: Path) -> None:
     shutil.copytree(ROOT / "solutions", target)
 
 
-CASES = {"reference": reference, "loop_forever": loop_forever, "allocate_until_refused": allocate_until_refused}
+CASES = {"reference": reference, "loop_forever": loop_forever, "allocate_until_refused": allocate_until_refused,
+         "memfd_hoard": memfd_hoard, "scratch_fill": scratch_fill}
 
 
 def main() -> None:
@@ -92,7 +111,10 @@ def main() -> None:
         data = json.loads((root / "results" / "results.json").read_text())
         status = data.get("extra_data", {}).get("status")
         print(f"{case:13s} wall {m.wall_s:6.1f} s  peak PSS {m.peak_pss_mib:5.0f} MiB  peak RSS {m.peak_rss_mib:5.0f} MiB  "
-              f"processes ≤ {m.peak_processes}  score {data['score']:g}  status {status}  (exit {m.returncode}, {m.samples} samples)")
+              f"shmem: Δ {m.peak_shmem_delta_mib:5.0f} MiB, held {m.peak_shmem_held_mib:5.0f} MiB, "
+              f"in PSS {m.peak_pss_shmem_mib:4.0f} MiB  total {m.peak_total_mib:5.0f} MiB  "
+              f"processes ≤ {m.peak_processes}  score {data['score']:g}  status {status}  (exit {m.returncode}, {m.samples} samples)",
+              flush=True)
     shutil.rmtree(work, ignore_errors=True)
 
 

@@ -181,6 +181,47 @@ def disturb():
     os.chdir("/")
     return "disturbed"
 
+def memory_outside_rlimit_as():
+    """Each way to memory that RLIMIT_AS does not count, tried once."""
+    import ctypes, mmap, platform
+    libc = ctypes.CDLL(None, use_errno=True)
+    def secret():
+        if libc.syscall(447, 0) < 0:  # memfd_secret: 447 on x86-64 and arm64
+            raise OSError(ctypes.get_errno(), "memfd_secret")
+    def shm_open():
+        import _posixshmem
+        _posixshmem.shm_open("/autograder-shm-probe", os.O_CREAT | os.O_RDWR, 0o600)
+    def dev_shm():
+        with open("/dev/shm/autograder-shm-probe", "wb") as fh:
+            fh.write(b"x" * 4096)
+    def shared_anonymous():  # counted by RLIMIT_AS while mapped
+        mmap.mmap(-1, 8 << 30, flags=mmap.MAP_SHARED | mmap.MAP_ANONYMOUS)
+    return {
+        "memfd_create": _attempt(lambda: os.memfd_create("hoard")),
+        "memfd_create_cloexec": _attempt(lambda: os.memfd_create("hoard", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)),
+        "memfd_secret": _attempt(secret),
+        "shm_open": _attempt(shm_open),
+        "/dev/shm": _attempt(dev_shm),
+        "MAP_SHARED|MAP_ANONYMOUS 8 GiB": _attempt(shared_anonymous),
+    }
+
+def fill_scratch(block):
+    """Write files of ``block`` bytes in the scratch folder, then unlinked ones, until refused."""
+    import errno
+    written, held, n = 0, [], 0
+    try:
+        while n < 64:
+            fd = os.open(f"fill{n}", os.O_CREAT | os.O_WRONLY, 0o600)
+            n += 1
+            try:
+                os.write(fd, b"x" * block)
+                written += block
+            finally:
+                os.close(fd)
+        return {"written": written, "error": None}
+    except OSError as exc:
+        return {"written": written, "error": errno.errorcode.get(exc.errno, str(exc.errno))}
+
 def state():
     import builtins, random, signal
     return {
@@ -575,3 +616,70 @@ def test_a_worker_that_died_serves_no_other_test(sandbox):
         assert reply.ok and reply.value["value"] == 5
     finally:
         sandbox.begin_test(None)
+
+
+# --------------------------------------------------------------------------- issue 17: memory RLIMIT_AS does not count
+@needs_seccomp
+def test_worker_cannot_create_memory_the_address_space_limit_does_not_count(sandbox):
+    """memfd_create held ~3 GiB of shmem outside RLIMIT_AS (256 descriptors × 16 MiB):
+    seccomp denies it with EPERM, like the rest of its list; /dev/shm and shm_open are
+    closed by Landlock (EACCES) or the read-only tmpfs of the mount namespace (EROFS); a
+    shared anonymous mapping is counted by RLIMIT_AS."""
+    worker, reply = call(sandbox, "memory_outside_rlimit_as")
+    worker.close()
+    outcome = reply.value["value"]
+    denied = [outcome.pop(name) for name in ("memfd_create", "memfd_create_cloexec", "memfd_secret")]
+    assert denied == ["PermissionError"] * 3, (denied, outcome)
+    assert outcome.pop("MAP_SHARED|MAP_ANONYMOUS 8 GiB") == "OSError"  # ENOMEM from RLIMIT_AS
+    if confine.landlock_abi() >= 1 or sandbox.spec.namespaces:
+        assert set(outcome.values()) <= {"PermissionError", "OSError"}, outcome  # EACCES / EROFS
+    assert not Path("/dev/shm/autograder-shm-probe").exists()
+
+
+def test_the_scratch_folder_holds_at_most_file_write_mib_in_all(sandbox):
+    """RLIMIT_FSIZE bounds one file; a worker with a mount namespace writes into a tmpfs of
+    its own whose size bounds them all (ENOSPC), freed with the worker."""
+    worker, reply = call(sandbox, "fill_scratch", 4 << 20, timeout=20)
+    worker.close()
+    if not any(f.startswith("namespaces(") for f in worker.facts):
+        pytest.skip("no mount namespace here: the scratch folder is a folder of the run's file system")
+    assert any("scratch=tmpfs(" in f for f in worker.facts), worker.facts
+    outcome = reply.value["value"]
+    assert outcome["error"] == "ENOSPC" and outcome["written"] <= sandbox.spec.file_bytes, outcome
+
+
+def test_a_workers_scratch_folder_is_removed_when_it_ends(sandbox):
+    worker, reply = call(sandbox, "write", "kept.txt")
+    folder = Path(sandbox.spec.scratch_root) / f"w{worker.pid}"
+    assert reply.ok and folder.is_dir()
+    worker.close()
+    for _ in range(250):
+        if not folder.exists():
+            break
+        time.sleep(0.02)
+    assert not folder.exists()
+
+
+def test_without_landlock_the_mount_namespace_makes_every_tmpfs_read_only(tmp_path):
+    """Landlock denies writes to /dev/shm (and any tmpfs) outside the scratch folder; where
+    it is unavailable, the worker's mount namespace makes them read-only instead."""
+    import tempfile
+
+    run = Path(tempfile.mkdtemp(prefix="autograder-nolandlock-"))
+    spec = _spec(run)
+    if not spec.namespaces:
+        pytest.skip("no mount namespace here")
+    spec.landlock = "off"
+    box = Sandbox(spec)
+    try:
+        worker, reply = call(box, "memory_outside_rlimit_as")
+        worker.close()
+        assert any("read-only-tmpfs=" in f for f in worker.facts) and not any(f.startswith("landlock(") for f in worker.facts)
+        outcome = reply.value["value"]
+        assert outcome["/dev/shm"] == outcome["shm_open"] == "OSError", outcome  # EROFS
+        assert not Path("/dev/shm/autograder-shm-probe").exists()
+    finally:
+        box.close()
+        import shutil
+
+        shutil.rmtree(run, ignore_errors=True)
