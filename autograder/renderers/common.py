@@ -192,6 +192,9 @@ def not_started(results: Results, skill: SkillOutcome) -> str | None:
     TODO and every test with points waits on it — instead of its table:
     "not started — begin with `project_qkv` (Week 7 §1–§9)"."""
     info = module_info(results, skill)
+    if info.get("problem") and not info.get("copy_path") and skill.score == 0:
+        # the file itself could not be graded (missing, a near-name, a link…): that one line, first
+        return one_line(info["problem"], 300)
     todo = info.get("todo")
     weighted = [t for t in skill.tests if t.max_score > 0]
     if not todo or skill.score > 0 or not weighted or not all(_waits_on_stub(t) for t in weighted):
@@ -202,13 +205,20 @@ def not_started(results: Results, skill: SkillOutcome) -> str | None:
     return f"not started — begin with `{todo[0]}`{where}"
 
 
-def where_to_start(results: Results) -> str | None:
-    """When nothing has been started yet, the one next step."""
+def where_to_start(results: Results, upload: bool = False) -> str | None:
+    """When nothing has been started yet, the one next step. ``upload``: the student sent
+    files to a course autograder (Gradescope): name the file, not the server's path, and say
+    to check locally before uploading again."""
     if not results.skills or any(not_started(results, s) is None for s in results.skills):
         return None
     first = results.skills[0]
     info = module_info(results, first)
+    if not info.get("todo"):
+        return None
     path = info.get("display_path") or first.module
+    if upload:
+        return (f"Where to start: in your repository, open exercises/{first.module}, write `{info['todo'][0]}` (read its docstring), "
+                f"check it with `make grade SKILL={first.id}`, then upload again.")
     return (f"Where to start: open {path}, write `{info['todo'][0]}` (read its docstring), "
             f"then run `make grade SKILL={first.id}`.")
 

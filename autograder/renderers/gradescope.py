@@ -28,7 +28,7 @@ def to_dict(results: Results, visibility: dict[str, str]) -> dict:
     return {
         "score": results.score,
         "execution_time": results.duration,
-        "output": markdown.render(results, details=False),
+        "output": markdown.render(results, details=False, upload=True),
         "output_format": "md",
         "test_output_format": "text",
         "stdout_visibility": "hidden",

@@ -61,7 +61,8 @@ def _test_block(test: TestOutcome) -> list[str]:
     return lines
 
 
-def render(results: Results, details: bool = True) -> str:
+def render(results: Results, details: bool = True, upload: bool = False) -> str:
+    """``upload``: for a course autograder's page (Gradescope), where local paths mean nothing."""
     lines = [MARKER, f"## {esc(results.course)}: {esc(headline(results))}", ""]
     if results.status != "complete":
         lines += [f"> ⚠️ {esc(results.message)}", ""]
@@ -92,7 +93,7 @@ def render(results: Results, details: bool = True) -> str:
                 if repeats:
                     lines.append(f"  - {esc(same_problem_line(repeats))}")
         lines.append("")
-    start = where_to_start(results)
+    start = where_to_start(results, upload=upload)
     if start:
         lines.append(f"**{esc(start)}**")
     for label, text in footer_notes(results):

@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
+import re
 import stat
 import sys
 from dataclasses import dataclass, field
@@ -270,6 +271,9 @@ def prepare(path: str | Path, config: Config, run_dir: Path, *, world_readable: 
             if folder_problem:
                 info["problem"] = f"{_display(root, NESTED)}/ {folder_problem} (so {module} was not graded)"
             elif problem:
+                near = near_names(dir_fd, module) if problem.startswith("is missing") else []
+                if len(near) == 1:  # what browsers and macOS make of a download: masks (1).py, Qkv.py
+                    problem = f"is missing — your folder has {near[0]}: rename it to {module} (file names are exact)"
                 info["problem"] = f"{display} {problem}" if not problem.startswith("line") else f"{display}, {problem}"
                 prepared.content.append((module, None))
             else:
@@ -293,6 +297,24 @@ def prepare(path: str | Path, config: Config, run_dir: Path, *, world_readable: 
     keep = set(module_files) | {h["file"] for h in prepared.helpers.values() if h.get("copy_path")}
     prepared.ignored, prepared.ignored_more = list_ignored(root, keep)
     return prepared
+
+
+_COPY_SUFFIX = re.compile(r"(?:\s*\(\d+\)|\s*[-_ ]\s*copy(?:\s*\d+)?|\s+\d+)$", re.IGNORECASE)
+
+
+def near_names(dir_fd: int | None, module: str) -> list[str]:
+    """Files of the folder that are plainly ``module`` under another name: another case
+    (``Qkv.py``), a download's ``masks (1).py``, ``qkv copy.py``. Never graded as the module —
+    the report names them so the student can rename."""
+    if dir_fd is None:
+        return []
+    want = module[:-3].casefold()
+    try:
+        names = os.listdir(dir_fd)
+    except OSError:
+        return []
+    return sorted(n for n in names if n != module and n.lower().endswith(".py")
+                  and _COPY_SUFFIX.sub("", n[:-3]).strip().casefold() == want)
 
 
 def helper_names(dir_fd: int, exercise_files: set[str]) -> list[str]:

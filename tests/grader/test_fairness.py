@@ -327,3 +327,27 @@ def test_unseeded_randomness_in_the_submission_repeats_run_to_run(tmp_path):
     seen = [[(t["name"], t["score"], t.get("summary"), t.get("detail")) for t in graded.tests("qkv")] for graded in runs]
     assert 0 < runs[0].score("qkv") < 20
     assert seen[0] == seen[1]
+
+
+def test_a_near_name_is_the_first_line_and_says_how_to_rename(tmp_path):
+    """What browsers and macOS make of a download (`masks (1).py`, `Qkv.py`) is never graded
+    as the module, but the skill's one line says which file to rename."""
+    folder = make_submission(tmp_path / "sub", {})
+    (folder / "qkv.py").rename(folder / "Qkv.py")
+    (folder / "masks.py").rename(folder / "masks (1).py")
+    graded = grade(folder, "--skill", "qkv", "--skill", "masks", fmt="text", env={**os.environ, "COLUMNS": "200"})
+    lines = [line for line in graded.stdout.splitlines() if line.strip()]
+    assert "qkv.py is missing — your folder has Qkv.py: rename it to qkv.py" in lines[1], lines[:3]
+    assert "masks.py is missing — your folder has masks (1).py: rename it to masks.py" in lines[2], lines[:3]
+
+
+def test_gradescope_where_to_start_names_the_repository_file_not_the_server_path():
+    from autograder.renderers import gradescope as gs_renderer
+
+    graded = grade(EXERCISES, "--skill", "qkv")
+    from autograder.results import from_dict
+
+    text = gs_renderer.to_dict(from_dict(graded.data), {"visible": "visible", "hidden": "after_due_date"})["output"]
+    plain = text.replace("\\", "")  # markdown escapes
+    assert "Where to start: in your repository, open exercises/qkv.py" in plain and "then upload again" in plain
+    assert str(EXERCISES) not in text
