@@ -21,7 +21,11 @@ points. Cells, metadata (schema v3) and JSON are written with nbformat; the same
 gives the same bytes.
 
 ``source/`` holds the solutions and the hidden tests: it is the instructors' copy (nbgrader
-makes the student version with ``nbgrader generate_assignment``).
+makes the student version with ``nbgrader generate_assignment``). nbgrader's feedback HTML
+would show the hidden tests (it renders ``autograded/`` as it is): ``nbgrader_config.py``
+carries ``templates/nbgrader_feedback.py``, which sets ``GenerateFeedback.preprocessors`` so
+that ``nbgrader generate_feedback`` removes them (nbgrader's ``ClearHiddenTests``) and hides
+what a failed hidden check printed.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from .nbgrader_checks import LESSON, TARGETS, Check, Target
 
 TEMPLATES = Path(__file__).with_name("templates")
 SETUP = (TEMPLATES / "nbgrader_setup.py").read_text(encoding="utf-8")
+FEEDBACK = TEMPLATES / "nbgrader_feedback.py"  # appended to nbgrader_config.py: feedback without the hidden tests
 KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
 HIDDEN_BEGIN, HIDDEN_END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
 
@@ -236,7 +241,7 @@ c.CourseDirectory.root = here
 c.CourseDirectory.db_url = "sqlite:///" + os.path.join(here, "gradebook.db")
 c.Execute.timeout = {int(s.cell_timeout_s)}  # seconds per cell: a loop that never ends costs one cell
 c.ClearSolutions.code_stub = {{"python": "# YOUR CODE HERE\\nraise NotImplementedError()"}}
-'''
+''' + FEEDBACK.read_text(encoding="utf-8")
 
 
 def readme(ctx: ReleaseContext) -> str:
@@ -250,7 +255,16 @@ Instructors only: `source/` holds the reference solutions and the hidden tests (
     nbgrader generate_assignment {s.assignment} --force     # → release/{s.assignment}/ for students
     # collect submissions into submitted/<student>/{s.assignment}/<skill>.ipynb, then
     nbgrader autograde {s.assignment} --force
+    nbgrader generate_feedback {s.assignment} --force     # → feedback/<student>/{s.assignment}/*.html for students
     nbgrader export --to grades.csv
+
+Feedback: hand students only `feedback/`, made by `nbgrader generate_feedback` (or the
+formgrader's "Generate Feedback") with this folder's `nbgrader_config.py`, which sets
+`GenerateFeedback.preprocessors`: nbgrader's `ClearHiddenTests` removes the hidden tests from
+the test cells, and `HiddenTestOutputs` keeps a failed visible check's message (one line) but
+replaces a failed hidden check's traceback and message with a fixed sentence and drops what a
+test cell with hidden checks printed. Without that config (another `nbgrader_config.py`, or
+`--config` elsewhere) the HTML shows the hidden tests' inputs and expected values.
 
 One notebook per skill; points per test cell come from grading.toml. nbgrader runs the tests
 in the student's kernel (no sandbox): use the Gradescope bundle or `make grade` for grades
@@ -263,15 +277,17 @@ that must resist tampering.
 class RoundTrip:
     scores: dict[str, float]  # student → exported score
     max_score: float
-    seconds: dict[str, float]  # generate_assignment, autograde, export
+    seconds: dict[str, float]  # generate_assignment, autograde, [generate_feedback,] export
     release: Path  # release/<assignment>: what students get
+    feedback: Path | None = None  # feedback/: each student's HTML, when asked for
 
 
-def round_trip(course: Path, work: Path, submissions: dict[str, Path | None], assignment: str) -> RoundTrip:
+def round_trip(course: Path, work: Path, submissions: dict[str, Path | None], assignment: str, *, feedback: bool = False) -> RoundTrip:
     """Run the real nbgrader headless on a copy of ``course``: ``generate_assignment``, then
     ``autograde`` each student's notebooks — the release with the solution cells filled from
-    ``submissions[student]`` (a folder of exercise modules) or left untouched (None) — and
-    ``export``. nbgrader must be importable by this Python (requirements-instructor.txt)."""
+    ``submissions[student]`` (a folder of exercise modules) or left untouched (None) — then
+    ``generate_feedback`` if asked, and ``export``. nbgrader must be importable by this Python
+    (requirements-instructor.txt)."""
     import csv
     import os
     import shutil
@@ -310,9 +326,11 @@ def round_trip(course: Path, work: Path, submissions: dict[str, Path | None], as
                     cell.source = (modules / f"{path.stem}.py").read_text(encoding="utf-8")
             nbformat.write(nb, target / path.name)
     nbgrader("autograde", assignment, "--force")
+    if feedback:
+        nbgrader("generate_feedback", assignment, "--force")
     grades = work / "grades.csv"
     nbgrader("export", "--to", str(grades))
     rows = list(csv.DictReader(grades.open(encoding="utf-8")))
     scores = {r["student_id"]: float(r["score"]) for r in rows if r["assignment"] == assignment}
     max_score = max((float(r["max_score"]) for r in rows), default=0.0)
-    return RoundTrip(scores, max_score, seconds, release)
+    return RoundTrip(scores, max_score, seconds, release, root / "feedback" if feedback else None)

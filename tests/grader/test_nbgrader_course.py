@@ -139,9 +139,34 @@ def _solution_code(notebooks: Path, target: Path) -> Path:
     return target
 
 
-def test_nbgrader_round_trip_matches_our_grader(course, tmp_path):
-    trip = nbgrader_course.round_trip(course, tmp_path, {"reference": SOLUTIONS, "untouched": None}, ASSIGNMENT)
+SOFTMAX_RIGHT = ("row_max = scores.amax(dim=dim, keepdim=True)  # [...,L,1] for dim=-1\n"
+                 "    exps = torch.exp(scores - row_max)  # every entry in [0, 1]; −∞ → 0\n"
+                 "    return exps / exps.sum(dim=dim, keepdim=True)")
+
+
+def _softmax_ignores_dim(folder: Path) -> Path:
+    """The reference, but softmax_rows always normalises the last axis: its visible checks
+    (default dim) pass, its hidden ones (dim=1) fail."""
+    folder.mkdir()
+    for module in MODULES.values():
+        (folder / module).write_text((SOLUTIONS / module).read_text(encoding="utf-8"), encoding="utf-8")
+    source = (SOLUTIONS / "row_softmax.py").read_text(encoding="utf-8")
+    assert SOFTMAX_RIGHT in source
+    (folder / "row_softmax.py").write_text(source.replace(SOFTMAX_RIGHT, SOFTMAX_RIGHT.replace("dim=dim", "dim=-1")), encoding="utf-8")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def trip(course, tmp_path_factory):
+    """One run of the real nbgrader for the tests below (it is slow): three students, and feedback."""
+    work = tmp_path_factory.mktemp("nbgrader")
+    students = {"reference": SOLUTIONS, "untouched": None, "ignores_dim": _softmax_ignores_dim(work / "ignores_dim")}
+    trip = nbgrader_course.round_trip(course, work, students, ASSIGNMENT, feedback=True)
     print(f"nbgrader round trip (s): {trip.seconds}; scores {trip.scores} of {trip.max_score:g}")
+    return trip
+
+
+def test_nbgrader_round_trip_matches_our_grader(trip, tmp_path):
     assert sorted(p.name for p in trip.release.glob("*.ipynb")) == sorted(f"{s}.ipynb" for s in CONFIG.skills)
     for notebook in trip.release.glob("*.ipynb"):
         text = notebook.read_text(encoding="utf-8")
@@ -150,7 +175,7 @@ def test_nbgrader_round_trip_matches_our_grader(course, tmp_path):
         assert not [c for c in hidden_calls if c in text]
     total = CONFIG.total_points
     assert trip.max_score == pytest.approx(total)
-    assert trip.scores == {"reference": pytest.approx(total), "untouched": 0}
+    assert trip.scores["reference"] == pytest.approx(total) and trip.scores["untouched"] == 0
 
     # the same code through `python -m autograder grade` (visible + hidden suites)
     submitted = trip.release.parents[1] / "submitted"
@@ -160,6 +185,55 @@ def test_nbgrader_round_trip_matches_our_grader(course, tmp_path):
     assert ours_full.data["score"] == ours_full.data["max_score"] == pytest.approx(total)
     assert ours_zero.data["score"] == 0
     assert set(MODULES.values()) == {p.name for p in (tmp_path / "ours_untouched").iterdir()}
+
+
+def _html_text(path: Path) -> str:
+    """What a browser shows of an HTML file: tags removed, entities decoded (the code in it is
+    split into highlighting spans)."""
+    import html
+    import re
+
+    return html.unescape(re.sub(r"<[^>]+>", "", path.read_text(encoding="utf-8")))
+
+
+def _hidden_lines(notebook: Path) -> set[str]:
+    """The lines of the notebook's hidden test blocks that appear nowhere else in it."""
+    hidden, shown = set(), set()
+    for cell in _cells(notebook):
+        inside = False
+        for line in _source(cell).split("\n"):
+            if nbgrader_course.HIDDEN_BEGIN in line or nbgrader_course.HIDDEN_END in line:
+                inside = nbgrader_course.HIDDEN_BEGIN in line
+                continue
+            (hidden if inside else shown).add(line.strip())
+    return {line for line in hidden - shown if len(line) > 3}
+
+
+def test_nbgrader_feedback_shows_no_hidden_test(trip, course):
+    """`nbgrader generate_feedback` with the course's nbgrader_config.py: no student's HTML holds
+    a line of a hidden test block (the calls, inputs, expected values) or a hidden check's
+    message; a failed hidden check is one fixed sentence, a failed visible check keeps its
+    message."""
+    feedback = trip.feedback
+    assert feedback is not None
+    pages = sorted(feedback.glob(f"*/{ASSIGNMENT}/*.html"))
+    assert len(pages) == len(trip.scores) * len(CONFIG.skills), pages
+    for page in pages:
+        text = _html_text(page)
+        assert "HIDDEN TESTS" not in text, page
+        source = course / "source" / ASSIGNMENT / f"{page.stem}.ipynb"
+        shown_lines = {line.strip() for line in text.split("\n")}
+        leaked = [line for line in _hidden_lines(source) if line in shown_lines or (len(line) > 40 and line in text)]
+        assert not leaked, (page, leaked[:3])
+        visible_calls = {c.call for t in nbgrader_course.TARGETS[page.stem] for c in t.visible}
+        hidden_calls = {c.call for t in nbgrader_course.TARGETS[page.stem] for c in t.hidden} - visible_calls
+        assert not [c for c in hidden_calls if c in text], page
+    ignores = _html_text(feedback / "ignores_dim" / ASSIGNMENT / "row_softmax.html")
+    # the hidden check that failed, not what it checked ("first mismatch at index [...]: expected ...")
+    assert "A hidden check failed" in ignores and "first mismatch at index [" not in ignores
+    assert trip.scores["ignores_dim"] < trip.scores["reference"]
+    untouched = _html_text(feedback / "untouched" / ASSIGNMENT / "qkv.html")
+    assert "\nNotImplementedError: " in untouched and "A hidden check failed" not in untouched  # a failed visible check: its error, one line
 
 
 # --------------------------------------------------------------------------- course state survives releases

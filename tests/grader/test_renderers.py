@@ -15,7 +15,8 @@ from autograder import results as results_mod
 from autograder.config import load
 from autograder.renderers import escape, github, gradescope, markdown, render
 from autograder.runner.manifest import RunManifest
-from conftest import EXERCISES, ROOT, SOLUTIONS, grade
+from autograder.renderers.common import points
+from conftest import EXERCISES, ROOT, SOLUTIONS, grade, make_submission
 
 SCHEMAS = ROOT / "autograder" / "schemas"
 GRADESCOPE_SCHEMA = json.loads((SCHEMAS / "gradescope-results.schema.json").read_text())
@@ -47,9 +48,12 @@ def test_gradescope_output_of_a_real_run_is_schema_valid(tmp_path):
     config = load(ROOT / "grading.toml")
     assert data["score"] == pytest.approx(config.total_points)
     assert data["score"] == pytest.approx(sum(t["score"] for t in data["tests"]))
-    assert len(data["tests"]) == len(config.tests)
+    assert sum(t["max_score"] for t in data["tests"]) == pytest.approx(config.total_points)
+    summary, *graded_tests = data["tests"]
+    assert summary["tags"][0] == gradescope.SUMMARY_TAG and summary["max_score"] == 0  # informational: adds no points
+    assert len(graded_tests) == len(config.tests)
     skills = set(config.skills)
-    for test in data["tests"]:
+    for test in graded_tests:
         assert set(test["tags"]) & skills, test["tags"]
         assert test["visibility"] in ("visible", "after_due_date")
 
@@ -76,6 +80,136 @@ def test_hidden_visibility_maps_to_the_configured_gradescope_value(hostile_resul
     jsonschema.validate(data, GRADESCOPE_SCHEMA)
     kinds = {t["visibility"] for t in data["tests"]}
     assert kinds == {"visible", "after_published"}
+    assert data["tests"][0]["name"] == gradescope.SUMMARY_NAME and data["tests"][0]["visibility"] == "after_published"
+    assert_nothing_hidden_before_the_due_date(data)
+
+
+# --------------------------------------------------------------------------- hidden stays hidden
+#: every field of results.json (Gradescope's spec), so that a new one must be classified here
+TOP_FIELDS = {"score", "execution_time", "output", "output_format", "test_output_format", "test_name_format", "visibility",
+              "stdout_visibility", "extra_data", "tests", "leaderboard"}
+TEST_FIELDS = {"score", "max_score", "status", "name", "name_format", "number", "output", "output_format", "tags", "visibility",
+               "extra_data"}
+
+
+def _leaves(path: str, value) -> list[tuple[str, object]]:
+    if isinstance(value, dict):
+        return [leaf for key, item in value.items() for leaf in _leaves(f"{path}.{key}", item)]
+    if isinstance(value, list):
+        return [leaf for i, item in enumerate(value) for leaf in _leaves(f"{path}[{i}]", item)]
+    return [(path, value)]
+
+
+def shown_before_the_due_date(data: dict) -> list[tuple[str, object]]:
+    """Every leaf of results.json a student can see before the due date, by Gradescope's
+    rules: the top level (``score`` only while no test is hidden, since Gradescope hides the
+    total then; ``extra_data`` is stored, not shown, and is checked all the same) and every
+    field of each test whose visibility is ``visible``. ``stdout`` must be instructors' only."""
+    assert set(data) <= TOP_FIELDS, set(data) - TOP_FIELDS
+    assert data["stdout_visibility"] == "hidden"
+    default = data.get("visibility", "visible")
+    later = any(t.get("visibility", default) != "visible" for t in data["tests"])
+    shown: list[tuple[str, object]] = []
+    for key, value in data.items():
+        if key == "tests":
+            for i, test in enumerate(value):
+                assert set(test) <= TEST_FIELDS, set(test) - TEST_FIELDS
+                if test.get("visibility", default) == "visible":
+                    shown += _leaves(f"tests[{i}]", test)
+        elif not (key == "score" and later):
+            shown += _leaves(key, value)
+    return shown
+
+
+def assert_nothing_hidden_before_the_due_date(data: dict) -> None:
+    """No field shown before the due date names a hidden test, gives its score, or gives a
+    figure that includes hidden tests (a skill's score, pass count or total, the overall
+    score); visible tests are numbered without gaps; the figures with hidden tests are in
+    the summary test, which adds no points."""
+    graded = [t for t in data["tests"] if t["tags"][0] != gradescope.SUMMARY_TAG]
+    hidden = [t for t in graded if t["visibility"] != "visible"]
+    assert hidden, "nothing to check: no test is hidden"
+    shown = shown_before_the_due_date(data)
+    text = "\n".join(str(value) for _, value in shown)
+    secrets: dict[str, str] = {}
+    for test in hidden:
+        secrets[test["name"]] = f"the name of a hidden test ({test['name']})"
+        secrets[test["name"].split(": ", 1)[1]] = f"the name of a hidden test ({test['name']})"
+    visible_scores = {f"{points(t['score'])} / {points(t['max_score'])}" for t in graded if t["visibility"] == "visible"}
+    for test in hidden:
+        figure = f"{points(test['score'])} / {points(test['max_score'])}"
+        if figure not in visible_scores:
+            secrets[figure] = f"a hidden test's score ({test['name']})"
+    by_skill: dict[str, list[dict]] = {}
+    for test in graded:
+        by_skill.setdefault(test["tags"][0], []).append(test)
+    for skill, tests in by_skill.items():
+        shown_tests = [t for t in tests if t["visibility"] == "visible"]
+        numbers = [t["number"].split(".")[1] for t in shown_tests]
+        assert numbers == [str(i) for i in range(1, len(shown_tests) + 1)], (skill, numbers)  # no gap tells where a hidden test sits
+        for group, label in ((tests, "with hidden tests"), (shown_tests, "visible")):
+            weighted = [t for t in group if t["max_score"] > 0]
+            figures = (f"{points(sum(t['score'] for t in group))} / {points(sum(t['max_score'] for t in group))}",
+                       f"{sum(t['status'] == 'passed' for t in weighted)}/{len(weighted)}")
+            if label == "visible":
+                for figure in figures:
+                    secrets.pop(figure, None)
+            else:
+                secrets.update({figure: f"{skill}'s score or pass count with hidden tests" for figure in figures})
+    overall = f"{points(data['score'])} / {points(sum(t['max_score'] for t in graded))}"
+    visible_overall = f"{points(sum(t['score'] for t in graded if t['visibility'] == 'visible'))} / " \
+                      f"{points(sum(t['max_score'] for t in graded if t['visibility'] == 'visible'))}"
+    if overall != visible_overall:
+        secrets[overall] = "the total score"
+    leaks = [(why, path) for secret, why in secrets.items() for path, value in shown if secret in str(value)]
+    assert not leaks, leaks[:5]
+    assert text  # something is shown: the visible tests and the top-level output
+    if any(t["visibility"] == "visible" for t in graded) and data.get("execution_time"):
+        raise AssertionError("the run's wall time includes the hidden tests'")
+    summaries = [t for t in data["tests"] if t["tags"][0] == gradescope.SUMMARY_TAG]
+    assert len(summaries) == 1 and summaries[0]["visibility"] != "visible"
+    assert summaries[0]["score"] == summaries[0]["max_score"] == 0
+    assert data["score"] == pytest.approx(sum(t["score"] for t in graded))
+
+
+def test_gradescope_shows_no_hidden_result_before_the_due_date(tmp_path):
+    """The case of issue 17: a softmax over the wrong axis fails hidden tests too. Before the
+    due date the student learns the visible tests' results and that hidden tests exist;
+    the skill's score and pass count with hidden tests are in the after-due-date summary."""
+    source = (SOLUTIONS / "row_softmax.py").read_text(encoding="utf-8")
+    right = "row_max = scores.amax(dim=dim, keepdim=True)  # [...,L,1] for dim=-1\n    exps = torch.exp(scores - row_max)  # every entry in [0, 1]; −∞ → 0\n    return exps / exps.sum(dim=dim, keepdim=True)"
+    assert right in source
+    wrong = source.replace(right, "row_max = scores.amax(dim=0, keepdim=True)\n    exps = torch.exp(scores - row_max)\n    return exps / exps.sum(dim=0, keepdim=True)")
+    sub = make_submission(tmp_path / "sub", {"row_softmax.py": wrong})
+    out = tmp_path / "results.json"
+    graded = grade(sub, "--skill", "row_softmax", fmt="gradescope", output=out, seed=1)
+    assert graded.rc == 0, graded.stderr
+    data = json.loads(out.read_text(encoding="utf-8"))
+    jsonschema.validate(data, GRADESCOPE_SCHEMA)
+    tests = [t for t in data["tests"] if t["tags"][0] == "row_softmax"]
+    hidden = [t for t in tests if t["visibility"] == "after_due_date"]
+    assert hidden and any(t["score"] < t["max_score"] for t in hidden)  # hidden tests lose points too
+    assert_nothing_hidden_before_the_due_date(data)
+    assert "Hidden tests of row\\_softmax also count toward your grade" in data["output"]
+    summary = next(t for t in data["tests"] if t["tags"][0] == gradescope.SUMMARY_TAG)
+    assert summary["visibility"] == "after_due_date"
+    full = f"{points(sum(t['score'] for t in tests))} / {points(sum(t['max_score'] for t in tests))} points"
+    passed = f"{sum(t['status'] == 'passed' for t in tests if t['max_score'] > 0)} of {sum(t['max_score'] > 0 for t in tests)} tests passed"
+    assert f"row_softmax: {full}, {passed}" in summary["output"]
+
+
+@pytest.mark.parametrize("hidden_as", ["after_due_date", "hidden"])
+def test_gradescope_keeps_hidden_results_out_of_what_is_shown_for_any_visibility(hostile_results, hidden_as):
+    data = gradescope.to_dict(hostile_results.public(), {"visible": "visible", "hidden": hidden_as})
+    jsonschema.validate(data, GRADESCOPE_SCHEMA)
+    assert_nothing_hidden_before_the_due_date(data)
+    assert data["tests"][0]["visibility"] == hidden_as
+
+
+def test_gradescope_shows_every_total_when_no_test_is_hidden(hostile_results):
+    data = gradescope.to_dict(hostile_results.public(), {"visible": "visible", "hidden": "visible"})
+    assert gradescope.SUMMARY_TAG not in {t["tags"][0] for t in data["tests"]}
+    assert data["output"] == markdown.render(hostile_results.public(), details=False)
 
 
 def _markdown_tokens(text: str):
