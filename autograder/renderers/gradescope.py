@@ -75,7 +75,7 @@ def _output_before_due(results: Results, view: Results, later: str) -> str:
     lines.append(f"🔒 Hidden tests of {esc(', '.join(with_hidden))} also count toward your grade. Their results, each skill's "
                  f"total and your total score are shown {esc(WHEN.get(later, 'later'))}.")
     lines.append("")
-    start = where_to_start(view)
+    start = where_to_start(view, upload=True)
     if start:
         lines.append(f"**{esc(start)}**")
     for label, text in footer_notes(results):
