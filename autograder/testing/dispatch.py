@@ -85,12 +85,13 @@ BACKWARD_FAMILIES: dict[str, frozenset[str]] = {
         "reciprocal", "pow", "float_power", "square", "sqrt", "rsqrt", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p",
         "abs", "absolute", "sign", "sgn", "clamp", "clamp_min", "clamp_max", "clip", "maximum", "minimum", "fmax", "fmin",
         "addcmul", "addcdiv", "remainder", "fmod", "floor", "ceil", "round", "trunc", "frac", "lerp", "xlogy", "hypot",
-        "copysign", "nan_to_num", "tanh", "sigmoid", "__and__", "__or__", "__xor__", "__invert__",
+        "copysign", "nan_to_num", "tanh", "sigmoid", "__and__", "__or__", "__xor__", "__invert__", "__iand__", "__ior__", "__ixor__",
     }),
     # reductions: sums over keys/batch, maxima for stability, norms when checking
     "reductions": frozenset({
         "sum", "mean", "nansum", "prod", "amax", "amin", "max", "min", "aminmax", "argmax", "argmin", "logsumexp",
-        "cumsum", "cumprod", "norm", "linalg_vector_norm", "frobenius_norm", "std", "var", "all", "any", "count_nonzero",
+        "cumsum", "cumprod", "norm", "linalg_norm", "linalg_vector_norm", "linalg_matrix_norm", "frobenius_norm", "std", "var", "all", "any",
+        "count_nonzero",
         "sum_to_size",
     }),
     # views, reshapes, indexing, joining: moving axes around costs nothing and computes nothing
@@ -101,13 +102,14 @@ BACKWARD_FAMILIES: dict[str, frozenset[str]] = {
         "take_along_dim", "masked_select", "split", "split_with_sizes", "unsafe_split", "chunk", "unbind", "tensor_split",
         "as_strided", "alias", "contiguous", "clone", "diagonal", "diag", "diag_embed", "tril", "triu", "flip", "roll",
         "repeat", "repeat_interleave", "tile", "cat", "concat", "concatenate", "stack", "hstack", "vstack", "dstack",
-        "constant_pad_nd", "pad", "index_put", "index_add", "index_copy", "index_fill", "scatter", "scatter_add",
+        "constant_pad_nd", "pad", "index_put", "_index_put_impl", "index_add", "index_copy", "index_fill", "scatter", "scatter_add",
+        "select_scatter", "slice_scatter", "nonzero", "nonzero_static", "argwhere",
         "masked_scatter", "detach", "lift_fresh", "lift_fresh_copy", "real", "resolve_conj", "resolve_neg", "conj",
     }),
     # comparisons, masks and selection: the causal/padding mask, where(mask, x, 0)
     "comparisons": frozenset({
         "eq", "ne", "lt", "le", "gt", "ge", "greater", "less", "greater_equal", "less_equal", "not_equal", "equal", "isclose",
-        "allclose", "isfinite", "isinf", "isnan", "isneginf", "isposinf", "logical_and", "logical_or", "logical_not",
+        "allclose", "is_same_size", "isfinite", "isinf", "isnan", "isneginf", "isposinf", "logical_and", "logical_or", "logical_not",
         "logical_xor", "bitwise_and", "bitwise_or", "bitwise_not", "bitwise_xor", "where", "masked_fill",
     }),
     # creation, copies and dtype/device conversions: zeros for accumulators, .to(dtype), .item()
@@ -126,11 +128,12 @@ BACKWARD_ALLOWED = frozenset().union(*BACKWARD_FAMILIES.values())
 HISTORY_CUTS = frozenset({"detach", "detach_"})
 
 #: autograd's own machinery among ATen operators: forward AD (dual tensors, tangents, the
-#: zero tangents and layout checks it dispatches) — besides every op whose name holds
+#: zero tangents and the layout check it dispatches; ``is_same_size``, which it runs too, is
+#: also ``torch.equal``'s, so it stays allowed) — besides every op whose name holds
 #: "backward" or "jvp" (torch's derivative formulas) and every non-ATen name (backward
 #: nodes, the engine, custom operators)
 AUTOGRAD_OPS = frozenset({
-    "_make_dual", "_make_dual_copy", "_unpack_dual", "_fw_primal", "_fw_primal_copy", "_has_same_storage_numel", "is_same_size",
+    "_make_dual", "_make_dual_copy", "_unpack_dual", "_fw_primal", "_fw_primal_copy", "_has_same_storage_numel",
     "_efficientzerotensor", "_new_zeros_with_same_feature_meta", "requires_grad", "retain_grad", "_is_zerotensor",
 })
 

@@ -189,7 +189,9 @@ def test_a_debugging_print_and_a_recomputed_softmax_are_fine_in_backward(capsys)
         print(a, a.sum(-1))
         d = (X * a).sum(-1, keepdim=True)
         out = torch.where(a > 0, a * (X - d), torch.zeros_like(a)).clamp(-10, 10).to(torch.float32)
-        return out.abs().max().item(), bool(torch.isfinite(out).all())
+        out[out.abs() < 1e-30] = 0.0  # mask assignment, mask indexing, exact comparisons
+        assert torch.equal(out, out) and torch.isclose(out, out).all() and out[out != 0].numel() >= 0
+        return out.abs().max().item(), bool(torch.isfinite(out).all()), torch.linalg.norm(out)
 
     recorded, tampered = _record(honest)
     assert not tampered and not _denied(recorded), _denied(recorded)
