@@ -334,10 +334,11 @@ def score_test(spec: TestSpec, entry: dict | None, modules: dict[str, "ModuleEnt
 
 
 def _apply_gates(gates: tuple[str, ...], tests: list[TestOutcome]) -> str | None:
-    """A failed gate (a broken rule of the exercise) zeroes every test of the skill. Only a gate
-    that *observed* a violation counts (status failed, problem "constraint"): a gate that did
-    not run (an empty upload, a broken run) or whose code could not be imported breaks no rule."""
-    broken = [t for t in tests if t.name in gates and t.status == STATUS_FAILED and t.problem == "constraint"]
+    """A failed gate (a broken rule of the exercise) zeroes every test of the skill. A gate that
+    failed *on the submission* counts whatever the way (a violation seen, or the checked call
+    timing out or crashing — no way around the rule); one that did not run (an empty upload, a
+    broken run: not_run/error) or found no module to check ("missing") breaks no rule."""
+    broken = [t for t in tests if t.name in gates and t.status == STATUS_FAILED and t.problem != "missing"]
     if not broken:
         return None
     reason = f"{broken[0].name}: {broken[0].summary}" if broken[0].summary else broken[0].name

@@ -73,6 +73,9 @@ class Reply:
     autograd: list[str] = field(default_factory=list)
     #: ways the code switched off the worker's recorders during the call (see probes.py)
     tampered: list[str] = field(default_factory=list)
+    #: operators the dispatcher ran under a DispatchRecorder (probes.py), one tab-separated
+    #: line each: phase, operator, count, file, line, function — data, judged by the tests
+    dispatched: list[str] = field(default_factory=list)
 
 
 class Worker:
@@ -195,11 +198,15 @@ class Worker:
             autograd = [use[:200] for use in autograd[:100]]
             tampered = reply.get("tampered", [])
             tampered = [str(t)[:300] for t in tampered[:20]] if _str_list(tampered) else ["the reply's recorder field was malformed"]
+            dispatched = reply.get("dispatched", [])
+            if not _str_list(dispatched):
+                raise ProtocolError("malformed reply fields")
+            dispatched = [line[:1200] for line in dispatched[:2000]]
             if ok:
                 value = decode(reply.get("value"), blob)
-                return Reply(True, value=value, out=out, out_dropped=dropped, ops=ops, autograd=autograd, tampered=tampered)
+                return Reply(True, value=value, out=out, out_dropped=dropped, ops=ops, autograd=autograd, tampered=tampered, dispatched=dispatched)
             error = _clean_error(reply.get("error"))
-            return Reply(False, error=error, out=out, out_dropped=dropped, ops=ops, autograd=autograd, tampered=tampered)
+            return Reply(False, error=error, out=out, out_dropped=dropped, ops=ops, autograd=autograd, tampered=tampered, dispatched=dispatched)
         except Exception as exc:  # noqa: BLE001 - whatever the worker sent, it is its protocol error
             detail = str(exc) if isinstance(exc, ProtocolError) else f"{type(exc).__name__} while reading it"
             self._stop(reason=f"sent malformed data ({detail})", killed=True)

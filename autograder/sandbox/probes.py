@@ -97,6 +97,132 @@ def _mode_on_stack(mode: TorchFunctionMode) -> bool:
         return True
 
 
+class DispatchRecorder:
+    """Records every operator the dispatcher runs while it is active: the dispatcher's own
+    profiling (``RecordFunction``, through torch's CPU profiler without Kineto) sees each op
+    at its entry — the composite ones (``aten::softmax``) and what they decompose to
+    (``aten::_softmax``), autograd's own operators (``aten::_make_dual``,
+    ``aten::_unpack_dual``), the autograd engine and every backward node it or a direct
+    ``grad_fn(...)`` call runs (``autograd::engine::evaluate_function: MmBackward0``,
+    ``MmBackward0``), custom operators (``mylib::op``) and the ops inside them. Whatever
+    Python spelling reached an operator, the operator's name is what is recorded, with the
+    innermost frame of the submission's own files on the Python stack at that moment.
+
+    (A TorchDispatchMode sees ops only *below* autograd: ``torch.func.grad``'s backward
+    reaches it as plain ``mm``/``t``/``sum``, indistinguishable from a hand-written one, and
+    forward AD's ``_make_dual`` not at all.)
+
+    ``entries`` maps (phase, operator) → [count, file, line, function]; nothing is judged
+    here: the trusted side decides from these names (autograder/testing/dispatch.py). The
+    submission can try to switch the profiler or ``RecordFunction`` off: a start and an end
+    marker must both be in the recording, the profile hook notes any call of the switches
+    from any frame, and a profiler that is already on, or off at the end, is noted — each a
+    rule violation (``tampered``)."""
+
+    START = "autograder::recording-start"
+    END = "autograder::recording-end"
+
+    def __init__(self, entries: dict, tampered: set[str], own_files: str, phase: str = "call") -> None:
+        self.entries = entries
+        self.tampered = tampered
+        self.own_files = own_files
+        self.phase = phase
+        self._previous_profile = None
+        self._on = False
+
+    def _profile(self, frame, event, arg):
+        if event == "c_call" and self._on:
+            name = getattr(arg, "__name__", None)
+            if type(name) is str and name in _DISPATCH_SWITCHES:
+                self.tampered.add(f"called {name}(), which switches off the grader's recording of operators")
+        previous = self._previous_profile
+        if previous is not None:
+            previous(frame, event, arg)
+
+    def __enter__(self):
+        from torch.autograd import ProfilerConfig, ProfilerState, _enable_profiler_legacy, _profiler_enabled
+        from torch._C._profiler import _ExperimentalConfig, _RecordFunctionFast
+
+        if _profiler_enabled():
+            self.tampered.add("left torch's profiler switched on, which the grader's recording of operators needs")
+            return self
+        # CPU state (no Kineto), with the Python stack of each event: its file(line): function
+        config = ProfilerConfig(ProfilerState.CPU, False, False, True, False, False, _ExperimentalConfig())
+        _enable_profiler_legacy(config)
+        self._previous_profile = sys.getprofile()
+        sys.setprofile(self._profile)
+        self._on = True
+        with _RecordFunctionFast(self.START):
+            pass
+        return self
+
+    def __exit__(self, *exc):
+        from torch.autograd import _disable_profiler_legacy, _profiler_enabled
+        from torch._C._profiler import _RecordFunctionFast
+
+        if not self._on:
+            return False
+        self._on = False
+        with _RecordFunctionFast(self.END):
+            pass
+        if sys.getprofile() != self._profile:
+            self.tampered.add("replaced the grader's profile hook (sys.setprofile)")
+        sys.setprofile(self._previous_profile)
+        if not _profiler_enabled():
+            self.tampered.add("switched off torch's profiler, which the grader's recording of operators needs")
+            return False
+        try:
+            threads = _disable_profiler_legacy()
+        except Exception:  # noqa: BLE001 - whatever the state, the recording is lost
+            self.tampered.add("broke torch's profiler, which the grader's recording of operators needs")
+            return False
+        self._collect(threads)
+        return False
+
+    def _collect(self, threads) -> None:
+        names = []
+        for events in threads:
+            for event in events:
+                if event.kind() != "push":
+                    continue
+                name = event.name()
+                names.append(name)
+                if name in (self.START, self.END) or name.startswith("autograder::"):
+                    continue
+                key = (self.phase, name[:200])
+                entry = self.entries.get(key)
+                if entry is None:
+                    if len(self.entries) >= 2000:
+                        continue
+                    entry = self.entries[key] = [0, "", 0, ""]
+                entry[0] += 1
+                if not entry[1]:
+                    entry[1:] = self._own_frame(event)
+        if self.START not in names or self.END not in names:
+            self.tampered.add("switched off torch's recording of operators (RecordFunction) during the call")
+
+    def _own_frame(self, event) -> list:
+        """The innermost frame of the submission's files on the event's Python stack, as
+        [file relative to the submission, line, function] (torch formats each frame
+        ``path(line): function``), or ["", 0, ""]."""
+        try:
+            for text in event.stack():
+                if text.startswith(self.own_files):
+                    location, _, function = text[len(self.own_files):].partition(": ")
+                    file, _, line = location.rpartition("(")
+                    return [file, int(line.rstrip(")")), function]
+        except Exception:  # noqa: BLE001 - no location is fine, the operator's name decides
+            pass
+        return ["", 0, ""]
+
+
+#: C functions that switch the recording of operators off (called from any frame while it runs)
+_DISPATCH_SWITCHES = {
+    "_enable_record_function", "_disable_profiler_legacy", "_enable_profiler_legacy", "_disable_profiler", "_enable_profiler",
+    "_prepare_profiler", "setprofile", "settrace", "setprofile_all_threads", "settrace_all_threads", "_set_profiler_node_id",
+}
+
+
 class _AutogradTripwire:
     """Wraps autograd's entry points once, before any submission module is imported, so
     that even ``from torch.autograd import grad`` at import time gets the wrapped name.
@@ -256,11 +382,12 @@ def _requires_grad(values: list, wrt: list[int]) -> list:
 
 # --------------------------------------------------------------------------- builtin probes
 # Keyword-only: the trusted side (testing/remote.py) names every field it sends.
-def call(ctx, *, module: str, target: str, args: list, kwargs: dict, record_ops: bool = False, return_args: bool = False) -> dict:
-    """Call ``module.target(*args, **kwargs)``; optionally record ops and return the
-    arguments as they are afterwards (to detect in-place modification)."""
+def call(ctx, *, module: str, target: str, args: list, kwargs: dict, record_ops: bool = False, return_args: bool = False, record_dispatch: bool = False) -> dict:
+    """Call ``module.target(*args, **kwargs)``; optionally record ops (torch functions, and
+    with ``record_dispatch`` the dispatcher's operators) and return the arguments as they are
+    afterwards (to detect in-place modification)."""
     fn = resolve(ctx.module(module), target)
-    with ctx.watch_ops(record_ops):
+    with ctx.watch_ops(record_ops), ctx.watch_dispatch("call", record_dispatch):
         value = fn(*args, **kwargs)
     result = {"value": value}
     if return_args:
@@ -283,7 +410,8 @@ def call_with_grad(ctx, *, module: str, target: str, args: list, kwargs: dict, w
     return {"value": value, "grads": list(grads)}
 
 
-def construct(ctx, *, module: str, cls: str, init_args: list, init_kwargs: dict, state: dict | None = None, calls: list | None = None, mode: str = "eval", grad: dict | None = None, record_ops: bool = False, describe: bool = True, dtype: torch.dtype | None = None) -> dict:
+def construct(ctx, *, module: str, cls: str, init_args: list, init_kwargs: dict, state: dict | None = None, calls: list | None = None, mode: str = "eval", grad: dict | None = None, record_ops: bool = False, describe: bool = True, dtype: torch.dtype | None = None,
+              record_dispatch: bool = False) -> dict:
     """Build ``module.cls(*init_args, **init_kwargs)``, optionally load a state_dict
     (non-strict; missing/unexpected keys are returned under ``load``), run
     ``calls`` (a list of ``[method, args, kwargs]``) and optionally backprop ``grad``
@@ -307,7 +435,7 @@ def construct(ctx, *, module: str, cls: str, init_args: list, init_kwargs: dict,
         if grad is not None and grad.get("call") == i:
             args = _requires_grad(args, grad.get("wrt", []))
             inputs_with_grad = [args[j] for j in grad.get("wrt", [])]
-        with ctx.watch_ops(record_ops):
+        with ctx.watch_ops(record_ops), ctx.watch_dispatch("call", record_dispatch):
             outputs.append(getattr(obj, method)(*args, **kwargs))
     result["outputs"] = outputs
     if grad is not None:

@@ -263,6 +263,7 @@ class WorkerContext:
         self.ops: set[str] = set()
         self.autograd_uses: set[str] = set()
         self.tampered: set[str] = set()
+        self.dispatched: dict = {}  # (phase, operator) → [count, file, line, function]
         self._probe_cache: dict[str, Any] = {}
         self.fresh = FreshState(spec)
 
@@ -298,6 +299,15 @@ class WorkerContext:
             yield
             return
         with probes.OpRecorder(self.ops, self.tampered, own_files=self.spec.copy_dir.rstrip("/") + "/"):
+            yield
+
+    @contextmanager
+    def watch_dispatch(self, phase: str = "call", enabled: bool = True):
+        """Record every operator the dispatcher runs inside, under ``phase`` (see probes.DispatchRecorder)."""
+        if not enabled:
+            yield
+            return
+        with probes.DispatchRecorder(self.dispatched, self.tampered, self.spec.copy_dir.rstrip("/") + "/", phase):
             yield
 
     @contextmanager
@@ -370,6 +380,7 @@ def handle(ctx: WorkerContext, header: dict, blob: bytes, out: CappedWriter) -> 
     ctx.ops = set()
     ctx.autograd_uses = set()
     ctx.tampered = set()
+    ctx.dispatched = {}
     reply: dict[str, Any]
     rblob = b""
     try:
@@ -398,7 +409,13 @@ def handle(ctx: WorkerContext, header: dict, blob: bytes, out: CappedWriter) -> 
     reply["ops"] = sorted(ctx.ops)[:2000]
     reply["autograd"] = sorted(ctx.autograd_uses)[:100]
     reply["tampered"] = sorted(ctx.tampered)[:20]
+    reply["dispatched"] = [_dispatch_line(key, entry) for key, entry in list(ctx.dispatched.items())[:2000]]
     return reply, rblob
+
+
+def _dispatch_line(key: tuple, entry: list) -> str:
+    """One recorded operator as a tab-separated line: phase, operator, count, file, line, function."""
+    return "\t".join(str(part).replace("\t", " ")[:200] for part in (*key, *entry))
 
 
 def serve(sock: socket.socket, spec: WorkerSpec, facts: list[str]) -> None:

@@ -33,6 +33,7 @@ from .failures import (
 )
 from ..results import first_line
 from .probe import Probe
+from . import dispatch
 
 
 #: printed output kept per run, in multiples of ``[limits] output_kib`` (per call and per test
@@ -94,6 +95,8 @@ class CallResult:
     kwargs: dict | None = None
     ops: set[str] = field(default_factory=set)
     out: str = ""
+    #: with ``record_dispatch=True``: {phase: {operator: dispatch.Dispatched}} (see dispatch.py)
+    dispatched: dict = field(default_factory=dict)
 
 
 class Submission:
@@ -105,6 +108,10 @@ class Submission:
         self.printed: list[dict] = []  # what the submission printed, per call
         self.targets: list[str] = []  # names this test called, e.g. "qkv.project_qkv"
         self.autograd_uses: set[str] = set()
+        #: every operator recorded by a DispatchRecorder during this test, calls that raised
+        #: included: {phase: {operator: dispatch.Dispatched}}
+        self.dispatched: dict = {}
+        self._last_dispatched: dict = {}
 
     def __getattr__(self, name: str) -> "RemoteModule":
         if name.startswith("_") or name not in self._runtime.modules:
@@ -206,6 +213,7 @@ class Submission:
         self.printed.append({"call": label, "text": kept, "dropped": dropped})
 
     def _invoke(self, module: str, probe: str, source: str | None, args: list, kwargs: dict, label: str, key: tuple[str, str]) -> Any:
+        self._last_dispatched = {}
         target = f"{module}.{key[1]}"
         if target not in self.targets:
             self.targets.append(target)
@@ -229,6 +237,8 @@ class Submission:
             rt.charge(module, time.monotonic() - started)
         self._log(label, reply.out, reply.out_dropped)
         self.autograd_uses.update(reply.autograd)
+        self._last_dispatched = dispatch.parse(reply.dispatched)
+        dispatch.merge(self.dispatched, self._last_dispatched)
         if reply.tampered:
             raise CheckFailed(Feedback(
                 check=f"{label}: the grader records which torch functions your code calls (the exercise's rule)",
@@ -259,14 +269,15 @@ class RemoteModule:
             raise AttributeError(target)
         return RemoteFunction(self, target)
 
-    def call(self, target: str, *args: Any, record_ops: bool = False, return_args: bool = False, **kwargs: Any) -> CallResult:
+    def call(self, target: str, *args: Any, record_ops: bool = False, return_args: bool = False, record_dispatch: bool = False, **kwargs: Any) -> CallResult:
         label = f"{self._name}.{target}(…)"
+        extra = {"record_dispatch": True} if record_dispatch else {}
         raw, ops, out = self._sub._invoke(
-            self._name, "call", None, [], dict(module=self._name, target=target, args=list(args), kwargs=kwargs, record_ops=record_ops, return_args=return_args),
+            self._name, "call", None, [], dict(module=self._name, target=target, args=list(args), kwargs=kwargs, record_ops=record_ops, return_args=return_args, **extra),
             label, (self._name, target),
         )
         result = _as_dict(raw, label)
-        return CallResult(result.get("value"), result.get("args"), result.get("kwargs"), ops, out)
+        return CallResult(result.get("value"), result.get("args"), result.get("kwargs"), ops, out, self._sub._last_dispatched)
 
     def call_with_grad(self, target: str, *args: Any, wrt: list[int], grad_output: Any, output_index: int | None = None, record_ops: bool = False, **kwargs: Any) -> dict:
         label = f"{self._name}.{target}(…) + backward"
@@ -279,16 +290,19 @@ class RemoteModule:
         result["ops"] = ops
         return result
 
-    def construct(self, cls: str, init_args: list | tuple = (), init_kwargs: dict | None = None, *, state: dict | None = None, calls: list | tuple = (), mode: str = "eval", grad: dict | None = None, record_ops: bool = False, describe: bool = True, dtype=None) -> dict:
+    def construct(self, cls: str, init_args: list | tuple = (), init_kwargs: dict | None = None, *, state: dict | None = None, calls: list | tuple = (), mode: str = "eval", grad: dict | None = None, record_ops: bool = False, describe: bool = True, dtype=None,
+                  record_dispatch: bool = False) -> dict:
         label = f"{self._name}.{cls}(…)"
+        extra = {"record_dispatch": True} if record_dispatch else {}
         raw, ops, _ = self._sub._invoke(
             self._name, "construct", None, [],
             dict(module=self._name, cls=cls, init_args=list(init_args), init_kwargs=dict(init_kwargs or {}), state=state, calls=[list(c) for c in calls],
-                 mode=mode, grad=grad, record_ops=record_ops, describe=describe, dtype=dtype),
+                 mode=mode, grad=grad, record_ops=record_ops, describe=describe, dtype=dtype, **extra),
             label, (self._name, cls),
         )
         result = _as_dict(raw, label)
         result["ops"] = ops
+        result["dispatched"] = self._sub._last_dispatched
         return result
 
     def run(self, probe: Probe, *args: Any, **kwargs: Any) -> Any:

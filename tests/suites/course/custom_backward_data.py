@@ -12,7 +12,7 @@ from pathlib import Path
 
 import torch
 
-from autograder.testing import expect, probe
+from autograder.testing import dispatch, expect, probe
 from autograder.testing.failures import SubmissionError, SubmissionRaised
 from autograder.testing.snapshots import Snapshots
 from autograder.testing.source import calls as called_names
@@ -40,6 +40,24 @@ def check_backward_source(sub) -> None:
         what="AttentionFunction.backward, attention_backward and softmax_backward use no autograd (docs/EXERCISES.md §4)",
         hints=["custom_backward/uses-autograd"],
     )
+
+
+def check_backward_dispatch(sub) -> None:
+    """The run-time verdict of the rule, from the operators the dispatcher ran (recorded by
+    ``direct_forward_backward(..., dispatch=True)``, also before an exception): backward and
+    all it calls run only the operator families of a hand-written backward (deny by default);
+    forward runs none of autograd's machinery (autograder/testing/dispatch.py)."""
+    for phase, allows, what, family in (
+        ("backward", dispatch.backward_allows,
+         "AttentionFunction.backward (and all it calls) runs only the tensor operations of a hand-written backward (docs/EXERCISES.md §4)",
+         "operators outside those of a hand-written backward (matmul, elementwise arithmetic, reductions, views, comparisons, creation)"),
+        ("forward", dispatch.forward_allows, "AttentionFunction.forward uses no autograd (docs/EXERCISES.md §4: gradients computed there and returned by backward count)",
+         "autograd's machinery"),
+    ):
+        found = dispatch.violations(sub.dispatched, phase, allows)
+        machinery = any(dispatch.is_autograd_machinery(op) for op, _ in found)
+        dispatch.check(sub.dispatched, phase, allows, what=what, family=family,
+                       hints=["custom_backward/uses-autograd"] if machinery else ["general/forbidden-api"])
 
 
 def check_goes_through_helpers(sub) -> None:
@@ -254,9 +272,10 @@ def gradcheck(sub, problem: dict) -> tuple[str | None, list[str]]:
 
 
 @probe
-def direct_forward_backward(ctx, q, k, v, allowed, d_out):
+def direct_forward_backward(ctx, q, k, v, allowed, d_out, dispatch=False):
     """AttentionFunction.forward and .backward called directly, outside the autograd engine,
-    with a stand-in ctx; autograd use inside either is recorded (sub.autograd_uses)."""
+    with a stand-in ctx; autograd use inside either is recorded (sub.autograd_uses), and with
+    ``dispatch`` every operator each of them runs (sub.dispatched["forward"/"backward"])."""
     import torch
     from autograder.sandbox.probes import PlainFunctionCtx
 
@@ -265,12 +284,14 @@ def direct_forward_backward(ctx, q, k, v, allowed, d_out):
     # grad mode off, as inside the autograd engine; forward is watched too, so gradients
     # computed by autograd in forward and merely returned by backward count as autograd use
     with torch.no_grad(), ctx.watch_autograd():
-        if getattr(fn, "setup_context", None) is not getattr(torch.autograd.Function, "setup_context", None):
-            out = fn.forward(q, k, v, allowed)
-            fn.setup_context(fctx, (q, k, v, allowed), out)
-        else:
-            out = fn.forward(fctx, q, k, v, allowed)
-        grads = fn.backward(fctx, d_out)
+        with ctx.watch_dispatch("forward", dispatch):
+            if getattr(fn, "setup_context", None) is not getattr(torch.autograd.Function, "setup_context", None):
+                out = fn.forward(q, k, v, allowed)
+                fn.setup_context(fctx, (q, k, v, allowed), out)
+            else:
+                out = fn.forward(fctx, q, k, v, allowed)
+        with ctx.watch_dispatch("backward", dispatch):
+            grads = fn.backward(fctx, d_out)
     # attention() must be AttentionFunction.apply: its output's grad_fn is the Function's node
     applied = ctx.module("custom_backward").attention(q.detach().requires_grad_(True), k, v, allowed)
     node = type(getattr(applied, "grad_fn", None)).__name__

@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from autograder.testing import expect
+from autograder.testing import dispatch, expect
 from autograder.testing.failures import SubmissionError
 from autograder.testing.source import check_no_banned
 
@@ -35,6 +35,18 @@ BANNED_NAMES = (
 # Torch functions that may not run inside a row_softmax call (names as recorded at run time;
 # an overload such as "softmax.int" counts as "softmax").
 BANNED_OP_PARTS = ("softmax", "softmin", "cross_entropy", "scaled_dot_product", "multi_head_attention")
+
+
+#: the same rule at the level of the dispatcher (autograder/testing/dispatch.py): every ATen
+#: operator that computes a softmax, whatever spelling or route reached it
+ALLOWS_AT_DISPATCH = dispatch.denies_parts(dispatch.ROW_SOFTMAX_DENIED_PARTS)
+
+
+def check_dispatch(sub) -> None:
+    """The rule's run-time verdict: no operator computing a softmax ran in this test's calls
+    made with ``record_dispatch=True`` (also those that raised)."""
+    dispatch.check(sub.dispatched, None, ALLOWS_AT_DISPATCH, hints=HINTS, family="operators of torch that compute a softmax",
+                   what="row_softmax.py at run time: no operator of torch computes a softmax, log_softmax or cross_entropy (docs/EXERCISES.md §3)")
 
 
 def banned_ops(ops: set[str]) -> list[str]:

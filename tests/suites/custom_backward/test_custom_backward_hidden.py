@@ -350,13 +350,16 @@ def test_custom_backward_keeps_dtype_and_leaves_inputs_unchanged(sub, ref, rng, 
 
 def test_rule_backward_uses_no_autograd(sub, rng):
     """The rule test (a gate in grading.toml, weight 0): fails only when backward,
-    attention_backward or softmax_backward use autograd — then the whole skill scores 0. Code
-    that raises shows nothing at run time, so the source check decides there."""
+    attention_backward or softmax_backward use autograd — then the whole skill scores 0. The
+    source check gives the fast first message; the verdict is what the dispatcher ran: only
+    the operators of a hand-written backward in backward, none of autograd's in forward
+    (recorded up to an error, if the code raises)."""
     data.check_backward_source(sub)
     q, k, v, allowed, d_out = _problem(rng, torch.float64, lead=(2,), mask="causal", t_max=6)
     try:
-        sub.custom_backward.run(data.direct_forward_backward, q, k, v, allowed, d_out)
+        sub.custom_backward.run(data.direct_forward_backward, q, k, v, allowed, d_out, dispatch=True)
     except SubmissionError:
-        return
+        pass  # what ran before the error was recorded all the same, and is judged below
     expect.true(not sub.autograd_uses, what="AttentionFunction.forward and .backward, called directly, use no autograd (docs/EXERCISES.md §4)",
                 detail=f"autograd was used inside forward or backward: {', '.join(sorted(sub.autograd_uses))}", hints=["custom_backward/uses-autograd"], problem="constraint")
+    data.check_backward_dispatch(sub)  # the verdict: what the dispatcher ran, deny by default

@@ -10,7 +10,7 @@ import math
 
 import torch
 
-from autograder.testing import expect, probe
+from autograder.testing import dispatch, expect, probe
 from autograder.testing.failures import SubmissionError
 from autograder.testing.inputs import choice, dtype_name, noncontiguous, randint, randn
 from autograder.testing.source import check_no_banned
@@ -404,20 +404,24 @@ def test_value_errors_for_random_indivisible_widths_and_lengths(sub, ref, rng, c
 
 def test_multi_head_attention_uses_neither_nn_multiheadattention_nor_sdpa(sub, rng):
     """The rule test (a gate in grading.toml, weight 0): it fails only when the rule is
-    broken, and then the whole skill scores 0. Code that raises shows nothing at run time,
-    so the source check is what decides there."""
+    broken, and then the whole skill scores 0. The source check gives the fast first message;
+    the verdict is the operators the dispatcher ran (recorded up to an error, if the code raises)."""
     check_no_banned(sub.source("mha_reshape"), "mha_reshape.py", BANNED, what="mha_reshape.py: no nn.MultiheadAttention and no F.scaled_dot_product_attention (Day 1 §B)",
                     hints=["mha_reshape/uses-library-attention"], imports=sub.importable_sources())
     C, T, B = 8, randint(rng, 2, 8), 2
     x = randn(rng, B, T, C)
     key_allowed = _key_allowed(rng, B, T)
     try:
-        r = sub.mha_reshape.construct("MultiHeadAttention", [C, 2, T], calls=[("forward", [x], {"key_allowed": key_allowed}), ("forward", [x], {"return_weights": True})], record_ops=True, describe=False)
+        r = sub.mha_reshape.construct("MultiHeadAttention", [C, 2, T], calls=[("forward", [x], {"key_allowed": key_allowed}), ("forward", [x], {"return_weights": True})], record_ops=True, describe=False,
+                                      record_dispatch=True)
     except SubmissionError:
-        return
+        r = {"ops": set()}  # what ran before the error was recorded all the same (sub.dispatched)
     used = sorted(op for op in r["ops"] if "scaled_dot_product" in op or "multi_head_attention" in op.lower() or "MultiheadAttention" in op)
     expect.true(not used, what="MultiHeadAttention.forward at run time: no library attention (Day 1 §B)", detail=f"it called {', '.join(used)}",
                 problem="constraint", hints=["mha_reshape/uses-library-attention"])
+    # the verdict: the operators the dispatcher ran (any spelling of SDPA/MHA ends in these)
+    dispatch.check(sub.dispatched, None, dispatch.denies_parts(dispatch.MHA_DENIED_PARTS), family="operators of torch's library attention",
+                   what="MultiHeadAttention.forward at run time: no operator of torch's library attention (Day 1 §B)", hints=["mha_reshape/uses-library-attention"])
 
 
 def test_cost_functions_match_reference_on_random_sizes(sub, ref, rng, credit):

@@ -277,8 +277,9 @@ def test_row_softmax_functions_keep_dtype_and_leave_inputs_unchanged(sub, ref, r
 # --------------------------------------------------------------------------- constraint
 def test_rule_no_torch_softmax_log_softmax_or_cross_entropy(sub, rng):
     """The rule test (a gate in grading.toml, weight 0): fails only when row_softmax.py uses a
-    softmax, log_softmax or cross_entropy of torch — then the whole skill scores 0. Code that
-    raises shows nothing at run time, so the source check decides there."""
+    softmax, log_softmax or cross_entropy of torch — then the whole skill scores 0. The source
+    check gives the fast first message; the verdict is the operators the dispatcher ran
+    (recorded up to an error, if the code raises)."""
     data.check_source(sub)
     s = _scores(rng, torch.float32, lead=(2,), L=4, S=5, blocked=True)
     logits = _scores(rng, torch.float32, lead=(), L=3, S=5, blocked=False)
@@ -286,9 +287,10 @@ def test_rule_no_torch_softmax_log_softmax_or_cross_entropy(sub, rng):
     used: set[str] = set()
     for name, args in calls:
         try:
-            used.update(sub.row_softmax.call(name, *args, record_ops=True).ops)
+            used.update(sub.row_softmax.call(name, *args, record_ops=True, record_dispatch=True).ops)
         except SubmissionError:
-            continue
+            continue  # what ran before the error was recorded all the same (sub.dispatched)
     banned = data.banned_ops(used)
     expect.true(not banned, what="row_softmax.py at run time: no torch softmax, log_softmax or cross_entropy (docs/EXERCISES.md §3)",
                 detail=f"it ran {', '.join(banned)}", problem="constraint", hints=data.HINTS)
+    data.check_dispatch(sub)  # the verdict: the operators the dispatcher ran, any spelling

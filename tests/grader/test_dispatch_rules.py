@@ -1,0 +1,203 @@
+"""The rules judged by what executes (issue 17 A): the worker's DispatchRecorder records every
+operator the dispatcher runs — whatever spelling reached it — with the submission's line, and
+the trusted side (autograder/testing/dispatch.py) accepts for custom_backward's backward only
+the operator families of a hand-written backward (deny by default), for its forward nothing
+of autograd's machinery, and for row_softmax/mha_reshape no softmax/attention operator.
+
+Each route below reached full marks before (none is a banned name, none calls an autograd API
+the tripwire watches); each is named here by its operator. Every correct style and the
+reference pass. The recorder runs in this process: it patches nothing process-wide."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+import torch.autograd.forward_ad as fwd
+
+from autograder.sandbox.probes import DispatchRecorder, PlainFunctionCtx
+from autograder.testing import dispatch
+from autograder.testing.failures import CheckFailed
+from conftest import ROOT
+
+HERE = str(Path(__file__).resolve().parent) + "/"
+STYLES = [ROOT / "solutions"] + sorted(p for p in (ROOT / "tests/submissions/styles").iterdir() if p.is_dir())
+
+
+def _record(fn, phase="backward", own=HERE):
+    entries: dict = {}
+    tampered: set[str] = set()
+    with torch.no_grad(), DispatchRecorder(entries, tampered, own, phase):
+        fn()
+    lines = [f"{ph}\t{op}\t{e[0]}\t{e[1]}\t{e[2]}\t{e[3]}" for (ph, op), e in entries.items()]
+    return dispatch.parse(lines), tampered
+
+
+def _denied(recorded, allows=dispatch.backward_allows, phase="backward"):
+    return {op: d for op, d in dispatch.violations(recorded, phase, allows)}
+
+
+X = torch.randn(3, 4, dtype=torch.float64)
+W = torch.softmax(torch.randn(3, 4, dtype=torch.float64), -1)
+
+
+def _forward_ad():
+    with fwd.dual_level():
+        return fwd.unpack_dual(torch.softmax(fwd.make_dual(W.log(), X), -1)).tangent
+
+
+def _func_jvp():
+    return torch.func.jvp(lambda s: torch.softmax(s, -1), (W.log(),), (X,))[1]
+
+
+def _func_vjp():
+    with torch.enable_grad():
+        return torch.func.vjp(lambda s: torch.softmax(s, -1), W.log())[1](X)[0]
+
+
+def _autograd_grad():
+    with torch.enable_grad():
+        s = W.log().requires_grad_()
+        return torch.autograd.grad(torch.softmax(s, -1), s, X)[0]
+
+
+def _grad_fn_called_directly():
+    with torch.enable_grad():
+        s = W.log().requires_grad_()
+        return torch.softmax(s, -1).grad_fn(X)
+
+
+def _aten_derivative_formula():
+    return torch.ops.aten._softmax_backward_data(X, W, -1, W.dtype)
+
+
+def _library_op():
+    name = "autograder_dispatch_test::rows_tangent"
+    if not hasattr(torch.ops.autograder_dispatch_test, "rows_tangent"):
+        torch.library.define(name, "(Tensor w, Tensor d) -> Tensor")
+        torch.library.impl(name, "CompositeImplicitAutograd", lambda w, d: _forward_ad())
+    return torch.ops.autograder_dispatch_test.rows_tangent(W, X)
+
+
+ROUTES = {  # route → an operator the verdict must name
+    "forward AD": (_forward_ad, "aten::_make_dual"),
+    "torch.func.jvp": (_func_jvp, "aten::_make_dual"),
+    "torch.func.vjp": (_func_vjp, "SoftmaxBackward0"),
+    "torch.autograd.grad": (_autograd_grad, "SoftmaxBackward0"),
+    "grad_fn called directly": (_grad_fn_called_directly, "SoftmaxBackward0"),
+    "torch.ops.aten derivative formula": (_aten_derivative_formula, "aten::_softmax_backward_data"),
+    "torch.library op wrapping forward AD": (_library_op, "aten::_make_dual"),
+}
+
+
+@pytest.mark.parametrize("route", sorted(ROUTES))
+def test_every_autograd_route_is_named_by_its_operator_and_line(route):
+    fn, op = ROUTES[route]
+    recorded, tampered = _record(fn)
+    assert not tampered, tampered
+    denied = _denied(recorded)
+    assert op in denied, sorted(recorded.get("backward", {}))
+    assert any(d.file == Path(__file__).name and d.line > 0 for d in denied.values()), denied
+    assert any(dispatch.is_autograd_machinery(o) for o in denied)  # the forward check denies it too
+    with pytest.raises(CheckFailed) as failed:
+        dispatch.check(recorded, "backward", dispatch.backward_allows, what="backward")
+    assert f"{Path(__file__).name}:" in failed.value.feedback.detail and failed.value.feedback.frames
+
+
+def test_the_library_operator_itself_is_denied_by_default():
+    recorded, _ = _record(_library_op)
+    assert "autograder_dispatch_test::rows_tangent" in _denied(recorded)
+
+
+def test_softmax_and_attention_are_denied_in_every_spelling():
+    s = torch.randn(2, 3, 4)
+    cu = torch.jit.CompilationUnit("def f(x: Tensor) -> Tensor:\n    return torch.softmax(x, -1)\n")
+    spellings = {
+        "torch.softmax": lambda: torch.softmax(s, -1), "Tensor.log_softmax": lambda: s.log_softmax(-1),
+        "torch.ops.aten._softmax": lambda: torch.ops.aten._softmax(s, -1, False), "TorchScript": lambda: cu.f(s),
+        "nn.Softmax": lambda: torch.nn.Softmax(-1)(s), "cross_entropy": lambda: torch.nn.functional.cross_entropy(s[0], torch.tensor([0, 1, 2])),
+        "sdpa": lambda: torch.nn.functional.scaled_dot_product_attention(s, s, s),
+    }
+    row_rule = dispatch.denies_parts(dispatch.ROW_SOFTMAX_DENIED_PARTS)
+    for name, fn in spellings.items():
+        recorded, _ = _record(fn, phase="call")
+        assert _denied(recorded, row_rule, "call"), name
+    mha = torch.nn.MultiheadAttention(4, 2, batch_first=True).eval()
+    mha_rule = dispatch.denies_parts(dispatch.MHA_DENIED_PARTS)
+    for name, fn in {"sdpa": spellings["sdpa"], "nn.MultiheadAttention": lambda: mha(s, s, s)}.items():
+        recorded, _ = _record(fn, phase="call")
+        assert _denied(recorded, mha_rule, "call"), name
+    recorded, _ = _record(lambda: torch.softmax(s @ s.transpose(-2, -1), -1) @ s, phase="call")
+    assert not _denied(recorded, mha_rule, "call")  # a hand-written attention with torch.softmax is fine there
+
+
+def test_switching_the_recording_off_is_noticed():
+    def record_function_off():
+        torch.autograd._enable_record_function(False)
+        X * 2
+        torch.autograd._enable_record_function(True)
+
+    def profiler_off():
+        torch.autograd._disable_profiler_legacy()
+
+    assert any("_enable_record_function" in t for t in _record(record_function_off)[1])
+    assert any("profiler" in t for t in _record(profiler_off)[1])
+    assert any("setprofile" in t for t in _record(lambda: sys.setprofile(None))[1])
+
+
+def _load(folder: Path, module: str):
+    spec = importlib.util.spec_from_file_location(f"_dispatch_style_{folder.name}_{module}", folder / f"{module}.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(folder))
+    try:
+        spec.loader.exec_module(mod)
+    finally:
+        sys.path.remove(str(folder))
+    return mod
+
+
+@pytest.mark.parametrize("folder", STYLES, ids=lambda p: p.name)
+def test_every_correct_style_passes_every_dispatch_rule(folder):
+    own = str(folder) + "/"
+    fn = _load(folder, "custom_backward").AttentionFunction
+    g = torch.Generator().manual_seed(0)
+    for dtype in (torch.float64, torch.float32):
+        for lead, L, S, dk, dv in (((2,), 5, 5, 3, 3), ((2, 3), 4, 6, 2, 5), ((), 1, 3, 4, 4)):
+            q, k, v = (torch.randn(*lead, n, d, generator=g, dtype=dtype) for n, d in ((L, dk), (S, dk), (S, dv)))
+            for allowed in (None, torch.tril(torch.ones(L, S, dtype=torch.bool)) | (torch.arange(S) == 0)):
+                fctx = PlainFunctionCtx()
+                fwd_rec, t1 = _record(lambda: fn.forward(fctx, q, k, v, allowed), "forward", own)
+                d_out = torch.randn(*lead, L, dv, generator=g, dtype=dtype)
+                bwd_rec, t2 = _record(lambda: fn.backward(fctx, d_out), "backward", own)
+                assert not (t1 or t2)
+                assert not _denied(bwd_rec), _denied(bwd_rec)
+                assert not _denied(fwd_rec, dispatch.forward_allows, "forward"), _denied(fwd_rec, dispatch.forward_allows, "forward")
+    rows = _load(folder, "row_softmax")
+    s = torch.randn(2, 3, 5, generator=g)
+    row_rule = dispatch.denies_parts(dispatch.ROW_SOFTMAX_DENIED_PARTS)
+    for call in (lambda: rows.softmax_rows(s), lambda: rows.log_softmax_rows(s), lambda: rows.cross_entropy(s[0], torch.tensor([0, 4, 2]))):
+        recorded, tampered = _record(call, "call", own)
+        assert not tampered and not _denied(recorded, row_rule, "call"), _denied(recorded, row_rule, "call")
+
+
+def test_a_debugging_print_and_a_recomputed_softmax_are_fine_in_backward(capsys):
+    def honest():
+        a = torch.softmax(X, -1)  # recomputing the weights computes values, not gradients
+        print(a, a.sum(-1))
+        d = (X * a).sum(-1, keepdim=True)
+        out = torch.where(a > 0, a * (X - d), torch.zeros_like(a)).clamp(-10, 10).to(torch.float32)
+        out[out.abs() < 1e-30] = 0.0  # mask assignment, mask indexing, exact comparisons
+        assert torch.equal(out, out) and torch.isclose(out, out).all() and out[out != 0].numel() >= 0
+        return out.abs().max().item(), bool(torch.isfinite(out).all()), torch.linalg.norm(out)
+
+    recorded, tampered = _record(honest)
+    assert not tampered and not _denied(recorded), _denied(recorded)
+
+
+def test_a_malformed_record_is_denied_by_default():
+    recorded = dispatch.parse(["backward\taten::mm\t1\tx.py\t3\tf", "not a record"])
+    assert recorded["backward"]["aten::mm"].line == 3
+    assert _denied(recorded, phase=None) == {"not a record": dispatch.Dispatched(1, "", 0, "")}
