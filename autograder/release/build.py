@@ -99,6 +99,7 @@ def release(config: Config, out: Path, version: str, log: Callable[[str], None] 
 
     if not VERSION.match(version):
         raise ReleaseError(f"VERSION={version!r}: use MAJOR.MINOR.PATCH, e.g. 1.0.0 (optionally -rc1)")
+    log("release: checking that exercises/ and the snapshots are fresh (runs the reference on the control inputs) …")
     problems = stale(config)
     if problems:
         raise ReleaseError("\n".join(problems) + "\nnothing was released: regenerate, commit, and release again")
@@ -120,12 +121,14 @@ def release(config: Config, out: Path, version: str, log: Callable[[str], None] 
             log(f"release: skipped dist/{artifact}: autograder/release/{module}.py is not in this repository yet")
             continue
         started = time.monotonic()
+        log(f"release: building dist/{artifact} — {what} …")
         build(ctx)
         if not (ctx.out / artifact).exists():
             raise ReleaseError(f"autograder/release/{module}.py did not write dist/{artifact}")
         artifacts[artifact] = what
         log(f"release: dist/{artifact} ({time.monotonic() - started:.1f} s)")
         if module == "student":
+            log("release: leak audit of dist/student …")
             findings = audit(ctx.out / "student", config)
             if findings:
                 raise ReleaseError("leak audit of dist/student:\n" + "\n".join(f"  {f}" for f in findings) + f"\n{len(findings)} finding(s): nothing was released")
