@@ -49,9 +49,26 @@ def _squash(line: str) -> str:
     return re.sub(r"\s+", "", line)
 
 
+def public_lines(config: Config) -> set[str]:
+    """Lines (without whitespace) of the course texts that ship anyway (``[release] docs``: the
+    lessons, the exercise contract): code the lessons print — ``self.query = nn.Linear(…)`` in
+    Week 7 §13 — is taught, not leaked, when a solution has the same line."""
+    out: set[str] = set()
+    for doc in config.release.get("docs", []):
+        path = config.root / doc
+        for file in ([path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else []):
+            try:
+                out.update(_squash(line) for line in file.read_text(encoding="utf-8").splitlines())
+            except (OSError, UnicodeDecodeError):
+                continue
+    return out
+
+
 def solution_lines(config: Config) -> dict[str, str]:
     """{line without whitespace: "solutions/x.py:N"} for every line of every solution region
-    (and its code part without a trailing comment) that is long enough to be telling."""
+    (and its code part without a trailing comment) that is long enough to be telling and that
+    the shipped course texts do not print themselves (``public_lines``)."""
+    public = public_lines(config)
     out: dict[str, str] = {}
     for skill in config.skills.values():
         path = config.solutions_dir / skill.module
@@ -62,7 +79,7 @@ def solution_lines(config: Config) -> dict[str, str]:
             for number in range(region.begin + 1, region.end):
                 line = lines[number - 1]
                 for candidate in {_squash(line), _squash(line.split("#", 1)[0])}:
-                    if len(candidate) >= MIN_CHARS and not candidate.startswith("#"):
+                    if len(candidate) >= MIN_CHARS and not candidate.startswith("#") and candidate not in public:
                         out.setdefault(candidate, f"{rel}:{number}")
     return out
 

@@ -108,3 +108,14 @@ def test_key_id_names_the_key_without_revealing_it(tmp_path):
     kid = seeding.key_id(path)
     assert len(kid) == 16 and kid.encode() not in KEY and kid == seeding.key_id(path)
     assert seeding.key_id(None) == "public-default" or os.environ.get(seeding.ENV_KEY_FILE)
+
+
+def test_code_the_shipped_lessons_print_is_public_for_the_leak_audit():
+    """Week 7 §13 prints `self.query = nn.Linear(embed_dim, head_size, bias=False)`, a line of
+    the reference too: shipping the lessons leaks nothing, so the audit does not flag it."""
+    from autograder.release import audit
+
+    line = audit._squash("self.query = nn.Linear(embed_dim, head_size, bias=False)")
+    assert line in audit.public_lines(CONFIG)
+    assert line not in audit.solution_lines(CONFIG)
+    assert len(audit.solution_lines(CONFIG)) > 50  # the rest of the reference is still guarded
