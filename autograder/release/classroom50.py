@@ -87,7 +87,8 @@ One autograder per assignment, for courses on [Classroom 50](https://github.com/
 (GitHub Classroom's open-source successor). Each grades the **visible tests only**, with the grader
 that the student repository (`dist/student`) already carries, and writes the `result.json` of the
 wiki's "Advanced Autograding" page. Its score is the student's own check, recorded with each
-submission; the official score comes from {official(ctx.config)[0]}. Nothing here is secret: the leak
+submission: it is computed in the student's repository, by the grader copy the student can edit,
+so it is never a grade. The official score comes from {official(ctx.config)[0]}. Nothing here is secret: the leak
 audit of `make release` checked this folder (no hidden test, solution or seed key).
 
 | folder | skills |

@@ -4,7 +4,9 @@ Classroom 50 (foundation50/classroom50, GitHub Classroom's open-source successor
 file in the *student's own repository*, so it holds nothing secret: it grades the visible
 tests that the student tree already ships, with the student tree's own grader
 (`python -m autograder grade --assignment NAME --format json`), and says so. The official
-score comes from the course's autograder (hidden tests included); see assignment.json.
+score comes from the course's autograder (hidden tests included); see assignment.json. The
+student can edit that grader copy in their repository, so this score is a recorded self-check,
+never a grade.
 
 The contract, from the Classroom 50 wiki, page "Advanced Autograding" (sections "Writing an
 `autograder.py`", "Contract", "The `result.json` contract", "Operational notes"), and the
