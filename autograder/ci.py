@@ -1,13 +1,19 @@
-"""GitHub Actions and GitHub Classroom: the files a CI run writes besides stdout.
+"""GitHub Actions: the files a CI run writes besides stdout, and the one pull-request comment.
 
 ``python -m autograder grade --format github`` prints annotations and a log (the github
 renderer); this module renders what the CLI then appends to the files Actions names:
 
 - ``$GITHUB_STEP_SUMMARY``: the markdown score table and what to fix (≤ 1 MiB, GitHub's
   limit per step; over it, the table alone);
-- ``$GITHUB_OUTPUT``: ``result`` (GitHub Classroom's base64 JSON: version 1, status,
-  max_score, tests with name/status/score/message/line_no/execution_time — read by
-  classroom-resources/autograding-grading-reporter), ``score``, ``max-score``, ``status``.
+- ``$GITHUB_OUTPUT``: ``score``, ``max-score``, ``status``, and ``result`` — deprecated:
+  GitHub Classroom's base64 JSON (version 1, status, max_score, tests with
+  name/status/score/message/line_no/execution_time) for classroom-resources/autograding-grading-reporter.
+  GitHub Classroom was discontinued in 2026; only the deprecated example workflow
+  (release/templates/examples/classroom.yml) still reads it, the student workflow does not.
+
+``ci-comment`` keeps one comment on a pull request: on a ``push`` it finds the open pull
+request(s) whose head is the pushed commit of this repository (the student workflow grades
+each commit once, on its push), on a ``pull_request`` from this repository it uses that one.
 
 Everything is rendered from the public results; messages are one escaped line each.
 """
@@ -30,7 +36,7 @@ SUMMARY_LIMIT = 1 << 20  # bytes GitHub accepts per step summary
 
 
 def classroom_result(results: Results, fail_below: float = 0.0) -> dict:
-    """GitHub Classroom's runner result (one runner = this whole grade). Its top-level
+    """Deprecated (GitHub Classroom was discontinued in 2026). GitHub Classroom's runner result (one runner = this whole grade). Its top-level
     status follows the CLI's exit rule — "error" when grading broke, "fail" below
     ``[ci] fail_below``, else "pass" — because the reporter fails its step on "fail"."""
     tests = []
@@ -142,6 +148,12 @@ class GitHubAPI:
     def update_comment(self, comment_id: int, body: str) -> dict:
         return self.request("PATCH", f"/repos/{self.repository}/issues/comments/{comment_id}", {"body": body})
 
+    def open_pulls(self, owner: str, branch: str) -> list[dict]:
+        """Open pull requests whose head is ``owner:branch``."""
+        from urllib.parse import quote
+
+        return self.request("GET", f"/repos/{self.repository}/pulls?state=open&head={quote(f'{owner}:{branch}', safe=':')}&per_page=100") or []
+
 
 def _is_ours(comment: dict) -> bool:
     """Our comment: it starts with the hidden marker and a bot (the Actions token) wrote
@@ -188,15 +200,18 @@ def _notice(message: str) -> None:
 
 
 def comment_main(results_path: str | None, env: dict[str, str] | None = None, opener=None) -> int:
-    """``python -m autograder ci-comment``: the one feedback comment on a pull request.
-    Never fails the job: on a push, a fork's read-only token or an API error it says so in
-    a notice (the job summary and annotations carry the same feedback)."""
+    """``python -m autograder ci-comment``: the one feedback comment on a pull request (on a
+    push: the open pull request(s) of the pushed branch at that commit). Never fails the job:
+    a fork's read-only token or an API error is a notice (the job summary and annotations
+    carry the same feedback)."""
     env = dict(os.environ if env is None else env)
     event = _event(env)
+    if env.get("GITHUB_EVENT_NAME") == "push":
+        return _comment_on_push(results_path, env, event, opener)
     pull = event.get("pull_request") or {}
     number = pull.get("number") or event.get("number")
     if env.get("GITHUB_EVENT_NAME") not in ("pull_request", "pull_request_target") or not isinstance(number, int):
-        print("autograder: not a pull request event — no comment to write")
+        print("autograder: not a push or pull request event — no comment to write")
         return 0
     head = ((pull.get("head") or {}).get("repo") or {}).get("full_name")
     base = ((pull.get("base") or {}).get("repo") or {}).get("full_name")
@@ -219,6 +234,46 @@ def comment_main(results_path: str | None, env: dict[str, str] | None = None, op
         _notice(f"could not reach GitHub's API to write the feedback comment ({exc}); see the job summary")
         return 0
     print(f"autograder: feedback comment {action} (id {comment_id}) on pull request #{number}")
+    return 0
+
+
+def pulls_of_push(api: GitHubAPI, env: dict[str, str], event: dict) -> list[int]:
+    """The open pull requests of this repository whose head is the pushed branch at the
+    pushed commit (an older run never overwrites the feedback of a newer head)."""
+    ref = env.get("GITHUB_REF") or str(event.get("ref") or "")
+    if not ref.startswith("refs/heads/"):
+        return []
+    sha = env.get("GITHUB_SHA") or str(event.get("after") or "")
+    owner = api.repository.split("/", 1)[0]
+    numbers = []
+    for pull in api.open_pulls(owner, ref[len("refs/heads/"):]):
+        head = pull.get("head") or {}
+        same_repo = ((head.get("repo") or {}).get("full_name") or api.repository) == api.repository
+        if isinstance(pull.get("number"), int) and same_repo and (not sha or head.get("sha") in (None, sha)):
+            numbers.append(pull["number"])
+    return sorted(numbers)
+
+
+def _comment_on_push(results_path: str | None, env: dict[str, str], event: dict, opener=None) -> int:
+    token, repository = env.get("GITHUB_TOKEN", ""), env.get("GITHUB_REPOSITORY", "")
+    if not token or not repository:
+        _notice("no GITHUB_TOKEN or GITHUB_REPOSITORY: no comment written (see the job summary)")
+        return 0
+    api = GitHubAPI(env.get("GITHUB_API_URL", "https://api.github.com"), token, repository, opener=opener)
+    try:
+        numbers = pulls_of_push(api, env, event)
+        if not numbers:
+            print("autograder: no open pull request has this commit as its head — no comment to write (see the job summary)")
+            return 0
+        body = comment_body(_load_results(results_path), env)
+        for number in numbers:
+            action, comment_id = upsert_comment(api, number, body)
+            print(f"autograder: feedback comment {action} (id {comment_id}) on pull request #{number}")
+    except GitHubError as exc:
+        why = "the token may not read or write pull requests here" if exc.status in (401, 403, 404) else "GitHub's API refused it"
+        _notice(f"could not write the feedback comment ({why}; {exc}); the job summary has the same feedback")
+    except (OSError, ValueError) as exc:
+        _notice(f"could not reach GitHub's API to write the feedback comment ({exc}); see the job summary")
     return 0
 
 

@@ -10,8 +10,8 @@ the total is below ``[ci] fail_below`` in grading.toml (default 0: never) — th
 summary, annotations and outputs are written first either way.
 
 With ``--format github`` the CLI also appends the markdown summary to
-``$GITHUB_STEP_SUMMARY`` and writes the GitHub Classroom ``result`` (and ``score``,
-``max-score``, ``status``) to ``$GITHUB_OUTPUT`` when Actions sets them (autograder.ci).
+``$GITHUB_STEP_SUMMARY`` and writes ``score``, ``max-score``, ``status`` (and the deprecated
+GitHub Classroom ``result``) to ``$GITHUB_OUTPUT`` when Actions sets them (autograder.ci).
 """
 
 from __future__ import annotations

@@ -21,6 +21,10 @@ from typing import Any
 
 VISIBILITIES = ("visible", "hidden")
 GRADESCOPE_VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
+#: ``[release] platforms``: where the course's students submit and get feedback (the student
+#: README says how for each; ``classroom50`` also makes ``make release`` write dist/classroom50)
+PLATFORMS = ("gradescope", "github-actions", "classroom50")
+DEFAULT_PLATFORMS = ("gradescope", "github-actions")
 SKILL_ID = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
@@ -158,6 +162,8 @@ class Config:
     #: ``[release.assignments]``: what is handed out together (name → its skills); each gets
     #: its own Gradescope bundle (and nbgrader assignment). Empty: the course is one assignment.
     assignments: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    #: ``[release] platforms``: a subset of PLATFORMS, in the order the course lists them
+    platforms: tuple[str, ...] = DEFAULT_PLATFORMS
 
     @property
     def tests(self) -> list[TestSpec]:
@@ -459,7 +465,7 @@ def _parse(path: Path, text: str, data: dict, check_files: bool) -> Config:
     assignments = _assignments(r, release.get("assignments", {}), skills)
     return Config(path.resolve(), root, course_name, seed, solutions_dir, exercises_dir, suites_dir, skills, limits, sandbox,
                   gradescope_visibility, release, seed_mode, tuple(modules), gradescope_release, nbgrader_release, float(ci_fail_below),
-                  assignments)
+                  assignments, _platforms(r, release))
 
 
 def _assignments(r: _Reader, raw: Any, skills: dict[str, Skill]) -> dict[str, tuple[str, ...]]:
@@ -522,6 +528,23 @@ def _release_texts(r: _Reader, release: dict) -> None:
     for skill, text in rules.items():
         if not isinstance(text, str) or not text.strip():
             raise r.fail(["release", "rules", skill], "must be the rule's text (a non-empty string)")
+
+
+def _platforms(r: _Reader, release: dict) -> tuple[str, ...]:
+    """``[release] platforms = ["gradescope", "github-actions", "classroom50"]``."""
+    kp = ["release", "platforms"]
+    raw = release.get("platforms", list(DEFAULT_PLATFORMS))
+    if not isinstance(raw, list) or not raw or not all(isinstance(p, str) for p in raw):
+        raise r.fail(kp, f"must be a non-empty list of platforms, e.g. {list(DEFAULT_PLATFORMS)!r} (known: {', '.join(PLATFORMS)})")
+    for name in raw:
+        if name in ("github-classroom", "classroom"):
+            raise r.fail(kp, f"{name!r}: GitHub Classroom was discontinued (2026) — list \"classroom50\" (its open-source successor) "
+                         "and/or \"github-actions\" (the feedback workflow) instead")
+        if name not in PLATFORMS:
+            raise r.fail(kp, f"unknown platform {name!r}" + _near(name, list(PLATFORMS)) + f" (known: {', '.join(PLATFORMS)})")
+        if raw.count(name) > 1:
+            raise r.fail(kp, f"{name!r} is listed twice")
+    return tuple(raw)
 
 
 def _gradescope_release(r: _Reader, raw: Any, limits: Limits) -> GradescopeRelease:

@@ -3,7 +3,8 @@
 1. refuses a release whose stubs or snapshots are stale (``make stubs``, ``make snapshots``);
 2. writes ``dist/student/`` and audits it for leaks (any finding stops the release);
 3. writes ``dist/autograder.zip`` (:mod:`.gradescope`) and ``dist/nbgrader/``
-   (:mod:`.nbgrader_course`) when those builders are present;
+   (:mod:`.nbgrader_course`) when those builders are present, and ``dist/classroom50/``
+   (:mod:`.classroom50`, audited like the student tree) when ``[release] platforms`` lists it;
 4. writes ``dist/MANIFEST.json`` (version, source commit, suite hash, sha256 of every file).
 
 Same commit + same version → byte-identical ``dist/``. ``dist/`` is replaced, but only if it
@@ -30,9 +31,14 @@ VERSION = re.compile(r"^\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.-]+)?$")
 #: (module under autograder.release, artifact under dist/, what it is); optional builders are skipped when absent
 BUILDERS = [
     ("student", "student", "the student repository (visible suites, stubs, grader, docs)", True),
+    ("classroom50", "classroom50", "Classroom 50 autograders, one per assignment (<assignment>/autograder.py; visible tests only)", False),
     ("gradescope", "autograder.zip", "Gradescope autograder bundle (setup.sh, run_autograder; visible + hidden suites)", False),
     ("nbgrader_course", "nbgrader", "nbgrader course directory (nbgrader_config.py, source/<assignment>/<skill>.ipynb)", False),
 ]
+#: built only when ``[release] platforms`` lists the platform
+PLATFORM_OF = {"classroom50": "classroom50"}
+#: what runs where students can read it: the leak audit checks each before anything else is built
+AUDITED = ("student", "classroom50")
 
 
 class ReleaseError(Exception):
@@ -114,6 +120,9 @@ def release(config: Config, out: Path, version: str, log: Callable[[str], None] 
     _prepare_out(ctx.out, config.root)
     artifacts = {}
     for module, artifact, what, required in BUILDERS:
+        if module in PLATFORM_OF and PLATFORM_OF[module] not in config.platforms:
+            log(f"release: skipped dist/{artifact}: [release] platforms does not list {PLATFORM_OF[module]!r}")
+            continue
         build = _builder(module)
         if build is None:
             if required:
@@ -127,12 +136,12 @@ def release(config: Config, out: Path, version: str, log: Callable[[str], None] 
             raise ReleaseError(f"autograder/release/{module}.py did not write dist/{artifact}")
         artifacts[artifact] = what
         log(f"release: dist/{artifact} ({time.monotonic() - started:.1f} s)")
-        if module == "student":
-            log("release: leak audit of dist/student …")
-            findings = audit(ctx.out / "student", config)
+        if module in AUDITED:
+            log(f"release: leak audit of dist/{artifact} …")
+            findings = audit(ctx.out / artifact, config)
             if findings:
-                raise ReleaseError("leak audit of dist/student:\n" + "\n".join(f"  {f}" for f in findings) + f"\n{len(findings)} finding(s): nothing was released")
-            log("release: leak audit of dist/student: no finding")
+                raise ReleaseError(f"leak audit of dist/{artifact}:\n" + "\n".join(f"  {f}" for f in findings) + f"\n{len(findings)} finding(s): nothing was released")
+            log(f"release: leak audit of dist/{artifact}: no finding")
     if (ctx.out / "assignments").is_dir():
         artifacts["assignments"] = "one Gradescope bundle per [release.assignments] entry (assignments/<name>/autograder.zip)"
     manifest.write(ctx, artifacts)

@@ -171,3 +171,30 @@ def test_an_unknown_sandbox_user_is_a_config_error_when_grading_as_root(tmp_path
 def test_limits_and_sandbox_values_are_range_checked(tmp_path, edit, message):
     with pytest.raises(ConfigError, match=message.replace(".", r"\.")):
         load(_config(tmp_path, edit))
+
+
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        ('["gradescope", "moodle"]', "release.platforms: unknown platform 'moodle'"),
+        ('["gradescop"]', "did you mean 'gradescope'?"),
+        ('["github-classroom"]', "GitHub Classroom was discontinued (2026) — list \"classroom50\""),
+        ('["gradescope", "gradescope"]', "'gradescope' is listed twice"),
+        ("[]", "release.platforms: must be a non-empty list of platforms"),
+        ('"gradescope"', "release.platforms: must be a non-empty list of platforms"),
+    ],
+)
+def test_release_platforms_are_checked_with_their_line(tmp_path, value, message):
+    """`[release] platforms` (where students submit: the README's "How to submit", dist/classroom50)."""
+    path = _config(tmp_path, {'platforms = ["gradescope", "github-actions", "classroom50"]': f"platforms = {value}"})
+    with pytest.raises(ConfigError) as info:
+        load(path)
+    assert message in str(info.value)
+    line = int(str(info.value).split(":")[1])
+    assert path.read_text().splitlines()[line - 1].startswith("platforms = ")
+
+
+def test_release_platforms_default_to_gradescope_and_actions(tmp_path):
+    assert load(ROOT / "grading.toml").platforms == ("gradescope", "github-actions", "classroom50")
+    path = _config(tmp_path, {'platforms = ["gradescope", "github-actions", "classroom50"]\n': ""})
+    assert load(path).platforms == ("gradescope", "github-actions")

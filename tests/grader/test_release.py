@@ -416,3 +416,215 @@ def test_a_copy_of_the_student_tree_grades_on_its_own(dist, tmp_path):
     failing = [(t["name"], t["summary"][:200]) for s in solved["skills"] for t in s["tests"] if t["status"] != "passed"]
     assert not failing
     assert solved["score"] == solved["max_score"] == pytest.approx(visible_points)
+
+
+# --------------------------------------------------------------------------- how students submit
+def _readme_for(*platforms: str) -> tuple[str, set[str]]:
+    from dataclasses import replace
+
+    from autograder.release.student import template_files
+
+    ctx = ReleaseContext(repo=ROOT, config=replace(CONFIG, platforms=platforms), out=ROOT / "dist", version="0.0.0-test",
+                         commit="0" * 40, suite_hash="test")
+    files = template_files(ctx)
+    return files["README.md"].decode("utf-8"), set(files)
+
+
+def test_student_readme_says_how_to_submit_on_each_platform_the_course_lists():
+    readme, files = _readme_for(*CONFIG.platforms)
+    section = readme[readme.index("## How to submit"):readme.index("## Rules of the exercises")]
+    # Gradescope: what to upload, per assignment, which files count
+    assert "### Gradescope — your official score" in section
+    for name, skills in CONFIG.assignments.items():
+        line = next(line for line in section.splitlines() if line.startswith(f"- **{name}**"))
+        assert all(f"`exercises/{CONFIG.skills[s].module}`" in line for s in skills), line
+    assert "`.py` files themselves" in section and ".zip" in section and "**GitHub**: link this repository" in section
+    assert "Only the exercise modules count" in section and "hidden tests' results are shown after the due date" in section
+    # Actions: the tick is not the score; summary, annotations, comment
+    assert "**The tick is not your score.**" in section and "a green tick at 0 points is possible" in section
+    assert "**The job summary**" in section and "**Annotations**" in section and "**The pull-request comment**" in section
+    # Classroom 50: how to submit, where the result is, and that it is the visible tests only
+    assert "`gh student submit`" in section and "**Release**" in section and "`classroom50/autograde`" in section
+    assert "**visible tests only**" in section and "official score comes from the course's autograder (Gradescope)" in section
+    assert "1/4 point" in section
+    assert ".github/workflows/feedback.yml" in files
+    assert "GitHub Classroom" not in readme
+
+
+def test_student_readme_and_tree_follow_the_platforms_listed():
+    readme, files = _readme_for("classroom50")
+    assert "### Classroom 50" in readme and "### Gradescope" not in readme and "### GitHub Actions" not in readme
+    assert "(Gradescope)" not in readme and "instructors grade your submitted commit with the hidden tests too" in readme
+    assert not any(f.startswith(".github/") for f in files)  # no feedback workflow where the course uses no Actions
+    readme, files = _readme_for("github-actions", "gradescope")
+    assert readme.index("### GitHub Actions") < readme.index("### Gradescope") and "Classroom 50" not in readme
+
+
+# --------------------------------------------------------------------------- Classroom 50
+def classroom50_contract_errors(result: dict, env: dict[str, str]) -> list[str]:
+    """The `result.json` contract of Classroom 50's wiki, page "Advanced Autograding" (section
+    "The `result.json` contract": fields and types; "Extra diagnostic fields on a test are
+    preserved verbatim"), as its runner checks it before publishing (validate_result in
+    cli/gh-teacher/skeleton/dotgithub/scripts/runner.py)."""
+    errors = []
+
+    def whole(value) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+    if result.get("schema") != "classroom50/result/v1":
+        errors.append(f"schema {result.get('schema')!r}")
+    if result.get("classroom") != env["CLASSROOM"] or result.get("assignment") != env["ASSIGNMENT"]:
+        errors.append("classroom/assignment do not match the runner's")
+    if result.get("assignment_type") not in ("individual", "group"):
+        errors.append("assignment_type")
+    if not isinstance(result.get("owner"), str) or not result["owner"]:
+        errors.append("owner")
+    if not str(result.get("submission", "")).startswith("submit/"):
+        errors.append("submission is not a submit/* tag")
+    for key in ("commit", "release", "review", "datetime"):
+        if not isinstance(result.get(key), str) or not result[key]:
+            errors.append(f"{key} must be a non-empty string")
+    if not __import__("re").fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", str(result.get("datetime"))):
+        errors.append("datetime is not UTC ISO 8601")
+    if not whole(result.get("score")) or not whole(result.get("max-score")) or result["score"] > result["max-score"]:
+        errors.append("score / max-score must be whole numbers, score <= max-score")
+    tests = result.get("tests")
+    if not isinstance(tests, list):
+        return errors + ["tests is not a list"]
+    for i, test in enumerate(tests):
+        if not isinstance(test.get("test-name"), str) or not test["test-name"] or not isinstance(test.get("passed"), bool):
+            errors.append(f"tests[{i}]: test-name / passed")
+        if not whole(test.get("score")) or not whole(test.get("max-score")) or test["score"] > test["max-score"]:
+            errors.append(f"tests[{i}]: score / max-score")
+    if sum(t.get("score", 0) for t in tests) != result.get("score") or sum(t.get("max-score", 0) for t in tests) != result.get("max-score"):
+        errors.append("score / max-score are not the sums of the tests'")
+    return errors
+
+
+C50_ENV = {"CLASSROOM": "attention-2026", "ASSIGNMENT": "week7-attention", "SUBMISSION_TAG": "submit/2026-06-01T14-32-05Z-a1b2c3d",
+           "USERNAME": "alice", "OWNER": "alice", "ASSIGNMENT_TYPE": "individual",
+           "COMMIT_URL": "https://github.com/org/attention-2026-week7-attention-alice/commit/" + "a" * 40,
+           "RELEASE_URL": "https://github.com/org/attention-2026-week7-attention-alice/releases/tag/submit%2F2026-06-01T14-32-05Z-a1b2c3d",
+           "REVIEW_URL": "https://github.com/org/attention-2026-week7-attention-alice/compare/" + "b" * 40 + "..." + "a" * 40}
+
+
+def _run_classroom50(entry: Path, checkout: Path, tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
+    """As Classroom 50's runner invokes it: `python autograder.py`, the student's checkout as the
+    working directory, its environment, CLASSROOM50_BUNDLE_DIR the bundle."""
+    import os
+
+    keep = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "AUTOGRADER_SEED_KEY_FILE")}
+    full = {**keep, **C50_ENV, "CLASSROOM50_BUNDLE_DIR": str(entry.parent), "GITHUB_OUTPUT": str(tmp_path / "github_output"), **env}
+    return subprocess.run([sys.executable, str(entry)], cwd=checkout, env=full, capture_output=True, text=True, timeout=600, check=False)
+
+
+def test_release_writes_one_classroom50_autograder_per_assignment_with_visible_tests_only(dist):
+    import json
+
+    from autograder.release.audit import audit, hidden_test_names
+
+    root = dist / "classroom50"
+    assert sorted(p.name for p in root.iterdir() if p.is_dir()) == sorted(CONFIG.assignments)
+    assert (root / "README.md").is_file() and json.loads((root / "runtime.json").read_text())["python"] == "3.11"
+    assert "classroom50" in _manifest(dist)["artifacts"]
+    assert audit(root, CONFIG) == []  # the release audited it too (it stops on any finding)
+    hidden = hidden_test_names(CONFIG)
+    for name, skills in CONFIG.assignments.items():
+        info = json.loads((root / name / "assignment.json").read_text(encoding="utf-8"))
+        assert info["assignment"] == name and list(info["skills"]) == list(skills) and info["scale"] == 4
+        assert info["full_points"] == sum(CONFIG.skills[s].points for s in skills)
+        for sid, skill in info["skills"].items():
+            visible = {t: w for suite in CONFIG.skills[sid].suites if suite.visibility == "visible" for t, w in suite.weights.items()}
+            assert skill["tests"] == visible and not set(skill["tests"]) & hidden
+        entry = (root / name / "autograder.py").read_text(encoding="utf-8")
+        assert "Advanced Autograding" in entry and "result.json" in entry and "official score" in entry
+
+
+def test_classroom50_autograder_grades_the_student_checkout_into_the_documented_result_json(dist, tmp_path):
+    """dist/classroom50/week7/autograder.py run as Classroom 50's runner runs it, in a copy of the
+    student repository (qkv and masks solved, row_softmax still the stub): a result.json that
+    meets the wiki's contract, whole-number scores in quarter points, a Release text that says
+    it is the visible tests only and where the official score comes from; exit 0."""
+    import json
+    import shutil
+
+    checkout = tmp_path / "attention-2026-week7-attention-alice"
+    shutil.copytree(dist / "student", checkout)
+    for sid in ("qkv", "masks"):
+        shutil.copy(CONFIG.solutions_dir / CONFIG.skills[sid].module, checkout / "exercises" / CONFIG.skills[sid].module)
+    proc = _run_classroom50(dist / "classroom50" / "week7" / "autograder.py", checkout, tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert not [line for line in proc.stdout.splitlines() if line.startswith("::")]  # nothing it prints is a workflow command
+    result = json.loads((checkout / "result.json").read_text(encoding="utf-8"))
+    assert classroom50_contract_errors(result, C50_ENV) == []
+    week7 = CONFIG.for_assignment("week7")
+    weights = {(s.id, t): w for s in week7.skills.values() for suite in s.suites if suite.visibility == "visible" for t, w in suite.weights.items()}
+    assert [t["test-name"] for t in result["tests"]] == [f"{sid}: {name}" for sid, name in weights]
+    assert result["max-score"] == 4 * sum(weights.values())
+    solved = sum(w for (sid, _), w in weights.items() if sid in ("qkv", "masks"))
+    assert result["score"] == 4 * solved
+    for test in result["tests"]:
+        assert test["passed"] == (test["skill"] != "row_softmax") and test["max-score"] == 4 * test["max-points"]
+    body = (checkout / "release-body.md").read_text(encoding="utf-8")
+    assert f"### Visible tests: {solved:g} / {sum(weights.values()):g} points" in body
+    assert "**visible tests only**" in body and "official score comes from the course's autograder on Gradescope" in body
+    assert f"out of {week7.total_points:g} points" in body
+    outputs = (tmp_path / "github_output").read_text(encoding="utf-8")
+    assert "status=failure\n" in outputs and "summary=visible tests " in outputs
+
+
+def test_classroom50_autograder_reports_an_infrastructure_error_not_a_score(dist, tmp_path):
+    """Per the contract a non-zero exit is an infrastructure error (Classroom 50 posts `error`
+    and publishes no Release): outside the runner's environment, and on a checkout whose grader
+    an `allowed_files` pattern removed. No result.json is written either way."""
+    entry = dist / "classroom50" / "week7" / "autograder.py"
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    proc = _run_classroom50(entry, bare, tmp_path, CLASSROOM="")
+    assert proc.returncode == 1 and "::error title=Classroom 50 autograder::" in proc.stdout and "CLASSROOM" in proc.stdout
+    (bare / "exercises").mkdir()
+    proc = _run_classroom50(entry, bare, tmp_path)
+    assert proc.returncode == 1 and "the checkout lacks autograder/__main__.py, grading.toml, requirements.txt" in proc.stdout
+    assert "allowed_files" in proc.stdout and not (bare / "result.json").exists()
+
+
+def test_classroom50_scores_use_the_release_weights_and_round_partial_credit():
+    """A test the run did not report scores 0; a changed grading.toml cannot change what a test is
+    worth (the release's weights are used); partial credit rounds to the nearest 1/scale point."""
+    import runpy
+
+    entry = runpy.run_path(str(ROOT / "autograder/release/templates/classroom50/autograder.py"))
+    info = {"scale": 4, "skills": {"qkv": {"tests": {"a": 1.0, "b": 0.75, "c": 0.5}}}}
+    results = {"skills": [{"id": "qkv", "tests": [
+        {"name": "a", "score": 10.0, "max_score": 10.0, "status": "passed"},  # weight inflated locally: still 1 point
+        {"name": "b", "score": 0.25, "max_score": 0.75, "status": "failed"},  # a third of 0.75 = 0.25 → 1 unit
+    ]}]}
+    tests, total = entry["translate"](results, info)
+    assert [(t["test-name"], t["passed"], t["score"], t["max-score"]) for t in tests] == [
+        ("qkv: a", True, 4, 4), ("qkv: b", False, 1, 3), ("qkv: c", False, 0, 2)]
+    assert total == pytest.approx(1.25) and tests[2]["status"] == "not_run"
+    assert entry["units"](0.125, 4) == 1 and entry["units"](0.1, 4) == 0
+
+
+def test_a_leak_into_the_classroom50_autograders_stops_the_release(tmp_path, monkeypatch):
+    """The leak audit runs over dist/classroom50 as over dist/student: an assignment.json naming a
+    hidden test stops `make release` (here with the student tree and the Classroom 50 builders only)."""
+    from autograder.release import build, classroom50
+    from autograder.release.audit import hidden_test_names
+
+    hidden = min(hidden_test_names(CONFIG.for_assignment("week7")))
+    record = classroom50.assignment_record
+
+    def leaky(ctx, name):
+        data = record(ctx, name)
+        data["note"] = f"see {hidden}"
+        return data
+
+    monkeypatch.setenv("AUTOGRADER_SEED_KEY_FILE", str(course_key()))
+    monkeypatch.setattr(classroom50, "assignment_record", leaky)
+    monkeypatch.setattr(build, "BUILDERS", [b for b in build.BUILDERS if b[0] in ("student", "classroom50")])
+    monkeypatch.setattr(build, "stale", lambda config: [])
+    with pytest.raises(build.ReleaseError) as info:
+        build.release(CONFIG, tmp_path / "dist", VERSION, log=lambda _: None)
+    assert "leak audit of dist/classroom50:" in str(info.value)
+    assert "\n  week7/assignment.json:" in str(info.value) and f"names the hidden test {hidden}" in str(info.value)
