@@ -207,7 +207,9 @@ def _solution_code(notebooks: Path, target: Path) -> Path:
 
 
 def test_nbgrader_round_trip_matches_our_grader(course, tmp_path):
-    trip = nbgrader_course.round_trip(course, tmp_path, {"reference": SOLUTIONS, "untouched": None}, ASSIGNMENT)
+    mistakes = {f"{skill}-{mistake}": (skill, _variant(skill, mistake, tmp_path / "variants")) for skill, mistake in SINGLE_MISTAKES[::3]}
+    students = {"reference": SOLUTIONS, "untouched": None} | {student: folder for student, (_, folder) in mistakes.items()}
+    trip = nbgrader_course.round_trip(course, tmp_path, students, ASSIGNMENT)
     print(f"nbgrader round trip (s): {trip.seconds}; scores {trip.scores} of {trip.max_score:g}")
     assert sorted(p.name for p in trip.release.glob("*.ipynb")) == sorted(f"{s}.ipynb" for s in CONFIG.skills)
     for notebook in trip.release.glob("*.ipynb"):
@@ -216,8 +218,18 @@ def test_nbgrader_round_trip_matches_our_grader(course, tmp_path):
         hidden_calls = [c.call for t in nbgrader_course.TARGETS[notebook.stem] for c in t.hidden]
         assert not [c for c in hidden_calls if c in text]
     total = CONFIG.total_points
-    assert trip.max_score == pytest.approx(total)
-    assert trip.scores == {"reference": pytest.approx(total), "untouched": 0}
+    assert trip.max_score == total == 100  # exactly: the cells' points are binary fractions
+    assert trip.scores["reference"] == total and trip.scores["untouched"] == 0
+
+    # single mistakes: nbgrader's notebook scores next to the grader's skill scores on the same code
+    rows = []
+    for student, (skill, folder) in mistakes.items():
+        ours = _grader_skill(folder, skill)
+        nb = trip.notebooks[student]
+        rows.append(f"{student}: nbgrader {nb[skill]:.4f}, grader {ours['score']:.4f}")
+        assert {s: p for s, p in nb.items() if s != skill} == {s.id: s.points for s in CONFIG.skills.values() if s.id != skill}
+        assert nb[skill] == pytest.approx(ours["score"], abs=1e-3) and ours["score"] < CONFIG.skills[skill].points, rows[-1]
+    print("single mistakes:", "; ".join(rows))
 
     # the same code through `python -m autograder grade` (visible + hidden suites)
     submitted = trip.release.parents[1] / "submitted"
@@ -230,13 +242,12 @@ def test_nbgrader_round_trip_matches_our_grader(course, tmp_path):
 
 
 # --------------------------------------------------------------------------- single mistakes: the same points
-#: (skill, variant id in tests/submissions/mistakes/<skill>.toml): one mistake each, in different functions
+#: (skill, variant id in tests/submissions/mistakes/<skill>.toml): one mistake each, that breaks its function for every kind
 SINGLE_MISTAKES = [
     ("masks", "polarity-inverted"),  # apply_mask: the issue's example (nbgrader 97.43 vs the grader's 96.04 before)
     ("masks", "zero-fill"),  # masked_softmax
+    ("masks", "mask-after-softmax"),  # masked_softmax
     ("qkv", "divide-by-dk"),  # scale_scores
-    ("row_softmax", "softmax-ignores-dim"),  # softmax_rows
-    ("mha_reshape", "split-view-without-transpose"),  # split_heads
 ]
 
 
@@ -251,24 +262,18 @@ def _variant(skill: str, mistake: str, root: Path) -> Path:
     return variants.build(root / f"{skill}-{mistake}", [entry])
 
 
-def test_single_mistakes_score_the_same_in_nbgrader_and_the_grader(course, tmp_path):
-    """The real nbgrader (autograde, then the gradebook's notebook scores) next to
-    `python -m autograder grade --skill` on the same code: each single mistake costs the
-    same points on both paths, and the point cells' scores are the grader's test scores."""
-    folders = {f"{skill}-{mistake}": _variant(skill, mistake, tmp_path / "variants") for skill, mistake in SINGLE_MISTAKES}
-    trip = nbgrader_course.round_trip(course, tmp_path / "nbgrader", dict(folders), ASSIGNMENT)
-    rows, differ = [], []
-    for skill, mistake in SINGLE_MISTAKES:
-        student = f"{skill}-{mistake}"
-        ours = grade(folders[student], "--skill", skill, "--reveal-hidden")
-        ours_skill = next(s for s in ours.data["skills"] if s["id"] == skill)
-        points, _checks, _ = _run_notebook(CONFIG.skills[skill], (folders[student] / CONFIG.skills[skill].module).read_text(encoding="utf-8"))
-        nb = trip.notebooks[student]
-        rows.append(f"{skill:12} {mistake:30} grader {ours_skill['score']:8.4f}  nbgrader {nb[skill]:8.4f}")
-        assert all(nb[other] == CONFIG.skills[other].points for other in nb if other != skill), (student, nb)
-        if abs(nb[skill] - ours_skill["score"]) > 1e-3:
-            differ.append(student)
-        tests = {t["name"]: t["score"] for t in ours_skill["tests"] if t["max_score"]}
-        assert points == pytest.approx(tests, abs=1e-4), student
-    print("single mistakes, skill points:\n" + "\n".join(rows))
-    assert not differ, "\n".join(rows)
+def _grader_skill(folder: Path, skill: str) -> dict:
+    ours = grade(folder, "--skill", skill, "--reveal-hidden")
+    return next(s for s in ours.data["skills"] if s["id"] == skill)
+
+
+@pytest.mark.parametrize(("skill", "mistake"), SINGLE_MISTAKES, ids=[f"{s}-{m}" for s, m in SINGLE_MISTAKES])
+def test_single_mistake_costs_the_same_points_in_every_point_cell_as_in_the_grader(skill, mistake, tmp_path):
+    """The notebook run as nbgrader's kernel runs it, next to `python -m autograder grade
+    --skill` on the same code: every point cell scores what the grader's test scores."""
+    folder = _variant(skill, mistake, tmp_path)
+    points, _checks, _ = _run_notebook(CONFIG.skills[skill], (folder / CONFIG.skills[skill].module).read_text(encoding="utf-8"))
+    ours = _grader_skill(folder, skill)
+    print(f"{skill} {mistake}: grader {ours['score']:g}, point cells {sum(points.values()):.4f}")
+    assert ours["score"] < CONFIG.skills[skill].points
+    assert points == pytest.approx({t["name"]: t["score"] for t in ours["tests"] if t["max_score"]}, abs=1e-4)
