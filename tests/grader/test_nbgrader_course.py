@@ -277,3 +277,28 @@ def test_single_mistake_costs_the_same_points_in_every_point_cell_as_in_the_grad
     print(f"{skill} {mistake}: grader {ours['score']:g}, point cells {sum(points.values()):.4f}")
     assert ours["score"] < CONFIG.skills[skill].points
     assert points == pytest.approx({t["name"]: t["score"] for t in ours["tests"] if t["max_score"]}, abs=1e-4)
+
+
+def test_nbgrader_units_breaks_a_function_only_for_callers_outside_its_module():
+    """How nbgrader_units measures which functions a kind uses: the broken function answers
+    wrong (NaN, negated, off by one) or raises when the tests call it, while the module's own
+    calls (quad → double; Twice.forward → double) still reach the real one."""
+    import torch
+
+    from autograder.release import nbgrader_units
+
+    source = (
+        "import torch\n\n\ndef double(x):\n    return x * 2\n\n\ndef quad(x):\n    return double(double(x))\n\n\n"
+        "def positive(x):\n    return x > 0\n\n\nclass Twice(torch.nn.Module):\n    def forward(self, x):\n        return double(x)\n"
+    )
+    x = torch.tensor([1.0, -2.0])
+    wrong: dict = {}
+    exec(compile(nbgrader_units.broken_source(source, ["double", "positive", "Twice"], "wrong"), "m.py", "exec"), wrong)  # noqa: S102
+    assert torch.isnan(wrong["double"](x)).all() and torch.isnan(wrong["Twice"]()(x)).all()
+    assert torch.equal(wrong["positive"](x), torch.tensor([False, True]))
+    assert torch.equal(wrong["quad"](x), x * 4)
+    raising: dict = {}
+    exec(compile(nbgrader_units.broken_source(source, ["double"], "raises"), "m.py", "exec"), raising)  # noqa: S102
+    with pytest.raises(RuntimeError, match="broken on purpose"):
+        raising["double"](x)
+    assert torch.equal(raising["quad"](x), x * 4)
