@@ -8,17 +8,27 @@ Each notebook: a markdown cell quoting the lesson (sections cited), the locked s
 (``templates/nbgrader_setup.py``: silences warnings — nbgrader scores a cell with any
 stderr as 0 — and defines the test helpers), the solution cell (``solutions/<skill>.py``
 as it is, with its ``### BEGIN SOLUTION`` markers, which nbgrader's ``ClearSolutions``
-turns into stubs), then one autograded test cell per exercise function or class. The
-checks (``nbgrader_checks``) run the student's code in the student's kernel; expected
-values are computed here from the reference and embedded, hidden checks sit in
-``### BEGIN HIDDEN TESTS`` blocks, and every test cell ends in an ``assert`` (a trailing
-expression would be read as partial credit).
+turns into stubs), then one *checks cell* per exercise function or class and one *point
+cell* per test of the grader.
 
-Points come from grading.toml: every test's weight goes to the cell of the function its
-name mentions (the longest such name, then the first), the weight of tests that name none (course numbers,
-dtype, rules) is shared evenly by the skill's cells, so the cells of a skill add up to its
-points. Cells, metadata (schema v3) and JSON are written with nbformat; the same commit
-gives the same bytes.
+Checks cells (0 points; autograded so that their ``### BEGIN HIDDEN TESTS`` blocks are
+kept for grading and removed for students): the checks of ``nbgrader_checks`` run the
+student's code in the student's kernel, against expected values computed here from the
+reference and embedded; each cell records whether its function passed every check.
+
+Point cells — one piece of scoring, one score on every path: each test of grading.toml
+(weight > 0) gets a cell with its weight as points, which computes the grader's rule
+(``autograder/testing/credit.py``: weight × passed kinds / kinds, 0 when a required kind
+fails) over the test's kinds, a kind passing when every function it uses passed its
+checks cell. Which functions each kind uses is measured by grading the reference with
+one function broken at a time (``nbgrader_units``, stored in ``nbgrader_units.json``).
+The cell's last line is the score: nbgrader reads a number there as partial credit. The
+weights are binary fractions, so every max score is exact. What still differs from the
+grader — rules, and mistakes that break only some of a function's kinds — is listed in
+the course README (``readme``).
+
+Cells, metadata (schema v3) and JSON are written with nbformat; the same commit gives the
+same bytes.
 
 ``source/`` holds the solutions and the hidden tests: it is the instructors' copy (nbgrader
 makes the student version with ``nbgrader generate_assignment``). nbgrader's feedback HTML
@@ -30,9 +40,10 @@ what a failed hidden check printed.
 
 from __future__ import annotations
 
-import ast
+import json
 import math
 import re
+import textwrap
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -48,6 +59,7 @@ SETUP = (TEMPLATES / "nbgrader_setup.py").read_text(encoding="utf-8")
 FEEDBACK = TEMPLATES / "nbgrader_feedback.py"  # appended to nbgrader_config.py: feedback without the hidden tests
 KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
 HIDDEN_BEGIN, HIDDEN_END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
+UNITS_FILE = Path(__file__).with_name("nbgrader_units.json")
 
 
 class NotebookError(ValueError):
@@ -77,26 +89,32 @@ def snake(name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
 
-def cell_points(skill: Skill, targets: list[Target]) -> dict[str, float]:
-    """grading.toml's weights of the skill spread over its cells (see the module docstring)."""
-    names = {t.name: snake(t.name) for t in targets}
-    own: dict[str, Fraction] = {t.name: Fraction(0) for t in targets}
-    shared = Fraction(0)
-    for suite in skill.suites:
-        for test, weight in suite.weights.items():
-            hits = [n for n, s in names.items() if s in test]
-            if hits:
-                # the longest name, then the one named first ("merge_heads_..._split_heads" → merge_heads)
-                own[max(hits, key=lambda n: (len(names[n]), -test.index(names[n])))] += Fraction(weight).limit_denominator(10_000)
-            else:
-                shared += Fraction(weight).limit_denominator(10_000)
-    exact = {n: own[n] + shared / len(targets) for n in own}
-    rounded = {n: round(float(v), 2) for n, v in exact.items()}
-    last = targets[-1].name  # rounding leftovers go to the last cell, so the sum is exact
-    rounded[last] = round(float(skill.points) - sum(v for n, v in rounded.items() if n != last), 2)
-    if any(v <= 0 for v in rounded.values()):
-        raise NotebookError(f"{skill.id}: a cell would get no points: {rounded}")
-    return rounded
+def units(skill: Skill, targets: list[Target]) -> dict[str, dict]:
+    """The skill's grader tests (weight > 0), in grading.toml's order, with the kinds
+    ``nbgrader_units.json`` measured (module docstring of ``nbgrader_units``)."""
+    measured = json.loads(UNITS_FILE.read_text(encoding="utf-8")).get(skill.id, {})
+    weights = {name: w for suite in skill.suites for name, w in suite.weights.items() if w}
+    stale = "; rerun `python -m autograder.release.nbgrader_units`"
+    if {n: u["weight"] for n, u in measured.items()} != weights:
+        raise NotebookError(f"{skill.id}: {UNITS_FILE.name} does not list grading.toml's tests and weights{stale}")
+    names = {t.name for t in targets}
+    for name, unit in measured.items():
+        used = {f for k in unit["kinds"] + unit["required"] for f in k["uses"]}
+        if used - names or not unit["kinds"]:
+            raise NotebookError(f"{skill.id}.{name}: kinds use functions without checks ({sorted(used - names)}){stale}")
+    return {name: measured[name] for name in weights}
+
+
+def exact_points(skill: Skill, weights: dict[str, float]) -> dict[str, float]:
+    """Each test cell gets its grader weight as it is. nbgrader adds the cells' points as
+    floats, so the weights must be binary fractions (quarters, eighths, …: 0.1 is not one)
+    for the skill's and the course's max score to come out exact (100, not 99.99999999999999)."""
+    for name, weight in weights.items():
+        if Fraction(weight).denominator > 1024:
+            raise NotebookError(f"{skill.id}.{name}: weight {weight!r} is not a multiple of 1/1024, so nbgrader's max score would not be exact")
+    if math.fsum(weights.values()) != skill.points or sum(weights.values()) != skill.points:
+        raise NotebookError(f"{skill.id}: the test weights add up to {sum(weights.values())!r}, not {skill.points!r}")
+    return dict(weights)
 
 
 # --------------------------------------------------------------------------- literals
@@ -157,7 +175,7 @@ def _check_code(check: Check, ns: dict, where: str) -> str:
     tol = "" if (check.rtol, check.atol) == (1e-6, 1e-8) else f", rtol={check.rtol!r}, atol={check.atol!r}"
     lines = [check.setup] if check.setup else []
     lines += [f"got = {check.call}", f"want = {literal(want)}", f"assert check(got, want, {check.call!r}{tol})"]
-    return "\n".join(lines)
+    return "with checks:\n" + textwrap.indent("\n".join(lines), "    ")
 
 
 def _has_nan(value) -> bool:
@@ -170,15 +188,27 @@ def _has_nan(value) -> bool:
 
 def checks_source(skill: Skill, target: Target, ns: dict) -> str:
     where = f"{skill.id}.{target.name}"
-    parts = [f"# Tests of {target.name} ({target.cite}). Expected values: the reference's, computed when this course was released."]
+    parts = [(f"# Checks of {target.name} ({target.cite}). No points of their own: the point cells at the end score the grader's tests\n"
+              "# from whether every check here passed. Expected values: the reference's, computed when this course was released."),
+             f"checks = Checks({target.name!r})"]
     parts += [_check_code(c, ns, where) for c in target.visible]
     if target.hidden:
         parts += [HIDDEN_BEGIN, *(_check_code(c, ns, where) for c in target.hidden), HIDDEN_END]
-    source = "\n".join(parts)
-    body = [n for n in ast.parse(source).body]
-    if not body or not isinstance(body[-1], ast.Assert):
-        raise NotebookError(f"{where}: a test cell must end in an assert")
-    return source
+    parts.append("checks.report()")
+    return "\n".join(parts)
+
+
+def credit_source(name: str, unit: dict, points: float) -> str:
+    """A point cell: one grader test, its points, and the grader's rule over its kinds.
+    The last line is the score (nbgrader reads a number there as the cell's partial credit)."""
+    def table(kinds: list[dict]) -> str:
+        return "{" + ", ".join(f"{k['label']!r}: {k['uses']!r}" for k in kinds) + "}"
+
+    required = f", required={table(unit['required'])}" if unit["required"] else ""
+    return (f"# {name} ({unit['visibility']} test of the grader): {points:g} points × passed kinds / kinds"
+            + (", 0 if a required kind fails" if unit["required"] else "") + ".\n"
+            "# A kind passes when every function it uses passed its checks cell above.\n"
+            f"credit({points!r}, {table(unit['kinds'])}{required})")
 
 
 def _meta(grade_id: str, *, grade=False, solution=False, locked=False, points=None) -> dict:
@@ -196,10 +226,13 @@ def lesson_markdown(config: Config, skill: Skill, points: dict[str, float]) -> s
         f"{config.course} · skill `{skill.id}` · {skill.points:g} points · lessons: {', '.join(skill.sections)}\n\n"
         f"{quotes}\n\n"
         "Fill in every cell marked `# YOUR CODE HERE` (the docstrings say what each function takes and returns), "
-        "then run all cells: each test cell below checks one function on the lesson's worked example. "
+        "then run all cells: each checks cell below tests one function on the lesson's worked example. "
         "Grading also runs hidden checks (other shapes, leading dimensions, masks, dtypes, errors), "
         "so make your code follow the docstrings, not just the examples.\n\n"
-        f"| function | points |\n|---|---|\n{rows}\n"
+        "The points are the course autograder's: one point cell per test of the autograder, with its points, scored by "
+        "its rule — points × passed kinds / kinds, 0 if a required kind fails — where a kind passes when every function "
+        "it uses passed its checks cell.\n\n"
+        f"| autograder test | points |\n|---|---|\n{rows}\n"
     )
 
 
@@ -210,7 +243,8 @@ def notebook(config: Config, skill: Skill):
     targets = TARGETS.get(skill.id)
     if not targets:
         raise NotebookError(f"skill {skill.id}: no nbgrader checks in autograder/release/nbgrader_checks.py — add TARGETS[{skill.id!r}]")
-    points = cell_points(skill, targets)
+    tests = units(skill, targets)
+    points = exact_points(skill, {name: unit["weight"] for name, unit in tests.items()})
     ns = reference_namespace(config, skill)
     cells = [
         new_markdown_cell(lesson_markdown(config, skill, points), id=f"{skill.id}-lesson", metadata=_meta(f"{skill.id}_lesson", locked=True)),
@@ -218,10 +252,15 @@ def notebook(config: Config, skill: Skill):
         new_code_cell((config.solutions_dir / skill.module).read_text(encoding="utf-8").rstrip("\n"), id=f"{skill.id}-solution",
                       metadata=_meta(f"{skill.id}_solution", solution=True)),
     ]
-    for target in targets:
-        grade_id = f"test_{snake(target.name)}"
+    for target in targets:  # 0 points: hidden checks must sit in grade cells, and these cells' results feed the point cells
+        grade_id = f"checks_{snake(target.name)}"
         cells.append(new_code_cell(checks_source(skill, target, ns), id=f"{skill.id}-{grade_id}".replace("_", "-"),
-                                   metadata=_meta(grade_id, grade=True, locked=True, points=points[target.name])))
+                                   metadata=_meta(grade_id, grade=True, locked=True, points=0)))
+    cells.append(new_markdown_cell(f"## Points: the autograder's tests of `{skill.id}`", id=f"{skill.id}-points",
+                                   metadata=_meta(f"{skill.id}_points", locked=True)))
+    for name, unit in tests.items():
+        cells.append(new_code_cell(credit_source(name, unit, points[name]), id=f"{skill.id}-{name}".replace("_", "-")[:64],
+                                   metadata=_meta(name, grade=True, locked=True, points=points[name])))
     nb = new_notebook(cells=cells, metadata={"kernelspec": KERNELSPEC, "language_info": {"name": "python"}})
     nbformat.validate(nb)
     return nb
@@ -266,16 +305,36 @@ replaces a failed hidden check's traceback and message with a fixed sentence and
 test cell with hidden checks printed. Without that config (another `nbgrader_config.py`, or
 `--config` elsewhere) the HTML shows the hidden tests' inputs and expected values.
 
-One notebook per skill; points per test cell come from grading.toml. nbgrader runs the tests
-in the student's kernel (no sandbox): use the Gradescope bundle or `make grade` for grades
-that must resist tampering.
+One notebook per skill. Its points are the course autograder's (`python -m autograder grade`):
+one point cell per autograder test, with that test's points from grading.toml, scored by the
+autograder's rule — points × passed kinds / kinds, 0 when a required kind fails. A kind passes
+when every function it uses passed its checks cell (the notebook's fixed checks of that
+function, hidden ones included); which functions each kind uses was measured by grading the
+reference with one function broken at a time. Every weight is a binary fraction, so the max
+score is exactly {ctx.config.total_points:g}.
+
+Where the two can still differ, and why:
+- Rules (the autograder's gates: {_gates(ctx)}): they need the autograder's sandbox (the torch
+  operations a submission ran); nbgrader does not enforce them, so a submission that breaks one
+  scores 0 for that skill in the autograder and its points here.
+- A mistake that breaks only some of a function's kinds (only float32, only a finite fill, a
+  changed dtype, an input modified in place): here a function passes or fails as a whole, so
+  such a mistake costs every kind that uses the function, or none if the fixed checks miss it.
+
+nbgrader runs the tests in the student's kernel (no sandbox): use the Gradescope bundle or
+`make grade` for grades that must resist tampering.
 """
+
+
+def _gates(ctx: ReleaseContext) -> str:
+    return ", ".join(f"{s.id}: `{g}`" for s in ctx.config.skills.values() for g in s.gates) or "none"
 
 
 # --------------------------------------------------------------------------- proving it works
 @dataclass
 class RoundTrip:
     scores: dict[str, float]  # student → exported score
+    notebooks: dict[str, dict[str, float]]  # student → notebook (skill) → score, from the gradebook
     max_score: float
     seconds: dict[str, float]  # generate_assignment, autograde, [generate_feedback,] export
     release: Path  # release/<assignment>: what students get
@@ -333,4 +392,8 @@ def round_trip(course: Path, work: Path, submissions: dict[str, Path | None], as
     rows = list(csv.DictReader(grades.open(encoding="utf-8")))
     scores = {r["student_id"]: float(r["score"]) for r in rows if r["assignment"] == assignment}
     max_score = max((float(r["max_score"]) for r in rows), default=0.0)
-    return RoundTrip(scores, max_score, seconds, release, root / "feedback" if feedback else None)
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+        notebooks = {student: {nb.name: nb.score for nb in gb.find_submission(assignment, student).notebooks} for student in submissions}
+    return RoundTrip(scores, notebooks, max_score, seconds, release, root / "feedback" if feedback else None)

@@ -65,29 +65,76 @@ def test_course_is_byte_identical_when_built_twice(course, tmp_path):
     assert all((course / f).read_bytes() == (again / f).read_bytes() for f in files)
 
 
-def test_one_notebook_per_skill_with_lesson_setup_solution_and_test_cells(course):
+def _weights(skill) -> dict[str, float]:
+    return {name: w for suite in skill.suites for name, w in suite.weights.items() if w}
+
+
+def test_one_notebook_per_skill_with_lesson_setup_solution_checks_and_point_cells(course):
     for skill in CONFIG.skills.values():
         cells = _cells(course / "source" / ASSIGNMENT / f"{skill.id}.ipynb")
-        lesson, setup, solution, *tests = cells
+        lesson, setup, solution, *rest = cells
         assert lesson["cell_type"] == "markdown" and "§" in _source(lesson) and skill.title in _source(lesson)
         assert _nb(setup)["locked"] and 'warnings.filterwarnings("ignore")' in _source(setup)
         assert _nb(solution)["solution"] and _source(solution) == (SOLUTIONS / skill.module).read_text(encoding="utf-8").rstrip("\n")
-        assert tests and all(_nb(t)["grade"] and _nb(t)["locked"] and _nb(t)["schema_version"] == 3 for t in tests)
-        assert sum(_nb(t)["points"] for t in tests) == pytest.approx(skill.points), skill.id
-        for test in tests:
-            source = _source(test)
-            assert isinstance(ast.parse(source).body[-1], ast.Assert), _nb(test)["grade_id"]
+        targets = nbgrader_course.TARGETS[skill.id]
+        checks, heading, points = rest[:len(targets)], rest[len(targets)], rest[len(targets) + 1:]
+        assert [_nb(c)["grade_id"] for c in checks] == [f"checks_{nbgrader_course.snake(t.name)}" for t in targets]
+        for cell in checks:  # 0 points, hidden checks kept for grading
+            assert _nb(cell)["grade"] and _nb(cell)["locked"] and _nb(cell)["points"] == 0 and _nb(cell)["schema_version"] == 3
+            source = _source(cell)
             assert source.count("### BEGIN HIDDEN TESTS") == 1 and source.count("### END HIDDEN TESTS") == 1
+            assert source.rstrip().endswith("checks.report()")
+        assert heading["cell_type"] == "markdown"
+        # one point cell per grader test (rules excluded), with its weight as points; the last line is the score
+        assert {_nb(c)["grade_id"]: _nb(c)["points"] for c in points} == _weights(skill)
+        for cell in points:
+            last = ast.parse(_source(cell)).body[-1]
+            assert isinstance(last, ast.Expr) and last.value.func.id == "credit", _nb(cell)["grade_id"]
         assert len({_nb(c)["grade_id"] for c in cells}) == len(cells)
 
 
-def test_cell_points_follow_grading_toml_weights():
-    skill = CONFIG.skills["mha_reshape"]
-    points = nbgrader_course.cell_points(skill, nbgrader_course.TARGETS["mha_reshape"])
-    assert sum(points.values()) == pytest.approx(skill.points)
-    # "test_merge_heads_..._split_heads" belongs to merge_heads, the function it names first
-    assert points["merge_heads"] > points["score_elements"]
-    assert points["MultiHeadAttention"] == max(points.values())
+def test_max_scores_are_exact_as_nbgrader_adds_them(course):
+    """nbgrader adds the cells' points as floats, cell after cell: each skill's sum is its
+    points and the course's is 100, exactly (not 99.99999999999999)."""
+    total = 0.0
+    for skill in CONFIG.skills.values():
+        skill_total = 0.0
+        for cell in _cells(course / "source" / ASSIGNMENT / f"{skill.id}.ipynb"):
+            if _nb(cell).get("grade"):
+                skill_total += float(_nb(cell)["points"])
+        assert skill_total == skill.points, skill.id
+        total += skill_total
+    assert total == CONFIG.total_points == 100
+
+
+def test_weights_that_are_not_binary_fractions_are_refused():
+    skill = CONFIG.skills["sdpa_masks"]
+    weights = _weights(skill)
+    first, second = list(weights)[:2]
+    thirds = {**weights, first: weights[first] + 1 / 3, second: weights[second] - 1 / 3}
+    with pytest.raises(nbgrader_course.NotebookError, match="not a multiple of 1/1024"):
+        nbgrader_course.exact_points(skill, thirds)
+
+
+def test_point_cells_apply_the_graders_rule():
+    """credit(): points × passed kinds / kinds, 0 when a required kind fails; a kind passes
+    when every function it uses passed its checks cell (autograder/testing/credit.py)."""
+    ns: dict = {}
+    exec(compile(nbgrader_course.SETUP, "setup", "exec"), ns)  # noqa: S102 - our own template
+    ns["CHECKS"].update(f=True, g=False)
+    credit = ns["credit"]
+    assert credit(0.75, {"a": ["f"], "b": ["f", "g"], "c": [], "d": ["g"]}) == 0.75 * 2 / 4
+    assert credit(1.25, {"a": ["f"]}, required={"control": ["g"]}) == 0.0
+    assert credit(1.25, {"a": ["f"]}, required={"control": ["f"]}) == 1.25
+    assert credit(1.0, {"a": ["never ran"]}) == 0.0
+    checks = ns["Checks"]("h")
+    with checks:
+        raise AssertionError("wrong")
+    with checks:
+        pass
+    assert ns["CHECKS"]["h"] is False
+    checks.report()
+    assert ns["CHECKS"]["h"] is False
 
 
 def test_every_skill_has_checks_and_every_check_runs_on_the_reference():
@@ -99,34 +146,54 @@ def test_every_skill_has_checks_and_every_check_runs_on_the_reference():
 STYLES = sorted(p.name for p in (SUBMISSIONS / "styles").iterdir() if p.is_dir())
 
 
-@pytest.mark.parametrize("style", STYLES)
-def test_correct_code_unlike_the_reference_passes_every_notebook_check(style):
-    """Correct code in other styles (tests/submissions/styles: the lessons' own code with its
-    registered mask buffers, einsum, loops, float64) passes every test cell, hidden blocks
-    included, run as nbgrader's kernel runs the notebook — setup, the student's module, then
-    each test cell — and writes nothing to stderr (nbgrader scores such a cell 0)."""
+def _run_notebook(skill, code: str) -> tuple[dict[str, float], dict[str, bool], list[str]]:
+    """Run a notebook as nbgrader's kernel runs it — setup, ``code`` in the solution cell,
+    then each cell — and score its grade cells as nbgrader does (an error or stderr: 0; a
+    number on the last line: that many points; else full points). Returns the point cells'
+    scores, the checks cells' results (CHECKS) and the problems (errors, stderr)."""
     import contextlib
     import io
 
+    ns: dict = {"__name__": "__main__"}
+    scores, problems = {}, []
+    for cell in nbgrader_course.notebook(CONFIG, skill).cells:
+        if cell.cell_type != "code":
+            continue
+        meta = _nb(cell)
+        tree = ast.parse(code if meta.get("solution") else cell.source)
+        last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+        stderr, value = io.StringIO(), None
+        try:
+            with contextlib.redirect_stderr(stderr), contextlib.redirect_stdout(io.StringIO()):
+                exec(compile(tree, meta.get("grade_id", "cell"), "exec"), ns)  # noqa: S102 - the notebook under test
+                if last is not None:
+                    value = eval(compile(ast.Expression(last.value), meta.get("grade_id", "cell"), "eval"), ns)
+        except Exception as exc:  # noqa: BLE001 - a failing cell is what we look for
+            problems.append(f"{meta.get('grade_id')}: {type(exc).__name__}: {str(exc)[:300]}")
+            value = exc
+        if stderr.getvalue():
+            problems.append(f"{meta.get('grade_id')}: wrote to stderr: {stderr.getvalue()[:300]}")
+        if meta.get("grade") and meta["points"]:
+            failed = isinstance(value, Exception) or stderr.getvalue()
+            number = isinstance(value, (int, float)) and not isinstance(value, bool)
+            scores[meta["grade_id"]] = 0.0 if failed else float(value) if number else float(meta["points"])
+    return scores, dict(ns.get("CHECKS", {})), problems
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_correct_code_unlike_the_reference_passes_every_notebook_check(style):
+    """Correct code in other styles (tests/submissions/styles: the lessons' own code with its
+    registered mask buffers, einsum, loops, float64) passes every check, hidden blocks
+    included, earns every point cell's points, and writes nothing to stderr (nbgrader
+    scores such a cell 0)."""
     folder = SUBMISSIONS / "styles" / style
     for skill in CONFIG.skills.values():
         module = folder / skill.module
         code = (module if module.is_file() else SOLUTIONS / skill.module).read_text(encoding="utf-8")
-        ns: dict = {"__name__": "__main__"}
-        failed = []
-        for cell in nbgrader_course.notebook(CONFIG, skill).cells:
-            if cell.cell_type != "code":
-                continue
-            meta = _nb(cell)
-            stderr = io.StringIO()
-            try:
-                with contextlib.redirect_stderr(stderr):
-                    exec(compile(code if meta.get("solution") else cell.source, meta.get("grade_id", "cell"), "exec"), ns)  # noqa: S102
-            except Exception as exc:  # noqa: BLE001 - a failed test cell is what we look for
-                failed.append(f"{meta.get('grade_id')}: {type(exc).__name__}: {str(exc)[:300]}")
-            if stderr.getvalue():
-                failed.append(f"{meta.get('grade_id')}: wrote to stderr: {stderr.getvalue()[:300]}")
-        assert not failed, f"styles/{style}/{skill.module}: {failed}"
+        scores, checks, problems = _run_notebook(skill, code)
+        assert not problems, f"styles/{style}/{skill.module}: {problems}"
+        assert checks == {t.name: True for t in nbgrader_course.TARGETS[skill.id]}, f"styles/{style}/{skill.module}"
+        assert scores == _weights(skill), f"styles/{style}/{skill.module}"
 
 
 # --------------------------------------------------------------------------- the round trip
@@ -160,8 +227,11 @@ def _softmax_ignores_dim(folder: Path) -> Path:
 def trip(course, tmp_path_factory):
     """One run of the real nbgrader for the tests below (it is slow): three students, and feedback."""
     work = tmp_path_factory.mktemp("nbgrader")
+    mistakes = {f"{skill}-{mistake}": (skill, _variant(skill, mistake, work / "variants")) for skill, mistake in SINGLE_MISTAKES[::3]}
     students = {"reference": SOLUTIONS, "untouched": None, "ignores_dim": _softmax_ignores_dim(work / "ignores_dim")}
+    students |= {student: folder for student, (_, folder) in mistakes.items()}
     trip = nbgrader_course.round_trip(course, work, students, ASSIGNMENT, feedback=True)
+    trip.mistakes = mistakes  # single mistakes: compared with the grader below
     print(f"nbgrader round trip (s): {trip.seconds}; scores {trip.scores} of {trip.max_score:g}")
     return trip
 
@@ -174,8 +244,18 @@ def test_nbgrader_round_trip_matches_our_grader(trip, tmp_path):
         hidden_calls = [c.call for t in nbgrader_course.TARGETS[notebook.stem] for c in t.hidden]
         assert not [c for c in hidden_calls if c in text]
     total = CONFIG.total_points
-    assert trip.max_score == pytest.approx(total)
-    assert trip.scores["reference"] == pytest.approx(total) and trip.scores["untouched"] == 0
+    assert trip.max_score == total == 100  # exactly: the cells' points are binary fractions
+    assert trip.scores["reference"] == total and trip.scores["untouched"] == 0
+
+    # single mistakes: nbgrader's notebook scores next to the grader's skill scores on the same code
+    rows = []
+    for student, (skill, folder) in trip.mistakes.items():
+        ours = _grader_skill(folder, skill)
+        nb = trip.notebooks[student]
+        rows.append(f"{student}: nbgrader {nb[skill]:.4f}, grader {ours['score']:.4f}")
+        assert {s: p for s, p in nb.items() if s != skill} == {s.id: s.points for s in CONFIG.skills.values() if s.id != skill}
+        assert nb[skill] == pytest.approx(ours["score"], abs=1e-3) and ours["score"] < CONFIG.skills[skill].points, rows[-1]
+    print("single mistakes:", "; ".join(rows))
 
     # the same code through `python -m autograder grade` (visible + hidden suites)
     submitted = trip.release.parents[1] / "submitted"
@@ -273,3 +353,66 @@ def test_course_state_survives_a_re_release_and_dist_with_state_is_never_replace
     with pytest.raises(build.ReleaseError, match="holds a running nbgrader course .*gradebook.db.*make nbgrader-course"):
         build._prepare_out(dist, ROOT)
     assert (dist / "nbgrader" / "gradebook.db").exists()
+
+
+# --------------------------------------------------------------------------- single mistakes: the same points
+#: (skill, variant id in tests/submissions/mistakes/<skill>.toml): one mistake each, that breaks its function for every kind
+SINGLE_MISTAKES = [
+    ("masks", "polarity-inverted"),  # apply_mask: the issue's example (nbgrader 97.43 vs the grader's 96.04 before)
+    ("masks", "zero-fill"),  # masked_softmax
+    ("masks", "mask-after-softmax"),  # masked_softmax
+    ("qkv", "divide-by-dk"),  # scale_scores
+]
+
+
+def _variant(skill: str, mistake: str, root: Path) -> Path:
+    import sys
+
+    if str(SUBMISSIONS) not in sys.path:
+        sys.path.insert(0, str(SUBMISSIONS))
+    import variants
+
+    entry = next(m for m in variants.mistakes(skill) if m["id"] == mistake)
+    return variants.build(root / f"{skill}-{mistake}", [entry])
+
+
+def _grader_skill(folder: Path, skill: str) -> dict:
+    ours = grade(folder, "--skill", skill, "--reveal-hidden")
+    return next(s for s in ours.data["skills"] if s["id"] == skill)
+
+
+@pytest.mark.parametrize(("skill", "mistake"), SINGLE_MISTAKES, ids=[f"{s}-{m}" for s, m in SINGLE_MISTAKES])
+def test_single_mistake_costs_the_same_points_in_every_point_cell_as_in_the_grader(skill, mistake, tmp_path):
+    """The notebook run as nbgrader's kernel runs it, next to `python -m autograder grade
+    --skill` on the same code: every point cell scores what the grader's test scores."""
+    folder = _variant(skill, mistake, tmp_path)
+    points, _checks, _ = _run_notebook(CONFIG.skills[skill], (folder / CONFIG.skills[skill].module).read_text(encoding="utf-8"))
+    ours = _grader_skill(folder, skill)
+    print(f"{skill} {mistake}: grader {ours['score']:g}, point cells {sum(points.values()):.4f}")
+    assert ours["score"] < CONFIG.skills[skill].points
+    assert points == pytest.approx({t["name"]: t["score"] for t in ours["tests"] if t["max_score"]}, abs=1e-4)
+
+
+def test_nbgrader_units_breaks_a_function_only_for_callers_outside_its_module():
+    """How nbgrader_units measures which functions a kind uses: the broken function answers
+    wrong (NaN, negated, off by one) or raises when the tests call it, while the module's own
+    calls (quad → double; Twice.forward → double) still reach the real one."""
+    import torch
+
+    from autograder.release import nbgrader_units
+
+    source = (
+        "import torch\n\n\ndef double(x):\n    return x * 2\n\n\ndef quad(x):\n    return double(double(x))\n\n\n"
+        "def positive(x):\n    return x > 0\n\n\nclass Twice(torch.nn.Module):\n    def forward(self, x):\n        return double(x)\n"
+    )
+    x = torch.tensor([1.0, -2.0])
+    wrong: dict = {}
+    exec(compile(nbgrader_units.broken_source(source, ["double", "positive", "Twice"], "wrong"), "m.py", "exec"), wrong)  # noqa: S102
+    assert torch.isnan(wrong["double"](x)).all() and torch.isnan(wrong["Twice"]()(x)).all()
+    assert torch.equal(wrong["positive"](x), torch.tensor([False, True]))
+    assert torch.equal(wrong["quad"](x), x * 4)
+    raising: dict = {}
+    exec(compile(nbgrader_units.broken_source(source, ["double"], "raises"), "m.py", "exec"), raising)  # noqa: S102
+    with pytest.raises(RuntimeError, match="broken on purpose"):
+        raising["double"](x)
+    assert torch.equal(raising["quad"](x), x * 4)
