@@ -73,12 +73,16 @@ def build(ctx: ReleaseContext) -> list[Path]:
     settings = config.nbgrader_release
     root = Path(ctx.out) / "nbgrader"
     written = []
-    for skill in config.skills.values():
-        nb = notebook(config, skill)
-        path = root / "source" / settings.assignment / f"{skill.id}.ipynb"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(nbformat.writes(nb), encoding="utf-8")
-        written.append(path)
+    # the whole course as one assignment, and each [release.assignments] entry as its own
+    # (its skills' notebooks, so its points are its skills' points): generate whichever you hand out
+    groups = {settings.assignment: list(config.skills)} | {name: list(skills) for name, skills in config.assignments.items()}
+    texts = {sid: nbformat.writes(notebook(config, skill)) for sid, skill in config.skills.items()}
+    for assignment, skills in groups.items():
+        for sid in skills:
+            path = root / "source" / assignment / f"{sid}.ipynb"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(texts[sid], encoding="utf-8")
+            written.append(path)
     (root / "nbgrader_config.py").write_text(nbgrader_config(ctx), encoding="utf-8")
     (root / "README.md").write_text(readme(ctx), encoding="utf-8")
     return sorted(written + [root / "nbgrader_config.py", root / "README.md"])

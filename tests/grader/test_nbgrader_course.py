@@ -416,3 +416,14 @@ def test_nbgrader_units_breaks_a_function_only_for_callers_outside_its_module():
     with pytest.raises(RuntimeError, match="broken on purpose"):
         raising["double"](x)
     assert torch.equal(raising["quad"](x), x * 4)
+
+
+def test_each_assignment_is_an_nbgrader_assignment_with_its_skills_and_points(course):
+    """[release.assignments]: besides the whole course, source/<assignment>/ holds exactly that
+    assignment's notebooks, so generating it hands out those skills for their points."""
+    assert CONFIG.assignments
+    for name, skills in CONFIG.assignments.items():
+        folder = course / "source" / name
+        assert sorted(p.stem for p in folder.glob("*.ipynb")) == sorted(skills), name
+        points = sum(_nb(c)["points"] for sid in skills for c in _cells(folder / f"{sid}.ipynb") if _nb(c).get("grade"))
+        assert points == sum(CONFIG.skills[s].points for s in skills), name
