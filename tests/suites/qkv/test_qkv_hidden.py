@@ -301,7 +301,10 @@ def test_single_head_attention_is_causal_by_gradient(sub, ref, rng, credit):
     x = randn(rng, B, T, C, dtype=dtype)
     w = _projections(rng, C, d_k, d_v, dtype)
     # name the mistake from the forward pass when we can; the gradient alone cannot tell them apart
-    _, weights = expect.sequence(sub.qkv.single_head_attention(x, *w), 2, what="single_head_attention")
+    out, weights = expect.sequence(sub.qkv.single_head_attention(x, *w), 2, what="single_head_attention")
+    out = expect.tensor(out, what="single_head_attention output")
+    # the gradient probe follows the output's own shape: causality is this test's business, the width of the output is not
+    expect.true(out.dim() == 3 and tuple(out.shape[:2]) == (B, T), what="single_head_attention output", detail=f"expected [{B}, {T}, d], got {list(out.shape)}", problem="shape")
     diagnosed = expect.diagnose(weights, signatures.weights(signatures.attention_chain(x, *w)), tol("qkv.single_head_attention", dtype),
                                 ref.qkv.single_head_attention(x, *w)[1])
     positions = {"first output position": 0, "middle output position": T // 2, "second-to-last output position": T - 2}
@@ -310,7 +313,7 @@ def test_single_head_attention_is_causal_by_gradient(sub, ref, rng, credit):
     for part in credit.parts([mixes, *positions], required={mixes: "causality is credited only for an output that attends to earlier tokens"}):
         with part:
             if part.label == mixes:
-                grad_out = torch.zeros(B, T, d_v, dtype=dtype)
+                grad_out = torch.zeros(out.shape, dtype=out.dtype)
                 grad_out[:, T - 1] = 1.0
                 r = sub.qkv.call_with_grad("single_head_attention", x, *w, wrt=[0], grad_output=grad_out, output_index=0)
                 expect.true(r.get("grads") is not None, what="single_head_attention is differentiable", detail="the output does not require grad: keep the computation in torch operations on the inputs")
@@ -319,7 +322,7 @@ def test_single_head_attention_is_causal_by_gradient(sub, ref, rng, credit):
                             detail="the last output does not change with any earlier token: attention mixes the values of every allowed position (Week 7 §6)", hints=diagnosed)
                 continue
             t = positions[part.label]
-            grad_out = torch.zeros(B, T, d_v, dtype=dtype)
+            grad_out = torch.zeros(out.shape, dtype=out.dtype)
             grad_out[:, t] = 1.0
             r = sub.qkv.call_with_grad("single_head_attention", x, *w, wrt=[0], grad_output=grad_out, output_index=0)
             expect.true(r.get("grads") is not None, what="single_head_attention is differentiable", detail="the output does not require grad: keep the computation in torch operations on the inputs")
