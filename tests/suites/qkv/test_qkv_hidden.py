@@ -350,7 +350,7 @@ def test_single_head_attention_is_permutation_equivariant_without_mask(sub, ref,
     expect.close(weights_p, expect.tensor(weights, what="weights")[:, perm][:, :, perm], what="weights(PX) = P weights(X) Pᵀ", tol=t)
 
 
-def test_single_head_attention_keeps_batch_examples_apart(sub, rng):
+def test_single_head_attention_keeps_batch_examples_apart(sub, ref, rng):
     """Self-consistency only (a property test, grading.toml): each example's output in the
     batch is the function's own output on that example alone. Whether the numbers are right
     is the value tests' business, so a scale or mask slip does not cost here."""
@@ -363,9 +363,11 @@ def test_single_head_attention_keeps_batch_examples_apart(sub, rng):
     out, _ = expect.sequence(sub.qkv.single_head_attention(x, *w), 2, what="single_head_attention on a batch of 3")
     out = expect.tensor(out, what="single_head_attention output")
     expect.true(out.dim() == 3 and out.size(0) == B, what="single_head_attention output on a batch of 3", detail=f"expected [{B}, T, d_v], got {list(out.shape)}", problem="shape")
+    # the reference only names a mistake (a softmax over the batch axis) — the check below never compares with it
+    diagnosed = expect.diagnose(out, signatures.outputs(signatures.attention_chain(x, *w)), t, ref.qkv.single_head_attention(x, *w)[0]) or ["qkv/batch-leak"]
     for b in range(B):
         alone, _ = expect.sequence(sub.qkv.single_head_attention(x[b:b + 1], *w), 2, what=f"single_head_attention on example {b} alone")
-        expect.close(out[b:b + 1], alone, what=f"example {b}'s output in the batch = its output alone (Week 7 §14)", tol=t, hints=["qkv/batch-leak"])
+        expect.close(out[b:b + 1], alone, what=f"example {b}'s output in the batch = its output alone (Week 7 §14)", tol=t, hints=diagnosed)
 
 
 def _head_state(rng, C: int, d: int, dtype) -> dict:
