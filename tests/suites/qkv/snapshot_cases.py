@@ -66,6 +66,16 @@ def attention_head(rng, ref):
     return {"x": x, "args": [C, d, ctx], "state": state, "want": out}
 
 
+def context_check(rng, ref):
+    """Inputs only (nothing is compared with the reference): AttentionHead(C, C, ctx) — square
+    projections, so a head that multiplies by nn.Linear's weight without transposing still
+    runs — on T = ctx tokens (fits) and on T = ctx + 1 (must raise ValueError)."""
+    C, ctx = randint(rng, 3, 6), randint(rng, 3, 6)
+    state = {f"{n}.weight": weight(rng, C, C).T.contiguous() for n in ("query", "key", "value")}
+    x = randn(rng, 2, ctx + 1, C)
+    return {"args": [C, C, ctx], "state": state, "fits": x[:, :ctx].contiguous(), "longer": x}
+
+
 def week7(rng, ref):
     """Week 7's worked example: the intermediate inputs a test feeds one function, the
     reference's outputs where the lessons print too few digits, and the mistakes' outputs."""
@@ -87,4 +97,4 @@ def week7(rng, ref):
     }
 
 
-CASES = [week7, project_qkv, attention_scores, scale_scores, weighted_values, causal_uniform_mean, single_head_attention, attention_head]
+CASES = [week7, project_qkv, attention_scores, scale_scores, weighted_values, causal_uniform_mean, single_head_attention, attention_head, context_check]
