@@ -90,7 +90,16 @@ def _doc_ids(rng, lead: tuple, T: int, *, packed: bool) -> torch.Tensor:
 def _blocked_key_wins(scores: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
     """Scores where, in some row, a blocked key has the highest score: ignoring the mask
     (a plain softmax) then moves the weight, even at scores of 1e4. The row is one with an
-    allowed finite score and a blocked key (`_softmax_allowed` makes one)."""
+    allowed finite score and a blocked key (`_softmax_allowed` makes one). And a row of that
+    kind whose scores are all negative: a blocked score replaced by 0 then takes weight, even at
+    scores of 1e4 (where a row with a positive allowed score leaves exp(0 − max) = 0)."""
+    s, a = torch.broadcast_tensors(scores, allowed)
+    finite = torch.isfinite(s)
+    row = tuple(((~a).any(-1) & (a & finite).any(-1)).nonzero()[0].tolist())
+    at = row[len(row) - (scores.dim() - 1):]  # scores may have fewer leading dims than the mask
+    at = tuple(i if scores.size(d) > 1 else 0 for d, i in enumerate(at))
+    scores = scores.clone()
+    scores[at] = -scores[at].abs() - 1.0
     s, a = torch.broadcast_tensors(scores, allowed)
     finite = torch.isfinite(s)
     best_blocked = s.masked_fill(a | ~finite, NEG_INF).amax(-1)

@@ -154,7 +154,7 @@ def test_sdpa_matches_reference_with_masks_and_bottom_right_causal(sub, ref, rng
             kv_step = case.kind.startswith("KV-cache")
             S = randint(rng, 4, 40 if kv_step else 64)
             L = S if square else randint(rng, 2, 3) if kv_step else randint(rng, 2, S - 1)
-            d, d_v = randint(rng, 1, 16), randint(rng, 1, 16)
+            d, d_v = randint(rng, 2, 16), randint(rng, 1, 16)  # d = 1: scaling q by 1/√d changes nothing
             q, k, v = randn(rng, *lead, L, d, dtype=dtype), randn(rng, *lead, S, d, dtype=dtype), randn(rng, *lead, S, d_v, dtype=dtype)
             allowed = None if shape is None else _fixed_allowed(rng, lead, L, S, shape)
             causal = case.kind != "causal=False"
