@@ -96,7 +96,7 @@ def _problem(rng, dtype, *, lead=(2,), lengths="L<S", mask="none", dims="d_k≠d
     shows on a kind shows on every seed (issue 16 §1). Masks: none, causal (top-left),
     bottom-right causal (top-left when L > S), key padding (right padding, at least two real
     keys and one padded) or random (at least one blocked key) — always at least one allowed
-    key per query, and query 0 mixes two keys, so its gradient is not trivially 0."""
+    key per query, and some query mixes two keys, so its gradient is not trivially 0."""
     L, S = _lengths(rng, lengths, t_max)
     d_k, d_v = _widths(rng, dims)
     allowed = None
