@@ -33,13 +33,17 @@ def _control_one_head(sub) -> None:
     expect.close(r["outputs"][0], c["want"], what="MultiHeadAttention(4, 1, T) on control weights and x (checked first)", tol=tol("mha_reshape.MultiHeadAttention", torch.float32))
 
 
-def _valid_input_runs(sub, split: bool) -> None:
-    """split_heads on its control input, or MultiHeadAttention(4, 1, T) on control weights and
-    x (T = context_length, one head: blind to head-split and mask-slicing bugs): checked for
-    not raising (a valid input), not for values."""
-    if split:
+def _valid_input_runs(sub, what: str) -> None:
+    """The valid counterpart of an error test's input, checked for not raising, not for its
+    values (the value tests check those): split_heads on its control input; MultiHeadAttention(4,
+    2, 8) built; MultiHeadAttention(4, 1, T) run on control weights and x (T = context_length,
+    one head: blind to head-split and mask-slicing bugs)."""
+    if what == "split":
         c = SNAP["split_heads"]
         expect.tensor(sub.mha_reshape.split_heads(c["x"], c["num_heads"]), what=f"split_heads(x {list(c['x'].shape)}, {c['num_heads']}) on a valid input (checked first)")
+        return
+    if what == "init":
+        sub.mha_reshape.construct("MultiHeadAttention", [4, 2, 8], describe=False)  # 4 % 2 == 0: must not raise
         return
     c = SNAP["multi_head_attention_one_head"]
     r = sub.mha_reshape.construct("MultiHeadAttention", c["args"], state=c["state"], calls=[("forward", [c["x"]], {})], describe=False)
@@ -173,7 +177,7 @@ def test_value_errors_for_indivisible_width_and_too_long_input(sub, rng, credit)
     valid input's values, which the value tests check."""
     for part in credit.parts(["split_heads(x [1,2,4], 3)", "MultiHeadAttention(4, 3, 8)", "MultiHeadAttention(4, 2, context_length=2) on T=3"]):
         with part, data.view_hint(sub):
-            _valid_input_runs(sub, split=part.label.startswith("split_heads"))
+            _valid_input_runs(sub, "split" if part.label.startswith("split_heads") else "init" if "4, 3" in part.label else "forward")
             if part.label.startswith("split_heads"):
                 expect.raises("ValueError", sub.mha_reshape.split_heads, torch.zeros(1, 2, 4), 3, what="split_heads with C=4, h=3: 4 % 3 != 0 (W7-54)", hints=["mha_reshape/divisibility-check"])
             elif "4, 3" in part.label:
