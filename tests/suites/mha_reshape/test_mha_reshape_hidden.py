@@ -11,7 +11,7 @@ import math
 import torch
 
 from autograder.testing import dispatch, expect, probe
-from autograder.testing.failures import SubmissionError
+from autograder.testing.failures import SubmissionError, SubmissionRaised
 from autograder.testing.inputs import choice, dtype_name, noncontiguous, randint, randn
 from autograder.testing.source import check_no_banned
 from autograder.testing.siblings import sibling
@@ -22,6 +22,24 @@ signatures = sibling(__file__, "mistakes")  # the named mistakes' outputs (besid
 
 QK = ("query", "key")
 DTYPES = (torch.float32, torch.float64)
+
+# Fixed case kinds (issue 16 §1): case i of a test always has the structure in row i; only
+# the sizes within the kind and the values come from the seed, so a mistake that shows on a
+# kind costs the same on every seed. Head kinds: "one", "all" (width 1), "some" (1 < h < C);
+# T kinds: see _length. A degenerate case (h = 1, T = 1) is only ever checked beside regular ones.
+SPLIT_KINDS = (("all", "any"), ("some", "any"), ("one", "1"), ("all", "64"), ("some", "64"), ("one", "any"))  # (heads, T)
+MERGE_KINDS = (  # (h, T, d): "r" = drawn in 2..8 (T: 2..64)
+    (1, "r", "r"), ("r", "r", "r"), (12, 1, "r"), ("r", "r", 1), (12, "r", "r"), ("r", "r", "r"),
+)
+MHA_KINDS = (  # (heads, T, ctx > T, bias, padding: None / "right" / "any")
+    ("all", "any", False, True, None),
+    ("some", "64", True, False, "right"),
+    ("one", "any", False, False, None),  # non-contiguous x
+    ("some", "any", True, True, "any"),
+    ("all", "2", False, False, "right"),
+    ("one", "1", True, True, "any"),
+)
+WEIGHTS_KINDS = (("some", True, False), ("one", False, True), ("all", True, True), ("some", False, False))  # (heads, right padding, bias)
 LINEARS = ("w_q", "w_k", "w_v", "w_o")
 BANNED = ("MultiheadAttention", "multi_head_attention_forward", "scaled_dot_product_attention")
 # Cost functions may be computed in float32 (issue 9 §4): compare with the measured rows of
@@ -35,19 +53,42 @@ GIB = data.GIB_TABLE
 
 
 def _heads(rng, C: int, which: str = "any") -> int:
+    """A head count of a fixed kind: "one", "all" (h = C, width 1), "some" (1 < h < C: C must
+    have such a divisor, see ``_width``) or "any" divisor (where the count changes no mistake's
+    visibility, e.g. a state_dict's keys)."""
     if which == "one":
         return 1
     if which == "all":
         return C
+    if which == "some":
+        return choice(rng, [h for h in range(2, C) if C % h == 0])
     return choice(rng, [h for h in range(1, C + 1) if C % h == 0])
 
 
-def _sizes(rng, which: str, budget: int = 1 << 15) -> tuple[int, int, int, int]:
+def _width(rng, which: str, c_max: int = 16) -> int:
+    """A model width C in 2..c_max for a head kind; for "some", C has a divisor 1 < h < C —
+    with one head (or heads of width 1) a misplaced transpose, interleaved or reversed heads
+    and the wrong scale width all coincide with the right answer, so only that kind shows them."""
+    if which == "some":
+        return choice(rng, [c for c in range(4, c_max + 1) if any(c % h == 0 for h in range(2, c))])
+    return randint(rng, 2, c_max)
+
+
+def _length(rng, which) -> int:
+    """T of a fixed kind: "1" (degenerate: checked beside regular cases, never alone), "2",
+    "64", "any" (3..64) or an int."""
+    if isinstance(which, int):
+        return which
+    return {"1": 1, "2": 2, "64": 64}.get(which) or randint(rng, 3, 64)
+
+
+def _sizes(rng, which: str, length="any", budget: int = 1 << 15) -> tuple[int, int, int, int]:
     """B, T (up to 64), C, h with B·h·T² ≤ budget score elements: T=64 is drawn, but not
-    together with many heads and a full batch, so the suite stays fast."""
-    C = randint(rng, 2, 16)
+    together with many heads and a full batch, so the suite stays fast. ``which`` is the head
+    kind and ``length`` T's kind (``_length``); halving keeps T ≥ 2 when it started there."""
+    C = _width(rng, which)
     h = _heads(rng, C, which)
-    T = choice(rng, (1, 2, randint(rng, 3, 64), 64))
+    T = _length(rng, length)
     while h * T * T > budget:
         T //= 2
     B = choice(rng, (1, 2, 3))
@@ -65,13 +106,22 @@ def _state(rng, C: int, bias: bool, dtype: torch.dtype) -> dict[str, torch.Tenso
     return state
 
 
-def _key_allowed(rng, B: int, T: int) -> torch.Tensor:
-    """Padding that leaves every query at least one allowed key (key 0 is always real)."""
-    if randint(rng, 0, 1):  # right padding: real tokens first
+def _key_allowed(rng, B: int, T: int, right: bool = True) -> torch.Tensor:
+    """Padding that leaves every query at least one allowed key (key 0 is always real) and,
+    when T ≥ 2, pads at least one key (example 0's last), so ignoring the padding or applying
+    it to the queries shows on every draw; when T ≥ 3, example 0's keys 0 and 1 are real, so
+    padding never hides the causal mask (query 0 would read key 1 without it). ``right``:
+    right padding (real tokens first), else any key pattern."""
+    if right:
         lengths = torch.randint(1, T + 1, (B,), generator=rng)
+        lengths[0] = randint(rng, 2, T - 1) if T >= 3 else 1
         return torch.arange(T)[None, :] < lengths[:, None]
-    allowed = torch.rand(B, T, generator=rng) > 0.4  # any key pattern
+    allowed = torch.rand(B, T, generator=rng) > 0.4
     allowed[:, 0] = True
+    if T >= 3:
+        allowed[0, 1] = True
+    if T >= 2:
+        allowed[0, -1] = False
     return allowed
 
 
@@ -94,7 +144,7 @@ def _control_split(sub, ref, rng) -> None:
 
 def _control_merge(sub, ref, rng) -> None:
     """merge_heads on a fresh random input, against the reference."""
-    B, T, h, d = choice(rng, (1, 2)), randint(rng, 2, 9), 2, randint(rng, 1, 4)
+    B, T, h, d = choice(rng, (1, 2)), randint(rng, 2, 9), 2, randint(rng, 2, 4)  # d ≥ 2: width-1 heads hide interleaving
     y = randn(rng, B, h, T, d)
     expect.close(sub.mha_reshape.merge_heads(y), ref.mha_reshape.merge_heads(y.double()).float(), what="merge_heads on fresh random inputs (checked first)",
                  tol=tol("mha_reshape.merge_heads", torch.float32), mistakes=signatures.merge_heads(y))
@@ -106,10 +156,10 @@ def _control_module(sub, ref, rng) -> None:
     nothing alone) while staying blind to how heads are split, merged and scaled — with h = 1
     every split is the identity and d = C — so a head-split bug costs split_heads' share,
     not the module's structure tests."""
-    B, T, C = choice(rng, (1, 2)), randint(rng, 2, 9), choice(rng, (4, 6, 8))
+    B, T, C = choice(rng, (1, 2)), randint(rng, 3, 9), choice(rng, (4, 6, 8))  # T ≥ 3: the padding never hides the causal mask
     x = randn(rng, B, T, C)
-    state = _state(rng, C, bool(randint(rng, 0, 1)), torch.float32)
-    key_allowed = _key_allowed(rng, B, T)
+    state = _state(rng, C, False, torch.float32)  # fixed: a bias mistake costs the structure tests, the same on every seed
+    key_allowed = _key_allowed(rng, B, T)  # at least one padded key
     r = sub.mha_reshape.construct("MultiHeadAttention", [C, 1, T], {"bias": "w_q.bias" in state}, state=state, calls=[("forward", [x], {"key_allowed": key_allowed})], describe=False)
     want, _ = _reference(ref, C, 1, T, "w_q.bias" in state, state, x, key_allowed, torch.float32)
     expect.close(r["outputs"][0], want, what="MultiHeadAttention(C, 1, T) on fresh random weights, x and padding (checked first)", tol=tol("mha_reshape.MultiHeadAttention", torch.float32))
@@ -118,7 +168,7 @@ def _control_module(sub, ref, rng) -> None:
 def _control_costs(sub, ref, rng, names) -> None:
     """The cost functions on fresh random sizes, against the reference (so a table of the
     lessons' numbers earns nothing)."""
-    B, h, T, d = randint(rng, 1, 64), randint(rng, 1, 64), randint(rng, 1, 1 << 14), randint(rng, 1, 4096)
+    B, h, T, d = randint(rng, 1, 64), randint(rng, 2, 64), randint(rng, 1, 1 << 14), randint(rng, 1, 4096)  # h ≥ 2: one head hides the heads factor
     m, r = sub.mha_reshape, ref.mha_reshape
     checks = {  # (yours, the reference's, what, the named mistakes' numbers, tolerance)
         "score_elements": (lambda: m.score_elements(B, h, T), lambda: r.score_elements(B, h, T), f"score_elements({B}, {h}, {T})", lambda: signatures.score_elements(B, h, T), EXACT),
@@ -198,7 +248,7 @@ def test_course_numbers_at_stated_precision(sub, ref, rng, credit):
                                 detail=f"expected output {shapes['input']} and weights {shapes['scores']}, got {got[0]} and {got[1]}",
                                 hints=["mha_reshape/weights-averaged-over-heads"] if averaged else ["mha_reshape/concat-wrong-axis"])
             elif label.startswith("concat then W_O"):
-                B, h, T, d = 2, randint(rng, 2, 4), randint(rng, 2, 6), randint(rng, 1, 4)
+                B, h, T, d = 2, randint(rng, 2, 4), randint(rng, 2, 6), randint(rng, 2, 4)  # d ≥ 2: width-1 heads hide interleaving
                 heads = randn(rng, B, h, T, d, dtype=torch.float64)
                 w_o = randn(rng, h * d, 5, dtype=torch.float64)
                 merged = expect.tensor(m.merge_heads(heads), what=f"merge_heads(heads [{B},{h},{T},{d}])")
@@ -222,13 +272,14 @@ def test_course_numbers_at_stated_precision(sub, ref, rng, credit):
 
 # --------------------------------------------------------------------------- vs the reference
 def test_split_heads_matches_reference_on_random_shapes(sub, ref, rng, credit):
-    for case in credit.cases(6):
+    for case in credit.cases(len(SPLIT_KINDS)):
         with case, data.view_hint(sub):
             i = int(case.label.split()[-1])
             dtype = DTYPES[i % 2]
-            C = randint(rng, 1, 24)
-            h = _heads(rng, C, ("one", "all", "any")[i % 3])
-            B, T = choice(rng, (1, 2, 3)), choice(rng, (1, randint(rng, 2, 64), 64))
+            heads, length = SPLIT_KINDS[i - 1]
+            C = _width(rng, heads, 24)
+            h = _heads(rng, C, heads)
+            B, T = choice(rng, (1, 2, 3)), _length(rng, length)
             x = randn(rng, B, T, C, dtype=dtype)
             if i % 2:
                 x = noncontiguous(x)
@@ -238,11 +289,12 @@ def test_split_heads_matches_reference_on_random_shapes(sub, ref, rng, credit):
 
 
 def test_merge_heads_matches_reference_and_inverts_split_heads(sub, ref, rng, credit):
-    for case in credit.cases(6):
+    for case in credit.cases(len(MERGE_KINDS)):
         with case, data.view_hint(sub):
             i = int(case.label.split()[-1])
             dtype = DTYPES[i % 2]
-            B, h, T, d = choice(rng, (1, 2, 3)), choice(rng, (1, randint(rng, 2, 8), 12)), choice(rng, (1, randint(rng, 2, 64))), randint(rng, 1, 8)
+            h, T, d = (randint(rng, 2, 64 if n == 1 else 8) if k == "r" else k for n, k in enumerate(MERGE_KINDS[i - 1]))
+            B = choice(rng, (1, 2, 3))
             y = randn(rng, B, h, T, d, dtype=dtype)
             if i % 3 == 0:
                 y = noncontiguous(y)
@@ -256,14 +308,14 @@ def test_merge_heads_matches_reference_and_inverts_split_heads(sub, ref, rng, cr
 
 
 def test_multi_head_attention_matches_reference_on_random_weights(sub, ref, rng, credit):
-    for case in credit.cases(6):
+    for case in credit.cases(len(MHA_KINDS)):
         with case, data.view_hint(sub):
             i = int(case.label.split()[-1])
             dtype = DTYPES[i % 2]
-            B, T, C, h = _sizes(rng, ("one", "all", "any")[i % 3])
-            ctx = T + choice(rng, (0, randint(rng, 1, 8)))
-            bias = bool(randint(rng, 0, 1))
-            key_allowed = _key_allowed(rng, B, T) if i % 2 == 0 or i == 5 else None
+            heads, length, longer, bias, padding = MHA_KINDS[i - 1]
+            B, T, C, h = _sizes(rng, heads, length)
+            ctx = T + (randint(rng, 1, 8) if longer else 0)
+            key_allowed = None if padding is None else _key_allowed(rng, B, T, right=padding == "right")
             state = _state(rng, C, bias, dtype)
             x = randn(rng, B, T, C, dtype=dtype)
             if i == 3:
@@ -285,14 +337,16 @@ def test_multi_head_attention_matches_reference_on_random_weights(sub, ref, rng,
 
 # --------------------------------------------------------------------------- properties
 def test_weights_rows_sum_to_one_and_future_and_padded_keys_get_exactly_zero(sub, ref, rng, credit):
-    for case in credit.cases(4):
+    for case in credit.cases(len(WEIGHTS_KINDS)):
         with case, data.view_hint(sub):
-            dtype = choice(rng, DTYPES)
-            C = randint(rng, 2, 12)
-            h = _heads(rng, C)
-            B, T = randint(rng, 1, 3), randint(rng, 2, 24)
-            key_allowed = _key_allowed(rng, B, T)
-            state = _state(rng, C, bool(randint(rng, 0, 1)), dtype)
+            i = int(case.label.split()[-1])
+            dtype = DTYPES[i % 2]
+            heads, right, bias = WEIGHTS_KINDS[i - 1]
+            C = _width(rng, heads, 12)
+            h = _heads(rng, C, heads)
+            B, T = randint(rng, 1, 3), randint(rng, 3, 24)  # T ≥ 3: the padding never hides the causal mask
+            key_allowed = _key_allowed(rng, B, T, right=right)
+            state = _state(rng, C, bias, dtype)
             x = randn(rng, B, T, C, dtype=dtype)
             r = sub.mha_reshape.construct("MultiHeadAttention", [C, h, T], {"bias": "w_q.bias" in state}, dtype=dtype, state=state,
                                           calls=[("forward", [x], {"key_allowed": key_allowed, "return_weights": True})], describe=False)
@@ -321,8 +375,8 @@ def test_weights_rows_sum_to_one_and_future_and_padded_keys_get_exactly_zero(sub
 
 def test_multi_head_attention_is_causal_and_ignores_padding_by_gradient(sub, rng, credit):
     dtype = torch.float64
-    C = randint(rng, 2, 8)
-    h = _heads(rng, C)
+    C = _width(rng, "some", 8)  # 1 < h < C: with one head a merge without the transpose is right
+    h = _heads(rng, C, "some")
     B, T = 2, randint(rng, 4, 10)
     state = _state(rng, C, True, dtype)
     x = randn(rng, B, T, C, dtype=dtype)
@@ -356,8 +410,10 @@ def test_multi_head_attention_is_causal_and_ignores_padding_by_gradient(sub, rng
 def test_state_dict_holds_the_four_projections_and_a_causal_mask_buffer(sub, ref, rng, credit):
     """w_q, w_k, w_v, w_o = nn.Linear(C, C, bias); state_dict() holds their parameters and, at
     most, the mask buffer — Week 7 §13 registers it without persistent=False and the lessons'
-    code must not lose points; a [context_length, context_length] buffer must exist."""
-    _control_module(sub, ref, rng)
+    code must not lose points; a [context_length, context_length] buffer must exist. A
+    property test (grading.toml ``properties``): it checks the module's keys, shapes and
+    buffers only, never its outputs (issue 16 §2); it counts once the skill's value tests
+    earn points, so an empty module with the right layers earns nothing alone."""
     for case in credit.cases(3):
         with case, data.view_hint(sub):
             C = randint(rng, 2, 16)
@@ -383,23 +439,37 @@ def test_state_dict_holds_the_four_projections_and_a_causal_mask_buffer(sub, ref
                         detail=f"buffers found: {[(b['name'], b['shape']) for b in info['buffers']] or 'none'}", hints=["mha_reshape/persistent-mask-buffer"])
 
 
+def _valid_module_runs(sub, rng, C: int, ctx: int) -> None:
+    """MultiHeadAttention(C, 1, ctx) builds and its forward runs on T = context_length tokens,
+    which fit: an error test's valid input, checked for not raising — not for its values,
+    which are the value tests' business (issue 16 §2). One head and T = context_length keep
+    it blind to head-split, merge and mask-slicing bugs, which cost their own tests."""
+    x = randn(rng, choice(rng, (1, 2)), ctx, C)
+    r = sub.mha_reshape.construct("MultiHeadAttention", [C, 1, ctx], calls=[("forward", [x], {})], describe=False)
+    expect.tensor(r["outputs"][0], what=f"MultiHeadAttention({C}, 1, context_length={ctx}).forward(x [{x.shape[0]},{ctx},{C}]): T = context_length fits (valid input, checked first)")
+
+
 def test_value_errors_for_random_indivisible_widths_and_lengths(sub, ref, rng, credit):
+    """A property test (grading.toml ``properties``): each part checks that its function
+    raises ValueError on an invalid input and does not raise on a valid one (raising
+    ValueError everywhere earns nothing) — not its values (issue 16 §2)."""
     C = randint(rng, 3, 24)
     bad_h = choice(rng, [h for h in range(2, C + 1) if C % h]) if any(C % h for h in range(2, C + 1)) else C + 1
-    h = _heads(rng, C)
+    good_h = _heads(rng, C)
     ctx = randint(rng, 1, 12)
     for part in credit.parts(["split_heads", "MultiHeadAttention.__init__", "MultiHeadAttention.forward"]):
         with part, data.view_hint(sub):
-            # each part first checks that its own function works on valid input (raising
-            # ValueError everywhere earns nothing), not that the other functions are right
-            _control_split(sub, ref, rng) if part.label == "split_heads" else _control_module(sub, ref, rng)
             if part.label == "split_heads":
-                expect.raises("ValueError", sub.mha_reshape.split_heads, randn(rng, 1, 2, C), bad_h, what=f"split_heads(x [1,2,{C}], {bad_h}): {C} % {bad_h} != 0", hints=["mha_reshape/divisibility-check"])
+                x = randn(rng, 1, 2, C)
+                expect.tensor(sub.mha_reshape.split_heads(x, good_h), what=f"split_heads(x [1,2,{C}], {good_h}): {C} % {good_h} == 0 (valid input, checked first)")
+                expect.raises("ValueError", sub.mha_reshape.split_heads, x, bad_h, what=f"split_heads(x [1,2,{C}], {bad_h}): {C} % {bad_h} != 0", hints=["mha_reshape/divisibility-check"])
             elif part.label.endswith("__init__"):
+                sub.mha_reshape.construct("MultiHeadAttention", [C, good_h, 8], describe=False)  # valid: must not raise
                 expect.raises("ValueError", sub.mha_reshape.construct, "MultiHeadAttention", [C, bad_h, 8], what=f"MultiHeadAttention({C}, {bad_h}, 8)", hints=["mha_reshape/divisibility-check"])
             else:
+                _valid_module_runs(sub, rng, C, ctx)
                 x = randn(rng, 1, ctx + randint(rng, 1, 4), C)
-                expect.raises("ValueError", sub.mha_reshape.construct, "MultiHeadAttention", [C, h, ctx], calls=[("forward", [x], {})], what=f"MultiHeadAttention({C}, {h}, context_length={ctx}) on T={x.shape[1]}", hints=["mha_reshape/context-check"])
+                expect.raises("ValueError", sub.mha_reshape.construct, "MultiHeadAttention", [C, 1, ctx], calls=[("forward", [x], {})], what=f"MultiHeadAttention({C}, 1, context_length={ctx}) on T={x.shape[1]}", hints=["mha_reshape/context-check"])
 
 
 def test_multi_head_attention_uses_neither_nn_multiheadattention_nor_sdpa(sub, rng):
@@ -428,8 +498,8 @@ def test_cost_functions_match_reference_on_random_sizes(sub, ref, rng, credit):
     m, r = sub.mha_reshape, ref.mha_reshape
     for part in credit.parts(["score_elements", "mha_flops", "attention_flop_fraction", "attention_matrix_gib", "mha_param_count"]):
         with part, data.view_hint(sub):
-            for _ in range(4):
-                B, h, T, d = randint(rng, 1, 64), randint(rng, 1, 64), randint(rng, 1, 1 << 16), randint(rng, 1, 8192)
+            for j in range(4):  # h ≥ 2, layers ≥ 2, bytes_per_element 1, 2, 4, 2 and bias on / off by draw: each factor shows on every seed
+                B, h, T, d = randint(rng, 1, 64), randint(rng, 2, 64), randint(rng, 1, 1 << 16), randint(rng, 1, 8192)
                 if part.label == "score_elements":
                     want, got = r.score_elements(B, h, T), m.score_elements(B, h, T)
                     expect.scalar(got, want, what=f"score_elements({B}, {h}, {T}) = B·h·T²", tol=EXACT, integer=True, hints=_number_hints(got, signatures.score_elements(B, h, T), want, ["mha_reshape/score-elements-formula"]))
@@ -440,12 +510,12 @@ def test_cost_functions_match_reference_on_random_sizes(sub, ref, rng, credit):
                     want, got = r.attention_flop_fraction(T, d), m.attention_flop_fraction(T, d)
                     expect.scalar(got, want, what=f"attention_flop_fraction(T={T}, d={d})", tol=FRACTION, hints=_number_hints(got, signatures.attention_flop_fraction(T, d), want, ["mha_reshape/fraction-wrong-share"]))
                 elif part.label == "attention_matrix_gib":
-                    bpe, layers = choice(rng, (1, 2, 4)), randint(rng, 1, 96)
+                    bpe, layers = (1, 2, 4, 2)[j], randint(rng, 2, 96)
                     want, got = r.attention_matrix_gib(B, h, T, bpe, layers), m.attention_matrix_gib(B, h, T, bytes_per_element=bpe, layers=layers)
                     expect.scalar(got, want, what=f"attention_matrix_gib({B}, {h}, {T}, bytes_per_element={bpe}, layers={layers})", tol=GIB,
                                   hints=_number_hints(got, signatures.attention_matrix_gib(B, h, T, bpe, layers), want, ["mha_reshape/memory-bytes-per-element", "mha_reshape/memory-layers", "mha_reshape/memory-units"]))
                 else:
-                    bias = bool(randint(rng, 0, 1))
+                    bias = j % 2 == 0
                     want, got = r.mha_param_count(d, bias=bias), m.mha_param_count(d, bias=bias)
                     expect.scalar(got, want, what=f"mha_param_count({d}, bias={bias})", tol=EXACT, integer=True, hints=_number_hints(got, signatures.mha_param_count(d, bias), want, ["mha_reshape/param-count-bias"]))
 
@@ -461,18 +531,27 @@ def forward_and_inputs(ctx, init, init_kwargs, state, x, key_allowed):
 
 
 def test_reshapes_and_module_keep_dtype_and_leave_inputs_unchanged(sub, ref, rng, credit):
+    """A property test (grading.toml ``properties``): each part checks only that the results
+    keep float64 and the inputs are left unchanged — not their values (issue 16 §2). Inputs on
+    which the usual reshape mistakes still run: y laid out like attention's transposed [B,T,h,d]
+    (a view after the permute works there) and the module with one head at T = context_length."""
     dtype = torch.float64
     B, T, C, h = 2, 5, 6, 3
     x = randn(rng, B, T, C, dtype=dtype)
-    y = randn(rng, B, h, T, C // h, dtype=dtype)
+    y = randn(rng, B, T, h, C // h, dtype=dtype).transpose(1, 2)
     key_allowed = _key_allowed(rng, B, T)
-    controls = {"split_heads": _control_split, "merge_heads": _control_merge, "MultiHeadAttention.forward": _control_module}
     for part in credit.parts(["split_heads", "merge_heads", "MultiHeadAttention.forward"]):
         with part, data.view_hint(sub):
-            controls[part.label](sub, ref, rng)  # its own function works (values), then its dtype
             if part.label == "MultiHeadAttention.forward":
                 args = (x, key_allowed)
-                r = sub.mha_reshape.run(forward_and_inputs, [C, h, T], {"bias": True}, _state(rng, C, True, dtype), x, key_allowed)
+                state = _state(rng, C, True, dtype)
+                try:
+                    r = sub.mha_reshape.run(forward_and_inputs, [C, 1, T], {"bias": True}, state, x, key_allowed)
+                except SubmissionRaised as exc:
+                    if (exc.error or {}).get("type") != "ValueError":
+                        raise
+                    # T = context_length rejected: the context check is the error tests' business, the dtype is this one's
+                    r = sub.mha_reshape.run(forward_and_inputs, [C, 1, T + 1], {"bias": True}, state, x, key_allowed)
                 after = (r["x"], r["key_allowed"])
                 outs = r["value"] if isinstance(r["value"], (tuple, list)) else (r["value"],)
             else:

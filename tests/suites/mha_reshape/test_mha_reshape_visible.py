@@ -33,10 +33,21 @@ def _control_one_head(sub) -> None:
     expect.close(r["outputs"][0], c["want"], what="MultiHeadAttention(4, 1, T) on control weights and x (checked first)", tol=tol("mha_reshape.MultiHeadAttention", torch.float32))
 
 
-def _control_split(sub) -> None:
-    """split_heads on its control input, against the reference (checked first)."""
-    c = SNAP["split_heads"]
-    expect.close(sub.mha_reshape.split_heads(c["x"], c["num_heads"]), c["want"], what="split_heads on a control input (checked first)", tol=tol("mha_reshape.split_heads", torch.float32), mistakes=c["mistakes"])
+def _valid_input_runs(sub, what: str) -> None:
+    """The valid counterpart of an error test's input, checked for not raising, not for its
+    values (the value tests check those): split_heads on its control input; MultiHeadAttention(4,
+    2, 8) built; MultiHeadAttention(4, 1, T) run on control weights and x (T = context_length,
+    one head: blind to head-split and mask-slicing bugs)."""
+    if what == "split":
+        c = SNAP["split_heads"]
+        expect.tensor(sub.mha_reshape.split_heads(c["x"], c["num_heads"]), what=f"split_heads(x {list(c['x'].shape)}, {c['num_heads']}) on a valid input (checked first)")
+        return
+    if what == "init":
+        sub.mha_reshape.construct("MultiHeadAttention", [4, 2, 8], describe=False)  # 4 % 2 == 0: must not raise
+        return
+    c = SNAP["multi_head_attention_one_head"]
+    r = sub.mha_reshape.construct("MultiHeadAttention", c["args"], state=c["state"], calls=[("forward", [c["x"]], {})], describe=False)
+    expect.tensor(r["outputs"][0], what=f"MultiHeadAttention{tuple(c['args'])}.forward(x {list(c['x'].shape)}) on a valid input (checked first)")
 
 
 def _control(sub, rng) -> None:
@@ -161,10 +172,12 @@ def test_multi_head_attention_has_four_projections_and_a_causal_mask_buffer(sub,
 
 
 def test_value_errors_for_indivisible_width_and_too_long_input(sub, rng, credit):
+    """Each part checks that its function raises ValueError on the lesson's invalid input and
+    does not raise on a valid one (raising ValueError everywhere earns nothing) — not the
+    valid input's values, which the value tests check."""
     for part in credit.parts(["split_heads(x [1,2,4], 3)", "MultiHeadAttention(4, 3, 8)", "MultiHeadAttention(4, 2, context_length=2) on T=3"]):
         with part, data.view_hint(sub):
-            # its own function must work on valid input first (raising ValueError everywhere earns nothing)
-            _control_split(sub) if part.label.startswith("split_heads") else _control_one_head(sub)
+            _valid_input_runs(sub, "split" if part.label.startswith("split_heads") else "init" if "4, 3" in part.label else "forward")
             if part.label.startswith("split_heads"):
                 expect.raises("ValueError", sub.mha_reshape.split_heads, torch.zeros(1, 2, 4), 3, what="split_heads with C=4, h=3: 4 % 3 != 0 (W7-54)", hints=["mha_reshape/divisibility-check"])
             elif "4, 3" in part.label:
