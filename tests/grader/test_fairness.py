@@ -351,3 +351,11 @@ def test_gradescope_where_to_start_names_the_repository_file_not_the_server_path
     plain = text.replace("\\", "")  # markdown escapes
     assert "Where to start: in your repository, open exercises/qkv.py" in plain and "then upload again" in plain
     assert str(EXERCISES) not in text
+
+
+def test_a_syntax_error_is_said_once_for_its_skill(tmp_path):
+    folder = make_submission(tmp_path / "sub", {})
+    (folder / "qkv.py").write_text((folder / "qkv.py").read_text(encoding="utf-8") + "\ndef broken(:\n", encoding="utf-8")
+    graded = grade(folder, "--skill", "qkv", fmt="text", env={**os.environ, "COLUMNS": "200"})
+    assert graded.stdout.count("SyntaxError") == 1, graded.stdout[:2000]
+    assert "required part" not in graded.stdout
