@@ -92,7 +92,7 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="gradescope-bench-"))
     config = load(ROOT / "grading.toml")
     ctx = ReleaseContext(repo=ROOT, config=config, out=work / "dist", version="0.0.0-bench", commit="unknown", suite_hash=suite_hash(config))
-    (bundle,) = gradescope.build(ctx)
+    bundle = gradescope.build(ctx)[0]  # the whole course
     print(f"bundle: {bundle.stat().st_size / 1024:.0f} KiB; budget {config.gradescope_release.time_budget_s:g} s; "
           f"worker address space {config.gradescope_release.limits.memory_mib} MiB")
     for case in args.case or list(CASES):
