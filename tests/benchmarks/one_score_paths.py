@@ -66,7 +66,10 @@ def gradescope_run(bundle: Path, folder: Path, root: Path) -> dict:
     env.update(GRADESCOPE_AUTOGRADER_ROOT=str(root), GRADESCOPE_PYTHON=sys.executable)
     subprocess.run([str(source / "run_autograder")], cwd=root, env=env, capture_output=True, text=True, timeout=900, check=True)
     data = json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
-    tests = {t["name"]: (t["score"], t["status"] == "passed") for t in data["tests"]}
+    from autograder.renderers.gradescope import SUMMARY_TAG
+
+    # every graded test (not the 0-point summary that shows the hidden figures after the due date)
+    tests = {t["name"]: (t["score"], t["status"] == "passed") for t in data["tests"] if t["tags"][0] != SUMMARY_TAG}
     return {"score": data["score"], "tests": tests, "suites": data["extra_data"].get("suite_hash")}
 
 
