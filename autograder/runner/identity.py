@@ -125,7 +125,8 @@ def suite_files(config: Config, include_hidden: bool) -> dict[str, bytes]:
     if include_hidden:
         for skill in config.skills.values():
             path = config.solutions_dir / skill.module
-            files[path.relative_to(repo).as_posix()] = path.read_bytes()
+            if path.is_file():  # (a skill without a reference grades nothing against `ref`; the suites say so)
+                files[path.relative_to(repo).as_posix()] = path.read_bytes()
     return files
 
 

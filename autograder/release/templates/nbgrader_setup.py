@@ -127,7 +127,9 @@ def credit(points, kinds, required=None):
     ``required``: the kind's name → the functions it uses; a kind passes when each of
     them passed its checks cell."""
     def passes(uses):
-        return all(CHECKS.get(name, False) for name in uses)
+        # a kind no single broken function fails ("uses" empty) is earned only by a notebook whose
+        # every function passed: never by untouched stubs or code that computes nothing
+        return all(CHECKS.get(name, False) for name in (uses or CHECKS))
 
     if not all(passes(uses) for uses in (required or {}).values()):
         return 0.0
