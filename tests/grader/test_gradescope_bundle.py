@@ -335,7 +335,8 @@ def test_upload_without_modules_scores_zero_and_says_so(bundle, tmp_path):
     (root / "submission" / "answers.ipynb").write_text("{}")
     data, _ = _run(root)
     assert data["score"] == 0 and len(_graded(data)) == len(load(ROOT / "grading.toml").tests)
-    assert "no exercise modules in the upload" in data["output"] and "answers.ipynb" in data["output"]
+    output = data["output"].replace("\\", "")  # markdown escapes
+    assert "no exercise modules in the upload" in output and "answers.ipynb" in output
 
 
 def test_zip_inside_a_zip_scores_zero_and_says_so(bundle, tmp_path):
@@ -354,7 +355,7 @@ def test_an_encrypted_zip_scores_zero_and_tells_the_student_why(bundle, tmp_path
     data, proc = _run(root)
     assert data["score"] == 0 and len(_graded(data)) == len(load(ROOT / "grading.toml").tests)
     assert all(t["score"] == 0 for t in data["tests"])
-    assert "your upload cannot be graded: 'hw.zip' is encrypted" in data["output"]
+    assert "your upload cannot be graded: 'hw.zip' is encrypted" in data["output"].replace("\\", "")  # markdown escapes
     assert "upload the .py files themselves" in data["output"]
     assert "autograder itself failed" not in data["output"] and "internal error" not in proc.stdout
 

@@ -123,7 +123,8 @@ def test_point_cells_apply_the_graders_rule():
     exec(compile(nbgrader_course.SETUP, "setup", "exec"), ns)  # noqa: S102 - our own template
     ns["CHECKS"].update(f=True, g=False)
     credit = ns["credit"]
-    assert credit(0.75, {"a": ["f"], "b": ["f", "g"], "c": [], "d": ["g"]}) == 0.75 * 2 / 4
+    # "c" uses no single function: earned only when every function passed (here g failed)
+    assert credit(0.75, {"a": ["f"], "b": ["f", "g"], "c": [], "d": ["g"]}) == 0.75 * 1 / 4
     assert credit(1.25, {"a": ["f"]}, required={"control": ["g"]}) == 0.0
     assert credit(1.25, {"a": ["f"]}, required={"control": ["f"]}) == 1.25
     assert credit(1.0, {"a": ["never ran"]}) == 0.0
