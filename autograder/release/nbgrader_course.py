@@ -324,6 +324,10 @@ Where the two can still differ, and why:
 - A mistake that breaks only some of a function's kinds (only float32, only a finite fill, a
   changed dtype, an input modified in place): here a function passes or fails as a whole, so
   such a mistake costs every kind that uses the function, or none if the fixed checks miss it.
+- Property tests (grading.toml `properties`: dtype kept, inputs unchanged, errors raised,
+  state_dict, batch independence): the autograder credits them whatever the values; here their
+  kinds use the functions' checks cells, which check values, so a value mistake also costs the
+  function's share of those cells.
 
 nbgrader runs the tests in the student's kernel (no sandbox): use the Gradescope bundle or
 `make grade` for grades that must resist tampering.
