@@ -16,12 +16,11 @@ from pathlib import Path
 
 from ..config import Config
 from ..runner.identity import COURSE_PACKAGE, course_closure, suite_files  # noqa: F401 (re-exported)
+from ..runner.identity import _tree as identity_tree
 
 #: the zip format's earliest timestamp: no build time ends up in an artifact
 ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)
 #: never shipped: caches and build leftovers
-SKIP_PARTS = {"__pycache__", ".pytest_cache", ".grader-cache"}
-SKIP_SUFFIXES = (".pyc", ".pyo")
 #: instructors' tools stay with the instructors: the release tooling, batch grading of a
 #: class and the suite-author's `make new-test` (neither a student nor Gradescope runs them)
 RELEASE_ONLY = ("autograder/release/", "autograder/batch/", "autograder/testing/new_test.py")
@@ -69,21 +68,9 @@ def write_tree(root: Path, files: dict[str, bytes]) -> list[Path]:
     return written
 
 
-def _shippable(rel: str) -> bool:
-    parts = rel.split("/")
-    return not any(p in SKIP_PARTS for p in parts) and not rel.endswith(SKIP_SUFFIXES)
+# one file walk for the suites' identity and the release: the same files count in both
+_tree = identity_tree
 
-
-def _tree(root: Path, folder: Path) -> dict[str, bytes]:
-    out = {}
-    if not folder.is_dir():
-        return out
-    for path in sorted(folder.rglob("*")):
-        if path.is_file() and not path.is_symlink():
-            rel = path.relative_to(root).as_posix()
-            if _shippable(rel):
-                out[rel] = path.read_bytes()
-    return out
 
 
 # --------------------------------------------------------------------------- grading.toml
