@@ -61,6 +61,7 @@ def _parser() -> argparse.ArgumentParser:
     t = sub.add_parser("todo", help="list the exercise functions that are still the TODO stub (`make todo`)")
     t.add_argument("submission", nargs="?", default=None, help="folder with the exercise modules (default: exercises/)")
     t.add_argument("--config", metavar="FILE", default=None, help="grading config (default: grading.toml of this repository)")
+    sub.add_parser("config-keys", help="list grading.toml's keys (--write README.md: rewrite README.md's list)", add_help=False)
     # instructors' commands, parsed by their own modules (listed here so that --help shows every command)
     for name, text in INSTRUCTOR_HELP.items():
         sub.add_parser(name, help=text, add_help=False)
@@ -277,6 +278,10 @@ def _main(argv: list[str] | None, booted) -> int:
             print(f"autograder: `{argv[0]}` is an instructors' command; this copy of the grader does not include it", file=sys.stderr)
             return EXIT_USAGE
         return instructor_main(argv)
+    if argv and argv[0] == "config-keys":  # grading.toml's keys, from their declaration (README.md lists them)
+        from .config import keys_main
+
+        return keys_main(argv[1:])
     if argv and argv[0] == "batch":  # instructors: a whole class at once (autograder.batch)
         try:
             from .batch.cli import main as batch_main
