@@ -19,11 +19,11 @@ from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .config import TestSpec
+from ..config import TestSpec
 
 if TYPE_CHECKING:
-    from .config import Config
-    from .runner.manifest import ModuleEntry, RunManifest
+    from ..config import Config
+    from ..runner.manifest import ModuleEntry, RunManifest
 
 SCHEMA = "attention-autograder/results@1"
 STATUS_PASSED, STATUS_FAILED, STATUS_ERROR, STATUS_NOT_RUN = "passed", "failed", "error", "not_run"
@@ -107,7 +107,7 @@ class Results:
             gate = _gate_name(skill)
             module = (data.get("submission") or {}).get("modules", {}).get(Path(skill["module"]).stem) or {}
             module_problem = module.get("problem") if isinstance(module.get("problem"), str) else None
-            from .renderers.common import problem_key
+            from ..renderers.common import problem_key
 
             # a module that does not import or lacks a name fails every test the same way:
             # a hidden test may repeat what a visible test already shows, and nothing else
@@ -448,7 +448,7 @@ def error_result(config: "Config | None", message: str, *, submission: str = "",
     the reason, or — without a config (it could not be read) — a bare error result."""
     if config is None:
         return Results(status=status, message=message, score=0.0, max_score=max_score, skills=[], duration=round(duration, 3))
-    from .runner.manifest import RunManifest
+    from ..runner.manifest import RunManifest
 
     return build(RunManifest.plan(config), None, {"path": submission}, status=status, message=message, duration=duration)
 
@@ -508,7 +508,7 @@ def dumps(data: Any) -> str:
     character (and any lone surrogate) written as a ``\\uXXXX`` escape — the same data, and
     a results file shown in a terminal cannot drive it. Non-finite numbers (which JSON
     lacks) become strings."""
-    from .renderers.escape import json_escape_invisible
+    from .escape import json_escape_invisible
 
     try:
         text = json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False)

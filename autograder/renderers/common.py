@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import re
 
-from ..results import Results, SkillOutcome, TestOutcome
+from ..core.escape import gutter, one_line, visible
+from ..core.results import Results, SkillOutcome, TestOutcome
 from ..runner.seeding import SOURCES as SEED_SOURCES
-from .escape import gutter, one_line, visible
 
 
 def clean(text: object, limit: int = 4000) -> str:
@@ -169,7 +169,7 @@ def todo_summary(tests: list[TestOutcome], todo: list[str] | None = None) -> tup
     """(the stubs still to write, in order; the tests that failed for another reason).
 
     ``todo`` is the module's own list of functions still raising the TODO stub, read from
-    its source on the trusted side (autograder/exercise_api.py) and restricted to the
+    its source on the trusted side (autograder/core/exercise_api.py) and restricted to the
     exercise's function names; message text is only the fall-back for old results."""
     if todo is None:
         stubs: list[str] = []

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from .. import results as results_mod
+from ..core import results as results_mod
 from ..config import Config
-from ..results import Results
+from ..core.results import Results
 from .policy import build_worker_spec
 from ..sandbox import zygote
 from ..sandbox.spec import WorkerSpec

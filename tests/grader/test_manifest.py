@@ -7,7 +7,7 @@ import base64
 import json
 
 from autograder import cli
-from autograder import results as results_mod
+from autograder.core import results as results_mod
 from autograder.config import load
 from autograder.runner.manifest import ModuleEntry, RunManifest
 from autograder.runner.policy import build_worker_spec

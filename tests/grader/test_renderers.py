@@ -11,9 +11,10 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from autograder import results as results_mod
+from autograder.core import results as results_mod
 from autograder.config import load
-from autograder.renderers import escape, github, gradescope, markdown, render
+from autograder.core import escape
+from autograder.renderers import github, gradescope, markdown, render
 from autograder.runner.manifest import RunManifest
 from autograder.renderers.common import points
 from conftest import EXERCISES, ROOT, SOLUTIONS, grade, make_submission

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from autograder import results as results_mod
+from autograder.core import results as results_mod
 from autograder.config import load
 from autograder.runner.manifest import ModuleEntry, RunManifest
 from conftest import ROOT

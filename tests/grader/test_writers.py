@@ -10,7 +10,7 @@ import json
 import pytest
 
 from autograder import cli
-from autograder import results as results_mod
+from autograder.core import results as results_mod
 from autograder.config import load
 from autograder.renderers import FORMATS
 from autograder.runner.manifest import RunManifest
