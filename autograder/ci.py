@@ -280,7 +280,8 @@ def _comment_on_push(results_path: str | None, env: dict[str, str], event: dict,
 def _load_results(path: str | None) -> Results:
     """The public results of this run; a missing or broken file still gives a comment that
     says grading did not complete."""
-    from .core.results import error_result, from_dict
+    from .core.results import from_dict
+    from .runner.scoring import error_result
 
     try:
         return from_dict(json.loads(Path(path or "results.json").read_text(encoding="utf-8")))

@@ -28,9 +28,9 @@ import time
 from pathlib import Path
 
 from ..config import Config, ConfigError, load
-from ..core import results as results_mod
 from ..core.results import dumps, write_atomic
 from ..renderers import render
+from ..runner import scoring
 from .upload import UploadError, locate
 
 PR_SET_CHILD_SUBREAPER = 36
@@ -105,7 +105,7 @@ def _stamp(data: dict, release: dict, note: str | None) -> dict:
 
 def error_results(config: Config | None, message: str, elapsed: float) -> dict:
     """Every configured test at 0 with the reason (or, without a config, no tests)."""
-    results = results_mod.error_result(config, message, submission="submission", duration=elapsed)
+    results = scoring.error_result(config, message, submission="submission", duration=elapsed)
     return json.loads(render(results, "gradescope", config))
 
 

@@ -38,7 +38,7 @@ from ..app.upload import UploadError
 from ..config import Config
 from ..core import results as results_mod
 from ..renderers import render
-from ..runner import identity, seeding
+from ..runner import identity, scoring, seeding
 from ..runner.grade import ALWAYS_PRELOAD, GradeRequest, grade
 from . import changes, report
 from .students import Student, fingerprint, locate
@@ -103,7 +103,7 @@ def is_done(folder: Path, student: Student, want: dict) -> bool:
 
 
 def _error_results(config: Config, student: Student, message: str) -> results_mod.Results:
-    return results_mod.error_result(config, message, submission=student.source.name)
+    return scoring.error_result(config, message, submission=student.source.name)
 
 
 def _grade_one(config: Config, student: Student, options: Options, launcher, timing: dict) -> tuple[results_mod.Results, str]:

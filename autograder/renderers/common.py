@@ -7,7 +7,8 @@ import re
 
 from ..core.escape import gutter, one_line, visible
 from ..core.results import Results, SkillOutcome, TestOutcome
-from ..runner.seeding import SOURCES as SEED_SOURCES
+from ..core.schema import SEED_SOURCES
+from ..core.text import problem_key
 
 
 def clean(text: object, limit: int = 4000) -> str:
@@ -125,15 +126,6 @@ def todo_only(test: TestOutcome) -> str | None:
         return None
     match = _TODO.search(f"{test.summary} {test.detail or ''}")
     return match.group(2) if match else "?"
-
-
-_PARTS_SUFFIX = re.compile(r"\s*\([^()]*\b(parts?|cases?|kinds?|draws?)\)\s*$")
-
-
-def problem_key(summary: str | None, check: str | None) -> str:
-    """A test's problem without the call it was found in or its parts count: tests that
-    share it failed for the same reason."""
-    return _PARTS_SUFFIX.sub("", (summary or "").removeprefix(f"{check}: " if check else ""))
 
 
 def collapse_repeats(tests: list[TestOutcome]) -> list[tuple[TestOutcome, list[TestOutcome]]]:

@@ -269,6 +269,7 @@ def fake_github():
 def hostile_results_file(tmp_path_factory):
     """Public results full of hostile submission text (see test_renderers.hostile_results)."""
     from autograder.core import results as results_mod
+    from autograder.runner import scoring
     from autograder.config import load
     from autograder.runner.manifest import RunManifest
     from test_renderers import HOSTILE
@@ -277,7 +278,7 @@ def hostile_results_file(tmp_path_factory):
     text = HOSTILE + "\n@course-staff http://evil.example <!-- attention-autograder --> ```"
     feedback = {"check": "qkv.project_qkv(…)", "problem": "raised", "detail": text, "hints": [], "grids": [], "frames": [], "error": {"type": "ValueError", "message": text, "frames": []}}
     report = {"tests": [{"nodeid": t.node_id, "outcome": "failed", "metadata": {"result": {"kind": "submission", "feedback": feedback}, "printed": [{"call": "c", "text": text, "dropped": 0}]}} for t in config.tests]}
-    results = results_mod.build(RunManifest.plan(config), report, {"path": "exercises", "modules": {}, "ignored": ["@evil http:x.py"]}).public()
+    results = scoring.build(RunManifest.plan(config), report, {"path": "exercises", "modules": {}, "ignored": ["@evil http:x.py"]}).public()
     path = tmp_path_factory.mktemp("results") / "results.json"
     path.write_text(results_mod.dumps(results.to_dict()), encoding="utf-8")
     return path
