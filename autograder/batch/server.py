@@ -51,7 +51,7 @@ _ALWAYS = (
     "torch", "torch.nn.functional", "torch.func", "torch.autograd.functional", "numpy", "einops",
     "autograder.core.feedback.hints", "autograder.sandbox.client", "autograder.sandbox.zygote", "autograder.sandbox.worker",
     "autograder.sandbox.probes", "autograder.sandbox.confine", "autograder.testing.expect", "autograder.testing.credit",
-    "autograder.testing.failures", "autograder.testing.remote", "autograder.core.results", "autograder.runner.manifest",
+    "autograder.testing.failures", "autograder.testing.remote", "autograder.core.text", "autograder.runner.manifest",
 )
 #: never imported here: importing this package is what starts a run (its fork server, in the child)
 RUN_PACKAGE = "autograder.runner.plugin"
