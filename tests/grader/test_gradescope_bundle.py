@@ -25,7 +25,7 @@ import pytest
 
 from autograder.config import ConfigError, load
 from autograder.release import ReleaseContext, gradescope
-from autograder.runner.upload import UploadError, locate, locate_zip
+from autograder.app.upload import UploadError, locate, locate_zip
 from autograder.runner.grade import suite_hash
 from bad_zips import KINDS, spoiled
 from conftest import EXERCISES, MODULES, ROOT, SOLUTIONS, write_config
