@@ -358,13 +358,8 @@ def test_a_near_name_is_the_first_line_and_says_how_to_rename(tmp_path):
     assert "masks.py is missing — your folder has masks (1).py: rename it to masks.py" in lines[2], lines[:3]
 
 
-def test_gradescope_where_to_start_names_the_repository_file_not_the_server_path():
-    from autograder.renderers import gradescope as gs_renderer
-
-    graded = grade(EXERCISES, "--skill", "qkv")
-    from autograder.results import from_dict
-
-    text = gs_renderer.to_dict(from_dict(graded.data), {"visible": "visible", "hidden": "after_due_date"})["output"]
+def test_gradescope_where_to_start_names_the_repository_file_not_the_server_path(stubs_graded):
+    text = json.loads(stubs_graded.output.read_text(encoding="utf-8"))["output"]  # the stubs' Gradescope output (conftest's one run)
     plain = text.replace("\\", "")  # markdown escapes
     assert "Where to start: in your repository, open exercises/qkv.py" in plain and "then upload again" in plain
     assert str(EXERCISES) not in text
