@@ -1,6 +1,8 @@
 # Attention exercises — grader
 #   make grade [SUBMISSION=dir] [SKILL="qkv masks"] [FORMAT=text|json|gradescope|markdown|github]
-#   make test      the grader's own test suite (what CI runs)
+#   make test      the grader's own tests, fast set: all but those marked slow (a few minutes)
+#   make test-slow the slow ones only (round trips, time limits, whole classes); CI runs test, then test-slow
+#   make test-all  every test of the grader (= make test + make test-slow in one run)
 #   make check     instructors: prove the suites right (config, solutions = full marks, stubs = 0,
 #                  snapshots fresh, every single-mistake variant loses the same points on 3 seeds)
 #   make snapshots instructors: rerun the reference on the visible suites' control inputs
@@ -12,7 +14,7 @@
 
 include autograder/grade.mk
 
-.PHONY: grade test check snapshots stubs release nbgrader-course benchmark tolerances batch new-test clean help
+.PHONY: grade test test-slow test-all check snapshots stubs release nbgrader-course benchmark tolerances batch new-test clean help
 .DEFAULT_GOAL := help
 
 $(VENV)/.dev.stamp: $(VENV)/.requirements.stamp requirements-dev.txt
@@ -28,7 +30,15 @@ $(VENV)/.instructor.stamp: $(VENV)/.requirements.stamp requirements-instructor.t
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-instructor.txt
 	@touch $@
 
-test: $(VENV)/.dev.stamp $(VENV)/.instructor.stamp $(VENV)/.lint.stamp ## run the grader's own tests (and actionlint on every workflow)
+TEST_STAMPS := $(VENV)/.dev.stamp $(VENV)/.instructor.stamp $(VENV)/.lint.stamp
+
+test: $(TEST_STAMPS) ## the grader's own tests but those marked slow (and actionlint on every workflow)
+	$(PY) -m pytest -m "not slow"
+
+test-slow: $(TEST_STAMPS) ## only the tests marked slow (full round trips, time limits, whole classes)
+	$(PY) -m pytest -m slow
+
+test-all: $(TEST_STAMPS) ## every test of the grader, slow ones included
 	$(PY) -m pytest
 
 check: $(VENV)/.dev.stamp $(VENV)/.instructor.stamp ## instructors: solutions score full marks, stubs score 0, config valid
@@ -71,7 +81,9 @@ tolerances: $(VENV)/.requirements.stamp ## re-measure tests/suites/course/tolera
 
 help:
 	@echo "make grade [SUBMISSION=dir] [SKILL=name] [FORMAT=...]   grade exercises (first run sets up .venv)"
-	@echo "make test                                                run the grader's own test suite"
+	@echo "make test                                                the grader's own tests, fast set (all but those marked slow)"
+	@echo "make test-slow                                           only the slow tests (round trips, time limits, whole classes)"
+	@echo "make test-all                                            every grader test (CI: .ci/run runs make test, then make test-slow)"
 	@echo "make check                                               instructors: prove the suites right"
 	@echo "make snapshots                                           instructors: rewrite the visible suites' reference snapshots"
 	@echo "make stubs                                               instructors: rewrite exercises/ from solutions/"

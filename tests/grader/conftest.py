@@ -3,6 +3,11 @@
 `grade(...)` runs the real command line (`python -m autograder grade ...`) in a child
 process, exactly as students, Gradescope and CI do, and returns the exit status, the
 parsed output and both streams. Fixed seeds keep every run reproducible.
+
+Each grading run starts torch (seconds), so a test that needs one submission in several
+formats grades it once: ``grade(..., fmt="text", results=path)`` gives the text on stdout
+and the JSON results (``--results``) as ``data`` from the same run, and ``rendered`` turns
+those results into another format in-process (the renderers are pure functions of them).
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ class Graded:
     stdout: str
     stderr: str
     seconds: float
+    output: Path | None = None  # the --output file (e.g. the Gradescope results.json of a run whose `data` is --results)
 
     def skill(self, sid: str) -> dict:
         return next(s for s in self.data["skills"] if s["id"] == sid)
@@ -50,7 +56,7 @@ class Graded:
 
 
 def grade(submission: Path | str | None, *args: str, fmt: str = "json", output: Path | None = None, config: Path | None = None,
-          seed: int | None = SEED, timeout: float = 300, env: dict | None = None, cwd: Path = ROOT) -> Graded:
+          seed: int | None = SEED, timeout: float = 300, env: dict | None = None, cwd: Path = ROOT, results: Path | None = None) -> Graded:
     import time
 
     out = output
@@ -64,6 +70,8 @@ def grade(submission: Path | str | None, *args: str, fmt: str = "json", output: 
         cmd += ["--config", str(config)]
     if out is not None:
         cmd += ["--output", str(out)]
+    if results is not None:
+        cmd += ["--results", str(results)]
     env = dict(os.environ if env is None else env)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)  # `-m autograder` from any folder
     start = time.monotonic()
@@ -71,12 +79,23 @@ def grade(submission: Path | str | None, *args: str, fmt: str = "json", output: 
     seconds = time.monotonic() - start
     data = None
     text = out.read_text(encoding="utf-8") if out is not None and out.is_file() else proc.stdout
-    if fmt in ("json", "gradescope") and text.strip():
+    if results is not None:
+        text = results.read_text(encoding="utf-8") if results.is_file() else ""
+    if (results is not None or fmt in ("json", "gradescope")) and text.strip():
         try:
             data = json.loads(text)
         except ValueError:
             data = None
-    return Graded(proc.returncode, data, proc.stdout, proc.stderr, seconds)
+    return Graded(proc.returncode, data, proc.stdout, proc.stderr, seconds, out)
+
+
+def rendered(graded: Graded, fmt: str) -> str:
+    """The JSON results of a run in another format, rendered in-process (markdown, github,
+    gradescope: what `grade --format fmt` writes from the same results)."""
+    from autograder.renderers import render
+    from autograder.core.results import from_dict
+
+    return render(from_dict(graded.data), fmt, None)
 
 
 def make_submission(path: Path, modules: dict[str, str], base: Path | None = SOLUTIONS) -> Path:
@@ -116,14 +135,16 @@ def fast_config(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def solutions_graded(tmp_path_factory) -> Graded:
-    out = tmp_path_factory.mktemp("solutions") / "results.json"
-    return grade(SOLUTIONS, "--reveal-hidden", output=out)
+    """The reference graded once: ``data`` its JSON results, ``output`` its Gradescope results."""
+    folder = tmp_path_factory.mktemp("solutions")
+    return grade(SOLUTIONS, "--reveal-hidden", fmt="gradescope", output=folder / "gradescope.json", results=folder / "results.json")
 
 
 @pytest.fixture(scope="session")
 def stubs_graded(tmp_path_factory) -> Graded:
-    out = tmp_path_factory.mktemp("stubs") / "results.json"
-    return grade(EXERCISES, "--reveal-hidden", output=out)
+    """The stubs graded once: ``data`` its JSON results, ``output`` its Gradescope results."""
+    folder = tmp_path_factory.mktemp("stubs")
+    return grade(EXERCISES, "--reveal-hidden", fmt="gradescope", output=folder / "gradescope.json", results=folder / "results.json")
 
 
 def no_leftover_processes() -> list[str]:

@@ -114,16 +114,17 @@ def test_hostile_names_cannot_become_formulas_or_paths(graded):
     assert report.cell("+1") == "'+1" and report.cell("-2") == "'-2" and report.cell("@x") == "'@x" and report.cell("a=b") == "a=b"
 
 
-def test_each_score_equals_a_single_grade_with_the_same_seed(graded, klass, fast_config):
+# one grading run per student; the loop runs into the call timeout of every test, so it is slow
+@pytest.mark.parametrize("key", ["mistake", "reference", pytest.param("loop", marks=pytest.mark.slow)])
+def test_each_score_equals_a_single_grade_with_the_same_seed(graded, klass, fast_config, key):
     out, _, _ = graded
-    for key in ("mistake", "loop", "reference"):
-        single = grade(klass / key, "--skill", SKILL, config=fast_config, seed=SEED)
-        assert single.rc == 0, single.stderr[-1000:]
-        batched = json.loads((out / key / "results.json").read_text())
-        assert batched["score"] == single.data["score"], key
-        assert batched["seed"] == single.data["seed"] == SEED
-        assert batched["suite_hash"] == single.data["suite_hash"]
-        assert scores_by_test(batched) == scores_by_test(single.data), key
+    single = grade(klass / key, "--skill", SKILL, config=fast_config, seed=SEED)
+    assert single.rc == 0, single.stderr[-1000:]
+    batched = json.loads((out / key / "results.json").read_text())
+    assert batched["score"] == single.data["score"], key
+    assert batched["seed"] == single.data["seed"] == SEED
+    assert batched["suite_hash"] == single.data["suite_hash"]
+    assert scores_by_test(batched) == scores_by_test(single.data), key
 
 
 def test_the_mistake_is_named_in_the_summary(graded):
@@ -154,6 +155,9 @@ def test_resume_skips_finished_students_and_force_regrades(graded, klass, fast_c
     assert "1 student(s) regraded: 1 changed, 0 unchanged" in (out / "summary.md").read_text(encoding="utf-8")
 
 
+# slow: a class of its own graded twice (--force regrades everyone); the metadata reader itself is
+# checked in-process below (test_gradescope_metadata_reader_agrees_with_pyyaml)
+@pytest.mark.slow
 def test_gradescope_export_is_read_and_force_regrades(tmp_path, fast_config):
     export = tmp_path / "export"
     export.mkdir()
@@ -384,6 +388,8 @@ def test_a_student_the_grader_fails_on_gets_a_row_with_the_reason_and_is_retried
     assert again.graded == 1 and again.skipped == 0
 
 
+# slow: three batch runs of a class of its own (first, resumed, one student regraded)
+@pytest.mark.slow
 def test_a_class_with_an_encrypted_and_a_corrupt_zip_completes_and_names_their_problem(tmp_path, fast_config):
     """One good student (2 001 junk files sorted before the modules), one encrypted zip, one
     zip whose deflate stream is corrupt: exit 0, the summary written, the two bad ones listed
@@ -421,6 +427,8 @@ def test_a_class_with_an_encrypted_and_a_corrupt_zip_completes_and_names_their_p
     assert float(rows(out)["good"][SKILL]) == 0
 
 
+# slow: the class is graded twice, whole and in three shards, to compare the two
+@pytest.mark.slow
 def test_shards_merged_equal_one_run_over_the_whole_class(tmp_path, fast_config):
     """--shard K/N grades disjoint parts (a Slurm array, a CI matrix); --merge builds the same
     gradebook, LMS files and summary (but its timing) as one machine grading everyone."""

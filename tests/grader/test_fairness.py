@@ -23,7 +23,7 @@ import pytest
 from autograder.core import exercise_api
 from autograder.runner import seeding
 from autograder.runner.submission import shadowing_reason
-from conftest import EXERCISES, ROOT, SOLUTIONS, grade, make_submission
+from conftest import EXERCISES, ROOT, SOLUTIONS, Graded, grade, make_submission, rendered
 
 MISTAKE_MODULE = "masks.py"  # one known mistake, so the score depends on the random draws
 
@@ -46,9 +46,16 @@ def mistake(tmp_path_factory) -> Path:
     return make_submission(tmp_path_factory.mktemp("mistake") / "sub", {MISTAKE_MODULE: source.replace(find, "neg_inf = torch.tensor(0.0, dtype=scores.dtype, device=scores.device)")})
 
 
+@pytest.fixture(scope="module")
+def mistake_graded(mistake, tmp_path_factory) -> Graded:
+    """The mistake graded once (masks, hidden tests revealed, the seed from its files and the
+    public local key), for every test below that needs that run; none of them changes it."""
+    return grade(mistake, "--skill", "masks", "--reveal-hidden", output=tmp_path_factory.mktemp("graded") / "r.json", seed=None)
+
+
 # --------------------------------------------------------------------------- seeds
-def test_same_files_graded_twice_give_identical_results(mistake, tmp_path):
-    first = grade(mistake, "--skill", "masks", "--reveal-hidden", output=tmp_path / "a.json", seed=None)
+def test_same_files_graded_twice_give_identical_results(mistake, mistake_graded, tmp_path):
+    first = mistake_graded
     second = grade(mistake, "--skill", "masks", "--reveal-hidden", output=tmp_path / "b.json", seed=None)
     assert first.rc == second.rc == 0, first.stderr
     assert first.data["seed_source"] == "content-default-key"
@@ -58,8 +65,8 @@ def test_same_files_graded_twice_give_identical_results(mistake, tmp_path):
     assert json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)  # scores, hints, details, per-test seeds
 
 
-def test_one_changed_byte_draws_new_inputs(mistake, tmp_path):
-    before = grade(mistake, "--skill", "masks", "--reveal-hidden", output=tmp_path / "a.json", seed=None)
+def test_one_changed_byte_draws_new_inputs(mistake, mistake_graded, tmp_path):
+    before = mistake_graded
     changed = make_submission(tmp_path / "changed", {}, base=mistake)
     (changed / MISTAKE_MODULE).write_bytes((mistake / MISTAKE_MODULE).read_bytes() + b"#")
     after = grade(changed, "--skill", "masks", "--reveal-hidden", output=tmp_path / "b.json", seed=None)
@@ -69,29 +76,29 @@ def test_one_changed_byte_draws_new_inputs(mistake, tmp_path):
     assert not set(seeds(before)) & set(seeds(after))
 
 
-def test_a_skill_alone_draws_the_same_inputs_as_the_full_run(mistake, tmp_path):
+def test_a_skill_alone_draws_the_same_inputs_as_the_full_run(mistake, mistake_graded, tmp_path):
     """Every exercise module enters the seed whatever --skill selects, so `--skill masks`
     gives masks the same score as a full grade."""
-    alone = grade(mistake, "--skill", "masks", output=tmp_path / "a.json", seed=None)
-    full = grade(mistake, output=tmp_path / "b.json", seed=None)
+    alone = mistake_graded
+    full = grade(mistake, "--reveal-hidden", output=tmp_path / "b.json", seed=None)
     assert alone.data["seed"] == full.data["seed"]
     strip = lambda skill: [{k: v for k, v in t.items() if k != "duration"} for t in skill["tests"]]  # noqa: E731
     assert strip(alone.skill("masks")) == strip(full.skill("masks"))
 
 
-def test_course_key_changes_the_seed_and_is_recorded(mistake, tmp_path):
+def test_course_key_changes_the_seed_and_is_recorded(mistake, mistake_graded, tmp_path):
     key = tmp_path / "seed.key"
     key.write_text("0123456789abcdef0123456789abcdef\n")
     env = dict(os.environ, **{seeding.ENV_KEY_FILE: str(key)})
-    keyed = grade(mistake, "--skill", "qkv", output=tmp_path / "a.json", seed=None, env=env)
-    plain = grade(mistake, "--skill", "qkv", output=tmp_path / "b.json", seed=None)
+    # one keyed run: its text on stdout, its JSON results (--results), the Gradescope output rendered from them
+    keyed = grade(mistake, "--skill", "qkv", fmt="text", results=tmp_path / "a.json", seed=None, env=env)
+    plain = mistake_graded  # the same files without the key (the seed does not depend on --skill)
     assert keyed.data["seed_source"] == "content" and plain.data["seed_source"] == "content-default-key"
     assert keyed.data["seed"] != plain.data["seed"]
-    gs = grade(mistake, "--skill", "qkv", fmt="gradescope", output=tmp_path / "gs.json", seed=None, env=env)
-    assert gs.data["extra_data"]["seed"] == keyed.data["seed"] and gs.data["extra_data"]["seed_source"] == "content"
-    assert f"Seed: {keyed.data['seed']}" in gs.data["output"]
-    text = grade(mistake, "--skill", "qkv", fmt="text", seed=None, env=env)
-    assert f"Seed: {keyed.data['seed']} (derived from your files and the course key)" in " ".join(text.stdout.split())
+    gs = json.loads(rendered(keyed, "gradescope"))
+    assert gs["extra_data"]["seed"] == keyed.data["seed"] and gs["extra_data"]["seed_source"] == "content"
+    assert f"Seed: {keyed.data['seed']}" in gs["output"]
+    assert f"Seed: {keyed.data['seed']} (derived from your files and the course key)" in " ".join(keyed.stdout.split())
 
 
 def test_an_unusable_course_key_is_refused_with_a_results_file(mistake, tmp_path):
@@ -136,43 +143,53 @@ def _with_imports(tmp_path: Path, helper: str | None = "utils.py") -> Path:
 
 def test_sibling_and_helper_modules_import_whatever_skill_is_selected(tmp_path):
     folder = _with_imports(tmp_path)
-    alone = grade(folder, "--skill", "qkv", output=tmp_path / "a.json")
+    alone = grade(folder, "--skill", "qkv", fmt="text", results=tmp_path / "a.json")  # the text on stdout, the JSON in a.json
     assert alone.rc == 0 and alone.score("qkv") == 20, [t["summary"] for t in alone.tests() if t["score"] < t["max_score"]][:3]
     sub = alone.data["submission"]
     assert sub["helpers"]["utils"]["problem"] is None and sub["helpers"]["utils"]["display_path"].endswith("utils.py")
     assert "masks" in sub["not_selected"] and "masks" not in sub["modules"]
     full = grade(folder, output=tmp_path / "b.json")
     assert full.data["score"] == full.data["max_score"]
-    text = grade(folder, "--skill", "qkv", fmt="text")
-    flat = " ".join(text.stdout.split())
+    flat = " ".join(alone.stdout.split())
     assert "Helper modules available to your code (never graded):" in flat and "utils.py" in flat
     assert "Not selected" in flat and "Not graded (only the exercise modules are)" not in flat
 
 
-@pytest.mark.parametrize("name", ["conftest.py", "sitecustomize.py", "torch.py", "pytest.py", "autograder_x.py", "json.py", "numpy.py"])
-def test_helpers_that_would_shadow_the_grader_or_libraries_are_refused(tmp_path, name):
+SHADOWING = ["conftest.py", "sitecustomize.py", "torch.py", "pytest.py", "autograder_x.py", "json.py", "numpy.py"]
+
+
+@pytest.fixture(scope="module")
+def shadowing_graded(tmp_path_factory) -> Graded:
+    """Every shadowing name in one submission, qkv importing its helper from one of them
+    (torch.py): each is refused from the folder's listing, on its own name, so one run
+    proves it for all seven (each used to be a run of its own)."""
+    root = tmp_path_factory.mktemp("shadowing")
+    folder = _with_imports(root, helper="torch.py")
+    for name in SHADOWING:
+        (folder / name).write_text("import os\nos.system('touch /tmp/pwned')\ndef twice(x):\n    return 3 * x\n", encoding="utf-8")
+    return grade(folder, "--skill", "qkv", output=root / "r.json")
+
+
+@pytest.mark.parametrize("name", SHADOWING)
+def test_helpers_that_would_shadow_the_grader_or_libraries_are_refused(shadowing_graded, name):
     assert shadowing_reason(name[:-3])
-    folder = _with_imports(tmp_path, helper=name if name not in ("conftest.py", "sitecustomize.py") else None)
-    (folder / name).write_text("import os\nos.system('touch /tmp/pwned')\ndef twice(x):\n    return 3 * x\n", encoding="utf-8")
-    graded = grade(folder, "--skill", "qkv", output=tmp_path / "r.json")
-    info = graded.data["submission"]["helpers"][name[:-3]]
+    info = shadowing_graded.data["submission"]["helpers"][name[:-3]]
     assert info["problem"].startswith("not importable: the name would shadow"), info
-    assert name in graded.data["submission"]["ignored"]  # never copied anywhere
+    assert name in shadowing_graded.data["submission"]["ignored"]  # never copied anywhere
 
 
 def test_one_import_failure_is_one_panel_per_skill(tmp_path):
     folder = _with_imports(tmp_path, helper=None)
     source = (SOLUTIONS / "qkv.py").read_text(encoding="utf-8")
     (folder / "qkv.py").write_text(source.replace("\nimport torch\n", "\nimport torch\nimport not_a_module_anywhere\n", 1), encoding="utf-8")
-    text = " ".join(grade(folder, "--skill", "qkv", fmt="text").stdout.split())
+    graded = grade(folder, "--skill", "qkv", fmt="text", results=tmp_path / "r.json")  # one run; the other formats from its results
+    text = " ".join(graded.stdout.split())
     assert text.count("No module named") == 1, text
-    tests = grade(folder, "--skill", "qkv").tests("qkv")  # the suite grows: count, don't hard-code
+    tests = graded.tests("qkv")  # the suite grows: count, don't hard-code
     assert len(tests) > 2 and all(t["status"] != "passed" for t in tests)
     assert f"The same problem fails {len(tests) - 1} more tests of this skill" in text
-    markdown = grade(folder, "--skill", "qkv", fmt="markdown")
-    assert markdown.stdout.count("No module named") == 1
-    github = grade(folder, "--skill", "qkv", fmt="github")
-    assert [line.startswith("::error") for line in github.stdout.splitlines()].count(True) == 1
+    assert rendered(graded, "markdown").count("No module named") == 1
+    assert [line.startswith("::error") for line in rendered(graded, "github").splitlines()].count(True) == 1
 
 
 def test_helper_limits(tmp_path):
@@ -215,11 +232,11 @@ def test_still_todo_lists_the_modules_real_functions(tmp_path):
         node = next(n for n in ast.parse(mixed).body if isinstance(n, ast.FunctionDef) and n.name == name)
         mixed = mixed.replace(ast.get_source_segment(mixed, node), ref[name])
     folder = make_submission(tmp_path / "sub", {"mha_reshape.py": mixed}, base=EXERCISES)
-    graded = grade(folder, "--skill", "mha_reshape", output=tmp_path / "r.json")
+    graded = grade(folder, "--skill", "mha_reshape", fmt="text", results=tmp_path / "r.json")  # the JSON and the text of one run
     todo = graded.data["submission"]["modules"]["mha_reshape"]["todo"]
     assert todo == [f for f in stub_funcs if f not in ("split_heads", "merge_heads")]
     assert {"mha_flops", "attention_flop_fraction", "attention_matrix_gib", "mha_param_count", "MultiHeadAttention.forward"} <= set(todo)
-    text = " ".join(grade(folder, "--skill", "mha_reshape", fmt="text").stdout.split())
+    text = " ".join(graded.stdout.split())
     assert "Still TODO: " + ", ".join(todo) in text
     assert "not started" not in text
     assert graded.data["submission"]["modules"]["mha_reshape"]["functions"] == stub_funcs
@@ -341,13 +358,8 @@ def test_a_near_name_is_the_first_line_and_says_how_to_rename(tmp_path):
     assert "masks.py is missing — your folder has masks (1).py: rename it to masks.py" in lines[2], lines[:3]
 
 
-def test_gradescope_where_to_start_names_the_repository_file_not_the_server_path():
-    from autograder.renderers import gradescope as gs_renderer
-
-    graded = grade(EXERCISES, "--skill", "qkv")
-    from autograder.core.results import from_dict
-
-    text = gs_renderer.to_dict(from_dict(graded.data), {"visible": "visible", "hidden": "after_due_date"})["output"]
+def test_gradescope_where_to_start_names_the_repository_file_not_the_server_path(stubs_graded):
+    text = json.loads(stubs_graded.output.read_text(encoding="utf-8"))["output"]  # the stubs' Gradescope output (conftest's one run)
     plain = text.replace("\\", "")  # markdown escapes
     assert "Where to start: in your repository, open exercises/qkv.py" in plain and "then upload again" in plain
     assert str(EXERCISES) not in text

@@ -320,6 +320,9 @@ def test_bundle_seed_key_is_long_enough_and_not_the_public_default(bundle, tmp_p
     assert len(key) >= seeding.MIN_KEY_BYTES and key != seeding.DEFAULT_KEY
 
 
+# slow: a full Gradescope run of every skill; finding the modules in a repository's layout is
+# checked in-process (test_locate_finds_modules_at_the_top_in_a_repository_and_in_a_zipped_folder)
+@pytest.mark.slow
 def test_stubs_in_a_github_repository_layout_score_zero(bundle, tmp_path):
     root = _unpack(bundle, tmp_path)
     _copy_modules(EXERCISES, root / "submission" / "exercises")
@@ -371,6 +374,7 @@ def test_syntax_error_names_the_file_and_line(bundle, tmp_path):
     assert all("masks.py" in t["output"] and "missing" in t["output"] for t in masks)
 
 
+@pytest.mark.slow  # a run that must be stopped by its time budget
 def test_a_run_over_its_budget_is_stopped_and_scores_zero(bundle, tmp_path):
     root = _unpack(bundle, tmp_path)
     _copy_modules(SOLUTIONS, root / "submission")
@@ -426,6 +430,8 @@ def test_setup_pins_python_to_a_patch_version_and_retries_every_download(tmp_pat
 
 
 # --------------------------------------------------------------------------- one bundle per assignment
+# slow: builds every assignment's bundle and runs one four times (reference, stubs, a mistake, and grade --assignment)
+@pytest.mark.slow
 def test_each_assignment_gets_a_bundle_with_its_skills_and_points(tmp_path):
     """[release.assignments]: week7's bundle grades and shows only qkv, masks and row_softmax,
     out of their points; the reference scores them in full, the stubs 0; and a mistake scores

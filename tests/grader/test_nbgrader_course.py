@@ -237,6 +237,9 @@ def trip(course, tmp_path_factory):
     return trip
 
 
+# slow: the real nbgrader round trip (generate, autograde every student's notebooks, export,
+# feedback) and three gradings of ours; it cannot be made shorter and still be nbgrader's
+@pytest.mark.slow
 def test_nbgrader_round_trip_matches_our_grader(trip, tmp_path):
     assert sorted(p.name for p in trip.release.glob("*.ipynb")) == sorted(f"{s}.ipynb" for s in CONFIG.skills)
     for notebook in trip.release.glob("*.ipynb"):
@@ -292,6 +295,7 @@ def _hidden_lines(notebook: Path) -> set[str]:
     return {line for line in hidden - shown if len(line) > 3}
 
 
+@pytest.mark.slow  # reads the round trip's feedback (above)
 def test_nbgrader_feedback_shows_no_hidden_test(trip, course):
     """`nbgrader generate_feedback` with the course's nbgrader_config.py: no student's HTML holds
     a line of a hidden test block (the calls, inputs, expected values) or a hidden check's
@@ -384,6 +388,7 @@ def _grader_skill(folder: Path, skill: str) -> dict:
     return next(s for s in ours.data["skills"] if s["id"] == skill)
 
 
+@pytest.mark.slow  # a grading run per variant, for a known gap that strict xfail keeps watching (CI runs it)
 @pytest.mark.xfail(strict=True, reason="known gap (issue 16 §3, next stop): since property tests check only their property, "
                    "nbgrader_units measures their kinds by raising, so nbgrader charges a value mistake there (0.54 of 0.75 in "
                    "masks' dtype test); the point cells need the property rule and per-property checks")

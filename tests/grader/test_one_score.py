@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sys
 
+import pytest
 from conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "tests" / "benchmarks"))
@@ -14,6 +15,8 @@ sys.path.insert(0, str(ROOT / "tests" / "benchmarks"))
 import one_score_paths  # noqa: E402
 
 
+# slow: builds the Gradescope bundle and grades each submission three ways (bundle, batch, grade)
+@pytest.mark.slow
 def test_gradescope_batch_and_grade_agree_on_a_mistake_and_the_stubs(tmp_path):
     folders = one_score_paths.submissions(tmp_path, ["masks/zero-fill"])
     folders.pop("correct")  # the reference's agreement is the bundle tests' business; keep this test short

@@ -4,6 +4,10 @@ Each attack in tests/submissions/hostile/attacks.toml is graded through the real
 line. For every one: the run completes within its bound with exit status 0, a valid
 results file exists (schema-checked), every skill scores no more than an honest stub (0),
 the affected tests say what happened, and no worker or fork server outlives the run.
+
+Each attack is a grading run of its own (seconds of CPU; some must run into a time limit),
+so `make test` grades one attack per defence (FAST_ATTACKS) and the whole catalogue is
+marked slow: `make test-slow` and CI grade every attack.
 """
 
 from __future__ import annotations
@@ -269,12 +273,36 @@ class Traps:
 
 SEQUENCES = {a["sequence"] for a in ATTACKS if "sequence" in a}
 
+#: one attack per defence, graded by `make test`; every other attack is marked slow (`make test-slow`, CI)
+FAST_ATTACKS = {
+    "exit_at_import",  # the process: an exit while importing
+    "self_sigkill",  # a worker that dies
+    "allocate_50gb",  # the memory limit
+    "patch_pytest",  # the grader's own objects patched from inside the worker
+    "conftest_in_submission",  # configuration smuggled into the run
+    "symlinked_modules",  # links out of the submission
+    "write_files_outside",  # the file system
+    "udp_exfiltrate",  # the network
+    "prlimit_grader",  # the grader's processes and limits
+    "decode_alias_blob",  # the trusted side's decoding of what a worker sends
+    "forbidden_softmax",  # a rule (row_softmax)
+    "backward_by_autograd",  # a rule (custom_backward)
+}
+SINGLE = [a for a in ATTACKS if "sequence" not in a]
 
-@pytest.mark.parametrize("attack", [a for a in ATTACKS if "sequence" not in a], ids=[a["name"] for a in ATTACKS if "sequence" not in a])
+
+def test_the_fast_attacks_are_in_the_catalogue():
+    assert FAST_ATTACKS <= {a["name"] for a in SINGLE}, FAST_ATTACKS - {a["name"] for a in SINGLE}
+
+
+# slow (all but FAST_ATTACKS): a grading run per attack, several of them into a time limit
+@pytest.mark.parametrize("attack", [a if a["name"] in FAST_ATTACKS else pytest.param(a, marks=pytest.mark.slow) for a in SINGLE],
+                         ids=[a["name"] for a in SINGLE])
 def test_attack_gains_nothing_and_the_run_completes(attack, tmp_path, fast_config):
     run_attack(attack, tmp_path, fast_config)
 
 
+@pytest.mark.slow  # a grading run per attack of the sequence
 @pytest.mark.parametrize("sequence", sorted(SEQUENCES))
 def test_attacks_in_sequence_carry_nothing_from_one_run_to_the_next(sequence, tmp_path, fast_config):
     """A planter leaves code behind (SysV IPC, keyring); a later run — another student —
@@ -331,6 +359,7 @@ def _graded_attack(attack: dict, tmp_path: Path, fast_config: Path, traps: Traps
         assert name in graded.data["submission"]["ignored"], graded.data["submission"]["ignored"]
 
 
+@pytest.mark.slow  # the worker prints 100 MB, which the grader reads and counts
 def test_flooded_output_is_truncated_not_lost(tmp_path, fast_config):
     out = tmp_path / "results.json"
     graded = grade(HOSTILE / "print_100mb", "--skill", "qkv", output=out, config=fast_config)
@@ -357,7 +386,8 @@ def test_environment_tricks_cannot_configure_the_grading_run(tmp_path):
     assert hostile.rc == 0 and hostile.data["score"] == 0
 
 
-@pytest.mark.parametrize("seed", [1, 101, 202])
+# slow past the first seed: a full grading run per seed and attack
+@pytest.mark.parametrize("seed", [1, pytest.param(101, marks=pytest.mark.slow), pytest.param(202, marks=pytest.mark.slow)])
 @pytest.mark.parametrize("attack", ["plausible_garbage", "hardcode_course_numbers", "frame_inspection"])
 def test_cheap_attacks_earn_nothing_under_other_seeds(attack, seed, tmp_path):
     """Partial credit over random cases must not pay for degenerate draws (T = 1, d_k = 1,

@@ -223,6 +223,10 @@ def _release(out) -> subprocess.CompletedProcess:
     return _run("release", "--out", str(out), "--version", VERSION, timeout=600)
 
 
+# The tests reading dist are marked slow: `make release` builds everything (student tree, the
+# Gradescope bundles, the nbgrader course, Classroom 50) and several then grade what it built.
+# make test-slow and CI run them; the pieces of the release are checked in make test here and in
+# test_gradescope_bundle.py / test_nbgrader_course.py.
 @pytest.fixture(scope="session")
 def dist(tmp_path_factory):
     """One release per test session, shared by pytest-xdist's workers (a file lock)."""
@@ -246,6 +250,7 @@ def _manifest(out):
     return json.loads((out / "MANIFEST.json").read_text(encoding="utf-8"))
 
 
+@pytest.mark.slow  # needs the release build (dist, below)
 def test_manifest_names_version_commit_suite_and_the_checksum_of_every_file(dist):
     import hashlib
 
@@ -262,6 +267,7 @@ def test_manifest_names_version_commit_suite_and_the_checksum_of_every_file(dist
     assert "student" in data["artifacts"] and data["artifacts"]["student"]["bytes"] > 0
 
 
+@pytest.mark.slow  # needs the release build (dist, below)
 def test_two_releases_of_the_same_commit_are_byte_identical(dist, tmp_path):
     proc = _release(tmp_path / "again")
     assert proc.returncode == 0, proc.stderr
@@ -279,6 +285,7 @@ def test_release_refuses_a_bad_version_and_a_folder_that_is_not_a_release(tmp_pa
     assert (tmp_path / "notes" / "keep.txt").read_text() == "mine"
 
 
+@pytest.mark.slow  # needs the release build (dist, below)
 def test_student_tree_has_what_students_need_and_nothing_of_the_instructors(dist):
     student = dist / "student"
     for rel in ("Makefile", "autograder/grade.mk", "README.md", ".ci/run", ".gitignore", "requirements.txt", "grading.toml", "docs/EXERCISES.md", "autograder/__main__.py"):
@@ -297,6 +304,7 @@ def test_student_tree_has_what_students_need_and_nothing_of_the_instructors(dist
     assert "docs/EXERCISES.md" in hints and not [line for line in hints.splitlines() if "EXERCISES.md" in line and "docs/EXERCISES.md" not in line]
 
 
+@pytest.mark.slow  # needs the release build (dist, below)
 def test_leak_audit_passes_the_release_and_finds_every_kind_of_leak(dist, tmp_path):
     import shutil
 
@@ -391,6 +399,7 @@ def _student_grade(tree, view, out) -> dict:
     return json.loads(out.read_text(encoding="utf-8"))
 
 
+@pytest.mark.slow  # needs the release build (dist, below)
 def test_a_copy_of_the_student_tree_grades_on_its_own(dist, tmp_path):
     """dist/student copied outside this repository (no solutions/, no hidden suites within
     reach) grades with its own Makefile: the stubs score 0 with a TODO message on every test,
@@ -518,6 +527,7 @@ def _run_classroom50(entry: Path, checkout: Path, tmp_path: Path, **env: str) ->
     return subprocess.run([sys.executable, str(entry)], cwd=checkout, env=full, capture_output=True, text=True, timeout=600, check=False)
 
 
+@pytest.mark.slow  # needs the release build (dist, below)
 def test_release_writes_one_classroom50_autograder_per_assignment_with_visible_tests_only(dist):
     import json
 
@@ -540,6 +550,7 @@ def test_release_writes_one_classroom50_autograder_per_assignment_with_visible_t
         assert "Advanced Autograding" in entry and "result.json" in entry and "official score" in entry
 
 
+@pytest.mark.slow  # needs the release build (dist, below)
 def test_classroom50_autograder_grades_the_student_checkout_into_the_documented_result_json(dist, tmp_path):
     """dist/classroom50/week7/autograder.py run as Classroom 50's runner runs it, in a copy of the
     student repository (qkv and masks solved, row_softmax still the stub): a result.json that
@@ -573,6 +584,7 @@ def test_classroom50_autograder_grades_the_student_checkout_into_the_documented_
     assert "status=failure\n" in outputs and "summary=visible tests " in outputs
 
 
+@pytest.mark.slow  # needs the release build (dist, below)
 def test_classroom50_autograder_reports_an_infrastructure_error_not_a_score(dist, tmp_path):
     """Per the contract a non-zero exit is an infrastructure error (Classroom 50 posts `error`
     and publishes no Release): outside the runner's environment, and on a checkout whose grader

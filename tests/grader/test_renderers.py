@@ -17,7 +17,7 @@ from autograder.renderers import github, gradescope, markdown, render
 from autograder.runner import scoring
 from autograder.runner.manifest import RunManifest
 from autograder.renderers.common import points
-from conftest import EXERCISES, ROOT, SOLUTIONS, grade, make_submission
+from conftest import ROOT, SOLUTIONS, grade, make_submission
 
 SCHEMAS = ROOT / "autograder" / "schemas"
 GRADESCOPE_SCHEMA = json.loads((SCHEMAS / "gradescope-results.schema.json").read_text())
@@ -40,11 +40,10 @@ def hostile_results(config):
     return scoring.build(RunManifest.plan(config), report, {"path": HOSTILE, "modules": {}, "ignored": [HOSTILE]})
 
 
-def test_gradescope_output_of_a_real_run_is_schema_valid(tmp_path):
-    out = tmp_path / "results.json"
-    graded = grade(SOLUTIONS, fmt="gradescope", output=out)
+def test_gradescope_output_of_a_real_run_is_schema_valid(solutions_graded):
+    graded = solutions_graded  # the reference's one run (conftest): JSON results and Gradescope output
     assert graded.rc == 0, graded.stderr
-    data = json.loads(out.read_text())
+    data = json.loads(graded.output.read_text())
     jsonschema.validate(data, GRADESCOPE_SCHEMA)
     config = load(ROOT / "grading.toml")
     assert data["score"] == pytest.approx(config.total_points)
@@ -59,10 +58,8 @@ def test_gradescope_output_of_a_real_run_is_schema_valid(tmp_path):
         assert test["visibility"] in ("visible", "after_due_date")
 
 
-def test_gradescope_output_of_stubs_is_schema_valid_and_zero(tmp_path):
-    out = tmp_path / "results.json"
-    graded = grade(EXERCISES, fmt="gradescope", output=out)
-    data = json.loads(out.read_text())
+def test_gradescope_output_of_stubs_is_schema_valid_and_zero(stubs_graded):
+    data = json.loads(stubs_graded.output.read_text())  # the stubs' one run (conftest)
     jsonschema.validate(data, GRADESCOPE_SCHEMA)
     assert data["score"] == 0
     scored = [t for t in data["tests"] if t["max_score"] > 0]  # rule gates carry no points and pass for stubs

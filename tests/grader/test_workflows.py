@@ -58,7 +58,7 @@ def test_instructors_workflow_runs_make_test_with_cached_cpu_torch():
     assert {"push", "pull_request"} <= set(data["on"])
     (job,) = data["jobs"].values()
     assert 0 < job["timeout-minutes"] <= 60
-    assert "make test" in _run_steps(job)
+    assert "make test test-slow" in _run_steps(job)  # the fast set, then the slow tests: CI proves everything
     setup = next(s for s in job["steps"] if str(s.get("uses", "")).startswith("actions/setup-python@"))
     assert setup["with"]["cache"] == "pip" and "requirements" in setup["with"]["cache-dependency-path"]
     assert job["env"]["PIP_INDEX_URL"] == "https://download.pytorch.org/whl/cpu"

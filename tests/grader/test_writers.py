@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 
 import pytest
 
@@ -17,7 +18,11 @@ from autograder.renderers import FORMATS
 from autograder.runner.manifest import RunManifest
 from conftest import ROOT
 
-NASTY = ["\ud800", "a\udfffb", "nul\x00nul", "\x1b[2J\x07\r", "\U0010ffff", "x" * (1 << 20)]
+# Longer than every cut the renderers make (the longest: 4 000 characters, after a first cut at
+# twice that), so every cut is taken; test_every_cut_is_taken_... proves it. (1 MiB proved no more
+# and cost half a minute: the json format carries each field whole, 160 MB.)
+HUGE = 1 << 14
+NASTY = ["\ud800", "a\udfffb", "nul\x00nul", "\x1b[2J\x07\r", "\U0010ffff", "x" * HUGE]
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +38,7 @@ def _results(config, text: str):
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
-@pytest.mark.parametrize("text", NASTY, ids=["surrogate", "surrogate-inside", "nul", "controls", "max-codepoint", "one-mib"])
+@pytest.mark.parametrize("text", NASTY, ids=["surrogate", "surrogate-inside", "nul", "controls", "max-codepoint", "huge"])
 @pytest.mark.parametrize("reveal", [True, False], ids=["revealed", "public"])
 def test_every_format_writes_a_file_for_any_string(tmp_path, config, fmt, text, reveal):
     results = _results(config, text)
@@ -44,6 +49,18 @@ def test_every_format_writes_a_file_for_any_string(tmp_path, config, fmt, text, 
         data = json.loads(written)
         assert "score" in data
     assert "Traceback" not in written
+
+
+@pytest.mark.parametrize("fmt", [f for f in FORMATS if f != "json"])  # json carries the results whole, by design
+def test_every_cut_is_taken_so_twice_the_huge_text_shows_the_same(config, fmt):
+    """What a format shows of a submission's text is bounded: doubling a text that is already
+    HUGE changes only the counts of what was not shown (so HUGE is over every limit)."""
+    def shown(n: int) -> str:
+        out = cli._render_safely(_results(config, "x" * n), fmt, config)
+        return re.sub(r"\d+", "N", re.sub(r" +", " ", out))
+
+    assert shown(HUGE) == shown(2 * HUGE)
+    assert len(shown(HUGE)) < 200_000
 
 
 def test_the_command_line_offers_exactly_the_renderers_formats():
