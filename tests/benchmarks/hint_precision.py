@@ -13,7 +13,11 @@ and whether the right hint was shown. Totals, with the targets of issue 9:
 * styles at full marks, on every seed
 
     .venv/bin/python tests/benchmarks/hint_precision.py [--skill qkv] [--seeds 1,2,3] [--jobs 2]
-        [--no-styles] [--no-variants] [--twice] [--json out.json] [--check]
+        [--no-styles] [--no-variants] [--twice] [--json out.json] [--check] [--local]
+
+``--local`` counts only the visible tests (what a student sees running the visible suites
+before submitting): a variant "loses a point" when a visible test fails, and shows its
+"own hint" when a visible test names it. The per-skill table prints both figures.
 
 The k-th variant of every skill is graded in one run (``--skill`` for each): suites call
 only their own skill's module, so variants of different skills cannot affect each other.
@@ -114,6 +118,43 @@ def run_styles(seeds: list[int], jobs: int, work: Path, only: list[str]) -> list
         return list(pool.map(one, [(st, seed) for seed in seeds for st in variants.styles()]))
 
 
+def visible_tests() -> dict[str, set[str]]:
+    """Per skill, the tests of its visible suites (grading.toml `visibility = "visible"`)."""
+    out: dict[str, set[str]] = {}
+    for sid, skill in variants.config()["skills"].items():
+        for suite in skill.get("suites", []):
+            if suite.get("visibility") == "visible":
+                out.setdefault(sid, set()).update(suite.get("weights", {}))
+    return out
+
+
+def local_view(rows: list[dict]) -> list[dict]:
+    """The rows as the visible suites alone grade them: only visible tests' failures, losses and hints."""
+    visible = visible_tests()
+    out = []
+    for r in rows:
+        failed = [f for f in r["failed"] if f["test"] in visible.get(r["skill"], set())]
+        hints = sorted({h for f in failed for h in f["hints"]})
+        out.append({**r, "failed": failed, "lost": round(sum(f["lost"] for f in failed), 4), "hints": hints,
+                    "right_shown": r["hint"] in hints, "wrong_hints": [h for h in hints if h != r["hint"]],
+                    "off_function": [t for t in r["off_function"] if any(f["test"] == t for f in failed)],
+                    "gated_by": r["gated_by"] if r["gated_by"] in visible.get(r["skill"], set()) else None})
+    return out
+
+
+def skill_table(rows: list[dict]) -> None:
+    """Per skill: variants (× seeds), how many lose a point, how many show their own hint, shown hints that are right."""
+    print(f"{'skill':18} {'variants':>8} {'lose a point':>16} {'own hint':>16} {'shown hints right':>20}")
+    for skill in sorted({r["skill"] for r in rows}):
+        rs = [r for r in rows if r["skill"] == skill]
+        n, lose, own = len(rs), sum(r["lost"] > 0 for r in rs), sum(r["right_shown"] for r in rs)
+        shown, right = sum(len(r["hints"]) for r in rs), sum(r["hint"] in r["hints"] for r in rs)
+        def pct(a: int, b: int) -> str:
+            return f"{a}/{b} = {a / b:.1%}" if b else "—"
+        print(f"{skill:18} {n:8} {pct(lose, n):>16} {pct(own, n):>16} {pct(right, shown):>20}")
+    print()
+
+
 def report(rows: list[dict], style_rows: list[dict]) -> bool:
     ok = True
     print(f"{'variant':44} {'function':24} {'lost':>6}  right  failed tests (named function) · hints")
@@ -126,6 +167,9 @@ def report(rows: list[dict], style_rows: list[dict]) -> bool:
         print(f"{'':44} hints: {', '.join(r['hints']) or '(none)'}" + (f"   OFF-FUNCTION: {', '.join(r['off_function'])}" if r["off_function"] else "")
               + (f"   GATED: {r['gated_by']}" if r["gated_by"] else ""))
     n = len(rows)
+    print()
+    if n:
+        skill_table(rows)
     right = sum(r["right_shown"] for r in rows)
     shown = sum(len(r["hints"]) for r in rows)
     shown_right = sum(r["hint"] in r["hints"] for r in rows)
@@ -185,15 +229,24 @@ def main() -> int:
     parser.add_argument("--json", type=Path, help="also write the rows here")
     parser.add_argument("--twice", action="store_true", help="grade every variant twice and compare scores and hints")
     parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
+    parser.add_argument("--rows", type=Path, help="report from a --json file of an earlier run instead of grading")
+    parser.add_argument("--local", action="store_true", help="count only the visible tests (what a student's local run shows)")
     parser.add_argument("--check-stable", action="store_true",
                         help="exit 1 when a variant's points lost depend on the seed, or it loses none (make check; use several --seeds)")
     args = parser.parse_args()
     skills = args.skill or list(variants.modules())
     seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
-    with tempfile.TemporaryDirectory(prefix="hint-precision-") as tmp:
-        work = Path(tmp)
-        rows = [] if args.no_variants else run_variants(skills, seeds, args.jobs, work, args.twice)
-        style_rows = [] if args.no_styles else run_styles(seeds, args.jobs, work, args.skill)
+    if args.rows:  # report again from a --json file, without grading
+        saved = json.loads(args.rows.read_text(encoding="utf-8"))
+        rows = [r for r in saved["variants"] if r["skill"] in skills]
+        style_rows = saved["styles"]
+    else:
+        with tempfile.TemporaryDirectory(prefix="hint-precision-") as tmp:
+            work = Path(tmp)
+            rows = [] if args.no_variants else run_variants(skills, seeds, args.jobs, work, args.twice)
+            style_rows = [] if args.no_styles else run_styles(seeds, args.jobs, work, args.skill)
+    if args.local:
+        rows = local_view(rows)
     ok = report(rows, style_rows)
     if args.check_stable:
         return 0 if not unstable_or_free(rows) else 1

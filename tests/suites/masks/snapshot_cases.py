@@ -44,15 +44,22 @@ def apply_mask(rng, ref):
     B, L, S = randint(rng, 2, 3), randint(rng, 2, 8), randint(rng, 3, 10)
     scores, allowed = randn(rng, B, L, S), _allowed(rng, B, L, S)
     fill = choice(rng, (NEG_INF, -1e9))
+    scores64, allowed64 = randn(rng, 2, 3, 5, dtype=torch.float64), _allowed(rng, 2, 3, 5)  # the float64 control (sent non-contiguous)
     return {"scores": scores, "allowed": allowed, "fill": fill, "want": in_float64(ref.masks.apply_mask, scores, allowed, fill),
-            "mistakes": signatures.apply(scores, allowed, fill)}
+            "mistakes": signatures.apply(scores, allowed, fill),
+            "scores64": scores64, "allowed64": allowed64, "want64": in_float64(ref.masks.apply_mask, scores64, allowed64, dtype=torch.float64),
+            "mistakes64": signatures.apply(scores64, allowed64)}
 
 
 def masked_softmax(rng, ref):
     B, L, S = randint(rng, 1, 3), randint(rng, 2, 8), randint(rng, 3, 10)
     scores, allowed = randn(rng, B, L, S, scale=2.0), _allowed(rng, B, L, S)
     allowed[:, -1] = False  # a row with nothing allowed: all zeros (Day 1 §3.4)
-    return {"scores": scores, "allowed": allowed, "want": in_float64(ref.masks.masked_softmax, scores, allowed), "mistakes": signatures.softmax(scores, allowed)}
+    scores64, allowed64 = randn(rng, 2, 4, 5, scale=2.0, dtype=torch.float64), _allowed(rng, 2, 4, 5)  # the float64 control (sent non-contiguous)
+    allowed64[:, -1] = False
+    return {"scores": scores, "allowed": allowed, "want": in_float64(ref.masks.masked_softmax, scores, allowed), "mistakes": signatures.softmax(scores, allowed),
+            "scores64": scores64, "allowed64": allowed64, "want64": in_float64(ref.masks.masked_softmax, scores64, allowed64, dtype=torch.float64),
+            "mistakes64": signatures.softmax(scores64, allowed64)}
 
 
 def padding_allowed(rng, ref):

@@ -67,8 +67,11 @@ def sdpa(rng, ref):
     allowed[..., 0] = True  # every query keeps a key
     allowed[..., -1] = True  # and the last one two
     allowed[0, 0, 0, randint(rng, 1, S - 2)] = False  # a padded key
+    q64, k64, v64 = q.double(), k.double(), v.double()  # the float64 control (sent non-contiguous)
     return {"q": q, "k": k, "v": v, "allowed": allowed, "want": in_float64(ref.sdpa_masks.sdpa, q, k, v, allowed=allowed, causal=True),
-            "mistakes": signatures.sdpa(q, k, v, allowed, causal=True), "top_left": signatures.top_left(L, S)}
+            "mistakes": signatures.sdpa(q, k, v, allowed, causal=True), "top_left": signatures.top_left(L, S),
+            "want64": in_float64(ref.sdpa_masks.sdpa, q64, k64, v64, allowed=allowed, causal=True, dtype=torch.float64),
+            "mistakes64": signatures.sdpa(q64, k64, v64, allowed, causal=True)}
 
 
 def sdpa_examples(rng, ref):
