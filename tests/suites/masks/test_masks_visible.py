@@ -96,7 +96,7 @@ def _fresh_masked_softmax(sub, rng) -> None:
     c = SNAP["masked_softmax"]
     scores, allowed = c["scores"], c["allowed"]
     expect.close(sub.masks.masked_softmax(scores, allowed), c["want"],
-                 what=f"masked_softmax on control scores {list(scores.shape)} and mask (last query rows: nothing allowed)",
+                 what=f"masked_softmax on control scores {list(scores.shape)} (example 0 at ~200) and mask (last query rows: nothing allowed)",
                  tol=tol("masks.masked_softmax", F32), mistakes=c["mistakes"])
 
 
@@ -171,10 +171,24 @@ def test_combine_masks_left_padded_batch_leaves_0_0_1_2_3_keys(sub, rng, credit)
 
 
 def test_masked_softmax_left_padded_pad_rows_are_zero_not_nan(sub, rng, credit):
-    for part in credit.parts(["pad pad A B C", FRESH], required=[FRESH]):
+    for part in credit.parts(["pad pad A B C", "finite gradient", FRESH], required=[FRESH]):
         with part:
+            if part.label == "finite gradient":
+                c = SNAP["left_padded_softmax"]
+                scores, allowed, lengths, T = c["scores"], c["allowed"], c["lengths"], c["T"]
+                r = sub.masks.call_with_grad("masked_softmax", scores, allowed, wrt=[0], grad_output=c["grad_out"])
+                what = f"masked_softmax on the control left-padded causal batch (lengths {lengths}, T={T}; example 1's last row: allowed scores all −∞)"
+                expect.close(r.get("value"), c["want"], what=what, tol=tol("masks.masked_softmax", F32), mistakes=c["mistakes"])
+                expect.true(r.get("grads") is not None, what=f"{what} is differentiable",
+                            detail="the output does not require grad: keep the computation in torch operations on the scores")
+                g = expect.tensor(r["grads"][0], what=f"{what}: ∂L/∂scores")
+                finite = bool(torch.isfinite(g).all())
+                expect.true(finite, what=f"{what}: ∂L/∂scores is finite, also through the pad rows with nothing allowed (Day 1 §3.4)",
+                            detail=f"{int((~torch.isfinite(g)).sum())} non-finite gradient entries",
+                            hints=[] if finite else expect.observed("masks/nan-gradient"))  # the weights are right (checked above): NaN patched after the softmax
+                continue
             if part.label == FRESH:
-                c = SNAP["left_padded_softmax"]  # two or more pad queries that read nothing, two or more real keys
+                c = SNAP["left_padded_softmax"]  # two or more pad queries that read nothing, two or more real keys, a row of −∞ scores
                 scores, allowed, lengths, T = c["scores"], c["allowed"], c["lengths"], c["T"]
                 expect.close(sub.masks.masked_softmax(scores, allowed), c["want"],
                              what=f"masked_softmax on a control left-padded causal batch (lengths {lengths}, T={T}): pad rows all zeros",

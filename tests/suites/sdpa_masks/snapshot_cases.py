@@ -42,6 +42,9 @@ def additive(rng, ref):
 def hf(rng, ref):
     B, S = randint(rng, 2, 3), randint(rng, 3, 8)
     mask = _mask(rng, B, S).long()
+    mask = mask * torch.randint(1, 4, mask.shape, generator=rng)  # real tokens marked 1, 2 or 3: any non-zero entry is real
+    real = mask.view(-1).nonzero().view(-1)
+    mask.view(-1)[real[randint(rng, 0, real.numel() - 1)]] = 2  # at least one real token marked 2
     causal = bool(randint(rng, 0, 1))
     lesson = torch.tensor([[0, 0, 1, 1, 1], [1, 1, 1, 1, 1]])  # Day 1 §3.4: HF 1 = real, 0 = pad
     return {"attention_mask": mask, "causal": causal, "want": ref.sdpa_masks.hf_to_sdpa_mask(mask, causal=causal),

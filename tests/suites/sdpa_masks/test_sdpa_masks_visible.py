@@ -104,8 +104,21 @@ def test_kv_cache_mask_is_bottom_right_aligned(sub, rng, credit):
 
 
 def test_sdpa_matches_manual_attention_with_kv_cache_causal(sub, rng, credit):
-    for part in credit.parts(["L=1 decoding step", "L=3, S=5 causal + padding", "dropout_p=0.5 in eval", WIDE, FRESH], required=[FRESH]):
+    for part in credit.parts(["L=1 decoding step", "L=3, S=5 causal + padding", "dropout_p=0.5 in eval", "dropout_p=0.5 while training", WIDE, FRESH],
+                             required=[FRESH]):
         with part:
+            if part.label == "dropout_p=0.5 while training":
+                c = SNAP["sdpa"]
+                q, k, v, allowed = c["q"], c["k"], c["v"], c["allowed"]
+                what = f"sdpa(control q {list(q.shape)}, k {list(k.shape)}, key padding, causal=True, dropout_p=0.5, training=True)"
+                r = sub.sdpa_masks.run(sd.sdpa_recorded, [q, k, v], {"allowed": allowed, "causal": True, "dropout_p": 0.5, "training": True})
+                out = expect.tensor(r["value"], what=what)
+                used = sorted({x["dropout_p"] for x in r["calls"]})
+                differs = out.shape == c["want"].shape and bool(torch.isfinite(out).all()) and float((out - c["want"]).abs().max()) > 1e-3
+                expect.true(differs, what=f"{what} applies dropout: the output differs from the deterministic one (Day 1 §A.1)",
+                            detail=f"dropout_p passed to SDPA: {used}",
+                            hints=expect.observed("sdpa_masks/dropout-never-applied") if used and all(p == 0.0 for p in used) else [])
+                continue
             if part.label == WIDE:
                 c = SNAP["sdpa"]
                 q, k, v = (noncontiguous(c[n].double()) for n in ("q", "k", "v"))
