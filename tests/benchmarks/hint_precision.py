@@ -13,7 +13,11 @@ and whether the right hint was shown. Totals, with the targets of issue 9:
 * styles at full marks, on every seed
 
     .venv/bin/python tests/benchmarks/hint_precision.py [--skill qkv] [--seeds 1,2,3] [--jobs 2]
-        [--no-styles] [--no-variants] [--twice] [--json out.json] [--check]
+        [--no-styles] [--no-variants] [--twice] [--json out.json] [--check] [--local]
+
+``--local`` counts only the visible tests (what a student sees running the visible suites
+before submitting): a variant "loses a point" when a visible test fails, and shows its
+"own hint" when a visible test names it. The per-skill table prints both figures.
 
 The k-th variant of every skill is graded in one run (``--skill`` for each): suites call
 only their own skill's module, so variants of different skills cannot affect each other.
@@ -36,7 +40,7 @@ sys.path.insert(0, str(ROOT / "tests" / "submissions"))
 
 import variants  # noqa: E402
 
-# Targets of issue 19: officially (visible + hidden) and locally (visible tests only).
+# Targets of issue 19: officially (visible + hidden tests) and locally (visible tests only).
 TARGET_RIGHT_SHOWN = 0.95
 TARGET_PRECISION = 0.97
 TARGET_LOCAL_RIGHT_SHOWN = 0.90
@@ -55,18 +59,14 @@ def grade(folder: Path, skills: list[str], seed: int, out: Path) -> dict:
     return json.loads(out.read_text(encoding="utf-8"))
 
 
-def skill_facts(data: dict, skill: str, names: list[str], local: bool = False) -> dict:
-    """What grading ``skill`` showed; ``local``: only the visible tests, as a student's own
-    ``make grade`` in the student tree sees them (the hidden suite is not shipped there)."""
+def skill_facts(data: dict, skill: str, names: list[str]) -> dict:
     s = next(x for x in data["skills"] if x["id"] == skill)
-    tests = [t for t in s["tests"] if not local or t["visibility"] == "visible"]
     failed = [
         {"test": t["name"], "lost": round(t["max_score"] - t["score"], 4), "names": variants.named_functions(t["name"], names, skill),
          "hints": [h["id"] for h in t["hints"]]}
-        for t in tests if t["status"] != "passed"
+        for t in s["tests"] if t["status"] != "passed"
     ]
-    score, points = (s["score"], s["points"]) if not local else (sum(t["score"] for t in tests), sum(t["max_score"] for t in tests))
-    return {"score": score, "points": points, "lost": round(points - score, 4), "failed": failed,
+    return {"score": s["score"], "points": s["points"], "lost": round(s["points"] - s["score"], 4), "failed": failed,
             "hints": sorted({h for f in failed for h in f["hints"]}), "gated_by": s.get("gated_by")}
 
 
@@ -75,7 +75,7 @@ def fingerprint(data: dict) -> list:
     return [(t["name"], t["score"], t["status"], [h["id"] for h in t["hints"]]) for s in data["skills"] for t in s["tests"]]
 
 
-def run_variants(skills: list[str], seeds: list[int], jobs: int, work: Path, twice: bool = False, local: bool = False) -> list[dict]:
+def run_variants(skills: list[str], seeds: list[int], jobs: int, work: Path, twice: bool = False) -> list[dict]:
     mods = variants.modules()
     names = {s: variants.functions(mods[s]) for s in skills}
     table = {s: variants.mistakes(s) for s in skills}
@@ -92,7 +92,7 @@ def run_variants(skills: list[str], seeds: list[int], jobs: int, work: Path, twi
             repeated = fingerprint(grade(folder, list(applied), seed, work / f"batch{k}-seed{seed}-again.json")) == fingerprint(data)
         rows = []
         for skill, m in applied.items():
-            facts = skill_facts(data, skill, names[skill], local)
+            facts = skill_facts(data, skill, names[skill])
             own = variants.dependents(variants.mutated_source(m), m["function"])  # it and the functions that call it
             off = [f for f in facts["failed"] if f["names"] and not set(f["names"]) & own]
             rows.append({"skill": skill, "id": m["id"], "function": m["function"], "hint": m["hint"], "seed": seed, **facts,
@@ -121,6 +121,43 @@ def run_styles(seeds: list[int], jobs: int, work: Path, only: list[str]) -> list
         return list(pool.map(one, [(st, seed) for seed in seeds for st in variants.styles()]))
 
 
+def visible_tests() -> dict[str, set[str]]:
+    """Per skill, the tests of its visible suites (grading.toml `visibility = "visible"`)."""
+    out: dict[str, set[str]] = {}
+    for sid, skill in variants.config()["skills"].items():
+        for suite in skill.get("suites", []):
+            if suite.get("visibility") == "visible":
+                out.setdefault(sid, set()).update(suite.get("weights", {}))
+    return out
+
+
+def local_view(rows: list[dict]) -> list[dict]:
+    """The rows as the visible suites alone grade them: only visible tests' failures, losses and hints."""
+    visible = visible_tests()
+    out = []
+    for r in rows:
+        failed = [f for f in r["failed"] if f["test"] in visible.get(r["skill"], set())]
+        hints = sorted({h for f in failed for h in f["hints"]})
+        out.append({**r, "failed": failed, "lost": round(sum(f["lost"] for f in failed), 4), "hints": hints,
+                    "right_shown": r["hint"] in hints, "wrong_hints": [h for h in hints if h != r["hint"]],
+                    "off_function": [t for t in r["off_function"] if any(f["test"] == t for f in failed)],
+                    "gated_by": r["gated_by"] if r["gated_by"] in visible.get(r["skill"], set()) else None})
+    return out
+
+
+def skill_table(rows: list[dict]) -> None:
+    """Per skill: variants (× seeds), how many lose a point, how many show their own hint, shown hints that are right."""
+    print(f"{'skill':18} {'variants':>8} {'lose a point':>16} {'own hint':>16} {'shown hints right':>20}")
+    for skill in sorted({r["skill"] for r in rows}):
+        rs = [r for r in rows if r["skill"] == skill]
+        n, lose, own = len(rs), sum(r["lost"] > 0 for r in rs), sum(r["right_shown"] for r in rs)
+        shown, right = sum(len(r["hints"]) for r in rs), sum(r["hint"] in r["hints"] for r in rs)
+        def pct(a: int, b: int) -> str:
+            return f"{a}/{b} = {a / b:.1%}" if b else "—"
+        print(f"{skill:18} {n:8} {pct(lose, n):>16} {pct(own, n):>16} {pct(right, shown):>20}")
+    print()
+
+
 def report(rows: list[dict], style_rows: list[dict], local: bool = False) -> bool:
     ok = True
     print(f"{'variant':44} {'function':24} {'lost':>6}  right  failed tests (named function) · hints")
@@ -133,6 +170,9 @@ def report(rows: list[dict], style_rows: list[dict], local: bool = False) -> boo
         print(f"{'':44} hints: {', '.join(r['hints']) or '(none)'}" + (f"   OFF-FUNCTION: {', '.join(r['off_function'])}" if r["off_function"] else "")
               + (f"   GATED: {r['gated_by']}" if r["gated_by"] else ""))
     n = len(rows)
+    print()
+    if n:
+        skill_table(rows)
     right = sum(r["right_shown"] for r in rows)
     shown = sum(len(r["hints"]) for r in rows)
     shown_right = sum(r["hint"] in r["hints"] for r in rows)
@@ -143,7 +183,6 @@ def report(rows: list[dict], style_rows: list[dict], local: bool = False) -> boo
         per_variant.setdefault((r["skill"], r["id"]), set()).add(r["lost"])
     unstable = [f"{k[0]}/{k[1]} {sorted(v)}" for k, v in per_variant.items() if len(v) > 1]
     print()
-    per_skill_table(rows)
     if n:
         print(f"variants (× seeds): {n}")
         want_right = TARGET_LOCAL_RIGHT_SHOWN if local else TARGET_RIGHT_SHOWN
@@ -175,20 +214,6 @@ def report(rows: list[dict], style_rows: list[dict], local: bool = False) -> boo
     return ok
 
 
-def per_skill_table(rows: list[dict]) -> None:
-    """Per skill: variants losing a point, showing their own hint, and shown hints that are right."""
-    if not rows:
-        return
-    print(f"{'skill':16} {'variants':>8} {'lose a point':>13} {'own hint':>9} {'hints right':>12}")
-    for skill in dict.fromkeys(r["skill"] for r in rows):
-        mine = [r for r in rows if r["skill"] == skill]
-        shown = sum(len(r["hints"]) for r in mine)
-        right = sum(r["hint"] in r["hints"] for r in mine)
-        print(f"{skill:16} {len(mine):8} {sum(r['lost'] > 0 for r in mine):13} {sum(r['right_shown'] for r in mine):9}"
-              f" {f'{right}/{shown}':>12}")
-    print()
-
-
 def unstable_or_free(rows: list[dict]) -> list[str]:
     """Variants whose points lost differ between seeds, or that lose nothing on some seed:
     a deterministic mistake must cost the same on every seed (fixed kinds, autograder/testing/README.md)."""
@@ -211,18 +236,25 @@ def main() -> int:
     parser.add_argument("--no-variants", action="store_true")
     parser.add_argument("--json", type=Path, help="also write the rows here")
     parser.add_argument("--twice", action="store_true", help="grade every variant twice and compare scores and hints")
-    parser.add_argument("--local", action="store_true",
-                        help="count only the visible tests: what a student's own `make grade` shows (targets: issue 19)")
     parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
+    parser.add_argument("--rows", type=Path, help="report from a --json file of an earlier run instead of grading")
+    parser.add_argument("--local", action="store_true", help="count only the visible tests (what a student's local run shows)")
     parser.add_argument("--check-stable", action="store_true",
                         help="exit 1 when a variant's points lost depend on the seed, or it loses none (make check; use several --seeds)")
     args = parser.parse_args()
     skills = args.skill or list(variants.modules())
     seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
-    with tempfile.TemporaryDirectory(prefix="hint-precision-") as tmp:
-        work = Path(tmp)
-        rows = [] if args.no_variants else run_variants(skills, seeds, args.jobs, work, args.twice, args.local)
-        style_rows = [] if args.no_styles else run_styles(seeds, args.jobs, work, args.skill)
+    if args.rows:  # report again from a --json file, without grading
+        saved = json.loads(args.rows.read_text(encoding="utf-8"))
+        rows = [r for r in saved["variants"] if r["skill"] in skills]
+        style_rows = saved["styles"]
+    else:
+        with tempfile.TemporaryDirectory(prefix="hint-precision-") as tmp:
+            work = Path(tmp)
+            rows = [] if args.no_variants else run_variants(skills, seeds, args.jobs, work, args.twice)
+            style_rows = [] if args.no_styles else run_styles(seeds, args.jobs, work, args.skill)
+    if args.local:
+        rows = local_view(rows)
     ok = report(rows, style_rows, args.local)
     if args.check_stable:
         return 0 if not unstable_or_free(rows) else 1

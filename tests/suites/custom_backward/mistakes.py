@@ -30,6 +30,7 @@ def softmax_backward(d_weights: torch.Tensor, weights: torch.Tensor) -> dict[str
         P + "missing-d-term": a * da,
         P + "d-wrong-axis": _sb(da, a, axis=-2),
         P + "diagonal-jacobian": a * (1 - a) * da,
+        P + "d-unweighted": a * (da - da.sum(dim=-1, keepdim=True)),  # D_i = Σ_j Ā_ij without the weights A_ij
     }
     unkept = _d_without_keepdim(da, a)
     if unkept is not None:
@@ -66,6 +67,7 @@ def attention_backward(d_out, q, k, v, weights, scale: float) -> dict[str, tuple
         P + "missing-d-term": grads(a * da),
         P + "d-wrong-axis": grads(_sb(da, a, axis=-2)),
         P + "diagonal-jacobian": grads(a * (1 - a) * da),
+        P + "d-unweighted": grads(a * (da - da.sum(dim=-1, keepdim=True))),
     }
     if scale != 1.0:
         out[P + "missing-scale"] = grads(ds, s=1.0)

@@ -56,7 +56,7 @@ def attention_backward(rng, ref):
 def attention_forward(rng, ref):
     q, k, v = _week7_qkv()
     L, S, d = randint(rng, 2, 6), randint(rng, 2, 6), randint(rng, 2, 4)
-    rq, rk, rv = randn(rng, 3, L, d), randn(rng, 3, S, d), randn(rng, 3, S, d)
+    rq, rk, rv = randn(rng, 3, L, d), randn(rng, 3, S, d), randn(rng, 3, S, d + 1)  # d_v = d_k + 1: a scale by 1/√d_v shows
     return {"week7": in_float64(ref.custom_backward.attention, q, k, v, _causal(2)), "week7_mistakes": signatures.attention_forward(q, k, v, _causal(2)),
             "q": rq, "k": rk, "v": rv, "want": in_float64(ref.custom_backward.attention, rq, rk, rv), "mistakes": signatures.attention_forward(rq, rk, rv)}
 

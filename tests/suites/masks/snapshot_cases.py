@@ -43,16 +43,25 @@ def causal_mask(rng, ref):
 def apply_mask(rng, ref):
     B, L, S = randint(rng, 2, 3), randint(rng, 2, 8), randint(rng, 3, 10)
     scores, allowed = randn(rng, B, L, S), _allowed(rng, B, L, S)
-    fill = choice(rng, (NEG_INF, -1e9))
+    fill = -1e9  # a finite fill other than −∞: ignoring `fill` shows (the float64 control uses the default −∞)
+    scores64, allowed64 = randn(rng, 2, 3, 5, dtype=torch.float64), _allowed(rng, 2, 3, 5)  # the float64 control (sent non-contiguous)
     return {"scores": scores, "allowed": allowed, "fill": fill, "want": in_float64(ref.masks.apply_mask, scores, allowed, fill),
-            "mistakes": signatures.apply(scores, allowed, fill)}
+            "mistakes": signatures.apply(scores, allowed, fill),
+            "scores64": scores64, "allowed64": allowed64, "want64": in_float64(ref.masks.apply_mask, scores64, allowed64, dtype=torch.float64),
+            "mistakes64": signatures.apply(scores64, allowed64)}
 
 
 def masked_softmax(rng, ref):
-    B, L, S = randint(rng, 1, 3), randint(rng, 2, 8), randint(rng, 3, 10)
+    B, L, S = 2, randint(rng, 2, 8), randint(rng, 3, 10)
     scores, allowed = randn(rng, B, L, S, scale=2.0), _allowed(rng, B, L, S)
+    scores[0] += 200.0  # example 0 at scores of ~200: exp overflows float32 without a per-row max shift, and example 1
+    # lies far below the global maximum (one shift for the whole tensor underflows its rows to zeros)
     allowed[:, -1] = False  # a row with nothing allowed: all zeros (Day 1 §3.4)
-    return {"scores": scores, "allowed": allowed, "want": in_float64(ref.masks.masked_softmax, scores, allowed), "mistakes": signatures.softmax(scores, allowed)}
+    scores64, allowed64 = randn(rng, 2, 4, 5, scale=2.0, dtype=torch.float64), _allowed(rng, 2, 4, 5)  # the float64 control (sent non-contiguous)
+    allowed64[:, -1] = False
+    return {"scores": scores, "allowed": allowed, "want": in_float64(ref.masks.masked_softmax, scores, allowed), "mistakes": signatures.softmax(scores, allowed),
+            "scores64": scores64, "allowed64": allowed64, "want64": in_float64(ref.masks.masked_softmax, scores64, allowed64, dtype=torch.float64),
+            "mistakes64": signatures.softmax(scores64, allowed64)}
 
 
 def padding_allowed(rng, ref):
@@ -78,7 +87,11 @@ def left_padded_softmax(rng, ref):
     keys = ref.masks.padding_allowed(torch.tensor(lengths), T, left_padded=True)
     allowed = ref.masks.combine_masks(ref.masks.causal_mask(T), keys)[:, 0]  # [B,T,T]
     scores = randn(rng, B, T, T, scale=2.0)
+    # the docstring's other empty row: the last (real) query of example 1 has its allowed scores all at −∞ (and still
+    # blocks its pad keys): all zeros with a finite gradient, also where a NaN is patched after the softmax
+    scores[1, -1] = scores[1, -1].masked_fill(allowed[1, -1], NEG_INF)
     return {"lengths": lengths, "T": T, "scores": scores, "allowed": allowed, "want": in_float64(ref.masks.masked_softmax, scores, allowed),
+            "grad_out": randn(rng, B, T, T),
             "mistakes": signatures.softmax(scores, allowed)}
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import torch
 
 from autograder.testing import expect
+from autograder.testing.inputs import dtype_name, noncontiguous
 from autograder.testing.snapshots import Snapshots
 from course import masks_data as md
 from course import week07 as w7
@@ -21,6 +22,8 @@ from course.tolerances import tol
 QK = ("query", "key")
 FRESH = "control inputs"
 F32 = torch.float32
+F64 = torch.float64
+WIDE = "float64, non-contiguous"  # a control input in float64 and a strided layout: the dtype is kept, nothing assumes contiguity
 NEG_INF = float("-inf")
 SNAP = Snapshots(__file__)  # control inputs, the reference's outputs and the named mistakes' outputs on them
 SIGNATURES = "examples"  # SNAP["examples"]["mistakes"][...]: the mistakes' outputs on the lessons' examples
@@ -57,9 +60,15 @@ def test_causal_mask_reproduces_week7_m2_and_m4(sub, rng, credit):
 
 
 def test_apply_mask_puts_minus_inf_on_week7_future_scores(sub, rng, credit):
-    for part in credit.parts(["Ŝ_A, Ŝ_B", FRESH], required=[FRESH]):
+    for part in credit.parts(["Ŝ_A, Ŝ_B", WIDE, FRESH], required=[FRESH]):
         with part:
-            if part.label == FRESH:
+            if part.label == WIDE:
+                c = SNAP["apply_mask"]
+                scores, allowed = c["scores64"], c["allowed64"]
+                expect.close(sub.masks.apply_mask(noncontiguous(scores), noncontiguous(allowed)), c["want64"],
+                             what=f"apply_mask(control scores {list(scores.shape)} float64 non-contiguous, mask): float64 in, float64 out",
+                             tol=tol("masks.apply_mask", F64), mistakes=c["mistakes64"])
+            elif part.label == FRESH:
                 c = SNAP["apply_mask"]
                 scores, allowed, fill = c["scores"], c["allowed"], c["fill"]
                 expect.close(sub.masks.apply_mask(scores, allowed, fill), c["want"],
@@ -75,19 +84,29 @@ def test_apply_mask_puts_minus_inf_on_week7_future_scores(sub, rng, credit):
                 )
 
 
+def _wide_masked_softmax(sub) -> None:
+    c = SNAP["masked_softmax"]
+    scores, allowed = c["scores64"], c["allowed64"]
+    expect.close(sub.masks.masked_softmax(noncontiguous(scores), noncontiguous(allowed)), c["want64"],
+                 what=f"masked_softmax(control scores {list(scores.shape)} float64 non-contiguous, mask; last query rows: nothing allowed): float64 in, float64 out",
+                 tol=tol("masks.masked_softmax", F64), mistakes=c["mistakes64"])
+
+
 def _fresh_masked_softmax(sub, rng) -> None:
     c = SNAP["masked_softmax"]
     scores, allowed = c["scores"], c["allowed"]
     expect.close(sub.masks.masked_softmax(scores, allowed), c["want"],
-                 what=f"masked_softmax on control scores {list(scores.shape)} and mask (last query rows: nothing allowed)",
+                 what=f"masked_softmax on control scores {list(scores.shape)} (example 0 at ~200) and mask (last query rows: nothing allowed)",
                  tol=tol("masks.masked_softmax", F32), mistakes=c["mistakes"])
 
 
 def test_masked_softmax_reproduces_week7_weights_and_the_minus_inf_table(sub, rng, credit):
-    for part in credit.parts(["§11 table", "P_A, P_B", FRESH], required=[FRESH]):
+    for part in credit.parts(["§11 table", "P_A, P_B", WIDE, FRESH], required=[FRESH]):
         with part:
             if part.label == FRESH:
                 _fresh_masked_softmax(sub, rng)
+            elif part.label == WIDE:
+                _wide_masked_softmax(sub)
             elif part.label == "§11 table":
                 row, allowed = w7.t(md.W7_TABLE_ROW), _bool([True, False])
                 expect.close(
@@ -152,10 +171,24 @@ def test_combine_masks_left_padded_batch_leaves_0_0_1_2_3_keys(sub, rng, credit)
 
 
 def test_masked_softmax_left_padded_pad_rows_are_zero_not_nan(sub, rng, credit):
-    for part in credit.parts(["pad pad A B C", FRESH], required=[FRESH]):
+    for part in credit.parts(["pad pad A B C", "finite gradient", FRESH], required=[FRESH]):
         with part:
+            if part.label == "finite gradient":
+                c = SNAP["left_padded_softmax"]
+                scores, allowed, lengths, T = c["scores"], c["allowed"], c["lengths"], c["T"]
+                r = sub.masks.call_with_grad("masked_softmax", scores, allowed, wrt=[0], grad_output=c["grad_out"])
+                what = f"masked_softmax on the control left-padded causal batch (lengths {lengths}, T={T}; example 1's last row: allowed scores all −∞)"
+                expect.close(r.get("value"), c["want"], what=what, tol=tol("masks.masked_softmax", F32), mistakes=c["mistakes"])
+                expect.true(r.get("grads") is not None, what=f"{what} is differentiable",
+                            detail="the output does not require grad: keep the computation in torch operations on the scores")
+                g = expect.tensor(r["grads"][0], what=f"{what}: ∂L/∂scores")
+                finite = bool(torch.isfinite(g).all())
+                expect.true(finite, what=f"{what}: ∂L/∂scores is finite, also through the pad rows with nothing allowed (Day 1 §3.4)",
+                            detail=f"{int((~torch.isfinite(g)).sum())} non-finite gradient entries",
+                            hints=[] if finite else expect.observed("masks/nan-gradient"))  # the weights are right (checked above): NaN patched after the softmax
+                continue
             if part.label == FRESH:
-                c = SNAP["left_padded_softmax"]  # two or more pad queries that read nothing, two or more real keys
+                c = SNAP["left_padded_softmax"]  # two or more pad queries that read nothing, two or more real keys, a row of −∞ scores
                 scores, allowed, lengths, T = c["scores"], c["allowed"], c["lengths"], c["T"]
                 expect.close(sub.masks.masked_softmax(scores, allowed), c["want"],
                              what=f"masked_softmax on a control left-padded causal batch (lengths {lengths}, T={T}): pad rows all zeros",
@@ -195,3 +228,30 @@ def test_prefix_lm_and_document_masks_small_examples(sub, rng, credit):
                 md.mask_equal(sub.masks.document_mask(ids), SNAP["examples"]["document_001112"],
                              what="document_mask([0, 0, 1, 1, 1, 2]): block-diagonal × causal (Day 1 §3.5)",
                              mistakes=_mistakes("document_001112"), grid=QK)
+
+
+def test_masks_functions_keep_dtype_and_leave_control_inputs_unchanged(sub, rng, credit):
+    # a property test (grading.toml `properties`): the result's dtype is the input's (float32 and float64: no
+    # up- or downcast; masks are bool) and no input tensor is modified in place, whatever the values (those are
+    # the value tests' business); one part per function and dtype, so a mistake costs only its own function's share
+    a, m = SNAP["apply_mask"], SNAP["masked_softmax"]
+    calls = {
+        "apply_mask float32": ("apply_mask", (a["scores"], a["allowed"], a["fill"]), F32),
+        "apply_mask float64": ("apply_mask", (a["scores64"], a["allowed64"]), F64),
+        "masked_softmax float32": ("masked_softmax", (m["scores"], m["allowed"]), F32),
+        "masked_softmax float64": ("masked_softmax", (m["scores64"], m["allowed64"]), F64),
+        "padding_allowed": ("padding_allowed", (torch.tensor(SNAP["padding_allowed"]["lengths"]), SNAP["padding_allowed"]["T"]), torch.bool),
+        "combine_masks": ("combine_masks", (SNAP["combine_masks"]["causal"], SNAP["combine_masks"]["key_allowed"]), torch.bool),
+        "document_mask": ("document_mask", (SNAP["prefix_and_document"]["doc_ids"],), torch.bool),
+    }
+    for part in credit.parts(list(calls)):
+        with part:
+            name, args, dtype = calls[part.label]
+            r = sub.masks.call(name, *args, return_args=True)
+            for i, (before, after) in enumerate(zip(args, r.args or [])):
+                if type(before) is torch.Tensor:
+                    expect.unchanged(before, after, what=f"{name}: argument {i + 1} ({dtype_name(before.dtype)} {list(before.shape)}) is unchanged after the call "
+                                     "(no masked_fill_, +=, x[...] = on an input)")
+            out = expect.tensor(r.value, what=f"{name} result ({part.label})")
+            expect.true(out.dtype == dtype, what=f"{name} ({part.label} input): result dtype {dtype_name(dtype)}", detail=f"got {dtype_name(out.dtype)}",
+                        hints=["general/mask-dtype"] if dtype == torch.bool else ["general/dtype-changed"])

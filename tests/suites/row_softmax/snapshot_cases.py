@@ -40,7 +40,7 @@ def week7(rng, ref):
 
 def softmax_rows(rng, ref):
     scores = randn(rng, 2, randint(rng, 2, 6), randint(rng, 2, 7), scale=3.0)
-    return {"scores": scores, "mistakes": signatures.softmax(scores)}
+    return {"scores": scores, "mistakes": signatures.softmax(scores), "mistakes64": signatures.softmax(scores.double())}
 
 
 def softmax_columns(rng, ref):
@@ -50,19 +50,20 @@ def softmax_columns(rng, ref):
 
 def log_softmax_rows(rng, ref):
     logits = randn(rng, randint(rng, 2, 5), randint(rng, 3, 9), scale=4.0)
-    return {"logits": logits, "mistakes": signatures.log_softmax(logits)}
+    return {"logits": logits, "mistakes": signatures.log_softmax(logits), "mistakes64": signatures.log_softmax(logits.double())}
 
 
 def cross_entropy(rng, ref):
     N, V = randint(rng, 2, 8), randint(rng, 2, 10)
     logits, targets = randn(rng, N, V, scale=3.0), torch.randint(0, V, (N,), generator=rng)
-    return {"logits": logits, "targets": targets, "mistakes": signatures.cross_entropy(logits, targets)}
+    return {"logits": logits, "targets": targets, "mistakes": signatures.cross_entropy(logits, targets),
+            "mistakes64": signatures.cross_entropy(logits.double(), targets)}
 
 
 def vocab_probs(rng, ref):
     B, T, C, V = 2, randint(rng, 2, 5), randint(rng, 2, 6), randint(rng, 3, 9)
     h, w_vocab = randn(rng, B, T, C), randn(rng, C, V, scale=C ** -0.5)
-    return {"h": h, "w_vocab": w_vocab, "mistakes": signatures.vocab_probs(h, w_vocab)}
+    return {"h": h, "w_vocab": w_vocab, "mistakes": signatures.vocab_probs(h, w_vocab), "mistakes64": signatures.vocab_probs(h.double(), w_vocab.double())}
 
 
 CASES = [week7, softmax_rows, softmax_columns, log_softmax_rows, cross_entropy, vocab_probs]

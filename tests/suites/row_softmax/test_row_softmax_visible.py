@@ -14,6 +14,7 @@ import torch
 import torch.nn.functional as F
 
 from autograder.testing import expect
+from autograder.testing.inputs import dtype_name, noncontiguous
 from autograder.testing.snapshots import Snapshots
 from course import row_softmax_data as data
 from course import week07 as w7
@@ -21,6 +22,7 @@ from course.tolerances import tol
 
 QK = ("query", "key")
 NEG_INF = float("-inf")
+F64 = torch.float64
 SNAP = Snapshots(__file__)  # control inputs, Week 7's h and the named mistakes' outputs
 
 
@@ -45,6 +47,7 @@ def test_softmax_rows_reproduces_week7_attention_weights(sub, rng):
     rand = c["scores"]
     calls = data.Calls(sub, rng)
     i_masked, i_final, i_table, i_rand = (calls.add("softmax_rows", s) for s in (masked, final, table, rand))
+    i_wide = calls.add("softmax_rows", noncontiguous(rand.double()))  # the control in float64, non-contiguous
     calls.run()
     expect.close(calls.value(i_masked), w7.t(w7.STATED["weights"]), what="softmax_rows(Ŝ) = P_A, P_B (Week 7 §11)", tol=w7.PRINTED_3DP,
                  mistakes=_mistakes("masked"), hints=_blocked_leak(calls.value(i_masked), masked), grid=QK)
@@ -56,6 +59,8 @@ def test_softmax_rows_reproduces_week7_attention_weights(sub, rng):
                 detail=f"got {got[1, 1].item():.3g}", hints=["row_softmax/blocked-weight-not-zero"])
     expect.close(calls.value(i_rand), torch.softmax(rand.double(), -1).float(), what=f"softmax_rows on random scores {list(rand.shape)}",
                  tol=tol("row_softmax.softmax_rows", torch.float32), mistakes=c["mistakes"], grid=QK)
+    expect.close(calls.value(i_wide), torch.softmax(rand.double(), -1), what=f"softmax_rows on the same scores {list(rand.shape)} in float64, non-contiguous: float64 out",
+                 tol=tol("row_softmax.softmax_rows", F64), mistakes=c["mistakes64"], grid=QK)
 
 
 def test_softmax_rows_is_stable_at_scores_of_1e4_and_uses_dim(sub, rng):
@@ -84,6 +89,7 @@ def test_log_softmax_rows_gives_week7_log_probabilities(sub, rng):
     rand = c["logits"]
     calls = data.Calls(sub, rng)
     i_w7, i_big, i_rand = calls.add("log_softmax_rows", logits), calls.add("log_softmax_rows", big), calls.add("log_softmax_rows", rand)
+    i_wide = calls.add("log_softmax_rows", noncontiguous(rand.double()))  # the control in float64, non-contiguous
     calls.run()
     got = expect.close(calls.value(i_w7), torch.log_softmax(logits.double(), -1).float(), what="log_softmax_rows(Week 7 §16 logits)",
                        tol=tol("row_softmax.log_softmax_rows", torch.float32), mistakes=_mistakes("log_softmax"), grid=("prompt", "vocab"))
@@ -93,6 +99,8 @@ def test_log_softmax_rows_gives_week7_log_probabilities(sub, rng):
                  tol=tol("row_softmax.log_softmax_rows", torch.float32), mistakes=_mistakes("log_softmax_big"), grid=("row", "vocab"))
     expect.close(calls.value(i_rand), torch.log_softmax(rand.double(), -1).float(), what=f"log_softmax_rows on random logits {list(rand.shape)}",
                  tol=tol("row_softmax.log_softmax_rows", torch.float32), mistakes=c["mistakes"])
+    expect.close(calls.value(i_wide), torch.log_softmax(rand.double(), -1), what=f"log_softmax_rows on the same logits {list(rand.shape)} in float64, non-contiguous: float64 out",
+                 tol=tol("row_softmax.log_softmax_rows", F64), mistakes=c["mistakes64"])
 
 
 def test_cross_entropy_reproduces_week7_mean_loss(sub, rng):
@@ -105,6 +113,7 @@ def test_cross_entropy_reproduces_week7_mean_loss(sub, rng):
     i_mean = calls.add("cross_entropy", logits, targets)
     i_a, i_b = calls.add("cross_entropy", logits[:1], targets[:1]), calls.add("cross_entropy", logits[1:], targets[1:])
     i_rand = calls.add("cross_entropy", rand, rand_t)
+    i_wide = calls.add("cross_entropy", noncontiguous(rand.double()), rand_t)  # the control in float64, non-contiguous
     calls.run()
     expect.close(calls.value(i_mean), torch.tensor(w7.STATED["loss_mean"]), what="cross_entropy: the mean loss (a 0-dim tensor) over [我喜欢 → AI, 猫喜欢 → 我] (Week 7 §16: 1.316836)",
                  tol=w7.PRINTED_6DP, mistakes=_mistakes("cross_entropy"))
@@ -113,6 +122,8 @@ def test_cross_entropy_reproduces_week7_mean_loss(sub, rng):
                      hints=["row_softmax/ce-missing-log"])
     expect.close(calls.value(i_rand), F.cross_entropy(rand.double(), rand_t).float(), what=f"cross_entropy on random logits [{N}, {V}]",
                  tol=tol("row_softmax.cross_entropy", torch.float32), mistakes=c["mistakes"])
+    expect.close(calls.value(i_wide), F.cross_entropy(rand.double(), rand_t), what=f"cross_entropy on the same logits [{N}, {V}] in float64, non-contiguous: a float64 0-dim tensor",
+                 tol=tol("row_softmax.cross_entropy", F64), mistakes=c["mistakes64"])
 
 
 def test_vocab_probs_reproduces_week7_next_token_probabilities(sub, rng):
@@ -122,6 +133,7 @@ def test_vocab_probs_reproduces_week7_next_token_probabilities(sub, rng):
     (B, T, C), V = h_rand.shape, w_rand.shape[-1]
     calls = data.Calls(sub, rng)
     i_w7, i_rand = calls.add("vocab_probs", h, w_vocab), calls.add("vocab_probs", h_rand, w_rand)
+    i_wide = calls.add("vocab_probs", noncontiguous(h_rand.double()), noncontiguous(w_rand.double()))  # the control in float64, non-contiguous
     calls.run()
     got = expect.close(calls.value(i_w7), torch.softmax(h.double() @ w_vocab.double(), -1).float(), what="vocab_probs(h, W_vocab) (Week 7 §16)",
                        tol=tol("row_softmax.vocab_probs", torch.float32), mistakes=_mistakes("vocab_probs"), grid=("prompt", "vocab"))
@@ -129,3 +141,29 @@ def test_vocab_probs_reproduces_week7_next_token_probabilities(sub, rng):
                  tol=w7.PRINTED_6DP, hints=["row_softmax/vocab-wrong-axis"])
     expect.close(calls.value(i_rand), torch.softmax(h_rand.double() @ w_rand.double(), -1).float(), what=f"vocab_probs(h [{B}, {T}, {C}], W_vocab [{C}, {V}]) → [B, T, V]",
                  tol=tol("row_softmax.vocab_probs", torch.float32), mistakes=c["mistakes"], grid=("position", "vocab"))
+    expect.close(calls.value(i_wide), torch.softmax(h_rand.double() @ w_rand.double(), -1), what=f"vocab_probs(h [{B}, {T}, {C}], W_vocab [{C}, {V}]) in float64, non-contiguous: float64 out",
+                 tol=tol("row_softmax.vocab_probs", F64), mistakes=c["mistakes64"])
+
+
+def test_row_softmax_functions_keep_dtype_and_leave_control_inputs_unchanged(sub, rng, credit):
+    # a property test (grading.toml `properties`): the result's dtype is the input's (float32 and float64: no
+    # up- or downcast) and no input tensor is modified in place, whatever the values (those are the value
+    # tests' business); one part per function and dtype, so a mistake costs only its own function's share
+    s, ls, ce, vp = SNAP["softmax_rows"], SNAP["log_softmax_rows"], SNAP["cross_entropy"], SNAP["vocab_probs"]
+    calls = {}
+    for dtype in (torch.float32, F64):
+        name = dtype_name(dtype)
+        calls[f"softmax_rows {name}"] = ("softmax_rows", (s["scores"].to(dtype),), dtype)
+        calls[f"log_softmax_rows {name}"] = ("log_softmax_rows", (ls["logits"].to(dtype),), dtype)
+        calls[f"cross_entropy {name}"] = ("cross_entropy", (ce["logits"].to(dtype), ce["targets"]), dtype)
+        calls[f"vocab_probs {name}"] = ("vocab_probs", (vp["h"].to(dtype), vp["w_vocab"].to(dtype)), dtype)
+    for part in credit.parts(sorted(calls, key=lambda k: k.split()[0])):
+        with part:
+            name, args, dtype = calls[part.label]
+            r = sub.row_softmax.call(name, *args, return_args=True)
+            for i, (before, after) in enumerate(zip(args, r.args or [])):
+                expect.unchanged(before, after, what=f"{name}: argument {i + 1} ({dtype_name(before.dtype)} {list(before.shape)}) is unchanged after the call "
+                                 "(no -=, exp_, x[...] = on an input)")
+            out = expect.tensor(r.value, what=f"{name} result ({part.label})")
+            expect.true(out.dtype == dtype, what=f"{name} ({part.label} input): result dtype {dtype_name(dtype)}", detail=f"got {dtype_name(out.dtype)}",
+                        hints=["general/dtype-changed"])

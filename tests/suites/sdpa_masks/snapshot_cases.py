@@ -42,6 +42,9 @@ def additive(rng, ref):
 def hf(rng, ref):
     B, S = randint(rng, 2, 3), randint(rng, 3, 8)
     mask = _mask(rng, B, S).long()
+    mask = mask * torch.randint(1, 4, mask.shape, generator=rng)  # real tokens marked 1, 2 or 3: any non-zero entry is real
+    real = mask.view(-1).nonzero().view(-1)
+    mask.view(-1)[real[randint(rng, 0, real.numel() - 1)]] = 2  # at least one real token marked 2
     causal = bool(randint(rng, 0, 1))
     lesson = torch.tensor([[0, 0, 1, 1, 1], [1, 1, 1, 1, 1]])  # Day 1 §3.4: HF 1 = real, 0 = pad
     return {"attention_mask": mask, "causal": causal, "want": ref.sdpa_masks.hf_to_sdpa_mask(mask, causal=causal),
@@ -67,8 +70,11 @@ def sdpa(rng, ref):
     allowed[..., 0] = True  # every query keeps a key
     allowed[..., -1] = True  # and the last one two
     allowed[0, 0, 0, randint(rng, 1, S - 2)] = False  # a padded key
+    q64, k64, v64 = q.double(), k.double(), v.double()  # the float64 control (sent non-contiguous)
     return {"q": q, "k": k, "v": v, "allowed": allowed, "want": in_float64(ref.sdpa_masks.sdpa, q, k, v, allowed=allowed, causal=True),
-            "mistakes": signatures.sdpa(q, k, v, allowed, causal=True), "top_left": signatures.top_left(L, S)}
+            "mistakes": signatures.sdpa(q, k, v, allowed, causal=True), "top_left": signatures.top_left(L, S),
+            "want64": in_float64(ref.sdpa_masks.sdpa, q64, k64, v64, allowed=allowed, causal=True, dtype=torch.float64),
+            "mistakes64": signatures.sdpa(q64, k64, v64, allowed, causal=True)}
 
 
 def sdpa_examples(rng, ref):

@@ -183,21 +183,16 @@ def test_sdpa_never_passes_both_attn_mask_and_is_causal(sub, ref, rng, credit):
             if part.label.startswith("allowed"):
                 allowed = bernoulli(rng, 2, 1, 1, S, p=0.7)
                 allowed[..., 0] = True
-            r = sub.sdpa_masks.run(sd.sdpa_recorded, [q, k, v], {"allowed": allowed, "causal": True})
+            # a property test (grading.toml `properties`): it checks only the calls its name is about, whatever the
+            # values (a wrong mask, e.g. is_causal=True when L < S, is the value tests' business)
+            r = sub.sdpa_masks.run(sd.sdpa_recorded, [q, k, v], {"allowed": allowed, "causal": True}, keep_calls_on_error=True)
             calls = r["calls"]
-            expect.true(len(calls) > 0, what=f"sdpa ({part.label}) calls F.scaled_dot_product_attention", problem="constraint",
+            expect.true(len(calls) > 0, what=f"sdpa (q [2,2,{L},4], k [2,2,{S},4], {part.label}) calls F.scaled_dot_product_attention", problem="constraint",
                         detail="no call to F.scaled_dot_product_attention was seen", hints=["sdpa_masks/sdpa-not-called"])
             both = [c for c in calls if c["mask"] and c["is_causal"]]
-            expect.true(not both, what=f"sdpa ({part.label}) never passes attn_mask together with is_causal=True (Day 1 §A.1)", problem="constraint",
-                        detail=f"{len(both)} of {len(calls)} calls passed both", hints=["sdpa_masks/mask-and-is-causal"])
-            top_left = [c for c in calls if c["is_causal"] and c["L"] != c["S"]]
-            expect.true(not top_left, what=f"sdpa ({part.label}) uses no is_causal=True when L != S (top-left aligned)", problem="constraint",
-                        detail=f"is_causal=True with L={L}, S={S}", hints=["sdpa_masks/top-left-causal"])
-            # and the right values: a call without any mask passes both checks too
-            want = _expected_sdpa(ref, q, k, v, allowed, True, torch.float32)
-            t = tol("sdpa_masks.sdpa", torch.float32)
-            expect.close(r["value"], want, what=f"sdpa(allowed={'None' if allowed is None else 'given'}, causal=True), L={L}, S={S}", tol=t,
-                         mistakes=lambda: sd.blame_kv_cache(sub, signatures.distinct(signatures.sdpa(q, k, v, allowed, True), t, want), signatures.top_left(L, S)))
+            expect.true(not both, what=f"sdpa (q [2,2,{L},4], k [2,2,{S},4], {part.label}) never passes attn_mask together with is_causal=True (Day 1 §A.1)",
+                        problem="constraint", detail=f"{len(both)} of {len(calls)} calls passed both", hints=["sdpa_masks/mask-and-is-causal"])
+            expect.true(r["raised"] is None, what=f"sdpa (q [2,2,{L},4], k [2,2,{S},4], {part.label})", detail=f"sdpa raised {r['raised']}")
 
 
 def test_sdpa_dropout_only_while_training(sub, ref, rng, credit):
@@ -292,17 +287,17 @@ def test_mha_self_attention_calls_module_with_need_weights_false(sub, rng, credi
         with part:
             dtype, config, state, x, allowed, key_allowed = _mha_case(rng, 1 if part.label.endswith("True") else 3)
             r = sub.sdpa_masks.run(sd.mha_recorded, config, state, x, allowed, key_allowed)
-            weights = [c for c in r["calls"] if c["need_weights"]]
-            causal = [c for c in r["calls"] if c["is_causal"]]
-            expect.true(not weights, what="mha_self_attention calls the module with need_weights=False (Day 1 §A.2)", problem="constraint",
-                        detail=f"{len(weights)} of {len(r['calls'])} calls asked for the weights", hints=["sdpa_masks/need-weights"])
-            expect.true(not causal, what="mha_self_attention passes no is_causal hint (Day 1 §A.2)", problem="constraint",
+            # a property test (grading.toml `properties`): it checks only how the module is called, whatever the
+            # values (those are test_mha_self_attention_matches_module_in_both_layouts' business)
+            calls = r["calls"]
+            weights = [c for c in calls if c["need_weights"]]
+            causal = [c for c in calls if c["is_causal"]]
+            what = f"mha_self_attention({part.label} module, x {list(x.shape)})"
+            expect.true(len(calls) > 0, what=f"{what} calls the module", problem="constraint", detail="the module was never called")
+            expect.true(not weights, what=f"{what} calls the module with need_weights=False (Day 1 §A.2)", problem="constraint",
+                        detail=f"{len(weights)} of {len(calls)} calls asked for the weights", hints=["sdpa_masks/need-weights"])
+            expect.true(not causal, what=f"{what} passes no is_causal hint (Day 1 §A.2)", problem="constraint",
                         detail="is_causal=True was passed", hints=["sdpa_masks/mha-is-causal"])
-            # and the right values: returning zeros never calls the module at all
-            want = oracles.mha_expected(config, state, x, allowed, key_allowed)
-            t = tol("sdpa_masks.mha_self_attention", dtype)
-            expect.close(r["value"], want, what=f"mha_self_attention({part.label} module), x {list(x.shape)}", tol=t,
-                         mistakes=signatures.distinct(signatures.mha(sd.mha_module(config, state), x, allowed, key_allowed), t, want))
 
 
 # --------------------------------------------------------------------------- conventions

@@ -14,6 +14,7 @@ from __future__ import annotations
 import torch
 
 from autograder.testing import expect
+from autograder.testing.inputs import dtype_name, noncontiguous
 from autograder.testing.snapshots import Snapshots
 from course import masks_data as md
 from course import sdpa_masks_data as sd
@@ -22,6 +23,7 @@ from course.tolerances import EXACT, tol
 
 QK = ("query", "key")
 FRESH = "control inputs"
+WIDE = "float64, non-contiguous"  # a control input in float64 and a strided layout: the dtype is kept, nothing assumes contiguity
 NEG_INF = float("-inf")
 SDPA_TOL = tol("sdpa_masks.sdpa", torch.float32)  # float32 SDPA vs the reference in float64 (measured table)
 MHA_TOL = tol("sdpa_masks.mha_self_attention", torch.float32)
@@ -102,8 +104,30 @@ def test_kv_cache_mask_is_bottom_right_aligned(sub, rng, credit):
 
 
 def test_sdpa_matches_manual_attention_with_kv_cache_causal(sub, rng, credit):
-    for part in credit.parts(["L=1 decoding step", "L=3, S=5 causal + padding", "dropout_p=0.5 in eval", FRESH], required=[FRESH]):
+    for part in credit.parts(["L=1 decoding step", "L=3, S=5 causal + padding", "dropout_p=0.5 in eval", "dropout_p=0.5 while training", WIDE, FRESH],
+                             required=[FRESH]):
         with part:
+            if part.label == "dropout_p=0.5 while training":
+                c = SNAP["sdpa"]
+                q, k, v, allowed = c["q"], c["k"], c["v"], c["allowed"]
+                what = f"sdpa(control q {list(q.shape)}, k {list(k.shape)}, key padding, causal=True, dropout_p=0.5, training=True)"
+                r = sub.sdpa_masks.run(sd.sdpa_recorded, [q, k, v], {"allowed": allowed, "causal": True, "dropout_p": 0.5, "training": True})
+                out = expect.tensor(r["value"], what=what)
+                used = sorted({x["dropout_p"] for x in r["calls"]})
+                differs = out.shape == c["want"].shape and bool(torch.isfinite(out).all()) and float((out - c["want"]).abs().max()) > 1e-3
+                expect.true(differs, what=f"{what} applies dropout: the output differs from the deterministic one (Day 1 §A.1)",
+                            detail=f"dropout_p passed to SDPA: {used}",
+                            hints=expect.observed("sdpa_masks/dropout-never-applied") if used and all(p == 0.0 for p in used) else [])
+                continue
+            if part.label == WIDE:
+                c = SNAP["sdpa"]
+                q, k, v = (noncontiguous(c[n].double()) for n in ("q", "k", "v"))
+                allowed = c["allowed"]
+                got = sub.sdpa_masks.sdpa(q, k, v, allowed=allowed, causal=True)
+                expect.close(got, c["want64"],
+                             what=f"sdpa(control q {list(q.shape)}, k {list(k.shape)} in float64, non-contiguous, key padding, causal=True): float64 out",
+                             tol=tol("sdpa_masks.sdpa", torch.float64), mistakes=lambda: sd.blame_kv_cache(sub, c["mistakes64"], c["top_left"]))
+                continue
             if part.label == FRESH:
                 c = SNAP["sdpa"]  # key padding (every query keeps a key), L < S
                 q, k, v, allowed = c["q"], c["k"], c["v"], c["allowed"]
@@ -151,3 +175,61 @@ def test_mha_self_attention_runs_a_batch_first_false_module(sub, rng, credit):
             expect.close(r["value"], want,
                          what=f"mha_self_attention(nn.MultiheadAttention(8, 2, batch_first=False), x [3,4,8]{'' if masks[0] is None else ', causal, key padding'}) (Day 1 §A.2)",
                          tol=MHA_TOL, mistakes=c["mistakes_no_masks" if masks[0] is None else "mistakes_masks"])
+
+
+def test_sdpa_masks_functions_keep_dtype_and_leave_control_inputs_unchanged(sub, rng, credit):
+    # a property test (grading.toml `properties`): the result's dtype is the one asked for (masks bool;
+    # to_additive_mask's `dtype`; sdpa the dtype of q, float32 and float64: no up- or downcast) and no input
+    # tensor is modified in place, whatever the values (those are the value tests' business); one part per
+    # function and dtype, so a mistake costs only its own function's share. sdpa gets a mask without
+    # causal=True: what it does with both is another test's business
+    mask, hf, c = SNAP["converters"]["mask"], SNAP["hf"]["attention_mask"], SNAP["sdpa"]
+    calls = {
+        "blocked_to_sdpa": (("blocked_to_sdpa", (mask,), {}), torch.bool),
+        "to_additive_mask float32": (("to_additive_mask", (mask,), {}), torch.float32),
+        "to_additive_mask float64": (("to_additive_mask", (mask,), {"dtype": torch.float64}), torch.float64),
+        "to_mha_attn_mask": (("to_mha_attn_mask", (mask,), {}), torch.bool),
+        "hf_to_sdpa_mask": (("hf_to_sdpa_mask", (hf,), {}), torch.bool),
+        "sdpa float32": (("sdpa", (c["q"], c["k"], c["v"], c["allowed"]), {}), torch.float32),
+        "sdpa float64": (("sdpa", (c["q"].double(), c["k"].double(), c["v"].double(), c["allowed"]), {}), torch.float64),
+    }
+    for part in credit.parts(list(calls)):
+        with part:
+            (name, args, kwargs), dtype = calls[part.label]
+            r = sub.sdpa_masks.call(name, *args, return_args=True, **kwargs)
+            for i, (before, after) in enumerate(zip(args, r.args or [])):
+                expect.unchanged(before, after, what=f"{name}: argument {i + 1} ({dtype_name(before.dtype)} {list(before.shape)}) is unchanged after the call "
+                                 "(no masked_fill_, logical_not_, x[...] = on an input)")
+            out = expect.tensor(r.value, what=f"{name} result ({part.label})")
+            expect.true(out.dtype == dtype, what=f"{name} ({part.label}): result dtype {dtype_name(dtype)}", detail=f"got {dtype_name(out.dtype)}",
+                        hints=["general/mask-dtype"] if dtype == torch.bool else ["general/dtype-changed"])
+
+
+def test_sdpa_and_mha_self_attention_make_the_documented_calls_on_control_inputs(sub, rng, credit):
+    # a property test (grading.toml `properties`): it checks only the calls made — sdpa never passes an attn_mask
+    # together with is_causal=True to F.scaled_dot_product_attention (Day 1 §A.1), mha_self_attention calls the
+    # module with need_weights=False (Day 1 §A.2) — whatever the values (a wrong mask, e.g. is_causal=True when
+    # L < S, is the value tests' business); one part per function and case
+    c, m = SNAP["sdpa"], SNAP["mha"]
+    q, k, v, allowed = c["q"], c["k"], c["v"], c["allowed"]  # key padding; L < S
+    for part in credit.parts(["sdpa: allowed + causal, L = S", "sdpa: allowed + causal, L < S", "mha_self_attention: need_weights=False"]):
+        with part:
+            if part.label.startswith("mha"):
+                x = m["fresh_x"]
+                what = f"mha_self_attention(nn.MultiheadAttention(batch_first={m['fresh_config']['batch_first']}), control x {list(x.shape)}, causal, key padding)"
+                calls = sub.sdpa_masks.run(sd.mha_recorded, m["fresh_config"], m["fresh_state"], x, m["fresh_allowed"], m["fresh_key_allowed"])["calls"]
+                weights = [x for x in calls if x["need_weights"]]
+                expect.true(len(calls) > 0, what=f"{what} calls the module", problem="constraint", detail="the module was never called")
+                expect.true(not weights, what=f"{what} calls the module with need_weights=False (Day 1 §A.2)", problem="constraint",
+                            detail=f"{len(weights)} of {len(calls)} calls asked for the weights", hints=["sdpa_masks/need-weights"])
+                continue
+            query = k if part.label.endswith("L = S") else q
+            what = f"sdpa(control q {list(query.shape)}, k {list(k.shape)}, key padding, causal=True)"
+            r = sub.sdpa_masks.run(sd.sdpa_recorded, [query, k, v], {"allowed": allowed, "causal": True}, keep_calls_on_error=True)
+            calls = r["calls"]
+            expect.true(len(calls) > 0, what=f"{what} calls F.scaled_dot_product_attention", problem="constraint",
+                        detail="no call to F.scaled_dot_product_attention was seen", hints=["sdpa_masks/sdpa-not-called"])
+            both = [x for x in calls if x["mask"] and x["is_causal"]]
+            expect.true(not both, what=f"{what} never passes attn_mask together with is_causal=True (Day 1 §A.1)", problem="constraint",
+                        detail=f"{len(both)} of {len(calls)} calls passed both", hints=["sdpa_masks/mask-and-is-causal"])
+            expect.true(r["raised"] is None, what=what, detail=f"sdpa raised {r['raised']}")
