@@ -334,9 +334,12 @@ def _graded_attack(attack: dict, tmp_path: Path, fast_config: Path, traps: Traps
         submission = traps.prepare(submission, tmp_path / "submission-armed")
     before = fingerprint(submission, *PROTECTED)
     args = [arg for skill in attack["skills"] for arg in ("--skill", skill)]
-    graded = grade(submission, *args, "--reveal-hidden", output=out, config=fast_config, env=env, timeout=attack.get("max_seconds", 30) + 60)
+    # The grader's own limits (fast_config) end a stalling attack; `timeout` only guards against a
+    # hang of the run itself. No wall-clock assertion: speed is a benchmark's job
+    # (tests/benchmarks/hostile_time.py), and a busy machine must not fail a security test.
+    graded = grade(submission, *args, "--reveal-hidden", output=out, config=fast_config, env=env,
+                   timeout=3 * attack.get("max_seconds", 30) + 60)
     assert graded.rc == 0, graded.stderr[-2000:]
-    assert graded.seconds < attack.get("max_seconds", 30), graded.seconds
     assert out.stat().st_size < attack.get("max_results_kib", 4096) << 10, out.stat().st_size
     jsonschema.validate(graded.data, SCHEMA)
     assert graded.data["status"] == "complete"
