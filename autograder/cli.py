@@ -67,7 +67,7 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-#: the instructors' commands (autograder/release, autograder/batch; not in student copies)
+#: the instructors' commands (autograder/instructor/release, autograder/instructor/batch; not in student copies)
 INSTRUCTOR_HELP = {
     "batch": "instructors: grade a whole class (gradebook.csv, summary.md) — `batch --help`",
     "release": "instructors: build dist/ (student tree, Gradescope bundle, nbgrader course) — `release --help`",
@@ -252,7 +252,7 @@ def _streams_survive_any_text() -> None:
             pass
 
 
-#: instructor commands (stubs, snapshots, audit, release) live in autograder/release, which
+#: instructor commands (stubs, snapshots, audit, release) live in autograder/instructor/release, which
 #: student and Gradescope copies of the grader do not carry
 INSTRUCTOR_COMMANDS = ("stubs", "snapshots", "audit", "release", "nbgrader-course")
 
@@ -272,14 +272,14 @@ def _main(argv: list[str] | None, booted) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] in INSTRUCTOR_COMMANDS:
         try:
-            from .release.cli import main as instructor_main
+            from .instructor.release.cli import main as instructor_main
         except ImportError:
             print(f"autograder: `{argv[0]}` is an instructors' command; this copy of the grader does not include it", file=sys.stderr)
             return EXIT_USAGE
         return instructor_main(argv)
-    if argv and argv[0] == "batch":  # instructors: a whole class at once (autograder.batch)
+    if argv and argv[0] == "batch":  # instructors: a whole class at once (autograder.instructor.batch)
         try:
-            from .batch.cli import main as batch_main
+            from .instructor.batch.cli import main as batch_main
         except ImportError:
             print("autograder: `batch` is an instructors' command; this copy of the grader does not include it", file=sys.stderr)
             return EXIT_USAGE

@@ -24,7 +24,7 @@ import jsonschema
 import pytest
 
 from autograder.config import ConfigError, load
-from autograder.release import ReleaseContext, gradescope
+from autograder.instructor.release import ReleaseContext, gradescope
 from autograder.runner.upload import UploadError, locate, locate_zip
 from autograder.runner.grade import suite_hash
 from bad_zips import KINDS, spoiled

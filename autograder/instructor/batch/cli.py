@@ -17,8 +17,8 @@ from rich.console import Console
 from rich.markup import escape as rich_escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from ..config import ConfigError, load
-from ..runner import seeding
+from ...config import ConfigError, load
+from ...runner import seeding
 from . import shards
 from .run import Options, default_jobs, finish, run, seeds_note, wanted
 from .students import BatchInputError, discover
@@ -27,7 +27,7 @@ EXIT_OK, EXIT_USAGE, EXIT_INTERRUPTED = 0, 2, 130
 
 
 def parser(prog: str = "python -m autograder batch") -> argparse.ArgumentParser:
-    from ..cli import _Parser
+    from ...cli import _Parser
 
     p = _Parser(prog=prog, description="Grade a whole class: one subfolder or .zip per student, or a Gradescope export.")
     p.add_argument("submissions", help="folder with one subfolder or .zip per student, or a Gradescope 'Export Submissions' folder")
@@ -120,7 +120,7 @@ def main(argv: list[str]) -> int:
         print("autograder: --jobs must be at least 1", file=sys.stderr)
         return EXIT_USAGE
     try:
-        from ..cli import _default_config
+        from ...cli import _default_config
 
         config = load(args.config or _default_config()).for_assignment(args.assignment).select(args.skill or None)
     except ConfigError as exc:

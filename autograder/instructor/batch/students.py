@@ -32,8 +32,8 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..config import Config
-from ..runner import submission, upload
+from ...config import Config
+from ...runner import submission, upload
 from . import gsmeta
 
 METADATA = "submission_metadata.yml"

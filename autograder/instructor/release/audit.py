@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..config import Config
+from ...config import Config
 from .context import ReleaseContext
 from .files import grader_files
 from .stubs import regions

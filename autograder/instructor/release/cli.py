@@ -16,11 +16,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..cli import _Parser
-from ..config import ConfigError, load
+from ...cli import _Parser
+from ...config import ConfigError, load
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def _parser() -> argparse.ArgumentParser:

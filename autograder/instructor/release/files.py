@@ -14,16 +14,16 @@ import tomllib
 import zipfile
 from pathlib import Path
 
-from ..config import Config
-from ..runner.identity import COURSE_PACKAGE, course_closure, suite_files  # noqa: F401 (re-exported)
-from ..runner.identity import _tree as identity_tree
+from ...config import Config
+from ...runner.identity import COURSE_PACKAGE, course_closure, suite_files  # noqa: F401 (re-exported)
+from ...runner.identity import _tree as identity_tree
 
 #: the zip format's earliest timestamp: no build time ends up in an artifact
 ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)
 #: never shipped: caches and build leftovers
 #: instructors' tools stay with the instructors: the release tooling, batch grading of a
 #: class and the suite-author's `make new-test` (neither a student nor Gradescope runs them)
-RELEASE_ONLY = ("autograder/release/", "autograder/batch/", "autograder/testing/new_test.py")
+RELEASE_ONLY = ("autograder/instructor/release/", "autograder/instructor/batch/", "autograder/instructor/new_test.py")
 
 
 def executable(data: bytes) -> bool:

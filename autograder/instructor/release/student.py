@@ -6,7 +6,7 @@
     grading.toml          visible tests only; each skill's points = its visible weights
     docs/                 [release] docs: the exercise contract and the lessons the hints cite
     Makefile, .ci/run, README.md, .gitignore, requirements.txt (no nbgrader)
-    + anything under autograder/release/templates/student/ (.github/ workflows only when
+    + anything under autograder/instructor/release/templates/student/ (.github/ workflows only when
       ``[release] platforms`` lists github-actions); README.md's "How to submit" has one part
       per platform listed there
 
