@@ -119,7 +119,8 @@ def test_filtered_grading_toml_keeps_only_visible_tests_and_their_points():
 
 def test_grader_files_for_students_carry_no_hidden_suite_no_solution_and_no_release_tools(tmp_path):
     files = grader_files(_ctx(tmp_path), include_hidden=False)
-    assert not [f for f in files if "_hidden" in f or f.startswith(("solutions/", "autograder/instructor/release/", "autograder/instructor/batch/", "autograder/instructor/new_test.py")) or "__pycache__" in f]
+    assert not [f for f in files if "_hidden" in f or f.startswith(("solutions/", "autograder/instructor/")) or "__pycache__" in f]
+    assert "autograder/cli.py" in files and "autograder/testing/__init__.py" in files
     assert not [f for f in files if f.endswith("snapshot_cases.py") or f.endswith("oracles.py")]
     for sid in CONFIG.skills:
         assert f"tests/suites/{sid}/test_{sid}_visible.py" in files and f"tests/suites/{sid}/hints.toml" in files
@@ -129,6 +130,7 @@ def test_grader_files_for_students_carry_no_hidden_suite_no_solution_and_no_rele
     full = grader_files(_ctx(tmp_path), include_hidden=True)
     assert {f"tests/suites/{sid}/test_{sid}_hidden.py" for sid in CONFIG.skills} <= set(full)
     assert {f"solutions/{s.module}" for s in CONFIG.skills.values()} <= set(full)
+    assert not [f for f in full if f.startswith("autograder/instructor/")]  # the Gradescope bundle has no instructors' tools either
 
 
 def test_deterministic_zip_has_sorted_entries_fixed_times_and_modes(tmp_path):
@@ -287,7 +289,7 @@ def test_student_tree_has_what_students_need_and_nothing_of_the_instructors(dist
     assert sorted(p.name for p in (student / "exercises").iterdir()) == sorted(s.module for s in CONFIG.skills.values())
     for s in CONFIG.skills.values():
         assert (student / "exercises" / s.module).read_bytes() == (CONFIG.exercises_dir / s.module).read_bytes()
-    assert not (student / "solutions").exists() and not list(student.rglob("*_hidden.py")) and not (student / "autograder" / "release").exists()
+    assert not (student / "solutions").exists() and not list(student.rglob("*_hidden.py")) and not (student / "autograder" / "instructor").exists()
     assert "nbgrader" not in (student / "requirements.txt").read_text() and not (student / "requirements-instructor.txt").exists()
     readme = (student / "README.md").read_text(encoding="utf-8")
     assert "make grade" in readme and "visible" in readme and "hidden" in readme and "$" not in readme.replace("$$", "")
@@ -313,7 +315,10 @@ def test_leak_audit_passes_the_release_and_finds_every_kind_of_leak(dist, tmp_pa
     (tree / "gradebook.db").write_bytes(b"SQLite")
     (tree / "results.json").write_text("{}")
     (tree / "seed.key").write_text("0" * 64)
+    (tree / "autograder" / "instructor").mkdir()
+    shutil.copy(ROOT / "autograder/instructor/__init__.py", tree / "autograder/instructor/__init__.py")
     findings = "\n".join(audit(tree, CONFIG))
+    assert "autograder/instructor/__init__.py: the instructors' tools (autograder/instructor/) must not ship" in findings
     assert "tests/suites/qkv/test_qkv_hidden.py: only the hidden tests need this file" in findings
     assert "tests/suites/course/oracles.py: only the hidden tests need this file" in findings
     assert "exercises/notes.py:1: names the hidden test test_week7_numbers_at_stated_precision_in_float64" in findings
