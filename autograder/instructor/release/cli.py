@@ -16,99 +16,123 @@ import argparse
 import sys
 from pathlib import Path
 
-from ...cli import _Parser
+from ...commands import Command, default_config
 from ...config import ConfigError, load
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
-REPO = Path(__file__).resolve().parents[3]
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m autograder", description="Instructors' release tools.")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    s = sub.add_parser("stubs", help="write exercises/ from solutions/")
+def _stubs_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--check", action="store_true", help="write nothing; exit 1 naming every file that differs")
     s.add_argument("--config", default=None)
-    n = sub.add_parser("snapshots", help="write tests/suites/<skill>/snapshots/ from the reference")
+
+
+def _snapshots_arguments(n: argparse.ArgumentParser) -> None:
     n.add_argument("--check", action="store_true", help="write nothing; exit 1 naming every stale file")
     n.add_argument("--config", default=None)
-    a = sub.add_parser("audit", help="leak audit of a student tree")
+
+
+def _audit_arguments(a: argparse.ArgumentParser) -> None:
     a.add_argument("tree", nargs="?", default=None, help="the student tree, e.g. dist/student (default: build one afresh in a temporary folder)")
     a.add_argument("--config", default=None)
-    r = sub.add_parser("release", help="build dist/")
+
+
+def _release_arguments(r: argparse.ArgumentParser) -> None:
     r.add_argument("--out", default="dist", help="output folder (default: dist); replaced")
     r.add_argument("--version", required=True, help="release version, e.g. 1.0.0")
     r.add_argument("--config", default=None)
-    c = sub.add_parser("nbgrader-course", help="create or update the live nbgrader course (outside dist/) from a release")
+
+
+def _course_arguments(c: argparse.ArgumentParser) -> None:
     c.add_argument("course", help="the course folder, e.g. ../attention-course (created when missing; its state is kept)")
     c.add_argument("--from", dest="source", default="dist/nbgrader", help="the release's nbgrader folder (default: dist/nbgrader)")
     c.add_argument("--config", default=None)
-    return parser
 
 
-def _config(path: str | None):
-    return load(path or (Path.cwd() / "grading.toml" if (Path.cwd() / "grading.toml").is_file() else REPO / "grading.toml"))
+def _with_config(run):
+    """``run(args, config)`` as a command: grading.toml read first (a usage error when it is wrong)."""
+
+    def command(args: argparse.Namespace) -> int:
+        try:
+            config = load(args.config or default_config())
+        except ConfigError as exc:
+            print(f"autograder: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        return run(args, config)
+
+    return command
 
 
-def main(argv: list[str]) -> int:
-    args = _parser().parse_args(argv)
+def snapshots_main(args: argparse.Namespace, config) -> int:
+    from . import snapshots
+
+    if args.check:
+        problems = snapshots.stale(config, config.root)
+        for p in problems:
+            print(p, file=sys.stderr)
+        return EXIT_FAIL if problems else EXIT_OK
+    for path in snapshots.write(config):
+        print(f"wrote {path.relative_to(config.root)}")
+    return EXIT_OK
+
+
+def stubs_main(args: argparse.Namespace, config) -> int:
+    from . import stubs
+
     try:
-        config = _config(args.config)
-    except ConfigError as exc:
-        print(f"autograder: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    if args.command == "snapshots":
-        from . import snapshots
-
         if args.check:
-            problems = snapshots.stale(config, config.root)
+            problems = stubs.check(config)
             for p in problems:
                 print(p, file=sys.stderr)
             return EXIT_FAIL if problems else EXIT_OK
-        for path in snapshots.write(config):
+        for path in stubs.write(config):
             print(f"wrote {path.relative_to(config.root)}")
-        return EXIT_OK
-    if args.command == "stubs":
-        from . import stubs
+    except stubs.MarkerError as exc:
+        print(f"autograder: {exc}", file=sys.stderr)
+        return EXIT_FAIL
+    return EXIT_OK
 
-        try:
-            if args.check:
-                problems = stubs.check(config)
-                for p in problems:
-                    print(p, file=sys.stderr)
-                return EXIT_FAIL if problems else EXIT_OK
-            for path in stubs.write(config):
-                print(f"wrote {path.relative_to(config.root)}")
-        except stubs.MarkerError as exc:
-            print(f"autograder: {exc}", file=sys.stderr)
-            return EXIT_FAIL
-        return EXIT_OK
-    if args.command == "audit":
-        import tempfile
 
-        from . import audit, student
-        from .context import ReleaseContext
+def audit_main(args: argparse.Namespace, config) -> int:
+    import tempfile
 
-        with tempfile.TemporaryDirectory(prefix="autograder-audit-") as tmp:
-            tree = Path(args.tree) if args.tree else Path(tmp) / "student"
-            if args.tree is None:  # what `make release` would ship now
-                student.build(ReleaseContext(config.root, config, Path(tmp), "0.0.0-audit", "audit", "audit"))
-            findings = audit.audit(tree, config)
-        for f in findings:
-            print(f, file=sys.stderr)
-        print(f"leak audit of {args.tree or 'a freshly built student tree'}: {len(findings)} finding(s)", file=sys.stderr)
-        return EXIT_FAIL if findings else EXIT_OK
-    if args.command == "nbgrader-course":
-        from . import course_dir
+    from . import audit, student
+    from .context import ReleaseContext
 
-        try:
-            for line in course_dir.update(Path(args.source), Path(args.course)):
-                print(f"nbgrader-course: {line}")
-        except course_dir.CourseDirError as exc:
-            print(f"autograder: {exc}", file=sys.stderr)
-            return EXIT_FAIL
-        print(f"nbgrader-course: run nbgrader inside {args.course} (never inside dist/, which the next release replaces)")
-        return EXIT_OK
+    with tempfile.TemporaryDirectory(prefix="autograder-audit-") as tmp:
+        tree = Path(args.tree) if args.tree else Path(tmp) / "student"
+        if args.tree is None:  # what `make release` would ship now
+            student.build(ReleaseContext(config.root, config, Path(tmp), "0.0.0-audit", "audit", "audit"))
+        findings = audit.audit(tree, config)
+    for f in findings:
+        print(f, file=sys.stderr)
+    print(f"leak audit of {args.tree or 'a freshly built student tree'}: {len(findings)} finding(s)", file=sys.stderr)
+    return EXIT_FAIL if findings else EXIT_OK
+
+
+def course_main(args: argparse.Namespace, config) -> int:
+    from . import course_dir
+
+    try:
+        for line in course_dir.update(Path(args.source), Path(args.course)):
+            print(f"nbgrader-course: {line}")
+    except course_dir.CourseDirError as exc:
+        print(f"autograder: {exc}", file=sys.stderr)
+        return EXIT_FAIL
+    print(f"nbgrader-course: run nbgrader inside {args.course} (never inside dist/, which the next release replaces)")
+    return EXIT_OK
+
+
+def release_main(args: argparse.Namespace, config) -> int:
     from . import build
 
     return build.main(config, Path(args.out), args.version)
+
+
+COMMANDS = (
+    Command("release", "instructors: build dist/ (student, bundle, nbgrader)", _release_arguments, _with_config(release_main)),
+    Command("stubs", "instructors: write exercises/ from solutions/", _stubs_arguments, _with_config(stubs_main)),
+    Command("snapshots", "instructors: rewrite the visible suites' snapshots", _snapshots_arguments, _with_config(snapshots_main)),
+    Command("audit", "instructors: leak audit of a student tree", _audit_arguments, _with_config(audit_main)),
+    Command("nbgrader-course", "instructors: create or update the live nbgrader course", _course_arguments, _with_config(course_main)),
+)
