@@ -1,5 +1,10 @@
 """``grading.toml``: the one place for skills, points, visibility, limits and release settings.
 
+Every key is declared once, in :data:`KEYS` (its type, default, range, own rule, help text and
+what the student copy of ``make release`` does with it): the parser, the dataclasses' defaults,
+the release's student-copy filter and the key list in README.md (:func:`keys_markdown`,
+``python -m autograder config-keys``) all read that declaration.
+
 Loading validates everything before a single test runs, and every problem is reported as
 ``grading.toml:LINE: key.path: what is wrong — how to fix it``. The test files named in
 the config are parsed (never imported) to check that every test has a weight and every
@@ -15,6 +20,7 @@ import os
 import pwd
 import re
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,55 +32,267 @@ GRADESCOPE_VISIBILITIES = ("hidden", "after_due_date", "after_published", "visib
 PLATFORMS = ("gradescope", "github-actions", "classroom50")
 DEFAULT_PLATFORMS = ("gradescope", "github-actions")
 SKILL_ID = re.compile(r"^[a-z][a-z0-9_]*$")
+USER_NAME = re.compile(r"^[a-z_][a-z0-9_.-]*\$?$", re.IGNORECASE)
+#: a worker's address space must hold torch (~620 MiB mapped); the reference grades in full at 680
+MIN_MEMORY_MIB = 768
+SANDBOX_MODES = ("auto", "require", "off")
 
 
 class ConfigError(Exception):
     """A problem in grading.toml; ``str()`` is the one-line message for the user."""
 
 
+# --------------------------------------------------------------------------- the declaration
+#: the kinds of value a key takes (each has its own wrong-type message, :data:`WRONG`)
+NUMBER, WHOLE, TEXT, LIST, TABLE, TABLES, SEED = "number", "whole number", "string", "list", "table", "array of tables", "seed"
+#: what the student copy of ``make release`` (release/files.py ``filtered_grading_toml``) does with a key
+KEPT = "kept"
+VISIBLE_SUM = "the sum of the visible tests' weights"
+VISIBLE_TESTS = "visible tests only (the key goes when none is left)"
+VISIBLE_SUITES = "visible suites only"
+REQUIRED: Any = type("Required", (), {"__repr__": lambda self: "REQUIRED"})()
+#: the message for a value of the wrong kind; ``{value}``, ``{type}`` and ``{path}`` are filled in
+WRONG = {
+    NUMBER: "must be a number, got {value!r}",
+    WHOLE: "must be a number, got {value!r}",
+    TEXT: "must be a non-empty string, got {value!r}",
+    LIST: "must be a list of strings",
+    TABLE: "must be a table, got {type}",
+    TABLES: "must be an array of tables ([[{path}]])",
+    SEED: 'must be "content", "fresh" or a non-negative integer, got {value!r}',
+}
+
+
+@dataclass(frozen=True)
+class Key:
+    """One key (or table) of grading.toml. In ``path``, ``<id>``, ``<name>``, ``<test>`` and
+    ``<skill>`` stand for any name the course chooses, and ``[]`` for each table of an array."""
+
+    path: str
+    kind: str
+    help: str
+    default: Any = REQUIRED  # REQUIRED: the key must be given; None: optional, no value
+    choices: tuple[str, ...] = ()
+    minimum: float | None = None
+    above: bool = False  # the minimum itself is not allowed (``> minimum``, not ``>= minimum``)
+    maximum: float | None = None
+    item: str | None = None  # LIST: a regular expression each element must match in full
+    wrong: str = ""  # the message for a value of the wrong kind (default: WRONG[kind])
+    empty: str = ""  # LIST, TABLE, TABLES: the message when it is empty (default: empty is allowed)
+    low: str = ""  # the message below the minimum (default: "must be greater than 0" / "must be 0 or more")
+    names: str | None = None  # a ``<…>`` key: the regular expression its name must match in full
+    bad_name: str = ""  # … and the message when it does not
+    #: the key's own rule, after its kind and range: the value → the message, or None when fine
+    check: Callable[[Any], str | None] | None = None
+    student: str = KEPT  # what the student copy of ``make release`` does with it
+    #: a TABLE whose keys are those declared under another table (``[release.gradescope.limits]``)
+    same_as: str | None = None
+
+    @property
+    def name(self) -> str:
+        return self.path.rsplit(".", 1)[-1]
+
+    @property
+    def table(self) -> str:
+        return self.path.rpartition(".")[0]
+
+    def wrong_message(self, value: Any, where: str) -> str:
+        return (self.wrong or WRONG[self.kind]).format(value=value, type=type(value).__name__, path=where)
+
+
+def _module_file(value: str) -> str | None:
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*\.py", value):
+        return f"must be a Python file name like 'qkv.py', got {value!r}"
+    return None
+
+
+def _at_least_min_memory(value: int) -> str | None:
+    if value < MIN_MEMORY_MIB:
+        return f"must be at least {MIN_MEMORY_MIB} (torch alone maps ~620 MiB), got {value}"
+    return None
+
+
+def _nbgrader_name(value: str) -> str | None:
+    if not re.fullmatch(r"[A-Za-z0-9_-]+", value):
+        return f"must be letters, digits, - or _ (nbgrader uses it as a folder and an id), got {value!r}"
+    return None
+
+
+def _sandbox_user(user: str) -> str | None:
+    """The user submission code runs as when grading as root. It must exist there; on a
+    machine where the grader is not root the setting is not used, so only its form is checked."""
+    if not USER_NAME.match(user):
+        return f"must be a user name like 'nobody', got {user!r}"
+    if os.geteuid() == 0:
+        try:
+            pwd.getpwnam(user)
+        except KeyError:
+            return f"user {user!r} does not exist on this machine — create it or name an existing unprivileged user (e.g. 'nobody')"
+    return None
+
+
+def _platforms(names: list[str]) -> str | None:
+    for name in names:
+        if name in ("github-classroom", "classroom"):
+            return (f"{name!r}: GitHub Classroom was discontinued (2026) — list \"classroom50\" (its open-source successor) "
+                    "and/or \"github-actions\" (the feedback workflow) instead")
+        if name not in PLATFORMS:
+            return f"unknown platform {name!r}" + _near(name, list(PLATFORMS)) + f" (known: {', '.join(PLATFORMS)})"
+        if names.count(name) > 1:
+            return f"{name!r} is listed twice"
+    return None
+
+
+_PLATFORMS_WRONG = f"must be a non-empty list of platforms, e.g. {list(DEFAULT_PLATFORMS)!r} (known: {', '.join(PLATFORMS)})"
+_ASSIGNMENT_WRONG = 'must be a non-empty list of skill ids, e.g. ["qkv", "masks"]'
+_TEST_NAMES = "must be a list of test function names"
+
+
+def _limit(name: str, kind: str, default: float, maximum: float, help: str, **more: Any) -> Key:
+    return Key(f"limits.{name}", kind, help, default, minimum=0, above=more.pop("above", True), maximum=maximum, **more)
+
+
+#: every key of grading.toml, in the order the parser reads them (the order of the "allowed:"
+#: lists in its messages)
+KEYS: tuple[Key, ...] = (
+    Key("course", TABLE, "the course", {}),
+    Key("course.name", TEXT, "the course's name, in the reports and the student README", "Attention exercises"),
+    Key("grader", TABLE, "where the grader finds things, and how it seeds the random test inputs", {}),
+    Key("grader.root", TEXT, "the repository, relative to this file, for a config kept elsewhere (tests, CI)", None),
+    Key("grader.seed", SEED, '"content": an HMAC of the submission\'s files (same files → same inputs; key: '
+        '$AUTOGRADER_SEED_KEY_FILE, else a public default); "fresh": a new seed per run; or a fixed non-negative integer', "content"),
+    Key("grader.solutions_dir", TEXT, "the reference solutions (instructors)", "solutions"),
+    Key("grader.exercises_dir", TEXT, "the exercise modules (what `grade` grades without a SUBMISSION)", "exercises"),
+    Key("grader.suites_dir", TEXT, "the grading suites", "tests/suites"),
+    Key("limits", TABLE, "the limits of one grading run (each must be above 0 unless said otherwise)", {}),
+    _limit("call_timeout_s", NUMBER, 10.0, 3600, "wall clock per call into the submission (a killed worker is replaced)"),
+    _limit("memory_mib", WHOLE, 4096, 1 << 20, f"address-space limit of a worker (at least {MIN_MEMORY_MIB}: torch maps ~620 MiB)",
+           check=_at_least_min_memory),
+    _limit("output_kib", WHOLE, 64, 1 << 14, "what a submission prints is kept up to this, per call"),
+    _limit("worker_start_timeout_s", NUMBER, 30.0, 3600, "how long a worker may take to start"),
+    _limit("run_timeout_s", NUMBER, 900.0, 86400, "soft budget for the whole run; calls after it fail fast"),
+    _limit("skill_time_s", NUMBER, 15.0, 86400, "wall clock one skill's calls into the submission may take in all (at least "
+           "call_timeout_s); then they fail fast"),
+    _limit("max_module_kib", WHOLE, 512, 1 << 16, "larger exercise modules are not graded"),
+    _limit("max_result_mib", WHOLE, 256, 1 << 12, "largest reply a worker may send"),
+    _limit("file_write_mib", WHOLE, 16, 1 << 16, "largest file a worker may write (in its scratch folder)"),
+    _limit("max_helper_modules", WHOLE, 16, 256, "the submission's other top-level .py files its code may import (0: none)",
+           above=False),
+    _limit("trusted_processes", WHOLE, 2, 2, "trusted pytest processes one run may use (runner/split.py: 2 on a machine with two "
+           "cores to spare; 1 never splits — Gradescope's half a CPU gains nothing from a second, and two hostile workers at "
+           "once would need twice the memory)"),
+    Key("sandbox", TABLE, "how submission code is confined", {}),
+    Key("sandbox.user", TEXT, "when grading as root: the unprivileged user submission code runs as (it must exist there)",
+        "nobody", check=_sandbox_user),
+    Key("sandbox.landlock", TEXT, "Landlock file-system rules: used when the kernel has them (auto), demanded, or not used",
+        "auto", choices=SANDBOX_MODES),
+    Key("sandbox.seccomp", TEXT, "the seccomp system-call filter: used when available (auto), demanded, or not used",
+        "auto", choices=SANDBOX_MODES),
+    Key("gradescope", TABLE, "Gradescope's visibility of the tests' results", {}),
+    Key("gradescope.visible", TEXT, "when Gradescope shows the visible tests", "visible", choices=GRADESCOPE_VISIBILITIES),
+    Key("gradescope.hidden", TEXT, "when Gradescope shows the hidden tests", "after_due_date", choices=GRADESCOPE_VISIBILITIES),
+    Key("skills", TABLE, "the skills, one table each; their points add up to the course's total", {},
+        empty="no skills are defined — add a [skills.<id>] table"),
+    Key("skills.<id>", TABLE, "one skill: its exercise module, its points and its test suites",
+        names=SKILL_ID.pattern[1:-1], bad_name="skill ids are lower_snake_case identifiers"),
+    Key("skills.<id>.title", TEXT, "the skill's title in the reports"),
+    Key("skills.<id>.points", NUMBER, "the skill's points: the weights of its tests add up to them", minimum=0, above=True,
+        student=VISIBLE_SUM),
+    Key("skills.<id>.module", TEXT, "the exercise module, e.g. \"qkv.py\" (one skill per module)", check=_module_file),
+    Key("skills.<id>.sections", LIST, "the lesson sections the skill covers (the hints cite them)", ()),
+    Key("skills.<id>.suites", TABLES, "the skill's test files", (), wrong="needs at least one [[{path}]] entry",
+        empty="needs at least one [[{path}]] entry", student=VISIBLE_SUITES),
+    Key("skills.<id>.gates", LIST, "rule tests (weight 0): if one fails, the whole skill scores 0", (), wrong=_TEST_NAMES,
+        student=VISIBLE_TESTS),
+    Key("skills.<id>.preload", LIST, "modules the sandbox's fork server imports before forking this skill's workers (expensive "
+        "first-use imports, e.g. the sympy behind gradcheck)", (), item=r"[A-Za-z_][\w.]*",
+        wrong='must be a list of module names, e.g. ["torch.fx.experimental.symbolic_shapes"]'),
+    Key("skills.<id>.properties", LIST, "property tests (dtype kept, inputs unchanged, errors raised, …): each checks only "
+        "what its name says; they count once the skill's other tests earn points", (), wrong=_TEST_NAMES, student=VISIBLE_TESTS),
+    Key("skills.<id>.suites[].file", TEXT, "the test file, relative to the repository (in one skill only)"),
+    Key("skills.<id>.suites[].visibility", TEXT, "whether students see the file's tests", choices=VISIBILITIES),
+    Key("skills.<id>.suites[].weights", TABLE, "one weight per test function of the file", {},
+        empty="lists no tests — add `test_name = weight` lines"),
+    Key("skills.<id>.suites[].weights.<test>", NUMBER, "the test's points (0 only for a gate)", minimum=0, above=True),
+    Key("release", TABLE, "`make release`: the student tree, the Gradescope bundle, the nbgrader course", {}),
+    Key("release.docs", LIST, "files and folders shipped to students and in the bundle (the exercise contract, the lessons the "
+        "hints cite)", (), item=r"(?s).*\S.*", wrong='must be a list of repository paths, e.g. ["docs/EXERCISES.md"]'),
+    Key("release.platforms", LIST, f"where students submit and get feedback: any of {', '.join(PLATFORMS)}", DEFAULT_PLATFORMS,
+        wrong=_PLATFORMS_WRONG, empty=_PLATFORMS_WRONG, check=_platforms),
+    Key("release.gradescope", TABLE, "how dist/autograder.zip fits Gradescope's container (default 10 min, 768 MB, half a CPU)",
+        {}),
+    Key("release.gradescope.time_budget_s", NUMBER, "run_autograder stops the whole run after this and still writes "
+        "results.json (at least 30 s below platform_timeout_s)", 480.0, minimum=0, above=True),
+    Key("release.gradescope.platform_timeout_s", NUMBER, "Gradescope's own timeout for the assignment (10 min unless raised "
+        "in its settings)", 600.0, minimum=0, above=True),
+    Key("release.gradescope.limits", TABLE, "[limits] keys that replace the repository's inside the bundle (run_timeout_s "
+        "below time_budget_s)", {}, same_as="limits"),
+    Key("release.nbgrader", TABLE, "the nbgrader course in dist/nbgrader", {}),
+    Key("release.nbgrader.course_id", TEXT, "nbgrader's course id", "attention", check=_nbgrader_name),
+    Key("release.nbgrader.assignment", TEXT, "the assignment's name: source/<assignment>/<skill>.ipynb", "attention",
+        check=_nbgrader_name),
+    Key("release.nbgrader.cell_timeout_s", NUMBER, "nbgrader's per-cell timeout: a loop that never ends costs one cell", 60.0,
+        minimum=0, above=True),
+    Key("release.assignments", TABLE, "what is handed out together: one Gradescope bundle and one nbgrader assignment each "
+        "(empty: the course is one assignment)", {}),
+    Key("release.assignments.<name>", LIST, "the assignment's skills (a skill is in one assignment at most)",
+        wrong=_ASSIGNMENT_WRONG, empty=_ASSIGNMENT_WRONG, names=r"[A-Za-z0-9_-]+",
+        bad_name="an assignment name is letters, digits, - or _ (it names a folder and an nbgrader assignment)"),
+    Key("release.rules", TABLE, "each exercise's rules, printed in the student README", {}),
+    Key("release.rules.<skill>", TEXT, "the skill's rule text", wrong="must be the rule's text (a non-empty string)"),
+    Key("ci", TABLE, "CI (`--format github`)", {}),
+    Key("ci.fail_below", NUMBER, "the run exits 3 when the total is below this many points (0: red only when grading broke)",
+        0.0, minimum=0, low="must be 0 (never fail for the score) or a number of points, got {value!r}"),
+)
+KEY = {key.path: key for key in KEYS}
+
+
+def keys_under(table: str) -> list[Key]:
+    """The keys declared directly under ``table`` ("" for the top level), in declaration order."""
+    table = KEY[table].same_as or table if table in KEY else table
+    return [key for key in KEYS if key.table == table]
+
+
+def student_copy(policy: str, table: str = "skills.<id>") -> list[str]:
+    """The names of the keys of ``table`` that the student copy treats with ``policy``."""
+    return [key.name for key in keys_under(table) if key.student == policy]
+
+
+def _default(path: str) -> Any:
+    return KEY[path].default
+
+
+# --------------------------------------------------------------------------- what loading gives
 @dataclass(frozen=True)
 class Limits:
-    call_timeout_s: float = 10.0
-    memory_mib: int = 4096
-    output_kib: int = 64
-    worker_start_timeout_s: float = 30.0
-    run_timeout_s: float = 900.0
-    skill_time_s: float = 15.0
-    max_module_kib: int = 512
-    max_result_mib: int = 256
-    file_write_mib: int = 16
-    max_helper_modules: int = 16  # the submission's other top-level .py files importable by its code (0: none)
-    #: trusted pytest processes one run may use (runner/split.py: 2 on a machine with two
-    #: cores to spare; 1 never splits — Gradescope's half a CPU gains nothing from a second,
-    #: and two hostile workers at once would need twice the memory)
-    trusted_processes: int = 2
+    """``[limits]``: the fields and defaults of the ``limits.*`` keys of :data:`KEYS`."""
 
-
-#: the largest value each limit may take (beyond these, timers and sizes stop making sense)
-LIMIT_MAXIMA = {
-    "call_timeout_s": 3600, "memory_mib": 1 << 20, "output_kib": 1 << 14, "worker_start_timeout_s": 3600,
-    "run_timeout_s": 86400, "skill_time_s": 86400, "max_module_kib": 1 << 16, "max_result_mib": 1 << 12, "file_write_mib": 1 << 16,
-    "max_helper_modules": 256, "trusted_processes": 2,
-}
-USER_NAME = re.compile(r"^[a-z_][a-z0-9_.-]*\$?$", re.IGNORECASE)
+    call_timeout_s: float = _default("limits.call_timeout_s")
+    memory_mib: int = _default("limits.memory_mib")
+    output_kib: int = _default("limits.output_kib")
+    worker_start_timeout_s: float = _default("limits.worker_start_timeout_s")
+    run_timeout_s: float = _default("limits.run_timeout_s")
+    skill_time_s: float = _default("limits.skill_time_s")
+    max_module_kib: int = _default("limits.max_module_kib")
+    max_result_mib: int = _default("limits.max_result_mib")
+    file_write_mib: int = _default("limits.file_write_mib")
+    max_helper_modules: int = _default("limits.max_helper_modules")
+    trusted_processes: int = _default("limits.trusted_processes")
 
 
 @dataclass(frozen=True)
 class SandboxSettings:
-    user: str = "nobody"
-    landlock: str = "auto"
-    seccomp: str = "auto"
+    user: str = _default("sandbox.user")
+    landlock: str = _default("sandbox.landlock")
+    seccomp: str = _default("sandbox.seccomp")
 
 
 @dataclass(frozen=True)
 class GradescopeRelease:
-    """``[release.gradescope]``: how ``dist/autograder.zip`` fits Gradescope's container
-    (default 10 min, 768 MB, half a CPU)."""
+    """``[release.gradescope]``: how ``dist/autograder.zip`` fits Gradescope's container."""
 
-    #: ``run_autograder`` stops the whole grading run after this and still writes results.json
-    time_budget_s: float = 480.0
-    #: Gradescope's own timeout for the assignment (10 min unless raised in its settings)
-    platform_timeout_s: float = 600.0
+    time_budget_s: float = _default("release.gradescope.time_budget_s")
+    platform_timeout_s: float = _default("release.gradescope.platform_timeout_s")
     #: ``[limits]`` as the bundle's grading.toml has them (``[release.gradescope.limits]``
     #: overrides the repository's ``[limits]`` key by key)
     limits: Limits = field(default_factory=Limits)
@@ -87,9 +305,9 @@ class GradescopeRelease:
 class NbgraderRelease:
     """``[release.nbgrader]``: the nbgrader course in ``dist/nbgrader``."""
 
-    course_id: str = "attention"
-    assignment: str = "attention"  # source/<assignment>/<skill>.ipynb
-    cell_timeout_s: float = 60.0  # nbgrader's Execute.timeout, per cell
+    course_id: str = _default("release.nbgrader.course_id")
+    assignment: str = _default("release.nbgrader.assignment")
+    cell_timeout_s: float = _default("release.nbgrader.cell_timeout_s")
 
 
 @dataclass(frozen=True)
@@ -154,16 +372,16 @@ class Config:
     #: every exercise module of the course, whatever ``--skill`` selected: all are copied
     #: (so one exercise may import another) and all enter the content-derived seed
     exercise_modules: tuple[str, ...] = ()
-    gradescope_release: "GradescopeRelease" = field(default_factory=lambda: GradescopeRelease())
-    nbgrader_release: "NbgraderRelease" = field(default_factory=lambda: NbgraderRelease())
+    gradescope_release: GradescopeRelease = field(default_factory=lambda: GradescopeRelease())
+    nbgrader_release: NbgraderRelease = field(default_factory=lambda: NbgraderRelease())
     #: ``[ci] fail_below``: with ``--format github`` the run exits 3 when the total is below
     #: this many points (0: the tick is red only when grading itself broke)
-    ci_fail_below: float = 0.0
+    ci_fail_below: float = _default("ci.fail_below")
     #: ``[release.assignments]``: what is handed out together (name → its skills); each gets
     #: its own Gradescope bundle (and nbgrader assignment). Empty: the course is one assignment.
     assignments: dict[str, tuple[str, ...]] = field(default_factory=dict)
     #: ``[release] platforms``: a subset of PLATFORMS, in the order the course lists them
-    platforms: tuple[str, ...] = DEFAULT_PLATFORMS
+    platforms: tuple[str, ...] = _default("release.platforms")
 
     @property
     def tests(self) -> list[TestSpec]:
@@ -178,7 +396,7 @@ class Config:
     def total_points(self) -> float:
         return sum(s.points for s in self.skills.values())
 
-    def select(self, skill_ids: list[str] | None) -> "Config":
+    def select(self, skill_ids: list[str] | None) -> Config:
         """The same config restricted to some skills (``--skill``)."""
         if not skill_ids:
             return self
@@ -189,7 +407,7 @@ class Config:
 
         return replace(self, skills={k: v for k, v in self.skills.items() if k in skill_ids})
 
-    def for_assignment(self, name: str | None) -> "Config":
+    def for_assignment(self, name: str | None) -> Config:
         """The config one assignment's Gradescope bundle grades with: its skills, and only their
         modules in the submission (the seed is derived from exactly those files)."""
         if not name:
@@ -202,7 +420,9 @@ class Config:
         return replace(selected, exercise_modules=tuple(s.module for s in selected.skills.values()), assignments={})
 
 
-# --------------------------------------------------------------------------- helpers
+
+
+# --------------------------------------------------------------------------- reading
 class _Locator:
     """The line of every key and table of a TOML file, by key path, so messages can say
     ``grading.toml:42``. Arrays of tables count: the second ``[[skills.qkv.suites]]`` is
@@ -257,7 +477,34 @@ def _unknown(kind: str, name: str, known: list[str], where: str) -> str:
     return f"{where}: unknown {kind} {name!r}{suggestion} (known: {', '.join(known) or 'none'})"
 
 
+_UNSET: Any = object()
+
+
+def _dotted(keypath: list[str]) -> str:
+    return "".join(k if k.startswith("[") else f".{k}" for k in keypath).lstrip(".")
+
+
+def _wrong_kind(key: Key, value: Any) -> bool:
+    """Whether ``value`` is not of the key's kind (elements of a list included)."""
+    if key.kind in (NUMBER, WHOLE):
+        return isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
+    if key.kind == TEXT:
+        return not isinstance(value, str) or not value.strip()
+    if key.kind == LIST:
+        return not isinstance(value, list) or not all(isinstance(v, str) and (key.item is None or re.fullmatch(key.item, v)) for v in value)
+    if key.kind == TABLE:
+        return not isinstance(value, dict)
+    if key.kind == TABLES:
+        return not isinstance(value, list)
+    if key.kind == SEED:
+        return not (value in ("content", "fresh") or (isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**63))
+    raise AssertionError(f"{key.path}: unknown kind {key.kind!r}")
+
+
 class _Reader:
+    """Reads grading.toml's tables by their declaration (:data:`KEYS`); every problem is a
+    :class:`ConfigError` naming the file, the line, the key and the fix."""
+
     def __init__(self, path: Path, text: str) -> None:
         self.path = path
         self.loc = _Locator(text)
@@ -265,8 +512,7 @@ class _Reader:
     def fail(self, keypath: list[str], message: str) -> ConfigError:
         line = self.loc.line_of(keypath)
         where = f"{self.path.name}:{line}" if line else self.path.name
-        dotted = "".join(k if k.startswith("[") else f".{k}" for k in keypath).lstrip(".")
-        return ConfigError(f"{where}: {dotted}: {message}")
+        return ConfigError(f"{where}: {_dotted(keypath)}: {message}")
 
     def table(self, data: Any, keypath: list[str]) -> dict:
         if not isinstance(data, dict):
@@ -280,29 +526,71 @@ class _Reader:
                 hint = f" — did you mean {close[0]!r}?" if close else f" (allowed: {', '.join(allowed)})"
                 raise self.fail(keypath + [key], f"unknown key{hint}")
 
-    def number(self, data: dict, key: str, keypath: list[str], default: float | None = None, positive: bool = True) -> float:
-        if key not in data:
-            if default is None:
-                raise self.fail(keypath + [key], "is required")
-            return default
-        value = data[key]
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise self.fail(keypath + [key], f"must be a number, got {value!r}")
-        if positive and value <= 0:
-            raise self.fail(keypath + [key], f"must be greater than 0, got {value!r}")
+    def value(self, data: dict, key: Key, keypath: list[str], name: str | None = None, default: Any = _UNSET,
+              above: bool | None = None) -> Any:
+        """``data[name]`` (``name``: the key's own name, or the name of a ``<…>`` key), checked
+        against its declaration: its name, kind, range and own rule. ``default`` and ``above``
+        replace the declared ones (``[release.gradescope.limits]`` defaults to ``[limits]``; a
+        gate's weight may be 0)."""
+        name = name or key.name
+        here = keypath + [name]
+        if key.names and not re.fullmatch(key.names, name):
+            raise self.fail(here, key.bad_name)
+        if name not in data:
+            value = key.default if default is _UNSET else default
+            if value is REQUIRED:
+                raise self.fail(here, "is required")
+        else:
+            value = data[name]
+            if _wrong_kind(key, value):
+                raise self.fail(here, key.wrong_message(value, _dotted(here)))
+            if key.kind in (NUMBER, WHOLE):
+                value = self._number(key, value, here, key.above if above is None else above)
+            if key.choices and value not in key.choices:
+                raise self.fail(here, f"must be one of {', '.join(key.choices)}; got {value!r}")
+        problem = key.check(value) if key.check and value is not None else None
+        if problem:
+            raise self.fail(here, problem)
+        if key.empty and not value:
+            raise self.fail(here, key.empty.format(path=_dotted(here)))
         return value
 
-    def string(self, data: dict, key: str, keypath: list[str], default: str | None = None, choices: tuple[str, ...] | None = None) -> str:
-        if key not in data:
-            if default is None:
-                raise self.fail(keypath + [key], "is required")
-            return default
-        value = data[key]
-        if not isinstance(value, str) or not value.strip():
-            raise self.fail(keypath + [key], f"must be a non-empty string, got {value!r}")
-        if choices and value not in choices:
-            raise self.fail(keypath + [key], f"must be one of {', '.join(choices)}; got {value!r}")
+    def _number(self, key: Key, value: float, here: list[str], above: bool) -> float:
+        if key.minimum is not None and (value <= key.minimum if above else value < key.minimum):
+            low = key.low or (f"must be greater than {key.minimum:g}, got {{value!r}}" if above else f"must be {key.minimum:g} or more, got {{value!r}}")
+            raise self.fail(here, low.format(value=value))
+        if key.kind == WHOLE:
+            if value != int(value):
+                raise self.fail(here, f"must be a whole number, got {value!r}")
+            value = int(value)
+        if key.maximum is not None and value > key.maximum:
+            raise self.fail(here, f"must be at most {key.maximum}, got {value!r}")
         return value
+
+    def fields(self, raw: Any, table: str, here: list[str], defaults: Any = None) -> dict[str, Any]:
+        """The declared table ``table`` at ``here``: a table with only its declared keys, each
+        read (a sub-table is only checked to be one). ``defaults``: an object whose attributes
+        replace the declared defaults."""
+        raw = self.table(raw, here)
+        keys = keys_under(table)
+        self.check_keys(raw, [key.name for key in keys], here)
+        return {key.name: self.value(raw, key, here, default=getattr(defaults, key.name) if defaults else _UNSET) for key in keys}
+
+    def read(self, parent: dict, table: str, keypath: list[str], name: str | None = None) -> dict[str, Any]:
+        """Table ``table`` of ``parent``: :meth:`fields`; for a table of named entries
+        (``[skills]``, ``weights``, ``[release.rules]``) the table itself, for the caller to
+        read each entry of."""
+        raw = self.value(parent, KEY[table], keypath, name)
+        if any(key.name.startswith("<") for key in keys_under(table)):
+            return raw
+        return self.fields(raw, table, keypath + [name or KEY[table].name])
+
+
+def _build(cls: type, table: str, values: dict[str, Any], **more: Any) -> Any:
+    """A settings dataclass from a table's values: numbers as float, whole numbers as int."""
+    kinds = {key.name: key.kind for key in keys_under(table)}
+    typed = {name: float(v) if kinds[name] == NUMBER else int(v) if kinds[name] == WHOLE else v for name, v in values.items()}
+    return cls(**(typed | more))
 
 
 def test_functions(path: Path) -> list[str]:
@@ -338,123 +626,31 @@ def load(path: str | Path, *, check_files: bool = True) -> Config:
 def _parse(path: Path, text: str, data: dict, check_files: bool) -> Config:
     r = _Reader(path, text)
     root = path.resolve().parent
-    r.check_keys(data, ["course", "grader", "limits", "sandbox", "gradescope", "skills", "release", "ci"], [])
+    r.check_keys(data, [key.name for key in keys_under("")], [])
 
-    course = r.table(data.get("course", {}), ["course"])
-    r.check_keys(course, ["name"], ["course"])
-    course_name = r.string(course, "name", ["course"], default="Attention exercises")
-
-    grader = r.table(data.get("grader", {}), ["grader"])
-    r.check_keys(grader, ["root", "seed", "solutions_dir", "exercises_dir", "suites_dir"], ["grader"])
-    if "root" in grader:  # a config kept elsewhere (tests, CI) can point at the repository
-        root = (path.resolve().parent / r.string(grader, "root", ["grader"])).resolve()
+    course = r.read(data, "course", [])
+    grader = r.read(data, "grader", [])
+    if grader["root"] is not None:  # a config kept elsewhere (tests, CI) can point at the repository
+        root = (path.resolve().parent / grader["root"]).resolve()
         if not root.is_dir():
             raise r.fail(["grader", "root"], f"{root} is not a directory")
-    seed_value = grader.get("seed", "content")
-    if seed_value in ("content", "fresh"):
-        seed, seed_mode = None, seed_value
-    elif isinstance(seed_value, int) and not isinstance(seed_value, bool) and 0 <= seed_value < 2**63:
-        seed, seed_mode = seed_value, "fixed"
-    else:
-        raise r.fail(["grader", "seed"], f'must be "content", "fresh" or a non-negative integer, got {seed_value!r}')
-    solutions_dir = root / r.string(grader, "solutions_dir", ["grader"], default="solutions")
-    exercises_dir = root / r.string(grader, "exercises_dir", ["grader"], default="exercises")
-    suites_dir = root / r.string(grader, "suites_dir", ["grader"], default="tests/suites")
+    seed, seed_mode = (None, grader["seed"]) if grader["seed"] in ("content", "fresh") else (grader["seed"], "fixed")
+    limits = _limits(r, data.get("limits", {}), "limits", ["limits"], Limits())
+    sandbox = _build(SandboxSettings, "sandbox", r.read(data, "sandbox", []))
+    gradescope_visibility = r.read(data, "gradescope", [])
 
-    limits = _limits(r, r.table(data.get("limits", {}), ["limits"]), Limits(), ["limits"])
+    release = r.read(data, "release", [])
+    for skill in release["rules"]:
+        r.value(release["rules"], KEY["release.rules.<skill>"], ["release", "rules"], name=skill)
+    gradescope_release = _gradescope_release(r, release["gradescope"], limits)
+    nbgrader_release = _build(NbgraderRelease, "release.nbgrader", r.fields(release["nbgrader"], "release.nbgrader", ["release", "nbgrader"]))
+    ci_fail_below = r.read(data, "ci", [])["fail_below"]
 
-    sandbox_raw = r.table(data.get("sandbox", {}), ["sandbox"])
-    r.check_keys(sandbox_raw, ["user", "landlock", "seccomp"], ["sandbox"])
-    sandbox = SandboxSettings(
-        user=_sandbox_user(r, sandbox_raw),
-        landlock=r.string(sandbox_raw, "landlock", ["sandbox"], default="auto", choices=("auto", "require", "off")),
-        seccomp=r.string(sandbox_raw, "seccomp", ["sandbox"], default="auto", choices=("auto", "require", "off")),
-    )
-
-    gs = r.table(data.get("gradescope", {}), ["gradescope"])
-    r.check_keys(gs, ["visible", "hidden"], ["gradescope"])
-    gradescope_visibility = {
-        "visible": r.string(gs, "visible", ["gradescope"], default="visible", choices=GRADESCOPE_VISIBILITIES),
-        "hidden": r.string(gs, "hidden", ["gradescope"], default="after_due_date", choices=GRADESCOPE_VISIBILITIES),
-    }
-
-    release = r.table(data.get("release", {}), ["release"])
-    _release_texts(r, release)
-    gradescope_release = _gradescope_release(r, release.get("gradescope", {}), limits)
-    nbgrader_release = _nbgrader_release(r, release.get("nbgrader", {}))
-
-    ci = r.table(data.get("ci", {}), ["ci"])
-    r.check_keys(ci, ["fail_below"], ["ci"])
-    ci_fail_below = r.number(ci, "fail_below", ["ci"], default=0.0, positive=False)
-    if ci_fail_below < 0:
-        raise r.fail(["ci", "fail_below"], f"must be 0 (never fail for the score) or a number of points, got {ci_fail_below!r}")
-
-    skills_raw = r.table(data.get("skills", {}), ["skills"])
-    if not skills_raw:
-        raise r.fail(["skills"], "no skills are defined — add a [skills.<id>] table")
     skills: dict[str, Skill] = {}
     seen_files: dict[str, str] = {}
-    for sid, raw in skills_raw.items():
-        kp = ["skills", sid]
-        if not SKILL_ID.match(sid):
-            raise r.fail(kp, "skill ids are lower_snake_case identifiers")
-        raw = r.table(raw, kp)
-        r.check_keys(raw, ["title", "points", "module", "sections", "suites", "gates", "preload", "properties"], kp)
-        title = r.string(raw, "title", kp)
-        points = r.number(raw, "points", kp)
-        module = r.string(raw, "module", kp)
-        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*\.py", module):
-            raise r.fail(kp + ["module"], f"must be a Python file name like 'qkv.py', got {module!r}")
-        sections = raw.get("sections", [])
-        if not isinstance(sections, list) or not all(isinstance(s, str) for s in sections):
-            raise r.fail(kp + ["sections"], "must be a list of strings")
-        gates_raw = raw.get("gates", [])
-        if not isinstance(gates_raw, list) or not all(isinstance(g, str) for g in gates_raw):
-            raise r.fail(kp + ["gates"], "must be a list of test function names")
-        suites_raw = raw.get("suites")
-        if not isinstance(suites_raw, list) or not suites_raw:
-            raise r.fail(kp + ["suites"], "needs at least one [[skills.%s.suites]] entry" % sid)
-        suites = []
-        for i, sraw in enumerate(suites_raw):
-            skp = kp + ["suites", f"[{i}]"]
-            sraw = r.table(sraw, skp)
-            r.check_keys(sraw, ["file", "visibility", "weights"], skp)
-            file = r.string(sraw, "file", skp)
-            visibility = r.string(sraw, "visibility", skp, choices=VISIBILITIES)
-            weights_raw = r.table(sraw.get("weights", {}), skp + ["weights"])
-            if not weights_raw:
-                raise r.fail(skp + ["weights"], "lists no tests — add `test_name = weight` lines")
-            # a gate (a rule test) may carry no points of its own; every other test must
-            weights = {name: r.number(weights_raw, name, skp + ["weights"], positive=name not in gates_raw) for name in weights_raw}
-            for name, weight in weights.items():
-                if weight < 0:
-                    raise r.fail(skp + ["weights", name], f"must be 0 or more, got {weight!r}")
-            if file in seen_files:
-                raise r.fail(skp + ["file"], f"{file} is already listed under skill {seen_files[file]!r}; each test belongs to exactly one skill")
-            seen_files[file] = sid
-            if check_files:
-                _check_suite_file(r, root, file, weights, skp)
-            suites.append(Suite(file, sid, visibility, weights))
-        gates = gates_raw
-        known = {name for suite in suites for name in suite.weights}
-        for gate in gates:
-            if gate not in known:
-                raise r.fail(kp + ["gates"], f"{gate!r} is not a test of skill {sid}" + _near(gate, sorted(known)))
-        total = sum(sum(s.weights.values()) for s in suites)
-        if not math.isclose(total, points, rel_tol=0, abs_tol=1e-9):
-            raise r.fail(kp + ["points"], f"is {points:g} but the weights of its tests add up to {total:g}; make them equal")
-        properties = raw.get("properties", [])
-        if not isinstance(properties, list) or not all(isinstance(g, str) for g in properties):
-            raise r.fail(kp + ["properties"], "must be a list of test function names")
-        for name in properties:
-            if name not in known:
-                raise r.fail(kp + ["properties"], f"{name!r} is not a test of skill {sid}" + _near(name, sorted(known)))
-            if name in gates:
-                raise r.fail(kp + ["properties"], f"{name!r} is a gate (a rule of the exercise), not a property test: list it in one of the two")
-        preload = raw.get("preload", [])
-        if not isinstance(preload, list) or not all(isinstance(m, str) and re.fullmatch(r"[A-Za-z_][\w.]*", m) for m in preload):
-            raise r.fail(kp + ["preload"], "must be a list of module names, e.g. [\"torch.fx.experimental.symbolic_shapes\"]")
-        skills[sid] = Skill(sid, title, points, module, tuple(sections), tuple(suites), tuple(gates), tuple(preload), tuple(properties))
+    skills_raw = r.read(data, "skills", [])
+    for sid in skills_raw:
+        skills[sid] = _skill(r, skills_raw, sid, seen_files, root if check_files else None)
     modules = [s.module for s in skills.values()]
     for sid, skill in skills.items():
         if modules.count(skill.module) > 1:
@@ -462,24 +658,57 @@ def _parse(path: Path, text: str, data: dict, check_files: bool) -> Config:
     total_points = sum(s.points for s in skills.values())
     if ci_fail_below > total_points + 1e-9:
         raise r.fail(["ci", "fail_below"], f"is {ci_fail_below:g} but the skills give only {total_points:g} points; lower it")
-    assignments = _assignments(r, release.get("assignments", {}), skills)
-    return Config(path.resolve(), root, course_name, seed, solutions_dir, exercises_dir, suites_dir, skills, limits, sandbox,
-                  gradescope_visibility, release, seed_mode, tuple(modules), gradescope_release, nbgrader_release, float(ci_fail_below),
-                  assignments, _platforms(r, release))
+    assignments = _assignments(r, release["assignments"], skills)
+    return Config(path.resolve(), root, course["name"], seed, root / grader["solutions_dir"], root / grader["exercises_dir"],
+                  root / grader["suites_dir"], skills, limits, sandbox, gradescope_visibility, data.get("release", {}), seed_mode,
+                  tuple(modules), gradescope_release, nbgrader_release, float(ci_fail_below), assignments, tuple(release["platforms"]))
 
 
-def _assignments(r: _Reader, raw: Any, skills: dict[str, Skill]) -> dict[str, tuple[str, ...]]:
+def _skill(r: _Reader, skills_raw: dict, sid: str, seen_files: dict[str, str], root: Path | None) -> Skill:
+    """``[skills.<sid>]`` and its suites, with the rules that tie them together: weights add up
+    to the points, gates and properties are tests of the skill, each test file in one skill.
+    ``root``: where the suite files are checked (None: they are not)."""
+    kp = ["skills", sid]
+    raw = r.read(skills_raw, "skills.<id>", ["skills"], name=sid)
+    gates = raw["gates"]
+    suites = []
+    for i, suite_raw in enumerate(raw["suites"]):
+        skp = kp + ["suites", f"[{i}]"]
+        suite = r.fields(suite_raw, "skills.<id>.suites[]", skp)
+        # a gate (a rule test) may carry no points of its own; every other test must
+        weight = KEY["skills.<id>.suites[].weights.<test>"]
+        weights = {name: r.value(suite["weights"], weight, skp + ["weights"], name=name, above=name not in gates) for name in suite["weights"]}
+        file = suite["file"]
+        if file in seen_files:
+            raise r.fail(skp + ["file"], f"{file} is already listed under skill {seen_files[file]!r}; each test belongs to exactly one skill")
+        seen_files[file] = sid
+        if root is not None:
+            _check_suite_file(r, root, file, weights, skp)
+        suites.append(Suite(file, sid, suite["visibility"], weights))
+    known = {name for suite in suites for name in suite.weights}
+    for gate in gates:
+        if gate not in known:
+            raise r.fail(kp + ["gates"], f"{gate!r} is not a test of skill {sid}" + _near(gate, sorted(known)))
+    total = sum(sum(s.weights.values()) for s in suites)
+    if not math.isclose(total, raw["points"], rel_tol=0, abs_tol=1e-9):
+        raise r.fail(kp + ["points"], f"is {raw['points']:g} but the weights of its tests add up to {total:g}; make them equal")
+    for name in raw["properties"]:
+        if name not in known:
+            raise r.fail(kp + ["properties"], f"{name!r} is not a test of skill {sid}" + _near(name, sorted(known)))
+        if name in gates:
+            raise r.fail(kp + ["properties"], f"{name!r} is a gate (a rule of the exercise), not a property test: list it in one of the two")
+    return Skill(sid, raw["title"], raw["points"], raw["module"], tuple(raw["sections"]), tuple(suites), tuple(gates),
+                 tuple(raw["preload"]), tuple(raw["properties"]))
+
+
+def _assignments(r: _Reader, raw: dict, skills: dict[str, Skill]) -> dict[str, tuple[str, ...]]:
     """``[release.assignments]``: ``week7 = ["qkv", "masks", "row_softmax"]``; each skill in at
     most one assignment (its points count once in the course)."""
     kp = ["release", "assignments"]
-    raw = r.table(raw, kp)
     out: dict[str, tuple[str, ...]] = {}
     owner: dict[str, str] = {}
-    for name, listed in raw.items():
-        if not re.fullmatch(r"[A-Za-z0-9_-]+", name):
-            raise r.fail(kp + [name], "an assignment name is letters, digits, - or _ (it names a folder and an nbgrader assignment)")
-        if not isinstance(listed, list) or not listed or not all(isinstance(s, str) for s in listed):
-            raise r.fail(kp + [name], 'must be a non-empty list of skill ids, e.g. ["qkv", "masks"]')
+    for name in raw:
+        listed = r.value(raw, KEY["release.assignments.<name>"], kp, name=name)
         for sid in listed:
             if sid not in skills:
                 raise r.fail(kp + [name], f"{sid!r} is not a skill" + _near(sid, sorted(skills)))
@@ -490,106 +719,26 @@ def _assignments(r: _Reader, raw: Any, skills: dict[str, Skill]) -> dict[str, tu
     return out
 
 
-#: a worker's address space must hold torch (~620 MiB mapped); the reference grades in full at 680
-MIN_MEMORY_MIB = 768
-
-
-def _limits(r: _Reader, raw: dict, base: Limits, keypath: list[str]) -> Limits:
+def _limits(r: _Reader, raw: Any, table: str, keypath: list[str], base: Limits) -> Limits:
     """``[limits]``, or a table of overrides on top of ``base`` (``[release.gradescope.limits]``)."""
-    fields = list(Limits.__dataclass_fields__)
-    r.check_keys(raw, fields, keypath)
-    values = {}
-    for name in fields:
-        value = r.number(raw, name, keypath, default=getattr(base, name), positive=name != "max_helper_modules")
-        if value < 0:
-            raise r.fail(keypath + [name], f"must be 0 or more, got {value!r}")
-        if isinstance(getattr(base, name), int):
-            if value != int(value):
-                raise r.fail(keypath + [name], f"must be a whole number, got {value!r}")
-            value = int(value)
-        if value > LIMIT_MAXIMA[name]:
-            raise r.fail(keypath + [name], f"must be at most {LIMIT_MAXIMA[name]}, got {value!r}")
-        values[name] = int(value) if isinstance(getattr(base, name), int) else float(value)
-    limits = Limits(**values)
-    if limits.memory_mib < MIN_MEMORY_MIB:
-        raise r.fail(keypath + ["memory_mib"], f"must be at least {MIN_MEMORY_MIB} (torch alone maps ~620 MiB), got {limits.memory_mib}")
+    limits = _build(Limits, "limits", r.fields(raw, table, keypath, defaults=base))
     if limits.skill_time_s < limits.call_timeout_s:
         raise r.fail(keypath + ["skill_time_s"], f"must be at least call_timeout_s ({limits.call_timeout_s:g}), got {limits.skill_time_s:g}")
     return limits
 
 
-def _release_texts(r: _Reader, release: dict) -> None:
-    """``[release] docs`` (files shipped to students) and ``[release.rules]`` (one rule text
-    per skill, printed in the student README)."""
-    docs = release.get("docs", [])
-    if not isinstance(docs, list) or not all(isinstance(d, str) and d.strip() for d in docs):
-        raise r.fail(["release", "docs"], 'must be a list of repository paths, e.g. ["docs/EXERCISES.md"]')
-    rules = r.table(release.get("rules", {}), ["release", "rules"])
-    for skill, text in rules.items():
-        if not isinstance(text, str) or not text.strip():
-            raise r.fail(["release", "rules", skill], "must be the rule's text (a non-empty string)")
-
-
-def _platforms(r: _Reader, release: dict) -> tuple[str, ...]:
-    """``[release] platforms = ["gradescope", "github-actions", "classroom50"]``."""
-    kp = ["release", "platforms"]
-    raw = release.get("platforms", list(DEFAULT_PLATFORMS))
-    if not isinstance(raw, list) or not raw or not all(isinstance(p, str) for p in raw):
-        raise r.fail(kp, f"must be a non-empty list of platforms, e.g. {list(DEFAULT_PLATFORMS)!r} (known: {', '.join(PLATFORMS)})")
-    for name in raw:
-        if name in ("github-classroom", "classroom"):
-            raise r.fail(kp, f"{name!r}: GitHub Classroom was discontinued (2026) — list \"classroom50\" (its open-source successor) "
-                         "and/or \"github-actions\" (the feedback workflow) instead")
-        if name not in PLATFORMS:
-            raise r.fail(kp, f"unknown platform {name!r}" + _near(name, list(PLATFORMS)) + f" (known: {', '.join(PLATFORMS)})")
-        if raw.count(name) > 1:
-            raise r.fail(kp, f"{name!r} is listed twice")
-    return tuple(raw)
-
-
-def _gradescope_release(r: _Reader, raw: Any, limits: Limits) -> GradescopeRelease:
+def _gradescope_release(r: _Reader, raw: dict, limits: Limits) -> GradescopeRelease:
     kp = ["release", "gradescope"]
-    raw = r.table(raw, kp)
-    r.check_keys(raw, ["time_budget_s", "platform_timeout_s", "limits"], kp)
-    defaults = GradescopeRelease()
-    platform = r.number(raw, "platform_timeout_s", kp, default=defaults.platform_timeout_s)
-    budget = r.number(raw, "time_budget_s", kp, default=defaults.time_budget_s)
+    values = r.fields(raw, "release.gradescope", kp)
+    budget, platform = values["time_budget_s"], values["platform_timeout_s"]
     if budget + GradescopeRelease.CLEANUP_S > platform:
         raise r.fail(kp + ["time_budget_s"], f"is {budget:g} s, but Gradescope stops the container at platform_timeout_s = {platform:g} s "
                      f"and the bundle needs {GradescopeRelease.CLEANUP_S:g} s after the budget to write results.json — lower it")
-    bundle_limits = _limits(r, r.table(raw.get("limits", {}), kp + ["limits"]), limits, kp + ["limits"])
+    bundle_limits = _limits(r, values["limits"], "release.gradescope.limits", kp + ["limits"], limits)
     if bundle_limits.run_timeout_s >= budget:
         raise r.fail(kp + ["limits", "run_timeout_s"], f"is {bundle_limits.run_timeout_s:g} s but must be below time_budget_s = {budget:g} s, "
                      "so that the grader finishes (with every test scored) before the bundle's hard stop")
-    return GradescopeRelease(float(budget), float(platform), bundle_limits)
-
-
-def _nbgrader_release(r: _Reader, raw: Any) -> NbgraderRelease:
-    kp = ["release", "nbgrader"]
-    raw = r.table(raw, kp)
-    r.check_keys(raw, ["course_id", "assignment", "cell_timeout_s"], kp)
-    defaults = NbgraderRelease()
-    names = {}
-    for key in ("course_id", "assignment"):
-        names[key] = r.string(raw, key, kp, default=getattr(defaults, key))
-        if not re.fullmatch(r"[A-Za-z0-9_-]+", names[key]):
-            raise r.fail(kp + [key], f"must be letters, digits, - or _ (nbgrader uses it as a folder and an id), got {names[key]!r}")
-    timeout = r.number(raw, "cell_timeout_s", kp, default=defaults.cell_timeout_s)
-    return NbgraderRelease(names["course_id"], names["assignment"], float(timeout))
-
-
-def _sandbox_user(r: _Reader, raw: dict) -> str:
-    """The user submission code runs as when grading as root. It must exist there; on a
-    machine where the grader is not root the setting is not used, so only its form is checked."""
-    user = r.string(raw, "user", ["sandbox"], default="nobody")
-    if not USER_NAME.match(user):
-        raise r.fail(["sandbox", "user"], f"must be a user name like 'nobody', got {user!r}")
-    if os.geteuid() == 0:
-        try:
-            pwd.getpwnam(user)
-        except KeyError:
-            raise r.fail(["sandbox", "user"], f"user {user!r} does not exist on this machine — create it or name an existing unprivileged user (e.g. 'nobody')") from None
-    return user
+    return _build(GradescopeRelease, "release.gradescope", values, limits=bundle_limits)
 
 
 def _check_suite_file(r: _Reader, root: Path, file: str, weights: dict[str, float], kp: list[str]) -> None:
@@ -611,3 +760,87 @@ def _check_suite_file(r: _Reader, root: Path, file: str, weights: dict[str, floa
 def _near(name: str, names: list[str]) -> str:
     close = difflib.get_close_matches(name, names, n=1)
     return f" — did you mean {close[0]!r}?" if close else ""
+
+
+# --------------------------------------------------------------------------- the key list in README.md
+DOC_BEGIN = "<!-- grading.toml keys: written by `python -m autograder config-keys --write README.md` from autograder/config.py KEYS -->"
+DOC_END = "<!-- end of grading.toml keys -->"
+
+
+def _toml(value: Any) -> str:
+    if isinstance(value, str):
+        return f'"{value}"'
+    if isinstance(value, (tuple, list)):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+def _describe(key: Key) -> str:
+    """The key's kind and range in words."""
+    if key.kind in (NUMBER, WHOLE):
+        parts = [key.kind]
+        if key.minimum is not None:
+            parts.append(f"{'>' if key.above else '≥'} {key.minimum:g}")
+        if key.maximum is not None:
+            parts.append(f"≤ {key.maximum}")
+        return " ".join(parts[:2]) + (", " + parts[2] if len(parts) > 2 else "")
+    if key.kind == TEXT and key.choices:
+        return "one of " + ", ".join(f'"{c}"' for c in key.choices)
+    if key.kind == SEED:
+        return '"content", "fresh" or a whole number ≥ 0'
+    if key.kind == LIST:
+        return ("non-empty " if key.empty else "") + "list of strings"
+    return key.kind
+
+
+def keys_markdown() -> str:
+    """The README's list of grading.toml's keys, from :data:`KEYS` (a test checks it is current)."""
+    rows = ["| key | value | default | what it is |", "| --- | --- | --- | --- |"]
+    for key in KEYS:
+        if key.kind == TABLE:
+            name = f"`[{key.path}]`"
+        elif key.kind == TABLES:
+            name = f"`[[{key.path}]]`"
+        else:
+            name = f"`{key.path}`"
+        if key.default is REQUIRED:
+            default = "required"
+        elif key.default is None or key.kind in (TABLE, TABLES):
+            default = ""
+        else:
+            default = f"`{_toml(key.default)}`"
+        what = key.help
+        if key.same_as:
+            what += f"; the keys of `[{key.same_as}]`"
+        if key.student != KEPT:
+            what += f". Student copy: {key.student}"
+        value = "" if key.kind == TABLE else _describe(key)
+        rows.append(f"| {name} | {value} | {default} | {what.replace('|', chr(92) + '|')} |")
+    return "\n".join(rows) + "\n"
+
+
+def with_keys_doc(text: str) -> str:
+    """``text`` (README.md) with the part between :data:`DOC_BEGIN` and :data:`DOC_END` replaced
+    by :func:`keys_markdown`."""
+    start, end = text.index(DOC_BEGIN) + len(DOC_BEGIN), text.index(DOC_END)
+    return text[:start] + "\n" + keys_markdown() + text[end:]
+
+
+def keys_main(argv: list[str]) -> int:
+    """``python -m autograder config-keys [--write FILE]``: print grading.toml's keys as a
+    markdown table, or rewrite that table in FILE (README.md) between its markers."""
+    if not argv:
+        print(keys_markdown(), end="")
+        return 0
+    if len(argv) == 2 and argv[0] == "--write":
+        path = Path(argv[1])
+        text = path.read_text(encoding="utf-8")
+        if DOC_BEGIN not in text or DOC_END not in text:
+            print(f"autograder: {path} has no grading.toml keys section (the lines {DOC_BEGIN} and {DOC_END})", file=__import__("sys").stderr)
+            return 2
+        path.write_text(with_keys_doc(text), encoding="utf-8")
+        return 0
+    print("usage: python -m autograder config-keys [--write README.md]", file=__import__("sys").stderr)
+    return 2

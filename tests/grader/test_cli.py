@@ -19,7 +19,7 @@ from autograder.config import load
 from autograder.instructor.release.context import ReleaseContext
 from autograder.instructor.release.files import grader_files, write_tree
 
-STUDENTS = ("grade", "ci-comment", "todo")
+STUDENTS = ("grade", "ci-comment", "todo", "config-keys")  # every copy has them (autograder/cli.py)
 INSTRUCTORS = ("batch", "release", "stubs", "snapshots", "audit", "nbgrader-course")
 
 

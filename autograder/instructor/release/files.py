@@ -14,7 +14,7 @@ import tomllib
 import zipfile
 from pathlib import Path
 
-from ...config import Config
+from ...config import VISIBLE_SUITES, VISIBLE_SUM, VISIBLE_TESTS, Config, student_copy
 from ...runner.identity import COURSE_PACKAGE, course_closure, suite_files  # noqa: F401 (re-exported)
 from ...runner.identity import _tree as identity_tree
 
@@ -99,15 +99,18 @@ def filtered_grading_toml(config_text: str, include_hidden: bool) -> str:
     unchanged. Without (the student repository): every hidden suite is removed, each skill's
     ``points`` become the sum of its visible weights (so the file still validates and the
     local score is out of what can be checked locally), gates that named hidden tests go,
-    and a comment at the top says so. Comments and layout of what stays are kept."""
+    and a comment at the top says so. Comments and layout of what stays are kept. Which keys
+    are treated so is their declaration's (``Key.student`` in autograder/config.py)."""
     if include_hidden:
         return config_text
+    summed, to_visible = "|".join(student_copy(VISIBLE_SUM)), "|".join(student_copy(VISIBLE_TESTS))
+    (suites_key,) = student_copy(VISIBLE_SUITES)
     data = tomllib.loads(config_text)
     skills = data.get("skills", {})
     visible_points: dict[str, float] = {}
     visible_tests: dict[str, set[str]] = {}
     for sid, skill in skills.items():
-        suites = [s for s in skill.get("suites", []) if s.get("visibility") == "visible"]
+        suites = [s for s in skill.get(suites_key, []) if s.get("visibility") == "visible"]
         visible_points[sid] = sum(sum(s.get("weights", {}).values()) for s in suites)
         visible_tests[sid] = {name for s in suites for name in s.get("weights", {})}
         if not suites:
@@ -119,7 +122,7 @@ def filtered_grading_toml(config_text: str, include_hidden: bool) -> str:
     i = 0
     while i < len(blocks):
         key, lines = blocks[i]
-        m = re.fullmatch(r"skills\.([a-z][a-z0-9_]*)\.suites", key or "")
+        m = re.fullmatch(rf"skills\.([a-z][a-z0-9_]*)\.{suites_key}", key or "")
         if m:  # a [[skills.X.suites]] entry and its [skills.X.suites.weights] table
             group = [blocks[i]]
             while i + 1 < len(blocks) and (blocks[i + 1][0] or "").startswith(f"{key}."):
@@ -140,9 +143,9 @@ def filtered_grading_toml(config_text: str, include_hidden: bool) -> str:
             sid = m.group(1)
             new = []
             for line in lines:
-                if re.match(r"^\s*points\s*=", line):
-                    line = f"points = {_fmt_number(visible_points[sid])}  # visible tests only; the course autograder grades out of {_fmt_number(full_points[sid])}\n"
-                elif m_list := re.match(r"^\s*(gates|properties)\s*=", line):
+                if m_sum := re.match(rf"^\s*({summed})\s*=", line):
+                    line = f"{m_sum.group(1)} = {_fmt_number(visible_points[sid])}  # visible tests only; the course autograder grades out of {_fmt_number(full_points[sid])}\n"
+                elif m_list := re.match(rf"^\s*({to_visible})\s*=", line):
                     key = m_list.group(1)
                     kept = [g for g in skills[sid].get(key, []) if g in visible_tests[sid]]
                     if not kept:

@@ -38,6 +38,10 @@ UV=("$PREFIX/uv-bin/bin/uv")
 
 retry "downloading Python @PYTHON_VERSION@ (uv, from GitHub)" "${UV[@]}" python install "@PYTHON_VERSION@"
 "${UV[@]}" venv --python "@PYTHON_VERSION@" "$PREFIX/venv"
+# run_autograder runs with PYTHONDONTWRITEBYTECODE=1 (nothing written next to the grader per
+# submission), so every .pyc it uses must exist in the image: uv compiles what it installs
+# (it does not by default), and the grader is compiled below.
+export UV_COMPILE_BYTECODE=1
 PY="$PREFIX/venv/bin/python"
 # torch alone from PyTorch's CPU index (the PyPI wheel would pull CUDA libraries), then the rest
 # from PyPI; `torch==X` is satisfied by the installed `X+cpu`.
@@ -46,7 +50,10 @@ retry "installing the pinned requirements from PyPI" "${UV[@]}" pip install --py
 rm -rf "$UV_CACHE_DIR"
 chmod -R a+rX "$PREFIX"   # submission code runs as an unprivileged user and imports torch from here
 
-# Smoke test at build time: the reference solutions must score full marks in this image.
+"$PY" -m compileall -q "$SOURCE/autograder"
+# Smoke test at build time: the reference solutions must score full marks in this image. It
+# also leaves pytest's rewritten suites (tests/suites/**/__pycache__/*-pytest-*.pyc), which
+# plain compileall cannot write, so no submission's run recompiles them.
 echo "== smoke test: grading the reference solutions"
 cd "$SOURCE"
 "$PY" -m autograder grade solutions --format json --output /tmp/autograder-smoke.json --no-progress --seed 1
