@@ -1,8 +1,10 @@
 """Attention autograder: trustworthy, sandboxed grading of the course's attention exercises.
 
-Layout: ``config`` (grading.toml), ``sandbox`` (where submission code runs), ``runner``
-(the trusted pytest run and its plugin), ``testing`` (the API suites are written in),
-``feedback`` (hint catalogue), ``results`` (scoring), ``renderers`` (outputs), ``cli``.
+Layers, bottom to top (each imports only the layers below it; tests/grader/test_layering.py):
+``core`` + ``config`` (results model, redaction, escaping, exercise API, hints; grading.toml),
+``sandbox`` (where submission code runs), ``testing`` (the API suites are written in),
+``runner`` (the trusted pytest run and its plugin, scoring), ``renderers`` (outputs),
+``cli``/``ci``/``app`` (entry points), ``release``/``batch`` (instructors).
 """
 
 __version__ = "0.1.0"

@@ -27,10 +27,10 @@ import re
 from pathlib import Path
 from typing import Any
 
+from .core.escape import plain_inert
+from .core.results import Results
 from .renderers import markdown
-from .renderers.escape import plain_inert
 from .renderers.github import location
-from .results import Results
 
 SUMMARY_LIMIT = 1 << 20  # bytes GitHub accepts per step summary
 
@@ -194,7 +194,7 @@ def _event(env: dict[str, str]) -> dict:
 
 
 def _notice(message: str) -> None:
-    from .renderers.escape import gh_data
+    from .core.escape import gh_data
 
     print(f"::notice title=Feedback comment::{gh_data(message)}")
 
@@ -280,7 +280,8 @@ def _comment_on_push(results_path: str | None, env: dict[str, str], event: dict,
 def _load_results(path: str | None) -> Results:
     """The public results of this run; a missing or broken file still gives a comment that
     says grading did not complete."""
-    from .results import error_result, from_dict
+    from .core.results import from_dict
+    from .runner.scoring import error_result
 
     try:
         return from_dict(json.loads(Path(path or "results.json").read_text(encoding="utf-8")))

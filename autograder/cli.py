@@ -80,7 +80,7 @@ def _config_keys(args: argparse.Namespace) -> int:  # grading.toml's keys, from 
 def todo_main(args: argparse.Namespace) -> int:
     """What is left: the functions still the stub (``exercise_api.still_todo``, the grader's
     own detection — a docstring that mentions TODO is not work left), or that nothing is."""
-    from .exercise_api import definitions, still_todo
+    from .core.exercise_api import definitions, still_todo
     from .runner.submission import SubmissionDirError, resolve_root
 
     try:
@@ -142,7 +142,7 @@ def _render_safely(results, fmt: str, config, style=None) -> str:
     except Exception as exc:  # noqa: BLE001 - whatever went wrong, a results file is written
         message = f"the {fmt} output could not be rendered ({type(exc).__name__}: {str(exc)[:200]}); score withheld — please tell your instructor"
     try:
-        from .results import error_result
+        from .runner.scoring import error_result
 
         return render(error_result(None, message, max_score=getattr(results, "max_score", 0.0)), fmt, None)
     except Exception:  # noqa: BLE001
@@ -155,7 +155,7 @@ def _write(text: str, output: str | None) -> bool:
     """Write the output (stdout or ``output`` atomically). Any string can be written (text
     the encoding cannot carry is backslash-escaped); when ``output`` cannot be written, a
     fallback file in the temporary folder is, and stderr says where."""
-    from .results import write_atomic
+    from .core.results import write_atomic
 
     if output is None:
         try:
@@ -220,13 +220,13 @@ def _fail(args: argparse.Namespace, config, message: str, code: int, *, submissi
     ``--output``, ``--results`` and in CI) from one error result — every test of the selected
     skills listed as not run when the config is known, a bare error result otherwise.
     Only GitHub's format also goes to stdout (the annotation is how CI shows it)."""
-    from . import results as results_mod
+    from .runner import scoring
 
     _say(message)
     try:
-        broken = results_mod.error_result(config, kind + message, submission=submission or "")
+        broken = scoring.error_result(config, kind + message, submission=submission or "")
     except Exception:  # noqa: BLE001
-        broken = results_mod.error_result(None, kind + message)
+        broken = scoring.error_result(None, kind + message)
     _publish(args, config, broken, stdout=args.format == "github")
     return code
 

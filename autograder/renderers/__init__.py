@@ -12,7 +12,7 @@ from typing import Callable
 from rich.console import Console
 
 from ..config import Config
-from ..results import Results, dumps
+from ..core.results import Results, dumps
 from . import github, gradescope, markdown, text
 
 

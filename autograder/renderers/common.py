@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import re
 
-from ..results import Results, SkillOutcome, TestOutcome
-from ..runner.seeding import SOURCES as SEED_SOURCES
-from .escape import gutter, one_line, visible
+from ..core.escape import gutter, one_line, visible
+from ..core.results import Results, SkillOutcome, TestOutcome
+from ..core.schema import SEED_SOURCES
+from ..core.text import problem_key
 
 
 def clean(text: object, limit: int = 4000) -> str:
@@ -127,15 +128,6 @@ def todo_only(test: TestOutcome) -> str | None:
     return match.group(2) if match else "?"
 
 
-_PARTS_SUFFIX = re.compile(r"\s*\([^()]*\b(parts?|cases?|kinds?|draws?)\)\s*$")
-
-
-def problem_key(summary: str | None, check: str | None) -> str:
-    """A test's problem without the call it was found in or its parts count: tests that
-    share it failed for the same reason."""
-    return _PARTS_SUFFIX.sub("", (summary or "").removeprefix(f"{check}: " if check else ""))
-
-
 def collapse_repeats(tests: list[TestOutcome]) -> list[tuple[TestOutcome, list[TestOutcome]]]:
     """One entry per distinct problem with the module itself (missing, refused, does not
     import): (the first test, the other tests that failed with the very same summary). A
@@ -169,7 +161,7 @@ def todo_summary(tests: list[TestOutcome], todo: list[str] | None = None) -> tup
     """(the stubs still to write, in order; the tests that failed for another reason).
 
     ``todo`` is the module's own list of functions still raising the TODO stub, read from
-    its source on the trusted side (autograder/exercise_api.py) and restricted to the
+    its source on the trusted side (autograder/core/exercise_api.py) and restricted to the
     exercise's function names; message text is only the fall-back for old results."""
     if todo is None:
         stubs: list[str] = []

@@ -15,9 +15,9 @@ Student text reaches stdout only %-encoded inside an annotation message, or behi
 
 from __future__ import annotations
 
-from ..results import Results, TestOutcome
+from ..core.escape import GUTTER, gh_data, gh_property, is_workflow_command, one_line
+from ..core.results import Results, TestOutcome
 from .common import module_info, points, test_text, todo_summary
-from .escape import GUTTER, gh_data, gh_property, is_workflow_command, one_line
 
 MAX_ANNOTATIONS = 10  # GitHub's limit of error annotations shown per step
 

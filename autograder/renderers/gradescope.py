@@ -18,10 +18,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..results import Results, SkillOutcome, dumps
+from ..core.escape import one_line
+from ..core.results import Results, SkillOutcome, dumps
 from . import markdown
 from .common import footer_notes, headline, points, test_text, where_to_start
-from .escape import one_line
 from .markdown import MARKER, esc
 
 SHOWN_NOW = "visible"

@@ -4,9 +4,9 @@ and marked ⚠)."""
 
 from __future__ import annotations
 
-from ..results import Results, TestOutcome
+from ..core.results import Results, TestOutcome
 from .common import ICON, collapse_repeats, footer_notes, frame_where, headline, module_info, not_started, points, printed_text, same_problem_line, todo_summary, where_to_start
-from .escape import md_block, md_code, md_text
+from ..core.escape import md_block, md_code, md_text
 
 MARKER = "<!-- attention-autograder -->"
 

@@ -9,9 +9,9 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from ..results import Results, SkillOutcome, TestOutcome
+from ..core.results import Results, SkillOutcome, TestOutcome
 from .common import ICON, collapse_repeats, footer_notes, frame_lines, module_info, not_started, points, printed_lines, same_problem_line, todo_summary, where_to_start
-from .escape import gutter, one_line
+from ..core.escape import gutter, one_line
 
 STYLE = {"passed": "green", "failed": "red", "error": "magenta", "not_run": "yellow"}
 

@@ -15,13 +15,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from .. import results as results_mod
 from ..config import Config
-from ..results import Results
+from ..core.results import Results
 from .policy import build_worker_spec
 from ..sandbox import zygote
 from ..sandbox.spec import WorkerSpec
-from . import engine, identity, seeding
+from . import engine, identity, scoring, seeding
 from .manifest import RunManifest
 from .submission import PreparedSubmission, SubmissionDirError, prepare
 
@@ -126,7 +125,7 @@ def grade(request: GradeRequest) -> Results:
     manifest: RunManifest | None = None  # scoring reads it and the report, nothing else
 
     def finish(status: str, message: str, report: dict | None) -> Results:
-        results = results_mod.build(manifest or RunManifest.plan(config), report, submission_info, status=status, message=message, duration=time.monotonic() - started)
+        results = scoring.build(manifest or RunManifest.plan(config), report, submission_info, status=status, message=message, duration=time.monotonic() - started)
         if seed is not None:  # known before the run starts, so even a broken run records it
             results.seed, results.seed_source = seed.seed, seed.source
         return results

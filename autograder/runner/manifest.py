@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..config import Config, Limits, TestSpec
-from ..exercise_api import definitions, skill_functions
+from ..core.exercise_api import definitions, skill_functions
 from ..sandbox.spec import WorkerSpec
 
 #: characters of a source line a frame shows

@@ -39,17 +39,7 @@ class SeedKeyError(Exception):
 @dataclass(frozen=True)
 class SeedChoice:
     seed: int
-    source: str  # one of SOURCES
-
-
-#: seed_source values recorded in every report, and what they mean
-SOURCES = {
-    "content": "derived from your files and the course key",
-    "content-default-key": "derived from your files (public local key)",
-    "option": "given with --seed",
-    "config": "fixed in grading.toml",
-    "fresh": "fresh for this run",
-}
+    source: str  # one of core/schema.py SEED_SOURCES
 
 
 def key_env(path: Path | None) -> dict[str, str] | None:

@@ -28,8 +28,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import exercise_api
 from ..config import Config
+from ..core import exercise_api
 from .manifest import ModuleEntry
 
 MAX_LISTED = 200

@@ -31,7 +31,7 @@ from .failures import (
     describe_error,
     is_todo_stub,
 )
-from ..results import first_line
+from ..core.text import first_line
 from .probe import Probe
 from . import dispatch
 

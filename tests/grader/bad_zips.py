@@ -1,4 +1,4 @@
-"""Zips that cannot be read, made the way real uploads break (tests of runner/upload.py and the batch).
+"""Zips that cannot be read, made the way real uploads break (tests of app/upload.py and the batch).
 
 Each starts as a good zip (``zipfile``) and is spoiled in its bytes: the general purpose flag's
 encryption bits set (what ``zip -e`` and 7-Zip's ZipCrypto/AES set; zipfile then asks for a

@@ -1,4 +1,4 @@
-"""The escaping helpers (autograder/renderers/escape.py), one medium at a time."""
+"""The escaping helpers (autograder/core/escape.py), one medium at a time."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import unicodedata
 import pytest
 from markdown_it import MarkdownIt
 
-from autograder.renderers import escape
+from autograder.core import escape
 
 ATTACK = (
     "\x1b[31mred\x1b[0m \x1b]8;;http://evil.example\x1b\\link\x1b]8;;\x1b\\ \x9b31m "

@@ -20,7 +20,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from autograder import exercise_api
+from autograder.core import exercise_api
 from autograder.runner import seeding
 from autograder.runner.submission import shadowing_reason
 from conftest import EXERCISES, ROOT, SOLUTIONS, grade, make_submission
@@ -345,7 +345,7 @@ def test_gradescope_where_to_start_names_the_repository_file_not_the_server_path
     from autograder.renderers import gradescope as gs_renderer
 
     graded = grade(EXERCISES, "--skill", "qkv")
-    from autograder.results import from_dict
+    from autograder.core.results import from_dict
 
     text = gs_renderer.to_dict(from_dict(graded.data), {"visible": "visible", "hidden": "after_due_date"})["output"]
     plain = text.replace("\\", "")  # markdown escapes

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from autograder.feedback.hints import Hint, filter_named
+from autograder.core.feedback.hints import Hint, filter_named
 from autograder.testing import expect
 from autograder.testing.credit import Credit
 from autograder.testing.expect import Tol

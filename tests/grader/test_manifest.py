@@ -7,7 +7,7 @@ import base64
 import json
 
 from autograder import cli
-from autograder import results as results_mod
+from autograder.runner import scoring
 from autograder.config import load
 from autograder.runner.manifest import ModuleEntry, RunManifest
 from autograder.runner.policy import build_worker_spec
@@ -60,8 +60,8 @@ def test_the_error_path_writes_every_file_a_run_writes(tmp_path, capsys, monkeyp
 
 def test_every_error_result_is_built_one_way():
     config = load(ROOT / "grading.toml").select(["qkv"])
-    broken = results_mod.error_result(config, "why", submission="sub")
+    broken = scoring.error_result(config, "why", submission="sub")
     assert broken.status == "error" and broken.message == "why" and broken.submission == {"path": "sub"}
     assert [t.id for t in broken.tests] == [t.node_id for t in config.tests] and all(t.status == "not_run" and t.summary == "why" for t in broken.tests)
-    bare = results_mod.error_result(None, "no config")
+    bare = scoring.error_result(None, "no config")
     assert bare.skills == [] and bare.max_score == 0 and bare.status == "error"

@@ -377,9 +377,10 @@ def test_submission_text_cannot_inject_into_any_output(tmp_path):
     Actions files), then every other format rendered from the same public results."""
     import base64
 
-    from autograder import results as results_mod
+    from autograder.core import results as results_mod
     from autograder.config import load
-    from autograder.renderers import escape, markdown, render
+    from autograder.core import escape
+    from autograder.renderers import markdown, render
     from test_renderers import assert_markdown_is_inert
 
     summary, outputs, public = tmp_path / "summary.md", tmp_path / "output", tmp_path / "results.json"

@@ -295,7 +295,7 @@ def test_student_tree_has_what_students_need_and_nothing_of_the_instructors(dist
     assert "make grade" in readme and "visible" in readme and "hidden" in readme and "$" not in readme.replace("$$", "")
     for sid, rule in CONFIG.release["rules"].items():
         assert rule in readme, sid
-    hints = (student / "autograder" / "feedback" / "general_hints.toml").read_text(encoding="utf-8")
+    hints = (student / "autograder" / "core" / "feedback" / "general_hints.toml").read_text(encoding="utf-8")
     assert "docs/EXERCISES.md" in hints and not [line for line in hints.splitlines() if "EXERCISES.md" in line and "docs/EXERCISES.md" not in line]
 
 

@@ -11,9 +11,10 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from autograder import results as results_mod
 from autograder.config import load
-from autograder.renderers import escape, github, gradescope, markdown, render
+from autograder.core import escape
+from autograder.renderers import github, gradescope, markdown, render
+from autograder.runner import scoring
 from autograder.runner.manifest import RunManifest
 from autograder.renderers.common import points
 from conftest import EXERCISES, ROOT, SOLUTIONS, grade, make_submission
@@ -36,7 +37,7 @@ def hostile_results(config):
                 "grids": [{"title": HOSTILE, "rows": "query", "cols": "key", "expected": [["1", "0"], ["0.5", "0.5"]], "got": [["1", "0"], ["0.45|", "0.55"]], "bad": [[False, False], [True, True]]}],
                 "frames": [{"file": "qkv.py", "line": 3, "function": "project_qkv"}], "error": {"type": "ValueError", "message": HOSTILE, "frames": []}}
     report = {"tests": [{"nodeid": t.node_id, "outcome": "failed", "metadata": {"result": {"kind": "submission", "feedback": feedback}, "printed": [{"call": "c", "text": HOSTILE, "dropped": 5}]}} for t in tests]}
-    return results_mod.build(RunManifest.plan(config), report, {"path": HOSTILE, "modules": {}, "ignored": [HOSTILE]})
+    return scoring.build(RunManifest.plan(config), report, {"path": HOSTILE, "modules": {}, "ignored": [HOSTILE]})
 
 
 def test_gradescope_output_of_a_real_run_is_schema_valid(tmp_path):
@@ -283,7 +284,7 @@ def test_text_renders_grids_hints_and_no_escapes_to_a_file(hostile_results, conf
 
 
 def test_every_format_renders_a_broken_run(config):
-    broken = results_mod.build(RunManifest.plan(config), None, {"path": "x"}, status="error", message="the grading run broke")
+    broken = scoring.build(RunManifest.plan(config), None, {"path": "x"}, status="error", message="the grading run broke")
     for fmt in ("text", "json", "gradescope", "markdown", "github"):
         out = render(broken, fmt, config)
         assert "the grading run broke" in out

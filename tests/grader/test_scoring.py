@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from autograder import results as results_mod
+from autograder.core import results as results_mod
+from autograder.runner import scoring
 from autograder.config import load
 from autograder.runner.manifest import ModuleEntry, RunManifest
 from conftest import ROOT
@@ -35,7 +36,7 @@ FEEDBACK = {"check": "project_qkv: Q", "problem": "values", "detail": "first mis
 
 def test_all_passed_gives_exactly_the_points(config):
     report = {"tests": [entry(t.node_id, "passed", "passed") for t in config.tests]}
-    res = results_mod.build(RunManifest.plan(config), report, {})
+    res = scoring.build(RunManifest.plan(config), report, {})
     assert res.score == res.max_score == 20
     assert all(t.status == "passed" for t in res.tests)
 
@@ -43,7 +44,7 @@ def test_all_passed_gives_exactly_the_points(config):
 def test_partial_credit_is_weight_times_fraction_and_sums_exactly(config):
     tests = config.tests
     report = {"tests": [entry(t.node_id, "failed", "check", fraction=0.25, feedback=FEEDBACK) for t in tests]}
-    res = results_mod.build(RunManifest.plan(config), report, {})
+    res = scoring.build(RunManifest.plan(config), report, {})
     for outcome, spec in zip(res.tests, tests):
         assert outcome.score == round(spec.weight * 0.25, 4)
     assert res.score == round(sum(t.score for t in res.tests), 4) == pytest.approx(5.0)
@@ -53,7 +54,7 @@ def test_partial_credit_is_weight_times_fraction_and_sums_exactly(config):
 def test_a_test_that_never_reported_scores_zero_and_says_why(config):
     tests = config.tests
     report = {"tests": [entry(t.node_id, "passed", "passed") for t in tests[1:]]}
-    res = results_mod.build(RunManifest.plan(config), report, {})
+    res = scoring.build(RunManifest.plan(config), report, {})
     missing = res.tests[0]
     assert missing.status == "not_run" and missing.score == 0 and "did not run" in missing.summary
     assert res.score == pytest.approx(20 - tests[0].weight)
@@ -61,28 +62,28 @@ def test_a_test_that_never_reported_scores_zero_and_says_why(config):
 
 def test_unexpected_tests_in_the_report_earn_nothing(config):
     report = {"tests": [entry("tests/suites/qkv/test_qkv_visible.py::test_bonus", "passed", "passed")]}
-    res = results_mod.build(RunManifest.plan(config), report, {})
+    res = scoring.build(RunManifest.plan(config), report, {})
     assert res.score == 0 and {t.status for t in res.tests} == {"not_run"}
 
 
 def test_grader_errors_score_zero_and_are_not_blamed_on_the_student(config):
     tests = config.tests
     report = {"tests": [entry(tests[0].node_id, "failed", "grader_error", error={"type": "TypeError", "message": "bug", "traceback": "..."})]}
-    res = results_mod.build(RunManifest.plan(config), report, {})
+    res = scoring.build(RunManifest.plan(config), report, {})
     first = res.tests[0]
     assert first.status == "error" and first.score == 0 and "not your fault" in first.summary
 
 
 def test_a_collection_error_marks_the_file_as_not_run(config):
     report = {"tests": [], "collectors": [{"nodeid": "tests/suites/qkv/test_qkv_hidden.py", "outcome": "failed", "longrepr": "ImportError: boom"}]}
-    res = results_mod.build(RunManifest.plan(config), report, {})
+    res = scoring.build(RunManifest.plan(config), report, {})
     hidden = [t for t in res.tests if t.visibility == "hidden"]
     assert hidden and all("could not be loaded" in t.summary for t in hidden)
 
 
 def test_a_broken_run_is_never_a_partial_pass(config):
     report = {"tests": [entry(t.node_id, "passed", "passed") for t in config.tests]}
-    res = results_mod.build(RunManifest.plan(config), report, {}, status="error", message="the grading run broke")
+    res = scoring.build(RunManifest.plan(config), report, {}, status="error", message="the grading run broke")
     assert res.score == 0 and res.status == "error"
     assert all(t.status == "not_run" and "the grading run broke" in t.summary for t in res.tests)
 
@@ -92,7 +93,7 @@ def test_public_view_hides_hidden_details_but_keeps_name_and_hint(config):
     report = {"tests": [entry(t.node_id, "failed", "check", feedback=dict(FEEDBACK, grids=[{"title": "g", "rows": "r", "cols": "c", "expected": [["1"]], "got": [["2"]], "bad": [[True]]}])) for t in tests]}
     for item in report["tests"]:
         item["metadata"]["printed"] = [{"call": "x", "text": "secret input 0.123", "dropped": 0}]
-    res = results_mod.build(RunManifest.plan(config), report, {}).public()
+    res = scoring.build(RunManifest.plan(config), report, {}).public()
     for t in res.tests:
         if t.visibility == "hidden":
             assert t.detail is None and t.grids == [] and t.printed == [] and t.seed is None
@@ -116,7 +117,7 @@ def test_a_failed_gate_zeroes_its_skill(tmp_path):
     config = load(path).select(["qkv"])
     report = {"tests": [entry(t.node_id, "passed", "passed") for t in config.tests if t.name != "test_scale_scores_divides_by_sqrt_dk"]}
     report["tests"].append(entry("tests/suites/qkv/test_qkv_visible.py::test_scale_scores_divides_by_sqrt_dk", "failed", "check", feedback=dict(FEEDBACK, problem="constraint")))
-    res = results_mod.build(RunManifest.plan(config), report, {})
+    res = scoring.build(RunManifest.plan(config), report, {})
     assert res.score == 0 and res.skills[0].gated_by.startswith("test_scale_scores_divides_by_sqrt_dk")
     assert all("breaks a rule" in t.summary for t in res.tests if t.status == "passed")
 
@@ -127,7 +128,7 @@ def test_property_tests_count_once_other_tests_earn_points_and_only_then(config)
     only_properties = {"tests": [entry(t.node_id, "passed" if t.name in props else "failed", "passed" if t.name in props else "check",
                                        fraction=None if t.name in props else 0.0, feedback=None if t.name in props else FEEDBACK)
                                  for t in config.tests]}
-    res = results_mod.build(RunManifest.plan(config), only_properties, {})
+    res = scoring.build(RunManifest.plan(config), only_properties, {})
     assert res.score == 0  # right dtypes and shapes alone (plausible garbage) earn nothing
     assert all("property tests count once" in t.summary for t in res.tests if t.name in props)
     first = config.tests[0].name
@@ -135,7 +136,7 @@ def test_property_tests_count_once_other_tests_earn_points_and_only_then(config)
     one_value["tests"] = [entry(t.node_id, "passed", "passed") if t.name in props or t.name == first else
                           entry(t.node_id, "failed", "check", fraction=0.0, feedback=FEEDBACK) for t in config.tests]
     assert config.tests[0].name not in props
-    res = results_mod.build(RunManifest.plan(config), one_value, {})
+    res = scoring.build(RunManifest.plan(config), one_value, {})
     want = config.tests[0].weight + sum(t.weight for t in config.tests if t.name in props)
     assert res.score == pytest.approx(want)  # a value mistake elsewhere costs nothing in the property tests
 
@@ -173,7 +174,7 @@ def _raised(message: str, kind: str = "NotImplementedError", frames=None) -> dic
 ])
 def test_a_hidden_todo_is_named_only_when_it_is_a_function_of_the_module(config, message, shown):
     report = {"tests": [entry(t.node_id, "failed", "submission", feedback=_raised(message)) for t in config.tests]}
-    res = results_mod.build(RunManifest.plan(config), report, {}).public()
+    res = scoring.build(RunManifest.plan(config), report, {}).public()
     hidden = [t for t in res.tests if t.visibility == "hidden"]
     assert "project_qkv" in res.skills[0].functions and "AttentionHead.forward" in res.skills[0].functions
     for test in hidden:
@@ -192,7 +193,7 @@ def test_public_hidden_tests_are_a_whitelist(config):
         item["call"]["duration"] = 7.25  # a sleep that encodes data
         item["metadata"]["printed"] = [{"call": "x", "text": "secret 0.123", "dropped": 0}]
         item["metadata"]["targets"] = ["qkv.project_qkv", "qkv.project_qkv secret 0.123"]
-    full = results_mod.build(RunManifest.plan(config), report, {}, duration=12.5)
+    full = scoring.build(RunManifest.plan(config), report, {}, duration=12.5)
     res = full.public()
     assert res.duration == 0 and full.duration == 12.5
     for test in res.tests:
@@ -223,7 +224,7 @@ def test_frames_are_checked_facts_about_the_students_file(config, tmp_path):
     ]
     report = {"tests": [entry(t.node_id, "failed", "submission", feedback=_raised("boom", "ValueError", frames)) for t in config.tests]}
     copy.unlink()  # scoring reads data only: the run folder may be gone by now
-    res = results_mod.build(manifest, report, {"modules": {"qkv": {"display_path": "exercises/qkv.py"}}})
+    res = scoring.build(manifest, report, {"modules": {"qkv": {"display_path": "exercises/qkv.py"}}})
     for test in res.tests:
         assert test.frames == [{"file": "exercises/qkv.py", "line": 5, "function": "project_qkv", "code": "raise ValueError('no')"}]
     assert res.submission["modules"]["qkv"]["definitions"] == {"project_qkv": 4}
@@ -233,7 +234,7 @@ def test_a_run_that_could_not_grade_breaks_no_rule():
     """An empty upload or a broken run leaves every test at 0 with the reason — and no "breaks
     a rule of the exercise" banner: a gate that did not run observed no violation."""
     full = load(ROOT / "grading.toml")
-    res = results_mod.error_result(full, "your upload holds no exercise module")
+    res = scoring.error_result(full, "your upload holds no exercise module")
     assert any(s.gates for s in full.skills.values())
     assert res.score == 0 and all(s.gated_by is None for s in res.skills)
 
@@ -244,11 +245,11 @@ def test_a_hidden_test_shows_the_students_own_exception_and_forbids_only_for_rul
     report = {"tests": [entry(t.node_id, "failed", "submission",
                               feedback=_raised("mat1 and mat2 must have the same dtype, but got Float and Double", "RuntimeError"))
                         for t in config.tests]}
-    res = results_mod.build(RunManifest.plan(config), report, {}).public()
+    res = scoring.build(RunManifest.plan(config), report, {}).public()
     hidden = [t for t in res.tests if t.visibility == "hidden"]
     assert hidden and all(t.summary == "hidden test failed: your code raised RuntimeError: mat1 and mat2 must have the same dtype, "
                           "but got Float and Double" for t in hidden)
     constraint = dict(FEEDBACK, problem="constraint", hints=[])
     report = {"tests": [entry(t.node_id, "failed", "check", fraction=0.0, feedback=constraint) for t in config.tests]}
-    res = results_mod.build(RunManifest.plan(config), report, {}).public()
+    res = scoring.build(RunManifest.plan(config), report, {}).public()
     assert all("forbids" not in t.summary for t in res.tests if t.visibility == "hidden" and t.max_score > 0)

@@ -11,7 +11,7 @@ import tomllib
 import pytest
 
 from autograder.config import load
-from autograder.feedback.hints import load_catalogue
+from autograder.core.feedback.hints import load_catalogue
 from conftest import CONFIG, EXERCISES, MODULES, ROOT, SKILLS, SOLUTIONS
 
 SUITES = ROOT / "tests" / "suites"
@@ -130,13 +130,13 @@ def test_every_citation_resolves_to_a_line_of_a_shipped_text():
     lessons: each "Week 7 §11", "Day 1 §2.3", "§A.4" must be a heading in docs/ (shipped
     to students by [release] docs), so a student can open what a hint tells them to reread."""
     from autograder.config import load
-    from autograder.feedback import citations
+    from autograder.core.feedback import citations
 
     docs = ROOT / "docs"
     shipped = load(ROOT / "grading.toml").release["docs"]
     for rel in citations.DOCUMENTS.values():
         assert any(f"docs/{rel}".startswith(d) for d in shipped), f"docs/{rel} is cited but not in [release] docs"
-    cited = [(f"{p.parent.name}/hints.toml [{k}]", e["section"]) for p in [*SUITES.glob("*/hints.toml"), ROOT / "autograder/feedback/general_hints.toml"]
+    cited = [(f"{p.parent.name}/hints.toml [{k}]", e["section"]) for p in [*SUITES.glob("*/hints.toml"), ROOT / "autograder/core/feedback/general_hints.toml"]
              for k, e in tomllib.loads(p.read_text(encoding="utf-8")).items()]
     cited += [(f"docs/EXERCISES.md: {line[:40]}", line) for line in (docs / "EXERCISES.md").read_text(encoding="utf-8").splitlines() if line.startswith("#")]
     cited += [(f"grading.toml [skills.{sid}] sections", " ".join(s.sections)) for sid, s in load(ROOT / "grading.toml").skills.items()]
@@ -146,7 +146,7 @@ def test_every_citation_resolves_to_a_line_of_a_shipped_text():
 
 
 def test_a_citation_of_a_missing_section_is_found():
-    from autograder.feedback import citations
+    from autograder.core.feedback import citations
 
     places = citations.resolve("Week 7 §99 (no such section) and Day 1 §2.3", ROOT / "docs")
     assert [p.resolved for p in places] == [False, True]

@@ -19,7 +19,8 @@ import pytest
 import yaml
 
 from autograder import ci
-from autograder.renderers import escape, markdown
+from autograder.core import escape
+from autograder.renderers import markdown
 from conftest import EXERCISES, ROOT, grade, write_config
 from test_renderers import assert_markdown_is_inert
 
@@ -185,7 +186,7 @@ def test_github_stdout_annotates_only_the_students_files(actions_run):
 
 
 def test_classroom_status_follows_the_exit_rule():
-    from autograder.results import Results
+    from autograder.core.results import Results
 
     complete = Results(status="complete", message="", score=40.0, max_score=100.0, skills=[])
     assert ci.classroom_result(complete)["status"] == "pass"  # a low score alone is not a red tick
@@ -267,7 +268,8 @@ def fake_github():
 @pytest.fixture(scope="module")
 def hostile_results_file(tmp_path_factory):
     """Public results full of hostile submission text (see test_renderers.hostile_results)."""
-    from autograder import results as results_mod
+    from autograder.core import results as results_mod
+    from autograder.runner import scoring
     from autograder.config import load
     from autograder.runner.manifest import RunManifest
     from test_renderers import HOSTILE
@@ -276,7 +278,7 @@ def hostile_results_file(tmp_path_factory):
     text = HOSTILE + "\n@course-staff http://evil.example <!-- attention-autograder --> ```"
     feedback = {"check": "qkv.project_qkv(…)", "problem": "raised", "detail": text, "hints": [], "grids": [], "frames": [], "error": {"type": "ValueError", "message": text, "frames": []}}
     report = {"tests": [{"nodeid": t.node_id, "outcome": "failed", "metadata": {"result": {"kind": "submission", "feedback": feedback}, "printed": [{"call": "c", "text": text, "dropped": 0}]}} for t in config.tests]}
-    results = results_mod.build(RunManifest.plan(config), report, {"path": "exercises", "modules": {}, "ignored": ["@evil http:x.py"]}).public()
+    results = scoring.build(RunManifest.plan(config), report, {"path": "exercises", "modules": {}, "ignored": ["@evil http:x.py"]}).public()
     path = tmp_path_factory.mktemp("results") / "results.json"
     path.write_text(results_mod.dumps(results.to_dict()), encoding="utf-8")
     return path

@@ -10,7 +10,8 @@ import json
 import pytest
 
 from autograder import cli
-from autograder import results as results_mod
+from autograder.core import results as results_mod
+from autograder.runner import scoring
 from autograder.config import load
 from autograder.renderers import FORMATS
 from autograder.runner.manifest import RunManifest
@@ -28,7 +29,7 @@ def _results(config, text: str):
     feedback = {"check": text, "problem": "raised", "detail": text, "hints": [],
                 "frames": [{"file": "qkv.py", "line": 3, "function": text}], "error": {"type": text, "message": text, "frames": []}}
     report = {"tests": [{"nodeid": t.node_id, "outcome": "failed", "metadata": {"result": {"kind": "submission", "feedback": feedback}, "printed": [{"call": text, "text": text, "dropped": 1}], "targets": [text]}} for t in config.tests]}
-    return results_mod.build(RunManifest.plan(config), report, {"path": text, "modules": {}, "ignored": [text]}, message=text)
+    return scoring.build(RunManifest.plan(config), report, {"path": text, "modules": {}, "ignored": [text]}, message=text)
 
 
 @pytest.mark.parametrize("fmt", FORMATS)

@@ -4,7 +4,7 @@
 Per student (a worker thread; the grading itself runs in the student's own forked pytest
 process and its sandbox workers, never here):
 
-1. find the modules in the student's folder or zip (runner/upload.py rules; a zip is read,
+1. find the modules in the student's folder or zip (app/upload.py rules; a zip is read,
    never extracted blindly) — a submission that cannot be graded (no modules; an encrypted,
    damaged or truncated zip) gets an error result that says why, like a single grade of it;
 2. ``runner.grade.grade`` with the same config, the same seed rule (``--seed`` or derived
@@ -34,12 +34,12 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ... import results as results_mod
+from ...app.upload import UploadError
 from ...config import Config
+from ...core import results as results_mod
 from ...renderers import render
-from ...runner import identity, seeding
+from ...runner import identity, scoring, seeding
 from ...runner.grade import ALWAYS_PRELOAD, GradeRequest, grade
-from ...runner.upload import UploadError
 from . import changes, report
 from .students import Student, fingerprint, locate
 
@@ -103,7 +103,7 @@ def is_done(folder: Path, student: Student, want: dict) -> bool:
 
 
 def _error_results(config: Config, student: Student, message: str) -> results_mod.Results:
-    return results_mod.error_result(config, message, submission=student.source.name)
+    return scoring.error_result(config, message, submission=student.source.name)
 
 
 def _grade_one(config: Config, student: Student, options: Options, launcher, timing: dict) -> tuple[results_mod.Results, str]:

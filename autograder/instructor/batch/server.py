@@ -49,9 +49,9 @@ _ALWAYS = (
     "pytest", "_pytest.config", "_pytest.main", "_pytest.python", "_pytest.fixtures", "_pytest.runner",
     "_pytest.terminal", "_pytest.assertion.rewrite", "pytest_jsonreport.plugin", "pytest_metadata.plugin",
     "torch", "torch.nn.functional", "torch.func", "torch.autograd.functional", "numpy", "einops",
-    "autograder.feedback.hints", "autograder.sandbox.client", "autograder.sandbox.zygote", "autograder.sandbox.worker",
+    "autograder.core.feedback.hints", "autograder.sandbox.client", "autograder.sandbox.zygote", "autograder.sandbox.worker",
     "autograder.sandbox.probes", "autograder.sandbox.confine", "autograder.testing.expect", "autograder.testing.credit",
-    "autograder.testing.failures", "autograder.testing.remote", "autograder.results", "autograder.runner.manifest",
+    "autograder.testing.failures", "autograder.testing.remote", "autograder.core.text", "autograder.runner.manifest",
 )
 #: never imported here: importing this package is what starts a run (its fork server, in the child)
 RUN_PACKAGE = "autograder.runner.plugin"

@@ -14,7 +14,7 @@ of one student never land in another's folder, whatever the names hold). Names a
 given for the gradebook (escaped there) and the markdown (escaped there).
 
 Finding the modules inside a student's entry reuses the Gradescope upload rules
-(runner/upload.py): the folder holding the most exercise modules wins, a zip is read without
+(app/upload.py): the folder holding the most exercise modules wins, a zip is read without
 extracting anything but the exercise modules, and every module then goes through the same
 checks as a single ``grade`` (runner/submission.py: no links, no special files, size limits).
 """
@@ -32,8 +32,9 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ...app import upload
 from ...config import Config
-from ...runner import submission, upload
+from ...runner import submission
 from . import gsmeta
 
 METADATA = "submission_metadata.yml"

@@ -41,7 +41,7 @@ LEFTOVER_NAMES = {".git": "a git repository (history may hold solutions)", "grad
                   "results.json": "a grading report", ".pytest_cache": "a pytest cache", "__pycache__": "compiled caches",
                   ".grader-cache": "a grader cache", "autograded": "nbgrader's autograded notebooks (hold hidden tests)",
                   "submitted": "nbgrader submissions", "feedback": "nbgrader feedback (shows hidden tests)", "solutions": "the reference solutions"}
-TOP_LEVEL_ONLY = {"autograded", "submitted", "feedback"}  # nbgrader's folders; autograder/feedback is the grader's hints
+TOP_LEVEL_ONLY = {"autograded", "submitted", "feedback"}  # nbgrader's folders; autograder/core/feedback is the grader's hints
 REPORT = re.compile(r"(report.*\.json|\.report\.json|\.pyc)$")
 SECRET = re.compile(r"(\.key|\.pem|^\.env)$")  # e.g. the course's seed key ($AUTOGRADER_SEED_KEY_FILE)
 

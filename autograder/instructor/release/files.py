@@ -211,7 +211,7 @@ def grader_files(ctx, include_hidden: bool) -> dict[str, bytes]:
 
 def doc_files(ctx) -> dict[str, bytes]:
     """``[release] docs``: the exercise contract and the lessons the hints cite (hint sections
-    resolve to lines in them: autograder/feedback/citations.py)."""
+    resolve to lines in them: autograder/core/feedback/citations.py)."""
     files = {}
     for doc in ctx.config.release.get("docs", []):
         path = ctx.repo / doc

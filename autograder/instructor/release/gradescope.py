@@ -2,7 +2,7 @@
 
 At the zip's root, per Gradescope's spec: ``setup.sh`` (image build: Python 3.11 through
 uv, the pinned requirements with CPU torch, a smoke test that the reference scores full
-marks) and ``run_autograder`` (per submission: ``python -m autograder.runner.gradescope_run``
+marks) and ``run_autograder`` (per submission: ``python -m autograder.app.gradescope_run``
 under a hard time limit, and a results.json written by the shell alone if even that
 fails). Beside them the grader, the visible and hidden suites, the reference solutions
 (hidden tests compare against them on the trusted side), ``requirements.txt``,

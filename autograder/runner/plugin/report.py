@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import torch
 
-from ...feedback import hints as hint_catalogue
+from ...core.feedback import hints as hint_catalogue
 from ...testing import expect
 from ...testing.failures import CheckFailed, SubmissionError
 from .. import split

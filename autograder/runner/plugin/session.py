@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ...feedback import hints as hint_catalogue
+from ...core.feedback import hints as hint_catalogue
 from ...sandbox.client import Sandbox
 from ...testing.remote import ModuleInfo, Runtime
 from ..manifest import RunManifest

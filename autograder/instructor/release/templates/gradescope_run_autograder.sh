@@ -36,7 +36,7 @@ chmod 600 "$SOURCE/seed.key" 2>/dev/null || true
 export PYTHONDONTWRITEBYTECODE=1
 
 cd "$SOURCE" || { fallback "the autograder source folder is missing"; exit 0; }
-timeout --signal=TERM --kill-after=10 "$HARD_STOP" "$PY" -m autograder.runner.gradescope_run --root "$ROOT" --budget "$BUDGET"
+timeout --signal=TERM --kill-after=10 "$HARD_STOP" "$PY" -m autograder.app.gradescope_run --root "$ROOT" --budget "$BUDGET"
 status=$?
 if [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then
     fallback "grading took longer than $HARD_STOP seconds and was stopped"

@@ -20,7 +20,7 @@ import zipfile
 from pathlib import Path, PurePosixPath
 
 from ..renderers.common import clean
-from .submission import SKIP_DIRS
+from ..runner.submission import SKIP_DIRS
 
 MAX_DEPTH = 4  # repository/exercises/… or zip-folder/repository/exercises/…
 MAX_ENTRIES = 20_000  # walking a huge upload stops here

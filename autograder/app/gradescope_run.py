@@ -1,6 +1,6 @@
 """The Python half of the Gradescope bundle's ``run_autograder``.
 
-    python -m autograder.runner.gradescope_run --root /autograder --budget 480
+    python -m autograder.app.gradescope_run --root /autograder --budget 480
 
 Finds the exercise modules in ``$ROOT/submission`` (see ``upload``), grades them
 with ``python -m autograder grade`` (visible + hidden suites, the bundle's grading.toml)
@@ -27,10 +27,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from .. import results as results_mod
 from ..config import Config, ConfigError, load
+from ..core.results import dumps, write_atomic
 from ..renderers import render
-from ..results import dumps, write_atomic
+from ..runner import scoring
 from .upload import UploadError, locate
 
 PR_SET_CHILD_SUBREAPER = 36
@@ -105,7 +105,7 @@ def _stamp(data: dict, release: dict, note: str | None) -> dict:
 
 def error_results(config: Config | None, message: str, elapsed: float) -> dict:
     """Every configured test at 0 with the reason (or, without a config, no tests)."""
-    results = results_mod.error_result(config, message, submission="submission", duration=elapsed)
+    results = scoring.error_result(config, message, submission="submission", duration=elapsed)
     return json.loads(render(results, "gradescope", config))
 
 
@@ -196,7 +196,7 @@ class _Broken(Exception):
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m autograder.runner.gradescope_run")
+    parser = argparse.ArgumentParser(prog="python -m autograder.app.gradescope_run")
     parser.add_argument("--root", default=os.environ.get("GRADESCOPE_AUTOGRADER_ROOT", "/autograder"))
     parser.add_argument("--budget", type=float, required=True, help="seconds for the whole run")
     args = parser.parse_args(argv)

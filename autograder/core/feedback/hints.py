@@ -1,6 +1,6 @@
 """The hint catalogue: a hint id ("masks/zero-fill") → one line of explanation + a section.
 
-Catalogues are TOML files: ``autograder/feedback/general_hints.toml`` (id prefix
+Catalogues are TOML files: ``autograder/core/feedback/general_hints.toml`` (id prefix
 ``general/``) and ``tests/suites/<skill>/hints.toml`` (prefix ``<skill>/``). Tests name
 hints by id; the grading plugin resolves them into the report, so every renderer shows
 the same words without reading the catalogues again.

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .config import Config, Skill
+    from ..config import Config, Skill
 
 __all__ = ["definitions", "enclosing_function", "functions", "is_todo_stub", "known_functions", "skill_functions", "still_todo"]
 
