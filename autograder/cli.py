@@ -279,12 +279,7 @@ def grade_main(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"autograder: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    early = _start_early(args, args.booted)
-    try:
-        return _grade_command(args, early)
-    finally:
-        if early is not None:
-            early.release()  # not taken by the run (an error came first): stopped and removed
+    return _grade_command(args, args.booted)
 
 
 #: the students' commands, in the order `--help` lists them
@@ -313,27 +308,34 @@ def instructor_commands() -> tuple[Command, ...]:
     return tuple(command for name in INSTRUCTOR_MODULES for command in importlib.import_module(name).COMMANDS)
 
 
-def _start_early(args: argparse.Namespace, booted=None):
+def _start_early(config, booted=None):
     """The grading run's trusted pytest process, given its suites the moment grading.toml is
-    read (without checking its suite files, ~60 ms of parsing): ``booted``, already importing
-    since ``__main__`` started it, or one started now. Its ~1.3 s of imports overlap the rest
-    of the checks (the config in full, the submission) and this process's own imports. None
-    when that fails; the run starts its own then, and errors are reported as always, by the
-    checks that follow."""
+    valid (checked in full first: a bad config never costs a torch start): ``booted``, which
+    has imported pytest since ``__main__`` started it, or one started now. Its ~1.3 s of
+    imports overlap the checks of the submission and this process's own imports. None when
+    that fails; the run starts its own then, and errors are reported as always."""
     try:
         from .runner.grade import start
 
-        config = load(args.config or default_config(), check_files=False).for_assignment(args.assignment)
-        return start(config.select(args.skill or None), booted=booted)
+        return start(config, booted=booted)
     except Exception:  # noqa: BLE001 - only a head start: whatever went wrong is found again below
         return None
 
 
-def _grade_command(args: argparse.Namespace, early) -> int:
+def _grade_command(args: argparse.Namespace, booted) -> int:
     try:
         config = load(args.config or default_config()).for_assignment(args.assignment).select(args.skill or None)
     except ConfigError as exc:
         return _fail(args, None, str(exc), EXIT_USAGE, kind="configuration error: ")
+    early = _start_early(config, booted)
+    try:
+        return _check_and_grade(args, config, early)
+    finally:
+        if early is not None:
+            early.release()  # not taken by the run (an error came first): stopped and removed
+
+
+def _check_and_grade(args: argparse.Namespace, config, early) -> int:
     submission = args.submission if args.submission is not None else str(config.exercises_dir)
     from .runner.submission import SubmissionDirError, check
 

@@ -2,16 +2,16 @@
 
 ``python -m autograder grade`` starts this module as its very first act (``engine.boot``,
 ~20 ms after the interpreter starts, instead of ~110 ms: after its own imports and the
-parsing of grading.toml). Here the ~1.2 s of imports (torch, pytest and its plugins) run
-while the command line reads the config, checks and copies the submission, and the sandbox's
-fork server is forked right after ``import torch`` (runner/forkserver.py), so its preloads
-overlap pytest's own imports and collection; then it reads,
-from the manifest pipe, one length-prefixed header — the pytest arguments and the two
-import folders (root, suites) — and becomes exactly the process ``engine.command`` starts:
+parsing of grading.toml). Here pytest and its plugins are imported
+(runner/process/preimport.py) while the command line validates grading.toml; torch is not:
+a bad config must never cost a torch import. Then it reads, from the manifest pipe, one
+length-prefixed header — the pytest arguments and the two import folders (root, suites),
+sent once the config is valid — and becomes exactly the process ``engine.command`` starts:
 same arguments, same ``sys.argv``, same ``sys.path`` order and ``PYTHONPATH``, the rest of
-the pipe being the run manifest the plugin reads. A command line that stops before grading
-closes the pipe (or dies, which closes it too); this process then removes the run folder
-made for it and exits without running anything.
+the pipe being the run manifest the plugin reads (its first hook imports torch and forks
+the sandbox fork server). A command line that stops before grading closes the pipe (or
+dies, which closes it too); this process then removes the run folder made for it and exits
+without running anything.
 """
 
 from __future__ import annotations
@@ -47,25 +47,11 @@ def read_header(fd: int) -> dict | None:
     return json.loads(data) if len(data) == size else None
 
 
-def _preimport() -> None:
-    from . import forkserver
-
-    forkserver.start()  # imports torch, forks the fork server: its preloads overlap what follows
-
-    import pytest  # noqa: F401
-    from _pytest.config import default_plugins
-
-    for name in default_plugins:
-        try:
-            __import__(f"_pytest.{name}")
-        except ImportError:
-            pass
-    import pytest_jsonreport.plugin  # noqa: F401
-
-
 def main() -> None:
     fd, run_dir = int(sys.argv[1]), sys.argv[2]
-    _preimport()
+    from .process import preimport
+
+    preimport.pytest_side()
     header = read_header(fd)
     if header is None:  # the command line stopped before grading (even if it was killed): nothing to run
         import shutil

@@ -10,8 +10,9 @@ The process is started *before* the submission is prepared: its ~1.3 s of import
 torch) then overlap our preparation, and it reads the run manifest from a pipe when its
 plugin configures. ``python -m autograder grade`` starts it earlier still, before the
 command line has imported anything or read grading.toml (``boot``, runner/boot.py): that
-process gets its pytest arguments as a header on the same pipe, and from then on is the
-process ``command`` describes.
+process imports pytest (not torch) until it gets its pytest arguments as a header on the
+same pipe — sent once grading.toml is valid — and from then on is the process ``command``
+describes. (runner/process/__init__.py lists every way a trusted process starts.)
 """
 
 from __future__ import annotations
@@ -94,8 +95,8 @@ def new_run_dir() -> Path:
 @dataclass
 class Booted:
     """A trusted pytest process started before the run is known (runner/boot.py): it
-    imports torch and pytest while the command line reads the config and the submission,
-    then waits for ``Engine`` to send it its arguments. ``root`` is the folder it was
+    imports pytest while the command line validates the config, then waits for ``Engine`` to
+    send it its arguments (torch is imported after them). ``root`` is the folder it was
     started in (the autograder package's parent); a config elsewhere cannot use it."""
 
     run_dir: Path

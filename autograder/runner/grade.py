@@ -78,8 +78,8 @@ def _engine_args(config: Config) -> tuple[Path, Path, tuple[str, ...]]:
 @dataclass
 class Started:
     """A run's folder and its trusted pytest process, started before anything else of the
-    run is known: the command line starts it as soon as grading.toml is read, and checks the
-    suite files, the submission and the options while the process imports torch (~1.3 s).
+    run is known: the command line starts it as soon as grading.toml is valid (never for a
+    bad one), and checks the submission while the process imports torch (~1.3 s).
     ``grade`` takes it when it was started for the same suites; ``release`` stops it otherwise."""
 
     run_dir: Path

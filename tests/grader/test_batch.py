@@ -267,8 +267,8 @@ def test_student_keys_are_safe_unique_and_links_are_skipped(tmp_path):
 def test_a_forked_run_starts_like_a_fresh_process(tmp_path):
     """The preloaded server's child looks, from inside, like the fresh `python -m pytest`
     that runner/engine.py starts: a session of its own, the same open descriptors, signal
-    handlers, argv, working folder and environment — and the grading plugin not imported
-    yet (its import starts the run's sandbox fork server)."""
+    handlers, argv, working folder and environment — and no process of its own yet (each run's
+    plugin forks its sandbox fork server from its first hook, never the preloaded server)."""
     from autograder.instructor.batch.engines import PYTEST, PreloadedEngines
     from autograder.config import load
     from autograder.runner import engine
@@ -282,7 +282,7 @@ def test_a_forked_run_starts_like_a_fresh_process(tmp_path):
         "    print('PROBE' + json.dumps({'fds': fds, 'session_leader': os.getsid(0) == os.getpid(), 'argv': sys.argv[1:],\n"
         "        'signals': {s.name: repr(signal.getsignal(s)) for s in signal.Signals if s not in (signal.SIGKILL, signal.SIGSTOP)},\n"
         "        'mask': sorted(signal.pthread_sigmask(signal.SIG_BLOCK, [])), 'cwd': os.getcwd(), 'env': dict(os.environ),\n"
-        "        'plugin': [m for m in sys.modules if m.startswith('autograder.runner.plugin')]}))\n",
+        "        'children': open(f'/proc/self/task/{os.getpid()}/children').read().split()}))\n",
         encoding="utf-8")
     manifest_r, manifest_w = os.pipe()
     progress_r, progress_w = os.pipe()
@@ -303,7 +303,7 @@ def test_a_forked_run_starts_like_a_fresh_process(tmp_path):
     for fd in (manifest_r, manifest_w, progress_r, progress_w):
         os.close(fd)
     assert forked["session_leader"] and {manifest_r, progress_w} <= set(forked["fds"])
-    assert not forked["plugin"]
+    assert not forked["children"]
     assert forked == fresh
 
 

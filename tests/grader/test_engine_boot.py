@@ -14,7 +14,7 @@ import pytest
 from autograder.config import load
 from autograder.runner import engine
 from autograder.runner.grade import GradeRequest, grade, start
-from conftest import ROOT, SEED, SOLUTIONS
+from conftest import ROOT, SEED, SOLUTIONS, write_config
 
 
 def _outcome(results) -> list[tuple]:
@@ -113,3 +113,40 @@ def _processes_with(entry: str) -> list[int]:
 ])
 def test_a_process_is_started_ahead_only_for_the_package_roots_config(argv, expected):
     assert engine.boot_root(argv) == expected
+
+
+# --------------------------------------------------------------------------- how processes start (runner/process)
+def test_importing_the_plugin_and_the_preloads_starts_no_process():
+    """No work at import time: the grading plugin's entry imports no torch, and neither it nor
+    its parts nor everything a trusted process preloads (runner/process/preimport.py) starts a
+    process — the sandbox fork server is started by the plugin's first hook, in a grading run."""
+    code = (
+        "import os, sys\n"
+        "import autograder.runner.plugin\n"
+        "assert 'torch' not in sys.modules, 'the plugin entry imported torch'\n"
+        "from autograder.runner.process import preimport\n"
+        "assert preimport.pytest_side() == []\n"
+        "assert preimport.torch_side() == []\n"
+        "import autograder.runner.plugin.fixtures, autograder.runner.plugin.report\n"
+        "print(repr(open(f'/proc/self/task/{os.getpid()}/children').read().split()))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]", proc.stdout
+
+
+def test_a_bad_config_never_starts_a_trusted_process(tmp_path, capsys, monkeypatch):
+    """grading.toml is checked in full before the trusted process starts: a config that only
+    the full check rejects (a weight names a test its suite file does not define) costs no
+    torch start."""
+    from autograder import cli
+    from autograder.runner import grade as grade_mod
+
+    path = write_config(tmp_path / "grading.toml", {"test_attention_scores_reproduce_week7_raw_scores = 1\n": "test_attention_scores_reproduce_week7_raw_score = 1\n"})
+    started = []
+    monkeypatch.setattr(grade_mod, "start", lambda *a, **k: started.append(a) or pytest.fail("a trusted process was started"))
+    monkeypatch.setattr(engine, "popen", lambda *a, **k: started.append(a) or pytest.fail("a process was started"))
+    rc = cli.main(["grade", str(SOLUTIONS), "--config", str(path), "--output", str(tmp_path / "r.json"), "--format", "json", "--no-progress"])
+    assert rc == 2 and "did you mean 'test_attention_scores_reproduce_week7_raw_scores'" in capsys.readouterr().err
+    assert started == []

@@ -5,8 +5,9 @@ once per student.
 per run (runner/engine.py). A batch starts *this* process once instead, with exactly the
 environment and working folder ``Engine`` gives pytest, and it imports what every run
 imports — pytest and its built-in plugins, pytest-json-report, torch, the sandbox and the
-testing helpers — but computes nothing, imports no suite, no solution and no submission, and
-never imports ``autograder.runner.plugin`` (whose import starts a run's fork server). For
+testing helpers: what runner/process/preimport.py derives — but computes nothing, imports no
+suite, no solution and no submission, and starts no sandbox fork server (each run's plugin
+forks its own, from its first hook). For
 each student the batch sends it the argv ``Engine`` would have run and the run's three file
 descriptors (manifest pipe, progress pipe, log file); the server forks a child that
 
@@ -16,8 +17,8 @@ descriptors (manifest pipe, progress pipe, log file); the server forks a child t
   named in the argv, and closes every other inherited descriptor,
 - sets ``sys.argv`` and ``os.environ`` to what the fresh process would have had,
 - and runs ``pytest.console_main()``: from here on it is the same program as the fresh one
-  (the plugin imports, forks its sandbox fork server from a process that has imported torch and
-  computed nothing — see /work/shared/reference/torch-worker-processes.md — and reads the
+  (the plugin's first hook forks its sandbox fork server from a process that has imported torch
+  and computed nothing — see /work/shared/reference/torch-worker-processes.md — and reads the
   manifest). It never returns into the server: it leaves with ``os._exit``.
 
 So a forked run and a ``Popen`` run differ only in how the process started. The server is a
@@ -33,7 +34,6 @@ Protocol (a SOCK_SEQPACKET pair, one JSON object per message):
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import select
@@ -44,37 +44,15 @@ import time
 
 MAX_MESSAGE = 1 << 20
 
-#: what every grading run imports besides what the plugin package imports itself
-_ALWAYS = (
-    "pytest", "_pytest.config", "_pytest.main", "_pytest.python", "_pytest.fixtures", "_pytest.runner",
-    "_pytest.terminal", "_pytest.assertion.rewrite", "pytest_jsonreport.plugin", "pytest_metadata.plugin",
-    "torch", "torch.nn.functional", "torch.func", "torch.autograd.functional", "numpy", "einops",
-    "autograder.core.feedback.hints", "autograder.sandbox.client", "autograder.sandbox.zygote", "autograder.sandbox.worker",
-    "autograder.sandbox.probes", "autograder.sandbox.confine", "autograder.testing.expect", "autograder.testing.credit",
-    "autograder.testing.failures", "autograder.testing.remote", "autograder.core.text", "autograder.runner.manifest",
-)
-#: never imported here: importing this package is what starts a run (its fork server, in the child)
-RUN_PACKAGE = "autograder.runner.plugin"
-
-
-def run_modules_loaded() -> list[str]:
-    return [name for name in sys.modules if name == RUN_PACKAGE or name.startswith(RUN_PACKAGE + ".")]
-
-
 def _preload(extra: list[str]) -> list[str]:
-    import _pytest.config
+    """What every trusted process imports before its run is known (runner/process/preimport.py:
+    derived from the code a run runs), then ``extra``. The names that failed to import."""
+    import gc
 
-    names = list(_ALWAYS) + [f"_pytest.{p}" for p in _pytest.config.default_plugins] + list(extra)
-    failed = []
-    for name in dict.fromkeys(names):
-        if name == RUN_PACKAGE or name.startswith(RUN_PACKAGE + "."):
-            continue
-        try:
-            importlib.import_module(name)
-        except Exception:  # noqa: BLE001 - a module we cannot preload is imported by the run itself
-            failed.append(name)
-    if run_modules_loaded():
-        raise RuntimeError(f"{', '.join(run_modules_loaded())} imported by a preloaded module; the batch server must not start a run")
+    from autograder.runner.process import preimport
+
+    failed = preimport.pytest_side() + preimport.torch_side(extra)
+    gc.enable()  # off while torch loaded (sandbox_fork_server.imports); each run turns it off again before its fork
     return failed
 
 

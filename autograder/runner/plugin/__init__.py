@@ -2,14 +2,16 @@
 
 It runs in the trusted pytest process, in three parts:
 
-- ``server``: starts the sandbox's fork server as soon as this package is imported —
-  before a single test module is collected — so workers inherit an imported torch and
-  nothing else of ours;
+- here: the ``--ag-run`` option; the plugin's first hook, which starts the sandbox's fork
+  server (runner/process/sandbox_fork_server.py) — before a single test module is collected,
+  before this plugin's own modules import torch — and then loads the other two parts; and the
+  grading session's life (``session``), built from the run manifest the parent sends on a
+  pipe (runner/manifest.py), kept in ``config.stash`` (``keys``) with its hooks registered as
+  a plugin object;
 - ``fixtures``: what suites use (``sub``, ``seed``, ``rng``, ``credit``, ``ref``);
 - ``report``: writes everything a renderer will ever need into the pytest-json-report.
 
-Here: the ``--ag-run`` option and the grading session's life (``session``), built from the
-run manifest the parent sends on a pipe (runner/manifest.py).
+Importing this package does nothing but define hooks (no torch, no process).
 """
 
 from __future__ import annotations
@@ -17,14 +19,15 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Generator
 from pathlib import Path
 
 import pytest
 
-from ..manifest import RunManifest
-from . import server, session
+from .keys import SANDBOX_FORK_SERVER
 
-pytest_plugins = ["autograder.runner.plugin.fixtures", "autograder.runner.plugin.report"]
+#: the plugin's other parts, registered by its first hook (what ``pytest_plugins`` would do at import)
+PARTS = ("autograder.runner.plugin.fixtures", "autograder.runner.plugin.report")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -32,20 +35,39 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--ag-run", default=None, help="MANIFEST_FD:PROGRESS_FD, set by `python -m autograder grade`")
 
 
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config) -> Generator[None]:
+    """The earliest hook pytest calls with the command line parsed (right after it imported
+    the ``-p`` plugins), and, as the outermost wrapper, before output capturing starts: a
+    grading run forks its sandbox fork server here, from a process that has imported torch
+    (with the cyclic collector off) and computed nothing. Then the plugin's other parts load."""
+    if getattr(early_config.known_args_namespace, "ag_run", None):
+        from ..process import sandbox_fork_server
+
+        early_config.stash[SANDBOX_FORK_SERVER] = sandbox_fork_server.start()
+    for name in PARTS:
+        early_config.pluginmanager.import_plugin(name)
+    return (yield)
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     option = config.getoption("--ag-run")
     if not option:
         return
+    from ..manifest import RunManifest
+    from .report import GradingHooks
+    from .session import GradingSession
+
     manifest_fd, progress_fd = (int(v) for v in option.split(":"))
     with os.fdopen(manifest_fd, "rb") as fh:  # blocks until the parent has prepared the run
         data = fh.read()
     if not data:
         _remove_run_folder(config)  # whoever made it is gone (killed before it sent the manifest)
         raise pytest.UsageError("the grader stopped before sending the run manifest")
-    grading = session.GradingSession(RunManifest.from_dict(json.loads(data)), server.EARLY_SERVER)
+    grading = GradingSession(RunManifest.from_dict(json.loads(data)), config.stash.get(SANDBOX_FORK_SERVER, None))
     grading.progress = os.fdopen(progress_fd, "w", buffering=1)
-    session.activate(grading)
+    GradingHooks.register(config, grading)
 
 
 def _remove_run_folder(config: pytest.Config) -> None:
@@ -57,9 +79,3 @@ def _remove_run_folder(config: pytest.Config) -> None:
     run_dir = private.parent
     if private.name == "private" and run_dir.name.startswith("autograder-"):
         shutil.rmtree(run_dir, ignore_errors=True)
-
-
-def pytest_unconfigure(config: pytest.Config) -> None:
-    grading = session.activate(None)
-    if grading is not None:
-        grading.close()

@@ -12,13 +12,14 @@ import torch
 from ...testing import expect
 from ...testing.credit import Credit
 from ...testing.remote import Submission
-from .session import GradingSession, active, require
+from .keys import CREDIT, SUBMISSION, active, require
+from .session import GradingSession
 
 
 @pytest.fixture
 def seed(request: pytest.FixtureRequest) -> int:
     """This test's seed: derived from the run's seed and the test id, so reruns repeat."""
-    return require().test_seed(request.node.nodeid)
+    return require(request.config).test_seed(request.node.nodeid)
 
 
 @pytest.fixture
@@ -29,17 +30,17 @@ def rng(seed: int) -> torch.Generator:
 @pytest.fixture
 def credit(request: pytest.FixtureRequest) -> Credit:
     value = Credit()
-    request.node._ag_credit = value
+    request.node.stash[CREDIT] = value
     return value
 
 
 @pytest.fixture
 def sub(request: pytest.FixtureRequest):
-    grading = require()
+    grading = require(request.config)
     # one worker serves a skill's tests of one visibility in turn (sandbox.client.Sandbox)
     grading.sandbox.begin_test(grading.group(request.node.nodeid))
     submission = Submission(grading.runtime)
-    request.node._ag_submission = submission
+    request.node.stash[SUBMISSION] = submission
     yield submission
     submission.close()
     grading.sandbox.prefork(grading.spares_after(request.node.nodeid))
@@ -66,7 +67,7 @@ class _Reference:
 
 @pytest.fixture
 def ref(request: pytest.FixtureRequest) -> _Reference:
-    grading = require()
+    grading = require(request.config)
     test = grading.manifest.test(request.node.nodeid)
     if test is None or test.visibility != "hidden":
         raise RuntimeError("visible tests ship to students without solutions/: they must not use the `ref` fixture")
@@ -76,6 +77,6 @@ def ref(request: pytest.FixtureRequest) -> _Reference:
 @pytest.fixture(autouse=True)
 def _seed_global_rng(request: pytest.FixtureRequest) -> None:
     expect.reset_matches()  # the hint rule counts signature matches per test
-    grading = active()
+    grading = active(request.config)
     if grading is not None:
         torch.default_generator.manual_seed(grading.test_seed(request.node.nodeid))  # CPU only: cheap

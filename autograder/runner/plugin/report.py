@@ -1,7 +1,10 @@
 """The report hooks: everything a renderer will ever need goes into the pytest-json-report —
 per test the verdict's facts (feedback, hints, partial credit, seed, what the code printed),
 per run the seeds, suite hash, versions and the sandbox's protections — and progress events
-go to the parent. The report is the only thing the grader reads afterwards."""
+go to the parent. The report is the only thing the grader reads afterwards.
+
+The hooks are methods of ``GradingHooks``, a plugin object registered (with its session)
+only in a grading run, as pytest's own plugins are: without ``--ag-run`` none of them runs."""
 
 from __future__ import annotations
 
@@ -18,7 +21,8 @@ from ...core.feedback import hints as hint_catalogue
 from ...testing import expect
 from ...testing.failures import CheckFailed, SubmissionError
 from .. import split
-from .session import active
+from .keys import CREDIT, GRADING, SUBMISSION
+from .session import GradingSession
 
 
 def _suite_traceback(exc: BaseException) -> str:
@@ -52,107 +56,111 @@ def _classify(item: pytest.Item, call: pytest.CallInfo) -> dict:
     }
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_runtestloop(session: pytest.Session) -> bool | None:
-    """With two cores, half of the skills run in a second trusted process (runner/split.py)."""
-    grading = active()
-    return split.runtestloop(session, grading) if grading is not None else None
+class GradingHooks:
+    """The report hooks of one grading run (registered as ``NAME`` by the plugin's
+    ``pytest_configure``, the session also in ``config.stash[GRADING]``)."""
 
+    NAME = "autograder-grading"
 
-def pytest_collection_finish(session: pytest.Session) -> None:
-    grading = active()
-    if grading is None:
-        return
-    if os.environ.get("AUTOGRADER_PROFILE"):
-        # suite authors: AUTOGRADER_PROFILE=out.prof profiles the trusted side of the tests
-        import cProfile
+    def __init__(self, grading: GradingSession) -> None:
+        self.grading = grading
 
-        grading.profiler = cProfile.Profile()
-        grading.profiler.enable()
-    gc.freeze()  # what start-up and collection made lives for the run: never walked again
-    gc.enable()
-    grading.emit({"event": "collected", "count": len(session.items)})
-    grading.plan(session.items)
-    grading.sandbox.prefork(grading.spares_at_start())
+    @classmethod
+    def register(cls, config: pytest.Config, grading: GradingSession) -> GradingHooks:
+        config.stash[GRADING] = grading
+        hooks = cls(grading)
+        config.pluginmanager.register(hooks, cls.NAME)
+        return hooks
 
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        del config.stash[GRADING]
+        self.grading.close()
 
-def pytest_json_runtest_metadata(item: pytest.Item, call: pytest.CallInfo) -> dict | None:
-    grading = active()
-    if grading is None:
-        return None
-    meta: dict[str, Any] = {}
-    if call.when == "setup":
-        meta["seed"] = grading.test_seed(item.nodeid)
-        if call.excinfo is not None:
-            meta["result"] = _classify(item, call)
-            if meta["result"]["kind"] not in ("check", "submission", "skipped"):
-                meta["result"]["kind"] = "grader_error"
-    elif call.when == "call":
-        result = _classify(item, call)
-        meta["result"] = result
-        feedback = result.get("feedback")
-        if feedback is not None:
-            submission = getattr(item, "_ag_submission", None)
-            named = hint_catalogue.filter_named(feedback.get("hints", []), grading.hints, expect.matched_hints(),
-                                                submission.targets if submission is not None else [])
-            feedback["hints"] = hint_catalogue.resolve(named, grading.hints)
-        credit = getattr(item, "_ag_credit", None)
-        if credit is not None and credit.outcomes:
-            meta["credit"] = dict(credit.summary(), fraction=credit.fraction)
-        submission = getattr(item, "_ag_submission", None)
-        if submission is not None:
-            meta["printed"] = submission.printed[:20]
-            meta["targets"] = submission.targets[:20]
-            if submission.autograd_uses:
-                meta["autograd_uses"] = sorted(submission.autograd_uses)
-    elif call.when == "teardown" and call.excinfo is not None:
-        meta["teardown_error"] = _classify(item, call).get("error") or {"type": "error", "message": str(call.excinfo.value)[:500]}
-    return meta
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> bool | None:
+        """With two cores, half of the skills run in a second trusted process (runner/split.py)."""
+        return split.runtestloop(session, self.grading)
 
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        grading = self.grading
+        if os.environ.get("AUTOGRADER_PROFILE"):
+            # suite authors: AUTOGRADER_PROFILE=out.prof profiles the trusted side of the tests
+            import cProfile
 
-def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    grading = active()
-    if grading is None:
-        return
-    if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
-        grading.emit({"event": "test", "nodeid": report.nodeid, "outcome": report.outcome, "duration": round(report.duration, 4)})
+            grading.profiler = cProfile.Profile()
+            grading.profiler.enable()
+        gc.freeze()  # what start-up and collection made lives for the run: never walked again
+        gc.enable()
+        grading.emit({"event": "collected", "count": len(session.items)})
+        grading.plan(session.items)
+        grading.sandbox.prefork(grading.spares_at_start())
 
+    def pytest_json_runtest_metadata(self, item: pytest.Item, call: pytest.CallInfo) -> dict | None:
+        grading = self.grading
+        meta: dict[str, Any] = {}
+        if call.when == "setup":
+            meta["seed"] = grading.test_seed(item.nodeid)
+            if call.excinfo is not None:
+                meta["result"] = _classify(item, call)
+                if meta["result"]["kind"] not in ("check", "submission", "skipped"):
+                    meta["result"]["kind"] = "grader_error"
+        elif call.when == "call":
+            result = _classify(item, call)
+            meta["result"] = result
+            feedback = result.get("feedback")
+            if feedback is not None:
+                submission = item.stash.get(SUBMISSION, None)
+                named = hint_catalogue.filter_named(feedback.get("hints", []), grading.hints, expect.matched_hints(),
+                                                    submission.targets if submission is not None else [])
+                feedback["hints"] = hint_catalogue.resolve(named, grading.hints)
+            credit = item.stash.get(CREDIT, None)
+            if credit is not None and credit.outcomes:
+                meta["credit"] = dict(credit.summary(), fraction=credit.fraction)
+            submission = item.stash.get(SUBMISSION, None)
+            if submission is not None:
+                meta["printed"] = submission.printed[:20]
+                meta["targets"] = submission.targets[:20]
+                if submission.autograd_uses:
+                    meta["autograd_uses"] = sorted(submission.autograd_uses)
+        elif call.when == "teardown" and call.excinfo is not None:
+            meta["teardown_error"] = _classify(item, call).get("error") or {"type": "error", "message": str(call.excinfo.value)[:500]}
+        return meta
 
-def pytest_json_modifyreport(json_report: dict) -> None:
-    grading = active()
-    if grading is None:
-        return
-    json_report["autograder"] = {
-        "seed": grading.seed,
-        "seed_source": grading.manifest.seed_source,
-        "suite_hash": grading.manifest.suite_hash,
-        "visible_suite_hash": grading.manifest.visible_suite_hash,
-        "versions": {
-            "python": sys.version.split()[0],
-            "torch": torch.__version__,
-            "pytest": pytest.__version__,
-        },
-        "sandbox": grading.runtime.facts,
-        "trusted_processes": grading.trusted_processes,
-        "workers_started": grading.sandbox.spawned,
-        "workers_reused": grading.sandbox.reused,
-        "call_seconds": {module: round(seconds, 3) for module, seconds in grading.runtime.spent.items()},
-    }
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        grading = self.grading
+        if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
+            grading.emit({"event": "test", "nodeid": report.nodeid, "outcome": report.outcome, "duration": round(report.duration, 4)})
 
+    def pytest_json_modifyreport(self, json_report: dict) -> None:
+        grading = self.grading
+        json_report["autograder"] = {
+            "seed": grading.seed,
+            "seed_source": grading.manifest.seed_source,
+            "suite_hash": grading.manifest.suite_hash,
+            "visible_suite_hash": grading.manifest.visible_suite_hash,
+            "versions": {
+                "python": sys.version.split()[0],
+                "torch": torch.__version__,
+                "pytest": pytest.__version__,
+            },
+            "sandbox": grading.runtime.facts,
+            "trusted_processes": grading.trusted_processes,
+            "workers_started": grading.sandbox.spawned,
+            "workers_reused": grading.sandbox.reused,
+            "call_seconds": {module: round(seconds, 3) for module, seconds in grading.runtime.spent.items()},
+        }
 
-@pytest.hookimpl(trylast=True)
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """The JSON report is written by now (its plugin's sessionfinish ran first). Tell the
-    parent, stop the sandbox, and leave without tearing torch down (~0.3 s): nothing after
-    this point can change a result."""
-    grading = active()
-    if grading is None:
-        return
-    if grading.profiler is not None:
-        grading.profiler.disable()
-        grading.profiler.dump_stats(os.environ["AUTOGRADER_PROFILE"])
-    grading.emit({"event": "done", "exitstatus": int(exitstatus)})
-    grading.close()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(int(exitstatus))
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        """The JSON report is written by now (its plugin's sessionfinish ran first). Tell the
+        parent, stop the sandbox, and leave without tearing torch down (~0.3 s): nothing after
+        this point can change a result."""
+        grading = self.grading
+        if grading.profiler is not None:
+            grading.profiler.disable()
+            grading.profiler.dump_stats(os.environ["AUTOGRADER_PROFILE"])
+        grading.emit({"event": "done", "exitstatus": int(exitstatus)})
+        grading.close()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(int(exitstatus))

@@ -1,8 +1,8 @@
 """The grading session: the state of one grading run inside the trusted pytest process.
 
-Built once, at ``pytest_configure``, from the run manifest; every hook and fixture finds
-it through ``active()`` (hooks without a config at hand included) — one way, no attributes
-hung on pytest's objects.
+Built once, at ``pytest_configure``, from the run manifest, and kept in ``config.stash``
+(runner/plugin/keys.py): the fixtures find it there, the report hooks are methods of the
+plugin object registered with it (runner/plugin/report.py).
 """
 
 from __future__ import annotations
@@ -102,23 +102,3 @@ class GradingSession:
         if self.progress is not None:
             self.progress.close()
 
-
-_active: GradingSession | None = None
-
-
-def activate(session: GradingSession | None) -> GradingSession | None:
-    """Make ``session`` this process's grading session; returns the one it replaces."""
-    global _active
-    previous, _active = _active, session
-    return previous
-
-
-def active() -> GradingSession | None:
-    """This process's grading session; None when pytest runs without ``--ag-run``."""
-    return _active
-
-
-def require() -> GradingSession:
-    if _active is None:
-        raise RuntimeError("these fixtures only exist in a grading run (python -m autograder grade)")
-    return _active

@@ -1,14 +1,11 @@
-"""The sandbox's fork server of a grading run, started once, as early as the trusted
-process allows.
-
-The trusted pytest process calls ``start`` when its plugin is imported
-(runner/plugin/server.py), or before that: a process started ahead of its run
-(runner/boot.py) calls it right after ``import torch``, so the server's warm-up and
-preloads (sympy, ~0.25 s) overlap the rest of pytest's start-up instead of delaying the
-first worker. Either way the server is forked from a process that has imported torch and
-computed nothing, with no test collected (so no test module, hidden input or reference
-result is in the memory workers inherit), and workers inherit torch and nothing else of
-ours but the sandbox modules below.
+"""The sandbox's fork server of a grading run (sandbox/zygote.py), started once per trusted
+pytest process, by an explicit call: the grading plugin's first hook
+(``pytest_load_initial_conftests`` in runner/plugin/__init__.py), as early as pytest lets a
+plugin act — the command line parsed, no test collected, output not captured yet. The
+server is forked from a process that has imported torch and computed nothing (so no test
+module, hidden input or reference result is in the memory workers inherit; see
+/work/shared/reference/torch-worker-processes.md), and workers inherit torch and nothing
+else of ours but the sandbox modules below.
 """
 
 from __future__ import annotations
@@ -19,14 +16,10 @@ import json
 #: optional conveniences for submissions, imported once here rather than in every worker
 PRELOAD = ("math", "typing", "functools", "itertools", "dataclasses", "collections", "numbers", "warnings", "einops", "numpy", "torch.func", "torch.autograd.functional")
 
-_SERVER: tuple[int, object] | None = None
 
-
-def start() -> tuple[int, object]:
-    """Fork the fork server now, unless this process already did; its (pid, control socket)."""
-    global _SERVER
-    if _SERVER is not None:
-        return _SERVER
+def imports() -> None:
+    """Import what the fork server is forked with (and, with the cyclic collector off, what
+    makes it slow): torch, the sandbox's worker side, ``PRELOAD``. Computes nothing."""
     # No cyclic collection while the long-lived modules load: the collector would walk
     # torch's objects again and again (~0.2 s of the import). What they made is frozen just
     # below, before the fork server is forked (see sandbox/zygote._zygote_main), and once the
@@ -35,16 +28,25 @@ def start() -> tuple[int, object]:
     import torch
     import torch.nn.functional  # noqa: F401 - imported before the fork server starts, so workers inherit it
 
-    from ..sandbox import probes as _probes  # noqa: F401 - preloaded for the workers
-    from ..sandbox import worker as _worker  # noqa: F401 - preloaded for the workers
-    from ..sandbox import zygote
-    from ..sandbox.confine import set_dumpable
+    from ...sandbox import probes as _probes  # noqa: F401 - preloaded for the workers
+    from ...sandbox import worker as _worker  # noqa: F401 - preloaded for the workers
+    from ...sandbox import zygote  # noqa: F401
 
     for name in PRELOAD:
         try:
             __import__(name)
         except Exception:  # noqa: BLE001 - optional conveniences for submissions
             pass
+
+
+def start() -> tuple[int, object]:
+    """Fork the fork server now: its (pid, control socket). Once per process (the caller keeps it)."""
+    imports()
+    import torch
+
+    from ...sandbox import zygote
+    from ...sandbox.confine import set_dumpable
+
     set_dumpable(False)  # same-uid processes cannot read our memory via /proc
     gc.freeze()  # the fork server (and every worker) never walks these objects
     server = zygote.start()
@@ -55,5 +57,4 @@ def start() -> tuple[int, object]:
     # The trusted side's tensors are tiny: one intra-op thread avoids stalls of several ms
     # per op on a loaded machine (and the fork server is already forked, so it is unaffected).
     torch.set_num_threads(1)
-    _SERVER = server
     return server
