@@ -53,7 +53,7 @@ snapshots: $(VENV)/.requirements.stamp ## instructors: rewrite tests/suites/*/sn
 
 new-test: $(VENV)/.requirements.stamp ## instructors: add a test in one go (SKILL= NAME= WEIGHT= FROM=test_…|ADD_POINTS=1 [HIDDEN=1] [HINT= FUNCTION= TEXT= SECTION=])
 	@test -n "$(SKILL)" -a -n "$(NAME)" -a -n "$(WEIGHT)" || { echo "make new-test: e.g. make new-test SKILL=qkv NAME=test_scale_scores_... HIDDEN=1 WEIGHT=0.25 FROM=test_... (autograder/testing/README.md)" >&2; exit 2; }
-	$(PY) -m autograder.testing.new_test --skill "$(SKILL)" --name "$(NAME)" --weight "$(WEIGHT)" $(if $(HIDDEN),--hidden) \
+	$(PY) -m autograder.instructor.new_test --skill "$(SKILL)" --name "$(NAME)" --weight "$(WEIGHT)" $(if $(HIDDEN),--hidden) \
 		$(if $(FROM),--take-from "$(FROM)") $(if $(ADD_POINTS),--add-points) $(if $(HINT),--hint "$(HINT)") \
 		$(if $(FUNCTION),--function "$(FUNCTION)") $(if $(TEXT),--text "$(TEXT)") $(if $(SECTION),--section "$(SECTION)")
 

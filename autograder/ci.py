@@ -9,7 +9,7 @@ renderer); this module renders what the CLI then appends to the files Actions na
   GitHub Classroom's base64 JSON (version 1, status, max_score, tests with
   name/status/score/message/line_no/execution_time) for classroom-resources/autograding-grading-reporter.
   GitHub Classroom was discontinued in 2026; only the deprecated example workflow
-  (release/templates/examples/classroom.yml) still reads it, the student workflow does not.
+  (instructor/release/templates/examples/classroom.yml) still reads it, the student workflow does not.
 
 ``ci-comment`` keeps one comment on a pull request: on a ``push`` it finds the open pull
 request(s) whose head is the pushed commit of this repository (the student workflow grades

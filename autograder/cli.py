@@ -17,10 +17,13 @@ GitHub Classroom ``result``) to ``$GITHUB_OUTPUT`` when Actions sets them (autog
 from __future__ import annotations
 
 import argparse
+import importlib
+import importlib.util
 import os
 import sys
 from pathlib import Path
 
+from .commands import Command, build_parser, default_config
 from .config import ConfigError, load
 
 #: renderers.FORMATS (tests/grader/test_writers.py checks they agree), spelt out here: the
@@ -29,19 +32,10 @@ FORMATS = ("text", "json", "gradescope", "markdown", "github")
 
 
 EXIT_OK, EXIT_BROKEN, EXIT_USAGE, EXIT_BELOW_THRESHOLD, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+DESCRIPTION = "Grade attention exercises in a sandbox."
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2 — no usage dump
-        command = self.prog if self.prog != "python -m autograder" else "python -m autograder grade"
-        print(f"autograder: {message} (see `{command} --help`)", file=sys.stderr)
-        raise SystemExit(EXIT_USAGE)
-
-
-def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m autograder", description="Grade attention exercises in a sandbox.")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    g = sub.add_parser("grade", help="grade a submission")
+def _grade_arguments(g: argparse.ArgumentParser) -> None:
     g.add_argument("submission", nargs="?", default=None, help="folder with the exercise modules, directly or under exercises/ (default: exercises/)")
     g.add_argument("--skill", action="append", default=[], metavar="NAME", help="grade only this skill (repeatable)")
     g.add_argument("--assignment", metavar="NAME", default=None,
@@ -56,27 +50,31 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--reveal-hidden", action="store_true", help="instructors: include hidden tests' details in the output")
     g.add_argument("--keep-report", metavar="FILE", help="instructors: also keep the raw pytest-json-report")
     g.add_argument("--no-progress", action="store_true", help="no live progress display")
-    c = sub.add_parser("ci-comment", help="CI: create or update the one feedback comment on a pull request")
+
+
+def _ci_comment_arguments(c: argparse.ArgumentParser) -> None:
     c.add_argument("--results", metavar="FILE", default="results.json", help="the JSON results of this run (grade --results FILE)")
-    t = sub.add_parser("todo", help="list the exercise functions that are still the TODO stub (`make todo`)")
+
+
+def _todo_arguments(t: argparse.ArgumentParser) -> None:
     t.add_argument("submission", nargs="?", default=None, help="folder with the exercise modules (default: exercises/)")
     t.add_argument("--config", metavar="FILE", default=None, help="grading config (default: grading.toml of this repository)")
-    sub.add_parser("config-keys", help="list grading.toml's keys (--write README.md: rewrite README.md's list)", add_help=False)
-    # instructors' commands, parsed by their own modules (listed here so that --help shows every command)
-    for name, text in INSTRUCTOR_HELP.items():
-        sub.add_parser(name, help=text, add_help=False)
-    return parser
 
 
-#: the instructors' commands (autograder/release, autograder/batch; not in student copies)
-INSTRUCTOR_HELP = {
-    "batch": "instructors: grade a whole class (gradebook.csv, summary.md) — `batch --help`",
-    "release": "instructors: build dist/ (student tree, Gradescope bundle, nbgrader course) — `release --help`",
-    "stubs": "instructors: write exercises/ from solutions/ (or --check)",
-    "snapshots": "instructors: rewrite the visible suites' reference snapshots (or --check)",
-    "audit": "instructors: check a student tree for leaks of hidden tests or solutions",
-    "nbgrader-course": "instructors: create or update the live nbgrader course outside dist/ (its state is kept)",
-}
+def _config_keys_arguments(k: argparse.ArgumentParser) -> None:
+    k.add_argument("--write", metavar="FILE", default=None, help="rewrite FILE's list of the keys (README.md) instead of printing it")
+
+
+def _ci_comment(args: argparse.Namespace) -> int:
+    from .ci import comment_main
+
+    return comment_main(args.results)
+
+
+def _config_keys(args: argparse.Namespace) -> int:  # grading.toml's keys, from their declaration (README.md lists them)
+    from .config import keys_main
+
+    return keys_main(["--write", args.write] if args.write else [])
 
 
 def todo_main(args: argparse.Namespace) -> int:
@@ -86,7 +84,7 @@ def todo_main(args: argparse.Namespace) -> int:
     from .runner.submission import SubmissionDirError, resolve_root
 
     try:
-        config = load(args.config or _default_config(), check_files=False)
+        config = load(args.config or default_config(), check_files=False)
     except ConfigError as exc:
         print(f"autograder: configuration error: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -116,11 +114,6 @@ def todo_main(args: argparse.Namespace) -> int:
     else:
         print(f"Nothing left: every exercise function in {folder} is written. `make grade` checks them.")
     return EXIT_OK
-
-
-def _default_config() -> Path:
-    cwd = Path.cwd() / "grading.toml"
-    return cwd if cwd.is_file() else Path(__file__).resolve().parent.parent / "grading.toml"
 
 
 def _check_output(path: str) -> None:
@@ -253,11 +246,6 @@ def _streams_survive_any_text() -> None:
             pass
 
 
-#: instructor commands (stubs, snapshots, audit, release) live in autograder/release, which
-#: student and Gradescope copies of the grader do not carry
-INSTRUCTOR_COMMANDS = ("stubs", "snapshots", "audit", "release", "nbgrader-course")
-
-
 def main(argv: list[str] | None = None, booted=None) -> int:
     """``booted``: the trusted pytest process ``__main__`` started before anything else
     (runner/boot.py), for a ``grade``; stopped here when the run does not take it."""
@@ -271,31 +259,19 @@ def main(argv: list[str] | None = None, booted=None) -> int:
 def _main(argv: list[str] | None, booted) -> int:
     _streams_survive_any_text()
     argv = sys.argv[1:] if argv is None else argv
-    if argv and argv[0] in INSTRUCTOR_COMMANDS:
-        try:
-            from .release.cli import main as instructor_main
-        except ImportError:
-            print(f"autograder: `{argv[0]}` is an instructors' command; this copy of the grader does not include it", file=sys.stderr)
+    commands = list(COMMANDS)
+    if not (argv and argv[0] in {c.name for c in COMMANDS}):  # --help, an instructors' command or a mistake
+        found = instructor_commands()
+        commands += found
+        if not found and argv and not argv[0].startswith("-"):
+            print(f"autograder: `{argv[0]}` is not a command of this copy of the grader (students' copies have no instructors' "
+                  f"commands); its commands: {', '.join(c.name for c in COMMANDS)}", file=sys.stderr)
             return EXIT_USAGE
-        return instructor_main(argv)
-    if argv and argv[0] == "config-keys":  # grading.toml's keys, from their declaration (README.md lists them)
-        from .config import keys_main
+    args = build_parser(commands, DESCRIPTION).parse_args(argv, namespace=argparse.Namespace(booted=booted))
+    return {c.name: c for c in commands}[args.command].run(args)
 
-        return keys_main(argv[1:])
-    if argv and argv[0] == "batch":  # instructors: a whole class at once (autograder.batch)
-        try:
-            from .batch.cli import main as batch_main
-        except ImportError:
-            print("autograder: `batch` is an instructors' command; this copy of the grader does not include it", file=sys.stderr)
-            return EXIT_USAGE
-        return batch_main(argv[1:])
-    args = _parser().parse_args(argv)
-    if args.command == "ci-comment":
-        from .ci import comment_main
 
-        return comment_main(args.results)
-    if args.command == "todo":
-        return todo_main(args)
+def grade_main(args: argparse.Namespace) -> int:
     try:
         for path in (args.output, args.results):
             if path:
@@ -303,7 +279,33 @@ def _main(argv: list[str] | None, booted) -> int:
     except ConfigError as exc:
         print(f"autograder: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    return _grade_command(args, booted)
+    return _grade_command(args, args.booted)
+
+
+#: the students' commands, in the order `--help` lists them
+COMMANDS = (
+    Command("grade", "grade a submission", _grade_arguments, grade_main),
+    Command("ci-comment", "CI: the one feedback comment on a pull request", _ci_comment_arguments, _ci_comment),
+    Command("todo", "list the functions still to write (`make todo`)", _todo_arguments, todo_main),
+    Command("config-keys", "grading.toml's keys as markdown (--write README.md)", _config_keys_arguments, _config_keys),
+)
+
+#: The modules that define the instructors' commands (a ``COMMANDS`` tuple each), in the order
+#: `--help` lists them. Named, and imported with importlib only when the command line needs them
+#: (an instructors' command, `--help`, a mistake; never `grade`): autograder/instructor/ is a
+#: layer above this module (its commands use the runner, the release builders, rich's progress
+#: bars) and is left out of every student copy and Gradescope bundle, so an import statement
+#: here would point upward (an import-linter layers contract would flag it) and break those copies.
+INSTRUCTOR_PACKAGE = "autograder.instructor"
+INSTRUCTOR_MODULES = ("autograder.instructor.batch.cli", "autograder.instructor.release.cli")
+
+
+def instructor_commands() -> tuple[Command, ...]:
+    """The instructors' commands; none where ``autograder/instructor/`` is not there."""
+    spec = importlib.util.find_spec(INSTRUCTOR_PACKAGE)
+    if spec is None or not spec.has_location:  # absent (a student copy), or a folder left without its __init__.py
+        return ()
+    return tuple(command for name in INSTRUCTOR_MODULES for command in importlib.import_module(name).COMMANDS)
 
 
 def _start_early(config, booted=None):
@@ -322,7 +324,7 @@ def _start_early(config, booted=None):
 
 def _grade_command(args: argparse.Namespace, booted) -> int:
     try:
-        config = load(args.config or _default_config()).for_assignment(args.assignment).select(args.skill or None)
+        config = load(args.config or default_config()).for_assignment(args.assignment).select(args.skill or None)
     except ConfigError as exc:
         return _fail(args, None, str(exc), EXIT_USAGE, kind="configuration error: ")
     early = _start_early(config, booted)

@@ -73,7 +73,7 @@ def environment(root: Path, suites_dir: Path) -> dict[str, str]:
 
 #: starts the pytest command: (argv, cwd, env, log file, pass_fds) → a Popen-like handle
 #: (pid, poll, wait, returncode; optionally kill_group). A batch forks it from a preloaded
-#: process instead (autograder.batch.server); everything else about the run is the same.
+#: process instead (autograder.instructor.batch.server); everything else about the run is the same.
 Launcher = Callable[..., "subprocess.Popen"]
 
 

@@ -8,7 +8,7 @@ pytest runs the suites with ``--import-mode=importlib`` (a suite's folder is not
 (``qkv``…): importing it as a package would shadow that name. So the helper is imported by
 path, once, under the unique name ``suites_<skill>_<name>``. The release decides what ships
 by the files themselves: a skill's helper modules go with the hidden suites (Gradescope),
-never to students (``autograder.release.files``).
+never to students (``autograder.instructor.release.files``).
 """
 
 from __future__ import annotations

@@ -40,7 +40,7 @@ sys.path[:0] = [str(ROOT), str(Path(__file__).parent)]
 from proctree import measure  # noqa: E402
 
 from autograder.config import load  # noqa: E402
-from autograder.release import ReleaseContext, gradescope  # noqa: E402
+from autograder.instructor.release import ReleaseContext, gradescope  # noqa: E402
 from autograder.runner.grade import suite_hash  # noqa: E402
 
 

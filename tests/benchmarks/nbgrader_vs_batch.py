@@ -1,6 +1,6 @@
 """The same submissions graded two ways, timed in one run: the release's nbgrader course
 (``nbgrader generate_assignment`` + ``autograde`` + ``export``, headless, as
-autograder/release/nbgrader_course.round_trip runs it) vs ``python -m autograder batch``.
+autograder/instructor/release/nbgrader_course.round_trip runs it) vs ``python -m autograder batch``.
 
 The submissions: the first N (default 20) non-hostile ones of batch_throughput's generated
 class (correct styles, single mistakes, stubs) — nbgrader runs students' code in its own
@@ -31,8 +31,8 @@ sys.path.insert(0, str(HERE))
 from batch_throughput import generate  # noqa: E402
 
 from autograder.config import load  # noqa: E402
-from autograder.release import ReleaseContext  # noqa: E402
-from autograder.release import nbgrader_course  # noqa: E402
+from autograder.instructor.release import ReleaseContext  # noqa: E402
+from autograder.instructor.release import nbgrader_course  # noqa: E402
 from autograder.runner.grade import suite_hash  # noqa: E402
 
 

@@ -40,8 +40,8 @@ KEY = "one-score-paths benchmark key 0123456789abcdef\n"
 
 def build_bundle(work: Path, key_file: Path) -> Path:
     from autograder.config import load
-    from autograder.release import gradescope
-    from autograder.release.context import ReleaseContext
+    from autograder.instructor.release import gradescope
+    from autograder.instructor.release.context import ReleaseContext
     from autograder.runner import identity
 
     config = load(ROOT / "grading.toml")

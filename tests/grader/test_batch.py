@@ -26,8 +26,8 @@ from conftest import EXERCISES, ROOT, SEED, SOLUTIONS, SUBMISSIONS, grade
 sys.path.insert(0, str(SUBMISSIONS))
 import variants  # noqa: E402
 
-from autograder.batch import gsmeta, report  # noqa: E402
-from autograder.batch.students import discover, safe_key  # noqa: E402
+from autograder.instructor.batch import gsmeta, report  # noqa: E402
+from autograder.instructor.batch.students import discover, safe_key  # noqa: E402
 
 SKILL = "qkv"
 MISTAKE = next(m for m in variants.mistakes(SKILL) if m["id"] == "divide-by-dk")
@@ -273,7 +273,7 @@ def test_a_forked_run_starts_like_a_fresh_process(tmp_path):
     that runner/engine.py starts: a session of its own, the same open descriptors, signal
     handlers, argv, working folder and environment — and no process of its own yet (each run's
     plugin forks its sandbox fork server from its first hook, never the preloaded server)."""
-    from autograder.batch.engines import PYTEST, PreloadedEngines
+    from autograder.instructor.batch.engines import PYTEST, PreloadedEngines
     from autograder.config import load
     from autograder.runner import engine
 
@@ -334,7 +334,7 @@ def _small_config(fast_config):
 def test_fingerprint_is_what_is_graded_however_many_other_files(tmp_path, fast_config):
     """2 001 junk files sorted before the modules neither hide a changed module nor change the
     fingerprint; a zip's fingerprint follows its modules, not the rest of the archive."""
-    from autograder.batch.students import Student, fingerprint
+    from autograder.instructor.batch.students import Student, fingerprint
 
     config = _small_config(fast_config)
     folder = tmp_path / "ann"
@@ -366,7 +366,7 @@ def test_fingerprint_is_what_is_graded_however_many_other_files(tmp_path, fast_c
 
 
 def test_a_student_the_grader_fails_on_gets_a_row_with_the_reason_and_is_retried(tmp_path, fast_config, monkeypatch):
-    from autograder.batch import run as run_mod
+    from autograder.instructor.batch import run as run_mod
 
     config = _small_config(fast_config)
     subs = tmp_path / "subs"
@@ -465,7 +465,7 @@ def test_shards_merged_equal_one_run_over_the_whole_class(tmp_path, fast_config)
 
 
 def test_summary_lists_every_mistake_course_ones_first_and_says_what_the_mean_counts():
-    from autograder.batch.students import Student
+    from autograder.instructor.batch.students import Student
 
     def row(key, score, hints, status="complete"):
         tests = [{"name": "test_x", "status": "failed", "hints": [{"id": h, "text": h, "section": "Week 7 §1"} for h in hints]}]

@@ -502,7 +502,7 @@ def test_the_student_copy_treats_each_key_as_declared():
     hidden suites hold gates and properties, so every policy is exercised)."""
     import tomllib
 
-    from autograder.release.files import filtered_grading_toml
+    from autograder.instructor.release.files import filtered_grading_toml
 
     assert {key.student for key in KEYS} == {KEPT, VISIBLE_SUM, VISIBLE_TESTS, VISIBLE_SUITES}
     full = tomllib.loads((ROOT / "grading.toml").read_text(encoding="utf-8"))

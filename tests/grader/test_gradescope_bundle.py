@@ -24,8 +24,8 @@ import jsonschema
 import pytest
 
 from autograder.config import ConfigError, load
-from autograder.release import ReleaseContext, gradescope
 from autograder.app.upload import UploadError, locate, locate_zip
+from autograder.instructor.release import ReleaseContext, gradescope
 from autograder.runner.grade import suite_hash
 from bad_zips import KINDS, spoiled
 from conftest import EXERCISES, MODULES, ROOT, SOLUTIONS, write_config

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from autograder.config import load
-from autograder.release import gradescope, seedkey, student
-from autograder.release.context import ReleaseContext
-from autograder.release.files import write_tree
+from autograder.instructor.release import gradescope, seedkey, student
+from autograder.instructor.release.context import ReleaseContext
+from autograder.instructor.release.files import write_tree
 from autograder.runner import identity, seeding
 from conftest import ROOT
 
@@ -113,7 +113,7 @@ def test_key_id_names_the_key_without_revealing_it(tmp_path):
 def test_code_the_shipped_lessons_print_is_public_for_the_leak_audit():
     """Week 7 §13 prints `self.query = nn.Linear(embed_dim, head_size, bias=False)`, a line of
     the reference too: shipping the lessons leaks nothing, so the audit does not flag it."""
-    from autograder.release import audit
+    from autograder.instructor.release import audit
 
     line = audit._squash("self.query = nn.Linear(embed_dim, head_size, bias=False)")
     assert line in audit.public_lines(CONFIG)

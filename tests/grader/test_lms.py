@@ -1,4 +1,4 @@
-"""The roster join and the LMS exports of a batch (autograder/batch/lms.py): one row per
+"""The roster join and the LMS exports of a batch (autograder/instructor/batch/lms.py): one row per
 roster student (missing ones too), group submissions split into their members, submissions
 that match nobody reported, Canvas's gradebook import format, line-aware roster errors."""
 
@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from autograder.batch import lms
-from autograder.batch.report import Row
-from autograder.batch.students import Student
+from autograder.instructor.batch import lms
+from autograder.instructor.batch.report import Row
+from autograder.instructor.batch.students import Student
 
 ROSTER = """id,name,email,login,github,section
 1001,Ana Lima,ana@uni.edu,alima,ana-gh,A

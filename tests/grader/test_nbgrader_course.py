@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 
 from autograder.config import load
-from autograder.release import ReleaseContext
+from autograder.instructor.release import ReleaseContext
 from autograder.runner.grade import suite_hash
 from conftest import MODULES, ROOT, SOLUTIONS, SUBMISSIONS, grade
 
 nbformat = pytest.importorskip("nbformat", reason="instructor requirements (requirements-instructor.txt) are not installed")
-nbgrader_course = pytest.importorskip("autograder.release.nbgrader_course")
+nbgrader_course = pytest.importorskip("autograder.instructor.release.nbgrader_course")
 
 CONFIG = load(ROOT / "grading.toml")
 ASSIGNMENT = CONFIG.nbgrader_release.assignment
@@ -332,7 +332,7 @@ def test_course_state_survives_a_re_release_and_dist_with_state_is_never_replace
     import subprocess
     import sys
 
-    from autograder.release import build, course_dir
+    from autograder.instructor.release import build, course_dir
 
     live = tmp_path / "attention-course"
     said = course_dir.update(course, live)
@@ -410,7 +410,7 @@ def test_nbgrader_units_breaks_a_function_only_for_callers_outside_its_module():
     calls (quad → double; Twice.forward → double) still reach the real one."""
     import torch
 
-    from autograder.release import nbgrader_units
+    from autograder.instructor.release import nbgrader_units
 
     source = (
         "import torch\n\n\ndef double(x):\n    return x * 2\n\n\ndef quad(x):\n    return double(double(x))\n\n\n"

@@ -9,7 +9,7 @@ import tomllib
 import pytest
 
 from autograder.config import load
-from autograder.testing.new_test import Refused, add_test, main
+from autograder.instructor.new_test import Refused, add_test, main
 from conftest import ROOT
 
 NAME = "test_scale_scores_keeps_minus_inf"

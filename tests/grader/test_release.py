@@ -15,8 +15,8 @@ import pytest
 import torch
 
 from autograder.config import load
-from autograder.release.context import ReleaseContext
-from autograder.release.files import course_closure, filtered_grading_toml, grader_files, write_zip_deterministic
+from autograder.instructor.release.context import ReleaseContext
+from autograder.instructor.release.files import course_closure, filtered_grading_toml, grader_files, write_zip_deterministic
 from autograder.testing import snapshots
 from conftest import ROOT
 
@@ -119,7 +119,8 @@ def test_filtered_grading_toml_keeps_only_visible_tests_and_their_points():
 
 def test_grader_files_for_students_carry_no_hidden_suite_no_solution_and_no_release_tools(tmp_path):
     files = grader_files(_ctx(tmp_path), include_hidden=False)
-    assert not [f for f in files if "_hidden" in f or f.startswith(("solutions/", "autograder/release/", "autograder/batch/", "autograder/testing/new_test.py")) or "__pycache__" in f]
+    assert not [f for f in files if "_hidden" in f or f.startswith(("solutions/", "autograder/instructor/")) or "__pycache__" in f]
+    assert "autograder/cli.py" in files and "autograder/testing/__init__.py" in files
     assert not [f for f in files if f.endswith("snapshot_cases.py") or f.endswith("oracles.py")]
     for sid in CONFIG.skills:
         assert f"tests/suites/{sid}/test_{sid}_visible.py" in files and f"tests/suites/{sid}/hints.toml" in files
@@ -129,6 +130,7 @@ def test_grader_files_for_students_carry_no_hidden_suite_no_solution_and_no_rele
     full = grader_files(_ctx(tmp_path), include_hidden=True)
     assert {f"tests/suites/{sid}/test_{sid}_hidden.py" for sid in CONFIG.skills} <= set(full)
     assert {f"solutions/{s.module}" for s in CONFIG.skills.values()} <= set(full)
+    assert not [f for f in full if f.startswith("autograder/instructor/")]  # the Gradescope bundle has no instructors' tools either
 
 
 def test_deterministic_zip_has_sorted_entries_fixed_times_and_modes(tmp_path):
@@ -172,7 +174,7 @@ class C:
 
 
 def test_stub_keeps_signature_and_docstring_and_gets_todo_line_and_named_raise():
-    from autograder.release.stubs import stub_text
+    from autograder.instructor.release.stubs import stub_text
 
     stub = stub_text(GOOD, "demo", "solutions/demo.py")
     assert "BEGIN SOLUTION" not in stub and "return 2 * x" not in stub
@@ -191,7 +193,7 @@ def test_stub_keeps_signature_and_docstring_and_gets_todo_line_and_named_raise()
     (GOOD.replace("    return 2 * x\n", "    return 2 * x  # END SOLUTION here\n"), r"solutions/demo.py:9: 'END SOLUTION' inside other text"),
 ])
 def test_broken_markers_are_refused_with_file_and_line(broken, message):
-    from autograder.release.stubs import MarkerError, stub_text
+    from autograder.instructor.release.stubs import MarkerError, stub_text
 
     with pytest.raises(MarkerError, match=message):
         stub_text(broken, "demo", "solutions/demo.py")
@@ -294,7 +296,7 @@ def test_student_tree_has_what_students_need_and_nothing_of_the_instructors(dist
     assert sorted(p.name for p in (student / "exercises").iterdir()) == sorted(s.module for s in CONFIG.skills.values())
     for s in CONFIG.skills.values():
         assert (student / "exercises" / s.module).read_bytes() == (CONFIG.exercises_dir / s.module).read_bytes()
-    assert not (student / "solutions").exists() and not list(student.rglob("*_hidden.py")) and not (student / "autograder" / "release").exists()
+    assert not (student / "solutions").exists() and not list(student.rglob("*_hidden.py")) and not (student / "autograder" / "instructor").exists()
     assert "nbgrader" not in (student / "requirements.txt").read_text() and not (student / "requirements-instructor.txt").exists()
     readme = (student / "README.md").read_text(encoding="utf-8")
     assert "make grade" in readme and "visible" in readme and "hidden" in readme and "$" not in readme.replace("$$", "")
@@ -308,7 +310,7 @@ def test_student_tree_has_what_students_need_and_nothing_of_the_instructors(dist
 def test_leak_audit_passes_the_release_and_finds_every_kind_of_leak(dist, tmp_path):
     import shutil
 
-    from autograder.release.audit import audit
+    from autograder.instructor.release.audit import audit
 
     assert audit(dist / "student", CONFIG) == []
     tree = tmp_path / "student"
@@ -321,7 +323,10 @@ def test_leak_audit_passes_the_release_and_finds_every_kind_of_leak(dist, tmp_pa
     (tree / "gradebook.db").write_bytes(b"SQLite")
     (tree / "results.json").write_text("{}")
     (tree / "seed.key").write_text("0" * 64)
+    (tree / "autograder" / "instructor").mkdir()
+    shutil.copy(ROOT / "autograder/instructor/__init__.py", tree / "autograder/instructor/__init__.py")
     findings = "\n".join(audit(tree, CONFIG))
+    assert "autograder/instructor/__init__.py: the instructors' tools (autograder/instructor/) must not ship" in findings
     assert "tests/suites/qkv/test_qkv_hidden.py: only the hidden tests need this file" in findings
     assert "tests/suites/course/oracles.py: only the hidden tests need this file" in findings
     assert "exercises/notes.py:1: names the hidden test test_week7_numbers_at_stated_precision_in_float64" in findings
@@ -337,7 +342,7 @@ def test_leak_audit_finds_renamed_copies_of_solution_code(tmp_path):
     line of it equals a solution line."""
     import ast
 
-    from autograder.release.audit import audit
+    from autograder.instructor.release.audit import audit
 
     class Rename(ast.NodeTransformer):
         def visit_Name(self, node):
@@ -431,7 +436,7 @@ def test_a_copy_of_the_student_tree_grades_on_its_own(dist, tmp_path):
 def _readme_for(*platforms: str) -> tuple[str, set[str]]:
     from dataclasses import replace
 
-    from autograder.release.student import template_files
+    from autograder.instructor.release.student import template_files
 
     ctx = ReleaseContext(repo=ROOT, config=replace(CONFIG, platforms=platforms), out=ROOT / "dist", version="0.0.0-test",
                          commit="0" * 40, suite_hash="test")
@@ -531,7 +536,7 @@ def _run_classroom50(entry: Path, checkout: Path, tmp_path: Path, **env: str) ->
 def test_release_writes_one_classroom50_autograder_per_assignment_with_visible_tests_only(dist):
     import json
 
-    from autograder.release.audit import audit, hidden_test_names
+    from autograder.instructor.release.audit import audit, hidden_test_names
 
     root = dist / "classroom50"
     assert sorted(p.name for p in root.iterdir() if p.is_dir()) == sorted(CONFIG.assignments)
@@ -605,7 +610,7 @@ def test_classroom50_scores_use_the_release_weights_and_round_partial_credit():
     worth (the release's weights are used); partial credit rounds to the nearest 1/scale point."""
     import runpy
 
-    entry = runpy.run_path(str(ROOT / "autograder/release/templates/classroom50/autograder.py"))
+    entry = runpy.run_path(str(ROOT / "autograder/instructor/release/templates/classroom50/autograder.py"))
     info = {"scale": 4, "skills": {"qkv": {"tests": {"a": 1.0, "b": 0.75, "c": 0.5}}}}
     results = {"skills": [{"id": "qkv", "tests": [
         {"name": "a", "score": 10.0, "max_score": 10.0, "status": "passed"},  # weight inflated locally: still 1 point
@@ -621,8 +626,8 @@ def test_classroom50_scores_use_the_release_weights_and_round_partial_credit():
 def test_a_leak_into_the_classroom50_autograders_stops_the_release(tmp_path, monkeypatch):
     """The leak audit runs over dist/classroom50 as over dist/student: an assignment.json naming a
     hidden test stops `make release` (here with the student tree and the Classroom 50 builders only)."""
-    from autograder.release import build, classroom50
-    from autograder.release.audit import hidden_test_names
+    from autograder.instructor.release import build, classroom50
+    from autograder.instructor.release.audit import hidden_test_names
 
     hidden = min(hidden_test_names(CONFIG.for_assignment("week7")))
     record = classroom50.assignment_record

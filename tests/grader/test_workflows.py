@@ -24,8 +24,8 @@ from autograder.renderers import markdown
 from conftest import EXERCISES, ROOT, grade, write_config
 from test_renderers import assert_markdown_is_inert
 
-WORKFLOWS = sorted(ROOT.glob(".github/workflows/*.yml")) + sorted((ROOT / "autograder/release/templates").rglob("*.yml"))
-STUDENT = ROOT / "autograder/release/templates/student/.github/workflows/feedback.yml"
+WORKFLOWS = sorted(ROOT.glob(".github/workflows/*.yml")) + sorted((ROOT / "autograder/instructor/release/templates").rglob("*.yml"))
+STUDENT = ROOT / "autograder/instructor/release/templates/student/.github/workflows/feedback.yml"
 INSTRUCTORS = ROOT / ".github/workflows/test.yml"
 
 
@@ -86,12 +86,12 @@ def test_student_feedback_workflow_has_every_part():
 def test_no_shipped_workflow_feeds_github_classroom():
     """GitHub Classroom was discontinued (2026): the student workflow stands on its own, and the
     one example that still uses its reporter says it is deprecated."""
-    shipped = sorted((ROOT / "autograder/release/templates/student").rglob("*.yml"))
+    shipped = sorted((ROOT / "autograder/instructor/release/templates/student").rglob("*.yml"))
     assert shipped == [STUDENT]
     for path in shipped:
         assert "autograding-grading-reporter" not in path.read_text(encoding="utf-8"), path
         assert "github-classroom[bot]" not in path.read_text(encoding="utf-8"), path
-    example = ROOT / "autograder/release/templates/examples/classroom.yml"
+    example = ROOT / "autograder/instructor/release/templates/examples/classroom.yml"
     if example.exists():
         assert example.read_text(encoding="utf-8").startswith("# DEPRECATED — GitHub Classroom was discontinued in 2026")
 

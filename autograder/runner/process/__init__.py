@@ -4,7 +4,7 @@
   which collects the suites, computes inputs and references and compares; student code never
   runs in it. It is launched by ``runner/engine.py`` (``popen``: a fresh ``python -m
   pytest``; ``boot``: started before the command line has read grading.toml, runner/boot.py),
-  by the batch's preloaded process (autograder/batch/server.py: forked, one per student), and
+  by the batch's preloaded process (autograder/instructor/batch/server.py: forked, one per student), and
   a grading run with two cores forks a second one for half of the skills (runner/split.py).
   Whatever started it, it imports ``preimport.pytest_side`` before its run is known — so does
   the batch's preloaded process, which adds ``preimport.torch_side``;

@@ -6,7 +6,7 @@ computes nothing and starts nothing.
 
 - runner/boot.py imports ``pytest_side`` while the command line validates grading.toml (a bad
   config never costs a torch import);
-- the batch's preloaded process (autograder/batch/server.py) imports both, once per batch.
+- the batch's preloaded process (autograder/instructor/batch/server.py) imports both, once per batch.
 """
 
 from __future__ import annotations

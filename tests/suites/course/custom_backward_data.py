@@ -12,11 +12,17 @@ from pathlib import Path
 
 import torch
 
-from autograder.testing import dispatch, expect, probe
-from autograder.testing.failures import SubmissionError, SubmissionRaised
-from autograder.testing.snapshots import Snapshots
-from autograder.testing.source import calls as called_names
-from autograder.testing.source import check_no_banned, reaches
+from autograder.testing import (
+    Snapshots,
+    SubmissionError,
+    SubmissionRaised,
+    calls as called_names,
+    check_no_banned,
+    dispatch,
+    expect,
+    probe,
+    reaches,
+)
 
 from . import week07 as w7
 from .tolerances import Tol, tol

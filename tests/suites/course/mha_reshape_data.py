@@ -15,8 +15,7 @@ from typing import Iterator
 
 import torch
 
-from autograder.testing import SubmissionError, expect
-from autograder.testing.snapshots import Snapshots
+from autograder.testing import Snapshots, SubmissionError, expect
 
 from . import week07 as w7
 from .tolerances import Tol, tol

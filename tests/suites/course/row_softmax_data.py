@@ -13,9 +13,7 @@ from typing import Any
 
 import torch
 
-from autograder.testing import dispatch, expect
-from autograder.testing.failures import SubmissionError
-from autograder.testing.source import check_no_banned
+from autograder.testing import SubmissionError, check_no_banned, dispatch, expect
 
 from . import week07 as w7
 

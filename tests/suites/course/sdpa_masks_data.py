@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from autograder.testing import probe
-from autograder.testing.inputs import randn
+from autograder.testing import probe, randn
 
 
 @probe
@@ -114,7 +113,7 @@ def blame_kv_cache(sub, mistakes: dict[str, torch.Tensor], top_left: torch.Tenso
     Called only when a check has failed (pass it as a callable)."""
     if "sdpa_masks/top-left-causal" not in mistakes:
         return mistakes
-    from autograder.testing.failures import SubmissionError
+    from autograder.testing import SubmissionError
 
     L, S = top_left.shape
     try:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-from autograder.testing.expect import EXACT, Tol
+from autograder.testing import EXACT, Tol
 
 _TABLE = tomllib.loads(Path(__file__).with_name("tolerances.toml").read_text(encoding="utf-8"))
 

@@ -9,9 +9,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from autograder.testing.precision import in_float64
-from autograder.testing.inputs import randint, randn
-from autograder.testing.siblings import sibling
+from autograder.testing import in_float64, randint, randn, sibling
 from course import week07 as w7
 
 signatures = sibling(__file__, "mistakes")

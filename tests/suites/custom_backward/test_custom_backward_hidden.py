@@ -10,10 +10,7 @@ import math
 
 import torch
 
-from autograder.testing import expect
-from autograder.testing.failures import SubmissionError, SubmissionTimeout
-from autograder.testing.inputs import dtype_name, noncontiguous, randint, randn
-from autograder.testing.siblings import sibling
+from autograder.testing import SubmissionError, SubmissionTimeout, dtype_name, expect, noncontiguous, randint, randn, sibling
 from course import custom_backward_data as data
 from course import oracles
 from course import week07 as w7

@@ -16,9 +16,7 @@ import math
 
 import torch
 
-from autograder.testing import expect
-from autograder.testing.inputs import dtype_name
-from autograder.testing.snapshots import Snapshots
+from autograder.testing import dtype_name, expect, Snapshots
 from course import custom_backward_data as data
 from course import week07 as w7
 from course.tolerances import tol

@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import torch
 
-from autograder.testing.precision import in_float64
-from autograder.testing.inputs import choice, randint, randn
-from autograder.testing.siblings import sibling
+from autograder.testing import choice, in_float64, randint, randn, sibling
 from course import masks_data as md
 from course import oracles
 from course import week07 as w7

@@ -15,10 +15,19 @@ from __future__ import annotations
 
 import torch
 
-from autograder.testing import expect
-from autograder.testing.inputs import beside_regular, bernoulli, choice, dtype_name, mixed, noncontiguous, randint, randn
-from autograder.testing.precision import in_float64
-from autograder.testing.siblings import sibling
+from autograder.testing import (
+    bernoulli,
+    beside_regular,
+    choice,
+    dtype_name,
+    expect,
+    in_float64,
+    mixed,
+    noncontiguous,
+    randint,
+    randn,
+    sibling,
+)
 from course import masks_data as md
 from course import oracles
 from course import week07 as w7

@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import torch
 
-from autograder.testing import expect
-from autograder.testing.inputs import dtype_name, noncontiguous
-from autograder.testing.snapshots import Snapshots
+from autograder.testing import dtype_name, expect, noncontiguous, Snapshots
 from course import masks_data as md
 from course import week07 as w7
 from course.tolerances import tol

@@ -8,9 +8,7 @@ import math
 
 import torch
 
-from autograder.testing.precision import in_float64
-from autograder.testing.inputs import randint, randn
-from autograder.testing.siblings import sibling
+from autograder.testing import in_float64, randint, randn, sibling
 from course import mha_reshape_data as data
 from course import week07 as w7
 

@@ -10,11 +10,20 @@ import math
 
 import torch
 
-from autograder.testing import dispatch, expect, probe
-from autograder.testing.failures import SubmissionError, SubmissionRaised
-from autograder.testing.inputs import choice, dtype_name, noncontiguous, randint, randn
-from autograder.testing.source import check_no_banned
-from autograder.testing.siblings import sibling
+from autograder.testing import (
+    SubmissionError,
+    SubmissionRaised,
+    check_no_banned,
+    choice,
+    dispatch,
+    dtype_name,
+    expect,
+    noncontiguous,
+    probe,
+    randint,
+    randn,
+    sibling,
+)
 from course import mha_reshape_data as data
 from course.tolerances import EXACT, Tol, tol
 

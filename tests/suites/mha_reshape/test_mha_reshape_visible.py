@@ -14,8 +14,7 @@ import math
 
 import torch
 
-from autograder.testing import expect
-from autograder.testing.snapshots import Snapshots
+from autograder.testing import Snapshots, expect
 from course import mha_reshape_data as data
 from course import week07 as w7
 from course.tolerances import EXACT, tol

@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import torch
 
-from autograder.testing.precision import in_float64
-from autograder.testing.inputs import randint, randn, weight
-from autograder.testing.siblings import sibling
+from autograder.testing import in_float64, randint, randn, sibling, weight
 from course import week07 as w7
 
 signatures = sibling(__file__, "mistakes")

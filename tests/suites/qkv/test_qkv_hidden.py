@@ -8,11 +8,7 @@ import math
 
 import torch
 
-from autograder.testing import expect
-from autograder.testing.failures import SubmissionRaised
-from autograder.testing.inputs import noncontiguous, randint, randn, weight
-from autograder.testing.precision import in_float64
-from autograder.testing.siblings import sibling
+from autograder.testing import SubmissionRaised, expect, in_float64, noncontiguous, randint, randn, sibling, weight
 from course import week07 as w7
 from course.tolerances import tol
 

@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import torch
 
-from autograder.testing import expect
-from autograder.testing.failures import SubmissionRaised
-from autograder.testing.snapshots import Snapshots
+from autograder.testing import Snapshots, SubmissionRaised, expect
 from course import week07 as w7
 from course.tolerances import tol
 

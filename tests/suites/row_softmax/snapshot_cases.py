@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from autograder.testing.inputs import randint, randn
-from autograder.testing.siblings import sibling
+from autograder.testing import randint, randn, sibling
 from course import oracles
 from course import week07 as w7
 

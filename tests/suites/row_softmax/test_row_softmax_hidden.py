@@ -9,11 +9,17 @@ from __future__ import annotations
 
 import torch
 
-from autograder.testing import expect
-from autograder.testing.failures import SubmissionError, SubmissionRaised
-from autograder.testing.inputs import dtype_name, noncontiguous, randint, randn
-from autograder.testing.precision import in_float64
-from autograder.testing.siblings import sibling
+from autograder.testing import (
+    SubmissionError,
+    SubmissionRaised,
+    dtype_name,
+    expect,
+    in_float64,
+    noncontiguous,
+    randint,
+    randn,
+    sibling,
+)
 from course import oracles
 from course import row_softmax_data as data
 from course import week07 as w7

@@ -13,9 +13,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from autograder.testing import expect
-from autograder.testing.inputs import dtype_name, noncontiguous
-from autograder.testing.snapshots import Snapshots
+from autograder.testing import dtype_name, expect, noncontiguous, Snapshots
 from course import row_softmax_data as data
 from course import week07 as w7
 from course.tolerances import tol

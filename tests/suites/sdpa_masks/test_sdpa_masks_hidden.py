@@ -16,9 +16,18 @@ from __future__ import annotations
 
 import torch
 
-from autograder.testing import expect
-from autograder.testing.inputs import beside_regular, bernoulli, choice, dtype_name, mixed, noncontiguous, randint, randn
-from autograder.testing.siblings import sibling
+from autograder.testing import (
+    bernoulli,
+    beside_regular,
+    choice,
+    dtype_name,
+    expect,
+    mixed,
+    noncontiguous,
+    randint,
+    randn,
+    sibling,
+)
 from course import oracles
 from course import sdpa_masks_data as sd
 from course.tolerances import EXACT, tol

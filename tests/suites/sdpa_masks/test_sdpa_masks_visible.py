@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import torch
 
-from autograder.testing import expect
-from autograder.testing.inputs import dtype_name, noncontiguous
-from autograder.testing.snapshots import Snapshots
+from autograder.testing import dtype_name, expect, noncontiguous, Snapshots
 from course import masks_data as md
 from course import sdpa_masks_data as sd
 from course import week07 as w7

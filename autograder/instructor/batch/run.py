@@ -34,12 +34,12 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..app.upload import UploadError
-from ..config import Config
-from ..core import results as results_mod
-from ..renderers import render
-from ..runner import identity, scoring, seeding
-from ..runner.grade import ALWAYS_PRELOAD, GradeRequest, grade
+from ...app.upload import UploadError
+from ...config import Config
+from ...core import results as results_mod
+from ...renderers import render
+from ...runner import identity, scoring, seeding
+from ...runner.grade import ALWAYS_PRELOAD, GradeRequest, grade
 from . import changes, report
 from .students import Student, fingerprint, locate
 
@@ -70,7 +70,7 @@ def seeds_note(options: Options) -> str:
                 "the same inputs, and so the same scores, as the Gradescope bundle released with that key.")
     return ("⚠ Graded without the course key (the public local key): these scores will not match Gradescope's where "
             "a score depends on the random inputs. Regrade with --seed-key-file (the key `make release` created; "
-            "see autograder/release/seedkey.py).")
+            "see autograder/instructor/release/seedkey.py).")
 
 
 @dataclass
@@ -131,7 +131,7 @@ def _grade_one(config: Config, student: Student, options: Options, launcher, tim
 
 
 def _failed(exc: BaseException) -> str:
-    from ..renderers.common import clean
+    from ...renderers.common import clean
 
     return (f"the grader failed on this submission ({type(exc).__name__}: {clean(exc, 160)}) — not the student's fault; "
             "run the batch again to retry it, and tell the autograder's maintainers if it persists")
@@ -157,7 +157,7 @@ def per_student(config: Config, jobs: int) -> Config:
     student). A student's results do not depend on it (tests/grader/test_batch.py)."""
     from dataclasses import replace
 
-    from ..runner.split import usable_cpus
+    from ...runner.split import usable_cpus
 
     processes = max(1, min(config.limits.trusted_processes, usable_cpus() // max(1, jobs)))
     if processes == config.limits.trusted_processes:

@@ -14,16 +14,17 @@ import tomllib
 import zipfile
 from pathlib import Path
 
-from ..config import VISIBLE_SUITES, VISIBLE_SUM, VISIBLE_TESTS, Config, student_copy
-from ..runner.identity import COURSE_PACKAGE, course_closure, suite_files  # noqa: F401 (re-exported)
-from ..runner.identity import _tree as identity_tree
+from ...config import VISIBLE_SUITES, VISIBLE_SUM, VISIBLE_TESTS, Config, student_copy
+from ...runner.identity import COURSE_PACKAGE, course_closure, suite_files  # noqa: F401 (re-exported)
+from ...runner.identity import _tree as identity_tree
 
 #: the zip format's earliest timestamp: no build time ends up in an artifact
 ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)
 #: never shipped: caches and build leftovers
-#: instructors' tools stay with the instructors: the release tooling, batch grading of a
-#: class and the suite-author's `make new-test` (neither a student nor Gradescope runs them)
-RELEASE_ONLY = ("autograder/release/", "autograder/batch/", "autograder/testing/new_test.py")
+#: the instructors' tools (the release tooling, batch grading of a class, the suite author's
+#: `make new-test`) stay with the instructors: one folder, left out of every copy of the grader
+#: (neither a student nor Gradescope runs them; the leak audit flags it in a student tree)
+INSTRUCTOR_DIR = "autograder/instructor/"
 
 
 def executable(data: bytes) -> bool:
@@ -187,7 +188,7 @@ def assignment_grading_toml(config_text: str, skills: tuple[str, ...]) -> str:
 # --------------------------------------------------------------------------- the grader
 def grader_files(ctx, include_hidden: bool) -> dict[str, bytes]:
     """{repository-relative path: bytes} of the grader to ship: the ``autograder`` package
-    (without the release tooling), ``grading.toml`` (filtered unless ``include_hidden``),
+    (without ``autograder/instructor/``, the instructors' tools), ``grading.toml`` (filtered unless ``include_hidden``),
     ``requirements.txt``, and under ``tests/suites/`` the suites that grade with it, the
     ``course`` helpers those suites import (found by parsing their imports) and the data files
     those helpers name, each skill's ``hints.toml`` and snapshot data. With ``include_hidden`` also the hidden suites, the
@@ -198,7 +199,7 @@ def grader_files(ctx, include_hidden: bool) -> dict[str, bytes]:
     config: Config = ctx.config
     files: dict[str, bytes] = {}
     for rel, data in _tree(repo, repo / "autograder").items():
-        if not rel.startswith(RELEASE_ONLY):
+        if not rel.startswith(INSTRUCTOR_DIR):
             files[rel] = data
     files["grading.toml"] = filtered_grading_toml(config.path.read_text(encoding="utf-8"), include_hidden).encode()
     files["requirements.txt"] = (repo / "requirements.txt").read_bytes()

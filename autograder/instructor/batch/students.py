@@ -32,9 +32,9 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..app import upload
-from ..config import Config
-from ..runner import submission
+from ...app import upload
+from ...config import Config
+from ...runner import submission
 from . import gsmeta
 
 METADATA = "submission_metadata.yml"

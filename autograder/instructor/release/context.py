@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..config import Config
+from ...config import Config
 
 
 @dataclass(frozen=True)
@@ -21,7 +21,7 @@ class ReleaseContext:
 
     def __post_init__(self) -> None:
         if not self.visible_suite_hash:
-            from ..runner.identity import identify
+            from ...runner.identity import identify
 
             object.__setattr__(self, "visible_suite_hash", identify(self.config).visible)
 

@@ -23,9 +23,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..core import escape
-from ..core.results import write_atomic
-from ..renderers.common import suite_label
+from ...core import escape
+from ...core.results import write_atomic
+from ...renderers.common import suite_label
 from .students import Student
 
 BUCKETS = ("0", "1–24%", "25–49%", "50–74%", "75–99%", "100%")

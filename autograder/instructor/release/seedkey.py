@@ -20,7 +20,7 @@ import secrets
 from pathlib import Path
 from typing import Callable
 
-from ..runner import seeding
+from ...runner import seeding
 
 
 class SeedKeyProblem(Exception):

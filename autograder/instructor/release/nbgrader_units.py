@@ -1,7 +1,7 @@
 """The grader's scoring units, as the nbgrader course scores them (instructors only).
 
-    python -m autograder.release.nbgrader_units            # rewrite nbgrader_units.json (~5 minutes)
-    python -m autograder.release.nbgrader_units --check    # exit 1 if it is stale
+    python -m autograder.instructor.release.nbgrader_units            # rewrite nbgrader_units.json (~5 minutes)
+    python -m autograder.instructor.release.nbgrader_units --check    # exit 1 if it is stale
 
 The grader scores each test of grading.toml as ``weight × passed kinds / kinds`` (a failed
 *required* kind scores the test 0; ``autograder/testing/credit.py``). nbgrader cannot run
@@ -34,11 +34,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-from ..config import Config, load
+from ...config import Config, load
 from .nbgrader_checks import TARGETS
 
 UNITS = Path(__file__).with_name("nbgrader_units.json")
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 WHOLE = "the whole test"  # the one kind of a test without a credit loop
 _REQUIRED = re.compile(r"^0 points: the required part '(.+?)' failed")
 
@@ -229,7 +229,7 @@ def main(argv: list[str]) -> int:
     units = derive(load(config_path), config_path, log=lambda m: print(m, file=sys.stderr))
     if "--check" in argv:
         stale = not UNITS.is_file() or json.loads(UNITS.read_text(encoding="utf-8")) != units
-        print(f"{UNITS.name}: {'stale — rerun python -m autograder.release.nbgrader_units' if stale else 'up to date'}")
+        print(f"{UNITS.name}: {'stale — rerun python -m autograder.instructor.release.nbgrader_units' if stale else 'up to date'}")
         return 1 if stale else 0
     write(units)
     print(f"wrote {UNITS}")

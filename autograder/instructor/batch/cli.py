@@ -17,8 +17,9 @@ from rich.console import Console
 from rich.markup import escape as rich_escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from ..config import ConfigError, load
-from ..runner import seeding
+from ...commands import Command, default_config
+from ...config import ConfigError, load
+from ...runner import seeding
 from . import shards
 from .run import Options, default_jobs, finish, run, seeds_note, wanted
 from .students import BatchInputError, discover
@@ -26,10 +27,7 @@ from .students import BatchInputError, discover
 EXIT_OK, EXIT_USAGE, EXIT_INTERRUPTED = 0, 2, 130
 
 
-def parser(prog: str = "python -m autograder batch") -> argparse.ArgumentParser:
-    from ..cli import _Parser
-
-    p = _Parser(prog=prog, description="Grade a whole class: one subfolder or .zip per student, or a Gradescope export.")
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("submissions", help="folder with one subfolder or .zip per student, or a Gradescope 'Export Submissions' folder")
     p.add_argument("--out", required=True, metavar="DIR", help="where gradebook.csv, summary.md and DIR/<student>/ go")
     p.add_argument("--jobs", type=int, default=None, metavar="N", help="students graded at once (default: number of cores)")
@@ -52,7 +50,6 @@ def parser(prog: str = "python -m autograder batch") -> argparse.ArgumentParser:
     p.add_argument("--config", metavar="FILE", default=None, help="grading config (default: grading.toml of this repository)")
     p.add_argument("--no-progress", action="store_true", help="no live progress bar")
     p.add_argument("--no-preload", action="store_true", help="start a fresh Python per student instead of forking a preloaded one (slower; for comparison)")
-    return p
 
 
 class BatchProgress:
@@ -111,8 +108,7 @@ def _merge(config, students, options: Options, parts: list[Path], out: Console, 
     return EXIT_OK
 
 
-def main(argv: list[str]) -> int:
-    args = parser().parse_args(argv)
+def main(args: argparse.Namespace) -> int:
     err = Console(stderr=True)
     # tables are not cut at 80 columns when the output goes to a file or a CI log
     out = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
@@ -120,9 +116,7 @@ def main(argv: list[str]) -> int:
         print("autograder: --jobs must be at least 1", file=sys.stderr)
         return EXIT_USAGE
     try:
-        from ..cli import _default_config
-
-        config = load(args.config or _default_config()).for_assignment(args.assignment).select(args.skill or None)
+        config = load(args.config or default_config()).for_assignment(args.assignment).select(args.skill or None)
     except ConfigError as exc:
         print(f"autograder: configuration error: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -204,3 +198,9 @@ def main(argv: list[str]) -> int:
         print("autograder: interrupted — finished results are kept; run the same command again to grade the rest", file=sys.stderr)
         return EXIT_INTERRUPTED
     return EXIT_OK
+
+
+COMMANDS = (
+    Command("batch", "instructors: grade a class (gradebook.csv, summary.md)", add_arguments, main,
+            description="Grade a whole class: one subfolder or .zip per student, or a Gradescope export."),
+)

@@ -10,7 +10,7 @@ Classroom 50 (foundation50/classroom50, GitHub Classroom's open-source successor
 "Advanced Autograding" page defines the contract) runs ``autograder.py`` in the student's own
 repository, so what ships here is as public as the student tree: visible tests and points
 only, never a hidden test, a solution or the seed key. ``make release`` runs the leak audit
-over this folder as over dist/student (:func:`autograder.release.build.release`).
+over this folder as over dist/student (:func:`autograder.instructor.release.build.release`).
 
 One folder per ``[release.assignments]`` entry (copy it to ``CLASSROOM/autograders/<slug>/``
 of the config repository; the Classroom 50 slug may differ from our name); without
@@ -24,7 +24,7 @@ import math
 from fractions import Fraction
 from pathlib import Path
 
-from ..config import Config
+from ...config import Config
 from .context import ReleaseContext
 from .files import write_tree
 

@@ -37,7 +37,7 @@ import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..config import Config
+from ...config import Config
 
 BEGIN, END = "BEGIN SOLUTION", "END SOLUTION"  # nbgrader's delimiters, matched as substrings
 MARKER_LINE = re.compile(r"^(\s*)### (BEGIN|END) SOLUTION\s*$")

@@ -194,7 +194,7 @@ def summary_lines(people: list[Person], joined: Join) -> list[str]:
 
 
 def write(out: Path, rows: list, people: list[Person], assignment: str, max_score: float) -> Join:
-    from ..core.results import write_atomic
+    from ...core.results import write_atomic
 
     joined = join(rows, people)
     folder = out / "lms"

@@ -1,12 +1,12 @@
 """``dist/student/``: the repository students clone.
 
     exercises/            the stubs (what `make stubs` wrote)
-    autograder/           the grader, without the release tools
+    autograder/           the grader, without autograder/instructor/ (the instructors' tools)
     tests/suites/         visible suites, the course helpers they import, hints, snapshots
     grading.toml          visible tests only; each skill's points = its visible weights
     docs/                 [release] docs: the exercise contract and the lessons the hints cite
     Makefile, .ci/run, README.md, .gitignore, requirements.txt (no nbgrader)
-    + anything under autograder/release/templates/student/ (.github/ workflows only when
+    + anything under autograder/instructor/release/templates/student/ (.github/ workflows only when
       ``[release] platforms`` lists github-actions); README.md's "How to submit" has one part
       per platform listed there
 

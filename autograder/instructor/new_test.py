@@ -9,7 +9,7 @@ command, consistently in the three places a test lives:
 * ``tests/suites/<skill>/hints.toml`` (with ``--hint``): the hint's text, the lesson section it
   cites and the function whose output shows the mistake.
 
-    python -m autograder.testing.new_test --skill qkv --name test_scale_scores_... --hidden \\
+    python -m autograder.instructor.new_test --skill qkv --name test_scale_scores_... --hidden \\
         --weight 0.25 --take-from test_scale_scores_matches_reference \\
         --hint sqrt-precedence --function scale_scores --text "…" --section "Week 7 §8 (…)"
 
@@ -174,7 +174,7 @@ def add_test(root: Path, skill: str, name: str, *, hidden: bool, weight: float, 
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m autograder.testing.new_test", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m autograder.instructor.new_test", description=__doc__.split("\n\n")[0])
     p.add_argument("--skill", required=True)
     p.add_argument("--name", required=True, help="test_<what_it_checks>")
     p.add_argument("--hidden", action="store_true", help="add it to the hidden suite (default: the visible one)")

@@ -21,8 +21,8 @@ import json
 import re
 from pathlib import Path
 
-from ..config import Config, GradescopeRelease, Limits, _parse
-from ..runner.seeding import MIN_KEY_BYTES
+from ...config import Config, GradescopeRelease, Limits, _parse
+from ...runner.seeding import MIN_KEY_BYTES
 from .context import ReleaseContext
 from .files import assignment_grading_toml, grader_files, write_zip_deterministic
 
@@ -57,7 +57,7 @@ def assignment_context(ctx: ReleaseContext, name: str) -> ReleaseContext:
     """The release as one assignment sees it: its skills only, and their suites' identity."""
     from dataclasses import replace
 
-    from ..runner.identity import identify
+    from ...runner.identity import identify
 
     config = ctx.config.for_assignment(name)
     ident = identify(config)
@@ -80,7 +80,7 @@ def bundle_files(ctx: ReleaseContext, assignment: str | None = None) -> dict[str
     files["release.json"] = (json.dumps(release, indent=2, sort_keys=True) + "\n").encode()
     if not ctx.seed_key or len(ctx.seed_key) < MIN_KEY_BYTES:
         raise ValueError("the Gradescope bundle needs the course's seed key (at least "
-                         f"{MIN_KEY_BYTES} bytes; `make release` creates it once, see autograder/release/seedkey.py)")
+                         f"{MIN_KEY_BYTES} bytes; `make release` creates it once, see autograder/instructor/release/seedkey.py)")
     files["seed.key"] = ctx.seed_key + b"\n"
     values = _template_values(ctx, config.gradescope_release)
     files["setup.sh"] = _fill(TEMPLATES / "gradescope_setup.sh", values)

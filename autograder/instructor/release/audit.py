@@ -14,7 +14,8 @@
 * keys (``*.key``, ``*.pem``, ``.env``: the course's seed key stays with the instructors);
 * repository and grading leftovers: ``.git``, ``gradebook.db``, pytest/grading reports
   (``results.json``, ``*report*.json``), caches, nbgrader's ``autograded/``, ``submitted/``,
-  ``source/`` and ``feedback/``, a ``solutions/`` folder, symbolic links.
+  ``source/`` and ``feedback/``, a ``solutions/`` folder, symbolic links;
+* the instructors' tools (anything under ``autograder/instructor/``).
 
 The check is textual on purpose: it does not trust the builder that wrote the tree.
 """
@@ -26,9 +27,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..config import Config
+from ...config import Config
 from .context import ReleaseContext
-from .files import grader_files
+from .files import INSTRUCTOR_DIR, grader_files
 from .stubs import regions
 
 MIN_CHARS = 20
@@ -214,6 +215,8 @@ def audit(tree: Path, config: Config) -> list[str]:
             continue
         if not path.is_file():
             continue
+        if rel.startswith(INSTRUCTOR_DIR):
+            findings.append(f"{rel}: the instructors' tools ({INSTRUCTOR_DIR}) must not ship")
         if REPORT.search(path.name):
             findings.append(f"{rel}: a report or compiled file must not ship")
         if SECRET.search(path.name):

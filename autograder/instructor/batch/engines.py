@@ -1,4 +1,4 @@
-"""The batch side of the preloaded engine server (autograder.batch.server): start it once,
+"""The batch side of the preloaded engine server (autograder.instructor.batch.server): start it once,
 then hand ``Engine`` a launcher that forks each run from it instead of starting Python.
 
 ``PreloadedEngines.launch`` has ``runner.engine.popen``'s signature and returns a handle
@@ -20,7 +20,7 @@ import threading
 import time
 from pathlib import Path
 
-from ..runner import engine
+from ...runner import engine
 
 PYTEST = [sys.executable, "-s", "-m", "pytest"]
 
@@ -76,7 +76,7 @@ class PreloadedEngines:
         self._sock = ours
         started = time.monotonic()
         self.proc = subprocess.Popen(
-            [sys.executable, "-s", "-m", "autograder.batch.server", str(theirs.fileno()), ",".join(preload), label],
+            [sys.executable, "-s", "-m", "autograder.instructor.batch.server", str(theirs.fileno()), ",".join(preload), label],
             cwd=root, env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._stderr,
             pass_fds=(theirs.fileno(),), start_new_session=True,
         )

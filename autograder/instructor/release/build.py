@@ -22,13 +22,13 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from ..config import Config
-from ..renderers.common import suite_label
+from ...config import Config
+from ...renderers.common import suite_label
 from . import course_dir, manifest, seedkey
 from .context import ReleaseContext
 
 VERSION = re.compile(r"^\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.-]+)?$")
-#: (module under autograder.release, artifact under dist/, what it is); optional builders are skipped when absent
+#: (module under autograder.instructor.release, artifact under dist/, what it is); optional builders are skipped when absent
 BUILDERS = [
     ("student", "student", "the student repository (visible suites, stubs, grader, docs)", True),
     ("classroom50", "classroom50", "Classroom 50 autograders, one per assignment (<assignment>/autograder.py; visible tests only)", False),
@@ -100,7 +100,7 @@ def human(n: int) -> str:
 
 
 def release(config: Config, out: Path, version: str, log: Callable[[str], None] = print) -> ReleaseContext:
-    from ..runner.grade import suite_hash
+    from ...runner.grade import suite_hash
     from .audit import audit
 
     if not VERSION.match(version):
@@ -126,14 +126,14 @@ def release(config: Config, out: Path, version: str, log: Callable[[str], None] 
         build = _builder(module)
         if build is None:
             if required:
-                raise ReleaseError(f"autograder/release/{module}.py is missing")
-            log(f"release: skipped dist/{artifact}: autograder/release/{module}.py is not in this repository yet")
+                raise ReleaseError(f"autograder/instructor/release/{module}.py is missing")
+            log(f"release: skipped dist/{artifact}: autograder/instructor/release/{module}.py is not in this repository yet")
             continue
         started = time.monotonic()
         log(f"release: building dist/{artifact} — {what} …")
         build(ctx)
         if not (ctx.out / artifact).exists():
-            raise ReleaseError(f"autograder/release/{module}.py did not write dist/{artifact}")
+            raise ReleaseError(f"autograder/instructor/release/{module}.py did not write dist/{artifact}")
         artifacts[artifact] = what
         log(f"release: dist/{artifact} ({time.monotonic() - started:.1f} s)")
         if module in AUDITED:

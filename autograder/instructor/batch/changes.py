@@ -69,8 +69,8 @@ def _num(value: float) -> str:
 
 def write(out: Path, found: list[Change | None]) -> list[str]:
     """``OUT/changes.csv`` and the summary section (its markdown lines)."""
-    from ..core import escape
-    from ..core.results import write_atomic
+    from ...core import escape
+    from ...core.results import write_atomic
 
     changed = [c for c in found if c is not None]
     buf = io.StringIO()
