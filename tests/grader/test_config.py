@@ -378,7 +378,7 @@ UNIQUE = [
     ({'module = "qkv.py"': 'module = "qkv.py"\ngates = ["test_scale_scores_divides_by_sqrt_dkk"]'},
      "skills.qkv.gates: 'test_scale_scores_divides_by_sqrt_dkk' is not a test of skill qkv — did you mean 'test_scale_scores_divides_by_sqrt_dk'?"),
     ({"test_scale_scores_divides_by_sqrt_dk = 1": "test_scale_scores_divides_by_sqrt_dk = 0"}, "test_scale_scores_divides_by_sqrt_dk: must be greater than 0, got 0"),
-    ({'properties = ["test_custom_backward_keeps_dtype_and_leaves_inputs_unchanged"]': 'properties = ["test_rule_backward_uses_no_autograd"]'},
+    ({'properties = ["test_custom_backward_keeps_dtype_and_leaves_inputs_unchanged"': 'properties = ["test_rule_backward_uses_no_autograd"'},
      "'test_rule_backward_uses_no_autograd' is a gate (a rule of the exercise), not a property test"),
     ({"skill_time_s = 15": "skill_time_s = 5"}, "limits.skill_time_s: must be at least call_timeout_s (10), got 5"),
     ({"fail_below = 0": "fail_below = 1000"}, "ci.fail_below: is 1000 but the skills give only 100 points; lower it"),
