@@ -44,14 +44,16 @@ def classroom_result(results: Results, fail_below: float = 0.0) -> dict:
         for test in skill.tests:
             where = location(test, results) if test.status != "passed" else None
             status = {"passed": "pass", "failed": "fail", "error": "error"}.get(test.status, "fail")
-            tests.append({
-                "name": plain_inert(f"{skill.id}: {test.name}", 200),
-                "status": status,
-                "score": test.score,
-                "message": plain_inert(test.summary or ("passed" if test.status == "passed" else test.status), 300),
-                "line_no": where[1] if where else 0,
-                "execution_time": f"{test.duration:.2f}s",
-            })
+            tests.append(
+                {
+                    "name": plain_inert(f"{skill.id}: {test.name}", 200),
+                    "status": status,
+                    "score": test.score,
+                    "message": plain_inert(test.summary or ("passed" if test.status == "passed" else test.status), 300),
+                    "line_no": where[1] if where else 0,
+                    "execution_time": f"{test.duration:.2f}s",
+                }
+            )
     if results.status != "complete":
         status = "error"
     else:
@@ -66,7 +68,9 @@ def encode_result(results: Results, fail_below: float = 0.0) -> str:
 def summary_markdown(results: Results) -> str:
     text = markdown.render(results)
     if len(text.encode("utf-8")) > SUMMARY_LIMIT - 1024:
-        text = markdown.render(results, details=False) + "\n_(details cut: over GitHub's 1 MiB summary limit — see the job log)_\n"
+        text = (
+            markdown.render(results, details=False) + "\n_(details cut: over GitHub's 1 MiB summary limit — see the job log)_\n"
+        )
     return text
 
 
@@ -118,13 +122,18 @@ class GitHubAPI:
         import urllib.request
 
         data = json.dumps(body).encode("utf-8") if body is not None else None
-        request = urllib.request.Request(f"{self.base}{path}", data=data, method=method, headers={
-            "Accept": "application/vnd.github+json",
-            "Authorization": f"Bearer {self.token}",
-            "X-GitHub-Api-Version": "2022-11-28",
-            "User-Agent": "attention-autograder",
-            **({"Content-Type": "application/json"} if data is not None else {}),
-        })
+        request = urllib.request.Request(
+            f"{self.base}{path}",
+            data=data,
+            method=method,
+            headers={
+                "Accept": "application/vnd.github+json",
+                "Authorization": f"Bearer {self.token}",
+                "X-GitHub-Api-Version": "2022-11-28",
+                "User-Agent": "attention-autograder",
+                **({"Content-Type": "application/json"} if data is not None else {}),
+            },
+        )
         try:
             with self.opener.open(request, timeout=self.timeout) as response:
                 text = response.read().decode("utf-8", errors="replace")
@@ -152,14 +161,21 @@ class GitHubAPI:
         """Open pull requests whose head is ``owner:branch``."""
         from urllib.parse import quote
 
-        return self.request("GET", f"/repos/{self.repository}/pulls?state=open&head={quote(f'{owner}:{branch}', safe=':')}&per_page=100") or []
+        return (
+            self.request(
+                "GET", f"/repos/{self.repository}/pulls?state=open&head={quote(f'{owner}:{branch}', safe=':')}&per_page=100"
+            )
+            or []
+        )
 
 
 def _is_ours(comment: dict) -> bool:
     """Our comment: it starts with the hidden marker and a bot (the Actions token) wrote
     it — a student quoting the marker in their own comment cannot take it over."""
     user = comment.get("user") or {}
-    return str(comment.get("body") or "").startswith(markdown.MARKER) and (user.get("type") == "Bot" or user.get("login") == "github-actions[bot]")
+    return str(comment.get("body") or "").startswith(markdown.MARKER) and (
+        user.get("type") == "Bot" or user.get("login") == "github-actions[bot]"
+    )
 
 
 def upsert_comment(api: GitHubAPI, number: int, body: str) -> tuple[str, int]:
@@ -177,7 +193,11 @@ def comment_body(results: Results, env: dict[str, str]) -> str:
     body = markdown.render(results)
     if len(body) > COMMENT_LIMIT:
         body = markdown.render(results, details=False)
-    server, repository, run = env.get("GITHUB_SERVER_URL", "https://github.com"), env.get("GITHUB_REPOSITORY", ""), env.get("GITHUB_RUN_ID", "")
+    server, repository, run = (
+        env.get("GITHUB_SERVER_URL", "https://github.com"),
+        env.get("GITHUB_REPOSITORY", ""),
+        env.get("GITHUB_RUN_ID", ""),
+    )
     if repository and run.isdigit() and re.fullmatch(r"[\w.-]+/[\w.-]+", repository) and re.fullmatch(r"https://[\w.-]+", server):
         body += f"\n<sub>Details, annotations and `results.json`: [workflow run {run}]({server}/{repository}/actions/runs/{run})</sub>\n"
     return body
@@ -246,7 +266,7 @@ def pulls_of_push(api: GitHubAPI, env: dict[str, str], event: dict) -> list[int]
     sha = env.get("GITHUB_SHA") or str(event.get("after") or "")
     owner = api.repository.split("/", 1)[0]
     numbers = []
-    for pull in api.open_pulls(owner, ref[len("refs/heads/"):]):
+    for pull in api.open_pulls(owner, ref[len("refs/heads/") :]):
         head = pull.get("head") or {}
         same_repo = ((head.get("repo") or {}).get("full_name") or api.repository) == api.repository
         if isinstance(pull.get("number"), int) and same_repo and (not sha or head.get("sha") in (None, sha)):

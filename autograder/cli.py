@@ -36,24 +36,46 @@ DESCRIPTION = "Grade attention exercises in a sandbox."
 
 
 def _grade_arguments(g: argparse.ArgumentParser) -> None:
-    g.add_argument("submission", nargs="?", default=None, help="folder with the exercise modules, directly or under exercises/ (default: exercises/)")
+    g.add_argument(
+        "submission",
+        nargs="?",
+        default=None,
+        help="folder with the exercise modules, directly or under exercises/ (default: exercises/)",
+    )
     g.add_argument("--skill", action="append", default=[], metavar="NAME", help="grade only this skill (repeatable)")
-    g.add_argument("--assignment", metavar="NAME", default=None,
-                   help="grade as that assignment's Gradescope bundle does: its skills only ([release.assignments] in grading.toml)")
+    g.add_argument(
+        "--assignment",
+        metavar="NAME",
+        default=None,
+        help="grade as that assignment's Gradescope bundle does: its skills only ([release.assignments] in grading.toml)",
+    )
     g.add_argument("--format", choices=FORMATS, default="text", help="output format (default: text)")
     g.add_argument("--output", metavar="FILE", help="write the output to FILE (atomically) instead of stdout")
-    g.add_argument("--results", metavar="FILE", help="also write the JSON results to FILE (e.g. a CI artifact next to --format github)")
+    g.add_argument(
+        "--results", metavar="FILE", help="also write the JSON results to FILE (e.g. a CI artifact next to --format github)"
+    )
     g.add_argument("--config", metavar="FILE", default=None, help="grading config (default: grading.toml of this repository)")
-    g.add_argument("--seed", type=int, default=None, help="seed for the random test inputs (default: [grader] seed — derived from the submission's files)")
-    g.add_argument("--seed-key-file", metavar="FILE", default=None,
-                   help="instructors: key the seed with the course's key (as the Gradescope bundle does; default: $AUTOGRADER_SEED_KEY_FILE, else the public local key)")
+    g.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="seed for the random test inputs (default: [grader] seed — derived from the submission's files)",
+    )
+    g.add_argument(
+        "--seed-key-file",
+        metavar="FILE",
+        default=None,
+        help="instructors: key the seed with the course's key (as the Gradescope bundle does; default: $AUTOGRADER_SEED_KEY_FILE, else the public local key)",
+    )
     g.add_argument("--reveal-hidden", action="store_true", help="instructors: include hidden tests' details in the output")
     g.add_argument("--keep-report", metavar="FILE", help="instructors: also keep the raw pytest-json-report")
     g.add_argument("--no-progress", action="store_true", help="no live progress display")
 
 
 def _ci_comment_arguments(c: argparse.ArgumentParser) -> None:
-    c.add_argument("--results", metavar="FILE", default="results.json", help="the JSON results of this run (grade --results FILE)")
+    c.add_argument(
+        "--results", metavar="FILE", default="results.json", help="the JSON results of this run (grade --results FILE)"
+    )
 
 
 def _todo_arguments(t: argparse.ArgumentParser) -> None:
@@ -62,7 +84,9 @@ def _todo_arguments(t: argparse.ArgumentParser) -> None:
 
 
 def _config_keys_arguments(k: argparse.ArgumentParser) -> None:
-    k.add_argument("--write", metavar="FILE", default=None, help="rewrite FILE's list of the keys (README.md) instead of printing it")
+    k.add_argument(
+        "--write", metavar="FILE", default=None, help="rewrite FILE's list of the keys (README.md) instead of printing it"
+    )
 
 
 def _ci_comment(args: argparse.Namespace) -> int:
@@ -110,7 +134,7 @@ def todo_main(args: argparse.Namespace) -> int:
             print(f"{path}:{line}: {name} — TODO({skill.id})")
             left += 1
     if left:
-        print(f"{left} function(s) left. Replace each `raise NotImplementedError(\"TODO(…)\")` with your code, then `make grade`.")
+        print(f'{left} function(s) left. Replace each `raise NotImplementedError("TODO(…)")` with your code, then `make grade`.')
     else:
         print(f"Nothing left: every exercise function in {folder} is written. `make grade` checks them.")
     return EXIT_OK
@@ -264,8 +288,11 @@ def _main(argv: list[str] | None, booted) -> int:
         found = instructor_commands()
         commands += found
         if not found and argv and not argv[0].startswith("-"):
-            print(f"autograder: `{argv[0]}` is not a command of this copy of the grader (students' copies have no instructors' "
-                  f"commands); its commands: {', '.join(c.name for c in COMMANDS)}", file=sys.stderr)
+            print(
+                f"autograder: `{argv[0]}` is not a command of this copy of the grader (students' copies have no instructors' "
+                f"commands); its commands: {', '.join(c.name for c in COMMANDS)}",
+                file=sys.stderr,
+            )
             return EXIT_USAGE
     args = build_parser(commands, DESCRIPTION).parse_args(argv, namespace=argparse.Namespace(booted=booted))
     return {c.name: c for c in commands}[args.command].run(args)
@@ -350,19 +377,33 @@ def _check_and_grade(args: argparse.Namespace, config, early) -> int:
     except ConfigError as exc:
         return _fail(args, config, str(exc), EXIT_USAGE, submission=submission, kind="configuration error: ")
     except Exception as exc:  # noqa: BLE001 - a bug of ours: say so, and still leave a results file
-        return _fail(args, config, f"the grader itself failed ({type(exc).__name__}: {str(exc)[:300]}) — not your fault; please tell your instructor", EXIT_BROKEN, submission=submission)
+        return _fail(
+            args,
+            config,
+            f"the grader itself failed ({type(exc).__name__}: {str(exc)[:300]}) — not your fault; please tell your instructor",
+            EXIT_BROKEN,
+            submission=submission,
+        )
     if not _publish(args, config, results if args.reveal_hidden else results.public()):
         return EXIT_USAGE
     if args.output:
         from rich.console import Console
 
-        Console(stderr=True).print(f"{results.course}: {results.score:g} / {results.max_score:g} → {args.output}" + ("" if results.status == "complete" else f" ({results.status}: {results.message})"), highlight=False, markup=False)
+        Console(stderr=True).print(
+            f"{results.course}: {results.score:g} / {results.max_score:g} → {args.output}"
+            + ("" if results.status == "complete" else f" ({results.status}: {results.message})"),
+            highlight=False,
+            markup=False,
+        )
     if results.status == "interrupted":
         return EXIT_INTERRUPTED
     if results.status != "complete":
         return EXIT_BROKEN
     if args.format == "github" and not args.skill and results.score < config.ci_fail_below:
-        print(f"autograder: {results.score:g} points is below [ci] fail_below = {config.ci_fail_below:g} in grading.toml", file=sys.stderr)
+        print(
+            f"autograder: {results.score:g} points is below [ci] fail_below = {config.ci_fail_below:g} in grading.toml",
+            file=sys.stderr,
+        )
         return EXIT_BELOW_THRESHOLD
     return EXIT_OK
 
@@ -377,5 +418,15 @@ def _grade(args: argparse.Namespace, config, submission: str, early=None):
     protect = [Path(args.output).resolve().parent] if args.output else []
     show = not args.no_progress and err.is_terminal
     with LiveProgress(err, config, enabled=show) as progress:
-        return grade(GradeRequest(config, submission, seed=args.seed, protect=protect, on_event=progress.update, keep_report=Path(args.keep_report) if args.keep_report else None,
-                                  started=early, seed_key_file=Path(args.seed_key_file) if args.seed_key_file else None))
+        return grade(
+            GradeRequest(
+                config,
+                submission,
+                seed=args.seed,
+                protect=protect,
+                on_event=progress.update,
+                keep_report=Path(args.keep_report) if args.keep_report else None,
+                started=early,
+                seed_key_file=Path(args.seed_key_file) if args.seed_key_file else None,
+            )
+        )

@@ -63,7 +63,9 @@ class _Formatter(argparse.HelpFormatter):
         super().add_argument(action)
         if action.help is not argparse.SUPPRESS:
             for sub in self._iter_indented_subactions(action):  # indented while this iterates
-                self._action_max_length = max(self._action_max_length, len(self._format_action_invocation(sub)) + self._current_indent)
+                self._action_max_length = max(
+                    self._action_max_length, len(self._format_action_invocation(sub)) + self._current_indent
+                )
 
 
 def build_parser(commands: Iterable[Command], description: str) -> Parser:

@@ -127,15 +127,19 @@ def _sandbox_user(user: str) -> str | None:
         try:
             pwd.getpwnam(user)
         except KeyError:
-            return f"user {user!r} does not exist on this machine — create it or name an existing unprivileged user (e.g. 'nobody')"
+            return (
+                f"user {user!r} does not exist on this machine — create it or name an existing unprivileged user (e.g. 'nobody')"
+            )
     return None
 
 
 def _platforms(names: list[str]) -> str | None:
     for name in names:
         if name in ("github-classroom", "classroom"):
-            return (f"{name!r}: GitHub Classroom was discontinued (2026) — list \"classroom50\" (its open-source successor) "
-                    "and/or \"github-actions\" (the feedback workflow) instead")
+            return (
+                f'{name!r}: GitHub Classroom was discontinued (2026) — list "classroom50" (its open-source successor) '
+                'and/or "github-actions" (the feedback workflow) instead'
+            )
         if name not in PLATFORMS:
             return f"unknown platform {name!r}" + _near(name, list(PLATFORMS)) + f" (known: {', '.join(PLATFORMS)})"
         if names.count(name) > 1:
@@ -159,90 +163,242 @@ KEYS: tuple[Key, ...] = (
     Key("course.name", TEXT, "the course's name, in the reports and the student README", "Attention exercises"),
     Key("grader", TABLE, "where the grader finds things, and how it seeds the random test inputs", {}),
     Key("grader.root", TEXT, "the repository, relative to this file, for a config kept elsewhere (tests, CI)", None),
-    Key("grader.seed", SEED, '"content": an HMAC of the submission\'s files (same files → same inputs; key: '
-        '$AUTOGRADER_SEED_KEY_FILE, else a public default); "fresh": a new seed per run; or a fixed non-negative integer', "content"),
+    Key(
+        "grader.seed",
+        SEED,
+        '"content": an HMAC of the submission\'s files (same files → same inputs; key: '
+        '$AUTOGRADER_SEED_KEY_FILE, else a public default); "fresh": a new seed per run; or a fixed non-negative integer',
+        "content",
+    ),
     Key("grader.solutions_dir", TEXT, "the reference solutions (instructors)", "solutions"),
     Key("grader.exercises_dir", TEXT, "the exercise modules (what `grade` grades without a SUBMISSION)", "exercises"),
     Key("grader.suites_dir", TEXT, "the grading suites", "tests/suites"),
     Key("limits", TABLE, "the limits of one grading run (each must be above 0 unless said otherwise)", {}),
     _limit("call_timeout_s", NUMBER, 10.0, 3600, "wall clock per call into the submission (a killed worker is replaced)"),
-    _limit("memory_mib", WHOLE, 4096, 1 << 20, f"address-space limit of a worker (at least {MIN_MEMORY_MIB}: torch maps ~620 MiB)",
-           check=_at_least_min_memory),
+    _limit(
+        "memory_mib",
+        WHOLE,
+        4096,
+        1 << 20,
+        f"address-space limit of a worker (at least {MIN_MEMORY_MIB}: torch maps ~620 MiB)",
+        check=_at_least_min_memory,
+    ),
     _limit("output_kib", WHOLE, 64, 1 << 14, "what a submission prints is kept up to this, per call"),
     _limit("worker_start_timeout_s", NUMBER, 30.0, 3600, "how long a worker may take to start"),
     _limit("run_timeout_s", NUMBER, 900.0, 86400, "soft budget for the whole run; calls after it fail fast"),
-    _limit("skill_time_s", NUMBER, 15.0, 86400, "wall clock one skill's calls into the submission may take in all (at least "
-           "call_timeout_s); then they fail fast"),
+    _limit(
+        "skill_time_s",
+        NUMBER,
+        15.0,
+        86400,
+        "wall clock one skill's calls into the submission may take in all (at least call_timeout_s); then they fail fast",
+    ),
     _limit("max_module_kib", WHOLE, 512, 1 << 16, "larger exercise modules are not graded"),
     _limit("max_result_mib", WHOLE, 256, 1 << 12, "largest reply a worker may send"),
     _limit("file_write_mib", WHOLE, 16, 1 << 16, "largest file a worker may write (in its scratch folder)"),
-    _limit("max_helper_modules", WHOLE, 16, 256, "the submission's other top-level .py files its code may import (0: none)",
-           above=False),
-    _limit("trusted_processes", WHOLE, 2, 2, "trusted pytest processes one run may use (runner/split.py: 2 on a machine with two "
-           "cores to spare; 1 never splits — Gradescope's half a CPU gains nothing from a second, and two hostile workers at "
-           "once would need twice the memory)"),
+    _limit(
+        "max_helper_modules",
+        WHOLE,
+        16,
+        256,
+        "the submission's other top-level .py files its code may import (0: none)",
+        above=False,
+    ),
+    _limit(
+        "trusted_processes",
+        WHOLE,
+        2,
+        2,
+        "trusted pytest processes one run may use (runner/split.py: 2 on a machine with two "
+        "cores to spare; 1 never splits — Gradescope's half a CPU gains nothing from a second, and two hostile workers at "
+        "once would need twice the memory)",
+    ),
     Key("sandbox", TABLE, "how submission code is confined", {}),
-    Key("sandbox.user", TEXT, "when grading as root: the unprivileged user submission code runs as (it must exist there)",
-        "nobody", check=_sandbox_user),
-    Key("sandbox.landlock", TEXT, "Landlock file-system rules: used when the kernel has them (auto), demanded, or not used",
-        "auto", choices=SANDBOX_MODES),
-    Key("sandbox.seccomp", TEXT, "the seccomp system-call filter: used when available (auto), demanded, or not used",
-        "auto", choices=SANDBOX_MODES),
+    Key(
+        "sandbox.user",
+        TEXT,
+        "when grading as root: the unprivileged user submission code runs as (it must exist there)",
+        "nobody",
+        check=_sandbox_user,
+    ),
+    Key(
+        "sandbox.landlock",
+        TEXT,
+        "Landlock file-system rules: used when the kernel has them (auto), demanded, or not used",
+        "auto",
+        choices=SANDBOX_MODES,
+    ),
+    Key(
+        "sandbox.seccomp",
+        TEXT,
+        "the seccomp system-call filter: used when available (auto), demanded, or not used",
+        "auto",
+        choices=SANDBOX_MODES,
+    ),
     Key("gradescope", TABLE, "Gradescope's visibility of the tests' results", {}),
     Key("gradescope.visible", TEXT, "when Gradescope shows the visible tests", "visible", choices=GRADESCOPE_VISIBILITIES),
     Key("gradescope.hidden", TEXT, "when Gradescope shows the hidden tests", "after_due_date", choices=GRADESCOPE_VISIBILITIES),
-    Key("skills", TABLE, "the skills, one table each; their points add up to the course's total", {},
-        empty="no skills are defined — add a [skills.<id>] table"),
-    Key("skills.<id>", TABLE, "one skill: its exercise module, its points and its test suites",
-        names=SKILL_ID.pattern[1:-1], bad_name="skill ids are lower_snake_case identifiers"),
+    Key(
+        "skills",
+        TABLE,
+        "the skills, one table each; their points add up to the course's total",
+        {},
+        empty="no skills are defined — add a [skills.<id>] table",
+    ),
+    Key(
+        "skills.<id>",
+        TABLE,
+        "one skill: its exercise module, its points and its test suites",
+        names=SKILL_ID.pattern[1:-1],
+        bad_name="skill ids are lower_snake_case identifiers",
+    ),
     Key("skills.<id>.title", TEXT, "the skill's title in the reports"),
-    Key("skills.<id>.points", NUMBER, "the skill's points: the weights of its tests add up to them", minimum=0, above=True,
-        student=VISIBLE_SUM),
-    Key("skills.<id>.module", TEXT, "the exercise module, e.g. \"qkv.py\" (one skill per module)", check=_module_file),
+    Key(
+        "skills.<id>.points",
+        NUMBER,
+        "the skill's points: the weights of its tests add up to them",
+        minimum=0,
+        above=True,
+        student=VISIBLE_SUM,
+    ),
+    Key("skills.<id>.module", TEXT, 'the exercise module, e.g. "qkv.py" (one skill per module)', check=_module_file),
     Key("skills.<id>.sections", LIST, "the lesson sections the skill covers (the hints cite them)", ()),
-    Key("skills.<id>.suites", TABLES, "the skill's test files", (), wrong="needs at least one [[{path}]] entry",
-        empty="needs at least one [[{path}]] entry", student=VISIBLE_SUITES),
-    Key("skills.<id>.gates", LIST, "rule tests (weight 0): if one fails, the whole skill scores 0", (), wrong=_TEST_NAMES,
-        student=VISIBLE_TESTS),
-    Key("skills.<id>.preload", LIST, "modules the sandbox's fork server imports before forking this skill's workers (expensive "
-        "first-use imports, e.g. the sympy behind gradcheck)", (), item=r"[A-Za-z_][\w.]*",
-        wrong='must be a list of module names, e.g. ["torch.fx.experimental.symbolic_shapes"]'),
-    Key("skills.<id>.properties", LIST, "property tests (dtype kept, inputs unchanged, errors raised, …): each checks only "
-        "what its name says; they count once the skill's other tests earn points", (), wrong=_TEST_NAMES, student=VISIBLE_TESTS),
+    Key(
+        "skills.<id>.suites",
+        TABLES,
+        "the skill's test files",
+        (),
+        wrong="needs at least one [[{path}]] entry",
+        empty="needs at least one [[{path}]] entry",
+        student=VISIBLE_SUITES,
+    ),
+    Key(
+        "skills.<id>.gates",
+        LIST,
+        "rule tests (weight 0): if one fails, the whole skill scores 0",
+        (),
+        wrong=_TEST_NAMES,
+        student=VISIBLE_TESTS,
+    ),
+    Key(
+        "skills.<id>.preload",
+        LIST,
+        "modules the sandbox's fork server imports before forking this skill's workers (expensive "
+        "first-use imports, e.g. the sympy behind gradcheck)",
+        (),
+        item=r"[A-Za-z_][\w.]*",
+        wrong='must be a list of module names, e.g. ["torch.fx.experimental.symbolic_shapes"]',
+    ),
+    Key(
+        "skills.<id>.properties",
+        LIST,
+        "property tests (dtype kept, inputs unchanged, errors raised, …): each checks only "
+        "what its name says; they count once the skill's other tests earn points",
+        (),
+        wrong=_TEST_NAMES,
+        student=VISIBLE_TESTS,
+    ),
     Key("skills.<id>.suites[].file", TEXT, "the test file, relative to the repository (in one skill only)"),
     Key("skills.<id>.suites[].visibility", TEXT, "whether students see the file's tests", choices=VISIBILITIES),
-    Key("skills.<id>.suites[].weights", TABLE, "one weight per test function of the file", {},
-        empty="lists no tests — add `test_name = weight` lines"),
+    Key(
+        "skills.<id>.suites[].weights",
+        TABLE,
+        "one weight per test function of the file",
+        {},
+        empty="lists no tests — add `test_name = weight` lines",
+    ),
     Key("skills.<id>.suites[].weights.<test>", NUMBER, "the test's points (0 only for a gate)", minimum=0, above=True),
     Key("release", TABLE, "`make release`: the student tree, the Gradescope bundle, the nbgrader course", {}),
-    Key("release.docs", LIST, "files and folders shipped to students and in the bundle (the exercise contract, the lessons the "
-        "hints cite)", (), item=r"(?s).*\S.*", wrong='must be a list of repository paths, e.g. ["docs/EXERCISES.md"]'),
-    Key("release.platforms", LIST, f"where students submit and get feedback: any of {', '.join(PLATFORMS)}", DEFAULT_PLATFORMS,
-        wrong=_PLATFORMS_WRONG, empty=_PLATFORMS_WRONG, check=_platforms),
-    Key("release.gradescope", TABLE, "how dist/autograder.zip fits Gradescope's container (default 10 min, 768 MB, half a CPU)",
-        {}),
-    Key("release.gradescope.time_budget_s", NUMBER, "run_autograder stops the whole run after this and still writes "
-        "results.json (at least 30 s below platform_timeout_s)", 480.0, minimum=0, above=True),
-    Key("release.gradescope.platform_timeout_s", NUMBER, "Gradescope's own timeout for the assignment (10 min unless raised "
-        "in its settings)", 600.0, minimum=0, above=True),
-    Key("release.gradescope.limits", TABLE, "[limits] keys that replace the repository's inside the bundle (run_timeout_s "
-        "below time_budget_s)", {}, same_as="limits"),
+    Key(
+        "release.docs",
+        LIST,
+        "files and folders shipped to students and in the bundle (the exercise contract, the lessons the hints cite)",
+        (),
+        item=r"(?s).*\S.*",
+        wrong='must be a list of repository paths, e.g. ["docs/EXERCISES.md"]',
+    ),
+    Key(
+        "release.platforms",
+        LIST,
+        f"where students submit and get feedback: any of {', '.join(PLATFORMS)}",
+        DEFAULT_PLATFORMS,
+        wrong=_PLATFORMS_WRONG,
+        empty=_PLATFORMS_WRONG,
+        check=_platforms,
+    ),
+    Key(
+        "release.gradescope",
+        TABLE,
+        "how dist/autograder.zip fits Gradescope's container (default 10 min, 768 MB, half a CPU)",
+        {},
+    ),
+    Key(
+        "release.gradescope.time_budget_s",
+        NUMBER,
+        "run_autograder stops the whole run after this and still writes results.json (at least 30 s below platform_timeout_s)",
+        480.0,
+        minimum=0,
+        above=True,
+    ),
+    Key(
+        "release.gradescope.platform_timeout_s",
+        NUMBER,
+        "Gradescope's own timeout for the assignment (10 min unless raised in its settings)",
+        600.0,
+        minimum=0,
+        above=True,
+    ),
+    Key(
+        "release.gradescope.limits",
+        TABLE,
+        "[limits] keys that replace the repository's inside the bundle (run_timeout_s below time_budget_s)",
+        {},
+        same_as="limits",
+    ),
     Key("release.nbgrader", TABLE, "the nbgrader course in dist/nbgrader", {}),
     Key("release.nbgrader.course_id", TEXT, "nbgrader's course id", "attention", check=_nbgrader_name),
-    Key("release.nbgrader.assignment", TEXT, "the assignment's name: source/<assignment>/<skill>.ipynb", "attention",
-        check=_nbgrader_name),
-    Key("release.nbgrader.cell_timeout_s", NUMBER, "nbgrader's per-cell timeout: a loop that never ends costs one cell", 60.0,
-        minimum=0, above=True),
-    Key("release.assignments", TABLE, "what is handed out together: one Gradescope bundle and one nbgrader assignment each "
-        "(empty: the course is one assignment)", {}),
-    Key("release.assignments.<name>", LIST, "the assignment's skills (a skill is in one assignment at most)",
-        wrong=_ASSIGNMENT_WRONG, empty=_ASSIGNMENT_WRONG, names=r"[A-Za-z0-9_-]+",
-        bad_name="an assignment name is letters, digits, - or _ (it names a folder and an nbgrader assignment)"),
+    Key(
+        "release.nbgrader.assignment",
+        TEXT,
+        "the assignment's name: source/<assignment>/<skill>.ipynb",
+        "attention",
+        check=_nbgrader_name,
+    ),
+    Key(
+        "release.nbgrader.cell_timeout_s",
+        NUMBER,
+        "nbgrader's per-cell timeout: a loop that never ends costs one cell",
+        60.0,
+        minimum=0,
+        above=True,
+    ),
+    Key(
+        "release.assignments",
+        TABLE,
+        "what is handed out together: one Gradescope bundle and one nbgrader assignment each "
+        "(empty: the course is one assignment)",
+        {},
+    ),
+    Key(
+        "release.assignments.<name>",
+        LIST,
+        "the assignment's skills (a skill is in one assignment at most)",
+        wrong=_ASSIGNMENT_WRONG,
+        empty=_ASSIGNMENT_WRONG,
+        names=r"[A-Za-z0-9_-]+",
+        bad_name="an assignment name is letters, digits, - or _ (it names a folder and an nbgrader assignment)",
+    ),
     Key("release.rules", TABLE, "each exercise's rules, printed in the student README", {}),
     Key("release.rules.<skill>", TEXT, "the skill's rule text", wrong="must be the rule's text (a non-empty string)"),
     Key("ci", TABLE, "CI (`--format github`)", {}),
-    Key("ci.fail_below", NUMBER, "the run exits 3 when the total is below this many points (0: red only when grading broke)",
-        0.0, minimum=0, low="must be 0 (never fail for the score) or a number of points, got {value!r}"),
+    Key(
+        "ci.fail_below",
+        NUMBER,
+        "the run exits 3 when the total is below this many points (0: red only when grading broke)",
+        0.0,
+        minimum=0,
+        low="must be 0 (never fail for the score) or a number of points, got {value!r}",
+    ),
 )
 KEY = {key.path: key for key in KEYS}
 
@@ -420,8 +576,6 @@ class Config:
         return replace(selected, exercise_modules=tuple(s.module for s in selected.skills.values()), assignments={})
 
 
-
-
 # --------------------------------------------------------------------------- reading
 class _Locator:
     """The line of every key and table of a TOML file, by key path, so messages can say
@@ -491,13 +645,17 @@ def _wrong_kind(key: Key, value: Any) -> bool:
     if key.kind == TEXT:
         return not isinstance(value, str) or not value.strip()
     if key.kind == LIST:
-        return not isinstance(value, list) or not all(isinstance(v, str) and (key.item is None or re.fullmatch(key.item, v)) for v in value)
+        return not isinstance(value, list) or not all(
+            isinstance(v, str) and (key.item is None or re.fullmatch(key.item, v)) for v in value
+        )
     if key.kind == TABLE:
         return not isinstance(value, dict)
     if key.kind == TABLES:
         return not isinstance(value, list)
     if key.kind == SEED:
-        return not (value in ("content", "fresh") or (isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**63))
+        return not (
+            value in ("content", "fresh") or (isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**63)
+        )
     raise AssertionError(f"{key.path}: unknown kind {key.kind!r}")
 
 
@@ -526,8 +684,9 @@ class _Reader:
                 hint = f" — did you mean {close[0]!r}?" if close else f" (allowed: {', '.join(allowed)})"
                 raise self.fail(keypath + [key], f"unknown key{hint}")
 
-    def value(self, data: dict, key: Key, keypath: list[str], name: str | None = None, default: Any = _UNSET,
-              above: bool | None = None) -> Any:
+    def value(
+        self, data: dict, key: Key, keypath: list[str], name: str | None = None, default: Any = _UNSET, above: bool | None = None
+    ) -> Any:
         """``data[name]`` (``name``: the key's own name, or the name of a ``<…>`` key), checked
         against its declaration: its name, kind, range and own rule. ``default`` and ``above``
         replace the declared ones (``[release.gradescope.limits]`` defaults to ``[limits]``; a
@@ -557,7 +716,11 @@ class _Reader:
 
     def _number(self, key: Key, value: float, here: list[str], above: bool) -> float:
         if key.minimum is not None and (value <= key.minimum if above else value < key.minimum):
-            low = key.low or (f"must be greater than {key.minimum:g}, got {{value!r}}" if above else f"must be {key.minimum:g} or more, got {{value!r}}")
+            low = key.low or (
+                f"must be greater than {key.minimum:g}, got {{value!r}}"
+                if above
+                else f"must be {key.minimum:g} or more, got {{value!r}}"
+            )
             raise self.fail(here, low.format(value=value))
         if key.kind == WHOLE:
             if value != int(value):
@@ -643,7 +806,9 @@ def _parse(path: Path, text: str, data: dict, check_files: bool) -> Config:
     for skill in release["rules"]:
         r.value(release["rules"], KEY["release.rules.<skill>"], ["release", "rules"], name=skill)
     gradescope_release = _gradescope_release(r, release["gradescope"], limits)
-    nbgrader_release = _build(NbgraderRelease, "release.nbgrader", r.fields(release["nbgrader"], "release.nbgrader", ["release", "nbgrader"]))
+    nbgrader_release = _build(
+        NbgraderRelease, "release.nbgrader", r.fields(release["nbgrader"], "release.nbgrader", ["release", "nbgrader"])
+    )
     ci_fail_below = r.read(data, "ci", [])["fail_below"]
 
     skills: dict[str, Skill] = {}
@@ -659,9 +824,27 @@ def _parse(path: Path, text: str, data: dict, check_files: bool) -> Config:
     if ci_fail_below > total_points + 1e-9:
         raise r.fail(["ci", "fail_below"], f"is {ci_fail_below:g} but the skills give only {total_points:g} points; lower it")
     assignments = _assignments(r, release["assignments"], skills)
-    return Config(path.resolve(), root, course["name"], seed, root / grader["solutions_dir"], root / grader["exercises_dir"],
-                  root / grader["suites_dir"], skills, limits, sandbox, gradescope_visibility, data.get("release", {}), seed_mode,
-                  tuple(modules), gradescope_release, nbgrader_release, float(ci_fail_below), assignments, tuple(release["platforms"]))
+    return Config(
+        path.resolve(),
+        root,
+        course["name"],
+        seed,
+        root / grader["solutions_dir"],
+        root / grader["exercises_dir"],
+        root / grader["suites_dir"],
+        skills,
+        limits,
+        sandbox,
+        gradescope_visibility,
+        data.get("release", {}),
+        seed_mode,
+        tuple(modules),
+        gradescope_release,
+        nbgrader_release,
+        float(ci_fail_below),
+        assignments,
+        tuple(release["platforms"]),
+    )
 
 
 def _skill(r: _Reader, skills_raw: dict, sid: str, seen_files: dict[str, str], root: Path | None) -> Skill:
@@ -677,10 +860,16 @@ def _skill(r: _Reader, skills_raw: dict, sid: str, seen_files: dict[str, str], r
         suite = r.fields(suite_raw, "skills.<id>.suites[]", skp)
         # a gate (a rule test) may carry no points of its own; every other test must
         weight = KEY["skills.<id>.suites[].weights.<test>"]
-        weights = {name: r.value(suite["weights"], weight, skp + ["weights"], name=name, above=name not in gates) for name in suite["weights"]}
+        weights = {
+            name: r.value(suite["weights"], weight, skp + ["weights"], name=name, above=name not in gates)
+            for name in suite["weights"]
+        }
         file = suite["file"]
         if file in seen_files:
-            raise r.fail(skp + ["file"], f"{file} is already listed under skill {seen_files[file]!r}; each test belongs to exactly one skill")
+            raise r.fail(
+                skp + ["file"],
+                f"{file} is already listed under skill {seen_files[file]!r}; each test belongs to exactly one skill",
+            )
         seen_files[file] = sid
         if root is not None:
             _check_suite_file(r, root, file, weights, skp)
@@ -696,9 +885,21 @@ def _skill(r: _Reader, skills_raw: dict, sid: str, seen_files: dict[str, str], r
         if name not in known:
             raise r.fail(kp + ["properties"], f"{name!r} is not a test of skill {sid}" + _near(name, sorted(known)))
         if name in gates:
-            raise r.fail(kp + ["properties"], f"{name!r} is a gate (a rule of the exercise), not a property test: list it in one of the two")
-    return Skill(sid, raw["title"], raw["points"], raw["module"], tuple(raw["sections"]), tuple(suites), tuple(gates),
-                 tuple(raw["preload"]), tuple(raw["properties"]))
+            raise r.fail(
+                kp + ["properties"],
+                f"{name!r} is a gate (a rule of the exercise), not a property test: list it in one of the two",
+            )
+    return Skill(
+        sid,
+        raw["title"],
+        raw["points"],
+        raw["module"],
+        tuple(raw["sections"]),
+        tuple(suites),
+        tuple(gates),
+        tuple(raw["preload"]),
+        tuple(raw["properties"]),
+    )
 
 
 def _assignments(r: _Reader, raw: dict, skills: dict[str, Skill]) -> dict[str, tuple[str, ...]]:
@@ -713,7 +914,9 @@ def _assignments(r: _Reader, raw: dict, skills: dict[str, Skill]) -> dict[str, t
             if sid not in skills:
                 raise r.fail(kp + [name], f"{sid!r} is not a skill" + _near(sid, sorted(skills)))
             if sid in owner:
-                raise r.fail(kp + [name], f"skill {sid!r} is already in assignment {owner[sid]!r}; a skill belongs to one assignment")
+                raise r.fail(
+                    kp + [name], f"skill {sid!r} is already in assignment {owner[sid]!r}; a skill belongs to one assignment"
+                )
             owner[sid] = name
         out[name] = tuple(listed)
     return out
@@ -723,7 +926,10 @@ def _limits(r: _Reader, raw: Any, table: str, keypath: list[str], base: Limits) 
     """``[limits]``, or a table of overrides on top of ``base`` (``[release.gradescope.limits]``)."""
     limits = _build(Limits, "limits", r.fields(raw, table, keypath, defaults=base))
     if limits.skill_time_s < limits.call_timeout_s:
-        raise r.fail(keypath + ["skill_time_s"], f"must be at least call_timeout_s ({limits.call_timeout_s:g}), got {limits.skill_time_s:g}")
+        raise r.fail(
+            keypath + ["skill_time_s"],
+            f"must be at least call_timeout_s ({limits.call_timeout_s:g}), got {limits.skill_time_s:g}",
+        )
     return limits
 
 
@@ -732,12 +938,18 @@ def _gradescope_release(r: _Reader, raw: dict, limits: Limits) -> GradescopeRele
     values = r.fields(raw, "release.gradescope", kp)
     budget, platform = values["time_budget_s"], values["platform_timeout_s"]
     if budget + GradescopeRelease.CLEANUP_S > platform:
-        raise r.fail(kp + ["time_budget_s"], f"is {budget:g} s, but Gradescope stops the container at platform_timeout_s = {platform:g} s "
-                     f"and the bundle needs {GradescopeRelease.CLEANUP_S:g} s after the budget to write results.json — lower it")
+        raise r.fail(
+            kp + ["time_budget_s"],
+            f"is {budget:g} s, but Gradescope stops the container at platform_timeout_s = {platform:g} s "
+            f"and the bundle needs {GradescopeRelease.CLEANUP_S:g} s after the budget to write results.json — lower it",
+        )
     bundle_limits = _limits(r, values["limits"], "release.gradescope.limits", kp + ["limits"], limits)
     if bundle_limits.run_timeout_s >= budget:
-        raise r.fail(kp + ["limits", "run_timeout_s"], f"is {bundle_limits.run_timeout_s:g} s but must be below time_budget_s = {budget:g} s, "
-                     "so that the grader finishes (with every test scored) before the bundle's hard stop")
+        raise r.fail(
+            kp + ["limits", "run_timeout_s"],
+            f"is {bundle_limits.run_timeout_s:g} s but must be below time_budget_s = {budget:g} s, "
+            "so that the grader finishes (with every test scored) before the bundle's hard stop",
+        )
     return _build(GradescopeRelease, "release.gradescope", values, limits=bundle_limits)
 
 
@@ -751,7 +963,9 @@ def _check_suite_file(r: _Reader, root: Path, file: str, weights: dict[str, floa
         raise ConfigError(f"{file}:{exc.lineno}: syntax error in test file: {exc.msg}") from None
     for name in weights:  # first: a misspelt weight is likelier than a forgotten one
         if name not in names:
-            raise r.fail(kp + ["weights", name], f"no test function {name} in {file}" + _near(name, [n for n in names if n not in weights]))
+            raise r.fail(
+                kp + ["weights", name], f"no test function {name} in {file}" + _near(name, [n for n in names if n not in weights])
+            )
     for name in names:
         if name not in weights:
             raise r.fail(kp + ["weights"], f"{file} defines {name} but it has no weight — add `{name} = <points>`")
@@ -763,7 +977,9 @@ def _near(name: str, names: list[str]) -> str:
 
 
 # --------------------------------------------------------------------------- the key list in README.md
-DOC_BEGIN = "<!-- grading.toml keys: written by `python -m autograder config-keys --write README.md` from autograder/config.py KEYS -->"
+DOC_BEGIN = (
+    "<!-- grading.toml keys: written by `python -m autograder config-keys --write README.md` from autograder/config.py KEYS -->"
+)
 DOC_END = "<!-- end of grading.toml keys -->"
 
 
@@ -838,7 +1054,10 @@ def keys_main(argv: list[str]) -> int:
         path = Path(argv[1])
         text = path.read_text(encoding="utf-8")
         if DOC_BEGIN not in text or DOC_END not in text:
-            print(f"autograder: {path} has no grading.toml keys section (the lines {DOC_BEGIN} and {DOC_END})", file=__import__("sys").stderr)
+            print(
+                f"autograder: {path} has no grading.toml keys section (the lines {DOC_BEGIN} and {DOC_END})",
+                file=__import__("sys").stderr,
+            )
             return 2
         path.write_text(with_keys_doc(text), encoding="utf-8")
         return 0

@@ -99,7 +99,9 @@ def _stamp(data: dict, release: dict, note: str | None) -> dict:
         extra["upload"] = note
     version = release.get("version") or "unknown"
     commit = (release.get("commit") or "unknown")[:12]
-    data["output"] = (data.get("output") or "").rstrip("\n") + f"\n\n_Graded by autograder release {version} (commit {commit})._\n"
+    data["output"] = (data.get("output") or "").rstrip(
+        "\n"
+    ) + f"\n\n_Graded by autograder release {version} (commit {commit})._\n"
     return data
 
 
@@ -121,8 +123,20 @@ def _valid(path: Path) -> dict | None:
 
 def _grade(folder: Path, config_path: Path, results_path: Path, timeout: float) -> tuple[int | None, str]:
     """(exit status or None when the budget ran out, what the grader said on stderr)."""
-    cmd = [sys.executable, "-m", "autograder", "grade", str(folder), "--config", str(config_path),
-           "--format", "gradescope", "--output", str(results_path), "--no-progress"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "autograder",
+        "grade",
+        str(folder),
+        "--config",
+        str(config_path),
+        "--format",
+        "gradescope",
+        "--output",
+        str(results_path),
+        "--no-progress",
+    ]
     with tempfile.TemporaryFile() as err:
         proc = subprocess.Popen(cmd, cwd=config_path.parent, stdin=subprocess.DEVNULL, stdout=err, stderr=subprocess.STDOUT)
         try:
@@ -146,7 +160,9 @@ def run(root: Path, budget_s: float) -> int:
     results_path = root / "results" / "results.json"
     results_path.parent.mkdir(parents=True, exist_ok=True)
     release = release_info(source)
-    _log(f"release {release.get('version')} (commit {release.get('commit')}, suite {release.get('suite_hash')}); budget {budget_s:g} s")
+    _log(
+        f"release {release.get('version')} (commit {release.get('commit')}, suite {release.get('suite_hash')}); budget {budget_s:g} s"
+    )
     config: Config | None = None
     note = None
     work = Path(tempfile.mkdtemp(prefix="gradescope-"))
@@ -167,8 +183,10 @@ def run(root: Path, budget_s: float) -> int:
             _log("grader output:\n" + said.strip()[-4000:])
         data = _valid(results_path)
         if rc is None:
-            raise _Broken(f"grading took longer than this assignment's budget of {budget_s:g} s and was stopped; "
-                          "make sure none of your functions loops forever or waits for input")
+            raise _Broken(
+                f"grading took longer than this assignment's budget of {budget_s:g} s and was stopped; "
+                "make sure none of your functions loops forever or waits for input"
+            )
         if data is None:
             raise _Broken(f"the grader stopped (exit status {rc}) without writing results — please tell your instructor")
         _log(f"score {data.get('score')} (grader exit status {rc})")
@@ -179,8 +197,11 @@ def run(root: Path, budget_s: float) -> int:
         import traceback
 
         _log("internal error:\n" + traceback.format_exc())
-        data = error_results(config, "the autograder itself failed on this submission (not your fault) — please tell your instructor",
-                             time.monotonic() - started)
+        data = error_results(
+            config,
+            "the autograder itself failed on this submission (not your fault) — please tell your instructor",
+            time.monotonic() - started,
+        )
     finally:
         shutil.rmtree(work, ignore_errors=True)
         killed = _kill_leftovers()

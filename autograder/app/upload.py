@@ -85,19 +85,31 @@ def locate(upload: Path, modules: list[str], work: Path, max_module_bytes: int) 
         return best, f"graded the modules in {'the top folder' if not rel.parts else _name(str(rel))} of the upload"
     if len(zips) > 1:
         names = ", ".join(_name(str(z.relative_to(upload))) for z in zips[:4])
-        raise UploadError(f"the upload holds {len(zips)} zip files ({names}) and no exercise modules — upload the .py files ({_expected(modules)}) or one zip of them")
+        raise UploadError(
+            f"the upload holds {len(zips)} zip files ({names}) and no exercise modules — upload the .py files ({_expected(modules)}) or one zip of them"
+        )
     if zips:
         return _from_zip(zips[0], upload, modules, work, max_module_bytes)
     listed = ", ".join(_name(o) for o in others) or "nothing"
-    raise UploadError(f"no exercise modules in the upload: expected {_expected(modules)} (at the top, or in an exercises/ folder); the upload holds {listed}")
+    raise UploadError(
+        f"no exercise modules in the upload: expected {_expected(modules)} (at the top, or in an exercises/ folder); the upload holds {listed}"
+    )
 
 
 #: what reading an uploaded zip may raise — every one of them the upload's fault: a damaged
 #: or truncated archive (BadZipFile, EOFError, zlib.error / OSError / LZMAError from the
 #: decompressors, struct.error from a mangled header), a password (RuntimeError), a method
 #: this Python cannot unpack (NotImplementedError), ZIP64 sizes (LargeZipFile)
-_ZIP_ERRORS: tuple[type[BaseException], ...] = (zipfile.BadZipFile, zipfile.LargeZipFile, RuntimeError, EOFError, OSError,
-                                                ValueError, struct.error, OverflowError)
+_ZIP_ERRORS: tuple[type[BaseException], ...] = (
+    zipfile.BadZipFile,
+    zipfile.LargeZipFile,
+    RuntimeError,
+    EOFError,
+    OSError,
+    ValueError,
+    struct.error,
+    OverflowError,
+)
 try:  # like zipfile itself: a Python built without zlib or liblzma still runs (those members then raise RuntimeError)
     import zlib
 
@@ -114,17 +126,23 @@ _ENCRYPTED = 0x1 | 0x40  # general purpose flag bits: traditional (ZipCrypto / A
 
 
 def _encrypted_message(shown: str, member: str, modules: list[str]) -> str:
-    return (f"{shown} is encrypted (a password protects {_name(member)}) — upload the .py files themselves "
-            f"({_expected(modules)}), or a zip made without a password")
+    return (
+        f"{shown} is encrypted (a password protects {_name(member)}) — upload the .py files themselves "
+        f"({_expected(modules)}), or a zip made without a password"
+    )
 
 
 def _damaged_message(shown: str, member: str | None, exc: BaseException, modules: list[str]) -> str:
     if isinstance(exc, NotImplementedError) and "compression" in str(exc):
-        return (f"{shown} uses a compression method that cannot be unpacked here ({_name(member or '?')}) — upload the .py "
-                f"files themselves ({_expected(modules)}), or a zip made with ordinary (deflate) compression")
+        return (
+            f"{shown} uses a compression method that cannot be unpacked here ({_name(member or '?')}) — upload the .py "
+            f"files themselves ({_expected(modules)}), or a zip made with ordinary (deflate) compression"
+        )
     what = f"{_name(member)} in it cannot be unpacked" if member else "it cannot be read"
-    return (f"{shown} is damaged: {what} ({clean(exc, 100) or type(exc).__name__}) — zip the files again, "
-            f"or upload the .py files themselves ({_expected(modules)})")
+    return (
+        f"{shown} is damaged: {what} ({clean(exc, 100) or type(exc).__name__}) — zip the files again, "
+        f"or upload the .py files themselves ({_expected(modules)})"
+    )
 
 
 def locate_zip(archive: Path, modules: list[str], work: Path, max_module_bytes: int) -> tuple[Path, str]:
@@ -169,7 +187,8 @@ def _from_zip(archive: Path, upload: Path, modules: list[str], work: Path, max_m
                     if inner_zips:
                         raise UploadError(
                             f"{shown} holds another zip ({_name(str(inner_zips[0]))}) and no exercise modules: a zip inside a zip is not "
-                            f"unpacked — zip the .py files themselves ({_expected(modules)}), or upload them without a zip")
+                            f"unpacked — zip the .py files themselves ({_expected(modules)}), or upload them without a zip"
+                        )
                     names = ", ".join(_name(i.filename) for i in infos[:8]) or "nothing"
                     raise UploadError(f"{shown} holds no exercise modules (expected {_expected(modules)}); it holds {names}")
                 folder = _best(members, lambda p: len(p.parts) if str(p) != "." else 0)
@@ -185,7 +204,9 @@ def _from_zip(archive: Path, upload: Path, modules: list[str], work: Path, max_m
             raise
         except _ZIP_ERRORS as exc:
             if member is None and isinstance(exc, zipfile.BadZipFile):
-                raise UploadError(f"{shown} is not a zip archive that can be read ({clean(exc, 120)}) — upload the .py files themselves") from None
+                raise UploadError(
+                    f"{shown} is not a zip archive that can be read ({clean(exc, 120)}) — upload the .py files themselves"
+                ) from None
             if isinstance(exc, RuntimeError) and ("password" in str(exc) or "encrypt" in str(exc)):
                 raise UploadError(_encrypted_message(shown, member or "?", modules)) from None
             raise UploadError(_damaged_message(shown, member, exc, modules)) from None

@@ -65,7 +65,9 @@ def one_line(text: object, limit: int | None = 300) -> str:
     return visible(text, limit, newlines=False)
 
 
-def gutter(text: object, limit: int | None = 4000, *, max_lines: int = 40, prefix: str = GUTTER, width: int | None = None) -> list[str]:
+def gutter(
+    text: object, limit: int | None = 4000, *, max_lines: int = 40, prefix: str = GUTTER, width: int | None = None
+) -> list[str]:
     """Student text as lines behind a gutter: none of them can pass for a grader line.
     With ``width``, long lines are cut into pieces that each carry the gutter, so a
     terminal never wraps the tail of one to the left margin."""

@@ -109,7 +109,10 @@ def _is_todo_raise(stmt: ast.stmt) -> bool:
         isinstance(func, ast.Attribute) and func.attr == "NotImplementedError"
     )
     return (
-        named and bool(args) and isinstance(args[0], ast.Constant) and isinstance(args[0].value, str)
+        named
+        and bool(args)
+        and isinstance(args[0], ast.Constant)
+        and isinstance(args[0].value, str)
         and args[0].value.lstrip().startswith("TODO(")
     )
 
@@ -153,6 +156,6 @@ def known_functions(module: str, solutions_dir: Path | None, exercises_dir: Path
     return []
 
 
-def skill_functions(config: "Config", skill: "Skill") -> list[str]:
+def skill_functions(config: Config, skill: Skill) -> list[str]:
     """The public functions of a skill's module (see ``known_functions``)."""
     return known_functions(skill.module, config.solutions_dir, config.exercises_dir)

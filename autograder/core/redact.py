@@ -28,7 +28,11 @@ def public_data(data: dict) -> dict:
 
         # a module that does not import or lacks a name fails every test the same way:
         # a hidden test may repeat what a visible test already shows, and nothing else
-        shown = {problem_key(t["summary"], t["check"]) for t in skill["tests"] if t["visibility"] == "visible" and t.get("problem") == "missing"}
+        shown = {
+            problem_key(t["summary"], t["check"])
+            for t in skill["tests"]
+            if t["visibility"] == "visible" and t.get("problem") == "missing"
+        }
         tests = []
         for test in skill["tests"]:
             if test["visibility"] == "hidden":
@@ -76,7 +80,11 @@ def _public_hidden(test: dict, skill_id: str, functions: list[str], gate: str | 
     credit = test.get("credit") or None
     if credit:
         note = credit.get("note")  # the scoring rule in words, built on the trusted side from the test's own labels
-        credit = {k: credit[k] for k in ("passed", "total", "fraction") if isinstance(credit.get(k), (int, float)) and not isinstance(credit.get(k), bool)}
+        credit = {
+            k: credit[k]
+            for k in ("passed", "total", "fraction")
+            if isinstance(credit.get(k), (int, float)) and not isinstance(credit.get(k), bool)
+        }
         if isinstance(note, str):
             credit["note"] = note
     summary = _hidden_summary(test, skill_id, functions, module_problem)
@@ -84,13 +92,21 @@ def _public_hidden(test: dict, skill_id: str, functions: list[str], gate: str | 
         summary = f"{_GATED} ({gate})" + (f"; {summary}" if summary else "")
     problem = test.get("problem")
     return {
-        "id": test["id"], "name": test["name"], "skill": test["skill"], "visibility": test["visibility"],
-        "max_score": test["max_score"], "score": test["score"], "status": test["status"],
+        "id": test["id"],
+        "name": test["name"],
+        "skill": test["skill"],
+        "visibility": test["visibility"],
+        "max_score": test["max_score"],
+        "score": test["score"],
+        "status": test["status"],
         "summary": summary,
         "check": None,
         "problem": problem if problem in _PROBLEMS else None,
         "detail": None,
-        "hints": [{"id": str(h.get("id", "")), "text": str(h.get("text", "")), "section": str(h.get("section", ""))} for h in test.get("hints") or []],
+        "hints": [
+            {"id": str(h.get("id", "")), "text": str(h.get("text", "")), "section": str(h.get("section", ""))}
+            for h in test.get("hints") or []
+        ],
         "grids": [],
         "frames": [_public_frame(f) for f in test.get("frames") or [] if isinstance(f, dict)],
         "error": None,
@@ -139,19 +155,28 @@ def _hidden_summary(test: dict, skill_id: str, functions: list[str], module_prob
     if problem == "raised":
         kind = _builtin_exception((test.get("error") or {}).get("type")) or "an exception"
         if kind == "NotImplementedError":
-            todo = re.search(rf"TODO\({re.escape(skill_id)}\): ([\w.]+)", f"{test.get('summary') or ''} {test.get('detail') or ''}")
+            todo = re.search(
+                rf"TODO\({re.escape(skill_id)}\): ([\w.]+)", f"{test.get('summary') or ''} {test.get('detail') or ''}"
+            )
             if todo and todo.group(1) in functions:  # only a name from the module's own API crosses
                 return f"hidden test failed: is not implemented yet — TODO({skill_id}): {todo.group(1)}"
         # (a TODO stub's text is named above only when it is a real function; a made-up type shows no text)
-        message = first_line((test.get("error") or {}).get("message"), 160) if kind not in ("an exception", "NotImplementedError") else ""
+        message = (
+            first_line((test.get("error") or {}).get("message"), 160)
+            if kind not in ("an exception", "NotImplementedError")
+            else ""
+        )
         # the student's own exception text (their code's, or torch's about their call): what makes
         # "mat1 and mat2 must have the same dtype" readable; one line, and every renderer escapes it
         return f"hidden test failed: your code raised {kind}" + (f": {message}" if message else "")
     if problem == "constraint":
         # "forbids" belongs to the exercise's rules (gates, weight 0, they zero the skill); a
         # weighted test's constraint is how the contract says to call something
-        return ("hidden test failed: uses something this exercise forbids" if test.get("max_score") == 0
-                else "hidden test failed: does not call the library the way the exercise asks")
+        return (
+            "hidden test failed: uses something this exercise forbids"
+            if test.get("max_score") == 0
+            else "hidden test failed: does not call the library the way the exercise asks"
+        )
     words = {
         "type": "returned the wrong kind of value",
         "shape": "returned the wrong shape",

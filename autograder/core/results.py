@@ -86,7 +86,7 @@ class Results:
     def to_dict(self) -> dict:
         return _plain(self)
 
-    def public(self) -> "Results":
+    def public(self) -> Results:
         """The student-facing view: hidden tests reduced to what core/redact.py whitelists."""
         return from_dict(public_data(self.to_dict()))
 

@@ -57,10 +57,14 @@ def _weights_table(lines: list[str], skill: str, suite_file: str) -> tuple[int, 
                         end += 1
                     return j + 1, end
             break
-    raise Refused(f"grading.toml: no [skills.{skill}.suites.weights] table for {suite_file} — add the suite entry first (see autograder/testing/README.md)")
+    raise Refused(
+        f"grading.toml: no [skills.{skill}.suites.weights] table for {suite_file} — add the suite entry first (see autograder/testing/README.md)"
+    )
 
 
-def plan_grading(text: str, skill: str, suite_file: str, name: str, weight: float, take_from: str | None, add_points: bool) -> str:
+def plan_grading(
+    text: str, skill: str, suite_file: str, name: str, weight: float, take_from: str | None, add_points: bool
+) -> str:
     """grading.toml's text with the new weight (and the one it was taken from) changed."""
     lines = text.splitlines(keepends=True)
     first, end = _weights_table(lines, skill, suite_file)
@@ -82,8 +86,10 @@ def plan_grading(text: str, skill: str, suite_file: str, name: str, weight: floa
         m = pattern.match(lines[hits[0]])
         left = float(m.group(2)) - weight
         if left <= 0:
-            raise Refused(f"grading.toml:{hits[0] + 1}: {take_from} = {m.group(2)} cannot give {_number(weight)} (it would keep {_number(left)}): "
-                          f"take it from a heavier test, or pass --add-points (ADD_POINTS=1) to raise the skill's points")
+            raise Refused(
+                f"grading.toml:{hits[0] + 1}: {take_from} = {m.group(2)} cannot give {_number(weight)} (it would keep {_number(left)}): "
+                f"take it from a heavier test, or pass --add-points (ADD_POINTS=1) to raise the skill's points"
+            )
         lines[hits[0]] = f"{m.group(1)}{_number(left)}{m.group(3)}"
     return "".join(lines)
 
@@ -92,22 +98,28 @@ def skeleton(skill: str, module: str, function: str | None, name: str, hidden: b
     fn = function or "<function>"
     mistakes = f', mistakes={{"{skill}/{hint}": signatures.<what {fn} returns with that mistake>(...)}}' if hint else ""
     if hidden:
-        body = (f"    for case in credit.cases(4):  # one kind: all four draws must pass\n"
-                f"        with case:\n"
-                f"            # draw inputs from rng; want = in_float64(ref.{module}.{fn}, ..., dtype=...)\n"
-                f"            # expect.close(sub.{module}.{fn}(...), want, what=\"{fn}(...) (Week 7 §…)\", tol=tol(\"{skill}.{fn}\", dtype){mistakes})\n"
-                f"            raise NotImplementedError(\"TODO(suite): write {name} (autograder/testing/README.md, Adding a test)\")\n")
+        body = (
+            f"    for case in credit.cases(4):  # one kind: all four draws must pass\n"
+            f"        with case:\n"
+            f"            # draw inputs from rng; want = in_float64(ref.{module}.{fn}, ..., dtype=...)\n"
+            f'            # expect.close(sub.{module}.{fn}(...), want, what="{fn}(...) (Week 7 §…)", tol=tol("{skill}.{fn}", dtype){mistakes})\n'
+            f'            raise NotImplementedError("TODO(suite): write {name} (autograder/testing/README.md, Adding a test)")\n'
+        )
         args = "sub, ref, rng, credit"
     else:
         case = name.removeprefix("test_")
         snap_mistakes = ', mistakes=c["mistakes"]' if hint else ""
-        body = (f'    c = SNAP["{case}"]  # add the case to snapshot_cases.py (mistakes too), then `make snapshots`\n'
-                f'    # expect.close(sub.{module}.{fn}(...), c["want"], what="{fn}(...) (Week 7 §…)", tol=...{snap_mistakes})\n'
-                f'    raise NotImplementedError("TODO(suite): write {name} (autograder/testing/README.md, Adding a test)")\n')
+        body = (
+            f'    c = SNAP["{case}"]  # add the case to snapshot_cases.py (mistakes too), then `make snapshots`\n'
+            f'    # expect.close(sub.{module}.{fn}(...), c["want"], what="{fn}(...) (Week 7 §…)", tol=...{snap_mistakes})\n'
+            f'    raise NotImplementedError("TODO(suite): write {name} (autograder/testing/README.md, Adding a test)")\n'
+        )
         args = "sub, rng, credit"
-    return (f"\n\ndef {name}({args}):\n"
-            f"    \"\"\"TODO(suite): the property this test checks{f' (hint {skill}/{hint} when the mistake’s output matches)' if hint else ''}.\"\"\"\n"
-            f"{body}")
+    return (
+        f"\n\ndef {name}({args}):\n"
+        f'    """TODO(suite): the property this test checks{f" (hint {skill}/{hint} when the mistake’s output matches)" if hint else ""}."""\n'
+        f"{body}"
+    )
 
 
 def hint_entry(key: str, text: str, section: str, function: str | None) -> str:
@@ -119,8 +131,20 @@ def _toml_string(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def add_test(root: Path, skill: str, name: str, *, hidden: bool, weight: float, take_from: str | None = None, add_points: bool = False,
-             hint: str | None = None, function: str | None = None, text: str | None = None, section: str | None = None) -> list[Path]:
+def add_test(
+    root: Path,
+    skill: str,
+    name: str,
+    *,
+    hidden: bool,
+    weight: float,
+    take_from: str | None = None,
+    add_points: bool = False,
+    hint: str | None = None,
+    function: str | None = None,
+    text: str | None = None,
+    section: str | None = None,
+) -> list[Path]:
     """Write the three places; returns the files changed. Raises Refused (nothing written)."""
     config_path = root / "grading.toml"
     config = load(config_path)
@@ -132,7 +156,9 @@ def add_test(root: Path, skill: str, name: str, *, hidden: bool, weight: float, 
     if any(name in s.weights for s in sk.suites):
         raise Refused(f"grading.toml: skill {skill} already has a test {name}")
     if (take_from is None) == (not add_points):
-        raise Refused("say where the weight comes from: --take-from TEST (FROM=test_…) lowers that test's weight, --add-points (ADD_POINTS=1) raises the skill's points")
+        raise Refused(
+            "say where the weight comes from: --take-from TEST (FROM=test_…) lowers that test's weight, --add-points (ADD_POINTS=1) raises the skill's points"
+        )
     if not weight > 0:
         raise Refused(f"--weight {weight}: a test's weight is a positive number of points")
     visibility = "hidden" if hidden else "visible"
@@ -143,7 +169,9 @@ def add_test(root: Path, skill: str, name: str, *, hidden: bool, weight: float, 
     source = suite_path.read_text(encoding="utf-8")
     if re.search(rf"^def {name}\(", source, flags=re.M):
         raise Refused(f"{suites[0].file}: already defines {name}")
-    if function is not None and not re.search(rf"^(def|class) {re.escape(function)}\b", (config.solutions_dir / sk.module).read_text(encoding="utf-8"), flags=re.M):
+    if function is not None and not re.search(
+        rf"^(def|class) {re.escape(function)}\b", (config.solutions_dir / sk.module).read_text(encoding="utf-8"), flags=re.M
+    ):
         raise Refused(f"solutions/{sk.module} defines no {function} (--function / FUNCTION=)")
     hints_path = config.suites_dir / skill / "hints.toml"
     if hint is not None:
@@ -152,12 +180,16 @@ def add_test(root: Path, skill: str, name: str, *, hidden: bool, weight: float, 
         if hint in tomllib.loads(hints_path.read_text(encoding="utf-8")):
             raise Refused(f"{hints_path.relative_to(root)}: [{hint}] exists already — name it in the test without --hint")
         if not text or not section or not LESSON.search(section):
-            raise Refused("a hint needs --text (what went wrong and the fix) and --section citing the lesson (Week 7 §…, Day 1 §… or Lesson 2 §…)")
+            raise Refused(
+                "a hint needs --text (what went wrong and the fix) and --section citing the lesson (Week 7 §…, Day 1 §… or Lesson 2 §…)"
+            )
 
     new_config = plan_grading(config_path.read_text(encoding="utf-8"), skill, suites[0].file, name, weight, take_from, add_points)
     trial = config_path.with_name(".grading.new-test.toml")
     trial.write_text(new_config, encoding="utf-8")
-    suite_path.write_text(source.rstrip("\n") + "\n" + skeleton(skill, sk.module_name, function, name, hidden, hint), encoding="utf-8")
+    suite_path.write_text(
+        source.rstrip("\n") + "\n" + skeleton(skill, sk.module_name, function, name, hidden, hint), encoding="utf-8"
+    )
     try:
         load(trial)  # every check of a real run: sums, names, keys, test functions present
     except ConfigError as exc:
@@ -168,7 +200,10 @@ def add_test(root: Path, skill: str, name: str, *, hidden: bool, weight: float, 
     config_path.write_text(new_config, encoding="utf-8")
     changed = [config_path, suite_path]
     if hint is not None:
-        hints_path.write_text(hints_path.read_text(encoding="utf-8").rstrip("\n") + "\n" + hint_entry(hint, text, section, function), encoding="utf-8")
+        hints_path.write_text(
+            hints_path.read_text(encoding="utf-8").rstrip("\n") + "\n" + hint_entry(hint, text, section, function),
+            encoding="utf-8",
+        )
         changed.append(hints_path)
     return changed
 
@@ -188,15 +223,29 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--root", type=Path, default=Path.cwd())
     a = p.parse_args(argv)
     try:
-        changed = add_test(a.root, a.skill, a.name, hidden=a.hidden, weight=a.weight, take_from=a.take_from, add_points=a.add_points,
-                           hint=a.hint, function=a.function, text=a.text, section=a.section)
+        changed = add_test(
+            a.root,
+            a.skill,
+            a.name,
+            hidden=a.hidden,
+            weight=a.weight,
+            take_from=a.take_from,
+            add_points=a.add_points,
+            hint=a.hint,
+            function=a.function,
+            text=a.text,
+            section=a.section,
+        )
     except (Refused, ConfigError) as exc:
         print(f"new-test: refused: {exc}", file=sys.stderr)
         return 2
     for path in changed:
         print(f"wrote {path.relative_to(a.root.resolve()) if path.is_relative_to(a.root.resolve()) else path}")
-    print(f"next: write the body of {a.name} (it raises until then, so `make check` fails on it)"
-          + (f"; add the mistake's output to tests/suites/{a.skill}/mistakes.py" if a.hint else "") + "; then `make check`")
+    print(
+        f"next: write the body of {a.name} (it raises until then, so `make check` fails on it)"
+        + (f"; add the mistake's output to tests/suites/{a.skill}/mistakes.py" if a.hint else "")
+        + "; then `make check`"
+    )
     return 0
 
 

@@ -6,8 +6,8 @@ terminal's coloured view is the ``text`` format with a ``Style``."""
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from rich.console import Console
 
@@ -28,8 +28,17 @@ class Style:
 
 def _text(results: Results, config: Config | None, style: Style) -> str:
     buffer = io.StringIO()
-    text.render(results, Console(file=buffer, width=style.width, color_system=style.color_system, force_terminal=style.terminal,
-                                 emoji=False, highlight=False))
+    text.render(
+        results,
+        Console(
+            file=buffer,
+            width=style.width,
+            color_system=style.color_system,
+            force_terminal=style.terminal,
+            emoji=False,
+            highlight=False,
+        ),
+    )
     return buffer.getvalue()
 
 

@@ -40,7 +40,7 @@ def hint_lines(test: TestOutcome) -> list[str]:
 
 
 def frame_where(frame: dict) -> str:
-    """"exercises/qkv.py:12 in project_qkv" — one line, escaped."""
+    """ "exercises/qkv.py:12 in project_qkv" — one line, escaped."""
     func = f" in {frame['function']}" if frame.get("function") else ""
     return one_line(f"{frame.get('file')}:{frame.get('line')}{func}", 300)
 
@@ -93,7 +93,11 @@ def test_text(test: TestOutcome) -> str:
     if test.status == "passed":
         return lines[0]
     if test.credit and test.credit.get("total"):
-        lines.append(one_line(test.credit.get("note"), 600) if test.credit.get("note") else f"Partial credit: {test.credit['passed']} of {test.credit['total']} input cases passed")
+        lines.append(
+            one_line(test.credit.get("note"), 600)
+            if test.credit.get("note")
+            else f"Partial credit: {test.credit['passed']} of {test.credit['total']} input cases passed"
+        )
     if test.check and test.visibility == "visible":
         lines.append(f"Checked: {one_line(test.check, 300)}")
     if test.detail or test.summary:
@@ -209,10 +213,11 @@ def where_to_start(results: Results, upload: bool = False) -> str | None:
         return None
     path = info.get("display_path") or first.module
     if upload:
-        return (f"Where to start: in your repository, open exercises/{first.module}, write `{info['todo'][0]}` (read its docstring), "
-                f"check it with `make grade SKILL={first.id}`, then upload again.")
-    return (f"Where to start: open {path}, write `{info['todo'][0]}` (read its docstring), "
-            f"then run `make grade SKILL={first.id}`.")
+        return (
+            f"Where to start: in your repository, open exercises/{first.module}, write `{info['todo'][0]}` (read its docstring), "
+            f"check it with `make grade SKILL={first.id}`, then upload again."
+        )
+    return f"Where to start: open {path}, write `{info['todo'][0]}` (read its docstring), then run `make grade SKILL={first.id}`."
 
 
 def footer_notes(results: Results) -> list[tuple[str, str]]:

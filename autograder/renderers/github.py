@@ -70,7 +70,9 @@ def commands(results: Results) -> list[str]:
     for n, ((file, line), tests) in enumerate(places.items()):
         if n == MAX_ANNOTATIONS - 1 and len(places) > MAX_ANNOTATIONS:
             rest = sum(len(t) for t in list(places.values())[n:])
-            out.append(f"::error title={gh_property(f'{rest} more failing tests')}::{gh_data('See the job summary for every failing test.')}")
+            out.append(
+                f"::error title={gh_property(f'{rest} more failing tests')}::{gh_data('See the job summary for every failing test.')}"
+            )
             break
         skill_id, first = tests[0]
         names = ", ".join(t.name for _, t in tests[:4]) + (f" and {len(tests) - 4} more" if len(tests) > 4 else "")
@@ -97,7 +99,11 @@ def log(results: Results) -> list[str]:
         lines.append(f"::group::{gh_data(f'{skill.id}: {len(failed)} tests to fix')}")
         stubs, others = todo_summary(failed, module_info(results, skill).get("todo"))
         if stubs:
-            lines.append(_safe_log_line(f"Still TODO in {skill.module}: {', '.join(one_line(s, 80) for s in stubs)} ({len(failed) - len(others)} tests wait on them)"))
+            lines.append(
+                _safe_log_line(
+                    f"Still TODO in {skill.module}: {', '.join(one_line(s, 80) for s in stubs)} ({len(failed) - len(others)} tests wait on them)"
+                )
+            )
         for test in others:
             lines.extend(_safe_log_line(line) for line in test_text(test).splitlines())
         lines.append("::endgroup::")

@@ -29,8 +29,11 @@ SUMMARY_NAME = "Summary with every test, hidden tests included"
 SUMMARY_TAG = "summary"
 
 #: when Gradescope shows a test of this visibility to the student, in words
-WHEN = {"after_due_date": "after the due date", "after_published": "when grades are published",
-        "hidden": "to your instructor only"}
+WHEN = {
+    "after_due_date": "after the due date",
+    "after_published": "when grades are published",
+    "hidden": "to your instructor only",
+}
 
 
 def _gs(test, visibility: dict[str, str]) -> str:
@@ -44,13 +47,20 @@ def visible_view(results: Results, visibility: dict[str, str]) -> Results:
     for skill in results.skills:
         tests = [t for t in skill.tests if _gs(t, visibility) == SHOWN_NOW]
         weighted = [t for t in tests if t.max_score > 0]
-        skills.append(replace(
-            skill, tests=tests, score=round(sum(t.score for t in tests), 4), points=round(sum(t.max_score for t in tests), 4),
-            passed=sum(t.status == "passed" for t in weighted), total=len(weighted),
-            gated_by=None,  # its text names the rule test, which may be a hidden one
-        ))
-    return replace(results, skills=skills, score=round(sum(s.score for s in skills), 4),
-                   max_score=round(sum(s.points for s in skills), 4))
+        skills.append(
+            replace(
+                skill,
+                tests=tests,
+                score=round(sum(t.score for t in tests), 4),
+                points=round(sum(t.max_score for t in tests), 4),
+                passed=sum(t.status == "passed" for t in weighted),
+                total=len(weighted),
+                gated_by=None,  # its text names the rule test, which may be a hidden one
+            )
+        )
+    return replace(
+        results, skills=skills, score=round(sum(s.score for s in skills), 4), max_score=round(sum(s.points for s in skills), 4)
+    )
 
 
 def _later_visibility(values: set[str]) -> str:
@@ -62,18 +72,24 @@ def _later_visibility(values: set[str]) -> str:
 def _output_before_due(results: Results, view: Results, later: str) -> str:
     """The top-level ``output`` while some tests are shown later: the visible tests' table,
     and that hidden tests exist — no figure that includes them."""
-    title = headline(results) if results.status != "complete" else f"Visible tests: {points(view.score)} / {points(view.max_score)}"
+    title = (
+        headline(results) if results.status != "complete" else f"Visible tests: {points(view.score)} / {points(view.max_score)}"
+    )
     lines = [MARKER, f"## {esc(results.course)}: {esc(title)}", ""]
     if results.status != "complete":
         lines += [f"> ⚠️ {esc(results.message)}", ""]
     lines += ["| Skill | Visible tests | Passed | Sections |", "|---|---:|---:|---|"]
     for skill in view.skills:
-        lines.append(f"| **{esc(skill.id)}** — {esc(skill.title)} | {points(skill.score)} / {points(skill.points)} | {skill.passed}/{skill.total} | {esc('; '.join(skill.sections))} |")
+        lines.append(
+            f"| **{esc(skill.id)}** — {esc(skill.title)} | {points(skill.score)} / {points(skill.points)} | {skill.passed}/{skill.total} | {esc('; '.join(skill.sections))} |"
+        )
     lines.append(f"| **Visible tests** | **{points(view.score)} / {points(view.max_score)}** | | |")
     lines.append("")
     with_hidden = [full.id for full, shown in zip(results.skills, view.skills) if len(full.tests) > len(shown.tests)]
-    lines.append(f"🔒 Hidden tests of {esc(', '.join(with_hidden))} also count toward your grade. Their results, each skill's "
-                 f"total and your total score are shown {esc(WHEN.get(later, 'later'))}.")
+    lines.append(
+        f"🔒 Hidden tests of {esc(', '.join(with_hidden))} also count toward your grade. Their results, each skill's "
+        f"total and your total score are shown {esc(WHEN.get(later, 'later'))}."
+    )
     lines.append("")
     start = where_to_start(view, upload=True)
     if start:
@@ -88,13 +104,17 @@ def _summary_text(results: Results) -> str:
     lines = [f"Every test, hidden tests included — {one_line(headline(results).replace('Total: ', 'all skills: ', 1), 600)}"]
 
     def row(skill: SkillOutcome) -> str:
-        return (f"{one_line(skill.id, 100)}: {points(skill.score)} / {points(skill.points)} points, "
-                f"{skill.passed} of {skill.total} tests passed")
+        return (
+            f"{one_line(skill.id, 100)}: {points(skill.score)} / {points(skill.points)} points, "
+            f"{skill.passed} of {skill.total} tests passed"
+        )
 
     lines += [row(s) for s in results.skills]
     for skill in results.skills:
         if skill.gated_by:
-            lines.append(f"{one_line(skill.id, 100)} scores 0: it breaks a rule of the exercise — {one_line(skill.gated_by, 300)}")
+            lines.append(
+                f"{one_line(skill.id, 100)} scores 0: it breaks a rule of the exercise — {one_line(skill.gated_by, 300)}"
+            )
     return "\n".join(lines)
 
 
@@ -102,25 +122,38 @@ def to_dict(results: Results, visibility: dict[str, str]) -> dict:
     tests = []
     later = {_gs(t, visibility) for t in results.tests} - {SHOWN_NOW}
     for s_index, skill in enumerate(results.skills, start=1):
-        ordered = [t for t in skill.tests if _gs(t, visibility) == SHOWN_NOW] + [t for t in skill.tests if _gs(t, visibility) != SHOWN_NOW]
+        ordered = [t for t in skill.tests if _gs(t, visibility) == SHOWN_NOW] + [
+            t for t in skill.tests if _gs(t, visibility) != SHOWN_NOW
+        ]
         for t_index, test in enumerate(ordered, start=1):
-            tests.append({
-                "name": f"{skill.id}: {test.name}",
-                "number": f"{s_index}.{t_index}",
-                "score": test.score,
-                "max_score": test.max_score,
-                "status": "passed" if test.status == "passed" and test.score >= test.max_score else "failed",
-                "output": test_text(test),
-                "tags": [skill.id, test.visibility],
-                "visibility": _gs(test, visibility),
-            })
+            tests.append(
+                {
+                    "name": f"{skill.id}: {test.name}",
+                    "number": f"{s_index}.{t_index}",
+                    "score": test.score,
+                    "max_score": test.max_score,
+                    "status": "passed" if test.status == "passed" and test.score >= test.max_score else "failed",
+                    "output": test_text(test),
+                    "tags": [skill.id, test.visibility],
+                    "visibility": _gs(test, visibility),
+                }
+            )
     if later:
         shown_later = _later_visibility(later)
         output = _output_before_due(results, visible_view(results, visibility), shown_later)
-        tests.insert(0, {
-            "name": SUMMARY_NAME, "number": "0", "score": 0.0, "max_score": 0.0, "status": "passed",
-            "output": _summary_text(results), "tags": [SUMMARY_TAG, shown_later], "visibility": shown_later,
-        })
+        tests.insert(
+            0,
+            {
+                "name": SUMMARY_NAME,
+                "number": "0",
+                "score": 0.0,
+                "max_score": 0.0,
+                "status": "passed",
+                "output": _summary_text(results),
+                "tags": [SUMMARY_TAG, shown_later],
+                "visibility": shown_later,
+            },
+        )
     else:
         output = markdown.render(results, details=False, upload=True)
     return {

@@ -4,9 +4,22 @@ and marked ⚠)."""
 
 from __future__ import annotations
 
-from ..core.results import Results, TestOutcome
-from .common import ICON, collapse_repeats, footer_notes, frame_where, headline, module_info, not_started, points, printed_text, same_problem_line, todo_summary, where_to_start
 from ..core.escape import md_block, md_code, md_text
+from ..core.results import Results, TestOutcome
+from .common import (
+    ICON,
+    collapse_repeats,
+    footer_notes,
+    frame_where,
+    headline,
+    module_info,
+    not_started,
+    points,
+    printed_text,
+    same_problem_line,
+    todo_summary,
+    where_to_start,
+)
 
 MARKER = "<!-- attention-autograder -->"
 
@@ -19,7 +32,13 @@ def esc(text: object, limit: int = 600) -> str:
 def grid_table(grid: dict) -> list[str]:
     exp, got, bad = grid["expected"], grid["got"], grid["bad"]
     cols = len(exp[0])
-    head = f"| {esc(grid['rows'])} \\\\ {esc(grid['cols'])} | " + " | ".join(f"exp {j}" for j in range(cols)) + " | " + " | ".join(f"yours {j}" for j in range(cols)) + " |"
+    head = (
+        f"| {esc(grid['rows'])} \\\\ {esc(grid['cols'])} | "
+        + " | ".join(f"exp {j}" for j in range(cols))
+        + " | "
+        + " | ".join(f"yours {j}" for j in range(cols))
+        + " |"
+    )
     lines = [f"*{esc(grid['title'])}* (⚠ = wrong cell)", "", head, "|" + "---|" * (1 + 2 * cols)]
     for r in range(len(exp)):
         cells = [esc(c, 20) for c in exp[r]]
@@ -35,8 +54,11 @@ def _test_block(test: TestOutcome) -> list[str]:
     lines = [title]
     if test.credit and test.credit.get("total"):
         # the note already says "N of M input cases passed (…)": never both
-        lines.append(f"  - partial credit: {esc(test.credit['note'])}" if test.credit.get("note")
-                     else f"  - partial credit: {test.credit['passed']} of {test.credit['total']} input cases passed")
+        lines.append(
+            f"  - partial credit: {esc(test.credit['note'])}"
+            if test.credit.get("note")
+            else f"  - partial credit: {test.credit['passed']} of {test.credit['total']} input cases passed"
+        )
     if test.detail or test.summary:
         lines.append("  - what happened:")
         lines.extend(md_block(test.detail or test.summary, indent="    ", max_lines=12))
@@ -68,7 +90,9 @@ def render(results: Results, details: bool = True, upload: bool = False) -> str:
         lines += [f"> ⚠️ {esc(results.message)}", ""]
     lines += ["| Skill | Score | Passed | Sections |", "|---|---:|---:|---|"]
     for skill in results.skills:
-        lines.append(f"| **{esc(skill.id)}** — {esc(skill.title)} | {points(skill.score)} / {points(skill.points)} | {skill.passed}/{skill.total} | {esc('; '.join(skill.sections))} |")
+        lines.append(
+            f"| **{esc(skill.id)}** — {esc(skill.title)} | {points(skill.score)} / {points(skill.points)} | {skill.passed}/{skill.total} | {esc('; '.join(skill.sections))} |"
+        )
     lines.append(f"| **Total** | **{points(results.score)} / {points(results.max_score)}** | | |")
     lines.append("")
     for skill in results.skills:
@@ -87,7 +111,9 @@ def render(results: Results, details: bool = True, upload: bool = False) -> str:
                 continue
             stubs, others = todo_summary(failed, module_info(results, skill).get("todo"))
             if stubs:
-                lines.append(f"- 📝 still TODO: {', '.join(md_code(s) for s in stubs)} ({len(failed) - len(others)} tests wait on them)")
+                lines.append(
+                    f"- 📝 still TODO: {', '.join(md_code(s) for s in stubs)} ({len(failed) - len(others)} tests wait on them)"
+                )
             for test, repeats in collapse_repeats(others):
                 lines.extend(_test_block(test))
                 if repeats:

@@ -9,9 +9,21 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from ..core.results import Results, SkillOutcome, TestOutcome
-from .common import ICON, collapse_repeats, footer_notes, frame_lines, module_info, not_started, points, printed_lines, same_problem_line, todo_summary, where_to_start
 from ..core.escape import gutter, one_line
+from ..core.results import Results, SkillOutcome, TestOutcome
+from .common import (
+    ICON,
+    collapse_repeats,
+    footer_notes,
+    frame_lines,
+    module_info,
+    not_started,
+    points,
+    printed_lines,
+    same_problem_line,
+    todo_summary,
+    where_to_start,
+)
 
 STYLE = {"passed": "green", "failed": "red", "error": "magenta", "not_run": "yellow"}
 
@@ -32,24 +44,40 @@ def _grid(grid: dict) -> Group:
         left.add_row(*[Text(one_line(c, 12), style="dim" if c in ("0", "False") else "") for c in row])
         right.add_row(*[Text(one_line(c, 12), style="bold white on red" if bad[r][j] else "green") for j, c in enumerate(got[r])])
     outer.add_row(left, right)
-    head = Text.assemble((one_line(grid["title"], 160), "bold"), (f"  (rows: {one_line(grid['rows'], 40)}, columns: {one_line(grid['cols'], 40)}; red = wrong)", "dim"))
+    head = Text.assemble(
+        (one_line(grid["title"], 160), "bold"),
+        (f"  (rows: {one_line(grid['rows'], 40)}, columns: {one_line(grid['cols'], 40)}; red = wrong)", "dim"),
+    )
     return Group(head, outer)
 
 
 def _skill_table(skill: SkillOutcome) -> Table:
     table = Table(
-        title=Text.assemble((f"{skill.id}", "bold"), f"  {skill.title}  ", (f"{points(skill.score)}/{points(skill.points)} pts", "bold"), f"  {skill.passed}/{skill.total} passed"),
-        title_justify="left", box=box.SIMPLE_HEAVY, expand=False,
+        title=Text.assemble(
+            (f"{skill.id}", "bold"),
+            f"  {skill.title}  ",
+            (f"{points(skill.score)}/{points(skill.points)} pts", "bold"),
+            f"  {skill.passed}/{skill.total} passed",
+        ),
+        title_justify="left",
+        box=box.SIMPLE_HEAVY,
+        expand=False,
     )
     if skill.gated_by:
-        table.caption = Text(f"0 points: this skill breaks a rule of the exercise — {one_line(skill.gated_by, 160)}", style="bold red")
+        table.caption = Text(
+            f"0 points: this skill breaks a rule of the exercise — {one_line(skill.gated_by, 160)}", style="bold red"
+        )
     table.add_column("", width=1)
     table.add_column("test")
     table.add_column("points", justify="right")
     table.add_column("hint / why")
     for test in skill.tests:
         # the student's view names mistakes in words (hint ids stay in the JSON)
-        note = one_line("; ".join(h["text"] for h in test.hints), 200) if test.hints else ("" if test.status == "passed" else one_line(test.summary, 90))
+        note = (
+            one_line("; ".join(h["text"] for h in test.hints), 200)
+            if test.hints
+            else ("" if test.status == "passed" else one_line(test.summary, 90))
+        )
         if test.credit and test.credit.get("total") and test.status != "passed" and test.credit["total"] > 1:
             note = f"{test.credit['passed']} of {test.credit['total']} cases · {note}"
         table.add_row(
@@ -83,10 +111,19 @@ def _details(test: TestOutcome, repeats: list[TestOutcome] | None = None, width:
     if printed:
         parts.append(Text("\n".join(printed), style="dim", no_wrap=True, overflow="ellipsis"))
     if test.status == "error" and test.error and test.error.get("traceback"):
-        parts.append(Text("\n".join(gutter(test.error["traceback"], 3000, max_lines=60, width=width)), style="dim", no_wrap=True, overflow="ellipsis"))
+        parts.append(
+            Text(
+                "\n".join(gutter(test.error["traceback"], 3000, max_lines=60, width=width)),
+                style="dim",
+                no_wrap=True,
+                overflow="ellipsis",
+            )
+        )
     if repeats:
         parts.append(Text(same_problem_line(repeats), style="dim"))
-    title = Text.assemble((f"{ICON.get(test.status)} {test.name}", STYLE.get(test.status, "")), f"  {points(test.score)}/{points(test.max_score)}")
+    title = Text.assemble(
+        (f"{ICON.get(test.status)} {test.name}", STYLE.get(test.status, "")), f"  {points(test.score)}/{points(test.max_score)}"
+    )
     return Panel(Group(*parts), title=title, title_align="left", border_style=STYLE.get(test.status, ""))
 
 
@@ -96,11 +133,15 @@ def render(results: Results, console: Console, *, details: bool = True) -> None:
         head.append(f"  (seed {results.seed})", style="dim")
     console.print(head)
     if results.status != "complete":
-        console.print(Panel(Text("\n".join(gutter(results.message, prefix=""))), title="Grading did not complete", border_style="red"))
+        console.print(
+            Panel(Text("\n".join(gutter(results.message, prefix=""))), title="Grading did not complete", border_style="red")
+        )
     fresh = {skill.id: not_started(results, skill) for skill in results.skills}
     for skill in results.skills:
         if fresh[skill.id]:
-            console.print(Text.assemble((skill.id, "bold"), "  ", (f"0/{points(skill.points)}", "bold"), "  ", (fresh[skill.id], "yellow")))
+            console.print(
+                Text.assemble((skill.id, "bold"), "  ", (f"0/{points(skill.points)}", "bold"), "  ", (fresh[skill.id], "yellow"))
+            )
         else:
             console.print(_skill_table(skill))
     if details:
@@ -111,7 +152,14 @@ def render(results: Results, console: Console, *, details: bool = True) -> None:
                 stubs, others = todo_summary(failed, module_info(results, skill).get("todo"))
                 if stubs:
                     waiting = len(failed) - len(others)
-                    console.print(Text.assemble(("Still TODO: ", "bold yellow"), ", ".join(stubs), f"  ({waiting} test{'s' if waiting != 1 else ''} wait on them; `make todo` lists where)", style=""))
+                    console.print(
+                        Text.assemble(
+                            ("Still TODO: ", "bold yellow"),
+                            ", ".join(stubs),
+                            f"  ({waiting} test{'s' if waiting != 1 else ''} wait on them; `make todo` lists where)",
+                            style="",
+                        )
+                    )
                 for test, repeats in collapse_repeats(others):
                     console.print(_details(test, repeats, console.width - 4))
     start = where_to_start(results)
@@ -125,7 +173,13 @@ def render(results: Results, console: Console, *, details: bool = True) -> None:
     summary.add_column("passed", justify="right")
     summary.add_column("reread")
     for skill in results.skills:
-        weak = sorted({h["section"] for t in skill.tests for h in t.hints if h.get("section") and not h["id"].startswith("general/")})
-        summary.add_row(skill.id, f"{points(skill.score)}/{points(skill.points)}", f"{skill.passed}/{skill.total}", "; ".join(weak[:3]))
-    summary.add_row(Text("total", style="bold"), Text(f"{points(results.score)}/{points(results.max_score)}", style="bold"), "", "")
+        weak = sorted(
+            {h["section"] for t in skill.tests for h in t.hints if h.get("section") and not h["id"].startswith("general/")}
+        )
+        summary.add_row(
+            skill.id, f"{points(skill.score)}/{points(skill.points)}", f"{skill.passed}/{skill.total}", "; ".join(weak[:3])
+        )
+    summary.add_row(
+        Text("total", style="bold"), Text(f"{points(results.score)}/{points(results.max_score)}", style="bold"), "", ""
+    )
     console.print(summary)

@@ -27,9 +27,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 INI = Path(__file__).with_name("pytest.ini")
 #: PYTHONDONTWRITEBYTECODE only when the caller sets it: by default the suites' bytecode (and
@@ -49,11 +49,35 @@ class EngineResult:
 
 def command(root: Path, test_files: list[str], report: Path, manifest_fd: int, progress_fd: int) -> list[str]:
     return [
-        sys.executable, "-s", "-m", "pytest",
-        "-c", str(INI), "--rootdir", str(root), "--noconftest",
-        "-p", "no:cacheprovider", "-p", "no:logging", "-p", "pytest_jsonreport.plugin", "-p", "autograder.runner.plugin",
-        "--import-mode=importlib", "--continue-on-collection-errors", "-q", "--tb=native", "-o", "console_output_style=classic",
-        "--json-report", f"--json-report-file={report}", "--json-report-omit", "log", "streams", "keywords",
+        sys.executable,
+        "-s",
+        "-m",
+        "pytest",
+        "-c",
+        str(INI),
+        "--rootdir",
+        str(root),
+        "--noconftest",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:logging",
+        "-p",
+        "pytest_jsonreport.plugin",
+        "-p",
+        "autograder.runner.plugin",
+        "--import-mode=importlib",
+        "--continue-on-collection-errors",
+        "-q",
+        "--tb=native",
+        "-o",
+        "console_output_style=classic",
+        "--json-report",
+        f"--json-report-file={report}",
+        "--json-report-omit",
+        "log",
+        "streams",
+        "keywords",
         f"--ag-run={manifest_fd}:{progress_fd}",
         *test_files,
     ]
@@ -78,8 +102,16 @@ Launcher = Callable[..., "subprocess.Popen"]
 
 
 def popen(argv: list[str], *, cwd: Path, env: dict[str, str], log, pass_fds: tuple[int, ...]) -> subprocess.Popen:
-    return subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                            pass_fds=pass_fds, start_new_session=True)
+    return subprocess.Popen(
+        argv,
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        pass_fds=pass_fds,
+        start_new_session=True,
+    )
 
 
 def new_run_dir() -> Path:
@@ -151,8 +183,13 @@ def boot(root: Path | None = None) -> Booted:
         log_fh = open(run_dir / "private" / "pytest.log", "wb")  # noqa: SIM115 - closed by Engine.wait()/abort() or release()
         env = environment(root, root)
         env["PYTHONPATH"] = str(root)  # the suites folder is added once it is known (runner/boot.py)
-        proc = popen([sys.executable, "-s", "-m", "autograder.runner.boot", str(manifest_read), str(run_dir)],
-                     cwd=root, env=env, log=log_fh, pass_fds=(manifest_read, progress_write))
+        proc = popen(
+            [sys.executable, "-s", "-m", "autograder.runner.boot", str(manifest_read), str(run_dir)],
+            cwd=root,
+            env=env,
+            log=log_fh,
+            pass_fds=(manifest_read, progress_write),
+        )
     except BaseException:
         shutil.rmtree(run_dir, ignore_errors=True)
         raise
@@ -166,11 +203,24 @@ def boot(root: Path | None = None) -> Booted:
 class Engine:
     """The trusted pytest process of one grading run."""
 
-    def __init__(self, root: Path, suites_dir: Path, test_files: list[str], report: Path, log: Path, launcher: Launcher | None = None,
-                 booted: Booted | None = None) -> None:
+    def __init__(
+        self,
+        root: Path,
+        suites_dir: Path,
+        test_files: list[str],
+        report: Path,
+        log: Path,
+        launcher: Launcher | None = None,
+        booted: Booted | None = None,
+    ) -> None:
         self.log = log
         if booted is not None:  # started ahead (runner/boot.py): its arguments go first on the manifest pipe
-            self.proc, self._manifest_write, self._progress_read, self._log_fh = booted.proc, booted.manifest_write, booted.progress_read, booted.log_fh
+            self.proc, self._manifest_write, self._progress_read, self._log_fh = (
+                booted.proc,
+                booted.manifest_write,
+                booted.progress_read,
+                booted.log_fh,
+            )
             args = command(root, test_files, report, *booted.child_fds)[4:]  # without "python -s -m pytest"
             header = json.dumps({"args": args, "path": [str(root), str(suites_dir)]}).encode()
             self._send(struct.pack(">I", len(header)) + header, close=False)  # read by boot.read_header
@@ -181,7 +231,10 @@ class Engine:
         self._log_fh = open(log, "wb")  # noqa: SIM115 - closed in wait()/abort()
         self.proc = (launcher or popen)(
             command(root, test_files, report, manifest_read, progress_write),
-            cwd=root, env=environment(root, suites_dir), log=self._log_fh, pass_fds=(manifest_read, progress_write),
+            cwd=root,
+            env=environment(root, suites_dir),
+            log=self._log_fh,
+            pass_fds=(manifest_read, progress_write),
         )
         os.close(manifest_read)
         os.close(progress_write)
@@ -190,7 +243,7 @@ class Engine:
         view = memoryview(data)
         try:
             while view:
-                view = view[os.write(self._manifest_write, view):]
+                view = view[os.write(self._manifest_write, view) :]
         except BrokenPipeError:
             pass  # the engine died early; wait() reports it
         finally:

@@ -11,17 +11,17 @@ import os
 import shutil
 import stat
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from ..config import Config
 from ..core.results import Results
-from .policy import build_worker_spec
 from ..sandbox import zygote
 from ..sandbox.spec import WorkerSpec
 from . import engine, identity, scoring, seeding
 from .manifest import RunManifest
+from .policy import build_worker_spec
 from .submission import PreparedSubmission, SubmissionDirError, prepare
 
 
@@ -34,7 +34,7 @@ class GradeRequest:
     on_event: Callable[[dict], None] | None = None
     keep_report: Path | None = None
     launcher: engine.Launcher | None = None  # how the pytest process starts (batch: forked from a preloaded one)
-    started: "Started | None" = None  # a run folder and engine started ahead (``start``), used when it fits this config
+    started: Started | None = None  # a run folder and engine started ahead (``start``), used when it fits this config
     seed_key_file: Path | None = None  # the course key (batch, --seed-key-file); default: $AUTOGRADER_SEED_KEY_FILE
 
 
@@ -58,10 +58,14 @@ def _rmtree(path: Path) -> None:
 ALWAYS_PRELOAD = set(zygote.ALWAYS_PRELOAD)
 
 
-def _add_run(manifest: RunManifest, config: Config, prepared: PreparedSubmission, spec: WorkerSpec, seed: seeding.SeedChoice) -> RunManifest:
+def _add_run(
+    manifest: RunManifest, config: Config, prepared: PreparedSubmission, spec: WorkerSpec, seed: seeding.SeedChoice
+) -> RunManifest:
     """The plan plus what this run decided: the submission's modules, the seed, the worker."""
     manifest.modules = dict(prepared.facts)
-    manifest.helpers = {name: info["copy_path"] for name, info in {**prepared.siblings, **prepared.helpers}.items() if info.get("copy_path")}
+    manifest.helpers = {
+        name: info["copy_path"] for name, info in {**prepared.siblings, **prepared.helpers}.items() if info.get("copy_path")
+    }
     manifest.preload = sorted(ALWAYS_PRELOAD | {m for skill in config.skills.values() for m in skill.preload})
     manifest.worker = spec
     ident = identity.identify(config)
@@ -107,7 +111,9 @@ def start(config: Config, launcher: engine.Launcher | None = None, booted: engin
     run_dir = booted.run_dir if booted is not None else engine.new_run_dir()
     try:
         private = run_dir / "private"
-        proc = engine.Engine(root, suites_dir, list(files), private / "report.json", private / "pytest.log", launcher, booted=booted)
+        proc = engine.Engine(
+            root, suites_dir, list(files), private / "report.json", private / "pytest.log", launcher, booted=booted
+        )
     except BaseException:
         if booted is not None:
             booted.release()
@@ -125,7 +131,14 @@ def grade(request: GradeRequest) -> Results:
     manifest: RunManifest | None = None  # scoring reads it and the report, nothing else
 
     def finish(status: str, message: str, report: dict | None) -> Results:
-        results = scoring.build(manifest or RunManifest.plan(config), report, submission_info, status=status, message=message, duration=time.monotonic() - started)
+        results = scoring.build(
+            manifest or RunManifest.plan(config),
+            report,
+            submission_info,
+            status=status,
+            message=message,
+            duration=time.monotonic() - started,
+        )
         if seed is not None:  # known before the run starts, so even a broken run records it
             results.seed, results.seed_source = seed.seed, seed.source
         return results
@@ -161,8 +174,17 @@ def grade(request: GradeRequest) -> Results:
             return finish("error", str(exc), None)
         key_file = seeding.key_file(key_env)
         spec, notes = build_worker_spec(
-            config, prepared.copy_dir, scratch,
-            protected=[config.root, config.suites_dir, config.solutions_dir, private, *request.protect, *([key_file] if key_file else [])],
+            config,
+            prepared.copy_dir,
+            scratch,
+            protected=[
+                config.root,
+                config.suites_dir,
+                config.solutions_dir,
+                private,
+                *request.protect,
+                *([key_file] if key_file else []),
+            ],
         )
         engine_proc.send_manifest(_add_run(manifest, config, prepared, spec, seed).to_dict())
         outcome = engine_proc.wait(config.limits.run_timeout_s + 120, request.on_event)
@@ -171,7 +193,11 @@ def grade(request: GradeRequest) -> Results:
         if request.keep_report and report_path.exists():
             shutil.copyfile(report_path, request.keep_report)
         if outcome.timed_out:
-            return finish("error", f"the grading run exceeded its time limit ({config.limits.run_timeout_s:g} s + margin) and was stopped", None)
+            return finish(
+                "error",
+                f"the grading run exceeded its time limit ({config.limits.run_timeout_s:g} s + margin) and was stopped",
+                None,
+            )
         if report is None or outcome.returncode not in (0, 1):
             tail = outcome.log_tail.strip().splitlines()[-6:]
             why = f"pytest exited with status {outcome.returncode}" if report is not None else "no report was written"

@@ -47,7 +47,8 @@ class SuiteIdentity:
 #: which can only add a module (the leak audit still checks what ships).
 _COURSE_IMPORT = re.compile(
     r"^[ \t]*(?:from[ \t]+course(?:\.([A-Za-z_]\w*))?[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)|import[ \t]+course\.([A-Za-z_]\w*))",
-    re.M)
+    re.M,
+)
 
 
 def _course_imports(source: str, filename: str = "") -> set[str]:
@@ -120,8 +121,13 @@ def suite_files(config: Config, include_hidden: bool) -> dict[str, bytes]:
         modules = {rel: data for rel, data in course.items() if rel.rsplit("/", 1)[-1] in wanted}
         texts = [d.decode("utf-8", "replace") for d in modules.values()] + list(sources.values())
         files.update(modules)
-        files.update({rel: data for rel, data in course.items()
-                      if not rel.endswith(".py") and any(rel.rsplit("/", 1)[-1] in t for t in texts)})
+        files.update(
+            {
+                rel: data
+                for rel, data in course.items()
+                if not rel.endswith(".py") and any(rel.rsplit("/", 1)[-1] in t for t in texts)
+            }
+        )
     if include_hidden:
         for skill in config.skills.values():
             path = config.solutions_dir / skill.module
@@ -134,10 +140,18 @@ def scoring_table(config: Config, include_hidden: bool) -> dict:
     """What grading.toml says about scoring, parsed: the same on every path for the same part."""
     table = {}
     for skill in config.skills.values():
-        tests = {name: [weight, suite.visibility] for suite in skill.suites if include_hidden or suite.visibility == "visible"
-                 for name, weight in suite.weights.items()}
-        entry = {"module": skill.module, "tests": tests, "gates": sorted(g for g in skill.gates if g in tests),
-                 "properties": sorted(g for g in skill.properties if g in tests)}
+        tests = {
+            name: [weight, suite.visibility]
+            for suite in skill.suites
+            if include_hidden or suite.visibility == "visible"
+            for name, weight in suite.weights.items()
+        }
+        entry = {
+            "module": skill.module,
+            "tests": tests,
+            "gates": sorted(g for g in skill.gates if g in tests),
+            "properties": sorted(g for g in skill.properties if g in tests),
+        }
         if include_hidden:
             entry["points"] = skill.points
         table[skill.id] = entry

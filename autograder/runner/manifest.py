@@ -35,9 +35,15 @@ class RunLimits:
     trusted_processes: int = 2
 
     @classmethod
-    def of(cls, limits: Limits) -> "RunLimits":
-        return cls(limits.call_timeout_s, limits.worker_start_timeout_s, limits.run_timeout_s, limits.skill_time_s, limits.max_result_mib,
-                   limits.trusted_processes)
+    def of(cls, limits: Limits) -> RunLimits:
+        return cls(
+            limits.call_timeout_s,
+            limits.worker_start_timeout_s,
+            limits.run_timeout_s,
+            limits.skill_time_s,
+            limits.max_result_mib,
+            limits.trusted_processes,
+        )
 
 
 @dataclass
@@ -68,9 +74,14 @@ class ModuleEntry:
     lines: list[str] = field(default_factory=list)
 
     @classmethod
-    def of(cls, info: dict, source: bytes | None) -> "ModuleEntry":
+    def of(cls, info: dict, source: bytes | None) -> ModuleEntry:
         """From a prepared module's info (runner.submission) and the bytes that were copied."""
-        entry = cls(display_path=info["display_path"], copy_path=info.get("copy_path"), problem=info.get("problem"), problem_line=info.get("problem_line"))
+        entry = cls(
+            display_path=info["display_path"],
+            copy_path=info.get("copy_path"),
+            problem=info.get("problem"),
+            problem_line=info.get("problem_line"),
+        )
         if source is not None:
             entry.definitions = {name: [first, last] for name, (first, last) in definitions(source).items()}
             entry.lines = [line.strip()[:CODE_CHARS] for line in source.decode("utf-8", errors="replace").splitlines()]
@@ -98,12 +109,24 @@ class RunManifest:
     visible_suite_hash: str | None = None  # the part a student release ships
 
     @classmethod
-    def plan(cls, config: Config) -> "RunManifest":
+    def plan(cls, config: Config) -> RunManifest:
         """What grading.toml alone says: the skills and the tests to expect."""
         return cls(
-            course=config.course, root=str(config.root), suites_dir=str(config.suites_dir), solutions_dir=str(config.solutions_dir),
+            course=config.course,
+            root=str(config.root),
+            suites_dir=str(config.suites_dir),
+            solutions_dir=str(config.solutions_dir),
             skills=[
-                SkillEntry(s.id, s.title, s.module, s.points, list(s.sections), list(s.gates), list(s.properties), skill_functions(config, s))
+                SkillEntry(
+                    s.id,
+                    s.title,
+                    s.module,
+                    s.points,
+                    list(s.sections),
+                    list(s.gates),
+                    list(s.properties),
+                    skill_functions(config, s),
+                )
                 for s in config.skills.values()
             ],
             tests=list(config.tests),
@@ -117,7 +140,7 @@ class RunManifest:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "RunManifest":
+    def from_dict(cls, data: dict[str, Any]) -> RunManifest:
         data = dict(data)
         data["skills"] = [SkillEntry(**s) for s in data["skills"]]
         data["tests"] = [TestSpec(**t) for t in data["tests"]]

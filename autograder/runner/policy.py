@@ -26,7 +26,17 @@ from ..sandbox import confine, namespaces
 from ..sandbox.spec import WorkerSpec
 
 SYSTEM_READ = ["/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin"]
-DEVICE_READ = ["/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", "/proc/cpuinfo", "/proc/meminfo", "/proc/stat", "/sys/devices/system/cpu", "/sys/fs/cgroup"]
+DEVICE_READ = [
+    "/dev/null",
+    "/dev/zero",
+    "/dev/urandom",
+    "/dev/random",
+    "/proc/cpuinfo",
+    "/proc/meminfo",
+    "/proc/stat",
+    "/sys/devices/system/cpu",
+    "/sys/fs/cgroup",
+]
 
 
 def python_paths() -> list[str]:
@@ -60,10 +70,18 @@ def build_worker_spec(config: Config, copy_dir: Path, scratch_root: Path, protec
     landlock = confine.landlock_abi() if config.sandbox.landlock != "off" else 0
     spec.namespaces = _namespace_kind(config.root)
     if spec.namespaces:
-        notes.append(f"submission code runs in its own network, IPC and mount namespaces ({'created as root' if spec.namespaces == 'host' else 'inside an unprivileged user namespace'}): no network, no shared IPC, the repository hidden")
+        notes.append(
+            f"submission code runs in its own network, IPC and mount namespaces ({'created as root' if spec.namespaces == 'host' else 'inside an unprivileged user namespace'}): no network, no shared IPC, the repository hidden"
+        )
     else:
-        why = "root without CAP_SYS_ADMIN, e.g. Docker's default profile" if os.geteuid() == 0 else "unprivileged user namespaces are disabled or restricted"
-        notes.append(f"WARNING: namespaces are unavailable here ({why}): the worker shares the host's network and IPC namespaces, where seccomp alone denies sockets, SysV IPC and keyrings, and can stat (not read) protected files")
+        why = (
+            "root without CAP_SYS_ADMIN, e.g. Docker's default profile"
+            if os.geteuid() == 0
+            else "unprivileged user namespaces are disabled or restricted"
+        )
+        notes.append(
+            f"WARNING: namespaces are unavailable here ({why}): the worker shares the host's network and IPC namespaces, where seccomp alone denies sockets, SysV IPC and keyrings, and can stat (not read) protected files"
+        )
     if os.geteuid() != 0:
         spec.identity = "keep"
         if not landlock:
@@ -80,10 +98,14 @@ def build_worker_spec(config: Config, copy_dir: Path, scratch_root: Path, protec
     elif landlock:
         spec.identity = "nocaps"
         spec.landlock = "require"
-        notes.append(f"running as root and {config.sandbox.user} cannot read the interpreter: submission code runs as uid 0 without capabilities, confined by Landlock")
+        notes.append(
+            f"running as root and {config.sandbox.user} cannot read the interpreter: submission code runs as uid 0 without capabilities, confined by Landlock"
+        )
     else:
         spec.identity = "user"
-        notes.append(f"{config.sandbox.user} cannot read the interpreter and Landlock is unavailable: only modules preloaded before the worker starts can be imported")
+        notes.append(
+            f"{config.sandbox.user} cannot read the interpreter and Landlock is unavailable: only modules preloaded before the worker starts can be imported"
+        )
     if spec.identity == "user" and not landlock:
         for path in (config.root / "tests", config.solutions_dir):
             if path.is_dir() and path.stat().st_mode & 0o007:

@@ -15,12 +15,17 @@ class LiveProgress:
         self.total = len(config.tests)
         self.failed = 0
         self.progress = Progress(
-            TextColumn("[bold]grading[/]"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
-            console=console, transient=True,
+            TextColumn("[bold]grading[/]"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.description}"),
+            TimeElapsedColumn(),
+            console=console,
+            transient=True,
         )
         self.task = None
 
-    def __enter__(self) -> "LiveProgress":
+    def __enter__(self) -> LiveProgress:
         if self.enabled:
             self.progress.start()
             self.task = self.progress.add_task("starting (importing torch)…", total=self.total)

@@ -28,7 +28,7 @@ def _error_line(longrepr: str) -> str:
     return first_line(named[-1] if named else (lines[0] if lines else ""), 300)
 
 
-def _with_code(frames: list[dict], modules: dict[str, "ModuleEntry"]) -> list[dict]:
+def _with_code(frames: list[dict], modules: dict[str, ModuleEntry]) -> list[dict]:
     """The submission's own frames, as facts the trusted side checked: the file must be one
     of the graded modules (shown by its display path), the line a line of that file, and the
     function and code are the ones captured from the copied source — the worker's names (a
@@ -54,7 +54,7 @@ def _with_code(frames: list[dict], modules: dict[str, "ModuleEntry"]) -> list[di
     return out
 
 
-def score_test(spec: TestSpec, entry: dict | None, modules: dict[str, "ModuleEntry"], not_run_reason: str) -> TestOutcome:
+def score_test(spec: TestSpec, entry: dict | None, modules: dict[str, ModuleEntry], not_run_reason: str) -> TestOutcome:
     base = dict(id=spec.node_id, name=spec.name, skill=spec.skill, visibility=spec.visibility, max_score=spec.weight)
     if entry is None:
         return TestOutcome(**base, score=0.0, status=STATUS_NOT_RUN, summary=not_run_reason)
@@ -64,8 +64,11 @@ def score_test(spec: TestSpec, entry: dict | None, modules: dict[str, "ModuleEnt
     outcome = entry.get("outcome")
     duration = sum(float((entry.get(w) or {}).get("duration", 0.0)) for w in ("setup", "call", "teardown"))
     common = dict(
-        seed=meta.get("seed"), duration=round(duration, 4), printed=meta.get("printed") or [],
-        credit=meta.get("credit"), targets=meta.get("targets") or [],
+        seed=meta.get("seed"),
+        duration=round(duration, 4),
+        printed=meta.get("printed") or [],
+        credit=meta.get("credit"),
+        targets=meta.get("targets") or [],
     )
     if outcome == "passed":
         return TestOutcome(**base, score=spec.weight, status=STATUS_PASSED, **common)
@@ -77,17 +80,27 @@ def score_test(spec: TestSpec, entry: dict | None, modules: dict[str, "ModuleEnt
         score = round(spec.weight * fraction, 4) if isinstance(fraction, (int, float)) and 0 <= fraction < 1 else 0.0
         detail = fb.get("detail") or ""
         return TestOutcome(
-            **base, score=score, status=STATUS_FAILED,
+            **base,
+            score=score,
+            status=STATUS_FAILED,
             summary=first_line(f"{fb.get('check', '')}: {detail}" if fb.get("check") else detail, 240),
-            check=fb.get("check"), problem=fb.get("problem"), detail=detail,
-            hints=fb.get("hints") or [], grids=fb.get("grids") or [],
-            frames=_with_code(fb.get("frames") or [], modules), error=fb.get("error"), **common,
+            check=fb.get("check"),
+            problem=fb.get("problem"),
+            detail=detail,
+            hints=fb.get("hints") or [],
+            grids=fb.get("grids") or [],
+            frames=_with_code(fb.get("frames") or [], modules),
+            error=fb.get("error"),
+            **common,
         )
     error = result.get("error") or {"type": "error", "message": _longrepr(entry)}
     return TestOutcome(
-        **base, score=0.0, status=STATUS_ERROR,
+        **base,
+        score=0.0,
+        status=STATUS_ERROR,
         summary=f"grader error (not your fault — please tell your instructor): {error.get('type')}: {first_line(error.get('message', ''), 240)}",
-        error=error, **common,
+        error=error,
+        **common,
     )
 
 
@@ -103,7 +116,9 @@ def _apply_gates(gates: tuple[str, ...], tests: list[TestOutcome]) -> str | None
     for test in tests:
         if test.score:
             test.score = 0.0
-            test.summary = f"0 points: this skill breaks a rule of the exercise ({broken[0].name})" + (f"; {test.summary}" if test.summary else "")
+            test.summary = f"0 points: this skill breaks a rule of the exercise ({broken[0].name})" + (
+                f"; {test.summary}" if test.summary else ""
+            )
     return reason
 
 
@@ -137,7 +152,7 @@ def _longrepr(entry: dict) -> str:
     return ""
 
 
-def _with_definitions(submission: dict, modules: dict[str, "ModuleEntry"]) -> dict:
+def _with_definitions(submission: dict, modules: dict[str, ModuleEntry]) -> dict:
     """Each graded module's definition lines (``name → line``, captured from the graded
     copy), so renderers can point at a student's function without reading their files."""
     listed = submission.get("modules")
@@ -151,7 +166,15 @@ def _with_definitions(submission: dict, modules: dict[str, "ModuleEntry"]) -> di
     return {**submission, "modules": out}
 
 
-def build(manifest: "RunManifest", report: dict | None, submission: dict, *, status: str = "complete", message: str = "", duration: float = 0.0) -> Results:
+def build(
+    manifest: RunManifest,
+    report: dict | None,
+    submission: dict,
+    *,
+    status: str = "complete",
+    message: str = "",
+    duration: float = 0.0,
+) -> Results:
     """Score every test the run's manifest expects, from data only (the report, the manifest
     and the module facts it carries — no file is read); ``report`` None means the run broke."""
     entries = {t.get("nodeid"): t for t in (report or {}).get("tests", [])}
@@ -175,12 +198,21 @@ def build(manifest: "RunManifest", report: dict | None, submission: dict, *, sta
         gated_by = _apply_gates(tuple(skill.gates), tests)
         _apply_property_rule(tuple(skill.properties), tests)
         score = round(sum(t.score for t in tests), 4)
-        skills.append(SkillOutcome(
-            id=skill.id, title=skill.title, module=skill.module, sections=list(skill.sections), points=skill.points,
-            score=score, passed=sum(t.status == STATUS_PASSED for t in tests if t.max_score > 0),
-            total=sum(t.max_score > 0 for t in tests), tests=tests, gated_by=gated_by,  # rules (weight 0) are not counted
-            functions=list(skill.functions),
-        ))
+        skills.append(
+            SkillOutcome(
+                id=skill.id,
+                title=skill.title,
+                module=skill.module,
+                sections=list(skill.sections),
+                points=skill.points,
+                score=score,
+                passed=sum(t.status == STATUS_PASSED for t in tests if t.max_score > 0),
+                total=sum(t.max_score > 0 for t in tests),
+                tests=tests,
+                gated_by=gated_by,  # rules (weight 0) are not counted
+                functions=list(skill.functions),
+            )
+        )
     meta = (report or {}).get("autograder") or {}
     submission = _with_definitions(submission, modules)
     return Results(
@@ -201,7 +233,15 @@ def build(manifest: "RunManifest", report: dict | None, submission: dict, *, sta
     )
 
 
-def error_result(config: "Config | None", message: str, *, submission: str = "", status: str = "error", duration: float = 0.0, max_score: float = 0.0) -> Results:
+def error_result(
+    config: Config | None,
+    message: str,
+    *,
+    submission: str = "",
+    status: str = "error",
+    duration: float = 0.0,
+    max_score: float = 0.0,
+) -> Results:
     """The one result of a run that could not grade: every test ``config`` expects at 0 with
     the reason, or — without a config (it could not be read) — a bare error result."""
     if config is None:

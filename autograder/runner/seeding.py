@@ -107,8 +107,9 @@ def content_seed(key: bytes, content: list[tuple[str, str | None]]) -> int:
     return int.from_bytes(digest[:8], "big") >> (64 - SEED_BITS)
 
 
-def choose(option: int | None, mode: str, fixed: int | None, content: list[tuple[str, str | None]],
-           env: dict[str, str] | None = None) -> SeedChoice:
+def choose(
+    option: int | None, mode: str, fixed: int | None, content: list[tuple[str, str | None]], env: dict[str, str] | None = None
+) -> SeedChoice:
     """The seed of a run: ``--seed`` first, then ``[grader] seed``."""
     if option is not None:
         return SeedChoice(option, "option")

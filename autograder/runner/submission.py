@@ -37,9 +37,26 @@ SKIP_DIRS = {"__pycache__", ".git", ".ipynb_checkpoints", ".venv", "node_modules
 NESTED = "exercises"  # a submission may hold its modules directly or under exercises/
 
 #: helper module names that would configure or shadow the grader's own machinery
-SHADOWING = {"conftest", "sitecustomize", "usercustomize", "torch", "pytest", "_pytest", "pytest_jsonreport",
-             "pluggy", "numpy", "einops", "sympy", "typing_extensions", "setuptools", "pip", "site", "solutions",
-             "exercises", "tests"}
+SHADOWING = {
+    "conftest",
+    "sitecustomize",
+    "usercustomize",
+    "torch",
+    "pytest",
+    "_pytest",
+    "pytest_jsonreport",
+    "pluggy",
+    "numpy",
+    "einops",
+    "sympy",
+    "typing_extensions",
+    "setuptools",
+    "pip",
+    "site",
+    "solutions",
+    "exercises",
+    "tests",
+}
 SHADOWING_PREFIXES = ("autograder", "pytest_", "torch", "__")
 
 
@@ -127,8 +144,10 @@ def _link_problem(root: Path) -> str | None:
     if st is None:
         return None
     if stat.S_ISLNK(st.st_mode):
-        return ("is a symbolic link — submissions are graded from real files only: "
-                "replace the link with a folder holding your own modules")
+        return (
+            "is a symbolic link — submissions are graded from real files only: "
+            "replace the link with a folder holding your own modules"
+        )
     return None
 
 
@@ -138,7 +157,15 @@ def _file_problem(st: os.stat_result, limit_bytes: int, what: str) -> str | None
     if stat.S_ISDIR(st.st_mode):
         return "is a folder, not a Python file"
     if not stat.S_ISREG(st.st_mode):
-        kind = "a FIFO" if stat.S_ISFIFO(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode) else "a device file" if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode) else "not a regular file"
+        kind = (
+            "a FIFO"
+            if stat.S_ISFIFO(st.st_mode)
+            else "a socket"
+            if stat.S_ISSOCK(st.st_mode)
+            else "a device file"
+            if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode)
+            else "not a regular file"
+        )
         return f"is {kind}, not a regular file — submit the module as an ordinary file"
     if st.st_nlink > 1:
         return f"is a hard link ({st.st_nlink} names for one file) — submit a copy of your own file, not a link"
@@ -147,7 +174,9 @@ def _file_problem(st: os.stat_result, limit_bytes: int, what: str) -> str | None
     return None
 
 
-def _read_checked(dir_fd: int | None, folder: Path, name: str, limit_bytes: int, what: str = "exercise modules") -> tuple[bytes | None, str | None, int | None]:
+def _read_checked(
+    dir_fd: int | None, folder: Path, name: str, limit_bytes: int, what: str = "exercise modules"
+) -> tuple[bytes | None, str | None, int | None]:
     """(content, problem, line) — content None when the file cannot be used. The file is
     opened below ``dir_fd`` with O_NOFOLLOW, and the opened file is the one checked."""
     if dir_fd is None:
@@ -313,8 +342,9 @@ def near_names(dir_fd: int | None, module: str) -> list[str]:
         names = os.listdir(dir_fd)
     except OSError:
         return []
-    return sorted(n for n in names if n != module and n.lower().endswith(".py")
-                  and _COPY_SUFFIX.sub("", n[:-3]).strip().casefold() == want)
+    return sorted(
+        n for n in names if n != module and n.lower().endswith(".py") and _COPY_SUFFIX.sub("", n[:-3]).strip().casefold() == want
+    )
 
 
 def helper_names(dir_fd: int, exercise_files: set[str]) -> list[str]:
@@ -349,7 +379,11 @@ def digest(path: str | Path, config: Config) -> str:
             for name in names:
                 data, problem, _ = _read_checked(dir_fd, root, name, limit)
                 h.update(f"{kind}\0{name}\0".encode("utf-8", "backslashreplace"))
-                h.update(b"data\0" + hashlib.sha256(data).digest() if data is not None else f"problem\0{problem}".encode("utf-8", "backslashreplace"))
+                h.update(
+                    b"data\0" + hashlib.sha256(data).digest()
+                    if data is not None
+                    else f"problem\0{problem}".encode("utf-8", "backslashreplace")
+                )
     finally:
         os.close(dir_fd)
     return h.hexdigest()
@@ -374,7 +408,9 @@ def _copy_helpers(prepared: PreparedSubmission, config: Config, dir_fd: int, exe
             if problem:
                 info["problem"] = f"not importable: {problem}"
             elif copied >= limits.max_helper_modules:
-                info["problem"] = f"not importable: at most {limits.max_helper_modules} helper modules are ([limits] max_helper_modules)"
+                info["problem"] = (
+                    f"not importable: at most {limits.max_helper_modules} helper modules are ([limits] max_helper_modules)"
+                )
                 data = None
             elif total + len(data) > 4 * limits.max_module_kib * 1024:
                 info["problem"] = f"not importable: helper modules together are limited to {4 * limits.max_module_kib} KiB"

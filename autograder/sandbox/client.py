@@ -12,8 +12,9 @@ import json
 import os
 import socket
 import time
+from collections.abc import Hashable
 from dataclasses import dataclass, field
-from typing import Any, Hashable
+from typing import Any
 
 from . import zygote
 from .protocol import PeerClosed, PeerTimeout, ProtocolError, decode, encode, recv_message, send_message
@@ -79,7 +80,7 @@ class Reply:
 
 
 class Worker:
-    def __init__(self, sandbox: "Sandbox", pid: int, sock: socket.socket) -> None:
+    def __init__(self, sandbox: Sandbox, pid: int, sock: socket.socket) -> None:
         self.sandbox = sandbox
         self.pid = pid
         self.sock = sock
@@ -197,16 +198,36 @@ class Worker:
             ops = [op[:200] for op in ops[:2000]]
             autograd = [use[:200] for use in autograd[:100]]
             tampered = reply.get("tampered", [])
-            tampered = [str(t)[:300] for t in tampered[:20]] if _str_list(tampered) else ["the reply's recorder field was malformed"]
+            tampered = (
+                [str(t)[:300] for t in tampered[:20]] if _str_list(tampered) else ["the reply's recorder field was malformed"]
+            )
             dispatched = reply.get("dispatched", [])
             if not _str_list(dispatched):
                 raise ProtocolError("malformed reply fields")
             dispatched = [line[:1200] for line in dispatched[:2000]]
             if ok:
                 value = decode(reply.get("value"), blob)
-                return Reply(True, value=value, out=out, out_dropped=dropped, ops=ops, autograd=autograd, tampered=tampered, dispatched=dispatched)
+                return Reply(
+                    True,
+                    value=value,
+                    out=out,
+                    out_dropped=dropped,
+                    ops=ops,
+                    autograd=autograd,
+                    tampered=tampered,
+                    dispatched=dispatched,
+                )
             error = _clean_error(reply.get("error"))
-            return Reply(False, error=error, out=out, out_dropped=dropped, ops=ops, autograd=autograd, tampered=tampered, dispatched=dispatched)
+            return Reply(
+                False,
+                error=error,
+                out=out,
+                out_dropped=dropped,
+                ops=ops,
+                autograd=autograd,
+                tampered=tampered,
+                dispatched=dispatched,
+            )
         except Exception as exc:  # noqa: BLE001 - whatever the worker sent, it is its protocol error
             detail = str(exc) if isinstance(exc, ProtocolError) else f"{type(exc).__name__} while reading it"
             self._stop(reason=f"sent malformed data ({detail})", killed=True)
@@ -285,7 +306,13 @@ class Sandbox:
     timed out, sent a malformed reply, left a thread running or grew large is replaced by
     a fresh one, and ``begin_test(None)`` (the default) gives every test its own worker."""
 
-    def __init__(self, spec: WorkerSpec, start_timeout: float = 30.0, max_reply_bytes: int = 256 << 20, server: tuple[int, socket.socket] | None = None) -> None:
+    def __init__(
+        self,
+        spec: WorkerSpec,
+        start_timeout: float = 30.0,
+        max_reply_bytes: int = 256 << 20,
+        server: tuple[int, socket.socket] | None = None,
+    ) -> None:
         self.spec = spec
         self.start_timeout = start_timeout
         self.max_reply_bytes = max_reply_bytes
@@ -331,7 +358,11 @@ class Sandbox:
         socket, which ``wait_ready`` reports."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            socket.send_fds(self.control, [json.dumps({"op": "spawn", "spec": self.spec.to_dict(), "noreply": True}).encode()], [theirs.fileno()])
+            socket.send_fds(
+                self.control,
+                [json.dumps({"op": "spawn", "spec": self.spec.to_dict(), "noreply": True}).encode()],
+                [theirs.fileno()],
+            )
         except OSError as exc:
             ours.close()
             raise RuntimeError(f"the sandbox fork server is gone: {exc}") from None
@@ -373,12 +404,12 @@ class Sandbox:
             theirs.close()
         return ours
 
-    def forked(self, control: socket.socket, spares: int = 0) -> "Sandbox":
+    def forked(self, control: socket.socket, spares: int = 0) -> Sandbox:
         """In a process forked from this one: a sandbox of its own over ``control`` (from
         ``connection()``), which takes over the last ``spares`` pre-forked workers (the
         parent gives them away: ``give_spares``). This process's copies of the parent's
         other sockets are closed unused, so its workers and connection stay the parent's alone."""
-        taken = self._spares[len(self._spares) - spares:] if spares > 0 else []
+        taken = self._spares[len(self._spares) - spares :] if spares > 0 else []
         for worker in [*self._spares, *([self._kept] if self._kept else [])]:
             if worker not in taken:
                 worker.sock.close()
@@ -394,7 +425,7 @@ class Sandbox:
     def give_spares(self, count: int) -> None:
         """The parent's side of ``forked(control, count)``: its last ``count`` pre-forked
         workers are the forked process's now; only this process's copies of their sockets close."""
-        for worker in self._spares[len(self._spares) - count:] if count > 0 else []:
+        for worker in self._spares[len(self._spares) - count :] if count > 0 else []:
             worker.sock.close()
             self._spares.remove(worker)
 

@@ -290,7 +290,12 @@ def _add_path_rule(ruleset: int, path: str, rights: int) -> None:
             rights &= _FILE_RIGHTS
         # struct landlock_path_beneath_attr is packed: u64 allowed_access, s32 parent_fd
         buf = ctypes.create_string_buffer(struct.pack("<Qi", rights, fd), 12)
-        if _libc.syscall(SYS_LANDLOCK_ADD_RULE, ctypes.c_int(ruleset), ctypes.c_int(_LL_RULE_PATH_BENEATH), buf, ctypes.c_uint32(0)) != 0:
+        if (
+            _libc.syscall(
+                SYS_LANDLOCK_ADD_RULE, ctypes.c_int(ruleset), ctypes.c_int(_LL_RULE_PATH_BENEATH), buf, ctypes.c_uint32(0)
+            )
+            != 0
+        ):
             err = ctypes.get_errno()
             raise ConfineError(f"landlock_add_rule({path}): {os.strerror(err)}")
     finally:
@@ -312,8 +317,10 @@ def apply_seccomp(*, required: bool) -> str:
         if required:
             raise ConfineError(f"seccomp: {exc}") from None
         return "seccomp=unavailable"
-    return ("seccomp(no-fork,no-exec,no-ptrace,no-sockets,no-sysv-ipc,no-keyring,no-memfd,no-chmod/utime/xattr,"
-            "self-only-signals/limits)")
+    return (
+        "seccomp(no-fork,no-exec,no-ptrace,no-sockets,no-sysv-ipc,no-keyring,no-memfd,no-chmod/utime/xattr,"
+        "self-only-signals/limits)"
+    )
 
 
 # --------------------------------------------------------------------------- /proc/self

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import functools
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 from torch.overrides import TorchFunctionMode
@@ -57,11 +58,15 @@ class OpRecorder(TorchFunctionMode):
             if name in _PROFILE_SWITCHES:
                 self.tampered.add(f"called {name}(), which switches off the grader's recording of calls")
         if _all_disabled():
-            self.tampered.add("switched off torch's function handling (torch._C.DisableTorchFunction), which hides calls from the grader")
+            self.tampered.add(
+                "switched off torch's function handling (torch._C.DisableTorchFunction), which hides calls from the grader"
+            )
 
     def __enter__(self):
         if _all_disabled():
-            self.tampered.add("torch's function handling was already switched off when the call began (torch._C.DisableTorchFunction)")
+            self.tampered.add(
+                "torch's function handling was already switched off when the call began (torch._C.DisableTorchFunction)"
+            )
         mode = super().__enter__()
         self._leaving = False
         self._previous_profile = sys.getprofile()
@@ -81,7 +86,17 @@ class OpRecorder(TorchFunctionMode):
         return super().__exit__(*exc)
 
 
-_PROFILE_SWITCHES = {"setprofile", "settrace", "setprofile_all_threads", "settrace_all_threads", "_pop_torch_function_stack", "_set_torch_function_state", "_set_skip_next_torch_function", "_skip_one_hop_torch_function", "_push_on_torch_function_stack"}
+_PROFILE_SWITCHES = {
+    "setprofile",
+    "settrace",
+    "setprofile_all_threads",
+    "settrace_all_threads",
+    "_pop_torch_function_stack",
+    "_set_torch_function_state",
+    "_set_skip_next_torch_function",
+    "_skip_one_hop_torch_function",
+    "_push_on_torch_function_stack",
+}
 
 
 def _all_disabled() -> bool:
@@ -140,8 +155,8 @@ class DispatchRecorder:
             previous(frame, event, arg)
 
     def __enter__(self):
-        from torch.autograd import ProfilerConfig, ProfilerState, _enable_profiler_legacy, _profiler_enabled
         from torch._C._profiler import _ExperimentalConfig, _RecordFunctionFast
+        from torch.autograd import ProfilerConfig, ProfilerState, _enable_profiler_legacy, _profiler_enabled
 
         if _profiler_enabled():
             self.tampered.add("left torch's profiler switched on, which the grader's recording of operators needs")
@@ -157,8 +172,8 @@ class DispatchRecorder:
         return self
 
     def __exit__(self, *exc):
-        from torch.autograd import _disable_profiler_legacy, _profiler_enabled
         from torch._C._profiler import _RecordFunctionFast
+        from torch.autograd import _disable_profiler_legacy, _profiler_enabled
 
         if not self._on:
             return False
@@ -208,7 +223,7 @@ class DispatchRecorder:
         try:
             for text in event.stack():
                 if text.startswith(self.own_files):
-                    location, _, function = text[len(self.own_files):].partition(": ")
+                    location, _, function = text[len(self.own_files) :].partition(": ")
                     file, _, line = location.rpartition("(")
                     return [file, int(line.rstrip(")")), function]
         except Exception:  # noqa: BLE001 - no location is fine, the operator's name decides
@@ -218,8 +233,17 @@ class DispatchRecorder:
 
 #: C functions that switch the recording of operators off (called from any frame while it runs)
 _DISPATCH_SWITCHES = {
-    "_enable_record_function", "_disable_profiler_legacy", "_enable_profiler_legacy", "_disable_profiler", "_enable_profiler",
-    "_prepare_profiler", "setprofile", "settrace", "setprofile_all_threads", "settrace_all_threads", "_set_profiler_node_id",
+    "_enable_record_function",
+    "_disable_profiler_legacy",
+    "_enable_profiler_legacy",
+    "_disable_profiler",
+    "_enable_profiler",
+    "_prepare_profiler",
+    "setprofile",
+    "settrace",
+    "setprofile_all_threads",
+    "settrace_all_threads",
+    "_set_profiler_node_id",
 }
 
 
@@ -357,7 +381,13 @@ def describe_module(module: torch.nn.Module) -> dict:
             for n, p in module.named_parameters()
         ],
         "buffers": [
-            {"name": n, "shape": list(b.shape), "dtype": str(b.dtype).replace("torch.", ""), "persistent": n not in non_persistent, "value": b.detach().clone() if b.numel() <= 1 << 16 else None}
+            {
+                "name": n,
+                "shape": list(b.shape),
+                "dtype": str(b.dtype).replace("torch.", ""),
+                "persistent": n not in non_persistent,
+                "value": b.detach().clone() if b.numel() <= 1 << 16 else None,
+            }
             for n, b in module.named_buffers()
         ],
         "state_dict": list(module.state_dict().keys()),
@@ -382,7 +412,17 @@ def _requires_grad(values: list, wrt: list[int]) -> list:
 
 # --------------------------------------------------------------------------- builtin probes
 # Keyword-only: the trusted side (testing/remote.py) names every field it sends.
-def call(ctx, *, module: str, target: str, args: list, kwargs: dict, record_ops: bool = False, return_args: bool = False, record_dispatch: bool = False) -> dict:
+def call(
+    ctx,
+    *,
+    module: str,
+    target: str,
+    args: list,
+    kwargs: dict,
+    record_ops: bool = False,
+    return_args: bool = False,
+    record_dispatch: bool = False,
+) -> dict:
     """Call ``module.target(*args, **kwargs)``; optionally record ops (torch functions, and
     with ``record_dispatch`` the dispatcher's operators) and return the arguments as they are
     afterwards (to detect in-place modification)."""
@@ -396,7 +436,18 @@ def call(ctx, *, module: str, target: str, args: list, kwargs: dict, record_ops:
     return result
 
 
-def call_with_grad(ctx, *, module: str, target: str, args: list, kwargs: dict, wrt: list[int], grad_output: Any, output_index: int | None = None, record_ops: bool = False) -> dict:
+def call_with_grad(
+    ctx,
+    *,
+    module: str,
+    target: str,
+    args: list,
+    kwargs: dict,
+    wrt: list[int],
+    grad_output: Any,
+    output_index: int | None = None,
+    record_ops: bool = False,
+) -> dict:
     """Forward through the submission, then autograd back to the arguments listed in
     ``wrt`` with the given upstream gradient. Unused inputs get ``None``."""
     fn = resolve(ctx.module(module), target)
@@ -410,8 +461,22 @@ def call_with_grad(ctx, *, module: str, target: str, args: list, kwargs: dict, w
     return {"value": value, "grads": list(grads)}
 
 
-def construct(ctx, *, module: str, cls: str, init_args: list, init_kwargs: dict, state: dict | None = None, calls: list | None = None, mode: str = "eval", grad: dict | None = None, record_ops: bool = False, describe: bool = True, dtype: torch.dtype | None = None,
-              record_dispatch: bool = False) -> dict:
+def construct(
+    ctx,
+    *,
+    module: str,
+    cls: str,
+    init_args: list,
+    init_kwargs: dict,
+    state: dict | None = None,
+    calls: list | None = None,
+    mode: str = "eval",
+    grad: dict | None = None,
+    record_ops: bool = False,
+    describe: bool = True,
+    dtype: torch.dtype | None = None,
+    record_dispatch: bool = False,
+) -> dict:
     """Build ``module.cls(*init_args, **init_kwargs)``, optionally load a state_dict
     (non-strict; missing/unexpected keys are returned under ``load``), run
     ``calls`` (a list of ``[method, args, kwargs]``) and optionally backprop ``grad``
@@ -447,7 +512,7 @@ def construct(ctx, *, module: str, cls: str, init_args: list, init_kwargs: dict,
         if type(out) is torch.Tensor and out.requires_grad:
             grads = torch.autograd.grad(_vjp_loss(out, grad["grad_output"]), inputs_with_grad + params, allow_unused=True)
             result["input_grads"] = list(grads[: len(inputs_with_grad)])
-            result["param_grads"] = dict(zip(names, grads[len(inputs_with_grad):]))
+            result["param_grads"] = dict(zip(names, grads[len(inputs_with_grad) :]))
         else:
             result["input_grads"] = None
             result["param_grads"] = None

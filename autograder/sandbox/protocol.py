@@ -133,7 +133,11 @@ class _Encoder:
     def _tensor(self, t: torch.Tensor) -> Any:
         kind = _unencodable(t)
         if kind:
-            return {"t": "opaque", "type": "torch.Tensor", "repr": f"{kind}, which cannot be sent as data — return an ordinary (dense, CPU) tensor"}
+            return {
+                "t": "opaque",
+                "type": "torch.Tensor",
+                "repr": f"{kind}, which cannot be sent as data — return an ordinary (dense, CPU) tensor",
+            }
         try:
             return self._dense(t)
         except Exception as exc:  # noqa: BLE001 - an odd tensor is reported as what it is, not as the code's error
@@ -300,7 +304,9 @@ class _Decoder:
         numel = math.prod(shape)  # a Python int: 2**62 × 2**62 is just a large number
         self.logical += numel * itemsize
         if self.logical > self.logical_limit:
-            raise ProtocolError(f"tensor shapes describe more data than the message carries ({shape[:MAX_NDIM]} of {node.get('dtype')})")
+            raise ProtocolError(
+                f"tensor shapes describe more data than the message carries ({shape[:MAX_NDIM]} of {node.get('dtype')})"
+            )
         if stride is not None and (not _int_list(stride) or len(stride) != len(shape) or any(s < 0 for s in stride)):
             raise ProtocolError("malformed tensor strides")
         if numel == 0:
@@ -395,7 +401,7 @@ def _recv_exact(sock: socket.socket, size: int, deadline: float | None) -> bytea
             sock.settimeout(remaining)
         try:
             n = sock.recv_into(view[got:], min(size - got, 1 << 20))
-        except socket.timeout:
+        except TimeoutError:
             raise PeerTimeout("deadline passed") from None
         except (ConnectionError, OSError) as exc:
             raise PeerClosed(str(exc)) from None

@@ -36,5 +36,5 @@ class WorkerSpec:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict) -> "WorkerSpec":
+    def from_dict(cls, data: dict) -> WorkerSpec:
         return cls(**data)

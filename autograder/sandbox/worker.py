@@ -353,9 +353,9 @@ def error_facts(exc: BaseException, copy_dir: str) -> dict:
     try:
         for frame in traceback.extract_tb(exc.__traceback__, limit=64):
             if frame.filename.startswith(prefix):
-                facts["frames"].append({"file": frame.filename[len(prefix):], "line": frame.lineno, "function": frame.name})
+                facts["frames"].append({"file": frame.filename[len(prefix) :], "line": frame.lineno, "function": frame.name})
         if isinstance(exc, SyntaxError) and exc.filename and str(exc.filename).startswith(prefix):
-            facts["frames"].append({"file": str(exc.filename)[len(prefix):], "line": exc.lineno or 0, "function": "<module>"})
+            facts["frames"].append({"file": str(exc.filename)[len(prefix) :], "line": exc.lineno or 0, "function": "<module>"})
             facts["message"] = _safe_str(exc.msg)
         if isinstance(exc, SystemExit):
             facts["exit_code"] = _safe_str(repr(exc.code), 200)
@@ -373,7 +373,7 @@ def _raised_in(exc: BaseException, prefix: str) -> str:
     while tb is not None and tb.tb_next is not None:
         tb = tb.tb_next
     filename = tb.tb_frame.f_code.co_filename if tb is not None else ""
-    return filename[len(prefix):] if filename.startswith(prefix) else ""
+    return filename[len(prefix) :] if filename.startswith(prefix) else ""
 
 
 def handle(ctx: WorkerContext, header: dict, blob: bytes, out: CappedWriter) -> tuple[dict, bytes]:
@@ -438,6 +438,7 @@ def serve(sock: socket.socket, spec: WorkerSpec, facts: list[str]) -> None:
 
 def _json_safe(reply: dict) -> dict:
     """Messages and printed text may hold lone surrogates; JSON must not fail on them."""
+
     def clean(value: Any) -> Any:
         if isinstance(value, str):
             return value.encode("utf-8", "replace").decode("utf-8")
@@ -464,7 +465,10 @@ def worker_main(spec: WorkerSpec, sock_fd: int) -> None:
         try:
             facts = confine_worker(spec, sock_fd)
         except BaseException as exc:  # noqa: BLE001 - report why we could not start, then stop
-            send_message(sock, {"ok": False, "ready": False, "error": {"type": type(exc).__name__, "message": _safe_str(exc), "frames": []}})
+            send_message(
+                sock,
+                {"ok": False, "ready": False, "error": {"type": type(exc).__name__, "message": _safe_str(exc), "frames": []}},
+            )
             os._exit(4)
         serve(sock, spec, facts)
     except BaseException:  # noqa: BLE001

@@ -33,14 +33,38 @@ from .source import calls, check_no_banned, reaches
 
 __all__ = [
     # checks
-    "expect", "Tol", "EXACT",
+    "expect",
+    "Tol",
+    "EXACT",
     # the worker
-    "probe", "Probe", "dispatch",
+    "probe",
+    "Probe",
+    "dispatch",
     # inputs and references
-    "randn", "randint", "choice", "bernoulli", "weight", "dtype_name", "noncontiguous", "beside_regular", "mixed",
-    "in_float64", "Snapshots", "sibling",
+    "randn",
+    "randint",
+    "choice",
+    "bernoulli",
+    "weight",
+    "dtype_name",
+    "noncontiguous",
+    "beside_regular",
+    "mixed",
+    "in_float64",
+    "Snapshots",
+    "sibling",
     # mistakes recognised from outputs and from the source
-    "outputs", "weights", "distinct", "keep_if_wrong", "check_no_banned", "calls", "reaches",
+    "outputs",
+    "weights",
+    "distinct",
+    "keep_if_wrong",
+    "check_no_banned",
+    "calls",
+    "reaches",
     # failures
-    "CheckFailed", "Feedback", "SubmissionError", "SubmissionRaised", "SubmissionTimeout",
+    "CheckFailed",
+    "Feedback",
+    "SubmissionError",
+    "SubmissionRaised",
+    "SubmissionTimeout",
 ]

@@ -29,8 +29,8 @@ test, so later cases fail fast instead of each waiting out a timeout.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator, Mapping
 
 from .failures import CheckFailed, Feedback, SubmissionError
 
@@ -63,7 +63,7 @@ class Item:
     def kind(self) -> str:
         return self._outcome.kind
 
-    def __enter__(self) -> "Item":
+    def __enter__(self) -> Item:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> bool:
@@ -89,8 +89,9 @@ class Credit:
     required: dict[str, str] = field(default_factory=dict)  # kind → why it is required
 
     # ------------------------------------------------------------------ loops
-    def kinds(self, kinds: Iterable[str] | Mapping[str, int], draws: int = 1,
-              required: Iterable[str] | Mapping[str, str] = ()) -> Iterator[Item]:
+    def kinds(
+        self, kinds: Iterable[str] | Mapping[str, int], draws: int = 1, required: Iterable[str] | Mapping[str, str] = ()
+    ) -> Iterator[Item]:
         """``draws`` random draws of each kind (or ``{kind: draws}``), kind after kind."""
         names = list(kinds.keys()) if isinstance(kinds, Mapping) else list(kinds)
         counts = dict(kinds) if isinstance(kinds, Mapping) else {k: draws for k in names}
@@ -180,7 +181,7 @@ def _summary(failed: list[_Outcome], mine: list[_Outcome], noun: str, credit: Cr
     votes: Counter[str] = Counter()
     order: list[str] = []
     for outcome in failed:
-        for h in (outcome.feedback.hints if outcome.feedback else []):
+        for h in outcome.feedback.hints if outcome.feedback else []:
             votes[h] += 1
             if h not in order:
                 order.append(h)
@@ -193,7 +194,9 @@ def _summary(failed: list[_Outcome], mine: list[_Outcome], noun: str, credit: Cr
         detail = f"{first.detail} (all {total} {noun}{plural})"
     else:
         head, _, rest = first.detail.partition("\n")
-        detail = f"{len(failed)} of {total} {noun}{plural} failed ({labels}); first, {failed[0].label}: {head}" + (f"\n{rest}" if rest else "")
+        detail = f"{len(failed)} of {total} {noun}{plural} failed ({labels}); first, {failed[0].label}: {head}" + (
+            f"\n{rest}" if rest else ""
+        )
     note = credit.note()
     if note and not all(o.feedback is not None and o.feedback.problem == "missing" for o in failed):
         detail = f"{detail}\n{note}"  # (not when the module or function is missing: that one reason says it all)

@@ -27,8 +27,8 @@ named here, so a new spelling cannot matter. The rules:
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Callable, Iterable
 
 from .failures import CheckFailed, Feedback
 
@@ -63,7 +63,11 @@ def merge(into: dict[str, dict[str, Dispatched]], more: dict[str, dict[str, Disp
         mine = into.setdefault(phase, {})
         for op, d in ops.items():
             old = mine.get(op)
-            mine[op] = d if old is None else Dispatched(old.count + d.count, old.file or d.file, old.line or d.line, old.function or d.function)
+            mine[op] = (
+                d
+                if old is None
+                else Dispatched(old.count + d.count, old.file or d.file, old.line or d.line, old.function or d.function)
+            )
 
 
 # --------------------------------------------------------------------------- families
@@ -75,53 +79,291 @@ def merge(into: dict[str, dict[str, Dispatched]], more: dict[str, dict[str, Disp
 BACKWARD_FAMILIES: dict[str, frozenset[str]] = {
     # the products of the chain rule: Ȳ Vᵀ, S̄ K, …, in every spelling (matmul, @, einsum,
     # bmm in loops); _unsafe_view and the like are what matmul/einsum decompose into
-    "matmul": frozenset({
-        "mm", "bmm", "matmul", "dot", "vdot", "mv", "addmm", "addbmm", "baddbmm", "addmv", "addr", "einsum", "tensordot",
-        "outer", "ger", "inner", "linear", "kron", "chain_matmul", "linalg_multi_dot", "multi_dot", "_unsafe_view",
-    }),
+    "matmul": frozenset(
+        {
+            "mm",
+            "bmm",
+            "matmul",
+            "dot",
+            "vdot",
+            "mv",
+            "addmm",
+            "addbmm",
+            "baddbmm",
+            "addmv",
+            "addr",
+            "einsum",
+            "tensordot",
+            "outer",
+            "ger",
+            "inner",
+            "linear",
+            "kron",
+            "chain_matmul",
+            "linalg_multi_dot",
+            "multi_dot",
+            "_unsafe_view",
+        }
+    ),
     # elementwise arithmetic and math: the Hadamard products, the scale, D = rowsum(Ȳ∘Y)
-    "elementwise": frozenset({
-        "add", "sub", "subtract", "rsub", "mul", "multiply", "div", "divide", "true_divide", "floor_divide", "neg", "negative",
-        "reciprocal", "pow", "float_power", "square", "sqrt", "rsqrt", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p",
-        "abs", "absolute", "sign", "sgn", "clamp", "clamp_min", "clamp_max", "clip", "maximum", "minimum", "fmax", "fmin",
-        "addcmul", "addcdiv", "remainder", "fmod", "floor", "ceil", "round", "trunc", "frac", "lerp", "xlogy", "hypot",
-        "copysign", "nan_to_num", "tanh", "sigmoid", "__and__", "__or__", "__xor__", "__invert__", "__iand__", "__ior__", "__ixor__",
-    }),
+    "elementwise": frozenset(
+        {
+            "add",
+            "sub",
+            "subtract",
+            "rsub",
+            "mul",
+            "multiply",
+            "div",
+            "divide",
+            "true_divide",
+            "floor_divide",
+            "neg",
+            "negative",
+            "reciprocal",
+            "pow",
+            "float_power",
+            "square",
+            "sqrt",
+            "rsqrt",
+            "exp",
+            "exp2",
+            "expm1",
+            "log",
+            "log2",
+            "log10",
+            "log1p",
+            "abs",
+            "absolute",
+            "sign",
+            "sgn",
+            "clamp",
+            "clamp_min",
+            "clamp_max",
+            "clip",
+            "maximum",
+            "minimum",
+            "fmax",
+            "fmin",
+            "addcmul",
+            "addcdiv",
+            "remainder",
+            "fmod",
+            "floor",
+            "ceil",
+            "round",
+            "trunc",
+            "frac",
+            "lerp",
+            "xlogy",
+            "hypot",
+            "copysign",
+            "nan_to_num",
+            "tanh",
+            "sigmoid",
+            "__and__",
+            "__or__",
+            "__xor__",
+            "__invert__",
+            "__iand__",
+            "__ior__",
+            "__ixor__",
+        }
+    ),
     # reductions: sums over keys/batch, maxima for stability, norms when checking
-    "reductions": frozenset({
-        "sum", "mean", "nansum", "prod", "amax", "amin", "max", "min", "aminmax", "argmax", "argmin", "logsumexp",
-        "cumsum", "cumprod", "norm", "linalg_norm", "linalg_vector_norm", "linalg_matrix_norm", "frobenius_norm", "std", "var", "all", "any",
-        "count_nonzero",
-        "sum_to_size",
-    }),
+    "reductions": frozenset(
+        {
+            "sum",
+            "mean",
+            "nansum",
+            "prod",
+            "amax",
+            "amin",
+            "max",
+            "min",
+            "aminmax",
+            "argmax",
+            "argmin",
+            "logsumexp",
+            "cumsum",
+            "cumprod",
+            "norm",
+            "linalg_norm",
+            "linalg_vector_norm",
+            "linalg_matrix_norm",
+            "frobenius_norm",
+            "std",
+            "var",
+            "all",
+            "any",
+            "count_nonzero",
+            "sum_to_size",
+        }
+    ),
     # views, reshapes, indexing, joining: moving axes around costs nothing and computes nothing
-    "views": frozenset({
-        "view", "view_as", "reshape", "reshape_as", "_reshape_alias", "expand", "expand_as", "broadcast_to", "broadcast_tensors",
-        "permute", "transpose", "swapaxes", "swapdims", "t", "mT", "mH", "adjoint", "numpy_T", "unsqueeze", "squeeze",
-        "flatten", "unflatten", "movedim", "moveaxis", "narrow", "select", "slice", "index", "index_select", "gather",
-        "take_along_dim", "masked_select", "split", "split_with_sizes", "unsafe_split", "chunk", "unbind", "tensor_split",
-        "as_strided", "alias", "contiguous", "clone", "diagonal", "diag", "diag_embed", "tril", "triu", "flip", "roll",
-        "repeat", "repeat_interleave", "tile", "cat", "concat", "concatenate", "stack", "hstack", "vstack", "dstack",
-        "constant_pad_nd", "pad", "index_put", "_index_put_impl", "index_add", "index_copy", "index_fill", "scatter", "scatter_add",
-        "select_scatter", "slice_scatter", "nonzero", "nonzero_static", "argwhere",
-        "masked_scatter", "detach", "lift_fresh", "lift_fresh_copy", "real", "resolve_conj", "resolve_neg", "conj",
-    }),
+    "views": frozenset(
+        {
+            "view",
+            "view_as",
+            "reshape",
+            "reshape_as",
+            "_reshape_alias",
+            "expand",
+            "expand_as",
+            "broadcast_to",
+            "broadcast_tensors",
+            "permute",
+            "transpose",
+            "swapaxes",
+            "swapdims",
+            "t",
+            "mT",
+            "mH",
+            "adjoint",
+            "numpy_T",
+            "unsqueeze",
+            "squeeze",
+            "flatten",
+            "unflatten",
+            "movedim",
+            "moveaxis",
+            "narrow",
+            "select",
+            "slice",
+            "index",
+            "index_select",
+            "gather",
+            "take_along_dim",
+            "masked_select",
+            "split",
+            "split_with_sizes",
+            "unsafe_split",
+            "chunk",
+            "unbind",
+            "tensor_split",
+            "as_strided",
+            "alias",
+            "contiguous",
+            "clone",
+            "diagonal",
+            "diag",
+            "diag_embed",
+            "tril",
+            "triu",
+            "flip",
+            "roll",
+            "repeat",
+            "repeat_interleave",
+            "tile",
+            "cat",
+            "concat",
+            "concatenate",
+            "stack",
+            "hstack",
+            "vstack",
+            "dstack",
+            "constant_pad_nd",
+            "pad",
+            "index_put",
+            "_index_put_impl",
+            "index_add",
+            "index_copy",
+            "index_fill",
+            "scatter",
+            "scatter_add",
+            "select_scatter",
+            "slice_scatter",
+            "nonzero",
+            "nonzero_static",
+            "argwhere",
+            "masked_scatter",
+            "detach",
+            "lift_fresh",
+            "lift_fresh_copy",
+            "real",
+            "resolve_conj",
+            "resolve_neg",
+            "conj",
+        }
+    ),
     # comparisons, masks and selection: the causal/padding mask, where(mask, x, 0)
-    "comparisons": frozenset({
-        "eq", "ne", "lt", "le", "gt", "ge", "greater", "less", "greater_equal", "less_equal", "not_equal", "equal", "isclose",
-        "allclose", "is_same_size", "isfinite", "isinf", "isnan", "isneginf", "isposinf", "logical_and", "logical_or", "logical_not",
-        "logical_xor", "bitwise_and", "bitwise_or", "bitwise_not", "bitwise_xor", "where", "masked_fill",
-    }),
+    "comparisons": frozenset(
+        {
+            "eq",
+            "ne",
+            "lt",
+            "le",
+            "gt",
+            "ge",
+            "greater",
+            "less",
+            "greater_equal",
+            "less_equal",
+            "not_equal",
+            "equal",
+            "isclose",
+            "allclose",
+            "is_same_size",
+            "isfinite",
+            "isinf",
+            "isnan",
+            "isneginf",
+            "isposinf",
+            "logical_and",
+            "logical_or",
+            "logical_not",
+            "logical_xor",
+            "bitwise_and",
+            "bitwise_or",
+            "bitwise_not",
+            "bitwise_xor",
+            "where",
+            "masked_fill",
+        }
+    ),
     # creation, copies and dtype/device conversions: zeros for accumulators, .to(dtype), .item()
-    "creation": frozenset({
-        "empty", "empty_like", "empty_strided", "zeros", "zeros_like", "ones", "ones_like", "full", "full_like", "new_zeros",
-        "new_ones", "new_full", "new_empty", "new_empty_strided", "arange", "linspace", "eye", "scalar_tensor", "fill",
-        "zero", "copy", "to", "_to_copy", "type_as", "_local_scalar_dense", "item", "is_nonzero", "result_type", "resize",
-        "is_floating_point", "is_complex", "is_signed", "unfold",
-    }),
+    "creation": frozenset(
+        {
+            "empty",
+            "empty_like",
+            "empty_strided",
+            "zeros",
+            "zeros_like",
+            "ones",
+            "ones_like",
+            "full",
+            "full_like",
+            "new_zeros",
+            "new_ones",
+            "new_full",
+            "new_empty",
+            "new_empty_strided",
+            "arange",
+            "linspace",
+            "eye",
+            "scalar_tensor",
+            "fill",
+            "zero",
+            "copy",
+            "to",
+            "_to_copy",
+            "type_as",
+            "_local_scalar_dense",
+            "item",
+            "is_nonzero",
+            "result_type",
+            "resize",
+            "is_floating_point",
+            "is_complex",
+            "is_signed",
+            "unfold",
+        }
+    ),
     # torch's forward functions of this lesson: recomputing the weights A from saved scores
     # computes values, not gradients (their derivative formulas, *_backward_data, are not here)
-    "forward functions": frozenset({"softmax", "_softmax", "log_softmax", "_log_softmax", "_safe_softmax", "_masked_softmax", "special_softmax"}),
+    "forward functions": frozenset(
+        {"softmax", "_softmax", "log_softmax", "_log_softmax", "_safe_softmax", "_masked_softmax", "special_softmax"}
+    ),
 }
 BACKWARD_ALLOWED = frozenset().union(*BACKWARD_FAMILIES.values())
 #: autograd-level names that only cut a tensor off its history (``torch.tensor(…)`` makes one)
@@ -132,10 +374,21 @@ HISTORY_CUTS = frozenset({"detach", "detach_"})
 #: also ``torch.equal``'s, so it stays allowed) — besides every op whose name holds
 #: "backward" or "jvp" (torch's derivative formulas) and every non-ATen name (backward
 #: nodes, the engine, custom operators)
-AUTOGRAD_OPS = frozenset({
-    "_make_dual", "_make_dual_copy", "_unpack_dual", "_fw_primal", "_fw_primal_copy", "_has_same_storage_numel",
-    "_efficientzerotensor", "_new_zeros_with_same_feature_meta", "requires_grad", "retain_grad", "_is_zerotensor",
-})
+AUTOGRAD_OPS = frozenset(
+    {
+        "_make_dual",
+        "_make_dual_copy",
+        "_unpack_dual",
+        "_fw_primal",
+        "_fw_primal_copy",
+        "_has_same_storage_numel",
+        "_efficientzerotensor",
+        "_new_zeros_with_same_feature_meta",
+        "requires_grad",
+        "retain_grad",
+        "_is_zerotensor",
+    }
+)
 
 #: row_softmax.py: every ATen operator that computes a softmax (any spelling of softmax,
 #: log_softmax, cross_entropy, a fused attention ends in one of these)
@@ -148,7 +401,7 @@ def _aten(op: str) -> str | None:
     """``aten::add_`` → ``add``; None for a name that is not an ATen operator."""
     if not op.startswith("aten::"):
         return None
-    name = op[len("aten::"):]
+    name = op[len("aten::") :]
     return name[:-1] if name.endswith("_") and not name.endswith("__") and len(name) > 1 else name
 
 
@@ -186,7 +439,9 @@ def denies_parts(parts: tuple[str, ...]) -> Callable[[str], bool]:
     return allows
 
 
-def violations(dispatched: dict[str, dict[str, Dispatched]], phase: str | None, allows: Callable[[str], bool]) -> list[tuple[str, Dispatched]]:
+def violations(
+    dispatched: dict[str, dict[str, Dispatched]], phase: str | None, allows: Callable[[str], bool]
+) -> list[tuple[str, Dispatched]]:
     """The recorded operators of ``phase`` (every phase when None) the rule does not allow,
     those with a line of the submission first."""
     found = [(op, d) for ph, ops in dispatched.items() if phase is None or ph == phase for op, d in ops.items() if not allows(op)]
@@ -197,23 +452,39 @@ def _telling(op: str) -> bool:
     """Named first: what shows the construct itself (a dual tensor, a derivative formula, a
     backward node, a custom operator) rather than a side effect of it."""
     name = _aten(op)
-    return name is None or name in ("_make_dual", "_unpack_dual") or "backward" in name or "softmax" in name or "attention" in name
+    return (
+        name is None or name in ("_make_dual", "_unpack_dual") or "backward" in name or "softmax" in name or "attention" in name
+    )
 
 
 def where(d: Dispatched) -> str:
-    return f"{d.file}:{d.line} ({d.function})" if d.file else "no line of your files on the stack (a library call or a name bound to one)"
+    return (
+        f"{d.file}:{d.line} ({d.function})"
+        if d.file
+        else "no line of your files on the stack (a library call or a name bound to one)"
+    )
 
 
-def check(dispatched: dict[str, dict[str, Dispatched]], phase: str | None, allows: Callable[[str], bool], *, what: str, hints: Iterable[str] = (),
-          family: str = "operators this rule does not allow") -> None:
+def check(
+    dispatched: dict[str, dict[str, Dispatched]],
+    phase: str | None,
+    allows: Callable[[str], bool],
+    *,
+    what: str,
+    hints: Iterable[str] = (),
+    family: str = "operators this rule does not allow",
+) -> None:
     """Fail the rule with each offending operator (up to 6) and the student's line."""
     found = violations(dispatched, phase, allows)
     if not found:
         return
     listing = "; ".join(f"{op} at {where(d)}" for op, d in found[:6])
-    raise CheckFailed(Feedback(
-        check=what, problem="constraint",
-        detail=f"your code ran {listing}{' …' if len(found) > 6 else ''} — {family}",
-        hints=list(hints) or ["general/forbidden-api"],
-        frames=[{"file": d.file, "line": d.line, "function": d.function} for _, d in found[:6] if d.file],
-    ))
+    raise CheckFailed(
+        Feedback(
+            check=what,
+            problem="constraint",
+            detail=f"your code ran {listing}{' …' if len(found) > 6 else ''} — {family}",
+            hints=list(hints) or ["general/forbidden-api"],
+            frames=[{"file": d.file, "line": d.line, "function": d.function} for _, d in found[:6] if d.file],
+        )
+    )

@@ -10,8 +10,9 @@ mistake whose output the submission's answer matches (ARENA / CS336 style diagno
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 import torch
 
@@ -138,7 +139,9 @@ def _loose(tol: Tol) -> Tol:
     return Tol(max(tol.rtol, 1e-6), max(tol.atol, 1e-6))
 
 
-def diagnose(got: Any, mistakes: "Mapping[str, Any] | Callable[[], Mapping[str, Any]] | None", tol: Tol, want: Any = None) -> list[str]:
+def diagnose(
+    got: Any, mistakes: Mapping[str, Any] | Callable[[], Mapping[str, Any]] | None, tol: Tol, want: Any = None
+) -> list[str]:
     """Hint ids of the mistake whose predicted output ``got`` matches — within ``tol`` and,
     when ``want`` (the correct answer) is given, strictly closer than to ``want``. Only the
     closest match is named, and none when another mistake predicts the same numbers. ``mistakes`` may be a
@@ -176,7 +179,9 @@ def observed(hint_id: str) -> list[str]:
     return [hint_id]
 
 
-def diagnose_number(value: float, mistakes: "Mapping[str, float] | Callable[[], Mapping[str, float]] | None", tol: Tol, want: float | None = None) -> list[str]:
+def diagnose_number(
+    value: float, mistakes: Mapping[str, float] | Callable[[], Mapping[str, float]] | None, tol: Tol, want: float | None = None
+) -> list[str]:
     """``diagnose`` for Python numbers: the mistake whose number ``value`` equals (within
     ``tol``, and closer than to ``want``)."""
     table = mistakes() if callable(mistakes) else (mistakes or {})
@@ -189,7 +194,8 @@ def diagnose_number(value: float, mistakes: "Mapping[str, float] | Callable[[], 
 
     floor = units(float(value), float(want)) if want is not None else math.inf
     scored = sorted(
-        (units(float(value), float(v)), h, float(v)) for h, v in table.items()
+        (units(float(value), float(v)), h, float(v))
+        for h, v in table.items()
         if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(float(v))
     )
     scored = [s for s in scored if s[0] <= 1.0 and s[0] < floor]
@@ -206,7 +212,9 @@ def _fail(check: str, problem: str, detail: str, hints: list[str], grids: list[d
     raise CheckFailed(Feedback(check=check, problem=problem, detail=detail, hints=list(dict.fromkeys(hints)), grids=grids or []))
 
 
-def _grid(title: str, got: torch.Tensor, want: torch.Tensor, bad: torch.Tensor, first: tuple[int, ...], labels: tuple[str, str]) -> list[dict]:
+def _grid(
+    title: str, got: torch.Tensor, want: torch.Tensor, bad: torch.Tensor, first: tuple[int, ...], labels: tuple[str, str]
+) -> list[dict]:
     if got.dim() < 2 or got.shape[-1] > GRID_MAX or got.shape[-2] > GRID_MAX:
         return []
     prefix = tuple(first[:-2])
@@ -218,14 +226,16 @@ def _grid(title: str, got: torch.Tensor, want: torch.Tensor, bad: torch.Tensor, 
         return [[fmt_number(v) if not isinstance(v, float) else _cell(v) for v in row] for row in t.tolist()]
 
     where = f" at batch index {_index(prefix)}" if prefix else ""
-    return [{
-        "title": f"{title}{where}",
-        "rows": labels[0],
-        "cols": labels[1],
-        "expected": cells(w),
-        "got": cells(g),
-        "bad": [[bool(v) for v in row] for row in b.tolist()],
-    }]
+    return [
+        {
+            "title": f"{title}{where}",
+            "rows": labels[0],
+            "cols": labels[1],
+            "expected": cells(w),
+            "got": cells(g),
+            "bad": [[bool(v) for v in row] for row in b.tolist()],
+        }
+    ]
 
 
 def _cell(value: float) -> str:
@@ -243,12 +253,18 @@ def _type_and_shape(got: Any, want: torch.Tensor, what: str, mistakes: Any, tol:
     if type(got) is not torch.Tensor:
         _fail(what, "type", f"expected a torch.Tensor, got {describe(got)}", diagnose(got, mistakes, tol, want) or hints)
     if tuple(got.shape) != tuple(want.shape):
-        _fail(what, "shape", f"expected shape {list(want.shape)}, got {list(got.shape)}", diagnose(got, mistakes, tol, want) or hints)
+        _fail(
+            what,
+            "shape",
+            f"expected shape {list(want.shape)}, got {list(got.shape)}",
+            diagnose(got, mistakes, tol, want) or hints,
+        )
 
 
 def _side_by_side(got: torch.Tensor, want: torch.Tensor) -> str:
     """Small results are shown whole, expected above yours."""
     return f"\nexpected {fmt_tensor(want)}\n     got {fmt_tensor(got)}" if got.numel() <= 16 else ""
+
 
 def tensor(got: Any, *, what: str, hints: Iterable[str] = ()) -> torch.Tensor:
     """``got`` must be exactly a ``torch.Tensor`` (no subclass, no other object)."""
@@ -279,7 +295,12 @@ def close(
     hints = list(hints)
     _type_and_shape(got, want, what, mistakes, tol, hints)
     if check_dtype and got.dtype != want.dtype:
-        _fail(what, "dtype", f"expected dtype {_dtype(want.dtype)} (the input's dtype), got {_dtype(got.dtype)}", ["general/dtype-changed"])
+        _fail(
+            what,
+            "dtype",
+            f"expected dtype {_dtype(want.dtype)} (the input's dtype), got {_dtype(got.dtype)}",
+            ["general/dtype-changed"],
+        )
     if not got.is_floating_point() and not want.is_floating_point():
         return equal(got, want, what=what, mistakes=mistakes, hints=hints, grid=grid)
     g = got.to(torch.float64)
@@ -289,7 +310,13 @@ def close(
         first = tuple(torch.nonzero(new_nan)[0].tolist())
         count = int(new_nan.sum())
         grids = _grid(what, g, w, new_nan, first, grid) if grid else []
-        _fail(what, "nan", f"NaN at index {_index(first)} ({count} NaN value{'s' if count > 1 else ''}); expected {fmt_number(w[first].item())} there", diagnose(got, mistakes, tol, want) or hints, grids)
+        _fail(
+            what,
+            "nan",
+            f"NaN at index {_index(first)} ({count} NaN value{'s' if count > 1 else ''}); expected {fmt_number(w[first].item())} there",
+            diagnose(got, mistakes, tol, want) or hints,
+            grids,
+        )
     ok = torch.isclose(g, w, rtol=tol.rtol, atol=tol.atol, equal_nan=True)
     if bool(ok.all()):
         return got
@@ -323,7 +350,12 @@ def equal(
     _type_and_shape(got, want, what, mistakes, EXACT, hints)
     if got.dtype != want.dtype:
         hint = ["general/mask-dtype"] if want.dtype is torch.bool else ["general/dtype-changed"]
-        _fail(what, "dtype", f"expected dtype {_dtype(want.dtype)}, got {_dtype(got.dtype)}", diagnose(got.to(want.dtype), mistakes, EXACT, want) + hint)
+        _fail(
+            what,
+            "dtype",
+            f"expected dtype {_dtype(want.dtype)}, got {_dtype(got.dtype)}",
+            diagnose(got.to(want.dtype), mistakes, EXACT, want) + hint,
+        )
     bad = got != want
     if not bool(bad.any()):
         return got
@@ -336,7 +368,16 @@ def equal(
     return got
 
 
-def scalar(got: Any, want: float, *, what: str, tol: Tol, hints: Iterable[str] = (), integer: bool = False, mistakes: "Mapping[str, float] | Callable[[], Mapping[str, float]] | None" = None) -> float:
+def scalar(
+    got: Any,
+    want: float,
+    *,
+    what: str,
+    tol: Tol,
+    hints: Iterable[str] = (),
+    integer: bool = False,
+    mistakes: Mapping[str, float] | Callable[[], Mapping[str, float]] | None = None,
+) -> float:
     """A Python number (or a 0-dim tensor) within ``tol`` of ``want``; ``mistakes`` maps
     hint ids to the number each mistake would give."""
     value = got
@@ -352,7 +393,15 @@ def scalar(got: Any, want: float, *, what: str, tol: Tol, hints: Iterable[str] =
     return value
 
 
-def true(condition: bool, *, what: str, detail: str, hints: Iterable[str] = (), problem: str = "property", grids: list[dict] | None = None) -> None:
+def true(
+    condition: bool,
+    *,
+    what: str,
+    detail: str,
+    hints: Iterable[str] = (),
+    problem: str = "property",
+    grids: list[dict] | None = None,
+) -> None:
     """A property that must hold; ``detail`` says what was seen when it does not."""
     if not condition:
         _fail(what, problem, detail, list(hints), grids)
@@ -368,7 +417,9 @@ def raises(kind: str, call, *args, what: str, hints: Iterable[str] = (), **kwarg
             return error
         if error.get("todo"):
             raise  # still a TODO stub: say that, not "wrong exception"
-        _fail(what, "values", f"expected {kind}, but it raised {error.get('type')}: {error.get('message', '')[:200]}", list(hints))
+        _fail(
+            what, "values", f"expected {kind}, but it raised {error.get('type')}: {error.get('message', '')[:200]}", list(hints)
+        )
     _fail(what, "values", f"expected {kind} to be raised, but it returned {describe(value)}", list(hints))
     return {}
 
@@ -376,8 +427,13 @@ def raises(kind: str, call, *args, what: str, hints: Iterable[str] = (), **kwarg
 def unchanged(before: Any, after: Any, *, what: str) -> None:
     """Inputs must not be modified in place."""
     if type(before) is torch.Tensor and type(after) is torch.Tensor:
-        same = before.shape == after.shape and before.dtype == after.dtype and bool(
-            torch.equal(before, after) or (before.is_floating_point() and torch.isclose(before, after, rtol=0, atol=0, equal_nan=True).all())
+        same = (
+            before.shape == after.shape
+            and before.dtype == after.dtype
+            and bool(
+                torch.equal(before, after)
+                or (before.is_floating_point() and torch.isclose(before, after, rtol=0, atol=0, equal_nan=True).all())
+            )
         )
         if not same:
             _fail(what, "property", "the input tensor was modified in place; compute a new tensor instead", ["general/in-place"])

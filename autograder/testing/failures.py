@@ -14,7 +14,6 @@ it as a grader error ("not your fault") instead of blaming the student.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
 
 
 @dataclass

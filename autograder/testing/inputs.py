@@ -22,7 +22,7 @@ def randn(rng: torch.Generator, *shape: int, dtype: torch.dtype = torch.float32,
 
 def weight(rng: torch.Generator, fan_in: int, fan_out: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
     """A projection [fan_in, fan_out] scaled like a trained layer (std 1/√fan_in)."""
-    return randn(rng, fan_in, fan_out, dtype=dtype, scale=fan_in ** -0.5)
+    return randn(rng, fan_in, fan_out, dtype=dtype, scale=fan_in**-0.5)
 
 
 def noncontiguous(t: torch.Tensor) -> torch.Tensor:

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import inspect
 import textwrap
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 
 @dataclass(frozen=True)

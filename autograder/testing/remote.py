@@ -18,7 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..core.text import first_line
 from ..sandbox.client import Sandbox, Worker, WorkerDied, WorkerProtocolError, WorkerTimeout
+from . import dispatch
 from .failures import (
     CheckFailed,
     Feedback,
@@ -31,10 +33,7 @@ from .failures import (
     describe_error,
     is_todo_stub,
 )
-from ..core.text import first_line
 from .probe import Probe
-from . import dispatch
-
 
 #: printed output kept per run, in multiples of ``[limits] output_kib`` (per call and per test
 #: the cap is ``output_kib`` itself); and the number of printed entries kept per test
@@ -113,7 +112,7 @@ class Submission:
         self.dispatched: dict = {}
         self._last_dispatched: dict = {}
 
-    def __getattr__(self, name: str) -> "RemoteModule":
+    def __getattr__(self, name: str) -> RemoteModule:
         if name.startswith("_") or name not in self._runtime.modules:
             raise AttributeError(f"no exercise module {name!r} (known: {', '.join(self._runtime.modules)})")
         return RemoteModule(self, name)
@@ -158,7 +157,9 @@ class Submission:
         if module in rt.import_failures:
             raise rt.import_failures[module]
         if key in rt.timed_out:
-            raise SubmissionTimeout(label, f"{rt.timed_out[key]} earlier in this run; not called again", hints=["general/timeout"])
+            raise SubmissionTimeout(
+                label, f"{rt.timed_out[key]} earlier in this run; not called again", hints=["general/timeout"]
+            )
         if key in rt.malformed:
             raise SubmissionProtocolError(label, f"{rt.malformed[key]} earlier in this run; not called again")
         if self._dead is not None:
@@ -166,7 +167,9 @@ class Submission:
         if rt.time_left(module) <= 0:
             raise SubmissionTimeout(label, _budget_message(rt, module), hints=["general/timeout"])
         if time.monotonic() > rt.budget_deadline:
-            raise SubmissionTimeout(label, "not run: the grading run's time budget ([limits] run_timeout_s) is used up", hints=["general/timeout"])
+            raise SubmissionTimeout(
+                label, "not run: the grading run's time budget ([limits] run_timeout_s) is used up", hints=["general/timeout"]
+            )
 
     def _import(self, module: str) -> None:
         if module in self._imported:
@@ -180,7 +183,11 @@ class Submission:
         try:
             reply = worker.import_module(module, timeout)
         except WORKER_FAILURES as exc:
-            why = _budget_message(rt, module) if by_budget else f"{info.display_path} did not finish importing within {timeout:g} s (an endless loop at module level?)"
+            why = (
+                _budget_message(rt, module)
+                if by_budget
+                else f"{info.display_path} did not finish importing within {timeout:g} s (an endless loop at module level?)"
+            )
             err = _submission_error(exc, label, why, f" while importing {info.display_path}")
             rt.import_failures[module] = err
             self._dead = err
@@ -190,7 +197,9 @@ class Submission:
         self._log(label, reply.out, reply.out_dropped)
         if not reply.ok:
             error = _classified(reply.error, module)
-            err = SubmissionMissing(label, f"{info.display_path} failed to import: {describe_error(error)}", error=error, hints=_hints_for(error))
+            err = SubmissionMissing(
+                label, f"{info.display_path} failed to import: {describe_error(error)}", error=error, hints=_hints_for(error)
+            )
             rt.import_failures[module] = err
             raise err
         self._imported.add(module)
@@ -212,7 +221,9 @@ class Submission:
             return
         self.printed.append({"call": label, "text": kept, "dropped": dropped})
 
-    def _invoke(self, module: str, probe: str, source: str | None, args: list, kwargs: dict, label: str, key: tuple[str, str]) -> Any:
+    def _invoke(
+        self, module: str, probe: str, source: str | None, args: list, kwargs: dict, label: str, key: tuple[str, str]
+    ) -> Any:
         self._last_dispatched = {}
         target = f"{module}.{key[1]}"
         if target not in self.targets:
@@ -230,7 +241,11 @@ class Submission:
                 rt.timed_out[key] = f"timed out (did not finish within {timeout:g} s)"
             elif isinstance(exc, WorkerProtocolError):
                 rt.malformed[key] = f"sent a malformed reply ({str(exc).rsplit(': ', 1)[-1][:200]})"
-            why = _budget_message(rt, module) if by_budget else f"did not finish within {timeout:g} s (endless loop, or far too slow?)"
+            why = (
+                _budget_message(rt, module)
+                if by_budget
+                else f"did not finish within {timeout:g} s (endless loop, or far too slow?)"
+            )
             self._dead = _submission_error(exc, label, why)
             raise self._dead from None
         finally:
@@ -240,16 +255,27 @@ class Submission:
         self._last_dispatched = dispatch.parse(reply.dispatched)
         dispatch.merge(self.dispatched, self._last_dispatched)
         if reply.tampered:
-            raise CheckFailed(Feedback(
-                check=f"{label}: the grader records which torch functions your code calls (the exercise's rule)",
-                problem="constraint",
-                detail=f"your code {reply.tampered[0]}; switching the recording off counts as breaking the rule",
-                hints=["general/forbidden-api"],
-            ))
+            raise CheckFailed(
+                Feedback(
+                    check=f"{label}: the grader records which torch functions your code calls (the exercise's rule)",
+                    problem="constraint",
+                    detail=f"your code {reply.tampered[0]}; switching the recording off counts as breaking the rule",
+                    hints=["general/forbidden-api"],
+                )
+            )
         if not reply.ok:
             error = _classified(reply.error, module)
-            if error.get("type") == "AttributeError" and f"'{key[1].split('.')[0]}'" in error.get("message", "") and not error.get("frames"):
-                raise SubmissionMissing(label, f"{rt.modules[module].display_path} defines no {key[1].split('.')[0]!r}", error=error, hints=["general/missing-name"])
+            if (
+                error.get("type") == "AttributeError"
+                and f"'{key[1].split('.')[0]}'" in error.get("message", "")
+                and not error.get("frames")
+            ):
+                raise SubmissionMissing(
+                    label,
+                    f"{rt.modules[module].display_path} defines no {key[1].split('.')[0]!r}",
+                    error=error,
+                    hints=["general/missing-name"],
+                )
             raise SubmissionRaised(label, describe_error(error), error=error, hints=_hints_for(error))
         return reply.value, set(reply.ops), reply.out
 
@@ -264,41 +290,113 @@ class RemoteModule:
         self._sub = submission
         self._name = name
 
-    def __getattr__(self, target: str) -> "RemoteFunction":
+    def __getattr__(self, target: str) -> RemoteFunction:
         if target.startswith("_"):
             raise AttributeError(target)
         return RemoteFunction(self, target)
 
-    def call(self, target: str, *args: Any, record_ops: bool = False, return_args: bool = False, record_dispatch: bool = False, **kwargs: Any) -> CallResult:
+    def call(
+        self,
+        target: str,
+        *args: Any,
+        record_ops: bool = False,
+        return_args: bool = False,
+        record_dispatch: bool = False,
+        **kwargs: Any,
+    ) -> CallResult:
         label = f"{self._name}.{target}(…)"
         extra = {"record_dispatch": True} if record_dispatch else {}
         raw, ops, out = self._sub._invoke(
-            self._name, "call", None, [], dict(module=self._name, target=target, args=list(args), kwargs=kwargs, record_ops=record_ops, return_args=return_args, **extra),
-            label, (self._name, target),
+            self._name,
+            "call",
+            None,
+            [],
+            dict(
+                module=self._name,
+                target=target,
+                args=list(args),
+                kwargs=kwargs,
+                record_ops=record_ops,
+                return_args=return_args,
+                **extra,
+            ),
+            label,
+            (self._name, target),
         )
         result = _as_dict(raw, label)
         return CallResult(result.get("value"), result.get("args"), result.get("kwargs"), ops, out, self._sub._last_dispatched)
 
-    def call_with_grad(self, target: str, *args: Any, wrt: list[int], grad_output: Any, output_index: int | None = None, record_ops: bool = False, **kwargs: Any) -> dict:
+    def call_with_grad(
+        self,
+        target: str,
+        *args: Any,
+        wrt: list[int],
+        grad_output: Any,
+        output_index: int | None = None,
+        record_ops: bool = False,
+        **kwargs: Any,
+    ) -> dict:
         label = f"{self._name}.{target}(…) + backward"
         raw, ops, _ = self._sub._invoke(
-            self._name, "call_with_grad", None, [],
-            dict(module=self._name, target=target, args=list(args), kwargs=kwargs, wrt=wrt, grad_output=grad_output, output_index=output_index, record_ops=record_ops),
-            label, (self._name, target),
+            self._name,
+            "call_with_grad",
+            None,
+            [],
+            dict(
+                module=self._name,
+                target=target,
+                args=list(args),
+                kwargs=kwargs,
+                wrt=wrt,
+                grad_output=grad_output,
+                output_index=output_index,
+                record_ops=record_ops,
+            ),
+            label,
+            (self._name, target),
         )
         result = _as_dict(raw, label)
         result["ops"] = ops
         return result
 
-    def construct(self, cls: str, init_args: list | tuple = (), init_kwargs: dict | None = None, *, state: dict | None = None, calls: list | tuple = (), mode: str = "eval", grad: dict | None = None, record_ops: bool = False, describe: bool = True, dtype=None,
-                  record_dispatch: bool = False) -> dict:
+    def construct(
+        self,
+        cls: str,
+        init_args: list | tuple = (),
+        init_kwargs: dict | None = None,
+        *,
+        state: dict | None = None,
+        calls: list | tuple = (),
+        mode: str = "eval",
+        grad: dict | None = None,
+        record_ops: bool = False,
+        describe: bool = True,
+        dtype=None,
+        record_dispatch: bool = False,
+    ) -> dict:
         label = f"{self._name}.{cls}(…)"
         extra = {"record_dispatch": True} if record_dispatch else {}
         raw, ops, _ = self._sub._invoke(
-            self._name, "construct", None, [],
-            dict(module=self._name, cls=cls, init_args=list(init_args), init_kwargs=dict(init_kwargs or {}), state=state, calls=[list(c) for c in calls],
-                 mode=mode, grad=grad, record_ops=record_ops, describe=describe, dtype=dtype, **extra),
-            label, (self._name, cls),
+            self._name,
+            "construct",
+            None,
+            [],
+            dict(
+                module=self._name,
+                cls=cls,
+                init_args=list(init_args),
+                init_kwargs=dict(init_kwargs or {}),
+                state=state,
+                calls=[list(c) for c in calls],
+                mode=mode,
+                grad=grad,
+                record_ops=record_ops,
+                describe=describe,
+                dtype=dtype,
+                **extra,
+            ),
+            label,
+            (self._name, cls),
         )
         result = _as_dict(raw, label)
         result["ops"] = ops
@@ -307,7 +405,9 @@ class RemoteModule:
 
     def run(self, probe: Probe, *args: Any, **kwargs: Any) -> Any:
         label = f"{self._name}: {probe.name}"
-        value, _, _ = self._sub._invoke(self._name, probe.name, probe.source, list(args), kwargs, label, (self._name, f"probe:{probe.name}"))
+        value, _, _ = self._sub._invoke(
+            self._name, probe.name, probe.source, list(args), kwargs, label, (self._name, f"probe:{probe.name}")
+        )
         return value
 
 
@@ -374,5 +474,15 @@ def _hints_for(error: dict) -> list[str]:
 
 
 def _static_error(info: ModuleInfo) -> dict:
-    frames = [{"file": info.copy_path.name if info.copy_path else info.name + ".py", "line": info.problem_line, "function": "<module>"}] if info.problem_line else []
+    frames = (
+        [
+            {
+                "file": info.copy_path.name if info.copy_path else info.name + ".py",
+                "line": info.problem_line,
+                "function": "<module>",
+            }
+        ]
+        if info.problem_line
+        else []
+    )
     return {"type": "StaticCheck", "message": first_line(info.problem or ""), "base": "Exception", "frames": frames}

@@ -38,7 +38,9 @@ def _parse(data: bytes, where: str) -> tuple[dict[str, Any], bytes]:
     except (UnicodeDecodeError, ValueError) as exc:
         raise SnapshotError(f"{where}: not a snapshot file ({exc}) — run `make snapshots`") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-        raise SnapshotError(f"{where}: unknown format {doc.get('format') if isinstance(doc, dict) else None!r} (expected {FORMAT}) — run `make snapshots`")
+        raise SnapshotError(
+            f"{where}: unknown format {doc.get('format') if isinstance(doc, dict) else None!r} (expected {FORMAT}) — run `make snapshots`"
+        )
     try:
         tree, blob = doc["cases"], base64.b64decode(doc["blob"], validate=True)
         cases = protocol.decode(tree, blob)
@@ -77,7 +79,9 @@ class Snapshots:
             try:
                 data = self.path.read_bytes()
             except OSError:
-                raise SnapshotError(f"{self.path.name}: missing (tests/suites/{self.skill}/snapshots/) — run `make snapshots`") from None
+                raise SnapshotError(
+                    f"{self.path.name}: missing (tests/suites/{self.skill}/snapshots/) — run `make snapshots`"
+                ) from None
             self._parsed = _parse(data, self.path.name)
         trees, blob = self._parsed
         if name not in trees:

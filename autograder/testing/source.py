@@ -32,8 +32,8 @@ from __future__ import annotations
 import ast
 import functools
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from .failures import CheckFailed, Feedback
 
@@ -41,15 +41,55 @@ DYNAMIC_CALLS = {"eval", "exec", "compile", "__import__", "vars", "globals", "lo
 #: callables that look names up by a value: fine with a constant, flagged with anything else
 LOOKUPS = {"getattr", "setattr", "delattr"}
 DENIED_MODULES = {
-    "importlib", "imp", "inspect", "builtins", "__builtin__", "ctypes", "cffi", "gc", "sys._getframe", "runpy", "code", "codeop",
-    "pkgutil", "marshal", "pickle", "dill", "threading", "_thread", "concurrent", "multiprocessing",
+    "importlib",
+    "imp",
+    "inspect",
+    "builtins",
+    "__builtin__",
+    "ctypes",
+    "cffi",
+    "gc",
+    "sys._getframe",
+    "runpy",
+    "code",
+    "codeop",
+    "pkgutil",
+    "marshal",
+    "pickle",
+    "dill",
+    "threading",
+    "_thread",
+    "concurrent",
+    "multiprocessing",
 }
 #: TorchScript built from a string, or code loaded from bytes: it runs in the JIT interpreter,
 #: where neither the static scan (no source) nor the run-time recorder (no Python call) sees it
 UNSEEN_CODE = {"CompilationUnit"}
 UNSEEN_LOADS = {"load"}  # torch.load / torch.jit.load (denied on torch's modules only)
-DENIED_NAMES = {"attrgetter", "methodcaller", "_getframe", "f_globals", "f_locals", "f_back", "f_builtins", "tb_frame", "gi_frame", "cr_frame", "ag_frame"}
-ALLOWED_DUNDERS = {"__init__", "__name__", "__qualname__", "__class__", "__doc__", "__version__", "__len__", "__call__", "__module__"}
+DENIED_NAMES = {
+    "attrgetter",
+    "methodcaller",
+    "_getframe",
+    "f_globals",
+    "f_locals",
+    "f_back",
+    "f_builtins",
+    "tb_frame",
+    "gi_frame",
+    "cr_frame",
+    "ag_frame",
+}
+ALLOWED_DUNDERS = {
+    "__init__",
+    "__name__",
+    "__qualname__",
+    "__class__",
+    "__doc__",
+    "__version__",
+    "__len__",
+    "__call__",
+    "__module__",
+}
 #: ``__slots__`` (a class body's attribute list) and ``__debug__`` (a constant) reach nothing
 ALLOWED_DUNDER_NAMES = {"__name__", "__file__", "__doc__", "__all__", "__version__", "__annotations__", "__slots__", "__debug__"}
 IDENTIFIER_LIKE = re.compile(r"^[A-Za-z_][\w.:]*$")
@@ -110,9 +150,17 @@ def _export_lists(tree: ast.Module) -> set[int]:
     file's own functions, and a name there reaches nothing."""
     out = set()
     for node in tree.body:
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+        targets = (
+            node.targets
+            if isinstance(node, ast.Assign)
+            else [node.target]
+            if isinstance(node, (ast.AugAssign, ast.AnnAssign))
+            else []
+        )
         if node_value := getattr(node, "value", None):
-            if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets) and isinstance(node_value, (ast.List, ast.Tuple, ast.Set)):
+            if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets) and isinstance(
+                node_value, (ast.List, ast.Tuple, ast.Set)
+            ):
                 out.update(id(e) for e in node_value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str))
     return out
 
@@ -122,8 +170,11 @@ def _own_methods(tree: ast.AST) -> dict[str, set[str]]:
     once (a name defined twice could be either class)."""
     classes = [node for node in ast.walk(tree) if isinstance(node, ast.ClassDef)]
     names = [node.name for node in classes]
-    return {node.name: {item.name for item in node.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))}
-            for node in classes if names.count(node.name) == 1}
+    return {
+        node.name: {item.name for item in node.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        for node in classes
+        if names.count(node.name) == 1
+    }
 
 
 def _own_scope(node: ast.AST):
@@ -161,7 +212,9 @@ def _rebound_class_names(tree: ast.AST) -> set[str]:
     return {name for node in ast.walk(tree) for name in _bound_names(node)}
 
 
-def _instances(function: ast.AST, methods: dict[str, set[str]], rebound: set[str], method_of: str | None) -> tuple[dict[str, str], set[str]]:
+def _instances(
+    function: ast.AST, methods: dict[str, set[str]], rebound: set[str], method_of: str | None
+) -> tuple[dict[str, str], set[str]]:
     """Locals of ``function`` that surely hold one of the file's own classes or instances —
     every binding in the function's scope is ``name = OwnClass(…)`` (the class name never
     rebound), and ``self``/``cls`` of a method not rebound in it — and every name the
@@ -173,9 +226,18 @@ def _instances(function: ast.AST, methods: dict[str, set[str]], rebound: set[str
             bindings[name] = bindings.get(name, 0) + 1
         if isinstance(sub, ast.Assign) and len(sub.targets) == 1 and isinstance(sub.targets[0], ast.Name):
             call = sub.value
-            if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id in methods and call.func.id not in rebound:
+            if (
+                isinstance(call, ast.Call)
+                and isinstance(call.func, ast.Name)
+                and call.func.id in methods
+                and call.func.id not in rebound
+            ):
                 constructed.setdefault(sub.targets[0].id, []).append(call.func.id)
-    out = {name: classes[0] for name, classes in constructed.items() if len(set(classes)) == 1 and len(classes) == bindings.get(name, 0)}
+    out = {
+        name: classes[0]
+        for name, classes in constructed.items()
+        if len(set(classes)) == 1 and len(classes) == bindings.get(name, 0)
+    }
     args = function.args if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
     if method_of is not None and args is not None:
         positional = args.posonlyargs + args.args
@@ -213,13 +275,21 @@ class _Scanner(ast.NodeVisitor):
         self.sys = _module_names(tree, "sys")
         self.safe_calls: set[int] = set()  # ids of Name nodes that are the func of an allowed call
         self.rebound = _rebound_class_names(tree)
-        self.subclassed = {_dotted(base).split(".")[-1] for node in ast.walk(tree) if isinstance(node, ast.ClassDef) for base in node.bases}
+        self.subclassed = {
+            _dotted(base).split(".")[-1] for node in ast.walk(tree) if isinstance(node, ast.ClassDef) for base in node.bases
+        }
         self.methods = {name: defs for name, defs in _own_methods(tree).items() if name not in self.torch}
         self.classes: list[str] = []  # the enclosing classes, innermost last
         self.class_bodies: list[ast.ClassDef] = []
-        self.parents = {id(child): parent for parent in ast.walk(tree) if isinstance(parent, ast.ClassDef) for child in parent.body}
-        self.bodies = set(self.parents) | {id(child) for child in getattr(tree, "body", [])}  # statements of a module or class body
-        self.instances: list[tuple[dict[str, str], set[str]]] = []  # per enclosing function: (local → own class it surely holds, names bound)
+        self.parents = {
+            id(child): parent for parent in ast.walk(tree) if isinstance(parent, ast.ClassDef) for child in parent.body
+        }
+        self.bodies = set(self.parents) | {
+            id(child) for child in getattr(tree, "body", [])
+        }  # statements of a module or class body
+        self.instances: list[
+            tuple[dict[str, str], set[str]]
+        ] = []  # per enclosing function: (local → own class it surely holds, names bound)
 
     @property
     def in_scope(self) -> bool:
@@ -256,7 +326,11 @@ class _Scanner(ast.NodeVisitor):
         self.stack.append(node.name)
         # self/cls of a method: an instance of its class or of a subclass — trusted only where the
         # file subclasses it nowhere (a subclass could put torch.Tensor first in the MRO)
-        method_of = self.classes[-1] if self.classes and self.class_bodies[-1] is self.parents.get(id(node)) and self.classes[-1] not in self.subclassed else None
+        method_of = (
+            self.classes[-1]
+            if self.classes and self.class_bodies[-1] is self.parents.get(id(node)) and self.classes[-1] not in self.subclassed
+            else None
+        )
         self.instances.append(_instances(node, self.methods, self.rebound, method_of))
         self.generic_visit(node)
         self.instances.pop()
@@ -347,7 +421,9 @@ class _Scanner(ast.NodeVisitor):
             self._flag(node, f"{label} (torch's private namespace)")
         elif name in UNSEEN_CODE or (parts[0] == "torch" and name in UNSEEN_LOADS):
             self._flag(node, f"{label} (runs code the recorder cannot see)")
-        elif name is not None and (name in DENIED_NAMES or "DisableTorch" in name or _is_dunder(name) or (parts[0] == "sys" and name == "modules")):
+        elif name is not None and (
+            name in DENIED_NAMES or "DisableTorch" in name or _is_dunder(name) or (parts[0] == "sys" and name == "modules")
+        ):
             self._flag(node, f"{label} (dynamic lookup)")
 
     def visit_Import(self, node: ast.Import) -> None:
@@ -367,7 +443,12 @@ class _Scanner(ast.NodeVisitor):
                 if self._banned(name.value):
                     self._flag(node, f"{func.id}(…, {name.value!r})")
                     self.safe_calls.add(id(func))
-                elif self.dynamic and (_is_dunder(name.value) or name.value.startswith("_") and _root(node.args[0]) in self.torch or "DisableTorch" in name.value):
+                elif self.dynamic and (
+                    _is_dunder(name.value)
+                    or name.value.startswith("_")
+                    and _root(node.args[0]) in self.torch
+                    or "DisableTorch" in name.value
+                ):
                     self._flag(node, f"{func.id}(…, {name.value!r}) (private or dunder attribute)")
                     self.safe_calls.add(id(func))
                 else:
@@ -394,7 +475,12 @@ def _lambda_name(node: ast.AST) -> str | None:
     if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
         return None
     value = node.value
-    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in ("staticmethod", "classmethod") and len(value.args) == 1:
+    if (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Name)
+        and value.func.id in ("staticmethod", "classmethod")
+        and len(value.args) == 1
+    ):
         value = value.args[0]
     return node.targets[0].id if isinstance(value, ast.Lambda) else None
 
@@ -525,9 +611,16 @@ def _module_uses(source: str, available: Iterable[str]) -> dict[str, set[str] | 
                     add(top, set() if alias.name == top else None)
                     aliases[alias.asname or top] = top
     if aliases:
-        read_attr = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load)}
+        read_attr = {
+            id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load)
+        }
         for node in ast.walk(tree):
-            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases and isinstance(node.ctx, ast.Load):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id in aliases
+                and isinstance(node.ctx, ast.Load)
+            ):
                 add(aliases[node.value.id], {node.attr})
             elif isinstance(node, ast.Name) and node.id in aliases and id(node) not in read_attr:
                 add(aliases[node.id], None)  # passed around, rebound, deleted: anything of it may be used
@@ -536,8 +629,15 @@ def _module_uses(source: str, available: Iterable[str]) -> dict[str, set[str] | 
 
 def _is_main_guard(node: ast.AST) -> bool:
     test = node.test if isinstance(node, ast.If) else None
-    return (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__" and len(test.ops) == 1
-            and isinstance(test.ops[0], ast.Eq) and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value == "__main__")
+    return (
+        isinstance(test, ast.Compare)
+        and isinstance(test.left, ast.Name)
+        and test.left.id == "__name__"
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ast.Eq)
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value == "__main__"
+    )
 
 
 def _runs_at_import(node: ast.AST) -> bool:
@@ -548,9 +648,15 @@ def _runs_at_import(node: ast.AST) -> bool:
     if isinstance(node, ast.ClassDef) or node.decorator_list:
         return True
     args = node.args
-    parts = [*args.defaults, *(d for d in args.kw_defaults if d is not None), node.returns,
-             *(a.annotation for a in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg] if a is not None)]
-    return any(isinstance(sub, (ast.Call, ast.NamedExpr, ast.Lambda)) for part in parts if part is not None for sub in ast.walk(part))
+    parts = [
+        *args.defaults,
+        *(d for d in args.kw_defaults if d is not None),
+        node.returns,
+        *(a.annotation for a in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg] if a is not None),
+    ]
+    return any(
+        isinstance(sub, (ast.Call, ast.NamedExpr, ast.Lambda)) for part in parts if part is not None for sub in ast.walk(part)
+    )
 
 
 def _reached(source: str, names: set[str]) -> set[str]:
@@ -620,13 +726,27 @@ def _imported_tops(source: str) -> tuple[str, ...]:
     """The top-level package of every absolute import in ``source``, in the order found."""
     tops = []
     for node in ast.walk(_parse(source)):
-        names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
+        names = (
+            [a.name for a in node.names]
+            if isinstance(node, ast.Import)
+            else [node.module or ""]
+            if isinstance(node, ast.ImportFrom) and not node.level
+            else []
+        )
         tops += [name.split(".")[0] for name in names]
     return tuple(tops)
 
 
-def check_no_banned(source: str | None, file: str, banned: Iterable[str], *, what: str, hints: Iterable[str] = (), scope: Iterable[str] | None = None,
-                    imports: dict[str, str] | None = None) -> None:
+def check_no_banned(
+    source: str | None,
+    file: str,
+    banned: Iterable[str],
+    *,
+    what: str,
+    hints: Iterable[str] = (),
+    scope: Iterable[str] | None = None,
+    imports: dict[str, str] | None = None,
+) -> None:
     """Fail with every offending line of the student's file when a banned name appears.
     ``imports`` (module name → source, e.g. ``sub.importable_sources()``): the submission's
     other files; those the file imports are scanned with the same rules — the deny-by-default
@@ -635,7 +755,9 @@ def check_no_banned(source: str | None, file: str, banned: Iterable[str], *, wha
     if source is None:
         return  # a missing module fails elsewhere, with its own message
     others = {k: v for k, v in (imports or {}).items() if f"{k}.py" != file}
-    files = [(file, source, scope)] + [(f"{name}.py", text, used) for name, (text, used) in sorted(imported_scopes(source, others).items())]
+    files = [(file, source, scope)] + [
+        (f"{name}.py", text, used) for name, (text, used) in sorted(imported_scopes(source, others).items())
+    ]
     found: list[tuple[str, Violation]] = []
     for name, text, file_scope in files:
         try:
@@ -644,9 +766,12 @@ def check_no_banned(source: str | None, file: str, banned: Iterable[str], *, wha
             continue  # a file that does not parse fails elsewhere, with its own message
     if found:
         listing = "; ".join(f"{name}:{v.line}: {v.found}" for name, v in found[:6])
-        raise CheckFailed(Feedback(
-            check=what, problem="constraint",
-            detail=f"{file} uses what this exercise forbids ({listing}){' …' if len(found) > 6 else ''}; write it from tensor operations, without dynamic lookups",
-            hints=list(hints) or ["general/forbidden-api"],
-            frames=[v.frame(name) for name, v in found[:6]],
-        ))
+        raise CheckFailed(
+            Feedback(
+                check=what,
+                problem="constraint",
+                detail=f"{file} uses what this exercise forbids ({listing}){' …' if len(found) > 6 else ''}; write it from tensor operations, without dynamic lookups",
+                hints=list(hints) or ["general/forbidden-api"],
+                frames=[v.frame(name) for name, v in found[:6]],
+            )
+        )

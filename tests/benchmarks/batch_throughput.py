@@ -88,7 +88,19 @@ def children_cpu() -> float:
 def run_batch(subs: Path, out: Path, jobs: int, extra: list[str]) -> tuple[float, float]:
     """(wall seconds, CPU seconds of every process of the batch: the batch, its server, every
     run, fork server and worker — all are waited for, so RUSAGE_CHILDREN counts them)."""
-    cmd = [sys.executable, "-m", "autograder", "batch", str(subs), "--out", str(out), "--jobs", str(jobs), "--no-progress", *extra]
+    cmd = [
+        sys.executable,
+        "-m",
+        "autograder",
+        "batch",
+        str(subs),
+        "--out",
+        str(out),
+        "--jobs",
+        str(jobs),
+        "--no-progress",
+        *extra,
+    ]
     cpu = children_cpu()
     start = time.perf_counter()
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
@@ -101,8 +113,12 @@ def run_batch(subs: Path, out: Path, jobs: int, extra: list[str]) -> tuple[float
 def single(folder: Path) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "r.json"
-        subprocess.run([sys.executable, "-m", "autograder", "grade", str(folder), "--format", "json", "--output", str(out), "--no-progress"],
-                       cwd=ROOT, capture_output=True, text=True)
+        subprocess.run(
+            [sys.executable, "-m", "autograder", "grade", str(folder), "--format", "json", "--output", str(out), "--no-progress"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+        )
         return json.loads(out.read_text())
 
 
@@ -129,8 +145,10 @@ def main() -> None:
     seconds, cpu_total = run_batch(subs, out, args.jobs, [])
     rate = len(kinds) / seconds
     print(f"batch --jobs {args.jobs}: {seconds:.1f} s for {len(kinds)} → {rate:.2f} submissions/s (target ≥ 4)")
-    print(f"CPU of the whole batch (every process): {cpu_total:.0f} s = {cpu_total / len(kinds):.2f} s per submission "
-          f"→ {len(kinds) * (os.cpu_count() or 1) / cpu_total:.2f} submissions/s if {os.cpu_count()} cores were ours alone")
+    print(
+        f"CPU of the whole batch (every process): {cpu_total:.0f} s = {cpu_total / len(kinds):.2f} s per submission "
+        f"→ {len(kinds) * (os.cpu_count() or 1) / cpu_total:.2f} submissions/s if {os.cpu_count()} cores were ours alone"
+    )
 
     # where the time goes, per kind of submission
     groups: dict[str, list[dict]] = {}
@@ -147,8 +165,11 @@ def main() -> None:
         def mean(key_a: str, key_b: str | None = None) -> str:
             values = [x[key_a] - (x[key_b] if key_b else 0) for x in t if key_a in x and (key_b is None or key_b in x)]
             return f"{statistics.fmean(values):.2f}" if values else "–"
-        print(f"{kind:<9} {len(metas):>3} {statistics.fmean(m['seconds'] for m in metas):>12.2f}s {(f'{statistics.fmean(cpu):.2f}s' if cpu else '–'):>12} "
-              f"{mean('collected_s'):>15}s {mean('done_s', 'collected_s'):>6}s {mean('graded_s', 'done_s'):>6}s")
+
+        print(
+            f"{kind:<9} {len(metas):>3} {statistics.fmean(m['seconds'] for m in metas):>12.2f}s {(f'{statistics.fmean(cpu):.2f}s' if cpu else '–'):>12} "
+            f"{mean('collected_s'):>15}s {mean('done_s', 'collected_s'):>6}s {mean('graded_s', 'done_s'):>6}s"
+        )
     print("(cpu/student: the run's pytest process and what it waited for, from wait4 in the batch server)")
 
     with open(out / "gradebook.csv", encoding="utf-8") as fh:
@@ -168,7 +189,9 @@ def main() -> None:
         one = single(subs / name)
         same = batched["score"] == one["score"] and batched["seed"] == one["seed"] and per_test(batched) == per_test(one)
         agree += same
-        print(f"  {name:<14} {kinds[name]:<40} batch {batched['score']:>6g}  single {one['score']:>6g}  seed {'=' if batched['seed'] == one['seed'] else '≠'}  {'same' if same else 'DIFFERENT'}")
+        print(
+            f"  {name:<14} {kinds[name]:<40} batch {batched['score']:>6g}  single {one['score']:>6g}  seed {'=' if batched['seed'] == one['seed'] else '≠'}  {'same' if same else 'DIFFERENT'}"
+        )
     print(f"sample: {agree}/{len(sample)} identical to single grade (score, seed, every test's score and status)")
 
     if args.no_preload_count:
@@ -179,8 +202,10 @@ def main() -> None:
             shutil.copytree(subs / name, few / name)
         a, a_cpu = run_batch(few, work / "out-preload", args.jobs, [])
         b, b_cpu = run_batch(few, work / "out-fresh", args.jobs, ["--no-preload"])
-        print(f"{args.no_preload_count} submissions: preloaded {a:.1f} s / {a_cpu:.0f} CPU-s vs fresh Python per student "
-              f"{b:.1f} s / {b_cpu:.0f} CPU-s (wall ratio {b / a:.2f}, CPU ratio {b_cpu / a_cpu:.2f})")
+        print(
+            f"{args.no_preload_count} submissions: preloaded {a:.1f} s / {a_cpu:.0f} CPU-s vs fresh Python per student "
+            f"{b:.1f} s / {b_cpu:.0f} CPU-s (wall ratio {b / a:.2f}, CPU ratio {b_cpu / a_cpu:.2f})"
+        )
 
 
 if __name__ == "__main__":

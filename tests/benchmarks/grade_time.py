@@ -55,11 +55,17 @@ def student_tree(release: Path | None, work: Path) -> Path:
     """A copy of the release's student tree whose exercises/ hold the reference solutions."""
     if release is None:
         release = work / "release"
-        subprocess.run([sys.executable, "-m", "autograder", "release", "--out", str(release), "--version", "0.0.0"],
-                       cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(
+            [sys.executable, "-m", "autograder", "release", "--out", str(release), "--version", "0.0.0"],
+            cwd=ROOT,
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
     source = release / "student"
     if not (source / "grading.toml").is_file():
-        raise SystemExit(f"{source}: no student tree there (build one with `python -m autograder release --out DIR --version 1.0.0`)")
+        raise SystemExit(
+            f"{source}: no student tree there (build one with `python -m autograder release --out DIR --version 1.0.0`)"
+        )
     tree = work / "student"
     shutil.copytree(source, tree)
     for module in (tree / "exercises").glob("*.py"):
@@ -88,10 +94,41 @@ def main() -> None:
         outputs = {"full grade": work / "full.json", "student make grade": work / "student.json"}
         commands = {
             "import torch": ([sys.executable, "-c", "import torch"], ROOT),
-            "full grade": ([sys.executable, "-m", "autograder", "grade", "solutions", "--format", "json",
-                            "--output", str(outputs["full grade"]), "--seed", "1", "--no-progress", *skills], ROOT),
-            "student make grade": ([sys.executable, "-m", "autograder", "grade", "--format", "json",
-                                    "--output", str(outputs["student make grade"]), "--seed", "1", "--no-progress", *skills], student),
+            "full grade": (
+                [
+                    sys.executable,
+                    "-m",
+                    "autograder",
+                    "grade",
+                    "solutions",
+                    "--format",
+                    "json",
+                    "--output",
+                    str(outputs["full grade"]),
+                    "--seed",
+                    "1",
+                    "--no-progress",
+                    *skills,
+                ],
+                ROOT,
+            ),
+            "student make grade": (
+                [
+                    sys.executable,
+                    "-m",
+                    "autograder",
+                    "grade",
+                    "--format",
+                    "json",
+                    "--output",
+                    str(outputs["student make grade"]),
+                    "--seed",
+                    "1",
+                    "--no-progress",
+                    *skills,
+                ],
+                student,
+            ),
         }
         for cmd, cwd in commands.values():  # warm the page cache (and the bytecode caches)
             timed(cmd, cwd)
@@ -104,15 +141,19 @@ def main() -> None:
             cmd, cwd = commands[name]
             memory[name] = measure(cmd, cwd=cwd, env=dict(os.environ))
         base = statistics.median(times["import torch"])
-        print(f"machine: {os.cpu_count()} cores, load average {', '.join(f'{x:.2f}' for x in os.getloadavg())}; {args.runs} rounds")
+        print(
+            f"machine: {os.cpu_count()} cores, load average {', '.join(f'{x:.2f}' for x in os.getloadavg())}; {args.runs} rounds"
+        )
         for name, values in times.items():
             median = statistics.median(values)
             line = f"{name:19s}: median {median:6.3f} s  (runs: {', '.join(f'{x:.2f}' for x in values)})"
             if name in TARGETS:
                 line += f"\n{'':19s}  ratio {median / base:.2f} (target ≤ {TARGETS[name]})   {summary(outputs[name])}"
                 m = memory[name]
-                line += (f"\n{'':19s}  peak memory, all processes: PSS {m.peak_pss_mib:.0f} MiB (target ≤ {PSS_TARGET_MB} MB), "
-                         f"RSS {m.peak_rss_mib:.0f} MiB, {m.peak_processes} processes, {m.samples} samples")
+                line += (
+                    f"\n{'':19s}  peak memory, all processes: PSS {m.peak_pss_mib:.0f} MiB (target ≤ {PSS_TARGET_MB} MB), "
+                    f"RSS {m.peak_rss_mib:.0f} MiB, {m.peak_processes} processes, {m.samples} samples"
+                )
             print(line)
     finally:
         shutil.rmtree(work, ignore_errors=True)

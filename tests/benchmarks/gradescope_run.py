@@ -44,13 +44,14 @@ from autograder.instructor.release import ReleaseContext, gradescope  # noqa: E4
 from autograder.runner.grade import suite_hash  # noqa: E402
 
 
-
 def _from_stubs(target: Path, body: str) -> None:
     """The stubs with every ``raise NotImplementedError(...)`` replaced by ``body`` (lines)."""
     target.mkdir(parents=True)
     for stub in sorted((ROOT / "exercises").glob("*.py")):
+
         def replace(match: re.Match) -> str:
             return "\n".join(match.group(1) + line for line in body.splitlines())
+
         text = re.sub(r"^(\s*)raise NotImplementedError\(.*\)\s*$", replace, stub.read_text(), flags=re.M)
         assert "NotImplementedError(" not in text, stub
         (target / stub.name).write_text(text)
@@ -73,16 +74,24 @@ def memfd_hoard(target: Path) -> None:
 
 def scratch_fill(target: Path) -> None:
     """Every function keeps writing new 16 MiB files in its scratch folder until refused."""
-    _from_stubs(target, "import os, itertools\nfor n in itertools.count():\n"
-                        "    with open(f'fill{os.getpid()}-{n}', 'wb') as fh:\n        fh.write(bytes(16 << 20))")
+    _from_stubs(
+        target,
+        "import os, itertools\nfor n in itertools.count():\n"
+        "    with open(f'fill{os.getpid()}-{n}', 'wb') as fh:\n        fh.write(bytes(16 << 20))",
+    )
 
 
 def reference(target: Path) -> None:
     shutil.copytree(ROOT / "solutions", target)
 
 
-CASES = {"reference": reference, "loop_forever": loop_forever, "allocate_until_refused": allocate_until_refused,
-         "memfd_hoard": memfd_hoard, "scratch_fill": scratch_fill}
+CASES = {
+    "reference": reference,
+    "loop_forever": loop_forever,
+    "allocate_until_refused": allocate_until_refused,
+    "memfd_hoard": memfd_hoard,
+    "scratch_fill": scratch_fill,
+}
 
 
 def main() -> None:
@@ -91,10 +100,14 @@ def main() -> None:
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="gradescope-bench-"))
     config = load(ROOT / "grading.toml")
-    ctx = ReleaseContext(repo=ROOT, config=config, out=work / "dist", version="0.0.0-bench", commit="unknown", suite_hash=suite_hash(config))
+    ctx = ReleaseContext(
+        repo=ROOT, config=config, out=work / "dist", version="0.0.0-bench", commit="unknown", suite_hash=suite_hash(config)
+    )
     bundle = gradescope.build(ctx)[0]  # the whole course
-    print(f"bundle: {bundle.stat().st_size / 1024:.0f} KiB; budget {config.gradescope_release.time_budget_s:g} s; "
-          f"worker address space {config.gradescope_release.limits.memory_mib} MiB")
+    print(
+        f"bundle: {bundle.stat().st_size / 1024:.0f} KiB; budget {config.gradescope_release.time_budget_s:g} s; "
+        f"worker address space {config.gradescope_release.limits.memory_mib} MiB"
+    )
     for case in args.case or list(CASES):
         root = work / case
         with zipfile.ZipFile(bundle) as zf:
@@ -110,11 +123,13 @@ def main() -> None:
         m = measure([str(root / "source" / "run_autograder")], env=env, cwd=root)
         data = json.loads((root / "results" / "results.json").read_text())
         status = data.get("extra_data", {}).get("status")
-        print(f"{case:13s} wall {m.wall_s:6.1f} s  peak PSS {m.peak_pss_mib:5.0f} MiB  peak RSS {m.peak_rss_mib:5.0f} MiB  "
-              f"shmem: Δ {m.peak_shmem_delta_mib:5.0f} MiB, held {m.peak_shmem_held_mib:5.0f} MiB, "
-              f"in PSS {m.peak_pss_shmem_mib:4.0f} MiB  total {m.peak_total_mib:5.0f} MiB  "
-              f"processes ≤ {m.peak_processes}  score {data['score']:g}  status {status}  (exit {m.returncode}, {m.samples} samples)",
-              flush=True)
+        print(
+            f"{case:13s} wall {m.wall_s:6.1f} s  peak PSS {m.peak_pss_mib:5.0f} MiB  peak RSS {m.peak_rss_mib:5.0f} MiB  "
+            f"shmem: Δ {m.peak_shmem_delta_mib:5.0f} MiB, held {m.peak_shmem_held_mib:5.0f} MiB, "
+            f"in PSS {m.peak_pss_shmem_mib:4.0f} MiB  total {m.peak_total_mib:5.0f} MiB  "
+            f"processes ≤ {m.peak_processes}  score {data['score']:g}  status {status}  (exit {m.returncode}, {m.samples} samples)",
+            flush=True,
+        )
     shutil.rmtree(work, ignore_errors=True)
 
 

@@ -48,8 +48,21 @@ TARGET_LOCAL_LOSING = 0.95
 
 
 def grade(folder: Path, skills: list[str], seed: int, out: Path) -> dict:
-    cmd = [sys.executable, "-m", "autograder", "grade", str(folder), "--format", "json", "--no-progress",
-           "--reveal-hidden", "--seed", str(seed), "--output", str(out)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "autograder",
+        "grade",
+        str(folder),
+        "--format",
+        "json",
+        "--no-progress",
+        "--reveal-hidden",
+        "--seed",
+        str(seed),
+        "--output",
+        str(out),
+    ]
     for skill in skills:
         cmd += ["--skill", skill]
     env = dict(os.environ, PYTHONPATH=str(ROOT))
@@ -62,12 +75,23 @@ def grade(folder: Path, skills: list[str], seed: int, out: Path) -> dict:
 def skill_facts(data: dict, skill: str, names: list[str]) -> dict:
     s = next(x for x in data["skills"] if x["id"] == skill)
     failed = [
-        {"test": t["name"], "lost": round(t["max_score"] - t["score"], 4), "names": variants.named_functions(t["name"], names, skill),
-         "hints": [h["id"] for h in t["hints"]]}
-        for t in s["tests"] if t["status"] != "passed"
+        {
+            "test": t["name"],
+            "lost": round(t["max_score"] - t["score"], 4),
+            "names": variants.named_functions(t["name"], names, skill),
+            "hints": [h["id"] for h in t["hints"]],
+        }
+        for t in s["tests"]
+        if t["status"] != "passed"
     ]
-    return {"score": s["score"], "points": s["points"], "lost": round(s["points"] - s["score"], 4), "failed": failed,
-            "hints": sorted({h for f in failed for h in f["hints"]}), "gated_by": s.get("gated_by")}
+    return {
+        "score": s["score"],
+        "points": s["points"],
+        "lost": round(s["points"] - s["score"], 4),
+        "failed": failed,
+        "hints": sorted({h for f in failed for h in f["hints"]}),
+        "gated_by": s.get("gated_by"),
+    }
 
 
 def fingerprint(data: dict) -> list:
@@ -89,15 +113,28 @@ def run_variants(skills: list[str], seeds: list[int], jobs: int, work: Path, twi
         data = grade(folder, list(applied), seed, work / f"batch{k}-seed{seed}.json")
         repeated = None
         if twice:  # the same submission graded again: identical scores and hints
-            repeated = fingerprint(grade(folder, list(applied), seed, work / f"batch{k}-seed{seed}-again.json")) == fingerprint(data)
+            repeated = fingerprint(grade(folder, list(applied), seed, work / f"batch{k}-seed{seed}-again.json")) == fingerprint(
+                data
+            )
         rows = []
         for skill, m in applied.items():
             facts = skill_facts(data, skill, names[skill])
             own = variants.dependents(variants.mutated_source(m), m["function"])  # it and the functions that call it
             off = [f for f in facts["failed"] if f["names"] and not set(f["names"]) & own]
-            rows.append({"skill": skill, "id": m["id"], "function": m["function"], "hint": m["hint"], "seed": seed, **facts,
-                         "right_shown": m["hint"] in facts["hints"], "wrong_hints": [h for h in facts["hints"] if h != m["hint"]],
-                         "off_function": [f["test"] for f in off], "repeat_identical": repeated})
+            rows.append(
+                {
+                    "skill": skill,
+                    "id": m["id"],
+                    "function": m["function"],
+                    "hint": m["hint"],
+                    "seed": seed,
+                    **facts,
+                    "right_shown": m["hint"] in facts["hints"],
+                    "wrong_hints": [h for h in facts["hints"] if h != m["hint"]],
+                    "off_function": [f["test"] for f in off],
+                    "repeat_identical": repeated,
+                }
+            )
         return rows
 
     with ThreadPoolExecutor(max_workers=jobs) as pool:
@@ -113,9 +150,14 @@ def run_styles(seeds: list[int], jobs: int, work: Path, only: list[str]) -> list
         data = grade(folder, only, seed, work / f"style-{style}-{seed}.json")
         present = {s for s, m in mods.items() if (folder / m).exists() and (not only or s in only)}
         skills = [s for s in data["skills"] if s["id"] in present]
-        return {"style": style, "seed": seed, "score": sum(s["score"] for s in skills), "points": sum(s["points"] for s in skills),
-                "lost": [(s["id"], t["name"]) for s in skills for t in s["tests"] if t["status"] != "passed"],
-                "hints": sorted({h["id"] for s in skills for t in s["tests"] for h in t["hints"]})}
+        return {
+            "style": style,
+            "seed": seed,
+            "score": sum(s["score"] for s in skills),
+            "points": sum(s["points"] for s in skills),
+            "lost": [(s["id"], t["name"]) for s in skills for t in s["tests"] if t["status"] != "passed"],
+            "hints": sorted({h["id"] for s in skills for t in s["tests"] for h in t["hints"]}),
+        }
 
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         return list(pool.map(one, [(st, seed) for seed in seeds for st in variants.styles()]))
@@ -138,10 +180,18 @@ def local_view(rows: list[dict]) -> list[dict]:
     for r in rows:
         failed = [f for f in r["failed"] if f["test"] in visible.get(r["skill"], set())]
         hints = sorted({h for f in failed for h in f["hints"]})
-        out.append({**r, "failed": failed, "lost": round(sum(f["lost"] for f in failed), 4), "hints": hints,
-                    "right_shown": r["hint"] in hints, "wrong_hints": [h for h in hints if h != r["hint"]],
-                    "off_function": [t for t in r["off_function"] if any(f["test"] == t for f in failed)],
-                    "gated_by": r["gated_by"] if r["gated_by"] in visible.get(r["skill"], set()) else None})
+        out.append(
+            {
+                **r,
+                "failed": failed,
+                "lost": round(sum(f["lost"] for f in failed), 4),
+                "hints": hints,
+                "right_shown": r["hint"] in hints,
+                "wrong_hints": [h for h in hints if h != r["hint"]],
+                "off_function": [t for t in r["off_function"] if any(f["test"] == t for f in failed)],
+                "gated_by": r["gated_by"] if r["gated_by"] in visible.get(r["skill"], set()) else None,
+            }
+        )
     return out
 
 
@@ -152,8 +202,10 @@ def skill_table(rows: list[dict]) -> None:
         rs = [r for r in rows if r["skill"] == skill]
         n, lose, own = len(rs), sum(r["lost"] > 0 for r in rs), sum(r["right_shown"] for r in rs)
         shown, right = sum(len(r["hints"]) for r in rs), sum(r["hint"] in r["hints"] for r in rs)
+
         def pct(a: int, b: int) -> str:
             return f"{a}/{b} = {a / b:.1%}" if b else "—"
+
         print(f"{skill:18} {n:8} {pct(lose, n):>16} {pct(own, n):>16} {pct(right, shown):>20}")
     print()
 
@@ -167,8 +219,11 @@ def report(rows: list[dict], style_rows: list[dict], local: bool = False) -> boo
         failed = "; ".join(f"{f['test']} ({'/'.join(f['names']) or '—'}, −{f['lost']:g})" for f in r["failed"])
         mark = "yes" if r["right_shown"] else "NO"
         print(f"{name:44} {r['function']:24} {r['lost']:6.2f}  {mark:5}  {failed}")
-        print(f"{'':44} hints: {', '.join(r['hints']) or '(none)'}" + (f"   OFF-FUNCTION: {', '.join(r['off_function'])}" if r["off_function"] else "")
-              + (f"   GATED: {r['gated_by']}" if r["gated_by"] else ""))
+        print(
+            f"{'':44} hints: {', '.join(r['hints']) or '(none)'}"
+            + (f"   OFF-FUNCTION: {', '.join(r['off_function'])}" if r["off_function"] else "")
+            + (f"   GATED: {r['gated_by']}" if r["gated_by"] else "")
+        )
     n = len(rows)
     print()
     if n:
@@ -188,9 +243,13 @@ def report(rows: list[dict], style_rows: list[dict], local: bool = False) -> boo
         want_right = TARGET_LOCAL_RIGHT_SHOWN if local else TARGET_RIGHT_SHOWN
         print(f"  ({'local: visible tests only' if local else 'official: visible + hidden tests'})")
         print(f"  right hint shown:           {right}/{n} = {right / n:.1%}   (target ≥ {want_right:.0%})")
-        print(f"  shown hints that are right: {shown_right}/{shown} = {(shown_right / shown if shown else 1):.1%}   (target ≥ {TARGET_PRECISION:.0%})")
-        print(f"  variants losing no points:  {len(no_loss)} {no_loss if no_loss else ''}"
-              + (f"   (losing a point: {1 - len(no_loss) / n:.1%}, target ≥ {TARGET_LOCAL_LOSING:.0%})" if local else ""))
+        print(
+            f"  shown hints that are right: {shown_right}/{shown} = {(shown_right / shown if shown else 1):.1%}   (target ≥ {TARGET_PRECISION:.0%})"
+        )
+        print(
+            f"  variants losing no points:  {len(no_loss)} {no_loss if no_loss else ''}"
+            + (f"   (losing a point: {1 - len(no_loss) / n:.1%}, target ≥ {TARGET_LOCAL_LOSING:.0%})" if local else "")
+        )
         print(f"  variants failing a test of another function: {len(off)} {off if off else ''}")
         print(f"  variants whose loss depends on the seed: {len(unstable)} {unstable if unstable else ''}")
         repeats = [r for r in rows if r["repeat_identical"] is not None]
@@ -203,8 +262,14 @@ def report(rows: list[dict], style_rows: list[dict], local: bool = False) -> boo
         ok &= losing_ok and not off and not unstable
     if style_rows:
         false_hints = sum(len(s["hints"]) for s in style_rows)
-        short = [f"{s['style']} seed {s['seed']}: {s['score']:g}/{s['points']:g} {s['lost'][:4]}" for s in style_rows if s["score"] < s["points"]]
-        print(f"correct styles × seeds: {len(style_rows)}; at full marks: {len(style_rows) - len(short)}; hints shown on them: {false_hints} (target 0)")
+        short = [
+            f"{s['style']} seed {s['seed']}: {s['score']:g}/{s['points']:g} {s['lost'][:4]}"
+            for s in style_rows
+            if s["score"] < s["points"]
+        ]
+        print(
+            f"correct styles × seeds: {len(style_rows)}; at full marks: {len(style_rows) - len(short)}; hints shown on them: {false_hints} (target 0)"
+        )
         for line in short:
             print("  NOT FULL:", line)
         for s in style_rows:
@@ -239,8 +304,11 @@ def main() -> int:
     parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
     parser.add_argument("--rows", type=Path, help="report from a --json file of an earlier run instead of grading")
     parser.add_argument("--local", action="store_true", help="count only the visible tests (what a student's local run shows)")
-    parser.add_argument("--check-stable", action="store_true",
-                        help="exit 1 when a variant's points lost depend on the seed, or it loses none (make check; use several --seeds)")
+    parser.add_argument(
+        "--check-stable",
+        action="store_true",
+        help="exit 1 when a variant's points lost depend on the seed, or it loses none (make check; use several --seeds)",
+    )
     args = parser.parse_args()
     skills = args.skill or list(variants.modules())
     seeds = [int(s) for s in args.seeds.split(",") if s.strip()]

@@ -85,7 +85,20 @@ def tree_rss(root: int) -> int:
 
 def measure(submission: Path, seed: int) -> dict:
     out = Path(tempfile.mkdtemp()) / "results.json"
-    cmd = [sys.executable, "-m", "autograder", "grade", str(submission), "--format", "json", "--output", str(out), "--seed", str(seed), "--no-progress"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "autograder",
+        "grade",
+        str(submission),
+        "--format",
+        "json",
+        "--output",
+        str(out),
+        "--seed",
+        str(seed),
+        "--no-progress",
+    ]
     start = time.monotonic()
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     peak = 0
@@ -105,9 +118,18 @@ def measure(submission: Path, seed: int) -> dict:
     sampler.join()
     data = json.loads(out.read_text()) if out.is_file() else {}
     return {
-        "rc": proc.returncode, "seconds": round(seconds, 1), "peak_mib": round(peak / 2**20), "results_kib": round(out.stat().st_size / 1024, 1) if out.is_file() else None,
-        "status": data.get("status"), "score": data.get("score"), "max_score": data.get("max_score"),
-        "timeouts": sum("time budget" in t["summary"] or "did not finish" in t["summary"] or "timed out" in t["summary"] for s in data.get("skills", []) for t in s["tests"]),
+        "rc": proc.returncode,
+        "seconds": round(seconds, 1),
+        "peak_mib": round(peak / 2**20),
+        "results_kib": round(out.stat().st_size / 1024, 1) if out.is_file() else None,
+        "status": data.get("status"),
+        "score": data.get("score"),
+        "max_score": data.get("max_score"),
+        "timeouts": sum(
+            "time budget" in t["summary"] or "did not finish" in t["summary"] or "timed out" in t["summary"]
+            for s in data.get("skills", [])
+            for t in s["tests"]
+        ),
         "stderr": err.decode(errors="replace").strip().splitlines()[-1:] if proc.returncode else [],
     }
 

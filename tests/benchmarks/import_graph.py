@@ -39,9 +39,13 @@ def main(argv: list[str] | None = None) -> int:
         per_layer[layering.layer_of(m)].append(m)
     for i, layer in enumerate(layering.LAYERS):
         members = per_layer.get(layer, [])
-        print(f"  {i} {layer:11s} {sum(lines[m] for m in members):6d} lines {len(members):3d} modules  {', '.join(layering.LAYERS[layer])}")
+        print(
+            f"  {i} {layer:11s} {sum(lines[m] for m in members):6d} lines {len(members):3d} modules  {', '.join(layering.LAYERS[layer])}"
+        )
     if per_layer.get(None):
-        print(f"  ? unlayered   {sum(lines[m] for m in per_layer[None]):6d} lines {len(per_layer[None]):3d} modules  {', '.join(per_layer[None])}")
+        print(
+            f"  ? unlayered   {sum(lines[m] for m in per_layer[None]):6d} lines {len(per_layer[None]):3d} modules  {', '.join(per_layer[None])}"
+        )
 
     units = layering.unit_graph(graph)
     unit_lines: dict[str, int] = defaultdict(int)
@@ -57,7 +61,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\nimports of a higher layer: {len(upward) or 'none'}")
     for src, dst in upward:
         note = layering.PENDING_UPWARD.get((src, dst))
-        print(f"  {src} ({layering.layer_of(src)}) -> {dst} ({layering.layer_of(dst)})" + (f"  [pending: {note}]" if note else ""))
+        print(
+            f"  {src} ({layering.layer_of(src)}) -> {dst} ({layering.layer_of(dst)})" + (f"  [pending: {note}]" if note else "")
+        )
 
     if args.detail:
         print("\npackage edges, by importing module")

@@ -25,7 +25,6 @@ import importlib.util
 import math
 import sys
 from pathlib import Path
-from typing import Callable
 
 import torch
 
@@ -95,7 +94,9 @@ def main() -> None:
         f32 = (nice(10 * max(worst_rel, 1e-7)), nice(10 * max(worst_abs, 1e-7)))
         f64 = (nice(max(f32[0] * EPS_RATIO, 1e-12)), nice(max(f32[1] * EPS_RATIO, 1e-12)))
         rows.append((op, worst_abs, worst_rel, f32, f64))
-        print(f"{op:38s} worst abs {worst_abs:.2e} rel {worst_rel:.2e} → f32 rtol {f32[0]:.0e} atol {f32[1]:.0e}", file=sys.stderr)
+        print(
+            f"{op:38s} worst abs {worst_abs:.2e} rel {worst_rel:.2e} → f32 rtol {f32[0]:.0e} atol {f32[1]:.0e}", file=sys.stderr
+        )
     if args.only:
         return
     lines = [

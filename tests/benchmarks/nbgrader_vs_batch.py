@@ -31,8 +31,10 @@ sys.path.insert(0, str(HERE))
 from batch_throughput import generate  # noqa: E402
 
 from autograder.config import load  # noqa: E402
-from autograder.instructor.release import ReleaseContext  # noqa: E402
-from autograder.instructor.release import nbgrader_course  # noqa: E402
+from autograder.instructor.release import (
+    ReleaseContext,  # noqa: E402
+    nbgrader_course,  # noqa: E402
+)
 from autograder.runner.grade import suite_hash  # noqa: E402
 
 
@@ -48,12 +50,18 @@ def main() -> None:
     pool = work / "pool"
     pool.mkdir()
     kinds = generate(pool, max(args.count * 2, 40))
-    chosen = [n for n in sorted(kinds, key=lambda n: (int(n.split("-")[1]), n)) if not kinds[n].startswith("hostile")][: args.count]
+    chosen = [n for n in sorted(kinds, key=lambda n: (int(n.split("-")[1]), n)) if not kinds[n].startswith("hostile")][
+        : args.count
+    ]
     subs = work / "submissions"
     subs.mkdir()
     for name in chosen:
         shutil.copytree(pool / name, subs / name)
-    print(f"{len(chosen)} submissions: " + ", ".join(sorted({kinds[n].split(':')[0] for n in chosen})) + f"; load {os.getloadavg()[0]:.2f}")
+    print(
+        f"{len(chosen)} submissions: "
+        + ", ".join(sorted({kinds[n].split(":")[0] for n in chosen}))
+        + f"; load {os.getloadavg()[0]:.2f}"
+    )
 
     # nbgrader runs `alembic` from PATH; a venv moved or shared between checkouts can hold an
     # `alembic` script whose #! names a Python that no longer exists: a fallback behind it
@@ -63,33 +71,45 @@ def main() -> None:
     (shim / "alembic").chmod(0o755)
     os.environ["PATH"] = os.pathsep.join([os.environ.get("PATH", ""), str(shim)])
 
-    ctx = ReleaseContext(repo=ROOT, config=config, out=work / "dist", version="bench", commit="0" * 16, suite_hash=suite_hash(config))
+    ctx = ReleaseContext(
+        repo=ROOT, config=config, out=work / "dist", version="bench", commit="0" * 16, suite_hash=suite_hash(config)
+    )
     start = time.monotonic()
     nbgrader_course.build(ctx)
     built = time.monotonic() - start
     start = time.monotonic()
     trip = nbgrader_course.round_trip(work / "dist" / "nbgrader", work / "nb", {n: subs / n for n in chosen}, assignment)
     nb_total = time.monotonic() - start
-    print(f"nbgrader: building the course {built:.1f} s (not counted); "
-          f"generate_assignment {trip.seconds.get('generate_assignment')} s, autograde {trip.seconds.get('autograde')} s, "
-          f"export {trip.seconds.get('export')} s — total {nb_total:.1f} s (includes writing the notebooks)")
+    print(
+        f"nbgrader: building the course {built:.1f} s (not counted); "
+        f"generate_assignment {trip.seconds.get('generate_assignment')} s, autograde {trip.seconds.get('autograde')} s, "
+        f"export {trip.seconds.get('export')} s — total {nb_total:.1f} s (includes writing the notebooks)"
+    )
 
     out = work / "batch-out"
     start = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "autograder", "batch", str(subs), "--out", str(out), "--jobs", str(args.jobs), "--no-progress"],
-                          cwd=ROOT, capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "autograder", "batch", str(subs), "--out", str(out), "--jobs", str(args.jobs), "--no-progress"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     batch_s = time.monotonic() - start
     if proc.returncode != 0:
         sys.exit(f"batch failed: {proc.stderr[-2000:]}")
     print(f"autograder batch --jobs {args.jobs}: {batch_s:.1f} s (visible + hidden suites, sandboxed)")
-    print(f"nbgrader autograde alone / batch: {trip.seconds.get('autograde', 0) / batch_s:.2f}; nbgrader total / batch: {nb_total / batch_s:.2f}")
+    print(
+        f"nbgrader autograde alone / batch: {trip.seconds.get('autograde', 0) / batch_s:.2f}; nbgrader total / batch: {nb_total / batch_s:.2f}"
+    )
 
     with open(out / "gradebook.csv", encoding="utf-8") as fh:
         ours = {row["folder"]: float(row["total"]) for row in csv.DictReader(fh)}
     same = sum(1 for n in chosen if abs(trip.scores.get(n, -1) - ours.get(n, -2)) < 1e-6)
     print(f"scores: {same}/{len(chosen)} equal (different test suites: nbgrader's notebook checks vs our suites)")
     for name in chosen:
-        print(f"  {name:<14} {kinds[name]:<36} nbgrader {trip.scores.get(name, float('nan')):>7.2f}   batch {ours.get(name, float('nan')):>7.2f}")
+        print(
+            f"  {name:<14} {kinds[name]:<36} nbgrader {trip.scores.get(name, float('nan')):>7.2f}   batch {ours.get(name, float('nan')):>7.2f}"
+        )
     shutil.rmtree(work, ignore_errors=True)
 
 

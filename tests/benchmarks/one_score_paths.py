@@ -46,8 +46,16 @@ def build_bundle(work: Path, key_file: Path) -> Path:
 
     config = load(ROOT / "grading.toml")
     ident = identity.identify(config)
-    ctx = ReleaseContext(repo=ROOT, config=config, out=work / "dist", version="0.0.0-paths", commit="0" * 40,
-                         suite_hash=ident.suite, visible_suite_hash=ident.visible, seed_key=key_file.read_bytes().strip())
+    ctx = ReleaseContext(
+        repo=ROOT,
+        config=config,
+        out=work / "dist",
+        version="0.0.0-paths",
+        commit="0" * 40,
+        suite_hash=ident.suite,
+        visible_suite_hash=ident.visible,
+        seed_key=key_file.read_bytes().strip(),
+    )
     bundle = gradescope.build(ctx)[0]  # the whole course
     return bundle
 
@@ -74,16 +82,37 @@ def gradescope_run(bundle: Path, folder: Path, root: Path) -> dict:
 
 
 def _from_results(data: dict) -> dict:
-    tests = {f"{s['id']}: {t['name']}": (t["score"], t["status"] == "passed" and t["score"] >= t["max_score"])
-             for s in data["skills"] for t in s["tests"]}
+    tests = {
+        f"{s['id']}: {t['name']}": (t["score"], t["status"] == "passed" and t["score"] >= t["max_score"])
+        for s in data["skills"]
+        for t in s["tests"]
+    }
     return {"score": data["score"], "tests": tests, "suites": data.get("suite_hash")}
 
 
 def cli_grade(folder: Path, key_file: Path, out: Path) -> dict:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     env.pop("AUTOGRADER_SEED_KEY_FILE", None)
-    subprocess.run([sys.executable, "-m", "autograder", "grade", str(folder), "--format", "json", "--no-progress",
-                    "--seed-key-file", str(key_file), "--output", str(out)], cwd=ROOT, env=env, capture_output=True, timeout=900)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "autograder",
+            "grade",
+            str(folder),
+            "--format",
+            "json",
+            "--no-progress",
+            "--seed-key-file",
+            str(key_file),
+            "--output",
+            str(out),
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        timeout=900,
+    )
     return _from_results(json.loads(out.read_text(encoding="utf-8")))
 
 
@@ -93,8 +122,25 @@ def batch(folders: dict[str, Path], key_file: Path, work: Path) -> dict[str, dic
         shutil.copytree(folder, klass / name)
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     env.pop("AUTOGRADER_SEED_KEY_FILE", None)
-    subprocess.run([sys.executable, "-m", "autograder", "batch", str(klass), "--out", str(out), "--no-progress",
-                    "--seed-key-file", str(key_file)], cwd=ROOT, env=env, capture_output=True, timeout=1800, check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "autograder",
+            "batch",
+            str(klass),
+            "--out",
+            str(out),
+            "--no-progress",
+            "--seed-key-file",
+            str(key_file),
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        timeout=1800,
+        check=True,
+    )
     return {name: _from_results(json.loads((out / name / "results.json").read_text(encoding="utf-8"))) for name in folders}
 
 
@@ -121,15 +167,25 @@ def compare(folders: dict[str, Path], work: Path) -> list[dict]:
         local = cli_grade(folder, key_file, work / f"{name}.json")
         b = graded_batch[name]
         same_tests = gs["tests"] == local["tests"] == b["tests"]
-        rows.append({"submission": name, "gradescope": gs["score"], "batch": b["score"], "grade": local["score"],
-                     "same_scores": gs["score"] == b["score"] == local["score"], "same_tests": same_tests,
-                     "suites": {gs["suites"], b["suites"], local["suites"]}})
+        rows.append(
+            {
+                "submission": name,
+                "gradescope": gs["score"],
+                "batch": b["score"],
+                "grade": local["score"],
+                "same_scores": gs["score"] == b["score"] == local["score"],
+                "same_tests": same_tests,
+                "suites": {gs["suites"], b["suites"], local["suites"]},
+            }
+        )
     return rows
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--mistake", action="append", default=[], metavar="SKILL/ID", help="a single-mistake variant (repeatable)")
+    parser.add_argument(
+        "--mistake", action="append", default=[], metavar="SKILL/ID", help="a single-mistake variant (repeatable)"
+    )
     parser.add_argument("--json", type=Path, help="also write the rows here")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="one-score-") as tmp:
@@ -137,12 +193,16 @@ def main() -> int:
         rows = compare(submissions(work, args.mistake or DEFAULT_MISTAKES), work)
     print(f"{'submission':34} {'Gradescope':>10} {'batch':>8} {'grade':>8}  tests agree  suite hash")
     for r in rows:
-        print(f"{r['submission']:34} {r['gradescope']:10.4g} {r['batch']:8.4g} {r['grade']:8.4g}  {'yes' if r['same_tests'] else 'NO':11}  "
-              + ", ".join(sorted(str(s)[:12] for s in r["suites"])))
+        print(
+            f"{r['submission']:34} {r['gradescope']:10.4g} {r['batch']:8.4g} {r['grade']:8.4g}  {'yes' if r['same_tests'] else 'NO':11}  "
+            + ", ".join(sorted(str(s)[:12] for s in r["suites"]))
+        )
     ok = all(r["same_scores"] and r["same_tests"] and len(r["suites"]) == 1 for r in rows)
     print("identical on every path" if ok else "PATHS DISAGREE")
     if args.json:
-        args.json.write_text(json.dumps([{**r, "suites": sorted(map(str, r["suites"]))} for r in rows], indent=1), encoding="utf-8")
+        args.json.write_text(
+            json.dumps([{**r, "suites": sorted(map(str, r["suites"]))} for r in rows], indent=1), encoding="utf-8"
+        )
     return 0 if ok else 1
 
 

@@ -116,8 +116,14 @@ def _held_shmem(pid: int, seen: dict[tuple[int, int], int]) -> None:
         seen[(st.st_dev, st.st_ino)] = st.st_blocks // 2
 
 
-def measure(cmd: list[str], *, env: dict | None = None, cwd: str | Path | None = None, interval: float = 0.05,
-            timeout: float | None = None) -> Measurement:
+def measure(
+    cmd: list[str],
+    *,
+    env: dict | None = None,
+    cwd: str | Path | None = None,
+    interval: float = 0.05,
+    timeout: float | None = None,
+) -> Measurement:
     start = time.monotonic()
     proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     peak = {"rss": 0, "pss": 0, "n": 0, "samples": 0, "delta": 0, "held": 0, "pss_shmem": 0, "total": 0}
@@ -135,8 +141,15 @@ def measure(cmd: list[str], *, env: dict | None = None, cwd: str | Path | None =
                 _held_shmem(pid, held)
             delta = system_shmem_kib() - shmem_before
             total = pss - pss_shmem + max(delta, sum(held.values()), pss_shmem)
-            for key, value in (("rss", rss), ("pss", pss), ("n", len(pids)), ("delta", delta), ("held", sum(held.values())),
-                               ("pss_shmem", pss_shmem), ("total", total)):
+            for key, value in (
+                ("rss", rss),
+                ("pss", pss),
+                ("n", len(pids)),
+                ("delta", delta),
+                ("held", sum(held.values())),
+                ("pss_shmem", pss_shmem),
+                ("total", total),
+            ):
                 peak[key] = max(peak[key], value)
             peak["samples"] += 1
             done.wait(interval)
@@ -148,7 +161,17 @@ def measure(cmd: list[str], *, env: dict | None = None, cwd: str | Path | None =
     finally:
         done.set()
         sampler.join()
-    return Measurement(proc.returncode, time.monotonic() - start, peak["rss"] / 1024, peak["pss"] / 1024, peak["n"],
-                       peak["samples"], stdout, stderr, peak_shmem_delta_mib=peak["delta"] / 1024,
-                       peak_shmem_held_mib=peak["held"] / 1024, peak_pss_shmem_mib=peak["pss_shmem"] / 1024,
-                       peak_total_mib=peak["total"] / 1024)
+    return Measurement(
+        proc.returncode,
+        time.monotonic() - start,
+        peak["rss"] / 1024,
+        peak["pss"] / 1024,
+        peak["n"],
+        peak["samples"],
+        stdout,
+        stderr,
+        peak_shmem_delta_mib=peak["delta"] / 1024,
+        peak_shmem_held_mib=peak["held"] / 1024,
+        peak_pss_shmem_mib=peak["pss_shmem"] / 1024,
+        peak_total_mib=peak["total"] / 1024,
+    )

@@ -35,7 +35,9 @@ import variants  # noqa: E402
 
 
 def run(*args: str, env: dict, cwd: Path = ROOT, timeout: float = 3600) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, "-m", "autograder", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run(
+        [sys.executable, "-m", "autograder", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
+    )
     if proc.returncode not in (0,):
         print(proc.stdout[-3000:], proc.stderr[-3000:])
         raise SystemExit(f"`autograder {' '.join(args[:2])}` exited {proc.returncode}")
@@ -83,14 +85,28 @@ def main() -> int:
         for who, src in (("reference", ROOT / "solutions"), ("stubs", ROOT / "exercises")):
             got = one_score_paths.gradescope_run(bundle, src, work / "gs" / f"{name}-{who}")
             points = json.loads(__import__("zipfile").ZipFile(bundle).read("release.json"))["points"]
-            print(f"   bundle {name:6} {who:9} → {got['score']:g} / {points:g}  ({len({t.split(':')[0] for t in got['tests']})} skills)")
+            print(
+                f"   bundle {name:6} {who:9} → {got['score']:g} / {points:g}  ({len({t.split(':')[0] for t in got['tests']})} skills)"
+            )
             ok &= got["score"] == (points if who == "reference" else 0)
 
     print(f"== 2. a class of {args.students} graded with a roster")
     subs, roster = klass(work, args.students)
     out = work / "graded"
-    proc = run("batch", str(subs), "--out", str(out), "--roster", str(roster), "--assignment-name", "Attention (all skills)",
-               "--no-progress", "--jobs", "2", env=env)
+    proc = run(
+        "batch",
+        str(subs),
+        "--out",
+        str(out),
+        "--roster",
+        str(roster),
+        "--assignment-name",
+        "Attention (all skills)",
+        "--no-progress",
+        "--jobs",
+        "2",
+        env=env,
+    )
     print("   " + proc.stdout.strip().splitlines()[-2])
     canvas = (out / "lms" / "canvas.csv").read_text(encoding="utf-8").splitlines()
     print("   lms/canvas.csv (first lines):")
@@ -109,15 +125,42 @@ def main() -> int:
     first = re.search(r"(test_masks_[a-z_0-9]+) = ([0-9.]+)", text)
     text = text.replace(first.group(0), f"{first.group(1)} = {float(first.group(2)) - 0.5:g}", 1)
     changed.write_text(text, encoding="utf-8")
-    proc = run("batch", str(subs), "--out", str(out), "--roster", str(roster), "--assignment-name", "Attention (all skills)",
-               "--no-progress", "--jobs", "2", "--config", str(changed), env=env)
+    proc = run(
+        "batch",
+        str(subs),
+        "--out",
+        str(out),
+        "--roster",
+        str(roster),
+        "--assignment-name",
+        "Attention (all skills)",
+        "--no-progress",
+        "--jobs",
+        "2",
+        "--config",
+        str(changed),
+        env=env,
+    )
     rows = list(csv.DictReader(io.StringIO((out / "changes.csv").read_text(encoding="utf-8"))))
     print(f"   regraded {proc.stdout.strip().splitlines()[-2]}")
-    print(f"   changes.csv: {len(rows)} student(s) changed; first: " + (json.dumps(rows[0], ensure_ascii=False)[:300] if rows else "none"))
+    print(
+        f"   changes.csv: {len(rows)} student(s) changed; first: "
+        + (json.dumps(rows[0], ensure_ascii=False)[:300] if rows else "none")
+    )
     ok &= bool(rows)
 
     print("== 4. the same class in 3 shards, merged")
-    common = ("--roster", str(roster), "--assignment-name", "Attention (all skills)", "--no-progress", "--jobs", "2", "--config", str(changed))
+    common = (
+        "--roster",
+        str(roster),
+        "--assignment-name",
+        "Attention (all skills)",
+        "--no-progress",
+        "--jobs",
+        "2",
+        "--config",
+        str(changed),
+    )
     parts = []
     for k in (1, 2, 3):
         run("batch", str(subs), "--out", str(work / f"part{k}"), "--shard", f"{k}/3", *common, env=env)

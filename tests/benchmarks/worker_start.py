@@ -21,8 +21,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from autograder.config import load  # noqa: E402
-from autograder.sandbox.client import Sandbox  # noqa: E402
 from autograder.runner.policy import build_worker_spec  # noqa: E402
+from autograder.sandbox.client import Sandbox  # noqa: E402
 
 
 def main() -> None:
@@ -34,7 +34,9 @@ def main() -> None:
     (run / "submission").mkdir(mode=0o755)
     (run / "submission" / "m.py").write_text("def echo(x):\n    return x\n")
     (run / "scratch").mkdir(mode=0o711)
-    spec, notes = build_worker_spec(load(ROOT / "grading.toml"), run / "submission", run / "scratch", protected=[ROOT, run / "private"])
+    spec, notes = build_worker_spec(
+        load(ROOT / "grading.toml"), run / "submission", run / "scratch", protected=[ROOT, run / "private"]
+    )
     spec.modules = ["m"]
     variants = {"as configured": spec}
     if spec.namespaces:
@@ -47,7 +49,9 @@ def main() -> None:
             for name, box in boxes.items():
                 start = time.perf_counter()
                 worker = box.worker()
-                reply = worker.run("call", None, [], {"module": "m", "target": "echo", "args": [1], "kwargs": {}}, timeout=30, during="echo")
+                reply = worker.run(
+                    "call", None, [], {"module": "m", "target": "echo", "args": [1], "kwargs": {}}, timeout=30, during="echo"
+                )
                 times[name].append(time.perf_counter() - start)
                 assert reply.ok, reply.error
                 facts[name] = worker.facts
@@ -59,7 +63,9 @@ def main() -> None:
     print("\n".join(notes))
     for name in variants:
         ms = sorted(t * 1000 for t in times[name])
-        print(f"{name:20s} median {statistics.median(ms):6.1f} ms   p90 {ms[int(len(ms) * 0.9) - 1]:6.1f} ms   ({len(ms)} workers)")
+        print(
+            f"{name:20s} median {statistics.median(ms):6.1f} ms   p90 {ms[int(len(ms) * 0.9) - 1]:6.1f} ms   ({len(ms)} workers)"
+        )
         print(f"{'':20s} {', '.join(facts[name])}")
 
 

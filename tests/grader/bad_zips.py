@@ -13,7 +13,16 @@ import struct
 import zipfile
 
 LOCAL, CENTRAL = b"PK\x03\x04", b"PK\x01\x02"
-KINDS = ("encrypted", "strong-encryption", "corrupt-deflate", "bad-crc", "unknown-method", "truncated", "corrupt-bzip2", "corrupt-lzma")
+KINDS = (
+    "encrypted",
+    "strong-encryption",
+    "corrupt-deflate",
+    "bad-crc",
+    "unknown-method",
+    "truncated",
+    "corrupt-bzip2",
+    "corrupt-lzma",
+)
 
 
 def good(members: dict[str, bytes], compression: int = zipfile.ZIP_DEFLATED) -> bytes:
@@ -39,8 +48,12 @@ def _central_entries(data: bytes) -> list[int]:
 
 def spoiled(members: dict[str, bytes], kind: str, only: str | None = None) -> bytes:
     """A zip of ``members`` made unreadable as ``kind`` says — every member, or just ``only``."""
-    compression = {"bad-crc": zipfile.ZIP_STORED, "truncated": zipfile.ZIP_STORED,
-                   "corrupt-bzip2": zipfile.ZIP_BZIP2, "corrupt-lzma": zipfile.ZIP_LZMA}.get(kind, zipfile.ZIP_DEFLATED)
+    compression = {
+        "bad-crc": zipfile.ZIP_STORED,
+        "truncated": zipfile.ZIP_STORED,
+        "corrupt-bzip2": zipfile.ZIP_BZIP2,
+        "corrupt-lzma": zipfile.ZIP_LZMA,
+    }.get(kind, zipfile.ZIP_DEFLATED)
     z = bytearray(good(members, compression))
     for central in _central_entries(bytes(z)):
         n = struct.unpack_from("<H", z, central + 28)[0]

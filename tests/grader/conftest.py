@@ -55,8 +55,18 @@ class Graded:
         return {h["id"] for t in self.tests(sid) for h in t["hints"]}
 
 
-def grade(submission: Path | str | None, *args: str, fmt: str = "json", output: Path | None = None, config: Path | None = None,
-          seed: int | None = SEED, timeout: float = 300, env: dict | None = None, cwd: Path = ROOT, results: Path | None = None) -> Graded:
+def grade(
+    submission: Path | str | None,
+    *args: str,
+    fmt: str = "json",
+    output: Path | None = None,
+    config: Path | None = None,
+    seed: int | None = SEED,
+    timeout: float = 300,
+    env: dict | None = None,
+    cwd: Path = ROOT,
+    results: Path | None = None,
+) -> Graded:
     import time
 
     out = output
@@ -92,8 +102,8 @@ def grade(submission: Path | str | None, *args: str, fmt: str = "json", output: 
 def rendered(graded: Graded, fmt: str) -> str:
     """The JSON results of a run in another format, rendered in-process (markdown, github,
     gradescope: what `grade --format fmt` writes from the same results)."""
-    from autograder.renderers import render
     from autograder.core.results import from_dict
+    from autograder.renderers import render
 
     return render(from_dict(graded.data), fmt, None)
 
@@ -137,14 +147,18 @@ def fast_config(tmp_path_factory) -> Path:
 def solutions_graded(tmp_path_factory) -> Graded:
     """The reference graded once: ``data`` its JSON results, ``output`` its Gradescope results."""
     folder = tmp_path_factory.mktemp("solutions")
-    return grade(SOLUTIONS, "--reveal-hidden", fmt="gradescope", output=folder / "gradescope.json", results=folder / "results.json")
+    return grade(
+        SOLUTIONS, "--reveal-hidden", fmt="gradescope", output=folder / "gradescope.json", results=folder / "results.json"
+    )
 
 
 @pytest.fixture(scope="session")
 def stubs_graded(tmp_path_factory) -> Graded:
     """The stubs graded once: ``data`` its JSON results, ``output`` its Gradescope results."""
     folder = tmp_path_factory.mktemp("stubs")
-    return grade(EXERCISES, "--reveal-hidden", fmt="gradescope", output=folder / "gradescope.json", results=folder / "results.json")
+    return grade(
+        EXERCISES, "--reveal-hidden", fmt="gradescope", output=folder / "gradescope.json", results=folder / "results.json"
+    )
 
 
 def no_leftover_processes() -> list[str]:

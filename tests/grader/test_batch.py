@@ -20,7 +20,6 @@ import zipfile
 from pathlib import Path
 
 import pytest
-
 from conftest import EXERCISES, ROOT, SEED, SOLUTIONS, SUBMISSIONS, grade
 
 sys.path.insert(0, str(SUBMISSIONS))
@@ -31,12 +30,27 @@ from autograder.instructor.batch.students import discover, safe_key  # noqa: E40
 
 SKILL = "qkv"
 MISTAKE = next(m for m in variants.mistakes(SKILL) if m["id"] == "divide-by-dk")
-EVIL_NAME = "=HYPERLINK(\"evil\")+cmd|calc"
+EVIL_NAME = '=HYPERLINK("evil")+cmd|calc'
 
 
 def batch(submissions: Path, out: Path, *args: str, config: Path, timeout: float = 600) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "autograder", "batch", str(submissions), "--out", str(out), "--skill", SKILL,
-           "--seed", str(SEED), "--config", str(config), "--no-progress", *args]
+    cmd = [
+        sys.executable,
+        "-m",
+        "autograder",
+        "batch",
+        str(submissions),
+        "--out",
+        str(out),
+        "--skill",
+        SKILL,
+        "--seed",
+        str(SEED),
+        "--config",
+        str(config),
+        "--no-progress",
+        *args,
+    ]
     return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=_env())
 
 
@@ -86,7 +100,14 @@ def test_batch_writes_a_row_per_student_with_the_right_status(graded):
     assert proc.returncode == 0, proc.stderr[-2000:]
     book = rows(out)
     assert set(book) == {"reference", "stubs", "mistake", "zipped", "loop", "crash", "broken", safe_key(EVIL_NAME)}
-    assert list(csv.reader(io.StringIO((out / "gradebook.csv").read_text())))[0][:6] == ["student", "sid", "folder", "total", "max", SKILL]
+    assert list(csv.reader(io.StringIO((out / "gradebook.csv").read_text())))[0][:6] == [
+        "student",
+        "sid",
+        "folder",
+        "total",
+        "max",
+        SKILL,
+    ]
     assert float(book["reference"]["total"]) == float(book["reference"]["max"]) == float(book["reference"][SKILL]) > 0
     assert float(book["stubs"]["total"]) == 0
     assert 0 < float(book["mistake"][SKILL]) < float(book["reference"][SKILL])
@@ -111,7 +132,9 @@ def test_hostile_names_cannot_become_formulas_or_paths(graded):
     assert row["student"] == "'" + EVIL_NAME  # shown as text in a spreadsheet
     assert float(row["total"]) == float(book["reference"]["total"])
     assert all(p.parent == out for p in out.iterdir())
-    assert report.cell("+1") == "'+1" and report.cell("-2") == "'-2" and report.cell("@x") == "'@x" and report.cell("a=b") == "a=b"
+    assert (
+        report.cell("+1") == "'+1" and report.cell("-2") == "'-2" and report.cell("@x") == "'@x" and report.cell("a=b") == "a=b"
+    )
 
 
 # one grading run per student; the loop runs into the call timeout of every test, so it is slow
@@ -150,7 +173,11 @@ def test_resume_skips_finished_students_and_force_regrades(graded, klass, fast_c
     assert float(rows(out)["stubs"][SKILL]) == float(rows(out)["reference"][SKILL])
     # the regrade says what changed: old → new, and which tests moved
     (change,) = csv.DictReader(io.StringIO((out / "changes.csv").read_text(encoding="utf-8")))
-    assert change["student"] == "stubs" and float(change["old"]) == 0 and float(change["new"]) == float(rows(out)["reference"][SKILL])
+    assert (
+        change["student"] == "stubs"
+        and float(change["old"]) == 0
+        and float(change["new"]) == float(rows(out)["reference"][SKILL])
+    )
     assert f"{SKILL}: test_" in change["tests"] and "0 →" in change["tests"]
     assert "1 student(s) regraded: 1 changed, 0 unchanged" in (out / "summary.md").read_text(encoding="utf-8")
 
@@ -168,7 +195,8 @@ def test_gradescope_export_is_read_and_force_regrades(tmp_path, fast_config):
         "  :created_at: 2026-11-01 10:00:00.000000000 -07:00\n  :score: 0.0\n"
         "submission_102:\n  :submitters:\n  - :name: \"@Bob\"\n    :sid: '9002'\n  - :name: Carol\n    :sid: '9003'\n"
         "  :created_at: 2026-11-01 11:00:00.000000000 -07:00\n",
-        encoding="utf-8")
+        encoding="utf-8",
+    )
     out = tmp_path / "out"
     first = batch(export, out, config=fast_config)
     assert first.returncode == 0, first.stderr[-1000:]
@@ -183,8 +211,10 @@ def test_gradescope_export_is_read_and_force_regrades(tmp_path, fast_config):
     assert rows(out) == book  # the same grades again
 
 
-_WITH_DEFAULT_SIGINT = ("import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
-                        "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])")
+_WITH_DEFAULT_SIGINT = (
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+    "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])"
+)
 
 
 def test_ctrl_c_keeps_finished_results_and_a_consistent_gradebook(tmp_path, fast_config):
@@ -196,8 +226,26 @@ def test_ctrl_c_keeps_finished_results_and_a_consistent_gradebook(tmp_path, fast
     out = tmp_path / "out"
     # Ctrl-C as at a terminal: a shell's `&` or nohup (how a test run may be started) leaves
     # SIGINT ignored, which exec keeps and Python then respects; give the batch the default
-    cmd = [sys.executable, "-c", _WITH_DEFAULT_SIGINT, "-m", "autograder", "batch", str(subs), "--out", str(out), "--skill", SKILL,
-           "--seed", str(SEED), "--config", str(fast_config), "--no-progress", "--jobs", "1"]
+    cmd = [
+        sys.executable,
+        "-c",
+        _WITH_DEFAULT_SIGINT,
+        "-m",
+        "autograder",
+        "batch",
+        str(subs),
+        "--out",
+        str(out),
+        "--skill",
+        SKILL,
+        "--seed",
+        str(SEED),
+        "--config",
+        str(fast_config),
+        "--no-progress",
+        "--jobs",
+        "1",
+    ]
     proc = subprocess.Popen(cmd, cwd=ROOT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 240
     while not (out / "a_first" / "results.json").exists() and time.monotonic() < deadline and proc.poll() is None:
@@ -232,7 +280,7 @@ def _leftovers(marker: str) -> list[str]:
 def test_gradescope_metadata_reader_agrees_with_pyyaml():
     yaml = pytest.importorskip("yaml")
     text = (
-        "submission_1:\n  :submitters:\n  - :name: \"Zoë \\\"Z\\\" O'Neil\"\n    :sid: '007'\n    :email: z@example.edu\n"
+        'submission_1:\n  :submitters:\n  - :name: "Zoë \\"Z\\" O\'Neil"\n    :sid: \'007\'\n    :email: z@example.edu\n'
         "  - :name: 'It''s me'\n    :sid: '8'\n  :created_at: 2026-11-01 10:00:00.000000000 -07:00\n  :score: 3.5\n"
         "  :results:\n    tests:\n    - name: 'a: b'\n      output: |-\n        two\n          lines\n    - {}\n  :status: ~\n"
         "submission_2:\n  :submitters:\n  - :name: Plain Name # a comment\n    :sid: '9'\n"
@@ -273,8 +321,8 @@ def test_a_forked_run_starts_like_a_fresh_process(tmp_path):
     that runner/engine.py starts: a session of its own, the same open descriptors, signal
     handlers, argv, working folder and environment — and no process of its own yet (each run's
     plugin forks its sandbox fork server from its first hook, never the preloaded server)."""
-    from autograder.instructor.batch.engines import PYTEST, PreloadedEngines
     from autograder.config import load
+    from autograder.instructor.batch.engines import PYTEST, PreloadedEngines
     from autograder.runner import engine
 
     config = load(ROOT / "grading.toml")
@@ -287,7 +335,8 @@ def test_a_forked_run_starts_like_a_fresh_process(tmp_path):
         "        'signals': {s.name: repr(signal.getsignal(s)) for s in signal.Signals if s not in (signal.SIGKILL, signal.SIGSTOP)},\n"
         "        'mask': sorted(signal.pthread_sigmask(signal.SIG_BLOCK, [])), 'cwd': os.getcwd(), 'env': dict(os.environ),\n"
         "        'children': open(f'/proc/self/task/{os.getpid()}/children').read().split()}))\n",
-        encoding="utf-8")
+        encoding="utf-8",
+    )
     manifest_r, manifest_w = os.pipe()
     progress_r, progress_w = os.pipe()
     argv = [*PYTEST, "-c", os.devnull, "-p", "no:cacheprovider", "-q", "-s", str(probe)]
@@ -298,7 +347,7 @@ def test_a_forked_run_starts_like_a_fresh_process(tmp_path):
             run = launch(argv, cwd=config.root, env=dict(env), log=log, pass_fds=(manifest_r, progress_w))
         assert run.wait(120) == 0, log_path.read_text()
         line = next(li for li in log_path.read_text().splitlines() if li.startswith("PROBE"))
-        return json.loads(line[len("PROBE"):])
+        return json.loads(line[len("PROBE") :])
 
     with PreloadedEngines(config.root, config.suites_dir, [], label="probe") as engines:
         forked = probe_with(engines.launch, tmp_path / "forked.log")
@@ -469,11 +518,23 @@ def test_summary_lists_every_mistake_course_ones_first_and_says_what_the_mean_co
 
     def row(key, score, hints, status="complete"):
         tests = [{"name": "test_x", "status": "failed", "hints": [{"id": h, "text": h, "section": "Week 7 §1"} for h in hints]}]
-        results = {"status": status, "score": score, "max_score": 100, "skills": [{"id": "qkv", "score": score, "points": 100, "tests": tests}]}
+        results = {
+            "status": status,
+            "score": score,
+            "max_score": 100,
+            "skills": [{"id": "qkv", "score": score, "points": 100, "tests": tests}],
+        }
         return report.Row(Student(key, key, Path(key)), results)
 
-    rows = [row("a", 90.1234, ["general/dtype-changed", "general/dtype-changed"]), row("b", 80, ["general/dtype-changed"]),
-            row("c", 70, ["general/todo"])] + [row(f"m{i}", 60, [f"qkv/mistake-{i:02d}"]) for i in range(12)] + [row("e", 0, [], "error")]
+    rows = (
+        [
+            row("a", 90.1234, ["general/dtype-changed", "general/dtype-changed"]),
+            row("b", 80, ["general/dtype-changed"]),
+            row("c", 70, ["general/todo"]),
+        ]
+        + [row(f"m{i}", 60, [f"qkv/mistake-{i:02d}"]) for i in range(12)]
+        + [row("e", 0, [], "error")]
+    )
     summary = report.summarize(rows, ["qkv"], {"qkv": "Q"})
     ids = [m[0] for m in summary.mistakes]
     assert len(ids) == 13 and ids[-1] == "general/dtype-changed" and ids[0].startswith("qkv/")  # all of them, course ones first

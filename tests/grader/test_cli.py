@@ -25,8 +25,15 @@ INSTRUCTORS = ("batch", "release", "stubs", "snapshots", "audit", "nbgrader-cour
 
 def _help(cwd: Path) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    return subprocess.run([sys.executable, "-m", "autograder", "--help"], cwd=cwd, capture_output=True, text=True, timeout=60, check=False,
-                          env={**env, "COLUMNS": "80"})
+    return subprocess.run(
+        [sys.executable, "-m", "autograder", "--help"],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={**env, "COLUMNS": "80"},
+    )
 
 
 def _listed(help_text: str) -> dict[str, str]:
@@ -56,22 +63,39 @@ def test_a_student_copy_has_the_students_commands_only(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert list(_listed(proc.stdout)) == list(STUDENTS)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    proc = subprocess.run([sys.executable, "-m", "autograder", "release", "--out", "dist", "--version", "1.0.0"], cwd=tree,
-                          capture_output=True, text=True, timeout=60, env=env, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-m", "autograder", "release", "--out", "dist", "--version", "1.0.0"],
+        cwd=tree,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        check=False,
+    )
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
     assert "`release` is not a command of this copy of the grader" in proc.stderr and "grade, ci-comment, todo" in proc.stderr
 
 
 def test_grade_and_todo_do_not_import_the_instructors_tools():
-    code = ("import sys\nfrom autograder import cli\n"
-            "try:\n    cli.main(['grade', '--help'])\nexcept SystemExit:\n    pass\n"
-            "print(sorted(m for m in sys.modules if m.startswith('autograder.instructor')))")
+    code = (
+        "import sys\nfrom autograder import cli\n"
+        "try:\n    cli.main(['grade', '--help'])\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in sys.modules if m.startswith('autograder.instructor')))"
+    )
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60, check=False)
     assert proc.returncode == 0 and proc.stdout.strip().endswith("[]"), proc.stdout + proc.stderr
 
 
-@pytest.mark.parametrize("argv, command", [(["stubs", "--bogus"], "stubs"), (["batch", "subs", "--out", "o", "--bogus"], "batch"),
-                                           (["grade", "--bogus"], "grade"), (["frob"], ""), ([], "")])
+@pytest.mark.parametrize(
+    "argv, command",
+    [
+        (["stubs", "--bogus"], "stubs"),
+        (["batch", "subs", "--out", "o", "--bogus"], "batch"),
+        (["grade", "--bogus"], "grade"),
+        (["frob"], ""),
+        ([], ""),
+    ],
+)
 def test_a_usage_error_is_one_line_exit_2_naming_the_right_help(argv, command, capsys):
     with pytest.raises(SystemExit) as exc:
         cli.main(argv)

@@ -105,7 +105,7 @@ class Toml:
         assert gone, path
         ends = {i: next((j for j, _ in heads if j > i), len(self.lines)) for i in gone}
         for i in sorted(gone, reverse=True):  # from the end, so the indexes stay right
-            del self.lines[i:ends[i]]
+            del self.lines[i : ends[i]]
         entry = INSTANCE.get(key.name, key.name)
         try:
             return self.set(key.table, entry, value)
@@ -217,7 +217,11 @@ def test_every_declared_key_rejects_a_value_of_the_wrong_kind(tmp_path, toml, ki
 def _tables() -> list[str]:
     """Every declared table whose keys are fixed (not one of named entries), "" the top level."""
     tables = [""] + [key.path for key in KEYS if key.kind in (TABLE, TABLES)] + ["skills.<id>.suites[]"]
-    return [t for t in tables if keys_under(t) and not any(k.name.startswith("<") for k in keys_under(t)) and t != "skills.<id>.suites"]
+    return [
+        t
+        for t in tables
+        if keys_under(t) and not any(k.name.startswith("<") for k in keys_under(t)) and t != "skills.<id>.suites"
+    ]
 
 
 @pytest.mark.parametrize("near", [True, False], ids=["near-name", "far-name"])
@@ -253,7 +257,9 @@ def _bounds(key) -> list[tuple[str, str]]:
     out = []
     if key.minimum is not None:
         value = key.minimum if key.above else key.minimum - 1
-        low = key.low or ("must be greater than {minimum:g}, got {value!r}" if key.above else "must be {minimum:g} or more, got {value!r}")
+        low = key.low or (
+            "must be greater than {minimum:g}, got {value!r}" if key.above else "must be {minimum:g} or more, got {value!r}"
+        )
         out.append((str(value), low.format(minimum=key.minimum, value=value)))
     if key.maximum is not None:
         out.append((f"{key.maximum + 1}", f"must be at most {key.maximum}, got {key.maximum + 1}"))
@@ -287,7 +293,9 @@ def test_every_number_takes_its_extreme_values(tmp_path, toml):
         try:
             _load(toml.write(tmp_path))
         except ConfigError as exc:
-            assert f"grading.toml:{line}: {_concrete(key.path)[1]}: must" not in str(exc) or "at least call_timeout_s" in str(exc), str(exc)
+            assert f"grading.toml:{line}: {_concrete(key.path)[1]}: must" not in str(exc) or "at least call_timeout_s" in str(
+                exc
+            ), str(exc)
 
 
 def test_every_choice_is_taken_and_nothing_else(tmp_path, toml):
@@ -323,8 +331,12 @@ def test_every_named_entry_has_its_name_checked(tmp_path, toml):
 
 
 def test_the_dataclasses_take_their_fields_and_defaults_from_the_declaration():
-    for cls, table in ((Limits, "limits"), (SandboxSettings, "sandbox"), (NbgraderRelease, "release.nbgrader"),
-                       (GradescopeRelease, "release.gradescope")):
+    for cls, table in (
+        (Limits, "limits"),
+        (SandboxSettings, "sandbox"),
+        (NbgraderRelease, "release.nbgrader"),
+        (GradescopeRelease, "release.gradescope"),
+    ):
         declared = keys_under(table)
         assert [f.name for f in fields(cls)] == [key.name for key in declared], cls
         made = cls()
@@ -337,8 +349,18 @@ def test_the_dataclasses_take_their_fields_and_defaults_from_the_declaration():
 def test_optional_tables_left_out_take_the_declared_defaults(tmp_path, toml):
     """Without [course], [limits], [sandbox], [gradescope], [ci], the [grader] keys but root, and
     [release] (but the bundle's run_timeout_s, below the default time_budget_s): every default is the declared one."""
-    for table in ("release.gradescope", "release.nbgrader", "release.assignments", "release.rules", "release", "course",
-                  "limits", "sandbox", "gradescope", "ci"):
+    for table in (
+        "release.gradescope",
+        "release.nbgrader",
+        "release.assignments",
+        "release.rules",
+        "release",
+        "course",
+        "limits",
+        "sandbox",
+        "gradescope",
+        "ci",
+    ):
         toml.replace_table(table, "{}")
     toml.lines = [line for line in toml.lines if not re.match(r"^(course|limits|sandbox|gradescope|ci|release) = \{\}$", line)]
     toml.lines = [line for line in toml.lines if not re.match(r"^(seed|solutions_dir|exercises_dir|suites_dir) = ", line)]
@@ -347,60 +369,119 @@ def test_optional_tables_left_out_take_the_declared_defaults(tmp_path, toml):
     default = {key.path: key.default for key in KEYS}
     assert config.course == default["course.name"]
     assert (config.seed, config.seed_mode) == (None, default["grader.seed"])
-    assert [config.solutions_dir, config.exercises_dir, config.suites_dir] == [ROOT / default[f"grader.{d}"] for d in ("solutions_dir", "exercises_dir", "suites_dir")]
+    assert [config.solutions_dir, config.exercises_dir, config.suites_dir] == [
+        ROOT / default[f"grader.{d}"] for d in ("solutions_dir", "exercises_dir", "suites_dir")
+    ]
     assert config.limits == Limits() and config.sandbox == SandboxSettings() and config.nbgrader_release == NbgraderRelease()
     assert config.gradescope_visibility == {"visible": default["gradescope.visible"], "hidden": default["gradescope.hidden"]}
     assert config.gradescope_release == GradescopeRelease(limits=Limits(run_timeout_s=360))
-    assert config.platforms == default["release.platforms"] and config.ci_fail_below == default["ci.fail_below"] and config.assignments == {}
+    assert (
+        config.platforms == default["release.platforms"]
+        and config.ci_fail_below == default["ci.fail_below"]
+        and config.assignments == {}
+    )
 
 
 # --------------------------------------------------------------------------- each key's own rule
 UNIQUE = [
     # the declared checks (Key.check, Key.item, Key.low)
     ({'module = "qkv.py"': 'module = "qkv"'}, "skills.qkv.module: must be a Python file name like 'qkv.py', got 'qkv'"),
-    ({'seed = "content"': 'seed = "sometimes"'}, 'grader.seed: must be "content", "fresh" or a non-negative integer, got \'sometimes\''),
+    (
+        {'seed = "content"': 'seed = "sometimes"'},
+        'grader.seed: must be "content", "fresh" or a non-negative integer, got \'sometimes\'',
+    ),
     ({'seed = "content"': "seed = -1"}, 'grader.seed: must be "content", "fresh" or a non-negative integer, got -1'),
     ({"memory_mib = 4096": "memory_mib = 512"}, "limits.memory_mib: must be at least 768 (torch alone maps ~620 MiB), got 512"),
     ({"memory_mib = 800 ": "memory_mib = 700 "}, "release.gradescope.limits.memory_mib: must be at least 768"),
     ({'user = "nobody"': 'user = "no body; rm"'}, "sandbox.user: must be a user name like 'nobody', got 'no body; rm'"),
-    ({'course_id = "attention"': 'course_id = "a b"'}, "release.nbgrader.course_id: must be letters, digits, - or _ (nbgrader uses it"),
+    (
+        {'course_id = "attention"': 'course_id = "a b"'},
+        "release.nbgrader.course_id: must be letters, digits, - or _ (nbgrader uses it",
+    ),
     ({'assignment = "attention"': 'assignment = "x/y"'}, "release.nbgrader.assignment: must be letters, digits, - or _"),
-    ({'preload = ["torch.fx.experimental.symbolic_shapes"]': 'preload = ["torch fx"]'}, "skills.custom_backward.preload: must be a list of module names"),
-    ({'docs = ["docs/EXERCISES.md", "docs/lessons"]': 'docs = ["docs/EXERCISES.md", " "]'}, "release.docs: must be a list of repository paths"),
+    (
+        {'preload = ["torch.fx.experimental.symbolic_shapes"]': 'preload = ["torch fx"]'},
+        "skills.custom_backward.preload: must be a list of module names",
+    ),
+    (
+        {'docs = ["docs/EXERCISES.md", "docs/lessons"]': 'docs = ["docs/EXERCISES.md", " "]'},
+        "release.docs: must be a list of repository paths",
+    ),
     ({"fail_below = 0": "fail_below = -1"}, "ci.fail_below: must be 0 (never fail for the score) or a number of points, got -1"),
-    ({'week7 = ["qkv", "masks", "row_softmax"]': "week7 = []"}, 'release.assignments.week7: must be a non-empty list of skill ids, e.g. ["qkv", "masks"]'),
-    ({'[release.rules]': '[release.rules]\nqkv = " "'}, "release.rules.qkv: must be the rule's text (a non-empty string)"),
+    (
+        {'week7 = ["qkv", "masks", "row_softmax"]': "week7 = []"},
+        'release.assignments.week7: must be a non-empty list of skill ids, e.g. ["qkv", "masks"]',
+    ),
+    ({"[release.rules]": '[release.rules]\nqkv = " "'}, "release.rules.qkv: must be the rule's text (a non-empty string)"),
     # the rules that tie keys together
-    ({"points = 20\nmodule = \"qkv.py\"": "points = 21\nmodule = \"qkv.py\""}, "skills.qkv.points: is 21 but the weights of its tests add up to 20"),
-    ({'file = "tests/suites/qkv/test_qkv_hidden.py"': 'file = "tests/suites/qkv/test_qkv_visible.py"'}, "already listed under skill 'qkv'; each test belongs to exactly one skill"),
+    (
+        {'points = 20\nmodule = "qkv.py"': 'points = 21\nmodule = "qkv.py"'},
+        "skills.qkv.points: is 21 but the weights of its tests add up to 20",
+    ),
+    (
+        {'file = "tests/suites/qkv/test_qkv_hidden.py"': 'file = "tests/suites/qkv/test_qkv_visible.py"'},
+        "already listed under skill 'qkv'; each test belongs to exactly one skill",
+    ),
     ({'module = "masks.py"': 'module = "qkv.py"'}, "skills.qkv.module: qkv.py is used by more than one skill"),
-    ({"test_rule_backward_uses_no_autograd = 0": "test_rule_backward_uses_no_autograd = -1"}, "test_rule_backward_uses_no_autograd: must be 0 or more, got -1"),
-    ({'module = "qkv.py"': 'module = "qkv.py"\ngates = ["test_scale_scores_divides_by_sqrt_dkk"]'},
-     "skills.qkv.gates: 'test_scale_scores_divides_by_sqrt_dkk' is not a test of skill qkv — did you mean 'test_scale_scores_divides_by_sqrt_dk'?"),
-    ({"test_scale_scores_divides_by_sqrt_dk = 1": "test_scale_scores_divides_by_sqrt_dk = 0"}, "test_scale_scores_divides_by_sqrt_dk: must be greater than 0, got 0"),
-    ({'properties = ["test_custom_backward_keeps_dtype_and_leaves_inputs_unchanged"': 'properties = ["test_rule_backward_uses_no_autograd"'},
-     "'test_rule_backward_uses_no_autograd' is a gate (a rule of the exercise), not a property test"),
+    (
+        {"test_rule_backward_uses_no_autograd = 0": "test_rule_backward_uses_no_autograd = -1"},
+        "test_rule_backward_uses_no_autograd: must be 0 or more, got -1",
+    ),
+    (
+        {'module = "qkv.py"': 'module = "qkv.py"\ngates = ["test_scale_scores_divides_by_sqrt_dkk"]'},
+        "skills.qkv.gates: 'test_scale_scores_divides_by_sqrt_dkk' is not a test of skill qkv — did you mean 'test_scale_scores_divides_by_sqrt_dk'?",
+    ),
+    (
+        {"test_scale_scores_divides_by_sqrt_dk = 1": "test_scale_scores_divides_by_sqrt_dk = 0"},
+        "test_scale_scores_divides_by_sqrt_dk: must be greater than 0, got 0",
+    ),
+    (
+        {
+            'properties = ["test_custom_backward_keeps_dtype_and_leaves_inputs_unchanged"': 'properties = ["test_rule_backward_uses_no_autograd"'
+        },
+        "'test_rule_backward_uses_no_autograd' is a gate (a rule of the exercise), not a property test",
+    ),
     ({"skill_time_s = 15": "skill_time_s = 5"}, "limits.skill_time_s: must be at least call_timeout_s (10), got 5"),
     ({"fail_below = 0": "fail_below = 1000"}, "ci.fail_below: is 1000 but the skills give only 100 points; lower it"),
-    ({"platform_timeout_s = 600": "platform_timeout_s = 500"}, "release.gradescope.time_budget_s: is 480 s, but Gradescope stops the container at platform_timeout_s = 500 s"),
-    ({"run_timeout_s = 360 ": "run_timeout_s = 500 "}, "release.gradescope.limits.run_timeout_s: is 500 s but must be below time_budget_s"),
-    ({'day1 = ["custom_backward"': 'day1 = ["qkvv", "custom_backward"'}, "release.assignments.day1: 'qkvv' is not a skill — did you mean 'qkv'?"),
-    ({'day1 = ["custom_backward"': 'day1 = ["qkv", "custom_backward"'}, "release.assignments.day1: skill 'qkv' is already in assignment 'week7'; a skill belongs to one assignment"),
+    (
+        {"platform_timeout_s = 600": "platform_timeout_s = 500"},
+        "release.gradescope.time_budget_s: is 480 s, but Gradescope stops the container at platform_timeout_s = 500 s",
+    ),
+    (
+        {"run_timeout_s = 360 ": "run_timeout_s = 500 "},
+        "release.gradescope.limits.run_timeout_s: is 500 s but must be below time_budget_s",
+    ),
+    (
+        {'day1 = ["custom_backward"': 'day1 = ["qkvv", "custom_backward"'},
+        "release.assignments.day1: 'qkvv' is not a skill — did you mean 'qkv'?",
+    ),
+    (
+        {'day1 = ["custom_backward"': 'day1 = ["qkv", "custom_backward"'},
+        "release.assignments.day1: skill 'qkv' is already in assignment 'week7'; a skill belongs to one assignment",
+    ),
     ({'root = "': 'root = "/nonexistent/x" #'}, "grader.root: /nonexistent/x is not a directory"),
 ]
 
 
 #: the rules that read the suite files (load with check_files)
 SUITE_FILES = [
-    ({'file = "tests/suites/qkv/test_qkv_visible.py"': 'file = "tests/suites/qkv/test_qkv_visibel.py"'}, "does not exist — fix the path"),
-    ({"test_attention_scores_reproduce_week7_raw_scores = 1\n": "test_attention_scores_reproduce_week7_raw_score = 1\n"},
-     "no test function test_attention_scores_reproduce_week7_raw_score in tests/suites/qkv/test_qkv_visible.py — did you mean 'test_attention_scores_reproduce_week7_raw_scores'"),
+    (
+        {'file = "tests/suites/qkv/test_qkv_visible.py"': 'file = "tests/suites/qkv/test_qkv_visibel.py"'},
+        "does not exist — fix the path",
+    ),
+    (
+        {"test_attention_scores_reproduce_week7_raw_scores = 1\n": "test_attention_scores_reproduce_week7_raw_score = 1\n"},
+        "no test function test_attention_scores_reproduce_week7_raw_score in tests/suites/qkv/test_qkv_visible.py — did you mean 'test_attention_scores_reproduce_week7_raw_scores'",
+    ),
     ({"test_scale_scores_divides_by_sqrt_dk = 1\n": ""}, "defines test_scale_scores_divides_by_sqrt_dk but it has no weight"),
 ]
 
 
-@pytest.mark.parametrize("edit, message, check_files", [(*case, False) for case in UNIQUE] + [(*case, True) for case in SUITE_FILES],
-                         ids=lambda v: v[:60] if isinstance(v, str) else "")
+@pytest.mark.parametrize(
+    "edit, message, check_files",
+    [(*case, False) for case in UNIQUE] + [(*case, True) for case in SUITE_FILES],
+    ids=lambda v: v[:60] if isinstance(v, str) else "",
+)
 def test_each_keys_own_rule_names_the_key_its_line_and_the_fix(tmp_path, edit, message, check_files):
     path = _config(tmp_path, edit)
     with pytest.raises(ConfigError) as info:
@@ -423,7 +504,7 @@ def test_every_declared_own_rule_has_its_case():
 
 
 def test_config_error_carries_a_line_number(tmp_path):
-    path = _config(tmp_path, {"points = 20\nmodule = \"qkv.py\"": "points = 21\nmodule = \"qkv.py\""})
+    path = _config(tmp_path, {'points = 20\nmodule = "qkv.py"': 'points = 21\nmodule = "qkv.py"'})
     with pytest.raises(ConfigError) as info:
         _load(path)
     line = int(str(info.value).split(":")[1])
@@ -438,7 +519,12 @@ def test_invalid_toml_reports_line(tmp_path):
 
 
 def test_config_errors_in_a_second_suite_table_name_that_tables_line(tmp_path):
-    path = _config(tmp_path, {'file = "tests/suites/qkv/test_qkv_hidden.py"\nvisibility = "hidden"': 'file = "tests/suites/qkv/test_qkv_hidden.py"\nvisibility = "secret"'})
+    path = _config(
+        tmp_path,
+        {
+            'file = "tests/suites/qkv/test_qkv_hidden.py"\nvisibility = "hidden"': 'file = "tests/suites/qkv/test_qkv_hidden.py"\nvisibility = "secret"'
+        },
+    )
     with pytest.raises(ConfigError) as info:
         _load(path)
     line = int(str(info.value).split(":")[1])
@@ -463,7 +549,7 @@ def test_an_unknown_sandbox_user_is_a_config_error_when_grading_as_root(tmp_path
     [
         ('["gradescope", "moodle"]', "release.platforms: unknown platform 'moodle'"),
         ('["gradescop"]', "did you mean 'gradescope'?"),
-        ('["github-classroom"]', "GitHub Classroom was discontinued (2026) — list \"classroom50\""),
+        ('["github-classroom"]', 'GitHub Classroom was discontinued (2026) — list "classroom50"'),
         ('["gradescope", "gradescope"]', "'gradescope' is listed twice"),
         ("[]", "release.platforms: must be a non-empty list of platforms"),
         ('"gradescope"', "release.platforms: must be a non-empty list of platforms"),
@@ -491,8 +577,10 @@ def test_readme_lists_every_key_as_declared():
     from autograder.config import DOC_BEGIN, DOC_END
 
     text = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = text[text.index(DOC_BEGIN) + len(DOC_BEGIN):text.index(DOC_END)]
-    assert section.strip() == keys_markdown().strip(), "README.md's grading.toml keys are stale: run `python -m autograder config-keys --write README.md`"
+    section = text[text.index(DOC_BEGIN) + len(DOC_BEGIN) : text.index(DOC_END)]
+    assert section.strip() == keys_markdown().strip(), (
+        "README.md's grading.toml keys are stale: run `python -m autograder config-keys --write README.md`"
+    )
     assert all(f"`{key.path}`" in section or f"[{key.path}]" in section for key in KEYS)
 
 
@@ -518,7 +606,10 @@ def test_the_student_copy_treats_each_key_as_declared():
             if key.student == KEPT:
                 assert got == skill[key.name], (sid, key.name)
             elif key.student == VISIBLE_SUM:
-                assert got == pytest.approx(sum(sum(s["weights"].values()) for s in visible)) and got < skill[key.name], (sid, key.name)
+                assert got == pytest.approx(sum(sum(s["weights"].values()) for s in visible)) and got < skill[key.name], (
+                    sid,
+                    key.name,
+                )
             elif key.student == VISIBLE_TESTS:
                 kept = [name for name in skill[key.name] if name in tests]
                 assert got == (kept or None), (sid, key.name)
@@ -539,7 +630,7 @@ def test_config_keys_command_prints_the_declaration(capsys):
 
 # --------------------------------------------------------------------------- end to end: the command line
 def test_cli_config_error_is_one_line_and_exit_2(tmp_path):
-    path = _config(tmp_path, {"points = 20\nmodule = \"qkv.py\"": "points = 19\nmodule = \"qkv.py\""})
+    path = _config(tmp_path, {'points = 20\nmodule = "qkv.py"': 'points = 19\nmodule = "qkv.py"'})
     result = grade(ROOT / "solutions", config=path, output=tmp_path / "r.json")
     assert result.rc == 2
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
@@ -556,7 +647,9 @@ def test_cli_config_error_of_a_key_is_one_line_exit_2_and_a_results_file(tmp_pat
     line = toml.set("limits", "call_timeout_s", "{ bad = true }")
     path = toml.write(tmp_path)
     out = tmp_path / "r.json"
-    rc = cli.main(["grade", str(ROOT / "solutions"), "--config", str(path), "--output", str(out), "--format", "json", "--no-progress"])
+    rc = cli.main(
+        ["grade", str(ROOT / "solutions"), "--config", str(path), "--output", str(out), "--format", "json", "--no-progress"]
+    )
     err = capsys.readouterr().err
     assert rc == 2, err
     assert err.count("\n") == 1 and "Traceback" not in err, err

@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 import torch
 import torch.autograd.forward_ad as fwd
+from conftest import ROOT
 
 from autograder.sandbox.probes import DispatchRecorder, PlainFunctionCtx
 from autograder.testing import dispatch
 from autograder.testing.failures import CheckFailed
-from conftest import ROOT
 
 HERE = str(Path(__file__).resolve().parent) + "/"
 STYLES = [ROOT / "solutions"] + sorted(p for p in (ROOT / "tests/submissions/styles").iterdir() if p.is_dir())
@@ -116,9 +116,12 @@ def test_softmax_and_attention_are_denied_in_every_spelling():
     s = torch.randn(2, 3, 4)
     cu = torch.jit.CompilationUnit("def f(x: Tensor) -> Tensor:\n    return torch.softmax(x, -1)\n")
     spellings = {
-        "torch.softmax": lambda: torch.softmax(s, -1), "Tensor.log_softmax": lambda: s.log_softmax(-1),
-        "torch.ops.aten._softmax": lambda: torch.ops.aten._softmax(s, -1, False), "TorchScript": lambda: cu.f(s),
-        "nn.Softmax": lambda: torch.nn.Softmax(-1)(s), "cross_entropy": lambda: torch.nn.functional.cross_entropy(s[0], torch.tensor([0, 1, 2])),
+        "torch.softmax": lambda: torch.softmax(s, -1),
+        "Tensor.log_softmax": lambda: s.log_softmax(-1),
+        "torch.ops.aten._softmax": lambda: torch.ops.aten._softmax(s, -1, False),
+        "TorchScript": lambda: cu.f(s),
+        "nn.Softmax": lambda: torch.nn.Softmax(-1)(s),
+        "cross_entropy": lambda: torch.nn.functional.cross_entropy(s[0], torch.tensor([0, 1, 2])),
         "sdpa": lambda: torch.nn.functional.scaled_dot_product_attention(s, s, s),
     }
     row_rule = dispatch.denies_parts(dispatch.ROW_SOFTMAX_DENIED_PARTS)
@@ -174,11 +177,17 @@ def test_every_correct_style_passes_every_dispatch_rule(folder):
                 bwd_rec, t2 = _record(lambda: fn.backward(fctx, d_out), "backward", own)
                 assert not (t1 or t2)
                 assert not _denied(bwd_rec), _denied(bwd_rec)
-                assert not _denied(fwd_rec, dispatch.forward_allows, "forward"), _denied(fwd_rec, dispatch.forward_allows, "forward")
+                assert not _denied(fwd_rec, dispatch.forward_allows, "forward"), _denied(
+                    fwd_rec, dispatch.forward_allows, "forward"
+                )
     rows = _load(folder, "row_softmax")
     s = torch.randn(2, 3, 5, generator=g)
     row_rule = dispatch.denies_parts(dispatch.ROW_SOFTMAX_DENIED_PARTS)
-    for call in (lambda: rows.softmax_rows(s), lambda: rows.log_softmax_rows(s), lambda: rows.cross_entropy(s[0], torch.tensor([0, 4, 2]))):
+    for call in (
+        lambda: rows.softmax_rows(s),
+        lambda: rows.log_softmax_rows(s),
+        lambda: rows.cross_entropy(s[0], torch.tensor([0, 4, 2])),
+    ):
         recorded, tampered = _record(call, "call", own)
         assert not tampered and not _denied(recorded, row_rule, "call"), _denied(recorded, row_rule, "call")
 

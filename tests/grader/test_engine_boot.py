@@ -10,11 +10,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import ROOT, SEED, SOLUTIONS, write_config
 
 from autograder.config import load
 from autograder.runner import engine
 from autograder.runner.grade import GradeRequest, grade, start
-from conftest import ROOT, SEED, SOLUTIONS, write_config
 
 
 def _outcome(results) -> list[tuple]:
@@ -57,13 +57,21 @@ def test_a_process_started_ahead_exits_when_no_run_comes():
     assert not booted.run_dir.exists()
 
 
-@pytest.mark.parametrize("args", [["/no/such/submission"], ["--no-such-option"], ["--help"]], ids=["missing-submission", "bad-option", "help"])
+@pytest.mark.parametrize(
+    "args", [["/no/such/submission"], ["--no-such-option"], ["--help"]], ids=["missing-submission", "bad-option", "help"]
+)
 def test_a_command_line_that_stops_before_grading_leaves_no_process_and_no_folder(tmp_path, args):
     scratch = tmp_path / "tmp"
     scratch.mkdir()
     env = {**os.environ, "TMPDIR": str(scratch), "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run([sys.executable, "-m", "autograder", "grade", *args, "--format", "json"], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "autograder", "grade", *args, "--format", "json"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode in (0, 2), proc.stderr
     assert list(scratch.iterdir()) == []
     assert _processes_with(f"TMPDIR={scratch}") == []
@@ -104,13 +112,16 @@ def _processes_with(entry: str) -> list[int]:
     return found
 
 
-@pytest.mark.parametrize(("argv", "expected"), [
-    ([], ROOT),
-    (["solutions", "--config", str(ROOT / "grading.toml")], ROOT),
-    ([f"--config={ROOT / 'grading.toml'}"], ROOT),
-    (["--config", "/elsewhere/grading.toml"], None),
-    (["--help"], None),
-])
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        ([], ROOT),
+        (["solutions", "--config", str(ROOT / "grading.toml")], ROOT),
+        ([f"--config={ROOT / 'grading.toml'}"], ROOT),
+        (["--config", "/elsewhere/grading.toml"], None),
+        (["--help"], None),
+    ],
+)
 def test_a_process_is_started_ahead_only_for_the_package_roots_config(argv, expected):
     assert engine.boot_root(argv) == expected
 
@@ -130,8 +141,15 @@ def test_importing_the_plugin_and_the_preloads_starts_no_process():
         "import autograder.runner.plugin.fixtures, autograder.runner.plugin.report\n"
         "print(repr(open(f'/proc/self/task/{os.getpid()}/children').read().split()))\n"
     )
-    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]", proc.stdout
 
@@ -143,10 +161,25 @@ def test_a_bad_config_never_starts_a_trusted_process(tmp_path, capsys, monkeypat
     from autograder import cli
     from autograder.runner import grade as grade_mod
 
-    path = write_config(tmp_path / "grading.toml", {"test_attention_scores_reproduce_week7_raw_scores = 1\n": "test_attention_scores_reproduce_week7_raw_score = 1\n"})
+    path = write_config(
+        tmp_path / "grading.toml",
+        {"test_attention_scores_reproduce_week7_raw_scores = 1\n": "test_attention_scores_reproduce_week7_raw_score = 1\n"},
+    )
     started = []
     monkeypatch.setattr(grade_mod, "start", lambda *a, **k: started.append(a) or pytest.fail("a trusted process was started"))
     monkeypatch.setattr(engine, "popen", lambda *a, **k: started.append(a) or pytest.fail("a process was started"))
-    rc = cli.main(["grade", str(SOLUTIONS), "--config", str(path), "--output", str(tmp_path / "r.json"), "--format", "json", "--no-progress"])
+    rc = cli.main(
+        [
+            "grade",
+            str(SOLUTIONS),
+            "--config",
+            str(path),
+            "--output",
+            str(tmp_path / "r.json"),
+            "--format",
+            "json",
+            "--no-progress",
+        ]
+    )
     assert rc == 2 and "did you mean 'test_attention_scores_reproduce_week7_raw_scores'" in capsys.readouterr().err
     assert started == []

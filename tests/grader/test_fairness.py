@@ -14,16 +14,15 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from conftest import EXERCISES, SOLUTIONS, Graded, grade, make_submission, rendered
 
 from autograder.core import exercise_api
 from autograder.runner import seeding
 from autograder.runner.submission import shadowing_reason
-from conftest import EXERCISES, ROOT, SOLUTIONS, Graded, grade, make_submission, rendered
 
 MISTAKE_MODULE = "masks.py"  # one known mistake, so the score depends on the random draws
 
@@ -43,7 +42,10 @@ def mistake(tmp_path_factory) -> Path:
     source = (SOLUTIONS / MISTAKE_MODULE).read_text(encoding="utf-8")
     find = 'neg_inf = torch.tensor(float("-inf"), dtype=scores.dtype, device=scores.device)'
     assert source.count(find) == 1
-    return make_submission(tmp_path_factory.mktemp("mistake") / "sub", {MISTAKE_MODULE: source.replace(find, "neg_inf = torch.tensor(0.0, dtype=scores.dtype, device=scores.device)")})
+    return make_submission(
+        tmp_path_factory.mktemp("mistake") / "sub",
+        {MISTAKE_MODULE: source.replace(find, "neg_inf = torch.tensor(0.0, dtype=scores.dtype, device=scores.device)")},
+    )
 
 
 @pytest.fixture(scope="module")
@@ -137,7 +139,9 @@ def _with_imports(tmp_path: Path, helper: str | None = "utils.py") -> Path:
         lines.append(f"from {helper[:-3]} import twice  # the student's own helper")
         (folder / helper).write_text("def twice(x):\n    return 2 * x\n", encoding="utf-8")
     assert "\nimport torch\n" in source
-    (folder / "qkv.py").write_text(source.replace("\nimport torch\n", "\nimport torch\n" + "\n".join(lines) + "\n", 1), encoding="utf-8")
+    (folder / "qkv.py").write_text(
+        source.replace("\nimport torch\n", "\nimport torch\n" + "\n".join(lines) + "\n", 1), encoding="utf-8"
+    )
     return folder
 
 
@@ -166,7 +170,9 @@ def shadowing_graded(tmp_path_factory) -> Graded:
     root = tmp_path_factory.mktemp("shadowing")
     folder = _with_imports(root, helper="torch.py")
     for name in SHADOWING:
-        (folder / name).write_text("import os\nos.system('touch /tmp/pwned')\ndef twice(x):\n    return 3 * x\n", encoding="utf-8")
+        (folder / name).write_text(
+            "import os\nos.system('touch /tmp/pwned')\ndef twice(x):\n    return 3 * x\n", encoding="utf-8"
+        )
     return grade(folder, "--skill", "qkv", output=root / "r.json")
 
 
@@ -181,8 +187,12 @@ def test_helpers_that_would_shadow_the_grader_or_libraries_are_refused(shadowing
 def test_one_import_failure_is_one_panel_per_skill(tmp_path):
     folder = _with_imports(tmp_path, helper=None)
     source = (SOLUTIONS / "qkv.py").read_text(encoding="utf-8")
-    (folder / "qkv.py").write_text(source.replace("\nimport torch\n", "\nimport torch\nimport not_a_module_anywhere\n", 1), encoding="utf-8")
-    graded = grade(folder, "--skill", "qkv", fmt="text", results=tmp_path / "r.json")  # one run; the other formats from its results
+    (folder / "qkv.py").write_text(
+        source.replace("\nimport torch\n", "\nimport torch\nimport not_a_module_anywhere\n", 1), encoding="utf-8"
+    )
+    graded = grade(
+        folder, "--skill", "qkv", fmt="text", results=tmp_path / "r.json"
+    )  # one run; the other formats from its results
     text = " ".join(graded.stdout.split())
     assert text.count("No module named") == 1, text
     tests = graded.tests("qkv")  # the suite grows: count, don't hard-code
@@ -235,7 +245,13 @@ def test_still_todo_lists_the_modules_real_functions(tmp_path):
     graded = grade(folder, "--skill", "mha_reshape", fmt="text", results=tmp_path / "r.json")  # the JSON and the text of one run
     todo = graded.data["submission"]["modules"]["mha_reshape"]["todo"]
     assert todo == [f for f in stub_funcs if f not in ("split_heads", "merge_heads")]
-    assert {"mha_flops", "attention_flop_fraction", "attention_matrix_gib", "mha_param_count", "MultiHeadAttention.forward"} <= set(todo)
+    assert {
+        "mha_flops",
+        "attention_flop_fraction",
+        "attention_matrix_gib",
+        "mha_param_count",
+        "MultiHeadAttention.forward",
+    } <= set(todo)
     text = " ".join(graded.stdout.split())
     assert "Still TODO: " + ", ".join(todo) in text
     assert "not started" not in text
@@ -298,9 +314,17 @@ def test_rule_scans_can_reach_every_importable_file(tmp_path):
     (tmp_path / "row_softmax.py").write_text("from utils import f\n")
     (tmp_path / "utils.py").write_text("import torch\nf = torch.softmax\n")
     no_sandbox = SimpleNamespace(spec=SimpleNamespace(output_bytes=0))  # nothing is called: only sources are read
-    runtime = Runtime(sandbox=no_sandbox, modules={"row_softmax": ModuleInfo("row_softmax", "row_softmax.py", tmp_path / "row_softmax.py")},
-                      call_timeout=1, budget_deadline=0, importable={"utils": tmp_path / "utils.py"})
-    assert Submission(runtime).importable_sources() == {"row_softmax": "from utils import f\n", "utils": "import torch\nf = torch.softmax\n"}
+    runtime = Runtime(
+        sandbox=no_sandbox,
+        modules={"row_softmax": ModuleInfo("row_softmax", "row_softmax.py", tmp_path / "row_softmax.py")},
+        call_timeout=1,
+        budget_deadline=0,
+        importable={"utils": tmp_path / "utils.py"},
+    )
+    assert Submission(runtime).importable_sources() == {
+        "row_softmax": "from utils import f\n",
+        "utils": "import torch\nf = torch.softmax\n",
+    }
 
 
 def test_one_or_two_trusted_processes_give_the_same_result(tmp_path):
@@ -309,8 +333,9 @@ def test_one_or_two_trusted_processes_give_the_same_result(tmp_path):
     every test's score, status, hints and message are the same either way."""
     import sys
 
-    from autograder.runner.split import usable_cpus
     from conftest import SUBMISSIONS, write_config
+
+    from autograder.runner.split import usable_cpus
 
     sys.path.insert(0, str(SUBMISSIONS))
     import variants
@@ -321,12 +346,17 @@ def test_one_or_two_trusted_processes_give_the_same_result(tmp_path):
     for processes in (1, 2):
         config = write_config(tmp_path / f"grading{processes}.toml", trusted_processes=processes)
         report = tmp_path / f"report{processes}.json"
-        graded = grade(folder, "--reveal-hidden", "--keep-report", str(report), output=tmp_path / f"r{processes}.json", config=config, seed=7)
+        graded = grade(
+            folder, "--reveal-hidden", "--keep-report", str(report), output=tmp_path / f"r{processes}.json", config=config, seed=7
+        )
         assert graded.data["status"] == "complete", graded.stderr
         used = json.loads(report.read_text())["autograder"]["trusted_processes"]
         assert used == (2 if processes == 2 and usable_cpus() >= 2 else 1)
-        seen[processes] = [(s["id"], t["name"], t["score"], t["status"], t.get("summary"), [h["id"] for h in t["hints"]])
-                           for s in graded.data["skills"] for t in s["tests"]]
+        seen[processes] = [
+            (s["id"], t["name"], t["score"], t["status"], t.get("summary"), [h["id"] for h in t["hints"]])
+            for s in graded.data["skills"]
+            for t in s["tests"]
+        ]
     assert seen[1] == seen[2]
     assert any(hints for *_, hints in seen[1])  # the mistakes were seen and named
 
@@ -359,7 +389,9 @@ def test_a_near_name_is_the_first_line_and_says_how_to_rename(tmp_path):
 
 
 def test_gradescope_where_to_start_names_the_repository_file_not_the_server_path(stubs_graded):
-    text = json.loads(stubs_graded.output.read_text(encoding="utf-8"))["output"]  # the stubs' Gradescope output (conftest's one run)
+    text = json.loads(stubs_graded.output.read_text(encoding="utf-8"))[
+        "output"
+    ]  # the stubs' Gradescope output (conftest's one run)
     plain = text.replace("\\", "")  # markdown escapes
     assert "Where to start: in your repository, open exercises/qkv.py" in plain and "then upload again" in plain
     assert str(EXERCISES) not in text

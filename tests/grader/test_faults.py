@@ -8,9 +8,9 @@ import os
 
 import jsonschema
 import pytest
+from conftest import ROOT, SOLUTIONS, grade, make_submission, write_config
 
 from autograder.runner.submission import SubmissionDirError, resolve_root
-from conftest import ROOT, SOLUTIONS, grade, make_submission, write_config
 
 SCHEMA = json.loads((ROOT / "autograder/schemas/results.schema.json").read_text())
 FIXTURES = "tests/fixtures/broken_suites"
@@ -34,15 +34,23 @@ def _broken_config(tmp_path, *files):
 
 def test_an_error_in_the_graders_own_test_is_reported_as_such(tmp_path):
     config = _broken_config(tmp_path, "test_grader_bug.py", "test_import_error.py")
-    graded = grade(SOLUTIONS, "--skill", "broken0", "--skill", "broken1", "--skill", "qkv", config=config, output=tmp_path / "r.json")
+    graded = grade(
+        SOLUTIONS, "--skill", "broken0", "--skill", "broken1", "--skill", "qkv", config=config, output=tmp_path / "r.json"
+    )
     assert graded.rc == 0, graded.stderr
     jsonschema.validate(graded.data, SCHEMA)
     bug = {t["name"]: t for t in graded.tests("broken0")}
     assert bug["test_raises_type_error"]["status"] == "error" and bug["test_raises_type_error"]["score"] == 0
-    assert "not your fault" in bug["test_raises_type_error"]["summary"] and "TypeError" in bug["test_raises_type_error"]["summary"]
+    assert (
+        "not your fault" in bug["test_raises_type_error"]["summary"] and "TypeError" in bug["test_raises_type_error"]["summary"]
+    )
     assert bug["test_passes"]["status"] == "passed"
     never = graded.tests("broken1")[0]
-    assert never["status"] == "not_run" and "could not be loaded" in never["summary"] and "a_module_that_does_not_exist" in never["summary"]
+    assert (
+        never["status"] == "not_run"
+        and "could not be loaded" in never["summary"]
+        and "a_module_that_does_not_exist" in never["summary"]
+    )
     assert graded.score("qkv") == 20  # the other skills still grade
 
 
@@ -97,7 +105,9 @@ def test_empty_submission_grades_to_zero_with_every_module_missing(tmp_path):
     (tmp_path / "empty").mkdir()
     graded = grade(tmp_path / "empty", output=tmp_path / "r.json")
     assert graded.rc == 0 and graded.data["score"] == 0
-    assert all("is missing" in t["summary"] for t in graded.tests() if t["max_score"] > 0)  # rule gates (weight 0) pass: nothing broke a rule
+    assert all(
+        "is missing" in t["summary"] for t in graded.tests() if t["max_score"] > 0
+    )  # rule gates (weight 0) pass: nothing broke a rule
 
 
 def test_non_utf8_huge_and_symlinked_modules_fail_their_skill_only(tmp_path):
@@ -111,11 +121,18 @@ def test_non_utf8_huge_and_symlinked_modules_fail_their_skill_only(tmp_path):
     (folder / "junk.bin").write_bytes(os.urandom(1 << 20) * 50)  # 50 MB that is not graded
     graded = grade(folder, output=tmp_path / "r.json")
     assert graded.rc == 0
-    broken = {"qkv": "not valid UTF-8 (byte 0xe9 on line", "masks": "exercise modules are limited to 512 KiB", "row_softmax": "symbolic link"}
+    broken = {
+        "qkv": "not valid UTF-8 (byte 0xe9 on line",
+        "masks": "exercise modules are limited to 512 KiB",
+        "row_softmax": "symbolic link",
+    }
     for skill, says in broken.items():
         assert graded.score(skill) == 0, skill
         scored = [t for t in graded.tests(skill) if t["max_score"] > 0]  # rule gates (weight 0) pass: nothing broke a rule
-        assert scored and all(says in t["summary"] for t in scored), (skill, [t["summary"] for t in scored if says not in t["summary"]][:2])
+        assert scored and all(says in t["summary"] for t in scored), (
+            skill,
+            [t["summary"] for t in scored if says not in t["summary"]][:2],
+        )
     for skill in graded.data["skills"]:
         if skill["id"] not in broken:
             assert skill["score"] == skill["points"], skill["id"]
@@ -123,7 +140,14 @@ def test_non_utf8_huge_and_symlinked_modules_fail_their_skill_only(tmp_path):
 
 
 def test_syntax_error_names_file_and_line_and_other_skills_still_grade(tmp_path):
-    folder = make_submission(tmp_path / "sub", {"qkv.py": (SOLUTIONS / "qkv.py").read_text().replace("return x @ w_q, x @ w_k, x @ w_v", "return x @ w_q, x @ w_k, x @ w_v)")})
+    folder = make_submission(
+        tmp_path / "sub",
+        {
+            "qkv.py": (SOLUTIONS / "qkv.py")
+            .read_text()
+            .replace("return x @ w_q, x @ w_k, x @ w_v", "return x @ w_q, x @ w_k, x @ w_v)")
+        },
+    )
     graded = grade(folder, output=tmp_path / "r.json")
     assert graded.rc == 0 and graded.score("qkv") == 0
     line = next(i + 1 for i, t in enumerate((folder / "qkv.py").read_text().splitlines()) if "w_v)" in t and "return" in t)

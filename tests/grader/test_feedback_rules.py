@@ -56,7 +56,9 @@ def test_cases_are_one_kind_so_the_score_does_not_depend_on_how_many_draws_hit_t
 
 def test_a_failed_required_part_scores_zero_and_says_why():
     credit = Credit()
-    exc = _run(credit, credit.parts(["Q", "K", "fresh"], required={"fresh": "printing the numbers alone earns nothing"}), {"fresh"})
+    exc = _run(
+        credit, credit.parts(["Q", "K", "fresh"], required={"fresh": "printing the numbers alone earns nothing"}), {"fresh"}
+    )
     assert credit.fraction == 0.0
     assert "required part 'fresh' failed" in exc.feedback.detail and "printing the numbers alone" in exc.feedback.detail
 

@@ -11,10 +11,9 @@ import sys
 
 import pytest
 import torch
+from conftest import ROOT
 
 from autograder.testing.siblings import sibling
-
-from conftest import ROOT
 
 SEEDS = range(60)
 
@@ -26,7 +25,10 @@ def suites():
     if added:
         sys.path.insert(0, path)
     try:
-        yield {skill: sibling(ROOT / "tests" / "suites" / skill / "x.py", f"test_{skill}_hidden") for skill in ("custom_backward", "mha_reshape")}
+        yield {
+            skill: sibling(ROOT / "tests" / "suites" / skill / "x.py", f"test_{skill}_hidden")
+            for skill in ("custom_backward", "mha_reshape")
+        }
     finally:
         if added:
             sys.path.remove(path)
@@ -51,7 +53,11 @@ def _check_problem(cb, kind: dict, seed: int) -> None:
         assert allowed is None
         return
     assert allowed.shape == (L, S) and bool(allowed.any(-1).all()), (kind, seed)  # every query reads a key
-    assert int(allowed.sum(-1).max()) >= 2 and not bool(allowed.all()), (kind, seed, allowed)  # some query mixes two keys; some key is blocked
+    assert int(allowed.sum(-1).max()) >= 2 and not bool(allowed.all()), (
+        kind,
+        seed,
+        allowed,
+    )  # some query mixes two keys; some key is blocked
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -62,9 +68,11 @@ def test_custom_backward_cases_have_their_kind_on_every_seed(suites, seed):
     for table in (cb.BACKWARD_KINDS, cb.FUNCTION_KINDS):
         for lead, lengths, dims, mask in table:
             _check_problem(cb, {"lead": lead, "lengths": lengths, "dims": dims, "mask": mask, "t_max": 32}, seed)
-    for kind in ({"lead": (), "lengths": "L=S", "dims": "d_k=d_v", "mask": "causal", "t_max": 6},  # dtype test, Function structure test
-                 {"lead": (2,), "lengths": "L<S", "mask": "none", "t_max": 8},  # the gate
-                 {"lead": (2,), "mask": "causal", "t_max": 6}):  # the rule test's call
+    for kind in (
+        {"lead": (), "lengths": "L=S", "dims": "d_k=d_v", "mask": "causal", "t_max": 6},  # dtype test, Function structure test
+        {"lead": (2,), "lengths": "L<S", "mask": "none", "t_max": 8},  # the gate
+        {"lead": (2,), "mask": "causal", "t_max": 6},
+    ):  # the rule test's call
         _check_problem(cb, kind, seed)
 
 
@@ -88,7 +96,12 @@ def test_mha_reshape_kinds_hold_on_every_seed(suites, seed):
             for right in (True, False):
                 allowed = m._key_allowed(g, B, T, right=right)
                 assert bool(allowed[:, 0].all()) and not bool(allowed.all()), (B, T, right, allowed)
-                assert T < 3 or bool(allowed[0, :2].all()), (B, T, right, allowed)  # query 0 would read key 1 without the causal mask
+                assert T < 3 or bool(allowed[0, :2].all()), (
+                    B,
+                    T,
+                    right,
+                    allowed,
+                )  # query 0 would read key 1 without the causal mask
     for heads, length, *_ in m.MHA_KINDS:
         B, T, C, h = m._sizes(g, heads, length)
         assert C % h == 0 and B * h * T * T <= 1 << 15
@@ -103,6 +116,8 @@ def test_mha_reshape_every_head_mistake_has_a_regular_kind(suites):
     assert any(heads == "some" and length != "1" for heads, length in m.SPLIT_KINDS)
     assert any(h != 1 and T != 1 and d != 1 for h, T, d in m.MERGE_KINDS)
     assert any(heads == "some" and length != "1" for heads, length, *_ in m.MHA_KINDS)
-    assert any(longer for _, _, longer, _, _ in m.MHA_KINDS) and any(not longer for _, _, longer, _, _ in m.MHA_KINDS)  # ctx > T and ctx = T
+    assert any(longer for _, _, longer, _, _ in m.MHA_KINDS) and any(
+        not longer for _, _, longer, _, _ in m.MHA_KINDS
+    )  # ctx > T and ctx = T
     assert any(bias for *_, bias, _ in m.MHA_KINDS) and any(padding for *_, padding in m.MHA_KINDS)
     assert any(heads == "some" for heads, _, _ in m.WEIGHTS_KINDS)

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import stat
-import re
 import subprocess
 import sys
 import zipfile
@@ -22,13 +22,13 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-
-from autograder.config import ConfigError, load
-from autograder.app.upload import UploadError, locate, locate_zip
-from autograder.instructor.release import ReleaseContext, gradescope
-from autograder.runner.grade import suite_hash
 from bad_zips import KINDS, spoiled
 from conftest import EXERCISES, MODULES, ROOT, SOLUTIONS, write_config
+
+from autograder.app.upload import UploadError, locate, locate_zip
+from autograder.config import ConfigError, load
+from autograder.instructor.release import ReleaseContext, gradescope
+from autograder.runner.grade import suite_hash
 
 SCHEMA = json.loads((ROOT / "autograder" / "schemas" / "gradescope-results.schema.json").read_text())
 VERSION = "1.2.3"
@@ -36,10 +36,11 @@ COMMIT = "0123456789abcdef0123456789abcdef01234567"
 KEY = b"test course key: 0123456789abcdef0123456789abcdef"  # stands for the course's random key
 
 
-
 def _context(out: Path, config_path: Path = ROOT / "grading.toml"):
     config = load(config_path)
-    return ReleaseContext(repo=ROOT, config=config, out=out, version=VERSION, commit=COMMIT, suite_hash=suite_hash(config), seed_key=KEY)
+    return ReleaseContext(
+        repo=ROOT, config=config, out=out, version=VERSION, commit=COMMIT, suite_hash=suite_hash(config), seed_key=KEY
+    )
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +68,9 @@ def _run(root: Path, python: str = sys.executable, timeout: float = 300) -> tupl
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GRADESCOPE_", "AUTOGRADER_", "PYTEST_"))}
     env.update(GRADESCOPE_AUTOGRADER_ROOT=str(root), GRADESCOPE_PYTHON=python)
     # Gradescope starts run_autograder in /autograder; it must not rely on that
-    proc = subprocess.run([str(root / "source" / "run_autograder")], cwd=root, env=env, capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run(
+        [str(root / "source" / "run_autograder")], cwd=root, env=env, capture_output=True, text=True, timeout=timeout
+    )
     assert proc.returncode == 0, proc.stderr
     data = json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
     jsonschema.validate(data, SCHEMA)
@@ -158,11 +161,15 @@ def test_seed_key_is_the_course_key_in_every_release_and_a_bundle_without_one_is
         key = zf.read("seed.key").strip()
     assert key == KEY  # the course's key, not derived from any file a TA or a leaked copy holds
     ctx = _context(tmp_path)
-    other = gradescope.bundle_files(ReleaseContext(ctx.repo, ctx.config, ctx.out, "9.9.9", ctx.commit, ctx.suite_hash, seed_key=KEY))
+    other = gradescope.bundle_files(
+        ReleaseContext(ctx.repo, ctx.config, ctx.out, "9.9.9", ctx.commit, ctx.suite_hash, seed_key=KEY)
+    )
     assert other["seed.key"].strip() == key  # the same across releases: a re-release keeps every seed
     for missing in (None, b"short"):
         with pytest.raises(ValueError, match="seed key"):
-            gradescope.bundle_files(ReleaseContext(ctx.repo, ctx.config, ctx.out, VERSION, ctx.commit, ctx.suite_hash, seed_key=missing))
+            gradescope.bundle_files(
+                ReleaseContext(ctx.repo, ctx.config, ctx.out, VERSION, ctx.commit, ctx.suite_hash, seed_key=missing)
+            )
 
 
 def test_release_values_that_would_break_the_scripts_are_refused(tmp_path):
@@ -183,12 +190,21 @@ def test_with_limits_replaces_values_keeps_comments_and_adds_missing_keys():
 
 
 # --------------------------------------------------------------------------- grading.toml
-@pytest.mark.parametrize("edit, message", [
-    ({"time_budget_s = 480": "time_budget_s = 590"}, "release.gradescope.time_budget_s: is 590 s, but Gradescope stops"),
-    ({"run_timeout_s = 360 ": "run_timeout_s = 500 "}, "release.gradescope.limits.run_timeout_s: is 500 s but must be below time_budget_s"),
-    ({"memory_mib = 800 ": "memory_mib = 700 "}, "release.gradescope.limits.memory_mib: must be at least 768"),
-    ({"time_budget_s = 480": "time_budget = 480"}, "release.gradescope.time_budget: unknown key — did you mean 'time_budget_s'?"),
-])
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        ({"time_budget_s = 480": "time_budget_s = 590"}, "release.gradescope.time_budget_s: is 590 s, but Gradescope stops"),
+        (
+            {"run_timeout_s = 360 ": "run_timeout_s = 500 "},
+            "release.gradescope.limits.run_timeout_s: is 500 s but must be below time_budget_s",
+        ),
+        ({"memory_mib = 800 ": "memory_mib = 700 "}, "release.gradescope.limits.memory_mib: must be at least 768"),
+        (
+            {"time_budget_s = 480": "time_budget = 480"},
+            "release.gradescope.time_budget: unknown key — did you mean 'time_budget_s'?",
+        ),
+    ],
+)
 def test_release_gradescope_settings_are_validated(tmp_path, edit, message):
     with pytest.raises(ConfigError, match=message.replace(".", r"\.").replace("?", r"\?")):
         load(write_config(tmp_path / "grading.toml", edit))
@@ -224,13 +240,19 @@ def test_locate_takes_only_the_modules_out_of_an_uploaded_zip(tmp_path):
     assert "submission.zip" in note and not (tmp_path / "escape.py").exists()
 
 
-@pytest.mark.parametrize("setup, message", [
-    (lambda up: (up / "notes.txt").write_text("hi"), "no exercise modules in the upload: expected qkv.py"),
-    (lambda up: _zip(up / "outer.zip", {"inner.zip": _zip(up.parent / "inner.zip", {"qkv.py": b"x"}).read_bytes()}), "a zip inside a zip is not unpacked"),
-    (lambda up: (up / "broken.zip").write_bytes(b"PK\x03\x04 not really"), "is not a zip archive that can be read"),
-    (lambda up: (_zip(up / "a.zip", {"x.txt": b""}), _zip(up / "b.zip", {"y.txt": b""})), "holds 2 zip files"),
-    (lambda up: _zip(up / "empty.zip", {"readme.md": b"# hi"}), "holds no exercise modules"),
-])
+@pytest.mark.parametrize(
+    "setup, message",
+    [
+        (lambda up: (up / "notes.txt").write_text("hi"), "no exercise modules in the upload: expected qkv.py"),
+        (
+            lambda up: _zip(up / "outer.zip", {"inner.zip": _zip(up.parent / "inner.zip", {"qkv.py": b"x"}).read_bytes()}),
+            "a zip inside a zip is not unpacked",
+        ),
+        (lambda up: (up / "broken.zip").write_bytes(b"PK\x03\x04 not really"), "is not a zip archive that can be read"),
+        (lambda up: (_zip(up / "a.zip", {"x.txt": b""}), _zip(up / "b.zip", {"y.txt": b""})), "holds 2 zip files"),
+        (lambda up: _zip(up / "empty.zip", {"readme.md": b"# hi"}), "holds no exercise modules"),
+    ],
+)
 def test_locate_explains_uploads_it_cannot_grade(tmp_path, setup, message):
     upload = tmp_path / "upload"
     upload.mkdir()
@@ -242,9 +264,14 @@ def test_locate_explains_uploads_it_cannot_grade(tmp_path, setup, message):
 
 
 REASONS = {  # what the student is told, per way a zip breaks
-    "encrypted": "is encrypted (a password protects", "strong-encryption": "is encrypted (a password protects",
-    "corrupt-deflate": "is damaged:", "bad-crc": "is damaged:", "truncated": "is damaged:", "corrupt-bzip2": "is damaged:",
-    "corrupt-lzma": "is damaged:", "unknown-method": "uses a compression method that cannot be unpacked",
+    "encrypted": "is encrypted (a password protects",
+    "strong-encryption": "is encrypted (a password protects",
+    "corrupt-deflate": "is damaged:",
+    "bad-crc": "is damaged:",
+    "truncated": "is damaged:",
+    "corrupt-bzip2": "is damaged:",
+    "corrupt-lzma": "is damaged:",
+    "unknown-method": "uses a compression method that cannot be unpacked",
 }
 
 
@@ -422,7 +449,7 @@ def test_setup_pins_python_to_a_patch_version_and_retries_every_download(tmp_pat
     files = gradescope.bundle_files(_context(tmp_path))
     setup = files["setup.sh"].decode()
     assert re.search(r'python install "3\.\d+\.\d+"', setup), "the image must get the same Python next month"
-    for download in ("apt-get update", "uv==", "python install", "--index-url", "-r \"$SOURCE/requirements.txt\""):
+    for download in ("apt-get update", "uv==", "python install", "--index-url", '-r "$SOURCE/requirements.txt"'):
         line = next(line for line in setup.splitlines() if download in line and not line.lstrip().startswith("#"))
         assert line.lstrip().startswith("retry "), line
     proc = subprocess.run(["bash", "-n"], input=setup, text=True, capture_output=True)
@@ -454,7 +481,7 @@ def test_each_assignment_gets_a_bundle_with_its_skills_and_points(tmp_path):
     points = sum(config.skills[s].points for s in skills)
     assert list(packed["skills"]) == list(skills) and "assignments" not in packed["release"]
     assert release["assignment"] == "week7" and release["points"] == points
-    assert not [n for n in names if n.startswith("solutions/") and n[len("solutions/"):-3] not in skills]
+    assert not [n for n in names if n.startswith("solutions/") and n[len("solutions/") : -3] not in skills]
     for name, source, want in (("reference", SOLUTIONS, points), ("stubs", EXERCISES, 0)):
         root = _unpack(week7, tmp_path / name)
         _copy_modules(source, root / "submission")
@@ -465,12 +492,32 @@ def test_each_assignment_gets_a_bundle_with_its_skills_and_points(tmp_path):
     root = _unpack(week7, tmp_path / "mistake")
     _copy_modules(SOLUTIONS, root / "submission")
     masks = root / "submission" / "masks.py"
-    masks.write_text(masks.read_text().replace('float("-inf"), dtype=scores.dtype', '0.0, dtype=scores.dtype', 1))
+    masks.write_text(masks.read_text().replace('float("-inf"), dtype=scores.dtype', "0.0, dtype=scores.dtype", 1))
     data, _ = _run(root)
     key = tmp_path / "course.key"
     key.write_bytes(KEY)
-    proc = subprocess.run([sys.executable, "-m", "autograder", "grade", str(root / "submission"), "--assignment", "week7", "--format", "json",
-                           "--no-progress", "--seed-key-file", str(key)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "autograder",
+            "grade",
+            str(root / "submission"),
+            "--assignment",
+            "week7",
+            "--format",
+            "json",
+            "--no-progress",
+            "--seed-key-file",
+            str(key),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     local = json.loads(proc.stdout)
     assert 0 < data["score"] < points and local["score"] == data["score"] and local["seed"] == data["extra_data"]["seed"]
-    assert load_config(ROOT / "grading.toml").for_assignment("week7").exercise_modules == tuple(config.skills[s].module for s in skills)
+    assert load_config(ROOT / "grading.toml").for_assignment("week7").exercise_modules == tuple(
+        config.skills[s].module for s in skills
+    )

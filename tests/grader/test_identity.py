@@ -10,13 +10,13 @@ import os
 from pathlib import Path
 
 import pytest
+from conftest import ROOT
 
 from autograder.config import load
 from autograder.instructor.release import gradescope, seedkey, student
 from autograder.instructor.release.context import ReleaseContext
 from autograder.instructor.release.files import write_tree
 from autograder.runner import identity, seeding
-from conftest import ROOT
 
 CONFIG = load(ROOT / "grading.toml")
 KEY = b"0123456789abcdef0123456789abcdef"
@@ -24,8 +24,16 @@ KEY = b"0123456789abcdef0123456789abcdef"
 
 def _ctx(out: Path) -> ReleaseContext:
     ident = identity.identify(CONFIG)
-    return ReleaseContext(repo=ROOT, config=CONFIG, out=out, version="1.0.0", commit="0" * 40, suite_hash=ident.suite,
-                          visible_suite_hash=ident.visible, seed_key=KEY)
+    return ReleaseContext(
+        repo=ROOT,
+        config=CONFIG,
+        out=out,
+        version="1.0.0",
+        commit="0" * 40,
+        suite_hash=ident.suite,
+        visible_suite_hash=ident.visible,
+        seed_key=KEY,
+    )
 
 
 def test_repository_knows_both_hashes_and_they_differ():
@@ -61,9 +69,13 @@ def test_limits_do_not_change_the_identity_but_a_weight_does(tmp_path):
     limits.write_text(text.replace("call_timeout_s = ", "call_timeout_s = 3  # was ", 1), encoding="utf-8")
     assert identity.identify(load(limits)) == identity.identify(CONFIG)
     items = [(n, w) for suite in CONFIG.skills["qkv"].suites for n, w in suite.weights.items()]
-    (a, wa), (b, wb) = next(((x, y) for x in items for y in items if x[1] != y[1] and x[0] != y[0]))
+    (a, wa), (b, wb) = next((x, y) for x in items for y in items if x[1] != y[1] and x[0] != y[0])
     assert f"{a} = {wa:g}\n" in text and f"{b} = {wb:g}\n" in text
-    swapped = text.replace(f"{a} = {wa:g}\n", "@A@", 1).replace(f"{b} = {wb:g}\n", f"{b} = {wa:g}\n", 1).replace("@A@", f"{a} = {wb:g}\n")
+    swapped = (
+        text.replace(f"{a} = {wa:g}\n", "@A@", 1)
+        .replace(f"{b} = {wb:g}\n", f"{b} = {wa:g}\n", 1)
+        .replace("@A@", f"{a} = {wb:g}\n")
+    )
     weights = tmp_path / "weights" / "grading.toml"
     weights.parent.mkdir()
     weights.write_text(swapped, encoding="utf-8")  # the same points, two tests' weights swapped

@@ -25,7 +25,9 @@ LAYERS: dict[str, list[str]] = {
     "renderers": ["autograder.renderers"],  # results → text, markdown, JSON, Gradescope, GitHub
     # entry points; autograder.commands: what every subcommand is made of (cli.py and the instructors' cli modules use it)
     "app": ["autograder.__main__", "autograder.cli", "autograder.commands", "autograder.ci", "autograder.app"],
-    "instructor": ["autograder.instructor"],  # release, batch, new_test: never shipped; autograder.cli names its modules as strings
+    "instructor": [
+        "autograder.instructor"
+    ],  # release, batch, new_test: never shipped; autograder.cli names its modules as strings
 }
 
 #: imports of a higher layer that are known and still to go, each with its reason (none now:
@@ -185,7 +187,9 @@ def test_no_module_imports_a_higher_layer():
     """Function-level and TYPE_CHECKING imports included; a module may import its own layer
     (acyclically, see below) and every layer below it."""
     upward = [(a, b) for a, b in upward_imports(module_graph()) if (a, b) not in PENDING_UPWARD]
-    assert not upward, "imports of a higher layer:\n" + "\n".join(f"  {a} ({layer_of(a)}) -> {b} ({layer_of(b)})" for a, b in upward)
+    assert not upward, "imports of a higher layer:\n" + "\n".join(
+        f"  {a} ({layer_of(a)}) -> {b} ({layer_of(b)})" for a, b in upward
+    )
 
 
 def test_pending_upward_imports_still_exist():
@@ -219,7 +223,10 @@ def test_the_layer_checks_catch_an_upward_import(tmp_path):
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text(text)
     graph = module_graph(tmp_path)
-    assert upward_imports(graph) == [("autograder.core.results", "autograder.runner"), ("autograder.core.results", "autograder.runner.scoring")]
+    assert upward_imports(graph) == [
+        ("autograder.core.results", "autograder.runner"),
+        ("autograder.core.results", "autograder.runner.scoring"),
+    ]
     assert cycles(graph) == [["autograder.core.results", "autograder.runner.scoring"]]
     assert cycles(unit_graph(graph)) == [["core", "runner"]]
 

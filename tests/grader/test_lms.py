@@ -37,14 +37,24 @@ def test_roster_join_splits_groups_lists_missing_and_unmatched(tmp_path):
     people = _roster(tmp_path)
     rows = [
         _row("ana-gh", 90.5),  # a folder named by GitHub user
-        _row("submission_7", 80, [{"name": "Bo Chen", "sid": "1002", "email": ""}, {"name": "Cy", "sid": "", "email": "CY@uni.edu"}]),
+        _row(
+            "submission_7",
+            80,
+            [{"name": "Bo Chen", "sid": "1002", "email": ""}, {"name": "Cy", "sid": "", "email": "CY@uni.edu"}],
+        ),
         _row("stranger", 50),
     ]
     joined = lms.join(rows, people)
     grades = list(csv.DictReader(io.StringIO(lms.grades_csv(people, joined, 100))))
     assert [(g["id"], g["score"], g["status"]) for g in grades] == [
-        ("1001", "90.5", "graded"), ("1002", "80", "graded"), ("1003", "80", "graded"), ("1004", "0", "missing")]
-    assert [(r.student.key, why) for r, _m, why in joined.unmatched] == [("stranger", "matches no roster row (by id, email, login, github or folder)")]
+        ("1001", "90.5", "graded"),
+        ("1002", "80", "graded"),
+        ("1003", "80", "graded"),
+        ("1004", "0", "missing"),
+    ]
+    assert [(r.student.key, why) for r, _m, why in joined.unmatched] == [
+        ("stranger", "matches no roster row (by id, email, login, github or folder)")
+    ]
     summary = "\n".join(lms.summary_lines(people, joined))
     assert "4 students on the roster: 3 with a submission, 1 missing; 1 submission(s)" in summary and "`stranger`" in summary
 

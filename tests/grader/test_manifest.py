@@ -6,12 +6,13 @@ from __future__ import annotations
 import base64
 import json
 
+from conftest import ROOT
+
 from autograder import cli
-from autograder.runner import scoring
 from autograder.config import load
+from autograder.runner import scoring
 from autograder.runner.manifest import ModuleEntry, RunManifest
 from autograder.runner.policy import build_worker_spec
-from conftest import ROOT
 
 SOURCE = b"import torch\n\n\nclass Head:\n    def forward(self, x):\n        return x\n\n\ndef project_qkv(x, w_q, w_k, w_v):\n    raise ValueError('no')\n"
 
@@ -21,7 +22,9 @@ def test_the_manifest_survives_the_pipe_as_it_was(tmp_path):
     manifest = RunManifest.plan(config)
     (tmp_path / "copy").mkdir()
     manifest.worker, _ = build_worker_spec(config, tmp_path / "copy", tmp_path, protected=[ROOT])
-    manifest.modules = {"qkv": ModuleEntry.of({"display_path": "exercises/qkv.py", "copy_path": str(tmp_path / "copy" / "qkv.py")}, SOURCE)}
+    manifest.modules = {
+        "qkv": ModuleEntry.of({"display_path": "exercises/qkv.py", "copy_path": str(tmp_path / "copy" / "qkv.py")}, SOURCE)
+    }
     manifest.helpers, manifest.preload = {"helper": str(tmp_path / "copy" / "helper.py")}, ["torch.fx"]
     manifest.seed, manifest.seed_source, manifest.suite_hash = 7, "fixed", "abc"
     again = RunManifest.from_dict(json.loads(json.dumps(manifest.to_dict())))
@@ -46,7 +49,9 @@ def test_the_error_path_writes_every_file_a_run_writes(tmp_path, capsys, monkeyp
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     monkeypatch.setenv("GITHUB_OUTPUT", str(outputs))
     out, public = tmp_path / "out.txt", tmp_path / "results.json"
-    rc = cli.main(["grade", str(ROOT / "solutions"), "--config", str(bad), "--format", "github", "--results", str(public), "--no-progress"])
+    rc = cli.main(
+        ["grade", str(ROOT / "solutions"), "--config", str(bad), "--format", "github", "--results", str(public), "--no-progress"]
+    )
     captured = capsys.readouterr()
     assert rc == cli.EXIT_USAGE and captured.err.count("\n") == 1 and "memory_mib" in captured.err
     assert captured.out.startswith("::error title=Grading did not complete::configuration error")
@@ -62,6 +67,8 @@ def test_every_error_result_is_built_one_way():
     config = load(ROOT / "grading.toml").select(["qkv"])
     broken = scoring.error_result(config, "why", submission="sub")
     assert broken.status == "error" and broken.message == "why" and broken.submission == {"path": "sub"}
-    assert [t.id for t in broken.tests] == [t.node_id for t in config.tests] and all(t.status == "not_run" and t.summary == "why" for t in broken.tests)
+    assert [t.id for t in broken.tests] == [t.node_id for t in config.tests] and all(
+        t.status == "not_run" and t.summary == "why" for t in broken.tests
+    )
     bare = scoring.error_result(None, "no config")
     assert bare.skills == [] and bare.max_score == 0 and bare.status == "error"

@@ -10,11 +10,11 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import MODULES, ROOT, SOLUTIONS, SUBMISSIONS, grade
 
 from autograder.config import load
 from autograder.instructor.release import ReleaseContext
 from autograder.runner.grade import suite_hash
-from conftest import MODULES, ROOT, SOLUTIONS, SUBMISSIONS, grade
 
 nbformat = pytest.importorskip("nbformat", reason="instructor requirements (requirements-instructor.txt) are not installed")
 nbgrader_course = pytest.importorskip("autograder.instructor.release.nbgrader_course")
@@ -35,7 +35,9 @@ def _torch_print_options_kept():
 
 
 def _build(out: Path) -> Path:
-    ctx = ReleaseContext(repo=ROOT, config=CONFIG, out=out, version="1.2.3", commit="0123456789abcdef", suite_hash=suite_hash(CONFIG))
+    ctx = ReleaseContext(
+        repo=ROOT, config=CONFIG, out=out, version="1.2.3", commit="0123456789abcdef", suite_hash=suite_hash(CONFIG)
+    )
     nbgrader_course.build(ctx)
     return out / "nbgrader"
 
@@ -75,9 +77,11 @@ def test_one_notebook_per_skill_with_lesson_setup_solution_checks_and_point_cell
         lesson, setup, solution, *rest = cells
         assert lesson["cell_type"] == "markdown" and "§" in _source(lesson) and skill.title in _source(lesson)
         assert _nb(setup)["locked"] and 'warnings.filterwarnings("ignore")' in _source(setup)
-        assert _nb(solution)["solution"] and _source(solution) == (SOLUTIONS / skill.module).read_text(encoding="utf-8").rstrip("\n")
+        assert _nb(solution)["solution"] and _source(solution) == (SOLUTIONS / skill.module).read_text(encoding="utf-8").rstrip(
+            "\n"
+        )
         targets = nbgrader_course.TARGETS[skill.id]
-        checks, heading, points = rest[:len(targets)], rest[len(targets)], rest[len(targets) + 1:]
+        checks, heading, points = rest[: len(targets)], rest[len(targets)], rest[len(targets) + 1 :]
         assert [_nb(c)["grade_id"] for c in checks] == [f"checks_{nbgrader_course.snake(t.name)}" for t in targets]
         for cell in checks:  # 0 points, hidden checks kept for grading
             assert _nb(cell)["grade"] and _nb(cell)["locked"] and _nb(cell)["points"] == 0 and _nb(cell)["schema_version"] == 3
@@ -207,9 +211,11 @@ def _solution_code(notebooks: Path, target: Path) -> Path:
     return target
 
 
-SOFTMAX_RIGHT = ("row_max = scores.amax(dim=dim, keepdim=True)  # [...,L,1] for dim=-1\n"
-                 "    exps = torch.exp(scores - row_max)  # every entry in [0, 1]; −∞ → 0\n"
-                 "    return exps / exps.sum(dim=dim, keepdim=True)")
+SOFTMAX_RIGHT = (
+    "row_max = scores.amax(dim=dim, keepdim=True)  # [...,L,1] for dim=-1\n"
+    "    exps = torch.exp(scores - row_max)  # every entry in [0, 1]; −∞ → 0\n"
+    "    return exps / exps.sum(dim=dim, keepdim=True)"
+)
 
 
 def _softmax_ignores_dim(folder: Path) -> Path:
@@ -220,7 +226,9 @@ def _softmax_ignores_dim(folder: Path) -> Path:
         (folder / module).write_text((SOLUTIONS / module).read_text(encoding="utf-8"), encoding="utf-8")
     source = (SOLUTIONS / "row_softmax.py").read_text(encoding="utf-8")
     assert SOFTMAX_RIGHT in source
-    (folder / "row_softmax.py").write_text(source.replace(SOFTMAX_RIGHT, SOFTMAX_RIGHT.replace("dim=dim", "dim=-1")), encoding="utf-8")
+    (folder / "row_softmax.py").write_text(
+        source.replace(SOFTMAX_RIGHT, SOFTMAX_RIGHT.replace("dim=dim", "dim=-1")), encoding="utf-8"
+    )
     return folder
 
 
@@ -228,7 +236,9 @@ def _softmax_ignores_dim(folder: Path) -> Path:
 def trip(course, tmp_path_factory):
     """One run of the real nbgrader for the tests below (it is slow): three students, and feedback."""
     work = tmp_path_factory.mktemp("nbgrader")
-    mistakes = {f"{skill}-{mistake}": (skill, _variant(skill, mistake, work / "variants")) for skill, mistake in SINGLE_MISTAKES[::3]}
+    mistakes = {
+        f"{skill}-{mistake}": (skill, _variant(skill, mistake, work / "variants")) for skill, mistake in SINGLE_MISTAKES[::3]
+    }
     students = {"reference": SOLUTIONS, "untouched": None, "ignores_dim": _softmax_ignores_dim(work / "ignores_dim")}
     students |= {student: folder for student, (_, folder) in mistakes.items()}
     trip = nbgrader_course.round_trip(course, work, students, ASSIGNMENT, feedback=True)
@@ -340,9 +350,18 @@ def test_course_state_survives_a_re_release_and_dist_with_state_is_never_replace
     import os
 
     nbgrader = [sys.executable, "-m", "nbgrader"]
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}  # nbgrader runs `alembic`
-    run = subprocess.run([*nbgrader, "db", "student", "add", "s001", "--first-name=Ana"], cwd=live, capture_output=True, text=True, timeout=120,
-                         env=env)
+    env = {
+        **os.environ,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+    }  # nbgrader runs `alembic`
+    run = subprocess.run(
+        [*nbgrader, "db", "student", "add", "s001", "--first-name=Ana"],
+        cwd=live,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
     assert run.returncode == 0, run.stderr
     (live / "submitted" / "s001" / ASSIGNMENT).mkdir(parents=True)
     (live / "submitted" / "s001" / ASSIGNMENT / "qkv.ipynb").write_text("{}", encoding="utf-8")
@@ -389,9 +408,12 @@ def _grader_skill(folder: Path, skill: str) -> dict:
 
 
 @pytest.mark.slow  # a grading run per variant, for a known gap that strict xfail keeps watching (CI runs it)
-@pytest.mark.xfail(strict=True, reason="known gap (issue 16 §3, next stop): since property tests check only their property, "
-                   "nbgrader_units measures their kinds by raising, so nbgrader charges a value mistake there (0.54 of 0.75 in "
-                   "masks' dtype test); the point cells need the property rule and per-property checks")
+@pytest.mark.xfail(
+    strict=True,
+    reason="known gap (issue 16 §3, next stop): since property tests check only their property, "
+    "nbgrader_units measures their kinds by raising, so nbgrader charges a value mistake there (0.54 of 0.75 in "
+    "masks' dtype test); the point cells need the property rule and per-property checks",
+)
 @pytest.mark.parametrize(("skill", "mistake"), SINGLE_MISTAKES, ids=[f"{s}-{m}" for s, m in SINGLE_MISTAKES])
 def test_single_mistake_costs_the_same_points_in_every_point_cell_as_in_the_grader(skill, mistake, tmp_path):
     """The notebook run as nbgrader's kernel runs it, next to `python -m autograder grade

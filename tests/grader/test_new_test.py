@@ -7,10 +7,10 @@ import shutil
 import tomllib
 
 import pytest
+from conftest import ROOT
 
 from autograder.config import load
 from autograder.instructor.new_test import Refused, add_test, main
-from conftest import ROOT
 
 NAME = "test_scale_scores_keeps_minus_inf"
 
@@ -28,17 +28,33 @@ def _snapshot(repo):
 
 
 def test_a_hidden_test_with_a_hint_lands_in_all_three_places(repo):
-    changed = add_test(repo, "qkv", NAME, hidden=True, weight=0.25, take_from="test_scale_scores_matches_reference_for_many_widths",
-                       hint="minus-inf-lost", function="scale_scores", text="−∞ must stay −∞.", section="Week 7 §11")
+    changed = add_test(
+        repo,
+        "qkv",
+        NAME,
+        hidden=True,
+        weight=0.25,
+        take_from="test_scale_scores_matches_reference_for_many_widths",
+        hint="minus-inf-lost",
+        function="scale_scores",
+        text="−∞ must stay −∞.",
+        section="Week 7 §11",
+    )
     assert {p.name for p in changed} == {"grading.toml", "test_qkv_hidden.py", "hints.toml"}
     config = load(repo / "grading.toml")  # the sums still match
     hidden = next(s for s in config.skills["qkv"].suites if s.visibility == "hidden")
     before = next(s for s in load(ROOT / "grading.toml").skills["qkv"].suites if s.visibility == "hidden")
     assert hidden.weights[NAME] == 0.25
-    assert hidden.weights["test_scale_scores_matches_reference_for_many_widths"] == pytest.approx(before.weights["test_scale_scores_matches_reference_for_many_widths"] - 0.25)
+    assert hidden.weights["test_scale_scores_matches_reference_for_many_widths"] == pytest.approx(
+        before.weights["test_scale_scores_matches_reference_for_many_widths"] - 0.25
+    )
     assert config.skills["qkv"].points == load(ROOT / "grading.toml").skills["qkv"].points
     source = (repo / "tests/suites/qkv/test_qkv_hidden.py").read_text(encoding="utf-8")
-    assert f"def {NAME}(sub, ref, rng, credit):" in source and "raise NotImplementedError" in source and '"qkv/minus-inf-lost"' in source
+    assert (
+        f"def {NAME}(sub, ref, rng, credit):" in source
+        and "raise NotImplementedError" in source
+        and '"qkv/minus-inf-lost"' in source
+    )
     compile(source, "test_qkv_hidden.py", "exec")
     hint = tomllib.loads((repo / "tests/suites/qkv/hints.toml").read_text(encoding="utf-8"))["minus-inf-lost"]
     assert hint == {"text": "−∞ must stay −∞.", "section": "Week 7 §11", "function": "scale_scores"}
@@ -50,15 +66,43 @@ def test_add_points_raises_the_skill_instead(repo):
     assert 'c = SNAP["causal_mask_is_bool"]' in (repo / "tests/suites/masks/test_masks_visible.py").read_text(encoding="utf-8")
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"take_from": "test_no_such_test"}, "has no test test_no_such_test to take the weight from"),
-    ({"take_from": "test_scale_scores_matches_reference_for_many_widths", "weight": 5}, "cannot give 5"),
-    ({}, "say where the weight comes from"),
-    ({"take_from": "test_project_qkv_matches_reference_on_random_inputs", "name": "test_scale_scores_matches_reference_for_many_widths"}, "already has a test"),
-    ({"take_from": "test_project_qkv_matches_reference_on_random_inputs", "hint": "divide-by-dk", "text": "x", "section": "Week 7 §8"}, "[divide-by-dk] exists already"),
-    ({"take_from": "test_project_qkv_matches_reference_on_random_inputs", "hint": "new-one", "text": "x", "section": "somewhere"}, "--section citing the lesson"),
-    ({"take_from": "test_project_qkv_matches_reference_on_random_inputs", "function": "no_such_function"}, "defines no no_such_function"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"take_from": "test_no_such_test"}, "has no test test_no_such_test to take the weight from"),
+        ({"take_from": "test_scale_scores_matches_reference_for_many_widths", "weight": 5}, "cannot give 5"),
+        ({}, "say where the weight comes from"),
+        (
+            {
+                "take_from": "test_project_qkv_matches_reference_on_random_inputs",
+                "name": "test_scale_scores_matches_reference_for_many_widths",
+            },
+            "already has a test",
+        ),
+        (
+            {
+                "take_from": "test_project_qkv_matches_reference_on_random_inputs",
+                "hint": "divide-by-dk",
+                "text": "x",
+                "section": "Week 7 §8",
+            },
+            "[divide-by-dk] exists already",
+        ),
+        (
+            {
+                "take_from": "test_project_qkv_matches_reference_on_random_inputs",
+                "hint": "new-one",
+                "text": "x",
+                "section": "somewhere",
+            },
+            "--section citing the lesson",
+        ),
+        (
+            {"take_from": "test_project_qkv_matches_reference_on_random_inputs", "function": "no_such_function"},
+            "defines no no_such_function",
+        ),
+    ],
+)
 def test_refusals_name_the_fix_and_write_nothing(repo, kwargs, message):
     before = _snapshot(repo)
     args = {"hidden": True, "weight": 0.25, "name": NAME, **kwargs}

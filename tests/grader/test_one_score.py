@@ -37,8 +37,14 @@ def test_a_batch_without_the_course_key_says_its_scores_may_differ(tmp_path):
     (klass / "ana" / "notes.txt").write_text("no modules here")
     env = {k: v for k, v in os.environ.items() if k != "AUTOGRADER_SEED_KEY_FILE"}
     env.update(PYTHONPATH=str(ROOT), XDG_CONFIG_HOME=str(tmp_path / "no-config"))
-    proc = subprocess.run([sys.executable, "-m", "autograder", "batch", str(klass), "--out", str(tmp_path / "out"), "--no-progress"],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "autograder", "batch", str(klass), "--out", str(tmp_path / "out"), "--no-progress"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     summary = (tmp_path / "out" / "summary.md").read_text(encoding="utf-8")
     assert "Graded without the course key" in summary and "will not match Gradescope" in summary

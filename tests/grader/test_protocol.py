@@ -22,7 +22,11 @@ def roundtrip(value):
 @pytest.mark.parametrize("dtype", list(protocol.DTYPES.values()))
 def test_every_allowed_dtype_roundtrips_exactly(dtype):
     g = torch.Generator().manual_seed(0)
-    t = (torch.randn(3, 4, generator=g) * 10).to(dtype) if dtype not in (torch.complex64, torch.complex128) else torch.randn(3, 4, generator=g, dtype=dtype)
+    t = (
+        (torch.randn(3, 4, generator=g) * 10).to(dtype)
+        if dtype not in (torch.complex64, torch.complex128)
+        else torch.randn(3, 4, generator=g, dtype=dtype)
+    )
     out = roundtrip(t)
     assert type(out) is torch.Tensor and out.dtype == dtype and out.shape == t.shape
     assert torch.equal(out, t)
@@ -68,7 +72,10 @@ def test_bool_tensors_are_rebuilt_from_bytes_safely():
         ({"t": "tensor", "dtype": "float32", "shape": [4], "stride": None, "o": 0, "n": 16}, b"\0" * 8),  # bytes missing
         ({"t": "tensor", "dtype": "float32", "shape": [3], "stride": None, "o": 0, "n": 8}, b"\0" * 8),  # count ≠ shape
         ({"t": "tensor", "dtype": "object", "shape": [1], "stride": None, "o": 0, "n": 8}, b"\0" * 8),  # unknown dtype
-        ({"t": "tensor", "dtype": "float64", "shape": [2, 2], "stride": [5, 1], "o": 0, "n": 16}, b"\0" * 16),  # strides out of range
+        (
+            {"t": "tensor", "dtype": "float64", "shape": [2, 2], "stride": [5, 1], "o": 0, "n": 16},
+            b"\0" * 16,
+        ),  # strides out of range
         ({"t": "tensor", "dtype": "float64", "shape": [-1], "stride": None, "o": 0, "n": 8}, b"\0" * 8),  # negative size
         ({"t": "tensor", "dtype": "float64", "shape": [1], "stride": None, "o": -8, "n": 8}, b"\0" * 8),  # negative offset
         ({"t": "pickle", "v": "gASV"}, b""),  # unknown tag
@@ -219,11 +226,14 @@ def test_any_failure_while_rebuilding_a_value_is_a_protocol_error(monkeypatch, e
         decode(_tensor_node(0, 8, [8]), b"\0" * 8)
 
 
-@pytest.mark.parametrize("make", [
-    lambda: torch.empty(2, 3, device="meta"),
-    lambda: torch.eye(3).to_sparse(),
-    lambda: torch.eye(3).to_sparse_csr(),
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: torch.empty(2, 3, device="meta"),
+        lambda: torch.eye(3).to_sparse(),
+        lambda: torch.eye(3).to_sparse_csr(),
+    ],
+)
 def test_tensors_without_plain_data_arrive_as_opaque_with_a_reason(make):
     out = roundtrip(make())
     assert isinstance(out, Opaque) and "cannot be sent as data" in out.summary

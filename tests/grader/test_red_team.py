@@ -21,7 +21,6 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-
 from conftest import ROOT, SUBMISSIONS, grade
 
 HOSTILE = SUBMISSIONS / "hostile"
@@ -79,7 +78,9 @@ def build(attack: dict, folder: Path) -> Path:
     elif kind == "edit":
         source = (ROOT / attack["base"] / attack["file"]).read_text(encoding="utf-8")
         assert source.count(attack["find"]) == 1, f"{attack['name']}: `find` must occur once in {attack['base']}/{attack['file']}"
-        (folder / attack["file"]).write_text(source.replace(attack["find"], attack["replace"]) + attack.get("append", ""), encoding="utf-8")
+        (folder / attack["file"]).write_text(
+            source.replace(attack["find"], attack["replace"]) + attack.get("append", ""), encoding="utf-8"
+        )
     elif kind in LINK_ATTACKS:
         LINK_ATTACKS[kind](folder)
     else:
@@ -148,7 +149,14 @@ def fingerprint(*roots: Path) -> dict[str, str]:
     return out
 
 
-PROTECTED = [ROOT / "grading.toml", ROOT / "solutions" / "qkv.py", ROOT / "tests" / "suites" / "qkv", ROOT / "tests" / "suites" / "course" / "week07.py", ROOT / "exercises" / "qkv.py", ROOT / "autograder" / "runner"]
+PROTECTED = [
+    ROOT / "grading.toml",
+    ROOT / "solutions" / "qkv.py",
+    ROOT / "tests" / "suites" / "qkv",
+    ROOT / "tests" / "suites" / "course" / "week07.py",
+    ROOT / "exercises" / "qkv.py",
+    ROOT / "autograder" / "runner",
+]
 
 
 class Traps:
@@ -245,7 +253,9 @@ class Traps:
 
     def _limits(self) -> dict:
         r = self.resource
-        return {name: r.getrlimit(getattr(r, name)) for name in ("RLIMIT_FSIZE", "RLIMIT_NOFILE", "RLIMIT_CPU", "RLIMIT_AS")} | {"nice": os.getpriority(os.PRIO_PROCESS, 0)}
+        return {name: r.getrlimit(getattr(r, name)) for name in ("RLIMIT_FSIZE", "RLIMIT_NOFILE", "RLIMIT_CPU", "RLIMIT_AS")} | {
+            "nice": os.getpriority(os.PRIO_PROCESS, 0)
+        }
 
     def check(self) -> None:
         try:
@@ -256,7 +266,9 @@ class Traps:
                     continue
                 raise AssertionError(f"the worker reached the listener at {address}: {got!r}")
             if self.target:
-                assert self._metadata(self.target) == self.target_before, "the attack changed the metadata of a file outside its folder"
+                assert self._metadata(self.target) == self.target_before, (
+                    "the attack changed the metadata of a file outside its folder"
+                )
             assert self._ipc() == self.ipc_before, "the attack left a SysV IPC object or a key behind"
             assert self._limits() == self.limits_before, "the attack changed the limits or priority of a grader process"
         finally:
@@ -296,8 +308,11 @@ def test_the_fast_attacks_are_in_the_catalogue():
 
 
 # slow (all but FAST_ATTACKS): a grading run per attack, several of them into a time limit
-@pytest.mark.parametrize("attack", [a if a["name"] in FAST_ATTACKS else pytest.param(a, marks=pytest.mark.slow) for a in SINGLE],
-                         ids=[a["name"] for a in SINGLE])
+@pytest.mark.parametrize(
+    "attack",
+    [a if a["name"] in FAST_ATTACKS else pytest.param(a, marks=pytest.mark.slow) for a in SINGLE],
+    ids=[a["name"] for a in SINGLE],
+)
 def test_attack_gains_nothing_and_the_run_completes(attack, tmp_path, fast_config):
     run_attack(attack, tmp_path, fast_config)
 
@@ -337,8 +352,15 @@ def _graded_attack(attack: dict, tmp_path: Path, fast_config: Path, traps: Traps
     # The grader's own limits (fast_config) end a stalling attack; `timeout` only guards against a
     # hang of the run itself. No wall-clock assertion: speed is a benchmark's job
     # (tests/benchmarks/hostile_time.py), and a busy machine must not fail a security test.
-    graded = grade(submission, *args, "--reveal-hidden", output=out, config=fast_config, env=env,
-                   timeout=3 * attack.get("max_seconds", 30) + 60)
+    graded = grade(
+        submission,
+        *args,
+        "--reveal-hidden",
+        output=out,
+        config=fast_config,
+        env=env,
+        timeout=3 * attack.get("max_seconds", 30) + 60,
+    )
     assert graded.rc == 0, graded.stderr[-2000:]
     assert out.stat().st_size < attack.get("max_results_kib", 4096) << 10, out.stat().st_size
     jsonschema.validate(graded.data, SCHEMA)
@@ -381,7 +403,13 @@ def test_environment_tricks_cannot_configure_the_grading_run(tmp_path):
     (fake / "pytest_jsonreport" / "__init__.py").write_text("")
     (fake / "pytest_jsonreport" / "plugin.py").write_text("raise SystemExit('fake plugin imported')\n")
     (fake / "evilplugin.py").write_text("def pytest_runtest_makereport(item, call):\n    raise SystemExit(0)\n")
-    env = dict(os.environ, PYTEST_ADDOPTS="--co -p evilplugin", PYTEST_PLUGINS="evilplugin", PYTHONPATH=str(fake), PYTHONSTARTUP=str(fake / "evilplugin.py"))
+    env = dict(
+        os.environ,
+        PYTEST_ADDOPTS="--co -p evilplugin",
+        PYTEST_PLUGINS="evilplugin",
+        PYTHONPATH=str(fake),
+        PYTHONSTARTUP=str(fake / "evilplugin.py"),
+    )
     graded = grade(ROOT / "solutions", "--skill", "qkv", output=tmp_path / "r.json", env=env)
     assert graded.rc == 0, graded.stderr
     assert graded.data["score"] == graded.data["max_score"] > 0
@@ -410,11 +438,12 @@ def test_submission_text_cannot_inject_into_any_output(tmp_path):
     Actions files), then every other format rendered from the same public results."""
     import base64
 
-    from autograder.core import results as results_mod
+    from test_renderers import assert_markdown_is_inert
+
     from autograder.config import load
     from autograder.core import escape
-    from autograder.renderers import markdown, render
-    from test_renderers import assert_markdown_is_inert
+    from autograder.core import results as results_mod
+    from autograder.renderers import render
 
     summary, outputs, public = tmp_path / "summary.md", tmp_path / "output", tmp_path / "results.json"
     summary.write_text(""), outputs.write_text("")
@@ -471,8 +500,9 @@ def test_submission_text_cannot_inject_into_any_output(tmp_path):
                 content = content[2:-2].strip()
             assert not content.startswith(fakes), line  # student text only ever behind the gutter
     assert sum("Total: 100 / 100" in t for t in plain_outputs) >= 2  # it is shown, as quoted text
-    from rich.console import Console
     import io
+
+    from rich.console import Console
 
     from autograder.renderers import text as text_renderer
 

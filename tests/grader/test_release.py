@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import ROOT
 
 from autograder.config import load
 from autograder.instructor.release.context import ReleaseContext
 from autograder.instructor.release.files import course_closure, filtered_grading_toml, grader_files, write_zip_deterministic
 from autograder.testing import snapshots
-from conftest import ROOT
 
 CONFIG = load(ROOT / "grading.toml")
 
@@ -41,7 +41,9 @@ def _run(*args: str, cwd=ROOT, timeout: float = 300) -> subprocess.CompletedProc
     import os
 
     env = {**os.environ, "AUTOGRADER_SEED_KEY_FILE": str(course_key())}
-    return subprocess.run([sys.executable, "-m", "autograder", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "autograder", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env
+    )
 
 
 def _ctx(out) -> ReleaseContext:
@@ -55,13 +57,25 @@ def test_snapshots_are_fresh():
 
 
 def test_snapshot_file_round_trips_tensors_numbers_and_dtypes_bit_for_bit():
-    cases = {"a": {"x": torch.randn(3, 4, dtype=torch.float64), "m": torch.tensor([True, False]), "fill": float("-inf"), "dtype": torch.float32,
-                   "pair": (1, 2.5), "t": torch.arange(6).reshape(2, 3).T}}
+    cases = {
+        "a": {
+            "x": torch.randn(3, 4, dtype=torch.float64),
+            "m": torch.tensor([True, False]),
+            "fill": float("-inf"),
+            "dtype": torch.float32,
+            "pair": (1, 2.5),
+            "t": torch.arange(6).reshape(2, 3).T,
+        }
+    }
     data = snapshots.encode("qkv", cases)
     assert data == snapshots.encode("qkv", cases)
     back = snapshots.decode(data)
     assert torch.equal(back["a"]["x"], cases["a"]["x"]) and back["a"]["x"].dtype == torch.float64
-    assert torch.equal(back["a"]["t"], cases["a"]["t"]) and back["a"]["fill"] == float("-inf") and back["a"]["dtype"] is torch.float32
+    assert (
+        torch.equal(back["a"]["t"], cases["a"]["t"])
+        and back["a"]["fill"] == float("-inf")
+        and back["a"]["dtype"] is torch.float32
+    )
     assert back["a"]["pair"] == (1, 2.5)
 
 
@@ -87,16 +101,30 @@ def test_a_changed_reference_makes_the_snapshot_check_fail(tmp_path):
         shutil.copytree(ROOT / part, tmp_path / part, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "grading.toml", tmp_path / "grading.toml")
     ref = tmp_path / "solutions" / "qkv.py"
-    ref.write_text(ref.read_text(encoding="utf-8").replace("return q @ k.transpose(-2, -1)", "return 2 * (q @ k.transpose(-2, -1))"), encoding="utf-8")
-    proc = subprocess.run([sys.executable, "-m", "autograder", "snapshots", "--check", "--config", str(tmp_path / "grading.toml")],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=300, env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
+    ref.write_text(
+        ref.read_text(encoding="utf-8").replace("return q @ k.transpose(-2, -1)", "return 2 * (q @ k.transpose(-2, -1))"),
+        encoding="utf-8",
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "autograder", "snapshots", "--check", "--config", str(tmp_path / "grading.toml")],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**__import__("os").environ, "PYTHONPATH": str(ROOT)},
+    )
     assert proc.returncode == 1, proc.stderr
     assert "tests/suites/qkv/snapshots/qkv.json: stale (cases attention_scores" in proc.stderr
 
 
 def test_visible_suites_need_no_reimplementation_of_an_exercise():
     """What a visible suite imports from tests/suites/course never includes the oracles."""
-    sources = {s.file: (ROOT / s.file).read_text(encoding="utf-8") for sk in CONFIG.skills.values() for s in sk.suites if s.visibility == "visible"}
+    sources = {
+        s.file: (ROOT / s.file).read_text(encoding="utf-8")
+        for sk in CONFIG.skills.values()
+        for s in sk.suites
+        if s.visibility == "visible"
+    }
     needed = course_closure(CONFIG.suites_dir / "course", sources)
     assert "oracles.py" not in needed
     assert {"week07.py", "tolerances.py", "__init__.py"} <= needed
@@ -119,7 +147,9 @@ def test_filtered_grading_toml_keeps_only_visible_tests_and_their_points():
 
 def test_grader_files_for_students_carry_no_hidden_suite_no_solution_and_no_release_tools(tmp_path):
     files = grader_files(_ctx(tmp_path), include_hidden=False)
-    assert not [f for f in files if "_hidden" in f or f.startswith(("solutions/", "autograder/instructor/")) or "__pycache__" in f]
+    assert not [
+        f for f in files if "_hidden" in f or f.startswith(("solutions/", "autograder/instructor/")) or "__pycache__" in f
+    ]
     assert "autograder/cli.py" in files and "autograder/testing/__init__.py" in files
     assert not [f for f in files if f.endswith("snapshot_cases.py") or f.endswith("oracles.py")]
     for sid in CONFIG.skills:
@@ -130,12 +160,17 @@ def test_grader_files_for_students_carry_no_hidden_suite_no_solution_and_no_rele
     full = grader_files(_ctx(tmp_path), include_hidden=True)
     assert {f"tests/suites/{sid}/test_{sid}_hidden.py" for sid in CONFIG.skills} <= set(full)
     assert {f"solutions/{s.module}" for s in CONFIG.skills.values()} <= set(full)
-    assert not [f for f in full if f.startswith("autograder/instructor/")]  # the Gradescope bundle has no instructors' tools either
+    assert not [
+        f for f in full if f.startswith("autograder/instructor/")
+    ]  # the Gradescope bundle has no instructors' tools either
 
 
 def test_deterministic_zip_has_sorted_entries_fixed_times_and_modes(tmp_path):
     files = {"b.txt": b"b", "a/run": b"#!/bin/sh\necho hi\n", "a/x.py": b"x = 1\n"}
-    one, two = write_zip_deterministic(tmp_path / "one.zip", files), write_zip_deterministic(tmp_path / "two.zip", dict(reversed(list(files.items()))))
+    one, two = (
+        write_zip_deterministic(tmp_path / "one.zip", files),
+        write_zip_deterministic(tmp_path / "two.zip", dict(reversed(list(files.items())))),
+    )
     assert one.read_bytes() == two.read_bytes()
     with zipfile.ZipFile(io.BytesIO(one.read_bytes())) as zf:
         infos = zf.infolist()
@@ -184,14 +219,32 @@ def test_stub_keeps_signature_and_docstring_and_gets_todo_line_and_named_raise()
     compile(stub, "demo", "exec")
 
 
-@pytest.mark.parametrize("broken, message", [
-    (GOOD.replace("\n\ndef f(x):", "# TODO: set X.\n### BEGIN SOLUTION\nX = 1\n### END SOLUTION\n\n\ndef f(x):"), r"solutions/demo.py:4: solution region at module level"),
-    (GOOD.replace("        ### END SOLUTION\n", ""), r"solutions/demo.py:16: `### BEGIN SOLUTION` is never closed"),
-    (GOOD.replace('"""Doc."""', '"""Doc: write between ### BEGIN SOLUTION and the end."""'), r"solutions/demo.py:6: solution marker inside a string"),
-    (GOOD.replace("    # TODO: double x (Week 7 §1).\n", ""), r"solutions/demo.py:7: no `# TODO: <what the student writes here>` line"),
-    (GOOD.replace("    return 2 * x\n", "    ### BEGIN SOLUTION\n"), r"solutions/demo.py:9: `### BEGIN SOLUTION` inside the region opened at line 8"),
-    (GOOD.replace("    return 2 * x\n", "    return 2 * x  # END SOLUTION here\n"), r"solutions/demo.py:9: 'END SOLUTION' inside other text"),
-])
+@pytest.mark.parametrize(
+    "broken, message",
+    [
+        (
+            GOOD.replace("\n\ndef f(x):", "# TODO: set X.\n### BEGIN SOLUTION\nX = 1\n### END SOLUTION\n\n\ndef f(x):"),
+            r"solutions/demo.py:4: solution region at module level",
+        ),
+        (GOOD.replace("        ### END SOLUTION\n", ""), r"solutions/demo.py:16: `### BEGIN SOLUTION` is never closed"),
+        (
+            GOOD.replace('"""Doc."""', '"""Doc: write between ### BEGIN SOLUTION and the end."""'),
+            r"solutions/demo.py:6: solution marker inside a string",
+        ),
+        (
+            GOOD.replace("    # TODO: double x (Week 7 §1).\n", ""),
+            r"solutions/demo.py:7: no `# TODO: <what the student writes here>` line",
+        ),
+        (
+            GOOD.replace("    return 2 * x\n", "    ### BEGIN SOLUTION\n"),
+            r"solutions/demo.py:9: `### BEGIN SOLUTION` inside the region opened at line 8",
+        ),
+        (
+            GOOD.replace("    return 2 * x\n", "    return 2 * x  # END SOLUTION here\n"),
+            r"solutions/demo.py:9: 'END SOLUTION' inside other text",
+        ),
+    ],
+)
 def test_broken_markers_are_refused_with_file_and_line(broken, message):
     from autograder.instructor.release.stubs import MarkerError, stub_text
 
@@ -207,13 +260,22 @@ def test_stubs_check_names_the_exercise_that_differs(tmp_path):
         shutil.copytree(ROOT / part, tmp_path / part, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "grading.toml", tmp_path / "grading.toml")
     stub = tmp_path / "exercises" / "masks.py"
-    stub.write_text(stub.read_text(encoding="utf-8").replace("# TODO(masks): allow j <= i", "# TODO(masks): allow j < i"), encoding="utf-8")
+    stub.write_text(
+        stub.read_text(encoding="utf-8").replace("# TODO(masks): allow j <= i", "# TODO(masks): allow j < i"), encoding="utf-8"
+    )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     cmd = [sys.executable, "-m", "autograder", "stubs", "--check", "--config", str(tmp_path / "grading.toml")]
     proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode == 1 and "exercises/masks.py: differs from what `make stubs` writes" in proc.stderr, proc.stderr
     assert "qkv.py" not in proc.stderr
-    subprocess.run([sys.executable, "-m", "autograder", "stubs", "--config", str(tmp_path / "grading.toml")], cwd=tmp_path, check=True, capture_output=True, timeout=300, env=env)
+    subprocess.run(
+        [sys.executable, "-m", "autograder", "stubs", "--config", str(tmp_path / "grading.toml")],
+        cwd=tmp_path,
+        check=True,
+        capture_output=True,
+        timeout=300,
+        env=env,
+    )
     assert stub.read_text(encoding="utf-8") == (ROOT / "exercises" / "masks.py").read_text(encoding="utf-8")
 
 
@@ -232,9 +294,9 @@ def _release(out) -> subprocess.CompletedProcess:
 @pytest.fixture(scope="session")
 def dist(tmp_path_factory):
     """One release per test session, shared by pytest-xdist's workers (a file lock)."""
-    from filelock import FileLock
-
     import os
+
+    from filelock import FileLock
 
     base = tmp_path_factory.getbasetemp()  # this session's; xdist gives each worker a folder below it
     shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
@@ -262,7 +324,11 @@ def test_manifest_names_version_commit_suite_and_the_checksum_of_every_file(dist
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     assert data["version"] == VERSION and data["source_commit"].split("+")[0] == head
     assert data["suite_hash"] == suite_hash(CONFIG) and data["points"] == CONFIG.total_points
-    on_disk = sorted(p.relative_to(dist).as_posix() for p in dist.rglob("*") if p.is_file() and not (p.parent == dist and p.name == "MANIFEST.json"))
+    on_disk = sorted(
+        p.relative_to(dist).as_posix()
+        for p in dist.rglob("*")
+        if p.is_file() and not (p.parent == dist and p.name == "MANIFEST.json")
+    )
     assert sorted(data["files"]) == on_disk
     for rel, digest in data["files"].items():
         assert hashlib.sha256((dist / rel).read_bytes()).hexdigest() == digest, rel
@@ -290,20 +356,36 @@ def test_release_refuses_a_bad_version_and_a_folder_that_is_not_a_release(tmp_pa
 @pytest.mark.slow  # needs the release build (dist, below)
 def test_student_tree_has_what_students_need_and_nothing_of_the_instructors(dist):
     student = dist / "student"
-    for rel in ("Makefile", "autograder/grade.mk", "README.md", ".ci/run", ".gitignore", "requirements.txt", "grading.toml", "docs/EXERCISES.md", "autograder/__main__.py"):
+    for rel in (
+        "Makefile",
+        "autograder/grade.mk",
+        "README.md",
+        ".ci/run",
+        ".gitignore",
+        "requirements.txt",
+        "grading.toml",
+        "docs/EXERCISES.md",
+        "autograder/__main__.py",
+    ):
         assert (student / rel).is_file(), rel
     assert (student / ".ci" / "run").stat().st_mode & 0o111
     assert sorted(p.name for p in (student / "exercises").iterdir()) == sorted(s.module for s in CONFIG.skills.values())
     for s in CONFIG.skills.values():
         assert (student / "exercises" / s.module).read_bytes() == (CONFIG.exercises_dir / s.module).read_bytes()
-    assert not (student / "solutions").exists() and not list(student.rglob("*_hidden.py")) and not (student / "autograder" / "instructor").exists()
+    assert (
+        not (student / "solutions").exists()
+        and not list(student.rglob("*_hidden.py"))
+        and not (student / "autograder" / "instructor").exists()
+    )
     assert "nbgrader" not in (student / "requirements.txt").read_text() and not (student / "requirements-instructor.txt").exists()
     readme = (student / "README.md").read_text(encoding="utf-8")
     assert "make grade" in readme and "visible" in readme and "hidden" in readme and "$" not in readme.replace("$$", "")
     for sid, rule in CONFIG.release["rules"].items():
         assert rule in readme, sid
     hints = (student / "autograder" / "core" / "feedback" / "general_hints.toml").read_text(encoding="utf-8")
-    assert "docs/EXERCISES.md" in hints and not [line for line in hints.splitlines() if "EXERCISES.md" in line and "docs/EXERCISES.md" not in line]
+    assert "docs/EXERCISES.md" in hints and not [
+        line for line in hints.splitlines() if "EXERCISES.md" in line and "docs/EXERCISES.md" not in line
+    ]
 
 
 @pytest.mark.slow  # needs the release build (dist, below)
@@ -318,7 +400,9 @@ def test_leak_audit_passes_the_release_and_finds_every_kind_of_leak(dist, tmp_pa
     shutil.copy(ROOT / "tests/suites/qkv/test_qkv_hidden.py", tree / "tests/suites/qkv/test_qkv_hidden.py")
     shutil.copy(ROOT / "tests/suites/course/oracles.py", tree / "tests/suites/course/oracles.py")
     notes = tree / "exercises" / "notes.py"
-    notes.write_text("# see test_week7_numbers_at_stated_precision_in_float64\n\n\ndef f(x, w_q, w_k, w_v):\n    return x @ w_q,   x @ w_k, x @ w_v  # copied\n")
+    notes.write_text(
+        "# see test_week7_numbers_at_stated_precision_in_float64\n\n\ndef f(x, w_q, w_k, w_v):\n    return x @ w_q,   x @ w_k, x @ w_v  # copied\n"
+    )
     (tree / ".git").mkdir()
     (tree / "gradebook.db").write_bytes(b"SQLite")
     (tree / "results.json").write_text("{}")
@@ -331,7 +415,12 @@ def test_leak_audit_passes_the_release_and_finds_every_kind_of_leak(dist, tmp_pa
     assert "tests/suites/course/oracles.py: only the hidden tests need this file" in findings
     assert "exercises/notes.py:1: names the hidden test test_week7_numbers_at_stated_precision_in_float64" in findings
     assert "exercises/notes.py:5: line of the solution region at solutions/qkv.py:" in findings
-    assert ".git: a git repository" in findings and "gradebook.db: nbgrader's gradebook" in findings and "results.json: a grading report" in findings and "seed.key: looks like a key" in findings
+    assert (
+        ".git: a git repository" in findings
+        and "gradebook.db: nbgrader's gradebook" in findings
+        and "results.json: a grading report" in findings
+        and "seed.key: looks like a key" in findings
+    )
     proc = _run("audit", str(tree))
     assert proc.returncode == 1 and "finding(s)" in proc.stderr
 
@@ -346,25 +435,42 @@ def test_leak_audit_finds_renamed_copies_of_solution_code(tmp_path):
 
     class Rename(ast.NodeTransformer):
         def visit_Name(self, node):
-            return ast.copy_location(ast.Name(id="z_" + node.id if node.id not in ("torch", "math") else node.id, ctx=node.ctx), node)
+            return ast.copy_location(
+                ast.Name(id="z_" + node.id if node.id not in ("torch", "math") else node.id, ctx=node.ctx), node
+            )
 
         def visit_arg(self, node):
             return ast.copy_location(ast.arg(arg="z_" + node.arg), node)
 
     source = (ROOT / "solutions" / "custom_backward.py").read_text(encoding="utf-8")
     fn = next(n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.FunctionDef) and n.name == "attention_backward")
-    fn.name, fn.body = "_expected_grads", [b for b in fn.body if not (isinstance(b, ast.Expr) and isinstance(b.value, ast.Constant))]
+    fn.name, fn.body = (
+        "_expected_grads",
+        [b for b in fn.body if not (isinstance(b, ast.Expr) and isinstance(b.value, ast.Constant))],
+    )
     copy = ast.unparse(Rename().visit(fn))
     suite = tmp_path / "tests" / "suites" / "custom_backward" / "test_custom_backward_visible.py"
     suite.parent.mkdir(parents=True)
-    suite.write_text("import torch\n\n\n" + copy + "\n\n\ndef test_x(sub):\n    dk = 0.5 * (grad_s.transpose(-2, -1) @ query)  # inline\n", encoding="utf-8")
+    suite.write_text(
+        "import torch\n\n\n" + copy + "\n\n\ndef test_x(sub):\n    dk = 0.5 * (grad_s.transpose(-2, -1) @ query)  # inline\n",
+        encoding="utf-8",
+    )
     lines = suite.read_text(encoding="utf-8").splitlines()
     fn_line = next(i for i, line in enumerate(lines, 1) if line.startswith("def _expected_grads"))
     inline_line = next(i for i, line in enumerate(lines, 1) if "# inline" in line)
     findings = audit(tmp_path, CONFIG)
     rel = "tests/suites/custom_backward/test_custom_backward_visible.py"
-    assert any(f.startswith(f"{rel}:{fn_line}: function _expected_grads replays the body of attention_backward at solutions/custom_backward.py:") for f in findings), findings
-    assert any(f.startswith(f"{rel}:{inline_line}: `0.5 * (grad_s.transpose(-2, -1) @ query)` replays") and "of attention_backward at solutions/custom_backward.py:" in f for f in findings), findings
+    assert any(
+        f.startswith(
+            f"{rel}:{fn_line}: function _expected_grads replays the body of attention_backward at solutions/custom_backward.py:"
+        )
+        for f in findings
+    ), findings
+    assert any(
+        f.startswith(f"{rel}:{inline_line}: `0.5 * (grad_s.transpose(-2, -1) @ query)` replays")
+        and "of attention_backward at solutions/custom_backward.py:" in f
+        for f in findings
+    ), findings
     assert not [f for f in findings if "line of the solution region" in f]  # renamed: the line check alone would miss it
     (tmp_path / "exercises").mkdir()
     (tmp_path / "exercises" / "custom_backward.py").write_text(copy, encoding="utf-8")  # a student's own file may hold anything
@@ -398,8 +504,14 @@ def _student_grade(tree, view, out) -> dict:
     import os
 
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "MAKEFLAGS", "MFLAGS")}
-    proc = subprocess.run(["make", "--no-print-directory", "grade", f"VENV={view}", "FORMAT=json", f"OUTPUT={out}", "SEED=7"],
-                          cwd=tree, capture_output=True, text=True, timeout=600, env=env)
+    proc = subprocess.run(
+        ["make", "--no-print-directory", "grade", f"VENV={view}", "FORMAT=json", f"OUTPUT={out}", "SEED=7"],
+        cwd=tree,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return json.loads(out.read_text(encoding="utf-8"))
 
@@ -418,10 +530,14 @@ def test_a_copy_of_the_student_tree_grades_on_its_own(dist, tmp_path):
     assert not tree.resolve().is_relative_to(repo)
     view = _venv_view(tmp_path)
     stubs = _student_grade(tree, view, tmp_path / "stubs.json")
-    visible_points = sum(w for s in CONFIG.skills.values() for suite in s.suites if suite.visibility == "visible" for w in suite.weights.values())
+    visible_points = sum(
+        w for s in CONFIG.skills.values() for suite in s.suites if suite.visibility == "visible" for w in suite.weights.values()
+    )
     assert stubs["status"] == "complete" and stubs["score"] == 0 and stubs["max_score"] == pytest.approx(visible_points)
     tests = [t for s in stubs["skills"] for t in s["tests"]]
-    assert len(tests) == sum(len(suite.weights) for s in CONFIG.skills.values() for suite in s.suites if suite.visibility == "visible")
+    assert len(tests) == sum(
+        len(suite.weights) for s in CONFIG.skills.values() for suite in s.suites if suite.visibility == "visible"
+    )
     for t in tests:
         assert t["status"] == "failed" and "TODO(" in t["summary"] + " " + (t["detail"] or ""), t["name"]
     for s in CONFIG.skills.values():
@@ -438,15 +554,21 @@ def _readme_for(*platforms: str) -> tuple[str, set[str]]:
 
     from autograder.instructor.release.student import template_files
 
-    ctx = ReleaseContext(repo=ROOT, config=replace(CONFIG, platforms=platforms), out=ROOT / "dist", version="0.0.0-test",
-                         commit="0" * 40, suite_hash="test")
+    ctx = ReleaseContext(
+        repo=ROOT,
+        config=replace(CONFIG, platforms=platforms),
+        out=ROOT / "dist",
+        version="0.0.0-test",
+        commit="0" * 40,
+        suite_hash="test",
+    )
     files = template_files(ctx)
     return files["README.md"].decode("utf-8"), set(files)
 
 
 def test_student_readme_says_how_to_submit_on_each_platform_the_course_lists():
     readme, files = _readme_for(*CONFIG.platforms)
-    section = readme[readme.index("## How to submit"):readme.index("## Rules of the exercises")]
+    section = readme[readme.index("## How to submit") : readme.index("## Rules of the exercises")]
     # Gradescope: what to upload, per assignment, which files count
     assert "### Gradescope — your official score" in section
     for name, skills in CONFIG.assignments.items():
@@ -510,16 +632,24 @@ def classroom50_contract_errors(result: dict, env: dict[str, str]) -> list[str]:
             errors.append(f"tests[{i}]: test-name / passed")
         if not whole(test.get("score")) or not whole(test.get("max-score")) or test["score"] > test["max-score"]:
             errors.append(f"tests[{i}]: score / max-score")
-    if sum(t.get("score", 0) for t in tests) != result.get("score") or sum(t.get("max-score", 0) for t in tests) != result.get("max-score"):
+    if sum(t.get("score", 0) for t in tests) != result.get("score") or sum(t.get("max-score", 0) for t in tests) != result.get(
+        "max-score"
+    ):
         errors.append("score / max-score are not the sums of the tests'")
     return errors
 
 
-C50_ENV = {"CLASSROOM": "attention-2026", "ASSIGNMENT": "week7-attention", "SUBMISSION_TAG": "submit/2026-06-01T14-32-05Z-a1b2c3d",
-           "USERNAME": "alice", "OWNER": "alice", "ASSIGNMENT_TYPE": "individual",
-           "COMMIT_URL": "https://github.com/org/attention-2026-week7-attention-alice/commit/" + "a" * 40,
-           "RELEASE_URL": "https://github.com/org/attention-2026-week7-attention-alice/releases/tag/submit%2F2026-06-01T14-32-05Z-a1b2c3d",
-           "REVIEW_URL": "https://github.com/org/attention-2026-week7-attention-alice/compare/" + "b" * 40 + "..." + "a" * 40}
+C50_ENV = {
+    "CLASSROOM": "attention-2026",
+    "ASSIGNMENT": "week7-attention",
+    "SUBMISSION_TAG": "submit/2026-06-01T14-32-05Z-a1b2c3d",
+    "USERNAME": "alice",
+    "OWNER": "alice",
+    "ASSIGNMENT_TYPE": "individual",
+    "COMMIT_URL": "https://github.com/org/attention-2026-week7-attention-alice/commit/" + "a" * 40,
+    "RELEASE_URL": "https://github.com/org/attention-2026-week7-attention-alice/releases/tag/submit%2F2026-06-01T14-32-05Z-a1b2c3d",
+    "REVIEW_URL": "https://github.com/org/attention-2026-week7-attention-alice/compare/" + "b" * 40 + "..." + "a" * 40,
+}
 
 
 def _run_classroom50(entry: Path, checkout: Path, tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
@@ -528,8 +658,16 @@ def _run_classroom50(entry: Path, checkout: Path, tmp_path: Path, **env: str) ->
     import os
 
     keep = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "AUTOGRADER_SEED_KEY_FILE")}
-    full = {**keep, **C50_ENV, "CLASSROOM50_BUNDLE_DIR": str(entry.parent), "GITHUB_OUTPUT": str(tmp_path / "github_output"), **env}
-    return subprocess.run([sys.executable, str(entry)], cwd=checkout, env=full, capture_output=True, text=True, timeout=600, check=False)
+    full = {
+        **keep,
+        **C50_ENV,
+        "CLASSROOM50_BUNDLE_DIR": str(entry.parent),
+        "GITHUB_OUTPUT": str(tmp_path / "github_output"),
+        **env,
+    }
+    return subprocess.run(
+        [sys.executable, str(entry)], cwd=checkout, env=full, capture_output=True, text=True, timeout=600, check=False
+    )
 
 
 @pytest.mark.slow  # needs the release build (dist, below)
@@ -549,7 +687,9 @@ def test_release_writes_one_classroom50_autograder_per_assignment_with_visible_t
         assert info["assignment"] == name and list(info["skills"]) == list(skills) and info["scale"] == 4
         assert info["full_points"] == sum(CONFIG.skills[s].points for s in skills)
         for sid, skill in info["skills"].items():
-            visible = {t: w for suite in CONFIG.skills[sid].suites if suite.visibility == "visible" for t, w in suite.weights.items()}
+            visible = {
+                t: w for suite in CONFIG.skills[sid].suites if suite.visibility == "visible" for t, w in suite.weights.items()
+            }
             assert skill["tests"] == visible and not set(skill["tests"]) & hidden
         entry = (root / name / "autograder.py").read_text(encoding="utf-8")
         assert "Advanced Autograding" in entry and "result.json" in entry and "official score" in entry
@@ -574,7 +714,13 @@ def test_classroom50_autograder_grades_the_student_checkout_into_the_documented_
     result = json.loads((checkout / "result.json").read_text(encoding="utf-8"))
     assert classroom50_contract_errors(result, C50_ENV) == []
     week7 = CONFIG.for_assignment("week7")
-    weights = {(s.id, t): w for s in week7.skills.values() for suite in s.suites if suite.visibility == "visible" for t, w in suite.weights.items()}
+    weights = {
+        (s.id, t): w
+        for s in week7.skills.values()
+        for suite in s.suites
+        if suite.visibility == "visible"
+        for t, w in suite.weights.items()
+    }
     assert [t["test-name"] for t in result["tests"]] == [f"{sid}: {name}" for sid, name in weights]
     assert result["max-score"] == 4 * sum(weights.values())
     solved = sum(w for (sid, _), w in weights.items() if sid in ("qkv", "masks"))
@@ -612,13 +758,23 @@ def test_classroom50_scores_use_the_release_weights_and_round_partial_credit():
 
     entry = runpy.run_path(str(ROOT / "autograder/instructor/release/templates/classroom50/autograder.py"))
     info = {"scale": 4, "skills": {"qkv": {"tests": {"a": 1.0, "b": 0.75, "c": 0.5}}}}
-    results = {"skills": [{"id": "qkv", "tests": [
-        {"name": "a", "score": 10.0, "max_score": 10.0, "status": "passed"},  # weight inflated locally: still 1 point
-        {"name": "b", "score": 0.25, "max_score": 0.75, "status": "failed"},  # a third of 0.75 = 0.25 → 1 unit
-    ]}]}
+    results = {
+        "skills": [
+            {
+                "id": "qkv",
+                "tests": [
+                    {"name": "a", "score": 10.0, "max_score": 10.0, "status": "passed"},  # weight inflated locally: still 1 point
+                    {"name": "b", "score": 0.25, "max_score": 0.75, "status": "failed"},  # a third of 0.75 = 0.25 → 1 unit
+                ],
+            }
+        ]
+    }
     tests, total = entry["translate"](results, info)
     assert [(t["test-name"], t["passed"], t["score"], t["max-score"]) for t in tests] == [
-        ("qkv: a", True, 4, 4), ("qkv: b", False, 1, 3), ("qkv: c", False, 0, 2)]
+        ("qkv: a", True, 4, 4),
+        ("qkv: b", False, 1, 3),
+        ("qkv: c", False, 0, 2),
+    ]
     assert total == pytest.approx(1.25) and tests[2]["status"] == "not_run"
     assert entry["units"](0.125, 4) == 1 and entry["units"](0.1, 4) == 0
 

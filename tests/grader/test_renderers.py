@@ -6,18 +6,17 @@ workflow commands or terminal escapes."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import jsonschema
 import pytest
+from conftest import ROOT, SOLUTIONS, grade, make_submission
 
 from autograder.config import load
 from autograder.core import escape
 from autograder.renderers import github, gradescope, markdown, render
+from autograder.renderers.common import points
 from autograder.runner import scoring
 from autograder.runner.manifest import RunManifest
-from autograder.renderers.common import points
-from conftest import ROOT, SOLUTIONS, grade, make_submission
 
 SCHEMAS = ROOT / "autograder" / "schemas"
 GRADESCOPE_SCHEMA = json.loads((SCHEMAS / "gradescope-results.schema.json").read_text())
@@ -33,10 +32,37 @@ def config():
 @pytest.fixture(scope="module")
 def hostile_results(config):
     tests = config.tests
-    feedback = {"check": "qkv.project_qkv(…)", "problem": "raised", "detail": HOSTILE, "hints": [{"id": "general/todo", "text": "t", "section": "s"}],
-                "grids": [{"title": HOSTILE, "rows": "query", "cols": "key", "expected": [["1", "0"], ["0.5", "0.5"]], "got": [["1", "0"], ["0.45|", "0.55"]], "bad": [[False, False], [True, True]]}],
-                "frames": [{"file": "qkv.py", "line": 3, "function": "project_qkv"}], "error": {"type": "ValueError", "message": HOSTILE, "frames": []}}
-    report = {"tests": [{"nodeid": t.node_id, "outcome": "failed", "metadata": {"result": {"kind": "submission", "feedback": feedback}, "printed": [{"call": "c", "text": HOSTILE, "dropped": 5}]}} for t in tests]}
+    feedback = {
+        "check": "qkv.project_qkv(…)",
+        "problem": "raised",
+        "detail": HOSTILE,
+        "hints": [{"id": "general/todo", "text": "t", "section": "s"}],
+        "grids": [
+            {
+                "title": HOSTILE,
+                "rows": "query",
+                "cols": "key",
+                "expected": [["1", "0"], ["0.5", "0.5"]],
+                "got": [["1", "0"], ["0.45|", "0.55"]],
+                "bad": [[False, False], [True, True]],
+            }
+        ],
+        "frames": [{"file": "qkv.py", "line": 3, "function": "project_qkv"}],
+        "error": {"type": "ValueError", "message": HOSTILE, "frames": []},
+    }
+    report = {
+        "tests": [
+            {
+                "nodeid": t.node_id,
+                "outcome": "failed",
+                "metadata": {
+                    "result": {"kind": "submission", "feedback": feedback},
+                    "printed": [{"call": "c", "text": HOSTILE, "dropped": 5}],
+                },
+            }
+            for t in tests
+        ]
+    }
     return scoring.build(RunManifest.plan(config), report, {"path": HOSTILE, "modules": {}, "ignored": [HOSTILE]})
 
 
@@ -84,10 +110,32 @@ def test_hidden_visibility_maps_to_the_configured_gradescope_value(hostile_resul
 
 # --------------------------------------------------------------------------- hidden stays hidden
 #: every field of results.json (Gradescope's spec), so that a new one must be classified here
-TOP_FIELDS = {"score", "execution_time", "output", "output_format", "test_output_format", "test_name_format", "visibility",
-              "stdout_visibility", "extra_data", "tests", "leaderboard"}
-TEST_FIELDS = {"score", "max_score", "status", "name", "name_format", "number", "output", "output_format", "tags", "visibility",
-               "extra_data"}
+TOP_FIELDS = {
+    "score",
+    "execution_time",
+    "output",
+    "output_format",
+    "test_output_format",
+    "test_name_format",
+    "visibility",
+    "stdout_visibility",
+    "extra_data",
+    "tests",
+    "leaderboard",
+}
+TEST_FIELDS = {
+    "score",
+    "max_score",
+    "status",
+    "name",
+    "name_format",
+    "number",
+    "output",
+    "output_format",
+    "tags",
+    "visibility",
+    "extra_data",
+}
 
 
 def _leaves(path: str, value) -> list[tuple[str, object]]:
@@ -144,19 +192,26 @@ def assert_nothing_hidden_before_the_due_date(data: dict) -> None:
     for skill, tests in by_skill.items():
         shown_tests = [t for t in tests if t["visibility"] == "visible"]
         numbers = [t["number"].split(".")[1] for t in shown_tests]
-        assert numbers == [str(i) for i in range(1, len(shown_tests) + 1)], (skill, numbers)  # no gap tells where a hidden test sits
+        assert numbers == [str(i) for i in range(1, len(shown_tests) + 1)], (
+            skill,
+            numbers,
+        )  # no gap tells where a hidden test sits
         for group, label in ((tests, "with hidden tests"), (shown_tests, "visible")):
             weighted = [t for t in group if t["max_score"] > 0]
-            figures = (f"{points(sum(t['score'] for t in group))} / {points(sum(t['max_score'] for t in group))}",
-                       f"{sum(t['status'] == 'passed' for t in weighted)}/{len(weighted)}")
+            figures = (
+                f"{points(sum(t['score'] for t in group))} / {points(sum(t['max_score'] for t in group))}",
+                f"{sum(t['status'] == 'passed' for t in weighted)}/{len(weighted)}",
+            )
             if label == "visible":
                 for figure in figures:
                     secrets.pop(figure, None)
             else:
                 secrets.update({figure: f"{skill}'s score or pass count with hidden tests" for figure in figures})
     overall = f"{points(data['score'])} / {points(sum(t['max_score'] for t in graded))}"
-    visible_overall = f"{points(sum(t['score'] for t in graded if t['visibility'] == 'visible'))} / " \
-                      f"{points(sum(t['max_score'] for t in graded if t['visibility'] == 'visible'))}"
+    visible_overall = (
+        f"{points(sum(t['score'] for t in graded if t['visibility'] == 'visible'))} / "
+        f"{points(sum(t['max_score'] for t in graded if t['visibility'] == 'visible'))}"
+    )
     if overall != visible_overall:
         secrets[overall] = "the total score"
     leaks = [(why, path) for secret, why in secrets.items() for path, value in shown if secret in str(value)]
@@ -177,7 +232,10 @@ def test_gradescope_shows_no_hidden_result_before_the_due_date(tmp_path):
     source = (SOLUTIONS / "row_softmax.py").read_text(encoding="utf-8")
     right = "row_max = scores.amax(dim=dim, keepdim=True)  # [...,L,1] for dim=-1\n    exps = torch.exp(scores - row_max)  # every entry in [0, 1]; −∞ → 0\n    return exps / exps.sum(dim=dim, keepdim=True)"
     assert right in source
-    wrong = source.replace(right, "row_max = scores.amax(dim=0, keepdim=True)\n    exps = torch.exp(scores - row_max)\n    return exps / exps.sum(dim=0, keepdim=True)")
+    wrong = source.replace(
+        right,
+        "row_max = scores.amax(dim=0, keepdim=True)\n    exps = torch.exp(scores - row_max)\n    return exps / exps.sum(dim=0, keepdim=True)",
+    )
     sub = make_submission(tmp_path / "sub", {"row_softmax.py": wrong})
     out = tmp_path / "results.json"
     graded = grade(sub, "--skill", "row_softmax", fmt="gradescope", output=out, seed=1)

@@ -12,11 +12,11 @@ import textwrap
 
 import pytest
 import torch
+from conftest import ROOT
 
 from autograder.sandbox.probes import OpRecorder
 from autograder.testing.failures import CheckFailed
 from autograder.testing.source import check_no_banned, reaches, scan
-from conftest import ROOT
 
 SOFTMAX = ("softmax", "_softmax", "log_softmax", "cross_entropy", "Softmax", "scaled_dot_product_attention")
 SDPA = ("MultiheadAttention", "multi_head_attention_forward", "scaled_dot_product_attention")
@@ -43,18 +43,36 @@ EVASIONS = {
     "thread": ("import threading\n", "import threading"),
     "frame": ("import sys\nf = sys._getframe\n", "_getframe"),
     "eval": ("f = eval('torch.softmax')\n", "eval"),
-    "torchscript-from-a-string": ('CU = torch.jit.CompilationUnit("def f(x: Tensor) -> Tensor:\\n    return torch.softmax(x, -1)")\n', "CompilationUnit"),
+    "torchscript-from-a-string": (
+        'CU = torch.jit.CompilationUnit("def f(x: Tensor) -> Tensor:\\n    return torch.softmax(x, -1)")\n',
+        "CompilationUnit",
+    ),
     "torchscript-import": ("from torch.jit import CompilationUnit\n", "CompilationUnit"),
     "script-module-from-bytes": ("import io\ndef f(blob):\n    return torch.jit.load(io.BytesIO(blob))\n", "torch.jit.load"),
     "torch-load-import": ("from torch import load\n", "from torch import load"),
     "string-outside-all": ("__all__ = ['f']\nNAMES = ['cross_entropy']\n", "names cross_entropy"),
     # a class of the file defining `softmax` vouches for its own instances only, never for a tensor
     "tensor-beside-own-method": ("class Rows:\n    def softmax(self, x):\n        return x.softmax(-1)\n", "x.softmax"),
-    "self-rebound-to-a-tensor": ("class Rows:\n    def softmax(self):\n        return 1\n\n    def f(self, x):\n        self = x\n        return self.softmax(-1)\n", "self.softmax"),
-    "local-rebound-to-a-tensor": ("class Rows:\n    def softmax(self):\n        return 1\n\ndef f(x):\n    rows = Rows()\n    rows = x\n    return rows.softmax(-1)\n", "rows.softmax"),
-    "class-name-rebound": ("class Rows:\n    def softmax(self):\n        return 1\n\ndef f(x):\n    Rows = x\n    return Rows.softmax(-1)\n", "Rows.softmax"),
-    "subclass-puts-tensor-first": ("class Rows:\n    def softmax(self, dim):\n        return 1\n\n    def run(self, dim):\n        return self.softmax(dim)\n\nclass Sub(torch.Tensor, Rows):\n    pass\n", "self.softmax"),
-    "own-method-overwritten": ("class Rows:\n    def softmax(self):\n        return 1\n\nRows.softmax = torch.Tensor.softmax\n", "torch.Tensor.softmax"),
+    "self-rebound-to-a-tensor": (
+        "class Rows:\n    def softmax(self):\n        return 1\n\n    def f(self, x):\n        self = x\n        return self.softmax(-1)\n",
+        "self.softmax",
+    ),
+    "local-rebound-to-a-tensor": (
+        "class Rows:\n    def softmax(self):\n        return 1\n\ndef f(x):\n    rows = Rows()\n    rows = x\n    return rows.softmax(-1)\n",
+        "rows.softmax",
+    ),
+    "class-name-rebound": (
+        "class Rows:\n    def softmax(self):\n        return 1\n\ndef f(x):\n    Rows = x\n    return Rows.softmax(-1)\n",
+        "Rows.softmax",
+    ),
+    "subclass-puts-tensor-first": (
+        "class Rows:\n    def softmax(self, dim):\n        return 1\n\n    def run(self, dim):\n        return self.softmax(dim)\n\nclass Sub(torch.Tensor, Rows):\n    pass\n",
+        "self.softmax",
+    ),
+    "own-method-overwritten": (
+        "class Rows:\n    def softmax(self):\n        return 1\n\nRows.softmax = torch.Tensor.softmax\n",
+        "torch.Tensor.softmax",
+    ),
 }
 
 
@@ -78,18 +96,20 @@ def test_the_hint_names_file_line_and_construct():
 
 def test_a_backward_written_as_a_lambda_is_scanned_as_backward():
     source = "import torch\n\n\nclass AttentionFunction(torch.autograd.Function):\n    backward = staticmethod(lambda ctx, d_out: (*torch.autograd.grad(ctx.out, ctx.inputs, d_out), None))\n"
-    assert [(v.found, v.function) for v in scan(source, AUTOGRAD, scope=BACKWARD_SCOPE)] == [("torch.autograd.grad", "AttentionFunction.backward")]
+    assert [(v.found, v.function) for v in scan(source, AUTOGRAD, scope=BACKWARD_SCOPE)] == [
+        ("torch.autograd.grad", "AttentionFunction.backward")
+    ]
 
 
 def test_a_helper_outside_the_scoped_functions_cannot_hide_dynamic_autograd():
-    source = textwrap.dedent('''
+    source = textwrap.dedent("""
         import torch
         _grad = torch.autograd.grad.__wrapped__
         def helper(x):
             return _grad(x.sum(), x)
         def attention_backward(d_out, q, k, v, weights, scale):
             return helper(q)
-    ''')
+    """)
     found = scan(source, AUTOGRAD, scope=BACKWARD_SCOPE)
     assert any("__wrapped__" in v.found and v.function == "<module>" for v in found)
 
@@ -103,7 +123,7 @@ FAIR = [
     'from __future__ import annotations\nfrom typing import Optional\nimport torch\n\n\ndef f(a: torch.Tensor, b: Optional[torch.Tensor] = None) -> torch.Tensor:\n    eps = torch.finfo(a.dtype).eps\n    return torch.einsum("...ld,...sd->...ls", a, a) + eps\n',
     # helper classes with __slots__ whose own methods are named softmax / log_softmax: self.softmax(),
     # Rows(s).softmax(), a local bound to Rows(…), Rows.log_softmax(…), self.softmax() in a closure
-    textwrap.dedent('''
+    textwrap.dedent("""
         import torch
 
 
@@ -135,7 +155,7 @@ FAIR = [
 
         def log_softmax_rows(s, dim=-1):
             return Rows.log_softmax(s, dim)
-    '''),
+    """),
     # an export list naming the exercise's own cross_entropy
     '__all__ = ["softmax_rows", "log_softmax_rows", "cross_entropy", "vocab_probs"]\n__all__ += ("cross_entropy",)\n\n\ndef cross_entropy(logits, targets):\n    return logits\n',
 ]
@@ -148,7 +168,7 @@ def test_honest_code_in_any_style_is_never_flagged(source):
 
 def test_an_own_method_named_like_sdpa_is_not_the_torch_function():
     """mha_reshape.py may name its own attention method after the lesson's term."""
-    source = textwrap.dedent('''
+    source = textwrap.dedent("""
         import torch.nn as nn
 
 
@@ -158,16 +178,18 @@ def test_an_own_method_named_like_sdpa_is_not_the_torch_function():
 
             def forward(self, q, k, v, allowed):
                 return self.scaled_dot_product_attention(q, k, v, allowed)
-    ''')
+    """)
     assert scan(source, SDPA) == []
-    assert [v.found for v in scan(source.replace("self.scaled_dot_product_attention(q", "nn.functional.scaled_dot_product_attention(q"), SDPA)] == [
-        "nn.functional.scaled_dot_product_attention"]
+    assert [
+        v.found
+        for v in scan(source.replace("self.scaled_dot_product_attention(q", "nn.functional.scaled_dot_product_attention(q"), SDPA)
+    ] == ["nn.functional.scaled_dot_product_attention"]
 
 
 def test_backward_may_reach_the_helpers_through_the_files_own_functions():
-    """"backward goes through attention_backward, which uses softmax_backward" holds through
+    """ "backward goes through attention_backward, which uses softmax_backward" holds through
     a helper method or function of the file; code that never calls the helper still fails."""
-    source = textwrap.dedent('''
+    source = textwrap.dedent("""
         def softmax_backward(d_weights, weights):
             return weights * (d_weights - (d_weights * weights).sum(-1, keepdim=True))
 
@@ -200,7 +222,7 @@ def test_backward_may_reach_the_helpers_through_the_files_own_functions():
 
         class Lambdas:
             backward = staticmethod(lambda ctx, d_out: (*attention_backward(d_out, *ctx.saved_tensors, ctx.scale), None))
-    ''')
+    """)
     assert reaches(source, "Lambdas.backward", "attention_backward")
     assert reaches(source, "lambda_softmax_backward", "softmax_backward")
     assert reaches(source, "AttentionFunction.backward", "attention_backward")
@@ -209,7 +231,7 @@ def test_backward_may_reach_the_helpers_through_the_files_own_functions():
     assert not reaches(source, "softmax_backward", "attention_backward")
 
 
-SIBLING = textwrap.dedent('''
+SIBLING = textwrap.dedent("""
     import torch
     import torch.nn.functional as F
 
@@ -228,7 +250,7 @@ SIBLING = textwrap.dedent('''
 
     if __name__ == "__main__":
         print(sdpa(*[torch.randn(1, 2, 3)] * 3))
-''')
+""")
 HANDOUTS = {  # a helper whose SDPA reaches `ok`'s caller without `ok` naming it: scanned all the same
     "decorator": "REG = []\ndef register(f):\n    REG.append(f)\n    return f\n@register\ndef g(q):\n    return F.scaled_dot_product_attention(q, q, q)\n",
     "default": "REG = []\ndef g(x=REG.append(F.scaled_dot_product_attention)):\n    return x\n",
@@ -238,14 +260,17 @@ HANDOUTS = {  # a helper whose SDPA reaches `ok`'s caller without `ok` naming it
 }
 
 
-@pytest.mark.parametrize(("importer", "flagged"), [
-    ("from sdpa_masks import to_additive_mask\n", False),
-    ("import sdpa_masks as sm\n\n\ndef f(a):\n    return sm.to_additive_mask(a)\n", False),
-    ("from sdpa_masks import sdpa\n", True),
-    ("import sdpa_masks\n\n\ndef f(q):\n    return sdpa_masks.sdpa(q, q, q)\n", True),
-    ("from sdpa_masks import *\n", True),
-    ("import sdpa_masks\nM = sdpa_masks\n", True),
-])
+@pytest.mark.parametrize(
+    ("importer", "flagged"),
+    [
+        ("from sdpa_masks import to_additive_mask\n", False),
+        ("import sdpa_masks as sm\n\n\ndef f(a):\n    return sm.to_additive_mask(a)\n", False),
+        ("from sdpa_masks import sdpa\n", True),
+        ("import sdpa_masks\n\n\ndef f(q):\n    return sdpa_masks.sdpa(q, q, q)\n", True),
+        ("from sdpa_masks import *\n", True),
+        ("import sdpa_masks\nM = sdpa_masks\n", True),
+    ],
+)
 def test_a_sibling_module_counts_for_what_the_file_can_run_of_it(importer, flagged):
     """mha_reshape.py may reuse the student's own sdpa_masks.to_additive_mask: sdpa_masks.sdpa,
     which calls SDPA by design, never runs for it (nor does a __main__ self-check)."""
@@ -264,8 +289,18 @@ def test_code_a_helper_hands_out_at_import_is_scanned_though_never_named(handout
         check_no_banned("from helper import ok\n", "mha_reshape.py", SDPA, what="rule", imports={"helper": helper})
 
 
-@pytest.mark.parametrize("folder", ["solutions", "exercises", "tests/submissions/styles/einsum", "tests/submissions/styles/float64_lse", "tests/submissions/styles/loops",
-                                    "tests/submissions/styles/defensive_oop", "tests/submissions/styles/minimal_functional"])
+@pytest.mark.parametrize(
+    "folder",
+    [
+        "solutions",
+        "exercises",
+        "tests/submissions/styles/einsum",
+        "tests/submissions/styles/float64_lse",
+        "tests/submissions/styles/loops",
+        "tests/submissions/styles/defensive_oop",
+        "tests/submissions/styles/minimal_functional",
+    ],
+)
 def test_reference_stubs_and_style_submissions_pass_the_static_rules(folder):
     base = ROOT / folder
     assert scan((base / "row_softmax.py").read_text(), SOFTMAX[:-1]) == []
@@ -322,7 +357,7 @@ def test_honest_code_leaves_the_recorder_intact():
 
 def test_the_autograd_tripwire_has_no_unwatched_original_and_watches_the_engine():
     """In a fresh interpreter (the tripwire patches torch process-wide)."""
-    code = textwrap.dedent('''
+    code = textwrap.dedent("""
         import torch
         from autograder.sandbox import probes
         probes.AUTOGRAD_TRIPWIRE.install()
@@ -335,6 +370,6 @@ def test_the_autograd_tripwire_has_no_unwatched_original_and_watches_the_engine(
         probes.AUTOGRAD_TRIPWIRE.disarm()
         assert any("engine" in u for u in uses), uses
         print("ok")
-    ''')
+    """)
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert out.stdout.strip() == "ok", out.stderr[-2000:]

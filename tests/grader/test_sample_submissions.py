@@ -19,7 +19,6 @@ from __future__ import annotations
 import sys
 
 import pytest
-
 from conftest import CONFIG, MODULES, SKILLS, SUBMISSIONS, grade
 
 sys.path.insert(0, str(SUBMISSIONS))
@@ -75,10 +74,17 @@ def test_each_mistake_loses_points_in_its_skill_only_and_names_itself(batch, tmp
     for skill, m in applied.items():
         points = CONFIG["skills"][skill]["points"]
         assert graded.score(skill) < points, f"{skill}/{m['id']} lost no points"
-        assert m["hint"] in graded.hints(skill), f"{skill}/{m['id']}: hint {m['hint']} not shown; got {sorted(graded.hints(skill))}"
+        assert m["hint"] in graded.hints(skill), (
+            f"{skill}/{m['id']}: hint {m['hint']} not shown; got {sorted(graded.hints(skill))}"
+        )
         if skill in FUNCTION_CONFINED:
             names = variants.functions(MODULES[skill])
             own = variants.dependents(variants.mutated_source(m), m["function"])
-            elsewhere = [t["name"] for t in graded.tests(skill)
-                         if t["status"] != "passed" and variants.named_functions(t["name"], names, skill) and not set(variants.named_functions(t["name"], names, skill)) & own]
+            elsewhere = [
+                t["name"]
+                for t in graded.tests(skill)
+                if t["status"] != "passed"
+                and variants.named_functions(t["name"], names, skill)
+                and not set(variants.named_functions(t["name"], names, skill)) & own
+            ]
             assert not elsewhere, f"{skill}/{m['id']} (a mistake in {m['function']}) failed tests of other functions: {elsewhere}"

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import ROOT
 
 from autograder.config import load
 from autograder.runner.policy import build_worker_spec
 from autograder.sandbox import confine, seccomp
 from autograder.sandbox.client import Sandbox, WorkerDied, WorkerProtocolError, WorkerTimeout
-from conftest import ROOT
 
 LINUX = os.uname().sysname == "Linux"
 pytestmark = pytest.mark.skipif(not LINUX, reason="the sandbox's confinement is Linux-only")
@@ -258,7 +258,9 @@ def sandbox(tmp_path_factory):
 def call(box, fn, *args, timeout=5.0):
     worker = box.worker()
     try:
-        return worker, worker.run("call", None, [], {"module": "m", "target": fn, "args": list(args), "kwargs": {}}, timeout=timeout, during=fn)
+        return worker, worker.run(
+            "call", None, [], {"module": "m", "target": fn, "args": list(args), "kwargs": {}}, timeout=timeout, during=fn
+        )
     except BaseException:
         worker.close()
         raise
@@ -419,7 +421,12 @@ def test_worker_cannot_change_mode_owner_times_or_xattrs_outside_scratch(sandbox
     assert reply.ok and set(reply.value["value"].values()) <= {"PermissionError", "FileNotFoundError"}, reply.value["value"]
     after = target.stat()
     assert (after.st_mode, after.st_uid, after.st_gid, after.st_mtime_ns, after.st_atime_ns) == (
-        before.st_mode, before.st_uid, before.st_gid, before.st_mtime_ns, before.st_atime_ns)
+        before.st_mode,
+        before.st_uid,
+        before.st_gid,
+        before.st_mtime_ns,
+        before.st_atime_ns,
+    )
     assert os.listxattr(target) == xattrs
 
 
@@ -428,13 +435,17 @@ def test_worker_cannot_lower_or_signal_the_graders_processes(sandbox):
     import resource
 
     grader = [os.getpid(), sandbox.pid]
-    limits = {pid: (resource.prlimit(pid, resource.RLIMIT_FSIZE), resource.prlimit(pid, resource.RLIMIT_NOFILE)) for pid in grader}
+    limits = {
+        pid: (resource.prlimit(pid, resource.RLIMIT_FSIZE), resource.prlimit(pid, resource.RLIMIT_NOFILE)) for pid in grader
+    }
     worker, reply = call(sandbox, "lower_limits", grader)
     worker.close()
     outcome = reply.value["value"]
     assert outcome.pop("self") == "done"  # its own limits are its own business
     assert set(outcome.values()) == {"PermissionError"}, outcome
-    assert limits == {pid: (resource.prlimit(pid, resource.RLIMIT_FSIZE), resource.prlimit(pid, resource.RLIMIT_NOFILE)) for pid in grader}
+    assert limits == {
+        pid: (resource.prlimit(pid, resource.RLIMIT_FSIZE), resource.prlimit(pid, resource.RLIMIT_NOFILE)) for pid in grader
+    }
     worker, reply = call(sandbox, "signal_pids", grader)
     worker.close()
     outcome = reply.value["value"]

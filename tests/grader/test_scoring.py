@@ -5,12 +5,12 @@ run, grader errors never blamed on (or credited to) the student."""
 from __future__ import annotations
 
 import pytest
+from conftest import ROOT
 
+from autograder.config import load
 from autograder.core import results as results_mod
 from autograder.runner import scoring
-from autograder.config import load
 from autograder.runner.manifest import ModuleEntry, RunManifest
-from conftest import ROOT
 
 
 @pytest.fixture(scope="module")
@@ -28,10 +28,25 @@ def entry(nodeid, outcome, kind=None, fraction=None, feedback=None, error=None):
             meta["result"]["error"] = error
     if fraction is not None:
         meta["credit"] = {"passed": 1, "total": 4, "fraction": fraction, "failed": []}
-    return {"nodeid": nodeid, "outcome": outcome, "metadata": meta, "setup": {"duration": 0.001}, "call": {"duration": 0.002}, "teardown": {"duration": 0.0}}
+    return {
+        "nodeid": nodeid,
+        "outcome": outcome,
+        "metadata": meta,
+        "setup": {"duration": 0.001},
+        "call": {"duration": 0.002},
+        "teardown": {"duration": 0.0},
+    }
 
 
-FEEDBACK = {"check": "project_qkv: Q", "problem": "values", "detail": "first mismatch at index [0, 0, 0]: expected 1, got 2", "hints": [{"id": "qkv/swapped-projections", "text": "t", "section": "s"}], "grids": [], "frames": [], "error": None}
+FEEDBACK = {
+    "check": "project_qkv: Q",
+    "problem": "values",
+    "detail": "first mismatch at index [0, 0, 0]: expected 1, got 2",
+    "hints": [{"id": "qkv/swapped-projections", "text": "t", "section": "s"}],
+    "grids": [],
+    "frames": [],
+    "error": None,
+}
 
 
 def test_all_passed_gives_exactly_the_points(config):
@@ -68,14 +83,21 @@ def test_unexpected_tests_in_the_report_earn_nothing(config):
 
 def test_grader_errors_score_zero_and_are_not_blamed_on_the_student(config):
     tests = config.tests
-    report = {"tests": [entry(tests[0].node_id, "failed", "grader_error", error={"type": "TypeError", "message": "bug", "traceback": "..."})]}
+    report = {
+        "tests": [
+            entry(tests[0].node_id, "failed", "grader_error", error={"type": "TypeError", "message": "bug", "traceback": "..."})
+        ]
+    }
     res = scoring.build(RunManifest.plan(config), report, {})
     first = res.tests[0]
     assert first.status == "error" and first.score == 0 and "not your fault" in first.summary
 
 
 def test_a_collection_error_marks_the_file_as_not_run(config):
-    report = {"tests": [], "collectors": [{"nodeid": "tests/suites/qkv/test_qkv_hidden.py", "outcome": "failed", "longrepr": "ImportError: boom"}]}
+    report = {
+        "tests": [],
+        "collectors": [{"nodeid": "tests/suites/qkv/test_qkv_hidden.py", "outcome": "failed", "longrepr": "ImportError: boom"}],
+    }
     res = scoring.build(RunManifest.plan(config), report, {})
     hidden = [t for t in res.tests if t.visibility == "hidden"]
     assert hidden and all("could not be loaded" in t.summary for t in hidden)
@@ -90,7 +112,20 @@ def test_a_broken_run_is_never_a_partial_pass(config):
 
 def test_public_view_hides_hidden_details_but_keeps_name_and_hint(config):
     tests = config.tests
-    report = {"tests": [entry(t.node_id, "failed", "check", feedback=dict(FEEDBACK, grids=[{"title": "g", "rows": "r", "cols": "c", "expected": [["1"]], "got": [["2"]], "bad": [[True]]}])) for t in tests]}
+    report = {
+        "tests": [
+            entry(
+                t.node_id,
+                "failed",
+                "check",
+                feedback=dict(
+                    FEEDBACK,
+                    grids=[{"title": "g", "rows": "r", "cols": "c", "expected": [["1"]], "got": [["2"]], "bad": [[True]]}],
+                ),
+            )
+            for t in tests
+        ]
+    }
     for item in report["tests"]:
         item["metadata"]["printed"] = [{"call": "x", "text": "secret input 0.123", "dropped": 0}]
     res = scoring.build(RunManifest.plan(config), report, {}).public()
@@ -113,10 +148,24 @@ def test_results_file_is_written_atomically(tmp_path):
 def test_a_failed_gate_zeroes_its_skill(tmp_path):
     from conftest import write_config
 
-    path = write_config(tmp_path / "grading.toml", {'sections = ["Week 7 §1–§9", "Week 7 §12–§13"]': 'sections = ["Week 7 §1–§9"]\ngates = ["test_scale_scores_divides_by_sqrt_dk"]'})
+    path = write_config(
+        tmp_path / "grading.toml",
+        {
+            'sections = ["Week 7 §1–§9", "Week 7 §12–§13"]': 'sections = ["Week 7 §1–§9"]\ngates = ["test_scale_scores_divides_by_sqrt_dk"]'
+        },
+    )
     config = load(path).select(["qkv"])
-    report = {"tests": [entry(t.node_id, "passed", "passed") for t in config.tests if t.name != "test_scale_scores_divides_by_sqrt_dk"]}
-    report["tests"].append(entry("tests/suites/qkv/test_qkv_visible.py::test_scale_scores_divides_by_sqrt_dk", "failed", "check", feedback=dict(FEEDBACK, problem="constraint")))
+    report = {
+        "tests": [entry(t.node_id, "passed", "passed") for t in config.tests if t.name != "test_scale_scores_divides_by_sqrt_dk"]
+    }
+    report["tests"].append(
+        entry(
+            "tests/suites/qkv/test_qkv_visible.py::test_scale_scores_divides_by_sqrt_dk",
+            "failed",
+            "check",
+            feedback=dict(FEEDBACK, problem="constraint"),
+        )
+    )
     res = scoring.build(RunManifest.plan(config), report, {})
     assert res.score == 0 and res.skills[0].gated_by.startswith("test_scale_scores_divides_by_sqrt_dk")
     assert all("breaks a rule" in t.summary for t in res.tests if t.status == "passed")
@@ -125,16 +174,29 @@ def test_a_failed_gate_zeroes_its_skill(tmp_path):
 def test_property_tests_count_once_other_tests_earn_points_and_only_then(config):
     props = set(config.skills["qkv"].properties)
     assert props, "grading.toml lists qkv's property tests"
-    only_properties = {"tests": [entry(t.node_id, "passed" if t.name in props else "failed", "passed" if t.name in props else "check",
-                                       fraction=None if t.name in props else 0.0, feedback=None if t.name in props else FEEDBACK)
-                                 for t in config.tests]}
+    only_properties = {
+        "tests": [
+            entry(
+                t.node_id,
+                "passed" if t.name in props else "failed",
+                "passed" if t.name in props else "check",
+                fraction=None if t.name in props else 0.0,
+                feedback=None if t.name in props else FEEDBACK,
+            )
+            for t in config.tests
+        ]
+    }
     res = scoring.build(RunManifest.plan(config), only_properties, {})
     assert res.score == 0  # right dtypes and shapes alone (plausible garbage) earn nothing
     assert all("property tests count once" in t.summary for t in res.tests if t.name in props)
     first = config.tests[0].name
     one_value = dict(only_properties)
-    one_value["tests"] = [entry(t.node_id, "passed", "passed") if t.name in props or t.name == first else
-                          entry(t.node_id, "failed", "check", fraction=0.0, feedback=FEEDBACK) for t in config.tests]
+    one_value["tests"] = [
+        entry(t.node_id, "passed", "passed")
+        if t.name in props or t.name == first
+        else entry(t.node_id, "failed", "check", fraction=0.0, feedback=FEEDBACK)
+        for t in config.tests
+    ]
     assert config.tests[0].name not in props
     res = scoring.build(RunManifest.plan(config), one_value, {})
     want = config.tests[0].weight + sum(t.weight for t in config.tests if t.name in props)
@@ -142,36 +204,56 @@ def test_property_tests_count_once_other_tests_earn_points_and_only_then(config)
 
 
 def test_properties_must_name_tests_of_their_skill_and_not_gates(tmp_path):
-    from autograder.config import ConfigError
     from conftest import write_config
+
+    from autograder.config import ConfigError
 
     line = 'properties = ["test_attention_head_rejects_sequences_longer_than_its_context", '
     path = write_config(tmp_path / "grading.toml", {line: 'properties = ["test_attention_head_reject_sequences", '})
-    with pytest.raises(ConfigError, match="skills.qkv.properties: 'test_attention_head_reject_sequences' is not a test of skill qkv"):
+    with pytest.raises(
+        ConfigError, match="skills.qkv.properties: 'test_attention_head_reject_sequences' is not a test of skill qkv"
+    ):
         load(path)
 
 
 def test_gates_must_name_tests_of_their_skill(tmp_path):
-    from autograder.config import ConfigError
     from conftest import write_config
 
-    path = write_config(tmp_path / "grading.toml", {'sections = ["Week 7 §1–§9", "Week 7 §12–§13"]': 'sections = ["Week 7 §1–§9"]\ngates = ["test_scale_scores_divides_by_sqrtdk"]'})
+    from autograder.config import ConfigError
+
+    path = write_config(
+        tmp_path / "grading.toml",
+        {
+            'sections = ["Week 7 §1–§9", "Week 7 §12–§13"]': 'sections = ["Week 7 §1–§9"]\ngates = ["test_scale_scores_divides_by_sqrtdk"]'
+        },
+    )
     with pytest.raises(ConfigError, match="is not a test of skill qkv — did you mean 'test_scale_scores_divides_by_sqrt_dk'"):
         load(path)
 
 
 def _raised(message: str, kind: str = "NotImplementedError", frames=None) -> dict:
     error = {"type": kind, "message": message, "frames": frames or []}
-    return {"check": "qkv.project_qkv(…)", "problem": "raised", "detail": f"is not implemented yet — {message}", "hints": [], "grids": [], "frames": frames or [], "error": error}
+    return {
+        "check": "qkv.project_qkv(…)",
+        "problem": "raised",
+        "detail": f"is not implemented yet — {message}",
+        "hints": [],
+        "grids": [],
+        "frames": frames or [],
+        "error": error,
+    }
 
 
-@pytest.mark.parametrize("message, shown", [
-    ("TODO(qkv): project_qkv", "TODO(qkv): project_qkv"),  # a real function of the module: named
-    ("TODO(qkv): AttentionHead.forward", "TODO(qkv): AttentionHead.forward"),
-    ("TODO(qkv): hidden_shape_3x17x64", None),  # submission-chosen text: never published
-    ("TODO(qkv): ｓｅｃｒｅｔ", None),
-    ("TODO(masks): causal_mask", None),  # another skill's name in this skill's test
-])
+@pytest.mark.parametrize(
+    "message, shown",
+    [
+        ("TODO(qkv): project_qkv", "TODO(qkv): project_qkv"),  # a real function of the module: named
+        ("TODO(qkv): AttentionHead.forward", "TODO(qkv): AttentionHead.forward"),
+        ("TODO(qkv): hidden_shape_3x17x64", None),  # submission-chosen text: never published
+        ("TODO(qkv): ｓｅｃｒｅｔ", None),
+        ("TODO(masks): causal_mask", None),  # another skill's name in this skill's test
+    ],
+)
 def test_a_hidden_todo_is_named_only_when_it_is_a_function_of_the_module(config, message, shown):
     report = {"tests": [entry(t.node_id, "failed", "submission", feedback=_raised(message)) for t in config.tests]}
     res = scoring.build(RunManifest.plan(config), report, {}).public()
@@ -188,7 +270,12 @@ def test_a_hidden_todo_is_named_only_when_it_is_a_function_of_the_module(config,
 def test_public_hidden_tests_are_a_whitelist(config):
     """No worker text, no timing, no exception type the submission named itself."""
     fake_type = "Fake\n::error::x"
-    report = {"tests": [entry(t.node_id, "failed", "submission", feedback=_raised("secret 0.123", fake_type), fraction=0.25) for t in config.tests]}
+    report = {
+        "tests": [
+            entry(t.node_id, "failed", "submission", feedback=_raised("secret 0.123", fake_type), fraction=0.25)
+            for t in config.tests
+        ]
+    }
     for item in report["tests"]:
         item["call"]["duration"] = 7.25  # a sleep that encodes data
         item["metadata"]["printed"] = [{"call": "x", "text": "secret 0.123", "dropped": 0}]
@@ -222,11 +309,15 @@ def test_frames_are_checked_facts_about_the_students_file(config, tmp_path):
         {"file": "../solutions/qkv.py", "line": 1, "function": "f"},
         {"file": "qkv.py", "line": True, "function": "f"},
     ]
-    report = {"tests": [entry(t.node_id, "failed", "submission", feedback=_raised("boom", "ValueError", frames)) for t in config.tests]}
+    report = {
+        "tests": [entry(t.node_id, "failed", "submission", feedback=_raised("boom", "ValueError", frames)) for t in config.tests]
+    }
     copy.unlink()  # scoring reads data only: the run folder may be gone by now
     res = scoring.build(manifest, report, {"modules": {"qkv": {"display_path": "exercises/qkv.py"}}})
     for test in res.tests:
-        assert test.frames == [{"file": "exercises/qkv.py", "line": 5, "function": "project_qkv", "code": "raise ValueError('no')"}]
+        assert test.frames == [
+            {"file": "exercises/qkv.py", "line": 5, "function": "project_qkv", "code": "raise ValueError('no')"}
+        ]
     assert res.submission["modules"]["qkv"]["definitions"] == {"project_qkv": 4}
 
 
@@ -242,13 +333,24 @@ def test_a_run_that_could_not_grade_breaks_no_rule():
 def test_a_hidden_test_shows_the_students_own_exception_and_forbids_only_for_rules(config):
     """The student's own error reads in full on one line (type and message: their code's, or
     torch's about their call); "forbids" is said only of a rule (a weight-0 gate)."""
-    report = {"tests": [entry(t.node_id, "failed", "submission",
-                              feedback=_raised("mat1 and mat2 must have the same dtype, but got Float and Double", "RuntimeError"))
-                        for t in config.tests]}
+    report = {
+        "tests": [
+            entry(
+                t.node_id,
+                "failed",
+                "submission",
+                feedback=_raised("mat1 and mat2 must have the same dtype, but got Float and Double", "RuntimeError"),
+            )
+            for t in config.tests
+        ]
+    }
     res = scoring.build(RunManifest.plan(config), report, {}).public()
     hidden = [t for t in res.tests if t.visibility == "hidden"]
-    assert hidden and all(t.summary == "hidden test failed: your code raised RuntimeError: mat1 and mat2 must have the same dtype, "
-                          "but got Float and Double" for t in hidden)
+    assert hidden and all(
+        t.summary == "hidden test failed: your code raised RuntimeError: mat1 and mat2 must have the same dtype, "
+        "but got Float and Double"
+        for t in hidden
+    )
     constraint = dict(FEEDBACK, problem="constraint", hints=[])
     report = {"tests": [entry(t.node_id, "failed", "check", fraction=0.0, feedback=constraint) for t in config.tests]}
     res = scoring.build(RunManifest.plan(config), report, {}).public()

@@ -9,10 +9,10 @@ import re
 import tomllib
 
 import pytest
+from conftest import CONFIG, EXERCISES, MODULES, ROOT, SKILLS, SOLUTIONS
 
 from autograder.config import load
 from autograder.core.feedback.hints import load_catalogue
-from conftest import CONFIG, EXERCISES, MODULES, ROOT, SKILLS, SOLUTIONS
 
 SUITES = ROOT / "tests" / "suites"
 
@@ -136,10 +136,19 @@ def test_every_citation_resolves_to_a_line_of_a_shipped_text():
     shipped = load(ROOT / "grading.toml").release["docs"]
     for rel in citations.DOCUMENTS.values():
         assert any(f"docs/{rel}".startswith(d) for d in shipped), f"docs/{rel} is cited but not in [release] docs"
-    cited = [(f"{p.parent.name}/hints.toml [{k}]", e["section"]) for p in [*SUITES.glob("*/hints.toml"), ROOT / "autograder/core/feedback/general_hints.toml"]
-             for k, e in tomllib.loads(p.read_text(encoding="utf-8")).items()]
-    cited += [(f"docs/EXERCISES.md: {line[:40]}", line) for line in (docs / "EXERCISES.md").read_text(encoding="utf-8").splitlines() if line.startswith("#")]
-    cited += [(f"grading.toml [skills.{sid}] sections", " ".join(s.sections)) for sid, s in load(ROOT / "grading.toml").skills.items()]
+    cited = [
+        (f"{p.parent.name}/hints.toml [{k}]", e["section"])
+        for p in [*SUITES.glob("*/hints.toml"), ROOT / "autograder/core/feedback/general_hints.toml"]
+        for k, e in tomllib.loads(p.read_text(encoding="utf-8")).items()
+    ]
+    cited += [
+        (f"docs/EXERCISES.md: {line[:40]}", line)
+        for line in (docs / "EXERCISES.md").read_text(encoding="utf-8").splitlines()
+        if line.startswith("#")
+    ]
+    cited += [
+        (f"grading.toml [skills.{sid}] sections", " ".join(s.sections)) for sid, s in load(ROOT / "grading.toml").skills.items()
+    ]
     unresolved = [f"{where}: {place}" for where, text in cited for place in citations.resolve(text, docs) if not place.resolved]
     assert not unresolved, "citations that resolve to no heading of a shipped text:\n" + "\n".join(unresolved)
     assert sum(len(citations.resolve(text, docs)) for _, text in cited) > 200
@@ -184,7 +193,7 @@ def cited_ids(text: str, ids: list[str]) -> set[str]:
             else:
                 cur = f"{prefix}-{value}"
             if sep in ("..", "–") and prev in order and cur in order:
-                out.update(ids[order[prev]: order[cur] + 1])
+                out.update(ids[order[prev] : order[cur] + 1])
             out.add(cur)
             prev = cur
     return out & set(ids)
@@ -227,7 +236,11 @@ def test_the_copied_catalogue_and_lessons_match_the_course():
     (docs/lessons/) are copies of the course's shared texts, refreshed by hand."""
     shared = ROOT.parent / "shared" / "course"
     if not (shared / "expected-numbers.md").is_file():
-        pytest.skip("the course's shared folder is not beside this repository (CI runs from a clone elsewhere): the copies are what is checked")
-    assert CATALOGUE.read_text(encoding="utf-8") == (shared / "expected-numbers.md").read_text(encoding="utf-8"), f"refresh {CATALOGUE}"
+        pytest.skip(
+            "the course's shared folder is not beside this repository (CI runs from a clone elsewhere): the copies are what is checked"
+        )
+    assert CATALOGUE.read_text(encoding="utf-8") == (shared / "expected-numbers.md").read_text(encoding="utf-8"), (
+        f"refresh {CATALOGUE}"
+    )
     for lesson in (ROOT / "docs" / "lessons").glob("*.txt"):
         assert lesson.read_bytes() == (shared / lesson.name).read_bytes(), f"refresh {lesson} from {shared / lesson.name}"

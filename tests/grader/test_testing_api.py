@@ -21,7 +21,9 @@ def _grader_imports(path):
         if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "autograder":
             yield node.module, [a.name for a in node.names], id(node) in nested, node.lineno
         elif isinstance(node, ast.Import):
-            assert not [a.name for a in node.names if a.name.split(".")[0] == "autograder"], f"{path}:{node.lineno}: `import autograder…`"
+            assert not [a.name for a in node.names if a.name.split(".")[0] == "autograder"], (
+                f"{path}:{node.lineno}: `import autograder…`"
+            )
 
 
 def test_suites_import_the_api_from_autograder_testing_only():
@@ -46,4 +48,5 @@ def test_the_api_exports_what_it_lists_and_does_nothing_but_import():
     assert isinstance(docstring, ast.Expr) and isinstance(docstring.value, ast.Constant)
     for node in rest:
         assert isinstance(node, (ast.Import, ast.ImportFrom)) or (
-            isinstance(node, ast.Assign) and [t.id for t in node.targets] == ["__all__"]), ast.unparse(node)
+            isinstance(node, ast.Assign) and [t.id for t in node.targets] == ["__all__"]
+        ), ast.unparse(node)

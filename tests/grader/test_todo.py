@@ -12,8 +12,14 @@ from conftest import EXERCISES, ROOT, SOLUTIONS
 
 
 def _todo(*args: str, cwd=ROOT) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "autograder", "todo", *args], cwd=cwd, capture_output=True, text=True, timeout=60,
-                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    return subprocess.run(
+        [sys.executable, "-m", "autograder", "todo", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+    )
 
 
 def test_stubs_are_listed_with_file_and_line():

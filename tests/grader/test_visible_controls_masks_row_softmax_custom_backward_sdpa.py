@@ -12,10 +12,9 @@ import math
 import sys
 
 import torch
+from conftest import CONFIG, ROOT
 
 from autograder.testing.snapshots import Snapshots
-
-from conftest import CONFIG, ROOT
 
 SUITES = ROOT / "tests" / "suites"
 VISIBLE_PROPERTY = {
@@ -37,8 +36,11 @@ def test_each_skill_has_a_visible_property_test_listed_among_its_properties():
         assert any(name in suite["weights"] for suite in visible), (skill, name)
         assert name in s["properties"], (skill, name)
     sdpa = CONFIG["skills"]["sdpa_masks"]["properties"]
-    for name in ("test_sdpa_never_passes_both_attn_mask_and_is_causal", "test_mha_self_attention_calls_module_with_need_weights_false",
-                 "test_sdpa_and_mha_self_attention_make_the_documented_calls_on_control_inputs"):
+    for name in (
+        "test_sdpa_never_passes_both_attn_mask_and_is_causal",
+        "test_mha_self_attention_calls_module_with_need_weights_false",
+        "test_sdpa_and_mha_self_attention_make_the_documented_calls_on_control_inputs",
+    ):
         assert name in sdpa, name  # call tests: they check only the calls, so they are property tests
 
 
@@ -53,7 +55,9 @@ def test_masks_controls_expose_fill_max_shift_global_max_and_nan_gradient():
     assert m["scores64"].dtype == torch.float64 and not bool(m["allowed64"][:, -1].any())  # a fully blocked row in float64 too
     lp = snap["left_padded_softmax"]
     row, allowed = lp["scores"][1, -1], lp["allowed"][1, -1]
-    assert bool(allowed.any()) and not bool(allowed.all()) and bool((row[allowed] == float("-inf")).all())  # allowed scores all −∞
+    assert (
+        bool(allowed.any()) and not bool(allowed.all()) and bool((row[allowed] == float("-inf")).all())
+    )  # allowed scores all −∞
     assert lp["grad_out"].shape == lp["scores"].shape
 
 
@@ -88,10 +92,21 @@ def test_local_view_counts_only_visible_tests():
         sys.path.remove(str(ROOT / "tests" / "benchmarks"))
     visible = "test_apply_mask_puts_minus_inf_on_week7_future_scores"
     hidden = "test_apply_mask_matches_reference_with_broadcasting_and_fills"
-    row = {"skill": "masks", "id": "x", "hint": "masks/fill-ignored", "lost": 1.5, "gated_by": None, "off_function": [hidden],
-           "failed": [{"test": visible, "lost": 0.5, "names": [], "hints": []},
-                      {"test": hidden, "lost": 1.0, "names": ["apply_mask"], "hints": ["masks/fill-ignored"]}],
-           "hints": ["masks/fill-ignored"], "right_shown": True, "wrong_hints": []}
+    row = {
+        "skill": "masks",
+        "id": "x",
+        "hint": "masks/fill-ignored",
+        "lost": 1.5,
+        "gated_by": None,
+        "off_function": [hidden],
+        "failed": [
+            {"test": visible, "lost": 0.5, "names": [], "hints": []},
+            {"test": hidden, "lost": 1.0, "names": ["apply_mask"], "hints": ["masks/fill-ignored"]},
+        ],
+        "hints": ["masks/fill-ignored"],
+        "right_shown": True,
+        "wrong_hints": [],
+    }
     (local,) = hint_precision.local_view([row])
     assert [f["test"] for f in local["failed"]] == [visible]
     assert local["lost"] == 0.5 and local["hints"] == [] and not local["right_shown"] and local["off_function"] == []

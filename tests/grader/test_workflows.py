@@ -17,20 +17,24 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import EXERCISES, ROOT, grade, write_config
+from test_renderers import assert_markdown_is_inert
 
 from autograder import ci
 from autograder.core import escape
 from autograder.renderers import markdown
-from conftest import EXERCISES, ROOT, grade, write_config
-from test_renderers import assert_markdown_is_inert
 
-WORKFLOWS = sorted(ROOT.glob(".github/workflows/*.yml")) + sorted((ROOT / "autograder/instructor/release/templates").rglob("*.yml"))
+WORKFLOWS = sorted(ROOT.glob(".github/workflows/*.yml")) + sorted(
+    (ROOT / "autograder/instructor/release/templates").rglob("*.yml")
+)
 STUDENT = ROOT / "autograder/instructor/release/templates/student/.github/workflows/feedback.yml"
 INSTRUCTORS = ROOT / ".github/workflows/test.yml"
 
 
 def _actionlint() -> str | None:
-    found = os.environ.get("ACTIONLINT") or shutil.which("actionlint", path=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    found = os.environ.get("ACTIONLINT") or shutil.which(
+        "actionlint", path=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    )
     return found
 
 
@@ -107,8 +111,11 @@ def _evaluate(expression: str, context: dict[str, object]) -> bool:
 
 
 PUSH = {"github.event_name": "push", "github.repository": "student/attention"}
-SAME_REPO_PR = {"github.event_name": "pull_request", "github.repository": "student/attention",
-                "github.event.pull_request.head.repo.full_name": "student/attention"}
+SAME_REPO_PR = {
+    "github.event_name": "pull_request",
+    "github.repository": "student/attention",
+    "github.event.pull_request.head.repo.full_name": "student/attention",
+}
 FORK_PR = {**SAME_REPO_PR, "github.event.pull_request.head.repo.full_name": "someone/attention-fork"}
 
 
@@ -136,8 +143,15 @@ def actions_run(tmp_path_factory):
     event = tmp / "push.json"
     event.write_text(json.dumps({"ref": "refs/heads/main", "repository": {"full_name": "student/attention"}}))
     config = write_config(tmp / "grading.toml", {"fail_below = 0": "fail_below = 50"})
-    env = dict(os.environ, GITHUB_ACTIONS="true", CI="true", GITHUB_EVENT_NAME="push", GITHUB_EVENT_PATH=str(event),
-               GITHUB_STEP_SUMMARY=str(summary), GITHUB_OUTPUT=str(output))
+    env = dict(
+        os.environ,
+        GITHUB_ACTIONS="true",
+        CI="true",
+        GITHUB_EVENT_NAME="push",
+        GITHUB_EVENT_PATH=str(event),
+        GITHUB_STEP_SUMMARY=str(summary),
+        GITHUB_OUTPUT=str(output),
+    )
     graded = grade(EXERCISES, "--results", str(tmp / "results.json"), fmt="github", config=config, env=env)
     return graded, summary, output, tmp / "results.json"
 
@@ -182,7 +196,9 @@ def test_github_stdout_annotates_only_the_students_files(actions_run):
     for line in annotations:
         assert line.startswith("::error file=exercises/"), line
     for line in graded.stdout.splitlines():
-        assert not escape.is_workflow_command(line) or line.startswith(("::error ", "::notice ", "::group::", "::endgroup::")), line
+        assert not escape.is_workflow_command(line) or line.startswith(("::error ", "::notice ", "::group::", "::endgroup::")), (
+            line
+        )
 
 
 def test_classroom_status_follows_the_exit_rule():
@@ -231,14 +247,25 @@ class FakeGitHub:
                 if urlsplit(self.path).path.endswith("/pulls"):
                     owner, _, branch = query["head"][0].partition(":")
                     assert query["state"] == ["open"]
-                    return self._send(200, [p for p in fake.pulls if p["head"]["ref"] == branch and p["head"]["repo"]["full_name"].split("/")[0] == owner])
+                    return self._send(
+                        200,
+                        [
+                            p
+                            for p in fake.pulls
+                            if p["head"]["ref"] == branch and p["head"]["repo"]["full_name"].split("/")[0] == owner
+                        ],
+                    )
                 page = int(query.get("page", ["1"])[0])
                 self._send(200, fake.comments[(page - 1) * 100 : page * 100])
 
             def do_POST(self):
                 fake.calls.append(("POST", self.path))
                 body = self._body()
-                comment = {"id": 1000 + len(fake.comments), "body": body["body"], "user": {"login": "github-actions[bot]", "type": "Bot"}}
+                comment = {
+                    "id": 1000 + len(fake.comments),
+                    "body": body["body"],
+                    "user": {"login": "github-actions[bot]", "type": "Bot"},
+                }
                 fake.comments.append(comment)
                 self._send(201, comment)
 
@@ -268,17 +295,40 @@ def fake_github():
 @pytest.fixture(scope="module")
 def hostile_results_file(tmp_path_factory):
     """Public results full of hostile submission text (see test_renderers.hostile_results)."""
+    from test_renderers import HOSTILE
+
+    from autograder.config import load
     from autograder.core import results as results_mod
     from autograder.runner import scoring
-    from autograder.config import load
     from autograder.runner.manifest import RunManifest
-    from test_renderers import HOSTILE
 
     config = load(ROOT / "grading.toml").select(["qkv"])
     text = HOSTILE + "\n@course-staff http://evil.example <!-- attention-autograder --> ```"
-    feedback = {"check": "qkv.project_qkv(…)", "problem": "raised", "detail": text, "hints": [], "grids": [], "frames": [], "error": {"type": "ValueError", "message": text, "frames": []}}
-    report = {"tests": [{"nodeid": t.node_id, "outcome": "failed", "metadata": {"result": {"kind": "submission", "feedback": feedback}, "printed": [{"call": "c", "text": text, "dropped": 0}]}} for t in config.tests]}
-    results = scoring.build(RunManifest.plan(config), report, {"path": "exercises", "modules": {}, "ignored": ["@evil http:x.py"]}).public()
+    feedback = {
+        "check": "qkv.project_qkv(…)",
+        "problem": "raised",
+        "detail": text,
+        "hints": [],
+        "grids": [],
+        "frames": [],
+        "error": {"type": "ValueError", "message": text, "frames": []},
+    }
+    report = {
+        "tests": [
+            {
+                "nodeid": t.node_id,
+                "outcome": "failed",
+                "metadata": {
+                    "result": {"kind": "submission", "feedback": feedback},
+                    "printed": [{"call": "c", "text": text, "dropped": 0}],
+                },
+            }
+            for t in config.tests
+        ]
+    }
+    results = scoring.build(
+        RunManifest.plan(config), report, {"path": "exercises", "modules": {}, "ignored": ["@evil http:x.py"]}
+    ).public()
     path = tmp_path_factory.mktemp("results") / "results.json"
     path.write_text(results_mod.dumps(results.to_dict()), encoding="utf-8")
     return path
@@ -291,20 +341,44 @@ def _event(tmp_path: Path, name: str, payload: dict) -> Path:
 
 
 def _pull_request(number: int, head: str, base: str = "student/attention") -> dict:
-    return {"number": number, "pull_request": {"number": number, "head": {"repo": {"full_name": head}}, "base": {"repo": {"full_name": base}}}}
+    return {
+        "number": number,
+        "pull_request": {"number": number, "head": {"repo": {"full_name": head}}, "base": {"repo": {"full_name": base}}},
+    }
 
 
-def _comment(results: Path, event: Path, event_name: str, server_url: str, tmp_path: Path, **extra: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, GITHUB_ACTIONS="true", GITHUB_EVENT_NAME=event_name, GITHUB_EVENT_PATH=str(event), GITHUB_TOKEN="t0ken",
-               GITHUB_REPOSITORY="student/attention", GITHUB_API_URL=server_url, GITHUB_SERVER_URL="https://github.com", GITHUB_RUN_ID="42",
-               PYTHONPATH=str(ROOT), **extra)
-    return subprocess.run([sys.executable, "-m", "autograder", "ci-comment", "--results", str(results)], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60)
+def _comment(
+    results: Path, event: Path, event_name: str, server_url: str, tmp_path: Path, **extra: str
+) -> subprocess.CompletedProcess:
+    env = dict(
+        os.environ,
+        GITHUB_ACTIONS="true",
+        GITHUB_EVENT_NAME=event_name,
+        GITHUB_EVENT_PATH=str(event),
+        GITHUB_TOKEN="t0ken",
+        GITHUB_REPOSITORY="student/attention",
+        GITHUB_API_URL=server_url,
+        GITHUB_SERVER_URL="https://github.com",
+        GITHUB_RUN_ID="42",
+        PYTHONPATH=str(ROOT),
+        **extra,
+    )
+    return subprocess.run(
+        [sys.executable, "-m", "autograder", "ci-comment", "--results", str(results)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=60,
+    )
 
 
 def test_pr_comment_is_created_once_then_updated_in_place(fake_github, hostile_results_file, tmp_path):
     # someone else's comments first, two pages of them, one quoting our marker
     fake_github.comments = [{"id": i, "body": f"comment {i}", "user": {"login": "student", "type": "User"}} for i in range(120)]
-    fake_github.comments.append({"id": 500, "body": markdown.MARKER + " fake score 100/100", "user": {"login": "student", "type": "User"}})
+    fake_github.comments.append(
+        {"id": 500, "body": markdown.MARKER + " fake score 100/100", "user": {"login": "student", "type": "User"}}
+    )
     event = _event(tmp_path, "pr", _pull_request(7, head="student/attention"))
     first = _comment(hostile_results_file, event, "pull_request", fake_github.url, tmp_path)
     assert first.returncode == 0, first.stderr

@@ -9,14 +9,14 @@ import json
 import re
 
 import pytest
+from conftest import ROOT
 
 from autograder import cli
-from autograder.core import results as results_mod
-from autograder.runner import scoring
 from autograder.config import load
+from autograder.core import results as results_mod
 from autograder.renderers import FORMATS
+from autograder.runner import scoring
 from autograder.runner.manifest import RunManifest
-from conftest import ROOT
 
 # Longer than every cut the renderers make (the longest: 4 000 characters, after a first cut at
 # twice that), so every cut is taken; test_every_cut_is_taken_... proves it. (1 MiB proved no more
@@ -31,9 +31,28 @@ def config():
 
 
 def _results(config, text: str):
-    feedback = {"check": text, "problem": "raised", "detail": text, "hints": [],
-                "frames": [{"file": "qkv.py", "line": 3, "function": text}], "error": {"type": text, "message": text, "frames": []}}
-    report = {"tests": [{"nodeid": t.node_id, "outcome": "failed", "metadata": {"result": {"kind": "submission", "feedback": feedback}, "printed": [{"call": text, "text": text, "dropped": 1}], "targets": [text]}} for t in config.tests]}
+    feedback = {
+        "check": text,
+        "problem": "raised",
+        "detail": text,
+        "hints": [],
+        "frames": [{"file": "qkv.py", "line": 3, "function": text}],
+        "error": {"type": text, "message": text, "frames": []},
+    }
+    report = {
+        "tests": [
+            {
+                "nodeid": t.node_id,
+                "outcome": "failed",
+                "metadata": {
+                    "result": {"kind": "submission", "feedback": feedback},
+                    "printed": [{"call": text, "text": text, "dropped": 1}],
+                    "targets": [text],
+                },
+            }
+            for t in config.tests
+        ]
+    }
     return scoring.build(RunManifest.plan(config), report, {"path": text, "modules": {}, "ignored": [text]}, message=text)
 
 
@@ -55,6 +74,7 @@ def test_every_format_writes_a_file_for_any_string(tmp_path, config, fmt, text, 
 def test_every_cut_is_taken_so_twice_the_huge_text_shows_the_same(config, fmt):
     """What a format shows of a submission's text is bounded: doubling a text that is already
     HUGE changes only the counts of what was not shown (so HUGE is over every limit)."""
+
     def shown(n: int) -> str:
         out = cli._render_safely(_results(config, "x" * n), fmt, config)
         return re.sub(r"\d+", "N", re.sub(r" +", " ", out))

@@ -57,7 +57,9 @@ def mutated_source(m: dict) -> str:
     base = SOLUTIONS if m["base"] == "solutions" else HERE / m["base"]
     source = (base / m["file"]).read_text(encoding="utf-8")
     if source.count(m["find"]) != 1:
-        raise ValueError(f"{m['id']}: `find` must occur exactly once in {m['base']}/{m['file']} (found {source.count(m['find'])})")
+        raise ValueError(
+            f"{m['id']}: `find` must occur exactly once in {m['base']}/{m['file']} (found {source.count(m['find'])})"
+        )
     return source.replace(m["find"], m["replace"])
 
 
@@ -109,7 +111,8 @@ def dependents(source: str, function: str) -> set[str]:
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
             calls[node.name] = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} | {
-                n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)}
+                n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)
+            }
     found = {function}
     changed = True
     while changed:

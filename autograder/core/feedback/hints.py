@@ -78,7 +78,11 @@ def resolve(ids: list[str], catalogue: dict[str, Hint]) -> list[dict]:
     out = []
     for hint_id in dict.fromkeys(ids):
         hint = catalogue.get(hint_id)
-        out.append(hint.to_dict() if hint else {"id": hint_id, "text": f"(unknown hint id {hint_id!r} — a bug in the test suite)", "section": ""})
+        out.append(
+            hint.to_dict()
+            if hint
+            else {"id": hint_id, "text": f"(unknown hint id {hint_id!r} — a bug in the test suite)", "section": ""}
+        )
     return out
 
 

@@ -29,8 +29,11 @@ class Change:
 
 
 def _scores(results: dict) -> dict[str, float]:
-    return {f"{s.get('id')}: {t.get('name')}": float(t.get("score") or 0.0)
-            for s in results.get("skills") or [] for t in s.get("tests") or []}
+    return {
+        f"{s.get('id')}: {t.get('name')}": float(t.get("score") or 0.0)
+        for s in results.get("skills") or []
+        for t in s.get("tests") or []
+    }
 
 
 def snapshot(out: Path, students: list) -> dict[str, dict]:
@@ -53,11 +56,18 @@ def compare(previous: dict[str, dict], out: Path, students: list) -> list[Change
         if old is None or new is None:
             continue
         before, after = _scores(old), _scores(new)
-        moved = [(name, before.get(name, 0.0), after.get(name, 0.0)) for name in sorted(set(before) | set(after))
-                 if abs(before.get(name, 0.0) - after.get(name, 0.0)) > 1e-9]
+        moved = [
+            (name, before.get(name, 0.0), after.get(name, 0.0))
+            for name in sorted(set(before) | set(after))
+            if abs(before.get(name, 0.0) - after.get(name, 0.0)) > 1e-9
+        ]
         old_total, new_total = float(old.get("score") or 0.0), float(new.get("score") or 0.0)
         if moved or abs(old_total - new_total) > 1e-9:
-            found.append(Change(student.key, old_total, new_total, str(old.get("suite_hash") or ""), str(new.get("suite_hash") or ""), moved))
+            found.append(
+                Change(
+                    student.key, old_total, new_total, str(old.get("suite_hash") or ""), str(new.get("suite_hash") or ""), moved
+                )
+            )
         else:
             found.append(None)
     return found
@@ -77,12 +87,25 @@ def write(out: Path, found: list[Change | None]) -> list[str]:
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(["student", "old", "new", "change", "suite_before", "suite_after", "tests"])
     for c in changed:
-        w.writerow([c.key, _num(c.old), _num(c.new), _num(c.new - c.old), c.old_suite[:12], c.new_suite[:12],
-                    "; ".join(f"{name}: {_num(a)} → {_num(b)}" for name, a, b in c.tests)])
+        w.writerow(
+            [
+                c.key,
+                _num(c.old),
+                _num(c.new),
+                _num(c.new - c.old),
+                c.old_suite[:12],
+                c.new_suite[:12],
+                "; ".join(f"{name}: {_num(a)} → {_num(b)}" for name, a, b in c.tests),
+            ]
+        )
     write_atomic(out / "changes.csv", buf.getvalue())
-    lines = ["## Changes since the previous grading", "",
-             f"{len(found)} student(s) regraded: {len(changed)} changed, {len(found) - len(changed)} unchanged "
-             "(every change in `changes.csv`).", ""]
+    lines = [
+        "## Changes since the previous grading",
+        "",
+        f"{len(found)} student(s) regraded: {len(changed)} changed, {len(found) - len(changed)} unchanged "
+        "(every change in `changes.csv`).",
+        "",
+    ]
     if changed:
         lines += ["| student | old | new | change | tests whose score moved |", "|---|---:|---:|---:|---|"]
         for c in changed[:100]:

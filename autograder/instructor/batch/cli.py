@@ -28,28 +28,60 @@ EXIT_OK, EXIT_USAGE, EXIT_INTERRUPTED = 0, 2, 130
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("submissions", help="folder with one subfolder or .zip per student, or a Gradescope 'Export Submissions' folder")
+    p.add_argument(
+        "submissions", help="folder with one subfolder or .zip per student, or a Gradescope 'Export Submissions' folder"
+    )
     p.add_argument("--out", required=True, metavar="DIR", help="where gradebook.csv, summary.md and DIR/<student>/ go")
     p.add_argument("--jobs", type=int, default=None, metavar="N", help="students graded at once (default: number of cores)")
     p.add_argument("--force", action="store_true", help="regrade students that already have a finished result")
-    p.add_argument("--seed", type=int, default=None, help="seed for every student (default: [grader] seed — derived from each submission's files)")
-    p.add_argument("--seed-key-file", metavar="FILE", default=None,
-                   help="the course's seed key, so that every score matches the Gradescope bundle's (default: the key "
-                        "`make release` created, $AUTOGRADER_SEED_KEY_FILE or ~/.config/attention-autograder/<course>.seed.key, when it exists)")
-    p.add_argument("--roster", metavar="CSV", default=None,
-                   help="the class list (columns id, and any of name, email, login, github, folder, section): writes OUT/lms/canvas.csv, "
-                        "grades.csv (one row per student, missing ones too) and unmatched.csv")
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="seed for every student (default: [grader] seed — derived from each submission's files)",
+    )
+    p.add_argument(
+        "--seed-key-file",
+        metavar="FILE",
+        default=None,
+        help="the course's seed key, so that every score matches the Gradescope bundle's (default: the key "
+        "`make release` created, $AUTOGRADER_SEED_KEY_FILE or ~/.config/attention-autograder/<course>.seed.key, when it exists)",
+    )
+    p.add_argument(
+        "--roster",
+        metavar="CSV",
+        default=None,
+        help="the class list (columns id, and any of name, email, login, github, folder, section): writes OUT/lms/canvas.csv, "
+        "grades.csv (one row per student, missing ones too) and unmatched.csv",
+    )
     p.add_argument("--assignment-name", metavar="TITLE", default=None, help="the LMS gradebook column (default: the course name)")
-    p.add_argument("--shard", metavar="K/N", default=None,
-                   help="grade only the K-th of N disjoint parts of the class (a Slurm array task, a CI matrix job); merge them with --merge")
-    p.add_argument("--merge", nargs="+", metavar="DIR", default=None,
-                   help="grade nothing: build OUT from the --out folders of the shards, as one run over the whole class would")
-    p.add_argument("--assignment", metavar="NAME", default=None,
-                   help="grade as that assignment's Gradescope bundle does (its skills, its points; [release.assignments])")
+    p.add_argument(
+        "--shard",
+        metavar="K/N",
+        default=None,
+        help="grade only the K-th of N disjoint parts of the class (a Slurm array task, a CI matrix job); merge them with --merge",
+    )
+    p.add_argument(
+        "--merge",
+        nargs="+",
+        metavar="DIR",
+        default=None,
+        help="grade nothing: build OUT from the --out folders of the shards, as one run over the whole class would",
+    )
+    p.add_argument(
+        "--assignment",
+        metavar="NAME",
+        default=None,
+        help="grade as that assignment's Gradescope bundle does (its skills, its points; [release.assignments])",
+    )
     p.add_argument("--skill", action="append", default=[], metavar="NAME", help="grade only this skill (repeatable)")
     p.add_argument("--config", metavar="FILE", default=None, help="grading config (default: grading.toml of this repository)")
     p.add_argument("--no-progress", action="store_true", help="no live progress bar")
-    p.add_argument("--no-preload", action="store_true", help="start a fresh Python per student instead of forking a preloaded one (slower; for comparison)")
+    p.add_argument(
+        "--no-preload",
+        action="store_true",
+        help="start a fresh Python per student instead of forking a preloaded one (slower; for comparison)",
+    )
 
 
 class BatchProgress:
@@ -57,8 +89,14 @@ class BatchProgress:
         self.console = console
         self.enabled = enabled
         self.progress = Progress(
-            TextColumn("[bold]batch[/]"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
-            TimeElapsedColumn(), TimeRemainingColumn(), console=console, transient=False,
+            TextColumn("[bold]batch[/]"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.description}"),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            console=console,
+            transient=False,
         )
         self.task = None
         self.counts = {"complete": 0, "error": 0, "skipped": 0}
@@ -103,8 +141,11 @@ def _merge(config, students, options: Options, parts: list[Path], out: Console, 
         err.print(rich_escape(f"autograder: {note}"), highlight=False)
     summary = finish(config, students, options, wants, ident, None)
     print_summary(out, summary)
-    out.print(f"merged {len(parts)} shard(s): {len(students) - len([n for n in notes if 'not graded' in n])} of {len(students)} "
-              f"student(s) → {options.out / 'gradebook.csv'}, {options.out / 'summary.md'}", markup=False)
+    out.print(
+        f"merged {len(parts)} shard(s): {len(students) - len([n for n in notes if 'not graded' in n])} of {len(students)} "
+        f"student(s) → {options.out / 'gradebook.csv'}, {options.out / 'summary.md'}",
+        markup=False,
+    )
     return EXIT_OK
 
 
@@ -150,9 +191,18 @@ def main(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     for note in notes:
         err.print(rich_escape(f"autograder: {note}"), highlight=False)
-    options = Options(submissions=submissions, out=out_dir, jobs=args.jobs or default_jobs(), force=args.force,
-                      seed=args.seed, skills=list(args.skill), preload=not args.no_preload, seed_key_file=key_file,
-                      roster=roster, assignment=args.assignment_name or "")
+    options = Options(
+        submissions=submissions,
+        out=out_dir,
+        jobs=args.jobs or default_jobs(),
+        force=args.force,
+        seed=args.seed,
+        skills=list(args.skill),
+        preload=not args.no_preload,
+        seed_key_file=key_file,
+        roster=roster,
+        assignment=args.assignment_name or "",
+    )
     err.print(rich_escape(f"autograder: {seeds_note(options)}"), highlight=False)
     if args.merge and args.shard:
         print("autograder: --merge and --shard: merge the shards in a run of its own, without --shard", file=sys.stderr)
@@ -166,15 +216,22 @@ def main(args: argparse.Namespace) -> int:
             print(f"autograder: {exc}", file=sys.stderr)
             return EXIT_USAGE
         students = shards.select(students, shard)
-        err.print(rich_escape(f"autograder: shard {shard[0]}/{shard[1]}: {len(students)} student(s); merge the shards' --out "
-                              "folders with --merge"), highlight=False)
+        err.print(
+            rich_escape(
+                f"autograder: shard {shard[0]}/{shard[1]}: {len(students)} student(s); merge the shards' --out "
+                "folders with --merge"
+            ),
+            highlight=False,
+        )
     progress = BatchProgress(err, enabled=not args.no_progress and err.is_terminal)
     signal.signal(signal.SIGTERM, _terminate)  # like Ctrl-C: keep what is finished, rewrite the gradebook
     try:
         outcome = run(config, students, options, progress)
     except KeyboardInterrupt:
         progress.stop()
-        print("autograder: interrupted — finished results are kept; run the same command again to grade the rest", file=sys.stderr)
+        print(
+            "autograder: interrupted — finished results are kept; run the same command again to grade the rest", file=sys.stderr
+        )
         return EXIT_INTERRUPTED
     except OSError as exc:
         progress.stop()
@@ -193,14 +250,23 @@ def main(args: argparse.Namespace) -> int:
         + (f"; {outcome.fallbacks} started without the preloaded server" if outcome.fallbacks else ""),
         markup=False,
     )
-    out.print(f"→ {out_dir / 'gradebook.csv'}, {out_dir / 'summary.md'}, {out_dir}/<student>/results.json + feedback.md", markup=False)
+    out.print(
+        f"→ {out_dir / 'gradebook.csv'}, {out_dir / 'summary.md'}, {out_dir}/<student>/results.json + feedback.md", markup=False
+    )
     if outcome.interrupted:
-        print("autograder: interrupted — finished results are kept; run the same command again to grade the rest", file=sys.stderr)
+        print(
+            "autograder: interrupted — finished results are kept; run the same command again to grade the rest", file=sys.stderr
+        )
         return EXIT_INTERRUPTED
     return EXIT_OK
 
 
 COMMANDS = (
-    Command("batch", "instructors: grade a class (gradebook.csv, summary.md)", add_arguments, main,
-            description="Grade a whole class: one subfolder or .zip per student, or a Gradescope export."),
+    Command(
+        "batch",
+        "instructors: grade a class (gradebook.csv, summary.md)",
+        add_arguments,
+        main,
+        description="Grade a whole class: one subfolder or .zip per student, or a Gradescope export.",
+    ),
 )

@@ -32,7 +32,7 @@ class ServerError(Exception):
 class ForkedRun:
     """A pytest run forked by the server: what ``Engine`` needs of a ``Popen``."""
 
-    def __init__(self, server: "PreloadedEngines", run_id: int) -> None:
+    def __init__(self, server: PreloadedEngines, run_id: int) -> None:
         self._server = server
         self.id = run_id
         self.pid = -1
@@ -77,8 +77,13 @@ class PreloadedEngines:
         started = time.monotonic()
         self.proc = subprocess.Popen(
             [sys.executable, "-s", "-m", "autograder.instructor.batch.server", str(theirs.fileno()), ",".join(preload), label],
-            cwd=root, env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._stderr,
-            pass_fds=(theirs.fileno(),), start_new_session=True,
+            cwd=root,
+            env=self.env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=self._stderr,
+            pass_fds=(theirs.fileno(),),
+            start_new_session=True,
         )
         theirs.close()
         ours.settimeout(start_timeout)
@@ -110,7 +115,7 @@ class PreloadedEngines:
             self._next += 1
             run = ForkedRun(self, run_id)
             self._runs[run_id] = run
-            message = {"op": "run", "id": run_id, "argv": argv[len(PYTEST):], "cwd": str(cwd), "env": env, "fds": list(pass_fds)}
+            message = {"op": "run", "id": run_id, "argv": argv[len(PYTEST) :], "cwd": str(cwd), "env": env, "fds": list(pass_fds)}
             try:
                 socket.send_fds(self._sock, [json.dumps(message).encode()], [*pass_fds, log.fileno()])
             except OSError:
@@ -206,7 +211,7 @@ class PreloadedEngines:
         except (OSError, ValueError):
             return ""
 
-    def __enter__(self) -> "PreloadedEngines":
+    def __enter__(self) -> PreloadedEngines:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -29,7 +29,19 @@ class MetadataError(ValueError):
 
 
 _KEY = re.compile(r"""^(?P<key>'(?:[^']|'')*'|"(?:[^"\\]|\\.)*"|:?[^\s:'"#][^:]*?)\s*:(?:\s+(?P<rest>.*))?$""")
-_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", '"': '"', "0": "\0", "/": "/", " ": " ", "e": "\x1b", "a": "\a", "b": "\b"}
+_ESCAPES = {
+    "n": "\n",
+    "t": "\t",
+    "r": "\r",
+    "\\": "\\",
+    '"': '"',
+    "0": "\0",
+    "/": "/",
+    " ": " ",
+    "e": "\x1b",
+    "a": "\a",
+    "b": "\b",
+}
 
 
 class _Lines:
@@ -180,7 +192,7 @@ def _closing(text: str, quote: str) -> int:
     j = 1
     while j < len(text):
         if quote == "'" and text[j] == "'":
-            if text[j + 1: j + 2] == "'":
+            if text[j + 1 : j + 2] == "'":
                 j += 2
                 continue
             return j
@@ -207,13 +219,13 @@ def _unquote(text: str) -> str:
         if ch == "\\" and j + 1 < len(body):
             nxt = body[j + 1]
             if nxt == "x" and j + 3 < len(body):
-                out.append(chr(int(body[j + 2: j + 4], 16)))
+                out.append(chr(int(body[j + 2 : j + 4], 16)))
                 j += 4
                 continue
             if nxt in "uU":
                 width = 4 if nxt == "u" else 8
                 try:
-                    out.append(chr(int(body[j + 2: j + 2 + width], 16)))
+                    out.append(chr(int(body[j + 2 : j + 2 + width], 16)))
                 except ValueError:
                     out.append(nxt)
                 j += 2 + width

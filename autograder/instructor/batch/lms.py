@@ -81,8 +81,10 @@ def load_roster(path: Path) -> list[Person]:
     reader = csv.DictReader(io.StringIO(text))
     header = [h.strip().casefold() for h in (reader.fieldnames or [])]
     if "id" not in header:
-        raise RosterError(f"{path}:1: the header has no `id` column (found: {', '.join(header) or 'nothing'}) — "
-                          f"name the student-id column `id`; optional columns: {', '.join(KNOWN_COLUMNS[1:])}")
+        raise RosterError(
+            f"{path}:1: the header has no `id` column (found: {', '.join(header) or 'nothing'}) — "
+            f"name the student-id column `id`; optional columns: {', '.join(KNOWN_COLUMNS[1:])}"
+        )
     people, seen = [], {}
     for number, raw in enumerate(reader, start=2):
         fields = {k.strip().casefold(): (v or "").strip() for k, v in raw.items() if k is not None}
@@ -93,8 +95,10 @@ def load_roster(path: Path) -> list[Person]:
             raise RosterError(f"{path}:{number}: the `id` cell is empty — every student needs their id")
         for key in person.keys():
             if key in seen and seen[key] != number:
-                raise RosterError(f"{path}:{number}: `{key}` also identifies the student on line {seen[key]} — "
-                                  "each id, email, login, github and folder value must name one student")
+                raise RosterError(
+                    f"{path}:{number}: `{key}` also identifies the student on line {seen[key]} — "
+                    "each id, email, login, github and folder value must name one student"
+                )
             seen[key] = number
         people.append(person)
     if not people:
@@ -122,7 +126,9 @@ def join(rows: list, people: list[Person]) -> Join:
             if len(found) == 1:
                 line = next(iter(found))
                 if line in out.graded:  # two submissions of one student: keep the later (Gradescope keeps the last)
-                    out.unmatched.append((out.graded[line][0], out.graded[line][1], f"replaced by a later submission of roster line {line}"))
+                    out.unmatched.append(
+                        (out.graded[line][0], out.graded[line][1], f"replaced by a later submission of roster line {line}")
+                    )
                 out.graded[line] = (row, member)
             elif found:
                 out.unmatched.append((row, member, f"matches several roster rows (lines {', '.join(map(str, sorted(found)))})"))
@@ -153,8 +159,19 @@ def grades_csv(people: list[Person], joined: Join, max_score: float) -> str:
         row, _member = row_member
         score, top, status = _score(row)
         top = top or max_score
-        w.writerow([p.get("id"), p.get("name"), p.get("email"), p.get("login"), _num(score), _num(top),
-                    _num(100 * score / top if top else 0.0), status, row.student.key])
+        w.writerow(
+            [
+                p.get("id"),
+                p.get("name"),
+                p.get("email"),
+                p.get("login"),
+                _num(score),
+                _num(top),
+                _num(100 * score / top if top else 0.0),
+                status,
+                row.student.key,
+            ]
+        )
     return buf.getvalue()
 
 
@@ -166,8 +183,16 @@ def canvas_csv(people: list[Person], joined: Join, assignment: str, max_score: f
     for p in people:
         row_member = joined.graded.get(p.line)
         score = _score(row_member[0])[0] if row_member is not None else 0.0
-        w.writerow([p.get("name") or p.get("id"), p.get("canvas_id"), p.get("id"), p.get("login") or p.get("email"),
-                    p.get("section"), _num(score)])
+        w.writerow(
+            [
+                p.get("name") or p.get("id"),
+                p.get("canvas_id"),
+                p.get("id"),
+                p.get("login") or p.get("email"),
+                p.get("section"),
+                _num(score),
+            ]
+        )
     return buf.getvalue()
 
 
@@ -182,10 +207,14 @@ def unmatched_csv(joined: Join) -> str:
 
 def summary_lines(people: list[Person], joined: Join) -> list[str]:
     missing = [p for p in people if p.line not in joined.graded]
-    lines = ["## Roster", "",
-             f"{len(people)} students on the roster: {len(joined.graded)} with a submission, {len(missing)} missing; "
-             f"{len(joined.unmatched)} submission(s) or submitters match no roster row. LMS files: `lms/canvas.csv`, "
-             "`lms/grades.csv`, `lms/unmatched.csv`.", ""]
+    lines = [
+        "## Roster",
+        "",
+        f"{len(people)} students on the roster: {len(joined.graded)} with a submission, {len(missing)} missing; "
+        f"{len(joined.unmatched)} submission(s) or submitters match no roster row. LMS files: `lms/canvas.csv`, "
+        "`lms/grades.csv`, `lms/unmatched.csv`.",
+        "",
+    ]
     if joined.unmatched:
         lines += ["Submissions to check (they are in no LMS file):", ""]
         lines += [f"- `{row.student.key}`: {why}" for row, _m, why in joined.unmatched[:50]]

@@ -71,14 +71,20 @@ def gradebook(rows: list[Row], skills: list[str], suite_hash: str) -> str:
     for row in rows:
         r = row.results or {}
         scores = skill_scores(r)
-        writer.writerow([
-            cell(row.student.name), cell(row.student.sid), cell(row.student.key),
-            _num(r.get("score")) if row.results else "", _num(r.get("max_score")) if row.results else "",
-            *[_num(scores[s][0]) if s in scores else "" for s in skills],
-            row.status, cell(r.get("seed") if r.get("seed") is not None else ""),
-            cell(row.meta.get("suite_hash") or r.get("suite_hash") or suite_hash if row.results else ""),
-            cell(escape.one_line(r.get("message") or "", 300)),
-        ])
+        writer.writerow(
+            [
+                cell(row.student.name),
+                cell(row.student.sid),
+                cell(row.student.key),
+                _num(r.get("score")) if row.results else "",
+                _num(r.get("max_score")) if row.results else "",
+                *[_num(scores[s][0]) if s in scores else "" for s in skills],
+                row.status,
+                cell(r.get("seed") if r.get("seed") is not None else ""),
+                cell(row.meta.get("suite_hash") or r.get("suite_hash") or suite_hash if row.results else ""),
+                cell(escape.one_line(r.get("message") or "", 300)),
+            ]
+        )
     return buffer.getvalue()
 
 
@@ -154,17 +160,32 @@ def summarize(rows: list[Row], skills: list[str], titles: dict[str, str]) -> Cla
                         hint_students[hid] += 1
                         hint_info.setdefault(hid, (sid, str(hint.get("text", "")), str(hint.get("section", ""))))
     # every named mistake, the course's own misconceptions first (general/* hints are generic facts: a dtype changed…)
-    mistakes = [(hid, n, *hint_info[hid]) for hid, n in sorted(hint_students.items(), key=lambda kv: (kv[0].startswith("general/"), -kv[1], kv[0]))]
-    failed = [(name, n, test_skill[name]) for name, n in sorted(test_students.items(), key=lambda kv: (-kv[1], kv[0]))[:TOP_TESTS]]
+    mistakes = [
+        (hid, n, *hint_info[hid])
+        for hid, n in sorted(hint_students.items(), key=lambda kv: (kv[0].startswith("general/"), -kv[1], kv[0]))
+    ]
+    failed = [
+        (name, n, test_skill[name]) for name, n in sorted(test_students.items(), key=lambda kv: (-kv[1], kv[0]))[:TOP_TESTS]
+    ]
     return ClassSummary(
-        graded=len(graded), not_graded=len(rows) - len(graded), errors=sum(1 for r in graded if r.status != "complete"),
-        skills=skills, titles=titles, histograms=histograms, scores=scores, points=points, totals=totals,
-        max_total=max_total, mistakes=mistakes, failed_tests=failed, unfinished=len(unfinished),
+        graded=len(graded),
+        not_graded=len(rows) - len(graded),
+        errors=sum(1 for r in graded if r.status != "complete"),
+        skills=skills,
+        titles=titles,
+        histograms=histograms,
+        scores=scores,
+        points=points,
+        totals=totals,
+        max_total=max_total,
+        mistakes=mistakes,
+        failed_tests=failed,
+        unfinished=len(unfinished),
         complete=[r.status == "complete" for r in graded],
     )
 
 
-def total_histogram(summary: "ClassSummary") -> list[int]:
+def total_histogram(summary: ClassSummary) -> list[int]:
     counts = [0] * len(BUCKETS)
     for total in summary.totals:
         counts[bucket(total, summary.max_total)] += 1
@@ -182,7 +203,7 @@ def _stats(values: list[float]) -> str:
     return f"mean {statistics.fmean(values):.1f}, median {statistics.median(values):.1f}"
 
 
-def _total_note(summary: "ClassSummary") -> str:
+def _total_note(summary: ClassSummary) -> str:
     """What the class mean counts, said: errors and unfinished work are in it at their score."""
     parts = []
     if summary.errors:
@@ -196,11 +217,17 @@ def _total_note(summary: "ClassSummary") -> str:
     return f"Over all {len(summary.totals)} graded students, including {' and '.join(parts)}{tail}."
 
 
-def markdown(summary: ClassSummary, *, suite_hash: str, seconds: float | None = None, seeds: str = "", visible_hash: str = "") -> str:
+def markdown(
+    summary: ClassSummary, *, suite_hash: str, seconds: float | None = None, seeds: str = "", visible_hash: str = ""
+) -> str:
     out = ["# Batch summary", ""]
-    out.append(f"{summary.graded} students graded" + (f", {summary.not_graded} not graded" if summary.not_graded else "")
-               + (f", {summary.errors} whose grading did not complete (see `status` in gradebook.csv)" if summary.errors else "")
-               + f". Suites: {suite_label(suite_hash, visible_hash)}." + (f" Graded in {seconds:.0f} s." if seconds is not None else ""))
+    out.append(
+        f"{summary.graded} students graded"
+        + (f", {summary.not_graded} not graded" if summary.not_graded else "")
+        + (f", {summary.errors} whose grading did not complete (see `status` in gradebook.csv)" if summary.errors else "")
+        + f". Suites: {suite_label(suite_hash, visible_hash)}."
+        + (f" Graded in {seconds:.0f} s." if seconds is not None else "")
+    )
     if seeds:
         out += ["", escape.md_text(seeds)]
     out += ["", f"## Total ({_stats(summary.totals)} of {summary.max_total:g})", ""]
@@ -210,11 +237,19 @@ def markdown(summary: ClassSummary, *, suite_hash: str, seconds: float | None = 
     out += ["```text"]
     out += histogram_lines(total_histogram(summary))
     out += ["```", ""]
-    out += ["## Score distribution per skill", "",
-            "Share of the skill's points each student earned (bars scaled to the largest bucket).", ""]
+    out += [
+        "## Score distribution per skill",
+        "",
+        "Share of the skill's points each student earned (bars scaled to the largest bucket).",
+        "",
+    ]
     for sid in summary.skills:
         pts = summary.points.get(sid, 0.0)
-        out += [f"### {escape.md_text(summary.titles.get(sid, sid))} (`{sid}`, {pts:g} points: {_stats(summary.scores[sid])})", "", "```text"]
+        out += [
+            f"### {escape.md_text(summary.titles.get(sid, sid))} (`{sid}`, {pts:g} points: {_stats(summary.scores[sid])})",
+            "",
+            "```text",
+        ]
         out += histogram_lines(summary.histograms[sid])
         out += ["```", ""]
     out += ["## What to reteach: every named mistake, the most frequent first (the course's own before generic ones)", ""]
@@ -222,7 +257,9 @@ def markdown(summary: ClassSummary, *, suite_hash: str, seconds: float | None = 
         out += ["| mistake | students | skill | what it is | section |", "|---|---:|---|---|---|"]
         for hid, n, sid, text, section in summary.mistakes:
             share = f"{n} ({100 * n / max(summary.graded, 1):.0f}%)"
-            out.append(f"| {escape.md_code(hid, table=True)} | {share} | {escape.md_text(sid)} | {escape.md_text(text, 240)} | {escape.md_text(section, 120)} |")
+            out.append(
+                f"| {escape.md_code(hid, table=True)} | {share} | {escape.md_text(sid)} | {escape.md_text(text, 240)} | {escape.md_text(section, 120)} |"
+            )
     else:
         out.append("No named mistake matched in any graded submission.")
     if summary.unfinished:
@@ -250,7 +287,9 @@ def print_summary(console, summary: ClassSummary) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    table = Table(title=f"Score distribution per skill ({summary.graded} students; share of the skill's points)", title_justify="left")
+    table = Table(
+        title=f"Score distribution per skill ({summary.graded} students; share of the skill's points)", title_justify="left"
+    )
     table.add_column("skill")
     for label in BUCKETS:
         table.add_column(label, justify="right")
@@ -269,7 +308,12 @@ def print_summary(console, summary: ClassSummary) -> None:
         for column, justify in (("mistake", "left"), ("students", "right"), ("what it is", "left"), ("section", "left")):
             mistakes.add_column(column, justify=justify, overflow="fold")
         for hid, n, _sid, text, section in summary.mistakes:
-            mistakes.add_row(Text(hid), f"{n} ({100 * n / max(summary.graded, 1):.0f}%)", Text(escape.one_line(text, 160)), Text(escape.one_line(section, 60)))
+            mistakes.add_row(
+                Text(hid),
+                f"{n} ({100 * n / max(summary.graded, 1):.0f}%)",
+                Text(escape.one_line(text, 160)),
+                Text(escape.one_line(section, 60)),
+            )
         console.print(mistakes)
     else:
         console.print("No named mistake matched in any graded submission.")
@@ -292,8 +336,17 @@ def load_row(folder: Path) -> tuple[dict | None, dict]:
     return results, meta
 
 
-def write_outputs(out: Path, rows: list[Row], skills: list[str], titles: dict[str, str], suite_hash: str, seconds: float | None,
-                  seeds: str = "", visible_hash: str = "", extra: list[str] | None = None) -> ClassSummary:
+def write_outputs(
+    out: Path,
+    rows: list[Row],
+    skills: list[str],
+    titles: dict[str, str],
+    suite_hash: str,
+    seconds: float | None,
+    seeds: str = "",
+    visible_hash: str = "",
+    extra: list[str] | None = None,
+) -> ClassSummary:
     """``extra``: more markdown lines for summary.md (the roster section)."""
     write_atomic(out / "gradebook.csv", gradebook(rows, skills, suite_hash))
     summary = summarize(rows, skills, titles)

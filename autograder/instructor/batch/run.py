@@ -63,14 +63,20 @@ class Options:
 def seeds_note(options: Options) -> str:
     """What the summary says about the seeds: whether scores can match the Gradescope bundle's."""
     if options.seed is not None:
-        return (f"Seed {options.seed} for every student (--seed): inputs differ from the Gradescope bundle's, so a score "
-                "that depends on them may too.")
+        return (
+            f"Seed {options.seed} for every student (--seed): inputs differ from the Gradescope bundle's, so a score "
+            "that depends on them may too."
+        )
     if options.seed_key_file is not None:
-        return (f"Seeds keyed with the course key `{options.seed_key_file.name}` (key id {seeding.key_id(options.seed_key_file)}): "
-                "the same inputs, and so the same scores, as the Gradescope bundle released with that key.")
-    return ("⚠ Graded without the course key (the public local key): these scores will not match Gradescope's where "
-            "a score depends on the random inputs. Regrade with --seed-key-file (the key `make release` created; "
-            "see autograder/instructor/release/seedkey.py).")
+        return (
+            f"Seeds keyed with the course key `{options.seed_key_file.name}` (key id {seeding.key_id(options.seed_key_file)}): "
+            "the same inputs, and so the same scores, as the Gradescope bundle released with that key."
+        )
+    return (
+        "⚠ Graded without the course key (the public local key): these scores will not match Gradescope's where "
+        "a score depends on the random inputs. Regrade with --seed-key-file (the key `make release` created; "
+        "see autograder/instructor/release/seedkey.py)."
+    )
 
 
 @dataclass
@@ -121,8 +127,15 @@ def _grade_one(config: Config, student: Student, options: Options, launcher, tim
             if event.get("event") in ("collected", "done"):
                 timing[f"{event['event']}_s"] = round(time.monotonic() - started, 3)
 
-        request = GradeRequest(config, str(folder), seed=options.seed, protect=[options.out.resolve()], launcher=launcher, on_event=on_event,
-                               seed_key_file=options.seed_key_file)
+        request = GradeRequest(
+            config,
+            str(folder),
+            seed=options.seed,
+            protect=[options.out.resolve()],
+            launcher=launcher,
+            on_event=on_event,
+            seed_key_file=options.seed_key_file,
+        )
         results = grade(request)
         timing["graded_s"] = round(time.monotonic() - started, 3)
         return results, note
@@ -133,8 +146,10 @@ def _grade_one(config: Config, student: Student, options: Options, launcher, tim
 def _failed(exc: BaseException) -> str:
     from ...renderers.common import clean
 
-    return (f"the grader failed on this submission ({type(exc).__name__}: {clean(exc, 160)}) — not the student's fault; "
-            "run the batch again to retry it, and tell the autograder's maintainers if it persists")
+    return (
+        f"the grader failed on this submission ({type(exc).__name__}: {clean(exc, 160)}) — not the student's fault; "
+        "run the batch again to retry it, and tell the autograder's maintainers if it persists"
+    )
 
 
 def _write_student(folder: Path, results: results_mod.Results, meta: dict, config: Config) -> None:
@@ -214,8 +229,16 @@ def run(config: Config, students: list[Student], options: Options, progress=None
             run = engines.take_last_run() if engines is not None else None
             if run is not None and run.cpu_seconds is not None:
                 timing["cpu_s"] = run.cpu_seconds
-            meta = dict(want, name=student.name, sid=student.sid, source=str(student.source), located=note,
-                        seconds=round(time.monotonic() - t0, 3), status=results.status, timing=timing)
+            meta = dict(
+                want,
+                name=student.name,
+                sid=student.sid,
+                source=str(student.source),
+                located=note,
+                seconds=round(time.monotonic() - t0, 3),
+                status=results.status,
+                timing=timing,
+            )
             if retry:
                 meta["retry"] = True  # kept in the gradebook with its reason; the next run grades it again
             _write_student(options.out / student.key, results, meta, config)
@@ -260,8 +283,15 @@ def run(config: Config, students: list[Student], options: Options, progress=None
     return outcome
 
 
-def finish(config: Config, students: list[Student], options: Options, wants: dict[str, dict], ident: identity.SuiteIdentity,
-           seconds: float | None, changed: list | None = None) -> report.ClassSummary:
+def finish(
+    config: Config,
+    students: list[Student],
+    options: Options,
+    wants: dict[str, dict],
+    ident: identity.SuiteIdentity,
+    seconds: float | None,
+    changed: list | None = None,
+) -> report.ClassSummary:
     """gradebook.csv, summary.md (and the LMS files with a roster) from the students' finished
     folders in ``options.out``: what a batch, a shard and a merge of shards all end with."""
     rows = []
@@ -278,8 +308,17 @@ def finish(config: Config, students: list[Student], options: Options, wants: dic
         extra += lms.summary_lines(options.roster, joined)
     if changed:
         extra += changes.write(options.out, changed)
-    return report.write_outputs(options.out, rows, list(config.skills), {sid: s.title for sid, s in config.skills.items()},
-                                ident.suite or "", seconds, seeds=seeds_note(options), visible_hash=ident.visible, extra=extra or None)
+    return report.write_outputs(
+        options.out,
+        rows,
+        list(config.skills),
+        {sid: s.title for sid, s in config.skills.items()},
+        ident.suite or "",
+        seconds,
+        seeds=seeds_note(options),
+        visible_hash=ident.visible,
+        extra=extra or None,
+    )
 
 
 def wanted(config: Config, students: list[Student], options: Options) -> tuple[identity.SuiteIdentity, dict[str, dict]]:

@@ -44,6 +44,7 @@ import time
 
 MAX_MESSAGE = 1 << 20
 
+
 def _preload(extra: list[str]) -> list[str]:
     """What every trusted process imports before its run is known (runner/process/preimport.py:
     derived from the code a run runs), then ``extra``. The names that failed to import."""

@@ -102,7 +102,9 @@ def _kind(path: Path) -> str | None:
 def discover(folder: Path) -> tuple[list[Student], list[str]]:
     """(students in a stable order, notes about entries that were skipped)."""
     if not folder.is_dir():
-        raise BatchInputError(f"{folder}: not a folder — pass the folder holding one subfolder or .zip per student, or a Gradescope export")
+        raise BatchInputError(
+            f"{folder}: not a folder — pass the folder holding one subfolder or .zip per student, or a Gradescope export"
+        )
     if (folder / METADATA).is_file():
         return _gradescope(folder)
     students: list[Student] = []
@@ -124,7 +126,9 @@ def discover(folder: Path) -> tuple[list[Student], list[str]]:
         name = entry[:-4] if kind == "zip" else entry
         students.append(Student(key=_unique(keys, safe_key(name)), name=name, source=path))
     if not students:
-        raise BatchInputError(f"{folder}: holds no student folders or .zip files — pass the folder with one subfolder or .zip per student")
+        raise BatchInputError(
+            f"{folder}: holds no student folders or .zip files — pass the folder with one subfolder or .zip per student"
+        )
     return students, notes
 
 
@@ -152,8 +156,17 @@ def _gradescope(folder: Path) -> tuple[list[Student], list[str]]:
         name = " & ".join(n for n in names if n) or sub_id
         extra = {k: entry[k] for k in ("created_at", "score") if k in entry}
         people = [{"name": n, "sid": s, "email": e} for n, s, e in zip(names, sids, emails)]
-        students.append(Student(key=_unique(keys, sub_id), name=name, source=path, sid=" ".join(s for s in sids if s),
-                                email=" ".join(e for e in emails if e), extra=extra, members=people))
+        students.append(
+            Student(
+                key=_unique(keys, sub_id),
+                name=name,
+                source=path,
+                sid=" ".join(s for s in sids if s),
+                email=" ".join(e for e in emails if e),
+                extra=extra,
+                members=people,
+            )
+        )
     listed = set(metadata)
     for entry in sorted(os.listdir(folder)):
         if entry.startswith("submission_") and entry not in listed and (folder / entry).is_dir():
@@ -186,7 +199,9 @@ def fingerprint(student: Student, config: Config) -> str:
             folder, note = locate(student, config, work)
         except upload.UploadError as exc:
             return hashlib.sha256(f"upload-error\0{exc}".encode("utf-8", "backslashreplace")).hexdigest()
-        return hashlib.sha256(f"located\0{note}\0{submission.digest(folder, config)}".encode("utf-8", "backslashreplace")).hexdigest()
+        return hashlib.sha256(
+            f"located\0{note}\0{submission.digest(folder, config)}".encode("utf-8", "backslashreplace")
+        ).hexdigest()
     except Exception as exc:  # noqa: BLE001 — never a reason to stop the batch; the grading says what is wrong
         return f"unfingerprinted:{type(exc).__name__}:{uuid.uuid4().hex}"
     finally:

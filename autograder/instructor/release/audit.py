@@ -37,10 +37,18 @@ MIN_NODES = 16  # an expression this large is telling (`scale * (d_scores.transp
 #: shipped files whose code may equal solution code, and why (they compute no expected value)
 REPLAY_EXEMPT = {"autograder/sandbox/zygote.py": "the fork server warms torch's attention kernels up on random data"}
 MIN_BODY_NODES = 6  # a whole function body: `return weights @ v` counts, `return x` does not
-LEFTOVER_NAMES = {".git": "a git repository (history may hold solutions)", "gradebook.db": "nbgrader's gradebook (holds hidden tests in plain text)",
-                  "results.json": "a grading report", ".pytest_cache": "a pytest cache", "__pycache__": "compiled caches",
-                  ".grader-cache": "a grader cache", "autograded": "nbgrader's autograded notebooks (hold hidden tests)",
-                  "submitted": "nbgrader submissions", "feedback": "nbgrader feedback (shows hidden tests)", "solutions": "the reference solutions"}
+LEFTOVER_NAMES = {
+    ".git": "a git repository (history may hold solutions)",
+    "gradebook.db": "nbgrader's gradebook (holds hidden tests in plain text)",
+    "results.json": "a grading report",
+    ".pytest_cache": "a pytest cache",
+    "__pycache__": "compiled caches",
+    ".grader-cache": "a grader cache",
+    "autograded": "nbgrader's autograded notebooks (hold hidden tests)",
+    "submitted": "nbgrader submissions",
+    "feedback": "nbgrader feedback (shows hidden tests)",
+    "solutions": "the reference solutions",
+}
 TOP_LEVEL_ONLY = {"autograded", "submitted", "feedback"}  # nbgrader's folders; autograder/core/feedback is the grader's hints
 REPORT = re.compile(r"(report.*\.json|\.report\.json|\.pyc)$")
 SECRET = re.compile(r"(\.key|\.pem|^\.env)$")  # e.g. the course's seed key ($AUTOGRADER_SEED_KEY_FILE)
@@ -57,7 +65,7 @@ def public_lines(config: Config) -> set[str]:
     out: set[str] = set()
     for doc in config.release.get("docs", []):
         path = config.root / doc
-        for file in ([path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else []):
+        for file in [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else []:
             try:
                 out.update(_squash(line) for line in file.read_text(encoding="utf-8").splitlines())
             except (OSError, UnicodeDecodeError):
@@ -156,7 +164,9 @@ def solution_shapes(config: Config) -> tuple[dict[str, Replayable], dict[str, Re
                 bodies.setdefault(shape(body), Replayable(f"{rel}:{body[0].lineno}", f"the body of {fn.name}"))
             for node in ast.walk(fn):
                 if isinstance(node, ast.expr) and hasattr(node, "lineno") and _inside(node, spans) and size(node) >= MIN_NODES:
-                    expressions.setdefault(shape([node]), Replayable(f"{rel}:{node.lineno}", f"`{ast.unparse(node)[:60]}` of {fn.name}"))
+                    expressions.setdefault(
+                        shape([node]), Replayable(f"{rel}:{node.lineno}", f"`{ast.unparse(node)[:60]}` of {fn.name}")
+                    )
     return bodies, expressions
 
 
@@ -172,20 +182,28 @@ def replays(source: str, rel: str, bodies: dict[str, Replayable], expressions: d
         if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and _code(fn.body):
             hit = bodies.get(shape(_code(fn.body)))
             if hit:
-                findings.append(f"{rel}:{fn.lineno}: function {fn.name} replays {hit.what} at {hit.where} (same code up to names and constants)")
+                findings.append(
+                    f"{rel}:{fn.lineno}: function {fn.name} replays {hit.what} at {hit.where} (same code up to names and constants)"
+                )
                 covered.update(range(fn.lineno, fn.end_lineno + 1))
     for node in ast.walk(tree):  # breadth first: an outer expression before the ones inside it
         if isinstance(node, ast.expr) and hasattr(node, "lineno") and node.lineno not in covered and size(node) >= MIN_NODES:
             hit = expressions.get(shape([node]))
             if hit:
-                findings.append(f"{rel}:{node.lineno}: `{ast.unparse(node)[:60]}` replays {hit.what} at {hit.where} (same code up to names and constants)")
+                findings.append(
+                    f"{rel}:{node.lineno}: `{ast.unparse(node)[:60]}` replays {hit.what} at {hit.where} (same code up to names and constants)"
+                )
                 covered.update(range(node.lineno, node.end_lineno + 1))
     return findings
 
 
 def hidden_test_names(config: Config) -> set[str]:
-    visible = {name for s in config.skills.values() for suite in s.suites if suite.visibility == "visible" for name in suite.weights}
-    return {name for s in config.skills.values() for suite in s.suites if suite.visibility == "hidden" for name in suite.weights} - visible
+    visible = {
+        name for s in config.skills.values() for suite in s.suites if suite.visibility == "visible" for name in suite.weights
+    }
+    return {
+        name for s in config.skills.values() for suite in s.suites if suite.visibility == "hidden" for name in suite.weights
+    } - visible
 
 
 def hidden_only_files(config: Config) -> set[str]:
@@ -229,7 +247,9 @@ def audit(tree: Path, config: Config) -> list[str]:
             text = path.read_text(encoding="utf-8")
         except (UnicodeDecodeError, OSError):
             continue  # binary data: the file checks above apply
-        if path.suffix == ".py" and not rel.startswith("exercises/") and rel not in REPLAY_EXEMPT:  # the stubs are the solutions' signatures
+        if (
+            path.suffix == ".py" and not rel.startswith("exercises/") and rel not in REPLAY_EXEMPT
+        ):  # the stubs are the solutions' signatures
             findings.extend(replays(text, rel, bodies, expressions))
         for number, line in enumerate(text.splitlines(), start=1):
             if name_re is not None:

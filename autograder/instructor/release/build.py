@@ -19,8 +19,8 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from ...config import Config
 from ...renderers.common import suite_label
@@ -31,7 +31,12 @@ VERSION = re.compile(r"^\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.-]+)?$")
 #: (module under autograder.instructor.release, artifact under dist/, what it is); optional builders are skipped when absent
 BUILDERS = [
     ("student", "student", "the student repository (visible suites, stubs, grader, docs)", True),
-    ("classroom50", "classroom50", "Classroom 50 autograders, one per assignment (<assignment>/autograder.py; visible tests only)", False),
+    (
+        "classroom50",
+        "classroom50",
+        "Classroom 50 autograders, one per assignment (<assignment>/autograder.py; visible tests only)",
+        False,
+    ),
     ("gradescope", "autograder.zip", "Gradescope autograder bundle (setup.sh, run_autograder; visible + hidden suites)", False),
     ("nbgrader_course", "nbgrader", "nbgrader course directory (nbgrader_config.py, source/<assignment>/<skill>.ipynb)", False),
 ]
@@ -49,8 +54,12 @@ def source_commit(repo: Path) -> str:
     """``git rev-parse HEAD`` of the instructors' repository, ``+dirty`` when tracked or
     untracked (not ignored) files differ from it; ``unknown`` outside git."""
     try:
-        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True, timeout=30, check=True).stdout.strip()
-        status = subprocess.run(["git", "status", "--porcelain"], cwd=repo, capture_output=True, text=True, timeout=30, check=True).stdout.strip()
+        head = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True, timeout=30, check=True
+        ).stdout.strip()
+        status = subprocess.run(
+            ["git", "status", "--porcelain"], cwd=repo, capture_output=True, text=True, timeout=30, check=True
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return head + ("+dirty" if status else "")
@@ -64,13 +73,16 @@ def _prepare_out(out: Path, repo: Path) -> None:
         if not out.is_dir():
             raise ReleaseError(f"--out {out}: is a file — choose a folder")
         if any(out.iterdir()) and not (out / manifest.NAME).is_file():
-            raise ReleaseError(f"--out {out}: not empty and not a previous release (no {manifest.NAME}) — empty it or choose another folder")
+            raise ReleaseError(
+                f"--out {out}: not empty and not a previous release (no {manifest.NAME}) — empty it or choose another folder"
+            )
         state = course_dir.state_in(out / "nbgrader")
         if state:
             raise ReleaseError(
                 f"--out {out}: {out / 'nbgrader'} holds a running nbgrader course ({', '.join(state)}), which a release would delete. "
                 f"Move it out first: `make nbgrader-course DIR=../attention-course` copies the course to a folder of its own "
-                f"(then move {', '.join(state)} there), and run nbgrader there from now on")
+                f"(then move {', '.join(state)} there), and run nbgrader there from now on"
+            )
         shutil.rmtree(out)
     out.mkdir(parents=True)
 
@@ -113,7 +125,9 @@ def release(config: Config, out: Path, version: str, log: Callable[[str], None] 
         key, key_path = seedkey.ensure(config.course, config.root, out, log)
     except seedkey.SeedKeyProblem as exc:
         raise ReleaseError(f"{exc}\nnothing was released") from None
-    ctx = ReleaseContext(config.root, config, out.resolve(), version, source_commit(config.root), suite_hash(config), seed_key=key)
+    ctx = ReleaseContext(
+        config.root, config, out.resolve(), version, source_commit(config.root), suite_hash(config), seed_key=key
+    )
     log(f"release: course seed key {key_path} (the bundle's seed.key; `make batch` regrades with the same file)")
     if ctx.commit.endswith("+dirty"):
         log(f"release: warning: the repository has uncommitted changes; MANIFEST.json records {ctx.commit}")
@@ -140,7 +154,11 @@ def release(config: Config, out: Path, version: str, log: Callable[[str], None] 
             log(f"release: leak audit of dist/{artifact} …")
             findings = audit(ctx.out / artifact, config)
             if findings:
-                raise ReleaseError(f"leak audit of dist/{artifact}:\n" + "\n".join(f"  {f}" for f in findings) + f"\n{len(findings)} finding(s): nothing was released")
+                raise ReleaseError(
+                    f"leak audit of dist/{artifact}:\n"
+                    + "\n".join(f"  {f}" for f in findings)
+                    + f"\n{len(findings)} finding(s): nothing was released"
+                )
             log(f"release: leak audit of dist/{artifact}: no finding")
     if (ctx.out / "assignments").is_dir():
         artifacts["assignments"] = "one Gradescope bundle per [release.assignments] entry (assignments/<name>/autograder.zip)"
@@ -158,7 +176,9 @@ def main(config: Config, out: Path, version: str) -> int:
             manifest_path.unlink()  # a half-built dist/ is never mistaken for a release
         print(f"release: {exc}", file=sys.stderr)
         return 1
-    print(f"release {ctx.version} of {ctx.commit[:12]} ({suite_label(ctx.suite_hash, ctx.visible_suite_hash)}) in {time.monotonic() - started:.1f} s → {out}")
+    print(
+        f"release {ctx.version} of {ctx.commit[:12]} ({suite_label(ctx.suite_hash, ctx.visible_suite_hash)}) in {time.monotonic() - started:.1f} s → {out}"
+    )
     for rel in sorted(p.name for p in ctx.out.iterdir()):
         path = ctx.out / rel
         size = path.stat().st_size if path.is_file() else sum(p.stat().st_size for p in path.rglob("*") if p.is_file())

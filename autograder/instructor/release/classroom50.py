@@ -44,7 +44,9 @@ def scale_for(weights: list[float]) -> int:
         denominator = Fraction(weight).limit_denominator(MAX_SCALE).denominator
         scale = math.lcm(scale, denominator)
     if scale > MAX_SCALE:
-        raise ValueError(f"the test weights need 1/{scale} of a point to be whole numbers; use weights in steps of at least 1/{MAX_SCALE}")
+        raise ValueError(
+            f"the test weights need 1/{scale} of a point to be whole numbers; use weights in steps of at least 1/{MAX_SCALE}"
+        )
     return scale
 
 
@@ -52,7 +54,10 @@ def official(config: Config) -> tuple[str, str]:
     """(long, short) name of where the official score comes from, for the Release text."""
     if "gradescope" in config.platforms:
         return "the course's autograder on Gradescope", "the course's Gradescope autograder"
-    return "the course's autograder (the instructors grade your submitted commit with the hidden tests too)", "the course's autograder"
+    return (
+        "the course's autograder (the instructors grade your submitted commit with the hidden tests too)",
+        "the course's autograder",
+    )
 
 
 def assignment_record(ctx: ReleaseContext, name: str | None) -> dict:
@@ -61,9 +66,16 @@ def assignment_record(ctx: ReleaseContext, name: str | None) -> dict:
     config = full.for_assignment(name) if name else full
     skills = {}
     for sid, skill in config.skills.items():
-        tests = {test: weight for suite in skill.suites if suite.visibility == "visible" for test, weight in suite.weights.items()}
-        skills[sid] = {"title": skill.title, "module": f"exercises/{skill.module}", "full_points": skill.points,
-                       "visible_points": sum(tests.values()), "tests": tests}
+        tests = {
+            test: weight for suite in skill.suites if suite.visibility == "visible" for test, weight in suite.weights.items()
+        }
+        skills[sid] = {
+            "title": skill.title,
+            "module": f"exercises/{skill.module}",
+            "full_points": skill.points,
+            "visible_points": sum(tests.values()),
+            "tests": tests,
+        }
     long, short = official(full)
     return {
         "format": "attention-autograder/classroom50@1",
@@ -80,7 +92,9 @@ def assignment_record(ctx: ReleaseContext, name: str | None) -> dict:
 
 
 def readme(ctx: ReleaseContext, names: list[str]) -> str:
-    rows = "\n".join(f"| `{n}/` | {', '.join(f'`{s}`' for s in ctx.config.assignments.get(n, tuple(ctx.config.skills)))} |" for n in names)
+    rows = "\n".join(
+        f"| `{n}/` | {', '.join(f'`{s}`' for s in ctx.config.assignments.get(n, tuple(ctx.config.skills)))} |" for n in names
+    )
     return f"""# Classroom 50 autograders — {ctx.config.course}, release {ctx.version}
 
 One autograder per assignment, for courses on [Classroom 50](https://github.com/foundation50/classroom50)

@@ -33,7 +33,12 @@ def _snapshots_arguments(n: argparse.ArgumentParser) -> None:
 
 
 def _audit_arguments(a: argparse.ArgumentParser) -> None:
-    a.add_argument("tree", nargs="?", default=None, help="the student tree, e.g. dist/student (default: build one afresh in a temporary folder)")
+    a.add_argument(
+        "tree",
+        nargs="?",
+        default=None,
+        help="the student tree, e.g. dist/student (default: build one afresh in a temporary folder)",
+    )
     a.add_argument("--config", default=None)
 
 
@@ -45,7 +50,9 @@ def _release_arguments(r: argparse.ArgumentParser) -> None:
 
 def _course_arguments(c: argparse.ArgumentParser) -> None:
     c.add_argument("course", help="the course folder, e.g. ../attention-course (created when missing; its state is kept)")
-    c.add_argument("--from", dest="source", default="dist/nbgrader", help="the release's nbgrader folder (default: dist/nbgrader)")
+    c.add_argument(
+        "--from", dest="source", default="dist/nbgrader", help="the release's nbgrader folder (default: dist/nbgrader)"
+    )
     c.add_argument("--config", default=None)
 
 
@@ -132,7 +139,11 @@ def release_main(args: argparse.Namespace, config) -> int:
 COMMANDS = (
     Command("release", "instructors: build dist/ (student, bundle, nbgrader)", _release_arguments, _with_config(release_main)),
     Command("stubs", "instructors: write exercises/ from solutions/", _stubs_arguments, _with_config(stubs_main)),
-    Command("snapshots", "instructors: rewrite the visible suites' snapshots", _snapshots_arguments, _with_config(snapshots_main)),
+    Command(
+        "snapshots", "instructors: rewrite the visible suites' snapshots", _snapshots_arguments, _with_config(snapshots_main)
+    ),
     Command("audit", "instructors: leak audit of a student tree", _audit_arguments, _with_config(audit_main)),
-    Command("nbgrader-course", "instructors: create or update the live nbgrader course", _course_arguments, _with_config(course_main)),
+    Command(
+        "nbgrader-course", "instructors: create or update the live nbgrader course", _course_arguments, _with_config(course_main)
+    ),
 )

@@ -27,5 +27,9 @@ class ReleaseContext:
 
     def release_record(self) -> dict:
         """What release.json says in the student tree and the bundle: which release, which suites."""
-        return {"version": self.version, "commit": self.commit, "suite_hash": self.suite_hash,
-                "visible_suite_hash": self.visible_suite_hash}
+        return {
+            "version": self.version,
+            "commit": self.commit,
+            "suite_hash": self.suite_hash,
+            "visible_suite_hash": self.visible_suite_hash,
+        }

@@ -41,7 +41,9 @@ def update(release: Path, course: Path) -> list[str]:
     one line each. State is never touched."""
     release, course = release.resolve(), course.resolve()
     if not (release / "nbgrader_config.py").is_file() or not (release / "source").is_dir():
-        raise CourseDirError(f"{release}: not the nbgrader folder of a release (no nbgrader_config.py and source/) — run `make release` first")
+        raise CourseDirError(
+            f"{release}: not the nbgrader folder of a release (no nbgrader_config.py and source/) — run `make release` first"
+        )
     if course == release or course.is_relative_to(release) or release.is_relative_to(course):
         raise CourseDirError(f"{course}: must be a folder of its own, outside the release (the next release replaces {release})")
     if course.exists() and not course.is_dir():
@@ -65,8 +67,14 @@ def update(release: Path, course: Path) -> list[str]:
             shutil.rmtree(target)
         shutil.copytree(assignment, target)
         released = (course / "release" / assignment.name).exists()
-        said.append(f"{'updated' if existed else 'created'} source/{assignment.name}"
-                    + (" (already released to students: run `nbgrader generate_assignment --force` if they need the change)" if released else ""))
+        said.append(
+            f"{'updated' if existed else 'created'} source/{assignment.name}"
+            + (
+                " (already released to students: run `nbgrader generate_assignment --force` if they need the change)"
+                if released
+                else ""
+            )
+        )
     kept = state_in(course)
     said.append("course state kept: " + (", ".join(kept) if kept else "none yet"))
     return said

@@ -73,7 +73,6 @@ def write_tree(root: Path, files: dict[str, bytes]) -> list[Path]:
 _tree = identity_tree
 
 
-
 # --------------------------------------------------------------------------- grading.toml
 _HEADER = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
 
@@ -177,8 +176,14 @@ def assignment_grading_toml(config_text: str, skills: tuple[str, ...]) -> str:
         if (m and m.group(1) not in skills) or key == "release.assignments":
             continue
         if key == "release.rules":
-            lines = [line for line in lines if not (re.match(r"^\s*([a-z][a-z0-9_]*)\s*=", line)
-                                                    and re.match(r"^\s*([a-z][a-z0-9_]*)", line).group(1) not in skills)]
+            lines = [
+                line
+                for line in lines
+                if not (
+                    re.match(r"^\s*([a-z][a-z0-9_]*)\s*=", line)
+                    and re.match(r"^\s*([a-z][a-z0-9_]*)", line).group(1) not in skills
+                )
+            ]
         out.append("".join(lines))
     text = re.sub(r"\n{3,}", "\n\n\n", "".join(out))
     tomllib.loads(text)  # still valid TOML

@@ -32,7 +32,11 @@ PYTHON_VERSION = "3.11.18"  # pyproject's requires-python; the exact patch, so n
 UV_VERSION = "0.13.8"  # the uv that installs that Python (a pinned wheel from PyPI)
 TORCH_INDEX = "https://download.pytorch.org/whl/cpu"
 ZIP_NAME = "autograder.zip"
-SAFE = {"version": r"[0-9A-Za-z][0-9A-Za-z.+_-]{0,63}", "commit": r"[0-9a-f]{7,64}(\+dirty)?|unknown", "suite_hash": r"[0-9a-f]{16,128}"}
+SAFE = {
+    "version": r"[0-9A-Za-z][0-9A-Za-z.+_-]{0,63}",
+    "commit": r"[0-9a-f]{7,64}(\+dirty)?|unknown",
+    "suite_hash": r"[0-9a-f]{16,128}",
+}
 
 
 def build(ctx: ReleaseContext) -> list[Path]:
@@ -75,12 +79,20 @@ def bundle_files(ctx: ReleaseContext, assignment: str | None = None) -> dict[str
     if assignment is not None:
         text = assignment_grading_toml(text, tuple(config.skills))
     files["grading.toml"] = text.encode()
-    release = {**ctx.release_record(), "assignment": assignment, "points": config.total_points,
-               "python": PYTHON_VERSION, "torch": torch_version(ctx.repo), "time_budget_s": config.gradescope_release.time_budget_s}
+    release = {
+        **ctx.release_record(),
+        "assignment": assignment,
+        "points": config.total_points,
+        "python": PYTHON_VERSION,
+        "torch": torch_version(ctx.repo),
+        "time_budget_s": config.gradescope_release.time_budget_s,
+    }
     files["release.json"] = (json.dumps(release, indent=2, sort_keys=True) + "\n").encode()
     if not ctx.seed_key or len(ctx.seed_key) < MIN_KEY_BYTES:
-        raise ValueError("the Gradescope bundle needs the course's seed key (at least "
-                         f"{MIN_KEY_BYTES} bytes; `make release` creates it once, see autograder/instructor/release/seedkey.py)")
+        raise ValueError(
+            "the Gradescope bundle needs the course's seed key (at least "
+            f"{MIN_KEY_BYTES} bytes; `make release` creates it once, see autograder/instructor/release/seedkey.py)"
+        )
     files["seed.key"] = ctx.seed_key + b"\n"
     values = _template_values(ctx, config.gradescope_release)
     files["setup.sh"] = _fill(TEMPLATES / "gradescope_setup.sh", values)
@@ -98,9 +110,16 @@ def torch_version(repo: Path) -> str:
 
 def _template_values(ctx: ReleaseContext, gs: GradescopeRelease) -> dict[str, str]:
     return {
-        "VERSION": ctx.version, "COMMIT": ctx.commit, "SUITE_HASH": ctx.suite_hash, "SUITE_HASH_SHORT": ctx.suite_hash[:12],
-        "PREFIX": PREFIX, "PYTHON_VERSION": PYTHON_VERSION, "UV_VERSION": UV_VERSION, "TORCH_INDEX": TORCH_INDEX,
-        "TORCH_VERSION": torch_version(ctx.repo), "TIME_BUDGET_S": str(int(gs.time_budget_s)),
+        "VERSION": ctx.version,
+        "COMMIT": ctx.commit,
+        "SUITE_HASH": ctx.suite_hash,
+        "SUITE_HASH_SHORT": ctx.suite_hash[:12],
+        "PREFIX": PREFIX,
+        "PYTHON_VERSION": PYTHON_VERSION,
+        "UV_VERSION": UV_VERSION,
+        "TORCH_INDEX": TORCH_INDEX,
+        "TORCH_VERSION": torch_version(ctx.repo),
+        "TIME_BUDGET_S": str(int(gs.time_budget_s)),
     }
 
 

@@ -115,7 +115,9 @@ def exact_points(skill: Skill, weights: dict[str, float]) -> dict[str, float]:
     for the skill's and the course's max score to come out exact (100, not 99.99999999999999)."""
     for name, weight in weights.items():
         if Fraction(weight).denominator > 1024:
-            raise NotebookError(f"{skill.id}.{name}: weight {weight!r} is not a multiple of 1/1024, so nbgrader's max score would not be exact")
+            raise NotebookError(
+                f"{skill.id}.{name}: weight {weight!r} is not a multiple of 1/1024, so nbgrader's max score would not be exact"
+            )
     if math.fsum(weights.values()) != skill.points or sum(weights.values()) != skill.points:
         raise NotebookError(f"{skill.id}: the test weights add up to {sum(weights.values())!r}, not {skill.points!r}")
     return dict(weights)
@@ -192,9 +194,13 @@ def _has_nan(value) -> bool:
 
 def checks_source(skill: Skill, target: Target, ns: dict) -> str:
     where = f"{skill.id}.{target.name}"
-    parts = [(f"# Checks of {target.name} ({target.cite}). No points of their own: the point cells at the end score the grader's tests\n"
-              "# from whether every check here passed. Expected values: the reference's, computed when this course was released."),
-             f"checks = Checks({target.name!r})"]
+    parts = [
+        (
+            f"# Checks of {target.name} ({target.cite}). No points of their own: the point cells at the end score the grader's tests\n"
+            "# from whether every check here passed. Expected values: the reference's, computed when this course was released."
+        ),
+        f"checks = Checks({target.name!r})",
+    ]
     parts += [_check_code(c, ns, where) for c in target.visible]
     if target.hidden:
         parts += [HIDDEN_BEGIN, *(_check_code(c, ns, where) for c in target.hidden), HIDDEN_END]
@@ -205,14 +211,18 @@ def checks_source(skill: Skill, target: Target, ns: dict) -> str:
 def credit_source(name: str, unit: dict, points: float) -> str:
     """A point cell: one grader test, its points, and the grader's rule over its kinds.
     The last line is the score (nbgrader reads a number there as the cell's partial credit)."""
+
     def table(kinds: list[dict]) -> str:
         return "{" + ", ".join(f"{k['label']!r}: {k['uses']!r}" for k in kinds) + "}"
 
     required = f", required={table(unit['required'])}" if unit["required"] else ""
-    return (f"# {name} ({unit['visibility']} test of the grader): {points:g} points × passed kinds / kinds"
-            + (", 0 if a required kind fails" if unit["required"] else "") + ".\n"
-            "# A kind passes when every function it uses passed its checks cell above.\n"
-            f"credit({points!r}, {table(unit['kinds'])}{required})")
+    return (
+        f"# {name} ({unit['visibility']} test of the grader): {points:g} points × passed kinds / kinds"
+        + (", 0 if a required kind fails" if unit["required"] else "")
+        + ".\n"
+        "# A kind passes when every function it uses passed its checks cell above.\n"
+        f"credit({points!r}, {table(unit['kinds'])}{required})"
+    )
 
 
 def _meta(grade_id: str, *, grade=False, solution=False, locked=False, points=None) -> dict:
@@ -246,25 +256,47 @@ def notebook(config: Config, skill: Skill):
 
     targets = TARGETS.get(skill.id)
     if not targets:
-        raise NotebookError(f"skill {skill.id}: no nbgrader checks in autograder/instructor/release/nbgrader_checks.py — add TARGETS[{skill.id!r}]")
+        raise NotebookError(
+            f"skill {skill.id}: no nbgrader checks in autograder/instructor/release/nbgrader_checks.py — add TARGETS[{skill.id!r}]"
+        )
     tests = units(skill, targets)
     points = exact_points(skill, {name: unit["weight"] for name, unit in tests.items()})
     ns = reference_namespace(config, skill)
     cells = [
-        new_markdown_cell(lesson_markdown(config, skill, points), id=f"{skill.id}-lesson", metadata=_meta(f"{skill.id}_lesson", locked=True)),
+        new_markdown_cell(
+            lesson_markdown(config, skill, points), id=f"{skill.id}-lesson", metadata=_meta(f"{skill.id}_lesson", locked=True)
+        ),
         new_code_cell(SETUP.rstrip("\n"), id=f"{skill.id}-setup", metadata=_meta(f"{skill.id}_setup", locked=True)),
-        new_code_cell((config.solutions_dir / skill.module).read_text(encoding="utf-8").rstrip("\n"), id=f"{skill.id}-solution",
-                      metadata=_meta(f"{skill.id}_solution", solution=True)),
+        new_code_cell(
+            (config.solutions_dir / skill.module).read_text(encoding="utf-8").rstrip("\n"),
+            id=f"{skill.id}-solution",
+            metadata=_meta(f"{skill.id}_solution", solution=True),
+        ),
     ]
     for target in targets:  # 0 points: hidden checks must sit in grade cells, and these cells' results feed the point cells
         grade_id = f"checks_{snake(target.name)}"
-        cells.append(new_code_cell(checks_source(skill, target, ns), id=f"{skill.id}-{grade_id}".replace("_", "-"),
-                                   metadata=_meta(grade_id, grade=True, locked=True, points=0)))
-    cells.append(new_markdown_cell(f"## Points: the autograder's tests of `{skill.id}`", id=f"{skill.id}-points",
-                                   metadata=_meta(f"{skill.id}_points", locked=True)))
+        cells.append(
+            new_code_cell(
+                checks_source(skill, target, ns),
+                id=f"{skill.id}-{grade_id}".replace("_", "-"),
+                metadata=_meta(grade_id, grade=True, locked=True, points=0),
+            )
+        )
+    cells.append(
+        new_markdown_cell(
+            f"## Points: the autograder's tests of `{skill.id}`",
+            id=f"{skill.id}-points",
+            metadata=_meta(f"{skill.id}_points", locked=True),
+        )
+    )
     for name, unit in tests.items():
-        cells.append(new_code_cell(credit_source(name, unit, points[name]), id=f"{skill.id}-{name}".replace("_", "-")[:64],
-                                   metadata=_meta(name, grade=True, locked=True, points=points[name])))
+        cells.append(
+            new_code_cell(
+                credit_source(name, unit, points[name]),
+                id=f"{skill.id}-{name}".replace("_", "-")[:64],
+                metadata=_meta(name, grade=True, locked=True, points=points[name]),
+            )
+        )
     nb = new_notebook(cells=cells, metadata={"kernelspec": KERNELSPEC, "language_info": {"name": "python"}})
     nbformat.validate(nb)
     return nb
@@ -273,7 +305,7 @@ def notebook(config: Config, skill: Skill):
 # --------------------------------------------------------------------------- course files
 def nbgrader_config(ctx: ReleaseContext) -> str:
     s = ctx.config.nbgrader_release
-    return f'''# nbgrader course: attention exercises, release {ctx.version} (commit {ctx.commit}).
+    return f"""# nbgrader course: attention exercises, release {ctx.version} (commit {ctx.commit}).
 # Generated by `make release` from solutions/, grading.toml and autograder/instructor/release/nbgrader_checks.py.
 import os
 
@@ -284,7 +316,7 @@ c.CourseDirectory.root = here
 c.CourseDirectory.db_url = "sqlite:///" + os.path.join(here, "gradebook.db")
 c.Execute.timeout = {int(s.cell_timeout_s)}  # seconds per cell: a loop that never ends costs one cell
 c.ClearSolutions.code_stub = {{"python": "# YOUR CODE HERE\\nraise NotImplementedError()"}}
-''' + FEEDBACK.read_text(encoding="utf-8")
+""" + FEEDBACK.read_text(encoding="utf-8")
 
 
 def readme(ctx: ReleaseContext) -> str:
@@ -349,7 +381,9 @@ class RoundTrip:
     feedback: Path | None = None  # feedback/: each student's HTML, when asked for
 
 
-def round_trip(course: Path, work: Path, submissions: dict[str, Path | None], assignment: str, *, feedback: bool = False) -> RoundTrip:
+def round_trip(
+    course: Path, work: Path, submissions: dict[str, Path | None], assignment: str, *, feedback: bool = False
+) -> RoundTrip:
     """Run the real nbgrader headless on a copy of ``course``: ``generate_assignment``, then
     ``autograde`` each student's notebooks — the release with the solution cells filled from
     ``submissions[student]`` (a folder of exercise modules) or left untouched (None) — then
@@ -367,7 +401,12 @@ def round_trip(course: Path, work: Path, submissions: dict[str, Path | None], as
     root = work / "course"
     shutil.copytree(course, root)
     env = dict(os.environ)
-    for name in ("JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR", "JUPYTER_RUNTIME_DIR", "IPYTHONDIR"):  # nbgrader writes into $HOME otherwise
+    for name in (
+        "JUPYTER_CONFIG_DIR",
+        "JUPYTER_DATA_DIR",
+        "JUPYTER_RUNTIME_DIR",
+        "IPYTHONDIR",
+    ):  # nbgrader writes into $HOME otherwise
         (work / name).mkdir(exist_ok=True)
         env[name] = str(work / name)
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])  # creating the DB runs `alembic`
@@ -376,7 +415,9 @@ def round_trip(course: Path, work: Path, submissions: dict[str, Path | None], as
 
     def nbgrader(step: str, *args: str) -> None:
         start = time.monotonic()
-        proc = subprocess.run([sys.executable, "-m", "nbgrader", step, *args], cwd=root, env=env, capture_output=True, text=True, timeout=1200)
+        proc = subprocess.run(
+            [sys.executable, "-m", "nbgrader", step, *args], cwd=root, env=env, capture_output=True, text=True, timeout=1200
+        )
         seconds[step] = round(time.monotonic() - start, 1)
         if proc.returncode != 0:
             raise NotebookError(f"nbgrader {step} failed (exit {proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
@@ -403,5 +444,7 @@ def round_trip(course: Path, work: Path, submissions: dict[str, Path | None], as
     from nbgrader.api import Gradebook
 
     with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
-        notebooks = {student: {nb.name: nb.score for nb in gb.find_submission(assignment, student).notebooks} for student in submissions}
+        notebooks = {
+            student: {nb.name: nb.score for nb in gb.find_submission(assignment, student).notebooks} for student in submissions
+        }
     return RoundTrip(scores, notebooks, max_score, seconds, release, root / "feedback" if feedback else None)

@@ -68,12 +68,22 @@ def _nbu_wrong(value):
 BROKEN = {
     ("wrong", "def"): "def {name}(*args, **kwargs):\n    return _nbu_wrong({real}(*args, **kwargs))\n",
     ("raises", "def"): "def {name}(*args, **kwargs):\n    raise RuntimeError('broken on purpose (nbgrader_units)')\n",
-    ("wrong", "module"): "class {name}({real}):\n    def forward(self, *args, **kwargs):\n        return _nbu_wrong(super().forward(*args, **kwargs))\n",
-    ("raises", "module"): "class {name}({real}):\n    def forward(self, *args, **kwargs):\n        raise RuntimeError('broken on purpose (nbgrader_units)')\n",
-    ("wrong", "function"): ("class {name}({real}):\n    @staticmethod\n    def forward(ctx, *args):\n        return _nbu_wrong({real}.forward(ctx, *args))\n\n"
-                            "    @staticmethod\n    def backward(ctx, *grads):\n        return _nbu_wrong({real}.backward(ctx, *grads))\n"),
-    ("raises", "function"): ("class {name}({real}):\n    @staticmethod\n    def forward(ctx, *args):\n        raise RuntimeError('broken on purpose (nbgrader_units)')\n\n"
-                             "    @staticmethod\n    def backward(ctx, *grads):\n        raise RuntimeError('broken on purpose (nbgrader_units)')\n"),
+    (
+        "wrong",
+        "module",
+    ): "class {name}({real}):\n    def forward(self, *args, **kwargs):\n        return _nbu_wrong(super().forward(*args, **kwargs))\n",
+    (
+        "raises",
+        "module",
+    ): "class {name}({real}):\n    def forward(self, *args, **kwargs):\n        raise RuntimeError('broken on purpose (nbgrader_units)')\n",
+    ("wrong", "function"): (
+        "class {name}({real}):\n    @staticmethod\n    def forward(ctx, *args):\n        return _nbu_wrong({real}.forward(ctx, *args))\n\n"
+        "    @staticmethod\n    def backward(ctx, *grads):\n        return _nbu_wrong({real}.backward(ctx, *grads))\n"
+    ),
+    ("raises", "function"): (
+        "class {name}({real}):\n    @staticmethod\n    def forward(ctx, *args):\n        raise RuntimeError('broken on purpose (nbgrader_units)')\n\n"
+        "    @staticmethod\n    def backward(ctx, *grads):\n        raise RuntimeError('broken on purpose (nbgrader_units)')\n"
+    ),
 }
 
 
@@ -89,7 +99,9 @@ def broken_source(source: str, names: list[str], mode: str) -> str:
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name in names:
             bases = {ast.unparse(b) for b in node.bases} if isinstance(node, ast.ClassDef) else set()
-            kinds[node.name] = "def" if isinstance(node, ast.FunctionDef) else "function" if any("Function" in b for b in bases) else "module"
+            kinds[node.name] = (
+                "def" if isinstance(node, ast.FunctionDef) else "function" if any("Function" in b for b in bases) else "module"
+            )
             node.name = f"_nbu_real_{node.name}"
         elif isinstance(node, ast.Name) and node.id in names:
             node.id = f"_nbu_real_{node.id}"
@@ -109,8 +121,23 @@ def _kind(label: str) -> str:
 def _grade(folder: Path, skill: str, config_path: Path, seed: int) -> dict:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(REPO)
-    cmd = [sys.executable, "-m", "autograder", "grade", str(folder), "--skill", skill, "--format", "json", "--no-progress",
-           "--reveal-hidden", "--seed", str(seed), "--config", str(config_path)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "autograder",
+        "grade",
+        str(folder),
+        "--skill",
+        skill,
+        "--format",
+        "json",
+        "--no-progress",
+        "--reveal-hidden",
+        "--seed",
+        str(seed),
+        "--config",
+        str(config_path),
+    ]
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=900, env=env, check=False)
     try:
         data = json.loads(proc.stdout)
@@ -142,14 +169,30 @@ def derive(config: Config, config_path: Path, seed: int = 1, log=print, skills: 
             names = [t.name for t in TARGETS[skill.id]]  # the functions the notebook has checks cells for
             log(f"{skill.id}: the reference, then {len(names)} functions broken one by one and all at once, in two ways")
             jobs = {("reference", ""): []} | {(mode, f): [f] for mode in MODES for f in [*names, "*"]}
-            futures = {key: pool.submit(_grade, _submission(config, work / skill.id / f"{key[0]}-{key[1] or 'none'}".replace("*", "all"),
-                                                            skill.id, names if key[1] == "*" else broken, key[0] if broken else "wrong"),
-                                        skill.id, config_path, seed) for key, broken in jobs.items()}
+            futures = {
+                key: pool.submit(
+                    _grade,
+                    _submission(
+                        config,
+                        work / skill.id / f"{key[0]}-{key[1] or 'none'}".replace("*", "all"),
+                        skill.id,
+                        names if key[1] == "*" else broken,
+                        key[0] if broken else "wrong",
+                    ),
+                    skill.id,
+                    config_path,
+                    seed,
+                )
+                for key, broken in jobs.items()
+            }
             runs = {key: f.result() for key, f in futures.items()}
             failing = [n for n, t in runs[("reference", "")].items() if t["status"] != "passed"]
             if failing:
                 raise RuntimeError(f"{skill.id}: the reference fails {failing}")
-            raw = {mode: _raw(skill, runs[("reference", "")], {f: runs[(mode, f)] for f in names}, runs[(mode, "*")]) for mode in MODES}
+            raw = {
+                mode: _raw(skill, runs[("reference", "")], {f: runs[(mode, f)] for f in names}, runs[(mode, "*")])
+                for mode in MODES
+            }
             out[skill.id] = _units(skill, raw)
     return out
 
@@ -181,7 +224,12 @@ def _raw(skill, reference: dict, runs: dict[str, dict], everything: dict) -> dic
                     uses.setdefault(_kind(label), set())
                     if f is not None:
                         uses[_kind(label)].add(f)
-            out[name] = {"uses": uses, "required": required, "whole": whole, "total": (reference[name].get("credit") or {}).get("total")}
+            out[name] = {
+                "uses": uses,
+                "required": required,
+                "whole": whole,
+                "total": (reference[name].get("credit") or {}).get("total"),
+            }
     return out
 
 
@@ -207,8 +255,10 @@ def _units(skill, raw: dict) -> dict:
                 if len(counted) > total:
                     raise RuntimeError(f"{skill.id}.{name}: {len(counted)} kinds seen ({counted}) but the grader counts {total}")
                 kinds = [{"label": k, "uses": sorted(_pick(w, r, k))} for k in counted]
-                kinds += [{"label": f"(a kind no single broken function fails, {i + 1})", "uses": sorted(w["whole"] or r["whole"])}
-                          for i in range(total - len(counted))]
+                kinds += [
+                    {"label": f"(a kind no single broken function fails, {i + 1})", "uses": sorted(w["whole"] or r["whole"])}
+                    for i in range(total - len(counted))
+                ]
                 if len({tuple(k["uses"]) for k in kinds}) == 1:  # every kind uses the same functions: all or nothing
                     kinds = [{"label": WHOLE, "uses": kinds[0]["uses"]}]
                 required_kinds = [{"label": k, "uses": sorted(_pick(w, r, k))} for k in required]
@@ -229,7 +279,9 @@ def main(argv: list[str]) -> int:
     units = derive(load(config_path), config_path, log=lambda m: print(m, file=sys.stderr))
     if "--check" in argv:
         stale = not UNITS.is_file() or json.loads(UNITS.read_text(encoding="utf-8")) != units
-        print(f"{UNITS.name}: {'stale — rerun python -m autograder.instructor.release.nbgrader_units' if stale else 'up to date'}")
+        print(
+            f"{UNITS.name}: {'stale — rerun python -m autograder.instructor.release.nbgrader_units' if stale else 'up to date'}"
+        )
         return 1 if stale else 0
     write(units)
     print(f"wrote {UNITS}")

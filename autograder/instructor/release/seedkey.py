@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import os
 import secrets
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from ...runner import seeding
 
@@ -42,14 +42,17 @@ def ensure(course: str, repo: Path, out: Path, log: Callable[[str], None] = prin
             raise SeedKeyProblem(
                 f"the course seed key {path} is inside {what} ({folder}): anyone who gets a copy could compute every "
                 f"student's inputs. Keep it outside, e.g. unset {seeding.ENV_KEY_FILE} to use "
-                f"{seeding.course_key_path(course, {k: v for k, v in os.environ.items() if k != seeding.ENV_KEY_FILE})}")
+                f"{seeding.course_key_path(course, {k: v for k, v in os.environ.items() if k != seeding.ENV_KEY_FILE})}"
+            )
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w") as handle:
             handle.write(secrets.token_hex(32) + "\n")
-        log(f"release: created the course seed key {path} (random; every release, regrade and batch of this course "
-            "reads it — back it up with the course's other secrets, never commit it)")
+        log(
+            f"release: created the course seed key {path} (random; every release, regrade and batch of this course "
+            "reads it — back it up with the course's other secrets, never commit it)"
+        )
     try:
         key, _ = seeding.load_key({seeding.ENV_KEY_FILE: str(path)})
     except seeding.SeedKeyError as exc:

@@ -85,8 +85,10 @@ def regions(path: Path, text: str, rel: str) -> list[Region]:
         if tok.type == tokenize.STRING or tok.type == getattr(tokenize, "FSTRING_MIDDLE", -1):
             for offset, piece in enumerate(tok.string.splitlines()):
                 if BEGIN in piece or END in piece:
-                    raise MarkerError(f"{rel}:{tok.start[0] + offset}: solution marker inside a string — nbgrader matches "
-                                      f"'{BEGIN}'/'{END}' anywhere on a line, so this would open or close a region; reword the string")
+                    raise MarkerError(
+                        f"{rel}:{tok.start[0] + offset}: solution marker inside a string — nbgrader matches "
+                        f"'{BEGIN}'/'{END}' anywhere on a line, so this would open or close a region; reword the string"
+                    )
     functions = _functions(tree)
     found: list[Region] = []
     open_at: int | None = None
@@ -95,11 +97,15 @@ def regions(path: Path, text: str, rel: str) -> list[Region]:
             continue
         m = MARKER_LINE.match(line)
         if not m:
-            raise MarkerError(f"{rel}:{number}: '{BEGIN if BEGIN in line else END}' inside other text — nbgrader would treat the line "
-                              f"as a marker; a marker line is exactly `### {BEGIN if BEGIN in line else END}`")
+            raise MarkerError(
+                f"{rel}:{number}: '{BEGIN if BEGIN in line else END}' inside other text — nbgrader would treat the line "
+                f"as a marker; a marker line is exactly `### {BEGIN if BEGIN in line else END}`"
+            )
         if m.group(2) == "BEGIN":
             if open_at is not None:
-                raise MarkerError(f"{rel}:{number}: `### {BEGIN}` inside the region opened at line {open_at} — regions cannot nest; close it first")
+                raise MarkerError(
+                    f"{rel}:{number}: `### {BEGIN}` inside the region opened at line {open_at} — regions cannot nest; close it first"
+                )
             open_at = number
             continue
         if open_at is None:
@@ -107,18 +113,26 @@ def regions(path: Path, text: str, rel: str) -> list[Region]:
         indent = len(MARKER_LINE.match(lines[open_at - 1]).group(1))
 
         def contains(f) -> bool:  # the AST ends a function at its last statement, before trailing comments
-            after = lines[f.end_lineno:number]
-            return f.lineno < open_at and indent > f.col_offset and not any(l.strip() and not l.strip().startswith("#") for l in after)
+            after = lines[f.end_lineno : number]
+            return (
+                f.lineno < open_at
+                and indent > f.col_offset
+                and not any(l.strip() and not l.strip().startswith("#") for l in after)
+            )
 
         inside = [(q, f) for q, f in functions if contains(f)]
         if not inside:
-            raise MarkerError(f"{rel}:{open_at}: solution region at module level (or spanning functions) — the stub would raise when "
-                              f"the module is imported; put the region inside one function or method body")
+            raise MarkerError(
+                f"{rel}:{open_at}: solution region at module level (or spanning functions) — the stub would raise when "
+                f"the module is imported; put the region inside one function or method body"
+            )
         qualname, _ = max(inside, key=lambda qf: qf[1].lineno)  # the innermost function
         todo = TODO_LINE.match(lines[open_at - 2]) if open_at >= 2 else None
         if not todo or todo.group(1) != MARKER_LINE.match(lines[open_at - 1]).group(1):
-            raise MarkerError(f"{rel}:{open_at}: no `# TODO: <what the student writes here>` line directly above `### {BEGIN}` "
-                              f"(same indentation) — the stub's TODO text lives there")
+            raise MarkerError(
+                f"{rel}:{open_at}: no `# TODO: <what the student writes here>` line directly above `### {BEGIN}` "
+                f"(same indentation) — the stub's TODO text lives there"
+            )
         found.append(Region(open_at, number, qualname, todo.group(2).strip()))
         open_at = None
     if open_at is not None:
@@ -128,7 +142,12 @@ def regions(path: Path, text: str, rel: str) -> list[Region]:
 
 def _module_docstring_line(text: str, tree: ast.Module) -> int | None:
     """0-based index of the line holding the module docstring's closing quotes."""
-    if tree.body and isinstance(tree.body[0], ast.Expr) and isinstance(getattr(tree.body[0], "value", None), ast.Constant) and isinstance(tree.body[0].value.value, str):
+    if (
+        tree.body
+        and isinstance(tree.body[0], ast.Expr)
+        and isinstance(getattr(tree.body[0], "value", None), ast.Constant)
+        and isinstance(tree.body[0].value.value, str)
+    ):
         return tree.body[0].end_lineno - 1
     return None
 
@@ -139,7 +158,10 @@ def stub_text(solution: str, skill: str, rel: str) -> str:
     from nbformat.v4 import new_code_cell, new_notebook
     from nbgrader.preprocessors import ClearSolutions
 
-    nb = new_notebook(cells=[new_code_cell(solution)], metadata={"kernelspec": {"name": "python3", "language": "python", "display_name": "Python 3"}})
+    nb = new_notebook(
+        cells=[new_code_cell(solution)],
+        metadata={"kernelspec": {"name": "python3", "language": "python", "display_name": "Python 3"}},
+    )
     nb, _ = ClearSolutions(code_stub={"python": PLACEHOLDER}, enforce_metadata=False).preprocess(nb, {})
     lines = nb.cells[0].source.splitlines()
     stubs = [i for i, line in enumerate(lines) if line.strip() == PLACEHOLDER]
@@ -166,7 +188,9 @@ def stub_text(solution: str, skill: str, rel: str) -> str:
     try:
         compile(text, rel, "exec")
     except SyntaxError as exc:
-        raise MarkerError(f"{rel}: the generated stub does not compile (line {exc.lineno}: {exc.msg}) — check the markers' indentation") from None
+        raise MarkerError(
+            f"{rel}: the generated stub does not compile (line {exc.lineno}: {exc.msg}) — check the markers' indentation"
+        ) from None
     return text
 
 
@@ -204,5 +228,7 @@ def check(config: Config) -> list[str]:
         if have != text:
             diff = list(difflib.unified_diff(have.splitlines(), text.splitlines(), lineterm="", n=0))
             first = next((d for d in diff if d.startswith("@@")), "")
-            problems.append(f"{rel}: differs from what `make stubs` writes from solutions/ ({first.strip('@ ')}) — edit solutions/, then run `make stubs`")
+            problems.append(
+                f"{rel}: differs from what `make stubs` writes from solutions/ ({first.strip('@ ')}) — edit solutions/, then run `make stubs`"
+            )
     return problems

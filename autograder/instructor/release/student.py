@@ -35,8 +35,12 @@ def skills_table(ctx: ReleaseContext) -> str:
     rows = ["| skill | exercise | lessons | visible points (local) | full points (official) |", "|---|---|---|---|---|"]
     for skill in ctx.config.skills.values():
         visible = sum(sum(s.weights.values()) for s in skill.suites if s.visibility == "visible")
-        rows.append(f"| `{skill.id}` — {skill.title} | `exercises/{skill.module}` | {', '.join(skill.sections)} | {_points(visible)} | {_points(skill.points)} |")
-    total_visible = sum(sum(s.weights.values()) for sk in ctx.config.skills.values() for s in sk.suites if s.visibility == "visible")
+        rows.append(
+            f"| `{skill.id}` — {skill.title} | `exercises/{skill.module}` | {', '.join(skill.sections)} | {_points(visible)} | {_points(skill.points)} |"
+        )
+    total_visible = sum(
+        sum(s.weights.values()) for sk in ctx.config.skills.values() for s in sk.suites if s.visibility == "visible"
+    )
     rows.append(f"| **total** | | | **{_points(total_visible)}** | **{_points(ctx.config.total_points)}** |")
     return "\n".join(rows)
 
@@ -51,8 +55,10 @@ def rules_text(ctx: ReleaseContext) -> str:
         if sid in rules:
             lines.append(f"- `exercises/{skill.module}`: {rules[sid]}.")
     lines.append("")
-    lines.append("Breaking a rule scores the whole skill 0 in the official grading, whatever the other tests say. "
-                 "Everything else in `docs/EXERCISES.md` (signatures, shapes, conventions) binds every exercise.")
+    lines.append(
+        "Breaking a rule scores the whole skill 0 in the official grading, whatever the other tests say. "
+        "Everything else in `docs/EXERCISES.md` (signatures, shapes, conventions) binds every exercise."
+    )
     return "\n".join(lines)
 
 
@@ -92,12 +98,16 @@ def _gradescope(ctx: ReleaseContext) -> list[str]:
         "- one `.zip` of them, of the `exercises/` folder, or of this whole repository;",
         "- **GitHub**: link this repository and choose the branch; the modules are taken from `exercises/`.",
         "",
-        ("Only the exercise modules count: every other file is ignored (the feedback lists it), and a module "
-        "that is missing scores 0 in its skill. An upload with no exercise module is refused with a message "
-        "that says what to upload. You may resubmit; your latest submission is the active one."),
+        (
+            "Only the exercise modules count: every other file is ignored (the feedback lists it), and a module "
+            "that is missing scores 0 in its skill. An upload with no exercise module is refused with a message "
+            "that says what to upload. You may resubmit; your latest submission is the active one."
+        ),
         "",
-        (f"The visible tests' results are shown when grading ends; the hidden tests' results are "
-        f"{GRADESCOPE_SHOWS[config.gradescope_visibility['hidden']]}."),
+        (
+            f"The visible tests' results are shown when grading ends; the hidden tests' results are "
+            f"{GRADESCOPE_SHOWS[config.gradescope_visibility['hidden']]}."
+        ),
     ]
 
 
@@ -107,19 +117,26 @@ def _actions(ctx: ReleaseContext) -> list[str]:
     return [
         "### GitHub Actions — feedback on every commit, not your score",
         "",
-        ("Every push to a branch of your repository runs the workflow **Feedback** "
-        "(`.github/workflows/feedback.yml`) once on that commit: the visible tests, as `make grade` runs them. "
-        "Nothing is submitted by it."),
+        (
+            "Every push to a branch of your repository runs the workflow **Feedback** "
+            "(`.github/workflows/feedback.yml`) once on that commit: the visible tests, as `make grade` runs them. "
+            "Nothing is submitted by it."
+        ),
         "",
-        (f"- **The tick** next to the commit: green means grading *ran*, whatever the score — a green tick "
-        f"at 0 points is possible. Red means {red}. **The tick is not your score.**"),
-        ("- **The job summary** (open the run, then *Summary*): your score out of the visible points, and "
-        "for every failed test what was checked, expected vs got, and a hint."),
-        ("- **Annotations**: error markers on your own lines in the commit's files (one per failing place, "
-        "at most 10)."),
-        ("- **The pull-request comment**: when the branch you push has an open pull request, one comment on it "
-        "shows the same table and is updated on every push. A pull request from a fork gets the summary and "
-        "the annotations only."),
+        (
+            f"- **The tick** next to the commit: green means grading *ran*, whatever the score — a green tick "
+            f"at 0 points is possible. Red means {red}. **The tick is not your score.**"
+        ),
+        (
+            "- **The job summary** (open the run, then *Summary*): your score out of the visible points, and "
+            "for every failed test what was checked, expected vs got, and a hint."
+        ),
+        ("- **Annotations**: error markers on your own lines in the commit's files (one per failing place, at most 10)."),
+        (
+            "- **The pull-request comment**: when the branch you push has an open pull request, one comment on it "
+            "shows the same table and is updated on every push. A pull request from a fork gets the summary and "
+            "the annotations only."
+        ),
         "- **`results.json`**: the run's artifact `autograder-results`.",
     ]
 
@@ -128,21 +145,37 @@ def _classroom50(ctx: ReleaseContext) -> list[str]:
     from .classroom50 import scale_for
 
     config = ctx.config
-    scale = scale_for([w for sk in config.skills.values() for s in sk.suites if s.visibility == "visible" for w in s.weights.values()])
-    unit = f" Classroom 50 stores whole numbers, so it records 1/{scale} point as 1 (the Release text shows the points)." if scale > 1 else ""
-    named = (" Each of " + ", ".join(f"**{n}**" for n in config.assignments) + " is a Classroom 50 assignment of its own.") if config.assignments else ""
-    gradescope = " Your upload to Gradescope (above) is still what gives the official score." if "gradescope" in config.platforms else ""
+    scale = scale_for(
+        [w for sk in config.skills.values() for s in sk.suites if s.visibility == "visible" for w in s.weights.values()]
+    )
+    unit = (
+        f" Classroom 50 stores whole numbers, so it records 1/{scale} point as 1 (the Release text shows the points)."
+        if scale > 1
+        else ""
+    )
+    named = (
+        (" Each of " + ", ".join(f"**{n}**" for n in config.assignments) + " is a Classroom 50 assignment of its own.")
+        if config.assignments
+        else ""
+    )
+    gradescope = (
+        " Your upload to Gradescope (above) is still what gives the official score." if "gradescope" in config.platforms else ""
+    )
     return [
         "### Classroom 50 — recording your submission",
         "",
-        (f"Submit from your clone with `gh student submit` (or push a tag: `git tag submit/done && git push origin "
-        f"submit/done`); if your instructors chose to grade every push, each push to the default branch also "
-        f"submits.{named}"),
+        (
+            f"Submit from your clone with `gh student submit` (or push a tag: `git tag submit/done && git push origin "
+            f"submit/done`); if your instructors chose to grade every push, each push to the default branch also "
+            f"submits.{named}"
+        ),
         "",
-        ("Each submission becomes a **Release** of your repository on a `submit/<time>-<commit>` tag (the *View grade* "
-        "link) with a PASS/FAIL table per test, and a `classroom50/autograde` status on the commit. That score is "
-        f"the **visible tests only**, computed in your repository as `make grade` does, and the Release says so; the "
-        f"official score comes from {official_autograder(ctx)}.{unit}{gradescope}"),
+        (
+            "Each submission becomes a **Release** of your repository on a `submit/<time>-<commit>` tag (the *View grade* "
+            "link) with a PASS/FAIL table per test, and a `classroom50/autograde` status on the commit. That score is "
+            f"the **visible tests only**, computed in your repository as `make grade` does, and the Release says so; the "
+            f"official score comes from {official_autograder(ctx)}.{unit}{gradescope}"
+        ),
     ]
 
 
@@ -163,8 +196,13 @@ def template_files(ctx: ReleaseContext) -> dict[str, bytes]:
         name = RENAMES.get(rel, rel)
         if rel in RENDERED:
             text = string.Template(data.decode("utf-8")).substitute(
-                course=ctx.config.course, version=ctx.version, skills_table=skills_table(ctx), rules=rules_text(ctx),
-                submit=submit_text(ctx), official_autograder=official_autograder(ctx))
+                course=ctx.config.course,
+                version=ctx.version,
+                skills_table=skills_table(ctx),
+                rules=rules_text(ctx),
+                submit=submit_text(ctx),
+                official_autograder=official_autograder(ctx),
+            )
             data = text.encode("utf-8")
         files[name] = data
     return files

@@ -45,7 +45,18 @@ def _classify(item: pytest.Item, call: pytest.CallInfo) -> dict:
         return {"kind": "skipped", "reason": str(exc)}
     if isinstance(exc, AssertionError):  # a plain `assert` in a suite: still a failed check
         text = str(exc).split("\n")[0][:500] or "assertion failed"
-        return {"kind": "check", "feedback": {"check": item.name, "problem": "values", "detail": text, "hints": [], "grids": [], "frames": [], "error": None}}
+        return {
+            "kind": "check",
+            "feedback": {
+                "check": item.name,
+                "problem": "values",
+                "detail": text,
+                "hints": [],
+                "grids": [],
+                "frames": [],
+                "error": None,
+            },
+        }
     return {
         "kind": "grader_error",
         "error": {
@@ -110,8 +121,12 @@ class GradingHooks:
             feedback = result.get("feedback")
             if feedback is not None:
                 submission = item.stash.get(SUBMISSION, None)
-                named = hint_catalogue.filter_named(feedback.get("hints", []), grading.hints, expect.matched_hints(),
-                                                    submission.targets if submission is not None else [])
+                named = hint_catalogue.filter_named(
+                    feedback.get("hints", []),
+                    grading.hints,
+                    expect.matched_hints(),
+                    submission.targets if submission is not None else [],
+                )
                 feedback["hints"] = hint_catalogue.resolve(named, grading.hints)
             credit = item.stash.get(CREDIT, None)
             if credit is not None and credit.outcomes:
@@ -123,13 +138,18 @@ class GradingHooks:
                 if submission.autograd_uses:
                     meta["autograd_uses"] = sorted(submission.autograd_uses)
         elif call.when == "teardown" and call.excinfo is not None:
-            meta["teardown_error"] = _classify(item, call).get("error") or {"type": "error", "message": str(call.excinfo.value)[:500]}
+            meta["teardown_error"] = _classify(item, call).get("error") or {
+                "type": "error",
+                "message": str(call.excinfo.value)[:500],
+            }
         return meta
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         grading = self.grading
         if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
-            grading.emit({"event": "test", "nodeid": report.nodeid, "outcome": report.outcome, "duration": round(report.duration, 4)})
+            grading.emit(
+                {"event": "test", "nodeid": report.nodeid, "outcome": report.outcome, "duration": round(report.duration, 4)}
+            )
 
     def pytest_json_modifyreport(self, json_report: dict) -> None:
         grading = self.grading

@@ -101,4 +101,3 @@ class GradingSession:
         self.sandbox.close()
         if self.progress is not None:
             self.progress.close()
-

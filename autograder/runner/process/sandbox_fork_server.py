@@ -14,7 +14,20 @@ import gc
 import json
 
 #: optional conveniences for submissions, imported once here rather than in every worker
-PRELOAD = ("math", "typing", "functools", "itertools", "dataclasses", "collections", "numbers", "warnings", "einops", "numpy", "torch.func", "torch.autograd.functional")
+PRELOAD = (
+    "math",
+    "typing",
+    "functools",
+    "itertools",
+    "dataclasses",
+    "collections",
+    "numbers",
+    "warnings",
+    "einops",
+    "numpy",
+    "torch.func",
+    "torch.autograd.functional",
+)
 
 
 def imports() -> None:

@@ -44,7 +44,7 @@ def cases(load) -> dict:
     cb = load("custom_backward")
 
     def softmax_backward(g):
-        lead, L, S, *_ , allowed = problem(g)
+        lead, L, S, *_, allowed = problem(g)
         a = weights_for(randn(g, *lead, L, S, scale=2.0), allowed)
         return cb.softmax_backward, (randn(g, *lead, L, S), a)
 
@@ -56,6 +56,7 @@ def cases(load) -> dict:
 
         def fn(d_out, q, k, v, a):
             return torch.cat([t.reshape(-1) for t in cb.attention_backward(d_out, q, k, v, a, scale)])
+
         return fn, (randn(g, *lead, L, d_v), q, k, v, a)
 
     def attention(g):
@@ -67,6 +68,7 @@ def cases(load) -> dict:
                 out = cb.attention(q, k, v, allowed)
                 grads = torch.autograd.grad(out, (q, k, v), d_out)
             return torch.cat([out.detach().reshape(-1)] + [t.reshape(-1) for t in grads])
+
         return fn, (randn(g, *lead, L, d_k), randn(g, *lead, S, d_k), randn(g, *lead, S, d_v), randn(g, *lead, L, d_v))
 
     return {

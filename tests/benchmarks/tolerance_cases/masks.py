@@ -66,7 +66,10 @@ def cases(load) -> dict:
         B, T = _int(g, 1, 3), _int(g, 1, 10)
         allowed = torch.tril(torch.ones(T, T, dtype=torch.bool))
         key_allowed = torch.arange(T).unsqueeze(0) < torch.randint(1, T + 1, (B, 1), generator=g)
-        state = {"in_proj_weight": _f32(randn(g, 3 * C, C, scale=C ** -0.5)), "out_proj.weight": _f32(randn(g, C, C, scale=C ** -0.5))}
+        state = {
+            "in_proj_weight": _f32(randn(g, 3 * C, C, scale=C**-0.5)),
+            "out_proj.weight": _f32(randn(g, C, C, scale=C**-0.5)),
+        }
         if bias:
             state["in_proj_bias"] = _f32(randn(g, 3 * C, scale=0.1))
             state["out_proj.bias"] = _f32(randn(g, C, scale=0.1))
@@ -77,6 +80,7 @@ def cases(load) -> dict:
             module.eval()
             with torch.no_grad():
                 return sdpa_masks.mha_self_attention(module, x, allowed, key_allowed)
+
         return run, (_f32(randn(g, B, T, C)),)
 
     return {

@@ -39,7 +39,7 @@ def cases(load) -> dict:
         bias = bool(_int(g, 0, 1))
         state = {}
         for name in ("w_q", "w_k", "w_v", "w_o"):
-            state[f"{name}.weight"] = randn(g, C, C, scale=C ** -0.5)
+            state[f"{name}.weight"] = randn(g, C, C, scale=C**-0.5)
             if bias:
                 state[f"{name}.bias"] = randn(g, C, scale=0.1)
         allowed = torch.rand(B, T, generator=g) > 0.4
@@ -51,18 +51,21 @@ def cases(load) -> dict:
             m.load_state_dict({k: v.to(x.dtype) for k, v in state.items()})
             with torch.no_grad():
                 return m(x, key_allowed=key_allowed, return_weights=True)[part]
+
         return run, (randn(g, B, T, C),)
 
     def fraction(g):
         # attention_flop_fraction T/(T + 2d) computed in the input's dtype from its closed form
         # 4T²d / (8Td² + 4T²d): what a correct float32 implementation can do (issue 9 §4)
         T, d = _int(g, 1, 1 << 16), _int(g, 1, 8192)
-        return (lambda td: 4 * td[0] ** 2 * td[1] / (8 * td[0] * td[1] ** 2 + 4 * td[0] ** 2 * td[1])), (torch.tensor([T, d], dtype=torch.float64),)
+        return (lambda td: 4 * td[0] ** 2 * td[1] / (8 * td[0] * td[1] ** 2 + 4 * td[0] ** 2 * td[1])), (
+            torch.tensor([T, d], dtype=torch.float64),
+        )
 
     def gib(g):
         # attention_matrix_gib B·h·T²·bytes·layers / 2³⁰ computed in the input's dtype
         sizes = [_int(g, 1, 64), _int(g, 1, 64), _int(g, 1, 1 << 16), 2 ** _int(g, 0, 2), _int(g, 1, 96)]
-        return (lambda t: t[0] * t[1] * t[2] ** 2 * t[3] * t[4] / 2 ** 30), (torch.tensor(sizes, dtype=torch.float64),)
+        return (lambda t: t[0] * t[1] * t[2] ** 2 * t[3] * t[4] / 2**30), (torch.tensor(sizes, dtype=torch.float64),)
 
     return {
         "mha_reshape.attention_flop_fraction": fraction,

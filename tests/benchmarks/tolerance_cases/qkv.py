@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 
@@ -18,8 +17,10 @@ def cases(load) -> dict:
 
     def project(g):
         B, T, C, d = dims(g)
-        return (lambda *a: torch.cat([t.reshape(-1) for t in qkv.project_qkv(*a)]),
-                (randn(g, B, T, C), weight(g, C, d), weight(g, C, d), weight(g, C, d + 1)))
+        return (
+            lambda *a: torch.cat([t.reshape(-1) for t in qkv.project_qkv(*a)]),
+            (randn(g, B, T, C), weight(g, C, d), weight(g, C, d), weight(g, C, d + 1)),
+        )
 
     def scores(g):
         B, T, C, d = dims(g)
@@ -54,6 +55,7 @@ def cases(load) -> dict:
             module.load_state_dict({k: v.to(x.dtype) for k, v in state.items()})
             with torch.no_grad():
                 return module(x)
+
         return run, (randn(g, B, T, C),)
 
     return {
@@ -65,5 +67,3 @@ def cases(load) -> dict:
         "qkv.single_head_attention": single,
         "qkv.AttentionHead": head,
     }
-
-

@@ -54,12 +54,15 @@ def cases(load) -> dict:
 
     def ce(g):
         N, V = _int(g, 1, 64), _int(g, 2, 64)
-        return (lambda x, t: rs.cross_entropy(x, t).reshape(1)), (scores(g, L=N, S=V, blocked=False), torch.randint(0, V, (N,), generator=g))
+        return (lambda x, t: rs.cross_entropy(x, t).reshape(1)), (
+            scores(g, L=N, S=V, blocked=False),
+            torch.randint(0, V, (N,), generator=g),
+        )
 
     def vocab(g):
         lead = _pick(g, ((2,), (2, 5), (1, 3)))
         C, V = _int(g, 1, 32), _int(g, 2, 64)
-        return rs.vocab_probs, (randn(g, *lead, C, scale=_pick(g, (1.0, 3.0))), randn(g, C, V, scale=C ** -0.5))
+        return rs.vocab_probs, (randn(g, *lead, C, scale=_pick(g, (1.0, 3.0))), randn(g, C, V, scale=C**-0.5))
 
     return {
         "row_softmax.softmax_rows": softmax,

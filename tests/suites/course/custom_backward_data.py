@@ -16,12 +16,14 @@ from autograder.testing import (
     Snapshots,
     SubmissionError,
     SubmissionRaised,
-    calls as called_names,
     check_no_banned,
     dispatch,
     expect,
     probe,
     reaches,
+)
+from autograder.testing import (
+    calls as called_names,
 )
 
 from . import week07 as w7
@@ -32,8 +34,19 @@ SKILL_DIR = Path(__file__).resolve().parent.parent / "custom_backward"  # its sn
 FILE = "custom_backward.py"
 BACKWARD_SCOPE = ("AttentionFunction.backward", "attention_backward", "softmax_backward")
 BANNED_IN_BACKWARD = (
-    "backward", "grad", "enable_grad", "set_grad_enabled", "vjp", "jacobian", "jvp", "hessian", "vhp", "hvp",
-    "jacrev", "jacfwd", "functional",
+    "backward",
+    "grad",
+    "enable_grad",
+    "set_grad_enabled",
+    "vjp",
+    "jacobian",
+    "jvp",
+    "hessian",
+    "vhp",
+    "hvp",
+    "jacrev",
+    "jacfwd",
+    "functional",
 )
 
 
@@ -42,7 +55,10 @@ def check_backward_source(sub) -> None:
     (read from the source; the run-time watch in ``direct_forward_backward`` also covers
     forward, so gradients computed there by autograd and returned by backward count too)."""
     check_no_banned(
-        sub.source(MODULE), FILE, BANNED_IN_BACKWARD, scope=BACKWARD_SCOPE,
+        sub.source(MODULE),
+        FILE,
+        BANNED_IN_BACKWARD,
+        scope=BACKWARD_SCOPE,
         what="AttentionFunction.backward, attention_backward and softmax_backward use no autograd (docs/EXERCISES.md §4)",
         hints=["custom_backward/uses-autograd"],
     )
@@ -54,16 +70,29 @@ def check_backward_dispatch(sub) -> None:
     all it calls run only the operator families of a hand-written backward (deny by default);
     forward runs none of autograd's machinery (autograder/testing/dispatch.py)."""
     for phase, allows, what, family in (
-        ("backward", dispatch.backward_allows,
-         "AttentionFunction.backward (and all it calls) runs only the tensor operations of a hand-written backward (docs/EXERCISES.md §4)",
-         "operators outside those of a hand-written backward (matmul, elementwise arithmetic, reductions, views, comparisons, creation)"),
-        ("forward", dispatch.forward_allows, "AttentionFunction.forward uses no autograd (docs/EXERCISES.md §4: gradients computed there and returned by backward count)",
-         "autograd's machinery"),
+        (
+            "backward",
+            dispatch.backward_allows,
+            "AttentionFunction.backward (and all it calls) runs only the tensor operations of a hand-written backward (docs/EXERCISES.md §4)",
+            "operators outside those of a hand-written backward (matmul, elementwise arithmetic, reductions, views, comparisons, creation)",
+        ),
+        (
+            "forward",
+            dispatch.forward_allows,
+            "AttentionFunction.forward uses no autograd (docs/EXERCISES.md §4: gradients computed there and returned by backward count)",
+            "autograd's machinery",
+        ),
     ):
         found = dispatch.violations(sub.dispatched, phase, allows)
         machinery = any(dispatch.is_autograd_machinery(op) for op, _ in found)
-        dispatch.check(sub.dispatched, phase, allows, what=what, family=family,
-                       hints=["custom_backward/uses-autograd"] if machinery else ["general/forbidden-api"])
+        dispatch.check(
+            sub.dispatched,
+            phase,
+            allows,
+            what=what,
+            family=family,
+            hints=["custom_backward/uses-autograd"] if machinery else ["general/forbidden-api"],
+        )
 
 
 def check_goes_through_helpers(sub) -> None:
@@ -74,9 +103,13 @@ def check_goes_through_helpers(sub) -> None:
         return
     for function, helper in (("AttentionFunction.backward", "attention_backward"), ("attention_backward", "softmax_backward")):
         names = called_names(source, function)
-        expect.true(reaches(source, function, helper), what=f"{function} goes through {helper} (docs/EXERCISES.md §4)",
-                    detail=f"{function} calls {sorted(names) or 'nothing'}, and none of them reaches {helper}", hints=["custom_backward/not-through-attention-backward"],
-                    problem="constraint")
+        expect.true(
+            reaches(source, function, helper),
+            what=f"{function} goes through {helper} (docs/EXERCISES.md §4)",
+            detail=f"{function} calls {sorted(names) or 'nothing'}, and none of them reaches {helper}",
+            hints=["custom_backward/not-through-attention-backward"],
+            problem="constraint",
+        )
 
 
 SHAPE_ERRORS = ("size", "shape", "mat1 and mat2", "broadcast", "dimension")
@@ -133,7 +166,11 @@ def square_diagnosis(sub) -> list[str]:
     variants = c["mistakes"]
     named = set()
     for i in range(3):
-        named.update(expect.diagnose(got[i], {h: g[i] for h, g in variants.items() if expect.distance(g[i], right[i], tight) > 1}, tight, want=right[i]))
+        named.update(
+            expect.diagnose(
+                got[i], {h: g[i] for h, g in variants.items() if expect.distance(g[i], right[i], tight) > 1}, tight, want=right[i]
+            )
+        )
     return [h for h in variants if h in named and all(expect.distance(t, w, tight) <= 1 for t, w in zip(got, variants[h]))]
 
 
@@ -165,6 +202,7 @@ def function_forward_backward(ctx, q, k, v, allowed, d_outs, watch=False):
     import contextlib
 
     import torch
+
     from autograder.sandbox.probes import PlainFunctionCtx
 
     fn = ctx.module("custom_backward").AttentionFunction
@@ -180,7 +218,7 @@ def function_forward_backward(ctx, q, k, v, allowed, d_outs, watch=False):
         return fctx, out
 
     grads = []
-    with torch.no_grad(), (ctx.watch_autograd() if watch else contextlib.nullcontext()):
+    with torch.no_grad(), ctx.watch_autograd() if watch else contextlib.nullcontext():
         fctx, out = forward()
         for i, d_out in enumerate(d_outs):
             if i:
@@ -196,7 +234,9 @@ def forward_backward(sub, q, k, v, allowed, d_outs=(), *, what: str = "Attention
     of AttentionFunction.apply) fails here, whatever autograd could have computed."""
     with explained(sub):
         r = sub.custom_backward.run(function_forward_backward, q, k, v, allowed, list(d_outs))
-    out = expect.tensor(r.get("out") if isinstance(r, dict) else r, what=f"{what}: AttentionFunction.forward(ctx, q, k, v, allowed)")
+    out = expect.tensor(
+        r.get("out") if isinstance(r, dict) else r, what=f"{what}: AttentionFunction.forward(ctx, q, k, v, allowed)"
+    )
     grads = []
     for g in r.get("grads") or []:
         if isinstance(g, list) and len(g) >= 3:
@@ -226,12 +266,17 @@ def week7_chain(sub, dtype: torch.dtype, lr: float = 0.01) -> dict:
         return loss.detach(), d_out
 
     out, _ = forward_backward(sub, x @ w_q, k, v, causal, what="Week 7 §16")
-    expect.true(tuple(out.shape) == (x.size(0), T, v.size(-1)), what="AttentionFunction.forward on Week 7's q, k, v keeps the shape [B,T,d_v]",
-                detail=f"expected {[x.size(0), T, v.size(-1)]}, got {list(out.shape)}")
+    expect.true(
+        tuple(out.shape) == (x.size(0), T, v.size(-1)),
+        what="AttentionFunction.forward on Week 7's q, k, v keeps the shape [B,T,d_v]",
+        detail=f"expected {[x.size(0), T, v.size(-1)]}, got {list(out.shape)}",
+    )
     loss, d_out = loss_and_grad(out)
     _, (grads,) = forward_backward(sub, x @ w_q, k, v, causal, [d_out], what="Week 7 §16")
     dq = expect.tensor(grads[0], what="dq from AttentionFunction.backward")
-    expect.true(tuple(dq.shape) == tuple(d_out.shape[:-1]) + (w_q.size(1),), what="dq has the shape of q", detail=f"got {list(dq.shape)}")
+    expect.true(
+        tuple(dq.shape) == tuple(d_out.shape[:-1]) + (w_q.size(1),), what="dq has the shape of q", detail=f"got {list(dq.shape)}"
+    )
     grad = torch.einsum("btc,btd->cd", x, dq.to(dtype))  # dL/dW_Q = Σ_b x_bᵀ dq_b
     new = w_q.clone()
     new[1, 0] -= lr * grad[1, 0]
@@ -252,28 +297,48 @@ def gradcheck(sub, problem: dict) -> tuple[str | None, list[str]]:
     input, the worst entry, expected vs got; the hint ids of the named mistakes whose
     Jacobian yours matches)."""
     q, k, v, allowed, want_out = problem["q"], problem["k"], problem["v"], problem["allowed"], problem["out"]
-    basis = [torch.zeros(want_out.numel(), dtype=q.dtype).index_fill_(0, torch.tensor([m]), 1.0).view(want_out.shape) for m in range(want_out.numel())]
+    basis = [
+        torch.zeros(want_out.numel(), dtype=q.dtype).index_fill_(0, torch.tensor([m]), 1.0).view(want_out.shape)
+        for m in range(want_out.numel())
+    ]
     out, rows = forward_backward(sub, q, k, v, allowed, basis, what="gradcheck")
-    expect.close(out, want_out.to(q.dtype), what="AttentionFunction.forward (gradcheck compares your backward with finite differences of it)",
-                 tol=tol("custom_backward.attention", q.dtype))
+    expect.close(
+        out,
+        want_out.to(q.dtype),
+        what="AttentionFunction.forward (gradcheck compares your backward with finite differences of it)",
+        tol=tol("custom_backward.attention", q.dtype),
+    )
     for name, i, like, num in zip(("q", "k", "v"), range(3), (q, k, v), problem["numerical"]):
         got = [expect.tensor(r[i], what=f"d{name} from AttentionFunction.backward") for r in rows]
         for g in got:
-            expect.true(tuple(g.shape) == tuple(like.shape), what=f"d{name} has the shape of {name}", detail=f"expected {list(like.shape)}, got {list(g.shape)}")
+            expect.true(
+                tuple(g.shape) == tuple(like.shape),
+                what=f"d{name} has the shape of {name}",
+                detail=f"expected {list(like.shape)}, got {list(g.shape)}",
+            )
         analytical = torch.stack([g.double().reshape(-1) for g in got])
         excess = (analytical - num).abs() - (GRADCHECK["atol"] + GRADCHECK["rtol"] * num.abs())
         if bool((excess > 0).any()) or not bool(torch.isfinite(analytical).all()):
             # which named mistake gives exactly these Jacobian rows (same one-hot Ȳ)?
-            stacked = {h: jac[i] for h, jac in problem["mistakes"].items()
-                       if jac[i] is not None and jac[i].shape == analytical.shape and torch.allclose(analytical, jac[i].double(), rtol=1e-6, atol=1e-9)}
-            hints = expect.diagnose(analytical, stacked, Tol(1e-6, 1e-9), want=num) if stacked else []  # records the match on the Jacobian
+            stacked = {
+                h: jac[i]
+                for h, jac in problem["mistakes"].items()
+                if jac[i] is not None
+                and jac[i].shape == analytical.shape
+                and torch.allclose(analytical, jac[i].double(), rtol=1e-6, atol=1e-9)
+            }
+            hints = (
+                expect.diagnose(analytical, stacked, Tol(1e-6, 1e-9), want=num) if stacked else []
+            )  # records the match on the Jacobian
             m, j = divmod(int(torch.nan_to_num(excess, nan=float("inf")).argmax()), num.size(1))
             out_idx = list(torch.unravel_index(torch.tensor(m), want_out.shape))
             in_idx = list(torch.unravel_index(torch.tensor(j), like.shape))
             bad = int((torch.nan_to_num(excess, nan=1.0) > 0).sum())
-            return (f"∂out/∂{name}: {bad} of {excess.numel()} entries differ; worst: ∂out{[int(t) for t in out_idx]}/∂{name}{[int(t) for t in in_idx]} "
-                    f"is {num[m, j].item():.6g} by finite differences, your backward gives {analytical[m, j].item():.6g} "
-                    f"(allowed |difference| ≤ {GRADCHECK['atol']:g} + {GRADCHECK['rtol']:g}·|expected|)"), hints
+            return (
+                f"∂out/∂{name}: {bad} of {excess.numel()} entries differ; worst: ∂out{[int(t) for t in out_idx]}/∂{name}{[int(t) for t in in_idx]} "
+                f"is {num[m, j].item():.6g} by finite differences, your backward gives {analytical[m, j].item():.6g} "
+                f"(allowed |difference| ≤ {GRADCHECK['atol']:g} + {GRADCHECK['rtol']:g}·|expected|)"
+            ), hints
     return None, []
 
 
@@ -283,6 +348,7 @@ def direct_forward_backward(ctx, q, k, v, allowed, d_out, dispatch=False):
     with a stand-in ctx; autograd use inside either is recorded (sub.autograd_uses), and with
     ``dispatch`` every operator each of them runs (sub.dispatched["forward"/"backward"])."""
     import torch
+
     from autograder.sandbox.probes import PlainFunctionCtx
 
     fn = ctx.module("custom_backward").AttentionFunction

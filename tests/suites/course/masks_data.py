@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import torch
 
-
 # D1-17: 2 left pads, T = 5, causal ∪ padding → unmasked keys per query row
 LEFT_PADDED_T = 5
 LEFT_PADDED_LENGTH = 3  # tokens: pad pad A B C

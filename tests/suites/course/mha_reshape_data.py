@@ -9,9 +9,9 @@ the same), and W_O swapping the two head blocks (§15: Concat(O⁽¹⁾, O⁽²�
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 import torch
 
@@ -75,7 +75,9 @@ def two_head_state(dtype: torch.dtype = torch.float32, swap_output: bool = True)
         w_o[2:4, 0:2] = eye
     else:
         w_o = torch.eye(4, dtype=dtype)
-    return {name: m.T.contiguous() for name, m in (("w_q.weight", w_q), ("w_k.weight", w_k), ("w_v.weight", w_v), ("w_o.weight", w_o))}
+    return {
+        name: m.T.contiguous() for name, m in (("w_q.weight", w_q), ("w_k.weight", w_k), ("w_v.weight", w_v), ("w_o.weight", w_o))
+    }
 
 
 def two_head_expected(dtype: torch.dtype = torch.float32, padded: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
@@ -91,7 +93,9 @@ def two_head_expected(dtype: torch.dtype = torch.float32, padded: bool = False) 
     weights[0, 0, 1] = torch.tensor(w7.STATED["final_weights_4dp"][0], dtype=dtype)  # W7-26a, 4 dp
     weights[1, 0, 1] = torch.tensor(w7.STATED["final_weights_4dp"][1], dtype=dtype)
     weights[:, 1] = torch.tensor([[1.0, 0.0], [0.5, 0.5]], dtype=dtype)
-    head1 = torch.tensor([[[1.0, 0.0], w7.STATED["final_outputs_4dp"][0]], [[-1.0, 0.0], w7.STATED["final_outputs_4dp"][1]]], dtype=dtype)
+    head1 = torch.tensor(
+        [[[1.0, 0.0], w7.STATED["final_outputs_4dp"][0]], [[-1.0, 0.0], w7.STATED["final_outputs_4dp"][1]]], dtype=dtype
+    )
     head2 = torch.tensor([[[1.0, 0.0], [0.5, 0.0]], [[0.0, 1.0], [0.0, 0.5]]], dtype=dtype)
     if padded:
         weights[1] = torch.tensor([[1.0, 0.0], [1.0, 0.0]], dtype=dtype)
@@ -116,7 +120,12 @@ def view_hint(sub=None) -> Iterator[None]:
             exc.hints.append("mha_reshape/view-needs-contiguous")
         elif sub is not None and "size" in message and unsliced_mask(sub) and "mha_reshape/unsliced-mask" not in exc.hints:
             exc.hints.append("mha_reshape/unsliced-mask")
-        elif sub is not None and (exc.error or {}).get("type") == "ValueError" and context_off_by_one(sub) and "mha_reshape/context-check-off-by-one" not in exc.hints:
+        elif (
+            sub is not None
+            and (exc.error or {}).get("type") == "ValueError"
+            and context_off_by_one(sub)
+            and "mha_reshape/context-check-off-by-one" not in exc.hints
+        ):
             exc.hints.append("mha_reshape/context-check-off-by-one")
         raise
 
@@ -126,8 +135,14 @@ def _on_probe(sub, context_length: int):
     ``unsliced_probe``): (output or the SubmissionError it raised, the reference's output)."""
     c = Snapshots(SKILL_DIR)["unsliced_probe"]  # fixed x, weights and the reference's output
     try:
-        r = sub.mha_reshape.construct("MultiHeadAttention", [4, 1, context_length], dtype=torch.float64, state=c["state"],
-                                      calls=[("forward", [c["x"]], {})], describe=False)
+        r = sub.mha_reshape.construct(
+            "MultiHeadAttention",
+            [4, 1, context_length],
+            dtype=torch.float64,
+            state=c["state"],
+            calls=[("forward", [c["x"]], {})],
+            describe=False,
+        )
     except SubmissionError as exc:
         return exc, c["want"]
     return r["outputs"][0], c["want"]
@@ -143,7 +158,11 @@ def context_off_by_one(sub) -> bool:
     was written T >= context_length (fixed data: this only names a mistake, it earns nothing).
     The match is recorded for the hint rule."""
     tight, _ = _on_probe(sub, 3)
-    if not isinstance(tight, SubmissionError) or (tight.error or {}).get("type") != "ValueError" or not _right(*_on_probe(sub, 4)):
+    if (
+        not isinstance(tight, SubmissionError)
+        or (tight.error or {}).get("type") != "ValueError"
+        or not _right(*_on_probe(sub, 4))
+    ):
         return False
     expect.observed("mha_reshape/context-check-off-by-one")
     return True
@@ -189,8 +208,12 @@ def numbers(got, candidates: list[tuple[str, float]], right: float) -> list[str]
         got = got.item()
     if isinstance(got, bool) or not isinstance(got, (int, float)):
         return []
-    found = [(hint, value) for hint, value in candidates
-             if math.isclose(float(got), float(value), rel_tol=1e-9, abs_tol=1e-12) and not math.isclose(float(value), float(right), rel_tol=1e-9, abs_tol=1e-12)]
+    found = [
+        (hint, value)
+        for hint, value in candidates
+        if math.isclose(float(got), float(value), rel_tol=1e-9, abs_tol=1e-12)
+        and not math.isclose(float(value), float(right), rel_tol=1e-9, abs_tol=1e-12)
+    ]
     if len({hint for hint, _ in found}) != 1:
         return []
     hint, value = found[0]

@@ -16,7 +16,9 @@ from . import sdpa_masks_data as sd
 from . import week07 as w7
 
 
-def attention(x: torch.Tensor, w_q: torch.Tensor, w_k: torch.Tensor, w_v: torch.Tensor, causal: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+def attention(
+    x: torch.Tensor, w_q: torch.Tensor, w_k: torch.Tensor, w_v: torch.Tensor, causal: bool = True
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Week 7 §12, in float64: (out, weights)."""
     x, w_q, w_k, w_v = (t.to(torch.float64) for t in (x, w_q, w_k, w_v))
     q, k, v = x @ w_q, x @ w_k, x @ w_v
@@ -28,7 +30,9 @@ def attention(x: torch.Tensor, w_q: torch.Tensor, w_k: torch.Tensor, w_v: torch.
     return weights @ v, weights
 
 
-def multi_head_attention(x: torch.Tensor, state: dict, num_heads: int, key_allowed: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+def multi_head_attention(
+    x: torch.Tensor, state: dict, num_heads: int, key_allowed: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Day 1 §4.3's code (view → transpose → causal attention per head → back → W_O), in
     float64, for nn.Linear weights given as a state_dict {w_q.weight, …[, w_q.bias, …]}."""
     x = x.to(torch.float64)
@@ -55,7 +59,7 @@ def multi_head_attention(x: torch.Tensor, state: dict, num_heads: int, key_allow
 def scaled_scores(dtype: torch.dtype = torch.float32) -> torch.Tensor:
     """S̃ = Q Kᵀ / √d_k of Week 7 §8 for both prompts: [[0.4, 0.2], [0.8, 0.4]] | [[0.05, 0], [0.1, 0.4]]."""
     ex = w7.example(torch.float64)
-    s = (ex.x @ ex.w_q) @ (ex.x @ ex.w_k).transpose(-2, -1) / 2 ** 0.5
+    s = (ex.x @ ex.w_q) @ (ex.x @ ex.w_k).transpose(-2, -1) / 2**0.5
     return s.to(dtype)
 
 
@@ -64,7 +68,7 @@ def week7_h(dtype: torch.dtype = torch.float64) -> torch.Tensor:
     ex = w7.example(torch.float64)
     q, k, v = ex.x @ ex.w_q, ex.x @ ex.w_k, ex.x @ ex.w_v
     T = ex.x.size(1)
-    scores = (q @ k.transpose(-2, -1)) / 2 ** 0.5
+    scores = (q @ k.transpose(-2, -1)) / 2**0.5
     scores = scores.masked_fill(~torch.tril(torch.ones(T, T, dtype=torch.bool)), float("-inf"))
     out = torch.softmax(scores, dim=-1) @ v
     return out[:, -1].to(dtype)
@@ -115,7 +119,9 @@ def mha_expected(config: dict, state: dict[str, torch.Tensor], x: torch.Tensor, 
     seq = x.to(torch.float64)
     if not config["batch_first"]:
         seq = seq.transpose(0, 1)
-    mask = merged_blocked(config["num_heads"], x.shape[1], None if allowed is None else ~allowed, None if key_allowed is None else ~key_allowed)
+    mask = merged_blocked(
+        config["num_heads"], x.shape[1], None if allowed is None else ~allowed, None if key_allowed is None else ~key_allowed
+    )
     with torch.no_grad():
         out, _ = mha(seq, seq, seq, attn_mask=mask, need_weights=False)
     if not config["batch_first"]:

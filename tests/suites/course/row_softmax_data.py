@@ -24,11 +24,26 @@ HINTS = ["row_softmax/forbidden-softmax"]  # the exercise's own hint says it all
 # Names that may not appear as an attribute or import in row_softmax.py (any spelling:
 # torch.x, F.x, Tensor.x, torch.special.x, nn.X, torch.ops.aten.x, from … import x).
 BANNED_NAMES = (
-    "softmax", "_softmax", "log_softmax", "_log_softmax", "special_softmax", "special_log_softmax",
-    "_masked_softmax", "_safe_softmax", "softmin", "gumbel_softmax",
-    "Softmax", "LogSoftmax", "Softmin", "Softmax2d",
-    "cross_entropy", "cross_entropy_loss", "CrossEntropyLoss",
-    "scaled_dot_product_attention", "MultiheadAttention", "multi_head_attention_forward",
+    "softmax",
+    "_softmax",
+    "log_softmax",
+    "_log_softmax",
+    "special_softmax",
+    "special_log_softmax",
+    "_masked_softmax",
+    "_safe_softmax",
+    "softmin",
+    "gumbel_softmax",
+    "Softmax",
+    "LogSoftmax",
+    "Softmin",
+    "Softmax2d",
+    "cross_entropy",
+    "cross_entropy_loss",
+    "CrossEntropyLoss",
+    "scaled_dot_product_attention",
+    "MultiheadAttention",
+    "multi_head_attention_forward",
 )
 # Torch functions that may not run inside a row_softmax call (names as recorded at run time;
 # an overload such as "softmax.int" counts as "softmax").
@@ -43,8 +58,14 @@ ALLOWS_AT_DISPATCH = dispatch.denies_parts(dispatch.ROW_SOFTMAX_DENIED_PARTS)
 def check_dispatch(sub) -> None:
     """The rule's run-time verdict: no operator computing a softmax ran in this test's calls
     made with ``record_dispatch=True`` (also those that raised)."""
-    dispatch.check(sub.dispatched, None, ALLOWS_AT_DISPATCH, hints=HINTS, family="operators of torch that compute a softmax",
-                   what="row_softmax.py at run time: no operator of torch computes a softmax, log_softmax or cross_entropy (docs/EXERCISES.md §3)")
+    dispatch.check(
+        sub.dispatched,
+        None,
+        ALLOWS_AT_DISPATCH,
+        hints=HINTS,
+        family="operators of torch that compute a softmax",
+        what="row_softmax.py at run time: no operator of torch computes a softmax, log_softmax or cross_entropy (docs/EXERCISES.md §3)",
+    )
 
 
 def banned_ops(ops: set[str]) -> list[str]:
@@ -54,8 +75,11 @@ def banned_ops(ops: set[str]) -> list[str]:
 def check_source(sub) -> None:
     """The file's source may not name a torch softmax / log_softmax / cross_entropy."""
     check_no_banned(
-        sub.source(MODULE), FILE, BANNED_NAMES,
-        what="row_softmax.py calls no torch softmax, log_softmax or cross_entropy (docs/EXERCISES.md §3)", hints=HINTS,
+        sub.source(MODULE),
+        FILE,
+        BANNED_NAMES,
+        what="row_softmax.py calls no torch softmax, log_softmax or cross_entropy (docs/EXERCISES.md §3)",
+        hints=HINTS,
         imports=sub.importable_sources(),
     )
 
@@ -89,13 +113,15 @@ class Calls:
         g = self.rng
         s = torch.randn(2, 3, 4, generator=g, dtype=torch.float64) * 3
         return [
-            ("softmax_rows", (s.float(),), {}), ("softmax_rows", (s,), {"dim": 1}),
-            ("log_softmax_rows", (s,), {}), ("log_softmax_rows", (s.float(),), {"dim": 0}),
+            ("softmax_rows", (s.float(),), {}),
+            ("softmax_rows", (s,), {"dim": 1}),
+            ("log_softmax_rows", (s,), {}),
+            ("log_softmax_rows", (s.float(),), {"dim": 0}),
             ("cross_entropy", (s[0].float(), torch.randint(0, 4, (3,), generator=g)), {}),
             ("vocab_probs", (s, torch.randn(4, 5, generator=g, dtype=torch.float64)), {}),
         ]
 
-    def run(self) -> "Calls":
+    def run(self) -> Calls:
         check_source(self.sub)
         used: dict[str, list[str]] = {}
         module = getattr(self.sub, MODULE)
@@ -117,8 +143,13 @@ class Calls:
                 used.setdefault(op, []).append(fn)
         if used:
             listing = "; ".join(f"{op} (in {', '.join(sorted(set(fns)))})" for op, fns in sorted(used.items()))
-            expect.true(False, what="row_softmax calls no torch softmax, log_softmax or cross_entropy at run time (docs/EXERCISES.md §3)",
-                        detail=f"these torch functions ran inside your calls: {listing}", hints=HINTS, problem="constraint")
+            expect.true(
+                False,
+                what="row_softmax calls no torch softmax, log_softmax or cross_entropy at run time (docs/EXERCISES.md §3)",
+                detail=f"these torch functions ran inside your calls: {listing}",
+                hints=HINTS,
+                problem="constraint",
+            )
         return self
 
     def result(self, index: int):

@@ -33,13 +33,15 @@ def sdpa_recorded(ctx, args, kwargs, keep_calls_on_error=False):
                 bound = dict(zip(names, a))
                 bound.update(kw)
                 q, k = bound.get("query"), bound.get("key")
-                calls.append({
-                    "mask": bound.get("attn_mask") is not None,
-                    "is_causal": bool(bound.get("is_causal", False)),
-                    "dropout_p": float(bound.get("dropout_p", 0.0) or 0.0),
-                    "L": int(q.shape[-2]) if isinstance(q, torch.Tensor) and q.dim() >= 2 else -1,
-                    "S": int(k.shape[-2]) if isinstance(k, torch.Tensor) and k.dim() >= 2 else -1,
-                })
+                calls.append(
+                    {
+                        "mask": bound.get("attn_mask") is not None,
+                        "is_causal": bool(bound.get("is_causal", False)),
+                        "dropout_p": float(bound.get("dropout_p", 0.0) or 0.0),
+                        "L": int(q.shape[-2]) if isinstance(q, torch.Tensor) and q.dim() >= 2 else -1,
+                        "S": int(k.shape[-2]) if isinstance(k, torch.Tensor) and k.dim() >= 2 else -1,
+                    }
+                )
             return func(*a, **kw)
 
     fn = ctx.module("sdpa_masks").sdpa
@@ -47,7 +49,9 @@ def sdpa_recorded(ctx, args, kwargs, keep_calls_on_error=False):
         with Recorder():
             value = fn(*args, **kwargs)
     except Exception as exc:
-        if not keep_calls_on_error or not calls:  # nothing to judge: the error is the answer (a TODO stub reads "not implemented yet")
+        if (
+            not keep_calls_on_error or not calls
+        ):  # nothing to judge: the error is the answer (a TODO stub reads "not implemented yet")
             raise
         return {"value": None, "calls": calls, "raised": f"{type(exc).__name__}: {exc}"[:300]}
     return {"value": value, "calls": calls, "raised": None}
@@ -69,8 +73,9 @@ def mha_recorded(ctx, config, state, x, allowed, key_allowed):
             raise AssertionError(f"Expected key_padded_mask.shape[1] to be {src_len}, but got {key_padding_mask.shape[1]}")
 
     F._check_key_padding_mask = _check_key_padding_mask
-    mha = torch.nn.MultiheadAttention(config["embed_dim"], config["num_heads"], bias=config["bias"],
-                                      batch_first=config["batch_first"], dtype=x.dtype)
+    mha = torch.nn.MultiheadAttention(
+        config["embed_dim"], config["num_heads"], bias=config["bias"], batch_first=config["batch_first"], dtype=x.dtype
+    )
     mha.load_state_dict(state)
     mha.eval()
     calls = []
@@ -90,7 +95,10 @@ def mha_recorded(ctx, config, state, x, allowed, key_allowed):
 def mha_state(rng, embed_dim: int, bias: bool, dtype: torch.dtype) -> dict[str, torch.Tensor]:
     """A state_dict for nn.MultiheadAttention(embed_dim, h, bias=bias): weights with std 1/√C."""
     C = embed_dim
-    state = {"in_proj_weight": randn(rng, 3 * C, C, dtype=dtype, scale=C ** -0.5), "out_proj.weight": randn(rng, C, C, dtype=dtype, scale=C ** -0.5)}
+    state = {
+        "in_proj_weight": randn(rng, 3 * C, C, dtype=dtype, scale=C**-0.5),
+        "out_proj.weight": randn(rng, C, C, dtype=dtype, scale=C**-0.5),
+    }
     if bias:
         state["in_proj_bias"] = randn(rng, 3 * C, dtype=dtype, scale=0.1)
         state["out_proj.bias"] = randn(rng, C, dtype=dtype, scale=0.1)
@@ -99,8 +107,9 @@ def mha_state(rng, embed_dim: int, bias: bool, dtype: torch.dtype) -> dict[str, 
 
 def mha_module(config: dict, state: dict[str, torch.Tensor]) -> torch.nn.MultiheadAttention:
     """The trusted twin of the module the probe builds, in float64 and eval mode."""
-    mha = torch.nn.MultiheadAttention(config["embed_dim"], config["num_heads"], bias=config["bias"],
-                                      batch_first=config["batch_first"], dtype=torch.float64)
+    mha = torch.nn.MultiheadAttention(
+        config["embed_dim"], config["num_heads"], bias=config["bias"], batch_first=config["batch_first"], dtype=torch.float64
+    )
     mha.load_state_dict({k: v.to(torch.float64) for k, v in state.items()})
     return mha.eval()
 

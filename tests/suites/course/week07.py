@@ -68,7 +68,12 @@ STATED = {
     "wrong_zero_fill": [0.550, 0.450],  # W7-32: softmax([0.2, 0])
     "right_neg_inf": [1.0, 0.0],  # W7-33: softmax([0.2, −∞])
     "mask_T2": [[True, False], [True, True]],  # W7-30
-    "mask_T4": [[True, False, False, False], [True, True, False, False], [True, True, True, False], [True, True, True, True]],  # W7-31
+    "mask_T4": [
+        [True, False, False, False],
+        [True, True, False, False],
+        [True, True, True, False],
+        [True, True, True, True],
+    ],  # W7-31
     "logits": [[0.0, 0.598688, 1.197375, -0.197375, 0.0], [0.0, -0.425557, -0.851115, 1.0, 0.0]],  # W7-36, W7-37
     "p_target": [0.416424, 0.172455],  # W7-39, W7-41
     "loss_each": [0.876051, 1.757621],  # W7-40, W7-42

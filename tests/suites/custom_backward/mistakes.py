@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 
 import torch
-
 from course import custom_backward_data as data
 from course import oracles
 
@@ -35,7 +34,11 @@ def softmax_backward(d_weights: torch.Tensor, weights: torch.Tensor) -> dict[str
     unkept = _d_without_keepdim(da, a)
     if unkept is not None:
         v[P + "d-keepdim"] = unkept
-    return {h: t.to(weights.dtype) for h, t in v.items() if t.shape == right.shape and not torch.allclose(t, right, rtol=1e-6, atol=1e-9)}
+    return {
+        h: t.to(weights.dtype)
+        for h, t in v.items()
+        if t.shape == right.shape and not torch.allclose(t, right, rtol=1e-6, atol=1e-9)
+    }
 
 
 def _d_without_keepdim(d_a: torch.Tensor, a: torch.Tensor) -> torch.Tensor | None:
@@ -174,14 +177,29 @@ def gradcheck_problem(q, k, v, allowed) -> dict:
     numerical Jacobians (finite differences) and, per named mistake present on these inputs,
     its Jacobian for each of q, k, v (None where its shape differs), one-hot Ȳ row by row."""
     want_out = plain_attention(q.double(), k.double(), v.double(), allowed)[0]
-    basis = [torch.zeros(want_out.numel(), dtype=q.dtype).index_fill_(0, torch.tensor([m]), 1.0).view(want_out.shape) for m in range(want_out.numel())]
+    basis = [
+        torch.zeros(want_out.numel(), dtype=q.dtype).index_fill_(0, torch.tensor([m]), 1.0).view(want_out.shape)
+        for m in range(want_out.numel())
+    ]
     variants = [attention_grads(q, k, v, allowed, d) for d in basis]
     mistakes = {}
     for h in variants[0]:
         if all(h in vr for vr in variants):
-            mistakes[h] = [torch.stack([vr[h][i].double().reshape(-1) for vr in variants]) if all(vr[h][i].shape == like.shape for vr in variants) else None
-                           for i, like in enumerate((q, k, v))]
-    return {"q": q, "k": k, "v": v, "allowed": allowed, "out": want_out.to(q.dtype), "numerical": numerical_jacobians(q, k, v, allowed), "mistakes": mistakes}
+            mistakes[h] = [
+                torch.stack([vr[h][i].double().reshape(-1) for vr in variants])
+                if all(vr[h][i].shape == like.shape for vr in variants)
+                else None
+                for i, like in enumerate((q, k, v))
+            ]
+    return {
+        "q": q,
+        "k": k,
+        "v": v,
+        "allowed": allowed,
+        "out": want_out.to(q.dtype),
+        "numerical": numerical_jacobians(q, k, v, allowed),
+        "mistakes": mistakes,
+    }
 
 
 def square_problem() -> dict:
@@ -189,7 +207,15 @@ def square_problem() -> dict:
     (B = 2, L = S = 4, d_k = d_v = 3), its right gradients and the mistakes' gradients."""
     g = torch.Generator().manual_seed(20261130)  # fixed: this only names a mistake, it earns nothing
     q, k, v, d_out = (torch.randn(2, 4, 3, generator=g, dtype=torch.float64) for _ in range(4))
-    scale = 3 ** -0.5
+    scale = 3**-0.5
     a = torch.softmax((q @ k.transpose(-2, -1)) * scale, dim=-1)
-    return {"q": q, "k": k, "v": v, "d_out": d_out, "a": a, "scale": scale, "right": list(_plain_backward(d_out, q, k, v, a, scale)),
-            "mistakes": attention_backward(d_out, q, k, v, a, scale)}
+    return {
+        "q": q,
+        "k": k,
+        "v": v,
+        "d_out": d_out,
+        "a": a,
+        "scale": scale,
+        "right": list(_plain_backward(d_out, q, k, v, a, scale)),
+        "mistakes": attention_backward(d_out, q, k, v, a, scale),
+    }

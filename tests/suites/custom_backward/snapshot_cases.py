@@ -8,9 +8,9 @@ import math
 
 import torch
 import torch.nn.functional as F
+from course import week07 as w7
 
 from autograder.testing import in_float64, randint, randn, sibling
-from course import week07 as w7
 
 signatures = sibling(__file__, "mistakes")
 
@@ -38,7 +38,15 @@ def week7_attention_backward(rng, ref):
     weights = _weights(q, k, _causal(2))
     grads = in_float64(ref.custom_backward.attention_backward, d_out, q, k, v, weights, 1 / math.sqrt(2))
     variants = signatures.attention_backward(d_out, q, k, v, weights.float(), 1 / math.sqrt(2))
-    return {"q": q, "k": k, "v": v, "d_out": d_out, "weights": weights.float(), "want": grads, "mistakes": [signatures.component(variants, i) for i in range(3)]}
+    return {
+        "q": q,
+        "k": k,
+        "v": v,
+        "d_out": d_out,
+        "weights": weights.float(),
+        "want": grads,
+        "mistakes": [signatures.component(variants, i) for i in range(3)],
+    }
 
 
 def attention_backward(rng, ref):
@@ -47,16 +55,31 @@ def attention_backward(rng, ref):
     weights = _weights(q, k)
     grads = in_float64(ref.custom_backward.attention_backward, d_out, q, k, v, weights, 1 / math.sqrt(d_k))
     variants = signatures.attention_backward(d_out, q, k, v, weights.float(), 1 / math.sqrt(d_k))
-    return {"q": q, "k": k, "v": v, "d_out": d_out, "weights": weights.float(), "scale": 1 / math.sqrt(d_k), "want": grads,
-            "mistakes": [signatures.component(variants, i) for i in range(3)]}
+    return {
+        "q": q,
+        "k": k,
+        "v": v,
+        "d_out": d_out,
+        "weights": weights.float(),
+        "scale": 1 / math.sqrt(d_k),
+        "want": grads,
+        "mistakes": [signatures.component(variants, i) for i in range(3)],
+    }
 
 
 def attention_forward(rng, ref):
     q, k, v = _week7_qkv()
     L, S, d = randint(rng, 2, 6), randint(rng, 2, 6), randint(rng, 2, 4)
     rq, rk, rv = randn(rng, 3, L, d), randn(rng, 3, S, d), randn(rng, 3, S, d + 1)  # d_v = d_k + 1: a scale by 1/√d_v shows
-    return {"week7": in_float64(ref.custom_backward.attention, q, k, v, _causal(2)), "week7_mistakes": signatures.attention_forward(q, k, v, _causal(2)),
-            "q": rq, "k": rk, "v": rv, "want": in_float64(ref.custom_backward.attention, rq, rk, rv), "mistakes": signatures.attention_forward(rq, rk, rv)}
+    return {
+        "week7": in_float64(ref.custom_backward.attention, q, k, v, _causal(2)),
+        "week7_mistakes": signatures.attention_forward(q, k, v, _causal(2)),
+        "q": rq,
+        "k": rk,
+        "v": rv,
+        "want": in_float64(ref.custom_backward.attention, rq, rk, rv),
+        "mistakes": signatures.attention_forward(rq, rk, rv),
+    }
 
 
 def week7_chain(rng, ref):
@@ -78,16 +101,34 @@ def softmax_backward(rng, ref):
     d_weights = torch.tensor([[[0.5, -1.0], [2.0, 1.0]], [[-0.3, 0.7], [1.0, -2.0]]], dtype=torch.float64)
     rand_scores = randn(rng, 2, randint(rng, 2, 5), randint(rng, 2, 6), dtype=torch.float64)
     rand_a, rand_da = torch.softmax(rand_scores, -1).float(), randn(rng, *rand_scores.shape)
-    return {"scores": scores, "weights": weights, "d_weights": d_weights, "mistakes": signatures.softmax_backward(d_weights, weights),
-            "rand_scores": rand_scores, "rand_a": rand_a, "rand_da": rand_da, "rand_mistakes": signatures.softmax_backward(rand_da, rand_a)}
+    return {
+        "scores": scores,
+        "weights": weights,
+        "d_weights": d_weights,
+        "mistakes": signatures.softmax_backward(d_weights, weights),
+        "rand_scores": rand_scores,
+        "rand_a": rand_a,
+        "rand_da": rand_da,
+        "rand_mistakes": signatures.softmax_backward(rand_da, rand_a),
+    }
 
 
 def gradcheck(rng, ref):
     """Two float64 problems (causal [2,3,2]; unmasked L×3, S×3, S×2) with what gradcheck needs."""
     L, S = randint(rng, 2, 4), randint(rng, 2, 4)
     problems = [
-        (randn(rng, 2, 3, 2, dtype=torch.float64), randn(rng, 2, 3, 2, dtype=torch.float64), randn(rng, 2, 3, 2, dtype=torch.float64), _causal(3)),
-        (randn(rng, L, 3, dtype=torch.float64), randn(rng, S, 3, dtype=torch.float64), randn(rng, S, 2, dtype=torch.float64), None),
+        (
+            randn(rng, 2, 3, 2, dtype=torch.float64),
+            randn(rng, 2, 3, 2, dtype=torch.float64),
+            randn(rng, 2, 3, 2, dtype=torch.float64),
+            _causal(3),
+        ),
+        (
+            randn(rng, L, 3, dtype=torch.float64),
+            randn(rng, S, 3, dtype=torch.float64),
+            randn(rng, S, 2, dtype=torch.float64),
+            None,
+        ),
     ]
     return {"problems": [signatures.gradcheck_problem(*p) for p in problems]}
 
@@ -97,4 +138,12 @@ def square_problem(rng, ref):
     return signatures.square_problem()
 
 
-CASES = [week7_attention_backward, attention_backward, attention_forward, week7_chain, softmax_backward, gradcheck, square_problem]
+CASES = [
+    week7_attention_backward,
+    attention_backward,
+    attention_forward,
+    week7_chain,
+    softmax_backward,
+    gradcheck,
+    square_problem,
+]

@@ -9,12 +9,12 @@ from __future__ import annotations
 import math
 
 import torch
-
-from autograder.testing import SubmissionError, SubmissionTimeout, dtype_name, expect, noncontiguous, randint, randn, sibling
 from course import custom_backward_data as data
 from course import oracles
 from course import week07 as w7
 from course.tolerances import tol
+
+from autograder.testing import SubmissionError, SubmissionTimeout, dtype_name, expect, noncontiguous, randint, randn, sibling
 
 signatures = sibling(__file__, "mistakes")  # the named mistakes' outputs (beside this suite; never shipped to students)
 
@@ -50,8 +50,6 @@ FUNCTION_KINDS = (  # (leading dims, lengths, widths, mask)
     ((2, 1), "L>S", "d_k=d_v", "none"),
     ((2,), "L=S", "d_k≠d_v", "causal"),
 )
-
-
 
 
 def _lengths(rng, lengths: str, t_max: int) -> tuple[int, int]:
@@ -100,9 +98,15 @@ def _problem(rng, dtype, *, lead=(2,), lengths="L<S", mask="none", dims="d_k≠d
     if mask == "causal":
         allowed = torch.tril(torch.ones(L, S, dtype=torch.bool))
     elif mask == "bottom-right":
-        allowed = torch.tril(torch.ones(L, S, dtype=torch.bool), diagonal=S - L) if S >= L else torch.tril(torch.ones(L, S, dtype=torch.bool))
+        allowed = (
+            torch.tril(torch.ones(L, S, dtype=torch.bool), diagonal=S - L)
+            if S >= L
+            else torch.tril(torch.ones(L, S, dtype=torch.bool))
+        )
     elif mask == "padding":
-        keep = torch.arange(S) < randint(rng, 2, S - 1)  # right padding: the first keys (at least two) are real, the last is padding
+        keep = torch.arange(S) < randint(
+            rng, 2, S - 1
+        )  # right padding: the first keys (at least two) are real, the last is padding
         allowed = keep.expand(L, S).clone()
     elif mask == "random":
         allowed = torch.rand(L, S, generator=rng) < 0.6
@@ -144,15 +148,22 @@ def _gate_attention_backward(sub, ref, rng) -> None:
     want = ref.custom_backward.attention_backward(d_out, q, k, v, a, scale)
     variants = signatures.attention_backward(d_out, q, k, v, a, scale)
     for i, name in enumerate(GRADS):
-        expect.close(got[i], want[i], what=f"attention_backward: {name} on a plain float64 input ({_shapes(q, k, v)}; checked before the cases)",
-                     tol=tol("custom_backward.attention_backward", torch.float64), mistakes=signatures.component(variants, i))
+        expect.close(
+            got[i],
+            want[i],
+            what=f"attention_backward: {name} on a plain float64 input ({_shapes(q, k, v)}; checked before the cases)",
+            tol=tol("custom_backward.attention_backward", torch.float64),
+            mistakes=signatures.component(variants, i),
+        )
 
 
 # --------------------------------------------------------------------------- course numbers
 def test_course_backward_numbers_in_float64_and_float32(sub, ref, rng, credit):
     data.check_backward_source(sub)
     _gate_attention_backward(sub, ref, rng)
-    chains = {dtype: data.week7_chain(sub, dtype) for dtype in DTYPES}  # your forward/backward called directly; the chain runs here
+    chains = {
+        dtype: data.week7_chain(sub, dtype) for dtype in DTYPES
+    }  # your forward/backward called directly; the chain runs here
     # Day 1 §2.3 group 5 setting: one causal sequence, T = 6, float64
     T, d = 6, randint(rng, 2, 6)
     q, k, v = (randn(rng, T, d, dtype=torch.float64) for _ in range(3))
@@ -165,11 +176,28 @@ def test_course_backward_numbers_in_float64_and_float32(sub, ref, rng, credit):
     ds = expect.tensor(sub.custom_backward.softmax_backward(d_weights, a), what="softmax_backward(Ȳ Vᵀ, A)")
     with data.explained(sub):
         grads = expect.sequence(sub.custom_backward.attention_backward(d_out, q, k, v, a, scale), 3, what="attention_backward")
-    expect.true(tuple(ds.shape) == (T, T), what="softmax_backward(Ā, A) keeps the shape [L, S]", detail=f"A [{T}, {T}] gave {list(ds.shape)}")
+    expect.true(
+        tuple(ds.shape) == (T, T),
+        what="softmax_backward(Ā, A) keeps the shape [L, S]",
+        detail=f"A [{T}, {T}] gave {list(ds.shape)}",
+    )
     for name, g, like in zip(GRADS, grads, (q, k, v)):
-        expect.true(type(g) is torch.Tensor and tuple(g.shape) == tuple(like.shape), what=f"attention_backward: {name} has the shape of {name[1:]}",
-                    detail=f"expected {list(like.shape)}, got {expect.describe(g)}")
-    for part in credit.parts(["W7-43/45/46/47 float64", "W7-48 float32", "dL/dW_Q", "D1-11 D = ȳ·y", "D1-12 masked S̄ = 0", "D1-13 row sums", "D1-10 finite differences"]):
+        expect.true(
+            type(g) is torch.Tensor and tuple(g.shape) == tuple(like.shape),
+            what=f"attention_backward: {name} has the shape of {name[1:]}",
+            detail=f"expected {list(like.shape)}, got {expect.describe(g)}",
+        )
+    for part in credit.parts(
+        [
+            "W7-43/45/46/47 float64",
+            "W7-48 float32",
+            "dL/dW_Q",
+            "D1-11 D = ȳ·y",
+            "D1-12 masked S̄ = 0",
+            "D1-13 row sums",
+            "D1-10 finite differences",
+        ]
+    ):
         with part:
             label = part.label
             if label.startswith("W7-4"):
@@ -177,38 +205,69 @@ def test_course_backward_numbers_in_float64_and_float32(sub, ref, rng, credit):
                 got = chains[dtype]
                 t = w7.Tol(0.0, 1e-6) if dtype == torch.float64 else w7.PRINTED_6DP
                 grad = got["grad"]
-                expect.close(got["loss"], torch.tensor(w7.STATED["loss_mean"], dtype=dtype), what=f"mean loss through your AttentionFunction ({dtype_name(dtype)}, W7-43)", tol=t,
-                             mistakes=signatures.week7_loss_mistakes(dtype), hints=["custom_backward/forward-mask"])
-                expect.scalar(grad[1, 0], w7.STATED["grad_wq_10"], what=f"d(mean loss)/dW_Q[1,0] ({dtype_name(dtype)}, W7-45/48)", tol=t)
+                expect.close(
+                    got["loss"],
+                    torch.tensor(w7.STATED["loss_mean"], dtype=dtype),
+                    what=f"mean loss through your AttentionFunction ({dtype_name(dtype)}, W7-43)",
+                    tol=t,
+                    mistakes=signatures.week7_loss_mistakes(dtype),
+                    hints=["custom_backward/forward-mask"],
+                )
+                expect.scalar(
+                    grad[1, 0], w7.STATED["grad_wq_10"], what=f"d(mean loss)/dW_Q[1,0] ({dtype_name(dtype)}, W7-45/48)", tol=t
+                )
                 if dtype == torch.float64:
                     expect.scalar(1.0 - 0.01 * float(grad[1, 0]), w7.STATED["q_new"], what="q_new (W7-46)", tol=t)
                     expect.scalar(got["loss_after"], 1.316778184921, what="mean loss after the step (W7-47)", tol=t)
             elif label == "dL/dW_Q":
                 want = oracles.week7_chain_reference(**data.week7_chain_inputs(torch.float64))["grad"]
-                expect.close(chains[torch.float64]["grad"], want, what="all of dL/dW_Q (W_Q[1,1]: +0.030682, rows 0, 2, 3: 0)", tol=w7.Tol(0.0, 1e-9))
+                expect.close(
+                    chains[torch.float64]["grad"],
+                    want,
+                    what="all of dL/dW_Q (W_Q[1,1]: +0.030682, rows 0, 2, 3: 0)",
+                    tol=w7.Tol(0.0, 1e-9),
+                )
             elif label.startswith("D1-11"):
                 D = (d_out * y).sum(-1, keepdim=True)  # D_i = ȳ_i · y_i
-                expect.close(ds, a * (d_weights - D), what="S̄ = A ⊙ (Ā − D) with D_i = ȳ_i·y_i (D1-11, within 1e-12)", tol=w7.Tol(0.0, 1e-12),
-                             mistakes=signatures.softmax_backward(d_weights, a))
+                expect.close(
+                    ds,
+                    a * (d_weights - D),
+                    what="S̄ = A ⊙ (Ā − D) with D_i = ȳ_i·y_i (D1-11, within 1e-12)",
+                    tol=w7.Tol(0.0, 1e-12),
+                    mistakes=signatures.softmax_backward(d_weights, a),
+                )
             elif label.startswith("D1-12"):
                 masked = ds[~causal]
-                expect.true(bool((masked == 0).all()), what="S̄ at masked (future) positions is exactly 0 (D1-12)",
-                            detail=f"largest |S̄| at a masked position: {masked.abs().max().item():.3g}", hints=["custom_backward/backward-ignores-mask"])
+                expect.true(
+                    bool((masked == 0).all()),
+                    what="S̄ at masked (future) positions is exactly 0 (D1-12)",
+                    detail=f"largest |S̄| at a masked position: {masked.abs().max().item():.3g}",
+                    hints=["custom_backward/backward-ignores-mask"],
+                )
             elif label.startswith("D1-13"):
                 sums = ds.sum(-1)
-                expect.true(bool(sums.abs().max() <= 1e-12), what="Σ_l S̄_il = 0 for every row (D1-13, within 1e-12)",
-                            detail=f"largest |row sum| {sums.abs().max().item():.3g}", hints=["custom_backward/missing-d-term", "custom_backward/d-wrong-axis"])
+                expect.true(
+                    bool(sums.abs().max() <= 1e-12),
+                    what="Σ_l S̄_il = 0 for every row (D1-13, within 1e-12)",
+                    detail=f"largest |row sum| {sums.abs().max().item():.3g}",
+                    hints=["custom_backward/missing-d-term", "custom_backward/d-wrong-axis"],
+                )
             else:
                 numeric = _finite_differences(q, k, v, causal, d_out)
                 for name, g, n in zip(GRADS, grads, numeric):
                     g = expect.tensor(g, what=name)
                     rel = ((g - n).abs().max() / n.abs().max().clamp_min(1e-12)).item()
-                    expect.true(rel < 1e-6, what=f"{name} agrees with central finite differences (D1-10: relative error < 1e-6)",
-                                detail=f"max relative error {rel:.3g}", hints=["custom_backward/gradcheck-failed"])
+                    expect.true(
+                        rel < 1e-6,
+                        what=f"{name} agrees with central finite differences (D1-10: relative error < 1e-6)",
+                        detail=f"max relative error {rel:.3g}",
+                        hints=["custom_backward/gradcheck-failed"],
+                    )
 
 
 def _finite_differences(q, k, v, allowed, d_out, eps: float = 1e-6):
     """Central differences of L = Σ out ⊙ Ȳ with respect to q, k, v (float64, trusted)."""
+
     def loss(q_, k_, v_):
         return (signatures.plain_attention(q_, k_, v_, allowed)[0] * d_out).sum()
 
@@ -233,9 +292,13 @@ def _finite_differences(q, k, v, allowed, d_out, eps: float = 1e-6):
 def test_softmax_backward_matches_reference_with_batch_dims_and_masks(sub, ref, rng, credit):
     q, k, _, _, _ = _problem(rng, torch.float32, lead=(2,), lengths="L<S", mask="none", t_max=10)
     gate_a, gate_da = _weights(q, k, None, 1.0).float(), randn(rng, *q.shape[:-1], k.size(-2))
-    expect.close(sub.custom_backward.softmax_backward(gate_da, gate_a), ref.custom_backward.softmax_backward(gate_da.double(), gate_a.double()).float(),
-                 what=f"softmax_backward on a plain float32 input {list(gate_a.shape)} (checked before the cases)", tol=tol("custom_backward.softmax_backward", torch.float32),
-                 mistakes=signatures.softmax_backward(gate_da, gate_a))
+    expect.close(
+        sub.custom_backward.softmax_backward(gate_da, gate_a),
+        ref.custom_backward.softmax_backward(gate_da.double(), gate_a.double()).float(),
+        what=f"softmax_backward on a plain float32 input {list(gate_a.shape)} (checked before the cases)",
+        tol=tol("custom_backward.softmax_backward", torch.float32),
+        mistakes=signatures.softmax_backward(gate_da, gate_a),
+    )
     for case in credit.cases(len(SOFTMAX_KINDS)):
         with case:
             n = int(case.label.split()[-1])
@@ -247,8 +310,13 @@ def test_softmax_backward_matches_reference_with_batch_dims_and_masks(sub, ref, 
             if n % 2:
                 da = noncontiguous(da)
             want = ref.custom_backward.softmax_backward(da.double(), a.double()).to(dtype)
-            expect.close(sub.custom_backward.softmax_backward(da, a), want, what=f"softmax_backward(Ā, A {list(a.shape)}), {dtype_name(dtype)}",
-                         tol=tol("custom_backward.softmax_backward", dtype), mistakes=signatures.softmax_backward(da, a))
+            expect.close(
+                sub.custom_backward.softmax_backward(da, a),
+                want,
+                what=f"softmax_backward(Ā, A {list(a.shape)}), {dtype_name(dtype)}",
+                tol=tol("custom_backward.softmax_backward", dtype),
+                mistakes=signatures.softmax_backward(da, a),
+            )
 
 
 def test_attention_backward_matches_reference_on_random_inputs(sub, ref, rng, credit):
@@ -264,12 +332,21 @@ def test_attention_backward_matches_reference_on_random_inputs(sub, ref, rng, cr
             if n % 2 == 0:
                 q, v = noncontiguous(q), noncontiguous(v)
             with data.explained(sub):
-                got = expect.sequence(sub.custom_backward.attention_backward(d_out, q, k, v, a, scale), 3, what="attention_backward")
-            want = [g.to(dtype) for g in ref.custom_backward.attention_backward(*(t.double() for t in (d_out, q, k, v, a)), scale)]
+                got = expect.sequence(
+                    sub.custom_backward.attention_backward(d_out, q, k, v, a, scale), 3, what="attention_backward"
+                )
+            want = [
+                g.to(dtype) for g in ref.custom_backward.attention_backward(*(t.double() for t in (d_out, q, k, v, a)), scale)
+            ]
             variants = signatures.attention_backward(d_out, q, k, v, a, scale)
             for i, name in enumerate(GRADS):
-                expect.close(got[i], want[i], what=f"attention_backward: {name} (q, k, v = {_shapes(q, k, v)}, scale={scale:.3g}, {dtype_name(dtype)})",
-                             tol=tol("custom_backward.attention_backward", dtype), mistakes=signatures.component(variants, i))
+                expect.close(
+                    got[i],
+                    want[i],
+                    what=f"attention_backward: {name} (q, k, v = {_shapes(q, k, v)}, scale={scale:.3g}, {dtype_name(dtype)})",
+                    tol=tol("custom_backward.attention_backward", dtype),
+                    mistakes=signatures.component(variants, i),
+                )
 
 
 def test_attention_function_backward_matches_reference_with_masks(sub, ref, rng, credit):
@@ -285,16 +362,28 @@ def test_attention_function_backward_matches_reference_with_masks(sub, ref, rng,
             q, k, v, allowed, d_out = _problem(rng, dtype, lead=lead, lengths=lengths, dims=dims, mask=mask, t_max=32)
             if n % 3 == 0:
                 q, k = noncontiguous(q), noncontiguous(k)
-            label = f"q, k, v = {_shapes(q, k, v)}, mask {'none' if allowed is None else list(allowed.shape)}, {dtype_name(dtype)}"
+            label = (
+                f"q, k, v = {_shapes(q, k, v)}, mask {'none' if allowed is None else list(allowed.shape)}, {dtype_name(dtype)}"
+            )
             out, (grads,) = data.forward_backward(sub, q, k, v, allowed, [d_out], what=label)
             want_out, want = _reference_grads(q, k, v, allowed, d_out)
             t = tol("custom_backward.attention", dtype)
-            expect.close(out, want_out.to(dtype), what=f"AttentionFunction.forward(ctx, q, k, v, allowed) ({label})", tol=t,
-                         mistakes=signatures.attention_forward(q, k, v, allowed))
+            expect.close(
+                out,
+                want_out.to(dtype),
+                what=f"AttentionFunction.forward(ctx, q, k, v, allowed) ({label})",
+                tol=t,
+                mistakes=signatures.attention_forward(q, k, v, allowed),
+            )
             variants = signatures.attention_grads(q, k, v, allowed, d_out)
             for i, name in enumerate(GRADS):
-                expect.close(grads[i], want[i].to(dtype), what=f"{name} from your AttentionFunction.backward ({label})", tol=t,
-                             mistakes=signatures.component(variants, i))
+                expect.close(
+                    grads[i],
+                    want[i].to(dtype),
+                    what=f"{name} from your AttentionFunction.backward ({label})",
+                    tol=t,
+                    mistakes=signatures.component(variants, i),
+                )
 
 
 # --------------------------------------------------------------------------- constraint
@@ -309,32 +398,65 @@ def test_attention_function_is_applied_and_its_backward_returns_dq_dk_dv_none_vi
     (test_rule_backward_uses_no_autograd)."""
     q, k, v, allowed, d_out = _problem(rng, torch.float64, lead=(), lengths="L=S", dims="d_k=d_v", mask="causal", t_max=8)
     with data.explained(sub):
-        r = sub.custom_backward.run(data.direct_forward_backward, q, k, v, allowed, d_out)  # a TODO stub stops here, with its message
+        r = sub.custom_backward.run(
+            data.direct_forward_backward, q, k, v, allowed, d_out
+        )  # a TODO stub stops here, with its message
     want_out, _ = _reference_grads(q, k, v, allowed, d_out)
-    expect.close(r["out"], want_out, what="AttentionFunction.forward(ctx, q, k, v, causal) on fresh inputs (checked first)", tol=tol("custom_backward.attention", torch.float64),
-                 mistakes=signatures.attention_forward(q, k, v, allowed))
-    for part in credit.parts(["attention() is AttentionFunction.apply", "backward returns (dq, dk, dv, None)", "backward → attention_backward → softmax_backward"]):
+    expect.close(
+        r["out"],
+        want_out,
+        what="AttentionFunction.forward(ctx, q, k, v, causal) on fresh inputs (checked first)",
+        tol=tol("custom_backward.attention", torch.float64),
+        mistakes=signatures.attention_forward(q, k, v, allowed),
+    )
+    for part in credit.parts(
+        [
+            "attention() is AttentionFunction.apply",
+            "backward returns (dq, dk, dv, None)",
+            "backward → attention_backward → softmax_backward",
+        ]
+    ):
         with part:
             if part.label.startswith("attention()"):
-                expect.true(r["attention_node"] == "AttentionFunctionBackward", what="attention(q, k, v, allowed) is AttentionFunction.apply(q, k, v, allowed) (docs/EXERCISES.md §4)",
-                            detail=f"its output's grad_fn is {r['attention_node']}, not AttentionFunction's backward node", hints=["custom_backward/not-through-attention-backward"])
+                expect.true(
+                    r["attention_node"] == "AttentionFunctionBackward",
+                    what="attention(q, k, v, allowed) is AttentionFunction.apply(q, k, v, allowed) (docs/EXERCISES.md §4)",
+                    detail=f"its output's grad_fn is {r['attention_node']}, not AttentionFunction's backward node",
+                    hints=["custom_backward/not-through-attention-backward"],
+                )
             elif part.label.startswith("backward returns"):
                 grads = r["grads"]
                 four = isinstance(grads, list) and len(grads) == 4 and grads[3] is None
-                ok = four and all(type(g) is torch.Tensor and tuple(g.shape) == tuple(t.shape) for g, t in zip(grads[:3], (q, k, v)))
+                ok = four and all(
+                    type(g) is torch.Tensor and tuple(g.shape) == tuple(t.shape) for g, t in zip(grads[:3], (q, k, v))
+                )
                 shapes = [list(g.shape) if type(g) is torch.Tensor else expect.describe(g) for g in grads[:3]] if four else None
-                expect.true(ok, what="AttentionFunction.backward returns (dq, dk, dv, None), shaped like q, k, v",
-                            detail=f"it returned {expect.describe(tuple(grads) if isinstance(grads, list) else grads)}"
-                                   + (f" shaped {shapes} for q {list(q.shape)}, k {list(k.shape)}, v {list(v.shape)}" if four else ""),
-                            hints=[] if four else ["custom_backward/backward-three-values"])  # four values, misshapen: not this hint
+                expect.true(
+                    ok,
+                    what="AttentionFunction.backward returns (dq, dk, dv, None), shaped like q, k, v",
+                    detail=f"it returned {expect.describe(tuple(grads) if isinstance(grads, list) else grads)}"
+                    + (f" shaped {shapes} for q {list(q.shape)}, k {list(k.shape)}, v {list(v.shape)}" if four else ""),
+                    hints=[] if four else ["custom_backward/backward-three-values"],
+                )  # four values, misshapen: not this hint
             else:
                 data.check_goes_through_helpers(sub)
 
 
 # --------------------------------------------------------------------------- properties
 def test_masked_keys_get_exactly_zero_gradient_and_score_gradient_rows_sum_to_zero(sub, ref, rng, credit):
-    kinds = {"causal mask": ((2,), "L<S", "causal"), "random mask": ((), "L>S", "random"), "key padding": ((2, 3), "L=S", "padding")}  # fixed per part
-    for part in credit.parts(["softmax_backward, causal mask", "softmax_backward, random mask", "softmax_backward, key padding", "attention is causal by gradient"]):
+    kinds = {
+        "causal mask": ((2,), "L<S", "causal"),
+        "random mask": ((), "L>S", "random"),
+        "key padding": ((2, 3), "L=S", "padding"),
+    }  # fixed per part
+    for part in credit.parts(
+        [
+            "softmax_backward, causal mask",
+            "softmax_backward, random mask",
+            "softmax_backward, key padding",
+            "attention is causal by gradient",
+        ]
+    ):
         with part:
             dtype = torch.float64
             if part.label.startswith("softmax_backward"):
@@ -343,17 +465,35 @@ def test_masked_keys_get_exactly_zero_gradient_and_score_gradient_rows_sum_to_ze
                 a = _weights(q, k, allowed, 1.0 / math.sqrt(q.size(-1)))
                 da = randn(rng, *a.shape, dtype=dtype)
                 ds = expect.tensor(sub.custom_backward.softmax_backward(da, a), what="softmax_backward(Ā, A)")
-                expect.true(tuple(ds.shape) == tuple(a.shape), what="softmax_backward keeps the shape [...,L,S]", detail=f"A {list(a.shape)} gave {list(ds.shape)}")
+                expect.true(
+                    tuple(ds.shape) == tuple(a.shape),
+                    what="softmax_backward keeps the shape [...,L,S]",
+                    detail=f"A {list(a.shape)} gave {list(ds.shape)}",
+                )
                 hints = expect.diagnose(ds, signatures.softmax_backward(da, a), tol("custom_backward.softmax_backward", dtype))
-                blocked = (a == 0)
-                expect.true(bool((ds[blocked] == 0).all()), what="S̄ is exactly 0 wherever A is 0 (masked keys, Day 1 §2.3, D1-12)",
-                            detail=f"largest |S̄| at a masked key: {ds[blocked].abs().max().item() if bool(blocked.any()) else 0:.3g}", hints=hints or ["custom_backward/backward-ignores-mask"])
+                blocked = a == 0
+                expect.true(
+                    bool((ds[blocked] == 0).all()),
+                    what="S̄ is exactly 0 wherever A is 0 (masked keys, Day 1 §2.3, D1-12)",
+                    detail=f"largest |S̄| at a masked key: {ds[blocked].abs().max().item() if bool(blocked.any()) else 0:.3g}",
+                    hints=hints or ["custom_backward/backward-ignores-mask"],
+                )
                 sums = ds.sum(-1)
                 t_ = tol("custom_backward.softmax_backward", dtype)
-                expect.true(bool(sums.abs().max() <= (t_.atol + t_.rtol) * max(1.0, da.abs().max().item())), what="every row of S̄ sums to 0 (Day 1 §2.3, D1-13; measured tolerance)",
-                            detail=f"largest |row sum| {sums.abs().max().item():.3g}", hints=hints or ["custom_backward/missing-d-term", "custom_backward/d-wrong-axis"])
+                expect.true(
+                    bool(sums.abs().max() <= (t_.atol + t_.rtol) * max(1.0, da.abs().max().item())),
+                    what="every row of S̄ sums to 0 (Day 1 §2.3, D1-13; measured tolerance)",
+                    detail=f"largest |row sum| {sums.abs().max().item():.3g}",
+                    hints=hints or ["custom_backward/missing-d-term", "custom_backward/d-wrong-axis"],
+                )
                 # zeros have both properties: the values must be right too
-                expect.close(ds, ref.custom_backward.softmax_backward(da, a), what="softmax_backward(Ā, A)", tol=tol("custom_backward.softmax_backward", dtype), mistakes=signatures.softmax_backward(da, a))
+                expect.close(
+                    ds,
+                    ref.custom_backward.softmax_backward(da, a),
+                    what="softmax_backward(Ā, A)",
+                    tol=tol("custom_backward.softmax_backward", dtype),
+                    mistakes=signatures.softmax_backward(da, a),
+                )
             else:
                 # d ≥ 2 (1/√d ≠ 1: a scale mistake shows) and t ≥ 1 (output t mixes two keys: with t = 0
                 # every score gradient the loss reaches is 0, whatever the backward does)
@@ -368,12 +508,23 @@ def test_masked_keys_get_exactly_zero_gradient_and_score_gradient_rows_sum_to_ze
                 want = ref.custom_backward.attention_backward(d_out, q, k, v, _weights(q, k, allowed_causal, scale), scale)
                 for name, g, w_ in zip(GRADS[1:], grads[1:], want[1:]):
                     g = expect.tensor(g, what=name)
-                    future = g[:, t + 1:]
-                    expect.close(g, w_, what=f"{name} from your AttentionFunction.backward", tol=tol("custom_backward.attention_backward", dtype), mistakes=signatures.component(signatures.attention_grads(q, k, v, allowed_causal, d_out), GRADS.index(name)))
+                    future = g[:, t + 1 :]
+                    expect.close(
+                        g,
+                        w_,
+                        what=f"{name} from your AttentionFunction.backward",
+                        tol=tol("custom_backward.attention_backward", dtype),
+                        mistakes=signatures.component(
+                            signatures.attention_grads(q, k, v, allowed_causal, d_out), GRADS.index(name)
+                        ),
+                    )
                     # the docstring promises no exact 0 here (only softmax_backward's S̄ at A = 0 is exact): the table's atol
                     t_ = tol("custom_backward.attention_backward", dtype)
-                    expect.true(bool((future.abs() <= t_.atol).all()), what=f"{name} of keys after position {t} is 0 (within {t_.atol:g}) when the loss reads outputs 0..{t} (causal, Day 1 §3.1)",
-                                detail=f"largest |{name}| at a future key: {future.abs().max().item():.3g}")
+                    expect.true(
+                        bool((future.abs() <= t_.atol).all()),
+                        what=f"{name} of keys after position {t} is 0 (within {t_.atol:g}) when the loss reads outputs 0..{t} (causal, Day 1 §3.1)",
+                        detail=f"largest |{name}| at a future key: {future.abs().max().item():.3g}",
+                    )
 
 
 def test_custom_backward_keeps_dtype_and_leaves_inputs_unchanged(sub, ref, rng, credit):
@@ -401,18 +552,29 @@ def test_custom_backward_keeps_dtype_and_leaves_inputs_unchanged(sub, ref, rng, 
                 out, (grads,) = data.forward_backward(sub, *args, [d_out.to(dtype)], what=part.label)
                 outs = (out, *grads)
                 with data.explained(sub):
-                    r = sub.custom_backward.call("attention", *[t.clone() if isinstance(t, torch.Tensor) else t for t in args], return_args=True)
+                    r = sub.custom_backward.call(
+                        "attention", *[t.clone() if isinstance(t, torch.Tensor) else t for t in args], return_args=True
+                    )
             else:
                 with data.explained(sub):
-                    r = sub.custom_backward.call(part.label, *[t.clone() if isinstance(t, torch.Tensor) else t for t in args], return_args=True)
+                    r = sub.custom_backward.call(
+                        part.label, *[t.clone() if isinstance(t, torch.Tensor) else t for t in args], return_args=True
+                    )
                 outs = r.value if isinstance(r.value, (tuple, list)) else (r.value,)
             for before, after in zip(args, r.args or []):
                 if isinstance(before, torch.Tensor):
                     expect.unchanged(before, after, what=f"{part.label.split()[0]} leaves its inputs unchanged")
-            expect.true(len(outs) == count, what=f"{part.label} result", detail=f"expected {count} tensor(s), got {expect.describe(outs)}")
+            expect.true(
+                len(outs) == count, what=f"{part.label} result", detail=f"expected {count} tensor(s), got {expect.describe(outs)}"
+            )
             for out in outs:
                 out = expect.tensor(out, what=f"{part.label} result")
-                expect.true(out.dtype == dtype, what=f"{part.label} keeps {dtype_name(dtype)}", detail=f"{dtype_name(dtype)} inputs gave a {dtype_name(out.dtype)} result", hints=["general/dtype-changed"])
+                expect.true(
+                    out.dtype == dtype,
+                    what=f"{part.label} keeps {dtype_name(dtype)}",
+                    detail=f"{dtype_name(dtype)} inputs gave a {dtype_name(out.dtype)} result",
+                    hints=["general/dtype-changed"],
+                )
 
 
 def test_rule_backward_uses_no_autograd(sub, rng):
@@ -428,11 +590,20 @@ def test_rule_backward_uses_no_autograd(sub, rng):
     except SubmissionTimeout:
         # a hand-written backward of a [2,6,·] problem takes milliseconds; one that cannot finish
         # while what it runs is recorded (autograd through a Jacobian, …) cannot show it keeps the rule
-        expect.true(False, what="AttentionFunction.backward finishes while the operators it runs are recorded",
-                    detail="it did not finish within the time limit on a [2, 6, ·] problem, so the rule could not be checked",
-                    hints=["custom_backward/uses-autograd"], problem="constraint")
+        expect.true(
+            False,
+            what="AttentionFunction.backward finishes while the operators it runs are recorded",
+            detail="it did not finish within the time limit on a [2, 6, ·] problem, so the rule could not be checked",
+            hints=["custom_backward/uses-autograd"],
+            problem="constraint",
+        )
     except SubmissionError:
         pass  # what ran before the error was recorded all the same, and is judged below
-    expect.true(not sub.autograd_uses, what="AttentionFunction.forward and .backward, called directly, use no autograd (docs/EXERCISES.md §4)",
-                detail=f"autograd was used inside forward or backward: {', '.join(sorted(sub.autograd_uses))}", hints=["custom_backward/uses-autograd"], problem="constraint")
+    expect.true(
+        not sub.autograd_uses,
+        what="AttentionFunction.forward and .backward, called directly, use no autograd (docs/EXERCISES.md §4)",
+        detail=f"autograd was used inside forward or backward: {', '.join(sorted(sub.autograd_uses))}",
+        hints=["custom_backward/uses-autograd"],
+        problem="constraint",
+    )
     data.check_backward_dispatch(sub)  # the verdict: what the dispatcher ran, deny by default

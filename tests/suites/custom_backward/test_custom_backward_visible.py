@@ -15,11 +15,11 @@ from __future__ import annotations
 import math
 
 import torch
-
-from autograder.testing import dtype_name, expect, Snapshots
 from course import custom_backward_data as data
 from course import week07 as w7
 from course.tolerances import tol
+
+from autograder.testing import Snapshots, dtype_name, expect
 
 QK = ("query", "key")
 GRADS = ("dq", "dk", "dv")
@@ -42,18 +42,36 @@ def test_softmax_backward_matches_autograd_on_week7_weights(sub, rng):
     c = SNAP["softmax_backward"]
     scores, weights, d_weights = c["scores"], c["weights"], c["d_weights"]  # Ŝ_A, Ŝ_B (Week 7 §11), P_A, P_B, Ā
     rand_scores, rand_a, rand_da = c["rand_scores"], c["rand_a"], c["rand_da"]
-    got = expect.close(sub.custom_backward.softmax_backward(d_weights, weights), _autograd_softmax_backward(d_weights, scores),
-                       what="softmax_backward(Ā, P) for Week 7's P_A, P_B (Day 1 §2.3 第二步)", tol=tol("custom_backward.softmax_backward", torch.float64),
-                       mistakes=c["mistakes"], grid=QK)
-    expect.true(bool((got[:, 0, 1] == 0).all()), what="S̄ is exactly 0 at the masked (future) key (Day 1 §2.3: 掩码怎么处理)",
-                detail=f"S̄ at the masked entries: {got[:, 0, 1].tolist()}", hints=["custom_backward/backward-ignores-mask"])
+    got = expect.close(
+        sub.custom_backward.softmax_backward(d_weights, weights),
+        _autograd_softmax_backward(d_weights, scores),
+        what="softmax_backward(Ā, P) for Week 7's P_A, P_B (Day 1 §2.3 第二步)",
+        tol=tol("custom_backward.softmax_backward", torch.float64),
+        mistakes=c["mistakes"],
+        grid=QK,
+    )
+    expect.true(
+        bool((got[:, 0, 1] == 0).all()),
+        what="S̄ is exactly 0 at the masked (future) key (Day 1 §2.3: 掩码怎么处理)",
+        detail=f"S̄ at the masked entries: {got[:, 0, 1].tolist()}",
+        hints=["custom_backward/backward-ignores-mask"],
+    )
     sums = got.sum(-1)
     t64 = tol("custom_backward.softmax_backward", torch.float64)
-    expect.true(bool(sums.abs().max() <= t64.atol + t64.rtol), what=f"every row of S̄ sums to 0 within {t64.atol + t64.rtol:g} (softmax shift invariance, Day 1 §2.3)",
-                detail=f"largest |row sum| {sums.abs().max().item():.3g}", hints=["custom_backward/missing-d-term", "custom_backward/d-wrong-axis"])
-    expect.close(sub.custom_backward.softmax_backward(rand_da, rand_a), _autograd_softmax_backward(rand_da, rand_scores).float(),
-                 what=f"softmax_backward on random weights {list(rand_a.shape)} (float32)", tol=tol("custom_backward.softmax_backward", torch.float32),
-                 mistakes=c["rand_mistakes"], grid=QK)
+    expect.true(
+        bool(sums.abs().max() <= t64.atol + t64.rtol),
+        what=f"every row of S̄ sums to 0 within {t64.atol + t64.rtol:g} (softmax shift invariance, Day 1 §2.3)",
+        detail=f"largest |row sum| {sums.abs().max().item():.3g}",
+        hints=["custom_backward/missing-d-term", "custom_backward/d-wrong-axis"],
+    )
+    expect.close(
+        sub.custom_backward.softmax_backward(rand_da, rand_a),
+        _autograd_softmax_backward(rand_da, rand_scores).float(),
+        what=f"softmax_backward on random weights {list(rand_a.shape)} (float32)",
+        tol=tol("custom_backward.softmax_backward", torch.float32),
+        mistakes=c["rand_mistakes"],
+        grid=QK,
+    )
 
 
 def test_attention_backward_matches_autograd_on_week7_example(sub, rng, credit):
@@ -61,30 +79,66 @@ def test_attention_backward_matches_autograd_on_week7_example(sub, rng, credit):
     q, k, v, d_out, weights, want = c["q"], c["k"], c["v"], c["d_out"], c["weights"], c["want"]
     rq, rk, rv, rd, r_weights, r_want = r["q"], r["k"], r["v"], r["d_out"], r["weights"], r["want"]
     with data.explained(sub):
-        got = expect.sequence(sub.custom_backward.attention_backward(d_out, q, k, v, weights, 1 / math.sqrt(2)), 3,
-                              what="attention_backward(Ȳ, Q, K, V, P, 1/√2) → (dq, dk, dv)")
-        r_got = expect.sequence(sub.custom_backward.attention_backward(rd, rq, rk, rv, r_weights, r["scale"]), 3, what="attention_backward on control inputs")
+        got = expect.sequence(
+            sub.custom_backward.attention_backward(d_out, q, k, v, weights, 1 / math.sqrt(2)),
+            3,
+            what="attention_backward(Ȳ, Q, K, V, P, 1/√2) → (dq, dk, dv)",
+        )
+        r_got = expect.sequence(
+            sub.custom_backward.attention_backward(rd, rq, rk, rv, r_weights, r["scale"]),
+            3,
+            what="attention_backward on control inputs",
+        )
     for part in credit.parts(list(GRADS)):
         with part:
             i = GRADS.index(part.label)
-            expect.close(got[i], want[i], what=f"attention_backward: {part.label} for Week 7's prompts (Day 1 §2.3)", tol=tol("custom_backward.attention_backward", torch.float32),
-                         mistakes=c["mistakes"][i], grid=("token", "feature"))
-            expect.close(r_got[i], r_want[i], what=f"attention_backward: {part.label} for q {list(rq.shape)}, k {list(rk.shape)}, v {list(rv.shape)}",
-                         tol=tol("custom_backward.attention_backward", torch.float32), mistakes=r["mistakes"][i])
+            expect.close(
+                got[i],
+                want[i],
+                what=f"attention_backward: {part.label} for Week 7's prompts (Day 1 §2.3)",
+                tol=tol("custom_backward.attention_backward", torch.float32),
+                mistakes=c["mistakes"][i],
+                grid=("token", "feature"),
+            )
+            expect.close(
+                r_got[i],
+                r_want[i],
+                what=f"attention_backward: {part.label} for q {list(rq.shape)}, k {list(rk.shape)}, v {list(rv.shape)}",
+                tol=tol("custom_backward.attention_backward", torch.float32),
+                mistakes=r["mistakes"][i],
+            )
 
 
 def test_attention_forward_reproduces_week7_outputs(sub, rng):
-    q, k, v = SNAP["week7_attention_backward"]["q"], SNAP["week7_attention_backward"]["k"], SNAP["week7_attention_backward"]["v"]  # x W_Q, x W_K, x W_V
+    q, k, v = (
+        SNAP["week7_attention_backward"]["q"],
+        SNAP["week7_attention_backward"]["k"],
+        SNAP["week7_attention_backward"]["v"],
+    )  # x W_Q, x W_K, x W_V
     c = SNAP["attention_forward"]
     rq, rk, rv = c["q"], c["k"], c["v"]
     direct, _ = data.forward_backward(sub, q, k, v, _causal(2), what="Week 7's prompts")
-    out = expect.close(direct, c["week7"],
-                       what="AttentionFunction.forward(ctx, Q, K, V, causal) for Week 7's prompts", tol=tol("custom_backward.attention", torch.float32),
-                       mistakes=c["week7_mistakes"], grid=("token", "feature"))
-    expect.close(out[:, 1], w7.t(w7.STATED["final_outputs_4dp"]), what="final head outputs o_A, o_B (Week 7 §12: [0.5987, 0.4013] | [−0.4256, 0.5744])", tol=w7.PRINTED_4DP_F32)
-    expect.close(sub.custom_backward.attention(rq, rk, rv), c["want"],
-                 what=f"attention(q {list(rq.shape)}, k {list(rk.shape)}, v {list(rv.shape)}) without a mask", tol=tol("custom_backward.attention", torch.float32),
-                 mistakes=c["mistakes"])
+    out = expect.close(
+        direct,
+        c["week7"],
+        what="AttentionFunction.forward(ctx, Q, K, V, causal) for Week 7's prompts",
+        tol=tol("custom_backward.attention", torch.float32),
+        mistakes=c["week7_mistakes"],
+        grid=("token", "feature"),
+    )
+    expect.close(
+        out[:, 1],
+        w7.t(w7.STATED["final_outputs_4dp"]),
+        what="final head outputs o_A, o_B (Week 7 §12: [0.5987, 0.4013] | [−0.4256, 0.5744])",
+        tol=w7.PRINTED_4DP_F32,
+    )
+    expect.close(
+        sub.custom_backward.attention(rq, rk, rv),
+        c["want"],
+        what=f"attention(q {list(rq.shape)}, k {list(rk.shape)}, v {list(rv.shape)}) without a mask",
+        tol=tol("custom_backward.attention", torch.float32),
+        mistakes=c["mistakes"],
+    )
 
 
 def test_week7_loss_gradient_reaches_wq_through_your_attention(sub, credit):
@@ -95,14 +149,36 @@ def test_week7_loss_gradient_reaches_wq_through_your_attention(sub, credit):
         with part:
             grad = got["grad"]
             if part.label.startswith("mean loss"):
-                expect.close(got["loss"], torch.tensor(w7.STATED["loss_mean"]), what="mean CE over the two prompts through your forward (Week 7 §16: 1.316836)",
-                             tol=w7.PRINTED_6DP, mistakes=want["loss_mistakes"], hints=["custom_backward/forward-mask"])
+                expect.close(
+                    got["loss"],
+                    torch.tensor(w7.STATED["loss_mean"]),
+                    what="mean CE over the two prompts through your forward (Week 7 §16: 1.316836)",
+                    tol=w7.PRINTED_6DP,
+                    mistakes=want["loss_mistakes"],
+                    hints=["custom_backward/forward-mask"],
+                )
             elif part.label.startswith("dL/dW_Q[1,0]"):
-                expect.scalar(grad[1, 0], w7.STATED["grad_wq_10"], what="d(mean loss)/dW_Q[1,0] through your backward (Week 7 §16: −0.076159)", tol=w7.PRINTED_6DP)
+                expect.scalar(
+                    grad[1, 0],
+                    w7.STATED["grad_wq_10"],
+                    what="d(mean loss)/dW_Q[1,0] through your backward (Week 7 §16: −0.076159)",
+                    tol=w7.PRINTED_6DP,
+                )
             elif part.label.startswith("q_new"):
-                expect.scalar(1.0 - 0.01 * float(grad[1, 0]), w7.STATED["q_new"], what="q_new = 1 − 0.01 · grad (Week 7 §16: 1.000762)", tol=w7.PRINTED_6DP)
+                expect.scalar(
+                    1.0 - 0.01 * float(grad[1, 0]),
+                    w7.STATED["q_new"],
+                    what="q_new = 1 − 0.01 · grad (Week 7 §16: 1.000762)",
+                    tol=w7.PRINTED_6DP,
+                )
             else:
-                expect.close(grad, want["grad"], what="dL/dW_Q (only row 1 is non-zero: x_喜欢 selects it)", tol=w7.PRINTED_6DP, grid=("C", "d_k"))
+                expect.close(
+                    grad,
+                    want["grad"],
+                    what="dL/dW_Q (only row 1 is non-zero: x_喜欢 selects it)",
+                    tol=w7.PRINTED_6DP,
+                    grid=("C", "d_k"),
+                )
 
 
 def test_attention_function_passes_gradcheck_in_float64(sub, rng):
@@ -122,13 +198,22 @@ def test_attention_function_passes_gradcheck_in_float64(sub, rng):
                 r = sub.custom_backward.run(data.function_forward_backward, q, k, v, allowed, [problem["out"]])
             got = (r.get("grads") or [None])[0] if isinstance(r, dict) else None
             n = len(got) if isinstance(got, (list, tuple)) else None
-            message = None if n == 4 and got[3] is None else (
-                f"AttentionFunction.backward returned {n if n is not None else expect.describe(got)} value(s); forward takes 4 inputs "
-                "(q, k, v, allowed), so backward returns 4: (dq, dk, dv, None)")
+            message = (
+                None
+                if n == 4 and got[3] is None
+                else (
+                    f"AttentionFunction.backward returned {n if n is not None else expect.describe(got)} value(s); forward takes 4 inputs "
+                    "(q, k, v, allowed), so backward returns 4: (dq, dk, dv, None)"
+                )
+            )
             hints = [] if message is None else expect.observed("custom_backward/backward-three-values") if n == 3 else []
-        expect.true(message is None, what=f"gradcheck of AttentionFunction (q {list(q.shape)}, k {list(k.shape)}, v {list(v.shape)}, "
-                    f"{'causal mask' if allowed is not None else 'no mask'}) in float64 (Day 1 §B)",
-                    detail=str(message), hints=hints or ["custom_backward/gradcheck-failed"])
+        expect.true(
+            message is None,
+            what=f"gradcheck of AttentionFunction (q {list(q.shape)}, k {list(k.shape)}, v {list(v.shape)}, "
+            f"{'causal mask' if allowed is not None else 'no mask'}) in float64 (Day 1 §B)",
+            detail=str(message),
+            hints=hints or ["custom_backward/gradcheck-failed"],
+        )
 
 
 def test_custom_backward_keeps_dtype_and_leaves_control_inputs_unchanged(sub, rng, credit):
@@ -161,10 +246,20 @@ def test_custom_backward_keeps_dtype_and_leaves_control_inputs_unchanged(sub, rn
                 outs = r.value if isinstance(r.value, (tuple, list)) else (r.value,)
             for i, (before, after) in enumerate(zip(args, r.args or [])):
                 if isinstance(before, torch.Tensor):
-                    expect.unchanged(before, after, what=f"{fn}: argument {i + 1} ({dtype_name(before.dtype)} {list(before.shape)}) is unchanged after the call "
-                                     "(no -=, mul_, x[...] = on an input)")
-            expect.true(len(outs) == count, what=f"{part.label} result", detail=f"expected {count} tensor(s), got {expect.describe(outs)}")
+                    expect.unchanged(
+                        before,
+                        after,
+                        what=f"{fn}: argument {i + 1} ({dtype_name(before.dtype)} {list(before.shape)}) is unchanged after the call "
+                        "(no -=, mul_, x[...] = on an input)",
+                    )
+            expect.true(
+                len(outs) == count, what=f"{part.label} result", detail=f"expected {count} tensor(s), got {expect.describe(outs)}"
+            )
             for out in outs:
                 out = expect.tensor(out, what=f"{part.label} result")
-                expect.true(out.dtype == dtype, what=f"{part.label} inputs: result dtype {dtype_name(dtype)}", detail=f"got {dtype_name(out.dtype)}",
-                            hints=["general/dtype-changed"])
+                expect.true(
+                    out.dtype == dtype,
+                    what=f"{part.label} inputs: result dtype {dtype_name(dtype)}",
+                    detail=f"got {dtype_name(out.dtype)}",
+                    hints=["general/dtype-changed"],
+                )

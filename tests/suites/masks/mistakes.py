@@ -53,8 +53,12 @@ def padding(lengths, T: int, left_padded: bool) -> dict[str, torch.Tensor]:
     correct, swapped = (left, right) if left_padded else (right, left)
     shifted = pos >= T - n - 1 if left_padded else pos <= n  # one real token too many
     short = pos > T - n if left_padded else pos < n - 1  # one real token too few
-    out = {"masks/padding-side-swapped": swapped, "masks/polarity-inverted": ~correct, "masks/padding-off-by-one": shifted,
-           "masks/padding-one-short": short}
+    out = {
+        "masks/padding-side-swapped": swapped,
+        "masks/polarity-inverted": ~correct,
+        "masks/padding-off-by-one": shifted,
+        "masks/padding-one-short": short,
+    }
     if left_padded:
         out["masks/padding-left-start"] = pos >= n  # the length used as the first real position
     return out
@@ -131,4 +135,3 @@ def document(doc_ids: torch.Tensor) -> dict[str, torch.Tensor]:
         "masks/diagonal-masked": same & _tri(T, T, -1),
         "masks/polarity-inverted": ~(same & tril),
     }
-

@@ -5,11 +5,11 @@ students get the data file, never the code that replays a mistake."""
 from __future__ import annotations
 
 import torch
-
-from autograder.testing import choice, in_float64, randint, randn, sibling
 from course import masks_data as md
 from course import oracles
 from course import week07 as w7
+
+from autograder.testing import in_float64, randint, randn, sibling
 
 signatures = sibling(__file__, "mistakes")
 
@@ -42,11 +42,21 @@ def apply_mask(rng, ref):
     B, L, S = randint(rng, 2, 3), randint(rng, 2, 8), randint(rng, 3, 10)
     scores, allowed = randn(rng, B, L, S), _allowed(rng, B, L, S)
     fill = -1e9  # a finite fill other than −∞: ignoring `fill` shows (the float64 control uses the default −∞)
-    scores64, allowed64 = randn(rng, 2, 3, 5, dtype=torch.float64), _allowed(rng, 2, 3, 5)  # the float64 control (sent non-contiguous)
-    return {"scores": scores, "allowed": allowed, "fill": fill, "want": in_float64(ref.masks.apply_mask, scores, allowed, fill),
-            "mistakes": signatures.apply(scores, allowed, fill),
-            "scores64": scores64, "allowed64": allowed64, "want64": in_float64(ref.masks.apply_mask, scores64, allowed64, dtype=torch.float64),
-            "mistakes64": signatures.apply(scores64, allowed64)}
+    scores64, allowed64 = (
+        randn(rng, 2, 3, 5, dtype=torch.float64),
+        _allowed(rng, 2, 3, 5),
+    )  # the float64 control (sent non-contiguous)
+    return {
+        "scores": scores,
+        "allowed": allowed,
+        "fill": fill,
+        "want": in_float64(ref.masks.apply_mask, scores, allowed, fill),
+        "mistakes": signatures.apply(scores, allowed, fill),
+        "scores64": scores64,
+        "allowed64": allowed64,
+        "want64": in_float64(ref.masks.apply_mask, scores64, allowed64, dtype=torch.float64),
+        "mistakes64": signatures.apply(scores64, allowed64),
+    }
 
 
 def masked_softmax(rng, ref):
@@ -55,19 +65,34 @@ def masked_softmax(rng, ref):
     scores[0] += 200.0  # example 0 at scores of ~200: exp overflows float32 without a per-row max shift, and example 1
     # lies far below the global maximum (one shift for the whole tensor underflows its rows to zeros)
     allowed[:, -1] = False  # a row with nothing allowed: all zeros (Day 1 §3.4)
-    scores64, allowed64 = randn(rng, 2, 4, 5, scale=2.0, dtype=torch.float64), _allowed(rng, 2, 4, 5)  # the float64 control (sent non-contiguous)
+    scores64, allowed64 = (
+        randn(rng, 2, 4, 5, scale=2.0, dtype=torch.float64),
+        _allowed(rng, 2, 4, 5),
+    )  # the float64 control (sent non-contiguous)
     allowed64[:, -1] = False
-    return {"scores": scores, "allowed": allowed, "want": in_float64(ref.masks.masked_softmax, scores, allowed), "mistakes": signatures.softmax(scores, allowed),
-            "scores64": scores64, "allowed64": allowed64, "want64": in_float64(ref.masks.masked_softmax, scores64, allowed64, dtype=torch.float64),
-            "mistakes64": signatures.softmax(scores64, allowed64)}
+    return {
+        "scores": scores,
+        "allowed": allowed,
+        "want": in_float64(ref.masks.masked_softmax, scores, allowed),
+        "mistakes": signatures.softmax(scores, allowed),
+        "scores64": scores64,
+        "allowed64": allowed64,
+        "want64": in_float64(ref.masks.masked_softmax, scores64, allowed64, dtype=torch.float64),
+        "mistakes64": signatures.softmax(scores64, allowed64),
+    }
 
 
 def padding_allowed(rng, ref):
     B, T = randint(rng, 2, 4), randint(rng, 3, 12)
     lengths = _lengths(rng, B, T)
-    return {"lengths": lengths, "T": T, "right": ref.masks.padding_allowed(torch.tensor(lengths), T, left_padded=False),
-            "left": ref.masks.padding_allowed(torch.tensor(lengths), T, left_padded=True),
-            "mistakes_right": signatures.padding(lengths, T, False), "mistakes_left": signatures.padding(lengths, T, True)}
+    return {
+        "lengths": lengths,
+        "T": T,
+        "right": ref.masks.padding_allowed(torch.tensor(lengths), T, left_padded=False),
+        "left": ref.masks.padding_allowed(torch.tensor(lengths), T, left_padded=True),
+        "mistakes_right": signatures.padding(lengths, T, False),
+        "mistakes_left": signatures.padding(lengths, T, True),
+    }
 
 
 def combine_masks(rng, ref):
@@ -76,7 +101,12 @@ def combine_masks(rng, ref):
     causal = torch.ones(L, S, dtype=torch.bool).tril(S - L)  # bottom-right aligned when L < S
     lengths = [S] + [randint(rng, 1, S - 1) for _ in range(B - 1)]  # example 0 unpadded, the others padded
     keys = ref.masks.padding_allowed(torch.tensor(lengths), S, left_padded=bool(randint(rng, 0, 1)))
-    return {"causal": causal, "key_allowed": keys, "want": ref.masks.combine_masks(causal, keys), "mistakes": signatures.combine(causal, keys)}
+    return {
+        "causal": causal,
+        "key_allowed": keys,
+        "want": ref.masks.combine_masks(causal, keys),
+        "mistakes": signatures.combine(causal, keys),
+    }
 
 
 def left_padded_softmax(rng, ref):
@@ -88,9 +118,15 @@ def left_padded_softmax(rng, ref):
     # the docstring's other empty row: the last (real) query of example 1 has its allowed scores all at −∞ (and still
     # blocks its pad keys): all zeros with a finite gradient, also where a NaN is patched after the softmax
     scores[1, -1] = scores[1, -1].masked_fill(allowed[1, -1], NEG_INF)
-    return {"lengths": lengths, "T": T, "scores": scores, "allowed": allowed, "want": in_float64(ref.masks.masked_softmax, scores, allowed),
-            "grad_out": randn(rng, B, T, T),
-            "mistakes": signatures.softmax(scores, allowed)}
+    return {
+        "lengths": lengths,
+        "T": T,
+        "scores": scores,
+        "allowed": allowed,
+        "want": in_float64(ref.masks.masked_softmax, scores, allowed),
+        "grad_out": randn(rng, B, T, T),
+        "mistakes": signatures.softmax(scores, allowed),
+    }
 
 
 def prefix_and_document(rng, ref):
@@ -99,9 +135,16 @@ def prefix_and_document(rng, ref):
     starts = torch.rand(2, T, generator=rng) < 0.3  # True = a new document starts here
     starts[:, 1] = False  # the first document has two tokens or more
     ids = torch.cumsum(starts, dim=-1)
-    ids[:, randint(rng, 2, T - 1):] += 1  # and another document follows
-    return {"T": T, "prefix_len": p, "prefix_want": ref.masks.prefix_lm_mask(T, p), "doc_ids": ids, "doc_want": ref.masks.document_mask(ids),
-            "prefix_mistakes": signatures.prefix(T, p), "doc_mistakes": signatures.document(ids)}
+    ids[:, randint(rng, 2, T - 1) :] += 1  # and another document follows
+    return {
+        "T": T,
+        "prefix_len": p,
+        "prefix_want": ref.masks.prefix_lm_mask(T, p),
+        "doc_ids": ids,
+        "doc_want": ref.masks.document_mask(ids),
+        "prefix_mistakes": signatures.prefix(T, p),
+        "doc_mistakes": signatures.document(ids),
+    }
 
 
 def examples(rng, ref):
@@ -118,12 +161,18 @@ def examples(rng, ref):
         "scaled": scaled,
         "causal_5": m.causal_mask(5),  # S̃ = Q Kᵀ / √d_k of Week 7 §8, an input of apply_mask and masked_softmax
         "mistakes": {
-            "causal_2": signatures.causal(2), "causal_4": signatures.causal(4), "causal_5": signatures.causal(5),
-            "apply_scaled": signatures.apply(scaled, causal2), "softmax_scaled": signatures.softmax(scaled, causal2),
+            "causal_2": signatures.causal(2),
+            "causal_4": signatures.causal(4),
+            "causal_5": signatures.causal(5),
+            "apply_scaled": signatures.apply(scaled, causal2),
+            "softmax_scaled": signatures.softmax(scaled, causal2),
             "softmax_table_row": signatures.softmax(row, row_allowed),
-            "padding_right": signatures.padding([3, 5, 1], 5, False), "padding_left": signatures.padding([3, 5, 1], 5, True),
-            "combine_left_padded": signatures.combine(causal, key_allowed), "softmax_left_padded": signatures.softmax(padded_scores, padded_allowed),
-            "prefix_lm_5_2": signatures.prefix(5, 2), "document_001112": signatures.document(torch.tensor([0, 0, 1, 1, 1, 2])),
+            "padding_right": signatures.padding([3, 5, 1], 5, False),
+            "padding_left": signatures.padding([3, 5, 1], 5, True),
+            "combine_left_padded": signatures.combine(causal, key_allowed),
+            "softmax_left_padded": signatures.softmax(padded_scores, padded_allowed),
+            "prefix_lm_5_2": signatures.prefix(5, 2),
+            "document_001112": signatures.document(torch.tensor([0, 0, 1, 1, 1, 2])),
         },
         "padding_right": m.padding_allowed(torch.tensor([3, 5, 1]), 5, left_padded=False),
         "padding_left": m.padding_allowed(torch.tensor([3, 5, 1]), 5, left_padded=True),
@@ -133,4 +182,13 @@ def examples(rng, ref):
     }
 
 
-CASES = [causal_mask, apply_mask, masked_softmax, padding_allowed, combine_masks, left_padded_softmax, prefix_and_document, examples]
+CASES = [
+    causal_mask,
+    apply_mask,
+    masked_softmax,
+    padding_allowed,
+    combine_masks,
+    left_padded_softmax,
+    prefix_and_document,
+    examples,
+]

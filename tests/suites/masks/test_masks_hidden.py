@@ -14,6 +14,10 @@ Not shipped to students; on Gradescope students see each test's name and hint on
 from __future__ import annotations
 
 import torch
+from course import masks_data as md
+from course import oracles
+from course import week07 as w7
+from course.tolerances import EXACT, tol
 
 from autograder.testing import (
     bernoulli,
@@ -28,20 +32,12 @@ from autograder.testing import (
     randn,
     sibling,
 )
-from course import masks_data as md
-from course import oracles
-from course import week07 as w7
-from course.tolerances import EXACT, tol
 
 signatures = sibling(__file__, "mistakes")  # the named mistakes' outputs (beside this suite; never shipped to students)
 
 QK = ("query", "key")
 DTYPES = (torch.float32, torch.float64)
 NEG_INF = float("-inf")
-
-
-
-
 
 
 def _allowed_like(rng, lead: tuple, L: int, S: int, *, p: float, shape: int) -> torch.Tensor:
@@ -105,7 +101,7 @@ def _blocked_key_wins(scores: torch.Tensor, allowed: torch.Tensor) -> torch.Tens
     s, a = torch.broadcast_tensors(scores, allowed)
     finite = torch.isfinite(s)
     row = tuple(((~a).any(-1) & (a & finite).any(-1)).nonzero()[0].tolist())
-    at = row[len(row) - (scores.dim() - 1):]  # scores may have fewer leading dims than the mask
+    at = row[len(row) - (scores.dim() - 1) :]  # scores may have fewer leading dims than the mask
     at = tuple(i if scores.size(d) > 1 else 0 for d, i in enumerate(at))
     scores = scores.clone()
     scores[at] = -scores[at].abs() - 1.0
@@ -117,7 +113,7 @@ def _blocked_key_wins(scores: torch.Tensor, allowed: torch.Tensor) -> torch.Tens
         return scores
     row = tuple(((~a).any(-1) & (a & finite).any(-1)).nonzero()[0].tolist())
     j = int((~a[row]).nonzero()[0])
-    at = row[len(row) - (scores.dim() - 1):]  # scores may have fewer leading dims than the mask
+    at = row[len(row) - (scores.dim() - 1) :]  # scores may have fewer leading dims than the mask
     at = tuple(i if scores.size(d) > 1 else 0 for d, i in enumerate(at))
     top = float(best_allowed[row])
     scores = scores.clone()
@@ -132,28 +128,51 @@ def _course_control(sub, ref, rng) -> None:
     f64 = torch.float64
     T = randint(rng, 3, 12)
     want = ref.masks.causal_mask(T)
-    expect.equal(sub.masks.causal_mask(T), want, what=f"causal_mask({T}) on a fresh length", mistakes=signatures.distinct(signatures.causal(T), EXACT, want))
+    expect.equal(
+        sub.masks.causal_mask(T),
+        want,
+        what=f"causal_mask({T}) on a fresh length",
+        mistakes=signatures.distinct(signatures.causal(T), EXACT, want),
+    )
     B, L, S = randint(rng, 1, 3), randint(rng, 2, 8), randint(rng, 3, 10)
     scores = randn(rng, B, L, S, dtype=f64)
     allowed, _ = _softmax_allowed(rng, bernoulli(rng, B, L, S, p=0.6), empty=True)  # and one fully blocked row
     t = tol("masks.apply_mask", f64)
     want = ref.masks.apply_mask(scores, allowed)
-    expect.close(sub.masks.apply_mask(scores, allowed), want, what="apply_mask on fresh random scores and mask", tol=t,
-                 mistakes=signatures.distinct(signatures.apply(scores, allowed), t, want))
+    expect.close(
+        sub.masks.apply_mask(scores, allowed),
+        want,
+        what="apply_mask on fresh random scores and mask",
+        tol=t,
+        mistakes=signatures.distinct(signatures.apply(scores, allowed), t, want),
+    )
     t = tol("masks.masked_softmax", f64)
     want = ref.masks.masked_softmax(scores, allowed)
-    expect.close(sub.masks.masked_softmax(scores, allowed), want, what="masked_softmax on fresh random scores and mask", tol=t,
-                 mistakes=signatures.distinct(signatures.softmax(scores, allowed), t, want))
+    expect.close(
+        sub.masks.masked_softmax(scores, allowed),
+        want,
+        what="masked_softmax on fresh random scores and mask",
+        tol=t,
+        mistakes=signatures.distinct(signatures.softmax(scores, allowed), t, want),
+    )
     lengths = [randint(rng, 1, S - 1) for _ in range(B)]
     lengths[0] = 1  # S >= 3: a length that is not S / 2 (there, positions >= length is the left-padded mask)
     for left in (False, True):  # both sides, on every seed
         keys = ref.masks.padding_allowed(lengths, S, left_padded=left)
-        expect.equal(sub.masks.padding_allowed(lengths, S, left_padded=left), keys, what=f"padding_allowed(lengths={lengths}, T={S}, left_padded={left})",
-                     mistakes=signatures.distinct(signatures.padding(lengths, S, left), EXACT, keys))
+        expect.equal(
+            sub.masks.padding_allowed(lengths, S, left_padded=left),
+            keys,
+            what=f"padding_allowed(lengths={lengths}, T={S}, left_padded={left})",
+            mistakes=signatures.distinct(signatures.padding(lengths, S, left), EXACT, keys),
+        )
     causal = torch.ones(L, S, dtype=torch.bool).tril(S - L)
     want = ref.masks.combine_masks(causal, keys)
-    expect.equal(sub.masks.combine_masks(causal, keys), want, what=f"combine_masks(causal [{L},{S}], padding [{B},{S}]) on fresh lengths",
-                 mistakes=signatures.distinct(signatures.combine(causal, keys), EXACT, want))
+    expect.equal(
+        sub.masks.combine_masks(causal, keys),
+        want,
+        what=f"combine_masks(causal [{L},{S}], padding [{B},{S}]) on fresh lengths",
+        mistakes=signatures.distinct(signatures.combine(causal, keys), EXACT, want),
+    )
 
 
 def test_course_mask_numbers_at_stated_precision_in_float64(sub, ref, rng, credit):
@@ -164,39 +183,79 @@ def test_course_mask_numbers_at_stated_precision_in_float64(sub, ref, rng, credi
         with part:
             if part.label == "M_T=2, M_T=4":
                 for T, key in ((2, "mask_T2"), (4, "mask_T4")):
-                    expect.equal(sub.masks.causal_mask(T), torch.tensor(w7.STATED[key]), what=f"causal_mask({T}) (W7-30, W7-31)", mistakes=signatures.causal(T))
+                    expect.equal(
+                        sub.masks.causal_mask(T),
+                        torch.tensor(w7.STATED[key]),
+                        what=f"causal_mask({T}) (W7-30, W7-31)",
+                        mistakes=signatures.causal(T),
+                    )
             elif part.label == "row counts":
                 got = expect.tensor(sub.masks.causal_mask(5), what="causal_mask(5)")
                 counts = got.sum(-1).tolist() if tuple(got.shape) == (5, 5) else list(got.shape)
-                expect.true(counts == md.L2_03_ROW_COUNTS, what="row i sees i + 1 positions (L2-03)", detail=f"got {counts}",
-                            hints=expect.diagnose(got, signatures.causal(5), EXACT, torch.tril(torch.ones(5, 5, dtype=torch.bool))))
+                expect.true(
+                    counts == md.L2_03_ROW_COUNTS,
+                    what="row i sees i + 1 positions (L2-03)",
+                    detail=f"got {counts}",
+                    hints=expect.diagnose(got, signatures.causal(5), EXACT, torch.tril(torch.ones(5, 5, dtype=torch.bool))),
+                )
             elif part.label == "masked scores":
                 scaled = oracles.scaled_scores(f64)
                 allowed = torch.tril(torch.ones(2, 2, dtype=torch.bool))
-                expect.close(sub.masks.apply_mask(scaled, allowed), w7.t(w7.STATED["masked_scaled"], f64), what="Ŝ_A, Ŝ_B (W7-22, W7-23)",
-                             tol=w7.NEAR_EXACT, mistakes=signatures.apply(scaled, allowed))
+                expect.close(
+                    sub.masks.apply_mask(scaled, allowed),
+                    w7.t(w7.STATED["masked_scaled"], f64),
+                    what="Ŝ_A, Ŝ_B (W7-22, W7-23)",
+                    tol=w7.NEAR_EXACT,
+                    mistakes=signatures.apply(scaled, allowed),
+                )
             elif part.label == "weights":
                 scaled = oracles.scaled_scores(f64)
                 allowed = torch.tril(torch.ones(2, 2, dtype=torch.bool))
-                expect.close(sub.masks.masked_softmax(scaled, allowed), w7.t(w7.STATED["weights"], f64), what="P_A, P_B (W7-24, W7-25)",
-                             tol=w7.PRINTED_3DP, mistakes=signatures.softmax(scaled, allowed))
+                expect.close(
+                    sub.masks.masked_softmax(scaled, allowed),
+                    w7.t(w7.STATED["weights"], f64),
+                    what="P_A, P_B (W7-24, W7-25)",
+                    tol=w7.PRINTED_3DP,
+                    mistakes=signatures.softmax(scaled, allowed),
+                )
             elif part.label == "§11 table":
                 row, allowed = w7.t(md.W7_TABLE_ROW, f64), torch.tensor([True, False])
-                expect.close(sub.masks.masked_softmax(row, allowed), w7.t(w7.STATED["right_neg_inf"], f64), what="softmax([0.2, −∞]) = [1, 0] (W7-33)",
-                             tol=w7.Tol(0.0, 1e-12), mistakes=signatures.softmax(row, allowed))
-                zero_filled = expect.close(sub.masks.apply_mask(row, allowed, fill=0.0), w7.t([0.2, 0.0], f64),
-                                           what="apply_mask(row, allowed, fill=0.0) uses the given fill", tol=w7.NEAR_EXACT)
-                expect.close(torch.softmax(zero_filled, -1), w7.t(w7.STATED["wrong_zero_fill"], f64), what="softmax([0.2, 0]) = [0.550, 0.450] (W7-32)",
-                             tol=w7.PRINTED_3DP)
+                expect.close(
+                    sub.masks.masked_softmax(row, allowed),
+                    w7.t(w7.STATED["right_neg_inf"], f64),
+                    what="softmax([0.2, −∞]) = [1, 0] (W7-33)",
+                    tol=w7.Tol(0.0, 1e-12),
+                    mistakes=signatures.softmax(row, allowed),
+                )
+                zero_filled = expect.close(
+                    sub.masks.apply_mask(row, allowed, fill=0.0),
+                    w7.t([0.2, 0.0], f64),
+                    what="apply_mask(row, allowed, fill=0.0) uses the given fill",
+                    tol=w7.NEAR_EXACT,
+                )
+                expect.close(
+                    torch.softmax(zero_filled, -1),
+                    w7.t(w7.STATED["wrong_zero_fill"], f64),
+                    what="softmax([0.2, 0]) = [0.550, 0.450] (W7-32)",
+                    tol=w7.PRINTED_3DP,
+                )
             elif part.label == "left-padded keys":
                 T, n = md.LEFT_PADDED_T, md.LEFT_PADDED_LENGTH
-                keys = expect.equal(sub.masks.padding_allowed([n], T, left_padded=True), torch.arange(T).unsqueeze(0) >= T - n,
-                                    what="padding_allowed([3], 5, left_padded=True): pad pad A B C", mistakes=signatures.padding([n], T, True))
+                keys = expect.equal(
+                    sub.masks.padding_allowed([n], T, left_padded=True),
+                    torch.arange(T).unsqueeze(0) >= T - n,
+                    what="padding_allowed([3], 5, left_padded=True): pad pad A B C",
+                    mistakes=signatures.padding([n], T, True),
+                )
                 tri = torch.tril(torch.ones(T, T, dtype=torch.bool))
                 got = expect.tensor(sub.masks.combine_masks(tri, keys), what="combine_masks(causal(5), padding)")
                 counts = got.sum(-1).reshape(-1).tolist() if tuple(got.shape) == (1, 1, T, T) else list(got.shape)
-                expect.true(counts == md.D1_17_UNMASKED_KEYS, what="unmasked keys per row [0, 0, 1, 2, 3] (D1-17)", detail=f"got {counts}",
-                            hints=expect.diagnose(got, signatures.combine(tri, keys), EXACT, (tri & keys[:, None, :])[:, None]))
+                expect.true(
+                    counts == md.D1_17_UNMASKED_KEYS,
+                    what="unmasked keys per row [0, 0, 1, 2, 3] (D1-17)",
+                    detail=f"got {counts}",
+                    hints=expect.diagnose(got, signatures.combine(tri, keys), EXACT, (tri & keys[:, None, :])[:, None]),
+                )
             else:
                 T, n = md.LEFT_PADDED_T, md.LEFT_PADDED_LENGTH
                 allowed = (torch.tril(torch.ones(T, T, dtype=torch.bool)) & (torch.arange(T) >= T - n))[None, None]
@@ -205,13 +264,25 @@ def test_course_mask_numbers_at_stated_precision_in_float64(sub, ref, rng, credi
                 mistakes = signatures.softmax(scores, allowed)
                 hints = expect.diagnose(got, mistakes, w7.NEAR_EXACT, ref.masks.masked_softmax(scores, allowed))
                 nan_rows = sorted({int(i) for i in torch.nonzero(torch.isnan(got))[:, -2].tolist()}) if got.dim() >= 2 else []
-                expect.true(not nan_rows, what="no NaN on the pad rows (D1-18: −∞ alone gives NaN on rows 0, 1)", detail=f"NaN on rows {nan_rows}",
-                            hints=hints)
-                expect.true(tuple(got.shape) == (1, 1, T, T) and bool((got[..., :2, :] == 0).all()), what="pad rows 0, 1 are all zeros (D1-19: −1e9 would give uniform 0.2)",
-                            detail=f"rows 0, 1: {got.reshape(-1, T)[:2].tolist() if got.numel() == T * T else list(got.shape)}", hints=hints)
+                expect.true(
+                    not nan_rows,
+                    what="no NaN on the pad rows (D1-18: −∞ alone gives NaN on rows 0, 1)",
+                    detail=f"NaN on rows {nan_rows}",
+                    hints=hints,
+                )
+                expect.true(
+                    tuple(got.shape) == (1, 1, T, T) and bool((got[..., :2, :] == 0).all()),
+                    what="pad rows 0, 1 are all zeros (D1-19: −1e9 would give uniform 0.2)",
+                    detail=f"rows 0, 1: {got.reshape(-1, T)[:2].tolist() if got.numel() == T * T else list(got.shape)}",
+                    hints=hints,
+                )
                 sums = got[..., 2:, :].sum(-1)
-                expect.true(bool(torch.allclose(sums, torch.ones_like(sums), atol=1e-12, rtol=0)), what="real rows 2, 3, 4 sum to 1",
-                            detail=f"row sums {sums.reshape(-1).tolist()}", hints=hints)
+                expect.true(
+                    bool(torch.allclose(sums, torch.ones_like(sums), atol=1e-12, rtol=0)),
+                    what="real rows 2, 3, 4 sum to 1",
+                    detail=f"row sums {sums.reshape(-1).tolist()}",
+                    hints=hints,
+                )
 
 
 # --------------------------------------------------------------------------- vs the reference
@@ -224,8 +295,12 @@ def test_causal_mask_matches_reference_for_many_lengths(sub, ref, rng, credit):
             for T in lengths:
                 kwargs = {"device": "cpu"} if randint(rng, 0, 1) else {}
                 want = ref.masks.causal_mask(T)
-                expect.equal(sub.masks.causal_mask(T, **kwargs), want, what=f"causal_mask({T}{', device=cpu' if kwargs else ''})",
-                             mistakes=signatures.distinct(signatures.causal(T), EXACT, want))
+                expect.equal(
+                    sub.masks.causal_mask(T, **kwargs),
+                    want,
+                    what=f"causal_mask({T}{', device=cpu' if kwargs else ''})",
+                    mistakes=signatures.distinct(signatures.causal(T), EXACT, want),
+                )
 
 
 def test_apply_mask_matches_reference_with_broadcasting_and_fills(sub, ref, rng, credit):
@@ -250,19 +325,29 @@ def test_apply_mask_matches_reference_with_broadcasting_and_fills(sub, ref, rng,
             allowed = mixed(rng, _allowed_like(rng, lead, L, S, p=0.6, shape=shape))  # something kept and something blocked
             inputs = [(scores, allowed)]
             if case.draw == 0:  # 1×1 scores, one kept and one blocked, next to the regular input
-                inputs += [(randn(rng, 1, 1, dtype=dtype), torch.tensor([[True]])), (randn(rng, 1, 1, dtype=dtype), torch.tensor([[False]]))]
+                inputs += [
+                    (randn(rng, 1, 1, dtype=dtype), torch.tensor([[True]])),
+                    (randn(rng, 1, 1, dtype=dtype), torch.tensor([[False]])),
+                ]
             for scores, allowed in inputs:
                 want = in_float64(lambda s: ref.masks.apply_mask(s, allowed, fill), scores, dtype=dtype)
                 t = tol("masks.apply_mask", dtype)
-                expect.close(sub.masks.apply_mask(scores, allowed, fill), want,
-                             what=f"apply_mask(scores {list(scores.shape)}, allowed {list(allowed.shape)}, fill={fill:g}) ({dtype_name(dtype)})",
-                             tol=t, mistakes=signatures.distinct(signatures.apply(scores, allowed, fill), t, want))
+                expect.close(
+                    sub.masks.apply_mask(scores, allowed, fill),
+                    want,
+                    what=f"apply_mask(scores {list(scores.shape)}, allowed {list(allowed.shape)}, fill={fill:g}) ({dtype_name(dtype)})",
+                    tol=t,
+                    mistakes=signatures.distinct(signatures.apply(scores, allowed, fill), t, want),
+                )
 
 
 def test_padding_allowed_matches_reference_for_lists_and_tensors(sub, ref, rng, credit):
     for case in credit.kinds({"right padding": 3, "left padding": 3}):
         with case:
-            B, T = 1 if case.draw == 0 else randint(rng, 2, 5), randint(rng, 3, 64)  # draw 0: one example; T = 2 is checked beside
+            B, T = (
+                1 if case.draw == 0 else randint(rng, 2, 5),
+                randint(rng, 3, 64),
+            )  # draw 0: one example; T = 2 is checked beside
             lengths = [choice(rng, (0, T, randint(rng, 0, T))) for _ in range(B)]
             # one example really padded (with every length 0 or T a constant mask is right), and not half padded:
             # at length T / 2 the left-padded mask equals positions >= length
@@ -278,9 +363,12 @@ def test_padding_allowed_matches_reference_for_lists_and_tensors(sub, ref, rng, 
             for lengths, T in draws:
                 given = lengths if arg == "list" else torch.tensor(lengths, dtype=getattr(torch, arg))
                 want = ref.masks.padding_allowed(lengths, T, left_padded=left)
-                expect.equal(sub.masks.padding_allowed(given, T, left_padded=left), want,
-                             what=f"padding_allowed(lengths={lengths} as {arg}, T={T}, left_padded={left})",
-                             mistakes=signatures.distinct(signatures.padding(lengths, T, left), EXACT, want))
+                expect.equal(
+                    sub.masks.padding_allowed(given, T, left_padded=left),
+                    want,
+                    what=f"padding_allowed(lengths={lengths} as {arg}, T={T}, left_padded={left})",
+                    mistakes=signatures.distinct(signatures.padding(lengths, T, left), EXACT, want),
+                )
 
 
 def test_combine_masks_matches_reference_with_l_ne_s(sub, ref, rng, credit):
@@ -303,16 +391,27 @@ def test_combine_masks_matches_reference_with_l_ne_s(sub, ref, rng, credit):
             for causal, key_allowed in draws:
                 L = causal.size(0)
                 want = ref.masks.combine_masks(causal, key_allowed)
-                expect.equal(sub.masks.combine_masks(causal, key_allowed), want, what=f"combine_masks(causal [{L},{S}], key_allowed [{B},{S}]) → [B,1,L,S]",
-                             mistakes=signatures.distinct(signatures.combine(causal, key_allowed), EXACT, want))
+                expect.equal(
+                    sub.masks.combine_masks(causal, key_allowed),
+                    want,
+                    what=f"combine_masks(causal [{L},{S}], key_allowed [{B},{S}]) → [B,1,L,S]",
+                    mistakes=signatures.distinct(signatures.combine(causal, key_allowed), EXACT, want),
+                )
 
 
 def test_masked_softmax_matches_reference_on_random_scores(sub, ref, rng, credit):
     # Every draw has a fixed structure: leading dims, L = 1 or not, mask shape, scale, layout, fully blocked
     # rows. Fully blocked rows (NaN or uniform weights) and scores of magnitude 1e4 (overflow without the
     # max shift, underflow with one shift for the whole tensor) are kinds of their own, absent elsewhere.
-    kinds = {"float32": 2, "float64": 2, "allowed with more leading dims": 1, "some allowed scores −∞": 2, "a fully blocked row": 2,
-             "scores of magnitude 1e4": 2, "one or two keys, beside a regular row": 2}
+    kinds = {
+        "float32": 2,
+        "float64": 2,
+        "allowed with more leading dims": 1,
+        "some allowed scores −∞": 2,
+        "a fully blocked row": 2,
+        "scores of magnitude 1e4": 2,
+        "one or two keys, beside a regular row": 2,
+    }
     structure = {  # kind → per draw: (leading dims, L = 1, mask shape (_allowed_like), non-contiguous)
         "float32": ((0, False, 0, False), (2, True, 3, True)),
         "float64": ((1, False, 1, True), (2, False, 2, False)),
@@ -330,12 +429,16 @@ def test_masked_softmax_matches_reference_on_random_scores(sub, ref, rng, credit
             scale = 1e4 if case.kind == "scores of magnitude 1e4" else (1.0, 3.0)[case.draw]
             scores = randn(rng, *lead, L, S, dtype=dtype, scale=scale)
             allowed = _allowed_like(rng, lead, L, S, p=(0.3, 0.7)[case.draw], shape=shape)
-            if case.kind == "allowed with more leading dims":  # allowed has more leading dims than scores: result has the broadcast shape
+            if (
+                case.kind == "allowed with more leading dims"
+            ):  # allowed has more leading dims than scores: result has the broadcast shape
                 scores = randn(rng, L, S, dtype=dtype, scale=scale)
                 allowed = bernoulli(rng, 2, 1, L, S, p=0.6)
             # a row with two allowed keys and a blocked one; exactly one row with nothing allowed, or none
             allowed, keep = _softmax_allowed(rng, allowed, empty=case.kind == "a fully blocked row")
-            if case.kind == "some allowed scores −∞":  # some allowed scores are −∞ already; every row keeps a finite allowed score
+            if (
+                case.kind == "some allowed scores −∞"
+            ):  # some allowed scores are −∞ already; every row keeps a finite allowed score
                 minus_inf = bernoulli(rng, *scores.shape, p=0.3)
                 minus_inf[..., list(keep)] = False
                 a = allowed.expand(scores.shape)
@@ -353,9 +456,13 @@ def test_masked_softmax_matches_reference_on_random_scores(sub, ref, rng, credit
             for scores, allowed in inputs:
                 want = in_float64(lambda s: ref.masks.masked_softmax(s, allowed), scores, dtype=dtype)
                 t = tol("masks.masked_softmax", dtype)
-                expect.close(sub.masks.masked_softmax(scores, allowed), want,
-                             what=f"masked_softmax(scores {list(scores.shape)} ×{scale:g}, allowed {list(allowed.shape)}) ({dtype_name(dtype)})",
-                             tol=t, mistakes=signatures.distinct(signatures.softmax(scores, allowed), t, want))
+                expect.close(
+                    sub.masks.masked_softmax(scores, allowed),
+                    want,
+                    what=f"masked_softmax(scores {list(scores.shape)} ×{scale:g}, allowed {list(allowed.shape)}) ({dtype_name(dtype)})",
+                    tol=t,
+                    mistakes=signatures.distinct(signatures.softmax(scores, allowed), t, want),
+                )
 
 
 # --------------------------------------------------------------------------- properties
@@ -370,25 +477,41 @@ def test_masked_softmax_blocked_weight_is_exactly_zero_and_rows_sum_to_one_or_ze
             allowed[:, 1, :3] = torch.tensor([True, True, False])  # a row with two allowed keys (not one-hot) and a blocked one
             allowed[:, 0] = False  # one fully blocked query row per example
             got = expect.tensor(sub.masks.masked_softmax(scores, allowed), what="masked_softmax weights")
-            expect.true(tuple(got.shape) == (B, L, S), what="weights shape", detail=f"expected [{B}, {L}, {S}], got {list(got.shape)}")
+            expect.true(
+                tuple(got.shape) == (B, L, S), what="weights shape", detail=f"expected [{B}, {L}, {S}], got {list(got.shape)}"
+            )
             t = tol("masks.masked_softmax", dtype)
             want = in_float64(lambda s: ref.masks.masked_softmax(s, allowed), scores, dtype=dtype)
             hints = expect.diagnose(got, signatures.distinct(signatures.softmax(scores, allowed), t, want), t, want)
-            expect.true(not bool(torch.isnan(got).any()), what="no NaN, even on rows with nothing allowed", detail=f"{int(torch.isnan(got).sum())} NaN values",
-                        hints=hints)
+            expect.true(
+                not bool(torch.isnan(got).any()),
+                what="no NaN, even on rows with nothing allowed",
+                detail=f"{int(torch.isnan(got).sum())} NaN values",
+                hints=hints,
+            )
             leak = got[~allowed]
-            expect.true(bool((leak == 0).all()), what="weights on blocked keys are exactly 0",
-                        detail=f"largest weight on a blocked key: {leak.abs().max().item():.4g}", hints=hints)
+            expect.true(
+                bool((leak == 0).all()),
+                what="weights on blocked keys are exactly 0",
+                detail=f"largest weight on a blocked key: {leak.abs().max().item():.4g}",
+                hints=hints,
+            )
             sums = got.double().sum(-1)
             has_key = allowed.any(-1)
-            expect.true(bool(torch.allclose(sums[has_key], torch.ones_like(sums[has_key]), atol=t.atol * S, rtol=0)), what="rows with an allowed key sum to 1",
-                        detail=f"row sums range from {sums[has_key].min().item():.6g} to {sums[has_key].max().item():.6g}", hints=hints)
+            expect.true(
+                bool(torch.allclose(sums[has_key], torch.ones_like(sums[has_key]), atol=t.atol * S, rtol=0)),
+                what="rows with an allowed key sum to 1",
+                detail=f"row sums range from {sums[has_key].min().item():.6g} to {sums[has_key].max().item():.6g}",
+                hints=hints,
+            )
             # and they are the right weights (e.g. one-hot weights on an allowed key also have both properties)
             expect.close(got, want, what="masked_softmax weights", tol=t, hints=hints)
 
 
 def test_masked_softmax_gradients_are_finite_and_zero_on_blocked_scores(sub, ref, rng, credit):
-    for part in credit.parts(["left-padded causal batch", "random mask", "random mask, scores ×1e4", "a row whose allowed scores are all −∞"]):
+    for part in credit.parts(
+        ["left-padded causal batch", "random mask", "random mask, scores ×1e4", "a row whose allowed scores are all −∞"]
+    ):
         with part:
             dtype = torch.float64
             if part.label == "left-padded causal batch":
@@ -402,7 +525,9 @@ def test_masked_softmax_gradients_are_finite_and_zero_on_blocked_scores(sub, ref
                 B, L, S = 2, randint(rng, 2, 10), randint(rng, 2, 12)
                 allowed = bernoulli(rng, B, L, S, p=0.5)
                 allowed[0, 0] = False  # a fully blocked row
-                allowed[0, 1, :2] = True  # and a row with two allowed keys (normalised over the wrong axis, it would not sum to 1)
+                allowed[0, 1, :2] = (
+                    True  # and a row with two allowed keys (normalised over the wrong axis, it would not sum to 1)
+                )
                 scores = randn(rng, B, L, S, dtype=dtype, scale=1e4 if "1e4" in part.label else 1.0)
                 if "1e4" in part.label:  # a blocked key above an allowed one: ignoring the mask moves the (one-hot) weight
                     i = randint(rng, 0, L - 1)
@@ -411,7 +536,9 @@ def test_masked_softmax_gradients_are_finite_and_zero_on_blocked_scores(sub, ref
                 if "all −∞" in part.label:  # allowed keys, all at −∞: the docstring's other empty row (zeros, finite gradient)
                     i = randint(rng, 0, L - 1)
                     allowed[1, i, 0] = True
-                    allowed[1, i, -1] = False  # keep one blocked key: the lessons' finite fill is only promised for rows that block some key
+                    allowed[1, i, -1] = (
+                        False  # keep one blocked key: the lessons' finite fill is only promised for rows that block some key
+                    )
                     scores[1, i] = scores[1, i].masked_fill(allowed[1, i], float("-inf"))
             grad_out = randn(rng, B, L, S, dtype=dtype)
             r = sub.masks.call_with_grad("masked_softmax", scores, allowed, wrt=[0], grad_output=grad_out)
@@ -420,18 +547,33 @@ def test_masked_softmax_gradients_are_finite_and_zero_on_blocked_scores(sub, ref
             s = scores.clone().requires_grad_(True)
             weights = ref.masks.masked_softmax(s, allowed)
             want = torch.autograd.grad((weights * grad_out).sum(), s)[0]
-            hints = expect.diagnose(value, signatures.distinct(signatures.softmax(scores, allowed), t, weights.detach()), t, weights.detach())
-            expect.true(r.get("grads") is not None, what="masked_softmax is differentiable",
-                        detail="the output does not require grad: keep the computation in torch operations on the scores")
+            hints = expect.diagnose(
+                value, signatures.distinct(signatures.softmax(scores, allowed), t, weights.detach()), t, weights.detach()
+            )
+            expect.true(
+                r.get("grads") is not None,
+                what="masked_softmax is differentiable",
+                detail="the output does not require grad: keep the computation in torch operations on the scores",
+            )
             g = expect.tensor(r["grads"][0], what="∂L/∂scores")
             if not hints and not bool(torch.isfinite(g).all()) and expect.distance(value, weights.detach(), t) <= 1.0:
-                hints = expect.observed("masks/nan-gradient")  # right weights, NaN gradient: the NaN was patched after the softmax
-            expect.true(bool(torch.isfinite(g).all()), what="∂L/∂scores is finite, also through rows with nothing allowed (Day 1 §3.4)",
-                        detail=f"{int((~torch.isfinite(g)).sum())} non-finite gradient entries", hints=hints)
+                hints = expect.observed(
+                    "masks/nan-gradient"
+                )  # right weights, NaN gradient: the NaN was patched after the softmax
+            expect.true(
+                bool(torch.isfinite(g).all()),
+                what="∂L/∂scores is finite, also through rows with nothing allowed (Day 1 §3.4)",
+                detail=f"{int((~torch.isfinite(g)).sum())} non-finite gradient entries",
+                hints=hints,
+            )
             # ~0, not exactly 0: the docstring promises exact zeros for the weights only; a gradient is a sum of products
             blocked = g.expand(allowed.shape)[~allowed] if g.shape == scores.shape else g
-            expect.true(bool((blocked.abs() <= t.atol).all()), what="∂L/∂scores is 0 on blocked scores (Day 1 §2.3)",
-                        detail=f"largest |gradient| on a blocked score: {blocked.abs().max().item():.3g} (tolerance {t.atol:g})", hints=hints)
+            expect.true(
+                bool((blocked.abs() <= t.atol).all()),
+                what="∂L/∂scores is 0 on blocked scores (Day 1 §2.3)",
+                detail=f"largest |gradient| on a blocked score: {blocked.abs().max().item():.3g} (tolerance {t.atol:g})",
+                hints=hints,
+            )
             expect.close(g, want, what="∂L/∂scores equals the reference gradient", tol=t, hints=hints)
             expect.close(value, weights.detach(), what="masked_softmax weights", tol=t, hints=hints)
 
@@ -444,12 +586,21 @@ def test_prefix_lm_mask_matches_reference(sub, ref, rng, credit):
             T = choice(rng, (3, randint(rng, 4, 64)))
             regular = (T, choice(rng, (2, T - 1, randint(rng, 2, T - 1))))  # 2 <= prefix_len < T
             # next to it, never credited alone: prefix_len 0 or 1 (plain causal), prefix_len = T (all True), T = 1, T = 2
-            extra = {"and prefix_len 0 or 1": (T, randint(rng, 0, 1)), "and prefix_len = T": (T, T), "and T = 1": (1, randint(rng, 0, 1)), "and T = 2": (2, randint(rng, 0, 2))}
+            extra = {
+                "and prefix_len 0 or 1": (T, randint(rng, 0, 1)),
+                "and prefix_len = T": (T, T),
+                "and T = 1": (1, randint(rng, 0, 1)),
+                "and T = 2": (2, randint(rng, 0, 2)),
+            }
             draws = beside_regular(regular, extra.get(case.kind))
             for T, p in draws:
                 want = ref.masks.prefix_lm_mask(T, p)
-                expect.equal(sub.masks.prefix_lm_mask(T, p), want, what=f"prefix_lm_mask({T}, prefix_len={p})",
-                             mistakes=signatures.distinct(signatures.prefix(T, p), EXACT, want))
+                expect.equal(
+                    sub.masks.prefix_lm_mask(T, p),
+                    want,
+                    what=f"prefix_lm_mask({T}, prefix_len={p})",
+                    mistakes=signatures.distinct(signatures.prefix(T, p), EXACT, want),
+                )
 
 
 def test_document_mask_matches_reference_with_leading_dims(sub, ref, rng, credit):
@@ -464,8 +615,12 @@ def test_document_mask_matches_reference_with_leading_dims(sub, ref, rng, credit
             for ids in all_ids:
                 ids = ids.to(id_dtype)
                 want = ref.masks.document_mask(ids)
-                expect.equal(sub.masks.document_mask(ids), want, what=f"document_mask(doc_ids {list(ids.shape)})",
-                             mistakes=signatures.distinct(signatures.document(ids), EXACT, want))
+                expect.equal(
+                    sub.masks.document_mask(ids),
+                    want,
+                    what=f"document_mask(doc_ids {list(ids.shape)})",
+                    mistakes=signatures.distinct(signatures.document(ids), EXACT, want),
+                )
 
 
 def test_masks_functions_keep_dtype_and_leave_inputs_unchanged(sub, rng, credit):
@@ -491,5 +646,9 @@ def test_masks_functions_keep_dtype_and_leave_inputs_unchanged(sub, rng, credit)
             for before, after in zip(args, r.args or []):
                 expect.unchanged(before, after, what=f"{name} leaves its inputs unchanged")
             out = expect.tensor(r.value, what=f"{name} result")
-            expect.true(out.dtype == dtype, what=f"{part.label}: result dtype {dtype_name(dtype)}", detail=f"got {dtype_name(out.dtype)}",
-                        hints=["general/mask-dtype"] if dtype == torch.bool else ["general/dtype-changed"])
+            expect.true(
+                out.dtype == dtype,
+                what=f"{part.label}: result dtype {dtype_name(dtype)}",
+                detail=f"got {dtype_name(out.dtype)}",
+                hints=["general/mask-dtype"] if dtype == torch.bool else ["general/dtype-changed"],
+            )

@@ -6,10 +6,10 @@ attention head. Expected values of this suite are torch's own softmax on these i
 from __future__ import annotations
 
 import torch
-
-from autograder.testing import randint, randn, sibling
 from course import oracles
 from course import week07 as w7
+
+from autograder.testing import randint, randn, sibling
 
 signatures = sibling(__file__, "mistakes")
 NEG_INF = float("-inf")
@@ -23,7 +23,9 @@ def week7(rng, ref):
     targets = torch.tensor(w7.TARGETS)
     shifted = w7.t(w7.STATED["scaled_final_rows"], torch.float64) + 1e4
     return {
-        "h": h, "logits": logits, "shifted": shifted,
+        "h": h,
+        "logits": logits,
+        "shifted": shifted,
         "mistakes": {
             "masked": signatures.softmax(w7.t(w7.STATED["masked_scaled"])),
             "final": signatures.softmax(w7.t(w7.STATED["scaled_final_rows"])),
@@ -55,14 +57,23 @@ def log_softmax_rows(rng, ref):
 def cross_entropy(rng, ref):
     N, V = randint(rng, 2, 8), randint(rng, 2, 10)
     logits, targets = randn(rng, N, V, scale=3.0), torch.randint(0, V, (N,), generator=rng)
-    return {"logits": logits, "targets": targets, "mistakes": signatures.cross_entropy(logits, targets),
-            "mistakes64": signatures.cross_entropy(logits.double(), targets)}
+    return {
+        "logits": logits,
+        "targets": targets,
+        "mistakes": signatures.cross_entropy(logits, targets),
+        "mistakes64": signatures.cross_entropy(logits.double(), targets),
+    }
 
 
 def vocab_probs(rng, ref):
     B, T, C, V = 2, randint(rng, 2, 5), randint(rng, 2, 6), randint(rng, 3, 9)
-    h, w_vocab = randn(rng, B, T, C), randn(rng, C, V, scale=C ** -0.5)
-    return {"h": h, "w_vocab": w_vocab, "mistakes": signatures.vocab_probs(h, w_vocab), "mistakes64": signatures.vocab_probs(h.double(), w_vocab.double())}
+    h, w_vocab = randn(rng, B, T, C), randn(rng, C, V, scale=C**-0.5)
+    return {
+        "h": h,
+        "w_vocab": w_vocab,
+        "mistakes": signatures.vocab_probs(h, w_vocab),
+        "mistakes64": signatures.vocab_probs(h.double(), w_vocab.double()),
+    }
 
 
 CASES = [week7, softmax_rows, softmax_columns, log_softmax_rows, cross_entropy, vocab_probs]

@@ -8,6 +8,10 @@ Not shipped to students; on Gradescope students see each test's name and hint on
 from __future__ import annotations
 
 import torch
+from course import oracles
+from course import row_softmax_data as data
+from course import week07 as w7
+from course.tolerances import tol
 
 from autograder.testing import (
     SubmissionError,
@@ -20,10 +24,6 @@ from autograder.testing import (
     randn,
     sibling,
 )
-from course import oracles
-from course import row_softmax_data as data
-from course import week07 as w7
-from course.tolerances import tol
 
 signatures = sibling(__file__, "mistakes")  # the named mistakes' outputs (beside this suite; never shipped to students)
 
@@ -31,10 +31,6 @@ QK = ("query", "key")
 F32, F64 = torch.float32, torch.float64
 DTYPES = (F32, F64)
 NEG_INF = float("-inf")
-
-
-
-
 
 
 def _size(rng, n: int | None, *avoid: int) -> int:
@@ -47,7 +43,9 @@ def _size(rng, n: int | None, *avoid: int) -> int:
     return size
 
 
-def _scores(rng, dtype, *, lead: tuple, L: int | None, S: int | None, blocked: bool, spread: float, offset: float) -> torch.Tensor:
+def _scores(
+    rng, dtype, *, lead: tuple, L: int | None, S: int | None, blocked: bool, spread: float, offset: float
+) -> torch.Tensor:
     """Scores [*lead, L, S] of a fixed structure with random values: N(offset, spread²); L, S as
     given (None: random in [2, 64], L ≠ S); ``blocked``: every row has −∞ on at least one key
     and at least one allowed key (when S ≥ 2), the other keys blocked at random."""
@@ -89,7 +87,7 @@ class _Gate:
         L, S, C = randint(rng, 3, 12), randint(rng, 3, 12), randint(rng, 2, 8)
         s = randn(rng, 2, L, S, scale=3.0)
         targets = torch.randint(0, S, (L,), generator=rng)
-        h, w_vocab = randn(rng, 2, L, C), randn(rng, C, S, scale=C ** -0.5)
+        h, w_vocab = randn(rng, 2, L, C), randn(rng, C, S, scale=C**-0.5)
         args = {"softmax_rows": (s,), "log_softmax_rows": (s,), "cross_entropy": (s[0], targets), "vocab_probs": (h, w_vocab)}
         self.items = [(name, args[name], calls.add(name, *args[name])) for name in names]
         self.calls = calls
@@ -101,8 +99,13 @@ class _Gate:
                 continue
             want = in_float64(getattr(ref.row_softmax, name), *args, dtype=torch.float32)
             mistakes = getattr(signatures, name.replace("_rows", ""))(*args)
-            expect.close(self.calls.value(i), want, what=f"{name} on a plain float32 input {[list(a.shape) for a in args]} (checked before the cases)",
-                         tol=tol(f"row_softmax.{name}", torch.float32), mistakes=mistakes)
+            expect.close(
+                self.calls.value(i),
+                want,
+                what=f"{name} on a plain float32 input {[list(a.shape) for a in args]} (checked before the cases)",
+                tol=tol(f"row_softmax.{name}", torch.float32),
+                mistakes=mistakes,
+            )
 
 
 # --------------------------------------------------------------------------- course numbers
@@ -125,10 +128,28 @@ def test_week7_softmax_numbers_at_stated_precision_in_float32_and_float64(sub, r
         idx["L_B", dtype] = calls.add("cross_entropy", logits[1:], targets[1:])
         idx["uniform", dtype] = calls.add("softmax_rows", torch.zeros(1, 128, dtype=dtype))
     calls.run()
-    uses = {"weights": "softmax_rows", "shift invariance": "softmax_rows", "P_A, P_B": "softmax_rows", "probabilities": "vocab_probs",
-            "log-probabilities": "log_softmax_rows", "mean loss": "cross_entropy", "single losses": "cross_entropy", "uniform weight": "softmax_rows"}
-    for part in credit.parts(["weights (W7-20, W7-26a)", "shift invariance (W7-55)", "P_A, P_B (W7-24, W7-25)", "probabilities (W7-39, W7-41)",
-                              "log-probabilities (W7-40, W7-42)", "mean loss (W7-43)", "single losses (W7-40, W7-42)", "uniform weight (D1-35)"]):
+    uses = {
+        "weights": "softmax_rows",
+        "shift invariance": "softmax_rows",
+        "P_A, P_B": "softmax_rows",
+        "probabilities": "vocab_probs",
+        "log-probabilities": "log_softmax_rows",
+        "mean loss": "cross_entropy",
+        "single losses": "cross_entropy",
+        "uniform weight": "softmax_rows",
+    }
+    for part in credit.parts(
+        [
+            "weights (W7-20, W7-26a)",
+            "shift invariance (W7-55)",
+            "P_A, P_B (W7-24, W7-25)",
+            "probabilities (W7-39, W7-41)",
+            "log-probabilities (W7-40, W7-42)",
+            "mean loss (W7-43)",
+            "single losses (W7-40, W7-42)",
+            "uniform weight (D1-35)",
+        ]
+    ):
         with part:
             gate.check(ref, only=uses[part.label.split(" (")[0]])  # a wrong cross_entropy costs its own parts only
             for dtype in DTYPES:
@@ -136,38 +157,91 @@ def test_week7_softmax_numbers_at_stated_precision_in_float32_and_float64(sub, r
                 label = part.label.split(" (")[0]
                 if label == "weights":
                     got = calls.value(idx["rows", dtype])
-                    expect.close(got, w7.t(w7.STATED["final_weights_4dp"], dtype), what=f"softmax_rows([0.8, 0.4] | [0.1, 0.4]) ({dtype_name(dtype)}, W7-26a)", tol=w7.PRINTED_4DP_F32,
-                                 mistakes=signatures.softmax(w7.t(w7.STATED["scaled_final_rows"], dtype)))
+                    expect.close(
+                        got,
+                        w7.t(w7.STATED["final_weights_4dp"], dtype),
+                        what=f"softmax_rows([0.8, 0.4] | [0.1, 0.4]) ({dtype_name(dtype)}, W7-26a)",
+                        tol=w7.PRINTED_4DP_F32,
+                        mistakes=signatures.softmax(w7.t(w7.STATED["scaled_final_rows"], dtype)),
+                    )
                 elif label == "shift invariance":
                     base = torch.softmax(w7.t(w7.STATED["scaled_final_rows"], torch.float64), -1).to(dtype)
-                    expect.close(calls.value(idx["shift", dtype]), base, what=f"softmax_rows(rows + 1000) = softmax_rows(rows) ({dtype_name(dtype)}, W7-55)",
-                                 tol=w7.Tol(0.0, 1e-12) if dtype == torch.float64 else tol("row_softmax.softmax_rows", dtype),
-                                 mistakes=signatures.softmax(w7.t(w7.STATED["scaled_final_rows"], dtype) + 1000.0))
+                    expect.close(
+                        calls.value(idx["shift", dtype]),
+                        base,
+                        what=f"softmax_rows(rows + 1000) = softmax_rows(rows) ({dtype_name(dtype)}, W7-55)",
+                        tol=w7.Tol(0.0, 1e-12) if dtype == torch.float64 else tol("row_softmax.softmax_rows", dtype),
+                        mistakes=signatures.softmax(w7.t(w7.STATED["scaled_final_rows"], dtype) + 1000.0),
+                    )
                 elif label == "P_A, P_B":
-                    got = expect.close(calls.value(idx["masked", dtype]), w7.t(w7.STATED["weights"], dtype), what=f"softmax_rows(Ŝ_A, Ŝ_B) ({dtype_name(dtype)}, W7-24/25)",
-                                       tol=w7.PRINTED_3DP, mistakes=signatures.softmax(w7.t(w7.STATED["masked_scaled"], dtype)), grid=QK)
-                    expect.true(bool((got[:, 0, 1] == 0).all()), what="the weight on the masked future key is exactly 0 (Week 7 §11)",
-                                detail=f"got {got[:, 0, 1].tolist()}", hints=["row_softmax/blocked-weight-not-zero"])
+                    got = expect.close(
+                        calls.value(idx["masked", dtype]),
+                        w7.t(w7.STATED["weights"], dtype),
+                        what=f"softmax_rows(Ŝ_A, Ŝ_B) ({dtype_name(dtype)}, W7-24/25)",
+                        tol=w7.PRINTED_3DP,
+                        mistakes=signatures.softmax(w7.t(w7.STATED["masked_scaled"], dtype)),
+                        grid=QK,
+                    )
+                    expect.true(
+                        bool((got[:, 0, 1] == 0).all()),
+                        what="the weight on the masked future key is exactly 0 (Week 7 §11)",
+                        detail=f"got {got[:, 0, 1].tolist()}",
+                        hints=["row_softmax/blocked-weight-not-zero"],
+                    )
                 elif label == "probabilities":
                     got = expect.tensor(calls.value(idx["probs", dtype]), what="vocab_probs(h, W_vocab)")
-                    expect.close(got, torch.softmax(inputs[dtype].double(), -1).to(dtype), what=f"vocab_probs(h_A | h_B, W_vocab) ({dtype_name(dtype)})",
-                                 tol=tol("row_softmax.vocab_probs", dtype), mistakes=signatures.vocab_probs(oracles.week7_h(dtype), data.week7_w_vocab(dtype)))
-                    expect.close(torch.stack([got[0, 2], got[1, 0]]), w7.t(w7.STATED["p_target"], dtype), what="p(AI | 我喜欢), p(我 | 猫喜欢) (W7-39, W7-41)", tol=six)
+                    expect.close(
+                        got,
+                        torch.softmax(inputs[dtype].double(), -1).to(dtype),
+                        what=f"vocab_probs(h_A | h_B, W_vocab) ({dtype_name(dtype)})",
+                        tol=tol("row_softmax.vocab_probs", dtype),
+                        mistakes=signatures.vocab_probs(oracles.week7_h(dtype), data.week7_w_vocab(dtype)),
+                    )
+                    expect.close(
+                        torch.stack([got[0, 2], got[1, 0]]),
+                        w7.t(w7.STATED["p_target"], dtype),
+                        what="p(AI | 我喜欢), p(我 | 猫喜欢) (W7-39, W7-41)",
+                        tol=six,
+                    )
                 elif label == "log-probabilities":
-                    got = expect.close(calls.value(idx["logp", dtype]), torch.log_softmax(inputs[dtype].double(), -1).to(dtype), what=f"log_softmax_rows(Week 7 logits) ({dtype_name(dtype)})",
-                                       tol=tol("row_softmax.log_softmax_rows", dtype), mistakes=signatures.log_softmax(inputs[dtype]))
-                    expect.close(-torch.stack([got[0, 2], got[1, 0]]), w7.t(w7.STATED["loss_each"], dtype), what=f"−log p(target) ({dtype_name(dtype)}, W7-40, W7-42)", tol=six,
-                                 mistakes={h: -torch.stack([m[0, 2], m[1, 0]]) for h, m in signatures.log_softmax(inputs[dtype]).items()})
+                    got = expect.close(
+                        calls.value(idx["logp", dtype]),
+                        torch.log_softmax(inputs[dtype].double(), -1).to(dtype),
+                        what=f"log_softmax_rows(Week 7 logits) ({dtype_name(dtype)})",
+                        tol=tol("row_softmax.log_softmax_rows", dtype),
+                        mistakes=signatures.log_softmax(inputs[dtype]),
+                    )
+                    expect.close(
+                        -torch.stack([got[0, 2], got[1, 0]]),
+                        w7.t(w7.STATED["loss_each"], dtype),
+                        what=f"−log p(target) ({dtype_name(dtype)}, W7-40, W7-42)",
+                        tol=six,
+                        mistakes={h: -torch.stack([m[0, 2], m[1, 0]]) for h, m in signatures.log_softmax(inputs[dtype]).items()},
+                    )
                 elif label == "mean loss":
-                    expect.close(calls.value(idx["mean", dtype]), torch.tensor(w7.STATED["loss_mean"], dtype=dtype), what=f"cross_entropy(logits, [2, 0]) ({dtype_name(dtype)}, W7-43)",
-                                 tol=six, mistakes=signatures.cross_entropy(inputs[dtype], data.week7_targets()))
+                    expect.close(
+                        calls.value(idx["mean", dtype]),
+                        torch.tensor(w7.STATED["loss_mean"], dtype=dtype),
+                        what=f"cross_entropy(logits, [2, 0]) ({dtype_name(dtype)}, W7-43)",
+                        tol=six,
+                        mistakes=signatures.cross_entropy(inputs[dtype], data.week7_targets()),
+                    )
                 elif label == "uniform weight":  # "exact 1/128": only float rounding of exp/log paths allowed
-                    expect.close(calls.value(idx["uniform", dtype]), torch.full((1, 128), 1 / 128, dtype=dtype), what=f"softmax_rows(zeros [1,128]) = 1/T ({dtype_name(dtype)}, D1-35)",
-                                 tol=w7.Tol(1e-12 if dtype == torch.float64 else 1e-6, 0.0))
+                    expect.close(
+                        calls.value(idx["uniform", dtype]),
+                        torch.full((1, 128), 1 / 128, dtype=dtype),
+                        what=f"softmax_rows(zeros [1,128]) = 1/T ({dtype_name(dtype)}, D1-35)",
+                        tol=w7.Tol(1e-12 if dtype == torch.float64 else 1e-6, 0.0),
+                    )
                 else:
                     for key, i in (("L_A", 0), ("L_B", 1)):
-                        expect.close(calls.value(idx[key, dtype]), torch.tensor(w7.STATED["loss_each"][i], dtype=dtype), what=f"cross_entropy on one example: {key} ({dtype_name(dtype)})",
-                                     tol=six, mistakes=signatures.cross_entropy(inputs[dtype][i:i + 1], data.week7_targets()[i:i + 1]))
+                        expect.close(
+                            calls.value(idx[key, dtype]),
+                            torch.tensor(w7.STATED["loss_each"][i], dtype=dtype),
+                            what=f"cross_entropy on one example: {key} ({dtype_name(dtype)})",
+                            tol=six,
+                            mistakes=signatures.cross_entropy(inputs[dtype][i : i + 1], data.week7_targets()[i : i + 1]),
+                        )
 
 
 # --------------------------------------------------------------------------- vs the reference
@@ -227,7 +301,12 @@ def test_log_softmax_rows_matches_reference_at_large_magnitudes(sub, ref, rng, c
     def draw(i):
         dtype, lead, L, S, spread, offset, blocked, how = LOG_SOFTMAX_DRAWS[i]
         s, dim = _layout(_scores(rng, dtype, lead=lead, L=L, S=S, blocked=blocked, spread=spread, offset=offset), how)
-        return (s,), {"dim": dim}, f"log_softmax_rows(scores {list(s.shape)}, dim={dim}), {dtype_name(dtype)}", signatures.log_softmax(s, dim)
+        return (
+            (s,),
+            {"dim": dim},
+            f"log_softmax_rows(scores {list(s.shape)}, dim={dim}), {dtype_name(dtype)}",
+            signatures.log_softmax(s, dim),
+        )
 
     _cases_against_reference(sub, ref, rng, credit, "log_softmax_rows", len(LOG_SOFTMAX_DRAWS), draw)
 
@@ -236,7 +315,16 @@ def test_cross_entropy_matches_reference_on_random_logits(sub, ref, rng, credit)
     def draw(i):  # fixed per draw: dtype, N (draw 1: a single example), spread, offset, layout
         dtype = DTYPES[i % 2]
         N = (randint(rng, 2, 8), 1, None, None, None, None)[i]  # None: random in [2, 64]
-        logits = _scores(rng, dtype, lead=(), L=N, S=None, blocked=False, spread=(3.0, 1e4, 30.0)[i % 3], offset=(0.0, 0.0, 1e4, -1e4, 0.0, 1e4)[i])
+        logits = _scores(
+            rng,
+            dtype,
+            lead=(),
+            L=N,
+            S=None,
+            blocked=False,
+            spread=(3.0, 1e4, 30.0)[i % 3],
+            offset=(0.0, 0.0, 1e4, -1e4, 0.0, 1e4)[i],
+        )
         N, V = logits.shape
         if i % 2:
             logits = noncontiguous(logits)
@@ -253,10 +341,15 @@ def test_vocab_probs_matches_reference_with_leading_dims(sub, ref, rng, credit):
         lead = ((1,), (3,), (2, 5), (1, randint(rng, 2, 64)), (3,))[i]
         C, V = randint(rng, 1, 24), randint(rng, 2, 64)
         h = randn(rng, *lead, C, dtype=dtype, scale=(1.0, 3.0)[i % 2])
-        w_vocab = randn(rng, C, V, dtype=dtype, scale=C ** -0.5)
+        w_vocab = randn(rng, C, V, dtype=dtype, scale=C**-0.5)
         if i in (1, 3):
             h = noncontiguous(h)
-        return (h, w_vocab), {}, f"vocab_probs(h {list(h.shape)}, W_vocab {list(w_vocab.shape)}), {dtype_name(dtype)}", signatures.vocab_probs(h, w_vocab)
+        return (
+            (h, w_vocab),
+            {},
+            f"vocab_probs(h {list(h.shape)}, W_vocab {list(w_vocab.shape)}), {dtype_name(dtype)}",
+            signatures.vocab_probs(h, w_vocab),
+        )
 
     _cases_against_reference(sub, ref, rng, credit, "vocab_probs", 5, draw)
 
@@ -266,7 +359,13 @@ def test_softmax_rows_sum_to_one_and_blocked_keys_get_exactly_zero(sub, ref, rng
     cases = []
     calls = data.Calls(sub, rng)
     gate = _Gate(rng, calls, "softmax_rows")
-    structures = (((2,), None, 1e4, 0.0), ((), None, 1.0, 1e4), ((2,), 1, 1.0, 0.0), ((), 64, 1e4, -1e4), ((2,), None, 1.0, 0.0))  # lead, L, spread, offset
+    structures = (
+        ((2,), None, 1e4, 0.0),
+        ((), None, 1.0, 1e4),
+        ((2,), 1, 1.0, 0.0),
+        ((), 64, 1e4, -1e4),
+        ((2,), None, 1.0, 0.0),
+    )  # lead, L, spread, offset
     for i, (lead, L, spread, offset) in enumerate(structures):
         dtype = DTYPES[i % 2]
         s = _scores(rng, dtype, lead=lead, L=L, S=None, blocked=True, spread=spread, offset=offset)
@@ -277,20 +376,41 @@ def test_softmax_rows_sum_to_one_and_blocked_keys_get_exactly_zero(sub, ref, rng
         with case:
             s, dtype, i = cases[int(case.label.split()[-1]) - 1]
             got = expect.tensor(calls.value(i), what="softmax_rows(scores)")
-            expect.true(tuple(got.shape) == tuple(s.shape), what="softmax_rows keeps the shape", detail=f"scores {list(s.shape)} gave {list(got.shape)}")
+            expect.true(
+                tuple(got.shape) == tuple(s.shape),
+                what="softmax_rows keeps the shape",
+                detail=f"scores {list(s.shape)} gave {list(got.shape)}",
+            )
             diagnosed = expect.diagnose(got, signatures.softmax(s), tol("row_softmax.softmax_rows", dtype))
             sums = got.double().sum(-1)
-            expect.true(bool(torch.isfinite(got).all()), what="softmax_rows is finite at |scores| up to 1e4 with −∞ entries",
-                        detail=f"{int((~torch.isfinite(got)).sum())} NaN/inf weights", hints=diagnosed)
-            expect.true(bool((got >= 0).all()), what="every weight is ≥ 0", detail=f"smallest weight {got.min().item():.3g}", hints=diagnosed)
+            expect.true(
+                bool(torch.isfinite(got).all()),
+                what="softmax_rows is finite at |scores| up to 1e4 with −∞ entries",
+                detail=f"{int((~torch.isfinite(got)).sum())} NaN/inf weights",
+                hints=diagnosed,
+            )
+            expect.true(
+                bool((got >= 0).all()),
+                what="every weight is ≥ 0",
+                detail=f"smallest weight {got.min().item():.3g}",
+                hints=diagnosed,
+            )
             # a sum of S weights each within the measured tolerance: float32 exp(s − logsumexp(s)) at
             # |s| ≈ 1e4 is a correct, stable softmax whose sums are off by ~1e-4
             t = tol("row_softmax.softmax_rows", dtype)
-            expect.true(bool(((sums - 1).abs() <= t.atol + t.rtol).all()), what=f"every row sums to 1 (Week 7 §5), within {t.atol + t.rtol:.2g} ({dtype_name(dtype)})",
-                        detail=f"row sums range from {sums.min().item():.6g} to {sums.max().item():.6g}", hints=diagnosed)
+            expect.true(
+                bool(((sums - 1).abs() <= t.atol + t.rtol).all()),
+                what=f"every row sums to 1 (Week 7 §5), within {t.atol + t.rtol:.2g} ({dtype_name(dtype)})",
+                detail=f"row sums range from {sums.min().item():.6g} to {sums.max().item():.6g}",
+                hints=diagnosed,
+            )
             blocked = torch.isinf(s)
-            expect.true(bool((got[blocked] == 0).all()), what="weights on −∞ scores are exactly 0 (the docstring's promise: e^{−∞} = 0, Week 7 §11)",
-                        detail=f"largest weight on a −∞ score: {got[blocked].abs().max().item() if bool(blocked.any()) else 0:.3g}", hints=diagnosed)
+            expect.true(
+                bool((got[blocked] == 0).all()),
+                what="weights on −∞ scores are exactly 0 (the docstring's promise: e^{−∞} = 0, Week 7 §11)",
+                detail=f"largest weight on a −∞ score: {got[blocked].abs().max().item() if bool(blocked.any()) else 0:.3g}",
+                hints=diagnosed,
+            )
 
 
 def _dtype_inputs(rng, lead: tuple, L: int, S: int, N: int, C: int) -> dict[str, tuple]:
@@ -322,7 +442,12 @@ def test_row_softmax_functions_keep_dtype_and_leave_inputs_unchanged(sub, rng, c
                 for before, after in zip(args[name], r.args or []):
                     expect.unchanged(before, after, what=f"{name} leaves its inputs unchanged")
                 out = expect.tensor(r.value, what=f"{name} result")
-                expect.true(out.dtype == F64, what=f"{name} keeps float64", detail=f"float64 inputs gave a {dtype_name(out.dtype)} result", hints=["general/dtype-changed"])
+                expect.true(
+                    out.dtype == F64,
+                    what=f"{name} keeps float64",
+                    detail=f"float64 inputs gave a {dtype_name(out.dtype)} result",
+                    hints=["general/dtype-changed"],
+                )
             if not ran and raised is not None:
                 raise raised
 
@@ -336,7 +461,12 @@ def test_rule_no_torch_softmax_log_softmax_or_cross_entropy(sub, rng):
     data.check_source(sub)
     s = _scores(rng, torch.float32, lead=(2,), L=4, S=5, blocked=True, spread=3.0, offset=0.0)
     logits = _scores(rng, torch.float32, lead=(), L=3, S=5, blocked=False, spread=3.0, offset=0.0)
-    calls = [("softmax_rows", (s,)), ("log_softmax_rows", (s,)), ("cross_entropy", (logits, torch.tensor([0, 4, 2]))), ("vocab_probs", (randn(rng, 2, 3), randn(rng, 3, 5)))]
+    calls = [
+        ("softmax_rows", (s,)),
+        ("log_softmax_rows", (s,)),
+        ("cross_entropy", (logits, torch.tensor([0, 4, 2]))),
+        ("vocab_probs", (randn(rng, 2, 3), randn(rng, 3, 5))),
+    ]
     used: set[str] = set()
     for name, args in calls:
         try:
@@ -344,6 +474,11 @@ def test_rule_no_torch_softmax_log_softmax_or_cross_entropy(sub, rng):
         except SubmissionError:
             continue  # what ran before the error was recorded all the same (sub.dispatched)
     banned = data.banned_ops(used)
-    expect.true(not banned, what="row_softmax.py at run time: no torch softmax, log_softmax or cross_entropy (docs/EXERCISES.md §3)",
-                detail=f"it ran {', '.join(banned)}", problem="constraint", hints=data.HINTS)
+    expect.true(
+        not banned,
+        what="row_softmax.py at run time: no torch softmax, log_softmax or cross_entropy (docs/EXERCISES.md §3)",
+        detail=f"it ran {', '.join(banned)}",
+        problem="constraint",
+        hints=data.HINTS,
+    )
     data.check_dispatch(sub)  # the verdict: the operators the dispatcher ran, any spelling

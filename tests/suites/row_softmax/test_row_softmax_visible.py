@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
-
-from autograder.testing import dtype_name, expect, noncontiguous, Snapshots
 from course import row_softmax_data as data
 from course import week07 as w7
 from course.tolerances import tol
+
+from autograder.testing import Snapshots, dtype_name, expect, noncontiguous
 
 QK = ("query", "key")
 NEG_INF = float("-inf")
@@ -47,18 +47,52 @@ def test_softmax_rows_reproduces_week7_attention_weights(sub, rng):
     i_masked, i_final, i_table, i_rand = (calls.add("softmax_rows", s) for s in (masked, final, table, rand))
     i_wide = calls.add("softmax_rows", noncontiguous(rand.double()))  # the control in float64, non-contiguous
     calls.run()
-    expect.close(calls.value(i_masked), w7.t(w7.STATED["weights"]), what="softmax_rows(Ŝ) = P_A, P_B (Week 7 §11)", tol=w7.PRINTED_3DP,
-                 mistakes=_mistakes("masked"), hints=_blocked_leak(calls.value(i_masked), masked), grid=QK)
-    expect.close(calls.value(i_final), w7.t(w7.STATED["final_weights_4dp"]), what="softmax_rows([0.8, 0.4] | [0.1, 0.4]) (Week 7 §5, §12)",
-                 tol=w7.PRINTED_4DP_F32, mistakes=_mistakes("final"), grid=("prompt", "key"))
-    got = expect.close(calls.value(i_table), torch.tensor([w7.STATED["wrong_zero_fill"], w7.STATED["right_neg_inf"]]),
-                       what="softmax_rows([0.2, 0]) and softmax_rows([0.2, −∞]) (Week 7 §11 table)", tol=w7.PRINTED_3DP, grid=("row", "key"))
-    expect.true(bool(got[1, 1] == 0), what="softmax_rows([0.2, −∞])[1] is exactly 0 (e^{−∞} = 0, Week 7 §11)",
-                detail=f"got {got[1, 1].item():.3g}", hints=["row_softmax/blocked-weight-not-zero"])
-    expect.close(calls.value(i_rand), torch.softmax(rand.double(), -1).float(), what=f"softmax_rows on random scores {list(rand.shape)}",
-                 tol=tol("row_softmax.softmax_rows", torch.float32), mistakes=c["mistakes"], grid=QK)
-    expect.close(calls.value(i_wide), torch.softmax(rand.double(), -1), what=f"softmax_rows on the same scores {list(rand.shape)} in float64, non-contiguous: float64 out",
-                 tol=tol("row_softmax.softmax_rows", F64), mistakes=c["mistakes64"], grid=QK)
+    expect.close(
+        calls.value(i_masked),
+        w7.t(w7.STATED["weights"]),
+        what="softmax_rows(Ŝ) = P_A, P_B (Week 7 §11)",
+        tol=w7.PRINTED_3DP,
+        mistakes=_mistakes("masked"),
+        hints=_blocked_leak(calls.value(i_masked), masked),
+        grid=QK,
+    )
+    expect.close(
+        calls.value(i_final),
+        w7.t(w7.STATED["final_weights_4dp"]),
+        what="softmax_rows([0.8, 0.4] | [0.1, 0.4]) (Week 7 §5, §12)",
+        tol=w7.PRINTED_4DP_F32,
+        mistakes=_mistakes("final"),
+        grid=("prompt", "key"),
+    )
+    got = expect.close(
+        calls.value(i_table),
+        torch.tensor([w7.STATED["wrong_zero_fill"], w7.STATED["right_neg_inf"]]),
+        what="softmax_rows([0.2, 0]) and softmax_rows([0.2, −∞]) (Week 7 §11 table)",
+        tol=w7.PRINTED_3DP,
+        grid=("row", "key"),
+    )
+    expect.true(
+        bool(got[1, 1] == 0),
+        what="softmax_rows([0.2, −∞])[1] is exactly 0 (e^{−∞} = 0, Week 7 §11)",
+        detail=f"got {got[1, 1].item():.3g}",
+        hints=["row_softmax/blocked-weight-not-zero"],
+    )
+    expect.close(
+        calls.value(i_rand),
+        torch.softmax(rand.double(), -1).float(),
+        what=f"softmax_rows on random scores {list(rand.shape)}",
+        tol=tol("row_softmax.softmax_rows", torch.float32),
+        mistakes=c["mistakes"],
+        grid=QK,
+    )
+    expect.close(
+        calls.value(i_wide),
+        torch.softmax(rand.double(), -1),
+        what=f"softmax_rows on the same scores {list(rand.shape)} in float64, non-contiguous: float64 out",
+        tol=tol("row_softmax.softmax_rows", F64),
+        mistakes=c["mistakes64"],
+        grid=QK,
+    )
 
 
 def test_softmax_rows_is_stable_at_scores_of_1e4_and_uses_dim(sub, rng):
@@ -67,17 +101,41 @@ def test_softmax_rows_is_stable_at_scores_of_1e4_and_uses_dim(sub, rng):
     c = SNAP["softmax_columns"]
     columns = c["scores"]  # normalise each column: dim=0
     calls = data.Calls(sub, rng)
-    i_shift, i_huge, i_col, i_col_neg = calls.add("softmax_rows", shifted), calls.add("softmax_rows", huge), calls.add("softmax_rows", columns, dim=0), calls.add("softmax_rows", columns, dim=-2)
+    i_shift, i_huge, i_col, i_col_neg = (
+        calls.add("softmax_rows", shifted),
+        calls.add("softmax_rows", huge),
+        calls.add("softmax_rows", columns, dim=0),
+        calls.add("softmax_rows", columns, dim=-2),
+    )
     calls.run()
-    expect.close(calls.value(i_shift), w7.t(w7.STATED["final_weights_4dp"], torch.float64), what="softmax_rows(Week 7 final rows + 1e4) = the same weights (Week 7 §8)",
-                 tol=w7.PRINTED_4DP_F32, mistakes=_mistakes("shifted"), grid=("prompt", "key"))
-    expect.close(calls.value(i_huge), torch.tensor([[1.0, 0.0, 0.0], [0.5, 0.5, 0.0]]), what="softmax_rows([1e4, 0, −1e4] | [3e4, 3e4, −∞])",
-                 tol=tol("row_softmax.softmax_rows", torch.float32),  # float32 at |s| = 3e4: exp(s − logsumexp(s)) is off by ~1e-4, and correct
-                 mistakes=_mistakes("huge"), grid=("row", "key"))
+    expect.close(
+        calls.value(i_shift),
+        w7.t(w7.STATED["final_weights_4dp"], torch.float64),
+        what="softmax_rows(Week 7 final rows + 1e4) = the same weights (Week 7 §8)",
+        tol=w7.PRINTED_4DP_F32,
+        mistakes=_mistakes("shifted"),
+        grid=("prompt", "key"),
+    )
+    expect.close(
+        calls.value(i_huge),
+        torch.tensor([[1.0, 0.0, 0.0], [0.5, 0.5, 0.0]]),
+        what="softmax_rows([1e4, 0, −1e4] | [3e4, 3e4, −∞])",
+        tol=tol(
+            "row_softmax.softmax_rows", torch.float32
+        ),  # float32 at |s| = 3e4: exp(s − logsumexp(s)) is off by ~1e-4, and correct
+        mistakes=_mistakes("huge"),
+        grid=("row", "key"),
+    )
     want = torch.softmax(columns.double(), dim=0).float()
     for i, dim in ((i_col, 0), (i_col_neg, -2)):
-        expect.close(calls.value(i), want, what=f"softmax_rows(scores [{columns.shape[0]}, 4], dim={dim}): each column sums to 1",
-                     tol=tol("row_softmax.softmax_rows", torch.float32), mistakes=c["mistakes"][str(dim)], grid=("row", "column"))
+        expect.close(
+            calls.value(i),
+            want,
+            what=f"softmax_rows(scores [{columns.shape[0]}, 4], dim={dim}): each column sums to 1",
+            tol=tol("row_softmax.softmax_rows", torch.float32),
+            mistakes=c["mistakes"][str(dim)],
+            grid=("row", "column"),
+        )
 
 
 def test_log_softmax_rows_gives_week7_log_probabilities(sub, rng):
@@ -86,19 +144,50 @@ def test_log_softmax_rows_gives_week7_log_probabilities(sub, rng):
     c = SNAP["log_softmax_rows"]
     rand = c["logits"]
     calls = data.Calls(sub, rng)
-    i_w7, i_big, i_rand = calls.add("log_softmax_rows", logits), calls.add("log_softmax_rows", big), calls.add("log_softmax_rows", rand)
+    i_w7, i_big, i_rand = (
+        calls.add("log_softmax_rows", logits),
+        calls.add("log_softmax_rows", big),
+        calls.add("log_softmax_rows", rand),
+    )
     i_wide = calls.add("log_softmax_rows", noncontiguous(rand.double()))  # the control in float64, non-contiguous
     calls.run()
-    got = expect.close(calls.value(i_w7), torch.log_softmax(logits.double(), -1).float(), what="log_softmax_rows(Week 7 §16 logits)",
-                       tol=tol("row_softmax.log_softmax_rows", torch.float32), mistakes=_mistakes("log_softmax"), grid=("prompt", "vocab"))
-    expect.close(-torch.stack([got[0, 2], got[1, 0]]), w7.t(w7.STATED["loss_each"]), what="−log p(AI | 我喜欢), −log p(我 | 猫喜欢) = L_A, L_B (Week 7 §16)",
-                 tol=w7.PRINTED_6DP, hints=["row_softmax/ce-target-indexing"])
-    expect.close(calls.value(i_big), torch.log_softmax(big.double(), -1).float(), what="log_softmax_rows at scores of 1e4 stays finite",
-                 tol=tol("row_softmax.log_softmax_rows", torch.float32), mistakes=_mistakes("log_softmax_big"), grid=("row", "vocab"))
-    expect.close(calls.value(i_rand), torch.log_softmax(rand.double(), -1).float(), what=f"log_softmax_rows on random logits {list(rand.shape)}",
-                 tol=tol("row_softmax.log_softmax_rows", torch.float32), mistakes=c["mistakes"])
-    expect.close(calls.value(i_wide), torch.log_softmax(rand.double(), -1), what=f"log_softmax_rows on the same logits {list(rand.shape)} in float64, non-contiguous: float64 out",
-                 tol=tol("row_softmax.log_softmax_rows", F64), mistakes=c["mistakes64"])
+    got = expect.close(
+        calls.value(i_w7),
+        torch.log_softmax(logits.double(), -1).float(),
+        what="log_softmax_rows(Week 7 §16 logits)",
+        tol=tol("row_softmax.log_softmax_rows", torch.float32),
+        mistakes=_mistakes("log_softmax"),
+        grid=("prompt", "vocab"),
+    )
+    expect.close(
+        -torch.stack([got[0, 2], got[1, 0]]),
+        w7.t(w7.STATED["loss_each"]),
+        what="−log p(AI | 我喜欢), −log p(我 | 猫喜欢) = L_A, L_B (Week 7 §16)",
+        tol=w7.PRINTED_6DP,
+        hints=["row_softmax/ce-target-indexing"],
+    )
+    expect.close(
+        calls.value(i_big),
+        torch.log_softmax(big.double(), -1).float(),
+        what="log_softmax_rows at scores of 1e4 stays finite",
+        tol=tol("row_softmax.log_softmax_rows", torch.float32),
+        mistakes=_mistakes("log_softmax_big"),
+        grid=("row", "vocab"),
+    )
+    expect.close(
+        calls.value(i_rand),
+        torch.log_softmax(rand.double(), -1).float(),
+        what=f"log_softmax_rows on random logits {list(rand.shape)}",
+        tol=tol("row_softmax.log_softmax_rows", torch.float32),
+        mistakes=c["mistakes"],
+    )
+    expect.close(
+        calls.value(i_wide),
+        torch.log_softmax(rand.double(), -1),
+        what=f"log_softmax_rows on the same logits {list(rand.shape)} in float64, non-contiguous: float64 out",
+        tol=tol("row_softmax.log_softmax_rows", F64),
+        mistakes=c["mistakes64"],
+    )
 
 
 def test_cross_entropy_reproduces_week7_mean_loss(sub, rng):
@@ -113,15 +202,38 @@ def test_cross_entropy_reproduces_week7_mean_loss(sub, rng):
     i_rand = calls.add("cross_entropy", rand, rand_t)
     i_wide = calls.add("cross_entropy", noncontiguous(rand.double()), rand_t)  # the control in float64, non-contiguous
     calls.run()
-    expect.close(calls.value(i_mean), torch.tensor(w7.STATED["loss_mean"]), what="cross_entropy: the mean loss (a 0-dim tensor) over [我喜欢 → AI, 猫喜欢 → 我] (Week 7 §16: 1.316836)",
-                 tol=w7.PRINTED_6DP, mistakes=_mistakes("cross_entropy"))
-    for i, name, value in ((i_a, "L_A = −log p(AI | 我喜欢)", w7.STATED["loss_each"][0]), (i_b, "L_B = −log p(我 | 猫喜欢)", w7.STATED["loss_each"][1])):
-        expect.close(calls.value(i), torch.tensor(value), what=f"cross_entropy on one example: {name} (Week 7 §16)", tol=w7.PRINTED_6DP,
-                     hints=["row_softmax/ce-missing-log"])
-    expect.close(calls.value(i_rand), F.cross_entropy(rand.double(), rand_t).float(), what=f"cross_entropy on random logits [{N}, {V}]",
-                 tol=tol("row_softmax.cross_entropy", torch.float32), mistakes=c["mistakes"])
-    expect.close(calls.value(i_wide), F.cross_entropy(rand.double(), rand_t), what=f"cross_entropy on the same logits [{N}, {V}] in float64, non-contiguous: a float64 0-dim tensor",
-                 tol=tol("row_softmax.cross_entropy", F64), mistakes=c["mistakes64"])
+    expect.close(
+        calls.value(i_mean),
+        torch.tensor(w7.STATED["loss_mean"]),
+        what="cross_entropy: the mean loss (a 0-dim tensor) over [我喜欢 → AI, 猫喜欢 → 我] (Week 7 §16: 1.316836)",
+        tol=w7.PRINTED_6DP,
+        mistakes=_mistakes("cross_entropy"),
+    )
+    for i, name, value in (
+        (i_a, "L_A = −log p(AI | 我喜欢)", w7.STATED["loss_each"][0]),
+        (i_b, "L_B = −log p(我 | 猫喜欢)", w7.STATED["loss_each"][1]),
+    ):
+        expect.close(
+            calls.value(i),
+            torch.tensor(value),
+            what=f"cross_entropy on one example: {name} (Week 7 §16)",
+            tol=w7.PRINTED_6DP,
+            hints=["row_softmax/ce-missing-log"],
+        )
+    expect.close(
+        calls.value(i_rand),
+        F.cross_entropy(rand.double(), rand_t).float(),
+        what=f"cross_entropy on random logits [{N}, {V}]",
+        tol=tol("row_softmax.cross_entropy", torch.float32),
+        mistakes=c["mistakes"],
+    )
+    expect.close(
+        calls.value(i_wide),
+        F.cross_entropy(rand.double(), rand_t),
+        what=f"cross_entropy on the same logits [{N}, {V}] in float64, non-contiguous: a float64 0-dim tensor",
+        tol=tol("row_softmax.cross_entropy", F64),
+        mistakes=c["mistakes64"],
+    )
 
 
 def test_vocab_probs_reproduces_week7_next_token_probabilities(sub, rng):
@@ -131,16 +243,40 @@ def test_vocab_probs_reproduces_week7_next_token_probabilities(sub, rng):
     (B, T, C), V = h_rand.shape, w_rand.shape[-1]
     calls = data.Calls(sub, rng)
     i_w7, i_rand = calls.add("vocab_probs", h, w_vocab), calls.add("vocab_probs", h_rand, w_rand)
-    i_wide = calls.add("vocab_probs", noncontiguous(h_rand.double()), noncontiguous(w_rand.double()))  # the control in float64, non-contiguous
+    i_wide = calls.add(
+        "vocab_probs", noncontiguous(h_rand.double()), noncontiguous(w_rand.double())
+    )  # the control in float64, non-contiguous
     calls.run()
-    got = expect.close(calls.value(i_w7), torch.softmax(h.double() @ w_vocab.double(), -1).float(), what="vocab_probs(h, W_vocab) (Week 7 §16)",
-                       tol=tol("row_softmax.vocab_probs", torch.float32), mistakes=_mistakes("vocab_probs"), grid=("prompt", "vocab"))
-    expect.close(torch.stack([got[0, 2], got[1, 0]]), w7.t(w7.STATED["p_target"]), what="p(AI | 我喜欢) = 0.416424, p(我 | 猫喜欢) = 0.172455 (Week 7 §16)",
-                 tol=w7.PRINTED_6DP, hints=["row_softmax/vocab-wrong-axis"])
-    expect.close(calls.value(i_rand), torch.softmax(h_rand.double() @ w_rand.double(), -1).float(), what=f"vocab_probs(h [{B}, {T}, {C}], W_vocab [{C}, {V}]) → [B, T, V]",
-                 tol=tol("row_softmax.vocab_probs", torch.float32), mistakes=c["mistakes"], grid=("position", "vocab"))
-    expect.close(calls.value(i_wide), torch.softmax(h_rand.double() @ w_rand.double(), -1), what=f"vocab_probs(h [{B}, {T}, {C}], W_vocab [{C}, {V}]) in float64, non-contiguous: float64 out",
-                 tol=tol("row_softmax.vocab_probs", F64), mistakes=c["mistakes64"])
+    got = expect.close(
+        calls.value(i_w7),
+        torch.softmax(h.double() @ w_vocab.double(), -1).float(),
+        what="vocab_probs(h, W_vocab) (Week 7 §16)",
+        tol=tol("row_softmax.vocab_probs", torch.float32),
+        mistakes=_mistakes("vocab_probs"),
+        grid=("prompt", "vocab"),
+    )
+    expect.close(
+        torch.stack([got[0, 2], got[1, 0]]),
+        w7.t(w7.STATED["p_target"]),
+        what="p(AI | 我喜欢) = 0.416424, p(我 | 猫喜欢) = 0.172455 (Week 7 §16)",
+        tol=w7.PRINTED_6DP,
+        hints=["row_softmax/vocab-wrong-axis"],
+    )
+    expect.close(
+        calls.value(i_rand),
+        torch.softmax(h_rand.double() @ w_rand.double(), -1).float(),
+        what=f"vocab_probs(h [{B}, {T}, {C}], W_vocab [{C}, {V}]) → [B, T, V]",
+        tol=tol("row_softmax.vocab_probs", torch.float32),
+        mistakes=c["mistakes"],
+        grid=("position", "vocab"),
+    )
+    expect.close(
+        calls.value(i_wide),
+        torch.softmax(h_rand.double() @ w_rand.double(), -1),
+        what=f"vocab_probs(h [{B}, {T}, {C}], W_vocab [{C}, {V}]) in float64, non-contiguous: float64 out",
+        tol=tol("row_softmax.vocab_probs", F64),
+        mistakes=c["mistakes64"],
+    )
 
 
 def test_row_softmax_functions_keep_dtype_and_leave_control_inputs_unchanged(sub, rng, credit):
@@ -160,8 +296,16 @@ def test_row_softmax_functions_keep_dtype_and_leave_control_inputs_unchanged(sub
             name, args, dtype = calls[part.label]
             r = sub.row_softmax.call(name, *args, return_args=True)
             for i, (before, after) in enumerate(zip(args, r.args or [])):
-                expect.unchanged(before, after, what=f"{name}: argument {i + 1} ({dtype_name(before.dtype)} {list(before.shape)}) is unchanged after the call "
-                                 "(no -=, exp_, x[...] = on an input)")
+                expect.unchanged(
+                    before,
+                    after,
+                    what=f"{name}: argument {i + 1} ({dtype_name(before.dtype)} {list(before.shape)}) is unchanged after the call "
+                    "(no -=, exp_, x[...] = on an input)",
+                )
             out = expect.tensor(r.value, what=f"{name} result ({part.label})")
-            expect.true(out.dtype == dtype, what=f"{name} ({part.label} input): result dtype {dtype_name(dtype)}", detail=f"got {dtype_name(out.dtype)}",
-                        hints=["general/dtype-changed"])
+            expect.true(
+                out.dtype == dtype,
+                what=f"{name} ({part.label} input): result dtype {dtype_name(dtype)}",
+                detail=f"got {dtype_name(out.dtype)}",
+                hints=["general/dtype-changed"],
+            )

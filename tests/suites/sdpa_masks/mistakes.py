@@ -57,9 +57,12 @@ def hf(attention_mask: torch.Tensor, causal: bool) -> dict[str, torch.Tensor]:
 
 def kv_cache(L: int, S: int) -> dict[str, torch.Tensor]:
     """kv_cache_mask(L, S) with a mistake."""
-    return {"sdpa_masks/kv-cache-top-left": _tri(L, S, 0), "sdpa_masks/polarity-inverted": ~_tri(L, S, S - L),
-            "sdpa_masks/kv-cache-off-by-one": _tri(L, S, S - L + 1) if L > 1 else _tri(L, S, S - L - 1),
-            "sdpa_masks/kv-cache-offset-sign": _tri(L, S, L - S)}  # shifted up by S − L instead of down
+    return {
+        "sdpa_masks/kv-cache-top-left": _tri(L, S, 0),
+        "sdpa_masks/polarity-inverted": ~_tri(L, S, S - L),
+        "sdpa_masks/kv-cache-off-by-one": _tri(L, S, S - L + 1) if L > 1 else _tri(L, S, S - L - 1),
+        "sdpa_masks/kv-cache-offset-sign": _tri(L, S, L - S),
+    }  # shifted up by S − L instead of down
 
 
 def sdpa(q, k, v, allowed=None, causal=False) -> dict[str, torch.Tensor]:
@@ -70,7 +73,9 @@ def sdpa(q, k, v, allowed=None, causal=False) -> dict[str, torch.Tensor]:
     both = lambda a, c: c if a is None else a & c  # noqa: E731
     out = {}
     right_mask = both(allowed, _tri(L, S, S - L)) if causal else allowed
-    out["sdpa_masks/scaled-twice"] = F.scaled_dot_product_attention(q64 / q64.size(-1) ** 0.5, k64, v64, attn_mask=right_mask).to(q.dtype)
+    out["sdpa_masks/scaled-twice"] = F.scaled_dot_product_attention(q64 / q64.size(-1) ** 0.5, k64, v64, attn_mask=right_mask).to(
+        q.dtype
+    )
     if allowed is not None:
         out["sdpa_masks/polarity-inverted"] = run(both(~allowed, _tri(L, S, S - L)) if causal else ~allowed)
     if causal:
@@ -112,5 +117,3 @@ def mha(module, x, allowed=None, key_allowed=None) -> dict[str, torch.Tensor]:
     if not bf:
         out["sdpa_masks/output-not-transposed-back"] = run(seq, attn, kpm, False)  # the module's (T,B,C) returned as it is
     return out
-
-

@@ -5,9 +5,9 @@ students get the data file, never the code that replays a mistake."""
 from __future__ import annotations
 
 import torch
+from course import sdpa_masks_data as sd
 
 from autograder.testing import choice, in_float64, randint, randn, sibling
-from course import sdpa_masks_data as sd
 
 signatures = sibling(__file__, "mistakes")
 
@@ -24,17 +24,27 @@ def _mask(rng, *shape: int) -> torch.Tensor:
 
 def converters(rng, ref):
     mask = _mask(rng, randint(rng, 2, 4), randint(rng, 3, 8))
-    return {"mask": mask, "blocked_to_sdpa": ref.sdpa_masks.blocked_to_sdpa(mask), "to_mha_attn_mask": ref.sdpa_masks.to_mha_attn_mask(mask)}
+    return {
+        "mask": mask,
+        "blocked_to_sdpa": ref.sdpa_masks.blocked_to_sdpa(mask),
+        "to_mha_attn_mask": ref.sdpa_masks.to_mha_attn_mask(mask),
+    }
 
 
 def additive(rng, ref):
     mask = _mask(rng, randint(rng, 1, 2), randint(rng, 2, 5), randint(rng, 3, 8))
     dtype = choice(rng, (torch.float32, torch.float64))
     allowed = torch.tril(torch.ones(4, 4, dtype=torch.bool))
-    return {"mask": mask, "dtype": dtype, "want": ref.sdpa_masks.to_additive_mask(mask, dtype=dtype),
-            "tril4_float32": ref.sdpa_masks.to_additive_mask(allowed), "tril4_float64": ref.sdpa_masks.to_additive_mask(allowed, dtype=torch.float64),
-            "mistakes": signatures.additive(mask, dtype), "tril4_float32_mistakes": signatures.additive(allowed, torch.float32),
-            "tril4_float64_mistakes": signatures.additive(allowed, torch.float64)}
+    return {
+        "mask": mask,
+        "dtype": dtype,
+        "want": ref.sdpa_masks.to_additive_mask(mask, dtype=dtype),
+        "tril4_float32": ref.sdpa_masks.to_additive_mask(allowed),
+        "tril4_float64": ref.sdpa_masks.to_additive_mask(allowed, dtype=torch.float64),
+        "mistakes": signatures.additive(mask, dtype),
+        "tril4_float32_mistakes": signatures.additive(allowed, torch.float32),
+        "tril4_float64_mistakes": signatures.additive(allowed, torch.float64),
+    }
 
 
 def hf(rng, ref):
@@ -45,9 +55,16 @@ def hf(rng, ref):
     mask.view(-1)[real[randint(rng, 0, real.numel() - 1)]] = 2  # at least one real token marked 2
     causal = bool(randint(rng, 0, 1))
     lesson = torch.tensor([[0, 0, 1, 1, 1], [1, 1, 1, 1, 1]])  # Day 1 §3.4: HF 1 = real, 0 = pad
-    return {"attention_mask": mask, "causal": causal, "want": ref.sdpa_masks.hf_to_sdpa_mask(mask, causal=causal),
-            "lesson_causal": ref.sdpa_masks.hf_to_sdpa_mask(lesson, causal=True), "lesson_not_causal": ref.sdpa_masks.hf_to_sdpa_mask(lesson, causal=False),
-            "mistakes": signatures.hf(mask, causal), "lesson_causal_mistakes": signatures.hf(lesson, True), "lesson_not_causal_mistakes": signatures.hf(lesson, False)}
+    return {
+        "attention_mask": mask,
+        "causal": causal,
+        "want": ref.sdpa_masks.hf_to_sdpa_mask(mask, causal=causal),
+        "lesson_causal": ref.sdpa_masks.hf_to_sdpa_mask(lesson, causal=True),
+        "lesson_not_causal": ref.sdpa_masks.hf_to_sdpa_mask(lesson, causal=False),
+        "mistakes": signatures.hf(mask, causal),
+        "lesson_causal_mistakes": signatures.hf(lesson, True),
+        "lesson_not_causal_mistakes": signatures.hf(lesson, False),
+    }
 
 
 def kv_cache(rng, ref):
@@ -69,10 +86,17 @@ def sdpa(rng, ref):
     allowed[..., -1] = True  # and the last one two
     allowed[0, 0, 0, randint(rng, 1, S - 2)] = False  # a padded key
     q64, k64, v64 = q.double(), k.double(), v.double()  # the float64 control (sent non-contiguous)
-    return {"q": q, "k": k, "v": v, "allowed": allowed, "want": in_float64(ref.sdpa_masks.sdpa, q, k, v, allowed=allowed, causal=True),
-            "mistakes": signatures.sdpa(q, k, v, allowed, causal=True), "top_left": signatures.top_left(L, S),
-            "want64": in_float64(ref.sdpa_masks.sdpa, q64, k64, v64, allowed=allowed, causal=True, dtype=torch.float64),
-            "mistakes64": signatures.sdpa(q64, k64, v64, allowed, causal=True)}
+    return {
+        "q": q,
+        "k": k,
+        "v": v,
+        "allowed": allowed,
+        "want": in_float64(ref.sdpa_masks.sdpa, q, k, v, allowed=allowed, causal=True),
+        "mistakes": signatures.sdpa(q, k, v, allowed, causal=True),
+        "top_left": signatures.top_left(L, S),
+        "want64": in_float64(ref.sdpa_masks.sdpa, q64, k64, v64, allowed=allowed, causal=True, dtype=torch.float64),
+        "mistakes64": signatures.sdpa(q64, k64, v64, allowed, causal=True),
+    }
 
 
 def sdpa_examples(rng, ref):
@@ -87,8 +111,15 @@ def sdpa_examples(rng, ref):
             allowed, want = None, in_float64(ref.sdpa_masks.sdpa, q, k, v, causal=True)
         else:
             allowed, want = None, in_float64(ref.sdpa_masks.sdpa, q, k, v, dropout_p=0.5, training=False)
-        out[label] = {"q": q, "k": k, "v": v, "allowed": allowed, "want": want, "mistakes": signatures.sdpa(q, k, v, allowed, causal=not label.startswith("dropout")),
-                      "top_left": signatures.top_left(L, 5)}
+        out[label] = {
+            "q": q,
+            "k": k,
+            "v": v,
+            "allowed": allowed,
+            "want": want,
+            "mistakes": signatures.sdpa(q, k, v, allowed, causal=not label.startswith("dropout")),
+            "top_left": signatures.top_left(L, 5),
+        }
     return out
 
 
@@ -104,17 +135,35 @@ def mha(rng, ref):
     allowed = torch.tril(torch.ones(4, 4, dtype=torch.bool))
     key_allowed = torch.tensor([[True] * 4, [True, True, True, False], [True, True, False, False]])
     C = choice(rng, (4, 6, 8))
-    fresh_config = {"embed_dim": C, "num_heads": choice(rng, (1, 2)), "bias": bool(randint(rng, 0, 1)), "batch_first": bool(randint(rng, 0, 1))}
+    fresh_config = {
+        "embed_dim": C,
+        "num_heads": choice(rng, (1, 2)),
+        "bias": bool(randint(rng, 0, 1)),
+        "batch_first": bool(randint(rng, 0, 1)),
+    }
     fresh_state = sd.mha_state(rng, C, fresh_config["bias"], torch.float32)
     B, T = randint(rng, 2, 3), randint(rng, 3, 6)
     fresh_x = randn(rng, B, T, C)
-    fresh_masks = (torch.tril(torch.ones(T, T, dtype=torch.bool)), torch.arange(T).unsqueeze(0) < torch.tensor([[T]] + [[randint(rng, 1, T - 1)] for _ in range(B - 1)]))
+    fresh_masks = (
+        torch.tril(torch.ones(T, T, dtype=torch.bool)),
+        torch.arange(T).unsqueeze(0) < torch.tensor([[T]] + [[randint(rng, 1, T - 1)] for _ in range(B - 1)]),
+    )
     return {
-        "config": config, "state": state, "x": x, "allowed": allowed, "key_allowed": key_allowed,
-        "want_no_masks": _mha(ref, config, state, x), "want_masks": _mha(ref, config, state, x, allowed, key_allowed),
-        "fresh_config": fresh_config, "fresh_state": fresh_state, "fresh_x": fresh_x, "fresh_allowed": fresh_masks[0], "fresh_key_allowed": fresh_masks[1],
+        "config": config,
+        "state": state,
+        "x": x,
+        "allowed": allowed,
+        "key_allowed": key_allowed,
+        "want_no_masks": _mha(ref, config, state, x),
+        "want_masks": _mha(ref, config, state, x, allowed, key_allowed),
+        "fresh_config": fresh_config,
+        "fresh_state": fresh_state,
+        "fresh_x": fresh_x,
+        "fresh_allowed": fresh_masks[0],
+        "fresh_key_allowed": fresh_masks[1],
         "fresh_want": _mha(ref, fresh_config, fresh_state, fresh_x, *fresh_masks),
-        "mistakes_no_masks": signatures.mha(sd.mha_module(config, state), x), "mistakes_masks": signatures.mha(sd.mha_module(config, state), x, allowed, key_allowed),
+        "mistakes_no_masks": signatures.mha(sd.mha_module(config, state), x),
+        "mistakes_masks": signatures.mha(sd.mha_module(config, state), x, allowed, key_allowed),
         "fresh_mistakes": signatures.mha(sd.mha_module(fresh_config, fresh_state), fresh_x, *fresh_masks),
     }
 

@@ -15,6 +15,9 @@ Not shipped to students; on Gradescope students see each test's name and hint on
 from __future__ import annotations
 
 import torch
+from course import oracles
+from course import sdpa_masks_data as sd
+from course.tolerances import EXACT, tol
 
 from autograder.testing import (
     bernoulli,
@@ -28,21 +31,12 @@ from autograder.testing import (
     randn,
     sibling,
 )
-from course import oracles
-from course import sdpa_masks_data as sd
-from course.tolerances import EXACT, tol
 
 signatures = sibling(__file__, "mistakes")  # the named mistakes' outputs (beside this suite; never shipped to students)
 
 QK = ("query", "key")
 DTYPES = (torch.float32, torch.float64)
 NEG_INF = float("-inf")
-
-
-
-
-
-
 
 
 def _expected_sdpa(ref, q, k, v, allowed, causal, dtype):
@@ -52,35 +46,64 @@ def _expected_sdpa(ref, q, k, v, allowed, causal, dtype):
 
 # --------------------------------------------------------------------------- converters
 def test_mask_converters_match_reference_on_random_masks(sub, ref, rng, credit):
-    labels = ["blocked_to_sdpa", "to_additive_mask default", "to_additive_mask float64", "to_additive_mask float32 4-D", "to_mha_attn_mask"]
+    labels = [
+        "blocked_to_sdpa",
+        "to_additive_mask default",
+        "to_additive_mask float64",
+        "to_additive_mask float32 4-D",
+        "to_mha_attn_mask",
+    ]
     for part in credit.parts(labels):
         with part:
-            shapes = [(2, 1, randint(rng, 1, 8), randint(rng, 1, 8))]  # a 4-D mask in every part, and a 2-D one beside it but in the "4-D" part
+            shapes = [
+                (2, 1, randint(rng, 1, 8), randint(rng, 1, 8))
+            ]  # a 4-D mask in every part, and a 2-D one beside it but in the "4-D" part
             if part.label != "to_additive_mask float32 4-D":
                 shapes.insert(0, (randint(rng, 1, 12), randint(rng, 2, 12)))
-            masks = [mixed(rng, bernoulli(rng, *shape, p=0.5)) for shape in shapes]  # some True, some False: a constant mask makes a constant answer right
+            masks = [
+                mixed(rng, bernoulli(rng, *shape, p=0.5)) for shape in shapes
+            ]  # some True, some False: a constant mask makes a constant answer right
             if part.label in ("blocked_to_sdpa", "to_additive_mask default"):  # a 1×1 mask, next to the regular one
                 masks.append(bernoulli(rng, 1, 1, p=0.5))
             for mask in masks:
                 if part.label == "blocked_to_sdpa":
-                    expect.equal(sub.sdpa_masks.blocked_to_sdpa(mask), ref.sdpa_masks.blocked_to_sdpa(mask), what=f"blocked_to_sdpa(mask {list(mask.shape)})",
-                                 mistakes={"sdpa_masks/polarity-inverted": mask})
+                    expect.equal(
+                        sub.sdpa_masks.blocked_to_sdpa(mask),
+                        ref.sdpa_masks.blocked_to_sdpa(mask),
+                        what=f"blocked_to_sdpa(mask {list(mask.shape)})",
+                        mistakes={"sdpa_masks/polarity-inverted": mask},
+                    )
                 elif part.label == "to_mha_attn_mask":
-                    expect.equal(sub.sdpa_masks.to_mha_attn_mask(mask), ref.sdpa_masks.to_mha_attn_mask(mask), what=f"to_mha_attn_mask(allowed {list(mask.shape)})",
-                                 mistakes={"sdpa_masks/mha-mask-not-inverted": mask})
+                    expect.equal(
+                        sub.sdpa_masks.to_mha_attn_mask(mask),
+                        ref.sdpa_masks.to_mha_attn_mask(mask),
+                        what=f"to_mha_attn_mask(allowed {list(mask.shape)})",
+                        mistakes={"sdpa_masks/mha-mask-not-inverted": mask},
+                    )
                 else:
                     dtype = torch.float64 if "float64" in part.label else torch.float32
-                    got = sub.sdpa_masks.to_additive_mask(mask) if "default" in part.label else sub.sdpa_masks.to_additive_mask(mask, dtype=dtype)
+                    got = (
+                        sub.sdpa_masks.to_additive_mask(mask)
+                        if "default" in part.label
+                        else sub.sdpa_masks.to_additive_mask(mask, dtype=dtype)
+                    )
                     want = ref.sdpa_masks.to_additive_mask(mask, dtype=dtype)
-                    expect.close(got, want, what=f"to_additive_mask(allowed {list(mask.shape)}, {dtype_name(dtype)})",
-                                 tol=EXACT, mistakes=signatures.distinct(signatures.additive(mask, dtype), EXACT, want))
+                    expect.close(
+                        got,
+                        want,
+                        what=f"to_additive_mask(allowed {list(mask.shape)}, {dtype_name(dtype)})",
+                        tol=EXACT,
+                        mistakes=signatures.distinct(signatures.additive(mask, dtype), EXACT, want),
+                    )
 
 
 def test_hf_to_sdpa_mask_matches_reference_any_nonzero_is_real(sub, ref, rng, credit):
     # draw i of each kind: a fixed padding layout (right, left, random) and dtype; example b has two real
     # tokens and, between them, a pad token, so that both the padding and the causal mask matter
-    layouts = {"causal=True": [("right", "int64"), ("left", "bool"), ("random", "int32")],
-               "causal=False": [("right", "float32"), ("left", "bool"), ("random", "int64 values 1..3")]}
+    layouts = {
+        "causal=True": [("right", "int64"), ("left", "bool"), ("random", "int32")],
+        "causal=False": [("right", "float32"), ("left", "bool"), ("random", "int64 values 1..3")],
+    }
     for case in credit.kinds({"causal=True": 3, "causal=False": 3}):
         with case:
             layout, kind = layouts[case.kind][case.draw]
@@ -106,12 +129,18 @@ def test_hf_to_sdpa_mask_matches_reference_any_nonzero_is_real(sub, ref, rng, cr
                 else:
                     attention_mask = real.to(getattr(torch, kind))
                 masks = [(kind, attention_mask)]
-                if kind != "int64 values 1..3":  # every draw also marks real tokens 1, 2 and 3: `== 1` must not pass by the draw of a dtype
+                if (
+                    kind != "int64 values 1..3"
+                ):  # every draw also marks real tokens 1, 2 and 3: `== 1` must not pass by the draw of a dtype
                     masks.append(("int64 values 1..3", (torch.arange(real.numel()).reshape(real.shape) % 3 + 1) * real))
                 for name, attention_mask in masks:
                     want = ref.sdpa_masks.hf_to_sdpa_mask(attention_mask, causal=causal)
-                    expect.equal(sub.sdpa_masks.hf_to_sdpa_mask(attention_mask, causal=causal), want, what=f"hf_to_sdpa_mask(attention_mask {list(real.shape)} {name}, causal={causal})",
-                                 mistakes=signatures.distinct(signatures.hf(attention_mask, causal), EXACT, want))
+                    expect.equal(
+                        sub.sdpa_masks.hf_to_sdpa_mask(attention_mask, causal=causal),
+                        want,
+                        what=f"hf_to_sdpa_mask(attention_mask {list(real.shape)} {name}, causal={causal})",
+                        mistakes=signatures.distinct(signatures.hf(attention_mask, causal), EXACT, want),
+                    )
 
 
 def test_kv_cache_mask_matches_reference_for_l_le_s(sub, ref, rng, credit):
@@ -119,14 +148,21 @@ def test_kv_cache_mask_matches_reference_for_l_le_s(sub, ref, rng, credit):
     for case in credit.kinds(kinds):
         with case:
             S = choice(rng, (3, randint(rng, 4, 64)))
-            regular = (choice(rng, (2, S - 1, randint(rng, 2, S - 1))), S)  # 2 <= L < S: L = S is plain tril (top-left is right), L = 1 all True
+            regular = (
+                choice(rng, (2, S - 1, randint(rng, 2, S - 1))),
+                S,
+            )  # 2 <= L < S: L = S is plain tril (top-left is right), L = 1 all True
             # next to it, never credited alone: L = 1, L = S, S = 1
             extra = {"and L = 1": (1, S), "and L = S": (S, S), "and S = 1": (1, 1), "and L = 1, S ≤ 8": (1, randint(rng, 2, 8))}
             draws = beside_regular(regular, extra.get(case.kind))
             for L, S in draws:
                 want = ref.sdpa_masks.kv_cache_mask(L, S)
-                expect.equal(sub.sdpa_masks.kv_cache_mask(L, S), want, what=f"kv_cache_mask({L}, {S})",
-                             mistakes=signatures.distinct(signatures.kv_cache(L, S), EXACT, want))
+                expect.equal(
+                    sub.sdpa_masks.kv_cache_mask(L, S),
+                    want,
+                    what=f"kv_cache_mask({L}, {S})",
+                    mistakes=signatures.distinct(signatures.kv_cache(L, S), EXACT, want),
+                )
 
 
 # --------------------------------------------------------------------------- sdpa
@@ -164,7 +200,11 @@ def test_sdpa_matches_reference_with_masks_and_bottom_right_causal(sub, ref, rng
             S = randint(rng, 4, 40 if kv_step else 64)
             L = S if square else randint(rng, 2, 3) if kv_step else randint(rng, 2, S - 1)
             d, d_v = randint(rng, 2, 16), randint(rng, 1, 16)  # d = 1: scaling q by 1/√d changes nothing
-            q, k, v = randn(rng, *lead, L, d, dtype=dtype), randn(rng, *lead, S, d, dtype=dtype), randn(rng, *lead, S, d_v, dtype=dtype)
+            q, k, v = (
+                randn(rng, *lead, L, d, dtype=dtype),
+                randn(rng, *lead, S, d, dtype=dtype),
+                randn(rng, *lead, S, d_v, dtype=dtype),
+            )
             allowed = None if shape is None else _fixed_allowed(rng, lead, L, S, shape)
             causal = case.kind != "causal=False"
             if strided:
@@ -177,8 +217,17 @@ def test_sdpa_matches_reference_with_masks_and_bottom_right_causal(sub, ref, rng
                 want = _expected_sdpa(ref, q, k, v, allowed, causal, dtype)
                 label = f"q {list(q.shape)}, k {list(k.shape)}, allowed {None if allowed is None else list(allowed.shape)}, causal={causal}, {dtype_name(dtype)}"
                 t = tol("sdpa_masks.sdpa", dtype)
-                expect.close(sub.sdpa_masks.sdpa(q, k, v, allowed=allowed, causal=causal), want, what=f"sdpa({label})",
-                             tol=t, mistakes=lambda: sd.blame_kv_cache(sub, signatures.distinct(signatures.sdpa(q, k, v, allowed, causal), t, want), signatures.top_left(q.size(-2), k.size(-2))))
+                expect.close(
+                    sub.sdpa_masks.sdpa(q, k, v, allowed=allowed, causal=causal),
+                    want,
+                    what=f"sdpa({label})",
+                    tol=t,
+                    mistakes=lambda: sd.blame_kv_cache(
+                        sub,
+                        signatures.distinct(signatures.sdpa(q, k, v, allowed, causal), t, want),
+                        signatures.top_left(q.size(-2), k.size(-2)),
+                    ),
+                )
 
 
 def test_sdpa_never_passes_both_attn_mask_and_is_causal(sub, ref, rng, credit):
@@ -196,12 +245,26 @@ def test_sdpa_never_passes_both_attn_mask_and_is_causal(sub, ref, rng, credit):
             # values (a wrong mask, e.g. is_causal=True when L < S, is the value tests' business)
             r = sub.sdpa_masks.run(sd.sdpa_recorded, [q, k, v], {"allowed": allowed, "causal": True}, keep_calls_on_error=True)
             calls = r["calls"]
-            expect.true(len(calls) > 0, what=f"sdpa (q [2,2,{L},4], k [2,2,{S},4], {part.label}) calls F.scaled_dot_product_attention", problem="constraint",
-                        detail="no call to F.scaled_dot_product_attention was seen", hints=["sdpa_masks/sdpa-not-called"])
+            expect.true(
+                len(calls) > 0,
+                what=f"sdpa (q [2,2,{L},4], k [2,2,{S},4], {part.label}) calls F.scaled_dot_product_attention",
+                problem="constraint",
+                detail="no call to F.scaled_dot_product_attention was seen",
+                hints=["sdpa_masks/sdpa-not-called"],
+            )
             both = [c for c in calls if c["mask"] and c["is_causal"]]
-            expect.true(not both, what=f"sdpa (q [2,2,{L},4], k [2,2,{S},4], {part.label}) never passes attn_mask together with is_causal=True (Day 1 §A.1)",
-                        problem="constraint", detail=f"{len(both)} of {len(calls)} calls passed both", hints=["sdpa_masks/mask-and-is-causal"])
-            expect.true(r["raised"] is None, what=f"sdpa (q [2,2,{L},4], k [2,2,{S},4], {part.label})", detail=f"sdpa raised {r['raised']}")
+            expect.true(
+                not both,
+                what=f"sdpa (q [2,2,{L},4], k [2,2,{S},4], {part.label}) never passes attn_mask together with is_causal=True (Day 1 §A.1)",
+                problem="constraint",
+                detail=f"{len(both)} of {len(calls)} calls passed both",
+                hints=["sdpa_masks/mask-and-is-causal"],
+            )
+            expect.true(
+                r["raised"] is None,
+                what=f"sdpa (q [2,2,{L},4], k [2,2,{S},4], {part.label})",
+                detail=f"sdpa raised {r['raised']}",
+            )
 
 
 def test_sdpa_dropout_only_while_training(sub, ref, rng, credit):
@@ -216,25 +279,50 @@ def test_sdpa_dropout_only_while_training(sub, ref, rng, credit):
             used = sorted({c["dropout_p"] for c in r["calls"]})
             # dropout hints only where the recorded calls prove them; a wrong value for any other
             # reason names only a matching sdpa signature
-            mistakes = lambda: signatures.distinct(signatures.sdpa(q, k, v, None, True), tol("sdpa_masks.sdpa", torch.float32), deterministic)  # noqa: E731
+            mistakes = lambda: signatures.distinct(
+                signatures.sdpa(q, k, v, None, True), tol("sdpa_masks.sdpa", torch.float32), deterministic
+            )  # noqa: E731
             if not training:
-                expect.true(all(p == 0.0 for p in used), what="sdpa(training=False) passes dropout_p=0 to SDPA",
-                            detail=f"dropout_p passed: {used}", hints=["sdpa_masks/dropout-in-eval"])
-                expect.close(r["value"], deterministic, what="sdpa(causal=True, dropout_p=0.5, training=False) equals the deterministic result (Day 1 §A.1)",
-                             tol=tol("sdpa_masks.sdpa", torch.float32), mistakes=mistakes)
+                expect.true(
+                    all(p == 0.0 for p in used),
+                    what="sdpa(training=False) passes dropout_p=0 to SDPA",
+                    detail=f"dropout_p passed: {used}",
+                    hints=["sdpa_masks/dropout-in-eval"],
+                )
+                expect.close(
+                    r["value"],
+                    deterministic,
+                    what="sdpa(causal=True, dropout_p=0.5, training=False) equals the deterministic result (Day 1 §A.1)",
+                    tol=tol("sdpa_masks.sdpa", torch.float32),
+                    mistakes=mistakes,
+                )
             else:
                 out = expect.tensor(r["value"], what="sdpa(causal=True, dropout_p=0.5, training=True)")
-                differs = out.shape == deterministic.shape and bool(torch.isfinite(out).all()) and float((out - deterministic).abs().max()) > 1e-3
-                expect.true(differs, what="sdpa(dropout_p=0.5, training=True) applies dropout: the output differs from the deterministic one",
-                            detail=f"dropout_p passed to SDPA: {used}", hints=["sdpa_masks/dropout-never-applied"] if used and all(p == 0.0 for p in used) else [])
+                differs = (
+                    out.shape == deterministic.shape
+                    and bool(torch.isfinite(out).all())
+                    and float((out - deterministic).abs().max()) > 1e-3
+                )
+                expect.true(
+                    differs,
+                    what="sdpa(dropout_p=0.5, training=True) applies dropout: the output differs from the deterministic one",
+                    detail=f"dropout_p passed to SDPA: {used}",
+                    hints=["sdpa_masks/dropout-never-applied"] if used and all(p == 0.0 for p in used) else [],
+                )
                 # the values: with v = I every weight is either dropped (0) or kept and rescaled (A / (1 − p)), about half of each
                 kept = out.abs() > deterministic  # halfway between 0 and 2A
-                expect.close(out, torch.where(kept, deterministic / 0.5, torch.zeros_like(deterministic)),
-                             what="sdpa(causal=True, dropout_p=0.5, training=True) with v = I: each weight is 0 or A / (1 − p)",
-                             tol=tol("sdpa_masks.sdpa", torch.float32))
+                expect.close(
+                    out,
+                    torch.where(kept, deterministic / 0.5, torch.zeros_like(deterministic)),
+                    what="sdpa(causal=True, dropout_p=0.5, training=True) with v = I: each weight is 0 or A / (1 − p)",
+                    tol=tol("sdpa_masks.sdpa", torch.float32),
+                )
                 share = float(kept[deterministic > 0].float().mean())
-                expect.true(0.3 <= share <= 0.7, what="sdpa(dropout_p=0.5, training=True) keeps about half of the weights",
-                            detail=f"kept {share:.0%} of the non-zero weights (dropout_p passed to SDPA: {used})")
+                expect.true(
+                    0.3 <= share <= 0.7,
+                    what="sdpa(dropout_p=0.5, training=True) keeps about half of the weights",
+                    detail=f"kept {share:.0%} of the non-zero weights (dropout_p passed to SDPA: {used})",
+                )
 
 
 # --------------------------------------------------------------------------- nn.MultiheadAttention
@@ -246,7 +334,14 @@ def _mha_case(rng, case_index: int):
     query that reads two keys (T >= 3; the padded example keeps two real keys)."""
     i = case_index
     dtype = DTYPES[i % 2]
-    attn, padded = {1: ("causal", True), 2: (None, True), 3: ("random", False), 4: ("causal", False), 5: ("random", True), 6: ("causal", True)}[i]
+    attn, padded = {
+        1: ("causal", True),
+        2: (None, True),
+        3: ("random", False),
+        4: ("causal", False),
+        5: ("random", True),
+        6: ("causal", True),
+    }[i]
     C = choice(rng, (4, 6, 8, 12))
     divisors = [h for h in range(2, C) if C % h == 0]
     h = (1, C, choice(rng, divisors))[i % 3]  # h=1, h=C (d=1) or another divisor
@@ -258,7 +353,11 @@ def _mha_case(rng, case_index: int):
         allowed = torch.tril(torch.ones(T, T, dtype=torch.bool))
     elif attn == "random":
         allowed = bernoulli(rng, T, T, p=0.6)
-        allowed[:, 0], allowed[0, T - 1], allowed[T - 1, T - 1] = True, False, True  # key 0 for every query, something blocked, two keys read
+        allowed[:, 0], allowed[0, T - 1], allowed[T - 1, T - 1] = (
+            True,
+            False,
+            True,
+        )  # key 0 for every query, something blocked, two keys read
     key_allowed = None
     if padded:  # right padding, key 0 real; one example keeps 2 .. T − 1 real keys
         lengths = torch.randint(1, T + 1, (B, 1), generator=rng)
@@ -269,8 +368,14 @@ def _mha_case(rng, case_index: int):
 
 def test_mha_self_attention_matches_module_in_both_layouts(sub, rng, credit):
     # _mha_case(rng, i): float32 when i is even, batch_first when i % 4 < 2; i = 1 adds T = 1, i = 6 a non-contiguous x
-    kinds = {"batch_first=True, float32": 4, "batch_first=True, float64": 5, "batch_first=False, float32": 2, "batch_first=False, float64": 3,
-             "T = 1 beside a regular batch": 1, "non-contiguous x": 6}
+    kinds = {
+        "batch_first=True, float32": 4,
+        "batch_first=True, float64": 5,
+        "batch_first=False, float32": 2,
+        "batch_first=False, float64": 3,
+        "T = 1 beside a regular batch": 1,
+        "non-contiguous x": 6,
+    }
     for case in credit.kinds(list(kinds)):
         with case:
             i = kinds[case.kind]
@@ -284,11 +389,18 @@ def test_mha_self_attention_matches_module_in_both_layouts(sub, rng, credit):
             for x, allowed, key_allowed in inputs:
                 r = sub.sdpa_masks.run(sd.mha_recorded, config, state, x, allowed, key_allowed)
                 want = oracles.mha_expected(config, state, x, allowed, key_allowed)
-                label = (f"MultiheadAttention({config['embed_dim']}, {config['num_heads']}, bias={config['bias']}, batch_first={config['batch_first']}), "
-                         f"x {list(x.shape)}, allowed={'None' if allowed is None else 'given'}, key_allowed={'None' if key_allowed is None else 'given'}, {dtype_name(dtype)}")
+                label = (
+                    f"MultiheadAttention({config['embed_dim']}, {config['num_heads']}, bias={config['bias']}, batch_first={config['batch_first']}), "
+                    f"x {list(x.shape)}, allowed={'None' if allowed is None else 'given'}, key_allowed={'None' if key_allowed is None else 'given'}, {dtype_name(dtype)}"
+                )
                 t = tol("sdpa_masks.mha_self_attention", dtype)
-                expect.close(r["value"], want, what=f"mha_self_attention: {label}", tol=t,
-                             mistakes=signatures.distinct(signatures.mha(sd.mha_module(config, state), x, allowed, key_allowed), t, want))
+                expect.close(
+                    r["value"],
+                    want,
+                    what=f"mha_self_attention: {label}",
+                    tol=t,
+                    mistakes=signatures.distinct(signatures.mha(sd.mha_module(config, state), x, allowed, key_allowed), t, want),
+                )
 
 
 def test_mha_self_attention_calls_module_with_need_weights_false(sub, rng, credit):
@@ -302,11 +414,23 @@ def test_mha_self_attention_calls_module_with_need_weights_false(sub, rng, credi
             weights = [c for c in calls if c["need_weights"]]
             causal = [c for c in calls if c["is_causal"]]
             what = f"mha_self_attention({part.label} module, x {list(x.shape)})"
-            expect.true(len(calls) > 0, what=f"{what} calls the module", problem="constraint", detail="the module was never called")
-            expect.true(not weights, what=f"{what} calls the module with need_weights=False (Day 1 §A.2)", problem="constraint",
-                        detail=f"{len(weights)} of {len(calls)} calls asked for the weights", hints=["sdpa_masks/need-weights"])
-            expect.true(not causal, what=f"{what} passes no is_causal hint (Day 1 §A.2)", problem="constraint",
-                        detail="is_causal=True was passed", hints=["sdpa_masks/mha-is-causal"])
+            expect.true(
+                len(calls) > 0, what=f"{what} calls the module", problem="constraint", detail="the module was never called"
+            )
+            expect.true(
+                not weights,
+                what=f"{what} calls the module with need_weights=False (Day 1 §A.2)",
+                problem="constraint",
+                detail=f"{len(weights)} of {len(calls)} calls asked for the weights",
+                hints=["sdpa_masks/need-weights"],
+            )
+            expect.true(
+                not causal,
+                what=f"{what} passes no is_causal hint (Day 1 §A.2)",
+                problem="constraint",
+                detail="is_causal=True was passed",
+                hints=["sdpa_masks/mha-is-causal"],
+            )
 
 
 # --------------------------------------------------------------------------- conventions
@@ -319,7 +443,11 @@ def test_sdpa_masks_functions_keep_dtype_and_leave_inputs_unchanged(sub, rng, cr
     allowed[:, 0] = True
     allowed[0, 1:] = False  # something blocked
     allowed[-1, -1] = True  # and a query with two keys
-    q64, k64, v64 = randn(rng, 1, 2, 4, 3, dtype=torch.float64), randn(rng, 1, 2, 6, 3, dtype=torch.float64), randn(rng, 1, 2, 6, 5, dtype=torch.float64)
+    q64, k64, v64 = (
+        randn(rng, 1, 2, 4, 3, dtype=torch.float64),
+        randn(rng, 1, 2, 6, 3, dtype=torch.float64),
+        randn(rng, 1, 2, 6, 5, dtype=torch.float64),
+    )
     q32, k32, v32 = q64.float(), k64.float(), v64.float()
     calls = {
         "blocked_to_sdpa": (("blocked_to_sdpa", (allowed,), {}), torch.bool),
@@ -336,5 +464,9 @@ def test_sdpa_masks_functions_keep_dtype_and_leave_inputs_unchanged(sub, rng, cr
             for before, after in zip(args, r.args or []):
                 expect.unchanged(before, after, what=f"{name} leaves its inputs unchanged")
             out = expect.tensor(r.value, what=f"{name} result")
-            expect.true(out.dtype == dtype, what=f"{part.label}: result dtype {dtype_name(dtype)}", detail=f"got {dtype_name(out.dtype)}",
-                        hints=["general/mask-dtype"] if dtype == torch.bool else ["general/dtype-changed"])
+            expect.true(
+                out.dtype == dtype,
+                what=f"{part.label}: result dtype {dtype_name(dtype)}",
+                detail=f"got {dtype_name(out.dtype)}",
+                hints=["general/mask-dtype"] if dtype == torch.bool else ["general/dtype-changed"],
+            )

@@ -12,12 +12,12 @@ The hidden suite checks much more widely, on fresh inputs.
 from __future__ import annotations
 
 import torch
-
-from autograder.testing import dtype_name, expect, noncontiguous, Snapshots
 from course import masks_data as md
 from course import sdpa_masks_data as sd
 from course import week07 as w7
 from course.tolerances import EXACT, tol
+
+from autograder.testing import Snapshots, dtype_name, expect, noncontiguous
 
 QK = ("query", "key")
 FRESH = "control inputs"
@@ -37,16 +37,34 @@ def test_blocked_to_sdpa_and_to_mha_attn_mask_flip_the_a4_masks(sub, rng, credit
             if part.label == FRESH:
                 c = SNAP["converters"]
                 mask = c["mask"]
-                md.mask_equal(sub.sdpa_masks.blocked_to_sdpa(mask), c["blocked_to_sdpa"], what=f"blocked_to_sdpa(control mask {list(mask.shape)}) (Day 1 §A.3)",
-                             mistakes={"sdpa_masks/polarity-inverted": mask})
-                md.mask_equal(sub.sdpa_masks.to_mha_attn_mask(mask), c["to_mha_attn_mask"], what=f"to_mha_attn_mask(control mask {list(mask.shape)}) (Day 1 §A.3)",
-                             mistakes={"sdpa_masks/mha-mask-not-inverted": mask})
+                md.mask_equal(
+                    sub.sdpa_masks.blocked_to_sdpa(mask),
+                    c["blocked_to_sdpa"],
+                    what=f"blocked_to_sdpa(control mask {list(mask.shape)}) (Day 1 §A.3)",
+                    mistakes={"sdpa_masks/polarity-inverted": mask},
+                )
+                md.mask_equal(
+                    sub.sdpa_masks.to_mha_attn_mask(mask),
+                    c["to_mha_attn_mask"],
+                    what=f"to_mha_attn_mask(control mask {list(mask.shape)}) (Day 1 §A.3)",
+                    mistakes={"sdpa_masks/mha-mask-not-inverted": mask},
+                )
             elif part.label == "blocked_to_sdpa":
-                md.mask_equal(sub.sdpa_masks.blocked_to_sdpa(blocked), allowed, what="blocked_to_sdpa(triu(ones(4,4), diagonal=1)) = tril (Day 1 §A.4)",
-                             mistakes={"sdpa_masks/polarity-inverted": blocked}, grid=QK)
+                md.mask_equal(
+                    sub.sdpa_masks.blocked_to_sdpa(blocked),
+                    allowed,
+                    what="blocked_to_sdpa(triu(ones(4,4), diagonal=1)) = tril (Day 1 §A.4)",
+                    mistakes={"sdpa_masks/polarity-inverted": blocked},
+                    grid=QK,
+                )
             else:
-                md.mask_equal(sub.sdpa_masks.to_mha_attn_mask(allowed), blocked, what="to_mha_attn_mask(tril): True = not allowed (Day 1 §A.3)",
-                             mistakes={"sdpa_masks/mha-mask-not-inverted": allowed}, grid=QK)
+                md.mask_equal(
+                    sub.sdpa_masks.to_mha_attn_mask(allowed),
+                    blocked,
+                    what="to_mha_attn_mask(tril): True = not allowed (Day 1 §A.3)",
+                    mistakes={"sdpa_masks/mha-mask-not-inverted": allowed},
+                    grid=QK,
+                )
 
 
 def test_to_additive_mask_is_zero_or_minus_inf(sub, rng, credit):
@@ -56,15 +74,29 @@ def test_to_additive_mask_is_zero_or_minus_inf(sub, rng, credit):
             if part.label == FRESH:
                 c = SNAP["additive"]
                 mask, dtype = c["mask"], c["dtype"]
-                expect.close(sub.sdpa_masks.to_additive_mask(mask, dtype=dtype), c["want"],
-                             what=f"to_additive_mask(control mask {list(mask.shape)}, dtype={str(dtype)[6:]}): 0 = keep, −∞ = block", tol=EXACT,
-                             mistakes=c["mistakes"])
+                expect.close(
+                    sub.sdpa_masks.to_additive_mask(mask, dtype=dtype),
+                    c["want"],
+                    what=f"to_additive_mask(control mask {list(mask.shape)}, dtype={str(dtype)[6:]}): 0 = keep, −∞ = block",
+                    tol=EXACT,
+                    mistakes=c["mistakes"],
+                )
                 continue
             dtype = torch.float32 if part.label == "default float32" else torch.float64
             want = SNAP["additive"]["tril4_float32" if dtype == torch.float32 else "tril4_float64"]
-            got = sub.sdpa_masks.to_additive_mask(allowed) if dtype == torch.float32 else sub.sdpa_masks.to_additive_mask(allowed, dtype=torch.float64)
-            expect.close(got, want, what=f"to_additive_mask(tril(4){'' if dtype == torch.float32 else ', dtype=float64'}): 0 = keep, −∞ = block (Day 1 §3.3, §A.3)",
-                         tol=EXACT, mistakes=SNAP["additive"]["tril4_float32_mistakes" if dtype == torch.float32 else "tril4_float64_mistakes"], grid=QK)
+            got = (
+                sub.sdpa_masks.to_additive_mask(allowed)
+                if dtype == torch.float32
+                else sub.sdpa_masks.to_additive_mask(allowed, dtype=torch.float64)
+            )
+            expect.close(
+                got,
+                want,
+                what=f"to_additive_mask(tril(4){'' if dtype == torch.float32 else ', dtype=float64'}): 0 = keep, −∞ = block (Day 1 §3.3, §A.3)",
+                tol=EXACT,
+                mistakes=SNAP["additive"]["tril4_float32_mistakes" if dtype == torch.float32 else "tril4_float64_mistakes"],
+                grid=QK,
+            )
 
 
 def test_hf_to_sdpa_mask_left_padded_batch_masks_keys_only(sub, rng, credit):
@@ -74,15 +106,22 @@ def test_hf_to_sdpa_mask_left_padded_batch_masks_keys_only(sub, rng, credit):
             if part.label == FRESH:
                 c = SNAP["hf"]
                 fresh, causal = c["attention_mask"], c["causal"]
-                md.mask_equal(sub.sdpa_masks.hf_to_sdpa_mask(fresh, causal=causal), c["want"],
-                             what=f"hf_to_sdpa_mask(control attention_mask {fresh.tolist()}, causal={causal}): real keys only (Day 1 §3.2, §A.3)",
-                             mistakes=c["mistakes"])
+                md.mask_equal(
+                    sub.sdpa_masks.hf_to_sdpa_mask(fresh, causal=causal),
+                    c["want"],
+                    what=f"hf_to_sdpa_mask(control attention_mask {fresh.tolist()}, causal={causal}): real keys only (Day 1 §3.2, §A.3)",
+                    mistakes=c["mistakes"],
+                )
                 continue
             causal = part.label == "causal=True"
             want = SNAP["hf"]["lesson_causal" if causal else "lesson_not_causal"]
-            md.mask_equal(sub.sdpa_masks.hf_to_sdpa_mask(attention_mask, causal=causal), want,
-                         what=f"hf_to_sdpa_mask([[0,0,1,1,1],[1,1,1,1,1]], causal={causal}) → [B,1,S,S], pad keys blocked (Day 1 §3.2, §A.3)",
-                         mistakes=SNAP["hf"]["lesson_causal_mistakes" if causal else "lesson_not_causal_mistakes"], grid=QK)
+            md.mask_equal(
+                sub.sdpa_masks.hf_to_sdpa_mask(attention_mask, causal=causal),
+                want,
+                what=f"hf_to_sdpa_mask([[0,0,1,1,1],[1,1,1,1,1]], causal={causal}) → [B,1,S,S], pad keys blocked (Day 1 §3.2, §A.3)",
+                mistakes=SNAP["hf"]["lesson_causal_mistakes" if causal else "lesson_not_causal_mistakes"],
+                grid=QK,
+            )
 
 
 def test_kv_cache_mask_is_bottom_right_aligned(sub, rng, credit):
@@ -91,48 +130,77 @@ def test_kv_cache_mask_is_bottom_right_aligned(sub, rng, credit):
             if part.label == FRESH:
                 c = SNAP["kv_cache"]  # L = 1 is all True, L = S plain tril: neither alone shows the alignment
                 L, S = c["L"], c["S"]
-                md.mask_equal(sub.sdpa_masks.kv_cache_mask(L, S), c["want"], what=f"kv_cache_mask({L}, {S}) on control sizes: query i reads keys j <= S−L+i (Day 1 §A.1)",
-                             mistakes=c["mistakes"])
+                md.mask_equal(
+                    sub.sdpa_masks.kv_cache_mask(L, S),
+                    c["want"],
+                    what=f"kv_cache_mask({L}, {S}) on control sizes: query i reads keys j <= S−L+i (Day 1 §A.1)",
+                    mistakes=c["mistakes"],
+                )
                 continue
             L, S = {"L=1, S=5": (1, 5), "L=3, S=5": (3, 5), "L=S=4": (4, 4)}[part.label]
             want = SNAP["kv_cache"][f"{L},{S}"]
-            md.mask_equal(sub.sdpa_masks.kv_cache_mask(L, S), want,
-                         what=f"kv_cache_mask({L}, {S}): query i is position S−L+i (Day 1 §A.1: a new token reads every cached key)",
-                         mistakes=SNAP["kv_cache"][f"{L},{S} mistakes"], grid=QK)
+            md.mask_equal(
+                sub.sdpa_masks.kv_cache_mask(L, S),
+                want,
+                what=f"kv_cache_mask({L}, {S}): query i is position S−L+i (Day 1 §A.1: a new token reads every cached key)",
+                mistakes=SNAP["kv_cache"][f"{L},{S} mistakes"],
+                grid=QK,
+            )
 
 
 def test_sdpa_matches_manual_attention_with_kv_cache_causal(sub, rng, credit):
-    for part in credit.parts(["L=1 decoding step", "L=3, S=5 causal + padding", "dropout_p=0.5 in eval", "dropout_p=0.5 while training", WIDE, FRESH],
-                             required=[FRESH]):
+    for part in credit.parts(
+        ["L=1 decoding step", "L=3, S=5 causal + padding", "dropout_p=0.5 in eval", "dropout_p=0.5 while training", WIDE, FRESH],
+        required=[FRESH],
+    ):
         with part:
             if part.label == "dropout_p=0.5 while training":
                 c = SNAP["sdpa"]
                 q, k, v, allowed = c["q"], c["k"], c["v"], c["allowed"]
-                what = f"sdpa(control q {list(q.shape)}, k {list(k.shape)}, key padding, causal=True, dropout_p=0.5, training=True)"
-                r = sub.sdpa_masks.run(sd.sdpa_recorded, [q, k, v], {"allowed": allowed, "causal": True, "dropout_p": 0.5, "training": True})
+                what = (
+                    f"sdpa(control q {list(q.shape)}, k {list(k.shape)}, key padding, causal=True, dropout_p=0.5, training=True)"
+                )
+                r = sub.sdpa_masks.run(
+                    sd.sdpa_recorded, [q, k, v], {"allowed": allowed, "causal": True, "dropout_p": 0.5, "training": True}
+                )
                 out = expect.tensor(r["value"], what=what)
                 used = sorted({x["dropout_p"] for x in r["calls"]})
-                differs = out.shape == c["want"].shape and bool(torch.isfinite(out).all()) and float((out - c["want"]).abs().max()) > 1e-3
-                expect.true(differs, what=f"{what} applies dropout: the output differs from the deterministic one (Day 1 §A.1)",
-                            detail=f"dropout_p passed to SDPA: {used}",
-                            hints=expect.observed("sdpa_masks/dropout-never-applied") if used and all(p == 0.0 for p in used) else [])
+                differs = (
+                    out.shape == c["want"].shape
+                    and bool(torch.isfinite(out).all())
+                    and float((out - c["want"]).abs().max()) > 1e-3
+                )
+                expect.true(
+                    differs,
+                    what=f"{what} applies dropout: the output differs from the deterministic one (Day 1 §A.1)",
+                    detail=f"dropout_p passed to SDPA: {used}",
+                    hints=expect.observed("sdpa_masks/dropout-never-applied") if used and all(p == 0.0 for p in used) else [],
+                )
                 continue
             if part.label == WIDE:
                 c = SNAP["sdpa"]
                 q, k, v = (noncontiguous(c[n].double()) for n in ("q", "k", "v"))
                 allowed = c["allowed"]
                 got = sub.sdpa_masks.sdpa(q, k, v, allowed=allowed, causal=True)
-                expect.close(got, c["want64"],
-                             what=f"sdpa(control q {list(q.shape)}, k {list(k.shape)} in float64, non-contiguous, key padding, causal=True): float64 out",
-                             tol=tol("sdpa_masks.sdpa", torch.float64), mistakes=lambda: sd.blame_kv_cache(sub, c["mistakes64"], c["top_left"]))
+                expect.close(
+                    got,
+                    c["want64"],
+                    what=f"sdpa(control q {list(q.shape)}, k {list(k.shape)} in float64, non-contiguous, key padding, causal=True): float64 out",
+                    tol=tol("sdpa_masks.sdpa", torch.float64),
+                    mistakes=lambda: sd.blame_kv_cache(sub, c["mistakes64"], c["top_left"]),
+                )
                 continue
             if part.label == FRESH:
                 c = SNAP["sdpa"]  # key padding (every query keeps a key), L < S
                 q, k, v, allowed = c["q"], c["k"], c["v"], c["allowed"]
                 got = sub.sdpa_masks.sdpa(q, k, v, allowed=allowed, causal=True)
-                expect.close(got, c["want"],
-                             what=f"sdpa(control q {list(q.shape)}, k {list(k.shape)}, key padding, causal=True): bottom-right causal AND padding (Day 1 §A.1)",
-                             tol=SDPA_TOL, mistakes=lambda: sd.blame_kv_cache(sub, c["mistakes"], c["top_left"]))
+                expect.close(
+                    got,
+                    c["want"],
+                    what=f"sdpa(control q {list(q.shape)}, k {list(k.shape)}, key padding, causal=True): bottom-right causal AND padding (Day 1 §A.1)",
+                    tol=SDPA_TOL,
+                    mistakes=lambda: sd.blame_kv_cache(sub, c["mistakes"], c["top_left"]),
+                )
                 continue
             c = SNAP["sdpa_examples"][part.label]
             q, k, v, allowed = c["q"], c["k"], c["v"], c["allowed"]
@@ -146,11 +214,18 @@ def test_sdpa_matches_manual_attention_with_kv_cache_causal(sub, rng, credit):
                 got = sub.sdpa_masks.sdpa(q, k, v, dropout_p=0.5, training=False)
                 what = "sdpa(..., dropout_p=0.5, training=False) is deterministic: no dropout in eval (Day 1 §A.1)"
             hints = []
-            if "dropout" in part.label and not torch.equal(expect.tensor(got, what="sdpa result"), sub.sdpa_masks.sdpa(q, k, v, dropout_p=0.5, training=False)):
+            if "dropout" in part.label and not torch.equal(
+                expect.tensor(got, what="sdpa result"), sub.sdpa_masks.sdpa(q, k, v, dropout_p=0.5, training=False)
+            ):
                 hints = expect.observed("sdpa_masks/dropout-in-eval")  # two eval calls, two answers: dropout ran
-            expect.close(got, c["want"], what=what, tol=SDPA_TOL,
-                         mistakes=lambda: sd.blame_kv_cache(sub, c["mistakes"], c["top_left"]),
-                         hints=hints)
+            expect.close(
+                got,
+                c["want"],
+                what=what,
+                tol=SDPA_TOL,
+                mistakes=lambda: sd.blame_kv_cache(sub, c["mistakes"], c["top_left"]),
+                hints=hints,
+            )
 
 
 def test_mha_self_attention_runs_a_batch_first_false_module(sub, rng, credit):
@@ -163,16 +238,24 @@ def test_mha_self_attention_runs_a_batch_first_false_module(sub, rng, credit):
                 fresh_masks = (c["fresh_allowed"], c["fresh_key_allowed"])
                 B, T, C = fresh_x.shape
                 r = sub.sdpa_masks.run(sd.mha_recorded, fresh_config, fresh_state, fresh_x, *fresh_masks)
-                expect.close(r["value"], c["fresh_want"],
-                             what=f"mha_self_attention(nn.MultiheadAttention({C}, {fresh_config['num_heads']}, batch_first={fresh_config['batch_first']}), control x [{B},{T},{C}], causal, key padding) (Day 1 §A.2)",
-                             tol=MHA_TOL, mistakes=c["fresh_mistakes"])
+                expect.close(
+                    r["value"],
+                    c["fresh_want"],
+                    what=f"mha_self_attention(nn.MultiheadAttention({C}, {fresh_config['num_heads']}, batch_first={fresh_config['batch_first']}), control x [{B},{T},{C}], causal, key padding) (Day 1 §A.2)",
+                    tol=MHA_TOL,
+                    mistakes=c["fresh_mistakes"],
+                )
                 continue
             masks = (None, None) if part.label == "no masks" else (allowed, key_allowed)
             r = sub.sdpa_masks.run(sd.mha_recorded, config, state, x, *masks)
             want = c["want_no_masks" if masks[0] is None else "want_masks"]
-            expect.close(r["value"], want,
-                         what=f"mha_self_attention(nn.MultiheadAttention(8, 2, batch_first=False), x [3,4,8]{'' if masks[0] is None else ', causal, key padding'}) (Day 1 §A.2)",
-                         tol=MHA_TOL, mistakes=c["mistakes_no_masks" if masks[0] is None else "mistakes_masks"])
+            expect.close(
+                r["value"],
+                want,
+                what=f"mha_self_attention(nn.MultiheadAttention(8, 2, batch_first=False), x [3,4,8]{'' if masks[0] is None else ', causal, key padding'}) (Day 1 §A.2)",
+                tol=MHA_TOL,
+                mistakes=c["mistakes_no_masks" if masks[0] is None else "mistakes_masks"],
+            )
 
 
 def test_sdpa_masks_functions_keep_dtype_and_leave_control_inputs_unchanged(sub, rng, credit):
@@ -196,11 +279,19 @@ def test_sdpa_masks_functions_keep_dtype_and_leave_control_inputs_unchanged(sub,
             (name, args, kwargs), dtype = calls[part.label]
             r = sub.sdpa_masks.call(name, *args, return_args=True, **kwargs)
             for i, (before, after) in enumerate(zip(args, r.args or [])):
-                expect.unchanged(before, after, what=f"{name}: argument {i + 1} ({dtype_name(before.dtype)} {list(before.shape)}) is unchanged after the call "
-                                 "(no masked_fill_, logical_not_, x[...] = on an input)")
+                expect.unchanged(
+                    before,
+                    after,
+                    what=f"{name}: argument {i + 1} ({dtype_name(before.dtype)} {list(before.shape)}) is unchanged after the call "
+                    "(no masked_fill_, logical_not_, x[...] = on an input)",
+                )
             out = expect.tensor(r.value, what=f"{name} result ({part.label})")
-            expect.true(out.dtype == dtype, what=f"{name} ({part.label}): result dtype {dtype_name(dtype)}", detail=f"got {dtype_name(out.dtype)}",
-                        hints=["general/mask-dtype"] if dtype == torch.bool else ["general/dtype-changed"])
+            expect.true(
+                out.dtype == dtype,
+                what=f"{name} ({part.label}): result dtype {dtype_name(dtype)}",
+                detail=f"got {dtype_name(out.dtype)}",
+                hints=["general/mask-dtype"] if dtype == torch.bool else ["general/dtype-changed"],
+            )
 
 
 def test_sdpa_and_mha_self_attention_make_the_documented_calls_on_control_inputs(sub, rng, credit):
@@ -210,24 +301,47 @@ def test_sdpa_and_mha_self_attention_make_the_documented_calls_on_control_inputs
     # L < S, is the value tests' business); one part per function and case
     c, m = SNAP["sdpa"], SNAP["mha"]
     q, k, v, allowed = c["q"], c["k"], c["v"], c["allowed"]  # key padding; L < S
-    for part in credit.parts(["sdpa: allowed + causal, L = S", "sdpa: allowed + causal, L < S", "mha_self_attention: need_weights=False"]):
+    for part in credit.parts(
+        ["sdpa: allowed + causal, L = S", "sdpa: allowed + causal, L < S", "mha_self_attention: need_weights=False"]
+    ):
         with part:
             if part.label.startswith("mha"):
                 x = m["fresh_x"]
                 what = f"mha_self_attention(nn.MultiheadAttention(batch_first={m['fresh_config']['batch_first']}), control x {list(x.shape)}, causal, key padding)"
-                calls = sub.sdpa_masks.run(sd.mha_recorded, m["fresh_config"], m["fresh_state"], x, m["fresh_allowed"], m["fresh_key_allowed"])["calls"]
+                calls = sub.sdpa_masks.run(
+                    sd.mha_recorded, m["fresh_config"], m["fresh_state"], x, m["fresh_allowed"], m["fresh_key_allowed"]
+                )["calls"]
                 weights = [x for x in calls if x["need_weights"]]
-                expect.true(len(calls) > 0, what=f"{what} calls the module", problem="constraint", detail="the module was never called")
-                expect.true(not weights, what=f"{what} calls the module with need_weights=False (Day 1 §A.2)", problem="constraint",
-                            detail=f"{len(weights)} of {len(calls)} calls asked for the weights", hints=["sdpa_masks/need-weights"])
+                expect.true(
+                    len(calls) > 0, what=f"{what} calls the module", problem="constraint", detail="the module was never called"
+                )
+                expect.true(
+                    not weights,
+                    what=f"{what} calls the module with need_weights=False (Day 1 §A.2)",
+                    problem="constraint",
+                    detail=f"{len(weights)} of {len(calls)} calls asked for the weights",
+                    hints=["sdpa_masks/need-weights"],
+                )
                 continue
             query = k if part.label.endswith("L = S") else q
             what = f"sdpa(control q {list(query.shape)}, k {list(k.shape)}, key padding, causal=True)"
-            r = sub.sdpa_masks.run(sd.sdpa_recorded, [query, k, v], {"allowed": allowed, "causal": True}, keep_calls_on_error=True)
+            r = sub.sdpa_masks.run(
+                sd.sdpa_recorded, [query, k, v], {"allowed": allowed, "causal": True}, keep_calls_on_error=True
+            )
             calls = r["calls"]
-            expect.true(len(calls) > 0, what=f"{what} calls F.scaled_dot_product_attention", problem="constraint",
-                        detail="no call to F.scaled_dot_product_attention was seen", hints=["sdpa_masks/sdpa-not-called"])
+            expect.true(
+                len(calls) > 0,
+                what=f"{what} calls F.scaled_dot_product_attention",
+                problem="constraint",
+                detail="no call to F.scaled_dot_product_attention was seen",
+                hints=["sdpa_masks/sdpa-not-called"],
+            )
             both = [x for x in calls if x["mask"] and x["is_causal"]]
-            expect.true(not both, what=f"{what} never passes attn_mask together with is_causal=True (Day 1 §A.1)", problem="constraint",
-                        detail=f"{len(both)} of {len(calls)} calls passed both", hints=["sdpa_masks/mask-and-is-causal"])
+            expect.true(
+                not both,
+                what=f"{what} never passes attn_mask together with is_causal=True (Day 1 §A.1)",
+                problem="constraint",
+                detail=f"{len(both)} of {len(calls)} calls passed both",
+                hints=["sdpa_masks/mask-and-is-causal"],
+            )
             expect.true(r["raised"] is None, what=what, detail=f"sdpa raised {r['raised']}")

@@ -1,4 +1,3 @@
-
 # --- Feedback: `nbgrader generate_feedback` must not show students the hidden tests -------------
 # nbgrader copies autograded/ (test cells with their `### BEGIN HIDDEN TESTS` blocks: inputs and
 # expected values) into the feedback HTML as it is (jupyter/nbgrader#917, #1363). Two steps fix that:
@@ -62,5 +61,8 @@ class ClearHiddenTestsInTestCells(ClearHiddenTests):
 
 # nbgrader's default is [GetGrades, CSSHTMLHeaderPreprocessor]
 c.GenerateFeedback.preprocessors = [  # noqa: F821 - c: nbgrader_config.py's config
-    HiddenTestOutputs, ClearHiddenTestsInTestCells, GetGrades, CSSHTMLHeaderPreprocessor,
+    HiddenTestOutputs,
+    ClearHiddenTestsInTestCells,
+    GetGrades,
+    CSSHTMLHeaderPreprocessor,
 ]

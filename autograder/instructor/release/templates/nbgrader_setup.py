@@ -43,10 +43,14 @@ def load_weights(module, weights):
     parameters are part of the exercise."""
     params = dict(module.named_parameters())
     missing, unexpected = sorted(set(params) - set(weights)), sorted(set(weights) - set(params))
-    assert not missing and not unexpected, f"parameter names differ from the exercise's: missing {missing}, unexpected {unexpected}"
+    assert not missing and not unexpected, (
+        f"parameter names differ from the exercise's: missing {missing}, unexpected {unexpected}"
+    )
     with torch.no_grad():
         for name, value in weights.items():
-            assert tuple(params[name].shape) == tuple(value.shape), f"{name}: expected shape {list(value.shape)}, got {list(params[name].shape)}"
+            assert tuple(params[name].shape) == tuple(value.shape), (
+                f"{name}: expected shape {list(value.shape)}, got {list(params[name].shape)}"
+            )
             params[name].copy_(value)
     return module
 
@@ -64,7 +68,9 @@ def check(got, want, what, rtol=1e-6, atol=1e-8):
     """True when got matches want (type, shape, dtype, then values); otherwise an
     AssertionError that says what differs."""
     if isinstance(want, (tuple, list)):
-        assert isinstance(got, (tuple, list)) and len(got) == len(want), f"{what}: expected {len(want)} results, got {type(got).__name__}"
+        assert isinstance(got, (tuple, list)) and len(got) == len(want), (
+            f"{what}: expected {len(want)} results, got {type(got).__name__}"
+        )
         return all(check(g, w, f"{what}[{i}]", rtol, atol) for i, (g, w) in enumerate(zip(got, want)))
     if isinstance(want, torch.Tensor):
         assert isinstance(got, torch.Tensor), f"{what}: expected a tensor, got {type(got).__name__}"
@@ -77,7 +83,9 @@ def check(got, want, what, rtol=1e-6, atol=1e-8):
         ok = torch.isclose(got, want, rtol=rtol, atol=atol) | (torch.isinf(want) & (got == want))
         if not bool(ok.all()):
             index = tuple(int(i) for i in (~ok).nonzero()[0])
-            raise AssertionError(f"{what}: first mismatch at index {list(index)}: expected {want[index].item():.6g}, got {got[index].item():.6g}")
+            raise AssertionError(
+                f"{what}: first mismatch at index {list(index)}: expected {want[index].item():.6g}, got {got[index].item():.6g}"
+            )
         return True
     if isinstance(want, (bool, str)) or want is None:
         assert got == want, f"{what}: expected {want!r}, got {got!r}"
@@ -126,6 +134,7 @@ def credit(points, kinds, required=None):
     points × passed kinds / kinds, and 0 when a required kind fails. ``kinds`` and
     ``required``: the kind's name → the functions it uses; a kind passes when each of
     them passed its checks cell."""
+
     def passes(uses):
         # a kind no single broken function fails ("uses" empty) is earned only by a notebook whose
         # every function passed: never by untouched stubs or code that computes nothing

@@ -106,8 +106,15 @@ def install(workspace: Path) -> None:
     env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
     print("autograder: installing the pinned requirements (CPU torch)", flush=True)
     try:
-        proc = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "-r", str(requirements)], cwd=workspace, env=env, check=False,
-                              capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S)
+        proc = subprocess.run(
+            [sys.executable, "-m", "pip", "install", "--quiet", "-r", str(requirements)],
+            cwd=workspace,
+            env=env,
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=INSTALL_TIMEOUT_S,
+        )
     except subprocess.TimeoutExpired:
         raise Broken(f"installing requirements.txt took over {INSTALL_TIMEOUT_S} s") from None
     if proc.returncode != 0:
@@ -117,7 +124,18 @@ def install(workspace: Path) -> None:
 
 def grade(workspace: Path, assignment: str | None, out: Path) -> dict:
     """Our grader's JSON results for the visible tests (the student tree has no others)."""
-    command = [sys.executable, "-m", "autograder", "grade", "exercises", "--format", "json", "--output", str(out), "--no-progress"]
+    command = [
+        sys.executable,
+        "-m",
+        "autograder",
+        "grade",
+        "exercises",
+        "--format",
+        "json",
+        "--output",
+        str(out),
+        "--no-progress",
+    ]
     if assignment:
         command[5:5] = ["--assignment", assignment]
     try:
@@ -156,17 +174,19 @@ def translate(results: dict, info: dict) -> tuple[list[dict], float]:
             points = weight * fraction
             passed = outcome.get("status") == "passed"
             max_units = units(weight, scale)
-            tests.append({
-                "test-name": f"{sid}: {name}",
-                "passed": passed,
-                "score": min(units(points, scale), max_units),
-                "max-score": max_units,
-                # extra fields, kept verbatim by Classroom 50: the points themselves
-                "skill": sid,
-                "points": round(points, 6),
-                "max-points": weight,
-                "status": outcome.get("status", "not_run"),
-            })
+            tests.append(
+                {
+                    "test-name": f"{sid}: {name}",
+                    "passed": passed,
+                    "score": min(units(points, scale), max_units),
+                    "max-score": max_units,
+                    # extra fields, kept verbatim by Classroom 50: the points themselves
+                    "skill": sid,
+                    "points": round(points, 6),
+                    "max-points": weight,
+                    "status": outcome.get("status", "not_run"),
+                }
+            )
             total += points
     return tests, total
 
@@ -203,11 +223,17 @@ def release_body(result: dict, info: dict, total: float) -> str:
         f"### Visible tests: {_pts(total)} / {_pts(visible)} points",
         "",
         f"Graded in this repository with the **visible tests only**, as `make grade` does ({info['course']}, release {info['version']}).",
-        (f"**Your official score comes from {info['official']}**, which also runs hidden tests and grades this assignment "
-         f"out of {_pts(info['full_points'])} points."),
+        (
+            f"**Your official score comes from {info['official']}**, which also runs hidden tests and grades this assignment "
+            f"out of {_pts(info['full_points'])} points."
+        ),
         "",
-        (f"Classroom 50 stores whole numbers: this is recorded as {result['score']} / {result['max-score']} "
-         f"(1/{info['scale']} point each)." if info["scale"] != 1 else ""),
+        (
+            f"Classroom 50 stores whole numbers: this is recorded as {result['score']} / {result['max-score']} "
+            f"(1/{info['scale']} point each)."
+            if info["scale"] != 1
+            else ""
+        ),
         "",
         "| Test | Result | Points |",
         "|---|---|---|",
@@ -231,8 +257,10 @@ def main(argv: list[str] | None = None) -> int:
         info = load_assignment(bundle if (bundle / "assignment.json").is_file() else Path(__file__).resolve().parent)
         absent = [rel for rel in NEEDED if not (workspace / rel).exists()]
         if absent:
-            raise Broken(f"the checkout lacks {', '.join(absent)}: the grader ships in the student repository "
-                         "(an assignment's allowed_files must keep autograder/, tests/suites/, grading.toml, requirements.txt and docs/)")
+            raise Broken(
+                f"the checkout lacks {', '.join(absent)}: the grader ships in the student repository "
+                "(an assignment's allowed_files must keep autograder/, tests/suites/, grading.toml, requirements.txt and docs/)"
+            )
         install(workspace)
         with tempfile.TemporaryDirectory(prefix="classroom50-grade-") as tmp:
             results = grade(workspace, info.get("assignment"), Path(tmp) / "results.json")
