@@ -1,6 +1,7 @@
 # Attention exercises — grader
 #   make grade [SUBMISSION=dir] [SKILL="qkv masks"] [FORMAT=text|json|gradescope|markdown|github]
-#   make test      the grader's own tests, fast set: all but those marked slow (a few minutes)
+#   make lint      ruff check + ruff format --check (part of make test)
+#   make test      lint, then the grader's own tests, fast set: all but those marked slow (a few minutes)
 #   make test-slow the slow ones only (round trips, time limits, whole classes); CI runs test, then test-slow
 #   make test-all  every test of the grader (= make test + make test-slow in one run)
 #   make check     instructors: prove the suites right (config, solutions = full marks, stubs = 0,
@@ -14,7 +15,7 @@
 
 include autograder/grade.mk
 
-.PHONY: grade test test-slow test-all check snapshots stubs release nbgrader-course benchmark tolerances batch new-test clean help
+.PHONY: grade test lint test-slow test-all check snapshots stubs release nbgrader-course benchmark tolerances batch new-test clean help
 .DEFAULT_GOAL := help
 
 $(VENV)/.dev.stamp: $(VENV)/.requirements.stamp requirements-dev.txt
@@ -32,8 +33,12 @@ $(VENV)/.instructor.stamp: $(VENV)/.requirements.stamp requirements-instructor.t
 
 TEST_STAMPS := $(VENV)/.dev.stamp $(VENV)/.instructor.stamp $(VENV)/.lint.stamp
 
-test: $(TEST_STAMPS) ## the grader's own tests but those marked slow (and actionlint on every workflow)
+test: lint ## lint, then the grader's own tests but those marked slow (and actionlint on every workflow)
 	$(PY) -m pytest -m "not slow"
+
+lint: $(TEST_STAMPS) ## ruff check and ruff format --check (rules: pyproject.toml; ruff pinned in requirements-lint.txt)
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
 
 test-slow: $(TEST_STAMPS) ## only the tests marked slow (full round trips, time limits, whole classes)
 	$(PY) -m pytest -m slow
