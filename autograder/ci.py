@@ -36,8 +36,8 @@ SUMMARY_LIMIT = 1 << 20  # bytes GitHub accepts per step summary
 
 
 def classroom_result(results: Results, fail_below: float = 0.0) -> dict:
-    """Deprecated (GitHub Classroom was discontinued in 2026). GitHub Classroom's runner result (one runner = this whole grade). Its top-level
-    status follows the CLI's exit rule — "error" when grading broke, "fail" below
+    """Deprecated (GitHub Classroom was discontinued in 2026). GitHub Classroom's runner result
+    (one runner = this whole grade). Its top-level status follows the CLI's exit rule — "error" when grading broke, "fail" below
     ``[ci] fail_below``, else "pass" — because the reporter fails its step on "fail"."""
     tests = []
     for skill in results.skills:
@@ -199,7 +199,10 @@ def comment_body(results: Results, env: dict[str, str]) -> str:
         env.get("GITHUB_RUN_ID", ""),
     )
     if repository and run.isdigit() and re.fullmatch(r"[\w.-]+/[\w.-]+", repository) and re.fullmatch(r"https://[\w.-]+", server):
-        body += f"\n<sub>Details, annotations and `results.json`: [workflow run {run}]({server}/{repository}/actions/runs/{run})</sub>\n"
+        body += (
+            "\n<sub>Details, annotations and `results.json`: [workflow run "
+            f"{run}]({server}/{repository}/actions/runs/{run})</sub>\n"
+        )
     return body
 
 

@@ -65,7 +65,10 @@ def _grade_arguments(g: argparse.ArgumentParser) -> None:
         "--seed-key-file",
         metavar="FILE",
         default=None,
-        help="instructors: key the seed with the course's key (as the Gradescope bundle does; default: $AUTOGRADER_SEED_KEY_FILE, else the public local key)",
+        help=(
+            "instructors: key the seed with the course's key (as the Gradescope bundle does; default: "
+            "$AUTOGRADER_SEED_KEY_FILE, else the public local key)"
+        ),
     )
     g.add_argument("--reveal-hidden", action="store_true", help="instructors: include hidden tests' details in the output")
     g.add_argument("--keep-report", metavar="FILE", help="instructors: also keep the raw pytest-json-report")
@@ -164,7 +167,10 @@ def _render_safely(results, fmt: str, config, style=None) -> str:
     try:
         return render(results, fmt, config, style)
     except Exception as exc:  # noqa: BLE001 - whatever went wrong, a results file is written
-        message = f"the {fmt} output could not be rendered ({type(exc).__name__}: {str(exc)[:200]}); score withheld — please tell your instructor"
+        message = (
+            f"the {fmt} output could not be rendered ({type(exc).__name__}: {str(exc)[:200]}); score withheld — "
+            "please tell your instructor"
+        )
     try:
         from .runner.scoring import error_result
 

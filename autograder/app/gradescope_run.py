@@ -161,7 +161,8 @@ def run(root: Path, budget_s: float) -> int:
     results_path.parent.mkdir(parents=True, exist_ok=True)
     release = release_info(source)
     _log(
-        f"release {release.get('version')} (commit {release.get('commit')}, suite {release.get('suite_hash')}); budget {budget_s:g} s"
+        f"release {release.get('version')} (commit {release.get('commit')}, suite {release.get('suite_hash')}); "
+        f"budget {budget_s:g} s"
     )
     config: Config | None = None
     note = None

@@ -86,13 +86,15 @@ def locate(upload: Path, modules: list[str], work: Path, max_module_bytes: int) 
     if len(zips) > 1:
         names = ", ".join(_name(str(z.relative_to(upload))) for z in zips[:4])
         raise UploadError(
-            f"the upload holds {len(zips)} zip files ({names}) and no exercise modules — upload the .py files ({_expected(modules)}) or one zip of them"
+            f"the upload holds {len(zips)} zip files ({names}) and no exercise modules — upload the .py files "
+            f"({_expected(modules)}) or one zip of them"
         )
     if zips:
         return _from_zip(zips[0], upload, modules, work, max_module_bytes)
     listed = ", ".join(_name(o) for o in others) or "nothing"
     raise UploadError(
-        f"no exercise modules in the upload: expected {_expected(modules)} (at the top, or in an exercises/ folder); the upload holds {listed}"
+        f"no exercise modules in the upload: expected {_expected(modules)} (at the top, or in an exercises/ "
+        f"folder); the upload holds {listed}"
     )
 
 
@@ -186,8 +188,9 @@ def _from_zip(archive: Path, upload: Path, modules: list[str], work: Path, max_m
                 if not members:
                     if inner_zips:
                         raise UploadError(
-                            f"{shown} holds another zip ({_name(str(inner_zips[0]))}) and no exercise modules: a zip inside a zip is not "
-                            f"unpacked — zip the .py files themselves ({_expected(modules)}), or upload them without a zip"
+                            f"{shown} holds another zip ({_name(str(inner_zips[0]))}) and no exercise modules: "
+                            "a zip inside a zip is not unpacked — "
+                            f"zip the .py files themselves ({_expected(modules)}), or upload them without a zip"
                         )
                     names = ", ".join(_name(i.filename) for i in infos[:8]) or "nothing"
                     raise UploadError(f"{shown} holds no exercise modules (expected {_expected(modules)}); it holds {names}")

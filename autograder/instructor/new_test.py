@@ -58,7 +58,8 @@ def _weights_table(lines: list[str], skill: str, suite_file: str) -> tuple[int, 
                     return j + 1, end
             break
     raise Refused(
-        f"grading.toml: no [skills.{skill}.suites.weights] table for {suite_file} — add the suite entry first (see autograder/testing/README.md)"
+        f"grading.toml: no [skills.{skill}.suites.weights] table for {suite_file} — add the suite entry first (see "
+        "autograder/testing/README.md)"
     )
 
 
@@ -87,7 +88,8 @@ def plan_grading(
         left = float(m.group(2)) - weight
         if left <= 0:
             raise Refused(
-                f"grading.toml:{hits[0] + 1}: {take_from} = {m.group(2)} cannot give {_number(weight)} (it would keep {_number(left)}): "
+                f"grading.toml:{hits[0] + 1}: {take_from} = {m.group(2)} cannot give {_number(weight)} "
+                f"(it would keep {_number(left)}): "
                 f"take it from a heavier test, or pass --add-points (ADD_POINTS=1) to raise the skill's points"
             )
         lines[hits[0]] = f"{m.group(1)}{_number(left)}{m.group(3)}"
@@ -102,7 +104,8 @@ def skeleton(skill: str, module: str, function: str | None, name: str, hidden: b
             f"    for case in credit.cases(4):  # one kind: all four draws must pass\n"
             f"        with case:\n"
             f"            # draw inputs from rng; want = in_float64(ref.{module}.{fn}, ..., dtype=...)\n"
-            f'            # expect.close(sub.{module}.{fn}(...), want, what="{fn}(...) (Week 7 §…)", tol=tol("{skill}.{fn}", dtype){mistakes})\n'
+            f'            # expect.close(sub.{module}.{fn}(...), want, what="{fn}(...) (Week 7 §…)", '
+            f'tol=tol("{skill}.{fn}", dtype){mistakes})\n'
             f'            raise NotImplementedError("TODO(suite): write {name} (autograder/testing/README.md, Adding a test)")\n'
         )
         args = "sub, ref, rng, credit"
@@ -117,7 +120,8 @@ def skeleton(skill: str, module: str, function: str | None, name: str, hidden: b
         args = "sub, rng, credit"
     return (
         f"\n\ndef {name}({args}):\n"
-        f'    """TODO(suite): the property this test checks{f" (hint {skill}/{hint} when the mistake’s output matches)" if hint else ""}."""\n'
+        '    """TODO(suite): the property this test checks'
+        f'{f" (hint {skill}/{hint} when the mistake’s output matches)" if hint else ""}."""\n'
         f"{body}"
     )
 
@@ -157,7 +161,8 @@ def add_test(
         raise Refused(f"grading.toml: skill {skill} already has a test {name}")
     if (take_from is None) == (not add_points):
         raise Refused(
-            "say where the weight comes from: --take-from TEST (FROM=test_…) lowers that test's weight, --add-points (ADD_POINTS=1) raises the skill's points"
+            "say where the weight comes from: --take-from TEST (FROM=test_…) lowers that test's weight, "
+            "--add-points (ADD_POINTS=1) raises the skill's points"
         )
     if not weight > 0:
         raise Refused(f"--weight {weight}: a test's weight is a positive number of points")
@@ -181,7 +186,8 @@ def add_test(
             raise Refused(f"{hints_path.relative_to(root)}: [{hint}] exists already — name it in the test without --hint")
         if not text or not section or not LESSON.search(section):
             raise Refused(
-                "a hint needs --text (what went wrong and the fix) and --section citing the lesson (Week 7 §…, Day 1 §… or Lesson 2 §…)"
+                "a hint needs --text (what went wrong and the fix) and --section citing the lesson "
+                "(Week 7 §…, Day 1 §… or Lesson 2 §…)"
             )
 
     new_config = plan_grading(config_path.read_text(encoding="utf-8"), skill, suites[0].file, name, weight, take_from, add_points)

@@ -71,7 +71,8 @@ def commands(results: Results) -> list[str]:
         if n == MAX_ANNOTATIONS - 1 and len(places) > MAX_ANNOTATIONS:
             rest = sum(len(t) for t in list(places.values())[n:])
             out.append(
-                f"::error title={gh_property(f'{rest} more failing tests')}::{gh_data('See the job summary for every failing test.')}"
+                "::error "
+                f"title={gh_property(f'{rest} more failing tests')}::{gh_data('See the job summary for every failing test.')}"
             )
             break
         skill_id, first = tests[0]
@@ -101,7 +102,8 @@ def log(results: Results) -> list[str]:
         if stubs:
             lines.append(
                 _safe_log_line(
-                    f"Still TODO in {skill.module}: {', '.join(one_line(s, 80) for s in stubs)} ({len(failed) - len(others)} tests wait on them)"
+                    f"Still TODO in {skill.module}: {', '.join(one_line(s, 80) for s in stubs)} "
+                    f"({len(failed) - len(others)} tests wait on them)"
                 )
             )
         for test in others:

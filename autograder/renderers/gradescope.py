@@ -81,7 +81,8 @@ def _output_before_due(results: Results, view: Results, later: str) -> str:
     lines += ["| Skill | Visible tests | Passed | Sections |", "|---|---:|---:|---|"]
     for skill in view.skills:
         lines.append(
-            f"| **{esc(skill.id)}** — {esc(skill.title)} | {points(skill.score)} / {points(skill.points)} | {skill.passed}/{skill.total} | {esc('; '.join(skill.sections))} |"
+            f"| **{esc(skill.id)}** — {esc(skill.title)} | {points(skill.score)} / {points(skill.points)} | "
+            f"{skill.passed}/{skill.total} | {esc('; '.join(skill.sections))} |"
         )
     lines.append(f"| **Visible tests** | **{points(view.score)} / {points(view.max_score)}** | | |")
     lines.append("")

@@ -91,7 +91,8 @@ def render(results: Results, details: bool = True, upload: bool = False) -> str:
     lines += ["| Skill | Score | Passed | Sections |", "|---|---:|---:|---|"]
     for skill in results.skills:
         lines.append(
-            f"| **{esc(skill.id)}** — {esc(skill.title)} | {points(skill.score)} / {points(skill.points)} | {skill.passed}/{skill.total} | {esc('; '.join(skill.sections))} |"
+            f"| **{esc(skill.id)}** — {esc(skill.title)} | {points(skill.score)} / {points(skill.points)} | "
+            f"{skill.passed}/{skill.total} | {esc('; '.join(skill.sections))} |"
         )
     lines.append(f"| **Total** | **{points(results.score)} / {points(results.max_score)}** | | |")
     lines.append("")

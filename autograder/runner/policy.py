@@ -71,7 +71,9 @@ def build_worker_spec(config: Config, copy_dir: Path, scratch_root: Path, protec
     spec.namespaces = _namespace_kind(config.root)
     if spec.namespaces:
         notes.append(
-            f"submission code runs in its own network, IPC and mount namespaces ({'created as root' if spec.namespaces == 'host' else 'inside an unprivileged user namespace'}): no network, no shared IPC, the repository hidden"
+            "submission code runs in its own network, IPC and mount namespaces "
+            f"({'created as root' if spec.namespaces == 'host' else 'inside an unprivileged user namespace'}): no "
+            "network, no shared IPC, the repository hidden"
         )
     else:
         why = (
@@ -80,7 +82,9 @@ def build_worker_spec(config: Config, copy_dir: Path, scratch_root: Path, protec
             else "unprivileged user namespaces are disabled or restricted"
         )
         notes.append(
-            f"WARNING: namespaces are unavailable here ({why}): the worker shares the host's network and IPC namespaces, where seccomp alone denies sockets, SysV IPC and keyrings, and can stat (not read) protected files"
+            f"WARNING: namespaces are unavailable here ({why}): the worker shares the host's network and IPC "
+            "namespaces, where seccomp alone denies sockets, SysV IPC and keyrings, and can stat (not read) "
+            "protected files"
         )
     if os.geteuid() != 0:
         spec.identity = "keep"
@@ -99,12 +103,14 @@ def build_worker_spec(config: Config, copy_dir: Path, scratch_root: Path, protec
         spec.identity = "nocaps"
         spec.landlock = "require"
         notes.append(
-            f"running as root and {config.sandbox.user} cannot read the interpreter: submission code runs as uid 0 without capabilities, confined by Landlock"
+            f"running as root and {config.sandbox.user} cannot read the interpreter: submission code runs as uid 0 "
+            "without capabilities, confined by Landlock"
         )
     else:
         spec.identity = "user"
         notes.append(
-            f"{config.sandbox.user} cannot read the interpreter and Landlock is unavailable: only modules preloaded before the worker starts can be imported"
+            f"{config.sandbox.user} cannot read the interpreter and Landlock is unavailable: only modules preloaded "
+            "before the worker starts can be imported"
         )
     if spec.identity == "user" and not landlock:
         for path in (config.root / "tests", config.solutions_dir):

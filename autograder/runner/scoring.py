@@ -98,7 +98,10 @@ def score_test(spec: TestSpec, entry: dict | None, modules: dict[str, ModuleEntr
         **base,
         score=0.0,
         status=STATUS_ERROR,
-        summary=f"grader error (not your fault — please tell your instructor): {error.get('type')}: {first_line(error.get('message', ''), 240)}",
+        summary=(
+            f"grader error (not your fault — please tell your instructor): {error.get('type')}: "
+            f"{first_line(error.get('message', ''), 240)}"
+        ),
         error=error,
         **common,
     )

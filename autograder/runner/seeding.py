@@ -77,7 +77,8 @@ def load_key(env: dict[str, str] | None = None) -> tuple[bytes, bool]:
         key = path.read_bytes().strip()
     except OSError as exc:
         raise SeedKeyError(
-            f"{ENV_KEY_FILE}={path}: cannot be read ({exc.strerror or exc}) — point it at the course's seed key file, or unset it for local grading"
+            f"{ENV_KEY_FILE}={path}: cannot be read ({exc.strerror or exc}) — point it at the course's seed key "
+            "file, or unset it for local grading"
         ) from None
     if len(key) < MIN_KEY_BYTES:
         raise SeedKeyError(

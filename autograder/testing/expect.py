@@ -313,7 +313,8 @@ def close(
         _fail(
             what,
             "nan",
-            f"NaN at index {_index(first)} ({count} NaN value{'s' if count > 1 else ''}); expected {fmt_number(w[first].item())} there",
+            f"NaN at index {_index(first)} ({count} NaN value{'s' if count > 1 else ''}); expected "
+            f"{fmt_number(w[first].item())} there",
             diagnose(got, mistakes, tol, want) or hints,
             grids,
         )
@@ -361,7 +362,10 @@ def equal(
         return got
     first = tuple(torch.nonzero(bad)[0].tolist())
     count = int(bad.sum())
-    detail = f"first mismatch at index {_index(first)}: expected {fmt_number(want[first].item())}, got {fmt_number(got[first].item())}; {count} of {bad.numel()} entries differ"
+    detail = (
+        f"first mismatch at index {_index(first)}: expected {fmt_number(want[first].item())}, got "
+        f"{fmt_number(got[first].item())}; {count} of {bad.numel()} entries differ"
+    )
     detail += _side_by_side(got, want)
     grids = _grid(what, got, want, bad, first, grid) if grid else []
     _fail(what, "values", detail, diagnose(got, mistakes, EXACT, want) or hints, grids)

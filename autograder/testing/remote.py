@@ -424,7 +424,8 @@ def _budget_message(rt: Runtime, module: str) -> str:
     spent = rt.spent.get(module, 0.0)
     return (
         f"not run: the calls into {rt.modules[module].display_path} have used up this skill's time budget "
-        f"([limits] skill_time_s = {rt.skill_time:g} s; {spent:.0f} s spent) — endless loops or very slow code earlier in this run"
+        f"([limits] skill_time_s = {rt.skill_time:g} s; {spent:.0f} s spent) — endless loops or very slow code "
+        "earlier in this run"
     )
 
 
@@ -442,7 +443,10 @@ def _submission_error(exc: Exception, label: str, timeout_message: str, crash_co
 
 def _protocol_message(exc: WorkerProtocolError) -> str:
     """A malformed reply is the submission's doing (only its process writes to the channel)."""
-    return f"{exc} — the process running your code answered with data the grader cannot accept (did the code write to the grader's channel?); this test fails"
+    return (
+        f"{exc} — the process running your code answered with data the grader cannot accept (did the code write to "
+        "the grader's channel?); this test fails"
+    )
 
 
 def _as_dict(raw: Any, label: str) -> dict:

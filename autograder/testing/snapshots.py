@@ -39,7 +39,8 @@ def _parse(data: bytes, where: str) -> tuple[dict[str, Any], bytes]:
         raise SnapshotError(f"{where}: not a snapshot file ({exc}) — run `make snapshots`") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise SnapshotError(
-            f"{where}: unknown format {doc.get('format') if isinstance(doc, dict) else None!r} (expected {FORMAT}) — run `make snapshots`"
+            f"{where}: unknown format {doc.get('format') if isinstance(doc, dict) else None!r} (expected {FORMAT}) "
+            "— run `make snapshots`"
         )
     try:
         tree, blob = doc["cases"], base64.b64decode(doc["blob"], validate=True)

@@ -770,7 +770,10 @@ def check_no_banned(
             Feedback(
                 check=what,
                 problem="constraint",
-                detail=f"{file} uses what this exercise forbids ({listing}){' …' if len(found) > 6 else ''}; write it from tensor operations, without dynamic lookups",
+                detail=(
+                    f"{file} uses what this exercise forbids ({listing}){' …' if len(found) > 6 else ''}; write it "
+                    "from tensor operations, without dynamic lookups"
+                ),
                 hints=list(hints) or ["general/forbidden-api"],
                 frames=[v.frame(name) for name, v in found[:6]],
             )

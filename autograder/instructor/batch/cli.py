@@ -59,7 +59,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--shard",
         metavar="K/N",
         default=None,
-        help="grade only the K-th of N disjoint parts of the class (a Slurm array task, a CI matrix job); merge them with --merge",
+        help=(
+            "grade only the K-th of N disjoint parts of the class (a Slurm array task, a CI matrix job); merge them with --merge"
+        ),
     )
     p.add_argument(
         "--merge",

@@ -258,7 +258,8 @@ def markdown(
         for hid, n, sid, text, section in summary.mistakes:
             share = f"{n} ({100 * n / max(summary.graded, 1):.0f}%)"
             out.append(
-                f"| {escape.md_code(hid, table=True)} | {share} | {escape.md_text(sid)} | {escape.md_text(text, 240)} | {escape.md_text(section, 120)} |"
+                f"| {escape.md_code(hid, table=True)} | {share} | {escape.md_text(sid)} | "
+                f"{escape.md_text(text, 240)} | {escape.md_text(section, 120)} |"
             )
     else:
         out.append("No named mistake matched in any graded submission.")

@@ -33,7 +33,8 @@ from .files import INSTRUCTOR_DIR, grader_files
 from .stubs import regions
 
 MIN_CHARS = 20
-MIN_NODES = 16  # an expression this large is telling (`scale * (d_scores.transpose(-2, -1) @ q)`); smaller ones are idioms (`x.softmax(-1)`)
+# an expression this large is telling (`scale * (d_scores.transpose(-2, -1) @ q)`); smaller ones are idioms (`x.softmax(-1)`)
+MIN_NODES = 16
 #: shipped files whose code may equal solution code, and why (they compute no expected value)
 REPLAY_EXEMPT = {"autograder/sandbox/zygote.py": "the fork server warms torch's attention kernels up on random data"}
 MIN_BODY_NODES = 6  # a whole function body: `return weights @ v` counts, `return x` does not
@@ -183,7 +184,8 @@ def replays(source: str, rel: str, bodies: dict[str, Replayable], expressions: d
             hit = bodies.get(shape(_code(fn.body)))
             if hit:
                 findings.append(
-                    f"{rel}:{fn.lineno}: function {fn.name} replays {hit.what} at {hit.where} (same code up to names and constants)"
+                    f"{rel}:{fn.lineno}: function {fn.name} replays {hit.what} at {hit.where} (same code up to "
+                    "names and constants)"
                 )
                 covered.update(range(fn.lineno, fn.end_lineno + 1))
     for node in ast.walk(tree):  # breadth first: an outer expression before the ones inside it
@@ -191,7 +193,8 @@ def replays(source: str, rel: str, bodies: dict[str, Replayable], expressions: d
             hit = expressions.get(shape([node]))
             if hit:
                 findings.append(
-                    f"{rel}:{node.lineno}: `{ast.unparse(node)[:60]}` replays {hit.what} at {hit.where} (same code up to names and constants)"
+                    f"{rel}:{node.lineno}: `{ast.unparse(node)[:60]}` replays {hit.what} at {hit.where} (same code "
+                    "up to names and constants)"
                 )
                 covered.update(range(node.lineno, node.end_lineno + 1))
     return findings

@@ -79,7 +79,8 @@ def _prepare_out(out: Path, repo: Path) -> None:
         state = course_dir.state_in(out / "nbgrader")
         if state:
             raise ReleaseError(
-                f"--out {out}: {out / 'nbgrader'} holds a running nbgrader course ({', '.join(state)}), which a release would delete. "
+                f"--out {out}: {out / 'nbgrader'} holds a running nbgrader course ({', '.join(state)}), "
+                "which a release would delete. "
                 f"Move it out first: `make nbgrader-course DIR=../attention-course` copies the course to a folder of its own "
                 f"(then move {', '.join(state)} there), and run nbgrader there from now on"
             )
@@ -177,7 +178,8 @@ def main(config: Config, out: Path, version: str) -> int:
         print(f"release: {exc}", file=sys.stderr)
         return 1
     print(
-        f"release {ctx.version} of {ctx.commit[:12]} ({suite_label(ctx.suite_hash, ctx.visible_suite_hash)}) in {time.monotonic() - started:.1f} s → {out}"
+        f"release {ctx.version} of {ctx.commit[:12]} ({suite_label(ctx.suite_hash, ctx.visible_suite_hash)}) in "
+        f"{time.monotonic() - started:.1f} s → {out}"
     )
     for rel in sorted(p.name for p in ctx.out.iterdir()):
         path = ctx.out / rel

@@ -143,7 +143,10 @@ def filtered_grading_toml(config_text: str, include_hidden: bool) -> str:
             new = []
             for line in lines:
                 if m_sum := re.match(rf"^\s*({summed})\s*=", line):
-                    line = f"{m_sum.group(1)} = {_fmt_number(visible_points[sid])}  # visible tests only; the course autograder grades out of {_fmt_number(full_points[sid])}\n"
+                    line = (
+                        f"{m_sum.group(1)} = {_fmt_number(visible_points[sid])}  # visible tests only; the course "
+                        f"autograder grades out of {_fmt_number(full_points[sid])}\n"
+                    )
                 elif m_list := re.match(rf"^\s*({to_visible})\s*=", line):
                     key = m_list.group(1)
                     kept = [g for g in skills[sid].get(key, []) if g in visible_tests[sid]]

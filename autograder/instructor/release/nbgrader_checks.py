@@ -112,7 +112,8 @@ TARGETS: dict[str, list[Target]] = {
             (
                 C("single_head_attention(rand(2, 5, 6, seed=12), rand(6, 3, seed=13), rand(6, 3, seed=14), rand(6, 4, seed=15))"),
                 C(
-                    "single_head_attention(rand(2, 5, 6, seed=16), rand(6, 3, seed=17), rand(6, 3, seed=18), rand(6, 4, seed=19), causal=False)"
+                    "single_head_attention(rand(2, 5, 6, seed=16), rand(6, 3, seed=17), rand(6, 3, seed=18), "
+                    "rand(6, 4, seed=19), causal=False)"
                 ),
             ),
         ),
@@ -122,13 +123,16 @@ TARGETS: dict[str, list[Target]] = {
             (
                 C(
                     "head(W7_X)",
-                    'head = load_weights(AttentionHead(4, 2, 3).double(), {"query.weight": W7_WQ.T, "key.weight": W7_WK.T, "value.weight": W7_WV.T})',
+                    "head = load_weights(AttentionHead(4, 2, 3).double(), "
+                    '{"query.weight": W7_WQ.T, "key.weight": W7_WK.T, "value.weight": W7_WV.T})',
                 ),
             ),
             (
                 C(
                     "head(rand(3, 5, 6, seed=20))",
-                    'head = load_weights(AttentionHead(6, 4, 8).double(), {"query.weight": rand(4, 6, seed=21), "key.weight": rand(4, 6, seed=22), "value.weight": rand(4, 6, seed=23)})',
+                    "head = load_weights(AttentionHead(6, 4, 8).double(), "
+                    '{"query.weight": rand(4, 6, seed=21), "key.weight": rand(4, 6, seed=22), '
+                    '"value.weight": rand(4, 6, seed=23)})',
                 ),
                 C("raises(AttentionHead(4, 2, 3).double(), rand(1, 4, 4, seed=24))"),
             ),
@@ -158,7 +162,8 @@ TARGETS: dict[str, list[Target]] = {
             "Day 1 §3.4",
             (
                 C(
-                    "combine_masks(torch.ones(3, 3, dtype=torch.bool).tril(), torch.tensor([[True, True, False], [False, True, True]]))"
+                    "combine_masks(torch.ones(3, 3, dtype=torch.bool).tril(), torch.tensor([[True, True, False], "
+                    "[False, True, True]]))"
                 ),
             ),
             (C("combine_masks(rand_bool(4, 6, seed=34), rand_bool(3, 6, seed=35))"),),
@@ -169,13 +174,15 @@ TARGETS: dict[str, list[Target]] = {
             (
                 C(f"masked_softmax({_W7_SCALED}, {_TRIL2})"),
                 C(
-                    "masked_softmax(torch.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=torch.float64), torch.tensor([[False, False], [True, False]]))"
+                    "masked_softmax(torch.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=torch.float64), "
+                    "torch.tensor([[False, False], [True, False]]))"
                 ),
             ),
             (
                 C("masked_softmax(rand(2, 3, 5, seed=36) * 10, rand_bool(3, 5, seed=37))"),
                 C(
-                    "grads(lambda s: masked_softmax(s, torch.tensor([[True, False, True], [False, False, False]])), rand(2, 3, seed=38))"
+                    "grads(lambda s: masked_softmax(s, torch.tensor([[True, False, True], [False, False, False]])), "
+                    "rand(2, 3, seed=38))"
                 ),
             ),
         ),
@@ -216,7 +223,8 @@ TARGETS: dict[str, list[Target]] = {
             "Week 7 §16",
             (
                 C(
-                    "cross_entropy(torch.tensor([[0.0, 0.598688, 1.197375, -0.197375, 0.0], [0.0, -0.425557, -0.851115, 1.0, 0.0]], dtype=torch.float64), W7_TARGETS)"
+                    "cross_entropy(torch.tensor([[0.0, 0.598688, 1.197375, -0.197375, 0.0], [0.0, -0.425557, "
+                    "-0.851115, 1.0, 0.0]], dtype=torch.float64), W7_TARGETS)"
                 ),
             ),
             (C("cross_entropy(rand(6, 9, seed=43) * 20, torch.tensor([0, 8, 3, 3, 1, 5]))"),),
@@ -234,7 +242,8 @@ TARGETS: dict[str, list[Target]] = {
             "Day 1 §2.3",
             (
                 C(
-                    "softmax_backward(torch.tensor([[1.0, -1.0], [0.5, 0.25]], dtype=torch.float64), torch.tensor([[0.6, 0.4], [0.25, 0.75]], dtype=torch.float64))"
+                    "softmax_backward(torch.tensor([[1.0, -1.0], [0.5, 0.25]], dtype=torch.float64), "
+                    "torch.tensor([[0.6, 0.4], [0.25, 0.75]], dtype=torch.float64))"
                 ),
             ),
             (C("softmax_backward(rand(2, 3, 4, seed=50), torch.softmax(rand(2, 3, 4, seed=51), -1))"),),
@@ -244,7 +253,8 @@ TARGETS: dict[str, list[Target]] = {
             "Day 1 §2.3",
             (
                 C(
-                    "attention_backward(torch.ones(2, 2, 2, dtype=torch.float64), q, k, v, torch.softmax(q @ k.transpose(-2, -1) / SQRT2, -1), 1 / SQRT2)",
+                    "attention_backward(torch.ones(2, 2, 2, dtype=torch.float64), q, k, v, torch.softmax(q @ "
+                    "k.transpose(-2, -1) / SQRT2, -1), 1 / SQRT2)",
                     "q, k, v = W7_X @ W7_WQ, W7_X @ W7_WK, W7_X @ W7_WV",
                 ),
             ),
@@ -261,7 +271,9 @@ TARGETS: dict[str, list[Target]] = {
             (C("AttentionFunction.apply(W7_X @ W7_WQ, W7_X @ W7_WK, W7_X @ W7_WV, None)"),),
             (
                 C(
-                    "grads(lambda q, k, v: AttentionFunction.apply(q, k, v, rand_bool(5, 6, seed=56) | (torch.arange(6) == 0)), rand(2, 5, 4, seed=57), rand(2, 6, 4, seed=58), rand(2, 6, 3, seed=59))"
+                    "grads(lambda q, k, v: AttentionFunction.apply(q, k, v, rand_bool(5, 6, seed=56) | "
+                    "(torch.arange(6) == 0)), rand(2, 5, 4, seed=57), rand(2, 6, 4, seed=58), rand(2, 6, 3, "
+                    "seed=59))"
                 ),
             ),
         ),
@@ -271,7 +283,8 @@ TARGETS: dict[str, list[Target]] = {
             (C("grads(attention, W7_X @ W7_WQ, W7_X @ W7_WK, W7_X @ W7_WV)"),),
             (
                 C(
-                    "grads(lambda q, k, v: attention(q, k, v, torch.ones(4, 4, dtype=torch.bool).tril()), rand(3, 4, 5, seed=60), rand(3, 4, 5, seed=61), rand(3, 4, 2, seed=62))"
+                    "grads(lambda q, k, v: attention(q, k, v, torch.ones(4, 4, dtype=torch.bool).tril()), rand(3, "
+                    "4, 5, seed=60), rand(3, 4, 5, seed=61), rand(3, 4, 2, seed=62))"
                 ),
             ),
         ),
@@ -295,13 +308,18 @@ TARGETS: dict[str, list[Target]] = {
             (
                 C(
                     "mha(W7_X, return_weights=True)",
-                    "mha = MultiHeadAttention(4, 2, 2).double()\nload_weights(mha, {name: torch.eye(4, dtype=torch.float64) for name, _ in mha.named_parameters()})",
+                    "mha = MultiHeadAttention(4, 2, 2).double()\n"
+                    "load_weights(mha, "
+                    "{name: torch.eye(4, dtype=torch.float64) for name, _ in mha.named_parameters()})",
                 ),
             ),
             (
                 C(
-                    "mha(rand(2, 5, 6, seed=73), key_allowed=torch.tensor([[True] * 5, [True, True, True, False, False]]), return_weights=True)",
-                    "mha = MultiHeadAttention(6, 3, 8).double()\nload_weights(mha, {name: rand(*p.shape, seed=74 + i) for i, (name, p) in enumerate(sorted(mha.named_parameters()))})",
+                    "mha(rand(2, 5, 6, seed=73), key_allowed=torch.tensor([[True] * 5, [True, True, True, False, "
+                    "False]]), return_weights=True)",
+                    "mha = MultiHeadAttention(6, 3, 8).double()\n"
+                    "load_weights(mha, "
+                    "{name: rand(*p.shape, seed=74 + i) for i, (name, p) in enumerate(sorted(mha.named_parameters()))})",
                 ),
                 C("raises(MultiHeadAttention, 6, 4, 8)"),
             ),
@@ -360,7 +378,9 @@ TARGETS: dict[str, list[Target]] = {
             (
                 C("sdpa(rand(2, 3, 4, seed=83), rand(2, 6, 4, seed=84), rand(2, 6, 5, seed=85), causal=True)"),
                 C(
-                    "sdpa(rand(2, 3, 4, seed=86), rand(2, 6, 4, seed=87), rand(2, 6, 5, seed=88), allowed=rand_bool(3, 6, seed=89) | (torch.arange(6) == 0), causal=True, dropout_p=0.5, training=False)"
+                    "sdpa(rand(2, 3, 4, seed=86), rand(2, 6, 4, seed=87), rand(2, 6, 5, seed=88), "
+                    "allowed=rand_bool(3, 6, seed=89) | (torch.arange(6) == 0), causal=True, dropout_p=0.5, "
+                    "training=False)"
                 ),
             ),
         ),
@@ -375,7 +395,8 @@ TARGETS: dict[str, list[Target]] = {
             ),
             (
                 C(
-                    "mha_self_attention(module, rand(2, 5, 6, seed=90), key_allowed=torch.tensor([[True] * 5, [False, True, True, True, True]]))",
+                    "mha_self_attention(module, rand(2, 5, 6, seed=90), key_allowed=torch.tensor([[True] * 5, "
+                    "[False, True, True, True, True]]))",
                     "torch.manual_seed(1)\nmodule = torch.nn.MultiheadAttention(6, 3).double()",
                 ),
             ),

@@ -196,7 +196,8 @@ def checks_source(skill: Skill, target: Target, ns: dict) -> str:
     where = f"{skill.id}.{target.name}"
     parts = [
         (
-            f"# Checks of {target.name} ({target.cite}). No points of their own: the point cells at the end score the grader's tests\n"
+            f"# Checks of {target.name} ({target.cite}). No points of their own: "
+            "the point cells at the end score the grader's tests\n"
             "# from whether every check here passed. Expected values: the reference's, computed when this course was released."
         ),
         f"checks = Checks({target.name!r})",
@@ -257,7 +258,8 @@ def notebook(config: Config, skill: Skill):
     targets = TARGETS.get(skill.id)
     if not targets:
         raise NotebookError(
-            f"skill {skill.id}: no nbgrader checks in autograder/instructor/release/nbgrader_checks.py — add TARGETS[{skill.id!r}]"
+            f"skill {skill.id}: no nbgrader checks in autograder/instructor/release/nbgrader_checks.py — add "
+            f"TARGETS[{skill.id!r}]"
         )
     tests = units(skill, targets)
     points = exact_points(skill, {name: unit["weight"] for name, unit in tests.items()})

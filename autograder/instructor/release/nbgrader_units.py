@@ -71,17 +71,25 @@ BROKEN = {
     (
         "wrong",
         "module",
-    ): "class {name}({real}):\n    def forward(self, *args, **kwargs):\n        return _nbu_wrong(super().forward(*args, **kwargs))\n",
+    ): (
+        "class {name}({real}):\n    def forward(self, *args, **kwargs):\n"
+        "        return _nbu_wrong(super().forward(*args, **kwargs))\n"
+    ),
     (
         "raises",
         "module",
-    ): "class {name}({real}):\n    def forward(self, *args, **kwargs):\n        raise RuntimeError('broken on purpose (nbgrader_units)')\n",
+    ): (
+        "class {name}({real}):\n    def forward(self, *args, **kwargs):\n"
+        "        raise RuntimeError('broken on purpose (nbgrader_units)')\n"
+    ),
     ("wrong", "function"): (
-        "class {name}({real}):\n    @staticmethod\n    def forward(ctx, *args):\n        return _nbu_wrong({real}.forward(ctx, *args))\n\n"
+        "class {name}({real}):\n    @staticmethod\n    def forward(ctx, *args):\n"
+        "        return _nbu_wrong({real}.forward(ctx, *args))\n\n"
         "    @staticmethod\n    def backward(ctx, *grads):\n        return _nbu_wrong({real}.backward(ctx, *grads))\n"
     ),
     ("raises", "function"): (
-        "class {name}({real}):\n    @staticmethod\n    def forward(ctx, *args):\n        raise RuntimeError('broken on purpose (nbgrader_units)')\n\n"
+        "class {name}({real}):\n    @staticmethod\n    def forward(ctx, *args):\n"
+        "        raise RuntimeError('broken on purpose (nbgrader_units)')\n\n"
         "    @staticmethod\n    def backward(ctx, *grads):\n        raise RuntimeError('broken on purpose (nbgrader_units)')\n"
     ),
 }

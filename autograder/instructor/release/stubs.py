@@ -104,7 +104,8 @@ def regions(path: Path, text: str, rel: str) -> list[Region]:
         if m.group(2) == "BEGIN":
             if open_at is not None:
                 raise MarkerError(
-                    f"{rel}:{number}: `### {BEGIN}` inside the region opened at line {open_at} — regions cannot nest; close it first"
+                    f"{rel}:{number}: `### {BEGIN}` inside the region opened at line {open_at} — regions cannot "
+                    "nest; close it first"
                 )
             open_at = number
             continue
@@ -117,7 +118,7 @@ def regions(path: Path, text: str, rel: str) -> list[Region]:
             return (
                 f.lineno < open_at
                 and indent > f.col_offset
-                and not any(l.strip() and not l.strip().startswith("#") for l in after)
+                and not any(rest.strip() and not rest.strip().startswith("#") for rest in after)
             )
 
         inside = [(q, f) for q, f in functions if contains(f)]
@@ -229,6 +230,7 @@ def check(config: Config) -> list[str]:
             diff = list(difflib.unified_diff(have.splitlines(), text.splitlines(), lineterm="", n=0))
             first = next((d for d in diff if d.startswith("@@")), "")
             problems.append(
-                f"{rel}: differs from what `make stubs` writes from solutions/ ({first.strip('@ ')}) — edit solutions/, then run `make stubs`"
+                f"{rel}: differs from what `make stubs` writes from solutions/ ({first.strip('@ ')}) — edit "
+                "solutions/, then run `make stubs`"
             )
     return problems

@@ -36,7 +36,8 @@ def skills_table(ctx: ReleaseContext) -> str:
     for skill in ctx.config.skills.values():
         visible = sum(sum(s.weights.values()) for s in skill.suites if s.visibility == "visible")
         rows.append(
-            f"| `{skill.id}` — {skill.title} | `exercises/{skill.module}` | {', '.join(skill.sections)} | {_points(visible)} | {_points(skill.points)} |"
+            f"| `{skill.id}` — {skill.title} | `exercises/{skill.module}` | {', '.join(skill.sections)} | "
+            f"{_points(visible)} | {_points(skill.points)} |"
         )
     total_visible = sum(
         sum(s.weights.values()) for sk in ctx.config.skills.values() for s in sk.suites if s.visibility == "visible"

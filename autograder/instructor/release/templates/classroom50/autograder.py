@@ -222,7 +222,8 @@ def release_body(result: dict, info: dict, total: float) -> str:
     lines = [
         f"### Visible tests: {_pts(total)} / {_pts(visible)} points",
         "",
-        f"Graded in this repository with the **visible tests only**, as `make grade` does ({info['course']}, release {info['version']}).",
+        f"Graded in this repository with the **visible tests only**, as `make grade` does ({info['course']}, "
+        f"release {info['version']}).",
         (
             f"**Your official score comes from {info['official']}**, which also runs hidden tests and grades this assignment "
             f"out of {_pts(info['full_points'])} points."
