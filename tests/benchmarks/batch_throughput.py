@@ -167,7 +167,8 @@ def main() -> None:
             return f"{statistics.fmean(values):.2f}" if values else "–"
 
         print(
-            f"{kind:<9} {len(metas):>3} {statistics.fmean(m['seconds'] for m in metas):>12.2f}s {(f'{statistics.fmean(cpu):.2f}s' if cpu else '–'):>12} "
+            f"{kind:<9} {len(metas):>3} {statistics.fmean(m['seconds'] for m in metas):>12.2f}s "
+            f"{(f'{statistics.fmean(cpu):.2f}s' if cpu else '–'):>12} "
             f"{mean('collected_s'):>15}s {mean('done_s', 'collected_s'):>6}s {mean('graded_s', 'done_s'):>6}s"
         )
     print("(cpu/student: the run's pytest process and what it waited for, from wait4 in the batch server)")
@@ -190,7 +191,8 @@ def main() -> None:
         same = batched["score"] == one["score"] and batched["seed"] == one["seed"] and per_test(batched) == per_test(one)
         agree += same
         print(
-            f"  {name:<14} {kinds[name]:<40} batch {batched['score']:>6g}  single {one['score']:>6g}  seed {'=' if batched['seed'] == one['seed'] else '≠'}  {'same' if same else 'DIFFERENT'}"
+            f"  {name:<14} {kinds[name]:<40} batch {batched['score']:>6g}  single {one['score']:>6g}  seed "
+            f"{'=' if batched['seed'] == one['seed'] else '≠'}  {'same' if same else 'DIFFERENT'}"
         )
     print(f"sample: {agree}/{len(sample)} identical to single grade (score, seed, every test's score and status)")
 

@@ -127,7 +127,8 @@ def main() -> None:
             f"{case:13s} wall {m.wall_s:6.1f} s  peak PSS {m.peak_pss_mib:5.0f} MiB  peak RSS {m.peak_rss_mib:5.0f} MiB  "
             f"shmem: Δ {m.peak_shmem_delta_mib:5.0f} MiB, held {m.peak_shmem_held_mib:5.0f} MiB, "
             f"in PSS {m.peak_pss_shmem_mib:4.0f} MiB  total {m.peak_total_mib:5.0f} MiB  "
-            f"processes ≤ {m.peak_processes}  score {data['score']:g}  status {status}  (exit {m.returncode}, {m.samples} samples)",
+            f"processes ≤ {m.peak_processes}  score {data['score']:g}  status {status}  (exit {m.returncode}, "
+            f"{m.samples} samples)",
             flush=True,
         )
     shutil.rmtree(work, ignore_errors=True)

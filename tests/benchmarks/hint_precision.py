@@ -244,7 +244,8 @@ def report(rows: list[dict], style_rows: list[dict], local: bool = False) -> boo
         print(f"  ({'local: visible tests only' if local else 'official: visible + hidden tests'})")
         print(f"  right hint shown:           {right}/{n} = {right / n:.1%}   (target ≥ {want_right:.0%})")
         print(
-            f"  shown hints that are right: {shown_right}/{shown} = {(shown_right / shown if shown else 1):.1%}   (target ≥ {TARGET_PRECISION:.0%})"
+            f"  shown hints that are right: {shown_right}/{shown} = {(shown_right / shown if shown else 1):.1%}   "
+            f"(target ≥ {TARGET_PRECISION:.0%})"
         )
         print(
             f"  variants losing no points:  {len(no_loss)} {no_loss if no_loss else ''}"
@@ -268,7 +269,8 @@ def report(rows: list[dict], style_rows: list[dict], local: bool = False) -> boo
             if s["score"] < s["points"]
         ]
         print(
-            f"correct styles × seeds: {len(style_rows)}; at full marks: {len(style_rows) - len(short)}; hints shown on them: {false_hints} (target 0)"
+            f"correct styles × seeds: {len(style_rows)}; at full marks: {len(style_rows) - len(short)}; hints shown "
+            f"on them: {false_hints} (target 0)"
         )
         for line in short:
             print("  NOT FULL:", line)

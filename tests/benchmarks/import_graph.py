@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT / "tests" / "grader")]
 
-import test_layering as layering
+import test_layering as layering  # noqa: E402 (tests/grader/test_layering.py, found through the sys.path entry above)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -40,11 +40,13 @@ def main(argv: list[str] | None = None) -> int:
     for i, layer in enumerate(layering.LAYERS):
         members = per_layer.get(layer, [])
         print(
-            f"  {i} {layer:11s} {sum(lines[m] for m in members):6d} lines {len(members):3d} modules  {', '.join(layering.LAYERS[layer])}"
+            f"  {i} {layer:11s} {sum(lines[m] for m in members):6d} lines {len(members):3d} modules  "
+            f"{', '.join(layering.LAYERS[layer])}"
         )
     if per_layer.get(None):
         print(
-            f"  ? unlayered   {sum(lines[m] for m in per_layer[None]):6d} lines {len(per_layer[None]):3d} modules  {', '.join(per_layer[None])}"
+            f"  ? unlayered   {sum(lines[m] for m in per_layer[None]):6d} lines {len(per_layer[None]):3d} modules  "
+            f"{', '.join(per_layer[None])}"
         )
 
     units = layering.unit_graph(graph)

@@ -31,10 +31,7 @@ sys.path.insert(0, str(HERE))
 from batch_throughput import generate  # noqa: E402
 
 from autograder.config import load  # noqa: E402
-from autograder.instructor.release import (
-    ReleaseContext,  # noqa: E402
-    nbgrader_course,  # noqa: E402
-)
+from autograder.instructor.release import ReleaseContext, nbgrader_course  # noqa: E402
 from autograder.runner.grade import suite_hash  # noqa: E402
 
 
@@ -99,7 +96,8 @@ def main() -> None:
         sys.exit(f"batch failed: {proc.stderr[-2000:]}")
     print(f"autograder batch --jobs {args.jobs}: {batch_s:.1f} s (visible + hidden suites, sandboxed)")
     print(
-        f"nbgrader autograde alone / batch: {trip.seconds.get('autograde', 0) / batch_s:.2f}; nbgrader total / batch: {nb_total / batch_s:.2f}"
+        f"nbgrader autograde alone / batch: {trip.seconds.get('autograde', 0) / batch_s:.2f}; nbgrader total / "
+        f"batch: {nb_total / batch_s:.2f}"
     )
 
     with open(out / "gradebook.csv", encoding="utf-8") as fh:
@@ -108,7 +106,8 @@ def main() -> None:
     print(f"scores: {same}/{len(chosen)} equal (different test suites: nbgrader's notebook checks vs our suites)")
     for name in chosen:
         print(
-            f"  {name:<14} {kinds[name]:<36} nbgrader {trip.scores.get(name, float('nan')):>7.2f}   batch {ours.get(name, float('nan')):>7.2f}"
+            f"  {name:<14} {kinds[name]:<36} nbgrader {trip.scores.get(name, float('nan')):>7.2f}   batch "
+            f"{ours.get(name, float('nan')):>7.2f}"
         )
     shutil.rmtree(work, ignore_errors=True)
 

@@ -194,7 +194,10 @@ def main() -> int:
     print(f"{'submission':34} {'Gradescope':>10} {'batch':>8} {'grade':>8}  tests agree  suite hash")
     for r in rows:
         print(
-            f"{r['submission']:34} {r['gradescope']:10.4g} {r['batch']:8.4g} {r['grade']:8.4g}  {'yes' if r['same_tests'] else 'NO':11}  "
+            (
+                f"{r['submission']:34} {r['gradescope']:10.4g} {r['batch']:8.4g} {r['grade']:8.4g}  "
+                f"{'yes' if r['same_tests'] else 'NO':11}  "
+            )
             + ", ".join(sorted(str(s)[:12] for s in r["suites"]))
         )
     ok = all(r["same_scores"] and r["same_tests"] and len(r["suites"]) == 1 for r in rows)

@@ -86,7 +86,8 @@ def main() -> int:
             got = one_score_paths.gradescope_run(bundle, src, work / "gs" / f"{name}-{who}")
             points = json.loads(__import__("zipfile").ZipFile(bundle).read("release.json"))["points"]
             print(
-                f"   bundle {name:6} {who:9} → {got['score']:g} / {points:g}  ({len({t.split(':')[0] for t in got['tests']})} skills)"
+                f"   bundle {name:6} {who:9} → {got['score']:g} / {points:g}  "
+                f"({len({t.split(':')[0] for t in got['tests']})} skills)"
             )
             ok &= got["score"] == (points if who == "reference" else 0)
 

@@ -332,7 +332,8 @@ def test_a_forked_run_starts_like_a_fresh_process(tmp_path):
         "def test_probe():\n"
         "    fds = sorted(int(f) for f in os.listdir('/proc/self/fd'))\n"
         "    print('PROBE' + json.dumps({'fds': fds, 'session_leader': os.getsid(0) == os.getpid(), 'argv': sys.argv[1:],\n"
-        "        'signals': {s.name: repr(signal.getsignal(s)) for s in signal.Signals if s not in (signal.SIGKILL, signal.SIGSTOP)},\n"
+        "        'signals': {s.name: repr(signal.getsignal(s)) for s in signal.Signals "
+        "if s not in (signal.SIGKILL, signal.SIGSTOP)},\n"
         "        'mask': sorted(signal.pthread_sigmask(signal.SIG_BLOCK, [])), 'cwd': os.getcwd(), 'env': dict(os.environ),\n"
         "        'children': open(f'/proc/self/task/{os.getpid()}/children').read().split()}))\n",
         encoding="utf-8",

@@ -429,7 +429,8 @@ UNIQUE = [
     ),
     (
         {'module = "qkv.py"': 'module = "qkv.py"\ngates = ["test_scale_scores_divides_by_sqrt_dkk"]'},
-        "skills.qkv.gates: 'test_scale_scores_divides_by_sqrt_dkk' is not a test of skill qkv — did you mean 'test_scale_scores_divides_by_sqrt_dk'?",
+        "skills.qkv.gates: 'test_scale_scores_divides_by_sqrt_dkk' is not a test of skill qkv — did you mean "
+        "'test_scale_scores_divides_by_sqrt_dk'?",
     ),
     (
         {"test_scale_scores_divides_by_sqrt_dk = 1": "test_scale_scores_divides_by_sqrt_dk = 0"},
@@ -437,7 +438,9 @@ UNIQUE = [
     ),
     (
         {
-            'properties = ["test_custom_backward_keeps_dtype_and_leaves_inputs_unchanged"': 'properties = ["test_rule_backward_uses_no_autograd"'
+            (
+                'properties = ["test_custom_backward_keeps_dtype_and_leaves_inputs_unchanged"'
+            ): 'properties = ["test_rule_backward_uses_no_autograd"'
         },
         "'test_rule_backward_uses_no_autograd' is a gate (a rule of the exercise), not a property test",
     ),
@@ -471,7 +474,8 @@ SUITE_FILES = [
     ),
     (
         {"test_attention_scores_reproduce_week7_raw_scores = 1\n": "test_attention_scores_reproduce_week7_raw_score = 1\n"},
-        "no test function test_attention_scores_reproduce_week7_raw_score in tests/suites/qkv/test_qkv_visible.py — did you mean 'test_attention_scores_reproduce_week7_raw_scores'",
+        "no test function test_attention_scores_reproduce_week7_raw_score in tests/suites/qkv/test_qkv_visible.py — "
+        "did you mean 'test_attention_scores_reproduce_week7_raw_scores'",
     ),
     ({"test_scale_scores_divides_by_sqrt_dk = 1\n": ""}, "defines test_scale_scores_divides_by_sqrt_dk but it has no weight"),
 ]
@@ -522,7 +526,9 @@ def test_config_errors_in_a_second_suite_table_name_that_tables_line(tmp_path):
     path = _config(
         tmp_path,
         {
-            'file = "tests/suites/qkv/test_qkv_hidden.py"\nvisibility = "hidden"': 'file = "tests/suites/qkv/test_qkv_hidden.py"\nvisibility = "secret"'
+            (
+                'file = "tests/suites/qkv/test_qkv_hidden.py"\nvisibility = "hidden"'
+            ): 'file = "tests/suites/qkv/test_qkv_hidden.py"\nvisibility = "secret"'
         },
     )
     with pytest.raises(ConfigError) as info:

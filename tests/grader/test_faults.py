@@ -24,8 +24,14 @@ def _broken_config(tmp_path, *files):
     }
     block = ""
     for i, name in enumerate(files):
-        block += f'\n[skills.broken{i}]\ntitle = "broken suite {i}"\npoints = {sum(weights[name].values())}\nmodule = "broken{i}.py"\nsections = ["Week 7 §1"]\n'
-        block += f'[[skills.broken{i}.suites]]\nfile = "{FIXTURES}/{name}"\nvisibility = "visible"\n[skills.broken{i}.suites.weights]\n'
+        block += (
+            f'\n[skills.broken{i}]\ntitle = "broken suite {i}"\npoints = {sum(weights[name].values())}\n'
+            f'module = "broken{i}.py"\nsections = ["Week 7 §1"]\n'
+        )
+        block += (
+            f'[[skills.broken{i}.suites]]\nfile = "{FIXTURES}/{name}"\nvisibility = "visible"\n'
+            f"[skills.broken{i}.suites.weights]\n"
+        )
         block += "".join(f"{test} = {w}\n" for test, w in weights[name].items())
     path = write_config(tmp_path / "grading.toml")
     path.write_text(path.read_text() + block)

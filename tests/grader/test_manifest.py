@@ -14,7 +14,10 @@ from autograder.runner import scoring
 from autograder.runner.manifest import ModuleEntry, RunManifest
 from autograder.runner.policy import build_worker_spec
 
-SOURCE = b"import torch\n\n\nclass Head:\n    def forward(self, x):\n        return x\n\n\ndef project_qkv(x, w_q, w_k, w_v):\n    raise ValueError('no')\n"
+SOURCE = (
+    b"import torch\n\n\nclass Head:\n    def forward(self, x):\n        return x\n\n\n"
+    b"def project_qkv(x, w_q, w_k, w_v):\n    raise ValueError('no')\n"
+)
 
 
 def test_the_manifest_survives_the_pipe_as_it_was(tmp_path):

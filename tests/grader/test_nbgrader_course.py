@@ -436,7 +436,8 @@ def test_nbgrader_units_breaks_a_function_only_for_callers_outside_its_module():
 
     source = (
         "import torch\n\n\ndef double(x):\n    return x * 2\n\n\ndef quad(x):\n    return double(double(x))\n\n\n"
-        "def positive(x):\n    return x > 0\n\n\nclass Twice(torch.nn.Module):\n    def forward(self, x):\n        return double(x)\n"
+        "def positive(x):\n    return x > 0\n\n\nclass Twice(torch.nn.Module):\n    def forward(self, x):\n"
+        "        return double(x)\n"
     )
     x = torch.tensor([1.0, -2.0])
     wrong: dict = {}

@@ -401,7 +401,8 @@ def test_leak_audit_passes_the_release_and_finds_every_kind_of_leak(dist, tmp_pa
     shutil.copy(ROOT / "tests/suites/course/oracles.py", tree / "tests/suites/course/oracles.py")
     notes = tree / "exercises" / "notes.py"
     notes.write_text(
-        "# see test_week7_numbers_at_stated_precision_in_float64\n\n\ndef f(x, w_q, w_k, w_v):\n    return x @ w_q,   x @ w_k, x @ w_v  # copied\n"
+        "# see test_week7_numbers_at_stated_precision_in_float64\n\n\ndef f(x, w_q, w_k, w_v):\n"
+        "    return x @ w_q,   x @ w_k, x @ w_v  # copied\n"
     )
     (tree / ".git").mkdir()
     (tree / "gradebook.db").write_bytes(b"SQLite")

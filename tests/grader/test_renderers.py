@@ -230,11 +230,16 @@ def test_gradescope_shows_no_hidden_result_before_the_due_date(tmp_path):
     due date the student learns the visible tests' results and that hidden tests exist;
     the skill's score and pass count with hidden tests are in the after-due-date summary."""
     source = (SOLUTIONS / "row_softmax.py").read_text(encoding="utf-8")
-    right = "row_max = scores.amax(dim=dim, keepdim=True)  # [...,L,1] for dim=-1\n    exps = torch.exp(scores - row_max)  # every entry in [0, 1]; −∞ → 0\n    return exps / exps.sum(dim=dim, keepdim=True)"
+    right = (
+        "row_max = scores.amax(dim=dim, keepdim=True)  # [...,L,1] for dim=-1\n"
+        "    exps = torch.exp(scores - row_max)  # every entry in [0, 1]; −∞ → 0\n"
+        "    return exps / exps.sum(dim=dim, keepdim=True)"
+    )
     assert right in source
     wrong = source.replace(
         right,
-        "row_max = scores.amax(dim=0, keepdim=True)\n    exps = torch.exp(scores - row_max)\n    return exps / exps.sum(dim=0, keepdim=True)",
+        "row_max = scores.amax(dim=0, keepdim=True)\n    exps = torch.exp(scores - row_max)\n"
+        "    return exps / exps.sum(dim=0, keepdim=True)",
     )
     sub = make_submission(tmp_path / "sub", {"row_softmax.py": wrong})
     out = tmp_path / "results.json"
@@ -250,7 +255,10 @@ def test_gradescope_shows_no_hidden_result_before_the_due_date(tmp_path):
     summary = next(t for t in data["tests"] if t["tags"][0] == gradescope.SUMMARY_TAG)
     assert summary["visibility"] == "after_due_date"
     full = f"{points(sum(t['score'] for t in tests))} / {points(sum(t['max_score'] for t in tests))} points"
-    passed = f"{sum(t['status'] == 'passed' for t in tests if t['max_score'] > 0)} of {sum(t['max_score'] > 0 for t in tests)} tests passed"
+    passed = (
+        f"{sum(t['status'] == 'passed' for t in tests if t['max_score'] > 0)} of "
+        f"{sum(t['max_score'] > 0 for t in tests)} tests passed"
+    )
     assert f"row_softmax: {full}, {passed}" in summary["output"]
 
 

@@ -54,11 +54,13 @@ EVASIONS = {
     # a class of the file defining `softmax` vouches for its own instances only, never for a tensor
     "tensor-beside-own-method": ("class Rows:\n    def softmax(self, x):\n        return x.softmax(-1)\n", "x.softmax"),
     "self-rebound-to-a-tensor": (
-        "class Rows:\n    def softmax(self):\n        return 1\n\n    def f(self, x):\n        self = x\n        return self.softmax(-1)\n",
+        "class Rows:\n    def softmax(self):\n        return 1\n\n    def f(self, x):\n        self = x\n"
+        "        return self.softmax(-1)\n",
         "self.softmax",
     ),
     "local-rebound-to-a-tensor": (
-        "class Rows:\n    def softmax(self):\n        return 1\n\ndef f(x):\n    rows = Rows()\n    rows = x\n    return rows.softmax(-1)\n",
+        "class Rows:\n    def softmax(self):\n        return 1\n\ndef f(x):\n    rows = Rows()\n    rows = x\n"
+        "    return rows.softmax(-1)\n",
         "rows.softmax",
     ),
     "class-name-rebound": (
@@ -66,7 +68,8 @@ EVASIONS = {
         "Rows.softmax",
     ),
     "subclass-puts-tensor-first": (
-        "class Rows:\n    def softmax(self, dim):\n        return 1\n\n    def run(self, dim):\n        return self.softmax(dim)\n\nclass Sub(torch.Tensor, Rows):\n    pass\n",
+        "class Rows:\n    def softmax(self, dim):\n        return 1\n\n    def run(self, dim):\n"
+        "        return self.softmax(dim)\n\nclass Sub(torch.Tensor, Rows):\n    pass\n",
         "self.softmax",
     ),
     "own-method-overwritten": (
@@ -95,7 +98,10 @@ def test_the_hint_names_file_line_and_construct():
 
 
 def test_a_backward_written_as_a_lambda_is_scanned_as_backward():
-    source = "import torch\n\n\nclass AttentionFunction(torch.autograd.Function):\n    backward = staticmethod(lambda ctx, d_out: (*torch.autograd.grad(ctx.out, ctx.inputs, d_out), None))\n"
+    source = (
+        "import torch\n\n\nclass AttentionFunction(torch.autograd.Function):\n"
+        "    backward = staticmethod(lambda ctx, d_out: (*torch.autograd.grad(ctx.out, ctx.inputs, d_out), None))\n"
+    )
     assert [(v.found, v.function) for v in scan(source, AUTOGRAD, scope=BACKWARD_SCOPE)] == [
         ("torch.autograd.grad", "AttentionFunction.backward")
     ]
@@ -116,11 +122,21 @@ def test_a_helper_outside_the_scoped_functions_cannot_hide_dynamic_autograd():
 
 FAIR = [
     # prose mentioning the banned function, in docstrings, comments and messages
-    '"""Softmax over the rows: like torch.softmax but by hand."""\nimport torch\n\n\ndef softmax_rows(s, dim=-1):\n    """softmax"""\n    # no torch.softmax here\n    if s.dim() == 0:\n        raise ValueError("softmax needs at least one dimension")\n    e = (s - s.amax(dim, keepdim=True)).exp()\n    return e / e.sum(dim, keepdim=True)\n',
+    '"""Softmax over the rows: like torch.softmax but by hand."""\nimport torch\n\n\ndef softmax_rows(s, dim=-1):\n'
+    '    """softmax"""\n    # no torch.softmax here\n    if s.dim() == 0:\n'
+    '        raise ValueError("softmax needs at least one dimension")\n'
+    "    e = (s - s.amax(dim, keepdim=True)).exp()\n    return e / e.sum(dim, keepdim=True)\n",
     # nn.Module habits: private attributes of self, super().__init__, getattr with constants, modules()
-    'import math\nimport torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n\nclass M(nn.Module):\n    def __init__(self, c):\n        super().__init__()\n        self._c = c\n        self.w_q = nn.Linear(c, c)\n        self.register_buffer("mask", torch.ones(2, 2).tril().bool(), persistent=False)\n\n    def forward(self, x):\n        w = getattr(self, "w_q")\n        n = sum(1 for _ in self.modules())\n        return torch.softmax(w(x) / math.sqrt(self._c), dim=-1) * n\n\n\nif __name__ == "__main__":\n    print(type(M(2)).__name__, torch.__version__)\n',
+    "import math\nimport torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n\nclass M(nn.Module):\n"
+    "    def __init__(self, c):\n        super().__init__()\n        self._c = c\n        self.w_q = nn.Linear(c, c)\n"
+    '        self.register_buffer("mask", torch.ones(2, 2).tril().bool(), persistent=False)\n\n'
+    '    def forward(self, x):\n        w = getattr(self, "w_q")\n        n = sum(1 for _ in self.modules())\n'
+    "        return torch.softmax(w(x) / math.sqrt(self._c), dim=-1) * n\n\n\n"
+    'if __name__ == "__main__":\n    print(type(M(2)).__name__, torch.__version__)\n',
     # typing, dataclasses, einsum strings, dtype info
-    'from __future__ import annotations\nfrom typing import Optional\nimport torch\n\n\ndef f(a: torch.Tensor, b: Optional[torch.Tensor] = None) -> torch.Tensor:\n    eps = torch.finfo(a.dtype).eps\n    return torch.einsum("...ld,...sd->...ls", a, a) + eps\n',
+    "from __future__ import annotations\nfrom typing import Optional\nimport torch\n\n\n"
+    "def f(a: torch.Tensor, b: Optional[torch.Tensor] = None) -> torch.Tensor:\n    eps = torch.finfo(a.dtype).eps\n"
+    '    return torch.einsum("...ld,...sd->...ls", a, a) + eps\n',
     # helper classes with __slots__ whose own methods are named softmax / log_softmax: self.softmax(),
     # Rows(s).softmax(), a local bound to Rows(…), Rows.log_softmax(…), self.softmax() in a closure
     textwrap.dedent("""
@@ -157,7 +173,8 @@ FAIR = [
             return Rows.log_softmax(s, dim)
     """),
     # an export list naming the exercise's own cross_entropy
-    '__all__ = ["softmax_rows", "log_softmax_rows", "cross_entropy", "vocab_probs"]\n__all__ += ("cross_entropy",)\n\n\ndef cross_entropy(logits, targets):\n    return logits\n',
+    '__all__ = ["softmax_rows", "log_softmax_rows", "cross_entropy", "vocab_probs"]\n__all__ += ("cross_entropy",)\n'
+    "\n\ndef cross_entropy(logits, targets):\n    return logits\n",
 ]
 
 
@@ -252,7 +269,10 @@ SIBLING = textwrap.dedent("""
         print(sdpa(*[torch.randn(1, 2, 3)] * 3))
 """)
 HANDOUTS = {  # a helper whose SDPA reaches `ok`'s caller without `ok` naming it: scanned all the same
-    "decorator": "REG = []\ndef register(f):\n    REG.append(f)\n    return f\n@register\ndef g(q):\n    return F.scaled_dot_product_attention(q, q, q)\n",
+    "decorator": (
+        "REG = []\ndef register(f):\n    REG.append(f)\n    return f\n@register\ndef g(q):\n"
+        "    return F.scaled_dot_product_attention(q, q, q)\n"
+    ),
     "default": "REG = []\ndef g(x=REG.append(F.scaled_dot_product_attention)):\n    return x\n",
     "class-body": "REG = []\nclass C:\n    REG.append(F.scaled_dot_product_attention)\n",
     "walrus-default": "def g(x=(A := F.scaled_dot_product_attention)):\n    return x\n",

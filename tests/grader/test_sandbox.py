@@ -136,7 +136,10 @@ def sysv_ipc(key):
         "shm": libc.shmget(key, 4096, create),
         "msg": libc.msgget(key + 1, create),
         "sem": libc.semget(key + 2, 1, create),
-        "mq": _attempt(lambda: libc.mq_open(b"/autograder-planted", 0o100 | 2, 0o666, None) == -1 and (_ for _ in ()).throw(OSError(ctypes.get_errno(), "mq_open"))),
+        "mq": _attempt(
+            lambda: libc.mq_open(b"/autograder-planted", 0o100 | 2, 0o666, None) == -1
+            and (_ for _ in ()).throw(OSError(ctypes.get_errno(), "mq_open"))
+        ),
     }
 
 def add_key(description):
@@ -148,7 +151,10 @@ def add_key(description):
 
 def proc_strings():
     out = {}
-    for path in ("/proc/self/environ", "/proc/self/cmdline", f"/proc/{os.getpid()}/cmdline", f"/proc/{os.getppid()}/cmdline", f"/proc/{os.getppid()}/environ"):
+    for path in (
+        "/proc/self/environ", "/proc/self/cmdline",
+        f"/proc/{os.getpid()}/cmdline", f"/proc/{os.getppid()}/cmdline", f"/proc/{os.getppid()}/environ",
+    ):
         try:
             with open(path, "rb") as fh:
                 out[path] = fh.read().decode("utf-8", "replace")
@@ -227,7 +233,8 @@ def state():
     return {
         "torch": torch.rand(3), "random": random.random(), "dtype": str(torch.get_default_dtype()),
         "grad": torch.is_grad_enabled(), "print": torch._tensor_str.PRINT_OPTS.precision, "env": "PLANTED" in os.environ,
-        "builtin": hasattr(builtins, "PLANTED"), "stdout": sys.stdout is not None, "timer": signal.getitimer(signal.ITIMER_REAL)[0],
+        "builtin": hasattr(builtins, "PLANTED"), "stdout": sys.stdout is not None,
+        "timer": signal.getitimer(signal.ITIMER_REAL)[0],
         "json": sys.modules.get("json") is not None, "cwd": os.getcwd(), "calls": len(CALLS),
     }
 '''

@@ -151,7 +151,9 @@ def test_a_failed_gate_zeroes_its_skill(tmp_path):
     path = write_config(
         tmp_path / "grading.toml",
         {
-            'sections = ["Week 7 §1–§9", "Week 7 §12–§13"]': 'sections = ["Week 7 §1–§9"]\ngates = ["test_scale_scores_divides_by_sqrt_dk"]'
+            'sections = ["Week 7 §1–§9", "Week 7 §12–§13"]': (
+                'sections = ["Week 7 §1–§9"]\ngates = ["test_scale_scores_divides_by_sqrt_dk"]'
+            )
         },
     )
     config = load(path).select(["qkv"])
@@ -224,7 +226,9 @@ def test_gates_must_name_tests_of_their_skill(tmp_path):
     path = write_config(
         tmp_path / "grading.toml",
         {
-            'sections = ["Week 7 §1–§9", "Week 7 §12–§13"]': 'sections = ["Week 7 §1–§9"]\ngates = ["test_scale_scores_divides_by_sqrtdk"]'
+            'sections = ["Week 7 §1–§9", "Week 7 §12–§13"]': (
+                'sections = ["Week 7 §1–§9"]\ngates = ["test_scale_scores_divides_by_sqrtdk"]'
+            )
         },
     )
     with pytest.raises(ConfigError, match="is not a test of skill qkv — did you mean 'test_scale_scores_divides_by_sqrt_dk'"):

@@ -237,7 +237,8 @@ def test_the_copied_catalogue_and_lessons_match_the_course():
     shared = ROOT.parent / "shared" / "course"
     if not (shared / "expected-numbers.md").is_file():
         pytest.skip(
-            "the course's shared folder is not beside this repository (CI runs from a clone elsewhere): the copies are what is checked"
+            "the course's shared folder is not beside this repository (CI runs from a clone elsewhere): the copies "
+            "are what is checked"
         )
     assert CATALOGUE.read_text(encoding="utf-8") == (shared / "expected-numbers.md").read_text(encoding="utf-8"), (
         f"refresh {CATALOGUE}"
