@@ -73,13 +73,16 @@ def check_backward_dispatch(sub) -> None:
         (
             "backward",
             dispatch.backward_allows,
-            "AttentionFunction.backward (and all it calls) runs only the tensor operations of a hand-written backward (docs/EXERCISES.md §4)",
-            "operators outside those of a hand-written backward (matmul, elementwise arithmetic, reductions, views, comparisons, creation)",
+            "AttentionFunction.backward (and all it calls) runs only the tensor operations of a hand-written "
+            "backward (docs/EXERCISES.md §4)",
+            "operators outside those of a hand-written backward (matmul, elementwise arithmetic, reductions, views, "
+            "comparisons, creation)",
         ),
         (
             "forward",
             dispatch.forward_allows,
-            "AttentionFunction.forward uses no autograd (docs/EXERCISES.md §4: gradients computed there and returned by backward count)",
+            "AttentionFunction.forward uses no autograd (docs/EXERCISES.md §4: gradients computed there and "
+            "returned by backward count)",
             "autograd's machinery",
         ),
     ):
@@ -335,7 +338,8 @@ def gradcheck(sub, problem: dict) -> tuple[str | None, list[str]]:
             in_idx = list(torch.unravel_index(torch.tensor(j), like.shape))
             bad = int((torch.nan_to_num(excess, nan=1.0) > 0).sum())
             return (
-                f"∂out/∂{name}: {bad} of {excess.numel()} entries differ; worst: ∂out{[int(t) for t in out_idx]}/∂{name}{[int(t) for t in in_idx]} "
+                f"∂out/∂{name}: {bad} of {excess.numel()} entries differ; worst: "
+                f"∂out{[int(t) for t in out_idx]}/∂{name}{[int(t) for t in in_idx]} "
                 f"is {num[m, j].item():.6g} by finite differences, your backward gives {analytical[m, j].item():.6g} "
                 f"(allowed |difference| ≤ {GRADCHECK['atol']:g} + {GRADCHECK['rtol']:g}·|expected|)"
             ), hints

@@ -64,7 +64,10 @@ def check_dispatch(sub) -> None:
         ALLOWS_AT_DISPATCH,
         hints=HINTS,
         family="operators of torch that compute a softmax",
-        what="row_softmax.py at run time: no operator of torch computes a softmax, log_softmax or cross_entropy (docs/EXERCISES.md §3)",
+        what=(
+            "row_softmax.py at run time: no operator of torch computes a softmax, log_softmax or cross_entropy "
+            "(docs/EXERCISES.md §3)"
+        ),
     )
 
 

@@ -273,7 +273,7 @@ def _finite_differences(q, k, v, allowed, d_out, eps: float = 1e-6):
 
     out = []
     args = [q.clone(), k.clone(), v.clone()]
-    for i, t in enumerate(args):
+    for t in args:
         g = torch.zeros_like(t)
         flat, gflat = t.view(-1), g.view(-1)
         for j in range(flat.numel()):
@@ -522,7 +522,10 @@ def test_masked_keys_get_exactly_zero_gradient_and_score_gradient_rows_sum_to_ze
                     t_ = tol("custom_backward.attention_backward", dtype)
                     expect.true(
                         bool((future.abs() <= t_.atol).all()),
-                        what=f"{name} of keys after position {t} is 0 (within {t_.atol:g}) when the loss reads outputs 0..{t} (causal, Day 1 §3.1)",
+                        what=(
+                            f"{name} of keys after position {t} is 0 (within {t_.atol:g}) when the loss reads "
+                            f"outputs 0..{t} (causal, Day 1 §3.1)"
+                        ),
                         detail=f"largest |{name}| at a future key: {future.abs().max().item():.3g}",
                     )
 

@@ -202,8 +202,8 @@ def test_attention_function_passes_gradcheck_in_float64(sub, rng):
                 None
                 if n == 4 and got[3] is None
                 else (
-                    f"AttentionFunction.backward returned {n if n is not None else expect.describe(got)} value(s); forward takes 4 inputs "
-                    "(q, k, v, allowed), so backward returns 4: (dq, dk, dv, None)"
+                    f"AttentionFunction.backward returned {n if n is not None else expect.describe(got)} value(s); "
+                    "forward takes 4 inputs (q, k, v, allowed), so backward returns 4: (dq, dk, dv, None)"
                 )
             )
             hints = [] if message is None else expect.observed("custom_backward/backward-three-values") if n == 3 else []
@@ -249,8 +249,8 @@ def test_custom_backward_keeps_dtype_and_leaves_control_inputs_unchanged(sub, rn
                     expect.unchanged(
                         before,
                         after,
-                        what=f"{fn}: argument {i + 1} ({dtype_name(before.dtype)} {list(before.shape)}) is unchanged after the call "
-                        "(no -=, mul_, x[...] = on an input)",
+                        what=f"{fn}: argument {i + 1} ({dtype_name(before.dtype)} {list(before.shape)}) is unchanged "
+                        "after the call (no -=, mul_, x[...] = on an input)",
                     )
             expect.true(
                 len(outs) == count, what=f"{part.label} result", detail=f"expected {count} tensor(s), got {expect.describe(outs)}"

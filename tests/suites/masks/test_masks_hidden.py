@@ -335,7 +335,10 @@ def test_apply_mask_matches_reference_with_broadcasting_and_fills(sub, ref, rng,
                 expect.close(
                     sub.masks.apply_mask(scores, allowed, fill),
                     want,
-                    what=f"apply_mask(scores {list(scores.shape)}, allowed {list(allowed.shape)}, fill={fill:g}) ({dtype_name(dtype)})",
+                    what=(
+                        f"apply_mask(scores {list(scores.shape)}, allowed {list(allowed.shape)}, fill={fill:g}) "
+                        f"({dtype_name(dtype)})"
+                    ),
                     tol=t,
                     mistakes=signatures.distinct(signatures.apply(scores, allowed, fill), t, want),
                 )
@@ -459,7 +462,10 @@ def test_masked_softmax_matches_reference_on_random_scores(sub, ref, rng, credit
                 expect.close(
                     sub.masks.masked_softmax(scores, allowed),
                     want,
-                    what=f"masked_softmax(scores {list(scores.shape)} ×{scale:g}, allowed {list(allowed.shape)}) ({dtype_name(dtype)})",
+                    what=(
+                        f"masked_softmax(scores {list(scores.shape)} ×{scale:g}, allowed {list(allowed.shape)}) "
+                        f"({dtype_name(dtype)})"
+                    ),
                     tol=t,
                     mistakes=signatures.distinct(signatures.softmax(scores, allowed), t, want),
                 )

@@ -116,7 +116,10 @@ def _wide_masked_softmax(sub) -> None:
     expect.close(
         sub.masks.masked_softmax(noncontiguous(scores), noncontiguous(allowed)),
         c["want64"],
-        what=f"masked_softmax(control scores {list(scores.shape)} float64 non-contiguous, mask; last query rows: nothing allowed): float64 in, float64 out",
+        what=(
+            f"masked_softmax(control scores {list(scores.shape)} float64 non-contiguous, mask; last query rows: "
+            "nothing allowed): float64 in, float64 out"
+        ),
         tol=tol("masks.masked_softmax", F64),
         mistakes=c["mistakes64"],
     )
@@ -128,7 +131,10 @@ def _fresh_masked_softmax(sub, rng) -> None:
     expect.close(
         sub.masks.masked_softmax(scores, allowed),
         c["want"],
-        what=f"masked_softmax on control scores {list(scores.shape)} (example 0 at ~200) and mask (last query rows: nothing allowed)",
+        what=(
+            f"masked_softmax on control scores {list(scores.shape)} (example 0 at ~200) and mask (last query rows: "
+            "nothing allowed)"
+        ),
         tol=tol("masks.masked_softmax", F32),
         mistakes=c["mistakes"],
     )
@@ -201,7 +207,10 @@ def test_combine_masks_left_padded_batch_leaves_0_0_1_2_3_keys(sub, rng, credit)
                 md.mask_equal(
                     sub.masks.combine_masks(fresh_causal, keys),
                     c["want"],
-                    what=f"combine_masks(causal {list(fresh_causal.shape)}, key_allowed {list(keys.shape)}) on control padding: allowed where both allow (Day 1 §3.2)",
+                    what=(
+                        f"combine_masks(causal {list(fresh_causal.shape)}, key_allowed {list(keys.shape)}) on "
+                        "control padding: allowed where both allow (Day 1 §3.2)"
+                    ),
                     mistakes=c["mistakes"],
                 )
                 continue
@@ -221,7 +230,10 @@ def test_combine_masks_left_padded_batch_leaves_0_0_1_2_3_keys(sub, rng, credit)
                 expect.true(
                     counts == md.D1_17_UNMASKED_KEYS,
                     what="unmasked keys per query row (Day 1 §3.4: [0, 0, 1, 2, 3])",
-                    detail=f"expected {md.D1_17_UNMASKED_KEYS}, got {counts if counts is not None else 'shape ' + str(list(got.shape))}",
+                    detail=(
+                        f"expected {md.D1_17_UNMASKED_KEYS}, got "
+                        f"{counts if counts is not None else 'shape ' + str(list(got.shape))}"
+                    ),
                     hints=expect.diagnose(got, mistakes, w7.NEAR_EXACT, SNAP["examples"]["combine_left_padded"]),
                 )
 
@@ -233,7 +245,10 @@ def test_masked_softmax_left_padded_pad_rows_are_zero_not_nan(sub, rng, credit):
                 c = SNAP["left_padded_softmax"]
                 scores, allowed, lengths, T = c["scores"], c["allowed"], c["lengths"], c["T"]
                 r = sub.masks.call_with_grad("masked_softmax", scores, allowed, wrt=[0], grad_output=c["grad_out"])
-                what = f"masked_softmax on the control left-padded causal batch (lengths {lengths}, T={T}; example 1's last row: allowed scores all −∞)"
+                what = (
+                    f"masked_softmax on the control left-padded causal batch (lengths {lengths}, T={T}; example 1's "
+                    "last row: allowed scores all −∞)"
+                )
                 expect.close(r.get("value"), c["want"], what=what, tol=tol("masks.masked_softmax", F32), mistakes=c["mistakes"])
                 expect.true(
                     r.get("grads") is not None,
@@ -262,7 +277,7 @@ def test_masked_softmax_left_padded_pad_rows_are_zero_not_nan(sub, rng, credit):
                     mistakes=c["mistakes"],
                 )
                 continue
-            T, n = md.LEFT_PADDED_T, md.LEFT_PADDED_LENGTH
+            T = md.LEFT_PADDED_T
             allowed = SNAP["examples"]["combine_left_padded"][0, 0]  # [T,T]: causal and the 2 pad keys blocked
             scores = torch.tensor([[0.3, -1.2, 0.5, 0.0, 2.0]] * T) + torch.arange(T).unsqueeze(1) * 0.1
             want = torch.zeros(T, T)
@@ -344,8 +359,8 @@ def test_masks_functions_keep_dtype_and_leave_control_inputs_unchanged(sub, rng,
                     expect.unchanged(
                         before,
                         after,
-                        what=f"{name}: argument {i + 1} ({dtype_name(before.dtype)} {list(before.shape)}) is unchanged after the call "
-                        "(no masked_fill_, +=, x[...] = on an input)",
+                        what=f"{name}: argument {i + 1} ({dtype_name(before.dtype)} {list(before.shape)}) is unchanged "
+                        "after the call (no masked_fill_, +=, x[...] = on an input)",
                     )
             out = expect.tensor(r.value, what=f"{name} result ({part.label})")
             expect.true(

@@ -291,7 +291,10 @@ def test_softmax_rows_matches_reference_at_large_magnitudes_with_blocked_keys_an
     def draw(i):
         dtype, lead, L, S, spread, offset, blocked, how = SOFTMAX_DRAWS[i]
         s, dim = _layout(_scores(rng, dtype, lead=lead, L=L, S=S, blocked=blocked, spread=spread, offset=offset), how)
-        what = f"softmax_rows(scores {list(s.shape)}, dim={dim}), {dtype_name(dtype)}, |scores| up to {s[torch.isfinite(s)].abs().max().item():.3g}"
+        what = (
+            f"softmax_rows(scores {list(s.shape)}, dim={dim}), {dtype_name(dtype)}, |scores| up to "
+            f"{s[torch.isfinite(s)].abs().max().item():.3g}"
+        )
         return (s,), {"dim": dim}, what, signatures.softmax(s, dim)
 
     _cases_against_reference(sub, ref, rng, credit, "softmax_rows", len(SOFTMAX_DRAWS), draw)

@@ -299,8 +299,8 @@ def test_row_softmax_functions_keep_dtype_and_leave_control_inputs_unchanged(sub
                 expect.unchanged(
                     before,
                     after,
-                    what=f"{name}: argument {i + 1} ({dtype_name(before.dtype)} {list(before.shape)}) is unchanged after the call "
-                    "(no -=, exp_, x[...] = on an input)",
+                    what=f"{name}: argument {i + 1} ({dtype_name(before.dtype)} {list(before.shape)}) is unchanged "
+                    "after the call (no -=, exp_, x[...] = on an input)",
                 )
             out = expect.tensor(r.value, what=f"{name} result ({part.label})")
             expect.true(

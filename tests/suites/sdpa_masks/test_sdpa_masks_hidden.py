@@ -215,7 +215,10 @@ def test_sdpa_matches_reference_with_masks_and_bottom_right_causal(sub, ref, rng
                 inputs.append((q1, k, v, None if allowed is None else _fixed_allowed(rng, lead, 1, S, shape)))
             for q, k, v, allowed in inputs:
                 want = _expected_sdpa(ref, q, k, v, allowed, causal, dtype)
-                label = f"q {list(q.shape)}, k {list(k.shape)}, allowed {None if allowed is None else list(allowed.shape)}, causal={causal}, {dtype_name(dtype)}"
+                label = (
+                    f"q {list(q.shape)}, k {list(k.shape)}, allowed "
+                    f"{None if allowed is None else list(allowed.shape)}, causal={causal}, {dtype_name(dtype)}"
+                )
                 t = tol("sdpa_masks.sdpa", dtype)
                 expect.close(
                     sub.sdpa_masks.sdpa(q, k, v, allowed=allowed, causal=causal),
@@ -255,7 +258,10 @@ def test_sdpa_never_passes_both_attn_mask_and_is_causal(sub, ref, rng, credit):
             both = [c for c in calls if c["mask"] and c["is_causal"]]
             expect.true(
                 not both,
-                what=f"sdpa (q [2,2,{L},4], k [2,2,{S},4], {part.label}) never passes attn_mask together with is_causal=True (Day 1 §A.1)",
+                what=(
+                    f"sdpa (q [2,2,{L},4], k [2,2,{S},4], {part.label}) never passes attn_mask together with "
+                    "is_causal=True (Day 1 §A.1)"
+                ),
                 problem="constraint",
                 detail=f"{len(both)} of {len(calls)} calls passed both",
                 hints=["sdpa_masks/mask-and-is-causal"],
@@ -390,8 +396,10 @@ def test_mha_self_attention_matches_module_in_both_layouts(sub, rng, credit):
                 r = sub.sdpa_masks.run(sd.mha_recorded, config, state, x, allowed, key_allowed)
                 want = oracles.mha_expected(config, state, x, allowed, key_allowed)
                 label = (
-                    f"MultiheadAttention({config['embed_dim']}, {config['num_heads']}, bias={config['bias']}, batch_first={config['batch_first']}), "
-                    f"x {list(x.shape)}, allowed={'None' if allowed is None else 'given'}, key_allowed={'None' if key_allowed is None else 'given'}, {dtype_name(dtype)}"
+                    f"MultiheadAttention({config['embed_dim']}, {config['num_heads']}, bias={config['bias']}, "
+                    f"batch_first={config['batch_first']}), "
+                    f"x {list(x.shape)}, allowed={'None' if allowed is None else 'given'}, "
+                    f"key_allowed={'None' if key_allowed is None else 'given'}, {dtype_name(dtype)}"
                 )
                 t = tol("sdpa_masks.mha_self_attention", dtype)
                 expect.close(

@@ -92,7 +92,10 @@ def test_to_additive_mask_is_zero_or_minus_inf(sub, rng, credit):
             expect.close(
                 got,
                 want,
-                what=f"to_additive_mask(tril(4){'' if dtype == torch.float32 else ', dtype=float64'}): 0 = keep, −∞ = block (Day 1 §3.3, §A.3)",
+                what=(
+                    f"to_additive_mask(tril(4){'' if dtype == torch.float32 else ', dtype=float64'}): 0 = keep, −∞ "
+                    "= block (Day 1 §3.3, §A.3)"
+                ),
                 tol=EXACT,
                 mistakes=SNAP["additive"]["tril4_float32_mistakes" if dtype == torch.float32 else "tril4_float64_mistakes"],
                 grid=QK,
@@ -109,7 +112,10 @@ def test_hf_to_sdpa_mask_left_padded_batch_masks_keys_only(sub, rng, credit):
                 md.mask_equal(
                     sub.sdpa_masks.hf_to_sdpa_mask(fresh, causal=causal),
                     c["want"],
-                    what=f"hf_to_sdpa_mask(control attention_mask {fresh.tolist()}, causal={causal}): real keys only (Day 1 §3.2, §A.3)",
+                    what=(
+                        f"hf_to_sdpa_mask(control attention_mask {fresh.tolist()}, causal={causal}): real keys only "
+                        "(Day 1 §3.2, §A.3)"
+                    ),
                     mistakes=c["mistakes"],
                 )
                 continue
@@ -118,7 +124,10 @@ def test_hf_to_sdpa_mask_left_padded_batch_masks_keys_only(sub, rng, credit):
             md.mask_equal(
                 sub.sdpa_masks.hf_to_sdpa_mask(attention_mask, causal=causal),
                 want,
-                what=f"hf_to_sdpa_mask([[0,0,1,1,1],[1,1,1,1,1]], causal={causal}) → [B,1,S,S], pad keys blocked (Day 1 §3.2, §A.3)",
+                what=(
+                    f"hf_to_sdpa_mask([[0,0,1,1,1],[1,1,1,1,1]], causal={causal}) → [B,1,S,S], pad keys blocked "
+                    "(Day 1 §3.2, §A.3)"
+                ),
                 mistakes=SNAP["hf"]["lesson_causal_mistakes" if causal else "lesson_not_causal_mistakes"],
                 grid=QK,
             )
@@ -185,7 +194,10 @@ def test_sdpa_matches_manual_attention_with_kv_cache_causal(sub, rng, credit):
                 expect.close(
                     got,
                     c["want64"],
-                    what=f"sdpa(control q {list(q.shape)}, k {list(k.shape)} in float64, non-contiguous, key padding, causal=True): float64 out",
+                    what=(
+                        f"sdpa(control q {list(q.shape)}, k {list(k.shape)} in float64, non-contiguous, key "
+                        "padding, causal=True): float64 out"
+                    ),
                     tol=tol("sdpa_masks.sdpa", torch.float64),
                     mistakes=lambda: sd.blame_kv_cache(sub, c["mistakes64"], c["top_left"]),
                 )
@@ -197,7 +209,10 @@ def test_sdpa_matches_manual_attention_with_kv_cache_causal(sub, rng, credit):
                 expect.close(
                     got,
                     c["want"],
-                    what=f"sdpa(control q {list(q.shape)}, k {list(k.shape)}, key padding, causal=True): bottom-right causal AND padding (Day 1 §A.1)",
+                    what=(
+                        f"sdpa(control q {list(q.shape)}, k {list(k.shape)}, key padding, causal=True): "
+                        "bottom-right causal AND padding (Day 1 §A.1)"
+                    ),
                     tol=SDPA_TOL,
                     mistakes=lambda: sd.blame_kv_cache(sub, c["mistakes"], c["top_left"]),
                 )
@@ -206,7 +221,10 @@ def test_sdpa_matches_manual_attention_with_kv_cache_causal(sub, rng, credit):
             q, k, v, allowed = c["q"], c["k"], c["v"], c["allowed"]
             if part.label == "L=3, S=5 causal + padding":
                 got = sub.sdpa_masks.sdpa(q, k, v, allowed=allowed, causal=True)
-                what = "sdpa(q [1,2,3,4], k [1,2,5,4], allowed=key 3 padded, causal=True): bottom-right causal AND padding (Day 1 §A.1)"
+                what = (
+                    "sdpa(q [1,2,3,4], k [1,2,5,4], allowed=key 3 padded, causal=True): bottom-right causal AND "
+                    "padding (Day 1 §A.1)"
+                )
             elif part.label == "L=1 decoding step":
                 got = sub.sdpa_masks.sdpa(q, k, v, causal=True)
                 what = "sdpa(q [1,2,1,4], k [1,2,5,4], causal=True): the new token reads all 5 keys (Day 1 §A.1, not only key 0)"
@@ -241,7 +259,11 @@ def test_mha_self_attention_runs_a_batch_first_false_module(sub, rng, credit):
                 expect.close(
                     r["value"],
                     c["fresh_want"],
-                    what=f"mha_self_attention(nn.MultiheadAttention({C}, {fresh_config['num_heads']}, batch_first={fresh_config['batch_first']}), control x [{B},{T},{C}], causal, key padding) (Day 1 §A.2)",
+                    what=(
+                        f"mha_self_attention(nn.MultiheadAttention({C}, {fresh_config['num_heads']}, "
+                        f"batch_first={fresh_config['batch_first']}), control x [{B},{T},{C}], causal, key padding) "
+                        "(Day 1 §A.2)"
+                    ),
                     tol=MHA_TOL,
                     mistakes=c["fresh_mistakes"],
                 )
@@ -252,7 +274,10 @@ def test_mha_self_attention_runs_a_batch_first_false_module(sub, rng, credit):
             expect.close(
                 r["value"],
                 want,
-                what=f"mha_self_attention(nn.MultiheadAttention(8, 2, batch_first=False), x [3,4,8]{'' if masks[0] is None else ', causal, key padding'}) (Day 1 §A.2)",
+                what=(
+                    "mha_self_attention(nn.MultiheadAttention(8, 2, batch_first=False), x "
+                    f"[3,4,8]{'' if masks[0] is None else ', causal, key padding'}) (Day 1 §A.2)"
+                ),
                 tol=MHA_TOL,
                 mistakes=c["mistakes_no_masks" if masks[0] is None else "mistakes_masks"],
             )
@@ -282,8 +307,8 @@ def test_sdpa_masks_functions_keep_dtype_and_leave_control_inputs_unchanged(sub,
                 expect.unchanged(
                     before,
                     after,
-                    what=f"{name}: argument {i + 1} ({dtype_name(before.dtype)} {list(before.shape)}) is unchanged after the call "
-                    "(no masked_fill_, logical_not_, x[...] = on an input)",
+                    what=f"{name}: argument {i + 1} ({dtype_name(before.dtype)} {list(before.shape)}) is unchanged "
+                    "after the call (no masked_fill_, logical_not_, x[...] = on an input)",
                 )
             out = expect.tensor(r.value, what=f"{name} result ({part.label})")
             expect.true(
@@ -307,7 +332,10 @@ def test_sdpa_and_mha_self_attention_make_the_documented_calls_on_control_inputs
         with part:
             if part.label.startswith("mha"):
                 x = m["fresh_x"]
-                what = f"mha_self_attention(nn.MultiheadAttention(batch_first={m['fresh_config']['batch_first']}), control x {list(x.shape)}, causal, key padding)"
+                what = (
+                    f"mha_self_attention(nn.MultiheadAttention(batch_first={m['fresh_config']['batch_first']}), "
+                    f"control x {list(x.shape)}, causal, key padding)"
+                )
                 calls = sub.sdpa_masks.run(
                     sd.mha_recorded, m["fresh_config"], m["fresh_state"], x, m["fresh_allowed"], m["fresh_key_allowed"]
                 )["calls"]
