@@ -24,8 +24,9 @@ def multi_head_attention(rng, ref):
     module = ref.mha_reshape.MultiHeadAttention(C, h, T).double()
     module.load_state_dict({k: v.double() for k, v in state.items()})
     with torch.no_grad():
-        out = module(x.double()).float()
-    return {"x": x, "args": [C, h, T], "state": state, "want": out}
+        out, weights = (t.float() for t in module(x.double(), return_weights=True))
+    variants = signatures.Variants(x, state, h)
+    return {"x": x, "args": [C, h, T], "state": state, "want": out, "mistakes": variants.outputs(), "want_weights": weights, "mistakes_weights": variants.weights()}
 
 
 def multi_head_attention_one_head(rng, ref):
@@ -37,8 +38,9 @@ def multi_head_attention_one_head(rng, ref):
     module = ref.mha_reshape.MultiHeadAttention(C, 1, T).double()
     module.load_state_dict({k: v.double() for k, v in state.items()})
     with torch.no_grad():
-        out = module(x.double()).float()
-    return {"x": x, "args": [C, 1, T], "state": state, "want": out}
+        out, weights = (t.float() for t in module(x.double(), return_weights=True))
+    variants = signatures.Variants(x, state, 1)
+    return {"x": x, "args": [C, 1, T], "state": state, "want": out, "mistakes": variants.outputs(), "want_weights": weights, "mistakes_weights": variants.weights()}
 
 
 def split_heads(rng, ref):
