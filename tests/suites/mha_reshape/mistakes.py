@@ -15,7 +15,6 @@ import torch
 from autograder.testing import outputs, weights  # noqa: F401  (re-exported for the suites)
 
 
-
 # --------------------------------------------------------------------------- reshapes
 def _split(x: torch.Tensor, h: int, how: str) -> torch.Tensor:
     B, T, C = x.shape
@@ -102,7 +101,9 @@ def _mha_scores(x, state, h, key_allowed):
     return scores.masked_fill(~allowed, -math.inf)
 
 
-def mha(x: torch.Tensor, state: dict, num_heads: int, key_allowed: torch.Tensor | None = None) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+def mha(
+    x: torch.Tensor, state: dict, num_heads: int, key_allowed: torch.Tensor | None = None
+) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
     """hint id → (out, weights) that MultiHeadAttention.forward would return with that mistake.
 
     ``view-without-transpose`` pairs the output of the lesson's bug (merging with
@@ -116,7 +117,9 @@ def mha(x: torch.Tensor, state: dict, num_heads: int, key_allowed: torch.Tensor 
         out["mha_reshape/scale-by-model-width"] = _mha(x, state, h, key_allowed, scale="model")
         out["mha_reshape/heads-reversed"] = _mha(x, state, h, key_allowed, merge="heads-reversed")
     if 1 < h < x.shape[-1]:
-        out["mha_reshape/interleaved-heads"] = _mha(x, state, h, key_allowed, split="interleaved-heads", merge="interleaved-heads")
+        out["mha_reshape/interleaved-heads"] = _mha(
+            x, state, h, key_allowed, split="interleaved-heads", merge="interleaved-heads"
+        )
     out["mha_reshape/transpose-wrong-axes"] = _mha(x, state, h, key_allowed, merge="transpose-wrong-axes")  # also with one head
     out["mha_reshape/missing-output-projection"] = _mha(x, state, h, key_allowed, project=False)
     out["mha_reshape/linear-weight-not-transposed"] = _mha(x, state, h, key_allowed, transpose=False)
@@ -149,8 +152,6 @@ class Variants:
 
     def weights(self) -> dict[str, torch.Tensor]:
         return weights(self.all())
-
-
 
 
 # --------------------------------------------------------------------------- counts and costs

@@ -7,10 +7,10 @@ from __future__ import annotations
 import math
 
 import torch
-
-from autograder.testing import in_float64, randint, randn, sibling
 from course import mha_reshape_data as data
 from course import week07 as w7
+
+from autograder.testing import in_float64, randint, randn, sibling
 
 signatures = sibling(__file__, "mistakes")
 
@@ -22,8 +22,17 @@ def multi_head_attention(rng, ref):
     module = ref.mha_reshape.MultiHeadAttention(C, h, T).double()
     module.load_state_dict({k: v.double() for k, v in state.items()})
     with torch.no_grad():
-        out = module(x.double()).float()
-    return {"x": x, "args": [C, h, T], "state": state, "want": out}
+        out, weights = (t.float() for t in module(x.double(), return_weights=True))
+    variants = signatures.Variants(x, state, h)
+    return {
+        "x": x,
+        "args": [C, h, T],
+        "state": state,
+        "want": out,
+        "mistakes": variants.outputs(),
+        "want_weights": weights,
+        "mistakes_weights": variants.weights(),
+    }
 
 
 def multi_head_attention_one_head(rng, ref):
@@ -35,14 +44,28 @@ def multi_head_attention_one_head(rng, ref):
     module = ref.mha_reshape.MultiHeadAttention(C, 1, T).double()
     module.load_state_dict({k: v.double() for k, v in state.items()})
     with torch.no_grad():
-        out = module(x.double()).float()
-    return {"x": x, "args": [C, 1, T], "state": state, "want": out}
+        out, weights = (t.float() for t in module(x.double(), return_weights=True))
+    variants = signatures.Variants(x, state, 1)
+    return {
+        "x": x,
+        "args": [C, 1, T],
+        "state": state,
+        "want": out,
+        "mistakes": variants.outputs(),
+        "want_weights": weights,
+        "mistakes_weights": variants.weights(),
+    }
 
 
 def split_heads(rng, ref):
     h = randint(rng, 2, 4)
     x = randn(rng, randint(rng, 1, 3), randint(rng, 2, 6), h * randint(rng, 2, 4))
-    return {"x": x, "num_heads": h, "want": in_float64(ref.mha_reshape.split_heads, x, h), "mistakes": signatures.split_heads(x, h)}
+    return {
+        "x": x,
+        "num_heads": h,
+        "want": in_float64(ref.mha_reshape.split_heads, x, h),
+        "mistakes": signatures.split_heads(x, h),
+    }
 
 
 def merge_heads(rng, ref):
@@ -61,7 +84,10 @@ def split_heads_examples(rng, ref):
 
 
 def merge_heads_examples(rng, ref):
-    w7_29, l2_04 = torch.arange(12, dtype=torch.float32).reshape(1, 2, 3, 2), torch.arange(80, dtype=torch.float64).reshape(2, 2, 5, 4)
+    w7_29, l2_04 = (
+        torch.arange(12, dtype=torch.float32).reshape(1, 2, 3, 2),
+        torch.arange(80, dtype=torch.float64).reshape(2, 2, 5, 4),
+    )
     return {
         "W7-29": in_float64(ref.mha_reshape.merge_heads, w7_29),
         "L2-04": in_float64(ref.mha_reshape.merge_heads, l2_04, dtype=torch.float64),
@@ -73,15 +99,20 @@ def cost_functions(rng, ref):
     m = ref.mha_reshape
     B, h, T, d = randint(rng, 2, 16), randint(rng, 2, 16), randint(rng, 3, 5000), randint(rng, 2, 4000)
     return {
-        "B": B, "h": h, "T": T, "d": d,
+        "B": B,
+        "h": h,
+        "T": T,
+        "d": d,
         "score_elements": m.score_elements(B, h, T),
         "mha_param_count": m.mha_param_count(d),
         "mha_flops": m.mha_flops(T, d),
         "attention_flop_fraction": m.attention_flop_fraction(T, d),
         "attention_matrix_gib": m.attention_matrix_gib(B, h, T, 4, 3),
         "candidates": {  # (hint, the number that mistake gives)
-            "score_elements": signatures.score_elements(B, h, T), "mha_param_count": signatures.mha_param_count(d, True),
-            "mha_flops": signatures.mha_flops(T, d), "attention_flop_fraction": signatures.attention_flop_fraction(T, d),
+            "score_elements": signatures.score_elements(B, h, T),
+            "mha_param_count": signatures.mha_param_count(d, True),
+            "mha_flops": signatures.mha_flops(T, d),
+            "attention_flop_fraction": signatures.attention_flop_fraction(T, d),
             "attention_matrix_gib": signatures.attention_matrix_gib(B, h, T, 4, 3),
         },
     }
@@ -106,9 +137,16 @@ def week7_two_heads(rng, ref):
     prompt B's second key padded."""
     ex = w7.example()
     state = data.two_head_state()
-    plain, padded = signatures.Variants(ex.x, state, 2), signatures.Variants(ex.x, state, 2, torch.tensor([[True, True], [True, False]]))
-    return {"mistakes_out": plain.outputs(), "mistakes_weights": plain.weights(),
-            "padded_mistakes_out": padded.outputs(), "padded_mistakes_weights": padded.weights()}
+    plain, padded = (
+        signatures.Variants(ex.x, state, 2),
+        signatures.Variants(ex.x, state, 2, torch.tensor([[True, True], [True, False]])),
+    )
+    return {
+        "mistakes_out": plain.outputs(),
+        "mistakes_weights": plain.weights(),
+        "padded_mistakes_out": padded.outputs(),
+        "padded_mistakes_weights": padded.weights(),
+    }
 
 
 def unsliced_probe(rng, ref):
@@ -116,4 +154,15 @@ def unsliced_probe(rng, ref):
     return signatures.unsliced_probe()
 
 
-CASES = [multi_head_attention, multi_head_attention_one_head, split_heads, merge_heads, split_heads_examples, merge_heads_examples, cost_functions, cost_tables, week7_two_heads, unsliced_probe]
+CASES = [
+    multi_head_attention,
+    multi_head_attention_one_head,
+    split_heads,
+    merge_heads,
+    split_heads_examples,
+    merge_heads_examples,
+    cost_functions,
+    cost_tables,
+    week7_two_heads,
+    unsliced_probe,
+]

@@ -9,6 +9,8 @@ from __future__ import annotations
 import math
 
 import torch
+from course import mha_reshape_data as data
+from course.tolerances import EXACT, Tol, tol
 
 from autograder.testing import (
     SubmissionError,
@@ -24,8 +26,6 @@ from autograder.testing import (
     randn,
     sibling,
 )
-from course import mha_reshape_data as data
-from course.tolerances import EXACT, Tol, tol
 
 signatures = sibling(__file__, "mistakes")  # the named mistakes' outputs (beside this suite; never shipped to students)
 
@@ -38,7 +38,12 @@ DTYPES = (torch.float32, torch.float64)
 # T kinds: see _length. A degenerate case (h = 1, T = 1) is only ever checked beside regular ones.
 SPLIT_KINDS = (("all", "any"), ("some", "any"), ("one", "1"), ("all", "64"), ("some", "64"), ("one", "any"))  # (heads, T)
 MERGE_KINDS = (  # (h, T, d): "r" = drawn in 2..8 (T: 2..64)
-    (1, "r", "r"), ("r", "r", "r"), (12, 1, "r"), ("r", "r", 1), (12, "r", "r"), ("r", "r", "r"),
+    (1, "r", "r"),
+    ("r", "r", "r"),
+    (12, 1, "r"),
+    ("r", "r", 1),
+    (12, "r", "r"),
+    ("r", "r", "r"),
 )
 MHA_KINDS = (  # (heads, T, ctx > T, bias, padding: None / "right" / "any")
     ("all", "any", False, True, None),
@@ -48,7 +53,12 @@ MHA_KINDS = (  # (heads, T, ctx > T, bias, padding: None / "right" / "any")
     ("all", "2", False, False, "right"),
     ("one", "1", True, True, "any"),
 )
-WEIGHTS_KINDS = (("some", True, False), ("one", False, True), ("all", True, True), ("some", False, False))  # (heads, right padding, bias)
+WEIGHTS_KINDS = (
+    ("some", True, False),
+    ("one", False, True),
+    ("all", True, True),
+    ("some", False, False),
+)  # (heads, right padding, bias)
 LINEARS = ("w_q", "w_k", "w_v", "w_o")
 BANNED = ("MultiheadAttention", "multi_head_attention_forward", "scaled_dot_product_attention")
 # Cost functions may be computed in float32 (issue 9 §4): compare with the measured rows of
@@ -109,7 +119,7 @@ def _sizes(rng, which: str, length="any", budget: int = 1 << 15) -> tuple[int, i
 def _state(rng, C: int, bias: bool, dtype: torch.dtype) -> dict[str, torch.Tensor]:
     state = {}
     for name in LINEARS:
-        state[f"{name}.weight"] = randn(rng, C, C, dtype=dtype, scale=C ** -0.5)  # nn.Linear layout [out, in]
+        state[f"{name}.weight"] = randn(rng, C, C, dtype=dtype, scale=C**-0.5)  # nn.Linear layout [out, in]
         if bias:
             state[f"{name}.bias"] = randn(rng, C, dtype=dtype, scale=0.1)
     return state
@@ -147,16 +157,26 @@ def _control_split(sub, ref, rng) -> None:
     """split_heads on a fresh random input, against the reference."""
     B, T, C, h = choice(rng, (1, 2)), randint(rng, 2, 9), choice(rng, (4, 6, 8)), 2
     x = randn(rng, B, T, C)
-    expect.close(sub.mha_reshape.split_heads(x, h), ref.mha_reshape.split_heads(x.double(), h).float(), what="split_heads on fresh random inputs (checked first)",
-                 tol=tol("mha_reshape.split_heads", torch.float32), mistakes=signatures.split_heads(x, h))
+    expect.close(
+        sub.mha_reshape.split_heads(x, h),
+        ref.mha_reshape.split_heads(x.double(), h).float(),
+        what="split_heads on fresh random inputs (checked first)",
+        tol=tol("mha_reshape.split_heads", torch.float32),
+        mistakes=signatures.split_heads(x, h),
+    )
 
 
 def _control_merge(sub, ref, rng) -> None:
     """merge_heads on a fresh random input, against the reference."""
     B, T, h, d = choice(rng, (1, 2)), randint(rng, 2, 9), 2, randint(rng, 2, 4)  # d ≥ 2: width-1 heads hide interleaving
     y = randn(rng, B, h, T, d)
-    expect.close(sub.mha_reshape.merge_heads(y), ref.mha_reshape.merge_heads(y.double()).float(), what="merge_heads on fresh random inputs (checked first)",
-                 tol=tol("mha_reshape.merge_heads", torch.float32), mistakes=signatures.merge_heads(y))
+    expect.close(
+        sub.mha_reshape.merge_heads(y),
+        ref.mha_reshape.merge_heads(y.double()).float(),
+        what="merge_heads on fresh random inputs (checked first)",
+        tol=tol("mha_reshape.merge_heads", torch.float32),
+        mistakes=signatures.merge_heads(y),
+    )
 
 
 def _control_module(sub, ref, rng) -> None:
@@ -169,27 +189,76 @@ def _control_module(sub, ref, rng) -> None:
     x = randn(rng, B, T, C)
     state = _state(rng, C, False, torch.float32)  # fixed: a bias mistake costs the structure tests, the same on every seed
     key_allowed = _key_allowed(rng, B, T)  # at least one padded key
-    r = sub.mha_reshape.construct("MultiHeadAttention", [C, 1, T], {"bias": "w_q.bias" in state}, state=state, calls=[("forward", [x], {"key_allowed": key_allowed})], describe=False)
+    r = sub.mha_reshape.construct(
+        "MultiHeadAttention",
+        [C, 1, T],
+        {"bias": "w_q.bias" in state},
+        state=state,
+        calls=[("forward", [x], {"key_allowed": key_allowed})],
+        describe=False,
+    )
     want, _ = _reference(ref, C, 1, T, "w_q.bias" in state, state, x, key_allowed, torch.float32)
-    expect.close(r["outputs"][0], want, what="MultiHeadAttention(C, 1, T) on fresh random weights, x and padding (checked first)", tol=tol("mha_reshape.MultiHeadAttention", torch.float32))
+    expect.close(
+        r["outputs"][0],
+        want,
+        what="MultiHeadAttention(C, 1, T) on fresh random weights, x and padding (checked first)",
+        tol=tol("mha_reshape.MultiHeadAttention", torch.float32),
+    )
 
 
 def _control_costs(sub, ref, rng, names) -> None:
     """The cost functions on fresh random sizes, against the reference (so a table of the
     lessons' numbers earns nothing)."""
-    B, h, T, d = randint(rng, 1, 64), randint(rng, 2, 64), randint(rng, 1, 1 << 14), randint(rng, 1, 4096)  # h ≥ 2: one head hides the heads factor
+    B, h, T, d = (
+        randint(rng, 1, 64),
+        randint(rng, 2, 64),
+        randint(rng, 1, 1 << 14),
+        randint(rng, 1, 4096),
+    )  # h ≥ 2: one head hides the heads factor
     m, r = sub.mha_reshape, ref.mha_reshape
     checks = {  # (yours, the reference's, what, the named mistakes' numbers, tolerance)
-        "score_elements": (lambda: m.score_elements(B, h, T), lambda: r.score_elements(B, h, T), f"score_elements({B}, {h}, {T})", lambda: signatures.score_elements(B, h, T), EXACT),
-        "mha_param_count": (lambda: m.mha_param_count(d), lambda: r.mha_param_count(d), f"mha_param_count({d})", lambda: signatures.mha_param_count(d, True), EXACT),
-        "mha_flops": (lambda: m.mha_flops(T, d), lambda: r.mha_flops(T, d), f"mha_flops({T}, {d})", lambda: signatures.mha_flops(T, d), EXACT),
-        "attention_flop_fraction": (lambda: m.attention_flop_fraction(T, d), lambda: r.attention_flop_fraction(T, d), f"attention_flop_fraction({T}, {d})", lambda: signatures.attention_flop_fraction(T, d), FRACTION),
-        "attention_matrix_gib": (lambda: m.attention_matrix_gib(B, h, T), lambda: r.attention_matrix_gib(B, h, T), f"attention_matrix_gib({B}, {h}, {T})", lambda: signatures.attention_matrix_gib(B, h, T, 2, 1), GIB),
+        "score_elements": (
+            lambda: m.score_elements(B, h, T),
+            lambda: r.score_elements(B, h, T),
+            f"score_elements({B}, {h}, {T})",
+            lambda: signatures.score_elements(B, h, T),
+            EXACT,
+        ),
+        "mha_param_count": (
+            lambda: m.mha_param_count(d),
+            lambda: r.mha_param_count(d),
+            f"mha_param_count({d})",
+            lambda: signatures.mha_param_count(d, True),
+            EXACT,
+        ),
+        "mha_flops": (
+            lambda: m.mha_flops(T, d),
+            lambda: r.mha_flops(T, d),
+            f"mha_flops({T}, {d})",
+            lambda: signatures.mha_flops(T, d),
+            EXACT,
+        ),
+        "attention_flop_fraction": (
+            lambda: m.attention_flop_fraction(T, d),
+            lambda: r.attention_flop_fraction(T, d),
+            f"attention_flop_fraction({T}, {d})",
+            lambda: signatures.attention_flop_fraction(T, d),
+            FRACTION,
+        ),
+        "attention_matrix_gib": (
+            lambda: m.attention_matrix_gib(B, h, T),
+            lambda: r.attention_matrix_gib(B, h, T),
+            f"attention_matrix_gib({B}, {h}, {T})",
+            lambda: signatures.attention_matrix_gib(B, h, T, 2, 1),
+            GIB,
+        ),
     }
     for name in names:
         yours, theirs, what, candidates, t = checks[name]
         got, want = yours(), theirs()
-        expect.scalar(got, want, what=f"{what} (checked first)", tol=t, integer=t is EXACT, hints=data.numbers(got, candidates(), want))
+        expect.scalar(
+            got, want, what=f"{what} (checked first)", tol=t, integer=t is EXACT, hints=data.numbers(got, candidates(), want)
+        )
 
 
 def _number_hints(got, candidates, right, fallback):
@@ -198,14 +267,29 @@ def _number_hints(got, candidates, right, fallback):
 
 # --------------------------------------------------------------------------- course numbers
 def test_course_numbers_at_stated_precision(sub, ref, rng, credit):
-    labels = ["score elements (W7-49..W7-52)", "parameters (D1-24)", "FLOPs (D1-25, D1-26)", "FLOP share table (D1-27)",
-              "memory table (D1-29, D1-30)", "head width (W7-34, D1-38)", "shapes (W7-29, W7-54, L2-04)", "h=1 equals one head (D1-41)",
-              "concat then W_O (D1-40)"]
+    labels = [
+        "score elements (W7-49..W7-52)",
+        "parameters (D1-24)",
+        "FLOPs (D1-25, D1-26)",
+        "FLOP share table (D1-27)",
+        "memory table (D1-29, D1-30)",
+        "head width (W7-34, D1-38)",
+        "shapes (W7-29, W7-54, L2-04)",
+        "h=1 equals one head (D1-41)",
+        "concat then W_O (D1-40)",
+    ]
     m = sub.mha_reshape
-    controls = {"score elements": (_control_costs, ["score_elements"]), "parameters": (_control_costs, ["mha_param_count"]),
-                "FLOPs": (_control_costs, ["mha_flops", "attention_flop_fraction"]), "FLOP share table": (_control_costs, ["attention_flop_fraction"]),
-                "memory table": (_control_costs, ["attention_matrix_gib"]), "head width": (_control_split, None), "shapes": (_control_module, None),
-                "h=1 equals one head": (_control_module, None), "concat then W_O": (_control_merge, None)}
+    controls = {
+        "score elements": (_control_costs, ["score_elements"]),
+        "parameters": (_control_costs, ["mha_param_count"]),
+        "FLOPs": (_control_costs, ["mha_flops", "attention_flop_fraction"]),
+        "FLOP share table": (_control_costs, ["attention_flop_fraction"]),
+        "memory table": (_control_costs, ["attention_matrix_gib"]),
+        "head width": (_control_split, None),
+        "shapes": (_control_module, None),
+        "h=1 equals one head": (_control_module, None),
+        "concat then W_O": (_control_merge, None),
+    }
     for part in credit.parts(labels):
         with part, data.view_hint(sub):
             label = part.label
@@ -214,69 +298,201 @@ def test_course_numbers_at_stated_precision(sub, ref, rng, credit):
             if label.startswith("score elements"):
                 for (B, h, T), want in data.SCORE_ELEMENTS.items():
                     got = m.score_elements(B, h, T)
-                    expect.scalar(got, want, what=f"score_elements({B}, {h}, {T}) (W7-49/50)", tol=EXACT, integer=True, hints=_number_hints(got, signatures.score_elements(B, h, T), want, ["mha_reshape/score-elements-formula"]))
-                expect.scalar(m.score_elements(2, 2, 1000) / m.score_elements(2, 2, 2), data.SCORE_RATIO, what="T=1000 vs T=2 (W7-51)", tol=GIB, hints=["mha_reshape/score-elements-formula"])
+                    expect.scalar(
+                        got,
+                        want,
+                        what=f"score_elements({B}, {h}, {T}) (W7-49/50)",
+                        tol=EXACT,
+                        integer=True,
+                        hints=_number_hints(
+                            got, signatures.score_elements(B, h, T), want, ["mha_reshape/score-elements-formula"]
+                        ),
+                    )
+                expect.scalar(
+                    m.score_elements(2, 2, 1000) / m.score_elements(2, 2, 2),
+                    data.SCORE_RATIO,
+                    what="T=1000 vs T=2 (W7-51)",
+                    tol=GIB,
+                    hints=["mha_reshape/score-elements-formula"],
+                )
                 B, h, T = randint(rng, 1, 8), randint(rng, 1, 16), randint(rng, 1, 512)
-                expect.scalar(m.score_elements(B, h, 2 * T) / m.score_elements(B, h, T), data.DOUBLING_FACTOR, what=f"T doubles ⇒ score elements ×4 (W7-52; B={B}, h={h}, T={T})", tol=GIB, hints=["mha_reshape/score-elements-formula"])
+                expect.scalar(
+                    m.score_elements(B, h, 2 * T) / m.score_elements(B, h, T),
+                    data.DOUBLING_FACTOR,
+                    what=f"T doubles ⇒ score elements ×4 (W7-52; B={B}, h={h}, T={T})",
+                    tol=GIB,
+                    hints=["mha_reshape/score-elements-formula"],
+                )
             elif label.startswith("parameters"):
                 for d, want in data.PARAM_COUNT.items():
                     got = m.mha_param_count(d)
-                    expect.scalar(got, want, what=f"mha_param_count({d}) = 4d² + 4d (D1-24)", tol=EXACT, integer=True, hints=_number_hints(got, signatures.mha_param_count(d, True), want, ["mha_reshape/param-count-bias"]))
+                    expect.scalar(
+                        got,
+                        want,
+                        what=f"mha_param_count({d}) = 4d² + 4d (D1-24)",
+                        tol=EXACT,
+                        integer=True,
+                        hints=_number_hints(got, signatures.mha_param_count(d, True), want, ["mha_reshape/param-count-bias"]),
+                    )
                     got = m.mha_param_count(d, bias=False)
-                    expect.scalar(got, 4 * d * d, what=f"mha_param_count({d}, bias=False) = 4d²", tol=EXACT, integer=True, hints=_number_hints(got, signatures.mha_param_count(d, False), 4 * d * d, ["mha_reshape/param-count-bias"]))
+                    expect.scalar(
+                        got,
+                        4 * d * d,
+                        what=f"mha_param_count({d}, bias=False) = 4d²",
+                        tol=EXACT,
+                        integer=True,
+                        hints=_number_hints(
+                            got, signatures.mha_param_count(d, False), 4 * d * d, ["mha_reshape/param-count-bias"]
+                        ),
+                    )
             elif label.startswith("FLOPs"):
                 for (T, d), want in data.MHA_FLOPS.items():
                     got = m.mha_flops(T, d)
-                    expect.scalar(got, want, what=f"mha_flops(T={T}, d={d}) (D1-25)", tol=EXACT, integer=True, hints=_number_hints(got, signatures.mha_flops(T, d), want, ["mha_reshape/flops-attention-term"]))
+                    expect.scalar(
+                        got,
+                        want,
+                        what=f"mha_flops(T={T}, d={d}) (D1-25)",
+                        tol=EXACT,
+                        integer=True,
+                        hints=_number_hints(got, signatures.mha_flops(T, d), want, ["mha_reshape/flops-attention-term"]),
+                    )
                 got = m.attention_flop_fraction(1536, 768)
-                expect.scalar(got, 0.5, what="attention_flop_fraction(T=1536, d=768): projections = attention at T = 2d (D1-26)", tol=FRACTION, hints=_number_hints(got, signatures.attention_flop_fraction(1536, 768), 0.5, ["mha_reshape/fraction-wrong-share"]))
+                expect.scalar(
+                    got,
+                    0.5,
+                    what="attention_flop_fraction(T=1536, d=768): projections = attention at T = 2d (D1-26)",
+                    tol=FRACTION,
+                    hints=_number_hints(
+                        got, signatures.attention_flop_fraction(1536, 768), 0.5, ["mha_reshape/fraction-wrong-share"]
+                    ),
+                )
             elif label.startswith("FLOP share"):
                 for (d, T), percent in data.FLOP_SHARE.items():
                     got = m.attention_flop_fraction(T, d)
-                    expect.scalar(got, percent / 100, what=f"attention_flop_fraction(T={T}, d={d}) ≈ {percent}% (D1-27)", tol=data.FRACTION_TABLE,
-                                  hints=_number_hints(got, signatures.attention_flop_fraction(T, d), T / (T + 2 * d), ["mha_reshape/fraction-wrong-share"]))
+                    expect.scalar(
+                        got,
+                        percent / 100,
+                        what=f"attention_flop_fraction(T={T}, d={d}) ≈ {percent}% (D1-27)",
+                        tol=data.FRACTION_TABLE,
+                        hints=_number_hints(
+                            got, signatures.attention_flop_fraction(T, d), T / (T + 2 * d), ["mha_reshape/fraction-wrong-share"]
+                        ),
+                    )
             elif label.startswith("memory"):
                 for (B, h, T, layers), want in data.MEMORY_GIB.items():
                     got = m.attention_matrix_gib(B, h, T, layers=layers)
-                    expect.scalar(got, want, what=f"attention_matrix_gib({B}, {h}, {T}, layers={layers}), bf16 by default (D1-29)", tol=data.GIB_TABLE,
-                                  hints=_number_hints(got, signatures.attention_matrix_gib(B, h, T, 2, layers), want, ["mha_reshape/memory-layers", "mha_reshape/memory-units"]))
-                expect.scalar(m.attention_matrix_gib(8, 12, 4096) / m.attention_matrix_gib(8, 12, 1024), data.MEMORY_T_TIMES_4, what="T ×4 ⇒ memory of A ×16 (D1-30)", tol=GIB, hints=["mha_reshape/score-elements-formula"])
+                    expect.scalar(
+                        got,
+                        want,
+                        what=f"attention_matrix_gib({B}, {h}, {T}, layers={layers}), bf16 by default (D1-29)",
+                        tol=data.GIB_TABLE,
+                        hints=_number_hints(
+                            got,
+                            signatures.attention_matrix_gib(B, h, T, 2, layers),
+                            want,
+                            ["mha_reshape/memory-layers", "mha_reshape/memory-units"],
+                        ),
+                    )
+                expect.scalar(
+                    m.attention_matrix_gib(8, 12, 4096) / m.attention_matrix_gib(8, 12, 1024),
+                    data.MEMORY_T_TIMES_4,
+                    what="T ×4 ⇒ memory of A ×16 (D1-30)",
+                    tol=GIB,
+                    hints=["mha_reshape/score-elements-formula"],
+                )
             elif label.startswith("head width"):
                 for (C, h), d in data.HEAD_WIDTH.items():
                     got = expect.tensor(m.split_heads(torch.zeros(1, 1, C), h), what=f"split_heads(x [1,1,{C}], {h})")
-                    expect.true(list(got.shape) == [1, h, 1, d], what=f"d_head = C/h = {C}/{h} = {d} (W7-34, D1-38)", detail=f"expected shape [1, {h}, 1, {d}], got {list(got.shape)}", hints=["mha_reshape/view-without-transpose"])
+                    expect.true(
+                        list(got.shape) == [1, h, 1, d],
+                        what=f"d_head = C/h = {C}/{h} = {d} (W7-34, D1-38)",
+                        detail=f"expected shape [1, {h}, 1, {d}], got {list(got.shape)}",
+                        hints=["mha_reshape/view-without-transpose"],
+                    )
             elif label.startswith("shapes"):
-                for shapes, h in ((data.SHAPES_W7_29, 2), (data.SHAPES_L2_04, 2), ({"input": [2, 2, 4], "scores": [2, 2, 2, 2]}, 2)):
+                for shapes, h in (
+                    (data.SHAPES_W7_29, 2),
+                    (data.SHAPES_L2_04, 2),
+                    ({"input": [2, 2, 4], "scores": [2, 2, 2, 2]}, 2),
+                ):
                     x = randn(rng, *shapes["input"])
                     C = shapes["input"][-1]
-                    r = m.construct("MultiHeadAttention", [C, h, 8], calls=[("forward", [x], {"return_weights": True})], describe=False)
-                    out, weights = expect.sequence(r["outputs"][0], 2, what=f"MultiHeadAttention({C}, {h}, 8).forward(x {shapes['input']}, return_weights=True)")
+                    r = m.construct(
+                        "MultiHeadAttention", [C, h, 8], calls=[("forward", [x], {"return_weights": True})], describe=False
+                    )
+                    out, weights = expect.sequence(
+                        r["outputs"][0],
+                        2,
+                        what=f"MultiHeadAttention({C}, {h}, 8).forward(x {shapes['input']}, return_weights=True)",
+                    )
                     got = [list(expect.tensor(out, what="output").shape), list(expect.tensor(weights, what="weights").shape)]
                     averaged = got[1] == shapes["scores"][:1] + shapes["scores"][2:]
-                    expect.true(got == [shapes["input"], shapes["scores"]], what=f"MHA shapes for x {shapes['input']}, h={h} (W7-29, W7-54, L2-04)",
-                                detail=f"expected output {shapes['input']} and weights {shapes['scores']}, got {got[0]} and {got[1]}",
-                                hints=["mha_reshape/weights-averaged-over-heads"] if averaged else ["mha_reshape/concat-wrong-axis"])
+                    expect.true(
+                        got == [shapes["input"], shapes["scores"]],
+                        what=f"MHA shapes for x {shapes['input']}, h={h} (W7-29, W7-54, L2-04)",
+                        detail=f"expected output {shapes['input']} and weights {shapes['scores']}, got {got[0]} and {got[1]}",
+                        hints=["mha_reshape/weights-averaged-over-heads"] if averaged else ["mha_reshape/concat-wrong-axis"],
+                    )
             elif label.startswith("concat then W_O"):
-                B, h, T, d = 2, randint(rng, 2, 4), randint(rng, 2, 6), randint(rng, 2, 4)  # d ≥ 2: width-1 heads hide interleaving
+                B, h, T, d = (
+                    2,
+                    randint(rng, 2, 4),
+                    randint(rng, 2, 6),
+                    randint(rng, 2, 4),
+                )  # d ≥ 2: width-1 heads hide interleaving
                 heads = randn(rng, B, h, T, d, dtype=torch.float64)
                 w_o = randn(rng, h * d, 5, dtype=torch.float64)
                 merged = expect.tensor(m.merge_heads(heads), what=f"merge_heads(heads [{B},{h},{T},{d}])")
-                expect.true(list(merged.shape) == [B, T, h * d], what="merge_heads shape", detail=f"expected [{B}, {T}, {h * d}], got {list(merged.shape)}", problem="shape")
-                blocks = sum(heads[:, i] @ w_o[i * d:(i + 1) * d] for i in range(h))
-                expect.close(merged @ w_o, blocks, what="Concat(heads) W_O = Σ_i head_i W_O^(i), row blocks of W_O (D1-40)", tol=Tol(rtol=0.0, atol=1e-12))
+                expect.true(
+                    list(merged.shape) == [B, T, h * d],
+                    what="merge_heads shape",
+                    detail=f"expected [{B}, {T}, {h * d}], got {list(merged.shape)}",
+                    problem="shape",
+                )
+                blocks = sum(heads[:, i] @ w_o[i * d : (i + 1) * d] for i in range(h))
+                expect.close(
+                    merged @ w_o,
+                    blocks,
+                    what="Concat(heads) W_O = Σ_i head_i W_O^(i), row blocks of W_O (D1-40)",
+                    tol=Tol(rtol=0.0, atol=1e-12),
+                )
             else:
                 C, T, B = randint(rng, 2, 8), randint(rng, 2, 10), 2
                 x = randn(rng, B, T, C, dtype=torch.float64)
                 state = _state(rng, C, False, torch.float64)
                 state["w_o.weight"] = torch.eye(C, dtype=torch.float64)
-                r = m.construct("MultiHeadAttention", [C, 1, T], dtype=torch.float64, state=state, calls=[("forward", [x], {"return_weights": True})], describe=False)
-                out, weights = expect.sequence(r["outputs"][0], 2, what="MultiHeadAttention(C, 1, T).forward(x, return_weights=True)")
+                r = m.construct(
+                    "MultiHeadAttention",
+                    [C, 1, T],
+                    dtype=torch.float64,
+                    state=state,
+                    calls=[("forward", [x], {"return_weights": True})],
+                    describe=False,
+                )
+                out, weights = expect.sequence(
+                    r["outputs"][0], 2, what="MultiHeadAttention(C, 1, T).forward(x, return_weights=True)"
+                )
                 q, k, v = (x @ state[f"{n}.weight"].T for n in ("w_q", "w_k", "w_v"))
-                scores = (q @ k.transpose(-2, -1) / math.sqrt(C)).masked_fill(~torch.tril(torch.ones(T, T, dtype=torch.bool)), float("-inf"))
+                scores = (q @ k.transpose(-2, -1) / math.sqrt(C)).masked_fill(
+                    ~torch.tril(torch.ones(T, T, dtype=torch.bool)), float("-inf")
+                )
                 single_weights = torch.softmax(scores, dim=-1)
                 variants = signatures.Variants(x, state, 1)
-                expect.close(weights, single_weights[:, None], what="h=1: weights equal the single head's (D1-41, float64)", tol=data.H1_EQUALS_SINGLE_HEAD, grid=QK, mistakes=variants.weights)
-                expect.close(out, single_weights @ v, what="h=1 with W_O = I: output equals the single head's (D1-41, float64)", tol=data.H1_EQUALS_SINGLE_HEAD, mistakes=variants.outputs)
+                expect.close(
+                    weights,
+                    single_weights[:, None],
+                    what="h=1: weights equal the single head's (D1-41, float64)",
+                    tol=data.H1_EQUALS_SINGLE_HEAD,
+                    grid=QK,
+                    mistakes=variants.weights,
+                )
+                expect.close(
+                    out,
+                    single_weights @ v,
+                    what="h=1 with W_O = I: output equals the single head's (D1-41, float64)",
+                    tol=data.H1_EQUALS_SINGLE_HEAD,
+                    mistakes=variants.outputs,
+                )
 
 
 # --------------------------------------------------------------------------- vs the reference
@@ -293,8 +509,14 @@ def test_split_heads_matches_reference_on_random_shapes(sub, ref, rng, credit):
             if i % 2:
                 x = noncontiguous(x)
             want = ref.mha_reshape.split_heads(x.double(), h).to(dtype)
-            expect.close(sub.mha_reshape.split_heads(x, h), want, what=f"split_heads(x [{B},{T},{C}], num_heads={h}) ({dtype_name(dtype)})",
-                         tol=tol("mha_reshape.split_heads", dtype), mistakes=signatures.split_heads(x, h), grid=("token", "head feature"))
+            expect.close(
+                sub.mha_reshape.split_heads(x, h),
+                want,
+                what=f"split_heads(x [{B},{T},{C}], num_heads={h}) ({dtype_name(dtype)})",
+                tol=tol("mha_reshape.split_heads", dtype),
+                mistakes=signatures.split_heads(x, h),
+                grid=("token", "head feature"),
+            )
 
 
 def test_merge_heads_matches_reference_and_inverts_split_heads(sub, ref, rng, credit):
@@ -311,9 +533,21 @@ def test_merge_heads_matches_reference_and_inverts_split_heads(sub, ref, rng, cr
                 y = randn(rng, B, T, h, d, dtype=dtype).transpose(1, 2)  # laid out like a transposed [B,T,h,d]
             t = tol("mha_reshape.merge_heads", dtype)
             want = ref.mha_reshape.merge_heads(y.double()).to(dtype)
-            got = expect.close(sub.mha_reshape.merge_heads(y), want, what=f"merge_heads(y [{B},{h},{T},{d}]) ({dtype_name(dtype)})", tol=t,
-                               mistakes=signatures.merge_heads(y), grid=("token", "feature"))
-            expect.close(sub.mha_reshape.split_heads(got, h), y, what=f"split_heads(merge_heads(y), {h}) is y again (Day 1 §A.5)", tol=t, hints=data.round_trip_hints())
+            got = expect.close(
+                sub.mha_reshape.merge_heads(y),
+                want,
+                what=f"merge_heads(y [{B},{h},{T},{d}]) ({dtype_name(dtype)})",
+                tol=t,
+                mistakes=signatures.merge_heads(y),
+                grid=("token", "feature"),
+            )
+            expect.close(
+                sub.mha_reshape.split_heads(got, h),
+                y,
+                what=f"split_heads(merge_heads(y), {h}) is y again (Day 1 §A.5)",
+                tol=t,
+                hints=data.round_trip_hints(),
+            )
 
 
 def test_multi_head_attention_matches_reference_on_random_weights(sub, ref, rng, credit):
@@ -329,19 +563,47 @@ def test_multi_head_attention_matches_reference_on_random_weights(sub, ref, rng,
             x = randn(rng, B, T, C, dtype=dtype)
             if i == 3:
                 x = noncontiguous(x)
-            calls = [("forward", [x], {"key_allowed": key_allowed, "return_weights": True}), ("forward", [x], {"key_allowed": key_allowed})]
-            r = sub.mha_reshape.construct("MultiHeadAttention", [C, h, ctx], {"bias": bias}, dtype=dtype, state=state, calls=calls, describe=False)
-            missing = [k for k in r["load"]["missing"] if k.rsplit(".", 1)[-1] in ("weight", "bias")]  # a persistent mask buffer left as built is fine
-            expect.true(not missing and not r["load"]["unexpected"], what="MultiHeadAttention.state_dict() keys",
-                        detail=f"loading w_q/w_k/w_v/w_o: missing {missing}, unexpected {r['load']['unexpected']}", hints=data.layout_hints(missing, r["load"]["unexpected"]))
+            calls = [
+                ("forward", [x], {"key_allowed": key_allowed, "return_weights": True}),
+                ("forward", [x], {"key_allowed": key_allowed}),
+            ]
+            r = sub.mha_reshape.construct(
+                "MultiHeadAttention", [C, h, ctx], {"bias": bias}, dtype=dtype, state=state, calls=calls, describe=False
+            )
+            missing = [
+                k for k in r["load"]["missing"] if k.rsplit(".", 1)[-1] in ("weight", "bias")
+            ]  # a persistent mask buffer left as built is fine
+            expect.true(
+                not missing and not r["load"]["unexpected"],
+                what="MultiHeadAttention.state_dict() keys",
+                detail=f"loading w_q/w_k/w_v/w_o: missing {missing}, unexpected {r['load']['unexpected']}",
+                hints=data.layout_hints(missing, r["load"]["unexpected"]),
+            )
             want_out, want_weights = _reference(ref, C, h, ctx, bias, state, x, key_allowed, dtype)
             variants = signatures.Variants(x, state, h, key_allowed)
             label = f"(B={B}, T={T}, C={C}, h={h}, bias={bias}, padding={'yes' if key_allowed is not None else 'no'}, {dtype_name(dtype)})"
             t = tol("mha_reshape.MultiHeadAttention", dtype)
-            out, weights = expect.sequence(r["outputs"][0], 2, what="forward(x, key_allowed, return_weights=True)", hints=["mha_reshape/weights-averaged-over-heads"])
-            expect.close(weights, want_weights, what=f"MultiHeadAttention weights {label}", tol=tol("mha_reshape.MultiHeadAttention.weights", dtype), mistakes=variants.weights, grid=QK)
+            out, weights = expect.sequence(
+                r["outputs"][0],
+                2,
+                what="forward(x, key_allowed, return_weights=True)",
+                hints=["mha_reshape/weights-averaged-over-heads"],
+            )
+            expect.close(
+                weights,
+                want_weights,
+                what=f"MultiHeadAttention weights {label}",
+                tol=tol("mha_reshape.MultiHeadAttention.weights", dtype),
+                mistakes=variants.weights,
+                grid=QK,
+            )
             expect.close(out, want_out, what=f"MultiHeadAttention output {label}", tol=t, mistakes=variants.outputs)
-            expect.close(r["outputs"][1], want_out, what=f"forward(x, key_allowed) without return_weights returns the output only {label}", tol=t)
+            expect.close(
+                r["outputs"][1],
+                want_out,
+                what=f"forward(x, key_allowed) without return_weights returns the output only {label}",
+                tol=t,
+            )
 
 
 # --------------------------------------------------------------------------- properties
@@ -357,29 +619,65 @@ def test_weights_rows_sum_to_one_and_future_and_padded_keys_get_exactly_zero(sub
             key_allowed = _key_allowed(rng, B, T, right=right)
             state = _state(rng, C, bias, dtype)
             x = randn(rng, B, T, C, dtype=dtype)
-            r = sub.mha_reshape.construct("MultiHeadAttention", [C, h, T], {"bias": "w_q.bias" in state}, dtype=dtype, state=state,
-                                          calls=[("forward", [x], {"key_allowed": key_allowed, "return_weights": True})], describe=False)
+            r = sub.mha_reshape.construct(
+                "MultiHeadAttention",
+                [C, h, T],
+                {"bias": "w_q.bias" in state},
+                dtype=dtype,
+                state=state,
+                calls=[("forward", [x], {"key_allowed": key_allowed, "return_weights": True})],
+                describe=False,
+            )
             _, weights = expect.sequence(r["outputs"][0], 2, what="forward(x, key_allowed, return_weights=True)")
             weights = expect.tensor(weights, what="attention weights")
-            expect.true(list(weights.shape) == [B, h, T, T], what="weights shape [B,h,T,T]", detail=f"expected {[B, h, T, T]}, got {list(weights.shape)}", hints=["mha_reshape/weights-averaged-over-heads"])
+            expect.true(
+                list(weights.shape) == [B, h, T, T],
+                what="weights shape [B,h,T,T]",
+                detail=f"expected {[B, h, T, T]}, got {list(weights.shape)}",
+                hints=["mha_reshape/weights-averaged-over-heads"],
+            )
             sums = weights.double().sum(-1)
             future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
             leak = weights[..., future]
             padded = weights.transpose(1, 3)[~key_allowed]  # [n_padded_keys, T, h]
             rows_ok = bool(torch.isfinite(sums).all()) and bool(torch.allclose(sums, torch.ones_like(sums), atol=1e-5, rtol=0))
             future_ok, padded_ok = bool((leak == 0).all()), bool((padded == 0).all())
-            diagnosed = [] if rows_ok and future_ok and padded_ok else expect.diagnose(
-                weights, signatures.Variants(x, state, h, key_allowed).weights(), tol("mha_reshape.MultiHeadAttention.weights", dtype))
-            expect.true(rows_ok, what="every query row of every head sums to 1",
-                        detail=f"row sums range from {sums.min().item():.4g} to {sums.max().item():.4g}", hints=diagnosed or ["mha_reshape/key-mask-on-queries"])
-            expect.true(future_ok, what="weights on future keys are exactly 0 (Day 1 §3.1)",
-                        detail=f"largest weight on a future key: {leak.abs().max().item():.4g}", hints=diagnosed or ["mha_reshape/no-causal-mask"])
-            expect.true(padded_ok, what="weights on padded keys are exactly 0 (Day 1 §3.2)",
-                        detail=f"largest weight on a padded key: {padded.abs().max().item() if padded.numel() else 0:.4g}", hints=diagnosed or ["mha_reshape/key-allowed-ignored", "mha_reshape/key-mask-on-queries"])
+            diagnosed = (
+                []
+                if rows_ok and future_ok and padded_ok
+                else expect.diagnose(
+                    weights,
+                    signatures.Variants(x, state, h, key_allowed).weights(),
+                    tol("mha_reshape.MultiHeadAttention.weights", dtype),
+                )
+            )
+            expect.true(
+                rows_ok,
+                what="every query row of every head sums to 1",
+                detail=f"row sums range from {sums.min().item():.4g} to {sums.max().item():.4g}",
+                hints=diagnosed or ["mha_reshape/key-mask-on-queries"],
+            )
+            expect.true(
+                future_ok,
+                what="weights on future keys are exactly 0 (Day 1 §3.1)",
+                detail=f"largest weight on a future key: {leak.abs().max().item():.4g}",
+                hints=diagnosed or ["mha_reshape/no-causal-mask"],
+            )
+            expect.true(
+                padded_ok,
+                what="weights on padded keys are exactly 0 (Day 1 §3.2)",
+                detail=f"largest weight on a padded key: {padded.abs().max().item() if padded.numel() else 0:.4g}",
+                hints=diagnosed or ["mha_reshape/key-allowed-ignored", "mha_reshape/key-mask-on-queries"],
+            )
             # and they are the right weights: uniform causal weights have all three properties
             _, want = _reference(ref, C, h, T, "w_q.bias" in state, state, x, key_allowed, dtype)
-            expect.close(weights, want, what="attention weights [B,h,T,T]", tol=tol("mha_reshape.MultiHeadAttention.weights", dtype),
-                         mistakes=lambda: signatures.Variants(x, state, h, key_allowed).weights())
+            expect.close(
+                weights,
+                want,
+                what="attention weights [B,h,T,T]",
+                tol=tol("mha_reshape.MultiHeadAttention.weights", dtype),
+                mistakes=lambda: signatures.Variants(x, state, h, key_allowed).weights(),
+            )
 
 
 def test_multi_head_attention_is_causal_and_ignores_padding_by_gradient(sub, rng, credit):
@@ -392,7 +690,7 @@ def test_multi_head_attention_is_causal_and_ignores_padding_by_gradient(sub, rng
     state = _state(rng, C, True, dtype)
     x = randn(rng, B, T, C, dtype=dtype)
     key_allowed = torch.ones(B, T, dtype=torch.bool)
-    key_allowed[1, T - 2:] = False  # example 1: its last two tokens are padding
+    key_allowed[1, T - 2 :] = False  # example 1: its last two tokens are padding
     for part in credit.parts([f"output position {t}" for t in (0, T // 2)] + ["padded tokens"]):
         with part, data.view_hint(sub):
             grad_out = torch.zeros(B, T, C, dtype=dtype)
@@ -403,19 +701,48 @@ def test_multi_head_attention_is_causal_and_ignores_padding_by_gradient(sub, rng
                 t = int(part.label.split()[-1])
                 grad_out[:, t] = 1.0
                 kwargs = {}
-            r = sub.mha_reshape.construct("MultiHeadAttention", [C, h, T], {"bias": True}, dtype=dtype, state=state, calls=[("forward", [x], kwargs)],
-                                          grad={"call": 0, "wrt": [0], "grad_output": grad_out}, describe=False)
-            expect.true(r.get("input_grads") is not None, what="MultiHeadAttention is differentiable", detail="the output does not require grad: keep the computation in torch operations on x")
+            r = sub.mha_reshape.construct(
+                "MultiHeadAttention",
+                [C, h, T],
+                {"bias": True},
+                dtype=dtype,
+                state=state,
+                calls=[("forward", [x], kwargs)],
+                grad={"call": 0, "wrt": [0], "grad_output": grad_out},
+                describe=False,
+            )
+            expect.true(
+                r.get("input_grads") is not None,
+                what="MultiHeadAttention is differentiable",
+                detail="the output does not require grad: keep the computation in torch operations on x",
+            )
             gx = expect.tensor(r["input_grads"][0], what="∂y/∂x")
-            expect.true(bool(torch.isfinite(gx).all()), what="∂y/∂x is finite", detail="the gradient has NaN or ∞", hints=["mha_reshape/key-mask-on-queries"])
+            expect.true(
+                bool(torch.isfinite(gx).all()),
+                what="∂y/∂x is finite",
+                detail="the gradient has NaN or ∞",
+                hints=["mha_reshape/key-mask-on-queries"],
+            )
             if part.label == "padded tokens":
                 leak = gx[~key_allowed]
-                expect.true(bool((leak == 0).all()), what="real tokens' outputs do not depend on padded tokens: ∂y_real/∂x_pad = 0",
-                            detail=f"largest |∂y/∂x_pad|: {leak.abs().max().item():.3g}", hints=["mha_reshape/key-allowed-ignored", "mha_reshape/key-mask-on-queries", "mha_reshape/view-without-transpose"])
+                expect.true(
+                    bool((leak == 0).all()),
+                    what="real tokens' outputs do not depend on padded tokens: ∂y_real/∂x_pad = 0",
+                    detail=f"largest |∂y/∂x_pad|: {leak.abs().max().item():.3g}",
+                    hints=[
+                        "mha_reshape/key-allowed-ignored",
+                        "mha_reshape/key-mask-on-queries",
+                        "mha_reshape/view-without-transpose",
+                    ],
+                )
             else:
-                future = gx[:, t + 1:]
-                expect.true(bool((future == 0).all()), what=f"∂y_{t}/∂x_s = 0 for every future s > {t} (Day 1 §3.1)",
-                            detail=f"largest |∂y_{t}/∂x_s| over future s: {future.abs().max().item():.3g}", hints=["mha_reshape/no-causal-mask", "mha_reshape/view-without-transpose"])
+                future = gx[:, t + 1 :]
+                expect.true(
+                    bool((future == 0).all()),
+                    what=f"∂y_{t}/∂x_s = 0 for every future s > {t} (Day 1 §3.1)",
+                    detail=f"largest |∂y_{t}/∂x_s| over future s: {future.abs().max().item():.3g}",
+                    hints=["mha_reshape/no-causal-mask", "mha_reshape/view-without-transpose"],
+                )
 
 
 def test_state_dict_holds_the_four_projections_and_a_causal_mask_buffer(sub, ref, rng, credit):
@@ -435,19 +762,35 @@ def test_state_dict_holds_the_four_projections_and_a_causal_mask_buffer(sub, ref
             linears = {m["name"]: m for m in info["modules"] if m["type"] == "torch.nn.modules.linear.Linear"}
             for name in LINEARS:
                 m = linears.get(name)
-                expect.true(m is not None and (m["in_features"], m["out_features"], m["bias"]) == (C, C, bias), what=f"{label}.{name}",
-                            detail=f"expected {name} = nn.Linear({C}, {C}, bias={bias}); got {m and (m['in_features'], m['out_features'], m['bias'])}", hints=["mha_reshape/linear-layout"])
+                expect.true(
+                    m is not None and (m["in_features"], m["out_features"], m["bias"]) == (C, C, bias),
+                    what=f"{label}.{name}",
+                    detail=f"expected {name} = nn.Linear({C}, {C}, bias={bias}); got {m and (m['in_features'], m['out_features'], m['bias'])}",
+                    hints=["mha_reshape/linear-layout"],
+                )
             keys = sorted(f"{n}.{p}" for n in LINEARS for p in (("weight", "bias") if bias else ("weight",)))
             buffers = {b["name"] for b in info["buffers"]}
             params = sorted(k for k in info["state_dict"] if k not in buffers)  # a persistent mask buffer is fine
-            expect.true(params == keys, what=f"{label}.state_dict() parameter keys", detail=f"expected exactly {keys} (plus, at most, the mask buffer), got {sorted(info['state_dict'])}",
-                        hints=data.layout_hints(sorted(set(params) - set(keys)), sorted(set(keys) - set(params))))
+            expect.true(
+                params == keys,
+                what=f"{label}.state_dict() parameter keys",
+                detail=f"expected exactly {keys} (plus, at most, the mask buffer), got {sorted(info['state_dict'])}",
+                hints=data.layout_hints(sorted(set(params) - set(keys)), sorted(set(keys) - set(params))),
+            )
             count = sum(math.prod(p["shape"]) for p in info["parameters"])
-            expect.true(count == 4 * C * C + (4 * C if bias else 0), what=f"{label} parameter count, independent of h (Day 1 §4.4)",
-                        detail=f"expected {4 * C * C + (4 * C if bias else 0)}, found {count}", hints=data.layout_hints([p["name"] for p in info["parameters"]]))
+            expect.true(
+                count == 4 * C * C + (4 * C if bias else 0),
+                what=f"{label} parameter count, independent of h (Day 1 §4.4)",
+                detail=f"expected {4 * C * C + (4 * C if bias else 0)}, found {count}",
+                hints=data.layout_hints([p["name"] for p in info["parameters"]]),
+            )
             masks = [b for b in info["buffers"] if b["shape"][-2:] == [ctx, ctx]]
-            expect.true(bool(masks), what=f"{label}: a causal mask buffer over [context_length, context_length] (Week 7 §13: register_buffer)",
-                        detail=f"buffers found: {[(b['name'], b['shape']) for b in info['buffers']] or 'none'}", hints=["mha_reshape/persistent-mask-buffer"])
+            expect.true(
+                bool(masks),
+                what=f"{label}: a causal mask buffer over [context_length, context_length] (Week 7 §13: register_buffer)",
+                detail=f"buffers found: {[(b['name'], b['shape']) for b in info['buffers']] or 'none'}",
+                hints=["mha_reshape/persistent-mask-buffer"],
+            )
 
 
 def _valid_module_runs(sub, rng, C: int, ctx: int) -> None:
@@ -457,7 +800,10 @@ def _valid_module_runs(sub, rng, C: int, ctx: int) -> None:
     it blind to head-split, merge and mask-slicing bugs, which cost their own tests."""
     x = randn(rng, choice(rng, (1, 2)), ctx, C)
     r = sub.mha_reshape.construct("MultiHeadAttention", [C, 1, ctx], calls=[("forward", [x], {})], describe=False)
-    expect.tensor(r["outputs"][0], what=f"MultiHeadAttention({C}, 1, context_length={ctx}).forward(x [{x.shape[0]},{ctx},{C}]): T = context_length fits (valid input, checked first)")
+    expect.tensor(
+        r["outputs"][0],
+        what=f"MultiHeadAttention({C}, 1, context_length={ctx}).forward(x [{x.shape[0]},{ctx},{C}]): T = context_length fits (valid input, checked first)",
+    )
 
 
 def test_value_errors_for_random_indivisible_widths_and_lengths(sub, ref, rng, credit):
@@ -472,63 +818,166 @@ def test_value_errors_for_random_indivisible_widths_and_lengths(sub, ref, rng, c
         with part, data.view_hint(sub):
             if part.label == "split_heads":
                 x = randn(rng, 1, 2, C)
-                expect.tensor(sub.mha_reshape.split_heads(x, good_h), what=f"split_heads(x [1,2,{C}], {good_h}): {C} % {good_h} == 0 (valid input, checked first)")
-                expect.raises("ValueError", sub.mha_reshape.split_heads, x, bad_h, what=f"split_heads(x [1,2,{C}], {bad_h}): {C} % {bad_h} != 0", hints=["mha_reshape/divisibility-check"])
+                expect.tensor(
+                    sub.mha_reshape.split_heads(x, good_h),
+                    what=f"split_heads(x [1,2,{C}], {good_h}): {C} % {good_h} == 0 (valid input, checked first)",
+                )
+                expect.raises(
+                    "ValueError",
+                    sub.mha_reshape.split_heads,
+                    x,
+                    bad_h,
+                    what=f"split_heads(x [1,2,{C}], {bad_h}): {C} % {bad_h} != 0",
+                    hints=["mha_reshape/divisibility-check"],
+                )
             elif part.label.endswith("__init__"):
                 sub.mha_reshape.construct("MultiHeadAttention", [C, good_h, 8], describe=False)  # valid: must not raise
-                expect.raises("ValueError", sub.mha_reshape.construct, "MultiHeadAttention", [C, bad_h, 8], what=f"MultiHeadAttention({C}, {bad_h}, 8)", hints=["mha_reshape/divisibility-check"])
+                expect.raises(
+                    "ValueError",
+                    sub.mha_reshape.construct,
+                    "MultiHeadAttention",
+                    [C, bad_h, 8],
+                    what=f"MultiHeadAttention({C}, {bad_h}, 8)",
+                    hints=["mha_reshape/divisibility-check"],
+                )
             else:
                 _valid_module_runs(sub, rng, C, ctx)
                 x = randn(rng, 1, ctx + randint(rng, 1, 4), C)
-                expect.raises("ValueError", sub.mha_reshape.construct, "MultiHeadAttention", [C, 1, ctx], calls=[("forward", [x], {})], what=f"MultiHeadAttention({C}, 1, context_length={ctx}) on T={x.shape[1]}", hints=["mha_reshape/context-check"])
+                expect.raises(
+                    "ValueError",
+                    sub.mha_reshape.construct,
+                    "MultiHeadAttention",
+                    [C, 1, ctx],
+                    calls=[("forward", [x], {})],
+                    what=f"MultiHeadAttention({C}, 1, context_length={ctx}) on T={x.shape[1]}",
+                    hints=["mha_reshape/context-check"],
+                )
 
 
 def test_multi_head_attention_uses_neither_nn_multiheadattention_nor_sdpa(sub, rng):
     """The rule test (a gate in grading.toml, weight 0): it fails only when the rule is
     broken, and then the whole skill scores 0. The source check gives the fast first message;
     the verdict is the operators the dispatcher ran (recorded up to an error, if the code raises)."""
-    check_no_banned(sub.source("mha_reshape"), "mha_reshape.py", BANNED, what="mha_reshape.py: no nn.MultiheadAttention and no F.scaled_dot_product_attention (Day 1 §B)",
-                    hints=["mha_reshape/uses-library-attention"], imports=sub.importable_sources())
+    check_no_banned(
+        sub.source("mha_reshape"),
+        "mha_reshape.py",
+        BANNED,
+        what="mha_reshape.py: no nn.MultiheadAttention and no F.scaled_dot_product_attention (Day 1 §B)",
+        hints=["mha_reshape/uses-library-attention"],
+        imports=sub.importable_sources(),
+    )
     C, T, B = 8, randint(rng, 2, 8), 2
     x = randn(rng, B, T, C)
     key_allowed = _key_allowed(rng, B, T)
     try:
-        r = sub.mha_reshape.construct("MultiHeadAttention", [C, 2, T], calls=[("forward", [x], {"key_allowed": key_allowed}), ("forward", [x], {"return_weights": True})], record_ops=True, describe=False,
-                                      record_dispatch=True)
+        r = sub.mha_reshape.construct(
+            "MultiHeadAttention",
+            [C, 2, T],
+            calls=[("forward", [x], {"key_allowed": key_allowed}), ("forward", [x], {"return_weights": True})],
+            record_ops=True,
+            describe=False,
+            record_dispatch=True,
+        )
     except SubmissionError:
         r = {"ops": set()}  # what ran before the error was recorded all the same (sub.dispatched)
-    used = sorted(op for op in r["ops"] if "scaled_dot_product" in op or "multi_head_attention" in op.lower() or "MultiheadAttention" in op)
-    expect.true(not used, what="MultiHeadAttention.forward at run time: no library attention (Day 1 §B)", detail=f"it called {', '.join(used)}",
-                problem="constraint", hints=["mha_reshape/uses-library-attention"])
+    used = sorted(
+        op for op in r["ops"] if "scaled_dot_product" in op or "multi_head_attention" in op.lower() or "MultiheadAttention" in op
+    )
+    expect.true(
+        not used,
+        what="MultiHeadAttention.forward at run time: no library attention (Day 1 §B)",
+        detail=f"it called {', '.join(used)}",
+        problem="constraint",
+        hints=["mha_reshape/uses-library-attention"],
+    )
     # the verdict: the operators the dispatcher ran (any spelling of SDPA/MHA ends in these)
-    dispatch.check(sub.dispatched, None, dispatch.denies_parts(dispatch.MHA_DENIED_PARTS), family="operators of torch's library attention",
-                   what="MultiHeadAttention.forward at run time: no operator of torch's library attention (Day 1 §B)", hints=["mha_reshape/uses-library-attention"])
+    dispatch.check(
+        sub.dispatched,
+        None,
+        dispatch.denies_parts(dispatch.MHA_DENIED_PARTS),
+        family="operators of torch's library attention",
+        what="MultiHeadAttention.forward at run time: no operator of torch's library attention (Day 1 §B)",
+        hints=["mha_reshape/uses-library-attention"],
+    )
 
 
 def test_cost_functions_match_reference_on_random_sizes(sub, ref, rng, credit):
     m, r = sub.mha_reshape, ref.mha_reshape
-    for part in credit.parts(["score_elements", "mha_flops", "attention_flop_fraction", "attention_matrix_gib", "mha_param_count"]):
+    for part in credit.parts(
+        ["score_elements", "mha_flops", "attention_flop_fraction", "attention_matrix_gib", "mha_param_count"]
+    ):
         with part, data.view_hint(sub):
-            for j in range(4):  # h ≥ 2, layers ≥ 2, bytes_per_element 1, 2, 4, 2 and bias on / off by draw: each factor shows on every seed
+            for j in range(
+                4
+            ):  # h ≥ 2, layers ≥ 2, bytes_per_element 1, 2, 4, 2 and bias on / off by draw: each factor shows on every seed
                 B, h, T, d = randint(rng, 1, 64), randint(rng, 2, 64), randint(rng, 1, 1 << 16), randint(rng, 1, 8192)
                 if part.label == "score_elements":
                     want, got = r.score_elements(B, h, T), m.score_elements(B, h, T)
-                    expect.scalar(got, want, what=f"score_elements({B}, {h}, {T}) = B·h·T²", tol=EXACT, integer=True, hints=_number_hints(got, signatures.score_elements(B, h, T), want, ["mha_reshape/score-elements-formula"]))
+                    expect.scalar(
+                        got,
+                        want,
+                        what=f"score_elements({B}, {h}, {T}) = B·h·T²",
+                        tol=EXACT,
+                        integer=True,
+                        hints=_number_hints(
+                            got, signatures.score_elements(B, h, T), want, ["mha_reshape/score-elements-formula"]
+                        ),
+                    )
                 elif part.label == "mha_flops":
                     want, got = r.mha_flops(T, d), m.mha_flops(T, d)
-                    expect.scalar(got, want, what=f"mha_flops(T={T}, d={d})", tol=EXACT, integer=True, hints=_number_hints(got, signatures.mha_flops(T, d), want, ["mha_reshape/flops-attention-term", "mha_reshape/flops-output-projection"]))
+                    expect.scalar(
+                        got,
+                        want,
+                        what=f"mha_flops(T={T}, d={d})",
+                        tol=EXACT,
+                        integer=True,
+                        hints=_number_hints(
+                            got,
+                            signatures.mha_flops(T, d),
+                            want,
+                            ["mha_reshape/flops-attention-term", "mha_reshape/flops-output-projection"],
+                        ),
+                    )
                 elif part.label == "attention_flop_fraction":
                     want, got = r.attention_flop_fraction(T, d), m.attention_flop_fraction(T, d)
-                    expect.scalar(got, want, what=f"attention_flop_fraction(T={T}, d={d})", tol=FRACTION, hints=_number_hints(got, signatures.attention_flop_fraction(T, d), want, ["mha_reshape/fraction-wrong-share"]))
+                    expect.scalar(
+                        got,
+                        want,
+                        what=f"attention_flop_fraction(T={T}, d={d})",
+                        tol=FRACTION,
+                        hints=_number_hints(
+                            got, signatures.attention_flop_fraction(T, d), want, ["mha_reshape/fraction-wrong-share"]
+                        ),
+                    )
                 elif part.label == "attention_matrix_gib":
                     bpe, layers = (1, 2, 4, 2)[j], randint(rng, 2, 96)
-                    want, got = r.attention_matrix_gib(B, h, T, bpe, layers), m.attention_matrix_gib(B, h, T, bytes_per_element=bpe, layers=layers)
-                    expect.scalar(got, want, what=f"attention_matrix_gib({B}, {h}, {T}, bytes_per_element={bpe}, layers={layers})", tol=GIB,
-                                  hints=_number_hints(got, signatures.attention_matrix_gib(B, h, T, bpe, layers), want, ["mha_reshape/memory-bytes-per-element", "mha_reshape/memory-layers", "mha_reshape/memory-units"]))
+                    want, got = (
+                        r.attention_matrix_gib(B, h, T, bpe, layers),
+                        m.attention_matrix_gib(B, h, T, bytes_per_element=bpe, layers=layers),
+                    )
+                    expect.scalar(
+                        got,
+                        want,
+                        what=f"attention_matrix_gib({B}, {h}, {T}, bytes_per_element={bpe}, layers={layers})",
+                        tol=GIB,
+                        hints=_number_hints(
+                            got,
+                            signatures.attention_matrix_gib(B, h, T, bpe, layers),
+                            want,
+                            ["mha_reshape/memory-bytes-per-element", "mha_reshape/memory-layers", "mha_reshape/memory-units"],
+                        ),
+                    )
                 else:
                     bias = j % 2 == 0
                     want, got = r.mha_param_count(d, bias=bias), m.mha_param_count(d, bias=bias)
-                    expect.scalar(got, want, what=f"mha_param_count({d}, bias={bias})", tol=EXACT, integer=True, hints=_number_hints(got, signatures.mha_param_count(d, bias), want, ["mha_reshape/param-count-bias"]))
+                    expect.scalar(
+                        got,
+                        want,
+                        what=f"mha_param_count({d}, bias={bias})",
+                        tol=EXACT,
+                        integer=True,
+                        hints=_number_hints(got, signatures.mha_param_count(d, bias), want, ["mha_reshape/param-count-bias"]),
+                    )
 
 
 @probe
@@ -573,4 +1022,9 @@ def test_reshapes_and_module_keep_dtype_and_leave_inputs_unchanged(sub, ref, rng
                 expect.unchanged(before, now, what=f"{part.label} leaves its inputs unchanged")
             for out in outs:
                 out = expect.tensor(out, what=f"{part.label} result")
-                expect.true(out.dtype == dtype, what=f"{part.label} keeps float64", detail=f"float64 inputs gave a {dtype_name(out.dtype)} result", hints=["general/dtype-changed"])
+                expect.true(
+                    out.dtype == dtype,
+                    what=f"{part.label} keeps float64",
+                    detail=f"float64 inputs gave a {dtype_name(out.dtype)} result",
+                    hints=["general/dtype-changed"],
+                )

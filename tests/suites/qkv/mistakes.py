@@ -20,7 +20,9 @@ def _softmax(scores: torch.Tensor, dim: int = -1) -> torch.Tensor:
     return torch.softmax(scores, dim=dim)
 
 
-def attention_chain(x: torch.Tensor, w_q: torch.Tensor, w_k: torch.Tensor, w_v: torch.Tensor, causal: bool = True) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+def attention_chain(
+    x: torch.Tensor, w_q: torch.Tensor, w_k: torch.Tensor, w_v: torch.Tensor, causal: bool = True
+) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
     """hint id → (out, weights) that single_head_attention (or AttentionHead.forward, whose
     ``nn.Linear`` weights are the transposes W.T) would return with that mistake."""
     q, k, v = (x @ w for w in (w_q, w_k, w_v))
@@ -29,7 +31,14 @@ def attention_chain(x: torch.Tensor, w_q: torch.Tensor, w_k: torch.Tensor, w_v: 
     allowed = torch.tril(torch.ones(T, T, dtype=torch.bool))
     neg_inf = float("-inf")
 
-    def chain(scores: torch.Tensor, *, fill: float = neg_inf, mask: torch.Tensor | None = allowed if causal else None, dim: int = -1, retrieve: torch.Tensor = v):
+    def chain(
+        scores: torch.Tensor,
+        *,
+        fill: float = neg_inf,
+        mask: torch.Tensor | None = allowed if causal else None,
+        dim: int = -1,
+        retrieve: torch.Tensor = v,
+    ):
         if mask is not None:
             scores = scores.masked_fill(~mask, fill)
         weights = _softmax(scores, dim)
@@ -51,7 +60,9 @@ def attention_chain(x: torch.Tensor, w_q: torch.Tensor, w_k: torch.Tensor, w_v: 
         out["qkv/zero-fill"] = chain(scaled, fill=0.0)
         out["qkv/no-causal-mask"] = chain(scaled, mask=None)
         out["qkv/diagonal-masked"] = chain(scaled, mask=torch.tril(torch.ones(T, T, dtype=torch.bool), diagonal=-1))
-        out["qkv/mask-polarity-inverted"] = chain(scaled, mask=~allowed)  # masked_fill(allowed, −∞): the past hidden, rows 0 and T−1 NaN
+        out["qkv/mask-polarity-inverted"] = chain(
+            scaled, mask=~allowed
+        )  # masked_fill(allowed, −∞): the past hidden, rows 0 and T−1 NaN
         after = _softmax(scaled).masked_fill(~allowed, 0.0)
         out["qkv/mask-after-softmax"] = (after @ v, after)
     else:
@@ -80,10 +91,10 @@ def head_chain(x: torch.Tensor, state: dict[str, torch.Tensor]) -> dict[str, tor
 def _plain(x: torch.Tensor, w_q: torch.Tensor, w_k: torch.Tensor, w_v: torch.Tensor) -> torch.Tensor:
     q, k, v = (x @ w for w in (w_q, w_k, w_v))
     T = x.size(-2)
-    scores = (q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))).masked_fill(~torch.tril(torch.ones(T, T, dtype=torch.bool)), float("-inf"))
+    scores = (q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))).masked_fill(
+        ~torch.tril(torch.ones(T, T, dtype=torch.bool)), float("-inf")
+    )
     return _softmax(scores) @ v
-
-
 
 
 def projections(x: torch.Tensor, w_q: torch.Tensor, w_k: torch.Tensor, w_v: torch.Tensor, name: str) -> dict[str, torch.Tensor]:
@@ -94,7 +105,10 @@ def projections(x: torch.Tensor, w_q: torch.Tensor, w_k: torch.Tensor, w_v: torc
 
 def scores(q: torch.Tensor, k: torch.Tensor) -> dict[str, torch.Tensor]:
     """attention_scores with a mistake."""
-    out = {"qkv/keys-times-queries": k @ q.transpose(-2, -1), "qkv/scores-prescaled": q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))}
+    out = {
+        "qkv/keys-times-queries": k @ q.transpose(-2, -1),
+        "qkv/scores-prescaled": q @ k.transpose(-2, -1) / math.sqrt(q.size(-1)),
+    }
     if q.size(-1) == k.size(-2) and q.size(-1) == k.size(-1):
         out["qkv/missing-transpose"] = q @ k
     return out

@@ -7,17 +7,15 @@ from __future__ import annotations
 import math
 
 import torch
-
-from autograder.testing import SubmissionRaised, expect, in_float64, noncontiguous, randint, randn, sibling, weight
 from course import week07 as w7
 from course.tolerances import tol
+
+from autograder.testing import SubmissionRaised, expect, in_float64, noncontiguous, randint, randn, sibling, weight
 
 signatures = sibling(__file__, "mistakes")  # the named mistakes' outputs (beside this suite; never shipped to students)
 
 QK = ("query", "key")
 DTYPES = (torch.float32, torch.float64)
-
-
 
 
 def _other(rng, low: int, high: int, *avoid: int) -> int:
@@ -52,12 +50,30 @@ def test_week7_numbers_at_stated_precision_in_float64(sub, ref, rng, credit):
     x = randn(rng, B, T, C, dtype=torch.float64)
     w = _projections(rng, C, d_k, d_v, torch.float64)
     out, _ = expect.sequence(sub.qkv.single_head_attention(x, *w), 2, what="single_head_attention on fresh random inputs")
-    expect.close(out, ref.qkv.single_head_attention(x, *w)[0], what="single_head_attention on fresh random inputs", tol=tol("qkv.single_head_attention", torch.float64))
+    expect.close(
+        out,
+        ref.qkv.single_head_attention(x, *w)[0],
+        what="single_head_attention on fresh random inputs",
+        tol=tol("qkv.single_head_attention", torch.float64),
+    )
     ex = w7.example(torch.float64)
     q, k, v = ex.x @ ex.w_q, ex.x @ ex.w_k, ex.x @ ex.w_v
     raw = q @ k.transpose(-2, -1)
-    for part in credit.parts(["Q K V", "raw scores", "scaled rows", "weights", "outputs 6dp", "index table", "uniform mean", "head",
-                              "§4 rows and shapes", "score formula", "properties"]):
+    for part in credit.parts(
+        [
+            "Q K V",
+            "raw scores",
+            "scaled rows",
+            "weights",
+            "outputs 6dp",
+            "index table",
+            "uniform mean",
+            "head",
+            "§4 rows and shapes",
+            "score formula",
+            "properties",
+        ]
+    ):
         with part:
             if part.label in ("§4 rows and shapes", "score formula", "properties"):
                 _more_course_numbers(sub, rng, ex, part.label)
@@ -66,36 +82,94 @@ def test_week7_numbers_at_stated_precision_in_float64(sub, ref, rng, credit):
                 for name, g in zip("QKV", got):
                     expect.close(g, w7.t(w7.STATED[name], torch.float64), what=f"{name} (W7-06..W7-11)", tol=w7.PRINTED_3DP)
             elif part.label == "raw scores":
-                expect.close(sub.qkv.attention_scores(q, k), w7.t(w7.STATED["raw_scores"], torch.float64), what="S_A, S_B (W7-13, W7-14)", tol=w7.PRINTED_3DP)
+                expect.close(
+                    sub.qkv.attention_scores(q, k),
+                    w7.t(w7.STATED["raw_scores"], torch.float64),
+                    what="S_A, S_B (W7-13, W7-14)",
+                    tol=w7.PRINTED_3DP,
+                )
             elif part.label == "scaled rows":
                 got = sub.qkv.scale_scores(raw, 2)
-                expect.close(got[:, 1], w7.t(w7.STATED["scaled_final_rows"], torch.float64), what="scaled final rows (W7-16)", tol=w7.NEAR_EXACT)
-                expect.scalar(float(raw[0, 1, 0] / got[0, 1, 0]), w7.STATED["sqrt_dk"], what="√d_k (W7-15)", tol=w7.PRINTED_3DP,
-                              mistakes={"qkv/divide-by-dk": 2.0, "qkv/no-scaling": 1.0, "qkv/scale-multiplied": 0.5})
+                expect.close(
+                    got[:, 1],
+                    w7.t(w7.STATED["scaled_final_rows"], torch.float64),
+                    what="scaled final rows (W7-16)",
+                    tol=w7.NEAR_EXACT,
+                )
+                expect.scalar(
+                    float(raw[0, 1, 0] / got[0, 1, 0]),
+                    w7.STATED["sqrt_dk"],
+                    what="√d_k (W7-15)",
+                    tol=w7.PRINTED_3DP,
+                    mistakes={"qkv/divide-by-dk": 2.0, "qkv/no-scaling": 1.0, "qkv/scale-multiplied": 0.5},
+                )
             elif part.label == "weights":
-                _, weights = expect.sequence(sub.qkv.single_head_attention(ex.x, ex.w_q, ex.w_k, ex.w_v), 2, what="single_head_attention")
-                expect.close(weights, w7.t(w7.STATED["weights"], torch.float64), what="P_A, P_B (W7-24, W7-25)", tol=w7.PRINTED_3DP,
-                             mistakes=signatures.weights(signatures.attention_chain(ex.x, ex.w_q, ex.w_k, ex.w_v)))
+                _, weights = expect.sequence(
+                    sub.qkv.single_head_attention(ex.x, ex.w_q, ex.w_k, ex.w_v), 2, what="single_head_attention"
+                )
+                expect.close(
+                    weights,
+                    w7.t(w7.STATED["weights"], torch.float64),
+                    what="P_A, P_B (W7-24, W7-25)",
+                    tol=w7.PRINTED_3DP,
+                    mistakes=signatures.weights(signatures.attention_chain(ex.x, ex.w_q, ex.w_k, ex.w_v)),
+                )
             elif part.label == "outputs 6dp":
-                out, _ = expect.sequence(sub.qkv.single_head_attention(ex.x, ex.w_q, ex.w_k, ex.w_v), 2, what="single_head_attention")
-                expect.close(out[:, 1], w7.t(w7.STATED["final_outputs_6dp"], torch.float64), what="h_A | h_B to 6 dp (W7-35)", tol=w7.PRINTED_6DP)
+                out, _ = expect.sequence(
+                    sub.qkv.single_head_attention(ex.x, ex.w_q, ex.w_k, ex.w_v), 2, what="single_head_attention"
+                )
+                expect.close(
+                    out[:, 1],
+                    w7.t(w7.STATED["final_outputs_6dp"], torch.float64),
+                    what="h_A | h_B to 6 dp (W7-35)",
+                    tol=w7.PRINTED_6DP,
+                )
             elif part.label == "index table":
-                out, weights = expect.sequence(sub.qkv.single_head_attention(ex.x, ex.w_q, ex.w_k, ex.w_v), 2, what="single_head_attention")
+                out, weights = expect.sequence(
+                    sub.qkv.single_head_attention(ex.x, ex.w_q, ex.w_k, ex.w_v), 2, what="single_head_attention"
+                )
                 got = torch.stack([weights[0, 1, 0], weights[1, 1, 0], out[1, 1, 0], out[1, 1, 1]])
-                expect.close(got, w7.t([0.599, 0.426, -0.426, 0.574], torch.float64), what="weights[0,1,0], weights[1,1,0], output[1,1,:] (W7-27)", tol=w7.PRINTED_3DP)
+                expect.close(
+                    got,
+                    w7.t([0.599, 0.426, -0.426, 0.574], torch.float64),
+                    what="weights[0,1,0], weights[1,1,0], output[1,1,:] (W7-27)",
+                    tol=w7.PRINTED_3DP,
+                )
             elif part.label == "uniform mean":
                 got = sub.qkv.causal_uniform_mean(ex.x)
-                expect.close(got[:, 1], w7.t(w7.STATED["uniform_mean_final"], torch.float64), what="x̄_A,1, x̄_B,1 (W7-02, W7-03)", tol=w7.Tol(0.0, 1e-12))
+                expect.close(
+                    got[:, 1],
+                    w7.t(w7.STATED["uniform_mean_final"], torch.float64),
+                    what="x̄_A,1, x̄_B,1 (W7-02, W7-03)",
+                    tol=w7.Tol(0.0, 1e-12),
+                )
             else:
-                state = {"query.weight": ex.w_q.T.contiguous(), "key.weight": ex.w_k.T.contiguous(), "value.weight": ex.w_v.T.contiguous()}
-                r = sub.qkv.construct("AttentionHead", [4, 2, 2], dtype=torch.float64, state=state, calls=[("forward", [ex.x], {})])
-                expect.close(r["outputs"][0][:, 1], w7.t(w7.STATED["final_outputs_6dp"], torch.float64), what="AttentionHead reproduces §12 (W7-53)", tol=w7.PRINTED_6DP,
-                             mistakes=lambda: {h: o[:, 1] for h, o in signatures.head_chain(ex.x, state).items()})
+                state = {
+                    "query.weight": ex.w_q.T.contiguous(),
+                    "key.weight": ex.w_k.T.contiguous(),
+                    "value.weight": ex.w_v.T.contiguous(),
+                }
+                r = sub.qkv.construct(
+                    "AttentionHead", [4, 2, 2], dtype=torch.float64, state=state, calls=[("forward", [ex.x], {})]
+                )
+                expect.close(
+                    r["outputs"][0][:, 1],
+                    w7.t(w7.STATED["final_outputs_6dp"], torch.float64),
+                    what="AttentionHead reproduces §12 (W7-53)",
+                    tol=w7.PRINTED_6DP,
+                    mistakes=lambda: {h: o[:, 1] for h, o in signatures.head_chain(ex.x, state).items()},
+                )
                 parameters = r["describe"]["parameters"]
                 params = sum(math.prod(p["shape"]) for p in parameters)
                 facts = (["qkv/linear-bias"] if any(p["name"].endswith(".bias") for p in parameters) else []) + (
-                    ["qkv/mask-buffer"] if any("mask" in p["name"] for p in parameters) else [])
-                expect.true(params == 24, what="AttentionHead(4, 2, 2) parameter count (W7-53)", detail=f"expected 24 parameters (3 × 4×2, the mask is not a parameter), found {params}", hints=facts)
+                    ["qkv/mask-buffer"] if any("mask" in p["name"] for p in parameters) else []
+                )
+                expect.true(
+                    params == 24,
+                    what="AttentionHead(4, 2, 2) parameter count (W7-53)",
+                    detail=f"expected 24 parameters (3 × 4×2, the mask is not a parameter), found {params}",
+                    hints=facts,
+                )
 
 
 EXACT64 = w7.Tol(0.0, 1e-12)  # expected-numbers.md "exact": float64 rounding only
@@ -111,13 +185,32 @@ def _more_course_numbers(sub, rng, ex, label: str) -> None:
         expect.close(k[0, 1], w7.t([0.283, 0.283], f64), what="k_喜欢 (W7-05b)", tol=w7.PRINTED_3DP)
         expect.close(v[0, 1], w7.t([0.0, 1.0], f64), what="v_喜欢 (W7-05c)", tol=EXACT64)
         raw = sub.qkv.attention_scores(q, k)
-        expect.close(raw[:, 1].reshape(4), w7.t([1.131, 0.566, 0.141, 0.566], f64), what="final-喜欢 dot products (W7-12)", tol=w7.PRINTED_3DP)
-        out, weights = expect.sequence(sub.qkv.single_head_attention(ex.x, ex.w_q, ex.w_k, ex.w_v), 2, what="single_head_attention")
-        expect.close(out[:, 1].reshape(4), w7.t([0.599, 0.401, -0.426, 0.574], f64), what="final head outputs o_A | o_B (W7-21)", tol=w7.PRINTED_3DP)
+        expect.close(
+            raw[:, 1].reshape(4),
+            w7.t([1.131, 0.566, 0.141, 0.566], f64),
+            what="final-喜欢 dot products (W7-12)",
+            tol=w7.PRINTED_3DP,
+        )
+        out, weights = expect.sequence(
+            sub.qkv.single_head_attention(ex.x, ex.w_q, ex.w_k, ex.w_v), 2, what="single_head_attention"
+        )
+        expect.close(
+            out[:, 1].reshape(4),
+            w7.t([0.599, 0.401, -0.426, 0.574], f64),
+            what="final head outputs o_A | o_B (W7-21)",
+            tol=w7.PRINTED_3DP,
+        )
         shapes = [list(t.shape) for t in (q, k, v, raw, weights, out)]
-        expect.true(shapes == [[2, 2, 2]] * 6, what="shapes of Q, K, V, scores, weights, head output (W7-28)", detail=f"expected [2, 2, 2] each, got {shapes}", problem="shape")
+        expect.true(
+            shapes == [[2, 2, 2]] * 6,
+            what="shapes of Q, K, V, scores, weights, head output (W7-28)",
+            detail=f"expected [2, 2, 2] each, got {shapes}",
+            problem="shape",
+        )
         ratio = sub.qkv.causal_uniform_mean(torch.eye(2, dtype=f64).unsqueeze(0))
-        expect.close(ratio[0, 1], w7.t([0.5, 0.5], f64), what="uniform-mean read ratio at the final position (W7-04)", tol=EXACT64)
+        expect.close(
+            ratio[0, 1], w7.t([0.5, 0.5], f64), what="uniform-mean read ratio at the final position (W7-04)", tol=EXACT64
+        )
     elif label == "score formula":
         for qv in (0.3, 1.0, 1.7):  # W_Q[1,0] = q changes only q_喜欢 = [q, 1] (§16)
             w_q = ex.w_q.clone()
@@ -125,32 +218,55 @@ def _more_course_numbers(sub, rng, ex, label: str) -> None:
             q, k, _ = expect.sequence(sub.qkv.project_qkv(ex.x, w_q, ex.w_k, ex.w_v), 3, what="project_qkv")
             rows = sub.qkv.scale_scores(sub.qkv.attention_scores(q, k), 2)[:, 1]
             want = w7.t([[0.8 * qv, 0.2 * qv + 0.2], [0.1, 0.2 * qv + 0.2]], f64)
-            expect.close(rows, want, what=f"final-row scaled scores at W_Q[1,0] = {qv}: A [0.8q, 0.2q+0.2], B [0.1, 0.2q+0.2] (W7-44)", tol=w7.Tol(0.0, 1e-9))
+            expect.close(
+                rows,
+                want,
+                what=f"final-row scaled scores at W_Q[1,0] = {qv}: A [0.8q, 0.2q+0.2], B [0.1, 0.2q+0.2] (W7-44)",
+                tol=w7.Tol(0.0, 1e-9),
+            )
     else:
         B, T, C, d_k, d_v = 2, 6, 8, 4, 4
         x = randn(rng, B, T, C, dtype=f64)
         w_q, w_k, w_v = _projections(rng, C, d_k, d_v, f64)
         s = sub.qkv.attention_scores(x, x)
         asym = float((s - s.transpose(-2, -1)).norm() / s.norm())
-        expect.true(asym <= 1e-12, what="‖S − Sᵀ‖/‖S‖ for S = X Xᵀ, no projection (D1-03)", detail=f"got {asym:.3g}, expected ≤ 1e-12")
+        expect.true(
+            asym <= 1e-12, what="‖S − Sᵀ‖/‖S‖ for S = X Xᵀ, no projection (D1-03)", detail=f"got {asym:.3g}, expected ≤ 1e-12"
+        )
         perm = torch.randperm(T, generator=rng)
-        out, _ = expect.sequence(sub.qkv.single_head_attention(x, w_q, w_k, w_v, causal=False), 2, what="single_head_attention(causal=False)")
-        out_p, _ = expect.sequence(sub.qkv.single_head_attention(x[:, perm], w_q, w_k, w_v, causal=False), 2, what="single_head_attention(causal=False)")
+        out, _ = expect.sequence(
+            sub.qkv.single_head_attention(x, w_q, w_k, w_v, causal=False), 2, what="single_head_attention(causal=False)"
+        )
+        out_p, _ = expect.sequence(
+            sub.qkv.single_head_attention(x[:, perm], w_q, w_k, w_v, causal=False), 2, what="single_head_attention(causal=False)"
+        )
         expect.close(out_p, out[:, perm], what="max |f(PX) − P f(X)| without a mask (D1-06)", tol=EXACT64)
         causal, _ = expect.sequence(sub.qkv.single_head_attention(x, w_q, w_k, w_v), 2, what="single_head_attention")
         v = x @ w_v
         lo, hi = v.min(dim=1, keepdim=True).values, v.max(dim=1, keepdim=True).values
         inside = bool(((causal >= lo - 1e-12) & (causal <= hi + 1e-12)).all())
-        expect.true(inside, what="min_j v_jk ≤ y_ik ≤ max_j v_jk (D1-08)", detail="an output lies outside the range of the value vectors")
+        expect.true(
+            inside, what="min_j v_jk ≤ y_ik ≤ max_j v_jk (D1-08)", detail="an output lies outside the range of the value vectors"
+        )
         t = T // 2
         future = x.clone()
-        future[:, t + 1:] = randn(rng, B, T - t - 1, C, dtype=f64)
+        future[:, t + 1 :] = randn(rng, B, T - t - 1, C, dtype=f64)
         moved, _ = expect.sequence(sub.qkv.single_head_attention(future, w_q, w_k, w_v), 2, what="single_head_attention")
-        expect.close(moved[:, : t + 1], causal[:, : t + 1], what=f"outputs up to position {t} when later tokens change: the future has no effect with the causal mask (D1-15)", tol=EXACT64)
+        expect.close(
+            moved[:, : t + 1],
+            causal[:, : t + 1],
+            what=f"outputs up to position {t} when later tokens change: the future has no effect with the causal mask (D1-15)",
+            tol=EXACT64,
+        )
         r = torch.eye(d_k, dtype=f64) + 0.1 * randn(rng, d_k, d_k, dtype=f64)  # well conditioned
         q1, k1, _ = expect.sequence(sub.qkv.project_qkv(x, w_q, w_k, w_v), 3, what="project_qkv")
         q2, k2, _ = expect.sequence(sub.qkv.project_qkv(x, w_q @ r, w_k @ torch.linalg.inv(r).T, w_v), 3, what="project_qkv")
-        expect.close(sub.qkv.attention_scores(q2, k2), sub.qkv.attention_scores(q1, k1), what="W_Q R, W_K R⁻ᵀ give identical scores (D1-39)", tol=w7.Tol(0.0, 1e-10))
+        expect.close(
+            sub.qkv.attention_scores(q2, k2),
+            sub.qkv.attention_scores(q1, k1),
+            what="W_Q R, W_K R⁻ᵀ give identical scores (D1-39)",
+            tol=w7.Tol(0.0, 1e-10),
+        )
 
 
 # --------------------------------------------------------------------------- vs the reference
@@ -174,8 +290,13 @@ def test_project_qkv_matches_reference_on_random_inputs(sub, ref, rng, credit):
             want = in_float64(ref.qkv.project_qkv, x, *w, dtype=dtype)
             xd, wd = x.double(), [m.double() for m in w]
             for name, g, e in zip("QKV", got, want):
-                expect.close(g, e, what=f"project_qkv: {name} (B={B}, T={T}, C={C}, {str(dtype)[6:]})", tol=tol("qkv.project_qkv", dtype),
-                             mistakes=signatures.projections(xd, *wd, name))
+                expect.close(
+                    g,
+                    e,
+                    what=f"project_qkv: {name} (B={B}, T={T}, C={C}, {str(dtype)[6:]})",
+                    tol=tol("qkv.project_qkv", dtype),
+                    mistakes=signatures.projections(xd, *wd, name),
+                )
 
 
 def test_attention_scores_matches_reference_with_batch_dims_and_l_ne_s(sub, ref, rng, credit):
@@ -192,8 +313,13 @@ def test_attention_scores_matches_reference_with_batch_dims_and_l_ne_s(sub, ref,
             if case.draw == 1:
                 k = noncontiguous(k)
             want = in_float64(ref.qkv.attention_scores, q, k, dtype=dtype)
-            expect.close(sub.qkv.attention_scores(q, k), want, what=f"attention_scores: q {list(q.shape)}, k {list(k.shape)}", tol=tol("qkv.attention_scores", dtype),
-                         mistakes=signatures.scores(q.double(), k.double()))
+            expect.close(
+                sub.qkv.attention_scores(q, k),
+                want,
+                what=f"attention_scores: q {list(q.shape)}, k {list(k.shape)}",
+                tol=tol("qkv.attention_scores", dtype),
+                mistakes=signatures.scores(q.double(), k.double()),
+            )
 
 
 def test_scale_scores_matches_reference_for_many_widths(sub, ref, rng, credit):
@@ -208,8 +334,13 @@ def test_scale_scores_matches_reference_for_many_widths(sub, ref, rng, credit):
                 s = randn(rng, randint(rng, 1, 3), randint(rng, 1, 20), _other(rng, 2, 20, d_k), dtype=dtype, scale=5.0)
                 # at d_k = 2 the precedence slip (d_k ** 1/2 = 1) predicts what no scaling does: neither is named there
                 mistakes = {**signatures.scale(s.double(), d_k), **signatures.sqrt_precedence(s.double(), d_k)} if d_k > 1 else {}
-                expect.close(sub.qkv.scale_scores(s, d_k), in_float64(lambda a: ref.qkv.scale_scores(a, d_k), s, dtype=dtype),
-                             what=f"scale_scores(scores, d_k={d_k})", tol=tol("qkv.scale_scores", dtype), mistakes=mistakes)
+                expect.close(
+                    sub.qkv.scale_scores(s, d_k),
+                    in_float64(lambda a: ref.qkv.scale_scores(a, d_k), s, dtype=dtype),
+                    what=f"scale_scores(scores, d_k={d_k})",
+                    tol=tol("qkv.scale_scores", dtype),
+                    mistakes=mistakes,
+                )
 
 
 def test_weighted_values_matches_reference_with_l_ne_s(sub, ref, rng, credit):
@@ -218,12 +349,20 @@ def test_weighted_values_matches_reference_with_l_ne_s(sub, ref, rng, credit):
             dtype = DTYPES[case.draw % 2]
             lead = ((1,), (3,), (2, 2))[case.draw]
             L, d_v = randint(rng, 2, 30), randint(rng, 1, 12)
-            S = L if case.kind == "L = S" else (randint(rng, 1, L - 1), L + randint(rng, 1, 10), randint(rng, 1, L - 1))[case.draw]
+            S = (
+                L
+                if case.kind == "L = S"
+                else (randint(rng, 1, L - 1), L + randint(rng, 1, 10), randint(rng, 1, L - 1))[case.draw]
+            )
             weights = torch.softmax(randn(rng, *lead, L, S, dtype=torch.float64), -1).to(dtype)
             v = randn(rng, *lead, S, d_v, dtype=dtype)
-            expect.close(sub.qkv.weighted_values(weights, v), in_float64(ref.qkv.weighted_values, weights, v, dtype=dtype),
-                         what=f"weighted_values: weights {list(weights.shape)}, v {list(v.shape)}", tol=tol("qkv.weighted_values", dtype),
-                         mistakes=signatures.mixed(weights.double(), v.double()))
+            expect.close(
+                sub.qkv.weighted_values(weights, v),
+                in_float64(ref.qkv.weighted_values, weights, v, dtype=dtype),
+                what=f"weighted_values: weights {list(weights.shape)}, v {list(v.shape)}",
+                tol=tol("qkv.weighted_values", dtype),
+                mistakes=signatures.mixed(weights.double(), v.double()),
+            )
 
 
 def test_causal_uniform_mean_matches_reference_with_leading_dims(sub, ref, rng, credit):
@@ -235,8 +374,13 @@ def test_causal_uniform_mean_matches_reference_with_leading_dims(sub, ref, rng, 
             if case.draw == 0:
                 inputs.append(randn(rng, *lead, 1, 3, dtype=dtype))  # T = 1: the mean of one row is the row
             for x in inputs:
-                expect.close(sub.qkv.causal_uniform_mean(x), in_float64(ref.qkv.causal_uniform_mean, x, dtype=dtype),
-                             what=f"causal_uniform_mean: x {list(x.shape)}", tol=tol("qkv.causal_uniform_mean", dtype), mistakes=signatures.uniform_mean(x.double()))
+                expect.close(
+                    sub.qkv.causal_uniform_mean(x),
+                    in_float64(ref.qkv.causal_uniform_mean, x, dtype=dtype),
+                    what=f"causal_uniform_mean: x {list(x.shape)}",
+                    tol=tol("qkv.causal_uniform_mean", dtype),
+                    mistakes=signatures.uniform_mean(x.double()),
+                )
 
 
 def test_single_head_attention_matches_reference_causal_and_unmasked(sub, ref, rng, credit):
@@ -252,14 +396,30 @@ def test_single_head_attention_matches_reference_causal_and_unmasked(sub, ref, r
             t = tol("qkv.single_head_attention", dtype)
             if case.draw == 0:  # T = 1 (the only key is the query itself), next to a regular case
                 x1 = randn(rng, 1, 1, C, dtype=dtype)
-                out1, _ = expect.sequence(sub.qkv.single_head_attention(x1, *w, causal=causal), 2, what="single_head_attention, T = 1")
-                expect.close(out1, in_float64(lambda *a: ref.qkv.single_head_attention(*a, causal=causal)[0], x1, *w, dtype=dtype), what="single_head_attention output for T = 1", tol=t)
+                out1, _ = expect.sequence(
+                    sub.qkv.single_head_attention(x1, *w, causal=causal), 2, what="single_head_attention, T = 1"
+                )
+                expect.close(
+                    out1,
+                    in_float64(lambda *a: ref.qkv.single_head_attention(*a, causal=causal)[0], x1, *w, dtype=dtype),
+                    what="single_head_attention output for T = 1",
+                    tol=t,
+                )
             out, weights = expect.sequence(sub.qkv.single_head_attention(x, *w, causal=causal), 2, what="single_head_attention")
             want_out, want_w = in_float64(lambda *a: ref.qkv.single_head_attention(*a, causal=causal), x, *w, dtype=dtype)
             variants = signatures.attention_chain(x.double(), *[m.double() for m in w], causal=causal)
             label = f"(B={B}, T={T}, C={C}, d_k={d_k}, d_v={d_v}, causal={causal}, {str(dtype)[6:]})"
-            expect.close(weights, want_w, what=f"single_head_attention weights {label}", tol=t, mistakes=signatures.weights(variants), grid=QK)
-            expect.close(out, want_out, what=f"single_head_attention output {label}", tol=t, mistakes=signatures.outputs(variants))
+            expect.close(
+                weights,
+                want_w,
+                what=f"single_head_attention weights {label}",
+                tol=t,
+                mistakes=signatures.weights(variants),
+                grid=QK,
+            )
+            expect.close(
+                out, want_out, what=f"single_head_attention output {label}", tol=t, mistakes=signatures.outputs(variants)
+            )
 
 
 # --------------------------------------------------------------------------- properties
@@ -274,18 +434,33 @@ def test_single_head_attention_rows_sum_to_one_and_future_weight_is_exactly_zero
             w = _projections(rng, C, d_k, d_v, dtype)
             _, weights = expect.sequence(sub.qkv.single_head_attention(x, *w), 2, what="single_head_attention")
             weights = expect.tensor(weights, what="attention weights")
-            expect.true(tuple(weights.shape) == (B, T, T), what="weights shape", detail=f"expected [{B}, {T}, {T}], got {list(weights.shape)}")
+            expect.true(
+                tuple(weights.shape) == (B, T, T),
+                what="weights shape",
+                detail=f"expected [{B}, {T}, {T}], got {list(weights.shape)}",
+            )
             t = tol("qkv.single_head_attention", dtype)
             want = in_float64(ref.qkv.single_head_attention, x, *w, dtype=dtype)[1]
             variants = signatures.weights(signatures.attention_chain(x.double(), *[m.double() for m in w]))
             diagnosed = expect.diagnose(weights, variants, t, want)
             sums = weights.double().sum(-1)
-            expect.true(bool(torch.isfinite(sums).all()) and bool(torch.allclose(sums, torch.ones_like(sums), atol=t.atol * T, rtol=0)),  # T weights, each within the measured atol
-                        what="every query row of the weights sums to 1", detail=f"row sums range from {sums.min().item():.4g} to {sums.max().item():.4g}", hints=diagnosed)
+            expect.true(
+                bool(torch.isfinite(sums).all())
+                and bool(
+                    torch.allclose(sums, torch.ones_like(sums), atol=t.atol * T, rtol=0)
+                ),  # T weights, each within the measured atol
+                what="every query row of the weights sums to 1",
+                detail=f"row sums range from {sums.min().item():.4g} to {sums.max().item():.4g}",
+                hints=diagnosed,
+            )
             future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
             leak = weights[..., future]
-            expect.true(bool((leak == 0).all()), what="weights on future keys are exactly 0",
-                        detail=f"largest weight on a future key: {leak.abs().max().item():.4g}", hints=diagnosed)
+            expect.true(
+                bool((leak == 0).all()),
+                what="weights on future keys are exactly 0",
+                detail=f"largest weight on a future key: {leak.abs().max().item():.4g}",
+                hints=diagnosed,
+            )
             # and they are the right weights (uniform causal weights also have both properties)
             expect.close(weights, want, what="attention weights", tol=t, mistakes=variants)
 
@@ -300,33 +475,62 @@ def test_single_head_attention_is_causal_by_gradient(sub, ref, rng, credit):
     out, weights = expect.sequence(sub.qkv.single_head_attention(x, *w), 2, what="single_head_attention")
     out = expect.tensor(out, what="single_head_attention output")
     # the gradient probe follows the output's own shape: causality is this test's business, the width of the output is not
-    expect.true(out.dim() == 3 and tuple(out.shape[:2]) == (B, T), what="single_head_attention output", detail=f"expected [{B}, {T}, d], got {list(out.shape)}", problem="shape")
-    diagnosed = expect.diagnose(weights, signatures.weights(signatures.attention_chain(x, *w)), tol("qkv.single_head_attention", dtype),
-                                ref.qkv.single_head_attention(x, *w)[1])
+    expect.true(
+        out.dim() == 3 and tuple(out.shape[:2]) == (B, T),
+        what="single_head_attention output",
+        detail=f"expected [{B}, {T}, d], got {list(out.shape)}",
+        problem="shape",
+    )
+    diagnosed = expect.diagnose(
+        weights,
+        signatures.weights(signatures.attention_chain(x, *w)),
+        tol("qkv.single_head_attention", dtype),
+        ref.qkv.single_head_attention(x, *w)[1],
+    )
     positions = {"first output position": 0, "middle output position": T // 2, "second-to-last output position": T - 2}
     mixes = "the last output mixes earlier tokens"
     # gate: an output that ignores x, or passes x_t through alone, is vacuously causal — it is not attention
-    for part in credit.parts([mixes, *positions], required={mixes: "causality is credited only for an output that attends to earlier tokens"}):
+    for part in credit.parts(
+        [mixes, *positions], required={mixes: "causality is credited only for an output that attends to earlier tokens"}
+    ):
         with part:
             if part.label == mixes:
                 grad_out = torch.zeros(out.shape, dtype=out.dtype)
                 grad_out[:, T - 1] = 1.0
                 r = sub.qkv.call_with_grad("single_head_attention", x, *w, wrt=[0], grad_output=grad_out, output_index=0)
-                expect.true(r.get("grads") is not None, what="single_head_attention is differentiable", detail="the output does not require grad: keep the computation in torch operations on the inputs")
+                expect.true(
+                    r.get("grads") is not None,
+                    what="single_head_attention is differentiable",
+                    detail="the output does not require grad: keep the computation in torch operations on the inputs",
+                )
                 gx = expect.tensor(r["grads"][0], what="∂y_last/∂x")
-                expect.true(bool(torch.isfinite(gx).all()) and bool((gx[:, : T - 1] != 0).any()), what=f"y_{T - 1} depends on x_s for earlier s < {T - 1}",
-                            detail="the last output does not change with any earlier token: attention mixes the values of every allowed position (Week 7 §6)", hints=diagnosed)
+                expect.true(
+                    bool(torch.isfinite(gx).all()) and bool((gx[:, : T - 1] != 0).any()),
+                    what=f"y_{T - 1} depends on x_s for earlier s < {T - 1}",
+                    detail="the last output does not change with any earlier token: attention mixes the values of every allowed position (Week 7 §6)",
+                    hints=diagnosed,
+                )
                 continue
             t = positions[part.label]
             grad_out = torch.zeros(out.shape, dtype=out.dtype)
             grad_out[:, t] = 1.0
             r = sub.qkv.call_with_grad("single_head_attention", x, *w, wrt=[0], grad_output=grad_out, output_index=0)
-            expect.true(r.get("grads") is not None, what="single_head_attention is differentiable", detail="the output does not require grad: keep the computation in torch operations on the inputs")
+            expect.true(
+                r.get("grads") is not None,
+                what="single_head_attention is differentiable",
+                detail="the output does not require grad: keep the computation in torch operations on the inputs",
+            )
             gx = expect.tensor(r["grads"][0], what="∂y_t/∂x")
-            future = gx[:, t + 1:]
-            expect.true(bool(torch.isfinite(gx).all()), what=f"∂y_{t}/∂x is finite", detail="the gradient has NaN or ∞", hints=diagnosed)
-            expect.true(bool((future == 0).all()), what=f"∂y_{t}/∂x_s = 0 for every future s > {t}",
-                        detail=f"largest |∂y_{t}/∂x_s| over future s: {future.abs().max().item():.3g} — future tokens influence the output", hints=diagnosed)
+            future = gx[:, t + 1 :]
+            expect.true(
+                bool(torch.isfinite(gx).all()), what=f"∂y_{t}/∂x is finite", detail="the gradient has NaN or ∞", hints=diagnosed
+            )
+            expect.true(
+                bool((future == 0).all()),
+                what=f"∂y_{t}/∂x_s = 0 for every future s > {t}",
+                detail=f"largest |∂y_{t}/∂x_s| over future s: {future.abs().max().item():.3g} — future tokens influence the output",
+                hints=diagnosed,
+            )
 
 
 def test_single_head_attention_is_permutation_equivariant_without_mask(sub, ref, rng):
@@ -337,13 +541,26 @@ def test_single_head_attention_is_permutation_equivariant_without_mask(sub, ref,
     w = _projections(rng, C, d_k, d_v, dtype)
     perm = torch.randperm(T, generator=rng)
     t = tol("qkv.single_head_attention", dtype)
-    out, weights = expect.sequence(sub.qkv.single_head_attention(x, *w, causal=False), 2, what="single_head_attention(causal=False)")
+    out, weights = expect.sequence(
+        sub.qkv.single_head_attention(x, *w, causal=False), 2, what="single_head_attention(causal=False)"
+    )
     # the property only counts for a right answer: a constant output is trivially equivariant
-    expect.close(out, ref.qkv.single_head_attention(x, *w, causal=False)[0], what="single_head_attention(causal=False) output", tol=t,
-                 mistakes=signatures.outputs(signatures.attention_chain(x, *w, causal=False)))
-    out_p, weights_p = expect.sequence(sub.qkv.single_head_attention(x[:, perm], *w, causal=False), 2, what="single_head_attention(causal=False) on permuted tokens")
+    expect.close(
+        out,
+        ref.qkv.single_head_attention(x, *w, causal=False)[0],
+        what="single_head_attention(causal=False) output",
+        tol=t,
+        mistakes=signatures.outputs(signatures.attention_chain(x, *w, causal=False)),
+    )
+    out_p, weights_p = expect.sequence(
+        sub.qkv.single_head_attention(x[:, perm], *w, causal=False),
+        2,
+        what="single_head_attention(causal=False) on permuted tokens",
+    )
     expect.close(out_p, out[:, perm], what="f(PX) = P f(X) without a mask (Day 1 §1.5)", tol=t)
-    expect.close(weights_p, expect.tensor(weights, what="weights")[:, perm][:, :, perm], what="weights(PX) = P weights(X) Pᵀ", tol=t)
+    expect.close(
+        weights_p, expect.tensor(weights, what="weights")[:, perm][:, :, perm], what="weights(PX) = P weights(X) Pᵀ", tol=t
+    )
 
 
 def test_single_head_attention_keeps_batch_examples_apart(sub, ref, rng):
@@ -358,12 +575,27 @@ def test_single_head_attention_keeps_batch_examples_apart(sub, ref, rng):
     t = tol("qkv.single_head_attention", dtype)
     out, _ = expect.sequence(sub.qkv.single_head_attention(x, *w), 2, what="single_head_attention on a batch of 3")
     out = expect.tensor(out, what="single_head_attention output")
-    expect.true(out.dim() == 3 and out.size(0) == B, what="single_head_attention output on a batch of 3", detail=f"expected [{B}, T, d_v], got {list(out.shape)}", problem="shape")
+    expect.true(
+        out.dim() == 3 and out.size(0) == B,
+        what="single_head_attention output on a batch of 3",
+        detail=f"expected [{B}, T, d_v], got {list(out.shape)}",
+        problem="shape",
+    )
     # the reference only names a mistake (a softmax over the batch axis) — the check below never compares with it
-    diagnosed = expect.diagnose(out, signatures.outputs(signatures.attention_chain(x, *w)), t, ref.qkv.single_head_attention(x, *w)[0]) or ["qkv/batch-leak"]
+    diagnosed = expect.diagnose(
+        out, signatures.outputs(signatures.attention_chain(x, *w)), t, ref.qkv.single_head_attention(x, *w)[0]
+    ) or ["qkv/batch-leak"]
     for b in range(B):
-        alone, _ = expect.sequence(sub.qkv.single_head_attention(x[b:b + 1], *w), 2, what=f"single_head_attention on example {b} alone")
-        expect.close(out[b:b + 1], alone, what=f"example {b}'s output in the batch = its output alone (Week 7 §14)", tol=t, hints=diagnosed)
+        alone, _ = expect.sequence(
+            sub.qkv.single_head_attention(x[b : b + 1], *w), 2, what=f"single_head_attention on example {b} alone"
+        )
+        expect.close(
+            out[b : b + 1],
+            alone,
+            what=f"example {b}'s output in the batch = its output alone (Week 7 §14)",
+            tol=t,
+            hints=diagnosed,
+        )
 
 
 def _head_state(rng, C: int, d: int, dtype) -> dict:
@@ -395,28 +627,61 @@ def test_attention_head_matches_reference_on_random_weights(sub, ref, rng, credi
                 if ctx > T:  # only an unsliced mask breaks T < context_length while T = context_length works
                     full = torch.cat([x, randn(rng, B, ctx - T, C, dtype=dtype)], dim=1)
                     try:
-                        sub.qkv.construct("AttentionHead", [C, d_k, ctx], dtype=dtype, state=state, calls=[("forward", [full], {})], describe=False)
+                        sub.qkv.construct(
+                            "AttentionHead",
+                            [C, d_k, ctx],
+                            dtype=dtype,
+                            state=state,
+                            calls=[("forward", [full], {})],
+                            describe=False,
+                        )
                     except SubmissionRaised:
                         raise exc from None
-                    expect.true(False, what=label, detail=f"forward raised for T={T} < context_length={ctx} but works for T = context_length: {exc.message}",
-                                hints=expect.observed("qkv/mask-not-sliced"))
-                if ctx == T and (exc.error or {}).get("type") == "ValueError":  # only `T >= context_length` rejects T = context_length but not T − 1
+                    expect.true(
+                        False,
+                        what=label,
+                        detail=f"forward raised for T={T} < context_length={ctx} but works for T = context_length: {exc.message}",
+                        hints=expect.observed("qkv/mask-not-sliced"),
+                    )
+                if (
+                    ctx == T and (exc.error or {}).get("type") == "ValueError"
+                ):  # only `T >= context_length` rejects T = context_length but not T − 1
                     try:
-                        sub.qkv.construct("AttentionHead", [C, d_k, ctx], dtype=dtype, state=state, calls=[("forward", [x[:, :-1]], {})], describe=False)
+                        sub.qkv.construct(
+                            "AttentionHead",
+                            [C, d_k, ctx],
+                            dtype=dtype,
+                            state=state,
+                            calls=[("forward", [x[:, :-1]], {})],
+                            describe=False,
+                        )
                     except SubmissionRaised:
                         raise exc from None
-                    expect.true(False, what=label, detail=f"forward raised ValueError for T = context_length = {ctx}, which fits, but works for T={T - 1}: {exc.message}",
-                                hints=expect.observed("qkv/context-check-off-by-one"))
+                    expect.true(
+                        False,
+                        what=label,
+                        detail=f"forward raised ValueError for T = context_length = {ctx}, which fits, but works for T={T - 1}: {exc.message}",
+                        hints=expect.observed("qkv/context-check-off-by-one"),
+                    )
                 raise
             missing = [k for k in r["load"]["missing"] if k != "causal_mask"]
-            expect.true(not missing and not r["load"]["unexpected"], what="AttentionHead.state_dict() keys",
-                        detail=f"loading query/key/value weights: missing {missing}, unexpected {r['load']['unexpected']}", hints=_load_facts(r))
+            expect.true(
+                not missing and not r["load"]["unexpected"],
+                what="AttentionHead.state_dict() keys",
+                detail=f"loading query/key/value weights: missing {missing}, unexpected {r['load']['unexpected']}",
+                hints=_load_facts(r),
+            )
             head = ref.qkv.AttentionHead(C, d_k, ctx).double()
             head.load_state_dict({k: v.double() for k, v in state.items()})
             with torch.no_grad():
                 want = head(x.double()).to(dtype)
-            expect.close(r["outputs"][-1], want, what=label, tol=tol("qkv.AttentionHead", dtype),
-                         mistakes=lambda: signatures.head_chain(x, state))
+            expect.close(
+                r["outputs"][-1],
+                want,
+                what=label,
+                tol=tol("qkv.AttentionHead", dtype),
+                mistakes=lambda: signatures.head_chain(x, state),
+            )
 
 
 def _dtype_inputs(rng, B: int, T: int, C: int, d_k: int, d_v: int) -> dict[str, tuple]:
@@ -455,7 +720,12 @@ def test_qkv_functions_keep_dtype_and_leave_inputs_unchanged(sub, rng, credit):
                     expect.unchanged(before, after, what=f"{name} leaves its inputs unchanged")
                 for out in r.value if isinstance(r.value, (tuple, list)) else (r.value,):
                     out = expect.tensor(out, what=f"{name} result")
-                    expect.true(out.dtype == F64, what=f"{name} keeps float64", detail=f"float64 inputs gave a {str(out.dtype)[6:]} result", hints=["general/dtype-changed"])
+                    expect.true(
+                        out.dtype == F64,
+                        what=f"{name} keeps float64",
+                        detail=f"float64 inputs gave a {str(out.dtype)[6:]} result",
+                        hints=["general/dtype-changed"],
+                    )
             if not ran and raised is not None:
                 raise raised
 
@@ -467,7 +737,14 @@ def test_scale_scores_uses_the_square_root_of_dk(sub, ref, rng, credit):
         with case:
             dtype = DTYPES[case.draw % 2]
             d_k = (3, 8, 10, 32)[case.draw]  # d_k / 2 is neither √d_k, nor 1 (no scaling), nor √(a score width ≤ 12)
-            s = randn(rng, randint(rng, 1, 3), randint(rng, 2, 12), _other(rng, 2, 12, d_k), dtype=dtype, scale=5.0)  # score width ≠ d_k
+            s = randn(
+                rng, randint(rng, 1, 3), randint(rng, 2, 12), _other(rng, 2, 12, d_k), dtype=dtype, scale=5.0
+            )  # score width ≠ d_k
             want = in_float64(lambda a: ref.qkv.scale_scores(a, d_k), s, dtype=dtype)
-            expect.close(sub.qkv.scale_scores(s, d_k), want, what=f"scale_scores(scores, d_k={d_k}) = scores / √{d_k} (Week 7 §8)", tol=tol("qkv.scale_scores", dtype),
-                         mistakes={**signatures.scale(s.double(), d_k), **signatures.sqrt_precedence(s.double(), d_k)})
+            expect.close(
+                sub.qkv.scale_scores(s, d_k),
+                want,
+                what=f"scale_scores(scores, d_k={d_k}) = scores / √{d_k} (Week 7 §8)",
+                tol=tol("qkv.scale_scores", dtype),
+                mistakes={**signatures.scale(s.double(), d_k), **signatures.sqrt_precedence(s.double(), d_k)},
+            )
