@@ -485,3 +485,26 @@ def test_rule_no_torch_softmax_log_softmax_or_cross_entropy(sub, rng):
         hints=data.HINTS,
     )
     data.check_dispatch(sub)  # the verdict: the operators the dispatcher ran, any spelling
+
+
+def test_vocab_probs_uses_the_head_as_given_on_square_heads(sub, ref, rng, credit):
+    """W_vocab is [C,V]: logits = h @ W_vocab. On square heads (C = V) a transposed head runs
+    without a shape error and gives other probabilities (hint row_softmax/vocab-head-transposed)."""
+
+    def draw(i):  # fixed per draw: dtype, leading dims, C = V
+        dtype = DTYPES[i % 2]
+        lead, C = (((2,), 4), ((3, 2), 8), ((1,), 16), ((), 5))[i]
+        h = randn(rng, *lead, C, dtype=dtype)
+        w_vocab = randn(rng, C, C, dtype=dtype, scale=C**-0.5)
+        what = f"vocab_probs(h {list(h.shape)}, W_vocab {list(w_vocab.shape)}) with C = V = {C}, {dtype_name(dtype)}"
+        return (h, w_vocab), what, signatures.vocab_probs(h, w_vocab)
+
+    # No plain-input gate here (unlike _cases_against_reference): its C ≠ V input is exactly
+    # where the transposed head raises, and this test is about the square heads where it does not.
+    calls = data.Calls(sub, rng)
+    cases = [(args, what, mistakes, calls.add("vocab_probs", *args)) for args, what, mistakes in map(draw, range(4))]
+    calls.run()
+    for case, (args, what, mistakes, i) in zip(credit.cases(len(cases)), cases):
+        with case:
+            want = in_float64(ref.row_softmax.vocab_probs, *args, dtype=args[0].dtype)
+            expect.close(calls.value(i), want, what=what, tol=tol("row_softmax.vocab_probs", args[0].dtype), mistakes=mistakes)
