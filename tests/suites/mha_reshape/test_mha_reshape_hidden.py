@@ -581,7 +581,10 @@ def test_multi_head_attention_matches_reference_on_random_weights(sub, ref, rng,
             )
             want_out, want_weights = _reference(ref, C, h, ctx, bias, state, x, key_allowed, dtype)
             variants = signatures.Variants(x, state, h, key_allowed)
-            label = f"(B={B}, T={T}, C={C}, h={h}, bias={bias}, padding={'yes' if key_allowed is not None else 'no'}, {dtype_name(dtype)})"
+            label = (
+                f"(B={B}, T={T}, C={C}, h={h}, bias={bias}, "
+                f"padding={'yes' if key_allowed is not None else 'no'}, {dtype_name(dtype)})"
+            )
             t = tol("mha_reshape.MultiHeadAttention", dtype)
             out, weights = expect.sequence(
                 r["outputs"][0],
@@ -765,7 +768,10 @@ def test_state_dict_holds_the_four_projections_and_a_causal_mask_buffer(sub, ref
                 expect.true(
                     m is not None and (m["in_features"], m["out_features"], m["bias"]) == (C, C, bias),
                     what=f"{label}.{name}",
-                    detail=f"expected {name} = nn.Linear({C}, {C}, bias={bias}); got {m and (m['in_features'], m['out_features'], m['bias'])}",
+                    detail=(
+                        f"expected {name} = nn.Linear({C}, {C}, bias={bias}); got "
+                        f"{m and (m['in_features'], m['out_features'], m['bias'])}"
+                    ),
                     hints=["mha_reshape/linear-layout"],
                 )
             keys = sorted(f"{n}.{p}" for n in LINEARS for p in (("weight", "bias") if bias else ("weight",)))
@@ -802,7 +808,10 @@ def _valid_module_runs(sub, rng, C: int, ctx: int) -> None:
     r = sub.mha_reshape.construct("MultiHeadAttention", [C, 1, ctx], calls=[("forward", [x], {})], describe=False)
     expect.tensor(
         r["outputs"][0],
-        what=f"MultiHeadAttention({C}, 1, context_length={ctx}).forward(x [{x.shape[0]},{ctx},{C}]): T = context_length fits (valid input, checked first)",
+        what=(
+            f"MultiHeadAttention({C}, 1, context_length={ctx}).forward(x "
+            f"[{x.shape[0]},{ctx},{C}]): T = context_length fits (valid input, checked first)"
+        ),
     )
 
 

@@ -191,7 +191,10 @@ def test_week7_example_through_two_heads_gives_the_printed_weights_and_outputs(s
                 expect.close(
                     weights,
                     want_weights,
-                    what="MultiHeadAttention(4, 2, 8).forward(Week 7 x): weights of head 1 (Week 7's head: P_A, P_B) and head 2 (W_Q⁽²⁾ = 0: the §1 uniform mean)",
+                    what=(
+                        "MultiHeadAttention(4, 2, 8).forward(Week 7 x): weights of head 1 "
+                        "(Week 7's head: P_A, P_B) and head 2 (W_Q⁽²⁾ = 0: the §1 uniform mean)"
+                    ),
                     tol=w7.PRINTED_4DP_F32,
                     mistakes=variants["mistakes_weights"],
                     grid=QK,
@@ -200,7 +203,10 @@ def test_week7_example_through_two_heads_gives_the_printed_weights_and_outputs(s
                 expect.close(
                     out,
                     want_out,
-                    what="MultiHeadAttention(4, 2, 8).forward(Week 7 x): Concat(O⁽¹⁾, O⁽²⁾) W_O with W_O swapping the heads: [uniform mean of features 0, 2 | Week 7 head output] (Week 7 §15)",
+                    what=(
+                        "MultiHeadAttention(4, 2, 8).forward(Week 7 x): Concat(O⁽¹⁾, O⁽²⁾) W_O with W_O "
+                        "swapping the heads: [uniform mean of features 0, 2 | Week 7 head output] (Week 7 §15)"
+                    ),
                     tol=w7.PRINTED_4DP_F32,
                     mistakes=variants["mistakes_out"],
                     grid=("token", "feature"),
@@ -232,7 +238,10 @@ def test_padded_key_gets_no_weight_in_week7_example(sub, rng, credit):
                 expect.close(
                     weights,
                     want_weights,
-                    what="MultiHeadAttention(4, 2, 8).forward(Week 7 x, key_allowed): weights with prompt B's key 喜欢 padded: B's queries read only 猫 (Day 1 §3.2)",
+                    what=(
+                        "MultiHeadAttention(4, 2, 8).forward(Week 7 x, key_allowed): weights "
+                        "with prompt B's key 喜欢 padded: B's queries read only 猫 (Day 1 §3.2)"
+                    ),
                     tol=w7.PRINTED_4DP_F32,
                     mistakes=variants["padded_mistakes_weights"],
                     grid=QK,
@@ -241,7 +250,10 @@ def test_padded_key_gets_no_weight_in_week7_example(sub, rng, credit):
                 expect.close(
                     out,
                     want_out,
-                    what="MultiHeadAttention(4, 2, 8).forward(Week 7 x, key_allowed): outputs with prompt B's key 喜欢 padded (prompt A unchanged)",
+                    what=(
+                        "MultiHeadAttention(4, 2, 8).forward(Week 7 x, key_allowed): "
+                        "outputs with prompt B's key 喜欢 padded (prompt A unchanged)"
+                    ),
                     tol=w7.PRINTED_4DP_F32,
                     mistakes=variants["padded_mistakes_out"],
                     grid=("token", "feature"),
@@ -273,13 +285,19 @@ def test_multi_head_attention_has_four_projections_and_a_causal_mask_buffer(sub,
                     expect.true(
                         m is not None,
                         what=f"MultiHeadAttention(4, 2, 8).{name}",
-                        detail=f"expected a submodule {name} = nn.Linear(4, 4, bias=False); found {sorted(linears) or 'no nn.Linear'}",
+                        detail=(
+                            f"expected a submodule {name} = nn.Linear(4, 4, "
+                            f"bias=False); found {sorted(linears) or 'no nn.Linear'}"
+                        ),
                         hints=["mha_reshape/linear-layout", "mha_reshape/missing-output-projection"],
                     )
                     expect.true(
                         (m["in_features"], m["out_features"], m["bias"]) == (4, 4, False),
                         what=f"MultiHeadAttention(4, 2, 8).{name}",
-                        detail=f"expected nn.Linear(4, 4, bias=False), got in={m['in_features']} out={m['out_features']} bias={m['bias']}",
+                        detail=(
+                            "expected nn.Linear(4, 4, bias=False), got "
+                            f"in={m['in_features']} out={m['out_features']} bias={m['bias']}"
+                        ),
                         hints=["mha_reshape/linear-layout"],
                     )
             elif part.label.startswith("bias=True"):
@@ -307,7 +325,10 @@ def test_multi_head_attention_has_four_projections_and_a_causal_mask_buffer(sub,
                 expect.true(
                     any(b["shape"][-2:] == [8, 8] for b in info["buffers"]),
                     what="MultiHeadAttention(4, 2, context_length=8)'s causal mask buffer [8, 8]",
-                    detail=f"buffers found: {[(b['name'], b['shape']) for b in info['buffers']] or 'none'}: build the causal mask once in __init__ with register_buffer (persistent=False keeps it out of state_dict)",
+                    detail=(
+                        f"buffers found: {[(b['name'], b['shape']) for b in info['buffers']] or 'none'}: build the causal "
+                        "mask once in __init__ with register_buffer (persistent=False keeps it out of state_dict)"
+                    ),
                     hints=["mha_reshape/persistent-mask-buffer"],
                 )
             else:
@@ -357,7 +378,10 @@ def test_value_errors_for_indivisible_width_and_too_long_input(sub, rng, credit)
                     "MultiHeadAttention",
                     [4, 2, 2],
                     calls=[("forward", [torch.zeros(1, 3, 4)], {})],
-                    what="MultiHeadAttention(4, 2, context_length=2).forward(x [1,3,4]) must raise ValueError: T=3 > context_length",
+                    what=(
+                        "MultiHeadAttention(4, 2, context_length=2).forward(x "
+                        "[1,3,4]) must raise ValueError: T=3 > context_length"
+                    ),
                     hints=["mha_reshape/context-check"],
                 )
 
@@ -453,7 +477,9 @@ def test_cost_functions_reproduce_the_course_tables(sub, rng, credit):
                     expect.scalar(
                         got,
                         want,
-                        what=f"attention_matrix_gib(B={B}, h={h}, T={T}, bytes_per_element=2, layers={layers}) (Day 1 §5.2 table)",
+                        what=(
+                            f"attention_matrix_gib(B={B}, h={h}, T={T}, bytes_per_element=2, layers={layers}) (Day 1 §5.2 table)"
+                        ),
                         tol=data.GIB_TABLE,
                         hints=data.numbers(got, candidates, want) or ["mha_reshape/memory-layers", "mha_reshape/memory-units"],
                     )

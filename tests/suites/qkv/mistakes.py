@@ -41,8 +41,8 @@ def attention_chain(
     ):
         if mask is not None:
             scores = scores.masked_fill(~mask, fill)
-        weights = _softmax(scores, dim)
-        return weights @ retrieve, weights
+        attn = _softmax(scores, dim)
+        return attn @ retrieve, attn
 
     scaled = raw / math.sqrt(d_k)
     out: dict[str, tuple[torch.Tensor, torch.Tensor]] = {
@@ -100,7 +100,8 @@ def _plain(x: torch.Tensor, w_q: torch.Tensor, w_k: torch.Tensor, w_v: torch.Ten
 def projections(x: torch.Tensor, w_q: torch.Tensor, w_k: torch.Tensor, w_v: torch.Tensor, name: str) -> dict[str, torch.Tensor]:
     """project_qkv's `name` output ("Q", "K" or "V") when the projections are mixed up."""
     products = {"Q": x @ w_q, "K": x @ w_k, "V": x @ w_v}
-    return {"qkv/swapped-projections": p for other, p in products.items() if other != name and p.shape == products[name].shape}
+    same_shape = [p for other, p in products.items() if other != name and p.shape == products[name].shape]
+    return {"qkv/swapped-projections": same_shape[-1]} if same_shape else {}  # the last match, as the dict comprehension kept
 
 
 def scores(q: torch.Tensor, k: torch.Tensor) -> dict[str, torch.Tensor]:

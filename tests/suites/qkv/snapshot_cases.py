@@ -164,7 +164,8 @@ def week7(rng, ref):
     weights[:, 1] = w7.t(w7.STATED["final_weights_4dp"])
     variants = signatures.attention_chain(ex.x, ex.w_q, ex.w_k, ex.w_v)
     return {
-        "project_qkv": {name: {"qkv/swapped-projections": products[o] for o in products if o != name} for name in products},
+        # the last other projection, as the former static-key dict comprehension kept
+        "project_qkv": {name: {"qkv/swapped-projections": [products[o] for o in products if o != name][-1]} for name in products},
         "q": q,
         "k": k,
         "v": v,

@@ -57,7 +57,7 @@ def test_week7_numbers_at_stated_precision_in_float64(sub, ref, rng, credit):
         tol=tol("qkv.single_head_attention", torch.float64),
     )
     ex = w7.example(torch.float64)
-    q, k, v = ex.x @ ex.w_q, ex.x @ ex.w_k, ex.x @ ex.w_v
+    q, k = ex.x @ ex.w_q, ex.x @ ex.w_k
     raw = q @ k.transpose(-2, -1)
     for part in credit.parts(
         [
@@ -507,7 +507,10 @@ def test_single_head_attention_is_causal_by_gradient(sub, ref, rng, credit):
                 expect.true(
                     bool(torch.isfinite(gx).all()) and bool((gx[:, : T - 1] != 0).any()),
                     what=f"y_{T - 1} depends on x_s for earlier s < {T - 1}",
-                    detail="the last output does not change with any earlier token: attention mixes the values of every allowed position (Week 7 §6)",
+                    detail=(
+                        "the last output does not change with any earlier token: "
+                        "attention mixes the values of every allowed position (Week 7 §6)"
+                    ),
                     hints=diagnosed,
                 )
                 continue
@@ -528,7 +531,9 @@ def test_single_head_attention_is_causal_by_gradient(sub, ref, rng, credit):
             expect.true(
                 bool((future == 0).all()),
                 what=f"∂y_{t}/∂x_s = 0 for every future s > {t}",
-                detail=f"largest |∂y_{t}/∂x_s| over future s: {future.abs().max().item():.3g} — future tokens influence the output",
+                detail=(
+                    f"largest |∂y_{t}/∂x_s| over future s: {future.abs().max().item():.3g} — future tokens influence the output"
+                ),
                 hints=diagnosed,
             )
 
@@ -660,7 +665,10 @@ def test_attention_head_matches_reference_on_random_weights(sub, ref, rng, credi
                     expect.true(
                         False,
                         what=label,
-                        detail=f"forward raised ValueError for T = context_length = {ctx}, which fits, but works for T={T - 1}: {exc.message}",
+                        detail=(
+                            f"forward raised ValueError for T = context_length = {ctx}, "
+                            f"which fits, but works for T={T - 1}: {exc.message}"
+                        ),
                         hints=expect.observed("qkv/context-check-off-by-one"),
                     )
                 raise

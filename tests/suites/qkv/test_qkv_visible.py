@@ -43,7 +43,10 @@ def test_project_qkv_reproduces_week7_q_k_v(sub, rng, credit):
         with part:
             if part.label == FRESH:
                 c = SNAP["project_qkv"]
-                what = f"project_qkv(x {_shape(c['x'])}, w_q {_shape(c['w_q'])}, w_k {_shape(c['w_k'])}, w_v {_shape(c['w_v'])}) on control inputs"
+                what = (
+                    f"project_qkv(x {_shape(c['x'])}, w_q {_shape(c['w_q'])}, w_k "
+                    f"{_shape(c['w_k'])}, w_v {_shape(c['w_v'])}) on control inputs"
+                )
                 fresh = expect.sequence(sub.qkv.project_qkv(c["x"], c["w_q"], c["w_k"], c["w_v"]), 3, what=what)
                 for name, g, want in zip("QKV", fresh, c["want"]):
                     expect.close(
@@ -269,7 +272,10 @@ def _fresh_head(sub) -> None:
             expect.true(
                 False,
                 what=what,
-                detail=f"forward raised for T={head['x'].size(1)} < context_length={ctx} but works for T = context_length: {exc.message}",
+                detail=(
+                    f"forward raised for T={head['x'].size(1)} < context_length={ctx} "
+                    f"but works for T = context_length: {exc.message}"
+                ),
                 hints=expect.observed("qkv/mask-not-sliced"),
             )
         expect.close(got, head["want"], what=what, tol=tol("qkv.AttentionHead", F32), mistakes=head["mistakes"])
@@ -293,12 +299,18 @@ def test_attention_head_reproduces_week7_numbers(sub, rng, credit):
                     expect.true(
                         m is not None,
                         what=f"AttentionHead(4, 2, 8).{name}",
-                        detail=f"expected a submodule {name} = nn.Linear(4, 2, bias=False); found {sorted(linears) or 'no nn.Linear'}",
+                        detail=(
+                            f"expected a submodule {name} = nn.Linear(4, 2, "
+                            f"bias=False); found {sorted(linears) or 'no nn.Linear'}"
+                        ),
                     )
                     expect.true(
                         (m["in_features"], m["out_features"], m["bias"]) == (4, 2, False),
                         what=f"AttentionHead(4, 2, 8).{name}",
-                        detail=f"expected nn.Linear(4, 2, bias=False), got in={m['in_features']} out={m['out_features']} bias={m['bias']}",
+                        detail=(
+                            "expected nn.Linear(4, 2, bias=False), got "
+                            f"in={m['in_features']} out={m['out_features']} bias={m['bias']}"
+                        ),
                         hints=["qkv/linear-bias"] if m["bias"] else [],
                     )
             elif part.label == "causal_mask buffer":
@@ -359,8 +371,14 @@ def test_attention_head_rejects_sequences_longer_than_its_context(sub, rng, cred
                         raise exc from None
                     expect.true(
                         False,
-                        what=f"AttentionHead({C}, {d}, context_length={ctx}).forward(x {_shape(c['fits'])}): T = context_length must run",
-                        detail=f"forward raised ValueError for T = context_length = {ctx}, which fits, but works for T={ctx - 1}: {exc.message}",
+                        what=(
+                            f"AttentionHead({C}, {d}, context_length={ctx}).forward(x "
+                            f"{_shape(c['fits'])}): T = context_length must run"
+                        ),
+                        detail=(
+                            f"forward raised ValueError for T = context_length = {ctx}, "
+                            f"which fits, but works for T={ctx - 1}: {exc.message}"
+                        ),
                         hints=expect.observed("qkv/context-check-off-by-one"),
                     )
             else:
@@ -371,7 +389,10 @@ def test_attention_head_rejects_sequences_longer_than_its_context(sub, rng, cred
                     c["args"],
                     state=c["state"],
                     calls=[("forward", [c["longer"]], {})],
-                    what=f"AttentionHead({C}, {d}, context_length={ctx}).forward(x {_shape(c['longer'])}): T = {ctx + 1} > context_length must raise ValueError",
+                    what=(
+                        f"AttentionHead({C}, {d}, context_length={ctx}).forward(x "
+                        f"{_shape(c['longer'])}): T = {ctx + 1} > context_length must raise ValueError"
+                    ),
                     hints=["qkv/context-check"],
                 )
 
