@@ -25,6 +25,9 @@ from autograder.runner import seeding
 from autograder.runner.submission import shadowing_reason
 
 MISTAKE_MODULE = "masks.py"  # one known mistake, so the score depends on the random draws
+# The same submission's qkv.py draws from torch's global RNG without seeding it (noise added in
+# scale_scores), so the two runs below also prove that unseeded randomness repeats run to run.
+MISTAKE_SKILLS = ("--skill", "masks", "--skill", "qkv", "--reveal-hidden")
 
 
 def _without_timings(data: dict) -> dict:
@@ -44,21 +47,48 @@ def mistake(tmp_path_factory) -> Path:
     assert source.count(find) == 1
     return make_submission(
         tmp_path_factory.mktemp("mistake") / "sub",
-        {MISTAKE_MODULE: source.replace(find, "neg_inf = torch.tensor(0.0, dtype=scores.dtype, device=scores.device)")},
+        {
+            MISTAKE_MODULE: source.replace(find, "neg_inf = torch.tensor(0.0, dtype=scores.dtype, device=scores.device)"),
+            "qkv.py": _noisy_qkv(),
+        },
     )
+
+
+def _noisy_qkv() -> str:
+    source = (SOLUTIONS / "qkv.py").read_text(encoding="utf-8")
+    start = source.index("def scale_scores")
+    body = source.index("return", start)
+    return source[:body] + "scores = scores + 0.1 * torch.randn(scores.shape, dtype=scores.dtype)\n    " + source[body:]
 
 
 @pytest.fixture(scope="module")
 def mistake_graded(mistake, tmp_path_factory) -> Graded:
-    """The mistake graded once (masks, hidden tests revealed, the seed from its files and the
-    public local key), for every test below that needs that run; none of them changes it."""
-    return grade(mistake, "--skill", "masks", "--reveal-hidden", output=tmp_path_factory.mktemp("graded") / "r.json", seed=None)
+    """The mistake graded once (masks and qkv, hidden tests revealed, the seed from its files and
+    the public local key, grading.toml's trusted_processes = 2), for every test below that needs
+    that run; none of them changes it. ``output`` is the kept pytest report."""
+    folder = tmp_path_factory.mktemp("graded")
+    graded = grade(mistake, *MISTAKE_SKILLS, "--keep-report", str(folder / "report.json"), output=folder / "r.json", seed=None)
+    graded.output = folder / "report.json"
+    return graded
+
+
+@pytest.fixture(scope="module")
+def mistake_regraded(mistake, tmp_path_factory) -> Graded:
+    """The same files graded a second time, in one trusted process (trusted_processes = 1)."""
+    from conftest import write_config
+
+    folder = tmp_path_factory.mktemp("regraded")
+    config = write_config(folder / "grading.toml", trusted_processes=1)
+    graded = grade(
+        mistake, *MISTAKE_SKILLS, "--keep-report", str(folder / "report.json"), output=folder / "r.json", config=config, seed=None
+    )
+    graded.output = folder / "report.json"
+    return graded
 
 
 # --------------------------------------------------------------------------- seeds
-def test_same_files_graded_twice_give_identical_results(mistake, mistake_graded, tmp_path):
-    first = mistake_graded
-    second = grade(mistake, "--skill", "masks", "--reveal-hidden", output=tmp_path / "b.json", seed=None)
+def test_same_files_graded_twice_give_identical_results(mistake_graded, mistake_regraded):
+    first, second = mistake_graded, mistake_regraded
     assert first.rc == second.rc == 0, first.stderr
     assert first.data["seed_source"] == "content-default-key"
     assert first.data["seed"] == second.data["seed"]
@@ -80,9 +110,10 @@ def test_one_changed_byte_draws_new_inputs(mistake, mistake_graded, tmp_path):
 
 def test_a_skill_alone_draws_the_same_inputs_as_the_full_run(mistake, mistake_graded, tmp_path):
     """Every exercise module enters the seed whatever --skill selects, so `--skill masks`
-    gives masks the same score as a full grade."""
-    alone = mistake_graded
-    full = grade(mistake, "--reveal-hidden", output=tmp_path / "b.json", seed=None)
+    gives masks the same score as a run of more skills (here masks and qkv: a seed from only the
+    selected modules would differ; a run of all six costs more and proves nothing more)."""
+    alone = grade(mistake, "--skill", "masks", "--reveal-hidden", output=tmp_path / "b.json", seed=None)
+    full = mistake_graded
     assert alone.data["seed"] == full.data["seed"]
     strip = lambda skill: [{k: v for k, v in t.items() if k != "duration"} for t in skill["tests"]]  # noqa: E731
     assert strip(alone.skill("masks")) == strip(full.skill("masks"))
@@ -146,17 +177,22 @@ def _with_imports(tmp_path: Path, helper: str | None = "utils.py") -> Path:
 
 
 def test_sibling_and_helper_modules_import_whatever_skill_is_selected(tmp_path):
+    """Also: the folder the user names may itself be a link (an instructor's layout; below it,
+    only real files count), and --skill's footer lists the modules not selected."""
     folder = _with_imports(tmp_path)
-    alone = grade(folder, "--skill", "qkv", fmt="text", results=tmp_path / "a.json")  # the text on stdout, the JSON in a.json
+    (tmp_path / "link").symlink_to(folder)
+    # the text on stdout, the JSON in a.json
+    alone = grade(tmp_path / "link", "--skill", "qkv", fmt="text", results=tmp_path / "a.json")
     assert alone.rc == 0 and alone.score("qkv") == 20, [t["summary"] for t in alone.tests() if t["score"] < t["max_score"]][:3]
     sub = alone.data["submission"]
     assert sub["helpers"]["utils"]["problem"] is None and sub["helpers"]["utils"]["display_path"].endswith("utils.py")
     assert "masks" in sub["not_selected"] and "masks" not in sub["modules"]
-    full = grade(folder, output=tmp_path / "b.json")
+    full = grade(folder, "--skill", "qkv", "--skill", "masks", output=tmp_path / "b.json")  # the sibling graded too
     assert full.data["score"] == full.data["max_score"]
     flat = " ".join(alone.stdout.split())
     assert "Helper modules available to your code (never graded):" in flat and "utils.py" in flat
     assert "Not selected" in flat and "Not graded (only the exercise modules are)" not in flat
+    assert re.search(r"Not selected \(importable by your code, not graded in this run\): .*masks\.py", flat)
 
 
 SHADOWING = ["conftest.py", "sitecustomize.py", "torch.py", "pytest.py", "autograder_x.py", "json.py", "numpy.py"]
@@ -166,13 +202,17 @@ SHADOWING = ["conftest.py", "sitecustomize.py", "torch.py", "pytest.py", "autogr
 def shadowing_graded(tmp_path_factory) -> Graded:
     """Every shadowing name in one submission, qkv importing its helper from one of them
     (torch.py): each is refused from the folder's listing, on its own name, so one run
-    proves it for all seven (each used to be a run of its own)."""
+    proves it for all seven (each used to be a run of its own). The same folder holds too many
+    helpers and a hard link for test_helper_limits (a refused name is never counted)."""
     root = tmp_path_factory.mktemp("shadowing")
     folder = _with_imports(root, helper="torch.py")
     for name in SHADOWING:
         (folder / name).write_text(
             "import os\nos.system('touch /tmp/pwned')\ndef twice(x):\n    return 3 * x\n", encoding="utf-8"
         )
+    for i in range(20):
+        (folder / f"h{i:02d}.py").write_text("X = 1\n")
+    os.link(folder / "h00.py", folder / "h_link.py")
     return grade(folder, "--skill", "qkv", output=root / "r.json")
 
 
@@ -184,31 +224,57 @@ def test_helpers_that_would_shadow_the_grader_or_libraries_are_refused(shadowing
     assert name in shadowing_graded.data["submission"]["ignored"]  # never copied anywhere
 
 
-def test_one_import_failure_is_one_panel_per_skill(tmp_path):
-    folder = _with_imports(tmp_path, helper=None)
-    source = (SOLUTIONS / "qkv.py").read_text(encoding="utf-8")
-    (folder / "qkv.py").write_text(
-        source.replace("\nimport torch\n", "\nimport torch\nimport not_a_module_anywhere\n", 1), encoding="utf-8"
+HALF_DONE = ("split_heads", "merge_heads")  # mha_reshape's functions taken from the reference, the rest left as the stub
+
+
+def _half_done_mha_reshape() -> str:
+    import ast
+
+    stub = (EXERCISES / "mha_reshape.py").read_text(encoding="utf-8")
+    done = (SOLUTIONS / "mha_reshape.py").read_text(encoding="utf-8")
+    ref = {n.name: ast.get_source_segment(done, n) for n in ast.parse(done).body if isinstance(n, ast.FunctionDef)}
+    mixed = stub
+    for name in HALF_DONE:
+        node = next(n for n in ast.parse(mixed).body if isinstance(n, ast.FunctionDef) and n.name == name)
+        mixed = mixed.replace(ast.get_source_segment(mixed, node), ref[name])
+    return mixed
+
+
+@pytest.fixture(scope="module")
+def broken_graded(tmp_path_factory) -> Graded:
+    """One run, three skills broken three ways (the suites call only their own skill's module,
+    and none of these modules imports another): qkv imports a module that does not exist,
+    masks has a syntax error, mha_reshape is half done. Text on stdout, the JSON results in
+    ``data`` (the other formats are rendered from them)."""
+    root = tmp_path_factory.mktemp("broken")
+    qkv = (SOLUTIONS / "qkv.py").read_text(encoding="utf-8")
+    masks = (SOLUTIONS / "masks.py").read_text(encoding="utf-8")
+    folder = make_submission(
+        root / "sub",
+        {
+            "qkv.py": qkv.replace("\nimport torch\n", "\nimport torch\nimport not_a_module_anywhere\n", 1),
+            "masks.py": masks + "\ndef broken(:\n",
+            "mha_reshape.py": _half_done_mha_reshape(),
+        },
     )
-    graded = grade(
-        folder, "--skill", "qkv", fmt="text", results=tmp_path / "r.json"
-    )  # one run; the other formats from its results
+    skills = ("--skill", "qkv", "--skill", "masks", "--skill", "mha_reshape")
+    return grade(folder, *skills, fmt="text", results=root / "r.json", env={**os.environ, "COLUMNS": "200"})
+
+
+def test_one_import_failure_is_one_panel_per_skill(broken_graded):
+    graded = broken_graded
     text = " ".join(graded.stdout.split())
     assert text.count("No module named") == 1, text
     tests = graded.tests("qkv")  # the suite grows: count, don't hard-code
     assert len(tests) > 2 and all(t["status"] != "passed" for t in tests)
     assert f"The same problem fails {len(tests) - 1} more tests of this skill" in text
     assert rendered(graded, "markdown").count("No module named") == 1
-    assert [line.startswith("::error") for line in rendered(graded, "github").splitlines()].count(True) == 1
+    errors = [line for line in rendered(graded, "github").splitlines() if line.startswith("::error")]
+    assert len([line for line in errors if "qkv.py" in line.split("::")[1]]) == 1, errors
 
 
-def test_helper_limits(tmp_path):
-    folder = make_submission(tmp_path / "sub", {})
-    for i in range(20):
-        (folder / f"h{i:02d}.py").write_text("X = 1\n")
-    os.link(folder / "h00.py", folder / "h_link.py")
-    graded = grade(folder, "--skill", "qkv", output=tmp_path / "r.json")
-    helpers = graded.data["submission"]["helpers"]
+def test_helper_limits(shadowing_graded):
+    helpers = shadowing_graded.data["submission"]["helpers"]
     usable = [n for n, h in helpers.items() if not h["problem"]]
     assert len(usable) == 16
     assert "hard link" in helpers["h00"]["problem"] and "hard link" in helpers["h_link"]["problem"]
@@ -216,35 +282,25 @@ def test_helper_limits(tmp_path):
 
 
 # --------------------------------------------------------------------------- output
-def test_untouched_stubs_print_one_line_per_skill_and_where_to_start():
-    text = grade(EXERCISES, fmt="text")
-    lines = text.stdout.splitlines()
+def test_untouched_stubs_print_one_line_per_skill_and_where_to_start(stubs_graded):
+    text = rendered(stubs_graded, "text")  # the text format of conftest's one stubs run (a pure function of its results)
+    lines = text.splitlines()
     assert len(lines) < 40, len(lines)
-    flat = " ".join(text.stdout.split())
+    flat = " ".join(text.split())
     assert "qkv 0/20 not started — begin with `project_qkv`, Week 7 §1–§9" in flat
     assert "Where to start: open exercises/qkv.py, write `project_qkv`" in flat
     assert "What to fix" not in flat
 
 
-def test_still_todo_lists_the_modules_real_functions(tmp_path):
+def test_still_todo_lists_the_modules_real_functions(broken_graded):
     """A half-done mha_reshape: Still TODO names exactly the functions whose body is still
     the stub — no words picked out of messages, none missed."""
     stub = (EXERCISES / "mha_reshape.py").read_text(encoding="utf-8")
-    done = (SOLUTIONS / "mha_reshape.py").read_text(encoding="utf-8")
     stub_funcs = exercise_api.functions(stub)
     assert stub_funcs == exercise_api.still_todo(stub)
-    # take split_heads and merge_heads from the reference, leave the rest as the stub
-    import ast
-
-    ref = {n.name: ast.get_source_segment(done, n) for n in ast.parse(done).body if isinstance(n, ast.FunctionDef)}
-    mixed = stub
-    for name in ("split_heads", "merge_heads"):
-        node = next(n for n in ast.parse(mixed).body if isinstance(n, ast.FunctionDef) and n.name == name)
-        mixed = mixed.replace(ast.get_source_segment(mixed, node), ref[name])
-    folder = make_submission(tmp_path / "sub", {"mha_reshape.py": mixed}, base=EXERCISES)
-    graded = grade(folder, "--skill", "mha_reshape", fmt="text", results=tmp_path / "r.json")  # the JSON and the text of one run
+    graded = broken_graded  # split_heads and merge_heads from the reference, the rest the stub
     todo = graded.data["submission"]["modules"]["mha_reshape"]["todo"]
-    assert todo == [f for f in stub_funcs if f not in ("split_heads", "merge_heads")]
+    assert todo == [f for f in stub_funcs if f not in HALF_DONE]
     assert {
         "mha_flops",
         "attention_flop_fraction",
@@ -292,20 +348,6 @@ class K:
         assert exercise_api.still_todo((SOLUTIONS / module).read_text(), known) == []
 
 
-def test_skill_option_footer_says_not_selected(tmp_path):
-    text = " ".join(grade(SOLUTIONS, "--skill", "sdpa_masks", fmt="text").stdout.split())
-    assert re.search(r"Not selected \(importable by your code, not graded in this run\): .*qkv\.py", text)
-
-
-def test_a_submission_folder_given_as_a_link_is_resolved_once(tmp_path):
-    """The folder the user names may itself be a link (an instructor's layout); below it,
-    only real files count."""
-    real = make_submission(tmp_path / "real", {})
-    (tmp_path / "link").symlink_to(real)
-    graded = grade(tmp_path / "link", "--skill", "qkv", output=tmp_path / "r.json")
-    assert graded.score("qkv") == 20
-
-
 def test_rule_scans_can_reach_every_importable_file(tmp_path):
     """A module under a rule can import its siblings and helpers, so the suites can read them
     all (autograder.testing.remote.Submission.importable_sources)."""
@@ -327,7 +369,28 @@ def test_rule_scans_can_reach_every_importable_file(tmp_path):
     }
 
 
-def test_one_or_two_trusted_processes_give_the_same_result(tmp_path):
+def test_one_or_two_trusted_processes_give_the_same_result(mistake_graded, mistake_regraded):
+    """runner/split.py runs half of the skills in a second trusted process when the machine
+    has two cores and [limits] trusted_processes allows it: the mistake's two runs (masks and
+    qkv; grading.toml's 2, then 1) give every test the same score, status, hints and message."""
+    from autograder.runner.split import usable_cpus
+
+    seen = {}
+    for processes, graded in ((2, mistake_graded), (1, mistake_regraded)):
+        assert graded.data["status"] == "complete", graded.stderr
+        used = json.loads(graded.output.read_text())["autograder"]["trusted_processes"]
+        assert used == (2 if processes == 2 and usable_cpus() >= 2 else 1)
+        seen[processes] = [
+            (s["id"], t["name"], t["score"], t["status"], t.get("summary"), [h["id"] for h in t["hints"]])
+            for s in graded.data["skills"]
+            for t in s["tests"]
+        ]
+    assert seen[1] == seen[2]
+    assert any(hints for *_, hints in seen[1])  # the mistakes were seen and named
+
+
+@pytest.mark.slow  # two full runs of three skills; the fast set compares the mistake's two runs (two skills) above
+def test_one_or_two_trusted_processes_give_the_same_result_for_three_skills(tmp_path):
     """runner/split.py runs half of the skills in a second trusted process when the machine
     has two cores and [limits] trusted_processes allows it (Gradescope's bundle does not):
     every test's score, status, hints and message are the same either way."""
@@ -361,16 +424,11 @@ def test_one_or_two_trusted_processes_give_the_same_result(tmp_path):
     assert any(hints for *_, hints in seen[1])  # the mistakes were seen and named
 
 
-def test_unseeded_randomness_in_the_submission_repeats_run_to_run(tmp_path):
-    """Code that draws from torch's global RNG without seeding it (here: noise added in
-    scale_scores) gets the same numbers in every run, so the same score and the same feedback,
-    word for word (sandbox/zygote.py fixes the global RNGs every worker starts from)."""
-    source = (SOLUTIONS / "qkv.py").read_text(encoding="utf-8")
-    start = source.index("def scale_scores")
-    body = source.index("return", start)
-    noisy = source[:body] + "scores = scores + 0.1 * torch.randn(scores.shape, dtype=scores.dtype)\n    " + source[body:]
-    folder = make_submission(tmp_path / "sub", {"qkv.py": noisy})
-    runs = [grade(folder, "--skill", "qkv", "--reveal-hidden", output=tmp_path / f"r{i}.json") for i in (1, 2)]
+def test_unseeded_randomness_in_the_submission_repeats_run_to_run(mistake_graded, mistake_regraded):
+    """Code that draws from torch's global RNG without seeding it (here: the mistake's qkv.py adds
+    noise in scale_scores) gets the same numbers in every run, so the same score and the same
+    feedback, word for word (sandbox/zygote.py fixes the global RNGs every worker starts from)."""
+    runs = [mistake_graded, mistake_regraded]
     seen = [[(t["name"], t["score"], t.get("summary"), t.get("detail")) for t in graded.tests("qkv")] for graded in runs]
     assert 0 < runs[0].score("qkv") < 20
     assert seen[0] == seen[1]
@@ -397,9 +455,8 @@ def test_gradescope_where_to_start_names_the_repository_file_not_the_server_path
     assert str(EXERCISES) not in text
 
 
-def test_a_syntax_error_is_said_once_for_its_skill(tmp_path):
-    folder = make_submission(tmp_path / "sub", {})
-    (folder / "qkv.py").write_text((folder / "qkv.py").read_text(encoding="utf-8") + "\ndef broken(:\n", encoding="utf-8")
-    graded = grade(folder, "--skill", "qkv", fmt="text", env={**os.environ, "COLUMNS": "200"})
+def test_a_syntax_error_is_said_once_for_its_skill(broken_graded):
+    graded = broken_graded  # the syntax error is in masks.py
     assert graded.stdout.count("SyntaxError") == 1, graded.stdout[:2000]
     assert "required part" not in graded.stdout
+    assert all(t["status"] != "passed" for t in graded.tests("masks"))

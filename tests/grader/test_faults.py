@@ -116,16 +116,30 @@ def test_empty_submission_grades_to_zero_with_every_module_missing(tmp_path):
     )  # rule gates (weight 0) pass: nothing broke a rule
 
 
-def test_non_utf8_huge_and_symlinked_modules_fail_their_skill_only(tmp_path):
+SYNTAX_ERROR_MODULE = "custom_backward"  # the module of the broken-modules run with a syntax error
+
+
+@pytest.fixture(scope="module")
+def broken_modules_graded(tmp_path_factory):
     """One run, one broken module per skill (each used to be a run of its own): qkv not
-    UTF-8, masks over the size limit, row_softmax a link; every other skill full marks."""
-    folder = make_submission(tmp_path / "sub", {}, base=SOLUTIONS)
+    UTF-8, masks over the size limit, row_softmax a link, custom_backward a syntax error;
+    every other skill full marks. ``output`` is the submission folder."""
+    root = tmp_path_factory.mktemp("broken")
+    folder = make_submission(root / "sub", {}, base=SOLUTIONS)
     (folder / "qkv.py").write_bytes((SOLUTIONS / "qkv.py").read_bytes() + b"\n# caf\xe9\n")
     (folder / "masks.py").write_text("x = 1\n" + "# padding\n" * 60000)
     (folder / "row_softmax.py").unlink()
     (folder / "row_softmax.py").symlink_to(SOLUTIONS / "row_softmax.py")
     (folder / "junk.bin").write_bytes(os.urandom(1 << 20) * 50)  # 50 MB that is not graded
-    graded = grade(folder, output=tmp_path / "r.json")
+    source = (SOLUTIONS / f"{SYNTAX_ERROR_MODULE}.py").read_text()
+    (folder / f"{SYNTAX_ERROR_MODULE}.py").write_text(source.rstrip("\n") + "\n\n\ndef broken(x):\n    return (x\n")
+    graded = grade(folder, output=root / "r.json")
+    graded.output = folder
+    return graded
+
+
+def test_non_utf8_huge_and_symlinked_modules_fail_their_skill_only(broken_modules_graded):
+    graded = broken_modules_graded
     assert graded.rc == 0
     broken = {
         "qkv": "not valid UTF-8 (byte 0xe9 on line",
@@ -140,25 +154,19 @@ def test_non_utf8_huge_and_symlinked_modules_fail_their_skill_only(tmp_path):
             [t["summary"] for t in scored if says not in t["summary"]][:2],
         )
     for skill in graded.data["skills"]:
-        if skill["id"] not in broken:
+        if skill["id"] not in broken and skill["id"] != SYNTAX_ERROR_MODULE:
             assert skill["score"] == skill["points"], skill["id"]
     assert "junk.bin" in graded.data["submission"]["ignored"]
 
 
-def test_syntax_error_names_file_and_line_and_other_skills_still_grade(tmp_path):
-    folder = make_submission(
-        tmp_path / "sub",
-        {
-            "qkv.py": (SOLUTIONS / "qkv.py")
-            .read_text()
-            .replace("return x @ w_q, x @ w_k, x @ w_v", "return x @ w_q, x @ w_k, x @ w_v)")
-        },
-    )
-    graded = grade(folder, output=tmp_path / "r.json")
-    assert graded.rc == 0 and graded.score("qkv") == 0
-    line = next(i + 1 for i, t in enumerate((folder / "qkv.py").read_text().splitlines()) if "w_v)" in t and "return" in t)
-    assert all(f"line {line}: SyntaxError" in t["summary"] for t in graded.tests("qkv"))
-    assert graded.data["score"] == graded.data["max_score"] - 20
+def test_syntax_error_names_file_and_line_and_other_skills_still_grade(broken_modules_graded):
+    graded, folder = broken_modules_graded, broken_modules_graded.output  # the syntax error is in custom_backward.py
+    assert graded.rc == 0 and graded.score(SYNTAX_ERROR_MODULE) == 0
+    line = len((folder / f"{SYNTAX_ERROR_MODULE}.py").read_text().splitlines())  # the unclosed parenthesis: the last line
+    tests = [t for t in graded.tests(SYNTAX_ERROR_MODULE) if t["max_score"] > 0]  # rule gates (weight 0): nothing broke a rule
+    assert tests and all(f"line {line}: SyntaxError" in t["summary"] for t in tests), [t["summary"] for t in tests][:2]
+    lost = sum(s["points"] for s in graded.data["skills"] if s["id"] in ("qkv", "masks", "row_softmax", SYNTAX_ERROR_MODULE))
+    assert graded.data["score"] == graded.data["max_score"] - lost  # every other skill still grades
 
 
 def test_stub_run_completes_quickly_and_cleanly(stubs_graded):

@@ -369,6 +369,10 @@ def test_upload_without_modules_scores_zero_and_says_so(bundle, tmp_path):
     assert "no exercise modules in the upload" in output and "answers.ipynb" in output
 
 
+# slow: an upload refused by locate() takes the same path through run_autograder as the upload without
+# modules above (an UploadError: score 0, the reason in the output); detecting a zip inside a zip is
+# checked in-process (test_locate_explains_uploads_it_cannot_grade)
+@pytest.mark.slow
 def test_zip_inside_a_zip_scores_zero_and_says_so(bundle, tmp_path):
     root = _unpack(bundle, tmp_path)
     inner = _zip(tmp_path / "inner.zip", {m: (SOLUTIONS / m).read_bytes() for m in MODULES.values()})
@@ -378,6 +382,9 @@ def test_zip_inside_a_zip_scores_zero_and_says_so(bundle, tmp_path):
     assert "a zip inside a zip" in data["output"]
 
 
+# slow: the same UploadError path end to end as the upload without modules; every way a zip fails to
+# read (a password included) is an UploadError in-process (test_an_unreadable_zip_is_the_uploads_problem_...)
+@pytest.mark.slow
 def test_an_encrypted_zip_scores_zero_and_tells_the_student_why(bundle, tmp_path):
     root = _unpack(bundle, tmp_path)
     members = {f"hw/{m}": (SOLUTIONS / m).read_bytes() for m in MODULES.values()}

@@ -334,6 +334,42 @@ def test_nbgrader_feedback_shows_no_hidden_test(trip, course):
 
 
 # --------------------------------------------------------------------------- course state survives releases
+def test_course_state_files_survive_a_re_release_and_dist_with_state_is_never_replaced(course, tmp_path):
+    """What the slow test below proves with real nbgrader, with stand-in state files (no nbgrader
+    process): updating the live course from a new release replaces source/ and keeps the
+    gradebook and submissions byte for byte; a release refuses a dist/ whose nbgrader/ holds state."""
+    import shutil
+
+    from autograder.instructor.release import build, course_dir
+
+    live = tmp_path / "attention-course"
+    said = course_dir.update(course, live)
+    assert "created source/" + ASSIGNMENT in said and (live / "gradebook.db").exists() is False
+    (live / "gradebook.db").write_bytes(b"SQLite format 3\0stand-in")
+    (live / "submitted" / "s001" / ASSIGNMENT).mkdir(parents=True)
+    (live / "submitted" / "s001" / ASSIGNMENT / "qkv.ipynb").write_text("{}", encoding="utf-8")
+    source = course / "source" / ASSIGNMENT / "qkv.ipynb"
+    original = source.read_text()
+    try:
+        source.write_text(original + " ")
+        said = course_dir.update(course, live)  # a re-release (a typo fix)
+    finally:
+        source.write_text(original)  # the module's course is shared with the other tests
+    assert f"updated source/{ASSIGNMENT}" in said and any("gradebook.db" in line and "submitted" in line for line in said)
+    assert (live / "source" / ASSIGNMENT / "qkv.ipynb").read_text() == original + " "
+    assert (live / "gradebook.db").read_bytes() == b"SQLite format 3\0stand-in"
+    assert (live / "submitted" / "s001" / ASSIGNMENT / "qkv.ipynb").read_text() == "{}"
+
+    dist = tmp_path / "dist"
+    shutil.copytree(course.parent, dist)
+    (dist / "MANIFEST.json").write_text("{}")
+    shutil.copy(live / "gradebook.db", dist / "nbgrader" / "gradebook.db")  # someone ran the course inside dist/
+    with pytest.raises(build.ReleaseError, match="holds a running nbgrader course .*gradebook.db.*make nbgrader-course"):
+        build._prepare_out(dist, ROOT)
+    assert (dist / "nbgrader" / "gradebook.db").exists()
+
+
+@pytest.mark.slow  # real nbgrader twice (its database through alembic: seconds each); the fast set uses stand-in state above
 def test_course_state_survives_a_re_release_and_dist_with_state_is_never_replaced(course, tmp_path):
     """The live course sits outside dist/ (`make nbgrader-course DIR=…`): updating it from a new
     release replaces source/ and the config, never the gradebook or submissions; and a release

@@ -285,20 +285,16 @@ class Traps:
 
 SEQUENCES = {a["sequence"] for a in ATTACKS if "sequence" in a}
 
-#: one attack per defence, graded by `make test`; every other attack is marked slow (`make test-slow`, CI)
+#: the security basics, one attack per defence, graded by `make test`; every other attack is marked slow
+#: (`make test-slow`, CI). Of those, the worker's own limits are also checked in-process by test_sandbox.py
+#: (exit status, a worker that dies, the grader's limits and signals) and the rules by test_rule_checks.py.
 FAST_ATTACKS = {
-    "exit_at_import",  # the process: an exit while importing
-    "self_sigkill",  # a worker that dies
-    "allocate_50gb",  # the memory limit
-    "patch_pytest",  # the grader's own objects patched from inside the worker
-    "conftest_in_submission",  # configuration smuggled into the run
-    "symlinked_modules",  # links out of the submission
-    "write_files_outside",  # the file system
-    "udp_exfiltrate",  # the network
-    "prlimit_grader",  # the grader's processes and limits
-    "decode_alias_blob",  # the trusted side's decoding of what a worker sends
-    "forbidden_softmax",  # a rule (row_softmax)
-    "backward_by_autograd",  # a rule (custom_backward)
+    "udp_exfiltrate",  # the network: loopback UDP and TCP listeners are never reached
+    "write_files_outside",  # the file system: writes land only in the worker's scratch folder
+    "symlinked_modules",  # the submission reader: links out of the submission are not followed
+    "fork_bomb",  # processes: no fork or exec from a worker, nothing outlives the run
+    "output_cap_raised",  # an output flood: the printed output kept is capped on the trusted side
+    "decode_alias_blob",  # the trusted side's decoding of crafted frames from a worker
 }
 SINGLE = [a for a in ATTACKS if "sequence" not in a]
 

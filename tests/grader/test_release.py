@@ -252,8 +252,9 @@ def test_broken_markers_are_refused_with_file_and_line(broken, message):
         stub_text(broken, "demo", "solutions/demo.py")
 
 
-def test_stubs_check_names_the_exercise_that_differs(tmp_path):
-    import os
+def _stale_stub_copy(tmp_path: Path) -> Path:
+    """A copy of the repository's solutions, exercises, suites and grading.toml whose
+    exercises/masks.py differs from what `make stubs` writes; its stub path."""
     import shutil
 
     for part in ("solutions", "exercises", "tests/suites"):
@@ -263,6 +264,28 @@ def test_stubs_check_names_the_exercise_that_differs(tmp_path):
     stub.write_text(
         stub.read_text(encoding="utf-8").replace("# TODO(masks): allow j <= i", "# TODO(masks): allow j < i"), encoding="utf-8"
     )
+    return stub
+
+
+def test_stubs_check_names_the_exercise_that_differs(tmp_path):
+    """In-process (what `stubs --check` prints, one problem a line, and what `stubs` writes;
+    the command line itself: test_exercises_are_what_make_stubs_writes, and the slow test below)."""
+    from autograder.instructor.release import stubs
+
+    stub = _stale_stub_copy(tmp_path)
+    config = load(tmp_path / "grading.toml")
+    problems = stubs.check(config)
+    assert len(problems) == 1 and problems[0].startswith("exercises/masks.py: differs from what `make stubs` writes"), problems
+    assert stubs.write(config) == [stub]
+    assert stub.read_text(encoding="utf-8") == (ROOT / "exercises" / "masks.py").read_text(encoding="utf-8")
+    assert stubs.check(config) == []
+
+
+@pytest.mark.slow  # two command lines in a copy of the repository; the fast set calls the same functions in-process (above)
+def test_stubs_check_names_the_exercise_that_differs_on_the_command_line(tmp_path):
+    import os
+
+    stub = _stale_stub_copy(tmp_path)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     cmd = [sys.executable, "-m", "autograder", "stubs", "--check", "--config", str(tmp_path / "grading.toml")]
     proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
@@ -343,6 +366,23 @@ def test_two_releases_of_the_same_commit_are_byte_identical(dist, tmp_path):
     assert _manifest(tmp_path / "again")["files"] == _manifest(dist)["files"]
 
 
+def test_release_refuses_a_bad_version_and_a_folder_that_is_not_a_release_in_process(tmp_path):
+    """The refusals themselves, in-process: a bad version before anything runs, a folder that
+    is not a previous release left as it was (the command line: the slow test below)."""
+    from autograder.instructor.release import build
+
+    with pytest.raises(build.ReleaseError, match=r"VERSION='v1': use MAJOR\.MINOR\.PATCH"):
+        build.release(CONFIG, tmp_path / "x", "v1", log=lambda line: None)
+    assert not (tmp_path / "x").exists()
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "keep.txt").write_text("mine")
+    with pytest.raises(build.ReleaseError, match="not empty and not a previous release"):
+        build._prepare_out(tmp_path / "notes", ROOT)
+    assert (tmp_path / "notes" / "keep.txt").read_text() == "mine"
+
+
+# slow: the folder is refused only after the freshness check, which runs the reference on the control inputs
+@pytest.mark.slow
 def test_release_refuses_a_bad_version_and_a_folder_that_is_not_a_release(tmp_path):
     proc = _run("release", "--out", str(tmp_path / "x"), "--version", "v1")
     assert proc.returncode == 1 and "VERSION='v1': use MAJOR.MINOR.PATCH" in proc.stderr
