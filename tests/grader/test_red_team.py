@@ -295,6 +295,7 @@ FAST_ATTACKS = {
     "fork_bomb",  # processes: no fork or exec from a worker, nothing outlives the run
     "output_cap_raised",  # an output flood: the printed output kept is capped on the trusted side
     "decode_alias_blob",  # the trusted side's decoding of crafted frames from a worker
+    "loop_forever",  # time: a worker that never returns is stopped by its limit, end to end
 }
 SINGLE = [a for a in ATTACKS if "sequence" not in a]
 
