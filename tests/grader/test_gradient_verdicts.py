@@ -13,8 +13,10 @@ from conftest import SOLUTIONS, grade
 
 def test_gradcheck_failure_names_input_worst_entry_and_the_mistake(tmp_path):
     source = (SOLUTIONS / "custom_backward.py").read_text(encoding="utf-8")
-    wrong = "dk = scale * (d_scores @ q)  # no transpose"
-    right = "dk = scale * (d_scores.transpose(-2, -1) @ q)"
+    # A mistake that runs on every shape (the gradcheck inputs include L ≠ S, where a missing
+    # transpose raises before any gradient is compared): dQ divided by the scale.
+    right = "dq = scale * (d_scores @ k)"
+    wrong = "dq = (d_scores @ k) / scale"
     assert source.count(right) == 1
     folder = tmp_path / "submission"
     folder.mkdir()
@@ -24,6 +26,6 @@ def test_gradcheck_failure_names_input_worst_entry_and_the_mistake(tmp_path):
     test = next(t for t in graded.tests("custom_backward") if t["name"] == "test_attention_function_passes_gradcheck_in_float64")
     assert test["status"] == "failed"
     detail = test["detail"] or ""
-    assert "∂out/∂k" in detail and "worst" in detail and "by finite differences, your backward gives" in detail, detail
+    assert "∂out/∂q" in detail and "worst" in detail and "by finite differences, your backward gives" in detail, detail
     assert len(detail) < 600, detail  # a summary, not a Jacobian
-    assert [h["id"] for h in test["hints"]] == ["custom_backward/dk-transpose"], test["hints"]
+    assert [h["id"] for h in test["hints"]] == ["custom_backward/scale-inverted"], test["hints"]
