@@ -159,6 +159,8 @@ def test_the_mistake_is_named_in_the_summary(graded):
     assert "8 graded, 0 already done" in proc.stdout
 
 
+# slow: two more batch runs of the class; make test keeps the batch fixture's run and its checks
+@pytest.mark.slow
 def test_resume_skips_finished_students_and_force_regrades(graded, klass, fast_config):
     out, _, _ = graded
     before = {p: p.stat().st_mtime_ns for p in out.glob("*/results.json")}
@@ -217,6 +219,9 @@ _WITH_DEFAULT_SIGINT = (
 )
 
 
+# slow: a batch interrupted mid-class and waited for (up to 240 s); resume and the gradebook's
+# consistency are proved again by test_resume_… (slow) and every CI run
+@pytest.mark.slow
 def test_ctrl_c_keeps_finished_results_and_a_consistent_gradebook(tmp_path, fast_config):
     subs = tmp_path / "subs"
     subs.mkdir()

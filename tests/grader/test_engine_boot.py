@@ -21,6 +21,9 @@ def _outcome(results) -> list[tuple]:
     return [(t.id, t.status, t.score) for skill in results.skills for t in skill.tests]
 
 
+# slow: two full two-skill gradings compared; make test keeps the cheap start-ahead tests
+# (no process for a bad config, clean-up when the command line dies)
+@pytest.mark.slow
 def test_a_run_started_ahead_grades_exactly_like_one_started_after_the_config():
     config = load(ROOT / "grading.toml").select(["qkv", "masks"])
     booted = engine.boot(ROOT)

@@ -397,6 +397,9 @@ def test_an_encrypted_zip_scores_zero_and_tells_the_student_why(bundle, tmp_path
     assert "autograder itself failed" not in data["output"] and "internal error" not in proc.stdout
 
 
+# slow: one more run_autograder round trip; the syntax-error line itself is proved in make test
+# by test_fairness (one import failure, one panel per skill) and test_faults
+@pytest.mark.slow
 def test_syntax_error_names_the_file_and_line(bundle, tmp_path):
     root = _unpack(bundle, tmp_path)
     (root / "submission" / "qkv.py").write_text("def project_qkv(x, w_q, w_k, w_v):\n    return (x @ w_q\n")

@@ -414,9 +414,16 @@ def test_environment_tricks_cannot_configure_the_grading_run(tmp_path):
     assert hostile.rc == 0 and hostile.data["score"] == 0
 
 
-# slow past the first seed: a full grading run per seed and attack
+# slow past the first seed and the first attack: a full grading run per seed and attack
 @pytest.mark.parametrize("seed", [1, pytest.param(101, marks=pytest.mark.slow), pytest.param(202, marks=pytest.mark.slow)])
-@pytest.mark.parametrize("attack", ["plausible_garbage", "hardcode_course_numbers", "frame_inspection"])
+@pytest.mark.parametrize(
+    "attack",
+    [
+        "plausible_garbage",
+        pytest.param("hardcode_course_numbers", marks=pytest.mark.slow),
+        pytest.param("frame_inspection", marks=pytest.mark.slow),
+    ],
+)
 def test_cheap_attacks_earn_nothing_under_other_seeds(attack, seed, tmp_path):
     """Partial credit over random cases must not pay for degenerate draws (T = 1, d_k = 1,
     nothing padded), nor for a property a non-answer has vacuously (an output that ignores
