@@ -1,22 +1,22 @@
 import sys
 
-booted = None
+early = None
 if sys.argv[1:2] == ["grade"]:
     # the trusted pytest process first: its ~1.2 s of imports overlap everything this
-    # process does before grading (runner/boot.py); a failure here only costs that head start
+    # process does before grading (runner/process/early.py); a failure here only costs that head start
     try:
-        from .runner.engine import boot, boot_root
+        from .runner.process.launch import Early, early_root
 
-        root = boot_root(sys.argv[2:])
-        booted = boot(root) if root is not None else None
+        root = early_root(sys.argv[2:])
+        early = Early(root) if root is not None else None
     except Exception:  # noqa: BLE001
-        booted = None
+        early = None
 
 try:
     from .cli import main
 except BaseException:  # Ctrl-C during the imports: the process started ahead goes too
-    if booted is not None:
-        booted.release()
+    if early is not None:
+        early.release()
     raise
 
-sys.exit(main(booted=booted))
+sys.exit(main(early=early))

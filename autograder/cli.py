@@ -276,17 +276,18 @@ def _streams_survive_any_text() -> None:
             pass
 
 
-def main(argv: list[str] | None = None, booted=None) -> int:
-    """``booted``: the trusted pytest process ``__main__`` started before anything else
-    (runner/boot.py), for a ``grade``; stopped here when the run does not take it."""
+def main(argv: list[str] | None = None, early=None) -> int:
+    """``early``: the launcher of the trusted pytest process ``__main__`` started before
+    anything else (runner/process/launch.Early), for a ``grade``; stopped here when the run
+    does not take it."""
     try:
-        return _main(argv, booted)
+        return _main(argv, early)
     finally:
-        if booted is not None:
-            booted.release()  # a no-op once a run took it
+        if early is not None:
+            early.release()  # a no-op once a run took it
 
 
-def _main(argv: list[str] | None, booted) -> int:
+def _main(argv: list[str] | None, early) -> int:
     _streams_survive_any_text()
     argv = sys.argv[1:] if argv is None else argv
     commands = list(COMMANDS)
@@ -300,7 +301,7 @@ def _main(argv: list[str] | None, booted) -> int:
                 file=sys.stderr,
             )
             return EXIT_USAGE
-    args = build_parser(commands, DESCRIPTION).parse_args(argv, namespace=argparse.Namespace(booted=booted))
+    args = build_parser(commands, DESCRIPTION).parse_args(argv, namespace=argparse.Namespace(early=early))
     return {c.name: c for c in commands}[args.command].run(args)
 
 
@@ -312,7 +313,7 @@ def grade_main(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"autograder: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    return _grade_command(args, args.booted)
+    return _grade_command(args, args.early)
 
 
 #: the students' commands, in the order `--help` lists them
@@ -341,34 +342,35 @@ def instructor_commands() -> tuple[Command, ...]:
     return tuple(command for name in INSTRUCTOR_MODULES for command in importlib.import_module(name).COMMANDS)
 
 
-def _start_early(config, booted=None):
+def _start_early(config, early=None):
     """The grading run's trusted pytest process, given its suites the moment grading.toml is
-    valid (checked in full first: a bad config never costs a torch start): ``booted``, which
-    has imported pytest since ``__main__`` started it, or one started now. Its ~1.3 s of
-    imports overlap the checks of the submission and this process's own imports. None when
-    that fails; the run starts its own then, and errors are reported as always."""
+    valid (checked in full first: a bad config never costs a torch start): the one ``early``
+    started, which has imported pytest since ``__main__`` began, or a fresh one. Its ~1.3 s
+    of imports overlap the checks of the submission and this process's own imports. None
+    when that fails; the run starts its own then, and errors are reported as always."""
     try:
         from .runner.grade import start
+        from .runner.process.launch import FRESH
 
-        return start(config, booted=booted)
+        return start(config, early if early is not None else FRESH)
     except Exception:  # noqa: BLE001 - only a head start: whatever went wrong is found again below
         return None
 
 
-def _grade_command(args: argparse.Namespace, booted) -> int:
+def _grade_command(args: argparse.Namespace, early) -> int:
     try:
         config = load(args.config or default_config()).for_assignment(args.assignment).select(args.skill or None)
     except ConfigError as exc:
         return _fail(args, None, str(exc), EXIT_USAGE, kind="configuration error: ")
-    early = _start_early(config, booted)
+    process = _start_early(config, early)
     try:
-        return _check_and_grade(args, config, early)
+        return _check_and_grade(args, config, process)
     finally:
-        if early is not None:
-            early.release()  # not taken by the run (an error came first): stopped and removed
+        if process is not None:
+            process.release()  # not taken by the run (an error came first): stopped and removed
 
 
-def _check_and_grade(args: argparse.Namespace, config, early) -> int:
+def _check_and_grade(args: argparse.Namespace, config, process) -> int:
     submission = args.submission if args.submission is not None else str(config.exercises_dir)
     from .runner.submission import SubmissionDirError, check
 
@@ -377,7 +379,7 @@ def _check_and_grade(args: argparse.Namespace, config, early) -> int:
     except SubmissionDirError as exc:
         return _fail(args, config, str(exc), EXIT_USAGE, submission=submission)
     try:
-        results = _grade(args, config, submission, early)
+        results = _grade(args, config, submission, process)
     except KeyboardInterrupt:
         return _fail(args, config, "grading was interrupted (Ctrl-C)", EXIT_INTERRUPTED, submission=submission)
     except ConfigError as exc:
@@ -414,7 +416,7 @@ def _check_and_grade(args: argparse.Namespace, config, early) -> int:
     return EXIT_OK
 
 
-def _grade(args: argparse.Namespace, config, submission: str, early=None):
+def _grade(args: argparse.Namespace, config, submission: str, process=None):
     from rich.console import Console
 
     from .runner.grade import GradeRequest, grade
@@ -432,7 +434,7 @@ def _grade(args: argparse.Namespace, config, submission: str, early=None):
                 protect=protect,
                 on_event=progress.update,
                 keep_report=Path(args.keep_report) if args.keep_report else None,
-                started=early,
+                process=process,
                 seed_key_file=Path(args.seed_key_file) if args.seed_key_file else None,
             )
         )

@@ -210,7 +210,7 @@ KEYS: tuple[Key, ...] = (
         WHOLE,
         2,
         2,
-        "trusted pytest processes one run may use (runner/split.py: 2 on a machine with two "
+        "trusted pytest processes one run may use (runner/process/split.py: 2 on a machine with two "
         "cores to spare; 1 never splits — Gradescope's half a CPU gains nothing from a second, and two hostile workers at "
         "once would need twice the memory)",
     ),

@@ -8,7 +8,7 @@ input or reference result is in the memory the workers inherit), and then talks 
 a SOCK_SEQPACKET socket: ``spawn`` (with the worker's socket passed as a file descriptor),
 ``kill`` (the worker, its process group, and every orphan it left behind), ``connect``
 (one more control socket, for a second trusted process forked from the first: see
-runner/split.py; its ``stop`` or end closes only that connection) and ``stop``.
+runner/process/split.py; its ``stop`` or end closes only that connection) and ``stop``.
 
 The server is a *child subreaper*: anything a worker forks and abandons is re-parented
 here, and every ``kill`` sweeps such orphans, so nothing a submission starts outlives it.

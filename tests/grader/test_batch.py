@@ -322,13 +322,13 @@ def test_student_keys_are_safe_unique_and_links_are_skipped(tmp_path):
 
 
 def test_a_forked_run_starts_like_a_fresh_process(tmp_path):
-    """The preloaded server's child looks, from inside, like the fresh `python -m pytest`
-    that runner/engine.py starts: a session of its own, the same open descriptors, signal
+    """The preloaded process's child looks, from inside, like the fresh `python -m pytest`
+    that runner/process/trusted.py starts: a session of its own, the same open descriptors, signal
     handlers, argv, working folder and environment — and no process of its own yet (each run's
-    plugin forks its sandbox fork server from its first hook, never the preloaded server)."""
+    plugin forks its sandbox fork server from its first hook, never the preloaded process)."""
     from autograder.config import load
-    from autograder.instructor.batch.engines import PYTEST, PreloadedEngines
-    from autograder.runner import engine
+    from autograder.instructor.batch.launcher import PYTEST, Preloaded
+    from autograder.runner.process import trusted
 
     config = load(ROOT / "grading.toml")
     probe = tmp_path / "test_probe.py"
@@ -346,7 +346,7 @@ def test_a_forked_run_starts_like_a_fresh_process(tmp_path):
     manifest_r, manifest_w = os.pipe()
     progress_r, progress_w = os.pipe()
     argv = [*PYTEST, "-c", os.devnull, "-p", "no:cacheprovider", "-q", "-s", str(probe)]
-    env = engine.environment(config.root, config.suites_dir)
+    env = trusted.environment(config.root, config.suites_dir)
 
     def probe_with(launch, log_path: Path) -> dict:
         with open(log_path, "wb") as log:
@@ -355,10 +355,10 @@ def test_a_forked_run_starts_like_a_fresh_process(tmp_path):
         line = next(li for li in log_path.read_text().splitlines() if li.startswith("PROBE"))
         return json.loads(line[len("PROBE") :])
 
-    with PreloadedEngines(config.root, config.suites_dir, [], label="probe") as engines:
-        forked = probe_with(engines.launch, tmp_path / "forked.log")
-        assert engines.fallbacks == 0
-    fresh = probe_with(engine.popen, tmp_path / "fresh.log")
+    with Preloaded(config.root, config.suites_dir, [], label="probe") as preloaded:
+        forked = probe_with(preloaded.spawn, tmp_path / "forked.log")
+        assert preloaded.fallbacks == 0
+    fresh = probe_with(trusted.popen, tmp_path / "fresh.log")
     for fd in (manifest_r, manifest_w, progress_r, progress_w):
         os.close(fd)
     assert forked["session_leader"] and {manifest_r, progress_w} <= set(forked["fds"])

@@ -370,10 +370,10 @@ def test_rule_scans_can_reach_every_importable_file(tmp_path):
 
 
 def test_one_or_two_trusted_processes_give_the_same_result(mistake_graded, mistake_regraded):
-    """runner/split.py runs half of the skills in a second trusted process when the machine
+    """runner/process/split.py runs half of the skills in a second trusted process when the machine
     has two cores and [limits] trusted_processes allows it: the mistake's two runs (masks and
     qkv; grading.toml's 2, then 1) give every test the same score, status, hints and message."""
-    from autograder.runner.split import usable_cpus
+    from autograder.runner.process.split import usable_cpus
 
     seen = {}
     for processes, graded in ((2, mistake_graded), (1, mistake_regraded)):
@@ -391,14 +391,14 @@ def test_one_or_two_trusted_processes_give_the_same_result(mistake_graded, mista
 
 @pytest.mark.slow  # two full runs of three skills; the fast set compares the mistake's two runs (two skills) above
 def test_one_or_two_trusted_processes_give_the_same_result_for_three_skills(tmp_path):
-    """runner/split.py runs half of the skills in a second trusted process when the machine
+    """runner/process/split.py runs half of the skills in a second trusted process when the machine
     has two cores and [limits] trusted_processes allows it (Gradescope's bundle does not):
     every test's score, status, hints and message are the same either way."""
     import sys
 
     from conftest import SUBMISSIONS, write_config
 
-    from autograder.runner.split import usable_cpus
+    from autograder.runner.process.split import usable_cpus
 
     sys.path.insert(0, str(SUBMISSIONS))
     import variants

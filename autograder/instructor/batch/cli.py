@@ -249,7 +249,7 @@ def main(args: argparse.Namespace) -> int:
     out.print(
         f"{outcome.graded} graded, {outcome.skipped} already done (kept), {summary.errors if summary else 0} with status error"
         f" — {outcome.seconds:.1f} s ({graded_rate:.2f} students/s, --jobs {options.jobs})"
-        + (f"; {outcome.fallbacks} started without the preloaded server" if outcome.fallbacks else ""),
+        + (f"; {outcome.fallbacks} started without the preloaded process" if outcome.fallbacks else ""),
         markup=False,
     )
     out.print(

@@ -1,5 +1,5 @@
 """Grade a class: each student exactly as ``python -m autograder grade`` would, up to
-``--jobs`` at once, from one preloaded engine server.
+``--jobs`` at once, each forked from the batch's one preloaded process.
 
 Per student (a worker thread; the grading itself runs in the student's own forked pytest
 process and its sandbox workers, never here):
@@ -40,6 +40,7 @@ from ...core import results as results_mod
 from ...renderers import render
 from ...runner import identity, scoring, seeding
 from ...runner.grade import ALWAYS_PRELOAD, GradeRequest, grade
+from ...runner.process.launch import FRESH, Launcher
 from . import changes, report
 from .students import Student, fingerprint, locate
 
@@ -85,7 +86,7 @@ class Outcome:
     skipped: int = 0
     interrupted: bool = False
     seconds: float = 0.0
-    server_seconds: float = 0.0
+    preload_seconds: float = 0.0
     fallbacks: int = 0
     summary: report.ClassSummary | None = None
     per_student: dict[str, float] = field(default_factory=dict)
@@ -112,7 +113,9 @@ def _error_results(config: Config, student: Student, message: str) -> results_mo
     return scoring.error_result(config, message, submission=student.source.name)
 
 
-def _grade_one(config: Config, student: Student, options: Options, launcher, timing: dict) -> tuple[results_mod.Results, str]:
+def _grade_one(
+    config: Config, student: Student, options: Options, launcher: Launcher, timing: dict
+) -> tuple[results_mod.Results, str]:
     """(results, where the modules were found); ``timing`` gets when the run's phases ended."""
     work = Path(tempfile.mkdtemp(prefix="autograder-batch-"))
     try:
@@ -167,12 +170,12 @@ def _write_student(folder: Path, results: results_mod.Results, meta: dict, confi
 def per_student(config: Config, jobs: int) -> Config:
     """The config each student is graded with: the same, except that students graded side
     by side that already fill the cores get one trusted process each (``[limits]
-    trusted_processes``: a second, runner/split.py, then only adds a fork and more processes
+    trusted_processes``: a second, runner/process/split.py, then only adds a fork and more processes
     competing for the same cores — measured with --jobs 2 on 2 cores: 13% less CPU per
     student). A student's results do not depend on it (tests/grader/test_batch.py)."""
     from dataclasses import replace
 
-    from ...runner.split import usable_cpus
+    from ...runner.process.split import usable_cpus
 
     processes = max(1, min(config.limits.trusted_processes, usable_cpus() // max(1, jobs)))
     if processes == config.limits.trusted_processes:
@@ -197,19 +200,19 @@ def run(config: Config, students: list[Student], options: Options, progress=None
     if progress is not None:
         progress.begin(len(students), outcome.skipped)
     stop = threading.Event()
-    engines = None
+    preloaded = None
     try:
         if todo and options.preload:
-            from .engines import PreloadedEngines, ServerError
+            from .launcher import Preloaded, PreloadError
 
             preload = sorted(ALWAYS_PRELOAD | {m for skill in config.skills.values() for m in skill.preload})
             try:
-                engines = PreloadedEngines(config.root, config.suites_dir, preload, label=f"--out={options.out.resolve()}")
-                outcome.server_seconds = engines.started_seconds
-            except ServerError as exc:
+                preloaded = Preloaded(config.root, config.suites_dir, preload, label=f"--out={options.out.resolve()}")
+                outcome.preload_seconds = preloaded.started_seconds
+            except PreloadError as exc:
                 if progress is not None:
                     progress.note(f"{exc}; grading with a fresh process per student instead")
-        launcher = engines.launch if engines is not None else None
+        launcher = preloaded if preloaded is not None else FRESH
         graded = per_student(config, options.jobs)
 
         def task(student: Student, want: dict) -> str:
@@ -226,7 +229,7 @@ def run(config: Config, students: list[Student], options: Options, progress=None
                 results, note, retry = _error_results(config, student, _failed(exc)), "", True
             if stop.is_set() and results.status != "complete":
                 return "cancelled"  # killed by Ctrl-C: not a result
-            run = engines.take_last_run() if engines is not None else None
+            run = preloaded.take_last_run() if preloaded is not None else None
             if run is not None and run.cpu_seconds is not None:
                 timing["cpu_s"] = run.cpu_seconds
             meta = dict(
@@ -262,8 +265,8 @@ def run(config: Config, students: list[Student], options: Options, progress=None
                 stop.set()
                 for future in pending:
                     future.cancel()
-                if engines is not None:
-                    engines.kill_all()
+                if preloaded is not None:
+                    preloaded.kill_all()
                 if progress is not None:
                     progress.note("interrupted: stopping the running students (finished results are kept)…")
                 for future in pending:
@@ -274,9 +277,9 @@ def run(config: Config, students: list[Student], options: Options, progress=None
                         except Exception:  # noqa: BLE001
                             pass
     finally:
-        if engines is not None:
-            outcome.fallbacks = engines.fallbacks
-            engines.close()
+        if preloaded is not None:
+            outcome.fallbacks = preloaded.fallbacks
+            preloaded.close()
         outcome.seconds = time.monotonic() - started
         changed = changes.compare(previous, options.out, [s for s, _ in todo])
         outcome.summary = finish(config, students, options, wants, ident, outcome.seconds, changed)

@@ -20,7 +20,7 @@ import torch
 from ...core.feedback import hints as hint_catalogue
 from ...testing import expect
 from ...testing.failures import CheckFailed, SubmissionError
-from .. import split
+from ..process import split
 from .keys import CREDIT, GRADING, SUBMISSION
 from .session import GradingSession
 
@@ -89,7 +89,7 @@ class GradingHooks:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> bool | None:
-        """With two cores, half of the skills run in a second trusted process (runner/split.py)."""
+        """With two cores, half of the skills run in a second trusted process (runner/process/split.py)."""
         return split.runtestloop(session, self.grading)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:

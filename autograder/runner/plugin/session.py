@@ -27,7 +27,7 @@ class GradingSession:
         self.solutions_dir = Path(manifest.solutions_dir)
         self.progress = None
         self.profiler = None
-        self.trusted_processes = 1  # 2 once runner/split.py forked a second one
+        self.trusted_processes = 1  # 2 once runner/process/split.py forked a second one
         limits = manifest.limits
         modules = {
             name: ModuleInfo(

@@ -1,13 +1,17 @@
 """The processes of a grading run, and how they start. Two kinds, one name each:
 
-- the **trusted process**: the grading run's pytest process (``-p autograder.runner.plugin``),
-  which collects the suites, computes inputs and references and compares; student code never
-  runs in it. It is launched by ``runner/engine.py`` (``popen``: a fresh ``python -m
-  pytest``; ``boot``: started before the command line has read grading.toml, runner/boot.py),
-  by the batch's preloaded process (autograder/instructor/batch/server.py: forked, one per student), and
-  a grading run with two cores forks a second one for half of the skills (runner/split.py).
-  Whatever started it, it imports ``preimport.pytest_side`` before its run is known — so does
-  the batch's preloaded process, which adds ``preimport.torch_side``;
+- the **trusted process** (trusted.py: ``TrustedProcess``, its command line, environment,
+  pipes and end): the grading run's pytest process (``-p autograder.runner.plugin``), which
+  collects the suites, computes inputs and references and compares; student code never runs
+  in it. One way to start it: a ``Launcher`` (launch.py) turns a ``Plan`` (root, suites,
+  test files) into a ``TrustedProcess``. Three launchers, differing only in what the
+  interpreter had imported when the plan arrived: ``Fresh`` (a new ``python -m pytest``),
+  ``Early`` (started before the command line read grading.toml; early.py) and the batch's
+  ``Preloaded`` (forked from a process that imported torch once per batch:
+  autograder/instructor/batch/launcher.py and preloaded.py). Whatever started it, it imports
+  ``preimport.pytest_side`` before its run is known — the preloaded process adds
+  ``preimport.torch_side``. With two cores, a trusted process divides itself after
+  collection (split.py): a fork of the same run, not a second start;
 - the **sandbox fork server** (``sandbox_fork_server``, sandbox/zygote.py): forked once by
   each trusted process, from its plugin's first hook, with torch imported and nothing
   computed; it forks a sandboxed worker per test.

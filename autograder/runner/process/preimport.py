@@ -4,16 +4,16 @@ plugin (whose import does nothing: runner/plugin/__init__.py) and, on the torch 
 plugin's other parts and what the sandbox fork server is forked with. Each function imports,
 computes nothing and starts nothing.
 
-- runner/boot.py imports ``pytest_side`` while the command line validates grading.toml (a bad
+- runner/process/early.py imports ``pytest_side`` while the command line validates grading.toml (a bad
   config never costs a torch import);
-- the batch's preloaded process (autograder/instructor/batch/server.py) imports both, once per batch.
+- the batch's preloaded process (autograder/instructor/batch/preloaded.py) imports both, once per batch.
 """
 
 from __future__ import annotations
 
 import importlib
 
-#: the grading plugin's entry (``-p`` in runner/engine.command)
+#: the grading plugin's entry (``-p`` in trusted.command)
 PLUGIN = "autograder.runner.plugin"
 JSON_REPORT = "pytest_jsonreport.plugin"
 

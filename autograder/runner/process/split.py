@@ -32,7 +32,7 @@ from typing import Any
 
 import pytest
 
-from ..sandbox.confine import set_parent_death_signal
+from ...sandbox.confine import set_parent_death_signal
 
 
 def usable_cpus() -> int:

@@ -1,34 +1,34 @@
-"""The preloaded engine server of a batch run: start Python and ``import torch`` once, not
-once per student.
+"""The preloaded process of a batch run: start Python and ``import torch`` once, not once
+per student (its launcher: launcher.py).
 
 ``python -m autograder grade`` starts a fresh ``python -m pytest … -p autograder.runner.plugin``
-per run (runner/engine.py). A batch starts *this* process once instead, with exactly the
-environment and working folder ``Engine`` gives pytest, and it imports what every run
+per run (runner/process/trusted.py). A batch starts *this* process once instead, with exactly the
+environment and working folder ``trusted.start`` gives pytest, and it imports what every run
 imports — pytest and its built-in plugins, pytest-json-report, torch, the sandbox and the
 testing helpers: what runner/process/preimport.py derives — but computes nothing, imports no
 suite, no solution and no submission, and starts no sandbox fork server (each run's plugin
 forks its own, from its first hook). For
-each student the batch sends it the argv ``Engine`` would have run and the run's three file
-descriptors (manifest pipe, progress pipe, log file); the server forks a child that
+each student the batch sends it the argv ``trusted.start`` would have run and the run's three file
+descriptors (manifest pipe, progress pipe, log file); this process forks a child that
 
 - starts its own session (a kill takes its whole process group, like ``Popen(start_new_session)``),
 - resets every signal handler and the signal mask to a fresh interpreter's,
 - puts the log on stdout/stderr, ``/dev/null`` on stdin, the pipes on the descriptor numbers
   named in the argv, and closes every other inherited descriptor,
 - sets ``sys.argv`` and ``os.environ`` to what the fresh process would have had,
-- and runs ``pytest.console_main()``: from here on it is the same program as the fresh one
+- and runs pytest's ``__main__`` (``early.become_pytest``): from here on it is the same program as the fresh one
   (the plugin's first hook forks its sandbox fork server from a process that has imported torch
   and computed nothing — see /work/shared/reference/torch-worker-processes.md — and reads the
-  manifest). It never returns into the server: it leaves with ``os._exit``.
+  manifest). It never returns into this process: it leaves with ``os._exit``.
 
-So a forked run and a ``Popen`` run differ only in how the process started. The server is a
+So a forked run and a ``Popen`` run differ only in how the process started. The preloaded process is a
 child subreaper: whatever a run leaves behind is re-parented here and killed.
 
 Protocol (a SOCK_SEQPACKET pair, one JSON object per message):
-  batch → server  ``{"op": "run", "id": N, "argv": [...], "cwd": "...", "env": {...}, "fds": [m, p]}``
+  batch → preloaded  ``{"op": "run", "id": N, "argv": [...], "cwd": "...", "env": {...}, "fds": [m, p]}``
                   with three descriptors attached: manifest read end, progress write end, log;
                   ``{"op": "kill", "id": N}``; ``{"op": "stop"}``.
-  server → batch  ``{"id": N, "pid": P}`` once forked, ``{"id": N, "status": S}`` (waitpid status)
+  preloaded → batch  ``{"id": N, "pid": P}`` once forked, ``{"id": N, "status": S}`` (waitpid status)
                   once reaped, ``{"ready": true, ...}`` once, after the imports.
 """
 
@@ -61,7 +61,7 @@ def _startup_signals() -> tuple[dict, set]:
     """The dispositions and mask this interpreter started with: exactly what a fresh
     ``python`` started by the batch (``Popen``) gets — defaults, Python's own SIGINT/SIGPIPE/
     SIGXFSZ choices, and whatever the batch's parent ignores (``nohup``, a shell's ``&``),
-    which survives ``exec``. Recorded in ``main`` before the server changes anything."""
+    which survives ``exec``. Recorded in ``main`` before this process changes anything."""
     handlers = {}
     for sig in signal.valid_signals():
         if sig in (signal.SIGKILL, signal.SIGSTOP):
@@ -135,11 +135,9 @@ def _child(sock: socket.socket, request: dict, fds: list[int]) -> None:
         sys.stdin = open(0, closefd=False)  # noqa: SIM115 - the fresh process's streams
         sys.stdout = open(1, "w", buffering=1, closefd=False, errors="backslashreplace")  # noqa: SIM115
         sys.stderr = open(2, "w", buffering=1, closefd=False, errors="backslashreplace")  # noqa: SIM115
-        argv = list(request["argv"])
-        import pytest
+        from autograder.runner.process.early import become_pytest
 
-        sys.argv = [pytest.__file__.replace("__init__.py", "__main__.py"), *argv]
-        code = pytest.console_main()
+        become_pytest(list(request["argv"]))
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 1
     except BaseException:  # noqa: BLE001 - report it in the run's log, then leave
@@ -159,7 +157,7 @@ def _child(sock: socket.socket, request: dict, fds: list[int]) -> None:
         os._exit(code if isinstance(code, int) else 1)
 
 
-class _Server:
+class _Forker:
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
         self.runs: dict[int, int] = {}  # pid → request id
@@ -257,7 +255,7 @@ class _Server:
 
 def main(argv: list[str]) -> int:
     """argv: socket fd, comma-separated extra modules to preload, a label (the batch's --out:
-    it shows in ``ps`` for the server and every run forked from it)."""
+    it shows in ``ps`` for this process and every run forked from it)."""
     global _STARTUP
     _STARTUP = _startup_signals()
     fd = int(argv[0])
@@ -269,7 +267,7 @@ def main(argv: list[str]) -> int:
     started = time.monotonic()
     failed = _preload(extra)
     sock.send(json.dumps({"ready": True, "seconds": round(time.monotonic() - started, 3), "not_preloaded": failed}).encode())
-    _Server(sock).loop()
+    _Forker(sock).loop()
     return 0
 
 

@@ -1,11 +1,12 @@
-"""The batch side of the preloaded engine server (autograder.instructor.batch.server): start it once,
-then hand ``Engine`` a launcher that forks each run from it instead of starting Python.
+"""The batch's launcher (runner/process/launch.py): ``Preloaded`` starts the batch's
+preloaded process (preloaded.py) once, then forks each student's trusted process from it
+instead of starting Python and importing torch again.
 
-``PreloadedEngines.launch`` has ``runner.engine.popen``'s signature and returns a handle
-with ``Popen``'s ``pid``/``poll``/``wait``/``returncode`` and a ``kill_group`` (the server,
-the run's parent, kills it: no pid-reuse race). A run whose command or environment is not
-the one the server was started for, or any run after the server died, is started with
-``popen`` — slower, never different.
+``Preloaded.spawn`` has ``trusted.popen``'s signature and returns a handle with ``Popen``'s
+``pid``/``poll``/``wait``/``returncode`` and a ``kill_group`` (the preloaded process, the
+run's parent, kills it: no pid-reuse race). A plan for another root or suites folder, a
+command or environment not the one the process was started for, or any run after it died,
+is started with ``trusted.popen`` — slower, never different.
 """
 
 from __future__ import annotations
@@ -20,20 +21,21 @@ import threading
 import time
 from pathlib import Path
 
-from ...runner import engine
+from ...runner.process import trusted
+from ...runner.process.trusted import Plan, TrustedProcess
 
 PYTEST = [sys.executable, "-s", "-m", "pytest"]
 
 
-class ServerError(Exception):
+class PreloadError(Exception):
     pass
 
 
 class ForkedRun:
-    """A pytest run forked by the server: what ``Engine`` needs of a ``Popen``."""
+    """A pytest run forked by the preloaded process: what a ``TrustedProcess`` needs of a ``Popen``."""
 
-    def __init__(self, server: PreloadedEngines, run_id: int) -> None:
-        self._server = server
+    def __init__(self, preloaded: Preloaded, run_id: int) -> None:
+        self._preloaded = preloaded
         self.id = run_id
         self.pid = -1
         self.returncode: int | None = None
@@ -54,15 +56,16 @@ class ForkedRun:
         return self.returncode  # type: ignore[return-value]
 
     def kill_group(self) -> None:
-        self._server._send({"op": "kill", "id": self.id})
+        self._preloaded._send({"op": "kill", "id": self.id})
 
 
-class PreloadedEngines:
-    """One preloaded server per batch (``with PreloadedEngines(config) as engines:``)."""
+class Preloaded:
+    """One preloaded process per batch (``with Preloaded(root, suites_dir, preload) as launcher:``)."""
 
     def __init__(self, root: Path, suites_dir: Path, preload: list[str], start_timeout: float = 120.0, label: str = "") -> None:
-        self.env = engine.environment(root, suites_dir)
+        self.env = trusted.environment(root, suites_dir)
         self.cwd = Path(root)
+        self.suites_dir = Path(suites_dir)
         self._lock = threading.Lock()
         self._runs: dict[int, ForkedRun] = {}
         self._local = threading.local()  # the run this thread launched last (its CPU time)
@@ -71,12 +74,12 @@ class PreloadedEngines:
         self.fallbacks = 0
         self.started_seconds = 0.0
         self.not_preloaded: list[str] = []
-        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - what the server says if it breaks
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - what the preloaded process says if it breaks
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._sock = ours
         started = time.monotonic()
         self.proc = subprocess.Popen(
-            [sys.executable, "-s", "-m", "autograder.instructor.batch.server", str(theirs.fileno()), ",".join(preload), label],
+            [sys.executable, "-s", "-m", "autograder.instructor.batch.preloaded", str(theirs.fileno()), ",".join(preload), label],
             cwd=root,
             env=self.env,
             stdin=subprocess.DEVNULL,
@@ -91,25 +94,32 @@ class PreloadedEngines:
             data = ours.recv(1 << 16)
         except OSError as exc:
             self._stop_process()
-            raise ServerError(f"the preloaded engine server did not start: {exc}") from None
+            raise PreloadError(f"the batch's preloaded process did not start: {exc}") from None
         if not data:
             self._stop_process()
-            err = self._server_stderr()
-            raise ServerError(f"the preloaded engine server did not start: {err.strip() or 'it exited'}")
+            err = self._preloaded_stderr()
+            raise PreloadError(f"the batch's preloaded process did not start: {err.strip() or 'it exited'}")
         ready = json.loads(data)
         self.not_preloaded = list(ready.get("not_preloaded") or [])
         self.started_seconds = time.monotonic() - started
         ours.settimeout(None)
         self.alive = True
-        self._reader = threading.Thread(target=self._read, name="batch-engine-server", daemon=True)
+        self._reader = threading.Thread(target=self._read, name="batch-preloaded", daemon=True)
         self._reader.start()
 
     # ------------------------------------------------------------------ launcher
-    def launch(self, argv: list[str], *, cwd: Path, env: dict[str, str], log, pass_fds: tuple[int, ...]):
-        """``runner.engine.popen``, forked from the preloaded process when it can be."""
+    def launch(self, plan: Plan) -> TrustedProcess:
+        """The Launcher protocol: ``plan``'s trusted process, forked when it can be."""
+        if (Path(plan.root), Path(plan.suites_dir)) != (self.cwd, self.suites_dir):
+            self.fallbacks += 1
+            return trusted.start(plan, trusted.popen)
+        return trusted.start(plan, self.spawn)
+
+    def spawn(self, argv: list[str], *, cwd: Path, env: dict[str, str], log, pass_fds: tuple[int, ...]):
+        """``trusted.popen``, forked from the preloaded process when it can be."""
         if not self.alive or argv[: len(PYTEST)] != PYTEST or env != self.env or Path(cwd) != self.cwd or len(pass_fds) != 2:
             self.fallbacks += 1
-            return engine.popen(argv, cwd=cwd, env=env, log=log, pass_fds=pass_fds)
+            return trusted.popen(argv, cwd=cwd, env=env, log=log, pass_fds=pass_fds)
         with self._lock:
             run_id = self._next
             self._next += 1
@@ -124,7 +134,7 @@ class PreloadedEngines:
                 run = None
         if run is None:
             self.fallbacks += 1
-            return engine.popen(argv, cwd=cwd, env=env, log=log, pass_fds=pass_fds)
+            return trusted.popen(argv, cwd=cwd, env=env, log=log, pass_fds=pass_fds)
         self._local.run = run
         return run
 
@@ -162,7 +172,7 @@ class PreloadedEngines:
                     del self._runs[run.id]
             if run is not None and "status" in message:
                 run._finish(os.waitstatus_to_exitcode(int(message["status"])), message.get("cpu_s"))
-        # the server is gone: its runs died with it (each in a session it killed or orphaned)
+        # the preloaded process is gone: its runs died with it (each in a session it killed or orphaned)
         with self._lock:
             self.alive = False
             runs, self._runs = list(self._runs.values()), {}
@@ -204,14 +214,14 @@ class PreloadedEngines:
             pass
         self._stderr.close()
 
-    def _server_stderr(self) -> str:
+    def _preloaded_stderr(self) -> str:
         try:
             self._stderr.seek(0)
             return self._stderr.read()[-600:].decode("utf-8", "replace")
         except (OSError, ValueError):
             return ""
 
-    def __enter__(self) -> PreloadedEngines:
+    def __enter__(self) -> Preloaded:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -1,12 +1,12 @@
 """The trusted pytest process, started before the command line knows what it will run.
 
-``python -m autograder grade`` starts this module as its very first act (``engine.boot``,
+``python -m autograder grade`` starts this module as its very first act (``launch.Early``,
 ~20 ms after the interpreter starts, instead of ~110 ms: after its own imports and the
 parsing of grading.toml). Here pytest and its plugins are imported
-(runner/process/preimport.py) while the command line validates grading.toml; torch is not:
+(preimport.py) while the command line validates grading.toml; torch is not:
 a bad config must never cost a torch import. Then it reads, from the manifest pipe, one
 length-prefixed header — the pytest arguments and the two import folders (root, suites),
-sent once the config is valid — and becomes exactly the process ``engine.command`` starts:
+sent once the config is valid — and becomes exactly the process ``trusted.command`` starts:
 same arguments, same ``sys.argv``, same ``sys.path`` order and ``PYTHONPATH``, the rest of
 the pipe being the run manifest the plugin reads (its first hook imports torch and forks
 the sandbox fork server). A command line that stops before grading closes the pipe (or
@@ -36,7 +36,7 @@ def _read_exact(fd: int, size: int) -> bytes:
 
 
 def read_header(fd: int) -> dict | None:
-    """The header ``engine.Engine`` sends first; None when the pipe closed instead."""
+    """The header ``launch.Early.launch`` sends first; None when the pipe closed instead."""
     raw = _read_exact(fd, HEADER.size)
     if len(raw) < HEADER.size:
         return None
@@ -49,7 +49,7 @@ def read_header(fd: int) -> dict | None:
 
 def main() -> None:
     fd, run_dir = int(sys.argv[1]), sys.argv[2]
-    from .process import preimport
+    from . import preimport
 
     preimport.pytest_side()
     header = read_header(fd)
@@ -59,14 +59,22 @@ def main() -> None:
         shutil.rmtree(run_dir, ignore_errors=True)  # the run folder it made for this process
         os._exit(0)
     root, suites = header["path"]
-    # what PYTHONPATH=root:suites gives ``python -m pytest`` (engine.environment)
+    # what PYTHONPATH=root:suites gives ``python -m pytest`` (trusted.environment)
     os.environ["PYTHONPATH"] = os.pathsep.join([root, suites])
     at = len(sys.path) - sys.path[::-1].index(root) if root in sys.path else 1  # after PYTHONPATH's root
     sys.path[at:at] = [suites]
-    import pytest
+    become_pytest(header["args"])
 
-    sys.argv = [os.path.join(os.path.dirname(pytest.__file__), "__main__.py"), *header["args"]]
-    raise SystemExit(pytest.console_main())
+
+def become_pytest(args: list[str]) -> None:
+    """Run what ``python -m pytest`` runs (pytest's ``__main__``, with ``sys.argv[0]`` its
+    file) with ``args``; it ends by raising SystemExit with pytest's exit code. Also how the
+    batch's preloaded process turns a fork into a run (instructor/batch/preloaded.py)."""
+    import runpy
+
+    sys.argv = [sys.argv[0], *args]
+    runpy.run_module("pytest", run_name="__main__", alter_sys=True)
+    raise SystemExit(0)  # unreachable: pytest's __main__ raises SystemExit itself
 
 
 if __name__ == "__main__":

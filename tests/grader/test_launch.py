@@ -1,0 +1,282 @@
+"""How a trusted process starts (runner/process/launch.py): every launcher gives the same
+run; the one started early (runner/process/early.py) grades exactly as one started after the
+config is read, and a command line that stops before grading leaves neither it nor its run
+folder behind."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, SEED, SOLUTIONS, write_config
+
+from autograder.config import load
+from autograder.runner.grade import GradeRequest, grade, start
+from autograder.runner.process import launch, trusted
+
+
+def _outcome(results) -> list[tuple]:
+    return [(t.id, t.status, t.score) for skill in results.skills for t in skill.tests]
+
+
+# slow: two full two-skill gradings compared; make test keeps the cheap start-ahead tests
+# (no process for a bad config, clean-up when the command line dies)
+@pytest.mark.slow
+def test_a_run_started_ahead_grades_exactly_like_one_started_after_the_config():
+    config = load(ROOT / "grading.toml").select(["qkv", "masks"])
+    early = launch.Early(ROOT)
+    process = start(config, early)
+    assert process.proc is early.proc and early.taken and process.run_dir == early.run_dir
+    ahead = grade(GradeRequest(config, str(SOLUTIONS), seed=SEED, process=process))
+    after = grade(GradeRequest(config, str(SOLUTIONS), seed=SEED))
+    assert ahead.status == after.status == "complete", (ahead.message, after.message)
+    assert ahead.score == after.score == ahead.max_score
+    assert _outcome(ahead) == _outcome(after) and ahead.seed == after.seed
+    assert not early.run_dir.exists()  # the run removed its folder as always
+
+
+def test_a_process_started_for_another_root_is_stopped_not_used(tmp_path):
+    config = load(ROOT / "grading.toml").select(["qkv"])
+    early = launch.Early(ROOT)
+    early.root = tmp_path  # as if started for a different repository
+    process = start(config, early)
+    try:
+        assert process.proc is not early.proc
+        assert early.proc.poll() is not None and not early.run_dir.exists()
+    finally:
+        process.release()
+    assert not process.run_dir.exists()
+
+
+def test_a_process_started_ahead_exits_when_no_run_comes():
+    early = launch.Early(ROOT)
+    os.close(early.manifest_write)  # the command line stopped before grading
+    early.manifest_write = os.open(os.devnull, os.O_WRONLY)  # for release() to close
+    try:
+        assert early.proc.wait(timeout=120) == 0
+    finally:
+        early.release()
+    assert not early.run_dir.exists()
+
+
+@pytest.mark.parametrize(
+    "args", [["/no/such/submission"], ["--no-such-option"], ["--help"]], ids=["missing-submission", "bad-option", "help"]
+)
+def test_a_command_line_that_stops_before_grading_leaves_no_process_and_no_folder(tmp_path, args):
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    env = {**os.environ, "TMPDIR": str(scratch), "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "autograder", "grade", *args, "--format", "json"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode in (0, 2), proc.stderr
+    assert list(scratch.iterdir()) == []
+    assert _processes_with(f"TMPDIR={scratch}") == []
+
+
+@pytest.mark.parametrize("stage", ["before-its-arguments", "before-the-manifest"])
+def test_a_process_started_ahead_cleans_up_when_its_command_line_dies(stage):
+    """Killed, the command line cleans nothing; the pipe it held closes, and the process it
+    started removes the run folder and exits, whether or not it had its pytest arguments."""
+    config = load(ROOT / "grading.toml").select(["qkv"])
+    early = launch.Early(ROOT)
+    proc, run_dir = early.proc, early.run_dir
+    if stage == "before-the-manifest":
+        process = start(config, early)
+        process.taken = True
+        os.close(process._progress_read)
+        os.close(process._manifest_write)  # what the command line's death does
+        process._log_fh.close()
+    else:
+        early.taken = True  # nobody releases it
+        os.close(early.manifest_write)
+        os.close(early.progress_read)
+        early.log_fh.close()
+    proc.wait(timeout=120)
+    assert not run_dir.exists()
+
+
+def _processes_with(entry: str) -> list[int]:
+    """Live processes whose environment holds ``entry`` (every process we start keeps TMPDIR)."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if entry.encode() in environ and int(pid) != os.getpid():
+            found.append(int(pid))
+    return found
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        ([], ROOT),
+        (["solutions", "--config", str(ROOT / "grading.toml")], ROOT),
+        ([f"--config={ROOT / 'grading.toml'}"], ROOT),
+        (["--config", "/elsewhere/grading.toml"], None),
+        (["--help"], None),
+    ],
+)
+def test_a_process_is_started_ahead_only_for_the_package_roots_config(argv, expected):
+    assert launch.early_root(argv) == expected
+
+
+# --------------------------------------------------------------------------- how processes start (runner/process)
+def test_importing_the_plugin_and_the_preloads_starts_no_process():
+    """No work at import time: the grading plugin's entry imports no torch, and neither it nor
+    its parts nor everything a trusted process preloads (runner/process/preimport.py) starts a
+    process — the sandbox fork server is started by the plugin's first hook, in a grading run."""
+    code = (
+        "import os, sys\n"
+        "import autograder.runner.plugin\n"
+        "assert 'torch' not in sys.modules, 'the plugin entry imported torch'\n"
+        "from autograder.runner.process import preimport\n"
+        "assert preimport.pytest_side() == []\n"
+        "assert preimport.torch_side() == []\n"
+        "import autograder.runner.plugin.fixtures, autograder.runner.plugin.report\n"
+        "print(repr(open(f'/proc/self/task/{os.getpid()}/children').read().split()))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]", proc.stdout
+
+
+def test_a_bad_config_never_starts_a_trusted_process(tmp_path, capsys, monkeypatch):
+    """grading.toml is checked in full before the trusted process starts: a config that only
+    the full check rejects (a weight names a test its suite file does not define) costs no
+    torch start."""
+    from autograder import cli
+    from autograder.runner import grade as grade_mod
+
+    path = write_config(
+        tmp_path / "grading.toml",
+        {"test_attention_scores_reproduce_week7_raw_scores = 1\n": "test_attention_scores_reproduce_week7_raw_score = 1\n"},
+    )
+    started = []
+    monkeypatch.setattr(grade_mod, "start", lambda *a, **k: started.append(a) or pytest.fail("a trusted process was started"))
+    monkeypatch.setattr(trusted, "popen", lambda *a, **k: started.append(a) or pytest.fail("a process was started"))
+    rc = cli.main(
+        [
+            "grade",
+            str(SOLUTIONS),
+            "--config",
+            str(path),
+            "--output",
+            str(tmp_path / "r.json"),
+            "--format",
+            "json",
+            "--no-progress",
+        ]
+    )
+    assert rc == 2 and "did you mean 'test_attention_scores_reproduce_week7_raw_scores'" in capsys.readouterr().err
+    assert started == []
+
+
+# --------------------------------------------------------------------------- one way to start a trusted process
+#: every place in the package that starts or forks a process, and why it may. A new one
+#: fails the test below: a trusted process starts through a launcher (runner/process/launch.py)
+PROCESS_STARTS = {
+    "runner/process/trusted.py": "Popen: the one fresh start of a trusted process (trusted.popen, used by every launcher)",
+    "runner/process/early.py": "run_module: pytest's __main__, run by the Early launcher's process and the batch's forks",
+    "runner/process/split.py": "fork: a trusted process divides itself after collection (the same run)",
+    "runner/policy.py": "fork: a short-lived child checks what an unprivileged uid can read",
+    "sandbox/zygote.py": "fork: the sandbox fork server and its workers",
+    "sandbox/namespaces.py": "fork: the namespace probe's child",
+    "app/gradescope_run.py": "Popen: the Gradescope entry point runs `python -m autograder grade`",
+    "instructor/batch/launcher.py": "Popen: the batch's preloaded process (the Preloaded launcher)",
+    "instructor/batch/preloaded.py": "fork: one trusted process per student, forked from it (then early.become_pytest)",
+}
+
+
+STARTERS = {("subprocess", "Popen"), ("os", "fork"), ("pytest", "console_main"), ("pytest", "main"), ("runpy", "run_module")}
+
+
+def _process_starts(tree) -> set[str]:
+    import ast
+
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            owner = node.func.value.id if isinstance(node.func.value, ast.Name) else ""
+            if (owner, node.func.attr) in STARTERS:
+                found.add(f"{owner}.{node.func.attr}")
+    return found
+
+
+def test_processes_start_only_where_the_launch_design_says():
+    import ast
+
+    package = ROOT / "autograder"
+    starts = {}
+    for path in sorted(package.rglob("*.py")):
+        found = _process_starts(ast.parse(path.read_text(encoding="utf-8")))
+        if found:
+            starts[path.relative_to(package).as_posix()] = found
+    unexpected = {path: sorted(calls) for path, calls in starts.items() if path not in PROCESS_STARTS}
+    assert not unexpected, f"a process starts outside the launch design (runner/process/launch.py): {unexpected}"
+    assert set(starts) == set(PROCESS_STARTS), f"listed but no longer starting anything: {set(PROCESS_STARTS) - set(starts)}"
+
+
+def test_the_fresh_and_the_preloaded_launcher_start_the_same_command_for_a_plan(fast_config):
+    """A plan gets the same pytest command line, environment and folder from ``Fresh`` and
+    from the batch's ``Preloaded`` (the early one sends the same ``trusted.command`` as a
+    header; the slow test above compares its grading): they differ only in when the
+    interpreter started. A launch that fails leaves no run folder."""
+    from autograder.instructor.batch.launcher import PYTEST, Preloaded
+
+    config = load(fast_config)
+    plan = trusted.Plan(config.root, config.suites_dir, ("qkv/test_qkv.py",))
+    seen = []
+
+    def recording(argv, *, cwd, env, log, pass_fds):
+        seen.append((argv, cwd, env, pass_fds))
+        raise RuntimeError("recorded, not started")
+
+    preloaded = Preloaded.__new__(Preloaded)  # its launch only: no preloaded process is needed to compare command lines
+    preloaded.cwd, preloaded.suites_dir, preloaded.fallbacks, preloaded.spawn = config.root, config.suites_dir, 0, recording
+    for launch_one in (lambda: trusted.start(plan, recording), lambda: preloaded.launch(plan)):
+        with pytest.raises(RuntimeError, match="recorded"):
+            launch_one()
+    assert len(seen) == 2 and preloaded.fallbacks == 0
+
+    def per_run(argv):  # the run folder's report path and the pipes' numbers differ from run to run
+        report = next(a for a in argv if a.startswith("--json-report-file="))
+        return [a for a in argv if not a.startswith(("--json-report-file=", "--ag-run="))], Path(report.split("=", 1)[1])
+
+    (fresh, fresh_report), (forked, forked_report) = (per_run(argv) for argv, *_ in seen)
+    assert fresh[: len(PYTEST)] == PYTEST and fresh == forked
+    assert seen[0][1:3] == seen[1][1:3]  # cwd, environment
+    assert fresh_report.name == "report.json" and not fresh_report.parents[1].exists() and not forked_report.parents[1].exists()
+
+
+def test_a_plan_for_another_suites_folder_is_not_forked_from_the_batchs_preloaded_process(tmp_path, fast_config):
+    from autograder.instructor.batch.launcher import Preloaded
+
+    config = load(fast_config)
+    preloaded = Preloaded.__new__(Preloaded)
+    preloaded.cwd, preloaded.suites_dir, preloaded.fallbacks = config.root, tmp_path, 0
+    preloaded.spawn = lambda *a, **k: pytest.fail("forked for a plan it was not preloaded for")
+    process = preloaded.launch(trusted.Plan(config.root, config.suites_dir, ("qkv/test_qkv.py",)))
+    try:
+        assert preloaded.fallbacks == 1 and process.proc.poll() is None
+    finally:
+        process.release()
+    assert not process.run_dir.exists()
