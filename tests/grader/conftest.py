@@ -143,22 +143,45 @@ def fast_config(tmp_path_factory) -> Path:
     return write_config(tmp_path_factory.mktemp("config") / "grading.toml", call_timeout_s=1.5)
 
 
+def once_per_run(tmp_path_factory, name: str, compute) -> Graded:
+    """``compute(folder)`` once per test run, however many xdist workers ask: the first one
+    grades (under a lock in the run's shared temporary folder), the others read its result
+    (pytest-xdist's own recipe for session fixtures, with fcntl instead of filelock). A
+    session fixture alone would grade once per worker."""
+    import fcntl
+
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return compute(tmp_path_factory.mktemp(name))
+    shared = tmp_path_factory.getbasetemp().parent / f"once-{name}"  # the run's folder, above each worker's
+    cached = shared / "graded.json"
+    with open(shared.with_name(f"once-{name}.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if cached.is_file():
+            fields = json.loads(cached.read_text(encoding="utf-8"))
+            return Graded(**{**fields, "output": Path(fields["output"]) if fields["output"] else None})
+        shared.mkdir()
+        graded = compute(shared)
+        fields = {**graded.__dict__, "output": str(graded.output) if graded.output else None}
+        cached.write_text(json.dumps(fields), encoding="utf-8")
+        return graded
+
+
+def _graded_for_gradescope(submission: Path):
+    return lambda folder: grade(
+        submission, "--reveal-hidden", fmt="gradescope", output=folder / "gradescope.json", results=folder / "results.json"
+    )
+
+
 @pytest.fixture(scope="session")
 def solutions_graded(tmp_path_factory) -> Graded:
-    """The reference graded once: ``data`` its JSON results, ``output`` its Gradescope results."""
-    folder = tmp_path_factory.mktemp("solutions")
-    return grade(
-        SOLUTIONS, "--reveal-hidden", fmt="gradescope", output=folder / "gradescope.json", results=folder / "results.json"
-    )
+    """The reference graded once per run: ``data`` its JSON results, ``output`` its Gradescope results."""
+    return once_per_run(tmp_path_factory, "solutions", _graded_for_gradescope(SOLUTIONS))
 
 
 @pytest.fixture(scope="session")
 def stubs_graded(tmp_path_factory) -> Graded:
-    """The stubs graded once: ``data`` its JSON results, ``output`` its Gradescope results."""
-    folder = tmp_path_factory.mktemp("stubs")
-    return grade(
-        EXERCISES, "--reveal-hidden", fmt="gradescope", output=folder / "gradescope.json", results=folder / "results.json"
-    )
+    """The stubs graded once per run: ``data`` its JSON results, ``output`` its Gradescope results."""
+    return once_per_run(tmp_path_factory, "stubs", _graded_for_gradescope(EXERCISES))
 
 
 def no_leftover_processes() -> list[str]:

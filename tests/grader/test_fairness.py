@@ -18,7 +18,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from conftest import EXERCISES, SOLUTIONS, Graded, grade, make_submission, rendered
+from conftest import EXERCISES, SEED, SOLUTIONS, Graded, grade, make_submission, rendered
 
 from autograder.core import exercise_api
 from autograder.runner import seeding
@@ -144,9 +144,10 @@ def test_an_unusable_course_key_is_refused_with_a_results_file(mistake, tmp_path
         seeding.load_key({seeding.ENV_KEY_FILE: str(tmp_path / "short.key")})
 
 
-def test_seed_options_override_content(mistake, tmp_path):
-    graded = grade(mistake, "--skill", "qkv", output=tmp_path / "r.json", seed=1234)
-    assert (graded.data["seed"], graded.data["seed_source"]) == (1234, "option")
+def test_seed_options_override_content(solutions_graded):
+    graded = solutions_graded  # conftest's one run of the reference, graded with --seed SEED
+    assert (graded.data["seed"], graded.data["seed_source"]) == (SEED, "option")
+    assert all(t["seed"] is not None for t in graded.tests())  # each test draws from a seed derived from it
     assert seeding.choose(None, "fixed", 7, []).source == "config"
     fresh = {seeding.choose(None, "fresh", None, []).seed for _ in range(5)}
     assert len(fresh) > 1

@@ -392,9 +392,8 @@ def test_flooded_output_is_truncated_not_lost(tmp_path, fast_config):
     assert "::error" not in graded.stdout  # the worker's output never reaches our stdout
 
 
-def test_environment_tricks_cannot_configure_the_grading_run(tmp_path):
-    """PYTEST_ADDOPTS, PYTEST_PLUGINS and a PYTHONPATH with a fake report plugin, set in the
-    environment the grader is started from, change nothing."""
+def _tricked_environment(tmp_path: Path) -> dict[str, str]:
+    """PYTEST_ADDOPTS, PYTEST_PLUGINS, PYTHONSTARTUP and a PYTHONPATH with a fake report plugin."""
     fake = tmp_path / "fake"
     (fake / "pytest_jsonreport").mkdir(parents=True)
     (fake / "pytest_jsonreport" / "__init__.py").write_text("")
@@ -407,10 +406,25 @@ def test_environment_tricks_cannot_configure_the_grading_run(tmp_path):
         PYTHONPATH=str(fake),
         PYTHONSTARTUP=str(fake / "evilplugin.py"),
     )
-    graded = grade(ROOT / "solutions", "--skill", "qkv", output=tmp_path / "r.json", env=env)
+    return env
+
+
+def test_environment_tricks_cannot_configure_the_grading_run(tmp_path):
+    """Set in the environment the grader is started from, they change nothing: each would
+    break this run or empty it (``--co`` collects only, the plugin ends the run, the fake
+    report plugin exits), and the reference still scores full marks."""
+    graded = grade(ROOT / "solutions", "--skill", "qkv", output=tmp_path / "r.json", env=_tricked_environment(tmp_path))
     assert graded.rc == 0, graded.stderr
     assert graded.data["score"] == graded.data["max_score"] > 0
-    hostile = grade(HOSTILE / "plausible_garbage", "--skill", "qkv", output=tmp_path / "h.json", env=env)
+    assert graded.tests("qkv") and all(t["status"] == "passed" for t in graded.tests("qkv"))  # every test ran
+
+
+# slow: a second grading run; the reference's run above already shows the tricks change nothing
+@pytest.mark.slow
+def test_environment_tricks_earn_a_non_answer_nothing(tmp_path):
+    hostile = grade(
+        HOSTILE / "plausible_garbage", "--skill", "qkv", output=tmp_path / "h.json", env=_tricked_environment(tmp_path)
+    )
     assert hostile.rc == 0 and hostile.data["score"] == 0
 
 

@@ -93,6 +93,9 @@ def test_snapshot_lookup_names_the_file_and_the_fix(tmp_path):
         snapshots.Snapshots(suite)["a"]
 
 
+# slow: a check of the check (snapshots --check runs every visible suite's reference again, here on a copy);
+# make test keeps test_snapshots_are_fresh and the snapshot file's round-trip and lookup tests
+@pytest.mark.slow
 def test_a_changed_reference_makes_the_snapshot_check_fail(tmp_path):
     """Copy the repository's suites and solutions, break one reference function: --check names the file."""
     import shutil

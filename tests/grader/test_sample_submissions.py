@@ -27,7 +27,7 @@ import variants  # noqa: E402  (tests/submissions/variants.py: the same variants
 STYLES = variants.styles()
 MISTAKES = {skill: variants.mistakes(skill) for skill in SKILLS}
 BATCHES = max((len(v) for v in MISTAKES.values()), default=0)
-FAST_BATCHES = 4  # every skill has at least four mistakes (below), so each of these runs grades all of them
+FAST_BATCHES = 3  # every skill has at least four mistakes (below), so each of these runs grades all of them
 
 
 # styles/lessons holds the lessons' own code listings, and only for the exercises they cover
