@@ -2,16 +2,19 @@
 
 ``python -m autograder grade`` starts this module as its very first act (``launch.Early``,
 ~20 ms after the interpreter starts, instead of ~110 ms: after its own imports and the
-parsing of grading.toml). Here pytest and its plugins are imported
-(preimport.py) while the command line validates grading.toml; torch is not:
-a bad config must never cost a torch import. Then it reads, from the manifest pipe, one
-length-prefixed header — the pytest arguments and the two import folders (root, suites),
-sent once the config is valid — and becomes exactly the process ``trusted.command`` starts:
-same arguments, same ``sys.argv``, same ``sys.path`` order and ``PYTHONPATH``, the rest of
-the pipe being the run manifest the plugin reads (its first hook imports torch and forks
-the sandbox fork server). A command line that stops before grading closes the pipe (or
-dies, which closes it too); this process then removes the run folder made for it and exits
-without running anything.
+parsing of grading.toml). Here pytest, its plugins and torch are imported (preimport.py:
+``pytest_side``, then ``torch_side`` — what the batch's preloaded process imports too:
+nothing computed, no suite, no submission) while the command line validates grading.toml
+and checks the submission, ~0.5 s that would otherwise come before the torch import. A bad
+config therefore costs at most that much CPU here, never the user's time: the command line
+reports it at once and stops this process, mid-import if need be (``Early.release``).
+Then it reads, from the manifest pipe, one length-prefixed header — the pytest arguments
+and the two import folders (root, suites), sent once the config is valid — and becomes
+exactly the process ``trusted.command`` starts: same arguments, same ``sys.argv``, same
+``sys.path`` order and ``PYTHONPATH``, the rest of the pipe being the run manifest the plugin
+reads (its first hook forks the sandbox fork server). A command line that stops before
+grading closes the pipe (or dies, which closes it too); this process then removes the run
+folder made for it and exits without running anything.
 """
 
 from __future__ import annotations
@@ -52,6 +55,7 @@ def main() -> None:
     from . import preimport
 
     preimport.pytest_side()
+    preimport.torch_side()  # before the header: the command line's checks overlap the torch import
     header = read_header(fd)
     if header is None:  # the command line stopped before grading (even if it was killed): nothing to run
         import shutil

@@ -8,8 +8,9 @@ had imported by then:
 - ``Fresh``: a new ``python -m pytest`` (``trusted.popen``), started once grading.toml is
   valid. What every run uses unless told otherwise;
 - ``Early``: started by ``python -m autograder grade`` as its first act, before the command
-  line has imported anything or read grading.toml (early.py); it imports pytest (never torch:
-  a bad config must not cost a torch import) and becomes the plan's process when
+  line has imported anything or read grading.toml (early.py); it imports pytest and torch
+  while the command line checks the config and the submission (a bad config is reported at
+  once and the process stopped, mid-import if need be) and becomes the plan's process when
   ``launch`` sends it the arguments. A plan for another root (or a process that died, or
   was used) gets a ``Fresh`` one instead;
 - ``Preloaded`` (autograder/instructor/batch/launcher.py): forked, one per student, from a

@@ -4,8 +4,8 @@ plugin (whose import does nothing: runner/plugin/__init__.py) and, on the torch 
 plugin's other parts and what the sandbox fork server is forked with. Each function imports,
 computes nothing and starts nothing.
 
-- runner/process/early.py imports ``pytest_side`` while the command line validates grading.toml (a bad
-  config never costs a torch import);
+- the Early launcher's process (runner/process/early.py) imports both while the command line
+  validates grading.toml and checks the submission;
 - the batch's preloaded process (autograder/instructor/batch/preloaded.py) imports both, once per batch.
 """
 
