@@ -23,7 +23,6 @@ itself after collection (split.py) and that child stays part of the same run.
 from __future__ import annotations
 
 import json
-import os
 import struct
 import sys
 from pathlib import Path
@@ -47,6 +46,7 @@ class Fresh:
 
 
 FRESH = Fresh()
+EARLY = "autograder.runner.process.early"
 
 #: the package's parent: where ``python -m autograder`` runs from (the grading root of a
 #: course repository, a student copy or a Gradescope bundle)
@@ -84,28 +84,19 @@ class Early:
         self.root = root
         self.run_dir = trusted.new_run_dir()
         self.taken = False
-        manifest_read = progress_write = -1
+        env = trusted.environment(root, root)
+        env["PYTHONPATH"] = str(root)  # the suites folder is added once it is known (early.py)
         try:
-            manifest_read, self.manifest_write = os.pipe()
-            self.progress_read, progress_write = os.pipe()
-            self.log_fh = open(self.run_dir / "private" / "pytest.log", "wb")  # noqa: SIM115 - the TrustedProcess's, or release()'s
-            env = trusted.environment(root, root)
-            env["PYTHONPATH"] = str(root)  # the suites folder is added once it is known (early.py)
-            self.proc = trusted.popen(
-                [sys.executable, "-s", "-m", "autograder.runner.process.early", str(manifest_read), str(self.run_dir)],
+            self.proc, self.manifest_write, self.progress_read, self.log_fh, self.child_fds = trusted.spawn_piped(
+                self.run_dir,
+                lambda manifest_fd, _: [sys.executable, "-s", "-m", EARLY, str(manifest_fd), str(self.run_dir)],
+                trusted.popen,
                 cwd=root,
                 env=env,
-                log=self.log_fh,
-                pass_fds=(manifest_read, progress_write),
             )
         except BaseException:
             trusted.remove_run_dir(self.run_dir)
             raise
-        finally:
-            for fd in (manifest_read, progress_write):
-                if fd >= 0:
-                    os.close(fd)  # the numbers stay valid names inside the child (pass_fds keeps them)
-        self.child_fds = (manifest_read, progress_write)  # as numbered in the child
 
     def usable_for(self, plan: Plan) -> bool:
         return not self.taken and plan.root == self.root and self.proc.poll() is None

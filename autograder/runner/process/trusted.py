@@ -140,8 +140,7 @@ class TrustedProcess:
     def __init__(self, plan: Plan, run_dir: Path, proc, manifest_write: int, progress_read: int, log_fh) -> None:
         self.plan, self.run_dir, self.proc = plan, run_dir, proc
         self._manifest_write, self._progress_read, self._log_fh = manifest_write, progress_read, log_fh
-        self.log = run_dir / "private" / "pytest.log"
-        self.report = run_dir / "private" / "report.json"
+        self.log, self.report = log_path(run_dir), report_path(run_dir)
         self.taken = False
 
     def send(self, data: bytes, close: bool) -> None:
@@ -220,36 +219,58 @@ class TrustedProcess:
         return result
 
 
-def start(plan: Plan, spawn: Spawn, run_dir: Path | None = None) -> TrustedProcess:
-    """Start ``command`` for ``plan`` with ``spawn`` in a fresh run folder: the pipes
-    made, the child's ends closed here once it has them."""
-    run_dir = run_dir if run_dir is not None else new_run_dir()
+def start(plan: Plan, spawn: Spawn) -> TrustedProcess:
+    """Start ``command`` for ``plan`` with ``spawn`` in a fresh run folder."""
+    run_dir = new_run_dir()
+    try:
+        proc, manifest_write, progress_read, log_fh, _ = spawn_piped(
+            run_dir,
+            lambda manifest_fd, progress_fd: command(
+                plan.root, list(plan.test_files), report_path(run_dir), manifest_fd, progress_fd
+            ),
+            spawn,
+            cwd=plan.root,
+            env=environment(plan.root, plan.suites_dir),
+        )
+    except BaseException:
+        remove_run_dir(run_dir)
+        raise
+    return TrustedProcess(plan, run_dir, proc, manifest_write, progress_read, log_fh)
+
+
+def spawn_piped(run_dir: Path, argv_for: Callable[[int, int], list[str]], spawn: Spawn, *, cwd: Path, env: dict[str, str]):
+    """The manifest and progress pipes and the log of a trusted process in ``run_dir``, and
+    ``argv_for(manifest_fd, progress_fd)`` started with ``spawn``: (process, our manifest
+    write end, our progress read end, the log file, the child's two descriptor numbers).
+    The child's ends are closed here once it has them; on failure, everything made here."""
     manifest_read = progress_write = manifest_write = progress_read = -1
     log_fh = None
     try:
         manifest_read, manifest_write = os.pipe()
         progress_read, progress_write = os.pipe()
-        log_fh = open(run_dir / "private" / "pytest.log", "wb")  # noqa: SIM115 - closed by wait()/abort()
-        proc = spawn(
-            command(plan.root, list(plan.test_files), run_dir / "private" / "report.json", manifest_read, progress_write),
-            cwd=plan.root,
-            env=environment(plan.root, plan.suites_dir),
-            log=log_fh,
-            pass_fds=(manifest_read, progress_write),
-        )
+        log_fh = open(log_path(run_dir), "wb")  # noqa: SIM115 - closed by TrustedProcess.wait()/abort() or Early.release()
+        child_fds = (manifest_read, progress_write)
+        proc = spawn(argv_for(*child_fds), cwd=cwd, env=env, log=log_fh, pass_fds=child_fds)
     except BaseException:
         for fd in (manifest_write, progress_read):
             if fd >= 0:
                 os.close(fd)
         if log_fh is not None:
             log_fh.close()
-        remove_run_dir(run_dir)
         raise
     finally:
         for fd in (manifest_read, progress_write):
             if fd >= 0:
                 os.close(fd)  # the numbers stay valid names inside the child (pass_fds keeps them)
-    return TrustedProcess(plan, run_dir, proc, manifest_write, progress_read, log_fh)
+    return proc, manifest_write, progress_read, log_fh, (manifest_read, progress_write)
+
+
+def log_path(run_dir: Path) -> Path:
+    return run_dir / "private" / "pytest.log"
+
+
+def report_path(run_dir: Path) -> Path:
+    return run_dir / "private" / "report.json"
 
 
 def remove_run_dir(path: Path) -> None:
