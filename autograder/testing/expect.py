@@ -17,6 +17,7 @@ from typing import Any
 import torch
 
 from .failures import CheckFailed, Feedback, SubmissionRaised
+from .inputs import dtype_name
 
 GRID_MAX = 12
 
@@ -441,3 +442,26 @@ def unchanged(before: Any, after: Any, *, what: str) -> None:
         )
         if not same:
             _fail(what, "property", "the input tensor was modified in place; compute a new tensor instead", ["general/in-place"])
+
+
+def kept_inputs_and_dtype(name: str, args: tuple, called: Any, dtype: torch.dtype, *, case: str, dtype_case: str, in_place: str):
+    """The checks after ``called = sub.<module>.call(name, *args, return_args=True)`` on a
+    control input: every tensor argument is unchanged (``in_place``: the in-place operations
+    that would change one, for the message), the result is a tensor, of ``dtype``. ``case``
+    names the input in the result check, ``dtype_case`` in the dtype check. The result."""
+    for i, (before, after) in enumerate(zip(args, called.args or [])):
+        if type(before) is torch.Tensor:
+            unchanged(
+                before,
+                after,
+                what=f"{name}: argument {i + 1} ({dtype_name(before.dtype)} {list(before.shape)}) is unchanged "
+                f"after the call (no {in_place} on an input)",
+            )
+    out = tensor(called.value, what=f"{name} result ({case})")
+    true(
+        out.dtype == dtype,
+        what=f"{name} ({dtype_case}): result dtype {dtype_name(dtype)}",
+        detail=f"got {dtype_name(out.dtype)}",
+        hints=["general/mask-dtype"] if dtype == torch.bool else ["general/dtype-changed"],
+    )
+    return out

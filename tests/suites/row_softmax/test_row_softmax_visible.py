@@ -295,17 +295,6 @@ def test_row_softmax_functions_keep_dtype_and_leave_control_inputs_unchanged(sub
         with part:
             name, args, dtype = calls[part.label]
             r = sub.row_softmax.call(name, *args, return_args=True)
-            for i, (before, after) in enumerate(zip(args, r.args or [])):
-                expect.unchanged(
-                    before,
-                    after,
-                    what=f"{name}: argument {i + 1} ({dtype_name(before.dtype)} {list(before.shape)}) is unchanged "
-                    "after the call (no -=, exp_, x[...] = on an input)",
-                )
-            out = expect.tensor(r.value, what=f"{name} result ({part.label})")
-            expect.true(
-                out.dtype == dtype,
-                what=f"{name} ({part.label} input): result dtype {dtype_name(dtype)}",
-                detail=f"got {dtype_name(out.dtype)}",
-                hints=["general/dtype-changed"],
+            expect.kept_inputs_and_dtype(
+                name, args, r, dtype, case=part.label, dtype_case=f"{part.label} input", in_place="-=, exp_, x[...] ="
             )
