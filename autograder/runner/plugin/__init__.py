@@ -33,6 +33,9 @@ PARTS = ("autograder.runner.plugin.fixtures", "autograder.runner.plugin.report")
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("autograder")
     group.addoption("--ag-run", default=None, help="MANIFEST_FD:PROGRESS_FD, set by `python -m autograder grade`")
+    group.addoption(
+        "--ag-fork-server", default=None, help="PID:FD of the fork server this process started before pytest (early.py)"
+    )
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -40,11 +43,14 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> Generator[None
     """The earliest hook pytest calls with the command line parsed (right after it imported
     the ``-p`` plugins), and, as the outermost wrapper, before output capturing starts: a
     grading run forks its sandbox fork server here, from a process that has imported torch
-    (with the cyclic collector off) and computed nothing. Then the plugin's other parts load."""
-    if getattr(early_config.known_args_namespace, "ag_run", None):
+    (with the cyclic collector off) and computed nothing — or adopts the one this process forked
+    before it became pytest (``--ag-fork-server``: the Early launcher). Then the plugin's other parts load."""
+    args = early_config.known_args_namespace
+    if getattr(args, "ag_run", None):
         from ..process import sandbox_fork_server
 
-        early_config.stash[SANDBOX_FORK_SERVER] = sandbox_fork_server.start()
+        ahead = getattr(args, "ag_fork_server", None)
+        early_config.stash[SANDBOX_FORK_SERVER] = sandbox_fork_server.adopt(ahead) if ahead else sandbox_fork_server.start()
     for name in PARTS:
         early_config.pluginmanager.import_plugin(name)
     return (yield)

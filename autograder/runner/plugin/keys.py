@@ -4,7 +4,8 @@ plugins do), never module globals or attributes hung on pytest's objects.
 - ``config.stash[GRADING]``: the grading session of this process (runner/plugin/session.py),
   absent when pytest runs without ``--ag-run``;
 - ``config.stash[SANDBOX_FORK_SERVER]``: the sandbox's fork server, (pid, control socket),
-  started by the plugin's first hook (runner/process/sandbox_fork_server.py);
+  started (or, from the Early launcher's process, adopted) by the plugin's first hook
+  (runner/process/sandbox_fork_server.py);
 - ``item.stash[CREDIT]``, ``item.stash[SUBMISSION]``: what a test's ``credit`` and ``sub``
   fixtures gave it, read by the report hooks.
 

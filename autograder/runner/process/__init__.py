@@ -13,8 +13,9 @@
   ``preimport.torch_side``. With two cores, a trusted process divides itself after
   collection (split.py): a fork of the same run, not a second start;
 - the **sandbox fork server** (``sandbox_fork_server``, sandbox/zygote.py): forked once by
-  each trusted process, from its plugin's first hook, with torch imported and nothing
-  computed; it forks a sandboxed worker per test.
+  each trusted process, with torch imported and nothing computed — from its plugin's first
+  hook, or, in the Early launcher's process, the moment torch is in (early.py); it forks a
+  sandboxed worker per test.
 
 Nothing here starts a process or imports torch when imported.
 """

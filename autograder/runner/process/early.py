@@ -5,16 +5,20 @@
 parsing of grading.toml). Here pytest, its plugins and torch are imported (preimport.py:
 ``pytest_side``, then ``torch_side`` — what the batch's preloaded process imports too:
 nothing computed, no suite, no submission) while the command line validates grading.toml
-and checks the submission, ~0.5 s that would otherwise come before the torch import. A bad
+and checks the submission, ~0.5 s that would otherwise come before the torch import. The
+sandbox fork server is forked the moment torch and the sandbox's modules are in
+(sandbox_fork_server.start), so its sympy import overlaps the rest of this process's start;
+the plugin adopts it (``--ag-fork-server``) instead of forking its own. A bad
 config therefore costs at most that much CPU here, never the user's time: the command line
 reports it at once and stops this process, mid-import if need be (``Early.release``).
 Then it reads, from the manifest pipe, one length-prefixed header — the pytest arguments
 and the two import folders (root, suites), sent once the config is valid — and becomes
 exactly the process ``trusted.command`` starts: same arguments, same ``sys.argv``, same
 ``sys.path`` order and ``PYTHONPATH``, the rest of the pipe being the run manifest the plugin
-reads (its first hook forks the sandbox fork server). A command line that stops before
+reads. A command line that stops before
 grading closes the pipe (or dies, which closes it too); this process then removes the run
-folder made for it and exits without running anything.
+folder made for it and exits without running anything (its fork server ends with it: the
+server's connection closes, and its parent-death signal is SIGKILL).
 """
 
 from __future__ import annotations
@@ -52,10 +56,11 @@ def read_header(fd: int) -> dict | None:
 
 def main() -> None:
     fd, run_dir = int(sys.argv[1]), sys.argv[2]
-    from . import preimport
+    from . import preimport, sandbox_fork_server
 
     preimport.pytest_side()
-    preimport.torch_side()  # before the header: the command line's checks overlap the torch import
+    server = sandbox_fork_server.start()  # imports torch first: the command line's checks overlap it
+    preimport.torch_side()  # the plugin's other parts, while the server imports sympy
     header = read_header(fd)
     if header is None:  # the command line stopped before grading (even if it was killed): nothing to run
         import shutil
@@ -67,7 +72,7 @@ def main() -> None:
     os.environ["PYTHONPATH"] = os.pathsep.join([root, suites])
     at = len(sys.path) - sys.path[::-1].index(root) if root in sys.path else 1  # after PYTHONPATH's root
     sys.path[at:at] = [suites]
-    become_pytest(header["args"])
+    become_pytest([*header["args"], f"--ag-fork-server={sandbox_fork_server.handed_over(server)}"])
 
 
 def become_pytest(args: list[str]) -> None:

@@ -1,9 +1,13 @@
 """The sandbox's fork server of a grading run (sandbox/zygote.py), started once per trusted
 pytest process, by an explicit call: the grading plugin's first hook
 (``pytest_load_initial_conftests`` in runner/plugin/__init__.py), as early as pytest lets a
-plugin act — the command line parsed, no test collected, output not captured yet. The
-server is forked from a process that has imported torch and computed nothing (so no test
-module, hidden input or reference result is in the memory workers inherit; see
+plugin act — the command line parsed, no test collected, output not captured yet — or,
+earlier still, by the Early launcher's process the moment its torch import is done
+(early.py), which hands it to the plugin as ``--ag-fork-server PID:FD`` (``adopt``): the
+server's first job, importing sympy (``zygote.ALWAYS_PRELOAD``, ~0.6 s), then overlaps
+pytest's own start instead of delaying the first test. The server is forked from a process
+that has imported torch and computed nothing (so no test module, hidden input or reference
+result is in the memory workers inherit; see
 /work/shared/reference/torch-worker-processes.md), and workers inherit torch and nothing
 else of ours but the sandbox modules below.
 """
@@ -12,6 +16,7 @@ from __future__ import annotations
 
 import gc
 import json
+import socket
 
 #: optional conveniences for submissions, imported once here rather than in every worker
 PRELOAD = (
@@ -52,7 +57,7 @@ def imports() -> None:
             pass
 
 
-def start() -> tuple[int, object]:
+def start() -> tuple[int, socket.socket]:
     """Fork the fork server now: its (pid, control socket). Once per process (the caller keeps it)."""
     imports()
     import torch
@@ -71,3 +76,16 @@ def start() -> tuple[int, object]:
     # per op on a loaded machine (and the fork server is already forked, so it is unaffected).
     torch.set_num_threads(1)
     return server
+
+
+def handed_over(server: tuple[int, socket.socket]) -> str:
+    """How a process that started the server (early.py) names it to the plugin of the pytest
+    run it becomes: the ``--ag-fork-server`` value ``adopt`` reads."""
+    pid, control = server
+    return f"{pid}:{control.fileno()}"
+
+
+def adopt(value: str) -> tuple[int, socket.socket]:
+    """The fork server this process started before it became a pytest run (``handed_over``)."""
+    pid, fd = (int(part) for part in value.split(":"))
+    return pid, socket.socket(fileno=fd)
