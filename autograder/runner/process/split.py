@@ -3,9 +3,10 @@
 A test is a conversation between the trusted process (inputs, reference, comparison) and
 its worker (the submission's code): one of them waits while the other computes, so one
 grading run keeps one core busy. With two cores to use (``usable_cpus``), the trusted
-pytest process forks once its tests are collected — torch imported, nothing computed, the
-same moment the fork server itself was forked — and the child runs about half of the
-skills while the parent runs the rest. Both get workers from the same fork server (the
+pytest process forks once its tests are collected — torch imported, nothing computed —
+and the two take the run's skills in turn from a queue (``SkillQueue``: largest first,
+whichever process is free takes the next), so they end close together whatever each
+skill costs this submission. Both get workers from the same fork server (the
 child over its own connection), so the isolation of the submission is exactly as before.
 
 Results do not depend on the split:
@@ -18,8 +19,9 @@ Results do not depend on the split:
 - the run's cap on printed output (``PRINTED_PER_RUN``) is shared by halves: each process
   may keep half of it.
 
-If the child does not deliver (it crashed, or was killed), the parent runs the child's
-tests itself after its own, so a result is never lost, only later.
+If the child does not deliver (it crashed, or was killed), the parent runs the skills the
+child took itself, after its own, so a result is never lost, only later. Which process
+ran a skill varies from run to run; what the skill's tests give does not.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import struct
 from collections import OrderedDict
 from typing import Any
 
@@ -64,33 +67,83 @@ def _cgroup_quota() -> float | None:
         return None
 
 
-def partition(items: list[pytest.Item], manifest: Any) -> tuple[list[pytest.Item], list[pytest.Item]] | None:
-    """Two halves of ``items`` with every skill whole and in order, as even in test count as
-    whole skills allow (largest skills first, each to the lighter half; ties go to the
-    first half): deterministic for a given suite. None when there are not two skills."""
+def skills(items: list[pytest.Item], manifest: Any) -> list[list[pytest.Item]] | None:
+    """The run's tests by skill, each skill's tests in collection order, the skills with the
+    most tests first (ties keep suite order); None when there are not two skills."""
     groups: dict[str, list[pytest.Item]] = {}
     for item in items:
         spec = manifest.test(item.nodeid)
         groups.setdefault(spec.skill if spec else item.nodeid.split("::")[0], []).append(item)
-    if len(groups) < 2:
+    if len(groups) < 2 or len(groups) > SkillQueue.MAX:
         return None
-    halves: list[list[pytest.Item]] = [[], []]
-    for group in sorted(groups.values(), key=len, reverse=True):  # stable: ties keep suite order
-        min(halves, key=len).extend(group)
-    order = {id(item): i for i, item in enumerate(items)}
-    first, second = (sorted(half, key=lambda item: order[id(item)]) for half in halves)
-    return first, second
+    return sorted(groups.values(), key=len, reverse=True)
+
+
+class SkillQueue:
+    """The skills still to run, in a pipe both processes read: whichever finishes its skill
+    first takes the next (largest first), so the two end close together whatever each
+    skill costs — a skill's cost depends on the submission, not on its number of tests.
+
+    Written here rather than with ``multiprocessing``: the queue is filled before the fork
+    and only ever read, and a read of a pipe is atomic, so each skill's index (two bytes)
+    goes to exactly one process — no lock, no manager process, nothing to clean up.
+    """
+
+    MAX = 4096  # indices written at once must fit the pipe's buffer (64 KiB on Linux)
+    _INDEX = struct.Struct(">H")
+
+    def __init__(self, groups: list[list[pytest.Item]]) -> None:
+        self.groups = groups
+        self._read, write = os.pipe()
+        try:
+            os.write(write, b"".join(self._INDEX.pack(i) for i in range(len(groups))))
+        finally:
+            os.close(write)
+
+    def take(self) -> list[pytest.Item]:
+        """The next skill's tests; empty once every skill is taken."""
+        data = os.read(self._read, self._INDEX.size)
+        return self.groups[self._INDEX.unpack(data)[0]] if len(data) == self._INDEX.size else []
+
+    def close(self) -> None:
+        os.close(self._read)
 
 
 def run_loop(session: pytest.Session, items: list[pytest.Item]) -> None:
     """pytest's own ``pytest_runtestloop`` body, over ``items``."""
     for i, item in enumerate(items):
         nextitem = items[i + 1] if i + 1 < len(items) else None
-        item.config.hook.pytest_runtest_protocol(item=item, nextitem=nextitem)
-        if session.shouldfail:
-            raise session.Failed(session.shouldfail)
-        if session.shouldstop:
-            raise session.Interrupted(session.shouldstop)
+        _run(session, item, nextitem)
+
+
+def run_queue(session: pytest.Session, grading: Any, queue: SkillQueue, first: list[pytest.Item]) -> list[pytest.Item]:
+    """Run ``first``, then skills taken from ``queue`` until none is left; the tests run.
+    The next skill is taken before the last test of the current one, so pytest knows the
+    test that follows (its fixtures' teardown depends on it) and the plan forks that
+    skill's first worker while this test runs."""
+    ran: list[pytest.Item] = []
+    current = first
+    while current:
+        following: list[pytest.Item] = []
+        for i, item in enumerate(current):
+            if i + 1 < len(current):
+                nextitem: pytest.Item | None = current[i + 1]
+            else:
+                following = queue.take()
+                grading.plan([item, *following])
+                nextitem = following[0] if following else None
+            _run(session, item, nextitem)
+            ran.append(item)
+        current = following
+    return ran
+
+
+def _run(session: pytest.Session, item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    item.config.hook.pytest_runtest_protocol(item=item, nextitem=nextitem)
+    if session.shouldfail:
+        raise session.Failed(session.shouldfail)
+    if session.shouldstop:
+        raise session.Interrupted(session.shouldstop)
 
 
 def runtestloop(session: pytest.Session, grading: Any) -> bool | None:
@@ -102,41 +155,47 @@ def runtestloop(session: pytest.Session, grading: Any) -> bool | None:
     report = getattr(config, "_json_report", None)
     if report is None or grading.manifest.limits.trusted_processes < 2 or usable_cpus() < 2:
         return None
-    halves = partition(session.items, grading.manifest)
-    if halves is None:
+    groups = skills(session.items, grading.manifest)
+    if groups is None:
         return None
-    mine, theirs = halves
     grading.trusted_processes = 2
     grading.runtime.printed_left //= 2
     control = grading.sandbox.connection()
     given = 1 if len(grading.sandbox._spares) > 1 else 0  # a pre-forked worker for the child's first test
+    queue = SkillQueue(groups)
+    mine = queue.take()  # the largest skill, taken before the fork: the child starts on the next
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:
         os.close(read_end)
-        _child(session, grading, theirs, control, write_end, given)  # never returns
+        _child(session, grading, queue, control, write_end, given)  # never returns
     os.close(write_end)
     control.close()
     grading.sandbox.give_spares(given)
     grading.plan(mine)
     try:
         grading.sandbox.prefork(grading.spares_at_start())
-        run_loop(session, mine)
+        ran = run_queue(session, grading, queue, mine)
         with os.fdopen(read_end, "rb") as fh:
             payload = fh.read()
     except BaseException:
         _end(pid, kill=True)
         raise
+    finally:
+        queue.close()
     status = _end(pid, kill=False)
     try:
         data = json.loads(payload) if status == 0 else None
     except ValueError:
         data = None
-    if not isinstance(data, dict):
-        grading.plan(theirs)
-        run_loop(session, theirs)  # the child did not deliver: its tests run here
-    else:
+    done = {item.nodeid for item in ran}
+    if isinstance(data, dict):
         _merge(session, grading, report, data)
+        done |= {entry["nodeid"] for entry in data.get("tests", [])}
+    missing = [item for item in session.items if item.nodeid not in done]
+    if missing:  # the child did not deliver: the skills it took run here
+        grading.plan(missing)
+        run_loop(session, missing)
     report._json_tests = OrderedDict(sorted(report._json_tests.items(), key=_order(session.items)))
     return True
 
@@ -159,15 +218,16 @@ def _end(pid: int, kill: bool) -> int | None:
     return os.WEXITSTATUS(status) if os.WIFEXITED(status) else None
 
 
-def _child(session: pytest.Session, grading: Any, items: list[pytest.Item], control, write_end: int, spares: int) -> None:
+def _child(session: pytest.Session, grading: Any, queue: SkillQueue, control, write_end: int, spares: int) -> None:
     code = 1
     try:
         set_parent_death_signal(signal.SIGKILL)
         grading.sandbox = grading.runtime.sandbox = grading.sandbox.forked(control, spares)
-        grading.plan(items)
+        first = queue.take()
+        grading.plan(first)
         grading.sandbox.prefork(grading.spares_at_start())
         report = session.config._json_report
-        run_loop(session, items)
+        items = run_queue(session, grading, queue, first)
         grading.sandbox.close()
         payload = {
             "tests": [report._json_tests[item.nodeid] for item in items if item.nodeid in report._json_tests],

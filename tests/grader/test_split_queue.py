@@ -1,0 +1,84 @@
+"""runner/process/split.py: the two trusted processes of a run take its skills from one queue.
+
+Each skill must run exactly once, whole, and the largest first; which process takes which
+depends on timing, which is why the results may not (test_fairness compares one and two
+processes).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from types import SimpleNamespace
+
+from autograder.runner.process.split import SkillQueue, skills
+
+
+class _Item:
+    def __init__(self, nodeid: str) -> None:
+        self.nodeid = nodeid
+
+
+class _Manifest:
+    """What ``skills`` asks of the run manifest: the skill of a test id (None: not graded)."""
+
+    def __init__(self, by_file: dict[str, str]) -> None:
+        self.by_file = by_file
+
+    def test(self, nodeid: str):
+        skill = self.by_file.get(nodeid.split("::")[0])
+        return SimpleNamespace(skill=skill) if skill else None
+
+
+def _items(counts: dict[str, int]) -> list[_Item]:
+    return [_Item(f"{skill}/test_{skill}.py::test_{i}") for skill, n in counts.items() for i in range(n)]
+
+
+def test_skills_are_whole_in_collection_order_and_the_largest_comes_first():
+    items = _items({"qkv": 3, "masks": 5, "row_softmax": 3, "sdpa_masks": 1})
+    manifest = _Manifest({f"{s}/test_{s}.py": s for s in ("qkv", "masks", "row_softmax", "sdpa_masks")})
+    groups = skills(items, manifest)
+    assert [g[0].nodeid.split("/")[0] for g in groups] == ["masks", "qkv", "row_softmax", "sdpa_masks"]  # ties keep suite order
+    assert [item.nodeid for item in groups[0]] == [f"masks/test_masks.py::test_{i}" for i in range(5)]
+    assert sorted(item.nodeid for g in groups for item in g) == sorted(item.nodeid for item in items)
+
+
+def test_one_skill_is_not_split():
+    items = _items({"qkv": 4})
+    assert skills(items, _Manifest({"qkv/test_qkv.py": "qkv"})) is None
+
+
+def test_two_processes_taking_from_the_queue_run_every_skill_exactly_once_largest_first():
+    groups = [[_Item(f"skill{i}::t")] for i in range(40)]
+    queue = SkillQueue(groups)
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the second process: takes slowly, so both get some
+        os.close(read_end)
+        taken = []
+        while group := queue.take():
+            taken.append(group[0].nodeid)
+            time.sleep(0.002)
+        os.write(write_end, ",".join(taken).encode())
+        os._exit(0)
+    os.close(write_end)
+    mine = []
+    while group := queue.take():
+        mine.append(group[0].nodeid)
+        time.sleep(0.001)
+    _, status = os.waitpid(pid, 0)
+    with os.fdopen(read_end, "rb") as fh:
+        theirs = [name for name in fh.read().decode().split(",") if name]
+    queue.close()
+    assert os.WEXITSTATUS(status) == 0
+    assert sorted(mine + theirs) == sorted(f"skill{i}::t" for i in range(40))  # each once, none lost
+    assert mine and theirs
+    for taken in (mine, theirs):
+        order = [int(name[len("skill") : -len("::t")]) for name in taken]
+        assert order == sorted(order)  # each process took them in queue order: largest first
+
+
+def test_an_empty_queue_gives_nothing_more():
+    queue = SkillQueue([[_Item("a::t")], [_Item("b::t")]])
+    assert [queue.take()[0].nodeid, queue.take()[0].nodeid, queue.take(), queue.take()] == ["a::t", "b::t", [], []]
+    queue.close()
