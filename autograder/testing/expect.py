@@ -4,7 +4,9 @@ Every comparison runs in the trusted process on decoded data, checks in this ord
 (exactly ``torch.Tensor``), shape, dtype, NaN — then values with both ``rtol`` and
 ``atol``, and on failure reports the first mismatching index with expected vs got. Pass
 ``mistakes={hint_id: what_that_mistake_would_have_returned}`` and the check names the
-mistake whose output the submission's answer matches (ARENA / CS336 style diagnosis).
+mistake whose output the submission's answer matches (ARENA / CS336 style diagnosis) — or
+``mistakes=lambda: {...}``, computed only when the check fails: what each mistake would
+have returned costs the grader time that a right answer never needs.
 """
 
 from __future__ import annotations
@@ -287,7 +289,7 @@ def close(
     *,
     what: str,
     tol: Tol,
-    mistakes: Mapping[str, Any] | None = None,
+    mistakes: Mapping[str, Any] | Callable[[], Mapping[str, Any]] | None = None,
     hints: Iterable[str] = (),
     grid: tuple[str, str] | None = None,
     check_dtype: bool = True,
@@ -343,7 +345,7 @@ def equal(
     want: torch.Tensor,
     *,
     what: str,
-    mistakes: Mapping[str, Any] | None = None,
+    mistakes: Mapping[str, Any] | Callable[[], Mapping[str, Any]] | None = None,
     hints: Iterable[str] = (),
     grid: tuple[str, str] | None = None,
 ) -> torch.Tensor:

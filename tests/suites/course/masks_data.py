@@ -32,6 +32,10 @@ def mask_equal(got, want: torch.Tensor, *, what: str, mistakes=None, hints=(), g
 
     if type(got) is not torch.Tensor or got.dtype != torch.bool or tuple(got.shape) != tuple(want.shape):
         return expect.equal(got, want, what=what, mistakes=mistakes, hints=hints, grid=grid)
-    as01 = {k: v.to(torch.uint8) for k, v in (mistakes or {}).items() if type(v) is torch.Tensor}
+
+    def as01() -> dict:  # evaluated only when the check fails, as expect's own ``mistakes``
+        table = mistakes() if callable(mistakes) else mistakes
+        return {k: v.to(torch.uint8) for k, v in (table or {}).items() if type(v) is torch.Tensor}
+
     expect.equal(got.to(torch.uint8), want.to(torch.uint8), what=what, mistakes=as01, hints=hints, grid=grid)
     return got

@@ -153,7 +153,7 @@ def _gate_attention_backward(sub, ref, rng) -> None:
             want[i],
             what=f"attention_backward: {name} on a plain float64 input ({_shapes(q, k, v)}; checked before the cases)",
             tol=tol("custom_backward.attention_backward", torch.float64),
-            mistakes=signatures.component(variants, i),
+            mistakes=lambda: signatures.component(variants, i),
         )
 
 
@@ -210,7 +210,7 @@ def test_course_backward_numbers_in_float64_and_float32(sub, ref, rng, credit):
                     torch.tensor(w7.STATED["loss_mean"], dtype=dtype),
                     what=f"mean loss through your AttentionFunction ({dtype_name(dtype)}, W7-43)",
                     tol=t,
-                    mistakes=signatures.week7_loss_mistakes(dtype),
+                    mistakes=lambda: signatures.week7_loss_mistakes(dtype),
                     hints=["custom_backward/forward-mask"],
                 )
                 expect.scalar(
@@ -234,7 +234,7 @@ def test_course_backward_numbers_in_float64_and_float32(sub, ref, rng, credit):
                     a * (d_weights - D),
                     what="S̄ = A ⊙ (Ā − D) with D_i = ȳ_i·y_i (D1-11, within 1e-12)",
                     tol=w7.Tol(0.0, 1e-12),
-                    mistakes=signatures.softmax_backward(d_weights, a),
+                    mistakes=lambda: signatures.softmax_backward(d_weights, a),
                 )
             elif label.startswith("D1-12"):
                 masked = ds[~causal]
@@ -297,7 +297,7 @@ def test_softmax_backward_matches_reference_with_batch_dims_and_masks(sub, ref, 
         ref.custom_backward.softmax_backward(gate_da.double(), gate_a.double()).float(),
         what=f"softmax_backward on a plain float32 input {list(gate_a.shape)} (checked before the cases)",
         tol=tol("custom_backward.softmax_backward", torch.float32),
-        mistakes=signatures.softmax_backward(gate_da, gate_a),
+        mistakes=lambda: signatures.softmax_backward(gate_da, gate_a),
     )
     for case in credit.cases(len(SOFTMAX_KINDS)):
         with case:
@@ -315,7 +315,7 @@ def test_softmax_backward_matches_reference_with_batch_dims_and_masks(sub, ref, 
                 want,
                 what=f"softmax_backward(Ā, A {list(a.shape)}), {dtype_name(dtype)}",
                 tol=tol("custom_backward.softmax_backward", dtype),
-                mistakes=signatures.softmax_backward(da, a),
+                mistakes=lambda: signatures.softmax_backward(da, a),
             )
 
 
@@ -345,7 +345,7 @@ def test_attention_backward_matches_reference_on_random_inputs(sub, ref, rng, cr
                     want[i],
                     what=f"attention_backward: {name} (q, k, v = {_shapes(q, k, v)}, scale={scale:.3g}, {dtype_name(dtype)})",
                     tol=tol("custom_backward.attention_backward", dtype),
-                    mistakes=signatures.component(variants, i),
+                    mistakes=lambda: signatures.component(variants, i),
                 )
 
 
@@ -373,7 +373,7 @@ def test_attention_function_backward_matches_reference_with_masks(sub, ref, rng,
                 want_out.to(dtype),
                 what=f"AttentionFunction.forward(ctx, q, k, v, allowed) ({label})",
                 tol=t,
-                mistakes=signatures.attention_forward(q, k, v, allowed),
+                mistakes=lambda: signatures.attention_forward(q, k, v, allowed),
             )
             variants = signatures.attention_grads(q, k, v, allowed, d_out)
             for i, name in enumerate(GRADS):
@@ -382,7 +382,7 @@ def test_attention_function_backward_matches_reference_with_masks(sub, ref, rng,
                     want[i].to(dtype),
                     what=f"{name} from your AttentionFunction.backward ({label})",
                     tol=t,
-                    mistakes=signatures.component(variants, i),
+                    mistakes=lambda: signatures.component(variants, i),
                 )
 
 
@@ -407,7 +407,7 @@ def test_attention_function_is_applied_and_its_backward_returns_dq_dk_dv_none_vi
         want_out,
         what="AttentionFunction.forward(ctx, q, k, v, causal) on fresh inputs (checked first)",
         tol=tol("custom_backward.attention", torch.float64),
-        mistakes=signatures.attention_forward(q, k, v, allowed),
+        mistakes=lambda: signatures.attention_forward(q, k, v, allowed),
     )
     for part in credit.parts(
         [
@@ -492,7 +492,7 @@ def test_masked_keys_get_exactly_zero_gradient_and_score_gradient_rows_sum_to_ze
                     ref.custom_backward.softmax_backward(da, a),
                     what="softmax_backward(Ā, A)",
                     tol=tol("custom_backward.softmax_backward", dtype),
-                    mistakes=signatures.softmax_backward(da, a),
+                    mistakes=lambda: signatures.softmax_backward(da, a),
                 )
             else:
                 # d ≥ 2 (1/√d ≠ 1: a scale mistake shows) and t ≥ 1 (output t mixes two keys: with t = 0
@@ -514,7 +514,7 @@ def test_masked_keys_get_exactly_zero_gradient_and_score_gradient_rows_sum_to_ze
                         w_,
                         what=f"{name} from your AttentionFunction.backward",
                         tol=tol("custom_backward.attention_backward", dtype),
-                        mistakes=signatures.component(
+                        mistakes=lambda: signatures.component(
                             signatures.attention_grads(q, k, v, allowed_causal, d_out), GRADS.index(name)
                         ),
                     )

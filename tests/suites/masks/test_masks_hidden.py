@@ -132,7 +132,7 @@ def _course_control(sub, ref, rng) -> None:
         sub.masks.causal_mask(T),
         want,
         what=f"causal_mask({T}) on a fresh length",
-        mistakes=signatures.distinct(signatures.causal(T), EXACT, want),
+        mistakes=lambda: signatures.distinct(signatures.causal(T), EXACT, want),
     )
     B, L, S = randint(rng, 1, 3), randint(rng, 2, 8), randint(rng, 3, 10)
     scores = randn(rng, B, L, S, dtype=f64)
@@ -144,7 +144,7 @@ def _course_control(sub, ref, rng) -> None:
         want,
         what="apply_mask on fresh random scores and mask",
         tol=t,
-        mistakes=signatures.distinct(signatures.apply(scores, allowed), t, want),
+        mistakes=lambda: signatures.distinct(signatures.apply(scores, allowed), t, want),
     )
     t = tol("masks.masked_softmax", f64)
     want = ref.masks.masked_softmax(scores, allowed)
@@ -153,7 +153,7 @@ def _course_control(sub, ref, rng) -> None:
         want,
         what="masked_softmax on fresh random scores and mask",
         tol=t,
-        mistakes=signatures.distinct(signatures.softmax(scores, allowed), t, want),
+        mistakes=lambda: signatures.distinct(signatures.softmax(scores, allowed), t, want),
     )
     lengths = [randint(rng, 1, S - 1) for _ in range(B)]
     lengths[0] = 1  # S >= 3: a length that is not S / 2 (there, positions >= length is the left-padded mask)
@@ -163,7 +163,7 @@ def _course_control(sub, ref, rng) -> None:
             sub.masks.padding_allowed(lengths, S, left_padded=left),
             keys,
             what=f"padding_allowed(lengths={lengths}, T={S}, left_padded={left})",
-            mistakes=signatures.distinct(signatures.padding(lengths, S, left), EXACT, keys),
+            mistakes=lambda: signatures.distinct(signatures.padding(lengths, S, left), EXACT, keys),
         )
     causal = torch.ones(L, S, dtype=torch.bool).tril(S - L)
     want = ref.masks.combine_masks(causal, keys)
@@ -171,7 +171,7 @@ def _course_control(sub, ref, rng) -> None:
         sub.masks.combine_masks(causal, keys),
         want,
         what=f"combine_masks(causal [{L},{S}], padding [{B},{S}]) on fresh lengths",
-        mistakes=signatures.distinct(signatures.combine(causal, keys), EXACT, want),
+        mistakes=lambda: signatures.distinct(signatures.combine(causal, keys), EXACT, want),
     )
 
 
@@ -187,7 +187,7 @@ def test_course_mask_numbers_at_stated_precision_in_float64(sub, ref, rng, credi
                         sub.masks.causal_mask(T),
                         torch.tensor(w7.STATED[key]),
                         what=f"causal_mask({T}) (W7-30, W7-31)",
-                        mistakes=signatures.causal(T),
+                        mistakes=lambda: signatures.causal(T),
                     )
             elif part.label == "row counts":
                 got = expect.tensor(sub.masks.causal_mask(5), what="causal_mask(5)")
@@ -206,7 +206,7 @@ def test_course_mask_numbers_at_stated_precision_in_float64(sub, ref, rng, credi
                     w7.t(w7.STATED["masked_scaled"], f64),
                     what="Ŝ_A, Ŝ_B (W7-22, W7-23)",
                     tol=w7.NEAR_EXACT,
-                    mistakes=signatures.apply(scaled, allowed),
+                    mistakes=lambda: signatures.apply(scaled, allowed),
                 )
             elif part.label == "weights":
                 scaled = oracles.scaled_scores(f64)
@@ -216,7 +216,7 @@ def test_course_mask_numbers_at_stated_precision_in_float64(sub, ref, rng, credi
                     w7.t(w7.STATED["weights"], f64),
                     what="P_A, P_B (W7-24, W7-25)",
                     tol=w7.PRINTED_3DP,
-                    mistakes=signatures.softmax(scaled, allowed),
+                    mistakes=lambda: signatures.softmax(scaled, allowed),
                 )
             elif part.label == "§11 table":
                 row, allowed = w7.t(md.W7_TABLE_ROW, f64), torch.tensor([True, False])
@@ -225,7 +225,7 @@ def test_course_mask_numbers_at_stated_precision_in_float64(sub, ref, rng, credi
                     w7.t(w7.STATED["right_neg_inf"], f64),
                     what="softmax([0.2, −∞]) = [1, 0] (W7-33)",
                     tol=w7.Tol(0.0, 1e-12),
-                    mistakes=signatures.softmax(row, allowed),
+                    mistakes=lambda: signatures.softmax(row, allowed),
                 )
                 zero_filled = expect.close(
                     sub.masks.apply_mask(row, allowed, fill=0.0),
@@ -245,7 +245,7 @@ def test_course_mask_numbers_at_stated_precision_in_float64(sub, ref, rng, credi
                     sub.masks.padding_allowed([n], T, left_padded=True),
                     torch.arange(T).unsqueeze(0) >= T - n,
                     what="padding_allowed([3], 5, left_padded=True): pad pad A B C",
-                    mistakes=signatures.padding([n], T, True),
+                    mistakes=lambda: signatures.padding([n], T, True),
                 )
                 tri = torch.tril(torch.ones(T, T, dtype=torch.bool))
                 got = expect.tensor(sub.masks.combine_masks(tri, keys), what="combine_masks(causal(5), padding)")
@@ -299,7 +299,7 @@ def test_causal_mask_matches_reference_for_many_lengths(sub, ref, rng, credit):
                     sub.masks.causal_mask(T, **kwargs),
                     want,
                     what=f"causal_mask({T}{', device=cpu' if kwargs else ''})",
-                    mistakes=signatures.distinct(signatures.causal(T), EXACT, want),
+                    mistakes=lambda: signatures.distinct(signatures.causal(T), EXACT, want),
                 )
 
 
@@ -340,7 +340,7 @@ def test_apply_mask_matches_reference_with_broadcasting_and_fills(sub, ref, rng,
                         f"({dtype_name(dtype)})"
                     ),
                     tol=t,
-                    mistakes=signatures.distinct(signatures.apply(scores, allowed, fill), t, want),
+                    mistakes=lambda: signatures.distinct(signatures.apply(scores, allowed, fill), t, want),
                 )
 
 
@@ -370,7 +370,7 @@ def test_padding_allowed_matches_reference_for_lists_and_tensors(sub, ref, rng, 
                     sub.masks.padding_allowed(given, T, left_padded=left),
                     want,
                     what=f"padding_allowed(lengths={lengths} as {arg}, T={T}, left_padded={left})",
-                    mistakes=signatures.distinct(signatures.padding(lengths, T, left), EXACT, want),
+                    mistakes=lambda: signatures.distinct(signatures.padding(lengths, T, left), EXACT, want),
                 )
 
 
@@ -398,7 +398,7 @@ def test_combine_masks_matches_reference_with_l_ne_s(sub, ref, rng, credit):
                     sub.masks.combine_masks(causal, key_allowed),
                     want,
                     what=f"combine_masks(causal [{L},{S}], key_allowed [{B},{S}]) → [B,1,L,S]",
-                    mistakes=signatures.distinct(signatures.combine(causal, key_allowed), EXACT, want),
+                    mistakes=lambda: signatures.distinct(signatures.combine(causal, key_allowed), EXACT, want),
                 )
 
 
@@ -467,7 +467,7 @@ def test_masked_softmax_matches_reference_on_random_scores(sub, ref, rng, credit
                         f"({dtype_name(dtype)})"
                     ),
                     tol=t,
-                    mistakes=signatures.distinct(signatures.softmax(scores, allowed), t, want),
+                    mistakes=lambda: signatures.distinct(signatures.softmax(scores, allowed), t, want),
                 )
 
 
@@ -605,7 +605,7 @@ def test_prefix_lm_mask_matches_reference(sub, ref, rng, credit):
                     sub.masks.prefix_lm_mask(T, p),
                     want,
                     what=f"prefix_lm_mask({T}, prefix_len={p})",
-                    mistakes=signatures.distinct(signatures.prefix(T, p), EXACT, want),
+                    mistakes=lambda: signatures.distinct(signatures.prefix(T, p), EXACT, want),
                 )
 
 
@@ -625,7 +625,7 @@ def test_document_mask_matches_reference_with_leading_dims(sub, ref, rng, credit
                     sub.masks.document_mask(ids),
                     want,
                     what=f"document_mask(doc_ids {list(ids.shape)})",
-                    mistakes=signatures.distinct(signatures.document(ids), EXACT, want),
+                    mistakes=lambda: signatures.distinct(signatures.document(ids), EXACT, want),
                 )
 
 

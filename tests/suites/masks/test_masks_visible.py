@@ -52,7 +52,7 @@ def test_causal_mask_reproduces_week7_m2_and_m4(sub, rng, credit):
                     sub.masks.causal_mask(2),
                     _bool(w7.STATED["mask_T2"]),
                     what="causal_mask(2) = M_T=2 (Week 7 §10, 1 = visible)",
-                    mistakes=_mistakes("causal_2"),
+                    mistakes=lambda: _mistakes("causal_2"),
                     grid=QK,
                 )
             elif part.label == "T=4":
@@ -60,7 +60,7 @@ def test_causal_mask_reproduces_week7_m2_and_m4(sub, rng, credit):
                     sub.masks.causal_mask(4),
                     _bool(w7.STATED["mask_T4"]),
                     what="causal_mask(4) = M_T=4 (Week 7 §10: t=3 reads 0, 1, 2, 3)",
-                    mistakes=_mistakes("causal_4"),
+                    mistakes=lambda: _mistakes("causal_4"),
                     grid=QK,
                 )
             else:
@@ -105,7 +105,7 @@ def test_apply_mask_puts_minus_inf_on_week7_future_scores(sub, rng, credit):
                     w7.t(w7.STATED["masked_scaled"]),
                     what="apply_mask(S̃, causal) = Ŝ_A, Ŝ_B (Week 7 §11: future column −∞)",
                     tol=w7.NEAR_EXACT,
-                    mistakes=_mistakes("apply_scaled"),
+                    mistakes=lambda: _mistakes("apply_scaled"),
                     grid=QK,
                 )
 
@@ -154,7 +154,7 @@ def test_masked_softmax_reproduces_week7_weights_and_the_minus_inf_table(sub, rn
                     w7.t(w7.STATED["right_neg_inf"]),
                     what="masked_softmax([0.2, 0.9], future blocked) = softmax([0.2, −∞]) = [1, 0] (Week 7 §11 table)",
                     tol=w7.PRINTED_3DP,
-                    mistakes=_mistakes("softmax_table_row"),
+                    mistakes=lambda: _mistakes("softmax_table_row"),
                 )
             else:
                 scaled = SNAP["examples"]["scaled"]
@@ -164,7 +164,7 @@ def test_masked_softmax_reproduces_week7_weights_and_the_minus_inf_table(sub, rn
                     w7.t(w7.STATED["weights"]),
                     what="masked_softmax(S̃, causal) = P_A, P_B (Week 7 §11)",
                     tol=w7.PRINTED_3DP,
-                    mistakes=_mistakes("softmax_scaled"),
+                    mistakes=lambda: _mistakes("softmax_scaled"),
                     grid=QK,
                 )
 
@@ -190,7 +190,7 @@ def test_padding_allowed_marks_real_tokens_left_and_right(sub, rng, credit):
                 sub.masks.padding_allowed(torch.tensor(lengths), 5, left_padded=left),
                 want,
                 what=f"padding_allowed(lengths={lengths}, T=5, left_padded={left}) (Day 1 §3.2, §3.4)",
-                mistakes=_mistakes("padding_left" if left else "padding_right"),
+                mistakes=lambda: _mistakes("padding_left" if left else "padding_right"),
                 grid=("example", "token"),
             )
 
@@ -289,7 +289,7 @@ def test_masked_softmax_left_padded_pad_rows_are_zero_not_nan(sub, rng, credit):
                 want,
                 what="masked_softmax on the left-padded causal batch: pad rows 0, 1 are all zeros, never NaN (Day 1 §3.4)",
                 tol=w7.NEAR_EXACT,
-                mistakes=_mistakes("softmax_left_padded"),
+                mistakes=lambda: _mistakes("softmax_left_padded"),
                 grid=QK,
             )
 
@@ -318,7 +318,7 @@ def test_prefix_lm_and_document_masks_small_examples(sub, rng, credit):
                     sub.masks.prefix_lm_mask(T, p),
                     SNAP["examples"]["prefix_lm_5_2"],
                     what="prefix_lm_mask(5, prefix_len=2): prefix bidirectional, the rest causal (Day 1 §3.5)",
-                    mistakes=_mistakes("prefix_lm_5_2"),
+                    mistakes=lambda: _mistakes("prefix_lm_5_2"),
                     grid=QK,
                 )
             else:
@@ -327,7 +327,7 @@ def test_prefix_lm_and_document_masks_small_examples(sub, rng, credit):
                     sub.masks.document_mask(ids),
                     SNAP["examples"]["document_001112"],
                     what="document_mask([0, 0, 1, 1, 1, 2]): block-diagonal × causal (Day 1 §3.5)",
-                    mistakes=_mistakes("document_001112"),
+                    mistakes=lambda: _mistakes("document_001112"),
                     grid=QK,
                 )
 

@@ -112,7 +112,7 @@ def test_week7_numbers_at_stated_precision_in_float64(sub, ref, rng, credit):
                     w7.t(w7.STATED["weights"], torch.float64),
                     what="P_A, P_B (W7-24, W7-25)",
                     tol=w7.PRINTED_3DP,
-                    mistakes=signatures.weights(signatures.attention_chain(ex.x, ex.w_q, ex.w_k, ex.w_v)),
+                    mistakes=lambda: signatures.weights(signatures.attention_chain(ex.x, ex.w_q, ex.w_k, ex.w_v)),
                 )
             elif part.label == "outputs 6dp":
                 out, _ = expect.sequence(
@@ -295,7 +295,7 @@ def test_project_qkv_matches_reference_on_random_inputs(sub, ref, rng, credit):
                     e,
                     what=f"project_qkv: {name} (B={B}, T={T}, C={C}, {str(dtype)[6:]})",
                     tol=tol("qkv.project_qkv", dtype),
-                    mistakes=signatures.projections(xd, *wd, name),
+                    mistakes=lambda: signatures.projections(xd, *wd, name),
                 )
 
 
@@ -318,7 +318,7 @@ def test_attention_scores_matches_reference_with_batch_dims_and_l_ne_s(sub, ref,
                 want,
                 what=f"attention_scores: q {list(q.shape)}, k {list(k.shape)}",
                 tol=tol("qkv.attention_scores", dtype),
-                mistakes=signatures.scores(q.double(), k.double()),
+                mistakes=lambda: signatures.scores(q.double(), k.double()),
             )
 
 
@@ -361,7 +361,7 @@ def test_weighted_values_matches_reference_with_l_ne_s(sub, ref, rng, credit):
                 in_float64(ref.qkv.weighted_values, weights, v, dtype=dtype),
                 what=f"weighted_values: weights {list(weights.shape)}, v {list(v.shape)}",
                 tol=tol("qkv.weighted_values", dtype),
-                mistakes=signatures.mixed(weights.double(), v.double()),
+                mistakes=lambda: signatures.mixed(weights.double(), v.double()),
             )
 
 
@@ -379,7 +379,7 @@ def test_causal_uniform_mean_matches_reference_with_leading_dims(sub, ref, rng, 
                     in_float64(ref.qkv.causal_uniform_mean, x, dtype=dtype),
                     what=f"causal_uniform_mean: x {list(x.shape)}",
                     tol=tol("qkv.causal_uniform_mean", dtype),
-                    mistakes=signatures.uniform_mean(x.double()),
+                    mistakes=lambda: signatures.uniform_mean(x.double()),
                 )
 
 
@@ -414,11 +414,11 @@ def test_single_head_attention_matches_reference_causal_and_unmasked(sub, ref, r
                 want_w,
                 what=f"single_head_attention weights {label}",
                 tol=t,
-                mistakes=signatures.weights(variants),
+                mistakes=lambda: signatures.weights(variants),
                 grid=QK,
             )
             expect.close(
-                out, want_out, what=f"single_head_attention output {label}", tol=t, mistakes=signatures.outputs(variants)
+                out, want_out, what=f"single_head_attention output {label}", tol=t, mistakes=lambda: signatures.outputs(variants)
             )
 
 
@@ -555,7 +555,7 @@ def test_single_head_attention_is_permutation_equivariant_without_mask(sub, ref,
         ref.qkv.single_head_attention(x, *w, causal=False)[0],
         what="single_head_attention(causal=False) output",
         tol=t,
-        mistakes=signatures.outputs(signatures.attention_chain(x, *w, causal=False)),
+        mistakes=lambda: signatures.outputs(signatures.attention_chain(x, *w, causal=False)),
     )
     out_p, weights_p = expect.sequence(
         sub.qkv.single_head_attention(x[:, perm], *w, causal=False),

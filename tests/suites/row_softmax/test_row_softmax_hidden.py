@@ -162,7 +162,7 @@ def test_week7_softmax_numbers_at_stated_precision_in_float32_and_float64(sub, r
                         w7.t(w7.STATED["final_weights_4dp"], dtype),
                         what=f"softmax_rows([0.8, 0.4] | [0.1, 0.4]) ({dtype_name(dtype)}, W7-26a)",
                         tol=w7.PRINTED_4DP_F32,
-                        mistakes=signatures.softmax(w7.t(w7.STATED["scaled_final_rows"], dtype)),
+                        mistakes=lambda: signatures.softmax(w7.t(w7.STATED["scaled_final_rows"], dtype)),
                     )
                 elif label == "shift invariance":
                     base = torch.softmax(w7.t(w7.STATED["scaled_final_rows"], torch.float64), -1).to(dtype)
@@ -171,7 +171,7 @@ def test_week7_softmax_numbers_at_stated_precision_in_float32_and_float64(sub, r
                         base,
                         what=f"softmax_rows(rows + 1000) = softmax_rows(rows) ({dtype_name(dtype)}, W7-55)",
                         tol=w7.Tol(0.0, 1e-12) if dtype == torch.float64 else tol("row_softmax.softmax_rows", dtype),
-                        mistakes=signatures.softmax(w7.t(w7.STATED["scaled_final_rows"], dtype) + 1000.0),
+                        mistakes=lambda: signatures.softmax(w7.t(w7.STATED["scaled_final_rows"], dtype) + 1000.0),
                     )
                 elif label == "P_A, P_B":
                     got = expect.close(
@@ -179,7 +179,7 @@ def test_week7_softmax_numbers_at_stated_precision_in_float32_and_float64(sub, r
                         w7.t(w7.STATED["weights"], dtype),
                         what=f"softmax_rows(Ŝ_A, Ŝ_B) ({dtype_name(dtype)}, W7-24/25)",
                         tol=w7.PRINTED_3DP,
-                        mistakes=signatures.softmax(w7.t(w7.STATED["masked_scaled"], dtype)),
+                        mistakes=lambda: signatures.softmax(w7.t(w7.STATED["masked_scaled"], dtype)),
                         grid=QK,
                     )
                     expect.true(
@@ -195,7 +195,7 @@ def test_week7_softmax_numbers_at_stated_precision_in_float32_and_float64(sub, r
                         torch.softmax(inputs[dtype].double(), -1).to(dtype),
                         what=f"vocab_probs(h_A | h_B, W_vocab) ({dtype_name(dtype)})",
                         tol=tol("row_softmax.vocab_probs", dtype),
-                        mistakes=signatures.vocab_probs(oracles.week7_h(dtype), data.week7_w_vocab(dtype)),
+                        mistakes=lambda: signatures.vocab_probs(oracles.week7_h(dtype), data.week7_w_vocab(dtype)),
                     )
                     expect.close(
                         torch.stack([got[0, 2], got[1, 0]]),
@@ -209,7 +209,7 @@ def test_week7_softmax_numbers_at_stated_precision_in_float32_and_float64(sub, r
                         torch.log_softmax(inputs[dtype].double(), -1).to(dtype),
                         what=f"log_softmax_rows(Week 7 logits) ({dtype_name(dtype)})",
                         tol=tol("row_softmax.log_softmax_rows", dtype),
-                        mistakes=signatures.log_softmax(inputs[dtype]),
+                        mistakes=lambda: signatures.log_softmax(inputs[dtype]),
                     )
                     expect.close(
                         -torch.stack([got[0, 2], got[1, 0]]),
@@ -224,7 +224,7 @@ def test_week7_softmax_numbers_at_stated_precision_in_float32_and_float64(sub, r
                         torch.tensor(w7.STATED["loss_mean"], dtype=dtype),
                         what=f"cross_entropy(logits, [2, 0]) ({dtype_name(dtype)}, W7-43)",
                         tol=six,
-                        mistakes=signatures.cross_entropy(inputs[dtype], data.week7_targets()),
+                        mistakes=lambda: signatures.cross_entropy(inputs[dtype], data.week7_targets()),
                     )
                 elif label == "uniform weight":  # "exact 1/128": only float rounding of exp/log paths allowed
                     expect.close(
@@ -240,7 +240,7 @@ def test_week7_softmax_numbers_at_stated_precision_in_float32_and_float64(sub, r
                             torch.tensor(w7.STATED["loss_each"][i], dtype=dtype),
                             what=f"cross_entropy on one example: {key} ({dtype_name(dtype)})",
                             tol=six,
-                            mistakes=signatures.cross_entropy(inputs[dtype][i : i + 1], data.week7_targets()[i : i + 1]),
+                            mistakes=lambda: signatures.cross_entropy(inputs[dtype][i : i + 1], data.week7_targets()[i : i + 1]),
                         )
 
 

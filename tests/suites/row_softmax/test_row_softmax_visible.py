@@ -52,7 +52,7 @@ def test_softmax_rows_reproduces_week7_attention_weights(sub, rng):
         w7.t(w7.STATED["weights"]),
         what="softmax_rows(Ŝ) = P_A, P_B (Week 7 §11)",
         tol=w7.PRINTED_3DP,
-        mistakes=_mistakes("masked"),
+        mistakes=lambda: _mistakes("masked"),
         hints=_blocked_leak(calls.value(i_masked), masked),
         grid=QK,
     )
@@ -61,7 +61,7 @@ def test_softmax_rows_reproduces_week7_attention_weights(sub, rng):
         w7.t(w7.STATED["final_weights_4dp"]),
         what="softmax_rows([0.8, 0.4] | [0.1, 0.4]) (Week 7 §5, §12)",
         tol=w7.PRINTED_4DP_F32,
-        mistakes=_mistakes("final"),
+        mistakes=lambda: _mistakes("final"),
         grid=("prompt", "key"),
     )
     got = expect.close(
@@ -113,7 +113,7 @@ def test_softmax_rows_is_stable_at_scores_of_1e4_and_uses_dim(sub, rng):
         w7.t(w7.STATED["final_weights_4dp"], torch.float64),
         what="softmax_rows(Week 7 final rows + 1e4) = the same weights (Week 7 §8)",
         tol=w7.PRINTED_4DP_F32,
-        mistakes=_mistakes("shifted"),
+        mistakes=lambda: _mistakes("shifted"),
         grid=("prompt", "key"),
     )
     expect.close(
@@ -123,7 +123,7 @@ def test_softmax_rows_is_stable_at_scores_of_1e4_and_uses_dim(sub, rng):
         tol=tol(
             "row_softmax.softmax_rows", torch.float32
         ),  # float32 at |s| = 3e4: exp(s − logsumexp(s)) is off by ~1e-4, and correct
-        mistakes=_mistakes("huge"),
+        mistakes=lambda: _mistakes("huge"),
         grid=("row", "key"),
     )
     want = torch.softmax(columns.double(), dim=0).float()
@@ -156,7 +156,7 @@ def test_log_softmax_rows_gives_week7_log_probabilities(sub, rng):
         torch.log_softmax(logits.double(), -1).float(),
         what="log_softmax_rows(Week 7 §16 logits)",
         tol=tol("row_softmax.log_softmax_rows", torch.float32),
-        mistakes=_mistakes("log_softmax"),
+        mistakes=lambda: _mistakes("log_softmax"),
         grid=("prompt", "vocab"),
     )
     expect.close(
@@ -171,7 +171,7 @@ def test_log_softmax_rows_gives_week7_log_probabilities(sub, rng):
         torch.log_softmax(big.double(), -1).float(),
         what="log_softmax_rows at scores of 1e4 stays finite",
         tol=tol("row_softmax.log_softmax_rows", torch.float32),
-        mistakes=_mistakes("log_softmax_big"),
+        mistakes=lambda: _mistakes("log_softmax_big"),
         grid=("row", "vocab"),
     )
     expect.close(
@@ -207,7 +207,7 @@ def test_cross_entropy_reproduces_week7_mean_loss(sub, rng):
         torch.tensor(w7.STATED["loss_mean"]),
         what="cross_entropy: the mean loss (a 0-dim tensor) over [我喜欢 → AI, 猫喜欢 → 我] (Week 7 §16: 1.316836)",
         tol=w7.PRINTED_6DP,
-        mistakes=_mistakes("cross_entropy"),
+        mistakes=lambda: _mistakes("cross_entropy"),
     )
     for i, name, value in (
         (i_a, "L_A = −log p(AI | 我喜欢)", w7.STATED["loss_each"][0]),
@@ -252,7 +252,7 @@ def test_vocab_probs_reproduces_week7_next_token_probabilities(sub, rng):
         torch.softmax(h.double() @ w_vocab.double(), -1).float(),
         what="vocab_probs(h, W_vocab) (Week 7 §16)",
         tol=tol("row_softmax.vocab_probs", torch.float32),
-        mistakes=_mistakes("vocab_probs"),
+        mistakes=lambda: _mistakes("vocab_probs"),
         grid=("prompt", "vocab"),
     )
     expect.close(

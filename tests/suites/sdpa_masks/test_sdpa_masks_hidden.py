@@ -93,7 +93,7 @@ def test_mask_converters_match_reference_on_random_masks(sub, ref, rng, credit):
                         want,
                         what=f"to_additive_mask(allowed {list(mask.shape)}, {dtype_name(dtype)})",
                         tol=EXACT,
-                        mistakes=signatures.distinct(signatures.additive(mask, dtype), EXACT, want),
+                        mistakes=lambda: signatures.distinct(signatures.additive(mask, dtype), EXACT, want),
                     )
 
 
@@ -139,7 +139,7 @@ def test_hf_to_sdpa_mask_matches_reference_any_nonzero_is_real(sub, ref, rng, cr
                         sub.sdpa_masks.hf_to_sdpa_mask(attention_mask, causal=causal),
                         want,
                         what=f"hf_to_sdpa_mask(attention_mask {list(real.shape)} {name}, causal={causal})",
-                        mistakes=signatures.distinct(signatures.hf(attention_mask, causal), EXACT, want),
+                        mistakes=lambda: signatures.distinct(signatures.hf(attention_mask, causal), EXACT, want),
                     )
 
 
@@ -161,7 +161,7 @@ def test_kv_cache_mask_matches_reference_for_l_le_s(sub, ref, rng, credit):
                     sub.sdpa_masks.kv_cache_mask(L, S),
                     want,
                     what=f"kv_cache_mask({L}, {S})",
-                    mistakes=signatures.distinct(signatures.kv_cache(L, S), EXACT, want),
+                    mistakes=lambda: signatures.distinct(signatures.kv_cache(L, S), EXACT, want),
                 )
 
 
@@ -407,7 +407,9 @@ def test_mha_self_attention_matches_module_in_both_layouts(sub, rng, credit):
                     want,
                     what=f"mha_self_attention: {label}",
                     tol=t,
-                    mistakes=signatures.distinct(signatures.mha(sd.mha_module(config, state), x, allowed, key_allowed), t, want),
+                    mistakes=lambda: signatures.distinct(
+                        signatures.mha(sd.mha_module(config, state), x, allowed, key_allowed), t, want
+                    ),
                 )
 
 
