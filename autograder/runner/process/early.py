@@ -2,13 +2,14 @@
 
 ``python -m autograder grade`` starts this module as its very first act (``launch.Early``,
 ~20 ms after the interpreter starts, instead of ~110 ms: after its own imports and the
-parsing of grading.toml). Here pytest, its plugins and torch are imported (preimport.py:
-``pytest_side``, then ``torch_side`` — what the batch's preloaded process imports too:
-nothing computed, no suite, no submission) while the command line validates grading.toml
-and checks the submission, ~0.5 s that would otherwise come before the torch import. The
-sandbox fork server is forked the moment torch and the sandbox's modules are in
-(sandbox_fork_server.start), so its sympy import overlaps the rest of this process's start;
-the plugin adopts it (``--ag-fork-server``) instead of forking its own. A bad
+parsing of grading.toml). Here torch, pytest and its plugins are imported (preimport.py —
+what the batch's preloaded process imports too: nothing computed, no suite, no submission)
+while the command line validates grading.toml and checks the submission, ~0.5 s that would
+otherwise come before the torch import. Torch comes first, with the sandbox's modules, and
+the sandbox fork server is forked the moment they are in (sandbox_fork_server.start): its
+first job, importing sympy (~0.6 s), then overlaps everything this process still does before
+the first test — pytest's imports, its start, the configuration and the collection — and the
+plugin adopts it (``--ag-fork-server``) instead of forking its own. A bad
 config therefore costs at most that much CPU here, never the user's time: the command line
 reports it at once and stops this process, mid-import if need be (``Early.release``).
 Then it reads, from the manifest pipe, one length-prefixed header — the pytest arguments
@@ -58,9 +59,9 @@ def main() -> None:
     fd, run_dir = int(sys.argv[1]), sys.argv[2]
     from . import preimport, sandbox_fork_server
 
-    preimport.pytest_side()
-    server = sandbox_fork_server.start()  # imports torch first: the command line's checks overlap it
-    preimport.torch_side()  # the plugin's other parts, while the server imports sympy
+    server = sandbox_fork_server.start()  # torch first: the command line's checks overlap its import
+    preimport.pytest_side()  # while the server imports sympy
+    preimport.torch_side()  # the plugin's other parts
     header = read_header(fd)
     if header is None:  # the command line stopped before grading (even if it was killed): nothing to run
         import shutil
