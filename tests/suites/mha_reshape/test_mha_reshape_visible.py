@@ -120,7 +120,7 @@ def test_split_heads_cuts_features_into_contiguous_heads(sub, rng, credit):
             x = torch.arange(math.prod(shapes["input"]), dtype=torch.float32).reshape(shapes["input"])
             label = part.label.split(":")[0] if ":" in part.label else "h=3"
             want = examples[label]
-            assert list(want.shape) == shapes["heads"]
+            assert list(want.shape) == shapes["heads"], f"snapshot split_heads_examples[{label!r}] is stale: run `make snapshots`"
             expect.close(
                 sub.mha_reshape.split_heads(x, h),
                 want,
