@@ -14,6 +14,7 @@ the course's own numbering, which no documentation tool knows.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -74,21 +75,46 @@ def resolve(text: str, docs: Path, prefix: str = "docs") -> list[Place]:
     """Every citation of ``text`` as a place in ``docs`` (the folder holding EXERCISES.md and
     lessons/); ``prefix`` is how a student names that folder."""
     places = []
-    cache: dict[str, list[str] | None] = {}
     for document, section in citations(text):
         rel = DOCUMENTS[document]
-        if rel not in cache:
-            try:
-                cache[rel] = (docs / rel).read_text(encoding="utf-8").splitlines()
-            except (OSError, UnicodeDecodeError):
-                cache[rel] = None
-        lines = cache[rel]
-        path = f"{prefix}/{rel}" if lines is not None else None
+        text_of = _document(docs / rel)
+        path = f"{prefix}/{rel}" if text_of is not None else None
         if section is None:
-            places.append(Place(document, "", path, 1 if lines is not None else None))
+            places.append(Place(document, "", path, 1 if text_of is not None else None))
         else:
-            places.append(Place(document, section, path, _find(lines, section) if lines is not None else None))
+            places.append(Place(document, section, path, text_of.find(section) if text_of is not None else None))
     return places
+
+
+class _Document:
+    """A lesson's lines and the sections looked up in it so far."""
+
+    def __init__(self, lines: list[str]) -> None:
+        self.lines = lines
+        self._found: dict[str, int | None] = {}
+
+    def find(self, section: str) -> int | None:
+        if section not in self._found:
+            self._found[section] = _find(self.lines, section)
+        return self._found[section]
+
+
+def _document(path: Path) -> _Document | None:
+    """The text at ``path``, read and searched once per version of the file: a run resolves
+    the ~170 hints of its catalogue against the same three lessons (~0.08 s uncached)."""
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return _read(str(path), stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=16)
+def _read(path: str, mtime_ns: int, size: int) -> _Document | None:
+    try:
+        return _Document(Path(path).read_text(encoding="utf-8").splitlines())
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 def where(text: str, docs: Path, prefix: str = "docs") -> str:
