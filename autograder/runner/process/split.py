@@ -17,7 +17,8 @@ Results do not depend on the split:
 - the child sends the pytest-json-report entries of its tests, and the parent puts them
   into its own report in collection order, before the report is written;
 - the run's cap on printed output (``PRINTED_PER_RUN``) is shared by halves: each process
-  may keep half of it.
+  may keep half of it (so a run that prints more than that — 512 KiB by default — may keep
+  the text of different tests from one run to the next; scores and hints never depend on it).
 
 If the child does not deliver (it crashed, or was killed), the parent runs the skills the
 child took itself, after its own, so a result is never lost, only later. Which process
