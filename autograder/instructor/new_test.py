@@ -98,7 +98,7 @@ def plan_grading(
 
 def skeleton(skill: str, module: str, function: str | None, name: str, hidden: bool, hint: str | None) -> str:
     fn = function or "<function>"
-    mistakes = f', mistakes={{"{skill}/{hint}": signatures.<what {fn} returns with that mistake>(...)}}' if hint else ""
+    mistakes = f', mistakes=lambda: {{"{skill}/{hint}": signatures.<what {fn} returns with that mistake>(...)}}' if hint else ""
     if hidden:
         body = (
             f"    for case in credit.cases(4):  # one kind: all four draws must pass\n"
