@@ -346,8 +346,8 @@ def _start_early(config, early=None):
     """The grading run's trusted pytest process, given its suites the moment grading.toml is
     valid (checked in full first: a bad config never starts a run, and stops the early
     process wherever its imports are): the one ``early`` started, which has been importing
-    pytest and torch since ``__main__`` began, or a fresh one. Its ~1.3 s
-    of imports overlap the checks of the submission and this process's own imports. None
+    pytest and torch since ``__main__`` began, or a fresh one. Its imports (torch's: seconds)
+    overlap the checks of the submission and this process's own imports. None
     when that fails; the run starts its own then, and errors are reported as always."""
     try:
         from .runner.grade import start

@@ -5,21 +5,24 @@
 parsing of grading.toml). Here torch, pytest and its plugins are imported (preimport.py —
 what the batch's preloaded process imports too: nothing computed, no suite, no submission)
 while the command line validates grading.toml and checks the submission, ~0.5 s that would
-otherwise come before the torch import. Torch comes first, with the sandbox's modules, and
-the sandbox fork server is forked the moment they are in (sandbox_fork_server.start): its
-first job, importing sympy (~0.6 s), then overlaps everything this process still does before
-the first test — pytest's imports, its start, the configuration and the collection — and the
-plugin adopts it (``--ag-fork-server``) instead of forking its own. A bad
-config therefore costs at most that much CPU here, never the user's time: the command line
-reports it at once and stops this process, mid-import if need be (``Early.release``).
-Then it reads, from the manifest pipe, one length-prefixed header — the pytest arguments
-and the two import folders (root, suites), sent once the config is valid — and becomes
-exactly the process ``trusted.command`` starts: same arguments, same ``sys.argv``, same
-``sys.path`` order and ``PYTHONPATH``, the rest of the pipe being the run manifest the plugin
-reads. A command line that stops before
-grading closes the pipe (or dies, which closes it too); this process then removes the run
-folder made for it and exits without running anything (its fork server ends with it: the
-server's connection closes, and its parent-death signal is SIGKILL).
+otherwise come before the torch import. A bad config therefore costs at most that much CPU
+here, never the user's time: the command line reports it at once and stops this process,
+mid-import if need be (``Early.release``).
+
+Torch comes first, with the sandbox's modules, and the sandbox fork server is forked the
+moment they are in (sandbox_fork_server.start): its first job, importing sympy (~0.6 s),
+then overlaps everything this process still does before the first test — pytest's imports,
+its start, the configuration and the collection — and the plugin adopts it
+(``--ag-fork-server``) instead of forking its own.
+
+Then it reads, from the manifest pipe, one length-prefixed header (``HEADER``) — the pytest
+arguments and the two import folders (root, suites), sent once the config is valid — and
+becomes exactly the process ``trusted.command`` starts: same arguments, same ``sys.argv``,
+same ``sys.path`` order and ``PYTHONPATH``, the rest of the pipe being the run manifest the
+plugin reads. A command line that stops before grading closes the pipe (or dies, which
+closes it too); this process then removes the run folder made for it and exits without
+running anything (its fork server ends with it: the server's connection closes, and its
+parent-death signal is SIGKILL).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import os
 import struct
 import sys
 
+#: the length prefix of the header ``launch.Early.launch`` sends
 HEADER = struct.Struct(">I")
 MAX_HEADER = 1 << 20
 

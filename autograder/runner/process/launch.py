@@ -23,12 +23,11 @@ itself after collection (split.py) and that child stays part of the same run.
 from __future__ import annotations
 
 import json
-import struct
 import sys
 from pathlib import Path
 from typing import Protocol
 
-from . import trusted
+from . import early, trusted
 from .trusted import Plan, TrustedProcess
 
 
@@ -46,7 +45,7 @@ class Fresh:
 
 
 FRESH = Fresh()
-EARLY = "autograder.runner.process.early"
+EARLY = early.__name__  # run as ``python -m`` (early.main)
 
 #: the package's parent: where ``python -m autograder`` runs from (the grading root of a
 #: course repository, a student copy or a Gradescope bundle)
@@ -110,7 +109,7 @@ class Early:
         argv = trusted.command(plan.root, list(plan.test_files), process.report, *self.child_fds)
         # its arguments without "python -s -m pytest", and the import folders
         header = json.dumps({"args": argv[4:], "path": [str(plan.root), str(plan.suites_dir)]}).encode()
-        process.send(struct.pack(">I", len(header)) + header, close=False)  # read by early.read_header
+        process.send(early.HEADER.pack(len(header)) + header, close=False)  # read by early.read_header
         return process
 
     def release(self) -> None:
