@@ -64,8 +64,11 @@ def _add_run(
 
 
 def plan(config: Config) -> Plan:
-    """What the trusted process is started with: root, suites folder, test files."""
-    files = tuple(sorted({s.file for skill in config.skills.values() for s in skill.suites}))
+    """What the trusted process is started with: root, suites folder, test files — a
+    skill's visible suites before its hidden ones, so one worker serves all its tests
+    (sandbox.client.Sandbox: a worker never goes back from a hidden test to a visible one)."""
+    suites = {s.file: s for skill in config.skills.values() for s in skill.suites}
+    files = tuple(sorted(suites, key=lambda f: (suites[f].skill, suites[f].visibility == "hidden", f)))
     return Plan(config.root, config.suites_dir, files)
 
 

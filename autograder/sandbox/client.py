@@ -87,6 +87,7 @@ class Worker:
         self.facts: list[str] = []
         self.exit: Exit | None = None
         self.group: Hashable | None = None  # the tests it may serve in turn (Sandbox.begin_test)
+        self.stage = 0  # the latest stage of its group it served: it never serves an earlier one
         self.baseline: tuple[int, int] | None = None  # (threads, RSS KiB) when it was ready
 
     @property
@@ -299,12 +300,14 @@ class Sandbox:
     Forking a worker from the fork server and tearing it down costs ~15 ms of CPU (mostly
     the kernel copying and freeing the page tables of a process with torch imported), a
     third of a grade's CPU when every test had its own. So the trusted side names each
-    test's *group* (``begin_test``: the plugin uses the skill and the suite's visibility)
-    and a worker serves the tests of one group in turn, reset between them
-    (worker.FreshState). Never across groups: a hidden test's inputs cannot reach a
-    visible test's printed output, nor one skill's state another's. A worker that died,
-    timed out, sent a malformed reply, left a thread running or grew large is replaced by
-    a fresh one, and ``begin_test(None)`` (the default) gives every test its own worker."""
+    test's *group* and *stage* (``begin_test``: the plugin uses the skill, and the stage 0
+    for a visible suite, 1 for a hidden one) and a worker serves the tests of one group in
+    turn, reset between them (worker.FreshState), moving forward through the stages but
+    never back: a hidden test's inputs cannot reach a visible test's printed output (the
+    visible tests of a skill run first, so one worker serves the whole skill), nor one
+    skill's state another's. A worker that died, timed out, sent a malformed reply, left a
+    thread running or grew large is replaced by a fresh one, and ``begin_test(None)`` (the
+    default) gives every test its own worker."""
 
     def __init__(
         self,
@@ -320,19 +323,26 @@ class Sandbox:
         self._spares: list[Worker] = []
         self.spawned = 0
         self._group: Hashable | None = None
+        self._stage = 0
         self._kept: Worker | None = None
         self.reused = 0
 
-    def begin_test(self, group: Hashable | None) -> None:
-        """The next test's group: its worker may come from the last test of the same group."""
-        self._group = group
-        if self._kept is not None and self._kept.group != group:
+    def begin_test(self, group: Hashable | None, stage: int = 0) -> None:
+        """The next test's group and stage: its worker may come from the last test of the
+        same group at the same or an earlier stage (``may_serve``)."""
+        self._group, self._stage = group, stage
+        if self._kept is not None and not self.may_serve(self._kept):
             kept, self._kept = self._kept, None
             kept._stop(reason="its group's tests are done", killed=True, wait=False)
 
+    def may_serve(self, worker: Worker) -> bool:
+        """Whether ``worker`` may serve the next test: same group, and not a later stage
+        than the test's (what a hidden test gave the submission never reaches a visible one)."""
+        return self._group is not None and worker.group == self._group and worker.stage <= self._stage
+
     def _keep(self, worker: Worker) -> bool:
         """Keep ``worker`` for the next test of its group, its reset already under way."""
-        if worker.group != self._group or self._kept is not None or not worker.reusable() or not worker.start_reset():
+        if not self.may_serve(worker) or self._kept is not None or not worker.reusable() or not worker.start_reset():
             return False
         self._kept = worker
         return True
@@ -379,13 +389,14 @@ class Sandbox:
         pre-forked spare, else a new one."""
         kept, self._kept = self._kept, None
         if kept is not None:
-            if kept.group == self._group and kept.finish_reset(self.start_timeout):
+            if self.may_serve(kept) and kept.finish_reset(self.start_timeout):
                 self.reused += 1
+                kept.stage = self._stage
                 return kept
             kept._stop(reason="not reusable", killed=True, wait=False)
         worker = self._spares.pop(0) if self._spares else self._spawn()
         worker.wait_ready(self.start_timeout)
-        worker.group = self._group
+        worker.group, worker.stage = self._group, self._stage
         return worker
 
     def prefork(self, count: int = SPARES) -> None:
@@ -416,7 +427,7 @@ class Sandbox:
         self._spares, self._kept = [], None
         self.control.close()
         box = Sandbox(self.spec, self.start_timeout, self.max_reply_bytes, server=(self.pid, control))
-        box._group = self._group
+        box._group, box._stage = self._group, self._stage
         for worker in taken:
             worker.sandbox = box
         box._spares = taken

@@ -154,9 +154,11 @@ class _Encoder:
         stride = list(t.stride())
         if t.numel() == 0:
             return {"t": "tensor", "dtype": name, "shape": shape, "stride": None, "o": self.size, "n": 0}
-        if all(s >= 0 for s in stride) and not t.is_contiguous():
+        if t.is_contiguous() and not t.is_conj() and not t.is_neg():
+            flat, stride = t, None  # its memory holds exactly the bytes to send: string_at is the one copy
+        elif all(s >= 0 for s in stride) and not t.is_contiguous():
             span = 1 + sum((n - 1) * s for n, s in zip(shape, stride))
-            flat = t.as_strided((span,), (1,), t.storage_offset()).clone()
+            flat = t.as_strided((span,), (1,), t.storage_offset()).clone()  # clone resolves a conj/neg view
         else:
             flat = t.clone(memory_format=torch.contiguous_format).reshape(-1)
             stride = None
@@ -322,7 +324,7 @@ class _Decoder:
         if dtype is torch.bool:
             flat = flat != 0  # never materialise a bool tensor from arbitrary bytes
         if stride is None:
-            return flat.reshape(shape)
+            return flat.view(shape)  # a fresh 1-D tensor: a view always works, and costs less than reshape
         return torch.as_strided(flat, shape, stride, 0)
 
 
@@ -351,11 +353,21 @@ def decode(tree: Any, blob: bytes | bytearray | memoryview) -> Any:
 
 
 # --------------------------------------------------------------------------- framing
-def send_message(sock: socket.socket, header: dict, blob: bytes = b"") -> None:
-    data = json.dumps(header, allow_nan=False, separators=(",", ":")).encode()
+def header_bytes(header: dict) -> bytes:
+    """A frame's header as sent: ASCII JSON (any non-ASCII character, a lone surrogate
+    too, travels as a ``\\uXXXX`` escape)."""
+    return json.dumps(header, allow_nan=False, separators=(",", ":")).encode()
+
+
+def send_frame(sock: socket.socket, data: bytes, blob: bytes = b"") -> None:
+    """Send a frame whose header is already ``header_bytes``."""
     sock.sendall(_PREFIX.pack(MAGIC, len(data), len(blob)) + data)
     if blob:
         sock.sendall(blob)
+
+
+def send_message(sock: socket.socket, header: dict, blob: bytes = b"") -> None:
+    send_frame(sock, header_bytes(header), blob)
 
 
 def recv_message(

@@ -688,6 +688,16 @@ def imported_scopes(source: str, available: dict[str, str]) -> dict[str, tuple[s
     classes the importers reach (``from sdpa_masks import to_additive_mask`` does not bring in
     ``sdpa_masks.sdpa``), or None — the whole file — when the module is used as a whole.
     Conservative: a module's own imports count wherever they stand in it."""
+    return dict(_imported_scopes(source, tuple(sorted(available.items()))))
+
+
+@functools.lru_cache(maxsize=64)
+def _imported_scopes(
+    source: str, files: tuple[tuple[str, str], ...]
+) -> tuple[tuple[str, tuple[str, frozenset[str] | None]], ...]:
+    """``imported_scopes``, once per run for each file and its fellow files: the tests of a
+    suite check the same file with the same rule (every value in it is immutable)."""
+    available = dict(files)
     uses: dict[str, set[str] | None] = {}
 
     def merge(found: dict[str, set[str] | None]) -> bool:
@@ -702,7 +712,7 @@ def imported_scopes(source: str, available: dict[str, str]) -> dict[str, tuple[s
     try:
         merge(_module_uses(source, available))
     except SyntaxError:
-        return {}
+        return ()
     changed = True
     while changed:
         changed = False
@@ -718,7 +728,7 @@ def imported_scopes(source: str, available: dict[str, str]) -> dict[str, tuple[s
         except SyntaxError:
             scope = None
         out[module] = (available[module], scope)
-    return out
+    return tuple(out.items())
 
 
 @functools.lru_cache(maxsize=64)

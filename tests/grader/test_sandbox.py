@@ -184,6 +184,7 @@ def disturb():
     sys.stdout = None
     signal.setitimer(signal.ITIMER_REAL, 30)
     sys.modules["json"] = None
+    del sys.modules["base64"]
     os.chdir("/")
     return "disturbed"
 
@@ -235,7 +236,8 @@ def state():
         "grad": torch.is_grad_enabled(), "print": torch._tensor_str.PRINT_OPTS.precision, "env": "PLANTED" in os.environ,
         "builtin": hasattr(builtins, "PLANTED"), "stdout": sys.stdout is not None,
         "timer": signal.getitimer(signal.ITIMER_REAL)[0],
-        "json": sys.modules.get("json") is not None, "cwd": os.getcwd(), "calls": len(CALLS),
+        "json": sys.modules.get("json") is not None, "base64": "base64" in sys.modules,
+        "cwd": os.getcwd(), "calls": len(CALLS),
     }
 '''
 
@@ -551,8 +553,8 @@ def test_worker_cannot_even_stat_solutions_or_hidden_suites(sandbox):
 
 
 # ------------------------------------------------------------------ one worker per group
-def _grouped(box, group, fn, *args):
-    box.begin_test(group)
+def _grouped(box, group, fn, *args, stage=0):
+    box.begin_test(group, stage)
     worker, reply = call(box, fn, *args)
     worker.close()
     return worker.pid, reply
@@ -572,34 +574,48 @@ def _same_state(a, b):
 
 def test_a_group_reuses_its_worker_made_fresh_between_tests(sandbox):
     try:
-        first, before = _grouped(sandbox, ("qkv", "hidden"), "state")
-        second, reply = _grouped(sandbox, ("qkv", "hidden"), "count")
-        third, disturbed = _grouped(sandbox, ("qkv", "hidden"), "disturb")
-        fourth, after = _grouped(sandbox, ("qkv", "hidden"), "state")
+        first, before = _grouped(sandbox, "qkv", "state")
+        second, reply = _grouped(sandbox, "qkv", "count")
+        third, disturbed = _grouped(sandbox, "qkv", "disturb")
+        fourth, after = _grouped(sandbox, "qkv", "state")
         assert first == second == third == fourth and disturbed.ok  # one process…
         before, after = before.value["value"], after.value["value"]
         fresh = _fresh_state(sandbox)
         assert torch.equal(before["torch"], fresh["torch"])  # (a fresh worker's torch RNG: the fork server's)
         _same_state(after, before)  # …that each test finds as fresh: module state, RNGs, globals, timers
         assert after["calls"] == 0 and after["dtype"] == "torch.float32" and after["grad"] and not after["env"]
+        assert after["json"] and after["base64"]  # a replaced and a removed entry of sys.modules are back
     finally:
         sandbox.begin_test(None)
 
 
 def test_a_module_is_imported_afresh_for_each_test_of_a_group(sandbox):
     try:
-        first, reply = _grouped(sandbox, ("masks", "visible"), "count")
-        second, again = _grouped(sandbox, ("masks", "visible"), "count")
+        first, reply = _grouped(sandbox, "masks", "count")
+        second, again = _grouped(sandbox, "masks", "count")
         assert second == first and reply.value["value"] == again.value["value"] == 1
+    finally:
+        sandbox.begin_test(None)
+
+
+def test_a_worker_goes_from_visible_to_hidden_tests_but_never_back(sandbox):
+    """A skill's visible tests run first, then its hidden ones, on one worker; what a hidden
+    test gave the submission must never reach a visible test's output, so a visible test
+    after a hidden one gets a fresh worker."""
+    try:
+        visible, _ = _grouped(sandbox, "qkv", "echo", 1, stage=0)
+        hidden, _ = _grouped(sandbox, "qkv", "echo", 1, stage=1)
+        visible_again, _ = _grouped(sandbox, "qkv", "echo", 1, stage=0)
+        assert visible == hidden and visible_again != hidden
     finally:
         sandbox.begin_test(None)
 
 
 def test_workers_never_cross_groups(sandbox):
     try:
-        hidden, _ = _grouped(sandbox, ("qkv", "hidden"), "echo", 1)
-        visible, _ = _grouped(sandbox, ("qkv", "visible"), "echo", 1)
-        other_skill, _ = _grouped(sandbox, ("masks", "visible"), "echo", 1)
+        hidden, _ = _grouped(sandbox, "qkv", "echo", 1, stage=1)
+        visible, _ = _grouped(sandbox, "qkv", "echo", 1, stage=0)
+        other_skill, _ = _grouped(sandbox, "masks", "echo", 1)
         assert len({hidden, visible, other_skill}) == 3
     finally:
         sandbox.begin_test(None)
@@ -618,8 +634,8 @@ def test_ungrouped_tests_each_get_their_own_worker(sandbox):
 
 def test_a_worker_that_left_a_thread_running_serves_no_other_test(sandbox):
     try:
-        spinner, _ = _grouped(sandbox, ("qkv", "hidden"), "background_thread")
-        after, reply = _grouped(sandbox, ("qkv", "hidden"), "count")
+        spinner, _ = _grouped(sandbox, "qkv", "background_thread")
+        after, reply = _grouped(sandbox, "qkv", "count")
         assert after != spinner and reply.value["value"] == 1
     finally:
         sandbox.begin_test(None)
@@ -627,10 +643,10 @@ def test_a_worker_that_left_a_thread_running_serves_no_other_test(sandbox):
 
 def test_a_worker_that_died_serves_no_other_test(sandbox):
     try:
-        sandbox.begin_test(("qkv", "hidden"))
+        sandbox.begin_test("qkv")
         with pytest.raises(WorkerDied):
             call(sandbox, "exit_code", 3)
-        after, reply = _grouped(sandbox, ("qkv", "hidden"), "echo", 5)
+        after, reply = _grouped(sandbox, "qkv", "echo", 5)
         assert reply.ok and reply.value["value"] == 5
     finally:
         sandbox.begin_test(None)

@@ -37,8 +37,8 @@ def credit(request: pytest.FixtureRequest) -> Credit:
 @pytest.fixture
 def sub(request: pytest.FixtureRequest):
     grading = require(request.config)
-    # one worker serves a skill's tests of one visibility in turn (sandbox.client.Sandbox)
-    grading.sandbox.begin_test(grading.group(request.node.nodeid))
+    # one worker serves a skill's tests in turn, visible ones before hidden ones (sandbox.client.Sandbox)
+    grading.sandbox.begin_test(*grading.group(request.node.nodeid))
     submission = Submission(grading.runtime)
     request.node.stash[SUBMISSION] = submission
     yield submission

@@ -65,23 +65,26 @@ class GradingSession:
             except OSError:
                 self.progress = None
 
-    def group(self, nodeid: str) -> tuple[str, str] | None:
-        """The tests whose worker a test may take over: its skill and visibility (see
-        sandbox.client.Sandbox.begin_test)."""
+    def group(self, nodeid: str) -> tuple[str | None, int]:
+        """The tests whose worker a test may take over, and its stage among them: its skill,
+        0 for a visible suite and 1 for a hidden one (see sandbox.client.Sandbox.begin_test:
+        a worker that served a hidden test never serves a visible one)."""
         spec = self.manifest.test(nodeid)
-        return (spec.skill, spec.visibility) if spec else None
+        return (spec.skill, int(spec.visibility == "hidden")) if spec else (None, 0)
 
     def plan(self, items: list) -> None:
         """The tests this process runs, in order: after each, how many fresh workers the
-        rest will still need (a new group, or a test without one, starts on a fresh worker;
-        tests that do not use ``sub`` need none), so no spare is forked only to be thrown away."""
+        rest will still need (a new group, a visible test after a hidden one, or a test
+        without a group starts on a fresh worker; tests that do not use ``sub`` need none),
+        so no spare is forked only to be thrown away."""
         wanted = [item.nodeid for item in items if "sub" in getattr(item, "fixturenames", ())]
-        groups = [self.group(nodeid) for nodeid in wanted]
+        keys = [self.group(nodeid) for nodeid in wanted]
         self._fresh_after = {}
         ahead = 0
         for k in range(len(wanted) - 1, -1, -1):
             self._fresh_after[wanted[k]] = ahead
-            if k == 0 or groups[k] is None or groups[k] != groups[k - 1]:
+            (group, stage), (before, stage_before) = keys[k], keys[k - 1] if k else (None, 0)
+            if k == 0 or group is None or group != before or stage < stage_before:
                 ahead += 1
 
     def spares_at_start(self) -> int:
