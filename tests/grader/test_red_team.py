@@ -449,6 +449,59 @@ def test_cheap_attacks_earn_nothing_under_other_seeds(attack, seed, tmp_path):
     assert not paid, paid
 
 
+CARRY = """
+
+# --- records every call's inputs where the worker's reset does not look (torch's namespace)
+import functools as _functools
+import hashlib as _hashlib
+
+_LOG = torch.__dict__.setdefault("_carried_log", [])
+
+
+def _carry(fn):
+    @_functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        data = b"".join(a.detach().contiguous().numpy().tobytes() for a in args if isinstance(a, torch.Tensor))
+        now = _hashlib.sha256(data).hexdigest()[:12]
+        print(f"NOW:{now} SEEN:{','.join(_LOG)}")
+        _LOG.append(now)
+        return fn(*args, **kwargs)
+    return wrapper
+
+
+for _name, _value in list(globals().items()):
+    if callable(_value) and not isinstance(_value, type) and getattr(_value, "__module__", None) == __name__ and _name[0] != "_":
+        globals()[_name] = _carry(_value)
+"""
+
+
+def test_what_a_hidden_test_gave_the_submission_never_reaches_a_visible_test(tmp_path):
+    """One worker serves a skill's visible tests, then its hidden ones (sandbox/client.py).
+    The reference qkv, wrapped to print a fingerprint of every call's inputs together with
+    all it saw before — kept in torch's namespace, which the worker's reset leaves alone, as
+    hostile code may — shows what each test's worker had seen: a visible test's output must
+    never hold a hidden test's inputs. (Graded with hidden tests revealed, to read their output.)"""
+    import re
+
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "qkv.py").write_text((ROOT / "solutions" / "qkv.py").read_text() + CARRY)
+    graded = grade(tmp_path / "sub", "--skill", "qkv", "--reveal-hidden", output=tmp_path / "r.json")
+    assert graded.rc == 0, graded.stderr[-2000:]
+    tests = graded.tests()
+    assert tests and all(t["score"] == t["max_score"] for t in tests)  # the wrapper changes no value
+
+    def seen(test, kind):
+        return {fp for p in test["printed"] for fp in re.findall(rf"{kind}:([0-9a-f,]*)", p["text"])[0].split(",") if fp}
+
+    visible = [t for t in tests if t["visibility"] == "visible"]
+    hidden = [t for t in tests if t["visibility"] == "hidden"]
+    visible_inputs = set().union(*(seen(t, "NOW") for t in visible))
+    hidden_only = set().union(*(seen(t, "NOW") for t in hidden)) - visible_inputs
+    for test in visible:
+        assert not seen(test, "SEEN") & hidden_only, test["name"]
+    assert hidden_only and any(seen(t, "SEEN") & visible_inputs for t in hidden)  # one worker went from visible to hidden
+
+
 def test_submission_text_cannot_inject_into_any_output(tmp_path):
     """tests/submissions/hostile/output_injection puts escapes, fake grader lines, workflow
     commands, mentions and links in every channel it controls, and smuggles hidden inputs
