@@ -154,11 +154,12 @@ class _Encoder:
         stride = list(t.stride())
         if t.numel() == 0:
             return {"t": "tensor", "dtype": name, "shape": shape, "stride": None, "o": self.size, "n": 0}
-        if t.is_contiguous() and not t.is_conj() and not t.is_neg():
-            flat, stride = t, None  # its memory holds exactly the bytes to send: string_at is the one copy
+        if t.is_contiguous() and not t.is_conj() and not t.is_neg() and t.data_ptr() != 0:
+            # its memory holds exactly the bytes to send: string_at is the one copy (a zero tensor
+            # — torch._efficientzerotensor — has no memory at all: it is cloned below)
+            flat, stride = t, None
         elif all(s >= 0 for s in stride) and not t.is_contiguous():
-            span = 1 + sum((n - 1) * s for n, s in zip(shape, stride))
-            flat = t.as_strided((span,), (1,), t.storage_offset()).clone()  # clone resolves a conj/neg view
+            flat = _strided_copy(t, 1 + sum((n - 1) * s for n, s in zip(shape, stride)))
         else:
             flat = t.clone(memory_format=torch.contiguous_format).reshape(-1)
             stride = None
@@ -167,6 +168,18 @@ class _Encoder:
         self.chunks.append(data)
         self.size += len(data)
         return out
+
+
+def _strided_copy(t: torch.Tensor, span: int) -> torch.Tensor:
+    """``t``'s elements at ``t``'s strides in a fresh buffer of ``span`` elements, the bytes
+    between them zero: a slice of a larger tensor (``big[:, :d]``) keeps its strides on the
+    other side, never the rest of ``big``. (The copy also resolves a conj/neg view.)"""
+    flat = torch.zeros(span, dtype=t.dtype)
+    try:
+        flat.as_strided(t.shape, t.stride()).copy_(t)
+    except RuntimeError:  # elements sharing memory (a zero stride, as in expand): the span as it lies
+        flat = t.as_strided((span,), (1,), t.storage_offset()).clone()
+    return flat
 
 
 def _unencodable(t: torch.Tensor) -> str:

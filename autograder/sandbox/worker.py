@@ -248,9 +248,8 @@ class FreshState:
         builtins.__dict__.clear()
         builtins.__dict__.update(self.builtins)
         sys.path[:] = self.path
-        if dict(os.environ) != self.environ:
-            os.environ.clear()
-            os.environ.update(self.environ)
+        os.environ.clear()  # always: a variable set with os.putenv is in the C environment, not in os.environ's copy
+        os.environ.update(self.environ)
         os.chdir(self.cwd)
         torch.set_rng_state(self.torch_rng)
         random.setstate(self.python_rng)

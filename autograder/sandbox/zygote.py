@@ -1,4 +1,4 @@
-"""Fork server: one process with torch imported but never used, forking a worker per test.
+"""Fork server: one process with torch imported but never used, forking the workers (one per skill: client.Sandbox).
 
 ``import torch`` costs ~1.2 s; forking a process that already has it costs a few ms. But
 torch's intra-op thread pool does not survive ``fork()`` once it has run, so workers must

@@ -40,6 +40,25 @@ def test_strided_and_expanded_tensors_keep_values_and_layout():
         assert out.is_contiguous() == t.is_contiguous()
 
 
+def test_a_slice_keeps_its_strides_but_never_carries_the_rest_of_its_tensor():
+    """The bytes between a strided slice's elements travel as zeros: whatever else the
+    sliced tensor held (on the trusted side, maybe values no worker should see) stays here."""
+    big = torch.full((3, 6), 12345.0, dtype=torch.float64)
+    big[:, :2] = torch.arange(6.0, dtype=torch.float64).reshape(3, 2)
+    for t in (big[:, :2], big[:, :2].t(), big[:, ::3][:, :1]):
+        tree, blob = protocol.encode(t)
+        assert torch.tensor(12345.0, dtype=torch.float64).numpy().tobytes() not in blob
+        out = protocol.decode(tree, blob)
+        assert torch.equal(out, t) and out.stride() == t.stride()
+
+
+def test_conjugate_negative_and_zero_tensors_arrive_as_their_values():
+    values = torch.tensor([1 + 2j, 3 - 1j])
+    for t in (values.conj(), values.conj().imag, values.conj()[1:], torch._efficientzerotensor((3,))):
+        out = roundtrip(t)
+        assert torch.equal(out, t.resolve_conj().resolve_neg().clone()), (t, out)
+
+
 def test_containers_and_scalars_roundtrip():
     value = {"a": (1, 2.5, float("-inf"), None, True, "x"), "b": [torch.zeros(0), torch.tensor(3.0)], "dtype": torch.float64}
     out = roundtrip(value)

@@ -619,7 +619,7 @@ def test_workers_never_cross_groups(sandbox):
         assert len({hidden, visible, other_skill}) == 3
     finally:
         sandbox.begin_test(None)
-    for _ in range(100):  # the hidden group's worker was stopped when its group ended
+    for _ in range(100):  # the hidden stage's worker was stopped when a visible test came
         if not os.path.exists(f"/proc/{hidden}") or open(f"/proc/{hidden}/stat").read().split()[2] == "Z":
             break
         time.sleep(0.02)

@@ -14,8 +14,8 @@
   collection (split.py): a fork of the same run, not a second start;
 - the **sandbox fork server** (``sandbox_fork_server``, sandbox/zygote.py): forked once by
   each trusted process, with torch imported and nothing computed — from its plugin's first
-  hook, or, in the Early launcher's process, the moment torch is in (early.py); it forks a
-  sandboxed worker per test.
+  hook, or, in the Early launcher's process, the moment torch is in (early.py); it forks the
+  sandboxed workers (one per skill, sandbox/client.Sandbox).
 
 Nothing here starts a process or imports torch when imported.
 """
