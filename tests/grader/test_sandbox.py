@@ -66,6 +66,10 @@ def signal_parent():
     os.kill(os.getppid(), 9)
     return "sent"
 
+def hoard(mib):
+    sys.hoarded = b"x" * (mib << 20)  # resident (written), and kept where the reset does not look
+    return "hoarded"
+
 def background_thread():
     def spin():
         while True:
@@ -637,6 +641,18 @@ def test_a_worker_that_left_a_thread_running_serves_no_other_test(sandbox):
         spinner, _ = _grouped(sandbox, "qkv", "background_thread")
         after, reply = _grouped(sandbox, "qkv", "count")
         assert after != spinner and reply.value["value"] == 1
+    finally:
+        sandbox.begin_test(None)
+
+
+def test_a_worker_that_grew_large_serves_no_other_test_one_that_grew_a_little_does(sandbox):
+    from autograder.sandbox.client import REUSE_MAX_GROWTH_KIB
+
+    try:
+        small, _ = _grouped(sandbox, "qkv", "hoard", 8)
+        after_small, _ = _grouped(sandbox, "qkv", "hoard", (REUSE_MAX_GROWTH_KIB >> 10) + 64)
+        after_large, reply = _grouped(sandbox, "qkv", "count")
+        assert small == after_small and after_large != after_small and reply.value["value"] == 1
     finally:
         sandbox.begin_test(None)
 
