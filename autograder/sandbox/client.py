@@ -467,7 +467,11 @@ class Sandbox:
         except OSError:
             pass
 
-    def close(self) -> None:
+    def close(self, wait: bool = True) -> None:
+        """Stop the fork server (it kills and sweeps every worker first) and wait for its exit.
+        ``wait=False``, for a process about to exit itself: wait only until the server says its
+        workers are gone, not for its own exit (~50 ms: the kernel freeing a process with torch);
+        the server, whose parent-death signal is SIGKILL, is then its init's to reap."""
         self.begin_test(None)
         for spare in self._spares:
             spare.close()
@@ -476,8 +480,15 @@ class Sandbox:
             self.control.send(json.dumps({"op": "stop"}).encode())
         except OSError:
             pass
+        if not wait:
+            self.control.settimeout(self.start_timeout)
+            try:
+                self.control.recv(64)  # {"stopped": true}, or nothing when the server is gone
+            except OSError:
+                pass
         self.control.close()
-        try:
-            os.waitpid(self.pid, 0)
-        except ChildProcessError:
-            pass
+        if wait:
+            try:
+                os.waitpid(self.pid, 0)
+            except ChildProcessError:
+                pass

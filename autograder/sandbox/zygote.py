@@ -168,6 +168,10 @@ class _Server:
         for pid in list(self.live):
             self.kill(pid)
         self._sweep()
+        try:  # every worker is gone and swept: what is left of this process is its own exit
+            self.sock.send(b'{"stopped": true}')
+        except OSError:
+            pass
 
     def serve(self, sock: socket.socket) -> bool:
         """Answer one request from ``sock``; False when that connection ends."""

@@ -657,6 +657,20 @@ def test_a_worker_that_grew_large_serves_no_other_test_one_that_grew_a_little_do
         sandbox.begin_test(None)
 
 
+def test_closing_without_waiting_for_the_servers_exit_still_ends_every_worker_first(tmp_path):
+    """A trusted process about to exit closes its sandbox with ``wait=False``: it waits until
+    the fork server has killed and swept every worker, not for the server's own exit."""
+    box = Sandbox(_spec(tmp_path))
+    kept = box._spawn()  # a worker only the server knows of: no kill request is sent for it…
+    kept.wait_ready(30)
+    assert os.path.exists(f"/proc/{kept.pid}")
+    box.close(wait=False)
+    assert not os.path.exists(f"/proc/{kept.pid}")  # …so the server killed and reaped it before it answered
+    _, status = os.waitpid(box.pid, 0)  # the server: ours to reap here (in the trusted process, its init's)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+    kept.sock.close()
+
+
 def test_a_worker_that_died_serves_no_other_test(sandbox):
     try:
         sandbox.begin_test("qkv")

@@ -179,8 +179,8 @@ class GradingHooks:
         if grading.profiler is not None:
             grading.profiler.disable()
             grading.profiler.dump_stats(os.environ["AUTOGRADER_PROFILE"])
-        grading.emit({"event": "done", "exitstatus": int(exitstatus)})
-        grading.close()
-        sys.stdout.flush()
+        sys.stdout.flush()  # the log is complete before the parent hears "done"
         sys.stderr.flush()
+        grading.emit({"event": "done", "exitstatus": int(exitstatus)})
+        grading.close(exiting=True)  # stops the sandbox, then closes the progress pipe: the parent goes on
         os._exit(int(exitstatus))

@@ -100,7 +100,10 @@ class GradingSession:
         digest = hashlib.sha256(f"{self.seed}:{nodeid}".encode()).digest()
         return int.from_bytes(digest[:8], "little") >> 1
 
-    def close(self) -> None:
-        self.sandbox.close()
+    def close(self, exiting: bool = False) -> None:
+        """Stop the sandbox, then close the progress pipe (the parent reads that as the end of
+        the run). ``exiting``: this process exits next, so the fork server's own exit is not waited for."""
+        self.sandbox.close(wait=not exiting)
         if self.progress is not None:
             self.progress.close()
+            self.progress = None

@@ -23,6 +23,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -201,7 +202,14 @@ class TrustedProcess:
                             on_event(event)
                 elif self.proc.poll() is not None:
                     break
-            if not result.timed_out:
+            done = next((e for e in result.events if e.get("event") == "done"), None)
+            if not result.timed_out and done is not None and type(done.get("exitstatus")) is int:
+                # The run is over — report written, sandbox stopped, log flushed, then the progress
+                # pipe closed — and the process only exits now, with this status (os._exit). Its exit,
+                # the kernel freeing a process with torch (~50 ms), overlaps our scoring and output.
+                result.returncode = done["exitstatus"]
+                _reap_in_background(self.proc)
+            elif not result.timed_out:
                 try:
                     self.proc.wait(timeout=max(deadline - time.monotonic(), 1))
                 except subprocess.TimeoutExpired:
@@ -213,7 +221,8 @@ class TrustedProcess:
         finally:
             os.close(self._progress_read)
             self._log_fh.close()
-        result.returncode = self.proc.returncode
+        if result.returncode is None:
+            result.returncode = self.proc.returncode
         try:
             result.log_tail = self.log.read_bytes()[-4000:].decode("utf-8", "replace")
         except OSError:
@@ -296,6 +305,20 @@ def stop(proc: subprocess.Popen, manifest_write: int, progress_read: int, log_fh
     _kill(proc)
     os.close(progress_read)
     log_fh.close()
+
+
+def _reap_in_background(proc: subprocess.Popen, timeout: float = 30.0) -> None:
+    """Wait for ``proc``'s exit in a thread of its own — not a daemon: the interpreter's exit
+    joins it, so the command line never ends before the process it started — and kill it if
+    it has not exited within ``timeout``."""
+
+    def reap() -> None:
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill(proc)
+
+    threading.Thread(target=reap, name="autograder-reap", daemon=False).start()
 
 
 def _kill(proc: subprocess.Popen) -> None:
