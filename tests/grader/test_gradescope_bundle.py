@@ -334,6 +334,7 @@ def test_reference_solutions_score_full_marks_with_hidden_tests(bundle, tmp_path
     assert data["extra_data"]["release"]["suite_hash"] == suite_hash(load(ROOT / "grading.toml"))
     assert f"release {VERSION}" in data["output"]
     assert "[run_autograder] score 100" in proc.stdout
+    assert "leftover" not in proc.stdout + proc.stderr  # the run's processes end on their own: none is killed
     assert stat.S_IMODE((root / "source" / "seed.key").stat().st_mode) == 0o600  # submission code runs as another user
     assert data["extra_data"]["seed_source"] == "content"  # derived with the bundle's key, not the public default
     assert data["execution_time"] > 1  # the run's wall time, not 0.0
