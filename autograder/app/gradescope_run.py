@@ -66,9 +66,9 @@ def _descendants(pid: int) -> list[int]:
 
 
 def _reap_ended(grace: float) -> None:
-    """Reap the children that end on their own within ``grace`` seconds: a grading run's
-    processes are exiting when its results come back (the trusted process and the fork server
-    each take ~50 ms to be freed), and are not left behind."""
+    """Reap the children that end within ``grace`` seconds (returns once none is left): a
+    grading run's processes are exiting when its results come back (the trusted process and
+    the fork server each take ~50 ms to be freed), and are not left behind."""
     deadline = time.monotonic() + grace
     while time.monotonic() < deadline:
         try:
@@ -89,13 +89,7 @@ def _kill_leftovers() -> int:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        try:
-            if os.waitpid(-1, os.WNOHANG) == (0, 0):
-                time.sleep(0.05)
-        except ChildProcessError:
-            break
+    _reap_ended(5)
     return len(left)
 
 
