@@ -2,10 +2,11 @@ import sys
 
 early = None
 if sys.argv[1:2] == ["grade"]:
-    # the trusted pytest process first: its ~1.2 s of imports overlap everything this
-    # process does before grading (runner/process/early.py); a failure here only costs that head start
+    # the trusted pytest process first, with nothing imported but os: its torch import overlaps
+    # everything this process does before grading (runner/process/early.py); a failure here only
+    # costs that head start
     try:
-        from .runner.process.launch import Early, early_root
+        from .runner.process.early import Early, early_root
 
         root = early_root(sys.argv[2:])
         early = Early(root) if root is not None else None

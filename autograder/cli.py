@@ -278,7 +278,7 @@ def _streams_survive_any_text() -> None:
 
 def main(argv: list[str] | None = None, early=None) -> int:
     """``early``: the launcher of the trusted pytest process ``__main__`` started before
-    anything else (runner/process/launch.Early), for a ``grade``; stopped here when the run
+    anything else (runner/process/early.Early), for a ``grade``; stopped here when the run
     does not take it."""
     try:
         return _main(argv, early)

@@ -5,7 +5,9 @@ folder behind."""
 
 from __future__ import annotations
 
+import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -110,9 +112,9 @@ def _processes_with(entry: str) -> list[int]:
 @pytest.mark.parametrize(
     ("argv", "expected"),
     [
-        ([], ROOT),
-        (["solutions", "--config", str(ROOT / "grading.toml")], ROOT),
-        ([f"--config={ROOT / 'grading.toml'}"], ROOT),
+        ([], str(ROOT)),
+        (["solutions", "--config", str(ROOT / "grading.toml")], str(ROOT)),
+        ([f"--config={ROOT / 'grading.toml'}"], str(ROOT)),
         (["--config", "/elsewhere/grading.toml"], None),
         (["--help"], None),
     ],
@@ -185,6 +187,7 @@ def test_a_bad_config_never_starts_a_trusted_process(tmp_path, capsys, monkeypat
 #: fails the test below: a trusted process starts through a launcher (runner/process/launch.py)
 PROCESS_STARTS = {
     "runner/process/trusted.py": "Popen: the one fresh start of a trusted process (trusted.popen, used by every launcher)",
+    "runner/process/os_spawn.py": "posix_spawn: the Early launcher's start, before the command line imports subprocess",
     "runner/process/early.py": "run_module: pytest's __main__, run by the Early launcher's process and the batch's forks",
     "runner/process/split.py": "fork: a trusted process divides itself after collection (the same run)",
     "runner/policy.py": "fork: a short-lived child checks what an unprivileged uid can read",
@@ -196,7 +199,17 @@ PROCESS_STARTS = {
 }
 
 
-STARTERS = {("subprocess", "Popen"), ("os", "fork"), ("pytest", "console_main"), ("pytest", "main"), ("runpy", "run_module")}
+STARTERS = {
+    ("subprocess", "Popen"),
+    ("os", "fork"),
+    ("os", "posix_spawn"),
+    ("os", "posix_spawnp"),
+    ("os", "execv"),
+    ("os", "execve"),
+    ("pytest", "console_main"),
+    ("pytest", "main"),
+    ("runpy", "run_module"),
+}
 
 
 def _process_starts(tree) -> set[str]:
@@ -270,3 +283,65 @@ def test_a_plan_for_another_suites_folder_is_not_forked_from_the_batchs_preloade
     finally:
         process.release()
     assert not process.run_dir.exists()
+
+
+# --------------------------------------------------------------------------- the start with nothing but os (os_spawn.py)
+def test_the_early_start_gives_its_child_what_popen_would_and_nothing_more(tmp_path):
+    """``os_spawn.posix_spawn`` stands in for ``trusted.popen`` at the Early start: stdin from
+    /dev/null, stdout and stderr to the log, the passed descriptors and none we inherited, a
+    session of its own, the folder asked for — and the caller's folder unchanged."""
+    from autograder.runner.process import os_spawn
+
+    inherited_read, inherited_write = os.pipe()
+    passed_read, passed_write = os.pipe()
+    os.set_inheritable(inherited_read, True)  # as a make jobserver's pipe would be
+    code = (
+        "import json, os, sys\n"
+        "listed = os.listdir('/proc/self/fd')  # its own descriptor is closed again below\n"
+        "print(json.dumps({'fds': sorted(int(f) for f in listed if os.path.exists('/proc/self/fd/' + f)), 'cwd': os.getcwd(),\n"
+        "  'session': os.getsid(0) == os.getpid(), 'stdin': sys.stdin.read(),\n"
+        "  'passed': os.read(int(sys.argv[1]), 5).decode()}))\n"
+        "print('to stderr', file=sys.stderr)\n"
+    )
+    here = os.getcwd()
+    try:
+        with open(tmp_path / "child.log", "wb") as log:
+            argv = [sys.executable, "-c", code, str(passed_read)]
+            child = os_spawn.posix_spawn(argv, cwd=tmp_path, env=dict(os.environ), log=log, pass_fds=(passed_read,))
+        os.write(passed_write, b"hello")
+        assert child.wait(timeout=60) == 0 and child.poll() == 0
+    finally:
+        for fd in (inherited_read, inherited_write, passed_read, passed_write):
+            os.close(fd)
+    assert os.getcwd() == here
+    first, second = (tmp_path / "child.log").read_text().splitlines()
+    seen = json.loads(first)
+    assert second == "to stderr"
+    assert seen["cwd"] == str(tmp_path.resolve()) and seen["session"] and seen["stdin"] == "" and seen["passed"] == "hello"
+    assert seen["fds"] == [0, 1, 2, passed_read]  # not inherited_read
+
+
+def test_the_early_starts_handle_waits_times_out_and_reports_a_signal_as_popen_does(tmp_path):
+    from autograder.runner.process import os_spawn
+
+    with open(tmp_path / "child.log", "wb") as log:
+        child = os_spawn.posix_spawn(
+            [sys.executable, "-c", "import time; time.sleep(60)"], cwd=tmp_path, env=dict(os.environ), log=log, pass_fds=()
+        )
+    assert child.poll() is None
+    with pytest.raises(subprocess.TimeoutExpired):
+        child.wait(timeout=0.05)
+    os.killpg(child.pid, signal.SIGKILL)  # its own session: the group is its pid
+    assert child.wait(timeout=60) == -signal.SIGKILL and child.returncode == -signal.SIGKILL
+
+
+def test_a_run_folder_is_made_like_mkdtemps_with_the_grader_only_part_closed(tmp_path, monkeypatch):
+    from autograder.runner.process import os_spawn
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    first, second = Path(os_spawn.new_run_dir()), Path(os_spawn.new_run_dir())
+    assert first != second and first.parent == second.parent == tmp_path and first.name.startswith("autograder-")
+    modes = {p.relative_to(first).as_posix(): p.stat().st_mode & 0o777 for p in (first, first / "private", first / "scratch")}
+    assert modes == {".": 0o711, "private": 0o700, "scratch": 0o711}
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "missing"))
+    assert Path(os_spawn.new_run_dir()).parent == Path("/tmp")  # the next candidate, as tempfile.gettempdir picks

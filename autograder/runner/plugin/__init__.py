@@ -77,7 +77,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _remove_run_folder(config: pytest.Config) -> None:
-    """The run folder (runner/process/trusted.new_run_dir) holding this run's report file."""
+    """The run folder (runner/process/os_spawn.new_run_dir) holding this run's report file."""
     report = getattr(config.option, "json_report_file", None)
     if not report:
         return

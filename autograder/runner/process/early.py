@@ -1,11 +1,12 @@
 """The trusted pytest process, started before the command line knows what it will run.
 
-``python -m autograder grade`` starts this module as its very first act (``launch.Early``,
-~20 ms after the interpreter starts, instead of ~110 ms: after its own imports and the
-parsing of grading.toml). Here torch, pytest and its plugins are imported (preimport.py —
-what the batch's preloaded process imports too: nothing computed, no suite, no submission)
-while the command line validates grading.toml and checks the submission, ~0.5 s that would
-otherwise come before the torch import. A bad config therefore costs at most that much CPU
+``python -m autograder grade`` starts this module as its very first act (``Early``, with
+nothing imported but ``os``: ~30 ms after the command line started, where importing the
+launcher's modules first took ~0.1 s, and reading grading.toml first more). Here torch,
+pytest and its plugins are imported (preimport.py — what the batch's preloaded process
+imports too: nothing computed, no suite, no submission) while the command line validates
+grading.toml and checks the submission, ~0.5 s that would otherwise come before the torch
+import. A bad config therefore costs at most that much CPU
 here, never the user's time: the command line reports it at once and stops this process,
 mid-import if need be (``Early.release``).
 
@@ -27,14 +28,110 @@ parent-death signal is SIGKILL).
 
 from __future__ import annotations
 
-import json
 import os
 import struct
 import sys
 
-#: the length prefix of the header ``launch.Early.launch`` sends
+from . import os_spawn
+
+#: the length prefix of the header ``Early.launch`` sends
 HEADER = struct.Struct(">I")
 MAX_HEADER = 1 << 20
+
+#: the package's parent: where ``python -m autograder`` runs from (the grading root of a
+#: course repository, a student copy or a Gradescope bundle)
+PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__)))))
+MODULE = __spec__.name if __spec__ is not None else "autograder.runner.process.early"  # run as ``python -m`` (main)
+
+
+def early_root(argv: list[str]) -> str | None:
+    """The root a ``grade`` with these arguments will most likely run in — the package's
+    parent, when the config it reads is that folder's grading.toml — or None (``--help``, a
+    config elsewhere): there a process started early would only be stopped again, having
+    taken a core for its imports."""
+    config: str | None = None
+    for i, arg in enumerate(argv):
+        if arg in ("-h", "--help"):
+            return None
+        if arg == "--config" and i + 1 < len(argv):
+            config = argv[i + 1]
+        elif arg.startswith("--config="):
+            config = arg.split("=", 1)[1]
+    if config is None:
+        here = os.path.join(os.getcwd(), "grading.toml")
+        config = here if os.path.isfile(here) else os.path.join(PACKAGE_ROOT, "grading.toml")
+    try:
+        return PACKAGE_ROOT if os.path.dirname(os.path.realpath(config)) == PACKAGE_ROOT else None
+    except (OSError, ValueError):
+        return None
+
+
+class Early:
+    """The Early launcher (launch.py): a trusted process started before its plan is known, in
+    a run folder of its own, by ``python -m autograder grade`` as its first act — with
+    nothing imported but ``os`` (os_spawn.py), so this module's own process starts ~30 ms
+    after the command line does. ``launch`` uses it once, for a plan in ``root``; ``release``
+    stops it and removes the folder when no run took it."""
+
+    def __init__(self, root=PACKAGE_ROOT) -> None:
+        self.root = root
+        self._run_dir = os_spawn.new_run_dir()
+        self.taken = False
+        env = os_spawn.environment(root, root)
+        env["PYTHONPATH"] = str(root)  # the suites folder is added once it is known (main)
+        try:
+            self.proc, self.manifest_write, self.progress_read, self.log_fh, self.child_fds = os_spawn.spawn_piped(
+                self._run_dir,
+                lambda manifest_fd, _: [sys.executable, "-s", "-m", MODULE, str(manifest_fd), self._run_dir],
+                os_spawn.posix_spawn,
+                cwd=root,
+                env=env,
+            )
+        except BaseException:
+            _remove(self._run_dir)
+            raise
+
+    @property
+    def run_dir(self):
+        from pathlib import Path
+
+        return Path(self._run_dir)
+
+    def usable_for(self, plan) -> bool:
+        return not self.taken and str(plan.root) == str(self.root) and self.proc.poll() is None
+
+    def launch(self, plan):
+        """The plan's ``TrustedProcess`` (trusted.py): this process, sent its arguments, or a
+        fresh one when this one cannot serve the plan (stopped then)."""
+        import json
+
+        from . import trusted
+
+        if not self.usable_for(plan):
+            self.release()
+            return trusted.start(plan, trusted.popen)  # what launch.Fresh does
+        self.taken = True
+        process = trusted.TrustedProcess(plan, self.run_dir, self.proc, self.manifest_write, self.progress_read, self.log_fh)
+        argv = trusted.command(plan.root, list(plan.test_files), process.report, *self.child_fds)
+        # its arguments without "python -s -m pytest", and the import folders
+        header = json.dumps({"args": argv[4:], "path": [str(plan.root), str(plan.suites_dir)]}).encode()
+        process.send(HEADER.pack(len(header)) + header, close=False)  # read by read_header
+        return process
+
+    def release(self) -> None:
+        """Stop it and remove its folder, unless a plan took it."""
+        if not self.taken:
+            self.taken = True
+            from . import trusted
+
+            trusted.stop(self.proc, self.manifest_write, self.progress_read, self.log_fh)
+            trusted.remove_run_dir(self.run_dir)
+
+
+def _remove(run_dir: str) -> None:
+    import shutil
+
+    shutil.rmtree(run_dir, ignore_errors=True)
 
 
 def _read_exact(fd: int, size: int) -> bytes:
@@ -48,7 +145,7 @@ def _read_exact(fd: int, size: int) -> bytes:
 
 
 def read_header(fd: int) -> dict | None:
-    """The header ``launch.Early.launch`` sends first; None when the pipe closed instead."""
+    """The header ``Early.launch`` sends first; None when the pipe closed instead."""
     raw = _read_exact(fd, HEADER.size)
     if len(raw) < HEADER.size:
         return None
@@ -56,6 +153,8 @@ def read_header(fd: int) -> dict | None:
     if size > MAX_HEADER:
         return None
     data = _read_exact(fd, size)
+    import json
+
     return json.loads(data) if len(data) == size else None
 
 
@@ -68,9 +167,7 @@ def main() -> None:
     preimport.torch_side()  # the plugin's other parts
     header = read_header(fd)
     if header is None:  # the command line stopped before grading (even if it was killed): nothing to run
-        import shutil
-
-        shutil.rmtree(run_dir, ignore_errors=True)  # the run folder it made for this process
+        _remove(run_dir)  # the run folder made for this process
         os._exit(0)
     root, suites = header["path"]
     # what PYTHONPATH=root:suites gives ``python -m pytest`` (trusted.environment)

@@ -22,19 +22,16 @@ import signal
 import stat
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import os_spawn
+from .os_spawn import environment, spawn_piped
+
 INI = Path(__file__).with_name("pytest.ini")
-#: PYTHONDONTWRITEBYTECODE only when the caller sets it: by default the suites' bytecode (and
-#: pytest's assertion-rewritten test modules) is cached in their ``__pycache__`` folders,
-#: beside the sources, no more reachable from the worker than those are; recompiling the
-#: suites costs ~0.4 s per run otherwise
-ENV_KEEP = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "SYSTEMROOT", "AUTOGRADER_PROFILE", "PYTHONDONTWRITEBYTECODE")
 
 
 @dataclass(frozen=True)
@@ -93,18 +90,6 @@ def command(root: Path, test_files: list[str], report: Path, manifest_fd: int, p
     ]
 
 
-def environment(root: Path, suites_dir: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k in ENV_KEEP or k.startswith("LC_")}
-    env.update(
-        PYTHONPATH=os.pathsep.join([str(root), str(suites_dir)]),
-        PYTEST_DISABLE_PLUGIN_AUTOLOAD="1",
-        PYTHONHASHSEED="0",
-        PYTHONNOUSERSITE="1",
-        PYTHONUNBUFFERED="1",
-    )
-    return env
-
-
 #: starts a process: (argv, *, cwd, env, log file, pass_fds) → a Popen-like handle (pid, poll,
 #: wait, returncode; optionally kill_group). ``popen`` starts a fresh one; a batch forks it
 #: from its preloaded process instead (autograder/instructor/batch/launcher.py).
@@ -126,12 +111,8 @@ def popen(argv: list[str], *, cwd: Path, env: dict[str, str], log, pass_fds: tup
 
 def new_run_dir() -> Path:
     """A fresh run folder: ``private/`` (report, log; the grader's only) and ``scratch/``
-    (the workers')."""
-    run_dir = Path(tempfile.mkdtemp(prefix="autograder-"))
-    run_dir.chmod(0o711)
-    (run_dir / "private").mkdir(mode=0o700)
-    (run_dir / "scratch").mkdir(mode=0o711)
-    return run_dir
+    (the workers'); os_spawn.new_run_dir."""
+    return Path(os_spawn.new_run_dir())
 
 
 class TrustedProcess:
@@ -249,39 +230,12 @@ def start(plan: Plan, spawn: Spawn) -> TrustedProcess:
     return TrustedProcess(plan, run_dir, proc, manifest_write, progress_read, log_fh)
 
 
-def spawn_piped(run_dir: Path, argv_for: Callable[[int, int], list[str]], spawn: Spawn, *, cwd: Path, env: dict[str, str]):
-    """The manifest and progress pipes and the log of a trusted process in ``run_dir``, and
-    ``argv_for(manifest_fd, progress_fd)`` started with ``spawn``: (process, our manifest
-    write end, our progress read end, the log file, the child's two descriptor numbers).
-    The child's ends are closed here once it has them; on failure, everything made here."""
-    manifest_read = progress_write = manifest_write = progress_read = -1
-    log_fh = None
-    try:
-        manifest_read, manifest_write = os.pipe()
-        progress_read, progress_write = os.pipe()
-        log_fh = open(log_path(run_dir), "wb")  # noqa: SIM115 - closed by TrustedProcess.wait()/abort() or Early.release()
-        child_fds = (manifest_read, progress_write)
-        proc = spawn(argv_for(*child_fds), cwd=cwd, env=env, log=log_fh, pass_fds=child_fds)
-    except BaseException:
-        for fd in (manifest_write, progress_read):
-            if fd >= 0:
-                os.close(fd)
-        if log_fh is not None:
-            log_fh.close()
-        raise
-    finally:
-        for fd in (manifest_read, progress_write):
-            if fd >= 0:
-                os.close(fd)  # the numbers stay valid names inside the child (pass_fds keeps them)
-    return proc, manifest_write, progress_read, log_fh, (manifest_read, progress_write)
-
-
 def log_path(run_dir: Path) -> Path:
-    return run_dir / "private" / "pytest.log"
+    return run_dir.joinpath(*os_spawn.LOG)
 
 
 def report_path(run_dir: Path) -> Path:
-    return run_dir / "private" / "report.json"
+    return run_dir.joinpath(*os_spawn.REPORT)
 
 
 def remove_run_dir(path: Path) -> None:

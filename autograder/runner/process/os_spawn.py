@@ -1,0 +1,173 @@
+"""What starting a trusted process needs, with nothing imported but ``os``: its environment,
+its run folder, its pipes and log, and — for the one started before anything else — the start
+itself (``posix_spawn``) and a ``Popen``-like handle (``Child``).
+
+Why not ``subprocess`` and ``tempfile`` here: ``python -m autograder grade`` starts the
+trusted process as its very first act (early.py), and that process's torch import is the
+beginning of every grade's critical path. Importing ``subprocess`` (``locale``, ``re``) and
+``tempfile`` (``random``, ``shutil``) first cost ~25 and ~22 ms; with ``launch.py``'s own
+imports the process started ~0.1 s after the command line, and now ~0.03 s. Every other
+start of a trusted process uses ``subprocess.Popen`` (trusted.popen), where nothing waits
+for its import. Written here, then, and kept small: ``new_run_dir`` is ``tempfile.mkdtemp``
+(the same folders, the same exclusive creation), ``posix_spawn`` is ``os.posix_spawn`` with
+``Popen``'s ``close_fds``, ``pass_fds``, ``start_new_session`` and ``cwd``, ``Child`` is
+``Popen``'s ``poll``/``wait``/``returncode``.
+"""
+
+from __future__ import annotations
+
+import os
+
+#: PYTHONDONTWRITEBYTECODE only when the caller sets it: by default the suites' bytecode (and
+#: pytest's assertion-rewritten test modules) is cached in their ``__pycache__`` folders,
+#: beside the sources, no more reachable from the worker than those are; recompiling the
+#: suites costs ~0.4 s per run otherwise
+ENV_KEEP = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "SYSTEMROOT", "AUTOGRADER_PROFILE", "PYTHONDONTWRITEBYTECODE")
+
+LOG = ("private", "pytest.log")
+REPORT = ("private", "report.json")
+
+
+def environment(root, suites_dir) -> dict[str, str]:
+    """The trusted process's whole environment: what ``ENV_KEEP`` names, the import folders,
+    and no plugin autoload."""
+    env = {k: v for k, v in os.environ.items() if k in ENV_KEEP or k.startswith("LC_")}
+    env.update(
+        PYTHONPATH=os.pathsep.join([str(root), str(suites_dir)]),
+        PYTEST_DISABLE_PLUGIN_AUTOLOAD="1",
+        PYTHONHASHSEED="0",
+        PYTHONNOUSERSITE="1",
+        PYTHONUNBUFFERED="1",
+    )
+    return env
+
+
+def _temporary_folders() -> list[str]:
+    """``tempfile.gettempdir``'s candidates, in its order."""
+    named = [os.environ.get(name) for name in ("TMPDIR", "TEMP", "TMP")]
+    return [os.path.abspath(d) for d in named if d] + ["/tmp", "/var/tmp", "/usr/tmp", os.getcwd()]
+
+
+def new_run_dir() -> str:
+    """A fresh run folder, made exclusively under the first usable temporary folder (as
+    ``tempfile.mkdtemp(prefix="autograder-")``): ``private/`` (report, log; the grader's
+    only) and ``scratch/`` (the workers')."""
+    for parent in _temporary_folders():
+        for _ in range(100):
+            path = os.path.join(parent, "autograder-" + os.urandom(6).hex())
+            try:
+                os.mkdir(path, 0o700)
+            except FileExistsError:
+                continue
+            except OSError:
+                break  # not a usable folder: the next candidate
+            os.chmod(path, 0o711)
+            os.mkdir(os.path.join(path, *LOG[:-1]), 0o700)
+            os.mkdir(os.path.join(path, "scratch"), 0o711)
+            return path
+    raise FileNotFoundError(f"no usable temporary folder among {_temporary_folders()}")
+
+
+def spawn_piped(run_dir, argv_for, spawn, *, cwd, env: dict[str, str]):
+    """The manifest and progress pipes and the log of a trusted process in ``run_dir``, and
+    ``argv_for(manifest_fd, progress_fd)`` started with ``spawn`` (``posix_spawn``'s or
+    ``trusted.popen``'s signature): (process, our manifest write end, our progress read end,
+    the log file, the child's two descriptor numbers). The child's ends are closed here once
+    it has them; on failure, everything made here."""
+    manifest_read = progress_write = manifest_write = progress_read = -1
+    log_fh = None
+    try:
+        manifest_read, manifest_write = os.pipe()
+        progress_read, progress_write = os.pipe()
+        log_fh = open(os.path.join(run_dir, *LOG), "wb")  # noqa: SIM115 - closed by TrustedProcess.wait()/abort() or Early.release()
+        child_fds = (manifest_read, progress_write)
+        proc = spawn(argv_for(*child_fds), cwd=cwd, env=env, log=log_fh, pass_fds=child_fds)
+    except BaseException:
+        for fd in (manifest_write, progress_read):
+            if fd >= 0:
+                os.close(fd)
+        if log_fh is not None:
+            log_fh.close()
+        raise
+    finally:
+        for fd in (manifest_read, progress_write):
+            if fd >= 0:
+                os.close(fd)  # the numbers stay valid names inside the child (pass_fds keeps them)
+    return proc, manifest_write, progress_read, log_fh, (manifest_read, progress_write)
+
+
+def posix_spawn(argv: list[str], *, cwd, env: dict[str, str], log, pass_fds: tuple[int, ...]) -> Child:
+    """Start ``argv`` as ``trusted.popen`` does — stdin from /dev/null, stdout and stderr to
+    ``log``, only ``pass_fds`` kept of our other descriptors, a session of its own, in ``cwd``
+    — with ``os.posix_spawn``. For a single-threaded caller: the folder change it needs
+    (posix_spawn has no ``cwd``) is the whole process's for that moment."""
+    keep = set(pass_fds)
+    actions = [
+        (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+        (os.POSIX_SPAWN_DUP2, log.fileno(), 1),
+        (os.POSIX_SPAWN_DUP2, log.fileno(), 2),
+    ]
+    for name in os.listdir("/proc/self/fd"):  # what we inherited (a make jobserver's pipe, …): not passed on
+        fd = int(name)
+        try:
+            if fd > 2 and fd not in keep and os.get_inheritable(fd):
+                actions.append((os.POSIX_SPAWN_CLOSE, fd))
+        except OSError:
+            pass  # the listing's own descriptor, closed by now
+    for fd in keep:
+        os.set_inheritable(fd, True)
+    here = os.getcwd()
+    moved = os.path.realpath(cwd) != os.path.realpath(here)
+    if moved:
+        os.chdir(cwd)
+    try:
+        pid = os.posix_spawn(argv[0], argv, env, file_actions=actions, setsid=True)
+    finally:
+        if moved:
+            os.chdir(here)
+        for fd in keep:
+            os.set_inheritable(fd, False)
+    return Child(pid, argv)
+
+
+class Child:
+    """A process we started, as ``subprocess.Popen`` shows one: ``pid``, ``returncode`` (the
+    exit status, or minus the signal that ended it), ``poll`` and ``wait`` — which reap it."""
+
+    def __init__(self, pid: int, args: list[str]) -> None:
+        self.pid, self.args = pid, args
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            self._reap(os.WNOHANG)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        """The return code once it has ended; ``subprocess.TimeoutExpired`` after ``timeout``
+        seconds (polled with growing sleeps, as ``Popen.wait`` does)."""
+        if timeout is None:
+            while self.returncode is None:
+                self._reap(0)
+            return self.returncode
+        import time
+
+        deadline, delay = time.monotonic() + timeout, 0.0005
+        while self.poll() is None:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                import subprocess
+
+                raise subprocess.TimeoutExpired(self.args, timeout)
+            time.sleep(min(delay, remaining))
+            delay = min(delay * 2, 0.05)
+        return self.returncode
+
+    def _reap(self, flags: int) -> None:
+        try:
+            pid, status = os.waitpid(self.pid, flags)
+        except ChildProcessError:  # reaped elsewhere (SIGCHLD ignored): its status is lost, as Popen reports it
+            self.returncode = 0
+            return
+        if pid == self.pid:
+            self.returncode = os.waitstatus_to_exitcode(status)
