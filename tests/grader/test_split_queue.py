@@ -7,6 +7,7 @@ processes).
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from types import SimpleNamespace
@@ -82,3 +83,15 @@ def test_an_empty_queue_gives_nothing_more():
     queue = SkillQueue([[_Item("a::t")], [_Item("b::t")]])
     assert [queue.take()[0].nodeid, queue.take()[0].nodeid, queue.take(), queue.take()] == ["a::t", "b::t", [], []]
     queue.close()
+
+
+def test_the_childs_results_count_only_when_their_json_object_arrived_whole():
+    """The parent no longer waits for the child's exit status: a whole JSON object — the
+    child's last write before its exit — is the proof it delivered; anything cut short (it
+    died mid-write) makes the parent run the child's skills itself."""
+    from autograder.runner.process.split import _delivered
+
+    whole = json.dumps({"tests": [{"nodeid": "a::t", "outcome": "passed"}], "testsfailed": 0}).encode()
+    assert _delivered(whole) == json.loads(whole)
+    assert all(_delivered(whole[:cut]) is None for cut in range(len(whole)))
+    assert _delivered(b"[1, 2]") is None and _delivered(b"") is None
