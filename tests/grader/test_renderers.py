@@ -6,6 +6,7 @@ workflow commands or terminal escapes."""
 from __future__ import annotations
 
 import json
+import re
 
 import jsonschema
 import pytest
@@ -167,6 +168,22 @@ def shown_before_the_due_date(data: dict) -> list[tuple[str, object]]:
     return shown
 
 
+def _appears(secret: str, text: str) -> bool:
+    """``secret`` in ``text``; a figure ("0 / 1", "3/4") only as a whole one: "0 / 1" is not in
+    a visible test's "0 / 1.5 points"."""
+    if not (secret[:1].isdigit() and secret[-1:].isdigit()):
+        return secret in text
+    return re.search(rf"(?<![\d.]){re.escape(secret)}(?!\.?\d)", text) is not None
+
+
+def test_the_leak_check_finds_a_hidden_figure_only_as_a_whole_figure():
+    """A visible test failed at "0 / 1.5 points" while a hidden one scored 0 / 1: the check
+    once read that as the hidden score shown (found grading a one-mistake qkv by hand)."""
+    assert _appears("0 / 1", "scored 0 / 1 points") and _appears("0 / 1", "(0 / 1).")
+    assert not _appears("0 / 1", "0 / 1.5 points") and not _appears("0 / 1", "10 / 1") and not _appears("3/4", "13/45")
+    assert _appears("test_hidden_name", "see test_hidden_name_more")  # names: any occurrence
+
+
 def assert_nothing_hidden_before_the_due_date(data: dict) -> None:
     """No field shown before the due date names a hidden test, gives its score, or gives a
     figure that includes hidden tests (a skill's score, pass count or total, the overall
@@ -214,7 +231,7 @@ def assert_nothing_hidden_before_the_due_date(data: dict) -> None:
     )
     if overall != visible_overall:
         secrets[overall] = "the total score"
-    leaks = [(why, path) for secret, why in secrets.items() for path, value in shown if secret in str(value)]
+    leaks = [(why, path) for secret, why in secrets.items() for path, value in shown if _appears(secret, str(value))]
     assert not leaks, leaks[:5]
     assert text  # something is shown: the visible tests and the top-level output
     if any(t["visibility"] == "visible" for t in graded) and data.get("execution_time"):
