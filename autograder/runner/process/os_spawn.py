@@ -107,8 +107,7 @@ def posix_spawn(argv: list[str], *, cwd, env: dict[str, str], log, pass_fds: tup
         (os.POSIX_SPAWN_DUP2, log.fileno(), 1),
         (os.POSIX_SPAWN_DUP2, log.fileno(), 2),
     ]
-    for name in os.listdir("/proc/self/fd"):  # what we inherited (a make jobserver's pipe, …): not passed on
-        fd = int(name)
+    for fd in _open_descriptors():  # what we inherited (a make jobserver's pipe, …): not passed on
         try:
             if fd > 2 and fd not in keep and os.get_inheritable(fd):
                 actions.append((os.POSIX_SPAWN_CLOSE, fd))
@@ -128,6 +127,15 @@ def posix_spawn(argv: list[str], *, cwd, env: dict[str, str], log, pass_fds: tup
         for fd in keep:
             os.set_inheritable(fd, False)
     return Child(pid, argv)
+
+
+def _open_descriptors() -> list[int]:
+    for folder in ("/proc/self/fd", "/dev/fd"):  # Linux; macOS and the BSDs
+        try:
+            return [int(name) for name in os.listdir(folder)]
+        except (OSError, ValueError):
+            continue
+    return list(range(3, 256))  # nowhere to list them: the usual range, tried one by one
 
 
 class Child:
