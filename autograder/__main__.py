@@ -2,7 +2,7 @@ import sys
 
 early = None
 if sys.argv[1:2] == ["grade"]:
-    # the trusted pytest process first, with nothing imported but os: its torch import overlaps
+    # the trusted pytest process first, with nothing imported but os and struct: its torch import overlaps
     # everything this process does before grading (runner/process/early.py); a failure here only
     # costs that head start
     try:

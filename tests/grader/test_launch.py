@@ -336,12 +336,22 @@ def test_the_early_starts_handle_waits_times_out_and_reports_a_signal_as_popen_d
 
 
 def test_a_run_folder_is_made_like_mkdtemps_with_the_grader_only_part_closed(tmp_path, monkeypatch):
+    """Whatever the umask: under 077 a folder made with mode 711 would be 700, and workers
+    running as another user could not reach their scratch folders."""
     from autograder.runner.process import os_spawn
 
+    for name in ("TEMP", "TMP"):
+        monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("TMPDIR", str(tmp_path))
-    first, second = Path(os_spawn.new_run_dir()), Path(os_spawn.new_run_dir())
+    umask = os.umask(0o077)
+    try:
+        first, second = Path(os_spawn.new_run_dir()), Path(os_spawn.new_run_dir())
+    finally:
+        os.umask(umask)
     assert first != second and first.parent == second.parent == tmp_path and first.name.startswith("autograder-")
     modes = {p.relative_to(first).as_posix(): p.stat().st_mode & 0o777 for p in (first, first / "private", first / "scratch")}
     assert modes == {".": 0o711, "private": 0o700, "scratch": 0o711}
     monkeypatch.setenv("TMPDIR", str(tmp_path / "missing"))
-    assert Path(os_spawn.new_run_dir()).parent == Path("/tmp")  # the next candidate, as tempfile.gettempdir picks
+    made = Path(os_spawn.new_run_dir())
+    assert made.parent == Path("/tmp")  # the next candidate, as tempfile.gettempdir picks
+    os_spawn._remove_tree(str(made))

@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import time
 from types import SimpleNamespace
+
+import pytest
 
 from autograder.runner.process.split import SkillQueue, skills
 
@@ -95,3 +98,53 @@ def test_the_childs_results_count_only_when_their_json_object_arrived_whole():
     assert _delivered(whole) == json.loads(whole)
     assert all(_delivered(whole[:cut]) is None for cut in range(len(whole)))
     assert _delivered(b"[1, 2]") is None and _delivered(b"") is None
+
+
+def _child_writing(payload: bytes, then) -> tuple[int, bytes]:
+    """A forked child that writes ``payload`` on a pipe, then ``then()`` (its end); the pid and
+    what the parent read."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        try:
+            os.close(read_end)
+            os.write(write_end, payload)
+            os.close(write_end)
+            then()
+        finally:
+            os._exit(3)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as fh:
+        return pid, fh.read()
+
+
+def _reaped_within(pid: int, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)  # a zombie still answers; a reaped pid does not (no reuse this fast)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def test_a_child_that_delivered_counts_whatever_its_exit_and_is_reaped():
+    """Results that arrived whole count even if the child then dies by a signal (its exit
+    status is not waited for); the child is reaped all the same, in the background."""
+    from autograder.runner.process.split import _collect
+
+    whole = json.dumps({"tests": [], "testsfailed": 0}).encode()
+    pid, payload = _child_writing(whole, lambda: os.kill(os.getpid(), signal.SIGKILL))
+    assert _collect(pid, payload) == {"tests": [], "testsfailed": 0}
+    assert _reaped_within(pid, 10)
+
+
+def test_a_child_that_stopped_mid_write_gives_nothing_and_is_reaped_at_once():
+    from autograder.runner.process.split import _collect
+
+    whole = json.dumps({"tests": [{"nodeid": "a::t"}], "testsfailed": 0}).encode()
+    pid, payload = _child_writing(whole[: len(whole) // 2], lambda: os._exit(1))
+    assert _collect(pid, payload) is None
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)  # already reaped, before _collect returned

@@ -1,7 +1,7 @@
 """The trusted pytest process, started before the command line knows what it will run.
 
 ``python -m autograder grade`` starts this module as its very first act (``Early``, with
-nothing imported but ``os``: ~30 ms after the command line started, where importing the
+nothing imported but ``os`` and ``struct``: ~30 ms after the command line started, where importing the
 launcher's modules first took ~0.1 s, and reading grading.toml first more). Here torch,
 pytest and its plugins are imported (preimport.py — what the batch's preloaded process
 imports too: nothing computed, no suite, no submission) while the command line validates
@@ -67,9 +67,9 @@ def early_root(argv: list[str]) -> str | None:
 
 
 class Early:
-    """The Early launcher (launch.py): a trusted process started before its plan is known, in
+    """One of launch.py's launchers: a trusted process started before its plan is known, in
     a run folder of its own, by ``python -m autograder grade`` as its first act — with
-    nothing imported but ``os`` (os_spawn.py), so this module's own process starts ~30 ms
+    nothing imported but ``os`` and ``struct`` (os_spawn.py), so this module's own process starts ~30 ms
     after the command line does. ``launch`` uses it once, for a plan in ``root``; ``release``
     stops it and removes the folder when no run took it."""
 

@@ -8,7 +8,7 @@ had imported by then:
 - ``Fresh``: a new ``python -m pytest`` (``trusted.popen``), started once grading.toml is
   valid. What every run uses unless told otherwise;
 - ``Early`` (early.py): started by ``python -m autograder grade`` as its first act, before the
-  command line has imported anything but ``os`` or read grading.toml; it imports pytest and torch
+  command line has imported anything but ``os`` and ``struct`` or read grading.toml; it imports pytest and torch
   while the command line checks the config and the submission (a bad config is reported at
   once and the process stopped, mid-import if need be) and becomes the plan's process when
   ``launch`` sends it the arguments. A plan for another root (or a process that died, or

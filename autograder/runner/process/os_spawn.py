@@ -1,4 +1,5 @@
-"""What starting a trusted process needs, with nothing imported but ``os``: its environment,
+"""What starting a trusted process needs, with nothing imported but ``os`` (and ``struct``
+for early.py's header): its environment,
 its run folder, its pipes and log, and — for the one started before anything else — the start
 itself (``posix_spawn``) and a ``Popen``-like handle (``Child``).
 
@@ -8,8 +9,9 @@ beginning of every grade's critical path. Importing ``subprocess`` (``locale``, 
 ``tempfile`` (``random``, ``shutil``) first cost ~25 and ~22 ms; with ``launch.py``'s own
 imports the process started ~0.1 s after the command line, and now ~0.03 s. Every other
 start of a trusted process uses ``subprocess.Popen`` (trusted.popen), where nothing waits
-for its import. Written here, then, and kept small: ``new_run_dir`` is ``tempfile.mkdtemp``
-(the same folders, the same exclusive creation), ``posix_spawn`` is ``os.posix_spawn`` with
+for its import. Written here, then, and kept small: ``new_run_dir`` is ``tempfile.mkdtemp``'s
+exclusive creation under ``tempfile.gettempdir``'s candidates (read afresh each call, where
+``gettempdir`` caches its choice and honours a ``tempfile.tempdir`` set in-process), ``posix_spawn`` is ``os.posix_spawn`` with
 ``Popen``'s ``close_fds``, ``pass_fds``, ``start_new_session`` and ``cwd``, ``Child`` is
 ``Popen``'s ``poll``/``wait``/``returncode``.
 """
@@ -61,9 +63,20 @@ def new_run_dir() -> str:
                 continue
             except OSError:
                 break  # not a usable folder: the next candidate
-            os.chmod(path, 0o711)
-            os.mkdir(os.path.join(path, *LOG[:-1]), 0o700)
-            os.mkdir(os.path.join(path, "scratch"), 0o711)
+            try:
+                # modes set explicitly: mkdir's are trimmed by the umask (under 077, workers
+                # running as another user could not reach their scratch folders)
+                for folder, mode in (
+                    (path, 0o711),
+                    (os.path.join(path, *LOG[:-1]), 0o700),
+                    (os.path.join(path, "scratch"), 0o711),
+                ):
+                    if folder != path:
+                        os.mkdir(folder)
+                    os.chmod(folder, mode)
+            except BaseException:
+                _remove_tree(path)
+                raise
             return path
     raise FileNotFoundError(f"no usable temporary folder among {_temporary_folders()}")
 
@@ -113,20 +126,35 @@ def posix_spawn(argv: list[str], *, cwd, env: dict[str, str], log, pass_fds: tup
                 actions.append((os.POSIX_SPAWN_CLOSE, fd))
         except OSError:
             pass  # the listing's own descriptor, closed by now
-    for fd in keep:
-        os.set_inheritable(fd, True)
-    here = os.getcwd()
-    moved = os.path.realpath(cwd) != os.path.realpath(here)
-    if moved:
-        os.chdir(cwd)
+    moved = os.path.realpath(cwd) != os.path.realpath(os.curdir)
+    here = os.open(os.curdir, os.O_RDONLY) if moved else -1  # where we come back to, by descriptor
+    child = None
     try:
-        pid = os.posix_spawn(argv[0], argv, env, file_actions=actions, setsid=True)
-    finally:
-        if moved:
-            os.chdir(here)
         for fd in keep:
-            os.set_inheritable(fd, False)
-    return Child(pid, argv)
+            os.set_inheritable(fd, True)
+        if moved:
+            os.chdir(cwd)
+        child = Child(os.posix_spawn(argv[0], argv, env, file_actions=actions, setsid=True), argv)
+    finally:
+        try:
+            if here >= 0:
+                os.fchdir(here)
+        except BaseException:
+            if child is not None:  # started, but we could not come back: it goes, nothing is left half-done
+                child.kill()
+            raise
+        finally:
+            if here >= 0:
+                os.close(here)
+            for fd in keep:
+                os.set_inheritable(fd, False)
+    return child
+
+
+def _remove_tree(path: str) -> None:
+    import shutil
+
+    shutil.rmtree(path, ignore_errors=True)
 
 
 def _open_descriptors() -> list[int]:
@@ -140,7 +168,8 @@ def _open_descriptors() -> list[int]:
 
 class Child:
     """A process we started, as ``subprocess.Popen`` shows one: ``pid``, ``returncode`` (the
-    exit status, or minus the signal that ended it), ``poll`` and ``wait`` — which reap it."""
+    exit status, or minus the signal that ended it), ``poll`` and ``wait`` — which reap it.
+    Unlike ``Popen`` it has no lock: one thread at a time waits for it (as every caller does)."""
 
     def __init__(self, pid: int, args: list[str]) -> None:
         self.pid, self.args = pid, args
@@ -175,7 +204,18 @@ class Child:
         try:
             pid, status = os.waitpid(self.pid, flags)
         except ChildProcessError:  # reaped elsewhere (SIGCHLD ignored): its status is lost, as Popen reports it
-            self.returncode = 0
+            if self.returncode is None:
+                self.returncode = 0
             return
         if pid == self.pid:
             self.returncode = os.waitstatus_to_exitcode(status)
+
+    def kill(self) -> None:
+        """SIGKILL its session's process group, and reap it."""
+        import signal
+
+        try:
+            os.killpg(self.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        self.wait()

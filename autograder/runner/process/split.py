@@ -185,11 +185,7 @@ def runtestloop(session: pytest.Session, grading: Any) -> bool | None:
         raise
     finally:
         queue.close()
-    data = _delivered(payload)
-    if data is None:
-        _end(pid, kill=True)  # it died, or was killed, before its last write
-    else:
-        _reap_in_background(pid)  # its last act was that write: its exit (~20 ms, a torch process) overlaps ours
+    data = _collect(pid, payload)
     done = {item.nodeid for item in ran}
     if data is not None:
         _merge(session, grading, report, data)
@@ -215,6 +211,16 @@ def _delivered(payload: bytes) -> dict | None:
     except ValueError:
         return None
     return data if isinstance(data, dict) else None
+
+
+def _collect(pid: int, payload: bytes) -> dict | None:
+    """The child's results (None: it did not deliver), the child taken care of either way."""
+    data = _delivered(payload)
+    if data is None:
+        _end(pid, kill=True)  # it died, or was killed, before its last write
+    else:
+        _reap_in_background(pid)  # its last act was that write: its exit (~20 ms, a torch process) overlaps ours
+    return data
 
 
 def _reap_in_background(pid: int) -> None:
