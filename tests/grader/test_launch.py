@@ -354,4 +354,4 @@ def test_a_run_folder_is_made_like_mkdtemps_with_the_grader_only_part_closed(tmp
     monkeypatch.setenv("TMPDIR", str(tmp_path / "missing"))
     made = Path(os_spawn.new_run_dir())
     assert made.parent == Path("/tmp")  # the next candidate, as tempfile.gettempdir picks
-    os_spawn._remove_tree(str(made))
+    os_spawn.remove_tree(str(made))

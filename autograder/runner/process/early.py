@@ -88,7 +88,7 @@ class Early:
                 env=env,
             )
         except BaseException:
-            _remove(self._run_dir)
+            os_spawn.remove_tree(self._run_dir)
             raise
 
     @property
@@ -128,12 +128,6 @@ class Early:
             trusted.remove_run_dir(self.run_dir)
 
 
-def _remove(run_dir: str) -> None:
-    import shutil
-
-    shutil.rmtree(run_dir, ignore_errors=True)
-
-
 def _read_exact(fd: int, size: int) -> bytes:
     data = b""
     while len(data) < size:
@@ -167,7 +161,7 @@ def main() -> None:
     preimport.torch_side()  # the plugin's other parts
     header = read_header(fd)
     if header is None:  # the command line stopped before grading (even if it was killed): nothing to run
-        _remove(run_dir)  # the run folder made for this process
+        os_spawn.remove_tree(run_dir)  # the run folder made for this process
         os._exit(0)
     root, suites = header["path"]
     # what PYTHONPATH=root:suites gives ``python -m pytest`` (trusted.environment)

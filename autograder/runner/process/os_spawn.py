@@ -75,7 +75,7 @@ def new_run_dir() -> str:
                         os.mkdir(folder)
                     os.chmod(folder, mode)
             except BaseException:
-                _remove_tree(path)
+                remove_tree(path)
                 raise
             return path
     raise FileNotFoundError(f"no usable temporary folder among {_temporary_folders()}")
@@ -151,7 +151,8 @@ def posix_spawn(argv: list[str], *, cwd, env: dict[str, str], log, pass_fds: tup
     return child
 
 
-def _remove_tree(path: str) -> None:
+def remove_tree(path: str) -> None:
+    """Remove a folder this module made, whatever is in it (shutil's, imported only now)."""
     import shutil
 
     shutil.rmtree(path, ignore_errors=True)
