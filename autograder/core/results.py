@@ -44,6 +44,9 @@ class TestOutcome:
     targets: list[str] = field(default_factory=list)
     seed: int | None = None
     duration: float = 0.0
+    # a visible test's score by the visible tests alone (the property rule applied over them:
+    # runner/scoring.py), which is what Gradescope shows before the due date; None if hidden
+    visible_score: float | None = None
 
 
 @dataclass

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..core.escape import one_line
-from ..core.results import Results, SkillOutcome, dumps
+from ..core.results import Results, SkillOutcome, TestOutcome, dumps
 from . import markdown
 from .common import footer_notes, headline, points, test_text, where_to_start
 from .markdown import MARKER, esc
@@ -40,12 +40,32 @@ def _gs(test, visibility: dict[str, str]) -> str:
     return visibility.get(test.visibility, SHOWN_NOW)
 
 
+#: a visible property test zeroed by the visible tests alone, while hidden ones made it count
+BEFORE_DUE_PROPERTY = (
+    "0 points before the due date: property tests count once the skill's other visible tests "
+    "earn points, and none did (the hidden tests may still count them)"
+)
+#: the later entry carrying those points, so that the tests add up to the total
+CREDITED_LATER = "visible property tests that count once the hidden tests are included"
+CREDIT_TAG = "property-credit"
+
+
+def _as_shown(test: TestOutcome) -> TestOutcome:
+    """A visible test as shown before the due date: scored by the visible tests alone
+    (``visible_score``, runner/scoring.py), never by anything a hidden test did."""
+    shown = test.score if test.visible_score is None else test.visible_score
+    if shown == test.score:
+        return test
+    return replace(test, score=shown, summary=BEFORE_DUE_PROPERTY)
+
+
 def visible_view(results: Results, visibility: dict[str, str]) -> Results:
     """The results as a student sees them before the due date: only the tests Gradescope
-    shows at once, with each skill's score, points and pass counts summed over those."""
+    shows at once, each scored by the visible tests alone, with each skill's score, points
+    and pass counts summed over those."""
     skills = []
     for skill in results.skills:
-        tests = [t for t in skill.tests if _gs(t, visibility) == SHOWN_NOW]
+        tests = [_as_shown(t) for t in skill.tests if _gs(t, visibility) == SHOWN_NOW]
         weighted = [t for t in tests if t.max_score > 0]
         skills.append(
             replace(
@@ -119,11 +139,35 @@ def _summary_text(results: Results) -> str:
     return "\n".join(lines)
 
 
+def _credited_later(skill: SkillOutcome, shown: list[TestOutcome], when: str, number: str) -> dict | None:
+    """The points the visible tests of ``skill`` earn with the hidden tests included but not
+    by themselves (a visible property test counted because a hidden test scored), as one
+    test shown with the hidden ones: each test's entry is fixed (Gradescope shows the same
+    entry before and after the due date), so the difference has an entry of its own."""
+    extra = round(sum(t.score for t in skill.tests if t.visibility == "visible") - sum(t.score for t in shown), 4)
+    if extra <= 0:
+        return None
+    return {
+        "name": f"{skill.id}: {CREDITED_LATER}",
+        "number": number,
+        "score": extra,
+        "max_score": 0.0,
+        "status": "passed",
+        "output": (
+            f"{points(extra)} points of visible property tests: they count once the skill's other tests earn "
+            "points, and with the hidden tests included some did."
+        ),
+        "tags": [skill.id, CREDIT_TAG],
+        "visibility": when,
+    }
+
+
 def to_dict(results: Results, visibility: dict[str, str]) -> dict:
     tests = []
     later = {_gs(t, visibility) for t in results.tests} - {SHOWN_NOW}
     for s_index, skill in enumerate(results.skills, start=1):
-        ordered = [t for t in skill.tests if _gs(t, visibility) == SHOWN_NOW] + [
+        shown = [_as_shown(t) for t in skill.tests if _gs(t, visibility) == SHOWN_NOW] if later else []
+        ordered = (shown or [t for t in skill.tests if _gs(t, visibility) == SHOWN_NOW]) + [
             t for t in skill.tests if _gs(t, visibility) != SHOWN_NOW
         ]
         for t_index, test in enumerate(ordered, start=1):
@@ -139,6 +183,9 @@ def to_dict(results: Results, visibility: dict[str, str]) -> dict:
                     "visibility": _gs(test, visibility),
                 }
             )
+        credit = _credited_later(skill, shown, _later_visibility(later), f"{s_index}.{len(ordered) + 1}") if later else None
+        if credit is not None:
+            tests.append(credit)
     if later:
         shown_later = _later_visibility(later)
         output = _output_before_due(results, visible_view(results, visibility), shown_later)

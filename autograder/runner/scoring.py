@@ -131,7 +131,13 @@ PROPERTY_RULE = "property tests count once the skill's other tests earn points"
 def _apply_property_rule(properties: tuple[str, ...], tests: list[TestOutcome]) -> None:
     """Property tests check only what their name says (dtype, inputs unchanged, errors…),
     whatever the values; code that computes nothing (every other test of the skill at 0)
-    earns none of them, so right shapes and dtypes alone are worth nothing."""
+    earns none of them, so right shapes and dtypes alone are worth nothing.
+
+    Applied twice: first over the visible tests alone, for ``visible_score`` (what a student
+    sees before the due date may depend on nothing hidden — issue 28 C), then over every
+    test for ``score``. A visible property test's ``visible_score`` is never above its
+    ``score`` (the visible tests' scoring is one case of "some other test scored")."""
+    _set_visible_scores(properties, tests)
     others = [t for t in tests if t.name not in properties and t.max_score > 0]
     if not properties or not others or any(t.score > 0 for t in others):
         return
@@ -139,6 +145,21 @@ def _apply_property_rule(properties: tuple[str, ...], tests: list[TestOutcome]) 
         if test.name in properties and test.score:
             test.score = 0.0
             test.summary = f"0 points: {PROPERTY_RULE}, and none did" + (f"; {test.summary}" if test.summary else "")
+
+
+def _set_visible_scores(properties: tuple[str, ...], tests: list[TestOutcome]) -> None:
+    """Each visible test's score by the visible tests alone: a visible property test counts
+    before the due date only when one of the skill's *visible* other tests earned points
+    (with no visible other test, never: only hidden tests could show it computes)."""
+    others = [t for t in tests if t.name not in properties and t.max_score > 0]
+    counted = not properties or not others or any(t.score > 0 for t in others if t.visibility == "visible")
+    for test in tests:
+        if test.visibility != "visible":
+            test.visible_score = None
+        elif test.name in properties and test.score and not counted:
+            test.visible_score = 0.0
+        else:
+            test.visible_score = test.score
 
 
 def _longrepr(entry: dict) -> str:

@@ -370,3 +370,46 @@ def test_every_format_renders_a_broken_run(config):
         assert "the grading run broke" in out
     jsonschema.validate(json.loads(render(broken, "gradescope", config)), GRADESCOPE_SCHEMA)
     jsonschema.validate(json.loads(render(broken, "json", config)), RESULTS_SCHEMA)
+
+
+# --------------------------------------------------------------------------- the property rule before the due date
+def _qkv_report(config, hidden_value_tests_pass: bool) -> dict:
+    """A qkv run whose visible value tests all fail while its property tests pass (right
+    shapes and dtypes, wrong values on float32), and whose hidden value tests pass or fail
+    (float64 done right or not: only hidden tests use float64)."""
+    properties = set(config.skills["qkv"].properties)
+    failed = {"kind": "check", "feedback": {"check": "qkv.project_qkv(…)", "problem": "values", "detail": "wrong values"}}
+    tests = []
+    for t in config.tests:
+        passes = t.name in properties or (t.visibility == "hidden" and hidden_value_tests_pass)
+        tests.append({"nodeid": t.node_id, "outcome": "passed" if passes else "failed", "metadata": {"result": failed}})
+    return {"tests": tests}
+
+
+def test_what_is_shown_before_the_due_date_depends_on_the_visible_tests_alone(config):
+    """Issue 28 C: property tests count once another test of the skill scores. Two uploads
+    whose visible tests do the same but whose float64 behaviour differs (hidden tests only)
+    once showed "Visible tests: 1.25 / 8.5" vs "0 / 8.5": the hidden tests decided whether
+    the visible property tests counted. Before the due date the rule is applied over the
+    visible tests alone; the final score applies it over all, and the points the hidden
+    tests release come in an entry shown with them, so the tests still add up."""
+    assert any(config.skills["qkv"].properties), "qkv has no property test to check"
+    shown, finals = [], []
+    for hidden_pass in (True, False):
+        results = scoring.build(RunManifest.plan(config), _qkv_report(config, hidden_pass), {"path": "sub", "modules": {}})
+        data = gradescope.to_dict(results.public(), {"visible": "visible", "hidden": "after_due_date"})
+        jsonschema.validate(data, GRADESCOPE_SCHEMA)
+        jsonschema.validate(results.to_dict(), RESULTS_SCHEMA)
+        assert_nothing_hidden_before_the_due_date(data)
+        shown.append(shown_before_the_due_date(data))
+        finals.append(data["score"])
+    assert shown[0] == shown[1], [(a, b) for a, b in zip(*shown) if a != b][:3]
+    assert "Visible tests\\: 0 / " in dict(shown[0])["output"]  # markdown-escaped
+    properties = set(config.skills["qkv"].properties)
+    visible_properties = sum(t.weight for t in config.tests if t.name in properties and t.visibility == "visible")
+    hidden_points = sum(t.weight for t in config.tests if t.visibility == "hidden" and t.name not in properties)
+    assert visible_properties > 0
+    # the final score still counts the visible property tests once a hidden test scored
+    hidden_properties = sum(t.weight for t in config.tests if t.name in properties and t.visibility == "hidden")
+    assert finals[0] == pytest.approx(visible_properties + hidden_points + hidden_properties)
+    assert finals[1] == 0
