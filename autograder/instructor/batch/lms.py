@@ -8,8 +8,9 @@ student's folder or .zip in SUBMISSIONS). A submission belongs to the roster row
 own identifiers: the folder or zip name, and for a Gradescope export each submitter's SID,
 email and name. A Gradescope group submission counts for each of its members.
 
-Written into ``OUT/lms/`` (every cell comes from the roster or is a number, so nothing a
-student typed reaches a spreadsheet):
+Written into ``OUT/lms/`` by the one CSV writer (``core/escape.csv_text``): numbers stay
+numbers, and a text cell a spreadsheet would run as a formula (``=HYPERLINK(…)``, ``+dave``,
+``@SUM(1+1)``, ``-2+3`` — roster names are often student-chosen) gets a leading ``'``:
 
 * ``canvas.csv`` — Canvas's gradebook import: ``Student, ID, SIS User ID, SIS Login ID,
   Section, <assignment>`` with a ``Points Possible`` row; one row per roster student,
@@ -30,6 +31,8 @@ import csv
 import io
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from ...core import escape
 
 #: roster columns that identify a student (compared case-insensitively with a submission's identifiers)
 KEY_COLUMNS = ("id", "email", "login", "github", "folder")
@@ -143,66 +146,58 @@ def _score(row) -> tuple[float, float, str]:
     return float(results.get("score") or 0.0), float(results.get("max_score") or 0.0), status
 
 
-def _num(value: float) -> str:
-    return f"{value:.4f}".rstrip("0").rstrip(".")
-
-
 def grades_csv(people: list[Person], joined: Join, max_score: float) -> str:
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["id", "name", "email", "login", "score", "max", "percent", "status", "submission"])
+    rows: list[list[object]] = [["id", "name", "email", "login", "score", "max", "percent", "status", "submission"]]
     for p in people:
         row_member = joined.graded.get(p.line)
         if row_member is None:
-            w.writerow([p.get("id"), p.get("name"), p.get("email"), p.get("login"), "0", _num(max_score), "0", "missing", ""])
+            rows.append([p.get("id"), p.get("name"), p.get("email"), p.get("login"), 0, max_score, 0, "missing", ""])
             continue
         row, _member = row_member
         score, top, status = _score(row)
         top = top or max_score
-        w.writerow(
+        rows.append(
             [
                 p.get("id"),
                 p.get("name"),
                 p.get("email"),
                 p.get("login"),
-                _num(score),
-                _num(top),
-                _num(100 * score / top if top else 0.0),
+                score,
+                top,
+                100 * score / top if top else 0.0,
                 status,
                 row.student.key,
             ]
         )
-    return buf.getvalue()
+    return escape.csv_text(rows)
 
 
 def canvas_csv(people: list[Person], joined: Join, assignment: str, max_score: float) -> str:
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["Student", "ID", "SIS User ID", "SIS Login ID", "Section", assignment])
-    w.writerow(["Points Possible", "", "", "", "", _num(max_score)])
+    rows: list[list[object]] = [
+        ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", assignment],
+        ["Points Possible", "", "", "", "", max_score],
+    ]
     for p in people:
         row_member = joined.graded.get(p.line)
         score = _score(row_member[0])[0] if row_member is not None else 0.0
-        w.writerow(
+        rows.append(
             [
                 p.get("name") or p.get("id"),
                 p.get("canvas_id"),
                 p.get("id"),
                 p.get("login") or p.get("email"),
                 p.get("section"),
-                _num(score),
+                score,
             ]
         )
-    return buf.getvalue()
+    return escape.csv_text(rows)
 
 
 def unmatched_csv(joined: Join) -> str:
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["folder", "submitter", "why"])
+    rows: list[list[object]] = [["folder", "submitter", "why"]]
     for row, member, why in joined.unmatched:
-        w.writerow([row.student.key, " ".join(v for v in (member.sid, member.email) if v) or "(no id)", why])
-    return buf.getvalue()
+        rows.append([row.student.key, " ".join(v for v in (member.sid, member.email) if v) or "(no id)", why])
+    return escape.csv_text(rows)
 
 
 def summary_lines(people: list[Person], joined: Join) -> list[str]:

@@ -4,8 +4,8 @@ gradebook always agrees with what is on disk (a resumed or interrupted batch inc
 
 - ``gradebook.csv``: one row per student found in SUBMISSIONS (also those not graded yet:
   status ``not graded``): student, sid, folder, total, max, one column per skill, status,
-  seed, suite hash, message. Text cells that a spreadsheet would run as a formula
-  (leading ``=``, ``+``, ``-``, ``@``, tab, CR) get a leading ``'``.
+  seed, suite hash, message. Written by the one CSV writer (``core/escape.csv_text``):
+  text cells that a spreadsheet would run as a formula get a leading ``'``.
 - ``summary.md`` and the terminal: per skill the score distribution (a text histogram: the
   share of the skill's points each student earned, in six buckets), mean and median, and the
   named mistakes (hint ids from the results, counted once per student) that most students
@@ -15,8 +15,6 @@ gradebook always agrees with what is on disk (a resumed or interrupted batch inc
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import statistics
 from collections import Counter
@@ -49,15 +47,8 @@ class Row:
         return str(self.results.get("status", "error"))
 
 
-def cell(value: object) -> str:
-    """A CSV text cell a spreadsheet shows as text, never runs."""
-    text = "" if value is None else str(value)
-    text = " ".join(text.split()) if ("\n" in text or "\r" in text) else text
-    return "'" + text if text.startswith(_FORMULA_START) else text
-
-
-def _num(value: object) -> str:
-    return f"{float(value):g}" if isinstance(value, (int, float)) and not isinstance(value, bool) else ""
+def _num(value: object) -> float | str:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else ""
 
 
 def skill_scores(results: dict) -> dict[str, tuple[float, float]]:
@@ -65,27 +56,26 @@ def skill_scores(results: dict) -> dict[str, tuple[float, float]]:
 
 
 def gradebook(rows: list[Row], skills: list[str], suite_hash: str) -> str:
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(["student", "sid", "folder", "total", "max", *skills, "status", "seed", "suite_hash", "message"])
+    """Every cell through the one CSV writer (``escape.csv_text``): text cannot be a formula."""
+    out: list[list[object]] = [["student", "sid", "folder", "total", "max", *skills, "status", "seed", "suite_hash", "message"]]
     for row in rows:
         r = row.results or {}
         scores = skill_scores(r)
-        writer.writerow(
+        out.append(
             [
-                cell(row.student.name),
-                cell(row.student.sid),
-                cell(row.student.key),
+                row.student.name,
+                row.student.sid,
+                row.student.key,
                 _num(r.get("score")) if row.results else "",
                 _num(r.get("max_score")) if row.results else "",
                 *[_num(scores[s][0]) if s in scores else "" for s in skills],
                 row.status,
-                cell(r.get("seed") if r.get("seed") is not None else ""),
-                cell(row.meta.get("suite_hash") or r.get("suite_hash") or suite_hash if row.results else ""),
-                cell(escape.one_line(r.get("message") or "", 300)),
+                str(r.get("seed")) if r.get("seed") is not None else "",
+                (row.meta.get("suite_hash") or r.get("suite_hash") or suite_hash) if row.results else "",
+                escape.one_line(r.get("message") or "", 300),
             ]
         )
-    return buffer.getvalue()
+    return escape.csv_text(out)
 
 
 def bucket(score: float, points: float) -> int:
