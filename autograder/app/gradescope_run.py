@@ -19,7 +19,6 @@ import argparse
 import ctypes
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -31,6 +30,7 @@ from ..config import Config, ConfigError, load
 from ..core.results import dumps, write_atomic
 from ..renderers import render
 from ..runner import scoring
+from ..sandbox.tree import remove_tree
 from .upload import UploadError, locate
 
 PR_SET_CHILD_SUBREAPER = 36
@@ -214,7 +214,7 @@ def run(root: Path, budget_s: float) -> int:
             time.monotonic() - started,
         )
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        remove_tree(work)  # sandbox/tree.py: whatever the run left there, any depth
         killed = _kill_leftovers()
         if killed:
             _log(f"killed {killed} leftover process(es) of the grading run")

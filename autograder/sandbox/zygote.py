@@ -20,7 +20,6 @@ import gc
 import json
 import os
 import select
-import shutil
 import signal
 import socket
 import sys
@@ -28,6 +27,7 @@ import time
 
 from . import confine
 from .spec import WorkerSpec
+from .tree import remove_tree
 
 MAX_REQUEST = 1 << 20
 MAX_CLIENTS = 8
@@ -126,8 +126,8 @@ class _Server:
         if folder is not None:
             # what it wrote there is gone with it (where the worker had no tmpfs of its own,
             # its files would otherwise fill the run's folder, or memory if that is a tmpfs);
-            # rmtree never follows a link the worker planted
-            shutil.rmtree(folder, ignore_errors=True)
+            # any depth, never through a link the worker planted, never raising (tree.py)
+            remove_tree(folder)
         status = self.status.pop(pid, None)
         return describe_status(status) if status is not None else {"unknown": True}
 

@@ -371,6 +371,8 @@ def _graded_attack(attack: dict, tmp_path: Path, fast_config: Path, traps: Traps
     for phrase in attack.get("not_says", []):
         assert phrase not in summaries, (phrase, summaries[:600])
     assert not leftover_processes(str(tmp_path)), leftover_processes(str(tmp_path))
+    left = [p.name for p in tmp_path.iterdir() if p.name.startswith("autograder-")]  # TMPDIR holds the run folders
+    assert not left, f"the run left its folder behind: {left}"
     assert fingerprint(submission, *PROTECTED) == before, "a file outside the worker's copy changed"
     for marker in markers:
         assert not marker.exists(), f"the attack created {marker}"

@@ -233,6 +233,19 @@ def fill_scratch(block):
     except OSError as exc:
         return {"written": written, "error": errno.errorcode.get(exc.errno, str(exc.errno))}
 
+def deep_tree(depth):
+    """``depth`` nested folders in the scratch folder, a mode-0 folder and a link to / at the bottom."""
+    fd = os.open(".", os.O_RDONLY | os.O_DIRECTORY)
+    for _ in range(depth):
+        os.mkdir("d", dir_fd=fd)
+        child = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+        os.close(fd)
+        fd = child
+    os.symlink("/", "root-link", dir_fd=fd)
+    os.mkdir("locked", 0, dir_fd=fd)
+    os.close(fd)
+    return depth
+
 def state():
     import builtins, random, signal
     return {
@@ -747,3 +760,39 @@ def test_without_landlock_the_mount_namespace_makes_every_tmpfs_read_only(tmp_pa
         import shutil
 
         shutil.rmtree(run, ignore_errors=True)
+
+
+def test_without_namespaces_a_deep_tree_in_the_scratch_folder_is_removed_and_the_server_lives_on():
+    """Issue 28 E: without namespaces (Docker's default profile, as on Gradescope) the scratch
+    folder is a folder of the run's file system; 4 000 nested folders made the fork server's
+    clean-up (shutil.rmtree, recursive) raise RecursionError — the server died, the grader
+    blamed itself and the folder stayed. Now it is removed (sandbox/tree.py) and the server
+    serves the next worker."""
+    import tempfile
+
+    from autograder.sandbox.tree import remove_tree
+
+    memory = Path("/dev/shm")  # the walk is what is tested: a tmpfs spares the disk 8 000 syncs
+    run = Path(
+        tempfile.mkdtemp(prefix="autograder-deep-", dir=memory if memory.is_dir() and os.access(memory, os.W_OK) else None)
+    )
+    spec = _spec(run)
+    spec.namespaces = ""
+    box = Sandbox(spec)
+    try:
+        worker, reply = call(box, "deep_tree", 4000, timeout=60)
+        folder = Path(spec.scratch_root) / f"w{worker.pid}"
+        assert reply.ok and reply.value["value"] == 4000, reply
+        assert not any(f.startswith("namespaces(") for f in worker.facts), worker.facts
+        worker.close()
+        again, echoed = call(box, "echo", 7)  # answered once the kill (and its clean-up) is done
+        again.close()
+        assert echoed.ok and echoed.value["value"] == 7, echoed
+        for _ in range(500):
+            if not folder.exists():
+                break
+            time.sleep(0.02)
+        assert not folder.exists(), "the worker's scratch folder was left behind"
+    finally:
+        box.close()
+        remove_tree(run)

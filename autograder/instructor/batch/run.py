@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import tempfile
 import threading
 import time
@@ -41,6 +40,7 @@ from ...renderers import render
 from ...runner import identity, scoring, seeding
 from ...runner.grade import ALWAYS_PRELOAD, GradeRequest, grade
 from ...runner.process.launch import FRESH, Launcher
+from ...sandbox.tree import remove_tree
 from . import changes, report
 from .students import Student, fingerprint, locate
 
@@ -143,7 +143,7 @@ def _grade_one(
         timing["graded_s"] = round(time.monotonic() - started, 3)
         return results, note
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        remove_tree(work)  # sandbox/tree.py: whatever the run left there, any depth
 
 
 def _failed(exc: BaseException) -> str:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from collections.abc import Generator
 from pathlib import Path
 
@@ -84,4 +83,6 @@ def _remove_run_folder(config: pytest.Config) -> None:
     private = Path(report).parent
     run_dir = private.parent
     if private.name == "private" and run_dir.name.startswith("autograder-"):
-        shutil.rmtree(run_dir, ignore_errors=True)
+        from ...sandbox.tree import remove_tree
+
+        remove_tree(run_dir)  # whatever a worker left in its scratch folder, any depth

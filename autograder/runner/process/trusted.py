@@ -17,9 +17,7 @@ from __future__ import annotations
 import json
 import os
 import select
-import shutil
 import signal
-import stat
 import subprocess
 import sys
 import threading
@@ -240,16 +238,11 @@ def report_path(run_dir: Path) -> Path:
 
 
 def remove_run_dir(path: Path) -> None:
-    """Remove a run folder, whatever a worker left in it read-only."""
+    """Remove a run folder, whatever a worker left in it (read-only folders, any depth:
+    sandbox/tree.py)."""
+    from ...sandbox.tree import remove_tree
 
-    def onerror(func, target, _exc):
-        try:
-            os.chmod(target, stat.S_IRWXU)
-            func(target)
-        except OSError:
-            pass
-
-    shutil.rmtree(path, onerror=onerror)
+    remove_tree(path)
 
 
 def stop(proc: subprocess.Popen, manifest_write: int, progress_read: int, log_fh) -> None:
