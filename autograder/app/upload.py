@@ -3,10 +3,13 @@
 Gradescope puts a submission in ``/autograder/submission`` as the student made it: the
 ``.py`` files themselves, a zipped folder (unpacked by Gradescope, so one folder deeper), a
 GitHub-linked repository (the modules under ``exercises/``), or a ``.zip`` that was not
-unpacked. The folder holding the most exercise modules wins (then the shallowest); a zip is
-read only when no folder holds any, and only its exercise modules are taken out of it —
-nothing is extracted blindly, so a zip cannot write outside the work folder, plant a
-symlink or fill the disk. Anything that cannot be graded raises ``UploadError`` with a
+unpacked. Which folder is graded is decided by ``runner/submission.choose_folder``, the one
+rule of every path (``grade``, batch, Gradescope): the most written exercise functions, then
+the most exercise modules, then the shallowest. A zip is read only when no folder holds any;
+the same rule picks its folder, and only that folder's exercise modules and other top-level
+``.py`` files (helper modules, as a folder's would be) are taken out of it — nothing is
+extracted blindly, so a zip cannot write outside the work folder, plant a symlink or fill
+the disk. Anything that cannot be graded raises ``UploadError`` with a
 message for the student — an encrypted, damaged, truncated or oddly compressed zip included:
 that is the upload's problem (the fix is named), never the grader's.
 """
@@ -20,11 +23,13 @@ import zipfile
 from pathlib import Path, PurePosixPath
 
 from ..renderers.common import clean
-from ..runner.submission import SKIP_DIRS
+from ..runner.submission import MAX_DEPTH, MAX_ENTRIES, SKIP_DIRS, choose_folder, folder_candidates
 
-MAX_DEPTH = 4  # repository/exercises/… or zip-folder/repository/exercises/…
-MAX_ENTRIES = 20_000  # walking a huge upload stops here
 MAX_ZIP_MEMBERS = 20_000
+#: helper modules (the chosen folder's other top-level .py files) taken out of a zip at most:
+#: more than [limits] max_helper_modules, so that the grader says why the rest are refused,
+#: exactly as for a folder
+MAX_ZIP_HELPERS = 64
 
 
 class UploadError(Exception):
@@ -46,9 +51,8 @@ def _is_file(path: Path) -> bool:
         return False
 
 
-def _scan(upload: Path, modules: set[str]) -> tuple[dict[Path, int], list[Path], list[str]]:
-    """(folders holding exercise modules → how many, zip files, a few other file names)."""
-    holders: dict[Path, int] = {}
+def _scan(upload: Path) -> tuple[list[Path], list[str]]:
+    """(zip files, a few other file names) of an upload that holds no exercise modules."""
     zips: list[Path] = []
     others: list[str] = []
     seen = 0
@@ -58,31 +62,26 @@ def _scan(upload: Path, modules: set[str]) -> tuple[dict[Path, int], list[Path],
         dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS) if depth < MAX_DEPTH else []
         for name in sorted(filenames):
             seen += 1
-            if name in modules:
-                holders[here] = holders.get(here, 0) + 1
-            elif name.lower().endswith(".zip") and _is_file(here / name):
+            if name.lower().endswith(".zip") and _is_file(here / name):
                 zips.append(here / name)
             elif len(others) < 8:
                 others.append(str((here / name).relative_to(upload)))
         if seen > MAX_ENTRIES:
             break
-    return holders, zips, others
-
-
-def _best(holders: dict, depth) -> object:
-    """Most modules first, then the shallowest, then the first by name."""
-    return min(holders, key=lambda k: (-holders[k], depth(k), str(k)))
+    return zips, others
 
 
 def locate(upload: Path, modules: list[str], work: Path, max_module_bytes: int) -> tuple[Path, str]:
-    """(the folder to grade, a note saying where the modules were found)."""
+    """(the folder to grade, a note saying where the modules were found). Which folder:
+    ``submission.choose_folder``, the one rule of every path."""
     if not upload.is_dir():
         raise UploadError("the submission folder is missing — upload your exercise modules again")
-    holders, zips, others = _scan(upload, set(modules))
+    holders = folder_candidates(upload, modules, max_module_bytes)
     if holders:
-        best = _best(holders, lambda p: len(p.relative_to(upload).parts))
-        rel = best.relative_to(upload)
-        return best, f"graded the modules in {'the top folder' if not rel.parts else _name(str(rel))} of the upload"
+        best, why = choose_folder({p.relative_to(upload): m for p, m in holders.items()}, lambda p: len(p.parts))
+        where = "the top folder" if not best.parts else _name(str(best))
+        return upload / best, f"graded the modules in {where} of the upload" + (f" ({clean(why, 300)})" if why else "")
+    zips, others = _scan(upload)
     if len(zips) > 1:
         names = ", ".join(_name(str(z.relative_to(upload))) for z in zips[:4])
         raise UploadError(
@@ -171,8 +170,8 @@ def _from_zip(archive: Path, upload: Path, modules: list[str], work: Path, max_m
         try:
             with zipfile.ZipFile(fh) as zf:
                 infos = zf.infolist()[:MAX_ZIP_MEMBERS]
-                members: dict[PurePosixPath, int] = {}
                 chosen: dict[PurePosixPath, dict[str, zipfile.ZipInfo]] = {}  # folder → module name → its (last) entry
+                py_files: dict[PurePosixPath, dict[str, zipfile.ZipInfo]] = {}  # folder → other .py name → entry
                 inner_zips = []
                 for info in infos:
                     path = PurePosixPath(info.filename.replace("\\", "/"))
@@ -182,10 +181,11 @@ def _from_zip(archive: Path, upload: Path, modules: list[str], work: Path, max_m
                         continue
                     if path.name in modules:
                         chosen.setdefault(path.parent, {})[path.name] = info  # a name given twice counts once
-                        members[path.parent] = len(chosen[path.parent])
+                    elif path.name.endswith(".py"):
+                        py_files.setdefault(path.parent, {})[path.name] = info
                     elif path.name.lower().endswith(".zip"):
                         inner_zips.append(path)
-                if not members:
+                if not chosen:
                     if inner_zips:
                         raise UploadError(
                             f"{shown} holds another zip ({_name(str(inner_zips[0]))}) and no exercise modules: "
@@ -194,15 +194,31 @@ def _from_zip(archive: Path, upload: Path, modules: list[str], work: Path, max_m
                         )
                     names = ", ".join(_name(i.filename) for i in infos[:8]) or "nothing"
                     raise UploadError(f"{shown} holds no exercise modules (expected {_expected(modules)}); it holds {names}")
-                folder = _best(members, lambda p: len(p.parts) if str(p) != "." else 0)
-                data: dict[str, bytes] = {}
-                for name, info in sorted(chosen[folder].items()):
+
+                def read(info: zipfile.ZipInfo) -> bytes:
+                    nonlocal member
                     member = info.filename
                     if info.flag_bits & _ENCRYPTED:
                         raise UploadError(_encrypted_message(shown, member, modules))
                     with zf.open(info) as src:
                         # one byte over the limit is enough for the grader to say the module is too large
-                        data[name] = src.read(max_module_bytes + 1)
+                        return src.read(max_module_bytes + 1)
+
+                def peek(info: zipfile.ZipInfo) -> bytes | None:
+                    """A candidate's bytes for choosing the folder (an unreadable one counts as nothing)."""
+                    try:
+                        return read(info)
+                    except (UploadError, *_ZIP_ERRORS):
+                        return None
+
+                candidates = {folder: {n: peek(i) for n, i in entries.items()} for folder, entries in chosen.items()}
+                folder, why = choose_folder(candidates, lambda p: len(p.parts) if str(p) != "." else 0)
+                data: dict[str, bytes] = {}
+                for name, info in sorted(chosen[folder].items()):
+                    data[name] = read(info)
+                # the folder's other top-level .py files: helper modules, as a folder's would be
+                for name, info in sorted(py_files.get(folder, {}).items())[:MAX_ZIP_HELPERS]:
+                    data[name] = read(info)
         except UploadError:
             raise
         except _ZIP_ERRORS as exc:
@@ -218,4 +234,4 @@ def _from_zip(archive: Path, upload: Path, modules: list[str], work: Path, max_m
     for name, content in data.items():
         (target / name).write_bytes(content)
     inside = "its top folder" if str(folder) == "." else _name(str(folder))
-    return target, f"graded the modules in {inside} of {shown}"
+    return target, f"graded the modules in {inside} of {shown}" + (f" ({clean(why, 300)})" if why else "")

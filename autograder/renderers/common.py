@@ -225,6 +225,8 @@ def footer_notes(results: Results) -> list[tuple[str, str]]:
     seed. Renderers escape the text for their medium."""
     sub = results.submission or {}
     out: list[tuple[str, str]] = []
+    if sub.get("located"):  # the submission held modules in several folders: which one was graded, and why
+        out.append(("Graded folder", str(sub["located"])))
     siblings = sorted(f"{name}.py" for name in (sub.get("not_selected") or {}))  # beside the graded modules
     if siblings:
         out.append(("Not selected (importable by your code, not graded in this run)", ", ".join(siblings)))

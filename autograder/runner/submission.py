@@ -74,6 +74,7 @@ class PreparedSubmission:
     helpers: dict[str, dict] = field(default_factory=dict)  # importable, never graded
     ignored: list[str] = field(default_factory=list)
     ignored_more: int = 0
+    note: str = ""  # which folder was graded and why, when the submission held several (choose_folder)
     #: (file name, sha256 or None when absent/refused) of every file copied or refused: what
     #: the content-derived seed is computed from
     content: list[tuple[str, str | None]] = field(default_factory=list)
@@ -91,6 +92,7 @@ class PreparedSubmission:
             "helpers": {name: public(info) for name, info in self.helpers.items()},
             "ignored": self.ignored,
             "ignored_more": self.ignored_more,
+            "located": self.note,
         }
 
 
@@ -110,10 +112,92 @@ def _lstat(path: Path) -> os.stat_result | None:
         return None
 
 
-def resolve_root(path: Path, module_files: list[str]) -> Path:
-    """The folder holding the modules: the given one (resolved once), or its ``exercises/``
-    when that is a real directory holding them. A symlinked ``exercises`` is never entered;
-    ``prepare`` then refuses the modules with the reason."""
+#: how deep a folder holding the modules may sit: repository/exercises/… or zip-folder/repository/exercises/…
+MAX_DEPTH = 4
+#: walking a huge submission stops after this many entries
+MAX_ENTRIES = 20_000
+
+
+def written_functions(data: bytes | None) -> int:
+    """How many functions of a module's source are written: defined and not the TODO stub
+    (``exercise_api.still_todo``). The release stubs have none; a file that does not parse
+    counts 0."""
+    if data is None:
+        return 0
+    return len(exercise_api.functions(data)) - len(exercise_api.still_todo(data))
+
+
+def choose_folder(candidates: dict, depth) -> tuple[object, str]:
+    """THE rule that decides which folder of a submission is graded, on every path — ``grade``,
+    the Gradescope upload, a batch student's folder or .zip, a Gradescope export (issue 28 D):
+    ``candidates`` maps each folder holding exercise modules to {module file: its bytes, or
+    None when unreadable}; ``depth(folder)`` is how deep it sits. The folder with the most
+    *written* exercise functions wins (so a finished ``qkv.py`` at the top beats untouched
+    stubs in ``exercises/``, and finished work in ``exercises/`` beats a stray stub at the
+    top); then the one with the most exercise modules; then the shallowest; then the first
+    by name. Returns (the folder, why, in words: said in every output)."""
+    counts = {k: (sum(written_functions(d) for d in mods.values()), len(mods)) for k, mods in candidates.items()}
+    best = min(candidates, key=lambda k: (-counts[k][0], -counts[k][1], depth(k), str(k)))
+    if len(candidates) == 1:
+        return best, ""
+    runner_up = min((k for k in candidates if k != best), key=lambda k: (-counts[k][0], -counts[k][1], depth(k), str(k)))
+    (written, present), (w2, p2) = counts[best], counts[runner_up]
+    if written != w2:
+        why = f"the most written exercise functions: {written}, against {w2} in {_where(runner_up)}"
+    elif present != p2:
+        why = f"as many written exercise functions as {_where(runner_up)} ({written}), and more exercise modules ({present})"
+    else:
+        why = f"as many written functions and modules as {_where(runner_up)}, and the shallowest or first by name"
+    return best, why
+
+
+def _where(folder) -> str:
+    text = str(folder)
+    return "the top folder" if text in ("", ".") else f"{text}/"
+
+
+def folder_candidates(top: Path, module_files: list[str], limit_bytes: int) -> dict[Path, dict[str, bytes | None]]:
+    """Every folder of ``top`` (itself included, ``MAX_DEPTH`` deep, links never followed,
+    ``SKIP_DIRS`` skipped) holding exercise modules, each with their bytes (read without
+    following a link, ``limit_bytes`` at most; None when unreadable) — for ``choose_folder``."""
+    wanted = set(module_files)
+    found: dict[Path, dict[str, bytes | None]] = {}
+    seen = 0
+    for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
+        here = Path(dirpath)
+        depth = len(here.relative_to(top).parts)
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and d != "__MACOSX") if depth < MAX_DEPTH else []
+        for name in sorted(filenames):
+            seen += 1
+            if name in wanted:
+                found.setdefault(here, {})[name] = _peek(here / name, limit_bytes)
+        if seen > MAX_ENTRIES:
+            break
+    return found
+
+
+def _peek(path: Path, limit_bytes: int) -> bytes | None:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        data = os.read(fd, limit_bytes + 1)
+        return data if len(data) <= limit_bytes else None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def locate_root(path: Path, module_files: list[str], limit_bytes: int = 256 * 1024) -> tuple[Path, str]:
+    """(the folder holding the modules, a note saying which and why). The given folder is
+    resolved once (an instructor may pass a symlink); below it ``choose_folder`` decides
+    among the folders ``folder_candidates`` finds — the same rule as every other path. A
+    symlinked ``exercises`` is never entered; ``prepare`` then refuses the modules with the
+    reason."""
     if not path.exists():
         raise SubmissionDirError(f"{path}: no such directory — pass the folder that holds your exercise modules")
     if not path.is_dir():
@@ -123,19 +207,30 @@ def resolve_root(path: Path, module_files: list[str]) -> Path:
     except OSError as exc:
         raise SubmissionDirError(f"{path}: cannot be read ({exc.strerror}) — check its permissions") from None
     root = Path(os.path.realpath(path))
-    if any(_lstat(root / m) is not None for m in module_files):
-        return root
-    nested = root / NESTED
-    st = _lstat(nested)
-    if st is not None and stat.S_ISDIR(st.st_mode) and any(_lstat(nested / m) is not None for m in module_files):
-        return nested
-    return root
+    candidates = folder_candidates(root, module_files, limit_bytes)
+    if not candidates:
+        return root, ""
+    rel, why = choose_folder({p.relative_to(root): mods for p, mods in candidates.items()}, lambda p: len(p.parts))
+    if not why and not rel.parts:
+        return root, ""  # the modules at the top, and nowhere else: nothing to say
+    note = f"graded the exercise modules in {_where(rel)}" + (f" ({why})" if why else "")
+    return root / rel, note
+
+
+def resolve_root(path: Path, module_files: list[str]) -> Path:
+    """The folder holding the modules (``locate_root``)."""
+    return locate_root(path, module_files)[0]
 
 
 def check(path: str | Path, config: Config) -> Path:
     """The one check of a submission folder before grading (``SubmissionDirError`` when it
     cannot be graded at all); returns the folder holding the modules."""
-    return resolve_root(Path(path), list(config.exercise_modules))
+    return locate(path, config)[0]
+
+
+def locate(path: str | Path, config: Config) -> tuple[Path, str]:
+    """``locate_root`` with the config's modules and size limit."""
+    return locate_root(Path(path), list(config.exercise_modules), config.limits.max_module_kib * 1024)
 
 
 def _link_problem(root: Path) -> str | None:
@@ -273,10 +368,10 @@ def _open_dir(path: Path) -> int | None:
 def prepare(path: str | Path, config: Config, run_dir: Path, *, world_readable: bool) -> PreparedSubmission:
     given = str(path)
     module_files = list(config.exercise_modules)
-    root = check(path, config)
+    root, note = locate(path, config)
     copy_dir = run_dir / "submission"
     copy_dir.mkdir(mode=0o755)
-    prepared = PreparedSubmission(given=given, root=root, copy_dir=copy_dir)
+    prepared = PreparedSubmission(given=given, root=root, copy_dir=copy_dir, note=note)
     limit = config.limits.max_module_kib * 1024
     folder_problem = _link_problem(root)
     dir_fd = None if folder_problem else _open_dir(root)
@@ -367,7 +462,7 @@ def digest(path: str | Path, config: Config) -> str:
     except SubmissionDirError as exc:
         h.update(f"unusable\0{exc}".encode("utf-8", "backslashreplace"))
         return h.hexdigest()
-    h.update(b"nested\0" if root != Path(os.path.realpath(path)) else b"top\0")
+    h.update(f"root\0{os.path.relpath(root, os.path.realpath(path))}\0".encode("utf-8", "backslashreplace"))
     folder_problem = _link_problem(root)
     dir_fd = None if folder_problem else _open_dir(root)
     if dir_fd is None:

@@ -14,8 +14,9 @@ of one student never land in another's folder, whatever the names hold). Names a
 given for the gradebook (escaped there) and the markdown (escaped there).
 
 Finding the modules inside a student's entry reuses the Gradescope upload rules
-(app/upload.py): the folder holding the most exercise modules wins, a zip is read without
-extracting anything but the exercise modules, and every module then goes through the same
+(app/upload.py): the folder is chosen by the one rule of every path
+(runner/submission.choose_folder), a zip is read without extracting anything but the chosen
+folder's exercise and helper modules, and every module then goes through the same
 checks as a single ``grade`` (runner/submission.py: no links, no special files, size limits).
 """
 
@@ -24,7 +25,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import shutil
 import stat
 import tempfile
 import unicodedata
@@ -35,6 +35,7 @@ from pathlib import Path
 from ...app import upload
 from ...config import Config
 from ...runner import submission
+from ...sandbox.tree import remove_tree
 from . import gsmeta
 
 METADATA = "submission_metadata.yml"
@@ -205,4 +206,4 @@ def fingerprint(student: Student, config: Config) -> str:
     except Exception as exc:  # noqa: BLE001 — never a reason to stop the batch; the grading says what is wrong
         return f"unfingerprinted:{type(exc).__name__}:{uuid.uuid4().hex}"
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        remove_tree(work)  # sandbox/tree.py: any depth
