@@ -91,7 +91,9 @@ def test_text(test: TestOutcome) -> str:
     submission text starts with the gutter; lines at the left margin are the grader's."""
     lines = [f"{ICON.get(test.status, '?')} {test.name}: {points(test.score)} / {points(test.max_score)} points"]
     if test.status == "passed":
-        return lines[0]
+        if test.score < test.max_score and test.summary:  # passed, but a rule of the skill took its points: say which
+            lines.append(one_line(test.summary, 600))
+        return "\n".join(lines)
     if test.credit and test.credit.get("total"):
         lines.append(
             one_line(test.credit.get("note"), 600)

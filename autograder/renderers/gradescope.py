@@ -20,6 +20,7 @@ from dataclasses import replace
 
 from ..core.escape import one_line
 from ..core.results import Results, SkillOutcome, TestOutcome, dumps
+from ..runner.scoring import VISIBLE_PROPERTY_ZERO, visible_zero_summary
 from . import markdown
 from .common import footer_notes, headline, points, test_text, where_to_start
 from .markdown import MARKER, esc
@@ -40,11 +41,8 @@ def _gs(test, visibility: dict[str, str]) -> str:
     return visibility.get(test.visibility, SHOWN_NOW)
 
 
-#: a visible property test zeroed by the visible tests alone, while hidden ones made it count
-BEFORE_DUE_PROPERTY = (
-    "0 points before the due date: property tests count once the skill's other visible tests "
-    "earn points, and none did (the hidden tests may still count them)"
-)
+#: what a visible property test zeroed by the visible tests alone says (runner/scoring.py)
+BEFORE_DUE_PROPERTY = VISIBLE_PROPERTY_ZERO
 #: the later entry carrying those points, so that the tests add up to the total
 CREDITED_LATER = "visible property tests that count once the hidden tests are included"
 CREDIT_TAG = "property-credit"
@@ -56,7 +54,7 @@ def _as_shown(test: TestOutcome) -> TestOutcome:
     shown = test.score if test.visible_score is None else test.visible_score
     if shown == test.score:
         return test
-    return replace(test, score=shown, summary=BEFORE_DUE_PROPERTY)
+    return replace(test, score=shown, summary=visible_zero_summary(test.summary))
 
 
 def visible_view(results: Results, visibility: dict[str, str]) -> Results:

@@ -126,6 +126,13 @@ def _apply_gates(gates: tuple[str, ...], tests: list[TestOutcome]) -> str | None
 
 
 PROPERTY_RULE = "property tests count once the skill's other tests earn points"
+#: a visible property test at 0 by the rule: the same words whether or not the hidden tests
+#: scored (Gradescope shows a visible test's entry before the due date, and the same entry after)
+VISIBLE_PROPERTY_ZERO = f"0 points: {PROPERTY_RULE}, and none of its visible tests did"
+
+
+def visible_zero_summary(summary: str) -> str:
+    return VISIBLE_PROPERTY_ZERO + (f"; {summary}" if summary else "")
 
 
 def _apply_property_rule(properties: tuple[str, ...], tests: list[TestOutcome]) -> None:
@@ -144,7 +151,10 @@ def _apply_property_rule(properties: tuple[str, ...], tests: list[TestOutcome]) 
     for test in tests:
         if test.name in properties and test.score:
             test.score = 0.0
-            test.summary = f"0 points: {PROPERTY_RULE}, and none did" + (f"; {test.summary}" if test.summary else "")
+            if test.visibility == "visible":
+                test.summary = visible_zero_summary(test.summary)
+            else:
+                test.summary = f"0 points: {PROPERTY_RULE}, and none did" + (f"; {test.summary}" if test.summary else "")
 
 
 def _set_visible_scores(properties: tuple[str, ...], tests: list[TestOutcome]) -> None:

@@ -404,6 +404,8 @@ def test_what_is_shown_before_the_due_date_depends_on_the_visible_tests_alone(co
         shown.append(shown_before_the_due_date(data))
         finals.append(data["score"])
     assert shown[0] == shown[1], [(a, b) for a, b in zip(*shown) if a != b][:3]
+    zeroed = [v for k, v in shown[0] if k.endswith(".output") and gradescope.BEFORE_DUE_PROPERTY in str(v)]
+    assert zeroed, "a visible property test at 0 points does not say why"
     assert "Visible tests\\: 0 / " in dict(shown[0])["output"]  # markdown-escaped
     properties = set(config.skills["qkv"].properties)
     visible_properties = sum(t.weight for t in config.tests if t.name in properties and t.visibility == "visible")
