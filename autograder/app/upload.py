@@ -23,7 +23,15 @@ import zipfile
 from pathlib import Path, PurePosixPath
 
 from ..renderers.common import clean
-from ..runner.submission import MAX_DEPTH, MAX_ENTRIES, SKIP_DIRS, choose_folder, folder_candidates
+from ..runner.submission import (
+    MAX_DEPTH,
+    MAX_ENTRIES,
+    SKIP_DIRS,
+    choose_folder,
+    folder_candidates,
+    shortlist,
+    written_functions,
+)
 
 MAX_ZIP_MEMBERS = 20_000
 #: helper modules (the chosen folder's other top-level .py files) taken out of a zip at most:
@@ -211,14 +219,21 @@ def _from_zip(archive: Path, upload: Path, modules: list[str], work: Path, max_m
                     except (UploadError, *_ZIP_ERRORS):
                         return None
 
-                candidates = {folder: {n: peek(i) for n, i in entries.items()} for folder, entries in chosen.items()}
-                folder, why = choose_folder(candidates, lambda p: len(p.parts) if str(p) != "." else 0)
+                depth = lambda p: len(p.parts)  # noqa: E731 — PurePosixPath(".").parts is ()
+                candidates = {
+                    folder: {n: written_functions(peek(i)) for n, i in chosen[folder].items()}
+                    for folder in shortlist(chosen, depth)
+                }
+                folder, why = choose_folder(candidates, depth)
                 data: dict[str, bytes] = {}
                 for name, info in sorted(chosen[folder].items()):
                     data[name] = read(info)
                 # the folder's other top-level .py files: helper modules, as a folder's would be
+                # (one that cannot be unpacked is left out: its import fails, as an unreadable file's would)
                 for name, info in sorted(py_files.get(folder, {}).items())[:MAX_ZIP_HELPERS]:
-                    data[name] = read(info)
+                    helper = peek(info)
+                    if helper is not None:
+                        data[name] = helper
         except UploadError:
             raise
         except _ZIP_ERRORS as exc:

@@ -116,6 +116,9 @@ def _lstat(path: Path) -> os.stat_result | None:
 MAX_DEPTH = 4
 #: walking a huge submission stops after this many entries
 MAX_ENTRIES = 20_000
+#: folders holding exercise modules whose modules are read to choose among them: the
+#: shallowest ones, then by name (reading costs; a real submission has one to three)
+MAX_CANDIDATES = 32
 
 
 def written_functions(data: bytes | None) -> int:
@@ -127,16 +130,22 @@ def written_functions(data: bytes | None) -> int:
     return len(exercise_api.functions(data)) - len(exercise_api.still_todo(data))
 
 
+def shortlist(folders, depth) -> list:
+    """The folders whose modules ``choose_folder`` weighs: the ``MAX_CANDIDATES`` shallowest,
+    then by name — the same ones whatever the path (a folder on disk, a zip)."""
+    return sorted(folders, key=lambda k: (depth(k), str(k)))[:MAX_CANDIDATES]
+
+
 def choose_folder(candidates: dict, depth) -> tuple[object, str]:
     """THE rule that decides which folder of a submission is graded, on every path — ``grade``,
     the Gradescope upload, a batch student's folder or .zip, a Gradescope export (issue 28 D):
-    ``candidates`` maps each folder holding exercise modules to {module file: its bytes, or
-    None when unreadable}; ``depth(folder)`` is how deep it sits. The folder with the most
+    ``candidates`` maps each folder holding exercise modules (``shortlist``) to {module file:
+    its written functions (``written_functions``)}; ``depth(folder)`` is how deep it sits. The folder with the most
     *written* exercise functions wins (so a finished ``qkv.py`` at the top beats untouched
     stubs in ``exercises/``, and finished work in ``exercises/`` beats a stray stub at the
     top); then the one with the most exercise modules; then the shallowest; then the first
     by name. Returns (the folder, why, in words: said in every output)."""
-    counts = {k: (sum(written_functions(d) for d in mods.values()), len(mods)) for k, mods in candidates.items()}
+    counts = {k: (sum(mods.values()), len(mods)) for k, mods in candidates.items()}
     best = min(candidates, key=lambda k: (-counts[k][0], -counts[k][1], depth(k), str(k)))
     if len(candidates) == 1:
         return best, ""
@@ -156,12 +165,13 @@ def _where(folder) -> str:
     return "the top folder" if text in ("", ".") else f"{text}/"
 
 
-def folder_candidates(top: Path, module_files: list[str], limit_bytes: int) -> dict[Path, dict[str, bytes | None]]:
-    """Every folder of ``top`` (itself included, ``MAX_DEPTH`` deep, links never followed,
-    ``SKIP_DIRS`` skipped) holding exercise modules, each with their bytes (read without
-    following a link, ``limit_bytes`` at most; None when unreadable) — for ``choose_folder``."""
+def folder_candidates(top: Path, module_files: list[str], limit_bytes: int) -> dict[Path, dict[str, int]]:
+    """The folders of ``top`` (itself included, ``MAX_DEPTH`` deep, links never followed,
+    ``SKIP_DIRS`` skipped) holding exercise modules (``shortlist``), each with the written
+    functions of each module (read without following a link, ``limit_bytes`` at most; an
+    unreadable one counts 0) — for ``choose_folder``."""
     wanted = set(module_files)
-    found: dict[Path, dict[str, bytes | None]] = {}
+    holders: dict[Path, list[str]] = {}
     seen = 0
     for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
         here = Path(dirpath)
@@ -170,10 +180,13 @@ def folder_candidates(top: Path, module_files: list[str], limit_bytes: int) -> d
         for name in sorted(filenames):
             seen += 1
             if name in wanted:
-                found.setdefault(here, {})[name] = _peek(here / name, limit_bytes)
+                holders.setdefault(here, []).append(name)
         if seen > MAX_ENTRIES:
             break
-    return found
+    return {
+        folder: {name: written_functions(_peek(folder / name, limit_bytes)) for name in holders[folder]}
+        for folder in shortlist(holders, lambda p: len(p.relative_to(top).parts))
+    }
 
 
 def _peek(path: Path, limit_bytes: int) -> bytes | None:

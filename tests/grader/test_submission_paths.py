@@ -111,8 +111,9 @@ def test_every_path_grades_the_same_folder_and_modules_with_the_same_seed(tmp_pa
 
 
 def test_the_rule_prefers_written_functions_then_modules_then_the_shallowest(tmp_path):
-    stub = (EXERCISES / "qkv.py").read_bytes()
-    done = (SOLUTIONS / "qkv.py").read_bytes()
+    stub = submission.written_functions((EXERCISES / "qkv.py").read_bytes())
+    done = submission.written_functions((SOLUTIONS / "qkv.py").read_bytes())
+    assert stub == 0 < done
     depth = lambda p: len(Path(p).parts)  # noqa: E731
     assert submission.choose_folder({Path("."): {"qkv.py": done}, Path("exercises"): {"a.py": stub, "qkv.py": stub}}, depth)[
         0
