@@ -62,7 +62,7 @@ check: $(VENV)/.dev.stamp $(VENV)/.instructor.stamp ## instructors: solutions sc
 snapshots: $(VENV)/.requirements.stamp ## instructors: rewrite tests/suites/*/snapshots/ from the reference
 	$(PY) -m autograder snapshots
 
-new-test: $(VENV)/.requirements.stamp ## instructors: add a test in one go (SKILL= NAME= WEIGHT= FROM=test_…|ADD_POINTS=1 [HIDDEN=1] [HINT= FUNCTION= TEXT= SECTION=])
+new-test: $(VENV)/.instructor.stamp ## instructors: add a test in one go (SKILL= NAME= WEIGHT= FROM=test_…|ADD_POINTS=1 [HIDDEN=1] [HINT= FUNCTION= TEXT= SECTION=])
 	@test -n "$(SKILL)" -a -n "$(NAME)" -a -n "$(WEIGHT)" || { echo "make new-test: e.g. make new-test SKILL=qkv NAME=test_scale_scores_... HIDDEN=1 WEIGHT=0.25 FROM=test_... (autograder/testing/README.md)" >&2; exit 2; }
 	$(PY) -m autograder.instructor.new_test --skill "$(SKILL)" --name "$(NAME)" --weight "$(WEIGHT)" $(if $(HIDDEN),--hidden) \
 		$(if $(FROM),--take-from "$(FROM)") $(if $(ADD_POINTS),--add-points) $(if $(HINT),--hint "$(HINT)") \
@@ -80,7 +80,7 @@ nbgrader-course: $(VENV)/.instructor.stamp ## instructors: create or update the 
 	@test -n "$(DIR)" || { echo "make nbgrader-course: say where the course lives, e.g. make nbgrader-course DIR=../attention-course" >&2; exit 2; }
 	$(PY) -m autograder nbgrader-course "$(DIR)" --from $(DIST)/nbgrader
 
-batch: $(VENV)/.requirements.stamp ## instructors: grade a class (SUBMISSIONS=folder or Gradescope export, OUT=dir, [JOBS=n] [FORCE=1])
+batch: $(VENV)/.instructor.stamp ## instructors: grade a class (SUBMISSIONS=folder or Gradescope export, OUT=dir, [JOBS=n] [FORCE=1])
 	@test -n "$(SUBMISSIONS)" -a -n "$(OUT)" || { echo "make batch: say what to grade and where, e.g. make batch SUBMISSIONS=submissions/ OUT=graded/" >&2; exit 2; }
 	$(PY) -m autograder batch "$(SUBMISSIONS)" --out "$(OUT)" $(if $(JOBS),--jobs $(JOBS)) $(if $(FORCE),--force)
 

@@ -778,6 +778,14 @@ def load(path: str | Path, *, check_files: bool = True) -> Config:
         raise ConfigError(f"{path}: not found — run from the repository root or pass --config PATH") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot be read: {exc}") from None
+    return loads(text, path, check_files=check_files)
+
+
+def loads(text: str, path: str | Path, *, check_files: bool = True) -> Config:
+    """The configuration ``text`` holds, read as if it were the file ``path`` (relative paths
+    resolve from its folder; errors name it): for a grading.toml made in memory, e.g. the
+    Gradescope bundle's, checked before it is written."""
+    path = Path(path)
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
