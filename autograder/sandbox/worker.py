@@ -333,7 +333,7 @@ class WorkerContext:
         key = hashlib.sha256(source.encode()).hexdigest()
         if key not in self._probe_cache:
             namespace: dict[str, Any] = {"__name__": "autograder_probe"}
-            exec(compile(source, f"<probe {name}>", "exec"), namespace)  # trusted source from the grader
+            exec(compile(source, f"<probe {name}>", "exec"), namespace)  # noqa: S102 - trusted source from the grader
             self._probe_cache[key] = namespace[name]
         return self._probe_cache[key]
 

@@ -23,10 +23,10 @@ import pytest
 from conftest import EXERCISES, ROOT, SEED, SOLUTIONS, SUBMISSIONS, grade
 
 sys.path.insert(0, str(SUBMISSIONS))
-import variants  # noqa: E402
+import variants
 
-from autograder.instructor.batch import gsmeta, report  # noqa: E402
-from autograder.instructor.batch.students import discover, safe_key  # noqa: E402
+from autograder.instructor.batch import gsmeta, report
+from autograder.instructor.batch.students import discover, safe_key
 
 SKILL = "qkv"
 MISTAKE = next(m for m in variants.mistakes(SKILL) if m["id"] == "divide-by-dk")
