@@ -242,14 +242,17 @@ def report_path(run_dir: Path) -> Path:
 def remove_run_dir(path: Path) -> None:
     """Remove a run folder, whatever a worker left in it read-only."""
 
-    def onerror(func, target, _exc):
+    def retry(func, target, _exc):
         try:
             os.chmod(target, stat.S_IRWXU)
             func(target)
         except OSError:
             pass
 
-    shutil.rmtree(path, onerror=onerror)
+    if sys.version_info >= (3, 12):  # onerror is deprecated there; onexc gets the exception, not exc_info
+        shutil.rmtree(path, onexc=retry)
+    else:
+        shutil.rmtree(path, onerror=retry)
 
 
 def stop(proc: subprocess.Popen, manifest_write: int, progress_read: int, log_fh) -> None:
