@@ -42,9 +42,10 @@ test test-slow test-all check: export PYTHONDONTWRITEBYTECODE :=
 test: lint ## lint, then the grader's own tests but those marked slow (and actionlint on every workflow)
 	$(PY) -m pytest -m "not slow"
 
-lint: $(TEST_STAMPS) ## ruff check and ruff format --check (rules: pyproject.toml; ruff pinned in requirements-lint.txt)
+lint: $(TEST_STAMPS) ## ruff check, ruff format --check and mypy (rules: pyproject.toml; pinned in requirements-lint.txt)
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
+	$(PY) -m mypy
 
 test-slow: $(TEST_STAMPS) ## only the tests marked slow (full round trips, time limits, whole classes)
 	$(PY) -m pytest -m slow

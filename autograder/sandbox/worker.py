@@ -426,7 +426,7 @@ def _dispatch_line(key: tuple, entry: list) -> str:
 def serve(sock: socket.socket, spec: WorkerSpec, facts: list[str]) -> None:
     probes.AUTOGRAD_TRIPWIRE.install()  # before any submission module is imported
     out = CappedWriter(spec.output_bytes)
-    sys.stdout = sys.stderr = out  # type: ignore[assignment]
+    sys.stdout = sys.stderr = out
     ctx = WorkerContext(spec)
     send_message(sock, {"ok": True, "ready": True, "facts": facts, "pid": os.getpid()})
     while True:
