@@ -7,4 +7,4 @@ Layers, bottom to top (each imports only the layers below it; tests/grader/test_
 ``cli``/``ci``/``app`` (entry points), ``release``/``batch`` (instructors).
 """
 
-__version__ = "0.1.0"
+__version__ = "0.5.0"  # the grader's own version (CHANGELOG.md), not a course release's (make release VERSION=)

@@ -88,7 +88,7 @@ def _todo_arguments(t: argparse.ArgumentParser) -> None:
 
 def _config_keys_arguments(k: argparse.ArgumentParser) -> None:
     k.add_argument(
-        "--write", metavar="FILE", default=None, help="rewrite FILE's list of the keys (README.md) instead of printing it"
+        "--write", metavar="FILE", default=None, help="rewrite FILE's list of the keys (docs/CONFIG.md) instead of printing it"
     )
 
 
@@ -98,7 +98,7 @@ def _ci_comment(args: argparse.Namespace) -> int:
     return comment_main(args.results)
 
 
-def _config_keys(args: argparse.Namespace) -> int:  # grading.toml's keys, from their declaration (README.md lists them)
+def _config_keys(args: argparse.Namespace) -> int:  # grading.toml's keys, from their declaration (docs/CONFIG.md lists them)
     from .config import keys_main
 
     return keys_main(["--write", args.write] if args.write else [])
@@ -321,7 +321,7 @@ COMMANDS = (
     Command("grade", "grade a submission", _grade_arguments, grade_main),
     Command("ci-comment", "CI: the one feedback comment on a pull request", _ci_comment_arguments, _ci_comment),
     Command("todo", "list the functions still to write (`make todo`)", _todo_arguments, todo_main),
-    Command("config-keys", "grading.toml's keys as markdown (--write README.md)", _config_keys_arguments, _config_keys),
+    Command("config-keys", "grading.toml's keys as markdown (docs/CONFIG.md)", _config_keys_arguments, _config_keys),
 )
 
 #: The modules that define the instructors' commands (a ``COMMANDS`` tuple each), in the order

@@ -57,7 +57,13 @@ class Parser(argparse.ArgumentParser):
 
 class _Formatter(argparse.HelpFormatter):
     """Each command's help beside its name, on one line (argparse measures the commands' names
-    without the indent they are shown with, and the longest one got a line of its own)."""
+    without the indent they are shown with, and the longest one got a line of its own).
+
+    ``max_help_position`` cannot do this on Python 3.11: argparse places help at
+    ``min(longest invocation + 2, max_help_position)``, and the longest invocation is the one
+    measured without the indent, so ``nbgrader-course`` still wraps. Hence the one override of
+    argparse internals (``_iter_indented_subactions``, ``_action_max_length``), which
+    tests/grader/test_cli.py checks (every command's help on its own line)."""
 
     def add_argument(self, action: argparse.Action) -> None:
         super().add_argument(action)

@@ -2,7 +2,7 @@
 
 Every key is declared once, in :data:`KEYS` (its type, default, range, own rule, help text and
 what the student copy of ``make release`` does with it): the parser, the dataclasses' defaults,
-the release's student-copy filter and the key list in README.md (:func:`keys_markdown`,
+the release's student-copy filter and the key list in docs/CONFIG.md (:func:`keys_markdown`,
 ``python -m autograder config-keys``) all read that declaration.
 
 Loading validates everything before a single test runs, and every problem is reported as
@@ -778,6 +778,14 @@ def load(path: str | Path, *, check_files: bool = True) -> Config:
         raise ConfigError(f"{path}: not found — run from the repository root or pass --config PATH") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot be read: {exc}") from None
+    return loads(text, path, check_files=check_files)
+
+
+def loads(text: str, path: str | Path, *, check_files: bool = True) -> Config:
+    """The configuration ``text`` holds, read as if it were the file ``path`` (relative paths
+    resolve from its folder; errors name it): for a grading.toml made in memory, e.g. the
+    Gradescope bundle's, checked before it is written."""
+    path = Path(path)
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -982,9 +990,10 @@ def _near(name: str, names: list[str]) -> str:
     return f" — did you mean {close[0]!r}?" if close else ""
 
 
-# --------------------------------------------------------------------------- the key list in README.md
+# --------------------------------------------------------------------------- the key list in docs/CONFIG.md
 DOC_BEGIN = (
-    "<!-- grading.toml keys: written by `python -m autograder config-keys --write README.md` from autograder/config.py KEYS -->"
+    "<!-- grading.toml keys: written by `python -m autograder config-keys --write docs/CONFIG.md` "
+    "from autograder/config.py KEYS -->"
 )
 DOC_END = "<!-- end of grading.toml keys -->"
 
@@ -1018,7 +1027,7 @@ def _describe(key: Key) -> str:
 
 
 def keys_markdown() -> str:
-    """The README's list of grading.toml's keys, from :data:`KEYS` (a test checks it is current)."""
+    """docs/CONFIG.md's list of grading.toml's keys, from :data:`KEYS` (a test checks it is current)."""
     rows = ["| key | value | default | what it is |", "| --- | --- | --- | --- |"]
     for key in KEYS:
         if key.kind == TABLE:
@@ -1044,7 +1053,7 @@ def keys_markdown() -> str:
 
 
 def with_keys_doc(text: str) -> str:
-    """``text`` (README.md) with the part between :data:`DOC_BEGIN` and :data:`DOC_END` replaced
+    """``text`` (docs/CONFIG.md) with the part between :data:`DOC_BEGIN` and :data:`DOC_END` replaced
     by :func:`keys_markdown`."""
     start, end = text.index(DOC_BEGIN) + len(DOC_BEGIN), text.index(DOC_END)
     return text[:start] + "\n" + keys_markdown() + text[end:]
@@ -1052,7 +1061,7 @@ def with_keys_doc(text: str) -> str:
 
 def keys_main(argv: list[str]) -> int:
     """``python -m autograder config-keys [--write FILE]``: print grading.toml's keys as a
-    markdown table, or rewrite that table in FILE (README.md) between its markers."""
+    markdown table, or rewrite that table in FILE (docs/CONFIG.md) between its markers."""
     if not argv:
         print(keys_markdown(), end="")
         return 0
@@ -1067,5 +1076,5 @@ def keys_main(argv: list[str]) -> int:
             return 2
         path.write_text(with_keys_doc(text), encoding="utf-8")
         return 0
-    print("usage: python -m autograder config-keys [--write README.md]", file=__import__("sys").stderr)
+    print("usage: python -m autograder config-keys [--write docs/CONFIG.md]", file=__import__("sys").stderr)
     return 2

@@ -21,9 +21,9 @@ $(VENV)/.requirements.stamp: requirements.txt
 	@echo "Installed. Later runs start grading at once."
 	@touch $@
 
-grade: $(VENV)/.requirements.stamp ## grade SUBMISSION (default: exercises/)
+grade: $(VENV)/.requirements.stamp ## grade [SUBMISSION=dir] [SKILL="qkv masks"] [FORMAT=text|json|gradescope|markdown|github] [OUTPUT=file] [SEED=n]
 	@$(PY) -m autograder grade $(SUBMISSION) $(GRADE_FLAGS)
 
-clean:
+clean: ## remove .venv and the caches
 	rm -rf $(VENV) .pytest_cache
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -219,7 +219,7 @@ def _from_zip(archive: Path, upload: Path, modules: list[str], work: Path, max_m
                     except (UploadError, *_ZIP_ERRORS):
                         return None
 
-                depth = lambda p: len(p.parts)  # noqa: E731 — PurePosixPath(".").parts is ()
+                depth = lambda p: len(p.parts)
                 candidates = {
                     folder: {n: written_functions(peek(i)) for n, i in chosen[folder].items()}
                     for folder in shortlist(chosen, depth)

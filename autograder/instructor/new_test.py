@@ -27,6 +27,7 @@ import tomllib
 from pathlib import Path
 
 from ..config import ConfigError, load
+from . import grading_toml
 
 NAME = re.compile(r"test_[a-z0-9_]+")
 HINT_KEY = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*")
@@ -37,63 +38,15 @@ class Refused(Exception):
     """A change that would leave the suites inconsistent: the message names the fix."""
 
 
-def _number(value: float) -> str:
-    return f"{value:g}"
-
-
-def _weights_table(lines: list[str], skill: str, suite_file: str) -> tuple[int, int]:
-    """(first, end) line indexes of the ``[skills.<skill>.suites.weights]`` table that
-    belongs to the ``[[skills.<skill>.suites]]`` entry whose file is ``suite_file``."""
-    entry = None
-    for i, line in enumerate(lines):
-        stripped = line.strip()
-        if stripped == f"[[skills.{skill}.suites]]":
-            entry = i
-        elif entry is not None and re.match(r'file\s*=\s*"' + re.escape(suite_file) + '"', stripped):
-            for j in range(i, len(lines)):
-                if lines[j].strip() == f"[skills.{skill}.suites.weights]":
-                    end = j + 1
-                    while end < len(lines) and lines[end].strip() and not lines[end].lstrip().startswith("["):
-                        end += 1
-                    return j + 1, end
-            break
-    raise Refused(
-        f"grading.toml: no [skills.{skill}.suites.weights] table for {suite_file} — add the suite entry first (see "
-        "autograder/testing/README.md)"
-    )
-
-
 def plan_grading(
     text: str, skill: str, suite_file: str, name: str, weight: float, take_from: str | None, add_points: bool
 ) -> str:
-    """grading.toml's text with the new weight (and the one it was taken from) changed."""
-    lines = text.splitlines(keepends=True)
-    first, end = _weights_table(lines, skill, suite_file)
-    lines.insert(end, f"{name} = {_number(weight)}\n")
-    if add_points:
-        header = lines.index(f"[skills.{skill}]\n")
-        for i in range(header + 1, len(lines)):
-            m = re.match(r"(\s*points\s*=\s*)([0-9.]+)(.*)", lines[i], flags=re.S)
-            if m:
-                lines[i] = f"{m.group(1)}{_number(float(m.group(2)) + weight)}{m.group(3)}"
-                break
-            if lines[i].lstrip().startswith("["):
-                raise Refused(f"grading.toml: [skills.{skill}] has no points line")
-    else:
-        pattern = re.compile(r"(\s*" + re.escape(take_from) + r"\s*=\s*)([0-9.]+)(.*)", flags=re.S)
-        hits = [i for i, line in enumerate(lines) if pattern.match(line)]
-        if not hits:
-            raise Refused(f"grading.toml: skill {skill} has no test {take_from} to take the weight from (--take-from / FROM=)")
-        m = pattern.match(lines[hits[0]])
-        left = float(m.group(2)) - weight
-        if left <= 0:
-            raise Refused(
-                f"grading.toml:{hits[0] + 1}: {take_from} = {m.group(2)} cannot give {_number(weight)} "
-                f"(it would keep {_number(left)}): "
-                f"take it from a heavier test, or pass --add-points (ADD_POINTS=1) to raise the skill's points"
-            )
-        lines[hits[0]] = f"{m.group(1)}{_number(left)}{m.group(3)}"
-    return "".join(lines)
+    """grading.toml's text with the new weight (and the one it was taken from) changed
+    (``instructor/grading_toml.py``, on tomlkit: comments and layout kept)."""
+    try:
+        return grading_toml.add_weight(text, skill, suite_file, name, weight, take_from, add_points)
+    except grading_toml.EditRefused as exc:
+        raise Refused(str(exc)) from None
 
 
 def skeleton(skill: str, module: str, function: str | None, name: str, hidden: bool, hint: str | None) -> str:

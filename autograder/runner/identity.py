@@ -80,7 +80,7 @@ def course_closure(course_dir: Path, sources: dict[str, str]) -> set[str]:
 
 
 def _tree(root: Path, folder: Path) -> dict[str, bytes]:
-    out = {}
+    out: dict[str, bytes] = {}
     if not folder.is_dir():
         return out
     for path in sorted(folder.rglob("*")):

@@ -3,6 +3,8 @@ to a pipe: one line per finished test."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -23,7 +25,7 @@ class LiveProgress:
             console=console,
             transient=True,
         )
-        self.task = None
+        self.task: Any = None  # rich's TaskID once started
 
     def __enter__(self) -> LiveProgress:
         if self.enabled:

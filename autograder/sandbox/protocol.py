@@ -77,7 +77,7 @@ class Opaque:
     type_name: str
     summary: str
 
-    def __eq__(self, other: object) -> bool:  # noqa: D105 - never equal, even to itself
+    def __eq__(self, other: object) -> bool:  # never equal, even to itself
         return False
 
     __hash__ = object.__hash__

@@ -259,7 +259,7 @@ def _warm_up() -> None:
         torch.nn.Linear(4, 4, dtype=dtype)(x.detach())
         mha = torch.nn.MultiheadAttention(4, 2, batch_first=True, dtype=dtype)
         mha(x.detach(), x.detach(), x.detach(), need_weights=False)
-    import torch.autograd.gradcheck  # noqa: F401
+    import torch.autograd.gradcheck
 
 
 def _zygote_main(sock: socket.socket) -> None:

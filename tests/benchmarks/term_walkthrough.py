@@ -171,7 +171,7 @@ def main() -> int:
         same = (work / "merged" / rel).read_bytes() == (out / rel).read_bytes()
         print(f"   {rel:18} merged == single run: {same}")
         ok &= same
-    strip = lambda p: re.sub(r" Graded in \d+ s\.", "", p.read_text(encoding="utf-8")).split("## Changes since")[0]  # noqa: E731
+    strip = lambda p: re.sub(r" Graded in \d+ s\.", "", p.read_text(encoding="utf-8")).split("## Changes since")[0]
     same = strip(work / "merged" / "summary.md") == strip(out / "summary.md")
     print(f"   summary.md         merged == single run (but timing and the regrade's change list): {same}")
     ok &= same

@@ -23,10 +23,10 @@ import pytest
 from conftest import EXERCISES, ROOT, SEED, SOLUTIONS, SUBMISSIONS, grade
 
 sys.path.insert(0, str(SUBMISSIONS))
-import variants  # noqa: E402
+import variants
 
-from autograder.instructor.batch import gsmeta, report  # noqa: E402
-from autograder.instructor.batch.students import Student, discover, safe_key  # noqa: E402
+from autograder.instructor.batch import gsmeta, report
+from autograder.instructor.batch.students import Student, discover, safe_key
 
 SKILL = "qkv"
 MISTAKE = next(m for m in variants.mistakes(SKILL) if m["id"] == "divide-by-dk")
@@ -184,7 +184,7 @@ def test_resume_skips_finished_students_and_force_regrades(graded, klass, fast_c
 
 
 # slow: a class of its own graded twice (--force regrades everyone); the metadata reader itself is
-# checked in-process below (test_gradescope_metadata_reader_agrees_with_pyyaml)
+# checked in-process below (test_gradescope_metadata_is_read_by_pyyaml_…)
 @pytest.mark.slow
 def test_gradescope_export_is_read_and_force_regrades(tmp_path, fast_config):
     export = tmp_path / "export"
@@ -281,28 +281,33 @@ def _leftovers(marker: str) -> list[str]:
     return found
 
 
-def test_gradescope_metadata_reader_agrees_with_pyyaml():
-    yaml = pytest.importorskip("yaml")
+def test_gradescope_metadata_is_read_by_pyyaml_with_every_scalar_kept_as_written():
+    """gsmeta is yaml.safe_load's loader minus implicit types: names, sids and dates stay the text
+    Gradescope wrote (an unquoted sid keeps its leading zeros), Ruby object tags and flow
+    collections read, and a broken file names its line."""
+    pytest.importorskip("yaml")
     text = (
         'submission_1:\n  :submitters:\n  - :name: "Zoë \\"Z\\" O\'Neil"\n    :sid: \'007\'\n    :email: z@example.edu\n'
-        "  - :name: 'It''s me'\n    :sid: '8'\n  :created_at: 2026-11-01 10:00:00.000000000 -07:00\n  :score: 3.5\n"
+        "  - :name: 'It''s me'\n    :sid: 0008\n  :created_at: 2026-11-01 10:00:00.000000000 -07:00\n  :score: 3.5\n"
         "  :results:\n    tests:\n    - name: 'a: b'\n      output: |-\n        two\n          lines\n    - {}\n  :status: ~\n"
+        "  :owner: !ruby/object:User\n    id: 1\n  :tags: [a, b]\n"
         "submission_2:\n  :submitters:\n  - :name: Plain Name # a comment\n    :sid: '9'\n"
     )
-
-    def strings(o):
-        if isinstance(o, dict):
-            return {str(k).lstrip(":"): strings(v) for k, v in o.items()}
-        if isinstance(o, list):
-            return [strings(v) for v in o]
-        return None if o is None else str(o)
-
-    ours = gsmeta.parse(text)
-    theirs = strings(yaml.safe_load(text))
-    ours["submission_1"].pop("created_at"), theirs["submission_1"].pop("created_at")  # PyYAML reads a datetime
-    assert ours == theirs
+    parsed = gsmeta.parse(text)
+    one = parsed["submission_1"]
+    assert one["submitters"] == [
+        {"name": 'Zoë "Z" O\'Neil', "sid": "007", "email": "z@example.edu"},
+        {"name": "It's me", "sid": "0008"},
+    ]
+    assert one["created_at"] == "2026-11-01 10:00:00.000000000 -07:00" and one["score"] == "3.5"
+    assert one["results"] == {"tests": [{"name": "a: b", "output": "two\n  lines"}, {}]}
+    assert one["status"] is None and one["owner"] is None and one["tags"] == ["a", "b"]
+    assert parsed["submission_2"] == {"submitters": [{"name": "Plain Name", "sid": "9"}]}
+    assert gsmeta.parse("") == {}
     with pytest.raises(gsmeta.MetadataError, match="line 3"):
         gsmeta.parse("submission_1:\n    :a: 1\n  :b: 2\n")
+    with pytest.raises(gsmeta.MetadataError, match="one mapping per submission"):
+        gsmeta.parse("- submission_1\n")
 
 
 def test_student_keys_are_safe_unique_and_links_are_skipped(tmp_path):

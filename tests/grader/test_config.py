@@ -580,14 +580,14 @@ def test_release_platforms_default_to_gradescope_and_actions(tmp_path):
 
 
 # --------------------------------------------------------------------------- the declaration's other readers
-def test_readme_lists_every_key_as_declared():
-    """README.md's key list is the declaration's (``python -m autograder config-keys --write README.md``)."""
+def test_config_doc_lists_every_key_as_declared():
+    """docs/CONFIG.md's key list is the declaration's (``python -m autograder config-keys --write docs/CONFIG.md``)."""
     from autograder.config import DOC_BEGIN, DOC_END
 
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    text = (ROOT / "docs" / "CONFIG.md").read_text(encoding="utf-8")
     section = text[text.index(DOC_BEGIN) + len(DOC_BEGIN) : text.index(DOC_END)]
     assert section.strip() == keys_markdown().strip(), (
-        "README.md's grading.toml keys are stale: run `python -m autograder config-keys --write README.md`"
+        "docs/CONFIG.md's grading.toml keys are stale: run `python -m autograder config-keys --write docs/CONFIG.md`"
     )
     assert all(f"`{key.path}`" in section or f"[{key.path}]" in section for key in KEYS)
 

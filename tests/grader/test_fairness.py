@@ -103,7 +103,7 @@ def test_one_changed_byte_draws_new_inputs(mistake, mistake_graded, tmp_path):
     (changed / MISTAKE_MODULE).write_bytes((mistake / MISTAKE_MODULE).read_bytes() + b"#")
     after = grade(changed, "--skill", "masks", "--reveal-hidden", output=tmp_path / "b.json", seed=None)
     assert before.data["seed"] != after.data["seed"]
-    seeds = lambda g: [t["seed"] for t in g.tests()]  # noqa: E731 - per-test seeds: the inputs each test drew
+    seeds = lambda g: [t["seed"] for t in g.tests()]  # per-test seeds: the inputs each test drew
     assert all(s is not None for s in seeds(before))
     assert not set(seeds(before)) & set(seeds(after))
 
@@ -115,7 +115,7 @@ def test_a_skill_alone_draws_the_same_inputs_as_the_full_run(mistake, mistake_gr
     alone = grade(mistake, "--skill", "masks", "--reveal-hidden", output=tmp_path / "b.json", seed=None)
     full = mistake_graded
     assert alone.data["seed"] == full.data["seed"]
-    strip = lambda skill: [{k: v for k, v in t.items() if k != "duration"} for t in skill["tests"]]  # noqa: E731
+    strip = lambda skill: [{k: v for k, v in t.items() if k != "duration"} for t in skill["tests"]]
     assert strip(alone.skill("masks")) == strip(full.skill("masks"))
 
 

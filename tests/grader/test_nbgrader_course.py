@@ -172,7 +172,7 @@ def _run_notebook(skill, code: str) -> tuple[dict[str, float], dict[str, bool], 
             with contextlib.redirect_stderr(stderr), contextlib.redirect_stdout(io.StringIO()):
                 exec(compile(tree, meta.get("grade_id", "cell"), "exec"), ns)  # noqa: S102 - the notebook under test
                 if last is not None:
-                    value = eval(compile(ast.Expression(last.value), meta.get("grade_id", "cell"), "eval"), ns)
+                    value = eval(compile(ast.Expression(last.value), meta.get("grade_id", "cell"), "eval"), ns)  # noqa: S307
         except Exception as exc:  # noqa: BLE001 - a failing cell is what we look for
             problems.append(f"{meta.get('grade_id')}: {type(exc).__name__}: {str(exc)[:300]}")
             value = exc

@@ -60,6 +60,17 @@ def test_a_hidden_test_with_a_hint_lands_in_all_three_places(repo):
     assert hint == {"text": "−∞ must stay −∞.", "section": "Week 7 §11", "function": "scale_scores"}
 
 
+def test_the_edit_keeps_every_comment_and_line_it_does_not_change(repo):
+    before = (repo / "grading.toml").read_text(encoding="utf-8")
+    add_test(repo, "qkv", NAME, hidden=True, weight=0.25, take_from="test_scale_scores_matches_reference_for_many_widths")
+    after = (repo / "grading.toml").read_text(encoding="utf-8")
+    removed = [line for line in before.splitlines() if line not in after.splitlines()]
+    added = [line for line in after.splitlines() if line not in before.splitlines()]
+    assert removed == ["test_scale_scores_matches_reference_for_many_widths = 0.5"]
+    assert added == ["test_scale_scores_matches_reference_for_many_widths = 0.25", f"{NAME} = 0.25"]
+    assert after.index(f"{NAME} = 0.25") < after.index("[skills.masks]")  # at the end of qkv's hidden weights
+
+
 def test_add_points_raises_the_skill_instead(repo):
     add_test(repo, "masks", "test_causal_mask_is_bool", hidden=False, weight=0.5, add_points=True)
     assert load(repo / "grading.toml").skills["masks"].points == load(ROOT / "grading.toml").skills["masks"].points + 0.5
@@ -70,6 +81,11 @@ def test_add_points_raises_the_skill_instead(repo):
     "kwargs, message",
     [
         ({"take_from": "test_no_such_test"}, "has no test test_no_such_test to take the weight from"),
+        # another skill's test: its weight is not this skill's to give
+        (
+            {"take_from": "test_causal_mask_reproduces_week7_m2_and_m4"},
+            "skill qkv has no test test_causal_mask_reproduces_week7_m2_and_m4",
+        ),
         ({"take_from": "test_scale_scores_matches_reference_for_many_widths", "weight": 5}, "cannot give 5"),
         ({}, "say where the weight comes from"),
         (

@@ -12,7 +12,7 @@ from conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "tests" / "benchmarks"))
 
-import one_score_paths  # noqa: E402
+import one_score_paths
 
 
 # slow: builds the Gradescope bundle and grades each submission three ways (bundle, batch, grade)

@@ -37,7 +37,7 @@ def leftover_processes(marker: str) -> list[str]:
         if entry.isdigit() and int(entry) != os.getpid():
             for name in ("cmdline", "environ"):
                 try:
-                    text = open(f"/proc/{entry}/{name}", "rb").read().replace(b"\0", b" ").decode(errors="replace")
+                    text = Path(f"/proc/{entry}/{name}").read_bytes().replace(b"\0", b" ").decode(errors="replace")
                 except OSError:
                     continue
                 if marker in text:

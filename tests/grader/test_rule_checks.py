@@ -294,7 +294,7 @@ HANDOUTS = {  # a helper whose SDPA reaches `ok`'s caller without `ok` naming it
 def test_a_sibling_module_counts_for_what_the_file_can_run_of_it(importer, flagged):
     """mha_reshape.py may reuse the student's own sdpa_masks.to_additive_mask: sdpa_masks.sdpa,
     which calls SDPA by design, never runs for it (nor does a __main__ self-check)."""
-    run = lambda: check_no_banned(importer, "mha_reshape.py", SDPA, what="rule", imports={"sdpa_masks": SIBLING})  # noqa: E731
+    run = lambda: check_no_banned(importer, "mha_reshape.py", SDPA, what="rule", imports={"sdpa_masks": SIBLING})
     if flagged:
         with pytest.raises(CheckFailed, match="sdpa_masks.py:15: F.scaled_dot_product_attention"):
             run()

@@ -22,7 +22,7 @@ import pytest
 from conftest import CONFIG, MODULES, SKILLS, SUBMISSIONS, grade
 
 sys.path.insert(0, str(SUBMISSIONS))
-import variants  # noqa: E402  (tests/submissions/variants.py: the same variants the hint benchmark grades)
+import variants  # tests/submissions/variants.py: the same variants the hint benchmark grades
 
 STYLES = variants.styles()
 MISTAKES = {skill: variants.mistakes(skill) for skill in SKILLS}

@@ -375,10 +375,10 @@ def test_a_thread_left_running_dies_with_its_worker(sandbox):
     pid = worker.pid
     worker.close()
     for _ in range(100):
-        if not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().split()[2] == "Z":
+        if not os.path.exists(f"/proc/{pid}") or Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z":
             break
         time.sleep(0.02)
-    assert not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().split()[2] == "Z"
+    assert not os.path.exists(f"/proc/{pid}") or Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"
 
 
 def test_tensor_subclasses_do_not_cross(sandbox):
@@ -637,10 +637,10 @@ def test_workers_never_cross_groups(sandbox):
     finally:
         sandbox.begin_test(None)
     for _ in range(100):  # the hidden stage's worker was stopped when a visible test came
-        if not os.path.exists(f"/proc/{hidden}") or open(f"/proc/{hidden}/stat").read().split()[2] == "Z":
+        if not os.path.exists(f"/proc/{hidden}") or Path(f"/proc/{hidden}/stat").read_text().split()[2] == "Z":
             break
         time.sleep(0.02)
-    assert not os.path.exists(f"/proc/{hidden}") or open(f"/proc/{hidden}/stat").read().split()[2] == "Z"
+    assert not os.path.exists(f"/proc/{hidden}") or Path(f"/proc/{hidden}/stat").read_text().split()[2] == "Z"
 
 
 def test_ungrouped_tests_each_get_their_own_worker(sandbox):

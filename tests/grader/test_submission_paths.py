@@ -114,7 +114,7 @@ def test_the_rule_prefers_written_functions_then_modules_then_the_shallowest(tmp
     stub = submission.written_functions((EXERCISES / "qkv.py").read_bytes())
     done = submission.written_functions((SOLUTIONS / "qkv.py").read_bytes())
     assert stub == 0 < done
-    depth = lambda p: len(Path(p).parts)  # noqa: E731
+    depth = lambda p: len(Path(p).parts)
     assert submission.choose_folder({Path("."): {"qkv.py": done}, Path("exercises"): {"a.py": stub, "qkv.py": stub}}, depth)[
         0
     ] == Path(".")

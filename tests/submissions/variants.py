@@ -94,7 +94,7 @@ def named_functions(test_name: str, names: list[str], skill: str = "") -> list[s
     for n in sorted(names, key=lambda n: -len(snake(n))):
         for m in re.finditer(rf"(?<![a-z]){re.escape(snake(n))}(?![a-z])", test_name):
             a, b = m.span()
-            inside = lambda spans: any(x <= a and b <= y and (x, y) != (a, b) for x, y in spans)  # noqa: E731
+            inside = lambda spans: any(x <= a and b <= y and (x, y) != (a, b) for x, y in spans)
             if inside(taken) or (inside(skill_spans) and not any((x, y) == (a, b) for x, y in taken)):
                 continue  # `attention` inside `attention_head`; `sdpa` inside `sdpa_masks`
             if n not in hits:

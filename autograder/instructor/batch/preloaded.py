@@ -18,7 +18,8 @@ descriptors (manifest pipe, progress pipe, log file); this process forks a child
 - sets ``sys.argv`` and ``os.environ`` to what the fresh process would have had,
 - and runs pytest's ``__main__`` (``early.become_pytest``): from here on it is the same program as the fresh one
   (the plugin's first hook forks its sandbox fork server from a process that has imported torch
-  and computed nothing — see /work/shared/reference/torch-worker-processes.md — and reads the
+  and computed nothing — torch's thread pool does not survive ``fork()`` once it has run:
+  docs/ARCHITECTURE.md, *Processes* — and reads the
   manifest). It never returns into this process: it leaves with ``os._exit``.
 
 So a forked run and a ``Popen`` run differ only in how the process started. The preloaded process is a

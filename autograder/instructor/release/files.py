@@ -8,15 +8,14 @@ starts with ``#!``, 0644 otherwise), and nothing records the time or the machine
 
 from __future__ import annotations
 
-import re
 import stat
-import tomllib
 import zipfile
 from pathlib import Path
 
 from ...config import VISIBLE_SUITES, VISIBLE_SUM, VISIBLE_TESTS, Config, student_copy
 from ...runner.identity import COURSE_PACKAGE, course_closure, suite_files  # noqa: F401 (re-exported)
 from ...runner.identity import _tree as identity_tree
+from .. import grading_toml
 
 #: the zip format's earliest timestamp: no build time ends up in an artifact
 ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)
@@ -74,23 +73,11 @@ _tree = identity_tree
 
 
 # --------------------------------------------------------------------------- grading.toml
-_HEADER = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
-
-
-def _blocks(text: str) -> list[tuple[str | None, list[str]]]:
-    """Split TOML text into (header key or None, lines) blocks at every table header."""
-    blocks: list[tuple[str | None, list[str]]] = [(None, [])]
-    for line in text.splitlines(keepends=True):
-        m = _HEADER.match(line)
-        if m and not line.lstrip().startswith("#"):
-            blocks.append((m.group(1), [line]))
-        else:
-            blocks[-1][1].append(line)
-    return blocks
-
-
-def _fmt_number(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() else repr(float(value))
+STUDENT_NOTE = (
+    "# Student release: only the visible tests are listed, and each skill's points are the sum of\n"
+    "# their weights. The course autograder also runs hidden tests (fresh inputs, properties and\n"
+    "# the exercises' rules) and grades out of the full points.\n"
+)
 
 
 def filtered_grading_toml(config_text: str, include_hidden: bool) -> str:
@@ -98,99 +85,26 @@ def filtered_grading_toml(config_text: str, include_hidden: bool) -> str:
     unchanged. Without (the student repository): every hidden suite is removed, each skill's
     ``points`` become the sum of its visible weights (so the file still validates and the
     local score is out of what can be checked locally), gates that named hidden tests go,
-    and a comment at the top says so. Comments and layout of what stays are kept. Which keys
-    are treated so is their declaration's (``Key.student`` in autograder/config.py)."""
+    and a comment at the top says so. Comments and layout of what stays are kept
+    (``instructor/grading_toml.py``, on tomlkit). Which keys are treated so is their
+    declaration's (``Key.student`` in autograder/config.py)."""
     if include_hidden:
         return config_text
-    summed, to_visible = "|".join(student_copy(VISIBLE_SUM)), "|".join(student_copy(VISIBLE_TESTS))
     (suites_key,) = student_copy(VISIBLE_SUITES)
-    data = tomllib.loads(config_text)
-    skills = data.get("skills", {})
-    visible_points: dict[str, float] = {}
-    visible_tests: dict[str, set[str]] = {}
-    for sid, skill in skills.items():
-        suites = [s for s in skill.get(suites_key, []) if s.get("visibility") == "visible"]
-        visible_points[sid] = sum(sum(s.get("weights", {}).values()) for s in suites)
-        visible_tests[sid] = {name for s in suites for name in s.get("weights", {})}
-        if not suites:
-            raise ValueError(f"grading.toml: skill {sid} has no visible suite: the student release could not grade it")
-    full_points = {sid: skill.get("points", 0) for sid, skill in skills.items()}
-
-    out: list[str] = []
-    blocks = _blocks(config_text)
-    i = 0
-    while i < len(blocks):
-        key, lines = blocks[i]
-        m = re.fullmatch(rf"skills\.([a-z][a-z0-9_]*)\.{suites_key}", key or "")
-        if m:  # a [[skills.X.suites]] entry and its [skills.X.suites.weights] table
-            group = [blocks[i]]
-            while i + 1 < len(blocks) and (blocks[i + 1][0] or "").startswith(f"{key}."):
-                i += 1
-                group.append(blocks[i])
-            body = "".join("".join(ls) for _, ls in group)
-            entry = tomllib.loads(body.replace(f"[[{key}]]", "[entry]", 1).replace(f"[{key}.", "[entry.", 1))
-            if entry.get("entry", {}).get("visibility") == "visible":
-                out.append(body)
-            else:
-                # keep the blank lines that separated it from the next skill
-                trailing = re.search(r"\n*$", body).group(0)
-                out.append(trailing[1:] if out and out[-1].endswith("\n\n") else trailing[1:])
-            i += 1
-            continue
-        m = re.fullmatch(r"skills\.([a-z][a-z0-9_]*)", key or "")
-        if m and m.group(1) in skills:
-            sid = m.group(1)
-            new = []
-            for line in lines:
-                if m_sum := re.match(rf"^\s*({summed})\s*=", line):
-                    line = (
-                        f"{m_sum.group(1)} = {_fmt_number(visible_points[sid])}  # visible tests only; the course "
-                        f"autograder grades out of {_fmt_number(full_points[sid])}\n"
-                    )
-                elif m_list := re.match(rf"^\s*({to_visible})\s*=", line):
-                    key = m_list.group(1)
-                    kept = [g for g in skills[sid].get(key, []) if g in visible_tests[sid]]
-                    if not kept:
-                        continue
-                    line = f"{key} = [" + ", ".join(f'"{g}"' for g in kept) + "]\n"
-                new.append(line)
-            out.append("".join(new))
-        else:
-            out.append("".join(lines))
-        i += 1
-    note = (
-        "# Student release: only the visible tests are listed, and each skill's points are the sum of\n"
-        "# their weights. The course autograder also runs hidden tests (fresh inputs, properties and\n"
-        "# the exercises' rules) and grades out of the full points.\n"
+    return grading_toml.student_copy(
+        config_text,
+        suites_key=suites_key,
+        summed=student_copy(VISIBLE_SUM),
+        to_visible=student_copy(VISIBLE_TESTS),
+        note=STUDENT_NOTE,
     )
-    text = note + "".join(out)
-    text = re.sub(r"\n{3,}", "\n\n\n", text)
-    tomllib.loads(text)  # still valid TOML
-    return text
 
 
 def assignment_grading_toml(config_text: str, skills: tuple[str, ...]) -> str:
     """``grading.toml`` for one assignment's bundle: only its skills (their tables and suites),
     their rules, and no ``[release.assignments]`` (the bundle is one of them). Comments and
     layout of what stays are kept."""
-    out = []
-    for key, lines in _blocks(config_text):
-        m = re.fullmatch(r"skills\.([a-z][a-z0-9_]*)(?:\..*)?", key or "")
-        if (m and m.group(1) not in skills) or key == "release.assignments":
-            continue
-        if key == "release.rules":
-            lines = [
-                line
-                for line in lines
-                if not (
-                    re.match(r"^\s*([a-z][a-z0-9_]*)\s*=", line)
-                    and re.match(r"^\s*([a-z][a-z0-9_]*)", line).group(1) not in skills
-                )
-            ]
-        out.append("".join(lines))
-    text = re.sub(r"\n{3,}", "\n\n\n", "".join(out))
-    tomllib.loads(text)  # still valid TOML
-    return text
+    return grading_toml.assignment_copy(config_text, skills)
 
 
 # --------------------------------------------------------------------------- the grader

@@ -21,8 +21,9 @@ import json
 import re
 from pathlib import Path
 
-from ...config import Config, GradescopeRelease, Limits, _parse
+from ...config import Config, GradescopeRelease, Limits, loads
 from ...runner.seeding import MIN_KEY_BYTES
+from .. import grading_toml
 from .context import ReleaseContext
 from .files import assignment_grading_toml, grader_files, write_zip_deterministic
 
@@ -134,31 +135,9 @@ def _fill(template: Path, values: dict[str, str]) -> bytes:
 
 
 # --------------------------------------------------------------------------- grading.toml
-_ASSIGN = re.compile(r"^(\s*)([A-Za-z_][A-Za-z0-9_]*)(\s*=\s*)([^#\n]*?)(\s*#.*)?$")
-
-
 def with_limits(text: str, limits: Limits) -> str:
     """grading.toml's text with its ``[limits]`` table set to ``limits`` (comments kept)."""
-    lines = text.splitlines()
-    try:
-        start = next(i for i, line in enumerate(lines) if line.strip() == "[limits]")
-    except StopIteration:
-        lines += ["", "[limits]"]
-        start = len(lines) - 1
-    end = next((i for i in range(start + 1, len(lines)) if lines[i].lstrip().startswith("[")), len(lines))
-    values = {name: getattr(limits, name) for name in Limits.__dataclass_fields__}
-    seen = set()
-    for i in range(start + 1, end):
-        match = _ASSIGN.match(lines[i])
-        if match and match.group(2) in values:
-            key = match.group(2)
-            seen.add(key)
-            lines[i] = f"{match.group(1)}{key}{match.group(3)}{values[key]:g}{match.group(5) or ''}"
-    missing = [f"{key} = {values[key]:g}" for key in values if key not in seen]
-    while end > start + 1 and not lines[end - 1].strip():
-        end -= 1
-    lines[end:end] = missing
-    return "\n".join(lines) + "\n"
+    return grading_toml.with_values(text, "limits", {name: getattr(limits, name) for name in Limits.__dataclass_fields__})
 
 
 def bundle_grading_toml(config: Config) -> str:
@@ -167,9 +146,7 @@ def bundle_grading_toml(config: Config) -> str:
     wanted = config.gradescope_release.limits
     text = "# In dist/autograder.zip: [limits] are the repository's with [release.gradescope.limits] applied.\n"
     text += with_limits(config.path.read_text(encoding="utf-8"), wanted)
-    import tomllib
-
-    got = _parse(config.path, text, tomllib.loads(text), check_files=False).limits
+    got = loads(text, config.path, check_files=False).limits
     if got != wanted:
         raise ValueError(f"could not apply [release.gradescope.limits] to grading.toml: got {got}, wanted {wanted}")
     return text

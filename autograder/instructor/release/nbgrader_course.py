@@ -174,7 +174,7 @@ def _check_code(check: Check, ns: dict, where: str) -> str:
         if check.setup:
             exec(compile(check.setup, where, "exec"), local)  # noqa: S102 - our own checks
         want = eval(compile(check.call, where, "eval"), local)  # noqa: S307
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - any failure of the reference stops the release, named
         raise NotebookError(f"{where}: the reference fails `{check.call}`: {type(exc).__name__}: {exc}") from None
     if _has_nan(want):  # a fully blocked row, say: outside the exercise contract (EXERCISES.md)
         raise NotebookError(f"{where}: the reference returns NaN for `{check.call}` — choose inputs inside the contract")

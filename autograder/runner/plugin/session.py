@@ -25,8 +25,8 @@ class GradingSession:
         self.seed: int = manifest.seed
         self.hints = hint_catalogue.load_catalogue(Path(manifest.suites_dir), docs=Path(manifest.root) / "docs")
         self.solutions_dir = Path(manifest.solutions_dir)
-        self.progress = None
-        self.profiler = None
+        self.progress: Any = None  # the progress pipe, a text file, while a run reports progress
+        self.profiler: Any = None  # a cProfile.Profile when AUTOGRADER_PROFILE asks for one
         self.trusted_processes = 1  # 2 once runner/process/split.py forked a second one
         limits = manifest.limits
         modules = {

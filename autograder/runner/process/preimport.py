@@ -12,6 +12,10 @@ computes nothing and starts nothing.
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 #: the grading plugin's entry (``-p`` in trusted.command)
 PLUGIN = "autograder.runner.plugin"
@@ -26,7 +30,7 @@ def pytest_side() -> list[str]:
     return _import(["pytest", *(f"_pytest.{name}" for name in default_plugins), JSON_REPORT, PLUGIN])
 
 
-def torch_side(extra: list[str] = ()) -> list[str]:
+def torch_side(extra: Sequence[str] = ()) -> list[str]:
     """What the sandbox fork server is forked with (torch first, with the cyclic collector
     off while it loads), the plugin's other parts, then ``extra``. The names that failed."""
     from . import sandbox_fork_server

@@ -7,8 +7,9 @@ earlier still, by the Early launcher's process the moment its torch import is do
 server's first job, importing sympy (``zygote.ALWAYS_PRELOAD``, ~0.6 s), then overlaps
 pytest's own start instead of delaying the first test. The server is forked from a process
 that has imported torch and computed nothing (so no test module, hidden input or reference
-result is in the memory workers inherit; see
-/work/shared/reference/torch-worker-processes.md), and workers inherit torch and nothing
+result is in the memory workers inherit, and torch's intra-op thread pool, which does not
+survive ``fork()`` once it has run, has never run: docs/ARCHITECTURE.md, *Processes*), and
+workers inherit torch and nothing
 else of ours but the sandbox modules below.
 """
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _common import randn  # noqa: E402
+from _common import randn
 
 
 def _f32(t: torch.Tensor) -> torch.Tensor:
@@ -54,7 +54,7 @@ def cases(load) -> dict:
         allowed = torch.rand(B, 1, L, S, generator=g) < 0.6
         allowed[..., 0] = True
         causal = bool(_int(g, 0, 1))
-        fn = lambda q, k, v: sdpa_masks.sdpa(q, k, v, allowed=allowed, causal=causal)  # noqa: E731
+        fn = lambda q, k, v: sdpa_masks.sdpa(q, k, v, allowed=allowed, causal=causal)
         return fn, (_f32(randn(g, B, h, L, d)), _f32(randn(g, B, h, S, d)), _f32(randn(g, B, h, S, d_v)))
 
     def mha(g):

@@ -8,7 +8,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _common import dims, randn, weight  # noqa: E402
+from _common import dims, randn, weight
 
 
 def cases(load) -> dict:

@@ -14,7 +14,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _common import randn  # noqa: E402
+from _common import randn
 
 
 def _pick(g: torch.Generator, options):

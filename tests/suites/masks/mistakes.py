@@ -83,7 +83,7 @@ def softmax(scores: torch.Tensor, allowed: torch.Tensor) -> dict[str, torch.Tens
     s = scores.to(torch.float64)
     a = allowed.to(torch.bool)
     s, a = torch.broadcast_tensors(s, a)  # (torch.broadcast_shapes costs ~0.3 s on its first call)
-    fill = lambda value, mask=a: torch.where(mask, s, torch.tensor(value, dtype=torch.float64))  # noqa: E731
+    fill = lambda value, mask=a: torch.where(mask, s, torch.tensor(value, dtype=torch.float64))
     out = {
         "masks/zero-fill": torch.softmax(fill(0.0), -1),
         "masks/mask-after-softmax": torch.softmax(s, -1) * a,

@@ -12,7 +12,7 @@ import math
 
 import torch
 
-from autograder.testing import outputs, weights  # noqa: F401  (re-exported for the suites)
+from autograder.testing import outputs, weights  # re-exported for the suites
 
 
 # --------------------------------------------------------------------------- reshapes

@@ -69,8 +69,8 @@ def sdpa(q, k, v, allowed=None, causal=False) -> dict[str, torch.Tensor]:
     """sdpa(q, k, v, allowed, causal) with a mistake, evaluated with SDPA in float64."""
     q64, k64, v64 = (t.to(torch.float64) for t in (q, k, v))
     L, S = q.shape[-2], k.shape[-2]
-    run = lambda mask: F.scaled_dot_product_attention(q64, k64, v64, attn_mask=mask).to(q.dtype)  # noqa: E731
-    both = lambda a, c: c if a is None else a & c  # noqa: E731
+    run = lambda mask: F.scaled_dot_product_attention(q64, k64, v64, attn_mask=mask).to(q.dtype)
+    both = lambda a, c: c if a is None else a & c
     out = {}
     right_mask = both(allowed, _tri(L, S, S - L)) if causal else allowed
     out["sdpa_masks/scaled-twice"] = F.scaled_dot_product_attention(q64 / q64.size(-1) ** 0.5, k64, v64, attn_mask=right_mask).to(

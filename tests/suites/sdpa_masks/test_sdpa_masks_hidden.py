@@ -287,7 +287,7 @@ def test_sdpa_dropout_only_while_training(sub, ref, rng, credit):
             # reason names only a matching sdpa signature
             mistakes = lambda: signatures.distinct(
                 signatures.sdpa(q, k, v, None, True), tol("sdpa_masks.sdpa", torch.float32), deterministic
-            )  # noqa: E731
+            )
             if not training:
                 expect.true(
                     all(p == 0.0 for p in used),
