@@ -25,8 +25,10 @@ import os
 import re
 import stat
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from ..config import Config
 from ..core import exercise_api
@@ -136,7 +138,10 @@ def shortlist(folders, depth) -> list:
     return sorted(folders, key=lambda k: (depth(k), str(k)))[:MAX_CANDIDATES]
 
 
-def choose_folder(candidates: dict, depth) -> tuple[object, str]:
+_F = TypeVar("_F")  # a folder: a Path on disk, a name inside a zip
+
+
+def choose_folder(candidates: dict[_F, dict[str, int]], depth: Callable[[_F], int]) -> tuple[_F, str]:
     """THE rule that decides which folder of a submission is graded, on every path — ``grade``,
     the Gradescope upload, a batch student's folder or .zip, a Gradescope export (issue 28 D):
     ``candidates`` maps each folder holding exercise modules (``shortlist``) to {module file:
