@@ -16,7 +16,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import zygote
+from . import features, zygote
 from .protocol import PeerClosed, PeerTimeout, ProtocolError, decode, encode, recv_message, send_message
 from .spec import WorkerSpec
 
@@ -79,9 +79,6 @@ class Reply:
     dispatched: list[str] = field(default_factory=list)
 
 
-_PAGE_KIB = os.sysconf("SC_PAGE_SIZE") // 1024
-
-
 class Worker:
     def __init__(self, sandbox: Sandbox, pid: int, sock: socket.socket) -> None:
         self.sandbox = sandbox
@@ -110,15 +107,10 @@ class Worker:
         self.baseline = self._usage()
 
     def _usage(self) -> tuple[int, int] | None:
-        """(threads, resident KiB), read by us from /proc/<pid>/stat — not asked of the worker.
-        One line, read twice a test: its fields after the name (which the worker may set, so
-        the line is cut at its last ")") are num_threads (20th of stat(5)) and rss in pages (24th)."""
-        try:
-            with open(f"/proc/{self.pid}/stat", "rb") as fh:
-                fields = fh.read().rsplit(b")", 1)[1].split()
-            return int(fields[17]), int(fields[21]) * _PAGE_KIB
-        except (OSError, IndexError, ValueError):
-            return None
+        """(threads, resident KiB), asked of the kernel by us (features.process_usage: /proc
+        on Linux, proc_pidinfo on macOS) — never of the worker. None where the system cannot
+        tell: the worker is then not reused (each test gets a fresh one, same verdicts)."""
+        return features.process_usage(self.pid)
 
     def reusable(self) -> bool:
         """Alive, no thread of the submission's left running, no large growth: only such a

@@ -26,7 +26,7 @@ import socket
 import sys
 import time
 
-from . import confine
+from . import confine, features
 from .spec import WorkerSpec
 
 MAX_REQUEST = 1 << 20
@@ -74,18 +74,24 @@ class _Server:
                 self.status[pid] = status
 
     def _orphans(self) -> list[int]:
-        """Our children that are not live workers: what dead workers left behind."""
+        """Our children that are not live workers: what dead workers left behind. Without
+        /proc (macOS) none are found: there is no subreaper either, so a worker's orphans
+        go to init; killing its process group (``kill``) is what ends them."""
         me = os.getpid()
         found = []
         try:
-            with open(f"/proc/{me}/task/{me}/children") as fh:
+            with open(f"{features.PROC}/{me}/task/{me}/children") as fh:
                 found = [int(p) for p in fh.read().split()]
         except OSError:
-            for entry in os.listdir("/proc"):
+            try:
+                entries = os.listdir(features.PROC)
+            except OSError:
+                entries = []
+            for entry in entries:
                 if not entry.isdigit():
                     continue
                 try:
-                    with open(f"/proc/{entry}/stat") as fh:
+                    with open(f"{features.PROC}/{entry}/stat") as fh:
                         fields = fh.read().rsplit(")", 1)[1].split()
                 except OSError:
                     continue
@@ -285,10 +291,11 @@ def _zygote_main(sock: socket.socket) -> None:
     os.closerange(3, keep)
     os.closerange(keep + 1, 1 << 16)
     sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115
-    try:
-        _warm_up()
-    except Exception:  # noqa: BLE001 - a cold worker is slower, not wrong
-        pass
+    if features.fork_after_threads_safe():  # else fork before threads: nothing computed here (features.py)
+        try:
+            _warm_up()
+        except Exception:  # noqa: BLE001 - a cold worker is slower, not wrong
+            pass
     _fixed_global_rngs()
     _Server(sock).run()
 

@@ -1,0 +1,172 @@
+"""The portable tier of the sandbox (autograder/sandbox/features.py): where the Linux features
+the full tier uses are missing — macOS has no prctl, mount, unshare, Landlock or /proc, and
+fork() after threads is unsafe there — a grade still runs, says which protections held, and
+gives the same scores, hints and test statuses as on Linux.
+
+Simulated here on Linux by an interpreter whose every process lacks those features
+(portable_host.py, tests/fixtures/portable_host/sitecustomize.py); native Windows, which
+cannot grade at all, by hiding ``os.fork``.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import portable_host
+import pytest
+from conftest import EXERCISES, ROOT, SEED, SOLUTIONS, grade, rendered
+
+PORTABLE = "sandbox tier: portable (this system has no prctl, seccomp, Landlock, namespaces, /proc)"
+
+
+@pytest.fixture(scope="module")
+def no_linux_python(tmp_path_factory):
+    """The interpreter; the folders' modes as they were afterwards (as root without Landlock
+    the grader makes tests/ and solutions/ unreadable to others: runner/policy.py)."""
+    modes = {path: path.stat().st_mode for path in (ROOT / "tests", SOLUTIONS)}
+    yield portable_host.build(tmp_path_factory.mktemp("no-linux-python"))
+    for path, mode in modes.items():
+        path.chmod(mode)
+
+
+def _verdicts(data: dict) -> dict[str, tuple]:
+    """What a student sees of each test: status, points, the hints that matched, the summary."""
+    return {
+        t["id"]: (t["status"], t["score"], t["max_score"], sorted(h["id"] for h in t["hints"]), t["summary"], t["problem"])
+        for s in data["skills"]
+        for t in s["tests"]
+    }
+
+
+def _graded_without_linux_features(python, submission, folder):
+    return grade(
+        submission,
+        "--reveal-hidden",
+        fmt="gradescope",
+        output=folder / "gradescope.json",
+        results=folder / "results.json",
+        python=python,
+        env=portable_host.environment(),
+    )
+
+
+def _assert_portable_facts(data: dict) -> None:
+    notes = data["sandbox"]
+    assert any(n.startswith(PORTABLE) for n in notes), notes
+    # the worker itself saw no prctl, no Landlock and no /proc: it was forked from the trusted
+    # process (through the fork server), so that process lacked them too
+    for fact in ("seccomp=unavailable(no prctl)", "landlock=unavailable", "cmdline-environ=not-scrubbed(no /proc)"):
+        assert fact in notes, (fact, notes)
+    assert any(n.startswith("rlimits(as=") for n in notes), notes
+
+
+@pytest.mark.parametrize("which", ["solutions", "stubs"])
+def test_without_prctl_mount_unshare_landlock_or_proc_a_grade_scores_as_the_full_tier(
+    which, no_linux_python, tmp_path, solutions_graded, stubs_graded
+):
+    """Every skill, hidden tests included, on the instructors' path: the same verdict for every
+    test as the full tier's run of the same files with the same seed, and a line naming the
+    protections in force in each student-facing format."""
+    submission, full = (SOLUTIONS, solutions_graded) if which == "solutions" else (EXERCISES, stubs_graded)
+    portable = _graded_without_linux_features(no_linux_python, submission, tmp_path)
+    assert portable.rc == 0, portable.stderr[-2000:]
+    assert portable.data is not None and portable.data["status"] == "complete", portable.stderr[-2000:]
+    _assert_portable_facts(portable.data)
+    assert not any(n.startswith(PORTABLE) for n in full.data["sandbox"]), "this machine runs the full tier"
+    assert portable.data["score"] == full.data["score"]
+    assert portable.data["score"] == (portable.data["max_score"] if which == "solutions" else 0)
+    assert {s["id"] for s in portable.data["skills"]} == {s["id"] for s in full.data["skills"]}
+    assert _verdicts(portable.data) == _verdicts(full.data)
+    line = "Sandbox: portable (this system has no prctl, seccomp, Landlock, namespaces, /proc) — in force: your code runs"
+    gradescope = json.loads(portable.output.read_text(encoding="utf-8"))["output"]  # written by that run
+    assert line in gradescope.replace("\\", ""), gradescope[-1500:]  # markdown-escaped there
+    for fmt in ("text", "markdown"):
+        assert line in rendered(portable, fmt).replace("\\", ""), fmt
+    assert "Sandbox: portable" not in rendered(full, "text")
+
+
+def test_native_windows_grade_says_to_use_wsl2_instead_of_a_traceback(tmp_path):
+    """No ``os.fork`` (native Windows): `python -m autograder grade` names WSL2 and the
+    container, exits 2, and starts nothing."""
+    for hide in ("del os.fork", "os.name = 'nt'"):
+        code = (
+            f"import os, runpy, sys; {hide}; sys.argv = ['autograder', 'grade', '--seed', '{SEED}']; "
+            "runpy.run_module('autograder', run_name='__main__', alter_sys=True)"
+        )
+        proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 2, (hide, proc.stderr)
+        assert "Traceback" not in proc.stderr and proc.stdout == "", (hide, proc.stderr)
+        assert "WSL2" in proc.stderr and "wsl --install" in proc.stderr and ".devcontainer" in proc.stderr, proc.stderr
+        assert "grading needs Linux or macOS" in proc.stderr
+
+
+def test_the_sandbox_modules_import_and_say_unavailable_without_linux_calls(monkeypatch):
+    """With no prctl/syscall in the C library (macOS): nothing fails at import or at a call;
+    each protection reports itself unavailable, and one that was required is refused."""
+    from autograder.sandbox import confine, features, namespaces
+
+    monkeypatch.setattr(features, "libc_function", lambda name: None)
+    assert not features.has("prctl") and confine.landlock_abi() == 0
+    assert confine.set_parent_death_signal(9) is False and confine.set_dumpable(True) is False
+    assert confine.apply_seccomp(required=False) == "seccomp=unavailable(no prctl)"
+    with pytest.raises(confine.ConfineError, match="prctl"):
+        confine.apply_seccomp(required=True)
+    policy = confine.FsPolicy(read=["/usr"], write=["/tmp"], protected=[])
+    assert confine.apply_landlock(policy, required=False) == "landlock=unavailable"
+    with pytest.raises(confine.ConfineError, match="Landlock"):
+        confine.apply_landlock(policy, required=True)
+    with pytest.raises(OSError, match="not available"):
+        confine.set_child_subreaper()
+    assert not namespaces.available() and namespaces.probe("user", "/tmp") is False
+
+
+def test_without_proc_usage_orphans_and_file_systems_are_unknown_not_errors(monkeypatch, tmp_path):
+    """No /proc (macOS): the trusted side cannot see a worker's threads or memory (it is then
+    not reused), the fork server finds no orphans, the scratch file system is "unknown"."""
+    import os
+
+    from autograder.sandbox import features, namespaces, zygote
+
+    assert features.process_usage(os.getpid()) is not None  # this Linux machine
+    monkeypatch.setattr(features, "PROC", str(tmp_path / "no-proc"))
+    monkeypatch.setattr(features, "libc_function", lambda name: None)
+    assert features.process_usage(os.getpid()) is None
+    assert zygote._Server.__new__(zygote._Server)._orphans.__func__  # the method exists
+    server = zygote._Server.__new__(zygote._Server)
+    server.live = set()
+    assert server._orphans() == []
+    monkeypatch.setattr(namespaces, "mounts", lambda: (_ for _ in ()).throw(FileNotFoundError("/proc/self/mountinfo")))
+    assert namespaces.file_system_of(str(tmp_path)) == "unknown"
+
+
+def test_rlimits_the_system_refuses_are_named_and_the_others_still_hold(monkeypatch):
+    """macOS may refuse RLIMIT_AS: the fact says so, and the CPU, file-size and open-file limits
+    are applied all the same (checked in a child, where the limits cannot hurt this process)."""
+    import os
+    import resource
+
+    from autograder.sandbox import confine
+
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read)
+        real = resource.setrlimit
+
+        def refuse_as(res, value):
+            if res == resource.RLIMIT_AS:
+                raise ValueError("not allowed")
+            real(res, value)
+
+        resource.setrlimit = refuse_as
+        fact = confine.apply_rlimits(confine.Limits(memory_bytes=1 << 32, cpu_seconds=300, file_bytes=1 << 24))
+        os.write(write, f"{fact}|{resource.getrlimit(resource.RLIMIT_CPU)[0]}".encode())
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as fh:
+        fact, cpu = fh.read().split("|")
+    os.waitpid(pid, 0)
+    assert fact == "rlimits(cpu=300s,fsize=16MiB,nofile=256);rlimits-refused(as)"
+    assert int(cpu) == 300
