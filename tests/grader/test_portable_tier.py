@@ -170,3 +170,47 @@ def test_rlimits_the_system_refuses_are_named_and_the_others_still_hold(monkeypa
     os.waitpid(pid, 0)
     assert fact == "rlimits(cpu=300s,fsize=16MiB,nofile=256);rlimits-refused(as)"
     assert int(cpu) == 300
+
+
+# --------------------------------------------------------------------------- every laptop's path
+def _student_template_files() -> dict[str, bytes]:
+    from autograder.config import load
+    from autograder.instructor.release.context import ReleaseContext
+    from autograder.instructor.release.student import template_files
+
+    config = load(ROOT / "grading.toml")
+    ctx = ReleaseContext(repo=ROOT, config=config, out=ROOT / "dist", version="0.0.0-test", commit="0" * 40, suite_hash="test")
+    return template_files(ctx)
+
+
+def test_the_student_release_ships_a_devcontainer_with_the_pinned_cpu_torch():
+    """Intel Macs, Chromebooks, lab machines: .devcontainer/ builds Linux + the exact pins of
+    requirements.txt (torch's CPU build), and `make grade` there uses that environment."""
+    files = _student_template_files()
+    container = json.loads(files[".devcontainer/devcontainer.json"])
+    assert container["build"] == {"dockerfile": "Dockerfile", "context": ".."}  # the repository: requirements.txt
+    dockerfile = files[".devcontainer/Dockerfile"].decode()
+    steps = [line for line in dockerfile.splitlines() if line and not line.startswith("#")]
+    assert any(line.startswith("FROM python:3.") for line in steps)
+    assert "COPY requirements.txt" in dockerfile and "-r /tmp/requirements.txt" in dockerfile
+    assert "PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu" in dockerfile
+    assert "torch" not in " ".join(s for s in steps if "pip install" in s).replace("-r /tmp/requirements.txt", "")
+    pins = (ROOT / "requirements.txt").read_text()
+    assert "torch==2.13.0" in pins  # the one pin the image installs
+    assert "ENV VENV=/opt/venv" in dockerfile and "touch /opt/venv/.requirements.stamp" in dockerfile
+    assert "VENV ?= .venv" in (ROOT / "autograder" / "grade.mk").read_text()  # so the image's VENV wins
+    assert any(line.startswith("USER ") and "root" not in line for line in steps)  # an ordinary user, as on a laptop
+
+
+def test_student_readme_gives_each_kind_of_computer_its_path():
+    readme = _student_template_files()["README.md"].decode()
+    section = readme[readme.index("## Your computer") : readme.index("## What to do")]
+    assert "macOS on Apple Silicon" in section and "`make grade`, as on Linux" in section and "Sandbox:" in section
+    assert "Intel Macs, Chromebooks, locked-down lab machines" in section and "after torch 2.2.2" in section
+    assert "Reopen in Container" in section and "Codespaces" in section
+    one_line = next(line.strip() for line in section.splitlines() if line.strip().startswith("docker build"))
+    dockerfile = _student_template_files()[".devcontainer/Dockerfile"].decode()
+    assert one_line in dockerfile  # the README's line is the one the Dockerfile documents
+    assert "make grade" in one_line and "-f .devcontainer/Dockerfile" in one_line
+    assert "WSL2" in section and "wsl --install" in section and "/mnt/c/" in section
+    assert "official score always comes from" in section and "on Linux" in section
