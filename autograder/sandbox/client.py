@@ -16,7 +16,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import features, zygote
+from . import channel, features, zygote
 from .protocol import PeerClosed, PeerTimeout, ProtocolError, decode, encode, recv_message, send_message
 from .spec import WorkerSpec
 
@@ -345,14 +345,10 @@ class Sandbox:
         return True
 
     def _send(self, request: dict, fds: list[int] | None = None) -> dict:
-        data = json.dumps(request).encode()
-        if fds:
-            socket.send_fds(self.control, [data], fds)
-        else:
-            self.control.send(data)
+        channel.send(self.control, json.dumps(request).encode(), fds or ())
         self.control.settimeout(self.start_timeout)
         try:
-            raw = self.control.recv(1 << 20)
+            raw, _ = channel.recv(self.control, 1 << 20)
         finally:
             self.control.settimeout(None)
         if not raw:
@@ -365,11 +361,8 @@ class Sandbox:
         socket, which ``wait_ready`` reports."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            socket.send_fds(
-                self.control,
-                [json.dumps({"op": "spawn", "spec": self.spec.to_dict(), "noreply": True}).encode()],
-                [theirs.fileno()],
-            )
+            request = {"op": "spawn", "spec": self.spec.to_dict(), "noreply": True}
+            channel.send(self.control, json.dumps(request).encode(), [theirs.fileno()])
         except OSError as exc:
             ours.close()
             raise RuntimeError(f"the sandbox fork server is gone: {exc}") from None
@@ -405,9 +398,9 @@ class Sandbox:
     def connection(self) -> socket.socket:
         """One more control connection to the same fork server, for a trusted process forked
         from this one (``Sandbox.forked``); the server serves both in turn."""
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        ours, theirs = channel.pair()
         try:
-            socket.send_fds(self.control, [json.dumps({"op": "connect"}).encode()], [theirs.fileno()])
+            channel.send(self.control, json.dumps({"op": "connect"}).encode(), [theirs.fileno()])
         finally:
             theirs.close()
         return ours
@@ -447,7 +440,7 @@ class Sandbox:
         """Have the fork server import these before it forks the next worker (no reply)."""
         if modules:
             try:
-                self.control.send(json.dumps({"op": "preload", "modules": list(modules)}).encode())
+                channel.send(self.control, json.dumps({"op": "preload", "modules": list(modules)}).encode())
             except OSError:
                 pass
 
@@ -455,7 +448,7 @@ class Sandbox:
         """Kill and sweep without waiting: the server handles requests in order, so the
         next spawn is answered only after this kill is done."""
         try:
-            self.control.send(json.dumps({"op": "kill", "pid": pid, "noreply": True}).encode())
+            channel.send(self.control, json.dumps({"op": "kill", "pid": pid, "noreply": True}).encode())
         except OSError:
             pass
 
@@ -469,13 +462,13 @@ class Sandbox:
             spare.close()
         self._spares = []
         try:
-            self.control.send(json.dumps({"op": "stop"}).encode())
+            channel.send(self.control, json.dumps({"op": "stop"}).encode())
         except OSError:
             pass
         if not wait:
             self.control.settimeout(self.start_timeout)
             try:
-                self.control.recv(64)  # {"stopped": true}, or nothing when the server is gone
+                channel.recv(self.control, 64)  # {"stopped": true}, or nothing when the server is gone
             except OSError:
                 pass
         self.control.close()

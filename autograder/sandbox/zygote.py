@@ -5,13 +5,17 @@ torch's intra-op thread pool does not survive ``fork()`` once it has run, so wor
 come from a process that has imported torch and computed nothing. The trusted pytest
 process starts this server before it collects a single test (so no test module, hidden
 input or reference result is in the memory the workers inherit), and then talks to it over
-a SOCK_SEQPACKET socket: ``spawn`` (with the worker's socket passed as a file descriptor),
-``kill`` (the worker, its process group, and every orphan it left behind), ``connect``
-(one more control socket, for a second trusted process forked from the first: see
-runner/process/split.py; its ``stop`` or end closes only that connection) and ``stop``.
+a SOCK_SEQPACKET socket (channel.py: a framed SOCK_STREAM on macOS, which has none):
+``spawn`` (with the worker's socket passed as a file descriptor), ``kill`` (the worker, its
+process group, and every orphan it left behind), ``connect`` (one more control socket, for a
+second trusted process forked from the first: see runner/process/split.py; its ``stop`` or
+end closes only that connection) and ``stop``.
 
 The server is a *child subreaper*: anything a worker forks and abandons is re-parented
 here, and every ``kill`` sweeps such orphans, so nothing a submission starts outlives it.
+Where the system has no ``prctl`` (the portable tier: features.py) it is not one, and the
+worker's process group is what ``kill`` ends; where fork after threads is unsafe (macOS)
+it computes nothing before it forks (no ``_warm_up``).
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ import socket
 import sys
 import time
 
-from . import confine, features
+from . import channel, confine, features
 from .spec import WorkerSpec
 
 MAX_REQUEST = 1 << 20
@@ -175,14 +179,14 @@ class _Server:
             self.kill(pid)
         self._sweep()
         try:  # every worker is gone and swept: what is left of this process is its own exit
-            self.sock.send(b'{"stopped": true}')
+            channel.send(self.sock, b'{"stopped": true}')
         except OSError:
             pass
 
     def serve(self, sock: socket.socket) -> bool:
         """Answer one request from ``sock``; False when that connection ends."""
         try:
-            data, fds, _flags, _addr = socket.recv_fds(sock, MAX_REQUEST, 4)
+            data, fds = channel.recv(sock, MAX_REQUEST, 4)
         except (OSError, ValueError):
             return False
         if not data:
@@ -200,7 +204,7 @@ class _Server:
         if reply is None:
             return True
         try:
-            sock.send(json.dumps(reply).encode())
+            channel.send(sock, json.dumps(reply).encode())
         except OSError:
             return False
         return True
@@ -319,7 +323,7 @@ def _fixed_global_rngs() -> None:
 
 def start() -> tuple[int, socket.socket]:
     """Fork the server from the calling (trusted) process; returns (pid, control socket)."""
-    parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    parent, child = channel.pair()
     pid = os.fork()
     if pid == 0:
         try:

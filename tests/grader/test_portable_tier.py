@@ -214,3 +214,51 @@ def test_student_readme_gives_each_kind_of_computer_its_path():
     assert "make grade" in one_line and "-f .devcontainer/Dockerfile" in one_line
     assert "WSL2" in section and "wsl --install" in section and "/mnt/c/" in section
     assert "official score always comes from" in section and "on Linux" in section
+
+
+@pytest.mark.parametrize("kind", ["SOCK_SEQPACKET", "SOCK_STREAM"])
+def test_control_channel_keeps_messages_and_descriptors_apart_and_sees_the_end(kind):
+    """The fork server's control connection (sandbox/channel.py) on Linux (SEQPACKET) and on
+    macOS (a framed stream): whole messages in order, each with its descriptors, a large one
+    arriving whole, an oversized one refused, and b"" once the other side has closed (how the
+    fork server without a parent-death signal learns that its trusted process is gone)."""
+    import os
+    import socket
+
+    from autograder.sandbox import channel
+
+    a, b = socket.socketpair(socket.AF_UNIX, getattr(socket, kind))
+    r, w = os.pipe()
+    try:
+        big = b"x" * 150_000  # far above macOS's 8 KiB AF_UNIX stream buffer: sent in pieces
+        channel.send(a, b'{"op": "spawn"}', [w])
+        channel.send(a, b'{"op": "kill"}')
+        b.settimeout(60)  # a failure, not a hang
+        sender = __import__("threading").Thread(target=channel.send, args=(a, big))
+        sender.start()
+        data, fds = channel.recv(b, 1 << 20, 4)
+        assert data == b'{"op": "spawn"}' and len(fds) == 1
+        os.write(fds[0], b"!")
+        os.close(fds[0])
+        assert os.read(r, 1) == b"!"
+        assert channel.recv(b, 1 << 20, 4) == (b'{"op": "kill"}', [])
+        assert channel.recv(b, 1 << 20) == (big, [])
+        sender.join()
+        channel.send(a, b"y" * 100)
+        if kind == "SOCK_STREAM":  # (the fork server then ends that connection: the stream is out of step)
+            with pytest.raises(ValueError, match="100 bytes"):
+                channel.recv(b, 64)
+        else:
+            assert channel.recv(b, 1 << 20) == (b"y" * 100, [])
+            a.close()
+            assert channel.recv(b, 1 << 20, 4) == (b"", [])
+        c, d = socket.socketpair(socket.AF_UNIX, getattr(socket, kind))
+        channel.send(c, b"half")
+        c.close()
+        assert channel.recv(d, 1 << 20, 4) == (b"half", []) and channel.recv(d, 1 << 20, 4) == (b"", [])
+        d.close()
+    finally:
+        for fd in (r, w):
+            os.close(fd)
+        a.close()
+        b.close()
