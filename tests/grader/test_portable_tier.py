@@ -17,6 +17,7 @@ import sys
 import portable_host
 import pytest
 from conftest import EXERCISES, ROOT, SEED, SOLUTIONS, grade, rendered
+from test_release import dist  # noqa: F401 - the release build, shared with test_release.py
 
 PORTABLE = "sandbox tier: portable (this system has no prctl, seccomp, Landlock, namespaces, /proc)"
 
@@ -262,3 +263,61 @@ def test_control_channel_keeps_messages_and_descriptors_apart_and_sees_the_end(k
             os.close(fd)
         a.close()
         b.close()
+
+
+# --------------------------------------------------------------------------- the student path
+@pytest.mark.slow  # a release build (shared with test_release.py), then seven grades through the student Makefile
+def test_a_student_release_grades_without_linux_features_through_make_grade_in_every_format(dist, tmp_path):  # noqa: F811
+    """What a student on macOS runs: the built student tree, its own `make grade`, the
+    simulated interpreter as its .venv. The stubs score 0 (every test failed on its TODO), the
+    solutions every visible point, with the same verdicts as the full tier, in every format."""
+    import shutil
+
+    from test_release import _student_grade, _venv_view
+
+    tree = tmp_path / "student"
+    shutil.copytree(dist / "student", tree)
+    assert not tree.resolve().is_relative_to(ROOT)
+    venv = tmp_path / "no-linux-venv"
+    portable_host.build(venv)
+    stamp = venv / ".requirements.stamp"  # newer than requirements.txt: the Makefile installs nothing
+    stamp.write_text("")
+    later = __import__("time").time() + 10
+    __import__("os").utime(stamp, (later, later))
+
+    def make_grade(fmt: str, out) -> subprocess.CompletedProcess:
+        env = {k: v for k, v in portable_host.environment().items() if k not in ("MAKEFLAGS", "MFLAGS")}
+        cmd = ["make", "--no-print-directory", "grade", f"VENV={venv}", f"FORMAT={fmt}", f"OUTPUT={out}", "SEED=7"]
+        return subprocess.run(cmd, cwd=tree, capture_output=True, text=True, timeout=600, env=env)
+
+    proc = make_grade("json", tmp_path / "stubs.json")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    stubs = json.loads((tmp_path / "stubs.json").read_text(encoding="utf-8"))
+    assert stubs["status"] == "complete" and stubs["score"] == 0 and stubs["max_score"] > 0
+    assert all(t["status"] == "failed" and "TODO(" in t["summary"] + " " + (t["detail"] or "") for t in _tests(stubs))
+    _assert_portable_facts(stubs)
+
+    for module in (SOLUTIONS).glob("*.py"):
+        if (tree / "exercises" / module.name).exists():
+            shutil.copy(module, tree / "exercises" / module.name)
+    outputs = {}
+    for fmt in ("json", "text", "gradescope", "markdown", "github"):
+        out = tmp_path / f"solved.{fmt}"
+        proc = make_grade(fmt, out)
+        assert proc.returncode == 0, (fmt, proc.stdout[-2000:] + proc.stderr[-2000:])
+        outputs[fmt] = out.read_text(encoding="utf-8")
+    solved = json.loads(outputs["json"])
+    assert solved["status"] == "complete" and solved["score"] == solved["max_score"] > 0
+    _assert_portable_facts(solved)
+    line = "Sandbox: portable (this system has no prctl, seccomp, Landlock, namespaces, /proc) — in force: your code runs"
+    assert line in outputs["text"] and line in outputs["markdown"].replace("\\", "")
+    assert line in json.loads(outputs["gradescope"])["output"].replace("\\", "")
+    assert "::error" not in outputs["github"]  # nothing to annotate: every visible test passed
+
+    full = _student_grade(tree, _venv_view(tmp_path), tmp_path / "full.json")  # the full tier, same files and seed
+    assert not any(n.startswith(PORTABLE) for n in full["sandbox"])
+    assert _verdicts(solved) == _verdicts(full) and solved["score"] == full["score"]
+
+
+def _tests(data: dict) -> list[dict]:
+    return [t for s in data["skills"] for t in s["tests"]]
