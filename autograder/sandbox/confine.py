@@ -117,8 +117,10 @@ class Limits:
 
 
 def apply_rlimits(limits: Limits) -> str:
-    """Each limit the system honours; one it refuses (macOS may refuse RLIMIT_AS below what a
-    process has mapped) is named in the fact, and the others still hold."""
+    """Each limit the system honours. On Linux every one must take (a refusal is a
+    ``ConfineError``: the worker does not start); elsewhere one the system refuses (macOS may
+    refuse RLIMIT_AS below what a process has mapped) is named in the fact, and the others
+    still hold."""
     refused: list[str] = []
 
     def cap(name: str, res: int | None, value: int) -> bool:
@@ -147,6 +149,8 @@ def apply_rlimits(limits: Limits) -> str:
     cap("core", resource.RLIMIT_CORE, 0)
     if limits.processes is not None:
         cap("nproc", getattr(resource, "RLIMIT_NPROC", None), limits.processes)
+    if refused and features.linux_kernel():
+        raise ConfineError(f"the kernel refused the resource limit(s) {', '.join(refused)}")
     fact = f"rlimits({','.join(parts)})"
     return fact + (f";rlimits-refused({','.join(refused)})" if refused else "")
 

@@ -144,11 +144,12 @@ def test_without_proc_usage_orphans_and_file_systems_are_unknown_not_errors(monk
 
 def test_rlimits_the_system_refuses_are_named_and_the_others_still_hold(monkeypatch):
     """macOS may refuse RLIMIT_AS: the fact says so, and the CPU, file-size and open-file limits
-    are applied all the same (checked in a child, where the limits cannot hurt this process)."""
+    are applied all the same (checked in a child, where the limits cannot hurt this process).
+    On Linux a refusal stops the worker's start instead."""
     import os
     import resource
 
-    from autograder.sandbox import confine
+    from autograder.sandbox import confine, features
 
     read, write = os.pipe()
     pid = os.fork()
@@ -162,13 +163,22 @@ def test_rlimits_the_system_refuses_are_named_and_the_others_still_hold(monkeypa
             real(res, value)
 
         resource.setrlimit = refuse_as
-        fact = confine.apply_rlimits(confine.Limits(memory_bytes=1 << 32, cpu_seconds=300, file_bytes=1 << 24))
+        limits = confine.Limits(memory_bytes=1 << 32, cpu_seconds=300, file_bytes=1 << 24)
+        try:
+            confine.apply_rlimits(limits)
+            os._exit(3)  # Linux: must not start without its address-space limit
+        except confine.ConfineError:
+            pass
+        features.linux_kernel.cache_clear()
+        os.uname = lambda: os.uname_result(("Darwin", "mac", "23.0", "", "arm64"))
+        fact = confine.apply_rlimits(limits)
         os.write(write, f"{fact}|{resource.getrlimit(resource.RLIMIT_CPU)[0]}".encode())
         os._exit(0)
     os.close(write)
     with os.fdopen(read) as fh:
-        fact, cpu = fh.read().split("|")
-    os.waitpid(pid, 0)
+        data = fh.read()
+    assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0, "on Linux a refused limit must stop the start"
+    fact, cpu = data.split("|")
     assert fact == "rlimits(cpu=300s,fsize=16MiB,nofile=256);rlimits-refused(as)"
     assert int(cpu) == 300
 
