@@ -144,8 +144,9 @@ def tier_note(namespace_kind: str, landlock_abi: int) -> str:
         if not present
     ]
     if features.seccomp_possible(seccomp.seccomp_program(0) is not None):
+        layers = ["the seccomp filter"] + ["Landlock"] * (landlock_abi >= 1) + ["namespaces"] * bool(namespace_kind)
         extra = f" (unavailable here: {', '.join(missing)})" if missing else ""
-        return f"{SANDBOX_TIER}full — {PORTABLE_PROTECTIONS}, plus the seccomp filter{extra}"
+        return f"{SANDBOX_TIER}full — {PORTABLE_PROTECTIONS}, plus {', '.join(layers)}{extra}"
     return (
         f"{SANDBOX_TIER}portable (this system has no {', '.join(missing)}) — in force: {PORTABLE_PROTECTIONS}; "
         "not in force: the rules against starting processes, the network and reading other files. "

@@ -331,3 +331,19 @@ def test_a_student_release_grades_without_linux_features_through_make_grade_in_e
 
 def _tests(data: dict) -> list[dict]:
     return [t for s in data["skills"] for t in s["tests"]]
+
+
+def test_the_tier_note_says_full_or_portable_from_what_is_found(monkeypatch):
+    """The results' tier line (runner/policy.tier_note) follows what features.py finds, not the
+    system's name: this Linux machine is full; the same code without prctl and /proc is portable."""
+    from autograder.runner import policy
+    from autograder.sandbox import features
+
+    full = policy.tier_note("user", 6)
+    assert full.startswith("sandbox tier: full — ") and full.endswith("plus the seccomp filter, Landlock, namespaces")
+    monkeypatch.setattr(features, "libc_function", lambda name: None)
+    monkeypatch.setattr(features, "proc_available", lambda: False)
+    portable = policy.tier_note("", 0)
+    assert portable.startswith(PORTABLE + " — in force: your code runs in a separate worker process")
+    assert "not in force: the rules against starting processes, the network and reading other files" in portable
+    assert portable.endswith("the official score comes from the course's Linux autograder")
