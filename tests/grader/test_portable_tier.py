@@ -211,6 +211,8 @@ def test_the_student_release_ships_a_devcontainer_with_the_pinned_cpu_torch():
     assert "ENV VENV=/opt/venv" in dockerfile and "touch /opt/venv/.requirements.stamp" in dockerfile
     assert "VENV ?= .venv" in (ROOT / "autograder" / "grade.mk").read_text()  # so the image's VENV wins
     assert any(line.startswith("USER ") and "root" not in line for line in steps)  # an ordinary user, as on a laptop
+    ignore = [line for line in files[".dockerignore"].decode().splitlines() if line and not line.startswith("#")]
+    assert ignore == ["*", "!requirements.txt"]  # the build context: no .venv, no .git
 
 
 def test_student_readme_gives_each_kind_of_computer_its_path():
