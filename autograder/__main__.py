@@ -1,6 +1,11 @@
 import sys
 
+from .core.host import unsupported_system
+
 early = None
+if sys.argv[1:2] == ["grade"] and unsupported_system():  # native Windows: say where to grade, no traceback
+    print(unsupported_system(), file=sys.stderr)
+    sys.exit(2)
 if sys.argv[1:2] == ["grade"]:
     # the trusted pytest process first, with nothing imported but os and struct: its torch import overlaps
     # everything this process does before grading (runner/process/early.py); a failure here only

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from .commands import Command, build_parser, default_config
 from .config import ConfigError, load
+from .core.host import unsupported_system
 
 #: renderers.FORMATS (tests/grader/test_writers.py checks they agree), spelt out here: the
 #: renderers import rich, and that would delay the start of the grading process (_start_early)
@@ -306,6 +307,10 @@ def _main(argv: list[str] | None, early) -> int:
 
 
 def grade_main(args: argparse.Namespace) -> int:
+    problem = unsupported_system()
+    if problem:  # native Windows (also checked by __main__, before anything is started)
+        print(problem, file=sys.stderr)
+        return EXIT_USAGE
     try:
         for path in (args.output, args.results):
             if path:

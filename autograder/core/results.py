@@ -21,6 +21,10 @@ from .escape import json_escape_invisible
 from .redact import public_data
 from .schema import SCHEMA
 
+#: how the note in ``Results.sandbox`` that names the sandbox's tier begins (runner/policy.py
+#: writes it, renderers/common.py shows a portable one to the student)
+SANDBOX_TIER = "sandbox tier: "
+
 
 @dataclass
 class TestOutcome:

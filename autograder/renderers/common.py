@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from ..core.escape import gutter, one_line, visible
-from ..core.results import Results, SkillOutcome, TestOutcome
+from ..core.results import SANDBOX_TIER, Results, SkillOutcome, TestOutcome
 from ..core.schema import SEED_SOURCES
 from ..core.text import problem_key
 
@@ -247,6 +247,10 @@ def footer_notes(results: Results) -> list[tuple[str, str]]:
         source = SEED_SOURCES.get(results.seed_source or "", results.seed_source or "")
         out.append(("Seed", f"{results.seed}{f' ({source})' if source else ''} · reproduce with --seed {results.seed}"))
     out.append(("Suites", suite_label(results.suite_hash, results.visible_suite_hash)))
+    portable = next((n for n in results.sandbox if n.startswith(f"{SANDBOX_TIER}portable")), None)
+    if portable is not None:  # macOS and the like: say which protections held (runner/policy.tier_note)
+        rlimits = next((f for f in results.sandbox if f.startswith("rlimits(")), "")
+        out.append(("Sandbox", portable[len(SANDBOX_TIER) :] + (f" [{rlimits}]" if rlimits else "")))
     return out
 
 

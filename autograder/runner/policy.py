@@ -22,7 +22,8 @@ import sys
 from pathlib import Path
 
 from ..config import Config
-from ..sandbox import confine, namespaces
+from ..core.results import SANDBOX_TIER
+from ..sandbox import confine, features, namespaces, seccomp
 from ..sandbox.spec import WorkerSpec
 
 SYSTEM_READ = ["/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin"]
@@ -69,13 +70,14 @@ def build_worker_spec(config: Config, copy_dir: Path, scratch_root: Path, protec
     )
     landlock = confine.landlock_abi() if config.sandbox.landlock != "off" else 0
     spec.namespaces = _namespace_kind(config.root)
+    notes.append(tier_note(spec.namespaces, landlock))
     if spec.namespaces:
         notes.append(
             "submission code runs in its own network, IPC and mount namespaces "
             f"({'created as root' if spec.namespaces == 'host' else 'inside an unprivileged user namespace'}): no "
             "network, no shared IPC, the repository hidden"
         )
-    else:
+    elif namespaces.available():  # where there are none at all, the tier's note says what holds instead
         why = (
             "root without CAP_SYS_ADMIN, e.g. Docker's default profile"
             if os.geteuid() == 0
@@ -120,10 +122,42 @@ def build_worker_spec(config: Config, copy_dir: Path, scratch_root: Path, protec
     return spec, notes
 
 
+#: what the portable tier keeps, on every system that can fork (features.py)
+PORTABLE_PROTECTIONS = (
+    "your code runs in a separate worker process, with the per-call time limit, the output cap, "
+    "a private scratch folder and the resource limits this system honours"
+)
+
+
+def tier_note(namespace_kind: str, landlock_abi: int) -> str:
+    """The results' line naming the sandbox tier and the protections in force here
+    (features.py): "full" where the seccomp filter can be installed, "portable" otherwise."""
+    missing = [
+        name
+        for name, present in (
+            ("prctl", features.has("prctl")),
+            ("seccomp", features.seccomp_possible(seccomp.seccomp_program(0) is not None)),
+            ("Landlock", landlock_abi >= 1),
+            ("namespaces", bool(namespace_kind)),
+            ("/proc", features.proc_available()),
+        )
+        if not present
+    ]
+    if features.seccomp_possible(seccomp.seccomp_program(0) is not None):
+        layers = ["the seccomp filter"] + ["Landlock"] * (landlock_abi >= 1) + ["namespaces"] * bool(namespace_kind)
+        extra = f" (unavailable here: {', '.join(missing)})" if missing else ""
+        return f"{SANDBOX_TIER}full — {PORTABLE_PROTECTIONS}, plus {', '.join(layers)}{extra}"
+    return (
+        f"{SANDBOX_TIER}portable (this system has no {', '.join(missing)}) — in force: {PORTABLE_PROTECTIONS}; "
+        "not in force: the rules against starting processes, the network and reading other files. "
+        "Scores are computed as on Linux; the official score comes from the course's Linux autograder"
+    )
+
+
 def _namespace_kind(probe_dir: Path) -> str:
     """Which namespaces a worker can enter here: "host" as root, "user" through an
     unprivileged user namespace, "" when neither works (tried once per run, in a child)."""
-    if not hasattr(os, "fork") or os.uname().sysname != "Linux" or not probe_dir.is_dir():
+    if not hasattr(os, "fork") or not namespaces.available() or not probe_dir.is_dir():
         return ""
     # As root only "host": a user namespace maps root alone, so `setuid(nobody)` would fail in it.
     kind = "host" if os.geteuid() == 0 else "user"

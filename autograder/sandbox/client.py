@@ -16,7 +16,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import zygote
+from . import channel, features, zygote
 from .protocol import PeerClosed, PeerTimeout, ProtocolError, decode, encode, recv_message, send_message
 from .spec import WorkerSpec
 
@@ -79,9 +79,6 @@ class Reply:
     dispatched: list[str] = field(default_factory=list)
 
 
-_PAGE_KIB = os.sysconf("SC_PAGE_SIZE") // 1024
-
-
 class Worker:
     def __init__(self, sandbox: Sandbox, pid: int, sock: socket.socket) -> None:
         self.sandbox = sandbox
@@ -110,15 +107,10 @@ class Worker:
         self.baseline = self._usage()
 
     def _usage(self) -> tuple[int, int] | None:
-        """(threads, resident KiB), read by us from /proc/<pid>/stat — not asked of the worker.
-        One line, read twice a test: its fields after the name (which the worker may set, so
-        the line is cut at its last ")") are num_threads (20th of stat(5)) and rss in pages (24th)."""
-        try:
-            with open(f"/proc/{self.pid}/stat", "rb") as fh:
-                fields = fh.read().rsplit(b")", 1)[1].split()
-            return int(fields[17]), int(fields[21]) * _PAGE_KIB
-        except (OSError, IndexError, ValueError):
-            return None
+        """(threads, resident KiB), asked of the kernel by us (features.process_usage: /proc
+        on Linux, proc_pidinfo on macOS) — never of the worker. None where the system cannot
+        tell: the worker is then not reused (each test gets a fresh one, same verdicts)."""
+        return features.process_usage(self.pid)
 
     def reusable(self) -> bool:
         """Alive, no thread of the submission's left running, no large growth: only such a
@@ -353,14 +345,10 @@ class Sandbox:
         return True
 
     def _send(self, request: dict, fds: list[int] | None = None) -> dict:
-        data = json.dumps(request).encode()
-        if fds:
-            socket.send_fds(self.control, [data], fds)
-        else:
-            self.control.send(data)
+        channel.send(self.control, json.dumps(request).encode(), fds or ())
         self.control.settimeout(self.start_timeout)
         try:
-            raw = self.control.recv(1 << 20)
+            raw, _ = channel.recv(self.control, 1 << 20)
         finally:
             self.control.settimeout(None)
         if not raw:
@@ -373,11 +361,8 @@ class Sandbox:
         socket, which ``wait_ready`` reports."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            socket.send_fds(
-                self.control,
-                [json.dumps({"op": "spawn", "spec": self.spec.to_dict(), "noreply": True}).encode()],
-                [theirs.fileno()],
-            )
+            request = {"op": "spawn", "spec": self.spec.to_dict(), "noreply": True}
+            channel.send(self.control, json.dumps(request).encode(), [theirs.fileno()])
         except OSError as exc:
             ours.close()
             raise RuntimeError(f"the sandbox fork server is gone: {exc}") from None
@@ -413,9 +398,9 @@ class Sandbox:
     def connection(self) -> socket.socket:
         """One more control connection to the same fork server, for a trusted process forked
         from this one (``Sandbox.forked``); the server serves both in turn."""
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        ours, theirs = channel.pair()
         try:
-            socket.send_fds(self.control, [json.dumps({"op": "connect"}).encode()], [theirs.fileno()])
+            channel.send(self.control, json.dumps({"op": "connect"}).encode(), [theirs.fileno()])
         finally:
             theirs.close()
         return ours
@@ -455,7 +440,7 @@ class Sandbox:
         """Have the fork server import these before it forks the next worker (no reply)."""
         if modules:
             try:
-                self.control.send(json.dumps({"op": "preload", "modules": list(modules)}).encode())
+                channel.send(self.control, json.dumps({"op": "preload", "modules": list(modules)}).encode())
             except OSError:
                 pass
 
@@ -463,7 +448,7 @@ class Sandbox:
         """Kill and sweep without waiting: the server handles requests in order, so the
         next spawn is answered only after this kill is done."""
         try:
-            self.control.send(json.dumps({"op": "kill", "pid": pid, "noreply": True}).encode())
+            channel.send(self.control, json.dumps({"op": "kill", "pid": pid, "noreply": True}).encode())
         except OSError:
             pass
 
@@ -477,13 +462,13 @@ class Sandbox:
             spare.close()
         self._spares = []
         try:
-            self.control.send(json.dumps({"op": "stop"}).encode())
+            channel.send(self.control, json.dumps({"op": "stop"}).encode())
         except OSError:
             pass
         if not wait:
             self.control.settimeout(self.start_timeout)
             try:
-                self.control.recv(64)  # {"stopped": true}, or nothing when the server is gone
+                channel.recv(self.control, 64)  # {"stopped": true}, or nothing when the server is gone
             except OSError:
                 pass
         self.control.close()

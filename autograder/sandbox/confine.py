@@ -20,11 +20,7 @@ import resource
 import struct
 from dataclasses import dataclass
 
-from . import seccomp
-
-_libc = ctypes.CDLL(None, use_errno=True)
-_libc.syscall.restype = ctypes.c_long
-_libc.prctl.restype = ctypes.c_int
+from . import features, seccomp
 
 # prctl(2)
 PR_SET_PDEATHSIG = 1
@@ -50,8 +46,29 @@ class ConfineError(RuntimeError):
     """A protection that was asked for could not be applied."""
 
 
+class Unavailable(OSError):
+    """The C library here has no such function (macOS has no ``prctl``): the portable tier."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(errno.ENOSYS, f"{name}() is not available on this system")
+
+
+def _function(name: str, restype=ctypes.c_int):
+    """A Linux C function of this process, looked up when first called (never at import:
+    macOS's C library has no ``prctl``); ``Unavailable`` where there is none."""
+    fn = features.libc_function(name) if features.linux_kernel() else None
+    if fn is None:
+        raise Unavailable(name)
+    fn.restype = restype
+    return fn
+
+
+def _syscall(*args) -> int:
+    return _function("syscall", ctypes.c_long)(*args)
+
+
 def _prctl(option: int, arg2: int = 0, arg3: int = 0, arg4: int = 0, arg5: int = 0) -> int:
-    res = _libc.prctl(option, ctypes.c_ulong(arg2), ctypes.c_ulong(arg3), ctypes.c_ulong(arg4), ctypes.c_ulong(arg5))
+    res = _function("prctl")(option, ctypes.c_ulong(arg2), ctypes.c_ulong(arg3), ctypes.c_ulong(arg4), ctypes.c_ulong(arg5))
     if res < 0:
         err = ctypes.get_errno()
         raise OSError(err, f"prctl({option}): {os.strerror(err)}")
@@ -59,8 +76,15 @@ def _prctl(option: int, arg2: int = 0, arg3: int = 0, arg4: int = 0, arg5: int =
 
 
 # --------------------------------------------------------------------------- process
-def set_parent_death_signal(sig: int) -> None:
-    _prctl(PR_SET_PDEATHSIG, sig)
+def set_parent_death_signal(sig: int) -> bool:
+    """Die with ``sig`` when the parent does. False where the system cannot (no ``prctl``):
+    there the process notices its parent's end on its socket instead, and its CPU rlimit
+    bounds a loop that never looks."""
+    try:
+        _prctl(PR_SET_PDEATHSIG, sig)
+    except Unavailable:
+        return False
+    return True
 
 
 def set_child_subreaper() -> None:
@@ -68,8 +92,14 @@ def set_child_subreaper() -> None:
     _prctl(PR_SET_CHILD_SUBREAPER, 1)
 
 
-def set_dumpable(flag: bool) -> None:
-    _prctl(PR_SET_DUMPABLE, 1 if flag else 0)
+def set_dumpable(flag: bool) -> bool:
+    """False where the system has no ``prctl`` (nothing to change there: macOS keeps other
+    processes of the same user from reading our memory without the debugger entitlement)."""
+    try:
+        _prctl(PR_SET_DUMPABLE, 1 if flag else 0)
+    except Unavailable:
+        return False
+    return True
 
 
 def set_no_new_privs() -> None:
@@ -87,23 +117,42 @@ class Limits:
 
 
 def apply_rlimits(limits: Limits) -> str:
-    def cap(res: int, value: int) -> None:
-        _soft, hard = resource.getrlimit(res)
-        if hard != resource.RLIM_INFINITY:
-            value = min(value, hard)
-        resource.setrlimit(res, (value, value))
+    """Each limit the system honours. On Linux every one must take (a refusal is a
+    ``ConfineError``: the worker does not start); elsewhere one the system refuses (macOS may
+    refuse RLIMIT_AS below what a process has mapped) is named in the fact, and the others
+    still hold."""
+    refused: list[str] = []
 
-    cap(resource.RLIMIT_AS, limits.memory_bytes)
-    cap(resource.RLIMIT_CPU, limits.cpu_seconds)
-    cap(resource.RLIMIT_FSIZE, limits.file_bytes)
-    cap(resource.RLIMIT_NOFILE, limits.open_files)
-    cap(resource.RLIMIT_CORE, 0)
+    def cap(name: str, res: int | None, value: int) -> bool:
+        if res is None:
+            refused.append(name)
+            return False
+        try:
+            _soft, hard = resource.getrlimit(res)
+            if hard != resource.RLIM_INFINITY:
+                value = min(value, hard)
+            resource.setrlimit(res, (value, value))
+        except (OSError, ValueError):
+            refused.append(name)
+            return False
+        return True
+
+    parts = []
+    if cap("as", getattr(resource, "RLIMIT_AS", None), limits.memory_bytes):
+        parts.append(f"as={limits.memory_bytes >> 20}MiB")
+    if cap("cpu", resource.RLIMIT_CPU, limits.cpu_seconds):
+        parts.append(f"cpu={limits.cpu_seconds}s")
+    if cap("fsize", resource.RLIMIT_FSIZE, limits.file_bytes):
+        parts.append(f"fsize={limits.file_bytes >> 20}MiB")
+    if cap("nofile", resource.RLIMIT_NOFILE, limits.open_files):
+        parts.append(f"nofile={limits.open_files}")
+    cap("core", resource.RLIMIT_CORE, 0)
     if limits.processes is not None:
-        cap(resource.RLIMIT_NPROC, limits.processes)
-    return (
-        f"rlimits(as={limits.memory_bytes >> 20}MiB,cpu={limits.cpu_seconds}s,"
-        f"fsize={limits.file_bytes >> 20}MiB,nofile={limits.open_files})"
-    )
+        cap("nproc", getattr(resource, "RLIMIT_NPROC", None), limits.processes)
+    if refused and features.linux_kernel():
+        raise ConfineError(f"the kernel refused the resource limit(s) {', '.join(refused)}")
+    fact = f"rlimits({','.join(parts)})"
+    return fact + (f";rlimits-refused({','.join(refused)})" if refused else "")
 
 
 # --------------------------------------------------------------------------- identity
@@ -153,7 +202,7 @@ def drop_all_capabilities() -> str:
         pass
     header = _CapHeader(_LINUX_CAPABILITY_VERSION_3, 0)
     data = (_CapData * 2)()
-    if _libc.capset(ctypes.byref(header), data) != 0:
+    if _function("capset")(ctypes.byref(header), data) != 0:
         err = ctypes.get_errno()
         raise ConfineError(f"capset failed: {os.strerror(err)}")
     return "root-without-capabilities"
@@ -189,8 +238,14 @@ class _RulesetAttr(ctypes.Structure):
 
 
 def landlock_abi() -> int:
-    """The kernel's Landlock ABI version, or 0 when Landlock is unavailable."""
-    res = _libc.syscall(SYS_LANDLOCK_CREATE_RULESET, None, ctypes.c_size_t(0), ctypes.c_uint32(1))
+    """The kernel's Landlock ABI version, or 0 when Landlock is unavailable (no Linux
+    kernel, no ``syscall`` or ``prctl`` to call it with: it needs no_new_privs)."""
+    if not features.has("prctl"):
+        return 0
+    try:
+        res = _syscall(SYS_LANDLOCK_CREATE_RULESET, None, ctypes.c_size_t(0), ctypes.c_uint32(1))
+    except Unavailable:
+        return 0
     return max(int(res), 0)
 
 
@@ -261,7 +316,7 @@ def apply_landlock(policy: FsPolicy, *, required: bool) -> str:
     if abi >= 6:
         attr.scoped = LL_SCOPE_ABSTRACT_UNIX_SOCKET | LL_SCOPE_SIGNAL
         size = 24
-    ruleset = _libc.syscall(SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0))
+    ruleset = _syscall(SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0))
     if ruleset < 0:
         err = ctypes.get_errno()
         raise ConfineError(f"landlock_create_ruleset: {os.strerror(err)}")
@@ -272,7 +327,7 @@ def apply_landlock(policy: FsPolicy, *, required: bool) -> str:
         for path in policy.write:
             _add_path_rule(ruleset, path, fs_rights & ~LL_FS_EXECUTE)
         set_no_new_privs()
-        if _libc.syscall(SYS_LANDLOCK_RESTRICT_SELF, ctypes.c_int(ruleset), ctypes.c_uint32(0)) != 0:
+        if _syscall(SYS_LANDLOCK_RESTRICT_SELF, ctypes.c_int(ruleset), ctypes.c_uint32(0)) != 0:
             err = ctypes.get_errno()
             raise ConfineError(f"landlock_restrict_self: {os.strerror(err)}")
     finally:
@@ -291,9 +346,7 @@ def _add_path_rule(ruleset: int, path: str, rights: int) -> None:
         # struct landlock_path_beneath_attr is packed: u64 allowed_access, s32 parent_fd
         buf = ctypes.create_string_buffer(struct.pack("<Qi", rights, fd), 12)
         if (
-            _libc.syscall(
-                SYS_LANDLOCK_ADD_RULE, ctypes.c_int(ruleset), ctypes.c_int(_LL_RULE_PATH_BENEATH), buf, ctypes.c_uint32(0)
-            )
+            _syscall(SYS_LANDLOCK_ADD_RULE, ctypes.c_int(ruleset), ctypes.c_int(_LL_RULE_PATH_BENEATH), buf, ctypes.c_uint32(0))
             != 0
         ):
             err = ctypes.get_errno()
@@ -305,6 +358,10 @@ def _add_path_rule(ruleset: int, path: str, rights: int) -> None:
 # --------------------------------------------------------------------------- seccomp
 def apply_seccomp(*, required: bool) -> str:
     """The worker's system-call filter (see ``seccomp.py`` for what it denies and why)."""
+    if not features.has("prctl"):
+        if required:
+            raise ConfineError("seccomp needs prctl(), which this system does not have")
+        return "seccomp=unavailable(no prctl)"
     prog = seccomp.seccomp_program()
     if prog is None:
         if required:
@@ -329,9 +386,13 @@ def scrub_process_strings(argv0: str, env: dict[str, str]) -> str:
     and /proc/<pid>/environ. A forked worker inherits the grader's: the repository's paths,
     the suites' file names. Those strings live in our own stack memory (the kernel keeps
     only their addresses), so we zero them and write the worker's own values in their
-    place; the C ``environ`` array no longer points there once ``os.environ`` was reset."""
-    with open("/proc/self/stat", "rb") as fh:
-        fields = fh.read().rsplit(b")", 1)[1].split()
+    place; the C ``environ`` array no longer points there once ``os.environ`` was reset.
+    Without /proc (macOS) the kernel shows them through no file, and they are left."""
+    try:
+        with open(f"{features.PROC}/self/stat", "rb") as fh:
+            fields = fh.read().rsplit(b")", 1)[1].split()
+    except OSError:
+        return "cmdline-environ=not-scrubbed(no /proc)"
     # fields 48–51 of /proc/<pid>/stat (fields[0] is field 3): arg_start arg_end env_start env_end
     arg_start, arg_end, env_start, env_end = (int(f) for f in fields[45:49])
 

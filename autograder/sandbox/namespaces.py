@@ -27,8 +27,7 @@ import ctypes
 import os
 import re
 
-_libc = ctypes.CDLL(None, use_errno=True)
-_libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
+from . import features
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUTS = 0x04000000
@@ -62,6 +61,23 @@ class NamespaceError(OSError):
     pass
 
 
+def _libc_call(name: str):
+    """``mount``/``unshare`` of this process's C library, looked up when first needed (never
+    at import: macOS's has neither); a ``NamespaceError`` where there is none."""
+    fn = features.libc_function(name) if features.linux_kernel() else None
+    if fn is None:
+        raise NamespaceError(38, f"{name}() is not available on this system")  # ENOSYS
+    if name == "mount":
+        fn.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
+    return fn
+
+
+def available() -> bool:
+    """Whether this system has the calls a worker's namespaces need at all (``probe`` then
+    asks the kernel whether it allows them)."""
+    return features.has("unshare") and features.has("mount") and features.proc_available()
+
+
 def _check(res: int, what: str) -> None:
     if res != 0:
         err = ctypes.get_errno()
@@ -70,7 +86,7 @@ def _check(res: int, what: str) -> None:
 
 def _mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
     enc = lambda s: None if s is None else s.encode()
-    _check(_libc.mount(enc(source), enc(target), enc(fstype), flags, enc(data)), f"mount {target}")
+    _check(_libc_call("mount")(enc(source), enc(target), enc(fstype), flags, enc(data)), f"mount {target}")
 
 
 def unshare(kind: str) -> None:
@@ -79,7 +95,7 @@ def unshare(kind: str) -> None:
     themselves, owning the others. Must be called while single-threaded."""
     uid, gid = os.getuid(), os.getgid()
     flags = WORKER_NAMESPACES | (CLONE_NEWUSER if kind == "user" else 0)
-    _check(_libc.unshare(flags), "unshare")
+    _check(_libc_call("unshare")(flags), "unshare")
     if kind == "user":
         for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
             with open(f"/proc/self/{name}", "w") as fh:
@@ -147,10 +163,15 @@ def mounts() -> list[tuple[str, str, set[str]]]:
 
 
 def file_system_of(path: str) -> str:
-    """The type of the file system ``path`` lies on (the innermost mount above it)."""
+    """The type of the file system ``path`` lies on (the innermost mount above it); "unknown"
+    without /proc (macOS)."""
     real = os.path.realpath(path)
     best, kind = "", "unknown"
-    for point, fstype, _options in mounts():
+    try:
+        found = mounts()
+    except OSError:
+        return kind
+    for point, fstype, _options in found:
         if (real == point or real.startswith(point.rstrip("/") + "/")) and len(point) >= len(best):
             best, kind = point, fstype
     return kind
@@ -195,6 +216,8 @@ def probe(kind: str, hide_test: str) -> bool:
     """Can a worker here enter namespaces of this kind and hide a tree? Tried in a child,
     because only the kernel (and its LSMs: AppArmor restricts unprivileged user namespaces
     on recent Ubuntu) knows."""
+    if not available():
+        return False
     pid = os.fork()
     if pid == 0:
         code = 1

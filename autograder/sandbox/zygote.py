@@ -5,13 +5,17 @@ torch's intra-op thread pool does not survive ``fork()`` once it has run, so wor
 come from a process that has imported torch and computed nothing. The trusted pytest
 process starts this server before it collects a single test (so no test module, hidden
 input or reference result is in the memory the workers inherit), and then talks to it over
-a SOCK_SEQPACKET socket: ``spawn`` (with the worker's socket passed as a file descriptor),
-``kill`` (the worker, its process group, and every orphan it left behind), ``connect``
-(one more control socket, for a second trusted process forked from the first: see
-runner/process/split.py; its ``stop`` or end closes only that connection) and ``stop``.
+a SOCK_SEQPACKET socket (channel.py: a framed SOCK_STREAM on macOS, which has none):
+``spawn`` (with the worker's socket passed as a file descriptor), ``kill`` (the worker, its
+process group, and every orphan it left behind), ``connect`` (one more control socket, for a
+second trusted process forked from the first: see runner/process/split.py; its ``stop`` or
+end closes only that connection) and ``stop``.
 
 The server is a *child subreaper*: anything a worker forks and abandons is re-parented
 here, and every ``kill`` sweeps such orphans, so nothing a submission starts outlives it.
+Where the system has no ``prctl`` (the portable tier: features.py) it is not one, and the
+worker's process group is what ``kill`` ends; where fork after threads is unsafe (macOS)
+it computes nothing before it forks (no ``_warm_up``).
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import socket
 import sys
 import time
 
-from . import confine
+from . import channel, confine, features
 from .spec import WorkerSpec
 from .tree import remove_tree
 
@@ -74,18 +78,24 @@ class _Server:
                 self.status[pid] = status
 
     def _orphans(self) -> list[int]:
-        """Our children that are not live workers: what dead workers left behind."""
+        """Our children that are not live workers: what dead workers left behind. Without
+        /proc (macOS) none are found: there is no subreaper either, so a worker's orphans
+        go to init; killing its process group (``kill``) is what ends them."""
         me = os.getpid()
         found = []
         try:
-            with open(f"/proc/{me}/task/{me}/children") as fh:
+            with open(f"{features.PROC}/{me}/task/{me}/children") as fh:
                 found = [int(p) for p in fh.read().split()]
         except OSError:
-            for entry in os.listdir("/proc"):
+            try:
+                entries = os.listdir(features.PROC)
+            except OSError:
+                entries = []
+            for entry in entries:
                 if not entry.isdigit():
                     continue
                 try:
-                    with open(f"/proc/{entry}/stat") as fh:
+                    with open(f"{features.PROC}/{entry}/stat") as fh:
                         fields = fh.read().rsplit(")", 1)[1].split()
                 except OSError:
                     continue
@@ -169,14 +179,14 @@ class _Server:
             self.kill(pid)
         self._sweep()
         try:  # every worker is gone and swept: what is left of this process is its own exit
-            self.sock.send(b'{"stopped": true}')
+            channel.send(self.sock, b'{"stopped": true}')
         except OSError:
             pass
 
     def serve(self, sock: socket.socket) -> bool:
         """Answer one request from ``sock``; False when that connection ends."""
         try:
-            data, fds, _flags, _addr = socket.recv_fds(sock, MAX_REQUEST, 4)
+            data, fds = channel.recv(sock, MAX_REQUEST, 4)
         except (OSError, ValueError):
             return False
         if not data:
@@ -194,7 +204,7 @@ class _Server:
         if reply is None:
             return True
         try:
-            sock.send(json.dumps(reply).encode())
+            channel.send(sock, json.dumps(reply).encode())
         except OSError:
             return False
         return True
@@ -285,10 +295,11 @@ def _zygote_main(sock: socket.socket) -> None:
     os.closerange(3, keep)
     os.closerange(keep + 1, 1 << 16)
     sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115
-    try:
-        _warm_up()
-    except Exception:  # noqa: BLE001 - a cold worker is slower, not wrong
-        pass
+    if features.fork_after_threads_safe():  # else fork before threads: nothing computed here (features.py)
+        try:
+            _warm_up()
+        except Exception:  # noqa: BLE001 - a cold worker is slower, not wrong
+            pass
     _fixed_global_rngs()
     _Server(sock).run()
 
@@ -312,7 +323,7 @@ def _fixed_global_rngs() -> None:
 
 def start() -> tuple[int, socket.socket]:
     """Fork the server from the calling (trusted) process; returns (pid, control socket)."""
-    parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    parent, child = channel.pair()
     pid = os.fork()
     if pid == 0:
         try:

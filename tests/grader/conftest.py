@@ -66,11 +66,12 @@ def grade(
     env: dict | None = None,
     cwd: Path = ROOT,
     results: Path | None = None,
+    python: Path | str = sys.executable,
 ) -> Graded:
     import time
 
     out = output
-    cmd = [sys.executable, "-m", "autograder", "grade"]
+    cmd = [str(python), "-m", "autograder", "grade"]
     if submission is not None:
         cmd.append(str(submission))
     cmd += ["--format", fmt, "--no-progress", *args]

@@ -422,7 +422,10 @@ def test_student_tree_has_what_students_need_and_nothing_of_the_instructors(dist
     )
     assert "nbgrader" not in (student / "requirements.txt").read_text() and not (student / "requirements-instructor.txt").exists()
     readme = (student / "README.md").read_text(encoding="utf-8")
-    assert "make grade" in readme and "visible" in readme and "hidden" in readme and "$" not in readme.replace("$$", "")
+    assert "make grade" in readme and "visible" in readme and "hidden" in readme
+    assert not __import__("re").search(r"\$\{?[A-Za-z_]", readme), "a template placeholder was left"  # $(pwd) is shell
+    for rel in (".devcontainer/devcontainer.json", ".devcontainer/Dockerfile"):
+        assert (student / rel).is_file(), rel
     for sid, rule in CONFIG.release["rules"].items():
         assert rule in readme, sid
     hints = (student / "autograder" / "core" / "feedback" / "general_hints.toml").read_text(encoding="utf-8")

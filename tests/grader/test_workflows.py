@@ -60,12 +60,52 @@ def _run_steps(job: dict) -> str:
 def test_instructors_workflow_runs_make_test_with_cached_cpu_torch():
     data = _load(INSTRUCTORS)
     assert {"push", "pull_request"} <= set(data["on"])
-    (job,) = data["jobs"].values()
+    job = data["jobs"]["make-test"]
     assert 0 < job["timeout-minutes"] <= 60
-    assert "make test test-slow" in _run_steps(job)  # the fast set, then the slow tests: CI proves everything
+    steps = {s.get("name"): s for s in job["steps"]}
+    assert steps["make test"]["run"] == "make test"  # the fast set on every Python of the matrix
+    slow = next(s for s in job["steps"] if "make test-slow" in str(s.get("run", "")))  # and the slow tests: CI proves everything
+    assert slow.get("if") == "matrix.python == '3.11'"
+    assert job["strategy"]["matrix"]["python"] == ["3.11", "3.12", "3.13"]
     setup = next(s for s in job["steps"] if str(s.get("uses", "")).startswith("actions/setup-python@"))
+    assert setup["with"]["python-version"] == "${{ matrix.python }}"
     assert setup["with"]["cache"] == "pip" and "requirements" in setup["with"]["cache-dependency-path"]
     assert job["env"]["PIP_INDEX_URL"] == "https://download.pytorch.org/whl/cpu"
+
+
+def test_instructors_workflow_grades_on_macos_and_in_the_students_container():
+    """The portable tier where students run it (macOS, Apple Silicon) and the .devcontainer
+    image: the solutions score full marks, the stubs 0, each with its tier named."""
+    jobs = _load(INSTRUCTORS)["jobs"]
+    mac = jobs["macos-portable-tier"]
+    assert mac["runs-on"] == "macos-latest"
+    run = _run_steps(mac)
+    assert "make grade SUBMISSION=solutions FORMAT=json OUTPUT=solutions.json" in run
+    assert "make grade SUBMISSION=exercises FORMAT=json OUTPUT=stubs.json" in run
+    assert ".ci/expect_grade.py solutions.json full portable" in run and ".ci/expect_grade.py stubs.json zero portable" in run
+    box = jobs["devcontainer"]
+    run = _run_steps(box)
+    assert "docker build -t attention-grader -f autograder/instructor/release/templates/student/.devcontainer/Dockerfile ." in run
+    assert "docker run" in run and "attention-grader" in run
+    assert ".ci/expect_grade.py solutions.json full full" in run and ".ci/expect_grade.py exercises.json zero full" in run
+    assert (ROOT / ".ci" / "expect_grade.py").is_file()
+
+
+def test_expect_grade_passes_only_the_expected_score_and_tier(tmp_path, solutions_graded, stubs_graded):
+    """.ci/expect_grade.py, which the macOS and container jobs trust: right and wrong cases."""
+    results = tmp_path / "r.json"
+
+    def check(data: dict, score: str, tier: str) -> int:
+        results.write_text(json.dumps(data), encoding="utf-8")
+        cmd = [sys.executable, str(ROOT / ".ci" / "expect_grade.py"), str(results), score, tier]
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=60).returncode
+
+    assert check(solutions_graded.data, "full", "full") == 0
+    assert check(stubs_graded.data, "zero", "full") == 0
+    assert check(stubs_graded.data, "full", "full") == 1
+    assert check(solutions_graded.data, "zero", "full") == 1
+    assert check(solutions_graded.data, "full", "portable") == 1
+    assert check({**solutions_graded.data, "status": "error"}, "full", "full") == 1
 
 
 def test_student_feedback_workflow_has_every_part():

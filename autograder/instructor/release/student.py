@@ -6,6 +6,7 @@
     grading.toml          visible tests only; each skill's points = its visible weights
     docs/                 [release] docs: the exercise contract and the lessons the hints cite
     Makefile, .ci/run, README.md, .gitignore, requirements.txt (no nbgrader)
+    .devcontainer/ (Dockerfile + devcontainer.json: Intel Macs, Chromebooks, lab machines), .dockerignore
     + anything under autograder/instructor/release/templates/student/ (.github/ workflows only when
       ``[release] platforms`` lists github-actions); README.md's "How to submit" has one part
       per platform listed there
@@ -23,7 +24,7 @@ from .context import ReleaseContext
 from .files import _tree, grader_files, write_tree
 
 TEMPLATES = Path(__file__).resolve().parent / "templates" / "student"
-RENAMES = {"gitignore": ".gitignore"}  # kept without the dot so they do not act on the instructors' repository
+RENAMES = {"gitignore": ".gitignore", "dockerignore": ".dockerignore"}  # without the dot here: they would act on this repository
 RENDERED = {"README.md"}
 
 

@@ -24,7 +24,19 @@ import os
 #: pytest's assertion-rewritten test modules) is cached in their ``__pycache__`` folders,
 #: beside the sources, no more reachable from the worker than those are; recompiling the
 #: suites costs ~0.4 s per run otherwise
-ENV_KEEP = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "SYSTEMROOT", "AUTOGRADER_PROFILE", "PYTHONDONTWRITEBYTECODE")
+#: AUTOGRADER_FORK_AFTER_THREADS=unsafe starts workers as on macOS (sandbox/features.py): it can only make the start more careful
+ENV_KEEP = (
+    "PATH",
+    "HOME",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TMPDIR",
+    "SYSTEMROOT",
+    "AUTOGRADER_PROFILE",
+    "PYTHONDONTWRITEBYTECODE",
+    "AUTOGRADER_FORK_AFTER_THREADS",
+)
 
 LOG = ("private", "pytest.log")
 REPORT = ("private", "report.json")

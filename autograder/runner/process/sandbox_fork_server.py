@@ -63,14 +63,14 @@ def start() -> tuple[int, socket.socket]:
     imports()
     import torch
 
-    from ...sandbox import zygote
+    from ...sandbox import channel, zygote
     from ...sandbox.confine import set_dumpable
 
     set_dumpable(False)  # same-uid processes cannot read our memory via /proc
     gc.freeze()  # the fork server (and every worker) never walks these objects
     server = zygote.start()
     try:  # first thing: its longest import, while this process configures and collects
-        server[1].send(json.dumps({"op": "preload", "modules": list(zygote.ALWAYS_PRELOAD)}).encode())
+        channel.send(server[1], json.dumps({"op": "preload", "modules": list(zygote.ALWAYS_PRELOAD)}).encode())
     except OSError:
         pass  # a server that is gone is reported by the first worker request
     # The trusted side's tensors are tiny: one intra-op thread avoids stalls of several ms

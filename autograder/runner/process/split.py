@@ -37,6 +37,7 @@ from typing import Any
 
 import pytest
 
+from ...sandbox import features
 from ...sandbox.confine import set_parent_death_signal
 
 
@@ -156,6 +157,8 @@ def runtestloop(session: pytest.Session, grading: Any) -> bool | None:
         return None
     report = getattr(config, "_json_report", None)
     if report is None or grading.manifest.limits.trusted_processes < 2 or usable_cpus() < 2:
+        return None
+    if not features.fork_after_threads_safe():  # this process has computed: no fork here (macOS)
         return None
     groups = skills(session.items, grading.manifest)
     if groups is None:
