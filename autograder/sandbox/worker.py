@@ -437,6 +437,7 @@ def _dispatch_line(key: tuple, entry: list) -> str:
 def serve(sock: socket.socket, spec: WorkerSpec, facts: list[str]) -> None:
     probes.AUTOGRAD_TRIPWIRE.install()  # before any submission module is imported
     probes.THREAD_BAN.install(spec.copy_dir.rstrip("/") + "/")
+    probes.remove_kernel_handles()  # a kernel called directly would pass KernelBan's replacement
     out = CappedWriter(spec.output_bytes)
     sys.stdout = sys.stderr = out  # type: ignore[assignment]
     ctx = WorkerContext(spec)

@@ -111,6 +111,13 @@ def thread_attempts():
 def _scripted_fork(x):
     return torch.jit.wait(torch.jit.fork(torch.neg, x))
 
+def kernel_handle():
+    try:
+        torch.library.get_kernel("aten::_softmax_backward_data", "CPU")
+        return "handed out"
+    except RuntimeError as exc:
+        return str(exc)
+
 def more_torch_threads():
     torch.set_num_threads(4)
     torch.set_num_interop_threads(4)
@@ -410,6 +417,14 @@ def test_worker_cannot_start_a_thread_by_any_library_or_from_c(sandbox):
     for name, what in got.items():
         assert what != "started" and ("can't start new thread" in what or "not permitted" in what), (name, what)
     assert "seccomp(no-threads)" in worker.facts
+
+
+def test_worker_hands_out_no_kernel_function(sandbox):
+    """A kernel taken as a callable before a rule check would run past the replaced kernels
+    (probes.KernelBan): the binding is gone before any submission code runs."""
+    worker, reply = call(sandbox, "kernel_handle")
+    worker.close()
+    assert reply.value["value"].startswith("the grader's worker hands out no kernel functions")
 
 
 def test_torch_asked_for_more_threads_keeps_one_and_computes(sandbox):
