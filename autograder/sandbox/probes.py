@@ -362,13 +362,17 @@ class KernelBan:
         import warnings
 
         self._lib = torch.library.Library("aten", "IMPL")
+        self.failed: list[tuple[str, str]] = []  # none on torch 2.13 (tests/grader/test_kernel_replacement.py)
         kernels: dict[str, Callable[..., Any]] = {}
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # "Overriding a previously registered kernel": that is the point
             for name, key in self.targets():
                 op = name.split(".", 1)[0]
                 kernel = kernels.get(op) or kernels.setdefault(op, self._kernel(op))
-                self._lib.impl(name.split("::", 1)[1], kernel, key)
+                try:
+                    self._lib.impl(name.split("::", 1)[1], kernel, key)
+                except RuntimeError:  # a key torch will not take a Python kernel for
+                    self.failed.append((name, key))
         return self
 
     def __exit__(self, *exc):

@@ -155,6 +155,9 @@ def test_torchs_kernels_are_back_after_the_call():
 def test_the_replacement_reaches_every_key_with_a_kernel():
     """Backends, the composite alias keys (the kernel of every backend without its own),
     autograd and functorch: every registration of the matched operators is replaced."""
+    for patterns in (dispatch.ROW_SOFTMAX_REPLACED, dispatch.MHA_REPLACED, dispatch.AUTOGRAD_REPLACED):
+        with KernelBan(patterns, lambda op: None) as every:
+            assert not every.failed, every.failed  # every registration of a matched operator is replaced
     ban = KernelBan(dispatch.ROW_SOFTMAX_REPLACED, lambda op: None)
     keys = {key for _, key in ban.targets()}
     assert {"CPU", "CompositeExplicitAutograd", "CompositeImplicitAutograd", "Autograd", "FuncTorchBatched"} <= keys, keys
