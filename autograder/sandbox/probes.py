@@ -322,6 +322,10 @@ def _aten_base(qualified: str) -> str:
     return name[:-1] if name.endswith("_") and not name.endswith("__") and len(name) > 1 else name
 
 
+#: patterns → their (operator, key) registrations: a worker runs a rule's calls several times
+_TARGETS: dict[tuple[str, ...], list[tuple[str, str]]] = {}
+
+
 class KernelBan:
     """While active, the kernels of the ATen operators whose name matches one of
     ``patterns`` (``fnmatch`` on the name without namespace and overload: ``*softmax*``,
@@ -338,6 +342,9 @@ class KernelBan:
         self._lib = None
 
     def targets(self) -> list[tuple[str, str]]:
+        cached = _TARGETS.get(self.patterns)
+        if cached is not None:
+            return cached
         matched: dict[str, bool] = {}
         out = []
         for name, key in kernel_registrations():
@@ -347,6 +354,7 @@ class KernelBan:
                 hit = matched[name] = any(fnmatch.fnmatchcase(base, p) for p in self.patterns)
             if hit:
                 out.append((name, key))
+        _TARGETS[self.patterns] = out
         return out
 
     def _kernel(self, op: str) -> Callable[..., Any]:
