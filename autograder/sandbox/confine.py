@@ -380,6 +380,24 @@ def apply_seccomp(*, required: bool) -> str:
     )
 
 
+def forbid_threads(*, required: bool) -> str:
+    """Stack the second filter (``seccomp.thread_program``): from here on this process
+    cannot start a thread. Called last, once the worker is confined, before any submission
+    code is imported; ``apply_seccomp`` has set no_new_privs."""
+    prog = seccomp.thread_program()
+    if prog is None:
+        if required:
+            raise ConfineError(f"no seccomp table for {MACHINE}")
+        return f"threads=allowed(seccomp unavailable on {MACHINE}; Python's thread start is removed)"
+    try:
+        seccomp.install(prog)
+    except OSError as exc:
+        if required:
+            raise ConfineError(f"seccomp (threads): {exc}") from None
+        return "threads=allowed(seccomp unavailable; Python's thread start is removed)"
+    return "seccomp(no-threads)"
+
+
 # --------------------------------------------------------------------------- /proc/self
 def scrub_process_strings(argv0: str, env: dict[str, str]) -> str:
     """Overwrite the command line and environment the kernel shows in /proc/<pid>/cmdline

@@ -12,6 +12,7 @@ the worker and may be read by the submission, so a probe holds glue, never answe
 
 from __future__ import annotations
 
+import fnmatch
 import functools
 import sys
 from collections.abc import Callable
@@ -137,13 +138,25 @@ class DispatchRecorder:
     START = "autograder::recording-start"
     END = "autograder::recording-end"
 
-    def __init__(self, entries: dict, tampered: set[str], own_files: str, phase: str = "call") -> None:
+    def __init__(
+        self,
+        entries: dict,
+        tampered: set[str],
+        own_files: str,
+        phase: str = "call",
+        replace: tuple[str, ...] = (),
+        autograd_off: bool = False,
+    ) -> None:
         self.entries = entries
         self.tampered = tampered
         self.own_files = own_files
         self.phase = phase
+        self.replace = tuple(replace)
+        self.autograd_off = autograd_off
         self._previous_profile = None
         self._on = False
+        self._ban: KernelBan | None = None
+        self._grad_was: bool | None = None
 
     def _profile(self, frame, event, arg):
         if event == "c_call" and self._on:
@@ -158,6 +171,15 @@ class DispatchRecorder:
         from torch._C._profiler import _ExperimentalConfig, _RecordFunctionFast
         from torch.autograd import ProfilerConfig, ProfilerState, _enable_profiler_legacy, _profiler_enabled
 
+        THREAD_BAN.gate = self  # a thread attempted from here on is a fact of this call
+        if self.replace:
+            self._ban = KernelBan(self.replace, self._refused)
+            self._ban.__enter__()
+        if self.autograd_off:
+            self._grad_was = torch.is_grad_enabled()
+            if self._grad_was:
+                torch._C._set_grad_enabled(False)
+            AUTOGRAD_TRIPWIRE.locked = self
         if _profiler_enabled():
             self.tampered.add("left torch's profiler switched on, which the grader's recording of operators needs")
             return self
@@ -172,6 +194,32 @@ class DispatchRecorder:
         return self
 
     def __exit__(self, *exc):
+        try:
+            return self._stop()
+        finally:
+            THREAD_BAN.gate = None
+            if self.autograd_off:
+                AUTOGRAD_TRIPWIRE.locked = None
+                if self._grad_was:  # as it was, without counting as the code's use of autograd
+                    uses, AUTOGRAD_TRIPWIRE.uses = AUTOGRAD_TRIPWIRE.uses, None
+                    torch._C._set_grad_enabled(True)
+                    AUTOGRAD_TRIPWIRE.uses = uses
+            if self._ban is not None:
+                self._ban.__exit__()
+                self._ban = None
+
+    def _refused(self, op: str) -> None:
+        """A replaced kernel was called (by any path: a Python name, ``redispatch``, a
+        backward node, TorchScript): a proven use, recorded even if the code catches the error."""
+        key = (self.phase, op[:200])
+        entry = self.entries.get(key)
+        if entry is None:
+            entry = self.entries[key] = [0, "", 0, ""]
+        entry[0] += 1
+        if not entry[1]:
+            entry[1:] = own_frame(self.own_files)
+
+    def _stop(self):
         from torch._C._profiler import _RecordFunctionFast
         from torch.autograd import _disable_profiler_legacy, _profiler_enabled
 
@@ -231,6 +279,189 @@ class DispatchRecorder:
         return ["", 0, ""]
 
 
+def own_frame(own_files: str) -> list:
+    """[file relative to the submission, line, function] of the innermost frame of the
+    submission's files on the current Python stack, or ["", 0, ""]."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if name.startswith(own_files):
+            return [name[len(own_files) :], frame.f_lineno, frame.f_code.co_name]
+        frame = frame.f_back
+    return ["", 0, ""]
+
+
+_REGISTRATIONS: list[tuple[str, str]] | None = None
+#: computes nothing (shapes only), and torch refuses a Python kernel there for composite ops
+_SKIPPED_KEYS = frozenset({"Meta"})
+
+
+def kernel_registrations() -> list[tuple[str, str]]:
+    """Every (ATen operator with its overload, dispatch key) with a kernel registered for
+    that key — backends, alias keys (``CompositeExplicitAutograd``: the kernel of every
+    backend without one of its own), autograd, functorch, autocast. Read once from torch's
+    registry; the fork server computes it before forking (``zygote._warm_up``)."""
+    global _REGISTRATIONS
+    if _REGISTRATIONS is None:
+        found = []
+        for key in torch._C.DispatchKey.__members__:
+            if key in _SKIPPED_KEYS:
+                continue
+            try:
+                names = torch._C._dispatch_get_registrations_for_dispatch_key(key)
+            except (RuntimeError, ValueError):  # not a key one can register for
+                continue
+            found += [(name, key) for name in names if name.startswith("aten::")]
+        _REGISTRATIONS = found
+    return _REGISTRATIONS
+
+
+def _aten_base(qualified: str) -> str:
+    """``aten::_softmax.out`` → ``_softmax``; an in-place ``add_`` → ``add``."""
+    name = qualified.split("::", 1)[1].split(".", 1)[0]
+    return name[:-1] if name.endswith("_") and not name.endswith("__") and len(name) > 1 else name
+
+
+#: patterns → their (operator, key) registrations: a worker runs a rule's calls several times
+_TARGETS: dict[tuple[str, ...], list[tuple[str, str]]] = {}
+
+
+class KernelBan:
+    """While active, the kernels of the ATen operators whose name matches one of
+    ``patterns`` (``fnmatch`` on the name without namespace and overload: ``*softmax*``,
+    ``_make_dual``) are *replaced* process-wide, on every dispatch key they have a kernel
+    for: whoever calls such an operator, however (a Python name, ``torch.ops``,
+    ``OpOverload.redispatch`` past ``RecordFunction``, a backward node, TorchScript, a custom
+    operator's body), runs ``refuse``, which records the use and raises. Leaving restores
+    torch's kernels (the registrations are undone; the dispatcher falls back to the earlier
+    kernel of each key)."""
+
+    def __init__(self, patterns: tuple[str, ...], on_use: Callable[[str], None]) -> None:
+        self.patterns = patterns
+        self.on_use = on_use
+        self._lib = None
+
+    def targets(self) -> list[tuple[str, str]]:
+        cached = _TARGETS.get(self.patterns)
+        if cached is not None:
+            return cached
+        matched: dict[str, bool] = {}
+        out = []
+        for name, key in kernel_registrations():
+            hit = matched.get(name)
+            if hit is None:
+                base = _aten_base(name)
+                hit = matched[name] = any(fnmatch.fnmatchcase(base, p) for p in self.patterns)
+            if hit:
+                out.append((name, key))
+        _TARGETS[self.patterns] = out
+        return out
+
+    def _kernel(self, op: str) -> Callable[..., Any]:
+        on_use = self.on_use
+
+        def refuse(*args, **kwargs):
+            on_use(op)
+            raise RuntimeError(f"{op} is switched off during this call: the exercise's rule forbids it")
+
+        return refuse
+
+    def __enter__(self):
+        import warnings
+
+        self._lib = torch.library.Library("aten", "IMPL")
+        self.failed: list[tuple[str, str]] = []  # none on torch 2.13 (tests/grader/test_kernel_replacement.py)
+        kernels: dict[str, Callable[..., Any]] = {}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "Overriding a previously registered kernel": that is the point
+            for name, key in self.targets():
+                op = name.split(".", 1)[0]
+                kernel = kernels.get(op) or kernels.setdefault(op, self._kernel(op))
+                try:
+                    self._lib.impl(name.split("::", 1)[1], kernel, key)
+                except RuntimeError:  # a key torch will not take a Python kernel for
+                    self.failed.append((name, key))
+        return self
+
+    def __exit__(self, *exc):
+        if self._lib is not None:
+            self._lib._destroy()
+            self._lib = None
+        return False
+
+
+class _ThreadBan:
+    """Python's way to start a thread, removed from the worker before any submission code
+    is imported (``install``): ``_thread.start_new_thread`` and every alias of it are
+    replaced by ``refuse``, which starts nothing, notes the attempt and raises the error
+    CPython raises when the system refuses a thread. The seccomp filter
+    (``seccomp.thread_program``) refuses threads to C code too; this layer keeps the
+    worker single-threaded where seccomp is unavailable, and makes an attempt a fact even
+    when the code catches the error: during a rule check (``gate``) it is a violation."""
+
+    def __init__(self) -> None:
+        self.own_files = ""
+        self.gate: DispatchRecorder | None = None
+        self.installed = False
+
+    def refuse(self, *args, **kwargs):
+        file, line, function = own_frame(self.own_files)
+        where = f" at {file}:{line} ({function})" if file else ""
+        if self.gate is not None:
+            self.gate.tampered.add(
+                f"tried to start a thread{where}: exercise code runs on one thread, and trying to run part of it "
+                "elsewhere during the rule check counts as breaking the rule"
+            )
+        raise RuntimeError("can't start new thread")
+
+    def install(self, own_files: str) -> None:
+        """Once per worker, before the submission is imported. torch's own thread counts
+        are fixed at one (the fork server set them); a request for more is accepted and
+        ignored, as honest code that asks for speed must not fail."""
+        import _thread
+        import threading
+
+        self.own_files = own_files
+        if self.installed:
+            return
+        originals = {id(getattr(_thread, n)) for n in dir(_thread) if n.startswith("start_")}
+        for module in (_thread, threading):
+            for name, value in list(vars(module).items()):
+                if id(value) in originals:
+                    setattr(module, name, self.refuse)
+        for owner in (torch, torch._C):
+            for name in ("set_num_threads", "set_num_interop_threads"):
+                if hasattr(owner, name):
+                    setattr(owner, name, _one_thread)
+        self.installed = True
+
+
+def _one_thread(n: int) -> None:
+    """torch.set_num_threads / set_num_interop_threads in the worker: checked like torch's,
+    then ignored (the worker runs on one thread)."""
+    if type(n) is not int and not hasattr(n, "__index__"):
+        raise TypeError(f"set_num_threads expected an int, got {type(n).__name__}")
+    if int(n) < 1:
+        raise RuntimeError("Number of threads must be positive")
+
+
+THREAD_BAN = _ThreadBan()
+
+
+def remove_kernel_handles() -> None:
+    """Before any submission code: torch's one binding that hands out a kernel as a callable
+    (``torch.library.get_kernel`` calls it) is replaced. A handle taken before a rule check
+    would call the C++ kernel directly, past KernelBan's replacement; no other reference to
+    the binding exists (only torch._C's dict holds it), so none can be recovered."""
+    name = "_dispatch_get_computed_kernel_for_dispatch_key"
+    if hasattr(torch._C, name):
+        setattr(torch._C, name, _no_kernel_handles)
+
+
+def _no_kernel_handles(*args, **kwargs):
+    raise RuntimeError("the grader's worker hands out no kernel functions: call the operator itself")
+
+
 #: C functions that switch the recording of operators off (called from any frame while it runs)
 _DISPATCH_SWITCHES = {
     "_enable_record_function",
@@ -255,6 +486,8 @@ class _AutogradTripwire:
     def __init__(self) -> None:
         self.uses: set[str] | None = None
         self.installed = False
+        #: a DispatchRecorder with ``autograd_off``: grad mode cannot be switched on while set
+        self.locked: DispatchRecorder | None = None
 
     def arm(self, uses: set[str]) -> None:
         self.uses = uses
@@ -273,6 +506,12 @@ class _AutogradTripwire:
             if tripwire.uses is not None:
                 if attr != "_set_grad_enabled" or (args and args[0]):
                     tripwire.uses.add(label)
+            if tripwire.locked is not None and attr == "_set_grad_enabled" and args and args[0]:
+                tripwire.locked.tampered.add(
+                    "switched grad mode on (torch.enable_grad / torch.set_grad_enabled) where autograd is off: "
+                    "no autograd graph can be built there"
+                )
+                raise RuntimeError("grad mode cannot be switched on here: this exercise computes gradients by hand")
             return original(*args, **kwargs)
 
         wrapper._autograder_tripwire = True  # type: ignore[attr-defined]
@@ -422,12 +661,14 @@ def call(
     record_ops: bool = False,
     return_args: bool = False,
     record_dispatch: bool = False,
+    replace_ops: list | None = None,
 ) -> dict:
     """Call ``module.target(*args, **kwargs)``; optionally record ops (torch functions, and
-    with ``record_dispatch`` the dispatcher's operators) and return the arguments as they are
+    with ``record_dispatch`` the dispatcher's operators, the kernels of those matching
+    ``replace_ops`` replaced: see KernelBan) and return the arguments as they are
     afterwards (to detect in-place modification)."""
     fn = resolve(ctx.module(module), target)
-    with ctx.watch_ops(record_ops), ctx.watch_dispatch("call", record_dispatch):
+    with ctx.watch_ops(record_ops), ctx.watch_dispatch("call", record_dispatch, replace_ops or ()):
         value = fn(*args, **kwargs)
     result = {"value": value}
     if return_args:
@@ -476,6 +717,7 @@ def construct(
     describe: bool = True,
     dtype: torch.dtype | None = None,
     record_dispatch: bool = False,
+    replace_ops: list | None = None,
 ) -> dict:
     """Build ``module.cls(*init_args, **init_kwargs)``, optionally load a state_dict
     (non-strict; missing/unexpected keys are returned under ``load``), run
@@ -500,7 +742,7 @@ def construct(
         if grad is not None and grad.get("call") == i:
             args = _requires_grad(args, grad.get("wrt", []))
             inputs_with_grad = [args[j] for j in grad.get("wrt", [])]
-        with ctx.watch_ops(record_ops), ctx.watch_dispatch("call", record_dispatch):
+        with ctx.watch_ops(record_ops), ctx.watch_dispatch("call", record_dispatch, replace_ops or ()):
             outputs.append(getattr(obj, method)(*args, **kwargs))
     result["outputs"] = outputs
     if grad is not None:

@@ -29,6 +29,16 @@ is denied is what a worker never needs and an attacker wants:
 
 Denied calls fail with EPERM (the program sees ``PermissionError``); nothing is killed, so
 the submission's own error handling decides what the student sees.
+
+A second filter (``thread_program``), stacked on the first once the worker is confined and
+before any submission code is imported, takes threads away too: ``clone`` fails with EPERM
+whatever its flags (the first filter already refuses it without ``CLONE_THREAD``) and
+``clone3`` answers ENOSYS, so glibc's ``pthread_create`` falls back to ``clone`` and fails;
+Python says ``RuntimeError: can't start new thread``. The rule checks record what runs on
+the calling thread (torch's ``RecordFunction``, ``sys.setprofile``, a ``TorchFunctionMode``
+are all per thread): with one thread there is nowhere else for code to run. The worker
+needs no thread after it is confined (torch's intra-op and inter-op pools are fixed at one
+thread, which is the caller; autograd's engine runs CPU work on the calling thread).
 """
 
 from __future__ import annotations
@@ -326,6 +336,20 @@ def seccomp_program(self_pid: int | None = None) -> list[tuple] | None:
     for name in DENY:
         if name in number:
             prog += [_jeq(number[name], 0, 1), _ret(_RET_EPERM)]
+    prog.append(_ret(_RET_ALLOW))
+    return prog
+
+
+def thread_program() -> list[tuple] | None:
+    """The second filter: no new thread (nor process) at all; every other call goes on to
+    the first filter. None where there is no table for this machine."""
+    if MACHINE not in _AUDIT_ARCH:
+        return None
+    arch = 0 if MACHINE == "x86_64" else 1
+    clone, clone3 = SYSCALLS["clone"][arch], SYSCALLS["clone3"][arch]
+    prog = [_ld(_ARCH), _jeq(_AUDIT_ARCH[MACHINE], 1, 0), _ret(_RET_EPERM), _ld(_NR)]
+    prog += [_jeq(clone, 0, 1), _ret(_RET_EPERM)]
+    prog += [_jeq(clone3, 0, 1), _ret(_RET_ENOSYS)]
     prog.append(_ret(_RET_ALLOW))
     return prog
 

@@ -150,8 +150,10 @@ def confine_worker(spec: WorkerSpec, keep_fd: int) -> list[str]:
             protected=spec.protected_paths,
         )
         facts.append(confine.apply_landlock(policy, required=spec.landlock == "require"))
+    seccomp_fact = "seccomp=off"
     if spec.seccomp != "off":
-        facts.append(confine.apply_seccomp(required=spec.seccomp == "require"))
+        seccomp_fact = confine.apply_seccomp(required=spec.seccomp == "require")
+        facts.append(seccomp_fact)
 
     env = {"PATH": "/usr/bin:/bin", "HOME": scratch, "TMPDIR": scratch, "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1"}
     os.environ.clear()
@@ -162,6 +164,11 @@ def confine_worker(spec: WorkerSpec, keep_fd: int) -> list[str]:
     sys.orig_argv = ["python", "submission"]
     facts.append(confine.scrub_process_strings("autograder-worker", env))
     torch.set_num_threads(max(1, spec.num_threads))
+    # Last: from here on no thread can start (the worker needs none; see seccomp.thread_program)
+    if seccomp_fact.startswith("seccomp("):
+        facts.append(confine.forbid_threads(required=spec.seccomp == "require"))
+    else:
+        facts.append(f"threads=allowed({seccomp_fact}; Python's thread start is removed)")
     return facts
 
 
@@ -307,12 +314,16 @@ class WorkerContext:
             yield
 
     @contextmanager
-    def watch_dispatch(self, phase: str = "call", enabled: bool = True):
-        """Record every operator the dispatcher runs inside, under ``phase`` (see probes.DispatchRecorder)."""
+    def watch_dispatch(self, phase: str = "call", enabled: bool = True, replace=(), autograd_off: bool = False):
+        """Record every operator the dispatcher runs inside, under ``phase``; with ``replace``
+        (``fnmatch`` patterns of ATen names) those operators' kernels are replaced by ones that
+        record the use and raise; with ``autograd_off`` grad mode is off and stays off (see
+        probes.DispatchRecorder, probes.KernelBan)."""
         if not enabled:
             yield
             return
-        with probes.DispatchRecorder(self.dispatched, self.tampered, self.spec.copy_dir.rstrip("/") + "/", phase):
+        own = self.spec.copy_dir.rstrip("/") + "/"
+        with probes.DispatchRecorder(self.dispatched, self.tampered, own, phase, tuple(replace or ()), autograd_off):
             yield
 
     @contextmanager
@@ -425,6 +436,8 @@ def _dispatch_line(key: tuple, entry: list) -> str:
 
 def serve(sock: socket.socket, spec: WorkerSpec, facts: list[str]) -> None:
     probes.AUTOGRAD_TRIPWIRE.install()  # before any submission module is imported
+    probes.THREAD_BAN.install(spec.copy_dir.rstrip("/") + "/")
+    probes.remove_kernel_handles()  # a kernel called directly would pass KernelBan's replacement
     out = CappedWriter(spec.output_bytes)
     sys.stdout = sys.stderr = out
     ctx = WorkerContext(spec)

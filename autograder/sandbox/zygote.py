@@ -255,6 +255,12 @@ def _warm_up() -> None:
     import torch.nn.functional as F
 
     torch.set_num_threads(1)
+    # Before any inter-op work: the pool would otherwise start with one thread per core the
+    # first time it is used. Workers cannot start threads (seccomp.thread_program).
+    try:
+        torch.set_num_interop_threads(1)
+    except RuntimeError:
+        pass  # already used in this process: its threads died with the fork anyway
     g = torch.Generator().manual_seed(0)
     for dtype in (torch.float32, torch.float64):
         x = torch.randn(2, 3, 4, generator=g, dtype=dtype, requires_grad=True)
@@ -270,6 +276,10 @@ def _warm_up() -> None:
         mha = torch.nn.MultiheadAttention(4, 2, batch_first=True, dtype=dtype)
         mha(x.detach(), x.detach(), x.detach(), need_weights=False)
     import torch.autograd.gradcheck
+
+    from . import probes
+
+    probes.kernel_registrations()  # read once here (~75 ms), not in every worker that runs a rule check
 
 
 def _zygote_main(sock: socket.socket) -> None:

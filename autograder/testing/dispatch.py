@@ -397,6 +397,18 @@ ROW_SOFTMAX_DENIED_PARTS = ("softmax", "softmin", "cross_entropy", "attention", 
 MHA_DENIED_PARTS = ("scaled_dot_product", "multi_head_attention", "attention", "_transformer_encoder_layer")
 
 
+# --------------------------------------------------------------------------- replaced kernels
+#: During a rule-checked call the worker *replaces* the kernels of these operators
+#: (``fnmatch`` patterns of ATen names; sandbox/probes.KernelBan), so that no path past the
+#: recording — ``OpOverload.redispatch`` skips ``RecordFunction`` — can run them: a use
+#: raises and is recorded. Each list is a subset of what its rule denies, so correct code
+#: never meets a replaced kernel.
+ROW_SOFTMAX_REPLACED = tuple(f"*{part}*" for part in ROW_SOFTMAX_DENIED_PARTS)
+MHA_REPLACED = tuple(f"*{part}*" for part in MHA_DENIED_PARTS)
+#: custom_backward's forward and backward: torch's derivative formulas and forward AD
+AUTOGRAD_REPLACED = ("*backward*", "*jvp*", "_make_dual", "_make_dual_copy", "_unpack_dual", "_fw_primal", "_fw_primal_copy")
+
+
 def _aten(op: str) -> str | None:
     """``aten::add_`` → ``add``; None for a name that is not an ATen operator."""
     if not op.startswith("aten::"):

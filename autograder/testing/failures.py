@@ -91,6 +91,12 @@ def is_todo_stub(error: dict, module: str) -> bool:
     )
 
 
+def thread_refused(error: dict) -> bool:
+    """The error CPython raises when a thread cannot start — in the worker, always: it
+    has no way to start one (sandbox/seccomp.thread_program, probes.THREAD_BAN)."""
+    return error.get("type") == "RuntimeError" and str(error.get("message", "")).startswith("can't start new thread")
+
+
 def describe_error(error: dict) -> str:
     kind = error.get("type", "Exception")
     message = error.get("message", "")
@@ -98,4 +104,6 @@ def describe_error(error: dict) -> str:
         return f"called sys.exit({error.get('exit_code') or message})"
     if error.get("todo"):
         return f"is not implemented yet — {message}"
+    if thread_refused(error):
+        return f"exercise code runs on one thread: it tried to start a thread (raised {kind}: {message})"
     return f"raised {kind}: {message}" if message else f"raised {kind}"

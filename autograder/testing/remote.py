@@ -32,6 +32,7 @@ from .failures import (
     SubmissionTimeout,
     describe_error,
     is_todo_stub,
+    thread_refused,
 )
 from .probe import Probe
 
@@ -255,12 +256,16 @@ class Submission:
         self._last_dispatched = dispatch.parse(reply.dispatched)
         dispatch.merge(self.dispatched, self._last_dispatched)
         if reply.tampered:
+            what = reply.tampered[0]
+            one_thread = "runs on one thread" in what
+            if not one_thread and "autograd is off" not in what:
+                what += "; switching the recording off counts as breaking the rule"
             raise CheckFailed(
                 Feedback(
                     check=f"{label}: the grader records which torch functions your code calls (the exercise's rule)",
                     problem="constraint",
-                    detail=f"your code {reply.tampered[0]}; switching the recording off counts as breaking the rule",
-                    hints=["general/forbidden-api"],
+                    detail=f"your code {what}",
+                    hints=["general/one-thread" if one_thread else "general/forbidden-api"],
                 )
             )
         if not reply.ok:
@@ -302,10 +307,11 @@ class RemoteModule:
         record_ops: bool = False,
         return_args: bool = False,
         record_dispatch: bool = False,
+        replace_ops: tuple[str, ...] = (),
         **kwargs: Any,
     ) -> CallResult:
         label = f"{self._name}.{target}(…)"
-        extra = {"record_dispatch": True} if record_dispatch else {}
+        extra = _dispatch_options(record_dispatch, replace_ops)
         raw, ops, out = self._sub._invoke(
             self._name,
             "call",
@@ -373,9 +379,10 @@ class RemoteModule:
         describe: bool = True,
         dtype=None,
         record_dispatch: bool = False,
+        replace_ops: tuple[str, ...] = (),
     ) -> dict:
         label = f"{self._name}.{cls}(…)"
-        extra = {"record_dispatch": True} if record_dispatch else {}
+        extra = _dispatch_options(record_dispatch, replace_ops)
         raw, ops, _ = self._sub._invoke(
             self._name,
             "construct",
@@ -418,6 +425,16 @@ class RemoteFunction:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self._module.call(self._name, *args, **kwargs).value
+
+
+def _dispatch_options(record_dispatch: bool, replace_ops: tuple[str, ...]) -> dict:
+    """The probe's keywords for a rule-checked call: record the operators the dispatcher
+    runs and, during the call, replace the kernels of the operators the rule forbids
+    (``fnmatch`` patterns of ATen names, see sandbox/probes.KernelBan), so that no path
+    past the recording (``OpOverload.redispatch``…) can run them."""
+    if not record_dispatch:
+        return {}
+    return {"record_dispatch": True, "replace_ops": list(replace_ops)} if replace_ops else {"record_dispatch": True}
 
 
 def _budget_message(rt: Runtime, module: str) -> str:
@@ -474,6 +491,8 @@ def _hints_for(error: dict) -> list[str]:
         return ["general/syntax"]
     if kind in ("ModuleNotFoundError", "ImportError"):
         return ["general/import"]
+    if thread_refused(error):
+        return ["general/one-thread"]
     return []
 
 

@@ -18,6 +18,7 @@ from autograder.sandbox.client import Sandbox, WorkerDied, WorkerProtocolError, 
 
 LINUX = os.uname().sysname == "Linux"
 pytestmark = pytest.mark.skipif(not LINUX, reason="the sandbox's confinement is Linux-only")
+needs_seccomp = pytest.mark.skipif(seccomp.seccomp_program() is None, reason="no seccomp table for this CPU")
 
 MODULE = '''
 import os, sys, time, socket, subprocess, threading
@@ -76,6 +77,52 @@ def background_thread():
             pass
     threading.Thread(target=spin, daemon=True).start()
     return "started"
+
+def c_thread():
+    """A thread started from C (pthread_create, past Python's thread start), whose start
+    routine is libc's pause(): it blocks for ever. 0 when it started, else the error."""
+    import ctypes
+    libc = ctypes.CDLL(None)
+    tid = ctypes.c_ulong()
+    return libc.pthread_create(ctypes.byref(tid), None, libc.pause, None)
+
+def thread_attempts():
+    """Every library's way to a thread; what each raised (or "started")."""
+    import _thread, asyncio, concurrent.futures, logging.handlers, queue
+    attempts = {
+        "threading.Thread": lambda: threading.Thread(target=print).start(),
+        "_thread.start_new_thread": lambda: _thread.start_new_thread(print, ()),
+        "asyncio.to_thread": lambda: asyncio.run(asyncio.to_thread(print)),
+        "ThreadPoolExecutor": lambda: concurrent.futures.ThreadPoolExecutor(1).submit(print).result(),
+        "QueueListener": lambda: logging.handlers.QueueListener(queue.Queue()).start(),
+        "torch.jit.fork": lambda: torch.jit.script(_scripted_fork)(torch.ones(2)),
+    }
+    out = {}
+    for name, attempt in attempts.items():
+        try:
+            attempt()
+            out[name] = "started"
+        except BaseException as exc:
+            out[name] = f"{type(exc).__name__}: {str(exc).strip().splitlines()[-1]}"[:200]
+    out["pthread_create"] = c_thread()
+    out["threads"] = len(os.listdir("/proc/self/task"))
+    return out
+
+def _scripted_fork(x):
+    return torch.jit.wait(torch.jit.fork(torch.neg, x))
+
+def kernel_handle():
+    try:
+        torch.library.get_kernel("aten::_softmax_backward_data", "CPU")
+        return "handed out"
+    except RuntimeError as exc:
+        return str(exc)
+
+def more_torch_threads():
+    torch.set_num_threads(4)
+    torch.set_num_interop_threads(4)
+    a = torch.randn(256, 256)
+    return [float((a @ a).sum()), torch.get_num_threads(), torch.get_num_interop_threads(), len(os.listdir("/proc/self/task"))]
 
 def subclass():
     class Evil(torch.Tensor):
@@ -370,6 +417,39 @@ def test_worker_cannot_kill_the_fork_server(sandbox):
     assert reply.ok
 
 
+@needs_seccomp
+def test_worker_cannot_start_a_thread_by_any_library_or_from_c(sandbox):
+    """Threads are a capability the worker does not have (seccomp: clone refused, clone3
+    ENOSYS), so every per-thread recorder of the rule checks sees all the code does."""
+    worker, reply = call(sandbox, "thread_attempts", timeout=30.0)
+    worker.close()
+    assert reply.ok, reply.error
+    got = reply.value["value"]
+    assert got.pop("threads") == 1, got
+    assert got.pop("pthread_create") != 0  # EPERM (or EAGAIN): from C, past Python's own ban
+    for name, what in got.items():
+        assert what != "started" and ("can't start new thread" in what or "not permitted" in what), (name, what)
+    assert "seccomp(no-threads)" in worker.facts
+
+
+def test_worker_hands_out_no_kernel_function(sandbox):
+    """A kernel taken as a callable before a rule check would run past the replaced kernels
+    (probes.KernelBan): the binding is gone before any submission code runs."""
+    worker, reply = call(sandbox, "kernel_handle")
+    worker.close()
+    assert reply.value["value"].startswith("the grader's worker hands out no kernel functions")
+
+
+def test_torch_asked_for_more_threads_keeps_one_and_computes(sandbox):
+    """torch.set_num_threads(4) is accepted and ignored: honest code that asks for speed
+    must not fail (OpenMP would otherwise end the worker when it cannot start a thread)."""
+    worker, reply = call(sandbox, "more_torch_threads", timeout=30.0)
+    worker.close()
+    assert reply.ok, reply.error
+    _total, intra, inter, threads = reply.value["value"]
+    assert (intra, inter, threads) == (1, 1, 1)
+
+
 def test_a_thread_left_running_dies_with_its_worker(sandbox):
     worker, reply = call(sandbox, "background_thread")
     pid = worker.pid
@@ -427,9 +507,6 @@ def test_as_root_the_worker_can_run_as_an_unprivileged_user(tmp_path):
 # --------------------------------------------------------------------------- issue 8, classes B, C, E
 # A worker that shares the grader's uid (root without capabilities here; the user on a
 # laptop) must still not touch the grader's files, processes, network or IPC.
-needs_seccomp = pytest.mark.skipif(seccomp.seccomp_program() is None, reason="no seccomp table for this CPU")
-
-
 @needs_seccomp
 def test_worker_cannot_change_mode_owner_times_or_xattrs_outside_scratch(sandbox, tmp_path):
     target = tmp_path / "grader-owned.txt"
@@ -649,11 +726,27 @@ def test_ungrouped_tests_each_get_their_own_worker(sandbox):
     assert first != second
 
 
-def test_a_worker_that_left_a_thread_running_serves_no_other_test(sandbox):
+def test_a_worker_that_left_a_thread_running_serves_no_other_test(tmp_path):
+    """Where a thread can start (here: no seccomp filter, a thread started from C), the
+    worker that holds it serves no other test."""
+    spec = _spec(tmp_path)
+    spec.seccomp = "off"
+    sandbox = Sandbox(spec)
     try:
-        spinner, _ = _grouped(sandbox, "qkv", "background_thread")
+        spinner, started = _grouped(sandbox, "qkv", "c_thread")
+        assert started.value["value"] == 0
         after, reply = _grouped(sandbox, "qkv", "count")
         assert after != spinner and reply.value["value"] == 1
+    finally:
+        sandbox.close()
+
+
+def test_a_refused_thread_leaves_the_worker_serving_its_group(sandbox):
+    try:
+        refused, tried = _grouped(sandbox, "qkv", "background_thread")
+        assert not tried.ok and tried.error["message"] == "can't start new thread"
+        after, reply = _grouped(sandbox, "qkv", "count")
+        assert after == refused and reply.value["value"] == 1  # nothing left running: no fresh worker needed
     finally:
         sandbox.begin_test(None)
 

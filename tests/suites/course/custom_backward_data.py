@@ -347,10 +347,12 @@ def gradcheck(sub, problem: dict) -> tuple[str | None, list[str]]:
 
 
 @probe
-def direct_forward_backward(ctx, q, k, v, allowed, d_out, dispatch=False):
+def direct_forward_backward(ctx, q, k, v, allowed, d_out, dispatch=False, replace=()):
     """AttentionFunction.forward and .backward called directly, outside the autograd engine,
     with a stand-in ctx; autograd use inside either is recorded (sub.autograd_uses), and with
-    ``dispatch`` every operator each of them runs (sub.dispatched["forward"/"backward"])."""
+    ``dispatch`` every operator each of them runs (sub.dispatched["forward"/"backward"]),
+    the kernels matching ``replace`` (torch's derivative formulas, forward AD) replaced by
+    ones that raise, and in backward grad mode off and locked: no graph can be built there."""
     import torch
 
     from autograder.sandbox.probes import PlainFunctionCtx
@@ -360,13 +362,13 @@ def direct_forward_backward(ctx, q, k, v, allowed, d_out, dispatch=False):
     # grad mode off, as inside the autograd engine; forward is watched too, so gradients
     # computed by autograd in forward and merely returned by backward count as autograd use
     with torch.no_grad(), ctx.watch_autograd():
-        with ctx.watch_dispatch("forward", dispatch):
+        with ctx.watch_dispatch("forward", dispatch, replace):
             if getattr(fn, "setup_context", None) is not getattr(torch.autograd.Function, "setup_context", None):
                 out = fn.forward(q, k, v, allowed)
                 fn.setup_context(fctx, (q, k, v, allowed), out)
             else:
                 out = fn.forward(fctx, q, k, v, allowed)
-        with ctx.watch_dispatch("backward", dispatch):
+        with ctx.watch_dispatch("backward", dispatch, replace, autograd_off=dispatch):
             grads = fn.backward(fctx, d_out)
     # attention() must be AttentionFunction.apply: its output's grad_fn is the Function's node
     applied = ctx.module("custom_backward").attention(q.detach().requires_grad_(True), k, v, allowed)

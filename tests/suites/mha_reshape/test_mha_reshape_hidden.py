@@ -886,6 +886,7 @@ def test_multi_head_attention_uses_neither_nn_multiheadattention_nor_sdpa(sub, r
             record_ops=True,
             describe=False,
             record_dispatch=True,
+            replace_ops=dispatch.MHA_REPLACED,
         )
     except SubmissionError:
         r = {"ops": set()}  # what ran before the error was recorded all the same (sub.dispatched)
