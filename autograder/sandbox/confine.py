@@ -384,6 +384,10 @@ def forbid_threads(*, required: bool) -> str:
     """Stack the second filter (``seccomp.thread_program``): from here on this process
     cannot start a thread. Called last, once the worker is confined, before any submission
     code is imported; ``apply_seccomp`` has set no_new_privs."""
+    if not features.has("prctl"):
+        if required:
+            raise ConfineError("seccomp needs prctl(), which this system does not have")
+        return "threads=allowed(no prctl; Python's thread start is removed)"
     prog = seccomp.thread_program()
     if prog is None:
         if required:
