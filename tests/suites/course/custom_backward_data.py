@@ -46,7 +46,9 @@ BANNED_IN_BACKWARD = (
     "hvp",
     "jacrev",
     "jacfwd",
-    "functional",
+    # torch.autograd.functional only (from torch.autograd import functional, ….autograd.functional):
+    # torch.nn.functional.softmax recomputes forward values, which backward may do
+    "autograd.functional",
 )
 
 
