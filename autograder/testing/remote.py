@@ -14,6 +14,7 @@ import and a function that timed out, so later tests fail fast instead of waitin
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -87,6 +88,16 @@ class Runtime:
         self.spent[module] = self.spent.get(module, 0.0) + seconds
 
 
+@dataclass(frozen=True)
+class RuleWatch:
+    """An exercise's run-time rule, judged after every call into its module (``watch_rule``)."""
+
+    allows: Callable[[str], bool]
+    what: str
+    family: str
+    hints: tuple[str, ...]
+
+
 @dataclass
 class CallResult:
     value: Any
@@ -111,11 +122,26 @@ class Submission:
         #: included: {phase: {operator: dispatch.Dispatched}}
         self.dispatched: dict = {}
         self._last_dispatched: dict = {}
+        self._rules: dict[str, RuleWatch] = {}
 
     def __getattr__(self, name: str) -> RemoteModule:
         if name.startswith("_") or name not in self._runtime.modules:
             raise AttributeError(f"no exercise module {name!r} (known: {', '.join(self._runtime.modules)})")
         return RemoteModule(self, name)
+
+    def watch_rule(
+        self, module: str, allows: Callable[[str], bool], *, what: str, family: str, hints: Iterable[str] = ()
+    ) -> None:
+        """Judge the exercise's rule on every call into ``module`` in this test, not only in
+        its rule test: each ``call`` records the operators it runs (``record_dispatch``), and
+        after every call that recorded any (a probe records its own), one the rule does not
+        allow fails the test at once (``dispatch.check``, problem "constraint"). A test then
+        passes only on calls shown to keep the rule — code that behaves only while the rule
+        test watches (or never returns there) gains nothing elsewhere."""
+        self._rules[module] = RuleWatch(allows, what, family, tuple(hints))
+
+    def records_dispatch(self, module: str) -> bool:
+        return module in self._rules
 
     def info(self, module: str) -> ModuleInfo:
         return self._runtime.modules[module]
@@ -254,6 +280,9 @@ class Submission:
         self.autograd_uses.update(reply.autograd)
         self._last_dispatched = dispatch.parse(reply.dispatched)
         dispatch.merge(self.dispatched, self._last_dispatched)
+        rule = self._rules.get(module)
+        if rule is not None and not reply.tampered:  # also for a call that raised: what ran, ran
+            dispatch.check(self._last_dispatched, None, rule.allows, what=rule.what, family=rule.family, hints=rule.hints)
         if reply.tampered:
             raise CheckFailed(
                 Feedback(
@@ -305,7 +334,7 @@ class RemoteModule:
         **kwargs: Any,
     ) -> CallResult:
         label = f"{self._name}.{target}(…)"
-        extra = {"record_dispatch": True} if record_dispatch else {}
+        extra = {"record_dispatch": True} if record_dispatch or self._sub.records_dispatch(self._name) else {}
         raw, ops, out = self._sub._invoke(
             self._name,
             "call",

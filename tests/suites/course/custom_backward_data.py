@@ -99,6 +99,39 @@ def check_backward_dispatch(sub) -> None:
         )
 
 
+RULE_WHAT = "your forward and backward (and all they call) use no autograd (docs/EXERCISES.md §4)"
+RULE_FAMILY = "autograd's machinery or one of torch's derivative formulas (any other operator of torch is allowed)"
+
+
+def watch_rule(sub) -> None:
+    """The rule judged on every call of every custom_backward test (``Submission.watch_rule``):
+    a test passes only on calls shown to use no autograd, so code that keeps the rule only
+    while the rule test watches — or never returns there — gains nothing elsewhere."""
+    applied = _function_classes(sub.source(MODULE))
+
+    def allows(op: str) -> bool:
+        # ``attention`` is ``AttentionFunction.apply``: the apply itself is recorded under the
+        # Function's class name (its forward's operators are judged one by one)
+        return op in applied or dispatch.backward_allows(op)
+
+    sub.watch_rule(MODULE, allows, what=RULE_WHAT, family=RULE_FAMILY, hints=["custom_backward/uses-autograd"])
+
+
+def _function_classes(source: str | None) -> frozenset[str]:
+    """Names of the file's classes deriving from an ``…Function`` (torch.autograd.Function)."""
+    import ast
+
+    try:
+        tree = ast.parse(source or "")
+    except SyntaxError:
+        return frozenset()
+    return frozenset(
+        node.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ClassDef) and any(ast.unparse(base).split(".")[-1] == "Function" for base in node.bases)
+    )
+
+
 def check_goes_through_helpers(sub) -> None:
     """backward calls attention_backward, which calls softmax_backward (read from the source),
     directly or through the file's own helpers (a method or function that calls it)."""
@@ -196,12 +229,13 @@ def week7_chain_inputs(dtype: torch.dtype) -> dict:
 
 # --------------------------------------------------------------------------- direct calls
 @probe
-def function_forward_backward(ctx, q, k, v, allowed, d_outs, watch=False):
+def function_forward_backward(ctx, q, k, v, allowed, d_outs, watch=False, dispatch=False):
     """AttentionFunction.forward, then .backward once per upstream gradient in ``d_outs``,
     called directly (outside autograd's engine) with a stand-in ctx and a fresh forward per
     backward, as autograd would run them. Returns {"out": forward's output, "grads":
     [backward's result per d_out]}: data only — every verdict is reached on the trusted side.
-    With ``watch``, autograd use inside forward and backward is recorded (sub.autograd_uses).
+    With ``watch``, autograd use inside forward and backward is recorded (sub.autograd_uses);
+    with ``dispatch``, every operator each of them runs (sub.dispatched["forward"/"backward"]).
     A ``forward`` without ctx plus ``setup_context`` (torch's newer style) works too."""
     import contextlib
 
@@ -214,11 +248,12 @@ def function_forward_backward(ctx, q, k, v, allowed, d_outs, watch=False):
 
     def forward():
         fctx = PlainFunctionCtx()
-        if split:
-            out = fn.forward(q, k, v, allowed)
-            fn.setup_context(fctx, (q, k, v, allowed), out)
-        else:
-            out = fn.forward(fctx, q, k, v, allowed)
+        with ctx.watch_dispatch("forward", dispatch):
+            if split:
+                out = fn.forward(q, k, v, allowed)
+                fn.setup_context(fctx, (q, k, v, allowed), out)
+            else:
+                out = fn.forward(fctx, q, k, v, allowed)
         return fctx, out
 
     grads = []
@@ -227,7 +262,8 @@ def function_forward_backward(ctx, q, k, v, allowed, d_outs, watch=False):
         for i, d_out in enumerate(d_outs):
             if i:
                 fctx, _ = forward()
-            g = fn.backward(fctx, d_out)
+            with ctx.watch_dispatch("backward", dispatch):
+                g = fn.backward(fctx, d_out)
             grads.append(list(g) if isinstance(g, (tuple, list)) else g)
     return {"out": out, "grads": grads}
 
@@ -237,7 +273,9 @@ def forward_backward(sub, q, k, v, allowed, d_outs=(), *, what: str = "Attention
     directly: a backward that is missing (e.g. ``attention`` built on plain autograd instead
     of AttentionFunction.apply) fails here, whatever autograd could have computed."""
     with explained(sub):
-        r = sub.custom_backward.run(function_forward_backward, q, k, v, allowed, list(d_outs))
+        r = sub.custom_backward.run(
+            function_forward_backward, q, k, v, allowed, list(d_outs), dispatch=sub.records_dispatch(MODULE)
+        )
     out = expect.tensor(
         r.get("out") if isinstance(r, dict) else r, what=f"{what}: AttentionFunction.forward(ctx, q, k, v, allowed)"
     )
