@@ -140,6 +140,17 @@ class Submission:
         test watches (or never returns there) gains nothing elsewhere."""
         self._rules[module] = RuleWatch(allows, what, family, tuple(hints))
 
+    def _check_rule(self, rule: RuleWatch, apis: Iterable[str]) -> None:
+        """The watched rule on the last call's operators; the autograd functions the call used
+        (the worker's tripwire), if any, are named first: they say what the student wrote."""
+        try:
+            dispatch.check(self._last_dispatched, None, rule.allows, what=rule.what, family=rule.family, hints=rule.hints)
+        except CheckFailed as failed:
+            used = sorted(set(apis))
+            if used:
+                failed.feedback.detail = f"autograd was used ({', '.join(used)}); {failed.feedback.detail}"
+            raise
+
     def records_dispatch(self, module: str) -> bool:
         return module in self._rules
 
@@ -282,7 +293,7 @@ class Submission:
         dispatch.merge(self.dispatched, self._last_dispatched)
         rule = self._rules.get(module)
         if rule is not None and not reply.tampered:  # also for a call that raised: what ran, ran
-            dispatch.check(self._last_dispatched, None, rule.allows, what=rule.what, family=rule.family, hints=rule.hints)
+            self._check_rule(rule, reply.autograd)
         if reply.tampered:
             raise CheckFailed(
                 Feedback(

@@ -273,9 +273,8 @@ def forward_backward(sub, q, k, v, allowed, d_outs=(), *, what: str = "Attention
     directly: a backward that is missing (e.g. ``attention`` built on plain autograd instead
     of AttentionFunction.apply) fails here, whatever autograd could have computed."""
     with explained(sub):
-        r = sub.custom_backward.run(
-            function_forward_backward, q, k, v, allowed, list(d_outs), dispatch=sub.records_dispatch(MODULE)
-        )
+        watched = sub.records_dispatch(MODULE)
+        r = sub.custom_backward.run(function_forward_backward, q, k, v, allowed, list(d_outs), watch=watched, dispatch=watched)
     out = expect.tensor(
         r.get("out") if isinstance(r, dict) else r, what=f"{what}: AttentionFunction.forward(ctx, q, k, v, allowed)"
     )

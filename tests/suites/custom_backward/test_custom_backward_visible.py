@@ -202,7 +202,16 @@ def test_attention_function_passes_gradcheck_in_float64(sub, rng):
             hints = hints or named
         else:  # torch's gradcheck runs backward through autograd: one gradient per forward input, None for the mask
             with data.explained(sub):
-                r = sub.custom_backward.run(data.function_forward_backward, q, k, v, allowed, [problem["out"]])
+                r = sub.custom_backward.run(
+                    data.function_forward_backward,
+                    q,
+                    k,
+                    v,
+                    allowed,
+                    [problem["out"]],
+                    watch=sub.records_dispatch(data.MODULE),
+                    dispatch=sub.records_dispatch(data.MODULE),
+                )
             got = (r.get("grads") or [None])[0] if isinstance(r, dict) else None
             n = len(got) if isinstance(got, (list, tuple)) else None
             message = (
