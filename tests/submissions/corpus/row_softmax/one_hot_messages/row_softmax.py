@@ -11,7 +11,7 @@ def _check(scores, dim):
     if not isinstance(dim, int):
         raise TypeError("softmax")  # a message, not a call
     if not scores.is_floating_point():
-        warnings.warn("log_softmax of integer scores")
+        warnings.warn("log_softmax of integer scores", stacklevel=2)
 
 
 def softmax_rows(scores, dim=-1):
