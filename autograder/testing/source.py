@@ -476,6 +476,28 @@ def _message_strings(tree: ast.AST) -> set[int]:
     return out
 
 
+def _loop_constants(tree: ast.AST) -> dict[str, list[str]]:
+    """Names bound only as the variable of ``for`` loops over displays of string constants
+    (``for name in ("w_q", "w_k"): setattr(self, name, …)``), with every value they take."""
+    counts: dict[str, int] = {}
+    for node in ast.walk(tree):
+        for name in _bound_names(node):
+            counts[name] = counts.get(name, 0) + 1
+    values: dict[str, list[str]] = {}
+    loops: dict[str, int] = {}
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, (ast.For, ast.comprehension))
+            and isinstance(node.target, ast.Name)
+            and isinstance(node.iter, (ast.Tuple, ast.List, ast.Set))
+            and node.iter.elts
+            and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.iter.elts)
+        ):
+            values.setdefault(node.target.id, []).extend(e.value for e in node.iter.elts)
+            loops[node.target.id] = loops.get(node.target.id, 0) + 1
+    return {name: found for name, found in values.items() if counts.get(name, 0) == loops[name]}
+
+
 def _plain_modules(tree: ast.AST, aliases: _TorchAliases) -> set[str]:
     """Names bound only by ``import m`` / ``import m as x`` of a module that is not torch's
     (``import rowmath``): ``rowmath.softmax`` is that module's function — the student's own,
@@ -519,6 +541,7 @@ class _Scanner(ast.NodeVisitor):
             for alias in node.names
         }
         self.messages = _message_strings(tree)
+        self.loop_constants = _loop_constants(tree)
         self.sys = _module_names(tree, "sys")
         self.safe_calls: set[int] = set()  # ids of Name nodes that are the func of an allowed call
         self.rebound = _rebound_class_names(tree)
@@ -649,6 +672,15 @@ class _Scanner(ast.NodeVisitor):
                 self._flag(node, f"{_dotted(node)} (a module for dynamic code or introspection)")
         self.generic_visit(node)
 
+    def _constant_names(self, node: ast.AST) -> list[str] | None:
+        """The names a lookup's name argument can hold: a string constant, or a loop variable
+        bound only by ``for name in ("w_q", "w_k", …)`` over string constants; else None."""
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return [node.value]
+        if not isinstance(node, ast.Name):
+            return None
+        return self.loop_constants.get(node.id)
+
     def _alias_note(self, node: ast.Attribute, path: str | None) -> str:
         """ ", t is torch" when the object is torch's through a name that is not torch itself."""
         root = _root(node)
@@ -733,22 +765,23 @@ class _Scanner(ast.NodeVisitor):
         func = node.func
         if isinstance(func, ast.Name) and func.id in LOOKUPS and len(node.args) >= 2:
             name = node.args[1]
-            if isinstance(name, ast.Constant) and isinstance(name.value, str):
-                if self._banned(name.value):
-                    self._flag(node, f"{func.id}(…, {name.value!r})")
-                    self.safe_calls.add(id(func))
-                elif self.dynamic and (
-                    _is_dunder(name.value)
-                    or name.value.startswith("_")
-                    and (_root(node.args[0]) in self.torch or self.aliases.path(node.args[0]) is not None)
-                    or self.aliases.path(node) in DENIED_TORCH_PATHS
-                    or "DisableTorch" in name.value
-                ):
-                    self._flag(node, f"{func.id}(…, {name.value!r}) (private or dunder attribute)")
-                    self.safe_calls.add(id(func))
-                else:
-                    self.safe_calls.add(id(func))
-                    self.docstrings.add(id(name))  # a constant, harmless attribute name
+            values = self._constant_names(name)
+            if values is not None:
+                self.safe_calls.add(id(func))
+                for value in values:
+                    if self._banned(value):
+                        self._flag(node, f"{func.id}(…, {value!r})")
+                    elif self.dynamic and (
+                        _is_dunder(value)
+                        or value.startswith("_")
+                        and (_root(node.args[0]) in self.torch or self.aliases.path(node.args[0]) is not None)
+                        or self.aliases.path(node.args[0]) is not None
+                        and f"{self.aliases.path(node.args[0])}.{value}" in DENIED_TORCH_PATHS
+                        or "DisableTorch" in value
+                    ):
+                        self._flag(node, f"{func.id}(…, {value!r}) (private or dunder attribute)")
+                if isinstance(name, ast.Constant):
+                    self.docstrings.add(id(name))  # a constant attribute name, judged here
             elif self.dynamic:
                 self._flag(node, f"{func.id} with a computed name")
                 self.safe_calls.add(id(func))
