@@ -486,3 +486,19 @@ def test_a_banned_name_in_a_message_is_prose():
     """)
     assert scan(source, SOFTMAX) == []
     assert scan(source + "\nNAME = 'softmax'\n", SOFTMAX)  # a bare string still counts: it may be a name
+
+
+def test_a_lookup_in_a_loop_over_string_constants_is_judged_on_those_constants():
+    honest = (
+        "import torch.nn as nn\n\n\nclass M(nn.Module):\n    def __init__(self, c):\n        super().__init__()\n"
+        '        for name in ("w_q", "w_k", "w_v", "w_o"):\n            setattr(self, name, nn.Linear(c, c))\n'
+    )
+    assert scan(honest, SDPA) == []
+    hidden = (
+        "import torch\n\n\ndef f(x):\n    for n in ('exp', 'soft' 'max'):\n        x = getattr(torch, n)(x, -1)\n    return x\n"
+    )
+    assert any("'softmax'" in v.found for v in scan(hidden, SOFTMAX))
+    rebound = (
+        "import torch\n\n\ndef f(x, m):\n    for n in ('exp',):\n        n = m\n        x = getattr(torch, n)(x)\n    return x\n"
+    )
+    assert any("computed name" in v.found for v in scan(rebound, SOFTMAX))
