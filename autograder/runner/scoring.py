@@ -108,11 +108,13 @@ def score_test(spec: TestSpec, entry: dict | None, modules: dict[str, ModuleEntr
 
 
 def _apply_gates(gates: tuple[str, ...], tests: list[TestOutcome]) -> str | None:
-    """A failed gate (a broken rule of the exercise) zeroes every test of the skill. A gate that
-    failed *on the submission* counts whatever the way (a violation seen, or the checked call
-    timing out or crashing — no way around the rule); one that did not run (an empty upload, a
-    broken run: not_run/error) or found no module to check ("missing") breaks no rule."""
-    broken = [t for t in tests if t.name in gates and t.status == STATUS_FAILED and t.problem != "missing"]
+    """A failed gate (a broken rule of the exercise) zeroes every test of the skill — only on a
+    proven violation (problem "constraint": a forbidden name in the source, a forbidden
+    operator recorded, the recording switched off). A gate whose checked call timed out,
+    crashed or raised proves nothing: it costs what it costs (the gate itself weighs 0, the
+    skill's other tests score on their own); nor does one that did not run (an empty upload,
+    a broken run: not_run/error) or found no module to check ("missing")."""
+    broken = [t for t in tests if t.name in gates and t.status == STATUS_FAILED and t.problem == "constraint"]
     if not broken:
         return None
     reason = f"{broken[0].name}: {broken[0].summary}" if broken[0].summary else broken[0].name

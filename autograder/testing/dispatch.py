@@ -8,14 +8,16 @@ spelling reached an operator (``torch.softmax``, ``Tensor.softmax``, ``torch.ops
 TorchScript, a ``torch.library`` op, forward AD, ``torch.func``), it is the operator that is
 named here, so a new spelling cannot matter. The rules:
 
-* ``custom_backward``'s backward (and everything it calls): **deny by default** — only the
-  operator families of a hand-written backward (``BACKWARD_FAMILIES``) may run; anything
-  else (autograd's machinery, torch's own derivative formulas, custom operators, any op not
-  listed) fails the rule, named with the student's line. Its forward may use any tensor
-  operation (the rule there is only "no autograd": gradients computed in forward and
-  merely returned by backward count), so there the machinery is denied
-  (``is_autograd_machinery``: every non-ATen name — backward nodes, the engine, custom
-  operators — forward AD's operators and torch's derivative formulas).
+* ``custom_backward``'s forward and backward (and everything they call): an **allow-list
+  read from torch's own operator registry** — every ATen operator torch registers
+  (``aten_registry``) that is not one of its derivative formulas (``*backward*``, ``*jvp*``,
+  ``*_grad``) or autograd's machinery (forward AD's dual tensors, ``requires_grad_``…); every
+  other name — a backward node, the engine, a custom operator, an operator a submission
+  added to ATen's namespace — is denied (``is_autograd_machinery``). No family of "ops a
+  backward needs" is hand-picked, so honest tensor arithmetic of any spelling passes
+  (``linalg.matmul``, ``linalg.vecdot``, ``special.expit``, ``softmax`` to recompute A), and
+  the rule is exactly "no autograd": gradients computed in forward and merely returned by
+  backward count too.
 * ``row_softmax`` and ``mha_reshape``: the rule bans specific library functions, and every
   spelling of them ends in the same few ATen operators, so a **deny-list of operators**
   (``ROW_SOFTMAX_DENIED``, ``MHA_DENIED``) is exactly the rule; any other tensor op stays
@@ -27,6 +29,7 @@ named here, so a new spelling cannot matter. The rules:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -70,310 +73,12 @@ def merge(into: dict[str, dict[str, Dispatched]], more: dict[str, dict[str, Disp
             )
 
 
-# --------------------------------------------------------------------------- families
-#: The operator families a hand-written backward may run (ATen names, without the overload;
-#: an in-place ``op_`` counts as ``op``). Derived from what the six correct styles and the
-#: reference dispatch (tests/grader/test_dispatch_rules.py re-records them), then completed
-#: to whole families, so that an honest variant (``torch.bmm`` for ``@``, ``clamp`` for a
-#: mask, printing a tensor while debugging) never fails.
-BACKWARD_FAMILIES: dict[str, frozenset[str]] = {
-    # the products of the chain rule: Ȳ Vᵀ, S̄ K, …, in every spelling (matmul, @, einsum,
-    # bmm in loops); _unsafe_view and the like are what matmul/einsum decompose into
-    "matmul": frozenset(
-        {
-            "mm",
-            "bmm",
-            "matmul",
-            "dot",
-            "vdot",
-            "mv",
-            "addmm",
-            "addbmm",
-            "baddbmm",
-            "addmv",
-            "addr",
-            "einsum",
-            "tensordot",
-            "outer",
-            "ger",
-            "inner",
-            "linear",
-            "kron",
-            "chain_matmul",
-            "linalg_multi_dot",
-            "multi_dot",
-            "_unsafe_view",
-        }
-    ),
-    # elementwise arithmetic and math: the Hadamard products, the scale, D = rowsum(Ȳ∘Y)
-    "elementwise": frozenset(
-        {
-            "add",
-            "sub",
-            "subtract",
-            "rsub",
-            "mul",
-            "multiply",
-            "div",
-            "divide",
-            "true_divide",
-            "floor_divide",
-            "neg",
-            "negative",
-            "reciprocal",
-            "pow",
-            "float_power",
-            "square",
-            "sqrt",
-            "rsqrt",
-            "exp",
-            "exp2",
-            "expm1",
-            "log",
-            "log2",
-            "log10",
-            "log1p",
-            "abs",
-            "absolute",
-            "sign",
-            "sgn",
-            "clamp",
-            "clamp_min",
-            "clamp_max",
-            "clip",
-            "maximum",
-            "minimum",
-            "fmax",
-            "fmin",
-            "addcmul",
-            "addcdiv",
-            "remainder",
-            "fmod",
-            "floor",
-            "ceil",
-            "round",
-            "trunc",
-            "frac",
-            "lerp",
-            "xlogy",
-            "hypot",
-            "copysign",
-            "nan_to_num",
-            "tanh",
-            "sigmoid",
-            "__and__",
-            "__or__",
-            "__xor__",
-            "__invert__",
-            "__iand__",
-            "__ior__",
-            "__ixor__",
-        }
-    ),
-    # reductions: sums over keys/batch, maxima for stability, norms when checking
-    "reductions": frozenset(
-        {
-            "sum",
-            "mean",
-            "nansum",
-            "prod",
-            "amax",
-            "amin",
-            "max",
-            "min",
-            "aminmax",
-            "argmax",
-            "argmin",
-            "logsumexp",
-            "cumsum",
-            "cumprod",
-            "norm",
-            "linalg_norm",
-            "linalg_vector_norm",
-            "linalg_matrix_norm",
-            "frobenius_norm",
-            "std",
-            "var",
-            "all",
-            "any",
-            "count_nonzero",
-            "sum_to_size",
-        }
-    ),
-    # views, reshapes, indexing, joining: moving axes around costs nothing and computes nothing
-    "views": frozenset(
-        {
-            "view",
-            "view_as",
-            "reshape",
-            "reshape_as",
-            "_reshape_alias",
-            "expand",
-            "expand_as",
-            "broadcast_to",
-            "broadcast_tensors",
-            "permute",
-            "transpose",
-            "swapaxes",
-            "swapdims",
-            "t",
-            "mT",
-            "mH",
-            "adjoint",
-            "numpy_T",
-            "unsqueeze",
-            "squeeze",
-            "flatten",
-            "unflatten",
-            "movedim",
-            "moveaxis",
-            "narrow",
-            "select",
-            "slice",
-            "index",
-            "index_select",
-            "gather",
-            "take_along_dim",
-            "masked_select",
-            "split",
-            "split_with_sizes",
-            "unsafe_split",
-            "chunk",
-            "unbind",
-            "tensor_split",
-            "as_strided",
-            "alias",
-            "contiguous",
-            "clone",
-            "diagonal",
-            "diag",
-            "diag_embed",
-            "tril",
-            "triu",
-            "flip",
-            "roll",
-            "repeat",
-            "repeat_interleave",
-            "tile",
-            "cat",
-            "concat",
-            "concatenate",
-            "stack",
-            "hstack",
-            "vstack",
-            "dstack",
-            "constant_pad_nd",
-            "pad",
-            "index_put",
-            "_index_put_impl",
-            "index_add",
-            "index_copy",
-            "index_fill",
-            "scatter",
-            "scatter_add",
-            "select_scatter",
-            "slice_scatter",
-            "nonzero",
-            "nonzero_static",
-            "argwhere",
-            "masked_scatter",
-            "detach",
-            "lift_fresh",
-            "lift_fresh_copy",
-            "real",
-            "resolve_conj",
-            "resolve_neg",
-            "conj",
-        }
-    ),
-    # comparisons, masks and selection: the causal/padding mask, where(mask, x, 0)
-    "comparisons": frozenset(
-        {
-            "eq",
-            "ne",
-            "lt",
-            "le",
-            "gt",
-            "ge",
-            "greater",
-            "less",
-            "greater_equal",
-            "less_equal",
-            "not_equal",
-            "equal",
-            "isclose",
-            "allclose",
-            "is_same_size",
-            "isfinite",
-            "isinf",
-            "isnan",
-            "isneginf",
-            "isposinf",
-            "logical_and",
-            "logical_or",
-            "logical_not",
-            "logical_xor",
-            "bitwise_and",
-            "bitwise_or",
-            "bitwise_not",
-            "bitwise_xor",
-            "where",
-            "masked_fill",
-        }
-    ),
-    # creation, copies and dtype/device conversions: zeros for accumulators, .to(dtype), .item()
-    "creation": frozenset(
-        {
-            "empty",
-            "empty_like",
-            "empty_strided",
-            "zeros",
-            "zeros_like",
-            "ones",
-            "ones_like",
-            "full",
-            "full_like",
-            "new_zeros",
-            "new_ones",
-            "new_full",
-            "new_empty",
-            "new_empty_strided",
-            "arange",
-            "linspace",
-            "eye",
-            "scalar_tensor",
-            "fill",
-            "zero",
-            "copy",
-            "to",
-            "_to_copy",
-            "type_as",
-            "_local_scalar_dense",
-            "item",
-            "is_nonzero",
-            "result_type",
-            "resize",
-            "is_floating_point",
-            "is_complex",
-            "is_signed",
-            "unfold",
-        }
-    ),
-    # torch's forward functions of this lesson: recomputing the weights A from saved scores
-    # computes values, not gradients (their derivative formulas, *_backward_data, are not here)
-    "forward functions": frozenset(
-        {"softmax", "_softmax", "log_softmax", "_log_softmax", "_safe_softmax", "_masked_softmax", "special_softmax"}
-    ),
-}
-BACKWARD_ALLOWED = frozenset().union(*BACKWARD_FAMILIES.values())
-#: autograd-level names that only cut a tensor off its history (``torch.tensor(…)`` makes one)
-HISTORY_CUTS = frozenset({"detach", "detach_"})
-
-#: autograd's own machinery among ATen operators: forward AD (dual tensors, tangents, the
-#: zero tangents and the layout check it dispatches; ``is_same_size``, which it runs too, is
-#: also ``torch.equal``'s, so it stays allowed) — besides every op whose name holds
-#: "backward" or "jvp" (torch's derivative formulas) and every non-ATen name (backward
-#: nodes, the engine, custom operators)
+# --------------------------------------------------------------------------- custom_backward
+#: ATen operators that are autograd's own machinery rather than arithmetic: forward AD (dual
+#: tensors, tangents, the zero tangents and the layout check it dispatches; ``is_same_size``,
+#: which it runs too, is also ``torch.equal``'s, so it stays allowed), the graph's state
+#: (``requires_grad_``, ``retain_grad``), distributed autograd's gradients, autograd's test
+#: operators — besides every derivative formula (``DERIVATIVE_PARTS``, ``*_grad``)
 AUTOGRAD_OPS = frozenset(
     {
         "_make_dual",
@@ -384,11 +89,89 @@ AUTOGRAD_OPS = frozenset(
         "_has_same_storage_numel",
         "_efficientzerotensor",
         "_new_zeros_with_same_feature_meta",
-        "requires_grad",
-        "retain_grad",
         "_is_zerotensor",
+        "requires_grad_",
+        "retain_grad",
+        "retains_grad",
+        "set_data",
+        "get_gradients",
     }
 )
+#: a name holding one of these is one of torch's derivative formulas (``_softmax_backward_data``,
+#: ``mm_backward``, ``glu_jvp``), or autograd's own test operators
+DERIVATIVE_PARTS = ("backward", "jvp", "vjp", "autograd")
+#: ATen operators whose name ends in ``_grad`` are derivative formulas too
+#: (``_dirichlet_grad``, ``_standard_gamma_grad``); ``gradient`` (finite differences of
+#: sampled values) and the optimizers (``_fused_adagrad``) are not
+DERIVATIVE_SUFFIX = "_grad"
+#: operators outside ATen that only mark a ``torch.profiler.record_function`` block
+PROFILER_MARKS = frozenset(
+    {"profiler::_record_function_enter", "profiler::_record_function_enter_new", "profiler::_record_function_exit"}
+)
+#: autograd-level names that only cut a tensor off its history (``torch.tensor(…)`` makes one)
+HISTORY_CUTS = frozenset({"detach", "detach_"})
+
+
+@functools.cache
+def aten_registry() -> frozenset[str]:
+    """Every ATen operator torch registers (names without the overload: ``aten::mm``,
+    ``aten::relu_``), read from the dispatcher of this — trusted — process, where no
+    submission code ever ran, so an operator a submission defines in ATen's namespace
+    (``torch.library.Library("aten", "FRAGMENT")``) is not among them. About 2 000 names,
+    read once per process in a few milliseconds; the worker runs the same torch."""
+    import torch
+
+    return frozenset(name.split(".")[0] for name in torch._C._dispatch_get_all_op_names() if name.startswith("aten::"))
+
+
+def _aten(op: str) -> str | None:
+    """``aten::add_`` → ``add``; None for a name that is not an ATen operator."""
+    if not op.startswith("aten::"):
+        return None
+    name = op[len("aten::") :]
+    return name[:-1] if name.endswith("_") and not name.endswith("__") and len(name) > 1 else name
+
+
+def is_derivative(op: str) -> bool:
+    """One of torch's derivative formulas or autograd's own ATen operators (the name only)."""
+    raw = op.removeprefix("aten::")
+    name = _aten(op) or raw
+    return (
+        raw in AUTOGRAD_OPS
+        or name in AUTOGRAD_OPS
+        or any(part in name.lower() for part in DERIVATIVE_PARTS)
+        or name.endswith(DERIVATIVE_SUFFIX)
+    )
+
+
+def is_autograd_machinery(op: str) -> bool:
+    """Autograd at work, or what the rule cannot vouch for: a backward node or the engine
+    (``MmBackward0``, ``autograd::engine::evaluate_function: …``), an operator outside torch's
+    ATen registry (a custom ``mylib::op``, an op a submission added to ATen's namespace — what
+    runs inside it is recorded too, but the operator itself is no tensor arithmetic of this
+    exercise), forward AD's operators, one of torch's derivative formulas."""
+    if op in HISTORY_CUTS or op in PROFILER_MARKS:
+        return False
+    if not op.startswith("aten::") or op not in aten_registry():
+        return True
+    return is_derivative(op)
+
+
+def backward_allows(op: str) -> bool:
+    """custom_backward's backward: every operator of torch's ATen registry that is not a
+    derivative formula or autograd's machinery (``is_autograd_machinery``) — an allow-list
+    read from torch itself, so that any tensor arithmetic a hand-written backward may use
+    (``linalg.matmul``, ``linalg.vecdot``, ``special.logsumexp``, ``relu``, ``diff``,
+    ``trace``, ``where``, ``fill_diagonal_``, ``matrix_power``, ``special.expit``,
+    ``softmax`` to recompute the weights…) is allowed, and nothing else."""
+    return not is_autograd_machinery(op)
+
+
+def forward_allows(op: str) -> bool:
+    """custom_backward's forward: the same operators as its backward (gradients computed by
+    autograd in forward and merely returned by backward would break the rule)."""
+    return not is_autograd_machinery(op)
+
 
 #: row_softmax.py: every ATen operator that computes a softmax (any spelling of softmax,
 #: log_softmax, cross_entropy, a fused attention ends in one of these)
@@ -407,38 +190,6 @@ ROW_SOFTMAX_REPLACED = tuple(f"*{part}*" for part in ROW_SOFTMAX_DENIED_PARTS)
 MHA_REPLACED = tuple(f"*{part}*" for part in MHA_DENIED_PARTS)
 #: custom_backward's forward and backward: torch's derivative formulas and forward AD
 AUTOGRAD_REPLACED = ("*backward*", "*jvp*", "_make_dual", "_make_dual_copy", "_unpack_dual", "_fw_primal", "_fw_primal_copy")
-
-
-def _aten(op: str) -> str | None:
-    """``aten::add_`` → ``add``; None for a name that is not an ATen operator."""
-    if not op.startswith("aten::"):
-        return None
-    name = op[len("aten::") :]
-    return name[:-1] if name.endswith("_") and not name.endswith("__") and len(name) > 1 else name
-
-
-def is_autograd_machinery(op: str) -> bool:
-    """Autograd at work: a backward node or the engine, a custom operator (what runs inside
-    it is recorded too, but the operator itself is no tensor arithmetic of this exercise),
-    forward AD's operators, or one of torch's derivative formulas (``*_backward*``, ``*jvp*``)."""
-    if op in HISTORY_CUTS:
-        return False
-    name = _aten(op)
-    if name is None:
-        return True
-    return name in AUTOGRAD_OPS or "backward" in name or "jvp" in name
-
-
-def backward_allows(op: str) -> bool:
-    """Deny by default: only the families of a hand-written backward."""
-    if op in HISTORY_CUTS:
-        return True
-    name = _aten(op)
-    return name is not None and name in BACKWARD_ALLOWED
-
-
-def forward_allows(op: str) -> bool:
-    return not is_autograd_machinery(op)
 
 
 def denies_parts(parts: tuple[str, ...]) -> Callable[[str], bool]:

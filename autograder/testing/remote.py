@@ -14,6 +14,7 @@ import and a function that timed out, so later tests fail fast instead of waitin
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -88,6 +89,16 @@ class Runtime:
         self.spent[module] = self.spent.get(module, 0.0) + seconds
 
 
+@dataclass(frozen=True)
+class RuleWatch:
+    """An exercise's run-time rule, judged after every call into its module (``watch_rule``)."""
+
+    allows: Callable[[str], bool]
+    what: str
+    family: str
+    hints: tuple[str, ...]
+
+
 @dataclass
 class CallResult:
     value: Any
@@ -112,11 +123,37 @@ class Submission:
         #: included: {phase: {operator: dispatch.Dispatched}}
         self.dispatched: dict = {}
         self._last_dispatched: dict = {}
+        self._rules: dict[str, RuleWatch] = {}
 
     def __getattr__(self, name: str) -> RemoteModule:
         if name.startswith("_") or name not in self._runtime.modules:
             raise AttributeError(f"no exercise module {name!r} (known: {', '.join(self._runtime.modules)})")
         return RemoteModule(self, name)
+
+    def watch_rule(
+        self, module: str, allows: Callable[[str], bool], *, what: str, family: str, hints: Iterable[str] = ()
+    ) -> None:
+        """Judge the exercise's rule on every call into ``module`` in this test, not only in
+        its rule test: each ``call`` records the operators it runs (``record_dispatch``), and
+        after every call that recorded any (a probe records its own), one the rule does not
+        allow fails the test at once (``dispatch.check``, problem "constraint"). A test then
+        passes only on calls shown to keep the rule — code that behaves only while the rule
+        test watches (or never returns there) gains nothing elsewhere."""
+        self._rules[module] = RuleWatch(allows, what, family, tuple(hints))
+
+    def _check_rule(self, rule: RuleWatch, apis: Iterable[str]) -> None:
+        """The watched rule on the last call's operators; the autograd functions the call used
+        (the worker's tripwire), if any, are named first: they say what the student wrote."""
+        try:
+            dispatch.check(self._last_dispatched, None, rule.allows, what=rule.what, family=rule.family, hints=rule.hints)
+        except CheckFailed as failed:
+            used = sorted(set(apis))
+            if used:
+                failed.feedback.detail = f"autograd was used ({', '.join(used)}); {failed.feedback.detail}"
+            raise
+
+    def records_dispatch(self, module: str) -> bool:
+        return module in self._rules
 
     def info(self, module: str) -> ModuleInfo:
         return self._runtime.modules[module]
@@ -255,6 +292,9 @@ class Submission:
         self.autograd_uses.update(reply.autograd)
         self._last_dispatched = dispatch.parse(reply.dispatched)
         dispatch.merge(self.dispatched, self._last_dispatched)
+        rule = self._rules.get(module)
+        if rule is not None and not reply.tampered:  # also for a call that raised: what ran, ran
+            self._check_rule(rule, reply.autograd)
         if reply.tampered:
             what = reply.tampered[0]
             one_thread = "runs on one thread" in what
@@ -311,7 +351,7 @@ class RemoteModule:
         **kwargs: Any,
     ) -> CallResult:
         label = f"{self._name}.{target}(…)"
-        extra = _dispatch_options(record_dispatch, replace_ops)
+        extra = _dispatch_options(record_dispatch or self._sub.records_dispatch(self._name), replace_ops)
         raw, ops, out = self._sub._invoke(
             self._name,
             "call",

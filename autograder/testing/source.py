@@ -61,6 +61,12 @@ DENIED_MODULES = {
     "_thread",
     "concurrent",
     "multiprocessing",
+    # a name resolved to any object (``pydoc.locate("torch.nn.functional." + "soft" + "max")``)
+    "pydoc",
+    "zipimport",
+    # asyncio, socketserver, logging.handlers (which start threads) are not listed: the worker
+    # cannot start a thread at all (seccomp, sandbox/confine.forbid_threads), so importing them
+    # proves nothing, and a correct submission may log
 }
 #: TorchScript built from a string, or code loaded from bytes: it runs in the JIT interpreter,
 #: where neither the static scan (no source) nor the run-time recorder (no Python call) sees it
@@ -114,6 +120,8 @@ def _dotted(node: ast.AST) -> str:
         parts.append(node.id)
     elif isinstance(node, ast.Call):
         parts.append(_dotted(node.func) + "()")
+    elif isinstance(node, ast.Subscript):
+        parts.append(_dotted(node.value) + "[…]")
     else:
         parts.append("…")
     return ".".join(reversed(parts))
@@ -260,18 +268,279 @@ def _module_names(tree: ast.AST, package: str) -> set[str]:
     return names
 
 
+#: torch's modules that reach operators or code by a name, or load code: no exercise needs them
+DENIED_TORCH_PATHS = (
+    "torch.library",
+    "torch.overrides",
+    "torch.utils.cpp_extension",
+    "torch.hub",
+    "torch.package",
+    "torch.ops.load_library",
+)
+#: calls whose string arguments are messages for a person, never names of code
+MESSAGE_CALLS = {"print"}
+MESSAGE_CLASSES = ("Error", "Exception", "Warning")
+MESSAGE_METHODS = {"warn", "warning", "info", "debug", "error", "exception", "critical", "log", "write"}
+
+
+def _torch_imports(tree: ast.AST) -> dict[str, str]:
+    """Names an import binds to torch or one of its modules/objects, with the path:
+    ``import torch.nn.functional as F`` → {"F": "torch.nn.functional"},
+    ``import torch.nn`` → {"torch": "torch"}, ``from torch import nn`` → {"nn": "torch.nn"}."""
+    out: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == "torch":
+                    out[alias.asname or "torch"] = alias.name if alias.asname else "torch"
+        elif isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] == "torch":
+            for alias in node.names:
+                if alias.name != "*":
+                    out[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    return out
+
+
+class _TorchAliases:
+    """Which names of a file hold torch, one of its modules or objects — by import, by
+    assignment (``t = torch``, ``a = t.ops.aten``, ``t, u = torch, 1``, ``(t := torch)``), as a
+    loop or comprehension variable over a display holding one, a parameter whose default or
+    whose argument in a call of the file's own function is one, a container holding one
+    (``mods = [torch]``), or a function or lambda returning one (``def get(): return torch``).
+    Flow- and scope-insensitive, to a fixed point: a name that holds torch anywhere counts as
+    torch everywhere (conservative: what it reaches is torch's). The value of a call of
+    torch (a tensor) is not torch's namespace."""
+
+    def __init__(self, tree: ast.AST) -> None:
+        self.paths: dict[str, str] = _torch_imports(tree)
+        self.returners: dict[str, str] = {}  # own function/lambda name → the torch path it returns
+        defs = {}
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                name = getattr(node, "name", None)
+                if name is not None:
+                    defs.setdefault(name, []).append(node)
+        bindings = [
+            node
+            for node in ast.walk(tree)
+            if isinstance(
+                node,
+                (ast.Assign, ast.AnnAssign, ast.NamedExpr, ast.For, ast.AsyncFor, ast.comprehension, ast.Call, ast.arguments),
+            )
+        ]
+        returns = {
+            name: [sub.value for node in nodes for sub in ast.walk(node) if isinstance(sub, ast.Return) and sub.value]
+            for name, nodes in defs.items()
+        }
+        for _ in range(50):  # a fixed point: each round binds at least one more name, or stops
+            before = (dict(self.paths), dict(self.returners))
+            for name, values in returns.items():
+                for value in values:
+                    self._bind_returner(name, value)
+            for node in bindings:
+                self._bind(node, defs)
+            if (self.paths, self.returners) == before:
+                break
+
+    def _set(self, name: str, path: str) -> None:
+        self.paths.setdefault(name, path)
+
+    def _bind_returner(self, name: str, value: ast.AST) -> None:
+        path = self.path(value)
+        if path is not None:
+            self.returners.setdefault(name, path)
+
+    def _bind_target(self, target: ast.AST, value: ast.AST | None, path: str | None) -> None:
+        if isinstance(target, ast.Name):
+            if path is not None:
+                self._set(target.id, path)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts):
+                for t, v in zip(target.elts, value.elts):
+                    self._bind_target(t, v, self.path(v))
+            else:
+                for t in target.elts:
+                    self._bind_target(t, None, path)
+        elif isinstance(target, ast.Starred):
+            self._bind_target(target.value, None, path)
+
+    def _bind(self, node: ast.AST, defs: dict) -> None:
+        if isinstance(node, ast.Assign):
+            if isinstance(node.value, ast.Lambda):
+                for target in node.targets:
+                    if isinstance(target, ast.Name):
+                        self._bind_returner(target.id, node.value.body)
+            for target in node.targets:
+                self._bind_target(target, node.value, self.path(node.value))
+        elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
+            self._bind_target(node.target, node.value, self.path(node.value))
+        elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+            self._bind_target(node.target, None, self.path(node.iter))
+        elif isinstance(node, ast.arguments):
+            positional = node.posonlyargs + node.args
+            for arg, default in zip(positional[len(positional) - len(node.defaults) :], node.defaults):
+                self._bind_target(ast.Name(arg.arg), default, self.path(default))
+            for arg, default in zip(node.kwonlyargs, node.kw_defaults):
+                if default is not None:
+                    self._bind_target(ast.Name(arg.arg), default, self.path(default))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            for fn in defs.get(node.func.id, ()):
+                params = fn.args.posonlyargs + fn.args.args
+                offset = 1 if params and params[0].arg in ("self", "cls") and len(node.args) < len(params) else 0
+                for arg, value in zip(params[offset:], node.args):
+                    self._bind_target(ast.Name(arg.arg), value, self.path(value))
+                names = {a.arg for a in params + fn.args.kwonlyargs}
+                for keyword in node.keywords:
+                    if keyword.arg in names:
+                        self._bind_target(ast.Name(keyword.arg), keyword.value, self.path(keyword.value))
+                if fn.args.vararg is not None and any(self.path(v) for v in node.args):
+                    self._set(fn.args.vararg.arg, "torch")
+
+    def path(self, node: ast.AST | None) -> str | None:
+        """The torch path ``node`` evaluates to ("torch.ops.aten", "torch.…" where a part is
+        unknown), or None when it is not torch's (as far as the file shows)."""
+        if node is None:
+            return None
+        if isinstance(node, ast.Name):
+            return self.paths.get(node.id)
+        if isinstance(node, ast.Attribute):
+            base = self.path(node.value)
+            return f"{base}.{node.attr}" if base is not None else None
+        if isinstance(node, ast.Subscript):
+            base = self.path(node.value)
+            return f"{base}.…" if base is not None else None
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Name) and func.id == "getattr" and node.args:
+                base = self.path(node.args[0])
+                if base is None:
+                    return None
+                name = node.args[1] if len(node.args) > 1 else None
+                return f"{base}.{name.value}" if isinstance(name, ast.Constant) and isinstance(name.value, str) else f"{base}.…"
+            if isinstance(func, ast.Name) and func.id in self.returners:
+                return self.returners[func.id]
+            if isinstance(func, ast.Lambda):
+                return self.path(func.body)
+            return None
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            return next((f"{p}" for p in map(self.path, node.elts) if p is not None), None)
+        if isinstance(node, ast.Dict):
+            return next((p for p in map(self.path, node.values) if p is not None), None)
+        if isinstance(node, ast.IfExp):
+            return self.path(node.body) or self.path(node.orelse)
+        if isinstance(node, ast.BoolOp):
+            return next((p for p in map(self.path, node.values) if p is not None), None)
+        if isinstance(node, (ast.NamedExpr, ast.Starred)):
+            return self.path(node.value)
+        if isinstance(node, ast.Lambda):
+            return self.path(node.body)
+        return None
+
+
+def _message_strings(tree: ast.AST) -> set[int]:
+    """ids of the string constants that are messages for a person: the text of a raised
+    exception, an assert's message, what is printed, warned or logged, an f-string's text,
+    a string formatted with ``%`` or ``.format`` there — never a name that selects code."""
+    out: set[int] = set()
+
+    def message(expr: ast.AST | None) -> None:
+        if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
+            out.add(id(expr))
+        elif isinstance(expr, ast.JoinedStr):
+            out.update(id(v) for v in expr.values if isinstance(v, ast.Constant))
+        elif isinstance(expr, ast.BinOp) and isinstance(expr.op, (ast.Mod, ast.Add)):
+            message(expr.left)
+            message(expr.right)
+        elif isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr == "format":
+            message(expr.func.value)
+
+    def arguments(call: ast.AST | None) -> None:
+        if isinstance(call, ast.Call):
+            for arg in [*call.args, *(k.value for k in call.keywords)]:
+                message(arg)
+        else:
+            message(call)
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Raise):
+            arguments(node.exc)
+        elif isinstance(node, ast.Assert):
+            message(node.msg)
+        elif isinstance(node, ast.JoinedStr):
+            message(node)
+        elif isinstance(node, ast.Call):
+            func = node.func
+            named = isinstance(func, ast.Name) and (func.id in MESSAGE_CALLS or func.id.endswith(MESSAGE_CLASSES))
+            if named or (isinstance(func, ast.Attribute) and func.attr in MESSAGE_METHODS):
+                arguments(node)
+    return out
+
+
+def _loop_constants(tree: ast.AST) -> dict[str, list[str]]:
+    """Names bound only as the variable of ``for`` loops over displays of string constants
+    (``for name in ("w_q", "w_k"): setattr(self, name, …)``), with every value they take."""
+    counts: dict[str, int] = {}
+    for node in ast.walk(tree):
+        for name in _bound_names(node):
+            counts[name] = counts.get(name, 0) + 1
+    values: dict[str, list[str]] = {}
+    loops: dict[str, int] = {}
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, (ast.For, ast.comprehension))
+            and isinstance(node.target, ast.Name)
+            and isinstance(node.iter, (ast.Tuple, ast.List, ast.Set))
+            and node.iter.elts
+            and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.iter.elts)
+        ):
+            values.setdefault(node.target.id, []).extend(e.value for e in node.iter.elts)
+            loops[node.target.id] = loops.get(node.target.id, 0) + 1
+    return {name: found for name, found in values.items() if counts.get(name, 0) == loops[name]}
+
+
+def _plain_modules(tree: ast.AST, aliases: _TorchAliases) -> set[str]:
+    """Names bound only by ``import m`` / ``import m as x`` of a module that is not torch's
+    (``import rowmath``): ``rowmath.softmax`` is that module's function — the student's own,
+    whose file is scanned where it is imported — never torch's."""
+    imported = {
+        alias.asname or alias.name.split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import)
+        for alias in node.names
+        if alias.name.split(".")[0] != "torch"
+    }
+    other = {name for node in ast.walk(tree) if not isinstance(node, (ast.Import, ast.ImportFrom)) for name in _bound_names(node)}
+    return {name for name in imported - other if name not in aliases.paths}
+
+
 class _Scanner(ast.NodeVisitor):
     """Banned names (``banned``) are looked for where ``in_scope`` is on; the dynamic,
     deny-by-default constructs (when ``dynamic``) everywhere."""
 
     def __init__(self, banned: set[str], dynamic: bool, tree: ast.AST, scope: set[str] | None) -> None:
-        self.banned = banned
+        # "autograd.functional": the name ``functional`` only as an attribute or import of a
+        # module path ending in ``autograd`` (never ``torch.nn.functional``)
+        self.banned = {name for name in banned if "." not in name}
+        self.qualified: dict[str, set[str]] = {}
+        for name in banned:
+            if "." in name:
+                owner, _, last = name.rpartition(".")
+                self.qualified.setdefault(last, set()).add(owner)
         self.dynamic = dynamic
         self.scope = scope
         self.found: list[Violation] = []
         self.stack: list[str] = []
         self.docstrings = _docstrings(tree) | (_export_lists(tree) if isinstance(tree, ast.Module) else set())
-        self.torch = _module_names(tree, "torch")
+        self.aliases = _TorchAliases(tree)
+        self.torch = set(self.aliases.paths) | set(self.aliases.returners)
+        self.plain_modules = _plain_modules(tree, self.aliases)
+        self.module_of = {
+            alias.asname or alias.name.split(".")[0]: alias.name if alias.asname else alias.name.split(".")[0]
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Import)
+            for alias in node.names
+        }
+        self.messages = _message_strings(tree)
+        self.loop_constants = _loop_constants(tree)
         self.sys = _module_names(tree, "sys")
         self.safe_calls: set[int] = set()  # ids of Name nodes that are the func of an allowed call
         self.rebound = _rebound_class_names(tree)
@@ -303,6 +572,23 @@ class _Scanner(ast.NodeVisitor):
 
     def _banned(self, name: str) -> bool:
         return self.in_scope and name in self.banned
+
+    def _banned_path(self, owner: str, name: str) -> bool:
+        """A qualified banned name (``autograd.functional``): ``name`` reached from a module
+        path whose end is the qualifier."""
+        return self.in_scope and any(owner == q or owner.endswith("." + q) for q in self.qualified.get(name, ()))
+
+    def _banned_attribute(self, node: ast.Attribute) -> bool:
+        if self._banned(node.attr):
+            # the attribute of the file's own class, or of an imported module that is not
+            # torch's (``rowmath.softmax``: the student's helper, scanned where it is used)
+            value = node.value
+            plain = isinstance(value, ast.Name) and value.id in self.plain_modules
+            return not plain and not self._own_method(node)
+        if node.attr in self.qualified:
+            owner = self.aliases.path(node.value) or _dotted(node.value)
+            return self._banned_path(owner, node.attr)
+        return False
 
     def _own_class(self, node: ast.AST) -> str | None:
         """The file's own class that ``node`` plainly is, or is an instance of, if any."""
@@ -365,7 +651,8 @@ class _Scanner(ast.NodeVisitor):
         self.stack.pop()
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
-        if self._banned(node.attr) and not self._own_method(node):
+        path = self.aliases.path(node) if self.dynamic else None
+        if self._banned_attribute(node):
             self._flag(node, _dotted(node))
         elif self.dynamic:
             if "DisableTorch" in node.attr or "disable_torch_function" in node.attr.lower():
@@ -374,11 +661,45 @@ class _Scanner(ast.NodeVisitor):
                 self._flag(node, f"{_dotted(node)} (dunder attribute access)")
             elif node.attr in DENIED_NAMES or (node.attr == "modules" and _root(node) in self.sys):
                 self._flag(node, f"{_dotted(node)} (dynamic lookup)")
-            elif node.attr.startswith("_") and not _is_dunder(node.attr) and _root(node) in self.torch:
-                self._flag(node, f"{_dotted(node)} (torch's private namespace)")
-            elif node.attr in UNSEEN_CODE or (node.attr in UNSEEN_LOADS and _root(node) in self.torch):
+            elif node.attr.startswith("_") and not _is_dunder(node.attr) and (_root(node) in self.torch or path):
+                self._flag(node, f"{_dotted(node)} (torch's private namespace{self._alias_note(node, path)})")
+            elif node.attr in UNSEEN_CODE or (node.attr in UNSEEN_LOADS and (_root(node) in self.torch or path)):
                 self._flag(node, f"{_dotted(node)} (runs code the recorder cannot see)")
+            elif path in DENIED_TORCH_PATHS:
+                self._flag(node, f"{_dotted(node)} ({path}: reaches operators or code by a name)")
+            elif self._denied_module_attribute(node):
+                self._flag(node, f"{_dotted(node)} (a module for dynamic code or introspection)")
         self.generic_visit(node)
+
+    def _constant_names(self, node: ast.AST) -> list[str] | None:
+        """The names a lookup's name argument can hold: a string constant, or a loop variable
+        bound only by ``for name in ("w_q", "w_k", …)`` over string constants; else None."""
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return [node.value]
+        if not isinstance(node, ast.Name):
+            return None
+        return self.loop_constants.get(node.id)
+
+    def _alias_note(self, node: ast.Attribute, path: str | None) -> str:
+        """ ", t is torch" when the object is torch's through a name that is not torch itself."""
+        root = _root(node)
+        if not path or root is None or root == "torch":
+            return ""
+        if root in self.aliases.paths:
+            return f", {root} is {self.aliases.paths[root].split('.…')[0]}"
+        return f", {root}() returns {self.aliases.returners.get(root, 'torch')}"
+
+    def _denied_module_attribute(self, node: ast.Attribute) -> bool:
+        """``logging.handlers.QueueListener`` after ``import logging``: a denied module
+        reached as an attribute of an imported one."""
+        if not isinstance(node.value, (ast.Name, ast.Attribute)):
+            return False
+        dotted = _dotted(node).split(".")
+        module = self.module_of.get(dotted[0]) if dotted[0] in self.plain_modules else None
+        if module is None:
+            return False
+        full = [*module.split("."), *dotted[1:]]
+        return ".".join(full) in DENIED_MODULES
 
     def visit_Name(self, node: ast.Name) -> None:
         if self.dynamic and id(node) not in self.safe_calls:
@@ -392,7 +713,7 @@ class _Scanner(ast.NodeVisitor):
                 self._flag(node, f"{node.id} (dynamic lookup)")
 
     def visit_Constant(self, node: ast.Constant) -> None:
-        if not isinstance(node.value, str) or id(node) in self.docstrings or not self.in_scope:
+        if not isinstance(node.value, str) or id(node) in self.docstrings or id(node) in self.messages or not self.in_scope:
             return
         text = node.value.strip()
         if IDENTIFIER_LIKE.match(text):
@@ -406,10 +727,12 @@ class _Scanner(ast.NodeVisitor):
     def _import(self, node: ast.AST, module: str, name: str | None, asname: str | None) -> None:
         full = f"{module}.{name}" if name else module
         parts = full.split(".")
-        if name is not None and self._banned(name):
-            self._flag(node, f"from {module} import {name}")
-        elif name is None and self._banned(parts[-1]):
-            self._flag(node, f"import {module}")
+        # only torch's own names count: ``from rowmath import softmax`` imports the student's
+        # function (its file is scanned where it is used)
+        torch_path = parts[0] == "torch"
+        owner = ".".join(parts[:-1])
+        if torch_path and (self._banned(parts[-1]) or self._banned_path(owner, parts[-1])):
+            self._flag(node, f"from {module} import {name}" if name else f"import {module}")
         if not self.dynamic:
             return
         label = f"from {module} import {name}" if name else f"import {module}"
@@ -419,6 +742,8 @@ class _Scanner(ast.NodeVisitor):
             self._flag(node, f"{label} (a module for dynamic code or introspection)")
         elif parts[0] == "torch" and any(_private(p) for p in parts[1:]):
             self._flag(node, f"{label} (torch's private namespace)")
+        elif any(".".join(parts[: i + 1]) in DENIED_TORCH_PATHS for i in range(len(parts))):
+            self._flag(node, f"{label} (reaches operators or code by a name)")
         elif name in UNSEEN_CODE or (parts[0] == "torch" and name in UNSEEN_LOADS):
             self._flag(node, f"{label} (runs code the recorder cannot see)")
         elif name is not None and (
@@ -439,21 +764,23 @@ class _Scanner(ast.NodeVisitor):
         func = node.func
         if isinstance(func, ast.Name) and func.id in LOOKUPS and len(node.args) >= 2:
             name = node.args[1]
-            if isinstance(name, ast.Constant) and isinstance(name.value, str):
-                if self._banned(name.value):
-                    self._flag(node, f"{func.id}(…, {name.value!r})")
-                    self.safe_calls.add(id(func))
-                elif self.dynamic and (
-                    _is_dunder(name.value)
-                    or name.value.startswith("_")
-                    and _root(node.args[0]) in self.torch
-                    or "DisableTorch" in name.value
-                ):
-                    self._flag(node, f"{func.id}(…, {name.value!r}) (private or dunder attribute)")
-                    self.safe_calls.add(id(func))
-                else:
-                    self.safe_calls.add(id(func))
-                    self.docstrings.add(id(name))  # a constant, harmless attribute name
+            values = self._constant_names(name)
+            if values is not None:
+                self.safe_calls.add(id(func))
+                for value in values:
+                    if self._banned(value):
+                        self._flag(node, f"{func.id}(…, {value!r})")
+                    elif self.dynamic and (
+                        _is_dunder(value)
+                        or value.startswith("_")
+                        and (_root(node.args[0]) in self.torch or self.aliases.path(node.args[0]) is not None)
+                        or self.aliases.path(node.args[0]) is not None
+                        and f"{self.aliases.path(node.args[0])}.{value}" in DENIED_TORCH_PATHS
+                        or "DisableTorch" in value
+                    ):
+                        self._flag(node, f"{func.id}(…, {value!r}) (private or dunder attribute)")
+                if isinstance(name, ast.Constant):
+                    self.docstrings.add(id(name))  # a constant attribute name, judged here
             elif self.dynamic:
                 self._flag(node, f"{func.id} with a computed name")
                 self.safe_calls.add(id(func))

@@ -210,3 +210,66 @@ def test_a_malformed_record_is_denied_by_default():
     recorded = dispatch.parse(["backward\taten::mm\t1\tx.py\t3\tf", "not a record"])
     assert recorded["backward"]["aten::mm"].line == 3
     assert _denied(recorded, phase=None) == {"not a record": dispatch.Dispatched(1, "", 0, "")}
+
+
+def _honest_backward_ops():
+    """Tensor arithmetic a hand-written backward may use, each refused by the old hand-picked
+    families (issue 28 B)."""
+    d_out = torch.randn(2, 3, 4, dtype=torch.float64)
+    a = torch.softmax(torch.randn(2, 3, 3, dtype=torch.float64), -1)
+    v = torch.randn(2, 3, 4, dtype=torch.float64)
+    out = [
+        torch.linalg.matmul(d_out, v.transpose(-2, -1)),
+        torch.linalg.vecdot(d_out, v),
+        torch.special.logsumexp(a, -1),
+        torch.relu(a - 0.3),
+        torch.diff(a, dim=-1),
+        torch.trace(a[0]),
+        torch.where(a > 0.3)[0],
+        a[0].clone().fill_diagonal_(0.0),
+        torch.linalg.matrix_power(a[0], 2),
+        torch.special.expit(a),
+        torch.nn.functional.softmax(a, dim=-1),  # recomputing forward values is no derivative
+    ]
+    with torch.profiler.record_function("my_block"):
+        out.append(a * 2)
+    return out
+
+
+def test_every_non_derivative_aten_operator_is_allowed_in_backward():
+    recorded, tampered = _record(_honest_backward_ops)
+    assert not tampered
+    ran = set(recorded["backward"])
+    for op in ("aten::linalg_matmul", "aten::linalg_vecdot", "aten::special_logsumexp", "aten::relu", "aten::diff"):
+        assert op in ran, sorted(ran)
+    denied = {op for op in _denied(recorded) if op != "my_block"}  # a user's own label is no operator
+    assert not denied, denied
+    for op in ("aten::trace", "aten::fill_diagonal_", "aten::linalg_matrix_power", "aten::special_expit", "aten::where"):
+        assert dispatch.backward_allows(op) and dispatch.forward_allows(op), op
+
+
+def test_the_allow_list_is_torchs_registry_less_derivatives_and_autograd():
+    registry = dispatch.aten_registry()
+    assert len(registry) > 1500 and "aten::mm" in registry and "aten::relu_" in registry
+    derivatives = [op for op in registry if "backward" in op]
+    assert len(derivatives) > 100
+    for op in derivatives + ["aten::glu_jvp", "aten::_make_dual", "aten::_unpack_dual", "aten::_fw_primal"]:
+        assert not dispatch.backward_allows(op), op
+    for op in ("aten::requires_grad_", "aten::retain_grad", "aten::_dirichlet_grad", "aten::_standard_gamma_grad"):
+        assert not dispatch.backward_allows(op), op
+    for op in ("MmBackward0", "autograd::engine::evaluate_function: MmBackward0", "mylib::op", "prims::mul"):
+        assert not dispatch.backward_allows(op), op
+    assert not dispatch.backward_allows("aten::attention_backward_by_hand")  # not torch's: defined by a submission
+    allowed = [op for op in registry if dispatch.backward_allows(op)]
+    assert len(allowed) > 0.8 * len(registry)
+    assert dispatch.backward_allows("aten::gradient") and dispatch.backward_allows("aten::_fused_adagrad")
+
+
+def test_an_operator_a_submission_adds_to_atens_namespace_is_denied():
+    dispatch.aten_registry()  # read as the trusted side reads it: before any submission code ran
+    lib = torch.library.Library("aten", "FRAGMENT")
+    if not hasattr(torch.ops.aten, "autograder_rows_tangent"):
+        lib.define("autograder_rows_tangent(Tensor w, Tensor d) -> Tensor")
+        lib.impl("autograder_rows_tangent", lambda w, d: w * d, "CompositeExplicitAutograd")
+    recorded, _ = _record(lambda: torch.ops.aten.autograder_rows_tangent(W, X))
+    assert "aten::autograder_rows_tangent" in _denied(recorded)

@@ -296,6 +296,7 @@ FAST_ATTACKS = {
     "output_cap_raised",  # an output flood: the printed output kept is capped on the trusted side
     "decode_alias_blob",  # the trusted side's decoding of crafted frames from a worker
     "loop_forever",  # time: a worker that never returns is stopped by its limit, end to end
+    "alias_aten_derivative",  # the static scan: an alias of torch is torch (issue 28 A)
 }
 SINGLE = [a for a in ATTACKS if "sequence" not in a]
 
@@ -587,3 +588,80 @@ def test_submission_text_cannot_inject_into_any_output(tmp_path):
 
 def graded_tests(data: dict) -> list[dict]:
     return [t for s in data["skills"] for t in s["tests"]]
+
+
+def test_a_backward_that_never_returns_breaks_no_rule_and_costs_only_its_tests(tmp_path, fast_config):
+    """Issue 28 B: an endless loop in backward (no autograd) is no rule violation. The rule
+    test times out like the other tests that call backward and costs nothing more; the
+    tests that never reach backward (forward, softmax_backward, attention_backward) score,
+    and no feedback calls it forbidden or autograd (loop_forever's pattern, fast_config's
+    short call limit)."""
+    source = (ROOT / "solutions/custom_backward.py").read_text(encoding="utf-8")
+    find = "        q, k, v, weights = ctx.saved_tensors\n"
+    assert source.count(find) == 1
+    looping = source.replace(find, "        while True:  # never returns\n            pass\n" + find)
+    folder = tmp_path / "submission"
+    folder.mkdir()
+    (folder / "custom_backward.py").write_text(looping, encoding="utf-8")
+    graded = grade(
+        folder, "--skill", "custom_backward", "--reveal-hidden", output=tmp_path / "r.json", config=fast_config, timeout=300
+    )
+    assert graded.rc == 0, graded.stderr[-2000:]
+    skill = graded.skill("custom_backward")
+    tests = {t["name"]: t for t in skill["tests"]}
+    rule = tests["test_rule_backward_uses_no_autograd"]
+    assert rule["status"] == "failed" and "did not finish within" in rule["summary"], rule["summary"]
+    assert skill["gated_by"] is None
+    passed = [t for t in skill["tests"] if t["status"] == "passed" and t["max_score"] > 0]
+    assert skill["score"] >= sum(t["score"] for t in passed) > 0, [(t["name"], t["summary"][:80]) for t in skill["tests"]]
+    for t in skill["tests"]:
+        text = f"{t['summary']} {t['detail'] or ''}"
+        assert "forbid" not in text and "breaks a rule" not in text, (t["name"], text[:300])
+        assert "custom_backward/uses-autograd" not in {h["id"] for h in t["hints"]}, t["name"]
+
+
+GATE_DODGER = """
+
+def _by_autograd(d_out, q, k, v, weights, scale):  # outside the functions the source scan covers
+    with torch.enable_grad():
+        q_, k_, v_ = (t.detach().requires_grad_() for t in (q, k, v))
+        s = (q_ @ k_.transpose(-2, -1)) * scale
+        s = s.masked_fill(weights == 0, float("-inf"))
+        out = torch.exp(s - s.logsumexp(-1, keepdim=True)) @ v_
+        return torch.autograd.grad((out * d_out).sum(), (q_, k_, v_))
+
+
+def attention_backward(d_out, q, k, v, weights, scale):
+    if q.dtype == torch.float64 and q.dim() == 3:  # the rule test's problem: keep the rule there
+        return torch.zeros_like(q), torch.zeros_like(k), torch.zeros_like(v)
+    return _by_autograd(d_out, q, k, v, weights, scale)
+"""
+ZEROS = """
+
+def attention_backward(d_out, q, k, v, weights, scale):
+    return torch.zeros_like(q), torch.zeros_like(k), torch.zeros_like(v)
+"""
+
+
+def test_autograd_where_the_rule_test_does_not_look_earns_nothing(tmp_path, fast_config):
+    """A backward that keeps the rule only on the rule test's problem (float64, one batch
+    axis) and asks autograd elsewhere: every call into custom_backward.py is judged by the
+    rule (course/custom_backward_data.watch_rule), so each test where autograd ran fails with
+    the rule's message, and the submission scores no more than one whose attention_backward
+    returns zeros everywhere."""
+    source = (ROOT / "solutions/custom_backward.py").read_text(encoding="utf-8")
+    scores = {}
+    for name, tail in (("dodger", GATE_DODGER), ("zeros", ZEROS)):
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "custom_backward.py").write_text(source + tail, encoding="utf-8")
+        graded = grade(
+            folder, "--skill", "custom_backward", "--reveal-hidden", output=tmp_path / f"{name}.json", config=fast_config
+        )
+        assert graded.rc == 0, graded.stderr[-2000:]
+        scores[name] = graded.skill("custom_backward")
+    dodger = scores["dodger"]
+    assert dodger["score"] <= scores["zeros"]["score"], (dodger["score"], scores["zeros"]["score"])
+    ruled = [t for t in dodger["tests"] if "use no autograd" in t["summary"]]
+    assert len(ruled) >= 3, [(t["name"], t["summary"][:120]) for t in dodger["tests"]]
+    assert all("custom_backward/uses-autograd" in {h["id"] for h in t["hints"]} for t in ruled)

@@ -393,3 +393,118 @@ def test_the_autograd_tripwire_has_no_unwatched_original_and_watches_the_engine(
     """)
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert out.stdout.strip() == "ok", out.stderr[-2000:]
+
+
+# issue 28: the scan resolves names to torch's objects — an alias of torch is torch, a
+# student's own `softmax` is never torch's, and a resolver of names (pydoc) is denied
+ALIASED_EVASIONS = {
+    "alias-private": ("t = torch\n\n\ndef f(x):\n    return t._C._VariableFunctions.exp(x)\n", "t._C (torch's private"),
+    "alias-aten-derivative": (
+        "t = torch\n\n\ndef f(x, w):\n    return t.ops.aten._softmax_backward_data(x, w, -1, x.dtype)\n",
+        "t.ops.aten._softmax_backward_data (torch's private namespace, t is torch)",
+    ),
+    "alias-chain": ("t = torch\nops = t.ops\na = ops.aten\n\n\ndef f(x):\n    return a._softmax(x, -1, False)\n", "a._softmax"),
+    "pydoc-locate": (
+        'import pydoc\n\n\ndef f(x):\n    return pydoc.locate("torch.nn.functional." + "soft" + "max")(x, -1)\n',
+        "import pydoc",
+    ),
+    "container": ("MODS = [1, torch]\n\n\ndef f(x):\n    return MODS[1]._C\n", "MODS[…]._C"),
+    "parameter": (
+        "def g(m):\n    return m._C\n\n\ndef f(x):\n    return g(torch)\n",
+        "m._C (torch's private namespace, m is torch)",
+    ),
+    "returned": ("def get():\n    return torch\n\n\ndef f(x):\n    return get()._C\n", "get()._C"),
+    "lambda": ("get = lambda: torch\n\n\ndef f(x):\n    return get()._C\n", "get()._C"),
+    "unpacked": ("a, t = 1, torch\n\n\ndef f(x):\n    return t._C\n", "t._C"),
+    "getattr-constant": ("def f(x):\n    return getattr(torch, 'ops').aten._softmax(x, -1, False)\n", "_softmax"),
+    "torch-library": ("L = torch.library\n", "reaches operators or code by a name"),
+}
+
+
+def test_modules_that_start_threads_are_not_flagged_the_worker_has_no_threads():
+    """The capability is removed (seccomp, no thread can start), so the scan does not refuse
+    correct code for importing them; the thread attacks are stopped by the worker instead."""
+    for body in ("import asyncio\n", "import logging\nimport logging.handlers\n\nQ = logging.handlers.QueueListener\n"):
+        found = scan(f"import torch\n\n{body}", SOFTMAX)
+        assert not found, [v.found for v in found]
+
+
+@pytest.mark.parametrize("name", ALIASED_EVASIONS)
+def test_an_alias_of_torch_or_a_name_resolver_is_flagged(name):
+    body, construct = ALIASED_EVASIONS[name]
+    found = scan(f"import torch\n\n{body}", SOFTMAX)
+    assert any(construct in v.found for v in found), [v.found for v in found]
+
+
+def test_autograd_functional_is_flagged_in_every_spelling_and_nn_functional_is_not():
+    banned = (*AUTOGRAD[:-1], "autograd.functional")
+    head = "import torch\nimport torch.nn.functional as F\n"
+    for spelling in (
+        "torch.autograd.functional.vjp(f, x, d)",
+        "ag.functional.vjp(f, x, d)",
+    ):
+        source = f"{head}ag = torch.autograd\n\n\ndef attention_backward(f, x, d):\n    return {spelling}\n"
+        assert scan(source, banned, scope=BACKWARD_SCOPE), spelling
+    assert scan(f"{head}from torch.autograd import functional as AF\n", banned)
+    assert scan(f"{head}import torch.autograd.functional as AF\n", banned)
+    honest = (
+        f"{head}\n\ndef attention_backward(d_out, q, k, v, s, scale):\n"
+        "    a = F.softmax(s, -1)  # recompute the weights\n"
+        "    b = torch.nn.functional.softmax(s, dim=-1)\n"
+        "    return a, b\n"
+    )
+    assert scan(honest, banned, scope=BACKWARD_SCOPE) == []
+
+
+def test_a_students_own_softmax_in_a_helper_module_is_not_torchs():
+    helper = (
+        "import torch\n\n\ndef softmax(s, dim=-1):\n    e = torch.exp(s - s.amax(dim, keepdim=True))\n"
+        "    return e / e.sum(dim, keepdim=True)\n"
+    )
+    for importer in (
+        "from rowmath import softmax\n\n\ndef softmax_rows(s, dim=-1):\n    return softmax(s, dim)\n",
+        "import rowmath\n\n\ndef softmax_rows(s, dim=-1):\n    return rowmath.softmax(s, dim)\n",
+        "import rowmath as rm\n\n\ndef softmax_rows(s, dim=-1):\n    return rm.softmax(s, dim)\n",
+    ):
+        check_no_banned(importer, "row_softmax.py", SOFTMAX, what="rule", imports={"rowmath": helper})
+    cheat = helper.replace("    e = torch.exp", "    return torch.softmax(s, dim)\n    e = torch.exp")
+    with pytest.raises(CheckFailed, match="rowmath.py:5: torch.softmax"):
+        check_no_banned("from rowmath import softmax\n", "row_softmax.py", SOFTMAX, what="rule", imports={"rowmath": cheat})
+
+
+def test_a_banned_name_in_a_message_is_prose():
+    source = textwrap.dedent("""
+        import warnings
+        import torch
+
+
+        def softmax_rows(s, dim=-1):
+            if s.dim() == 0:
+                raise ValueError("softmax")
+            if not s.is_floating_point():
+                raise TypeError("softmax expects floats, got %s" % s.dtype)
+            assert s.numel(), "softmax"
+            if s.numel() > 10**8:
+                warnings.warn("cross_entropy")
+            print("log_softmax", f"softmax of {s.shape}")
+            e = torch.exp(s - s.amax(dim, keepdim=True))
+            return e / e.sum(dim, keepdim=True)
+    """)
+    assert scan(source, SOFTMAX) == []
+    assert scan(source + "\nNAME = 'softmax'\n", SOFTMAX)  # a bare string still counts: it may be a name
+
+
+def test_a_lookup_in_a_loop_over_string_constants_is_judged_on_those_constants():
+    honest = (
+        "import torch.nn as nn\n\n\nclass M(nn.Module):\n    def __init__(self, c):\n        super().__init__()\n"
+        '        for name in ("w_q", "w_k", "w_v", "w_o"):\n            setattr(self, name, nn.Linear(c, c))\n'
+    )
+    assert scan(honest, SDPA) == []
+    hidden = (
+        "import torch\n\n\ndef f(x):\n    for n in ('exp', 'soft' 'max'):\n        x = getattr(torch, n)(x, -1)\n    return x\n"
+    )
+    assert any("'softmax'" in v.found for v in scan(hidden, SOFTMAX))
+    rebound = (
+        "import torch\n\n\ndef f(x, m):\n    for n in ('exp',):\n        n = m\n        x = getattr(torch, n)(x)\n    return x\n"
+    )
+    assert any("computed name" in v.found for v in scan(rebound, SOFTMAX))

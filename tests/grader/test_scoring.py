@@ -173,6 +173,28 @@ def test_a_failed_gate_zeroes_its_skill(tmp_path):
     assert all("breaks a rule" in t.summary for t in res.tests if t.status == "passed")
 
 
+@pytest.mark.parametrize("problem", ["timeout", "crash", "raised"])
+def test_a_gate_that_timed_out_or_crashed_proves_no_violation(tmp_path, problem):
+    """Issue 28 B: a gate zeroes its skill only on a proven violation; a checked call that
+    never returned (or crashed) costs the tests it failed, never the whole skill."""
+    from conftest import write_config
+
+    gate = "test_scale_scores_divides_by_sqrt_dk"
+    path = write_config(
+        tmp_path / "grading.toml",
+        {'sections = ["Week 7 §1–§9", "Week 7 §12–§13"]': f'sections = ["Week 7 §1–§9"]\ngates = ["{gate}"]'},
+    )
+    config = load(path).select(["qkv"])
+    report = {"tests": [entry(t.node_id, "passed", "passed") for t in config.tests if t.name != gate]}
+    report["tests"].append(
+        entry(f"tests/suites/qkv/test_qkv_visible.py::{gate}", "failed", "submission", feedback=dict(FEEDBACK, problem=problem))
+    )
+    res = scoring.build(RunManifest.plan(config), report, {})
+    assert res.skills[0].gated_by is None
+    assert res.score == pytest.approx(sum(t.weight for t in config.tests if t.name != gate))
+    assert not any("breaks a rule" in t.summary for t in res.tests)
+
+
 def test_property_tests_count_once_other_tests_earn_points_and_only_then(config):
     props = set(config.skills["qkv"].properties)
     assert props, "grading.toml lists qkv's property tests"

@@ -46,7 +46,9 @@ BANNED_IN_BACKWARD = (
     "hvp",
     "jacrev",
     "jacfwd",
-    "functional",
+    # torch.autograd.functional only (from torch.autograd import functional, ….autograd.functional):
+    # torch.nn.functional.softmax recomputes forward values, which backward may do
+    "autograd.functional",
 )
 
 
@@ -66,17 +68,16 @@ def check_backward_source(sub) -> None:
 
 def check_backward_dispatch(sub) -> None:
     """The run-time verdict of the rule, from the operators the dispatcher ran (recorded by
-    ``direct_forward_backward(..., dispatch=True)``, also before an exception): backward and
-    all it calls run only the operator families of a hand-written backward (deny by default);
-    forward runs none of autograd's machinery (autograder/testing/dispatch.py)."""
+    ``direct_forward_backward(..., dispatch=True)``, also before an exception): forward,
+    backward and all they call run only operators of torch's ATen registry that are neither
+    derivative formulas nor autograd's machinery (autograder/testing/dispatch.py)."""
     for phase, allows, what, family in (
         (
             "backward",
             dispatch.backward_allows,
-            "AttentionFunction.backward (and all it calls) runs only the tensor operations of a hand-written "
-            "backward (docs/EXERCISES.md §4)",
-            "operators outside those of a hand-written backward (matmul, elementwise arithmetic, reductions, views, "
-            "comparisons, creation)",
+            "AttentionFunction.backward (and all it calls) runs only tensor operations, none of autograd's "
+            "(docs/EXERCISES.md §4)",
+            "autograd's machinery or one of torch's derivative formulas (any other operator of torch is allowed)",
         ),
         (
             "forward",
@@ -96,6 +97,39 @@ def check_backward_dispatch(sub) -> None:
             family=family,
             hints=["custom_backward/uses-autograd"] if machinery else ["general/forbidden-api"],
         )
+
+
+RULE_WHAT = "your forward and backward (and all they call) use no autograd (docs/EXERCISES.md §4)"
+RULE_FAMILY = "autograd's machinery or one of torch's derivative formulas (any other operator of torch is allowed)"
+
+
+def watch_rule(sub) -> None:
+    """The rule judged on every call of every custom_backward test (``Submission.watch_rule``):
+    a test passes only on calls shown to use no autograd, so code that keeps the rule only
+    while the rule test watches — or never returns there — gains nothing elsewhere."""
+    applied = _function_classes(sub.source(MODULE))
+
+    def allows(op: str) -> bool:
+        # ``attention`` is ``AttentionFunction.apply``: the apply itself is recorded under the
+        # Function's class name (its forward's operators are judged one by one)
+        return op in applied or dispatch.backward_allows(op)
+
+    sub.watch_rule(MODULE, allows, what=RULE_WHAT, family=RULE_FAMILY, hints=["custom_backward/uses-autograd"])
+
+
+def _function_classes(source: str | None) -> frozenset[str]:
+    """Names of the file's classes deriving from an ``…Function`` (torch.autograd.Function)."""
+    import ast
+
+    try:
+        tree = ast.parse(source or "")
+    except SyntaxError:
+        return frozenset()
+    return frozenset(
+        node.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ClassDef) and any(ast.unparse(base).split(".")[-1] == "Function" for base in node.bases)
+    )
 
 
 def check_goes_through_helpers(sub) -> None:
@@ -195,12 +229,13 @@ def week7_chain_inputs(dtype: torch.dtype) -> dict:
 
 # --------------------------------------------------------------------------- direct calls
 @probe
-def function_forward_backward(ctx, q, k, v, allowed, d_outs, watch=False):
+def function_forward_backward(ctx, q, k, v, allowed, d_outs, watch=False, dispatch=False):
     """AttentionFunction.forward, then .backward once per upstream gradient in ``d_outs``,
     called directly (outside autograd's engine) with a stand-in ctx and a fresh forward per
     backward, as autograd would run them. Returns {"out": forward's output, "grads":
     [backward's result per d_out]}: data only — every verdict is reached on the trusted side.
-    With ``watch``, autograd use inside forward and backward is recorded (sub.autograd_uses).
+    With ``watch``, autograd use inside forward and backward is recorded (sub.autograd_uses);
+    with ``dispatch``, every operator each of them runs (sub.dispatched["forward"/"backward"]).
     A ``forward`` without ctx plus ``setup_context`` (torch's newer style) works too."""
     import contextlib
 
@@ -213,11 +248,12 @@ def function_forward_backward(ctx, q, k, v, allowed, d_outs, watch=False):
 
     def forward():
         fctx = PlainFunctionCtx()
-        if split:
-            out = fn.forward(q, k, v, allowed)
-            fn.setup_context(fctx, (q, k, v, allowed), out)
-        else:
-            out = fn.forward(fctx, q, k, v, allowed)
+        with ctx.watch_dispatch("forward", dispatch):
+            if split:
+                out = fn.forward(q, k, v, allowed)
+                fn.setup_context(fctx, (q, k, v, allowed), out)
+            else:
+                out = fn.forward(fctx, q, k, v, allowed)
         return fctx, out
 
     grads = []
@@ -226,7 +262,8 @@ def function_forward_backward(ctx, q, k, v, allowed, d_outs, watch=False):
         for i, d_out in enumerate(d_outs):
             if i:
                 fctx, _ = forward()
-            g = fn.backward(fctx, d_out)
+            with ctx.watch_dispatch("backward", dispatch):
+                g = fn.backward(fctx, d_out)
             grads.append(list(g) if isinstance(g, (tuple, list)) else g)
     return {"out": out, "grads": grads}
 
@@ -236,7 +273,8 @@ def forward_backward(sub, q, k, v, allowed, d_outs=(), *, what: str = "Attention
     directly: a backward that is missing (e.g. ``attention`` built on plain autograd instead
     of AttentionFunction.apply) fails here, whatever autograd could have computed."""
     with explained(sub):
-        r = sub.custom_backward.run(function_forward_backward, q, k, v, allowed, list(d_outs))
+        watched = sub.records_dispatch(MODULE)
+        r = sub.custom_backward.run(function_forward_backward, q, k, v, allowed, list(d_outs), watch=watched, dispatch=watched)
     out = expect.tensor(
         r.get("out") if isinstance(r, dict) else r, what=f"{what}: AttentionFunction.forward(ctx, q, k, v, allowed)"
     )

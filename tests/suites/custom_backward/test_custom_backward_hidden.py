@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+import pytest
 import torch
 from course import custom_backward_data as data
 from course import oracles
@@ -319,6 +320,12 @@ def test_softmax_backward_matches_reference_with_batch_dims_and_masks(sub, ref, 
             )
 
 
+@pytest.fixture(autouse=True)
+def _rule_on_every_call(sub):
+    """Every call into custom_backward.py is judged by the exercise's rule (data.watch_rule)."""
+    data.watch_rule(sub)
+
+
 def test_attention_backward_matches_reference_on_random_inputs(sub, ref, rng, credit):
     _gate_attention_backward(sub, ref, rng)
     for case in credit.cases(len(BACKWARD_KINDS)):
@@ -399,7 +406,7 @@ def test_attention_function_is_applied_and_its_backward_returns_dq_dk_dv_none_vi
     q, k, v, allowed, d_out = _problem(rng, torch.float64, lead=(), lengths="L=S", dims="d_k=d_v", mask="causal", t_max=8)
     with data.explained(sub):
         r = sub.custom_backward.run(
-            data.direct_forward_backward, q, k, v, allowed, d_out
+            data.direct_forward_backward, q, k, v, allowed, d_out, dispatch=sub.records_dispatch(data.MODULE)
         )  # a TODO stub stops here, with its message
     want_out, _ = _reference_grads(q, k, v, allowed, d_out)
     expect.close(
@@ -581,8 +588,9 @@ def test_custom_backward_keeps_dtype_and_leaves_inputs_unchanged(sub, ref, rng, 
 
 
 def test_rule_backward_uses_no_autograd(sub, rng):
-    """The rule test (a gate in grading.toml, weight 0): fails only when backward,
-    attention_backward or softmax_backward use autograd — then the whole skill scores 0. The
+    """The rule test (a gate in grading.toml, weight 0): fails as a violation only when
+    backward, attention_backward or softmax_backward are shown to use autograd — then the
+    whole skill scores 0 (a call that times out proves nothing: it fails as a timeout). The
     source check gives the fast first message; the verdict is what the dispatcher ran: only
     the operators of a hand-written backward in backward, none of autograd's in forward
     (recorded up to an error, if the code raises)."""
@@ -593,15 +601,11 @@ def test_rule_backward_uses_no_autograd(sub, rng):
             data.direct_forward_backward, q, k, v, allowed, d_out, dispatch=True, replace=list(data.dispatch.AUTOGRAD_REPLACED)
         )
     except SubmissionTimeout:
-        # a hand-written backward of a [2,6,·] problem takes milliseconds; one that cannot finish
-        # while what it runs is recorded (autograd through a Jacobian, …) cannot show it keeps the rule
-        expect.true(
-            False,
-            what="AttentionFunction.backward finishes while the operators it runs are recorded",
-            detail="it did not finish within the time limit on a [2, 6, ·] problem, so the rule could not be checked",
-            hints=["custom_backward/uses-autograd"],
-            problem="constraint",
-        )
+        # a call that never returned shows nothing of what it ran: no violation is proven, and
+        # the test fails as what it is (a timeout, which costs the skill nothing more); the
+        # rule is judged on every other test's calls too (data.watch_rule), so code that
+        # behaves only while this test watches gains nothing elsewhere
+        raise
     except SubmissionError:
         pass  # what ran before the error was recorded all the same, and is judged below
     expect.true(

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 
+import pytest
 import torch
 from course import custom_backward_data as data
 from course import week07 as w7
@@ -36,6 +37,12 @@ def _autograd_softmax_backward(d_weights: torch.Tensor, scores: torch.Tensor) ->
     a = torch.softmax(s, dim=-1)
     (g,) = torch.autograd.grad((a * d_weights.double()).sum(), [s])
     return g
+
+
+@pytest.fixture(autouse=True)
+def _rule_on_every_call(sub):
+    """Every call into custom_backward.py is judged by the exercise's rule (data.watch_rule)."""
+    data.watch_rule(sub)
 
 
 def test_softmax_backward_matches_autograd_on_week7_weights(sub, rng):
@@ -195,7 +202,16 @@ def test_attention_function_passes_gradcheck_in_float64(sub, rng):
             hints = hints or named
         else:  # torch's gradcheck runs backward through autograd: one gradient per forward input, None for the mask
             with data.explained(sub):
-                r = sub.custom_backward.run(data.function_forward_backward, q, k, v, allowed, [problem["out"]])
+                r = sub.custom_backward.run(
+                    data.function_forward_backward,
+                    q,
+                    k,
+                    v,
+                    allowed,
+                    [problem["out"]],
+                    watch=sub.records_dispatch(data.MODULE),
+                    dispatch=sub.records_dispatch(data.MODULE),
+                )
             got = (r.get("grads") or [None])[0] if isinstance(r, dict) else None
             n = len(got) if isinstance(got, (list, tuple)) else None
             message = (
