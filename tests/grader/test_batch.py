@@ -548,3 +548,30 @@ def test_summary_lists_every_mistake_course_ones_first_and_says_what_the_mean_co
     assert "median 60.0" in text and "94.9688" not in text
     assert "including 1 whose grading did not complete (0 points) and 1 with at least one function still the TODO stub" in text
     assert "over the 15 complete gradings only" in text
+
+
+def test_a_name_only_roster_matches_folders_named_after_students_and_never_zeroes_silently(tmp_path, fast_config):
+    """Folders named "Ana García", "Bob Smith" and a roster with names only: both match by name;
+    a zip that matches nobody makes the batch say the counts, exit 3 and leave the missing
+    student blank (not 0) in canvas.csv, until --accept-unmatched says 0 is meant."""
+    subs = tmp_path / "class"
+    subs.mkdir()
+    shutil.copytree(SOLUTIONS, subs / "Ana García", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(EXERCISES, subs / "Bob Smith", ignore=shutil.ignore_patterns("__pycache__"))
+    (subs / "Zed Q.zip").write_bytes(b"PK\x03\x04 not a zip")  # an error result at once: nothing to grade
+    roster = tmp_path / "roster.csv"
+    roster.write_text('id,name\n1,Ana García\n2,bob smith\n3,"Díaz, Cy"\n', encoding="utf-8")
+    out = tmp_path / "out"
+    first = batch(subs, out, "--jobs", "2", "--roster", str(roster), config=fast_config)
+    assert first.returncode == 3, first.stdout + first.stderr[-2000:]
+    assert "roster: 2 matched (2 by name), 1 unmatched submission(s), 1 roster student(s) missing" in first.stdout
+    assert "'Zed Q'" in first.stderr and "left blank, not 0" in first.stderr and "--accept-unmatched" in first.stderr
+    canvas = list(csv.reader(io.StringIO((out / "lms" / "canvas.csv").read_text(encoding="utf-8"))))
+    scores = {line[2]: line[-1] for line in canvas[2:]}
+    assert float(scores["1"]) > 0 and scores["2"] == "0" and scores["3"] == "", canvas
+    unmatched = list(csv.DictReader(io.StringIO((out / "lms" / "unmatched.csv").read_text(encoding="utf-8"))))
+    assert [u["folder"] for u in unmatched] == ["Zed Q"]
+    accepted = batch(subs, out, "--roster", str(roster), "--accept-unmatched", config=fast_config)
+    assert accepted.returncode == 0, accepted.stdout + accepted.stderr[-2000:]
+    canvas = list(csv.reader(io.StringIO((out / "lms" / "canvas.csv").read_text(encoding="utf-8"))))
+    assert {line[2]: line[-1] for line in canvas[2:]}["3"] == "0"

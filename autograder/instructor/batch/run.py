@@ -59,6 +59,7 @@ class Options:
     seed_key_file: Path | None = None  # the course key: the same seeds as the Gradescope bundle
     roster: list | None = None  # lms.Person rows (--roster): LMS exports in OUT/lms/
     assignment: str = ""  # the LMS column title (--assignment-name)
+    accept_unmatched: bool = False  # --accept-unmatched: 0 for missing roster students even while work matches nobody
 
 
 def seeds_note(options: Options) -> str:
@@ -304,14 +305,17 @@ def finish(
             results, meta = None, {}  # a result of older files or another suite: not this batch's
         rows.append(report.Row(student, results, meta))
     extra: list[str] = []
+    joined = None
     if options.roster:
         from . import lms
 
-        joined = lms.write(options.out, rows, options.roster, options.assignment or config.course, config.total_points)
-        extra += lms.summary_lines(options.roster, joined)
+        joined = lms.write(
+            options.out, rows, options.roster, options.assignment or config.course, config.total_points, options.accept_unmatched
+        )
+        extra += lms.summary_lines(options.roster, joined, options.accept_unmatched)
     if changed:
         extra += changes.write(options.out, changed)
-    return report.write_outputs(
+    summary = report.write_outputs(
         options.out,
         rows,
         list(config.skills),
@@ -322,6 +326,8 @@ def finish(
         visible_hash=ident.visible,
         extra=extra or None,
     )
+    summary.roster = joined if options.roster else None
+    return summary
 
 
 def wanted(config: Config, students: list[Student], options: Options) -> tuple[identity.SuiteIdentity, dict[str, dict]]:
