@@ -575,3 +575,76 @@ def test_a_name_only_roster_matches_folders_named_after_students_and_never_zeroe
     assert accepted.returncode == 0, accepted.stdout + accepted.stderr[-2000:]
     canvas = list(csv.reader(io.StringIO((out / "lms" / "canvas.csv").read_text(encoding="utf-8"))))
     assert {line[2]: line[-1] for line in canvas[2:]}["3"] == "0"
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({"SLURM_ARRAY_TASK_ID": "0", "SLURM_ARRAY_TASK_MIN": "0", "SLURM_ARRAY_TASK_COUNT": "3"}, (1, 3)),  # --array=0-2
+        ({"SLURM_ARRAY_TASK_ID": "2", "SLURM_ARRAY_TASK_MIN": "0", "SLURM_ARRAY_TASK_COUNT": "3"}, (3, 3)),
+        ({"SLURM_ARRAY_TASK_ID": "1", "SLURM_ARRAY_TASK_MIN": "1", "SLURM_ARRAY_TASK_COUNT": "3"}, (1, 3)),  # --array=1-3
+        ({"SLURM_ARRAY_TASK_ID": "3", "SLURM_ARRAY_TASK_MIN": "1", "SLURM_ARRAY_TASK_COUNT": "3"}, (3, 3)),
+        (
+            {
+                "SLURM_ARRAY_TASK_ID": "8",
+                "SLURM_ARRAY_TASK_MIN": "4",
+                "SLURM_ARRAY_TASK_COUNT": "3",
+                "SLURM_ARRAY_TASK_STEP": "2",
+            },
+            (3, 3),
+        ),  # --array=4-8:2
+    ],
+)
+def test_shard_slurm_takes_the_part_from_slurms_own_variables_0_or_1_based(env, expected):
+    from autograder.instructor.batch import shards
+
+    assert shards.parse("slurm", env) == expected
+
+
+def test_shard_slurm_outside_an_array_and_a_0_based_k_say_what_to_pass():
+    from autograder.instructor.batch import shards
+
+    with pytest.raises(shards.ShardError, match="SLURM_ARRAY_TASK_ID, SLURM_ARRAY_TASK_COUNT, SLURM_ARRAY_TASK_MIN not set"):
+        shards.parse("slurm", {})
+    with pytest.raises(shards.ShardError, match="pass --shard slurm"):
+        shards.parse("0/3", {})
+
+
+def _key(path: Path) -> Path:
+    import secrets
+
+    path.write_text(secrets.token_hex(32) + "\n", encoding="utf-8")
+    path.chmod(0o600)
+    return path
+
+
+def test_a_merge_of_shards_graded_with_another_course_key_or_missing_a_shard_fails_naming_the_cause(tmp_path, fast_config):
+    """Three students whose zips are broken (an error result each, no grading needed) in two
+    shards: a shard graded with another key (a node without the key file) stops the merge
+    with exit 2 naming that shard and both key ids, never the keys; so does a missing shard;
+    the same shard graded again with the course key merges every student."""
+    subs = tmp_path / "class"
+    subs.mkdir()
+    for name in ("ana", "bo", "cy"):
+        (subs / f"{name}.zip").write_bytes(b"PK\x03\x04 not a zip")
+    course, other = _key(tmp_path / "course.key"), _key(tmp_path / "other.key")
+    common = ("--no-preload", "--jobs", "1")
+    part1 = batch(subs, tmp_path / "p1", *common, "--shard", "1/2", "--seed-key-file", str(course), config=fast_config)
+    part2 = batch(subs, tmp_path / "p2", *common, "--shard", "2/2", "--seed-key-file", str(other), config=fast_config)
+    assert part1.returncode == part2.returncode == 0, part1.stderr + part2.stderr
+    record = json.loads((tmp_path / "p1" / "shard.json").read_text())
+    assert record["shard"] == "1/2" and course.read_text().strip() not in json.dumps(record)
+    parts = [str(tmp_path / "p1"), str(tmp_path / "p2")]
+    merged = batch(subs, tmp_path / "m", *common, "--merge", *parts, "--seed-key-file", str(course), config=fast_config)
+    assert merged.returncode == 2, merged.stdout + merged.stderr
+    assert (
+        f"{tmp_path / 'p2'} was graded with course key id" in merged.stderr and "this merge uses course key id" in merged.stderr
+    )
+    assert not (tmp_path / "m" / "gradebook.csv").exists()
+    alone = batch(subs, tmp_path / "m", *common, "--merge", parts[0], "--seed-key-file", str(course), config=fast_config)
+    assert alone.returncode == 2 and "shard(s) 2/2 missing" in alone.stderr, alone.stderr
+    again = batch(subs, tmp_path / "p2", *common, "--shard", "2/2", "--seed-key-file", str(course), config=fast_config)
+    assert again.returncode == 0, again.stderr
+    merged = batch(subs, tmp_path / "m", *common, "--merge", *parts, "--seed-key-file", str(course), config=fast_config)
+    assert merged.returncode == 0, merged.stdout + merged.stderr
+    assert "all 3 student(s)" in merged.stdout and len(rows(tmp_path / "m")) == 3

@@ -68,7 +68,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="K/N",
         default=None,
         help=(
-            "grade only the K-th of N disjoint parts of the class (a Slurm array task, a CI matrix job); merge them with --merge"
+            "grade only the K-th of N disjoint parts of the class (a CI matrix job); `--shard slurm`: this Slurm array "
+            "task's part, from SLURM_ARRAY_TASK_ID/_MIN/_COUNT (0- or 1-based arrays); merge them with --merge"
         ),
     )
     p.add_argument(
@@ -171,7 +172,7 @@ def _merge(config, students, options: Options, parts: list[Path], out: Console, 
 
     ident, wants = wanted(config, students, options)
     try:
-        notes = shards.merge(parts, options.out, students, wants)
+        notes = shards.merge(parts, options.out, students, wants, seeding.key_id(options.seed_key_file), ident.suite or "")
     except shards.ShardError as exc:
         print(f"autograder: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -180,8 +181,8 @@ def _merge(config, students, options: Options, parts: list[Path], out: Console, 
     summary = finish(config, students, options, wants, ident, None)
     print_summary(out, summary)
     out.print(
-        f"merged {len(parts)} shard(s): {len(students) - len([n for n in notes if 'not graded' in n])} of {len(students)} "
-        f"student(s) → {options.out / 'gradebook.csv'}, {options.out / 'summary.md'}",
+        f"merged {len(parts)} shard(s): all {len(students)} student(s) → {options.out / 'gradebook.csv'}, "
+        f"{options.out / 'summary.md'}",
         markup=False,
     )
     return roster_status(summary, options, out)
@@ -258,6 +259,7 @@ def main(args: argparse.Namespace) -> int:
             print(f"autograder: {exc}", file=sys.stderr)
             return EXIT_USAGE
         students = shards.select(students, shard)
+        options.shard = shard
         err.print(
             rich_escape(
                 f"autograder: shard {shard[0]}/{shard[1]}: {len(students)} student(s); merge the shards' --out "

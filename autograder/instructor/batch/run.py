@@ -59,6 +59,7 @@ class Options:
     seed_key_file: Path | None = None  # the course key: the same seeds as the Gradescope bundle
     roster: list | None = None  # lms.Person rows (--roster): LMS exports in OUT/lms/
     assignment: str = ""  # the LMS column title (--assignment-name)
+    shard: tuple[int, int] | None = None  # --shard K/N: OUT/shard.json records it for --merge
     accept_unmatched: bool = False  # --accept-unmatched: 0 for missing roster students even while work matches nobody
 
 
@@ -190,6 +191,10 @@ def run(config: Config, students: list[Student], options: Options, progress=None
     started = time.monotonic()
     options.out.mkdir(parents=True, exist_ok=True)
     ident, wants = wanted(config, students, options)
+    if options.shard is not None:
+        from . import shards
+
+        shards.record(options.out, options.shard, seeding.key_id(options.seed_key_file), ident.suite or "", students)
     todo: list[tuple[Student, dict]] = []
     for student in students:
         want = wants[student.key]
