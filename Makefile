@@ -80,9 +80,23 @@ nbgrader-course: $(VENV)/.instructor.stamp ## instructors: create or update the 
 	@test -n "$(DIR)" || { echo "make nbgrader-course: say where the course lives, e.g. make nbgrader-course DIR=../attention-course" >&2; exit 2; }
 	$(PY) -m autograder nbgrader-course "$(DIR)" --from $(DIST)/nbgrader
 
-batch: $(VENV)/.requirements.stamp ## instructors: grade a class (SUBMISSIONS=folder or Gradescope export, OUT=dir, [JOBS=n] [FORCE=1])
+# make batch passes each of these to `autograder batch` and refuses any other NAME=value given on the
+# command line (a misspelt ROSTER= would otherwise grade without a roster and say nothing)
+BATCH_VARS := SUBMISSIONS OUT JOBS FORCE ROSTER ASSIGNMENT ASSIGNMENT_NAME SHARD MERGE SEED_KEY_FILE ACCEPT_UNMATCHED SKILL SEED
+MAKE_VARS := PYTHON VENV DIST
+ifneq ($(filter batch,$(MAKECMDGOALS)),)
+BATCH_UNKNOWN := $(filter-out $(BATCH_VARS) $(MAKE_VARS),$(foreach v,$(.VARIABLES),$(if $(filter command line,$(origin $(v))),$(v))))
+ifneq ($(BATCH_UNKNOWN),)
+$(error make batch: unknown variable(s) $(BATCH_UNKNOWN) — known: $(BATCH_VARS))
+endif
+endif
+batch: $(VENV)/.requirements.stamp ## instructors: grade a class (SUBMISSIONS= OUT= [ROSTER=csv] [ASSIGNMENT=name] [SHARD=K/N|slurm] [MERGE="dirs"] [JOBS=n] [FORCE=1] [SEED_KEY_FILE=f] [ACCEPT_UNMATCHED=1])
 	@test -n "$(SUBMISSIONS)" -a -n "$(OUT)" || { echo "make batch: say what to grade and where, e.g. make batch SUBMISSIONS=submissions/ OUT=graded/" >&2; exit 2; }
-	$(PY) -m autograder batch "$(SUBMISSIONS)" --out "$(OUT)" $(if $(JOBS),--jobs $(JOBS)) $(if $(FORCE),--force)
+	$(PY) -m autograder batch "$(SUBMISSIONS)" --out "$(OUT)" $(if $(JOBS),--jobs $(JOBS)) $(if $(FORCE),--force) \
+		$(if $(ROSTER),--roster "$(ROSTER)") $(if $(ASSIGNMENT),--assignment "$(ASSIGNMENT)") \
+		$(if $(ASSIGNMENT_NAME),--assignment-name "$(ASSIGNMENT_NAME)") $(if $(SHARD),--shard "$(SHARD)") \
+		$(if $(MERGE),--merge $(MERGE)) $(if $(SEED_KEY_FILE),--seed-key-file "$(SEED_KEY_FILE)") \
+		$(if $(ACCEPT_UNMATCHED),--accept-unmatched) $(foreach s,$(SKILL),--skill $(s)) $(if $(SEED),--seed $(SEED))
 
 benchmark: $(VENV)/.requirements.stamp ## time one full grade against `import torch`
 	$(PY) tests/benchmarks/grade_time.py
@@ -101,5 +115,6 @@ help:
 	@echo "make new-test SKILL=x NAME=test_y WEIGHT=w FROM=test_z   instructors: add a test (+ HIDDEN=1, HINT=… FUNCTION=… TEXT=… SECTION=…)"
 	@echo "make release VERSION=1.0.0                               instructors: build dist/ (student repo, Gradescope zip, nbgrader course)"
 	@echo "make nbgrader-course DIR=../course                       instructors: create/update the live nbgrader course from dist/ (state kept)"
-	@echo "make batch SUBMISSIONS=dir OUT=dir [JOBS=n] [FORCE=1]    instructors: grade a whole class (gradebook.csv, summary.md)"
+	@echo "make batch SUBMISSIONS=dir OUT=dir [ROSTER=csv] [ASSIGNMENT=a] [SHARD=K/N|slurm] [MERGE=\"dirs\"] [JOBS=n] [FORCE=1]"
+	@echo "                                                        instructors: grade a whole class (gradebook.csv, summary.md, lms/)"
 	@echo "make benchmark | make tolerances                         measure speed / re-derive tolerances"
