@@ -165,3 +165,30 @@ def test_code_text_cuts_docstrings_and_comments_but_keeps_every_other_string():
     source = 'def f():\n    """doc"""\n    x = "not a doc"  # note\n    return x\n'
     assert identity.code_text(source.encode()) == b'def f():\n    x = "not a doc"\n    return x\n'
     assert identity.code_text(b"def broken(:\n") == b"def broken(:\n"  # not Python: its bytes
+
+
+def test_the_course_key_is_named_by_the_course_id_and_a_key_kept_under_the_name_is_never_replaced(home):
+    """Two courses of one name keep two keys once each has an [course] id; a key made before the
+    id (under the name) stops the release with the two ways on, never a silent new key."""
+    config = load(ROOT / "grading.toml")
+    assert config.course_id and seeding.key_name(config) == config.course_id
+    by_id = seeding.course_key_path(config.course_id)
+    assert by_id.name == f"{config.course_id}.seed.key"
+    old_key, old_path = seedkey.ensure(config.course, ROOT, home / "dist", print)  # made before ids existed
+    with pytest.raises(seedkey.SeedKeyProblem, match=r"\[course\] id names the course key .* move it: `mv "):
+        seedkey.ensure(config.course_id, ROOT, home / "dist", print, legacy=config.course)
+    old_path.rename(by_id)
+    key, path = seedkey.ensure(config.course_id, ROOT, home / "dist", print, legacy=config.course)
+    assert (key, path) == (old_key, by_id)
+    other, _ = seedkey.ensure("another-course", ROOT, home / "dist", print, legacy=config.course)
+    assert other != key
+
+
+def test_a_course_id_that_cannot_name_a_file_is_refused_naming_the_key(tmp_path):
+    from autograder.config import ConfigError
+
+    text = (ROOT / "grading.toml").read_text(encoding="utf-8").replace("[grader]\n", f'[grader]\nroot = "{ROOT}"\n', 1)
+    bad = tmp_path / "grading.toml"
+    bad.write_text(text.replace('id = "llm-attention"', 'id = "../x"', 1), encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"course\.id: must be 1-64 letters"):
+        load(bad)

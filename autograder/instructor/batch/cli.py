@@ -47,7 +47,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="FILE",
         default=None,
         help="the course's seed key, so that every score matches the Gradescope bundle's (default: the key "
-        "`make release` created, $AUTOGRADER_SEED_KEY_FILE or ~/.config/attention-autograder/<course>.seed.key, when it exists)",
+        "`make release` created, $AUTOGRADER_SEED_KEY_FILE or ~/.config/attention-autograder/<[course] id>.seed.key, when it exists)",
     )
     p.add_argument(
         "--roster",
@@ -200,7 +200,7 @@ def main(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"autograder: configuration error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    key_file = Path(args.seed_key_file) if args.seed_key_file else seeding.course_key_path(config.course)
+    key_file = Path(args.seed_key_file) if args.seed_key_file else seeding.course_key_path(seeding.key_name(config))
     if args.seed_key_file is None and not key_file.is_file():
         key_file = None  # no course key on this machine: the summary says the scores may differ from Gradescope's
     if key_file is not None:

@@ -147,17 +147,25 @@ def release(config: Config, out: Path, version: str, log: Callable[[str], None] 
     if problems:
         raise ReleaseError("\n".join(problems) + "\nnothing was released: regenerate, commit, and release again")
     try:
-        key, key_path = seedkey.ensure(config.course, config.root, out, log)
+        key, key_path = seedkey.ensure(
+            seeding.key_name(config), config.root, out, log, legacy=config.course if config.course_id else None
+        )
     except seedkey.SeedKeyProblem as exc:
         raise ReleaseError(f"{exc}\nnothing was released") from None
     _check_out(out, config.root)
     staging = _staging(out)
     try:
         ctx = ReleaseContext(config.root, config, staging, version, source_commit(config.root), suite_hash(config), seed_key=key)
+        keyed = f"[course] id {config.course_id!r}" if config.course_id else f"the course name {config.course!r}"
         log(
-            f"release: course seed key {key_path} (key id {seeding.key_id(key_path)}; the bundle's seed.key, "
+            f"release: course seed key {key_path} (key id {seeding.id_of(key)}, keyed by {keyed}; the bundle's seed.key, "
             "`make batch` regrades with the same file)"
         )
+        if not config.course_id:
+            log(
+                "release: note: grading.toml has no [course] id — the key is found by the course's name, which another "
+                'course on this machine could share; add e.g. id = "llm-attention-2026s" under [course]'
+            )
         if ctx.commit.endswith("+dirty"):
             log(f"release: warning: the repository has uncommitted changes; MANIFEST.json records {ctx.commit}")
         _build_all(ctx, config, log)
