@@ -171,7 +171,7 @@ KEYS: tuple[Key, ...] = (
     Key(
         "course.id",
         TEXT,
-        "what identifies the course on an instructor's machine, e.g. \"llm-attention-2026s\": the course seed key is "
+        'what identifies the course on an instructor\'s machine, e.g. "llm-attention-2026s": the course seed key is '
         "~/.config/attention-autograder/<id>.seed.key (without it, the course's name: two courses of one name would "
         "share a key)",
         None,

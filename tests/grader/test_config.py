@@ -465,7 +465,7 @@ UNIQUE = [
         "release.assignments.day1: skill 'qkv' is already in assignment 'week7'; a skill belongs to one assignment",
     ),
     ({'root = "': 'root = "/nonexistent/x" #'}, "grader.root: /nonexistent/x is not a directory"),
-    ({'id = "llm-attention"': 'id = "../keys"'}, "course.id: must be 1-64 letters, digits, ., - or _ (it names the course key's file)"),
+    ({'id = "llm-attention"': 'id = "../keys"'}, "course.id: must be 1-64 letters, digits, ., - or _"),
 ]
 
 

@@ -47,7 +47,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="FILE",
         default=None,
         help="the course's seed key, so that every score matches the Gradescope bundle's (default: the key "
-        "`make release` created, $AUTOGRADER_SEED_KEY_FILE or ~/.config/attention-autograder/<[course] id>.seed.key, when it exists)",
+        "`make release` created, $AUTOGRADER_SEED_KEY_FILE or ~/.config/attention-autograder/<[course] id>.seed.key, "
+        "when it exists)",
     )
     p.add_argument(
         "--roster",
