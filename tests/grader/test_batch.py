@@ -648,3 +648,23 @@ def test_a_merge_of_shards_graded_with_another_course_key_or_missing_a_shard_fai
     merged = batch(subs, tmp_path / "m", *common, "--merge", *parts, "--seed-key-file", str(course), config=fast_config)
     assert merged.returncode == 0, merged.stdout + merged.stderr
     assert "all 3 student(s)" in merged.stdout and len(rows(tmp_path / "m")) == 3
+
+
+def test_results_of_a_zip_name_the_zip_not_a_temporary_folder(graded):
+    out, _proc, _ = graded
+    data = json.loads((out / "zipped" / "results.json").read_text())
+    assert data["submission"]["path"] == "zipped.zip"
+    assert "autograder-batch-" not in (out / "zipped" / "results.json").read_text()
+
+
+def test_a_run_that_only_resumes_says_what_it_kept_not_graded_in_0_s(tmp_path, fast_config):
+    subs = tmp_path / "class"
+    subs.mkdir()
+    (subs / "ana.zip").write_bytes(b"PK\x03\x04 not a zip")  # an error result at once: nothing to grade
+    out = tmp_path / "out"
+    first = batch(subs, out, "--no-preload", config=fast_config)
+    assert first.returncode == 0, first.stderr
+    again = batch(subs, out, "--no-preload", config=fast_config)
+    assert again.returncode == 0 and "0 graded, 1 already done" in again.stdout, again.stdout + again.stderr
+    summary = (out / "summary.md").read_text(encoding="utf-8")
+    assert "Graded in" not in summary and "1 student(s)' results kept from an earlier run" in summary

@@ -143,9 +143,21 @@ def _grade_one(
         )
         results = grade(request)
         timing["graded_s"] = round(time.monotonic() - started, 3)
+        if student.is_zip:  # graded from a temporary copy: name the zip, not a random /tmp path
+            results = _relabel(results, folder, student.source.name)
         return results, note
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _relabel(results: results_mod.Results, folder: Path, label: str) -> results_mod.Results:
+    """``results`` with every mention of ``folder`` (a zip's temporary copy, in the submission's
+    paths, the modules' display paths and any message) said as ``label`` (the zip's name):
+    the same results on every run, and no machine's temporary folder in a student's file."""
+    text = json.dumps(results.to_dict(), ensure_ascii=False)
+    for prefix in {str(folder.resolve()), str(folder)}:
+        text = text.replace(json.dumps(prefix, ensure_ascii=False)[1:-1], json.dumps(label, ensure_ascii=False)[1:-1])
+    return results_mod.from_dict(json.loads(text))
 
 
 def _failed(exc: BaseException) -> str:
@@ -288,7 +300,12 @@ def run(config: Config, students: list[Student], options: Options, progress=None
             preloaded.close()
         outcome.seconds = time.monotonic() - started
         changed = changes.compare(previous, options.out, [s for s, _ in todo])
-        outcome.summary = finish(config, students, options, wants, ident, outcome.seconds, changed)
+        kept = [f"{outcome.skipped} student(s)' results kept from an earlier run (same files, suites and options)."]
+        # a run that graded nobody took no grading time: no "Graded in 0 s"
+        seconds = outcome.seconds if todo else None
+        outcome.summary = finish(
+            config, students, options, wants, ident, seconds, changed, kept=kept if outcome.skipped else None
+        )
     return outcome
 
 
@@ -300,6 +317,7 @@ def finish(
     ident: identity.SuiteIdentity,
     seconds: float | None,
     changed: list | None = None,
+    kept: list[str] | None = None,
 ) -> report.ClassSummary:
     """gradebook.csv, summary.md (and the LMS files with a roster) from the students' finished
     folders in ``options.out``: what a batch, a shard and a merge of shards all end with."""
@@ -309,7 +327,7 @@ def finish(
         if results is not None and any(meta.get(k) != v for k, v in wants[student.key].items()):
             results, meta = None, {}  # a result of older files or another suite: not this batch's
         rows.append(report.Row(student, results, meta))
-    extra: list[str] = []
+    extra: list[str] = ["## This run", "", *kept, ""] if kept else []
     joined = None
     if options.roster:
         from . import lms
