@@ -313,12 +313,15 @@ def canvas_csv(people: list[Person], joined: Join, assignment: str, max_score: f
 def unmatched_csv(joined: Join) -> str:
     """``folder``: the entry's own name in SUBMISSIONS (a zip's without ``.zip``), the value that
     matches once copied into the roster's ``folder`` column; ``results``: its folder under --out."""
+    from .report import cell
+
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(["folder", "name", "submitter", "results", "why"])
     for row, member, why in joined.unmatched:
         submitter = " ".join(v for v in (member.sid, member.email) if v) or "(no id)"
-        w.writerow([member.folder, member.name, submitter, row.student.key, why])
+        # the folder and names are the student's own text: report.cell keeps a spreadsheet from running them
+        w.writerow([cell(member.folder), cell(member.name), cell(submitter), row.student.key, why])
     return buf.getvalue()
 
 

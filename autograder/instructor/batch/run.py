@@ -41,7 +41,7 @@ from ...renderers import render
 from ...runner import identity, scoring, seeding
 from ...runner.grade import ALWAYS_PRELOAD, GradeRequest, grade
 from ...runner.process.launch import FRESH, Launcher
-from . import changes, report
+from . import changes, items, report
 from .students import Student, fingerprint, locate
 
 BATCH_SCHEMA = "attention-autograder/batch@1"
@@ -338,6 +338,7 @@ def finish(
         extra += lms.summary_lines(options.roster, joined, options.accept_unmatched)
     if changed:
         extra += changes.write(options.out, changed)
+    extra += items.write(options.out, rows)
     summary = report.write_outputs(
         options.out,
         rows,
