@@ -54,3 +54,65 @@ def test_changes_csv_lists_the_largest_change_first(tmp_path):
     table = list(csv.DictReader(io.StringIO((tmp_path / "changes.csv").read_text(encoding="utf-8"))))
     assert [r["student"] for r in table] == ["bo", "cy", "ana"]
     assert "4 student(s) regraded: 3 changed, 1 unchanged" in "\n".join(lines)
+
+
+def _disguised(text: str) -> str:
+    """The same code, renamed, reformatted and recommented: what a copy that tries to hide looks like."""
+    import re
+
+    renames = {"scores": "s_mat", "weights": "attn", "mask": "msk", "x": "inp", "q": "qq", "k": "kk", "v": "vv"}
+    for old, new in renames.items():
+        text = re.sub(rf"\b{old}\b", new, text)
+    out = []
+    for line in text.splitlines():
+        out.append(line.replace(", ", ",  ") + ("  # my own work" if line.strip().startswith("return") else ""))
+    return "\n".join(out) + "\n"
+
+
+def test_similarity_finds_a_disguised_copy_and_not_independent_correct_code(tmp_path, fast_config):
+    """Four students: the reference (ana), ana's code renamed, reformatted and recommented (bo),
+    two correct solutions written independently in other styles (cy: einsum, di: loops), and the
+    untouched stubs (ed). Only ana — bo is listed; its page escapes the code and says it is a
+    lead, not a verdict; summary lines link it."""
+    from conftest import EXERCISES, ROOT, SOLUTIONS
+
+    from autograder.config import load
+    from autograder.instructor.batch import similarity
+    from autograder.instructor.batch.students import discover
+
+    config = load(fast_config)
+    subs = tmp_path / "class"
+    subs.mkdir()
+    styles = ROOT / "tests" / "submissions" / "styles"
+    for name, source in (("ana", SOLUTIONS), ("cy", styles / "einsum"), ("di", styles / "loops"), ("ed", EXERCISES)):
+        (subs / name).mkdir()
+        for module in config.exercise_modules:
+            (subs / name / module).write_text((source / module).read_text(encoding="utf-8"), encoding="utf-8")
+    (subs / "bo").mkdir()
+    for module in config.exercise_modules:
+        (subs / "bo" / module).write_text(_disguised((SOLUTIONS / module).read_text(encoding="utf-8")), encoding="utf-8")
+    (subs / "bo" / "qkv.py").write_text(
+        (subs / "bo" / "qkv.py").read_text(encoding="utf-8") + "\n# </pre><script>alert(1)</script>\n", encoding="utf-8"
+    )
+    students, _ = discover(subs)
+    out = tmp_path / "out"
+    out.mkdir()
+    lines = similarity.write(out, students, config)
+    index = (out / "similarity" / "index.md").read_text(encoding="utf-8")
+    assert "`ana` — `bo`" in index and "never a verdict" in index
+    assert "`cy`" not in index and "`di`" not in index and "`ed`" not in index, index
+    page = (out / "similarity" / "ana__bo.html").read_text(encoding="utf-8")
+    assert "<script>" not in page and "&lt;script&gt;" in page and "<mark>" in page
+    assert any("[view](similarity/ana__bo.html)" in line for line in lines)
+
+
+def test_winnowing_ignores_names_layout_comments_and_docstrings():
+    from autograder.instructor.batch import similarity
+
+    a = (
+        'def f(x, y):\n    """Add."""\n    total = x + y * 2\n'
+        "    return total.sum(dim=-1) / x.shape[0] + torch.softmax(y, dim=0)\n"
+    )
+    b = "def g(p,q):\n    # mine\n    t=p+q*3\n    return t.sum(dim=-1)/p.shape[0]+torch.softmax(q,dim=0)\n"
+    assert [w for w, _ in similarity.tokens(a)] == [w for w, _ in similarity.tokens(b)]
+    assert similarity.fingerprints(a) and [h for h, _ in similarity.fingerprints(a)] == [h for h, _ in similarity.fingerprints(b)]

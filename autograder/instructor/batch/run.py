@@ -41,7 +41,7 @@ from ...renderers import render
 from ...runner import identity, scoring, seeding
 from ...runner.grade import ALWAYS_PRELOAD, GradeRequest, grade
 from ...runner.process.launch import FRESH, Launcher
-from . import changes, items, report
+from . import changes, items, report, similarity
 from .students import Student, fingerprint, locate
 
 BATCH_SCHEMA = "attention-autograder/batch@1"
@@ -339,6 +339,7 @@ def finish(
     if changed:
         extra += changes.write(options.out, changed)
     extra += items.write(options.out, rows)
+    extra += similarity.write(options.out, students, config)
     summary = report.write_outputs(
         options.out,
         rows,
