@@ -90,7 +90,7 @@ ifneq ($(BATCH_UNKNOWN),)
 $(error make batch: unknown variable(s) $(BATCH_UNKNOWN) — known: $(BATCH_VARS))
 endif
 endif
-batch: $(VENV)/.requirements.stamp ## instructors: grade a class (SUBMISSIONS= OUT= [ROSTER=csv] [ASSIGNMENT=name] [SHARD=K/N|slurm] [MERGE="dirs"] [JOBS=n] [FORCE=1] [SEED_KEY_FILE=f] [ACCEPT_UNMATCHED=1])
+batch: $(VENV)/.instructor.stamp ## instructors: grade a class (SUBMISSIONS= OUT= [ROSTER=csv] [ASSIGNMENT=name] [SHARD=K/N|slurm] [MERGE="dirs"] [JOBS=n] [FORCE=1] [SEED_KEY_FILE=f] [ACCEPT_UNMATCHED=1])
 	@test -n "$(SUBMISSIONS)" -a -n "$(OUT)" || { echo "make batch: say what to grade and where, e.g. make batch SUBMISSIONS=submissions/ OUT=graded/" >&2; exit 2; }
 	$(PY) -m autograder batch "$(SUBMISSIONS)" --out "$(OUT)" $(if $(JOBS),--jobs $(JOBS)) $(if $(FORCE),--force) \
 		$(if $(ROSTER),--roster "$(ROSTER)") $(if $(ASSIGNMENT),--assignment "$(ASSIGNMENT)") \

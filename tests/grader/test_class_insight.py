@@ -116,3 +116,32 @@ def test_winnowing_ignores_names_layout_comments_and_docstrings():
     b = "def g(p,q):\n    # mine\n    t=p+q*3\n    return t.sum(dim=-1)/p.shape[0]+torch.softmax(q,dim=0)\n"
     assert [w for w, _ in similarity.tokens(a)] == [w for w, _ in similarity.tokens(b)]
     assert similarity.fingerprints(a) and [h for h, _ in similarity.fingerprints(a)] == [h for h, _ in similarity.fingerprints(b)]
+
+
+def test_plots_are_drawn_beside_the_summary_and_embedded_in_it(tmp_path):
+    import pytest
+
+    pytest.importorskip("matplotlib", reason="instructor requirements (requirements-instructor.txt) are not installed")
+    from autograder.instructor.batch import plots, report
+
+    rows = []
+    for i in range(6):
+        row = _row(f"s{i}", {"easy": True, "good": i >= 3, "odd": i % 2 == 0})
+        row.results["skills"][0]["score"] = row.results["score"]
+        row.results["skills"][0]["points"] = 3
+        row.results["max_score"] = 3
+        if i < 2:
+            row.results["skills"][0]["tests"][1]["hints"] = [{"id": "qkv/divide-by-dk", "text": "t", "section": "s"}]
+        rows.append(row)
+    summary = report.summarize(rows, ["qkv"], {"qkv": "Q"})
+    changed = [changes.Change("s1", 1, 2, "a", "b", [])]
+    lines = plots.write(tmp_path, summary, items.analyse(rows), changed)
+    names = sorted(p.name for p in (tmp_path / "plots").iterdir())
+    assert names == ["mistakes.png", "regrade.png", "scores.png", "tests.png"]
+    assert all((tmp_path / "plots" / n).read_bytes().startswith(b"\x89PNG") for n in names)
+    text = "\n".join(lines)
+    assert all(f"](plots/{n})" in text for n in names)
+    again = tmp_path / "again"
+    again.mkdir()
+    plots.write(again, summary, items.analyse(rows), changed)
+    assert all((again / "plots" / n).read_bytes() == (tmp_path / "plots" / n).read_bytes() for n in names)  # reproducible

@@ -41,7 +41,7 @@ from ...renderers import render
 from ...runner import identity, scoring, seeding
 from ...runner.grade import ALWAYS_PRELOAD, GradeRequest, grade
 from ...runner.process.launch import FRESH, Launcher
-from . import changes, items, report, similarity
+from . import changes, items, plots, report, similarity
 from .students import Student, fingerprint, locate
 
 BATCH_SCHEMA = "attention-autograder/batch@1"
@@ -340,6 +340,8 @@ def finish(
         extra += changes.write(options.out, changed)
     extra += items.write(options.out, rows)
     extra += similarity.write(options.out, students, config)
+    titles = {sid: s.title for sid, s in config.skills.items()}
+    extra += plots.write(options.out, report.summarize(rows, list(config.skills), titles), items.analyse(rows), changed)
     summary = report.write_outputs(
         options.out,
         rows,
