@@ -69,13 +69,31 @@ def klass(work: Path, n: int) -> tuple[Path, Path]:
             (subs / f"{name}.zip").write_bytes(b"PK\x03\x04 not a zip")  # graded as an error, named
         elif i % 5 == 0:
             shutil.copytree(ROOT / "exercises", subs / name)
-        elif i % 5 == 1:
-            shutil.copytree(ROOT / "solutions", subs / name)
+        elif i % 5 == 1:  # correct code written independently, in the styles of tests/submissions/styles
+            shutil.copytree(STYLES[(i // 5) % len(STYLES)], subs / name)
+        elif i == 7:  # a copy of the first style's student, renamed, reformatted and recommented
+            disguise(STYLES[0], subs / name)
         else:
             variants.build(subs / name, [mistakes[i % len(mistakes)]])
     roster = work / "roster.csv"
     roster.write_text("\n".join(rows) + "\n", encoding="utf-8")
     return subs, roster
+
+
+STYLES = sorted(p for p in (ROOT / "tests" / "submissions" / "styles").iterdir() if p.is_dir())
+
+
+def disguise(source: Path, target: Path) -> None:
+    target.mkdir()
+    renames = {"scores": "s_mat", "weights": "attn", "mask": "msk", "x": "inp", "q": "qq", "k": "kk", "v": "vv"}
+    for module in sorted(source.glob("*.py")):
+        text = module.read_text(encoding="utf-8")
+        for old, new in renames.items():
+            text = re.sub(rf"\b{old}\b", new, text)
+        lines = [
+            line.replace(", ", ",  ") + ("  # mine" if line.strip().startswith("return") else "") for line in text.splitlines()
+        ]
+        (target / module.name).write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
 def without(text: str, *titles: str) -> str:
@@ -126,6 +144,8 @@ def main() -> int:
     ok &= f"roster: {args.students} matched ({args.students} by name), 0 unmatched" in proc.stdout
     for folder in ("plots", "similarity"):
         print(f"   {folder}/: " + ", ".join(sorted(p.name for p in (out / folder).iterdir())))
+    sim = (out / "summary.md").read_text(encoding="utf-8").split("## Code similarity", 1)[-1].split("\n## ", 1)[0]
+    print("   summary.md, code similarity:" + "".join(f"\n     {line}" for line in sim.strip().splitlines()[:6]))
     print("   items.csv: " + str(len((out / "items.csv").read_text(encoding="utf-8").splitlines()) - 1) + " tests")
     ok &= (out / "plots" / "scores.png").is_file() and (out / "similarity" / "index.md").is_file()
 
@@ -136,7 +156,7 @@ def main() -> int:
     before = "test_masked_softmax_matches_reference_on_random_scores = "
     weight = float(re.search(re.escape(before) + r"([0-9.]+)", text).group(1))
     text = text.replace(f"{before}{weight:g}", f"{before}{weight + 0.5:g}", 1)
-    first = re.search(r"(test_masks_[a-z_0-9]+) = ([0-9.]+)", text)
+    first = next(m for m in re.finditer(r"(test_masks_[a-z_0-9]+) = ([0-9.]+)", text) if float(m.group(2)) > 0.5)
     text = text.replace(first.group(0), f"{first.group(1)} = {float(first.group(2)) - 0.5:g}", 1)
     changed.write_text(text, encoding="utf-8")
     proc = run(
