@@ -156,9 +156,9 @@ def main() -> int:
     before = "test_masked_softmax_matches_reference_on_random_scores = "
     weight = float(re.search(re.escape(before) + r"([0-9.]+)", text).group(1))
     text = text.replace(f"{before}{weight:g}", f"{before}{weight + 0.5:g}", 1)
-    first = next(
-        m for m in re.finditer(r"(test_[a-z_0-9]+) = ([0-9.]+)", text) if float(m.group(2)) > 0.5 and "mask" in m.group(1)
-    )
+    start = text.index("[skills.masks]")
+    masks = text[start : start + re.search(r"^\[skills\.(?!masks)", text[start:], re.M).start()]
+    first = next(m for m in re.finditer(r"(test_[a-z_0-9]+) = ([0-9.]+)", masks) if float(m.group(2)) > 0.5)
     text = text.replace(first.group(0), f"{first.group(1)} = {float(first.group(2)) - 0.5:g}", 1)
     changed.write_text(text, encoding="utf-8")
     proc = run(
