@@ -365,7 +365,7 @@ def test_course_state_files_survive_a_re_release_and_dist_with_state_is_never_re
     (dist / "MANIFEST.json").write_text("{}")
     shutil.copy(live / "gradebook.db", dist / "nbgrader" / "gradebook.db")  # someone ran the course inside dist/
     with pytest.raises(build.ReleaseError, match="holds a running nbgrader course .*gradebook.db.*make nbgrader-course"):
-        build._prepare_out(dist, ROOT)
+        build._check_out(dist, ROOT)
     assert (dist / "nbgrader" / "gradebook.db").exists()
 
 
@@ -413,7 +413,7 @@ def test_course_state_survives_a_re_release_and_dist_with_state_is_never_replace
     (dist / "MANIFEST.json").write_text("{}")
     shutil.copy(live / "gradebook.db", dist / "nbgrader" / "gradebook.db")  # someone ran the course inside dist/
     with pytest.raises(build.ReleaseError, match="holds a running nbgrader course .*gradebook.db.*make nbgrader-course"):
-        build._prepare_out(dist, ROOT)
+        build._check_out(dist, ROOT)
     assert (dist / "nbgrader" / "gradebook.db").exists()
 
 
