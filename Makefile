@@ -70,9 +70,23 @@ nbgrader-course: $(VENV)/.instructor.stamp ## instructors: DIR=../course — cre
 	@test -n "$(DIR)" || { echo "make nbgrader-course: say where the course lives, e.g. make nbgrader-course DIR=../attention-course" >&2; exit 2; }
 	$(PY) -m autograder nbgrader-course "$(DIR)" --from $(DIST)/nbgrader
 
-batch: $(VENV)/.instructor.stamp ## instructors: SUBMISSIONS=dir|export OUT=dir [JOBS=n] [FORCE=1] — grade a class (gradebook, LMS files, summary)
+# make batch passes each of these to `autograder batch` and refuses any other NAME=value given on the
+# command line (a misspelt ROSTER= would otherwise grade without a roster and say nothing)
+BATCH_VARS := SUBMISSIONS OUT JOBS FORCE ROSTER ASSIGNMENT ASSIGNMENT_NAME SHARD MERGE SEED_KEY_FILE ACCEPT_UNMATCHED SKILL SEED
+MAKE_VARS := PYTHON VENV DIST
+ifneq ($(filter batch,$(MAKECMDGOALS)),)
+BATCH_UNKNOWN := $(filter-out $(BATCH_VARS) $(MAKE_VARS),$(foreach v,$(.VARIABLES),$(if $(filter command line,$(origin $(v))),$(v))))
+ifneq ($(BATCH_UNKNOWN),)
+$(error make batch: unknown variable(s) $(BATCH_UNKNOWN) — known: $(BATCH_VARS))
+endif
+endif
+batch: $(VENV)/.instructor.stamp ## instructors: grade a class (SUBMISSIONS= OUT= [ROSTER=csv] [ASSIGNMENT=name] [SHARD=K/N|slurm] [MERGE="dirs"] [JOBS=n] [FORCE=1] [SEED_KEY_FILE=f] [ACCEPT_UNMATCHED=1])
 	@test -n "$(SUBMISSIONS)" -a -n "$(OUT)" || { echo "make batch: say what to grade and where, e.g. make batch SUBMISSIONS=submissions/ OUT=graded/" >&2; exit 2; }
-	$(PY) -m autograder batch "$(SUBMISSIONS)" --out "$(OUT)" $(if $(JOBS),--jobs $(JOBS)) $(if $(FORCE),--force)
+	$(PY) -m autograder batch "$(SUBMISSIONS)" --out "$(OUT)" $(if $(JOBS),--jobs $(JOBS)) $(if $(FORCE),--force) \
+		$(if $(ROSTER),--roster "$(ROSTER)") $(if $(ASSIGNMENT),--assignment "$(ASSIGNMENT)") \
+		$(if $(ASSIGNMENT_NAME),--assignment-name "$(ASSIGNMENT_NAME)") $(if $(SHARD),--shard "$(SHARD)") \
+		$(if $(MERGE),--merge $(MERGE)) $(if $(SEED_KEY_FILE),--seed-key-file "$(SEED_KEY_FILE)") \
+		$(if $(ACCEPT_UNMATCHED),--accept-unmatched) $(foreach s,$(SKILL),--skill $(s)) $(if $(SEED),--seed $(SEED))
 
 benchmark: $(VENV)/.requirements.stamp ## time one full grade against `import torch` (docs/PERFORMANCE.md)
 	$(PY) tests/benchmarks/grade_time.py

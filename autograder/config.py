@@ -119,6 +119,12 @@ def _nbgrader_name(value: str) -> str | None:
     return None
 
 
+def _course_id(value: str) -> str | None:
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}", value):
+        return f"must be 1-64 letters, digits, ., - or _ (it names the course key's file), got {value!r}"
+    return None
+
+
 def _sandbox_user(user: str) -> str | None:
     """The user submission code runs as when grading as root. It must exist there; on a
     machine where the grader is not root the setting is not used, so only its form is checked."""
@@ -162,6 +168,15 @@ def _limit(name: str, kind: str, default: float, maximum: float, help: str, **mo
 KEYS: tuple[Key, ...] = (
     Key("course", TABLE, "the course", {}),
     Key("course.name", TEXT, "the course's name, in the reports and the student README", "Attention exercises"),
+    Key(
+        "course.id",
+        TEXT,
+        'what identifies the course on an instructor\'s machine, e.g. "llm-attention-2026s": the course seed key is '
+        "~/.config/attention-autograder/<id>.seed.key (without it, the course's name: two courses of one name would "
+        "share a key)",
+        None,
+        check=_course_id,
+    ),
     Key("grader", TABLE, "where the grader finds things, and how it seeds the random test inputs", {}),
     Key("grader.root", TEXT, "the repository, relative to this file, for a config kept elsewhere (tests, CI)", None),
     Key(
@@ -539,6 +554,8 @@ class Config:
     assignments: dict[str, tuple[str, ...]] = field(default_factory=dict)
     #: ``[release] platforms``: a subset of PLATFORMS, in the order the course lists them
     platforms: tuple[str, ...] = _default("release.platforms")
+    #: ``[course] id``: names the course's seed key file (runner/seeding.py key_name)
+    course_id: str | None = None
 
     @property
     def tests(self) -> list[TestSpec]:
@@ -853,6 +870,7 @@ def _parse(path: Path, text: str, data: dict, check_files: bool) -> Config:
         float(ci_fail_below),
         assignments,
         tuple(release["platforms"]),
+        course["id"],
     )
 
 

@@ -54,6 +54,29 @@ def _safe_log_line(line: str) -> str:
     return GUTTER + line if is_workflow_command(line) or line.lstrip().startswith("::") else line
 
 
+def _all_todo(results: Results, skill) -> bool:
+    info = module_info(results, skill)
+    functions, todo = info.get("functions") or [], info.get("todo") or []
+    return bool(functions) and set(functions) <= set(todo) and skill.score == 0
+
+
+def not_started(results: Results, skill) -> bool:
+    """Every function of the skill's module is still the TODO stub while the student has begun
+    another skill: a later assignment's exercise — one line of feedback, not an annotation per
+    test. (With nothing begun at all, the annotations show where to start.)"""
+    return _all_todo(results, skill) and any(not _all_todo(results, other) for other in results.skills)
+
+
+def _started_total(results: Results) -> str:
+    skipped = [s for s in results.skills if not_started(results, s)]
+    if not skipped:
+        return ""
+    started = [s for s in results.skills if s not in skipped]
+    score = sum(s.score for s in started)
+    top = sum(s.points for s in started)
+    return f" (skills started: {points(score)} / {points(top)}; not started: {', '.join(s.id for s in skipped)})"
+
+
 def commands(results: Results) -> list[str]:
     """The workflow commands: error annotations, then the score as a notice."""
     out = []
@@ -61,6 +84,8 @@ def commands(results: Results) -> list[str]:
         out.append(f"::error title=Grading did not complete::{gh_data(results.message)}")
     places: dict[tuple[str, int], list[tuple[str, TestOutcome]]] = {}
     for skill in results.skills:
+        if not_started(results, skill):
+            continue  # said once in the log, never an annotation per test
         for test in skill.tests:
             if test.status in ("passed", "not_run"):
                 continue
@@ -85,7 +110,8 @@ def commands(results: Results) -> list[str]:
         message += f"\nFailing here: {names} (−{points(lost)} points)"
         title = f"{skill_id}: {first.name}" if len(tests) == 1 else f"{skill_id}: {len(tests)} tests fail here"
         out.append(f"::error file={gh_property(file)},line={int(line)},title={gh_property(title)}::{gh_data(message)}")
-    out.append(f"::notice title=Score::{gh_data(f'{points(results.score)} / {points(results.max_score)}')}")
+    score = f"{points(results.score)} / {points(results.max_score)}{_started_total(results)}"
+    out.append(f"::notice title=Score::{gh_data(score)}")
     return out
 
 
@@ -94,6 +120,9 @@ def log(results: Results) -> list[str]:
     lines = []
     for skill in results.skills:
         failed = [t for t in skill.tests if t.status != "passed"]
+        if not_started(results, skill):
+            lines.append(_safe_log_line(f"{skill.id}: not started — every function in {skill.module} is still the TODO stub"))
+            continue
         lines.append(f"{skill.id}: {points(skill.score)} / {points(skill.points)} ({skill.passed}/{skill.total} passed)")
         if not failed:
             continue
@@ -109,7 +138,7 @@ def log(results: Results) -> list[str]:
         for test in others:
             lines.extend(_safe_log_line(line) for line in test_text(test).splitlines())
         lines.append("::endgroup::")
-    lines.append(f"Total: {points(results.score)} / {points(results.max_score)}")
+    lines.append(_safe_log_line(f"Total: {points(results.score)} / {points(results.max_score)}{_started_total(results)}"))
     return lines
 
 

@@ -10,8 +10,12 @@ Gradescope output and ``extra_data``, batch gradebook, a local grade):
   ``course`` modules those suites import (and the data files they name), and the visible
   tests' weights and gates.
 
-Both hash file *contents* by repository-relative path and the *parsed* scoring table, never
-``grading.toml``'s bytes: the Gradescope bundle's copy has other limits and the student
+Both hash file contents by repository-relative path and the *parsed* scoring table, never
+``grading.toml``'s bytes. ``suite`` hashes a reference solution's *code*: its text without
+docstrings and comments (``code_text``), so a reworded docstring of a reference solution
+does not make the next batch regrade the whole class, while any change to what runs does.
+``visible`` keeps each file's bytes (a student tree whose suites were touched in any way no
+longer claims the release's suites). the Gradescope bundle's copy has other limits and the student
 tree's has no hidden entries, yet they grade with the same suites. A tree without hidden
 suites (the student release) cannot compute ``suite``; it reads it from the ``release.json``
 the release put beside ``grading.toml``, and only while the visible part it computes is the
@@ -20,9 +24,12 @@ one that release recorded (otherwise the suites were changed and ``suite`` is un
 
 from __future__ import annotations
 
+import ast
 import hashlib
+import io
 import json
 import re
+import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -158,11 +165,52 @@ def scoring_table(config: Config, include_hidden: bool) -> dict:
     return table
 
 
-def digest(files: dict[str, bytes], table: dict) -> str:
-    h = hashlib.sha256(b"attention-autograder suites v2\0")
+def _docstring_spans(tree: ast.AST) -> list[tuple[int, int, int, int]]:
+    """(line, byte column, end line, end byte column) of each docstring statement."""
+    spans = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+                spans.append((first.lineno, first.col_offset, first.end_lineno or first.lineno, first.end_col_offset or 0))
+    return spans
+
+
+def code_text(data: bytes) -> bytes:
+    """A Python file's code: docstrings and comments cut out, trailing spaces and blank lines
+    dropped. Built from positions (``ast`` for docstrings, ``tokenize`` for comments), which
+    are the same on every Python version, never from ``ast.dump`` (whose output is not).
+    A file that does not parse is its bytes."""
+    try:
+        text = data.decode("utf-8")
+        tree = ast.parse(text)
+        lines = [line.encode("utf-8") for line in text.splitlines(keepends=True)]
+        cuts = _docstring_spans(tree)
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if tok.type == tokenize.COMMENT:
+                (row, col), (end_row, end_col) = tok.start, tok.end
+                line = text.splitlines(keepends=True)[row - 1]
+                cuts.append((row, len(line[:col].encode()), end_row, len(line[:end_col].encode())))
+    except (UnicodeDecodeError, SyntaxError, ValueError, tokenize.TokenError):
+        return data
+    for row, col, end_row, end_col in sorted(cuts, reverse=True):  # last first: earlier positions stay valid
+        if row == end_row:
+            lines[row - 1] = lines[row - 1][:col] + lines[row - 1][end_col:]
+        else:
+            lines[row - 1] = lines[row - 1][:col] + lines[end_row - 1][end_col:]
+            del lines[row:end_row]
+    kept = [line.rstrip() for line in b"".join(lines).splitlines()]
+    return b"\n".join(line for line in kept if line.strip()) + b"\n"
+
+
+def digest(files: dict[str, bytes], table: dict, code_only: tuple[str, ...] = ()) -> str:
+    """``code_only``: files under these folders count by their code (``code_text``), not their bytes."""
+    h = hashlib.sha256(b"attention-autograder suites v3\0" if code_only else b"attention-autograder suites v2\0")
     h.update(json.dumps(table, sort_keys=True, separators=(",", ":")).encode() + b"\0")
     for rel in sorted(files):
-        h.update(rel.encode() + b"\0" + hashlib.sha256(files[rel]).digest())
+        by_code = rel.endswith(".py") and any(rel.startswith(f"{folder}/") for folder in code_only)
+        data = code_text(files[rel]) if by_code else files[rel]
+        h.update(rel.encode() + b"\0" + hashlib.sha256(data).digest())
     return h.hexdigest()
 
 
@@ -173,7 +221,13 @@ def has_hidden(config: Config) -> bool:
 def identify(config: Config) -> SuiteIdentity:
     visible = digest(suite_files(config, False), scoring_table(config, False))
     if has_hidden(config):
-        return SuiteIdentity(digest(suite_files(config, True), scoring_table(config, True)), visible)
+        # the reference solutions by their code (their docstrings are the stubs' text, parsed here
+        # only: ~10 ms; the suites' 1 MB would cost 0.3 s on every grade)
+        try:
+            solutions: tuple[str, ...] = (config.solutions_dir.relative_to(config.root).as_posix(),)
+        except ValueError:  # kept outside the repository: not in the files hashed anyway
+            solutions = ()
+        return SuiteIdentity(digest(suite_files(config, True), scoring_table(config, True), code_only=solutions), visible)
     recorded = released(config.path.parent)
     same = recorded.get("visible_suite_hash") == visible
     return SuiteIdentity(recorded.get("suite_hash") if same else None, visible)

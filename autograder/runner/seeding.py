@@ -50,7 +50,8 @@ def key_env(path: Path | None) -> dict[str, str] | None:
 def course_key_path(course: str, env: dict[str, str] | None = None) -> Path:
     """Where an instructor's machine keeps the course's seed key, outside every repository and
     release: ``$AUTOGRADER_SEED_KEY_FILE`` when set, else
-    ``${XDG_CONFIG_HOME:-~/.config}/attention-autograder/<course>.seed.key``. ``make release``
+    ``${XDG_CONFIG_HOME:-~/.config}/attention-autograder/<course>.seed.key``, ``course`` being
+    grading.toml's ``[course] id`` (``key_name``; the name only where no id is given). ``make release``
     creates it once (random, 32 bytes as hex) and every later release, regrade and batch of
     the course reads the same file, so their seeds agree with the Gradescope bundle's."""
     env = os.environ if env is None else env
@@ -60,6 +61,12 @@ def course_key_path(course: str, env: dict[str, str] | None = None) -> Path:
     base = Path(env.get("XDG_CONFIG_HOME") or Path(env.get("HOME") or Path.home()) / ".config")
     slug = "".join(c if c.isalnum() else "-" for c in course.lower()).strip("-") or "course"
     return base / "attention-autograder" / f"{slug}.seed.key"
+
+
+def key_name(config) -> str:
+    """What names a course's key file: ``[course] id`` when given (two courses of one name on
+    one machine keep two keys), else the course's name, as before ids existed."""
+    return getattr(config, "course_id", None) or config.course
 
 
 def key_file(env: dict[str, str] | None = None) -> Path | None:
@@ -94,6 +101,11 @@ def key_id(path: Path | None) -> str:
     key, is_course_key = load_key(key_env(path))
     if not is_course_key:
         return "public-default"
+    return id_of(key)
+
+
+def id_of(key: bytes) -> str:
+    """``key_id`` of a key already read."""
     return hashlib.sha256(b"attention-autograder seed key id\0" + key).hexdigest()[:16]
 
 

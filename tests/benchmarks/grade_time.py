@@ -19,6 +19,9 @@ Sampling every 50 ms walks /proc, so those runs are not timed.
 
     .venv/bin/python tests/benchmarks/grade_time.py [--runs 7] [--release DIR] [--skill qkv]
 
+Exit status: 0 when every target is met, 1 when one is missed (each named on the last lines:
+a benchmark that misses its target says so to `make benchmark` and CI, not only in its text).
+
 ``--release DIR`` reuses a built release (``python -m autograder release --out DIR --version 1.0.0``);
 without it one is built from this tree into a temporary folder (~15 s).
 """
@@ -75,13 +78,27 @@ def student_tree(release: Path | None, work: Path) -> Path:
     return tree
 
 
+def missed(ratios: dict[str, float], pss_mib: dict[str, float], complete: dict[str, bool] | None = None) -> list[str]:
+    """Each target missed, said: a time ratio above its target, a peak PSS above 700 MB, a grade
+    that did not complete (its time measures nothing)."""
+    out = []
+    for name, target in TARGETS.items():
+        if name in ratios and ratios[name] > target:
+            out.append(f"{name}: {ratios[name]:.2f}× import torch, target ≤ {target}×")
+        if name in pss_mib and pss_mib[name] * 1.048576 > PSS_TARGET_MB:
+            out.append(f"{name}: peak PSS {pss_mib[name] * 1.048576:.0f} MB, target ≤ {PSS_TARGET_MB} MB")
+        if complete is not None and not complete.get(name, True):
+            out.append(f"{name}: the grade did not complete — its time measures nothing")
+    return out
+
+
 def summary(path: Path) -> str:
     data = json.loads(path.read_text())
     tests = sum(len(s["tests"]) for s in data["skills"])
     return f"{tests} tests, score {data['score']:g}/{data['max_score']:g}, {data['status']}"
 
 
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--release", type=Path, default=None, help="a built release folder (default: build one)")
@@ -155,9 +172,17 @@ def main() -> None:
                     f"RSS {m.peak_rss_mib:.0f} MiB, {m.peak_processes} processes, {m.samples} samples"
                 )
             print(line)
+        ratios = {name: statistics.median(times[name]) / base for name in TARGETS}
+        pss = {name: memory[name].peak_pss_mib for name in TARGETS}
+        complete = {name: json.loads(outputs[name].read_text())["status"] == "complete" for name in TARGETS}
+        problems = missed(ratios, pss, complete)
+        for problem in problems:
+            print(f"MISSED {problem}")
+        print("all targets met" if not problems else f"{len(problems)} target(s) missed")
+        return 1 if problems else 0
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -19,6 +19,11 @@ machine's Shmem growth (/proc/meminfo, noisy where others run), the memfd and /d
 the tree holds, and "total" = PSS without its shmem part + the largest shmem figure.
 
     .venv/bin/python tests/benchmarks/gradescope_run.py [--case reference --case loop_forever]
+
+The bundle is built with a fresh random course key (a real bundle carries the course's; the
+benchmark needs one of the same form, never the instructor's own). Exit status 1 when a
+target is missed: the reference below full marks, a case without a valid results.json, or
+a case whose memory total passes Gradescope's 768 MB container.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import argparse
 import json
 import os
 import re
+import secrets
 import shutil
 import stat
 import sys
@@ -94,16 +100,44 @@ CASES = {
 }
 
 
-def main() -> None:
+CONTAINER_MB = 768  # Gradescope's default container memory
+
+
+def build_bundle(work: Path, config) -> Path:
+    """dist/autograder.zip of the whole course, keyed with a fresh random key of the course
+    key's form (hex text): the bundle refuses to be built without one."""
+    ctx = ReleaseContext(
+        repo=ROOT,
+        config=config,
+        out=work / "dist",
+        version="0.0.0-bench",
+        commit="unknown",
+        suite_hash=suite_hash(config),
+        seed_key=secrets.token_hex(32).encode(),
+    )
+    return gradescope.build(ctx)[0]
+
+
+def missed(case: str, data: dict | None, total_mib: float, full_marks: float) -> list[str]:
+    """The targets a case missed (empty: met)."""
+    if data is None:
+        return [f"{case}: no valid results.json"]
+    out = []
+    if case == "reference" and abs(float(data.get("score") or 0) - full_marks) > 1e-6:
+        out.append(f"{case}: scored {data.get('score')} of {full_marks:g} — the reference must score full marks")
+    if total_mib * 1.048576 > CONTAINER_MB:
+        out.append(f"{case}: memory total {total_mib * 1.048576:.0f} MB > the {CONTAINER_MB} MB container")
+    return out
+
+
+def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--case", action="append", choices=sorted(CASES), default=[])
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="gradescope-bench-"))
     config = load(ROOT / "grading.toml")
-    ctx = ReleaseContext(
-        repo=ROOT, config=config, out=work / "dist", version="0.0.0-bench", commit="unknown", suite_hash=suite_hash(config)
-    )
-    bundle = gradescope.build(ctx)[0]  # the whole course
+    bundle = build_bundle(work, config)
+    problems: list[str] = []
     print(
         f"bundle: {bundle.stat().st_size / 1024:.0f} KiB; budget {config.gradescope_release.time_budget_s:g} s; "
         f"worker address space {config.gradescope_release.limits.memory_mib} MiB"
@@ -121,7 +155,12 @@ def main() -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("GRADESCOPE_", "AUTOGRADER_"))}
         env.update(GRADESCOPE_AUTOGRADER_ROOT=str(root), GRADESCOPE_PYTHON=sys.executable)
         m = measure([str(root / "source" / "run_autograder")], env=env, cwd=root)
-        data = json.loads((root / "results" / "results.json").read_text())
+        try:
+            data = json.loads((root / "results" / "results.json").read_text())
+        except (OSError, ValueError):
+            problems += missed(case, None, m.peak_total_mib, config.total_points)
+            continue
+        problems += missed(case, data, m.peak_total_mib, config.total_points)
         status = data.get("extra_data", {}).get("status")
         print(
             f"{case:13s} wall {m.wall_s:6.1f} s  peak PSS {m.peak_pss_mib:5.0f} MiB  peak RSS {m.peak_rss_mib:5.0f} MiB  "
@@ -132,7 +171,11 @@ def main() -> None:
             flush=True,
         )
     shutil.rmtree(work, ignore_errors=True)
+    for problem in problems:
+        print(f"MISSED {problem}")
+    print("all targets met" if not problems else f"{len(problems)} target(s) missed")
+    return 1 if problems else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -552,3 +552,123 @@ def test_summary_lists_every_mistake_course_ones_first_and_says_what_the_mean_co
     assert "median 60.0" in text and "94.9688" not in text
     assert "including 1 whose grading did not complete (0 points) and 1 with at least one function still the TODO stub" in text
     assert "over the 15 complete gradings only" in text
+
+
+def test_a_name_only_roster_matches_folders_named_after_students_and_never_zeroes_silently(tmp_path, fast_config):
+    """Folders named "Ana García", "Bob Smith" and a roster with names only: both match by name;
+    a zip that matches nobody makes the batch say the counts, exit 3 and leave the missing
+    student blank (not 0) in canvas.csv, until --accept-unmatched says 0 is meant."""
+    subs = tmp_path / "class"
+    subs.mkdir()
+    shutil.copytree(SOLUTIONS, subs / "Ana García", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(EXERCISES, subs / "Bob Smith", ignore=shutil.ignore_patterns("__pycache__"))
+    (subs / "Zed Q.zip").write_bytes(b"PK\x03\x04 not a zip")  # an error result at once: nothing to grade
+    roster = tmp_path / "roster.csv"
+    roster.write_text('id,name\n1,Ana García\n2,bob smith\n3,"Díaz, Cy"\n', encoding="utf-8")
+    out = tmp_path / "out"
+    first = batch(subs, out, "--jobs", "2", "--roster", str(roster), config=fast_config)
+    assert first.returncode == 3, first.stdout + first.stderr[-2000:]
+    assert "roster: 2 matched (2 by name), 1 unmatched submission(s), 1 roster student(s) missing" in first.stdout
+    assert "'Zed Q'" in first.stderr and "left blank, not 0" in first.stderr and "--accept-unmatched" in first.stderr
+    canvas = list(csv.reader(io.StringIO((out / "lms" / "canvas.csv").read_text(encoding="utf-8"))))
+    scores = {line[2]: line[-1] for line in canvas[2:]}
+    assert float(scores["1"]) > 0 and scores["2"] == "0" and scores["3"] == "", canvas
+    unmatched = list(csv.DictReader(io.StringIO((out / "lms" / "unmatched.csv").read_text(encoding="utf-8"))))
+    assert [u["folder"] for u in unmatched] == ["Zed Q"]
+    accepted = batch(subs, out, "--roster", str(roster), "--accept-unmatched", config=fast_config)
+    assert accepted.returncode == 0, accepted.stdout + accepted.stderr[-2000:]
+    canvas = list(csv.reader(io.StringIO((out / "lms" / "canvas.csv").read_text(encoding="utf-8"))))
+    assert {line[2]: line[-1] for line in canvas[2:]}["3"] == "0"
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({"SLURM_ARRAY_TASK_ID": "0", "SLURM_ARRAY_TASK_MIN": "0", "SLURM_ARRAY_TASK_COUNT": "3"}, (1, 3)),  # --array=0-2
+        ({"SLURM_ARRAY_TASK_ID": "2", "SLURM_ARRAY_TASK_MIN": "0", "SLURM_ARRAY_TASK_COUNT": "3"}, (3, 3)),
+        ({"SLURM_ARRAY_TASK_ID": "1", "SLURM_ARRAY_TASK_MIN": "1", "SLURM_ARRAY_TASK_COUNT": "3"}, (1, 3)),  # --array=1-3
+        ({"SLURM_ARRAY_TASK_ID": "3", "SLURM_ARRAY_TASK_MIN": "1", "SLURM_ARRAY_TASK_COUNT": "3"}, (3, 3)),
+        (
+            {
+                "SLURM_ARRAY_TASK_ID": "8",
+                "SLURM_ARRAY_TASK_MIN": "4",
+                "SLURM_ARRAY_TASK_COUNT": "3",
+                "SLURM_ARRAY_TASK_STEP": "2",
+            },
+            (3, 3),
+        ),  # --array=4-8:2
+    ],
+)
+def test_shard_slurm_takes_the_part_from_slurms_own_variables_0_or_1_based(env, expected):
+    from autograder.instructor.batch import shards
+
+    assert shards.parse("slurm", env) == expected
+
+
+def test_shard_slurm_outside_an_array_and_a_0_based_k_say_what_to_pass():
+    from autograder.instructor.batch import shards
+
+    with pytest.raises(shards.ShardError, match="SLURM_ARRAY_TASK_ID, SLURM_ARRAY_TASK_COUNT, SLURM_ARRAY_TASK_MIN not set"):
+        shards.parse("slurm", {})
+    with pytest.raises(shards.ShardError, match="pass --shard slurm"):
+        shards.parse("0/3", {})
+
+
+def _key(path: Path) -> Path:
+    import secrets
+
+    path.write_text(secrets.token_hex(32) + "\n", encoding="utf-8")
+    path.chmod(0o600)
+    return path
+
+
+def test_a_merge_of_shards_graded_with_another_course_key_or_missing_a_shard_fails_naming_the_cause(tmp_path, fast_config):
+    """Three students whose zips are broken (an error result each, no grading needed) in two
+    shards: a shard graded with another key (a node without the key file) stops the merge
+    with exit 2 naming that shard and both key ids, never the keys; so does a missing shard;
+    the same shard graded again with the course key merges every student."""
+    subs = tmp_path / "class"
+    subs.mkdir()
+    for name in ("ana", "bo", "cy"):
+        (subs / f"{name}.zip").write_bytes(b"PK\x03\x04 not a zip")
+    course, other = _key(tmp_path / "course.key"), _key(tmp_path / "other.key")
+    common = ("--no-preload", "--jobs", "1")
+    part1 = batch(subs, tmp_path / "p1", *common, "--shard", "1/2", "--seed-key-file", str(course), config=fast_config)
+    part2 = batch(subs, tmp_path / "p2", *common, "--shard", "2/2", "--seed-key-file", str(other), config=fast_config)
+    assert part1.returncode == part2.returncode == 0, part1.stderr + part2.stderr
+    record = json.loads((tmp_path / "p1" / "shard.json").read_text())
+    assert record["shard"] == "1/2" and course.read_text().strip() not in json.dumps(record)
+    parts = [str(tmp_path / "p1"), str(tmp_path / "p2")]
+    merged = batch(subs, tmp_path / "m", *common, "--merge", *parts, "--seed-key-file", str(course), config=fast_config)
+    assert merged.returncode == 2, merged.stdout + merged.stderr
+    assert (
+        f"{tmp_path / 'p2'} was graded with course key id" in merged.stderr and "this merge uses course key id" in merged.stderr
+    )
+    assert not (tmp_path / "m" / "gradebook.csv").exists()
+    alone = batch(subs, tmp_path / "m", *common, "--merge", parts[0], "--seed-key-file", str(course), config=fast_config)
+    assert alone.returncode == 2 and "shard(s) 2/2 missing" in alone.stderr, alone.stderr
+    again = batch(subs, tmp_path / "p2", *common, "--shard", "2/2", "--seed-key-file", str(course), config=fast_config)
+    assert again.returncode == 0, again.stderr
+    merged = batch(subs, tmp_path / "m", *common, "--merge", *parts, "--seed-key-file", str(course), config=fast_config)
+    assert merged.returncode == 0, merged.stdout + merged.stderr
+    assert "all 3 student(s)" in merged.stdout and len(rows(tmp_path / "m")) == 3
+
+
+def test_results_of_a_zip_name_the_zip_not_a_temporary_folder(graded):
+    out, _proc, _ = graded
+    data = json.loads((out / "zipped" / "results.json").read_text())
+    assert data["submission"]["path"] == "zipped.zip"
+    assert "autograder-batch-" not in (out / "zipped" / "results.json").read_text()
+
+
+def test_a_run_that_only_resumes_says_what_it_kept_not_graded_in_0_s(tmp_path, fast_config):
+    subs = tmp_path / "class"
+    subs.mkdir()
+    (subs / "ana.zip").write_bytes(b"PK\x03\x04 not a zip")  # an error result at once: nothing to grade
+    out = tmp_path / "out"
+    first = batch(subs, out, "--no-preload", config=fast_config)
+    assert first.returncode == 0, first.stderr
+    again = batch(subs, out, "--no-preload", config=fast_config)
+    assert again.returncode == 0 and "0 graded, 1 already done" in again.stdout, again.stdout + again.stderr
+    summary = (out / "summary.md").read_text(encoding="utf-8")
+    assert "Graded in" not in summary and "1 student(s)' results kept from an earlier run" in summary

@@ -465,6 +465,7 @@ UNIQUE = [
         "release.assignments.day1: skill 'qkv' is already in assignment 'week7'; a skill belongs to one assignment",
     ),
     ({'root = "': 'root = "/nonexistent/x" #'}, "grader.root: /nonexistent/x is not a directory"),
+    ({'id = "llm-attention"': 'id = "../keys"'}, "course.id: must be 1-64 letters, digits, ., - or _"),
 ]
 
 
@@ -506,7 +507,7 @@ def test_every_declared_own_rule_has_its_case():
     ruled = [key for key in KEYS if key.check or key.item or key.low]
     for key in ruled:
         assert any(f".{key.name}: " in message for message in messages), key.path
-    assert len(ruled) == 9
+    assert len(ruled) == 10
 
 
 def test_config_error_carries_a_line_number(tmp_path):

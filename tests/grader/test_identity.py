@@ -131,3 +131,64 @@ def test_code_the_shipped_lessons_print_is_public_for_the_leak_audit():
     assert line in audit.public_lines(CONFIG)
     assert line not in audit.solution_lines(CONFIG)
     assert len(audit.solution_lines(CONFIG)) > 50  # the rest of the reference is still guarded
+
+
+def _copy_repo(dest: Path) -> Path:
+    import shutil
+
+    ignore = shutil.ignore_patterns("__pycache__", ".pytest_cache")
+    for rel in ("tests/suites", "solutions", "exercises"):
+        shutil.copytree(ROOT / rel, dest / rel, ignore=ignore)
+    shutil.copy2(ROOT / "grading.toml", dest / "grading.toml")
+    return dest / "grading.toml"
+
+
+def test_a_docstring_or_comment_edit_of_a_solution_keeps_the_suite_identity_a_code_edit_changes_it(tmp_path):
+    """A reworded docstring or comment in the reference cannot change a score, so a batch
+    must not regrade the class for it; any change to the code (a constant) must."""
+    config = _copy_repo(tmp_path / "repo")
+    before = identity.identify(load(config))
+    solution = tmp_path / "repo" / "solutions" / "qkv.py"
+    text = solution.read_text(encoding="utf-8")
+    first_def = text.index("\ndef ")
+    doc_start = text.index('"""', first_def)
+    edited = text[: doc_start + 3] + "Reworded: " + text[doc_start + 3 :]
+    edited = edited.replace("\ndef ", "\n# a comment added above\ndef ", 1)
+    solution.write_text(edited, encoding="utf-8")
+    assert identity.identify(load(config)) == before
+    assert "math.sqrt(d_k)" in edited
+    solution.write_text(edited.replace("math.sqrt(d_k)", "math.sqrt(d_k + 0)", 1), encoding="utf-8")
+    assert identity.identify(load(config)).suite != before.suite
+
+
+def test_code_text_cuts_docstrings_and_comments_but_keeps_every_other_string():
+    source = 'def f():\n    """doc"""\n    x = "not a doc"  # note\n    return x\n'
+    assert identity.code_text(source.encode()) == b'def f():\n    x = "not a doc"\n    return x\n'
+    assert identity.code_text(b"def broken(:\n") == b"def broken(:\n"  # not Python: its bytes
+
+
+def test_the_course_key_is_named_by_the_course_id_and_a_key_kept_under_the_name_is_never_replaced(home):
+    """Two courses of one name keep two keys once each has an [course] id; a key made before the
+    id (under the name) stops the release with the two ways on, never a silent new key."""
+    config = load(ROOT / "grading.toml")
+    assert config.course_id and seeding.key_name(config) == config.course_id
+    by_id = seeding.course_key_path(config.course_id)
+    assert by_id.name == f"{config.course_id}.seed.key"
+    old_key, old_path = seedkey.ensure(config.course, ROOT, home / "dist", print)  # made before ids existed
+    with pytest.raises(seedkey.SeedKeyProblem, match=r"\[course\] id names the course key .* move it: `mv "):
+        seedkey.ensure(config.course_id, ROOT, home / "dist", print, legacy=config.course)
+    old_path.rename(by_id)
+    key, path = seedkey.ensure(config.course_id, ROOT, home / "dist", print, legacy=config.course)
+    assert (key, path) == (old_key, by_id)
+    other, _ = seedkey.ensure("another-course", ROOT, home / "dist", print, legacy=config.course)
+    assert other != key
+
+
+def test_a_course_id_that_cannot_name_a_file_is_refused_naming_the_key(tmp_path):
+    from autograder.config import ConfigError
+
+    text = (ROOT / "grading.toml").read_text(encoding="utf-8").replace("[grader]\n", f'[grader]\nroot = "{ROOT}"\n', 1)
+    bad = tmp_path / "grading.toml"
+    bad.write_text(text.replace('id = "llm-attention"', 'id = "../x"', 1), encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"course\.id: must be 1-64 letters"):
+        load(bad)

@@ -57,10 +57,10 @@ def test_roster_join_splits_groups_lists_missing_and_unmatched(tmp_path):
         ("1001", "90.5", "graded"),
         ("1002", "80", "graded"),
         ("1003", "80", "graded"),
-        ("1004", "0", "missing"),
+        ("1004", "", "missing-unmatched-work"),  # Di may be `stranger`: blank, never 0
     ]
     assert [(r.student.key, why) for r, _m, why in joined.unmatched] == [
-        ("stranger", "matches no roster row (by id, email, login, github or folder)")
+        ("stranger", "matches no roster row (by id, email, login, github, folder or name) — add its folder to the roster")
     ]
     summary = "\n".join(lms.summary_lines(people, joined))
     assert "4 students on the roster: 3 with a submission, 1 missing; 1 submission(s)" in summary and "`stranger`" in summary
@@ -153,3 +153,79 @@ def test_a_student_who_submitted_twice_keeps_the_later_submission(tmp_path):
     joined = lms.join([_row("alima", 10), _row("ana-gh", 70)], people)
     assert joined.graded[2][0].student.key == "ana-gh"
     assert "replaced by a later submission" in joined.unmatched[0][2]
+
+
+NAME_ONLY = """id,name
+2001,Ana García
+2002,Bob Smith
+2003,"Díaz, Cy"
+2004,Zoë Ng
+2005,Li Wei
+2006,Li Wei
+"""
+
+
+def _folder_row(folder: str, score: float) -> Row:
+    source = Path(f"/class/{folder}")
+    student = Student(key=folder.replace(" ", "_"), name=folder.removesuffix(".zip"), source=source)
+    return Row(student, {"status": "complete", "score": score, "max_score": 100})
+
+
+def test_folders_named_after_students_match_a_name_only_roster_accents_case_and_order_ignored(tmp_path):
+    people = _roster(tmp_path, NAME_ONLY)
+    rows = [_folder_row(name, 90) for name in ("Ana García", "bob_smith", "CY DIAZ.zip", "Li Wei")]
+    joined = lms.join(rows, people)
+    matched = {line: r.student.name for line, (r, _m, _how) in joined.graded.items()}
+    assert matched == {2: "Ana García", 3: "bob_smith", 4: "CY DIAZ"}
+    assert joined.by_name == 3
+    # two roster rows named Li Wei: reported with both lines, never guessed
+    assert [(r.student.name, why) for r, _m, why in joined.unmatched] == [
+        ("Li Wei", "its name fits several roster rows (lines 6, 7) — add a `folder` column to tell them apart")
+    ]
+    assert lms.name_key("GARCÍA, Ana") == lms.name_key("ana_garcia") == lms.name_key("Ａｎａ　Garci\u0301a") == "ana garcia"
+
+
+def test_no_roster_student_gets_0_while_a_submission_matches_nobody_unless_accepted(tmp_path):
+    people = _roster(tmp_path, NAME_ONLY)
+    joined = lms.join([_folder_row("Ana García", 95), _folder_row("Zoe N.", 80)], people)  # Zoë's folder fits no name
+    canvas = list(csv.reader(io.StringIO(lms.canvas_csv(people, joined, "W7", 100))))
+    assert canvas[2][-1] == "95" and [line[-1] for line in canvas[3:]] == ["", "", "", "", ""]
+    grades = list(csv.DictReader(io.StringIO(lms.grades_csv(people, joined, 100))))
+    assert {g["status"] for g in grades[1:]} == {"missing-unmatched-work"} and {g["score"] for g in grades[1:]} == {""}
+    summary = "\n".join(lms.summary_lines(people, joined))
+    assert "left blank, not 0" in summary and "--accept-unmatched" in summary
+    accepted = list(csv.reader(io.StringIO(lms.canvas_csv(people, joined, "W7", 100, accept_unmatched=True))))
+    assert [line[-1] for line in accepted[3:]] == ["0", "0", "0", "0", "0"]
+    assert joined.counts(people) == "roster: 1 matched (1 by name), 1 unmatched submission(s), 5 roster student(s) missing"
+    # the unmatched file names the folder as it is in SUBMISSIONS: copied into the roster, it matches
+    unmatched = list(csv.DictReader(io.StringIO(lms.unmatched_csv(joined))))
+    assert unmatched[0]["folder"] == "Zoe N." and unmatched[0]["results"] == "Zoe_N."
+    fixed = _roster(tmp_path, NAME_ONLY.replace("2004,Zoë Ng", "2004,Zoë Ng,Zoe N.").replace("id,name", "id,name,folder"))
+    again = lms.join([_folder_row("Ana García", 95), _folder_row("Zoe N.", 80)], fixed)
+    assert not again.unmatched and again.graded[5][0].student.name == "Zoe N."
+
+
+CANVAS_EXPORT = (
+    "Student,ID,SIS User ID,SIS Login ID,Section,Week 7 attention (31337),Current Score,Final Score\n"
+    "    Points Possible,,,,,41.5,(read only),(read only)\n"
+    '"García, Ana",9001,S2001,agarcia,Sec A,30,72.3,72.3\n'
+    '"Smith, Bob",9002,S2002,bsmith,Sec B,,0,0\n'
+    '"Student, Test",9003,,,Sec A,,,\n'
+)
+
+
+def test_canvas_gradebook_export_is_a_roster(tmp_path):
+    notes: list[str] = []
+    path = tmp_path / "export.csv"
+    path.write_text("\ufeff" + CANVAS_EXPORT, encoding="utf-8")
+    people = lms.load_roster(path, notes)
+    assert [(p.get("id"), p.get("login"), p.get("canvas_id"), p.get("section"), p.get("name")) for p in people] == [
+        ("S2001", "agarcia", "9001", "Sec A", "García, Ana"),
+        ("S2002", "bsmith", "9002", "Sec B", "Smith, Bob"),
+    ]
+    assert any("`week 7 attention (31337)`, `current score`, `final score` ignored" in n for n in notes), notes
+    assert any("Student, Test has no SIS User ID" in n for n in notes), notes
+    joined = lms.join([_folder_row("Ana Garcia", 40), _folder_row("bsmith", 35)], people)
+    lines = list(csv.reader(io.StringIO(lms.canvas_csv(people, joined, "Week 7 attention", 41.5))))
+    assert lines[2] == ["García, Ana", "9001", "S2001", "agarcia", "Sec A", "40"]
+    assert lines[3] == ["Smith, Bob", "9002", "S2002", "bsmith", "Sec B", "35"]

@@ -365,7 +365,7 @@ def test_course_state_files_survive_a_re_release_and_dist_with_state_is_never_re
     (dist / "MANIFEST.json").write_text("{}")
     shutil.copy(live / "gradebook.db", dist / "nbgrader" / "gradebook.db")  # someone ran the course inside dist/
     with pytest.raises(build.ReleaseError, match="holds a running nbgrader course .*gradebook.db.*make nbgrader-course"):
-        build._prepare_out(dist, ROOT)
+        build._check_out(dist, ROOT)
     assert (dist / "nbgrader" / "gradebook.db").exists()
 
 
@@ -413,7 +413,7 @@ def test_course_state_survives_a_re_release_and_dist_with_state_is_never_replace
     (dist / "MANIFEST.json").write_text("{}")
     shutil.copy(live / "gradebook.db", dist / "nbgrader" / "gradebook.db")  # someone ran the course inside dist/
     with pytest.raises(build.ReleaseError, match="holds a running nbgrader course .*gradebook.db.*make nbgrader-course"):
-        build._prepare_out(dist, ROOT)
+        build._check_out(dist, ROOT)
     assert (dist / "nbgrader" / "gradebook.db").exists()
 
 
@@ -497,3 +497,11 @@ def test_each_assignment_is_an_nbgrader_assignment_with_its_skills_and_points(co
         assert sorted(p.stem for p in folder.glob("*.ipynb")) == sorted(skills), name
         points = sum(_nb(c)["points"] for sid in skills for c in _cells(folder / f"{sid}.ipynb") if _nb(c).get("grade"))
         assert points == sum(CONFIG.skills[s].points for s in skills), name
+
+
+def test_the_course_readme_sends_nbgrader_to_a_course_folder_of_its_own_never_into_dist(course):
+    """dist/nbgrader is replaced by the next release: its README says to run nbgrader in the
+    folder `make nbgrader-course DIR=…` keeps (state kept), never `cd dist/nbgrader`."""
+    text = (course / "README.md").read_text(encoding="utf-8")
+    assert "cd dist/nbgrader" not in text
+    assert "make nbgrader-course DIR=../attention-course" in text and "cd ../attention-course" in text

@@ -380,7 +380,7 @@ def test_release_refuses_a_bad_version_and_a_folder_that_is_not_a_release_in_pro
     (tmp_path / "notes").mkdir()
     (tmp_path / "notes" / "keep.txt").write_text("mine")
     with pytest.raises(build.ReleaseError, match="not empty and not a previous release"):
-        build._prepare_out(tmp_path / "notes", ROOT)
+        build._check_out(tmp_path / "notes", ROOT)
     assert (tmp_path / "notes" / "keep.txt").read_text() == "mine"
 
 
@@ -848,3 +848,45 @@ def test_a_leak_into_the_classroom50_autograders_stops_the_release(tmp_path, mon
         build.release(CONFIG, tmp_path / "dist", VERSION, log=lambda _: None)
     assert "leak audit of dist/classroom50:" in str(info.value)
     assert "\n  week7/assignment.json:" in str(info.value) and f"names the hidden test {hidden}" in str(info.value)
+
+
+def _tree_bytes(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_a_refused_release_leaves_dist_as_it_was_and_the_fixed_one_replaces_it(tmp_path, monkeypatch, capsys):
+    """Stale stubs, then a leak found midway: each refusal leaves the previous dist/ byte for byte
+    (MANIFEST.json too, so the next release still knows it as a release); the fixed release
+    replaces it and says which course key it used (here with the student-tree builder only)."""
+    from autograder.instructor.release import build, student
+
+    monkeypatch.setenv("AUTOGRADER_SEED_KEY_FILE", str(course_key()))
+    monkeypatch.setattr(build, "BUILDERS", [b for b in build.BUILDERS if b[0] == "student"])
+    monkeypatch.setattr(build, "stale", lambda config: [])
+    dist = tmp_path / "dist"
+    assert build.main(CONFIG, dist, "1.0.0") == 0
+    before = _tree_bytes(dist)
+    assert "MANIFEST.json" in before
+
+    monkeypatch.setattr(build, "stale", lambda config: ["exercises/qkv.py: differs from what `make stubs` writes"])
+    assert build.main(CONFIG, dist, "1.0.1") == 1
+    assert "nothing was released" in capsys.readouterr().err
+    assert _tree_bytes(dist) == before
+
+    monkeypatch.setattr(build, "stale", lambda config: [])
+    real = student.build
+
+    def leaky(ctx):  # a builder that writes half a tree, then the audit refuses it
+        paths = real(ctx)
+        (ctx.out / "student" / "leak.py").write_bytes((ROOT / "solutions" / "qkv.py").read_bytes())
+        return paths
+
+    monkeypatch.setattr(student, "build", leaky)
+    assert build.main(CONFIG, dist, "1.0.1") == 1
+    assert "leak audit of dist/student" in capsys.readouterr().err
+    assert _tree_bytes(dist) == before
+    assert not [p for p in tmp_path.iterdir() if p.name != "dist"]  # no building folder left behind
+
+    monkeypatch.setattr(student, "build", real)
+    assert build.main(CONFIG, dist, "1.0.2") == 0
+    assert '"version": "1.0.2"' in (dist / "MANIFEST.json").read_text(encoding="utf-8")

@@ -141,11 +141,11 @@ def test_no_shipped_workflow_feeds_github_classroom():
 
 
 def _evaluate(expression: str, context: dict[str, object]) -> bool:
-    """A workflow `if:` made only of `github.…` lookups, string literals, ==, !=, && and ||."""
+    """A workflow `if:` made only of `github.…`/`steps.…` lookups, string literals, ==, !=, && and ||."""
     import re
 
     assert re.fullmatch(r"[\w.' !=|&()-]+", expression), expression
-    python = re.sub(r"github(\.[\w-]+)+", lambda m: repr(context.get(m.group(0))), expression)
+    python = re.sub(r"(?:github|steps)(\.[\w-]+)+", lambda m: repr(context.get(m.group(0))), expression)
     python = python.replace("&&", " and ").replace("||", " or ")
     return bool(eval(python, {"__builtins__": {}}))  # noqa: S307 - our own expression, checked above
 
@@ -512,3 +512,36 @@ def test_missing_results_still_comment_that_grading_broke(fake_github, tmp_path)
     proc = _comment(tmp_path / "nope.json", event, "pull_request", fake_github.url, tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "Grading did not complete" in fake_github.comments[0]["body"]
+
+
+def test_a_pushed_commit_classroom50_already_grades_is_not_graded_again(tmp_path):
+    """`gh student submit` pushes its commit and a submit/* tag: the push's feedback run finds
+    the tag on its commit and grades nothing (Classroom 50 grades the submission, once); a
+    commit without such a tag is graded. The step's script runs here with a stub `git`."""
+    import stat
+
+    data = _load(STUDENT)
+    (job,) = data["jobs"].values()
+    check = next(s for s in job["steps"] if s.get("id") == "submitted")
+    assert _evaluate(check["if"], PUSH) and not _evaluate(check["if"], FORK_PR)
+    after = job["steps"][job["steps"].index(check) + 1 :]
+    assert len(after) >= 5  # setup, install, grade, upload, comment
+    for step in after:
+        condition = step["if"].replace("always() && ", "")
+        assert not _evaluate(condition, {**PUSH, "steps.submitted.outputs.skip": "true"}), step
+        assert _evaluate(condition, {**PUSH, "steps.submitted.outputs.skip": None}), step
+    sha = "a" * 40
+    stub = tmp_path / "bin"
+    stub.mkdir()
+    for tags, expected in (
+        (f"{'b' * 40}\trefs/tags/v1\n{sha}\trefs/tags/submit/week7\n", "skip=true\n"),
+        (f"{sha}\trefs/tags/v1\n{'c' * 40}\trefs/tags/submit/week7\n", ""),
+    ):
+        (stub / "git").write_text(f"#!/bin/sh\nprintf '{tags}'\n", encoding="utf-8")
+        (stub / "git").chmod(stat.S_IRWXU)
+        output = tmp_path / "output"
+        output.write_text("", encoding="utf-8")
+        env = {"PATH": f"{stub}:{os.environ['PATH']}", "GITHUB_SHA": sha, "GITHUB_OUTPUT": str(output)}
+        proc = subprocess.run(["bash", "-e", "-c", check["run"]], env=env, capture_output=True, text=True, timeout=30)
+        assert proc.returncode == 0, proc.stderr
+        assert output.read_text(encoding="utf-8") == expected, tags

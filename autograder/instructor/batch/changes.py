@@ -4,8 +4,8 @@ A batch rerun into the same ``--out`` regrades every student whose finished resu
 longer fits (a fixed suite, another seed key, changed files, ``--force``). Before it does,
 the old ``results.json`` of each of them is read (``snapshot``); afterwards ``compare`` sets
 old against new, and ``write`` leaves ``OUT/changes.csv`` (student, old, new, change, suite
-before → after, the tests whose score moved) plus a section of ``summary.md``. Students whose
-score and tests are unchanged are counted, not listed.
+before → after, the tests whose score moved), largest change first, plus a section of
+``summary.md``. Students whose score and tests are unchanged are counted, not listed.
 """
 
 from __future__ import annotations
@@ -80,7 +80,8 @@ def write(out: Path, found: list[Change | None]) -> list[str]:
     from ...core import escape
     from ...core.results import write_atomic
 
-    changed = [c for c in found if c is not None]
+    # largest change first (drops and gains alike), then by student: what to look at first
+    changed = sorted((c for c in found if c is not None), key=lambda c: (-abs(c.new - c.old), c.new - c.old, c.key))
     rows: list[list[object]] = [["student", "old", "new", "change", "suite_before", "suite_after", "tests"]]
     for c in changed:
         rows.append(

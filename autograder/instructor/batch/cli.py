@@ -2,7 +2,9 @@
 
 Exit status: 0 when every student has a result (whatever the scores; a student whose grading
 broke has status ``error`` in the gradebook and the reason in their results); 2 for a usage
-or configuration error; 130 when interrupted by Ctrl-C or SIGTERM (finished results and the
+or configuration error (and a ``--merge`` missing students or mixing course keys); 3 when
+``--roster`` leaves a submission matched to nobody (the LMS files then leave the missing
+students blank, never 0; ``--accept-unmatched`` accepts it); 130 when interrupted by Ctrl-C or SIGTERM (finished results and the
 gradebook are kept: run the same command again to go on).
 """
 
@@ -24,7 +26,7 @@ from . import shards
 from .run import Options, default_jobs, finish, run, seeds_note, wanted
 from .students import BatchInputError, discover
 
-EXIT_OK, EXIT_USAGE, EXIT_INTERRUPTED = 0, 2, 130
+EXIT_OK, EXIT_USAGE, EXIT_UNMATCHED, EXIT_INTERRUPTED = 0, 2, 3, 130
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -45,7 +47,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="FILE",
         default=None,
         help="the course's seed key, so that every score matches the Gradescope bundle's (default: the key "
-        "`make release` created, $AUTOGRADER_SEED_KEY_FILE or ~/.config/attention-autograder/<course>.seed.key, when it exists)",
+        "`make release` created, $AUTOGRADER_SEED_KEY_FILE or ~/.config/attention-autograder/<[course] id>.seed.key, "
+        "when it exists)",
     )
     p.add_argument(
         "--roster",
@@ -54,13 +57,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="the class list (columns id, and any of name, email, login, github, folder, section): writes OUT/lms/canvas.csv, "
         "grades.csv (one row per student, missing ones too) and unmatched.csv",
     )
+    p.add_argument(
+        "--accept-unmatched",
+        action="store_true",
+        help="with --roster: give missing roster students 0 and exit 0 even while some submission matches no roster row "
+        "(by default their LMS cells stay blank and the exit status is 3)",
+    )
     p.add_argument("--assignment-name", metavar="TITLE", default=None, help="the LMS gradebook column (default: the course name)")
     p.add_argument(
         "--shard",
         metavar="K/N",
         default=None,
         help=(
-            "grade only the K-th of N disjoint parts of the class (a Slurm array task, a CI matrix job); merge them with --merge"
+            "grade only the K-th of N disjoint parts of the class (a CI matrix job); `--shard slurm`: this Slurm array "
+            "task's part, from SLURM_ARRAY_TASK_ID/_MIN/_COUNT (0- or 1-based arrays); merge them with --merge"
         ),
     )
     p.add_argument(
@@ -130,12 +140,40 @@ def _terminate(_signum, _frame) -> None:
     raise KeyboardInterrupt
 
 
+def roster_status(summary, options: Options, out: Console) -> int:
+    """The roster join's counts on the terminal; ``EXIT_UNMATCHED`` while work matches nobody."""
+    joined = getattr(summary, "roster", None) if summary is not None else None
+    if joined is None or options.roster is None:
+        return EXIT_OK
+    out.print(f"{joined.counts(options.roster)} → {options.out / 'lms'}", markup=False)
+    open_work = joined.open_work()
+    if not open_work:
+        return EXIT_OK
+    missing = len(joined.missing(options.roster))
+    shown = ", ".join(repr(m.folder or row.student.key) for row, m, _why in open_work[:5]) + (" …" if len(open_work) > 5 else "")
+    if options.accept_unmatched:
+        print(
+            f"autograder: {len(open_work)} submission(s) match no roster row ({shown}); --accept-unmatched: "
+            f"the {missing} missing roster student(s) get 0",
+            file=sys.stderr,
+        )
+        return EXIT_OK
+    print(
+        f"autograder: {len(open_work)} submission(s) match no roster row ({shown}) — the {missing} missing roster "
+        f"student(s) are left blank, not 0, in {options.out / 'lms'}/canvas.csv and grades.csv. Add a `folder` "
+        f"column to the roster ({options.out / 'lms' / 'unmatched.csv'} names each folder), or pass "
+        "--accept-unmatched to give them 0.",
+        file=sys.stderr,
+    )
+    return EXIT_UNMATCHED
+
+
 def _merge(config, students, options: Options, parts: list[Path], out: Console, err: Console) -> int:
     from .report import print_summary
 
     ident, wants = wanted(config, students, options)
     try:
-        notes = shards.merge(parts, options.out, students, wants)
+        notes = shards.merge(parts, options.out, students, wants, seeding.key_id(options.seed_key_file), ident.suite or "")
     except shards.ShardError as exc:
         print(f"autograder: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -144,11 +182,11 @@ def _merge(config, students, options: Options, parts: list[Path], out: Console, 
     summary = finish(config, students, options, wants, ident, None)
     print_summary(out, summary)
     out.print(
-        f"merged {len(parts)} shard(s): {len(students) - len([n for n in notes if 'not graded' in n])} of {len(students)} "
-        f"student(s) → {options.out / 'gradebook.csv'}, {options.out / 'summary.md'}",
+        f"merged {len(parts)} shard(s): all {len(students)} student(s) → {options.out / 'gradebook.csv'}, "
+        f"{options.out / 'summary.md'}",
         markup=False,
     )
-    return EXIT_OK
+    return roster_status(summary, options, out)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -163,7 +201,7 @@ def main(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"autograder: configuration error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    key_file = Path(args.seed_key_file) if args.seed_key_file else seeding.course_key_path(config.course)
+    key_file = Path(args.seed_key_file) if args.seed_key_file else seeding.course_key_path(seeding.key_name(config))
     if args.seed_key_file is None and not key_file.is_file():
         key_file = None  # no course key on this machine: the summary says the scores may differ from Gradescope's
     if key_file is not None:
@@ -176,11 +214,14 @@ def main(args: argparse.Namespace) -> int:
     if args.roster:
         from .lms import RosterError, load_roster
 
+        roster_notes: list[str] = []
         try:
-            roster = load_roster(Path(args.roster))
+            roster = load_roster(Path(args.roster), roster_notes)
         except RosterError as exc:
             print(f"autograder: --roster {exc}", file=sys.stderr)
             return EXIT_USAGE
+        for note in roster_notes:
+            err.print(rich_escape(f"autograder: --roster {note}"), highlight=False)
     submissions = Path(args.submissions)
     out_dir = Path(args.out)
     try:
@@ -204,6 +245,7 @@ def main(args: argparse.Namespace) -> int:
         seed_key_file=key_file,
         roster=roster,
         assignment=args.assignment_name or "",
+        accept_unmatched=args.accept_unmatched,
     )
     err.print(rich_escape(f"autograder: {seeds_note(options)}"), highlight=False)
     if args.merge and args.shard:
@@ -218,6 +260,7 @@ def main(args: argparse.Namespace) -> int:
             print(f"autograder: {exc}", file=sys.stderr)
             return EXIT_USAGE
         students = shards.select(students, shard)
+        options.shard = shard
         err.print(
             rich_escape(
                 f"autograder: shard {shard[0]}/{shard[1]}: {len(students)} student(s); merge the shards' --out "
@@ -260,7 +303,7 @@ def main(args: argparse.Namespace) -> int:
             "autograder: interrupted — finished results are kept; run the same command again to grade the rest", file=sys.stderr
         )
         return EXIT_INTERRUPTED
-    return EXIT_OK
+    return roster_status(summary, options, out)
 
 
 COMMANDS = (

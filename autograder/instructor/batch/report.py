@@ -105,6 +105,7 @@ class ClassSummary:
     failed_tests: list[tuple[str, int, str]]  # (test name, students, skill)
     unfinished: int = 0  # students with at least one function still the TODO stub
     complete: list[bool] = field(default_factory=list)  # per entry of totals: the grading completed
+    roster: object | None = None  # lms.Join of a batch with --roster (set by run.finish)
 
 
 def summarize(rows: list[Row], skills: list[str], titles: dict[str, str]) -> ClassSummary:

@@ -41,7 +41,7 @@ from ...runner import identity, scoring, seeding
 from ...runner.grade import ALWAYS_PRELOAD, GradeRequest, grade
 from ...runner.process.launch import FRESH, Launcher
 from ...sandbox.tree import remove_tree
-from . import changes, report
+from . import changes, items, plots, report, similarity
 from .students import Student, fingerprint, locate
 
 BATCH_SCHEMA = "attention-autograder/batch@1"
@@ -59,6 +59,8 @@ class Options:
     seed_key_file: Path | None = None  # the course key: the same seeds as the Gradescope bundle
     roster: list | None = None  # lms.Person rows (--roster): LMS exports in OUT/lms/
     assignment: str = ""  # the LMS column title (--assignment-name)
+    shard: tuple[int, int] | None = None  # --shard K/N: OUT/shard.json records it for --merge
+    accept_unmatched: bool = False  # --accept-unmatched: 0 for missing roster students even while work matches nobody
 
 
 def seeds_note(options: Options) -> str:
@@ -141,9 +143,21 @@ def _grade_one(
         )
         results = grade(request)
         timing["graded_s"] = round(time.monotonic() - started, 3)
+        if student.is_zip:  # graded from a temporary copy: name the zip, not a random /tmp path
+            results = _relabel(results, folder, student.source.name)
         return results, note
     finally:
         remove_tree(work)  # sandbox/tree.py: whatever the run left there, any depth
+
+
+def _relabel(results: results_mod.Results, folder: Path, label: str) -> results_mod.Results:
+    """``results`` with every mention of ``folder`` (a zip's temporary copy, in the submission's
+    paths, the modules' display paths and any message) said as ``label`` (the zip's name):
+    the same results on every run, and no machine's temporary folder in a student's file."""
+    text = json.dumps(results.to_dict(), ensure_ascii=False)
+    for prefix in {str(folder.resolve()), str(folder)}:
+        text = text.replace(json.dumps(prefix, ensure_ascii=False)[1:-1], json.dumps(label, ensure_ascii=False)[1:-1])
+    return results_mod.from_dict(json.loads(text))
 
 
 def _failed(exc: BaseException) -> str:
@@ -189,6 +203,10 @@ def run(config: Config, students: list[Student], options: Options, progress=None
     started = time.monotonic()
     options.out.mkdir(parents=True, exist_ok=True)
     ident, wants = wanted(config, students, options)
+    if options.shard is not None:
+        from . import shards
+
+        shards.record(options.out, options.shard, seeding.key_id(options.seed_key_file), ident.suite or "", students)
     todo: list[tuple[Student, dict]] = []
     for student in students:
         want = wants[student.key]
@@ -282,7 +300,12 @@ def run(config: Config, students: list[Student], options: Options, progress=None
             preloaded.close()
         outcome.seconds = time.monotonic() - started
         changed = changes.compare(previous, options.out, [s for s, _ in todo])
-        outcome.summary = finish(config, students, options, wants, ident, outcome.seconds, changed)
+        kept = [f"{outcome.skipped} student(s)' results kept from an earlier run (same files, suites and options)."]
+        # a run that graded nobody took no grading time: no "Graded in 0 s"
+        seconds = outcome.seconds if todo else None
+        outcome.summary = finish(
+            config, students, options, wants, ident, seconds, changed, kept=kept if outcome.skipped else None
+        )
     return outcome
 
 
@@ -294,6 +317,7 @@ def finish(
     ident: identity.SuiteIdentity,
     seconds: float | None,
     changed: list | None = None,
+    kept: list[str] | None = None,
 ) -> report.ClassSummary:
     """gradebook.csv, summary.md (and the LMS files with a roster) from the students' finished
     folders in ``options.out``: what a batch, a shard and a merge of shards all end with."""
@@ -303,15 +327,22 @@ def finish(
         if results is not None and any(meta.get(k) != v for k, v in wants[student.key].items()):
             results, meta = None, {}  # a result of older files or another suite: not this batch's
         rows.append(report.Row(student, results, meta))
-    extra: list[str] = []
+    extra: list[str] = ["## This run", "", *kept, ""] if kept else []
+    joined = None
     if options.roster:
         from . import lms
 
-        joined = lms.write(options.out, rows, options.roster, options.assignment or config.course, config.total_points)
-        extra += lms.summary_lines(options.roster, joined)
+        joined = lms.write(
+            options.out, rows, options.roster, options.assignment or config.course, config.total_points, options.accept_unmatched
+        )
+        extra += lms.summary_lines(options.roster, joined, options.accept_unmatched)
     if changed:
         extra += changes.write(options.out, changed)
-    return report.write_outputs(
+    extra += items.write(options.out, rows)
+    extra += similarity.write(options.out, students, config)
+    titles = {sid: s.title for sid, s in config.skills.items()}
+    extra += plots.write(options.out, report.summarize(rows, list(config.skills), titles), items.analyse(rows), changed)
+    summary = report.write_outputs(
         options.out,
         rows,
         list(config.skills),
@@ -322,6 +353,8 @@ def finish(
         visible_hash=ident.visible,
         extra=extra or None,
     )
+    summary.roster = joined if options.roster else None
+    return summary
 
 
 def wanted(config: Config, students: list[Student], options: Options) -> tuple[identity.SuiteIdentity, dict[str, dict]]:

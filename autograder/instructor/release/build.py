@@ -9,11 +9,17 @@
 
 Same commit + same version → byte-identical ``dist/``. ``dist/`` is replaced, but only if it
 is empty or a previous release (it holds ``MANIFEST.json``): nothing else is ever deleted.
+Everything is built in a folder beside it (``.dist.building-<pid>``) that replaces ``dist/``
+only once the whole release is built and audited: a release refused or broken midway
+leaves ``dist/`` exactly as it was (the previous release stays usable, and the next
+release still recognises it).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
+import os
 import re
 import shutil
 import subprocess
@@ -24,6 +30,7 @@ from pathlib import Path
 
 from ...config import Config
 from ...renderers.common import suite_label
+from ...runner import seeding
 from . import course_dir, manifest, seedkey
 from .context import ReleaseContext
 
@@ -65,7 +72,8 @@ def source_commit(repo: Path) -> str:
     return head + ("+dirty" if status else "")
 
 
-def _prepare_out(out: Path, repo: Path) -> None:
+def _check_out(out: Path, repo: Path) -> None:
+    """``out`` may be replaced by a release: empty, missing or a previous release; nothing is touched."""
     out = out.resolve()
     if out == repo or repo.is_relative_to(out):
         raise ReleaseError(f"--out {out}: is the repository or contains it — choose a folder of its own, e.g. dist")
@@ -84,8 +92,25 @@ def _prepare_out(out: Path, repo: Path) -> None:
                 f"Move it out first: `make nbgrader-course DIR=../attention-course` copies the course to a folder of its own "
                 f"(then move {', '.join(state)} there), and run nbgrader there from now on"
             )
+
+
+def _staging(out: Path) -> Path:
+    """A fresh folder beside ``out`` (same file system: the final rename is one step)."""
+    out = out.resolve()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = out.parent / f".{out.name}.building-{os.getpid()}"
+    if staging.exists():
+        shutil.rmtree(staging)
+    staging.mkdir()
+    return staging
+
+
+def _publish(staging: Path, out: Path) -> None:
+    """Replace ``out`` (checked by ``_check_out``) with the finished ``staging``."""
+    out = out.resolve()
+    if out.exists():
         shutil.rmtree(out)
-    out.mkdir(parents=True)
+    staging.rename(out)
 
 
 def _builder(module: str) -> Callable[[ReleaseContext], list[Path]] | None:
@@ -114,7 +139,6 @@ def human(n: int) -> str:
 
 def release(config: Config, out: Path, version: str, log: Callable[[str], None] = print) -> ReleaseContext:
     from ...runner.grade import suite_hash
-    from .audit import audit
 
     if not VERSION.match(version):
         raise ReleaseError(f"VERSION={version!r}: use MAJOR.MINOR.PATCH, e.g. 1.0.0 (optionally -rc1)")
@@ -123,16 +147,38 @@ def release(config: Config, out: Path, version: str, log: Callable[[str], None] 
     if problems:
         raise ReleaseError("\n".join(problems) + "\nnothing was released: regenerate, commit, and release again")
     try:
-        key, key_path = seedkey.ensure(config.course, config.root, out, log)
+        key, key_path = seedkey.ensure(
+            seeding.key_name(config), config.root, out, log, legacy=config.course if config.course_id else None
+        )
     except seedkey.SeedKeyProblem as exc:
         raise ReleaseError(f"{exc}\nnothing was released") from None
-    ctx = ReleaseContext(
-        config.root, config, out.resolve(), version, source_commit(config.root), suite_hash(config), seed_key=key
-    )
-    log(f"release: course seed key {key_path} (the bundle's seed.key; `make batch` regrades with the same file)")
-    if ctx.commit.endswith("+dirty"):
-        log(f"release: warning: the repository has uncommitted changes; MANIFEST.json records {ctx.commit}")
-    _prepare_out(ctx.out, config.root)
+    _check_out(out, config.root)
+    staging = _staging(out)
+    try:
+        ctx = ReleaseContext(config.root, config, staging, version, source_commit(config.root), suite_hash(config), seed_key=key)
+        keyed = f"[course] id {config.course_id!r}" if config.course_id else f"the course name {config.course!r}"
+        log(
+            f"release: course seed key {key_path} (key id {seeding.id_of(key)}, keyed by {keyed}; the bundle's seed.key, "
+            "`make batch` regrades with the same file)"
+        )
+        if not config.course_id:
+            log(
+                "release: note: grading.toml has no [course] id — the key is found by the course's name, which another "
+                'course on this machine could share; add e.g. id = "llm-attention-2026s" under [course]'
+            )
+        if ctx.commit.endswith("+dirty"):
+            log(f"release: warning: the repository has uncommitted changes; MANIFEST.json records {ctx.commit}")
+        _build_all(ctx, config, log)
+        _publish(staging, out)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
+    return dataclasses.replace(ctx, out=out.resolve())
+
+
+def _build_all(ctx: ReleaseContext, config: Config, log: Callable[[str], None]) -> None:
+    from .audit import audit
+
     artifacts = {}
     for module, artifact, what, required in BUILDERS:
         if module in PLATFORM_OF and PLATFORM_OF[module] not in config.platforms:
@@ -164,17 +210,13 @@ def release(config: Config, out: Path, version: str, log: Callable[[str], None] 
     if (ctx.out / "assignments").is_dir():
         artifacts["assignments"] = "one Gradescope bundle per [release.assignments] entry (assignments/<name>/autograder.zip)"
     manifest.write(ctx, artifacts)
-    return ctx
 
 
 def main(config: Config, out: Path, version: str) -> int:
     started = time.monotonic()
     try:
         ctx = release(config, out, version)
-    except ReleaseError as exc:
-        manifest_path = out / manifest.NAME
-        if manifest_path.is_file() and out.is_dir():
-            manifest_path.unlink()  # a half-built dist/ is never mistaken for a release
+    except ReleaseError as exc:  # dist/ is as it was: the release was built beside it
         print(f"release: {exc}", file=sys.stderr)
         return 1
     print(

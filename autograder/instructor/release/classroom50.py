@@ -119,7 +119,9 @@ Install (in the course's private `classroom50` config repository, for classroom 
    `requirements.txt` and `exercises/`): the grader runs from the student's checkout.
 4. The student repository also ships `.github/workflows/feedback.yml` (feedback on every commit).
    With both, choose the submission type **tag** (`gh student submit`), so that a push runs only the
-   feedback workflow and a submission only the autograder (see the wiki's "Managing Actions Cost").
+   feedback workflow and a submission only the autograder (see the wiki's "Managing Actions Cost"):
+   the commit `gh student submit` pushes with its `submit/*` tag is skipped by the feedback
+   workflow (it finds the tag on its commit), so each submission is graded once.
 
 Scores: Classroom 50 stores whole numbers, so each test is recorded in units of 1/`scale` point
 (`assignment.json`; 4 = quarter points); the Release text shows the points. The job stops after

@@ -10,6 +10,7 @@ import hashlib
 import json
 from pathlib import Path
 
+from ...runner import seeding
 from .context import ReleaseContext
 
 NAME = "MANIFEST.json"
@@ -39,6 +40,8 @@ def write(ctx: ReleaseContext, artifacts: dict[str, str]) -> Path:
         "suite_hash": ctx.suite_hash,
         "visible_suite_hash": ctx.visible_suite_hash,
         "points": ctx.config.total_points,
+        # which course key the bundles carry: its one-way id (runner/seeding.py key_id), never the key
+        "seed_key_id": seeding.id_of(ctx.seed_key) if ctx.seed_key else "public-default",
         "artifacts": {rel: {"what": what, "bytes": _size(ctx.out, rel)} for rel, what in sorted(artifacts.items())},
         "files": files,
     }

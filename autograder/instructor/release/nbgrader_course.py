@@ -328,7 +328,12 @@ def readme(ctx: ReleaseContext) -> str:
 Instructors only: `source/` holds the reference solutions and the hidden tests (so does the
 `gradebook.db` nbgrader creates, and every `autograded/` notebook). Students get `release/`.
 
-    cd dist/nbgrader                                  # with nbgrader 0.9.6 and torch on PATH
+This folder is the release's copy: the next `make release` replaces it, with any nbgrader
+state in it (the release refuses while it holds some). Run nbgrader in a course folder of its
+own, created and later updated from this one with the state kept:
+
+    make nbgrader-course DIR=../attention-course      # from the instructors' repository
+    cd ../attention-course                            # with nbgrader 0.9.6 and torch on PATH
     nbgrader generate_assignment {s.assignment} --force     # → release/{s.assignment}/ for students
     # collect submissions into submitted/<student>/{s.assignment}/<skill>.ipynb, then
     nbgrader autograde {s.assignment} --force

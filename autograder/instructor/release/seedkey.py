@@ -34,9 +34,23 @@ def _inside(path: Path, folder: Path) -> bool:
         return False
 
 
-def ensure(course: str, repo: Path, out: Path, log: Callable[[str], None] = print) -> tuple[bytes, Path]:
-    """(key, path): the course key, created at its place when there is none yet."""
+def ensure(
+    course: str, repo: Path, out: Path, log: Callable[[str], None] = print, legacy: str | None = None
+) -> tuple[bytes, Path]:
+    """(key, path): the course key, created at its place when there is none yet. ``course``:
+    ``seeding.key_name`` (the ``[course] id``); ``legacy``: the course's name when an id is
+    given — a key kept under the name (made before the id) is never silently replaced by a
+    new one, which would change every student's inputs against the bundles already out."""
     path = seeding.course_key_path(course)
+    if legacy is not None and not path.exists() and seeding.key_file() is None:
+        old = seeding.course_key_path(legacy)
+        if old.exists() and old != path:
+            raise SeedKeyProblem(
+                f"grading.toml's [course] id names the course key {path}, which does not exist yet, while {old} "
+                f"(keyed by the course's name, before [course] id) does. If that is this course's key, move it: "
+                f"`mv '{old}' '{path}'`. If it belongs to another course of the same name, make this course its own: "
+                f"`python3 -c 'import secrets; print(secrets.token_hex(32))' > '{path}' && chmod 600 '{path}'`"
+            )
     for folder, what in ((repo, "the repository"), (out, "the release folder")):
         if _inside(path, folder):
             raise SeedKeyProblem(

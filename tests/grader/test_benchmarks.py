@@ -1,0 +1,57 @@
+"""The benchmark scripts themselves (tests/benchmarks/): a missed target is an exit status,
+not only a line of text (`make benchmark`, CI), and the Gradescope run builds its bundle.
+Their timings are never asserted here: speed is measured by running them, not by tests."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import zipfile
+
+from conftest import ROOT
+
+BENCH = ROOT / "tests" / "benchmarks"
+
+
+def _module(name: str):
+    sys.path.insert(0, str(BENCH))
+    try:
+        spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    finally:
+        sys.path.remove(str(BENCH))
+
+
+def test_grade_time_names_each_missed_target_and_meets_none_silently():
+    bench = _module("grade_time")
+    ok = bench.missed({"full grade": 1.2, "student make grade": 1.1}, {"full grade": 500, "student make grade": 400})
+    assert ok == []
+    slow = bench.missed(
+        {"full grade": 1.9, "student make grade": 1.1},
+        {"full grade": 500, "student make grade": 690},
+        {"full grade": True, "student make grade": False},
+    )
+    assert slow == [
+        "full grade: 1.90× import torch, target ≤ 1.5×",
+        "student make grade: peak PSS 724 MB, target ≤ 700 MB",
+        "student make grade: the grade did not complete — its time measures nothing",
+    ]
+
+
+def test_gradescope_run_builds_its_bundle_with_a_key_and_checks_its_targets(tmp_path):
+    bench = _module("gradescope_run")
+    from autograder.config import load
+
+    config = load(ROOT / "grading.toml")
+    bundle = bench.build_bundle(tmp_path, config)
+    with zipfile.ZipFile(bundle) as zf:
+        key = zf.read("seed.key").strip()
+    assert len(key) == 64 and int(key, 16) >= 0  # a fresh key of the course key's form
+    assert bench.missed("reference", {"score": config.total_points}, 500, config.total_points) == []
+    assert bench.missed("reference", {"score": 90}, 800, 100) == [
+        "reference: scored 90 of 100 — the reference must score full marks",
+        "reference: memory total 839 MB > the 768 MB container",
+    ]
+    assert bench.missed("loop_forever", None, 100, 100) == ["loop_forever: no valid results.json"]
