@@ -89,7 +89,7 @@ HOSTILE_ROSTER = f"""id,name,email,login,section,canvas_id
 """
 
 
-def _canvas_import(text: str, ids: set[str]) -> dict[str, float]:
+def _canvas_import(text: str, ids: set[str]) -> dict[str, float | None]:
     """What Canvas's gradebook import needs (its "Import" of an exported gradebook): the
     header's identifying columns, a Points Possible row, each student found by SIS User ID,
     each grade a number (a cell Canvas cannot read as one is rejected). Returns id → grade."""
@@ -99,7 +99,8 @@ def _canvas_import(text: str, ids: set[str]) -> dict[str, float]:
     grades = {}
     for line in lines[2:]:
         assert line[2] in ids, f"SIS User ID {line[2]!r} is not a roster id: Canvas matches no student"
-        grades[line[2]] = float(line[5])  # raises on anything but a number
+        # a number, or blank (Canvas keeps the cell's grade); raises on anything else
+        grades[line[2]] = float(line[5]) if line[5] else None
     return grades
 
 
@@ -117,7 +118,8 @@ def test_roster_text_cannot_become_a_formula_in_any_lms_file_and_canvas_still_im
             for value in line:
                 assert not value.startswith(FORMULA_START) or _plain_number(value), (name, value, line)
     grades = _canvas_import(written["canvas.csv"], {p.get("id") for p in people})
-    assert grades == {"1001": 90.5, "1002": 12.0, "1003": 0.0, "-7": 0.0}  # -7: a negative id is a number, unchanged
+    # -7: a negative id is a number, unchanged; missing while "=nobody" matches no one: blank, not 0
+    assert grades == {"1001": 90.5, "1002": 12.0, "1003": 0.0, "-7": None}
     canvas = list(csv.reader(io.StringIO(written["canvas.csv"])))
     assert canvas[0][5] == "'=Week 7"
     assert canvas[2][:2] == ["'" + FORMULAS[0], "501"]

@@ -21,8 +21,6 @@ Written here rather than with a library: two textbook formulas over a few hundre
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -122,12 +120,10 @@ def write(out: Path, rows: list) -> list[str]:
     items = analyse(rows)
     if not items:
         return []
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["skill", "test", "students", "pass_rate", "discrimination", "r_rest", "flag"])
+    table: list[list[object]] = [["skill", "test", "students", "pass_rate", "discrimination", "r_rest", "flag"]]
     for it in items:
-        w.writerow([it.skill, it.test, it.students, _num(it.pass_rate), _num(it.discrimination), _num(it.r_rest), it.flag])
-    write_atomic(out / "items.csv", buf.getvalue())
+        table.append([it.skill, it.test, it.students, _num(it.pass_rate), _num(it.discrimination), _num(it.r_rest), it.flag])
+    write_atomic(out / "items.csv", escape.csv_text(table))
     flagged = [it for it in items if it.flag]
     lines = [
         "## Item analysis",
