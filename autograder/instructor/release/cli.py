@@ -162,7 +162,7 @@ COMMANDS = (
     ),
     Command(
         "reference-cpu",
-        "instructors: measure the reference's CPU time per skill (the CPU limits' source)",
+        "instructors: measure the reference's CPU time per skill",
         _snapshots_arguments,
         _with_config(reference_cpu_main),
     ),
