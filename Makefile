@@ -4,7 +4,7 @@
 
 include autograder/grade.mk
 
-.PHONY: grade test lint test-slow test-all check snapshots stubs release nbgrader-course benchmark tolerances batch new-test clean help
+.PHONY: grade test lint test-slow test-all check snapshots reference-cpu stubs release nbgrader-course benchmark tolerances batch new-test clean help
 .DEFAULT_GOAL := help
 
 $(VENV)/.dev.stamp: $(VENV)/.requirements.stamp requirements-dev.txt
@@ -45,12 +45,16 @@ test-all: $(TEST_STAMPS) ## every test of the grader, slow ones included
 check: $(VENV)/.dev.stamp $(VENV)/.instructor.stamp ## instructors: prove the suites right (stubs and snapshots fresh, leak audit, solutions full marks, stubs 0, every mistake the same price on 3 seeds)
 	$(PY) -m autograder stubs --check
 	$(PY) -m autograder snapshots --check
+	$(PY) -m autograder reference-cpu --check
 	$(PY) -m autograder audit
 	$(PY) -m pytest -rs tests/grader/test_suites_are_right.py
 	$(PY) tests/benchmarks/hint_precision.py --seeds 1,2,3 --jobs 2 --no-styles --check-stable
 
 snapshots: $(VENV)/.requirements.stamp ## instructors: rewrite tests/suites/*/snapshots/ from the reference
 	$(PY) -m autograder snapshots
+
+reference-cpu: $(VENV)/.requirements.stamp ## instructors: remeasure the reference's CPU time per skill (the CPU limits' source)
+	$(PY) -m autograder reference-cpu
 
 new-test: $(VENV)/.instructor.stamp ## instructors: add a test in one go (SKILL= NAME= WEIGHT= FROM=test_…|ADD_POINTS=1 [HIDDEN=1] [HINT= FUNCTION= TEXT= SECTION=])
 	@test -n "$(SKILL)" -a -n "$(NAME)" -a -n "$(WEIGHT)" || { echo "make new-test: e.g. make new-test SKILL=qkv NAME=test_scale_scores_... HIDDEN=1 WEIGHT=0.25 FROM=test_... (autograder/testing/README.md)" >&2; exit 2; }
@@ -88,8 +92,12 @@ batch: $(VENV)/.instructor.stamp ## instructors: grade a class (SUBMISSIONS= OUT
 		$(if $(MERGE),--merge $(MERGE)) $(if $(SEED_KEY_FILE),--seed-key-file "$(SEED_KEY_FILE)") \
 		$(if $(ACCEPT_UNMATCHED),--accept-unmatched) $(foreach s,$(SKILL),--skill $(s)) $(if $(SEED),--seed $(SEED))
 
-benchmark: $(VENV)/.requirements.stamp ## time one full grade against `import torch` (docs/PERFORMANCE.md)
-	$(PY) tests/benchmarks/grade_time.py
+benchmark: $(VENV)/.requirements.stamp ## each speed figure against its target (issue 32); exits non-zero when one is missed
+	@status=0; \
+	$(PY) tests/benchmarks/grade_time.py || status=1; \
+	$(PY) tests/benchmarks/gradescope_run.py --case reference --case loop_forever || status=1; \
+	test $$status = 0 || echo "make benchmark: a figure missed its target (above)" >&2; \
+	exit $$status
 
 tolerances: $(VENV)/.requirements.stamp ## re-measure tests/suites/course/tolerances.toml
 	$(PY) tests/benchmarks/measure_tolerances.py

@@ -190,7 +190,39 @@ KEYS: tuple[Key, ...] = (
     Key("grader.exercises_dir", TEXT, "the exercise modules (what `grade` grades without a SUBMISSION)", "exercises"),
     Key("grader.suites_dir", TEXT, "the grading suites", "tests/suites"),
     Key("limits", TABLE, "the limits of one grading run (each must be above 0 unless said otherwise)", {}),
-    _limit("call_timeout_s", NUMBER, 10.0, 3600, "wall clock per call into the submission (a killed worker is replaced)"),
+    _limit(
+        "call_timeout_s",
+        NUMBER,
+        10.0,
+        3600,
+        "wall-clock backstop per call into the submission (a killed worker is replaced); the CPU limits below stop "
+        "endless loops first",
+    ),
+    _limit(
+        "cpu_factor",
+        NUMBER,
+        10.0,
+        1000,
+        "a call may use this × the worker CPU time of the reference's costliest call of its skill "
+        "(tests/suites/<skill>/snapshots/reference_cpu.toml, autograder/runner/cpu_limits.py); 0: no CPU limits, the "
+        "wall-clock ones alone",
+        above=False,
+    ),
+    _limit(
+        "skill_cpu_factor",
+        NUMBER,
+        12.0,
+        1000,
+        "one skill's calls may use this × the worker CPU time of all the reference's calls of the skill",
+    ),
+    _limit("call_cpu_floor_s", NUMBER, 1.0, 3600, "a call's CPU-time limit is never below this (worker CPU seconds)"),
+    _limit(
+        "skill_cpu_floor_s",
+        NUMBER,
+        3.0,
+        86400,
+        "the CPU time one skill's calls may use in all is never below this (worker CPU seconds)",
+    ),
     _limit(
         "memory_mib",
         WHOLE,
@@ -207,7 +239,7 @@ KEYS: tuple[Key, ...] = (
         NUMBER,
         15.0,
         86400,
-        "wall clock one skill's calls into the submission may take in all (at least call_timeout_s); then they fail fast",
+        "wall-clock backstop for one skill's calls into the submission in all (at least call_timeout_s); then they fail fast",
     ),
     _limit("max_module_kib", WHOLE, 512, 1 << 16, "larger exercise modules are not graded"),
     _limit("max_result_mib", WHOLE, 256, 1 << 12, "largest reply a worker may send"),
@@ -440,6 +472,10 @@ class Limits:
     """``[limits]``: the fields and defaults of the ``limits.*`` keys of :data:`KEYS`."""
 
     call_timeout_s: float = _default("limits.call_timeout_s")
+    cpu_factor: float = _default("limits.cpu_factor")
+    skill_cpu_factor: float = _default("limits.skill_cpu_factor")
+    call_cpu_floor_s: float = _default("limits.call_cpu_floor_s")
+    skill_cpu_floor_s: float = _default("limits.skill_cpu_floor_s")
     memory_mib: int = _default("limits.memory_mib")
     output_kib: int = _default("limits.output_kib")
     worker_start_timeout_s: float = _default("limits.worker_start_timeout_s")

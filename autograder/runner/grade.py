@@ -17,7 +17,7 @@ from ..config import Config
 from ..core.results import Results
 from ..sandbox import zygote
 from ..sandbox.spec import WorkerSpec
-from . import identity, scoring, seeding
+from . import cpu_limits, identity, scoring, seeding
 from .manifest import RunManifest
 from .policy import build_worker_spec
 from .process.launch import FRESH, Launcher
@@ -36,6 +36,8 @@ class GradeRequest:
     launcher: Launcher = FRESH  # how the trusted process starts (a batch: forked from its preloaded process)
     process: TrustedProcess | None = None  # one launched ahead (``start``), used when it was planned for this config
     seed_key_file: Path | None = None  # the course key (batch, --seed-key-file); default: $AUTOGRADER_SEED_KEY_FILE
+    #: False: the wall-clock limits alone (``reference-cpu`` measures the reference without the tables it writes)
+    cpu_limits: bool = True
 
 
 def suite_hash(config: Config) -> str:
@@ -48,9 +50,17 @@ ALWAYS_PRELOAD = set(zygote.ALWAYS_PRELOAD)
 
 
 def _add_run(
-    manifest: RunManifest, config: Config, prepared: PreparedSubmission, spec: WorkerSpec, seed: seeding.SeedChoice
+    manifest: RunManifest,
+    config: Config,
+    prepared: PreparedSubmission,
+    spec: WorkerSpec,
+    seed: seeding.SeedChoice,
+    with_cpu_limits: bool = True,
 ) -> RunManifest:
-    """The plan plus what this run decided: the submission's modules, the seed, the worker."""
+    """The plan plus what this run decided: the submission's modules, the seed, the worker,
+    the CPU-time limits (from the reference's, scaled to this machine: cpu_limits.py)."""
+    if with_cpu_limits:
+        manifest.limits.cpu = cpu_limits.run_limits(config)
     manifest.modules = dict(prepared.facts)
     manifest.helpers = {
         name: info["copy_path"] for name, info in {**prepared.siblings, **prepared.helpers}.items() if info.get("copy_path")
@@ -144,7 +154,7 @@ def grade(request: GradeRequest) -> Results:
                 *([key_file] if key_file else []),
             ],
         )
-        live.send_manifest(_add_run(manifest, config, prepared, spec, seed).to_dict())
+        live.send_manifest(_add_run(manifest, config, prepared, spec, seed, request.cpu_limits).to_dict())
         outcome = live.wait(config.limits.run_timeout_s + 120, request.on_event)
         live = None
         report = _load_report(report_path)

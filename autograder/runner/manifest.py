@@ -33,6 +33,9 @@ class RunLimits:
     skill_time_s: float
     max_result_mib: int
     trusted_processes: int = 2
+    #: module → [CPU seconds one call may use, CPU seconds all its calls may use] (cpu_limits.py);
+    #: a module not listed has the wall-clock limits alone
+    cpu: dict[str, list[float]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, limits: Limits) -> RunLimits:

@@ -53,10 +53,14 @@ class WorkerDied(Exception):
 
 
 class WorkerTimeout(Exception):
-    def __init__(self, seconds: float, during: str) -> None:
-        super().__init__(f"{during} did not finish within {seconds:g} s")
+    """``cpu``: stopped by its CPU-time limit (``seconds`` of the worker's own CPU time),
+    not by the wall-clock backstop."""
+
+    def __init__(self, seconds: float, during: str, cpu: bool = False) -> None:
+        super().__init__(f"{during} did not finish within {seconds:g} {'CPU ' if cpu else ''}s")
         self.seconds = seconds
         self.during = during
+        self.cpu = cpu
 
 
 class WorkerProtocolError(Exception):
@@ -79,6 +83,9 @@ class Reply:
     dispatched: list[str] = field(default_factory=list)
 
 
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
 class Worker:
     def __init__(self, sandbox: Sandbox, pid: int, sock: socket.socket) -> None:
         self.sandbox = sandbox
@@ -89,6 +96,8 @@ class Worker:
         self.group: Hashable | None = None  # the tests it may serve in turn (Sandbox.begin_test)
         self.stage = 0  # the latest stage of its group it served: it never serves an earlier one
         self.baseline: tuple[int, int] | None = None  # (threads, RSS KiB) when it was ready
+        #: CPU seconds the worker spent on its last request; None when it cannot be read here
+        self.last_cpu: float | None = None
 
     @property
     def alive(self) -> bool:
@@ -111,6 +120,17 @@ class Worker:
         on Linux, proc_pidinfo on macOS) — never of the worker. None where the system cannot
         tell: the worker is then not reused (each test gets a fresh one, same verdicts)."""
         return features.process_usage(self.pid)
+
+    def cpu_seconds(self) -> float | None:
+        """User + system CPU time of the worker process, all its threads, read by us from
+        /proc/<pid>/stat (utime and stime, the 14th and 15th fields of stat(5)); None where
+        it cannot be read (no /proc): the limits then fall back to wall time."""
+        try:
+            with open(f"{features.PROC}/{self.pid}/stat", "rb") as fh:
+                fields = fh.read().rsplit(b")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
+        except (OSError, IndexError, ValueError):
+            return None
 
     def reusable(self) -> bool:
         """Alive, no thread of the submission's left running, no large growth: only such a
@@ -141,21 +161,53 @@ class Worker:
             return False
         return reply.get("ok") is True and self.reusable()
 
-    def request(self, header: dict, blob: bytes, timeout: float, during: str) -> tuple[dict, bytes]:
+    def request(
+        self, header: dict, blob: bytes, timeout: float, during: str, cpu_limit: float | None = None
+    ) -> tuple[dict, bytes]:
+        """Send a request and wait for its reply: at most ``cpu_limit`` seconds of the worker's
+        own CPU time (checked every protocol.POLL_S, so a busy machine never reads as a slow
+        submission), and at most ``timeout`` wall-clock seconds in any case (the backstop for
+        code that sleeps, and the only limit where CPU time cannot be read)."""
         if not self.alive:
             raise WorkerDied(self.exit, during)  # type: ignore[arg-type]
+        self.last_cpu = None
+        start = self.cpu_seconds()
         try:
             send_message(self.sock, header, blob)
         except OSError:
             self._stop(reason="")
             raise WorkerDied(self.exit, during) from None  # type: ignore[arg-type]
-        return self._recv(timeout, during)
-
-    def _recv(self, timeout: float, during: str) -> tuple[dict, bytes]:
         try:
-            return recv_message(self.sock, time.monotonic() + timeout, max_blob=self.sandbox.max_reply_bytes)
+            return self._recv(timeout, during, cpu_limit if start is not None else None, start)
+        finally:
+            if start is not None and self.alive:
+                now = self.cpu_seconds()
+                self.last_cpu = None if now is None else max(0.0, now - start)
+
+    def _recv(
+        self, timeout: float, during: str, cpu_limit: float | None = None, cpu_start: float | None = None
+    ) -> tuple[dict, bytes]:
+        over: list[float] = []
+
+        def within_cpu() -> bool:
+            now = self.cpu_seconds()
+            if now is None or cpu_start is None or now - cpu_start <= cpu_limit:  # type: ignore[operator]
+                return True
+            over.append(now - cpu_start)
+            return False
+
+        try:
+            return recv_message(
+                self.sock,
+                time.monotonic() + timeout,
+                max_blob=self.sandbox.max_reply_bytes,
+                keep_waiting=within_cpu if cpu_limit is not None else None,
+            )
         except PeerTimeout:
             self._stop(reason=f"timed out during {during}", killed=True)
+            if over:
+                self.last_cpu = over[-1]
+                raise WorkerTimeout(cpu_limit, during, cpu=True) from None  # type: ignore[arg-type]
             raise WorkerTimeout(timeout, during) from None
         except PeerClosed:
             self._stop(reason="")
@@ -164,15 +216,24 @@ class Worker:
             self._stop(reason=f"sent malformed data ({exc})", killed=True)
             raise WorkerProtocolError(f"the worker sent malformed data during {during}: {exc}") from None
 
-    def run(self, probe: str, source: str | None, args: list, kwargs: dict, timeout: float, during: str) -> Reply:
+    def run(
+        self,
+        probe: str,
+        source: str | None,
+        args: list,
+        kwargs: dict,
+        timeout: float,
+        during: str,
+        cpu_limit: float | None = None,
+    ) -> Reply:
         """Run a probe; returns the decoded reply (``ok`` False when the code raised)."""
         args_tree, kwargs_tree, blob = _encode_call(args, kwargs)
         header = {"op": "run", "probe": probe, "source": source, "args": args_tree, "kwargs": kwargs_tree}
-        reply, rblob = self.request(header, blob, timeout, during)
+        reply, rblob = self.request(header, blob, timeout, during, cpu_limit)
         return self._parse(reply, rblob, during)
 
-    def import_module(self, module: str, timeout: float) -> Reply:
-        reply, rblob = self.request({"op": "import", "module": module}, b"", timeout, f"import of {module}.py")
+    def import_module(self, module: str, timeout: float, cpu_limit: float | None = None) -> Reply:
+        reply, rblob = self.request({"op": "import", "module": module}, b"", timeout, f"import of {module}.py", cpu_limit)
         return self._parse(reply, rblob, f"import of {module}.py")
 
     def _parse(self, reply: dict, blob: bytes, during: str) -> Reply:

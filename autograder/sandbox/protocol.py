@@ -24,6 +24,7 @@ import math
 import socket
 import struct
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -388,9 +389,12 @@ def recv_message(
     deadline: float | None = None,
     max_header: int = 8 << 20,
     max_blob: int = 1 << 30,
+    keep_waiting: Callable[[], bool] | None = None,
 ) -> tuple[dict, bytes]:
-    """Read one frame; ``deadline`` is a ``time.monotonic()`` value (None = wait forever)."""
-    prefix = _recv_exact(sock, _PREFIX.size, deadline)
+    """Read one frame; ``deadline`` is a ``time.monotonic()`` value (None = wait forever).
+    ``keep_waiting``, when given, is asked every ``POLL_S`` while nothing arrives: False
+    ends the wait as a timeout (the client's CPU-time limit of the peer)."""
+    prefix = _recv_exact(sock, _PREFIX.size, deadline, keep_waiting)
     magic, hlen, blen = _PREFIX.unpack(prefix)
     if magic != MAGIC:
         raise ProtocolError("bad frame magic")
@@ -398,7 +402,7 @@ def recv_message(
         raise ProtocolError(f"message header of {hlen} bytes exceeds the {max_header}-byte limit")
     if blen > max_blob:
         raise ProtocolError(f"message of {blen} bytes exceeds the {max_blob}-byte limit")
-    raw = _recv_exact(sock, hlen, deadline)
+    raw = _recv_exact(sock, hlen, deadline, keep_waiting)
     try:
         header = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
@@ -407,26 +411,33 @@ def recv_message(
         raise ProtocolError("message header is nested too deeply") from None
     if type(header) is not dict:
         raise ProtocolError("message header is not an object")
-    blob = _recv_exact(sock, blen, deadline) if blen else bytearray()
+    blob = _recv_exact(sock, blen, deadline, keep_waiting) if blen else bytearray()
     return header, blob
 
 
-def _recv_exact(sock: socket.socket, size: int, deadline: float | None) -> bytearray:
+#: how often ``keep_waiting`` is asked while a reply is awaited
+POLL_S = 0.05
+
+
+def _recv_exact(
+    sock: socket.socket, size: int, deadline: float | None, keep_waiting: Callable[[], bool] | None = None
+) -> bytearray:
     """Exactly ``size`` bytes, read straight into one buffer (no second copy)."""
     buf = bytearray(size)
     view = memoryview(buf)
     got = 0
     while got < size:
-        if deadline is None:
-            sock.settimeout(None)
-        else:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise PeerTimeout("deadline passed")
-            sock.settimeout(remaining)
+        remaining = None if deadline is None else deadline - time.monotonic()
+        if remaining is not None and remaining <= 0:
+            raise PeerTimeout("deadline passed")
+        if keep_waiting is not None:
+            remaining = POLL_S if remaining is None else min(remaining, POLL_S)
+        sock.settimeout(remaining)
         try:
             n = sock.recv_into(view[got:], min(size - got, 1 << 20))
         except TimeoutError:
+            if keep_waiting is not None and (deadline is None or time.monotonic() < deadline) and keep_waiting():
+                continue
             raise PeerTimeout("deadline passed") from None
         except (ConnectionError, OSError) as exc:
             raise PeerClosed(str(exc)) from None

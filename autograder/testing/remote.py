@@ -67,9 +67,15 @@ class Runtime:
     #: this run, helper modules): name → read-only copy
     importable: dict[str, Path] = field(default_factory=dict)
     #: wall-clock seconds each exercise module's calls (imports included) may take in all,
-    #: per run ([limits] skill_time_s): endless loops and very slow code cost a bounded time
+    #: per run ([limits] skill_time_s): only a backstop (code that sleeps, no /proc); the CPU
+    #: budget below is what stops endless loops and very slow code
     skill_time: float = float("inf")
-    spent: dict[str, float] = field(default_factory=dict)  # module → seconds its calls took
+    spent: dict[str, float] = field(default_factory=dict)  # module → wall seconds its calls took
+    #: module → (CPU seconds one call may use, CPU seconds all its calls may use): from the
+    #: reference's own CPU time (testing/cpu_limits.py); a module not listed has no CPU limit
+    cpu_limits: dict[str, tuple[float, float]] = field(default_factory=dict)
+    cpu_spent: dict[str, float] = field(default_factory=dict)  # module → worker CPU seconds its calls used
+    cpu_slowest: dict[str, float] = field(default_factory=dict)  # module → CPU seconds of its costliest call
     malformed: dict[tuple[str, str], str] = field(default_factory=dict)  # sent a bad reply once
     printed_left: int = 0  # characters of printed output the rest of the run may still keep
 
@@ -77,16 +83,32 @@ class Runtime:
         self.printed_left = PRINTED_PER_RUN * self.sandbox.spec.output_bytes
 
     def time_left(self, module: str) -> float:
-        return self.skill_time - self.spent.get(module, 0.0)
+        """What is left of the module's budget, as a fraction of it (≤ 0: used up)."""
+        wall = 1 - self.spent.get(module, 0.0) / self.skill_time
+        if module not in self.cpu_limits:
+            return wall
+        return min(wall, 1 - self.cpu_spent.get(module, 0.0) / self.cpu_limits[module][1])
 
-    def deadline_for(self, module: str) -> tuple[float, bool]:
-        """(seconds this call may take, whether the skill's budget rather than the per-call
-        limit sets it)."""
-        left = self.time_left(module)
-        return (left, True) if left < self.call_timeout else (self.call_timeout, False)
+    def deadline_for(self, module: str) -> tuple[float, float | None, bool]:
+        """(wall seconds this call may take, CPU seconds it may use or None, whether the
+        skill's budget rather than the per-call limit sets them)."""
+        wall_left = self.skill_time - self.spent.get(module, 0.0)
+        wall, by_budget = (wall_left, True) if wall_left < self.call_timeout else (self.call_timeout, False)
+        if module not in self.cpu_limits:
+            return wall, None, by_budget
+        per_call, budget = self.cpu_limits[module]
+        cpu_left = budget - self.cpu_spent.get(module, 0.0)
+        if cpu_left < per_call:
+            return wall, cpu_left, True
+        return wall, per_call, by_budget
 
-    def charge(self, module: str, seconds: float) -> None:
+    def charge(self, module: str, seconds: float, cpu: float | None) -> None:
+        """A call took ``seconds`` of wall time and ``cpu`` seconds of the worker's CPU time
+        (None where it cannot be read: the wall time counts instead)."""
         self.spent[module] = self.spent.get(module, 0.0) + seconds
+        used = seconds if cpu is None else cpu
+        self.cpu_spent[module] = self.cpu_spent.get(module, 0.0) + used
+        self.cpu_slowest[module] = max(self.cpu_slowest.get(module, 0.0), used)
 
 
 @dataclass(frozen=True)
@@ -216,22 +238,22 @@ class Submission:
         info = rt.modules[module]
         label = f"import of {info.display_path}"
         worker = self._ensure_worker()
-        timeout, by_budget = rt.deadline_for(module)
+        timeout, cpu_limit, by_budget = rt.deadline_for(module)
         started = time.monotonic()
         try:
-            reply = worker.import_module(module, timeout)
+            reply = worker.import_module(module, timeout, cpu_limit)
         except WORKER_FAILURES as exc:
             why = (
                 _budget_message(rt, module)
                 if by_budget
-                else f"{info.display_path} did not finish importing within {timeout:g} s (an endless loop at module level?)"
+                else f"{info.display_path} did not finish importing within {_limit_text(exc)} (an endless loop at module level?)"
             )
             err = _submission_error(exc, label, why, f" while importing {info.display_path}")
             rt.import_failures[module] = err
             self._dead = err
             raise err from None
         finally:
-            rt.charge(module, time.monotonic() - started)
+            rt.charge(module, time.monotonic() - started, worker.last_cpu)
         self._log(label, reply.out, reply.out_dropped)
         if not reply.ok:
             error = _classified(reply.error, module)
@@ -270,24 +292,24 @@ class Submission:
         self._import(module)
         rt = self._runtime
         worker = self._ensure_worker()
-        timeout, by_budget = rt.deadline_for(module)
+        timeout, cpu_limit, by_budget = rt.deadline_for(module)
         started = time.monotonic()
         try:
-            reply = worker.run(probe, source, args, kwargs, timeout, label)
+            reply = worker.run(probe, source, args, kwargs, timeout, label, cpu_limit)
         except WORKER_FAILURES as exc:
             if isinstance(exc, WorkerTimeout) and not by_budget:  # later calls of this function fail fast
-                rt.timed_out[key] = f"timed out (did not finish within {timeout:g} s)"
+                rt.timed_out[key] = f"timed out (did not finish within {_limit_text(exc)})"
             elif isinstance(exc, WorkerProtocolError):
                 rt.malformed[key] = f"sent a malformed reply ({str(exc).rsplit(': ', 1)[-1][:200]})"
             why = (
                 _budget_message(rt, module)
                 if by_budget
-                else f"did not finish within {timeout:g} s (endless loop, or far too slow?)"
+                else f"did not finish within {_limit_text(exc)} (endless loop, or far too slow?)"
             )
             self._dead = _submission_error(exc, label, why)
             raise self._dead from None
         finally:
-            rt.charge(module, time.monotonic() - started)
+            rt.charge(module, time.monotonic() - started, worker.last_cpu)
         self._log(label, reply.out, reply.out_dropped)
         self.autograd_uses.update(reply.autograd)
         self._last_dispatched = dispatch.parse(reply.dispatched)
@@ -478,12 +500,21 @@ def _dispatch_options(record_dispatch: bool, replace_ops: tuple[str, ...]) -> di
 
 
 def _budget_message(rt: Runtime, module: str) -> str:
-    spent = rt.spent.get(module, 0.0)
+    if module in rt.cpu_limits and rt.cpu_spent.get(module, 0.0) >= rt.cpu_limits[module][1] - 1e-9:
+        budget = f"{rt.cpu_limits[module][1]:.3g} CPU s, from the reference's own time; {rt.cpu_spent[module]:.1f} CPU s used"
+    else:
+        budget = f"[limits] skill_time_s = {rt.skill_time:g} s; {rt.spent.get(module, 0.0):.0f} s spent"
     return (
         f"not run: the calls into {rt.modules[module].display_path} have used up this skill's time budget "
-        f"([limits] skill_time_s = {rt.skill_time:g} s; {spent:.0f} s spent) — endless loops or very slow code "
-        "earlier in this run"
+        f"({budget}) — endless loops or very slow code earlier in this run"
     )
+
+
+def _limit_text(exc: Exception) -> str:
+    """The limit a call hit, for its message: "1.5 CPU s" or "10 s" (wall clock)."""
+    if isinstance(exc, WorkerTimeout):
+        return f"{exc.seconds:.3g} {'CPU ' if exc.cpu else ''}s"
+    return "its time limit"
 
 
 WORKER_FAILURES = (WorkerTimeout, WorkerDied, WorkerProtocolError)

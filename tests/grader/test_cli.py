@@ -20,7 +20,7 @@ from autograder.instructor.release.context import ReleaseContext
 from autograder.instructor.release.files import grader_files, write_tree
 
 STUDENTS = ("grade", "ci-comment", "todo", "config-keys")  # every copy has them (autograder/cli.py)
-INSTRUCTORS = ("batch", "release", "stubs", "snapshots", "audit", "nbgrader-course")
+INSTRUCTORS = ("batch", "release", "stubs", "snapshots", "reference-cpu", "audit", "nbgrader-course")
 
 
 def _help(cwd: Path) -> subprocess.CompletedProcess:

@@ -446,7 +446,7 @@ UNIQUE = [
         },
         "'test_rule_backward_uses_no_autograd' is a gate (a rule of the exercise), not a property test",
     ),
-    ({"skill_time_s = 15": "skill_time_s = 5"}, "limits.skill_time_s: must be at least call_timeout_s (10), got 5"),
+    ({"skill_time_s = 30": "skill_time_s = 5"}, "limits.skill_time_s: must be at least call_timeout_s (10), got 5"),
     ({"fail_below = 0": "fail_below = 1000"}, "ci.fail_below: is 1000 but the skills give only 100 points; lower it"),
     (
         {"platform_timeout_s = 600": "platform_timeout_s = 500"},

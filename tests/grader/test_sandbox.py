@@ -49,6 +49,10 @@ def sleep(seconds):
     time.sleep(seconds)
     return seconds
 
+def spin():
+    while True:
+        pass
+
 def exit_code(code):
     os._exit(code)
 
@@ -394,6 +398,41 @@ def test_timeout_is_enforced_from_outside(sandbox):
     with pytest.raises(WorkerTimeout):
         call(sandbox, "sleep", 30, timeout=0.5)
     assert time.monotonic() - start < 3
+
+
+def _run_limited(box, fn, *args, timeout, cpu_limit):
+    worker = box.worker()
+    try:
+        return worker, worker.run(
+            "call",
+            None,
+            [],
+            {"module": "m", "target": fn, "args": list(args), "kwargs": {}},
+            timeout=timeout,
+            during=fn,
+            cpu_limit=cpu_limit,
+        )
+    except BaseException:
+        worker.close()
+        raise
+
+
+def test_cpu_limit_stops_an_endless_loop_by_the_workers_own_cpu_time(sandbox):
+    """The limit counts the worker's CPU seconds (/proc/<pid>/stat), long before the wall-clock backstop."""
+    start = time.monotonic()
+    with pytest.raises(WorkerTimeout) as info:
+        _run_limited(sandbox, "spin", timeout=120, cpu_limit=0.3)
+    assert info.value.cpu and "0.3 CPU s" in str(info.value)
+    assert time.monotonic() - start < 60  # the wall backstop (120 s) never came into play
+
+
+def test_waiting_costs_no_cpu_time_so_a_busy_machine_never_reads_as_slow_code(sandbox):
+    """A call that waits (as code does on a machine whose cores are busy elsewhere) for longer
+    than its CPU limit finishes: only the worker's own CPU time counts, wall time is a backstop."""
+    worker, reply = _run_limited(sandbox, "sleep", 1.0, timeout=30, cpu_limit=0.2)
+    worker.close()
+    assert reply.ok and reply.value["value"] == 1.0
+    assert worker.last_cpu is not None and worker.last_cpu < 0.2
 
 
 def test_exit_status_is_reported(sandbox):

@@ -2,6 +2,7 @@
 
     stubs     [--check]                      write exercises/ from solutions/ (nbgrader's ClearSolutions)
     snapshots [--check]                      write the visible suites' reference snapshots
+    reference-cpu [--check]                  write each skill's reference CPU table (the CPU-time limits' source)
     audit     [DIR]                          leak audit of a student tree (default: one built afresh); exit 1 on any finding
     release   --out dist --version X.Y.Z     build dist/: student tree, Gradescope zip, nbgrader course, MANIFEST.json
     nbgrader-course DIR [--from dist/nbgrader]   create or update the live nbgrader course outside dist/ (state kept)
@@ -83,6 +84,23 @@ def snapshots_main(args: argparse.Namespace, config) -> int:
     return EXIT_OK
 
 
+def reference_cpu_main(args: argparse.Namespace, config) -> int:
+    from . import reference_cpu
+
+    try:
+        if args.check:
+            problems = reference_cpu.stale(config)
+            for p in problems:
+                print(p, file=sys.stderr)
+            return EXIT_FAIL if problems else EXIT_OK
+        for path in reference_cpu.write(config):
+            print(f"wrote {path.relative_to(config.root)}")
+    except RuntimeError as exc:
+        print(f"autograder: {exc}", file=sys.stderr)
+        return EXIT_FAIL
+    return EXIT_OK
+
+
 def stubs_main(args: argparse.Namespace, config) -> int:
     from . import stubs
 
@@ -141,6 +159,12 @@ COMMANDS = (
     Command("stubs", "instructors: write exercises/ from solutions/", _stubs_arguments, _with_config(stubs_main)),
     Command(
         "snapshots", "instructors: rewrite the visible suites' snapshots", _snapshots_arguments, _with_config(snapshots_main)
+    ),
+    Command(
+        "reference-cpu",
+        "instructors: measure the reference's CPU time per skill",
+        _snapshots_arguments,
+        _with_config(reference_cpu_main),
     ),
     Command("audit", "instructors: leak audit of a student tree", _audit_arguments, _with_config(audit_main)),
     Command(

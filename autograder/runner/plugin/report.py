@@ -168,6 +168,8 @@ class GradingHooks:
             "workers_started": grading.sandbox.spawned,
             "workers_reused": grading.sandbox.reused,
             "call_seconds": {module: round(seconds, 3) for module, seconds in grading.runtime.spent.items()},
+            "call_cpu_seconds": {module: round(seconds, 3) for module, seconds in grading.runtime.cpu_spent.items()},
+            "slowest_call_cpu_seconds": {module: round(seconds, 3) for module, seconds in grading.runtime.cpu_slowest.items()},
         }
 
     @pytest.hookimpl(trylast=True)

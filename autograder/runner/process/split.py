@@ -259,6 +259,8 @@ def _child(session: pytest.Session, grading: Any, queue: SkillQueue, control, wr
             "testsfailed": session.testsfailed,
             "facts": grading.runtime.facts,
             "spent": grading.runtime.spent,
+            "cpu_spent": grading.runtime.cpu_spent,
+            "cpu_slowest": grading.runtime.cpu_slowest,
             "spawned": grading.sandbox.spawned,
             "reused": grading.sandbox.reused,
         }
@@ -281,5 +283,9 @@ def _merge(session: pytest.Session, grading: Any, report: Any, data: dict) -> No
             grading.runtime.facts.append(fact)
     for module, seconds in data.get("spent", {}).items():
         grading.runtime.spent[module] = grading.runtime.spent.get(module, 0.0) + seconds
+    for module, seconds in data.get("cpu_spent", {}).items():
+        grading.runtime.cpu_spent[module] = grading.runtime.cpu_spent.get(module, 0.0) + seconds
+    for module, seconds in data.get("cpu_slowest", {}).items():
+        grading.runtime.cpu_slowest[module] = max(grading.runtime.cpu_slowest.get(module, 0.0), seconds)
     grading.sandbox.spawned += int(data.get("spawned", 0))
     grading.sandbox.reused += int(data.get("reused", 0))
