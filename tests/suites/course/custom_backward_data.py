@@ -212,12 +212,15 @@ def function_forward_backward(ctx, q, k, v, allowed, d_outs, watch=False):
     split = getattr(fn, "setup_context", None) is not getattr(torch.autograd.Function, "setup_context", None)
 
     def forward():
+        # fresh copies per forward: a forward that changes its input in place (q.mul_(s)) then
+        # shows the same wrong gradient on every row, not one scaled again on each call
+        q_, k_, v_ = q.clone(), k.clone(), v.clone()
         fctx = PlainFunctionCtx()
         if split:
-            out = fn.forward(q, k, v, allowed)
-            fn.setup_context(fctx, (q, k, v, allowed), out)
+            out = fn.forward(q_, k_, v_, allowed)
+            fn.setup_context(fctx, (q_, k_, v_, allowed), out)
         else:
-            out = fn.forward(fctx, q, k, v, allowed)
+            out = fn.forward(fctx, q_, k_, v_, allowed)
         return fctx, out
 
     grads = []
@@ -310,8 +313,10 @@ def gradcheck(sub, problem: dict) -> tuple[str | None, list[str]]:
         want_out.to(q.dtype),
         what="AttentionFunction.forward (gradcheck compares your backward with finite differences of it)",
         tol=tol("custom_backward.attention", q.dtype),
+        mistakes=problem.get("forward_mistakes"),
     )
-    for name, i, like, num in zip(("q", "k", "v"), range(3), (q, k, v), problem["numerical"]):
+    analytical_all = []
+    for name, i, like in zip(("q", "k", "v"), range(3), (q, k, v)):
         got = [expect.tensor(r[i], what=f"d{name} from AttentionFunction.backward") for r in rows]
         for g in got:
             expect.true(
@@ -319,16 +324,21 @@ def gradcheck(sub, problem: dict) -> tuple[str | None, list[str]]:
                 what=f"d{name} has the shape of {name}",
                 detail=f"expected {list(like.shape)}, got {list(g.shape)}",
             )
-        analytical = torch.stack([g.double().reshape(-1) for g in got])
+        analytical_all.append(torch.stack([g.double().reshape(-1) for g in got]))
+    for name, i, like, num in zip(("q", "k", "v"), range(3), (q, k, v), problem["numerical"]):
+        analytical = analytical_all[i]
         excess = (analytical - num).abs() - (GRADCHECK["atol"] + GRADCHECK["rtol"] * num.abs())
         if bool((excess > 0).any()) or not bool(torch.isfinite(analytical).all()):
-            # which named mistake gives exactly these Jacobian rows (same one-hot Ȳ)?
+            # which named mistake gives exactly these Jacobian rows (same one-hot Ȳ) — and, for
+            # the other inputs, whatever it changes there too (its whole signature: a forward that
+            # saved a scaled q changes ∂/∂k only, which is not a backward applying s twice)
             stacked = {
                 h: jac[i]
                 for h, jac in problem["mistakes"].items()
                 if jac[i] is not None
                 and jac[i].shape == analytical.shape
                 and torch.allclose(analytical, jac[i].double(), rtol=1e-6, atol=1e-9)
+                and _whole_jacobian(jac, analytical_all, problem["numerical"])
             }
             hints = (
                 expect.diagnose(analytical, stacked, Tol(1e-6, 1e-9), want=num) if stacked else []
@@ -344,6 +354,18 @@ def gradcheck(sub, problem: dict) -> tuple[str | None, list[str]]:
                 f"(allowed |difference| ≤ {GRADCHECK['atol']:g} + {GRADCHECK['rtol']:g}·|expected|)"
             ), hints
     return None, []
+
+
+def _whole_jacobian(mistake: list, analytical: list, numerical: list) -> bool:
+    """Every Jacobian a named mistake changes (it differs from the finite differences) is the
+    one your backward gave: the mistake's whole signature, not one input's part of it."""
+    for jac, got, num in zip(mistake, analytical, numerical):
+        if jac is None or jac.shape != num.shape:
+            continue
+        changes = not torch.allclose(jac.double(), num, rtol=GRADCHECK["rtol"], atol=GRADCHECK["atol"])
+        if changes and not (got.shape == jac.shape and torch.allclose(got, jac.double(), rtol=1e-6, atol=1e-9)):
+            return False
+    return True
 
 
 @probe

@@ -171,3 +171,26 @@ def week7_w_vocab(dtype: torch.dtype = torch.float64) -> torch.Tensor:
 
 def week7_targets() -> torch.Tensor:
     return torch.tensor(w7.TARGETS)
+
+
+def vocab_mistakes(sub, h: torch.Tensor, w_vocab: torch.Tensor, own: dict, via: dict):
+    """The named mistakes a failed vocab_probs check may name, charged to the function that is
+    wrong: vocab_probs calls softmax_rows, so a softmax_rows that normalises the wrong axis
+    makes vocab_probs look as if *it* normalised over positions. Evaluated only when the check
+    failed: your softmax_rows runs on the same logits; where it is right, the mistakes are
+    vocab_probs' own (``own``), else those of softmax_rows as vocab_probs shows them (``via``)."""
+    from .tolerances import tol
+
+    def table() -> dict:
+        logits = (h.double() @ w_vocab.double()).to(h.dtype)
+        try:
+            got = sub.row_softmax.softmax_rows(logits, -1)
+        except SubmissionError:
+            return {}
+        right = torch.softmax(logits.double(), -1).to(h.dtype)
+        t = tol("row_softmax.softmax_rows", h.dtype)
+        if type(got) is torch.Tensor and got.shape == right.shape and expect.distance(got, right, t) <= 1.0:
+            return own
+        return via
+
+    return table

@@ -118,23 +118,34 @@ def attention_forward(q, k, v, allowed=None) -> dict[str, torch.Tensor]:
     return {h: t.to(q.dtype) for h, t in out.items() if not torch.allclose(t, right, rtol=1e-6, atol=1e-9)}
 
 
-def attention_grads(q, k, v, allowed, d_out) -> dict[str, tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
-    """hint id → (dq, dk, dv) that autograd through attention() gives with a wrong backward."""
+def attention_grads(q, k, v, allowed, d_out) -> dict[str, tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]]:
+    """hint id → (dq, dk, dv, out): the gradients autograd through attention() gives with a
+    wrong backward (or a forward that saved the wrong tensors), and the forward output that
+    goes with them — the whole signature, so ``autograder.testing.whole`` names a mistake only
+    where every component it changes is what the submission returned (a forward that ignores
+    the mask and a backward that recomputes A without it give the same gradients; only the
+    first changes the output)."""
     q64, k64, v64, dy = (t.double() for t in (q, k, v, d_out))
     with torch.no_grad():
-        _, a = plain_attention(q64, k64, v64, allowed)
+        right_out, a = plain_attention(q64, k64, v64, allowed)
     scale = 1.0 / math.sqrt(q.shape[-1])
-    out = attention_backward(dy, q64, k64, v64, a, scale)
+    out = {h: (*g, right_out) for h, g in attention_backward(dy, q64, k64, v64, a, scale).items()}
     if allowed is not None and not bool(allowed.all()):
-        _, unmasked = plain_attention(q64, k64, v64, None)  # backward recomputed A without the mask
-        out[P + "backward-ignores-mask"] = tuple(g.to(torch.float64) for g in _plain_backward(dy, q64, k64, v64, unmasked, scale))
-        _, zero_filled = plain_attention(q64, k64, v64, allowed, fill=0.0)  # forward filled blocked scores with 0
-        out[P + "forward-zero-fill"] = _plain_backward(dy, q64, k64, v64, zero_filled, scale)
+        unmasked_out, unmasked = plain_attention(q64, k64, v64, None)  # backward recomputed A without the mask
+        out[P + "backward-ignores-mask"] = (*_plain_backward(dy, q64, k64, v64, unmasked, scale), right_out)
+        out[P + "forward-mask"] = (*_plain_backward(dy, q64, k64, v64, unmasked, scale), unmasked_out)  # forward: no mask
+        zero_out, zero_filled = plain_attention(q64, k64, v64, allowed, fill=0.0)  # forward filled blocked scores with 0
+        out[P + "forward-zero-fill"] = (*_plain_backward(dy, q64, k64, v64, zero_filled, scale), zero_out)
     # forward saved the (masked) scores instead of the softmax output, and backward used them as A
     scores = (q64 @ k64.transpose(-2, -1)) * scale
     if allowed is not None:
         scores = scores.masked_fill(allowed.logical_not(), -math.inf)
-    out[P + "saved-scores"] = _plain_backward(dy, q64, k64, v64, scores, scale)
+    out[P + "saved-scores"] = (*_plain_backward(dy, q64, k64, v64, scores, scale), right_out)
+    # forward scaled q (or k) itself — q.mul_(s), q = q * s — and saved that: the output is right,
+    # the backward's formulas are right, but K̄ = s·S̄ᵀ(s·Q) (or Q̄ = s·S̄(s·K)) is off by s
+    dq, dk, dv = _plain_backward(dy, q64, k64, v64, a, scale)
+    out[P + "saved-scaled-q"] = (dq, dk * scale, dv, right_out)
+    out[P + "saved-scaled-k"] = (dq * scale, dk, dv, right_out)
     return {h: tuple(t.to(q.dtype) for t in g) for h, g in out.items()}
 
 
@@ -197,6 +208,7 @@ def gradcheck_problem(q, k, v, allowed) -> dict:
         "v": v,
         "allowed": allowed,
         "out": want_out.to(q.dtype),
+        "forward_mistakes": attention_forward(q, k, v, allowed),
         "numerical": numerical_jacobians(q, k, v, allowed),
         "mistakes": mistakes,
     }

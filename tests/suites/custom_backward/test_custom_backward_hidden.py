@@ -14,7 +14,17 @@ from course import oracles
 from course import week07 as w7
 from course.tolerances import tol
 
-from autograder.testing import SubmissionError, SubmissionTimeout, dtype_name, expect, noncontiguous, randint, randn, sibling
+from autograder.testing import (
+    SubmissionError,
+    SubmissionTimeout,
+    dtype_name,
+    expect,
+    noncontiguous,
+    randint,
+    randn,
+    sibling,
+    whole,
+)
 
 signatures = sibling(__file__, "mistakes")  # the named mistakes' outputs (beside this suite; never shipped to students)
 
@@ -146,14 +156,16 @@ def _gate_attention_backward(sub, ref, rng) -> None:
     with data.explained(sub):
         got = expect.sequence(sub.custom_backward.attention_backward(d_out, q, k, v, a, scale), 3, what="attention_backward")
     want = ref.custom_backward.attention_backward(d_out, q, k, v, a, scale)
-    variants = signatures.attention_backward(d_out, q, k, v, a, scale)
+    t = tol("custom_backward.attention_backward", torch.float64)
     for i, name in enumerate(GRADS):
         expect.close(
             got[i],
             want[i],
             what=f"attention_backward: {name} on a plain float64 input ({_shapes(q, k, v)}; checked before the cases)",
-            tol=tol("custom_backward.attention_backward", torch.float64),
-            mistakes=lambda: signatures.component(variants, i),
+            tol=t,
+            mistakes=lambda: signatures.component(
+                whole(signatures.attention_backward(d_out, q, k, v, a, scale), got, want, t), i
+            ),
         )
 
 
@@ -338,14 +350,16 @@ def test_attention_backward_matches_reference_on_random_inputs(sub, ref, rng, cr
             want = [
                 g.to(dtype) for g in ref.custom_backward.attention_backward(*(t.double() for t in (d_out, q, k, v, a)), scale)
             ]
-            variants = signatures.attention_backward(d_out, q, k, v, a, scale)
+            t = tol("custom_backward.attention_backward", dtype)
             for i, name in enumerate(GRADS):
                 expect.close(
                     got[i],
                     want[i],
                     what=f"attention_backward: {name} (q, k, v = {_shapes(q, k, v)}, scale={scale:.3g}, {dtype_name(dtype)})",
-                    tol=tol("custom_backward.attention_backward", dtype),
-                    mistakes=lambda: signatures.component(variants, i),
+                    tol=t,
+                    mistakes=lambda: signatures.component(
+                        whole(signatures.attention_backward(d_out, q, k, v, a, scale), got, want, t), i
+                    ),
                 )
 
 
@@ -375,14 +389,15 @@ def test_attention_function_backward_matches_reference_with_masks(sub, ref, rng,
                 tol=t,
                 mistakes=lambda: signatures.attention_forward(q, k, v, allowed),
             )
-            variants = signatures.attention_grads(q, k, v, allowed, d_out)
             for i, name in enumerate(GRADS):
                 expect.close(
                     grads[i],
                     want[i].to(dtype),
                     what=f"{name} from your AttentionFunction.backward ({label})",
                     tol=t,
-                    mistakes=lambda: signatures.component(variants, i),
+                    mistakes=lambda: signatures.component(
+                        whole(signatures.attention_grads(q, k, v, allowed, d_out), (*grads, out), (*want, want_out), t), i
+                    ),
                 )
 
 
@@ -503,8 +518,16 @@ def test_masked_keys_get_exactly_zero_gradient_and_score_gradient_rows_sum_to_ze
                 d_out = torch.zeros(B, T, d, dtype=dtype)
                 d_out[:, : t + 1] = randn(rng, B, t + 1, d, dtype=dtype)  # the loss reads outputs 0..t only
                 allowed_causal = torch.tril(torch.ones(T, T, dtype=torch.bool))
-                _, (grads,) = data.forward_backward(sub, q, k, v, allowed_causal, [d_out], what="causal attention")
+                out, (grads,) = data.forward_backward(sub, q, k, v, allowed_causal, [d_out], what="causal attention")
                 scale = 1.0 / math.sqrt(d)
+                want_out, _ = _reference_grads(q, k, v, allowed_causal, d_out)
+                expect.close(  # a forward that ignores the mask is named here, not as a backward that ignores it
+                    out,
+                    want_out.to(dtype),
+                    what="AttentionFunction.forward on the causal problem (checked before its gradients)",
+                    tol=tol("custom_backward.attention", dtype),
+                    mistakes=lambda: signatures.attention_forward(q, k, v, allowed_causal),
+                )
                 want = ref.custom_backward.attention_backward(d_out, q, k, v, _weights(q, k, allowed_causal, scale), scale)
                 for name, g, w_ in zip(GRADS[1:], grads[1:], want[1:]):
                     g = expect.tensor(g, what=name)
@@ -515,7 +538,13 @@ def test_masked_keys_get_exactly_zero_gradient_and_score_gradient_rows_sum_to_ze
                         what=f"{name} from your AttentionFunction.backward",
                         tol=tol("custom_backward.attention_backward", dtype),
                         mistakes=lambda: signatures.component(
-                            signatures.attention_grads(q, k, v, allowed_causal, d_out), GRADS.index(name)
+                            whole(
+                                signatures.attention_grads(q, k, v, allowed_causal, d_out),
+                                (*grads, out),
+                                (*want, want_out),
+                                tol("custom_backward.attention_backward", dtype),
+                            ),
+                            GRADS.index(name),
                         ),
                     )
                     # the docstring promises no exact 0 here (only softmax_backward's S̄ at A = 0 is exact): the table's atol

@@ -35,6 +35,7 @@ def week7(rng, ref):
             "log_softmax_big": signatures.log_softmax(torch.tensor([[0.0, -1e4, 5.0], [2e4, 1e4, -3e4]])),
             "cross_entropy": signatures.cross_entropy(logits, targets),
             "vocab_probs": signatures.vocab_probs(h, w_vocab),
+            "vocab_via_softmax": signatures.vocab_via_softmax(h, w_vocab),
         },
     }
 
@@ -73,6 +74,8 @@ def vocab_probs(rng, ref):
         "w_vocab": w_vocab,
         "mistakes": signatures.vocab_probs(h, w_vocab),
         "mistakes64": signatures.vocab_probs(h.double(), w_vocab.double()),
+        "via": signatures.vocab_via_softmax(h, w_vocab),
+        "via64": signatures.vocab_via_softmax(h.double(), w_vocab.double()),
     }
 
 

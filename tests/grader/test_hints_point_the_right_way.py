@@ -1,0 +1,94 @@
+"""No hint that sends a student the wrong way, and a hint on every failed test a known mistake
+explains (issue 30).
+
+Each case is a single-mistake variant of tests/submissions/mistakes/<skill>.toml (the same
+variants `make check`'s hint benchmark grades on three seeds). Graded with the hidden tests,
+it must lose points, show its own hint, show no hint but its own (and the few listed that
+the failed check itself proves, such as ``general/in-place``) — a hint about the backward
+on a forward that saved a scaled q, a vocab_probs hint on a softmax_rows mistake, "the
+backward ignores the mask" on a forward that ignores it — and, where ``every_test`` is set,
+name a hint on every test it fails.
+
+Cases of different skills share a grading run (the suites call only their own module), so
+the runs are as few as the most cases of one skill.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+
+import pytest
+from conftest import SKILLS, SUBMISSIONS, grade
+
+sys.path.insert(0, str(SUBMISSIONS))
+import variants  # noqa: E402
+
+
+@dataclass(frozen=True)
+class Case:
+    skill: str
+    variant: str
+    also: frozenset[str] = frozenset()  # hints the failed checks themselves prove (no function named)
+    every_test: bool = False  # every failed test names a hint
+
+    @property
+    def id(self) -> str:
+        return f"{self.skill}/{self.variant}"
+
+
+CASES = [
+    # §1: hints that pointed the wrong way
+    Case("custom_backward", "forward-scales-q-in-place", frozenset({"general/in-place"}), every_test=True),
+    Case("custom_backward", "forward-ignores-mask", every_test=True),
+    Case("row_softmax", "sum-over-dim-0", every_test=True),
+]
+
+
+def _runs(cases: list[Case]) -> list[list[Case]]:
+    """At most one case of each skill per run."""
+    runs: list[list[Case]] = []
+    for case in cases:
+        run = next((r for r in runs if all(c.skill != case.skill for c in r)), None)
+        if run is None:
+            runs.append([case])
+        else:
+            run.append(case)
+    return runs
+
+
+RUNS = _runs(CASES)
+
+
+def test_every_case_is_a_variant_of_the_mistake_tables():
+    known = {(s, m["id"]) for s in SKILLS for m in variants.mistakes(s)}
+    assert not [c.id for c in CASES if (c.skill, c.variant) not in known]
+
+
+@pytest.mark.parametrize("run", RUNS, ids=[" + ".join(c.id for c in r) for r in RUNS])
+def test_a_mistake_shows_its_own_hint_and_no_other(run, tmp_path):
+    table = {c.skill: {m["id"]: m for m in variants.mistakes(c.skill)} for c in run}
+    applied = [table[c.skill][c.variant] for c in run]
+    folder = variants.build(tmp_path / "submission", applied)
+    only = [arg for c in run for arg in ("--skill", c.skill)]
+    graded = grade(folder, "--reveal-hidden", *only, output=tmp_path / "r.json")
+    assert graded.rc == 0, graded.stderr
+    problems = []
+    for case, m in zip(run, applied):
+        failed = [t for t in graded.tests(case.skill) if t["status"] != "passed"]
+        shown = {h["id"] for t in failed for h in t["hints"]}
+        if not failed:
+            problems.append(f"{case.id}: lost no points")
+        if m["hint"] not in shown:
+            problems.append(f"{case.id}: its hint {m['hint']} is not shown (shown: {sorted(shown)})")
+        wrong = {
+            t["name"]: sorted(h["id"] for h in t["hints"] if h["id"] != m["hint"] and h["id"] not in case.also) for t in failed
+        }
+        wrong = {name: ids for name, ids in wrong.items() if ids}
+        if wrong:
+            problems.append(f"{case.id}: hints of other mistakes shown: {wrong}")
+        if case.every_test:
+            bare = [t["name"] for t in failed if not t["hints"]]
+            if bare:
+                problems.append(f"{case.id}: failed tests without a hint: {bare}")
+    assert not problems, "\n".join(problems)
