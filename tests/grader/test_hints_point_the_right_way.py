@@ -19,7 +19,7 @@ import sys
 from dataclasses import dataclass
 
 import pytest
-from conftest import SKILLS, SUBMISSIONS, grade
+from conftest import MODULES, SKILLS, SUBMISSIONS, grade
 
 sys.path.insert(0, str(SUBMISSIONS))
 import variants  # noqa: E402
@@ -31,10 +31,12 @@ class Case:
     variant: str
     also: frozenset[str] = frozenset()  # hints the failed checks themselves prove (no function named)
     every_test: bool = False  # every failed test names a hint
+    confined: bool = False  # no failed test is about another function (by its name) than the broken one or its callers
+    with_: str | None = None  # a second variant of the same skill, base and file: both mistakes at once, both named
 
     @property
     def id(self) -> str:
-        return f"{self.skill}/{self.variant}"
+        return f"{self.skill}/{self.variant}" + (f"+{self.with_}" if self.with_ else "")
 
 
 CASES = [
@@ -42,6 +44,10 @@ CASES = [
     Case("custom_backward", "forward-scales-q-in-place", frozenset({"general/in-place"}), every_test=True),
     Case("custom_backward", "forward-ignores-mask", every_test=True),
     Case("row_softmax", "sum-over-dim-0", every_test=True),
+    # §3: one function's mistake charged to that function; two mistakes in one function both named
+    Case("mha_reshape", "split-view-without-transpose", confined=True),
+    Case("qkv", "chain-weights-times-keys", every_test=True),
+    Case("qkv", "chain-keys-times-queries", with_="chain-weights-times-keys"),
 ]
 
 
@@ -62,28 +68,41 @@ RUNS = _runs(CASES)
 
 def test_every_case_is_a_variant_of_the_mistake_tables():
     known = {(s, m["id"]) for s in SKILLS for m in variants.mistakes(s)}
-    assert not [c.id for c in CASES if (c.skill, c.variant) not in known]
+    assert not [c.id for c in CASES for v in (c.variant, c.with_) if v and (c.skill, v) not in known]
+
+
+def _source(case: Case, table: dict) -> tuple[dict, str, list[str]]:
+    """The variant, its module's source (two variants of one file applied together) and the
+    hints it must show."""
+    m = table[case.variant]
+    source = variants.mutated_source(m)
+    if case.with_ is None:
+        return m, source, [m["hint"]]
+    other = table[case.with_]
+    assert (other["base"], other["file"]) == (m["base"], m["file"]), case.id
+    assert source.count(other["find"]) == 1, case.id
+    return m, source.replace(other["find"], other["replace"]), [m["hint"], other["hint"]]
 
 
 @pytest.mark.parametrize("run", RUNS, ids=[" + ".join(c.id for c in r) for r in RUNS])
 def test_a_mistake_shows_its_own_hint_and_no_other(run, tmp_path):
     table = {c.skill: {m["id"]: m for m in variants.mistakes(c.skill)} for c in run}
-    applied = [table[c.skill][c.variant] for c in run]
-    folder = variants.build(tmp_path / "submission", applied)
+    built = [_source(c, table[c.skill]) for c in run]
+    folder = variants.build(tmp_path / "submission", [])
+    for m, source, _ in built:
+        (folder / m["file"]).write_text(source, encoding="utf-8")
     only = [arg for c in run for arg in ("--skill", c.skill)]
     graded = grade(folder, "--reveal-hidden", *only, output=tmp_path / "r.json")
     assert graded.rc == 0, graded.stderr
     problems = []
-    for case, m in zip(run, applied):
+    for case, (m, source, own) in zip(run, built):
         failed = [t for t in graded.tests(case.skill) if t["status"] != "passed"]
         shown = {h["id"] for t in failed for h in t["hints"]}
         if not failed:
             problems.append(f"{case.id}: lost no points")
-        if m["hint"] not in shown:
-            problems.append(f"{case.id}: its hint {m['hint']} is not shown (shown: {sorted(shown)})")
-        wrong = {
-            t["name"]: sorted(h["id"] for h in t["hints"] if h["id"] != m["hint"] and h["id"] not in case.also) for t in failed
-        }
+        problems += [f"{case.id}: its hint {h} is not shown (shown: {sorted(shown)})" for h in own if h not in shown]
+        allowed = set(own) | case.also
+        wrong = {t["name"]: sorted(h["id"] for h in t["hints"] if h["id"] not in allowed) for t in failed}
         wrong = {name: ids for name, ids in wrong.items() if ids}
         if wrong:
             problems.append(f"{case.id}: hints of other mistakes shown: {wrong}")
@@ -91,4 +110,15 @@ def test_a_mistake_shows_its_own_hint_and_no_other(run, tmp_path):
             bare = [t["name"] for t in failed if not t["hints"]]
             if bare:
                 problems.append(f"{case.id}: failed tests without a hint: {bare}")
+        if case.confined:
+            names = variants.functions(MODULES[case.skill])
+            mine = variants.dependents(source, m["function"])
+            elsewhere = [
+                t["name"]
+                for t in failed
+                if variants.named_functions(t["name"], names, case.skill)
+                and not set(variants.named_functions(t["name"], names, case.skill)) & mine
+            ]
+            if elsewhere:
+                problems.append(f"{case.id} (a mistake in {m['function']}) failed tests of other functions: {elsewhere}")
     assert not problems, "\n".join(problems)

@@ -541,12 +541,17 @@ def test_merge_heads_matches_reference_and_inverts_split_heads(sub, ref, rng, cr
                 mistakes=lambda: signatures.merge_heads(y),
                 grid=("token", "feature"),
             )
+            del got  # the inverse: merge_heads undoes the *right* split of a fresh x — composed with the
+            # reference split_heads, never yours, so a wrong split_heads costs only split_heads' tests (issue 30 §3)
+            x = randn(rng, B, T, h * d, dtype=dtype)
+            split = ref.mha_reshape.split_heads(x.double(), h).to(dtype)
             expect.close(
-                sub.mha_reshape.split_heads(got, h),
-                y,
-                what=f"split_heads(merge_heads(y), {h}) is y again (Day 1 §A.5)",
+                sub.mha_reshape.merge_heads(split),
+                x,
+                what=f"merge_heads(the right split_heads(x [{B},{T},{h * d}], {h})) is x again (Day 1 §A.5)",
                 tol=t,
-                hints=data.round_trip_hints(),
+                mistakes=lambda: signatures.merge_heads(split),
+                grid=("token", "feature"),
             )
 
 
