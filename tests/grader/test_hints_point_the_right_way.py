@@ -51,6 +51,9 @@ CASES = [
     # §2: failed tests with no hint, or a message that contradicts itself
     Case("sdpa_masks", "additive-minus-1e9", every_test=True),
     Case("sdpa_masks", "mha-never-transposes", every_test=True),
+    Case("mha_reshape", "merge-view-without-contiguous", every_test=True),
+    Case("mha_reshape", "padding-mask-on-queries", every_test=True),
+    Case("masks", "zero-fill-then-zeroed-after-softmax", every_test=True),
 ]
 
 

@@ -18,6 +18,7 @@ from autograder.testing import (
     check_no_banned,
     choice,
     dispatch,
+    distinct,
     dtype_name,
     expect,
     noncontiguous,
@@ -153,6 +154,25 @@ def _reference(ref, C, h, ctx, bias, state, x, key_allowed, dtype):
     return out.to(dtype), weights.to(dtype)
 
 
+def _padding_on_queries(sub, state, x, key_allowed, dtype, C, h) -> list[str]:
+    """A NaN gradient with padding has a known cause, checked by behaviour: the forward output on
+    the same input is what blocking padded *queries* (rows) gives — whole rows of −∞, NaN after
+    the softmax — and not the right output (Day 1 §3.2: padding blocks keys, i.e. columns)."""
+    r = sub.mha_reshape.construct(
+        "MultiHeadAttention",
+        [C, h, x.shape[1]],
+        {"bias": True},
+        dtype=dtype,
+        state=state,
+        calls=[("forward", [x], {"key_allowed": key_allowed})],
+        describe=False,
+    )
+    got = r["outputs"][0]
+    table = signatures.outputs(signatures.mha(x.double(), {k: v.double() for k, v in state.items()}, h, key_allowed))
+    wanted = {k: v for k, v in table.items() if k == "mha_reshape/key-mask-on-queries"}
+    return expect.diagnose(got, wanted, tol("mha_reshape.MultiHeadAttention", dtype)) if wanted else []
+
+
 def _control_split(sub, ref, rng) -> None:
     """split_heads on a fresh random input, against the reference."""
     B, T, C, h = choice(rng, (1, 2)), randint(rng, 2, 9), choice(rng, (4, 6, 8)), 2
@@ -198,11 +218,13 @@ def _control_module(sub, ref, rng) -> None:
         describe=False,
     )
     want, _ = _reference(ref, C, 1, T, "w_q.bias" in state, state, x, key_allowed, torch.float32)
+    t = tol("mha_reshape.MultiHeadAttention", torch.float32)
     expect.close(
         r["outputs"][0],
         want,
         what="MultiHeadAttention(C, 1, T) on fresh random weights, x and padding (checked first)",
-        tol=tol("mha_reshape.MultiHeadAttention", torch.float32),
+        tol=t,
+        mistakes=lambda: distinct(signatures.outputs(signatures.mha(x, state, 1, key_allowed)), t, want),
     )
 
 
@@ -725,11 +747,13 @@ def test_multi_head_attention_is_causal_and_ignores_padding_by_gradient(sub, rng
                 detail="the output does not require grad: keep the computation in torch operations on x",
             )
             gx = expect.tensor(r["input_grads"][0], what="∂y/∂x")
+            finite = bool(torch.isfinite(gx).all())
             expect.true(
-                bool(torch.isfinite(gx).all()),
+                finite,
                 what="∂y/∂x is finite",
-                detail="the gradient has NaN or ∞",
-                hints=["mha_reshape/key-mask-on-queries"],
+                detail="the gradient has NaN or ∞"
+                + (" (the padded rows of the output are NaN too: whole query rows were blocked)" if not finite else ""),
+                hints=[] if finite else _padding_on_queries(sub, state, x, key_allowed, dtype, C, h),
             )
             if part.label == "padded tokens":
                 leak = gx[~key_allowed]
