@@ -164,9 +164,19 @@ def square_diagnosis(sub) -> list[str]:
         if plain is not None and all(expect.distance(g_, r[0], tight) <= 1 for g_, r in zip(plain, right)):
             expect.diagnose(plain[0], {"custom_backward/dot-t-on-batch": plain[0]}, tight)  # records the match
             return ["custom_backward/dot-t-on-batch"]
-    if got is None:
-        return []
-    variants = c["mistakes"]
+    if got is None:  # raised on the batch: name what the same problem without its batch axis shows
+        got = triple(d_out[0], q[0], k[0], v[0], a[0], scale)
+        if got is None or "mistakes_plain" not in c:
+            return []
+        right = [r[0] for r in right]
+        variants = c["mistakes_plain"]
+    else:
+        variants = c["mistakes"]
+    return _named_by_whole(got, right, variants, tight)
+
+
+def _named_by_whole(got, right, variants, tight) -> list[str]:
+    """The mistakes whose every changed gradient is what ``got`` holds."""
     named = set()
     for i in range(3):
         named.update(
@@ -184,6 +194,13 @@ def explained(sub=None):
         yield
     except SubmissionRaised as exc:
         raise explain(exc, sub) from None
+
+
+def softmax_backward(sub, d_weights: torch.Tensor, weights: torch.Tensor):
+    """sub.custom_backward.softmax_backward(Ā, A), its shape errors explained (``explain``): a D
+    without keepdim raises on a batch and is named from the problem without its batch axis."""
+    with explained(sub):
+        return sub.custom_backward.softmax_backward(d_weights, weights)
 
 
 # --------------------------------------------------------------------------- Week 7 §16
@@ -318,11 +335,15 @@ def gradcheck(sub, problem: dict) -> tuple[str | None, list[str]]:
     analytical_all = []
     for name, i, like in zip(("q", "k", "v"), range(3), (q, k, v)):
         got = [expect.tensor(r[i], what=f"d{name} from AttentionFunction.backward") for r in rows]
+        other = {"q": k, "k": q}.get(name)  # dq with k's shape (or dk with q's): returned in each other's place
         for g in got:
+            swapped = other is not None and tuple(g.shape) == tuple(other.shape) != tuple(like.shape)
             expect.true(
                 tuple(g.shape) == tuple(like.shape),
                 what=f"d{name} has the shape of {name}",
-                detail=f"expected {list(like.shape)}, got {list(g.shape)}",
+                detail=f"expected {list(like.shape)}, got {list(g.shape)}"
+                + (f" — the shape of {'k' if name == 'q' else 'q'}" if swapped else ""),
+                hints=expect.observed("custom_backward/dq-dk-swapped") if swapped else [],
             )
         analytical_all.append(torch.stack([g.double().reshape(-1) for g in got]))
     for name, i, like, num in zip(("q", "k", "v"), range(3), (q, k, v), problem["numerical"]):

@@ -83,9 +83,8 @@ def attention_backward(d_out, q, k, v, weights, scale: float) -> dict[str, tuple
         unkept = _d_without_keepdim(da, a)
         if unkept is not None:
             out[P + "d-keepdim"] = grads(unkept)
-        if q.shape == k.shape:  # (dk, dq, dv): the first two returned in the wrong order
-            right = grads(ds)
-            out[P + "dq-dk-swapped"] = (right[1], right[0], right[2])
+    right = grads(ds)  # (dk, dq, dv): the first two returned in the wrong order (L ≠ S: each has the other's shape)
+    out[P + "dq-dk-swapped"] = (right[1], right[0], right[2])
     return {h: tuple(t.to(dtype) for t in g) for h, g in out.items()}
 
 
@@ -162,6 +161,26 @@ def week7_loss_mistakes(dtype: torch.dtype) -> dict[str, torch.Tensor]:
     return {"custom_backward/forward-scale": wrong.to(dtype)}
 
 
+def week7_grad_mistakes(dtype: torch.dtype) -> dict[str, torch.Tensor]:
+    """hint id → dL/dW_Q of Week 7 §16 (mean CE of the last positions) when the backward has that
+    mistake: the chain's own Ȳ (the forward is right), the mistake's dq, dL/dW_Q = Σ_b x_bᵀ dq_b.
+    Mistakes of the forward pass are left out: they change the loss, which is checked first."""
+    inputs = data.week7_chain_inputs(torch.float64)
+    x, w_q, w_k, w_v = (inputs[n] for n in ("x", "w_q", "w_k", "w_v"))
+    T = x.size(1)
+    causal = torch.tril(torch.ones(T, T, dtype=torch.bool))
+    q, k, v = x @ w_q, x @ w_k, x @ w_v
+    out = plain_attention(q, k, v, causal)[0].detach().requires_grad_(True)
+    loss = torch.nn.functional.cross_entropy(out[:, -1] @ inputs["w_vocab"], inputs["targets"])
+    (d_out,) = torch.autograd.grad(loss, [out])
+    table = {}
+    for hint, grads in attention_grads(q, k, v, causal, d_out).items():
+        if hint.startswith(P + "forward-") or grads[0].shape != q.shape:
+            continue
+        table[hint] = torch.einsum("btc,btd->cd", x, grads[0].double()).to(dtype)
+    return table
+
+
 def numerical_jacobians(q, k, v, allowed, eps: float = data.GRADCHECK["eps"]) -> list[torch.Tensor]:
     """Central finite differences of the reference attention (trusted, float64): for each of
     q, k, v a [out.numel(), input.numel()] Jacobian — gradcheck's numerical side."""
@@ -230,4 +249,7 @@ def square_problem() -> dict:
         "scale": scale,
         "right": list(_plain_backward(d_out, q, k, v, a, scale)),
         "mistakes": attention_backward(d_out, q, k, v, a, scale),
+        # the same problem without its batch axis: where a mistake raises on the batch (D without
+        # keepdim broadcasts only against one [L,S] matrix), it runs here and can be named
+        "mistakes_plain": attention_backward(d_out[0], q[0], k[0], v[0], a[0], scale),
     }
