@@ -117,6 +117,9 @@ def cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> dict[str, torc
         P + "lse-missing-max": -(logp + l64.amax(-1, keepdim=True))[n, t].mean().to(dtype),
         P + "ce-not-0-dim": (-logp[n, t].mean()).reshape(1).to(dtype),  # mean(dim=0, keepdim=True): shape [1]
     }
+    unkept = _unkept_lse(l64, -1)
+    if unkept is not None:  # log_softmax_rows' log-sum-exp without keepdim (runs only when N = V)
+        v[P + "lse-without-keepdim"] = (-unkept[n, t].mean()).to(dtype)
     if logits.size(0) > 1:
         v[P + "ce-target-indexing"] = (-logp[:, t].mean()).to(dtype)  # an N×N block, not one entry per row
         v[P + "softmax-wrong-axis"] = (-torch.log_softmax(l64, dim=0)[n, t].mean()).to(dtype)

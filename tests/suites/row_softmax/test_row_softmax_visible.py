@@ -294,7 +294,7 @@ def test_row_softmax_functions_keep_dtype_and_leave_control_inputs_unchanged(sub
     for part in credit.parts(sorted(calls, key=lambda k: k.split()[0])):
         with part:
             name, args, dtype = calls[part.label]
-            r = sub.row_softmax.call(name, *args, return_args=True)
+            r = data.call_explained(sub, name, *args, return_args=True)
             expect.kept_inputs_and_dtype(
                 name, args, r, dtype, case=part.label, dtype_case=f"{part.label} input", in_place="-=, exp_, x[...] ="
             )
