@@ -51,6 +51,8 @@ def attention_chain(
         "qkv/softmax-wrong-axis": chain(scaled, dim=-2),
         "qkv/softmax-over-batch": chain(scaled, dim=0),  # normalised across the batch examples
         "qkv/keys-times-queries": chain(raw.transpose(-2, -1) / math.sqrt(d_k)),
+        "qkv/scale-multiplied": chain(raw * math.sqrt(d_k)),
+        "qkv/sqrt-precedence": chain(raw / (d_k / 2)),  # d_k ** 1/2 = d_k / 2
     }
     if C != d_k:
         out["qkv/scale-by-model-width"] = chain(raw / math.sqrt(C))

@@ -81,13 +81,20 @@ def test_week7_numbers_at_stated_precision_in_float64(sub, ref, rng, credit):
             elif part.label == "Q K V":
                 got = expect.sequence(sub.qkv.project_qkv(ex.x, ex.w_q, ex.w_k, ex.w_v), 3, what="project_qkv")
                 for name, g in zip("QKV", got):
-                    expect.close(g, w7.t(w7.STATED[name], torch.float64), what=f"{name} (W7-06..W7-11)", tol=w7.PRINTED_3DP)
+                    expect.close(
+                        g,
+                        w7.t(w7.STATED[name], torch.float64),
+                        what=f"{name} (W7-06..W7-11)",
+                        tol=w7.PRINTED_3DP,
+                        mistakes=lambda: signatures.projections(ex.x, ex.w_q, ex.w_k, ex.w_v, name),
+                    )
             elif part.label == "raw scores":
                 expect.close(
                     sub.qkv.attention_scores(q, k),
                     w7.t(w7.STATED["raw_scores"], torch.float64),
                     what="S_A, S_B (W7-13, W7-14)",
                     tol=w7.PRINTED_3DP,
+                    mistakes=lambda: signatures.scores(q, k),
                 )
             elif part.label == "scaled rows":
                 got = sub.qkv.scale_scores(raw, 2)
@@ -96,6 +103,9 @@ def test_week7_numbers_at_stated_precision_in_float64(sub, ref, rng, credit):
                     w7.t(w7.STATED["scaled_final_rows"], torch.float64),
                     what="scaled final rows (W7-16)",
                     tol=w7.NEAR_EXACT,
+                    mistakes=lambda: {
+                        h: t[:, 1] for h, t in {**signatures.scale(raw, 2), **signatures.sqrt_precedence(raw, 2)}.items()
+                    },
                 )
                 expect.scalar(
                     float(raw[0, 1, 0] / got[0, 1, 0]),
@@ -116,14 +126,20 @@ def test_week7_numbers_at_stated_precision_in_float64(sub, ref, rng, credit):
                     mistakes=lambda: signatures.weights(signatures.attention_chain(ex.x, ex.w_q, ex.w_k, ex.w_v)),
                 )
             elif part.label == "outputs 6dp":
-                out, _ = expect.sequence(
+                out, own = expect.sequence(
                     sub.qkv.single_head_attention(ex.x, ex.w_q, ex.w_k, ex.w_v), 2, what="single_head_attention"
                 )
+                chain = (ex.x, ex.w_q, ex.w_k, ex.w_v)
                 expect.close(
                     out[:, 1],
                     w7.t(w7.STATED["final_outputs_6dp"], torch.float64),
                     what="h_A | h_B to 6 dp (W7-35)",
                     tol=w7.PRINTED_6DP,
+                    mistakes=lambda: {
+                        h: o[:, 1]
+                        for h, o in signatures.retrieval_from(own, *chain, signatures.attention_chain(*chain)).items()
+                        if o.dim() == 3
+                    },
                 )
             elif part.label == "index table":
                 out, weights = expect.sequence(
@@ -143,6 +159,7 @@ def test_week7_numbers_at_stated_precision_in_float64(sub, ref, rng, credit):
                     w7.t(w7.STATED["uniform_mean_final"], torch.float64),
                     what="x̄_A,1, x̄_B,1 (W7-02, W7-03)",
                     tol=w7.Tol(0.0, 1e-12),
+                    mistakes=lambda: {h: t[:, 1] for h, t in signatures.uniform_mean(ex.x).items()},
                 )
             else:
                 state = {
