@@ -67,17 +67,21 @@ def wrap_words(text: str, room: int) -> str:
     word is never cut in two ("exp │ ected"); a single word longer than a line (a path, a
     long number list) is the only thing cut, at ``room``."""
     out: list[str] = []
-    for line in str(text).split("\n"):
+    for raw in str(text).split("\n"):
+        indent = raw[: len(raw) - len(raw.lstrip(" "))]  # "     got [...]" stays aligned under "expected [...]"
+        if len(indent) >= room // 2:
+            indent = ""
+        start = len(out)
         current = ""
-        for word in line.split(" "):
+        for word in raw[len(indent) :].split(" ") if raw.strip() else [""]:
             candidate = word if not current else f"{current} {word}"
-            if cells(candidate) <= room:
+            if cells(candidate) + len(indent) <= room:
                 current = candidate
                 continue
             if current:
                 out.append(current)
-            while cells(word) > room:  # one word wider than the line: cut it (nothing else fits)
-                cut, used = "", 0
+            while cells(word) + len(indent) > room:  # one word wider than the line: cut it (nothing else fits)
+                cut, used = "", len(indent)
                 for ch in word:
                     if used + cells(ch) > room:
                         break
@@ -86,6 +90,7 @@ def wrap_words(text: str, room: int) -> str:
                 word = word[len(cut) :]
             current = word
         out.append(current)
+        out[start:] = [indent + piece for piece in out[start:]]
     return "\n".join(out)
 
 
