@@ -63,10 +63,10 @@ def whole(
     mistake leaves right are not compared, so a second, unrelated mistake elsewhere does not
     hide the first one's name."""
     loose = Tol(max(tol.rtol, 1e-6), max(tol.atol, 1e-6))
-    keep = {}
+    keep, changes = {}, {}
     for hint, parts in variants.items():
-        ok = True
-        for mine, theirs, right in zip(parts, got, want):
+        ok, changed = True, set()
+        for i, (mine, theirs, right) in enumerate(zip(parts, got, want)):
             if type(mine) is not torch.Tensor or type(right) is not torch.Tensor:
                 continue
             if distance(mine, right, loose) <= 1.0:
@@ -74,6 +74,9 @@ def whole(
             if distance(theirs, mine, loose) > 1.0:
                 ok = False
                 break
+            changed.add(i)
         if ok:
-            keep[hint] = parts
-    return keep
+            keep[hint], changes[hint] = parts, changed
+    # a mistake that explains only part of what another one explains in full is not named: a
+    # backward applying s twice (Q̄ and K̄ off by s) is not "forward saved a scaled q" (K̄ only)
+    return {h: p for h, p in keep.items() if not any(changes[h] < changes[o] for o in keep if o != h)}

@@ -88,6 +88,33 @@ def attention_backward(d_out, q, k, v, weights, scale: float) -> dict[str, tuple
     return {h: tuple(t.to(dtype) for t in g) for h, g in out.items()}
 
 
+def attention_backward_from(own_ds, d_out, q, k, v, weights, scale: float) -> dict[str, tuple]:
+    """``attention_backward``'s table where the third step (Q̄, K̄ from S̄) is taken from the
+    submission's own S̄ (``own_ds`` = its softmax_backward(Ā, A)): a transposed, unscaled or
+    swapped gradient is named even when softmax_backward is wrong too (two mistakes in one
+    skill, issue 30 §3). Other entries are ``attention_backward``'s."""
+    table = attention_backward(d_out, q, k, v, weights, scale)
+    if type(own_ds) is not torch.Tensor or not own_ds.is_floating_point():
+        return table
+    dy, q, k, v, a, ds = (t.double() for t in (d_out, q, k, v, weights, own_ds))
+    if ds.shape != a.shape:
+        return table
+    dtype = d_out.dtype
+    dv = a.transpose(-2, -1) @ dy
+    dq, dk = scale * (ds @ k), scale * (ds.transpose(-2, -1) @ q)
+    own = {P + "dq-dk-swapped": (dk, dq, dv)}
+    if scale != 1.0:
+        own[P + "missing-scale"] = (ds @ k, ds.transpose(-2, -1) @ q, dv)
+        own[P + "scale-inverted"] = (dq / scale**2, dk / scale**2, dv)
+        own[P + "scale-twice"] = (dq * scale, dk * scale, dv)
+    if ds.shape[-1] == ds.shape[-2]:
+        own[P + "dk-transpose"] = (dq, scale * (ds @ q), dv)
+        own[P + "dq-transpose"] = (scale * (ds.transpose(-2, -1) @ k), dk, dv)
+        own[P + "dv-transpose"] = (dq, dk, a @ dy)
+    table.update({h: tuple(t.to(dtype) for t in g) for h, g in own.items()})
+    return table
+
+
 def component(variants: dict[str, tuple], index: int) -> dict[str, torch.Tensor]:
     """The mistakes that change gradient ``index`` (0 = dq, 1 = dk, 2 = dv)."""
     return {h: g[index] for h, g in variants.items()}
@@ -140,11 +167,11 @@ def attention_grads(q, k, v, allowed, d_out) -> dict[str, tuple[torch.Tensor, to
     if allowed is not None:
         scores = scores.masked_fill(allowed.logical_not(), -math.inf)
     out[P + "saved-scores"] = (*_plain_backward(dy, q64, k64, v64, scores, scale), right_out)
-    # forward scaled q (or k) itself — q.mul_(s), q = q * s — and saved that: the output is right,
-    # the backward's formulas are right, but K̄ = s·S̄ᵀ(s·Q) (or Q̄ = s·S̄(s·K)) is off by s
+    # forward scaled q itself — q.mul_(s), q = q * s — and saved that: the output is right, the
+    # backward's formulas are right, but K̄ = s·S̄ᵀ(s·Q) is off by s. (The same with k would give
+    # Q̄ off by s, which a backward applying s twice also gives wherever only Q̄ is seen: not named.)
     dq, dk, dv = _plain_backward(dy, q64, k64, v64, a, scale)
     out[P + "saved-scaled-q"] = (dq, dk * scale, dv, right_out)
-    out[P + "saved-scaled-k"] = (dq * scale, dk, dv, right_out)
     return {h: tuple(t.to(q.dtype) for t in g) for h, g in out.items()}
 
 

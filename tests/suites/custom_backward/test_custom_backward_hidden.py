@@ -147,6 +147,17 @@ def _shapes(*ts) -> str:
     return ", ".join(str(list(t.shape)) for t in ts)
 
 
+def _backward_table(sub, d_out, q, k, v, a, scale) -> dict:
+    """The named mistakes of attention_backward, the third step judged from your own S̄: your
+    softmax_backward runs on this Ā and A (only when a check failed), so a transposed or
+    unscaled Q̄/K̄ is named even when your S̄ is wrong too (issue 30 §3)."""
+    try:
+        own = data.softmax_backward(sub, d_out @ v.transpose(-2, -1), a)
+    except SubmissionError:
+        own = None
+    return signatures.attention_backward_from(own, d_out, q, k, v, a, scale)
+
+
 def _gate_attention_backward(sub, ref, rng) -> None:
     """A plain float64 attention_backward call against the reference, before any partial credit:
     a backward that is wrong on the plain case (or answers from a table) scores 0 in the test."""
@@ -163,9 +174,7 @@ def _gate_attention_backward(sub, ref, rng) -> None:
             want[i],
             what=f"attention_backward: {name} on a plain float64 input ({_shapes(q, k, v)}; checked before the cases)",
             tol=t,
-            mistakes=lambda: signatures.component(
-                whole(signatures.attention_backward(d_out, q, k, v, a, scale), got, want, t), i
-            ),
+            mistakes=lambda: signatures.component(whole(_backward_table(sub, d_out, q, k, v, a, scale), got, want, t), i),
         )
 
 
@@ -362,9 +371,7 @@ def test_attention_backward_matches_reference_on_random_inputs(sub, ref, rng, cr
                     want[i],
                     what=f"attention_backward: {name} (q, k, v = {_shapes(q, k, v)}, scale={scale:.3g}, {dtype_name(dtype)})",
                     tol=t,
-                    mistakes=lambda: signatures.component(
-                        whole(signatures.attention_backward(d_out, q, k, v, a, scale), got, want, t), i
-                    ),
+                    mistakes=lambda: signatures.component(whole(_backward_table(sub, d_out, q, k, v, a, scale), got, want, t), i),
                 )
 
 
