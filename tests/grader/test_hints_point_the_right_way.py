@@ -43,6 +43,7 @@ CASES = [
     # §1: hints that pointed the wrong way
     Case("custom_backward", "forward-scales-q-in-place", frozenset({"general/in-place"}), every_test=True),
     Case("custom_backward", "forward-ignores-mask", every_test=True),
+    Case("custom_backward", "backward-recomputes-unmasked-weights", every_test=True),  # and the converse
     Case("row_softmax", "sum-over-dim-0", every_test=True),
     # §3: one function's mistake charged to that function; two mistakes in one function both named
     Case("mha_reshape", "split-view-without-transpose", confined=True),
