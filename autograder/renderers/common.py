@@ -4,6 +4,7 @@ and grids as text. Submission text is escaped by ``escape`` (one module for ever
 from __future__ import annotations
 
 import re
+import unicodedata
 
 from ..core.escape import gutter, one_line, visible
 from ..core.results import SANDBOX_TIER, Results, SkillOutcome, TestOutcome
@@ -53,6 +54,73 @@ def frame_lines(test: TestOutcome) -> list[str]:
         out.append(f"  {frame_where(frame)}")
         if frame.get("code"):
             out.extend(gutter(frame["code"], 200, max_lines=1, prefix="  │     "))
+    return out
+
+
+def cells(text: str) -> int:
+    """How many terminal columns ``text`` takes: CJK and fullwidth characters take two."""
+    return sum(2 if unicodedata.east_asian_width(ch) in ("W", "F") else 0 if unicodedata.combining(ch) else 1 for ch in text)
+
+
+def wrap_words(text: str, room: int) -> str:
+    """``text`` with each line wrapped at spaces to at most ``room`` terminal columns, so a
+    word is never cut in two ("exp │ ected"); a single word longer than a line (a path, a
+    long number list) is the only thing cut, at ``room``."""
+    out: list[str] = []
+    for raw in str(text).split("\n"):
+        indent = raw[: len(raw) - len(raw.lstrip(" "))]  # "     got [...]" stays aligned under "expected [...]"
+        if len(indent) >= room // 2:
+            indent = ""
+        start = len(out)
+        current = ""
+        for word in raw[len(indent) :].split(" ") if raw.strip() else [""]:
+            candidate = word if not current else f"{current} {word}"
+            if cells(candidate) + len(indent) <= room:
+                current = candidate
+                continue
+            if current:
+                out.append(current)
+            while cells(word) + len(indent) > room:  # one word wider than the line: cut it (nothing else fits)
+                cut, used = "", len(indent)
+                for ch in word:
+                    if used + cells(ch) > room:
+                        break
+                    cut, used = cut + ch, used + cells(ch)
+                out.append(cut)
+                word = word[len(cut) :]
+            current = word
+        out.append(current)
+        out[start:] = [indent + piece for piece in out[start:]]
+    return "\n".join(out)
+
+
+#: result labels of the lessons' numbered results: "W7-43", "D1-11", "L2-04", "A-3"
+RESULT_LABEL = re.compile(r"\b(?:W7|D1|L2)-\d+[a-z]?\b")
+RESULT_LABEL_NOTE = (
+    "labels such as W7-43, D1-11 or L2-04 name one printed result of a lesson: W7 = Week 7 "
+    "(docs/lessons/week07-attention.txt), D1 = Day 1 (week1-day1-self-attention.txt), L2 = Lesson 2 "
+    "(lesson2-attention.txt), numbered in the order the lesson prints its results; the test checks that number"
+)
+
+
+def grid_fits(grid: dict, width: int) -> bool:
+    """Whether expected and yours fit side by side in ``width`` columns, every cell whole
+    (with its wrong-cell mark): else the compact list of wrong cells is shown instead."""
+    exp, got = grid["expected"], grid["got"]
+    if not exp or not exp[0]:
+        return False
+    cell = max(cells(c) for row in exp + got for c in row) + 1  # + the * mark
+    per_side = len(exp[0]) * (cell + 3) + 2
+    return 2 * per_side + 4 <= width
+
+
+def wrong_cells(grid: dict, limit: int = 8) -> list[str]:
+    """The wrong cells as "[i, j]: expected X, yours Y", at most ``limit`` of them."""
+    exp, got, bad = grid["expected"], grid["got"], grid["bad"]
+    where = [(r, j) for r, row in enumerate(bad) for j, b in enumerate(row) if b]
+    out = [f"[{r}, {j}]: expected {one_line(exp[r][j], 16)}, yours {one_line(got[r][j], 16)}" for r, j in where[:limit]]
+    if len(where) > limit:
+        out.append(f"… and {len(where) - limit} more of the {sum(len(row) for row in bad)} cells")
     return out
 
 
@@ -246,7 +314,13 @@ def footer_notes(results: Results) -> list[tuple[str, str]]:
     if results.seed is not None:
         source = SEED_SOURCES.get(results.seed_source or "", results.seed_source or "")
         out.append(("Seed", f"{results.seed}{f' ({source})' if source else ''} · reproduce with --seed {results.seed}"))
-    out.append(("Suites", suite_label(results.suite_hash, results.visible_suite_hash)))
+    suites = suite_label(results.suite_hash, results.visible_suite_hash)
+    if sub.get("not_selected"):  # a --skill / SKILL= run: its score and its suite hash cover these skills only
+        graded = ", ".join(s.id for s in results.skills)
+        suites += f" · this run graded only {graded}: its score and these hashes cover those skills, not the release"
+    out.append(("Suites", suites))
+    if any(RESULT_LABEL.search(" ".join([t.check or "", t.detail or "", t.summary or ""])) for t in results.tests):
+        out.append(("Labels", RESULT_LABEL_NOTE))
     portable = next((n for n in results.sandbox if n.startswith(f"{SANDBOX_TIER}portable")), None)
     if portable is not None:  # macOS and the like: say which protections held (runner/policy.tier_note)
         rlimits = next((f for f in results.sandbox if f.startswith("rlimits(")), "")

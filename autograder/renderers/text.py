@@ -3,6 +3,8 @@ reread, the student's own lines, coloured grids), then the total."""
 
 from __future__ import annotations
 
+import re
+
 from rich import box
 from rich.console import Console, Group
 from rich.panel import Panel
@@ -16,6 +18,7 @@ from .common import (
     collapse_repeats,
     footer_notes,
     frame_lines,
+    grid_fits,
     module_info,
     not_started,
     points,
@@ -23,35 +26,59 @@ from .common import (
     same_problem_line,
     todo_summary,
     where_to_start,
+    wrap_words,
+    wrong_cells,
 )
 
 STYLE = {"passed": "green", "failed": "red", "error": "magenta", "not_run": "yellow"}
 
 
-def _grid(grid: dict) -> Group:
-    """Expected and yours side by side; wrong cells in red. The title goes above the
-    table (a table title would wrap at the width of the small table)."""
+def _grid(grid: dict, width: int = 100) -> Group:
+    """Expected and yours side by side; wrong cells marked * (and red where there is colour:
+    a CI log, NO_COLOR or a file has none). The title goes above the table (a table title
+    would wrap at the width of the small table). A grid that does not fit ``width`` with every
+    cell whole is shown as the list of its wrong cells instead, never as cut cells."""
     exp, got, bad = grid["expected"], grid["got"], grid["bad"]
+    head = Text.assemble(
+        (one_line(grid["title"], 160), "bold"),
+        (f"  (rows: {one_line(grid['rows'], 40)}, columns: {one_line(grid['cols'], 40)}; * = wrong)", "dim"),
+    )
+    if not grid_fits(grid, width):
+        listing = "\n".join(f"  {line}" for line in wrong_cells(grid))
+        return Group(head, Text(f"  too wide for {width} columns; the wrong cells:", style="dim"), Text(listing))
     outer = Table(box=box.SIMPLE, show_header=True, padding=(0, 1))
-    outer.add_column("expected")
-    outer.add_column("yours")
+    outer.add_column("expected", no_wrap=True)
+    outer.add_column("yours", no_wrap=True)
     left = Table(box=box.MINIMAL, show_header=False, padding=(0, 1))
     right = Table(box=box.MINIMAL, show_header=False, padding=(0, 1))
     for _ in exp[0]:
-        left.add_column(justify="right")
-        right.add_column(justify="right")
+        left.add_column(justify="right", no_wrap=True)
+        right.add_column(justify="right", no_wrap=True)
     for r, row in enumerate(exp):
-        left.add_row(*[Text(one_line(c, 12), style="dim" if c in ("0", "False") else "") for c in row])
-        right.add_row(*[Text(one_line(c, 12), style="bold white on red" if bad[r][j] else "green") for j, c in enumerate(got[r])])
+        left.add_row(*[Text(one_line(c, 12) + " ", style="dim" if c in ("0", "False") else "") for c in row])
+        right.add_row(
+            *[
+                Text(one_line(c, 12) + ("*" if bad[r][j] else " "), style="bold white on red" if bad[r][j] else "green")
+                for j, c in enumerate(got[r])
+            ]
+        )
     outer.add_row(left, right)
-    head = Text.assemble(
-        (one_line(grid["title"], 160), "bold"),
-        (f"  (rows: {one_line(grid['rows'], 40)}, columns: {one_line(grid['cols'], 40)}; red = wrong)", "dim"),
-    )
     return Group(head, outer)
 
 
-def _skill_table(skill: SkillOutcome) -> Table:
+def _break_name(name: str, room: int) -> str:
+    """A long test name on several lines, broken after an underscore (never inside a word)."""
+    lines, current = [], ""
+    for part in re.split(r"(?<=_)", name):
+        if current and len(current) + len(part) > room:
+            lines.append(current)
+            current = ""
+        current += part
+    lines.append(current)
+    return "\n".join(lines)
+
+
+def _skill_table(skill: SkillOutcome, width: int = 110) -> Table:
     table = Table(
         title=Text.assemble(
             (f"{skill.id}", "bold"),
@@ -67,10 +94,12 @@ def _skill_table(skill: SkillOutcome) -> Table:
         table.caption = Text(
             f"0 points: this skill breaks a rule of the exercise — {one_line(skill.gated_by, 160)}", style="bold red"
         )
+    narrow = width < 100  # (CI logs, 80-column terminals): the hint goes under its test, never cut
     table.add_column("", width=1)
-    table.add_column("test")
-    table.add_column("points", justify="right")
-    table.add_column("hint / why")
+    table.add_column("test" if not narrow else "test · hint / why", no_wrap=narrow)
+    table.add_column("points", justify="right", no_wrap=True)
+    if not narrow:
+        table.add_column("hint / why")
     for test in skill.tests:
         # the student's view names mistakes in words (hint ids stay in the JSON)
         note = (
@@ -80,12 +109,17 @@ def _skill_table(skill: SkillOutcome) -> Table:
         )
         if test.credit and test.credit.get("total") and test.status != "passed" and test.credit["total"] > 1:
             note = f"{test.credit['passed']} of {test.credit['total']} cases · {note}"
-        table.add_row(
-            Text(ICON.get(test.status, "?"), style=STYLE.get(test.status, "")),
-            Text(test.name + (" (hidden)" if test.visibility == "hidden" else "") + (" (rule)" if test.max_score == 0 else "")),
-            f"{points(test.score)}/{points(test.max_score)}",
-            Text(note),
-        )
+        name = test.name + (" (hidden)" if test.visibility == "hidden" else "") + (" (rule)" if test.max_score == 0 else "")
+        score = f"{points(test.score)}/{points(test.max_score)}"
+        icon = Text(ICON.get(test.status, "?"), style=STYLE.get(test.status, ""))
+        if not narrow:
+            table.add_row(icon, Text(name), score, Text(note))
+            continue
+        room = max(width - 20, 30)
+        cell = Text(_break_name(name, room))
+        if note:
+            cell.append("\n" + wrap_words(note, room - 2).replace("\n", "\n  ").join(["  ", ""]), style="dim")
+        table.add_row(icon, cell, score)
     return table
 
 
@@ -95,10 +129,11 @@ def _details(test: TestOutcome, repeats: list[TestOutcome] | None = None, width:
     parts: list = []
     if test.check and test.visibility == "visible":
         parts.append(Text.assemble(("Checked: ", "bold"), one_line(test.check, 300)))
-    if test.detail or test.summary:  # may quote the submission: behind the gutter
-        parts.append(Text("\n".join(gutter(test.detail or test.summary, width=width)), no_wrap=True, overflow="ellipsis"))
+    if test.detail or test.summary:  # may quote the submission: behind the gutter, wrapped at spaces
+        wrapped = wrap_words(test.detail or test.summary, max(width - 2, 20))
+        parts.append(Text("\n".join(gutter(wrapped, width=width)), no_wrap=True, overflow="ellipsis"))
     for grid in test.grids:
-        parts.append(_grid(grid))
+        parts.append(_grid(grid, width))
     for hint in test.hints:
         line = Text.assemble(("Hint: ", "bold yellow"), one_line(hint["text"], 600))
         if hint.get("section"):
@@ -143,7 +178,7 @@ def render(results: Results, console: Console, *, details: bool = True) -> None:
                 Text.assemble((skill.id, "bold"), "  ", (f"0/{points(skill.points)}", "bold"), "  ", (fresh[skill.id], "yellow"))
             )
         else:
-            console.print(_skill_table(skill))
+            console.print(_skill_table(skill, console.width))
     if details:
         for skill in results.skills:
             failed = [t for t in skill.tests if t.status != "passed"]
@@ -168,18 +203,19 @@ def render(results: Results, console: Console, *, details: bool = True) -> None:
     for label, text in footer_notes(results):
         console.print(Text(f"{label}: {one_line(text, 800)}", style="dim"))
     summary = Table(box=box.ROUNDED, show_header=True, title="Score", title_justify="left")
-    summary.add_column("skill")
-    summary.add_column("points", justify="right")
-    summary.add_column("passed", justify="right")
-    summary.add_column("reread")
+    summary.add_column("skill", no_wrap=True)
+    summary.add_column("points", justify="right", no_wrap=True)
+    summary.add_column("passed", justify="right", no_wrap=True)
+    reread = []
     for skill in results.skills:
         weak = sorted(
             {h["section"] for t in skill.tests for h in t.hints if h.get("section") and not h["id"].startswith("general/")}
         )
-        summary.add_row(
-            skill.id, f"{points(skill.score)}/{points(skill.points)}", f"{skill.passed}/{skill.total}", "; ".join(weak[:3])
-        )
-    summary.add_row(
-        Text("total", style="bold"), Text(f"{points(results.score)}/{points(results.max_score)}", style="bold"), "", ""
-    )
+        reread += [(skill.id, section) for section in weak[:3]]
+        summary.add_row(skill.id, f"{points(skill.score)}/{points(skill.points)}", f"{skill.passed}/{skill.total}")
+    summary.add_row(Text("total", style="bold"), Text(f"{points(results.score)}/{points(results.max_score)}", style="bold"), "")
     console.print(summary)
+    if reread:  # one line each, wrapped at spaces: a column would cut the path ("…week07-attention.txt:5…")
+        console.print(Text("Reread:", style="bold"))
+        for sid, section in reread:
+            console.print(Text(f"  {sid}: {one_line(section, 400)}", style="cyan"))

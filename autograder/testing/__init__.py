@@ -10,7 +10,7 @@
 - inputs (``randn``, ``randint``, ``choice``, ``noncontiguous``, …), ``in_float64`` (a reference
   computed in float64), ``Snapshots`` (the visible suites' reference values), ``sibling``
   (a helper module beside the suite)
-- mistakes recognised from outputs (``outputs``, ``weights``, ``distinct``, ``keep_if_wrong``)
+- mistakes recognised from outputs (``outputs``, ``weights``, ``distinct``, ``keep_if_wrong``, ``whole``)
   and from the source (``check_no_banned``, ``calls``, ``reaches``)
 - what a failure is (``CheckFailed``, ``Feedback``, ``SubmissionError``, ``SubmissionRaised``,
   ``SubmissionTimeout``)
@@ -27,7 +27,7 @@ from .inputs import bernoulli, beside_regular, choice, dtype_name, mixed, noncon
 from .precision import in_float64
 from .probe import Probe, probe
 from .siblings import sibling
-from .signatures import distinct, keep_if_wrong, outputs, weights
+from .signatures import distinct, keep_if_wrong, outputs, weights, whole
 from .snapshots import Snapshots
 from .source import calls, check_no_banned, reaches
 
@@ -58,6 +58,7 @@ __all__ = [
     "weights",
     "distinct",
     "keep_if_wrong",
+    "whole",
     "check_no_banned",
     "calls",
     "reaches",

@@ -136,6 +136,28 @@ def distance(got: torch.Tensor, target: torch.Tensor, tol: Tol) -> float:
         return math.inf
 
 
+STANDIN = 1e4  # a finite number this large, in place of ±∞, is a stand-in for it (−1e9, finfo.min)
+
+
+def infinite_standin(got: Any, want: Any, tol: Tol) -> bool:
+    """``got`` equals ``want`` (within ``tol``) except where ``want`` is ±∞, and there ``got`` is
+    finite, of the same sign and at least 1e4 in size: −1e9 or finfo.min written for −∞. The
+    fill value is the student's choice, so this compares the pattern, not the numbers."""
+    if type(got) is not torch.Tensor or type(want) is not torch.Tensor or tuple(got.shape) != tuple(want.shape):
+        return False
+    if not got.is_floating_point() or not want.is_floating_point():
+        return False
+    g, w = got.to(torch.float64), want.to(torch.float64)
+    inf = torch.isinf(w)
+    if not bool(inf.any()):
+        return False
+    stand = inf & torch.isfinite(g) & (g.abs() >= STANDIN) & (torch.sign(g) == torch.sign(w))
+    if not bool(stand.any()) or not bool((stand | (g == w)).masked_select(inf).all()):
+        return False
+    rest = ~inf
+    return bool(torch.isclose(g[rest], w[rest], rtol=tol.rtol, atol=tol.atol, equal_nan=True).all())
+
+
 def _loose(tol: Tol) -> Tol:
     """Signatures are computed in float64; a float32 submission with the same mistake
     differs by rounding, so matching never uses a tolerance tighter than 1e-6."""
@@ -155,11 +177,14 @@ def diagnose(
         return []
     loose = _loose(tol)
     floor = distance(got, want, loose) if type(want) is torch.Tensor else math.inf
+    standin = infinite_standin(got, want, loose)
     scored = []
     for hint, candidate in mistakes.items():
         if type(candidate) is not torch.Tensor:
             continue
         d = distance(got, candidate, loose)
+        if d > 1.0 and standin and infinite_standin(candidate, want, loose):
+            d = 0.0  # both write a large finite number where ±∞ belongs: the same mistake, whatever the number
         if d <= 1.0 and d < floor:
             scored.append((d, hint, candidate))
     if not scored:
@@ -327,13 +352,27 @@ def close(
     bad = ~ok
     first = tuple(torch.nonzero(bad)[0].tolist())
     diff = (g - w).abs()
-    finite = torch.isfinite(diff)
-    worst = float(diff[finite].max()) if bool(finite.any()) else float("inf")
+    worst = float(diff[bad].max())  # +∞ where one side is infinite and the other is not
     count = int(bad.sum())
-    detail = (
-        f"first mismatch at index {_index(first)}: expected {fmt_number(w[first].item())}, got {fmt_number(g[first].item())}; "
-        f"{count} of {bad.numel()} values differ (largest difference {fmt_number(worst)}, tolerance {tol})"
-    )
+    infinite = bad & torch.isinf(w) & torch.isfinite(g)
+    if bool(infinite.any()):  # say so first: "largest difference 0" hid −1e9 in place of −∞
+        at = tuple(torch.nonzero(infinite)[0].tolist())
+        n = int(infinite.sum())
+        detail = (
+            f"expected {fmt_number(w[at].item())} at index {_index(at)}, got {fmt_number(g[at].item())}: a large finite "
+            f"number is not {fmt_number(w[at].item())} ({n} of the {int(torch.isinf(w).sum())} entries that must be "
+            "infinite are finite). "
+            "exp(−1e9 − max) is 0 only while the row has a real score: in a row whose keys are all blocked, or whose "
+            "scores are as low, softmax still gives the blocked keys weight"
+        )
+        if n < count:
+            detail += f"; {count - n} other values differ too (first at index {_index(first)})"
+    else:
+        detail = (
+            f"first mismatch at index {_index(first)}: expected {fmt_number(w[first].item())}, got "
+            f"{fmt_number(g[first].item())}; {count} of {bad.numel()} values differ (largest difference "
+            f"{fmt_number(worst)}, tolerance {tol})"
+        )
     detail += _side_by_side(got, want)
     grids = _grid(what, g, w, bad, first, grid) if grid else []
     _fail(what, "values", detail, diagnose(got, mistakes, tol, want) or hints, grids)

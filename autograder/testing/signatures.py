@@ -50,3 +50,33 @@ def outputs(pairs: dict[str, tuple[Any, ...]]) -> dict[str, Any]:
 def weights(pairs: dict[str, tuple[Any, ...]]) -> dict[str, Any]:
     """{hint: (out, weights)} → {hint: weights}."""
     return {hint: pair[1] for hint, pair in pairs.items()}
+
+
+def whole(
+    variants: dict[str, tuple[Any, ...]], got: tuple[Any, ...], want: tuple[Any, ...], tol: Tol
+) -> dict[str, tuple[Any, ...]]:
+    """The variants whose whole signature the submission shows: every component a mistake
+    changes (it differs from the right answer ``want``) must be what the submission returned
+    (``got``), within ``tol`` (never tighter than 1e-6). A mistake is named from one failed
+    component only when the others agree: ``q.mul_(s)`` in forward leaves K̄ off by s and Q̄
+    right, which is not "the scale was applied twice" (that changes Q̄ too). Components the
+    mistake leaves right are not compared, so a second, unrelated mistake elsewhere does not
+    hide the first one's name."""
+    loose = Tol(max(tol.rtol, 1e-6), max(tol.atol, 1e-6))
+    keep, changes = {}, {}
+    for hint, parts in variants.items():
+        ok, changed = True, set()
+        for i, (mine, theirs, right) in enumerate(zip(parts, got, want)):
+            if type(mine) is not torch.Tensor or type(right) is not torch.Tensor:
+                continue
+            if distance(mine, right, loose) <= 1.0:
+                continue  # this mistake leaves the component right: nothing to compare
+            if distance(theirs, mine, loose) > 1.0:
+                ok = False
+                break
+            changed.add(i)
+        if ok:
+            keep[hint], changes[hint] = parts, changed
+    # a mistake that explains only part of what another one explains in full is not named: a
+    # backward applying s twice (Q̄ and K̄ off by s) is not "forward saved a scaled q" (K̄ only)
+    return {h: p for h, p in keep.items() if not any(changes[h] < changes[o] for o in keep if o != h)}

@@ -124,3 +124,35 @@ def test_a_behavioural_signature_counts_as_a_match():
 def test_a_probe_may_have_called_any_function_of_its_module():
     catalogue = {"s/mistake": Hint("s/mistake", "a mistake", "§2", ("backward",))}
     assert filter_named(["s/mistake"], catalogue, {"s/mistake"}, ["custom_backward.probe:direct_backward"]) == ["s/mistake"]
+
+
+# --------------------------------------------------------------------------- issue 30
+def test_a_mistake_is_named_from_one_component_only_when_its_whole_signature_agrees():
+    """q.mul_(s) in forward: dk is off by s, dq is right. "The scale was applied twice" predicts
+    dk off by s *and* dq off by s, so it is not named from dk; the mistake that changes dk
+    alone is. A second mistake elsewhere (dv wrong) does not hide either."""
+    from autograder.testing import whole
+
+    dq, dk, dv = (torch.randn(3, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(i)) for i in range(3))
+    s = 0.5
+    table = {"m/scale-twice": (dq * s, dk * s, dv), "m/saved-scaled-q": (dq, dk * s, dv)}
+    got = (dq, dk * s, dv)
+    kept = whole(table, got, (dq, dk, dv), TOL)
+    assert list(kept) == ["m/saved-scaled-q"]
+    assert expect.diagnose(got[1], {h: v[1] for h, v in kept.items()}, TOL, dk) == ["m/saved-scaled-q"]
+    # the same, with dv also wrong (another mistake): the components saved-scaled-q changes still agree
+    assert list(whole(table, (dq, dk * s, dv + 1), (dq, dk, dv), TOL)) == ["m/saved-scaled-q"]
+
+
+def test_a_large_finite_number_for_minus_infinity_is_said_and_named_whatever_the_number():
+    want = torch.tensor([[0.0, float("-inf")], [0.0, 0.0]])
+    got = torch.tensor([[0.0, -1e9], [0.0, 0.0]])
+    table = {"m/finite": torch.tensor([[0.0, torch.finfo(torch.float32).min], [0.0, 0.0]]), "m/zero": torch.zeros(2, 2)}
+    with pytest.raises(CheckFailed) as failed:
+        expect.close(got, want, what="mask", tol=Tol(0.0, 0.0), mistakes=table)
+    feedback = failed.value.feedback
+    assert feedback.hints == ["m/finite"]
+    assert "expected −∞ at index [0, 1], got -1e+09: a large finite number is not −∞" in feedback.detail
+    assert "largest difference 0" not in feedback.detail
+    # a small finite number in place of −∞ is not that mistake
+    assert expect.diagnose(torch.tensor([[0.0, -5.0], [0.0, 0.0]]), table, Tol(0.0, 0.0), want) == []

@@ -167,6 +167,38 @@ def test_every_citation_resolves_to_a_line_of_a_shipped_text():
     assert sum(len(citations.resolve(text, docs)) for _, text in cited) > 200
 
 
+def test_every_cited_section_lands_on_its_own_heading_line():
+    """Issue 30 §5: "→ reread Day 1 §B" landed on the lesson's header blurb (line 9, a sentence
+    that opens with §B) instead of §B's heading (line 522). Every section cited anywhere — the
+    hints, EXERCISES.md's headings, grading.toml's skill sections — must resolve to a heading
+    line that starts with that section's number (or, for a number with no heading of its own,
+    its first subsection's)."""
+    from autograder.config import load
+    from autograder.core.feedback import citations
+
+    docs = ROOT / "docs"
+    texts = [
+        e["section"]
+        for p in [*SUITES.glob("*/hints.toml"), ROOT / "autograder/core/feedback/general_hints.toml"]
+        for e in tomllib.loads(p.read_text(encoding="utf-8")).values()
+    ]
+    texts += [line for line in (docs / "EXERCISES.md").read_text(encoding="utf-8").splitlines() if line.startswith("#")]
+    texts += [" ".join(s.sections) for s in load(ROOT / "grading.toml").skills.values()]
+    wrong, checked = [], set()
+    for text in texts:
+        for place in citations.resolve(text, docs):
+            if not place.section or not place.resolved or (place.path, place.section) in checked:
+                continue
+            checked.add((place.path, place.section))
+            line = (ROOT / place.path).read_text(encoding="utf-8").splitlines()[place.line - 1]
+            opens = re.match(rf"^\s*(?:#+\s*)?§?{re.escape(place.section)}(?:[.、]|\s|$|\.[0-9])", line)
+            if not (opens and citations.is_heading(line)):
+                wrong.append(f"{place.document} §{place.section} → {place}: {line.strip()[:70]!r}")
+    assert not wrong, "citations that land on a line that is not the section's heading:\n" + "\n".join(wrong)
+    assert len(checked) > 30
+    assert citations.where("Day 1 §B (手写注意力的 autograd.Function)", docs) == "docs/lessons/week1-day1-self-attention.txt:522"
+
+
 def test_a_citation_of_a_missing_section_is_found():
     from autograder.core.feedback import citations
 

@@ -61,13 +61,23 @@ def citations(text: str) -> list[tuple[str, str | None]]:
     return out
 
 
+def is_heading(line: str) -> bool:
+    """A heading line, not a sentence that happens to start with a section number: Day 1's
+    header blurb "§B 参考实现（code/ 目录）：w1d1_attention.py。先自己写，再对照。" opens with §B,
+    but §B itself starts at "§B 实操". Headings are short and end no sentence (no "。"); a
+    markdown heading (#) is one whatever its length."""
+    text = line.strip()
+    return text.startswith("#") or (bool(text) and "。" not in text and len(text) <= 80)
+
+
 def _find(lines: list[str], section: str) -> int | None:
     exact = re.compile(rf"^\s*(?:#+\s*)?§?{re.escape(section)}(?:[.、]|\s|$)")
     child = re.compile(rf"^\s*(?:#+\s*)?{re.escape(section)}\.[0-9]+\s")
-    for pattern in (exact, child):
-        for number, line in enumerate(lines, start=1):
-            if pattern.match(line):
-                return number
+    for headings_only in (True, False):  # the section's own heading line first; any line that opens with it last
+        for pattern in (exact, child):
+            for number, line in enumerate(lines, start=1):
+                if pattern.match(line) and (is_heading(line) or not headings_only):
+                    return number
     return None
 
 

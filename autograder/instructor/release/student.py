@@ -173,6 +173,23 @@ def _classroom50(ctx: ReleaseContext) -> list[str]:
         ),
         "",
         (
+            "`gh student` is Classroom 50's extension of the GitHub CLI (`gh`). Install it once, from a clone of "
+            "[foundation50/classroom50](https://github.com/foundation50/classroom50) (it needs Go and `gh`): "
+            "`git clone https://github.com/foundation50/classroom50 && cd classroom50/cli/gh-student && go build . "
+            "&& gh extension install .`, then `gh student login` (see the wiki's *Installation* and *Student Guide*)."
+        ),
+        "",
+        (
+            "Is a Classroom 50 submission required? "
+            + (
+                "Only if your instructors ask for one: it records your own check (visible tests). Your grade is "
+                "the Gradescope upload's."
+                if "gradescope" in config.platforms
+                else "Yes: it is how your work is handed in, and each submission records what you handed in."
+            )
+        ),
+        "",
+        (
             "Each submission becomes a **Release** of your repository on a `submit/<time>-<commit>` tag (the *View grade* "
             "link) with a PASS/FAIL table per test, and a `classroom50/autograde` status on the commit. That score is "
             f"the **visible tests only**, computed in your repository as `make grade` does, and the Release says so; the "

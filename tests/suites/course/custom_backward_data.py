@@ -198,9 +198,19 @@ def square_diagnosis(sub) -> list[str]:
         if plain is not None and all(expect.distance(g_, r[0], tight) <= 1 for g_, r in zip(plain, right)):
             expect.diagnose(plain[0], {"custom_backward/dot-t-on-batch": plain[0]}, tight)  # records the match
             return ["custom_backward/dot-t-on-batch"]
-    if got is None:
-        return []
-    variants = c["mistakes"]
+    if got is None:  # raised on the batch: name what the same problem without its batch axis shows
+        got = triple(d_out[0], q[0], k[0], v[0], a[0], scale)
+        if got is None or "mistakes_plain" not in c:
+            return []
+        right = [r[0] for r in right]
+        variants = c["mistakes_plain"]
+    else:
+        variants = c["mistakes"]
+    return _named_by_whole(got, right, variants, tight)
+
+
+def _named_by_whole(got, right, variants, tight) -> list[str]:
+    """The mistakes whose every changed gradient is what ``got`` holds."""
     named = set()
     for i in range(3):
         named.update(
@@ -218,6 +228,13 @@ def explained(sub=None):
         yield
     except SubmissionRaised as exc:
         raise explain(exc, sub) from None
+
+
+def softmax_backward(sub, d_weights: torch.Tensor, weights: torch.Tensor):
+    """sub.custom_backward.softmax_backward(Ā, A), its shape errors explained (``explain``): a D
+    without keepdim raises on a batch and is named from the problem without its batch axis."""
+    with explained(sub):
+        return sub.custom_backward.softmax_backward(d_weights, weights)
 
 
 # --------------------------------------------------------------------------- Week 7 §16
@@ -247,13 +264,16 @@ def function_forward_backward(ctx, q, k, v, allowed, d_outs, watch=False, dispat
     split = getattr(fn, "setup_context", None) is not getattr(torch.autograd.Function, "setup_context", None)
 
     def forward():
+        # fresh copies per forward: a forward that changes its input in place (q.mul_(s)) then
+        # shows the same wrong gradient on every row, not one scaled again on each call
+        q_, k_, v_ = q.clone(), k.clone(), v.clone()
         fctx = PlainFunctionCtx()
         with ctx.watch_dispatch("forward", dispatch):
             if split:
-                out = fn.forward(q, k, v, allowed)
-                fn.setup_context(fctx, (q, k, v, allowed), out)
+                out = fn.forward(q_, k_, v_, allowed)
+                fn.setup_context(fctx, (q_, k_, v_, allowed), out)
             else:
-                out = fn.forward(fctx, q, k, v, allowed)
+                out = fn.forward(fctx, q_, k_, v_, allowed)
         return fctx, out
 
     grads = []
@@ -348,25 +368,36 @@ def gradcheck(sub, problem: dict) -> tuple[str | None, list[str]]:
         want_out.to(q.dtype),
         what="AttentionFunction.forward (gradcheck compares your backward with finite differences of it)",
         tol=tol("custom_backward.attention", q.dtype),
+        mistakes=problem.get("forward_mistakes"),
     )
-    for name, i, like, num in zip(("q", "k", "v"), range(3), (q, k, v), problem["numerical"]):
+    analytical_all = []
+    for name, i, like in zip(("q", "k", "v"), range(3), (q, k, v)):
         got = [expect.tensor(r[i], what=f"d{name} from AttentionFunction.backward") for r in rows]
+        other = {"q": k, "k": q}.get(name)  # dq with k's shape (or dk with q's): returned in each other's place
         for g in got:
+            swapped = other is not None and tuple(g.shape) == tuple(other.shape) != tuple(like.shape)
             expect.true(
                 tuple(g.shape) == tuple(like.shape),
                 what=f"d{name} has the shape of {name}",
-                detail=f"expected {list(like.shape)}, got {list(g.shape)}",
+                detail=f"expected {list(like.shape)}, got {list(g.shape)}"
+                + (f" — the shape of {'k' if name == 'q' else 'q'}" if swapped else ""),
+                hints=expect.observed("custom_backward/dq-dk-swapped") if swapped else [],
             )
-        analytical = torch.stack([g.double().reshape(-1) for g in got])
+        analytical_all.append(torch.stack([g.double().reshape(-1) for g in got]))
+    for name, i, like, num in zip(("q", "k", "v"), range(3), (q, k, v), problem["numerical"]):
+        analytical = analytical_all[i]
         excess = (analytical - num).abs() - (GRADCHECK["atol"] + GRADCHECK["rtol"] * num.abs())
         if bool((excess > 0).any()) or not bool(torch.isfinite(analytical).all()):
-            # which named mistake gives exactly these Jacobian rows (same one-hot Ȳ)?
+            # which named mistake gives exactly these Jacobian rows (same one-hot Ȳ) — and, for
+            # the other inputs, whatever it changes there too (its whole signature: a forward that
+            # saved a scaled q changes ∂/∂k only, which is not a backward applying s twice)
             stacked = {
                 h: jac[i]
                 for h, jac in problem["mistakes"].items()
                 if jac[i] is not None
                 and jac[i].shape == analytical.shape
                 and torch.allclose(analytical, jac[i].double(), rtol=1e-6, atol=1e-9)
+                and _whole_jacobian(jac, analytical_all, problem["numerical"])
             }
             hints = (
                 expect.diagnose(analytical, stacked, Tol(1e-6, 1e-9), want=num) if stacked else []
@@ -382,6 +413,18 @@ def gradcheck(sub, problem: dict) -> tuple[str | None, list[str]]:
                 f"(allowed |difference| ≤ {GRADCHECK['atol']:g} + {GRADCHECK['rtol']:g}·|expected|)"
             ), hints
     return None, []
+
+
+def _whole_jacobian(mistake: list, analytical: list, numerical: list) -> bool:
+    """Every Jacobian a named mistake changes (it differs from the finite differences) is the
+    one your backward gave: the mistake's whole signature, not one input's part of it."""
+    for jac, got, num in zip(mistake, analytical, numerical):
+        if jac is None or jac.shape != num.shape:
+            continue
+        changes = not torch.allclose(jac.double(), num, rtol=GRADCHECK["rtol"], atol=GRADCHECK["atol"])
+        if changes and not (got.shape == jac.shape and torch.allclose(got, jac.double(), rtol=1e-6, atol=1e-9)):
+            return False
+    return True
 
 
 @probe

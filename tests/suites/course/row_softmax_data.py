@@ -9,11 +9,12 @@ that breaks it scores 0 in every test of the skill, not just in one constraint t
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import torch
 
-from autograder.testing import SubmissionError, check_no_banned, dispatch, expect
+from autograder.testing import Snapshots, SubmissionError, SubmissionRaised, Tol, check_no_banned, dispatch, expect
 
 from . import week07 as w7
 
@@ -158,7 +159,7 @@ class Calls:
     def result(self, index: int):
         r = self._results[index]
         if isinstance(r, SubmissionError):
-            raise r
+            raise explain(self.sub, self._todo[index][0], r)
         return r
 
     def value(self, index: int) -> Any:
@@ -171,3 +172,69 @@ def week7_w_vocab(dtype: torch.dtype = torch.float64) -> torch.Tensor:
 
 def week7_targets() -> torch.Tensor:
     return torch.tensor(w7.TARGETS)
+
+
+def vocab_mistakes(sub, h: torch.Tensor, w_vocab: torch.Tensor, own: dict, via: dict):
+    """The named mistakes a failed vocab_probs check may name, charged to the function that is
+    wrong: vocab_probs calls softmax_rows, so a softmax_rows that normalises the wrong axis
+    makes vocab_probs look as if *it* normalised over positions. Evaluated only when the check
+    failed: your softmax_rows runs on the same logits; where it is right, the mistakes are
+    vocab_probs' own (``own``), else those of softmax_rows as vocab_probs shows them (``via``)."""
+    from .tolerances import tol
+
+    def table() -> dict:
+        logits = (h.double() @ w_vocab.double()).to(h.dtype)
+        try:
+            got = sub.row_softmax.softmax_rows(logits, -1)
+        except SubmissionError:
+            return {}
+        right = torch.softmax(logits.double(), -1).to(h.dtype)
+        t = tol("row_softmax.softmax_rows", h.dtype)
+        if type(got) is torch.Tensor and got.shape == right.shape and expect.distance(got, right, t) <= 1.0:
+            return own
+        return via
+
+    return table
+
+
+# --------------------------------------------------------------------------- shape errors explained
+SKILL_DIR = Path(__file__).resolve().parent.parent / "row_softmax"  # its snapshot holds square_probe
+SHAPE_ERRORS = ("must match the size", "shapes cannot be multiplied", "broadcast", "size mismatch")
+
+
+def explain(sub, name: str, exc: SubmissionError) -> SubmissionError:
+    """A shape error has known causes that run without error on a square input: a sum or a
+    log-sum-exp without keepdim ([N] against [N, V] lines up with the wrong axis only when N = V)
+    and a transposed vocabulary head (h @ W_vocabᵀ runs only when C = V). The function is called
+    once on the snapshot's square input (fixed data: it names a mistake, it earns nothing) and
+    the mistake its answer matches is named; nothing when none matches."""
+    if not isinstance(exc, SubmissionRaised) or getattr(exc, "explained", False):
+        return exc
+    exc.explained = True
+    message = str((exc.error or {}).get("message", ""))
+    if (exc.error or {}).get("type") != "RuntimeError" or not any(word in message for word in SHAPE_ERRORS):
+        return exc
+    exc.hints = [h for h in square_diagnosis(sub, name) if h not in exc.hints] + exc.hints
+    return exc
+
+
+def square_diagnosis(sub, name: str) -> list[str]:
+    """Hint ids of the mistakes ``name``'s answer on the square probe matches."""
+    probe = Snapshots(SKILL_DIR)["square_probe"].get(name)
+    if probe is None:
+        return []
+    try:
+        got = getattr(sub, MODULE).call(name, *probe["args"]).value
+    except SubmissionError:
+        return []
+    if type(got) is not torch.Tensor or expect.distance(got, probe["want"], Tol(1e-9, 1e-12)) <= 1:
+        return []
+    return expect.diagnose(got, probe["mistakes"], Tol(1e-9, 1e-12), probe["want"])
+
+
+def call_explained(sub, name: str, *args: Any, **kwargs: Any):
+    """sub.row_softmax.call(name, ...) with its shape errors explained (``explain``)."""
+    try:
+        return getattr(sub, MODULE).call(name, *args, **kwargs)
+    except SubmissionError as exc:
+        raise explain(sub, name, exc) from None

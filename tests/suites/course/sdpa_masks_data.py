@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from autograder.testing import probe, randn
+from autograder.testing import SubmissionError, expect, probe, randn
 
 
 @probe
@@ -90,6 +90,30 @@ def mha_recorded(ctx, config, state, x, allowed, key_allowed):
     with torch.no_grad():
         value = ctx.module("sdpa_masks").mha_self_attention(mha, x, allowed, key_allowed)
     return {"value": value, "calls": calls}
+
+
+def run_mha(sub, config, state, x, allowed, key_allowed, *, checking: str = "") -> dict:
+    """``mha_recorded`` run in the worker. When it raises on a ``batch_first=False`` module, the
+    known cause is checked by behaviour: the same call on a ``batch_first=True`` module (same
+    weights, same x) works — the function passed x [B,T,C] as is, and the module read it as
+    [T,B,C] (its shape checks then fail on masks sized for B and T). ``checking`` names what the
+    test wanted to see in the calls, so the message says it could not be checked."""
+    try:
+        return sub.sdpa_masks.run(mha_recorded, config, state, x, allowed, key_allowed)
+    except SubmissionError as exc:
+        if checking:
+            exc.message = f"{exc.message} (it raised, so {checking} could not be checked)"
+        if not config.get("batch_first") and "sdpa_masks/batch-first-ignored" not in exc.hints:
+            try:
+                sub.sdpa_masks.run(mha_recorded, dict(config, batch_first=True), state, x, allowed, key_allowed)
+            except SubmissionError:
+                raise exc from None
+            exc.hints += expect.observed("sdpa_masks/batch-first-ignored")
+            exc.message += (
+                f"; the same call on a batch_first=True module runs: a batch_first=False module reads x "
+                f"{list(x.shape)} as [T,B,C] = {list(x.shape)}, so transpose x to [T,B,C] first (and the output back)"
+            )
+        raise
 
 
 def mha_state(rng, embed_dim: int, bias: bool, dtype: torch.dtype) -> dict[str, torch.Tensor]:

@@ -83,10 +83,36 @@ def attention_backward(d_out, q, k, v, weights, scale: float) -> dict[str, tuple
         unkept = _d_without_keepdim(da, a)
         if unkept is not None:
             out[P + "d-keepdim"] = grads(unkept)
-        if q.shape == k.shape:  # (dk, dq, dv): the first two returned in the wrong order
-            right = grads(ds)
-            out[P + "dq-dk-swapped"] = (right[1], right[0], right[2])
+    right = grads(ds)  # (dk, dq, dv): the first two returned in the wrong order (L ≠ S: each has the other's shape)
+    out[P + "dq-dk-swapped"] = (right[1], right[0], right[2])
     return {h: tuple(t.to(dtype) for t in g) for h, g in out.items()}
+
+
+def attention_backward_from(own_ds, d_out, q, k, v, weights, scale: float) -> dict[str, tuple]:
+    """``attention_backward``'s table where the third step (Q̄, K̄ from S̄) is taken from the
+    submission's own S̄ (``own_ds`` = its softmax_backward(Ā, A)): a transposed, unscaled or
+    swapped gradient is named even when softmax_backward is wrong too (two mistakes in one
+    skill, issue 30 §3). Other entries are ``attention_backward``'s."""
+    table = attention_backward(d_out, q, k, v, weights, scale)
+    if type(own_ds) is not torch.Tensor or not own_ds.is_floating_point():
+        return table
+    dy, q, k, v, a, ds = (t.double() for t in (d_out, q, k, v, weights, own_ds))
+    if ds.shape != a.shape:
+        return table
+    dtype = d_out.dtype
+    dv = a.transpose(-2, -1) @ dy
+    dq, dk = scale * (ds @ k), scale * (ds.transpose(-2, -1) @ q)
+    own = {P + "dq-dk-swapped": (dk, dq, dv)}
+    if scale != 1.0:
+        own[P + "missing-scale"] = (ds @ k, ds.transpose(-2, -1) @ q, dv)
+        own[P + "scale-inverted"] = (dq / scale**2, dk / scale**2, dv)
+        own[P + "scale-twice"] = (dq * scale, dk * scale, dv)
+    if ds.shape[-1] == ds.shape[-2]:
+        own[P + "dk-transpose"] = (dq, scale * (ds @ q), dv)
+        own[P + "dq-transpose"] = (scale * (ds.transpose(-2, -1) @ k), dk, dv)
+        own[P + "dv-transpose"] = (dq, dk, a @ dy)
+    table.update({h: tuple(t.to(dtype) for t in g) for h, g in own.items()})
+    return table
 
 
 def component(variants: dict[str, tuple], index: int) -> dict[str, torch.Tensor]:
@@ -118,23 +144,34 @@ def attention_forward(q, k, v, allowed=None) -> dict[str, torch.Tensor]:
     return {h: t.to(q.dtype) for h, t in out.items() if not torch.allclose(t, right, rtol=1e-6, atol=1e-9)}
 
 
-def attention_grads(q, k, v, allowed, d_out) -> dict[str, tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
-    """hint id → (dq, dk, dv) that autograd through attention() gives with a wrong backward."""
+def attention_grads(q, k, v, allowed, d_out) -> dict[str, tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]]:
+    """hint id → (dq, dk, dv, out): the gradients autograd through attention() gives with a
+    wrong backward (or a forward that saved the wrong tensors), and the forward output that
+    goes with them — the whole signature, so ``autograder.testing.whole`` names a mistake only
+    where every component it changes is what the submission returned (a forward that ignores
+    the mask and a backward that recomputes A without it give the same gradients; only the
+    first changes the output)."""
     q64, k64, v64, dy = (t.double() for t in (q, k, v, d_out))
     with torch.no_grad():
-        _, a = plain_attention(q64, k64, v64, allowed)
+        right_out, a = plain_attention(q64, k64, v64, allowed)
     scale = 1.0 / math.sqrt(q.shape[-1])
-    out = attention_backward(dy, q64, k64, v64, a, scale)
+    out = {h: (*g, right_out) for h, g in attention_backward(dy, q64, k64, v64, a, scale).items()}
     if allowed is not None and not bool(allowed.all()):
-        _, unmasked = plain_attention(q64, k64, v64, None)  # backward recomputed A without the mask
-        out[P + "backward-ignores-mask"] = tuple(g.to(torch.float64) for g in _plain_backward(dy, q64, k64, v64, unmasked, scale))
-        _, zero_filled = plain_attention(q64, k64, v64, allowed, fill=0.0)  # forward filled blocked scores with 0
-        out[P + "forward-zero-fill"] = _plain_backward(dy, q64, k64, v64, zero_filled, scale)
+        unmasked_out, unmasked = plain_attention(q64, k64, v64, None)  # backward recomputed A without the mask
+        out[P + "backward-ignores-mask"] = (*_plain_backward(dy, q64, k64, v64, unmasked, scale), right_out)
+        out[P + "forward-mask"] = (*_plain_backward(dy, q64, k64, v64, unmasked, scale), unmasked_out)  # forward: no mask
+        zero_out, zero_filled = plain_attention(q64, k64, v64, allowed, fill=0.0)  # forward filled blocked scores with 0
+        out[P + "forward-zero-fill"] = (*_plain_backward(dy, q64, k64, v64, zero_filled, scale), zero_out)
     # forward saved the (masked) scores instead of the softmax output, and backward used them as A
     scores = (q64 @ k64.transpose(-2, -1)) * scale
     if allowed is not None:
         scores = scores.masked_fill(allowed.logical_not(), -math.inf)
-    out[P + "saved-scores"] = _plain_backward(dy, q64, k64, v64, scores, scale)
+    out[P + "saved-scores"] = (*_plain_backward(dy, q64, k64, v64, scores, scale), right_out)
+    # forward scaled q itself — q.mul_(s), q = q * s — and saved that: the output is right, the
+    # backward's formulas are right, but K̄ = s·S̄ᵀ(s·Q) is off by s. (The same with k would give
+    # Q̄ off by s, which a backward applying s twice also gives wherever only Q̄ is seen: not named.)
+    dq, dk, dv = _plain_backward(dy, q64, k64, v64, a, scale)
+    out[P + "saved-scaled-q"] = (dq, dk * scale, dv, right_out)
     return {h: tuple(t.to(q.dtype) for t in g) for h, g in out.items()}
 
 
@@ -149,6 +186,26 @@ def week7_loss_mistakes(dtype: torch.dtype) -> dict[str, torch.Tensor]:
     """hint id → the Week 7 mean loss a wrong forward pass gives (0-dim, ``dtype``)."""
     wrong = oracles.week7_chain_reference(**data.week7_chain_inputs(torch.float64), scale=1.0)["loss"]
     return {"custom_backward/forward-scale": wrong.to(dtype)}
+
+
+def week7_grad_mistakes(dtype: torch.dtype) -> dict[str, torch.Tensor]:
+    """hint id → dL/dW_Q of Week 7 §16 (mean CE of the last positions) when the backward has that
+    mistake: the chain's own Ȳ (the forward is right), the mistake's dq, dL/dW_Q = Σ_b x_bᵀ dq_b.
+    Mistakes of the forward pass are left out: they change the loss, which is checked first."""
+    inputs = data.week7_chain_inputs(torch.float64)
+    x, w_q, w_k, w_v = (inputs[n] for n in ("x", "w_q", "w_k", "w_v"))
+    T = x.size(1)
+    causal = torch.tril(torch.ones(T, T, dtype=torch.bool))
+    q, k, v = x @ w_q, x @ w_k, x @ w_v
+    out = plain_attention(q, k, v, causal)[0].detach().requires_grad_(True)
+    loss = torch.nn.functional.cross_entropy(out[:, -1] @ inputs["w_vocab"], inputs["targets"])
+    (d_out,) = torch.autograd.grad(loss, [out])
+    table = {}
+    for hint, grads in attention_grads(q, k, v, causal, d_out).items():
+        if hint.startswith(P + "forward-") or grads[0].shape != q.shape:
+            continue
+        table[hint] = torch.einsum("btc,btd->cd", x, grads[0].double()).to(dtype)
+    return table
 
 
 def numerical_jacobians(q, k, v, allowed, eps: float = data.GRADCHECK["eps"]) -> list[torch.Tensor]:
@@ -184,6 +241,9 @@ def gradcheck_problem(q, k, v, allowed) -> dict:
     variants = [attention_grads(q, k, v, allowed, d) for d in basis]
     mistakes = {}
     for h in variants[0]:
+        if h.startswith(P + "forward-"):
+            continue  # a wrong forward is named by the forward check first (forward_mistakes); its gradients
+            # equal a backward's (no mask: the same as recomputing A without it) and would only tie
         if all(h in vr for vr in variants):
             mistakes[h] = [
                 torch.stack([vr[h][i].double().reshape(-1) for vr in variants])
@@ -197,6 +257,7 @@ def gradcheck_problem(q, k, v, allowed) -> dict:
         "v": v,
         "allowed": allowed,
         "out": want_out.to(q.dtype),
+        "forward_mistakes": attention_forward(q, k, v, allowed),
         "numerical": numerical_jacobians(q, k, v, allowed),
         "mistakes": mistakes,
     }
@@ -218,4 +279,7 @@ def square_problem() -> dict:
         "scale": scale,
         "right": list(_plain_backward(d_out, q, k, v, a, scale)),
         "mistakes": attention_backward(d_out, q, k, v, a, scale),
+        # the same problem without its batch axis: where a mistake raises on the batch (D without
+        # keepdim broadcasts only against one [L,S] matrix), it runs here and can be named
+        "mistakes_plain": attention_backward(d_out[0], q[0], k[0], v[0], a[0], scale),
     }

@@ -89,7 +89,11 @@ def week7_chain(rng, ref):
     out = ref.custom_backward.attention(ex.x @ wq, ex.x @ ex.w_k, ex.x @ ex.w_v, _causal(ex.x.size(1)))
     loss = F.cross_entropy(out[:, -1] @ ex.w_vocab, ex.targets)
     (grad,) = torch.autograd.grad(loss, [wq])
-    return {"grad": grad.float(), "loss_mistakes": signatures.week7_loss_mistakes(torch.float32)}
+    return {
+        "grad": grad.float(),
+        "loss_mistakes": signatures.week7_loss_mistakes(torch.float32),
+        "grad_mistakes": signatures.week7_grad_mistakes(torch.float32),
+    }
 
 
 def softmax_backward(rng, ref):

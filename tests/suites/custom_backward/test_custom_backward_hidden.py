@@ -15,7 +15,17 @@ from course import oracles
 from course import week07 as w7
 from course.tolerances import tol
 
-from autograder.testing import SubmissionError, SubmissionTimeout, dtype_name, expect, noncontiguous, randint, randn, sibling
+from autograder.testing import (
+    SubmissionError,
+    SubmissionTimeout,
+    dtype_name,
+    expect,
+    noncontiguous,
+    randint,
+    randn,
+    sibling,
+    whole,
+)
 
 signatures = sibling(__file__, "mistakes")  # the named mistakes' outputs (beside this suite; never shipped to students)
 
@@ -138,6 +148,17 @@ def _shapes(*ts) -> str:
     return ", ".join(str(list(t.shape)) for t in ts)
 
 
+def _backward_table(sub, d_out, q, k, v, a, scale) -> dict:
+    """The named mistakes of attention_backward, the third step judged from your own S̄: your
+    softmax_backward runs on this Ā and A (only when a check failed), so a transposed or
+    unscaled Q̄/K̄ is named even when your S̄ is wrong too (issue 30 §3)."""
+    try:
+        own = data.softmax_backward(sub, d_out @ v.transpose(-2, -1), a)
+    except SubmissionError:
+        own = None
+    return signatures.attention_backward_from(own, d_out, q, k, v, a, scale)
+
+
 def _gate_attention_backward(sub, ref, rng) -> None:
     """A plain float64 attention_backward call against the reference, before any partial credit:
     a backward that is wrong on the plain case (or answers from a table) scores 0 in the test."""
@@ -147,14 +168,14 @@ def _gate_attention_backward(sub, ref, rng) -> None:
     with data.explained(sub):
         got = expect.sequence(sub.custom_backward.attention_backward(d_out, q, k, v, a, scale), 3, what="attention_backward")
     want = ref.custom_backward.attention_backward(d_out, q, k, v, a, scale)
-    variants = signatures.attention_backward(d_out, q, k, v, a, scale)
+    t = tol("custom_backward.attention_backward", torch.float64)
     for i, name in enumerate(GRADS):
         expect.close(
             got[i],
             want[i],
             what=f"attention_backward: {name} on a plain float64 input ({_shapes(q, k, v)}; checked before the cases)",
-            tol=tol("custom_backward.attention_backward", torch.float64),
-            mistakes=lambda: signatures.component(variants, i),
+            tol=t,
+            mistakes=lambda: signatures.component(whole(_backward_table(sub, d_out, q, k, v, a, scale), got, want, t), i),
         )
 
 
@@ -174,7 +195,7 @@ def test_course_backward_numbers_in_float64_and_float32(sub, ref, rng, credit):
     a = _weights(q, k, causal, scale)
     y = a @ v
     d_weights = d_out @ v.T
-    ds = expect.tensor(sub.custom_backward.softmax_backward(d_weights, a), what="softmax_backward(Ȳ Vᵀ, A)")
+    ds = expect.tensor(data.softmax_backward(sub, d_weights, a), what="softmax_backward(Ȳ Vᵀ, A)")
     with data.explained(sub):
         grads = expect.sequence(sub.custom_backward.attention_backward(d_out, q, k, v, a, scale), 3, what="attention_backward")
     expect.true(
@@ -215,7 +236,11 @@ def test_course_backward_numbers_in_float64_and_float32(sub, ref, rng, credit):
                     hints=["custom_backward/forward-mask"],
                 )
                 expect.scalar(
-                    grad[1, 0], w7.STATED["grad_wq_10"], what=f"d(mean loss)/dW_Q[1,0] ({dtype_name(dtype)}, W7-45/48)", tol=t
+                    grad[1, 0],
+                    w7.STATED["grad_wq_10"],
+                    what=f"d(mean loss)/dW_Q[1,0] ({dtype_name(dtype)}, W7-45/48)",
+                    tol=t,
+                    mistakes=lambda: {h: float(g[1, 0]) for h, g in signatures.week7_grad_mistakes(torch.float64).items()},
                 )
                 if dtype == torch.float64:
                     expect.scalar(1.0 - 0.01 * float(grad[1, 0]), w7.STATED["q_new"], what="q_new (W7-46)", tol=t)
@@ -227,6 +252,7 @@ def test_course_backward_numbers_in_float64_and_float32(sub, ref, rng, credit):
                     want,
                     what="all of dL/dW_Q (W_Q[1,1]: +0.030682, rows 0, 2, 3: 0)",
                     tol=w7.Tol(0.0, 1e-9),
+                    mistakes=lambda: signatures.week7_grad_mistakes(torch.float64),
                 )
             elif label.startswith("D1-11"):
                 D = (d_out * y).sum(-1, keepdim=True)  # D_i = ȳ_i · y_i
@@ -294,7 +320,7 @@ def test_softmax_backward_matches_reference_with_batch_dims_and_masks(sub, ref, 
     q, k, _, _, _ = _problem(rng, torch.float32, lead=(2,), lengths="L<S", mask="none", t_max=10)
     gate_a, gate_da = _weights(q, k, None, 1.0).float(), randn(rng, *q.shape[:-1], k.size(-2))
     expect.close(
-        sub.custom_backward.softmax_backward(gate_da, gate_a),
+        data.softmax_backward(sub, gate_da, gate_a),
         ref.custom_backward.softmax_backward(gate_da.double(), gate_a.double()).float(),
         what=f"softmax_backward on a plain float32 input {list(gate_a.shape)} (checked before the cases)",
         tol=tol("custom_backward.softmax_backward", torch.float32),
@@ -312,7 +338,7 @@ def test_softmax_backward_matches_reference_with_batch_dims_and_masks(sub, ref, 
                 da = noncontiguous(da)
             want = ref.custom_backward.softmax_backward(da.double(), a.double()).to(dtype)
             expect.close(
-                sub.custom_backward.softmax_backward(da, a),
+                data.softmax_backward(sub, da, a),
                 want,
                 what=f"softmax_backward(Ā, A {list(a.shape)}), {dtype_name(dtype)}",
                 tol=tol("custom_backward.softmax_backward", dtype),
@@ -345,14 +371,14 @@ def test_attention_backward_matches_reference_on_random_inputs(sub, ref, rng, cr
             want = [
                 g.to(dtype) for g in ref.custom_backward.attention_backward(*(t.double() for t in (d_out, q, k, v, a)), scale)
             ]
-            variants = signatures.attention_backward(d_out, q, k, v, a, scale)
+            t = tol("custom_backward.attention_backward", dtype)
             for i, name in enumerate(GRADS):
                 expect.close(
                     got[i],
                     want[i],
                     what=f"attention_backward: {name} (q, k, v = {_shapes(q, k, v)}, scale={scale:.3g}, {dtype_name(dtype)})",
-                    tol=tol("custom_backward.attention_backward", dtype),
-                    mistakes=lambda: signatures.component(variants, i),
+                    tol=t,
+                    mistakes=lambda: signatures.component(whole(_backward_table(sub, d_out, q, k, v, a, scale), got, want, t), i),
                 )
 
 
@@ -382,14 +408,15 @@ def test_attention_function_backward_matches_reference_with_masks(sub, ref, rng,
                 tol=t,
                 mistakes=lambda: signatures.attention_forward(q, k, v, allowed),
             )
-            variants = signatures.attention_grads(q, k, v, allowed, d_out)
             for i, name in enumerate(GRADS):
                 expect.close(
                     grads[i],
                     want[i].to(dtype),
                     what=f"{name} from your AttentionFunction.backward ({label})",
                     tol=t,
-                    mistakes=lambda: signatures.component(variants, i),
+                    mistakes=lambda: signatures.component(
+                        whole(signatures.attention_grads(q, k, v, allowed, d_out), (*grads, out), (*want, want_out), t), i
+                    ),
                 )
 
 
@@ -471,7 +498,7 @@ def test_masked_keys_get_exactly_zero_gradient_and_score_gradient_rows_sum_to_ze
                 q, k, _, allowed, _ = _problem(rng, dtype, lead=lead, lengths=lengths, mask=mask)
                 a = _weights(q, k, allowed, 1.0 / math.sqrt(q.size(-1)))
                 da = randn(rng, *a.shape, dtype=dtype)
-                ds = expect.tensor(sub.custom_backward.softmax_backward(da, a), what="softmax_backward(Ā, A)")
+                ds = expect.tensor(data.softmax_backward(sub, da, a), what="softmax_backward(Ā, A)")
                 expect.true(
                     tuple(ds.shape) == tuple(a.shape),
                     what="softmax_backward keeps the shape [...,L,S]",
@@ -510,8 +537,16 @@ def test_masked_keys_get_exactly_zero_gradient_and_score_gradient_rows_sum_to_ze
                 d_out = torch.zeros(B, T, d, dtype=dtype)
                 d_out[:, : t + 1] = randn(rng, B, t + 1, d, dtype=dtype)  # the loss reads outputs 0..t only
                 allowed_causal = torch.tril(torch.ones(T, T, dtype=torch.bool))
-                _, (grads,) = data.forward_backward(sub, q, k, v, allowed_causal, [d_out], what="causal attention")
+                out, (grads,) = data.forward_backward(sub, q, k, v, allowed_causal, [d_out], what="causal attention")
                 scale = 1.0 / math.sqrt(d)
+                want_out, _ = _reference_grads(q, k, v, allowed_causal, d_out)
+                expect.close(  # a forward that ignores the mask is named here, not as a backward that ignores it
+                    out,
+                    want_out.to(dtype),
+                    what="AttentionFunction.forward on the causal problem (checked before its gradients)",
+                    tol=tol("custom_backward.attention", dtype),
+                    mistakes=lambda: signatures.attention_forward(q, k, v, allowed_causal),
+                )
                 want = ref.custom_backward.attention_backward(d_out, q, k, v, _weights(q, k, allowed_causal, scale), scale)
                 for name, g, w_ in zip(GRADS[1:], grads[1:], want[1:]):
                     g = expect.tensor(g, what=name)
@@ -522,7 +557,13 @@ def test_masked_keys_get_exactly_zero_gradient_and_score_gradient_rows_sum_to_ze
                         what=f"{name} from your AttentionFunction.backward",
                         tol=tol("custom_backward.attention_backward", dtype),
                         mistakes=lambda: signatures.component(
-                            signatures.attention_grads(q, k, v, allowed_causal, d_out), GRADS.index(name)
+                            whole(
+                                signatures.attention_grads(q, k, v, allowed_causal, d_out),
+                                (*grads, out),
+                                (*want, want_out),
+                                tol("custom_backward.attention_backward", dtype),
+                            ),
+                            GRADS.index(name),
                         ),
                     )
                     # the docstring promises no exact 0 here (only softmax_backward's S̄ at A = 0 is exact): the table's atol

@@ -50,7 +50,7 @@ def test_softmax_backward_matches_autograd_on_week7_weights(sub, rng):
     scores, weights, d_weights = c["scores"], c["weights"], c["d_weights"]  # Ŝ_A, Ŝ_B (Week 7 §11), P_A, P_B, Ā
     rand_scores, rand_a, rand_da = c["rand_scores"], c["rand_a"], c["rand_da"]
     got = expect.close(
-        sub.custom_backward.softmax_backward(d_weights, weights),
+        data.softmax_backward(sub, d_weights, weights),
         _autograd_softmax_backward(d_weights, scores),
         what="softmax_backward(Ā, P) for Week 7's P_A, P_B (Day 1 §2.3 第二步)",
         tol=tol("custom_backward.softmax_backward", torch.float64),
@@ -72,7 +72,7 @@ def test_softmax_backward_matches_autograd_on_week7_weights(sub, rng):
         hints=["custom_backward/missing-d-term", "custom_backward/d-wrong-axis"],
     )
     expect.close(
-        sub.custom_backward.softmax_backward(rand_da, rand_a),
+        data.softmax_backward(sub, rand_da, rand_a),
         _autograd_softmax_backward(rand_da, rand_scores).float(),
         what=f"softmax_backward on random weights {list(rand_a.shape)} (float32)",
         tol=tol("custom_backward.softmax_backward", torch.float32),
@@ -170,6 +170,7 @@ def test_week7_loss_gradient_reaches_wq_through_your_attention(sub, credit):
                     w7.STATED["grad_wq_10"],
                     what="d(mean loss)/dW_Q[1,0] through your backward (Week 7 §16: −0.076159)",
                     tol=w7.PRINTED_6DP,
+                    mistakes={h: float(g[1, 0]) for h, g in want["grad_mistakes"].items()},
                 )
             elif part.label.startswith("q_new"):
                 expect.scalar(
@@ -177,6 +178,7 @@ def test_week7_loss_gradient_reaches_wq_through_your_attention(sub, credit):
                     w7.STATED["q_new"],
                     what="q_new = 1 − 0.01 · grad (Week 7 §16: 1.000762)",
                     tol=w7.PRINTED_6DP,
+                    mistakes={h: 1.0 - 0.01 * float(g[1, 0]) for h, g in want["grad_mistakes"].items()},
                 )
             else:
                 expect.close(
@@ -184,6 +186,7 @@ def test_week7_loss_gradient_reaches_wq_through_your_attention(sub, credit):
                     want["grad"],
                     what="dL/dW_Q (only row 1 is non-zero: x_喜欢 selects it)",
                     tol=w7.PRINTED_6DP,
+                    mistakes=want["grad_mistakes"],
                     grid=("C", "d_k"),
                 )
 

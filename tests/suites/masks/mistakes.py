@@ -87,6 +87,8 @@ def softmax(scores: torch.Tensor, allowed: torch.Tensor) -> dict[str, torch.Tens
     out = {
         "masks/zero-fill": torch.softmax(fill(0.0), -1),
         "masks/mask-after-softmax": torch.softmax(s, -1) * a,
+        # 0 in the scores and the weights zeroed again after: e^0 stays in every row's denominator
+        "masks/zero-fill-zeroed-after": torch.softmax(fill(0.0), -1) * a,
         "masks/nan-fully-masked": torch.softmax(fill(NEG_INF), -1),  # NaN on rows with nothing allowed
         "masks/finite-fill-uniform": torch.softmax(fill(-1e9), -1),  # rows with nothing allowed: uniform 1/S
         "masks/polarity-inverted": torch.softmax(fill(NEG_INF, ~a), -1),

@@ -88,10 +88,13 @@ def merge_heads_examples(rng, ref):
         torch.arange(12, dtype=torch.float32).reshape(1, 2, 3, 2),
         torch.arange(80, dtype=torch.float64).reshape(2, 2, 5, 4),
     )
+    x = torch.arange(24, dtype=torch.float32).reshape(2, 3, 4)
+    split = in_float64(ref.mha_reshape.split_heads, x, 2)  # the round trip composes with the right split
     return {
         "W7-29": in_float64(ref.mha_reshape.merge_heads, w7_29),
         "L2-04": in_float64(ref.mha_reshape.merge_heads, l2_04, dtype=torch.float64),
         "mistakes": {"W7-29": signatures.merge_heads(w7_29), "L2-04": signatures.merge_heads(l2_04)},
+        "round_trip": {"x": x, "split": split, "mistakes": signatures.merge_heads(split)},
     }
 
 

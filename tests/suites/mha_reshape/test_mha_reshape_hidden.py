@@ -18,6 +18,7 @@ from autograder.testing import (
     check_no_banned,
     choice,
     dispatch,
+    distinct,
     dtype_name,
     expect,
     noncontiguous,
@@ -153,6 +154,25 @@ def _reference(ref, C, h, ctx, bias, state, x, key_allowed, dtype):
     return out.to(dtype), weights.to(dtype)
 
 
+def _padding_on_queries(sub, state, x, key_allowed, dtype, C, h) -> list[str]:
+    """A NaN gradient with padding has a known cause, checked by behaviour: the forward output on
+    the same input is what blocking padded *queries* (rows) gives — whole rows of −∞, NaN after
+    the softmax — and not the right output (Day 1 §3.2: padding blocks keys, i.e. columns)."""
+    r = sub.mha_reshape.construct(
+        "MultiHeadAttention",
+        [C, h, x.shape[1]],
+        {"bias": True},
+        dtype=dtype,
+        state=state,
+        calls=[("forward", [x], {"key_allowed": key_allowed})],
+        describe=False,
+    )
+    got = r["outputs"][0]
+    table = signatures.outputs(signatures.mha(x.double(), {k: v.double() for k, v in state.items()}, h, key_allowed))
+    wanted = {k: v for k, v in table.items() if k == "mha_reshape/key-mask-on-queries"}
+    return expect.diagnose(got, wanted, tol("mha_reshape.MultiHeadAttention", dtype)) if wanted else []
+
+
 def _control_split(sub, ref, rng) -> None:
     """split_heads on a fresh random input, against the reference."""
     B, T, C, h = choice(rng, (1, 2)), randint(rng, 2, 9), choice(rng, (4, 6, 8)), 2
@@ -198,11 +218,13 @@ def _control_module(sub, ref, rng) -> None:
         describe=False,
     )
     want, _ = _reference(ref, C, 1, T, "w_q.bias" in state, state, x, key_allowed, torch.float32)
+    t = tol("mha_reshape.MultiHeadAttention", torch.float32)
     expect.close(
         r["outputs"][0],
         want,
         what="MultiHeadAttention(C, 1, T) on fresh random weights, x and padding (checked first)",
-        tol=tol("mha_reshape.MultiHeadAttention", torch.float32),
+        tol=t,
+        mistakes=lambda: distinct(signatures.outputs(signatures.mha(x, state, 1, key_allowed)), t, want),
     )
 
 
@@ -541,12 +563,17 @@ def test_merge_heads_matches_reference_and_inverts_split_heads(sub, ref, rng, cr
                 mistakes=lambda: signatures.merge_heads(y),
                 grid=("token", "feature"),
             )
+            del got  # the inverse: merge_heads undoes the *right* split of a fresh x — composed with the
+            # reference split_heads, never yours, so a wrong split_heads costs only split_heads' tests (issue 30 §3)
+            x = randn(rng, B, T, h * d, dtype=dtype)
+            split = ref.mha_reshape.split_heads(x.double(), h).to(dtype)
             expect.close(
-                sub.mha_reshape.split_heads(got, h),
-                y,
-                what=f"split_heads(merge_heads(y), {h}) is y again (Day 1 §A.5)",
+                sub.mha_reshape.merge_heads(split),
+                x,
+                what=f"merge_heads(the right split_heads(x [{B},{T},{h * d}], {h})) is x again (Day 1 §A.5)",
                 tol=t,
-                hints=data.round_trip_hints(),
+                mistakes=lambda: signatures.merge_heads(split),
+                grid=("token", "feature"),
             )
 
 
@@ -720,11 +747,13 @@ def test_multi_head_attention_is_causal_and_ignores_padding_by_gradient(sub, rng
                 detail="the output does not require grad: keep the computation in torch operations on x",
             )
             gx = expect.tensor(r["input_grads"][0], what="∂y/∂x")
+            finite = bool(torch.isfinite(gx).all())
             expect.true(
-                bool(torch.isfinite(gx).all()),
+                finite,
                 what="∂y/∂x is finite",
-                detail="the gradient has NaN or ∞",
-                hints=["mha_reshape/key-mask-on-queries"],
+                detail="the gradient has NaN or ∞"
+                + (" (the padded rows of the output are NaN too: whole query rows were blocked)" if not finite else ""),
+                hints=[] if finite else _padding_on_queries(sub, state, x, key_allowed, dtype, C, h),
             )
             if part.label == "padded tokens":
                 leak = gx[~key_allowed]

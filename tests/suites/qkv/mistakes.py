@@ -51,6 +51,8 @@ def attention_chain(
         "qkv/softmax-wrong-axis": chain(scaled, dim=-2),
         "qkv/softmax-over-batch": chain(scaled, dim=0),  # normalised across the batch examples
         "qkv/keys-times-queries": chain(raw.transpose(-2, -1) / math.sqrt(d_k)),
+        "qkv/scale-multiplied": chain(raw * math.sqrt(d_k)),
+        "qkv/sqrt-precedence": chain(raw / (d_k / 2)),  # d_k ** 1/2 = d_k / 2
     }
     if C != d_k:
         out["qkv/scale-by-model-width"] = chain(raw / math.sqrt(C))
@@ -70,10 +72,23 @@ def attention_chain(
     right_out, _ = chain(scaled)
     masked_scores = scaled.masked_fill(~allowed, neg_inf) if causal else scaled
     out["qkv/returns-scores"] = (right_out, masked_scores)  # the scores returned in place of the softmax weights
-    if k.shape == v.shape:
-        out["qkv/weights-times-keys"] = chain(scaled, retrieve=k)
+    out["qkv/weights-times-keys"] = chain(scaled, retrieve=k)  # [B,T,d_k]: a shape error where d_k ≠ d_v
     if q.size(-2) == k.size(-1):
         out["qkv/missing-transpose"] = chain((q @ k) / math.sqrt(d_k))
+    return out
+
+
+def retrieval_from(own_weights, x, w_q, w_k, w_v, variants: dict[str, tuple]) -> dict[str, torch.Tensor]:
+    """hint id → the output single_head_attention returns with that mistake, where the last step
+    (retrieval: weights @ V) is taken from the submission's own weights (``own_weights``): a mistake there is
+    named even when an earlier step made the weights wrong as well (two mistakes in one
+    function, issue 30 §3). The other mistakes' outputs are those of ``attention_chain``."""
+    out = outputs(variants)
+    if type(own_weights) is torch.Tensor and own_weights.is_floating_point():
+        k = x @ w_k
+        own = own_weights.double()
+        if own.shape[-1] == k.shape[-2]:
+            out["qkv/weights-times-keys"] = (own @ k).to(own_weights.dtype)
     return out
 
 

@@ -49,12 +49,13 @@ def test_week7_numbers_at_stated_precision_in_float64(sub, ref, rng, credit):
     B, T, C, d_k, d_v = _dims(rng, t_max=10)
     x = randn(rng, B, T, C, dtype=torch.float64)
     w = _projections(rng, C, d_k, d_v, torch.float64)
-    out, _ = expect.sequence(sub.qkv.single_head_attention(x, *w), 2, what="single_head_attention on fresh random inputs")
+    out, own = expect.sequence(sub.qkv.single_head_attention(x, *w), 2, what="single_head_attention on fresh random inputs")
     expect.close(
         out,
         ref.qkv.single_head_attention(x, *w)[0],
         what="single_head_attention on fresh random inputs",
         tol=tol("qkv.single_head_attention", torch.float64),
+        mistakes=lambda: signatures.retrieval_from(own, x, *w, signatures.attention_chain(x, *w)),
     )
     ex = w7.example(torch.float64)
     q, k = ex.x @ ex.w_q, ex.x @ ex.w_k
@@ -80,13 +81,20 @@ def test_week7_numbers_at_stated_precision_in_float64(sub, ref, rng, credit):
             elif part.label == "Q K V":
                 got = expect.sequence(sub.qkv.project_qkv(ex.x, ex.w_q, ex.w_k, ex.w_v), 3, what="project_qkv")
                 for name, g in zip("QKV", got):
-                    expect.close(g, w7.t(w7.STATED[name], torch.float64), what=f"{name} (W7-06..W7-11)", tol=w7.PRINTED_3DP)
+                    expect.close(
+                        g,
+                        w7.t(w7.STATED[name], torch.float64),
+                        what=f"{name} (W7-06..W7-11)",
+                        tol=w7.PRINTED_3DP,
+                        mistakes=lambda: signatures.projections(ex.x, ex.w_q, ex.w_k, ex.w_v, name),
+                    )
             elif part.label == "raw scores":
                 expect.close(
                     sub.qkv.attention_scores(q, k),
                     w7.t(w7.STATED["raw_scores"], torch.float64),
                     what="S_A, S_B (W7-13, W7-14)",
                     tol=w7.PRINTED_3DP,
+                    mistakes=lambda: signatures.scores(q, k),
                 )
             elif part.label == "scaled rows":
                 got = sub.qkv.scale_scores(raw, 2)
@@ -95,6 +103,9 @@ def test_week7_numbers_at_stated_precision_in_float64(sub, ref, rng, credit):
                     w7.t(w7.STATED["scaled_final_rows"], torch.float64),
                     what="scaled final rows (W7-16)",
                     tol=w7.NEAR_EXACT,
+                    mistakes=lambda: {
+                        h: t[:, 1] for h, t in {**signatures.scale(raw, 2), **signatures.sqrt_precedence(raw, 2)}.items()
+                    },
                 )
                 expect.scalar(
                     float(raw[0, 1, 0] / got[0, 1, 0]),
@@ -115,14 +126,20 @@ def test_week7_numbers_at_stated_precision_in_float64(sub, ref, rng, credit):
                     mistakes=lambda: signatures.weights(signatures.attention_chain(ex.x, ex.w_q, ex.w_k, ex.w_v)),
                 )
             elif part.label == "outputs 6dp":
-                out, _ = expect.sequence(
+                out, own = expect.sequence(
                     sub.qkv.single_head_attention(ex.x, ex.w_q, ex.w_k, ex.w_v), 2, what="single_head_attention"
                 )
+                chain = (ex.x, ex.w_q, ex.w_k, ex.w_v)
                 expect.close(
                     out[:, 1],
                     w7.t(w7.STATED["final_outputs_6dp"], torch.float64),
                     what="h_A | h_B to 6 dp (W7-35)",
                     tol=w7.PRINTED_6DP,
+                    mistakes=lambda: {
+                        h: o[:, 1]
+                        for h, o in signatures.retrieval_from(own, *chain, signatures.attention_chain(*chain)).items()
+                        if o.dim() == 3
+                    },
                 )
             elif part.label == "index table":
                 out, weights = expect.sequence(
@@ -142,6 +159,7 @@ def test_week7_numbers_at_stated_precision_in_float64(sub, ref, rng, credit):
                     w7.t(w7.STATED["uniform_mean_final"], torch.float64),
                     what="x̄_A,1, x̄_B,1 (W7-02, W7-03)",
                     tol=w7.Tol(0.0, 1e-12),
+                    mistakes=lambda: {h: t[:, 1] for h, t in signatures.uniform_mean(ex.x).items()},
                 )
             else:
                 state = {
@@ -384,7 +402,16 @@ def test_causal_uniform_mean_matches_reference_with_leading_dims(sub, ref, rng, 
 
 
 def test_single_head_attention_matches_reference_causal_and_unmasked(sub, ref, rng, credit):
-    kinds = {"causal=True, float32": 2, "causal=True, float64": 2, "causal=False, float32": 2, "causal=False, float64": 2}
+    """Each step of the chain is credited on its own (issue 30 §3): the *weights* kinds check the
+    weights (projection → scores → scale → mask → softmax), the *output* kinds check the output,
+    whose retrieval step is judged from your own weights — weights @ K is named as such even
+    when the weights are wrong too — so two mistakes in one function are both named."""
+    kinds = {
+        f"{step}, causal={causal}, {dt}": 2 if step == "weights" else 1
+        for step in ("weights", "output")
+        for causal in (True, False)
+        for dt in ("float32", "float64")
+    }
     for case in credit.kinds(kinds):
         with case:
             dtype = F64 if "float64" in case.kind else F32
@@ -394,31 +421,41 @@ def test_single_head_attention_matches_reference_causal_and_unmasked(sub, ref, r
             x = randn(rng, B, T, C, dtype=dtype)
             w = _projections(rng, C, d_k, d_v, dtype)
             t = tol("qkv.single_head_attention", dtype)
-            if case.draw == 0:  # T = 1 (the only key is the query itself), next to a regular case
+            if case.draw == 0 and case.kind.startswith("output"):  # T = 1 (the only key is the query itself)
                 x1 = randn(rng, 1, 1, C, dtype=dtype)
-                out1, _ = expect.sequence(
+                out1, weights1 = expect.sequence(
                     sub.qkv.single_head_attention(x1, *w, causal=causal), 2, what="single_head_attention, T = 1"
                 )
+                w64 = [m.double() for m in w]
                 expect.close(
                     out1,
                     in_float64(lambda *a: ref.qkv.single_head_attention(*a, causal=causal)[0], x1, *w, dtype=dtype),
                     what="single_head_attention output for T = 1",
                     tol=t,
+                    mistakes=lambda: signatures.retrieval_from(
+                        weights1, x1.double(), *w64, signatures.attention_chain(x1.double(), *w64, causal=causal)
+                    ),
                 )
             out, weights = expect.sequence(sub.qkv.single_head_attention(x, *w, causal=causal), 2, what="single_head_attention")
             want_out, want_w = in_float64(lambda *a: ref.qkv.single_head_attention(*a, causal=causal), x, *w, dtype=dtype)
             variants = signatures.attention_chain(x.double(), *[m.double() for m in w], causal=causal)
             label = f"(B={B}, T={T}, C={C}, d_k={d_k}, d_v={d_v}, causal={causal}, {str(dtype)[6:]})"
+            if case.kind.startswith("weights"):
+                expect.close(
+                    weights,
+                    want_w,
+                    what=f"single_head_attention weights {label}",
+                    tol=t,
+                    mistakes=lambda: signatures.weights(variants),
+                    grid=QK,
+                )
+                continue
             expect.close(
-                weights,
-                want_w,
-                what=f"single_head_attention weights {label}",
+                out,
+                want_out,
+                what=f"single_head_attention output {label} (its retrieval step judged from your own weights)",
                 tol=t,
-                mistakes=lambda: signatures.weights(variants),
-                grid=QK,
-            )
-            expect.close(
-                out, want_out, what=f"single_head_attention output {label}", tol=t, mistakes=lambda: signatures.outputs(variants)
+                mistakes=lambda: signatures.retrieval_from(weights, x.double(), *[m.double() for m in w], variants),
             )
 
 

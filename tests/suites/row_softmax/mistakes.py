@@ -56,9 +56,12 @@ def softmax(scores: torch.Tensor, dim: int = -1) -> dict[str, torch.Tensor]:
     other = _other_axis(scores, dim)
     if other is not None:
         v[P + "softmax-wrong-axis"] = torch.softmax(s64, dim=other).to(scores.dtype)
-    unkept = _unkept_sum(torch.exp(s64 - s64.amax(dim=dim, keepdim=True)), dim)
+    exps = torch.exp(s64 - s64.amax(dim=dim, keepdim=True))
+    unkept = _unkept_sum(exps, dim)
     if unkept is not None:
         v[P + "sum-without-keepdim"] = unkept.to(scores.dtype)
+    if scores.dim() >= 2 and _axis(scores, dim) != 0:  # the max along dim, the sum over axis 0 (sum(0), sum(dim=0))
+        v[P + "sum-wrong-axis"] = (exps / exps.sum(dim=0, keepdim=True)).to(scores.dtype)
     unkept = _unkept_lse(s64, dim)
     if unkept is not None:  # exp(s − logsumexp(s, dim)) without keepdim
         v[P + "lse-without-keepdim"] = torch.exp(unkept).to(scores.dtype)
@@ -114,10 +117,22 @@ def cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> dict[str, torc
         P + "lse-missing-max": -(logp + l64.amax(-1, keepdim=True))[n, t].mean().to(dtype),
         P + "ce-not-0-dim": (-logp[n, t].mean()).reshape(1).to(dtype),  # mean(dim=0, keepdim=True): shape [1]
     }
+    unkept = _unkept_lse(l64, -1)
+    if unkept is not None:  # log_softmax_rows' log-sum-exp without keepdim (runs only when N = V)
+        v[P + "lse-without-keepdim"] = (-unkept[n, t].mean()).to(dtype)
     if logits.size(0) > 1:
         v[P + "ce-target-indexing"] = (-logp[:, t].mean()).to(dtype)  # an N×N block, not one entry per row
         v[P + "softmax-wrong-axis"] = (-torch.log_softmax(l64, dim=0)[n, t].mean()).to(dtype)
     return keep_if_wrong(v, right)
+
+
+def vocab_via_softmax(h: torch.Tensor, w_vocab: torch.Tensor) -> dict[str, torch.Tensor]:
+    """hint id → what vocab_probs(h, w_vocab) returns when it calls a softmax_rows with that
+    mistake (named only where the submission's own softmax_rows is wrong on these logits:
+    ``course.row_softmax_data.vocab_mistakes``)."""
+    logits = h.double() @ w_vocab.double()
+    table = softmax(logits.to(h.dtype) if h.dtype != torch.float64 else logits, -1)
+    return {hint: t.to(h.dtype) for hint, t in table.items()}
 
 
 def vocab_probs(h: torch.Tensor, w_vocab: torch.Tensor) -> dict[str, torch.Tensor]:

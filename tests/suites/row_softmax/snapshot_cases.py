@@ -35,6 +35,7 @@ def week7(rng, ref):
             "log_softmax_big": signatures.log_softmax(torch.tensor([[0.0, -1e4, 5.0], [2e4, 1e4, -3e4]])),
             "cross_entropy": signatures.cross_entropy(logits, targets),
             "vocab_probs": signatures.vocab_probs(h, w_vocab),
+            "vocab_via_softmax": signatures.vocab_via_softmax(h, w_vocab),
         },
     }
 
@@ -73,7 +74,33 @@ def vocab_probs(rng, ref):
         "w_vocab": w_vocab,
         "mistakes": signatures.vocab_probs(h, w_vocab),
         "mistakes64": signatures.vocab_probs(h.double(), w_vocab.double()),
+        "via": signatures.vocab_via_softmax(h, w_vocab),
+        "via64": signatures.vocab_via_softmax(h.double(), w_vocab.double()),
     }
 
 
-CASES = [week7, softmax_rows, softmax_columns, log_softmax_rows, cross_entropy, vocab_probs]
+def square_probe(rng, ref):
+    """One square float64 input per function (N = V = 4, C = V): where a keepdim or a transposed
+    head raises on the tests' shapes, it runs here and its answer names the mistake
+    (course.row_softmax_data.square_diagnosis)."""
+    s = randn(rng, 4, 4, dtype=torch.float64, scale=2.0)
+    targets = torch.randint(0, 4, (4,), generator=rng)
+    h, w_vocab = randn(rng, 4, 4, dtype=torch.float64), randn(rng, 4, 4, dtype=torch.float64, scale=0.5)
+    m = ref.row_softmax
+    return {
+        "softmax_rows": {"args": [s], "want": m.softmax_rows(s), "mistakes": signatures.softmax(s)},
+        "log_softmax_rows": {"args": [s], "want": m.log_softmax_rows(s), "mistakes": signatures.log_softmax(s)},
+        "cross_entropy": {
+            "args": [s, targets],
+            "want": m.cross_entropy(s, targets),
+            "mistakes": signatures.cross_entropy(s, targets),
+        },
+        "vocab_probs": {
+            "args": [h, w_vocab],
+            "want": m.vocab_probs(h, w_vocab),
+            "mistakes": {**signatures.vocab_via_softmax(h, w_vocab), **signatures.vocab_probs(h, w_vocab)},
+        },
+    }
+
+
+CASES = [week7, softmax_rows, softmax_columns, log_softmax_rows, cross_entropy, vocab_probs, square_probe]

@@ -99,6 +99,8 @@ class _Gate:
                 continue
             want = in_float64(getattr(ref.row_softmax, name), *args, dtype=torch.float32)
             mistakes = getattr(signatures, name.replace("_rows", ""))(*args)
+            if name == "vocab_probs":  # charged to softmax_rows where that is what is wrong
+                mistakes = data.vocab_mistakes(self.calls.sub, *args, mistakes, signatures.vocab_via_softmax(*args))
             expect.close(
                 self.calls.value(i),
                 want,
@@ -195,7 +197,13 @@ def test_week7_softmax_numbers_at_stated_precision_in_float32_and_float64(sub, r
                         torch.softmax(inputs[dtype].double(), -1).to(dtype),
                         what=f"vocab_probs(h_A | h_B, W_vocab) ({dtype_name(dtype)})",
                         tol=tol("row_softmax.vocab_probs", dtype),
-                        mistakes=lambda: signatures.vocab_probs(oracles.week7_h(dtype), data.week7_w_vocab(dtype)),
+                        mistakes=data.vocab_mistakes(
+                            sub,
+                            oracles.week7_h(dtype),
+                            data.week7_w_vocab(dtype),
+                            signatures.vocab_probs(oracles.week7_h(dtype), data.week7_w_vocab(dtype)),
+                            signatures.vocab_via_softmax(oracles.week7_h(dtype), data.week7_w_vocab(dtype)),
+                        ),
                     )
                     expect.close(
                         torch.stack([got[0, 2], got[1, 0]]),
@@ -351,7 +359,7 @@ def test_vocab_probs_matches_reference_with_leading_dims(sub, ref, rng, credit):
             (h, w_vocab),
             {},
             f"vocab_probs(h {list(h.shape)}, W_vocab {list(w_vocab.shape)}), {dtype_name(dtype)}",
-            signatures.vocab_probs(h, w_vocab),
+            data.vocab_mistakes(sub, h, w_vocab, signatures.vocab_probs(h, w_vocab), signatures.vocab_via_softmax(h, w_vocab)),
         )
 
     _cases_against_reference(sub, ref, rng, credit, "vocab_probs", 5, draw)
@@ -501,7 +509,8 @@ def test_vocab_probs_uses_the_head_as_given_on_square_heads(sub, ref, rng, credi
         h = randn(rng, *lead, C, dtype=dtype)
         w_vocab = randn(rng, C, C, dtype=dtype, scale=C**-0.5)
         what = f"vocab_probs(h {list(h.shape)}, W_vocab {list(w_vocab.shape)}) with C = V = {C}, {dtype_name(dtype)}"
-        return (h, w_vocab), what, signatures.vocab_probs(h, w_vocab)
+        own, via = signatures.vocab_probs(h, w_vocab), signatures.vocab_via_softmax(h, w_vocab)
+        return (h, w_vocab), what, data.vocab_mistakes(sub, h, w_vocab, own, via)
 
     # No plain-input gate here (unlike _cases_against_reference): its C ≠ V input is exactly
     # where the transposed head raises, and this test is about the square heads where it does not.

@@ -252,7 +252,7 @@ def test_vocab_probs_reproduces_week7_next_token_probabilities(sub, rng):
         torch.softmax(h.double() @ w_vocab.double(), -1).float(),
         what="vocab_probs(h, W_vocab) (Week 7 §16)",
         tol=tol("row_softmax.vocab_probs", torch.float32),
-        mistakes=lambda: _mistakes("vocab_probs"),
+        mistakes=data.vocab_mistakes(sub, h, w_vocab, _mistakes("vocab_probs"), _mistakes("vocab_via_softmax")),
         grid=("prompt", "vocab"),
     )
     expect.close(
@@ -267,7 +267,7 @@ def test_vocab_probs_reproduces_week7_next_token_probabilities(sub, rng):
         torch.softmax(h_rand.double() @ w_rand.double(), -1).float(),
         what=f"vocab_probs(h [{B}, {T}, {C}], W_vocab [{C}, {V}]) → [B, T, V]",
         tol=tol("row_softmax.vocab_probs", torch.float32),
-        mistakes=c["mistakes"],
+        mistakes=data.vocab_mistakes(sub, h_rand, w_rand, c["mistakes"], c["via"]),
         grid=("position", "vocab"),
     )
     expect.close(
@@ -275,7 +275,7 @@ def test_vocab_probs_reproduces_week7_next_token_probabilities(sub, rng):
         torch.softmax(h_rand.double() @ w_rand.double(), -1),
         what=f"vocab_probs(h [{B}, {T}, {C}], W_vocab [{C}, {V}]) in float64, non-contiguous: float64 out",
         tol=tol("row_softmax.vocab_probs", F64),
-        mistakes=c["mistakes64"],
+        mistakes=data.vocab_mistakes(sub, h_rand.double(), w_rand.double(), c["mistakes64"], c["via64"]),
     )
 
 
@@ -294,7 +294,7 @@ def test_row_softmax_functions_keep_dtype_and_leave_control_inputs_unchanged(sub
     for part in credit.parts(sorted(calls, key=lambda k: k.split()[0])):
         with part:
             name, args, dtype = calls[part.label]
-            r = sub.row_softmax.call(name, *args, return_args=True)
+            r = data.call_explained(sub, name, *args, return_args=True)
             expect.kept_inputs_and_dtype(
                 name, args, r, dtype, case=part.label, dtype_case=f"{part.label} input", in_place="-=, exp_, x[...] ="
             )

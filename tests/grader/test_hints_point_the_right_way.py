@@ -1,0 +1,139 @@
+"""No hint that sends a student the wrong way, and a hint on every failed test a known mistake
+explains (issue 30).
+
+Each case is a single-mistake variant of tests/submissions/mistakes/<skill>.toml (the same
+variants `make check`'s hint benchmark grades on three seeds). Graded with the hidden tests,
+it must lose points, show its own hint, show no hint but its own (and the few listed that
+the failed check itself proves, such as ``general/in-place``) — a hint about the backward
+on a forward that saved a scaled q, a vocab_probs hint on a softmax_rows mistake, "the
+backward ignores the mask" on a forward that ignores it — and, where ``every_test`` is set,
+name a hint on every test it fails.
+
+Cases of different skills share a grading run (the suites call only their own module), so
+the runs are as few as the most cases of one skill.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+
+import pytest
+from conftest import MODULES, SKILLS, SUBMISSIONS, grade
+
+sys.path.insert(0, str(SUBMISSIONS))
+import variants
+
+
+@dataclass(frozen=True)
+class Case:
+    skill: str
+    variant: str
+    also: frozenset[str] = frozenset()  # hints the failed checks themselves prove (no function named)
+    every_test: bool = False  # every failed test names a hint
+    confined: bool = False  # no failed test is about another function (by its name) than the broken one or its callers
+    with_: str | None = None  # a second variant of the same skill, base and file: both mistakes at once, both named
+
+    @property
+    def id(self) -> str:
+        return f"{self.skill}/{self.variant}" + (f"+{self.with_}" if self.with_ else "")
+
+
+CASES = [
+    # §1: hints that pointed the wrong way
+    Case("custom_backward", "forward-scales-q-in-place", frozenset({"general/in-place"}), every_test=True),
+    Case("custom_backward", "forward-ignores-mask", every_test=True),
+    Case("custom_backward", "backward-recomputes-unmasked-weights", every_test=True),  # and the converse
+    Case("row_softmax", "sum-over-dim-0", every_test=True),
+    # §3: one function's mistake charged to that function; two mistakes in one function both named
+    Case("mha_reshape", "split-view-without-transpose", confined=True),
+    Case("qkv", "chain-weights-times-keys", every_test=True),
+    Case("qkv", "chain-keys-times-queries", with_="chain-weights-times-keys"),
+    # §2: failed tests with no hint, or a message that contradicts itself
+    Case("sdpa_masks", "additive-minus-1e9", every_test=True),
+    Case("sdpa_masks", "mha-never-transposes", every_test=True),
+    Case("mha_reshape", "merge-view-without-contiguous", every_test=True),
+    Case("mha_reshape", "padding-mask-on-queries", every_test=True),
+    # masks/zero-fill-zeroed-after (a 0 fill zeroed again after the softmax) is named by its signature, but its
+    # variant loses 1.3125 or 1.75 in test_masked_softmax_gradients_are_finite_and_zero_on_blocked_scores depending
+    # on the seed (that test's random-mask part): withheld from the tables until that part's kinds are fixed
+    # §2: failed tests that had no hint (shape errors explained by behaviour, dL/dW_Q, the stated-precision tests)
+    Case("custom_backward", "d-without-keepdim", every_test=True),
+    Case("custom_backward", "dq-dk-swapped", every_test=True),
+    Case("row_softmax", "lse-helper-without-keepdim", every_test=True),
+    Case("row_softmax", "vocab-head-transposed", every_test=True),
+    Case("sdpa_masks", "batch-first-ignored", every_test=True),
+]
+
+
+def _runs(cases: list[Case]) -> list[list[Case]]:
+    """At most one case of each skill per run."""
+    runs: list[list[Case]] = []
+    for case in cases:
+        run = next((r for r in runs if all(c.skill != case.skill for c in r)), None)
+        if run is None:
+            runs.append([case])
+        else:
+            run.append(case)
+    return runs
+
+
+RUNS = _runs(CASES)
+
+
+def test_every_case_is_a_variant_of_the_mistake_tables():
+    known = {(s, m["id"]) for s in SKILLS for m in variants.mistakes(s)}
+    assert not [c.id for c in CASES for v in (c.variant, c.with_) if v and (c.skill, v) not in known]
+
+
+def _source(case: Case, table: dict) -> tuple[dict, str, list[str]]:
+    """The variant, its module's source (two variants of one file applied together) and the
+    hints it must show."""
+    m = table[case.variant]
+    source = variants.mutated_source(m)
+    if case.with_ is None:
+        return m, source, [m["hint"]]
+    other = table[case.with_]
+    assert (other["base"], other["file"]) == (m["base"], m["file"]), case.id
+    assert source.count(other["find"]) == 1, case.id
+    return m, source.replace(other["find"], other["replace"]), [m["hint"], other["hint"]]
+
+
+@pytest.mark.parametrize("run", RUNS, ids=[" + ".join(c.id for c in r) for r in RUNS])
+def test_a_mistake_shows_its_own_hint_and_no_other(run, tmp_path):
+    table = {c.skill: {m["id"]: m for m in variants.mistakes(c.skill)} for c in run}
+    built = [_source(c, table[c.skill]) for c in run]
+    folder = variants.build(tmp_path / "submission", [])
+    for m, source, _ in built:
+        (folder / m["file"]).write_text(source, encoding="utf-8")
+    only = [arg for c in run for arg in ("--skill", c.skill)]
+    graded = grade(folder, "--reveal-hidden", *only, output=tmp_path / "r.json")
+    assert graded.rc == 0, graded.stderr
+    problems = []
+    for case, (m, source, own) in zip(run, built):
+        failed = [t for t in graded.tests(case.skill) if t["status"] != "passed"]
+        shown = {h["id"] for t in failed for h in t["hints"]}
+        if not failed:
+            problems.append(f"{case.id}: lost no points")
+        problems += [f"{case.id}: its hint {h} is not shown (shown: {sorted(shown)})" for h in own if h not in shown]
+        allowed = set(own) | case.also
+        wrong = {t["name"]: sorted(h["id"] for h in t["hints"] if h["id"] not in allowed) for t in failed}
+        wrong = {name: ids for name, ids in wrong.items() if ids}
+        if wrong:
+            problems.append(f"{case.id}: hints of other mistakes shown: {wrong}")
+        if case.every_test:
+            bare = [t["name"] for t in failed if not t["hints"]]
+            if bare:
+                problems.append(f"{case.id}: failed tests without a hint: {bare}")
+        if case.confined:
+            names = variants.functions(MODULES[case.skill])
+            mine = variants.dependents(source, m["function"])
+            elsewhere = [
+                t["name"]
+                for t in failed
+                if variants.named_functions(t["name"], names, case.skill)
+                and not set(variants.named_functions(t["name"], names, case.skill)) & mine
+            ]
+            if elsewhere:
+                problems.append(f"{case.id} (a mistake in {m['function']}) failed tests of other functions: {elsewhere}")
+    assert not problems, "\n".join(problems)

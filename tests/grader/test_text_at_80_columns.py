@@ -1,0 +1,151 @@
+"""Every failure kind of the suites, rendered as a CI log or ``NO_COLOR`` terminal shows it:
+80 columns, no colour (issue 30 §4). Each kind has a golden file (tests/grader/golden/text80/;
+rewrite them with ``UPDATE_GOLDEN=1`` after a deliberate change, and read the diff), and every
+rendering must keep each grid cell whole, mark wrong cells with a symbol (not colour alone),
+break no word across lines and fit 80 columns."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+
+from autograder.config import load
+from autograder.renderers import Style, render
+from autograder.renderers.common import cells
+from autograder.runner import scoring
+from autograder.runner.manifest import RunManifest
+
+GOLDEN = Path(__file__).with_name("golden") / "text80"
+WIDTH = 80
+HINT = {
+    "id": "masks/zero-fill",
+    "text": "Blocked scores were set to 0 instead of −∞: 0 is a legal score, so blocked keys still get weight "
+    "(softmax([0.2, 0]) = [0.550, 0.450]). Fill with −∞ before the softmax.",
+    "section": "Week 7 §11 (为什么 Mask 在 Softmax 前使用 −∞) — docs/lessons/week07-attention.txt:314",
+}
+
+
+def _grid(n: int, wrong: set[tuple[int, int]], value: str = "0.091") -> dict:
+    exp = [[value if j <= i else "0" for j in range(n)] for i in range(n)]
+    got = [[("0.100" if (i, j) in wrong else exp[i][j]) for j in range(n)] for i in range(n)]
+    bad = [[(i, j) in wrong for j in range(n)] for i in range(n)]
+    title = f"single_head_attention weights (T={n})"
+    return {"title": title, "rows": "query", "cols": "key", "expected": exp, "got": got, "bad": bad}
+
+
+KINDS = {
+    "values-small-grid": {
+        "check": "masked_softmax(Week 7 scores, causal) (Week 7 §11)",
+        "problem": "values",
+        "detail": "first mismatch at index [0, 1]: expected 0, got 0.450166; 2 of 4 values differ (largest difference "
+        "0.450166, tolerance rtol=1e-05, atol=1e-06)\nexpected [[1, 0], [0.5, 0.5]]\n     got [[0.549834, 0.450166], [0.5, 0.5]]",
+        "hints": [HINT],
+        "grids": [_grid(2, {(0, 1)}, "0.500")],
+    },
+    "values-wide-grid": {
+        "check": "single_head_attention weights (B=2, T=11, C=8, causal=True, float32)",
+        "problem": "values",
+        "detail": "first mismatch at index [0, 0, 1]: expected 0, got 0.1; 55 of 242 values differ (largest difference "
+        "0.1, tolerance rtol=1e-05, atol=1e-06)",
+        "hints": [HINT],
+        "grids": [_grid(11, {(i, j) for i in range(11) for j in range(11) if j > i})],
+    },
+    "shape": {
+        "check": "merge_heads(y [2,2,5,4]) → [2,5,8] (Week 7 §15: concatenate on the feature axis)",
+        "problem": "shape",
+        "detail": "expected shape [2, 5, 8], got [2, 2, 20]",
+        "hints": [],
+        "grids": [],
+    },
+    "raised": {
+        "check": "qkv.project_qkv(…)",
+        "problem": "raised",
+        "detail": "qkv.project_qkv(…): raised RuntimeError: mat1 and mat2 shapes cannot be multiplied (6x4 and 3x2)",
+        "hints": [],
+        "grids": [],
+        "frames": [{"file": "qkv.py", "line": 12, "function": "project_qkv", "code": "q = x @ w_q.T"}],
+        "error": {"type": "RuntimeError", "message": "mat1 and mat2 shapes cannot be multiplied (6x4 and 3x2)", "frames": []},
+    },
+    "minus-infinity": {
+        "check": "to_additive_mask(tril(4)) (Day 1 §A.3)",
+        "problem": "values",
+        "detail": "expected −∞ at index [0, 1], got -1e+09: a large finite number is not −∞ (6 of the 6 entries that "
+        "must be infinite are finite). exp(−1e9 − max) is 0 only while the row has a real score: in a row whose keys "
+        "are all blocked, or whose scores are as low, softmax still gives the blocked keys weight",
+        "hints": [
+            {
+                "id": "sdpa_masks/additive-finite",
+                "text": "Blocked entries of the additive mask were a finite number (−1e9, finfo.min): the contract asks "
+                "for −∞, so that exp(−∞) = 0 exactly.",
+                "section": "Day 1 §A.3 (掩码约定对照表) — docs/lessons/week1-day1-self-attention.txt:483",
+            }
+        ],
+        "grids": [],
+    },
+    "property-parts": {
+        "check": "mean loss through your AttentionFunction (float64, W7-43)",
+        "problem": "property",
+        "detail": "2 of 7 parts failed (W7-43/45/46/47 float64, D1-10 finite differences); first, W7-43/45/46/47 "
+        "float64: expected 1.316836, got 1.302412 (tolerance rtol=0, atol=1e-06)\n5 of 7 input cases passed",
+        "hints": [],
+        "grids": [],
+    },
+    "constraint": {
+        "check": "row_softmax calls no torch softmax, log_softmax or cross_entropy at run time (docs/EXERCISES.md §3)",
+        "problem": "constraint",
+        "detail": "these torch functions ran inside your calls: softmax (in softmax_rows, vocab_probs); "
+        "log_softmax (in cross_entropy, log_softmax_rows)",
+        "hints": [],
+        "grids": [],
+    },
+}
+
+
+def _results(kind: str):
+    config = load(ROOT / "grading.toml").select(["qkv"])
+    feedback = {"frames": [], "error": None, **KINDS[kind]}
+    tests = config.tests
+    report = {
+        "tests": [
+            {
+                "nodeid": t.node_id,
+                "outcome": "failed" if i == 0 else "passed",
+                "metadata": {"result": {"kind": "check", "feedback": feedback}} if i == 0 else {"result": {"kind": "passed"}},
+            }
+            for i, t in enumerate(tests)
+        ]
+    }
+    return scoring.build(RunManifest.plan(config), report, {"path": "submission", "modules": {}}), config
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_every_failure_kind_is_readable_at_80_columns_without_colour(kind):
+    results, config = _results(kind)
+    out = render(results, "text", config, style=Style(width=WIDTH))
+    assert "\x1b" not in out
+    lines = out.splitlines()
+    wide = [line for line in lines if cells(line.rstrip()) > WIDTH]
+    assert not wide, f"lines wider than {WIDTH} columns: {wide[:3]}"
+    # no grid cell cut to "1…", "0.1…", and wrong cells carry a symbol, not colour alone
+    assert not re.search(r"[0-9.]…", out), [line for line in lines if re.search(r"[0-9.]…", line)][:3]
+    assert "red = wrong" not in out
+    if KINDS[kind].get("grids"):
+        assert "* = wrong" in out
+        rest = out.split("* = wrong", 1)[1]
+        assert "*" in rest or "the wrong cells:" in rest, "the wrong cells are neither marked nor listed"
+    # no word broken across lines ("exp │ ected", "def │ ault"): every word of the detail and the hints
+    # stands whole on one line
+    flat = [re.sub(r"[│╭╮╰╯─]", " ", line) for line in lines]
+    words = {w for text in [KINDS[kind]["detail"]] + [h["text"] for h in KINDS[kind]["hints"]] for w in text.split()}
+    broken = sorted(w for w in words if len(w) >= 3 and not any(w in line for line in flat))
+    assert not broken, f"words broken across lines: {broken[:8]}"
+    golden = GOLDEN / f"{kind}.txt"
+    if os.environ.get("UPDATE_GOLDEN"):
+        golden.parent.mkdir(parents=True, exist_ok=True)
+        golden.write_text(out, encoding="utf-8")
+    assert golden.is_file(), f"no golden file {golden}: run with UPDATE_GOLDEN=1 and read it"
+    assert out == golden.read_text(encoding="utf-8"), f"{kind}: the 80-column rendering changed; compare with {golden}"
