@@ -190,7 +190,9 @@ def _summary(failed: list[_Outcome], mine: list[_Outcome], noun: str, credit: Cr
     labels = ", ".join(o.label for o in failed[:8]) + (" …" if len(failed) > 8 else "")
     plural = "s" if total > 1 else ""
     details = {o.feedback.detail if o.feedback else "" for o in failed}
-    if len(details) == 1 and len(failed) == total:  # the same reason everywhere: say it once, first
+    missing = all(o.feedback is not None and o.feedback.problem == "missing" for o in failed)
+    # the same reason everywhere (or the module missing, said by each part its own way): once, first
+    if (len(details) == 1 or missing) and len(failed) == total:
         detail = f"{first.detail} (all {total} {noun}{plural})"
     else:
         head, _, rest = first.detail.partition("\n")
@@ -198,7 +200,7 @@ def _summary(failed: list[_Outcome], mine: list[_Outcome], noun: str, credit: Cr
             f"\n{rest}" if rest else ""
         )
     note = credit.note()
-    if note and not all(o.feedback is not None and o.feedback.problem == "missing" for o in failed):
+    if note and not missing:
         detail = f"{detail}\n{note}"  # (not when the module or function is missing: that one reason says it all)
     return Feedback(
         check=first.check,
