@@ -15,7 +15,7 @@ if sys.argv[1:2] == ["grade"]:
 
         root = early_root(sys.argv[2:])
         early = Early(root) if root is not None else None
-    except Exception:  # noqa: BLE001
+    except Exception:
         early = None
 
 try:

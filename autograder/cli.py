@@ -167,7 +167,7 @@ def _render_safely(results, fmt: str, config, style=None) -> str:
     result in the same format that says so; when even that fails, minimal JSON. Never raises."""
     try:
         return render(results, fmt, config, style)
-    except Exception as exc:  # noqa: BLE001 - whatever went wrong, a results file is written
+    except Exception as exc:  # whatever went wrong, a results file is written
         message = (
             f"the {fmt} output could not be rendered ({type(exc).__name__}: {str(exc)[:200]}); score withheld — "
             "please tell your instructor"
@@ -176,7 +176,7 @@ def _render_safely(results, fmt: str, config, style=None) -> str:
         from .runner.scoring import error_result
 
         return render(error_result(None, message, max_score=getattr(results, "max_score", 0.0)), fmt, None)
-    except Exception:  # noqa: BLE001
+    except Exception:
         import json
 
         return json.dumps({"status": "error", "score": 0, "output": message, "message": message}, ensure_ascii=True) + "\n"
@@ -199,14 +199,14 @@ def _write(text: str, output: str | None) -> bool:
     try:
         write_atomic(output, text)
         return True
-    except Exception as exc:  # noqa: BLE001 - OSError, or anything else: still leave a file
+    except Exception as exc:  # OSError, or anything else: still leave a file
         import tempfile
 
         fallback = Path(tempfile.gettempdir()) / f"autograder-results-{os.getpid()}{Path(output).suffix}"
         try:
             write_atomic(fallback, text)
             where = f"; the results were written to {fallback} instead"
-        except Exception:  # noqa: BLE001
+        except Exception:
             where = ""
         print(f"autograder: could not write {output}: {getattr(exc, 'strerror', None) or exc}{where}", file=sys.stderr)
         return False
@@ -256,7 +256,7 @@ def _fail(args: argparse.Namespace, config, message: str, code: int, *, submissi
     _say(message)
     try:
         broken = scoring.error_result(config, kind + message, submission=submission or "")
-    except Exception:  # noqa: BLE001
+    except Exception:
         broken = scoring.error_result(None, kind + message)
     _publish(args, config, broken, stdout=args.format == "github")
     return code
@@ -359,7 +359,7 @@ def _start_early(config, early=None):
         from .runner.process.launch import FRESH
 
         return start(config, early if early is not None else FRESH)
-    except Exception:  # noqa: BLE001 - only a head start: whatever went wrong is found again below
+    except Exception:  # only a head start: whatever went wrong is found again below
         return None
 
 
@@ -390,7 +390,7 @@ def _check_and_grade(args: argparse.Namespace, config, process) -> int:
         return _fail(args, config, "grading was interrupted (Ctrl-C)", EXIT_INTERRUPTED, submission=submission)
     except ConfigError as exc:
         return _fail(args, config, str(exc), EXIT_USAGE, submission=submission, kind="configuration error: ")
-    except Exception as exc:  # noqa: BLE001 - a bug of ours: say so, and still leave a results file
+    except Exception as exc:  # a bug of ours: say so, and still leave a results file
         return _fail(
             args,
             config,

@@ -204,7 +204,7 @@ def run(root: Path, budget_s: float) -> int:
     except _Broken as exc:
         _log(str(exc))
         data = error_results(config, str(exc), time.monotonic() - started)
-    except Exception:  # noqa: BLE001 - a bug of ours: still a results file that says so
+    except Exception:  # a bug of ours: still a results file that says so
         import traceback
 
         _log("internal error:\n" + traceback.format_exc())

@@ -287,7 +287,7 @@ class Worker:
                 tampered=tampered,
                 dispatched=dispatched,
             )
-        except Exception as exc:  # noqa: BLE001 - whatever the worker sent, it is its protocol error
+        except Exception as exc:  # whatever the worker sent, it is its protocol error
             detail = str(exc) if isinstance(exc, ProtocolError) else f"{type(exc).__name__} while reading it"
             self._stop(reason=f"sent malformed data ({detail})", killed=True)
             raise WorkerProtocolError(f"the worker sent malformed data during {during}: {detail}") from None

@@ -141,7 +141,7 @@ class _Encoder:
             }
         try:
             return self._dense(t)
-        except Exception as exc:  # noqa: BLE001 - an odd tensor is reported as what it is, not as the code's error
+        except Exception as exc:  # an odd tensor is reported as what it is, not as the code's error
             return {"t": "opaque", "type": "torch.Tensor", "repr": f"a tensor that cannot be sent as data ({type(exc).__name__})"}
 
     def _dense(self, t: torch.Tensor) -> Any:
@@ -194,7 +194,7 @@ def _unencodable(t: torch.Tensor) -> str:
             return f"a tensor with {str(t.layout).replace('torch.', '')} layout (sparse)"
         if t.is_quantized:
             return "a quantized tensor"
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         return f"a tensor whose layout cannot be read ({type(exc).__name__})"
     return ""
 
@@ -212,11 +212,11 @@ def _numpy_or_opaque(enc: _Encoder, value: Any, depth: int) -> Any:
             if getattr(value, "ndim", None) == 0 or not hasattr(value, "shape"):
                 return enc.encode(value.item(), depth + 1)
             return {"t": "ndarray", "v": enc.encode(torch.from_numpy(value.copy()), depth + 1)}
-        except Exception:  # noqa: BLE001 - anything odd is reported as opaque
+        except Exception:  # anything odd is reported as opaque
             pass
     try:
         summary = object.__repr__(value)
-    except Exception:  # noqa: BLE001
+    except Exception:
         summary = "?"
     return {"t": "opaque", "type": _type_name(value), "repr": summary[:200]}
 

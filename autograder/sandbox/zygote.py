@@ -193,7 +193,7 @@ class _Server:
             return False
         try:
             reply = self.handle(json.loads(data), fds)
-        except Exception as exc:  # noqa: BLE001 - answer, never die on a bad request
+        except Exception as exc:  # answer, never die on a bad request
             reply = {"error": f"{type(exc).__name__}: {exc}"}
         finally:
             for fd in fds:  # those the request did not take
@@ -225,7 +225,7 @@ class _Server:
             for name in request.get("modules", [])[:32]:
                 try:
                     __import__(str(name))
-                except Exception:  # noqa: BLE001 - a missing preload only costs time
+                except Exception:  # a missing preload only costs time
                     pass
             return None
         if op == "connect":
@@ -304,11 +304,11 @@ def _zygote_main(sock: socket.socket) -> None:
     keep = sock.fileno()
     os.closerange(3, keep)
     os.closerange(keep + 1, 1 << 16)
-    sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115
+    sys.stdout = sys.stderr = open(os.devnull, "w")
     if features.fork_after_threads_safe():  # else fork before threads: nothing computed here (features.py)
         try:
             _warm_up()
-        except Exception:  # noqa: BLE001 - a cold worker is slower, not wrong
+        except Exception:  # a cold worker is slower, not wrong
             pass
     _fixed_global_rngs()
     _Server(sock).run()

@@ -42,7 +42,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from proctree import measure  # noqa: E402
+from proctree import measure
 
 TARGETS = {"full grade": 1.5, "student make grade": 1.3}
 PSS_TARGET_MB = 700

@@ -43,11 +43,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT), str(Path(__file__).parent)]
 
-from proctree import measure  # noqa: E402
+from proctree import measure
 
-from autograder.config import load  # noqa: E402
-from autograder.instructor.release import ReleaseContext, gradescope  # noqa: E402
-from autograder.runner.grade import suite_hash  # noqa: E402
+from autograder.config import load
+from autograder.instructor.release import ReleaseContext, gradescope
+from autograder.runner.grade import suite_hash
 
 
 def _from_stubs(target: Path, body: str) -> None:

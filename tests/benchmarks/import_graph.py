@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT / "tests" / "grader")]
 
-import test_layering as layering  # noqa: E402 (tests/grader/test_layering.py, found through the sys.path entry above)
+import test_layering as layering  # (tests/grader/test_layering.py, found through the sys.path entry above)
 
 
 def main(argv: list[str] | None = None) -> int:

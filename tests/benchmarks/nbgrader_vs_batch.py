@@ -28,11 +28,11 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(HERE))
-from batch_throughput import generate  # noqa: E402
+from batch_throughput import generate
 
-from autograder.config import load  # noqa: E402
-from autograder.instructor.release import ReleaseContext, nbgrader_course  # noqa: E402
-from autograder.runner.grade import suite_hash  # noqa: E402
+from autograder.config import load
+from autograder.instructor.release import ReleaseContext, nbgrader_course
+from autograder.runner.grade import suite_hash
 
 
 def main() -> None:

@@ -32,7 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "submissions")]
 
-import variants  # noqa: E402
+import variants
 
 DEFAULT_MISTAKES = ["masks/zero-fill", "qkv/divide-by-dk", "row_softmax/softmax-ignores-dim"]
 KEY = "one-score-paths benchmark key 0123456789abcdef\n"

@@ -34,8 +34,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "submissions"), str(ROOT / "tests" / "benchmarks")]
 
-import one_score_paths  # noqa: E402
-import variants  # noqa: E402
+import one_score_paths
+import variants
 
 
 def run(*args: str, env: dict, cwd: Path = ROOT, timeout: float = 3600) -> subprocess.CompletedProcess:

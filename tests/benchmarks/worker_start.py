@@ -20,9 +20,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from autograder.config import load  # noqa: E402
-from autograder.runner.policy import build_worker_spec  # noqa: E402
-from autograder.sandbox.client import Sandbox  # noqa: E402
+from autograder.config import load
+from autograder.runner.policy import build_worker_spec
+from autograder.sandbox.client import Sandbox
 
 
 def main() -> None:

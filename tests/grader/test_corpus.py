@@ -29,7 +29,7 @@ ENTRIES = [(skill, p.name) for skill in SKILLS for p in sorted((CORPUS / skill).
 FAST = {("row_softmax", "helper_module"), ("custom_backward", "recompute_with_f_softmax"), ("mha_reshape", "helper_module")}
 
 sys.path.insert(0, str(ROOT / "tests/suites"))
-from course import custom_backward_data, row_softmax_data  # noqa: E402
+from course import custom_backward_data, row_softmax_data
 
 
 def _mha_banned() -> tuple[str, ...]:

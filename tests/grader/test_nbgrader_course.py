@@ -124,7 +124,7 @@ def test_point_cells_apply_the_graders_rule():
     """credit(): points × passed kinds / kinds, 0 when a required kind fails; a kind passes
     when every function it uses passed its checks cell (autograder/testing/credit.py)."""
     ns: dict = {}
-    exec(compile(nbgrader_course.SETUP, "setup", "exec"), ns)  # noqa: S102 - our own template
+    exec(compile(nbgrader_course.SETUP, "setup", "exec"), ns)  # our own template
     ns["CHECKS"].update(f=True, g=False)
     credit = ns["credit"]
     # "c" uses no single function: earned only when every function passed (here g failed)
@@ -170,10 +170,10 @@ def _run_notebook(skill, code: str) -> tuple[dict[str, float], dict[str, bool], 
         stderr, value = io.StringIO(), None
         try:
             with contextlib.redirect_stderr(stderr), contextlib.redirect_stdout(io.StringIO()):
-                exec(compile(tree, meta.get("grade_id", "cell"), "exec"), ns)  # noqa: S102 - the notebook under test
+                exec(compile(tree, meta.get("grade_id", "cell"), "exec"), ns)  # the notebook under test
                 if last is not None:
-                    value = eval(compile(ast.Expression(last.value), meta.get("grade_id", "cell"), "eval"), ns)  # noqa: S307
-        except Exception as exc:  # noqa: BLE001 - a failing cell is what we look for
+                    value = eval(compile(ast.Expression(last.value), meta.get("grade_id", "cell"), "eval"), ns)
+        except Exception as exc:  # a failing cell is what we look for
             problems.append(f"{meta.get('grade_id')}: {type(exc).__name__}: {str(exc)[:300]}")
             value = exc
         if stderr.getvalue():
@@ -477,12 +477,12 @@ def test_nbgrader_units_breaks_a_function_only_for_callers_outside_its_module():
     )
     x = torch.tensor([1.0, -2.0])
     wrong: dict = {}
-    exec(compile(nbgrader_units.broken_source(source, ["double", "positive", "Twice"], "wrong"), "m.py", "exec"), wrong)  # noqa: S102
+    exec(compile(nbgrader_units.broken_source(source, ["double", "positive", "Twice"], "wrong"), "m.py", "exec"), wrong)
     assert torch.isnan(wrong["double"](x)).all() and torch.isnan(wrong["Twice"]()(x)).all()
     assert torch.equal(wrong["positive"](x), torch.tensor([False, True]))
     assert torch.equal(wrong["quad"](x), x * 4)
     raising: dict = {}
-    exec(compile(nbgrader_units.broken_source(source, ["double"], "raises"), "m.py", "exec"), raising)  # noqa: S102
+    exec(compile(nbgrader_units.broken_source(source, ["double"], "raises"), "m.py", "exec"), raising)
     with pytest.raises(RuntimeError, match="broken on purpose"):
         raising["double"](x)
     assert torch.equal(raising["quad"](x), x * 4)

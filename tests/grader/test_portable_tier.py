@@ -17,7 +17,7 @@ import sys
 import portable_host
 import pytest
 from conftest import EXERCISES, ROOT, SEED, SOLUTIONS, grade, rendered
-from test_release import dist  # noqa: F401 - the release build, shared with test_release.py
+from test_release import dist  # the release build, shared with test_release.py
 
 PORTABLE = "sandbox tier: portable (this system has no prctl, seccomp, Landlock, namespaces, /proc)"
 
@@ -279,7 +279,7 @@ def test_control_channel_keeps_messages_and_descriptors_apart_and_sees_the_end(k
 
 # --------------------------------------------------------------------------- the student path
 @pytest.mark.slow  # a release build (shared with test_release.py), then seven grades through the student Makefile
-def test_a_student_release_grades_without_linux_features_through_make_grade_in_every_format(dist, tmp_path):  # noqa: F811
+def test_a_student_release_grades_without_linux_features_through_make_grade_in_every_format(dist, tmp_path):
     """What a student on macOS runs: the built student tree, its own `make grade`, the
     simulated interpreter as its .venv. The stubs score 0 (every test failed on its TODO), the
     solutions every visible point, with the same verdicts as the full tier, in every format."""

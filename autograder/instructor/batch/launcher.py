@@ -74,7 +74,7 @@ class Preloaded:
         self.fallbacks = 0
         self.started_seconds = 0.0
         self.not_preloaded: list[str] = []
-        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - what the preloaded process says if it breaks
+        self._stderr = tempfile.TemporaryFile()  # what the preloaded process says if it breaks
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._sock = ours
         started = time.monotonic()

@@ -133,27 +133,27 @@ def _child(sock: socket.socket, request: dict, fds: list[int]) -> None:
         os.environ.clear()
         os.environ.update(request["env"])
         _place_fds(fds, [int(fd) for fd in request["fds"]])
-        sys.stdin = open(0, closefd=False)  # noqa: SIM115 - the fresh process's streams
-        sys.stdout = open(1, "w", buffering=1, closefd=False, errors="backslashreplace")  # noqa: SIM115
-        sys.stderr = open(2, "w", buffering=1, closefd=False, errors="backslashreplace")  # noqa: SIM115
+        sys.stdin = open(0, closefd=False)  # the fresh process's streams
+        sys.stdout = open(1, "w", buffering=1, closefd=False, errors="backslashreplace")
+        sys.stderr = open(2, "w", buffering=1, closefd=False, errors="backslashreplace")
         from autograder.runner.process.early import become_pytest
 
         become_pytest(list(request["argv"]))
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 1
-    except BaseException:  # noqa: BLE001 - report it in the run's log, then leave
+    except BaseException:  # report it in the run's log, then leave
         import traceback
 
         try:
             traceback.print_exc()
-        except Exception:  # noqa: BLE001
+        except Exception:
             pass
         code = 70
     finally:
         try:
             sys.stdout.flush()
             sys.stderr.flush()
-        except Exception:  # noqa: BLE001
+        except Exception:
             pass
         os._exit(code if isinstance(code, int) else 1)
 

@@ -241,7 +241,7 @@ def run(config: Config, students: list[Student], options: Options, progress=None
             retry = False
             try:
                 results, note = _grade_one(graded, student, options, launcher, timing)
-            except Exception as exc:  # noqa: BLE001 — a bug of ours on one submission never ends the batch
+            except Exception as exc:  # a bug of ours on one submission never ends the batch
                 if stop.is_set():
                     return "cancelled"
                 results, note, retry = _error_results(config, student, _failed(exc)), "", True
@@ -292,7 +292,7 @@ def run(config: Config, students: list[Student], options: Options, progress=None
                         try:
                             if future.result() != "cancelled":
                                 outcome.graded += 1
-                        except Exception:  # noqa: BLE001
+                        except Exception:
                             pass
     finally:
         if preloaded is not None:

@@ -13,7 +13,7 @@ import zipfile
 from pathlib import Path
 
 from ...config import VISIBLE_SUITES, VISIBLE_SUM, VISIBLE_TESTS, Config, student_copy
-from ...runner.identity import COURSE_PACKAGE, course_closure, suite_files  # noqa: F401 (re-exported)
+from ...runner.identity import COURSE_PACKAGE, course_closure, suite_files  # (re-exported)
 from ...runner.identity import _tree as identity_tree
 from .. import grading_toml
 

@@ -104,7 +104,7 @@ def spawn_piped(run_dir, argv_for, spawn, *, cwd, env: dict[str, str]):
     try:
         manifest_read, manifest_write = os.pipe()
         progress_read, progress_write = os.pipe()
-        log_fh = open(os.path.join(run_dir, *LOG), "wb")  # noqa: SIM115 - closed by TrustedProcess.wait()/abort() or Early.release()
+        log_fh = open(os.path.join(run_dir, *LOG), "wb")  # closed by TrustedProcess.wait()/abort() or Early.release()
         child_fds = (manifest_read, progress_write)
         proc = spawn(argv_for(*child_fds), cwd=cwd, env=env, log=log_fh, pass_fds=child_fds)
     except BaseException:

@@ -45,6 +45,6 @@ def _import(names: list[str]) -> list[str]:
     for name in dict.fromkeys(names):
         try:
             importlib.import_module(name)
-        except Exception:  # noqa: BLE001 - a module we cannot preload is imported by the run itself
+        except Exception:  # a module we cannot preload is imported by the run itself
             failed.append(name)
     return failed

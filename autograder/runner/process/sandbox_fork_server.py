@@ -45,16 +45,16 @@ def imports() -> None:
     # tests are collected, when collection resumes (plugin/report.py).
     gc.disable()
     import torch
-    import torch.nn.functional  # noqa: F401 - imported before the fork server starts, so workers inherit it
+    import torch.nn.functional  # imported before the fork server starts, so workers inherit it
 
-    from ...sandbox import probes as _probes  # noqa: F401 - preloaded for the workers
-    from ...sandbox import worker as _worker  # noqa: F401 - preloaded for the workers
-    from ...sandbox import zygote  # noqa: F401
+    from ...sandbox import probes as _probes  # preloaded for the workers
+    from ...sandbox import worker as _worker  # preloaded for the workers
+    from ...sandbox import zygote
 
     for name in PRELOAD:
         try:
             __import__(name)
-        except Exception:  # noqa: BLE001 - optional conveniences for submissions
+        except Exception:  # optional conveniences for submissions
             pass
 
 

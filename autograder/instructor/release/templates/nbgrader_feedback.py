@@ -60,7 +60,7 @@ class ClearHiddenTestsInTestCells(ClearHiddenTests):
 
 
 # nbgrader's default is [GetGrades, CSSHTMLHeaderPreprocessor]
-c.GenerateFeedback.preprocessors = [  # noqa: F821 - c: nbgrader_config.py's config
+c.GenerateFeedback.preprocessors = [  # c: nbgrader_config.py's config
     HiddenTestOutputs,
     ClearHiddenTestsInTestCells,
     GetGrades,
