@@ -24,6 +24,16 @@ ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)
 #: `make new-test`) stay with the instructors: one folder, left out of every copy of the grader
 #: (neither a student nor Gradescope runs them; the leak audit flags it in a student tree)
 INSTRUCTOR_DIR = "autograder/instructor/"
+#: the grader's own repository (autograder/instructor/release/files.py → 4 levels up): the
+#: package a release ships comes from here, whichever course is released
+GRADER_ROOT = Path(__file__).resolve().parents[3]
+
+
+def course_or_grader(repo: Path, name: str) -> Path:
+    """``name`` in the course's repository, else the grader's (a course kept beside the
+    grader, as tests/fixtures/toy_course, needs no requirements.txt of its own)."""
+    own = repo / name
+    return own if own.exists() else GRADER_ROOT / name
 
 
 def executable(data: bytes) -> bool:
@@ -120,11 +130,11 @@ def grader_files(ctx, include_hidden: bool) -> dict[str, bytes]:
     repo: Path = ctx.repo
     config: Config = ctx.config
     files: dict[str, bytes] = {}
-    for rel, data in _tree(repo, repo / "autograder").items():
+    for rel, data in _tree(GRADER_ROOT, GRADER_ROOT / "autograder").items():
         if not rel.startswith(INSTRUCTOR_DIR):
             files[rel] = data
     files["grading.toml"] = filtered_grading_toml(config.path.read_text(encoding="utf-8"), include_hidden).encode()
-    files["requirements.txt"] = (repo / "requirements.txt").read_bytes()
+    files["requirements.txt"] = course_or_grader(repo, "requirements.txt").read_bytes()
 
     files.update(suite_files(config, include_hidden))
     files.update(doc_files(ctx))

@@ -24,6 +24,7 @@ from pathlib import Path
 from ...config import Config, GradescopeRelease, Limits, loads
 from ...runner.seeding import MIN_KEY_BYTES
 from .. import grading_toml
+from . import files as release_files
 from .context import ReleaseContext
 from .files import assignment_grading_toml, grader_files, write_zip_deterministic
 
@@ -102,7 +103,7 @@ def bundle_files(ctx: ReleaseContext, assignment: str | None = None) -> dict[str
 
 
 def torch_version(repo: Path) -> str:
-    for line in (repo / "requirements.txt").read_text(encoding="utf-8").splitlines():
+    for line in release_files.course_or_grader(repo, "requirements.txt").read_text(encoding="utf-8").splitlines():
         match = re.fullmatch(r"\s*torch==([0-9][0-9A-Za-z.]*)\s*(#.*)?", line)
         if match:
             return match.group(1)

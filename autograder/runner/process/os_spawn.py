@@ -42,12 +42,24 @@ LOG = ("private", "pytest.log")
 REPORT = ("private", "report.json")
 
 
+#: the grader's own package's parent (autograder/runner/process/os_spawn.py → 4 levels up)
+GRADER_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__)))))
+
+
+def import_path(root, suites_dir) -> list[str]:
+    """What the trusted process imports from: the course's root and its suites folder, then
+    the grader itself when the course lives elsewhere (a second course kept beside the
+    grader, as tests/fixtures/toy_course: the framework is not part of any course)."""
+    path = [str(root), str(suites_dir)]
+    return path if os.path.realpath(str(root)) == GRADER_ROOT else [*path, GRADER_ROOT]
+
+
 def environment(root, suites_dir) -> dict[str, str]:
     """The trusted process's whole environment: what ``ENV_KEEP`` names, the import folders,
     and no plugin autoload."""
     env = {k: v for k, v in os.environ.items() if k in ENV_KEEP or k.startswith("LC_")}
     env.update(
-        PYTHONPATH=os.pathsep.join([str(root), str(suites_dir)]),
+        PYTHONPATH=os.pathsep.join(import_path(root, suites_dir)),
         PYTEST_DISABLE_PLUGIN_AUTOLOAD="1",
         PYTHONHASHSEED="0",
         PYTHONNOUSERSITE="1",
