@@ -29,6 +29,7 @@ EXERCISES = ROOT / "exercises"
 SUBMISSIONS = ROOT / "tests" / "submissions"
 CONFIG = tomllib.loads((ROOT / "grading.toml").read_text(encoding="utf-8"))
 SKILLS = list(CONFIG["skills"])
+TOTAL_POINTS = sum(skill["points"] for skill in CONFIG["skills"].values())  # the course as grading.toml has it
 MODULES = {sid: skill["module"] for sid, skill in CONFIG["skills"].items()}
 SEED = 20261129
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from conftest import EXERCISES, SEED, SOLUTIONS, Graded, grade, make_submission, rendered
+from conftest import EXERCISES, MODULES, SEED, SOLUTIONS, Graded, grade, make_submission, rendered
 
 from autograder.core import exercise_api
 from autograder.runner import seeding
@@ -343,7 +343,7 @@ class K:
     assert exercise_api.still_todo(source) == ["a", "b", "K.__init__"]
     assert exercise_api.still_todo(source, known=["a", "K.__init__"]) == ["a", "K.__init__"]
     assert exercise_api.still_todo("def (:") == []
-    for module in ("qkv.py", "masks.py", "row_softmax.py", "custom_backward.py", "mha_reshape.py", "sdpa_masks.py"):
+    for module in MODULES.values():
         known = exercise_api.known_functions(module, SOLUTIONS, EXERCISES)
         assert known == exercise_api.functions((EXERCISES / module).read_text()), module
         assert exercise_api.still_todo((SOLUTIONS / module).read_text(), known) == []

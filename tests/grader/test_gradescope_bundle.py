@@ -23,7 +23,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 from bad_zips import KINDS, spoiled
-from conftest import EXERCISES, MODULES, ROOT, SOLUTIONS, write_config
+from conftest import EXERCISES, MODULES, ROOT, SOLUTIONS, TOTAL_POINTS, write_config
 
 from autograder.app.upload import UploadError, locate, locate_zip
 from autograder.config import ConfigError, load
@@ -328,7 +328,7 @@ def test_reference_solutions_score_full_marks_with_hidden_tests(bundle, tmp_path
     root = _unpack(bundle, tmp_path)
     _copy_modules(SOLUTIONS, root / "submission")
     data, proc = _run(root)
-    assert data["score"] == 100
+    assert data["score"] == TOTAL_POINTS
     assert all(t["status"] == "passed" for t in data["tests"])
     assert "hidden" in {t["tags"][1] for t in data["tests"]}
     assert data["extra_data"]["release"]["suite_hash"] == suite_hash(load(ROOT / "grading.toml"))

@@ -30,20 +30,32 @@ BATCHES = max((len(v) for v in MISTAKES.values()), default=0)
 FAST_BATCHES = 3  # every skill has at least four mistakes (below), so each of these runs grades all of them
 
 
-# styles/lessons holds the lessons' own code listings, and only for the exercises they cover
-PARTIAL_STYLES = {"lessons"}
+# a style may hold only some modules (styles/lessons: the lessons' own code listings, only for
+# the exercises they cover); every skill needs MIN_STYLES of them
 # skills whose every single-mistake variant fails only tests of its own function (or of the
 # functions calling it, or tests naming no function: worked examples, dtype rules)
 FUNCTION_CONFINED = {"qkv", "masks", "sdpa_masks"}
 
 
+#: correct submissions in styles unlike the reference that every skill needs (a new skill is
+#: not done until it has them: CONTRIBUTING.md, "A new skill")
+MIN_STYLES = 3
+
+
 @pytest.mark.parametrize("style", STYLES)
-def test_style_has_every_module(style):
-    missing = [m for m in MODULES.values() if not (SUBMISSIONS / "styles" / style / m).exists()]
-    if style in PARTIAL_STYLES:
-        assert len(missing) < len(MODULES), f"styles/{style} holds no exercise module"
-    else:
-        assert not missing, f"styles/{style} lacks {missing}"
+def test_style_holds_an_exercise_module(style):
+    present = [m for m in MODULES.values() if (SUBMISSIONS / "styles" / style / m).exists()]
+    assert present, f"styles/{style} holds no exercise module"
+
+
+@pytest.mark.parametrize("skill", SKILLS)
+def test_every_skill_has_correct_submissions_in_other_styles(skill):
+    styles = [s for s in STYLES if (SUBMISSIONS / "styles" / s / MODULES[skill]).exists()]
+    assert len(styles) >= MIN_STYLES, (
+        f"skill {skill}: {MODULES[skill]} is written in {len(styles)} style(s) of tests/submissions/styles/ "
+        f"({', '.join(styles) or 'none'}); write it in at least {MIN_STYLES} styles unlike the reference "
+        "(CONTRIBUTING.md, 'A new skill')"
+    )
 
 
 @pytest.mark.parametrize("style", STYLES)

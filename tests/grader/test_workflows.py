@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import EXERCISES, ROOT, grade, write_config
+from conftest import EXERCISES, ROOT, SKILLS, TOTAL_POINTS, grade, write_config
 from test_renderers import assert_markdown_is_inert
 
 from autograder import ci
@@ -210,7 +210,7 @@ def test_github_run_writes_summary_outputs_and_follows_the_exit_rule(actions_run
     values = _outputs(output)
     assert values["earlier"] == "1" and values["score"] == "0" and values["status"] == "complete"
     data = json.loads(results.read_text(encoding="utf-8"))
-    assert data["score"] == 0 and len(data["skills"]) == 6
+    assert data["score"] == 0 and len(data["skills"]) == len(SKILLS)
 
 
 def test_classroom_result_has_the_reporters_format(actions_run):
@@ -218,7 +218,7 @@ def test_classroom_result_has_the_reporters_format(actions_run):
     result = json.loads(base64.b64decode(_outputs(output)["result"]))
     assert result["version"] == 1 and result["status"] == "fail"  # fail: below the threshold
     data = json.loads(results.read_text(encoding="utf-8"))
-    assert result["max_score"] == data["max_score"] == 100
+    assert result["max_score"] == data["max_score"] == TOTAL_POINTS
     assert len(result["tests"]) == sum(len(s["tests"]) for s in data["skills"])
     for test in result["tests"]:
         assert set(test) == {"name", "status", "score", "message", "line_no", "execution_time"}
