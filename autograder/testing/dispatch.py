@@ -8,7 +8,7 @@ spelling reached an operator (``torch.softmax``, ``Tensor.softmax``, ``torch.ops
 TorchScript, a ``torch.library`` op, forward AD, ``torch.func``), it is the operator that is
 named here, so a new spelling cannot matter. The rules:
 
-* ``custom_backward``'s forward and backward (and everything they call): an **allow-list
+* "no autograd" (e.g. a hand-written backward and everything it calls): an **allow-list
   read from torch's own operator registry** — every ATen operator torch registers
   (``aten_registry``) that is not one of its derivative formulas (``*backward*``, ``*jvp*``,
   ``*_grad``) or autograd's machinery (forward AD's dual tensors, ``requires_grad_``…); every
@@ -18,10 +18,11 @@ named here, so a new spelling cannot matter. The rules:
   (``linalg.matmul``, ``linalg.vecdot``, ``special.expit``, ``softmax`` to recompute A), and
   the rule is exactly "no autograd": gradients computed in forward and merely returned by
   backward count too.
-* ``row_softmax`` and ``mha_reshape``: the rule bans specific library functions, and every
-  spelling of them ends in the same few ATen operators, so a **deny-list of operators**
-  (``ROW_SOFTMAX_DENIED``, ``MHA_DENIED``) is exactly the rule; any other tensor op stays
-  allowed (an allow-list there would fail honest code that uses an op nobody listed).
+* a rule that bans specific library functions (no softmax of torch, no library attention):
+  every spelling of them ends in the same few ATen operators, so a **deny-list of operators**
+  (``denies_parts``, with the parts a course keeps beside its suites:
+  tests/suites/course/<skill>_data.py ``DENIED_PARTS``) is exactly the rule; any other tensor
+  op stays allowed (an allow-list there would fail honest code that uses an op nobody listed).
 
 ``sub.dispatched`` (the whole test) and ``CallResult.dispatched`` (one call with
 ``record_dispatch=True``) hold what was recorded, also for calls that raised.
@@ -73,7 +74,7 @@ def merge(into: dict[str, dict[str, Dispatched]], more: dict[str, dict[str, Disp
             )
 
 
-# --------------------------------------------------------------------------- custom_backward
+# --------------------------------------------------------------------------- no autograd
 #: ATen operators that are autograd's own machinery rather than arithmetic: forward AD (dual
 #: tensors, tangents, the zero tangents and the layout check it dispatches; ``is_same_size``,
 #: which it runs too, is also ``torch.equal``'s, so it stays allowed), the graph's state
@@ -158,7 +159,7 @@ def is_autograd_machinery(op: str) -> bool:
 
 
 def backward_allows(op: str) -> bool:
-    """custom_backward's backward: every operator of torch's ATen registry that is not a
+    """A hand-written backward under the "no autograd" rule: every operator of torch's ATen registry that is not a
     derivative formula or autograd's machinery (``is_autograd_machinery``) — an allow-list
     read from torch itself, so that any tensor arithmetic a hand-written backward may use
     (``linalg.matmul``, ``linalg.vecdot``, ``special.logsumexp``, ``relu``, ``diff``,
@@ -168,28 +169,26 @@ def backward_allows(op: str) -> bool:
 
 
 def forward_allows(op: str) -> bool:
-    """custom_backward's forward: the same operators as its backward (gradients computed by
+    """The forward under the "no autograd" rule: the same operators as its backward (gradients computed by
     autograd in forward and merely returned by backward would break the rule)."""
     return not is_autograd_machinery(op)
 
 
-#: row_softmax.py: every ATen operator that computes a softmax (any spelling of softmax,
-#: log_softmax, cross_entropy, a fused attention ends in one of these)
-ROW_SOFTMAX_DENIED_PARTS = ("softmax", "softmin", "cross_entropy", "attention", "_transformer_encoder_layer")
-#: mha_reshape.py: library attention (SDPA and its kernels, nn.MultiheadAttention's fused path)
-MHA_DENIED_PARTS = ("scaled_dot_product", "multi_head_attention", "attention", "_transformer_encoder_layer")
-
-
 # --------------------------------------------------------------------------- replaced kernels
-#: During a rule-checked call the worker *replaces* the kernels of these operators
-#: (``fnmatch`` patterns of ATen names; sandbox/probes.KernelBan), so that no path past the
-#: recording — ``OpOverload.redispatch`` skips ``RecordFunction`` — can run them: a use
-#: raises and is recorded. Each list is a subset of what its rule denies, so correct code
-#: never meets a replaced kernel.
-ROW_SOFTMAX_REPLACED = tuple(f"*{part}*" for part in ROW_SOFTMAX_DENIED_PARTS)
-MHA_REPLACED = tuple(f"*{part}*" for part in MHA_DENIED_PARTS)
-#: custom_backward's forward and backward: torch's derivative formulas and forward AD
-AUTOGRAD_REPLACED = ("*backward*", "*jvp*", "_make_dual", "_make_dual_copy", "_unpack_dual", "_fw_primal", "_fw_primal_copy")
+#: During a rule-checked call the worker can *replace* the kernels of operators
+#: (``replace_ops``: ``fnmatch`` patterns of ATen names; sandbox/probes.KernelBan), so that no
+#: path past the recording — ``OpOverload.redispatch`` skips ``RecordFunction`` — can run
+#: them: a use raises and is recorded. A course keeps each rule's list beside its suites
+#: (tests/suites/course/<skill>_data.py), a subset of what its rule denies, so that correct
+#: code never meets a replaced kernel. For the "no autograd" rule: torch's derivative
+#: formulas and forward AD (what ``is_derivative`` denies by name).
+NO_AUTOGRAD_REPLACED = ("*backward*", "*jvp*", "_make_dual", "_make_dual_copy", "_unpack_dual", "_fw_primal", "_fw_primal_copy")
+
+
+def kernel_patterns(parts: tuple[str, ...]) -> tuple[str, ...]:
+    """The ``replace_ops`` patterns of a deny-list rule (``denies_parts``): every ATen operator
+    whose name holds one of ``parts``."""
+    return tuple(f"*{part}*" for part in parts)
 
 
 def denies_parts(parts: tuple[str, ...]) -> Callable[[str], bool]:

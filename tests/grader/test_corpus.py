@@ -29,7 +29,7 @@ ENTRIES = [(skill, p.name) for skill in SKILLS for p in sorted((CORPUS / skill).
 FAST = {("row_softmax", "helper_module"), ("custom_backward", "recompute_with_f_softmax"), ("mha_reshape", "helper_module")}
 
 sys.path.insert(0, str(ROOT / "tests/suites"))
-from course import custom_backward_data, row_softmax_data
+from course import custom_backward_data, mha_reshape_data, row_softmax_data
 
 
 def _mha_banned() -> tuple[str, ...]:
@@ -136,7 +136,7 @@ def test_every_corpus_entry_keeps_its_run_time_rule(skill, style):
         mha = module.MultiHeadAttention(8, 2, 6)
         x = torch.randn(2, 5, 8, generator=g)
         key_allowed = torch.tensor([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], dtype=torch.bool)
-        rule = dispatch.denies_parts(dispatch.MHA_DENIED_PARTS)
+        rule = dispatch.denies_parts(mha_reshape_data.DENIED_PARTS)
         recorded = _record(lambda: mha(x, key_allowed=key_allowed, return_weights=True), "call", own)
         assert not dispatch.violations(recorded, None, rule), dispatch.violations(recorded, None, rule)
 

@@ -23,6 +23,10 @@ from autograder.sandbox.probes import DispatchRecorder, PlainFunctionCtx
 from autograder.testing import dispatch
 from autograder.testing.failures import CheckFailed
 
+# each rule's operators are the course's, kept beside its suites
+sys.path.insert(0, str(ROOT / "tests/suites"))
+from course import mha_reshape_data, row_softmax_data
+
 HERE = str(Path(__file__).resolve().parent) + "/"
 STYLES = [ROOT / "solutions"] + sorted(p for p in (ROOT / "tests/submissions/styles").iterdir() if p.is_dir())
 
@@ -124,12 +128,12 @@ def test_softmax_and_attention_are_denied_in_every_spelling():
         "cross_entropy": lambda: torch.nn.functional.cross_entropy(s[0], torch.tensor([0, 1, 2])),
         "sdpa": lambda: torch.nn.functional.scaled_dot_product_attention(s, s, s),
     }
-    row_rule = dispatch.denies_parts(dispatch.ROW_SOFTMAX_DENIED_PARTS)
+    row_rule = dispatch.denies_parts(row_softmax_data.DENIED_PARTS)
     for name, fn in spellings.items():
         recorded, _ = _record(fn, phase="call")
         assert _denied(recorded, row_rule, "call"), name
     mha = torch.nn.MultiheadAttention(4, 2, batch_first=True).eval()
-    mha_rule = dispatch.denies_parts(dispatch.MHA_DENIED_PARTS)
+    mha_rule = dispatch.denies_parts(mha_reshape_data.DENIED_PARTS)
     for name, fn in {"sdpa": spellings["sdpa"], "nn.MultiheadAttention": lambda: mha(s, s, s)}.items():
         recorded, _ = _record(fn, phase="call")
         assert _denied(recorded, mha_rule, "call"), name
@@ -182,7 +186,7 @@ def test_every_correct_style_passes_every_dispatch_rule(folder):
                 )
     rows = _load(folder, "row_softmax")
     s = torch.randn(2, 3, 5, generator=g)
-    row_rule = dispatch.denies_parts(dispatch.ROW_SOFTMAX_DENIED_PARTS)
+    row_rule = dispatch.denies_parts(row_softmax_data.DENIED_PARTS)
     for call in (
         lambda: rows.softmax_rows(s),
         lambda: rows.log_softmax_rows(s),

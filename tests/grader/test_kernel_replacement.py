@@ -25,12 +25,16 @@ from conftest import ROOT
 from autograder.sandbox.probes import AUTOGRAD_TRIPWIRE, DispatchRecorder, KernelBan, PlainFunctionCtx
 from autograder.testing import dispatch
 
+# each rule's operators are the course's, kept beside its suites
+sys.path.insert(0, str(ROOT / "tests/suites"))
+from course import mha_reshape_data, row_softmax_data
+
 HERE = str(Path(__file__).resolve().parent) + "/"
 STYLES = [ROOT / "solutions"] + sorted(p for p in (ROOT / "tests/submissions/styles").iterdir() if p.is_dir())
 DK = torch.DispatchKey
 S = torch.randn(2, 3, 4, generator=torch.Generator().manual_seed(0))
 W = torch.softmax(S, -1)
-_row_rule = dispatch.denies_parts(dispatch.ROW_SOFTMAX_DENIED_PARTS)
+_row_rule = dispatch.denies_parts(row_softmax_data.DENIED_PARTS)
 
 
 def _record(fn, replace, phase="call", autograd_off=False, own=HERE):
@@ -121,7 +125,7 @@ def scripted():
 @pytest.mark.parametrize("route", sorted(SOFTMAX_ROUTES))
 def test_every_route_to_a_forbidden_kernel_raises_and_is_recorded_with_the_line(route):
     fn, op = SOFTMAX_ROUTES[route]
-    outcome, recorded, tampered = _record(fn, dispatch.ROW_SOFTMAX_REPLACED)
+    outcome, recorded, tampered = _record(fn, row_softmax_data.REPLACED)
     assert isinstance(outcome, RuntimeError) and "the exercise's rule forbids it" in str(outcome), outcome
     assert not tampered, tampered
     replaced = {o: e for o, e in recorded.items() if not _row_rule(o)}
@@ -142,7 +146,7 @@ def test_redispatch_is_invisible_to_the_recording_alone():
 
 
 def test_torchs_kernels_are_back_after_the_call():
-    _record(lambda: torch.softmax(S, -1), dispatch.ROW_SOFTMAX_REPLACED)
+    _record(lambda: torch.softmax(S, -1), row_softmax_data.REPLACED)
     for route, (fn, _) in SOFTMAX_ROUTES.items():
         if route in ("cross_entropy", "scaled_dot_product_attention"):
             fn()
@@ -155,10 +159,10 @@ def test_torchs_kernels_are_back_after_the_call():
 def test_the_replacement_reaches_every_key_with_a_kernel():
     """Backends, the composite alias keys (the kernel of every backend without its own),
     autograd and functorch: every registration of the matched operators is replaced."""
-    for patterns in (dispatch.ROW_SOFTMAX_REPLACED, dispatch.MHA_REPLACED, dispatch.AUTOGRAD_REPLACED):
+    for patterns in (row_softmax_data.REPLACED, mha_reshape_data.REPLACED, dispatch.NO_AUTOGRAD_REPLACED):
         with KernelBan(patterns, lambda op: None) as every:
             assert not every.failed, every.failed  # every registration of a matched operator is replaced
-    ban = KernelBan(dispatch.ROW_SOFTMAX_REPLACED, lambda op: None)
+    ban = KernelBan(row_softmax_data.REPLACED, lambda op: None)
     keys = {key for _, key in ban.targets()}
     assert {"CPU", "CompositeExplicitAutograd", "CompositeImplicitAutograd", "Autograd", "FuncTorchBatched"} <= keys, keys
     names = {name for name, _ in ban.targets()}
@@ -180,7 +184,7 @@ def _derivative_routes():
 @pytest.mark.parametrize("route", ["redispatch of the derivative formula", "a grad_fn node built before the call"])
 def test_derivative_formulas_raise_in_backward_by_any_route(route):
     fn, op = _derivative_routes()[route]
-    outcome, recorded, _ = _record(fn, dispatch.AUTOGRAD_REPLACED, "backward", autograd_off=True)
+    outcome, recorded, _ = _record(fn, dispatch.NO_AUTOGRAD_REPLACED, "backward", autograd_off=True)
     assert isinstance(outcome, RuntimeError), outcome
     assert op in recorded and recorded[op][1] == Path(__file__).name, sorted(recorded)
     assert dispatch.violations(_parse(recorded, "backward"), "backward", dispatch.backward_allows)
@@ -191,7 +195,7 @@ def test_forward_ad_raises_in_backward():
         with fwd.dual_level():
             return fwd.unpack_dual(torch.softmax(fwd.make_dual(S, S), -1)).tangent
 
-    outcome, recorded, _ = _record(dual, dispatch.AUTOGRAD_REPLACED, "backward", autograd_off=True)
+    outcome, recorded, _ = _record(dual, dispatch.NO_AUTOGRAD_REPLACED, "backward", autograd_off=True)
     assert isinstance(outcome, RuntimeError) and "aten::_make_dual" in recorded, (outcome, sorted(recorded))
 
 
@@ -205,7 +209,7 @@ def test_no_autograd_graph_can_be_built_in_backward():
             leaf = S.clone().requires_grad_()
             return torch.softmax(leaf, -1).grad_fn(S)
 
-    outcome, _, tampered = _record(enable_grad_and_walk, dispatch.AUTOGRAD_REPLACED, "backward", autograd_off=True)
+    outcome, _, tampered = _record(enable_grad_and_walk, dispatch.NO_AUTOGRAD_REPLACED, "backward", autograd_off=True)
     assert isinstance(outcome, RuntimeError) and "grad mode cannot be switched on" in str(outcome), outcome
     assert any("no autograd graph can be built" in t for t in tampered), tampered
 
@@ -213,7 +217,7 @@ def test_no_autograd_graph_can_be_built_in_backward():
         leaf = S.clone().requires_grad_()
         return torch.softmax(leaf, -1).grad_fn
 
-    outcome, _, tampered = _record(leaf_only, dispatch.AUTOGRAD_REPLACED, "backward", autograd_off=True)
+    outcome, _, tampered = _record(leaf_only, dispatch.NO_AUTOGRAD_REPLACED, "backward", autograd_off=True)
     assert outcome is None and not tampered
     assert torch.is_grad_enabled()  # as it was before the call
 
@@ -241,9 +245,9 @@ def test_correct_code_never_meets_a_replaced_kernel(folder):
     d_out = torch.randn(2, 4, 3, generator=g, dtype=torch.float64)
     fctx = PlainFunctionCtx()
     with torch.no_grad():
-        out, rec, t = _record(lambda: fn.forward(fctx, q, k, v, allowed), dispatch.AUTOGRAD_REPLACED, "forward", own=own)
+        out, rec, t = _record(lambda: fn.forward(fctx, q, k, v, allowed), dispatch.NO_AUTOGRAD_REPLACED, "forward", own=own)
         assert isinstance(out, torch.Tensor) and not t, out
-        grads, rec, t = _record(lambda: fn.backward(fctx, d_out), dispatch.AUTOGRAD_REPLACED, "backward", True, own)
+        grads, rec, t = _record(lambda: fn.backward(fctx, d_out), dispatch.NO_AUTOGRAD_REPLACED, "backward", True, own)
         assert isinstance(grads, (tuple, list)) and not t, grads
         plain = fn.backward(fctx, d_out)
     assert all(a is None and b is None or torch.equal(a, b) for a, b in zip(grads, plain))
@@ -253,10 +257,10 @@ def test_correct_code_never_meets_a_replaced_kernel(folder):
         lambda: rows.log_softmax_rows(S),
         lambda: rows.cross_entropy(S[0], torch.tensor([0, 3, 2])),
     ):
-        value, _, t = _record(call, dispatch.ROW_SOFTMAX_REPLACED, own=own)
+        value, _, t = _record(call, row_softmax_data.REPLACED, own=own)
         assert isinstance(value, torch.Tensor) and not t, value
         assert torch.equal(value, call())
     mha = _load(folder, "mha_reshape").MultiHeadAttention(4, 2, 3).eval()
     x = torch.randn(2, 3, 4, generator=g)
-    value, _, t = _record(lambda: mha(x), dispatch.MHA_REPLACED, own=own)
+    value, _, t = _record(lambda: mha(x), mha_reshape_data.REPLACED, own=own)
     assert isinstance(value, torch.Tensor) and not t, value

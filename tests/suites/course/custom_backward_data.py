@@ -29,6 +29,10 @@ from autograder.testing import (
 from . import week07 as w7
 from .tolerances import Tol, tol
 
+#: the kernels the worker replaces in AttentionFunction's forward and backward: torch's
+#: derivative formulas and forward AD (the framework's "no autograd" list)
+AUTOGRAD_REPLACED = dispatch.NO_AUTOGRAD_REPLACED
+
 MODULE = "custom_backward"
 SKILL_DIR = Path(__file__).resolve().parent.parent / "custom_backward"  # its snapshot holds square_problem
 FILE = "custom_backward.py"

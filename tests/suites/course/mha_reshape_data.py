@@ -15,10 +15,16 @@ from pathlib import Path
 
 import torch
 
-from autograder.testing import Snapshots, SubmissionError, expect
+from autograder.testing import Snapshots, SubmissionError, dispatch, expect
 
 from . import week07 as w7
 from .tolerances import Tol, tol
+
+#: the rule at the level of the dispatcher (autograder/testing/dispatch.py): library attention
+#: (SDPA and its kernels, nn.MultiheadAttention's fused path), whatever spelling reached it
+DENIED_PARTS = ("scaled_dot_product", "multi_head_attention", "attention", "_transformer_encoder_layer")
+#: the kernels the worker replaces during a rule-checked call (dispatch.kernel_patterns)
+REPLACED = dispatch.kernel_patterns(DENIED_PARTS)
 
 SKILL_DIR = Path(__file__).resolve().parent.parent / "mha_reshape"  # its snapshot holds unsliced_probe
 

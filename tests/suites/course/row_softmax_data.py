@@ -52,8 +52,12 @@ BANNED_OP_PARTS = ("softmax", "softmin", "cross_entropy", "scaled_dot_product", 
 
 
 #: the same rule at the level of the dispatcher (autograder/testing/dispatch.py): every ATen
-#: operator that computes a softmax, whatever spelling or route reached it
-ALLOWS_AT_DISPATCH = dispatch.denies_parts(dispatch.ROW_SOFTMAX_DENIED_PARTS)
+#: operator that computes a softmax (any spelling of softmax, log_softmax, cross_entropy, a
+#: fused attention ends in one of these), whatever spelling or route reached it
+DENIED_PARTS = ("softmax", "softmin", "cross_entropy", "attention", "_transformer_encoder_layer")
+ALLOWS_AT_DISPATCH = dispatch.denies_parts(DENIED_PARTS)
+#: the kernels the worker replaces during a rule-checked call (dispatch.kernel_patterns)
+REPLACED = dispatch.kernel_patterns(DENIED_PARTS)
 
 
 def check_dispatch(sub) -> None:

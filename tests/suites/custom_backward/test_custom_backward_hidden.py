@@ -639,7 +639,7 @@ def test_rule_backward_uses_no_autograd(sub, rng):
     q, k, v, allowed, d_out = _problem(rng, torch.float64, lead=(2,), mask="causal", t_max=6)
     try:
         sub.custom_backward.run(
-            data.direct_forward_backward, q, k, v, allowed, d_out, dispatch=True, replace=list(data.dispatch.AUTOGRAD_REPLACED)
+            data.direct_forward_backward, q, k, v, allowed, d_out, dispatch=True, replace=list(data.AUTOGRAD_REPLACED)
         )
     except SubmissionTimeout:
         # a call that never returned shows nothing of what it ran: no violation is proven, and

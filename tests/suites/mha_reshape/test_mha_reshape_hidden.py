@@ -915,7 +915,7 @@ def test_multi_head_attention_uses_neither_nn_multiheadattention_nor_sdpa(sub, r
             record_ops=True,
             describe=False,
             record_dispatch=True,
-            replace_ops=dispatch.MHA_REPLACED,
+            replace_ops=data.REPLACED,
         )
     except SubmissionError:
         r = {"ops": set()}  # what ran before the error was recorded all the same (sub.dispatched)
@@ -933,7 +933,7 @@ def test_multi_head_attention_uses_neither_nn_multiheadattention_nor_sdpa(sub, r
     dispatch.check(
         sub.dispatched,
         None,
-        dispatch.denies_parts(dispatch.MHA_DENIED_PARTS),
+        dispatch.denies_parts(data.DENIED_PARTS),
         family="operators of torch's library attention",
         what="MultiHeadAttention.forward at run time: no operator of torch's library attention (Day 1 §B)",
         hints=["mha_reshape/uses-library-attention"],
