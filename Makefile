@@ -50,11 +50,11 @@ check: $(VENV)/.dev.stamp $(VENV)/.instructor.stamp ## instructors: prove the su
 	$(PY) -m pytest -rs tests/grader/test_suites_are_right.py
 	$(PY) tests/benchmarks/hint_precision.py --seeds 1,2,3 --jobs 2 --no-styles --check-stable
 
-snapshots: $(VENV)/.requirements.stamp ## instructors: rewrite tests/suites/*/snapshots/ from the reference
-	$(PY) -m autograder snapshots
+snapshots: $(VENV)/.requirements.stamp ## instructors: [SKILL=name] rewrite the stale files of tests/suites/<skill>/snapshots/ from the reference (rerun: no byte changes)
+	$(PY) -m autograder snapshots $(foreach s,$(SKILL),--skill $(s))
 
-reference-cpu: $(VENV)/.requirements.stamp ## instructors: remeasure the reference's CPU time per skill (the CPU limits' source)
-	$(PY) -m autograder reference-cpu
+reference-cpu: $(VENV)/.requirements.stamp ## instructors: [SKILL=name] remeasure the reference's CPU time per skill (the CPU limits' source)
+	$(PY) -m autograder reference-cpu $(foreach s,$(SKILL),--skill $(s))
 
 new-test: $(VENV)/.instructor.stamp ## instructors: add a test in one go (SKILL= NAME= WEIGHT= FROM=test_…|ADD_POINTS=1 [HIDDEN=1] [HINT= FUNCTION= TEXT= SECTION=])
 	@test -n "$(SKILL)" -a -n "$(NAME)" -a -n "$(WEIGHT)" || { echo "make new-test: e.g. make new-test SKILL=qkv NAME=test_scale_scores_... HIDDEN=1 WEIGHT=0.25 FROM=test_... (autograder/testing/README.md)" >&2; exit 2; }
@@ -99,8 +99,8 @@ benchmark: $(VENV)/.requirements.stamp ## each speed figure against its target (
 	test $$status = 0 || echo "make benchmark: a figure missed its target (above)" >&2; \
 	exit $$status
 
-tolerances: $(VENV)/.requirements.stamp ## re-measure tests/suites/course/tolerances.toml
-	$(PY) tests/benchmarks/measure_tolerances.py
+tolerances: $(VENV)/.requirements.stamp ## [SKILL=name] re-measure tests/suites/course/tolerances.toml (only that skill's rows; an unchanged tolerance keeps its bytes)
+	$(PY) tests/benchmarks/measure_tolerances.py $(foreach s,$(SKILL),--skill $(s))
 
 help: ## this list: every target's `##` comment (from this Makefile and autograder/grade.mk)
 	@awk 'BEGIN {FS = ":[^#]*## "} /^[a-z][a-z0-9-]*:.*## / {printf "  make %-16s %s\n", $$1, $$2}' autograder/grade.mk $(firstword $(MAKEFILE_LIST))

@@ -24,6 +24,7 @@ import argparse
 import importlib.util
 import math
 import sys
+import tomllib
 from pathlib import Path
 
 import torch
@@ -81,14 +82,18 @@ def nice(value: float) -> float:
     return math.ceil(value / 10**exp) * 10**exp
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seeds", type=int, default=200)
     parser.add_argument("--only", default=None, help="measure one op (prefix match) and print, without writing")
-    args = parser.parse_args()
+    parser.add_argument("--skill", action="append", default=None, help="only this skill's ops (repeatable)")
+    parser.add_argument("--out", type=Path, default=OUT, help=argparse.SUPPRESS)  # the tests write a copy
+    args = parser.parse_args(argv)
     rows = []
     for op, make in cases().items():
         if args.only and not op.startswith(args.only):
+            continue
+        if args.skill and op.split(".")[0] not in args.skill:
             continue
         worst_abs, worst_rel = measure(make, args.seeds)
         f32 = (nice(10 * max(worst_rel, 1e-7)), nice(10 * max(worst_abs, 1e-7)))
@@ -99,23 +104,53 @@ def main() -> None:
         )
     if args.only:
         return
-    lines = [
-        "# Measured by tests/benchmarks/measure_tolerances.py — do not edit by hand.",
-        f"# {args.seeds} seeds per op; tolerance = 10 × worst float32-vs-float64 error of the reference;",
-        "# float64 = float32 × eps64/eps32 (floor 1e-12).",
-        "",
-    ]
-    for op, worst_abs, worst_rel, f32, f64 in rows:
-        lines += [
+    header = "\n".join(
+        [
+            "# Measured by tests/benchmarks/measure_tolerances.py — do not edit by hand.",
+            f"# {args.seeds} seeds per op; tolerance = 10 × worst float32-vs-float64 error of the reference;",
+            "# float64 = float32 × eps64/eps32 (floor 1e-12).",
+            "",
+        ]
+    )
+    blocks = _blocks(args.out.read_text(encoding="utf-8")) if args.out.is_file() else {}
+    measured = {op: _row(op, worst_abs, worst_rel, f32, f64) for op, worst_abs, worst_rel, f32, f64 in rows}
+    kept = {} if args.skill is None else {op: b for op, b in blocks.items() if op.split(".")[0] not in args.skill}
+    for op, row in measured.items():
+        # an op whose tolerances did not change keeps its bytes (its worst errors are another
+        # CPU's noise): rerunning, or running on another machine, rewrites nothing
+        kept[op] = blocks[op] if op in blocks and _tolerances(blocks[op]) == _tolerances(row) else row
+    order = [op for op in blocks if op in kept] + [op for op in kept if op not in blocks]
+    text = header + "\n" + "\n\n".join(kept[op].rstrip("\n") for op in order) + "\n"
+    if args.out.is_file() and args.out.read_text(encoding="utf-8") == text:
+        print(f"{args.out}: unchanged", file=sys.stderr)
+        return
+    args.out.write_text(text, encoding="utf-8")
+    print(f"wrote {args.out}", file=sys.stderr)
+
+
+def _row(op: str, worst_abs: float, worst_rel: float, f32: tuple, f64: tuple) -> str:
+    return "\n".join(
+        [
             f'[op."{op}"]',
             f"worst_abs_float32 = {worst_abs:.3e}",
             f"worst_rel_float32 = {worst_rel:.3e}",
             f"float32 = {{ rtol = {f32[0]:.0e}, atol = {f32[1]:.0e} }}",
             f"float64 = {{ rtol = {f64[0]:.0e}, atol = {f64[1]:.0e} }}",
-            "",
         ]
-    OUT.write_text("\n".join(lines), encoding="utf-8")
-    print(f"wrote {OUT.relative_to(ROOT)}", file=sys.stderr)
+    )
+
+
+def _blocks(text: str) -> dict[str, str]:
+    """The table's rows as written: {op: its lines, the blank line after included}."""
+    out: dict[str, str] = {}
+    for chunk in text.split('[op."')[1:]:
+        op = chunk.split('"]', 1)[0]
+        out[op] = '[op."' + chunk
+    return out
+
+
+def _tolerances(block: str) -> dict:
+    return {k: v for k, v in tomllib.loads(block)["op"].popitem()[1].items() if k in ("float32", "float64")}
 
 
 if __name__ == "__main__":

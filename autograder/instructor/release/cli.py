@@ -30,6 +30,7 @@ def _stubs_arguments(s: argparse.ArgumentParser) -> None:
 
 def _snapshots_arguments(n: argparse.ArgumentParser) -> None:
     n.add_argument("--check", action="store_true", help="write nothing; exit 1 naming every stale file")
+    n.add_argument("--skill", action="append", default=None, metavar="NAME", help="only this skill (repeatable)")
     n.add_argument("--config", default=None)
 
 
@@ -71,15 +72,28 @@ def _with_config(run):
     return command
 
 
+def _unknown_skill(args: argparse.Namespace, config) -> bool:
+    """True (and said) when ``--skill`` names a skill grading.toml lacks."""
+    try:
+        config.select(args.skill)
+    except ConfigError as exc:
+        print(f"autograder: {exc}", file=sys.stderr)
+        return True
+    return False
+
+
 def snapshots_main(args: argparse.Namespace, config) -> int:
     from . import snapshots
 
+    if _unknown_skill(args, config):
+        return EXIT_USAGE
+
     if args.check:
-        problems = snapshots.stale(config, config.root)
+        problems = snapshots.stale(config, config.root, args.skill)
         for p in problems:
             print(p, file=sys.stderr)
         return EXIT_FAIL if problems else EXIT_OK
-    for path in snapshots.write(config):
+    for path in snapshots.write(config, args.skill):
         print(f"wrote {path.relative_to(config.root)}")
     return EXIT_OK
 
@@ -87,13 +101,16 @@ def snapshots_main(args: argparse.Namespace, config) -> int:
 def reference_cpu_main(args: argparse.Namespace, config) -> int:
     from . import reference_cpu
 
+    if _unknown_skill(args, config):
+        return EXIT_USAGE
+
     try:
         if args.check:
-            problems = reference_cpu.stale(config)
+            problems = reference_cpu.stale(config, args.skill)
             for p in problems:
                 print(p, file=sys.stderr)
             return EXIT_FAIL if problems else EXIT_OK
-        for path in reference_cpu.write(config):
+        for path in reference_cpu.write(config, args.skill):
             print(f"wrote {path.relative_to(config.root)}")
     except RuntimeError as exc:
         print(f"autograder: {exc}", file=sys.stderr)

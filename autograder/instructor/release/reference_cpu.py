@@ -65,10 +65,11 @@ def _still_right(shipped: cpu_limits.ReferenceCpu, new: cpu_limits.ReferenceCpu)
     )
 
 
-def plan(config: Config) -> tuple[list[tuple[Path, str]], list[str]]:
-    """(the tables to write, with their text; one line per table that is missing or stale)."""
+def plan(config: Config, skills: list[str] | None = None) -> tuple[list[tuple[Path, str]], list[str]]:
+    """(the tables to write, with their text; one line per table that is missing or stale),
+    for ``skills`` (every skill: None; only those are graded)."""
     writes, problems = [], []
-    for skill, new in measure(config).items():
+    for skill, new in measure(config.select(skills)).items():
         path = cpu_limits.table_path(config.suites_dir, skill)
         rel = path.relative_to(config.root)
         try:
@@ -93,13 +94,13 @@ def plan(config: Config) -> tuple[list[tuple[Path, str]], list[str]]:
     return writes, problems
 
 
-def stale(config: Config) -> list[str]:
-    return plan(config)[1]
+def stale(config: Config, skills: list[str] | None = None) -> list[str]:
+    return plan(config, skills)[1]
 
 
-def write(config: Config) -> list[Path]:
+def write(config: Config, skills: list[str] | None = None) -> list[Path]:
     written = []
-    for path, text in plan(config)[0]:
+    for path, text in plan(config, skills)[0]:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
         written.append(path)

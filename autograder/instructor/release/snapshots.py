@@ -119,40 +119,44 @@ def _same(a: Any, b: Any) -> bool:
     return type(a) is type(b) and a == b
 
 
-def stale(config: Config, root: Path) -> list[str]:
+def _problem(snap: SkillSnapshot, root: Path) -> str | None:
+    """Why the file of ``snap`` must be (re)written — missing, unreadable, or a case that
+    differs from the reference beyond another CPU's float noise — or None when it may stay."""
+    rel = snap.path.relative_to(root)
+    if not snap.path.is_file():
+        return f"{rel}: missing — run `make snapshots`"
+    current = snap.path.read_bytes()
+    if current == snap.data:
+        return None
+    try:
+        have = fmt.decode(current, str(rel))
+    except fmt.SnapshotError as exc:
+        return str(exc)
+    want = fmt.decode(snap.data, str(rel))
+    changed = [
+        name
+        for name in sorted(set(have) | set(want))
+        if name not in have or name not in want or not _same(have[name], want[name])
+    ]
+    if changed:
+        return f"{rel}: stale (cases {', '.join(changed)} differ from the reference) — run `make snapshots` and commit"
+    return None
+
+
+def stale(config: Config, root: Path, skills: list[str] | None = None) -> list[str]:
     """One line per snapshot file that is missing or differs from what the reference gives."""
-    problems = []
-    for snap in generate(config):
-        rel = snap.path.relative_to(root)
-        if not snap.path.is_file():
-            problems.append(f"{rel}: missing — run `make snapshots`")
-            continue
-        current = snap.path.read_bytes()
-        if current == snap.data:
-            continue
-        try:
-            have = fmt.decode(current, str(rel))
-        except fmt.SnapshotError as exc:
-            problems.append(str(exc))
-            continue
-        want = fmt.decode(snap.data, str(rel))
-        changed = [
-            name
-            for name in sorted(set(have) | set(want))
-            if name not in have or name not in want or not _same(have[name], want[name])
-        ]
-        if changed:
-            problems.append(
-                f"{rel}: stale (cases {', '.join(changed)} differ from the reference) — run `make snapshots` and commit"
-            )
-    return problems
+    return [p for p in (_problem(snap, root) for snap in generate(config, skills)) if p is not None]
 
 
-def write(config: Config) -> list[Path]:
+def write(config: Config, skills: list[str] | None = None) -> list[Path]:
+    """Write the snapshot files of ``skills`` (every skill: None) that ``stale`` names, and no
+    other: a file whose cases equal the reference's within float noise keeps its bytes, so
+    running it twice, or on another CPU, rewrites nothing."""
     written = []
-    for snap in generate(config):
+    for snap in generate(config, skills):
+        if _problem(snap, config.root) is None:
+            continue
         snap.path.parent.mkdir(parents=True, exist_ok=True)
-        if not snap.path.is_file() or snap.path.read_bytes() != snap.data:
-            snap.path.write_bytes(snap.data)
-            written.append(snap.path)
+        snap.path.write_bytes(snap.data)
+        written.append(snap.path)
     return written
