@@ -4,7 +4,7 @@
 
 include autograder/grade.mk
 
-.PHONY: grade test lint test-slow test-all check snapshots reference-cpu stubs release nbgrader-course benchmark tolerances batch new-test clean help
+.PHONY: grade test lint test-slow test-all check snapshots reference-cpu stubs release nbgrader-course benchmark tolerances batch new-test new-skill clean help
 .DEFAULT_GOAL := help
 
 $(VENV)/.dev.stamp: $(VENV)/.requirements.stamp requirements-dev.txt
@@ -42,12 +42,16 @@ test-slow: $(TEST_STAMPS) ## only the tests marked slow (full round trips, time 
 test-all: $(TEST_STAMPS) ## every test of the grader, slow ones included
 	$(PY) -m pytest
 
-check: $(VENV)/.dev.stamp $(VENV)/.instructor.stamp ## instructors: prove the suites right (stubs and snapshots fresh, leak audit, solutions full marks, stubs 0, every mistake the same price on 3 seeds)
+check: $(VENV)/.dev.stamp $(VENV)/.instructor.stamp ## instructors: prove the suites right (stubs and snapshots fresh, leak audit, solutions full marks, stubs 0, ≥ 4 mistakes and 3 styles per skill, a release builds, every mistake the same price on 3 seeds)
 	$(PY) -m autograder stubs --check
 	$(PY) -m autograder snapshots --check
 	$(PY) -m autograder reference-cpu --check
 	$(PY) -m autograder audit
-	$(PY) -m pytest -rs tests/grader/test_suites_are_right.py
+	$(PY) -m pytest -rs tests/grader/test_suites_are_right.py tests/grader/test_sample_submissions.py::test_every_skill_has_at_least_four_mistakes \
+		tests/grader/test_sample_submissions.py::test_every_skill_has_correct_submissions_in_other_styles
+	@# what `make release` needs besides the above: a whole release, built beside dist/ and thrown away (a throwaway seed key)
+	@tmp=$$(mktemp -d) && AUTOGRADER_SEED_KEY_FILE=$$tmp/seed.key $(PY) -m autograder release --out $$tmp/dist --version 0.0.0-check > $$tmp/log 2>&1; \
+		status=$$?; test $$status = 0 && echo "make check: a release builds" || cat $$tmp/log >&2; rm -rf $$tmp; exit $$status
 	$(PY) tests/benchmarks/hint_precision.py --seeds 1,2,3 --jobs 2 --no-styles --check-stable
 
 snapshots: $(VENV)/.requirements.stamp ## instructors: [SKILL=name] rewrite the stale files of tests/suites/<skill>/snapshots/ from the reference (rerun: no byte changes)
@@ -61,6 +65,10 @@ new-test: $(VENV)/.instructor.stamp ## instructors: add a test in one go (SKILL=
 	$(PY) -m autograder.instructor.new_test --skill "$(SKILL)" --name "$(NAME)" --weight "$(WEIGHT)" $(if $(HIDDEN),--hidden) \
 		$(if $(FROM),--take-from "$(FROM)") $(if $(ADD_POINTS),--add-points) $(if $(HINT),--hint "$(HINT)") \
 		$(if $(FUNCTION),--function "$(FUNCTION)") $(if $(TEXT),--text "$(TEXT)") $(if $(SECTION),--section "$(SECTION)")
+
+new-skill: $(VENV)/.instructor.stamp ## instructors: scaffold a skill in one go (NAME= [POINTS=10] [ASSIGNMENT=name]); CONTRIBUTING.md "A new skill" is the checklist
+	@test -n "$(NAME)" || { echo "make new-skill: e.g. make new-skill NAME=rope POINTS=10 ASSIGNMENT=day2 (CONTRIBUTING.md, 'A new skill')" >&2; exit 2; }
+	$(PY) -m autograder.instructor.new_skill --name "$(NAME)" $(if $(POINTS),--points "$(POINTS)") $(if $(ASSIGNMENT),--assignment "$(ASSIGNMENT)")
 
 stubs: $(VENV)/.instructor.stamp ## instructors: rewrite exercises/ from solutions/
 	$(PY) -m autograder stubs

@@ -210,3 +210,46 @@ def add_weight(text: str, skill: str, suite_file: str, name: str, weight: float,
             )
         donors[0][take_from] = _item(float(number(left)))
     return _checked(doc.as_string())
+
+
+# --------------------------------------------------------------------------- make new-skill
+def add_skill(
+    text: str, skill: str, points: float, module: str, suites: dict[str, dict[str, float]], assignment: str | None
+) -> str:
+    """``text`` with a ``[skills.<skill>]`` table (a title to write, its points, module, no
+    sections yet) and one ``[[skills.<skill>.suites]]`` entry per suite file
+    (``{file: {test: weight}}``, visible first), appended to the assignment ``assignment``
+    (created when missing; None: none)."""
+    doc = tomlkit.parse(text)
+    skills = _skills(doc)
+    if skill in skills:
+        raise EditRefused(f"grading.toml: [skills.{skill}] exists already — pick another NAME")
+    table = tomlkit.table()
+    table.add("title", f"TODO: {skill}'s title")
+    table.add("points", _item(points))
+    table.add("module", module)
+    table.add("sections", tomlkit.array())
+    entries = tomlkit.aot()
+    for file, weights in suites.items():
+        entry = tomlkit.table()
+        entry.add("file", file)
+        entry.add("visibility", "hidden" if file.endswith("_hidden.py") else "visible")
+        table_of_weights = tomlkit.table()
+        for name, weight in weights.items():
+            table_of_weights.add(name, _item(weight))
+        entry.add("weights", table_of_weights)
+        entries.append(entry)
+    table.add("suites", entries)
+    table_of_weights.add(tomlkit.nl())  # a blank line before whatever follows the new skill
+    if not skills:
+        doc.add("skills", tomlkit.table(is_super_table=True))
+        skills = doc["skills"]
+    skills.add(skill, table)
+    if assignment is not None:
+        release = doc.setdefault("release", tomlkit.table())
+        assignments = release.setdefault("assignments", tomlkit.table())
+        if assignment in assignments:
+            assignments[assignment].append(skill)
+        else:
+            assignments.add(assignment, _string_array([skill]))
+    return _checked(doc.as_string())

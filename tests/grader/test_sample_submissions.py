@@ -71,7 +71,11 @@ def test_correct_submission_in_another_style_scores_full_marks(style, tmp_path):
 
 def test_every_skill_has_at_least_four_mistakes():
     short = {s: len(v) for s, v in MISTAKES.items() if len(v) < 4}
-    assert not short, short
+    assert not short, "; ".join(
+        f"skill {s} has {n} single-mistake variant(s): write at least 4 in tests/submissions/mistakes/{s}.toml, "
+        "each with its hint (CONTRIBUTING.md, 'A new skill')"
+        for s, n in short.items()
+    )
 
 
 # slow: one grading run per batch and no fewer can hold them (see the module's docstring); make check

@@ -129,7 +129,9 @@ def test_every_hint_a_suite_names_exists():
     missing = sorted(used - set(catalogue))
     assert not missing, missing
     for skill in SKILLS:
-        assert len([h for h in catalogue if h.startswith(f"{skill}/")]) >= 4, f"{skill} needs at least four named mistakes"
+        assert len([h for h in catalogue if h.startswith(f"{skill}/")]) >= 4, (
+            f"{skill} needs at least four named mistakes in tests/suites/{skill}/hints.toml (CONTRIBUTING.md, 'A new skill')"
+        )
 
 
 def test_hints_cite_a_lesson_section():
