@@ -10,7 +10,7 @@ release of the same commit is byte-identical to one made by the regex editors th
 and each result is checked by loading it again with ``tomllib``.
 
 Instructors only (``requirements-instructor.txt`` pins tomlkit); the grader itself only reads
-``grading.toml``, with the standard library's ``tomllib`` (``autograder/config.py``).
+``grading.toml``, with the standard library's ``tomllib`` (``autograder/config/``).
 """
 
 from __future__ import annotations

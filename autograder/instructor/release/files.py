@@ -97,7 +97,7 @@ def filtered_grading_toml(config_text: str, include_hidden: bool) -> str:
     local score is out of what can be checked locally), gates that named hidden tests go,
     and a comment at the top says so. Comments and layout of what stays are kept
     (``instructor/grading_toml.py``, on tomlkit). Which keys are treated so is their
-    declaration's (``Key.student`` in autograder/config.py)."""
+    declaration's (``Key.student`` in autograder/config/keys.py)."""
     if include_hidden:
         return config_text
     (suites_key,) = student_copy(VISIBLE_SUITES)
