@@ -1,0 +1,158 @@
+"""Which names of a file hold torch, one of its modules or objects (imports, assignments, walrus, loops)."""
+
+from __future__ import annotations
+
+import ast
+
+from .tree import _bound_names, _torch_imports
+
+
+class _TorchAliases:
+    """Which names of a file hold torch, one of its modules or objects — by import, by
+    assignment (``t = torch``, ``a = t.ops.aten``, ``t, u = torch, 1``, ``(t := torch)``), as a
+    loop or comprehension variable over a display holding one, a parameter whose default or
+    whose argument in a call of the file's own function is one, a container holding one
+    (``mods = [torch]``), or a function or lambda returning one (``def get(): return torch``).
+    Flow- and scope-insensitive, to a fixed point: a name that holds torch anywhere counts as
+    torch everywhere (conservative: what it reaches is torch's). The value of a call of
+    torch (a tensor) is not torch's namespace."""
+
+    def __init__(self, tree: ast.AST) -> None:
+        self.paths: dict[str, str] = _torch_imports(tree)
+        self.returners: dict[str, str] = {}  # own function/lambda name → the torch path it returns
+        defs = {}
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                name = getattr(node, "name", None)
+                if name is not None:
+                    defs.setdefault(name, []).append(node)
+        bindings = [
+            node
+            for node in ast.walk(tree)
+            if isinstance(
+                node,
+                (ast.Assign, ast.AnnAssign, ast.NamedExpr, ast.For, ast.AsyncFor, ast.comprehension, ast.Call, ast.arguments),
+            )
+        ]
+        returns = {
+            name: [sub.value for node in nodes for sub in ast.walk(node) if isinstance(sub, ast.Return) and sub.value]
+            for name, nodes in defs.items()
+        }
+        for _ in range(50):  # a fixed point: each round binds at least one more name, or stops
+            before = (dict(self.paths), dict(self.returners))
+            for name, values in returns.items():
+                for value in values:
+                    self._bind_returner(name, value)
+            for node in bindings:
+                self._bind(node, defs)
+            if (self.paths, self.returners) == before:
+                break
+
+    def _set(self, name: str, path: str) -> None:
+        self.paths.setdefault(name, path)
+
+    def _bind_returner(self, name: str, value: ast.AST) -> None:
+        path = self.path(value)
+        if path is not None:
+            self.returners.setdefault(name, path)
+
+    def _bind_target(self, target: ast.AST, value: ast.AST | None, path: str | None) -> None:
+        if isinstance(target, ast.Name):
+            if path is not None:
+                self._set(target.id, path)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts):
+                for t, v in zip(target.elts, value.elts):
+                    self._bind_target(t, v, self.path(v))
+            else:
+                for t in target.elts:
+                    self._bind_target(t, None, path)
+        elif isinstance(target, ast.Starred):
+            self._bind_target(target.value, None, path)
+
+    def _bind(self, node: ast.AST, defs: dict) -> None:
+        if isinstance(node, ast.Assign):
+            if isinstance(node.value, ast.Lambda):
+                for target in node.targets:
+                    if isinstance(target, ast.Name):
+                        self._bind_returner(target.id, node.value.body)
+            for target in node.targets:
+                self._bind_target(target, node.value, self.path(node.value))
+        elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
+            self._bind_target(node.target, node.value, self.path(node.value))
+        elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+            self._bind_target(node.target, None, self.path(node.iter))
+        elif isinstance(node, ast.arguments):
+            positional = node.posonlyargs + node.args
+            for arg, default in zip(positional[len(positional) - len(node.defaults) :], node.defaults):
+                self._bind_target(ast.Name(arg.arg), default, self.path(default))
+            for arg, default in zip(node.kwonlyargs, node.kw_defaults):
+                if default is not None:
+                    self._bind_target(ast.Name(arg.arg), default, self.path(default))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            for fn in defs.get(node.func.id, ()):
+                params = fn.args.posonlyargs + fn.args.args
+                offset = 1 if params and params[0].arg in ("self", "cls") and len(node.args) < len(params) else 0
+                for arg, value in zip(params[offset:], node.args):
+                    self._bind_target(ast.Name(arg.arg), value, self.path(value))
+                names = {a.arg for a in params + fn.args.kwonlyargs}
+                for keyword in node.keywords:
+                    if keyword.arg in names:
+                        self._bind_target(ast.Name(keyword.arg), keyword.value, self.path(keyword.value))
+                if fn.args.vararg is not None and any(self.path(v) for v in node.args):
+                    self._set(fn.args.vararg.arg, "torch")
+
+    def path(self, node: ast.AST | None) -> str | None:
+        """The torch path ``node`` evaluates to ("torch.ops.aten", "torch.…" where a part is
+        unknown), or None when it is not torch's (as far as the file shows)."""
+        if node is None:
+            return None
+        if isinstance(node, ast.Name):
+            return self.paths.get(node.id)
+        if isinstance(node, ast.Attribute):
+            base = self.path(node.value)
+            return f"{base}.{node.attr}" if base is not None else None
+        if isinstance(node, ast.Subscript):
+            base = self.path(node.value)
+            return f"{base}.…" if base is not None else None
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Name) and func.id == "getattr" and node.args:
+                base = self.path(node.args[0])
+                if base is None:
+                    return None
+                name = node.args[1] if len(node.args) > 1 else None
+                return f"{base}.{name.value}" if isinstance(name, ast.Constant) and isinstance(name.value, str) else f"{base}.…"
+            if isinstance(func, ast.Name) and func.id in self.returners:
+                return self.returners[func.id]
+            if isinstance(func, ast.Lambda):
+                return self.path(func.body)
+            return None
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            return next((f"{p}" for p in map(self.path, node.elts) if p is not None), None)
+        if isinstance(node, ast.Dict):
+            return next((p for p in map(self.path, node.values) if p is not None), None)
+        if isinstance(node, ast.IfExp):
+            return self.path(node.body) or self.path(node.orelse)
+        if isinstance(node, ast.BoolOp):
+            return next((p for p in map(self.path, node.values) if p is not None), None)
+        if isinstance(node, (ast.NamedExpr, ast.Starred)):
+            return self.path(node.value)
+        if isinstance(node, ast.Lambda):
+            return self.path(node.body)
+        return None
+
+
+def _plain_modules(tree: ast.AST, aliases: _TorchAliases) -> set[str]:
+    """Names bound only by ``import m`` / ``import m as x`` of a module that is not torch's
+    (``import rowmath``): ``rowmath.softmax`` is that module's function — the student's own,
+    whose file is scanned where it is imported — never torch's."""
+    imported = {
+        alias.asname or alias.name.split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import)
+        for alias in node.names
+        if alias.name.split(".")[0] != "torch"
+    }
+    other = {name for node in ast.walk(tree) if not isinstance(node, (ast.Import, ast.ImportFrom)) for name in _bound_names(node)}
+    return {name for name in imported - other if name not in aliases.paths}

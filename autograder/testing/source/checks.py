@@ -1,0 +1,266 @@
+"""The checks suites call: ``scan``, ``calls``, ``reaches``, ``imported_scopes``, ``check_no_banned``."""
+
+from __future__ import annotations
+
+import ast
+import functools
+from collections.abc import Iterable
+
+from ..failures import CheckFailed, Feedback
+from .scanner import _Scanner
+from .tree import MODULE_LEVEL, Violation, _is_main_guard, _lambda_name, _parse
+
+
+def _definitions(tree: ast.Module) -> list[tuple[str, str, ast.AST]]:
+    """(qualified name, plain name, node) of every top-level function and method, ``def`` or
+    lambda assignment: "f" / "Class.method"."""
+    out = []
+    for node in tree.body:
+        name = node.name if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else _lambda_name(node)
+        if name is not None:
+            out.append((name, name, node))
+        elif isinstance(node, ast.ClassDef):
+            for item in node.body:
+                method = item.name if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) else _lambda_name(item)
+                if method is not None:
+                    out.append((f"{node.name}.{method}", method, item))
+    return out
+
+
+def _functions(tree: ast.Module, scope: Iterable[str]) -> list[ast.AST]:
+    """The nodes of the named functions ("f" or "Class.method"; a lambda assignment counts)."""
+    wanted = set(scope)
+    return [node for qualified, _, node in _definitions(tree) if qualified in wanted]
+
+
+def scan(source: str, banned: Iterable[str], *, scope: Iterable[str] | None = None, dynamic: bool = True) -> list[Violation]:
+    """Violations in ``source``: banned names in the whole module (or only in the functions
+    of ``scope``), and — when ``dynamic`` — the deny-by-default constructs anywhere in it,
+    whatever the scope (a helper at module level can hide what a scoped function calls)."""
+    return list(_scan(source, frozenset(banned), frozenset(scope) if scope is not None else None, dynamic))
+
+
+@functools.lru_cache(maxsize=64)
+def _scan(source: str, banned: frozenset[str], scope: frozenset[str] | None, dynamic: bool) -> tuple[Violation, ...]:
+    """Several tests of a suite scan the same file with the same rule: keyed by the file's
+    content and the rule, a scan runs once per run (a Violation is immutable)."""
+    tree = _parse(source)
+    scanner = _Scanner(set(banned), dynamic, tree, set(scope) if scope is not None else None)
+    scanner.visit(tree)
+    found = {(v.line, v.found): v for v in scanner.found}  # one entry per construct and line
+    return tuple(sorted(found.values(), key=lambda v: v.line))
+
+
+def calls(source: str, function: str) -> set[str]:
+    """Names called inside ``function`` ("f" or "Class.method"): ``foo(...)`` → "foo",
+    ``obj.foo(...)`` → "foo"."""
+    out: set[str] = set()
+    for node in _functions(_parse(source), [function]):
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Call):
+                if isinstance(sub.func, ast.Name):
+                    out.add(sub.func.id)
+                elif isinstance(sub.func, ast.Attribute):
+                    out.add(sub.func.attr)
+    return out
+
+
+def reaches(source: str, function: str, target: str) -> bool:
+    """Does ``function`` ("f" or "Class.method") call ``target``, directly or through the
+    file's own functions and methods (``backward`` → ``self._grads`` → ``target``)? A name
+    called is followed into every top-level function and method of that name, and a class
+    called into its ``__init__``/``__call__``; a lambda assignment (``f = lambda …``) is a
+    function like any other."""
+    defs: dict[str, list[str]] = {}
+    for qualified, name, _ in _definitions(_parse(source)):
+        defs.setdefault(name, []).append(qualified)
+        if "." in qualified and name in ("__init__", "__call__", "__new__"):
+            defs.setdefault(qualified.split(".")[0], []).append(qualified)
+    seen = {function}
+    todo = [function]
+    while todo:
+        names = calls(source, todo.pop())
+        if target in names:
+            return True
+        for name in names:
+            for qualified in defs.get(name, ()):
+                if qualified not in seen:
+                    seen.add(qualified)
+                    todo.append(qualified)
+    return False
+
+
+def _module_uses(source: str, available: Iterable[str]) -> dict[str, set[str] | None]:
+    """The modules among ``available`` that ``source`` imports (absolute imports, anywhere in
+    the file) and the names it takes from each: ``from m import a, b`` → {a, b};
+    ``import m as x`` → the attributes read as ``x.attr``; None (all of it) for
+    ``from m import *``, a submodule, or the module object used any other way."""
+    tree = _parse(source)
+    available = set(available)
+    uses: dict[str, set[str] | None] = {}
+    aliases: dict[str, str] = {}
+
+    def add(module: str, names: set[str] | None) -> None:
+        current = uses.get(module, set())
+        uses[module] = None if current is None or names is None else current | names
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            top = node.module.split(".")[0]
+            if top in available:
+                add(top, None if node.module != top or any(a.name == "*" for a in node.names) else {a.name for a in node.names})
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                top = alias.name.split(".")[0]
+                if top in available:
+                    add(top, set() if alias.name == top else None)
+                    aliases[alias.asname or top] = top
+    if aliases:
+        read_attr = {
+            id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load)
+        }
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id in aliases
+                and isinstance(node.ctx, ast.Load)
+            ):
+                add(aliases[node.value.id], {node.attr})
+            elif isinstance(node, ast.Name) and node.id in aliases and id(node) not in read_attr:
+                add(aliases[node.id], None)  # passed around, rebound, deleted: anything of it may be used
+    return uses
+
+
+def _runs_at_import(node: ast.AST) -> bool:
+    """Could this top-level def hand its code out while the module is imported, without its
+    name being mentioned? A class (its body runs at import), a decorated function (the
+    decorator may register it), a function whose defaults or annotations call something or
+    bind a name (``def h(x=REGISTRY.append(…))``, ``(y := …)``)."""
+    if isinstance(node, ast.ClassDef) or node.decorator_list:
+        return True
+    args = node.args
+    parts = [
+        *args.defaults,
+        *(d for d in args.kw_defaults if d is not None),
+        node.returns,
+        *(a.annotation for a in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg] if a is not None),
+    ]
+    return any(
+        isinstance(sub, (ast.Call, ast.NamedExpr, ast.Lambda)) for part in parts if part is not None for sub in ast.walk(part)
+    )
+
+
+def _reached(source: str, names: set[str]) -> set[str]:
+    """The top-level functions and classes of ``source`` that an importer can run: those it
+    imports (``names``), those the module's top-level code mentions, those that run or hand
+    themselves out at import (``_runs_at_import``), and everything any of them mentions
+    (calls, references, decorators, defaults), transitively. The ``__main__`` block does not
+    run on import and counts for nothing. The rest — a function nobody can reach by name —
+    never runs for the importer."""
+    tree = _parse(source)
+    defs = {node.name: node for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+    todo = [n for n in names if n in defs] + [n for n, node in defs.items() if _runs_at_import(node)]
+    for node in tree.body:
+        if node.__class__ not in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef) and not _is_main_guard(node):
+            todo += [sub.id for sub in ast.walk(node) if isinstance(sub, ast.Name) and sub.id in defs]
+    seen: set[str] = set()
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        todo += [sub.id for sub in ast.walk(defs[name]) if isinstance(sub, ast.Name) and sub.id in defs and sub.id not in seen]
+    return seen
+
+
+def imported_scopes(source: str, available: dict[str, str]) -> dict[str, tuple[str, frozenset[str] | None]]:
+    """The files among ``available`` that ``source`` imports, directly or through each other,
+    each with the part of it a rule scan must cover: its top-level code and the functions and
+    classes the importers reach (``from sdpa_masks import to_additive_mask`` does not bring in
+    ``sdpa_masks.sdpa``), or None — the whole file — when the module is used as a whole.
+    Conservative: a module's own imports count wherever they stand in it."""
+    return dict(_imported_scopes(source, tuple(sorted(available.items()))))
+
+
+@functools.lru_cache(maxsize=64)
+def _imported_scopes(
+    source: str, files: tuple[tuple[str, str], ...]
+) -> tuple[tuple[str, tuple[str, frozenset[str] | None]], ...]:
+    """``imported_scopes``, once per run for each file and its fellow files: the tests of a
+    suite check the same file with the same rule (every value in it is immutable)."""
+    available = dict(files)
+    uses: dict[str, set[str] | None] = {}
+
+    def merge(found: dict[str, set[str] | None]) -> bool:
+        changed = False
+        for module, names in found.items():
+            current = uses.get(module, set())
+            if module not in uses or current is not None and (names is None or not names <= current):
+                uses[module] = None if names is None or current is None else current | names
+                changed = True
+        return changed
+
+    try:
+        merge(_module_uses(source, available))
+    except SyntaxError:
+        return ()
+    changed = True
+    while changed:
+        changed = False
+        for module in list(uses):
+            try:
+                changed |= merge(_module_uses(available[module], available))
+            except SyntaxError:
+                continue
+    out = {}
+    for module, names in uses.items():
+        try:
+            scope = None if names is None else frozenset(_reached(available[module], names)) | {MODULE_LEVEL}
+        except SyntaxError:
+            scope = None
+        out[module] = (available[module], scope)
+    return tuple(out.items())
+
+
+def check_no_banned(
+    source: str | None,
+    file: str,
+    banned: Iterable[str],
+    *,
+    what: str,
+    hints: Iterable[str] = (),
+    scope: Iterable[str] | None = None,
+    imports: dict[str, str] | None = None,
+) -> None:
+    """Fail with every offending line of the student's file when a banned name appears.
+    ``imports`` (module name → source, e.g. ``sub.importable_sources()``): the submission's
+    other files; those the file imports are scanned with the same rules — the deny-by-default
+    constructs everywhere in them, the banned names in their top-level code and in what the
+    file uses of them (``imported_scopes``)."""
+    if source is None:
+        return  # a missing module fails elsewhere, with its own message
+    others = {k: v for k, v in (imports or {}).items() if f"{k}.py" != file}
+    files = [(file, source, scope)] + [
+        (f"{name}.py", text, used) for name, (text, used) in sorted(imported_scopes(source, others).items())
+    ]
+    found: list[tuple[str, Violation]] = []
+    for name, text, file_scope in files:
+        try:
+            found += [(name, v) for v in scan(text, banned, scope=file_scope)]
+        except SyntaxError:
+            continue  # a file that does not parse fails elsewhere, with its own message
+    if found:
+        listing = "; ".join(f"{name}:{v.line}: {v.found}" for name, v in found[:6])
+        raise CheckFailed(
+            Feedback(
+                check=what,
+                problem="constraint",
+                detail=(
+                    f"{file} uses what this exercise forbids ({listing}){' …' if len(found) > 6 else ''}; write it "
+                    "from tensor operations, without dynamic lookups"
+                ),
+                hints=list(hints) or ["general/forbidden-api"],
+                frames=[v.frame(name) for name, v in found[:6]],
+            )
+        )

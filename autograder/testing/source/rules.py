@@ -1,0 +1,82 @@
+"""What the rule checks deny or allow by name: dynamic code, modules, dunders, torch's private paths."""
+
+from __future__ import annotations
+
+import re
+
+DYNAMIC_CALLS = {"eval", "exec", "compile", "__import__", "vars", "globals", "locals", "breakpoint"}
+#: callables that look names up by a value: fine with a constant, flagged with anything else
+LOOKUPS = {"getattr", "setattr", "delattr"}
+DENIED_MODULES = {
+    "importlib",
+    "imp",
+    "inspect",
+    "builtins",
+    "__builtin__",
+    "ctypes",
+    "cffi",
+    "gc",
+    "sys._getframe",
+    "runpy",
+    "code",
+    "codeop",
+    "pkgutil",
+    "marshal",
+    "pickle",
+    "dill",
+    "threading",
+    "_thread",
+    "concurrent",
+    "multiprocessing",
+    # a name resolved to any object (``pydoc.locate("torch.nn.functional." + "soft" + "max")``)
+    "pydoc",
+    "zipimport",
+    # asyncio, socketserver, logging.handlers (which start threads) are not listed: the worker
+    # cannot start a thread at all (seccomp, sandbox/confine.forbid_threads), so importing them
+    # proves nothing, and a correct submission may log
+}
+#: TorchScript built from a string, or code loaded from bytes: it runs in the JIT interpreter,
+#: where neither the static scan (no source) nor the run-time recorder (no Python call) sees it
+UNSEEN_CODE = {"CompilationUnit"}
+UNSEEN_LOADS = {"load"}  # torch.load / torch.jit.load (denied on torch's modules only)
+DENIED_NAMES = {
+    "attrgetter",
+    "methodcaller",
+    "_getframe",
+    "f_globals",
+    "f_locals",
+    "f_back",
+    "f_builtins",
+    "tb_frame",
+    "gi_frame",
+    "cr_frame",
+    "ag_frame",
+}
+ALLOWED_DUNDERS = {
+    "__init__",
+    "__name__",
+    "__qualname__",
+    "__class__",
+    "__doc__",
+    "__version__",
+    "__len__",
+    "__call__",
+    "__module__",
+}
+#: ``__slots__`` (a class body's attribute list) and ``__debug__`` (a constant) reach nothing
+ALLOWED_DUNDER_NAMES = {"__name__", "__file__", "__doc__", "__all__", "__version__", "__annotations__", "__slots__", "__debug__"}
+IDENTIFIER_LIKE = re.compile(r"^[A-Za-z_][\w.:]*$")
+
+#: torch's modules that reach operators or code by a name, or load code: no exercise needs them
+DENIED_TORCH_PATHS = (
+    "torch.library",
+    "torch.overrides",
+    "torch.utils.cpp_extension",
+    "torch.hub",
+    "torch.package",
+    "torch.ops.load_library",
+)
+#: calls whose string arguments are messages for a person, never names of code
+MESSAGE_CALLS = {"print"}
+MESSAGE_CLASSES = ("Error", "Exception", "Warning")
+MESSAGE_METHODS = {"warn", "warning", "info", "debug", "error", "exception", "critical", "log", "write"}

@@ -1,0 +1,316 @@
+"""The scan itself: every banned name and every deny-by-default construct, with its line."""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from .aliases import _plain_modules, _TorchAliases
+from .rules import (
+    ALLOWED_DUNDER_NAMES,
+    ALLOWED_DUNDERS,
+    DENIED_MODULES,
+    DENIED_NAMES,
+    DENIED_TORCH_PATHS,
+    DYNAMIC_CALLS,
+    IDENTIFIER_LIKE,
+    LOOKUPS,
+    UNSEEN_CODE,
+    UNSEEN_LOADS,
+)
+from .tree import (
+    MAIN_GUARD,
+    Violation,
+    _docstrings,
+    _dotted,
+    _export_lists,
+    _instances,
+    _is_dunder,
+    _is_main_guard,
+    _lambda_name,
+    _loop_constants,
+    _message_strings,
+    _module_names,
+    _own_methods,
+    _private,
+    _rebound_class_names,
+    _root,
+)
+
+
+class _Scanner(ast.NodeVisitor):
+    """Banned names (``banned``) are looked for where ``in_scope`` is on; the dynamic,
+    deny-by-default constructs (when ``dynamic``) everywhere."""
+
+    def __init__(self, banned: set[str], dynamic: bool, tree: ast.AST, scope: set[str] | None) -> None:
+        # "autograd.functional": the name ``functional`` only as an attribute or import of a
+        # module path ending in ``autograd`` (never ``torch.nn.functional``)
+        self.banned = {name for name in banned if "." not in name}
+        self.qualified: dict[str, set[str]] = {}
+        for name in banned:
+            if "." in name:
+                owner, _, last = name.rpartition(".")
+                self.qualified.setdefault(last, set()).add(owner)
+        self.dynamic = dynamic
+        self.scope = scope
+        self.found: list[Violation] = []
+        self.stack: list[str] = []
+        self.docstrings = _docstrings(tree) | (_export_lists(tree) if isinstance(tree, ast.Module) else set())
+        self.aliases = _TorchAliases(tree)
+        self.torch = set(self.aliases.paths) | set(self.aliases.returners)
+        self.plain_modules = _plain_modules(tree, self.aliases)
+        self.module_of = {
+            alias.asname or alias.name.split(".")[0]: alias.name if alias.asname else alias.name.split(".")[0]
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Import)
+            for alias in node.names
+        }
+        self.messages = _message_strings(tree)
+        self.loop_constants = _loop_constants(tree)
+        self.sys = _module_names(tree, "sys")
+        self.safe_calls: set[int] = set()  # ids of Name nodes that are the func of an allowed call
+        self.rebound = _rebound_class_names(tree)
+        self.subclassed = {
+            _dotted(base).split(".")[-1] for node in ast.walk(tree) if isinstance(node, ast.ClassDef) for base in node.bases
+        }
+        self.methods = {name: defs for name, defs in _own_methods(tree).items() if name not in self.torch}
+        self.classes: list[str] = []  # the enclosing classes, innermost last
+        self.class_bodies: list[ast.ClassDef] = []
+        self.parents = {
+            id(child): parent for parent in ast.walk(tree) if isinstance(parent, ast.ClassDef) for child in parent.body
+        }
+        self.bodies = set(self.parents) | {
+            id(child) for child in getattr(tree, "body", [])
+        }  # statements of a module or class body
+        self.instances: list[
+            tuple[dict[str, str], set[str]]
+        ] = []  # per enclosing function: (local → own class it surely holds, names bound)
+
+    @property
+    def in_scope(self) -> bool:
+        if self.scope is None:
+            return True
+        qualified = ".".join(self.stack)  # MODULE_LEVEL ("") at top level: in scope only if listed
+        return any(qualified == f or qualified.startswith(f + ".") for f in self.scope)
+
+    def _flag(self, node: ast.AST, text: str) -> None:
+        self.found.append(Violation(getattr(node, "lineno", 0), text, ".".join(self.stack) or "<module>"))
+
+    def _banned(self, name: str) -> bool:
+        return self.in_scope and name in self.banned
+
+    def _banned_path(self, owner: str, name: str) -> bool:
+        """A qualified banned name (``autograd.functional``): ``name`` reached from a module
+        path whose end is the qualifier."""
+        return self.in_scope and any(owner == q or owner.endswith("." + q) for q in self.qualified.get(name, ()))
+
+    def _banned_attribute(self, node: ast.Attribute) -> bool:
+        if self._banned(node.attr):
+            # the attribute of the file's own class, or of an imported module that is not
+            # torch's (``rowmath.softmax``: the student's helper, scanned where it is used)
+            value = node.value
+            plain = isinstance(value, ast.Name) and value.id in self.plain_modules
+            return not plain and not self._own_method(node)
+        if node.attr in self.qualified:
+            owner = self.aliases.path(node.value) or _dotted(node.value)
+            return self._banned_path(owner, node.attr)
+        return False
+
+    def _own_class(self, node: ast.AST) -> str | None:
+        """The file's own class that ``node`` plainly is, or is an instance of, if any."""
+        if isinstance(node, ast.Call):
+            node = node.func if isinstance(node.func, ast.Name) and node.func.id in self.methods else node
+            return node.id if isinstance(node, ast.Name) and node.id in self.methods and node.id not in self.rebound else None
+        if not isinstance(node, ast.Name):
+            return None
+        for trusted, bound in reversed(self.instances):  # innermost scope that binds the name decides
+            if node.id in bound:
+                return trusted.get(node.id)
+        return node.id if node.id in self.methods and node.id not in self.rebound else None
+
+    def _own_method(self, node: ast.Attribute) -> bool:
+        if not isinstance(node.ctx, ast.Load):
+            return False  # assigning `Rows.softmax = …` is no call of the file's own method
+        owner = self._own_class(node.value)
+        return owner is not None and node.attr in self.methods.get(owner, ())
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        self.stack.append(node.name)
+        # self/cls of a method: an instance of its class or of a subclass — trusted only where the
+        # file subclasses it nowhere (a subclass could put torch.Tensor first in the MRO)
+        method_of = (
+            self.classes[-1]
+            if self.classes and self.class_bodies[-1] is self.parents.get(id(node)) and self.classes[-1] not in self.subclassed
+            else None
+        )
+        self.instances.append(_instances(node, self.methods, self.rebound, method_of))
+        self.generic_visit(node)
+        self.instances.pop()
+        self.stack.pop()
+
+    visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        name = _lambda_name(node) if id(node) in self.bodies else None
+        if name is None:
+            self.generic_visit(node)
+            return
+        self.stack.append(name)  # `backward = staticmethod(lambda ctx, d_out: …)` is scoped like its def
+        self.generic_visit(node)
+        self.stack.pop()
+
+    def visit_If(self, node: ast.If) -> None:
+        if self.stack or not _is_main_guard(node):
+            self.generic_visit(node)
+            return
+        self.stack.append(MAIN_GUARD)  # a scope of its own: it never runs when the file is imported
+        self.generic_visit(node)
+        self.stack.pop()
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        self.stack.append(node.name)
+        self.classes.append(node.name)
+        self.class_bodies.append(node)
+        self.generic_visit(node)
+        self.class_bodies.pop()
+        self.classes.pop()
+        self.stack.pop()
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        path = self.aliases.path(node) if self.dynamic else None
+        if self._banned_attribute(node):
+            self._flag(node, _dotted(node))
+        elif self.dynamic:
+            if "DisableTorch" in node.attr or "disable_torch_function" in node.attr.lower():
+                self._flag(node, f"{_dotted(node)} (switches off the recording of torch calls)")
+            elif _is_dunder(node.attr) and node.attr not in ALLOWED_DUNDERS:
+                self._flag(node, f"{_dotted(node)} (dunder attribute access)")
+            elif node.attr in DENIED_NAMES or (node.attr == "modules" and _root(node) in self.sys):
+                self._flag(node, f"{_dotted(node)} (dynamic lookup)")
+            elif node.attr.startswith("_") and not _is_dunder(node.attr) and (_root(node) in self.torch or path):
+                self._flag(node, f"{_dotted(node)} (torch's private namespace{self._alias_note(node, path)})")
+            elif node.attr in UNSEEN_CODE or (node.attr in UNSEEN_LOADS and (_root(node) in self.torch or path)):
+                self._flag(node, f"{_dotted(node)} (runs code the recorder cannot see)")
+            elif path in DENIED_TORCH_PATHS:
+                self._flag(node, f"{_dotted(node)} ({path}: reaches operators or code by a name)")
+            elif self._denied_module_attribute(node):
+                self._flag(node, f"{_dotted(node)} (a module for dynamic code or introspection)")
+        self.generic_visit(node)
+
+    def _constant_names(self, node: ast.AST) -> list[str] | None:
+        """The names a lookup's name argument can hold: a string constant, or a loop variable
+        bound only by ``for name in ("w_q", "w_k", …)`` over string constants; else None."""
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return [node.value]
+        if not isinstance(node, ast.Name):
+            return None
+        return self.loop_constants.get(node.id)
+
+    def _alias_note(self, node: ast.Attribute, path: str | None) -> str:
+        """ ", t is torch" when the object is torch's through a name that is not torch itself."""
+        root = _root(node)
+        if not path or root is None or root == "torch":
+            return ""
+        if root in self.aliases.paths:
+            return f", {root} is {self.aliases.paths[root].split('.…')[0]}"
+        return f", {root}() returns {self.aliases.returners.get(root, 'torch')}"
+
+    def _denied_module_attribute(self, node: ast.Attribute) -> bool:
+        """``logging.handlers.QueueListener`` after ``import logging``: a denied module
+        reached as an attribute of an imported one."""
+        if not isinstance(node.value, (ast.Name, ast.Attribute)):
+            return False
+        dotted = _dotted(node).split(".")
+        module = self.module_of.get(dotted[0]) if dotted[0] in self.plain_modules else None
+        if module is None:
+            return False
+        full = [*module.split("."), *dotted[1:]]
+        return ".".join(full) in DENIED_MODULES
+
+    def visit_Name(self, node: ast.Name) -> None:
+        if self.dynamic and id(node) not in self.safe_calls:
+            if node.id in DYNAMIC_CALLS or node.id in LOOKUPS:
+                self._flag(node, f"{node.id} (dynamic lookup or code)")
+            elif "DisableTorch" in node.id:
+                self._flag(node, f"{node.id} (switches off the recording of torch calls)")
+            elif _is_dunder(node.id) and node.id not in ALLOWED_DUNDER_NAMES:
+                self._flag(node, f"{node.id} (dunder name)")
+            elif node.id in DENIED_NAMES:
+                self._flag(node, f"{node.id} (dynamic lookup)")
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        if not isinstance(node.value, str) or id(node) in self.docstrings or id(node) in self.messages or not self.in_scope:
+            return
+        text = node.value.strip()
+        if IDENTIFIER_LIKE.match(text):
+            parts = re.split(r"[.:]+", text)
+            hit = next((p for p in parts if p in self.banned), None)
+            if hit is not None:
+                self._flag(node, f"the string {text[:60]!r} (names {hit})")
+            elif self.dynamic and any("DisableTorch" in p or p == "_C" for p in parts):
+                self._flag(node, f"the string {text[:60]!r} (names torch internals)")
+
+    def _import(self, node: ast.AST, module: str, name: str | None, asname: str | None) -> None:
+        full = f"{module}.{name}" if name else module
+        parts = full.split(".")
+        # only torch's own names count: ``from rowmath import softmax`` imports the student's
+        # function (its file is scanned where it is used)
+        torch_path = parts[0] == "torch"
+        owner = ".".join(parts[:-1])
+        if torch_path and (self._banned(parts[-1]) or self._banned_path(owner, parts[-1])):
+            self._flag(node, f"from {module} import {name}" if name else f"import {module}")
+        if not self.dynamic:
+            return
+        label = f"from {module} import {name}" if name else f"import {module}"
+        if name == "*" and parts[0] == "torch":
+            self._flag(node, f"{label} (wildcard import from torch)")
+        elif any(".".join(parts[: i + 1]) in DENIED_MODULES for i in range(len(parts))):
+            self._flag(node, f"{label} (a module for dynamic code or introspection)")
+        elif parts[0] == "torch" and any(_private(p) for p in parts[1:]):
+            self._flag(node, f"{label} (torch's private namespace)")
+        elif any(".".join(parts[: i + 1]) in DENIED_TORCH_PATHS for i in range(len(parts))):
+            self._flag(node, f"{label} (reaches operators or code by a name)")
+        elif name in UNSEEN_CODE or (parts[0] == "torch" and name in UNSEEN_LOADS):
+            self._flag(node, f"{label} (runs code the recorder cannot see)")
+        elif name is not None and (
+            name in DENIED_NAMES or "DisableTorch" in name or _is_dunder(name) or (parts[0] == "sys" and name == "modules")
+        ):
+            self._flag(node, f"{label} (dynamic lookup)")
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            self._import(node, alias.name, None, alias.asname)
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        module = "." * node.level + (node.module or "")
+        for alias in node.names:
+            self._import(node, module, alias.name, alias.asname)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        func = node.func
+        if isinstance(func, ast.Name) and func.id in LOOKUPS and len(node.args) >= 2:
+            name = node.args[1]
+            values = self._constant_names(name)
+            if values is not None:
+                self.safe_calls.add(id(func))
+                for value in values:
+                    if self._banned(value):
+                        self._flag(node, f"{func.id}(…, {value!r})")
+                    elif self.dynamic and (
+                        _is_dunder(value)
+                        or value.startswith("_")
+                        and (_root(node.args[0]) in self.torch or self.aliases.path(node.args[0]) is not None)
+                        or self.aliases.path(node.args[0]) is not None
+                        and f"{self.aliases.path(node.args[0])}.{value}" in DENIED_TORCH_PATHS
+                        or "DisableTorch" in value
+                    ):
+                        self._flag(node, f"{func.id}(…, {value!r}) (private or dunder attribute)")
+                if isinstance(name, ast.Constant):
+                    self.docstrings.add(id(name))  # a constant attribute name, judged here
+            elif self.dynamic:
+                self._flag(node, f"{func.id} with a computed name")
+                self.safe_calls.add(id(func))
+        elif isinstance(func, ast.Name) and func.id in DYNAMIC_CALLS and self.dynamic:
+            self._flag(node, f"{func.id}(…) (dynamic lookup or code)")
+            self.safe_calls.add(id(func))
+        self.generic_visit(node)

@@ -1,0 +1,326 @@
+"""Facts read off a submission's syntax tree: dotted names, docstrings, own methods and instances, imports, messages."""
+
+from __future__ import annotations
+
+import ast
+import functools
+from dataclasses import dataclass
+
+from .rules import ALLOWED_DUNDERS, MESSAGE_CALLS, MESSAGE_CLASSES, MESSAGE_METHODS
+
+
+@dataclass(frozen=True)
+class Violation:
+    line: int
+    found: str
+    function: str
+
+    def frame(self, file: str) -> dict:
+        return {"file": file, "line": self.line, "function": self.function}
+
+
+def _dotted(node: ast.AST) -> str:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+    elif isinstance(node, ast.Call):
+        parts.append(_dotted(node.func) + "()")
+    elif isinstance(node, ast.Subscript):
+        parts.append(_dotted(node.value) + "[…]")
+    else:
+        parts.append("…")
+    return ".".join(reversed(parts))
+
+
+def _root(node: ast.AST) -> str | None:
+    while isinstance(node, (ast.Attribute, ast.Subscript, ast.Call)):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _is_dunder(name: str) -> bool:
+    return name.startswith("__") and name.endswith("__") and len(name) > 4
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not (_is_dunder(name) and name in ALLOWED_DUNDERS)
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    """ids of the string constants that are docstrings (never scanned)."""
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+                out.add(id(first.value))
+    return out
+
+
+def _export_lists(tree: ast.Module) -> set[int]:
+    """ids of the string constants of the module's ``__all__`` (``__all__ = [...]``, ``+=``,
+    annotated): export names, never scanned — ``__all__ = ["cross_entropy", …]`` lists the
+    file's own functions, and a name there reaches nothing."""
+    out = set()
+    for node in tree.body:
+        targets = (
+            node.targets
+            if isinstance(node, ast.Assign)
+            else [node.target]
+            if isinstance(node, (ast.AugAssign, ast.AnnAssign))
+            else []
+        )
+        if node_value := getattr(node, "value", None):
+            if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets) and isinstance(
+                node_value, (ast.List, ast.Tuple, ast.Set)
+            ):
+                out.update(id(e) for e in node_value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str))
+    return out
+
+
+def _own_methods(tree: ast.AST) -> dict[str, set[str]]:
+    """Class name → the methods its body defines (``def``), for every class the file defines
+    once (a name defined twice could be either class)."""
+    classes = [node for node in ast.walk(tree) if isinstance(node, ast.ClassDef)]
+    names = [node.name for node in classes]
+    return {
+        node.name: {item.name for item in node.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        for node in classes
+        if names.count(node.name) == 1
+    }
+
+
+def _own_scope(node: ast.AST):
+    """The nodes of a function's own scope (nested functions, lambdas and classes left out)."""
+    todo = list(ast.iter_child_nodes(node))
+    while todo:
+        sub = todo.pop()
+        yield sub
+        if not isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            todo.extend(ast.iter_child_nodes(sub))
+
+
+def _bound_names(node: ast.AST) -> list[str]:
+    """Names a node binds: assignment targets, loop/with/except targets, imports, parameters, defs."""
+    if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+        return [node.id]
+    if isinstance(node, ast.arg):
+        return [node.arg]
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return [(a.asname or a.name).split(".")[0] for a in node.names]
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return [node.name]
+    if isinstance(node, ast.ExceptHandler) and node.name:
+        return [node.name]
+    if isinstance(node, (ast.Global, ast.Nonlocal)):
+        return list(node.names)
+    if isinstance(node, ast.MatchAs) and node.name:
+        return [node.name]
+    return []
+
+
+def _rebound_class_names(tree: ast.AST) -> set[str]:
+    """Names bound anywhere in the file other than by a ``class`` statement: such a name may
+    hold something else than the class at a call, so it proves nothing."""
+    return {name for node in ast.walk(tree) for name in _bound_names(node)}
+
+
+def _instances(
+    function: ast.AST, methods: dict[str, set[str]], rebound: set[str], method_of: str | None
+) -> tuple[dict[str, str], set[str]]:
+    """Locals of ``function`` that surely hold one of the file's own classes or instances —
+    every binding in the function's scope is ``name = OwnClass(…)`` (the class name never
+    rebound), and ``self``/``cls`` of a method not rebound in it — and every name the
+    function's scope binds (a closure sees an outer local only where it binds none itself)."""
+    bindings: dict[str, int] = {}
+    constructed: dict[str, list[str]] = {}
+    for sub in _own_scope(function):
+        for name in _bound_names(sub):
+            bindings[name] = bindings.get(name, 0) + 1
+        if isinstance(sub, ast.Assign) and len(sub.targets) == 1 and isinstance(sub.targets[0], ast.Name):
+            call = sub.value
+            if (
+                isinstance(call, ast.Call)
+                and isinstance(call.func, ast.Name)
+                and call.func.id in methods
+                and call.func.id not in rebound
+            ):
+                constructed.setdefault(sub.targets[0].id, []).append(call.func.id)
+    out = {
+        name: classes[0]
+        for name, classes in constructed.items()
+        if len(set(classes)) == 1 and len(classes) == bindings.get(name, 0)
+    }
+    args = function.args if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
+    if method_of is not None and args is not None:
+        positional = args.posonlyargs + args.args
+        first = positional[0].arg if positional else None
+        if first in ("self", "cls") and bindings.get(first, 0) == 1:  # the parameter itself only
+            out[first] = method_of
+    return out, set(bindings)
+
+
+def _module_names(tree: ast.AST, package: str) -> set[str]:
+    """Names bound to ``package`` or one of its modules by an import anywhere in the file."""
+    names = {package}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == package:
+                    names.add(alias.asname or alias.name.split(".")[0])
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == package:
+            names.update(alias.asname or alias.name for alias in node.names)
+    return names
+
+
+def _torch_imports(tree: ast.AST) -> dict[str, str]:
+    """Names an import binds to torch or one of its modules/objects, with the path:
+    ``import torch.nn.functional as F`` → {"F": "torch.nn.functional"},
+    ``import torch.nn`` → {"torch": "torch"}, ``from torch import nn`` → {"nn": "torch.nn"}."""
+    out: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == "torch":
+                    out[alias.asname or "torch"] = alias.name if alias.asname else "torch"
+        elif isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] == "torch":
+            for alias in node.names:
+                if alias.name != "*":
+                    out[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    return out
+
+
+def _message_strings(tree: ast.AST) -> set[int]:
+    """ids of the string constants that are messages for a person: the text of a raised
+    exception, an assert's message, what is printed, warned or logged, an f-string's text,
+    a string formatted with ``%`` or ``.format`` there — never a name that selects code."""
+    out: set[int] = set()
+
+    def message(expr: ast.AST | None) -> None:
+        if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
+            out.add(id(expr))
+        elif isinstance(expr, ast.JoinedStr):
+            out.update(id(v) for v in expr.values if isinstance(v, ast.Constant))
+        elif isinstance(expr, ast.BinOp) and isinstance(expr.op, (ast.Mod, ast.Add)):
+            message(expr.left)
+            message(expr.right)
+        elif isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr == "format":
+            message(expr.func.value)
+
+    def arguments(call: ast.AST | None) -> None:
+        if isinstance(call, ast.Call):
+            for arg in [*call.args, *(k.value for k in call.keywords)]:
+                message(arg)
+        else:
+            message(call)
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Raise):
+            arguments(node.exc)
+        elif isinstance(node, ast.Assert):
+            message(node.msg)
+        elif isinstance(node, ast.JoinedStr):
+            message(node)
+        elif isinstance(node, ast.Call):
+            func = node.func
+            named = isinstance(func, ast.Name) and (func.id in MESSAGE_CALLS or func.id.endswith(MESSAGE_CLASSES))
+            if named or (isinstance(func, ast.Attribute) and func.attr in MESSAGE_METHODS):
+                arguments(node)
+    return out
+
+
+def _loop_constants(tree: ast.AST) -> dict[str, list[str]]:
+    """Names bound only as the variable of ``for`` loops over displays of string constants
+    (``for name in ("w_q", "w_k"): setattr(self, name, …)``), with every value they take."""
+    counts: dict[str, int] = {}
+    for node in ast.walk(tree):
+        for name in _bound_names(node):
+            counts[name] = counts.get(name, 0) + 1
+    values: dict[str, list[str]] = {}
+    loops: dict[str, int] = {}
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, (ast.For, ast.comprehension))
+            and isinstance(node.target, ast.Name)
+            and isinstance(node.iter, (ast.Tuple, ast.List, ast.Set))
+            and node.iter.elts
+            and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.iter.elts)
+        ):
+            values.setdefault(node.target.id, []).extend(e.value for e in node.iter.elts)
+            loops[node.target.id] = loops.get(node.target.id, 0) + 1
+    return {name: found for name, found in values.items() if counts.get(name, 0) == loops[name]}
+
+
+@functools.lru_cache(maxsize=32)
+def _parse(source: str) -> ast.Module:
+    """Suites scan the same file in many tests: parse it once (the tree is never modified)."""
+    return ast.parse(source)
+
+
+def _lambda_name(node: ast.AST) -> str | None:
+    """``f = lambda …`` or ``f = staticmethod(lambda …)`` (classmethod too): a function
+    written as an assignment; its name, else None."""
+    if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
+        return None
+    value = node.value
+    if (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Name)
+        and value.func.id in ("staticmethod", "classmethod")
+        and len(value.args) == 1
+    ):
+        value = value.args[0]
+    return node.targets[0].id if isinstance(value, ast.Lambda) else None
+
+
+def imported(source: str, available: dict[str, str]) -> dict[str, str]:
+    """The files among ``available`` (module name → source) that ``source`` imports, directly
+    or through each other."""
+    out: dict[str, str] = {}
+    todo = [source]
+    while todo:
+        try:
+            tops = _imported_tops(todo.pop())
+        except SyntaxError:
+            continue
+        for top in tops:
+            if top in available and top not in out:
+                out[top] = available[top]
+                todo.append(available[top])
+    return out
+
+
+MODULE_LEVEL = ""  # the scope name of a module's top-level code (outside any def or class)
+MAIN_GUARD = "__main__"  # the pseudo-scope of a module's `if __name__ == "__main__":` block
+
+
+def _is_main_guard(node: ast.AST) -> bool:
+    test = node.test if isinstance(node, ast.If) else None
+    return (
+        isinstance(test, ast.Compare)
+        and isinstance(test.left, ast.Name)
+        and test.left.id == "__name__"
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ast.Eq)
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value == "__main__"
+    )
+
+
+@functools.lru_cache(maxsize=64)
+def _imported_tops(source: str) -> tuple[str, ...]:
+    """The top-level package of every absolute import in ``source``, in the order found."""
+    tops = []
+    for node in ast.walk(_parse(source)):
+        names = (
+            [a.name for a in node.names]
+            if isinstance(node, ast.Import)
+            else [node.module or ""]
+            if isinstance(node, ast.ImportFrom) and not node.level
+            else []
+        )
+        tops += [name.split(".")[0] for name in names]
+    return tuple(tops)
