@@ -1,0 +1,35 @@
+"""Trusted procedures that run *inside* the worker and call into the submission.
+
+A probe is ``def probe(ctx, *args, **kwargs) -> data``: ``ctx.module("qkv")`` gives a
+submission module, ``ctx.watch_ops()`` records the torch functions/aten operators used,
+``ctx.watch_autograd()`` records any autograd use. What a probe returns crosses back as
+data only. The grader never trusts a probe's result more than the submission it ran:
+expected values are always computed on the trusted side.
+
+Suites can ship their own probes (``autograder.testing.probe``); their source is sent to
+the worker and may be read by the submission, so a probe holds glue, never answers.
+"""
+
+from __future__ import annotations
+
+from .bans import AUTOGRAD_TRIPWIRE, THREAD_BAN, KernelBan, kernel_registrations, own_frame, remove_kernel_handles
+from .builtin import BUILTIN, PlainFunctionCtx, call, call_with_grad, construct, describe_module, resolve
+from .recorders import DispatchRecorder, OpRecorder
+
+__all__ = [
+    "AUTOGRAD_TRIPWIRE",
+    "BUILTIN",
+    "DispatchRecorder",
+    "KernelBan",
+    "OpRecorder",
+    "PlainFunctionCtx",
+    "THREAD_BAN",
+    "call",
+    "call_with_grad",
+    "construct",
+    "describe_module",
+    "kernel_registrations",
+    "own_frame",
+    "remove_kernel_handles",
+    "resolve",
+]

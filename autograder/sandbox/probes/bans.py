@@ -1,0 +1,300 @@
+"""What cannot run at all during a rule-checked call: replaced kernels (``KernelBan``), a
+second thread (``THREAD_BAN``), autograd (``AUTOGRAD_TRIPWIRE``); the submission's frame."""
+
+from __future__ import annotations
+
+import fnmatch
+import functools
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+
+def own_frame(own_files: str) -> list:
+    """[file relative to the submission, line, function] of the innermost frame of the
+    submission's files on the current Python stack, or ["", 0, ""]."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if name.startswith(own_files):
+            return [name[len(own_files) :], frame.f_lineno, frame.f_code.co_name]
+        frame = frame.f_back
+    return ["", 0, ""]
+
+
+_REGISTRATIONS: list[tuple[str, str]] | None = None
+#: computes nothing (shapes only), and torch refuses a Python kernel there for composite ops
+_SKIPPED_KEYS = frozenset({"Meta"})
+
+
+def kernel_registrations() -> list[tuple[str, str]]:
+    """Every (ATen operator with its overload, dispatch key) with a kernel registered for
+    that key — backends, alias keys (``CompositeExplicitAutograd``: the kernel of every
+    backend without one of its own), autograd, functorch, autocast. Read once from torch's
+    registry; the fork server computes it before forking (``zygote._warm_up``)."""
+    global _REGISTRATIONS
+    if _REGISTRATIONS is None:
+        found = []
+        for key in torch._C.DispatchKey.__members__:
+            if key in _SKIPPED_KEYS:
+                continue
+            try:
+                names = torch._C._dispatch_get_registrations_for_dispatch_key(key)
+            except (RuntimeError, ValueError):  # not a key one can register for
+                continue
+            found += [(name, key) for name in names if name.startswith("aten::")]
+        _REGISTRATIONS = found
+    return _REGISTRATIONS
+
+
+def _aten_base(qualified: str) -> str:
+    """``aten::_softmax.out`` → ``_softmax``; an in-place ``add_`` → ``add``."""
+    name = qualified.split("::", 1)[1].split(".", 1)[0]
+    return name[:-1] if name.endswith("_") and not name.endswith("__") and len(name) > 1 else name
+
+
+#: patterns → their (operator, key) registrations: a worker runs a rule's calls several times
+_TARGETS: dict[tuple[str, ...], list[tuple[str, str]]] = {}
+
+
+class KernelBan:
+    """While active, the kernels of the ATen operators whose name matches one of
+    ``patterns`` (``fnmatch`` on the name without namespace and overload: ``*softmax*``,
+    ``_make_dual``) are *replaced* process-wide, on every dispatch key they have a kernel
+    for: whoever calls such an operator, however (a Python name, ``torch.ops``,
+    ``OpOverload.redispatch`` past ``RecordFunction``, a backward node, TorchScript, a custom
+    operator's body), runs ``refuse``, which records the use and raises. Leaving restores
+    torch's kernels (the registrations are undone; the dispatcher falls back to the earlier
+    kernel of each key)."""
+
+    def __init__(self, patterns: tuple[str, ...], on_use: Callable[[str], None]) -> None:
+        self.patterns = patterns
+        self.on_use = on_use
+        self._lib = None
+
+    def targets(self) -> list[tuple[str, str]]:
+        cached = _TARGETS.get(self.patterns)
+        if cached is not None:
+            return cached
+        matched: dict[str, bool] = {}
+        out = []
+        for name, key in kernel_registrations():
+            hit = matched.get(name)
+            if hit is None:
+                base = _aten_base(name)
+                hit = matched[name] = any(fnmatch.fnmatchcase(base, p) for p in self.patterns)
+            if hit:
+                out.append((name, key))
+        _TARGETS[self.patterns] = out
+        return out
+
+    def _kernel(self, op: str) -> Callable[..., Any]:
+        on_use = self.on_use
+
+        def refuse(*args, **kwargs):
+            on_use(op)
+            raise RuntimeError(f"{op} is switched off during this call: the exercise's rule forbids it")
+
+        return refuse
+
+    def __enter__(self):
+        import warnings
+
+        self._lib = torch.library.Library("aten", "IMPL")
+        self.failed: list[tuple[str, str]] = []  # none on torch 2.13 (tests/grader/test_kernel_replacement.py)
+        kernels: dict[str, Callable[..., Any]] = {}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "Overriding a previously registered kernel": that is the point
+            for name, key in self.targets():
+                op = name.split(".", 1)[0]
+                kernel = kernels.get(op) or kernels.setdefault(op, self._kernel(op))
+                try:
+                    self._lib.impl(name.split("::", 1)[1], kernel, key)
+                except RuntimeError:  # a key torch will not take a Python kernel for
+                    self.failed.append((name, key))
+        return self
+
+    def __exit__(self, *exc):
+        if self._lib is not None:
+            self._lib._destroy()
+            self._lib = None
+        return False
+
+
+class _ThreadBan:
+    """Python's way to start a thread, removed from the worker before any submission code
+    is imported (``install``): ``_thread.start_new_thread`` and every alias of it are
+    replaced by ``refuse``, which starts nothing, notes the attempt and raises the error
+    CPython raises when the system refuses a thread. The seccomp filter
+    (``seccomp.thread_program``) refuses threads to C code too; this layer keeps the
+    worker single-threaded where seccomp is unavailable, and makes an attempt a fact even
+    when the code catches the error: during a rule check (``gate``) it is a violation."""
+
+    def __init__(self) -> None:
+        self.own_files = ""
+        self.gate: Any = None  # a recorders.DispatchRecorder, or None (it imports this module)
+        self.installed = False
+
+    def refuse(self, *args, **kwargs):
+        file, line, function = own_frame(self.own_files)
+        where = f" at {file}:{line} ({function})" if file else ""
+        if self.gate is not None:
+            self.gate.tampered.add(
+                f"tried to start a thread{where}: exercise code runs on one thread, and trying to run part of it "
+                "elsewhere during the rule check counts as breaking the rule"
+            )
+        raise RuntimeError("can't start new thread")
+
+    def install(self, own_files: str) -> None:
+        """Once per worker, before the submission is imported. torch's own thread counts
+        are fixed at one (the fork server set them); a request for more is accepted and
+        ignored, as honest code that asks for speed must not fail."""
+        import _thread
+        import threading
+
+        self.own_files = own_files
+        if self.installed:
+            return
+        originals = {id(getattr(_thread, n)) for n in dir(_thread) if n.startswith("start_")}
+        for module in (_thread, threading):
+            for name, value in list(vars(module).items()):
+                if id(value) in originals:
+                    setattr(module, name, self.refuse)
+        for owner in (torch, torch._C):
+            for name in ("set_num_threads", "set_num_interop_threads"):
+                if hasattr(owner, name):
+                    setattr(owner, name, _one_thread)
+        self.installed = True
+
+
+def _one_thread(n: int) -> None:
+    """torch.set_num_threads / set_num_interop_threads in the worker: checked like torch's,
+    then ignored (the worker runs on one thread)."""
+    if type(n) is not int and not hasattr(n, "__index__"):
+        raise TypeError(f"set_num_threads expected an int, got {type(n).__name__}")
+    if int(n) < 1:
+        raise RuntimeError("Number of threads must be positive")
+
+
+THREAD_BAN = _ThreadBan()
+
+
+def remove_kernel_handles() -> None:
+    """Before any submission code: torch's one binding that hands out a kernel as a callable
+    (``torch.library.get_kernel`` calls it) is replaced. A handle taken before a rule check
+    would call the C++ kernel directly, past KernelBan's replacement; no other reference to
+    the binding exists (only torch._C's dict holds it), so none can be recovered."""
+    name = "_dispatch_get_computed_kernel_for_dispatch_key"
+    if hasattr(torch._C, name):
+        setattr(torch._C, name, _no_kernel_handles)
+
+
+def _no_kernel_handles(*args, **kwargs):
+    raise RuntimeError("the grader's worker hands out no kernel functions: call the operator itself")
+
+
+#: C functions that switch the recording of operators off (called from any frame while it runs)
+_DISPATCH_SWITCHES = {
+    "_enable_record_function",
+    "_disable_profiler_legacy",
+    "_enable_profiler_legacy",
+    "_disable_profiler",
+    "_enable_profiler",
+    "_prepare_profiler",
+    "setprofile",
+    "settrace",
+    "setprofile_all_threads",
+    "settrace_all_threads",
+    "_set_profiler_node_id",
+}
+
+
+class _AutogradTripwire:
+    """Wraps autograd's entry points once, before any submission module is imported, so
+    that even ``from torch.autograd import grad`` at import time gets the wrapped name.
+    Pass-through unless armed; while armed, every use is recorded."""
+
+    def __init__(self) -> None:
+        self.uses: set[str] | None = None
+        self.installed = False
+        #: a DispatchRecorder with ``autograd_off``: grad mode cannot be switched on while set
+        self.locked: Any = None  # a recorders.DispatchRecorder, or None
+
+    def arm(self, uses: set[str]) -> None:
+        self.uses = uses
+
+    def disarm(self) -> None:
+        self.uses = None
+
+    def _wrap(self, owner: Any, attr: str, label: str) -> None:
+        original = getattr(owner, attr, None)
+        if original is None or getattr(original, "_autograder_tripwire", False):
+            return
+        tripwire = self
+
+        @functools.wraps(original)
+        def wrapper(*args, **kwargs):
+            if tripwire.uses is not None:
+                if attr != "_set_grad_enabled" or (args and args[0]):
+                    tripwire.uses.add(label)
+            if tripwire.locked is not None and attr == "_set_grad_enabled" and args and args[0]:
+                tripwire.locked.tampered.add(
+                    "switched grad mode on (torch.enable_grad / torch.set_grad_enabled) where autograd is off: "
+                    "no autograd graph can be built there"
+                )
+                raise RuntimeError("grad mode cannot be switched on here: this exercise computes gradients by hand")
+            return original(*args, **kwargs)
+
+        wrapper._autograder_tripwire = True  # type: ignore[attr-defined]
+        del wrapper.__wrapped__  # functools.wraps would hand out the unwatched original
+        setattr(owner, attr, wrapper)
+
+    def _watch_engine(self) -> None:
+        """Every backward pass run from Python goes through ``Variable._execution_engine``
+        (``grad``, ``backward``, and their unwrapped originals alike): watch it there."""
+        from torch.autograd.variable import Variable
+
+        engine = Variable.__dict__.get("_execution_engine")
+        if engine is None or isinstance(engine, _WatchedEngine):
+            return
+        Variable._execution_engine = _WatchedEngine(engine, self)
+
+    def install(self) -> None:
+        if self.installed:
+            return
+        import torch.autograd.functional as agf
+        import torch.autograd.graph as agg
+        import torch.func as tfunc
+
+        self._wrap(torch.autograd, "grad", "torch.autograd.grad")
+        self._wrap(torch.autograd, "backward", "torch.autograd.backward")
+        self._wrap(torch.Tensor, "backward", "Tensor.backward")
+        self._wrap(agg, "_engine_run_backward", "autograd engine")
+        self._wrap(torch._C, "_set_grad_enabled", "enable_grad")
+        for name in ("vjp", "jvp", "jacobian", "hessian", "vhp", "hvp"):
+            self._wrap(agf, name, f"torch.autograd.functional.{name}")
+        for name in ("grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "linearize"):
+            self._wrap(tfunc, name, f"torch.func.{name}")
+        self._watch_engine()
+        self.installed = True
+
+
+class _WatchedEngine:
+    """Stands in for autograd's engine object: records a backward run while armed."""
+
+    def __init__(self, engine: Any, tripwire: _AutogradTripwire) -> None:
+        self._engine = engine
+        self._tripwire = tripwire
+
+    def run_backward(self, *args, **kwargs):
+        if self._tripwire.uses is not None:
+            self._tripwire.uses.add("autograd engine (a backward pass)")
+        return self._engine.run_backward(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._engine, name)
+
+
+AUTOGRAD_TRIPWIRE = _AutogradTripwire()

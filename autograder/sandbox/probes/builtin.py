@@ -1,0 +1,209 @@
+"""The builtin probes (``call``, ``call_with_grad``, ``construct``) and their helpers."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+
+# --------------------------------------------------------------------------- helpers
+class PlainFunctionCtx:
+    """Stands in for autograd's ``ctx`` when a probe calls ``Function.forward``/``backward``
+    directly, outside the autograd engine."""
+
+    def __init__(self, needs_input_grad: tuple[bool, ...] = (True, True, True, False)) -> None:
+        self.needs_input_grad = needs_input_grad
+        self.saved_tensors: tuple = ()
+
+    def save_for_backward(self, *tensors: Any) -> None:
+        self.saved_tensors = tensors
+
+    def mark_non_differentiable(self, *args: Any) -> None:
+        pass
+
+    def mark_dirty(self, *args: Any) -> None:
+        pass
+
+    def set_materialize_grads(self, value: bool) -> None:
+        pass
+
+
+def resolve(module: Any, target: str) -> Any:
+    obj = module
+    for part in target.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def describe_module(module: torch.nn.Module) -> dict:
+    """Structure of an nn.Module as data: submodules, parameters, buffers, state_dict keys."""
+    non_persistent: set[str] = set()
+    for prefix, sub in module.named_modules():
+        for name in getattr(sub, "_non_persistent_buffers_set", ()):
+            non_persistent.add(f"{prefix}.{name}" if prefix else name)
+    return {
+        "type": type(module).__name__,
+        "modules": [
+            {
+                "name": name,
+                "type": f"{type(sub).__module__}.{type(sub).__qualname__}",
+                "in_features": getattr(sub, "in_features", None) if type(sub) is torch.nn.Linear else None,
+                "out_features": getattr(sub, "out_features", None) if type(sub) is torch.nn.Linear else None,
+                "bias": (sub.bias is not None) if type(sub) is torch.nn.Linear else None,
+            }
+            for name, sub in module.named_modules()
+            if name
+        ],
+        "parameters": [
+            {"name": n, "shape": list(p.shape), "dtype": str(p.dtype).replace("torch.", ""), "requires_grad": p.requires_grad}
+            for n, p in module.named_parameters()
+        ],
+        "buffers": [
+            {
+                "name": n,
+                "shape": list(b.shape),
+                "dtype": str(b.dtype).replace("torch.", ""),
+                "persistent": n not in non_persistent,
+                "value": b.detach().clone() if b.numel() <= 1 << 16 else None,
+            }
+            for n, b in module.named_buffers()
+        ],
+        "state_dict": list(module.state_dict().keys()),
+        "training": module.training,
+    }
+
+
+def _vjp_loss(out: torch.Tensor, grad_output: torch.Tensor) -> torch.Tensor:
+    """⟨out, grad_output⟩: its gradient is the vector-Jacobian product autograd.grad(out,
+    x, grad_output) would give, without the grad_outputs path whose first use imports sympy."""
+    if type(grad_output) is not torch.Tensor or grad_output.shape != out.shape:
+        raise ValueError(f"output has shape {list(out.shape)}, expected {list(getattr(grad_output, 'shape', []))}")
+    return (out * grad_output.to(out.dtype)).sum()
+
+
+def _requires_grad(values: list, wrt: list[int]) -> list:
+    out = list(values)
+    for i in wrt:
+        out[i] = out[i].detach().clone().requires_grad_(True)
+    return out
+
+
+# --------------------------------------------------------------------------- builtin probes
+# Keyword-only: the trusted side (testing/remote.py) names every field it sends.
+def call(
+    ctx,
+    *,
+    module: str,
+    target: str,
+    args: list,
+    kwargs: dict,
+    record_ops: bool = False,
+    return_args: bool = False,
+    record_dispatch: bool = False,
+    replace_ops: list | None = None,
+) -> dict:
+    """Call ``module.target(*args, **kwargs)``; optionally record ops (torch functions, and
+    with ``record_dispatch`` the dispatcher's operators, the kernels of those matching
+    ``replace_ops`` replaced: see KernelBan) and return the arguments as they are
+    afterwards (to detect in-place modification)."""
+    fn = resolve(ctx.module(module), target)
+    with ctx.watch_ops(record_ops), ctx.watch_dispatch("call", record_dispatch, replace_ops or ()):
+        value = fn(*args, **kwargs)
+    result = {"value": value}
+    if return_args:
+        result["args"] = list(args)
+        result["kwargs"] = dict(kwargs)
+    return result
+
+
+def call_with_grad(
+    ctx,
+    *,
+    module: str,
+    target: str,
+    args: list,
+    kwargs: dict,
+    wrt: list[int],
+    grad_output: Any,
+    output_index: int | None = None,
+    record_ops: bool = False,
+) -> dict:
+    """Forward through the submission, then autograd back to the arguments listed in
+    ``wrt`` with the given upstream gradient. Unused inputs get ``None``."""
+    fn = resolve(ctx.module(module), target)
+    args = _requires_grad(list(args), wrt)
+    with ctx.watch_ops(record_ops):
+        value = fn(*args, **kwargs)
+    out = value[output_index] if output_index is not None else value
+    if type(out) is not torch.Tensor or not out.requires_grad:
+        return {"value": value, "grads": None, "why": "output does not require grad"}
+    grads = torch.autograd.grad(_vjp_loss(out, grad_output), [args[i] for i in wrt], allow_unused=True)
+    return {"value": value, "grads": list(grads)}
+
+
+def construct(
+    ctx,
+    *,
+    module: str,
+    cls: str,
+    init_args: list,
+    init_kwargs: dict,
+    state: dict | None = None,
+    calls: list | None = None,
+    mode: str = "eval",
+    grad: dict | None = None,
+    record_ops: bool = False,
+    describe: bool = True,
+    dtype: torch.dtype | None = None,
+    record_dispatch: bool = False,
+    replace_ops: list | None = None,
+) -> dict:
+    """Build ``module.cls(*init_args, **init_kwargs)``, optionally load a state_dict
+    (non-strict; missing/unexpected keys are returned under ``load``), run
+    ``calls`` (a list of ``[method, args, kwargs]``) and optionally backprop ``grad``
+    (``{"call": i, "output_index": j|None, "grad_output": t, "wrt": [arg indices]}``)."""
+    obj = resolve(ctx.module(module), cls)(*init_args, **init_kwargs)
+    result: dict[str, Any] = {}
+    is_module = isinstance(obj, torch.nn.Module)
+    if is_module and dtype is not None:
+        obj = obj.to(dtype)  # before loading the state, so float64 weights keep their precision
+    if is_module and describe:
+        result["describe"] = describe_module(obj)
+    if state is not None:
+        incompatible = obj.load_state_dict(state, strict=False)
+        result["load"] = {"missing": list(incompatible.missing_keys), "unexpected": list(incompatible.unexpected_keys)}
+    if is_module:
+        obj.train(mode == "train")
+    outputs = []
+    inputs_with_grad: list = []
+    for i, (method, args, kwargs) in enumerate(calls or []):
+        args = list(args)
+        if grad is not None and grad.get("call") == i:
+            args = _requires_grad(args, grad.get("wrt", []))
+            inputs_with_grad = [args[j] for j in grad.get("wrt", [])]
+        with ctx.watch_ops(record_ops), ctx.watch_dispatch("call", record_dispatch, replace_ops or ()):
+            outputs.append(getattr(obj, method)(*args, **kwargs))
+    result["outputs"] = outputs
+    if grad is not None:
+        out = outputs[grad["call"]]
+        if grad.get("output_index") is not None:
+            out = out[grad["output_index"]]
+        params = [p for _, p in obj.named_parameters()] if is_module else []
+        names = [n for n, _ in obj.named_parameters()] if is_module else []
+        if type(out) is torch.Tensor and out.requires_grad:
+            grads = torch.autograd.grad(_vjp_loss(out, grad["grad_output"]), inputs_with_grad + params, allow_unused=True)
+            result["input_grads"] = list(grads[: len(inputs_with_grad)])
+            result["param_grads"] = dict(zip(names, grads[len(inputs_with_grad) :]))
+        else:
+            result["input_grads"] = None
+            result["param_grads"] = None
+    return result
+
+
+BUILTIN: dict[str, Callable[..., Any]] = {
+    "call": call,
+    "call_with_grad": call_with_grad,
+    "construct": construct,
+}

@@ -1,0 +1,268 @@
+"""What the code inside a call used: the torch functions (``OpRecorder``) and the operators
+the dispatcher ran (``DispatchRecorder``), with the submission's line."""
+
+from __future__ import annotations
+
+import sys
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+from .bans import _DISPATCH_SWITCHES, AUTOGRAD_TRIPWIRE, THREAD_BAN, KernelBan, own_frame
+
+
+# --------------------------------------------------------------------------- recorders
+class OpRecorder(TorchFunctionMode):
+    """Records the name of every torch function the code inside calls, in any spelling:
+    ``torch.softmax``, ``F.softmax``, ``Tensor.softmax``, ``torch.special.softmax``,
+    ``nn.Softmax``, ``torch._C._VariableFunctions.softmax``, ``torch.ops.aten._softmax``
+    all reach ``__torch_function__``. (A TorchDispatchMode would also see C++-internal
+    calls, but entering one imports ~800 modules, ~1 s, in every worker.)
+
+    The mode can be switched off from inside (``torch._C.DisableTorchFunction()``, popping
+    the mode stack), so a second recorder that torch cannot switch off runs beside it: a
+    profile hook that sees every call of a C function made from Python code — the banned
+    function itself, however it was looked up — and notes when torch-function handling is
+    off or the hook itself was replaced. Those notes (``tampered``) fail the rule check."""
+
+    def __init__(self, names: set[str], tampered: set[str] | None = None, own_files: str = "") -> None:
+        super().__init__()
+        self.names = names
+        self.tampered = tampered if tampered is not None else set()
+        self.own_files = own_files  # path prefix of the submission's files: only their calls are judged
+        self._previous_profile = None
+        self._leaving = False
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        self.names.add(getattr(func, "__name__", None) or type(func).__name__)
+        return func(*args, **(kwargs or {}))
+
+    def _profile(self, frame, event, arg):
+        # torch's own Python code pops and pushes modes as part of normal dispatch: only
+        # calls made by the submission's own code are recorded and judged here
+        if event != "c_call" or self._leaving or not frame.f_code.co_filename.startswith(self.own_files):
+            return
+        name = getattr(arg, "__name__", None)
+        if type(name) is str:
+            self.names.add(name)
+            if name in _PROFILE_SWITCHES:
+                self.tampered.add(f"called {name}(), which switches off the grader's recording of calls")
+        if _all_disabled():
+            self.tampered.add(
+                "switched off torch's function handling (torch._C.DisableTorchFunction), which hides calls from the grader"
+            )
+
+    def __enter__(self):
+        if _all_disabled():
+            self.tampered.add(
+                "torch's function handling was already switched off when the call began (torch._C.DisableTorchFunction)"
+            )
+        mode = super().__enter__()
+        self._leaving = False
+        self._previous_profile = sys.getprofile()
+        sys.setprofile(self._profile)
+        return mode
+
+    def __exit__(self, *exc):
+        self._leaving = True
+        if sys.getprofile() != self._profile:
+            self.tampered.add("replaced the grader's profile hook (sys.setprofile)")
+        sys.setprofile(self._previous_profile)
+        if _all_disabled():
+            self.tampered.add("left torch's function handling switched off (torch._C.DisableTorchFunction)")
+        if not _mode_on_stack(self):
+            self.tampered.add("removed the grader's recorder from torch's mode stack")
+            return False
+        return super().__exit__(*exc)
+
+
+_PROFILE_SWITCHES = {
+    "setprofile",
+    "settrace",
+    "setprofile_all_threads",
+    "settrace_all_threads",
+    "_pop_torch_function_stack",
+    "_set_torch_function_state",
+    "_set_skip_next_torch_function",
+    "_skip_one_hop_torch_function",
+    "_push_on_torch_function_stack",
+}
+
+
+def _all_disabled() -> bool:
+    check = getattr(torch._C, "_is_torch_function_all_disabled", None)
+    return bool(check()) if check is not None else not torch._C._is_torch_function_enabled()
+
+
+def _mode_on_stack(mode: TorchFunctionMode) -> bool:
+    try:
+        length = torch._C._len_torch_function_stack()
+        return any(torch._C._get_function_stack_at(i) is mode for i in range(length))
+    except Exception:  # an older torch without these: assume intact
+        return True
+
+
+class DispatchRecorder:
+    """Records every operator the dispatcher runs while it is active: the dispatcher's own
+    profiling (``RecordFunction``, through torch's CPU profiler without Kineto) sees each op
+    at its entry — the composite ones (``aten::softmax``) and what they decompose to
+    (``aten::_softmax``), autograd's own operators (``aten::_make_dual``,
+    ``aten::_unpack_dual``), the autograd engine and every backward node it or a direct
+    ``grad_fn(...)`` call runs (``autograd::engine::evaluate_function: MmBackward0``,
+    ``MmBackward0``), custom operators (``mylib::op``) and the ops inside them. Whatever
+    Python spelling reached an operator, the operator's name is what is recorded, with the
+    innermost frame of the submission's own files on the Python stack at that moment.
+
+    (A TorchDispatchMode sees ops only *below* autograd: ``torch.func.grad``'s backward
+    reaches it as plain ``mm``/``t``/``sum``, indistinguishable from a hand-written one, and
+    forward AD's ``_make_dual`` not at all.)
+
+    ``entries`` maps (phase, operator) → [count, file, line, function]; nothing is judged
+    here: the trusted side decides from these names (autograder/testing/dispatch.py). The
+    submission can try to switch the profiler or ``RecordFunction`` off: a start and an end
+    marker must both be in the recording, the profile hook notes any call of the switches
+    from any frame, and a profiler that is already on, or off at the end, is noted — each a
+    rule violation (``tampered``)."""
+
+    START = "autograder::recording-start"
+    END = "autograder::recording-end"
+
+    def __init__(
+        self,
+        entries: dict,
+        tampered: set[str],
+        own_files: str,
+        phase: str = "call",
+        replace: tuple[str, ...] = (),
+        autograd_off: bool = False,
+    ) -> None:
+        self.entries = entries
+        self.tampered = tampered
+        self.own_files = own_files
+        self.phase = phase
+        self.replace = tuple(replace)
+        self.autograd_off = autograd_off
+        self._previous_profile = None
+        self._on = False
+        self._ban: KernelBan | None = None
+        self._grad_was: bool | None = None
+
+    def _profile(self, frame, event, arg):
+        if event == "c_call" and self._on:
+            name = getattr(arg, "__name__", None)
+            if type(name) is str and name in _DISPATCH_SWITCHES:
+                self.tampered.add(f"called {name}(), which switches off the grader's recording of operators")
+        previous = self._previous_profile
+        if previous is not None:
+            previous(frame, event, arg)
+
+    def __enter__(self):
+        from torch._C._profiler import _ExperimentalConfig, _RecordFunctionFast
+        from torch.autograd import ProfilerConfig, ProfilerState, _enable_profiler_legacy, _profiler_enabled
+
+        THREAD_BAN.gate = self  # a thread attempted from here on is a fact of this call
+        if self.replace:
+            self._ban = KernelBan(self.replace, self._refused)
+            self._ban.__enter__()
+        if self.autograd_off:
+            self._grad_was = torch.is_grad_enabled()
+            if self._grad_was:
+                torch._C._set_grad_enabled(False)
+            AUTOGRAD_TRIPWIRE.locked = self
+        if _profiler_enabled():
+            self.tampered.add("left torch's profiler switched on, which the grader's recording of operators needs")
+            return self
+        # CPU state (no Kineto), with the Python stack of each event: its file(line): function
+        config = ProfilerConfig(ProfilerState.CPU, False, False, True, False, False, _ExperimentalConfig())
+        _enable_profiler_legacy(config)
+        self._previous_profile = sys.getprofile()
+        sys.setprofile(self._profile)
+        self._on = True
+        with _RecordFunctionFast(self.START):
+            pass
+        return self
+
+    def __exit__(self, *exc):
+        try:
+            return self._stop()
+        finally:
+            THREAD_BAN.gate = None
+            if self.autograd_off:
+                AUTOGRAD_TRIPWIRE.locked = None
+                if self._grad_was:  # as it was, without counting as the code's use of autograd
+                    uses, AUTOGRAD_TRIPWIRE.uses = AUTOGRAD_TRIPWIRE.uses, None
+                    torch._C._set_grad_enabled(True)
+                    AUTOGRAD_TRIPWIRE.uses = uses
+            if self._ban is not None:
+                self._ban.__exit__()
+                self._ban = None
+
+    def _refused(self, op: str) -> None:
+        """A replaced kernel was called (by any path: a Python name, ``redispatch``, a
+        backward node, TorchScript): a proven use, recorded even if the code catches the error."""
+        key = (self.phase, op[:200])
+        entry = self.entries.get(key)
+        if entry is None:
+            entry = self.entries[key] = [0, "", 0, ""]
+        entry[0] += 1
+        if not entry[1]:
+            entry[1:] = own_frame(self.own_files)
+
+    def _stop(self):
+        from torch._C._profiler import _RecordFunctionFast
+        from torch.autograd import _disable_profiler_legacy, _profiler_enabled
+
+        if not self._on:
+            return False
+        self._on = False
+        with _RecordFunctionFast(self.END):
+            pass
+        if sys.getprofile() != self._profile:
+            self.tampered.add("replaced the grader's profile hook (sys.setprofile)")
+        sys.setprofile(self._previous_profile)
+        if not _profiler_enabled():
+            self.tampered.add("switched off torch's profiler, which the grader's recording of operators needs")
+            return False
+        try:
+            threads = _disable_profiler_legacy()
+        except Exception:  # whatever the state, the recording is lost
+            self.tampered.add("broke torch's profiler, which the grader's recording of operators needs")
+            return False
+        self._collect(threads)
+        return False
+
+    def _collect(self, threads) -> None:
+        names = []
+        for events in threads:
+            for event in events:
+                if event.kind() != "push":
+                    continue
+                name = event.name()
+                names.append(name)
+                if name in (self.START, self.END) or name.startswith("autograder::"):
+                    continue
+                key = (self.phase, name[:200])
+                entry = self.entries.get(key)
+                if entry is None:
+                    if len(self.entries) >= 2000:
+                        continue
+                    entry = self.entries[key] = [0, "", 0, ""]
+                entry[0] += 1
+                if not entry[1]:
+                    entry[1:] = self._own_frame(event)
+        if self.START not in names or self.END not in names:
+            self.tampered.add("switched off torch's recording of operators (RecordFunction) during the call")
+
+    def _own_frame(self, event) -> list:
+        """The innermost frame of the submission's files on the event's Python stack, as
+        [file relative to the submission, line, function] (torch formats each frame
+        ``path(line): function``), or ["", 0, ""]."""
+        try:
+            for text in event.stack():
+                if text.startswith(self.own_files):
+                    location, _, function = text[len(self.own_files) :].partition(": ")
+                    file, _, line = location.rpartition("(")
+                    return [file, int(line.rstrip(")")), function]
+        except Exception:  # no location is fine, the operator's name decides
+            pass
+        return ["", 0, ""]
