@@ -111,10 +111,7 @@ def grade(request: GradeRequest) -> Results:
             results.seed, results.seed_source = seed.seed, seed.source
         return results
 
-    run = request.process
-    if run is not None and (run.taken or run.plan != plan(config)):
-        run.release()
-        run = None
+    run = _launched_for(request)
     try:
         run = run if run is not None else start(config, request.launcher)
     except KeyboardInterrupt:
@@ -140,19 +137,8 @@ def grade(request: GradeRequest) -> Results:
         except seeding.SeedKeyError as exc:
             live.abort()
             return finish("error", str(exc), None)
-        key_file = seeding.key_file(key_env)
         spec, notes = build_worker_spec(
-            config,
-            prepared.copy_dir,
-            scratch,
-            protected=[
-                config.root,
-                config.suites_dir,
-                config.solutions_dir,
-                private,
-                *request.protect,
-                *([key_file] if key_file else []),
-            ],
+            config, prepared.copy_dir, scratch, protected=_protected(request, private, seeding.key_file(key_env))
         )
         live.send_manifest(_add_run(manifest, config, prepared, spec, seed, request.cpu_limits).to_dict())
         outcome = live.wait(config.limits.run_timeout_s + 120, request.on_event)
@@ -160,16 +146,9 @@ def grade(request: GradeRequest) -> Results:
         report = _load_report(report_path)
         if request.keep_report and report_path.exists():
             shutil.copyfile(report_path, request.keep_report)
-        if outcome.timed_out:
-            return finish(
-                "error",
-                f"the grading run exceeded its time limit ({config.limits.run_timeout_s:g} s + margin) and was stopped",
-                None,
-            )
-        if report is None or outcome.returncode not in (0, 1):
-            tail = outcome.log_tail.strip().splitlines()[-6:]
-            why = f"pytest exited with status {outcome.returncode}" if report is not None else "no report was written"
-            return finish("error", f"the grading run broke ({why}): " + " | ".join(tail)[-800:], None)
+        broken = _broken(outcome, report, config)
+        if broken is not None:
+            return finish("error", broken, None)
         results = finish("complete", "", report)
         results.sandbox = notes + results.sandbox
         return results
@@ -181,6 +160,40 @@ def grade(request: GradeRequest) -> Results:
         raise
     finally:
         remove_run_dir(run_dir)
+
+
+def _launched_for(request: GradeRequest) -> TrustedProcess | None:
+    """The process launched ahead (``request.process``) when it was planned for this config;
+    released otherwise (None: start one)."""
+    run = request.process
+    if run is not None and (run.taken or run.plan != plan(request.config)):
+        run.release()
+        return None
+    return run
+
+
+def _protected(request: GradeRequest, private: Path, key_file: Path | None) -> list[Path]:
+    """What the worker may never read: the course, the run's private folder, the course key."""
+    config = request.config
+    return [
+        config.root,
+        config.suites_dir,
+        config.solutions_dir,
+        private,
+        *request.protect,
+        *([key_file] if key_file else []),
+    ]
+
+
+def _broken(outcome, report: dict | None, config: Config) -> str | None:
+    """Why a finished run gave no scores (timed out, no report, pytest failed), or None."""
+    if outcome.timed_out:
+        return f"the grading run exceeded its time limit ({config.limits.run_timeout_s:g} s + margin) and was stopped"
+    if report is None or outcome.returncode not in (0, 1):
+        tail = outcome.log_tail.strip().splitlines()[-6:]
+        why = f"pytest exited with status {outcome.returncode}" if report is not None else "no report was written"
+        return f"the grading run broke ({why}): " + " | ".join(tail)[-800:]
+    return None
 
 
 def _load_report(path: Path) -> dict | None:

@@ -189,49 +189,60 @@ def _merge(config, students, options: Options, parts: list[Path], out: Console, 
     return roster_status(summary, options, out)
 
 
+class _Usage(Exception):
+    """A usage error: the message after ``autograder: ``; the command exits EXIT_USAGE."""
+
+
 def main(args: argparse.Namespace) -> int:
+    """``autograder batch``: read the inputs, grade the class, report — each a step below."""
     err = Console(stderr=True)
     # tables are not cut at 80 columns when the output goes to a file or a CI log
     out = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
-    if args.jobs is not None and args.jobs < 1:
-        print("autograder: --jobs must be at least 1", file=sys.stderr)
+    try:
+        config, students, options = _inputs(args, err)
+        if args.merge:
+            return _merge(config, students, options, [Path(p) for p in args.merge], out, err)
+        if args.shard:
+            students = _shard(args.shard, students, options, err)
+    except _Usage as exc:
+        print(f"autograder: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    progress = BatchProgress(err, enabled=not args.no_progress and err.is_terminal)
+    signal.signal(signal.SIGTERM, _terminate)  # like Ctrl-C: keep what is finished, rewrite the gradebook
+    try:
+        outcome = run(config, students, options, progress)
+    except KeyboardInterrupt:
+        progress.stop()
+        print(
+            "autograder: interrupted — finished results are kept; run the same command again to grade the rest", file=sys.stderr
+        )
+        return EXIT_INTERRUPTED
+    except OSError as exc:
+        progress.stop()
+        print(f"autograder: --out {options.out}: {exc.strerror or exc} — choose a folder you can write", file=sys.stderr)
+        return EXIT_USAGE
+    progress.stop()
+    return _report(outcome, options, out)
+
+
+def _inputs(args: argparse.Namespace, err: Console) -> tuple:
+    """(config, students, options) from the command line, each input checked (``_Usage``)."""
+    if args.jobs is not None and args.jobs < 1:
+        raise _Usage("--jobs must be at least 1")
     try:
         config = load(args.config or default_config()).for_assignment(args.assignment).select(args.skill or None)
     except ConfigError as exc:
-        print(f"autograder: configuration error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    key_file = Path(args.seed_key_file) if args.seed_key_file else seeding.course_key_path(seeding.key_name(config))
-    if args.seed_key_file is None and not key_file.is_file():
-        key_file = None  # no course key on this machine: the summary says the scores may differ from Gradescope's
-    if key_file is not None:
-        try:
-            seeding.load_key(seeding.key_env(key_file))
-        except seeding.SeedKeyError as exc:
-            print(f"autograder: --seed-key-file: {exc}", file=sys.stderr)
-            return EXIT_USAGE
-    roster = None
-    if args.roster:
-        from .lms import RosterError, load_roster
-
-        roster_notes: list[str] = []
-        try:
-            roster = load_roster(Path(args.roster), roster_notes)
-        except RosterError as exc:
-            print(f"autograder: --roster {exc}", file=sys.stderr)
-            return EXIT_USAGE
-        for note in roster_notes:
-            err.print(rich_escape(f"autograder: --roster {note}"), highlight=False)
+        raise _Usage(f"configuration error: {exc}") from None
+    key_file = _seed_key_file(args, config)
+    roster = _roster(args, err)
     submissions = Path(args.submissions)
     out_dir = Path(args.out)
     try:
         students, notes = discover(submissions)
     except BatchInputError as exc:
-        print(f"autograder: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        raise _Usage(str(exc)) from None
     if out_dir.resolve() == submissions.resolve() or submissions.resolve() in out_dir.resolve().parents:
-        print(f"autograder: --out {out_dir}: is inside SUBMISSIONS — choose a folder outside it", file=sys.stderr)
-        return EXIT_USAGE
+        raise _Usage(f"--out {out_dir}: is inside SUBMISSIONS — choose a folder outside it")
     for note in notes:
         err.print(rich_escape(f"autograder: {note}"), highlight=False)
     options = Options(
@@ -249,40 +260,58 @@ def main(args: argparse.Namespace) -> int:
     )
     err.print(rich_escape(f"autograder: {seeds_note(options)}"), highlight=False)
     if args.merge and args.shard:
-        print("autograder: --merge and --shard: merge the shards in a run of its own, without --shard", file=sys.stderr)
-        return EXIT_USAGE
-    if args.merge:
-        return _merge(config, students, options, [Path(p) for p in args.merge], out, err)
-    if args.shard:
-        try:
-            shard = shards.parse(args.shard)
-        except shards.ShardError as exc:
-            print(f"autograder: {exc}", file=sys.stderr)
-            return EXIT_USAGE
-        students = shards.select(students, shard)
-        options.shard = shard
-        err.print(
-            rich_escape(
-                f"autograder: shard {shard[0]}/{shard[1]}: {len(students)} student(s); merge the shards' --out "
-                "folders with --merge"
-            ),
-            highlight=False,
-        )
-    progress = BatchProgress(err, enabled=not args.no_progress and err.is_terminal)
-    signal.signal(signal.SIGTERM, _terminate)  # like Ctrl-C: keep what is finished, rewrite the gradebook
+        raise _Usage("--merge and --shard: merge the shards in a run of its own, without --shard")
+    return config, students, options
+
+
+def _seed_key_file(args: argparse.Namespace, config) -> Path | None:
+    """The course key to seed with: --seed-key-file, else this machine's course key if any."""
+    key_file = Path(args.seed_key_file) if args.seed_key_file else seeding.course_key_path(seeding.key_name(config))
+    if args.seed_key_file is None and not key_file.is_file():
+        return None  # no course key on this machine: the summary says the scores may differ from Gradescope's
     try:
-        outcome = run(config, students, options, progress)
-    except KeyboardInterrupt:
-        progress.stop()
-        print(
-            "autograder: interrupted — finished results are kept; run the same command again to grade the rest", file=sys.stderr
-        )
-        return EXIT_INTERRUPTED
-    except OSError as exc:
-        progress.stop()
-        print(f"autograder: --out {out_dir}: {exc.strerror or exc} — choose a folder you can write", file=sys.stderr)
-        return EXIT_USAGE
-    progress.stop()
+        seeding.load_key(seeding.key_env(key_file))
+    except seeding.SeedKeyError as exc:
+        raise _Usage(f"--seed-key-file: {exc}") from None
+    return key_file
+
+
+def _roster(args: argparse.Namespace, err: Console):
+    """--roster, read (its notes printed), or None."""
+    if not args.roster:
+        return None
+    from .lms import RosterError, load_roster
+
+    roster_notes: list[str] = []
+    try:
+        roster = load_roster(Path(args.roster), roster_notes)
+    except RosterError as exc:
+        raise _Usage(f"--roster {exc}") from None
+    for note in roster_notes:
+        err.print(rich_escape(f"autograder: --roster {note}"), highlight=False)
+    return roster
+
+
+def _shard(spec: str, students: list, options: Options, err: Console) -> list:
+    """The students of shard K/N (``options.shard`` set)."""
+    try:
+        shard = shards.parse(spec)
+    except shards.ShardError as exc:
+        raise _Usage(str(exc)) from None
+    students = shards.select(students, shard)
+    options.shard = shard
+    err.print(
+        rich_escape(
+            f"autograder: shard {shard[0]}/{shard[1]}: {len(students)} student(s); merge the shards' --out folders with --merge"
+        ),
+        highlight=False,
+    )
+    return students
+
+
+def _report(outcome, options: Options, out: Console) -> int:
+    """The class summary, the run's figures and where the files are; the exit status."""
+    out_dir = options.out
     summary = outcome.summary
     if summary is not None:
         from .report import print_summary

@@ -201,19 +201,7 @@ def run(config: Config, students: list[Student], options: Options, progress=None
     """Grade ``students`` into ``options.out``; always leaves gradebook.csv and summary.md."""
     outcome = Outcome()
     started = time.monotonic()
-    options.out.mkdir(parents=True, exist_ok=True)
-    ident, wants = wanted(config, students, options)
-    if options.shard is not None:
-        from . import shards
-
-        shards.record(options.out, options.shard, seeding.key_id(options.seed_key_file), ident.suite or "", students)
-    todo: list[tuple[Student, dict]] = []
-    for student in students:
-        want = wants[student.key]
-        if not options.force and is_done(options.out / student.key, student, want):
-            outcome.skipped += 1
-        else:
-            todo.append((student, want))
+    ident, wants, todo = _plan(config, students, options, outcome)
     previous = changes.snapshot(options.out, [s for s, _ in todo])  # what a regrade replaces, to report what changed
     if progress is not None:
         progress.begin(len(students), outcome.skipped)
@@ -221,79 +209,14 @@ def run(config: Config, students: list[Student], options: Options, progress=None
     preloaded = None
     try:
         if todo and options.preload:
-            from .launcher import Preloaded, PreloadError
-
-            preload = sorted(ALWAYS_PRELOAD | {m for skill in config.skills.values() for m in skill.preload})
-            try:
-                preloaded = Preloaded(config.root, config.suites_dir, preload, label=f"--out={options.out.resolve()}")
-                outcome.preload_seconds = preloaded.started_seconds
-            except PreloadError as exc:
-                if progress is not None:
-                    progress.note(f"{exc}; grading with a fresh process per student instead")
+            preloaded = _preloaded(config, options, outcome, progress)
         launcher = preloaded if preloaded is not None else FRESH
         graded = per_student(config, options.jobs)
 
         def task(student: Student, want: dict) -> str:
-            if stop.is_set():
-                return "cancelled"
-            t0 = time.monotonic()
-            timing: dict = {}
-            retry = False
-            try:
-                results, note = _grade_one(graded, student, options, launcher, timing)
-            except Exception as exc:  # a bug of ours on one submission never ends the batch
-                if stop.is_set():
-                    return "cancelled"
-                results, note, retry = _error_results(config, student, _failed(exc)), "", True
-            if stop.is_set() and results.status != "complete":
-                return "cancelled"  # killed by Ctrl-C: not a result
-            run = preloaded.take_last_run() if preloaded is not None else None
-            if run is not None and run.cpu_seconds is not None:
-                timing["cpu_s"] = run.cpu_seconds
-            meta = dict(
-                want,
-                name=student.name,
-                sid=student.sid,
-                source=str(student.source),
-                located=note,
-                seconds=round(time.monotonic() - t0, 3),
-                status=results.status,
-                timing=timing,
-            )
-            if retry:
-                meta["retry"] = True  # kept in the gradebook with its reason; the next run grades it again
-            _write_student(options.out / student.key, results, meta, config)
-            outcome.per_student[student.key] = time.monotonic() - t0
-            return results.status
+            return _grade_student(config, graded, student, want, options, launcher, preloaded, stop, outcome)
 
-        with ThreadPoolExecutor(max_workers=max(1, options.jobs), thread_name_prefix="batch") as pool:
-            futures: dict[Future, Student] = {pool.submit(task, s, w): s for s, w in todo}
-            pending = set(futures)
-            try:
-                while pending:
-                    done, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
-                    for future in done:
-                        status = future.result()
-                        if status != "cancelled":
-                            outcome.graded += 1
-                            if progress is not None:
-                                progress.advance(futures[future], status)
-            except KeyboardInterrupt:
-                outcome.interrupted = True
-                stop.set()
-                for future in pending:
-                    future.cancel()
-                if preloaded is not None:
-                    preloaded.kill_all()
-                if progress is not None:
-                    progress.note("interrupted: stopping the running students (finished results are kept)…")
-                for future in pending:
-                    if not future.cancelled():
-                        try:
-                            if future.result() != "cancelled":
-                                outcome.graded += 1
-                        except Exception:
-                            pass
+        _grade_all(todo, task, options, outcome, progress, preloaded, stop)
     finally:
         if preloaded is not None:
             outcome.fallbacks = preloaded.fallbacks
@@ -307,6 +230,109 @@ def run(config: Config, students: list[Student], options: Options, progress=None
             config, students, options, wants, ident, seconds, changed, kept=kept if outcome.skipped else None
         )
     return outcome
+
+
+def _plan(config: Config, students: list[Student], options: Options, outcome: Outcome) -> tuple:
+    """(the suites' identity, what each student's results must match, the students to grade
+    with theirs): a student whose results already match is kept (``outcome.skipped``)."""
+    options.out.mkdir(parents=True, exist_ok=True)
+    ident, wants = wanted(config, students, options)
+    if options.shard is not None:
+        from . import shards
+
+        shards.record(options.out, options.shard, seeding.key_id(options.seed_key_file), ident.suite or "", students)
+    todo: list[tuple[Student, dict]] = []
+    for student in students:
+        want = wants[student.key]
+        if not options.force and is_done(options.out / student.key, student, want):
+            outcome.skipped += 1
+        else:
+            todo.append((student, want))
+    return ident, wants, todo
+
+
+def _preloaded(config: Config, options: Options, outcome: Outcome, progress):
+    """The preloaded process the students' trusted processes fork from, or None (then each
+    starts afresh, and the progress says why)."""
+    from .launcher import Preloaded, PreloadError
+
+    preload = sorted(ALWAYS_PRELOAD | {m for skill in config.skills.values() for m in skill.preload})
+    try:
+        preloaded = Preloaded(config.root, config.suites_dir, preload, label=f"--out={options.out.resolve()}")
+    except PreloadError as exc:
+        if progress is not None:
+            progress.note(f"{exc}; grading with a fresh process per student instead")
+        return None
+    outcome.preload_seconds = preloaded.started_seconds
+    return preloaded
+
+
+def _grade_student(config, graded, student: Student, want: dict, options: Options, launcher, preloaded, stop, outcome) -> str:
+    """Grade one student and write their folder; the status, or "cancelled" (Ctrl-C)."""
+    if stop.is_set():
+        return "cancelled"
+    t0 = time.monotonic()
+    timing: dict = {}
+    retry = False
+    try:
+        results, note = _grade_one(graded, student, options, launcher, timing)
+    except Exception as exc:  # a bug of ours on one submission never ends the batch
+        if stop.is_set():
+            return "cancelled"
+        results, note, retry = _error_results(config, student, _failed(exc)), "", True
+    if stop.is_set() and results.status != "complete":
+        return "cancelled"  # killed by Ctrl-C: not a result
+    run = preloaded.take_last_run() if preloaded is not None else None
+    if run is not None and run.cpu_seconds is not None:
+        timing["cpu_s"] = run.cpu_seconds
+    meta = dict(
+        want,
+        name=student.name,
+        sid=student.sid,
+        source=str(student.source),
+        located=note,
+        seconds=round(time.monotonic() - t0, 3),
+        status=results.status,
+        timing=timing,
+    )
+    if retry:
+        meta["retry"] = True  # kept in the gradebook with its reason; the next run grades it again
+    _write_student(options.out / student.key, results, meta, config)
+    outcome.per_student[student.key] = time.monotonic() - t0
+    return results.status
+
+
+def _grade_all(todo, task, options: Options, outcome: Outcome, progress, preloaded, stop) -> None:
+    """Run ``task`` for every student, ``--jobs`` at once; Ctrl-C stops the running ones
+    (``outcome.interrupted``) and keeps what finished."""
+    with ThreadPoolExecutor(max_workers=max(1, options.jobs), thread_name_prefix="batch") as pool:
+        futures: dict[Future, Student] = {pool.submit(task, s, w): s for s, w in todo}
+        pending = set(futures)
+        try:
+            while pending:
+                done, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+                for future in done:
+                    status = future.result()
+                    if status != "cancelled":
+                        outcome.graded += 1
+                        if progress is not None:
+                            progress.advance(futures[future], status)
+        except KeyboardInterrupt:
+            outcome.interrupted = True
+            stop.set()
+            for future in pending:
+                future.cancel()
+            if preloaded is not None:
+                preloaded.kill_all()
+            if progress is not None:
+                progress.note("interrupted: stopping the running students (finished results are kept)…")
+            for future in pending:
+                if not future.cancelled():
+                    try:
+                        if future.result() != "cancelled":
+                            outcome.graded += 1
+                    except Exception:
+                        pass
 
 
 def finish(
