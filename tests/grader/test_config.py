@@ -14,7 +14,7 @@ import re
 from dataclasses import fields
 
 import pytest
-from conftest import ROOT, grade, write_config
+from conftest import ROOT, TOTAL_POINTS, grade, write_config
 
 from autograder.config import (
     KEPT,
@@ -447,7 +447,10 @@ UNIQUE = [
         "'test_rule_backward_uses_no_autograd' is a gate (a rule of the exercise), not a property test",
     ),
     ({"skill_time_s = 30": "skill_time_s = 5"}, "limits.skill_time_s: must be at least call_timeout_s (10), got 5"),
-    ({"fail_below = 0": "fail_below = 1000"}, "ci.fail_below: is 1000 but the skills give only 100 points; lower it"),
+    (
+        {"fail_below = 0": "fail_below = 1000"},
+        f"ci.fail_below: is 1000 but the skills give only {TOTAL_POINTS:g} points; lower it",
+    ),
     (
         {"platform_timeout_s = 600": "platform_timeout_s = 500"},
         "release.gradescope.time_budget_s: is 480 s, but Gradescope stops the container at platform_timeout_s = 500 s",
