@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import json
+import logging
 from pathlib import Path
 
 import pytest
@@ -331,6 +332,135 @@ def test_nbgrader_feedback_shows_no_hidden_test(trip, course):
     assert trip.scores["ignores_dim"] < trip.scores["reference"]
     untouched = _html_text(feedback / "untouched" / ASSIGNMENT / "qkv.html")
     assert "A hidden check failed" not in untouched  # a failed visible check is not called a hidden one
+
+
+def _course_config(course: Path) -> tuple[object, dict]:
+    """The course's nbgrader_config.py as nbgrader loads it: its traitlets Config and namespace."""
+    from traitlets.config import Config
+
+    config = Config()
+    path = course / "nbgrader_config.py"
+    namespace = {"get_config": lambda: config, "__file__": str(path)}
+    exec(compile(path.read_text(encoding="utf-8"), str(path), "exec"), namespace)  # our own release's config
+    return config, namespace
+
+
+def _checks_cell(course: Path, skill: str, target: str):
+    """A checks cell of the course's source notebook (hidden block included), as nbformat reads it."""
+    nb = nbformat.read(course / "source" / ASSIGNMENT / f"{skill}.ipynb", as_version=4)
+    return next(c for c in nb.cells if _nb(c).get("grade_id") == f"checks_{nbgrader_course.snake(target)}")
+
+
+def test_feedback_shows_the_visible_checks_failures_and_not_what_the_hidden_checks_printed(course):
+    """A checks cell with a hidden block, run on a scale_scores that divides by d_k and prints its
+    input's shape (a student's debug print): the feedback preprocessor of the course config keeps
+    the visible check's failure and what the visible check's call printed, and drops what the
+    hidden checks' calls printed (their inputs' shapes) and their results."""
+    import contextlib
+    import io
+
+    import torch
+
+    cell = _checks_cell(course, "qkv", "scale_scores")
+    assert nbgrader_course.HIDDEN_BEGIN in cell.source
+    ns: dict = {"__name__": "__main__"}
+    exec(compile(nbgrader_course.SETUP, "setup", "exec"), ns)  # our own template
+    exec(  # the student's code: one mistake, and a print of what each call got
+        "def scale_scores(scores, d_k):\n    print('scale_scores got', tuple(scores.shape))\n    return scores / d_k\n",
+        ns,
+    )
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        exec(compile(cell.source, "checks", "exec"), ns)  # the notebook's own cell
+    assert ns["CHECKS"]["scale_scores"] is False
+    cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=printed.getvalue())]
+    _, namespace = _course_config(course)
+    cell, _ = namespace["HiddenTestOutputs"]().preprocess_cell(cell, {}, 0)
+    shown = "".join(o.get("text", "") for o in cell.outputs)
+    assert "scale_scores: 1 of 1 visible checks failed" in shown, shown
+    assert "first mismatch at index [0, 0, 0]" in shown and "scale_scores got (2, 2, 2)" in shown, shown
+    hidden_shapes = [tuple(torch.Size(s)) for s in ((2, 4, 5), (3, 3))]
+    assert not [s for s in hidden_shapes if f"scale_scores got {s}" in shown], shown
+    assert "hidden checks failed" not in shown and shown.rstrip().endswith(ns["VISIBLE_END"]), shown
+    assert ns["VISIBLE_END"] == namespace["VISIBLE_END"]  # one line, written by the setup cell, read by the config
+
+
+def test_feedback_shows_nothing_a_checks_cell_printed_when_its_visible_end_line_is_missing(course):
+    """A cell cut short before `checks.report_visible()` (a timeout) or whose printing was
+    replaced: nothing it printed is shown, since none of it is known to precede the hidden checks."""
+    cell = _checks_cell(course, "qkv", "scale_scores")
+    cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text="scale_scores got (2, 4, 5)\n")]
+    _, namespace = _course_config(course)
+    cell, _ = namespace["HiddenTestOutputs"]().preprocess_cell(cell, {}, 0)
+    assert cell.outputs == []
+
+
+class _Log(logging.Handler):
+    """The warnings an nbgrader step logs."""
+
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.warnings: list[str] = []
+
+    def emit(self, record):
+        self.warnings.append(record.getMessage())
+
+
+def _overwrite_cells(course: Path, source_cell):
+    """The course config's OverwriteCells step of `nbgrader autograde`, with a gradebook that
+    holds ``source_cell`` (checksum as generate_assignment stores it)."""
+    from types import SimpleNamespace
+
+    from nbgrader.converters import Autograde
+    from nbgrader.preprocessors import OverwriteCells
+    from nbgrader.utils import compute_checksum
+
+    config, _ = _course_config(course)
+    steps = config.Autograde.get("sanitize_preprocessors", Autograde.class_traits()["sanitize_preprocessors"].default())
+    (step,) = [p for p in steps if isinstance(p, type) and issubclass(p, OverwriteCells)]
+    meta = _nb(source_cell)
+    stored = SimpleNamespace(
+        name=meta["grade_id"],
+        source=source_cell.source,
+        cell_type="code",
+        locked=True,
+        checksum=compute_checksum(source_cell),
+    )
+    gradebook = SimpleNamespace(
+        find_source_cell=lambda *a: stored, find_graded_cell=lambda *a: SimpleNamespace(max_score=meta["points"])
+    )
+    pre = step(config=config)
+    pre.notebook_id, pre.assignment_id, pre.gradebook = "qkv", ASSIGNMENT, gradebook
+    pre.log = logging.getLogger(f"test-overwrite-cells-{id(pre)}")
+    pre.log.propagate = False
+    pre.warnings = _Log()
+    pre.log.addHandler(pre.warnings)
+    return pre
+
+
+def test_autograde_warns_about_a_changed_locked_cell_and_never_about_the_released_copy(course):
+    """The student's copy of a checks cell lacks the hidden block (generate_assignment removed it):
+    autograde puts the source back without a warning. A check the student edited still warns
+    ("checksum … has changed") and is put back."""
+    from nbgrader.preprocessors import ClearHiddenTests
+
+    source = _checks_cell(course, "qkv", "scale_scores")
+    released = nbformat.from_dict(json.loads(json.dumps(source)))
+    clear = ClearHiddenTests()
+    clear._remove_hidden_test_region(released)  # what generate_assignment hands out
+    assert released.source != source.source and nbgrader_course.HIDDEN_BEGIN not in released.source
+
+    pre = _overwrite_cells(course, source)
+    cell, _ = pre.preprocess_cell(nbformat.from_dict(json.loads(json.dumps(released))), {}, 0)
+    assert pre.warnings.warnings == [] and cell.source == source.source
+
+    tampered = nbformat.from_dict(json.loads(json.dumps(released)))
+    tampered.source = tampered.source.replace("assert check(", "assert True or check(", 1)
+    assert tampered.source != released.source
+    pre = _overwrite_cells(course, source)
+    cell, _ = pre.preprocess_cell(tampered, {}, 0)
+    assert len(pre.warnings.warnings) == 1 and "checksum" in pre.warnings.warnings[0], pre.warnings.warnings
+    assert cell.source == source.source
 
 
 # --------------------------------------------------------------------------- course state survives releases

@@ -101,14 +101,20 @@ def check(got, want, what, rtol=1e-6, atol=1e-8):
 # Points. The cells above each function's checks record whether it passed them all; the point cells at
 # the end score the grader's tests (grading.toml) with the grader's rule, from those results.
 CHECKS = {}  # function → True when every check in its cell passed
+# The line a checks cell prints when its visible checks are done. In the feedback HTML a checks cell
+# that holds hidden checks shows what it printed up to this line (the visible checks' results) and
+# nothing after it (what the hidden checks' calls printed).
+VISIBLE_END = "(hidden checks run when the notebook is graded; their results are not shown)"
 
 
 class Checks:
-    """``checks = Checks("apply_mask")``, then ``with checks:`` around each check, then
-    ``checks.report()``: a failed check is recorded and printed, not raised."""
+    """``checks = Checks("apply_mask")``, then ``with checks:`` around each check,
+    ``checks.report_visible()`` after the visible ones, then ``checks.report()``: a failed
+    check is recorded and printed, not raised."""
 
     def __init__(self, name):
         self.name, self.run, self.failed = name, 0, []
+        self.shown = self.shown_failed = 0  # checks (and failures) already reported by report_visible()
         CHECKS[name] = False  # until report() runs: a cell cut short by a timeout passes nothing
 
     def __enter__(self):
@@ -121,12 +127,23 @@ class Checks:
             return True
         return False
 
+    def _say(self, what, run, failed):
+        if failed:
+            print(f"{self.name}: {len(failed)} of {run} {what}checks failed", *failed, sep="\n")
+        else:
+            print(f"{self.name}: all {run} {what}checks passed")
+
+    def report_visible(self):
+        self._say("visible ", self.run, self.failed)
+        print(VISIBLE_END, flush=True)
+        self.shown, self.shown_failed = self.run, len(self.failed)
+
     def report(self):
         CHECKS[self.name] = not self.failed
-        if self.failed:
-            print(f"{self.name}: {len(self.failed)} of {self.run} checks failed", *self.failed, sep="\n")
-        else:
-            print(f"{self.name}: all {self.run} checks passed")
+        if not self.shown:
+            self._say("", self.run, self.failed)
+        elif self.run > self.shown:  # the hidden checks ran (when graded)
+            self._say("hidden ", self.run - self.shown, self.failed[self.shown_failed :])
 
 
 def credit(points, kinds, required=None):
