@@ -1,6 +1,6 @@
 """The same submissions graded two ways, timed in one run: the release's nbgrader course
 (``nbgrader generate_assignment`` + ``autograde`` + ``export``, headless, as
-autograder/instructor/release/nbgrader_course.round_trip runs it) vs ``python -m autograder batch``.
+tests/grader/nbgrader_headless.round_trip runs it) vs ``python -m autograder batch``.
 
 The submissions: the first N (default 20) non-hostile ones of batch_throughput's generated
 class (correct styles, single mistakes, stubs) — nbgrader runs students' code in its own
@@ -28,7 +28,9 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(ROOT / "tests" / "grader"))
 from batch_throughput import generate
+from nbgrader_headless import round_trip
 
 from autograder.config import load
 from autograder.instructor.release import ReleaseContext, nbgrader_course
@@ -75,7 +77,7 @@ def main() -> None:
     nbgrader_course.build(ctx)
     built = time.monotonic() - start
     start = time.monotonic()
-    trip = nbgrader_course.round_trip(work / "dist" / "nbgrader", work / "nb", {n: subs / n for n in chosen}, assignment)
+    trip = round_trip(work / "dist" / "nbgrader", work / "nb", {n: subs / n for n in chosen}, assignment)
     nb_total = time.monotonic() - start
     print(
         f"nbgrader: building the course {built:.1f} s (not counted); "

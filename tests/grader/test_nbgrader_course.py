@@ -8,10 +8,12 @@ from __future__ import annotations
 import ast
 import json
 import logging
+import math
 from pathlib import Path
 
 import pytest
 from conftest import MODULES, ROOT, SOLUTIONS, SUBMISSIONS, grade
+from nbgrader_headless import round_trip
 
 from autograder.config import load
 from autograder.instructor.release import ReleaseContext
@@ -233,6 +235,16 @@ def _softmax_ignores_dim(folder: Path) -> Path:
     return folder
 
 
+TAMPERED = ("qkv", "checks_scale_scores")
+
+
+def _tamper(notebook: str, nb) -> None:
+    """A student who edits a locked checks cell so that its first check always passes."""
+    if notebook == TAMPERED[0]:
+        cell = next(c for c in nb.cells if _nb(c).get("grade_id") == TAMPERED[1])
+        cell.source = cell.source.replace("assert check(", "assert True or check(", 1)
+
+
 @pytest.fixture(scope="module")
 def trip(course, tmp_path_factory):
     """One run of the real nbgrader for the tests below (it is slow): three students, and feedback."""
@@ -242,7 +254,8 @@ def trip(course, tmp_path_factory):
     }
     students = {"reference": SOLUTIONS, "untouched": None, "ignores_dim": _softmax_ignores_dim(work / "ignores_dim")}
     students |= {student: folder for student, (_, folder) in mistakes.items()}
-    trip = nbgrader_course.round_trip(course, work, students, ASSIGNMENT, feedback=True)
+    students["tampered"] = SOLUTIONS  # the reference, and one locked check edited to pass whatever it gets
+    trip = round_trip(course, work, students, ASSIGNMENT, feedback=True, edit={"tampered": _tamper})
     trip.mistakes = mistakes  # single mistakes: compared with the grader below
     print(f"nbgrader round trip (s): {trip.seconds}; scores {trip.scores} of {trip.max_score:g}")
     return trip
@@ -262,6 +275,12 @@ def test_nbgrader_round_trip_matches_our_grader(trip, tmp_path):
     assert trip.max_score == total == 100  # exactly: the cells' points are binary fractions
     assert trip.scores["reference"] == total and trip.scores["untouched"] == 0
 
+    # one checksum warning: the tampered cell (put back from the source, so it scores as released);
+    # none for the checks cells every honest student submits without their hidden blocks
+    changed = [line for line in trip.logs["autograde"].splitlines() if "has changed" in line]
+    assert len(changed) == 1 and "'checksum'" in changed[0] and TAMPERED[1] in changed[0], changed
+    assert trip.scores["tampered"] == total
+
     # single mistakes: nbgrader's notebook scores next to the grader's skill scores on the same code
     rows = []
     for student, (skill, folder) in trip.mistakes.items():
@@ -269,9 +288,9 @@ def test_nbgrader_round_trip_matches_our_grader(trip, tmp_path):
         nb = trip.notebooks[student]
         rows.append(f"{student}: nbgrader {nb[skill]:.4f}, grader {ours['score']:.4f}")
         assert {s: p for s, p in nb.items() if s != skill} == {s.id: s.points for s in CONFIG.skills.values() if s.id != skill}
-        # its own skill only loses points (the exact match with the grader awaits nbgrader_units for the
-        # property tests: test_single_mistake_costs_the_same_points_in_every_point_cell_as_in_the_grader)
+        # its own skill loses the same points in both (one score; the grader rounds to 4 decimals)
         assert nb[skill] < CONFIG.skills[skill].points and ours["score"] < CONFIG.skills[skill].points, rows[-1]
+        assert round(nb[skill], 4) == ours["score"], rows[-1]
     print("single mistakes:", "; ".join(rows))
 
     # the same code through `python -m autograder grade` (visible + hidden suites)
@@ -332,6 +351,10 @@ def test_nbgrader_feedback_shows_no_hidden_test(trip, course):
     assert trip.scores["ignores_dim"] < trip.scores["reference"]
     untouched = _html_text(feedback / "untouched" / ASSIGNMENT / "qkv.html")
     assert "A hidden check failed" not in untouched  # a failed visible check is not called a hidden one
+    # what the visible checks found, in every checks cell (each has a hidden block)
+    for target in nbgrader_course.TARGETS["qkv"]:
+        assert f"{target.name}: 1 of 1 visible checks failed" in untouched, target.name
+    assert "NotImplementedError" in untouched and "hidden checks failed" not in untouched
 
 
 def _course_config(course: Path) -> tuple[object, dict]:
@@ -555,6 +578,15 @@ SINGLE_MISTAKES = [
     ("masks", "mask-after-softmax"),  # masked_softmax
     ("qkv", "divide-by-dk"),  # scale_scores
 ]
+#: single mistakes whose every point cell scores what the grader's test scores (before the point
+#: cells had the property rule and the grader's rounding, each of these differed in its skill);
+#: mistakes that break only some of a function's kinds still differ (the course README says so)
+ONE_SCORE_MISTAKES = SINGLE_MISTAKES + [
+    ("row_softmax", "ce-divided-by-numel"),  # cross_entropy
+    ("custom_backward", "forward-without-scale"),  # AttentionFunction
+    ("mha_reshape", "merge-heads-reversed"),  # merge_heads
+    ("sdpa_masks", "hf-masks-queries"),  # hf_to_sdpa_mask
+]
 
 
 def _variant(skill: str, mistake: str, root: Path) -> Path:
@@ -573,23 +605,53 @@ def _grader_skill(folder: Path, skill: str) -> dict:
     return next(s for s in ours.data["skills"] if s["id"] == skill)
 
 
-@pytest.mark.slow  # a grading run per variant, for a known gap that strict xfail keeps watching (CI runs it)
-@pytest.mark.xfail(
-    strict=True,
-    reason="known gap (issue 16 §3, next stop): since property tests check only their property, "
-    "nbgrader_units measures their kinds by raising, so nbgrader charges a value mistake there (0.54 of 0.75 in "
-    "masks' dtype test); the point cells need the property rule and per-property checks",
-)
-@pytest.mark.parametrize(("skill", "mistake"), SINGLE_MISTAKES, ids=[f"{s}-{m}" for s, m in SINGLE_MISTAKES])
-def test_single_mistake_costs_the_same_points_in_every_point_cell_as_in_the_grader(skill, mistake, tmp_path):
-    """The notebook run as nbgrader's kernel runs it, next to `python -m autograder grade
-    --skill` on the same code: every point cell scores what the grader's test scores."""
+def _stubs(folder: Path) -> Path:
+    """The untouched exercise modules (every function raises NotImplementedError)."""
+    folder.mkdir()
+    for module in MODULES.values():
+        (folder / module).write_text((ROOT / "exercises" / module).read_text(encoding="utf-8"), encoding="utf-8")
+    return folder
+
+
+def _one_score(skill: str, folder: Path, ours: dict) -> list[str]:
+    """The differences between the skill's point cells, run as nbgrader's kernel runs them on
+    ``folder``'s module, and the grader's tests and skill score in ``ours`` (its JSON)."""
+    cells, _checks, _ = _run_notebook(CONFIG.skills[skill], (folder / CONFIG.skills[skill].module).read_text(encoding="utf-8"))
+    graded = next(s for s in ours["skills"] if s["id"] == skill)
+    tests = {t["name"]: t["score"] for t in graded["tests"] if t["max_score"]}
+    problems = [f"{skill}.{n}: nbgrader {cells.get(n)!r}, grader {tests[n]!r}" for n in tests if cells.get(n) != tests[n]]
+    if round(math.fsum(cells.values()), 4) != graded["score"]:  # the grader rounds the skill's sum to 4 decimals
+        problems.append(f"{skill}: nbgrader {math.fsum(cells.values())!r}, grader {graded['score']!r}")
+    return problems
+
+
+# slow: a grading run per submission (the stubs and the reference: every skill)
+@pytest.mark.slow
+@pytest.mark.parametrize("submission", ["reference", "stubs"])
+def test_one_score_every_point_cell_scores_what_the_graders_test_scores_for_the_reference_and_the_stubs(submission, tmp_path):
+    """`python -m autograder grade` on the reference (full marks) and on the untouched stubs (0),
+    next to each skill's notebook run on the same code: the same points, test by test."""
+    folder = SOLUTIONS if submission == "reference" else _stubs(tmp_path / "stubs")
+    ours = grade(folder, "--reveal-hidden").data
+    problems = [p for skill in CONFIG.skills for p in _one_score(skill, folder, ours)]
+    assert not problems, "\n".join(problems)
+    assert ours["score"] == (CONFIG.total_points if submission == "reference" else 0)
+
+
+@pytest.mark.slow  # a grading run per variant
+@pytest.mark.parametrize(("skill", "mistake"), ONE_SCORE_MISTAKES, ids=[f"{s}-{m}" for s, m in ONE_SCORE_MISTAKES])
+def test_one_score_a_single_mistake_costs_the_same_points_in_every_point_cell_as_in_the_grader(skill, mistake, tmp_path):
+    """The notebook run as nbgrader's kernel runs it, next to `python -m autograder grade` on
+    the same code (one mistake in one function): every point cell scores what the grader's
+    test scores, to the grader's 4 decimals, so the skill's points are the same; the other
+    skills keep full marks on both."""
     folder = _variant(skill, mistake, tmp_path)
-    points, _checks, _ = _run_notebook(CONFIG.skills[skill], (folder / CONFIG.skills[skill].module).read_text(encoding="utf-8"))
-    ours = _grader_skill(folder, skill)
-    print(f"{skill} {mistake}: grader {ours['score']:g}, point cells {sum(points.values()):.4f}")
-    assert ours["score"] < CONFIG.skills[skill].points
-    assert points == pytest.approx({t["name"]: t["score"] for t in ours["tests"] if t["max_score"]}, abs=1e-4)
+    ours = grade(folder, "--reveal-hidden").data
+    problems = [p for sid in CONFIG.skills for p in _one_score(sid, folder, ours)]
+    graded = next(s for s in ours["skills"] if s["id"] == skill)
+    print(f"{skill} {mistake}: grader {graded['score']:g} of {graded['points']:g}")
+    assert graded["score"] < CONFIG.skills[skill].points
+    assert not problems, "\n".join(problems)
 
 
 def test_nbgrader_units_breaks_a_function_only_for_callers_outside_its_module():

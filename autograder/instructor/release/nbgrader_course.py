@@ -19,8 +19,12 @@ reference and embedded; each cell records whether its function passed every chec
 Point cells — one piece of scoring, one score on every path: each test of grading.toml
 (weight > 0) gets a cell with its weight as points, which computes the grader's rule
 (``autograder/testing/credit.py``: weight × passed kinds / kinds, 0 when a required kind
-fails) over the test's kinds, a kind passing when every function it uses passed its
-checks cell. Which functions each kind uses is measured by grading the reference with
+fails, rounded to 4 decimals as ``runner/scoring.py`` rounds) over the test's kinds, a kind
+passing when every function it uses passed its checks cell. A property test (grading.toml
+``properties``) is scored as the grader scores it, whatever the values: its kinds pass when
+the functions kept their properties in their checks cells (every call returned, with the
+reference's dtypes and errors), and it scores 0 when none of the skill's other tests earned
+points (their cells come first). Which functions each kind uses is measured by grading the reference with
 one function broken at a time (``nbgrader_units``, stored in ``nbgrader_units.json``).
 The cell's last line is the score: nbgrader reads a number there as partial credit. The
 weights are binary fractions, so every max score is exact. What still differs from the
@@ -44,7 +48,6 @@ import json
 import math
 import re
 import textwrap
-from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 
@@ -181,7 +184,12 @@ def _check_code(check: Check, ns: dict, where: str) -> str:
         raise NotebookError(f"{where}: the reference returns NaN for `{check.call}` — choose inputs inside the contract")
     tol = "" if (check.rtol, check.atol) == (1e-6, 1e-8) else f", rtol={check.rtol!r}, atol={check.atol!r}"
     lines = [check.setup] if check.setup else []
-    lines += [f"got = {check.call}", f"want = {literal(want)}", f"assert check(got, want, {check.call!r}{tol})"]
+    lines += [
+        f"got = {check.call}",
+        f"want = {literal(want)}",
+        "checks.properties(got, want)",
+        f"assert check(got, want, {check.call!r}{tol})",
+    ]
     return "with checks:\n" + textwrap.indent("\n".join(lines), "    ")
 
 
@@ -212,20 +220,29 @@ def checks_source(skill: Skill, target: Target, ns: dict) -> str:
     return "\n".join(parts)
 
 
-def credit_source(name: str, unit: dict, points: float) -> str:
-    """A point cell: one grader test, its points, and the grader's rule over its kinds.
+def credit_source(name: str, unit: dict, points: float, others: list[str] | None = None) -> str:
+    """A point cell: one grader test, its points, and the grader's rule over its kinds —
+    for a property test (``others``: the skill's other tests), the property rule too.
     The last line is the score (nbgrader reads a number there as the cell's partial credit)."""
 
     def table(kinds: list[dict]) -> str:
         return "{" + ", ".join(f"{k['label']!r}: {k['uses']!r}" for k in kinds) + "}"
 
     required = f", required={table(unit['required'])}" if unit["required"] else ""
+    if others is None:
+        return (
+            f"# {name} ({unit['visibility']} test of the grader): {points:g} points × passed kinds / kinds"
+            + (", 0 if a required kind fails" if unit["required"] else "")
+            + ".\n"
+            "# A kind passes when every function it uses passed its checks cell above.\n"
+            f"credit({points!r}, {table(unit['kinds'])}{required}, test={name!r})"
+        )
     return (
-        f"# {name} ({unit['visibility']} test of the grader): {points:g} points × passed kinds / kinds"
+        f"# {name} ({unit['visibility']} property test of the grader): {points:g} points × passed kinds / kinds"
         + (", 0 if a required kind fails" if unit["required"] else "")
-        + ".\n"
-        "# A kind passes when every function it uses passed its checks cell above.\n"
-        f"credit({points!r}, {table(unit['kinds'])}{required})"
+        + ",\n# 0 if none of the skill's other tests earned points. A kind passes when every function it uses\n"
+        "# kept its properties in its checks cell above (returned, with the reference's dtypes and errors).\n"
+        f"credit({points!r}, {table(unit['kinds'])}{required}, test={name!r}, properties=True, others={others!r})"
     )
 
 
@@ -294,10 +311,12 @@ def notebook(config: Config, skill: Skill):
             metadata=_meta(f"{skill.id}_points", locked=True),
         )
     )
-    for name, unit in tests.items():
+    # the skill's other tests first: a property test's cell reads their scores (the property rule)
+    others = [name for name in tests if name not in skill.properties]
+    for name, unit in sorted(tests.items(), key=lambda item: item[0] in skill.properties):
         cells.append(
             new_code_cell(
-                credit_source(name, unit, points[name]),
+                credit_source(name, unit, points[name], others if name in skill.properties else None),
                 id=f"{skill.id}-{name}".replace("_", "-")[:64],
                 metadata=_meta(name, grade=True, locked=True, points=points[name]),
             )
@@ -368,9 +387,14 @@ Where the two can still differ, and why:
   changed dtype, an input modified in place): here a function passes or fails as a whole, so
   such a mistake costs every kind that uses the function, or none if the fixed checks miss it.
 - Property tests (grading.toml `properties`: dtype kept, inputs unchanged, errors raised,
-  state_dict, batch independence): the autograder credits them whatever the values; here their
-  kinds use the functions' checks cells, which check values, so a value mistake also costs the
-  function's share of those cells.
+  state_dict, batch independence): both credit them whatever the values, and neither when no
+  other test of the skill earned points. Here a property kind passes when every function it
+  uses kept its properties in its checks cell (each call returned, with the reference's dtypes
+  and errors); a property the checks cannot see (an input changed in place, batch examples
+  mixed) is not charged here.
+
+Each point cell's score is rounded to 4 decimals as the autograder rounds each test's, so on
+code where the two agree test by test they agree to the last digit.
 
 nbgrader runs the tests in the student's kernel (no sandbox): use the Gradescope bundle or
 `make grade` for grades that must resist tampering.
@@ -379,83 +403,3 @@ nbgrader runs the tests in the student's kernel (no sandbox): use the Gradescope
 
 def _gates(ctx: ReleaseContext) -> str:
     return ", ".join(f"{s.id}: `{g}`" for s in ctx.config.skills.values() for g in s.gates) or "none"
-
-
-# --------------------------------------------------------------------------- proving it works
-@dataclass
-class RoundTrip:
-    scores: dict[str, float]  # student → exported score
-    notebooks: dict[str, dict[str, float]]  # student → notebook (skill) → score, from the gradebook
-    max_score: float
-    seconds: dict[str, float]  # generate_assignment, autograde, [generate_feedback,] export
-    release: Path  # release/<assignment>: what students get
-    feedback: Path | None = None  # feedback/: each student's HTML, when asked for
-
-
-def round_trip(
-    course: Path, work: Path, submissions: dict[str, Path | None], assignment: str, *, feedback: bool = False
-) -> RoundTrip:
-    """Run the real nbgrader headless on a copy of ``course``: ``generate_assignment``, then
-    ``autograde`` each student's notebooks — the release with the solution cells filled from
-    ``submissions[student]`` (a folder of exercise modules) or left untouched (None) — then
-    ``generate_feedback`` if asked, and ``export``. nbgrader must be importable by this Python
-    (requirements-instructor.txt)."""
-    import csv
-    import os
-    import shutil
-    import subprocess
-    import sys
-    import time
-
-    import nbformat
-
-    root = work / "course"
-    shutil.copytree(course, root)
-    env = dict(os.environ)
-    for name in (
-        "JUPYTER_CONFIG_DIR",
-        "JUPYTER_DATA_DIR",
-        "JUPYTER_RUNTIME_DIR",
-        "IPYTHONDIR",
-    ):  # nbgrader writes into $HOME otherwise
-        (work / name).mkdir(exist_ok=True)
-        env[name] = str(work / name)
-    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])  # creating the DB runs `alembic`
-    env.pop("PYTHONPATH", None)
-    seconds: dict[str, float] = {}
-
-    def nbgrader(step: str, *args: str) -> None:
-        start = time.monotonic()
-        proc = subprocess.run(
-            [sys.executable, "-m", "nbgrader", step, *args], cwd=root, env=env, capture_output=True, text=True, timeout=1200
-        )
-        seconds[step] = round(time.monotonic() - start, 1)
-        if proc.returncode != 0:
-            raise NotebookError(f"nbgrader {step} failed (exit {proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
-
-    nbgrader("generate_assignment", assignment, "--force")
-    release = root / "release" / assignment
-    for student, modules in submissions.items():
-        target = root / "submitted" / student / assignment
-        target.mkdir(parents=True)
-        for path in sorted(release.glob("*.ipynb")):
-            nb = nbformat.read(path, as_version=4)
-            for cell in nb.cells:
-                if modules is not None and cell.metadata.get("nbgrader", {}).get("solution"):
-                    cell.source = (modules / f"{path.stem}.py").read_text(encoding="utf-8")
-            nbformat.write(nb, target / path.name)
-    nbgrader("autograde", assignment, "--force")
-    if feedback:
-        nbgrader("generate_feedback", assignment, "--force")
-    grades = work / "grades.csv"
-    nbgrader("export", "--to", str(grades))
-    rows = list(csv.DictReader(grades.open(encoding="utf-8")))
-    scores = {r["student_id"]: float(r["score"]) for r in rows if r["assignment"] == assignment}
-    max_score = max((float(r["max_score"]) for r in rows), default=0.0)
-    from nbgrader.api import Gradebook
-
-    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
-        notebooks = {
-            student: {nb.name: nb.score for nb in gb.find_submission(assignment, student).notebooks} for student in submissions
-        }
-    return RoundTrip(scores, notebooks, max_score, seconds, release, root / "feedback" if feedback else None)
