@@ -21,9 +21,12 @@ from autograder.runner.grade import suite_hash
 
 nbformat = pytest.importorskip("nbformat", reason="instructor requirements (requirements-instructor.txt) are not installed")
 nbgrader_course = pytest.importorskip("autograder.instructor.release.nbgrader_course")
+from autograder.instructor.release import nbgrader_checks  # noqa: E402 - after the skip: needs the instructor extras
 
 CONFIG = load(ROOT / "grading.toml")
 ASSIGNMENT = CONFIG.nbgrader_release.assignment
+#: each skill's checks cells, from tests/suites/<skill>/nbgrader.toml
+TARGETS = {sid: nbgrader_checks.load(CONFIG, sid).targets for sid in CONFIG.skills}
 
 
 @pytest.fixture(autouse=True)
@@ -83,7 +86,7 @@ def test_one_notebook_per_skill_with_lesson_setup_solution_checks_and_point_cell
         assert _nb(solution)["solution"] and _source(solution) == (SOLUTIONS / skill.module).read_text(encoding="utf-8").rstrip(
             "\n"
         )
-        targets = nbgrader_course.TARGETS[skill.id]
+        targets = TARGETS[skill.id]
         checks, heading, points = rest[: len(targets)], rest[len(targets)], rest[len(targets) + 1 :]
         assert [_nb(c)["grade_id"] for c in checks] == [f"checks_{nbgrader_course.snake(t.name)}" for t in targets]
         for cell in checks:  # 0 points, hidden checks kept for grading
@@ -146,7 +149,7 @@ def test_point_cells_apply_the_graders_rule():
 
 
 def test_every_skill_has_checks_and_every_check_runs_on_the_reference():
-    assert set(nbgrader_course.TARGETS) == set(CONFIG.skills)
+    assert all(TARGETS[sid] for sid in CONFIG.skills)
     for skill in CONFIG.skills.values():
         nbgrader_course.notebook(CONFIG, skill)  # raises NotebookError naming the cell if the reference fails a call
 
@@ -200,7 +203,7 @@ def test_correct_code_unlike_the_reference_passes_every_notebook_check(style):
         code = (module if module.is_file() else SOLUTIONS / skill.module).read_text(encoding="utf-8")
         scores, checks, problems = _run_notebook(skill, code)
         assert not problems, f"styles/{style}/{skill.module}: {problems}"
-        assert checks == {t.name: True for t in nbgrader_course.TARGETS[skill.id]}, f"styles/{style}/{skill.module}"
+        assert checks == {t.name: True for t in TARGETS[skill.id]}, f"styles/{style}/{skill.module}"
         assert scores == _weights(skill), f"styles/{style}/{skill.module}"
 
 
@@ -269,7 +272,7 @@ def test_nbgrader_round_trip_matches_our_grader(trip, tmp_path):
     for notebook in trip.release.glob("*.ipynb"):
         text = notebook.read_text(encoding="utf-8")
         assert "HIDDEN TESTS" not in text and "BEGIN SOLUTION" not in text
-        hidden_calls = [c.call for t in nbgrader_course.TARGETS[notebook.stem] for c in t.hidden]
+        hidden_calls = [c.call for t in TARGETS[notebook.stem] for c in t.hidden]
         assert not [c for c in hidden_calls if c in text]
     total = CONFIG.total_points
     assert trip.max_score == total == 100  # exactly: the cells' points are binary fractions
@@ -342,8 +345,8 @@ def test_nbgrader_feedback_shows_no_hidden_test(trip, course):
         shown_lines = {line.strip() for line in text.split("\n")}
         leaked = [line for line in _hidden_lines(source) if line in shown_lines or (len(line) > 40 and line in text)]
         assert not leaked, (page, leaked[:3])
-        visible_calls = {c.call for t in nbgrader_course.TARGETS[page.stem] for c in t.visible}
-        hidden_calls = {c.call for t in nbgrader_course.TARGETS[page.stem] for c in t.hidden} - visible_calls
+        visible_calls = {c.call for t in TARGETS[page.stem] for c in t.visible}
+        hidden_calls = {c.call for t in TARGETS[page.stem] for c in t.hidden} - visible_calls
         assert not [c for c in hidden_calls if c in text], page
     ignores = _html_text(feedback / "ignores_dim" / ASSIGNMENT / "row_softmax.html")
     # not what the failed hidden check checked ("first mismatch at index [...]: expected ...")
@@ -352,7 +355,7 @@ def test_nbgrader_feedback_shows_no_hidden_test(trip, course):
     untouched = _html_text(feedback / "untouched" / ASSIGNMENT / "qkv.html")
     assert "A hidden check failed" not in untouched  # a failed visible check is not called a hidden one
     # what the visible checks found, in every checks cell (each has a hidden block)
-    for target in nbgrader_course.TARGETS["qkv"]:
+    for target in TARGETS["qkv"]:
         assert f"{target.name}: 1 of 1 visible checks failed" in untouched, target.name
     assert "NotImplementedError" in untouched and "hidden checks failed" not in untouched
 

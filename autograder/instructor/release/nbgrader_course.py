@@ -12,9 +12,10 @@ turns into stubs), then one *checks cell* per exercise function or class and one
 cell* per test of the grader.
 
 Checks cells (0 points; autograded so that their ``### BEGIN HIDDEN TESTS`` blocks are
-kept for grading and removed for students): the checks of ``nbgrader_checks`` run the
-student's code in the student's kernel, against expected values computed here from the
-reference and embedded; each cell records whether its function passed every check.
+kept for grading and removed for students): the checks (each skill's ``nbgrader.toml``
+beside its suites, read by ``nbgrader_checks``) run the student's code in the student's
+kernel, against expected values computed here from the reference and embedded; each cell
+records whether its function passed every check.
 
 Point cells — one piece of scoring, one score on every path: each test of grading.toml
 (weight > 0) gets a cell with its weight as points, which computes the grader's rule
@@ -25,7 +26,7 @@ passing when every function it uses passed its checks cell. A property test (gra
 the functions kept their properties in their checks cells (every call returned, with the
 reference's dtypes and errors), and it scores 0 when none of the skill's other tests earned
 points (their cells come first). Which functions each kind uses is measured by grading the reference with
-one function broken at a time (``nbgrader_units``, stored in ``nbgrader_units.json``).
+one function broken at a time (``nbgrader_units``, stored in each skill's ``nbgrader_units.json``).
 The cell's last line is the score: nbgrader reads a number there as partial credit. The
 weights are binary fractions, so every max score is exact. What still differs from the
 grader — rules, and mistakes that break only some of a function's kinds — is listed in
@@ -44,7 +45,6 @@ what a failed hidden check printed.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import textwrap
@@ -54,8 +54,9 @@ from pathlib import Path
 import torch
 
 from ...config import Config, Skill
+from . import nbgrader_checks
 from .context import ReleaseContext
-from .nbgrader_checks import LESSON, TARGETS, Check, Target
+from .nbgrader_checks import Check, NotebookError, Target
 
 TEMPLATES = Path(__file__).with_name("templates")
 SETUP = (TEMPLATES / "nbgrader_setup.py").read_text(encoding="utf-8")
@@ -63,11 +64,7 @@ FEEDBACK = TEMPLATES / "nbgrader_feedback.py"  # appended to nbgrader_config.py:
 AUTOGRADE = TEMPLATES / "nbgrader_autograde.py"  # appended too: a checksum warning only for a changed locked cell
 KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
 HIDDEN_BEGIN, HIDDEN_END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
-UNITS_FILE = Path(__file__).with_name("nbgrader_units.json")
-
-
-class NotebookError(ValueError):
-    """The checks or the reference do not make a valid notebook; the message names the skill and cell."""
+__all__ = ["NotebookError", "build", "notebook"]
 
 
 def build(ctx: ReleaseContext) -> list[Path]:
@@ -97,14 +94,15 @@ def snake(name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
 
-def units(skill: Skill, targets: list[Target]) -> dict[str, dict]:
-    """The skill's grader tests (weight > 0), in grading.toml's order, with the kinds
-    ``nbgrader_units.json`` measured (module docstring of ``nbgrader_units``)."""
-    measured = json.loads(UNITS_FILE.read_text(encoding="utf-8")).get(skill.id, {})
+def units(config: Config, skill: Skill, targets: tuple[Target, ...]) -> dict[str, dict]:
+    """The skill's grader tests (weight > 0), in grading.toml's order, with the kinds its
+    ``nbgrader_units.json`` (beside its suites) holds, as measured (module docstring of ``nbgrader_units``)."""
+    measured = nbgrader_checks.load_units(config, skill.id)
     weights = {name: w for suite in skill.suites for name, w in suite.weights.items() if w}
     stale = "; rerun `python -m autograder.instructor.release.nbgrader_units`"
     if {n: u["weight"] for n, u in measured.items()} != weights:
-        raise NotebookError(f"{skill.id}: {UNITS_FILE.name} does not list grading.toml's tests and weights{stale}")
+        path = nbgrader_checks.units_path(config, skill.id)
+        raise NotebookError(f"{skill.id}: {path.name} does not list grading.toml's tests and weights{stale}")
     names = {t.name for t in targets}
     for name, unit in measured.items():
         used = {f for k in unit["kinds"] + unit["required"] for f in k["uses"]}
@@ -253,8 +251,8 @@ def _meta(grade_id: str, *, grade=False, solution=False, locked=False, points=No
     return {"nbgrader": meta}
 
 
-def lesson_markdown(config: Config, skill: Skill, points: dict[str, float]) -> str:
-    quotes = "\n".join(f"> **{cite}** — {text}  " for cite, text in LESSON.get(skill.id, []))
+def lesson_markdown(config: Config, skill: Skill, points: dict[str, float], lesson: tuple[tuple[str, str], ...]) -> str:
+    quotes = "\n".join(f"> **{cite}** — {text}  " for cite, text in lesson)
     rows = "\n".join(f"| `{name}` | {pts:g} |" for name, pts in points.items())
     return (
         f"# {skill.title}\n\n"
@@ -275,18 +273,16 @@ def notebook(config: Config, skill: Skill):
     import nbformat
     from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-    targets = TARGETS.get(skill.id)
-    if not targets:
-        raise NotebookError(
-            f"skill {skill.id}: no nbgrader checks in autograder/instructor/release/nbgrader_checks.py — add "
-            f"TARGETS[{skill.id!r}]"
-        )
-    tests = units(skill, targets)
+    checks = nbgrader_checks.load(config, skill.id)  # tests/suites/<skill>/nbgrader.toml
+    targets = checks.targets
+    tests = units(config, skill, targets)
     points = exact_points(skill, {name: unit["weight"] for name, unit in tests.items()})
     ns = reference_namespace(config, skill)
     cells = [
         new_markdown_cell(
-            lesson_markdown(config, skill, points), id=f"{skill.id}-lesson", metadata=_meta(f"{skill.id}_lesson", locked=True)
+            lesson_markdown(config, skill, points, checks.lesson),
+            id=f"{skill.id}-lesson",
+            metadata=_meta(f"{skill.id}_lesson", locked=True),
         ),
         new_code_cell(SETUP.rstrip("\n"), id=f"{skill.id}-setup", metadata=_meta(f"{skill.id}_setup", locked=True)),
         new_code_cell(
