@@ -130,7 +130,7 @@ def test_point_cells_apply_the_graders_rule():
     """credit(): points × passed kinds / kinds, 0 when a required kind fails; a kind passes
     when every function it uses passed its checks cell (autograder/testing/credit.py)."""
     ns: dict = {}
-    exec(compile(nbgrader_course.SETUP, "setup", "exec"), ns)  # our own template
+    exec(compile(nbgrader_course.setup_source(CONFIG), "setup", "exec"), ns)  # our own template
     ns["CHECKS"].update(f=True, g=False)
     credit = ns["credit"]
     # "c" uses no single function: earned only when every function passed (here g failed)
@@ -390,7 +390,7 @@ def test_feedback_shows_the_visible_checks_failures_and_not_what_the_hidden_chec
     cell = _checks_cell(course, "qkv", "scale_scores")
     assert nbgrader_course.HIDDEN_BEGIN in cell.source
     ns: dict = {"__name__": "__main__"}
-    exec(compile(nbgrader_course.SETUP, "setup", "exec"), ns)  # our own template
+    exec(compile(nbgrader_course.setup_source(CONFIG), "setup", "exec"), ns)  # our own template
     exec(  # the student's code: one mistake, and a print of what each call got
         "def scale_scores(scores, d_k):\n    print('scale_scores got', tuple(scores.shape))\n    return scores / d_k\n",
         ns,

@@ -59,7 +59,9 @@ from .context import ReleaseContext
 from .nbgrader_checks import Check, NotebookError, Target
 
 TEMPLATES = Path(__file__).with_name("templates")
-SETUP = (TEMPLATES / "nbgrader_setup.py").read_text(encoding="utf-8")
+SETUP = (TEMPLATES / "nbgrader_setup.py").read_text(encoding="utf-8")  # the framework's part of the setup cell
+#: the line of SETUP that the course's own names for its checks replace (its nbgrader_setup.py, beside the suites)
+COURSE_SETUP_LINE = "# (the course's names for its checks: nbgrader_setup.py beside the suites, in place of this line)\n"
 FEEDBACK = TEMPLATES / "nbgrader_feedback.py"  # appended to nbgrader_config.py: feedback without the hidden tests
 AUTOGRADE = TEMPLATES / "nbgrader_autograde.py"  # appended too: a checksum warning only for a changed locked cell
 KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
@@ -161,10 +163,20 @@ def _nested(data, indent: int) -> str:
 
 
 # --------------------------------------------------------------------------- cells
+def setup_source(config: Config) -> str:
+    """The locked setup cell: the template's helpers, with the course's own names for its
+    checks (``<suites>/nbgrader_setup.py``: its worked examples, say) in place of one line."""
+    path = config.suites_dir / "nbgrader_setup.py"
+    course = path.read_text(encoding="utf-8") if path.is_file() else ""
+    if SETUP.count(COURSE_SETUP_LINE) != 1:
+        raise NotebookError(f"templates/nbgrader_setup.py must hold the line {COURSE_SETUP_LINE.strip()!r} once")
+    return SETUP.replace(COURSE_SETUP_LINE, course)
+
+
 def reference_namespace(config: Config, skill: Skill) -> dict:
     """The kernel of a notebook whose solution cell holds the reference."""
     ns: dict = {"__name__": f"nbgrader_reference_{skill.id}"}
-    exec(compile(SETUP, "setup-cell", "exec"), ns)  # our own template
+    exec(compile(setup_source(config), "setup-cell", "exec"), ns)  # our own template and the course's names
     source = (config.solutions_dir / skill.module).read_text(encoding="utf-8")
     exec(compile(source, str(config.solutions_dir / skill.module), "exec"), ns)  # the reference
     return ns
@@ -284,7 +296,9 @@ def notebook(config: Config, skill: Skill):
             id=f"{skill.id}-lesson",
             metadata=_meta(f"{skill.id}_lesson", locked=True),
         ),
-        new_code_cell(SETUP.rstrip("\n"), id=f"{skill.id}-setup", metadata=_meta(f"{skill.id}_setup", locked=True)),
+        new_code_cell(
+            setup_source(config).rstrip("\n"), id=f"{skill.id}-setup", metadata=_meta(f"{skill.id}_setup", locked=True)
+        ),
         new_code_cell(
             (config.solutions_dir / skill.module).read_text(encoding="utf-8").rstrip("\n"),
             id=f"{skill.id}-solution",
