@@ -657,6 +657,47 @@ def test_one_score_a_single_mistake_costs_the_same_points_in_every_point_cell_as
     assert not problems, "\n".join(problems)
 
 
+# --------------------------------------------------------------------------- course content beside the suites
+def test_the_framework_holds_no_nbgrader_course_content():
+    """Each skill's checks, lesson quotes and measured units live beside its suites
+    (tests/suites/<skill>/nbgrader.toml, nbgrader_units.json), the names they share in
+    tests/suites/nbgrader_setup.py: no check call, lesson passage or line of those names is
+    written anywhere in autograder/, and no units file either."""
+    framework = ROOT / "autograder"
+    assert not list(framework.rglob("nbgrader_units.json"))
+    text = "\n".join(p.read_text(encoding="utf-8") for p in sorted(framework.rglob("*.py")))
+    content = []
+    for sid in CONFIG.skills:
+        checks = nbgrader_checks.load(CONFIG, sid)
+        content += [c.call for t in checks.targets for c in (*t.visible, *t.hidden)] + [q for _, q in checks.lesson]
+        assert nbgrader_checks.load_units(CONFIG, sid), sid
+    content += [line for line in (CONFIG.suites_dir / "nbgrader_setup.py").read_text(encoding="utf-8").splitlines() if line]
+    assert len(content) > 100
+    assert not [c for c in content if c in text]
+
+
+def test_nbgrader_checks_are_read_from_the_suites_folder_and_a_bad_file_is_named(tmp_path):
+    """The framework finds a skill's checks through grading.toml's suites folder; a missing
+    file, or a wrong key, is an error that names the file, the key and the fix."""
+    import dataclasses
+    import shutil
+
+    suites = tmp_path / "suites"
+    shutil.copytree(CONFIG.suites_dir / "qkv", suites / "qkv", ignore=shutil.ignore_patterns("snapshots", "__pycache__"))
+    config = dataclasses.replace(CONFIG, suites_dir=suites)
+    path = suites / "qkv" / "nbgrader.toml"
+    path.write_text(path.read_text(encoding="utf-8").replace('cite = "Week 7 §8"', 'cite = "Week 7 §8 (moved)"'), "utf-8")
+    assert [t.cite for t in nbgrader_checks.load(config, "qkv").targets if t.name == "scale_scores"] == ["Week 7 §8 (moved)"]
+    assert nbgrader_checks.load_units(config, "qkv") == nbgrader_checks.load_units(CONFIG, "qkv")
+
+    path.write_text(path.read_text(encoding="utf-8").replace('call = "scale_scores(', 'cal = "scale_scores(', 1), "utf-8")
+    with pytest.raises(nbgrader_checks.NotebookError, match=r"qkv/nbgrader.toml: target\[2\]\.visible\[0\]: needs call"):
+        nbgrader_checks.load(config, "qkv")
+    path.unlink()
+    with pytest.raises(nbgrader_checks.NotebookError, match=r"skill qkv: no nbgrader checks — write .*qkv/nbgrader.toml"):
+        nbgrader_course.notebook(config, config.skills["qkv"])
+
+
 def test_nbgrader_units_breaks_a_function_only_for_callers_outside_its_module():
     """How nbgrader_units measures which functions a kind uses: the broken function answers
     wrong (NaN, negated, off by one) or raises when the tests call it, while the module's own

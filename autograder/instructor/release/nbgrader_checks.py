@@ -33,11 +33,12 @@ leading dimensions, masks, dtypes, errors) go in ``### BEGIN HIDDEN TESTS`` bloc
     atol = 1e-8
 
     [[target.hidden]]
-    call = "scale_scores(rand(2, 4, 5, seed=7), 64)"
+    call = "scale_scores(rand(3, 5, seed=2), 16)"
 
-Names available to every check come from the locked setup cell
-(``templates/nbgrader_setup.py``): ``W7_*`` (Week 7's example), ``rand``, ``rand_bool``,
-``grads``, ``raises``, ``load_weights`` (parameters by name; buffers keep their own), ``torch``, ``math``.
+Names available to every check come from the locked setup cell: the template's
+(``templates/nbgrader_setup.py``: ``rand``, ``rand_bool``, ``grads``, ``raises``,
+``load_weights`` — parameters by name, buffers keep their own —, ``torch``, ``math``) and the
+course's own (``tests/suites/nbgrader_setup.py``, pasted into it: a lesson's worked example).
 """
 
 from __future__ import annotations
