@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import ast
 import json
+import logging
+import math
 from pathlib import Path
 
 import pytest
 from conftest import MODULES, ROOT, SOLUTIONS, SUBMISSIONS, grade
+from nbgrader_headless import round_trip
 
 from autograder.config import load
 from autograder.instructor.release import ReleaseContext
@@ -18,9 +21,12 @@ from autograder.runner.grade import suite_hash
 
 nbformat = pytest.importorskip("nbformat", reason="instructor requirements (requirements-instructor.txt) are not installed")
 nbgrader_course = pytest.importorskip("autograder.instructor.release.nbgrader_course")
+from autograder.instructor.release import nbgrader_checks  # noqa: E402 - after the skip: needs the instructor extras
 
 CONFIG = load(ROOT / "grading.toml")
 ASSIGNMENT = CONFIG.nbgrader_release.assignment
+#: each skill's checks cells, from tests/suites/<skill>/nbgrader.toml
+TARGETS = {sid: nbgrader_checks.load(CONFIG, sid).targets for sid in CONFIG.skills}
 
 
 @pytest.fixture(autouse=True)
@@ -80,7 +86,7 @@ def test_one_notebook_per_skill_with_lesson_setup_solution_checks_and_point_cell
         assert _nb(solution)["solution"] and _source(solution) == (SOLUTIONS / skill.module).read_text(encoding="utf-8").rstrip(
             "\n"
         )
-        targets = nbgrader_course.TARGETS[skill.id]
+        targets = TARGETS[skill.id]
         checks, heading, points = rest[: len(targets)], rest[len(targets)], rest[len(targets) + 1 :]
         assert [_nb(c)["grade_id"] for c in checks] == [f"checks_{nbgrader_course.snake(t.name)}" for t in targets]
         for cell in checks:  # 0 points, hidden checks kept for grading
@@ -124,7 +130,7 @@ def test_point_cells_apply_the_graders_rule():
     """credit(): points × passed kinds / kinds, 0 when a required kind fails; a kind passes
     when every function it uses passed its checks cell (autograder/testing/credit.py)."""
     ns: dict = {}
-    exec(compile(nbgrader_course.SETUP, "setup", "exec"), ns)  # our own template
+    exec(compile(nbgrader_course.setup_source(CONFIG), "setup", "exec"), ns)  # our own template
     ns["CHECKS"].update(f=True, g=False)
     credit = ns["credit"]
     # "c" uses no single function: earned only when every function passed (here g failed)
@@ -143,7 +149,7 @@ def test_point_cells_apply_the_graders_rule():
 
 
 def test_every_skill_has_checks_and_every_check_runs_on_the_reference():
-    assert set(nbgrader_course.TARGETS) == set(CONFIG.skills)
+    assert all(TARGETS[sid] for sid in CONFIG.skills)
     for skill in CONFIG.skills.values():
         nbgrader_course.notebook(CONFIG, skill)  # raises NotebookError naming the cell if the reference fails a call
 
@@ -197,7 +203,7 @@ def test_correct_code_unlike_the_reference_passes_every_notebook_check(style):
         code = (module if module.is_file() else SOLUTIONS / skill.module).read_text(encoding="utf-8")
         scores, checks, problems = _run_notebook(skill, code)
         assert not problems, f"styles/{style}/{skill.module}: {problems}"
-        assert checks == {t.name: True for t in nbgrader_course.TARGETS[skill.id]}, f"styles/{style}/{skill.module}"
+        assert checks == {t.name: True for t in TARGETS[skill.id]}, f"styles/{style}/{skill.module}"
         assert scores == _weights(skill), f"styles/{style}/{skill.module}"
 
 
@@ -232,6 +238,16 @@ def _softmax_ignores_dim(folder: Path) -> Path:
     return folder
 
 
+TAMPERED = ("qkv", "checks_scale_scores")
+
+
+def _tamper(notebook: str, nb) -> None:
+    """A student who edits a locked checks cell so that its first check always passes."""
+    if notebook == TAMPERED[0]:
+        cell = next(c for c in nb.cells if _nb(c).get("grade_id") == TAMPERED[1])
+        cell.source = cell.source.replace("assert check(", "assert True or check(", 1)
+
+
 @pytest.fixture(scope="module")
 def trip(course, tmp_path_factory):
     """One run of the real nbgrader for the tests below (it is slow): three students, and feedback."""
@@ -241,7 +257,8 @@ def trip(course, tmp_path_factory):
     }
     students = {"reference": SOLUTIONS, "untouched": None, "ignores_dim": _softmax_ignores_dim(work / "ignores_dim")}
     students |= {student: folder for student, (_, folder) in mistakes.items()}
-    trip = nbgrader_course.round_trip(course, work, students, ASSIGNMENT, feedback=True)
+    students["tampered"] = SOLUTIONS  # the reference, and one locked check edited to pass whatever it gets
+    trip = round_trip(course, work, students, ASSIGNMENT, feedback=True, edit={"tampered": _tamper})
     trip.mistakes = mistakes  # single mistakes: compared with the grader below
     print(f"nbgrader round trip (s): {trip.seconds}; scores {trip.scores} of {trip.max_score:g}")
     return trip
@@ -255,11 +272,17 @@ def test_nbgrader_round_trip_matches_our_grader(trip, tmp_path):
     for notebook in trip.release.glob("*.ipynb"):
         text = notebook.read_text(encoding="utf-8")
         assert "HIDDEN TESTS" not in text and "BEGIN SOLUTION" not in text
-        hidden_calls = [c.call for t in nbgrader_course.TARGETS[notebook.stem] for c in t.hidden]
+        hidden_calls = [c.call for t in TARGETS[notebook.stem] for c in t.hidden]
         assert not [c for c in hidden_calls if c in text]
     total = CONFIG.total_points
     assert trip.max_score == total == 100  # exactly: the cells' points are binary fractions
     assert trip.scores["reference"] == total and trip.scores["untouched"] == 0
+
+    # one checksum warning: the tampered cell (put back from the source, so it scores as released);
+    # none for the checks cells every honest student submits without their hidden blocks
+    changed = [line for line in trip.logs["autograde"].splitlines() if "has changed" in line]
+    assert len(changed) == 1 and "'checksum'" in changed[0] and TAMPERED[1] in changed[0], changed
+    assert trip.scores["tampered"] == total
 
     # single mistakes: nbgrader's notebook scores next to the grader's skill scores on the same code
     rows = []
@@ -268,9 +291,9 @@ def test_nbgrader_round_trip_matches_our_grader(trip, tmp_path):
         nb = trip.notebooks[student]
         rows.append(f"{student}: nbgrader {nb[skill]:.4f}, grader {ours['score']:.4f}")
         assert {s: p for s, p in nb.items() if s != skill} == {s.id: s.points for s in CONFIG.skills.values() if s.id != skill}
-        # its own skill only loses points (the exact match with the grader awaits nbgrader_units for the
-        # property tests: test_single_mistake_costs_the_same_points_in_every_point_cell_as_in_the_grader)
+        # its own skill loses the same points in both (one score; the grader rounds to 4 decimals)
         assert nb[skill] < CONFIG.skills[skill].points and ours["score"] < CONFIG.skills[skill].points, rows[-1]
+        assert round(nb[skill], 4) == ours["score"], rows[-1]
     print("single mistakes:", "; ".join(rows))
 
     # the same code through `python -m autograder grade` (visible + hidden suites)
@@ -322,8 +345,8 @@ def test_nbgrader_feedback_shows_no_hidden_test(trip, course):
         shown_lines = {line.strip() for line in text.split("\n")}
         leaked = [line for line in _hidden_lines(source) if line in shown_lines or (len(line) > 40 and line in text)]
         assert not leaked, (page, leaked[:3])
-        visible_calls = {c.call for t in nbgrader_course.TARGETS[page.stem] for c in t.visible}
-        hidden_calls = {c.call for t in nbgrader_course.TARGETS[page.stem] for c in t.hidden} - visible_calls
+        visible_calls = {c.call for t in TARGETS[page.stem] for c in t.visible}
+        hidden_calls = {c.call for t in TARGETS[page.stem] for c in t.hidden} - visible_calls
         assert not [c for c in hidden_calls if c in text], page
     ignores = _html_text(feedback / "ignores_dim" / ASSIGNMENT / "row_softmax.html")
     # not what the failed hidden check checked ("first mismatch at index [...]: expected ...")
@@ -331,6 +354,139 @@ def test_nbgrader_feedback_shows_no_hidden_test(trip, course):
     assert trip.scores["ignores_dim"] < trip.scores["reference"]
     untouched = _html_text(feedback / "untouched" / ASSIGNMENT / "qkv.html")
     assert "A hidden check failed" not in untouched  # a failed visible check is not called a hidden one
+    # what the visible checks found, in every checks cell (each has a hidden block)
+    for target in TARGETS["qkv"]:
+        assert f"{target.name}: 1 of 1 visible checks failed" in untouched, target.name
+    assert "NotImplementedError" in untouched and "hidden checks failed" not in untouched
+
+
+def _course_config(course: Path) -> tuple[object, dict]:
+    """The course's nbgrader_config.py as nbgrader loads it: its traitlets Config and namespace."""
+    from traitlets.config import Config
+
+    config = Config()
+    path = course / "nbgrader_config.py"
+    namespace = {"get_config": lambda: config, "__file__": str(path)}
+    exec(compile(path.read_text(encoding="utf-8"), str(path), "exec"), namespace)  # our own release's config
+    return config, namespace
+
+
+def _checks_cell(course: Path, skill: str, target: str):
+    """A checks cell of the course's source notebook (hidden block included), as nbformat reads it."""
+    nb = nbformat.read(course / "source" / ASSIGNMENT / f"{skill}.ipynb", as_version=4)
+    return next(c for c in nb.cells if _nb(c).get("grade_id") == f"checks_{nbgrader_course.snake(target)}")
+
+
+def test_feedback_shows_the_visible_checks_failures_and_not_what_the_hidden_checks_printed(course):
+    """A checks cell with a hidden block, run on a scale_scores that divides by d_k and prints its
+    input's shape (a student's debug print): the feedback preprocessor of the course config keeps
+    the visible check's failure and what the visible check's call printed, and drops what the
+    hidden checks' calls printed (their inputs' shapes) and their results."""
+    import contextlib
+    import io
+
+    import torch
+
+    cell = _checks_cell(course, "qkv", "scale_scores")
+    assert nbgrader_course.HIDDEN_BEGIN in cell.source
+    ns: dict = {"__name__": "__main__"}
+    exec(compile(nbgrader_course.setup_source(CONFIG), "setup", "exec"), ns)  # our own template
+    exec(  # the student's code: one mistake, and a print of what each call got
+        "def scale_scores(scores, d_k):\n    print('scale_scores got', tuple(scores.shape))\n    return scores / d_k\n",
+        ns,
+    )
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        exec(compile(cell.source, "checks", "exec"), ns)  # the notebook's own cell
+    assert ns["CHECKS"]["scale_scores"] is False
+    cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=printed.getvalue())]
+    _, namespace = _course_config(course)
+    cell, _ = namespace["HiddenTestOutputs"]().preprocess_cell(cell, {}, 0)
+    shown = "".join(o.get("text", "") for o in cell.outputs)
+    assert "scale_scores: 1 of 1 visible checks failed" in shown, shown
+    assert "first mismatch at index [0, 0, 0]" in shown and "scale_scores got (2, 2, 2)" in shown, shown
+    hidden_shapes = [tuple(torch.Size(s)) for s in ((2, 4, 5), (3, 3))]
+    assert not [s for s in hidden_shapes if f"scale_scores got {s}" in shown], shown
+    assert "hidden checks failed" not in shown and shown.rstrip().endswith(ns["VISIBLE_END"]), shown
+    assert ns["VISIBLE_END"] == namespace["VISIBLE_END"]  # one line, written by the setup cell, read by the config
+
+
+def test_feedback_shows_nothing_a_checks_cell_printed_when_its_visible_end_line_is_missing(course):
+    """A cell cut short before `checks.report_visible()` (a timeout) or whose printing was
+    replaced: nothing it printed is shown, since none of it is known to precede the hidden checks."""
+    cell = _checks_cell(course, "qkv", "scale_scores")
+    cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text="scale_scores got (2, 4, 5)\n")]
+    _, namespace = _course_config(course)
+    cell, _ = namespace["HiddenTestOutputs"]().preprocess_cell(cell, {}, 0)
+    assert cell.outputs == []
+
+
+class _Log(logging.Handler):
+    """The warnings an nbgrader step logs."""
+
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.warnings: list[str] = []
+
+    def emit(self, record):
+        self.warnings.append(record.getMessage())
+
+
+def _overwrite_cells(course: Path, source_cell):
+    """The course config's OverwriteCells step of `nbgrader autograde`, with a gradebook that
+    holds ``source_cell`` (checksum as generate_assignment stores it)."""
+    from types import SimpleNamespace
+
+    from nbgrader.converters import Autograde
+    from nbgrader.preprocessors import OverwriteCells
+    from nbgrader.utils import compute_checksum
+
+    config, _ = _course_config(course)
+    steps = config.Autograde.get("sanitize_preprocessors", Autograde.class_traits()["sanitize_preprocessors"].default())
+    (step,) = [p for p in steps if isinstance(p, type) and issubclass(p, OverwriteCells)]
+    meta = _nb(source_cell)
+    stored = SimpleNamespace(
+        name=meta["grade_id"],
+        source=source_cell.source,
+        cell_type="code",
+        locked=True,
+        checksum=compute_checksum(source_cell),
+    )
+    gradebook = SimpleNamespace(
+        find_source_cell=lambda *a: stored, find_graded_cell=lambda *a: SimpleNamespace(max_score=meta["points"])
+    )
+    pre = step(config=config)
+    pre.notebook_id, pre.assignment_id, pre.gradebook = "qkv", ASSIGNMENT, gradebook
+    pre.log = logging.getLogger(f"test-overwrite-cells-{id(pre)}")
+    pre.log.propagate = False
+    pre.warnings = _Log()
+    pre.log.addHandler(pre.warnings)
+    return pre
+
+
+def test_autograde_warns_about_a_changed_locked_cell_and_never_about_the_released_copy(course):
+    """The student's copy of a checks cell lacks the hidden block (generate_assignment removed it):
+    autograde puts the source back without a warning. A check the student edited still warns
+    ("checksum … has changed") and is put back."""
+    from nbgrader.preprocessors import ClearHiddenTests
+
+    source = _checks_cell(course, "qkv", "scale_scores")
+    released = nbformat.from_dict(json.loads(json.dumps(source)))
+    clear = ClearHiddenTests()
+    clear._remove_hidden_test_region(released)  # what generate_assignment hands out
+    assert released.source != source.source and nbgrader_course.HIDDEN_BEGIN not in released.source
+
+    pre = _overwrite_cells(course, source)
+    cell, _ = pre.preprocess_cell(nbformat.from_dict(json.loads(json.dumps(released))), {}, 0)
+    assert pre.warnings.warnings == [] and cell.source == source.source
+
+    tampered = nbformat.from_dict(json.loads(json.dumps(released)))
+    tampered.source = tampered.source.replace("assert check(", "assert True or check(", 1)
+    assert tampered.source != released.source
+    pre = _overwrite_cells(course, source)
+    cell, _ = pre.preprocess_cell(tampered, {}, 0)
+    assert len(pre.warnings.warnings) == 1 and "checksum" in pre.warnings.warnings[0], pre.warnings.warnings
+    assert cell.source == source.source
 
 
 # --------------------------------------------------------------------------- course state survives releases
@@ -425,6 +581,15 @@ SINGLE_MISTAKES = [
     ("masks", "mask-after-softmax"),  # masked_softmax
     ("qkv", "divide-by-dk"),  # scale_scores
 ]
+#: single mistakes whose every point cell scores what the grader's test scores (before the point
+#: cells had the property rule and the grader's rounding, each of these differed in its skill);
+#: mistakes that break only some of a function's kinds still differ (the course README says so)
+ONE_SCORE_MISTAKES = SINGLE_MISTAKES + [
+    ("row_softmax", "ce-divided-by-numel"),  # cross_entropy
+    ("custom_backward", "forward-without-scale"),  # AttentionFunction
+    ("mha_reshape", "merge-heads-reversed"),  # merge_heads
+    ("sdpa_masks", "hf-masks-queries"),  # hf_to_sdpa_mask
+]
 
 
 def _variant(skill: str, mistake: str, root: Path) -> Path:
@@ -443,23 +608,94 @@ def _grader_skill(folder: Path, skill: str) -> dict:
     return next(s for s in ours.data["skills"] if s["id"] == skill)
 
 
-@pytest.mark.slow  # a grading run per variant, for a known gap that strict xfail keeps watching (CI runs it)
-@pytest.mark.xfail(
-    strict=True,
-    reason="known gap (issue 16 §3, next stop): since property tests check only their property, "
-    "nbgrader_units measures their kinds by raising, so nbgrader charges a value mistake there (0.54 of 0.75 in "
-    "masks' dtype test); the point cells need the property rule and per-property checks",
-)
-@pytest.mark.parametrize(("skill", "mistake"), SINGLE_MISTAKES, ids=[f"{s}-{m}" for s, m in SINGLE_MISTAKES])
-def test_single_mistake_costs_the_same_points_in_every_point_cell_as_in_the_grader(skill, mistake, tmp_path):
-    """The notebook run as nbgrader's kernel runs it, next to `python -m autograder grade
-    --skill` on the same code: every point cell scores what the grader's test scores."""
+def _stubs(folder: Path) -> Path:
+    """The untouched exercise modules (every function raises NotImplementedError)."""
+    folder.mkdir()
+    for module in MODULES.values():
+        (folder / module).write_text((ROOT / "exercises" / module).read_text(encoding="utf-8"), encoding="utf-8")
+    return folder
+
+
+def _one_score(skill: str, folder: Path, ours: dict) -> list[str]:
+    """The differences between the skill's point cells, run as nbgrader's kernel runs them on
+    ``folder``'s module, and the grader's tests and skill score in ``ours`` (its JSON)."""
+    cells, _checks, _ = _run_notebook(CONFIG.skills[skill], (folder / CONFIG.skills[skill].module).read_text(encoding="utf-8"))
+    graded = next(s for s in ours["skills"] if s["id"] == skill)
+    tests = {t["name"]: t["score"] for t in graded["tests"] if t["max_score"]}
+    problems = [f"{skill}.{n}: nbgrader {cells.get(n)!r}, grader {tests[n]!r}" for n in tests if cells.get(n) != tests[n]]
+    if round(math.fsum(cells.values()), 4) != graded["score"]:  # the grader rounds the skill's sum to 4 decimals
+        problems.append(f"{skill}: nbgrader {math.fsum(cells.values())!r}, grader {graded['score']!r}")
+    return problems
+
+
+# slow: a grading run per submission (the stubs and the reference: every skill)
+@pytest.mark.slow
+@pytest.mark.parametrize("submission", ["reference", "stubs"])
+def test_one_score_every_point_cell_scores_what_the_graders_test_scores_for_the_reference_and_the_stubs(submission, tmp_path):
+    """`python -m autograder grade` on the reference (full marks) and on the untouched stubs (0),
+    next to each skill's notebook run on the same code: the same points, test by test."""
+    folder = SOLUTIONS if submission == "reference" else _stubs(tmp_path / "stubs")
+    ours = grade(folder, "--reveal-hidden").data
+    problems = [p for skill in CONFIG.skills for p in _one_score(skill, folder, ours)]
+    assert not problems, "\n".join(problems)
+    assert ours["score"] == (CONFIG.total_points if submission == "reference" else 0)
+
+
+@pytest.mark.slow  # a grading run per variant
+@pytest.mark.parametrize(("skill", "mistake"), ONE_SCORE_MISTAKES, ids=[f"{s}-{m}" for s, m in ONE_SCORE_MISTAKES])
+def test_one_score_a_single_mistake_costs_the_same_points_in_every_point_cell_as_in_the_grader(skill, mistake, tmp_path):
+    """The notebook run as nbgrader's kernel runs it, next to `python -m autograder grade` on
+    the same code (one mistake in one function): every point cell scores what the grader's
+    test scores, to the grader's 4 decimals, so the skill's points are the same; the other
+    skills keep full marks on both."""
     folder = _variant(skill, mistake, tmp_path)
-    points, _checks, _ = _run_notebook(CONFIG.skills[skill], (folder / CONFIG.skills[skill].module).read_text(encoding="utf-8"))
-    ours = _grader_skill(folder, skill)
-    print(f"{skill} {mistake}: grader {ours['score']:g}, point cells {sum(points.values()):.4f}")
-    assert ours["score"] < CONFIG.skills[skill].points
-    assert points == pytest.approx({t["name"]: t["score"] for t in ours["tests"] if t["max_score"]}, abs=1e-4)
+    ours = grade(folder, "--reveal-hidden").data
+    problems = [p for sid in CONFIG.skills for p in _one_score(sid, folder, ours)]
+    graded = next(s for s in ours["skills"] if s["id"] == skill)
+    print(f"{skill} {mistake}: grader {graded['score']:g} of {graded['points']:g}")
+    assert graded["score"] < CONFIG.skills[skill].points
+    assert not problems, "\n".join(problems)
+
+
+# --------------------------------------------------------------------------- course content beside the suites
+def test_the_framework_holds_no_nbgrader_course_content():
+    """Each skill's checks, lesson quotes and measured units live beside its suites
+    (tests/suites/<skill>/nbgrader.toml, nbgrader_units.json), the names they share in
+    tests/suites/nbgrader_setup.py: no check call, lesson passage or line of those names is
+    written anywhere in autograder/, and no units file either."""
+    framework = ROOT / "autograder"
+    assert not list(framework.rglob("nbgrader_units.json"))
+    text = "\n".join(p.read_text(encoding="utf-8") for p in sorted(framework.rglob("*.py")))
+    content = []
+    for sid in CONFIG.skills:
+        checks = nbgrader_checks.load(CONFIG, sid)
+        content += [c.call for t in checks.targets for c in (*t.visible, *t.hidden)] + [q for _, q in checks.lesson]
+        assert nbgrader_checks.load_units(CONFIG, sid), sid
+    content += [line for line in (CONFIG.suites_dir / "nbgrader_setup.py").read_text(encoding="utf-8").splitlines() if line]
+    assert len(content) > 100
+    assert not [c for c in content if c in text]
+
+
+def test_nbgrader_checks_are_read_from_the_suites_folder_and_a_bad_file_is_named(tmp_path):
+    """The framework finds a skill's checks through grading.toml's suites folder; a missing
+    file, or a wrong key, is an error that names the file, the key and the fix."""
+    import dataclasses
+    import shutil
+
+    suites = tmp_path / "suites"
+    shutil.copytree(CONFIG.suites_dir / "qkv", suites / "qkv", ignore=shutil.ignore_patterns("snapshots", "__pycache__"))
+    config = dataclasses.replace(CONFIG, suites_dir=suites)
+    path = suites / "qkv" / "nbgrader.toml"
+    path.write_text(path.read_text(encoding="utf-8").replace('cite = "Week 7 §8"', 'cite = "Week 7 §8 (moved)"'), "utf-8")
+    assert [t.cite for t in nbgrader_checks.load(config, "qkv").targets if t.name == "scale_scores"] == ["Week 7 §8 (moved)"]
+    assert nbgrader_checks.load_units(config, "qkv") == nbgrader_checks.load_units(CONFIG, "qkv")
+
+    path.write_text(path.read_text(encoding="utf-8").replace('call = "scale_scores(', 'cal = "scale_scores(', 1), "utf-8")
+    with pytest.raises(nbgrader_checks.NotebookError, match=r"qkv/nbgrader.toml: target\[2\]\.visible\[0\]: needs call"):
+        nbgrader_checks.load(config, "qkv")
+    path.unlink()
+    with pytest.raises(nbgrader_checks.NotebookError, match=r"skill qkv: no nbgrader checks — write .*qkv/nbgrader.toml"):
+        nbgrader_course.notebook(config, config.skills["qkv"])
 
 
 def test_nbgrader_units_breaks_a_function_only_for_callers_outside_its_module():

@@ -12,16 +12,21 @@ turns into stubs), then one *checks cell* per exercise function or class and one
 cell* per test of the grader.
 
 Checks cells (0 points; autograded so that their ``### BEGIN HIDDEN TESTS`` blocks are
-kept for grading and removed for students): the checks of ``nbgrader_checks`` run the
-student's code in the student's kernel, against expected values computed here from the
-reference and embedded; each cell records whether its function passed every check.
+kept for grading and removed for students): the checks (each skill's ``nbgrader.toml``
+beside its suites, read by ``nbgrader_checks``) run the student's code in the student's
+kernel, against expected values computed here from the reference and embedded; each cell
+records whether its function passed every check.
 
 Point cells — one piece of scoring, one score on every path: each test of grading.toml
 (weight > 0) gets a cell with its weight as points, which computes the grader's rule
 (``autograder/testing/credit.py``: weight × passed kinds / kinds, 0 when a required kind
-fails) over the test's kinds, a kind passing when every function it uses passed its
-checks cell. Which functions each kind uses is measured by grading the reference with
-one function broken at a time (``nbgrader_units``, stored in ``nbgrader_units.json``).
+fails, rounded to 4 decimals as ``runner/scoring.py`` rounds) over the test's kinds, a kind
+passing when every function it uses passed its checks cell. A property test (grading.toml
+``properties``) is scored as the grader scores it, whatever the values: its kinds pass when
+the functions kept their properties in their checks cells (every call returned, with the
+reference's dtypes and errors), and it scores 0 when none of the skill's other tests earned
+points (their cells come first). Which functions each kind uses is measured by grading the reference with
+one function broken at a time (``nbgrader_units``, stored in each skill's ``nbgrader_units.json``).
 The cell's last line is the score: nbgrader reads a number there as partial credit. The
 weights are binary fractions, so every max score is exact. What still differs from the
 grader — rules, and mistakes that break only some of a function's kinds — is listed in
@@ -40,30 +45,28 @@ what a failed hidden check printed.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import textwrap
-from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 
 import torch
 
 from ...config import Config, Skill
+from . import nbgrader_checks
 from .context import ReleaseContext
-from .nbgrader_checks import LESSON, TARGETS, Check, Target
+from .nbgrader_checks import Check, NotebookError, Target
 
 TEMPLATES = Path(__file__).with_name("templates")
-SETUP = (TEMPLATES / "nbgrader_setup.py").read_text(encoding="utf-8")
+SETUP = (TEMPLATES / "nbgrader_setup.py").read_text(encoding="utf-8")  # the framework's part of the setup cell
+#: the line of SETUP that the course's own names for its checks replace (its nbgrader_setup.py, beside the suites)
+COURSE_SETUP_LINE = "# (the course's names for its checks: nbgrader_setup.py beside the suites, in place of this line)\n"
 FEEDBACK = TEMPLATES / "nbgrader_feedback.py"  # appended to nbgrader_config.py: feedback without the hidden tests
+AUTOGRADE = TEMPLATES / "nbgrader_autograde.py"  # appended too: a checksum warning only for a changed locked cell
 KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
 HIDDEN_BEGIN, HIDDEN_END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
-UNITS_FILE = Path(__file__).with_name("nbgrader_units.json")
-
-
-class NotebookError(ValueError):
-    """The checks or the reference do not make a valid notebook; the message names the skill and cell."""
+__all__ = ["NotebookError", "build", "notebook"]
 
 
 def build(ctx: ReleaseContext) -> list[Path]:
@@ -93,14 +96,15 @@ def snake(name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
 
-def units(skill: Skill, targets: list[Target]) -> dict[str, dict]:
-    """The skill's grader tests (weight > 0), in grading.toml's order, with the kinds
-    ``nbgrader_units.json`` measured (module docstring of ``nbgrader_units``)."""
-    measured = json.loads(UNITS_FILE.read_text(encoding="utf-8")).get(skill.id, {})
+def units(config: Config, skill: Skill, targets: tuple[Target, ...]) -> dict[str, dict]:
+    """The skill's grader tests (weight > 0), in grading.toml's order, with the kinds its
+    ``nbgrader_units.json`` (beside its suites) holds, as measured (module docstring of ``nbgrader_units``)."""
+    measured = nbgrader_checks.load_units(config, skill.id)
     weights = {name: w for suite in skill.suites for name, w in suite.weights.items() if w}
     stale = "; rerun `python -m autograder.instructor.release.nbgrader_units`"
     if {n: u["weight"] for n, u in measured.items()} != weights:
-        raise NotebookError(f"{skill.id}: {UNITS_FILE.name} does not list grading.toml's tests and weights{stale}")
+        path = nbgrader_checks.units_path(config, skill.id)
+        raise NotebookError(f"{skill.id}: {path.name} does not list grading.toml's tests and weights{stale}")
     names = {t.name for t in targets}
     for name, unit in measured.items():
         used = {f for k in unit["kinds"] + unit["required"] for f in k["uses"]}
@@ -159,10 +163,20 @@ def _nested(data, indent: int) -> str:
 
 
 # --------------------------------------------------------------------------- cells
+def setup_source(config: Config) -> str:
+    """The locked setup cell: the template's helpers, with the course's own names for its
+    checks (``<suites>/nbgrader_setup.py``: its worked examples, say) in place of one line."""
+    path = config.suites_dir / "nbgrader_setup.py"
+    course = path.read_text(encoding="utf-8") if path.is_file() else ""
+    if SETUP.count(COURSE_SETUP_LINE) != 1:
+        raise NotebookError(f"templates/nbgrader_setup.py must hold the line {COURSE_SETUP_LINE.strip()!r} once")
+    return SETUP.replace(COURSE_SETUP_LINE, course)
+
+
 def reference_namespace(config: Config, skill: Skill) -> dict:
     """The kernel of a notebook whose solution cell holds the reference."""
     ns: dict = {"__name__": f"nbgrader_reference_{skill.id}"}
-    exec(compile(SETUP, "setup-cell", "exec"), ns)  # our own template
+    exec(compile(setup_source(config), "setup-cell", "exec"), ns)  # our own template and the course's names
     source = (config.solutions_dir / skill.module).read_text(encoding="utf-8")
     exec(compile(source, str(config.solutions_dir / skill.module), "exec"), ns)  # the reference
     return ns
@@ -180,7 +194,12 @@ def _check_code(check: Check, ns: dict, where: str) -> str:
         raise NotebookError(f"{where}: the reference returns NaN for `{check.call}` — choose inputs inside the contract")
     tol = "" if (check.rtol, check.atol) == (1e-6, 1e-8) else f", rtol={check.rtol!r}, atol={check.atol!r}"
     lines = [check.setup] if check.setup else []
-    lines += [f"got = {check.call}", f"want = {literal(want)}", f"assert check(got, want, {check.call!r}{tol})"]
+    lines += [
+        f"got = {check.call}",
+        f"want = {literal(want)}",
+        "checks.properties(got, want)",
+        f"assert check(got, want, {check.call!r}{tol})",
+    ]
     return "with checks:\n" + textwrap.indent("\n".join(lines), "    ")
 
 
@@ -204,25 +223,36 @@ def checks_source(skill: Skill, target: Target, ns: dict) -> str:
     ]
     parts += [_check_code(c, ns, where) for c in target.visible]
     if target.hidden:
-        parts += [HIDDEN_BEGIN, *(_check_code(c, ns, where) for c in target.hidden), HIDDEN_END]
+        # the visible checks' results are printed before the hidden block: the feedback shows what
+        # the cell printed up to there (templates/nbgrader_feedback.py), never what came after
+        parts += ["checks.report_visible()", HIDDEN_BEGIN, *(_check_code(c, ns, where) for c in target.hidden), HIDDEN_END]
     parts.append("checks.report()")
     return "\n".join(parts)
 
 
-def credit_source(name: str, unit: dict, points: float) -> str:
-    """A point cell: one grader test, its points, and the grader's rule over its kinds.
+def credit_source(name: str, unit: dict, points: float, others: list[str] | None = None) -> str:
+    """A point cell: one grader test, its points, and the grader's rule over its kinds —
+    for a property test (``others``: the skill's other tests), the property rule too.
     The last line is the score (nbgrader reads a number there as the cell's partial credit)."""
 
     def table(kinds: list[dict]) -> str:
         return "{" + ", ".join(f"{k['label']!r}: {k['uses']!r}" for k in kinds) + "}"
 
     required = f", required={table(unit['required'])}" if unit["required"] else ""
+    if others is None:
+        return (
+            f"# {name} ({unit['visibility']} test of the grader): {points:g} points × passed kinds / kinds"
+            + (", 0 if a required kind fails" if unit["required"] else "")
+            + ".\n"
+            "# A kind passes when every function it uses passed its checks cell above.\n"
+            f"credit({points!r}, {table(unit['kinds'])}{required}, test={name!r})"
+        )
     return (
-        f"# {name} ({unit['visibility']} test of the grader): {points:g} points × passed kinds / kinds"
+        f"# {name} ({unit['visibility']} property test of the grader): {points:g} points × passed kinds / kinds"
         + (", 0 if a required kind fails" if unit["required"] else "")
-        + ".\n"
-        "# A kind passes when every function it uses passed its checks cell above.\n"
-        f"credit({points!r}, {table(unit['kinds'])}{required})"
+        + ",\n# 0 if none of the skill's other tests earned points. A kind passes when every function it uses\n"
+        "# kept its properties in its checks cell above (returned, with the reference's dtypes and errors).\n"
+        f"credit({points!r}, {table(unit['kinds'])}{required}, test={name!r}, properties=True, others={others!r})"
     )
 
 
@@ -233,8 +263,8 @@ def _meta(grade_id: str, *, grade=False, solution=False, locked=False, points=No
     return {"nbgrader": meta}
 
 
-def lesson_markdown(config: Config, skill: Skill, points: dict[str, float]) -> str:
-    quotes = "\n".join(f"> **{cite}** — {text}  " for cite, text in LESSON.get(skill.id, []))
+def lesson_markdown(config: Config, skill: Skill, points: dict[str, float], lesson: tuple[tuple[str, str], ...]) -> str:
+    quotes = "\n".join(f"> **{cite}** — {text}  " for cite, text in lesson)
     rows = "\n".join(f"| `{name}` | {pts:g} |" for name, pts in points.items())
     return (
         f"# {skill.title}\n\n"
@@ -255,20 +285,20 @@ def notebook(config: Config, skill: Skill):
     import nbformat
     from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-    targets = TARGETS.get(skill.id)
-    if not targets:
-        raise NotebookError(
-            f"skill {skill.id}: no nbgrader checks in autograder/instructor/release/nbgrader_checks.py — add "
-            f"TARGETS[{skill.id!r}]"
-        )
-    tests = units(skill, targets)
+    checks = nbgrader_checks.load(config, skill.id)  # tests/suites/<skill>/nbgrader.toml
+    targets = checks.targets
+    tests = units(config, skill, targets)
     points = exact_points(skill, {name: unit["weight"] for name, unit in tests.items()})
     ns = reference_namespace(config, skill)
     cells = [
         new_markdown_cell(
-            lesson_markdown(config, skill, points), id=f"{skill.id}-lesson", metadata=_meta(f"{skill.id}_lesson", locked=True)
+            lesson_markdown(config, skill, points, checks.lesson),
+            id=f"{skill.id}-lesson",
+            metadata=_meta(f"{skill.id}_lesson", locked=True),
         ),
-        new_code_cell(SETUP.rstrip("\n"), id=f"{skill.id}-setup", metadata=_meta(f"{skill.id}_setup", locked=True)),
+        new_code_cell(
+            setup_source(config).rstrip("\n"), id=f"{skill.id}-setup", metadata=_meta(f"{skill.id}_setup", locked=True)
+        ),
         new_code_cell(
             (config.solutions_dir / skill.module).read_text(encoding="utf-8").rstrip("\n"),
             id=f"{skill.id}-solution",
@@ -291,10 +321,12 @@ def notebook(config: Config, skill: Skill):
             metadata=_meta(f"{skill.id}_points", locked=True),
         )
     )
-    for name, unit in tests.items():
+    # the skill's other tests first: a property test's cell reads their scores (the property rule)
+    others = [name for name in tests if name not in skill.properties]
+    for name, unit in sorted(tests.items(), key=lambda item: item[0] in skill.properties):
         cells.append(
             new_code_cell(
-                credit_source(name, unit, points[name]),
+                credit_source(name, unit, points[name], others if name in skill.properties else None),
                 id=f"{skill.id}-{name}".replace("_", "-")[:64],
                 metadata=_meta(name, grade=True, locked=True, points=points[name]),
             )
@@ -308,7 +340,8 @@ def notebook(config: Config, skill: Skill):
 def nbgrader_config(ctx: ReleaseContext) -> str:
     s = ctx.config.nbgrader_release
     return f"""# nbgrader course: attention exercises, release {ctx.version} (commit {ctx.commit}).
-# Generated by `make release` from solutions/, grading.toml and autograder/instructor/release/nbgrader_checks.py.
+# Generated by `make release` from solutions/, grading.toml and, beside each skill's suites, its nbgrader checks
+# (nbgrader.toml) and measured units (nbgrader_units.json).
 import os
 
 c = get_config()  # noqa: F821 - provided by nbgrader
@@ -318,7 +351,7 @@ c.CourseDirectory.root = here
 c.CourseDirectory.db_url = "sqlite:///" + os.path.join(here, "gradebook.db")
 c.Execute.timeout = {int(s.cell_timeout_s)}  # seconds per cell: a loop that never ends costs one cell
 c.ClearSolutions.code_stub = {{"python": "# YOUR CODE HERE\\nraise NotImplementedError()"}}
-""" + FEEDBACK.read_text(encoding="utf-8")
+""" + "\n\n".join(path.read_text(encoding="utf-8") for path in (FEEDBACK, AUTOGRADE))
 
 
 def readme(ctx: ReleaseContext) -> str:
@@ -364,9 +397,14 @@ Where the two can still differ, and why:
   changed dtype, an input modified in place): here a function passes or fails as a whole, so
   such a mistake costs every kind that uses the function, or none if the fixed checks miss it.
 - Property tests (grading.toml `properties`: dtype kept, inputs unchanged, errors raised,
-  state_dict, batch independence): the autograder credits them whatever the values; here their
-  kinds use the functions' checks cells, which check values, so a value mistake also costs the
-  function's share of those cells.
+  state_dict, batch independence): both credit them whatever the values, and neither when no
+  other test of the skill earned points. Here a property kind passes when every function it
+  uses kept its properties in its checks cell (each call returned, with the reference's dtypes
+  and errors); a property the checks cannot see (an input changed in place, batch examples
+  mixed) is not charged here.
+
+Each point cell's score is rounded to 4 decimals as the autograder rounds each test's, so on
+code where the two agree test by test they agree to the last digit.
 
 nbgrader runs the tests in the student's kernel (no sandbox): use the Gradescope bundle or
 `make grade` for grades that must resist tampering.
@@ -375,83 +413,3 @@ nbgrader runs the tests in the student's kernel (no sandbox): use the Gradescope
 
 def _gates(ctx: ReleaseContext) -> str:
     return ", ".join(f"{s.id}: `{g}`" for s in ctx.config.skills.values() for g in s.gates) or "none"
-
-
-# --------------------------------------------------------------------------- proving it works
-@dataclass
-class RoundTrip:
-    scores: dict[str, float]  # student → exported score
-    notebooks: dict[str, dict[str, float]]  # student → notebook (skill) → score, from the gradebook
-    max_score: float
-    seconds: dict[str, float]  # generate_assignment, autograde, [generate_feedback,] export
-    release: Path  # release/<assignment>: what students get
-    feedback: Path | None = None  # feedback/: each student's HTML, when asked for
-
-
-def round_trip(
-    course: Path, work: Path, submissions: dict[str, Path | None], assignment: str, *, feedback: bool = False
-) -> RoundTrip:
-    """Run the real nbgrader headless on a copy of ``course``: ``generate_assignment``, then
-    ``autograde`` each student's notebooks — the release with the solution cells filled from
-    ``submissions[student]`` (a folder of exercise modules) or left untouched (None) — then
-    ``generate_feedback`` if asked, and ``export``. nbgrader must be importable by this Python
-    (requirements-instructor.txt)."""
-    import csv
-    import os
-    import shutil
-    import subprocess
-    import sys
-    import time
-
-    import nbformat
-
-    root = work / "course"
-    shutil.copytree(course, root)
-    env = dict(os.environ)
-    for name in (
-        "JUPYTER_CONFIG_DIR",
-        "JUPYTER_DATA_DIR",
-        "JUPYTER_RUNTIME_DIR",
-        "IPYTHONDIR",
-    ):  # nbgrader writes into $HOME otherwise
-        (work / name).mkdir(exist_ok=True)
-        env[name] = str(work / name)
-    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])  # creating the DB runs `alembic`
-    env.pop("PYTHONPATH", None)
-    seconds: dict[str, float] = {}
-
-    def nbgrader(step: str, *args: str) -> None:
-        start = time.monotonic()
-        proc = subprocess.run(
-            [sys.executable, "-m", "nbgrader", step, *args], cwd=root, env=env, capture_output=True, text=True, timeout=1200
-        )
-        seconds[step] = round(time.monotonic() - start, 1)
-        if proc.returncode != 0:
-            raise NotebookError(f"nbgrader {step} failed (exit {proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
-
-    nbgrader("generate_assignment", assignment, "--force")
-    release = root / "release" / assignment
-    for student, modules in submissions.items():
-        target = root / "submitted" / student / assignment
-        target.mkdir(parents=True)
-        for path in sorted(release.glob("*.ipynb")):
-            nb = nbformat.read(path, as_version=4)
-            for cell in nb.cells:
-                if modules is not None and cell.metadata.get("nbgrader", {}).get("solution"):
-                    cell.source = (modules / f"{path.stem}.py").read_text(encoding="utf-8")
-            nbformat.write(nb, target / path.name)
-    nbgrader("autograde", assignment, "--force")
-    if feedback:
-        nbgrader("generate_feedback", assignment, "--force")
-    grades = work / "grades.csv"
-    nbgrader("export", "--to", str(grades))
-    rows = list(csv.DictReader(grades.open(encoding="utf-8")))
-    scores = {r["student_id"]: float(r["score"]) for r in rows if r["assignment"] == assignment}
-    max_score = max((float(r["max_score"]) for r in rows), default=0.0)
-    from nbgrader.api import Gradebook
-
-    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
-        notebooks = {
-            student: {nb.name: nb.score for nb in gb.find_submission(assignment, student).notebooks} for student in submissions
-        }
-    return RoundTrip(scores, notebooks, max_score, seconds, release, root / "feedback" if feedback else None)

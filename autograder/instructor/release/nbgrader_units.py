@@ -1,7 +1,7 @@
 """The grader's scoring units, as the nbgrader course scores them (instructors only).
 
-    python -m autograder.instructor.release.nbgrader_units            # rewrite nbgrader_units.json (~5 minutes)
-    python -m autograder.instructor.release.nbgrader_units --check    # exit 1 if it is stale
+    python -m autograder.instructor.release.nbgrader_units [SKILL ...]          # rewrite (~1 minute a skill)
+    python -m autograder.instructor.release.nbgrader_units --check [SKILL ...]  # exit 1 if one is stale
 
 The grader scores each test of grading.toml as ``weight × passed kinds / kinds`` (a failed
 *required* kind scores the test 0; ``autograder/testing/credit.py``). nbgrader cannot run
@@ -18,9 +18,10 @@ may not call it) — and the kinds that fail are the kinds that use ``f``. A tes
 before its kinds run (a check outside the credit loop) needs ``f`` as a whole; kinds that no
 single broken function fails are kept, with no uses (they always pass in nbgrader).
 
-``nbgrader_units.json`` holds the result per skill and test: weight, visibility, kinds
-(label, uses) and required kinds. It is data derived from the suites: rerun this module
-when a suite's kinds change (``--check`` says whether it has to).
+Each skill's ``nbgrader_units.json``, beside its suites (``tests/suites/<skill>/``), holds
+the result per test: weight, visibility, kinds (label, uses) and required kinds. It is data
+derived from the suites: rerun this module when a suite's kinds change (``--check`` says
+whether it has to); give skills to measure only those.
 """
 
 from __future__ import annotations
@@ -35,9 +36,8 @@ import tempfile
 from pathlib import Path
 
 from ...config import Config, load
-from .nbgrader_checks import TARGETS
+from . import nbgrader_checks
 
-UNITS = Path(__file__).with_name("nbgrader_units.json")
 REPO = Path(__file__).resolve().parents[3]
 WHOLE = "the whole test"  # the one kind of a test without a credit loop
 _REQUIRED = re.compile(r"^0 points: the required part '(.+?)' failed")
@@ -174,7 +174,7 @@ def derive(config: Config, config_path: Path, seed: int = 1, log=print, skills: 
         for skill in config.skills.values():
             if skills and skill.id not in skills:
                 continue
-            names = [t.name for t in TARGETS[skill.id]]  # the functions the notebook has checks cells for
+            names = [t.name for t in nbgrader_checks.load(config, skill.id).targets]  # the functions with checks cells
             log(f"{skill.id}: the reference, then {len(names)} functions broken one by one and all at once, in two ways")
             jobs = {("reference", ""): []} | {(mode, f): [f] for mode in MODES for f in [*names, "*"]}
             futures = {
@@ -278,21 +278,34 @@ def _pick(w: dict, r: dict, kind: str) -> set[str]:
     return set(w["uses"].get(kind) or ()) | w["whole"] or set(r["uses"].get(kind) or ()) | r["whole"]
 
 
-def write(units: dict, path: Path = UNITS) -> None:
-    path.write_text(json.dumps(units, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+def write(config: Config, units: dict) -> list[Path]:
+    """Each measured skill's ``nbgrader_units.json``, beside its suites."""
+    written = []
+    for skill_id, skill_units in units.items():
+        path = nbgrader_checks.units_path(config, skill_id)
+        path.write_text(json.dumps(skill_units, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+        written.append(path)
+    return written
 
 
 def main(argv: list[str]) -> int:
     config_path = REPO / "grading.toml"
-    units = derive(load(config_path), config_path, log=lambda m: print(m, file=sys.stderr))
+    config = load(config_path)
+    skills = [a for a in argv if not a.startswith("-")] or list(config.skills)
+    unknown = sorted(set(skills) - set(config.skills))
+    if unknown:
+        print(f"nbgrader_units: no skill {unknown[0]!r} in grading.toml (skills: {', '.join(config.skills)})", file=sys.stderr)
+        return 2
+    units = derive(config, config_path, log=lambda m: print(m, file=sys.stderr), skills=skills)
     if "--check" in argv:
-        stale = not UNITS.is_file() or json.loads(UNITS.read_text(encoding="utf-8")) != units
-        print(
-            f"{UNITS.name}: {'stale — rerun python -m autograder.instructor.release.nbgrader_units' if stale else 'up to date'}"
-        )
+        stale = [s for s in skills if nbgrader_checks.load_units(config, s) != units[s]]
+        for s in skills:
+            path = nbgrader_checks.units_path(config, s)
+            rerun = f"stale — rerun python -m autograder.instructor.release.nbgrader_units {s}"
+            print(f"{path}: {rerun if s in stale else 'up to date'}")
         return 1 if stale else 0
-    write(units)
-    print(f"wrote {UNITS}")
+    for path in write(config, units):
+        print(f"wrote {path}")
     return 0
 
 

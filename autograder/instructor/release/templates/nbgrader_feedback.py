@@ -7,18 +7,28 @@
 #   its line, the lines around it and its message (the call and the expected value). So
 #   HiddenTestOutputs, run first, looks at each test cell that has a hidden block: an error
 #   raised above the block (a visible check) stays as one line "Error: message", without the
-#   traceback's context lines; an error at or below it becomes a fixed sentence; anything else
-#   the cell printed is dropped (the code under test may have printed a hidden input). It reads
-#   only the line number IPython puts in the traceback; when that is missing it hides.
+#   traceback's context lines; an error at or below it becomes a fixed sentence. Of what the
+#   cell printed, the visible checks' results are kept: the text up to the line VISIBLE_END,
+#   which the cell prints (`checks.report_visible()`) after its visible checks and before its
+#   hidden block; the rest is dropped (the code under test may have printed a hidden input),
+#   and all of it when that line is missing. It reads only the line number IPython puts in the
+#   traceback; when that is missing it hides.
 import re
 
+import nbformat
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
 from nbgrader import utils
 from nbgrader.preprocessors import ClearHiddenTests, GetGrades, NbGraderPreprocessor
 
 HIDDEN_FAILED = "A hidden check failed (hidden checks, their inputs and expected values are not shown)."
+# printed by a checks cell between its visible and its hidden checks (the setup cell's VISIBLE_END)
+VISIBLE_END = "(hidden checks run when the notebook is graded; their results are not shown)"
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _CELL_LINE = re.compile(r"Cell In\[\d*\], line (\d+)")
+
+
+def _text(text) -> str:
+    return "".join(text) if isinstance(text, list) else text
 
 
 def _is_test_cell(cell) -> bool:
@@ -35,7 +45,13 @@ class HiddenTestOutputs(NbGraderPreprocessor):
         begin = next((n for n, line in enumerate(cell.source.split("\n"), start=1) if marker in line), None)
         if begin is None:
             return cell, resources
+        outputs = cell.get("outputs", [])
+        stdout = [o for o in outputs if o.get("output_type") == "stream" and o.get("name") == "stdout"]
+        printed = "".join(_text(o.get("text", "")) for o in stdout)
+        end = printed.find(VISIBLE_END)  # the first one: what follows may be the code under test's
         kept = []
+        if end >= 0:
+            kept.append(nbformat.v4.new_output("stream", name="stdout", text=printed[: end + len(VISIBLE_END)] + "\n"))
         for output in cell.get("outputs", []):
             if output.get("output_type") != "error":
                 continue

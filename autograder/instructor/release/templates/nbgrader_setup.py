@@ -9,14 +9,7 @@ import torch
 
 torch.set_printoptions(precision=6, sci_mode=False)
 
-# Week 7 §1, §4, §16: the two prompts A = [我, 喜欢] and B = [猫, 喜欢], in float64
-SQRT2 = math.sqrt(2.0)
-W7_X = torch.tensor([[[1.0, 0, 0, 0], [0, 1, 0, 0]], [[0, 0, 1, 0], [0, 1, 0, 0]]], dtype=torch.float64)
-W7_WQ = torch.tensor([[0.5, 0.5], [1.0, 1.0], [-0.5, 0.5], [0.0, 0.0]], dtype=torch.float64)
-W7_WK = torch.tensor([[0.8 * SQRT2, 0.0], [0.2 * SQRT2, 0.2 * SQRT2], [0.0, 0.1 * SQRT2], [0.0, 0.0]], dtype=torch.float64)
-W7_WV = torch.tensor([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0], [0.0, 0.0]], dtype=torch.float64)
-W7_WVOCAB = torch.tensor([[0.0, 1, 2, -1, 0], [0.0, 0, 0, 1, 0]], dtype=torch.float64)  # vocabulary 我, 喜欢, AI, 学习, 猫
-W7_TARGETS = torch.tensor([2, 0])  # A → AI, B → 我
+# (the course's names for its checks: nbgrader_setup.py beside the suites, in place of this line)
 
 
 def rand(*shape, seed):
@@ -101,45 +94,93 @@ def check(got, want, what, rtol=1e-6, atol=1e-8):
 # Points. The cells above each function's checks record whether it passed them all; the point cells at
 # the end score the grader's tests (grading.toml) with the grader's rule, from those results.
 CHECKS = {}  # function → True when every check in its cell passed
+PROPERTIES = {}  # function → True when every check's call returned, with the reference's dtypes and errors
+SCORES = {}  # grader test → its point cell's score
+# The line a checks cell prints when its visible checks are done. In the feedback HTML a checks cell
+# that holds hidden checks shows what it printed up to this line (the visible checks' results) and
+# nothing after it (what the hidden checks' calls printed).
+VISIBLE_END = "(hidden checks run when the notebook is graded; their results are not shown)"
+
+
+def _kept(got, want):
+    if isinstance(want, (tuple, list)):
+        return isinstance(got, (tuple, list)) and len(got) == len(want) and all(map(_kept, got, want))
+    if isinstance(want, torch.Tensor):
+        return isinstance(got, torch.Tensor) and got.dtype == want.dtype
+    if isinstance(want, str) or want is None:  # raises(...): the error's name, or None
+        return got == want
+    return True
 
 
 class Checks:
-    """``checks = Checks("apply_mask")``, then ``with checks:`` around each check, then
-    ``checks.report()``: a failed check is recorded and printed, not raised."""
+    """``checks = Checks("apply_mask")``, then ``with checks:`` around each check,
+    ``checks.report_visible()`` after the visible ones, then ``checks.report()``: a failed
+    check is recorded and printed, not raised."""
 
     def __init__(self, name):
         self.name, self.run, self.failed = name, 0, []
-        CHECKS[name] = False  # until report() runs: a cell cut short by a timeout passes nothing
+        self.shown = self.shown_failed = 0  # checks (and failures) already reported by report_visible()
+        self.kept, self.lost = False, 0  # this check's call kept its properties; calls that did not
+        CHECKS[name] = PROPERTIES[name] = False  # until report() runs: a cell cut short by a timeout passes nothing
 
     def __enter__(self):
+        self.kept = False
         return self
+
+    def properties(self, got, want):
+        """The properties a grader's property test checks whatever the values: the call returned
+        (no error), each tensor with the reference's dtype, and the same error name as the
+        reference's where the check is ``raises(...)``."""
+        self.kept = _kept(got, want)
 
     def __exit__(self, kind, exc, tb):
         self.run += 1
+        self.lost += not self.kept
         if isinstance(exc, Exception):
             self.failed.append(f"check {self.run}: {type(exc).__name__}: {exc}")
             return True
         return False
 
+    def _say(self, what, run, failed):
+        if failed:
+            print(f"{self.name}: {len(failed)} of {run} {what}checks failed", *failed, sep="\n")
+        else:
+            print(f"{self.name}: all {run} {what}checks passed")
+
+    def report_visible(self):
+        self._say("visible ", self.run, self.failed)
+        print(VISIBLE_END, flush=True)
+        self.shown, self.shown_failed = self.run, len(self.failed)
+
     def report(self):
         CHECKS[self.name] = not self.failed
-        if self.failed:
-            print(f"{self.name}: {len(self.failed)} of {self.run} checks failed", *self.failed, sep="\n")
-        else:
-            print(f"{self.name}: all {self.run} checks passed")
+        PROPERTIES[self.name] = not self.lost
+        if not self.shown:
+            self._say("", self.run, self.failed)
+        elif self.run > self.shown:  # the hidden checks ran (when graded)
+            self._say("hidden ", self.run - self.shown, self.failed[self.shown_failed :])
 
 
-def credit(points, kinds, required=None):
-    """A grader test's score, by the grader's rule (autograder/testing/credit.py):
-    points × passed kinds / kinds, and 0 when a required kind fails. ``kinds`` and
-    ``required``: the kind's name → the functions it uses; a kind passes when each of
-    them passed its checks cell."""
+def credit(points, kinds, required=None, *, test=None, properties=False, others=()):
+    """A grader test's score, by the grader's rule (autograder/testing/credit.py and
+    runner/scoring.py): points × passed kinds / kinds, rounded to 4 decimals as the grader
+    rounds each test, and 0 when a required kind fails. ``kinds`` and ``required``: the
+    kind's name → the functions it uses; a kind passes when each of them passed its checks
+    cell — for a property test (``properties=True``: dtype kept, errors raised, whatever the
+    values) when each of them kept its properties there (PROPERTIES), and the test scores 0
+    when none of the skill's ``others`` tests (scored by the point cells above) earned points."""
+    table = PROPERTIES if properties else CHECKS
 
     def passes(uses):
         # a kind no single broken function fails ("uses" empty) is earned only by a notebook whose
         # every function passed: never by untouched stubs or code that computes nothing
-        return all(CHECKS.get(name, False) for name in (uses or CHECKS))
+        return all(table.get(name, False) for name in (uses or table))
 
-    if not all(passes(uses) for uses in (required or {}).values()):
-        return 0.0
-    return points * sum(passes(uses) for uses in kinds.values()) / len(kinds)
+    score = 0.0
+    if all(passes(uses) for uses in (required or {}).values()):
+        score = round(points * sum(passes(uses) for uses in kinds.values()) / len(kinds), 4)
+    if properties and others and not any(SCORES.get(name, 0.0) > 0 for name in others):
+        score = 0.0  # the grader's property rule: right dtypes alone, from code that computes nothing, earn nothing
+    if test is not None:
+        SCORES[test] = score
+    return score
