@@ -12,6 +12,8 @@ It writes, and touches nothing of ``autograder/`` or the grader's own tests:
   ``test_<name>_hidden.py`` (the reference on random inputs, by kind), ``hints.toml``,
   ``snapshot_cases.py``, then ``snapshots/<name>.json`` (``make snapshots SKILL=<name>``)
   and ``snapshots/reference_cpu.toml`` (``make reference-cpu SKILL=<name>``);
+* ``tests/suites/<name>/nbgrader.toml``: the nbgrader notebook's checks of ``example``, then
+  ``nbgrader_units.json`` (measured: which function each grader test uses);
 * ``tests/submissions/mistakes/<name>.toml``: the file for the skill's single-mistake
   variants, with no variant yet.
 
@@ -119,6 +121,24 @@ def _hints(name: str) -> str:
 """
 
 
+def _nbgrader(name: str) -> str:
+    return f"""# nbgrader checks of skill {name}: what its notebook in dist/nbgrader tests (format:
+# autograder/instructor/release/nbgrader_checks.py). Instructors only: never shipped.
+
+lesson = [["TODO §", "TODO: the lesson heading and a short passage the notebook quotes"]]
+
+[[target]]
+name = "example"
+cite = "TODO §"
+
+[[target.visible]]
+call = "example(torch.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=torch.float64))"
+
+[[target.hidden]]
+call = "example(rand(2, 3, 4, seed=1))"
+"""
+
+
 def _mistakes(name: str) -> str:
     return f"""# Single-mistake variants of skill {name} (tests/submissions/variants.py): at least four,
 # each losing points in this skill only with its hint (make check grades them on 3 seeds).
@@ -143,13 +163,14 @@ def plan(root: Path, name: str) -> dict[Path, str]:
         suite / f"test_{name}_hidden.py": _hidden(name),
         suite / "snapshot_cases.py": _snapshot_cases(name),
         suite / "hints.toml": _hints(name),
+        suite / "nbgrader.toml": _nbgrader(name),
         root / "tests" / "submissions" / "mistakes" / f"{name}.toml": _mistakes(name),
     }
 
 
 def scaffold(root: Path, name: str, points: float = 10, assignment: str | None = None, measure: bool = True) -> list[Path]:
     """Add skill ``name`` to the course in ``root``; the paths written."""
-    from .release import reference_cpu, snapshots, stubs
+    from .release import nbgrader_units, reference_cpu, snapshots, stubs
 
     if not SKILL_ID.match(name):
         raise Refused(f"NAME={name!r}: a skill id is lower case letters, digits and _, starting with a letter (e.g. rope)")
@@ -179,6 +200,7 @@ def scaffold(root: Path, name: str, points: float = 10, assignment: str | None =
     written += snapshots.write(config, [name])
     if measure:
         written += reference_cpu.write(config, [name])
+        written += nbgrader_units.write(config, nbgrader_units.derive(config, config_path, log=lambda _: None, skills=[name]))
     return written
 
 

@@ -78,6 +78,16 @@ def test_new_skill_is_fresh_and_grades_reference_full_stub_zero(scaffolded):
     assert stub.score("rope") == 0 and all("TODO" in t["summary"] or t["hints"] for t in stub.tests("rope"))
 
 
+def test_new_skill_has_nbgrader_checks_the_release_reads(scaffolded):
+    from autograder.config import load
+    from autograder.instructor.release import nbgrader_checks
+
+    root, _, _ = scaffolded
+    checks = nbgrader_checks.load(load(root / "grading.toml"), "rope")
+    assert [t.name for t in checks.targets] == ["example"]
+    assert checks.targets[0].visible and checks.targets[0].hidden
+
+
 def test_what_a_new_skill_still_lacks_fails_make_check_by_name(scaffolded):
     root, _, _ = scaffolded
     proc = _run(

@@ -14,7 +14,6 @@ import tomllib
 import zipfile
 from pathlib import Path
 
-import pytest
 from conftest import ROOT, grade
 
 TOY = ROOT / "tests" / "fixtures" / "toy_course"
@@ -89,7 +88,6 @@ def test_second_course_releases_a_student_tree_and_bundles_that_grade(tmp_path, 
     assert visible.data["score"] == visible.data["max_score"] == 2
 
 
-@pytest.mark.xfail(strict=True, reason="nbgrader checks are still per skill in autograder/instructor/release/")
 def test_second_course_releases_its_nbgrader_course(tmp_path, monkeypatch):
     from autograder import config
     from autograder.instructor.release import build
