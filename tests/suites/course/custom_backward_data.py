@@ -206,7 +206,35 @@ def square_diagnosis(sub) -> list[str]:
         variants = c["mistakes_plain"]
     else:
         variants = c["mistakes"]
-    return _named_by_whole(got, right, variants, tight)
+    return _named_by_whole(got, right, variants, tight) or _named_from_own_ds(sub, got, d_out, q, k, v, a, scale, tight)
+
+
+def _named_from_own_ds(sub, got, d_out, q, k, v, a, scale, tight) -> list[str]:
+    """Two mistakes at once, softmax_backward wrong too: attention_backward's third step (Q̄,
+    K̄, V̄ from S̄) judged from the submission's own S̄ = its softmax_backward(Ā, A) on the same
+    square problem, so a transposed or swapped gradient is named beside the S̄ mistake (issue
+    30 §3). Nothing is named when the third step is right on that S̄."""
+    if got is None or got[0].shape != q.shape and got[0].shape != q[0].shape:
+        return []
+    batched = got[0].shape == q.shape
+    if not batched:
+        d_out, q, k, v, a = (t[0] for t in (d_out, q, k, v, a))
+    try:
+        ds = sub.custom_backward.softmax_backward(d_out @ v.transpose(-2, -1), a)
+    except SubmissionError:
+        return []
+    if type(ds) is not torch.Tensor or ds.shape != a.shape or not ds.is_floating_point():
+        return []
+    ds = ds.double()
+    dv = a.transpose(-2, -1) @ d_out
+    dq, dk = scale * (ds @ k), scale * (ds.transpose(-2, -1) @ q)
+    own = {
+        "custom_backward/dq-transpose": (scale * (ds.transpose(-2, -1) @ k), dk, dv),
+        "custom_backward/dk-transpose": (dq, scale * (ds @ q), dv),
+        "custom_backward/dv-transpose": (dq, dk, a @ d_out),
+        "custom_backward/dq-dk-swapped": (dk, dq, dv),
+    }
+    return _named_by_whole(got, [dq, dk, dv], own, tight)
 
 
 def _named_by_whole(got, right, variants, tight) -> list[str]:

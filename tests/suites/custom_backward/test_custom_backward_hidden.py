@@ -159,6 +159,27 @@ def _backward_table(sub, d_out, q, k, v, a, scale) -> dict:
     return signatures.attention_backward_from(own, d_out, q, k, v, a, scale)
 
 
+def _function_table(sub, q, k, v, allowed, d_out) -> dict:
+    """``attention_grads``'s named mistakes of AttentionFunction, with the forward's own step
+    isolated: the saved-scaled-q entry is what YOUR attention_backward gives on what such a
+    forward saves (s·q), so a forward that scales q in place is named even when the backward
+    is wrong too (issue 30 §3: two mistakes in one skill, each named by its own step). It is
+    left as the reference's where your backward cannot run, or where s·q and q give it the same."""
+    table = signatures.attention_grads(q, k, v, allowed, d_out)
+    scale = 1.0 / math.sqrt(q.size(-1))
+    a = _weights(q, k, allowed, scale).to(q.dtype)
+    try:
+        saved = sub.custom_backward.attention_backward(d_out, q * scale, k, v, a, scale)
+        plain = sub.custom_backward.attention_backward(d_out, q, k, v, a, scale)
+    except SubmissionError:
+        return table
+    ok = all(isinstance(g, (tuple, list)) and len(g) >= 3 and all(type(t) is torch.Tensor for t in g[:3]) for g in (saved, plain))
+    if ok and any(x.shape != y.shape or not torch.equal(x, y) for x, y in zip(saved[:3], plain[:3])):
+        right_out = table["custom_backward/saved-scaled-q"][3]
+        table["custom_backward/saved-scaled-q"] = (*(t.to(q.dtype) for t in saved[:3]), right_out)
+    return table
+
+
 def _gate_attention_backward(sub, ref, rng) -> None:
     """A plain float64 attention_backward call against the reference, before any partial credit:
     a backward that is wrong on the plain case (or answers from a table) scores 0 in the test."""
@@ -415,7 +436,7 @@ def test_attention_function_backward_matches_reference_with_masks(sub, ref, rng,
                     what=f"{name} from your AttentionFunction.backward ({label})",
                     tol=t,
                     mistakes=lambda: signatures.component(
-                        whole(signatures.attention_grads(q, k, v, allowed, d_out), (*grads, out), (*want, want_out), t), i
+                        whole(_function_table(sub, q, k, v, allowed, d_out), (*grads, out), (*want, want_out), t), i
                     ),
                 )
 
@@ -558,7 +579,7 @@ def test_masked_keys_get_exactly_zero_gradient_and_score_gradient_rows_sum_to_ze
                         tol=tol("custom_backward.attention_backward", dtype),
                         mistakes=lambda: signatures.component(
                             whole(
-                                signatures.attention_grads(q, k, v, allowed_causal, d_out),
+                                _function_table(sub, q, k, v, allowed_causal, d_out),
                                 (*grads, out),
                                 (*want, want_out),
                                 tol("custom_backward.attention_backward", dtype),

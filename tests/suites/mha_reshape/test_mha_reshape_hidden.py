@@ -283,8 +283,18 @@ def _control_costs(sub, ref, rng, names) -> None:
         )
 
 
-def _number_hints(got, candidates, right, fallback):
-    return data.numbers(got, candidates, right) or fallback
+def _number_hints(got, candidates, right, fallback, probe=None):
+    """``probe``: () → (got, candidates, right) of the same function on sizes that tell apart
+    mistakes this table cannot (memory without its layers = without its heads when h = layers):
+    a candidate is named when it matches here and the probe matched it too."""
+    found = data.numbers(got, candidates, right)
+    if found or probe is None:
+        return found or fallback
+    try:
+        there = data.numbers(*probe())
+    except SubmissionRaised:
+        return fallback
+    return data.numbers(got, [c for c in candidates if c[0] in there], right) if there else fallback
 
 
 # --------------------------------------------------------------------------- course numbers
@@ -413,6 +423,11 @@ def test_course_numbers_at_stated_precision(sub, ref, rng, credit):
                             signatures.attention_matrix_gib(B, h, T, 2, layers),
                             want,
                             ["mha_reshape/memory-layers", "mha_reshape/memory-units"],
+                            probe=lambda: (
+                                m.attention_matrix_gib(3, 5, 64, layers=7),  # h ≠ layers ≠ B
+                                signatures.attention_matrix_gib(3, 5, 64, 2, 7),
+                                3 * 5 * 64 * 64 * 2 * 7 / 2**30,
+                            ),
                         ),
                     )
                 expect.scalar(
