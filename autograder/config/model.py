@@ -135,6 +135,9 @@ class Config:
     platforms: tuple[str, ...] = _default("release.platforms")
     #: ``[course] id``: names the course's seed key file (runner/seeding.py key_name)
     course_id: str | None = None
+    #: ``select``: the config before ``--skill`` narrowed it — a partial run names that release's
+    #: suites (runner/grade.py) and the skills it left out, never a hash of its own part
+    selected_from: Config | None = field(default=None, repr=False, compare=False)
 
     @property
     def tests(self) -> list[TestSpec]:
@@ -158,7 +161,9 @@ class Config:
             raise ConfigError(_unknown("skill", unknown[0], list(self.skills), "--skill"))
         from dataclasses import replace
 
-        return replace(self, skills={k: v for k, v in self.skills.items() if k in skill_ids})
+        return replace(
+            self, skills={k: v for k, v in self.skills.items() if k in skill_ids}, selected_from=self.selected_from or self
+        )
 
     def for_assignment(self, name: str | None) -> Config:
         """The config one assignment's Gradescope bundle grades with: its skills, and only their
@@ -170,4 +175,7 @@ class Config:
         from dataclasses import replace
 
         selected = self.select(list(self.assignments[name]))
-        return replace(selected, exercise_modules=tuple(s.module for s in selected.skills.values()), assignments={})
+        # an assignment is whole in itself: its bundle's identity is of its skills (release/gradescope.py)
+        return replace(
+            selected, exercise_modules=tuple(s.module for s in selected.skills.values()), assignments={}, selected_from=None
+        )

@@ -80,6 +80,7 @@ class Results:
     seed_source: str | None = None  # see core/schema.py SEED_SOURCES
     suite_hash: str | None = None  # runner/identity.py
     visible_suite_hash: str | None = None
+    not_graded: list[str] = field(default_factory=list)  # a --skill run: the release's skills it left out
     versions: dict = field(default_factory=dict)
     sandbox: list[str] = field(default_factory=list)
     submission: dict = field(default_factory=dict)

@@ -315,10 +315,22 @@ def footer_notes(results: Results) -> list[tuple[str, str]]:
         source = SEED_SOURCES.get(results.seed_source or "", results.seed_source or "")
         out.append(("Seed", f"{results.seed}{f' ({source})' if source else ''} · reproduce with --seed {results.seed}"))
     suites = suite_label(results.suite_hash, results.visible_suite_hash)
-    if sub.get("not_selected"):  # a --skill / SKILL= run: its score and its suite hash cover these skills only
-        graded = ", ".join(s.id for s in results.skills)
-        suites += f" · this run graded only {graded}: its score and these hashes cover those skills, not the release"
-    out.append(("Suites", suites))
+    graded = ", ".join(s.id for s in results.skills)
+    if results.not_graded:  # a --skill / SKILL= run: the release's hashes (release.json), a part of its score
+        total = len(results.skills) + len(results.not_graded)
+        out.append(("Suites", f"{suites} (the whole release's, as in release.json)"))
+        out.append(
+            (
+                "Partial run",
+                f"graded {graded} only ({len(results.skills)} of {total} skills; not graded: "
+                f"{', '.join(results.not_graded)}): the score covers those skills, not the release — "
+                "run without SKILL= / --skill for the full grade",
+            )
+        )
+    elif sub.get("not_selected"):  # an --assignment run: its own suites, the other modules beside it
+        out.append(("Suites", f"{suites} · this run graded only {graded}: its score covers those skills"))
+    else:
+        out.append(("Suites", suites))
     if any(RESULT_LABEL.search(" ".join([t.check or "", t.detail or "", t.summary or ""])) for t in results.tests):
         out.append(("Labels", RESULT_LABEL_NOTE))
     portable = next((n for n in results.sandbox if n.startswith(f"{SANDBOX_TIER}portable")), None)

@@ -67,7 +67,8 @@ def _add_run(
     }
     manifest.preload = sorted(ALWAYS_PRELOAD | {m for skill in config.skills.values() for m in skill.preload})
     manifest.worker = spec
-    ident = identity.identify(config)
+    # a --skill run names the release it is part of (release.json records that one), not its own part
+    ident = identity.identify(config.selected_from or config)
     manifest.seed, manifest.seed_source = seed.seed, seed.source
     manifest.suite_hash, manifest.visible_suite_hash = ident.suite, ident.visible
     return manifest

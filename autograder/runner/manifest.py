@@ -110,6 +110,8 @@ class RunManifest:
     seed_source: str | None = None
     suite_hash: str | None = None  # runner/identity.py: every suite file and the scoring table
     visible_suite_hash: str | None = None  # the part a student release ships
+    #: a ``--skill`` run: the release's skills it left out (its hashes stay the release's)
+    not_graded: list[str] = field(default_factory=list)
 
     @classmethod
     def plan(cls, config: Config) -> RunManifest:
@@ -134,6 +136,7 @@ class RunManifest:
             ],
             tests=list(config.tests),
             limits=RunLimits.of(config.limits),
+            not_graded=[s for s in (config.selected_from.skills if config.selected_from else ()) if s not in config.skills],
         )
 
     def test(self, node_id: str) -> TestSpec | None:

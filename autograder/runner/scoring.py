@@ -262,6 +262,7 @@ def build(
         seed_source=meta.get("seed_source"),
         suite_hash=meta.get("suite_hash", manifest.suite_hash),
         visible_suite_hash=meta.get("visible_suite_hash", manifest.visible_suite_hash),
+        not_graded=list(manifest.not_graded),
         versions=meta.get("versions", {}),
         sandbox=meta.get("sandbox", []),
         submission=submission,

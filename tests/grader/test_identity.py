@@ -192,3 +192,45 @@ def test_a_course_id_that_cannot_name_a_file_is_refused_naming_the_key(tmp_path)
     bad.write_text(text.replace('id = "llm-attention"', 'id = "../x"', 1), encoding="utf-8")
     with pytest.raises(ConfigError, match=r"course\.id: must be 1-64 letters"):
         load(bad)
+
+
+def test_a_single_skill_run_names_the_release_and_what_it_covers(tmp_path):
+    """A ``--skill`` run in the student tree: the hashes its footer prints are the ones the
+    release's release.json records (not a hash of the one skill), and it says which skills it left out."""
+    from types import SimpleNamespace
+
+    from autograder.core.results import Results
+    from autograder.renderers.common import footer_notes
+    from autograder.runner import grade as grade_mod
+    from autograder.runner.manifest import RunManifest
+
+    ctx = _ctx(tmp_path / "dist")
+    write_tree(tmp_path / "student", student.student_files(ctx))
+    recorded = json.loads((tmp_path / "student" / "release.json").read_text())
+    partial = load(tmp_path / "student" / "grading.toml").select(["qkv"])
+    prepared = SimpleNamespace(facts={}, siblings={}, helpers={})
+    manifest = grade_mod._add_run(
+        RunManifest.plan(partial), partial, prepared, None, seeding.SeedChoice(7, "fixed"), with_cpu_limits=False
+    )
+    assert (manifest.suite_hash, manifest.visible_suite_hash) == (recorded["suite_hash"], recorded["visible_suite_hash"])
+    assert manifest.not_graded == [s for s in CONFIG.skills if s != "qkv"]
+    notes = dict(
+        footer_notes(
+            Results(
+                "complete",
+                "",
+                0,
+                20,
+                [],
+                suite_hash=manifest.suite_hash,
+                visible_suite_hash=manifest.visible_suite_hash,
+                not_graded=manifest.not_graded,
+            )
+        )
+    )
+    assert recorded["suite_hash"][:12] in notes["Suites"] and "unknown" not in notes["Suites"]
+    assert "release" in notes["Suites"] and "not graded: masks" in notes["Partial run"]
+    # an assignment's bundle is whole in itself: its identity stays that of its own skills
+    if CONFIG.assignments:
+        name = next(iter(CONFIG.assignments))
+        assert CONFIG.for_assignment(name).selected_from is None

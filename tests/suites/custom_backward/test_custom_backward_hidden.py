@@ -159,13 +159,64 @@ def _backward_table(sub, d_out, q, k, v, a, scale) -> dict:
     return signatures.attention_backward_from(own, d_out, q, k, v, a, scale)
 
 
+def _third_step(sub, got, d_out, q, k, v, a, scale, tight) -> list[str]:
+    """Two mistakes at once, softmax_backward wrong too: attention_backward's third step (Q̄,
+    K̄, V̄ from S̄) judged from the submission's own S̄ = its softmax_backward(Ā, A) on the same
+    square problem, so a transposed or swapped gradient is named beside the S̄ mistake (issue
+    30 §3). Nothing is named when the third step is right on that S̄. Here, beside the hidden
+    tests (its formulas are the reference's third step: never shipped); course.custom_backward_data's
+    square_diagnosis calls it where no single mistake matched."""
+    if got is None or got[0].shape != q.shape and got[0].shape != q[0].shape:
+        return []
+    batched = got[0].shape == q.shape
+    if not batched:
+        d_out, q, k, v, a = (t[0] for t in (d_out, q, k, v, a))
+    try:
+        ds = sub.custom_backward.softmax_backward(d_out @ v.transpose(-2, -1), a)
+    except SubmissionError:
+        return []
+    if type(ds) is not torch.Tensor or ds.shape != a.shape or not ds.is_floating_point():
+        return []
+    ds = ds.double()
+    dv = a.transpose(-2, -1) @ d_out
+    dq, dk = scale * (ds @ k), scale * (ds.transpose(-2, -1) @ q)
+    own = {
+        "custom_backward/dq-transpose": (scale * (ds.transpose(-2, -1) @ k), dk, dv),
+        "custom_backward/dk-transpose": (dq, scale * (ds @ q), dv),
+        "custom_backward/dv-transpose": (dq, dk, a @ d_out),
+        "custom_backward/dq-dk-swapped": (dk, dq, dv),
+    }
+    return data._named_by_whole(got, [dq, dk, dv], own, tight)
+
+
+def _function_table(sub, q, k, v, allowed, d_out) -> dict:
+    """``attention_grads``'s named mistakes of AttentionFunction, with the forward's own step
+    isolated: the saved-scaled-q entry is what YOUR attention_backward gives on what such a
+    forward saves (s·q), so a forward that scales q in place is named even when the backward
+    is wrong too (issue 30 §3: two mistakes in one skill, each named by its own step). It is
+    left as the reference's where your backward cannot run, or where s·q and q give it the same."""
+    table = signatures.attention_grads(q, k, v, allowed, d_out)
+    scale = 1.0 / math.sqrt(q.size(-1))
+    a = _weights(q, k, allowed, scale).to(q.dtype)
+    try:
+        saved = sub.custom_backward.attention_backward(d_out, q * scale, k, v, a, scale)
+        plain = sub.custom_backward.attention_backward(d_out, q, k, v, a, scale)
+    except SubmissionError:
+        return table
+    ok = all(isinstance(g, (tuple, list)) and len(g) >= 3 and all(type(t) is torch.Tensor for t in g[:3]) for g in (saved, plain))
+    if ok and any(x.shape != y.shape or not torch.equal(x, y) for x, y in zip(saved[:3], plain[:3])):
+        right_out = table["custom_backward/saved-scaled-q"][3]
+        table["custom_backward/saved-scaled-q"] = (*(t.to(q.dtype) for t in saved[:3]), right_out)
+    return table
+
+
 def _gate_attention_backward(sub, ref, rng) -> None:
     """A plain float64 attention_backward call against the reference, before any partial credit:
     a backward that is wrong on the plain case (or answers from a table) scores 0 in the test."""
     q, k, v, _, d_out = _problem(rng, torch.float64, lead=(2,), lengths="L<S", mask="none", t_max=8)
     scale = 1.0 / math.sqrt(q.size(-1))
     a = _weights(q, k, None, scale)
-    with data.explained(sub):
+    with data.explained(sub, _third_step):
         got = expect.sequence(sub.custom_backward.attention_backward(d_out, q, k, v, a, scale), 3, what="attention_backward")
     want = ref.custom_backward.attention_backward(d_out, q, k, v, a, scale)
     t = tol("custom_backward.attention_backward", torch.float64)
@@ -196,7 +247,7 @@ def test_course_backward_numbers_in_float64_and_float32(sub, ref, rng, credit):
     y = a @ v
     d_weights = d_out @ v.T
     ds = expect.tensor(data.softmax_backward(sub, d_weights, a), what="softmax_backward(Ȳ Vᵀ, A)")
-    with data.explained(sub):
+    with data.explained(sub, _third_step):
         grads = expect.sequence(sub.custom_backward.attention_backward(d_out, q, k, v, a, scale), 3, what="attention_backward")
     expect.true(
         tuple(ds.shape) == (T, T),
@@ -364,7 +415,7 @@ def test_attention_backward_matches_reference_on_random_inputs(sub, ref, rng, cr
             a = _weights(q, k, allowed, scale).to(dtype)
             if n % 2 == 0:
                 q, v = noncontiguous(q), noncontiguous(v)
-            with data.explained(sub):
+            with data.explained(sub, _third_step):
                 got = expect.sequence(
                     sub.custom_backward.attention_backward(d_out, q, k, v, a, scale), 3, what="attention_backward"
                 )
@@ -415,7 +466,7 @@ def test_attention_function_backward_matches_reference_with_masks(sub, ref, rng,
                     what=f"{name} from your AttentionFunction.backward ({label})",
                     tol=t,
                     mistakes=lambda: signatures.component(
-                        whole(signatures.attention_grads(q, k, v, allowed, d_out), (*grads, out), (*want, want_out), t), i
+                        whole(_function_table(sub, q, k, v, allowed, d_out), (*grads, out), (*want, want_out), t), i
                     ),
                 )
 
@@ -431,7 +482,7 @@ def test_attention_function_is_applied_and_its_backward_returns_dq_dk_dv_none_vi
     gradients still run and have the right shapes. Autograd use is the rule gate's business
     (test_rule_backward_uses_no_autograd)."""
     q, k, v, allowed, d_out = _problem(rng, torch.float64, lead=(), lengths="L=S", dims="d_k=d_v", mask="causal", t_max=8)
-    with data.explained(sub):
+    with data.explained(sub, _third_step):
         r = sub.custom_backward.run(
             data.direct_forward_backward, q, k, v, allowed, d_out, dispatch=sub.records_dispatch(data.MODULE)
         )  # a TODO stub stops here, with its message
@@ -558,7 +609,7 @@ def test_masked_keys_get_exactly_zero_gradient_and_score_gradient_rows_sum_to_ze
                         tol=tol("custom_backward.attention_backward", dtype),
                         mistakes=lambda: signatures.component(
                             whole(
-                                signatures.attention_grads(q, k, v, allowed_causal, d_out),
+                                _function_table(sub, q, k, v, allowed_causal, d_out),
                                 (*grads, out),
                                 (*want, want_out),
                                 tol("custom_backward.attention_backward", dtype),
@@ -602,12 +653,12 @@ def test_custom_backward_keeps_dtype_and_leaves_inputs_unchanged(sub, ref, rng, 
                 # forward and backward called directly: out, dq, dk, dv in the inputs' dtype
                 out, (grads,) = data.forward_backward(sub, *args, [d_out.to(dtype)], what=part.label)
                 outs = (out, *grads)
-                with data.explained(sub):
+                with data.explained(sub, _third_step):
                     r = sub.custom_backward.call(
                         "attention", *[t.clone() if isinstance(t, torch.Tensor) else t for t in args], return_args=True
                     )
             else:
-                with data.explained(sub):
+                with data.explained(sub, _third_step):
                     r = sub.custom_backward.call(
                         part.label, *[t.clone() if isinstance(t, torch.Tensor) else t for t in args], return_args=True
                     )

@@ -20,6 +20,7 @@ from course import week07 as w7
 from course.tolerances import EXACT, tol
 
 from autograder.testing import (
+    SubmissionRaised,
     bernoulli,
     beside_regular,
     choice,
@@ -167,12 +168,42 @@ def _course_control(sub, ref, rng) -> None:
         )
     causal = torch.ones(L, S, dtype=torch.bool).tril(S - L)
     want = ref.masks.combine_masks(causal, keys)
+    try:
+        got = sub.masks.combine_masks(causal, keys)
+    except SubmissionRaised as exc:
+        _combine_raised(sub, exc, keys)
+        raise
     expect.equal(
-        sub.masks.combine_masks(causal, keys),
+        got,
         want,
         what=f"combine_masks(causal [{L},{S}], padding [{B},{S}]) on fresh lengths",
         mistakes=lambda: signatures.distinct(signatures.combine(causal, keys), EXACT, want),
     )
+
+
+def _combine_raised(sub, exc: SubmissionRaised, keys: torch.Tensor) -> None:
+    """combine_masks raised a shape error where L ≠ S: on a square causal mask (L = S, where
+    blanking query rows instead of key columns still broadcasts) its result shows whether the
+    padding went on the queries; if so, fail with that name (Day 1 §3.2: padding blocks keys)."""
+    S = keys.size(-1)
+    square = torch.ones(S, S, dtype=torch.bool).tril()
+    try:
+        probe = sub.masks.combine_masks(square, keys)
+    except SubmissionRaised:
+        return
+    hints = expect.diagnose(
+        probe if type(probe) is torch.Tensor else None,
+        signatures.distinct(signatures.combine(square, keys), EXACT, square[None, None] & keys[:, None, None, :]),
+        EXACT,
+        square[None, None] & keys[:, None, None, :],
+    )
+    if hints:
+        expect.true(
+            False,
+            what=f"combine_masks(causal [L,{S}] with L ≠ {S}, padding {list(keys.shape)})",
+            detail=exc.message,
+            hints=hints,
+        )
 
 
 def test_course_mask_numbers_at_stated_precision_in_float64(sub, ref, rng, credit):
@@ -232,6 +263,8 @@ def test_course_mask_numbers_at_stated_precision_in_float64(sub, ref, rng, credi
                     w7.t([0.2, 0.0], f64),
                     what="apply_mask(row, allowed, fill=0.0) uses the given fill",
                     tol=w7.NEAR_EXACT,
+                    # the fill argument ignored: −∞ written whatever was asked
+                    mistakes=lambda: {"masks/fill-ignored": row.masked_fill(~allowed, float("-inf"))},
                 )
                 expect.close(
                     torch.softmax(zero_filled, -1),
@@ -528,14 +561,23 @@ def test_masked_softmax_gradients_are_finite_and_zero_on_blocked_scores(sub, ref
                 allowed = torch.tril(torch.ones(T, T, dtype=torch.bool))[None] & keys[:, None, :]  # [B,T,T]
                 scores = randn(rng, B, T, T, dtype=dtype)
             else:
-                B, L, S = 2, randint(rng, 2, 10), randint(rng, 2, 12)
+                # the kinds of row are fixed, whatever the seed draws around them: a fully blocked row, a
+                # row with two allowed keys and a blocked one, a fully allowed row — so a mistake that
+                # only shows on one kind (a 0 fill zeroed after the softmax: partly blocked rows) fails
+                # every part on every seed, and costs the same points on every seed
+                B, L, S = 2, randint(rng, 3, 10), randint(rng, 3, 12)
                 allowed = bernoulli(rng, B, L, S, p=0.5)
                 allowed[0, 0] = False  # a fully blocked row
-                allowed[0, 1, :2] = (
-                    True  # and a row with two allowed keys (normalised over the wrong axis, it would not sum to 1)
-                )
+                # exactly two allowed keys, the rest blocked (normalised over the wrong axis, it would not sum to 1)
+                allowed[0, 1] = False
+                allowed[0, 1, :2] = True
+                allowed[0, L - 1] = True  # a fully allowed row
                 scores = randn(rng, B, L, S, dtype=dtype, scale=1e4 if "1e4" in part.label else 1.0)
-                if "1e4" in part.label:  # a blocked key above an allowed one: ignoring the mask moves the (one-hot) weight
+                if "1e4" in part.label:
+                    # the two-allowed-keys row with both allowed scores below 0: a blocked score filled with 0
+                    # (not −∞) then outweighs them by e^(1e4), whatever else the seed drew
+                    scores[0, 1, :2] = -scores[0, 1, :2].abs() - 1e3
+                    # a blocked key above an allowed one: ignoring the mask moves the (one-hot) weight
                     i = randint(rng, 0, L - 1)
                     allowed[1, i, :2] = torch.tensor([True, False])
                     scores[1, i, 1] = float(scores[1].max()) + 1e4

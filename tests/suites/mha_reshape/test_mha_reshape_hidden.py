@@ -283,8 +283,18 @@ def _control_costs(sub, ref, rng, names) -> None:
         )
 
 
-def _number_hints(got, candidates, right, fallback):
-    return data.numbers(got, candidates, right) or fallback
+def _number_hints(got, candidates, right, fallback, probe=None):
+    """``probe``: () → (got, candidates, right) of the same function on sizes that tell apart
+    mistakes this table cannot (memory without its layers = without its heads when h = layers):
+    a candidate is named when it matches here and the probe matched it too."""
+    found = data.numbers(got, candidates, right)
+    if found or probe is None:
+        return found or fallback
+    try:
+        there = data.numbers(*probe())
+    except SubmissionRaised:
+        return fallback
+    return data.numbers(got, [c for c in candidates if c[0] in there], right) if there else fallback
 
 
 # --------------------------------------------------------------------------- course numbers
@@ -413,6 +423,11 @@ def test_course_numbers_at_stated_precision(sub, ref, rng, credit):
                             signatures.attention_matrix_gib(B, h, T, 2, layers),
                             want,
                             ["mha_reshape/memory-layers", "mha_reshape/memory-units"],
+                            probe=lambda: (
+                                m.attention_matrix_gib(3, 5, 64, layers=7),  # h ≠ layers ≠ B
+                                signatures.attention_matrix_gib(3, 5, 64, 2, 7),
+                                3 * 5 * 64 * 64 * 2 * 7 / 2**30,
+                            ),
                         ),
                     )
                 expect.scalar(
@@ -627,7 +642,13 @@ def test_multi_head_attention_matches_reference_on_random_weights(sub, ref, rng,
                 mistakes=variants.weights,
                 grid=QK,
             )
-            expect.close(out, want_out, what=f"MultiHeadAttention output {label}", tol=t, mistakes=variants.outputs)
+            expect.close(
+                out,
+                want_out,
+                what=f"MultiHeadAttention output {label}",
+                tol=t,
+                mistakes=lambda: _output_table(out, want_out, t, variants, x, state, h, key_allowed),
+            )
             expect.close(
                 r["outputs"][1],
                 want_out,
@@ -710,7 +731,40 @@ def test_weights_rows_sum_to_one_and_future_and_padded_keys_get_exactly_zero(sub
             )
 
 
-def test_multi_head_attention_is_causal_and_ignores_padding_by_gradient(sub, rng, credit):
+def _forward_explains(ref, r: dict, state: dict, x, h: int, key_allowed, dtype) -> list[str]:
+    """A failed gradient property explained by the same call's forward output: the mistake whose
+    output it is (a dropped causal mask, a view without the transpose, a softmax over the
+    queries…). Named only when the output matches that mistake's signature — and it is wrong."""
+    outs = r.get("outputs") or []
+    if not outs or type(outs[0]) is not torch.Tensor:
+        return []
+    C, T = x.size(-1), x.size(-2)
+    want, _ = _reference(ref, C, h, T, True, state, x, key_allowed, dtype)
+    t = tol("mha_reshape.MultiHeadAttention", dtype)
+    table = _output_table(outs[0], want, t, signatures.Variants(x, state, h, key_allowed), x, state, h, key_allowed)
+    return expect.diagnose(outs[0], table, t, want)
+
+
+def _output_table(got, want, t, variants, x, state, h, key_allowed) -> dict:
+    """The table of MultiHeadAttention outputs to name ``got`` by: the paired mistakes first
+    (a view bug in both split and merge, interleaved heads in both), then — only where none of
+    those matched — the same bug in ONE of split_heads and merge_heads (a mistake in one of the
+    two functions the module calls; one table at a time, so its hint names one mistake)."""
+    table = variants.outputs()
+    if h < 2 or type(got) is not torch.Tensor or expect.diagnose(got, table, t, want):
+        return table
+    for one in (
+        {"mha_reshape/view-without-transpose": {"split": "view-without-transpose"}},
+        {"mha_reshape/interleaved-heads": {"merge": "interleaved-heads"}},
+        {"mha_reshape/interleaved-heads": {"split": "interleaved-heads"}},
+    ):
+        candidate = {hint: signatures._mha(x, state, h, key_allowed, **how)[0] for hint, how in one.items()}
+        if expect.diagnose(got, candidate, t, want):
+            return candidate
+    return table
+
+
+def test_multi_head_attention_is_causal_and_ignores_padding_by_gradient(sub, ref, rng, credit):
     dtype = torch.float64
     # fixed sizes, random weights and x: which output rows a misplaced transpose or a view
     # without it mixes future tokens into depends on C, h and T (row T // 2 of a merge without
@@ -755,25 +809,24 @@ def test_multi_head_attention_is_causal_and_ignores_padding_by_gradient(sub, rng
                 + (" (the padded rows of the output are NaN too: whole query rows were blocked)" if not finite else ""),
                 hints=[] if finite else _padding_on_queries(sub, state, x, key_allowed, dtype, C, h),
             )
+            padding = kwargs.get("key_allowed")
             if part.label == "padded tokens":
                 leak = gx[~key_allowed]
+                ok = bool((leak == 0).all())
                 expect.true(
-                    bool((leak == 0).all()),
+                    ok,
                     what="real tokens' outputs do not depend on padded tokens: ∂y_real/∂x_pad = 0",
                     detail=f"largest |∂y/∂x_pad|: {leak.abs().max().item():.3g}",
-                    hints=[
-                        "mha_reshape/key-allowed-ignored",
-                        "mha_reshape/key-mask-on-queries",
-                        "mha_reshape/view-without-transpose",
-                    ],
+                    hints=[] if ok else _forward_explains(ref, r, state, x, h, padding, dtype),
                 )
             else:
                 future = gx[:, t + 1 :]
+                ok = bool((future == 0).all())
                 expect.true(
-                    bool((future == 0).all()),
+                    ok,
                     what=f"∂y_{t}/∂x_s = 0 for every future s > {t} (Day 1 §3.1)",
                     detail=f"largest |∂y_{t}/∂x_s| over future s: {future.abs().max().item():.3g}",
-                    hints=["mha_reshape/no-causal-mask", "mha_reshape/view-without-transpose"],
+                    hints=[] if ok else _forward_explains(ref, r, state, x, h, padding, dtype),
                 )
 
 

@@ -44,6 +44,71 @@ def _projections(rng, C, d_k, d_v, dtype):
 
 
 # --------------------------------------------------------------------------- course numbers
+def _confirmed(here: dict, probe_got, probe_mistakes: dict, probe_want, t) -> dict:
+    """The mistakes of ``here`` that a second input confirms. The course's small example makes
+    some mistakes predict the same numbers (at C = 4, d_k = 2, √C = d_k; at d_k = 2, d_k ** 1/2
+    = 1 = no scale): ``diagnose`` names neither. The same function on a second, fixed input
+    whose sizes tell them apart decides; a mistake is kept only where the submission's output
+    there matched it too (so a hint still fires only on a matched signature)."""
+    matched = expect.diagnose(probe_got, probe_mistakes, t, probe_want) if type(probe_got) is torch.Tensor else []
+    return {h: v for h, v in here.items() if h in matched}
+
+
+#: a fixed input for the probes (no draw from the test's generator: a failure must not move later inputs)
+_PROBE = torch.linspace(-2.0, 3.0, 2 * 3 * 5, dtype=torch.float64).reshape(2, 3, 5).sin() * 3
+
+
+def _scale_mistakes(sub, raw: torch.Tensor, d_k: int) -> dict:
+    """scale_scores's mistakes on ``raw`` at ``d_k``, confirmed on the probe at d_k = 9."""
+    here = {**signatures.scale(raw, d_k), **signatures.sqrt_precedence(raw, d_k)}
+    probe = sub.qkv.scale_scores(_PROBE, 9)
+    there = {**signatures.scale(_PROBE, 9), **signatures.sqrt_precedence(_PROBE, 9)}
+    return _confirmed(here, probe, there, _PROBE / 3.0, tol("qkv.scale_scores", torch.float64))
+
+
+def _head_probe_state(C: int, d: int) -> dict:
+    g = torch.Generator().manual_seed(C * 100 + d)
+    return {f"{n}.weight": torch.randn(d, C, generator=g, dtype=torch.float64) / math.sqrt(C) for n in ("query", "key", "value")}
+
+
+def _head_mistakes(sub, x: torch.Tensor, state: dict) -> dict:
+    """AttentionHead's mistakes on the example, confirmed on a probe head (C = 6, head_size = 3,
+    where √C, d_k and √d_k differ)."""
+    here = signatures.head_chain(x, state)
+    probe_state = _head_probe_state(6, 3)
+    px = _PROBE[..., :3].repeat(1, 1, 2).contiguous()  # [2, 3, 6]
+    try:
+        r = sub.qkv.construct("AttentionHead", [6, 3, 3], dtype=torch.float64, state=probe_state, calls=[("forward", [px], {})])
+    except SubmissionRaised:
+        return {}
+    there = signatures.head_chain(px, probe_state)
+    want = signatures._plain(px, *(probe_state[f"{n}.weight"].T for n in ("query", "key", "value")))
+    return _confirmed(here, r["outputs"][0], there, want, tol("qkv.AttentionHead", torch.float64))
+
+
+def _head_raised(sub, exc: SubmissionRaised, C: int, d: int, ctx: int, x: torch.Tensor, state: dict) -> list[str]:
+    """What AttentionHead raising on the example proves: a ValueError at T = context_length
+    that T − 1 does not raise (the check is off by one), or a shape error that a square head
+    (C = head_size, where x @ linear.weight runs) explains by its numbers."""
+    if (exc.error or {}).get("type") == "ValueError" and x.size(-2) == ctx:
+        try:
+            calls = [("forward", [x[:, :-1]], {})]
+            sub.qkv.construct("AttentionHead", [C, d, ctx], dtype=torch.float64, state=state, calls=calls)
+        except SubmissionRaised:
+            return []
+        return expect.observed("qkv/context-check-off-by-one")
+    square = _head_probe_state(6, 6)
+    px = _PROBE[..., :3].repeat(1, 1, 2).contiguous()
+    try:
+        r = sub.qkv.construct("AttentionHead", [6, 6, 3], dtype=torch.float64, state=square, calls=[("forward", [px], {})])
+    except SubmissionRaised:
+        return []
+    hint = "qkv/linear-weight-not-transposed"
+    there = {h: v for h, v in signatures.head_chain(px, square).items() if h == hint}
+    want = signatures._plain(px, *(square[f"{n}.weight"].T for n in ("query", "key", "value")))
+    return expect.diagnose(r["outputs"][0], there, tol("qkv.AttentionHead", torch.float64), want)
+
+
 def test_week7_numbers_at_stated_precision_in_float64(sub, ref, rng, credit):
     # a control on fresh inputs first: recognising the example and printing its numbers earns nothing
     B, T, C, d_k, d_v = _dims(rng, t_max=10)
@@ -77,7 +142,7 @@ def test_week7_numbers_at_stated_precision_in_float64(sub, ref, rng, credit):
     ):
         with part:
             if part.label in ("§4 rows and shapes", "score formula", "properties"):
-                _more_course_numbers(sub, rng, ex, part.label)
+                _more_course_numbers(sub, ref, rng, ex, part.label)
             elif part.label == "Q K V":
                 got = expect.sequence(sub.qkv.project_qkv(ex.x, ex.w_q, ex.w_k, ex.w_v), 3, what="project_qkv")
                 for name, g in zip("QKV", got):
@@ -103,9 +168,7 @@ def test_week7_numbers_at_stated_precision_in_float64(sub, ref, rng, credit):
                     w7.t(w7.STATED["scaled_final_rows"], torch.float64),
                     what="scaled final rows (W7-16)",
                     tol=w7.NEAR_EXACT,
-                    mistakes=lambda: {
-                        h: t[:, 1] for h, t in {**signatures.scale(raw, 2), **signatures.sqrt_precedence(raw, 2)}.items()
-                    },
+                    mistakes=lambda: {h: t[:, 1] for h, t in _scale_mistakes(sub, raw, 2).items()},
                 )
                 expect.scalar(
                     float(raw[0, 1, 0] / got[0, 1, 0]),
@@ -167,20 +230,30 @@ def test_week7_numbers_at_stated_precision_in_float64(sub, ref, rng, credit):
                     "key.weight": ex.w_k.T.contiguous(),
                     "value.weight": ex.w_v.T.contiguous(),
                 }
-                r = sub.qkv.construct(
-                    "AttentionHead", [4, 2, 2], dtype=torch.float64, state=state, calls=[("forward", [ex.x], {})]
+                try:
+                    r = sub.qkv.construct(
+                        "AttentionHead", [4, 2, 2], dtype=torch.float64, state=state, calls=[("forward", [ex.x], {})]
+                    )
+                except SubmissionRaised as exc:
+                    hints = _head_raised(sub, exc, 4, 2, 2, ex.x, state)
+                    if not hints:
+                        raise
+                    what = "AttentionHead(4, 2, 2) on §12's x (W7-53)"
+                    expect.true(False, what=what, detail=exc.message, hints=hints)
+                parameters = r["describe"]["parameters"]
+                params = sum(math.prod(p["shape"]) for p in parameters)
+                # facts of the module itself (a bias parameter, a mask registered as a parameter): they
+                # explain wrong numbers as well as a wrong count
+                facts = (["qkv/linear-bias"] if any(p["name"].endswith(".bias") for p in parameters) else []) + (
+                    ["qkv/mask-buffer"] if any("mask" in p["name"] for p in parameters) else []
                 )
                 expect.close(
                     r["outputs"][0][:, 1],
                     w7.t(w7.STATED["final_outputs_6dp"], torch.float64),
                     what="AttentionHead reproduces §12 (W7-53)",
                     tol=w7.PRINTED_6DP,
-                    mistakes=lambda: {h: o[:, 1] for h, o in signatures.head_chain(ex.x, state).items()},
-                )
-                parameters = r["describe"]["parameters"]
-                params = sum(math.prod(p["shape"]) for p in parameters)
-                facts = (["qkv/linear-bias"] if any(p["name"].endswith(".bias") for p in parameters) else []) + (
-                    ["qkv/mask-buffer"] if any("mask" in p["name"] for p in parameters) else []
+                    mistakes=None if facts else (lambda: {h: o[:, 1] for h, o in _head_mistakes(sub, ex.x, state).items()}),
+                    hints=facts,
                 )
                 expect.true(
                     params == 24,
@@ -193,7 +266,18 @@ def test_week7_numbers_at_stated_precision_in_float64(sub, ref, rng, credit):
 EXACT64 = w7.Tol(0.0, 1e-12)  # expected-numbers.md "exact": float64 rounding only
 
 
-def _more_course_numbers(sub, rng, ex, label: str) -> None:
+def _masked_anyway(sub, ref, x, perm, out, w_q, w_k, w_v) -> dict:
+    """causal=False ignored: both calls are the causal ones (the signature holds for f(X) as
+    well as for f(PX), so a function wrong in another way is not named)."""
+    t = tol("qkv.single_head_attention", torch.float64)
+    causal = ref.qkv.single_head_attention(x, w_q, w_k, w_v, causal=True)[0]
+    unmasked = ref.qkv.single_head_attention(x, w_q, w_k, w_v, causal=False)[0]
+    if expect.diagnose(out, {"qkv/causal-flag-ignored": causal}, t, unmasked):
+        return {"qkv/causal-flag-ignored": ref.qkv.single_head_attention(x[:, perm], w_q, w_k, w_v, causal=True)[0]}
+    return {}
+
+
+def _more_course_numbers(sub, ref, rng, ex, label: str) -> None:
     """The rest of Week 7 §1–§9, §16 and Day 1's properties that qkv's functions compute
     (each with the tolerance its expected-numbers.md row states)."""
     f64 = torch.float64
@@ -236,11 +320,14 @@ def _more_course_numbers(sub, rng, ex, label: str) -> None:
             q, k, _ = expect.sequence(sub.qkv.project_qkv(ex.x, w_q, ex.w_k, ex.w_v), 3, what="project_qkv")
             rows = sub.qkv.scale_scores(sub.qkv.attention_scores(q, k), 2)[:, 1]
             want = w7.t([[0.8 * qv, 0.2 * qv + 0.2], [0.1, 0.2 * qv + 0.2]], f64)
+            raw = (ex.x @ w_q) @ (ex.x @ ex.w_k).transpose(-2, -1)
             expect.close(
                 rows,
                 want,
                 what=f"final-row scaled scores at W_Q[1,0] = {qv}: A [0.8q, 0.2q+0.2], B [0.1, 0.2q+0.2] (W7-44)",
                 tol=w7.Tol(0.0, 1e-9),
+                # scale_scores's mistakes (the example's scores, the reference's projections and product)
+                mistakes=lambda raw=raw: {h: t[:, 1] for h, t in _scale_mistakes(sub, raw, 2).items()},
             )
     else:
         B, T, C, d_k, d_v = 2, 6, 8, 4, 4
@@ -258,7 +345,13 @@ def _more_course_numbers(sub, rng, ex, label: str) -> None:
         out_p, _ = expect.sequence(
             sub.qkv.single_head_attention(x[:, perm], w_q, w_k, w_v, causal=False), 2, what="single_head_attention(causal=False)"
         )
-        expect.close(out_p, out[:, perm], what="max |f(PX) − P f(X)| without a mask (D1-06)", tol=EXACT64)
+        expect.close(
+            out_p,
+            out[:, perm],
+            what="max |f(PX) − P f(X)| without a mask (D1-06)",
+            tol=EXACT64,
+            mistakes=lambda: _masked_anyway(sub, ref, x, perm, out, w_q, w_k, w_v),
+        )
         causal, _ = expect.sequence(sub.qkv.single_head_attention(x, w_q, w_k, w_v), 2, what="single_head_attention")
         v = x @ w_v
         lo, hi = v.min(dim=1, keepdim=True).values, v.max(dim=1, keepdim=True).values
