@@ -219,9 +219,18 @@ KEYS: tuple[Key, ...] = (
     _limit(
         "skill_cpu_floor_s",
         NUMBER,
-        3.0,
+        6.0,
         86400,
         "the CPU time one skill's calls may use in all is never below this (worker CPU seconds)",
+    ),
+    _limit(
+        "skill_timeouts",
+        WHOLE,
+        3,
+        1000,
+        "once this many of a skill's functions have run past a call's time limit, its remaining calls fail fast "
+        "(what endless loops cost, apart from the CPU budget that slow correct code needs); 0: no such cap",
+        above=False,
     ),
     _limit(
         "memory_mib",
@@ -476,6 +485,7 @@ class Limits:
     skill_cpu_factor: float = _default("limits.skill_cpu_factor")
     call_cpu_floor_s: float = _default("limits.call_cpu_floor_s")
     skill_cpu_floor_s: float = _default("limits.skill_cpu_floor_s")
+    skill_timeouts: int = _default("limits.skill_timeouts")
     memory_mib: int = _default("limits.memory_mib")
     output_kib: int = _default("limits.output_kib")
     worker_start_timeout_s: float = _default("limits.worker_start_timeout_s")
