@@ -76,6 +76,10 @@ class Runtime:
     cpu_limits: dict[str, tuple[float, float]] = field(default_factory=dict)
     cpu_spent: dict[str, float] = field(default_factory=dict)  # module → worker CPU seconds its calls used
     cpu_slowest: dict[str, float] = field(default_factory=dict)  # module → CPU seconds of its costliest call
+    #: once this many of a module's functions have timed out, its other calls fail fast
+    #: ([limits] skill_timeouts; 0: no cap): what endless loops cost is this many call limits,
+    #: while the CPU budget above stays large enough for slow correct code
+    skill_timeouts: int = 0
     malformed: dict[tuple[str, str], str] = field(default_factory=dict)  # sent a bad reply once
     printed_left: int = 0  # characters of printed output the rest of the run may still keep
 
@@ -226,6 +230,8 @@ class Submission:
             raise type(self._dead)(label, f"not run: earlier in this test, {self._dead.message}", error=self._dead.error)
         if rt.time_left(module) <= 0:
             raise SubmissionTimeout(label, _budget_message(rt, module), hints=["general/timeout"])
+        if rt.skill_timeouts and sum(1 for owner, _ in rt.timed_out if owner == module) >= rt.skill_timeouts:
+            raise SubmissionTimeout(label, _timeouts_message(rt, module), hints=["general/timeout"])
         if time.monotonic() > rt.budget_deadline:
             raise SubmissionTimeout(
                 label, "not run: the grading run's time budget ([limits] run_timeout_s) is used up", hints=["general/timeout"]
@@ -507,6 +513,15 @@ def _budget_message(rt: Runtime, module: str) -> str:
     return (
         f"not run: the calls into {rt.modules[module].display_path} have used up this skill's time budget "
         f"({budget}) — endless loops or very slow code earlier in this run"
+    )
+
+
+def _timeouts_message(rt: Runtime, module: str) -> str:
+    names = sorted(name for owner, name in rt.timed_out if owner == module)
+    return (
+        f"not run: {len(names)} functions of {rt.modules[module].display_path} ({', '.join(names)}) did not finish "
+        f"within their time limit earlier in this run ([limits] skill_timeouts = {rt.skill_timeouts}) — fix those "
+        "endless loops first"
     )
 
 

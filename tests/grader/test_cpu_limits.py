@@ -110,3 +110,17 @@ def test_without_a_table_the_wall_clock_limits_alone_apply():
     assert rt.deadline_for("qkv") == (10, None, False)
     rt.charge("qkv", seconds=25.0, cpu=0.1)
     assert rt.deadline_for("qkv") == (pytest.approx(5.0), None, True)
+
+
+def test_after_skill_timeouts_functions_timed_out_the_skills_other_calls_fail_fast_and_say_which():
+    # endless loops cost [limits] skill_timeouts call limits a skill, however large the CPU
+    # budget slow correct code needs (docs/time-limits.md)
+    rt = _runtime(qkv=(1.0, 6.0))
+    rt.skill_timeouts = 2
+    rt.timed_out[("qkv", "project_qkv")] = "timed out (did not finish within 1 CPU s)"
+    sub = Submission(rt)
+    sub._check_usable("qkv", "qkv.attention_scores(…)", ("qkv", "attention_scores"))  # one loop: the others still run
+    rt.timed_out[("qkv", "scale_scores")] = "timed out (did not finish within 1 CPU s)"
+    with pytest.raises(SubmissionTimeout, match=r"2 functions of exercises/qkv.py \(project_qkv, scale_scores\) did not"):
+        sub._check_usable("qkv", "qkv.attention_scores(…)", ("qkv", "attention_scores"))
+    assert rt.time_left("qkv") > 0  # the CPU budget itself is not what stopped it
