@@ -161,6 +161,21 @@ KEYS: tuple[Key, ...] = (
         None,
         check=_course_id,
     ),
+    Key(
+        "course.texts",
+        TABLES,
+        "the course's texts that hints cite ([[course.texts]]: name, file, label); docs/EXERCISES.md is always known",
+        [],
+    ),
+    Key("course.texts[].name", TEXT, 'how citations name the text, e.g. "Week 7" ("Week 7 §11" resolves to §11\'s heading)'),
+    Key("course.texts[].file", TEXT, 'the text\'s file under docs/, e.g. "lessons/week07-attention.txt"'),
+    Key(
+        "course.texts[].label",
+        TEXT,
+        'the prefix of the text\'s numbered printed results, e.g. "W7" (W7-43: its 43rd), explained under a report '
+        "that shows one",
+        None,
+    ),
     Key("grader", TABLE, "where the grader finds things, and how it seeds the random test inputs", {}),
     Key("grader.root", TEXT, "the repository, relative to this file, for a config kept elsewhere (tests, CI)", None),
     Key(

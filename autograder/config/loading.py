@@ -46,6 +46,15 @@ def _parse(path: Path, text: str, data: dict, check_files: bool) -> Config:
     r.check_keys(data, [key.name for key in keys_under("")], [])
 
     course = r.read(data, "course", [])
+    texts: dict[str, str] = {}
+    result_labels: dict[str, str] = {}
+    for i, raw in enumerate(course["texts"]):
+        entry = r.fields(raw, "course.texts[]", ["course", "texts", f"[{i}]"])
+        if entry["name"] in texts:
+            raise r.fail(["course", "texts", f"[{i}]", "name"], f"{entry['name']!r} is named by an earlier [[course.texts]]")
+        texts[entry["name"]] = entry["file"]
+        if entry["label"]:
+            result_labels[entry["label"]] = entry["name"]
     grader = r.read(data, "grader", [])
     if grader["root"] is not None:  # a config kept elsewhere (tests, CI) can point at the repository
         root = (path.resolve().parent / grader["root"]).resolve()
@@ -99,6 +108,8 @@ def _parse(path: Path, text: str, data: dict, check_files: bool) -> Config:
         assignments,
         tuple(release["platforms"]),
         course["id"],
+        texts,
+        result_labels,
     )
 
 

@@ -136,6 +136,10 @@ class Config:
     platforms: tuple[str, ...] = _default("release.platforms")
     #: ``[course] id``: names the course's seed key file (runner/seeding.py key_name)
     course_id: str | None = None
+    #: ``[course.texts]``: how citations name the course's texts → their files under docs/
+    texts: dict[str, str] = field(default_factory=dict)
+    #: ``[course.result_labels]``: prefix of a lesson's numbered results → the text it numbers
+    result_labels: dict[str, str] = field(default_factory=dict)
     #: ``select``: the config before ``--skill`` narrowed it — a partial run names that release's
     #: suites (runner/grade.py) and the skills it left out, never a hash of its own part
     selected_from: Config | None = field(default=None, repr=False, compare=False)

@@ -81,6 +81,8 @@ class Results:
     suite_hash: str | None = None  # runner/identity.py
     visible_suite_hash: str | None = None
     not_graded: list[str] = field(default_factory=list)  # a --skill run: the release's skills it left out
+    #: ``[course.result_labels]``: "W7" → "Week 7 (docs/lessons/week07-attention.txt)", for the report's legend
+    result_labels: dict[str, str] = field(default_factory=dict)
     versions: dict = field(default_factory=dict)
     sandbox: list[str] = field(default_factory=list)
     submission: dict = field(default_factory=dict)

@@ -31,7 +31,6 @@ from . import grading_toml
 
 NAME = re.compile(r"test_[a-z0-9_]+")
 HINT_KEY = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*")
-LESSON = re.compile(r"(Week 7|Day 1|Lesson 2)")
 
 
 class Refused(Exception):
@@ -137,10 +136,11 @@ def add_test(
             raise Refused(f"hint key {hint!r}: lower-case words joined by '-', e.g. sqrt-precedence")
         if hint in tomllib.loads(hints_path.read_text(encoding="utf-8")):
             raise Refused(f"{hints_path.relative_to(root)}: [{hint}] exists already — name it in the test without --hint")
-        if not text or not section or not LESSON.search(section):
+        texts = list(config.texts) or ["docs/EXERCISES.md"]  # [course.texts]: how the course names its lessons
+        if not text or not section or not any(t in section for t in texts):
             raise Refused(
                 "a hint needs --text (what went wrong and the fix) and --section citing the lesson "
-                "(Week 7 §…, Day 1 §… or Lesson 2 §…)"
+                f"({' or '.join(f'{t} §…' for t in texts)})"
             )
 
     new_config = plan_grading(config_path.read_text(encoding="utf-8"), skill, suites[0].file, name, weight, take_from, add_points)

@@ -94,13 +94,20 @@ def wrap_words(text: str, room: int) -> str:
     return "\n".join(out)
 
 
-#: result labels of the lessons' numbered results: "W7-43", "D1-11", "L2-04", "A-3"
-RESULT_LABEL = re.compile(r"\b(?:W7|D1|L2)-\d+[a-z]?\b")
-RESULT_LABEL_NOTE = (
-    "labels such as W7-43, D1-11 or L2-04 name one printed result of a lesson: W7 = Week 7 "
-    "(docs/lessons/week07-attention.txt), D1 = Day 1 (week1-day1-self-attention.txt), L2 = Lesson 2 "
-    "(lesson2-attention.txt), numbered in the order the lesson prints its results; the test checks that number"
-)
+def result_label_pattern(prefixes: list[str]) -> re.Pattern[str] | None:
+    """A lesson's numbered printed result, "W7-43" (prefixes: ``[course.result_labels]``); None without any."""
+    if not prefixes:
+        return None
+    return re.compile(rf"\b(?:{'|'.join(re.escape(p) for p in prefixes)})-\d+[a-z]?\b")
+
+
+def result_label_note(labels: dict[str, str]) -> str:
+    """The legend of the labels: "W7-43 names … W7 = Week 7 (docs/lessons/week07-attention.txt), …"."""
+    first = next(iter(labels))
+    return (
+        f"a label such as {first}-1 names one printed result of a lesson, numbered in the order the lesson "
+        "prints its results (the test checks that number): " + ", ".join(f"{p} = {t}" for p, t in labels.items())
+    )
 
 
 def grid_fits(grid: dict, width: int) -> bool:
@@ -331,8 +338,9 @@ def footer_notes(results: Results) -> list[tuple[str, str]]:
         out.append(("Suites", f"{suites} · this run graded only {graded}: its score covers those skills"))
     else:
         out.append(("Suites", suites))
-    if any(RESULT_LABEL.search(" ".join([t.check or "", t.detail or "", t.summary or ""])) for t in results.tests):
-        out.append(("Labels", RESULT_LABEL_NOTE))
+    label = result_label_pattern(list(results.result_labels))
+    if label and any(label.search(" ".join([t.check or "", t.detail or "", t.summary or ""])) for t in results.tests):
+        out.append(("Labels", result_label_note(results.result_labels)))
     portable = next((n for n in results.sandbox if n.startswith(f"{SANDBOX_TIER}portable")), None)
     if portable is not None:  # macOS and the like: say which protections held (runner/policy.tier_note)
         rlimits = next((f for f in results.sandbox if f.startswith("rlimits(")), "")

@@ -115,6 +115,10 @@ class RunManifest:
     visible_suite_hash: str | None = None  # the part a student release ships
     #: a ``--skill`` run: the release's skills it left out (its hashes stay the release's)
     not_graded: list[str] = field(default_factory=list)
+    #: ``[course.texts]`` (how citations name the lessons → files under docs/) and
+    #: ``[course.result_labels]`` (prefix of a lesson's numbered results → the text)
+    texts: dict[str, str] = field(default_factory=dict)
+    result_labels: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def plan(cls, config: Config) -> RunManifest:
@@ -140,6 +144,8 @@ class RunManifest:
             tests=list(config.tests),
             limits=RunLimits.of(config.limits),
             not_graded=[s for s in (config.selected_from.skills if config.selected_from else ()) if s not in config.skills],
+            texts=dict(config.texts),
+            result_labels=dict(config.result_labels),
         )
 
     def test(self, node_id: str) -> TestSpec | None:

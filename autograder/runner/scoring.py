@@ -263,6 +263,10 @@ def build(
         suite_hash=meta.get("suite_hash", manifest.suite_hash),
         visible_suite_hash=meta.get("visible_suite_hash", manifest.visible_suite_hash),
         not_graded=list(manifest.not_graded),
+        result_labels={
+            prefix: f"{text} (docs/{manifest.texts[text]})" if text in manifest.texts else text
+            for prefix, text in manifest.result_labels.items()
+        },
         versions=meta.get("versions", {}),
         sandbox=meta.get("sandbox", []),
         submission=submission,

@@ -156,6 +156,7 @@ def _declared(table: str, key: str) -> str:
     """The declared path of a ``key = value`` line under the header ``table`` of grading.toml."""
     table = re.sub(r"^skills\.[a-z][a-z0-9_]*", "skills.<id>", table)
     table = table.replace("skills.<id>.suites", "skills.<id>.suites[]").replace("release.gradescope.limits", "limits")
+    table = table.replace("course.texts", "course.texts[]")
     wildcard = {"skills.<id>.suites[].weights": "<test>", "release.assignments": "<name>", "release.rules": "<skill>"}
     return f"{table}.{wildcard.get(table, key)}" if table else key
 
@@ -249,7 +250,7 @@ def test_every_required_key_is_required(tmp_path, toml):
         toml.lines = list(base)
         line = toml.remove(key.table, key.name)
         assert _error(tmp_path, toml) == f"grading.toml:{line}: {_concrete(key.path)[1]}: is required", key.path
-    assert {key.name for key in keys} == {"title", "points", "module", "file", "visibility"}
+    assert {key.name for key in keys} == {"name", "title", "points", "module", "file", "visibility"}
 
 
 def _bounds(key) -> list[tuple[str, str]]:

@@ -59,6 +59,9 @@ def test_second_course_mistake_costs_its_own_functions_tests_with_its_hint(tmp_p
     assert failed == {"test_row_sums_of_a_small_matrix", "test_row_sums_match_reference_on_random_inputs"}, failed
     assert graded.data["score"] == POINTS - 1 - 1.5
     assert "vecops/summed-columns" in graded.hints("vecops")
+    # its own lesson, named in its [[course.texts]]: the hint's "Toy §1" resolves to §1's heading line
+    sections = {h["section"] for t in graded.tests("vecops") for h in t["hints"] if h["id"] == "vecops/summed-columns"}
+    assert sections == {"Toy §1 — docs/lessons/toy-notes.txt:3"}, sections
 
 
 def test_second_course_releases_a_student_tree_and_bundles_that_grade(tmp_path, monkeypatch):

@@ -16,18 +16,24 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-#: how a citation names a text → its file under the docs folder
-DOCUMENTS = {
-    "Week 7": "lessons/week07-attention.txt",
-    "Day 1": "lessons/week1-day1-self-attention.txt",
-    "Lesson 2": "lessons/lesson2-attention.txt",
-    "docs/EXERCISES.md": "EXERCISES.md",
-}
-_DOC = "|".join(re.escape(d) for d in DOCUMENTS)
-_TOKEN = re.compile(rf"({_DOC})|§\s*([0-9A-Z]+(?:\.[0-9]+)*)")
+#: the text every course has: the exercise contract (``[release] docs``); a course names its
+#: lessons in ``[course.texts]`` of grading.toml ("Week 7" = "lessons/week07-attention.txt")
+CONTRACT = {"docs/EXERCISES.md": "EXERCISES.md"}
+
+
+def texts_of(course_texts: Mapping[str, str] | None) -> dict[str, str]:
+    """How a citation names a text → its file under the docs folder: the course's texts and the contract."""
+    return {**(course_texts or {}), **CONTRACT}
+
+
+@functools.lru_cache(maxsize=8)
+def _token(names: tuple[str, ...]) -> re.Pattern[str]:
+    doc = "|".join(re.escape(d) for d in sorted(names, key=len, reverse=True))
+    return re.compile(rf"({doc})|§\s*([0-9A-Z]+(?:\.[0-9]+)*)")
 
 
 @dataclass(frozen=True)
@@ -45,12 +51,12 @@ class Place:
         return f"{self.path}:{self.line}" if self.resolved else f"{self.document} §{self.section} (not found)"
 
 
-def citations(text: str) -> list[tuple[str, str | None]]:
+def citations(text: str, texts: Mapping[str, str] | None = None) -> list[tuple[str, str | None]]:
     """(document, section or None) for every document or § named in ``text``; a § belongs to
-    the document named last before it."""
+    the document named last before it. ``texts``: the course's (``[course.texts]``)."""
     out: list[tuple[str, str | None]] = []
     current: str | None = None
-    for doc, section in _TOKEN.findall(text):
+    for doc, section in _token(tuple(texts_of(texts))).findall(text):
         if doc:
             current = doc
             out.append((doc, None))
@@ -81,12 +87,13 @@ def _find(lines: list[str], section: str) -> int | None:
     return None
 
 
-def resolve(text: str, docs: Path, prefix: str = "docs") -> list[Place]:
+def resolve(text: str, docs: Path, prefix: str = "docs", texts: Mapping[str, str] | None = None) -> list[Place]:
     """Every citation of ``text`` as a place in ``docs`` (the folder holding EXERCISES.md and
-    lessons/); ``prefix`` is how a student names that folder."""
+    the course's texts, ``[course.texts]``); ``prefix`` is how a student names that folder."""
     places = []
-    for document, section in citations(text):
-        rel = DOCUMENTS[document]
+    files = texts_of(texts)
+    for document, section in citations(text, texts):
+        rel = files[document]
         text_of = _document(docs / rel)
         path = f"{prefix}/{rel}" if text_of is not None else None
         if section is None:
@@ -127,11 +134,11 @@ def _read(path: str, mtime_ns: int, size: int) -> _Document | None:
         return None
 
 
-def where(text: str, docs: Path, prefix: str = "docs") -> str:
+def where(text: str, docs: Path, prefix: str = "docs", texts: Mapping[str, str] | None = None) -> str:
     """``docs/lessons/week07-attention.txt:314`` (several joined by ", "); "" when nothing
     resolves, so a hint never points at a place that is not there."""
     seen = []
-    for place in resolve(text, docs, prefix):
+    for place in resolve(text, docs, prefix, texts):
         if place.resolved and str(place) not in seen:
             seen.append(str(place))
     return ", ".join(seen)

@@ -16,6 +16,7 @@ the correct answer). Hints without ``function`` state facts the failed check pro
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,9 +58,10 @@ def load_file(path: Path, prefix: str) -> dict[str, Hint]:
     return hints
 
 
-def load_catalogue(suites_dir: Path | None, docs: Path | None = None) -> dict[str, Hint]:
+def load_catalogue(suites_dir: Path | None, docs: Path | None = None, texts: Mapping[str, str] | None = None) -> dict[str, Hint]:
     """Every hint by id. With ``docs`` (the repository's docs/ folder, which holds the lessons)
-    each section also says where to read it: ``Week 7 §11 (…) — docs/lessons/week07-attention.txt:314``."""
+    each section also says where to read it: ``Week 7 §11 (…) — docs/lessons/week07-attention.txt:314``
+    (``texts``: how the course names its texts, ``[course.texts]`` of grading.toml)."""
     hints = load_file(GENERAL, "general")
     if suites_dir is not None and suites_dir.is_dir():
         for path in sorted(suites_dir.glob("*/hints.toml")):
@@ -68,7 +70,7 @@ def load_catalogue(suites_dir: Path | None, docs: Path | None = None) -> dict[st
         from .citations import where
 
         for hint_id, hint in hints.items():
-            place = where(hint.section, docs)
+            place = where(hint.section, docs, texts=texts)
             if place:
                 hints[hint_id] = Hint(hint.id, hint.text, f"{hint.section} — {place}", hint.functions)
     return hints

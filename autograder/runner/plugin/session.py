@@ -23,7 +23,9 @@ class GradingSession:
     def __init__(self, manifest: RunManifest, server: tuple[int, object] | None) -> None:
         self.manifest = manifest
         self.seed: int = manifest.seed
-        self.hints = hint_catalogue.load_catalogue(Path(manifest.suites_dir), docs=Path(manifest.root) / "docs")
+        self.hints = hint_catalogue.load_catalogue(
+            Path(manifest.suites_dir), docs=Path(manifest.root) / "docs", texts=manifest.texts
+        )
         self.solutions_dir = Path(manifest.solutions_dir)
         self.progress: Any = None  # the progress pipe, a text file, while a run reports progress
         self.profiler: Any = None  # a cProfile.Profile when AUTOGRADER_PROFILE asks for one
