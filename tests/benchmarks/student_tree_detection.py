@@ -65,7 +65,7 @@ def grade(student: Path, folder: Path) -> dict:
 
 def judge(m: dict, skill: str, results: dict, reference: dict) -> dict:
     lost = {s: reference[s] - score for s, score in skill_scores(results).items() if reference[s] - score > 1e-9}
-    hints = {h["id"] for t in results["tests"] for h in t.get("hints", [])}
+    hints = {h["id"] for s in results["skills"] for t in s["tests"] for h in t.get("hints", [])}
     return {
         "id": f"{skill}/{m['id']}",
         "loses_in_skill": skill in lost,
