@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT / "tests" / "submissions")]
 
-import variants  # noqa: E402 — the path above first
+import variants  # after the path above
 
 GOAL_LOSE, GOAL_HINT = 0.95, 0.90
 

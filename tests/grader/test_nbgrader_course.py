@@ -21,7 +21,7 @@ from autograder.runner.grade import suite_hash
 
 nbformat = pytest.importorskip("nbformat", reason="instructor requirements (requirements-instructor.txt) are not installed")
 nbgrader_course = pytest.importorskip("autograder.instructor.release.nbgrader_course")
-from autograder.instructor.release import nbgrader_checks  # noqa: E402 - after the skip: needs the instructor extras
+from autograder.instructor.release import nbgrader_checks  # after the skip: it needs the instructor extras
 
 CONFIG = load(ROOT / "grading.toml")
 ASSIGNMENT = CONFIG.nbgrader_release.assignment
