@@ -1,14 +1,13 @@
 """dist/nbgrader, proven with the real nbgrader run headless (commands and gotchas:
 nbgrader-headless.md): generate the student version, autograde notebooks filled with the
-reference solutions (full points) and the untouched release (0 points), export the grades,
-and compare them with what `python -m autograder grade` gives the same code."""
+reference solutions (full points), the untouched release (0 points), single mistakes and a
+student who tampers with the checks in their kernel, export the grades, and compare them
+with what `python -m autograder grade` gives the same code: one score, skill by skill."""
 
 from __future__ import annotations
 
-import ast
 import json
 import logging
-import math
 from pathlib import Path
 
 import pytest
@@ -77,7 +76,7 @@ def _weights(skill) -> dict[str, float]:
     return {name: w for suite in skill.suites for name, w in suite.weights.items() if w}
 
 
-def test_one_notebook_per_skill_with_lesson_setup_solution_checks_and_point_cells(course):
+def test_one_notebook_per_skill_with_lesson_setup_solution_checks_and_one_score_cell(course):
     for skill in CONFIG.skills.values():
         cells = _cells(course / "source" / ASSIGNMENT / f"{skill.id}.ipynb")
         lesson, setup, solution, *rest = cells
@@ -86,8 +85,9 @@ def test_one_notebook_per_skill_with_lesson_setup_solution_checks_and_point_cell
         assert _nb(solution)["solution"] and _source(solution) == (SOLUTIONS / skill.module).read_text(encoding="utf-8").rstrip(
             "\n"
         )
+        assert _nb(solution)["grade_id"] == nbgrader_course.solution_id(skill.id)
         targets = TARGETS[skill.id]
-        checks, heading, points = rest[: len(targets)], rest[len(targets)], rest[len(targets) + 1 :]
+        checks, heading, scored = rest[: len(targets)], rest[len(targets)], rest[len(targets) + 1 :]
         assert [_nb(c)["grade_id"] for c in checks] == [f"checks_{nbgrader_course.snake(t.name)}" for t in targets]
         for cell in checks:  # 0 points, hidden checks kept for grading
             assert _nb(cell)["grade"] and _nb(cell)["locked"] and _nb(cell)["points"] == 0 and _nb(cell)["schema_version"] == 3
@@ -95,12 +95,30 @@ def test_one_notebook_per_skill_with_lesson_setup_solution_checks_and_point_cell
             assert source.count("### BEGIN HIDDEN TESTS") == 1 and source.count("### END HIDDEN TESTS") == 1
             assert source.rstrip().endswith("checks.report()")
         assert heading["cell_type"] == "markdown"
-        # one point cell per grader test (rules excluded), with its weight as points; the last line is the score
-        assert {_nb(c)["grade_id"]: _nb(c)["points"] for c in points} == _weights(skill)
-        for cell in points:
-            last = ast.parse(_source(cell)).body[-1]
-            assert isinstance(last, ast.Expr) and last.value.func.id == "credit", _nb(cell)["grade_id"]
+        # one score cell, worth the skill's points: the course autograder's score goes there when graded
+        (score,) = scored
+        assert _nb(score) == {**_nb(score), "grade": True, "locked": True, "points": skill.points}
+        assert _nb(score)["grade_id"] == nbgrader_course.score_id(skill.id)
+        assert [c for c in cells if _nb(c).get("points")] == [score]
         assert len({_nb(c)["grade_id"] for c in cells}) == len(cells)
+
+
+def test_the_course_carries_the_grader_and_a_manifest_of_each_notebooks_cells(course):
+    """grader/: the course autograder with its hidden suites and grading.toml (what scores the
+    notebooks), outside source/ (generate_assignment copies source/<assignment>/ to students);
+    grader/nbgrader.json names each notebook's skill, module, solution and score cells."""
+    grader = course / "grader"
+    assert (grader / "autograder" / "__main__.py").is_file() and (grader / "grading.toml").is_file()
+    hidden = [suite.file for s in CONFIG.skills.values() for suite in s.suites if suite.visibility == "hidden"]
+    assert hidden and all((grader / f).is_file() for f in hidden), hidden
+    assert not (grader / "autograder" / "instructor").exists()
+    manifest = json.loads((grader / nbgrader_course.MANIFEST).read_text(encoding="utf-8"))
+    assert manifest["notebooks"] == {
+        sid: {"skill": sid, "module": s.module, "solution": f"{sid}_solution", "score": f"{sid}_score"}
+        for sid, s in CONFIG.skills.items()
+    }
+    for folder in (course / "source").iterdir():
+        assert {p.suffix for p in folder.rglob("*") if p.is_file()} == {".ipynb"}, folder
 
 
 def test_max_scores_are_exact_as_nbgrader_adds_them(course):
@@ -117,27 +135,18 @@ def test_max_scores_are_exact_as_nbgrader_adds_them(course):
     assert total == CONFIG.total_points == 100
 
 
-def test_weights_that_are_not_binary_fractions_are_refused():
-    skill = CONFIG.skills["sdpa_masks"]
-    weights = _weights(skill)
-    first, second = list(weights)[:2]
-    thirds = {**weights, first: weights[first] + 1 / 3, second: weights[second] - 1 / 3}
-    with pytest.raises(nbgrader_course.NotebookError, match="not a multiple of 1/1024"):
-        nbgrader_course.exact_points(skill, thirds)
+def test_skill_points_that_are_not_binary_fractions_are_refused():
+    import dataclasses
+
+    skills = dict(CONFIG.skills)
+    skills["sdpa_masks"] = dataclasses.replace(skills["sdpa_masks"], points=10.1)
+    with pytest.raises(nbgrader_course.NotebookError, match="sdpa_masks: points 10.1 is not a multiple of 1/1024"):
+        nbgrader_course.exact_points(dataclasses.replace(CONFIG, skills=skills))
 
 
-def test_point_cells_apply_the_graders_rule():
-    """credit(): points × passed kinds / kinds, 0 when a required kind fails; a kind passes
-    when every function it uses passed its checks cell (autograder/testing/credit.py)."""
+def test_checks_cells_record_a_failed_check_and_never_raise():
     ns: dict = {}
     exec(compile(nbgrader_course.setup_source(CONFIG), "setup", "exec"), ns)  # our own template
-    ns["CHECKS"].update(f=True, g=False)
-    credit = ns["credit"]
-    # "c" uses no single function: earned only when every function passed (here g failed)
-    assert credit(0.75, {"a": ["f"], "b": ["f", "g"], "c": [], "d": ["g"]}) == 0.75 * 1 / 4
-    assert credit(1.25, {"a": ["f"]}, required={"control": ["g"]}) == 0.0
-    assert credit(1.25, {"a": ["f"]}, required={"control": ["f"]}) == 1.25
-    assert credit(1.0, {"a": ["never ran"]}) == 0.0
     checks = ns["Checks"]("h")
     with checks:
         raise AssertionError("wrong")
@@ -157,54 +166,42 @@ def test_every_skill_has_checks_and_every_check_runs_on_the_reference():
 STYLES = sorted(p.name for p in (SUBMISSIONS / "styles").iterdir() if p.is_dir())
 
 
-def _run_notebook(skill, code: str) -> tuple[dict[str, float], dict[str, bool], list[str]]:
+def _run_notebook(skill, code: str) -> tuple[dict[str, bool], list[str]]:
     """Run a notebook as nbgrader's kernel runs it — setup, ``code`` in the solution cell,
-    then each cell — and score its grade cells as nbgrader does (an error or stderr: 0; a
-    number on the last line: that many points; else full points). Returns the point cells'
-    scores, the checks cells' results (CHECKS) and the problems (errors, stderr)."""
+    then each cell. Returns the checks cells' results (CHECKS) and the problems (errors,
+    stderr: nbgrader would show them to the student)."""
     import contextlib
     import io
 
     ns: dict = {"__name__": "__main__"}
-    scores, problems = {}, []
+    problems = []
     for cell in nbgrader_course.notebook(CONFIG, skill).cells:
         if cell.cell_type != "code":
             continue
         meta = _nb(cell)
-        tree = ast.parse(code if meta.get("solution") else cell.source)
-        last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
-        stderr, value = io.StringIO(), None
+        stderr = io.StringIO()
         try:
             with contextlib.redirect_stderr(stderr), contextlib.redirect_stdout(io.StringIO()):
-                exec(compile(tree, meta.get("grade_id", "cell"), "exec"), ns)  # the notebook under test
-                if last is not None:
-                    value = eval(compile(ast.Expression(last.value), meta.get("grade_id", "cell"), "eval"), ns)
+                exec(compile(code if meta.get("solution") else cell.source, meta.get("grade_id", "cell"), "exec"), ns)
         except Exception as exc:  # a failing cell is what we look for
             problems.append(f"{meta.get('grade_id')}: {type(exc).__name__}: {str(exc)[:300]}")
-            value = exc
         if stderr.getvalue():
             problems.append(f"{meta.get('grade_id')}: wrote to stderr: {stderr.getvalue()[:300]}")
-        if meta.get("grade") and meta["points"]:
-            failed = isinstance(value, Exception) or stderr.getvalue()
-            number = isinstance(value, (int, float)) and not isinstance(value, bool)
-            scores[meta["grade_id"]] = 0.0 if failed else float(value) if number else float(meta["points"])
-    return scores, dict(ns.get("CHECKS", {})), problems
+    return dict(ns.get("CHECKS", {})), problems
 
 
 @pytest.mark.parametrize("style", STYLES)
 def test_correct_code_unlike_the_reference_passes_every_notebook_check(style):
     """Correct code in other styles (tests/submissions/styles: the lessons' own code with its
     registered mask buffers, einsum, loops, float64) passes every check, hidden blocks
-    included, earns every point cell's points, and writes nothing to stderr (nbgrader
-    scores such a cell 0)."""
+    included, and writes nothing to stderr: the student's guide never calls right code wrong."""
     folder = SUBMISSIONS / "styles" / style
     for skill in CONFIG.skills.values():
         module = folder / skill.module
         code = (module if module.is_file() else SOLUTIONS / skill.module).read_text(encoding="utf-8")
-        scores, checks, problems = _run_notebook(skill, code)
+        checks, problems = _run_notebook(skill, code)
         assert not problems, f"styles/{style}/{skill.module}: {problems}"
         assert checks == {t.name: True for t in TARGETS[skill.id]}, f"styles/{style}/{skill.module}"
-        assert scores == _weights(skill), f"styles/{style}/{skill.module}"
 
 
 # --------------------------------------------------------------------------- the round trip
@@ -581,14 +578,18 @@ SINGLE_MISTAKES = [
     ("masks", "mask-after-softmax"),  # masked_softmax
     ("qkv", "divide-by-dk"),  # scale_scores
 ]
-#: single mistakes whose every point cell scores what the grader's test scores (before the point
-#: cells had the property rule and the grader's rounding, each of these differed in its skill);
-#: mistakes that break only some of a function's kinds still differ (the course README says so)
+#: a spread of single mistakes, one or more per skill — among them mistakes that break only some
+#: of a function's kinds (only float32, an input changed in place, a dtype): the kernel's checks
+#: scored those differently from the grader; the course autograder's score cannot differ
 ONE_SCORE_MISTAKES = SINGLE_MISTAKES + [
     ("row_softmax", "ce-divided-by-numel"),  # cross_entropy
+    ("row_softmax", "softmax-shifts-in-place"),  # an input changed in place
     ("custom_backward", "forward-without-scale"),  # AttentionFunction
     ("mha_reshape", "merge-heads-reversed"),  # merge_heads
     ("sdpa_masks", "hf-masks-queries"),  # hf_to_sdpa_mask
+    ("sdpa_masks", "additive-ignores-dtype"),  # a dtype
+    ("masks", "apply-mask-in-place"),  # an input changed in place
+    ("qkv", "uniform-mean-counts-float64"),  # a dtype
 ]
 
 
@@ -616,45 +617,163 @@ def _stubs(folder: Path) -> Path:
     return folder
 
 
-def _one_score(skill: str, folder: Path, ours: dict) -> list[str]:
-    """The differences between the skill's point cells, run as nbgrader's kernel runs them on
-    ``folder``'s module, and the grader's tests and skill score in ``ours`` (its JSON)."""
-    cells, _checks, _ = _run_notebook(CONFIG.skills[skill], (folder / CONFIG.skills[skill].module).read_text(encoding="utf-8"))
-    graded = next(s for s in ours["skills"] if s["id"] == skill)
-    tests = {t["name"]: t["score"] for t in graded["tests"] if t["max_score"]}
-    problems = [f"{skill}.{n}: nbgrader {cells.get(n)!r}, grader {tests[n]!r}" for n in tests if cells.get(n) != tests[n]]
-    if round(math.fsum(cells.values()), 4) != graded["score"]:  # the grader rounds the skill's sum to 4 decimals
-        problems.append(f"{skill}: nbgrader {math.fsum(cells.values())!r}, grader {graded['score']!r}")
+STUB = "# YOUR CODE HERE\nraise NotImplementedError()"  # the course config's ClearSolutions.code_stub
+
+
+def _submitted(course: Path, root: Path, student: str, modules: Path | None, edit=None) -> Path:
+    """``root``/submitted/<student>/<assignment>/: the course's notebooks as a student hands
+    them in — each solution cell holding ``modules``' exercise module (None: the stub left as
+    the release has it) — then ``edit(notebook, nb)`` where given."""
+    from nbgrader.preprocessors import ClearHiddenTests, ClearSolutions
+
+    folder = root / "submitted" / student / ASSIGNMENT
+    folder.mkdir(parents=True)
+    for path in sorted((course / "source" / ASSIGNMENT).glob("*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        for cell in nb.cells:
+            if _nb(cell).get("solution"):
+                if modules is None:
+                    ClearSolutions(code_stub={"python": STUB})._replace_solution_region(cell, "python")
+                else:
+                    cell.source = (modules / f"{path.stem}.py").read_text(encoding="utf-8")
+            elif _nb(cell).get("grade"):
+                ClearHiddenTests()._remove_hidden_test_region(cell)
+        if edit is not None:
+            edit(path.stem, nb)
+        nbformat.write(nb, folder / path.name)
+    return folder
+
+
+def _autograde_scores(course: Path, submitted: Path, calls: list | None = None) -> tuple[dict[str, float], dict]:
+    """What `nbgrader autograde` with the course's nbgrader_config.py records for each notebook
+    in ``submitted`` (root/submitted/<student>/<assignment>/): the config's ScoreFromGrader, in
+    this (nbgrader's) process, then nbgrader's own determine_grade on every grade cell, summed
+    as the gradebook sums them. Execute is left out: whatever the kernel printed, ScoreFromGrader
+    replaces the score cell's output. ``calls`` collects the grader runs."""
+    from nbgrader.utils import determine_grade
+
+    config, ns = _course_config(course)
+    config.CourseDirectory.root = str(submitted.parents[2])
+    if calls is not None:
+        real = ns["grade_modules"]
+        ns["grade_modules"] = lambda *a, **k: calls.append(a[0]) or real(*a, **k)
+    pre = ns["ScoreFromGrader"](config=config)
+    scores, notebooks = {}, {}
+    for path in sorted(submitted.glob("*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        info = {"student": submitted.parent.name, "assignment": ASSIGNMENT, "notebook": path.stem}
+        nb, _ = pre.preprocess(nb, {"nbgrader": info})
+        score = 0.0
+        for cell in nb.cells:
+            if _nb(cell).get("grade"):
+                score += determine_grade(cell)[0]
+        scores[path.stem], notebooks[path.stem] = score, nb
+    return scores, notebooks
+
+
+def _one_score(course: Path, folder: Path | None, tmp: Path, ours: dict) -> list[str]:
+    """The differences between nbgrader's notebook scores for the code in ``folder`` and the
+    grader's skill scores (its JSON ``ours``), skill by skill, exactly, and in total to the
+    grader's 4 decimals (nbgrader's total is its float sum of the notebooks')."""
+    calls: list = []
+    scores, _ = _autograde_scores(course, _submitted(course, tmp, "student", folder), calls)
+    assert len(calls) == 1, f"graded {len(calls)} times: once per submission, for all its notebooks"
+    graded = {s["id"]: s["score"] for s in ours["skills"]}
+    problems = [
+        f"{sid}: nbgrader {scores.get(sid)!r}, grader {graded[sid]!r}" for sid in graded if scores.get(sid) != graded[sid]
+    ]
+    if round(sum(scores.values()), 4) != ours["score"]:
+        problems.append(f"total: nbgrader {sum(scores.values())!r}, grader {ours['score']!r}")
     return problems
 
 
-# slow: a grading run per submission (the stubs and the reference: every skill)
+def _exported(course: Path, folder: Path | None, tmp: Path) -> Path:
+    """The exercise modules nbgrader's score preprocessor takes from a submission of ``folder``."""
+    config, ns = _course_config(course)
+    submitted = _submitted(course, tmp / "export", "student", folder)
+    modules = ns["exercise_modules"](str(submitted), ns["grader_manifest"]())
+    out = tmp / "exported"
+    out.mkdir()
+    for stem, text in modules.items():
+        (out / CONFIG.skills[stem].module).write_text(text.rstrip("\n") + "\n", encoding="utf-8")
+    return out
+
+
+# slow: two grading runs per submission (the stubs and the reference: every skill)
 @pytest.mark.slow
 @pytest.mark.parametrize("submission", ["reference", "stubs"])
-def test_one_score_every_point_cell_scores_what_the_graders_test_scores_for_the_reference_and_the_stubs(submission, tmp_path):
+def test_one_score_nbgrader_scores_each_notebook_what_the_grader_scores_its_skill_for_the_reference_and_the_stubs(
+    submission, course, tmp_path
+):
     """`python -m autograder grade` on the reference (full marks) and on the untouched stubs (0),
-    next to each skill's notebook run on the same code: the same points, test by test."""
-    folder = SOLUTIONS if submission == "reference" else _stubs(tmp_path / "stubs")
-    ours = grade(folder, "--reveal-hidden").data
-    problems = [p for skill in CONFIG.skills for p in _one_score(skill, folder, ours)]
+    next to nbgrader's autograde of the same code in notebooks: the same score, skill by skill."""
+    folder = SOLUTIONS if submission == "reference" else None
+    ours = grade(_exported(course, folder, tmp_path), seed=None).data
+    problems = _one_score(course, folder, tmp_path, ours)
     assert not problems, "\n".join(problems)
     assert ours["score"] == (CONFIG.total_points if submission == "reference" else 0)
 
 
-@pytest.mark.slow  # a grading run per variant
+@pytest.mark.slow  # two grading runs per variant
 @pytest.mark.parametrize(("skill", "mistake"), ONE_SCORE_MISTAKES, ids=[f"{s}-{m}" for s, m in ONE_SCORE_MISTAKES])
-def test_one_score_a_single_mistake_costs_the_same_points_in_every_point_cell_as_in_the_grader(skill, mistake, tmp_path):
-    """The notebook run as nbgrader's kernel runs it, next to `python -m autograder grade` on
-    the same code (one mistake in one function): every point cell scores what the grader's
-    test scores, to the grader's 4 decimals, so the skill's points are the same; the other
-    skills keep full marks on both."""
-    folder = _variant(skill, mistake, tmp_path)
-    ours = grade(folder, "--reveal-hidden").data
-    problems = [p for sid in CONFIG.skills for p in _one_score(sid, folder, ours)]
+def test_one_score_a_single_mistake_costs_the_same_points_in_nbgrader_as_in_the_grader(skill, mistake, course, tmp_path):
+    """nbgrader's autograde of a notebook submission next to `python -m autograder grade` on the
+    same code (one mistake in one function): every skill's score is the same, exactly, and the
+    total to the grader's 4 decimals; the other skills keep full marks."""
+    folder = _variant(skill, mistake, tmp_path / "variant")
+    ours = grade(folder, seed=None).data
+    problems = _one_score(course, folder, tmp_path, ours)
     graded = next(s for s in ours["skills"] if s["id"] == skill)
     print(f"{skill} {mistake}: grader {graded['score']:g} of {graded['points']:g}")
     assert graded["score"] < CONFIG.skills[skill].points
     assert not problems, "\n".join(problems)
+
+
+#: what a student who games the checks puts in a notebook: every check helper, the old point
+#: cells' credit() and the score cell's summary() answer "passed" or the most points, the
+#: checks' record says every function passed, and the cell stops before anything can fail
+KERNEL_TAMPERING = """
+
+check = lambda *args, **kwargs: True
+credit = lambda points, *args, **kwargs: points
+summary = lambda *args, **kwargs: 1.0
+Checks.report = lambda self: CHECKS.__setitem__(self.name, True)
+raise SystemExit("stop here")
+"""
+
+
+def _tamper_in_kernel(notebook: str, nb) -> None:
+    """A student who leaves the stubs as they are and tampers with the checks in their kernel."""
+    cell = next(c for c in nb.cells if _nb(c).get("solution"))
+    cell.source += KERNEL_TAMPERING
+
+
+def test_a_student_who_tampers_with_the_checks_in_their_kernel_scores_what_the_grader_gives_their_code(course, tmp_path):
+    """Tampering in the kernel (check helpers redefined, the record of passed checks forged,
+    SystemExit) gains nothing: the score cell's output, whatever the kernel wrote there, is
+    replaced by the course autograder's score of the code — the stubs: 0 — and its report."""
+    submitted = _submitted(course, tmp_path, "tamperer", None, edit=_tamper_in_kernel)
+    # the notebooks as the kernel left them: every score cell claims its full points
+    for path in submitted.glob("*.ipynb"):
+        nb = nbformat.read(path, as_version=4)
+        for cell in nb.cells:
+            if _nb(cell).get("points"):
+                cell.outputs = [nbformat.v4.new_output("execute_result", data={"text/plain": repr(float(_nb(cell)["points"]))})]
+        nbformat.write(nb, path)
+    scores, notebooks = _autograde_scores(course, submitted)
+    assert scores == {sid: 0.0 for sid in CONFIG.skills}, scores
+    report = "".join(o.get("text", "") for o in notebooks["qkv"].cells[-1].outputs)
+    assert "Course autograder: qkv scored 0 / 20" in report, report
+
+
+def test_a_submission_the_grader_cannot_finish_scores_0_with_a_message_and_autograde_goes_on(course, tmp_path):
+    """The grader out of time (or gone): every notebook scores 0, its score cell says why, and
+    nothing is raised — nbgrader goes on with the next student."""
+    config, ns = _course_config(course)
+    manifest = ns["grader_manifest"]()
+    graded = ns["grade_modules"]({"qkv": "x = 1\n", "masks": None}, manifest, 0.001, logging.getLogger("test"))
+    assert {stem: score for stem, (score, _) in graded.items()} == {"qkv": 0.0, "masks": 0.0}
+    assert all("could not be graded" in text and "within" in text for _, text in graded.values())
 
 
 # --------------------------------------------------------------------------- course content beside the suites

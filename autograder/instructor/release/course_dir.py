@@ -7,9 +7,10 @@ would lose its gradebook and every submission on the next release (a typo fix). 
   (``STATE``), naming what it found and this command;
 * ``make nbgrader-course DIR=../attention-course`` (``python -m autograder nbgrader-course
   --from dist/nbgrader DIR``) creates the course folder or updates it from the release:
-  ``source/<assignment>/`` and the release's own files (``nbgrader_config.py``, README) are
-  replaced; the gradebook, ``release/``, ``submitted/``, ``autograded/``, ``feedback/``
-  and anything else nbgrader or the instructor put there stay as they are.
+  ``source/<assignment>/`` and the release's own files (``nbgrader_config.py``, README,
+  ``grader/``: the course autograder that scores the notebooks) are replaced; the
+  gradebook, ``release/``, ``submitted/``, ``autograded/``, ``feedback/`` and anything else
+  nbgrader or the instructor put there stay as they are.
 
 Assignments that were already released to students (``release/<assignment>`` exists) are
 updated in ``source/`` only; run ``nbgrader generate_assignment --force`` yourself when the
@@ -25,6 +26,8 @@ from pathlib import Path
 STATE = ("gradebook.db", "submitted", "autograded", "feedback", "release", "exchange", "downloaded")
 #: what a release owns inside the course folder (replaced on update)
 OWNED_FILES = ("nbgrader_config.py", "README.md")
+#: the release's copy of the course autograder, which scores the notebooks (replaced whole on update)
+OWNED_DIRS = ("grader",)
 
 
 class CourseDirError(Exception):
@@ -59,6 +62,14 @@ def update(release: Path, course: Path) -> list[str]:
             if old != src.read_bytes():
                 shutil.copyfile(src, course / name)
                 said.append(f"{'updated' if old is not None else 'created'} {name}")
+    for name in OWNED_DIRS:
+        src, target = release / name, course / name
+        if src.is_dir():
+            existed = target.exists()
+            if existed:
+                shutil.rmtree(target)
+            shutil.copytree(src, target)
+            said.append(f"{'updated' if existed else 'created'} {name}/")
     (course / "source").mkdir(exist_ok=True)
     for assignment in sorted(p for p in (release / "source").iterdir() if p.is_dir()):
         target = course / "source" / assignment.name

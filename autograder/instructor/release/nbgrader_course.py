@@ -2,49 +2,48 @@
 
     dist/nbgrader/nbgrader_config.py
     dist/nbgrader/source/<assignment>/<skill>.ipynb     (one notebook per skill)
+    dist/nbgrader/grader/                               (the course autograder, hidden suites included)
     dist/nbgrader/README.md
 
 Each notebook: a markdown cell quoting the lesson (sections cited), the locked setup cell
 (``templates/nbgrader_setup.py``: silences warnings — nbgrader scores a cell with any
-stderr as 0 — and defines the test helpers), the solution cell (``solutions/<skill>.py``
+stderr as 0 — and defines the check helpers), the solution cell (``solutions/<skill>.py``
 as it is, with its ``### BEGIN SOLUTION`` markers, which nbgrader's ``ClearSolutions``
-turns into stubs), then one *checks cell* per exercise function or class and one *point
-cell* per test of the grader.
+turns into stubs), one *checks cell* per exercise function or class, and the *score cell*.
 
-Checks cells (0 points; autograded so that their ``### BEGIN HIDDEN TESTS`` blocks are
+Checks cells (0 points; grade cells so that their ``### BEGIN HIDDEN TESTS`` blocks are
 kept for grading and removed for students): the checks (each skill's ``nbgrader.toml``
 beside its suites, read by ``nbgrader_checks``) run the student's code in the student's
-kernel, against expected values computed here from the reference and embedded; each cell
-records whether its function passed every check.
+kernel, against expected values computed here from the reference and embedded. They are
+the student's guide while working, never the score.
 
-Point cells — one piece of scoring, one score on every path: each test of grading.toml
-(weight > 0) gets a cell with its weight as points, which computes the grader's rule
-(``autograder/testing/credit.py``: weight × passed kinds / kinds, 0 when a required kind
-fails, rounded to 4 decimals as ``runner/scoring.py`` rounds) over the test's kinds, a kind
-passing when every function it uses passed its checks cell. A property test (grading.toml
-``properties``) is scored as the grader scores it, whatever the values: its kinds pass when
-the functions kept their properties in their checks cells (every call returned, with the
-reference's dtypes and errors), and it scores 0 when none of the skill's other tests earned
-points (their cells come first). Which functions each kind uses is measured by grading the reference with
-one function broken at a time (``nbgrader_units``, stored in each skill's ``nbgrader_units.json``).
-The cell's last line is the score: nbgrader reads a number there as partial credit. The
-weights are binary fractions, so every max score is exact. What still differs from the
-grader — rules, and mistakes that break only some of a function's kinds — is listed in
-the course README (``readme``).
+The score cell (the skill's points) — one score on every path: ``nbgrader autograde``
+scores it with the course autograder itself. ``grader/`` holds the grader as the Gradescope
+bundle does (the package, grading.toml, visible and hidden suites, solutions/ for the ``ref``
+fixture, the course's seed key) and ``grader/nbgrader.json`` names each notebook's skill,
+module, solution cell and score cell (``manifest``). ``nbgrader_config.py`` carries
+``templates/nbgrader_score.py``: a preprocessor in nbgrader's own process that exports a
+submission's exercise modules from its solution cells, grades them once with ``python -m
+autograder grade`` (the submission runs in the grader's sandboxed workers) and writes each
+score cell's output — the grader's feedback on the skill's visible tests, then the skill's
+score, which nbgrader reads as partial credit. So each notebook scores exactly what the grader
+gives its skill; nothing the student's kernel does changes it.
 
 Cells, metadata (schema v3) and JSON are written with nbformat; the same commit gives the
 same bytes.
 
-``source/`` holds the solutions and the hidden tests: it is the instructors' copy (nbgrader
-makes the student version with ``nbgrader generate_assignment``). nbgrader's feedback HTML
-would show the hidden tests (it renders ``autograded/`` as it is): ``nbgrader_config.py``
-carries ``templates/nbgrader_feedback.py``, which sets ``GenerateFeedback.preprocessors`` so
-that ``nbgrader generate_feedback`` removes them (nbgrader's ``ClearHiddenTests``) and hides
-what a failed hidden check printed.
+``source/`` and ``grader/`` hold the solutions and the hidden tests: the course folder is the
+instructors' (nbgrader makes the student version with ``nbgrader generate_assignment``, from
+``source/<assignment>/`` only). nbgrader's feedback HTML would show the hidden tests (it
+renders ``autograded/`` as it is): ``nbgrader_config.py`` carries
+``templates/nbgrader_feedback.py``, which sets ``GenerateFeedback.preprocessors`` so that
+``nbgrader generate_feedback`` removes them (nbgrader's ``ClearHiddenTests``) and hides what
+a failed hidden check printed; the score cell's report names no hidden test.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import textwrap
@@ -54,6 +53,7 @@ from pathlib import Path
 import torch
 
 from ...config import Config, Skill
+from . import files as release_files
 from . import nbgrader_checks
 from .context import ReleaseContext
 from .nbgrader_checks import Check, NotebookError, Target
@@ -64,6 +64,9 @@ SETUP = (TEMPLATES / "nbgrader_setup.py").read_text(encoding="utf-8")  # the fra
 COURSE_SETUP_LINE = "# (the course's names for its checks: nbgrader_setup.py beside the suites, in place of this line)\n"
 FEEDBACK = TEMPLATES / "nbgrader_feedback.py"  # appended to nbgrader_config.py: feedback without the hidden tests
 AUTOGRADE = TEMPLATES / "nbgrader_autograde.py"  # appended too: a checksum warning only for a changed locked cell
+SCORE = TEMPLATES / "nbgrader_score.py"  # appended too: the notebooks' points are the course autograder's
+GRADER_DIR = "grader"  # the course folder's copy of the grader (never under source/: generate_assignment copies that)
+MANIFEST = "nbgrader.json"  # in grader/: what the score preprocessor needs to know of the notebooks
 KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
 HIDDEN_BEGIN, HIDDEN_END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
 __all__ = ["NotebookError", "build", "notebook"]
@@ -86,9 +89,39 @@ def build(ctx: ReleaseContext) -> list[Path]:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(texts[sid], encoding="utf-8")
             written.append(path)
+    written += release_files.write_tree(root / GRADER_DIR, grader_files(ctx))
     (root / "nbgrader_config.py").write_text(nbgrader_config(ctx), encoding="utf-8")
     (root / "README.md").write_text(readme(ctx), encoding="utf-8")
     return sorted(written + [root / "nbgrader_config.py", root / "README.md"])
+
+
+def solution_id(skill_id: str) -> str:
+    return f"{skill_id}_solution"
+
+
+def score_id(skill_id: str) -> str:
+    return f"{skill_id}_score"
+
+
+def manifest(config: Config, seed_key: bool) -> dict:
+    """``grader/nbgrader.json``: how the score preprocessor finds each notebook's code and score
+    cell (the ids ``notebook`` gives them) and grades it."""
+    notebooks = {
+        sid: {"skill": sid, "module": skill.module, "solution": solution_id(sid), "score": score_id(sid)}
+        for sid, skill in config.skills.items()
+    }
+    return {"notebooks": notebooks, "seed_key": "seed.key" if seed_key else None}
+
+
+def grader_files(ctx: ReleaseContext) -> dict[str, bytes]:
+    """The grader as the Gradescope bundle carries it (hidden suites, solutions/ for the ``ref``
+    fixture, grading.toml as it is), the course's seed key when the release has one (the
+    bundle's seeds, so nbgrader, Gradescope and a regrade draw the same inputs), and the manifest."""
+    files = release_files.grader_files(ctx, include_hidden=True)
+    if ctx.seed_key:
+        files["seed.key"] = ctx.seed_key + b"\n"
+    files[MANIFEST] = (json.dumps(manifest(ctx.config, bool(ctx.seed_key)), indent=1, sort_keys=True) + "\n").encode()
+    return files
 
 
 # --------------------------------------------------------------------------- points
@@ -96,35 +129,15 @@ def snake(name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
 
-def units(config: Config, skill: Skill, targets: tuple[Target, ...]) -> dict[str, dict]:
-    """The skill's grader tests (weight > 0), in grading.toml's order, with the kinds its
-    ``nbgrader_units.json`` (beside its suites) holds, as measured (module docstring of ``nbgrader_units``)."""
-    measured = nbgrader_checks.load_units(config, skill.id)
-    weights = {name: w for suite in skill.suites for name, w in suite.weights.items() if w}
-    stale = "; rerun `python -m autograder.instructor.release.nbgrader_units`"
-    if {n: u["weight"] for n, u in measured.items()} != weights:
-        path = nbgrader_checks.units_path(config, skill.id)
-        raise NotebookError(f"{skill.id}: {path.name} does not list grading.toml's tests and weights{stale}")
-    names = {t.name for t in targets}
-    for name, unit in measured.items():
-        used = {f for k in unit["kinds"] + unit["required"] for f in k["uses"]}
-        if used - names or not unit["kinds"]:
-            raise NotebookError(f"{skill.id}.{name}: kinds use functions without checks ({sorted(used - names)}){stale}")
-    return {name: measured[name] for name in weights}
-
-
-def exact_points(skill: Skill, weights: dict[str, float]) -> dict[str, float]:
-    """Each test cell gets its grader weight as it is. nbgrader adds the cells' points as
-    floats, so the weights must be binary fractions (quarters, eighths, …: 0.1 is not one)
-    for the skill's and the course's max score to come out exact (100, not 99.99999999999999)."""
-    for name, weight in weights.items():
-        if Fraction(weight).denominator > 1024:
+def exact_points(config: Config) -> None:
+    """nbgrader adds the score cells' points as floats: each skill's points must be a binary
+    fraction (quarters, eighths, …: 0.1 is not one) for the course's max score to come out
+    exact (100, not 99.99999999999999)."""
+    for skill in config.skills.values():
+        if Fraction(skill.points).denominator > 1024:
             raise NotebookError(
-                f"{skill.id}.{name}: weight {weight!r} is not a multiple of 1/1024, so nbgrader's max score would not be exact"
+                f"{skill.id}: points {skill.points!r} is not a multiple of 1/1024, so nbgrader's max score would not be exact"
             )
-    if math.fsum(weights.values()) != skill.points or sum(weights.values()) != skill.points:
-        raise NotebookError(f"{skill.id}: the test weights add up to {sum(weights.values())!r}, not {skill.points!r}")
-    return dict(weights)
 
 
 # --------------------------------------------------------------------------- literals
@@ -197,7 +210,6 @@ def _check_code(check: Check, ns: dict, where: str) -> str:
     lines += [
         f"got = {check.call}",
         f"want = {literal(want)}",
-        "checks.properties(got, want)",
         f"assert check(got, want, {check.call!r}{tol})",
     ]
     return "with checks:\n" + textwrap.indent("\n".join(lines), "    ")
@@ -215,9 +227,9 @@ def checks_source(skill: Skill, target: Target, ns: dict) -> str:
     where = f"{skill.id}.{target.name}"
     parts = [
         (
-            f"# Checks of {target.name} ({target.cite}). No points of their own: "
-            "the point cells at the end score the grader's tests\n"
-            "# from whether every check here passed. Expected values: the reference's, computed when this course was released."
+            f"# Checks of {target.name} ({target.cite}): a guide while you work, no points of their own (the score cell at\n"
+            "# the end holds the course autograder's score). Expected values: the reference's, computed when this course\n"
+            "# was released."
         ),
         f"checks = Checks({target.name!r})",
     ]
@@ -230,32 +242,6 @@ def checks_source(skill: Skill, target: Target, ns: dict) -> str:
     return "\n".join(parts)
 
 
-def credit_source(name: str, unit: dict, points: float, others: list[str] | None = None) -> str:
-    """A point cell: one grader test, its points, and the grader's rule over its kinds —
-    for a property test (``others``: the skill's other tests), the property rule too.
-    The last line is the score (nbgrader reads a number there as the cell's partial credit)."""
-
-    def table(kinds: list[dict]) -> str:
-        return "{" + ", ".join(f"{k['label']!r}: {k['uses']!r}" for k in kinds) + "}"
-
-    required = f", required={table(unit['required'])}" if unit["required"] else ""
-    if others is None:
-        return (
-            f"# {name} ({unit['visibility']} test of the grader): {points:g} points × passed kinds / kinds"
-            + (", 0 if a required kind fails" if unit["required"] else "")
-            + ".\n"
-            "# A kind passes when every function it uses passed its checks cell above.\n"
-            f"credit({points!r}, {table(unit['kinds'])}{required}, test={name!r})"
-        )
-    return (
-        f"# {name} ({unit['visibility']} property test of the grader): {points:g} points × passed kinds / kinds"
-        + (", 0 if a required kind fails" if unit["required"] else "")
-        + ",\n# 0 if none of the skill's other tests earned points. A kind passes when every function it uses\n"
-        "# kept its properties in its checks cell above (returned, with the reference's dtypes and errors).\n"
-        f"credit({points!r}, {table(unit['kinds'])}{required}, test={name!r}, properties=True, others={others!r})"
-    )
-
-
 def _meta(grade_id: str, *, grade=False, solution=False, locked=False, points=None) -> dict:
     meta = {"grade": grade, "grade_id": grade_id, "locked": locked, "schema_version": 3, "solution": solution}
     if points is not None:
@@ -263,21 +249,18 @@ def _meta(grade_id: str, *, grade=False, solution=False, locked=False, points=No
     return {"nbgrader": meta}
 
 
-def lesson_markdown(config: Config, skill: Skill, points: dict[str, float], lesson: tuple[tuple[str, str], ...]) -> str:
+def lesson_markdown(config: Config, skill: Skill, lesson: tuple[tuple[str, str], ...]) -> str:
     quotes = "\n".join(f"> **{cite}** — {text}  " for cite, text in lesson)
-    rows = "\n".join(f"| `{name}` | {pts:g} |" for name, pts in points.items())
     return (
         f"# {skill.title}\n\n"
         f"{config.course} · skill `{skill.id}` · {skill.points:g} points · lessons: {', '.join(skill.sections)}\n\n"
         f"{quotes}\n\n"
         "Fill in every cell marked `# YOUR CODE HERE` (the docstrings say what each function takes and returns), "
-        "then run all cells: each checks cell below tests one function on the lesson's worked example. "
-        "Grading also runs hidden checks (other shapes, leading dimensions, masks, dtypes, errors), "
-        "so make your code follow the docstrings, not just the examples.\n\n"
-        "The points are the course autograder's: one point cell per test of the autograder, with its points, scored by "
-        "its rule — points × passed kinds / kinds, 0 if a required kind fails — where a kind passes when every function "
-        "it uses passed its checks cell.\n\n"
-        f"| autograder test | points |\n|---|---|\n{rows}\n"
+        "then run all cells: each checks cell below tests one function on the lesson's worked example.\n\n"
+        "Your points are the course autograder's: when this notebook is graded, the autograder grades the code in "
+        "the solution cell (that cell only — keep all your code there) with its own tests, hidden ones too (other "
+        "shapes, leading dimensions, masks, dtypes, errors, the exercise's rules), exactly as `make grade` and "
+        "Gradescope do. So make your code follow the docstrings, not just the examples.\n"
     )
 
 
@@ -287,12 +270,11 @@ def notebook(config: Config, skill: Skill):
 
     checks = nbgrader_checks.load(config, skill.id)  # tests/suites/<skill>/nbgrader.toml
     targets = checks.targets
-    tests = units(config, skill, targets)
-    points = exact_points(skill, {name: unit["weight"] for name, unit in tests.items()})
+    exact_points(config)
     ns = reference_namespace(config, skill)
     cells = [
         new_markdown_cell(
-            lesson_markdown(config, skill, points, checks.lesson),
+            lesson_markdown(config, skill, checks.lesson),
             id=f"{skill.id}-lesson",
             metadata=_meta(f"{skill.id}_lesson", locked=True),
         ),
@@ -302,10 +284,10 @@ def notebook(config: Config, skill: Skill):
         new_code_cell(
             (config.solutions_dir / skill.module).read_text(encoding="utf-8").rstrip("\n"),
             id=f"{skill.id}-solution",
-            metadata=_meta(f"{skill.id}_solution", solution=True),
+            metadata=_meta(solution_id(skill.id), solution=True),
         ),
     ]
-    for target in targets:  # 0 points: hidden checks must sit in grade cells, and these cells' results feed the point cells
+    for target in targets:  # 0 points: hidden checks must sit in grade cells; the score is the grader's
         grade_id = f"checks_{snake(target.name)}"
         cells.append(
             new_code_cell(
@@ -316,24 +298,33 @@ def notebook(config: Config, skill: Skill):
         )
     cells.append(
         new_markdown_cell(
-            f"## Points: the autograder's tests of `{skill.id}`",
+            f"## Points: the course autograder's score of `{skill.id}`",
             id=f"{skill.id}-points",
             metadata=_meta(f"{skill.id}_points", locked=True),
         )
     )
-    # the skill's other tests first: a property test's cell reads their scores (the property rule)
-    others = [name for name in tests if name not in skill.properties]
-    for name, unit in sorted(tests.items(), key=lambda item: item[0] in skill.properties):
-        cells.append(
-            new_code_cell(
-                credit_source(name, unit, points[name], others if name in skill.properties else None),
-                id=f"{skill.id}-{name}".replace("_", "-")[:64],
-                metadata=_meta(name, grade=True, locked=True, points=points[name]),
-            )
+    cells.append(
+        new_code_cell(
+            score_source(skill, targets),
+            id=f"{skill.id}-score",
+            metadata=_meta(score_id(skill.id), grade=True, locked=True, points=skill.points),
         )
+    )
     nb = new_notebook(cells=cells, metadata={"kernelspec": KERNELSPEC, "language_info": {"name": "python"}})
     nbformat.validate(nb)
     return nb
+
+
+def score_source(skill: Skill, targets: tuple[Target, ...]) -> str:
+    """The score cell: in the student's kernel it lists which functions pass their checks;
+    when graded, nbgrader's ScoreFromGrader (templates/nbgrader_score.py) replaces its output
+    with the course autograder's report and score of the skill, whatever ran here."""
+    return (
+        f"# The score of {skill.id} ({skill.points:g} points) is the course autograder's: when this notebook is graded it\n"
+        "# grades your solution cell with its own tests (hidden ones too) and shows its report here. Run now, this cell\n"
+        "# only lists which functions pass their checks above.\n"
+        f"summary({[t.name for t in targets]!r})"
+    )
 
 
 # --------------------------------------------------------------------------- course files
@@ -341,7 +332,7 @@ def nbgrader_config(ctx: ReleaseContext) -> str:
     s = ctx.config.nbgrader_release
     return f"""# nbgrader course: attention exercises, release {ctx.version} (commit {ctx.commit}).
 # Generated by `make release` from solutions/, grading.toml and, beside each skill's suites, its nbgrader checks
-# (nbgrader.toml) and measured units (nbgrader_units.json).
+# (nbgrader.toml). The notebooks' points are the course autograder's, bundled in grader/ (ScoreFromGrader below).
 import os
 
 c = get_config()  # noqa: F821 - provided by nbgrader
@@ -351,65 +342,53 @@ c.CourseDirectory.root = here
 c.CourseDirectory.db_url = "sqlite:///" + os.path.join(here, "gradebook.db")
 c.Execute.timeout = {int(s.cell_timeout_s)}  # seconds per cell: a loop that never ends costs one cell
 c.ClearSolutions.code_stub = {{"python": "# YOUR CODE HERE\\nraise NotImplementedError()"}}
-""" + "\n\n".join(path.read_text(encoding="utf-8") for path in (FEEDBACK, AUTOGRADE))
+""" + "\n\n".join(path.read_text(encoding="utf-8") for path in (FEEDBACK, AUTOGRADE, SCORE))
 
 
 def readme(ctx: ReleaseContext) -> str:
     s = ctx.config.nbgrader_release
     return f"""# nbgrader course — attention exercises {ctx.version}
 
-Instructors only: `source/` holds the reference solutions and the hidden tests (so does the
-`gradebook.db` nbgrader creates, and every `autograded/` notebook). Students get `release/`.
+Instructors only: `source/` and `grader/` hold the reference solutions and the hidden tests
+(so does the `gradebook.db` nbgrader creates, and every `autograded/` notebook). Students get
+`release/` (made from `source/<assignment>/` only).
 
 This folder is the release's copy: the next `make release` replaces it, with any nbgrader
 state in it (the release refuses while it holds some). Run nbgrader in a course folder of its
 own, created and later updated from this one with the state kept:
 
     make nbgrader-course DIR=../attention-course      # from the instructors' repository
-    cd ../attention-course                            # with nbgrader 0.9.6 and torch on PATH
+    cd ../attention-course                            # with nbgrader 0.9.6, torch and grader/requirements.txt
     nbgrader generate_assignment {s.assignment} --force     # → release/{s.assignment}/ for students
     # collect submissions into submitted/<student>/{s.assignment}/<skill>.ipynb, then
     nbgrader autograde {s.assignment} --force
     nbgrader generate_feedback {s.assignment} --force     # → feedback/<student>/{s.assignment}/*.html for students
     nbgrader export --to grades.csv
 
+One notebook per skill, and one score: the course autograder's (`python -m autograder grade`,
+the Gradescope bundle, `make batch`). During `nbgrader autograde`, this folder's
+`nbgrader_config.py` (ScoreFromGrader) takes each submission's solution cells as its exercise
+modules, grades them once with the autograder in `grader/` (visible and hidden suites, the
+course's seed key; the code runs in the autograder's sandboxed workers, not in nbgrader) and
+gives each notebook's score cell its skill's score. The checks cells (0 points) run in the
+student's kernel while they work and when graded; they guide, they never score, so nothing
+a notebook does in its kernel changes its points. A solution cell that does not import (a
+syntax error) or is missing scores 0 for its skill, with the autograder's message in the score
+cell. nbgrader's total is its sum of the skill scores (floats): the same as the autograder's
+total to its 4 decimals. nbgrader's Python must have `grader/requirements.txt` installed (the
+autograder runs on it).
+
 Feedback: hand students only `feedback/`, made by `nbgrader generate_feedback` (or the
-formgrader's "Generate Feedback") with this folder's `nbgrader_config.py`, which sets
-`GenerateFeedback.preprocessors`: nbgrader's `ClearHiddenTests` removes the hidden tests from
-the test cells, and `HiddenTestOutputs` keeps a failed visible check's message (one line) but
-replaces a failed hidden check's traceback and message with a fixed sentence and drops what a
-test cell with hidden checks printed. Without that config (another `nbgrader_config.py`, or
-`--config` elsewhere) the HTML shows the hidden tests' inputs and expected values.
+formgrader's "Generate Feedback") with this folder's `nbgrader_config.py`. The score cell
+shows the autograder's report of the skill's visible tests (what failed, the hint, the lesson
+section to reread) and that hidden tests count, never their names, inputs or results. The
+config also sets `GenerateFeedback.preprocessors`: nbgrader's `ClearHiddenTests` removes the
+hidden checks from the checks cells, and `HiddenTestOutputs` keeps a failed visible check's
+message (one line) but replaces a failed hidden check's traceback and message with a fixed
+sentence and drops what a checks cell with hidden checks printed. Without that config
+(another `nbgrader_config.py`, or `--config` elsewhere) the HTML shows the hidden checks'
+inputs and expected values, and the autograder does not score the notebooks.
 
-One notebook per skill. Its points are the course autograder's (`python -m autograder grade`):
-one point cell per autograder test, with that test's points from grading.toml, scored by the
-autograder's rule — points × passed kinds / kinds, 0 when a required kind fails. A kind passes
-when every function it uses passed its checks cell (the notebook's fixed checks of that
-function, hidden ones included); which functions each kind uses was measured by grading the
-reference with one function broken at a time. Every weight is a binary fraction, so the max
-score is exactly {ctx.config.total_points:g}.
-
-Where the two can still differ, and why:
-- Rules (the autograder's gates: {_gates(ctx)}): they need the autograder's sandbox (the torch
-  operations a submission ran); nbgrader does not enforce them, so a submission that breaks one
-  scores 0 for that skill in the autograder and its points here.
-- A mistake that breaks only some of a function's kinds (only float32, only a finite fill, a
-  changed dtype, an input modified in place): here a function passes or fails as a whole, so
-  such a mistake costs every kind that uses the function, or none if the fixed checks miss it.
-- Property tests (grading.toml `properties`: dtype kept, inputs unchanged, errors raised,
-  state_dict, batch independence): both credit them whatever the values, and neither when no
-  other test of the skill earned points. Here a property kind passes when every function it
-  uses kept its properties in its checks cell (each call returned, with the reference's dtypes
-  and errors); a property the checks cannot see (an input changed in place, batch examples
-  mixed) is not charged here.
-
-Each point cell's score is rounded to 4 decimals as the autograder rounds each test's, so on
-code where the two agree test by test they agree to the last digit.
-
-nbgrader runs the tests in the student's kernel (no sandbox): use the Gradescope bundle or
-`make grade` for grades that must resist tampering.
+Every skill's points are a binary fraction, so the max score is exactly
+{ctx.config.total_points:g}.
 """
-
-
-def _gates(ctx: ReleaseContext) -> str:
-    return ", ".join(f"{s.id}: `{g}`" for s in ctx.config.skills.values() for g in s.gates) or "none"

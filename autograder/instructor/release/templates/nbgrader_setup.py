@@ -91,25 +91,14 @@ def check(got, want, what, rtol=1e-6, atol=1e-8):
     raise TypeError(f"check: cannot compare {type(want).__name__}")
 
 
-# Points. The cells above each function's checks record whether it passed them all; the point cells at
-# the end score the grader's tests (grading.toml) with the grader's rule, from those results.
+# Checks are the student's guide while working: each checks cell records whether its function
+# passed every check. The points are the course autograder's (the score cell at the end): it
+# grades this notebook's solution cell with its own tests, hidden ones included, when graded.
 CHECKS = {}  # function → True when every check in its cell passed
-PROPERTIES = {}  # function → True when every check's call returned, with the reference's dtypes and errors
-SCORES = {}  # grader test → its point cell's score
 # The line a checks cell prints when its visible checks are done. In the feedback HTML a checks cell
 # that holds hidden checks shows what it printed up to this line (the visible checks' results) and
 # nothing after it (what the hidden checks' calls printed).
 VISIBLE_END = "(hidden checks run when the notebook is graded; their results are not shown)"
-
-
-def _kept(got, want):
-    if isinstance(want, (tuple, list)):
-        return isinstance(got, (tuple, list)) and len(got) == len(want) and all(map(_kept, got, want))
-    if isinstance(want, torch.Tensor):
-        return isinstance(got, torch.Tensor) and got.dtype == want.dtype
-    if isinstance(want, str) or want is None:  # raises(...): the error's name, or None
-        return got == want
-    return True
 
 
 class Checks:
@@ -120,22 +109,13 @@ class Checks:
     def __init__(self, name):
         self.name, self.run, self.failed = name, 0, []
         self.shown = self.shown_failed = 0  # checks (and failures) already reported by report_visible()
-        self.kept, self.lost = False, 0  # this check's call kept its properties; calls that did not
-        CHECKS[name] = PROPERTIES[name] = False  # until report() runs: a cell cut short by a timeout passes nothing
+        CHECKS[name] = False  # until report() runs: a cell cut short by a timeout passes nothing
 
     def __enter__(self):
-        self.kept = False
         return self
-
-    def properties(self, got, want):
-        """The properties a grader's property test checks whatever the values: the call returned
-        (no error), each tensor with the reference's dtype, and the same error name as the
-        reference's where the check is ``raises(...)``."""
-        self.kept = _kept(got, want)
 
     def __exit__(self, kind, exc, tb):
         self.run += 1
-        self.lost += not self.kept
         if isinstance(exc, Exception):
             self.failed.append(f"check {self.run}: {type(exc).__name__}: {exc}")
             return True
@@ -154,33 +134,19 @@ class Checks:
 
     def report(self):
         CHECKS[self.name] = not self.failed
-        PROPERTIES[self.name] = not self.lost
         if not self.shown:
             self._say("", self.run, self.failed)
         elif self.run > self.shown:  # the hidden checks ran (when graded)
             self._say("hidden ", self.run - self.shown, self.failed[self.shown_failed :])
 
 
-def credit(points, kinds, required=None, *, test=None, properties=False, others=()):
-    """A grader test's score, by the grader's rule (autograder/testing/credit.py and
-    runner/scoring.py): points × passed kinds / kinds, rounded to 4 decimals as the grader
-    rounds each test, and 0 when a required kind fails. ``kinds`` and ``required``: the
-    kind's name → the functions it uses; a kind passes when each of them passed its checks
-    cell — for a property test (``properties=True``: dtype kept, errors raised, whatever the
-    values) when each of them kept its properties there (PROPERTIES), and the test scores 0
-    when none of the skill's ``others`` tests (scored by the point cells above) earned points."""
-    table = PROPERTIES if properties else CHECKS
-
-    def passes(uses):
-        # a kind no single broken function fails ("uses" empty) is earned only by a notebook whose
-        # every function passed: never by untouched stubs or code that computes nothing
-        return all(table.get(name, False) for name in (uses or table))
-
-    score = 0.0
-    if all(passes(uses) for uses in (required or {}).values()):
-        score = round(points * sum(passes(uses) for uses in kinds.values()) / len(kinds), 4)
-    if properties and others and not any(SCORES.get(name, 0.0) > 0 for name in others):
-        score = 0.0  # the grader's property rule: right dtypes alone, from code that computes nothing, earn nothing
-    if test is not None:
-        SCORES[test] = score
-    return score
+def summary(names):
+    """What the score cell shows while the student works: which functions pass their checks
+    here. No score: the points are the course autograder's, decided when the notebook is graded."""
+    for name in names:
+        state = {True: "passes its checks", False: "fails a check"}.get(CHECKS.get(name), "not checked yet (run its cell)")
+        print(f"{name}: {state}")
+    print(
+        "Your points for this notebook are decided when it is graded, by the course autograder's own tests "
+        "(hidden ones too) run on your solution cell; passing these checks is a good sign, not a score."
+    )
