@@ -12,8 +12,8 @@ It writes, and touches nothing of ``autograder/`` or the grader's own tests:
   ``test_<name>_hidden.py`` (the reference on random inputs, by kind), ``hints.toml``,
   ``snapshot_cases.py``, then ``snapshots/<name>.json`` (``make snapshots SKILL=<name>``)
   and ``snapshots/reference_cpu.toml`` (``make reference-cpu SKILL=<name>``);
-* ``tests/suites/<name>/nbgrader.toml``: the nbgrader notebook's checks of ``example``, then
-  ``nbgrader_units.json`` (measured: which function each grader test uses);
+* ``tests/suites/<name>/nbgrader.toml``: the nbgrader notebook's checks of ``example`` (the
+  student's guide; the notebook's score is the course autograder's);
 * ``tests/submissions/mistakes/<name>.toml``: the file for the skill's single-mistake
   variants, with no variant yet.
 
@@ -170,7 +170,7 @@ def plan(root: Path, name: str) -> dict[Path, str]:
 
 def scaffold(root: Path, name: str, points: float = 10, assignment: str | None = None, measure: bool = True) -> list[Path]:
     """Add skill ``name`` to the course in ``root``; the paths written."""
-    from .release import nbgrader_units, reference_cpu, snapshots, stubs
+    from .release import reference_cpu, snapshots, stubs
 
     if not SKILL_ID.match(name):
         raise Refused(f"NAME={name!r}: a skill id is lower case letters, digits and _, starting with a letter (e.g. rope)")
@@ -200,7 +200,6 @@ def scaffold(root: Path, name: str, points: float = 10, assignment: str | None =
     written += snapshots.write(config, [name])
     if measure:
         written += reference_cpu.write(config, [name])
-        written += nbgrader_units.write(config, nbgrader_units.derive(config, config_path, log=lambda _: None, skills=[name]))
     return written
 
 

@@ -1,14 +1,19 @@
 """One piece of code, one score, on every path (issue 16 §3).
 
-Grades the same submissions three ways, all with one course key:
+Grades the same submissions four ways, all with one course key:
 
 * the Gradescope bundle, run as Gradescope runs it (``run_autograder`` in a mock
   ``/autograder`` layout, the upload in ``submission/``);
 * ``python -m autograder batch`` over a class folder holding all of them, ``--seed-key-file``;
 * ``python -m autograder grade --seed-key-file`` on each;
+* the nbgrader course, each submission's modules in the released notebooks' solution cells,
+  scored by the course config's autograde step (ScoreFromGrader, then nbgrader's own
+  determine_grade: ``tests/grader/nbgrader_headless.autograde_in_process``; the kernels,
+  which cannot change a score, left out) — when nbgrader is installed;
 
-and prints a table of the three scores per submission, plus whether every test's status and
-score agree. Default submissions: the reference, three single mistakes (one per skill, from
+and prints a table of the scores per submission, plus whether every test's status and score
+agree (Gradescope, batch, grade) and every skill's score (nbgrader's notebooks: exactly).
+Default submissions: the reference, three single mistakes (one per skill, from
 ``tests/submissions/mistakes/``) and the untouched stubs.
 
     .venv/bin/python tests/benchmarks/one_score_paths.py [--mistake skill/id]... [--json out.json]
@@ -30,7 +35,7 @@ import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "submissions")]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "submissions"), str(ROOT / "tests" / "grader")]
 
 import variants
 
@@ -97,7 +102,37 @@ def _from_results(data: dict) -> dict:
         for s in data["skills"]
         for t in s["tests"]
     }
-    return {"score": data["score"], "tests": tests, "suites": data.get("suite_hash")}
+    skills = {s["id"]: s["score"] for s in data["skills"]}
+    return {"score": data["score"], "tests": tests, "suites": data.get("suite_hash"), "skills": skills}
+
+
+def build_nbgrader_course(work: Path, key_file: Path) -> Path:
+    from autograder.config import load
+    from autograder.instructor.release import ReleaseContext, nbgrader_course
+    from autograder.runner.grade import suite_hash
+
+    config = load(ROOT / "grading.toml")
+    ctx = ReleaseContext(
+        repo=ROOT,
+        config=config,
+        out=work / "dist",
+        version="0.0.0-paths",
+        commit="0" * 40,
+        suite_hash=suite_hash(config),
+        seed_key=key_file.read_bytes().strip(),
+    )
+    nbgrader_course.build(ctx)
+    return work / "dist" / "nbgrader"
+
+
+def nbgrader_scores(course: Path, name: str, folder: Path, work: Path) -> dict[str, float]:
+    """Each notebook's score (skill → points) as `nbgrader autograde` records it for ``folder``."""
+    from nbgrader_headless import autograde_in_process, submit
+
+    from autograder.config import load
+
+    assignment = load(ROOT / "grading.toml").nbgrader_release.assignment
+    return autograde_in_process(course, submit(course, work / "nbgrader", name, folder, assignment))[0]
 
 
 def cli_grade(folder: Path, key_file: Path, out: Path) -> dict:
@@ -166,10 +201,11 @@ def submissions(work: Path, mistakes: list[str]) -> dict[str, Path]:
     return folders
 
 
-def compare(folders: dict[str, Path], work: Path) -> list[dict]:
+def compare(folders: dict[str, Path], work: Path, nbgrader: bool = True) -> list[dict]:
     key_file = work / "course.seed.key"
     key_file.write_text(KEY)
     bundle = build_bundle(work, key_file)
+    course = build_nbgrader_course(work / "nb-release", key_file) if nbgrader else None
     graded_batch = batch(folders, key_file, work)
     rows = []
     for name, folder in folders.items():
@@ -177,14 +213,20 @@ def compare(folders: dict[str, Path], work: Path) -> list[dict]:
         local = cli_grade(folder, key_file, work / f"{name}.json")
         b = graded_batch[name]
         same_tests = gs["tests"] == local["tests"] == b["tests"]
+        # nbgrader: one notebook per skill, each scoring exactly the skill's score; its total is
+        # the gradebook's float sum of them, the grader's to its 4 decimals
+        nb = nbgrader_scores(course, name, folder, work) if course is not None else None
+        nb_total = round(sum(nb.values()), 4) if nb is not None else None
         rows.append(
             {
                 "submission": name,
                 "gradescope": gs["score"],
                 "batch": b["score"],
                 "grade": local["score"],
-                "same_scores": gs["score"] == b["score"] == local["score"],
+                "nbgrader": nb_total,
+                "same_scores": gs["score"] == b["score"] == local["score"] and nb_total in (None, local["score"]),
                 "same_tests": same_tests,
+                "same_skills": nb is None or nb == local["skills"] == b["skills"],
                 "suites": {gs["suites"], b["suites"], local["suites"]},
             }
         )
@@ -200,17 +242,25 @@ def main() -> int:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="one-score-") as tmp:
         work = Path(tmp)
-        rows = compare(submissions(work, args.mistake or DEFAULT_MISTAKES), work)
-    print(f"{'submission':34} {'Gradescope':>10} {'batch':>8} {'grade':>8}  tests agree  suite hash")
+        try:
+            import nbgrader  # noqa: F401 - the instructors' extra
+        except ImportError:
+            print("nbgrader is not installed: its path is left out (requirements-instructor.txt)")
+            with_nbgrader = False
+        else:
+            with_nbgrader = True
+        rows = compare(submissions(work, args.mistake or DEFAULT_MISTAKES), work, nbgrader=with_nbgrader)
+    print(f"{'submission':34} {'Gradescope':>10} {'batch':>8} {'grade':>8} {'nbgrader':>8}  tests  skills  suite hash")
     for r in rows:
+        nb = f"{r['nbgrader']:8.4g}" if r["nbgrader"] is not None else f"{'-':>8}"
         print(
             (
-                f"{r['submission']:34} {r['gradescope']:10.4g} {r['batch']:8.4g} {r['grade']:8.4g}  "
-                f"{'yes' if r['same_tests'] else 'NO':11}  "
+                f"{r['submission']:34} {r['gradescope']:10.4g} {r['batch']:8.4g} {r['grade']:8.4g} {nb}  "
+                f"{'yes' if r['same_tests'] else 'NO':5}  {'yes' if r['same_skills'] else 'NO':6}  "
             )
             + ", ".join(sorted(str(s)[:12] for s in r["suites"]))
         )
-    ok = all(r["same_scores"] and r["same_tests"] and len(r["suites"]) == 1 for r in rows)
+    ok = all(r["same_scores"] and r["same_tests"] and r["same_skills"] and len(r["suites"]) == 1 for r in rows)
     print("identical on every path" if ok else "PATHS DISAGREE")
     if args.json:
         args.json.write_text(

@@ -101,3 +101,75 @@ def round_trip(
             student: {nb.name: nb.score for nb in gb.find_submission(assignment, student).notebooks} for student in submissions
         }
     return RoundTrip(scores, notebooks, max_score, seconds, release, root / "feedback" if feedback else None, logs)
+
+
+# --------------------------------------------------------------------------- nbgrader's autograde step, in process
+def _meta(cell) -> dict:
+    return cell.metadata.get("nbgrader", {})
+
+
+def course_config(course: Path) -> tuple[object, dict]:
+    """The course's nbgrader_config.py as nbgrader loads it: its traitlets Config and namespace."""
+    from traitlets.config import Config
+
+    config = Config()
+    path = course / "nbgrader_config.py"
+    namespace = {"get_config": lambda: config, "__file__": str(path)}
+    exec(compile(path.read_text(encoding="utf-8"), str(path), "exec"), namespace)  # noqa: S102 - our own release's config
+    return config, namespace
+
+
+STUB = "# YOUR CODE HERE\nraise NotImplementedError()"  # the course config's ClearSolutions.code_stub
+
+
+def submit(course: Path, root: Path, student: str, modules: Path | None, assignment: str, edit=None) -> Path:
+    """``root``/submitted/<student>/<assignment>/: the course's notebooks as a student hands
+    them in — each solution cell holding ``modules``' exercise module (None: the stub left as
+    the release has it) — then ``edit(notebook, nb)`` where given."""
+    import nbformat
+    from nbgrader.preprocessors import ClearHiddenTests, ClearSolutions
+
+    folder = root / "submitted" / student / assignment
+    folder.mkdir(parents=True)
+    for path in sorted((course / "source" / assignment).glob("*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        for cell in nb.cells:
+            if _meta(cell).get("solution"):
+                if modules is None:
+                    ClearSolutions(code_stub={"python": STUB})._replace_solution_region(cell, "python")
+                else:
+                    cell.source = (modules / f"{path.stem}.py").read_text(encoding="utf-8")
+            elif _meta(cell).get("grade"):
+                ClearHiddenTests()._remove_hidden_test_region(cell)
+        if edit is not None:
+            edit(path.stem, nb)
+        nbformat.write(nb, folder / path.name)
+    return folder
+
+
+def autograde_in_process(course: Path, submitted: Path, calls: list | None = None) -> tuple[dict[str, float], dict]:
+    """What `nbgrader autograde` with the course's nbgrader_config.py records for each notebook
+    in ``submitted`` (root/submitted/<student>/<assignment>/): the config's ScoreFromGrader, in
+    this (nbgrader's) process, then nbgrader's own determine_grade on every grade cell, summed
+    as the gradebook sums them. Execute is left out: whatever the kernel printed, ScoreFromGrader
+    replaces the score cell's output. ``calls`` collects the grader runs."""
+    import nbformat
+    from nbgrader.utils import determine_grade
+
+    config, ns = course_config(course)
+    config.CourseDirectory.root = str(submitted.parents[2])
+    if calls is not None:
+        real = ns["grade_modules"]
+        ns["grade_modules"] = lambda *a, **k: calls.append(a[0]) or real(*a, **k)
+    pre = ns["ScoreFromGrader"](config=config)
+    scores, notebooks = {}, {}
+    for path in sorted(submitted.glob("*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        info = {"student": submitted.parent.name, "assignment": submitted.name, "notebook": path.stem}
+        nb, _ = pre.preprocess(nb, {"nbgrader": info})
+        score = 0.0
+        for cell in nb.cells:
+            if _meta(cell).get("grade"):
+                score += determine_grade(cell)[0]
+        scores[path.stem], notebooks[path.stem] = score, nb
+    return scores, notebooks

@@ -10,6 +10,7 @@ import json
 import logging
 from pathlib import Path
 
+import nbgrader_headless
 import pytest
 from conftest import MODULES, ROOT, SOLUTIONS, SUBMISSIONS, grade
 from nbgrader_headless import round_trip
@@ -210,7 +211,8 @@ def _solution_code(notebooks: Path, target: Path) -> Path:
     target.mkdir()
     for notebook in sorted(notebooks.glob("*.ipynb")):
         cell = next(c for c in _cells(notebook) if _nb(c).get("solution"))
-        (target / f"{notebook.stem}.py").write_text(_source(cell), encoding="utf-8")
+        # as nbgrader's score preprocessor writes it: the same bytes, so the same seed
+        (target / f"{notebook.stem}.py").write_text(_source(cell).rstrip("\n") + "\n", encoding="utf-8")
     return target
 
 
@@ -245,18 +247,25 @@ def _tamper(notebook: str, nb) -> None:
         cell.source = cell.source.replace("assert check(", "assert True or check(", 1)
 
 
+def _tamper_everywhere(notebook: str, nb) -> None:
+    _tamper(notebook, nb)
+    _tamper_in_kernel(notebook, nb)
+
+
 @pytest.fixture(scope="module")
 def trip(course, tmp_path_factory):
-    """One run of the real nbgrader for the tests below (it is slow): three students, and feedback."""
+    """One run of the real nbgrader for the tests below (it is slow): six students, and feedback."""
     work = tmp_path_factory.mktemp("nbgrader")
     mistakes = {
         f"{skill}-{mistake}": (skill, _variant(skill, mistake, work / "variants")) for skill, mistake in SINGLE_MISTAKES[::3]
     }
     students = {"reference": SOLUTIONS, "untouched": None, "ignores_dim": _softmax_ignores_dim(work / "ignores_dim")}
     students |= {student: folder for student, (_, folder) in mistakes.items()}
-    students["tampered"] = SOLUTIONS  # the reference, and one locked check edited to pass whatever it gets
-    trip = round_trip(course, work, students, ASSIGNMENT, feedback=True, edit={"tampered": _tamper})
+    # the stubs as released, one locked check edited to pass whatever it gets, and the checks gamed in the kernel
+    students["tampered"] = None
+    trip = round_trip(course, work, students, ASSIGNMENT, feedback=True, edit={"tampered": _tamper_everywhere})
     trip.mistakes = mistakes  # single mistakes: compared with the grader below
+    trip.graded = {}  # student → the grader's JSON of their solution cells (the round-trip test fills it)
     print(f"nbgrader round trip (s): {trip.seconds}; scores {trip.scores} of {trip.max_score:g}")
     return trip
 
@@ -265,7 +274,10 @@ def trip(course, tmp_path_factory):
 # feedback) and three gradings of ours; it cannot be made shorter and still be nbgrader's
 @pytest.mark.slow
 def test_nbgrader_round_trip_matches_our_grader(trip, tmp_path):
-    assert sorted(p.name for p in trip.release.glob("*.ipynb")) == sorted(f"{s}.ipynb" for s in CONFIG.skills)
+    # students get the notebooks and nothing else: no grader, no hidden test, no solution
+    assert sorted(p.relative_to(trip.release).as_posix() for p in trip.release.rglob("*") if p.is_file()) == sorted(
+        f"{s}.ipynb" for s in CONFIG.skills
+    )
     for notebook in trip.release.glob("*.ipynb"):
         text = notebook.read_text(encoding="utf-8")
         assert "HIDDEN TESTS" not in text and "BEGIN SOLUTION" not in text
@@ -275,30 +287,36 @@ def test_nbgrader_round_trip_matches_our_grader(trip, tmp_path):
     assert trip.max_score == total == 100  # exactly: the cells' points are binary fractions
     assert trip.scores["reference"] == total and trip.scores["untouched"] == 0
 
+    # the course autograder graded each submission once, for all its notebooks
+    runs = [line for line in trip.logs["autograde"].splitlines() if "with the course autograder" in line]
+    assert len(runs) == len(trip.scores), runs
+
     # one checksum warning: the tampered cell (put back from the source, so it scores as released);
     # none for the checks cells every honest student submits without their hidden blocks
     changed = [line for line in trip.logs["autograde"].splitlines() if "has changed" in line]
     assert len(changed) == 1 and "'checksum'" in changed[0] and TAMPERED[1] in changed[0], changed
-    assert trip.scores["tampered"] == total
+    # the stubs, whatever the kernel was told: 0, as the grader gives the stubs
+    assert trip.scores["tampered"] == 0 and set(trip.notebooks["tampered"].values()) == {0.0}, trip.notebooks["tampered"]
 
-    # single mistakes: nbgrader's notebook scores next to the grader's skill scores on the same code
+    # nbgrader's notebook scores next to `python -m autograder grade` on the solution cells' code:
+    # the same, skill by skill, exactly; the total to the grader's 4 decimals
+    submitted = trip.release.parents[1] / "submitted"
     rows = []
-    for student, (skill, folder) in trip.mistakes.items():
-        ours = _grader_skill(folder, skill)
+    for student in [*trip.mistakes, "ignores_dim"]:
+        ours = grade(_solution_code(submitted / student / ASSIGNMENT, tmp_path / student), seed=None).data
+        trip.graded[student] = ours
         nb = trip.notebooks[student]
-        rows.append(f"{student}: nbgrader {nb[skill]:.4f}, grader {ours['score']:.4f}")
+        rows.append(f"{student}: nbgrader {nb}, grader {ours['score']:.4f}")
+        assert nb == {s["id"]: s["score"] for s in ours["skills"]}, rows[-1]
+        assert round(trip.scores[student], 4) == ours["score"] < total, rows[-1]
+    for student, (skill, _) in trip.mistakes.items():  # a single mistake costs its own skill only
+        nb = trip.notebooks[student]
         assert {s: p for s, p in nb.items() if s != skill} == {s.id: s.points for s in CONFIG.skills.values() if s.id != skill}
-        # its own skill loses the same points in both (one score; the grader rounds to 4 decimals)
-        assert nb[skill] < CONFIG.skills[skill].points and ours["score"] < CONFIG.skills[skill].points, rows[-1]
-        assert round(nb[skill], 4) == ours["score"], rows[-1]
+        assert nb[skill] < CONFIG.skills[skill].points
     print("single mistakes:", "; ".join(rows))
 
-    # the same code through `python -m autograder grade` (visible + hidden suites)
-    submitted = trip.release.parents[1] / "submitted"
-    ours_full = grade(_solution_code(submitted / "reference" / ASSIGNMENT, tmp_path / "ours_reference"))
-    ours_zero = grade(_solution_code(trip.release, tmp_path / "ours_untouched"))
-    print(f"python -m autograder grade: reference {ours_full.data['score']:g}, untouched release {ours_zero.data['score']:g}")
-    assert ours_full.data["score"] == ours_full.data["max_score"] == pytest.approx(total)
+    # the reference and the untouched release through `python -m autograder grade`, as nbgrader scored them
+    ours_zero = grade(_solution_code(trip.release, tmp_path / "ours_untouched"), seed=None)
     assert ours_zero.data["score"] == 0
     assert set(MODULES.values()) == {p.name for p in (tmp_path / "ours_untouched").iterdir()}
 
@@ -356,16 +374,43 @@ def test_nbgrader_feedback_shows_no_hidden_test(trip, course):
         assert f"{target.name}: 1 of 1 visible checks failed" in untouched, target.name
     assert "NotImplementedError" in untouched and "hidden checks failed" not in untouched
 
+    # the score cell: the course autograder's report of the skill's visible tests — the hint for a
+    # mistake, and no hidden test's name (wrapped names included: compared without spaces or boxes)
+    hidden = {n for s in CONFIG.skills.values() for suite in s.suites if suite.visibility == "hidden" for n in suite.weights}
+    assert hidden
+    for page in pages:
+        text = _html_text(page)
+        assert f"Course autograder: {page.stem} scored" in text, page
+        assert not [n for n in hidden if _squashed(n) in _squashed(text)], page
+    for student, (skill, _) in trip.mistakes.items():
+        text = _squashed(_html_text(feedback / student / ASSIGNMENT / f"{skill}.html"))
+        assert _squashed(_hint_text(skill, student.removeprefix(f"{skill}-"))[:80]) in text, student
+
+
+def _squashed(text: str) -> str:
+    """Text without spaces, line breaks or the report's box drawing (the report wraps at 80 columns)."""
+    import re
+
+    return re.sub(r"[\s│╭╮╰╯─]+", "", text)
+
+
+def _hint_text(skill: str, mistake: str) -> str:
+    """The hint the grader shows for a single mistake (tests/submissions/mistakes/<skill>.toml names it)."""
+    import sys
+    import tomllib
+
+    if str(SUBMISSIONS) not in sys.path:
+        sys.path.insert(0, str(SUBMISSIONS))
+    import variants
+
+    hint = next(m for m in variants.mistakes(skill) if m["id"] == mistake)["hint"]
+    prefix, key = hint.split("/", 1)
+    return tomllib.loads((CONFIG.suites_dir / prefix / "hints.toml").read_text(encoding="utf-8"))[key]["text"]
+
 
 def _course_config(course: Path) -> tuple[object, dict]:
     """The course's nbgrader_config.py as nbgrader loads it: its traitlets Config and namespace."""
-    from traitlets.config import Config
-
-    config = Config()
-    path = course / "nbgrader_config.py"
-    namespace = {"get_config": lambda: config, "__file__": str(path)}
-    exec(compile(path.read_text(encoding="utf-8"), str(path), "exec"), namespace)  # our own release's config
-    return config, namespace
+    return nbgrader_headless.course_config(course)
 
 
 def _checks_cell(course: Path, skill: str, target: str):
@@ -617,58 +662,12 @@ def _stubs(folder: Path) -> Path:
     return folder
 
 
-STUB = "# YOUR CODE HERE\nraise NotImplementedError()"  # the course config's ClearSolutions.code_stub
-
-
 def _submitted(course: Path, root: Path, student: str, modules: Path | None, edit=None) -> Path:
-    """``root``/submitted/<student>/<assignment>/: the course's notebooks as a student hands
-    them in — each solution cell holding ``modules``' exercise module (None: the stub left as
-    the release has it) — then ``edit(notebook, nb)`` where given."""
-    from nbgrader.preprocessors import ClearHiddenTests, ClearSolutions
-
-    folder = root / "submitted" / student / ASSIGNMENT
-    folder.mkdir(parents=True)
-    for path in sorted((course / "source" / ASSIGNMENT).glob("*.ipynb")):
-        nb = nbformat.read(path, as_version=4)
-        for cell in nb.cells:
-            if _nb(cell).get("solution"):
-                if modules is None:
-                    ClearSolutions(code_stub={"python": STUB})._replace_solution_region(cell, "python")
-                else:
-                    cell.source = (modules / f"{path.stem}.py").read_text(encoding="utf-8")
-            elif _nb(cell).get("grade"):
-                ClearHiddenTests()._remove_hidden_test_region(cell)
-        if edit is not None:
-            edit(path.stem, nb)
-        nbformat.write(nb, folder / path.name)
-    return folder
+    return nbgrader_headless.submit(course, root, student, modules, ASSIGNMENT, edit)
 
 
 def _autograde_scores(course: Path, submitted: Path, calls: list | None = None) -> tuple[dict[str, float], dict]:
-    """What `nbgrader autograde` with the course's nbgrader_config.py records for each notebook
-    in ``submitted`` (root/submitted/<student>/<assignment>/): the config's ScoreFromGrader, in
-    this (nbgrader's) process, then nbgrader's own determine_grade on every grade cell, summed
-    as the gradebook sums them. Execute is left out: whatever the kernel printed, ScoreFromGrader
-    replaces the score cell's output. ``calls`` collects the grader runs."""
-    from nbgrader.utils import determine_grade
-
-    config, ns = _course_config(course)
-    config.CourseDirectory.root = str(submitted.parents[2])
-    if calls is not None:
-        real = ns["grade_modules"]
-        ns["grade_modules"] = lambda *a, **k: calls.append(a[0]) or real(*a, **k)
-    pre = ns["ScoreFromGrader"](config=config)
-    scores, notebooks = {}, {}
-    for path in sorted(submitted.glob("*.ipynb")):
-        nb = nbformat.read(path, as_version=4)
-        info = {"student": submitted.parent.name, "assignment": ASSIGNMENT, "notebook": path.stem}
-        nb, _ = pre.preprocess(nb, {"nbgrader": info})
-        score = 0.0
-        for cell in nb.cells:
-            if _nb(cell).get("grade"):
-                score += determine_grade(cell)[0]
-        scores[path.stem], notebooks[path.stem] = score, nb
-    return scores, notebooks
+    return nbgrader_headless.autograde_in_process(course, submitted, calls)
 
 
 def _one_score(course: Path, folder: Path | None, tmp: Path, ours: dict) -> list[str]:
@@ -778,18 +777,16 @@ def test_a_submission_the_grader_cannot_finish_scores_0_with_a_message_and_autog
 
 # --------------------------------------------------------------------------- course content beside the suites
 def test_the_framework_holds_no_nbgrader_course_content():
-    """Each skill's checks, lesson quotes and measured units live beside its suites
-    (tests/suites/<skill>/nbgrader.toml, nbgrader_units.json), the names they share in
+    """Each skill's checks and lesson quotes live beside its suites
+    (tests/suites/<skill>/nbgrader.toml), the names they share in
     tests/suites/nbgrader_setup.py: no check call, lesson passage or line of those names is
-    written anywhere in autograder/, and no units file either."""
+    written anywhere in autograder/."""
     framework = ROOT / "autograder"
-    assert not list(framework.rglob("nbgrader_units.json"))
     text = "\n".join(p.read_text(encoding="utf-8") for p in sorted(framework.rglob("*.py")))
     content = []
     for sid in CONFIG.skills:
         checks = nbgrader_checks.load(CONFIG, sid)
         content += [c.call for t in checks.targets for c in (*t.visible, *t.hidden)] + [q for _, q in checks.lesson]
-        assert nbgrader_checks.load_units(CONFIG, sid), sid
     content += [line for line in (CONFIG.suites_dir / "nbgrader_setup.py").read_text(encoding="utf-8").splitlines() if line]
     assert len(content) > 100
     assert not [c for c in content if c in text]
@@ -807,7 +804,6 @@ def test_nbgrader_checks_are_read_from_the_suites_folder_and_a_bad_file_is_named
     path = suites / "qkv" / "nbgrader.toml"
     path.write_text(path.read_text(encoding="utf-8").replace('cite = "Week 7 §8"', 'cite = "Week 7 §8 (moved)"'), "utf-8")
     assert [t.cite for t in nbgrader_checks.load(config, "qkv").targets if t.name == "scale_scores"] == ["Week 7 §8 (moved)"]
-    assert nbgrader_checks.load_units(config, "qkv") == nbgrader_checks.load_units(CONFIG, "qkv")
 
     path.write_text(path.read_text(encoding="utf-8").replace('call = "scale_scores(', 'cal = "scale_scores(', 1), "utf-8")
     with pytest.raises(nbgrader_checks.NotebookError, match=r"qkv/nbgrader.toml: target\[2\]\.visible\[0\]: needs call"):
@@ -815,32 +811,6 @@ def test_nbgrader_checks_are_read_from_the_suites_folder_and_a_bad_file_is_named
     path.unlink()
     with pytest.raises(nbgrader_checks.NotebookError, match=r"skill qkv: no nbgrader checks — write .*qkv/nbgrader.toml"):
         nbgrader_course.notebook(config, config.skills["qkv"])
-
-
-def test_nbgrader_units_breaks_a_function_only_for_callers_outside_its_module():
-    """How nbgrader_units measures which functions a kind uses: the broken function answers
-    wrong (NaN, negated, off by one) or raises when the tests call it, while the module's own
-    calls (quad → double; Twice.forward → double) still reach the real one."""
-    import torch
-
-    from autograder.instructor.release import nbgrader_units
-
-    source = (
-        "import torch\n\n\ndef double(x):\n    return x * 2\n\n\ndef quad(x):\n    return double(double(x))\n\n\n"
-        "def positive(x):\n    return x > 0\n\n\nclass Twice(torch.nn.Module):\n    def forward(self, x):\n"
-        "        return double(x)\n"
-    )
-    x = torch.tensor([1.0, -2.0])
-    wrong: dict = {}
-    exec(compile(nbgrader_units.broken_source(source, ["double", "positive", "Twice"], "wrong"), "m.py", "exec"), wrong)
-    assert torch.isnan(wrong["double"](x)).all() and torch.isnan(wrong["Twice"]()(x)).all()
-    assert torch.equal(wrong["positive"](x), torch.tensor([False, True]))
-    assert torch.equal(wrong["quad"](x), x * 4)
-    raising: dict = {}
-    exec(compile(nbgrader_units.broken_source(source, ["double"], "raises"), "m.py", "exec"), raising)
-    with pytest.raises(RuntimeError, match="broken on purpose"):
-        raising["double"](x)
-    assert torch.equal(raising["quad"](x), x * 4)
 
 
 def test_each_assignment_is_an_nbgrader_assignment_with_its_skills_and_points(course):

@@ -1,6 +1,7 @@
-"""One piece of code, one score, on every path (issue 16 §3): the Gradescope bundle run as
-Gradescope runs it, ``batch`` with the course key and ``grade --seed-key-file`` give the same
-score and the same status and score for every test, and name the same suites.
+"""One piece of code, one score, on every path (issue 16 §3, issue 31 §5): the Gradescope bundle
+run as Gradescope runs it, ``batch`` with the course key and ``grade --seed-key-file`` give the
+same score and the same status and score for every test, and name the same suites; the
+nbgrader course's autograde gives each notebook exactly its skill's score.
 (``tests/benchmarks/one_score_paths.py`` is the same comparison on more submissions.)"""
 
 from __future__ import annotations
@@ -15,14 +16,16 @@ sys.path.insert(0, str(ROOT / "tests" / "benchmarks"))
 import one_score_paths
 
 
-# slow: builds the Gradescope bundle and grades each submission three ways (bundle, batch, grade)
+# slow: builds the Gradescope bundle and the nbgrader course, grades each submission four ways
 @pytest.mark.slow
-def test_gradescope_batch_and_grade_agree_on_a_mistake_and_the_stubs(tmp_path):
+def test_gradescope_batch_grade_and_nbgrader_agree_on_a_mistake_and_the_stubs(tmp_path):
+    pytest.importorskip("nbgrader", reason="instructor requirements (requirements-instructor.txt) are not installed")
     folders = one_score_paths.submissions(tmp_path, ["masks/zero-fill"])
     folders.pop("correct")  # the reference's agreement is the bundle tests' business; keep this test short
     rows = one_score_paths.compare(folders, tmp_path)
     for row in rows:
-        assert row["same_scores"] and row["same_tests"], row
+        assert row["same_scores"] and row["same_tests"] and row["same_skills"], row
+        assert row["nbgrader"] == row["grade"], row
         assert len(row["suites"]) == 1 and None not in row["suites"], row
     scores = {r["submission"]: r["grade"] for r in rows}
     assert scores["stubs"] == 0 and 0 < scores["masks--zero-fill"] < 100

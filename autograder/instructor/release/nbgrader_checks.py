@@ -1,22 +1,27 @@
-"""What the nbgrader notebooks test, skill by skill (instructors only), read from the course.
+"""What the nbgrader notebooks check, skill by skill (instructors only), read from the course.
 
 The course keeps them beside each skill's suites (``[paths] suites`` of grading.toml), so a new
 course or skill edits ``grading.toml`` and ``tests/suites/`` only::
 
     tests/suites/<skill>/nbgrader.toml         the checks and the lesson quotes (written by hand)
-    tests/suites/<skill>/nbgrader_units.json   which functions each grader test's kinds use
-                                               (measured: python -m autograder.instructor.release.nbgrader_units)
 
-Neither is shipped to students or to Gradescope (``runner/identity.suite_files`` ships only
+It is not shipped to students or to Gradescope (``runner/identity.suite_files`` ships only
 ``test_*.py``, the helper modules, ``hints.toml`` and ``snapshots/``).
 
-nbgrader runs test cells in the student's own kernel, so our sandbox and suites cannot run
-there: each notebook gets compact value checks instead. A check is a call (and the
-statements that build its inputs) that runs as written in the notebook; its expected value
-is computed at release time by running the same code against the reference solution and
-is embedded as a literal (the snapshot approach), so no test cell re-implements an
-exercise. Visible checks use the lessons' worked examples; hidden checks (other shapes,
-leading dimensions, masks, dtypes, errors) go in ``### BEGIN HIDDEN TESTS`` blocks.
+The checks are the student's guide, not the score. nbgrader runs test cells in the student's
+own kernel, where code can redefine whatever a check calls, so no check decides a point:
+each notebook's one score cell gets the course autograder's score of its skill, computed
+during ``nbgrader autograde`` by ``templates/nbgrader_score.py`` (the grader, bundled in the
+course folder, grades the submission's solution cells in its own sandboxed workers). The
+checks cells (0 points) show the student, while they work and in their feedback, which
+functions already match the reference on the lessons' examples.
+
+A check is a call (and the statements that build its inputs) that runs as written in the
+notebook; its expected value is computed at release time by running the same code against
+the reference solution and is embedded as a literal (the snapshot approach), so no test
+cell re-implements an exercise. Visible checks use the lessons' worked examples; hidden
+checks (other shapes, leading dimensions, masks, dtypes, errors) go in ``### BEGIN HIDDEN
+TESTS`` blocks, run when graded and never shown in the feedback.
 
 ``nbgrader.toml``::
 
@@ -43,7 +48,6 @@ course's own (``tests/suites/nbgrader_setup.py``, pasted into it: a lesson's wor
 
 from __future__ import annotations
 
-import json
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,7 +55,6 @@ from pathlib import Path
 from ...config import Config
 
 CHECKS_FILE = "nbgrader.toml"
-UNITS_FILE = "nbgrader_units.json"
 
 
 class NotebookError(ValueError):
@@ -84,10 +87,6 @@ def checks_path(config: Config, skill_id: str) -> Path:
     return config.suites_dir / skill_id / CHECKS_FILE
 
 
-def units_path(config: Config, skill_id: str) -> Path:
-    return config.suites_dir / skill_id / UNITS_FILE
-
-
 def _rel(config: Config, path: Path) -> str:
     try:
         return path.relative_to(config.root).as_posix()
@@ -102,9 +101,7 @@ def load(config: Config, skill_id: str) -> SkillChecks:
     where = _rel(config, path)
     if not path.is_file():
         raise NotebookError(
-            f"skill {skill_id}: no nbgrader checks — write {where} (its format: "
-            "autograder/instructor/release/nbgrader_checks.py), then measure its units with "
-            "`python -m autograder.instructor.release.nbgrader_units`"
+            f"skill {skill_id}: no nbgrader checks — write {where} (its format: autograder/instructor/release/nbgrader_checks.py)"
         )
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -148,14 +145,3 @@ def load(config: Config, skill_id: str) -> SkillChecks:
     if not targets:
         raise fail("target", "no [[target]]: one per exercise function or class")
     return SkillChecks(tuple((c, t) for c, t in lesson), tuple(targets))
-
-
-def load_units(config: Config, skill_id: str) -> dict:
-    """The skill's measured units (``nbgrader_units``); {} when not measured yet."""
-    path = units_path(config, skill_id)
-    if not path.is_file():
-        return {}
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as exc:
-        raise NotebookError(f"{_rel(config, path)}: not valid JSON ({exc}); rerun nbgrader_units") from None
