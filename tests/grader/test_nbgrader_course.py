@@ -364,8 +364,10 @@ def test_nbgrader_feedback_shows_no_hidden_test(trip, course):
         hidden_calls = {c.call for t in TARGETS[page.stem] for c in t.hidden} - visible_calls
         assert not [c for c in hidden_calls if c in text], page
     ignores = _html_text(feedback / "ignores_dim" / ASSIGNMENT / "row_softmax.html")
-    # not what the failed hidden check checked ("first mismatch at index [...]: expected ...")
-    assert "first mismatch at index [" not in ignores
+    # the checks cells (above the score cell's report, whose visible tests may show their own
+    # mismatches): not what the failed hidden check checked ("first mismatch at index [...]: expected ...")
+    assert "Course autograder: row_softmax scored" in ignores
+    assert "first mismatch at index [" not in ignores.split("Course autograder:")[0]
     assert trip.scores["ignores_dim"] < trip.scores["reference"]
     untouched = _html_text(feedback / "untouched" / ASSIGNMENT / "qkv.html")
     assert "A hidden check failed" not in untouched  # a failed visible check is not called a hidden one
@@ -763,6 +765,25 @@ def test_a_student_who_tampers_with_the_checks_in_their_kernel_scores_what_the_g
     assert scores == {sid: 0.0 for sid in CONFIG.skills}, scores
     report = "".join(o.get("text", "") for o in notebooks["qkv"].cells[-1].outputs)
     assert "Course autograder: qkv scored 0 / 20" in report, report
+
+
+def _break_two_notebooks(notebook: str, nb) -> None:
+    """qkv's solution cell does not parse; masks' solution cell is deleted."""
+    if notebook == "qkv":
+        next(c for c in nb.cells if _nb(c).get("solution")).source = "def scale_scores(scores, d_k:\n    return scores\n"
+    if notebook == "masks":
+        nb.cells = [c for c in nb.cells if not _nb(c).get("solution")]
+
+
+@pytest.mark.slow  # one grading run (every skill)
+def test_a_solution_cell_that_does_not_parse_or_is_gone_scores_0_in_its_skill_only_with_the_graders_message(course, tmp_path):
+    submitted = _submitted(course, tmp_path, "careless", SOLUTIONS, edit=_break_two_notebooks)
+    scores, notebooks = _autograde_scores(course, submitted)
+    assert scores == {s.id: (0.0 if s.id in ("qkv", "masks") else s.points) for s in CONFIG.skills.values()}, scores
+    qkv = "".join(o.get("text", "") for o in notebooks["qkv"].cells[-1].outputs)
+    masks = "".join(o.get("text", "") for o in notebooks["masks"].cells[-1].outputs)
+    assert "qkv.py, line 1" in qkv and "SyntaxError" in qkv and str(tmp_path) not in qkv and "/tmp/" not in qkv, qkv
+    assert "No solution cell (id masks_solution) in masks.ipynb" in masks, masks
 
 
 def test_a_submission_the_grader_cannot_finish_scores_0_with_a_message_and_autograde_goes_on(course, tmp_path):

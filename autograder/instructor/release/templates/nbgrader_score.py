@@ -103,7 +103,12 @@ def grade_modules(modules: dict, manifest: dict, timeout: int, log) -> dict:
         if skill not in scores:
             graded[stem] = (0.0, f"The course autograder did not grade {skill}: {data.get('message', '')}")
         else:
-            graded[stem] = (float(scores[skill]), feedback(data, skill))
+            # the module's path in the report is the folder graded here: the student knows the notebook
+            text = feedback(data, skill).replace(folder + os.sep, "")
+            if modules[stem] is None:
+                cell = manifest["notebooks"][stem]["solution"]
+                text = f"No solution cell (id {cell}) in {stem}.ipynb: nothing to grade.\n" + text
+            graded[stem] = (float(scores[skill]), text)
     return graded
 
 
