@@ -545,6 +545,9 @@ def test_course_state_files_survive_a_re_release_and_dist_with_state_is_never_re
     live = tmp_path / "attention-course"
     said = course_dir.update(course, live)
     assert "created source/" + ASSIGNMENT in said and (live / "gradebook.db").exists() is False
+    # the release's grader, which scores the notebooks, comes along and is replaced on update
+    assert "created grader/" in said and (live / "grader" / "grading.toml").is_file()
+    (live / "grader" / "stale.py").write_text("left from an older release")
     (live / "gradebook.db").write_bytes(b"SQLite format 3\0stand-in")
     (live / "submitted" / "s001" / ASSIGNMENT).mkdir(parents=True)
     (live / "submitted" / "s001" / ASSIGNMENT / "qkv.ipynb").write_text("{}", encoding="utf-8")
@@ -558,6 +561,7 @@ def test_course_state_files_survive_a_re_release_and_dist_with_state_is_never_re
     assert f"updated source/{ASSIGNMENT}" in said and any("gradebook.db" in line and "submitted" in line for line in said)
     assert (live / "source" / ASSIGNMENT / "qkv.ipynb").read_text() == original + " "
     assert (live / "gradebook.db").read_bytes() == b"SQLite format 3\0stand-in"
+    assert "updated grader/" in said and not (live / "grader" / "stale.py").exists()
     assert (live / "submitted" / "s001" / ASSIGNMENT / "qkv.ipynb").read_text() == "{}"
 
     dist = tmp_path / "dist"
