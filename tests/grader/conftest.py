@@ -168,6 +168,40 @@ def once_per_run(tmp_path_factory, name: str, compute) -> Graded:
         return graded
 
 
+def graded_class(tmp_path_factory, name: str, build, *args: str, jobs: int = 2) -> Graded:
+    """A class graded once per test run by ``python -m autograder batch`` (the real command
+    line, --seed SEED): ``build(folder)`` writes one subfolder per student. ``output`` is the
+    batch's --out folder; ``student(graded, key)`` reads one student's results. Many
+    submissions each need a grading run; one batch imports torch and collects the suites once
+    for all of them (a forked preloaded process per student) instead of once per run. Call it
+    from a session fixture (``once_per_run``)."""
+
+    def compute(folder: Path) -> Graded:
+        import time
+
+        subs = folder / "class"
+        subs.mkdir()
+        build(subs)
+        out = folder / "out"
+        cmd = [sys.executable, "-m", "autograder", "batch", str(subs), "--out", str(out), "--seed", str(SEED)]
+        cmd += ["--jobs", str(jobs), "--no-progress", *args]
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
+        start = time.monotonic()
+        proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1800, env=env)
+        return Graded(proc.returncode, None, proc.stdout, proc.stderr, time.monotonic() - start, out)
+
+    return once_per_run(tmp_path_factory, name, compute)
+
+
+def student(graded: Graded, key: str) -> Graded:
+    """One student of ``graded_class``: its results.json as ``data`` (None when absent)."""
+    assert graded.rc == 0, graded.stderr[-2000:]
+    path = graded.output / key / "results.json"
+    data = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+    return Graded(graded.rc, data, graded.stdout, graded.stderr, graded.seconds, path)
+
+
 def _graded_for_gradescope(submission: Path):
     return lambda folder: grade(
         submission, "--reveal-hidden", fmt="gradescope", output=folder / "gradescope.json", results=folder / "results.json"
