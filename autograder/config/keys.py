@@ -223,15 +223,6 @@ KEYS: tuple[Key, ...] = (
         "the CPU time one skill's calls may use in all is never below this (worker CPU seconds)",
     ),
     _limit(
-        "skill_timeouts",
-        WHOLE,
-        3,
-        1000,
-        "once this many of a skill's functions have run past a call's time limit, its remaining calls fail fast "
-        "(what endless loops cost, apart from the CPU budget that slow correct code needs); 0: no such cap",
-        above=False,
-    ),
-    _limit(
         "memory_mib",
         WHOLE,
         4096,

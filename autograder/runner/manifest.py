@@ -33,8 +33,6 @@ class RunLimits:
     skill_time_s: float
     max_result_mib: int
     trusted_processes: int = 2
-    #: after this many of a skill's functions timed out its other calls fail fast (0: no cap)
-    skill_timeouts: int = 0
     #: module → [CPU seconds one call may use, CPU seconds all its calls may use] (cpu_limits.py);
     #: a module not listed has the wall-clock limits alone
     cpu: dict[str, list[float]] = field(default_factory=dict)
@@ -48,7 +46,6 @@ class RunLimits:
             limits.skill_time_s,
             limits.max_result_mib,
             limits.trusted_processes,
-            limits.skill_timeouts,
         )
 
 

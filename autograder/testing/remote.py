@@ -76,10 +76,12 @@ class Runtime:
     cpu_limits: dict[str, tuple[float, float]] = field(default_factory=dict)
     cpu_spent: dict[str, float] = field(default_factory=dict)  # module → worker CPU seconds its calls used
     cpu_slowest: dict[str, float] = field(default_factory=dict)  # module → CPU seconds of its costliest call
-    #: once this many of a module's functions have timed out, its other calls fail fast
-    #: ([limits] skill_timeouts; 0: no cap): what endless loops cost is this many call limits,
-    #: while the CPU budget above stays large enough for slow correct code
-    skill_timeouts: int = 0
+    #: module → CPU seconds of its calls stopped at their per-call limit: counted in cpu_spent
+    #: (the report's figure) but not against the budget. A function that loops costs its own
+    #: call limit once (it is not called again: ``timed_out``) and never the budget the
+    #: skill's other, perhaps correct, functions need; what loops cost is bounded by one call
+    #: limit per function.
+    cpu_timed_out: dict[str, float] = field(default_factory=dict)
     malformed: dict[tuple[str, str], str] = field(default_factory=dict)  # sent a bad reply once
     printed_left: int = 0  # characters of printed output the rest of the run may still keep
 
@@ -91,7 +93,12 @@ class Runtime:
         wall = 1 - self.spent.get(module, 0.0) / self.skill_time
         if module not in self.cpu_limits:
             return wall
-        return min(wall, 1 - self.cpu_spent.get(module, 0.0) / self.cpu_limits[module][1])
+        return min(wall, 1 - self.cpu_charged(module) / self.cpu_limits[module][1])
+
+    def cpu_charged(self, module: str) -> float:
+        """CPU seconds counted against the module's budget: its calls that finished (or
+        raised, or used up the budget itself), not those stopped at their own call limit."""
+        return self.cpu_spent.get(module, 0.0) - self.cpu_timed_out.get(module, 0.0)
 
     def deadline_for(self, module: str) -> tuple[float, float | None, bool]:
         """(wall seconds this call may take, CPU seconds it may use or None, whether the
@@ -101,18 +108,23 @@ class Runtime:
         if module not in self.cpu_limits:
             return wall, None, by_budget
         per_call, budget = self.cpu_limits[module]
-        cpu_left = budget - self.cpu_spent.get(module, 0.0)
+        cpu_left = budget - self.cpu_charged(module)
         if cpu_left < per_call:
             return wall, cpu_left, True
         return wall, per_call, by_budget
 
-    def charge(self, module: str, seconds: float, cpu: float | None) -> None:
+    def charge(self, module: str, seconds: float, cpu: float | None, timed_out: bool = False) -> None:
         """A call took ``seconds`` of wall time and ``cpu`` seconds of the worker's CPU time
-        (None where it cannot be read: the wall time counts instead)."""
+        (None where it cannot be read: the wall time counts instead); ``timed_out``: it was
+        stopped at its own per-call limit (not the budget's), so its CPU time is not charged
+        to the skill's budget (``cpu_charged``). The wall clock, a backstop for code that
+        sleeps, counts every call."""
         self.spent[module] = self.spent.get(module, 0.0) + seconds
         used = seconds if cpu is None else cpu
         self.cpu_spent[module] = self.cpu_spent.get(module, 0.0) + used
         self.cpu_slowest[module] = max(self.cpu_slowest.get(module, 0.0), used)
+        if timed_out:
+            self.cpu_timed_out[module] = self.cpu_timed_out.get(module, 0.0) + used
 
 
 @dataclass(frozen=True)
@@ -230,8 +242,6 @@ class Submission:
             raise type(self._dead)(label, f"not run: earlier in this test, {self._dead.message}", error=self._dead.error)
         if rt.time_left(module) <= 0:
             raise SubmissionTimeout(label, _budget_message(rt, module), hints=["general/timeout"])
-        if rt.skill_timeouts and sum(1 for owner, _ in rt.timed_out if owner == module) >= rt.skill_timeouts:
-            raise SubmissionTimeout(label, _timeouts_message(rt, module), hints=["general/timeout"])
         if time.monotonic() > rt.budget_deadline:
             raise SubmissionTimeout(
                 label, "not run: the grading run's time budget ([limits] run_timeout_s) is used up", hints=["general/timeout"]
@@ -300,11 +310,13 @@ class Submission:
         worker = self._ensure_worker()
         timeout, cpu_limit, by_budget = rt.deadline_for(module)
         started = time.monotonic()
+        own_limit = False  # stopped at its own call limit: not charged to the skill's budget
         try:
             reply = worker.run(probe, source, args, kwargs, timeout, label, cpu_limit)
         except WORKER_FAILURES as exc:
             if isinstance(exc, WorkerTimeout) and not by_budget:  # later calls of this function fail fast
                 rt.timed_out[key] = f"timed out (did not finish within {_limit_text(exc)})"
+                own_limit = True
             elif isinstance(exc, WorkerProtocolError):
                 rt.malformed[key] = f"sent a malformed reply ({str(exc).rsplit(': ', 1)[-1][:200]})"
             why = (
@@ -315,7 +327,7 @@ class Submission:
             self._dead = _submission_error(exc, label, why)
             raise self._dead from None
         finally:
-            rt.charge(module, time.monotonic() - started, worker.last_cpu)
+            rt.charge(module, time.monotonic() - started, worker.last_cpu, timed_out=own_limit)
         self._log(label, reply.out, reply.out_dropped)
         self.autograd_uses.update(reply.autograd)
         self._last_dispatched = dispatch.parse(reply.dispatched)
@@ -506,22 +518,13 @@ def _dispatch_options(record_dispatch: bool, replace_ops: tuple[str, ...]) -> di
 
 
 def _budget_message(rt: Runtime, module: str) -> str:
-    if module in rt.cpu_limits and rt.cpu_spent.get(module, 0.0) >= rt.cpu_limits[module][1] - 1e-9:
-        budget = f"{rt.cpu_limits[module][1]:.3g} CPU s, from the reference's own time; {rt.cpu_spent[module]:.1f} CPU s used"
+    if module in rt.cpu_limits and rt.cpu_charged(module) >= rt.cpu_limits[module][1] - 1e-9:
+        budget = f"{rt.cpu_limits[module][1]:.3g} CPU s, from the reference's own time; {rt.cpu_charged(module):.1f} CPU s used"
     else:
         budget = f"[limits] skill_time_s = {rt.skill_time:g} s; {rt.spent.get(module, 0.0):.0f} s spent"
     return (
         f"not run: the calls into {rt.modules[module].display_path} have used up this skill's time budget "
         f"({budget}) — endless loops or very slow code earlier in this run"
-    )
-
-
-def _timeouts_message(rt: Runtime, module: str) -> str:
-    names = sorted(name for owner, name in rt.timed_out if owner == module)
-    return (
-        f"not run: {len(names)} functions of {rt.modules[module].display_path} ({', '.join(names)}) did not finish "
-        f"within their time limit earlier in this run ([limits] skill_timeouts = {rt.skill_timeouts}) — fix those "
-        "endless loops first"
     )
 
 

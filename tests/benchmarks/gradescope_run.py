@@ -20,21 +20,32 @@ the tree holds, and "total" = PSS without its shmem part + the largest shmem fig
 
     .venv/bin/python tests/benchmarks/gradescope_run.py [--case reference --case loop_forever]
 
+Each case's CPU seconds (user + system of every process of the run: this script is their
+subreaper, as in tests/benchmarks/cpu_cost.py) give its wall time under
+Gradescope's half a CPU: no less than CPU ÷ 0.5, whatever this machine's load (its own wall
+time says little on a shared machine). Issue 32's targets for a submission whose every
+function loops forever: ≤ 20 s under half a CPU, and ≤ 10× the CPU of
+``python -c "import torch"`` here (measured once per run).
+
 The bundle is built with a fresh random course key (a real bundle carries the course's; the
 benchmark needs one of the same form, never the instructor's own). Exit status 1 when a
-target is missed: the reference below full marks, a case without a valid results.json, or
-a case whose memory total passes Gradescope's 768 MB container.
+target is missed: the reference below full marks, a case without a valid results.json, a
+case whose memory total passes Gradescope's 768 MB container, or loop_forever over its
+time targets. Each figure is printed beside its target.
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
 import json
 import os
 import re
+import resource
 import secrets
 import shutil
 import stat
+import subprocess
 import sys
 import tempfile
 import zipfile
@@ -101,6 +112,11 @@ CASES = {
 
 
 CONTAINER_MB = 768  # Gradescope's default container memory
+CPU_SHARE = 0.5  # Gradescope's default: half a CPU
+#: issue 32: a submission whose every function loops forever, under half a CPU (wall seconds)
+LOOP_HALF_CPU_S = 20.0
+#: ... and its CPU seconds at most this many times those of `python -c "import torch"` here
+LOOP_TORCH_RATIO = 10.0
 
 
 def build_bundle(work: Path, config) -> Path:
@@ -118,8 +134,16 @@ def build_bundle(work: Path, config) -> Path:
     return gradescope.build(ctx)[0]
 
 
-def missed(case: str, data: dict | None, total_mib: float, full_marks: float) -> list[str]:
-    """The targets a case missed (empty: met)."""
+def missed(
+    case: str,
+    data: dict | None,
+    total_mib: float,
+    full_marks: float,
+    cpu_s: float | None = None,
+    torch_cpu_s: float | None = None,
+) -> list[str]:
+    """The targets a case missed (empty: met). ``cpu_s``: the run's CPU seconds (all its
+    processes); ``torch_cpu_s``: those of ``python -c "import torch"`` on this machine."""
     if data is None:
         return [f"{case}: no valid results.json"]
     out = []
@@ -127,7 +151,44 @@ def missed(case: str, data: dict | None, total_mib: float, full_marks: float) ->
         out.append(f"{case}: scored {data.get('score')} of {full_marks:g} — the reference must score full marks")
     if total_mib * 1.048576 > CONTAINER_MB:
         out.append(f"{case}: memory total {total_mib * 1.048576:.0f} MB > the {CONTAINER_MB} MB container")
+    if case == "loop_forever" and cpu_s is not None:
+        if cpu_s / CPU_SHARE > LOOP_HALF_CPU_S:
+            out.append(
+                f"{case}: {cpu_s:.1f} CPU s = at least {cpu_s / CPU_SHARE:.0f} s under half a CPU, target ≤ {LOOP_HALF_CPU_S:g} s"
+            )
+        if torch_cpu_s and cpu_s > LOOP_TORCH_RATIO * torch_cpu_s:
+            out.append(
+                f"{case}: {cpu_s / torch_cpu_s:.1f}× the CPU of import torch ({cpu_s:.1f} / {torch_cpu_s:.2f} CPU s), "
+                f"target ≤ {LOOP_TORCH_RATIO:g}×"
+            )
     return out
+
+
+def _subreaper() -> bool:
+    """Become the reaper of the runs' orphans (the fork server, killed workers), so that
+    ``getrusage(RUSAGE_CHILDREN)`` counts every process of a run (Linux; False elsewhere)."""
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):
+        return False
+
+
+def _children_cpu() -> float:
+    """CPU seconds of every child reaped so far, after reaping the orphans left to us."""
+    while True:
+        try:
+            if os.waitpid(-1, os.WNOHANG)[0] == 0:  # children left, none ended
+                break
+        except ChildProcessError:  # none left
+            break
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _torch_cpu() -> float:
+    before = _children_cpu()
+    subprocess.run([sys.executable, "-c", "import torch"], check=True)
+    return _children_cpu() - before
 
 
 def main() -> int:
@@ -138,6 +199,8 @@ def main() -> int:
     config = load(ROOT / "grading.toml")
     bundle = build_bundle(work, config)
     problems: list[str] = []
+    counted = _subreaper()
+    torch_cpu = _torch_cpu() if counted else None
     print(
         f"bundle: {bundle.stat().st_size / 1024:.0f} KiB; budget {config.gradescope_release.time_budget_s:g} s; "
         f"worker address space {config.gradescope_release.limits.memory_mib} MiB"
@@ -154,22 +217,32 @@ def main() -> int:
         (root / "results").mkdir()
         env = {k: v for k, v in os.environ.items() if not k.startswith(("GRADESCOPE_", "AUTOGRADER_"))}
         env.update(GRADESCOPE_AUTOGRADER_ROOT=str(root), GRADESCOPE_PYTHON=sys.executable)
+        before = _children_cpu()
         m = measure([str(root / "source" / "run_autograder")], env=env, cwd=root)
+        cpu = _children_cpu() - before if counted else None
         try:
             data = json.loads((root / "results" / "results.json").read_text())
         except (OSError, ValueError):
             problems += missed(case, None, m.peak_total_mib, config.total_points)
             continue
-        problems += missed(case, data, m.peak_total_mib, config.total_points)
+        problems += missed(case, data, m.peak_total_mib, config.total_points, cpu, torch_cpu)
         status = data.get("extra_data", {}).get("status")
         print(
             f"{case:13s} wall {m.wall_s:6.1f} s  peak PSS {m.peak_pss_mib:5.0f} MiB  peak RSS {m.peak_rss_mib:5.0f} MiB  "
             f"shmem: Δ {m.peak_shmem_delta_mib:5.0f} MiB, held {m.peak_shmem_held_mib:5.0f} MiB, "
-            f"in PSS {m.peak_pss_shmem_mib:4.0f} MiB  total {m.peak_total_mib:5.0f} MiB  "
+            f"in PSS {m.peak_pss_shmem_mib:4.0f} MiB  total {m.peak_total_mib:5.0f} MiB (target ≤ {CONTAINER_MB} MB)  "
             f"processes ≤ {m.peak_processes}  score {data['score']:g}  status {status}  (exit {m.returncode}, "
             f"{m.samples} samples)",
             flush=True,
         )
+        if cpu is not None:
+            target = f" (target ≤ {LOOP_HALF_CPU_S:g} s)" if case == "loop_forever" else ""
+            ratio = f" (target ≤ {LOOP_TORCH_RATIO:g}×)" if case == "loop_forever" else ""
+            print(
+                f"{'':13s} CPU {cpu:.1f} s → under half a CPU ≥ {cpu / CPU_SHARE:.1f} s{target}; "
+                f"{cpu / torch_cpu:.1f}× import torch's {torch_cpu:.2f} CPU s{ratio}",
+                flush=True,
+            )
     shutil.rmtree(work, ignore_errors=True)
     for problem in problems:
         print(f"MISSED {problem}")

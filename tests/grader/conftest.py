@@ -141,8 +141,13 @@ def write_config(path: Path, text_edits: dict[str, str] | None = None, **limits:
 
 @pytest.fixture(scope="session")
 def fast_config(tmp_path_factory) -> Path:
-    """Short call timeout, so attacks that loop cost 1 s each instead of 10."""
-    return write_config(tmp_path_factory.mktemp("config") / "grading.toml", call_timeout_s=1.5)
+    """Short call limits, so attacks that loop cost 0.4 CPU s a looping function instead of
+    1.0 (loop_everywhere: ~33 of them) and code that sleeps 1.5 s instead of 10. The CPU
+    floor stays ≥ 6× the reference's costliest call (≤ 0.06 CPU s, custom_backward's rule
+    checks included), so no reference-derived attack or correct student of these tests
+    reads as slow; the wall-clock backstop may (a busy machine), which the tests allow for
+    (test_red_team.py says_unless_busy)."""
+    return write_config(tmp_path_factory.mktemp("config") / "grading.toml", call_timeout_s=1.5, call_cpu_floor_s=0.4)
 
 
 def once_per_run(tmp_path_factory, name: str, compute) -> Graded:
@@ -166,6 +171,40 @@ def once_per_run(tmp_path_factory, name: str, compute) -> Graded:
         fields = {**graded.__dict__, "output": str(graded.output) if graded.output else None}
         cached.write_text(json.dumps(fields), encoding="utf-8")
         return graded
+
+
+def graded_class(tmp_path_factory, name: str, build, *args: str, jobs: int = 2) -> Graded:
+    """A class graded once per test run by ``python -m autograder batch`` (the real command
+    line, --seed SEED): ``build(folder)`` writes one subfolder per student. ``output`` is the
+    batch's --out folder; ``student(graded, key)`` reads one student's results. Many
+    submissions each need a grading run; one batch imports torch and collects the suites once
+    for all of them (a forked preloaded process per student) instead of once per run. Call it
+    from a session fixture (``once_per_run``)."""
+
+    def compute(folder: Path) -> Graded:
+        import time
+
+        subs = folder / "class"
+        subs.mkdir()
+        build(subs)
+        out = folder / "out"
+        cmd = [sys.executable, "-m", "autograder", "batch", str(subs), "--out", str(out), "--seed", str(SEED)]
+        cmd += ["--jobs", str(jobs), "--no-progress", *args]
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
+        start = time.monotonic()
+        proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1800, env=env)
+        return Graded(proc.returncode, None, proc.stdout, proc.stderr, time.monotonic() - start, out)
+
+    return once_per_run(tmp_path_factory, name, compute)
+
+
+def student(graded: Graded, key: str) -> Graded:
+    """One student of ``graded_class``: its results.json as ``data`` (None when absent)."""
+    assert graded.rc == 0, graded.stderr[-2000:]
+    path = graded.output / key / "results.json"
+    data = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+    return Graded(graded.rc, data, graded.stdout, graded.stderr, graded.seconds, path)
 
 
 def _graded_for_gradescope(submission: Path):

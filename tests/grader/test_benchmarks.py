@@ -34,7 +34,7 @@ def test_grade_time_names_each_missed_target_and_meets_none_silently():
         {"full grade": True, "student make grade": False},
     )
     assert slow == [
-        "full grade: 1.90× import torch, target ≤ 1.5×",
+        "full grade: 1.90× import torch, target ≤ 1.3×",
         "student make grade: peak PSS 724 MB, target ≤ 700 MB",
         "student make grade: the grade did not complete — its time measures nothing",
     ]
@@ -55,3 +55,20 @@ def test_gradescope_run_builds_its_bundle_with_a_key_and_checks_its_targets(tmp_
         "reference: memory total 839 MB > the 768 MB container",
     ]
     assert bench.missed("loop_forever", None, 100, 100) == ["loop_forever: no valid results.json"]
+
+
+def test_gradescope_run_holds_the_looping_submission_to_its_time_targets():
+    # issue 32: ≤ 20 s under half a CPU (CPU ÷ 0.5) and ≤ 10× import torch's CPU; no timing here
+    bench = _module("gradescope_run")
+    done = {"score": 0}
+    assert bench.missed("loop_forever", done, 500, 100, cpu_s=9.9, torch_cpu_s=1.4) == []
+    assert bench.missed("loop_forever", done, 500, 100, cpu_s=22.2, torch_cpu_s=1.4) == [
+        "loop_forever: 22.2 CPU s = at least 44 s under half a CPU, target ≤ 20 s",
+        "loop_forever: 15.9× the CPU of import torch (22.2 / 1.40 CPU s), target ≤ 10×",
+    ]
+    assert bench.missed("loop_forever", done, 500, 100, cpu_s=9.0, torch_cpu_s=0.8) == [
+        "loop_forever: 11.2× the CPU of import torch (9.0 / 0.80 CPU s), target ≤ 10×"
+    ]
+    # the reference has no time target (its score is what counts); no CPU figure, no time verdict
+    assert bench.missed("reference", {"score": 100}, 500, 100, cpu_s=30.0, torch_cpu_s=1.4) == []
+    assert bench.missed("loop_forever", done, 500, 100) == []

@@ -112,15 +112,29 @@ def test_without_a_table_the_wall_clock_limits_alone_apply():
     assert rt.deadline_for("qkv") == (pytest.approx(5.0), None, True)
 
 
-def test_after_skill_timeouts_functions_timed_out_the_skills_other_calls_fail_fast_and_say_which():
-    # endless loops cost [limits] skill_timeouts call limits a skill, however large the CPU
-    # budget slow correct code needs (docs/time-limits.md)
+def test_functions_that_timed_out_never_stop_the_skills_other_functions():
+    # fair before clever: a loop costs its own function's share. Three looping functions of
+    # qkv once made its other, correct functions fail fast ([limits] skill_timeouts = 3:
+    # qkv scored 0/20 for 3 loops and 4 correct functions); a call stopped at its own limit
+    # is not charged to the budget the skill's other functions need either
     rt = _runtime(qkv=(1.0, 6.0))
-    rt.skill_timeouts = 2
-    rt.timed_out[("qkv", "project_qkv")] = "timed out (did not finish within 1 CPU s)"
+    for name in ("project_qkv", "attention_scores", "scale_scores", "weighted_values", "causal_uniform_mean", "AttentionHead"):
+        rt.timed_out[("qkv", name)] = "timed out (did not finish within 1 CPU s)"
+        rt.charge("qkv", seconds=1.2, cpu=1.01, timed_out=True)
     sub = Submission(rt)
-    sub._check_usable("qkv", "qkv.attention_scores(…)", ("qkv", "attention_scores"))  # one loop: the others still run
-    rt.timed_out[("qkv", "scale_scores")] = "timed out (did not finish within 1 CPU s)"
-    with pytest.raises(SubmissionTimeout, match=r"2 functions of exercises/qkv.py \(project_qkv, scale_scores\) did not"):
-        sub._check_usable("qkv", "qkv.attention_scores(…)", ("qkv", "attention_scores"))
-    assert rt.time_left("qkv") > 0  # the CPU budget itself is not what stopped it
+    sub._check_usable("qkv", "qkv.single_head_attention(…)", ("qkv", "single_head_attention"))
+    assert rt.deadline_for("qkv") == (10, 1.0, False)  # its own full call limit, from the full budget
+    assert rt.cpu_spent["qkv"] == pytest.approx(6.06)  # the report still counts every CPU second
+    with pytest.raises(SubmissionTimeout, match="did not finish within 1 CPU s"):  # the looping one itself
+        sub._check_usable("qkv", "qkv.project_qkv(…)", ("qkv", "project_qkv"))
+
+
+def test_calls_that_finish_or_hit_the_budget_are_charged_to_it():
+    rt = _runtime(qkv=(1.0, 6.0))
+    rt.charge("qkv", seconds=1.0, cpu=4.5)  # slow code that finished
+    assert rt.deadline_for("qkv") == (10, pytest.approx(1.0), False)
+    rt.charge("qkv", seconds=1.0, cpu=0.9, timed_out=False)  # stopped by the budget's remainder
+    assert rt.deadline_for("qkv")[1:] == (pytest.approx(0.6), True)
+    rt.charge("qkv", seconds=1.0, cpu=0.6)
+    with pytest.raises(SubmissionTimeout, match=r"time budget \(6 CPU s, from the reference's own time; 6.0 CPU s used\)"):
+        Submission(rt)._check_usable("qkv", "qkv.weighted_values(…)", ("qkv", "weighted_values"))

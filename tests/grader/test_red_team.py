@@ -16,6 +16,7 @@ import errno
 import hashlib
 import json
 import os
+import re
 import tomllib
 from pathlib import Path
 
@@ -325,6 +326,40 @@ def test_attacks_in_sequence_carry_nothing_from_one_run_to_the_next(sequence, tm
         run_attack(attack, tmp_path / str(n), fast_config)
 
 
+#: a call stopped by the wall-clock backstop (never "… CPU s": that is the CPU limit)
+WALL_CLOCK_STOP = re.compile(r"did not finish within [0-9.]+ s\b")
+
+
+def missing_phrases(attack: dict, texts: list[str], namespaced: bool) -> list[str]:
+    """The phrases of ``says`` (and ``says_with_namespaces`` where the run had namespaces)
+    that no test's text carries. A phrase of ``says_unless_busy`` (phrase → function) may be
+    missing only where a test says that function was stopped by the wall-clock backstop: on
+    a busy machine a call that needs microseconds of CPU can wait that long for a core, and
+    the function is then not called again (its score is 0 all the same)."""
+    everything = " ".join(texts)
+    wanted = attack["says"] + (attack.get("says_with_namespaces", []) if namespaced else [])
+    missing = [phrase for phrase in wanted if phrase not in everything]
+    for phrase, function in attack.get("says_unless_busy", {}).items():
+        stopped = any(function in text and WALL_CLOCK_STOP.search(text) for text in texts)
+        if phrase not in everything and not stopped:
+            missing.append(phrase)
+    return missing
+
+
+def test_a_phrase_may_be_missing_only_where_the_wall_clock_backstop_stopped_its_function():
+    attack = {"says": ["sparse"], "says_unless_busy": {"Cannot copy out of meta tensor": "project_qkv"}}
+    said = "qkv.project_qkv(…) raised NotImplementedError: Cannot copy out of meta tensor; no data!"
+    assert missing_phrases(attack, [said, "qkv.scale_scores(…) returned a sparse tensor"], False) == []
+    busy = "qkv.project_qkv(…) did not finish within 1.5 s (endless loop, or far too slow?)"
+    assert missing_phrases(attack, [busy, "sparse"], False) == []
+    # the CPU limit is not a busy machine; another function's stop excuses nothing; `says` stays strict
+    cpu = "qkv.project_qkv(…) did not finish within 1 CPU s (endless loop, or far too slow?)"
+    other = "qkv.scale_scores(…) did not finish within 1.5 s (endless loop, or far too slow?)"
+    assert missing_phrases(attack, [cpu, "sparse"], False) == ["Cannot copy out of meta tensor"]
+    assert missing_phrases(attack, [other, "sparse"], False) == ["Cannot copy out of meta tensor"]
+    assert missing_phrases(attack, [busy], False) == ["sparse"]
+
+
 def run_attack(attack: dict, tmp_path: Path, fast_config: Path) -> None:
     traps = Traps(attack)
     try:
@@ -365,10 +400,10 @@ def _graded_attack(attack: dict, tmp_path: Path, fast_config: Path, traps: Traps
     assert graded.data["status"] == "complete"
     for skill in graded.data["skills"]:
         assert skill["score"] == 0, (skill["id"], [(t["name"], t["score"]) for t in skill["tests"] if t["score"]])
-    summaries = " ".join(t["summary"] + " " + (t["detail"] or "") for t in graded.tests())
+    texts = [t["summary"] + " " + (t["detail"] or "") for t in graded.tests()]
+    summaries = " ".join(texts)
     namespaced = any(str(fact).startswith("namespaces(") for fact in graded.data.get("sandbox", []))
-    for phrase in attack["says"] + (attack.get("says_with_namespaces", []) if namespaced else []):
-        assert phrase in summaries, (phrase, summaries[:600])
+    assert not missing_phrases(attack, texts, namespaced), (missing_phrases(attack, texts, namespaced), summaries[:600])
     for phrase in attack.get("not_says", []):
         assert phrase not in summaries, (phrase, summaries[:600])
     assert not leftover_processes(str(tmp_path)), leftover_processes(str(tmp_path))

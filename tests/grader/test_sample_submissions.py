@@ -19,7 +19,7 @@ from __future__ import annotations
 import sys
 
 import pytest
-from conftest import CONFIG, MODULES, SKILLS, SUBMISSIONS, grade
+from conftest import CONFIG, MODULES, SKILLS, SUBMISSIONS, grade, graded_class, student
 
 sys.path.insert(0, str(SUBMISSIONS))
 import variants  # tests/submissions/variants.py: the same variants the hint benchmark grades
@@ -78,15 +78,40 @@ def test_every_skill_has_at_least_four_mistakes():
     )
 
 
-# slow: one grading run per batch and no fewer can hold them (see the module's docstring); make check
-# also grades every variant, on three seeds (tests/benchmarks/hint_precision.py)
+def _applied(batch: int) -> dict[str, dict]:
+    return {skill: mistakes[batch] for skill, mistakes in MISTAKES.items() if batch < len(mistakes)}
+
+
+@pytest.fixture(scope="session")
+def slow_batches_graded(tmp_path_factory):
+    """Every batch from FAST_BATCHES on, as one class graded once per test run by `autograder
+    batch` (one student a batch, every skill: a skill without a mistake in a batch is the
+    reference's, which scores what the reference scores). One batch run instead of ~35
+    grading runs, each of which imported torch and collected the suites again: `make
+    test-slow` saves ~2 CPU s a batch. The fast batches stay `grade` runs, and
+    test_submission_paths.py checks that grade and batch score the same files the same."""
+
+    def build(folder):
+        for batch in range(FAST_BATCHES, BATCHES):
+            variants.build(folder / f"batch{batch:02d}", list(_applied(batch).values()))
+
+    return graded_class(tmp_path_factory, "mistake-batches", build)
+
+
+# slow: one grading run per batch and no fewer can hold them (see the module's docstring), the slow
+# ones graded as one class (slow_batches_graded); make check also grades every variant, on three
+# seeds (tests/benchmarks/hint_precision.py)
 @pytest.mark.parametrize("batch", [pytest.param(b, marks=pytest.mark.slow) if b >= FAST_BATCHES else b for b in range(BATCHES)])
-def test_each_mistake_loses_points_in_its_skill_only_and_names_itself(batch, tmp_path):
-    applied = {skill: mistakes[batch] for skill, mistakes in MISTAKES.items() if batch < len(mistakes)}
-    folder = variants.build(tmp_path / "submission", list(applied.values()))
-    only = [arg for skill in applied for arg in ("--skill", skill)]
-    graded = grade(folder, "--reveal-hidden", *only, output=tmp_path / "r.json")
-    assert graded.rc == 0, graded.stderr
+def test_each_mistake_loses_points_in_its_skill_only_and_names_itself(batch, tmp_path, request):
+    applied = _applied(batch)
+    if batch >= FAST_BATCHES:
+        graded = student(request.getfixturevalue("slow_batches_graded"), f"batch{batch:02d}")
+        assert graded.data is not None and graded.data["status"] == "complete", (graded.output, graded.stderr[-2000:])
+    else:
+        folder = variants.build(tmp_path / "submission", list(applied.values()))
+        only = [arg for skill in applied for arg in ("--skill", skill)]
+        graded = grade(folder, "--reveal-hidden", *only, output=tmp_path / "r.json")
+        assert graded.rc == 0, graded.stderr
     for skill, m in applied.items():
         points = CONFIG["skills"][skill]["points"]
         assert graded.score(skill) < points, f"{skill}/{m['id']} lost no points"

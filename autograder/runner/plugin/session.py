@@ -55,7 +55,6 @@ class GradingSession:
             budget_deadline=time.monotonic() + limits.run_timeout_s,
             importable={name: Path(path) for name, path in manifest.helpers.items()},
             skill_time=limits.skill_time_s,
-            skill_timeouts=limits.skill_timeouts,
             cpu_limits={module: (float(call), float(skill)) for module, (call, skill) in limits.cpu.items()},
         )
         self.reference_cache: dict[str, Any] = {}
