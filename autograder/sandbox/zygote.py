@@ -152,11 +152,10 @@ class _Server:
             try:
                 for client in self.clients:
                     client.close()
-                from .worker import worker_main
-
-                worker_main(WorkerSpec.from_dict(spec), fd)
-            finally:
+                worker = WorkerSpec.from_dict(spec)
+            except BaseException:
                 os._exit(6)
+            raise _BecomeWorker(worker, fd)  # served from _zygote_main, this server's frames gone
         os.close(fd)
         self.live.add(pid)
         self.scratch[pid] = os.path.join(spec["scratch_root"], f"w{pid}")
@@ -241,6 +240,21 @@ class _Server:
 _END = object()
 
 
+class _BecomeWorker(BaseException):
+    """Raised in a freshly forked worker by ``_Server.spawn``, caught by ``_zygote_main``:
+    the worker then serves from there, its Python stack a few frames deep instead of the
+    server's loop, request handler and spawn below it. Every torch operator a rule-checked
+    call runs records the whole Python stack (probes.DispatchRecorder: the submission's line
+    is found in it), so each frame below the submission's code costs every recorded operator
+    a little: ~2 µs, ~0.1 ms a call of custom_backward's, a few frames. (A BaseException:
+    no ``except Exception`` of the server on the way can stop it.)"""
+
+    def __init__(self, spec: WorkerSpec, fd: int) -> None:
+        super().__init__()
+        self.spec = spec
+        self.fd = fd
+
+
 def _warm_up() -> None:
     """Pay torch's first-use costs once, here, instead of in every worker.
 
@@ -311,7 +325,16 @@ def _zygote_main(sock: socket.socket) -> None:
         except Exception:  # a cold worker is slower, not wrong
             pass
     _fixed_global_rngs()
-    _Server(sock).run()
+    worker: tuple[WorkerSpec, int] | None = None
+    try:
+        _Server(sock).run()
+    except _BecomeWorker as become:  # only ever in a freshly forked worker: see _Server.spawn
+        worker = (become.spec, become.fd)
+    if worker is not None:  # outside the handler: the worker's code never sees it as the exception being handled
+        from .worker import worker_main
+
+        worker_main(*worker)  # never returns
+        os._exit(6)
 
 
 def _fixed_global_rngs() -> None:

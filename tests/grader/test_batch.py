@@ -328,8 +328,9 @@ def test_student_keys_are_safe_unique_and_links_are_skipped(tmp_path):
 def test_a_forked_run_starts_like_a_fresh_process(tmp_path):
     """The preloaded process's child looks, from inside, like the fresh `python -m pytest`
     that runner/process/trusted.py starts: a session of its own, the same open descriptors, signal
-    handlers, argv, working folder and environment — and no process of its own yet (each run's
-    plugin forks its sandbox fork server from its first hook, never the preloaded process)."""
+    handlers, argv, working folder and environment — and no process of its own yet (a grading
+    run's child forks its sandbox fork server, as the Early launcher does, never the preloaded
+    process; this probe is no grading run)."""
     from autograder.config import load
     from autograder.instructor.batch.launcher import PYTEST, Preloaded
     from autograder.runner.process import trusted
@@ -368,6 +369,57 @@ def test_a_forked_run_starts_like_a_fresh_process(tmp_path):
     assert forked["session_leader"] and {manifest_r, progress_w} <= set(forked["fds"])
     assert not forked["children"]
     assert forked == fresh
+
+
+_STACK_PROBE = """
+
+def _stack_below():
+    import sys
+
+    frame, names = sys._getframe(2), []  # below this probe and the graded function
+    while frame is not None:
+        names.append(frame.f_code.co_name)
+        frame = frame.f_back
+    print("STACK " + " ".join(names))
+
+
+_scale_scores = scale_scores
+
+
+def scale_scores(*args, **kwargs):
+    _stack_below()
+    return _scale_scores(*args, **kwargs)
+"""
+
+
+def _stack_seen(results: dict) -> list[str]:
+    texts = [p["text"] for s in results["skills"] for t in s["tests"] for p in t.get("printed") or []]
+    line = next(li for text in texts for li in text.splitlines() if li.startswith("STACK "))
+    return line.split()[1:]
+
+
+def test_submission_code_runs_a_few_frames_above_the_workers_start_on_both_paths(tmp_path, fast_config):
+    """Every operator a rule-checked call runs records the worker's whole Python stack
+    (sandbox/probes DispatchRecorder), so each frame below the submission's code costs every
+    such call: the fork server is forked before pytest starts (the Early launcher; a batch's
+    forked run), and a worker serves from the server's entry, not from inside its request
+    loop (sandbox/zygote._BecomeWorker). Before, a batch's workers ran 35 frames deep. (A
+    run started as a fresh ``python -m pytest`` — ``launch.Fresh``: a config of another root,
+    ``batch --no-preload`` — still forks its server from the plugin's first hook.)"""
+    klass = tmp_path / "class"
+    submission = klass / "probe"
+    shutil.copytree(SOLUTIONS, submission)
+    with open(submission / "qkv.py", "a", encoding="utf-8") as fh:
+        fh.write(_STACK_PROBE)
+    single = grade(submission, "--skill", SKILL)  # this repository's grading.toml: the Early launcher
+    out = tmp_path / "out"
+    proc = batch(klass, out, config=fast_config)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    batched = json.loads((out / "probe" / "results.json").read_text(encoding="utf-8"))
+    for path, names in (("grade", _stack_seen(single.data)), ("batch", _stack_seen(batched))):
+        assert len(names) <= 16, (path, names)
+        assert not {"spawn", "run", "_multicall", "run_module"} & set(names), (path, names)
+    assert single.data["score"] == batched["score"] == single.data["max_score"]
 
 
 # --------------------------------------------------------------------------- uploads that break a run

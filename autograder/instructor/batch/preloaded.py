@@ -6,8 +6,8 @@ per run (runner/process/trusted.py). A batch starts *this* process once instead,
 environment and working folder ``trusted.start`` gives pytest, and it imports what every run
 imports — pytest and its built-in plugins, pytest-json-report, torch, the sandbox and the
 testing helpers: what runner/process/preimport.py derives — but computes nothing, imports no
-suite, no solution and no submission, and starts no sandbox fork server (each run's plugin
-forks its own, from its first hook). For
+suite, no solution and no submission, and starts no sandbox fork server (each run forks its
+own: below). For
 each student the batch sends it the argv ``trusted.start`` would have run and the run's three file
 descriptors (manifest pipe, progress pipe, log file); this process forks a child that
 
@@ -16,11 +16,14 @@ descriptors (manifest pipe, progress pipe, log file); this process forks a child
 - puts the log on stdout/stderr, ``/dev/null`` on stdin, the pipes on the descriptor numbers
   named in the argv, and closes every other inherited descriptor,
 - sets ``sys.argv`` and ``os.environ`` to what the fresh process would have had,
-- and runs pytest's ``__main__`` (``early.become_pytest``): from here on it is the same program as the fresh one
-  (the plugin's first hook forks its sandbox fork server from a process that has imported torch
-  and computed nothing — torch's thread pool does not survive ``fork()`` once it has run:
-  docs/ARCHITECTURE.md, *Processes* — and reads the
-  manifest). It never returns into this process: it leaves with ``os._exit``.
+- forks the run's sandbox fork server, as the Early launcher does (runner/process/early.py),
+  from a process that has imported torch and computed nothing — torch's thread pool does not
+  survive ``fork()`` once it has run: docs/ARCHITECTURE.md, *Processes* — and hands it to the
+  plugin with ``--ag-fork-server`` (forked here rather than from the plugin's first hook, the
+  workers' Python stack is ~20 frames shallower: see sandbox/zygote._BecomeWorker),
+- and runs pytest's ``__main__`` (``early.become_pytest``): from here on it is the same program
+  as the fresh one (the plugin adopts the fork server and reads the manifest). It never
+  returns into this process: it leaves with ``os._exit``.
 
 So a forked run and a ``Popen`` run differ only in how the process started. The preloaded process is a
 child subreaper: whatever a run leaves behind is re-parented here and killed.
@@ -136,9 +139,20 @@ def _child(sock: socket.socket, request: dict, fds: list[int]) -> None:
         sys.stdin = open(0, closefd=False)  # the fresh process's streams
         sys.stdout = open(1, "w", buffering=1, closefd=False, errors="backslashreplace")
         sys.stderr = open(2, "w", buffering=1, closefd=False, errors="backslashreplace")
+        from autograder.runner.process import sandbox_fork_server
         from autograder.runner.process.early import become_pytest
 
-        become_pytest(list(request["argv"]))
+        # The run's sandbox fork server, forked here as the Early launcher forks it (early.py)
+        # rather than by the plugin's first hook: the same process, imports and environment,
+        # nothing computed, but a Python stack ~20 frames shallower (no runpy, pytest or
+        # pluggy frames below it), which every worker inherits and every operator a
+        # rule-checked call records (see sandbox/zygote._BecomeWorker).
+        argv = list(request["argv"])
+        server = None  # kept referenced: its control socket must stay open for the plugin to adopt
+        if any(arg.startswith("--ag-run=") for arg in argv):  # a grading run (trusted.command)
+            server = sandbox_fork_server.start()
+            argv.append(f"--ag-fork-server={sandbox_fork_server.handed_over(server)}")
+        become_pytest(argv)
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 1
     except BaseException:  # report it in the run's log, then leave
