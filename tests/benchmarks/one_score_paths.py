@@ -24,6 +24,7 @@ Exit status 1 when any path disagrees.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import shutil
@@ -242,13 +243,9 @@ def main() -> int:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="one-score-") as tmp:
         work = Path(tmp)
-        try:
-            import nbgrader  # noqa: F401 - the instructors' extra
-        except ImportError:
+        with_nbgrader = importlib.util.find_spec("nbgrader") is not None  # the instructors' extra
+        if not with_nbgrader:
             print("nbgrader is not installed: its path is left out (requirements-instructor.txt)")
-            with_nbgrader = False
-        else:
-            with_nbgrader = True
         rows = compare(submissions(work, args.mistake or DEFAULT_MISTAKES), work, nbgrader=with_nbgrader)
     print(f"{'submission':34} {'Gradescope':>10} {'batch':>8} {'grade':>8} {'nbgrader':>8}  tests  skills  suite hash")
     for r in rows:
