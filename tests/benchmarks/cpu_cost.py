@@ -23,12 +23,33 @@ import time
 PR_SET_CHILD_SUBREAPER = 36
 
 
-def _subreaper() -> bool:
+def subreaper() -> bool:
+    """Become the reaper of a run's orphans (the fork server, killed workers), so that
+    ``getrusage(RUSAGE_CHILDREN)`` counts every process of a run (Linux; False elsewhere)."""
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
     except (OSError, AttributeError):
         return False
+
+
+def children_cpu() -> float:
+    """CPU seconds of every child reaped so far, after reaping the orphans that have ended."""
+    while True:
+        try:
+            if os.waitpid(-1, os.WNOHANG)[0] == 0:  # children left, none ended
+                break
+        except ChildProcessError:  # none left
+            break
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def import_torch_cpu() -> float:
+    """CPU seconds of ``python -c "import torch"``: what the benchmarks' ratios divide by."""
+    before = children_cpu()
+    subprocess.run([sys.executable, "-c", "import torch"], check=True)
+    return children_cpu() - before
 
 
 def _reap_all() -> None:
@@ -59,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         parser.error("give a command after --")
-    if not _subreaper():
+    if not subreaper():
         print("warning: not a subreaper here: processes left to init are not counted", file=sys.stderr)
     cpus = []
     for run in range(args.repeat):

@@ -37,15 +37,12 @@ time targets. Each figure is printed beside its target.
 from __future__ import annotations
 
 import argparse
-import ctypes
 import json
 import os
 import re
-import resource
 import secrets
 import shutil
 import stat
-import subprocess
 import sys
 import tempfile
 import zipfile
@@ -54,6 +51,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT), str(Path(__file__).parent)]
 
+from cpu_cost import children_cpu, import_torch_cpu, subreaper
 from proctree import measure
 
 from autograder.config import load
@@ -164,33 +162,6 @@ def missed(
     return out
 
 
-def _subreaper() -> bool:
-    """Become the reaper of the runs' orphans (the fork server, killed workers), so that
-    ``getrusage(RUSAGE_CHILDREN)`` counts every process of a run (Linux; False elsewhere)."""
-    try:
-        return ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
-    except (OSError, AttributeError):
-        return False
-
-
-def _children_cpu() -> float:
-    """CPU seconds of every child reaped so far, after reaping the orphans left to us."""
-    while True:
-        try:
-            if os.waitpid(-1, os.WNOHANG)[0] == 0:  # children left, none ended
-                break
-        except ChildProcessError:  # none left
-            break
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
-def _torch_cpu() -> float:
-    before = _children_cpu()
-    subprocess.run([sys.executable, "-c", "import torch"], check=True)
-    return _children_cpu() - before
-
-
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--case", action="append", choices=sorted(CASES), default=[])
@@ -199,8 +170,8 @@ def main() -> int:
     config = load(ROOT / "grading.toml")
     bundle = build_bundle(work, config)
     problems: list[str] = []
-    counted = _subreaper()
-    torch_cpu = _torch_cpu() if counted else None
+    counted = subreaper()
+    torch_cpu = import_torch_cpu() if counted else None
     print(
         f"bundle: {bundle.stat().st_size / 1024:.0f} KiB; budget {config.gradescope_release.time_budget_s:g} s; "
         f"worker address space {config.gradescope_release.limits.memory_mib} MiB"
@@ -217,9 +188,9 @@ def main() -> int:
         (root / "results").mkdir()
         env = {k: v for k, v in os.environ.items() if not k.startswith(("GRADESCOPE_", "AUTOGRADER_"))}
         env.update(GRADESCOPE_AUTOGRADER_ROOT=str(root), GRADESCOPE_PYTHON=sys.executable)
-        before = _children_cpu()
+        before = children_cpu()
         m = measure([str(root / "source" / "run_autograder")], env=env, cwd=root)
-        cpu = _children_cpu() - before if counted else None
+        cpu = children_cpu() - before if counted else None
         try:
             data = json.loads((root / "results" / "results.json").read_text())
         except (OSError, ValueError):

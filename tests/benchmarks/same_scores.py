@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import shutil
 import subprocess
 import sys
@@ -31,6 +30,8 @@ import tempfile
 import time
 import tomllib
 from pathlib import Path
+
+from cpu_cost import children_cpu, import_torch_cpu  # this folder: the script's own (sys.path[0])
 
 ROOT = Path(__file__).resolve().parents[2]
 SUBMISSIONS = ROOT / "tests" / "submissions"
@@ -72,17 +73,6 @@ def build(folder: Path, skip_slow: bool) -> dict[str, str]:
                 shutil.copytree(made, folder / name)
         kinds[name] = f"hostile:{attack['name']}"
     return kinds
-
-
-def children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
-def import_torch_cpu() -> float:
-    before = children_cpu()
-    subprocess.run([sys.executable, "-c", "import torch"], check=True)
-    return children_cpu() - before
 
 
 def per_test(results: dict) -> dict:
