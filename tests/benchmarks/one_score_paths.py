@@ -44,15 +44,15 @@ DEFAULT_MISTAKES = ["masks/zero-fill", "qkv/divide-by-dk", "row_softmax/softmax-
 KEY = "one-score-paths benchmark key 0123456789abcdef\n"
 
 
-def build_bundle(work: Path, key_file: Path) -> Path:
+def _release_context(work: Path, key_file: Path):
+    """The release both built paths come from: the whole course, this benchmark's key."""
     from autograder.config import load
-    from autograder.instructor.release import gradescope
     from autograder.instructor.release.context import ReleaseContext
     from autograder.runner import identity
 
     config = load(ROOT / "grading.toml")
     ident = identity.identify(config)
-    ctx = ReleaseContext(
+    return ReleaseContext(
         repo=ROOT,
         config=config,
         out=work / "dist",
@@ -62,8 +62,12 @@ def build_bundle(work: Path, key_file: Path) -> Path:
         visible_suite_hash=ident.visible,
         seed_key=key_file.read_bytes().strip(),
     )
-    bundle = gradescope.build(ctx)[0]  # the whole course
-    return bundle
+
+
+def build_bundle(work: Path, key_file: Path) -> Path:
+    from autograder.instructor.release import gradescope
+
+    return gradescope.build(_release_context(work, key_file))[0]  # the whole course
 
 
 def gradescope_run(bundle: Path, folder: Path, root: Path) -> dict:
@@ -108,21 +112,9 @@ def _from_results(data: dict) -> dict:
 
 
 def build_nbgrader_course(work: Path, key_file: Path) -> Path:
-    from autograder.config import load
-    from autograder.instructor.release import ReleaseContext, nbgrader_course
-    from autograder.runner.grade import suite_hash
+    from autograder.instructor.release import nbgrader_course
 
-    config = load(ROOT / "grading.toml")
-    ctx = ReleaseContext(
-        repo=ROOT,
-        config=config,
-        out=work / "dist",
-        version="0.0.0-paths",
-        commit="0" * 40,
-        suite_hash=suite_hash(config),
-        seed_key=key_file.read_bytes().strip(),
-    )
-    nbgrader_course.build(ctx)
+    nbgrader_course.build(_release_context(work, key_file))
     return work / "dist" / "nbgrader"
 
 
