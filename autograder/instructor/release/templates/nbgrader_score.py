@@ -82,7 +82,7 @@ def grade_modules(modules: dict, manifest: dict, timeout: int, log) -> dict:
         if manifest.get("seed_key"):
             cmd += ["--seed-key-file", os.path.join(GRADER, manifest["seed_key"])]
         env = dict(os.environ, PYTHONPATH=GRADER)
-        problem = None
+        problem, proc = None, None
         try:
             proc = subprocess.run(cmd, cwd=GRADER, env=env, capture_output=True, text=True, timeout=timeout, check=False)
             with open(out, encoding="utf-8") as handle:
@@ -90,7 +90,7 @@ def grade_modules(modules: dict, manifest: dict, timeout: int, log) -> dict:
         except subprocess.TimeoutExpired:
             problem = f"the course autograder did not finish within {timeout} s"
         except (OSError, ValueError) as exc:
-            tail = (proc.stderr or "")[-1500:] if "proc" in locals() else ""
+            tail = (proc.stderr or "")[-1500:] if proc is not None else ""
             problem = f"the course autograder left no results ({type(exc).__name__}): {tail}"
     if problem is not None:
         log.error("ScoreFromGrader: %s", problem)
