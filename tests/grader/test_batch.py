@@ -8,6 +8,7 @@ and checked from several sides; the rest are unit checks of the pieces.
 from __future__ import annotations
 
 import csv
+import importlib.util
 import io
 import json
 import os
@@ -369,6 +370,73 @@ def test_a_forked_run_starts_like_a_fresh_process(tmp_path):
     assert forked["session_leader"] and {manifest_r, progress_w} <= set(forked["fds"])
     assert not forked["children"]
     assert forked == fresh
+
+
+_BYTECODE_PROBE = """
+
+def _look(folder, compiled):
+    import os
+
+    try:
+        listed = "listed " + str(len(os.listdir(folder)))
+    except OSError as exc:
+        listed = "unlisted " + type(exc).__name__
+    try:
+        with open(compiled, "rb") as fh:
+            read = "read " + str(len(fh.read()))
+    except OSError as exc:
+        read = "unread " + type(exc).__name__
+    print("LOOK " + listed + " " + read)
+
+
+_look({folder!r}, {compiled!r})
+"""
+
+
+def test_a_batch_compiles_the_suites_once_into_a_private_folder_no_worker_reads_and_removes_it(tmp_path, fast_config):
+    """Where Python writes no bytecode (PYTHONDONTWRITEBYTECODE=1, as here and on Gradescope)
+    every student's run compiled the suites again (~0.3 CPU s a student): a batch's forked
+    runs now compile into the batch's own folder (``Preloaded.bytecode_dir``), which later
+    runs read. The folder is the grader's alone (0700), hidden from every worker like the
+    suites (the run's ``protect``: a submission that knows its name reads nothing there, on
+    the first student's run and on a later one's), and gone when the batch ends."""
+    from autograder.config import load
+    from autograder.instructor.batch.launcher import Preloaded
+    from autograder.runner.grade import GradeRequest
+    from autograder.runner.grade import grade as grade_run
+
+    config = load(fast_config).select([SKILL])
+    with Preloaded(config.root, config.suites_dir, [], label="bytecode") as preloaded:
+        folder = preloaded.bytecode_dir
+        visible = (config.suites_dir / SKILL / f"test_{SKILL}_visible.py").resolve()
+        visible_pyc = Path(importlib.util.cache_from_source(str(visible))).relative_to(visible.parent / "__pycache__")
+        visible_pyc = visible.parent / visible_pyc
+        assert folder.is_dir() and (folder.stat().st_mode & 0o777) == 0o700
+        submission = tmp_path / "student"
+        shutil.copytree(SOLUTIONS, submission)
+        with open(submission / "qkv.py", "a", encoding="utf-8") as fh:
+            # the name of the visible suite's bytecode there, as the trusted process computes it
+            fh.write(_BYTECODE_PROBE.format(folder=str(folder), compiled=str(folder) + str(visible_pyc)))
+        looks = []
+        for _ in range(2):  # the first run writes the folder, the second reads it
+            request = GradeRequest(config, str(submission), protect=list(preloaded.protect), launcher=preloaded)
+            results = grade_run(request).to_dict()
+            assert results["score"] == results["max_score"], results
+            looks += [
+                line
+                for s in results["skills"]
+                for t in s["tests"]
+                for p in t.get("printed") or []
+                for line in p["text"].splitlines()
+                if line.startswith("LOOK ")
+            ]
+            compiled = {p.name.split(".")[0] for p in folder.rglob("*.pyc")}
+            assert {"test_qkv_visible", "test_qkv_hidden"} <= compiled, sorted(compiled)
+            assert Path(str(folder) + str(visible_pyc)).is_file()
+        assert preloaded.fallbacks == 0
+    # the folder is empty or unlistable, its bytecode unreadable, on the first run and the second
+    assert looks and all(("listed 0" in line or "unlisted" in line) and "unread" in line for line in looks), looks
+    assert not folder.exists()
 
 
 _STACK_PROBE = """

@@ -7,6 +7,15 @@ instead of starting Python and importing torch again.
 run's parent, kills it: no pid-reuse race). A plan for another root or suites folder, a
 command or environment not the one the process was started for, or any run after it died,
 is started with ``trusted.popen`` — slower, never different.
+
+The batch's bytecode folder (``bytecode_dir``): each forked run compiles the modules it
+imports after the fork — the suites, hidden tests included, their course helpers — into
+this private folder (``sys.pycache_prefix``, preloaded._child), and every later run reads
+them from there instead of compiling them again: ~0.3 CPU s a student where Python writes
+no bytecode (``PYTHONDONTWRITEBYTECODE=1``, how this repository's environments and
+Gradescope run). It is made here (mode 0700, the grader's), named in ``protect`` (so every
+worker's confinement hides it as it hides the suites: runner/grade._protected) and removed
+by ``close``; nothing is written beside the grader or the course.
 """
 
 from __future__ import annotations
@@ -23,6 +32,7 @@ from pathlib import Path
 
 from ...runner.process import trusted
 from ...runner.process.trusted import Plan, TrustedProcess
+from ...sandbox.tree import remove_tree
 
 PYTEST = [sys.executable, "-s", "-m", "pytest"]
 
@@ -75,11 +85,23 @@ class Preloaded:
         self.started_seconds = 0.0
         self.not_preloaded: list[str] = []
         self._stderr = tempfile.TemporaryFile()  # what the preloaded process says if it breaks
+        self.bytecode_dir = Path(tempfile.mkdtemp(prefix="autograder-bytecode-"))  # mode 0700
+        #: what no worker of this batch may read (GradeRequest.protect)
+        self.protect = [self.bytecode_dir.resolve()]
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._sock = ours
         started = time.monotonic()
         self.proc = subprocess.Popen(
-            [sys.executable, "-s", "-m", "autograder.instructor.batch.preloaded", str(theirs.fileno()), ",".join(preload), label],
+            [
+                sys.executable,
+                "-s",
+                "-m",
+                "autograder.instructor.batch.preloaded",
+                str(theirs.fileno()),
+                ",".join(preload),
+                label,
+                str(self.bytecode_dir),
+            ],
             cwd=root,
             env=self.env,
             stdin=subprocess.DEVNULL,
@@ -94,9 +116,11 @@ class Preloaded:
             data = ours.recv(1 << 16)
         except OSError as exc:
             self._stop_process()
+            remove_tree(self.bytecode_dir)
             raise PreloadError(f"the batch's preloaded process did not start: {exc}") from None
         if not data:
             self._stop_process()
+            remove_tree(self.bytecode_dir)
             err = self._preloaded_stderr()
             raise PreloadError(f"the batch's preloaded process did not start: {err.strip() or 'it exited'}")
         ready = json.loads(data)
@@ -213,6 +237,7 @@ class Preloaded:
         except OSError:
             pass
         self._stderr.close()
+        remove_tree(self.bytecode_dir)
 
     def _preloaded_stderr(self) -> str:
         try:

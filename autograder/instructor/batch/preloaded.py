@@ -21,6 +21,9 @@ descriptors (manifest pipe, progress pipe, log file); this process forks a child
   survive ``fork()`` once it has run: docs/ARCHITECTURE.md, *Processes* — and hands it to the
   plugin with ``--ag-fork-server`` (forked here rather than from the plugin's first hook, the
   workers' Python stack is ~20 frames shallower: see sandbox/zygote._BecomeWorker),
+- compiles what it imports from then on (the suites, hidden tests included) into the batch's
+  private bytecode folder, and reads what an earlier run compiled there (``_cache_bytecode``:
+  set after the fork server is forked, so no worker inherits even the folder's name),
 - and runs pytest's ``__main__`` (``early.become_pytest``): from here on it is the same program
   as the fresh one (the plugin adopts the fork server and reads the manifest). It never
   returns into this process: it leaves with ``os._exit``.
@@ -47,6 +50,9 @@ import sys
 import time
 
 MAX_MESSAGE = 1 << 20
+
+#: the batch's private bytecode folder (launcher.Preloaded.bytecode_dir), or None
+_BYTECODE_DIR: str | None = None
 
 
 def _preload(extra: list[str]) -> list[str]:
@@ -152,6 +158,7 @@ def _child(sock: socket.socket, request: dict, fds: list[int]) -> None:
         if any(arg.startswith("--ag-run=") for arg in argv):  # a grading run (trusted.command)
             server = sandbox_fork_server.start()
             argv.append(f"--ag-fork-server={sandbox_fork_server.handed_over(server)}")
+            _cache_bytecode()
         become_pytest(argv)
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 1
@@ -170,6 +177,19 @@ def _child(sock: socket.socket, request: dict, fds: list[int]) -> None:
         except Exception:
             pass
         os._exit(code if isinstance(code, int) else 1)
+
+
+def _cache_bytecode() -> None:
+    """From here on this run's imports (the suites, their course helpers, whatever pytest
+    or the plugin imports late) read and write their bytecode in the batch's private folder,
+    not beside their sources: the first run of a batch compiles the suites, every later one
+    reads them (validated against each source's mtime and size, as any ``.pyc``). Only in a
+    grading run, after its fork server is forked: a worker never has the setting. Written
+    even under ``PYTHONDONTWRITEBYTECODE``, whose point is nothing written beside the
+    grader: the folder is the batch's own, hidden from workers and removed at its end."""
+    if _BYTECODE_DIR is not None and os.path.isdir(_BYTECODE_DIR):
+        sys.pycache_prefix = _BYTECODE_DIR
+        sys.dont_write_bytecode = False
 
 
 class _Forker:
@@ -270,9 +290,11 @@ class _Forker:
 
 def main(argv: list[str]) -> int:
     """argv: socket fd, comma-separated extra modules to preload, a label (the batch's --out:
-    it shows in ``ps`` for this process and every run forked from it)."""
-    global _STARTUP
+    it shows in ``ps`` for this process and every run forked from it), the batch's private
+    bytecode folder (optional)."""
+    global _STARTUP, _BYTECODE_DIR
     _STARTUP = _startup_signals()
+    _BYTECODE_DIR = argv[3] if len(argv) > 3 and argv[3] else None
     fd = int(argv[0])
     extra = [m for m in (argv[1].split(",") if len(argv) > 1 else []) if m]
     sock = socket.socket(fileno=fd)

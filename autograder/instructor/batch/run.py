@@ -136,7 +136,7 @@ def _grade_one(
             config,
             str(folder),
             seed=options.seed,
-            protect=[options.out.resolve()],
+            protect=[options.out.resolve(), *getattr(launcher, "protect", ())],  # the preloaded launcher's bytecode
             launcher=launcher,
             on_event=on_event,
             seed_key_file=options.seed_key_file,
