@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import fnmatch
 import functools
+import re
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -25,6 +26,7 @@ def own_frame(own_files: str) -> list:
 
 
 _REGISTRATIONS: list[tuple[str, str]] | None = None
+_NAMES: list[str] | None = None
 #: computes nothing (shapes only), and torch refuses a Python kernel there for composite ops
 _SKIPPED_KEYS = frozenset({"Meta"})
 
@@ -34,7 +36,7 @@ def kernel_registrations() -> list[tuple[str, str]]:
     that key — backends, alias keys (``CompositeExplicitAutograd``: the kernel of every
     backend without one of its own), autograd, functorch, autocast. Read once from torch's
     registry; the fork server computes it before forking (``zygote._warm_up``)."""
-    global _REGISTRATIONS
+    global _REGISTRATIONS, _NAMES
     if _REGISTRATIONS is None:
         found = []
         for key in torch._C.DispatchKey.__members__:
@@ -46,7 +48,14 @@ def kernel_registrations() -> list[tuple[str, str]]:
                 continue
             found += [(name, key) for name in names if name.startswith("aten::")]
         _REGISTRATIONS = found
+        _NAMES = list(dict.fromkeys(name for name, _ in found))
     return _REGISTRATIONS
+
+
+def _registered_names() -> list[str]:
+    """The distinct operator names of ``kernel_registrations``, in its order (read with it)."""
+    kernel_registrations()
+    return _NAMES or []
 
 
 def _aten_base(qualified: str) -> str:
@@ -78,15 +87,11 @@ class KernelBan:
         cached = _TARGETS.get(self.patterns)
         if cached is not None:
             return cached
-        matched: dict[str, bool] = {}
-        out = []
-        for name, key in kernel_registrations():
-            hit = matched.get(name)
-            if hit is None:
-                base = _aten_base(name)
-                hit = matched[name] = any(fnmatch.fnmatchcase(base, p) for p in self.patterns)
-            if hit:
-                out.append((name, key))
+        # one regular expression for all patterns (fnmatch's own translation), tried once per
+        # operator name, not once per (name, key) and pattern: ~10 000 registrations, ~2 500 names
+        match = re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in self.patterns)).match
+        hits = {name for name in _registered_names() if match(_aten_base(name))}
+        out = [(name, key) for name, key in kernel_registrations() if name in hits]
         _TARGETS[self.patterns] = out
         return out
 
