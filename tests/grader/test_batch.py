@@ -395,7 +395,7 @@ _look({folder!r}, {compiled!r})
 
 def test_a_batch_compiles_the_suites_once_into_a_private_folder_no_worker_reads_and_removes_it(tmp_path, fast_config):
     """Where Python writes no bytecode (PYTHONDONTWRITEBYTECODE=1, as here and on Gradescope)
-    every student's run compiled the suites again (~0.3 CPU s a student): a batch's forked
+    every student's run compiled the suites again (~0.12 CPU s a student): a batch's forked
     runs now compile into the batch's own folder (``Preloaded.bytecode_dir``), which later
     runs read. The folder is the grader's alone (0700), hidden from every worker like the
     suites (the run's ``protect``: a submission that knows its name reads nothing there, on

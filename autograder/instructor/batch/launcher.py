@@ -11,7 +11,7 @@ is started with ``trusted.popen`` — slower, never different.
 The batch's bytecode folder (``bytecode_dir``): each forked run compiles the modules it
 imports after the fork — the suites, hidden tests included, their course helpers — into
 this private folder (``sys.pycache_prefix``, preloaded._child), and every later run reads
-them from there instead of compiling them again: ~0.3 CPU s a student where Python writes
+them from there instead of compiling them again: ~0.12 CPU s a student where Python writes
 no bytecode (``PYTHONDONTWRITEBYTECODE=1``, how this repository's environments and
 Gradescope run). It is made here (mode 0700, the grader's), named in ``protect`` (so every
 worker's confinement hides it as it hides the suites: runner/grade._protected) and removed
