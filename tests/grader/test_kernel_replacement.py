@@ -264,3 +264,31 @@ def test_correct_code_never_meets_a_replaced_kernel(folder):
     x = torch.randn(2, 3, 4, generator=g)
     value, _, t = _record(lambda: mha(x), mha_reshape_data.REPLACED, own=own)
     assert isinstance(value, torch.Tensor) and not t, value
+
+
+@pytest.mark.parametrize(
+    "patterns",
+    [
+        dispatch.NO_AUTOGRAD_REPLACED,
+        row_softmax_data.REPLACED,
+        mha_reshape_data.REPLACED,
+        ("[a-c]*", "_make_dual"),
+        ("*softmax*.out",),  # names are matched without their overload: nothing
+    ],
+)
+def test_the_replaced_kernels_are_exactly_the_registrations_whose_name_matches_a_pattern(patterns):
+    """KernelBan.targets matches each operator name once with one regular expression (speed):
+    what it finds is, in torch's registration order, every (operator, key) whose name without
+    namespace and overload (an in-place ``add_`` read as ``add``) ``fnmatch`` matches."""
+    import fnmatch
+
+    from autograder.sandbox.probes import bans
+
+    want = [
+        (name, key)
+        for name, key in bans.kernel_registrations()
+        if any(fnmatch.fnmatchcase(bans._aten_base(name), p) for p in patterns)
+    ]
+    bans._TARGETS.pop(tuple(patterns), None)
+    assert KernelBan(tuple(patterns), lambda op: None).targets() == want
+    assert want or patterns == ("*softmax*.out",)
