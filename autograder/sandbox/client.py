@@ -242,6 +242,9 @@ class Worker:
                 poll_s=None if cpu_limit is None else cpu_poll_s(cpu_limit),
             )
         except PeerTimeout:
+            if not over and cpu_start is not None:  # the wall-clock backstop: what it used, read before the kill
+                now = self.cpu_seconds()
+                self.last_cpu = None if now is None else cpu_used(cpu_start, now)
             self._stop(reason=f"timed out during {during}", killed=True)
             if over:
                 self.last_cpu = over[-1]
