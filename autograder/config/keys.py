@@ -216,6 +216,13 @@ KEYS: tuple[Key, ...] = (
         "costliest of slow_solutions)",
     ),
     _limit("call_cpu_floor_s", NUMBER, 1.0, 3600, "a call's CPU-time limit is never below this (worker CPU seconds)"),
+    _limit(
+        "skill_cpu_floor_s",
+        NUMBER,
+        6.0,
+        86400,
+        "the CPU time one skill's calls may use in all is never below this (worker CPU seconds)",
+    ),
     Key(
         "limits.slow_solutions",
         LIST,
@@ -223,13 +230,6 @@ KEYS: tuple[Key, ...] = (
         "`reference-cpu` measures them beside solutions/ and each figure of the CPU tables is the costliest of them "
         "all, so the CPU limits leave every correct style its margin, however much slower than the reference",
         (),
-    ),
-    _limit(
-        "skill_cpu_floor_s",
-        NUMBER,
-        6.0,
-        86400,
-        "the CPU time one skill's calls may use in all is never below this (worker CPU seconds)",
     ),
     _limit(
         "memory_mib",
