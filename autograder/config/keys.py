@@ -202,9 +202,9 @@ KEYS: tuple[Key, ...] = (
         NUMBER,
         10.0,
         1000,
-        "a call may use this × the worker CPU time of the reference's costliest call of its skill "
-        "(tests/suites/<skill>/snapshots/reference_cpu.toml, autograder/runner/cpu_limits.py); 0: no CPU limits, the "
-        "wall-clock ones alone",
+        "a call of a function (class, probe) may use this × the worker CPU time of that function's costliest call "
+        "in the reference and slow_solutions (tests/suites/<skill>/snapshots/reference_cpu.toml, "
+        "autograder/runner/cpu_limits.py); 0: no CPU limits, the wall-clock ones alone",
         above=False,
     ),
     _limit(
@@ -212,7 +212,8 @@ KEYS: tuple[Key, ...] = (
         NUMBER,
         12.0,
         1000,
-        "one skill's calls may use this × the worker CPU time of all the reference's calls of the skill",
+        "one skill's calls may use this × the worker CPU time of all the skill's calls in the reference (or the "
+        "costliest of slow_solutions)",
     ),
     _limit("call_cpu_floor_s", NUMBER, 1.0, 3600, "a call's CPU-time limit is never below this (worker CPU seconds)"),
     _limit(
@@ -221,6 +222,14 @@ KEYS: tuple[Key, ...] = (
         6.0,
         86400,
         "the CPU time one skill's calls may use in all is never below this (worker CPU seconds)",
+    ),
+    Key(
+        "limits.slow_solutions",
+        LIST,
+        "correct submissions written slowly on purpose (Python loops, float64), folders relative to the repository: "
+        "`reference-cpu` measures them beside solutions/ and each figure of the CPU tables is the costliest of them "
+        "all, so the CPU limits leave every correct style its margin, however much slower than the reference",
+        (),
     ),
     _limit(
         "memory_mib",

@@ -19,6 +19,7 @@ class Limits:
     skill_cpu_factor: float = _default("limits.skill_cpu_factor")
     call_cpu_floor_s: float = _default("limits.call_cpu_floor_s")
     skill_cpu_floor_s: float = _default("limits.skill_cpu_floor_s")
+    slow_solutions: tuple[str, ...] = _default("limits.slow_solutions")
     memory_mib: int = _default("limits.memory_mib")
     output_kib: int = _default("limits.output_kib")
     worker_start_timeout_s: float = _default("limits.worker_start_timeout_s")

@@ -32,8 +32,11 @@ def number(value: float) -> str:
     return f"{value:g}"
 
 
-def _item(value: float):
-    """A TOML number: an integer when it is whole (``20``, not ``20.0``), else the float's repr."""
+def _item(value: float | list[str] | tuple[str, ...]):
+    """A TOML number: an integer when it is whole (``20``, not ``20.0``), else the float's
+    repr; a list (``[limits] slow_solutions``) as an array."""
+    if isinstance(value, (list, tuple)):
+        return tomlkit.item(list(value))
     return tomlkit.item(int(value) if float(value).is_integer() else float(value))
 
 
@@ -143,7 +146,7 @@ def assignment_copy(config_text: str, skills: tuple[str, ...]) -> str:
 
 
 # --------------------------------------------------------------------------- [limits]
-def with_values(text: str, table: str, values: dict[str, float]) -> str:
+def with_values(text: str, table: str, values: dict[str, float | list[str] | tuple[str, ...]]) -> str:
     """``text`` with ``[table]``'s keys set to ``values`` (comments kept; missing keys added at
     the table's end, the table at the file's end when there is none)."""
     doc = tomlkit.parse(text)

@@ -3,28 +3,35 @@
 Each skill ships ``tests/suites/<skill>/snapshots/reference_cpu.toml`` (written by
 ``python -m autograder reference-cpu``, checked by its ``--check`` in ``make check``): the
 worker CPU seconds the reference solution's calls into the skill's module used in a full
-grade (hidden tests included) — its costliest single call and all its calls together — and
-the CPU seconds a fixed pure-Python workload (``calibrate``) took on the machine that
-measured them. A run then allows
+grade (hidden tests included) — under ``[calls]`` the costliest single call of each target
+(a function, a class with the method calls a test makes on it, a rule check's probe
+``probe:<name>``, the module's ``import``), and all its calls together — and the CPU seconds
+a fixed pure-Python workload (``calibrate``) took on the machine that measured them. A run
+then allows
 
-    one call   max([limits] call_cpu_floor_s,  cpu_factor × costliest call)   × scale
-    the skill  max([limits] skill_cpu_floor_s, skill_cpu_factor × all calls) × scale
+    one call of T  max([limits] call_cpu_floor_s,  cpu_factor × T's costliest call) × scale
+    the skill      max([limits] skill_cpu_floor_s, skill_cpu_factor × all calls)   × scale
 
 where ``scale`` = this machine's calibration time over the table's, never below 1 (a slower
-CPU gets more, a faster one never less). These limits count the worker's own CPU time
-(sandbox.client.Worker.request), so a busy machine never reads as slow code; the wall-clock
-``[limits] call_timeout_s`` and ``skill_time_s`` stay as generous backstops (code that
-sleeps, or a platform where CPU time cannot be read). A skill without a table keeps the
+CPU gets more, a faster one never less). A limit per target, not per skill: an endless loop
+in a function the reference runs in a millisecond is stopped after the floor (a fraction of
+a second), not after what the skill's costliest call needs; what a looping submission costs
+is the sum of its functions' limits. These limits count the worker's own CPU time, to the
+nanosecond (sandbox.client.Worker.request), so a busy machine never reads as slow code; the
+wall-clock ``[limits] call_timeout_s`` and ``skill_time_s`` stay as generous backstops (code
+that sleeps, or a platform where CPU time cannot be read). A skill without a table keeps the
 wall-clock limits alone.
 
 The generator rounds each figure up to two significant digits and keeps a shipped table
-while the new figures are within ``SLACK`` × of it either way (``covers``): CPU time on a
-shared machine varies from run to run, so rerunning it rewrites nothing (byte-stable), and
-``--check`` fails only when the reference's cost really moved.
+while the new figures are within ``SLACK`` × (± ``NOISE_S``) of it either way (``covers``)
+and name the same targets: CPU time on a shared machine varies from run to run, so rerunning
+it rewrites nothing (byte-stable), and ``--check`` fails only when the reference's cost
+really moved.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import time
 import tomllib
@@ -35,31 +42,48 @@ TABLE_NAME = "reference_cpu.toml"
 #: a scale never above this, whatever the calibration measured (a one-off hiccup)
 MAX_SCALE = 8.0
 #: a shipped figure is kept while a new measurement is within [figure / SLACK, figure × SLACK]
-#: (± one 10 ms tick): CPU time on a shared machine varies that much from run to run, and the
-#: limits' factors (6-10 ×) leave room for it
+#: (± ``NOISE_S``): CPU time on a shared machine varies that much from run to run, and the
+#: limits' factors leave room for it
 SLACK = 3.0
-TICK_S = 0.01
+#: the absolute noise allowed on top of SLACK: a call of a few milliseconds varies by about
+#: this under load (the kernel updates a running thread's time at its scheduler tick)
+NOISE_S = 0.01
+#: the smallest figure a table holds (the reading is in nanoseconds; below this is noise)
+MIN_FIGURE_S = 0.001
 #: the calibration loop's size: ~5 ms of one core here, run CALIBRATION_RUNS times (the fastest counts)
 CALIBRATION_STEPS = 60_000
 CALIBRATION_RUNS = 3
+_FIX = "run `python -m autograder reference-cpu` and commit the table"
 
 
 @dataclass(frozen=True)
 class ReferenceCpu:
-    """One skill's table: CPU seconds of the reference's costliest call, of all its calls,
+    """One skill's table: CPU seconds of the reference's costliest call of each target (a
+    function, a class — its constructor and the method calls a test makes on it —, a rule
+    check's probe ``probe:<name>``, the module's ``import``), of all its calls together,
     and of the calibration workload, on the machine that measured them."""
 
-    slowest_call_s: float
+    calls: dict[str, float]
     all_calls_s: float
     calibration_s: float
 
+    @property
+    def slowest_call_s(self) -> float:
+        return max(self.calls.values(), default=self.all_calls_s)
+
 
 class TableError(ValueError):
-    """A reference_cpu.toml that cannot be read: the message names the file and the fix."""
+    """A reference_cpu.toml that cannot be read: the message names the file, the key and the fix."""
 
 
 def table_path(suites_dir: Path, skill: str) -> Path:
     return suites_dir / skill / "snapshots" / TABLE_NAME
+
+
+def _figure(path: Path, key: str, value: object) -> float:
+    if type(value) not in (int, float) or not math.isfinite(value) or value <= 0:  # type: ignore[arg-type]
+        raise TableError(f"{path}: {key} = {value!r} must be a number of CPU seconds above 0 — {_FIX}")
+    return float(value)  # type: ignore[arg-type]
 
 
 def load(path: Path) -> ReferenceCpu | None:
@@ -68,37 +92,55 @@ def load(path: Path) -> ReferenceCpu | None:
         return None
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
-        values = [data[key] for key in ("slowest_call_s", "all_calls_s", "calibration_s")]
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, KeyError) as exc:
-        raise TableError(
-            f"{path}: not a reference CPU table ({type(exc).__name__}: {exc}) — run `python -m autograder reference-cpu`"
-        ) from None
-    if not all(type(v) in (int, float) and math.isfinite(v) and v > 0 for v in values):
-        raise TableError(f"{path}: every figure must be a number above 0 — run `python -m autograder reference-cpu`")
-    return ReferenceCpu(*(float(v) for v in values))
-
-
-def render(table: ReferenceCpu, skill: str) -> str:
-    return (
-        f"# generated by `python -m autograder reference-cpu` from solutions/ and tests/suites/{skill}/ — do not edit\n"
-        "# worker CPU seconds of the reference's calls in a full grade (autograder/runner/cpu_limits.py)\n"
-        f"slowest_call_s = {table.slowest_call_s!r}\n"
-        f"all_calls_s = {table.all_calls_s!r}\n"
-        f"calibration_s = {table.calibration_s!r}\n"
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise TableError(f"{path}: not a reference CPU table ({type(exc).__name__}: {exc}) — {_FIX}") from None
+    for key in ("all_calls_s", "calibration_s", "calls"):
+        if key not in data:
+            hint = " (a table from before per-function limits: it had slowest_call_s)" if "slowest_call_s" in data else ""
+            raise TableError(f"{path}: no {key}{hint} — {_FIX}")
+    calls = data["calls"]
+    if type(calls) is not dict or not calls:
+        raise TableError(f"{path}: [calls] must name each function, class or probe with its CPU seconds — {_FIX}")
+    unknown = sorted(set(data) - {"all_calls_s", "calibration_s", "calls"})
+    if unknown:
+        raise TableError(f"{path}: unknown key {unknown[0]!r} — {_FIX}")
+    return ReferenceCpu(
+        {str(target): _figure(path, f"calls.{target}", value) for target, value in calls.items()},
+        _figure(path, "all_calls_s", data["all_calls_s"]),
+        _figure(path, "calibration_s", data["calibration_s"]),
     )
 
 
+def _toml_key(name: str) -> str:
+    return name if name.replace("_", "a").isalnum() and name.isascii() else json.dumps(name)
+
+
+def render(table: ReferenceCpu, skill: str) -> str:
+    lines = [
+        f"# generated by `python -m autograder reference-cpu` from solutions/ and tests/suites/{skill}/ — do not edit",
+        "# worker CPU seconds of the calls of solutions/ and [limits] slow_solutions in a full grade, the costliest",
+        "# of them: all calls, and under [calls] the costliest call of each function, class, probe and the import",
+        "# (autograder/runner/cpu_limits.py)",
+        f"all_calls_s = {table.all_calls_s!r}",
+        f"calibration_s = {table.calibration_s!r}",
+        "",
+        "[calls]",
+    ]
+    lines += [f"{_toml_key(target)} = {seconds!r}" for target, seconds in sorted(table.calls.items())]
+    return "\n".join(lines) + "\n"
+
+
 def round_up(seconds: float) -> float:
-    """``seconds`` rounded up to two significant digits (0.123 → 0.13), at least 0.01 (CPU
-    time is read in 10 ms ticks): no noise digits in the table."""
-    seconds = max(seconds, 0.01)
+    """``seconds`` rounded up to two significant digits (0.123 → 0.13), at least
+    ``MIN_FIGURE_S``: no noise digits in the table."""
+    seconds = max(seconds, MIN_FIGURE_S)
     unit = 10.0 ** (math.floor(math.log10(seconds)) - 1)
     return round(math.ceil(seconds / unit - 1e-9) * unit, 6)
 
 
 def covers(shipped: float, measured: float) -> bool:
     """A shipped figure still right for a new measurement: within ``SLACK`` × either way."""
-    return measured <= SLACK * shipped + TICK_S and shipped <= SLACK * measured + TICK_S
+    return measured <= SLACK * shipped + NOISE_S and shipped <= SLACK * measured + NOISE_S
 
 
 def calibrate() -> float:
@@ -119,23 +161,46 @@ def scale(table: ReferenceCpu, calibration_s: float) -> float:
     return min(MAX_SCALE, max(1.0, calibration_s / table.calibration_s))
 
 
-def limits_for(table: ReferenceCpu, limits, by: float) -> tuple[float, float]:
-    """(CPU seconds one call may use, CPU seconds all the skill's calls may use), ``limits``
-    being ``[limits]`` (config.Limits) and ``by`` the machine's scale."""
-    per_call = max(limits.call_cpu_floor_s, limits.cpu_factor * table.slowest_call_s) * by
+def call_limit(table: ReferenceCpu, limits, by: float, target: str | None = None) -> float:
+    """CPU seconds one call of ``target`` may use: max(``call_cpu_floor_s``, ``cpu_factor`` ×
+    its own costliest reference call) × ``by`` (the machine's scale); a target the table does
+    not name (a test path the reference never took) gets the skill's costliest call's."""
+    reference = table.calls.get(target, table.slowest_call_s) if target is not None else table.slowest_call_s
+    return round(max(limits.call_cpu_floor_s, limits.cpu_factor * reference) * by, 3)
+
+
+def limits_for(table: ReferenceCpu, limits, by: float) -> tuple[float, float, dict[str, float]]:
+    """(CPU seconds a call of a target the table does not name may use, CPU seconds all the
+    skill's calls may use, {target: CPU seconds one call of it may use}), ``limits`` being
+    ``[limits]`` (config.Limits) and ``by`` the machine's scale."""
+    per_target = {target: call_limit(table, limits, by, target) for target in table.calls}
+    per_call = call_limit(table, limits, by)
     budget = max(limits.skill_cpu_floor_s, limits.skill_cpu_factor * table.all_calls_s) * by
-    return round(per_call, 3), round(max(budget, per_call), 3)
+    return per_call, round(max(budget, per_call), 3), per_target
 
 
-def run_limits(config, calibration_s: float | None = None) -> dict[str, list[float]]:
-    """{module name: [per call, per skill]} CPU seconds for a run of ``config``'s skills
-    that have a table (``[limits] cpu_factor`` 0 turns the CPU limits off)."""
+@dataclass
+class RunCpuLimits:
+    """A run's CPU limits: {module: [per call, per skill]} and {module: {target: per call}}."""
+
+    skills: dict[str, list[float]]
+    calls: dict[str, dict[str, float]]
+
+
+def run_limits(config, calibration_s: float | None = None) -> RunCpuLimits:
+    """The CPU limits of a run of ``config``'s skills that have a table (``[limits]
+    cpu_factor`` 0 turns the CPU limits off: none)."""
     limits = config.limits
     if limits.cpu_factor <= 0:
-        return {}
+        return RunCpuLimits({}, {})
     found = {skill.module_name: load(table_path(config.suites_dir, skill.id)) for skill in config.skills.values()}
     tables = {module: table for module, table in found.items() if table is not None}
     if not tables:
-        return {}
+        return RunCpuLimits({}, {})
     measured = calibrate() if calibration_s is None else calibration_s
-    return {module: list(limits_for(table, limits, scale(table, measured))) for module, table in tables.items()}
+    out = RunCpuLimits({}, {})
+    for module, table in tables.items():
+        per_call, budget, per_target = limits_for(table, limits, scale(table, measured))
+        out.skills[module] = [per_call, budget]
+        out.calls[module] = per_target
+    return out

@@ -60,7 +60,8 @@ def _add_run(
     """The plan plus what this run decided: the submission's modules, the seed, the worker,
     the CPU-time limits (from the reference's, scaled to this machine: cpu_limits.py)."""
     if with_cpu_limits:
-        manifest.limits.cpu = cpu_limits.run_limits(config)
+        run_cpu = cpu_limits.run_limits(config)
+        manifest.limits.cpu, manifest.limits.cpu_calls = run_cpu.skills, run_cpu.calls
     manifest.modules = dict(prepared.facts)
     manifest.helpers = {
         name: info["copy_path"] for name, info in {**prepared.siblings, **prepared.helpers}.items() if info.get("copy_path")

@@ -36,6 +36,9 @@ class RunLimits:
     #: module → [CPU seconds one call may use, CPU seconds all its calls may use] (cpu_limits.py);
     #: a module not listed has the wall-clock limits alone
     cpu: dict[str, list[float]] = field(default_factory=dict)
+    #: module → target → CPU seconds one call of it may use (cpu_limits.py: from that target's
+    #: own costliest reference call); a target not listed has its module's per-call limit above
+    cpu_calls: dict[str, dict[str, float]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, limits: Limits) -> RunLimits:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import channel, features, zygote
-from .protocol import PeerClosed, PeerTimeout, ProtocolError, decode, encode, recv_message, send_message
+from .protocol import POLL_S, PeerClosed, PeerTimeout, ProtocolError, decode, encode, recv_message, send_message
 from .spec import WorkerSpec
 
 
@@ -84,6 +84,28 @@ class Reply:
 
 
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+#: what /proc/<pid>/stat may show above the main thread's own time for the same span (its
+#: ticks are rounded): more means other threads ran, and the coarser figure of all counts
+_TICK_SLACK_S = 2.5 / _CLOCK_TICKS
+
+
+def cpu_poll_s(cpu_limit: float) -> float:
+    """How often the worker's CPU time is read while a call with ``cpu_limit`` runs: an
+    eighth of the limit (a loop is stopped within ~12 % of it), between 10 and 50 ms (each
+    reading costs the trusted side ~0.1 ms; a call that finishes sooner costs none)."""
+    return min(POLL_S, max(0.01, cpu_limit / 8))
+
+
+def cpu_used(start: tuple[float | None, float], now: tuple[float | None, float]) -> float:
+    """CPU seconds between two ``Worker.cpu_seconds`` readings: the main thread's, to the
+    nanosecond (a call limit of a tenth of a second needs better than 10 ms ticks), unless
+    the whole process's ticks show clearly more — a thread the sandbox could not refuse
+    (no seccomp) — which then count: time on another thread is never free."""
+    coarse = max(0.0, now[1] - start[1])
+    if start[0] is None or now[0] is None:
+        return coarse
+    precise = max(0.0, now[0] - start[0])
+    return coarse if coarse > precise + _TICK_SLACK_S else precise
 
 
 class Worker:
@@ -121,16 +143,24 @@ class Worker:
         tell: the worker is then not reused (each test gets a fresh one, same verdicts)."""
         return features.process_usage(self.pid)
 
-    def cpu_seconds(self) -> float | None:
-        """User + system CPU time of the worker process, all its threads, read by us from
-        /proc/<pid>/stat (utime and stime, the 14th and 15th fields of stat(5)); None where
-        it cannot be read (no /proc): the limits then fall back to wall time."""
+    def cpu_seconds(self) -> tuple[float | None, float] | None:
+        """The worker's CPU time, read by us (never asked of the worker): (seconds its main
+        thread ran, from /proc/<pid>/schedstat in nanoseconds — None where there is none;
+        user + system seconds of all its threads, from /proc/<pid>/stat in 10 ms ticks, the
+        14th and 15th fields of stat(5)). None where neither can be read (no /proc): the
+        limits then fall back to wall time. ``cpu_used`` turns two readings into seconds."""
         try:
             with open(f"{features.PROC}/{self.pid}/stat", "rb") as fh:
                 fields = fh.read().rsplit(b")", 1)[1].split()
-            return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
+            ticks = (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
         except (OSError, IndexError, ValueError):
             return None
+        try:
+            with open(f"{features.PROC}/{self.pid}/schedstat", "rb") as fh:
+                precise: float | None = int(fh.read().split()[0]) / 1e9
+        except (OSError, IndexError, ValueError):
+            precise = None
+        return precise, ticks
 
     def reusable(self) -> bool:
         """Alive, no thread of the submission's left running, no large growth: only such a
@@ -182,18 +212,25 @@ class Worker:
         finally:
             if start is not None and self.alive:
                 now = self.cpu_seconds()
-                self.last_cpu = None if now is None else max(0.0, now - start)
+                self.last_cpu = None if now is None else cpu_used(start, now)
 
     def _recv(
-        self, timeout: float, during: str, cpu_limit: float | None = None, cpu_start: float | None = None
+        self,
+        timeout: float,
+        during: str,
+        cpu_limit: float | None = None,
+        cpu_start: tuple[float | None, float] | None = None,
     ) -> tuple[dict, bytes]:
         over: list[float] = []
 
         def within_cpu() -> bool:
             now = self.cpu_seconds()
-            if now is None or cpu_start is None or now - cpu_start <= cpu_limit:  # type: ignore[operator]
+            if now is None or cpu_start is None:
                 return True
-            over.append(now - cpu_start)
+            used = cpu_used(cpu_start, now)
+            if used <= cpu_limit:  # type: ignore[operator]
+                return True
+            over.append(used)
             return False
 
         try:
@@ -202,8 +239,12 @@ class Worker:
                 time.monotonic() + timeout,
                 max_blob=self.sandbox.max_reply_bytes,
                 keep_waiting=within_cpu if cpu_limit is not None else None,
+                poll_s=None if cpu_limit is None else cpu_poll_s(cpu_limit),
             )
         except PeerTimeout:
+            if not over and cpu_start is not None:  # the wall-clock backstop: what it used, read before the kill
+                now = self.cpu_seconds()
+                self.last_cpu = None if now is None else cpu_used(cpu_start, now)
             self._stop(reason=f"timed out during {during}", killed=True)
             if over:
                 self.last_cpu = over[-1]

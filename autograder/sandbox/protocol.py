@@ -390,11 +390,13 @@ def recv_message(
     max_header: int = 8 << 20,
     max_blob: int = 1 << 30,
     keep_waiting: Callable[[], bool] | None = None,
+    poll_s: float | None = None,
 ) -> tuple[dict, bytes]:
     """Read one frame; ``deadline`` is a ``time.monotonic()`` value (None = wait forever).
-    ``keep_waiting``, when given, is asked every ``POLL_S`` while nothing arrives: False
-    ends the wait as a timeout (the client's CPU-time limit of the peer)."""
-    prefix = _recv_exact(sock, _PREFIX.size, deadline, keep_waiting)
+    ``keep_waiting``, when given, is asked every ``poll_s`` (default ``POLL_S``) while
+    nothing arrives: False ends the wait as a timeout (the client's CPU-time limit of the peer)."""
+    poll = POLL_S if poll_s is None else poll_s
+    prefix = _recv_exact(sock, _PREFIX.size, deadline, keep_waiting, poll)
     magic, hlen, blen = _PREFIX.unpack(prefix)
     if magic != MAGIC:
         raise ProtocolError("bad frame magic")
@@ -402,7 +404,7 @@ def recv_message(
         raise ProtocolError(f"message header of {hlen} bytes exceeds the {max_header}-byte limit")
     if blen > max_blob:
         raise ProtocolError(f"message of {blen} bytes exceeds the {max_blob}-byte limit")
-    raw = _recv_exact(sock, hlen, deadline, keep_waiting)
+    raw = _recv_exact(sock, hlen, deadline, keep_waiting, poll)
     try:
         header = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
@@ -411,7 +413,7 @@ def recv_message(
         raise ProtocolError("message header is nested too deeply") from None
     if type(header) is not dict:
         raise ProtocolError("message header is not an object")
-    blob = _recv_exact(sock, blen, deadline, keep_waiting) if blen else bytearray()
+    blob = _recv_exact(sock, blen, deadline, keep_waiting, poll) if blen else bytearray()
     return header, blob
 
 
@@ -420,7 +422,11 @@ POLL_S = 0.05
 
 
 def _recv_exact(
-    sock: socket.socket, size: int, deadline: float | None, keep_waiting: Callable[[], bool] | None = None
+    sock: socket.socket,
+    size: int,
+    deadline: float | None,
+    keep_waiting: Callable[[], bool] | None = None,
+    poll_s: float = POLL_S,
 ) -> bytearray:
     """Exactly ``size`` bytes, read straight into one buffer (no second copy)."""
     buf = bytearray(size)
@@ -431,7 +437,7 @@ def _recv_exact(
         if remaining is not None and remaining <= 0:
             raise PeerTimeout("deadline passed")
         if keep_waiting is not None:
-            remaining = POLL_S if remaining is None else min(remaining, POLL_S)
+            remaining = poll_s if remaining is None else min(remaining, poll_s)
         sock.settimeout(remaining)
         try:
             n = sock.recv_into(view[got:], min(size - got, 1 << 20))

@@ -41,6 +41,9 @@ from .probe import Probe
 #: the cap is ``output_kib`` itself); and the number of printed entries kept per test
 PRINTED_PER_RUN = 16
 PRINTED_ENTRIES = 20
+#: the name a module's import has among its call targets (CPU limits, reference_cpu.toml):
+#: a keyword, so no function of the module can have it
+IMPORT_TARGET = "import"
 
 
 @dataclass
@@ -72,10 +75,18 @@ class Runtime:
     skill_time: float = float("inf")
     spent: dict[str, float] = field(default_factory=dict)  # module → wall seconds its calls took
     #: module → (CPU seconds one call may use, CPU seconds all its calls may use): from the
-    #: reference's own CPU time (testing/cpu_limits.py); a module not listed has no CPU limit
+    #: reference's own CPU time (runner/cpu_limits.py); a module not listed has no CPU limit.
+    #: The first is for a call whose target has no limit of its own in ``cpu_call_limits``.
     cpu_limits: dict[str, tuple[float, float]] = field(default_factory=dict)
+    #: module → target (function, class, "probe:<name>", "import") → CPU seconds one call of
+    #: it may use: from that target's own costliest reference call, so a function the
+    #: reference runs in a millisecond loops for a fraction of a second, not for the limit
+    #: the skill's costliest call needs
+    cpu_call_limits: dict[str, dict[str, float]] = field(default_factory=dict)
     cpu_spent: dict[str, float] = field(default_factory=dict)  # module → worker CPU seconds its calls used
     cpu_slowest: dict[str, float] = field(default_factory=dict)  # module → CPU seconds of its costliest call
+    #: module → target → CPU seconds of its costliest call (what the reference-cpu tables record)
+    cpu_slowest_by_target: dict[str, dict[str, float]] = field(default_factory=dict)
     #: module → CPU seconds of its calls stopped at their per-call limit: counted in cpu_spent
     #: (the report's figure) but not against the budget. A function that loops costs its own
     #: call limit once (it is not called again: ``timed_out``) and never the budget the
@@ -100,20 +111,21 @@ class Runtime:
         raised, or used up the budget itself), not those stopped at their own call limit."""
         return self.cpu_spent.get(module, 0.0) - self.cpu_timed_out.get(module, 0.0)
 
-    def deadline_for(self, module: str) -> tuple[float, float | None, bool]:
-        """(wall seconds this call may take, CPU seconds it may use or None, whether the
-        skill's budget rather than the per-call limit sets them)."""
+    def deadline_for(self, module: str, target: str | None = None) -> tuple[float, float | None, bool]:
+        """(wall seconds this call of ``target`` may take, CPU seconds it may use or None,
+        whether the skill's budget rather than the per-call limit sets them)."""
         wall_left = self.skill_time - self.spent.get(module, 0.0)
         wall, by_budget = (wall_left, True) if wall_left < self.call_timeout else (self.call_timeout, False)
         if module not in self.cpu_limits:
             return wall, None, by_budget
         per_call, budget = self.cpu_limits[module]
+        per_call = self.cpu_call_limits.get(module, {}).get(target or "", per_call)
         cpu_left = budget - self.cpu_charged(module)
         if cpu_left < per_call:
             return wall, cpu_left, True
         return wall, per_call, by_budget
 
-    def charge(self, module: str, seconds: float, cpu: float | None, timed_out: bool = False) -> None:
+    def charge(self, module: str, seconds: float, cpu: float | None, timed_out: bool = False, target: str | None = None) -> None:
         """A call took ``seconds`` of wall time and ``cpu`` seconds of the worker's CPU time
         (None where it cannot be read: the wall time counts instead); ``timed_out``: it was
         stopped at its own per-call limit (not the budget's), so its CPU time is not charged
@@ -123,6 +135,9 @@ class Runtime:
         used = seconds if cpu is None else cpu
         self.cpu_spent[module] = self.cpu_spent.get(module, 0.0) + used
         self.cpu_slowest[module] = max(self.cpu_slowest.get(module, 0.0), used)
+        if target is not None:
+            by_target = self.cpu_slowest_by_target.setdefault(module, {})
+            by_target[target] = max(by_target.get(target, 0.0), used)
         if timed_out:
             self.cpu_timed_out[module] = self.cpu_timed_out.get(module, 0.0) + used
 
@@ -254,7 +269,7 @@ class Submission:
         info = rt.modules[module]
         label = f"import of {info.display_path}"
         worker = self._ensure_worker()
-        timeout, cpu_limit, by_budget = rt.deadline_for(module)
+        timeout, cpu_limit, by_budget = rt.deadline_for(module, IMPORT_TARGET)
         started = time.monotonic()
         try:
             reply = worker.import_module(module, timeout, cpu_limit)
@@ -269,7 +284,7 @@ class Submission:
             self._dead = err
             raise err from None
         finally:
-            rt.charge(module, time.monotonic() - started, worker.last_cpu)
+            rt.charge(module, time.monotonic() - started, worker.last_cpu, target=IMPORT_TARGET)
         self._log(label, reply.out, reply.out_dropped)
         if not reply.ok:
             error = _classified(reply.error, module)
@@ -308,7 +323,7 @@ class Submission:
         self._import(module)
         rt = self._runtime
         worker = self._ensure_worker()
-        timeout, cpu_limit, by_budget = rt.deadline_for(module)
+        timeout, cpu_limit, by_budget = rt.deadline_for(module, key[1])
         started = time.monotonic()
         own_limit = False  # stopped at its own call limit: not charged to the skill's budget
         try:
@@ -327,7 +342,7 @@ class Submission:
             self._dead = _submission_error(exc, label, why)
             raise self._dead from None
         finally:
-            rt.charge(module, time.monotonic() - started, worker.last_cpu, timed_out=own_limit)
+            rt.charge(module, time.monotonic() - started, worker.last_cpu, timed_out=own_limit, target=key[1])
         self._log(label, reply.out, reply.out_dropped)
         self.autograd_uses.update(reply.autograd)
         self._last_dispatched = dispatch.parse(reply.dispatched)

@@ -141,13 +141,13 @@ def write_config(path: Path, text_edits: dict[str, str] | None = None, **limits:
 
 @pytest.fixture(scope="session")
 def fast_config(tmp_path_factory) -> Path:
-    """Short call limits, so attacks that loop cost 0.4 CPU s a looping function instead of
-    1.0 (loop_everywhere: ~33 of them) and code that sleeps 1.5 s instead of 10. The CPU
-    floor stays ≥ 6× the reference's costliest call (≤ 0.06 CPU s, custom_backward's rule
-    checks included), so no reference-derived attack or correct student of these tests
-    reads as slow; the wall-clock backstop may (a busy machine), which the tests allow for
-    (test_red_team.py says_unless_busy)."""
-    return write_config(tmp_path_factory.mktemp("config") / "grading.toml", call_timeout_s=1.5, call_cpu_floor_s=0.4)
+    """A short wall-clock backstop, so code that sleeps costs 1.5 s a call instead of 10. The
+    CPU limits are grading.toml's own, per function (docs/time-limits.md): an attack that
+    loops costs ~0.1 CPU s a looping function (loop_everywhere: ~40 of them), and every
+    limit is ≥ 4× the costliest call of the reference and the slow styles, so no
+    reference-derived attack or correct student of these tests reads as slow; the wall-clock
+    backstop may (a busy machine), which the tests allow for (test_red_team.py says_unless_busy)."""
+    return write_config(tmp_path_factory.mktemp("config") / "grading.toml", call_timeout_s=1.5)
 
 
 def once_per_run(tmp_path_factory, name: str, compute) -> Graded:

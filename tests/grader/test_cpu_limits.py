@@ -12,13 +12,16 @@ import pytest
 from conftest import ROOT
 
 from autograder.config import Limits, load
+from autograder.instructor.release import reference_cpu
 from autograder.runner import cpu_limits
+from autograder.sandbox.client import cpu_poll_s, cpu_used
 from autograder.testing.failures import SubmissionTimeout
 from autograder.testing.remote import ModuleInfo, Runtime, Submission
 
 
 @pytest.mark.parametrize(
-    ("seconds", "rounded"), [(0.0, 0.01), (0.001, 0.01), (0.011, 0.011), (0.123, 0.13), (0.2, 0.2), (1.01, 1.1), (12.3, 13.0)]
+    ("seconds", "rounded"),
+    [(0.0, 0.001), (0.0004, 0.001), (0.00123, 0.0013), (0.011, 0.011), (0.123, 0.13), (0.2, 0.2), (1.01, 1.1), (12.3, 13.0)],
 )
 def test_round_up_keeps_two_significant_digits_and_never_goes_down(seconds, rounded):
     assert cpu_limits.round_up(seconds) == pytest.approx(rounded)
@@ -27,56 +30,112 @@ def test_round_up_keeps_two_significant_digits_and_never_goes_down(seconds, roun
 
 def test_every_skill_ships_a_table_in_its_canonical_form():
     """make check's `reference-cpu --check` measures; this only reads: every skill of
-    grading.toml has a table, and it is exactly what the generator writes for its figures
-    (so a regenerated table differs only where a figure moved)."""
+    grading.toml has a table naming each function it grades, and it is exactly what the
+    generator writes for its figures (so a regenerated table differs only where a figure moved)."""
     config = load(ROOT / "grading.toml")
     for skill in config.skills.values():
         path = cpu_limits.table_path(config.suites_dir, skill.id)
         table = cpu_limits.load(path)
         assert table is not None, f"{path} is missing: run `python -m autograder reference-cpu`"
         assert path.read_text(encoding="utf-8") == cpu_limits.render(table, skill.id)
+        assert "import" in table.calls and len(table.calls) >= 4, f"{path}: {sorted(table.calls)}"
 
 
-def test_a_broken_table_names_its_file_and_the_fix(tmp_path):
+def _table(**calls) -> cpu_limits.ReferenceCpu:
+    return cpu_limits.ReferenceCpu(calls, all_calls_s=0.1, calibration_s=0.01)
+
+
+def test_a_table_round_trips_with_quoted_probe_names(tmp_path):
+    table = _table(**{"probe:function_forward_backward": 0.093, "attention_backward": 0.51, "import": 0.001})
     path = tmp_path / "reference_cpu.toml"
-    path.write_text("slowest_call_s = 0.1\nall_calls_s = -1\ncalibration_s = 0.01\n", encoding="utf-8")
-    with pytest.raises(cpu_limits.TableError, match="reference_cpu.toml.*reference-cpu"):
-        cpu_limits.load(path)
-    path.write_text("slowest_call_s = 0.1\n", encoding="utf-8")
-    with pytest.raises(cpu_limits.TableError, match="reference_cpu.toml.*KeyError"):
-        cpu_limits.load(path)
-    assert cpu_limits.load(tmp_path / "absent.toml") is None
+    path.write_text(cpu_limits.render(table, "custom_backward"), encoding="utf-8")
+    assert '"probe:function_forward_backward" = 0.093' in path.read_text(encoding="utf-8")
+    assert cpu_limits.load(path) == table
+    assert table.slowest_call_s == 0.51
 
 
-def test_limits_are_a_generous_factor_of_the_reference_with_a_floor():
-    limits = Limits(cpu_factor=10, call_cpu_floor_s=0.5, skill_cpu_factor=6, skill_cpu_floor_s=1.0)
-    cheap = cpu_limits.ReferenceCpu(slowest_call_s=0.02, all_calls_s=0.1, calibration_s=0.01)
-    costly = cpu_limits.ReferenceCpu(slowest_call_s=0.2, all_calls_s=0.5, calibration_s=0.01)
-    assert cpu_limits.limits_for(cheap, limits, 1.0) == (0.5, 1.0)  # the floors
-    assert cpu_limits.limits_for(costly, limits, 1.0) == (2.0, 3.0)  # the factors
-    assert cpu_limits.limits_for(costly, limits, 2.0) == (4.0, 6.0)  # a machine twice as slow
+@pytest.mark.parametrize(
+    ("text", "names"),
+    [
+        ("all_calls_s = 0.1\ncalibration_s = 0.01\n[calls]\nproject_qkv = -1\n", "calls.project_qkv = -1"),
+        ("all_calls_s = 0.1\ncalibration_s = 0.01\n[calls]\nproject_qkv = 'fast'\n", "calls.project_qkv"),
+        ("all_calls_s = 0.1\ncalibration_s = 0.01\n", "no calls"),
+        ("all_calls_s = 0.1\ncalibration_s = 0.01\n[calls]\n", r"\[calls\] must name each function"),
+        ("all_calls_s = 0\ncalibration_s = 0.01\n[calls]\nf = 0.1\n", "all_calls_s = 0 must be"),
+        ("slowest_call_s = 0.1\nall_calls_s = 0.2\ncalibration_s = 0.01\n", "before per-function limits"),
+        ("all_calls_s = 0.1\ncalibration_s = 0.01\nslowest = 1\n[calls]\nf = 0.1\n", "unknown key 'slowest'"),
+        ("all_calls_s = [\n", "TOMLDecodeError"),
+    ],
+)
+def test_a_broken_table_names_its_file_the_key_and_the_fix(tmp_path, text, names):
+    path = tmp_path / "reference_cpu.toml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(cpu_limits.TableError, match="reference_cpu.toml") as info:
+        cpu_limits.load(path)
+    assert "python -m autograder reference-cpu" in str(info.value)
+    assert info.match(names)
+
+
+def test_an_absent_table_leaves_the_wall_clock_limits():
+    assert cpu_limits.load(ROOT / "no-such-table.toml") is None
+
+
+def test_each_function_gets_a_limit_from_its_own_costliest_call_not_the_skills():
+    """An endless loop in a function the reference runs in a millisecond is stopped at the
+    floor, whatever the skill's costliest function needs (issue 32: with one limit a skill,
+    33 looping functions cost 33 × the costliest call's limit)."""
+    limits = Limits(cpu_factor=4, call_cpu_floor_s=0.1, skill_cpu_factor=3, skill_cpu_floor_s=1.0)
+    table = _table(softmax_backward=0.0042, attention_backward=0.51, **{"probe:direct_forward_backward": 0.093})
+    per_call, budget, per_target = cpu_limits.limits_for(table, limits, 1.0)
+    assert per_target == {"softmax_backward": 0.1, "attention_backward": 2.04, "probe:direct_forward_backward": 0.372}
+    assert per_call == 2.04  # a target the table does not name: the skill's costliest call's
+    assert budget == 2.04  # the skill's budget is never below one call's limit
+    assert cpu_limits.limits_for(table, limits, 2.0)[2]["softmax_backward"] == 0.2  # a machine twice as slow
+    assert cpu_limits.call_limit(table, limits, 1.0, "never_measured") == 2.04
+
+
+def test_the_skill_budget_is_a_factor_of_all_calls_with_a_floor():
+    limits = Limits(cpu_factor=4, call_cpu_floor_s=0.1, skill_cpu_factor=3, skill_cpu_floor_s=1.0)
+    cheap = cpu_limits.ReferenceCpu({"f": 0.001}, all_calls_s=0.1, calibration_s=0.01)
+    costly = cpu_limits.ReferenceCpu({"f": 0.001}, all_calls_s=2.7, calibration_s=0.01)
+    assert cpu_limits.limits_for(cheap, limits, 1.0)[1] == 1.0
+    assert cpu_limits.limits_for(costly, limits, 1.0)[1] == pytest.approx(8.1)
 
 
 def test_a_slower_machine_gets_more_time_and_a_faster_one_never_less():
-    table = cpu_limits.ReferenceCpu(0.02, 0.1, calibration_s=0.01)
+    table = _table(f=0.02)
     assert cpu_limits.scale(table, 0.03) == pytest.approx(3.0)
     assert cpu_limits.scale(table, 0.001) == 1.0
     assert cpu_limits.scale(table, 10.0) == cpu_limits.MAX_SCALE
 
 
-def test_cpu_factor_zero_turns_the_cpu_limits_off():
+def test_a_run_has_a_limit_for_every_function_of_every_skill_and_none_with_cpu_factor_zero():
     config = load(ROOT / "grading.toml")
-    assert set(cpu_limits.run_limits(config, calibration_s=0.001)) == {s.module_name for s in config.skills.values()}
+    run = cpu_limits.run_limits(config, calibration_s=0.001)
+    assert set(run.skills) == set(run.calls) == {s.module_name for s in config.skills.values()}
+    floor = config.limits.call_cpu_floor_s
+    assert all(limit >= floor for targets in run.calls.values() for limit in targets.values())
+    assert "softmax_rows" in run.calls["row_softmax"]
     off = dataclasses.replace(config, limits=dataclasses.replace(config.limits, cpu_factor=0))
-    assert cpu_limits.run_limits(off) == {}
+    assert cpu_limits.run_limits(off) == cpu_limits.RunCpuLimits({}, {})
 
 
 def test_a_shipped_figure_survives_run_to_run_noise_but_not_a_real_change():
-    assert cpu_limits.covers(0.2, 0.13) and cpu_limits.covers(0.1, 0.12) and cpu_limits.covers(0.01, 0.02)
+    assert cpu_limits.covers(0.2, 0.13) and cpu_limits.covers(0.1, 0.12) and cpu_limits.covers(0.001, 0.008)
     assert not cpu_limits.covers(0.1, 0.5) and not cpu_limits.covers(1.0, 0.1)
 
 
-def _runtime(**cpu) -> Runtime:
+def test_a_shipped_table_is_stale_when_a_function_is_new_or_gone_or_moved():
+    shipped = _table(f=0.05, g=0.002)
+    assert reference_cpu.still_right(shipped, _table(f=0.07, g=0.004))
+    assert not reference_cpu.still_right(shipped, _table(f=0.05, g=0.002, h=0.001))
+    assert not reference_cpu.still_right(shipped, _table(f=0.05))
+    assert not reference_cpu.still_right(shipped, _table(f=0.5, g=0.002))
+    assert "calls.h: new" in reference_cpu._why_stale(shipped, _table(f=0.05, g=0.002, h=0.001))
+    assert "calls.f: ships 0.05 s, measures 0.5" in reference_cpu._why_stale(shipped, _table(f=0.5, g=0.002))
+
+
+def _runtime(calls: dict | None = None, **cpu) -> Runtime:
     box = SimpleNamespace(spec=SimpleNamespace(output_bytes=0))
     return Runtime(
         sandbox=box,
@@ -85,7 +144,23 @@ def _runtime(**cpu) -> Runtime:
         budget_deadline=float("inf"),
         skill_time=30,
         cpu_limits=cpu,
+        cpu_call_limits={"qkv": calls} if calls else {},
     )
+
+
+def test_each_call_gets_its_own_functions_limit_and_unknown_ones_the_skills():
+    rt = _runtime({"project_qkv": 0.1, "AttentionHead": 0.4, "import": 0.1}, qkv=(0.8, 3.0))
+    assert rt.deadline_for("qkv", "project_qkv") == (10, 0.1, False)
+    assert rt.deadline_for("qkv", "AttentionHead") == (10, 0.4, False)
+    assert rt.deadline_for("qkv", "import") == (10, 0.1, False)
+    assert rt.deadline_for("qkv", "probe:never_measured") == (10, 0.8, False)
+    rt.charge("qkv", seconds=0.2, cpu=0.12, timed_out=True, target="project_qkv")
+    rt.charge("qkv", seconds=0.1, cpu=0.05, target="AttentionHead")
+    rt.charge("qkv", seconds=0.1, cpu=0.03, target="AttentionHead")
+    assert rt.cpu_slowest_by_target == {"qkv": {"project_qkv": 0.12, "AttentionHead": 0.05}}
+    assert rt.cpu_charged("qkv") == pytest.approx(0.08)  # the stopped call is not charged to the skill
+    rt.charge("qkv", seconds=1, cpu=2.8, target="AttentionHead")  # slow code that finished
+    assert rt.deadline_for("qkv", "AttentionHead") == (10, pytest.approx(0.12), True)  # the budget's remainder
 
 
 def test_a_call_gets_its_cpu_limit_until_the_skills_cpu_budget_runs_low():
@@ -138,3 +213,14 @@ def test_calls_that_finish_or_hit_the_budget_are_charged_to_it():
     rt.charge("qkv", seconds=1.0, cpu=0.6)
     with pytest.raises(SubmissionTimeout, match=r"time budget \(6 CPU s, from the reference's own time; 6.0 CPU s used\)"):
         Submission(rt)._check_usable("qkv", "qkv.weighted_values(…)", ("qkv", "weighted_values"))
+
+
+def test_cpu_time_is_read_to_the_nanosecond_unless_other_threads_ran():
+    """(main thread from /proc/<pid>/schedstat, all threads from /proc/<pid>/stat in ticks):
+    the precise figure counts (a 0.1 CPU s limit needs better than 10 ms ticks), the
+    coarse one where it shows clearly more — threads the sandbox could not refuse."""
+    assert cpu_used((1.000, 1.00), (1.0042, 1.01)) == pytest.approx(0.0042)  # ticks rounded: the precise figure
+    assert cpu_used((1.000, 1.00), (1.0042, 1.02)) == pytest.approx(0.0042)  # two rounded ticks: still noise
+    assert cpu_used((1.000, 1.00), (1.0042, 1.30)) == pytest.approx(0.30)  # other threads ran: they count
+    assert cpu_used((None, 1.00), (None, 1.05)) == pytest.approx(0.05)  # no schedstat: the ticks
+    assert cpu_poll_s(0.1) == pytest.approx(0.0125) and cpu_poll_s(4.0) == 0.05 and cpu_poll_s(0.01) == 0.01

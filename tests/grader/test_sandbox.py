@@ -426,6 +426,21 @@ def test_cpu_limit_stops_an_endless_loop_by_the_workers_own_cpu_time(sandbox):
     assert time.monotonic() - start < 60  # the wall backstop (120 s) never came into play
 
 
+def test_a_tenth_of_a_cpu_second_limit_stops_a_loop_soon_after_it(sandbox):
+    """Per-function limits are a tenth of a CPU second for most functions: the worker's CPU
+    time is read to the nanosecond (/proc/<pid>/schedstat) every eighth of the limit, so a
+    loop is stopped within a few hundredths of a second of its limit, not 10 ms ticks and a
+    50 ms poll later."""
+    worker = sandbox.worker()
+    try:
+        with pytest.raises(WorkerTimeout) as info:
+            worker.run("call", None, [], {"module": "m", "target": "spin", "args": [], "kwargs": {}}, 60, "spin", 0.1)
+    finally:
+        worker.close()
+    assert info.value.cpu and worker.last_cpu is not None
+    assert 0.1 < worker.last_cpu < 0.16, worker.last_cpu
+
+
 def test_waiting_costs_no_cpu_time_so_a_busy_machine_never_reads_as_slow_code(sandbox):
     """A call that waits (as code does on a machine whose cores are busy elsewhere) for longer
     than its CPU limit finishes: only the worker's own CPU time counts, wall time is a backstop."""

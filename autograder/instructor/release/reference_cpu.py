@@ -1,11 +1,14 @@
 """``python -m autograder reference-cpu [--check]``: measure the worker CPU time the
-reference solutions' calls take in a full grade (hidden tests included) and write each
+reference solutions' calls — and those of ``[limits] slow_solutions``, correct submissions
+written slowly on purpose — take in a full grade (hidden tests included) and write each
 skill's ``tests/suites/<skill>/snapshots/reference_cpu.toml``, the table a run's CPU-time
 limits come from (autograder/runner/cpu_limits.py). ``--check`` (``make check``) writes
 nothing and names every table that is missing or no longer right for the reference.
 
-The reference is graded ``RUNS`` times with the CPU limits off (only the wall-clock
-backstops), and the largest figure of each counts. A shipped table is kept while the new
+Each is graded ``RUNS`` times with the CPU limits off (only the wall-clock backstops), and
+the largest figure of each target (function, class, probe, import) over all of them counts:
+a limit from the reference alone would be no limit for a correct function written with
+Python loops over elements, 30–60 × slower than the reference's (docs/time-limits.md). A shipped table is kept while the new
 figures are within cpu_limits.SLACK × of it (cpu_limits.covers) and its calibration within
 ``CALIBRATION_SLACK`` of this machine's, so running this twice writes the same bytes.
 """
@@ -25,44 +28,76 @@ CALIBRATION_SLACK = 2.0
 
 
 def measure(config: Config, runs: int = RUNS) -> dict[str, cpu_limits.ReferenceCpu]:
-    """{skill id: the reference's figures, rounded up (cpu_limits.round_up)}."""
-    slowest: dict[str, float] = {}
+    """{skill id: the figures of the reference and slow_solutions, rounded up (cpu_limits.round_up)}."""
+    slowest: dict[str, dict[str, float]] = {}
     total: dict[str, float] = {}
     calibration = cpu_limits.calibrate()
     with tempfile.TemporaryDirectory(prefix="autograder-reference-cpu-") as tmp:
-        for run in range(runs):
+        for run, (submission, what) in enumerate(_measured(config) * runs):
             report_path = Path(tmp) / f"report-{run}.json"
-            results = grade(GradeRequest(config, str(config.solutions_dir), seed=run, keep_report=report_path, cpu_limits=False))
+            results = grade(GradeRequest(config, str(submission), seed=run, keep_report=report_path, cpu_limits=False))
             if results.status != "complete" or results.score < results.max_score:
                 raise RuntimeError(
-                    f"the reference solutions scored {results.score:g}/{results.max_score:g} ({results.status}): "
-                    "fix them (`make check`) before measuring their CPU time"
+                    f"{what} scored {results.score:g}/{results.max_score:g} ({results.status}): "
+                    "fix it (`make check`, `make test`) before measuring its CPU time"
                 )
             info = json.loads(report_path.read_text(encoding="utf-8"))["autograder"]
-            for module, seconds in info.get("slowest_call_cpu_seconds", {}).items():
-                slowest[module] = max(slowest.get(module, 0.0), seconds)
+            for module, targets in info.get("slowest_call_cpu_seconds_by_target", {}).items():
+                mine = slowest.setdefault(module, {})
+                for target, seconds in targets.items():
+                    mine[target] = max(mine.get(target, 0.0), seconds)
             for module, seconds in info.get("call_cpu_seconds", {}).items():
                 total[module] = max(total.get(module, 0.0), seconds)
             calibration = min(calibration, cpu_limits.calibrate())
     out = {}
     for skill in config.skills.values():
         module = skill.module_name
-        if module in total:
+        if module in total and slowest.get(module):
             out[skill.id] = cpu_limits.ReferenceCpu(
-                cpu_limits.round_up(slowest.get(module, 0.0)),
+                {target: cpu_limits.round_up(seconds) for target, seconds in sorted(slowest[module].items())},
                 cpu_limits.round_up(total[module]),
                 float(f"{calibration:.3g}"),
             )
     return out
 
 
-def _still_right(shipped: cpu_limits.ReferenceCpu, new: cpu_limits.ReferenceCpu) -> bool:
+def _measured(config: Config) -> list[tuple[Path, str]]:
+    """solutions/ and ``[limits] slow_solutions``: (folder, how a message names it)."""
+    out = [(config.solutions_dir, "the reference solutions")]
+    for rel in config.limits.slow_solutions:
+        folder = config.root / rel
+        if not folder.is_dir():
+            raise RuntimeError(f"grading.toml [limits] slow_solutions: {rel!r} is not a folder — fix the path or remove it")
+        out.append((folder, f"[limits] slow_solutions {rel!r} (a correct submission)"))
+    return out
+
+
+def still_right(shipped: cpu_limits.ReferenceCpu, new: cpu_limits.ReferenceCpu) -> bool:
+    """The shipped table names the same targets, each figure within cpu_limits.SLACK of the
+    new measurement (cpu_limits.covers), and the calibration within CALIBRATION_SLACK."""
     ratio = shipped.calibration_s / new.calibration_s
     return (
-        cpu_limits.covers(shipped.slowest_call_s, new.slowest_call_s)
+        set(shipped.calls) == set(new.calls)
+        and all(cpu_limits.covers(shipped.calls[target], seconds) for target, seconds in new.calls.items())
         and cpu_limits.covers(shipped.all_calls_s, new.all_calls_s)
         and 1 / CALIBRATION_SLACK <= ratio <= CALIBRATION_SLACK
     )
+
+
+def _why_stale(shipped: cpu_limits.ReferenceCpu, new: cpu_limits.ReferenceCpu) -> str:
+    """What moved, naming the keys: the first few."""
+    moved = [f"calls.{t}: new" for t in sorted(set(new.calls) - set(shipped.calls))]
+    moved += [f"calls.{t}: no longer called" for t in sorted(set(shipped.calls) - set(new.calls))]
+    moved += [
+        f"calls.{t}: ships {shipped.calls[t]:g} s, measures {new.calls[t]:g}"
+        for t in sorted(set(shipped.calls) & set(new.calls))
+        if not cpu_limits.covers(shipped.calls[t], new.calls[t])
+    ]
+    if not cpu_limits.covers(shipped.all_calls_s, new.all_calls_s):
+        moved.append(f"all_calls_s: ships {shipped.all_calls_s:g} s, measures {new.all_calls_s:g}")
+    if not 1 / CALIBRATION_SLACK <= shipped.calibration_s / new.calibration_s <= CALIBRATION_SLACK:
+        moved.append(f"calibration_s: ships {shipped.calibration_s:g} s, this machine {new.calibration_s:g}")
+    return "; ".join(moved[:4]) + (f"; {len(moved) - 4} more" if len(moved) > 4 else "")
 
 
 def plan(config: Config, skills: list[str] | None = None) -> tuple[list[tuple[Path, str]], list[str]]:
@@ -82,14 +117,10 @@ def plan(config: Config, skills: list[str] | None = None) -> tuple[list[tuple[Pa
                 pass  # named above
             else:
                 problems.append(f"{rel}: missing — run `python -m autograder reference-cpu` and commit")
-        elif _still_right(shipped, new):
+        elif still_right(shipped, new):
             continue
         else:
-            problems.append(
-                f"{rel}: stale (ships slowest call {shipped.slowest_call_s:g} s, all calls {shipped.all_calls_s:g} s, "
-                f"calibration {shipped.calibration_s:g} s; the reference now measures {new.slowest_call_s:g}, "
-                f"{new.all_calls_s:g}, {new.calibration_s:g}) — run `python -m autograder reference-cpu` and commit"
-            )
+            problems.append(f"{rel}: stale ({_why_stale(shipped, new)}) — run `python -m autograder reference-cpu` and commit")
         writes.append((path, cpu_limits.render(new, skill)))
     return writes, problems
 

@@ -170,6 +170,10 @@ class GradingHooks:
             "call_seconds": {module: round(seconds, 3) for module, seconds in grading.runtime.spent.items()},
             "call_cpu_seconds": {module: round(seconds, 3) for module, seconds in grading.runtime.cpu_spent.items()},
             "slowest_call_cpu_seconds": {module: round(seconds, 3) for module, seconds in grading.runtime.cpu_slowest.items()},
+            "slowest_call_cpu_seconds_by_target": {
+                module: {target: round(seconds, 6) for target, seconds in targets.items()}
+                for module, targets in grading.runtime.cpu_slowest_by_target.items()
+            },
         }
 
     @pytest.hookimpl(trylast=True)

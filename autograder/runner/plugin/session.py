@@ -56,6 +56,10 @@ class GradingSession:
             importable={name: Path(path) for name, path in manifest.helpers.items()},
             skill_time=limits.skill_time_s,
             cpu_limits={module: (float(call), float(skill)) for module, (call, skill) in limits.cpu.items()},
+            cpu_call_limits={
+                module: {str(target): float(seconds) for target, seconds in targets.items()}
+                for module, targets in limits.cpu_calls.items()
+            },
         )
         self.reference_cache: dict[str, Any] = {}
         self._fresh_after: dict[str, int] = {}

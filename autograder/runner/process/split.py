@@ -271,6 +271,7 @@ def _child(session: pytest.Session, grading: Any, queue: SkillQueue, control, wr
             "spent": grading.runtime.spent,
             "cpu_spent": grading.runtime.cpu_spent,
             "cpu_slowest": grading.runtime.cpu_slowest,
+            "cpu_slowest_by_target": grading.runtime.cpu_slowest_by_target,
             "spawned": grading.sandbox.spawned,
             "reused": grading.sandbox.reused,
         }
@@ -297,5 +298,9 @@ def _merge(session: pytest.Session, grading: Any, report: Any, data: dict) -> No
         grading.runtime.cpu_spent[module] = grading.runtime.cpu_spent.get(module, 0.0) + seconds
     for module, seconds in data.get("cpu_slowest", {}).items():
         grading.runtime.cpu_slowest[module] = max(grading.runtime.cpu_slowest.get(module, 0.0), seconds)
+    for module, targets in data.get("cpu_slowest_by_target", {}).items():
+        mine = grading.runtime.cpu_slowest_by_target.setdefault(module, {})
+        for target, seconds in targets.items():
+            mine[target] = max(mine.get(target, 0.0), seconds)
     grading.sandbox.spawned += int(data.get("spawned", 0))
     grading.sandbox.reused += int(data.get("reused", 0))
