@@ -47,6 +47,19 @@ def test_skills_are_whole_in_collection_order_and_the_largest_comes_first():
     assert sorted(item.nodeid for g in groups for item in g) == sorted(item.nodeid for item in items)
 
 
+def test_the_skills_the_reference_spent_most_on_come_first_when_every_skill_has_that_figure():
+    """Whichever process is free takes the next skill, so the costliest must not come last:
+    by test count, custom_backward (few tests, each costly) came last and one process waited
+    ~0.4 s for the other at the end of a full grade."""
+    items = _items({"qkv": 5, "masks": 4, "custom_backward": 2})
+    by_file = {f"{s}/test_{s}.py": s for s in ("qkv", "masks", "custom_backward")}
+    manifest = _Manifest(by_file)
+    manifest.skill_seconds = {"qkv": 0.6, "masks": 0.55, "custom_backward": 0.76}
+    assert [g[0].nodeid.split("/")[0] for g in skills(items, manifest)] == ["custom_backward", "qkv", "masks"]
+    manifest.skill_seconds = {"qkv": 0.6, "masks": 0.55}  # one without the figure: test counts for all
+    assert [g[0].nodeid.split("/")[0] for g in skills(items, manifest)] == ["qkv", "masks", "custom_backward"]
+
+
 def test_one_skill_is_not_split():
     items = _items({"qkv": 4})
     assert skills(items, _Manifest({"qkv/test_qkv.py": "qkv"})) is None

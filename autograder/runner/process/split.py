@@ -71,14 +71,20 @@ def _cgroup_quota() -> float | None:
 
 
 def skills(items: list[pytest.Item], manifest: Any) -> list[list[pytest.Item]] | None:
-    """The run's tests by skill, each skill's tests in collection order, the skills with the
-    most tests first (ties keep suite order); None when there are not two skills."""
+    """The run's tests by skill, each skill's tests in collection order, the costliest skills
+    first — by what the reference's tests took (``manifest.skill_seconds``, from each skill's
+    reference_cpu.toml) where every skill has that figure, else by number of tests (ties keep
+    suite order); None when there are not two skills. Whichever process is free takes the
+    next, so the costliest last would leave one process waiting for the other at the end."""
     groups: dict[str, list[pytest.Item]] = {}
     for item in items:
         spec = manifest.test(item.nodeid)
         groups.setdefault(spec.skill if spec else item.nodeid.split("::")[0], []).append(item)
     if len(groups) < 2 or len(groups) > SkillQueue.MAX:
         return None
+    seconds = getattr(manifest, "skill_seconds", None) or {}
+    if all(skill in seconds for skill in groups):
+        return [groups[skill] for skill in sorted(groups, key=lambda skill: seconds[skill], reverse=True)]
     return sorted(groups.values(), key=len, reverse=True)
 
 
