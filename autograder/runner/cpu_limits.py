@@ -66,6 +66,10 @@ class ReferenceCpu:
     calls: dict[str, float]
     all_calls_s: float
     calibration_s: float
+    #: wall seconds of the reference's own tests of the skill in a full grade, both sides of
+    #: each test (pytest-json-report's durations): not a limit, the order in which a run's two
+    #: trusted processes take the skills (runner/process/split.py: the costliest first)
+    tests_s: float | None = None
 
     @property
     def slowest_call_s(self) -> float:
@@ -81,7 +85,7 @@ def table_path(suites_dir: Path, skill: str) -> Path:
 
 
 def _figure(path: Path, key: str, value: object) -> float:
-    if type(value) not in (int, float) or not math.isfinite(value) or value <= 0:  # type: ignore[arg-type]
+    if type(value) not in (int, float) or not math.isfinite(value) or value <= 0:  # type: ignore[arg-type, operator]
         raise TableError(f"{path}: {key} = {value!r} must be a number of CPU seconds above 0 — {_FIX}")
     return float(value)  # type: ignore[arg-type]
 
@@ -101,13 +105,14 @@ def load(path: Path) -> ReferenceCpu | None:
     calls = data["calls"]
     if type(calls) is not dict or not calls:
         raise TableError(f"{path}: [calls] must name each function, class or probe with its CPU seconds — {_FIX}")
-    unknown = sorted(set(data) - {"all_calls_s", "calibration_s", "calls"})
+    unknown = sorted(set(data) - {"all_calls_s", "calibration_s", "calls", "tests_s"})
     if unknown:
         raise TableError(f"{path}: unknown key {unknown[0]!r} — {_FIX}")
     return ReferenceCpu(
         {str(target): _figure(path, f"calls.{target}", value) for target, value in calls.items()},
         _figure(path, "all_calls_s", data["all_calls_s"]),
         _figure(path, "calibration_s", data["calibration_s"]),
+        _figure(path, "tests_s", data["tests_s"]) if "tests_s" in data else None,
     )
 
 
@@ -123,9 +128,13 @@ def render(table: ReferenceCpu, skill: str) -> str:
         "# (autograder/runner/cpu_limits.py)",
         f"all_calls_s = {table.all_calls_s!r}",
         f"calibration_s = {table.calibration_s!r}",
-        "",
-        "[calls]",
     ]
+    if table.tests_s is not None:
+        lines += [
+            "# wall seconds of the reference's own tests: not a limit, the order two trusted processes take the skills in",
+            f"tests_s = {table.tests_s!r}",
+        ]
+    lines += ["", "[calls]"]
     lines += [f"{_toml_key(target)} = {seconds!r}" for target, seconds in sorted(table.calls.items())]
     return "\n".join(lines) + "\n"
 
@@ -177,6 +186,20 @@ def limits_for(table: ReferenceCpu, limits, by: float) -> tuple[float, float, di
     per_call = call_limit(table, limits, by)
     budget = max(limits.skill_cpu_floor_s, limits.skill_cpu_factor * table.all_calls_s) * by
     return per_call, round(max(budget, per_call), 3), per_target
+
+
+def test_seconds(config) -> dict[str, float]:
+    """{skill id: its table's ``tests_s``} for the skills whose table has one (a table that
+    cannot be read gives none: the limits report it, this only orders the skills)."""
+    out = {}
+    for skill in config.skills.values():
+        try:
+            table = load(table_path(config.suites_dir, skill.id))
+        except TableError:
+            continue
+        if table is not None and table.tests_s is not None:
+            out[skill.id] = table.tests_s
+    return out
 
 
 @dataclass

@@ -62,6 +62,7 @@ def _add_run(
     if with_cpu_limits:
         run_cpu = cpu_limits.run_limits(config)
         manifest.limits.cpu, manifest.limits.cpu_calls = run_cpu.skills, run_cpu.calls
+    manifest.skill_seconds = cpu_limits.test_seconds(config)
     manifest.modules = dict(prepared.facts)
     manifest.helpers = {
         name: info["copy_path"] for name, info in {**prepared.siblings, **prepared.helpers}.items() if info.get("copy_path")

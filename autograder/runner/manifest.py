@@ -119,6 +119,9 @@ class RunManifest:
     #: ``[course.result_labels]`` (prefix of a lesson's numbered results → the text)
     texts: dict[str, str] = field(default_factory=dict)
     result_labels: dict[str, str] = field(default_factory=dict)
+    #: skill → wall seconds of the reference's tests (reference_cpu.toml ``tests_s``): the order
+    #: in which two trusted processes take the skills, costliest first (runner/process/split.py)
+    skill_seconds: dict[str, float] = field(default_factory=dict)
 
     @classmethod
     def plan(cls, config: Config) -> RunManifest:

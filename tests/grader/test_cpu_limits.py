@@ -120,6 +120,27 @@ def test_a_run_has_a_limit_for_every_function_of_every_skill_and_none_with_cpu_f
     assert cpu_limits.run_limits(off) == cpu_limits.RunCpuLimits({}, {})
 
 
+def test_the_reference_tests_seconds_round_trip_and_only_order_the_skills(tmp_path):
+    """``tests_s`` (the reference's tests, wall seconds) orders a run's skills between its two
+    trusted processes; it is optional, checked like any figure, and never makes a table
+    stale once present (load moves wall time), only while missing."""
+    table = dataclasses.replace(_table(f=0.05), tests_s=0.76)
+    path = tmp_path / "reference_cpu.toml"
+    path.write_text(cpu_limits.render(table, "custom_backward"), encoding="utf-8")
+    assert "tests_s = 0.76" in path.read_text(encoding="utf-8") and cpu_limits.load(path) == table
+    path.write_text(cpu_limits.render(table, "custom_backward").replace("0.76", "-1"), encoding="utf-8")
+    with pytest.raises(cpu_limits.TableError, match="tests_s = -1"):
+        cpu_limits.load(path)
+    assert reference_cpu.still_right(table, dataclasses.replace(table, tests_s=7.6))
+    assert not reference_cpu.still_right(_table(f=0.05), table)
+    assert "tests_s: new" in reference_cpu._why_stale(_table(f=0.05), table)
+
+
+def test_every_shipped_table_orders_its_skill():
+    config = load(ROOT / "grading.toml")
+    assert set(cpu_limits.test_seconds(config)) == set(config.skills)
+
+
 def test_a_shipped_figure_survives_run_to_run_noise_but_not_a_real_change():
     assert cpu_limits.covers(0.2, 0.13) and cpu_limits.covers(0.1, 0.12) and cpu_limits.covers(0.001, 0.008)
     assert not cpu_limits.covers(0.1, 0.5) and not cpu_limits.covers(1.0, 0.1)

@@ -47,6 +47,19 @@ def test_skills_are_whole_in_collection_order_and_the_largest_comes_first():
     assert sorted(item.nodeid for g in groups for item in g) == sorted(item.nodeid for item in items)
 
 
+def test_the_skills_the_reference_spent_most_on_come_first_when_every_skill_has_that_figure():
+    """Whichever process is free takes the next skill, so the costliest must not come last:
+    by test count, custom_backward (few tests, each costly) came last and one process waited
+    ~0.4 s for the other at the end of a full grade."""
+    items = _items({"qkv": 5, "masks": 4, "custom_backward": 2})
+    by_file = {f"{s}/test_{s}.py": s for s in ("qkv", "masks", "custom_backward")}
+    manifest = _Manifest(by_file)
+    manifest.skill_seconds = {"qkv": 0.6, "masks": 0.55, "custom_backward": 0.76}
+    assert [g[0].nodeid.split("/")[0] for g in skills(items, manifest)] == ["custom_backward", "qkv", "masks"]
+    manifest.skill_seconds = {"qkv": 0.6, "masks": 0.55}  # one without the figure: test counts for all
+    assert [g[0].nodeid.split("/")[0] for g in skills(items, manifest)] == ["qkv", "masks", "custom_backward"]
+
+
 def test_one_skill_is_not_split():
     items = _items({"qkv": 4})
     assert skills(items, _Manifest({"qkv/test_qkv.py": "qkv"})) is None
@@ -148,3 +161,60 @@ def test_a_child_that_stopped_mid_write_gives_nothing_and_is_reaped_at_once():
     assert _collect(pid, payload) is None
     with pytest.raises(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)  # already reaped, before _collect returned
+
+
+class _Hook:
+    def __init__(self, events: list) -> None:
+        self.events = events
+
+    def pytest_runtest_protocol(self, item, nextitem) -> None:
+        self.events.append(("run", item.nodeid, nextitem.nodeid if nextitem else None))
+
+
+class _PlanningGrading:
+    """What ``run_queue`` asks of the grading session: the session's own planning
+    (``GradingSession.plan``/``spares_*``, skills by file name), and a sandbox that records
+    how many spare workers it was asked to have forked, and when."""
+
+    def __init__(self, events: list) -> None:
+        from autograder.runner.plugin.session import GradingSession
+
+        self._fresh_after: dict[str, int] = {}
+        self.events = events
+        self.sandbox = SimpleNamespace(prefork=lambda count: events.append(("prefork", count)))
+        for name in ("plan", "spares_at_start", "spares_after"):
+            setattr(self, name, getattr(GradingSession, name).__get__(self))
+
+    def group(self, nodeid: str) -> tuple[str, int]:
+        return nodeid.split("/")[0], 0
+
+
+def test_the_next_skills_first_worker_is_forked_before_the_current_skills_last_test():
+    """A worker takes tens of ms to fork and confine: the next skill's first worker must be
+    asked for while the current skill's last tests run, not after them (the first test of
+    every skill but the first would wait for its worker)."""
+    from autograder.runner.process import split
+
+    events: list = []
+    session = SimpleNamespace(shouldfail=False, shouldstop=False)
+    hook = _Hook(events)
+    groups = [_items({"qkv": 4}), _items({"masks": 1}), _items({"sdpa": 3})]
+    for group in groups:
+        for item in group:
+            item.config = SimpleNamespace(hook=hook)
+            item.fixturenames = ["sub"]
+    queue = SkillQueue(groups[1:])
+    ran = split.run_queue(session, _PlanningGrading(events), queue, groups[0])
+    queue.close()
+    assert [item.nodeid for item in ran] == [item.nodeid for group in groups for item in group]
+    runs = [e for e in events if e[0] == "run"]
+    assert [nextitem for _, _, nextitem in runs] == [item.nodeid for group in groups for item in group][1:] + [None]
+    order = [item.nodeid for group in groups for item in group]
+    ran_at = {e[1]: i for i, e in enumerate(events) if e[0] == "run"}
+    for previous in groups[:-1]:
+        # from the start of the previous skill's first test (a one-test skill: the test before it)...
+        start = ran_at[previous[0].nodeid] if len(previous) > 1 else ran_at[order[order.index(previous[0].nodeid) - 1]]
+        # ...to its last test: a spare was asked for meanwhile
+        window = events[start + 1 : ran_at[previous[-1].nodeid]]
+        assert any(e[0] == "prefork" and e[1] >= 1 for e in window), (previous[-1].nodeid, events)
+    assert not [e for e in events[ran_at[order[-1]] :] if e[0] == "prefork"]  # none forked to be thrown away

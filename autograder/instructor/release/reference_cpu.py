@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 from ...config import Config
@@ -31,6 +32,7 @@ def measure(config: Config, runs: int = RUNS) -> dict[str, cpu_limits.ReferenceC
     """{skill id: the figures of the reference and slow_solutions, rounded up (cpu_limits.round_up)}."""
     slowest: dict[str, dict[str, float]] = {}
     total: dict[str, float] = {}
+    tests: dict[str, float] = {}  # the reference's own tests, wall seconds by skill: the least of the runs
     calibration = cpu_limits.calibrate()
     with tempfile.TemporaryDirectory(prefix="autograder-reference-cpu-") as tmp:
         for run, (submission, what) in enumerate(_measured(config) * runs):
@@ -41,7 +43,11 @@ def measure(config: Config, runs: int = RUNS) -> dict[str, cpu_limits.ReferenceC
                     f"{what} scored {results.score:g}/{results.max_score:g} ({results.status}): "
                     "fix it (`make check`, `make test`) before measuring its CPU time"
                 )
-            info = json.loads(report_path.read_text(encoding="utf-8"))["autograder"]
+            report = json.loads(report_path.read_text(encoding="utf-8"))
+            if submission == config.solutions_dir:
+                for skill_id, seconds in _test_seconds(config, report).items():
+                    tests[skill_id] = min(tests.get(skill_id, seconds), seconds)
+            info = report["autograder"]
             for module, targets in info.get("slowest_call_cpu_seconds_by_target", {}).items():
                 mine = slowest.setdefault(module, {})
                 for target, seconds in targets.items():
@@ -57,7 +63,22 @@ def measure(config: Config, runs: int = RUNS) -> dict[str, cpu_limits.ReferenceC
                 {target: cpu_limits.round_up(seconds) for target, seconds in sorted(slowest[module].items())},
                 cpu_limits.round_up(total[module]),
                 float(f"{calibration:.3g}"),
+                cpu_limits.round_up(tests[skill.id]) if skill.id in tests else None,
             )
+    return out
+
+
+def _test_seconds(config: Config, report: dict) -> dict[str, float]:
+    """{skill id: wall seconds of its tests in ``report``} (setup, call and teardown of each)."""
+    from ...runner.manifest import RunManifest
+
+    manifest = RunManifest.plan(config)
+    out: dict[str, float] = {}
+    for test in report.get("tests", []):
+        spec = manifest.test(test.get("nodeid", ""))
+        if spec is not None:
+            seconds = sum(float((test.get(stage) or {}).get("duration", 0.0)) for stage in ("setup", "call", "teardown"))
+            out[spec.skill] = out.get(spec.skill, 0.0) + seconds
     return out
 
 
@@ -81,6 +102,8 @@ def still_right(shipped: cpu_limits.ReferenceCpu, new: cpu_limits.ReferenceCpu) 
         and all(cpu_limits.covers(shipped.calls[target], seconds) for target, seconds in new.calls.items())
         and cpu_limits.covers(shipped.all_calls_s, new.all_calls_s)
         and 1 / CALIBRATION_SLACK <= ratio <= CALIBRATION_SLACK
+        # tests_s only orders the skills (wall time: load moves it): present is right enough
+        and (shipped.tests_s is not None or new.tests_s is None)
     )
 
 
@@ -95,6 +118,8 @@ def _why_stale(shipped: cpu_limits.ReferenceCpu, new: cpu_limits.ReferenceCpu) -
     ]
     if not cpu_limits.covers(shipped.all_calls_s, new.all_calls_s):
         moved.append(f"all_calls_s: ships {shipped.all_calls_s:g} s, measures {new.all_calls_s:g}")
+    if shipped.tests_s is None and new.tests_s is not None:
+        moved.append("tests_s: new")
     if not 1 / CALIBRATION_SLACK <= shipped.calibration_s / new.calibration_s <= CALIBRATION_SLACK:
         moved.append(f"calibration_s: ships {shipped.calibration_s:g} s, this machine {new.calibration_s:g}")
     return "; ".join(moved[:4]) + (f"; {len(moved) - 4} more" if len(moved) > 4 else "")
@@ -121,6 +146,8 @@ def plan(config: Config, skills: list[str] | None = None) -> tuple[list[tuple[Pa
             continue
         else:
             problems.append(f"{rel}: stale ({_why_stale(shipped, new)}) — run `python -m autograder reference-cpu` and commit")
+            if still_right(replace(shipped, tests_s=new.tests_s), new):
+                new = replace(shipped, tests_s=new.tests_s)  # only tests_s was missing: the limits stay as shipped
         writes.append((path, cpu_limits.render(new, skill)))
     return writes, problems
 

@@ -114,7 +114,13 @@ class Early:
         process = trusted.TrustedProcess(plan, self.run_dir, self.proc, self.manifest_write, self.progress_read, self.log_fh)
         argv = trusted.command(plan.root, list(plan.test_files), process.report, *self.child_fds)
         # its arguments without "python -s -m pytest", and the import folders
-        header = json.dumps({"args": argv[4:], "path": [str(plan.root), str(plan.suites_dir)]}).encode()
+        fields = {"args": argv[4:], "path": [str(plan.root), str(plan.suites_dir)]}
+        if sys.dont_write_bytecode:  # no .pyc written: compile this run's modules on this process's idle core
+            from . import bytecode
+
+            fields["bytecode"] = os.path.join(self._run_dir, "private", "bytecode")
+            bytecode.compile_ahead(fields["bytecode"], str(plan.root), str(plan.suites_dir))
+        header = json.dumps(fields).encode()
         process.send(HEADER.pack(len(header)) + header, close=False)  # read by read_header
         return process
 
@@ -157,9 +163,15 @@ def main() -> None:
     from . import preimport, sandbox_fork_server
 
     server = sandbox_fork_server.start()  # torch first: the command line's checks overlap its import
+    # the header was sent long ago (~0.3 s after the start, torch takes ~1.4 s): read now, the
+    # modules compiled ahead (bytecode.py) serve the plugin's imports too; else read it below
+    header = read_header(fd) if _readable(fd) else _NOT_YET
+    _use_compiled_ahead(header)
     preimport.pytest_side()  # while the server imports sympy
     preimport.torch_side()  # the plugin's other parts
-    header = read_header(fd)
+    if header is _NOT_YET:
+        header = read_header(fd)
+        _use_compiled_ahead(header)
     if header is None:  # the command line stopped before grading (even if it was killed): nothing to run
         os_spawn.remove_tree(run_dir)  # the run folder made for this process
         os._exit(0)
@@ -169,6 +181,23 @@ def main() -> None:
     at = len(sys.path) - sys.path[::-1].index(root) if root in sys.path else 1  # after PYTHONPATH's root
     sys.path[at:at] = [suites]
     become_pytest([*header["args"], f"--ag-fork-server={sandbox_fork_server.handed_over(server)}"])
+
+
+_NOT_YET: dict = {}
+
+
+def _readable(fd: int) -> bool:
+    import select
+
+    return bool(select.select([fd], [], [], 0)[0])
+
+
+def _use_compiled_ahead(header: dict | None) -> None:
+    if header and header.get("bytecode"):
+        from . import bytecode
+
+        root, suites = header["path"]
+        bytecode.install(header["bytecode"], bytecode.roots(root, suites))
 
 
 def become_pytest(args: list[str]) -> None:

@@ -71,14 +71,20 @@ def _cgroup_quota() -> float | None:
 
 
 def skills(items: list[pytest.Item], manifest: Any) -> list[list[pytest.Item]] | None:
-    """The run's tests by skill, each skill's tests in collection order, the skills with the
-    most tests first (ties keep suite order); None when there are not two skills."""
+    """The run's tests by skill, each skill's tests in collection order, the costliest skills
+    first — by what the reference's tests took (``manifest.skill_seconds``, from each skill's
+    reference_cpu.toml) where every skill has that figure, else by number of tests (ties keep
+    suite order); None when there are not two skills. Whichever process is free takes the
+    next, so the costliest last would leave one process waiting for the other at the end."""
     groups: dict[str, list[pytest.Item]] = {}
     for item in items:
         spec = manifest.test(item.nodeid)
         groups.setdefault(spec.skill if spec else item.nodeid.split("::")[0], []).append(item)
     if len(groups) < 2 or len(groups) > SkillQueue.MAX:
         return None
+    seconds = getattr(manifest, "skill_seconds", None) or {}
+    if all(skill in seconds for skill in groups):
+        return [groups[skill] for skill in sorted(groups, key=lambda skill: seconds[skill], reverse=True)]
     return sorted(groups.values(), key=len, reverse=True)
 
 
@@ -119,25 +125,35 @@ def run_loop(session: pytest.Session, items: list[pytest.Item]) -> None:
         _run(session, item, nextitem)
 
 
+#: the next skill is taken when this many of the current skill's tests are left (the one
+#: starting included), and its first worker forked then: a worker takes 30-90 ms to fork and
+#: confine, two tests about as long, so it is ready when the skill starts (taken at the last
+#: test, its fork only began at that test's teardown, and the first test waited for it)
+TAKE_AHEAD = 2
+
+
 def run_queue(session: pytest.Session, grading: Any, queue: SkillQueue, first: list[pytest.Item]) -> list[pytest.Item]:
     """Run ``first``, then skills taken from ``queue`` until none is left; the tests run.
-    The next skill is taken before the last test of the current one, so pytest knows the
-    test that follows (its fixtures' teardown depends on it) and the plan forks that
-    skill's first worker while this test runs."""
+    The next skill is taken ``TAKE_AHEAD`` tests before the end of the current one, so
+    pytest knows the test that follows the last (its fixtures' teardown depends on it) and
+    the next skill's first worker is forked while those tests run."""
     ran: list[pytest.Item] = []
     current = first
     while current:
-        following: list[pytest.Item] = []
+        following: list[pytest.Item] | None = None
         for i, item in enumerate(current):
+            if following is None and len(current) - i <= TAKE_AHEAD:
+                following = queue.take()
+                grading.plan([*current[i:], *following])
+                # this test's own worker too when it starts the skill (a skill of TAKE_AHEAD tests or fewer)
+                grading.sandbox.prefork(grading.spares_at_start() if i == 0 else grading.spares_after(item.nodeid))
             if i + 1 < len(current):
                 nextitem: pytest.Item | None = current[i + 1]
             else:
-                following = queue.take()
-                grading.plan([item, *following])
                 nextitem = following[0] if following else None
             _run(session, item, nextitem)
             ran.append(item)
-        current = following
+        current = following or []
     return ran
 
 
