@@ -150,3 +150,20 @@ def test_a_cold_copy_graded_without_bytecode_scores_the_same_and_writes_nothing_
             assert not list(tmp_path.glob("autograder-*"))  # which went with the run
     assert outcomes[0] == outcomes[1] and outcomes[0]
     assert list(copy.rglob("__pycache__"))  # the second run, allowed to, wrote its .pyc as always
+
+
+def test_a_run_folder_removed_while_compiling_ahead_stays_removed(tmp_path, monkeypatch):
+    """A command line that stops before grading (a missing submission) removes the run
+    folder while the compile-ahead may still be writing: nothing may reappear in it."""
+    from autograder.runner.process.trusted import remove_run_dir
+
+    root, suites = _package(tmp_path)
+    for i in range(300):
+        (suites / f"test_many_{i}.py").write_text(f"VALUE = {i}\n" * 50)
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    run = tmp_path / "autograder-run"
+    (run / "private").mkdir(parents=True)
+    thread = bytecode.compile_ahead(str(run / "private" / "bytecode"), str(root), str(suites))
+    remove_run_dir(run)
+    thread.join(timeout=60)
+    assert not thread.is_alive() and not run.exists()

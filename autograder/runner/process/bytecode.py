@@ -28,7 +28,6 @@ import importlib.machinery
 import importlib.util
 import marshal
 import os
-import py_compile
 import sys
 import threading
 
@@ -85,23 +84,63 @@ def wanted(root: str, suites: str) -> list[str]:
     return uncompiled(roots(root, suites))
 
 
+#: compile-ahead threads still running, by folder (``stop_under``)
+_RUNNING: dict[str, tuple[threading.Event, threading.Lock]] = {}
+
+
 def compile_ahead(folder: str, root: str, suites: str) -> threading.Thread:
     """Compile what a run from ``root`` would compile from source (``wanted``) into
-    ``folder`` (made here, private) in a daemon thread, each file written whole (py_compile
-    writes atomically); a source that does not compile is left to the import, which reports
-    it as always."""
+    ``folder`` (made here, private) in a daemon thread. Each file is written whole (a
+    temporary file, then renamed) and never a folder: once the run folder is removed
+    (``stop_under``, called by trusted.remove_run_dir) nothing reappears. A source that
+    does not compile is left to the import, which reports it as always."""
     os.makedirs(folder, mode=0o700, exist_ok=True)
+    stop, lock = threading.Event(), threading.Lock()
 
     def run() -> None:
-        for source in wanted(root, suites):
-            try:
-                py_compile.compile(source, cfile=cached_path(folder, source), doraise=True)
-            except (py_compile.PyCompileError, OSError, ValueError):
-                continue
+        try:
+            for source in wanted(root, suites):
+                with lock:
+                    if stop.is_set() or not _write(folder, source):
+                        return
+        finally:
+            _RUNNING.pop(folder, None)
 
     thread = threading.Thread(target=run, name="autograder-compile-ahead", daemon=True)
+    _RUNNING[folder] = (stop, lock)
     thread.start()
     return thread
+
+
+def _write(folder: str, source: str) -> bool:
+    """``source``'s code, as a ``.pyc`` (importlib's layout), in ``folder``; False once the
+    folder is gone. A source that cannot be read or compiled is skipped."""
+    try:
+        st = os.stat(source)
+        with open(source, "rb") as fh:
+            code = compile(fh.read(), source, "exec", dont_inherit=True)
+    except (OSError, SyntaxError, ValueError):
+        return True
+    header = importlib.util.MAGIC_NUMBER + b"\0\0\0\0"
+    header += (int(st.st_mtime) & 0xFFFFFFFF).to_bytes(4, "little") + (st.st_size & 0xFFFFFFFF).to_bytes(4, "little")
+    target = cached_path(folder, source)
+    try:
+        fd = os.open(target + ".tmp", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except OSError:
+        return False  # the folder is gone (the run ended): stop
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(header + marshal.dumps(code))
+    os.replace(target + ".tmp", target)
+    return True
+
+
+def stop_under(folder: str) -> None:
+    """Stop every compile-ahead writing under ``folder`` (after the file it is writing)."""
+    top = os.path.abspath(folder)
+    for path, (stop, lock) in list(_RUNNING.items()):
+        if os.path.abspath(path).startswith(top + os.sep):
+            with lock:
+                stop.set()
 
 
 class _AheadLoader(importlib.machinery.SourceFileLoader):

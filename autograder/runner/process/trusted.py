@@ -239,9 +239,11 @@ def report_path(run_dir: Path) -> Path:
 
 def remove_run_dir(path: Path) -> None:
     """Remove a run folder, whatever a worker left in it (read-only folders, any depth:
-    sandbox/tree.py)."""
+    sandbox/tree.py), once no compile-ahead writes in it (bytecode.py)."""
     from ...sandbox.tree import remove_tree
+    from . import bytecode
 
+    bytecode.stop_under(str(path))
     remove_tree(path)
 
 
