@@ -191,6 +191,8 @@ def _assignments(r: _Reader, raw: dict, skills: dict[str, Skill]) -> dict[str, t
 def _limits(r: _Reader, raw: Any, table: str, keypath: list[str], base: Limits) -> Limits:
     """``[limits]``, or a table of overrides on top of ``base`` (``[release.gradescope.limits]``)."""
     limits = _build(Limits, "limits", r.fields(raw, table, keypath, defaults=base))
+    # a TOML array reads as a list; the default and every Limits compared with it hold a tuple
+    limits = dataclasses.replace(limits, slow_solutions=tuple(limits.slow_solutions))
     if limits.skill_time_s < limits.call_timeout_s:
         raise r.fail(
             keypath + ["skill_time_s"],

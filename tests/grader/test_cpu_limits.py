@@ -16,7 +16,8 @@ from autograder.instructor.release import reference_cpu
 from autograder.runner import cpu_limits
 from autograder.sandbox.client import cpu_poll_s, cpu_used
 from autograder.testing.failures import SubmissionTimeout
-from autograder.testing.remote import ModuleInfo, Runtime, Submission
+from autograder.testing.remote import Submission
+from autograder.testing.runtime import ModuleInfo, Runtime
 
 
 @pytest.mark.parametrize(

@@ -352,7 +352,8 @@ class K:
 def test_rule_scans_can_reach_every_importable_file(tmp_path):
     """A module under a rule can import its siblings and helpers, so the suites can read them
     all (autograder.testing.remote.Submission.importable_sources)."""
-    from autograder.testing.remote import ModuleInfo, Runtime, Submission
+    from autograder.testing.remote import Submission
+    from autograder.testing.runtime import ModuleInfo, Runtime
 
     (tmp_path / "row_softmax.py").write_text("from utils import f\n")
     (tmp_path / "utils.py").write_text("import torch\nf = torch.softmax\n")

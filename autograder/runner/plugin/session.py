@@ -15,7 +15,7 @@ from typing import Any
 
 from ...core.feedback import hints as hint_catalogue
 from ...sandbox.client import Sandbox
-from ...testing.remote import ModuleInfo, Runtime
+from ...testing.runtime import ModuleInfo, Runtime
 from ..manifest import RunManifest
 
 
