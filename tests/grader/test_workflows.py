@@ -64,13 +64,39 @@ def test_instructors_workflow_runs_make_test_with_cached_cpu_torch():
     assert 0 < job["timeout-minutes"] <= 60
     steps = {s.get("name"): s for s in job["steps"]}
     assert steps["make test"]["run"] == "make test"  # the fast set on every Python of the matrix
-    slow = next(s for s in job["steps"] if "make test-slow" in str(s.get("run", "")))  # and the slow tests: CI proves everything
-    assert slow.get("if") == "matrix.python == '3.11'"
     assert job["strategy"]["matrix"]["python"] == ["3.11", "3.12", "3.13"]
     setup = next(s for s in job["steps"] if str(s.get("uses", "")).startswith("actions/setup-python@"))
     assert setup["with"]["python-version"] == "${{ matrix.python }}"
     assert setup["with"]["cache"] == "pip" and "requirements" in setup["with"]["cache-dependency-path"]
     assert job["env"]["PIP_INDEX_URL"] == "https://download.pytorch.org/whl/cpu"
+    # mypy from its cache: a cold run is ~25 CPU s of `make lint`, a warm one ~1 (docs/PERFORMANCE.md)
+    cache = next(s for s in job["steps"] if str(s.get("uses", "")).startswith("actions/cache@"))
+    assert cache["with"]["path"] == ".mypy_cache" and "${{ matrix.python }}" in cache["with"]["key"]
+    assert list(job["steps"]).index(cache) < list(job["steps"]).index(steps["make test"])
+
+
+def test_instructors_workflow_runs_every_part_of_the_slow_set_once():
+    """The slow tests too (CI proves everything): `make test-slow SPLIT=K/N` on N runners,
+    K = 1..N, each part once, with the fast set's cached CPU-only torch."""
+    job = _load(INSTRUCTORS)["jobs"]["make-test-slow"]
+    assert 0 < job["timeout-minutes"] <= 60 and "needs" not in job  # beside the fast set, not after it
+    parts = job["strategy"]["matrix"]["part"]
+    (slow,) = [s for s in job["steps"] if "make test-slow" in str(s.get("run", ""))]
+    assert slow["run"] == f"make test-slow SPLIT=${{{{ matrix.part }}}}/{len(parts)}"
+    assert parts == list(range(1, len(parts) + 1)), parts
+    setup = next(s for s in job["steps"] if str(s.get("uses", "")).startswith("actions/setup-python@"))
+    assert setup["with"]["cache"] == "pip" and job["env"]["PIP_INDEX_URL"] == "https://download.pytorch.org/whl/cpu"
+
+
+def test_make_test_slow_split_runs_one_part_by_the_committed_durations():
+    """`make test-slow SPLIT=K/N` is pytest-split's --splits N --group K over the durations
+    file, and without SPLIT the whole set."""
+    said = subprocess.run(["make", "-n", "test-slow", "SPLIT=2/3"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    (line,) = [line for line in said.stdout.splitlines() if "-m pytest" in line]
+    assert line.endswith("-m pytest -m slow --splits 3 --group 2 --durations-path tests/grader/slow_durations.json"), line
+    said = subprocess.run(["make", "-n", "test-slow"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    (line,) = [line for line in said.stdout.splitlines() if "-m pytest" in line]
+    assert line.rstrip().endswith("-m pytest -m slow"), line
 
 
 def test_instructors_workflow_grades_on_macos_and_in_the_students_container():
