@@ -64,13 +64,65 @@ def test_instructors_workflow_runs_make_test_with_cached_cpu_torch():
     assert 0 < job["timeout-minutes"] <= 60
     steps = {s.get("name"): s for s in job["steps"]}
     assert steps["make test"]["run"] == "make test"  # the fast set on every Python of the matrix
-    slow = next(s for s in job["steps"] if "make test-slow" in str(s.get("run", "")))  # and the slow tests: CI proves everything
-    assert slow.get("if") == "matrix.python == '3.11'"
     assert job["strategy"]["matrix"]["python"] == ["3.11", "3.12", "3.13"]
     setup = next(s for s in job["steps"] if str(s.get("uses", "")).startswith("actions/setup-python@"))
     assert setup["with"]["python-version"] == "${{ matrix.python }}"
     assert setup["with"]["cache"] == "pip" and "requirements" in setup["with"]["cache-dependency-path"]
     assert job["env"]["PIP_INDEX_URL"] == "https://download.pytorch.org/whl/cpu"
+    # mypy from its cache: a cold run is ~25 CPU s of `make lint`, a warm one ~1 (docs/PERFORMANCE.md)
+    cache = next(s for s in job["steps"] if str(s.get("uses", "")).startswith("actions/cache@"))
+    assert cache["with"]["path"] == ".mypy_cache" and "${{ matrix.python }}" in cache["with"]["key"]
+    assert list(job["steps"]).index(cache) < list(job["steps"]).index(steps["make test"])
+
+
+def test_instructors_workflow_runs_every_part_of_the_slow_set_once():
+    """The slow tests too (CI proves everything): `make test-slow SPLIT=K/N` on N runners,
+    K = 1..N, each part once, with the fast set's cached CPU-only torch."""
+    job = _load(INSTRUCTORS)["jobs"]["make-test-slow"]
+    assert 0 < job["timeout-minutes"] <= 60 and "needs" not in job  # beside the fast set, not after it
+    parts = job["strategy"]["matrix"]["part"]
+    (slow,) = [s for s in job["steps"] if "make test-slow" in str(s.get("run", ""))]
+    assert slow["run"] == f"make test-slow SPLIT=${{{{ matrix.part }}}}/{len(parts)}"
+    assert parts == list(range(1, len(parts) + 1)), parts
+    setup = next(s for s in job["steps"] if str(s.get("uses", "")).startswith("actions/setup-python@"))
+    assert setup["with"]["cache"] == "pip" and job["env"]["PIP_INDEX_URL"] == "https://download.pytorch.org/whl/cpu"
+
+
+SLOW_DURATIONS = ROOT / "tests" / "grader" / "slow_durations.json"
+
+
+def test_make_test_slow_split_runs_one_part_by_the_committed_durations():
+    """`make test-slow SPLIT=K/N` is pytest-split's --splits N --group K over the durations
+    file, and without SPLIT the whole set."""
+    said = subprocess.run(["make", "-n", "test-slow", "SPLIT=2/3"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    (line,) = [line for line in said.stdout.splitlines() if "-m pytest" in line]
+    assert line.endswith("-m pytest -m slow --splits 3 --group 2 --durations-path tests/grader/slow_durations.json"), line
+    said = subprocess.run(["make", "-n", "test-slow"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    (line,) = [line for line in said.stdout.splitlines() if "-m pytest" in line]
+    assert line.rstrip().endswith("-m pytest -m slow"), line
+
+
+def test_the_slow_sets_parts_hold_every_test_once_and_about_the_same_time():
+    """The workflow's N parts, split as pytest-split splits them (contiguous chunks, by the
+    committed durations): each test in one part, none twice, none left out, and no part's
+    estimate above 1.5 × the mean (here in the file's sorted order; a run splits the
+    collection order, which moves a boundary by a test or two) — else the durations are
+    stale: refresh them with `pytest -m slow --store-durations --durations-path
+    tests/grader/slow_durations.json` (a new slow test missing there counts as the average)."""
+    from types import SimpleNamespace
+
+    from pytest_split.algorithms import Algorithms
+
+    durations = json.loads(SLOW_DURATIONS.read_text(encoding="utf-8"))
+    assert durations and all(isinstance(v, (int, float)) and v >= 0 for v in durations.values())
+    assert all((ROOT / nodeid.split("::")[0]).is_file() for nodeid in durations), "a test file named there is gone"
+    parts = len(_load(INSTRUCTORS)["jobs"]["make-test-slow"]["strategy"]["matrix"]["part"])
+    items = [SimpleNamespace(nodeid=nodeid) for nodeid in durations]
+    groups = Algorithms.duration_based_chunks.value(parts, items, durations)
+    chosen = [item.nodeid for group in groups for item in group.selected]
+    assert sorted(chosen) == sorted(durations) and len(set(chosen)) == len(chosen)
+    mean = sum(durations.values()) / parts
+    assert all(0 < group.duration <= 1.5 * mean for group in groups), [round(g.duration) for g in groups]
 
 
 def test_instructors_workflow_grades_on_macos_and_in_the_students_container():
