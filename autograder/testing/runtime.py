@@ -67,6 +67,10 @@ class Runtime:
     #: skill's other, perhaps correct, functions need; what loops cost is bounded by one call
     #: limit per function.
     cpu_timed_out: dict[str, float] = field(default_factory=dict)
+    #: modules a call of which ran where the worker's CPU time cannot be read (no /proc: macOS):
+    #: their CPU limits and budget no longer apply (a wall second is not a CPU second: a busy
+    #: laptop must not read as slow code), the wall-clock backstops do
+    cpu_unread: set[str] = field(default_factory=set)
     malformed: dict[tuple[str, str], str] = field(default_factory=dict)  # sent a bad reply once
     printed_left: int = 0  # characters of printed output the rest of the run may still keep
 
@@ -76,7 +80,7 @@ class Runtime:
     def time_left(self, module: str) -> float:
         """What is left of the module's budget, as a fraction of it (≤ 0: used up)."""
         wall = 1 - self.spent.get(module, 0.0) / self.skill_time
-        if module not in self.cpu_limits:
+        if module not in self.cpu_limits or module in self.cpu_unread:
             return wall
         return min(wall, 1 - self.cpu_charged(module) / self.cpu_limits[module][1])
 
@@ -90,7 +94,7 @@ class Runtime:
         whether the skill's budget rather than the per-call limit sets them)."""
         wall_left = self.skill_time - self.spent.get(module, 0.0)
         wall, by_budget = (wall_left, True) if wall_left < self.call_timeout else (self.call_timeout, False)
-        if module not in self.cpu_limits:
+        if module not in self.cpu_limits or module in self.cpu_unread:
             return wall, None, by_budget
         per_call, budget = self.cpu_limits[module]
         per_call = self.cpu_call_limits.get(module, {}).get(target or "", per_call)
@@ -106,7 +110,9 @@ class Runtime:
         to the skill's budget (``cpu_charged``). The wall clock, a backstop for code that
         sleeps, counts every call."""
         self.spent[module] = self.spent.get(module, 0.0) + seconds
-        used = seconds if cpu is None else cpu
+        if cpu is None:
+            self.cpu_unread.add(module)
+        used = seconds if cpu is None else cpu  # the report's figure
         self.cpu_spent[module] = self.cpu_spent.get(module, 0.0) + used
         self.cpu_slowest[module] = max(self.cpu_slowest.get(module, 0.0), used)
         if target is not None:
