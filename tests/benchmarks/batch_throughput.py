@@ -11,7 +11,10 @@ files), so a single ``grade`` of the same folder draws the same inputs.
     .venv/bin/python tests/benchmarks/batch_throughput.py [--count 100] [--jobs 2] [--sample 12]
         [--no-preload-count 0]   also grade the first K with a fresh Python per student (ratio)
 
-Prints: wall time and submissions/s (target ≥ 4 on the 2-core machine), per kind the mean
+Prints: wall time and submissions/s (target ≥ 4 on the 2-core machine), the CPU seconds of a
+submission (every process of the batch, over the class) against the CPU of
+``python -c "import torch"`` measured three times before and three times after the batch
+(issue 32: ≤ 0.5× its median; exit status 1 when missed, as ``make benchmark`` reads it), per kind the mean
 wall and CPU seconds of one student's run and its phases (start → tests collected → tests
 done → results written), and the sample's agreement with ``python -m autograder grade``.
 """
@@ -35,6 +38,22 @@ ROOT = Path(__file__).resolve().parents[2]
 SUBMISSIONS = ROOT / "tests" / "submissions"
 sys.path.insert(0, str(SUBMISSIONS))
 import variants
+from cpu_cost import import_torch_cpu  # this folder: the script's own (sys.path[0])
+
+#: issue 32 point 2: a submission's CPU in a batch, as a fraction of ``import torch``'s
+CPU_RATIO_TARGET = 0.5
+
+
+def missed(cpu_per_submission: float, torch_cpu: float) -> list[str]:
+    """Each target the batch missed, as a line (empty when every one is met)."""
+    ratio = cpu_per_submission / torch_cpu
+    if ratio <= CPU_RATIO_TARGET:
+        return []
+    return [
+        f"batch: {cpu_per_submission:.2f} CPU s a submission = {ratio:.2f}× import torch "
+        f"({torch_cpu:.2f} CPU s), target ≤ {CPU_RATIO_TARGET}×"
+    ]
+
 
 HOSTILE = ("loop_forever", "self_sigkill", "fork_bomb", "print_100mb", "os_exit_at_import", "patch_allclose")
 
@@ -126,7 +145,7 @@ def per_test(data: dict) -> dict:
     return {t["id"]: (t["score"], t["status"]) for s in data["skills"] for t in s["tests"]}
 
 
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--count", type=int, default=100)
     parser.add_argument("--jobs", type=int, default=2)
@@ -142,12 +161,23 @@ def main() -> None:
     kinds = generate(subs, args.count)
     print(f"{len(kinds)} submissions in {subs}; machine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}")
 
+    torch_before = [import_torch_cpu() for _ in range(3)]
     seconds, cpu_total = run_batch(subs, out, args.jobs, [])
+    torch_after = [import_torch_cpu() for _ in range(3)]
     rate = len(kinds) / seconds
     print(f"batch --jobs {args.jobs}: {seconds:.1f} s for {len(kinds)} → {rate:.2f} submissions/s (target ≥ 4)")
     print(
         f"CPU of the whole batch (every process): {cpu_total:.0f} s = {cpu_total / len(kinds):.2f} s per submission "
         f"→ {len(kinds) * (os.cpu_count() or 1) / cpu_total:.2f} submissions/s if {os.cpu_count()} cores were ours alone"
+    )
+
+    torch_cpu = statistics.median(torch_before + torch_after)
+    problems = missed(cpu_total / len(kinds), torch_cpu)
+    print(
+        f"CPU per submission {cpu_total / len(kinds):.2f} s = {cpu_total / len(kinds) / torch_cpu:.2f}× "
+        f"`import torch`'s {torch_cpu:.2f} CPU s (median of 3 runs before and 3 after: "
+        f"{', '.join(f'{t:.2f}' for t in torch_before + torch_after)}; load {os.getloadavg()[0]:.1f}), "
+        f"target ≤ {CPU_RATIO_TARGET}×: {'MISSED' if problems else 'met'}"
     )
 
     # where the time goes, per kind of submission
@@ -208,7 +238,10 @@ def main() -> None:
             f"{args.no_preload_count} submissions: preloaded {a:.1f} s / {a_cpu:.0f} CPU-s vs fresh Python per student "
             f"{b:.1f} s / {b_cpu:.0f} CPU-s (wall ratio {b / a:.2f}, CPU ratio {b_cpu / a_cpu:.2f})"
         )
+    for problem in problems:
+        print(f"MISSED {problem}")
+    return 1 if problems else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -72,3 +72,10 @@ def test_gradescope_run_holds_the_looping_submission_to_its_time_targets():
     # the reference has no time target (its score is what counts); no CPU figure, no time verdict
     assert bench.missed("reference", {"score": 100}, 500, 100, cpu_s=30.0, torch_cpu_s=1.4) == []
     assert bench.missed("loop_forever", done, 500, 100) == []
+
+
+def test_batch_throughput_holds_a_submissions_cpu_to_half_of_import_torch():
+    # issue 32 point 2: a submission's CPU in a batch ≤ 0.5× import torch's; no timing here
+    bench = _module("batch_throughput")
+    assert bench.missed(0.7, 1.4) == []
+    assert bench.missed(2.55, 1.7) == ["batch: 2.55 CPU s a submission = 1.50× import torch (1.70 CPU s), target ≤ 0.5×"]
