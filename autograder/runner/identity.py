@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..config import Config
+from . import cpu_limits
 
 COURSE_PACKAGE = "course"  # tests/suites/course: helpers shared by the suites
 CASES_FILE = "snapshot_cases.py"  # instructors only: never graded with, never shipped
@@ -112,7 +113,11 @@ def suite_files(config: Config, include_hidden: bool) -> dict[str, bytes]:
         skill_dir = config.suites_dir / skill.id
         if (skill_dir / "hints.toml").is_file():
             files[f"{suites_rel}/{skill.id}/hints.toml"] = (skill_dir / "hints.toml").read_bytes()
-        files.update(_tree(repo, skill_dir / "snapshots"))
+        snapshots = _tree(repo, skill_dir / "snapshots")
+        table = f"{suites_rel}/{skill.id}/snapshots/{cpu_limits.TABLE_NAME}"
+        if not include_hidden and table in snapshots:  # its size classes tell the hidden inputs' sizes
+            snapshots[table] = cpu_limits.without_sizes(snapshots[table], skill.id)
+        files.update(snapshots)
         if include_hidden:  # helpers beside the suites (mistakes.py: the named mistakes' outputs) serve hidden tests only
             for path in sorted(skill_dir.glob("*.py")):
                 if path.name != CASES_FILE and not path.name.startswith("test_"):

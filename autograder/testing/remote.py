@@ -36,7 +36,7 @@ from .failures import (
     thread_refused,
 )
 from .probe import Probe
-from .runtime import IMPORT_TARGET, PRINTED_ENTRIES, ModuleInfo, Runtime
+from .runtime import IMPORT_TARGET, PRINTED_ENTRIES, ModuleInfo, Runtime, size_class
 
 
 @dataclass(frozen=True)
@@ -220,7 +220,8 @@ class Submission:
         self._import(module)
         rt = self._runtime
         worker = self._ensure_worker()
-        timeout, cpu_limit, by_budget = rt.deadline_for(module, key[1])
+        size = size_class((args, kwargs))
+        timeout, cpu_limit, by_budget = rt.deadline_for(module, key[1], size)
         started = time.monotonic()
         own_limit = False  # stopped at its own call limit: not charged to the skill's budget
         try:
@@ -239,7 +240,7 @@ class Submission:
             self._dead = _submission_error(exc, label, why)
             raise self._dead from None
         finally:
-            rt.charge(module, time.monotonic() - started, worker.last_cpu, timed_out=own_limit, target=key[1])
+            rt.charge(module, time.monotonic() - started, worker.last_cpu, timed_out=own_limit, target=key[1], size=size)
         self._log(label, reply.out, reply.out_dropped)
         self.autograd_uses.update(reply.autograd)
         self._last_dispatched = dispatch.parse(reply.dispatched)

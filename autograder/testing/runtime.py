@@ -18,6 +18,43 @@ PRINTED_ENTRIES = 20
 #: the name a module's import has among its call targets (CPU limits, reference_cpu.toml):
 #: a keyword, so no function of the module can have it
 IMPORT_TARGET = "import"
+#: joins a target and a size class in a key of the CPU tables: ``"attention_backward@4096"``
+#: is the costliest call of ``attention_backward`` whose arguments held 2049–4096 tensor
+#: elements (size_class); "@" cannot be part of a Python name or a probe's name
+SIZE_SEP = "@"
+#: how deep size_class looks into nested arguments (lists, tuples, dicts)
+_SIZE_DEPTH = 6
+
+
+def size_class(value: object) -> int:
+    """The number of tensor elements in a call's arguments (lists, tuples and dicts looked
+    into), rounded up to a power of two; 0 when they hold none. A call's CPU limit comes from
+    the reference's costliest call of the same function in the same size class or the next
+    one up (``Runtime.deadline_for``): what the reference needs for *that* call, so an
+    endless loop on a small input stops at a small input's limit."""
+    n = _elements(value, _SIZE_DEPTH)
+    return 0 if n <= 0 else 1 << (n - 1).bit_length()
+
+
+def _elements(value: object, depth: int) -> int:
+    if depth < 0:
+        return 0
+    if isinstance(value, dict):
+        return sum(_elements(v, depth - 1) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return sum(_elements(v, depth - 1) for v in value)
+    numel = getattr(value, "numel", None)
+    if callable(numel) and hasattr(value, "shape"):  # a tensor (the trusted side's own inputs)
+        try:
+            return int(numel())
+        except (TypeError, ValueError, RuntimeError):
+            return 0
+    return 0
+
+
+def sized(target: str, size: int) -> str:
+    """The table key of ``target``'s calls in size class ``size``."""
+    return f"{target}{SIZE_SEP}{size}"
 
 
 @dataclass
@@ -55,11 +92,13 @@ class Runtime:
     #: module → target (function, class, "probe:<name>", "import") → CPU seconds one call of
     #: it may use: from that target's own costliest reference call, so a function the
     #: reference runs in a millisecond loops for a fraction of a second, not for the limit
-    #: the skill's costliest call needs
+    #: the skill's costliest call needs; and under ``sized(target, N)`` from its costliest
+    #: call in size class N (size_class), so a small call gets a small call's limit
     cpu_call_limits: dict[str, dict[str, float]] = field(default_factory=dict)
     cpu_spent: dict[str, float] = field(default_factory=dict)  # module → worker CPU seconds its calls used
     cpu_slowest: dict[str, float] = field(default_factory=dict)  # module → CPU seconds of its costliest call
-    #: module → target → CPU seconds of its costliest call (what the reference-cpu tables record)
+    #: module → target, and sized(target, N) → CPU seconds of its costliest call (of those in
+    #: size class N): what the reference-cpu tables record
     cpu_slowest_by_target: dict[str, dict[str, float]] = field(default_factory=dict)
     #: module → CPU seconds of its calls stopped at their per-call limit: counted in cpu_spent
     #: (the report's figure) but not against the budget. A function that loops costs its own
@@ -73,6 +112,8 @@ class Runtime:
     cpu_unread: set[str] = field(default_factory=set)
     malformed: dict[tuple[str, str], str] = field(default_factory=dict)  # sent a bad reply once
     printed_left: int = 0  # characters of printed output the rest of the run may still keep
+    #: (module, target) → [(size class, CPU limit)] ascending, from cpu_call_limits' sized keys
+    _by_size: dict[tuple[str, str], list[tuple[int, float]]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         self.printed_left = PRINTED_PER_RUN * self.sandbox.spec.output_bytes
@@ -89,21 +130,52 @@ class Runtime:
         raised, or used up the budget itself), not those stopped at their own call limit."""
         return self.cpu_spent.get(module, 0.0) - self.cpu_timed_out.get(module, 0.0)
 
-    def deadline_for(self, module: str, target: str | None = None) -> tuple[float, float | None, bool]:
+    def deadline_for(self, module: str, target: str | None = None, size: int | None = None) -> tuple[float, float | None, bool]:
         """(wall seconds this call of ``target`` may take, CPU seconds it may use or None,
-        whether the skill's budget rather than the per-call limit sets them)."""
+        whether the skill's budget rather than the per-call limit sets them); ``size``: the
+        call's size_class."""
         wall_left = self.skill_time - self.spent.get(module, 0.0)
         wall, by_budget = (wall_left, True) if wall_left < self.call_timeout else (self.call_timeout, False)
         if module not in self.cpu_limits or module in self.cpu_unread:
             return wall, None, by_budget
         per_call, budget = self.cpu_limits[module]
         per_call = self.cpu_call_limits.get(module, {}).get(target or "", per_call)
+        if target is not None and size is not None:
+            per_call = self._sized_limit(module, target, size, per_call)
         cpu_left = budget - self.cpu_charged(module)
         if cpu_left < per_call:
             return wall, cpu_left, True
         return wall, per_call, by_budget
 
-    def charge(self, module: str, seconds: float, cpu: float | None, timed_out: bool = False, target: str | None = None) -> None:
+    def _sized_limit(self, module: str, target: str, size: int, whole: float) -> float:
+        """The limit of a call of ``target`` in size class ``size``: the largest limit of its
+        size classes up to the smallest measured one that is not smaller than ``size`` (a
+        larger input never gets less than a smaller one). A call larger than every measured
+        one, or of a target measured without sizes, gets ``whole``: the target's costliest."""
+        key = (module, target)
+        if key not in self._by_size:
+            prefix = target + SIZE_SEP
+            self._by_size[key] = sorted(
+                (int(name[len(prefix) :]), seconds)
+                for name, seconds in self.cpu_call_limits.get(module, {}).items()
+                if name.startswith(prefix) and name[len(prefix) :].isdigit()
+            )
+        limit = None
+        for measured, seconds in self._by_size[key]:
+            limit = seconds if limit is None else max(limit, seconds)
+            if measured >= size:
+                return limit
+        return whole
+
+    def charge(
+        self,
+        module: str,
+        seconds: float,
+        cpu: float | None,
+        timed_out: bool = False,
+        target: str | None = None,
+        size: int | None = None,
+    ) -> None:
         """A call took ``seconds`` of wall time and ``cpu`` seconds of the worker's CPU time
         (None where it cannot be read: the wall time counts instead); ``timed_out``: it was
         stopped at its own per-call limit (not the budget's), so its CPU time is not charged
@@ -117,6 +189,7 @@ class Runtime:
         self.cpu_slowest[module] = max(self.cpu_slowest.get(module, 0.0), used)
         if target is not None:
             by_target = self.cpu_slowest_by_target.setdefault(module, {})
-            by_target[target] = max(by_target.get(target, 0.0), used)
+            for name in (target,) if size is None else (target, sized(target, size)):
+                by_target[name] = max(by_target.get(name, 0.0), used)
         if timed_out:
             self.cpu_timed_out[module] = self.cpu_timed_out.get(module, 0.0) + used
