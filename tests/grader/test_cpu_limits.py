@@ -304,3 +304,17 @@ def test_cpu_time_is_read_to_the_nanosecond_unless_other_threads_ran():
     assert cpu_used((1.000, 1.00), (1.0042, 1.30)) == pytest.approx(0.30)  # other threads ran: they count
     assert cpu_used((None, 1.00), (None, 1.05)) == pytest.approx(0.05)  # no schedstat: the ticks
     assert cpu_poll_s(0.1) == pytest.approx(0.0125) and cpu_poll_s(4.0) == 0.05 and cpu_poll_s(0.01) == 0.01
+
+
+def test_the_calibration_counts_its_own_threads_cpu_not_the_processs(monkeypatch):
+    # the command line compiles the suites on another thread while it calibrates
+    # (runner/process/bytecode.py): the process's CPU time would count that thread's work and
+    # make every limit of the run ~1.5× too large
+    ticks = iter(range(100))
+
+    def process_time() -> float:
+        raise AssertionError("the process's CPU time counts the other threads")
+
+    monkeypatch.setattr(cpu_limits.time, "process_time", process_time)
+    monkeypatch.setattr(cpu_limits.time, "thread_time", lambda: next(ticks) * 0.004)
+    assert cpu_limits.calibrate() == pytest.approx(0.004)
