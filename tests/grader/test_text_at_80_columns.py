@@ -15,7 +15,7 @@ from conftest import ROOT
 
 from autograder.config import load
 from autograder.renderers import Style, render
-from autograder.renderers.common import cells
+from autograder.renderers.common import cells, wrap_words
 from autograder.runner import scoring
 from autograder.runner.manifest import RunManifest
 
@@ -149,3 +149,36 @@ def test_every_failure_kind_is_readable_at_80_columns_without_colour(kind):
         golden.write_text(out, encoding="utf-8")
     assert golden.is_file(), f"no golden file {golden}: run with UPDATE_GOLDEN=1 and read it"
     assert out == golden.read_text(encoding="utf-8"), f"{kind}: the 80-column rendering changed; compare with {golden}"
+
+
+@pytest.mark.parametrize(
+    ("text", "room", "wrapped"),
+    [
+        ("ab " + "x" * 25 + " cd", 10, "ab\nxxxxxxxxxx\nxxxxxxxxxx\nxxxxx cd"),
+        ("   " + "y" * 12, 8, "   yyyyy\n   yyyyy\n   yy"),
+        ("中文" * 7 + " z", 9, "中文中文\n中文中文\n中文中文\n中文 z"),
+        ("中" * 3, 1, "中\n中\n中"),  # a character wider than the line: a line of its own, no endless loop
+    ],
+)
+def test_a_word_wider_than_the_line_is_cut_at_the_line_and_only_there(text, room, wrapped):
+    assert wrap_words(text, room) == wrapped
+
+
+def test_cutting_a_huge_word_measures_each_character_a_bounded_number_of_times(monkeypatch):
+    # a submission's 32 KiB error message without a space: measuring the whole rest of the
+    # word again for each 80-column piece made the terminal report take ~16 s (no timing
+    # here: the measurements are counted)
+    from autograder.renderers import common
+
+    measured = 0
+    char_cells = common._char_cells
+
+    def counting(ch: str) -> int:
+        nonlocal measured
+        measured += 1
+        return char_cells(ch)
+
+    monkeypatch.setattr(common, "_char_cells", counting)
+    word = "x" * (1 << 15)
+    assert wrap_words(word, WIDTH).split("\n") == [word[i : i + WIDTH] for i in range(0, len(word), WIDTH)]
+    assert measured <= 4 * len(word)
