@@ -26,7 +26,11 @@ __all__ = ["definitions", "enclosing_function", "functions", "is_todo_stub", "kn
 _KEPT_DUNDERS = {"__init__", "__call__"}
 
 
+@functools.lru_cache(maxsize=16)
 def _parse(source: str | bytes) -> ast.Module | None:
+    """The module's AST, shared by every caller (read, never changed): a submission's file is
+    asked about several times — which folder holds the work, which functions are written,
+    which are still TODO (a batch parsed each of a student's files three times)."""
     try:
         return ast.parse(source)
     except (SyntaxError, ValueError):

@@ -38,6 +38,9 @@ class GradeRequest:
     seed_key_file: Path | None = None  # the course key (batch, --seed-key-file); default: $AUTOGRADER_SEED_KEY_FILE
     #: False: the wall-clock limits alone (``reference-cpu`` measures the reference without the tables it writes)
     cpu_limits: bool = True
+    #: this machine's speed (``cpu_limits.calibrate``) when the caller measured it already (a
+    #: batch: once for many students, instead of ~0.1 CPU s each); None: measured for this run
+    calibration_s: float | None = None
 
 
 def suite_hash(config: Config) -> str:
@@ -56,11 +59,12 @@ def _add_run(
     spec: WorkerSpec,
     seed: seeding.SeedChoice,
     with_cpu_limits: bool = True,
+    calibration_s: float | None = None,
 ) -> RunManifest:
     """The plan plus what this run decided: the submission's modules, the seed, the worker,
     the CPU-time limits (from the reference's, scaled to this machine: cpu_limits.py)."""
     if with_cpu_limits:
-        run_cpu = cpu_limits.run_limits(config)
+        run_cpu = cpu_limits.run_limits(config, calibration_s)
         manifest.limits.cpu, manifest.limits.cpu_calls = run_cpu.skills, run_cpu.calls
     manifest.skill_seconds = cpu_limits.test_seconds(config)
     manifest.modules = dict(prepared.facts)
@@ -143,7 +147,7 @@ def grade(request: GradeRequest) -> Results:
         spec, notes = build_worker_spec(
             config, prepared.copy_dir, scratch, protected=_protected(request, private, seeding.key_file(key_env))
         )
-        live.send_manifest(_add_run(manifest, config, prepared, spec, seed, request.cpu_limits).to_dict())
+        live.send_manifest(_add_run(manifest, config, prepared, spec, seed, request.cpu_limits, request.calibration_s).to_dict())
         outcome = live.wait(config.limits.run_timeout_s + 120, request.on_event)
         live = None
         report = _load_report(report_path)

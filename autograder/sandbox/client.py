@@ -83,10 +83,9 @@ class Reply:
     dispatched: list[str] = field(default_factory=list)
 
 
-_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 #: what /proc/<pid>/stat may show above the main thread's own time for the same span (its
 #: ticks are rounded): more means other threads ran, and the coarser figure of all counts
-_TICK_SLACK_S = 2.5 / _CLOCK_TICKS
+_TICK_SLACK_S = 2.5 / features.CLOCK_TICKS
 
 
 def cpu_poll_s(cpu_limit: float) -> float:
@@ -120,6 +119,7 @@ class Worker:
         self.baseline: tuple[int, int] | None = None  # (threads, RSS KiB) when it was ready
         #: CPU seconds the worker spent on its last request; None when it cannot be read here
         self.last_cpu: float | None = None
+        self._clock: features.ProcessClock | None = None  # read before and after each request
 
     @property
     def alive(self) -> bool:
@@ -145,22 +145,20 @@ class Worker:
 
     def cpu_seconds(self) -> tuple[float | None, float] | None:
         """The worker's CPU time, read by us (never asked of the worker): (seconds its main
-        thread ran, from /proc/<pid>/schedstat in nanoseconds — None where there is none;
-        user + system seconds of all its threads, from /proc/<pid>/stat in 10 ms ticks, the
-        14th and 15th fields of stat(5)). None where neither can be read (no /proc): the
-        limits then fall back to wall time. ``cpu_used`` turns two readings into seconds."""
-        try:
-            with open(f"{features.PROC}/{self.pid}/stat", "rb") as fh:
-                fields = fh.read().rsplit(b")", 1)[1].split()
-            ticks = (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
-        except (OSError, IndexError, ValueError):
-            return None
-        try:
-            with open(f"{features.PROC}/{self.pid}/schedstat", "rb") as fh:
-                precise: float | None = int(fh.read().split()[0]) / 1e9
-        except (OSError, IndexError, ValueError):
-            precise = None
-        return precise, ticks
+        thread ran, to the nanosecond — None where the system shows only ticks; user +
+        system seconds of all its threads, in 10 ms ticks), from files opened once per worker
+        (features.ProcessClock). None where neither can be read (no /proc): the limits then
+        fall back to wall time. ``cpu_used`` turns two readings into seconds."""
+        if self._clock is None:
+            if self.pid <= 0 or self.exit is not None:
+                return None
+            self._clock = features.ProcessClock(self.pid)
+        return self._clock.read()
+
+    def _close_clock(self) -> None:
+        if self._clock is not None:
+            self._clock.close()
+            self._clock = None
 
     def reusable(self) -> bool:
         """Alive, no thread of the submission's left running, no large growth: only such a
@@ -336,6 +334,7 @@ class Worker:
     def _stop(self, reason: str, killed: bool = False, wait: bool = True) -> None:
         if self.exit is not None:
             return
+        self._close_clock()
         try:
             self.sock.close()
         except OSError:
@@ -516,6 +515,7 @@ class Sandbox:
         for worker in [*self._spares, *([self._kept] if self._kept else [])]:
             if worker not in taken:
                 worker.sock.close()
+                worker._close_clock()
         self._spares, self._kept = [], None
         self.control.close()
         box = Sandbox(self.spec, self.start_timeout, self.max_reply_bytes, server=(self.pid, control))
@@ -530,6 +530,7 @@ class Sandbox:
         workers are the forked process's now; only this process's copies of their sockets close."""
         for worker in self._spares[len(self._spares) - count :] if count > 0 else []:
             worker.sock.close()
+            worker._close_clock()
             self._spares.remove(worker)
 
     def kill(self, pid: int) -> dict:

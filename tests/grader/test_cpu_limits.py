@@ -6,6 +6,11 @@ CPU time, a wait never charged — is in test_sandbox.py; whole runs in test_red
 from __future__ import annotations
 
 import dataclasses
+import os
+import socket
+import subprocess
+import sys
+import time
 import tomllib
 from types import SimpleNamespace
 
@@ -15,7 +20,7 @@ from conftest import ROOT
 from autograder.config import Limits, load
 from autograder.instructor.release import reference_cpu
 from autograder.runner import cpu_limits
-from autograder.sandbox.client import cpu_poll_s, cpu_used
+from autograder.sandbox.client import Worker, cpu_poll_s, cpu_used
 from autograder.testing.failures import SubmissionTimeout
 from autograder.testing.remote import Submission
 from autograder.testing.runtime import ModuleInfo, Runtime, size_class
@@ -318,3 +323,48 @@ def test_the_calibration_counts_its_own_threads_cpu_not_the_processs(monkeypatch
     monkeypatch.setattr(cpu_limits.time, "process_time", process_time)
     monkeypatch.setattr(cpu_limits.time, "thread_time", lambda: next(ticks) * 0.004)
     assert cpu_limits.calibrate() == pytest.approx(0.004)
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/schedstat"), reason="reads /proc (Linux)")
+def test_a_workers_cpu_time_is_read_from_files_opened_once_and_never_from_another_process():
+    # a call reads the worker's CPU time before and after: two /proc files, kept open (an
+    # open costs ~5× a read); once the process is gone the kept files fail to read — a new
+    # process with the same pid is never read in its place
+    busy = "import sys, time\nt = time.process_time()\nwhile time.process_time() - t < 0.3:\n    pass\nsys.stdin.read()"
+    proc = subprocess.Popen([sys.executable, "-c", busy], stdin=subprocess.PIPE)
+    ours, theirs = socket.socketpair()
+    try:
+        worker = Worker(SimpleNamespace(), proc.pid, ours)
+        first = worker.cpu_seconds()
+        clock = worker._clock
+        assert first is not None and clock is not None
+        fds = (clock._stat, clock._schedstat)
+        deadline = time.monotonic() + 30
+        now = worker.cpu_seconds()
+        while now is not None and cpu_used(first, now) < 0.2 and time.monotonic() < deadline:
+            time.sleep(0.02)
+            now = worker.cpu_seconds()
+        assert now is not None and cpu_used(first, now) >= 0.2
+        assert worker._clock is clock and (clock._stat, clock._schedstat) == fds  # not opened again
+        proc.stdin.close()
+        proc.wait()
+        assert worker.cpu_seconds() is None
+        worker._close_clock()
+        for fd in fds:
+            with pytest.raises(OSError):
+                os.fstat(fd)
+    finally:
+        proc.kill()
+        proc.wait()
+        ours.close()
+        theirs.close()
+
+
+def test_a_batch_calibrates_once_for_many_runs_and_again_when_the_figure_is_old(monkeypatch):
+    measured = iter([0.01, 0.02])
+    monkeypatch.setattr(cpu_limits, "calibrate", lambda: next(measured))
+    speed = cpu_limits.MachineSpeed(max_age_s=3600)
+    assert [speed.calibration_s() for _ in range(5)] == [0.01] * 5 and speed.measured == 1
+    speed.max_age_s = 0.0
+    time.sleep(0.001)
+    assert speed.calibration_s() == 0.02 and speed.measured == 2

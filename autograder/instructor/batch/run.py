@@ -37,7 +37,7 @@ from ...app.upload import UploadError
 from ...config import Config
 from ...core import results as results_mod
 from ...renderers import render
-from ...runner import identity, scoring, seeding
+from ...runner import cpu_limits, identity, scoring, seeding
 from ...runner.grade import ALWAYS_PRELOAD, GradeRequest, grade
 from ...runner.process.launch import FRESH, Launcher
 from ...sandbox.tree import remove_tree
@@ -116,7 +116,12 @@ def _error_results(config: Config, student: Student, message: str) -> results_mo
 
 
 def _grade_one(
-    config: Config, student: Student, options: Options, launcher: Launcher, timing: dict
+    config: Config,
+    student: Student,
+    options: Options,
+    launcher: Launcher,
+    timing: dict,
+    speed: cpu_limits.MachineSpeed | None = None,
 ) -> tuple[results_mod.Results, str]:
     """(results, where the modules were found); ``timing`` gets when the run's phases ended."""
     work = Path(tempfile.mkdtemp(prefix="autograder-batch-"))
@@ -140,6 +145,7 @@ def _grade_one(
             launcher=launcher,
             on_event=on_event,
             seed_key_file=options.seed_key_file,
+            calibration_s=speed.calibration_s() if speed is not None else None,
         )
         results = grade(request)
         timing["graded_s"] = round(time.monotonic() - started, 3)
@@ -212,9 +218,10 @@ def run(config: Config, students: list[Student], options: Options, progress=None
             preloaded = _preloaded(config, options, outcome, progress)
         launcher = preloaded if preloaded is not None else FRESH
         graded = per_student(config, options.jobs)
+        speed = cpu_limits.MachineSpeed()  # the CPU limits' calibration, shared by the class's runs
 
         def task(student: Student, want: dict) -> str:
-            return _grade_student(config, graded, student, want, options, launcher, preloaded, stop, outcome)
+            return _grade_student(config, graded, student, want, options, launcher, preloaded, stop, outcome, speed)
 
         _grade_all(todo, task, options, outcome, progress, preloaded, stop)
     finally:
@@ -267,7 +274,9 @@ def _preloaded(config: Config, options: Options, outcome: Outcome, progress):
     return preloaded
 
 
-def _grade_student(config, graded, student: Student, want: dict, options: Options, launcher, preloaded, stop, outcome) -> str:
+def _grade_student(
+    config, graded, student: Student, want: dict, options: Options, launcher, preloaded, stop, outcome, speed=None
+) -> str:
     """Grade one student and write their folder; the status, or "cancelled" (Ctrl-C)."""
     if stop.is_set():
         return "cancelled"
@@ -275,7 +284,7 @@ def _grade_student(config, graded, student: Student, want: dict, options: Option
     timing: dict = {}
     retry = False
     try:
-        results, note = _grade_one(graded, student, options, launcher, timing)
+        results, note = _grade_one(graded, student, options, launcher, timing, speed)
     except Exception as exc:  # a bug of ours on one submission never ends the batch
         if stop.is_set():
             return "cancelled"

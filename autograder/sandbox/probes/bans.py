@@ -26,7 +26,7 @@ def own_frame(own_files: str) -> list:
 
 
 _REGISTRATIONS: list[tuple[str, str]] | None = None
-_NAMES: list[str] | None = None
+_NAMES: list[tuple[str, str]] | None = None
 #: computes nothing (shapes only), and torch refuses a Python kernel there for composite ops
 _SKIPPED_KEYS = frozenset({"Meta"})
 
@@ -48,12 +48,14 @@ def kernel_registrations() -> list[tuple[str, str]]:
                 continue
             found += [(name, key) for name in names if name.startswith("aten::")]
         _REGISTRATIONS = found
-        _NAMES = list(dict.fromkeys(name for name, _ in found))
+        _NAMES = [(name, _aten_base(name)) for name in dict.fromkeys(name for name, _ in found)]
     return _REGISTRATIONS
 
 
-def _registered_names() -> list[str]:
-    """The distinct operator names of ``kernel_registrations``, in its order (read with it)."""
+def _registered_names() -> list[tuple[str, str]]:
+    """(name, ``_aten_base`` of it) for the distinct operator names of
+    ``kernel_registrations``, in its order (read with it, so a worker's first ban matches
+    its patterns against names already cut to their base: ~5 ms less per worker)."""
     kernel_registrations()
     return _NAMES or []
 
@@ -90,7 +92,7 @@ class KernelBan:
         # one regular expression for all patterns (fnmatch's own translation), tried once per
         # operator name, not once per (name, key) and pattern: ~10 000 registrations, ~2 500 names
         match = re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in self.patterns)).match
-        hits = {name for name in _registered_names() if match(_aten_base(name))}
+        hits = {name for name, base in _registered_names() if match(base)}
         out = [(name, key) for name, key in kernel_registrations() if name in hits]
         _TARGETS[self.patterns] = out
         return out
