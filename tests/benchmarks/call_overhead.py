@@ -17,7 +17,6 @@ import argparse
 import shutil
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -25,9 +24,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 import torch
+from worker_start import one_module_run  # this folder: the script's own (sys.path[0])
 
-from autograder.config import load
-from autograder.runner.policy import build_worker_spec
 from autograder.sandbox.client import Sandbox
 
 VARIANTS = {
@@ -60,16 +58,8 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    run = Path(tempfile.mkdtemp(prefix="autograder-bench-"))
+    run, spec, _ = one_module_run("def f(x):\n    return x.softmax(-1)\n")
     try:
-        run.chmod(0o711)
-        (run / "submission").mkdir(mode=0o755)
-        (run / "submission" / "m.py").write_text("def f(x):\n    return x.softmax(-1)\n")
-        (run / "scratch").mkdir(mode=0o711)
-        spec, _ = build_worker_spec(
-            load(ROOT / "grading.toml"), run / "submission", run / "scratch", protected=[ROOT, run / "private"]
-        )
-        spec.modules = ["m"]
         box = Sandbox(spec)
         figures: dict[str, list[tuple[float, float]]] = {name: [] for name in VARIANTS}
         try:

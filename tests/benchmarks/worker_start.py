@@ -23,21 +23,30 @@ sys.path.insert(0, str(ROOT))
 from autograder.config import load
 from autograder.runner.policy import build_worker_spec
 from autograder.sandbox.client import Sandbox
+from autograder.sandbox.spec import WorkerSpec
+
+
+def one_module_run(source: str) -> tuple[Path, WorkerSpec, list[str]]:
+    """A run folder whose submission is one module ``m`` (``source``), and the worker spec a
+    real run of this grading.toml gives it on this machine (with the notes on its confinement).
+    The caller removes the folder."""
+    run = Path(tempfile.mkdtemp(prefix="autograder-bench-"))
+    run.chmod(0o711)
+    (run / "submission").mkdir(mode=0o755)
+    (run / "submission" / "m.py").write_text(source)
+    (run / "scratch").mkdir(mode=0o711)
+    spec, notes = build_worker_spec(
+        load(ROOT / "grading.toml"), run / "submission", run / "scratch", protected=[ROOT, run / "private"]
+    )
+    spec.modules = ["m"]
+    return run, spec, notes
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workers", type=int, default=40)
     args = parser.parse_args()
-    run = Path(tempfile.mkdtemp(prefix="autograder-bench-"))
-    run.chmod(0o711)
-    (run / "submission").mkdir(mode=0o755)
-    (run / "submission" / "m.py").write_text("def echo(x):\n    return x\n")
-    (run / "scratch").mkdir(mode=0o711)
-    spec, notes = build_worker_spec(
-        load(ROOT / "grading.toml"), run / "submission", run / "scratch", protected=[ROOT, run / "private"]
-    )
-    spec.modules = ["m"]
+    run, spec, notes = one_module_run("def echo(x):\n    return x\n")
     variants = {"as configured": spec}
     if spec.namespaces:
         variants["without namespaces"] = replace(spec, namespaces="")
