@@ -79,3 +79,18 @@ def test_batch_throughput_holds_a_submissions_cpu_to_half_of_import_torch():
     bench = _module("batch_throughput")
     assert bench.missed(0.7, 1.4) == []
     assert bench.missed(2.55, 1.7) == ["batch: 2.55 CPU s a submission = 1.50× import torch (1.70 CPU s), target ≤ 0.5×"]
+
+
+def test_cpu_by_process_sums_each_depth_of_the_commands_tree_and_nothing_outside_it():
+    bench = _module("cpu_by_process")
+    tick = bench.TICK
+    seen = {  # (pid, start): [parent, user ticks, system ticks]
+        (10, 1): [1, 5 * tick, 1 * tick],  # the command
+        (11, 2): [10, 2 * tick, 0],  # its child
+        (12, 3): [11, 1 * tick, 1 * tick],  # a grandchild
+        (13, 3): [11, 3 * tick, 0],  # another
+        (99, 4): [1, 50 * tick, 0],  # another process of the machine
+        (12, 9): [98, 7 * tick, 0],  # pid 12 again, later, outside the tree: both kept apart
+    }
+    rows = bench.by_depth(10, seen)
+    assert rows == {0: [1, 5.0, 1.0], 1: [1, 2.0, 0.0], 2: [2, 4.0, 1.0]}
