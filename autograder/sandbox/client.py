@@ -141,6 +141,9 @@ class Worker:
         """(threads, resident KiB), asked of the kernel by us (features.process_usage: /proc
         on Linux, proc_pidinfo on macOS) — never of the worker. None where the system cannot
         tell: the worker is then not reused (each test gets a fresh one, same verdicts)."""
+        clock = self._opened_clock()
+        if clock is not None and clock.opened:
+            return clock.usage()  # the stat file the CPU readings use, open already
         return features.process_usage(self.pid)
 
     def cpu_seconds(self) -> tuple[float | None, float] | None:
@@ -149,11 +152,15 @@ class Worker:
         system seconds of all its threads, in 10 ms ticks), from files opened once per worker
         (features.ProcessClock). None where neither can be read (no /proc): the limits then
         fall back to wall time. ``cpu_used`` turns two readings into seconds."""
-        if self._clock is None:
-            if self.pid <= 0 or self.exit is not None:
-                return None
+        clock = self._opened_clock()
+        return clock.read() if clock is not None else None
+
+    def _opened_clock(self) -> features.ProcessClock | None:
+        """The worker's /proc files, opened on first use once its pid is known; None before
+        that and once it stopped."""
+        if self._clock is None and self.pid > 0 and self.exit is None:
             self._clock = features.ProcessClock(self.pid)
-        return self._clock.read()
+        return self._clock
 
     def _close_clock(self) -> None:
         if self._clock is not None:

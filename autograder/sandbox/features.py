@@ -124,6 +124,17 @@ class _ProcTaskInfo(ctypes.Structure):
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
+def _stat_fields(raw: bytes) -> list[bytes]:
+    """The fields of a /proc/<pid>/stat line after the process's name, which the process may
+    set (so the line is cut at its last ")"): stat(5)'s 3rd field is the first of them."""
+    return raw.rsplit(b")", 1)[1].split()
+
+
+def _usage(fields: list[bytes]) -> tuple[int, int]:
+    """(threads, resident KiB): num_threads is stat(5)'s 20th field, rss in pages the 24th."""
+    return int(fields[17]), int(fields[21]) * _PAGE_KIB
+
+
 class ProcessClock:
     """Process ``pid``'s CPU time, read from ``/proc/<pid>/stat`` (user + system ticks of all
     its threads, the 14th and 15th fields of stat(5)) and ``/proc/<pid>/schedstat`` (its main
@@ -143,11 +154,16 @@ class ProcessClock:
         except OSError:
             return -1
 
+    @property
+    def opened(self) -> bool:
+        """Whether /proc showed this process (else every reading is None: ask otherwise)."""
+        return self._stat >= 0
+
     def read(self) -> tuple[float | None, float] | None:
         """(main thread's seconds, or None where there is no schedstat; all threads' seconds
         in ticks), or None when the process cannot be read (gone, or no /proc)."""
         try:
-            fields = os.pread(self._stat, 4096, 0).rsplit(b")", 1)[1].split()  # the name may hold ")"
+            fields = _stat_fields(os.pread(self._stat, 4096, 0))
             ticks = (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
         except (OSError, IndexError, ValueError):
             return None
@@ -156,6 +172,13 @@ class ProcessClock:
         except (OSError, IndexError, ValueError):
             precise = None
         return precise, ticks
+
+    def usage(self) -> tuple[int, int] | None:
+        """(threads, resident KiB) from the same open stat file (``process_usage``'s figures)."""
+        try:
+            return _usage(_stat_fields(os.pread(self._stat, 4096, 0)))
+        except (OSError, IndexError, ValueError):
+            return None
 
     def close(self) -> None:
         for fd in (self._stat, self._schedstat):
@@ -170,10 +193,7 @@ def process_usage(pid: int) -> tuple[int, int] | None:
     None where neither answers (the caller then assumes the worst)."""
     try:
         with open(f"{PROC}/{pid}/stat", "rb") as fh:
-            # fields after the name (which the process may set, so the line is cut at its
-            # last ")"): num_threads is the 20th of stat(5), rss in pages the 24th
-            fields = fh.read().rsplit(b")", 1)[1].split()
-        return int(fields[17]), int(fields[21]) * _PAGE_KIB
+            return _usage(_stat_fields(fh.read()))
     except (OSError, IndexError, ValueError):
         pass
     pidinfo = libc_function("proc_pidinfo")
