@@ -508,3 +508,30 @@ def test_a_lookup_in_a_loop_over_string_constants_is_judged_on_those_constants()
         "import torch\n\n\ndef f(x, m):\n    for n in ('exp',):\n        n = m\n        x = getattr(torch, n)(x)\n    return x\n"
     )
     assert any("computed name" in v.found for v in scan(rebound, SOFTMAX))
+
+
+def test_a_scan_lists_a_trees_nodes_once_in_the_order_ast_walk_gives():
+    """The scanner's helpers share one list of a tree's nodes (source/tree._nodes) instead of
+    walking the tree a dozen times: the same nodes in ast.walk's order, listed once."""
+    import ast
+
+    from autograder.testing.source.tree import _nodes
+
+    tree = ast.parse(textwrap.dedent(SOLUTIONS_SAMPLE))
+    first = _nodes(tree)
+    assert [type(n) for n in first] == [type(n) for n in ast.walk(tree)]
+    assert all(a is b for a, b in zip(first, ast.walk(tree)))
+    assert _nodes(tree) is first
+
+
+SOLUTIONS_SAMPLE = """
+import torch
+import torch.nn.functional as F
+
+class Head(torch.nn.Module):
+    def forward(self, x):
+        return F.softmax(x @ x.transpose(-2, -1), dim=-1)
+
+def helper(t):
+    return [torch.exp(v) for v in t]
+"""

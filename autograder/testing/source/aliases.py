@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from .tree import _bound_names, _torch_imports
+from .tree import _bound_names, _nodes, _torch_imports
 
 
 class _TorchAliases:
@@ -21,21 +21,21 @@ class _TorchAliases:
         self.paths: dict[str, str] = _torch_imports(tree)
         self.returners: dict[str, str] = {}  # own function/lambda name → the torch path it returns
         defs = {}
-        for node in ast.walk(tree):
+        for node in _nodes(tree):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
                 name = getattr(node, "name", None)
                 if name is not None:
                     defs.setdefault(name, []).append(node)
         bindings = [
             node
-            for node in ast.walk(tree)
+            for node in _nodes(tree)
             if isinstance(
                 node,
                 (ast.Assign, ast.AnnAssign, ast.NamedExpr, ast.For, ast.AsyncFor, ast.comprehension, ast.Call, ast.arguments),
             )
         ]
         returns = {
-            name: [sub.value for node in nodes for sub in ast.walk(node) if isinstance(sub, ast.Return) and sub.value]
+            name: [sub.value for node in nodes for sub in _nodes(node) if isinstance(sub, ast.Return) and sub.value]
             for name, nodes in defs.items()
         }
         for _ in range(50):  # a fixed point: each round binds at least one more name, or stops
@@ -149,10 +149,10 @@ def _plain_modules(tree: ast.AST, aliases: _TorchAliases) -> set[str]:
     whose file is scanned where it is imported — never torch's."""
     imported = {
         alias.asname or alias.name.split(".")[0]
-        for node in ast.walk(tree)
+        for node in _nodes(tree)
         if isinstance(node, ast.Import)
         for alias in node.names
         if alias.name.split(".")[0] != "torch"
     }
-    other = {name for node in ast.walk(tree) if not isinstance(node, (ast.Import, ast.ImportFrom)) for name in _bound_names(node)}
+    other = {name for node in _nodes(tree) if not isinstance(node, (ast.Import, ast.ImportFrom)) for name in _bound_names(node)}
     return {name for name in imported - other if name not in aliases.paths}

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 
 from ..failures import CheckFailed, Feedback
 from .scanner import _Scanner
-from .tree import MODULE_LEVEL, Violation, _is_main_guard, _lambda_name, _parse
+from .tree import MODULE_LEVEL, Violation, _is_main_guard, _lambda_name, _nodes, _parse
 
 
 def _definitions(tree: ast.Module) -> list[tuple[str, str, ast.AST]]:
@@ -56,7 +56,7 @@ def calls(source: str, function: str) -> set[str]:
     ``obj.foo(...)`` → "foo"."""
     out: set[str] = set()
     for node in _functions(_parse(source), [function]):
-        for sub in ast.walk(node):
+        for sub in _nodes(node):
             if isinstance(sub, ast.Call):
                 if isinstance(sub.func, ast.Name):
                     out.add(sub.func.id)
@@ -104,7 +104,7 @@ def _module_uses(source: str, available: Iterable[str]) -> dict[str, set[str] | 
         current = uses.get(module, set())
         uses[module] = None if current is None or names is None else current | names
 
-    for node in ast.walk(tree):
+    for node in _nodes(tree):
         if isinstance(node, ast.ImportFrom) and not node.level and node.module:
             top = node.module.split(".")[0]
             if top in available:
@@ -117,9 +117,9 @@ def _module_uses(source: str, available: Iterable[str]) -> dict[str, set[str] | 
                     aliases[alias.asname or top] = top
     if aliases:
         read_attr = {
-            id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load)
+            id(node.value) for node in _nodes(tree) if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load)
         }
-        for node in ast.walk(tree):
+        for node in _nodes(tree):
             if (
                 isinstance(node, ast.Attribute)
                 and isinstance(node.value, ast.Name)
@@ -147,7 +147,7 @@ def _runs_at_import(node: ast.AST) -> bool:
         *(a.annotation for a in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg] if a is not None),
     ]
     return any(
-        isinstance(sub, (ast.Call, ast.NamedExpr, ast.Lambda)) for part in parts if part is not None for sub in ast.walk(part)
+        isinstance(sub, (ast.Call, ast.NamedExpr, ast.Lambda)) for part in parts if part is not None for sub in _nodes(part)
     )
 
 
@@ -163,14 +163,14 @@ def _reached(source: str, names: set[str]) -> set[str]:
     todo = [n for n in names if n in defs] + [n for n, node in defs.items() if _runs_at_import(node)]
     for node in tree.body:
         if node.__class__ not in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef) and not _is_main_guard(node):
-            todo += [sub.id for sub in ast.walk(node) if isinstance(sub, ast.Name) and sub.id in defs]
+            todo += [sub.id for sub in _nodes(node) if isinstance(sub, ast.Name) and sub.id in defs]
     seen: set[str] = set()
     while todo:
         name = todo.pop()
         if name in seen:
             continue
         seen.add(name)
-        todo += [sub.id for sub in ast.walk(defs[name]) if isinstance(sub, ast.Name) and sub.id in defs and sub.id not in seen]
+        todo += [sub.id for sub in _nodes(defs[name]) if isinstance(sub, ast.Name) and sub.id in defs and sub.id not in seen]
     return seen
 
 

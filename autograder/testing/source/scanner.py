@@ -31,6 +31,7 @@ from .tree import (
     _loop_constants,
     _message_strings,
     _module_names,
+    _nodes,
     _own_methods,
     _private,
     _rebound_class_names,
@@ -61,7 +62,7 @@ class _Scanner(ast.NodeVisitor):
         self.plain_modules = _plain_modules(tree, self.aliases)
         self.module_of = {
             alias.asname or alias.name.split(".")[0]: alias.name if alias.asname else alias.name.split(".")[0]
-            for node in ast.walk(tree)
+            for node in _nodes(tree)
             if isinstance(node, ast.Import)
             for alias in node.names
         }
@@ -71,14 +72,12 @@ class _Scanner(ast.NodeVisitor):
         self.safe_calls: set[int] = set()  # ids of Name nodes that are the func of an allowed call
         self.rebound = _rebound_class_names(tree)
         self.subclassed = {
-            _dotted(base).split(".")[-1] for node in ast.walk(tree) if isinstance(node, ast.ClassDef) for base in node.bases
+            _dotted(base).split(".")[-1] for node in _nodes(tree) if isinstance(node, ast.ClassDef) for base in node.bases
         }
         self.methods = {name: defs for name, defs in _own_methods(tree).items() if name not in self.torch}
         self.classes: list[str] = []  # the enclosing classes, innermost last
         self.class_bodies: list[ast.ClassDef] = []
-        self.parents = {
-            id(child): parent for parent in ast.walk(tree) if isinstance(parent, ast.ClassDef) for child in parent.body
-        }
+        self.parents = {id(child): parent for parent in _nodes(tree) if isinstance(parent, ast.ClassDef) for child in parent.body}
         self.bodies = set(self.parents) | {
             id(child) for child in getattr(tree, "body", [])
         }  # statements of a module or class body

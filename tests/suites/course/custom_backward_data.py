@@ -7,6 +7,7 @@ the trusted side, with plain torch autograd or from the lessons' printed numbers
 
 from __future__ import annotations
 
+import functools
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -121,6 +122,7 @@ def watch_rule(sub) -> None:
     sub.watch_rule(MODULE, allows, what=RULE_WHAT, family=RULE_FAMILY, hints=["custom_backward/uses-autograd"])
 
 
+@functools.lru_cache(maxsize=8)  # every custom_backward test asks again of the same file
 def _function_classes(source: str | None) -> frozenset[str]:
     """Names of the file's classes deriving from an ``…Function`` (torch.autograd.Function)."""
     import ast
