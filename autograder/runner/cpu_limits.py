@@ -31,13 +31,17 @@ really moved.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
+import stat
 import threading
 import time
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 
 TABLE_NAME = "reference_cpu.toml"
 #: a scale never above this, whatever the calibration measured (a one-off hiccup)
@@ -64,7 +68,7 @@ class ReferenceCpu:
     check's probe ``probe:<name>``, the module's ``import``), of all its calls together,
     and of the calibration workload, on the machine that measured them."""
 
-    calls: dict[str, float]
+    calls: Mapping[str, float]
     all_calls_s: float
     calibration_s: float
     #: wall seconds of the reference's own tests of the skill in a full grade, both sides of
@@ -92,9 +96,20 @@ def _figure(path: Path, key: str, value: object) -> float:
 
 
 def load(path: Path) -> ReferenceCpu | None:
-    """The table at ``path``; None when there is none (the skill keeps the wall-clock limits)."""
-    if not path.is_file():
+    """The table at ``path``; None when there is none (the skill keeps the wall-clock limits).
+    A table is read once while its file stays the same (its inode, size and modification
+    time): a batch asks for every skill's table twice for each student."""
+    try:
+        st = path.stat()
+    except OSError:
         return None
+    if not stat.S_ISREG(st.st_mode):
+        return None
+    return _load(path, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=32)
+def _load(path: Path, _inode: int, _size: int, _mtime_ns: int) -> ReferenceCpu:
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
@@ -110,7 +125,8 @@ def load(path: Path) -> ReferenceCpu | None:
     if unknown:
         raise TableError(f"{path}: unknown key {unknown[0]!r} — {_FIX}")
     return ReferenceCpu(
-        {str(target): _figure(path, f"calls.{target}", value) for target, value in calls.items()},
+        # a mapping no caller can change: the table is shared by every run that reads it
+        MappingProxyType({str(target): _figure(path, f"calls.{target}", value) for target, value in calls.items()}),
         _figure(path, "all_calls_s", data["all_calls_s"]),
         _figure(path, "calibration_s", data["calibration_s"]),
         _figure(path, "tests_s", data["tests_s"]) if "tests_s" in data else None,

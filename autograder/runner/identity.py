@@ -25,6 +25,7 @@ one that release recorded (otherwise the suites were changed and ``suite`` is un
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import io
 import json
@@ -181,6 +182,7 @@ def _docstring_spans(tree: ast.AST) -> list[tuple[int, int, int, int]]:
     return spans
 
 
+@functools.lru_cache(maxsize=64)  # by content: a batch hashes the same reference files for every student
 def code_text(data: bytes) -> bytes:
     """A Python file's code: docstrings and comments cut out, trailing spaces and blank lines
     dropped. Built from positions (``ast`` for docstrings, ``tokenize`` for comments), which

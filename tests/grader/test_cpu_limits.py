@@ -368,3 +368,20 @@ def test_a_batch_calibrates_once_for_many_runs_and_again_when_the_figure_is_old(
     speed.max_age_s = 0.0
     time.sleep(0.001)
     assert speed.calibration_s() == 0.02 and speed.measured == 2
+
+
+def test_a_table_is_read_once_while_its_file_is_unchanged_and_again_when_it_changes(tmp_path, monkeypatch):
+    """A batch asks for every skill's table twice per student: one parse while the file keeps
+    its inode, size and modification time; a rewritten file is read again."""
+    path = tmp_path / "reference_cpu.toml"
+    path.write_text(cpu_limits.render(cpu_limits.ReferenceCpu({"f": 0.01}, 0.05, 0.008), "x"), encoding="utf-8")
+    parsed = []
+    real = cpu_limits.tomllib.loads
+    monkeypatch.setattr(cpu_limits.tomllib, "loads", lambda text: parsed.append(text) or real(text))
+    first = cpu_limits.load(path)
+    assert cpu_limits.load(path) is first and len(parsed) == 1
+    with pytest.raises(TypeError):
+        first.calls["f"] = 99.0  # shared by every run that reads it: nobody may change it
+    path.write_text(cpu_limits.render(cpu_limits.ReferenceCpu({"f": 0.02, "g": 0.03}, 0.05, 0.008), "x"), encoding="utf-8")
+    second = cpu_limits.load(path)
+    assert len(parsed) == 2 and dict(second.calls) == {"f": 0.02, "g": 0.03}
