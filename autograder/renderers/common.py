@@ -199,7 +199,7 @@ def test_text(test: TestOutcome) -> str:
             if test.credit.get("note")
             else f"Partial credit: {test.credit['passed']} of {test.credit['total']} input cases passed"
         )
-    if test.check and test.visibility == "visible":
+    if test.check:  # a hidden test has one only where its details are revealed (core/redact.py clears it)
         lines.append(f"Checked: {one_line(test.check, 300)}")
     if test.detail or test.summary:
         lines.append("What happened:")

@@ -127,7 +127,7 @@ def _details(test: TestOutcome, repeats: list[TestOutcome] | None = None, width:
     """One failed test. Submission text is cut to the panel's width behind the gutter and
     never wrapped by rich, so none of it can reach the panel's left edge."""
     parts: list = []
-    if test.check and test.visibility == "visible":
+    if test.check:  # a hidden test has one only where its details are revealed (core/redact.py clears it)
         parts.append(Text.assemble(("Checked: ", "bold"), one_line(test.check, 300)))
     if test.detail or test.summary:  # may quote the submission: behind the gutter, wrapped at spaces
         wrapped = wrap_words(test.detail or test.summary, max(width - 2, 20))

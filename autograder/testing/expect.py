@@ -158,6 +158,13 @@ def infinite_standin(got: Any, want: Any, tol: Tol) -> bool:
     return bool(torch.isclose(g[rest], w[rest], rtol=tol.rtol, atol=tol.atol, equal_nan=True).all())
 
 
+def hint_of(key: str) -> str:
+    """The hint a mistakes table's key names: ``skill/id``, or ``skill/id#variant`` for one of
+    several outputs of the same mistake (a mask shifted by one either way): each variant is a
+    candidate of its own, and a match names the hint."""
+    return key.split("#", 1)[0]
+
+
 def _loose(tol: Tol) -> Tol:
     """Signatures are computed in float64; a float32 submission with the same mistake
     differs by rounding, so matching never uses a tolerance tighter than 1e-6."""
@@ -193,10 +200,11 @@ def diagnose(
     best = scored[0][2]
     # two mistakes that predict the same numbers on these inputs (e.g. √C = d_k when C = 4,
     # d_k = 2) cannot be told apart here: name neither — another input will
-    if any(candidate is not best and distance(candidate, best, loose) <= 0.01 for _, _, candidate in scored):
+    named = hint_of(scored[0][1])
+    if any(hint_of(h) != named and distance(candidate, best, loose) <= 0.01 for _, h, candidate in scored):
         return []
-    _MATCHED.add(scored[0][1])
-    return [scored[0][1]]
+    _MATCHED.add(named)
+    return [named]
 
 
 def observed(hint_id: str) -> list[str]:
@@ -229,11 +237,11 @@ def diagnose_number(
     scored = [s for s in scored if s[0] <= 1.0 and s[0] < floor]
     if not scored:
         return []
-    best = scored[0][2]
-    if any(h != scored[0][1] and units(v, best) <= 0.01 for _, h, v in scored):
+    best, named = scored[0][2], hint_of(scored[0][1])
+    if any(hint_of(h) != named and units(v, best) <= 0.01 for _, h, v in scored):
         return []  # indistinguishable here
-    _MATCHED.add(scored[0][1])
-    return [scored[0][1]]
+    _MATCHED.add(named)
+    return [named]
 
 
 def _fail(check: str, problem: str, detail: str, hints: list[str], grids: list[dict] | None = None) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 import torch
 
-from .expect import Tol, distance
+from .expect import Tol, distance, hint_of
 
 
 def distinct(mistakes: dict[str, torch.Tensor], tol: Tol, want: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
@@ -23,7 +23,8 @@ def distinct(mistakes: dict[str, torch.Tensor], tol: Tol, want: torch.Tensor | N
     loose = Tol(max(tol.rtol, 1e-6), max(tol.atol, 1e-6))
     keep = {}
     for hint, out in mistakes.items():
-        others = [o for h, o in mistakes.items() if h != hint] + ([want] if want is not None else [])
+        # variants of one mistake (``hint#variant``) may coincide: they name the same hint
+        others = [o for h, o in mistakes.items() if hint_of(h) != hint_of(hint)] + ([want] if want is not None else [])
         if all(distance(out, o, loose) > 1.0 for o in others):
             keep[hint] = out
     return keep

@@ -156,3 +156,22 @@ def test_a_large_finite_number_for_minus_infinity_is_said_and_named_whatever_the
     assert "largest difference 0" not in feedback.detail
     # a small finite number in place of −∞ is not that mistake
     assert expect.diagnose(torch.tensor([[0.0, -5.0], [0.0, 0.0]]), table, Tol(0.0, 0.0), want) == []
+
+
+# --------------------------------------------------------------------------- blind test, 2026-12-04
+def test_each_variant_of_a_mistake_is_a_candidate_and_names_the_mistake():
+    """``hint#variant`` keys: a mask shifted by one either way is one mistake with two outputs.
+    Either variant matching names the hint; the variants coinciding with each other does not
+    count as two mistakes predicting the same numbers, but a variant coinciding with another
+    mistake still names neither."""
+    from autograder.testing import signatures
+
+    want = torch.zeros(3, dtype=torch.float64)
+    up, down = torch.tensor([1.0, 0, 0], dtype=torch.float64), torch.tensor([0, 0, 1.0], dtype=torch.float64)
+    table = {"m/off-by-one": up, "m/off-by-one#too-few": down}
+    assert expect.diagnose(down.clone(), table, TOL, want) == ["m/off-by-one"]
+    assert expect.diagnose(up.clone(), table, TOL, want) == ["m/off-by-one"]
+    assert expect.diagnose(down.clone(), {**table, "m/other": down.clone()}, TOL, want) == []
+    same = {"m/off-by-one": up, "m/off-by-one#too-few": up.clone()}  # with L = 1 both ways are one mask
+    assert set(signatures.distinct(same, TOL, want)) == set(same)
+    assert expect.diagnose_number(3.0, {"m/n": 1.0, "m/n#other-way": 3.0}, Tol(1e-9, 0.0), 2.0) == ["m/n"]

@@ -75,6 +75,12 @@ CASES = [
     # step of attention_backward; your own attention_backward for what the forward saved)
     Case("custom_backward", "missing-d-term", with_="dq-transposed"),
     Case("custom_backward", "forward-scales-q-in-place", frozenset({"general/in-place"}), with_="dq-dk-swapped"),
+    # blind test, 2026-12-04: hints that named a mistake the code did not make. A forward with the
+    # mask's polarity flipped was told "save the weights, not the scores" (Week 7's NaN loss made its
+    # gradient match that mistake's NaN: now only a right loss lets the gradient name a backward
+    # mistake); a KV-cache mask one diagonal short was called top-left where the two coincide
+    Case("custom_backward", "forward-mask-inverted"),
+    Case("sdpa_masks", "kv-cache-one-diagonal-too-few"),
 ]
 
 

@@ -220,3 +220,30 @@ def test_measuring_and_cutting_ascii_by_length_gives_what_measuring_each_charact
         first, room = rng.randrange(0, 10), rng.randrange(0, 20)
         assert cells(text) == _cells_one_by_one(text), repr(text)
         assert _cut_word(text, first, room) == _cut_one_by_one(text, first, room), (repr(text), first, room)
+
+
+def test_a_revealed_hidden_test_says_what_it_checked_and_a_public_one_shows_nothing_of_it():
+    """With the hidden tests revealed (an instructor's grade, or after the due date), a hidden
+    test's box names what it checked, as a visible test's does; a student's public results
+    carry no check of a hidden test, so nothing of it can show (core/redact.py)."""
+    config = load(ROOT / "grading.toml").select(["qkv"])
+    hidden = next(t for t in config.tests if t.visibility == "hidden")
+    feedback = {"frames": [], "error": None, **KINDS["shape"]}
+    report = {
+        "tests": [
+            {
+                "nodeid": t.node_id,
+                "outcome": "failed" if t.node_id == hidden.node_id else "passed",
+                "metadata": {"result": {"kind": "check", "feedback": feedback}}
+                if t.node_id == hidden.node_id
+                else {"result": {"kind": "passed"}},
+            }
+            for t in config.tests
+        ]
+    }
+    results = scoring.build(RunManifest.plan(config), report, {"path": "submission", "modules": {}})
+    for fmt in ("text", "gradescope", "github"):  # markdown names no check, visible or hidden
+        revealed = render(results, fmt, config, style=Style(width=WIDTH))
+        public = render(results.public(), fmt, config, style=Style(width=WIDTH))
+        assert "Checked: merge_heads(y [2,2,5,4])" in revealed.replace("\\", "").replace("*", ""), fmt
+        assert "merge_heads(y [2,2,5,4])" not in public.replace("\\", ""), fmt

@@ -356,6 +356,15 @@ def week7_chain(sub, dtype: torch.dtype, lr: float = 0.01) -> dict:
     return {"loss": loss, "grad": grad, "loss_after": loss_and_grad(after)[0]}
 
 
+def forward_is_right(chain: dict) -> bool:
+    """The chain's loss is Week 7 §16's (1.316836, to its printed digits): only then can its
+    gradient name a mistake of the backward pass, whose signatures assume the forward is
+    right. A wrong forward (a mask of the other polarity gives a NaN loss) makes the gradient
+    wrong too, in ways no backward mistake predicts — matching one would point the wrong way."""
+    loss = chain["loss"]
+    return bool(torch.isfinite(loss).all()) and abs(float(loss) - w7.STATED["loss_mean"]) <= w7.PRINTED_6DP.atol
+
+
 # --------------------------------------------------------------------------- gradcheck
 GRADCHECK = {"eps": 1e-6, "atol": 1e-5, "rtol": 1e-3}  # torch.autograd.gradcheck's criterion, as Day 1 §B runs it
 

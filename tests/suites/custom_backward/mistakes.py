@@ -141,6 +141,8 @@ def attention_forward(q, k, v, allowed=None) -> dict[str, torch.Tensor]:
     if allowed is not None and not bool(allowed.all()):
         out[P + "forward-mask"] = plain_attention(q64, k64, v64, None)[0]
         out[P + "forward-zero-fill"] = plain_attention(q64, k64, v64, allowed, fill=0.0)[0]
+        # masked_fill(allowed, −∞): the allowed keys blocked (a row allowing every key is NaN)
+        out[P + "forward-mask-inverted"] = plain_attention(q64, k64, v64, allowed.logical_not())[0]
     return {h: t.to(q.dtype) for h, t in out.items() if not torch.allclose(t, right, rtol=1e-6, atol=1e-9)}
 
 
@@ -162,6 +164,8 @@ def attention_grads(q, k, v, allowed, d_out) -> dict[str, tuple[torch.Tensor, to
         out[P + "forward-mask"] = (*_plain_backward(dy, q64, k64, v64, unmasked, scale), unmasked_out)  # forward: no mask
         zero_out, zero_filled = plain_attention(q64, k64, v64, allowed, fill=0.0)  # forward filled blocked scores with 0
         out[P + "forward-zero-fill"] = (*_plain_backward(dy, q64, k64, v64, zero_filled, scale), zero_out)
+        inverted_out, inverted = plain_attention(q64, k64, v64, allowed.logical_not())  # masked_fill(allowed, −∞)
+        out[P + "forward-mask-inverted"] = (*_plain_backward(dy, q64, k64, v64, inverted, scale), inverted_out)
     # forward saved the (masked) scores instead of the softmax output, and backward used them as A
     scores = (q64 @ k64.transpose(-2, -1)) * scale
     if allowed is not None:

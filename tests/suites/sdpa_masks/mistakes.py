@@ -60,7 +60,10 @@ def kv_cache(L: int, S: int) -> dict[str, torch.Tensor]:
     return {
         "sdpa_masks/kv-cache-top-left": _tri(L, S, 0),
         "sdpa_masks/polarity-inverted": ~_tri(L, S, S - L),
+        # shifted by one either way: one key too many (S − L + 1; with L = 1 that is all True, right)
+        # or one too few (S − L − 1, which blocks each query's own position)
         "sdpa_masks/kv-cache-off-by-one": _tri(L, S, S - L + 1) if L > 1 else _tri(L, S, S - L - 1),
+        "sdpa_masks/kv-cache-off-by-one#too-few": _tri(L, S, S - L - 1),
         "sdpa_masks/kv-cache-offset-sign": _tri(L, S, L - S),
     }  # shifted up by S − L instead of down
 
@@ -82,11 +85,11 @@ def sdpa(q, k, v, allowed=None, causal=False) -> dict[str, torch.Tensor]:
         if L != S:
             out["sdpa_masks/top-left-causal"] = run(both(allowed, _tri(L, S, 0)))
         out["sdpa_masks/causal-ignored"] = run(allowed)
-        for shift in (1, -1):  # the bottom-right mask one diagonal off (needs a key left per query)
+        # the bottom-right mask one diagonal off, either way (where it leaves every query a key)
+        for shift, key in ((1, "sdpa_masks/kv-cache-off-by-one"), (-1, "sdpa_masks/kv-cache-off-by-one#too-few")):
             shifted = _tri(L, S, S - L + shift)
             if bool(both(allowed, shifted).any(-1).all()):
-                out["sdpa_masks/kv-cache-off-by-one"] = run(both(allowed, shifted))
-                break
+                out[key] = run(both(allowed, shifted))
     return out
 
 
