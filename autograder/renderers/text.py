@@ -156,9 +156,14 @@ def _details(test: TestOutcome, repeats: list[TestOutcome] | None = None, width:
         )
     if repeats:
         parts.append(Text(same_problem_line(repeats), style="dim"))
-    title = Text.assemble(
-        (f"{ICON.get(test.status)} {test.name}", STYLE.get(test.status, "")), f"  {points(test.score)}/{points(test.max_score)}"
-    )
+    # the points always show: a name too long for the panel's top edge is cut instead (rich
+    # would cut the title's end, "1.─╮" for 1.12/1.5)
+    score = f"  {points(test.score)}/{points(test.max_score)}"
+    name = f"{ICON.get(test.status)} {test.name}"
+    room = max(12, width - len(score) - 4)
+    if len(name) > room:
+        name = name[: room - 1] + "…"
+    title = Text.assemble((name, STYLE.get(test.status, "")), score)
     return Panel(Group(*parts), title=title, title_align="left", border_style=STYLE.get(test.status, ""))
 
 

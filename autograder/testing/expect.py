@@ -366,13 +366,19 @@ def close(
     if bool(infinite.any()):  # say so first: "largest difference 0" hid −1e9 in place of −∞
         at = tuple(torch.nonzero(infinite)[0].tolist())
         n = int(infinite.sum())
-        detail = (
-            f"expected {fmt_number(w[at].item())} at index {_index(at)}, got {fmt_number(g[at].item())}: a large finite "
-            f"number is not {fmt_number(w[at].item())} ({n} of the {int(torch.isinf(w).sum())} entries that must be "
-            "infinite are finite). "
-            "exp(−1e9 − max) is 0 only while the row has a real score: in a row whose keys are all blocked, or whose "
-            "scores are as low, softmax still gives the blocked keys weight"
-        )
+        counted = f"{n} of the {int(torch.isinf(w).sum())} entries that must be infinite are finite"
+        # a stand-in (−1e9, finfo.min) explained as one only where every such entry holds one: a score
+        # left as it was (a mask of the other polarity) is no "large finite number"
+        standin = (g.abs() >= STANDIN) & (torch.sign(g) == torch.sign(w))
+        if bool(standin[infinite].all()):
+            detail = (
+                f"expected {fmt_number(w[at].item())} at index {_index(at)}, got {fmt_number(g[at].item())}: a large "
+                f"finite number is not {fmt_number(w[at].item())} ({counted}). "
+                "exp(−1e9 − max) is 0 only while the row has a real score: in a row whose keys are all blocked, or whose "
+                "scores are as low, softmax still gives the blocked keys weight"
+            )
+        else:
+            detail = f"expected {fmt_number(w[at].item())} at index {_index(at)}, got {fmt_number(g[at].item())} ({counted})"
         if n < count:
             detail += f"; {count - n} other values differ too (first at index {_index(first)})"
     else:

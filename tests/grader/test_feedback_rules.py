@@ -175,3 +175,18 @@ def test_each_variant_of_a_mistake_is_a_candidate_and_names_the_mistake():
     same = {"m/off-by-one": up, "m/off-by-one#too-few": up.clone()}  # with L = 1 both ways are one mask
     assert set(signatures.distinct(same, TOL, want)) == set(same)
     assert expect.diagnose_number(3.0, {"m/n": 1.0, "m/n#other-way": 3.0}, Tol(1e-9, 0.0), 2.0) == ["m/n"]
+
+
+def test_a_finite_value_where_minus_infinity_belongs_is_called_a_stand_in_only_when_it_is_one():
+    """−1e9 for −∞ is explained as a large finite number (exp(−1e9 − max) …); a score left as
+    it was (0.2, a mask of the other polarity) is not: the message only says where −∞ was
+    expected and what came instead (blind test, 2026-12-04)."""
+    want = torch.tensor([[0.5, float("-inf")], [0.1, 0.3]], dtype=torch.float64)
+    for fill, standin in ((-1e9, True), (0.2, False)):
+        got = want.clone()
+        got[0, 1] = fill
+        with pytest.raises(CheckFailed) as failed:
+            expect.close(got, want, what="apply_mask", tol=TOL)
+        detail = failed.value.feedback.detail
+        assert f"expected −∞ at index [0, 1], got {expect.fmt_number(fill)}" in detail, detail
+        assert ("a large finite number" in detail) is standin, detail

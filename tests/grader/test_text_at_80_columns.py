@@ -247,3 +247,18 @@ def test_a_revealed_hidden_test_says_what_it_checked_and_a_public_one_shows_noth
         public = render(results.public(), fmt, config, style=Style(width=WIDTH))
         assert "Checked: merge_heads(y [2,2,5,4])" in revealed.replace("\\", "").replace("*", ""), fmt
         assert "merge_heads(y [2,2,5,4])" not in public.replace("\\", ""), fmt
+
+
+def test_a_long_test_name_is_cut_in_its_panels_title_and_the_points_always_show():
+    """The longest names (~90 characters) do not fit an 80-column panel's top edge: rich cut
+    the title's end, so the points read "1.─╮" (blind test, 2026-12-04). The name is cut."""
+    import dataclasses
+
+    results, config = _results("values-small-grid")
+    test = results.skills[0].tests[0]
+    long = "test_attention_function_is_applied_and_its_backward_returns_dq_dk_dv_none_via_the_helpers"
+    results.skills[0].tests[0] = dataclasses.replace(test, name=long)
+    out = render(results, "text", config, style=Style(width=WIDTH))
+    title = next(line for line in out.splitlines() if line.startswith("╭─ ✗"))
+    assert f"  {test.score:g}/{test.max_score:g} ─" in title, title
+    assert "…" in title and cells(title) <= WIDTH, title
