@@ -81,6 +81,9 @@ CASES = [
     # mistake); a KV-cache mask one diagonal short was called top-left where the two coincide
     Case("custom_backward", "forward-mask-inverted"),
     Case("sdpa_masks", "kv-cache-one-diagonal-too-few"),
+    # and failed tests with no hint at all: the mask applied after the softmax, A ⊙ Ā − D
+    Case("custom_backward", "forward-mask-after-softmax", every_test=True),
+    Case("custom_backward", "d-outside-product", every_test=True),
 ]
 
 

@@ -30,6 +30,7 @@ def softmax_backward(d_weights: torch.Tensor, weights: torch.Tensor) -> dict[str
         P + "d-wrong-axis": _sb(da, a, axis=-2),
         P + "diagonal-jacobian": a * (1 - a) * da,
         P + "d-unweighted": a * (da - da.sum(dim=-1, keepdim=True)),  # D_i = Σ_j Ā_ij without the weights A_ij
+        P + "d-outside-product": a * da - (da * a).sum(dim=-1, keepdim=True),  # A ⊙ Ā − D: the parentheses dropped
     }
     unkept = _d_without_keepdim(da, a)
     if unkept is not None:
@@ -71,6 +72,7 @@ def attention_backward(d_out, q, k, v, weights, scale: float) -> dict[str, tuple
         P + "d-wrong-axis": grads(_sb(da, a, axis=-2)),
         P + "diagonal-jacobian": grads(a * (1 - a) * da),
         P + "d-unweighted": grads(a * (da - da.sum(dim=-1, keepdim=True))),
+        P + "d-outside-product": grads(a * da - (da * a).sum(dim=-1, keepdim=True)),
     }
     if scale != 1.0:
         out[P + "missing-scale"] = grads(ds, s=1.0)
@@ -131,6 +133,13 @@ def plain_attention(q, k, v, allowed=None, *, scale: float | None = None, fill: 
     return probs @ v, probs
 
 
+def _mask_after_softmax(q, k, v, allowed):
+    """softmax of the unmasked scores, blocked weights then set to 0 (rows no longer sum to 1):
+    (out, weights)."""
+    probs = ((q @ k.transpose(-2, -1)) / math.sqrt(q.size(-1))).softmax(-1).masked_fill(allowed.logical_not(), 0.0)
+    return probs @ v, probs
+
+
 def attention_forward(q, k, v, allowed=None) -> dict[str, torch.Tensor]:
     """hint id → what attention(q, k, v, allowed) returns with a wrong forward pass."""
     q64, k64, v64 = q.double(), k.double(), v.double()
@@ -143,6 +152,7 @@ def attention_forward(q, k, v, allowed=None) -> dict[str, torch.Tensor]:
         out[P + "forward-zero-fill"] = plain_attention(q64, k64, v64, allowed, fill=0.0)[0]
         # masked_fill(allowed, −∞): the allowed keys blocked (a row allowing every key is NaN)
         out[P + "forward-mask-inverted"] = plain_attention(q64, k64, v64, allowed.logical_not())[0]
+        out[P + "forward-mask-after-softmax"] = _mask_after_softmax(q64, k64, v64, allowed)[0]
     return {h: t.to(q.dtype) for h, t in out.items() if not torch.allclose(t, right, rtol=1e-6, atol=1e-9)}
 
 
@@ -166,6 +176,8 @@ def attention_grads(q, k, v, allowed, d_out) -> dict[str, tuple[torch.Tensor, to
         out[P + "forward-zero-fill"] = (*_plain_backward(dy, q64, k64, v64, zero_filled, scale), zero_out)
         inverted_out, inverted = plain_attention(q64, k64, v64, allowed.logical_not())  # masked_fill(allowed, −∞)
         out[P + "forward-mask-inverted"] = (*_plain_backward(dy, q64, k64, v64, inverted, scale), inverted_out)
+        after_out, after = _mask_after_softmax(q64, k64, v64, allowed)  # and backward used those weights
+        out[P + "forward-mask-after-softmax"] = (*_plain_backward(dy, q64, k64, v64, after, scale), after_out)
     # forward saved the (masked) scores instead of the softmax output, and backward used them as A
     scores = (q64 @ k64.transpose(-2, -1)) * scale
     if allowed is not None:

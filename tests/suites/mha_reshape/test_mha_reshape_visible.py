@@ -75,7 +75,21 @@ def _valid_input_runs(sub, what: str) -> None:
     """The valid counterpart of an error test's input, checked for not raising, not for its
     values (the value tests check those): split_heads on its control input; MultiHeadAttention(4,
     2, 8) built; MultiHeadAttention(4, 1, T) run on control weights and x (T = context_length,
-    one head: blind to head-split and mask-slicing bugs)."""
+    one head: blind to mask-slicing bugs). A raise there says it was the valid input: the part's
+    own name is about the invalid one ("… raises on T=3"), which was never reached."""
+    valid = {
+        "split": "split_heads on a valid control input",
+        "init": "MultiHeadAttention(4, 2, 8)",
+        "forward": "MultiHeadAttention(4, 1, T).forward with T = context_length",
+    }[what]
+    try:
+        _run_valid_input(sub, what)
+    except SubmissionError as exc:
+        message = f"the valid input checked first ({valid}) did not run: {exc.message}"
+        raise type(exc)(exc.call, message, error=exc.error, hints=exc.hints) from None
+
+
+def _run_valid_input(sub, what: str) -> None:
     if what == "split":
         c = SNAP["split_heads"]
         expect.tensor(
