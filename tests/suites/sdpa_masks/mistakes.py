@@ -33,6 +33,7 @@ def additive(allowed: torch.Tensor, dtype: torch.dtype) -> dict[str, torch.Tenso
         "sdpa_masks/polarity-inverted": zeros.masked_fill(allowed, NEG_INF),  # −∞ on the allowed entries
         "sdpa_masks/additive-finite": zeros.masked_fill(~allowed, torch.finfo(dtype).min),
         "sdpa_masks/additive-zero-times-inf": (~allowed).to(dtype) * NEG_INF,  # 0 · (−∞) = NaN on the allowed entries
+        "sdpa_masks/additive-plus-inf": zeros.masked_fill(~allowed, -NEG_INF),  # +∞ on the blocked entries
     }
 
 
@@ -85,6 +86,8 @@ def sdpa(q, k, v, allowed=None, causal=False) -> dict[str, torch.Tensor]:
         if L != S:
             out["sdpa_masks/top-left-causal"] = run(both(allowed, _tri(L, S, 0)))
         out["sdpa_masks/causal-ignored"] = run(allowed)
+        if allowed is not None:  # allowed OR causal: a key either one allows is read
+            out["sdpa_masks/causal-or-allowed"] = run(allowed | _tri(L, S, S - L))
         # the bottom-right mask one diagonal off, either way (where it leaves every query a key)
         for shift, key in ((1, "sdpa_masks/kv-cache-off-by-one"), (-1, "sdpa_masks/kv-cache-off-by-one#too-few")):
             shifted = _tri(L, S, S - L + shift)
