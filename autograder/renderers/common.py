@@ -74,9 +74,14 @@ def _cut_word(word: str, first: int, room: int) -> list[str]:
     """``word`` cut into pieces of at most ``room`` columns, the first with ``first`` columns
     already taken: one pass over the word (cutting a 32 KiB word took seconds when each piece
     measured the whole rest again). A character wider than a line gets a piece of its own."""
-    if word.isascii():  # one column a character: the same pieces, cut by slicing
+    if word.isascii():  # one column a character: the same pieces as _cut_by_cells, cut by slicing
         size = max(1, room - first)
         return [word[i : i + size] for i in range(0, len(word), size)] or [""]
+    return _cut_by_cells(word, first, room)
+
+
+def _cut_by_cells(word: str, first: int, room: int) -> list[str]:
+    """``_cut_word`` for any text: each character measured."""
     pieces: list[str] = []
     piece: list[str] = []
     used = first

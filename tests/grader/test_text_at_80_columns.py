@@ -184,42 +184,21 @@ def test_cutting_a_huge_word_measures_each_character_a_bounded_number_of_times(m
     assert measured <= 4 * len(word)
 
 
-def _cells_one_by_one(text: str) -> int:
-    from autograder.renderers.common import _char_cells
-
-    return sum(map(_char_cells, text))
-
-
-def _cut_one_by_one(word: str, first: int, room: int) -> list[str]:
-    from autograder.renderers.common import _char_cells
-
-    pieces, piece, used = [], [], first
-    for ch in word:
-        width = _char_cells(ch)
-        if piece and used + width > room:
-            pieces.append("".join(piece))
-            piece, used = [], first
-        piece.append(ch)
-        used += width
-    pieces.append("".join(piece))
-    return pieces
-
-
 def test_measuring_and_cutting_ascii_by_length_gives_what_measuring_each_character_gives():
     """cells() and _cut_word() take ASCII by its length (one column a character): the same
     columns and the same pieces as measuring every character, for ASCII, CJK, combining
     marks, fullwidth letters and controls mixed (seeded)."""
     import random
 
-    from autograder.renderers.common import _cut_word
+    from autograder.renderers.common import _char_cells, _cut_by_cells, _cut_word
 
     rng = random.Random(20261204)
     for i in range(3000):
         alphabet = "ab c~\x00\x1b\x7f" if i % 2 else "ab c\x00é中文\u0301ｆ\U0010ffff"
         text = "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 40)))
         first, room = rng.randrange(0, 10), rng.randrange(0, 20)
-        assert cells(text) == _cells_one_by_one(text), repr(text)
-        assert _cut_word(text, first, room) == _cut_one_by_one(text, first, room), (repr(text), first, room)
+        assert cells(text) == sum(map(_char_cells, text)), repr(text)
+        assert _cut_word(text, first, room) == _cut_by_cells(text, first, room), (repr(text), first, room)
 
 
 def test_a_revealed_hidden_test_says_what_it_checked_and_a_public_one_shows_nothing_of_it():
