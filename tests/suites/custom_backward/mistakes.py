@@ -136,7 +136,7 @@ def plain_attention(q, k, v, allowed=None, *, scale: float | None = None, fill: 
 def _mask_after_softmax(q, k, v, allowed):
     """softmax of the unmasked scores, blocked weights then set to 0 (rows no longer sum to 1):
     (out, weights)."""
-    probs = ((q @ k.transpose(-2, -1)) / math.sqrt(q.size(-1))).softmax(-1).masked_fill(allowed.logical_not(), 0.0)
+    probs = plain_attention(q, k, v)[1].masked_fill(allowed.logical_not(), 0.0)
     return probs @ v, probs
 
 
