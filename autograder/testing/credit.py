@@ -38,6 +38,9 @@ DEFAULT_REQUIRED_REASON = (
     "it checks the same function on fresh random inputs, so reproducing the worked example's printed numbers alone earns nothing"
 )
 RULE = "a case counts when every random draw of it passes, and the test's points are shared equally by its cases"
+# a kind named "and T = 1" checks a regular draw first and that input beside it (inputs.beside_regular):
+# a ✗ there may be the regular draw's, which the failure's first line names
+BESIDE = "; a case named 'and …' checks a regular draw first, then that input, so its ✗ may be the regular draw's"
 
 
 @dataclass
@@ -164,7 +167,8 @@ class Credit:
         if not shares or all(shares.values()):
             return ""
         marks = " · ".join(f"{'✓' if ok else '✗'} {k}" for k, ok in list(shares.items())[:12])  # kinds may hold commas
-        return f"{sum(shares.values())} of {len(shares)} input cases passed ({marks}); {RULE}."
+        beside = BESIDE if any(k.startswith("and ") for k in shares) else ""
+        return f"{sum(shares.values())} of {len(shares)} input cases passed ({marks}); {RULE}{beside}."
 
     def summary(self) -> dict:
         results = {k: ok for k, ok in self.kind_results().items() if k not in self.required}

@@ -40,6 +40,28 @@ def test_a_kind_passes_only_when_every_draw_passes():
     assert "2 of 3 input cases passed" in exc.feedback.detail and "✗ float64" in exc.feedback.detail
 
 
+def test_a_case_checked_beside_a_regular_draw_says_its_cross_may_be_the_regular_draws():
+    # blind test: "✗ and T = 1" read as if T = 1 had failed, when the regular draw before it had
+    credit = Credit()
+    exc = _run(credit, credit.kinds(["regular", "and T = 1"]), {"and T = 1"})
+    assert "✗ and T = 1" in exc.feedback.detail and "so its ✗ may be the regular draw's" in exc.feedback.detail
+    credit = Credit()
+    exc = _run(credit, credit.kinds(["float32", "float64"]), {"float64"})
+    assert "regular draw" not in exc.feedback.detail  # no such case here: the note stays as it was
+
+
+def test_a_tuple_around_the_right_tensor_is_named_and_a_tuple_around_a_wrong_one_is_not():
+    want = torch.linspace(0, 1, 6).reshape(2, 3)
+    for got, named in (((want.clone(), None), True), ([want + 1, None], False), ((), False), ((None, want), False)):
+        try:
+            expect.close(got, want, what="out", tol=TOL)
+        except CheckFailed as exc:
+            assert exc.feedback.problem == "type"
+            assert ("general/returns-tuple" in exc.feedback.hints) == named, (got, exc.feedback.hints)
+        else:
+            raise AssertionError("a tuple passed as a tensor")
+
+
 def test_a_fixed_wrong_answer_matching_one_draw_earns_nothing():
     # one lucky draw out of three in each kind: no kind is earned
     credit = Credit()

@@ -87,6 +87,18 @@ CASES = [
     Case("sdpa_masks", "additive-plus-inf", every_test=True),
     Case("sdpa_masks", "causal-or-allowed", every_test=True),
     Case("mha_reshape", "causal-diagonal-blocked"),  # its gradient test names nothing (a NaN row)
+    # blind test, continued: K made with W_Q (one prediction per hint kept only the V swap), the
+    # head's two results returned in each other's place, prefix_lm_mask's j <= prefix_len
+    Case("qkv", "k-projected-with-w-q", every_test=True),
+    Case("qkv", "chain-returns-weights-first", every_test=True),
+    Case("masks", "prefix-off-by-one", every_test=True),
+    Case("custom_backward", "forward-divides-by-dk", every_test=True),
+    Case("custom_backward", "forward-softmax-over-queries", every_test=True),
+    Case("mha_reshape", "key-allowed-inverted", every_test=True),  # was told "causal mask blocks the diagonal"
+    Case("mha_reshape", "split-without-head-transpose", every_test=True),
+    Case("sdpa_masks", "causal-flag-beside-merged-mask", every_test=True),  # torch's refusal, named wherever it is raised
+    Case("sdpa_masks", "allowed-dropped-with-causal", every_test=True),
+    Case("sdpa_masks", "mha-pair-not-unpacked"),  # batch_first=False then raises on tuple.transpose: no hint there
 ]
 
 

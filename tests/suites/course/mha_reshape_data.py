@@ -126,6 +126,8 @@ def view_hint(sub=None) -> Iterator[None]:
             exc.hints.append("mha_reshape/view-needs-contiguous")
         elif sub is not None and "size" in message and unsliced_mask(sub) and "mha_reshape/unsliced-mask" not in exc.hints:
             exc.hints.append("mha_reshape/unsliced-mask")
+        elif sub is not None and "size" in message and split_missing_transpose(sub):
+            exc.hints.append("mha_reshape/split-missing-transpose")
         elif (
             sub is not None
             and (exc.error or {}).get("type") == "ValueError"
@@ -183,6 +185,20 @@ def unsliced_mask(sub) -> bool:
         return False
     expect.diagnose(fits, {"mha_reshape/unsliced-mask": fits}, expect.Tol(1e-9, 1e-12))  # records the match
     return True
+
+
+def split_missing_transpose(sub) -> bool:
+    """True when split_heads(x [1,3,4], 2) returns x.view(1, 3, 2, 2): [B,T,h,d], the head
+    axis never moved in front of the tokens, so the module's shapes fail further on (fixed
+    data: this only names a mistake, it earns nothing). The match is recorded for the hint rule."""
+    x = torch.arange(12, dtype=torch.float64).reshape(1, 3, 4)
+    try:
+        got = sub.mha_reshape.split_heads(x, 2)
+    except SubmissionError:
+        return False
+    right = x.reshape(1, 3, 2, 2).transpose(1, 2)
+    wrong = {"mha_reshape/split-missing-transpose": x.reshape(1, 3, 2, 2)}
+    return bool(expect.diagnose(got, wrong, expect.Tol(1e-9, 1e-12), want=right))
 
 
 # --------------------------------------------------------------------------- module layout

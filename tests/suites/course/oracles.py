@@ -74,9 +74,11 @@ def week7_h(dtype: torch.dtype = torch.float64) -> torch.Tensor:
     return out[:, -1].to(dtype)
 
 
-def week7_chain_reference(x, w_q, w_k, w_v, w_vocab, targets, lr: float = 0.01, scale: float | None = None) -> dict:
+def week7_chain_reference(
+    x, w_q, w_k, w_v, w_vocab, targets, lr: float = 0.01, scale: float | None = None, softmax_dim: int = -1
+) -> dict:
     """The same chain with torch's own softmax and autograd, in float64 (trusted side);
-    ``scale`` replaces 1/√d_k (to replay a forward pass with the wrong scale)."""
+    ``scale`` replaces 1/√d_k and ``softmax_dim`` the key axis (to replay a wrong forward pass)."""
     import torch.nn.functional as F
 
     def loss_of(wq):
@@ -84,7 +86,7 @@ def week7_chain_reference(x, w_q, w_k, w_v, w_vocab, targets, lr: float = 0.01, 
         T = x.size(1)
         scores = (q @ k.transpose(-2, -1)) * (q.size(-1) ** -0.5 if scale is None else scale)
         scores = scores.masked_fill(~torch.tril(torch.ones(T, T, dtype=torch.bool)), float("-inf"))
-        out = torch.softmax(scores, -1) @ v
+        out = torch.softmax(scores, softmax_dim) @ v
         return F.cross_entropy(out[:, -1] @ w_vocab, targets)
 
     wq = w_q.double().clone().requires_grad_(True)

@@ -122,14 +122,14 @@ def component(variants: dict[str, tuple], index: int) -> dict[str, torch.Tensor]
     return {h: g[index] for h, g in variants.items()}
 
 
-def plain_attention(q, k, v, allowed=None, *, scale: float | None = None, fill: float = -math.inf):
+def plain_attention(q, k, v, allowed=None, *, scale: float | None = None, fill: float = -math.inf, dim: int = -1):
     """softmax(scale·q kᵀ, blocked −∞) v with plain autograd: the trusted expected values
-    (``fill`` other than −∞ only for a mistake's signature)."""
+    (``fill`` other than −∞ and ``dim`` other than the key axis only for a mistake's signature)."""
     s = (1.0 / math.sqrt(q.size(-1))) if scale is None else scale
     scores = (q @ k.transpose(-2, -1)) * s
     if allowed is not None:
         scores = scores.masked_fill(allowed.logical_not(), fill)
-    probs = scores.softmax(-1)
+    probs = scores.softmax(dim)
     return probs @ v, probs
 
 
@@ -144,7 +144,11 @@ def attention_forward(q, k, v, allowed=None) -> dict[str, torch.Tensor]:
     """hint id → what attention(q, k, v, allowed) returns with a wrong forward pass."""
     q64, k64, v64 = q.double(), k.double(), v.double()
     right, _ = plain_attention(q64, k64, v64, allowed)
-    out = {P + "forward-scale": plain_attention(q64, k64, v64, allowed, scale=1.0)[0]}
+    out = {
+        P + "forward-scale": plain_attention(q64, k64, v64, allowed, scale=1.0)[0],
+        P + "forward-divide-by-dk": plain_attention(q64, k64, v64, allowed, scale=1.0 / q.size(-1))[0],
+        P + "forward-softmax-wrong-axis": plain_attention(q64, k64, v64, allowed, dim=-2)[0],
+    }
     if v.size(-1) != q.size(-1):
         out[P + "forward-scale-width"] = plain_attention(q64, k64, v64, allowed, scale=v.size(-1) ** -0.5)[0]  # 1/√d_v
     if allowed is not None and not bool(allowed.all()):
@@ -168,6 +172,12 @@ def attention_grads(q, k, v, allowed, d_out) -> dict[str, tuple[torch.Tensor, to
         right_out, a = plain_attention(q64, k64, v64, allowed)
     scale = 1.0 / math.sqrt(q.shape[-1])
     out = {h: (*g, right_out) for h, g in attention_backward(dy, q64, k64, v64, a, scale).items()}
+    # forward mistakes a backward then takes as given: the weights it saved, the scale it used
+    by_dk = 1.0 / q.shape[-1]
+    dk_out, dk_a = plain_attention(q64, k64, v64, allowed, scale=by_dk)
+    out[P + "forward-divide-by-dk"] = (*_plain_backward(dy, q64, k64, v64, dk_a, by_dk), dk_out)
+    axis_out, axis_a = plain_attention(q64, k64, v64, allowed, dim=-2)
+    out[P + "forward-softmax-wrong-axis"] = (*_plain_backward(dy, q64, k64, v64, axis_a, scale), axis_out)
     if allowed is not None and not bool(allowed.all()):
         unmasked_out, unmasked = plain_attention(q64, k64, v64, None)  # backward recomputed A without the mask
         out[P + "backward-ignores-mask"] = (*_plain_backward(dy, q64, k64, v64, unmasked, scale), right_out)
@@ -200,8 +210,14 @@ def _plain_backward(dy, q, k, v, a, scale):
 # --------------------------------------------------------------------------- data for the shipped helpers
 def week7_loss_mistakes(dtype: torch.dtype) -> dict[str, torch.Tensor]:
     """hint id → the Week 7 mean loss a wrong forward pass gives (0-dim, ``dtype``)."""
-    wrong = oracles.week7_chain_reference(**data.week7_chain_inputs(torch.float64), scale=1.0)["loss"]
-    return {"custom_backward/forward-scale": wrong.to(dtype)}
+    inputs = data.week7_chain_inputs(torch.float64)
+    d_k = inputs["w_q"].size(-1)
+    wrong = {
+        "forward-scale": oracles.week7_chain_reference(**inputs, scale=1.0),
+        "forward-divide-by-dk": oracles.week7_chain_reference(**inputs, scale=1.0 / d_k),
+        "forward-softmax-wrong-axis": oracles.week7_chain_reference(**inputs, softmax_dim=-2),
+    }
+    return {P + hint: chain["loss"].to(dtype) for hint, chain in wrong.items()}
 
 
 def week7_grad_mistakes(dtype: torch.dtype) -> dict[str, torch.Tensor]:

@@ -632,10 +632,13 @@ def test_prefix_lm_mask_matches_reference(sub, ref, rng, credit):
     kinds = {"2 ≤ prefix_len < T": 2, "and prefix_len 0 or 1": 1, "and prefix_len = T": 1, "and T = 1": 1, "and T = 2": 1}
     for case in credit.kinds(kinds):
         with case:
-            T = choice(rng, (3, randint(rng, 4, 64)))
-            regular = (T, choice(rng, (2, T - 1, randint(rng, 2, T - 1))))  # 2 <= prefix_len < T
-            # next to it, never credited alone: prefix_len 0 or 1 (plain causal), prefix_len = T (all True), T = 1, T = 2
+            T = choice(rng, (4, randint(rng, 5, 64)))
+            # 2 <= prefix_len <= T - 2 first: at T - 1, j <= prefix_len and "prefix queries read
+            # everything" both allow everything, so a failure there could name neither mistake
+            regular = (T, choice(rng, (2, randint(rng, 2, T - 2))))
+            # next to it, never credited alone: prefix_len T - 1, 0 or 1 (plain causal), T (all True); T = 1, T = 2
             extra = {
+                "2 ≤ prefix_len < T": (T, T - 1),
                 "and prefix_len 0 or 1": (T, randint(rng, 0, 1)),
                 "and prefix_len = T": (T, T),
                 "and T = 1": (1, randint(rng, 0, 1)),

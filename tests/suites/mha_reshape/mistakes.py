@@ -23,6 +23,8 @@ def _split(x: torch.Tensor, h: int, how: str) -> torch.Tensor:
         return x.reshape(B, h, T, d)
     if how == "interleaved-heads":  # view(B, T, d, h): head i takes features i, i+h, i+2h, …
         return x.reshape(B, T, d, h).permute(0, 3, 1, 2)
+    if how == "missing-transpose":  # view(B, T, h, d) returned as it is: [B,T,h,d]
+        return x.reshape(B, T, h, d)
     return x.reshape(B, T, h, d).transpose(1, 2)
 
 
@@ -45,6 +47,7 @@ def split_heads(x: torch.Tensor, num_heads: int) -> dict[str, torch.Tensor]:
     return {
         "mha_reshape/view-without-transpose": _split(x, num_heads, "view-without-transpose"),
         "mha_reshape/interleaved-heads": _split(x, num_heads, "interleaved-heads"),
+        "mha_reshape/split-missing-transpose": _split(x, num_heads, "missing-transpose"),
     }
 
 
@@ -83,6 +86,7 @@ def _mha(
             "queries": causal & keys[:, None, :, None],  # padding applied to query rows
             "no-causal": keys[:, None, None, :].expand(B, 1, T, T),  # padding replaced the causal mask
             "ignored": causal,  # key_allowed never used
+            "key-inverted": causal & ~keys[:, None, None, :],  # the padded keys allowed, the real ones blocked
         }[mask]
     if allowed is not None:
         scores = scores.masked_fill(allowed.logical_not(), -math.inf)
@@ -132,6 +136,8 @@ def mha(
     if key_allowed is not None and not bool(key_allowed.to(torch.bool).all()):
         out["mha_reshape/key-mask-on-queries"] = _mha(x, state, h, key_allowed, mask="queries")
         out["mha_reshape/key-allowed-ignored"] = _mha(x, state, h, key_allowed, mask="ignored")
+    if key_allowed is not None:  # no padding: every key blocked, all NaN
+        out["mha_reshape/key-allowed-inverted"] = _mha(x, state, h, key_allowed, mask="key-inverted")
     right_out, right_weights = _mha(x, state, h, key_allowed)
     out["mha_reshape/weights-averaged-over-heads"] = (right_out, right_weights.mean(dim=1))
     out["mha_reshape/returns-scores"] = (right_out, _mha_scores(x, state, h, key_allowed))

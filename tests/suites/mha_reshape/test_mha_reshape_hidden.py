@@ -154,10 +154,11 @@ def _reference(ref, C, h, ctx, bias, state, x, key_allowed, dtype):
     return out.to(dtype), weights.to(dtype)
 
 
-def _padding_on_queries(sub, state, x, key_allowed, dtype, C, h) -> list[str]:
-    """A NaN gradient with padding has a known cause, checked by behaviour: the forward output on
-    the same input is what blocking padded *queries* (rows) gives — whole rows of −∞, NaN after
-    the softmax — and not the right output (Day 1 §3.2: padding blocks keys, i.e. columns)."""
+def _padding_blocks_rows(sub, state, x, key_allowed, dtype, C, h) -> list[str]:
+    """A NaN gradient with padding has two known causes, checked by behaviour: the forward output
+    on the same input is what blocking padded *queries* (rows) gives, or blocking the real keys
+    instead of the padded ones — whole rows of −∞, NaN after the softmax — and not the right
+    output (Day 1 §3.2: padding blocks keys, i.e. columns; key_allowed is True where one may attend)."""
     r = sub.mha_reshape.construct(
         "MultiHeadAttention",
         [C, h, x.shape[1]],
@@ -169,7 +170,7 @@ def _padding_on_queries(sub, state, x, key_allowed, dtype, C, h) -> list[str]:
     )
     got = r["outputs"][0]
     table = signatures.outputs(signatures.mha(x.double(), {k: v.double() for k, v in state.items()}, h, key_allowed))
-    wanted = {k: v for k, v in table.items() if k == "mha_reshape/key-mask-on-queries"}
+    wanted = {k: v for k, v in table.items() if k in ("mha_reshape/key-mask-on-queries", "mha_reshape/key-allowed-inverted")}
     return expect.diagnose(got, wanted, tol("mha_reshape.MultiHeadAttention", dtype)) if wanted else []
 
 
@@ -807,7 +808,7 @@ def test_multi_head_attention_is_causal_and_ignores_padding_by_gradient(sub, ref
                 what="∂y/∂x is finite",
                 detail="the gradient has NaN or ∞"
                 + (" (the padded rows of the output are NaN too: whole query rows were blocked)" if not finite else ""),
-                hints=[] if finite else _padding_on_queries(sub, state, x, key_allowed, dtype, C, h),
+                hints=[] if finite else _padding_blocks_rows(sub, state, x, key_allowed, dtype, C, h),
             )
             padding = kwargs.get("key_allowed")
             if part.label == "padded tokens":

@@ -69,7 +69,8 @@ def attention_chain(
         out["qkv/mask-after-softmax"] = (after @ v, after)
     else:
         out["qkv/causal-flag-ignored"] = chain(scaled, mask=allowed)  # masked although causal=False
-    right_out, _ = chain(scaled)
+    right_out, right_weights = chain(scaled)
+    out["qkv/returns-swapped"] = (right_weights, right_out)  # return weights, out: the two results in each other's place
     masked_scores = scaled.masked_fill(~allowed, neg_inf) if causal else scaled
     out["qkv/returns-scores"] = (right_out, masked_scores)  # the scores returned in place of the softmax weights
     out["qkv/weights-times-keys"] = chain(scaled, retrieve=k)  # [B,T,d_k]: a shape error where d_k ≠ d_v
@@ -97,7 +98,9 @@ def head_chain(x: torch.Tensor, state: dict[str, torch.Tensor]) -> dict[str, tor
     weights ``state`` ({query,key,value}.weight, each [head_size, C])."""
     w = {n: state[f"{n}.weight"].to(torch.float64) for n in ("query", "key", "value")}
     x = x.to(torch.float64)
-    out = outputs(attention_chain(x, w["query"].T, w["key"].T, w["value"].T))
+    chain = attention_chain(x, w["query"].T, w["key"].T, w["value"].T)
+    chain.pop("qkv/returns-swapped")  # forward returns one tensor: there is no order to get wrong
+    out = outputs(chain)
     if x.size(-1) == w["query"].size(0):  # x @ linear.weight only runs when C == head_size
         out["qkv/linear-weight-not-transposed"] = _plain(x, w["query"], w["key"], w["value"])
     return out
@@ -114,9 +117,13 @@ def _plain(x: torch.Tensor, w_q: torch.Tensor, w_k: torch.Tensor, w_v: torch.Ten
 
 def projections(x: torch.Tensor, w_q: torch.Tensor, w_k: torch.Tensor, w_v: torch.Tensor, name: str) -> dict[str, torch.Tensor]:
     """project_qkv's `name` output ("Q", "K" or "V") when the projections are mixed up."""
-    products = {"Q": x @ w_q, "K": x @ w_k, "V": x @ w_v}
-    same_shape = [p for other, p in products.items() if other != name and p.shape == products[name].shape]
-    return {"qkv/swapped-projections": same_shape[-1]} if same_shape else {}  # the last match, as the dict comprehension kept
+    return swapped_projections({"Q": x @ w_q, "K": x @ w_k, "V": x @ w_v}, name)
+
+
+def swapped_projections(products: dict[str, torch.Tensor], name: str) -> dict[str, torch.Tensor]:
+    """The `name` output made from each other matrix ({"Q": X·W_Q, "K": X·W_K, "V": X·W_V}):
+    a variant each, so K computed with W_Q is named as surely as K and V swapped."""
+    return {f"qkv/swapped-projections#{other}": p for other, p in products.items() if other != name}
 
 
 def scores(q: torch.Tensor, k: torch.Tensor) -> dict[str, torch.Tensor]:

@@ -18,11 +18,9 @@ def _random_case(rng):
 
 
 def _projection_mistakes(x, w_q, w_k, w_v) -> dict:
-    """Q, K, V name → what project_qkv returns there when the projections are mixed up (the
-    product of another matrix, whatever its shape: a wrong shape is named by its values too)."""
+    """Q, K, V name → what project_qkv returns there when the projections are mixed up."""
     products = {"Q": x @ w_q, "K": x @ w_k, "V": x @ w_v}
-    other = {"Q": "V", "K": "V", "V": "K"}  # one prediction per hint id: the K ↔ V swap, and V for Q
-    return {name: {"qkv/swapped-projections": products[other[name]]} for name in products}
+    return {name: signatures.swapped_projections(products, name) for name in products}
 
 
 def project_qkv(rng, ref):
@@ -164,8 +162,7 @@ def week7(rng, ref):
     weights[:, 1] = w7.t(w7.STATED["final_weights_4dp"])
     variants = signatures.attention_chain(ex.x, ex.w_q, ex.w_k, ex.w_v)
     return {
-        # the last other projection, as the former static-key dict comprehension kept
-        "project_qkv": {name: {"qkv/swapped-projections": [products[o] for o in products if o != name][-1]} for name in products},
+        "project_qkv": {name: signatures.swapped_projections(products, name) for name in products},
         "q": q,
         "k": k,
         "v": v,

@@ -564,15 +564,16 @@ def test_single_head_attention_rows_sum_to_one_and_future_weight_is_exactly_zero
             w = _projections(rng, C, d_k, d_v, dtype)
             _, weights = expect.sequence(sub.qkv.single_head_attention(x, *w), 2, what="single_head_attention")
             weights = expect.tensor(weights, what="attention weights")
-            expect.true(
-                tuple(weights.shape) == (B, T, T),
-                what="weights shape",
-                detail=f"expected [{B}, {T}, {T}], got {list(weights.shape)}",
-            )
             t = tol("qkv.single_head_attention", dtype)
             want = in_float64(ref.qkv.single_head_attention, x, *w, dtype=dtype)[1]
             variants = signatures.weights(signatures.attention_chain(x.double(), *[m.double() for m in w]))
             diagnosed = expect.diagnose(weights, variants, t, want)
+            expect.true(
+                tuple(weights.shape) == (B, T, T),
+                what="weights shape",
+                detail=f"expected [{B}, {T}, {T}], got {list(weights.shape)}",
+                hints=diagnosed,
+            )
             sums = weights.double().sum(-1)
             expect.true(
                 bool(torch.isfinite(sums).all())

@@ -88,6 +88,7 @@ def sdpa(q, k, v, allowed=None, causal=False) -> dict[str, torch.Tensor]:
         out["sdpa_masks/causal-ignored"] = run(allowed)
         if allowed is not None:  # allowed OR causal: a key either one allows is read
             out["sdpa_masks/causal-or-allowed"] = run(allowed | _tri(L, S, S - L))
+            out["sdpa_masks/allowed-ignored-with-causal"] = run(_tri(L, S, S - L))  # the causal mask replaced allowed
         # the bottom-right mask one diagonal off, either way (where it leaves every query a key)
         for shift, key in ((1, "sdpa_masks/kv-cache-off-by-one"), (-1, "sdpa_masks/kv-cache-off-by-one#too-few")):
             shifted = _tri(L, S, S - L + shift)

@@ -162,7 +162,7 @@ def test_sdpa_matches_manual_attention_with_kv_cache_causal(sub, rng, credit):
         ["L=1 decoding step", "L=3, S=5 causal + padding", "dropout_p=0.5 in eval", "dropout_p=0.5 while training", WIDE, FRESH],
         required=[FRESH],
     ):
-        with part:
+        with part, sd.mask_and_is_causal_named():
             if part.label == "dropout_p=0.5 while training":
                 c = SNAP["sdpa"]
                 q, k, v, allowed = c["q"], c["k"], c["v"], c["allowed"]
