@@ -495,7 +495,13 @@ def _hints_for(error: dict) -> list[str]:
         return ["general/import"]
     if thread_refused(error):
         return ["general/one-thread"]
+    if kind == "RuntimeError" and LEAF_IN_PLACE in str(error.get("message", "")):
+        return ["general/in-place"]  # autograd's own refusal: an input that requires grad was changed in place
     return []
+
+
+#: autograd's error when code changes a tensor that requires grad (the test's input, or a view of it) in place
+LEAF_IN_PLACE = "requires grad is being used in an in-place operation"
 
 
 def _static_error(info: ModuleInfo) -> dict:

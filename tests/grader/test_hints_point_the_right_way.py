@@ -98,7 +98,12 @@ CASES = [
     Case("mha_reshape", "split-without-head-transpose", every_test=True),
     Case("sdpa_masks", "causal-flag-beside-merged-mask", every_test=True),  # torch's refusal, named wherever it is raised
     Case("sdpa_masks", "allowed-dropped-with-causal", every_test=True),
-    Case("sdpa_masks", "mha-pair-not-unpacked"),  # batch_first=False then raises on tuple.transpose: no hint there
+    # (out, weights) returned as it is: batch_first=False then raises on tuple.transpose, which the
+    # probe called "batch_first ignored" because the batch_first=True call ran; now it must be right
+    Case("sdpa_masks", "mha-pair-not-unpacked", every_test=True),
+    Case("masks", "softmax-without-max-shift-nan-rows", every_test=True),
+    Case("masks", "apply-mask-in-place"),  # autograd's refusal of an in-place change now names it too
+    Case("row_softmax", "vocab-softmax-over-first-axis", every_test=True),
 ]
 
 

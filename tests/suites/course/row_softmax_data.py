@@ -9,6 +9,7 @@ that breaks it scores 0 in every test of the skill, not just in one constraint t
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -197,6 +198,35 @@ def vocab_mistakes(sub, h: torch.Tensor, w_vocab: torch.Tensor, own: dict, via: 
         if type(got) is torch.Tensor and got.shape == right.shape and expect.distance(got, right, t) <= 1.0:
             return own
         return via
+
+    return table
+
+
+def cross_entropy_mistakes(sub, logits: torch.Tensor, targets: torch.Tensor, own: Callable[[], dict], via: Callable[[], dict]):
+    """The named mistakes a failed cross_entropy check may name, charged to the function that
+    is wrong, as ``vocab_mistakes`` does: cross_entropy takes its log-probabilities from
+    log_softmax_rows. Evaluated only when the check failed: your log_softmax_rows runs on the
+    same logits; where it is right (or raises), the mistakes are cross_entropy's own (``own()``);
+    where it matches a mistake of ``via()`` (log_softmax_rows' signatures on these logits), the one
+    candidate is the loss a right cross_entropy takes from your log-probabilities, under that
+    mistake's name. (At scores of 1e4 a log of the softmax and a missing max shift both give a
+    loss of +∞: only your log_softmax_rows' own output tells them apart.)"""
+    from .tolerances import tol
+
+    def table() -> dict:
+        try:
+            got = sub.row_softmax.log_softmax_rows(logits, -1)
+        except SubmissionError:
+            return own()
+        right = torch.log_softmax(logits.double(), -1).to(logits.dtype)
+        t = tol("row_softmax.log_softmax_rows", logits.dtype, magnitude=max(1.0, float(logits.abs().max())))
+        if type(got) is not torch.Tensor or got.shape != right.shape or expect.distance(got, right, t) <= 1.0:
+            return own()
+        named = expect.diagnose(got, via, t, right)
+        if not named:
+            return own()
+        rows = torch.arange(logits.size(0))
+        return {named[0]: -got.double()[rows, targets.long()].mean().to(logits.dtype)}
 
     return table
 

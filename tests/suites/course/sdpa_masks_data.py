@@ -114,24 +114,36 @@ def mha_recorded(ctx, config, state, x, allowed, key_allowed):
 def run_mha(sub, config, state, x, allowed, key_allowed, *, checking: str = "") -> dict:
     """``mha_recorded`` run in the worker. When it raises on a ``batch_first=False`` module, the
     known cause is checked by behaviour: the same call on a ``batch_first=True`` module (same
-    weights, same x) works — the function passed x [B,T,C] as is, and the module read it as
-    [T,B,C] (its shape checks then fail on masks sized for B and T). ``checking`` names what the
-    test wanted to see in the calls, so the message says it could not be checked."""
+    weights, same x) gives the right output — the function passed x [B,T,C] as is, and the
+    module read it as [T,B,C] (its shape checks then fail on masks sized for B and T). Right,
+    not merely without an error: code that returns the module's (output, weights) pair
+    raises only where it transposes the output back. ``checking`` names what the test wanted
+    to see in the calls, so the message says it could not be checked."""
     try:
         return sub.sdpa_masks.run(mha_recorded, config, state, x, allowed, key_allowed)
     except SubmissionError as exc:
         if checking:
             exc.message = f"{exc.message} (it raised, so {checking} could not be checked)"
         if not config.get("batch_first") and "sdpa_masks/batch-first-ignored" not in exc.hints:
+            from .oracles import mha_expected  # (oracles imports this module)
+            from .tolerances import tol
+
+            first = dict(config, batch_first=True)
             try:
-                sub.sdpa_masks.run(mha_recorded, dict(config, batch_first=True), state, x, allowed, key_allowed)
+                r = sub.sdpa_masks.run(mha_recorded, first, state, x, allowed, key_allowed)
             except SubmissionError:
                 raise exc from None
-            exc.hints += expect.observed("sdpa_masks/batch-first-ignored")
-            exc.message += (
-                f"; the same call on a batch_first=True module runs: a batch_first=False module reads x "
-                f"{list(x.shape)} as [T,B,C] = {list(x.shape)}, so transpose x to [T,B,C] first (and the output back)"
-            )
+            value = r.get("value") if isinstance(r, dict) else None
+            want = mha_expected(first, state, x, allowed, key_allowed)
+            t = tol("sdpa_masks.mha_self_attention", x.dtype)
+            if expect.distance(value, want, t) <= 1.0:
+                exc.hints += expect.observed("sdpa_masks/batch-first-ignored")
+                exc.message += (
+                    f"; the same call on a batch_first=True module runs: a batch_first=False module reads x "
+                    f"{list(x.shape)} as [T,B,C] = {list(x.shape)}, so transpose x to [T,B,C] first (and the output back)"
+                )
+            elif isinstance(value, (tuple, list)) and value and expect.distance(value[0], want, t) <= 1.0:
+                exc.hints.append("general/returns-tuple")  # the pair, returned as it is where nothing is transposed back
         raise
 
 

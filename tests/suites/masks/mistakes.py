@@ -102,6 +102,11 @@ def softmax(scores: torch.Tensor, allowed: torch.Tensor) -> dict[str, torch.Tens
     e = torch.exp(torch.where(a, raw, torch.tensor(NEG_INF, dtype=raw.dtype)))
     denom = e.sum(-1, keepdim=True)
     out["masks/no-max-shift"] = (e / torch.where(denom > 0, denom, torch.ones_like(denom))).to(torch.float64)
+    # the same, guarding only the rows with nothing allowed and zeroing blocked keys after: a row whose
+    # every allowed exp underflowed is 0/0 = NaN on its allowed keys
+    some = a.any(-1, keepdim=True)
+    guarded = e / torch.where(some, denom, torch.ones_like(denom))
+    out["masks/no-max-shift#underflow-nan"] = torch.where(a, guarded, torch.zeros_like(guarded)).to(torch.float64)
     # one shift for the whole tensor (amax() without dim): rows far below the global maximum underflow to all zeros
     masked = torch.where(a, raw, torch.tensor(NEG_INF, dtype=raw.dtype))
     top = masked.amax()

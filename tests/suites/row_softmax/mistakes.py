@@ -142,6 +142,7 @@ def vocab_probs(h: torch.Tensor, w_vocab: torch.Tensor) -> dict[str, torch.Tenso
     v = {P + "no-max-subtraction": _naive_softmax(h @ w_vocab, -1)}
     if logits.dim() >= 2:
         v[P + "vocab-wrong-axis"] = torch.softmax(logits, dim=-2).to(h.dtype)  # over positions / examples
+        v[P + "vocab-wrong-axis#first"] = torch.softmax(logits, dim=0).to(h.dtype)  # dim=0: the same on [N,V]
     if w_vocab.shape[0] == w_vocab.shape[1]:  # a transposed [C,V] head runs only when C = V
         v[P + "vocab-head-transposed"] = torch.softmax(h.double() @ w_vocab.double().T, dim=-1).to(h.dtype)
     return keep_if_wrong(v, right)

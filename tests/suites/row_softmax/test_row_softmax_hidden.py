@@ -341,7 +341,8 @@ def test_cross_entropy_matches_reference_on_random_logits(sub, ref, rng, credit)
             logits = noncontiguous(logits)
         targets = torch.randint(0, V, (N,), generator=rng)
         what = f"cross_entropy(logits {list(logits.shape)}, targets), {dtype_name(dtype)}: the mean loss, 0-dim"
-        return (logits, targets), {}, what, signatures.cross_entropy(logits, targets)
+        own, via = (lambda: signatures.cross_entropy(logits, targets)), (lambda: signatures.log_softmax(logits, -1))
+        return (logits, targets), {}, what, data.cross_entropy_mistakes(sub, logits, targets, own, via)
 
     _cases_against_reference(sub, ref, rng, credit, "cross_entropy", 6, draw)
 
