@@ -79,8 +79,8 @@ CASES = [
     # mask's polarity flipped was told "save the weights, not the scores" (Week 7's NaN loss made its
     # gradient match that mistake's NaN: now only a right loss lets the gradient name a backward
     # mistake); a KV-cache mask one diagonal short was called top-left where the two coincide
-    Case("custom_backward", "forward-mask-inverted"),
-    Case("sdpa_masks", "kv-cache-one-diagonal-too-few"),
+    Case("custom_backward", "forward-mask-inverted", every_test=True),  # (every test since its NaN loss is named)
+    Case("sdpa_masks", "kv-cache-one-diagonal-too-few", every_test=True),  # (every test since L = S − 1 is drawn second)
     # and failed tests with no hint at all: the mask applied after the softmax, A ⊙ Ā − D
     Case("custom_backward", "forward-mask-after-softmax", every_test=True),
     Case("custom_backward", "d-outside-product", every_test=True),
@@ -101,6 +101,8 @@ CASES = [
     # (out, weights) returned as it is: batch_first=False then raises on tuple.transpose, which the
     # probe called "batch_first ignored" because the batch_first=True call ran; now it must be right
     Case("sdpa_masks", "mha-pair-not-unpacked", every_test=True),
+    Case("mha_reshape", "merge-heads-interleaved", every_test=True),  # the visible module tests now know one-function slips
+    Case("mha_reshape", "weights-averaged-over-heads", every_test=True),  # its shape check named it only by a dropped fallback
     Case("masks", "softmax-without-max-shift-nan-rows", every_test=True),
     Case("masks", "apply-mask-in-place"),  # autograd's refusal of an in-place change now names it too
     Case("row_softmax", "vocab-softmax-over-first-axis", every_test=True),

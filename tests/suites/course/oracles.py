@@ -75,17 +75,28 @@ def week7_h(dtype: torch.dtype = torch.float64) -> torch.Tensor:
 
 
 def week7_chain_reference(
-    x, w_q, w_k, w_v, w_vocab, targets, lr: float = 0.01, scale: float | None = None, softmax_dim: int = -1
+    x,
+    w_q,
+    w_k,
+    w_v,
+    w_vocab,
+    targets,
+    lr: float = 0.01,
+    scale: float | None = None,
+    softmax_dim: int = -1,
+    invert_mask: bool = False,
 ) -> dict:
     """The same chain with torch's own softmax and autograd, in float64 (trusted side);
-    ``scale`` replaces 1/√d_k and ``softmax_dim`` the key axis (to replay a wrong forward pass)."""
+    ``scale`` replaces 1/√d_k, ``softmax_dim`` the key axis and ``invert_mask`` blocks the
+    allowed keys instead of the future ones (to replay a wrong forward pass)."""
     import torch.nn.functional as F
 
     def loss_of(wq):
         q, k, v = x @ wq, x @ w_k, x @ w_v
         T = x.size(1)
         scores = (q @ k.transpose(-2, -1)) * (q.size(-1) ** -0.5 if scale is None else scale)
-        scores = scores.masked_fill(~torch.tril(torch.ones(T, T, dtype=torch.bool)), float("-inf"))
+        allowed = torch.tril(torch.ones(T, T, dtype=torch.bool))
+        scores = scores.masked_fill(allowed if invert_mask else ~allowed, float("-inf"))
         out = torch.softmax(scores, softmax_dim) @ v
         return F.cross_entropy(out[:, -1] @ w_vocab, targets)
 

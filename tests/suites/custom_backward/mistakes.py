@@ -216,6 +216,8 @@ def week7_loss_mistakes(dtype: torch.dtype) -> dict[str, torch.Tensor]:
         "forward-scale": oracles.week7_chain_reference(**inputs, scale=1.0),
         "forward-divide-by-dk": oracles.week7_chain_reference(**inputs, scale=1.0 / d_k),
         "forward-softmax-wrong-axis": oracles.week7_chain_reference(**inputs, softmax_dim=-2),
+        # the last query's row allows no key: NaN, and no other forward mistake here gives NaN
+        "forward-mask-inverted": oracles.week7_chain_reference(**inputs, invert_mask=True),
     }
     return {P + hint: chain["loss"].to(dtype) for hint, chain in wrong.items()}
 

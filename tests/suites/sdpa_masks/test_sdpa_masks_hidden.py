@@ -147,13 +147,18 @@ def test_kv_cache_mask_matches_reference_for_l_le_s(sub, ref, rng, credit):
     kinds = {"2 ≤ L < S": 1, "and L = 1": 1, "and L = S": 1, "and S = 1": 1, "and L = 1, S ≤ 8": 1}
     for case in credit.kinds(kinds):
         with case:
-            S = choice(rng, (3, randint(rng, 4, 64)))
-            regular = (
-                choice(rng, (2, S - 1, randint(rng, 2, S - 1))),
-                S,
-            )  # 2 <= L < S: L = S is plain tril (top-left is right), L = 1 all True
-            # next to it, never credited alone: L = 1, L = S, S = 1
-            extra = {"and L = 1": (1, S), "and L = S": (S, S), "and S = 1": (1, 1), "and L = 1, S ≤ 8": (1, randint(rng, 2, 8))}
+            S = choice(rng, (4, randint(rng, 5, 64)))
+            # 2 <= L <= S - 2 first (L = S is plain tril: top-left is right; L = 1 all True): at L = S - 1
+            # the mask one diagonal short *is* the top-left one, so a failure there could name neither
+            regular = (choice(rng, (2, randint(rng, 2, S - 2))), S)
+            # next to it, never credited alone: L = S - 1, L = 1, L = S, S = 1
+            extra = {
+                "2 ≤ L < S": (S - 1, S),
+                "and L = 1": (1, S),
+                "and L = S": (S, S),
+                "and S = 1": (1, 1),
+                "and L = 1, S ≤ 8": (1, randint(rng, 2, 8)),
+            }
             draws = beside_regular(regular, extra.get(case.kind))
             for L, S in draws:
                 want = ref.sdpa_masks.kv_cache_mask(L, S)
