@@ -340,16 +340,20 @@ def close(
     hints: Iterable[str] = (),
     grid: tuple[str, str] | None = None,
     check_dtype: bool = True,
+    dtype_from: str = "the input's dtype",
+    dtype_hints: Iterable[str] = ("general/dtype-changed",),
 ) -> torch.Tensor:
-    """``got`` must equal ``want`` within ``tol`` (both rtol and atol; ±∞ must match exactly)."""
+    """``got`` must equal ``want`` within ``tol`` (both rtol and atol; ±∞ must match exactly).
+    ``dtype_from`` says where ``want``'s dtype comes from and ``dtype_hints`` what a wrong one
+    shows (a function told its dtype by an argument: not the input's)."""
     hints = list(hints)
     _type_and_shape(got, want, what, mistakes, tol, hints)
     if check_dtype and got.dtype != want.dtype:
         _fail(
             what,
             "dtype",
-            f"expected dtype {_dtype(want.dtype)} (the input's dtype), got {_dtype(got.dtype)}",
-            ["general/dtype-changed"],
+            f"expected dtype {_dtype(want.dtype)} ({dtype_from}), got {_dtype(got.dtype)}",
+            list(dtype_hints),
         )
     if not got.is_floating_point() and not want.is_floating_point():
         return equal(got, want, what=what, mistakes=mistakes, hints=hints, grid=grid)
@@ -513,11 +517,22 @@ def unchanged(before: Any, after: Any, *, what: str) -> None:
             _fail(what, "property", "the input tensor was modified in place; compute a new tensor instead", ["general/in-place"])
 
 
-def kept_inputs_and_dtype(name: str, args: tuple, called: Any, dtype: torch.dtype, *, case: str, dtype_case: str, in_place: str):
+def kept_inputs_and_dtype(
+    name: str,
+    args: tuple,
+    called: Any,
+    dtype: torch.dtype,
+    *,
+    case: str,
+    dtype_case: str,
+    in_place: str,
+    dtype_hints: Iterable[str] | None = None,
+):
     """The checks after ``called = sub.<module>.call(name, *args, return_args=True)`` on a
     control input: every tensor argument is unchanged (``in_place``: the in-place operations
     that would change one, for the message), the result is a tensor, of ``dtype``. ``case``
-    names the input in the result check, ``dtype_case`` in the dtype check. The result."""
+    names the input in the result check, ``dtype_case`` in the dtype check; ``dtype_hints``
+    replace the general ones where the dtype comes from an argument. The result."""
     for i, (before, after) in enumerate(zip(args, called.args or [])):
         if type(before) is torch.Tensor:
             unchanged(
@@ -531,6 +546,10 @@ def kept_inputs_and_dtype(name: str, args: tuple, called: Any, dtype: torch.dtyp
         out.dtype == dtype,
         what=f"{name} ({dtype_case}): result dtype {dtype_name(dtype)}",
         detail=f"got {dtype_name(out.dtype)}",
-        hints=["general/mask-dtype"] if dtype == torch.bool else ["general/dtype-changed"],
+        hints=list(dtype_hints)
+        if dtype_hints is not None
+        else ["general/mask-dtype"]
+        if dtype == torch.bool
+        else ["general/dtype-changed"],
     )
     return out

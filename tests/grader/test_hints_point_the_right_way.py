@@ -106,6 +106,12 @@ CASES = [
     Case("masks", "softmax-without-max-shift-nan-rows", every_test=True),
     Case("masks", "apply-mask-in-place"),  # autograd's refusal of an in-place change now names it too
     Case("row_softmax", "vocab-softmax-over-first-axis", every_test=True),
+    # blind test C: s = √d_k in forward; K̄ = s S̄ᵀ K (a shape error unless L = S: named on the square
+    # probe, whose table a `hint#variant` key did not reach)
+    Case("custom_backward", "forward-multiplies-by-sqrt-dk", every_test=True),
+    Case("custom_backward", "dk-times-k", every_test=True),
+    Case("sdpa_masks", "additive-ignores-dtype", every_test=True),
+    Case("mha_reshape", "fraction-floor-division", every_test=True),  # was "keep the input's dtype": its input is a bool mask
 ]
 
 

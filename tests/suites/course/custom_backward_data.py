@@ -229,7 +229,12 @@ def _named_by_whole(got, right, variants, tight) -> list[str]:
                 got[i], {h: g[i] for h, g in variants.items() if expect.distance(g[i], right[i], tight) > 1}, tight, want=right[i]
             )
         )
-    return [h for h in variants if h in named and all(expect.distance(t, w, tight) <= 1 for t, w in zip(got, variants[h]))]
+    whole = [
+        expect.hint_of(h)  # a key may be a variant, ``hint#variant``: the hint is what is named
+        for h in variants
+        if expect.hint_of(h) in named and all(expect.distance(t, w, tight) <= 1 for t, w in zip(got, variants[h]))
+    ]
+    return list(dict.fromkeys(whole))
 
 
 @contextmanager

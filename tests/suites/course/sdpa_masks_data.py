@@ -17,6 +17,16 @@ from autograder.testing import SubmissionError, expect, probe, randn
 
 BOTH_REFUSED = "attn_mask should not be set when is_causal"  # torch's own error for attn_mask with is_causal=True
 
+#: expect.close's dtype check for to_additive_mask, whose dtype is an argument's, not its (bool) input's
+ADDITIVE_DTYPE = {"dtype_from": "the `dtype` argument", "dtype_hints": ("sdpa_masks/additive-dtype",)}
+
+
+def dtype_hints(name: str, dtype: torch.dtype) -> list[str]:
+    """What a wrong result dtype of sdpa_masks' function ``name`` shows."""
+    if name == "to_additive_mask":
+        return list(ADDITIVE_DTYPE["dtype_hints"])
+    return ["general/mask-dtype"] if dtype == torch.bool else ["general/dtype-changed"]
+
 
 @contextmanager
 def mask_and_is_causal_named() -> Iterator[None]:

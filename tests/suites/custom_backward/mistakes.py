@@ -82,6 +82,9 @@ def attention_backward(d_out, q, k, v, weights, scale: float) -> dict[str, tuple
         out[P + "dk-transpose"] = grads(ds, dk_rhs=scale * (ds @ q))
         out[P + "dq-transpose"] = (scale * (ds.transpose(-2, -1) @ k), scale * (ds.transpose(-2, -1) @ q), dv)
         out[P + "dv-transpose"] = grads(ds, dv_=a @ dy)
+        # S̄ multiplied by its own side's matrix: K̄ = s S̄ᵀ K, Q̄ = s S̄ Q (run only when L = S)
+        out[P + "own-side-operand#dk"] = grads(ds, dk_rhs=scale * (ds.transpose(-2, -1) @ k))
+        out[P + "own-side-operand#dq"] = (scale * (ds @ q), scale * (ds.transpose(-2, -1) @ q), dv)
         unkept = _d_without_keepdim(da, a)
         if unkept is not None:
             out[P + "d-keepdim"] = grads(unkept)
@@ -113,6 +116,8 @@ def attention_backward_from(own_ds, d_out, q, k, v, weights, scale: float) -> di
         own[P + "dk-transpose"] = (dq, scale * (ds @ q), dv)
         own[P + "dq-transpose"] = (scale * (ds.transpose(-2, -1) @ k), dk, dv)
         own[P + "dv-transpose"] = (dq, dk, a @ dy)
+        own[P + "own-side-operand#dk"] = (dq, scale * (ds.transpose(-2, -1) @ k), dv)
+        own[P + "own-side-operand#dq"] = (scale * (ds @ q), dk, dv)
     table.update({h: tuple(t.to(dtype) for t in g) for h, g in own.items()})
     return table
 
@@ -147,6 +152,7 @@ def attention_forward(q, k, v, allowed=None) -> dict[str, torch.Tensor]:
     out = {
         P + "forward-scale": plain_attention(q64, k64, v64, allowed, scale=1.0)[0],
         P + "forward-divide-by-dk": plain_attention(q64, k64, v64, allowed, scale=1.0 / q.size(-1))[0],
+        P + "forward-scale-multiplied": plain_attention(q64, k64, v64, allowed, scale=q.size(-1) ** 0.5)[0],
         P + "forward-softmax-wrong-axis": plain_attention(q64, k64, v64, allowed, dim=-2)[0],
     }
     if v.size(-1) != q.size(-1):
@@ -176,6 +182,9 @@ def attention_grads(q, k, v, allowed, d_out) -> dict[str, tuple[torch.Tensor, to
     by_dk = 1.0 / q.shape[-1]
     dk_out, dk_a = plain_attention(q64, k64, v64, allowed, scale=by_dk)
     out[P + "forward-divide-by-dk"] = (*_plain_backward(dy, q64, k64, v64, dk_a, by_dk), dk_out)
+    times = q.shape[-1] ** 0.5  # s = √d_k: multiplied where it divides
+    times_out, times_a = plain_attention(q64, k64, v64, allowed, scale=times)
+    out[P + "forward-scale-multiplied"] = (*_plain_backward(dy, q64, k64, v64, times_a, times), times_out)
     axis_out, axis_a = plain_attention(q64, k64, v64, allowed, dim=-2)
     out[P + "forward-softmax-wrong-axis"] = (*_plain_backward(dy, q64, k64, v64, axis_a, scale), axis_out)
     if allowed is not None and not bool(allowed.all()):
@@ -215,6 +224,7 @@ def week7_loss_mistakes(dtype: torch.dtype) -> dict[str, torch.Tensor]:
     wrong = {
         "forward-scale": oracles.week7_chain_reference(**inputs, scale=1.0),
         "forward-divide-by-dk": oracles.week7_chain_reference(**inputs, scale=1.0 / d_k),
+        "forward-scale-multiplied": oracles.week7_chain_reference(**inputs, scale=d_k**0.5),
         "forward-softmax-wrong-axis": oracles.week7_chain_reference(**inputs, softmax_dim=-2),
         # the last query's row allows no key: NaN, and no other forward mistake here gives NaN
         "forward-mask-inverted": oracles.week7_chain_reference(**inputs, invert_mask=True),

@@ -184,6 +184,7 @@ def attention_flop_fraction(T: int, d: int) -> list[tuple[str, float]]:
         ("mha_reshape/fraction-wrong-share", T / (2 * d)),  # attention / projections, not / total
         ("mha_reshape/flops-attention-term", T / (T + 4 * d)),
         ("mha_reshape/flops-output-projection", 2 * T / (2 * T + 3 * d)),
+        ("mha_reshape/fraction-integer-division", 0.0),  # `//`: a share below 1 floors to 0
     ]
 
 

@@ -94,6 +94,7 @@ def test_mask_converters_match_reference_on_random_masks(sub, ref, rng, credit):
                         what=f"to_additive_mask(allowed {list(mask.shape)}, {dtype_name(dtype)})",
                         tol=EXACT,
                         mistakes=lambda: signatures.distinct(signatures.additive(mask, dtype), EXACT, want),
+                        **sd.ADDITIVE_DTYPE,
                     )
 
 
@@ -485,5 +486,5 @@ def test_sdpa_masks_functions_keep_dtype_and_leave_inputs_unchanged(sub, rng, cr
                 out.dtype == dtype,
                 what=f"{part.label}: result dtype {dtype_name(dtype)}",
                 detail=f"got {dtype_name(out.dtype)}",
-                hints=["general/mask-dtype"] if dtype == torch.bool else ["general/dtype-changed"],
+                hints=sd.dtype_hints(name, dtype),
             )

@@ -80,6 +80,7 @@ def test_to_additive_mask_is_zero_or_minus_inf(sub, rng, credit):
                     what=f"to_additive_mask(control mask {list(mask.shape)}, dtype={str(dtype)[6:]}): 0 = keep, −∞ = block",
                     tol=EXACT,
                     mistakes=c["mistakes"],
+                    **sd.ADDITIVE_DTYPE,
                 )
                 continue
             dtype = torch.float32 if part.label == "default float32" else torch.float64
@@ -98,6 +99,7 @@ def test_to_additive_mask_is_zero_or_minus_inf(sub, rng, credit):
                 ),
                 tol=EXACT,
                 mistakes=SNAP["additive"]["tril4_float32_mistakes" if dtype == torch.float32 else "tril4_float64_mistakes"],
+                **sd.ADDITIVE_DTYPE,
                 grid=QK,
             )
 
@@ -304,7 +306,14 @@ def test_sdpa_masks_functions_keep_dtype_and_leave_control_inputs_unchanged(sub,
             (name, args, kwargs), dtype = calls[part.label]
             r = sub.sdpa_masks.call(name, *args, return_args=True, **kwargs)
             expect.kept_inputs_and_dtype(
-                name, args, r, dtype, case=part.label, dtype_case=part.label, in_place="masked_fill_, logical_not_, x[...] ="
+                name,
+                args,
+                r,
+                dtype,
+                case=part.label,
+                dtype_case=part.label,
+                in_place="masked_fill_, logical_not_, x[...] =",
+                dtype_hints=sd.dtype_hints(name, dtype),
             )
 
 
