@@ -248,6 +248,52 @@ def test_backward_may_reach_the_helpers_through_the_files_own_functions():
     assert not reaches(source, "softmax_backward", "attention_backward")
 
 
+def test_a_helper_reached_through_partial_or_an_annotated_lambda_is_reached():
+    # blind test D: three correct routes the call graph did not follow (a third of a test lost)
+    source = textwrap.dedent("""
+        from functools import partial
+        from typing import Callable
+
+        def softmax_backward(d_weights, weights):
+            return weights * (d_weights - (d_weights * weights).sum(-1, keepdim=True))
+
+        _softmax_grad: Callable = lambda dA, A: softmax_backward(d_weights=dA, weights=A)
+        by_partial = partial(softmax_backward)
+
+        def attention_backward(d_out, q, k, v, weights, scale):
+            ds = _softmax_grad(d_out @ v.mT, weights) * scale
+            return ds @ k, ds.mT @ q, weights.mT @ d_out
+
+        def attention_backward_inline(d_out, q, k, v, weights, scale):
+            ds = partial(softmax_backward, weights=weights)(d_weights=d_out @ v.mT) * scale
+            return ds @ k, ds.mT @ q, weights.mT @ d_out
+
+        def attention_backward_module_partial(d_out, q, k, v, weights, scale):
+            return by_partial(d_out @ v.mT, weights)
+
+        class AttentionFunction:
+            @staticmethod
+            def forward(ctx, q, k, v, allowed=None):
+                ctx.grads_of = partial(attention_backward, q=q, k=k, v=v, weights=q, scale=1.0)
+                return q
+
+            @staticmethod
+            def backward(ctx, d_out):
+                return (*ctx.grads_of(d_out=d_out), None)
+
+        class Unrelated:
+            @staticmethod
+            def backward(ctx, d_out):
+                ctx.other = partial(print, "x")
+                return (*ctx.other(d_out), None)
+    """)
+    assert reaches(source, "attention_backward", "softmax_backward")  # an annotated lambda
+    assert reaches(source, "attention_backward_inline", "softmax_backward")  # partial(f, …)(…)
+    assert reaches(source, "attention_backward_module_partial", "softmax_backward")  # g = partial(f)
+    assert reaches(source, "AttentionFunction.backward", "attention_backward")  # ctx.g = partial(f, …) in forward
+    assert not reaches(source, "Unrelated.backward", "attention_backward")
+
+
 SIBLING = textwrap.dedent("""
     import torch
     import torch.nn.functional as F
@@ -300,6 +346,48 @@ def test_a_sibling_module_counts_for_what_the_file_can_run_of_it(importer, flagg
             run()
     else:
         run()
+
+
+# blind test D: the same sibling with SDPA imported by name at its top — used only by sdpa() —
+# zeroed mha_reshape for importing to_additive_mask, where `import torch.nn.functional as F` passed
+NAMED_IMPORT = SIBLING.replace(
+    "import torch.nn.functional as F\n", "from torch.nn.functional import scaled_dot_product_attention as _fused\n"
+).replace("F.scaled_dot_product_attention(", "_fused(")
+
+
+@pytest.mark.parametrize(
+    ("importer", "sibling", "flagged"),
+    [
+        ("from sdpa_masks import to_additive_mask\n", NAMED_IMPORT, False),  # sdpa() never runs for it
+        ("from sdpa_masks import sdpa\n", NAMED_IMPORT, True),  # sdpa() runs: its _fused is a use
+        ("from sdpa_masks import _fused\n", NAMED_IMPORT, True),  # the banned name itself, taken
+        ("import sdpa_masks as s\n\n\ndef f(q):\n    return s._fused(q, q, q)\n", NAMED_IMPORT, True),
+        (
+            "from sdpa_masks import to_additive_mask\n",
+            NAMED_IMPORT.replace("def _zeros(allowed, dtype):\n", "A = _fused\n\n\ndef _zeros(allowed, dtype):\n"),
+            True,
+        ),  # top-level code uses it
+        (
+            "from sdpa_masks import to_additive_mask\n",
+            NAMED_IMPORT.replace("return torch.zeros(allowed.shape, dtype=dtype)", "return _fused(allowed, allowed, allowed)"),
+            True,
+        ),  # a reached helper uses it
+    ],
+)
+def test_a_siblings_top_level_import_of_a_banned_name_counts_only_where_what_it_binds_is_used(importer, sibling, flagged):
+    assert "_fused" in sibling
+    run = lambda: check_no_banned(importer, "mha_reshape.py", SDPA, what="rule", imports={"sdpa_masks": sibling})
+    if flagged:
+        with pytest.raises(CheckFailed, match="sdpa_masks.py"):
+            run()
+    else:
+        run()
+    own = importer.replace(
+        "from sdpa_masks import to_additive_mask\n", "from torch.nn.functional import scaled_dot_product_attention\n"
+    )
+    if own != importer:  # the exercise's own file stays strict: importing the banned name is enough
+        with pytest.raises(CheckFailed, match="mha_reshape.py:1"):
+            check_no_banned(own, "mha_reshape.py", SDPA, what="rule", imports={"sdpa_masks": sibling})
 
 
 @pytest.mark.parametrize("handout", HANDOUTS)

@@ -10,18 +10,46 @@ from ..failures import CheckFailed, Feedback
 from .scanner import _Scanner
 from .tree import MODULE_LEVEL, Violation, _is_main_guard, _lambda_name, _nodes, _parse
 
+PARTIALS = {"partial", "partialmethod"}  # functools': calling one calls the function it wraps
+
+
+def _wrapped_function(call: ast.AST) -> str | None:
+    """``partial(f, …)`` / ``functools.partial(f, …)``: the name of ``f`` (``obj.f`` → "f"), else None."""
+    if not (isinstance(call, ast.Call) and call.args):
+        return None
+    func = call.func
+    callee = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+    if callee not in PARTIALS:
+        return None
+    first = call.args[0]
+    return first.id if isinstance(first, ast.Name) else first.attr if isinstance(first, ast.Attribute) else None
+
+
+def _assigned_function(node: ast.AST) -> str | None:
+    """A function written as an assignment: ``f = lambda …`` (``_lambda_name``), the same with a
+    type annotation, or ``f = partial(g, …)``; its name, else None."""
+    name = _lambda_name(node)
+    if name is not None:
+        return name
+    if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+        if isinstance(node.value, ast.Lambda) or _wrapped_function(node.value):
+            return node.target.id
+    if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+        return node.targets[0].id if _wrapped_function(node.value) else None
+    return None
+
 
 def _definitions(tree: ast.Module) -> list[tuple[str, str, ast.AST]]:
     """(qualified name, plain name, node) of every top-level function and method, ``def`` or
-    lambda assignment: "f" / "Class.method"."""
+    assignment (``_assigned_function``): "f" / "Class.method"."""
     out = []
     for node in tree.body:
-        name = node.name if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else _lambda_name(node)
+        name = node.name if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else _assigned_function(node)
         if name is not None:
             out.append((name, name, node))
         elif isinstance(node, ast.ClassDef):
             for item in node.body:
-                method = item.name if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) else _lambda_name(item)
+                method = item.name if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) else _assigned_function(item)
                 if method is not None:
                     out.append((f"{node.name}.{method}", method, item))
     return out
@@ -33,19 +61,31 @@ def _functions(tree: ast.Module, scope: Iterable[str]) -> list[ast.AST]:
     return [node for qualified, _, node in _definitions(tree) if qualified in wanted]
 
 
-def scan(source: str, banned: Iterable[str], *, scope: Iterable[str] | None = None, dynamic: bool = True) -> list[Violation]:
+def scan(
+    source: str,
+    banned: Iterable[str],
+    *,
+    scope: Iterable[str] | None = None,
+    dynamic: bool = True,
+    bound: Iterable[str] | None = None,
+) -> list[Violation]:
     """Violations in ``source``: banned names in the whole module (or only in the functions
     of ``scope``), and — when ``dynamic`` — the deny-by-default constructs anywhere in it,
-    whatever the scope (a helper at module level can hide what a scoped function calls)."""
-    return list(_scan(source, frozenset(banned), frozenset(scope) if scope is not None else None, dynamic))
+    whatever the scope (a helper at module level can hide what a scoped function calls).
+    ``bound`` (a fellow file's scan: the names its scope and its importers use): a banned
+    name imported at module level counts only when the name it binds is one of them."""
+    frozen = frozenset(bound) if bound is not None else None
+    return list(_scan(source, frozenset(banned), frozenset(scope) if scope is not None else None, dynamic, frozen))
 
 
 @functools.lru_cache(maxsize=64)
-def _scan(source: str, banned: frozenset[str], scope: frozenset[str] | None, dynamic: bool) -> tuple[Violation, ...]:
+def _scan(
+    source: str, banned: frozenset[str], scope: frozenset[str] | None, dynamic: bool, bound: frozenset[str] | None = None
+) -> tuple[Violation, ...]:
     """Several tests of a suite scan the same file with the same rule: keyed by the file's
     content and the rule, a scan runs once per run (a Violation is immutable)."""
     tree = _parse(source)
-    scanner = _Scanner(set(banned), dynamic, tree, set(scope) if scope is not None else None)
+    scanner = _Scanner(set(banned), dynamic, tree, set(scope) if scope is not None else None, bound)
     scanner.visit(tree)
     found = {(v.line, v.found): v for v in scanner.found}  # one entry per construct and line
     return tuple(sorted(found.values(), key=lambda v: v.line))
@@ -53,15 +93,38 @@ def _scan(source: str, banned: frozenset[str], scope: frozenset[str] | None, dyn
 
 def calls(source: str, function: str) -> set[str]:
     """Names called inside ``function`` ("f" or "Class.method"): ``foo(...)`` → "foo",
-    ``obj.foo(...)`` → "foo"."""
+    ``obj.foo(...)`` → "foo"; ``partial(foo, …)`` → "foo" too (a partial exists to be called),
+    and a name or attribute the file binds to ``partial(foo, …)`` anywhere (``ctx.grads =
+    partial(attention_backward, …)`` in forward, ``ctx.grads(…)`` in backward) → "foo"."""
+    tree = _parse(source)
+    bound = _partial_bindings(source)
     out: set[str] = set()
-    for node in _functions(_parse(source), [function]):
+    for node in _functions(tree, [function]):
         for sub in _nodes(node):
             if isinstance(sub, ast.Call):
                 if isinstance(sub.func, ast.Name):
                     out.add(sub.func.id)
                 elif isinstance(sub.func, ast.Attribute):
                     out.add(sub.func.attr)
+                wrapped = _wrapped_function(sub)
+                if wrapped is not None:
+                    out.add(wrapped)
+    return out | {bound[name] for name in out if name in bound}
+
+
+@functools.lru_cache(maxsize=64)
+def _partial_bindings(source: str) -> dict[str, str]:
+    """Name or attribute → the function a ``partial`` assigned to it wraps, anywhere in the file
+    (once per file content: ``reaches`` asks for every function it follows)."""
+    out: dict[str, str] = {}
+    for node in _nodes(_parse(source)):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        wrapped = _wrapped_function(node.value) if targets and node.value is not None else None
+        for target in targets if wrapped else []:
+            if isinstance(target, ast.Name):
+                out[target.id] = wrapped
+            elif isinstance(target, ast.Attribute):
+                out[target.attr] = wrapped
     return out
 
 
@@ -178,17 +241,35 @@ def imported_scopes(source: str, available: dict[str, str]) -> dict[str, tuple[s
     """The files among ``available`` that ``source`` imports, directly or through each other,
     each with the part of it a rule scan must cover: its top-level code and the functions and
     classes the importers reach (``from sdpa_masks import to_additive_mask`` does not bring in
-    ``sdpa_masks.sdpa``), or None — the whole file — when the module is used as a whole.
-    Conservative: a module's own imports count wherever they stand in it."""
-    return dict(_imported_scopes(source, tuple(sorted(available.items()))))
+    ``sdpa_masks.sdpa``), or None — the whole file — when the module is used as a whole."""
+    return {module: (text, scope) for module, (text, scope, _) in _imported_scopes(source, tuple(sorted(available.items())))}
+
+
+def _bound_names(source: str, scope: frozenset[str], taken: set[str]) -> frozenset[str]:
+    """The names a fellow file's covered part can use: every name read or called in its
+    reached functions and classes and in its top-level statements (but its imports and the
+    ``__main__`` block), and the names its importers take from it (``taken``). A banned name
+    its top-level code imports is a use only when what it binds is among them:
+    ``from torch.nn.functional import scaled_dot_product_attention as _sdpa`` in a file whose
+    ``sdpa()`` alone calls ``_sdpa`` brings nothing into an importer of its mask helpers."""
+    tree = _parse(source)
+    names = set(taken)
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)) or _is_main_guard(node):
+            continue
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name not in scope:
+            continue
+        names.update(sub.id for sub in _nodes(node) if isinstance(sub, ast.Name))
+    return frozenset(names)
 
 
 @functools.lru_cache(maxsize=64)
 def _imported_scopes(
     source: str, files: tuple[tuple[str, str], ...]
-) -> tuple[tuple[str, tuple[str, frozenset[str] | None]], ...]:
-    """``imported_scopes``, once per run for each file and its fellow files: the tests of a
-    suite check the same file with the same rule (every value in it is immutable)."""
+) -> tuple[tuple[str, tuple[str, frozenset[str] | None, frozenset[str] | None]], ...]:
+    """``imported_scopes``, once per run for each file and its fellow files, with each covered
+    part's ``_bound_names`` (None with the whole file): the tests of a suite check the same
+    file with the same rule (every value in it is immutable)."""
     available = dict(files)
     uses: dict[str, set[str] | None] = {}
 
@@ -217,9 +298,10 @@ def _imported_scopes(
     for module, names in uses.items():
         try:
             scope = None if names is None else frozenset(_reached(available[module], names)) | {MODULE_LEVEL}
+            bound = None if scope is None or names is None else _bound_names(available[module], scope, names)
         except SyntaxError:
-            scope = None
-        out[module] = (available[module], scope)
+            scope, bound = None, None
+        out[module] = (available[module], scope, bound)
     return tuple(out.items())
 
 
@@ -241,13 +323,12 @@ def check_no_banned(
     if source is None:
         return  # a missing module fails elsewhere, with its own message
     others = {k: v for k, v in (imports or {}).items() if f"{k}.py" != file}
-    files = [(file, source, scope)] + [
-        (f"{name}.py", text, used) for name, (text, used) in sorted(imported_scopes(source, others).items())
-    ]
+    fellows = _imported_scopes(source, tuple(sorted(others.items())))
+    files = [(file, source, scope, None)] + [(f"{name}.py", text, used, bound) for name, (text, used, bound) in sorted(fellows)]
     found: list[tuple[str, Violation]] = []
-    for name, text, file_scope in files:
+    for name, text, file_scope, bound in files:
         try:
-            found += [(name, v) for v in scan(text, banned, scope=file_scope)]
+            found += [(name, v) for v in scan(text, banned, scope=file_scope, bound=bound)]
         except SyntaxError:
             continue  # a file that does not parse fails elsewhere, with its own message
     if found:

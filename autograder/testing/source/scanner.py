@@ -43,7 +43,9 @@ class _Scanner(ast.NodeVisitor):
     """Banned names (``banned``) are looked for where ``in_scope`` is on; the dynamic,
     deny-by-default constructs (when ``dynamic``) everywhere."""
 
-    def __init__(self, banned: set[str], dynamic: bool, tree: ast.AST, scope: set[str] | None) -> None:
+    def __init__(
+        self, banned: set[str], dynamic: bool, tree: ast.AST, scope: set[str] | None, bound: frozenset[str] | None = None
+    ) -> None:
         # "autograd.functional": the name ``functional`` only as an attribute or import of a
         # module path ending in ``autograd`` (never ``torch.nn.functional``)
         self.banned = {name for name in banned if "." not in name}
@@ -54,6 +56,7 @@ class _Scanner(ast.NodeVisitor):
                 self.qualified.setdefault(last, set()).add(owner)
         self.dynamic = dynamic
         self.scope = scope
+        self.bound = bound  # a fellow file: the names its covered part uses (checks._bound_names)
         self.found: list[Violation] = []
         self.stack: list[str] = []
         self.docstrings = _docstrings(tree) | (_export_lists(tree) if isinstance(tree, ast.Module) else set())
@@ -256,7 +259,10 @@ class _Scanner(ast.NodeVisitor):
         # function (its file is scanned where it is used)
         torch_path = parts[0] == "torch"
         owner = ".".join(parts[:-1])
-        if torch_path and (self._banned(parts[-1]) or self._banned_path(owner, parts[-1])):
+        binds = asname or (name if name else parts[0])
+        # a fellow file's top-level import of a banned name counts only where what it binds is used
+        unused = self.bound is not None and not self.stack and binds not in self.bound
+        if torch_path and not unused and (self._banned(parts[-1]) or self._banned_path(owner, parts[-1])):
             self._flag(node, f"from {module} import {name}" if name else f"import {module}")
         if not self.dynamic:
             return

@@ -110,12 +110,16 @@ def mha_recorded(ctx, config, state, x, allowed, key_allowed):
     calls = []
     order = ("query", "key", "value", "key_padding_mask", "need_weights", "attn_mask", "average_attn_weights", "is_causal")
 
-    def record(module, a, kw):  # a forward pre-hook: survives copy.deepcopy(mha) and .to(dtype)
-        bound = dict(zip(order, a))
-        bound.update(kw)
-        calls.append({"need_weights": bool(bound.get("need_weights", True)), "is_causal": bool(bound.get("is_causal", False))})
+    class Recorded(type(mha)):  # the class, not a hook: mha(…) and mha.forward(…) both run this forward
+        def forward(self, *a, **kw):  # and it survives copy.deepcopy(mha) and .to(dtype), which keep the class
+            bound = dict(zip(order, a))
+            bound.update(kw)
+            calls.append(
+                {"need_weights": bool(bound.get("need_weights", True)), "is_causal": bool(bound.get("is_causal", False))}
+            )
+            return super().forward(*a, **kw)
 
-    mha.register_forward_pre_hook(record, with_kwargs=True)
+    mha.__class__ = Recorded
     with torch.no_grad():
         value = ctx.module("sdpa_masks").mha_self_attention(mha, x, allowed, key_allowed)
     return {"value": value, "calls": calls}
