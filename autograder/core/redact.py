@@ -171,11 +171,12 @@ def _hidden_summary(test: dict, skill_id: str, functions: list[str], module_prob
         return f"hidden test failed: your code raised {kind}" + (f": {message}" if message else "")
     if problem == "constraint":
         # "forbids" belongs to the exercise's rules (gates, weight 0, they zero the skill); a
-        # weighted test's constraint is how the contract says to call something
+        # weighted test's constraint is how the contract says to call something — a library
+        # function, or the exercise's own helpers (custom_backward: backward → attention_backward)
         return (
             "hidden test failed: uses something this exercise forbids"
             if test.get("max_score") == 0
-            else "hidden test failed: does not call the library the way the exercise asks"
+            else "hidden test failed: does not make the calls the exercise asks for (see its docstrings)"
         )
     words = {
         "type": "returned the wrong kind of value",

@@ -241,3 +241,16 @@ def test_a_long_test_name_is_cut_in_its_panels_title_and_the_points_always_show(
     title = next(line for line in out.splitlines() if line.startswith("╭─ ✗"))
     assert f"  {test.score:g}/{test.max_score:g} ─" in title, title
     assert "…" in title and cells(title) <= WIDTH, title
+
+
+def test_a_hidden_constraint_says_forbids_on_a_gate_and_names_no_library_on_a_weighted_test():
+    """Blind test D: a weighted hidden constraint — backward not reaching attention_backward — read
+    "does not call the library the way the exercise asks", though no library was involved."""
+    from autograder.core.redact import _hidden_summary
+
+    failed = {"status": "failed", "problem": "constraint", "summary": "secret detail"}
+    gate = _hidden_summary({**failed, "max_score": 0}, "custom_backward", [])
+    weighted = _hidden_summary({**failed, "max_score": 2}, "custom_backward", [])
+    assert gate == "hidden test failed: uses something this exercise forbids"
+    assert "library" not in weighted and "calls the exercise asks for" in weighted
+    assert "secret" not in gate + weighted
