@@ -60,10 +60,17 @@ _COURSE_IMPORT = re.compile(
 )
 
 
+# inside the course package: ``from .tolerances import tol``, ``from . import week07 as w7`` —
+# anywhere in the file, a function's own import too (it runs when the function does)
+_RELATIVE_IMPORT = re.compile(r"^[ \t]*from[ \t]+\.(?:([A-Za-z_]\w*)[ \t]+import\b|[ \t]+import[ \t]+(\([^)]*\)|[^\n]*))", re.M)
+
+
 def _course_imports(source: str, filename: str = "") -> set[str]:
-    """``course.<name>`` modules a suite imports."""
+    """``course.<name>`` modules a suite imports, or a course module imports of its package."""
     names = set()
-    for sub_from, imported, sub_import in _COURSE_IMPORT.findall(source):
+    found = [(a, b, c) for a, b, c in _COURSE_IMPORT.findall(source)]
+    found += [(module, listed, "") for module, listed in _RELATIVE_IMPORT.findall(source)]
+    for sub_from, imported, sub_import in found:
         if sub_from or sub_import:
             names.add(sub_from or sub_import)
             continue

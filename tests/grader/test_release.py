@@ -120,6 +120,15 @@ def test_a_changed_reference_makes_the_snapshot_check_fail(tmp_path):
     assert "tests/suites/qkv/snapshots/qkv.json: stale (cases attention_scores" in proc.stderr
 
 
+def test_a_course_helpers_relative_import_counts_even_inside_a_function():
+    """A visible helper that imported ``.oracles`` inside a function passed the check below and
+    broke the student tree (the file is not shipped): relative imports count, wherever they are."""
+    from autograder.runner.identity import _course_imports
+
+    helper = "from . import week07 as w7\nfrom .tolerances import Tol, tol\n\n\ndef f():\n    from .oracles import x\n"
+    assert _course_imports(helper) == {"week07", "tolerances", "oracles"}
+
+
 def test_visible_suites_need_no_reimplementation_of_an_exercise():
     """What a visible suite imports from tests/suites/course never includes the oracles."""
     sources = {

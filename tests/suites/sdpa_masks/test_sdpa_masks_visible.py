@@ -257,7 +257,7 @@ def test_mha_self_attention_runs_a_batch_first_false_module(sub, rng, credit):
                 fresh_config, fresh_state, fresh_x = c["fresh_config"], c["fresh_state"], c["fresh_x"]
                 fresh_masks = (c["fresh_allowed"], c["fresh_key_allowed"])
                 B, T, C = fresh_x.shape
-                r = sd.run_mha(sub, fresh_config, fresh_state, fresh_x, *fresh_masks)
+                r = sd.run_mha(sub, fresh_config, fresh_state, fresh_x, *fresh_masks, want=c["fresh_want"])
                 expect.close(
                     r["value"],
                     c["fresh_want"],
@@ -271,8 +271,8 @@ def test_mha_self_attention_runs_a_batch_first_false_module(sub, rng, credit):
                 )
                 continue
             masks = (None, None) if part.label == "no masks" else (allowed, key_allowed)
-            r = sd.run_mha(sub, config, state, x, *masks)
             want = c["want_no_masks" if masks[0] is None else "want_masks"]
+            r = sd.run_mha(sub, config, state, x, *masks, want=want)
             expect.close(
                 r["value"],
                 want,
@@ -342,6 +342,7 @@ def test_sdpa_and_mha_self_attention_make_the_documented_calls_on_control_inputs
                     m["fresh_allowed"],
                     m["fresh_key_allowed"],
                     checking="need_weights=False",
+                    want=m["fresh_want"],
                 )["calls"]
                 weights = [x for x in calls if x["need_weights"]]
                 expect.true(
