@@ -340,9 +340,14 @@ HANDOUTS = {  # a helper whose SDPA reaches `ok`'s caller without `ok` naming it
 def test_a_sibling_module_counts_for_what_the_file_can_run_of_it(importer, flagged):
     """mha_reshape.py may reuse the student's own sdpa_masks.to_additive_mask: sdpa_masks.sdpa,
     which calls SDPA by design, never runs for it (nor does a __main__ self-check)."""
-    run = lambda: check_no_banned(importer, "mha_reshape.py", SDPA, what="rule", imports={"sdpa_masks": SIBLING})
+    _mha_reshape_rule(importer, SIBLING, flagged, "sdpa_masks.py:15: F.scaled_dot_product_attention")
+
+
+def _mha_reshape_rule(importer: str, sibling: str, flagged: bool, match: str) -> None:
+    """mha_reshape.py (``importer``) checked with the student's sdpa_masks.py (``sibling``)."""
+    run = lambda: check_no_banned(importer, "mha_reshape.py", SDPA, what="rule", imports={"sdpa_masks": sibling})
     if flagged:
-        with pytest.raises(CheckFailed, match="sdpa_masks.py:15: F.scaled_dot_product_attention"):
+        with pytest.raises(CheckFailed, match=match):
             run()
     else:
         run()
@@ -376,12 +381,7 @@ NAMED_IMPORT = SIBLING.replace(
 )
 def test_a_siblings_top_level_import_of_a_banned_name_counts_only_where_what_it_binds_is_used(importer, sibling, flagged):
     assert "_fused" in sibling
-    run = lambda: check_no_banned(importer, "mha_reshape.py", SDPA, what="rule", imports={"sdpa_masks": sibling})
-    if flagged:
-        with pytest.raises(CheckFailed, match="sdpa_masks.py"):
-            run()
-    else:
-        run()
+    _mha_reshape_rule(importer, sibling, flagged, "sdpa_masks.py")
     own = importer.replace(
         "from sdpa_masks import to_additive_mask\n", "from torch.nn.functional import scaled_dot_product_attention\n"
     )

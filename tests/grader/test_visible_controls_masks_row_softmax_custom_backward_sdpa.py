@@ -112,11 +112,12 @@ def test_local_view_counts_only_visible_tests():
     assert local["lost"] == 0.5 and local["hints"] == [] and not local["right_shown"] and local["off_function"] == []
 
 
-def test_the_module_probe_records_mha_called_directly_through_forward_and_through_a_deep_copy():
+def test_the_module_probe_records_mha_called_directly_through_forward_and_through_a_deep_copy(tmp_path):
     """Blind test D: `mha.forward(…, need_weights=False)` ran the module but was recorded as
     "the module was never called" (a forward pre-hook sees only mha(…)). The probe, run here
     with its own source, records both spellings and a deep copy's call."""
     import copy
+    import importlib.util
     import types
 
     sys.path.insert(0, str(SUITES))
@@ -127,14 +128,17 @@ def test_the_module_probe_records_mha_called_directly_through_forward_and_throug
         "forward": lambda mha, x: mha.forward(query=x, key=x, value=x, need_weights=False)[0],
         "deepcopy": lambda mha, x: copy.deepcopy(mha).to(torch.float64)(x, x, x, need_weights=False)[0],
     }
-    namespace: dict = {}
-    exec(sd.mha_recorded.source, namespace)  # noqa: S102 -- our own probe's source, run as the worker runs it
+    probe_file = tmp_path / "probe.py"  # the probe's own source (what is sent to the worker), loaded here
+    probe_file.write_text(sd.mha_recorded.source, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location("probe", probe_file)
+    loaded = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(loaded)
     config = {"embed_dim": 4, "num_heads": 2, "bias": True, "batch_first": True}
     state = sd.mha_state(torch.Generator().manual_seed(0), 4, True, torch.float64)
     x = torch.randn(2, 3, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
     for name, run in spellings.items():
         module = types.SimpleNamespace(mha_self_attention=lambda mha, x, allowed, key_allowed, run=run: run(mha, x))
         ctx = types.SimpleNamespace(module=lambda _name, module=module: module)
-        r = namespace["mha_recorded"](ctx, config, state, x, None, None)
+        r = loaded.mha_recorded(ctx, config, state, x, None, None)
         assert r["calls"] == [{"need_weights": False, "is_causal": False}], name
         assert r["value"].shape == (2, 3, 4), name
