@@ -55,9 +55,11 @@ def test_mask_converters_match_reference_on_random_masks(sub, ref, rng, credit):
     ]
     for part in credit.parts(labels):
         with part:
-            shapes = [
-                (2, 1, randint(rng, 1, 8), randint(rng, 1, 8))
-            ]  # a 4-D mask in every part, and a 2-D one beside it but in the "4-D" part
+            # a 4-D mask in every part, and a 2-D one beside it but in the "4-D" part;
+            # to_mha_attn_mask takes [L,S] or [B·h,L,S] only (its docstring), so its second
+            # mask is 3-D (the same draws: the inputs of the other parts do not move)
+            lead = (2,) if part.label == "to_mha_attn_mask" else (2, 1)
+            shapes = [(*lead, randint(rng, 1, 8), randint(rng, 1, 8))]
             if part.label != "to_additive_mask float32 4-D":
                 shapes.insert(0, (randint(rng, 1, 12), randint(rng, 2, 12)))
             masks = [

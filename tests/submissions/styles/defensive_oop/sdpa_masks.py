@@ -23,6 +23,9 @@ def to_additive_mask(allowed, dtype=torch.float32):
 
 
 def to_mha_attn_mask(allowed):
+    # nn.MultiheadAttention takes a 2-D or 3-D attn_mask: refuse anything else, as the docstring allows
+    if allowed.dim() not in (2, 3):
+        raise ValueError(f"to_mha_attn_mask: expected [L,S] or [B*h,L,S], got {tuple(allowed.shape)}")
     return allowed.logical_not()
 
 
