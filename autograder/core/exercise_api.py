@@ -143,6 +143,31 @@ def still_todo(source: str | bytes, known: list[str] | None = None) -> list[str]
     return [name for name, node in _defs(tree) if is_todo_stub(node) and (allowed is None or name in allowed)]
 
 
+def imported_modules(source: str | bytes) -> set[str]:
+    """The top-level names of the modules ``source`` imports anywhere in it, read from its
+    AST (nothing runs): ``import a.b`` → a, ``from a import b`` → a, ``from . import b`` and
+    ``from .b import c`` → b, ``importlib.import_module("a")`` / ``__import__("a")`` with a
+    literal name → a. What the file needs beside it wherever it is graded."""
+    tree = _parse(source)
+    if tree is None:
+        return set()
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name.split(".", 1)[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.module:
+                found.add(node.module.split(".", 1)[0])
+            elif node.level:
+                found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            if name in ("import_module", "__import__") and isinstance(node.args[0].value, str):
+                found.add(node.args[0].value.lstrip(".").split(".", 1)[0])
+    return found
+
+
 def known_functions(module: str, solutions_dir: Path | None, exercises_dir: Path | None) -> list[str]:
     """The exercise's own function names: from the instructor's reference module when this
     tree has one, else from the release stub. Empty when neither can be read."""

@@ -336,6 +336,16 @@ def footer_notes(results: Results) -> list[tuple[str, str]]:
     siblings = sorted(f"{name}.py" for name in (sub.get("not_selected") or {}))  # beside the graded modules
     if siblings:
         out.append(("Not selected (importable by your code, not graded in this run)", ", ".join(siblings)))
+    for cross in (sub.get("cross_assignment_imports") or [])[:6]:
+        out.append(
+            (
+                "Imports across assignments",
+                f"{cross['file']} ({cross['assignment']}) imports {cross['imports']}, which is handed in with "
+                f"{cross['imports_assignment']}: it works here, but {cross['assignment']}'s upload holds only its own "
+                f"files, so there the import fails. Copy what you need into {cross['file']}, or upload "
+                f"{cross['imports']} with it.",
+            )
+        )
     helpers = sub.get("helpers") or {}
     usable = [info.get("file") or f"{name}.py" for name, info in helpers.items() if not info.get("problem")]
     refused = [f"{info.get('file') or name + '.py'} ({info['problem']})" for name, info in helpers.items() if info.get("problem")]

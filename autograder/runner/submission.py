@@ -82,6 +82,9 @@ class PreparedSubmission:
     content: list[tuple[str, str | None]] = field(default_factory=list)
     #: the graded modules' facts for the run manifest, captured from the bytes copied
     facts: dict[str, ModuleEntry] = field(default_factory=dict)
+    #: an exercise module that imports one handed in with another assignment (works here, where
+    #: every module is copied; not in that assignment's own upload): _cross_assignment_imports
+    cross_imports: list[dict] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         def public(info: dict) -> dict:
@@ -95,6 +98,7 @@ class PreparedSubmission:
             "ignored": self.ignored,
             "ignored_more": self.ignored_more,
             "located": self.note,
+            "cross_assignment_imports": self.cross_imports,
         }
 
 
@@ -395,6 +399,7 @@ def prepare(path: str | Path, config: Config, run_dir: Path, *, world_readable: 
     dir_fd = None if folder_problem else _open_dir(root)
     mode = 0o644 if world_readable else 0o600
     selected = {s.module for s in config.skills.values()}
+    sources: dict[str, bytes] = {}
 
     def copy(name: str, data: bytes) -> Path:
         target = copy_dir / name
@@ -420,6 +425,7 @@ def prepare(path: str | Path, config: Config, run_dir: Path, *, world_readable: 
                 prepared.content.append((module, None))
             else:
                 info["copy_path"] = str(copy(module, data))
+                sources[module] = data
                 info["sha256"] = hashlib.sha256(data).hexdigest()
                 known = exercise_api.known_functions(module, config.solutions_dir, config.exercises_dir)
                 info["functions"] = known  # the exercise's own names: the only ones a report may show
@@ -435,10 +441,30 @@ def prepare(path: str | Path, config: Config, run_dir: Path, *, world_readable: 
     finally:
         if dir_fd is not None:
             os.close(dir_fd)
+    prepared.cross_imports = _cross_assignment_imports(config, sources)
     # copied helpers are listed as helpers; refused ones stay in `ignored` too (nothing reads them)
     keep = set(module_files) | {h["file"] for h in prepared.helpers.values() if h.get("copy_path")}
     prepared.ignored, prepared.ignored_more = list_ignored(root, keep)
     return prepared
+
+
+def _cross_assignment_imports(config: Config, sources: dict[str, bytes]) -> list[dict]:
+    """Each exercise module (of ``sources``: file → bytes) that imports an exercise module
+    handed in with another assignment ([release.assignments]): here every exercise module is
+    copied, so the import works, but that assignment's Gradescope upload holds its own files
+    only, and the import fails there. Read from the AST (nothing runs)."""
+    if len(config.assignments) < 2:
+        return []
+    full = config.selected_from or config
+    home = {full.skills[sid].module: name for name, skills in config.assignments.items() for sid in skills if sid in full.skills}
+    found = []
+    for module, data in sources.items():
+        mine = home.get(module)
+        for other in sorted(exercise_api.imported_modules(data)):
+            theirs = home.get(f"{other}.py")
+            if mine and theirs and theirs != mine:
+                found.append({"file": module, "assignment": mine, "imports": f"{other}.py", "imports_assignment": theirs})
+    return found
 
 
 _COPY_SUFFIX = re.compile(r"(?:\s*\(\d+\)|\s*[-_ ]\s*copy(?:\s*\d+)?|\s+\d+)$", re.IGNORECASE)

@@ -101,9 +101,12 @@ def _gradescope(ctx: ReleaseContext) -> list[str]:
         "- **GitHub**: link this repository and choose the branch; the modules are taken from `exercises/`.",
         "",
         (
-            "Only the exercise modules count: every other file is ignored (the feedback lists it), and a module "
-            "that is missing scores 0 in its skill. An upload with no exercise module is refused with a message "
-            "that says what to upload. You may resubmit; your latest submission is the active one."
+            "Only the exercise modules count: other files are not graded (the feedback lists them), though the "
+            "modules may import your own helper `.py` files uploaded with them; a module that is missing scores 0 "
+            "in its skill. A module that imports another assignment's module needs that "
+            "file in this upload too (`make grade` names such imports). An upload with no exercise module is "
+            "refused with a message that says what to upload. You may resubmit; your latest submission is the "
+            "active one."
         ),
         "",
         (

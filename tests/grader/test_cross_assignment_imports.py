@@ -1,0 +1,94 @@
+"""An exercise module that imports one handed in with another assignment works in a local
+grade (every exercise module is copied) but fails in that assignment's own upload, which
+holds its files only (blind tester E: sdpa_masks.py importing masks.py scored 100 locally
+and 0 in sdpa_masks on Gradescope's day1). The local report says so, before the upload."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from autograder.config import load
+from autograder.core import exercise_api
+from autograder.core.results import Results
+from autograder.renderers.common import footer_notes
+from autograder.runner import submission
+
+ROOT = Path(__file__).resolve().parents[2]
+CONFIG = load(ROOT / "grading.toml")
+
+
+def _home(module: str) -> str:
+    return next(name for name, skills in CONFIG.assignments.items() for s in skills if CONFIG.skills[s].module == module)
+
+
+def test_imported_modules_reads_every_spelling_of_an_import_without_running_anything():
+    source = (
+        "import a.b as ab\n"
+        "from c.d import e\n"
+        "from . import f, g\n"
+        "from .h import i\n"
+        "def k():\n"
+        "    import j\n"
+        "    importlib.import_module('l.m')\n"
+        "    __import__('n')\n"
+        "    getattr(x, 'not_an_import')('o')\n"
+    )
+    assert exercise_api.imported_modules(source) == {"a", "c", "f", "g", "h", "j", "l", "n"}
+    assert exercise_api.imported_modules("def broken(:\n") == set()
+
+
+@pytest.fixture
+def folder(tmp_path):
+    out = tmp_path / "sub"
+    out.mkdir()
+    for module in CONFIG.exercise_modules:
+        shutil.copyfile(ROOT / "solutions" / module, out / module)
+    return out
+
+
+def _prepared(folder: Path, config, tmp_path: Path) -> submission.PreparedSubmission:
+    run = tmp_path / f"run{len(list(tmp_path.glob('run*')))}"
+    run.mkdir()
+    return submission.prepare(folder, config, run, world_readable=False)
+
+
+@pytest.mark.skipif(len(CONFIG.assignments) < 2, reason="the course is one assignment")
+@pytest.mark.parametrize(
+    "line", ["from masks import causal_mask", "import masks as _m", "from . import masks", "    from masks import causal_mask"]
+)
+def test_an_import_of_another_assignments_module_is_named_in_the_local_report(folder, tmp_path, line):
+    importer, imported = "sdpa_masks.py", "masks.py"
+    assert _home(importer) != _home(imported)
+    text = (folder / importer).read_text(encoding="utf-8")
+    body = f"def _helper():\n{line}\n" if line.startswith(" ") else f"{line}\n"
+    (folder / importer).write_text(text + "\n\n" + body, encoding="utf-8")
+
+    prepared = _prepared(folder, CONFIG, tmp_path)
+    assert prepared.cross_imports == [
+        {"file": importer, "assignment": _home(importer), "imports": imported, "imports_assignment": _home(imported)}
+    ]
+    # a --skill run keeps the note: the files are the same
+    assert _prepared(folder, CONFIG.select(["sdpa_masks"]), tmp_path).cross_imports == prepared.cross_imports
+    # the assignment's own bundle grades its files only: nothing to warn about there
+    assert _prepared(folder, CONFIG.for_assignment(_home(importer)), tmp_path).cross_imports == []
+
+    notes = dict(footer_notes(Results("complete", "", 0, 100, [], submission=prepared.to_dict())))
+    note = " ".join(notes["Imports across assignments"].split())
+    assert f"{importer} ({_home(importer)}) imports {imported}" in note and _home(imported) in note
+    assert "upload" in note
+
+
+@pytest.mark.skipif(len(CONFIG.assignments) < 2, reason="the course is one assignment")
+def test_imports_within_one_assignment_and_of_libraries_are_not_named(folder, tmp_path):
+    importer = "mha_reshape.py"
+    same = next(CONFIG.skills[s].module for s in CONFIG.assignments[_home(importer)] if CONFIG.skills[s].module != importer)
+    text = (folder / importer).read_text(encoding="utf-8")
+    (folder / importer).write_text(f"{text}\n\nimport {same[:-3]}\nimport numpy\nimport math\n", encoding="utf-8")
+    prepared = _prepared(folder, CONFIG, tmp_path)
+    assert prepared.cross_imports == []
+    assert "Imports across assignments" not in dict(
+        footer_notes(Results("complete", "", 0, 100, [], submission=prepared.to_dict()))
+    )
