@@ -117,6 +117,7 @@ class Worker:
         self.group: Hashable | None = None  # the tests it may serve in turn (Sandbox.begin_test)
         self.stage = 0  # the latest stage of its group it served: it never serves an earlier one
         self.baseline: tuple[int, int] | None = None  # (threads, RSS KiB) when it was ready
+        self.banned: tuple[str, ...] = ()  # kernels replaced for its whole life (ban)
         #: CPU seconds the worker spent on its last request; None when it cannot be read here
         self.last_cpu: float | None = None
         self._clock: features.ProcessClock | None = None  # read before and after each request
@@ -277,6 +278,17 @@ class Worker:
         header = {"op": "run", "probe": probe, "source": source, "args": args_tree, "kwargs": kwargs_tree}
         reply, rblob = self.request(header, blob, timeout, during, cpu_limit)
         return self._parse(reply, rblob, during)
+
+    def ban(self, patterns: tuple[str, ...], timeout: float = 60.0) -> None:
+        """Replace the kernels of the ATen operators matching ``patterns`` for the worker's
+        whole life (probes/bans.py ``_StandingBan``): only a fresh worker, before anything
+        of the submission is imported, accepts it. A refusal is the grader's bug: it raises."""
+        reply, _ = self.request({"op": "ban", "patterns": list(patterns)}, b"", timeout, "replacing the rule's kernels")
+        if reply.get("ok") is not True:
+            error = reply.get("error")
+            message = error.get("message") if isinstance(error, dict) else error
+            raise RuntimeError(f"the worker refused to replace the rule's kernels: {str(message)[:300]}")
+        self.banned = tuple(patterns)
 
     def import_module(self, module: str, timeout: float, cpu_limit: float | None = None) -> Reply:
         reply, rblob = self.request({"op": "import", "module": module}, b"", timeout, f"import of {module}.py", cpu_limit)

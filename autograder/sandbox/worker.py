@@ -270,14 +270,16 @@ class FreshState:
 class WorkerContext:
     """What a probe sees: the submission's modules and recorders for its calls."""
 
-    def __init__(self, spec: WorkerSpec) -> None:
+    def __init__(self, spec: WorkerSpec, grader: dict[str, Any] | None = None) -> None:
         self.spec = spec
+        self._probe_builtins = _probe_builtins(grader or {})
         self.ops: set[str] = set()
         self.autograd_uses: set[str] = set()
         self.tampered: set[str] = set()
         self.dispatched: dict = {}  # (phase, operator) → [count, file, line, function]
         self._probe_cache: dict[str, Any] = {}
         self.fresh = FreshState(spec)
+        self.served = False  # a request other than "ban" was handled: submission code may have run
 
     def module(self, name: str) -> Any:
         if name not in self.spec.modules:
@@ -343,10 +345,24 @@ class WorkerContext:
             return fn
         key = hashlib.sha256(source.encode()).hexdigest()
         if key not in self._probe_cache:
-            namespace: dict[str, Any] = {"__name__": "autograder_probe"}
+            namespace: dict[str, Any] = {"__name__": "autograder_probe", "__builtins__": self._probe_builtins}
             exec(compile(source, f"<probe {name}>", "exec"), namespace)  # trusted source from the grader
             self._probe_cache[key] = namespace[name]
         return self._probe_cache[key]
+
+
+def _probe_builtins(grader: dict[str, Any]) -> dict[str, Any]:
+    """The builtins a suite's probe runs with: as they were before any submission code ran,
+    and an ``__import__`` that also gives the grader's own modules (``hide_grader`` took them
+    out of reach of the submission's imports)."""
+    real_import = builtins.__import__
+
+    def probe_import(name, globals=None, locals=None, fromlist=(), level=0):
+        if level == 0 and _is_grader(name) and name in grader:
+            return grader[name] if fromlist else grader[_GRADER]
+        return real_import(name, globals, locals, fromlist, level)
+
+    return {**builtins.__dict__, "__import__": probe_import}
 
 
 def _safe_str(value: Any, limit: int = 4000) -> str:
@@ -404,6 +420,11 @@ def handle(ctx: WorkerContext, header: dict, blob: bytes, out: CappedWriter) -> 
         if op == "import":
             ctx.module(header["module"])
             reply = {"ok": True}
+        elif op == "ban":  # the exercise's forbidden kernels, for good: first, before any submission code
+            if ctx.served:
+                raise RuntimeError("kernels can be replaced for good only before any submission code runs")
+            count = probes.STANDING_BAN.install(tuple(str(p) for p in header.get("patterns", [])))
+            reply = {"ok": True, "value": None, "replaced": count}
         elif op == "reset":  # the next test begins: see FreshState
             ctx.fresh.restore()
             reply = {"ok": True}
@@ -419,6 +440,8 @@ def handle(ctx: WorkerContext, header: dict, blob: bytes, out: CappedWriter) -> 
     except BaseException as exc:  # SystemExit, KeyboardInterrupt… are facts too
         reply = {"ok": False, "error": error_facts(exc, ctx.spec.copy_dir)}
         rblob = b""
+    if op != "ban":
+        ctx.served = True
     text, dropped = out.take()
     reply["out"] = text
     reply["out_dropped"] = dropped
@@ -434,13 +457,46 @@ def _dispatch_line(key: tuple, entry: list) -> str:
     return "\t".join(str(part).replace("\t", " ")[:200] for part in (*key, *entry))
 
 
+#: the grader's own package: loaded in the worker (its recorders, bans, codec), never importable by the submission
+_GRADER = __name__.split(".", 1)[0]
+
+
+def _is_grader(name: str) -> bool:
+    return name == _GRADER or name.startswith(_GRADER + ".")
+
+
+class _GraderNotImportable:
+    """First on ``sys.meta_path``: ``import autograder…`` from submission code fails, wherever
+    the package lies (a bundle may install it beside torch). With the grader's modules gone
+    from ``sys.modules`` (``hide_grader``), exercise code cannot import the live recorders
+    and bans to change them; a copy it could load from disk would be new objects the worker
+    never uses."""
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        if _is_grader(name):
+            raise ModuleNotFoundError(f"No module named {name!r}: exercise code cannot import the grader", name=name)
+        return None
+
+
+def hide_grader() -> dict[str, Any]:
+    """Take the grader's modules out of ``sys.modules`` (before ``FreshState`` takes its
+    snapshot, so a reset never puts them back) and refuse their import; the modules, for
+    the probes' own imports (``WorkerContext.probe_function``)."""
+    stash = {name: module for name, module in sys.modules.items() if _is_grader(name)}
+    for name in stash:
+        del sys.modules[name]
+    sys.meta_path.insert(0, _GraderNotImportable())
+    return stash
+
+
 def serve(sock: socket.socket, spec: WorkerSpec, facts: list[str]) -> None:
     probes.AUTOGRAD_TRIPWIRE.install()  # before any submission module is imported
     probes.THREAD_BAN.install(spec.copy_dir.rstrip("/") + "/")
     probes.remove_kernel_handles()  # a kernel called directly would pass KernelBan's replacement
     out = CappedWriter(spec.output_bytes)
     sys.stdout = sys.stderr = out
-    ctx = WorkerContext(spec)
+    grader = hide_grader()
+    ctx = WorkerContext(spec, grader)
     send_message(sock, {"ok": True, "ready": True, "facts": facts, "pid": os.getpid()})
     while True:
         try:

@@ -61,8 +61,11 @@ class CallResult:
 
 
 class Submission:
-    def __init__(self, runtime: Runtime) -> None:
+    def __init__(self, runtime: Runtime, bans: tuple[str, ...] = ()) -> None:
         self._runtime = runtime
+        #: ATen name patterns whose kernels the worker replaces for good before any submission
+        #: code runs (a suite's ``WORKER_BANS``: sandbox/probes/bans.py ``_StandingBan``)
+        self._bans = tuple(bans)
         self._worker: Worker | None = None
         self._dead: SubmissionError | None = None
         self._imported: set[str] = set()
@@ -131,7 +134,10 @@ class Submission:
     # ------------------------------------------------------------------ plumbing
     def _ensure_worker(self) -> Worker:
         if self._worker is None:
-            self._worker = self._runtime.sandbox.worker()
+            worker = self._runtime.sandbox.worker()
+            if self._bans and worker.banned != self._bans:
+                worker.ban(self._bans)  # a fresh worker: nothing of the submission has run in it yet
+            self._worker = worker
             for fact in self._worker.facts:
                 if fact not in self._runtime.facts:
                     self._runtime.facts.append(fact)

@@ -292,3 +292,63 @@ def test_the_replaced_kernels_are_exactly_the_registrations_whose_name_matches_a
     bans._TARGETS.pop(tuple(patterns), None)
     assert KernelBan(tuple(patterns), lambda op: None).targets() == want
     assert want or patterns == ("*softmax*.out",)
+
+
+_STANDING = r"""
+import gc, sys, warnings
+import torch
+from autograder.sandbox.probes import STANDING_BAN, remove_kernel_handles
+
+remove_kernel_handles()
+replaced = STANDING_BAN.install(("*softmax*",))
+assert replaced > 0, replaced
+x = torch.randn(2, 3)
+routes = {
+    "torch.softmax": lambda: torch.softmax(x, -1),
+    "Tensor.softmax": lambda: x.softmax(-1),
+    "torch.ops": lambda: torch.ops.aten._softmax(x, -1, False),
+    "log_softmax": lambda: torch.nn.functional.log_softmax(x, -1),
+}
+for name, route in routes.items():
+    try:
+        route()
+    except RuntimeError as exc:
+        assert "switched off in this exercise" in str(exc), (name, exc)
+    else:
+        raise AssertionError(f"{name} ran")
+# the handle that holds the registrations is out of reach: no Python object refers to it
+assert not [o for o in gc.get_objects() if type(o).__name__ == "_DispatchModule"]
+# a kernel registered on top is the caller's own code; dropping it brings back the ban, not torch's kernel
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    lib = torch.library.Library("aten", "IMPL")
+    lib.impl("_softmax", lambda *a, **k: "mine", "CPU")
+for _ in range(2):  # with the caller's kernel on top, then without it
+    try:
+        got = torch.ops.aten._softmax(x, -1, False)
+    except RuntimeError as exc:
+        assert "switched off in this exercise" in str(exc), exc
+    else:
+        assert got == "mine", "torch's kernel came back"
+    lib._destroy()
+# a second ban is refused, and operators outside the patterns run as before
+try:
+    STANDING_BAN.install(("*attention*",))
+except RuntimeError:
+    pass
+else:
+    raise AssertionError("installed twice")
+assert torch.logsumexp(x, -1).shape == (2,)
+print("ok")
+"""
+
+
+def test_kernels_replaced_for_a_workers_life_cannot_be_brought_back():
+    """A rule's kernels replaced for good (the worker's ``ban`` request, before any
+    submission code): every route raises, the registration's handle is out of Python's
+    reach, and code that registers its own kernel on top gets only its own code."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _STANDING], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]

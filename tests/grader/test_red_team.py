@@ -298,6 +298,8 @@ FAST_ATTACKS = {
     "decode_alias_blob",  # the trusted side's decoding of crafted frames from a worker
     "loop_forever",  # time: a worker that never returns is stopped by its limit, end to end
     "alias_aten_derivative",  # the static scan: an alias of torch is torch (issue 28 A)
+    "patch_grader_recorders",  # the worker's own recorders: exercise code cannot import them to switch them off
+    "watched_only_softmax",  # a rule's kernels are off in every call, watched or not: detecting the watch gains nothing
 }
 SINGLE = [a for a in ATTACKS if "sequence" not in a]
 

@@ -506,6 +506,18 @@ ALIASED_EVASIONS = {
     "unpacked": ("a, t = 1, torch\n\n\ndef f(x):\n    return t._C\n", "t._C"),
     "getattr-constant": ("def f(x):\n    return getattr(torch, 'ops').aten._softmax(x, -1, False)\n", "_softmax"),
     "torch-library": ("L = torch.library\n", "reaches operators or code by a name"),
+    # blind tester G (2026-12-04): a format field and logging's configurator resolve dotted names too
+    "string-formatter": (
+        "import string\n\n\ndef f(x):\n"
+        '    return string.Formatter().get_field("0.nn.functional.soft" + "max", (torch,), {})[0](x)\n',
+        "string.Formatter",
+    ),
+    "formatter-imported": ("from string import Formatter\n", "from string import Formatter"),
+    "logging-config": (
+        "import logging.config\n\n\ndef f(x):\n    return logging.config.BaseConfigurator({}).resolve('torch.softmax')(x, -1)\n",
+        "logging.config",
+    ),
+    "the-grader": ("from autograder.sandbox.probes import recorders\n", "autograder.sandbox.probes"),
 }
 
 

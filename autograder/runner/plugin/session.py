@@ -85,6 +85,13 @@ class GradingSession:
         without a group starts on a fresh worker; tests that do not use ``sub`` need none),
         so no spare is forked only to be thrown away."""
         wanted = [item.nodeid for item in items if "sub" in getattr(item, "fixturenames", ())]
+        # a skill's kernels replaced for good in its workers: the union of its suites' WORKER_BANS
+        self._bans: dict[str, set[str]] = {}
+        for item in items:
+            patterns = getattr(getattr(item, "module", None), "WORKER_BANS", ())
+            skill = self.group(item.nodeid)[0]
+            if patterns and skill is not None:
+                self._bans.setdefault(skill, set()).update(str(p) for p in patterns)
         keys = [self.group(nodeid) for nodeid in wanted]
         self._fresh_after = {}
         ahead = 0
@@ -93,6 +100,11 @@ class GradingSession:
             (group, stage), (before, stage_before) = keys[k], keys[k - 1] if k else (None, 0)
             if k == 0 or group is None or group != before or stage < stage_before:
                 ahead += 1
+
+    def worker_bans(self, nodeid: str) -> tuple[str, ...]:
+        """The ATen name patterns whose kernels this test's workers replace for good, before
+        any submission code (a suite's module-level ``WORKER_BANS``, for its whole skill)."""
+        return tuple(sorted(getattr(self, "_bans", {}).get(self.group(nodeid)[0] or "", ())))
 
     def spares_at_start(self) -> int:
         """Spare workers worth forking before the first test (``plan``)."""

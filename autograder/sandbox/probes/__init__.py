@@ -12,7 +12,7 @@ the worker and may be read by the submission, so a probe holds glue, never answe
 
 from __future__ import annotations
 
-from .bans import AUTOGRAD_TRIPWIRE, THREAD_BAN, KernelBan, kernel_registrations, own_frame, remove_kernel_handles
+from .bans import AUTOGRAD_TRIPWIRE, STANDING_BAN, THREAD_BAN, KernelBan, kernel_registrations, own_frame, remove_kernel_handles
 from .builtin import BUILTIN, PlainFunctionCtx, call, call_with_grad, construct, describe_module, resolve
 from .recorders import DispatchRecorder, OpRecorder
 
@@ -23,6 +23,7 @@ __all__ = [
     "KernelBan",
     "OpRecorder",
     "PlainFunctionCtx",
+    "STANDING_BAN",
     "THREAD_BAN",
     "call",
     "call_with_grad",

@@ -130,6 +130,69 @@ class KernelBan:
         return False
 
 
+class _StandingBan:
+    """Kernels replaced for the whole life of a worker (``install``, the worker's ``ban``
+    request), before any submission code is imported: an exercise whose rule forbids some
+    operators (row_softmax: torch's softmax; mha_reshape: SDPA) cannot run them in *any*
+    call, watched or not, so code that behaves while the rule test watches and cheats
+    elsewhere (or crashes only when watched) gains nothing. The replacement raises wherever
+    the operator is reached (see ``KernelBan``) and tells the rule-checked call that is
+    running, if any (``recorder``), which records a proven use. Nothing can undo it: the
+    library handle that holds the registrations is kept alive with no Python reference to it
+    (torch's ``_DispatchModule`` is not tracked by the garbage collector either), so
+    ``reset()`` cannot be reached; registering another kernel on top only replaces ours with
+    the caller's own code (the original kernel is out of reach: ``remove_kernel_handles``)."""
+
+    def __init__(self) -> None:
+        self.patterns: tuple[str, ...] = ()
+        self.recorder: Any = None  # the DispatchRecorder of the rule-checked call running
+
+    def covers(self, patterns: tuple[str, ...]) -> bool:
+        """Whether every one of ``patterns`` is already replaced for good."""
+        return set(patterns) <= set(self.patterns)
+
+    def _kernel(self, op: str) -> Callable[..., Any]:
+        standing = self
+
+        def refuse(*args, **kwargs):
+            recorder = standing.recorder
+            if recorder is not None:
+                recorder._refused(op)
+            raise RuntimeError(f"{op} is switched off in this exercise: its rule forbids it (docs/EXERCISES.md)")
+
+        return refuse
+
+    def install(self, patterns: tuple[str, ...]) -> int:
+        """Replace the kernels of every operator matching ``patterns`` (once per worker);
+        the number of (operator, key) registrations replaced."""
+        import ctypes
+        import warnings
+
+        if self.patterns:
+            raise RuntimeError("this worker's kernels are already replaced")
+        targets = KernelBan(tuple(patterns), lambda op: None).targets()
+        lib = torch._C._dispatch_library("IMPL", "aten", "", "", 0)
+        kernels: dict[str, Callable[..., Any]] = {}
+        done = 0
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "Overriding a previously registered kernel": that is the point
+            for name, key in targets:
+                op = name.split(".", 1)[0]
+                kernel = kernels.get(op) or kernels.setdefault(op, self._kernel(op))
+                try:
+                    lib.impl(name.split("::", 1)[1], key, kernel, False)  # type: ignore[call-arg]  # torch's stub lacks with_keyset
+                    done += 1
+                except RuntimeError:  # a key torch will not take a Python kernel for
+                    continue
+        ctypes.pythonapi.Py_IncRef(ctypes.py_object(lib))  # alive for the worker's life …
+        del lib  # … and referenced by nothing any code could reach
+        self.patterns = tuple(patterns)
+        return done
+
+
+STANDING_BAN = _StandingBan()
+
+
 class _ThreadBan:
     """Python's way to start a thread, removed from the worker before any submission code
     is imported (``install``): ``_thread.start_new_thread`` and every alias of it are

@@ -8,7 +8,7 @@ import sys
 import torch
 from torch.overrides import TorchFunctionMode
 
-from .bans import _DISPATCH_SWITCHES, AUTOGRAD_TRIPWIRE, THREAD_BAN, KernelBan, own_frame
+from .bans import _DISPATCH_SWITCHES, AUTOGRAD_TRIPWIRE, STANDING_BAN, THREAD_BAN, KernelBan, own_frame
 
 
 # --------------------------------------------------------------------------- recorders
@@ -161,7 +161,8 @@ class DispatchRecorder:
         from torch.autograd import ProfilerConfig, ProfilerState, _enable_profiler_legacy, _profiler_enabled
 
         THREAD_BAN.gate = self  # a thread attempted from here on is a fact of this call
-        if self.replace:
+        STANDING_BAN.recorder = self  # a kernel replaced for good, reached from here on: a fact of this call
+        if self.replace and not STANDING_BAN.covers(self.replace):
             self._ban = KernelBan(self.replace, self._refused)
             self._ban.__enter__()
         if self.autograd_off:
@@ -187,6 +188,7 @@ class DispatchRecorder:
             return self._stop()
         finally:
             THREAD_BAN.gate = None
+            STANDING_BAN.recorder = None
             if self.autograd_off:
                 AUTOGRAD_TRIPWIRE.locked = None
                 if self._grad_was:  # as it was, without counting as the code's use of autograd

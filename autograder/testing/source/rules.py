@@ -30,6 +30,14 @@ DENIED_MODULES = {
     "multiprocessing",
     # a name resolved to any object (``pydoc.locate("torch.nn.functional." + "soft" + "max")``)
     "pydoc",
+    # the same through a format field (``string.Formatter().get_field("0.nn.functional.soft" +
+    # "max", (torch,), {})``) or logging's dict configuration (``BaseConfigurator.resolve``):
+    # red-team attacks of blind tester G, 2026-12-04
+    "string.Formatter",
+    "logging.config",
+    # the grader's own modules: the worker's recorders live beside the submission (a worker
+    # refuses the import too: sandbox/worker.hide_grader)
+    "autograder",
     "zipimport",
     # asyncio, socketserver, logging.handlers (which start threads) are not listed: the worker
     # cannot start a thread at all (seccomp, sandbox/confine.forbid_threads), so importing them

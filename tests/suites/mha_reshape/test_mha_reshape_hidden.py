@@ -31,6 +31,8 @@ from autograder.testing import (
 signatures = sibling(__file__, "mistakes")  # the named mistakes' outputs (beside this suite; never shipped to students)
 
 QK = ("query", "key")
+#: the rule's operators cannot run in any call of this skill, watched or not (testing/README.md)
+WORKER_BANS = data.REPLACED
 DTYPES = (torch.float32, torch.float64)
 
 # Fixed case kinds (issue 16 §1): case i of a test always has the structure in row i; only

@@ -22,6 +22,8 @@ from course.tolerances import EXACT, tol
 from autograder.testing import Snapshots, SubmissionError, SubmissionRaised, expect, noncontiguous, probe, randn
 
 QK = ("query", "key")
+#: the rule's operators cannot run in any call of this skill, watched or not (testing/README.md)
+WORKER_BANS = data.REPLACED
 F32, F64 = torch.float32, torch.float64
 SNAP = Snapshots(__file__)  # control inputs, the reference's outputs and the named mistakes' outputs on them
 

@@ -28,6 +28,8 @@ from autograder.testing import (
 signatures = sibling(__file__, "mistakes")  # the named mistakes' outputs (beside this suite; never shipped to students)
 
 QK = ("query", "key")
+#: the rule's operators cannot run in any call of this skill, watched or not (testing/README.md)
+WORKER_BANS = data.REPLACED
 F32, F64 = torch.float32, torch.float64
 DTYPES = (F32, F64)
 NEG_INF = float("-inf")
