@@ -82,6 +82,8 @@ def sdpa(q, k, v, allowed=None, causal=False) -> dict[str, torch.Tensor]:
     )
     if allowed is not None:
         out["sdpa_masks/polarity-inverted"] = run(both(~allowed, _tri(L, S, S - L)) if causal else ~allowed)
+    if right_mask is not None:  # the right mask as float 1/0: SDPA adds it to the scores (blind tester F)
+        out["sdpa_masks/float-mask-added"] = run(right_mask.to(torch.float64))
     if causal:
         if L != S:
             out["sdpa_masks/top-left-causal"] = run(both(allowed, _tri(L, S, 0)))
