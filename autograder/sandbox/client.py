@@ -280,9 +280,8 @@ class Worker:
         return self._parse(reply, rblob, during)
 
     def ban(self, patterns: tuple[str, ...], timeout: float = 60.0) -> None:
-        """Replace the kernels of the ATen operators matching ``patterns`` for the worker's
-        whole life (probes/bans.py ``_StandingBan``): only a fresh worker, before anything
-        of the submission is imported, accepts it. A refusal is the grader's bug: it raises."""
+        """Replace the kernels matching ``patterns`` for the worker's life (probes/bans.py ``_StandingBan``):
+        only a fresh worker accepts it, before any submission code. A refusal is the grader's bug: it raises."""
         reply, _ = self.request({"op": "ban", "patterns": list(patterns)}, b"", timeout, "replacing the rule's kernels")
         if reply.get("ok") is not True:
             error = reply.get("error")
