@@ -13,6 +13,7 @@ import and a function that timed out, so later tests fail fast instead of waitin
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -503,11 +504,18 @@ def _hints_for(error: dict) -> list[str]:
         return ["general/one-thread"]
     if kind == "RuntimeError" and LEAF_IN_PLACE in str(error.get("message", "")):
         return ["general/in-place"]  # autograd's own refusal: an input that requires grad was changed in place
+    if kind == "RuntimeError" and DTYPE_MIXED.search(str(error.get("message", ""))):
+        return ["general/dtype-changed"]  # torch's refusal to mix dtypes: the inputs of a call share one (blind tester F)
     return []
 
 
 #: autograd's error when code changes a tensor that requires grad (the test's input, or a view of it) in place
 LEAF_IN_PLACE = "requires grad is being used in an in-place operation"
+#: torch's refusals to compute with two dtypes at once (a matmul, linear, bmm or einsum of a
+#: float32 tensor the code made and the float64 input it was given)
+DTYPE_MIXED = re.compile(
+    r"expected scalar type \w+ but found \w+|expected m1 and m2 to have the same dtype|mat1 and mat2 must have the same dtype"
+)
 
 
 def _static_error(info: ModuleInfo) -> dict:

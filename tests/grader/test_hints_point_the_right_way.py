@@ -204,3 +204,22 @@ def test_a_zero_fill_zeroed_after_the_softmax_costs_the_same_on_every_seed(tmp_p
         )
     assert losses[0], "the variant lost no points"
     assert losses[0] == losses[1] == losses[2], losses
+
+
+def test_torchs_refusal_to_mix_dtypes_names_the_dtype_hint_and_nothing_else_does():
+    """Blind tester F: a float32 matrix built inside qkv met a float64 input, and the hidden
+    tests said only "expected scalar type Float but found Double"."""
+    import torch
+
+    from autograder.testing.remote import _hints_for
+
+    a, b = torch.randn(2, 3), torch.randn(3, 2, dtype=torch.float64)
+    refusals = []
+    for call in (lambda: a @ b, lambda: torch.bmm(a[None], b[None]), lambda: torch.nn.Linear(3, 2)(b.T)):
+        with pytest.raises(RuntimeError) as raised:
+            call()
+        refusals.append(str(raised.value))
+    for message in refusals:
+        assert _hints_for({"type": "RuntimeError", "message": message}) == ["general/dtype-changed"], message
+    for message in ("shape '[2, 3]' is invalid for input of size 5", "mat1 and mat2 shapes cannot be multiplied (2x3 and 2x3)"):
+        assert _hints_for({"type": "RuntimeError", "message": message}) == [], message
