@@ -113,6 +113,14 @@ def softmax(scores: torch.Tensor, allowed: torch.Tensor) -> dict[str, torch.Tens
     e = torch.exp(masked - (top if bool(torch.isfinite(top)) else torch.zeros_like(top)))
     denom = e.sum(-1, keepdim=True)
     out["masks/global-max"] = (e / torch.where(denom > 0, denom, torch.ones_like(denom))).to(torch.float64)
+    # each row's maximum with its axis dropped (amax(dim=-1) without keepdim): [..., L] broadcasts along the
+    # keys, so column j is shifted by row j's maximum (blind tester F; a non-square [L,S] raises instead)
+    if masked.dim() >= 2 and masked.size(-1) == masked.size(-2):
+        row_max = masked.amax(-1)
+        row_max = torch.where(torch.isfinite(row_max), row_max, torch.zeros_like(row_max)).unsqueeze(-2)
+        e = torch.exp(masked - row_max)
+        denom = e.sum(-1, keepdim=True)
+        out["masks/max-without-keepdim"] = (e / torch.where(denom > 0, denom, torch.ones_like(denom))).to(torch.float64)
     return {k: v.to(scores.dtype) for k, v in out.items()}
 
 
