@@ -63,6 +63,7 @@ class GradingSession:
         )
         self.reference_cache: dict[str, Any] = {}
         self._fresh_after: dict[str, int] = {}
+        self._bans: dict[str, set[str]] = {}  # skill → WORKER_BANS of its suites (plan)
 
     def emit(self, event: dict) -> None:
         """A progress event for the live display in the parent process."""
@@ -86,7 +87,7 @@ class GradingSession:
         so no spare is forked only to be thrown away."""
         wanted = [item.nodeid for item in items if "sub" in getattr(item, "fixturenames", ())]
         # a skill's kernels replaced for good in its workers: the union of its suites' WORKER_BANS
-        self._bans: dict[str, set[str]] = {}
+        self._bans = {}
         for item in items:
             patterns = getattr(getattr(item, "module", None), "WORKER_BANS", ())
             skill = self.group(item.nodeid)[0]
@@ -104,7 +105,7 @@ class GradingSession:
     def worker_bans(self, nodeid: str) -> tuple[str, ...]:
         """The ATen name patterns whose kernels this test's workers replace for good, before
         any submission code (a suite's module-level ``WORKER_BANS``, for its whole skill)."""
-        return tuple(sorted(getattr(self, "_bans", {}).get(self.group(nodeid)[0] or "", ())))
+        return tuple(sorted(self._bans.get(self.group(nodeid)[0] or "", ())))
 
     def spares_at_start(self) -> int:
         """Spare workers worth forking before the first test (``plan``)."""

@@ -107,20 +107,10 @@ class KernelBan:
         return refuse
 
     def __enter__(self):
-        import warnings
-
         self._lib = torch.library.Library("aten", "IMPL")
-        self.failed: list[tuple[str, str]] = []  # none on torch 2.13 (tests/grader/test_kernel_replacement.py)
-        kernels: dict[str, Callable[..., Any]] = {}
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # "Overriding a previously registered kernel": that is the point
-            for name, key in self.targets():
-                op = name.split(".", 1)[0]
-                kernel = kernels.get(op) or kernels.setdefault(op, self._kernel(op))
-                try:
-                    self._lib.impl(name.split("::", 1)[1], kernel, key)
-                except RuntimeError:  # a key torch will not take a Python kernel for
-                    self.failed.append((name, key))
+        lib = self._lib
+        # none fail on torch 2.13 (tests/grader/test_kernel_replacement.py)
+        self.failed = _replace(self.targets(), self._kernel, lambda name, key, kernel: lib.impl(name, kernel, key))
         return self
 
     def __exit__(self, *exc):
@@ -128,6 +118,28 @@ class KernelBan:
             self._lib._destroy()
             self._lib = None
         return False
+
+
+def _replace(
+    targets: list[tuple[str, str]], kernel_for: Callable[[str], Callable[..., Any]], register: Callable[[str, str, Any], Any]
+) -> list[tuple[str, str]]:
+    """Register ``kernel_for(op)`` for every (operator, key) of ``targets`` through
+    ``register(name without namespace, key, kernel)``, one kernel per operator; the
+    registrations torch refused (a key it takes no Python kernel for)."""
+    import warnings
+
+    kernels: dict[str, Callable[..., Any]] = {}
+    failed = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "Overriding a previously registered kernel": that is the point
+        for name, key in targets:
+            op = name.split(".", 1)[0]
+            kernel = kernels.get(op) or kernels.setdefault(op, kernel_for(op))
+            try:
+                register(name.split("::", 1)[1], key, kernel)
+            except RuntimeError:
+                failed.append((name, key))
+    return failed
 
 
 class _StandingBan:
@@ -166,28 +178,20 @@ class _StandingBan:
         """Replace the kernels of every operator matching ``patterns`` (once per worker);
         the number of (operator, key) registrations replaced."""
         import ctypes
-        import warnings
 
         if self.patterns:
             raise RuntimeError("this worker's kernels are already replaced")
         targets = KernelBan(tuple(patterns), lambda op: None).targets()
         lib = torch._C._dispatch_library("IMPL", "aten", "", "", 0)
-        kernels: dict[str, Callable[..., Any]] = {}
-        done = 0
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # "Overriding a previously registered kernel": that is the point
-            for name, key in targets:
-                op = name.split(".", 1)[0]
-                kernel = kernels.get(op) or kernels.setdefault(op, self._kernel(op))
-                try:
-                    lib.impl(name.split("::", 1)[1], key, kernel, False)  # type: ignore[call-arg]  # torch's stub lacks with_keyset
-                    done += 1
-                except RuntimeError:  # a key torch will not take a Python kernel for
-                    continue
-        ctypes.pythonapi.Py_IncRef(ctypes.py_object(lib))  # alive for the worker's life …
-        del lib  # … and referenced by nothing any code could reach
+
+        def register(name: str, key: str, kernel: Any) -> None:
+            lib.impl(name, key, kernel, False)  # type: ignore[call-arg]  # torch's stub lacks with_keyset
+
+        failed = _replace(targets, self._kernel, register)
+        # alive for the worker's life, and once this returns referenced by nothing any code could reach
+        ctypes.pythonapi.Py_IncRef(ctypes.py_object(lib))
         self.patterns = tuple(patterns)
-        return done
+        return len(targets) - len(failed)
 
 
 STANDING_BAN = _StandingBan()
