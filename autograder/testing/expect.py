@@ -215,6 +215,16 @@ def observed(hint_id: str) -> list[str]:
     return [hint_id]
 
 
+def observed_raise(exc: SubmissionRaised, predicted: Mapping[str, str]) -> None:
+    """Name the mistake whose code raises what the submission raised: ``predicted`` maps a
+    hint id to the first line of the error that mistake's code raises on the same inputs
+    (computed by the test, or stored in a snapshot). The hint joins the exception's own; the
+    test still fails as a raise, with the submission's message."""
+    for key, message in predicted.items():
+        if message and message in exc.message:
+            exc.hints.extend(h for h in observed(hint_of(key)) if h not in exc.hints)
+
+
 def diagnose_number(
     value: float, mistakes: Mapping[str, float] | Callable[[], Mapping[str, float]] | None, tol: Tol, want: float | None = None
 ) -> list[str]:

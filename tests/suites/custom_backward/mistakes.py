@@ -73,6 +73,8 @@ def attention_backward(d_out, q, k, v, weights, scale: float) -> dict[str, tuple
         P + "diagonal-jacobian": grads(a * (1 - a) * da),
         P + "d-unweighted": grads(a * (da - da.sum(dim=-1, keepdim=True))),
         P + "d-outside-product": grads(a * da - (da * a).sum(dim=-1, keepdim=True)),
+        # softmax_backward(weights, d_weights): A and Ā in each other's place, S̄ = Ā ⊙ (A − rowsum(A ⊙ Ā))
+        P + "softmax-backward-args-swapped": grads(_sb(a, da)),
     }
     if scale != 1.0:
         out[P + "missing-scale"] = grads(ds, s=1.0)

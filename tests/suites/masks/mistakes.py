@@ -91,6 +91,9 @@ def softmax(scores: torch.Tensor, allowed: torch.Tensor) -> dict[str, torch.Tens
         "masks/zero-fill-zeroed-after": torch.softmax(fill(0.0), -1) * a,
         "masks/nan-fully-masked": torch.softmax(fill(NEG_INF), -1),  # NaN on rows with nothing allowed
         "masks/finite-fill-uniform": torch.softmax(fill(-1e9), -1),  # rows with nothing allowed: uniform 1/S
+        # the same finite fill, rows with nothing allowed zeroed: where every allowed score is −∞ the
+        # fill is the row's largest score, so the blocked keys share the weights (blind tester F's M15)
+        "masks/finite-fill-beats-minus-inf": torch.where(a.any(-1, keepdim=True), torch.softmax(fill(-1e9), -1), 0.0),
         "masks/polarity-inverted": torch.softmax(fill(NEG_INF, ~a), -1),
     }
     if s.dim() >= 2 and s.size(-2) > 1:  # normalised over the query axis: each key column sums to 1

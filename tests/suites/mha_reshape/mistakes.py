@@ -182,6 +182,7 @@ def attention_flop_fraction(T: int, d: int) -> list[tuple[str, float]]:
         ("mha_reshape/fraction-percent", 100 * right),
         ("mha_reshape/fraction-wrong-share", 1 - right),  # the projections' share
         ("mha_reshape/fraction-wrong-share", T / (2 * d)),  # attention / projections, not / total
+        ("mha_reshape/fraction-wrong-share", T / (T + d)),  # 8·T·d² / 4·T²·d simplified to d/T, not 2d/T
         ("mha_reshape/flops-attention-term", T / (T + 4 * d)),
         ("mha_reshape/flops-output-projection", 2 * T / (2 * T + 3 * d)),
         ("mha_reshape/fraction-integer-division", 0.0),  # `//`: a share below 1 floors to 0

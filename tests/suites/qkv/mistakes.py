@@ -137,6 +137,20 @@ def scores(q: torch.Tensor, k: torch.Tensor) -> dict[str, torch.Tensor]:
     return out
 
 
+def scores_raised(q: torch.Tensor, k: torch.Tensor) -> dict[str, str]:
+    """hint id → the first line of the error attention_scores raises with that mistake, where
+    the mistake raises on these inputs: `k.transpose(1, 2)` swaps the last two axes of a 3-D
+    [B,S,d] k only; a 2-D k has no axis 2, and with two leading axes it swaps h and S, where
+    [B,h] against [B,S] do not broadcast (unless h = S)."""
+    out: dict[str, str] = {}
+    if k.dim() != 3:
+        try:
+            q @ k.transpose(1, 2)
+        except (RuntimeError, IndexError) as exc:
+            out["qkv/transpose-fixed-axes"] = str(exc).split("\n", 1)[0]
+    return out
+
+
 def scale(s: torch.Tensor, d_k: int) -> dict[str, torch.Tensor]:
     """scale_scores with a mistake (for d_k > 1, where they differ from the right answer)."""
     out = {"qkv/divide-by-dk": s / d_k, "qkv/no-scaling": s.clone(), "qkv/scale-multiplied": s * math.sqrt(d_k)}
@@ -157,6 +171,8 @@ def uniform_mean(x: torch.Tensor) -> dict[str, torch.Tensor]:
         "qkv/uniform-mean-count": x.cumsum(-2) / T,  # divided by T instead of t + 1
         "qkv/uniform-mean-sum": x.cumsum(-2),
         "qkv/uniform-mean-wrong-axis": x.cumsum(-1) / torch.arange(1, C + 1, dtype=x.dtype),
+        # the same running sum along C, divided by the right counts t + 1 (a [T,1] column)
+        "qkv/uniform-mean-wrong-axis#position-counts": x.cumsum(-1) / torch.arange(1, T + 1, dtype=x.dtype).unsqueeze(-1),
     }
 
 

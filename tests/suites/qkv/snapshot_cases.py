@@ -58,6 +58,7 @@ def attention_scores(rng, ref):
                 "want": in_float64(ref.qkv.attention_scores, q, k),
                 "mistakes": signatures.scores(q.double(), k.double()),
                 "mistakes_dot_t": _dot_t(q, k),
+                "mistakes_raised": signatures.scores_raised(q, k),
             }
         )
     return {"inputs": inputs}
