@@ -90,7 +90,7 @@ class ModuleEntry:
         )
         if source is not None:
             entry.definitions = {name: [first, last] for name, (first, last) in definitions(source).items()}
-            entry.lines = [line.strip()[:CODE_CHARS] for line in source.decode("utf-8", errors="replace").splitlines()]
+            entry.lines = [line.strip()[:CODE_CHARS] for line in source.decode("utf-8-sig", errors="replace").splitlines()]
         return entry
 
 

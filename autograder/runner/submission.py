@@ -333,12 +333,13 @@ def _read_checked(
     if len(data) > limit_bytes:
         return None, f"grew past {limit_bytes // 1024} KiB while it was being read", None
     try:
-        text = data.decode("utf-8")
+        data.decode("utf-8-sig")  # a UTF-8 BOM (Windows editors write one) is UTF-8 too, and Python reads it
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
         return None, f"is not valid UTF-8 (byte 0x{data[exc.start]:02x} on line {line}) — save it as UTF-8", line
     try:
-        compile(text, name, "exec", dont_inherit=True)  # compiles, never runs: catches what ast.parse lets through
+        # the bytes, as import compiles them (a BOM, a coding line); never runs: catches what ast.parse lets through
+        compile(data, name, "exec", dont_inherit=True)
     except SyntaxError as exc:
         return None, f"line {exc.lineno}: SyntaxError: {exc.msg} — fix it and the whole module can be graded", exc.lineno
     except ValueError as exc:  # e.g. NUL bytes

@@ -489,6 +489,26 @@ def hide_grader() -> dict[str, Any]:
     return stash
 
 
+#: audit events (PEP 578) refused in a worker: gc's lists of live objects (a walk from them
+#: reaches the worker's recorders and its reply, however well the modules are hidden: blind
+#: red-team tester H), other threads' frames, and a function's code replaced in place
+_REFUSED_EVENTS = frozenset({"gc.get_objects", "gc.get_referrers", "gc.get_referents", "sys._current_frames"})
+
+
+def forbid_introspection() -> None:
+    """Refuse ``_REFUSED_EVENTS`` for the rest of the worker's life, before any submission
+    code runs. An audit hook cannot be removed, and with gc's lists refused no code can reach
+    the hook's function to change it. No exercise, and nothing of torch's that an exercise
+    runs, needs these; frames stay (tracebacks, ``logging`` and ``namedtuple`` use them), so
+    the static rule scan is what denies frame walking in rule-checked files."""
+
+    def refuse(event: str, args: tuple) -> None:
+        if event in _REFUSED_EVENTS or (event == "object.__setattr__" and len(args) > 1 and args[1] == "__code__"):
+            raise RuntimeError(f"{event} is not available to exercise code: it reaches the grader's own objects")
+
+    sys.addaudithook(refuse)
+
+
 def serve(sock: socket.socket, spec: WorkerSpec, facts: list[str]) -> None:
     probes.AUTOGRAD_TRIPWIRE.install()  # before any submission module is imported
     probes.THREAD_BAN.install(spec.copy_dir.rstrip("/") + "/")
@@ -496,14 +516,16 @@ def serve(sock: socket.socket, spec: WorkerSpec, facts: list[str]) -> None:
     out = CappedWriter(spec.output_bytes)
     sys.stdout = sys.stderr = out
     grader = hide_grader()
+    forbid_introspection()
     ctx = WorkerContext(spec, grader)
+    answer = handle  # bound here: replacing the module's global (reached by a gc walk) changes nothing
     send_message(sock, {"ok": True, "ready": True, "facts": facts, "pid": os.getpid()})
     while True:
         try:
             header, blob = recv_message(sock, max_blob=MAX_MESSAGE)
         except PeerClosed:
             os._exit(0)
-        reply, rblob = handle(ctx, header, blob, out)
+        reply, rblob = answer(ctx, header, blob, out)
         try:
             data = header_bytes(reply)
             if b"\\ud" in data:  # maybe a lone surrogate (or just a character beyond U+FFFF): clean, encode again

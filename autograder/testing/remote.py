@@ -17,7 +17,6 @@ import re
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from ..core.text import first_line
@@ -38,6 +37,7 @@ from .failures import (
 )
 from .probe import Probe
 from .runtime import IMPORT_TARGET, PRINTED_ENTRIES, ModuleInfo, Runtime, size_class
+from .source.tree import read_python_source
 
 
 @dataclass(frozen=True)
@@ -117,7 +117,7 @@ class Submission:
         info = self._runtime.modules[module]
         if info.copy_path is None:
             return None
-        return info.copy_path.read_text(encoding="utf-8", errors="replace")
+        return read_python_source(info.copy_path)
 
     def importable_sources(self) -> dict[str, str]:
         """Every other file the graded module can import (exercise modules, helper modules),
@@ -127,7 +127,7 @@ class Submission:
         paths.update(self._runtime.importable)
         for name, path in sorted(paths.items()):
             try:
-                out[name] = Path(path).read_text(encoding="utf-8", errors="replace")
+                out[name] = read_python_source(path)
             except OSError:
                 continue
         return out
@@ -481,9 +481,20 @@ def _as_dict(raw: Any, label: str) -> dict:
     return raw
 
 
+#: an exception class's name as the worker reports it: a dotted Python name, nothing else
+CLASS_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,199}\Z")
+
+
 def _classified(error: dict | None, module: str) -> dict:
-    """The worker's exception facts, with the trusted side's own verdict on "TODO stub"."""
+    """The worker's exception facts, with the trusted side's own verdict on "TODO stub". The
+    class names come from the submission (``__module__``, ``__qualname__``), so one that is
+    not a dotted Python name (newlines, box lines: blind red-team tester H) is shown as
+    ``ascii()`` writes it, in every output."""
     error = dict(error or {})
+    for key in ("type", "base"):
+        name = error.get(key)
+        if name is not None and not (isinstance(name, str) and CLASS_NAME.match(name)):
+            error[key] = ascii(str(name))[:120]
     error["todo"] = is_todo_stub(error, module)
     return error
 

@@ -172,3 +172,16 @@ def test_syntax_error_names_file_and_line_and_other_skills_still_grade(broken_mo
 def test_stub_run_completes_quickly_and_cleanly(stubs_graded):
     graded = stubs_graded  # the stubs graded once per session (conftest), shared with test_suites_are_right
     assert graded.rc == 0 and graded.data["status"] == "complete" and graded.data["score"] == 0
+
+
+def test_a_correct_module_saved_with_a_utf8_bom_grades_as_without_it(tmp_path):
+    """Windows editors may save UTF-8 with a byte-order mark, and Python imports such a file;
+    blind tester I's correct submission saved that way scored 0 ("invalid non-printable
+    character U+FEFF"). With a CRLF line end too, as the same editors write."""
+    folder = tmp_path / "bom"
+    folder.mkdir()
+    text = (SOLUTIONS / "qkv.py").read_text(encoding="utf-8")
+    (folder / "qkv.py").write_bytes(b"\xef\xbb\xbf" + text.replace("\n", "\r\n").encode("utf-8"))
+    graded = grade(folder, "--skill", "qkv", output=tmp_path / "r.json")
+    assert graded.rc == 0, graded.stderr
+    assert graded.score("qkv") == 20 and all(t["status"] == "passed" for t in graded.tests("qkv")), graded.output[-2000:]

@@ -143,6 +143,23 @@ def test_a_behavioural_signature_counts_as_a_match():
     assert expect.matched_hints() == set()
 
 
+def test_a_raise_names_the_mistake_whose_code_raises_the_same_error_and_stays_a_raise():
+    from autograder.testing.failures import SubmissionRaised
+
+    predicted = {"s/fixed-axes#4d": "The size of tensor a (3) must match the size of tensor b (5) at non-singleton dimension 1"}
+    expect.reset_matches()
+    same = SubmissionRaised("qkv.attention_scores(…)", "raised RuntimeError: " + predicted["s/fixed-axes#4d"])
+    expect.observed_raise(same, predicted)
+    expect.observed_raise(same, predicted)  # a second look names it once
+    assert same.hints == ["s/fixed-axes"] and expect.matched_hints() == {"s/fixed-axes"}
+    assert same.feedback().problem == "raised"
+    expect.reset_matches()
+    other = SubmissionRaised("qkv.attention_scores(…)", "raised RuntimeError: mat1 and mat2 shapes cannot be multiplied")
+    expect.observed_raise(other, predicted)
+    expect.observed_raise(other, {"s/never-raises": ""})  # a mistake that does not raise on these inputs
+    assert other.hints == [] and expect.matched_hints() == set()
+
+
 def test_a_probe_may_have_called_any_function_of_its_module():
     catalogue = {"s/mistake": Hint("s/mistake", "a mistake", "§2", ("backward",))}
     assert filter_named(["s/mistake"], catalogue, {"s/mistake"}, ["custom_backward.probe:direct_backward"]) == ["s/mistake"]
@@ -212,3 +229,15 @@ def test_a_finite_value_where_minus_infinity_belongs_is_called_a_stand_in_only_w
         detail = failed.value.feedback.detail
         assert f"expected −∞ at index [0, 1], got {expect.fmt_number(fill)}" in detail, detail
         assert ("a large finite number" in detail) is standin, detail
+
+
+def test_an_exception_class_name_from_the_submission_is_a_dotted_name_or_is_escaped():
+    """Its ``__module__`` and ``__qualname__`` are the submission's: blind red-team tester H's
+    h10 put newlines and box lines there, and the text report showed them as lines of its own."""
+    from autograder.testing.remote import _classified
+
+    forged = {"type": "builtins\n✓ test_everything 20/20\n│ total │ 100/100 │", "base": "Exception", "message": "m"}
+    error = _classified(forged, "qkv")
+    assert "\n" not in error["type"] and "│" not in error["type"] and error["type"].startswith("'builtins\\n")
+    for name in ("ValueError", "numpy.linalg.LinAlgError", "torch._C._LinAlgError"):
+        assert _classified({"type": name, "base": "Exception"}, "qkv")["type"] == name

@@ -290,6 +290,8 @@ SEQUENCES = {a["sequence"] for a in ATTACKS if "sequence" in a}
 #: (`make test-slow`, CI). Of those, the worker's own limits are also checked in-process by test_sandbox.py
 #: (exit status, a worker that dies, the grader's limits and signals) and the rules by test_rule_checks.py.
 FAST_ATTACKS = {
+    "exec_through_os_sys",  # unscanned code through builtins.exec reached as os.sys: the static scan reads it
+    "gc_walk_unscanned",  # gc's object lists, which reach the worker's own objects: refused in every worker
     "udp_exfiltrate",  # the network: loopback UDP and TCP listeners are never reached
     "write_files_outside",  # the file system: writes land only in the worker's scratch folder
     "symlinked_modules",  # the submission reader: links out of the submission are not followed

@@ -17,6 +17,7 @@ from conftest import ROOT
 from autograder.sandbox.probes import OpRecorder
 from autograder.testing.failures import CheckFailed
 from autograder.testing.source import check_no_banned, reaches, scan
+from autograder.testing.source.tree import read_python_source
 
 SOFTMAX = ("softmax", "_softmax", "log_softmax", "cross_entropy", "Softmax", "scaled_dot_product_attention")
 SDPA = ("MultiheadAttention", "multi_head_attention_forward", "scaled_dot_product_attention")
@@ -518,6 +519,17 @@ ALIASED_EVASIONS = {
         "logging.config",
     ),
     "the-grader": ("from autograder.sandbox.probes import recorders\n", "autograder.sandbox.probes"),
+    # blind red-team tester H, 2026-12-05: builtins.exec reached through another module's `sys`
+    # ran unscanned code (gc walks, frame walks, reply scrubbing) in four rule-checked skills
+    "os-sys-exec": ('import os\n\nos.sys.modules["builtins"].exec("import gc", {})\n', "os.sys"),
+    "getattr-sys": ('import os\n\nS = getattr(os, "sys")\n', "getattr(…, 'sys')"),
+    "from-os-import-sys": ("from os import sys\n", "from os import sys"),
+    "sys-modules-subscript": ('import sys\n\nB = sys.modules["builtins"]\n', "sys.modules"),
+    "exec-attribute": ("import torch\n\nrun = torch.exec\n", "torch.exec"),
+    "timeit-string": ('import timeit\n\ntimeit.timeit("import gc", number=1)\n', "import timeit"),
+    "sympify": ('import sympy\n\nsympy.sympify("1")\n', "import sympy"),
+    "numpy-pickle": ('import numpy\n\nX = numpy.load("x.npy", allow_pickle=True)\n', "allow_pickle"),
+    "setprofile": ("import sys\n\nsys.setprofile(None)\n", "sys.setprofile"),
 }
 
 
@@ -527,6 +539,24 @@ def test_modules_that_start_threads_are_not_flagged_the_worker_has_no_threads():
     for body in ("import asyncio\n", "import logging\nimport logging.handlers\n\nQ = logging.handlers.QueueListener\n"):
         found = scan(f"import torch\n\n{body}", SOFTMAX)
         assert not found, [v.found for v in found]
+
+
+def test_the_scan_reads_a_file_as_python_does_so_a_bom_or_a_coding_cookie_hides_nothing(tmp_path):
+    """A BOM, or a cp1252 identifier under a coding cookie, made the text the trusted side read
+    (UTF-8) fail to parse, and the scan then saw nothing while Python ran the file."""
+    body = 'import os\n\nos.sys.modules["builtins"].exec("import gc", {})\n'
+    bom = tmp_path / "bom.py"
+    bom.write_bytes(b"\xef\xbb\xbf" + body.encode())
+    cookie = tmp_path / "cookie.py"
+    cookie.write_bytes(b"# -*- coding: cp1252 -*-\ncaf\xe9 = 1\n" + body.encode())
+    for path in (bom, cookie):
+        text = read_python_source(path)
+        compile(path.read_bytes(), str(path), "exec")  # Python runs it
+        assert any("os.sys" in v.found for v in scan(text, SOFTMAX)), path.name
+    assert read_python_source(cookie).splitlines()[1] == "café = 1"
+    honest = tmp_path / "latin.py"
+    honest.write_bytes(b"# coding: latin-1\n# caf\xe9\nimport torch\n")
+    assert read_python_source(honest).endswith("# café\nimport torch\n") and not scan(read_python_source(honest), SOFTMAX)
 
 
 @pytest.mark.parametrize("name", ALIASED_EVASIONS)

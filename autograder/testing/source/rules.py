@@ -39,6 +39,24 @@ DENIED_MODULES = {
     # refuses the import too: sandbox/worker.hide_grader)
     "autograder",
     "zipimport",
+    # modules that compile and run a string of code: timeit("…"), doctest, pdb.run, cProfile.run,
+    # trace, rlcompleter's eval, sympy.sympify / parse_expr (blind red-team tester H ran unscanned
+    # code through builtins.exec reached as os.sys.modules["builtins"]; these are the same door)
+    "timeit",
+    "doctest",
+    "pdb",
+    "bdb",
+    "cProfile",
+    "profile",
+    "trace",
+    "rlcompleter",
+    "sympy",
+    "shelve",
+    "copyreg",
+    "sys.modules",
+    "sys.settrace",
+    "sys.setprofile",
+    "sys._current_frames",
     # asyncio, socketserver, logging.handlers (which start threads) are not listed: the worker
     # cannot start a thread at all (seccomp, sandbox/confine.forbid_threads), so importing them
     # proves nothing, and a correct submission may log
@@ -49,6 +67,9 @@ UNSEEN_CODE = {"CompilationUnit"}
 UNSEEN_LOADS = {"load"}  # torch.load / torch.jit.load (denied on torch's modules only)
 DENIED_NAMES = {
     "attrgetter",
+    "setprofile",  # the recorder watches calls with a profile function: switching it is tampering
+    "settrace",
+    "_current_frames",
     "methodcaller",
     "_getframe",
     "f_globals",
@@ -60,6 +81,11 @@ DENIED_NAMES = {
     "cr_frame",
     "ag_frame",
 }
+#: attributes that reach the interpreter's machinery from any module: ``os.sys`` (then
+#: ``.modules["builtins"].exec``), ``x.exec`` (never a method an exercise calls)
+DENIED_ATTRIBUTES = {"sys", "exec"}
+#: keyword arguments that run code stored as data (``numpy.load(…, allow_pickle=True)``)
+DENIED_KEYWORDS = {"allow_pickle"}
 ALLOWED_DUNDERS = {
     "__init__",
     "__name__",

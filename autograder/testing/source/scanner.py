@@ -9,6 +9,8 @@ from .aliases import _plain_modules, _TorchAliases
 from .rules import (
     ALLOWED_DUNDER_NAMES,
     ALLOWED_DUNDERS,
+    DENIED_ATTRIBUTES,
+    DENIED_KEYWORDS,
     DENIED_MODULES,
     DENIED_NAMES,
     DENIED_TORCH_PATHS,
@@ -189,6 +191,8 @@ class _Scanner(ast.NodeVisitor):
                 self._flag(node, f"{_dotted(node)} (dunder attribute access)")
             elif node.attr in DENIED_NAMES or (node.attr == "modules" and _root(node) in self.sys):
                 self._flag(node, f"{_dotted(node)} (dynamic lookup)")
+            elif node.attr in DENIED_ATTRIBUTES:
+                self._flag(node, f"{_dotted(node)} (reaches the interpreter: modules, builtins, code)")
             elif node.attr.startswith("_") and not _is_dunder(node.attr) and (_root(node) in self.torch or path):
                 self._flag(node, f"{_dotted(node)} (torch's private namespace{self._alias_note(node, path)})")
             elif node.attr in UNSEEN_CODE or (node.attr in UNSEEN_LOADS and (_root(node) in self.torch or path)):
@@ -278,7 +282,11 @@ class _Scanner(ast.NodeVisitor):
         elif name in UNSEEN_CODE or (parts[0] == "torch" and name in UNSEEN_LOADS):
             self._flag(node, f"{label} (runs code the recorder cannot see)")
         elif name is not None and (
-            name in DENIED_NAMES or "DisableTorch" in name or _is_dunder(name) or (parts[0] == "sys" and name == "modules")
+            name in DENIED_NAMES
+            or name in DENIED_ATTRIBUTES
+            or "DisableTorch" in name
+            or _is_dunder(name)
+            or (parts[0] == "sys" and name == "modules")
         ):
             self._flag(node, f"{label} (dynamic lookup)")
 
@@ -308,6 +316,9 @@ class _Scanner(ast.NodeVisitor):
                         or self.aliases.path(node.args[0]) is not None
                         and f"{self.aliases.path(node.args[0])}.{value}" in DENIED_TORCH_PATHS
                         or "DisableTorch" in value
+                        or value in DENIED_NAMES
+                        or value in DENIED_ATTRIBUTES
+                        or (value == "modules" and _root(node.args[0]) in self.sys)
                     ):
                         self._flag(node, f"{func.id}(…, {value!r}) (private or dunder attribute)")
                 if isinstance(name, ast.Constant):
@@ -318,4 +329,8 @@ class _Scanner(ast.NodeVisitor):
         elif isinstance(func, ast.Name) and func.id in DYNAMIC_CALLS and self.dynamic:
             self._flag(node, f"{func.id}(…) (dynamic lookup or code)")
             self.safe_calls.add(id(func))
+        if self.dynamic:
+            for keyword in node.keywords:
+                if keyword.arg in DENIED_KEYWORDS and not (isinstance(keyword.value, ast.Constant) and not keyword.value.value):
+                    self._flag(node, f"{_dotted(func)}(…, {keyword.arg}=…) (runs code stored as data)")
         self.generic_visit(node)

@@ -46,6 +46,12 @@ BANNED_NAMES = (
     "scaled_dot_product_attention",
     "MultiheadAttention",
     "multi_head_attention_forward",
+    # torch.distributions' Categorical normalises its logits (logits − logsumexp): a log_softmax
+    # in another spelling (blind red-team tester H's h18: .logits and .log_prob)
+    "distributions",
+    "Categorical",
+    "OneHotCategorical",
+    "RelaxedOneHotCategorical",
 )
 # Torch functions that may not run inside a row_softmax call (names as recorded at run time;
 # an overload such as "softmax.int" counts as "softmax").

@@ -13,12 +13,29 @@ from contextlib import contextmanager
 
 import torch
 
-from autograder.testing import SubmissionError, expect, probe, randn
+from autograder.testing import SubmissionError, check_no_banned, expect, probe, randn
 
 BOTH_REFUSED = "attn_mask should not be set when is_causal"  # torch's own error for attn_mask with is_causal=True
 
 #: expect.close's dtype check for to_additive_mask, whose dtype is an argument's, not its (bool) input's
 ADDITIVE_DTYPE = {"dtype_from": "the `dtype` argument", "dtype_hints": ("sdpa_masks/additive-dtype",)}
+
+
+def recorded_calls(sub, result: dict) -> list[dict]:
+    """The calls ``sdpa_recorded`` or ``mha_recorded`` recorded (``result["calls"]``), once the
+    file is shown to leave them alone. The records are Python objects in the worker, beside
+    the submission: code that reaches the interpreter's machinery (``exec`` of a string,
+    frames, gc) could edit them, as blind red-team tester H did to score calls it never
+    made. A test that judges the calls first requires that sdpa_masks.py (and what it
+    imports) uses none of the deny-by-default constructs of the rule scan; it bans no name."""
+    check_no_banned(
+        sub.source("sdpa_masks"),
+        "sdpa_masks.py",
+        (),
+        what="sdpa_masks.py uses no dynamic code or introspection (the calls to PyTorch it is judged by are recorded beside it)",
+        imports=sub.importable_sources(),
+    )
+    return result["calls"]
 
 
 def dtype_hints(name: str, dtype: torch.dtype) -> list[str]:

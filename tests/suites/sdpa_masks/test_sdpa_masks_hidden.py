@@ -257,7 +257,7 @@ def test_sdpa_never_passes_both_attn_mask_and_is_causal(sub, ref, rng, credit):
             # a property test (grading.toml `properties`): it checks only the calls its name is about, whatever the
             # values (a wrong mask, e.g. is_causal=True when L < S, is the value tests' business)
             r = sub.sdpa_masks.run(sd.sdpa_recorded, [q, k, v], {"allowed": allowed, "causal": True}, keep_calls_on_error=True)
-            calls = r["calls"]
+            calls = sd.recorded_calls(sub, r)
             expect.true(
                 len(calls) > 0,
                 what=f"sdpa (q [2,2,{L},4], k [2,2,{S},4], {part.label}) calls F.scaled_dot_product_attention",
@@ -292,7 +292,7 @@ def test_sdpa_dropout_only_while_training(sub, ref, rng, credit):
         with part, sd.mask_and_is_causal_named():
             training = part.label.startswith("training")
             r = sub.sdpa_masks.run(sd.sdpa_recorded, [q, k, v], {"causal": True, "dropout_p": 0.5, "training": training})
-            used = sorted({c["dropout_p"] for c in r["calls"]})
+            used = sorted({c["dropout_p"] for c in sd.recorded_calls(sub, r)})
             # dropout hints only where the recorded calls prove them; a wrong value for any other
             # reason names only a matching sdpa signature
             mistakes = lambda: signatures.distinct(
@@ -439,7 +439,7 @@ def test_mha_self_attention_calls_module_with_need_weights_false(sub, rng, credi
             )
             # a property test (grading.toml `properties`): it checks only how the module is called, whatever the
             # values (those are test_mha_self_attention_matches_module_in_both_layouts' business)
-            calls = r["calls"]
+            calls = sd.recorded_calls(sub, r)
             weights = [c for c in calls if c["need_weights"]]
             causal = [c for c in calls if c["is_causal"]]
             what = f"mha_self_attention({part.label} module, x {list(x.shape)})"

@@ -175,7 +175,7 @@ def test_sdpa_matches_manual_attention_with_kv_cache_causal(sub, rng, credit):
                     sd.sdpa_recorded, [q, k, v], {"allowed": allowed, "causal": True, "dropout_p": 0.5, "training": True}
                 )
                 out = expect.tensor(r["value"], what=what)
-                used = sorted({x["dropout_p"] for x in r["calls"]})
+                used = sorted({x["dropout_p"] for x in sd.recorded_calls(sub, r)})
                 differs = (
                     out.shape == c["want"].shape
                     and bool(torch.isfinite(out).all())
@@ -334,7 +334,7 @@ def test_sdpa_and_mha_self_attention_make_the_documented_calls_on_control_inputs
                     f"mha_self_attention(nn.MultiheadAttention(batch_first={m['fresh_config']['batch_first']}), "
                     f"control x {list(x.shape)}, causal, key padding)"
                 )
-                calls = sd.run_mha(
+                r = sd.run_mha(
                     sub,
                     m["fresh_config"],
                     m["fresh_state"],
@@ -343,7 +343,8 @@ def test_sdpa_and_mha_self_attention_make_the_documented_calls_on_control_inputs
                     m["fresh_key_allowed"],
                     checking="need_weights=False",
                     want=m["fresh_want"],
-                )["calls"]
+                )
+                calls = sd.recorded_calls(sub, r)
                 weights = [x for x in calls if x["need_weights"]]
                 expect.true(
                     len(calls) > 0, what=f"{what} calls the module", problem="constraint", detail="the module was never called"
@@ -361,7 +362,7 @@ def test_sdpa_and_mha_self_attention_make_the_documented_calls_on_control_inputs
             r = sub.sdpa_masks.run(
                 sd.sdpa_recorded, [query, k, v], {"allowed": allowed, "causal": True}, keep_calls_on_error=True
             )
-            calls = r["calls"]
+            calls = sd.recorded_calls(sub, r)
             expect.true(
                 len(calls) > 0,
                 what=f"{what} calls F.scaled_dot_product_attention",
