@@ -318,6 +318,13 @@ def _wrapped(got: Any, want: torch.Tensor, tol: Tol) -> list[str]:
     failed check itself proves it, so the hint names no function."""
     if isinstance(got, (tuple, list)) and got and distance(got[0], want, _loose(tol)) <= 1.0:
         return ["general/returns-tuple"]
+    if (
+        type(got) in (int, float)
+        and want.numel() == 1
+        and want.is_floating_point()
+        and distance(torch.tensor(float(got), dtype=torch.float64), want.double().reshape(()), _loose(tol)) <= 1.0
+    ):
+        return ["general/returns-number"]  # the right value as a Python number: `.item()` (blind tester I)
     return []
 
 

@@ -515,6 +515,8 @@ def _hints_for(error: dict) -> list[str]:
         return ["general/one-thread"]
     if kind == "RuntimeError" and LEAF_IN_PLACE in str(error.get("message", "")):
         return ["general/in-place"]  # autograd's own refusal: an input that requires grad was changed in place
+    if kind == "RuntimeError" and SAVED_IN_PLACE in str(error.get("message", "")):
+        return ["general/in-place-saved"]  # a tensor autograd saved was changed since (blind tester I)
     if kind == "RuntimeError" and DTYPE_MIXED.search(str(error.get("message", ""))):
         return ["general/dtype-changed"]  # torch's refusal to mix dtypes: the inputs of a call share one (blind tester F)
     return []
@@ -522,6 +524,8 @@ def _hints_for(error: dict) -> list[str]:
 
 #: autograd's error when code changes a tensor that requires grad (the test's input, or a view of it) in place
 LEAF_IN_PLACE = "requires grad is being used in an in-place operation"
+#: autograd's error in backward when a tensor it saved in forward was changed in place afterwards
+SAVED_IN_PLACE = "needed for gradient computation has been modified by an inplace operation"
 #: torch's refusals to compute with two dtypes at once (a matmul, linear, bmm or einsum of a
 #: float32 tensor the code made and the float64 input it was given)
 DTYPE_MIXED = re.compile(

@@ -241,3 +241,22 @@ def test_an_exception_class_name_from_the_submission_is_a_dotted_name_or_is_esca
     assert "\n" not in error["type"] and "│" not in error["type"] and error["type"].startswith("'builtins\\n")
     for name in ("ValueError", "numpy.linalg.LinAlgError", "torch._C._LinAlgError"):
         assert _classified({"type": name, "base": "Exception"}, "qkv")["type"] == name
+
+
+def test_the_right_value_as_a_python_number_names_item_and_a_wrong_one_does_not():
+    want = torch.tensor(1.3168361, dtype=torch.float32)
+    for got, named in ((1.3168361186981201, ["general/returns-number"]), (2.5, []), (True, [])):
+        with pytest.raises(CheckFailed) as failed:
+            expect.close(got, want, what="cross_entropy(…)", tol=Tol(1e-6, 1e-6))
+        assert failed.value.feedback.problem == "type" and failed.value.feedback.hints == named, got
+
+
+def test_autograd_refusing_a_saved_tensor_changed_in_place_is_named():
+    from autograder.testing.remote import _hints_for
+
+    message = (
+        "one of the variables needed for gradient computation has been modified by an inplace operation: "
+        "[torch.FloatTensor [2, 8, 8]], which is output 0 of ExpBackward0, is at version 1; expected version 0 instead."
+    )
+    assert _hints_for({"type": "RuntimeError", "message": message}) == ["general/in-place-saved"]
+    assert _hints_for({"type": "ValueError", "message": message}) == []

@@ -166,7 +166,7 @@ def sqrt_precedence(s: torch.Tensor, d_k: int) -> dict[str, torch.Tensor]:
 
 def uniform_mean(x: torch.Tensor) -> dict[str, torch.Tensor]:
     T, C = x.size(-2), x.size(-1)
-    return {
+    out = {
         "qkv/uniform-mean-future": x.mean(dim=-2, keepdim=True).expand_as(x).clone(),
         "qkv/uniform-mean-count": x.cumsum(-2) / T,  # divided by T instead of t + 1
         "qkv/uniform-mean-sum": x.cumsum(-2),
@@ -174,6 +174,23 @@ def uniform_mean(x: torch.Tensor) -> dict[str, torch.Tensor]:
         # the same running sum along C, divided by the right counts t + 1 (a [T,1] column)
         "qkv/uniform-mean-wrong-axis#position-counts": x.cumsum(-1) / torch.arange(1, T + 1, dtype=x.dtype).unsqueeze(-1),
     }
+    if T == C:  # counts [T] without unsqueeze(-1) lines up with C: it runs only where T = C (else uniform_mean_raised)
+        out["qkv/uniform-mean-counts-row"] = x.cumsum(-2) / torch.arange(1, T + 1, dtype=x.dtype)
+    return out
+
+
+def uniform_mean_raised(x: torch.Tensor) -> dict[str, str]:
+    """hint id → the first line of the error causal_uniform_mean raises with that mistake, where
+    it raises on this x: counts = arange(1, T + 1) of shape [T], not [T, 1], broadcasts against
+    the last axis C and fails where T ≠ C (blind tester I)."""
+    T, C = x.size(-2), x.size(-1)
+    if T in (1, C):
+        return {}
+    try:
+        x.cumsum(-2) / torch.arange(1, T + 1, dtype=x.dtype)
+    except RuntimeError as exc:
+        return {"qkv/uniform-mean-counts-row": str(exc).split("\n", 1)[0]}
+    return {}
 
 
 def mixed(weights_: torch.Tensor, v: torch.Tensor) -> dict[str, torch.Tensor]:

@@ -81,7 +81,12 @@ def weighted_values(rng, ref):
 
 def causal_uniform_mean(rng, ref):
     x = randn(rng, 2, randint(rng, 2, 8), 3)
-    return {"x": x, "want": in_float64(ref.qkv.causal_uniform_mean, x), "mistakes": signatures.uniform_mean(x)}
+    return {
+        "x": x,
+        "want": in_float64(ref.qkv.causal_uniform_mean, x),
+        "mistakes": signatures.uniform_mean(x),
+        "mistakes_raised": signatures.uniform_mean_raised(x),
+    }
 
 
 def single_head_attention(rng, ref):

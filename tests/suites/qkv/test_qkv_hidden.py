@@ -490,8 +490,13 @@ def test_causal_uniform_mean_matches_reference_with_leading_dims(sub, ref, rng, 
             if case.draw == 0:
                 inputs.append(randn(rng, *lead, 1, 3, dtype=dtype))  # T = 1: the mean of one row is the row
             for x in inputs:
+                try:
+                    got = sub.qkv.causal_uniform_mean(x)
+                except SubmissionRaised as exc:
+                    expect.observed_raise(exc, signatures.uniform_mean_raised(x))
+                    raise
                 expect.close(
-                    sub.qkv.causal_uniform_mean(x),
+                    got,
                     in_float64(ref.qkv.causal_uniform_mean, x, dtype=dtype),
                     what=f"causal_uniform_mean: x {list(x.shape)}",
                     tol=tol("qkv.causal_uniform_mean", dtype),
