@@ -491,7 +491,7 @@ def hide_grader() -> dict[str, Any]:
 
 #: audit events (PEP 578) refused in a worker: gc's lists of live objects (a walk from them
 #: reaches the worker's recorders and its reply, however well the modules are hidden: blind
-#: red-team tester H), other threads' frames, and a function's code replaced in place
+#: red-team tester H) and other threads' frames
 _REFUSED_EVENTS = frozenset({"gc.get_objects", "gc.get_referrers", "gc.get_referents", "sys._current_frames"})
 
 
@@ -503,7 +503,7 @@ def forbid_introspection() -> None:
     the static rule scan is what denies frame walking in rule-checked files."""
 
     def refuse(event: str, args: tuple) -> None:
-        if event in _REFUSED_EVENTS or (event == "object.__setattr__" and len(args) > 1 and args[1] == "__code__"):
+        if event in _REFUSED_EVENTS:
             raise RuntimeError(f"{event} is not available to exercise code: it reaches the grader's own objects")
 
     sys.addaudithook(refuse)
