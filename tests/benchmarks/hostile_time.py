@@ -6,7 +6,8 @@ file and a bounded peak).
     .venv/bin/python tests/benchmarks/hostile_time.py [--only NAME]... [--seed 1]
 
 Submissions: every stub of exercises/ rewritten to loop forever ("loop_everywhere"), to walk
-the garbage collector on every call before answering ("gc_walker"), and the stored
+the garbage collector on every call before answering ("gc_walker"; refused by the worker
+since 2026-12-05, so now a fast failure), and the stored
 tests/submissions/hostile/{loop_forever, output_cap_raised, print_100mb}. Memory is the
 sum of the resident sizes of the grading command and all its descendants (the trusted
 pytest, the fork server, the workers), sampled every 50 ms.
