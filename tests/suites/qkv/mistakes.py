@@ -56,6 +56,8 @@ def attention_chain(
     }
     if C != d_k:
         out["qkv/scale-by-model-width"] = chain(raw / math.sqrt(C))
+    if T != d_k:  # x.size(-2), the sequence length, for the width (blind tester I)
+        out["qkv/scale-by-sequence-length"] = chain(raw / math.sqrt(T))
     if d_v != d_k:
         out["qkv/scale-by-value-width"] = chain(raw / math.sqrt(d_v))
     if causal:
