@@ -90,6 +90,7 @@ def attention_backward(d_out, q, k, v, weights, scale: float) -> dict[str, tuple
         unkept = _d_without_keepdim(da, a)
         if unkept is not None:
             out[P + "d-keepdim"] = grads(unkept)
+    out[P + "dq-times-v"] = (scale * (ds @ v), scale * (ds.transpose(-2, -1) @ q), dv)  # V in K's place (blind tester I)
     right = grads(ds)  # (dk, dq, dv): the first two returned in the wrong order (L ≠ S: each has the other's shape)
     out[P + "dq-dk-swapped"] = (right[1], right[0], right[2])
     return {h: tuple(t.to(dtype) for t in g) for h, g in out.items()}
@@ -109,7 +110,7 @@ def attention_backward_from(own_ds, d_out, q, k, v, weights, scale: float) -> di
     dtype = d_out.dtype
     dv = a.transpose(-2, -1) @ dy
     dq, dk = scale * (ds @ k), scale * (ds.transpose(-2, -1) @ q)
-    own = {P + "dq-dk-swapped": (dk, dq, dv)}
+    own = {P + "dq-dk-swapped": (dk, dq, dv), P + "dq-times-v": (scale * (ds @ v), dk, dv)}
     if scale != 1.0:
         own[P + "missing-scale"] = (ds @ k, ds.transpose(-2, -1) @ q, dv)
         own[P + "scale-inverted"] = (dq / scale**2, dk / scale**2, dv)

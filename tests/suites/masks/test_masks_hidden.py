@@ -20,6 +20,7 @@ from course import week07 as w7
 from course.tolerances import EXACT, tol
 
 from autograder.testing import (
+    SubmissionError,
     SubmissionRaised,
     bernoulli,
     beside_regular,
@@ -399,8 +400,19 @@ def test_padding_allowed_matches_reference_for_lists_and_tensors(sub, ref, rng, 
             for lengths, T in draws:
                 given = lengths if arg == "list" else torch.tensor(lengths, dtype=getattr(torch, arg))
                 want = ref.masks.padding_allowed(lengths, T, left_padded=left)
+                try:
+                    got = sub.masks.padding_allowed(given, T, left_padded=left)
+                except SubmissionRaised as exc:
+                    if arg == "list":  # the same lengths as a tensor run: the list was used as a tensor (blind tester I)
+                        try:
+                            sub.masks.padding_allowed(torch.tensor(lengths), T, left_padded=left)
+                        except SubmissionError:
+                            pass
+                        else:
+                            exc.hints.extend(expect.observed("masks/lengths-list"))
+                    raise
                 expect.equal(
-                    sub.masks.padding_allowed(given, T, left_padded=left),
+                    got,
                     want,
                     what=f"padding_allowed(lengths={lengths} as {arg}, T={T}, left_padded={left})",
                     mistakes=lambda: signatures.distinct(signatures.padding(lengths, T, left), EXACT, want),
