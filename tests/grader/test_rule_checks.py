@@ -526,11 +526,28 @@ ALIASED_EVASIONS = {
     "from-os-import-sys": ("from os import sys\n", "from os import sys"),
     "sys-modules-subscript": ('import sys\n\nB = sys.modules["builtins"]\n', "sys.modules"),
     "exec-attribute": ("import torch\n\nrun = torch.exec\n", "torch.exec"),
-    "timeit-string": ('import timeit\n\ntimeit.timeit("import gc", number=1)\n', "import timeit"),
+    "timeit-string": ('import timeit\n\ntimeit.timeit("import gc", number=1)\n', "timeit.timeit(…)"),
+    "profile-built-string": ('import cProfile\n\ncode = "import g" + "c"\ncProfile.run(code)\n', "cProfile.run(…)"),
+    "doctest": ("import doctest\n", "import doctest"),
+    "profile-object-run": ('import cProfile\n\np = cProfile.Profile()\np.run("import gc")\n', "p.run(…)"),
     "sympify": ('import sympy\n\nsympy.sympify("1")\n', "import sympy"),
     "numpy-pickle": ('import numpy\n\nX = numpy.load("x.npy", allow_pickle=True)\n', "allow_pickle"),
     "setprofile": ("import sys\n\nsys.setprofile(None)\n", "sys.setprofile"),
 }
+
+
+def test_timing_and_debugging_with_functions_is_not_flagged():
+    """timeit, pdb and cProfile also run strings of code, so a call of theirs may take only
+    functions and numbers; importing them to time a lambda or stop in a debugger is correct
+    code and stays unflagged, inside the main guard or not."""
+    for body in (
+        "import timeit\n\n\ndef f():\n    return 1\n\n\nT = timeit.timeit(f, number=3)\nt0 = timeit.default_timer()\n",
+        "if __name__ == '__main__':\n    import timeit\n\n    print(timeit.timeit(lambda: torch.ones(2), number=3))\n",
+        "import pdb\n\n\ndef f(x):\n    pdb.set_trace()\n    return x\n",
+        "import cProfile\n\n\ndef f():\n    return 1\n\n\nP = cProfile.Profile()\nP.runcall(f)\n",
+    ):
+        found = scan(f"import torch\n\n{body}", SOFTMAX)
+        assert not found, [v.found for v in found]
 
 
 def test_modules_that_start_threads_are_not_flagged_the_worker_has_no_threads():

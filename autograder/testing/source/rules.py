@@ -39,16 +39,12 @@ DENIED_MODULES = {
     # refuses the import too: sandbox/worker.hide_grader)
     "autograder",
     "zipimport",
-    # modules that compile and run a string of code: timeit("…"), doctest, pdb.run, cProfile.run,
-    # trace, rlcompleter's eval, sympy.sympify / parse_expr (blind red-team tester H ran unscanned
-    # code through builtins.exec reached as os.sys.modules["builtins"]; these are the same door)
-    "timeit",
+    # modules that compile and run a string of code: doctest (code in docstrings, which the scan
+    # skips), rlcompleter's eval, sympy.sympify / parse_expr (blind red-team tester H ran
+    # unscanned code through builtins.exec reached as os.sys.modules["builtins"]; these are the
+    # same door). timeit, pdb, cProfile, profile and trace are STRING_RUNNERS instead.
     "doctest",
-    "pdb",
     "bdb",
-    "cProfile",
-    "profile",
-    "trace",
     "rlcompleter",
     "sympy",
     "shelve",
@@ -61,6 +57,12 @@ DENIED_MODULES = {
     # cannot start a thread at all (seccomp, sandbox/confine.forbid_threads), so importing them
     # proves nothing, and a correct submission may log
 }
+#: modules a student imports to time or debug (``timeit.timeit(lambda: f(x))``,
+#: ``pdb.set_trace()``) that also run a string of code (``timeit.timeit("…")``,
+#: ``cProfile.run("…")``): importing them is fine; a call of theirs may take only functions
+#: (a lambda, a def of the file, ``obj.method``) and numbers, never a string or a value built
+#: at run time
+STRING_RUNNERS = {"timeit", "pdb", "cProfile", "profile", "trace"}
 #: TorchScript built from a string, or code loaded from bytes: it runs in the JIT interpreter,
 #: where neither the static scan (no source) nor the run-time recorder (no Python call) sees it
 UNSEEN_CODE = {"CompilationUnit"}

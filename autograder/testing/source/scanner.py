@@ -17,6 +17,7 @@ from .rules import (
     DYNAMIC_CALLS,
     IDENTIFIER_LIKE,
     LOOKUPS,
+    STRING_RUNNERS,
     UNSEEN_CODE,
     UNSEEN_LOADS,
 )
@@ -39,6 +40,40 @@ from .tree import (
     _rebound_class_names,
     _root,
 )
+
+
+def _string_runner_names(tree: ast.AST) -> set[str]:
+    """Names the file binds to a module of ``STRING_RUNNERS`` or to one of its members."""
+    names: set[str] = set()
+    for node in _nodes(tree):
+        if isinstance(node, ast.Import):
+            names.update(
+                alias.asname or alias.name.split(".")[0] for alias in node.names if alias.name.split(".")[0] in STRING_RUNNERS
+            )
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in STRING_RUNNERS and not node.level:
+            names.update(alias.asname or alias.name for alias in node.names)
+    # and what the file makes with them (``p = cProfile.Profile()``, then ``p.run("…")``)
+    for _ in range(3):
+        made = {
+            target.id
+            for node in _nodes(tree)
+            if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None and _root(node.value) in names
+            for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+            if isinstance(target, ast.Name)
+        }
+        if made <= names:
+            break
+        names |= made
+    return names
+
+
+def _function_names(node: ast.AST) -> list[str]:
+    """The names a def, or an assignment of a lambda, binds."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return [node.name]
+    if isinstance(node, ast.Assign) and isinstance(node.value, ast.Lambda):
+        return [t.id for t in node.targets if isinstance(t, ast.Name)]
+    return []
 
 
 class _Scanner(ast.NodeVisitor):
@@ -73,6 +108,10 @@ class _Scanner(ast.NodeVisitor):
         }
         self.messages = _message_strings(tree)
         self.loop_constants = _loop_constants(tree)
+        self.runners = _string_runner_names(tree)  # names bound to timeit, pdb, … or their members
+        self.functions = {
+            name for node in _nodes(tree) for name in _function_names(node)
+        }  # what a string runner may be given by name
         self.sys = _module_names(tree, "sys")
         self.safe_calls: set[int] = set()  # ids of Name nodes that are the func of an allowed call
         self.rebound = _rebound_class_names(tree)
@@ -203,6 +242,15 @@ class _Scanner(ast.NodeVisitor):
                 self._flag(node, f"{_dotted(node)} (a module for dynamic code or introspection)")
         self.generic_visit(node)
 
+    def _runnable(self, node: ast.AST) -> bool:
+        """What a string runner's call may be given: a lambda, a function of the file by its
+        name, a method (``obj.forward``), a number, True/False/None."""
+        if isinstance(node, (ast.Lambda, ast.Attribute)):
+            return True
+        if isinstance(node, ast.Name):
+            return node.id in self.functions
+        return isinstance(node, ast.Constant) and not isinstance(node.value, (str, bytes))
+
     def _constant_names(self, node: ast.AST) -> list[str] | None:
         """The names a lookup's name argument can hold: a string constant, or a loop variable
         bound only by ``for name in ("w_q", "w_k", …)`` over string constants; else None."""
@@ -329,6 +377,10 @@ class _Scanner(ast.NodeVisitor):
         elif isinstance(func, ast.Name) and func.id in DYNAMIC_CALLS and self.dynamic:
             self._flag(node, f"{func.id}(…) (dynamic lookup or code)")
             self.safe_calls.add(id(func))
+        if self.dynamic and _root(func) in self.runners:
+            given = [*node.args, *(k.value for k in node.keywords)]
+            if any(not self._runnable(arg) for arg in given):
+                self._flag(node, f"{_dotted(func)}(…) with a value that is not a function (it runs a string of code)")
         if self.dynamic:
             for keyword in node.keywords:
                 if keyword.arg in DENIED_KEYWORDS and not (isinstance(keyword.value, ast.Constant) and not keyword.value.value):
