@@ -82,6 +82,9 @@ def build(attack: dict, folder: Path) -> Path:
         (folder / attack["file"]).write_text(
             source.replace(attack["find"], attack["replace"]) + attack.get("append", ""), encoding="utf-8"
         )
+    elif kind == "bom":  # another attack's files behind a UTF-8 byte-order mark, which Python reads past
+        for module in sorted((HOSTILE / attack["base"]).glob("*.py")):
+            (folder / module.name).write_bytes(b"\xef\xbb\xbf" + module.read_bytes())
     elif kind in LINK_ATTACKS:
         LINK_ATTACKS[kind](folder)
     else:
