@@ -529,6 +529,13 @@ ALIASED_EVASIONS = {
     "timeit-string": ('import timeit\n\ntimeit.timeit("import gc", number=1)\n', "timeit.timeit(…)"),
     "profile-built-string": ('import cProfile\n\ncode = "import g" + "c"\ncProfile.run(code)\n', "cProfile.run(…)"),
     "doctest": ("import doctest\n", "import doctest"),
+    # blind red-team tester J, 2026-12-05: four more doors to code the scan cannot read
+    "private-pickle": ('import _pickle\n\nR = _pickle.loads(b"cbuiltins\\nexec\\n.")\n', "import _pickle"),
+    "frozen-importlib": ("import _frozen_importlib_external as f\n", "import _frozen_importlib_external"),
+    "annotation-exec": ('def _h(x: "exec(C, {})"):\n    pass\n', "the annotation"),
+    "get-type-hints": ("import typing\n\nH = typing.get_type_hints\n", "get_type_hints"),
+    "numpy-load-kwargs": ('import numpy as np\n\nX = np.load("b", **{"allow_pickle": True})\n', "np.load(…)"),
+    "sys-path": ("import os\nimport sys\n\nsys.path.insert(0, os.getcwd())\n", "sys.path"),
     "profile-object-run": ('import cProfile\n\np = cProfile.Profile()\np.run("import gc")\n', "p.run(…)"),
     "sympify": ('import sympy\n\nsympy.sympify("1")\n', "import sympy"),
     "numpy-pickle": ('import numpy\n\nX = numpy.load("x.npy", allow_pickle=True)\n', "allow_pickle"),
@@ -545,6 +552,9 @@ def test_timing_and_debugging_with_functions_is_not_flagged():
         "if __name__ == '__main__':\n    import timeit\n\n    print(timeit.timeit(lambda: torch.ones(2), number=3))\n",
         "import pdb\n\n\ndef f(x):\n    pdb.set_trace()\n    return x\n",
         "import cProfile\n\n\ndef f():\n    return 1\n\n\nP = cProfile.Profile()\nP.runcall(f)\n",
+        # a student's own helper named with an underscore, and string annotations that are types
+        "from _attn_common import safe_softmax\n",
+        'from typing import Literal, Optional\n\n\ndef f(x: "torch.Tensor", m: "Literal[\'a\']" = "a") -> "Optional[int]":\n    return None\n',
     ):
         found = scan(f"import torch\n\n{body}", SOFTMAX)
         assert not found, [v.found for v in found]

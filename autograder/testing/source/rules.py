@@ -50,6 +50,7 @@ DENIED_MODULES = {
     "shelve",
     "copyreg",
     "sys.modules",
+    "sys.path",  # a folder of its own on the import path: a module the code writes, then imports (tester J)
     "sys.settrace",
     "sys.setprofile",
     "sys._current_frames",
@@ -69,6 +70,9 @@ UNSEEN_CODE = {"CompilationUnit"}
 UNSEEN_LOADS = {"load"}  # torch.load / torch.jit.load (denied on torch's modules only)
 DENIED_NAMES = {
     "attrgetter",
+    # string annotations evaluated: typing.get_type_hints("exec(…)"), a ForwardRef (tester J)
+    "get_type_hints",
+    "ForwardRef",
     "setprofile",  # the recorder watches calls with a profile function: switching it is tampering
     "settrace",
     "_current_frames",
@@ -86,8 +90,15 @@ DENIED_NAMES = {
 #: attributes that reach the interpreter's machinery from any module: ``os.sys`` (then
 #: ``.modules["builtins"].exec``), ``x.exec`` (never a method an exercise calls)
 DENIED_ATTRIBUTES = {"sys", "exec"}
-#: keyword arguments that run code stored as data (``numpy.load(…, allow_pickle=True)``)
+#: keyword arguments that run code stored as data (``numpy.load(…, allow_pickle=True)``), also
+#: as a string (``**{"allow_pickle": True}``: blind red-team tester J)
 DENIED_KEYWORDS = {"allow_pickle"}
+#: numpy's loaders unpickle (``np.load``, ``np.lib.format.read_array``): no exercise reads files
+NUMPY_LOADS = {"load", "loads", "read_array", "fromfile"}
+#: the interpreter's private (underscore) modules are denied (scanner._private_module): C twins
+#: of denied ones or worse — ``_pickle.loads(b"cbuiltins\nexec\n.")`` gave builtins.exec,
+#: ``_frozen_importlib_external`` loads source files (blind red-team tester J) — but these
+ALLOWED_PRIVATE_MODULES: set[str] = set()
 ALLOWED_DUNDERS = {
     "__init__",
     "__name__",

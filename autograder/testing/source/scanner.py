@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import ast
 import re
+import sys
 
 from .aliases import _plain_modules, _TorchAliases
 from .rules import (
     ALLOWED_DUNDER_NAMES,
     ALLOWED_DUNDERS,
+    ALLOWED_PRIVATE_MODULES,
     DENIED_ATTRIBUTES,
     DENIED_KEYWORDS,
     DENIED_MODULES,
@@ -17,6 +19,7 @@ from .rules import (
     DYNAMIC_CALLS,
     IDENTIFIER_LIKE,
     LOOKUPS,
+    NUMPY_LOADS,
     STRING_RUNNERS,
     UNSEEN_CODE,
     UNSEEN_LOADS,
@@ -40,6 +43,42 @@ from .tree import (
     _rebound_class_names,
     _root,
 )
+
+
+def _private_module(name: str) -> bool:
+    """``_pickle``, ``_frozen_importlib_external``, ``_testcapi``: one of the interpreter's own
+    modules named with one leading underscore (``__future__`` is not one, and neither is a
+    student's helper ``_attn_common.py``: blind tester I wrote one)."""
+    if not name.startswith("_") or name.startswith("__"):
+        return False
+    return name in sys.stdlib_module_names or name in sys.builtin_module_names or name.startswith(("_test", "_xx"))
+
+
+#: what a string annotation may hold: a type expression (names, attributes, subscripts, |, …)
+_TYPE_NODES = (
+    ast.Expression,
+    ast.Name,
+    ast.Attribute,
+    ast.Subscript,
+    ast.Tuple,
+    ast.List,
+    ast.BinOp,
+    ast.BitOr,
+    ast.Constant,
+    ast.Load,
+    ast.Slice,
+)
+
+
+def _code_in_annotation(text: str) -> bool:
+    """Whether a string annotation holds more than a type expression: typing.get_type_hints,
+    functools.singledispatch and dataclasses' evaluators run it (``x: "exec(…)"``: blind
+    red-team tester J)."""
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except SyntaxError:
+        return False  # never evaluates to anything
+    return any(not isinstance(node, _TYPE_NODES) for node in ast.walk(tree))
 
 
 def _string_runner_names(tree: ast.AST) -> set[str]:
@@ -178,6 +217,7 @@ class _Scanner(ast.NodeVisitor):
         return owner is not None and node.attr in self.methods.get(owner, ())
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        self._annotation(node.returns)
         self.stack.append(node.name)
         # self/cls of a method: an instance of its class or of a subclass — trusted only where the
         # file subclasses it nowhere (a subclass could put torch.Tensor first in the MRO)
@@ -192,6 +232,18 @@ class _Scanner(ast.NodeVisitor):
         self.stack.pop()
 
     visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
+
+    def visit_arg(self, node: ast.arg) -> None:
+        self._annotation(node.annotation)
+        self.generic_visit(node)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        self._annotation(node.annotation)
+        self.generic_visit(node)
+
+    def _annotation(self, node: ast.AST | None) -> None:
+        if self.dynamic and isinstance(node, ast.Constant) and isinstance(node.value, str) and _code_in_annotation(node.value):
+            self._flag(node, f"the annotation {node.value[:60]!r} (code in a string that typing evaluates)")
 
     def visit_Assign(self, node: ast.Assign) -> None:
         name = _lambda_name(node) if id(node) in self.bodies else None
@@ -241,6 +293,11 @@ class _Scanner(ast.NodeVisitor):
             elif self._denied_module_attribute(node):
                 self._flag(node, f"{_dotted(node)} (a module for dynamic code or introspection)")
         self.generic_visit(node)
+
+    def _numpy_rooted(self, node: ast.AST) -> bool:
+        """Whether ``node`` is numpy or one of its modules (``np``, ``numpy.lib.format``)."""
+        root = _root(node)
+        return root is not None and (self.module_of.get(root) or root).split(".")[0] == "numpy"
 
     def _runnable(self, node: ast.AST) -> bool:
         """What a string runner's call may be given: a lambda, a function of the file by its
@@ -303,6 +360,8 @@ class _Scanner(ast.NodeVisitor):
                 self._flag(node, f"the string {text[:60]!r} (names {hit})")
             elif self.dynamic and any("DisableTorch" in p or p == "_C" for p in parts):
                 self._flag(node, f"the string {text[:60]!r} (names torch internals)")
+            elif self.dynamic and text in DENIED_KEYWORDS:
+                self._flag(node, f"the string {text!r} (runs code stored as data)")
 
     def _import(self, node: ast.AST, module: str, name: str | None, asname: str | None) -> None:
         full = f"{module}.{name}" if name else module
@@ -323,6 +382,8 @@ class _Scanner(ast.NodeVisitor):
             self._flag(node, f"{label} (wildcard import from torch)")
         elif any(".".join(parts[: i + 1]) in DENIED_MODULES for i in range(len(parts))):
             self._flag(node, f"{label} (a module for dynamic code or introspection)")
+        elif _private_module(parts[0]) and parts[0] not in ALLOWED_PRIVATE_MODULES:
+            self._flag(node, f"{label} (a private module of the interpreter)")
         elif parts[0] == "torch" and any(_private(p) for p in parts[1:]):
             self._flag(node, f"{label} (torch's private namespace)")
         elif any(".".join(parts[: i + 1]) in DENIED_TORCH_PATHS for i in range(len(parts))):
@@ -385,4 +446,6 @@ class _Scanner(ast.NodeVisitor):
             for keyword in node.keywords:
                 if keyword.arg in DENIED_KEYWORDS and not (isinstance(keyword.value, ast.Constant) and not keyword.value.value):
                     self._flag(node, f"{_dotted(func)}(…, {keyword.arg}=…) (runs code stored as data)")
+            if isinstance(func, ast.Attribute) and func.attr in NUMPY_LOADS and self._numpy_rooted(func.value):
+                self._flag(node, f"{_dotted(func)}(…) (numpy's loaders can unpickle code)")
         self.generic_visit(node)
