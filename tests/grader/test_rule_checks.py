@@ -554,7 +554,8 @@ def test_timing_and_debugging_with_functions_is_not_flagged():
         "import cProfile\n\n\ndef f():\n    return 1\n\n\nP = cProfile.Profile()\nP.runcall(f)\n",
         # a student's own helper named with an underscore, and string annotations that are types
         "from _attn_common import safe_softmax\n",
-        'from typing import Literal, Optional\n\n\ndef f(x: "torch.Tensor", m: "Literal[\'a\']" = "a") -> "Optional[int]":\n    return None\n',
+        "from typing import Literal, Optional\n\n\n"
+        'def f(x: "torch.Tensor", m: "Literal[\'a\']" = "a") -> "Optional[int]":\n    return None\n',
     ):
         found = scan(f"import torch\n\n{body}", SOFTMAX)
         assert not found, [v.found for v in found]
