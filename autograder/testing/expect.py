@@ -12,7 +12,8 @@ have returned costs the grader time that a right answer never needs.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -223,6 +224,18 @@ def observed_raise(exc: SubmissionRaised, predicted: Mapping[str, str]) -> None:
     for key, message in predicted.items():
         if message and message in exc.message:
             exc.hints.extend(h for h in observed(hint_of(key)) if h not in exc.hints)
+
+
+@contextmanager
+def raise_named(predicted: Mapping[str, str] | Callable[[], Mapping[str, str]]) -> Iterator[None]:
+    """``observed_raise`` around a call into the submission: a ``SubmissionRaised`` leaving the
+    block names the mistake whose code raises the same error (``predicted``, or a callable that
+    computes it, called only then), and is raised on."""
+    try:
+        yield
+    except SubmissionRaised as exc:
+        observed_raise(exc, predicted() if callable(predicted) else predicted)
+        raise
 
 
 def diagnose_number(
