@@ -30,9 +30,10 @@ def encode(skill: str, cases: dict[str, Any], note: str = "") -> bytes:
     return (json.dumps(doc, ensure_ascii=False, allow_nan=False, indent=1) + "\n").encode("utf-8")
 
 
-def _parse(data: bytes, where: str) -> tuple[dict[str, Any], bytes]:
-    """(case name → its value tree, the blob) of a snapshot file, every case decoded once to
-    prove the file sound; a lookup then rebuilds only its own case."""
+def _parse(data: bytes, where: str) -> tuple[dict[str, Any], bytes, dict[str, Any]]:
+    """(case name → its value tree, the blob, case name → its value) of a snapshot file:
+    every case is decoded once to prove the file sound, and that value is the first lookup's;
+    a later lookup rebuilds its own case from the tree and the blob."""
     try:
         doc = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
@@ -49,13 +50,12 @@ def _parse(data: bytes, where: str) -> tuple[dict[str, Any], bytes]:
         raise SnapshotError(f"{where}: corrupt snapshot ({exc}) — run `make snapshots`") from None
     if not isinstance(cases, dict):
         raise SnapshotError(f"{where}: corrupt snapshot (cases are not a table) — run `make snapshots`")
-    return dict(zip(tree["k"], tree["v"])), blob
+    return dict(zip(tree["k"], tree["v"])), blob, cases
 
 
 def decode(data: bytes, where: str = "snapshot") -> dict[str, Any]:
     """Every case of a snapshot file, decoded."""
-    trees, blob = _parse(data, where)
-    return {name: protocol.decode(tree, blob) for name, tree in trees.items()}
+    return _parse(data, where)[2]
 
 
 class SnapshotError(RuntimeError):
@@ -74,6 +74,7 @@ class Snapshots:
         self.skill = folder.name
         self.path = folder / "snapshots" / f"{self.skill}.json"
         self._parsed: tuple[dict[str, Any], bytes] | None = None
+        self._unused: dict[str, Any] = {}  # cases decoded by the soundness check, not yet handed out
 
     def __getitem__(self, name: str) -> dict[str, Any]:
         if self._parsed is None:
@@ -83,8 +84,11 @@ class Snapshots:
                 raise SnapshotError(
                     f"{self.path.name}: missing (tests/suites/{self.skill}/snapshots/) — run `make snapshots`"
                 ) from None
-            self._parsed = _parse(data, self.path.name)
+            trees, blob, self._unused = _parse(data, self.path.name)
+            self._parsed = trees, blob
         trees, blob = self._parsed
         if name not in trees:
             raise SnapshotError(f"{self.path.name}: no case {name!r} (has: {', '.join(trees)}) — run `make snapshots`")
+        if name in self._unused:  # decoded once already, and nobody holds it: the first lookup's own
+            return self._unused.pop(name)
         return protocol.decode(trees[name], blob)

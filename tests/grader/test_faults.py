@@ -18,7 +18,7 @@ FIXTURES = "tests/fixtures/broken_suites"
 
 def _broken_config(tmp_path, *files):
     weights = {
-        "test_grader_bug.py": {"test_raises_type_error": 1, "test_passes": 1},
+        "test_grader_bug.py": {"test_raises_type_error": 1, "test_passes": 1, "test_finds_the_answer_wrong": 1},
         "test_import_error.py": {"test_never_runs": 1},
         "test_kills_pytest.py": {"test_first_passes": 1, "test_kills_the_grading_process": 1, "test_after_the_crash": 1},
     }
@@ -40,8 +40,12 @@ def _broken_config(tmp_path, *files):
 
 def test_an_error_in_the_graders_own_test_is_reported_as_such(tmp_path):
     config = _broken_config(tmp_path, "test_grader_bug.py", "test_import_error.py")
+    report = tmp_path / "report.json"
     graded = grade(
-        SOLUTIONS, "--skill", "broken0", "--skill", "broken1", "--skill", "qkv", config=config, output=tmp_path / "r.json"
+        SOLUTIONS,
+        *("--skill", "broken0", "--skill", "broken1", "--skill", "qkv", "--keep-report", str(report)),
+        config=config,
+        output=tmp_path / "r.json",
     )
     assert graded.rc == 0, graded.stderr
     jsonschema.validate(graded.data, SCHEMA)
@@ -51,6 +55,16 @@ def test_an_error_in_the_graders_own_test_is_reported_as_such(tmp_path):
         "not your fault" in bug["test_raises_type_error"]["summary"] and "TypeError" in bug["test_raises_type_error"]["summary"]
     )
     assert bug["test_passes"]["status"] == "passed"
+    assert (
+        bug["test_finds_the_answer_wrong"]["status"] == "failed"
+        and "expected 1, got 2" in bug["test_finds_the_answer_wrong"]["detail"]
+    )
+    # pytest's report keeps the grader error's traceback, for whoever fixes the suite; a failure
+    # the suites classified is its one line (its facts are in the metadata, shown from there)
+    calls = {t["nodeid"].rsplit("::", 1)[1]: t["call"] for t in json.loads(report.read_text())["tests"] if "call" in t}
+    assert "Traceback (most recent call last)" in calls["test_raises_type_error"]["longrepr"]
+    assert "len(None)" in calls["test_raises_type_error"]["longrepr"]
+    assert calls["test_finds_the_answer_wrong"]["longrepr"] == "CheckFailed: the answer: expected 1, got 2"
     never = graded.tests("broken1")[0]
     assert (
         never["status"] == "not_run"

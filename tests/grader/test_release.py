@@ -79,6 +79,22 @@ def test_snapshot_file_round_trips_tensors_numbers_and_dtypes_bit_for_bit():
     assert back["a"]["pair"] == (1, 2.5)
 
 
+def test_each_snapshot_lookup_gets_tensors_no_other_lookup_holds(tmp_path):
+    """The first lookup of a case gets the value the file's soundness check decoded; every
+    later one a fresh decode: a test that changes its inputs in place changes no other's."""
+    suite = tmp_path / "qkv" / "test_qkv_visible.py"
+    (suite.parent / "snapshots").mkdir(parents=True)
+    cases = {"a": {"x": torch.arange(4.0)}, "b": {"x": torch.ones(2)}}
+    (suite.parent / "snapshots" / "qkv.json").write_bytes(snapshots.encode("qkv", cases))
+    snap = snapshots.Snapshots(suite)
+    first = snap["a"]
+    first["x"].mul_(-1)
+    second, third = snap["a"], snap["a"]
+    assert torch.equal(second["x"], cases["a"]["x"]) and torch.equal(third["x"], cases["a"]["x"])
+    assert second["x"].data_ptr() != third["x"].data_ptr() != first["x"].data_ptr()
+    assert torch.equal(snap["b"]["x"], cases["b"]["x"])
+
+
 def test_snapshot_lookup_names_the_file_and_the_fix(tmp_path):
     suite = tmp_path / "qkv" / "test_qkv_visible.py"
     suite.parent.mkdir()
