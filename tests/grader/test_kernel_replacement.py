@@ -14,6 +14,7 @@ Everything here runs in this process: the replacement lasts only for each ``with
 from __future__ import annotations
 
 import importlib.util
+import subprocess
 import sys
 from pathlib import Path
 
@@ -352,3 +353,27 @@ def test_kernels_replaced_for_a_workers_life_cannot_be_brought_back():
 
     done = subprocess.run([sys.executable, "-c", _STANDING], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
+
+
+def test_a_batch_reads_the_kernel_registry_once_and_reads_what_a_single_grades_server_reads():
+    """A batch's preloaded process reads torch's kernel registry once (every run's fork
+    server inherits it); the list must be the one a single grade's fork server reads after
+    its warm-up, which runs every kind of operation the suites use."""
+    script = (
+        "import io, sys\n"
+        "from autograder.instructor.batch import preloaded\n"
+        "from autograder.sandbox.probes import bans\n"
+        "preloaded._preload(['torch.fx.experimental.symbolic_shapes'])\n"
+        "assert bans._REGISTRATIONS, 'not read by the preloaded process'\n"
+        "batch = (list(bans._REGISTRATIONS), list(bans._NAMES))\n"
+        "bans._REGISTRATIONS = bans._NAMES = None\n"
+        "from autograder.sandbox import zygote\n"
+        "sys.stdout = io.StringIO()\n"
+        "zygote._warm_up()\n"
+        "sys.stdout = sys.__stdout__\n"
+        "assert (bans._REGISTRATIONS, bans._NAMES) == batch, 'the lists differ'\n"
+        "print(len(batch[0]))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert int(proc.stdout) > 1000
