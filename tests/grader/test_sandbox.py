@@ -943,3 +943,40 @@ def test_without_namespaces_a_deep_tree_in_the_scratch_folder_is_removed_and_the
     finally:
         box.close()
         remove_tree(run)
+
+
+def test_an_errors_frames_are_the_submissions_entries_of_its_traceback_as_extract_tb_lists_them(tmp_path):
+    """The worker sends a raised error's frames in the submission's own files (file, line,
+    function), read from the traceback without its source lines: the same entries, in the
+    same order, as ``traceback.extract_tb`` gives, the grader's frames left out."""
+    import importlib.util
+    import traceback
+
+    from autograder.sandbox.worker import error_facts
+
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    (copy / "student.py").write_text(
+        "def inner(x):\n    return 1 / x\n\n\ndef outer(f, x):\n    return f(inner, x)\n", encoding="utf-8"
+    )
+    spec = importlib.util.spec_from_file_location("student_mod", copy / "student.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    try:
+        module.outer(lambda g, x: g(x), 0)  # a frame of ours between two of the student's
+    except ZeroDivisionError as exc:
+        facts = error_facts(exc, str(copy))
+        listed = [
+            {"file": f.filename[len(str(copy)) + 1 :], "line": f.lineno, "function": f.name}
+            for f in traceback.extract_tb(exc.__traceback__, limit=64)
+            if f.filename.startswith(str(copy) + "/")
+        ]
+    assert (
+        facts["frames"]
+        == listed
+        == [
+            {"file": "student.py", "line": 6, "function": "outer"},
+            {"file": "student.py", "line": 2, "function": "inner"},
+        ]
+    )
+    assert facts["type"] == "ZeroDivisionError" and facts["raised_in"] == "student.py"
