@@ -383,8 +383,8 @@ def error_facts(exc: BaseException, copy_dir: str) -> dict:
     prefix = copy_dir.rstrip("/") + "/"
     try:
         # the traceback's entries as traceback.extract_tb(tb, limit=64) lists them, without the
-        # source lines it would look up for each (a stat and a read per file: ~0.5 ms a call
-        # that raised, and a stub's every call raises); only file, line and function are sent
+        # source lines it would look up for each (a stat and a read per file: 66 against 11 µs
+        # a call that raised, and a stub's every call raises); only file, line and function are sent
         tb, seen = exc.__traceback__, 0
         while tb is not None and seen < 64:
             code = tb.tb_frame.f_code

@@ -111,8 +111,8 @@ class GradingHooks:
         """A failure the suites classified (a check that found the answer wrong, a call that
         gave none) is reported by its facts, which the metadata carries (``_classify``):
         pytest's own report would format the trusted side's traceback for it, source lines
-        and caret anchors included (~12 ms a failure; a third of a stub's trusted CPU), only
-        for nothing to read it. Its text here is the exception's line. Anything else (a
+        and caret anchors included (a stub's whole grade took 1.23× the CPU with it,
+        docs/PERFORMANCE.md), only for nothing to read it. Its text here is the exception's line. Anything else (a
         grader error, a skip, a setup or teardown failure) gets pytest's report, traceback
         and all (None: pytest's own hook makes it)."""
         excinfo = call.excinfo
