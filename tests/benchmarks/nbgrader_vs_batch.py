@@ -1,6 +1,7 @@
 """The same submissions graded two ways, timed in one run, with one course key: the release's
 nbgrader course (``nbgrader generate_assignment`` + ``autograde`` + ``export``, headless, as
-tests/grader/nbgrader_headless.round_trip runs it) vs ``python -m autograder batch``; then
+tests/grader/nbgrader_headless.round_trip runs it: ``autograde --student`` for each student,
+two at a time, as ``batch --jobs 2`` grades two) vs ``python -m autograder batch``; then
 each student's score in each skill, nbgrader's notebook next to the batch's skill column.
 One score: every skill equal, exactly (the exit status is 1 otherwise).
 
