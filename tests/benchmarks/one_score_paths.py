@@ -33,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 import zipfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -199,16 +200,27 @@ def compare(folders: dict[str, Path], work: Path, nbgrader: bool = True) -> list
     key_file.write_text(KEY)
     bundle = build_bundle(work, key_file)
     course = build_nbgrader_course(work / "nb-release", key_file) if nbgrader else None
-    graded_batch = batch(folders, key_file, work)
+    # the three paths that run in processes of their own (the batch, the bundle, `grade`) run
+    # two at a time beside nbgrader's autograde, which runs here, in this process: each
+    # writes only its own folders, and a grade uses one core at a time
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        graded_batch = pool.submit(batch, folders, key_file, work)
+        runs = {
+            name: (
+                pool.submit(gradescope_run, bundle, folder, work / "gs" / name),
+                pool.submit(cli_grade, folder, key_file, work / f"{name}.json"),
+            )
+            for name, folder in folders.items()
+        }
+        notebooks = {name: nbgrader_scores(course, name, folder, work) for name, folder in folders.items()} if course else {}
     rows = []
-    for name, folder in folders.items():
-        gs = gradescope_run(bundle, folder, work / "gs" / name)
-        local = cli_grade(folder, key_file, work / f"{name}.json")
-        b = graded_batch[name]
+    for name in folders:
+        gs, local = (future.result() for future in runs[name])
+        b = graded_batch.result()[name]
         same_tests = gs["tests"] == local["tests"] == b["tests"]
         # nbgrader: one notebook per skill, each scoring exactly the skill's score; its total is
         # the gradebook's float sum of them, the grader's to its 4 decimals
-        nb = nbgrader_scores(course, name, folder, work) if course is not None else None
+        nb = notebooks.get(name)
         nb_total = round(sum(nb.values()), 4) if nb is not None else None
         rows.append(
             {
