@@ -363,17 +363,49 @@ def _start_early(config, early=None):
         return None
 
 
+def _warm_launcher(config, early):
+    """``early``, or where ``__main__`` started none (a config outside the package's folder:
+    the root was not known before it was read), this root's warm server if one is running."""
+    if early is not None:
+        return early
+    try:
+        from .runner.process import warm
+
+        return warm.connect(str(config.root))
+    except Exception:
+        return None
+
+
 def _grade_command(args: argparse.Namespace, early) -> int:
     try:
         config = load(args.config or default_config()).for_assignment(args.assignment).select(args.skill or None)
     except ConfigError as exc:
         return _fail(args, None, str(exc), EXIT_USAGE, kind="configuration error: ")
+    early = _warm_launcher(config, early)
     process = _start_early(config, early)
     try:
-        return _check_and_grade(args, config, process)
+        status = _check_and_grade(args, config, process)
     finally:
         if process is not None:
             process.release()  # not taken by the run (an error came first): stopped and removed
+        if early is not None and early is not args.early:
+            early.release()  # a warm server's connection opened here: hung up
+    if status != EXIT_INTERRUPTED:
+        _leave_warm_server(config, early)
+    return status
+
+
+def _leave_warm_server(config, early) -> None:
+    """After an interactive grade that started its own trusted process, a warm server for the
+    next one (runner/process/warm.py; ``[grader] warm_idle_s``, ``$AUTOGRADER_WARM``)."""
+    try:
+        from .runner.process import warm
+        from .runner.process.preloaded_launcher import Preloaded
+
+        if not isinstance(early, Preloaded) and warm.wanted(config, sys.stderr.isatty()):
+            warm.start(config)
+    except Exception:  # only a head start for the next grade
+        pass
 
 
 def _check_and_grade(args: argparse.Namespace, config, process) -> int:

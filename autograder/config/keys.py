@@ -188,6 +188,16 @@ KEYS: tuple[Key, ...] = (
     Key("grader.solutions_dir", TEXT, "the reference solutions (instructors)", "solutions"),
     Key("grader.exercises_dir", TEXT, "the exercise modules (what `grade` grades without a SUBMISSION)", "exercises"),
     Key("grader.suites_dir", TEXT, "the grading suites", "tests/suites"),
+    Key(
+        "grader.warm_idle_s",
+        NUMBER,
+        "an interactive `grade` leaves a warm grading server behind (torch imported once; the next `grade` forks "
+        "from it: runner/process/warm.py), which leaves after this many seconds without a grade; 0: never one "
+        "($AUTOGRADER_WARM=0/1 overrides, for one shell)",
+        600.0,
+        minimum=0,
+        maximum=86400,
+    ),
     Key("limits", TABLE, "the limits of one grading run (each must be above 0 unless said otherwise)", {}),
     _limit(
         "call_timeout_s",

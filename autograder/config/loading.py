@@ -110,6 +110,7 @@ def _parse(path: Path, text: str, data: dict, check_files: bool) -> Config:
         course["id"],
         texts,
         result_labels,
+        warm_idle_s=float(grader["warm_idle_s"]),
     )
 
 

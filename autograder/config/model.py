@@ -143,6 +143,8 @@ class Config:
     #: ``select``: the config before ``--skill`` narrowed it — a partial run names that release's
     #: suites (runner/grade.py) and the skills it left out, never a hash of its own part
     selected_from: Config | None = field(default=None, repr=False, compare=False)
+    #: ``[grader] warm_idle_s``: how long a warm grading server waits for the next grade (0: none)
+    warm_idle_s: float = _default("grader.warm_idle_s")
 
     @property
     def tests(self) -> list[TestSpec]:

@@ -7,6 +7,9 @@ medians are compared:
   own ``import torch``;
 - the full grade (instructors, Gradescope): every skill, visible + hidden suites, the
   reference solutions, ``python -m autograder grade solutions`` (target ≤ 1.3×);
+- each grade again, ``(warm)``: forked from a warm server the benchmark started first
+  (runner/process/warm.py), as the next ``make grade`` of a working session is; reported,
+  not a target (the targets are the cold grades, started with ``AUTOGRADER_WARM=0``);
 - the student release's ``make grade``: what its Makefile runs (``python -m autograder
   grade``), in a copy of the release's student tree — visible suites only — grading the
   reference solutions copied into its ``exercises/`` (target ≤ 1.1×). ``make`` itself is not
@@ -49,10 +52,41 @@ TARGETS = {"full grade": 1.3, "student make grade": 1.1}
 PSS_TARGET_MB = 700
 
 
-def timed(cmd: list[str], cwd: Path) -> float:
+def timed(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> float:
     start = time.perf_counter()
-    subprocess.run(cmd, cwd=cwd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(cmd, cwd=cwd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     return time.perf_counter() - start
+
+
+def start_warm_server(cmd: list[str], cwd: Path, env: dict[str, str], timeout: float = 120.0) -> None:
+    """One grade that leaves a warm server (``AUTOGRADER_WARM=1``), then wait until it listens."""
+
+    def listening() -> int:
+        return sum("listening" in log.read_text() for log in folder.glob("*.log"))
+
+    folder = Path(env["XDG_RUNTIME_DIR"]) / f"autograder-warm-{os.getuid()}"
+    before = listening() if folder.is_dir() else 0
+    subprocess.run(
+        cmd, cwd=cwd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**env, "AUTOGRADER_WARM": "1"}
+    )
+    deadline = time.monotonic() + timeout
+    while listening() <= before:
+        if time.monotonic() > deadline:
+            raise SystemExit("the warm server did not start: see its log in " + str(folder))
+        time.sleep(0.2)
+
+
+def stop_warm_servers(env: dict[str, str]) -> None:
+    """Kill the servers the benchmark started (their pids are in their logs)."""
+    import re
+    import signal
+
+    for log in (Path(env["XDG_RUNTIME_DIR"]) / f"autograder-warm-{os.getuid()}").glob("*.log"):
+        for pid in re.findall(r"listening: pid (\d+)", log.read_text()):
+            try:
+                os.kill(int(pid), signal.SIGTERM)
+            except ProcessLookupError:
+                pass
 
 
 def student_tree(release: Path | None, work: Path) -> Path:
@@ -148,16 +182,30 @@ def main() -> int:
                 student,
             ),
         }
+        # the cold grades start their own processes; a warm one is forked from a server this
+        # benchmark started, in a folder of its own (runner/process/warm.py)
+        runtime = work / "runtime"
+        runtime.mkdir(mode=0o700)
+        cold = {**os.environ, "AUTOGRADER_WARM": "0"}
+        warm_env = {k: v for k, v in os.environ.items() if k != "AUTOGRADER_WARM"}
+        warm_env["XDG_RUNTIME_DIR"] = str(runtime)
+        envs = {name: cold for name in commands}
+        for name in outputs:
+            commands[f"{name} (warm)"] = commands[name]
+            envs[f"{name} (warm)"] = warm_env
         for cmd, cwd in commands.values():  # warm the page cache (and the bytecode caches)
-            timed(cmd, cwd)
+            timed(cmd, cwd, cold)
+        for name in outputs:
+            start_warm_server(*commands[name], warm_env)
         times: dict[str, list[float]] = {name: [] for name in commands}
         for _ in range(args.runs):
             for name, (cmd, cwd) in commands.items():
-                times[name].append(timed(cmd, cwd))
+                times[name].append(timed(cmd, cwd, envs[name]))
+        stop_warm_servers(warm_env)
         memory = {}
         for name in outputs:
             cmd, cwd = commands[name]
-            memory[name] = measure(cmd, cwd=cwd, env=dict(os.environ))
+            memory[name] = measure(cmd, cwd=cwd, env=cold)
         base = statistics.median(times["import torch"])
         print(
             f"machine: {os.cpu_count()} cores, load average {', '.join(f'{x:.2f}' for x in os.getloadavg())}; {args.runs} rounds"
@@ -165,6 +213,8 @@ def main() -> int:
         for name, values in times.items():
             median = statistics.median(values)
             line = f"{name:19s}: median {median:6.3f} s  (runs: {', '.join(f'{x:.2f}' for x in values)})"
+            if name.endswith("(warm)"):
+                line += f"\n{'':19s}  ratio {median / base:.2f} (the next grade, within [grader] warm_idle_s; no target)"
             if name in TARGETS:
                 line += f"\n{'':19s}  ratio {median / base:.2f} (target ≤ {TARGETS[name]})   {summary(outputs[name])}"
                 m = memory[name]

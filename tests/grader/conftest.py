@@ -56,6 +56,53 @@ class Graded:
         return {h["id"] for t in self.tests(sid) for h in t["hints"]}
 
 
+def _warm_folder(config: pytest.Config) -> Path:
+    """The run's folder for warm grading servers (``XDG_RUNTIME_DIR``): the controller's
+    temporary folder, which every xdist worker's lies under."""
+    return config._tmp_path_factory.getbasetemp() / "runtime"  # type: ignore[attr-defined]
+
+
+@pytest.hookimpl(trylast=True)  # after the tmp_path plugin's, which makes the temporary folder
+def pytest_configure(config: pytest.Config) -> None:
+    """One warm grading server for this repository (runner/process/warm.py), started by the
+    controller before the workers: each ``grade(...)`` of ``ROOT`` forks its trusted process
+    from it instead of importing torch again (a grade of the red-team or hints tests ~3.5 CPU s
+    less). A grade started before it listens starts its own, as the first ``make grade`` of a
+    student's session does. Servers for other roots (releases, toy courses) are never started:
+    ``grade`` leaves one only where its terminal is interactive. ``AUTOGRADER_WARM=0`` in the
+    environment of ``make test`` turns it off (every grade cold), and a test that checks the
+    cold start itself (test_launch.py) passes it."""
+    if os.environ.get("PYTEST_XDIST_WORKER") or os.environ.get("AUTOGRADER_WARM", "").strip() in ("0", "off"):
+        return
+    runtime = _warm_folder(config)
+    runtime.mkdir(mode=0o700, exist_ok=True)
+    os.environ["XDG_RUNTIME_DIR"] = str(runtime)  # the workers inherit it
+    from autograder.config import load
+    from autograder.runner.process import warm
+
+    warm.start(load(ROOT / "grading.toml"))
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Stop this run's warm servers (their pids are in their logs)."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    import re
+    import signal
+
+    from autograder.runner.process import warm
+
+    for log in _warm_folder(config).glob("autograder-warm-*/*.log"):
+        for pid in re.findall(r"listening: pid (\d+)", log.read_text(encoding="utf-8", errors="replace")):
+            try:
+                os.kill(int(pid), signal.SIGTERM)
+            except (ProcessLookupError, PermissionError):
+                pass
+    for proc in warm.STARTED:
+        proc.kill()  # one still preloading has no log line yet
+        proc.wait()
+
+
 def grade(
     submission: Path | str | None,
     *args: str,

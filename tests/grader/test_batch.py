@@ -333,8 +333,8 @@ def test_a_forked_run_starts_like_a_fresh_process(tmp_path):
     run's child forks its sandbox fork server, as the Early launcher does, never the preloaded
     process; this probe is no grading run)."""
     from autograder.config import load
-    from autograder.instructor.batch.launcher import PYTEST, Preloaded
     from autograder.runner.process import trusted
+    from autograder.runner.process.preloaded_launcher import PYTEST, Preloaded
 
     config = load(ROOT / "grading.toml")
     probe = tmp_path / "test_probe.py"
@@ -401,9 +401,9 @@ def test_a_batch_compiles_the_suites_once_into_a_private_folder_no_worker_reads_
     suites (the run's ``protect``: a submission that knows its name reads nothing there, on
     the first student's run and on a later one's), and gone when the batch ends."""
     from autograder.config import load
-    from autograder.instructor.batch.launcher import Preloaded
     from autograder.runner.grade import GradeRequest
     from autograder.runner.grade import grade as grade_run
+    from autograder.runner.process.preloaded_launcher import Preloaded
 
     config = load(fast_config).select([SKILL])
     with Preloaded(config.root, config.suites_dir, [], label="bytecode") as preloaded:

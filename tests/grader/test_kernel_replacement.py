@@ -361,7 +361,7 @@ def test_a_batch_reads_the_kernel_registry_once_and_reads_what_a_single_grades_s
     its warm-up, which runs every kind of operation the suites use."""
     script = (
         "import io, sys\n"
-        "from autograder.instructor.batch import preloaded\n"
+        "from autograder.runner.process import preloaded\n"
         "from autograder.sandbox.probes import bans\n"
         "preloaded._preload(['torch.fx.experimental.symbolic_shapes'])\n"
         "assert bans._REGISTRATIONS, 'not read by the preloaded process'\n"

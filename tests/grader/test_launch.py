@@ -194,8 +194,9 @@ PROCESS_STARTS = {
     "sandbox/zygote.py": "fork: the sandbox fork server and its workers",
     "sandbox/namespaces.py": "fork: the namespace probe's child",
     "app/gradescope_run.py": "Popen: the Gradescope entry point runs `python -m autograder grade`",
-    "instructor/batch/launcher.py": "Popen: the batch's preloaded process (the Preloaded launcher)",
-    "instructor/batch/preloaded.py": "fork: one trusted process per student, forked from it (then early.become_pytest)",
+    "runner/process/preloaded_launcher.py": "Popen: the batch's preloaded process (the Preloaded launcher)",
+    "runner/process/preloaded.py": "fork: a trusted process per student or warm grade (then early.become_pytest)",
+    "runner/process/warm.py": "Popen: a warm grading server (the preloaded process, listening) for the next grade",
 }
 
 
@@ -243,7 +244,7 @@ def test_the_fresh_and_the_preloaded_launcher_start_the_same_command_for_a_plan(
     from the batch's ``Preloaded`` (the early one sends the same ``trusted.command`` as a
     header; the slow test above compares its grading): they differ only in when the
     interpreter started. A launch that fails leaves no run folder."""
-    from autograder.instructor.batch.launcher import PYTEST, Preloaded
+    from autograder.runner.process.preloaded_launcher import PYTEST, Preloaded
 
     config = load(fast_config)
     plan = trusted.Plan(config.root, config.suites_dir, ("qkv/test_qkv.py",))
@@ -271,7 +272,7 @@ def test_the_fresh_and_the_preloaded_launcher_start_the_same_command_for_a_plan(
 
 
 def test_a_plan_for_another_suites_folder_is_not_forked_from_the_batchs_preloaded_process(tmp_path, fast_config):
-    from autograder.instructor.batch.launcher import Preloaded
+    from autograder.runner.process.preloaded_launcher import Preloaded
 
     config = load(fast_config)
     preloaded = Preloaded.__new__(Preloaded)

@@ -261,7 +261,7 @@ def _plan(config: Config, students: list[Student], options: Options, outcome: Ou
 def _preloaded(config: Config, options: Options, outcome: Outcome, progress):
     """The preloaded process the students' trusted processes fork from, or None (then each
     starts afresh, and the progress says why)."""
-    from .launcher import Preloaded, PreloadError
+    from ...runner.process.preloaded_launcher import Preloaded, PreloadError
 
     preload = sorted(ALWAYS_PRELOAD | {m for skill in config.skills.values() for m in skill.preload})
     try:

@@ -6,9 +6,10 @@
   in it. One way to start it: a ``Launcher`` (launch.py) turns a ``Plan`` (root, suites,
   test files) into a ``TrustedProcess``. Three launchers, differing only in what the
   interpreter had imported when the plan arrived: ``Fresh`` (a new ``python -m pytest``),
-  ``Early`` (started before the command line read grading.toml; early.py) and the batch's
-  ``Preloaded`` (forked from a process that imported torch once per batch:
-  autograder/instructor/batch/launcher.py and preloaded.py). Whatever started it, it imports
+  ``Early`` (started before the command line read grading.toml; early.py) and
+  ``Preloaded`` (forked from a process that imported torch once: a batch's, or a warm
+  server a user's earlier grade left, warm.py; preloaded_launcher.py, preloaded.py).
+  Whatever started it, it imports
   ``preimport.pytest_side`` before its run is known — the preloaded process adds
   ``preimport.torch_side``. With two cores, a trusted process divides itself after
   collection (split.py): a fork of the same run, not a second start;

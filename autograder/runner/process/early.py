@@ -203,7 +203,7 @@ def _use_compiled_ahead(header: dict | None) -> None:
 def become_pytest(args: list[str]) -> None:
     """Run what ``python -m pytest`` runs (pytest's ``__main__``, with ``sys.argv[0]`` its
     file) with ``args``; it ends by raising SystemExit with pytest's exit code. Also how the
-    batch's preloaded process turns a fork into a run (instructor/batch/preloaded.py)."""
+    batch's preloaded process turns a fork into a run (preloaded.py)."""
     import runpy
 
     sys.argv = [sys.argv[0], *args]

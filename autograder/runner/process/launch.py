@@ -13,8 +13,9 @@ had imported by then:
   once and the process stopped, mid-import if need be) and becomes the plan's process when
   ``launch`` sends it the arguments. A plan for another root (or a process that died, or
   was used) gets a ``Fresh`` one instead;
-- ``Preloaded`` (autograder/instructor/batch/launcher.py): forked, one per student, from a
-  process that imported pytest and torch once per batch.
+- ``Preloaded`` (preloaded_launcher.py): forked from a process that imported pytest and
+  torch once — one per student of a batch, or each later ``grade`` of a working session from
+  the warm server the first one left (warm.py).
 
 The second trusted process of a run on two cores is not launched: the trusted process forks
 itself after collection (split.py) and that child stays part of the same run.

@@ -6,7 +6,7 @@ computes nothing and starts nothing.
 
 - the Early launcher's process (runner/process/early.py) imports both while the command line
   validates grading.toml and checks the submission;
-- the batch's preloaded process (autograder/instructor/batch/preloaded.py) imports both, once per batch.
+- the batch's preloaded process (preloaded.py) imports both, once per batch.
 """
 
 from __future__ import annotations

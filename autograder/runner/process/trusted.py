@@ -90,7 +90,7 @@ def command(root: Path, test_files: list[str], report: Path, manifest_fd: int, p
 
 #: starts a process: (argv, *, cwd, env, log file, pass_fds) → a Popen-like handle (pid, poll,
 #: wait, returncode; optionally kill_group). ``popen`` starts a fresh one; a batch forks it
-#: from its preloaded process instead (autograder/instructor/batch/launcher.py); the Early
+#: from its preloaded process instead (preloaded_launcher.py); the Early
 #: launcher uses ``os_spawn.posix_spawn`` (nothing to import first).
 Spawn = Callable[..., "subprocess.Popen"]
 

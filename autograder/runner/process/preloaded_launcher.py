@@ -1,6 +1,8 @@
-"""The batch's launcher (runner/process/launch.py): ``Preloaded`` starts the batch's
-preloaded process (preloaded.py) once, then forks each student's trusted process from it
-instead of starting Python and importing torch again.
+"""The preloaded launcher (launch.py): ``Preloaded`` starts the batch's preloaded process
+(preloaded.py) once, then forks each student's trusted process from it instead of starting
+Python and importing torch again; ``Preloaded.attach`` does the same with a warm server a
+user's earlier ``grade`` left running (warm.py). Here, below ``instructor/``, because the
+student tree's ``grade`` uses it too.
 
 ``Preloaded.spawn`` has ``trusted.popen``'s signature and returns a handle with ``Popen``'s
 ``pid``/``poll``/``wait``/``returncode`` and a ``kill_group`` (the preloaded process, the
@@ -8,7 +10,7 @@ run's parent, kills it: no pid-reuse race). A plan for another root or suites fo
 command or environment not the one the process was started for, or any run after it died,
 is started with ``trusted.popen`` — slower, never different.
 
-The batch's bytecode folder (``bytecode_dir``): each forked run compiles the modules it
+The batch's bytecode folder (``bytecode_dir``; a warm server has none): each forked run compiles the modules it
 imports after the fork — the suites, hidden tests included, their course helpers — into
 this private folder (``sys.pycache_prefix``, preloaded._child), and every later run reads
 them from there instead of compiling them again: ~0.12 CPU s a student where Python writes
@@ -29,10 +31,11 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import IO
 
-from ...runner.process import trusted
-from ...runner.process.trusted import Plan, TrustedProcess
 from ...sandbox.tree import remove_tree
+from . import trusted
+from .trusted import Plan, TrustedProcess
 
 PYTEST = [sys.executable, "-s", "-m", "pytest"]
 
@@ -70,24 +73,22 @@ class ForkedRun:
 
 
 class Preloaded:
-    """One preloaded process per batch (``with Preloaded(root, suites_dir, preload) as launcher:``)."""
+    """One preloaded process per batch (``with Preloaded(root, suites_dir, preload) as launcher:``),
+    or a warm server's (``attach``)."""
+
+    proc: subprocess.Popen | None  # None: attached (the process is a warm server's own)
+    bytecode_dir: Path | None
+    protect: list[Path]
+    not_preloaded: list[str]
+    _stderr: IO[bytes] | None
 
     def __init__(self, root: Path, suites_dir: Path, preload: list[str], start_timeout: float = 120.0, label: str = "") -> None:
-        self.env = trusted.environment(root, suites_dir)
-        self.cwd = Path(root)
-        self.suites_dir = Path(suites_dir)
-        self._lock = threading.Lock()
-        self._runs: dict[int, ForkedRun] = {}
-        self._local = threading.local()  # the run this thread launched last (its CPU time)
-        self._next = 1
-        self.alive = False
-        self.fallbacks = 0
-        self.started_seconds = 0.0
-        self.not_preloaded: list[str] = []
+        self._state(trusted.environment(root, suites_dir), root, suites_dir)
         self._stderr = tempfile.TemporaryFile()  # what the preloaded process says if it breaks
-        self.bytecode_dir = Path(tempfile.mkdtemp(prefix="autograder-bytecode-"))  # mode 0700
+        bytecode_dir = Path(tempfile.mkdtemp(prefix="autograder-bytecode-"))  # mode 0700
+        self.bytecode_dir = bytecode_dir
         #: what no worker of this batch may read (GradeRequest.protect)
-        self.protect = [self.bytecode_dir.resolve()]
+        self.protect = [bytecode_dir.resolve()]
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._sock = ours
         started = time.monotonic()
@@ -96,7 +97,7 @@ class Preloaded:
                 sys.executable,
                 "-s",
                 "-m",
-                "autograder.instructor.batch.preloaded",
+                "autograder.runner.process.preloaded",
                 str(theirs.fileno()),
                 ",".join(preload),
                 label,
@@ -131,6 +132,38 @@ class Preloaded:
         self._reader = threading.Thread(target=self._read, name="batch-preloaded", daemon=True)
         self._reader.start()
 
+    def _state(self, env: dict[str, str], root, suites_dir) -> None:
+        self.env = env
+        self.cwd = Path(root)
+        self.suites_dir = Path(suites_dir)
+        self._lock = threading.Lock()
+        self._runs: dict[int, ForkedRun] = {}
+        self._local = threading.local()  # the run this thread launched last (its CPU time)
+        self._next = 1
+        self.alive = False
+        self.fallbacks = 0
+        self.started_seconds = 0.0
+        self.not_preloaded = []
+        self.proc = None
+        self.bytecode_dir = None
+        self.protect = []
+
+    @classmethod
+    def attach(cls, sock: socket.socket, hello: dict) -> Preloaded:
+        """A launcher for a preloaded process someone else started: a warm server (warm.py),
+        connected on ``sock``, which greeted us with ``hello`` (its root, suites folder and
+        environment). Its runs are forked there; ``close`` only hangs up (the server kills
+        what this connection left running, and stays for the next grade)."""
+        self = cls.__new__(cls)
+        self._state({str(k): str(v) for k, v in hello["env"].items()}, hello["root"], hello["suites_dir"])
+        self._stderr = None
+        self._sock = sock
+        self.not_preloaded = list(hello.get("not_preloaded") or [])
+        self.alive = True
+        self._reader = threading.Thread(target=self._read, name="warm-server", daemon=True)
+        self._reader.start()
+        return self
+
     # ------------------------------------------------------------------ launcher
     def launch(self, plan: Plan) -> TrustedProcess:
         """The Launcher protocol: ``plan``'s trusted process, forked when it can be."""
@@ -147,8 +180,9 @@ class Preloaded:
         with self._lock:
             run_id = self._next
             self._next += 1
-            run = ForkedRun(self, run_id)
-            self._runs[run_id] = run
+            forked = ForkedRun(self, run_id)
+            self._runs[run_id] = forked
+            run: ForkedRun | None = forked
             message = {"op": "run", "id": run_id, "argv": argv[len(PYTEST) :], "cwd": str(cwd), "env": env, "fds": list(pass_fds)}
             try:
                 socket.send_fds(self._sock, [json.dumps(message).encode()], [*pass_fds, log.fileno()])
@@ -215,6 +249,8 @@ class Preloaded:
             self._send({"op": "kill", "id": run_id})
 
     def _stop_process(self) -> None:
+        if self.proc is None:
+            return
         try:
             os.killpg(self.proc.pid, 9)
         except (ProcessLookupError, PermissionError):
@@ -225,6 +261,9 @@ class Preloaded:
             pass
 
     def close(self) -> None:
+        if self.proc is None:  # attached: hang up only
+            self._hang_up()
+            return
         if self.alive:
             self._send({"op": "stop"})
         try:
@@ -232,14 +271,30 @@ class Preloaded:
         except subprocess.TimeoutExpired:
             pass
         self._stop_process()
+        self._hang_up()
+        if self._stderr is not None:
+            self._stderr.close()
+        if self.bytecode_dir is not None:
+            remove_tree(self.bytecode_dir)
+
+    def _hang_up(self) -> None:
+        try:
+            self._sock.shutdown(socket.SHUT_RDWR)  # wakes the reader thread
+        except OSError:
+            pass
         try:
             self._sock.close()
         except OSError:
             pass
-        self._stderr.close()
-        remove_tree(self.bytecode_dir)
+
+    def release(self) -> None:
+        """As ``Early.release``: the command line is done with this launcher (a run, if it
+        took one, has ended by now)."""
+        self.close()
 
     def _preloaded_stderr(self) -> str:
+        if self._stderr is None:
+            return ""
         try:
             self._stderr.seek(0)
             return self._stderr.read()[-600:].decode("utf-8", "replace")

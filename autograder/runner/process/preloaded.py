@@ -1,5 +1,6 @@
 """The preloaded process of a batch run: start Python and ``import torch`` once, not once
-per student (its launcher: launcher.py).
+per student (its launcher: preloaded_launcher.py). Started with ``--listen`` it is a warm
+server instead (warm.py, ``serve``): the same forks, one per ``grade`` that connects.
 
 ``python -m autograder grade`` starts a fresh ``python -m pytest … -p autograder.runner.plugin``
 per run (runner/process/trusted.py). A batch starts *this* process once instead, with exactly the
@@ -123,13 +124,23 @@ def _place_fds(received: list[int], targets: list[int]) -> None:
     for fd in (manifest, progress, log):
         if fd not in keep:
             os.close(fd)
-    for name in os.listdir("/proc/self/fd"):
-        fd = int(name)
+    for fd in _open_fds():
         if fd not in keep:
             try:
                 os.close(fd)
             except OSError:
                 pass
+
+
+def _open_fds() -> list[int]:
+    """This process's open descriptors: Linux lists them in /proc, macOS in /dev/fd; elsewhere
+    every number up to the limit."""
+    for folder in ("/proc/self/fd", "/dev/fd"):
+        try:
+            return [int(name) for name in os.listdir(folder)]
+        except (OSError, ValueError):
+            continue
+    return list(range(os.sysconf("SC_OPEN_MAX") if hasattr(os, "sysconf") else 1024))
 
 
 def _dup_high(fd: int, floor: int) -> int:
@@ -138,11 +149,12 @@ def _dup_high(fd: int, floor: int) -> int:
     return fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, floor)
 
 
-def _child(sock: socket.socket, request: dict, fds: list[int]) -> None:
+def _child(socks: list[socket.socket], request: dict, fds: list[int]) -> None:
     """The forked run. Never returns."""
     code = 70
     try:
-        sock.close()
+        for sock in socks:  # the batch's socket; a warm server's listener and every connection
+            sock.close()
         os.setsid()
         _fresh_signals()
         os.chdir(request["cwd"])
@@ -200,14 +212,43 @@ def _cache_bytecode() -> None:
 
 
 class _Forker:
-    def __init__(self, sock: socket.socket) -> None:
-        self.sock = sock
-        self.runs: dict[int, int] = {}  # pid → request id
+    """Forks a run for each ``run`` request and answers on the socket the request came on.
 
-    def send(self, message: dict) -> None:
-        self.sock.send(json.dumps(message).encode())
+    ``socks``: the connected sockets (a batch: its one end of the pair). A warm server
+    (warm.py) also has a ``listener``: each connection is one ``grade`` command line, which
+    is greeted with what this process was started for (``hello``); its runs are killed when
+    it closes, and the process leaves after ``idle`` seconds with no connection and no run,
+    or at once when a module it imported changed on disk (``fresh``: a run would otherwise
+    use the old grader)."""
 
-    def start(self, request: dict, fds: list[int]) -> None:
+    def __init__(
+        self,
+        socks: list[socket.socket],
+        listener: socket.socket | None = None,
+        hello: dict | None = None,
+        idle: float | None = None,
+        fresh=None,
+    ) -> None:
+        self.socks = list(socks)
+        self.listener = listener
+        self.hello = hello or {}
+        self.idle = idle
+        self.fresh = fresh
+        self.runs: dict[int, tuple[socket.socket, int]] = {}  # pid → (its connection, request id)
+        self.warm = listener is not None  # a warm server: lets its runs finish when it stops
+        self.name = _bound_name(listener) if listener is not None else None
+        self.stopping = False
+
+    def all_sockets(self) -> list[socket.socket]:
+        return [*self.socks, *([self.listener] if self.listener is not None else [])]
+
+    def send(self, sock: socket.socket, message: dict) -> None:
+        try:
+            sock.send(json.dumps(message).encode())
+        except OSError:
+            pass  # that command line is gone; its runs are killed when its socket reads closed
+
+    def start(self, sock: socket.socket, request: dict, fds: list[int]) -> None:
         if len(fds) != 3:
             for fd in fds:
                 os.close(fd)
@@ -216,15 +257,19 @@ class _Forker:
         sys.stderr.flush()
         pid = os.fork()
         if pid == 0:
-            _child(self.sock, request, fds)
+            _child(self.all_sockets(), request, fds)
         for fd in fds:
             os.close(fd)
-        self.runs[pid] = int(request["id"])
-        self.send({"id": int(request["id"]), "pid": pid})
+        self.runs[pid] = (sock, int(request["id"]))
+        self.send(sock, {"id": int(request["id"]), "pid": pid})
+        if self.listener is not None:  # a warm server's log: which grades it served
+            print(f"{time.strftime('%H:%M:%S')} run forked: pid {pid}", file=sys.stderr, flush=True)
 
-    def kill(self, run_id: int) -> None:
-        for pid, rid in self.runs.items():
-            if rid == run_id:
+    def kill(self, sock: socket.socket | None, run_id: int | None) -> None:
+        """``sock``'s run ``run_id``; all of ``sock``'s runs when ``run_id`` is None; every run
+        when ``sock`` is None too."""
+        for pid, (owner, rid) in self.runs.items():
+            if (sock is None or owner is sock) and (run_id is None or rid == run_id):
                 for target in (-pid, pid):
                     try:
                         os.kill(target, signal.SIGKILL)
@@ -239,15 +284,15 @@ class _Forker:
                 return
             if pid == 0:
                 return
-            run_id = self.runs.pop(pid, None)
-            if run_id is not None:
+            owner = self.runs.pop(pid, None)
+            if owner is not None:
                 # whatever the run started and left behind (in its own process group) goes too
                 try:
                     os.killpg(pid, signal.SIGKILL)
                 except (ProcessLookupError, PermissionError):
                     pass
                 # CPU of the run and of every process it waited for (its fork server, workers)
-                self.send({"id": run_id, "status": status, "cpu_s": round(usage.ru_utime + usage.ru_stime, 3)})
+                self.send(owner[0], {"id": owner[1], "status": status, "cpu_s": round(usage.ru_utime + usage.ru_stime, 3)})
 
     def sweep_orphans(self) -> None:
         """Kill what finished runs left behind (re-parented here: we are a subreaper)."""
@@ -264,43 +309,162 @@ class _Forker:
                 except (ProcessLookupError, PermissionError):
                     pass
 
+    def _accept(self) -> None:
+        try:
+            conn, _ = self.listener.accept()  # type: ignore[union-attr]
+        except OSError:
+            return
+        if not _same_user(conn):  # the folder's mode already keeps other users out
+            self.send(conn, {"refused": "another user"})
+            conn.close()
+            return
+        if self.fresh is not None and not self.fresh():
+            # a module this process imported changed on disk: a run would use the old grader;
+            # say so, take no run, and leave once the runs are done
+            self.send(conn, {"stale": True})
+            conn.close()
+            self.stop_listening()
+            return
+        self.socks.append(conn)
+        self.send(conn, self.hello)
+
+    def stop_listening(self) -> None:
+        if self.listener is not None:
+            _unlink_own(self.name)
+            self.listener.close()
+            self.listener = None
+            self.stopping = True
+
+    def _closed(self, sock: socket.socket) -> bool:
+        """``sock`` closed: True for the batch's one socket (then this process leaves)."""
+        self.kill(sock, None)
+        self.socks.remove(sock)
+        sock.close()
+        return not self.warm
+
     def loop(self) -> None:
-        last_sweep = time.monotonic()
+        last_sweep = last_busy = time.monotonic()
         while True:
-            ready, _, _ = select.select([self.sock], [], [], 0.05)
-            if ready:
+            watch = self.all_sockets()
+            ready, _, _ = select.select(watch, [], [], 0.05)
+            for sock in ready:
+                if sock is self.listener:
+                    self._accept()
+                    continue
                 try:
-                    data, fds, _flags, _addr = socket.recv_fds(self.sock, MAX_MESSAGE, 4)
+                    data, fds, _flags, _addr = socket.recv_fds(sock, MAX_MESSAGE, 4)
                 except OSError:
-                    break
+                    data, fds = b"", []
                 if not data:
-                    break
-                request = json.loads(data)
-                op = request.get("op")
-                if op == "run":
-                    self.start(request, list(fds))
-                elif op == "kill":
-                    self.kill(int(request["id"]))
-                elif op == "stop":
-                    break
-                for fd in fds if op != "run" else ():
+                    if self._closed(sock):
+                        self.stopping = True
+                    continue
+                try:
+                    request = json.loads(data)
+                    op = request.get("op")
+                    if op == "run":
+                        self.start(sock, request, list(fds))
+                        fds = []
+                    elif op == "kill":
+                        self.kill(sock, int(request["id"]))
+                    elif op == "stop" and not self.warm:  # the batch's; a warm server's clients cannot stop it
+                        self.stopping = True
+                except (ValueError, KeyError, TypeError):
+                    pass  # a malformed request: nothing forked
+                for fd in fds:
                     os.close(fd)
             self.reap()
-            if time.monotonic() - last_sweep > 1.0:
+            now = time.monotonic()
+            if now - last_sweep > 1.0:
                 self.sweep_orphans()
-                last_sweep = time.monotonic()
-        for run_id in list(self.runs.values()):
-            self.kill(run_id)
+                last_sweep = now
+            if self.runs or (self.warm and self.socks):
+                last_busy = now
+            elif self.idle is not None and now - last_busy > self.idle:
+                self.stopping = True
+            if self.stopping and (not self.warm or not self.runs):
+                break
+        self.stop_listening()
+        self.kill(None, None)
         self.reap()
         self.sweep_orphans()
+
+
+def _same_user(conn: socket.socket) -> bool:
+    """The peer runs as this process's user, where the system says (Linux: SO_PEERCRED);
+    elsewhere the socket's folder, mode 0700, is the check (warm.socket_dir)."""
+    option = getattr(socket, "SO_PEERCRED", None)
+    if option is None:
+        return True
+    try:
+        import struct
+
+        _pid, uid, _gid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i")))
+    except OSError:
+        return False
+    return uid == os.getuid()
+
+
+def _bound_name(listener: socket.socket) -> tuple[str, int, int] | None:
+    """The listening socket's path and that file's identity, read once it is bound."""
+    try:
+        path = listener.getsockname()
+        st = os.stat(path)
+    except (OSError, TypeError):
+        return None
+    return (path, st.st_dev, st.st_ino) if isinstance(path, str) and path else None
+
+
+def _unlink_own(name: tuple[str, int, int] | None) -> None:
+    """Remove the listening socket's path, only while the file there is still the one this
+    process bound (a newer server may have taken the name after this one went stale)."""
+    if name is None:
+        return
+    path, dev, ino = name
+    try:
+        st = os.stat(path)
+        if (st.st_dev, st.st_ino) == (dev, ino):
+            os.unlink(path)
+    except OSError:
+        pass
+
+
+def _module_files() -> dict[str, tuple[int, int]]:
+    """Every imported module's file and its (mtime, size): a warm server's grader as loaded."""
+    files = {}
+    for module in list(sys.modules.values()):
+        path = getattr(module, "__file__", None)
+        if isinstance(path, str):
+            try:
+                st = os.stat(path)
+            except OSError:
+                continue
+            files[path] = (st.st_mtime_ns, st.st_size)
+    return files
+
+
+def _unchanged(files: dict[str, tuple[int, int]]):
+    def fresh() -> bool:
+        for path, seen in files.items():
+            try:
+                st = os.stat(path)
+            except OSError:
+                return False
+            if (st.st_mtime_ns, st.st_size) != seen:
+                return False
+        return True
+
+    return fresh
 
 
 def main(argv: list[str]) -> int:
     """argv: socket fd, comma-separated extra modules to preload, a label (the batch's --out:
     it shows in ``ps`` for this process and every run forked from it), the batch's private
-    bytecode folder (optional)."""
+    bytecode folder (optional). A warm server (warm.py) is started with ``--listen`` instead."""
     global _STARTUP, _BYTECODE_DIR
     _STARTUP = _startup_signals()
+    if argv[:1] == ["--listen"]:
+        return serve(argv[1:])
     _BYTECODE_DIR = argv[3] if len(argv) > 3 and argv[3] else None
     fd = int(argv[0])
     extra = [m for m in (argv[1].split(",") if len(argv) > 1 else []) if m]
@@ -311,7 +475,61 @@ def main(argv: list[str]) -> int:
     started = time.monotonic()
     failed = _preload(extra)
     sock.send(json.dumps({"ready": True, "seconds": round(time.monotonic() - started, 3), "not_preloaded": failed}).encode())
-    _Forker(sock).loop()
+    _Forker([sock]).loop()
+    return 0
+
+
+def serve(argv: list[str]) -> int:
+    """A warm server (warm.py): argv = socket path, lock file, idle seconds, root, suites folder.
+    Holds the lock for its whole life (one server a name), binds the path, preloads, then
+    forks a run for each ``grade`` that connects."""
+    import fcntl
+
+    path, lock_path, idle, root, suites = argv[0], argv[1], float(argv[2]), argv[3], argv[4]
+    lock = os.open(lock_path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    for _ in range(40):
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            break
+        except OSError:
+            if os.path.exists(path):
+                return 0  # another server has this name and is listening
+            time.sleep(0.25)  # one that went stale and is leaving, or one still preloading
+    else:
+        return 0
+    try:
+        from autograder.sandbox import confine
+
+        confine.set_child_subreaper()
+    except Exception:
+        pass  # where there is no prctl, a run's leftovers are killed with its process group only
+    started = time.monotonic()
+    failed = _preload([])
+    hello = {
+        "ready": True,
+        "pid": os.getpid(),
+        "root": root,
+        "suites_dir": suites,
+        "env": dict(os.environ),
+        "seconds": round(time.monotonic() - started, 3),
+        "not_preloaded": failed,
+    }
+    fresh = _unchanged(_module_files())
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    try:
+        os.unlink(path)  # a dead server's (we hold the lock)
+    except FileNotFoundError:
+        pass
+    listener.bind(path)
+    os.chmod(path, 0o600)
+    listener.listen(8)
+    print(
+        f"{time.strftime('%H:%M:%S')} listening: pid {os.getpid()}, {path}, {hello['seconds']} s to preload",
+        file=sys.stderr,
+        flush=True,
+    )
+    _Forker([], listener, hello, idle, fresh).loop()
+    print(f"{time.strftime('%H:%M:%S')} leaving: pid {os.getpid()}", file=sys.stderr, flush=True)
     return 0
 
 

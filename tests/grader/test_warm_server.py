@@ -1,0 +1,261 @@
+"""The warm grading server (autograder/runner/process/warm.py): a grade forked from it scores
+what a cold grade scores, and its life — one user's, gone when its grader changes or after
+its idle time, started only where it is wanted — holds.
+
+The lifecycle tests run the server's loop (preloaded._Forker) in a small process without the
+preload (no torch: a fraction of a second); the scoring test runs the real server."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from conftest import ROOT, SEED, grade, make_submission
+
+from autograder.runner.process import warm
+
+#: the server's loop without its preload: argv = socket path, idle seconds, fresh (1/0)
+LOOP = """
+import os, socket, sys
+sys.path.insert(0, {root!r})
+from autograder.runner.process import preloaded
+path, idle, fresh = sys.argv[1], float(sys.argv[2]), sys.argv[3] == "1"
+listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+listener.bind(path)
+listener.listen(4)
+print("listening", flush=True)
+preloaded._Forker([], listener, {{"ready": True}}, idle, lambda: fresh).loop()
+print("left", flush=True)
+"""
+
+pytestmark = pytest.mark.skipif(not warm.supported(), reason="no SOCK_SEQPACKET Unix sockets here: no warm server")
+
+
+@pytest.fixture
+def short_tmp():
+    """A folder right under the temporary folder: a socket's path must fit in ~100 bytes, and
+    another user must be able to reach it (pytest's own folders are mode 0700)."""
+    path = Path(tempfile.mkdtemp(prefix="aw-"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _loop(tmp_path: Path, idle: float = 30.0, fresh: bool = True, folder_mode: int = 0o700) -> tuple[subprocess.Popen, str]:
+    folder = tmp_path / "sock"
+    folder.mkdir(mode=folder_mode)
+    folder.chmod(folder_mode)
+    tmp_path.chmod(0o755 if folder_mode & 0o077 else 0o700)
+    path = str(folder / "s.sock")
+    proc = subprocess.Popen(
+        [sys.executable, "-c", LOOP.format(root=str(ROOT)), path, str(idle), "1" if fresh else "0"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "listening"
+    return proc, path
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    proc.kill()
+    proc.wait()
+    if proc.stdout is not None:
+        proc.stdout.close()
+
+
+def _greeting(path: str) -> dict:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as sock:
+        sock.settimeout(10)
+        sock.connect(path)
+        return json.loads(sock.recv(1 << 16))
+
+
+def test_a_warm_server_whose_grader_changed_refuses_removes_its_socket_and_leaves(short_tmp):
+    proc, path = _loop(short_tmp, fresh=False)
+    try:
+        assert _greeting(path) == {"stale": True}
+        assert proc.wait(timeout=10) == 0
+        assert not os.path.exists(path), "a stale server's name must be free for a fresh one"
+    finally:
+        _stop(proc)
+
+
+def test_a_warm_server_leaves_after_its_idle_time_and_not_while_a_grade_is_connected(short_tmp):
+    proc, path = _loop(short_tmp, idle=1.0)
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as sock:
+            sock.connect(path)
+            assert json.loads(sock.recv(1 << 16)) == {"ready": True}
+            time.sleep(2.0)  # twice the idle time, connected
+            assert proc.poll() is None, "a server left while a grade was connected"
+        assert proc.wait(timeout=15) == 0  # idle once the grade hung up
+        assert not os.path.exists(path)
+    finally:
+        _stop(proc)
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="needs root to connect as another user")
+def test_a_connection_from_another_user_is_refused(short_tmp):
+    proc, path = _loop(short_tmp, folder_mode=0o777)  # a folder others can enter: the peer check alone
+    os.chmod(path, 0o777)
+    try:
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the other user
+            os.close(read)
+            code = 1
+            try:
+                os.setgid(65534)
+                os.setuid(65534)
+                os.write(write, json.dumps(_greeting(path)).encode())
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(write)
+        with os.fdopen(read) as fh:
+            answer = json.loads(fh.read() or "{}")
+        os.waitpid(pid, 0)
+        assert answer == {"refused": "another user"}
+        assert _greeting(path) == {"ready": True}  # and it still serves its own user
+    finally:
+        _stop(proc)
+
+
+def test_a_warm_servers_folder_must_be_this_users_and_closed_to_others(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    mine = tmp_path / f"autograder-warm-{os.getuid()}"
+    assert warm.socket_dir() == str(mine) and (mine.stat().st_mode & 0o777) == 0o700
+    mine.chmod(0o755)
+    assert warm.socket_dir() is None, "a folder others can enter is not used"
+    assert warm.connect(str(ROOT)) is None
+    mine.rmdir()
+    (tmp_path / "elsewhere").mkdir(mode=0o700)
+    mine.symlink_to(tmp_path / "elsewhere")
+    assert warm.socket_dir() is None, "a link is not used"
+
+
+def test_a_server_is_left_only_by_an_interactive_grade_off_ci_where_workers_cannot_open_sockets(monkeypatch):
+    from autograder.sandbox import features, seccomp
+
+    full_tier = features.seccomp_possible(seccomp.seccomp_program(0) is not None)
+    config = SimpleNamespace(warm_idle_s=600.0, sandbox=SimpleNamespace(seccomp="auto"))
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.delenv(warm.ENV, raising=False)
+    assert warm.wanted(config, interactive=True) == full_tier
+    assert not warm.wanted(config, interactive=False)
+    monkeypatch.setenv("CI", "true")
+    assert not warm.wanted(config, interactive=True)
+    monkeypatch.setenv(warm.ENV, "1")
+    assert warm.wanted(config, interactive=False) == full_tier  # asked for, still only on the full tier
+    assert not warm.wanted(SimpleNamespace(warm_idle_s=600.0, sandbox=SimpleNamespace(seccomp="off")), interactive=True)
+    monkeypatch.setenv(warm.ENV, "0")
+    assert not warm.wanted(config, interactive=True)
+    monkeypatch.delenv(warm.ENV)
+    monkeypatch.delenv("CI")
+    assert not warm.wanted(SimpleNamespace(warm_idle_s=0.0, sandbox=config.sandbox), interactive=True)
+
+
+@contextlib.contextmanager
+def _server():
+    """This repository's warm server, in ``$XDG_RUNTIME_DIR`` (the test's): its log, once it
+    listens; stopped at the end."""
+    from autograder.config import load
+
+    started = len(warm.STARTED)
+    warm.start(load(ROOT / "grading.toml"))
+    files = warm.names(str(ROOT))
+    assert files is not None and len(warm.STARTED) == started + 1
+    proc = warm.STARTED.pop()
+    log = Path(files["log"])
+    try:
+        deadline = time.monotonic() + 180
+        while "listening" not in (log.read_text(encoding="utf-8") if log.is_file() else ""):
+            assert time.monotonic() < deadline and proc.poll() is None, "the warm server did not start"
+            time.sleep(0.2)
+        yield log
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+
+
+def _forked_runs(log: Path) -> int:
+    return log.read_text(encoding="utf-8").count("run forked") if log.is_file() else 0
+
+
+def test_a_grade_forked_from_a_warm_server_scores_what_a_cold_grade_scores(tmp_path, short_tmp, monkeypatch):
+    """A single mistake (masks) and the reference elsewhere: the same tests pass and fail, with
+    the same scores and hints, cold and warm; and the warm one was forked by the server."""
+
+    source = (ROOT / "solutions" / "masks.py").read_text(encoding="utf-8")
+    wrong = source.replace("torch.tril(", "torch.triu(", 1)
+    assert wrong != source, "the mistake's anchor moved: pick another"
+    sub = make_submission(tmp_path / "sub", {"masks.py": wrong})
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(short_tmp))
+    cold = grade(sub, "--skill", "masks", "--skill", "qkv", env={**os.environ, warm.ENV: "0"})
+    with _server() as log:
+        hot = grade(sub, "--skill", "masks", "--skill", "qkv")
+        assert _forked_runs(log) == 1, "the grade did not use the warm server"
+    assert cold.rc == hot.rc and cold.data and hot.data, cold.stderr + hot.stderr
+    assert hot.data["seed"] == cold.data["seed"] == SEED
+
+    def outcome(graded):
+        return [(t["name"], t["status"], t["score"], sorted(h["id"] for h in t["hints"])) for t in graded.tests()]
+
+    assert outcome(hot) == outcome(cold)
+    assert hot.score("masks") < hot.skill("masks")["points"] and hot.score("qkv") == hot.skill("qkv")["points"]
+
+
+@pytest.mark.slow
+def test_a_grade_whose_command_line_dies_leaves_no_run_in_the_warm_server(tmp_path, short_tmp, monkeypatch):
+    """Killed mid-run (SIGKILL: it cleans nothing), the command line leaves the run it asked
+    the server for with broken pipes and a closed connection: the run and everything in its
+    session end (the pipes alone end it, as they end a fresh run; the server also kills a
+    closed connection's runs, preloaded._Forker._closed)."""
+    source = (ROOT / "solutions" / "masks.py").read_text(encoding="utf-8")
+    slow = source.replace("def causal_mask(", "def causal_mask(*a, **k):\n    while True:\n        pass\n\n\ndef _unused(", 1)
+    assert slow != source, "the anchor moved: pick another function"
+    sub = make_submission(tmp_path / "sub", {"masks.py": slow})
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(short_tmp))
+    with _server() as log:
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        cli = subprocess.Popen(
+            [sys.executable, "-m", "autograder", "grade", str(sub), "--skill", "masks", "--format", "json", "--no-progress"],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 120
+        while _forked_runs(log) < 1:
+            assert time.monotonic() < deadline and cli.poll() is None, "the grade did not use the warm server"
+            time.sleep(0.1)
+        run = int(log.read_text(encoding="utf-8").split("run forked: pid ")[-1].split()[0])
+        time.sleep(1.0)  # into its tests
+        cli.kill()
+        cli.wait()
+        deadline = time.monotonic() + 20
+        while _alive_in_session(run):
+            assert time.monotonic() < deadline, "the run outlived its command line"
+            time.sleep(0.1)
+
+
+def _alive_in_session(sid: int) -> bool:
+    """A process of session ``sid`` (the run's: it called setsid) still lives (zombies aside)."""
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[3]) == sid and fields[0] != "Z":
+            return True
+    return False
