@@ -384,7 +384,7 @@ def _grade_command(args: argparse.Namespace, early) -> int:
     early = _warm_launcher(config, early)
     process = _start_early(config, early)
     try:
-        status = _check_and_grade(args, config, process)
+        status = _check_and_grade(args, config, process, protect=list(getattr(early, "protect", ())))
     finally:
         if process is not None:
             process.release()  # not taken by the run (an error came first): stopped and removed
@@ -408,7 +408,9 @@ def _leave_warm_server(config, early) -> None:
         pass
 
 
-def _check_and_grade(args: argparse.Namespace, config, process) -> int:
+def _check_and_grade(args: argparse.Namespace, config, process, protect: list[Path]) -> int:
+    """``protect``: what the launcher adds to what no worker may read (a warm server's
+    bytecode folder)."""
     submission = args.submission if args.submission is not None else str(config.exercises_dir)
     from .runner.submission import SubmissionDirError, check
 
@@ -417,7 +419,7 @@ def _check_and_grade(args: argparse.Namespace, config, process) -> int:
     except SubmissionDirError as exc:
         return _fail(args, config, str(exc), EXIT_USAGE, submission=submission)
     try:
-        results = _grade(args, config, submission, process)
+        results = _grade(args, config, submission, process, protect)
     except KeyboardInterrupt:
         return _fail(args, config, "grading was interrupted (Ctrl-C)", EXIT_INTERRUPTED, submission=submission)
     except ConfigError as exc:
@@ -454,14 +456,14 @@ def _check_and_grade(args: argparse.Namespace, config, process) -> int:
     return EXIT_OK
 
 
-def _grade(args: argparse.Namespace, config, submission: str, process=None):
+def _grade(args: argparse.Namespace, config, submission: str, process=None, protect: list[Path] | None = None):
     from rich.console import Console
 
     from .runner.grade import GradeRequest, grade
     from .runner.progress import LiveProgress
 
     err = Console(stderr=True)
-    protect = [Path(args.output).resolve().parent] if args.output else []
+    protect = [*(protect or ()), *([Path(args.output).resolve().parent] if args.output else [])]
     show = not args.no_progress and err.is_terminal
     with LiveProgress(err, config, enabled=show) as progress:
         return grade(

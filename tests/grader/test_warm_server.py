@@ -259,3 +259,41 @@ def _alive_in_session(sid: int) -> bool:
         if int(fields[3]) == sid and fields[0] != "Z":
             return True
     return False
+
+
+def test_a_warm_servers_runs_compile_the_suites_once_into_its_folder_that_no_worker_reads(tmp_path, short_tmp, monkeypatch):
+    """As a batch's (test_batch.py): where Python writes no bytecode, the server's runs compile
+    the suites into the server's own folder (0700, in the user's socket folder) and later runs
+    read them; no worker lists or reads it, on the first grade or the second; it goes with
+    the server."""
+    import importlib.util
+
+    from test_batch import _BYTECODE_PROBE
+
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(short_tmp))
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    files = warm.names(str(ROOT))
+    assert files is not None
+    folder = Path(files["bytecode"])
+    visible = (ROOT / "tests" / "suites" / "qkv" / "test_qkv_visible.py").resolve()
+    compiled = Path(str(folder) + str(visible.parent / Path(importlib.util.cache_from_source(str(visible))).name))
+    sub = make_submission(tmp_path / "sub", {})
+    with open(sub / "qkv.py", "a", encoding="utf-8") as fh:
+        fh.write(_BYTECODE_PROBE.format(folder=str(folder), compiled=str(compiled)))
+    looks = []
+    with _server() as log:
+        assert folder.is_dir() and (folder.stat().st_mode & 0o777) == 0o700
+        for _ in range(2):  # the first run writes the folder, the second reads it
+            graded = grade(sub, "--skill", "qkv")
+            assert graded.rc == 0 and graded.data and graded.data["score"] == graded.data["max_score"], graded.stderr
+            looks += [
+                line
+                for t in graded.tests()
+                for p in t.get("printed") or []
+                for line in p["text"].splitlines()
+                if line.startswith("LOOK ")
+            ]
+            assert compiled.is_file(), sorted(str(p) for p in folder.rglob("*.pyc"))
+        assert _forked_runs(log) == 2
+    assert looks and all(("listed 0" in line or "unlisted" in line) and "unread" in line for line in looks), looks
+    assert not folder.exists() and not os.path.exists(files["sock"])

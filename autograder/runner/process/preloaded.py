@@ -480,11 +480,16 @@ def main(argv: list[str]) -> int:
 
 
 def serve(argv: list[str]) -> int:
-    """A warm server (warm.py): argv = socket path, lock file, idle seconds, root, suites folder.
-    Holds the lock for its whole life (one server a name), binds the path, preloads, then
-    forks a run for each ``grade`` that connects."""
+    """A warm server (warm.py): argv = socket path, lock file, idle seconds, root, suites
+    folder, bytecode folder. Holds the lock for its whole life (one server a name), binds the
+    path, preloads, then forks a run for each ``grade`` that connects. Its runs compile what
+    they import after the fork (the suites) into the bytecode folder, as a batch's do
+    (``_cache_bytecode``), so the second grade reads what the first compiled; the folder is
+    in the user's own socket folder, named in the greeting (each grade hides it from its
+    workers: ``Preloaded.attach``'s ``protect``), and removed when the server leaves."""
     import fcntl
 
+    global _BYTECODE_DIR
     path, lock_path, idle, root, suites = argv[0], argv[1], float(argv[2]), argv[3], argv[4]
     lock = os.open(lock_path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
     for _ in range(40):
@@ -505,12 +510,20 @@ def serve(argv: list[str]) -> int:
         pass  # where there is no prctl, a run's leftovers are killed with its process group only
     started = time.monotonic()
     failed = _preload([])
+    bytecode = argv[5] if len(argv) > 5 and argv[5] else None
+    if bytecode is not None:
+        from autograder.sandbox.tree import remove_tree
+
+        remove_tree(bytecode)  # a dead server's: we hold the lock
+        os.mkdir(bytecode, 0o700)
+        _BYTECODE_DIR = bytecode
     hello = {
         "ready": True,
         "pid": os.getpid(),
         "root": root,
         "suites_dir": suites,
         "env": dict(os.environ),
+        "bytecode_dir": bytecode,
         "seconds": round(time.monotonic() - started, 3),
         "not_preloaded": failed,
     }
@@ -528,7 +541,21 @@ def serve(argv: list[str]) -> int:
         file=sys.stderr,
         flush=True,
     )
-    _Forker([], listener, hello, idle, fresh).loop()
+    forker = _Forker([], listener, hello, idle, fresh)
+
+    def leave(_signum, _frame):
+        raise SystemExit(0)
+
+    signal.signal(signal.SIGTERM, leave)  # stopped by its user (or `pkill`): leave cleanly; runs reset it
+    try:
+        forker.loop()
+    finally:
+        forker.stop_listening()
+        forker.kill(None, None)
+        if bytecode is not None:
+            from autograder.sandbox.tree import remove_tree
+
+            remove_tree(bytecode)
     print(f"{time.strftime('%H:%M:%S')} leaving: pid {os.getpid()}", file=sys.stderr, flush=True)
     return 0
 

@@ -159,6 +159,8 @@ class Preloaded:
         self._stderr = None
         self._sock = sock
         self.not_preloaded = list(hello.get("not_preloaded") or [])
+        if hello.get("bytecode_dir"):  # the server's, where its runs compile the suites: no worker reads it
+            self.protect = [Path(hello["bytecode_dir"]).resolve()]
         self.alive = True
         self._reader = threading.Thread(target=self._read, name="warm-server", daemon=True)
         self._reader.start()

@@ -105,7 +105,7 @@ def names(root: str) -> dict[str, str] | None:
         [os.path.realpath(sys.executable), sys.version, os.path.realpath(root), str(os.getuid()), json.dumps(env, sort_keys=True)]
     )
     name = hashlib.sha256(key.encode()).hexdigest()[:16]
-    files = {kind: os.path.join(folder, f"{name}.{kind}") for kind in ("sock", "lock", "log")}
+    files = {kind: os.path.join(folder, f"{name}.{kind}") for kind in ("sock", "lock", "log", "bytecode")}
     return files if len(files["sock"].encode()) <= MAX_PATH else None
 
 
@@ -165,7 +165,7 @@ def start(config) -> bool:
     if files is None:
         return False
     argv = [sys.executable, "-s", "-m", "autograder.runner.process.preloaded", "--listen"]
-    argv += [files["sock"], files["lock"], f"{config.warm_idle_s:g}", str(config.root), str(config.suites_dir)]
+    argv += [files["sock"], files["lock"], f"{config.warm_idle_s:g}", str(config.root), str(config.suites_dir), files["bytecode"]]
     try:
         with open(files["log"], "ab") as log:
             os.chmod(files["log"], 0o600)
