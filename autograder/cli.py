@@ -403,7 +403,9 @@ def _leave_warm_server(config, early) -> None:
         from .runner.process.preloaded_launcher import Preloaded
 
         if not isinstance(early, Preloaded) and warm.wanted(config, sys.stderr.isatty()):
-            warm.start(config)
+            from .runner.grade import preload_modules
+
+            warm.start(config, preload_modules(config))
     except Exception:  # only a head start for the next grade
         pass
 

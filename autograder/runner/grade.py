@@ -52,6 +52,13 @@ def suite_hash(config: Config) -> str:
 ALWAYS_PRELOAD = set(zygote.ALWAYS_PRELOAD)
 
 
+def preload_modules(config: Config) -> list[str]:
+    """What a run's fork server imports before its first worker (the manifest's ``preload``),
+    and what a process that forks many runs imports once for all of them (a batch's
+    preloaded process, a warm server)."""
+    return sorted(ALWAYS_PRELOAD | {m for skill in config.skills.values() for m in skill.preload})
+
+
 def _add_run(
     manifest: RunManifest,
     config: Config,
@@ -71,7 +78,7 @@ def _add_run(
     manifest.helpers = {
         name: info["copy_path"] for name, info in {**prepared.siblings, **prepared.helpers}.items() if info.get("copy_path")
     }
-    manifest.preload = sorted(ALWAYS_PRELOAD | {m for skill in config.skills.values() for m in skill.preload})
+    manifest.preload = preload_modules(config)
     manifest.worker = spec
     # a --skill run names the release it is part of (release.json records that one), not its own part
     ident = identity.identify(config.selected_from or config)

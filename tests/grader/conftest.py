@@ -78,9 +78,11 @@ def pytest_configure(config: pytest.Config) -> None:
     runtime.mkdir(mode=0o700, exist_ok=True)
     os.environ["XDG_RUNTIME_DIR"] = str(runtime)  # the workers inherit it
     from autograder.config import load
+    from autograder.runner.grade import preload_modules
     from autograder.runner.process import warm
 
-    warm.start(load(ROOT / "grading.toml"))
+    config = load(ROOT / "grading.toml")
+    warm.start(config, preload_modules(config))
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

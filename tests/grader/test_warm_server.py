@@ -170,9 +170,11 @@ def _server():
     """This repository's warm server, in ``$XDG_RUNTIME_DIR`` (the test's): its log, once it
     listens; stopped at the end."""
     from autograder.config import load
+    from autograder.runner.grade import preload_modules
 
     started = len(warm.STARTED)
-    warm.start(load(ROOT / "grading.toml"))
+    config = load(ROOT / "grading.toml")
+    warm.start(config, preload_modules(config))
     files = warm.names(str(ROOT))
     assert files is not None and len(warm.STARTED) == started + 1
     proc = warm.STARTED.pop()

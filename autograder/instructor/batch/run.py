@@ -38,7 +38,7 @@ from ...config import Config
 from ...core import results as results_mod
 from ...renderers import render
 from ...runner import cpu_limits, identity, scoring, seeding
-from ...runner.grade import ALWAYS_PRELOAD, GradeRequest, grade
+from ...runner.grade import GradeRequest, grade, preload_modules
 from ...runner.process.launch import FRESH, Launcher
 from ...sandbox.tree import remove_tree
 from . import changes, items, plots, report, similarity
@@ -263,7 +263,7 @@ def _preloaded(config: Config, options: Options, outcome: Outcome, progress):
     starts afresh, and the progress says why)."""
     from ...runner.process.preloaded_launcher import Preloaded, PreloadError
 
-    preload = sorted(ALWAYS_PRELOAD | {m for skill in config.skills.values() for m in skill.preload})
+    preload = preload_modules(config)
     try:
         preloaded = Preloaded(config.root, config.suites_dir, preload, label=f"--out={options.out.resolve()}")
     except PreloadError as exc:

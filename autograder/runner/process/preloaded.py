@@ -481,8 +481,9 @@ def main(argv: list[str]) -> int:
 
 def serve(argv: list[str]) -> int:
     """A warm server (warm.py): argv = socket path, lock file, idle seconds, root, suites
-    folder, bytecode folder. Holds the lock for its whole life (one server a name), binds the
-    path, preloads, then forks a run for each ``grade`` that connects. Its runs compile what
+    folder, bytecode folder, comma-separated modules to preload (as a batch's ``extra``).
+    Holds the lock for its whole life (one server a name), binds the path, preloads, then
+    forks a run for each ``grade`` that connects. Its runs compile what
     they import after the fork (the suites) into the bytecode folder, as a batch's do
     (``_cache_bytecode``), so the second grade reads what the first compiled; the folder is
     in the user's own socket folder, named in the greeting (each grade hides it from its
@@ -509,7 +510,7 @@ def serve(argv: list[str]) -> int:
     except Exception:
         pass  # where there is no prctl, a run's leftovers are killed with its process group only
     started = time.monotonic()
-    failed = _preload([])
+    failed = _preload([m for m in (argv[6].split(",") if len(argv) > 6 else []) if m])
     bytecode = argv[5] if len(argv) > 5 and argv[5] else None
     if bytecode is not None:
         from autograder.sandbox.tree import remove_tree

@@ -153,10 +153,12 @@ def wanted(config, interactive: bool) -> bool:
     return config.sandbox.seccomp != "off" and features.seccomp_possible(seccomp.seccomp_program(0) is not None)
 
 
-def start(config) -> bool:
+def start(config, preload: list[str]) -> bool:
     """Start this root's warm server in the background (it preloads, then listens); False when
-    it cannot be. A server already running keeps its name (the new one finds the lock taken
-    and leaves at once)."""
+    it cannot be. ``preload``: what every run's fork server imports (runner/grade.py
+    ``preload_modules``), imported once by the server instead, as a batch's preloaded process
+    does. A server already running keeps its name (the new one finds the lock taken and
+    leaves at once)."""
     import subprocess
 
     from . import trusted
@@ -166,6 +168,7 @@ def start(config) -> bool:
         return False
     argv = [sys.executable, "-s", "-m", "autograder.runner.process.preloaded", "--listen"]
     argv += [files["sock"], files["lock"], f"{config.warm_idle_s:g}", str(config.root), str(config.suites_dir), files["bytecode"]]
+    argv.append(",".join(preload))
     try:
         with open(files["log"], "ab") as log:
             os.chmod(files["log"], 0o600)
