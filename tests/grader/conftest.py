@@ -82,7 +82,8 @@ def pytest_configure(config: pytest.Config) -> None:
     from autograder.runner.process import warm
 
     config = load(ROOT / "grading.toml")
-    warm.start(config, preload_modules(config))
+    if warm.allowed(config):
+        warm.start(config, preload_modules(config))
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

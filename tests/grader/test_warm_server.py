@@ -203,6 +203,7 @@ def test_a_grade_forked_from_a_warm_server_scores_what_a_cold_grade_scores(tmp_p
     assert wrong != source, "the mistake's anchor moved: pick another"
     sub = make_submission(tmp_path / "sub", {"masks.py": wrong})
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(short_tmp))
+    monkeypatch.delenv(warm.ENV, raising=False)  # a warm server even under AUTOGRADER_WARM=0 make test
     cold = grade(sub, "--skill", "masks", "--skill", "qkv", env={**os.environ, warm.ENV: "0"})
     with _server() as log:
         hot = grade(sub, "--skill", "masks", "--skill", "qkv")
@@ -228,6 +229,7 @@ def test_a_grade_whose_command_line_dies_leaves_no_run_in_the_warm_server(tmp_pa
     assert slow != source, "the anchor moved: pick another function"
     sub = make_submission(tmp_path / "sub", {"masks.py": slow})
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(short_tmp))
+    monkeypatch.delenv(warm.ENV, raising=False)  # a warm server even under AUTOGRADER_WARM=0 make test
     with _server() as log:
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         cli = subprocess.Popen(
@@ -273,6 +275,7 @@ def test_a_warm_servers_runs_compile_the_suites_once_into_its_folder_that_no_wor
     from test_batch import _BYTECODE_PROBE
 
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(short_tmp))
+    monkeypatch.delenv(warm.ENV, raising=False)  # a warm server even under AUTOGRADER_WARM=0 make test
     monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
     files = warm.names(str(ROOT))
     assert files is not None

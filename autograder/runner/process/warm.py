@@ -140,17 +140,23 @@ def connect(root: str):
     return Preloaded.attach(sock, hello)
 
 
-def wanted(config, interactive: bool) -> bool:
-    """Whether a ``grade`` that used no warm server should leave one behind."""
-    choice = setting()
-    if choice == "off" or not supported() or config.warm_idle_s <= 0:
+def allowed(config) -> bool:
+    """Whether a warm server may run for this config here: asked for (``warm_idle_s`` > 0, not
+    ``AUTOGRADER_WARM=0``), possible (Unix sockets of this type), and safe — the sandbox's full
+    tier, where no worker can open a socket (sandbox/seccomp.py) to ask it for anything."""
+    if setting() == "off" or not supported() or config.warm_idle_s <= 0:
         return False
-    if choice != "on" and (not interactive or os.environ.get("CI")):
-        return False
-    # only where no worker can open a socket (the full tier's seccomp filter), whoever asks
     from ...sandbox import features, seccomp
 
     return config.sandbox.seccomp != "off" and features.seccomp_possible(seccomp.seccomp_program(0) is not None)
+
+
+def wanted(config, interactive: bool) -> bool:
+    """Whether a ``grade`` that used no warm server should leave one behind: where it is
+    allowed, after an interactive grade off CI, or wherever ``AUTOGRADER_WARM=1`` asks."""
+    if setting() != "on" and (not interactive or os.environ.get("CI")):
+        return False
+    return allowed(config)
 
 
 def start(config, preload: list[str]) -> bool:
