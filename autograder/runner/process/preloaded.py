@@ -557,7 +557,7 @@ def serve(argv: list[str]) -> int:
             from autograder.sandbox.tree import remove_tree
 
             remove_tree(bytecode)
-    print(f"{time.strftime('%H:%M:%S')} leaving: pid {os.getpid()}", file=sys.stderr, flush=True)
+        print(f"{time.strftime('%H:%M:%S')} leaving: pid {os.getpid()}", file=sys.stderr, flush=True)
     return 0
 
 
