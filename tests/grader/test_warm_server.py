@@ -165,6 +165,21 @@ def test_a_server_is_left_only_by_an_interactive_grade_off_ci_where_workers_cann
     assert not warm.wanted(SimpleNamespace(warm_idle_s=0.0, sandbox=config.sandbox), interactive=True)
 
 
+def _masks_edited(tmp_path: Path, old: str, new: str) -> Path:
+    """The reference with its masks.py edited once (``old`` → ``new``)."""
+    source = (ROOT / "solutions" / "masks.py").read_text(encoding="utf-8")
+    edited = source.replace(old, new, 1)
+    assert edited != source, f"{old!r} is no longer in solutions/masks.py: pick another anchor"
+    return make_submission(tmp_path / "sub", {"masks.py": edited})
+
+
+def _private_runtime(folder: Path, monkeypatch) -> None:
+    """Warm servers in ``folder`` (not the test run's), asked for even under
+    ``AUTOGRADER_WARM=0 make test``."""
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(folder))
+    monkeypatch.delenv(warm.ENV, raising=False)
+
+
 @contextlib.contextmanager
 def _server():
     """This repository's warm server, in ``$XDG_RUNTIME_DIR`` (the test's): its log, once it
@@ -197,13 +212,8 @@ def _forked_runs(log: Path) -> int:
 def test_a_grade_forked_from_a_warm_server_scores_what_a_cold_grade_scores(tmp_path, short_tmp, monkeypatch):
     """A single mistake (masks) and the reference elsewhere: the same tests pass and fail, with
     the same scores and hints, cold and warm; and the warm one was forked by the server."""
-
-    source = (ROOT / "solutions" / "masks.py").read_text(encoding="utf-8")
-    wrong = source.replace("torch.tril(", "torch.triu(", 1)
-    assert wrong != source, "the mistake's anchor moved: pick another"
-    sub = make_submission(tmp_path / "sub", {"masks.py": wrong})
-    monkeypatch.setenv("XDG_RUNTIME_DIR", str(short_tmp))
-    monkeypatch.delenv(warm.ENV, raising=False)  # a warm server even under AUTOGRADER_WARM=0 make test
+    sub = _masks_edited(tmp_path, "torch.tril(", "torch.triu(")
+    _private_runtime(short_tmp, monkeypatch)
     cold = grade(sub, "--skill", "masks", "--skill", "qkv", env={**os.environ, warm.ENV: "0"})
     with _server() as log:
         hot = grade(sub, "--skill", "masks", "--skill", "qkv")
@@ -224,12 +234,9 @@ def test_a_grade_whose_command_line_dies_leaves_no_run_in_the_warm_server(tmp_pa
     the server for with broken pipes and a closed connection: the run and everything in its
     session end (the pipes alone end it, as they end a fresh run; the server also kills a
     closed connection's runs, preloaded._Forker._closed)."""
-    source = (ROOT / "solutions" / "masks.py").read_text(encoding="utf-8")
-    slow = source.replace("def causal_mask(", "def causal_mask(*a, **k):\n    while True:\n        pass\n\n\ndef _unused(", 1)
-    assert slow != source, "the anchor moved: pick another function"
-    sub = make_submission(tmp_path / "sub", {"masks.py": slow})
-    monkeypatch.setenv("XDG_RUNTIME_DIR", str(short_tmp))
-    monkeypatch.delenv(warm.ENV, raising=False)  # a warm server even under AUTOGRADER_WARM=0 make test
+    forever = "def causal_mask(*a, **k):\n    while True:\n        pass\n\n\ndef _unused("
+    sub = _masks_edited(tmp_path, "def causal_mask(", forever)
+    _private_runtime(short_tmp, monkeypatch)
     with _server() as log:
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         cli = subprocess.Popen(
@@ -274,8 +281,7 @@ def test_a_warm_servers_runs_compile_the_suites_once_into_its_folder_that_no_wor
 
     from test_batch import _BYTECODE_PROBE
 
-    monkeypatch.setenv("XDG_RUNTIME_DIR", str(short_tmp))
-    monkeypatch.delenv(warm.ENV, raising=False)  # a warm server even under AUTOGRADER_WARM=0 make test
+    _private_runtime(short_tmp, monkeypatch)
     monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
     files = warm.names(str(ROOT))
     assert files is not None
