@@ -366,14 +366,19 @@ def _start_early(config, early=None):
 def _warm_launcher(config, early):
     """``early``, or where ``__main__`` started none (a config outside the package's folder:
     the root was not known before it was read), this root's warm server if one is running."""
-    if early is not None:
-        return early
     try:
         from .runner.process import warm
 
+        if not warm.allowed(config):  # e.g. grading.toml now says [grader] warm_idle_s = 0
+            if _is_warm(early):
+                early.release()  # connected before the config was read: not used
+                return None
+            return early
+        if early is not None:
+            return early
         return warm.connect(str(config.root))
     except Exception:
-        return None
+        return early
 
 
 def _grade_command(args: argparse.Namespace, early) -> int:
@@ -383,6 +388,7 @@ def _grade_command(args: argparse.Namespace, early) -> int:
         return _fail(args, None, str(exc), EXIT_USAGE, kind="configuration error: ")
     early = _warm_launcher(config, early)
     process = _start_early(config, early)
+    args.warm = _is_warm(early)
     try:
         status = _check_and_grade(args, config, process, protect=list(getattr(early, "protect", ())))
     finally:
@@ -395,17 +401,29 @@ def _grade_command(args: argparse.Namespace, early) -> int:
     return status
 
 
+def _is_warm(early) -> bool:
+    """Whether this grade's run is forked from a warm server (an attached preloaded launcher)."""
+    from .runner.process.preloaded_launcher import Preloaded
+
+    return isinstance(early, Preloaded)
+
+
 def _leave_warm_server(config, early) -> None:
     """After an interactive grade that started its own trusted process, a warm server for the
     next one (runner/process/warm.py; ``[grader] warm_idle_s``, ``$AUTOGRADER_WARM``)."""
     try:
         from .runner.process import warm
-        from .runner.process.preloaded_launcher import Preloaded
 
-        if not isinstance(early, Preloaded) and warm.wanted(config, sys.stderr.isatty()):
+        if not _is_warm(early) and warm.wanted(config, sys.stderr.isatty()):
             from .runner.grade import preload_modules
 
-            warm.start(config, preload_modules(config))
+            if warm.start(config, preload_modules(config)) and sys.stderr.isatty():
+                minutes = f"{config.warm_idle_s / 60:.3g} min"
+                print(
+                    f"autograder: a warm grading server (torch loaded, ~250 MB) now waits {minutes} for your\n"
+                    "next grade, which starts faster; AUTOGRADER_WARM=0 turns it off.",
+                    file=sys.stderr,
+                )
     except Exception:  # only a head start for the next grade
         pass
 
@@ -467,7 +485,7 @@ def _grade(args: argparse.Namespace, config, submission: str, process=None, prot
     err = Console(stderr=True)
     protect = [*(protect or ()), *([Path(args.output).resolve().parent] if args.output else [])]
     show = not args.no_progress and err.is_terminal
-    with LiveProgress(err, config, enabled=show) as progress:
+    with LiveProgress(err, config, enabled=show, warm=getattr(args, "warm", False)) as progress:
         return grade(
             GradeRequest(
                 config,

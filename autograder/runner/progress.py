@@ -12,8 +12,10 @@ from ..config import Config
 
 
 class LiveProgress:
-    def __init__(self, console: Console, config: Config, *, enabled: bool) -> None:
+    def __init__(self, console: Console, config: Config, *, enabled: bool, warm: bool = False) -> None:
+        """``warm``: the run is forked from a warm server (torch already imported)."""
         self.enabled = enabled
+        self.starting = "starting…" if warm else "starting (importing torch)…"
         self.total = len(config.tests)
         self.failed = 0
         self.progress = Progress(
@@ -30,7 +32,7 @@ class LiveProgress:
     def __enter__(self) -> LiveProgress:
         if self.enabled:
             self.progress.start()
-            self.task = self.progress.add_task("starting (importing torch)…", total=self.total)
+            self.task = self.progress.add_task(self.starting, total=self.total)
         return self
 
     def __exit__(self, *exc) -> None:

@@ -21,7 +21,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from conftest import ROOT, SEED, grade, make_submission
+from conftest import ROOT, SEED, SOLUTIONS, grade, make_submission
 
 from autograder.runner.process import warm
 
@@ -226,6 +226,19 @@ def test_a_grade_forked_from_a_warm_server_scores_what_a_cold_grade_scores(tmp_p
 
     assert outcome(hot) == outcome(cold)
     assert hot.score("masks") < hot.skill("masks")["points"] and hot.score("qkv") == hot.skill("qkv")["points"]
+
+
+def test_a_config_that_turns_warm_servers_off_is_obeyed_by_the_next_grade(tmp_path, short_tmp, monkeypatch):
+    """``[grader] warm_idle_s = 0`` written while a server runs: the next grade starts its own
+    process (the server was started under the old setting, and grading.toml is no module)."""
+    from conftest import write_config
+
+    _private_runtime(short_tmp, monkeypatch)
+    off = write_config(tmp_path / "grading.toml", text_edits={"warm_idle_s = 600": "warm_idle_s = 0"})
+    with _server() as log:
+        graded = grade(SOLUTIONS, "--skill", "masks", config=off)
+        assert graded.rc == 0 and graded.data and graded.data["score"] == graded.data["max_score"], graded.stderr
+        assert _forked_runs(log) == 0
 
 
 @pytest.mark.slow

@@ -236,6 +236,7 @@ class _Forker:
         self.fresh = fresh
         self.runs: dict[int, tuple[socket.socket, int]] = {}  # pid → (its connection, request id)
         self.warm = listener is not None  # a warm server: lets its runs finish when it stops
+        self.why = ""  # why a warm server left (its log says)
         self.name = _bound_name(listener) if listener is not None else None
         self.stopping = False
 
@@ -323,6 +324,7 @@ class _Forker:
             # say so, take no run, and leave once the runs are done
             self.send(conn, {"stale": True})
             conn.close()
+            self.why = self.why or "a module it imported changed on disk"
             self.stop_listening()
             return
         self.socks.append(conn)
@@ -346,7 +348,8 @@ class _Forker:
         last_sweep = last_busy = time.monotonic()
         while True:
             watch = self.all_sockets()
-            ready, _, _ = select.select(watch, [], [], 0.05)
+            # a run to reap soon: look often; a warm server with none sleeps until a grade comes
+            ready, _, _ = select.select(watch, [], [], 0.05 if self.runs or not self.warm else 1.0)
             for sock in ready:
                 if sock is self.listener:
                     self._accept()
@@ -381,6 +384,7 @@ class _Forker:
             if self.runs or (self.warm and self.socks):
                 last_busy = now
             elif self.idle is not None and now - last_busy > self.idle:
+                self.why = self.why or f"no grade for {self.idle:g} s"
                 self.stopping = True
             if self.stopping and (not self.warm or not self.runs):
                 break
@@ -544,7 +548,8 @@ def serve(argv: list[str]) -> int:
     )
     forker = _Forker([], listener, hello, idle, fresh)
 
-    def leave(_signum, _frame):
+    def leave(signum, _frame):
+        forker.why = forker.why or f"stopped by signal {signal.Signals(signum).name}"
         raise SystemExit(0)
 
     signal.signal(signal.SIGTERM, leave)  # stopped by its user (or `pkill`): leave cleanly; runs reset it
@@ -557,7 +562,8 @@ def serve(argv: list[str]) -> int:
             from autograder.sandbox.tree import remove_tree
 
             remove_tree(bytecode)
-        print(f"{time.strftime('%H:%M:%S')} leaving: pid {os.getpid()}", file=sys.stderr, flush=True)
+        why = forker.why or "stopped"
+        print(f"{time.strftime('%H:%M:%S')} leaving: pid {os.getpid()} ({why})", file=sys.stderr, flush=True)
     return 0
 
 
