@@ -420,8 +420,8 @@ def _leave_warm_server(config, early) -> None:
             if warm.start(config, preload_modules(config)) and sys.stderr.isatty():
                 minutes = f"{config.warm_idle_s / 60:.3g} min"
                 print(
-                    f"autograder: a warm grading server (torch loaded, ~250 MB) now waits {minutes} for your\n"
-                    "next grade, which starts faster; AUTOGRADER_WARM=0 turns it off.",
+                    f"autograder: a grading server (torch loaded, ~250 MB) now waits {minutes}\n"
+                    "for your next grade, which starts faster; AUTOGRADER_WARM=0 turns it off.",
                     file=sys.stderr,
                 )
     except Exception:  # only a head start for the next grade

@@ -159,18 +159,36 @@ def wanted(config, interactive: bool) -> bool:
     return allowed(config)
 
 
+def _running(lock: str) -> bool:
+    """A server holds this name's lock: one listens, or one is still preloading (a grade that
+    came before it listened started its own process, and leaves no second server)."""
+    import fcntl
+
+    try:
+        fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)  # releases the lock if we took it
+    return False
+
+
 def start(config, preload: list[str]) -> bool:
     """Start this root's warm server in the background (it preloads, then listens); False when
-    it cannot be. ``preload``: what every run's fork server imports (runner/grade.py
-    ``preload_modules``), imported once by the server instead, as a batch's preloaded process
-    does. A server already running keeps its name (the new one finds the lock taken and
-    leaves at once)."""
+    it cannot be, or when one runs or is starting already. ``preload``: what every run's fork
+    server imports (runner/grade.py ``preload_modules``), imported once by the server instead,
+    as a batch's preloaded process does. (Two grades racing here start two; the second finds
+    the lock taken and leaves at once.)"""
     import subprocess
 
     from . import trusted
 
     files = names(str(config.root))
-    if files is None:
+    if files is None or _running(files["lock"]):
         return False
     argv = [sys.executable, "-s", "-m", "autograder.runner.process.preloaded", "--listen"]
     argv += [files["sock"], files["lock"], f"{config.warm_idle_s:g}", str(config.root), str(config.suites_dir), files["bytecode"]]
