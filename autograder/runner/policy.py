@@ -41,13 +41,16 @@ DEVICE_READ = [
 
 
 def python_paths() -> list[str]:
-    """The interpreter, its standard library and site-packages (torch lives there)."""
+    """The interpreter, its standard library and site-packages (torch lives there): each
+    as Python names it and, where a link leads there (a ``.venv`` linking to a shared
+    environment), as its real path too. The worker must reach both: imports use the names."""
     paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
     try:
         paths.update(site.getsitepackages())
     except AttributeError:
         pass
-    return sorted(os.path.realpath(p) for p in paths if p and os.path.exists(p))
+    found = [os.path.abspath(p) for p in paths if p and os.path.exists(p)]
+    return sorted({*found, *(os.path.realpath(p) for p in found)})
 
 
 def build_worker_spec(config: Config, copy_dir: Path, scratch_root: Path, protected: list[Path]) -> tuple[WorkerSpec, list[str]]:

@@ -110,19 +110,42 @@ def _outermost(paths: list[str]) -> list[str]:
     return out
 
 
+def _below(path: str, tree: str) -> bool:
+    return path.startswith(tree.rstrip("/") + "/")
+
+
+def _kept_below(tree: str, keep: list[str]) -> list[tuple[str, str]]:
+    """(where, what): each path of ``keep`` that is reached below ``tree`` — at its real
+    place, and also where it is named when a link leads there. A ``.venv`` inside the
+    repository that links to a virtual environment elsewhere (shared by several courses) is
+    named ``repo/.venv/...`` in ``sys.path`` and in every imported package's ``__path__``;
+    covering the repository would hide that name though the target stays readable, and
+    every later import from it would fail. Only ``what`` (the kept path's real target) is
+    bound, so nothing beyond what ``keep`` names becomes reachable."""
+    places: dict[str, str] = {}
+    for path in keep:
+        real = os.path.realpath(path)
+        named = os.path.normpath(os.path.abspath(path))
+        folder_resolved = os.path.join(os.path.realpath(os.path.dirname(named)), os.path.basename(named))
+        for where in (real, named, folder_resolved):
+            if _below(where, tree):
+                places.setdefault(where, real)
+    return [(where, places[where]) for where in _outermost(list(places))]
+
+
 def hide_trees(hide: list[str], keep: list[str]) -> list[str]:
     """Cover every directory in ``hide`` with an empty read-only tmpfs, then bind each path
-    of ``keep`` that lay below one of them back where it was. Returns what was hidden."""
+    of ``keep`` that lay below one of them back where it was (and where a link to it lay:
+    ``_kept_below``). Returns what was hidden."""
     _mount(None, "/", None, MS_REC | MS_PRIVATE)  # nothing we mount propagates to the host
     hidden: list[str] = []
     for tree in _outermost([os.path.realpath(p) for p in hide if os.path.realpath(p) not in _NEVER_HIDDEN]):
         if not os.path.isdir(tree):
             continue
-        inside = _outermost([os.path.realpath(k) for k in keep if os.path.realpath(k).startswith(tree.rstrip("/") + "/")])
         held = []
-        for path in inside:
+        for path, source in _kept_below(tree, keep):
             try:
-                held.append((path, os.open(path, os.O_PATH | os.O_CLOEXEC)))
+                held.append((path, os.open(source, os.O_PATH | os.O_CLOEXEC)))
             except OSError:
                 continue  # gone: nothing to bring back
         try:

@@ -707,6 +707,76 @@ def test_worker_cannot_even_stat_solutions_or_hidden_suites(sandbox):
         assert reply.value["value"] == "FileNotFoundError", path
 
 
+LINKED_VENV_SCRIPT = """
+import json, sys
+from pathlib import Path
+root, run, repo = (Path(a) for a in sys.argv[1:4])
+sys.path.insert(0, str(root))
+from autograder.config import load
+from autograder.runner.policy import build_worker_spec
+from autograder.sandbox.client import Sandbox
+copy, scratch = run / "submission", run / "scratch"
+copy.mkdir(mode=0o755)
+scratch.mkdir(mode=0o711)
+(copy / "m.py").write_text(
+    "import os, sys\\n"
+    "def lazy():\\n"
+    "    import torch.utils.benchmark  # torch imports it only when asked: read from site-packages now\\n"
+    "    return {'prefix': sys.prefix, 'unreachable': [p for p in sys.path if not os.path.isdir(p)]}\\n"
+)
+(copy / "m.py").chmod(0o644)
+spec, _ = build_worker_spec(load(root / "grading.toml"), copy, scratch, protected=[root, repo])
+spec.modules = ["m"]
+box = Sandbox(spec)
+try:
+    worker = box.worker()
+    reply = worker.run("call", None, [], {"module": "m", "target": "lazy", "args": [], "kwargs": {}}, timeout=60, during="lazy")
+    worker.close()
+finally:
+    box.close()
+print(json.dumps({"namespaces": spec.namespaces, "ok": reply.ok, "got": reply.value if reply.ok else reply.error}, default=str))
+"""
+
+
+def test_a_venv_that_links_elsewhere_from_inside_a_hidden_repository_still_imports(tmp_path):
+    """A student's ``.venv`` may be a link to an environment shared by several courses. The
+    worker's mount namespace covers the repository, and with it the link, while
+    ``sys.path`` and every imported package's ``__path__`` still name the link: torch's
+    lazily imported modules (forward AD's decompositions, ``torch.utils.benchmark``) then
+    failed to import, and correct code that reached one lost its points."""
+    import json
+    import subprocess
+    import sys
+    import tempfile
+
+    base = Path(tempfile.mkdtemp(prefix="autograder-venvlink-"))  # /tmp: traversable by [sandbox] user, like a grade's run folder
+    try:
+        base.chmod(0o711)
+        repo, run = base / "repo", base / "run"
+        repo.mkdir(mode=0o755)
+        run.mkdir(mode=0o711)
+        (repo / ".venv").symlink_to(os.path.realpath(sys.prefix), target_is_directory=True)
+        python = repo / ".venv" / "bin" / Path(sys.executable).name
+        done = subprocess.run(
+            [str(python), "-c", LINKED_VENV_SCRIPT, str(ROOT), str(run), str(repo)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        seen = json.loads(done.stdout.strip().splitlines()[-1])
+        if not seen["namespaces"]:
+            pytest.skip("no mount namespace here: nothing is covered, so the link is reached as it is")
+        assert seen["ok"], seen["got"]
+        value = seen["got"]["value"]
+        assert value["prefix"] == str(repo / ".venv")  # the interpreter did run through the link
+        assert [p for p in value["unreachable"] if os.path.isdir(p)] == []  # python311.zip exists nowhere
+    finally:
+        import shutil
+
+        shutil.rmtree(base, ignore_errors=True)
+
+
 # ------------------------------------------------------------------ one worker per group
 def _grouped(box, group, fn, *args, stage=0):
     box.begin_test(group, stage)
