@@ -381,7 +381,23 @@ def _warm_launcher(config, early):
         return early
 
 
+def _interrupt_on_termination() -> None:
+    """SIGTERM (``kill``, a container stopping) and SIGHUP (a closed terminal or SSH session)
+    stop a grade as Ctrl-C does: the run is stopped, its folder (a copy of the submission)
+    removed, and the results say it was interrupted. By default either would end the
+    process where it stood, leaving the folder behind."""
+    import signal
+
+    def interrupt(signum: int, _frame) -> None:
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    for name in ("SIGTERM", "SIGHUP"):
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), interrupt)
+
+
 def _grade_command(args: argparse.Namespace, early) -> int:
+    _interrupt_on_termination()
     try:
         config = load(args.config or default_config()).for_assignment(args.assignment).select(args.skill or None)
     except ConfigError as exc:
@@ -440,8 +456,10 @@ def _check_and_grade(args: argparse.Namespace, config, process, protect: list[Pa
         return _fail(args, config, str(exc), EXIT_USAGE, submission=submission)
     try:
         results = _grade(args, config, submission, process, protect)
-    except KeyboardInterrupt:
-        return _fail(args, config, "grading was interrupted (Ctrl-C)", EXIT_INTERRUPTED, submission=submission)
+    except KeyboardInterrupt as exc:
+        from .runner.grade import interrupted_message
+
+        return _fail(args, config, interrupted_message(exc), EXIT_INTERRUPTED, submission=submission)
     except ConfigError as exc:
         return _fail(args, config, str(exc), EXIT_USAGE, submission=submission, kind="configuration error: ")
     except Exception as exc:  # a bug of ours: say so, and still leave a results file

@@ -20,6 +20,7 @@ from ..sandbox.spec import WorkerSpec
 from . import cpu_limits, identity, scoring, seeding
 from .manifest import RunManifest
 from .policy import build_worker_spec
+from .process import os_spawn
 from .process.launch import FRESH, Launcher
 from .process.trusted import Plan, TrustedProcess, remove_run_dir
 from .submission import PreparedSubmission, SubmissionDirError, prepare
@@ -128,8 +129,8 @@ def grade(request: GradeRequest) -> Results:
     run = _launched_for(request)
     try:
         run = run if run is not None else start(config, request.launcher)
-    except KeyboardInterrupt:
-        return finish("interrupted", "grading was interrupted (Ctrl-C)", None)
+    except KeyboardInterrupt as exc:
+        return finish("interrupted", interrupted_message(exc), None)
     run.taken = True
     run_dir = run.run_dir
     private = run_dir / "private"
@@ -155,6 +156,7 @@ def grade(request: GradeRequest) -> Results:
             config, prepared.copy_dir, scratch, protected=_protected(request, private, seeding.key_file(key_env))
         )
         live.send_manifest(_add_run(manifest, config, prepared, spec, seed, request.cpu_limits, request.calibration_s).to_dict())
+        os_spawn.sweep_abandoned(str(run_dir.parent))  # while the run starts: what killed grades left
         outcome = live.wait(config.limits.run_timeout_s + 120, request.on_event)
         live = None
         report = _load_report(report_path)
@@ -166,14 +168,20 @@ def grade(request: GradeRequest) -> Results:
         results = finish("complete", "", report)
         results.sandbox = notes + results.sandbox
         return results
-    except KeyboardInterrupt:
-        return finish("interrupted", "grading was interrupted (Ctrl-C)", None)
+    except KeyboardInterrupt as exc:
+        return finish("interrupted", interrupted_message(exc), None)
     except BaseException:
         if live is not None:
             live.abort()
         raise
     finally:
         remove_run_dir(run_dir)
+
+
+def interrupted_message(exc: KeyboardInterrupt) -> str:
+    """What stopped the run: Ctrl-C, or the signal the command line turned into an interrupt
+    (cli.py: SIGTERM, SIGHUP — a closed terminal), named in the ``KeyboardInterrupt``."""
+    return f"grading was interrupted ({exc.args[0] if exc.args else 'Ctrl-C'})"
 
 
 def _launched_for(request: GradeRequest) -> TrustedProcess | None:

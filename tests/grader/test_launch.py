@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -355,4 +356,104 @@ def test_a_run_folder_is_made_like_mkdtemps_with_the_grader_only_part_closed(tmp
     monkeypatch.setenv("TMPDIR", str(tmp_path / "missing"))
     made = Path(os_spawn.new_run_dir())
     assert made.parent == Path("/tmp")  # the next candidate, as tempfile.gettempdir picks
-    os_spawn.remove_tree(str(made))
+    for path in (first, second, made):
+        os_spawn.remove_tree(str(path))
+
+
+# ------------------------------------------------------------------ a grade that is killed
+def _grade_into_its_tests(tmp_path: Path) -> tuple[subprocess.Popen, Path, Path]:
+    """A grade of the reference's qkv with ``TMPDIR`` of its own, once its run is in its tests
+    (a worker has made its scratch folder, so the manifest was sent): (the command line, its
+    temporary folder, its --output file)."""
+    tmp, out, err = tmp_path / "tmp", tmp_path / "results.json", tmp_path / "stderr.txt"
+    tmp.mkdir()
+    env = {**os.environ, "TMPDIR": str(tmp), "PYTHONPATH": str(ROOT)}
+    with open(err, "wb") as stderr:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "autograder", "grade", str(SOLUTIONS), "--skill", "qkv", "--format", "json"]
+            + ["--no-progress", "--seed", str(SEED), "--output", str(out)],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+        )
+    deadline = time.monotonic() + 180
+    while not any(any(run.joinpath("scratch").iterdir()) for run in tmp.glob("autograder-*") if run.joinpath("scratch").is_dir()):
+        assert proc.poll() is None, f"the grade ended before its tests: {err.read_text(errors='replace')[-2000:]}"
+        assert time.monotonic() < deadline, "no worker started within 180 s"
+        time.sleep(0.01)
+    return proc, tmp, out
+
+
+def _gone(tmp: Path, seconds: float = 120) -> list[str]:
+    """What is left in ``tmp`` once every process that keeps it as TMPDIR has ended."""
+    deadline = time.monotonic() + seconds
+    while _processes_with(f"TMPDIR={tmp}") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _processes_with(f"TMPDIR={tmp}") == [], "a process of the grade outlived it"
+    return sorted(p.name for p in tmp.iterdir())
+
+
+def test_a_grade_killed_mid_run_leaves_no_run_folder_behind(tmp_path):
+    """SIGKILL: the command line removes nothing. Its run goes on to its end, finds the run
+    folder's lock free (the kernel released it with the command line), and removes the
+    folder, with the copy of the submission in it."""
+    proc, tmp, _out = _grade_into_its_tests(tmp_path)
+    proc.kill()
+    proc.wait()
+    assert _gone(tmp) == []
+
+
+# slow: two grades, each stopped by a signal; the SIGKILL test above keeps the folder's removal in make test
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["SIGTERM", "SIGHUP"])
+def test_sigterm_or_a_closed_terminal_stops_a_grade_as_ctrl_c_does(tmp_path, name):
+    """``kill`` or a closed terminal (SIGHUP): the run is stopped, the results file says the
+    grade was interrupted and by what, and nothing is left behind."""
+    proc, tmp, out = _grade_into_its_tests(tmp_path)
+    proc.send_signal(getattr(signal, name))
+    assert proc.wait(timeout=60) == 130, (tmp_path / "stderr.txt").read_text(errors="replace")[-2000:]
+    data = json.loads(out.read_text(encoding="utf-8"))
+    assert data["status"] == "interrupted" and data["message"] == f"grading was interrupted ({name})", data["message"]
+    assert _gone(tmp) == []
+
+
+def test_only_run_folders_whose_maker_is_gone_are_swept(tmp_path):
+    """A folder's maker holds its lock while it lives (os_spawn.ALIVE): a folder whose maker
+    died is removed; one whose maker lives, one without the lock file (being made, or an
+    older grader's), a link and other names are left."""
+    from autograder.runner.process import os_spawn
+
+    make = f"import sys; sys.path.insert(0, {str(ROOT)!r}); from autograder.runner.process import os_spawn; "
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    dead = subprocess.run(
+        [sys.executable, "-c", make + "print(os_spawn.new_run_dir())"], env=env, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    alive = subprocess.Popen(
+        [sys.executable, "-c", make + "print(os_spawn.new_run_dir(), flush=True); sys.stdin.read()"],
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert alive.stdout is not None
+        living = alive.stdout.readline().strip()
+        unlocked = tmp_path / "autograder-0123456789ab"
+        (unlocked / "private").mkdir(parents=True)
+        other = tmp_path / "autograder-bytecode-x"
+        other.mkdir()
+        (tmp_path / "autograder-ba9876543210").symlink_to(dead, target_is_directory=True)
+        assert Path(dead, *os_spawn.ALIVE).is_file() and Path(living, *os_spawn.ALIVE).is_file()
+        assert os_spawn.sweep_abandoned(str(tmp_path)) == [dead]
+        assert os_spawn.sweep_abandoned(str(tmp_path)) == []  # once per folder per process
+        assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+            [Path(living).name, unlocked.name, other.name, "autograder-ba9876543210"]
+        )
+    finally:
+        assert alive.stdin is not None
+        alive.stdin.close()
+        alive.wait(timeout=30)
+        if alive.stdout is not None:
+            alive.stdout.close()
+    assert os_spawn.remove_if_abandoned(living)  # its maker has ended now

@@ -246,10 +246,14 @@ def test_a_grade_whose_command_line_dies_leaves_no_run_in_the_warm_server(tmp_pa
     """Killed mid-run (SIGKILL: it cleans nothing), the command line leaves the run it asked
     the server for with broken pipes and a closed connection: the run and everything in its
     session end (the pipes alone end it, as they end a fresh run; the server also kills a
-    closed connection's runs, preloaded._Forker._closed)."""
+    closed connection's runs, preloaded._Forker._closed), and the server removes its run
+    folder, whose lock nobody holds any more (os_spawn.remove_if_abandoned)."""
     forever = "def causal_mask(*a, **k):\n    while True:\n        pass\n\n\ndef _unused("
     sub = _masks_edited(tmp_path, "def causal_mask(", forever)
     _private_runtime(short_tmp, monkeypatch)
+    temporary = tmp_path / "tmp"  # the server's and the grade's alike (TMPDIR is part of the server's name)
+    temporary.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temporary))
     with _server() as log:
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         cli = subprocess.Popen(
@@ -264,12 +268,18 @@ def test_a_grade_whose_command_line_dies_leaves_no_run_in_the_warm_server(tmp_pa
             assert time.monotonic() < deadline and cli.poll() is None, "the grade did not use the warm server"
             time.sleep(0.1)
         run = int(log.read_text(encoding="utf-8").split("run forked: pid ")[-1].split()[0])
-        time.sleep(1.0)  # into its tests
+        while not any(any(folder.iterdir()) for folder in temporary.glob("autograder-*/scratch")):
+            assert time.monotonic() < deadline and cli.poll() is None, "no worker started"
+            time.sleep(0.01)  # into its tests: a worker made its scratch folder (its loop runs to its limit)
+        assert cli.poll() is None, "the grade ended before it could be killed"
         cli.kill()
         cli.wait()
         deadline = time.monotonic() + 20
         while _alive_in_session(run):
             assert time.monotonic() < deadline, "the run outlived its command line"
+            time.sleep(0.1)
+        while [p for p in temporary.iterdir() if p.name.startswith("autograder-")]:
+            assert time.monotonic() < deadline, f"the run's folder was left: {sorted(temporary.iterdir())}"
             time.sleep(0.1)
 
 

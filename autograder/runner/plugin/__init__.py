@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Generator
-from pathlib import Path
 
 import pytest
 
@@ -77,12 +76,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def _remove_run_folder(config: pytest.Config) -> None:
     """The run folder (runner/process/os_spawn.new_run_dir) holding this run's report file."""
-    report = getattr(config.option, "json_report_file", None)
-    if not report:
-        return
-    private = Path(report).parent
-    run_dir = private.parent
-    if private.name == "private" and run_dir.name.startswith("autograder-"):
-        from ...sandbox.tree import remove_tree
+    from ..process import os_spawn
 
-        remove_tree(run_dir)  # whatever a worker left in its scratch folder, any depth
+    run_dir = os_spawn.run_dir_of(getattr(config.option, "json_report_file", None) or "")
+    if run_dir is not None:
+        os_spawn.remove_tree(run_dir)  # whatever a worker left in its scratch folder, any depth

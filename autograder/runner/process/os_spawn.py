@@ -40,6 +40,13 @@ ENV_KEEP = (
 
 LOG = ("private", "pytest.log")
 REPORT = ("private", "report.json")
+#: locked (flock) by the process that made the run folder for as long as it may use it: a folder
+#: whose lock anyone can take was left by a process that is gone (killed: no ``finally`` ran)
+ALIVE = ("private", "alive")
+#: the descriptors holding our run folders' locks (closed by ``let_go``)
+_HELD: dict[str, int] = {}
+#: temporary folders already swept by this process (``sweep_abandoned``)
+_SWEPT: set[str] = set()
 
 
 #: the grader's own package's parent (autograder/runner/process/os_spawn.py → 4 levels up)
@@ -98,11 +105,99 @@ def new_run_dir() -> str:
                     if folder != path:
                         os.mkdir(folder)
                     os.chmod(folder, mode)
+                _hold(path)
             except BaseException:
                 remove_tree(path)
                 raise
             return path
     raise FileNotFoundError(f"no usable temporary folder among {_temporary_folders()}")
+
+
+def _hold(run_dir: str) -> None:
+    """Lock ``run_dir``'s ``ALIVE`` file for as long as this process lives or until ``let_go``.
+    Locked before it takes its name, so no sweep ever finds it unlocked while we live."""
+    import fcntl  # built into the interpreter: nothing to read from disk
+
+    final = os.path.join(run_dir, *ALIVE)
+    fd = os.open(final + ".new", os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        os.rename(final + ".new", final)
+    except BaseException:
+        os.close(fd)
+        raise
+    _HELD[run_dir] = fd
+
+
+def let_go(run_dir) -> None:
+    """Release the lock ``new_run_dir`` took on ``run_dir`` (once the folder is removed)."""
+    fd = _HELD.pop(str(run_dir), None)
+    if fd is not None:
+        os.close(fd)
+
+
+def _is_run_dir_name(name: str) -> bool:
+    hexdigits = "0123456789abcdef"
+    return len(name) == 23 and name.startswith("autograder-") and all(c in hexdigits for c in name[11:])
+
+
+def run_dir_of(report) -> str | None:
+    """The run folder holding ``report`` (a path ``REPORT`` places in a folder ``new_run_dir``
+    made), or None for a report written anywhere else."""
+    private = os.path.dirname(os.path.abspath(str(report)))
+    run_dir = os.path.dirname(private)
+    if os.path.basename(private) == REPORT[0] and _is_run_dir_name(os.path.basename(run_dir)):
+        return run_dir
+    return None
+
+
+def remove_if_abandoned(run_dir) -> bool:
+    """Remove ``run_dir`` when the process that made it is gone (its ``ALIVE`` lock is free:
+    the kernel releases it with the process, however it ended). A folder without that file
+    (being made, or made by an older grader) is left alone: only a proven abandonment counts."""
+    import fcntl
+
+    try:
+        fd = os.open(os.path.join(str(run_dir), *ALIVE), os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return False  # its maker lives
+        remove_tree(str(run_dir))  # holding the lock: no other sweep removes it at the same time
+        return True
+    finally:
+        os.close(fd)
+
+
+def sweep_abandoned(parent: str) -> list[str]:
+    """Remove the run folders in ``parent`` (a temporary folder) that this user's grades left
+    when they were killed (``kill -9``, a closed terminal, an out-of-memory kill): each held a
+    copy of a submission and a report. Once per folder per process; a few hundred
+    microseconds for a /tmp of a few hundred entries. Returns what was removed."""
+    if parent in _SWEPT:
+        return []
+    _SWEPT.add(parent)
+    removed: list[str] = []
+    try:
+        names = os.listdir(parent)
+    except OSError:
+        return removed
+    uid = os.geteuid()
+    for name in names:
+        if not _is_run_dir_name(name):
+            continue
+        path = os.path.join(parent, name)
+        try:
+            info = os.lstat(path)
+        except OSError:
+            continue
+        if info.st_uid == uid and (info.st_mode & 0o170000) == 0o040000 and path not in _HELD:
+            if remove_if_abandoned(path):
+                removed.append(path)
+    return removed
 
 
 def spawn_piped(run_dir, argv_for, spawn, *, cwd, env: dict[str, str]):
@@ -181,6 +276,7 @@ def remove_tree(path: str) -> None:
     from ...sandbox.tree import remove_tree as remove
 
     remove(path)
+    let_go(path)
 
 
 def _open_descriptors() -> list[int]:

@@ -235,6 +235,7 @@ class _Forker:
         self.idle = idle
         self.fresh = fresh
         self.runs: dict[int, tuple[socket.socket, int]] = {}  # pid → (its connection, request id)
+        self.run_dirs: dict[int, str] = {}  # pid → its run folder (os_spawn.new_run_dir), where known
         self.warm = listener is not None  # a warm server: lets its runs finish when it stops
         self.why = ""  # why a warm server left (its log says)
         self.name = _bound_name(listener) if listener is not None else None
@@ -262,6 +263,9 @@ class _Forker:
         for fd in fds:
             os.close(fd)
         self.runs[pid] = (sock, int(request["id"]))
+        run_dir = _run_dir(request["argv"])
+        if run_dir is not None:
+            self.run_dirs[pid] = run_dir
         self.send(sock, {"id": int(request["id"]), "pid": pid})
         if self.listener is not None:  # a warm server's log: which grades it served
             print(f"{time.strftime('%H:%M:%S')} run forked: pid {pid}", file=sys.stderr, flush=True)
@@ -294,6 +298,11 @@ class _Forker:
                     pass
                 # CPU of the run and of every process it waited for (its fork server, workers)
                 self.send(owner[0], {"id": owner[1], "status": status, "cpu_s": round(usage.ru_utime + usage.ru_stime, 3)})
+            run_dir = self.run_dirs.pop(pid, None)
+            if run_dir is not None:  # its grade was killed (its connection closed, the run killed with it)
+                from autograder.runner.process import os_spawn
+
+                os_spawn.remove_if_abandoned(run_dir)
 
     def sweep_orphans(self) -> None:
         """Kill what finished runs left behind (re-parented here: we are a subreaper)."""
@@ -392,6 +401,16 @@ class _Forker:
         self.kill(None, None)
         self.reap()
         self.sweep_orphans()
+
+
+def _run_dir(argv: list[str]) -> str | None:
+    """The run folder of a grading run's command (trusted.command: its report file's)."""
+    from autograder.runner.process import os_spawn
+
+    for arg in argv:
+        if isinstance(arg, str) and arg.startswith("--json-report-file="):
+            return os_spawn.run_dir_of(arg.partition("=")[2])
+    return None
 
 
 def _same_user(conn: socket.socket) -> bool:

@@ -245,6 +245,7 @@ def remove_run_dir(path: Path) -> None:
 
     bytecode.stop_under(str(path))
     remove_tree(path)
+    os_spawn.let_go(path)
 
 
 def stop(proc: subprocess.Popen, manifest_write: int, progress_read: int, log_fh) -> None:
