@@ -1,8 +1,10 @@
 import sys
 
+from .core import timeline
 from .core.host import unsupported_system
 
 early = None
+timeline.mark("command line: started")
 if sys.argv[1:2] == ["grade"] and unsupported_system():  # native Windows: say where to grade, no traceback
     print(unsupported_system(), file=sys.stderr)
     sys.exit(2)
@@ -26,6 +28,7 @@ if sys.argv[1:2] == ["grade"]:
             early = early or Early(root)
     except Exception:
         early = None
+    timeline.mark("command line: " + ("trusted process started" if type(early).__name__ == "Early" else "launcher ready"))
 
 try:
     from .cli import main
@@ -35,6 +38,7 @@ except BaseException:  # Ctrl-C during the imports: the process started ahead go
     raise
 
 status = main(early=early)
+timeline.mark("command line: done")
 # What the run left (its report, results, ~10^5 objects) is never collected: the interpreter's
 # exit would otherwise walk it all in a last garbage collection (~0.1 s), after the results are written.
 __import__("gc").freeze()

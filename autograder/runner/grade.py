@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..config import Config
+from ..core import timeline
 from ..core.results import Results
 from ..sandbox import zygote
 from ..sandbox.spec import WorkerSpec
@@ -156,9 +157,11 @@ def grade(request: GradeRequest) -> Results:
             config, prepared.copy_dir, scratch, protected=_protected(request, private, seeding.key_file(key_env))
         )
         live.send_manifest(_add_run(manifest, config, prepared, spec, seed, request.cpu_limits, request.calibration_s).to_dict())
+        timeline.mark("command line: manifest sent")
         os_spawn.sweep_abandoned(str(run_dir.parent))  # while the run starts: what killed grades left
         outcome = live.wait(config.limits.run_timeout_s + 120, request.on_event)
         live = None
+        timeline.mark("command line: run ended")
         report = _load_report(report_path)
         if request.keep_report and report_path.exists():
             shutil.copyfile(report_path, request.keep_report)

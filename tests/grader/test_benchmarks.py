@@ -94,3 +94,33 @@ def test_cpu_by_process_sums_each_depth_of_the_commands_tree_and_nothing_outside
     }
     rows = bench.by_depth(10, seen)
     assert rows == {0: [1, 5.0, 1.0], 1: [1, 2.0, 0.0], 2: [2, 4.0, 1.0]}
+
+
+def test_a_grade_marks_its_stages_in_order_only_when_asked(tmp_path):
+    """``AUTOGRADER_TIMELINE`` (core/timeline.py): the command line and its trusted process
+    mark each stage, in the order they happen; grade_timeline.py reads the file."""
+    import os
+
+    from conftest import SOLUTIONS, grade
+
+    path = tmp_path / "grade.timeline"
+    graded = grade(SOLUTIONS, "--skill", "qkv", env={**os.environ, "AUTOGRADER_TIMELINE": str(path), "AUTOGRADER_WARM": "0"})
+    assert graded.rc == 0, graded.stderr
+    bench = _module("grade_timeline")
+    stages = [stage for stage, _offset in bench.stages(bench.parse(path.read_text(encoding="utf-8")))]
+    expected = [
+        "command line: started",
+        "trusted: started",
+        "trusted: manifest read",
+        "trusted: tests collected",
+        "trusted: tests done",
+        "command line: run ended",
+        "command line: done",
+    ]
+    assert [stage for stage in stages if stage in expected] == expected, stages
+    skills = [n for n, stage in enumerate(stages) if stage.startswith("trusted: skill of")]  # two trusted processes only
+    assert all(stages.index("trusted: tests collected") < n < stages.index("trusted: tests done") for n in skills)
+    rows = bench.table([bench.stages(bench.parse(path.read_text(encoding="utf-8")))])
+    assert [row[0] for row in rows][0] == "command line: started" and all(row[1] >= 0 for row in rows)
+    quiet = grade(SOLUTIONS, "--skill", "qkv", env={**os.environ, "AUTOGRADER_WARM": "0"})
+    assert quiet.rc == 0 and not list(tmp_path.glob("*.timeline"))[1:]  # nothing else written without it

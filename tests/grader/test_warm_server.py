@@ -215,9 +215,11 @@ def test_a_grade_forked_from_a_warm_server_scores_what_a_cold_grade_scores(tmp_p
     sub = _masks_edited(tmp_path, "torch.tril(", "torch.triu(")
     _private_runtime(short_tmp, monkeypatch)
     cold = grade(sub, "--skill", "masks", "--skill", "qkv", env={**os.environ, warm.ENV: "0"})
+    timeline = tmp_path / "hot.timeline"  # a per-run variable (os_spawn.PER_RUN): the same server serves it
     with _server() as log:
-        hot = grade(sub, "--skill", "masks", "--skill", "qkv")
+        hot = grade(sub, "--skill", "masks", "--skill", "qkv", env={**os.environ, "AUTOGRADER_TIMELINE": str(timeline)})
         assert _forked_runs(log) == 1, "the grade did not use the warm server"
+    assert "trusted: forked from the preloaded process" in timeline.read_text(encoding="utf-8")
     assert cold.rc == hot.rc and cold.data and hot.data, cold.stderr + hot.stderr
     assert hot.data["seed"] == cold.data["seed"] == SEED
 

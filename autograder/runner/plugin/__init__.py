@@ -22,6 +22,7 @@ from collections.abc import Generator
 
 import pytest
 
+from ...core import timeline
 from .keys import SANDBOX_FORK_SERVER
 
 #: the plugin's other parts, registered by its first hook (what ``pytest_plugins`` would do at import)
@@ -71,6 +72,7 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError("the grader stopped before sending the run manifest")
     grading = GradingSession(RunManifest.from_dict(json.loads(data)), config.stash.get(SANDBOX_FORK_SERVER, None))
     grading.progress = os.fdopen(progress_fd, "w", buffering=1)
+    timeline.mark("trusted: manifest read")
     GradingHooks.register(config, grading)
 
 

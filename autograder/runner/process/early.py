@@ -160,15 +160,19 @@ def read_header(fd: int) -> dict | None:
 
 def main() -> None:
     fd, run_dir = int(sys.argv[1]), sys.argv[2]
+    from ...core import timeline
     from . import preimport, sandbox_fork_server
 
+    timeline.mark("trusted: started")
     server = sandbox_fork_server.start()  # torch first: the command line's checks overlap its import
+    timeline.mark("trusted: torch imported, fork server forked")
     # the header was sent long ago (~0.3 s after the start, torch takes ~1.4 s): read now, the
     # modules compiled ahead (bytecode.py) serve the plugin's imports too; else read it below
     header = read_header(fd) if _readable(fd) else _NOT_YET
     _use_compiled_ahead(header)
     preimport.pytest_side()  # while the server imports sympy
     preimport.torch_side()  # the plugin's other parts
+    timeline.mark("trusted: pytest and the plugin imported")
     if header is _NOT_YET:
         header = read_header(fd)
         _use_compiled_ahead(header)

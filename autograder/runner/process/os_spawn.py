@@ -34,9 +34,21 @@ ENV_KEEP = (
     "TMPDIR",
     "SYSTEMROOT",
     "AUTOGRADER_PROFILE",
+    "AUTOGRADER_TIMELINE",
     "PYTHONDONTWRITEBYTECODE",
     "AUTOGRADER_FORK_AFTER_THREADS",
 )
+
+#: of ENV_KEEP, what may differ from one run to the next of one warm server or batch's
+#: preloaded process: a forked run takes its request's environment whole, and these change
+#: nothing the process preloaded (warm.names, Preloaded.spawn)
+PER_RUN = ("AUTOGRADER_TIMELINE",)
+
+
+def same_but_per_run(a: dict[str, str], b: dict[str, str]) -> bool:
+    """Whether two trusted processes' environments differ at most in ``PER_RUN``."""
+    return {k: v for k, v in a.items() if k not in PER_RUN} == {k: v for k, v in b.items() if k not in PER_RUN}
+
 
 LOG = ("private", "pytest.log")
 REPORT = ("private", "report.json")

@@ -164,8 +164,11 @@ def _child(socks: list[socket.socket], request: dict, fds: list[int]) -> None:
         sys.stdin = open(0, closefd=False)  # the fresh process's streams
         sys.stdout = open(1, "w", buffering=1, closefd=False, errors="backslashreplace")
         sys.stderr = open(2, "w", buffering=1, closefd=False, errors="backslashreplace")
+        from autograder.core import timeline
         from autograder.runner.process import sandbox_fork_server
         from autograder.runner.process.early import become_pytest
+
+        timeline.mark("trusted: forked from the preloaded process")
 
         # The run's sandbox fork server, forked here as the Early launcher forks it (early.py)
         # rather than by the plugin's first hook: the same process, imports and environment,

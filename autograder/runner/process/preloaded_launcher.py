@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import IO
 
 from ...sandbox.tree import remove_tree
-from . import trusted
+from . import os_spawn, trusted
 from .trusted import Plan, TrustedProcess
 
 PYTEST = [sys.executable, "-s", "-m", "pytest"]
@@ -176,7 +176,8 @@ class Preloaded:
 
     def spawn(self, argv: list[str], *, cwd: Path, env: dict[str, str], log, pass_fds: tuple[int, ...]):
         """``trusted.popen``, forked from the preloaded process when it can be."""
-        if not self.alive or argv[: len(PYTEST)] != PYTEST or env != self.env or Path(cwd) != self.cwd or len(pass_fds) != 2:
+        same_env = os_spawn.same_but_per_run(env, self.env)
+        if not self.alive or argv[: len(PYTEST)] != PYTEST or not same_env or Path(cwd) != self.cwd or len(pass_fds) != 2:
             self.fallbacks += 1
             return trusted.popen(argv, cwd=cwd, env=env, log=log, pass_fds=pass_fds)
         with self._lock:

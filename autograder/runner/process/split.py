@@ -37,6 +37,7 @@ from typing import Any
 
 import pytest
 
+from ...core import timeline
 from ...sandbox import features
 from ...sandbox.confine import set_parent_death_signal
 
@@ -140,6 +141,7 @@ def run_queue(session: pytest.Session, grading: Any, queue: SkillQueue, first: l
     ran: list[pytest.Item] = []
     current = first
     while current:
+        timeline.mark(f"trusted: skill of {current[0].nodeid.split('::')[0]}")
         following: list[pytest.Item] | None = None
         for i, item in enumerate(current):
             if following is None and len(current) - i <= TAKE_AHEAD:

@@ -101,6 +101,8 @@ def names(root: str) -> dict[str, str] | None:
         return None
     env = os_spawn.environment(root, root)
     del env["PYTHONPATH"]  # root and suites: the plan's, checked at launch (Preloaded.launch)
+    for name in os_spawn.PER_RUN:  # each run's own
+        env.pop(name, None)
     key = "\0".join(
         [os.path.realpath(sys.executable), sys.version, os.path.realpath(root), str(os.getuid()), json.dumps(env, sort_keys=True)]
     )
