@@ -289,6 +289,15 @@ def todo_summary(tests: list[TestOutcome], todo: list[str] | None = None) -> tup
     return (list(todo) if len(others) < len(tests) else []), others
 
 
+def not_graded(results: Results, skill: SkillOutcome) -> str | None:
+    """One line for a skill none of whose tests ran because the run stopped (interrupted,
+    or the grader failed): the run's message is said once, above; a table would repeat it
+    under every test, and its zeros would read as a score."""
+    if results.status == "complete" or not skill.tests or any(t.status != "not_run" for t in skill.tests):
+        return None
+    return "not graded: the run did not complete"
+
+
 def not_started(results: Results, skill: SkillOutcome) -> str | None:
     """One line for a skill whose module is still the untouched stub — every function is
     TODO and every test with points waits on it — instead of its table:

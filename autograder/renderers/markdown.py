@@ -13,6 +13,7 @@ from .common import (
     frame_where,
     headline,
     module_info,
+    not_graded,
     not_started,
     points,
     printed_text,
@@ -106,7 +107,7 @@ def render(results: Results, details: bool = True, upload: bool = False) -> str:
             if not failed:
                 continue
             lines += ["", f"#### {esc(skill.id)}: {esc(skill.title)}"]
-            fresh = not_started(results, skill)
+            fresh = not_graded(results, skill) or not_started(results, skill)
             if fresh:
                 lines.append(f"- 📝 {esc(fresh)}")
                 continue

@@ -19,7 +19,9 @@ from .common import (
     footer_notes,
     frame_lines,
     grid_fits,
+    headline,
     module_info,
+    not_graded,
     not_started,
     points,
     printed_lines,
@@ -176,12 +178,11 @@ def render(results: Results, console: Console, *, details: bool = True) -> None:
         console.print(
             Panel(Text("\n".join(gutter(results.message, prefix=""))), title="Grading did not complete", border_style="red")
         )
-    fresh = {skill.id: not_started(results, skill) for skill in results.skills}
+    fresh = {skill.id: not_graded(results, skill) or not_started(results, skill) for skill in results.skills}
     for skill in results.skills:
         if fresh[skill.id]:
-            console.print(
-                Text.assemble((skill.id, "bold"), "  ", (f"0/{points(skill.points)}", "bold"), "  ", (fresh[skill.id], "yellow"))
-            )
+            score = f"0/{points(skill.points)}" if not not_graded(results, skill) else f"–/{points(skill.points)}"
+            console.print(Text.assemble((skill.id, "bold"), "  ", (score, "bold"), "  ", (fresh[skill.id], "yellow")))
         else:
             console.print(_skill_table(skill, console.width))
     if details:
@@ -207,6 +208,9 @@ def render(results: Results, console: Console, *, details: bool = True) -> None:
         console.print(Text(start, style="bold"))
     for label, text in footer_notes(results):
         console.print(Text(f"{label}: {one_line(text, 800)}", style="dim"))
+    if results.status != "complete":  # no test ran: a table of zeros would read as a score
+        console.print(Text(headline(results), style="bold red"))
+        return
     summary = Table(box=box.ROUNDED, show_header=True, title="Score", title_justify="left")
     summary.add_column("skill", no_wrap=True)
     summary.add_column("points", justify="right", no_wrap=True)

@@ -372,6 +372,21 @@ def test_every_format_renders_a_broken_run(config):
     jsonschema.validate(json.loads(render(broken, "json", config)), RESULTS_SCHEMA)
 
 
+@pytest.mark.parametrize("fmt", ["text", "markdown"])
+def test_an_interrupted_run_says_why_once_and_shows_no_zeros_as_a_score(config, fmt):
+    """No test ran: its reason once at the top (and, in the terminal, last), each skill one
+    line, never the reason under each of ~100 tests, nor a score table of zeros."""
+    stopped = scoring.build(
+        RunManifest.plan(config), None, {"path": "x"}, status="interrupted", message="grading was interrupted (SIGTERM)"
+    )
+    out = render(stopped, fmt, config)
+    assert out.count("grading was interrupted (SIGTERM)") <= 2, out
+    assert len(re.findall(r"not graded\\?: the run did not complete", out)) == len(config.skills)  # markdown escapes ":"
+    if fmt == "text":
+        assert out.rstrip().endswith("Grading did not complete: grading was interrupted (SIGTERM)")
+        assert "total" not in out and "0/100" not in out
+
+
 # --------------------------------------------------------------------------- the property rule before the due date
 def _qkv_report(config, hidden_value_tests_pass: bool) -> dict:
     """A qkv run whose visible value tests all fail while its property tests pass (right
