@@ -10,7 +10,9 @@ SKILL ?=
 FORMAT ?= text
 OUTPUT ?=
 SEED ?=
-GRADE_FLAGS := $(foreach s,$(SKILL),--skill $(s)) --format $(FORMAT) $(if $(OUTPUT),--output $(OUTPUT)) $(if $(SEED),--seed $(SEED))
+# a path as one shell word, whatever it holds (spaces, quotes): 'my exercises', 'O'\''Brien'
+shell_quote = '$(subst ','\'',$(1))'
+GRADE_FLAGS := $(foreach s,$(SKILL),--skill $(s)) --format $(FORMAT) $(if $(OUTPUT),--output $(call shell_quote,$(OUTPUT))) $(if $(SEED),--seed $(SEED))
 
 .PHONY: grade clean
 
@@ -22,7 +24,7 @@ $(VENV)/.requirements.stamp: requirements.txt
 	@touch $@
 
 grade: $(VENV)/.requirements.stamp ## grade [SUBMISSION=dir] [SKILL="qkv masks"] [FORMAT=text|json|gradescope|markdown|github] [OUTPUT=file] [SEED=n]
-	@$(PY) -m autograder grade $(SUBMISSION) $(GRADE_FLAGS)
+	@$(PY) -m autograder grade $(if $(SUBMISSION),$(call shell_quote,$(SUBMISSION))) $(GRADE_FLAGS)
 
 clean: ## remove .venv and the caches
 	rm -rf $(VENV) .pytest_cache

@@ -119,3 +119,31 @@ def test_only_the_command_line_names_the_instructors_package_and_never_imports_i
         assert (ROOT / (name.replace(".", "/") + ".py")).is_file(), name
     names = [c.name for c in cli.instructor_commands()]
     assert names == list(INSTRUCTORS) and not set(names) & {c.name for c in cli.COMMANDS}
+
+
+@pytest.mark.skipif(__import__("shutil").which("make") is None, reason="no make on this machine")
+@pytest.mark.parametrize("target", ["grade", "todo"])
+def test_make_passes_a_folder_or_file_with_spaces_and_quotes_as_one_argument(tmp_path, target):
+    """``make grade SUBMISSION="my exercises" OUTPUT="out put.json"`` (grade.mk, the student
+    Makefile): each path reaches the command line as one argument, whatever it holds."""
+    import shlex
+
+    folder, out = "my O'Brien exercises", "re sults (1).json"  # make itself expands a "$"
+    makefile = ROOT / "autograder" / "instructor" / "release" / "templates" / "student" / "Makefile"
+    tree = tmp_path / "tree"
+    (tree / "autograder").mkdir(parents=True)
+    (tree / "Makefile").write_text(makefile.read_text(encoding="utf-8"), encoding="utf-8")
+    (tree / "autograder" / "grade.mk").write_text((ROOT / "autograder" / "grade.mk").read_text(encoding="utf-8"))
+    said = subprocess.run(
+        ["make", "-n", "-o", ".venv/.requirements.stamp", target, f"SUBMISSION={folder}", f"OUTPUT={out}", "SEED=3"],
+        cwd=tree,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert said.returncode == 0, said.stderr
+    line = next(line for line in said.stdout.splitlines() if "-m autograder" in line)
+    argv = shlex.split(line.lstrip("@"))
+    assert argv[argv.index(target) + 1] == folder
+    if target == "grade":
+        assert argv[argv.index("--output") + 1] == out and argv[argv.index("--seed") + 1] == "3"
