@@ -25,7 +25,8 @@ from pathlib import Path
 
 from .commands import Command, build_parser, default_config
 from .config import ConfigError, load
-from .core.host import unsupported_system
+from .core.host import interrupt_on_termination, unsupported_system
+from .core.results import interrupted_message
 
 #: renderers.FORMATS (tests/grader/test_writers.py checks they agree), spelt out here: the
 #: renderers import rich, and that would delay the start of the grading process (_start_early)
@@ -194,7 +195,7 @@ def _write(text: str, output: str | None) -> bool:
             sys.stdout.flush()
             return True
         except (OSError, ValueError) as exc:
-            print(f"autograder: could not write the results to stdout: {exc}", file=sys.stderr)
+            _say(f"could not write the results to stdout: {exc}")
             return False
     try:
         write_atomic(output, text)
@@ -246,26 +247,40 @@ def _publish(args: argparse.Namespace, config, shown, *, stdout: bool = True) ->
     return ok
 
 
-def _fail(args: argparse.Namespace, config, message: str, code: int, *, submission: str | None = None, kind: str = "") -> int:
+def _fail(
+    args: argparse.Namespace,
+    config,
+    message: str,
+    code: int,
+    *,
+    submission: str | None = None,
+    kind: str = "",
+    status: str = "error",
+) -> int:
     """The one error path: one line on stderr, and the same files a run writes (with
     ``--output``, ``--results`` and in CI) from one error result — every test of the selected
     skills listed as not run when the config is known, a bare error result otherwise.
-    Only GitHub's format also goes to stdout (the annotation is how CI shows it)."""
+    Only GitHub's format also goes to stdout (the annotation is how CI shows it). ``status``:
+    "interrupted" for a run that was stopped (nothing failed)."""
     from .runner import scoring
 
     _say(message)
     try:
-        broken = scoring.error_result(config, kind + message, submission=submission or "")
+        broken = scoring.error_result(config, kind + message, submission=submission or "", status=status)
     except Exception:
-        broken = scoring.error_result(None, kind + message)
+        broken = scoring.error_result(None, kind + message, status=status)
     _publish(args, config, broken, stdout=args.format == "github")
     return code
 
 
 def _say(message: str) -> None:
-    """One line on stderr, whatever the message holds."""
+    """One line on stderr, whatever the message holds — or none, where stderr is gone (a
+    closed terminal: EIO): what is said is also in the results a run writes."""
     line = " ".join(str(message).split()) or "error"
-    print(f"autograder: {line.encode('utf-8', 'backslashreplace').decode('utf-8')}", file=sys.stderr)
+    try:
+        print(f"autograder: {line.encode('utf-8', 'backslashreplace').decode('utf-8')}", file=sys.stderr)
+    except (OSError, ValueError):
+        pass
 
 
 def _streams_survive_any_text() -> None:
@@ -283,6 +298,9 @@ def main(argv: list[str] | None = None, early=None) -> int:
     does not take it."""
     try:
         return _main(argv, early)
+    except KeyboardInterrupt as exc:  # before a command took over (its arguments being read)
+        _say(f"{interrupted_message(exc)} before it began: nothing was graded")
+        return EXIT_INTERRUPTED
     finally:
         if early is not None:
             early.release()  # a no-op once a run took it
@@ -381,27 +399,41 @@ def _warm_launcher(config, early):
         return early
 
 
-def _interrupt_on_termination() -> None:
-    """SIGTERM (``kill``, a container stopping) and SIGHUP (a closed terminal or SSH session)
-    stop a grade as Ctrl-C does: the run is stopped, its folder (a copy of the submission)
-    removed, and the results say it was interrupted. By default either would end the
-    process where it stood, leaving the folder behind."""
-    import signal
-
-    def interrupt(signum: int, _frame) -> None:
-        raise KeyboardInterrupt(signal.Signals(signum).name)
-
-    for name in ("SIGTERM", "SIGHUP"):
-        if hasattr(signal, name):
-            signal.signal(getattr(signal, name), interrupt)
-
-
 def _grade_command(args: argparse.Namespace, early) -> int:
-    _interrupt_on_termination()
+    """An interrupt at any point (Ctrl-C, SIGTERM, SIGHUP) ends as one: the results say so,
+    whether it came while the config was read, the submission checked or the tests ran."""
+    interrupt_on_termination()
+    loaded: dict = {}
+    try:
+        return _load_and_grade(args, early, loaded)
+    except KeyboardInterrupt as exc:
+        return _interrupted(args, loaded.get("config"), exc)
+
+
+def _interrupted(args: argparse.Namespace, config, exc: KeyboardInterrupt, submission: str | None = None) -> int:
+    return _fail(args, config, interrupted_message(exc), EXIT_INTERRUPTED, submission=submission, status="interrupted")
+
+
+def interrupted_before_start(argv: list[str], exc: KeyboardInterrupt) -> int:
+    """An interrupt while ``__main__`` started the run ahead or imported this module: the
+    same results file and status as one a moment later, where the arguments can be read."""
+    try:
+        args = build_parser(list(COMMANDS), DESCRIPTION).parse_args(argv, namespace=argparse.Namespace(early=None))
+    except (SystemExit, Exception):
+        args = None
+    if args is None or args.command != "grade":
+        _say(f"{interrupted_message(exc)} before it began: nothing was graded")
+        return EXIT_INTERRUPTED
+    return _interrupted(args, None, exc)
+
+
+def _load_and_grade(args: argparse.Namespace, early, loaded: dict) -> int:
+    """``loaded``: the config, once read (an interrupt after it lists every test as not run)."""
     try:
         config = load(args.config or default_config()).for_assignment(args.assignment).select(args.skill or None)
     except ConfigError as exc:
         return _fail(args, None, str(exc), EXIT_USAGE, kind="configuration error: ")
+    loaded["config"] = config
     early = _warm_launcher(config, early)
     process = _start_early(config, early)
     args.warm = _is_warm(early)
@@ -457,9 +489,7 @@ def _check_and_grade(args: argparse.Namespace, config, process, protect: list[Pa
     try:
         results = _grade(args, config, submission, process, protect)
     except KeyboardInterrupt as exc:
-        from .runner.grade import interrupted_message
-
-        return _fail(args, config, interrupted_message(exc), EXIT_INTERRUPTED, submission=submission)
+        return _interrupted(args, config, exc, submission)
     except ConfigError as exc:
         return _fail(args, config, str(exc), EXIT_USAGE, submission=submission, kind="configuration error: ")
     except Exception as exc:  # a bug of ours: say so, and still leave a results file
@@ -475,12 +505,16 @@ def _check_and_grade(args: argparse.Namespace, config, process, protect: list[Pa
     if args.output:
         from rich.console import Console
 
-        Console(stderr=True).print(
-            f"{results.course}: {results.score:g} / {results.max_score:g} → {args.output}"
-            + ("" if results.status == "complete" else f" ({results.status}: {results.message})"),
-            highlight=False,
-            markup=False,
-        )
+        done = f"{results.score:g} / {results.max_score:g}" if results.status == "complete" else "not graded"
+        try:
+            Console(stderr=True).print(
+                f"{results.course}: {done} → {args.output}"
+                + ("" if results.status == "complete" else f" ({results.status}: {results.message})"),
+                highlight=False,
+                markup=False,
+            )
+        except (OSError, ValueError):
+            pass  # a terminal that went away: the file holds the results
     if results.status == "interrupted":
         return EXIT_INTERRUPTED
     if results.status != "complete":

@@ -1,4 +1,5 @@
-"""Whether this Python can grade at all, asked before anything else is imported.
+"""Whether this Python can grade at all, asked before anything else is imported; and how
+a grade meets its host's signals (``interrupt_on_termination``).
 
 Grading starts the submission in a separate process forked from one that imported torch,
 under POSIX resource limits (sandbox/). Native Windows has neither ``fork`` nor
@@ -25,3 +26,19 @@ def unsupported_system() -> str | None:
     if os.name == "posix" and hasattr(os, "fork"):
         return None
     return WINDOWS_HELP
+
+
+def interrupt_on_termination() -> None:
+    """SIGTERM (``kill``, a container stopping) and SIGHUP (a closed terminal or SSH session)
+    stop a grade as Ctrl-C does: the run is stopped, its folder (a copy of the submission)
+    removed, and the results say it was interrupted, and by what. By default either would
+    end the process where it stood, leaving the folder behind. Installed first thing
+    (``__main__``), so an interrupt at any moment ends the same way."""
+    import signal
+
+    def interrupt(signum: int, _frame) -> None:
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    for name in ("SIGTERM", "SIGHUP"):
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), interrupt)

@@ -68,6 +68,12 @@ class SkillOutcome:
     functions: list[str] = field(default_factory=list)  # the module's public API (exercise_api.skill_functions)
 
 
+def interrupted_message(exc: KeyboardInterrupt) -> str:
+    """What stopped a run: Ctrl-C, or the signal the command line turned into an interrupt
+    (cli.interrupt_on_termination: SIGTERM, SIGHUP), named in the ``KeyboardInterrupt``."""
+    return f"grading was interrupted ({exc.args[0] if exc.args else 'Ctrl-C'})"
+
+
 @dataclass
 class Results:
     status: str  # complete | error | interrupted

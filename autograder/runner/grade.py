@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..config import Config
 from ..core import timeline
-from ..core.results import Results
+from ..core.results import Results, interrupted_message
 from ..sandbox import zygote
 from ..sandbox.spec import WorkerSpec
 from . import cpu_limits, identity, scoring, seeding
@@ -179,12 +179,6 @@ def grade(request: GradeRequest) -> Results:
         raise
     finally:
         remove_run_dir(run_dir)
-
-
-def interrupted_message(exc: KeyboardInterrupt) -> str:
-    """What stopped the run: Ctrl-C, or the signal the command line turned into an interrupt
-    (cli.py: SIGTERM, SIGHUP — a closed terminal), named in the ``KeyboardInterrupt``."""
-    return f"grading was interrupted ({exc.args[0] if exc.args else 'Ctrl-C'})"
 
 
 def _launched_for(request: GradeRequest) -> TrustedProcess | None:

@@ -31,22 +31,37 @@ class LiveProgress:
 
     def __enter__(self) -> LiveProgress:
         if self.enabled:
-            self.progress.start()
-            self.task = self.progress.add_task(self.starting, total=self.total)
+            self._guarded(self._start)
         return self
 
     def __exit__(self, *exc) -> None:
         if self.enabled:
-            self.progress.stop()
+            self._guarded(self.progress.stop)
 
     def update(self, event: dict) -> None:
         if not self.enabled or self.task is None:
             return
         if event.get("event") == "collected":
-            self.progress.update(self.task, description="running tests")
+            self._guarded(self.progress.update, self.task, description="running tests")
         elif event.get("event") == "test":
             if event.get("outcome") != "passed":
                 self.failed += 1
             name = str(event.get("nodeid", "")).split("::")[-1][:50]
             note = f"[red]{self.failed} failed[/] · " if self.failed else ""
-            self.progress.update(self.task, advance=1, description=f"{note}{name}")
+            self._guarded(self.progress.update, self.task, advance=1, description=f"{note}{name}")
+
+    def _start(self) -> None:
+        self.progress.start()
+        self.task = self.progress.add_task(self.starting, total=self.total)
+
+    def _guarded(self, action, *args, **kwargs) -> None:
+        """A terminal that went away (closed window, lost SSH session: EIO, EPIPE) ends the
+        display, never the grade: its results are still written (``--output``)."""
+        try:
+            action(*args, **kwargs)
+        except (OSError, ValueError):
+            self.enabled = False
+            try:
+                self.progress.stop()  # its refresh thread too
+            except (OSError, ValueError):
+                pass

@@ -457,3 +457,100 @@ def test_only_run_folders_whose_maker_is_gone_are_swept(tmp_path):
         if alive.stdout is not None:
             alive.stdout.close()
     assert os_spawn.remove_if_abandoned(living)  # its maker has ended now
+
+
+def _grade_stopped_after(tmp_path: Path, delay: float, signum: int) -> tuple[int, str, dict | None, list[str]]:
+    """A grade of the reference's qkv sent ``signum`` ``delay`` seconds after its own code
+    began (its first timeline mark; before that the interpreter is still starting, and a
+    signal ends it as it ends any program): (exit status, stderr, its --output file's
+    results, what it left in its TMPDIR)."""
+    tmp, out, err, marks = tmp_path / "tmp", tmp_path / "results.json", tmp_path / "stderr.txt", tmp_path / "marks"
+    tmp.mkdir()
+    env = {**os.environ, "TMPDIR": str(tmp), "PYTHONPATH": str(ROOT), "AUTOGRADER_WARM": "0", "AUTOGRADER_TIMELINE": str(marks)}
+    with open(err, "wb") as stderr:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "autograder", "grade", str(SOLUTIONS), "--skill", "qkv", "--format", "json"]
+            + ["--no-progress", "--output", str(out)],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+        )
+        deadline = time.monotonic() + 60
+        while not (marks.exists() and "command line: started" in marks.read_text(encoding="utf-8")):
+            assert time.monotonic() < deadline and proc.poll() is None, "the command line never started"
+            time.sleep(0.001)
+        time.sleep(delay)
+        proc.send_signal(signum)
+        code = proc.wait(timeout=120)
+    data = json.loads(out.read_text(encoding="utf-8")) if out.exists() else None
+    return code, err.read_text(errors="replace"), data, _gone(tmp)
+
+
+@pytest.mark.parametrize(
+    ("delay", "name"),
+    [(0.03, "SIGTERM"), (0.12, "SIGTERM"), (0.4, "SIGTERM")]
+    + [pytest.param(d, n, marks=pytest.mark.slow) for d in (0.0, 0.06, 0.09, 0.15, 0.25, 1.0) for n in ("SIGTERM", "SIGINT")],
+)
+def test_an_interrupt_at_any_moment_ends_as_an_interrupt_with_its_results_file(tmp_path, delay, name):
+    """While the command line imports, starts the run ahead, reads the config, checks the
+    submission or waits for the tests: one outcome — exit 130, no traceback, a results file
+    that says ``interrupted`` and by what (never ``error``, which says the grader broke), and
+    nothing left behind (blind tester K found a traceback, then ``error``, then
+    ``interrupted``, by timing)."""
+    code, stderr, data, left = _grade_stopped_after(tmp_path, delay, getattr(signal, name))
+    why = "Ctrl-C" if name == "SIGINT" else name
+    assert code == 130, (code, stderr[-2000:])
+    assert "Traceback" not in stderr, stderr[-2000:]
+    assert data is not None, stderr[-2000:]
+    assert (data["status"], data["message"]) == ("interrupted", f"grading was interrupted ({why})"), data["message"]
+    assert left == []
+
+
+def test_a_terminal_that_goes_away_mid_grade_still_leaves_the_results_file(tmp_path):
+    """A closed window or lost SSH session: writes to the terminal fail (EIO) and no signal
+    need come. The progress display ends, the grade runs on, and --output holds the complete
+    results (it was 'the grader itself failed' and no file: blind tester K)."""
+    import pty
+
+    tmp, out = tmp_path / "tmp", tmp_path / "results.json"
+    tmp.mkdir()
+    env = {**os.environ, "TMPDIR": str(tmp), "PYTHONPATH": str(ROOT), "AUTOGRADER_WARM": "0", "COLUMNS": "80"}
+    leader, follower = pty.openpty()
+    try:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "autograder",
+                "grade",
+                str(SOLUTIONS),
+                "--skill",
+                "qkv",
+                "--format",
+                "json",
+                "--output",
+                str(out),
+            ],
+            cwd=ROOT,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=follower,
+            stderr=follower,
+        )
+    finally:
+        os.close(follower)
+    seen = b""
+    deadline = time.monotonic() + 180
+    while b"grading" not in seen:  # the progress display is up
+        assert time.monotonic() < deadline and proc.poll() is None, seen[-2000:]
+        try:
+            seen += os.read(leader, 4096)
+        except OSError:
+            break
+    os.close(leader)  # the terminal goes away: every later write to it fails with EIO
+    code = proc.wait(timeout=180)
+    data = json.loads(out.read_text(encoding="utf-8"))
+    assert data["status"] == "complete" and data["score"] == data["max_score"] > 0, (code, data["message"])
+    assert code == 0
+    assert _gone(tmp) == []
