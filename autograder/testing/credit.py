@@ -176,6 +176,7 @@ class Credit:
             "passed": sum(results.values()),
             "total": len(results),
             "failed": [o.label for o in self.outcomes if not o.passed][:50],
+            "required_failed": self.failed_required(),  # any: the test scores 0, whatever ``passed`` says
             "note": self.note(),
         }
 

@@ -389,20 +389,22 @@ def close(
         return equal(got, want, what=what, mistakes=mistakes, hints=hints, grid=grid)
     g = got.to(torch.float64)
     w = want.to(torch.float64)
+    ok = torch.isclose(g, w, rtol=tol.rtol, atol=tol.atol, equal_nan=True)
     new_nan = torch.isnan(g) & ~torch.isnan(w)
     if bool(new_nan.any()):
         first = tuple(torch.nonzero(new_nan)[0].tolist())
         count = int(new_nan.sum())
-        grids = _grid(what, g, w, new_nan, first, grid) if grid else []
+        others = int((~ok & ~new_nan).sum())  # said too, and marked in the grid: the NaN is rarely the only problem
+        grids = _grid(what, g, w, ~ok, first, grid) if grid else []
+        also = f"; {others} other value{'s' if others > 1 else ''} differ too" if others else ""
         _fail(
             what,
             "nan",
             f"NaN at index {_index(first)} ({count} NaN value{'s' if count > 1 else ''}); expected "
-            f"{fmt_number(w[first].item())} there",
+            f"{fmt_number(w[first].item())} there{also}",
             diagnose(got, mistakes, tol, want) or hints,
             grids,
         )
-    ok = torch.isclose(g, w, rtol=tol.rtol, atol=tol.atol, equal_nan=True)
     if bool(ok.all()):
         return got
     bad = ~ok

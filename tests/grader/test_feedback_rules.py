@@ -92,6 +92,31 @@ def test_required_parts_gate_but_are_not_a_share():
     assert credit.summary()["total"] == 3
 
 
+def test_a_failed_required_part_is_named_so_no_count_of_passed_cases_reads_as_points():
+    """The summary says which required part failed: "2 of 3 cases" beside 0 points misleads
+    (the terminal table says "required part failed: fresh" instead; blind tester K)."""
+    credit = Credit()
+    _run(credit, credit.parts(["Q", "K", "V", "fresh"], required=["fresh"]), {"V", "fresh"})
+    summary = credit.summary()
+    assert credit.fraction == 0.0 and summary["required_failed"] == ["fresh"] and summary["passed"] == 2
+    ok = Credit()
+    _run(ok, ok.parts(["Q", "K", "fresh"], required=["fresh"]), {"K"})
+    assert ok.summary()["required_failed"] == []
+
+
+def test_a_nan_is_said_first_and_every_other_wrong_value_is_marked_too():
+    """A softmax over the wrong axis gave one NaN and wrong finite values beside it: the grid
+    marked only the NaN, as if it were the only problem (blind tester K)."""
+    want = torch.tensor([[1.0, 0.0], [0.599, 0.401]], dtype=torch.float64)
+    got = torch.tensor([[0.5, float("nan")], [0.574, 0.401]], dtype=torch.float64)
+    with pytest.raises(CheckFailed) as failed:
+        expect.close(got, want, what="softmax_rows", tol=TOL, grid=("query", "key"))
+    feedback = failed.value.feedback
+    assert feedback.problem == "nan" and "NaN at index [0, 1]" in feedback.detail
+    assert "2 other values differ too" in feedback.detail, feedback.detail
+    assert feedback.grids[0]["bad"] == [[True, True], [True, False]]
+
+
 def test_kinds_must_be_distinct():
     with pytest.raises(ValueError):
         list(Credit().parts(["a", "a"]))
