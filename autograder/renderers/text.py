@@ -228,5 +228,6 @@ def render(results: Results, console: Console, *, details: bool = True) -> None:
     console.print(summary)
     if reread:  # one line each, wrapped at spaces: a column would cut the path ("…week07-attention.txt:5…")
         console.print(Text("Reread:", style="bold"))
-        for sid, section in reread:
-            console.print(Text(f"  {sid}: {one_line(section, 400)}", style="cyan"))
+        for sid, section in reread:  # wrapped here, each further line under the first's text
+            lines = wrap_words(f"{sid}: {one_line(section, 400)}", max(console.width - 4, 20)).split("\n")
+            console.print(Text("\n".join(["  " + lines[0], *("    " + line for line in lines[1:])]), style="cyan"))

@@ -131,7 +131,8 @@ def test_a_connection_from_another_user_is_refused(short_tmp):
         _stop(proc)
 
 
-def test_a_warm_servers_folder_must_be_this_users_and_closed_to_others(tmp_path, monkeypatch):
+def test_a_warm_servers_folder_must_be_this_users_and_closed_to_others(short_tmp, monkeypatch):
+    tmp_path = short_tmp  # a socket's path must fit in ~100 bytes
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
     mine = tmp_path / f"autograder-warm-{os.getuid()}"
     assert warm.socket_dir() == str(mine) and (mine.stat().st_mode & 0o777) == 0o700
@@ -142,6 +143,18 @@ def test_a_warm_servers_folder_must_be_this_users_and_closed_to_others(tmp_path,
     (tmp_path / "elsewhere").mkdir(mode=0o700)
     mine.symlink_to(tmp_path / "elsewhere")
     assert warm.socket_dir() is None, "a link is not used"
+
+
+def test_a_folder_too_long_for_a_sockets_path_gives_way_to_the_next(short_tmp, monkeypatch):
+    """A Unix socket's path has ~100 bytes: a long ``XDG_RUNTIME_DIR`` (or ``TMPDIR``) gave no
+    server, silently (blind tester K, a 150-character TMPDIR); the next folder serves."""
+    deep = short_tmp / ("d" * 90)
+    deep.mkdir()
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(deep))
+    monkeypatch.setenv("TMPDIR", str(short_tmp))
+    assert warm.socket_dir() == str(short_tmp / f"autograder-warm-{os.getuid()}")
+    files = warm.names(str(ROOT))
+    assert files is not None and files["sock"].startswith(str(short_tmp))
 
 
 def test_a_server_is_left_only_by_an_interactive_grade_off_ci_where_workers_cannot_open_sockets(monkeypatch):

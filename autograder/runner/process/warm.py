@@ -71,10 +71,16 @@ def setting() -> str | None:
 def socket_dir() -> str | None:
     """This user's folder for warm servers, made mode 0700 if need be: under
     ``$XDG_RUNTIME_DIR`` (a per-user tmpfs on most Linux desktops), else the temporary
-    folder. None when it is not a real folder of ours that only we can enter."""
+    folder, else /tmp — the first where a socket's path fits (a Unix socket's path has ~100
+    bytes: a long ``TMPDIR`` gave no server at all). None when it is not a real folder of
+    ours that only we can enter."""
     uid = os.getuid()
-    base = os.environ.get("XDG_RUNTIME_DIR") or os.environ.get("TMPDIR") or "/tmp"
-    path = os.path.join(base, f"autograder-warm-{uid}")
+    bases = [os.environ.get("XDG_RUNTIME_DIR"), os.environ.get("TMPDIR"), "/tmp"]
+    folders = [os.path.join(base, f"autograder-warm-{uid}") for base in bases if base]
+    fits = [f for f in folders if len(os.path.join(f, "0" * 16 + ".sock").encode()) <= MAX_PATH]
+    if not fits:
+        return None
+    path = fits[0]
     try:
         os.mkdir(path, 0o700)
     except FileExistsError:
