@@ -81,6 +81,7 @@ def _break_name(name: str, room: int) -> str:
 
 
 def _skill_table(skill: SkillOutcome, width: int = 110) -> Table:
+    narrow = width < 100  # (CI logs, 80-column terminals): the hint goes under its test, never cut
     table = Table(
         title=Text.assemble(
             (f"{skill.id}", "bold"),
@@ -90,13 +91,12 @@ def _skill_table(skill: SkillOutcome, width: int = 110) -> Table:
         ),
         title_justify="left",
         box=box.SIMPLE_HEAVY,
-        expand=False,
+        expand=narrow,  # every skill's table the terminal's width: the points column stays put
     )
     if skill.gated_by:
         table.caption = Text(
             f"0 points: this skill breaks a rule of the exercise — {one_line(skill.gated_by, 160)}", style="bold red"
         )
-    narrow = width < 100  # (CI logs, 80-column terminals): the hint goes under its test, never cut
     table.add_column("", width=1)
     table.add_column("test" if not narrow else "test · hint / why", no_wrap=narrow)
     table.add_column("points", justify="right", no_wrap=True)
