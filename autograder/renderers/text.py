@@ -109,8 +109,8 @@ def _skill_table(skill: SkillOutcome, width: int = 110) -> Table:
             if test.hints
             else ("" if test.status == "passed" else one_line(test.summary, 90))
         )
-        if test.credit and test.status != "passed" and test.credit.get("required_failed"):
-            note = f"required part failed: {test.credit['required_failed'][0]} · {note}"  # never "2 of 3 cases" at 0 points
+        if test.credit and test.status != "passed" and test.credit.get("required_failed") and test.credit.get("passed"):
+            note = f"required part failed: {test.credit['required_failed'][0]} · {note}"  # not "2 of 3 cases" at 0 points
         elif test.credit and test.credit.get("total") and test.status != "passed" and test.credit["total"] > 1:
             note = f"{test.credit['passed']} of {test.credit['total']} cases · {note}"
         name = test.name + (" (hidden)" if test.visibility == "hidden" else "") + (" (rule)" if test.max_score == 0 else "")
