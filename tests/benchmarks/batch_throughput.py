@@ -130,14 +130,20 @@ def run_batch(subs: Path, out: Path, jobs: int, extra: list[str]) -> tuple[float
 
 
 def single(folder: Path) -> dict:
+    """``grade`` of one submission with the key the batch used: the course's seed key where
+    ``make release`` made one (a batch uses it by default; a plain ``grade`` uses the public
+    local key, so its seeds — not its scores — would differ)."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from autograder.config import load
+    from autograder.runner import seeding
+
+    key = seeding.course_key_path(seeding.key_name(load(ROOT / "grading.toml")))
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "r.json"
-        subprocess.run(
-            [sys.executable, "-m", "autograder", "grade", str(folder), "--format", "json", "--output", str(out), "--no-progress"],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-        )
+        cmd = [sys.executable, "-m", "autograder", "grade", str(folder), "--format", "json", "--no-progress"]
+        cmd += ["--output", str(out), *(["--seed-key-file", str(key)] if key.is_file() else [])]
+        subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
         return json.loads(out.read_text())
 
 
