@@ -554,3 +554,23 @@ def test_a_terminal_that_goes_away_mid_grade_still_leaves_the_results_file(tmp_p
     assert data["status"] == "complete" and data["score"] == data["max_score"] > 0, (code, data["message"])
     assert code == 0
     assert _gone(tmp) == []
+
+
+def test_a_file_system_without_locks_still_gets_run_folders_which_are_then_never_swept(tmp_path, monkeypatch):
+    """Some network mounts refuse flock (ENOLCK): a grade there must still run. Its folder has
+    no lock file, so no sweep can take it for abandoned (only a proven abandonment counts)."""
+    import errno
+    import fcntl
+
+    from autograder.runner.process import os_spawn
+
+    def no_locks(fd, operation):
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(fcntl, "flock", no_locks)
+    made = Path(os_spawn.new_run_dir())
+    assert made.is_dir() and not (made / "private" / "alive").exists() and list((made / "private").iterdir()) == []
+    assert not os_spawn.remove_if_abandoned(str(made)) and made.is_dir()
+    os_spawn.remove_tree(str(made))
+    assert not made.exists()

@@ -134,6 +134,14 @@ def _hold(run_dir: str) -> None:
     fd = os.open(final + ".new", os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
+    except OSError:  # a file system without locks (some network mounts): no lock file, never swept
+        os.close(fd)
+        os.unlink(final + ".new")
+        return
+    except BaseException:
+        os.close(fd)
+        raise
+    try:
         os.rename(final + ".new", final)
     except BaseException:
         os.close(fd)
