@@ -25,6 +25,7 @@ from pathlib import Path
 
 from .commands import Command, build_parser, default_config
 from .config import ConfigError, load
+from .core import host
 from .core.host import interrupt_on_termination, unsupported_system
 from .core.results import interrupted_message
 
@@ -34,6 +35,7 @@ FORMATS = ("text", "json", "gradescope", "markdown", "github")
 
 
 EXIT_OK, EXIT_BROKEN, EXIT_USAGE, EXIT_BELOW_THRESHOLD, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+EXIT_BROKEN_PIPE = 141  # what a shell reports for a command its pipe's reader left (128 + SIGPIPE)
 DESCRIPTION = "Grade attention exercises in a sandbox."
 
 
@@ -273,6 +275,17 @@ def _fail(
     return code
 
 
+def _quiet_stdout() -> None:
+    """stdout's reader left (a pipe into ``head``): what is still buffered goes nowhere, so
+    the interpreter's own last flush raises nothing either (Python's documented recipe)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
+
+
 def _say(message: str) -> None:
     """One line on stderr, whatever the message holds — or none, where stderr is gone (a
     closed terminal: EIO): what is said is also in the results a run writes."""
@@ -299,8 +312,10 @@ def main(argv: list[str] | None = None, early=None) -> int:
     try:
         return _main(argv, early)
     except KeyboardInterrupt as exc:  # before a command took over (its arguments being read)
-        _say(f"{interrupted_message(exc)} before it began: nothing was graded")
-        return EXIT_INTERRUPTED
+        return interrupted_before_start(sys.argv[1:] if argv is None else argv, exc)
+    except BrokenPipeError:  # `make todo | head`: the reader has what it wanted
+        _quiet_stdout()
+        return EXIT_BROKEN_PIPE
     finally:
         if early is not None:
             early.release()  # a no-op once a run took it
@@ -414,6 +429,15 @@ def _interrupted(args: argparse.Namespace, config, exc: KeyboardInterrupt, submi
     return _fail(args, config, interrupted_message(exc), EXIT_INTERRUPTED, submission=submission, status="interrupted")
 
 
+def _dropped_interrupt() -> KeyboardInterrupt | None:
+    """An interrupt this process received (core/host.RECEIVED) that never stopped the run:
+    Python prints and drops a ``KeyboardInterrupt`` raised while a finaliser or callback runs."""
+    if not host.RECEIVED:
+        return None
+    name = host.RECEIVED[0]
+    return KeyboardInterrupt(*(() if name == "Ctrl-C" else (name,)))
+
+
 def interrupted_before_start(argv: list[str], exc: KeyboardInterrupt) -> int:
     """An interrupt while ``__main__`` started the run ahead or imported this module: the
     same results file and status as one a moment later, where the arguments can be read."""
@@ -488,6 +512,9 @@ def _check_and_grade(args: argparse.Namespace, config, process, protect: list[Pa
         return _fail(args, config, str(exc), EXIT_USAGE, submission=submission)
     try:
         results = _grade(args, config, submission, process, protect)
+        dropped = _dropped_interrupt()
+        if dropped is not None:  # Python dropped it (raised in a finaliser): the run went on
+            raise dropped
     except KeyboardInterrupt as exc:
         return _interrupted(args, config, exc, submission)
     except ConfigError as exc:

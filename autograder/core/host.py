@@ -28,17 +28,32 @@ def unsupported_system() -> str | None:
     return WINDOWS_HELP
 
 
+#: the interrupts this process received (their signals' names; "Ctrl-C" for SIGINT), in order
+RECEIVED: list[str] = []
+
+
 def interrupt_on_termination() -> None:
     """SIGTERM (``kill``, a container stopping) and SIGHUP (a closed terminal or SSH session)
     stop a grade as Ctrl-C does: the run is stopped, its folder (a copy of the submission)
     removed, and the results say it was interrupted, and by what. By default either would
     end the process where it stood, leaving the folder behind. Installed first thing
-    (``__main__``), so an interrupt at any moment ends the same way."""
+    (``__main__``), so an interrupt at any moment ends the same way.
+
+    Each interrupt is also recorded (``RECEIVED``): a ``KeyboardInterrupt`` raised while a
+    finaliser or callback runs is printed and dropped by Python, and the command line checks
+    the record before it publishes a complete result. A signal this process was started
+    ignoring (``nohup`` ignores SIGHUP, a background job SIGINT) stays ignored."""
     import signal
 
     def interrupt(signum: int, _frame) -> None:
-        raise KeyboardInterrupt(signal.Signals(signum).name)
+        name = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
+        RECEIVED.append(name)
+        raise KeyboardInterrupt(*(() if signum == signal.SIGINT else (name,)))
 
-    for name in ("SIGTERM", "SIGHUP"):
-        if hasattr(signal, name):
-            signal.signal(getattr(signal, name), interrupt)
+    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+        number = getattr(signal, name, None)
+        if number is None:
+            continue
+        current = signal.getsignal(number)
+        if current in (signal.SIG_DFL, signal.default_int_handler):
+            signal.signal(number, interrupt)

@@ -367,7 +367,7 @@ def _grade_into_its_tests(tmp_path: Path) -> tuple[subprocess.Popen, Path, Path]
     temporary folder, its --output file)."""
     tmp, out, err = tmp_path / "tmp", tmp_path / "results.json", tmp_path / "stderr.txt"
     tmp.mkdir()
-    env = {**os.environ, "TMPDIR": str(tmp), "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "TMPDIR": str(tmp), "PYTHONPATH": str(ROOT), "AUTOGRADER_TIMELINE": str(tmp_path / "marks")}
     with open(err, "wb") as stderr:
         proc = subprocess.Popen(
             [sys.executable, "-m", "autograder", "grade", str(SOLUTIONS), "--skill", "qkv", "--format", "json"]
@@ -395,13 +395,16 @@ def _gone(tmp: Path, seconds: float = 120) -> list[str]:
 
 
 def test_a_grade_killed_mid_run_leaves_no_run_folder_behind(tmp_path):
-    """SIGKILL: the command line removes nothing. Its run goes on to its end, finds the run
-    folder's lock free (the kernel released it with the command line), and removes the
-    folder, with the copy of the submission in it."""
+    """SIGKILL: the command line removes nothing. Its run finds the progress pipe broken at
+    its next event, stops its workers, removes the run folder (with the copy of the
+    submission in it) and leaves, before its tests end: grading on for nobody let a sweep
+    by the next grade remove the folder, and the report then made it again, for good
+    (blind tester L)."""
     proc, tmp, _out = _grade_into_its_tests(tmp_path)
     proc.kill()
     proc.wait()
     assert _gone(tmp) == []
+    assert "trusted: tests done" not in (tmp_path / "marks").read_text(encoding="utf-8")
 
 
 # slow: two grades, each stopped by a signal; the SIGKILL test above keeps the folder's removal in make test
@@ -574,3 +577,43 @@ def test_a_file_system_without_locks_still_gets_run_folders_which_are_then_never
     assert not os_spawn.remove_if_abandoned(str(made)) and made.is_dir()
     os_spawn.remove_tree(str(made))
     assert not made.exists()
+
+
+def test_an_interrupt_python_dropped_still_ends_the_grade_as_interrupted(tmp_path, monkeypatch):
+    """A KeyboardInterrupt raised while a finaliser runs is printed and dropped by Python, and
+    the run goes on (blind tester L: a SIGTERM once ended in a complete result, exit 0). The
+    handler records each interrupt (core/host.RECEIVED); a run that ends after one is
+    reported as interrupted, by what the record says."""
+    from autograder import cli
+    from autograder.core import host
+
+    monkeypatch.setattr(host, "RECEIVED", ["SIGTERM"])
+    monkeypatch.setattr(cli, "interrupt_on_termination", lambda: None)  # this test process keeps its handlers
+    out = tmp_path / "r.json"
+    rc = cli.main(["grade", str(SOLUTIONS), "--skill", "qkv", "--format", "json", "--no-progress", "--output", str(out)])
+    data = json.loads(out.read_text(encoding="utf-8"))
+    assert rc == 130 and (data["status"], data["message"]) == ("interrupted", "grading was interrupted (SIGTERM)")
+
+
+def test_a_signal_the_grade_was_started_ignoring_stays_ignored():
+    """``nohup make grade`` ignores SIGHUP, a background job SIGINT: the grade keeps them
+    ignored (blind tester L: a hangup under nohup interrupted the grade)."""
+    code = (
+        f"import signal, sys; sys.path.insert(0, {str(ROOT)!r})\n"
+        "from autograder.core.host import interrupt_on_termination\n"
+        "interrupt_on_termination()\n"
+        "print(signal.getsignal(signal.SIGHUP) is signal.SIG_IGN, signal.getsignal(signal.SIGTERM) is signal.SIG_DFL)\n"
+    )
+    ignoring = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import signal, subprocess, sys; signal.signal(signal.SIGHUP, signal.SIG_IGN); "
+            "sys.exit(subprocess.run([sys.executable, '-c', sys.argv[1]]).returncode)",
+            code,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert ignoring.stdout.split() == ["True", "False"], ignoring.stderr

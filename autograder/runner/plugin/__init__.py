@@ -72,6 +72,9 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError("the grader stopped before sending the run manifest")
     grading = GradingSession(RunManifest.from_dict(json.loads(data)), config.stash.get(SANDBOX_FORK_SERVER, None))
     grading.progress = os.fdopen(progress_fd, "w", buffering=1)
+    from ..process import os_spawn
+
+    grading.run_dir = os_spawn.run_dir_of(getattr(config.option, "json_report_file", None) or "")
     timeline.mark("trusted: manifest read")
     GradingHooks.register(config, grading)
 

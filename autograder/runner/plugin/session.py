@@ -28,6 +28,7 @@ class GradingSession:
         )
         self.solutions_dir = Path(manifest.solutions_dir)
         self.progress: Any = None  # the progress pipe, a text file, while a run reports progress
+        self.run_dir: str | None = None  # the run folder (os_spawn.new_run_dir), removed if the command line is gone
         self.profiler: Any = None  # a cProfile.Profile when AUTOGRADER_PROFILE asks for one
         self.trusted_processes = 1  # 2 once runner/process/split.py forked a second one
         limits = manifest.limits
@@ -70,8 +71,28 @@ class GradingSession:
         if self.progress is not None:
             try:
                 self.progress.write(json.dumps(event) + "\n")
+            except BrokenPipeError:
+                self.progress = None
+                self._orphaned()
             except OSError:
                 self.progress = None
+
+    def _orphaned(self) -> None:
+        """The command line that started this run is gone (killed: the progress pipe broke),
+        and nobody will read what the run finds. Stop now — the workers, then the run folder
+        (a copy of the submission), then this process — rather than grade on for nobody: a
+        folder another grade swept meanwhile would otherwise be made again by the report."""
+        import os
+
+        try:
+            self.sandbox.close(wait=False)
+        except Exception:  # noqa: BLE001 — leaving anyway; the workers die with their parent
+            pass
+        if self.run_dir:
+            from ..process import os_spawn
+
+            os_spawn.remove_tree(self.run_dir)
+        os._exit(1)
 
     def group(self, nodeid: str) -> tuple[str | None, int]:
         """The tests whose worker a test may take over, and its stage among them: its skill,
