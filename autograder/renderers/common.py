@@ -387,7 +387,10 @@ def footer_notes(results: Results) -> list[tuple[str, str]]:
     else:
         out.append(("Suites", suites))
     label = result_label_pattern(list(results.result_labels))
-    if label and any(label.search(" ".join([t.check or "", t.detail or "", t.summary or ""])) for t in results.tests):
+    # only where a test is shown: a skill said in one line ("not started") shows none of its labels
+    one_line_skills = {skill.id for skill in results.skills if not_graded(results, skill) or not_started(results, skill)}
+    shown = [t for skill in results.skills if skill.id not in one_line_skills for t in skill.tests]
+    if label and any(label.search(" ".join([t.check or "", t.detail or "", t.summary or ""])) for t in shown):
         out.append(("Labels", result_label_note(results.result_labels)))
     portable = next((n for n in results.sandbox if n.startswith(f"{SANDBOX_TIER}portable")), None)
     if portable is not None:  # macOS and the like: say which protections held (runner/policy.tier_note)

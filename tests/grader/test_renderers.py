@@ -387,6 +387,26 @@ def test_an_interrupted_run_says_why_once_and_shows_no_zeros_as_a_score(config, 
         assert "total" not in out and "0/100" not in out
 
 
+def test_the_labels_note_comes_only_with_a_label_the_report_shows(config):
+    """ "Labels: a label such as W7-1 names one printed result…" explains a label the reader
+    can see; a skill said in one line (interrupted, not started) shows none of its tests'
+    labels (blind tester L: the stubs' report explained labels it never showed)."""
+    tests = config.tests
+    labelled = {"check": "qkv (W7-1)", "problem": "values", "detail": "expected W7-1's numbers", "hints": []}
+    report = {
+        "tests": [
+            {"nodeid": t.node_id, "outcome": "failed", "metadata": {"result": {"kind": "check", "feedback": labelled}}}
+            for t in tests
+        ]
+    }
+    shown = scoring.build(RunManifest.plan(config), report, {"path": "x", "modules": {}})
+    assert "Labels: a label such as" in render(shown, "text", config)
+    stopped = scoring.build(
+        RunManifest.plan(config), None, {"path": "x"}, status="interrupted", message="grading was interrupted (W7-1)"
+    )
+    assert "Labels:" not in render(stopped, "text", config)
+
+
 # --------------------------------------------------------------------------- the property rule before the due date
 def _qkv_report(config, hidden_value_tests_pass: bool) -> dict:
     """A qkv run whose visible value tests all fail while its property tests pass (right
