@@ -86,7 +86,7 @@ class GradingSession:
 
         try:
             self.sandbox.close(wait=False)
-        except Exception:  # noqa: BLE001 — leaving anyway; the workers die with their parent
+        except Exception:  # leaving anyway; the workers die with their parent
             pass
         if self.run_dir:
             from ..process import os_spawn
