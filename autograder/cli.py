@@ -429,15 +429,6 @@ def _interrupted(args: argparse.Namespace, config, exc: KeyboardInterrupt, submi
     return _fail(args, config, interrupted_message(exc), EXIT_INTERRUPTED, submission=submission, status="interrupted")
 
 
-def _dropped_interrupt() -> KeyboardInterrupt | None:
-    """An interrupt this process received (core/host.RECEIVED) that never stopped the run:
-    Python prints and drops a ``KeyboardInterrupt`` raised while a finaliser or callback runs."""
-    if not host.RECEIVED:
-        return None
-    name = host.RECEIVED[0]
-    return KeyboardInterrupt(*(() if name == "Ctrl-C" else (name,)))
-
-
 def interrupted_before_start(argv: list[str], exc: KeyboardInterrupt) -> int:
     """An interrupt while ``__main__`` started the run ahead or imported this module: the
     same results file and status as one a moment later, where the arguments can be read."""
@@ -512,9 +503,8 @@ def _check_and_grade(args: argparse.Namespace, config, process, protect: list[Pa
         return _fail(args, config, str(exc), EXIT_USAGE, submission=submission)
     try:
         results = _grade(args, config, submission, process, protect)
-        dropped = _dropped_interrupt()
-        if dropped is not None:  # Python dropped it (raised in a finaliser): the run went on
-            raise dropped
+        if host.RECEIVED:  # an interrupt Python dropped (raised while a finaliser ran): the run went on
+            raise host.RECEIVED[0]
     except KeyboardInterrupt as exc:
         return _interrupted(args, config, exc, submission)
     except ConfigError as exc:

@@ -28,8 +28,9 @@ def unsupported_system() -> str | None:
     return WINDOWS_HELP
 
 
-#: the interrupts this process received (their signals' names; "Ctrl-C" for SIGINT), in order
-RECEIVED: list[str] = []
+#: the interrupts this process received, in order (each as raised: its signal's name as its
+#: argument, none for Ctrl-C)
+RECEIVED: list[KeyboardInterrupt] = []
 
 
 def interrupt_on_termination() -> None:
@@ -46,9 +47,9 @@ def interrupt_on_termination() -> None:
     import signal
 
     def interrupt(signum: int, _frame) -> None:
-        name = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
-        RECEIVED.append(name)
-        raise KeyboardInterrupt(*(() if signum == signal.SIGINT else (name,)))
+        exc = KeyboardInterrupt() if signum == signal.SIGINT else KeyboardInterrupt(signal.Signals(signum).name)
+        RECEIVED.append(exc)
+        raise exc
 
     for name in ("SIGINT", "SIGTERM", "SIGHUP"):
         number = getattr(signal, name, None)

@@ -180,10 +180,11 @@ def render(results: Results, console: Console, *, details: bool = True) -> None:
         console.print(
             Panel(Text("\n".join(gutter(results.message, prefix=""))), title="Grading did not complete", border_style="red")
         )
-    fresh = {skill.id: not_graded(results, skill) or not_started(results, skill) for skill in results.skills}
+    stopped = {skill.id: not_graded(results, skill) for skill in results.skills}
+    fresh = {skill.id: stopped[skill.id] or not_started(results, skill) for skill in results.skills}
     for skill in results.skills:
         if fresh[skill.id]:
-            score = f"0/{points(skill.points)}" if not not_graded(results, skill) else f"–/{points(skill.points)}"
+            score = f"{'–' if stopped[skill.id] else '0'}/{points(skill.points)}"
             console.print(Text.assemble((skill.id, "bold"), "  ", (score, "bold"), "  ", (fresh[skill.id], "yellow")))
         else:
             console.print(_skill_table(skill, console.width))

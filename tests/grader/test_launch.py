@@ -587,7 +587,7 @@ def test_an_interrupt_python_dropped_still_ends_the_grade_as_interrupted(tmp_pat
     from autograder import cli
     from autograder.core import host
 
-    monkeypatch.setattr(host, "RECEIVED", ["SIGTERM"])
+    monkeypatch.setattr(host, "RECEIVED", [KeyboardInterrupt("SIGTERM")])
     monkeypatch.setattr(cli, "interrupt_on_termination", lambda: None)  # this test process keeps its handlers
     out = tmp_path / "r.json"
     rc = cli.main(["grade", str(SOLUTIONS), "--skill", "qkv", "--format", "json", "--no-progress", "--output", str(out)])

@@ -72,17 +72,21 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError("the grader stopped before sending the run manifest")
     grading = GradingSession(RunManifest.from_dict(json.loads(data)), config.stash.get(SANDBOX_FORK_SERVER, None))
     grading.progress = os.fdopen(progress_fd, "w", buffering=1)
-    from ..process import os_spawn
-
-    grading.run_dir = os_spawn.run_dir_of(getattr(config.option, "json_report_file", None) or "")
+    grading.run_dir = _run_dir(config)
     timeline.mark("trusted: manifest read")
     GradingHooks.register(config, grading)
 
 
-def _remove_run_folder(config: pytest.Config) -> None:
+def _run_dir(config: pytest.Config) -> str | None:
     """The run folder (runner/process/os_spawn.new_run_dir) holding this run's report file."""
     from ..process import os_spawn
 
-    run_dir = os_spawn.run_dir_of(getattr(config.option, "json_report_file", None) or "")
+    return os_spawn.run_dir_of(getattr(config.option, "json_report_file", None) or "")
+
+
+def _remove_run_folder(config: pytest.Config) -> None:
+    run_dir = _run_dir(config)
     if run_dir is not None:
+        from ..process import os_spawn
+
         os_spawn.remove_tree(run_dir)  # whatever a worker left in its scratch folder, any depth

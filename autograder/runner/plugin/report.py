@@ -219,17 +219,11 @@ class GradingHooks:
         sys.stderr.flush()
         grading.emit({"event": "done", "exitstatus": int(exitstatus)})
         grading.close(exiting=True)  # stops the sandbox, then closes the progress pipe: the parent goes on
-        _remove_if_abandoned(session.config)
+        if grading.run_dir:
+            # a grade killed just after "done" cannot remove its run folder (a copy of the
+            # submission): removed here when nobody holds the folder's lock any more; a live
+            # grade holds it and removes the folder itself once it has read the report
+            from ..process import os_spawn
+
+            os_spawn.remove_if_abandoned(grading.run_dir)
         os._exit(int(exitstatus))
-
-
-def _remove_if_abandoned(config: pytest.Config) -> None:
-    """A grade killed while its run went on (``kill -9``, a closed terminal) cannot remove its
-    run folder, which holds a copy of the submission: the run removes it at its end when
-    nobody holds the folder's lock any more (os_spawn.remove_if_abandoned). A live grade
-    holds it and removes the folder itself once it has read the report."""
-    from ..process import os_spawn
-
-    run_dir = os_spawn.run_dir_of(getattr(config.option, "json_report_file", None) or "")
-    if run_dir is not None:
-        os_spawn.remove_if_abandoned(run_dir)
