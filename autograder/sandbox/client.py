@@ -118,6 +118,7 @@ class Worker:
         self.stage = 0  # the latest stage of its group it served: it never serves an earlier one
         self.baseline: tuple[int, int] | None = None  # (threads, RSS KiB) when it was ready
         self.banned: tuple[str, ...] = ()  # kernels replaced for its whole life (ban)
+        self.confined: tuple[str, ...] | None = None  # the only submission modules that may run (confine)
         #: CPU seconds the worker spent on its last request; None when it cannot be read here
         self.last_cpu: float | None = None
         self._clock: features.ProcessClock | None = None  # read before and after each request
@@ -288,6 +289,17 @@ class Worker:
             message = error.get("message") if isinstance(error, dict) else error
             raise RuntimeError(f"the worker refused to replace the rule's kernels: {str(message)[:300]}")
         self.banned = tuple(patterns)
+
+    def confine(self, modules: tuple[str, ...], timeout: float = 60.0) -> None:
+        """Let only ``modules`` of the submission, and no code from a string, run in this worker
+        for its life (codegate.py): only a fresh worker accepts it, before any submission code.
+        A refusal is the grader's bug: it raises."""
+        reply, _ = self.request({"op": "confine", "modules": list(modules)}, b"", timeout, "confining the worker's code")
+        if reply.get("ok") is not True:
+            error = reply.get("error")
+            message = error.get("message") if isinstance(error, dict) else error
+            raise RuntimeError(f"the worker refused to confine its code: {str(message)[:300]}")
+        self.confined = tuple(modules)
 
     def import_module(self, module: str, timeout: float, cpu_limit: float | None = None) -> Reply:
         reply, rblob = self.request({"op": "import", "module": module}, b"", timeout, f"import of {module}.py", cpu_limit)

@@ -31,6 +31,7 @@ from typing import Any
 import torch
 
 from . import confine, namespaces, probes
+from .codegate import CodeGate, caller_file
 from .protocol import PeerClosed, decode, encode, header_bytes, recv_message, send_frame, send_message
 from .spec import WorkerSpec
 
@@ -269,8 +270,9 @@ class FreshState:
 class WorkerContext:
     """What a probe sees: the submission's modules and recorders for its calls."""
 
-    def __init__(self, spec: WorkerSpec, grader: dict[str, Any] | None = None) -> None:
+    def __init__(self, spec: WorkerSpec, grader: dict[str, Any] | None = None, gate: CodeGate | None = None) -> None:
         self.spec = spec
+        self.gate = gate or CodeGate(spec.copy_dir, _GRADER_DIR)
         self._probe_builtins = _probe_builtins(grader or {})
         self.ops: set[str] = set()
         self.autograd_uses: set[str] = set()
@@ -430,6 +432,11 @@ def handle(ctx: WorkerContext, header: dict, blob: bytes, out: CappedWriter) -> 
                 raise RuntimeError("kernels can be replaced for good only before any submission code runs")
             count = probes.STANDING_BAN.install(tuple(str(p) for p in header.get("patterns", [])))
             reply = {"ok": True, "value": None, "replaced": count}
+        elif op == "confine":  # only the files the rule scan read may run, for good: see codegate.py
+            if ctx.served:
+                raise RuntimeError("a worker's code is confined only before any submission code runs")
+            ctx.gate.confine([str(m) for m in header.get("modules", [])])
+            reply = {"ok": True}
         elif op == "reset":  # the next test begins: see FreshState
             ctx.fresh.restore()
             reply = {"ok": True}
@@ -445,7 +452,7 @@ def handle(ctx: WorkerContext, header: dict, blob: bytes, out: CappedWriter) -> 
     except BaseException as exc:  # SystemExit, KeyboardInterrupt… are facts too
         reply = {"ok": False, "error": error_facts(exc, ctx.spec.copy_dir)}
         rblob = b""
-    if op != "ban":
+    if op not in ("ban", "confine"):
         ctx.served = True
     text, dropped = out.take()
     reply["out"] = text
@@ -464,6 +471,7 @@ def _dispatch_line(key: tuple, entry: list) -> str:
 
 #: the grader's own package: loaded in the worker (its recorders, bans, codec), never importable by the submission
 _GRADER = __name__.split(".", 1)[0]
+_GRADER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _is_grader(name: str) -> bool:
@@ -500,16 +508,19 @@ def hide_grader() -> dict[str, Any]:
 _REFUSED_EVENTS = frozenset({"gc.get_objects", "gc.get_referrers", "gc.get_referents", "sys._current_frames"})
 
 
-def forbid_introspection() -> None:
+def forbid_introspection(gate: CodeGate) -> None:
     """Refuse ``_REFUSED_EVENTS`` for the rest of the worker's life, before any submission
-    code runs. An audit hook cannot be removed, and with gc's lists refused no code can reach
-    the hook's function to change it. No exercise, and nothing of torch's that an exercise
-    runs, needs these; frames stay (tracebacks, ``logging`` and ``namedtuple`` use them), so
-    the static rule scan is what denies frame walking in rule-checked files."""
+    code runs, and let ``gate`` judge every ``exec`` (codegate.py). An audit hook cannot be
+    removed, and with gc's lists refused no code can reach the hook's function to change it.
+    No exercise, and nothing of torch's that an exercise runs, needs these; frames stay
+    (tracebacks, ``logging`` and ``namedtuple`` use them), so the static rule scan is what
+    denies frame walking in rule-checked files, and the gate keeps unscanned code out."""
 
     def refuse(event: str, args: tuple) -> None:
         if event in _REFUSED_EVENTS:
             raise RuntimeError(f"{event} is not available to exercise code: it reaches the grader's own objects")
+        if event == "exec" and gate.allowed is not None:
+            gate.check(args[0], caller_file())
 
     sys.addaudithook(refuse)
 
@@ -521,8 +532,9 @@ def serve(sock: socket.socket, spec: WorkerSpec, facts: list[str]) -> None:
     out = CappedWriter(spec.output_bytes)
     sys.stdout = sys.stderr = out
     grader = hide_grader()
-    forbid_introspection()
-    ctx = WorkerContext(spec, grader)
+    gate = CodeGate(spec.copy_dir, _GRADER_DIR)
+    forbid_introspection(gate)
+    ctx = WorkerContext(spec, grader, gate)
     answer = handle  # bound here: replacing the module's global (reached by a gc walk) changes nothing
     send_message(sock, {"ok": True, "ready": True, "facts": facts, "pid": os.getpid()})
     while True:

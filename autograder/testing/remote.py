@@ -62,11 +62,14 @@ class CallResult:
 
 
 class Submission:
-    def __init__(self, runtime: Runtime, bans: tuple[str, ...] = ()) -> None:
+    def __init__(self, runtime: Runtime, bans: tuple[str, ...] = (), scanned: tuple[str, ...] = ()) -> None:
         self._runtime = runtime
         #: ATen name patterns whose kernels the worker replaces for good before any submission
         #: code runs (a suite's ``WORKER_BANS``: sandbox/probes/bans.py ``_StandingBan``)
         self._bans = tuple(bans)
+        #: exercise modules under a rule scan (a suite's ``WORKER_SCANNED``): their workers run
+        #: only these and the files they import by name, which the scan reads (sandbox/codegate.py)
+        self._scanned = tuple(scanned)
         self._worker: Worker | None = None
         self._dead: SubmissionError | None = None
         self._imported: set[str] = set()
@@ -132,12 +135,32 @@ class Submission:
                 continue
         return out
 
+    def scanned_files(self) -> tuple[str, ...]:
+        """The submission's modules a rule scan of ``self._scanned`` reads, and so the only
+        ones its workers may run: those modules and every file they import by name, directly
+        or through each other (``check_no_banned(..., imports=sub.importable_sources())``)."""
+        from .source import imported_scopes
+
+        available = self.importable_sources()
+        runnable = set(self._scanned)
+        for module in self._scanned:
+            source = available.get(module)
+            if source is not None:
+                runnable.update(imported_scopes(source, {k: v for k, v in available.items() if k != module}))
+        return tuple(sorted(runnable))
+
     # ------------------------------------------------------------------ plumbing
     def _ensure_worker(self) -> Worker:
         if self._worker is None:
             worker = self._runtime.sandbox.worker()
             if self._bans and worker.banned != self._bans:
                 worker.ban(self._bans)  # a fresh worker: nothing of the submission has run in it yet
+            if self._scanned:
+                runnable = self.scanned_files()
+                if worker.confined is None:
+                    worker.confine(runnable)  # as fresh: before any submission code
+                elif worker.confined != runnable:
+                    raise RuntimeError(f"a worker confined to {worker.confined} was asked to run {runnable}")
             self._worker = worker
             for fact in self._worker.facts:
                 if fact not in self._runtime.facts:

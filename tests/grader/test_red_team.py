@@ -305,6 +305,7 @@ FAST_ATTACKS = {
     "alias_aten_derivative",  # the static scan: an alias of torch is torch (issue 28 A)
     "patch_grader_recorders",  # the worker's own recorders: exercise code cannot import them to switch them off
     "watched_only_softmax",  # a rule's kernels are off in every call, watched or not: detecting the watch gains nothing
+    "lazy_import_helper",  # only files the rule scan read run in a rule-checked worker (sandbox/codegate.py)
 }
 SINGLE = [a for a in ATTACKS if "sequence" not in a]
 

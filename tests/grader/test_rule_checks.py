@@ -51,6 +51,11 @@ EVASIONS = {
     "torchscript-import": ("from torch.jit import CompilationUnit\n", "CompilationUnit"),
     "script-module-from-bytes": ("import io\ndef f(blob):\n    return torch.jit.load(io.BytesIO(blob))\n", "torch.jit.load"),
     "torch-load-import": ("from torch import load\n", "from torch import load"),
+    # a name that becomes code: dataclasses build __init__ from the annotations' keys, typing
+    # evaluates a string in a type alias (blind red-team tester O's round, 2026-12-05)
+    "annotations-written": ("class C:\n    __annotations__['a=print(1)'] = int\n", "__annotations__"),
+    "annotations-as-a-key": ("C = type('C', (), {'__annotations__': {'a=print(1)': int}})\n", "'__annotations__'"),
+    "code-in-a-type-alias": ("import typing\nT = typing.List[\"print('x') or int\"]\n", "the annotation"),
     "string-outside-all": ("__all__ = ['f']\nNAMES = ['cross_entropy']\n", "names cross_entropy"),
     # a class of the file defining `softmax` vouches for its own instances only, never for a tensor
     "tensor-beside-own-method": ("class Rows:\n    def softmax(self, x):\n        return x.softmax(-1)\n", "x.softmax"),
@@ -172,6 +177,27 @@ FAIR = [
 
         def log_softmax_rows(s, dim=-1):
             return Rows.log_softmax(s, dim)
+    """),
+    # the standard library's builders and type aliases with names in strings
+    textwrap.dedent("""
+        import collections
+        import dataclasses
+        import timeit
+        from typing import Optional, Tuple
+
+        Pair = Tuple["torch.Tensor", "torch.Tensor"]
+        Shapes = collections.namedtuple("Shapes", "L S")
+
+
+        @dataclasses.dataclass
+        class Config:
+            dim: int = -1
+            name: Optional["str"] = None
+
+
+        SECONDS = timeit.timeit(lambda: Config(), number=2)
+        TABLE = {"a key": 1}
+        ONE = TABLE["a key"]
     """),
     # an export list naming the exercise's own cross_entropy
     '__all__ = ["softmax_rows", "log_softmax_rows", "cross_entropy", "vocab_probs"]\n__all__ += ("cross_entropy",)\n'

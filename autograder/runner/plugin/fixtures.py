@@ -39,7 +39,8 @@ def sub(request: pytest.FixtureRequest):
     grading = require(request.config)
     # one worker serves a skill's tests in turn, visible ones before hidden ones (sandbox.client.Sandbox)
     grading.sandbox.begin_test(*grading.group(request.node.nodeid))
-    submission = Submission(grading.runtime, bans=grading.worker_bans(request.node.nodeid))
+    nodeid = request.node.nodeid
+    submission = Submission(grading.runtime, bans=grading.worker_bans(nodeid), scanned=grading.worker_scanned(nodeid))
     request.node.stash[SUBMISSION] = submission
     yield submission
     submission.close()

@@ -65,6 +65,7 @@ class GradingSession:
         self.reference_cache: dict[str, Any] = {}
         self._fresh_after: dict[str, int] = {}
         self._bans: dict[str, set[str]] = {}  # skill → WORKER_BANS of its suites (plan)
+        self._scanned: dict[str, set[str]] = {}  # skill → WORKER_SCANNED of its suites (plan)
 
     def emit(self, event: dict) -> None:
         """A progress event for the live display in the parent process."""
@@ -108,12 +109,19 @@ class GradingSession:
         so no spare is forked only to be thrown away."""
         wanted = [item.nodeid for item in items if "sub" in getattr(item, "fixturenames", ())]
         # a skill's kernels replaced for good in its workers: the union of its suites' WORKER_BANS
-        self._bans = {}
+        # and the modules whose rule scan its workers enforce: the union of its suites' WORKER_SCANNED
+        self._bans, self._scanned = {}, {}
         for item in items:
-            patterns = getattr(getattr(item, "module", None), "WORKER_BANS", ())
+            module = getattr(item, "module", None)
             skill = self.group(item.nodeid)[0]
-            if patterns and skill is not None:
-                self._bans.setdefault(skill, set()).update(str(p) for p in patterns)
+            if skill is None:
+                continue
+            for declared, into in (
+                (getattr(module, "WORKER_BANS", ()), self._bans),
+                (getattr(module, "WORKER_SCANNED", ()), self._scanned),
+            ):
+                if declared:
+                    into.setdefault(skill, set()).update(str(p) for p in declared)
         keys = [self.group(nodeid) for nodeid in wanted]
         self._fresh_after = {}
         ahead = 0
@@ -127,6 +135,11 @@ class GradingSession:
         """The ATen name patterns whose kernels this test's workers replace for good, before
         any submission code (a suite's module-level ``WORKER_BANS``, for its whole skill)."""
         return tuple(sorted(self._bans.get(self.group(nodeid)[0] or "", ())))
+
+    def worker_scanned(self, nodeid: str) -> tuple[str, ...]:
+        """The exercise modules under a rule scan whose files alone run in this test's workers
+        (a suite's module-level ``WORKER_SCANNED``, for its whole skill: sandbox/codegate.py)."""
+        return tuple(sorted(self._scanned.get(self.group(nodeid)[0] or "", ())))
 
     def spares_at_start(self) -> int:
         """Spare workers worth forking before the first test (``plan``)."""

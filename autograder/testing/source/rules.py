@@ -110,8 +110,13 @@ ALLOWED_DUNDERS = {
     "__call__",
     "__module__",
 }
-#: ``__slots__`` (a class body's attribute list) and ``__debug__`` (a constant) reach nothing
-ALLOWED_DUNDER_NAMES = {"__name__", "__file__", "__doc__", "__all__", "__version__", "__annotations__", "__slots__", "__debug__"}
+#: ``__slots__`` (a class body's attribute list) and ``__debug__`` (a constant) reach nothing.
+#: ``__annotations__`` is not here: written by hand (``__annotations__["a=…"] = int``, or as a
+#: string key of ``type(…)``'s namespace), its keys become code in the methods ``dataclasses``
+#: builds from source (sandbox/codegate.py lets dataclasses run such code)
+ALLOWED_DUNDER_NAMES = {"__name__", "__file__", "__doc__", "__all__", "__version__", "__slots__", "__debug__"}
+#: identifier-like strings that name such a namespace entry
+DENIED_STRINGS = {"__annotations__"}
 IDENTIFIER_LIKE = re.compile(r"^[A-Za-z_][\w.:]*$")
 
 #: torch's modules that reach operators or code by a name, or load code: no exercise needs them

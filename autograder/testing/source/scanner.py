@@ -15,6 +15,7 @@ from .rules import (
     DENIED_KEYWORDS,
     DENIED_MODULES,
     DENIED_NAMES,
+    DENIED_STRINGS,
     DENIED_TORCH_PATHS,
     DYNAMIC_CALLS,
     IDENTIFIER_LIKE,
@@ -241,6 +242,14 @@ class _Scanner(ast.NodeVisitor):
         self._annotation(node.annotation)
         self.generic_visit(node)
 
+    def visit_Subscript(self, node: ast.Subscript) -> None:
+        # ``List["…"]``, ``Optional["…"]`` in a type alias: typing evaluates the string when an
+        # annotation holding the alias is (``functools.singledispatch`` asks for the hints)
+        if self.dynamic:
+            for part in node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]:
+                self._annotation(part)
+        self.generic_visit(node)
+
     def _annotation(self, node: ast.AST | None) -> None:
         if self.dynamic and isinstance(node, ast.Constant) and isinstance(node.value, str) and _code_in_annotation(node.value):
             self._flag(node, f"the annotation {node.value[:60]!r} (code in a string that typing evaluates)")
@@ -362,6 +371,8 @@ class _Scanner(ast.NodeVisitor):
                 self._flag(node, f"the string {text[:60]!r} (names torch internals)")
             elif self.dynamic and text in DENIED_KEYWORDS:
                 self._flag(node, f"the string {text!r} (runs code stored as data)")
+            elif self.dynamic and text in DENIED_STRINGS:
+                self._flag(node, f"the string {text!r} (names becoming code in generated methods)")
 
     def _import(self, node: ast.AST, module: str, name: str | None, asname: str | None) -> None:
         full = f"{module}.{name}" if name else module

@@ -68,6 +68,7 @@ def check_backward_source(sub) -> None:
         scope=BACKWARD_SCOPE,
         what="AttentionFunction.backward, attention_backward and softmax_backward use no autograd (docs/EXERCISES.md §4)",
         hints=["custom_backward/uses-autograd"],
+        imports=sub.importable_sources(),
     )
 
 

@@ -33,6 +33,7 @@ signatures = sibling(__file__, "mistakes")  # the named mistakes' outputs (besid
 QK = ("query", "key")
 #: the rule's operators cannot run in any call of this skill, watched or not (testing/README.md)
 WORKER_BANS = data.REPLACED
+WORKER_SCANNED = ("mha_reshape",)  # its workers run only the files its rule scan reads (sandbox/codegate.py)
 DTYPES = (torch.float32, torch.float64)
 
 # Fixed case kinds (issue 16 §1): case i of a test always has the structure in row i; only

@@ -24,6 +24,7 @@ from autograder.testing import Snapshots, SubmissionError, SubmissionRaised, exp
 QK = ("query", "key")
 #: the rule's operators cannot run in any call of this skill, watched or not (testing/README.md)
 WORKER_BANS = data.REPLACED
+WORKER_SCANNED = ("mha_reshape",)  # its workers run only the files its rule scan reads (sandbox/codegate.py)
 F32, F64 = torch.float32, torch.float64
 SNAP = Snapshots(__file__)  # control inputs, the reference's outputs and the named mistakes' outputs on them
 

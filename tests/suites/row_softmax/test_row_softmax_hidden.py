@@ -30,6 +30,7 @@ signatures = sibling(__file__, "mistakes")  # the named mistakes' outputs (besid
 QK = ("query", "key")
 #: the rule's operators cannot run in any call of this skill, watched or not (testing/README.md)
 WORKER_BANS = data.REPLACED
+WORKER_SCANNED = ("row_softmax",)  # its workers run only the files its rule scan reads (sandbox/codegate.py)
 F32, F64 = torch.float32, torch.float64
 DTYPES = (F32, F64)
 NEG_INF = float("-inf")

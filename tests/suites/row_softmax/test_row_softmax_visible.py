@@ -21,6 +21,7 @@ from autograder.testing import Snapshots, dtype_name, expect, noncontiguous
 QK = ("query", "key")
 #: the rule's operators cannot run in any call of this skill, watched or not (testing/README.md)
 WORKER_BANS = data.REPLACED
+WORKER_SCANNED = ("row_softmax",)  # its workers run only the files its rule scan reads (sandbox/codegate.py)
 NEG_INF = float("-inf")
 F64 = torch.float64
 SNAP = Snapshots(__file__)  # control inputs, Week 7's h and the named mistakes' outputs

@@ -34,6 +34,7 @@ from autograder.testing import (
 
 signatures = sibling(__file__, "mistakes")  # the named mistakes' outputs (beside this suite; never shipped to students)
 
+WORKER_SCANNED = ("sdpa_masks",)  # its workers run only the files its rule scan reads (sandbox/codegate.py)
 QK = ("query", "key")
 DTYPES = (torch.float32, torch.float64)
 NEG_INF = float("-inf")

@@ -19,6 +19,7 @@ from course.tolerances import EXACT, tol
 
 from autograder.testing import Snapshots, expect, noncontiguous
 
+WORKER_SCANNED = ("sdpa_masks",)  # its workers run only the files its rule scan reads (sandbox/codegate.py)
 QK = ("query", "key")
 FRESH = "control inputs"
 WIDE = "float64, non-contiguous"  # a control input in float64 and a strided layout: the dtype is kept, nothing assumes contiguity
