@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import channel, features, zygote
-from .protocol import POLL_S, PeerClosed, PeerTimeout, ProtocolError, decode, encode, recv_message, send_message
+from .cputime import cpu_poll_s, cpu_used
+from .protocol import PeerClosed, PeerTimeout, ProtocolError, decode, encode, recv_message, send_message
 from .spec import WorkerSpec
 
 
@@ -81,30 +82,6 @@ class Reply:
     #: operators the dispatcher ran under a DispatchRecorder (probes.py), one tab-separated
     #: line each: phase, operator, count, file, line, function — data, judged by the tests
     dispatched: list[str] = field(default_factory=list)
-
-
-#: what /proc/<pid>/stat may show above the main thread's own time for the same span (its
-#: ticks are rounded): more means other threads ran, and the coarser figure of all counts
-_TICK_SLACK_S = 2.5 / features.CLOCK_TICKS
-
-
-def cpu_poll_s(cpu_limit: float) -> float:
-    """How often the worker's CPU time is read while a call with ``cpu_limit`` runs: an
-    eighth of the limit (a loop is stopped within ~12 % of it), between 10 and 50 ms (each
-    reading costs the trusted side ~0.1 ms; a call that finishes sooner costs none)."""
-    return min(POLL_S, max(0.01, cpu_limit / 8))
-
-
-def cpu_used(start: tuple[float | None, float], now: tuple[float | None, float]) -> float:
-    """CPU seconds between two ``Worker.cpu_seconds`` readings: the main thread's, to the
-    nanosecond (a call limit of a tenth of a second needs better than 10 ms ticks), unless
-    the whole process's ticks show clearly more — a thread the sandbox could not refuse
-    (no seccomp) — which then count: time on another thread is never free."""
-    coarse = max(0.0, now[1] - start[1])
-    if start[0] is None or now[0] is None:
-        return coarse
-    precise = max(0.0, now[0] - start[0])
-    return coarse if coarse > precise + _TICK_SLACK_S else precise
 
 
 class Worker:
@@ -281,25 +258,23 @@ class Worker:
         return self._parse(reply, rblob, during)
 
     def ban(self, patterns: tuple[str, ...], timeout: float = 60.0) -> None:
-        """Replace the kernels matching ``patterns`` for the worker's life (probes/bans.py ``_StandingBan``):
-        only a fresh worker accepts it, before any submission code. A refusal is the grader's bug: it raises."""
-        reply, _ = self.request({"op": "ban", "patterns": list(patterns)}, b"", timeout, "replacing the rule's kernels")
-        if reply.get("ok") is not True:
-            error = reply.get("error")
-            message = error.get("message") if isinstance(error, dict) else error
-            raise RuntimeError(f"the worker refused to replace the rule's kernels: {str(message)[:300]}")
+        """Replace the kernels matching ``patterns`` for the worker's life (probes/bans.py ``_StandingBan``)."""
+        self._for_life({"op": "ban", "patterns": list(patterns)}, timeout, "to replace the rule's kernels")
         self.banned = tuple(patterns)
 
     def confine(self, modules: tuple[str, ...], timeout: float = 60.0) -> None:
-        """Let only ``modules`` of the submission, and no code from a string, run in this worker
-        for its life (codegate.py): only a fresh worker accepts it, before any submission code.
-        A refusal is the grader's bug: it raises."""
-        reply, _ = self.request({"op": "confine", "modules": list(modules)}, b"", timeout, "confining the worker's code")
+        """Let only ``modules`` of the submission, and no code from a string, run in this worker (codegate.py)."""
+        self._for_life({"op": "confine", "modules": list(modules)}, timeout, "to confine its code")
+        self.confined = tuple(modules)
+
+    def _for_life(self, header: dict, timeout: float, what: str) -> None:
+        """A setting for the worker's whole life: only a fresh worker accepts it, before any
+        submission code. A refusal is the grader's bug: it raises."""
+        reply, _ = self.request(header, b"", timeout, what.removeprefix("to "))
         if reply.get("ok") is not True:
             error = reply.get("error")
             message = error.get("message") if isinstance(error, dict) else error
-            raise RuntimeError(f"the worker refused to confine its code: {str(message)[:300]}")
-        self.confined = tuple(modules)
+            raise RuntimeError(f"the worker refused {what}: {str(message)[:300]}")
 
     def import_module(self, module: str, timeout: float, cpu_limit: float | None = None) -> Reply:
         reply, rblob = self.request({"op": "import", "module": module}, b"", timeout, f"import of {module}.py", cpu_limit)

@@ -50,6 +50,7 @@ def _load(folder: Path, module: str):
     mod = importlib.util.module_from_spec(spec)
     sys.path.insert(0, str(folder))
     helpers = {p.stem for p in folder.glob("*.py")} - {module}
+    sys.modules[spec.name] = mod  # as an import does: dataclasses look their module up there
     try:
         spec.loader.exec_module(mod)
     finally:

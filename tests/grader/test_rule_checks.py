@@ -56,6 +56,9 @@ EVASIONS = {
     "annotations-written": ("class C:\n    __annotations__['a=print(1)'] = int\n", "__annotations__"),
     "annotations-as-a-key": ("C = type('C', (), {'__annotations__': {'a=print(1)': int}})\n", "'__annotations__'"),
     "code-in-a-type-alias": ("import typing\nT = typing.List[\"print('x') or int\"]\n", "the annotation"),
+    # a name as an argument still counts where torch's own function takes it
+    "string-to-torch": ("def f(x):\n    return torch.ops.aten.__getattr__('_softmax')(x)\n", "__getattr__"),
+    "string-to-torch-call": ("OPS = torch.jit.annotations.ann_to_type('softmax')\n", "names softmax"),
     "string-outside-all": ("__all__ = ['f']\nNAMES = ['cross_entropy']\n", "names cross_entropy"),
     # a class of the file defining `softmax` vouches for its own instances only, never for a tensor
     "tensor-beside-own-method": ("class Rows:\n    def softmax(self, x):\n        return x.softmax(-1)\n", "x.softmax"),
@@ -199,6 +202,12 @@ FAIR = [
         TABLE = {"a key": 1}
         ONE = TABLE["a key"]
     """),
+    # a function's name as the text of the file's own tracing helper, of str.format, or a keyword
+    # of its own check (blind tester M, 2026-12-05: each scored the skill 0)
+    "def _trace(stage, *ts):\n    print(stage, [tuple(t.shape) for t in ts])\n\n\n"
+    "def _check_2d(t, name):\n    return t.dim() == 2\n\n\n"
+    'def cross_entropy(logits, targets):\n    _trace("cross_entropy", logits)\n    _check_2d(logits, name="log_softmax")\n'
+    '    print("{}: {}".format("softmax", logits.shape))\n    return logits\n',
     # an export list naming the exercise's own cross_entropy
     '__all__ = ["softmax_rows", "log_softmax_rows", "cross_entropy", "vocab_probs"]\n__all__ += ("cross_entropy",)\n'
     "\n\ndef cross_entropy(logits, targets):\n    return logits\n",

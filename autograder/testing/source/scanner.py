@@ -147,6 +147,10 @@ class _Scanner(ast.NodeVisitor):
             for alias in node.names
         }
         self.messages = _message_strings(tree)
+        #: strings passed straight to a call of something not torch's (a helper of the file,
+        #: ``str.format``, a method): a name there selects no code — what could turn it into
+        #: torch's function (getattr, vars, __dict__, importlib…) is denied on its own
+        self.plain_args: set[int] = set()
         self.loop_constants = _loop_constants(tree)
         self.runners = _string_runner_names(tree)  # names bound to timeit, pdb, … or their members
         self.functions = {
@@ -364,7 +368,7 @@ class _Scanner(ast.NodeVisitor):
         text = node.value.strip()
         if IDENTIFIER_LIKE.match(text):
             parts = re.split(r"[.:]+", text)
-            hit = next((p for p in parts if p in self.banned), None)
+            hit = None if id(node) in self.plain_args else next((p for p in parts if p in self.banned), None)
             if hit is not None:
                 self._flag(node, f"the string {text[:60]!r} (names {hit})")
             elif self.dynamic and any("DisableTorch" in p or p == "_C" for p in parts):
@@ -421,6 +425,13 @@ class _Scanner(ast.NodeVisitor):
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
+        lookup = isinstance(func, ast.Name) and (func.id in LOOKUPS or func.id in DYNAMIC_CALLS)
+        if not lookup and _root(func) not in self.torch and self.aliases.path(func) is None:
+            self.plain_args.update(
+                id(arg)
+                for arg in [*node.args, *(k.value for k in node.keywords)]
+                if isinstance(arg, ast.Constant) and isinstance(arg.value, str)
+            )
         if isinstance(func, ast.Name) and func.id in LOOKUPS and len(node.args) >= 2:
             name = node.args[1]
             values = self._constant_names(name)
