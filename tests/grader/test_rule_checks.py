@@ -56,6 +56,10 @@ EVASIONS = {
     "annotations-written": ("class C:\n    __annotations__['a=print(1)'] = int\n", "__annotations__"),
     "annotations-as-a-key": ("C = type('C', (), {'__annotations__': {'a=print(1)': int}})\n", "'__annotations__'"),
     "code-in-a-type-alias": ("import typing\nT = typing.List[\"print('x') or int\"]\n", "the annotation"),
+    # a namespace printed is shown, never used; kept by a walrus or passed on, it is a lookup
+    "printed-and-kept": ("def f():\n    print(d := globals())\n    return d['torch']\n", "globals"),
+    "namespace-passed-on": ("def f(show):\n    show(locals())\n", "locals"),
+    "namespace-changed-in-a-print": ("print(globals().update(F=None))\n", "globals"),
     # a name as an argument still counts where torch's own function takes it
     "string-to-torch": ("def f(x):\n    return torch.ops.aten.__getattr__('_softmax')(x)\n", "__getattr__"),
     "string-to-torch-call": ("OPS = torch.jit.annotations.ann_to_type('softmax')\n", "names softmax"),
@@ -202,6 +206,9 @@ FAIR = [
         TABLE = {"a key": 1}
         ONE = TABLE["a key"]
     """),
+    # a debugging print of the namespace (blind tester M: the skill scored 0)
+    'import logging\n\n\ndef f(x):\n    print("f got", locals())\n    logging.debug("%s", vars())\n'
+    '    print("DEBUG", {k: v for k, v in list(locals().items())})\n    return x\n',
     # a function's name as the text of the file's own tracing helper, of str.format, or a keyword
     # of its own check (blind tester M, 2026-12-05: each scored the skill 0)
     "def _trace(stage, *ts):\n    print(stage, [tuple(t.shape) for t in ts])\n\n\n"
@@ -282,6 +289,43 @@ def test_backward_may_reach_the_helpers_through_the_files_own_functions():
     assert reaches(source, "attention_backward", "softmax_backward")
     assert not reaches(source, "Inlined.backward", "attention_backward")
     assert not reaches(source, "softmax_backward", "attention_backward")
+
+
+def test_a_backward_inherited_or_aliased_as_a_static_method_reaches_the_helpers():
+    # blind tester M (2026-12-05): both correct, both lost points (0.67 and 2.08)
+    source = textwrap.dedent("""
+        import torch
+
+        def softmax_backward(d_weights, weights):
+            return weights * (d_weights - (d_weights * weights).sum(-1, keepdim=True))
+
+        def attention_backward(d_out, q, k, v, weights, scale):
+            ds = softmax_backward(d_out @ v.mT, weights) * scale
+            return ds @ k, ds.mT @ q, weights.mT @ d_out
+
+        class _HandWritten(torch.autograd.Function):
+            @staticmethod
+            def backward(ctx, d_out):
+                return (*attention_backward(d_out, *ctx.saved_tensors, ctx.scale), None)
+
+        class AttentionFunction(_HandWritten):
+            @staticmethod
+            def forward(ctx, q, k, v, allowed=None):
+                return q
+
+        class Aliased(torch.autograd.Function):
+            grad_rule = staticmethod(attention_backward)
+
+            @staticmethod
+            def backward(ctx, d_out):
+                return (*Aliased.grad_rule(d_out, *ctx.saved_tensors, ctx.scale), None)
+    """)
+    assert reaches(source, "AttentionFunction.backward", "attention_backward")
+    assert reaches(source, "Aliased.backward", "attention_backward")
+    assert not reaches(source, "AttentionFunction.forward", "attention_backward")
+    # an inherited backward is scanned as backward: autograd there is still found
+    found = scan(source.replace("return (*attention_backward(", "return (*torch.autograd.grad("), AUTOGRAD, scope=BACKWARD_SCOPE)
+    assert [v.found for v in found if "grad" in v.found], found
 
 
 def test_a_helper_reached_through_partial_or_an_annotated_lambda_is_reached():

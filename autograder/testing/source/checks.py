@@ -10,7 +10,7 @@ from ..failures import CheckFailed, Feedback
 from .scanner import _Scanner
 from .tree import MODULE_LEVEL, Violation, _is_main_guard, _lambda_name, _nodes, _parse
 
-PARTIALS = {"partial", "partialmethod"}  # functools': calling one calls the function it wraps
+PARTIALS = {"partial", "partialmethod", "staticmethod", "classmethod"}  # calling one calls the function it wraps
 
 
 def _wrapped_function(call: ast.AST) -> str | None:
@@ -55,9 +55,31 @@ def _definitions(tree: ast.Module) -> list[tuple[str, str, ast.AST]]:
     return out
 
 
+def _inherited(tree: ast.Module, scope: Iterable[str]) -> dict[str, str]:
+    """For each "Class.method" of ``scope`` the class does not define: the "Base.method" it
+    inherits from the file's own base classes (nearest first), where one defines it."""
+    defined = {qualified for qualified, _, _ in _definitions(tree)}
+    bases = {node.name: [ast.unparse(b) for b in node.bases] for node in tree.body if isinstance(node, ast.ClassDef)}
+    out = {}
+    for qualified in sorted(set(scope) - defined):
+        cls, _, method = qualified.rpartition(".")
+        todo, seen = list(bases.get(cls, ())), set()
+        while todo:
+            base = todo.pop(0)
+            if base not in seen:
+                seen.add(base)
+                if f"{base}.{method}" in defined:
+                    out[qualified] = f"{base}.{method}"
+                    break
+                todo += bases.get(base, [])
+    return out
+
+
 def _functions(tree: ast.Module, scope: Iterable[str]) -> list[ast.AST]:
-    """The nodes of the named functions ("f" or "Class.method"; a lambda assignment counts)."""
+    """The nodes of the named functions ("f" or "Class.method"; a lambda assignment counts). A
+    method the class inherits from another class of the file is that class's method."""
     wanted = set(scope)
+    wanted |= set(_inherited(tree, wanted).values())
     return [node for qualified, _, node in _definitions(tree) if qualified in wanted]
 
 
@@ -75,6 +97,8 @@ def scan(
     ``bound`` (a fellow file's scan: the names its scope and its importers use): a banned
     name imported at module level counts only when the name it binds is one of them."""
     frozen = frozenset(bound) if bound is not None else None
+    if scope is not None:  # an inherited method is scanned as the method it stands for
+        scope = set(scope) | set(_inherited(_parse(source), scope).values())
     return list(_scan(source, frozenset(banned), frozenset(scope) if scope is not None else None, dynamic, frozen))
 
 

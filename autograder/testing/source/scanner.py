@@ -20,6 +20,8 @@ from .rules import (
     DYNAMIC_CALLS,
     IDENTIFIER_LIKE,
     LOOKUPS,
+    MESSAGE_CALLS,
+    MESSAGE_METHODS,
     NUMPY_LOADS,
     STRING_RUNNERS,
     UNSEEN_CODE,
@@ -114,6 +116,44 @@ def _function_names(node: ast.AST) -> list[str]:
     if isinstance(node, ast.Assign) and isinstance(node.value, ast.Lambda):
         return [t.id for t in node.targets if isinstance(t, ast.Name)]
     return []
+
+
+#: namespaces a student prints to debug: ``print(locals())`` shows a dict and binds nothing
+SHOWN_NAMESPACES = {"locals", "globals", "vars"}
+
+
+def _printed(call: ast.Call) -> bool:
+    """Is this a call that only shows its arguments (print, logging, warnings), with no name
+    bound inside it (``print(d := locals())`` keeps the dict)?"""
+    func = call.func
+    shows = (isinstance(func, ast.Name) and func.id in MESSAGE_CALLS) or (
+        isinstance(func, ast.Attribute) and func.attr in MESSAGE_METHODS and func.attr != "write"
+    )
+    return shows and not any(isinstance(sub, ast.NamedExpr) for sub in ast.walk(call))
+
+
+def _namespace(node: ast.AST) -> bool:
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in SHOWN_NAMESPACES
+        and not node.args
+        and not node.keywords
+    )
+
+
+def _shown_namespaces(call: ast.Call) -> list[ast.Call]:
+    """The ``locals()`` / ``globals()`` / ``vars()`` calls a printed call only reads: an
+    argument itself, or read through ``.items()``, ``.keys()`` or ``.values()`` anywhere in
+    its arguments (``{k: v for k, v in locals().items()}``)."""
+    args = [*call.args, *(k.value for k in call.keywords)]
+    shown = [arg for arg in args if _namespace(arg)]
+    for arg in args:
+        for sub in ast.walk(arg):
+            func = sub.func if isinstance(sub, ast.Call) else None
+            if isinstance(func, ast.Attribute) and func.attr in ("items", "keys", "values") and _namespace(func.value):
+                shown.append(func.value)
+    return shown
 
 
 class _Scanner(ast.NodeVisitor):
@@ -425,6 +465,8 @@ class _Scanner(ast.NodeVisitor):
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
+        if self.dynamic and _printed(node):  # print(locals()): a dict shown, never used (blind tester M)
+            self.safe_calls.update(id(call.func) for call in _shown_namespaces(node))
         lookup = isinstance(func, ast.Name) and (func.id in LOOKUPS or func.id in DYNAMIC_CALLS)
         if not lookup and _root(func) not in self.torch and self.aliases.path(func) is None:
             self.plain_args.update(
@@ -457,7 +499,7 @@ class _Scanner(ast.NodeVisitor):
             elif self.dynamic:
                 self._flag(node, f"{func.id} with a computed name")
                 self.safe_calls.add(id(func))
-        elif isinstance(func, ast.Name) and func.id in DYNAMIC_CALLS and self.dynamic:
+        elif isinstance(func, ast.Name) and func.id in DYNAMIC_CALLS and self.dynamic and id(func) not in self.safe_calls:
             self._flag(node, f"{func.id}(…) (dynamic lookup or code)")
             self.safe_calls.add(id(func))
         if self.dynamic and _root(func) in self.runners:
