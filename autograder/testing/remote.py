@@ -547,6 +547,8 @@ def _hints_for(error: dict) -> list[str]:
         return ["general/in-place"]  # autograd's own refusal: an input that requires grad was changed in place
     if kind == "RuntimeError" and SAVED_IN_PLACE in str(error.get("message", "")):
         return ["general/in-place-saved"]  # a tensor autograd saved was changed since (blind tester I)
+    if kind == "RuntimeError" and CANNOT_GROW in str(error.get("message", "")):
+        return ["general/in-place-broadcast"]  # an in-place op whose result needs a larger, broadcast shape (blind tester N)
     if kind == "RuntimeError" and DTYPE_MIXED.search(str(error.get("message", ""))):
         return ["general/dtype-changed"]  # torch's refusal to mix dtypes: the inputs of a call share one (blind tester F)
     return []
@@ -556,6 +558,8 @@ def _hints_for(error: dict) -> list[str]:
 LEAF_IN_PLACE = "requires grad is being used in an in-place operation"
 #: autograd's error in backward when a tensor it saved in forward was changed in place afterwards
 SAVED_IN_PLACE = "needed for gradient computation has been modified by an inplace operation"
+#: torch's refusal to write an in-place result of a larger, broadcast shape into its left operand
+CANNOT_GROW = "doesn't match the broadcast shape"
 #: torch's refusals to compute with two dtypes at once (a matmul, linear, bmm or einsum of a
 #: float32 tensor the code made and the float64 input it was given)
 DTYPE_MIXED = re.compile(

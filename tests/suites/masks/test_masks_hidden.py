@@ -42,6 +42,9 @@ DTYPES = (torch.float32, torch.float64)
 NEG_INF = float("-inf")
 
 
+WIDER = 4  # a mask with more axes than the scores it masks (the result takes the broadcast shape)
+
+
 def _allowed_like(rng, lead: tuple, L: int, S: int, *, p: float, shape: int) -> torch.Tensor:
     """A random allowed mask that broadcasts against scores [*lead, L, S], of a fixed `shape`:
     0 [L,S] shared by every batch element, 1 [*lead[:-1],1,L,S] shared by the heads,
@@ -340,23 +343,27 @@ def test_causal_mask_matches_reference_for_many_lengths(sub, ref, rng, credit):
 def test_apply_mask_matches_reference_with_broadcasting_and_fills(sub, ref, rng, credit):
     # draw i of each kind has a fixed structure (dtype, leading dims, L = 1 or not, mask shape, score scale,
     # layout, finite fill); the values are random: a mistake fails the same kinds on every seed
-    structure = [  # (dtype, leading dims, L = 1, mask shape (_allowed_like), scale, non-contiguous)
+    # (dtype, leading dims, L = 1, mask shape (_allowed_like; WIDER: more axes than the scores), scale, non-contiguous)
+    structure = [
         (torch.float32, 0, False, 0, 1.0, False),
         (torch.float64, 1, True, 2, 1e4, True),
         (torch.float32, 2, False, 1, 1e4, False),
         (torch.float64, 2, False, 3, 1.0, True),
+        (torch.float32, 0, False, WIDER, 1.0, False),  # shared scores [L,S], a mask [2,1,L,S]: the result is [2,1,L,S]
     ]
-    for case in credit.kinds({"fill −∞": 4, "finite fill": 4}):
+    for case in credit.kinds({"fill −∞": 5, "finite fill": 5}):
         with case:
             dtype, n_lead, one_query, shape, scale, strided = structure[case.draw]
             lead = ((), (2,), (randint(rng, 1, 3), randint(rng, 1, 4)))[n_lead]
             L, S = 1 if one_query else randint(rng, 2, 40), 2 if case.draw == 3 else randint(rng, 3, 64)
             # −1e4 is near the scores: scores + (~allowed) · fill is not fill there
-            fill = NEG_INF if case.kind == "fill −∞" else (-1e9, torch.finfo(dtype).min, -1e4, -1e9)[case.draw]
+            fill = NEG_INF if case.kind == "fill −∞" else (-1e9, torch.finfo(dtype).min, -1e4, -1e9, -1e9)[case.draw]
             scores = randn(rng, *lead, L, S, dtype=dtype, scale=scale)
             if strided:
                 scores = noncontiguous(scores)
-            allowed = mixed(rng, _allowed_like(rng, lead, L, S, p=0.6, shape=shape))  # something kept and something blocked
+            wide = bernoulli(rng, 2, 1, L, S, p=0.6) if shape == WIDER else None
+            allowed = wide if wide is not None else _allowed_like(rng, lead, L, S, p=0.6, shape=shape)
+            allowed = mixed(rng, allowed)  # something kept and something blocked
             inputs = [(scores, allowed)]
             if case.draw == 0:  # 1×1 scores, one kept and one blocked, next to the regular input
                 inputs += [

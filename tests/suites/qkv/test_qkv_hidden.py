@@ -157,7 +157,7 @@ def test_week7_numbers_at_stated_precision_in_float64(sub, ref, rng, credit):
                 expect.close(
                     sub.qkv.attention_scores(q, k),
                     w7.t(w7.STATED["raw_scores"], torch.float64),
-                    what="S_A, S_B (W7-13, W7-14)",
+                    what="attention_scores(q, k) = S_A, S_B (W7-13, W7-14)",
                     tol=w7.PRINTED_3DP,
                     mistakes=lambda: signatures.scores(q, k),
                 )
@@ -166,14 +166,14 @@ def test_week7_numbers_at_stated_precision_in_float64(sub, ref, rng, credit):
                 expect.close(
                     got[:, 1],
                     w7.t(w7.STATED["scaled_final_rows"], torch.float64),
-                    what="scaled final rows (W7-16)",
+                    what="scale_scores(S, 2): scaled final rows (W7-16)",
                     tol=w7.NEAR_EXACT,
                     mistakes=lambda: {h: t[:, 1] for h, t in _scale_mistakes(sub, raw, 2).items()},
                 )
                 expect.scalar(
                     float(raw[0, 1, 0] / got[0, 1, 0]),
                     w7.STATED["sqrt_dk"],
-                    what="√d_k (W7-15)",
+                    what="√d_k that scale_scores(S, 2) divided by (W7-15)",
                     tol=w7.PRINTED_3DP,
                     mistakes={"qkv/divide-by-dk": 2.0, "qkv/no-scaling": 1.0, "qkv/scale-multiplied": 0.5},
                 )
@@ -184,7 +184,7 @@ def test_week7_numbers_at_stated_precision_in_float64(sub, ref, rng, credit):
                 expect.close(
                     weights,
                     w7.t(w7.STATED["weights"], torch.float64),
-                    what="P_A, P_B (W7-24, W7-25)",
+                    what="single_head_attention weights P_A, P_B (W7-24, W7-25)",
                     tol=w7.PRINTED_3DP,
                     mistakes=lambda: signatures.weights(signatures.attention_chain(ex.x, ex.w_q, ex.w_k, ex.w_v)),
                 )
@@ -196,7 +196,7 @@ def test_week7_numbers_at_stated_precision_in_float64(sub, ref, rng, credit):
                 expect.close(
                     out[:, 1],
                     w7.t(w7.STATED["final_outputs_6dp"], torch.float64),
-                    what="h_A | h_B to 6 dp (W7-35)",
+                    what="single_head_attention outputs h_A | h_B to 6 dp (W7-35)",
                     tol=w7.PRINTED_6DP,
                     mistakes=lambda: {
                         h: o[:, 1]

@@ -40,7 +40,7 @@ def softmax_backward(d_weights: torch.Tensor, weights: torch.Tensor) -> torch.Te
     Returns:
         [...,L,S] S̄ = ∂L/∂S.
     """
-    print('softmax_backward got', d_weights, weights)  # a student's debugging print, left in
+    print("softmax_backward got", d_weights, weights)  # a student's debugging print, left in
     # TODO: return A ⊙ (Ā − D) with D = rowsum(Ā ⊙ A) over the last axis (Day 1 §2.3 第二步).
     ### BEGIN SOLUTION
     D = (d_weights * weights).sum(dim=-1, keepdim=True)  # [...,L,1]: D_i
@@ -64,7 +64,7 @@ def attention_backward(
     Returns:
         (dq [...,L,d_k], dk [...,S,d_k], dv [...,S,d_v]).
     """
-    print(f'attention_backward: d_out={d_out}, scale={scale}')
+    print(f"attention_backward: d_out={d_out}, scale={scale}")
     # TODO: compute V̄ = AᵀȲ, Ā = ȲVᵀ, S̄ via softmax_backward, Q̄ = s·S̄K, K̄ = s·S̄ᵀQ (Day 1 §2.3).
     ### BEGIN SOLUTION
     dv = weights.transpose(-2, -1) @ d_out  # [...,S,L] @ [...,L,d_v] → [...,S,d_v]
