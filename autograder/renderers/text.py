@@ -95,7 +95,7 @@ def _skill_table(skill: SkillOutcome, width: int = 110) -> Table:
     )
     if skill.gated_by:
         table.caption = Text(
-            f"0 points: this skill breaks a rule of the exercise — {one_line(skill.gated_by, 160)}", style="bold red"
+            f"0 points: this skill breaks a rule of the exercise — {one_line(skill.gated_by, 400)}", style="bold red"
         )
     table.add_column("", width=1)
     table.add_column("test" if not narrow else "test · hint / why", no_wrap=narrow)

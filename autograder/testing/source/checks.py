@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import re
 from collections.abc import Iterable
 
 from ..failures import CheckFailed, Feedback
@@ -357,6 +358,8 @@ def check_no_banned(
             continue  # a file that does not parse fails elsewhere, with its own message
     if found:
         listing = "; ".join(f"{name}:{v.line}: {v.found}" for name, v in found[:6])
+        # the rule's hint says "you called the forbidden function": only where one is named
+        names_one = any(re.search(rf"\b{re.escape(b)}\b", v.found) for _, v in found for b in banned)
         raise CheckFailed(
             Feedback(
                 check=what,
@@ -365,7 +368,7 @@ def check_no_banned(
                     f"{file} uses what this exercise forbids ({listing}){' …' if len(found) > 6 else ''}; write it "
                     "from tensor operations, without dynamic lookups"
                 ),
-                hints=list(hints) or ["general/forbidden-api"],
+                hints=(list(hints) or ["general/forbidden-api"]) if names_one else ["general/dynamic-code"],
                 frames=[v.frame(name) for name, v in found[:6]],
             )
         )
