@@ -15,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-from autograder.testing import Snapshots, SubmissionError, dispatch, expect
+from autograder.testing import Snapshots, SubmissionError, check_no_banned, dispatch, expect
 
 from . import week07 as w7
 from .tolerances import Tol, tol
@@ -242,3 +242,21 @@ def numbers(got, candidates: list[tuple[str, float]], right: float) -> list[str]
     # record the match (the hint rule shows a named hint only where its signature matched)
     expect.diagnose_number(float(got), {hint: value}, expect.Tol(1e-9, 1e-12), want=float(right))
     return [hint]
+
+
+#: Day 1 §B: the multi-head module is written by hand, without torch's attention (the hidden
+#: rule test, a gate, judges this and the operators the dispatcher ran)
+RULE_BANNED = ("MultiheadAttention", "multi_head_attention_forward", "scaled_dot_product_attention")
+
+
+def check_rule_source(sub) -> None:
+    """The rule's source check, first in the visible tests too: without it a file the hidden
+    gate zeroes (torch's attention, a computed getattr) graded 41.5/41.5 locally (blind tester M)."""
+    check_no_banned(
+        sub.source("mha_reshape"),
+        "mha_reshape.py",
+        RULE_BANNED,
+        what="mha_reshape.py: no nn.MultiheadAttention and no F.scaled_dot_product_attention (Day 1 §B)",
+        hints=["mha_reshape/uses-library-attention"],
+        imports=sub.importable_sources(),
+    )

@@ -64,7 +64,7 @@ WEIGHTS_KINDS = (
     ("some", False, False),
 )  # (heads, right padding, bias)
 LINEARS = ("w_q", "w_k", "w_v", "w_o")
-BANNED = ("MultiheadAttention", "multi_head_attention_forward", "scaled_dot_product_attention")
+BANNED = data.RULE_BANNED
 # Cost functions may be computed in float32 (issue 9 §4): compare with the measured rows of
 # the tolerance table. GiB values span 1e-5..1e7, so only the relative part of that row's
 # tolerance means anything there.

@@ -39,7 +39,9 @@ def _control_one_head(sub) -> None:
 def _check_control(sub, c: dict, note: str) -> None:
     """The module's output on control weights and x against the reference's. When it differs
     and no mistake's output matches, the weights (return_weights=True) may still name one:
-    a slip in the query/key projections shows in them whatever W_O does."""
+    a slip in the query/key projections shows in them whatever W_O does. The rule's source
+    check comes first: what the hidden gate zeroes fails here too."""
+    data.check_rule_source(sub)
     with data.view_hint(sub):  # view() on a transposed tensor raises here first: say so (issue 30 §2)
         r = sub.mha_reshape.construct(
             "MultiHeadAttention", c["args"], state=c["state"], calls=[("forward", [c["x"]], {})], describe=False
