@@ -18,8 +18,10 @@ is imported, and every ``exec`` or ``eval`` of code. ``CodeGate.check`` refuses,
 worker confined by the trusted side (``confine``, before any submission code runs), a module
 of the submission that is not one of the scanned files, and code compiled from a string
 unless one of the few library functions that build such code from identifiers or type
-expressions made it (``collections.namedtuple``, ``dataclasses``, ``typing``'s evaluation of
-string annotations, ``timeit`` with callables), or the grader's own probes. The hook cannot
+expressions made it, and the code is what it should be: ``collections.namedtuple``, a
+``dataclasses`` class whose annotations are all identifiers, ``typing``'s evaluation of a
+string annotation whose bytecode only loads and subscripts names, ``timeit`` with callables;
+or the grader's own probes. The hook cannot
 be removed (PEP 578), and the gate is reachable only through the hook's closure: gc's object
 lists are refused in every worker, and frames are denied to scanned code. Library modules
 torch imports lazily run as before. Only skills whose suites declare ``WORKER_SCANNED`` are
@@ -35,7 +37,7 @@ import os
 import sys
 import timeit
 import typing
-from types import CodeType
+from types import CodeType, FrameType
 
 #: ``timeit``'s template with callables (``timeit.timeit(lambda: f(x))``): the names its
 #: ``inner`` function may hold; a string statement adds its own names (or code objects)
@@ -55,10 +57,10 @@ class CodeGate:
         self.prefix = copy_dir.rstrip("/") + "/"
         self.grader = grader_dir.rstrip("/") + "/"
         self.allowed: frozenset[str] | None = None
-        # namedtuple and dataclasses build methods from identifiers; typing evaluates string
-        # annotations (torch's own modules, imported lazily, have them; the rule scan denies
-        # code in the submission's, and any evaluator: typing.get_type_hints, ForwardRef)
-        self.builders = {_source_file(collections), _source_file(dataclasses), _source_file(typing)}
+        # namedtuple builds methods from names it checks are identifiers
+        self.builders = {_source_file(collections)}
+        self.dataclasses = _source_file(dataclasses)
+        self.typing = _source_file(typing)
         self.timeit = _source_file(timeit)
 
     def confine(self, modules: list[str]) -> None:
@@ -84,11 +86,15 @@ class CodeGate:
         if not path.startswith("<"):
             return  # a library's module body (torch imports many lazily)
         if caller.startswith(self.grader) or caller in self.builders:
-            return  # the grader's probes; namedtuple's and dataclass's methods from identifiers
+            return  # the grader's probes; namedtuple's methods from identifiers
         if path.startswith("<frozen ") and caller == _IMPORT_MACHINERY:
             return  # a frozen standard-library module, imported
         if caller == self.timeit and _timeit_with_callables(code):
             return
+        if caller == self.typing and _type_expression(code):
+            return  # a string annotation that is a type (torch's own modules have them)
+        if caller == self.dataclasses and _fields_are_names(self.dataclasses):
+            return  # a dataclass's methods, built from its fields' names
         raise RuntimeError(
             f"code from a string ({path}) cannot run in this exercise's worker: its rule check reads only "
             "the exercise's files, so nothing may run code it has not read"
@@ -104,6 +110,39 @@ def _timeit_with_callables(code: CodeType) -> bool:
     return (
         not body.co_names and set(body.co_varnames) <= _TIMEIT_NAMES and not any(isinstance(c, CodeType) for c in body.co_consts)
     )
+
+
+#: what the bytecode of a type expression does (``Optional[Tensor]``, ``list[int] | None``,
+#: ``torch.Tensor``, ``Literal["a"]``): load names, attributes and constants, subscript, build
+#: tuples and lists, ``|`` — never a call, an import or a store (blind red-team tester P: a
+#: string that ``functools.singledispatch`` had typing evaluate walked the frames)
+_TYPE_OPS = frozenset(
+    {"RESUME", "NOP", "CACHE", "LOAD_NAME", "LOAD_GLOBAL", "LOAD_ATTR", "LOAD_CONST", "LOAD_FAST", "LOAD_DEREF"}
+    | {"BINARY_SUBSCR", "BUILD_TUPLE", "BUILD_LIST", "BINARY_OP", "RETURN_VALUE", "RETURN_CONST", "PUSH_NULL"}
+    | {"LOAD_FROM_DICT_OR_GLOBALS", "LOAD_FROM_DICT_OR_DEREF", "COPY_FREE_VARS", "LOAD_SMALL_INT", "LOAD_FAST_BORROW"}
+)
+
+
+def _type_expression(code: CodeType) -> bool:
+    import dis
+
+    return not any(isinstance(c, CodeType) for c in code.co_consts) and all(
+        i.opname in _TYPE_OPS for i in dis.get_instructions(code)
+    )
+
+
+def _fields_are_names(dataclasses_file: str) -> bool:
+    """Is the class ``dataclasses`` is building one whose own annotations are all identifiers?
+    Its methods are source text with the field names pasted in: a key like ``"x,(code)"``
+    (a metaclass's namespace can make one) would be code (blind red-team tester P)."""
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_filename == dataclasses_file and frame.f_code.co_name == "_process_class":
+            cls = frame.f_locals.get("cls")
+            annotations = getattr(cls, "__dict__", {}).get("__annotations__", {})
+            return type(annotations) is dict and all(type(k) is str and k.isidentifier() for k in annotations)
+        frame = frame.f_back
+    return False
 
 
 def caller_file() -> str:

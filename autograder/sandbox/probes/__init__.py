@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from .bans import AUTOGRAD_TRIPWIRE, STANDING_BAN, THREAD_BAN, KernelBan, kernel_registrations, own_frame, remove_kernel_handles
 from .builtin import BUILTIN, PlainFunctionCtx, call, call_with_grad, construct, describe_module, resolve
-from .recorders import QUIET_PRINTING, DispatchRecorder, OpRecorder
+from .recorders import DispatchRecorder, OpRecorder
 
 __all__ = [
     "AUTOGRAD_TRIPWIRE",
@@ -23,7 +23,6 @@ __all__ = [
     "KernelBan",
     "OpRecorder",
     "PlainFunctionCtx",
-    "QUIET_PRINTING",
     "STANDING_BAN",
     "THREAD_BAN",
     "call",

@@ -3,9 +3,7 @@ the dispatcher ran (``DispatchRecorder``), with the submission's line."""
 
 from __future__ import annotations
 
-import operator
 import sys
-from contextlib import contextmanager
 
 import torch
 from torch.overrides import TorchFunctionMode
@@ -128,8 +126,6 @@ class DispatchRecorder:
 
     START = "autograder::recording-start"
     END = "autograder::recording-end"
-    #: the recorder on now, if any: printing a plain tensor pauses it (``_QuietPrinting``)
-    current: DispatchRecorder | None = None
 
     def __init__(
         self,
@@ -150,12 +146,9 @@ class DispatchRecorder:
         self._on = False
         self._ban: KernelBan | None = None
         self._grad_was: bool | None = None
-        self._config = None
-        self._quiet = False  # the grader's own pause switches the profiler: not the code's
-        self._seen: set[str] = set()  # the names recorded so far (start and end markers)
 
     def _profile(self, frame, event, arg):
-        if event == "c_call" and self._on and not self._quiet:
+        if event == "c_call" and self._on:
             name = getattr(arg, "__name__", None)
             if type(name) is str and name in _DISPATCH_SWITCHES:
                 self.tampered.add(f"called {name}(), which switches off the grader's recording of operators")
@@ -181,43 +174,16 @@ class DispatchRecorder:
             self.tampered.add("left torch's profiler switched on, which the grader's recording of operators needs")
             return self
         # CPU state (no Kineto), with the Python stack of each event: its file(line): function
-        self._config = ProfilerConfig(ProfilerState.CPU, False, False, True, False, False, _ExperimentalConfig())
-        _enable_profiler_legacy(self._config)
+        config = ProfilerConfig(ProfilerState.CPU, False, False, True, False, False, _ExperimentalConfig())
+        _enable_profiler_legacy(config)
         self._previous_profile = sys.getprofile()
         sys.setprofile(self._profile)
         self._on = True
         with _RecordFunctionFast(self.START):
             pass
-        DispatchRecorder.current = self
         return self
 
-    @contextmanager
-    def paused(self):
-        """No recording inside: only for torch formatting a plain tensor that the code prints
-        (``_QuietPrinting``), whose hundreds of small operators, each recorded with its Python
-        stack, made a debugging ``print`` cost a recorded call ~10× its CPU and time it out.
-        What was recorded before is kept; the recording goes on after."""
-        from torch.autograd import _disable_profiler_legacy, _enable_profiler_legacy, _profiler_enabled
-
-        if not self._on or self._config is None or not _profiler_enabled():
-            yield  # nothing to pause (a switched-off profiler is found at the end)
-            return
-        self._quiet = True
-        try:
-            self._collect(_disable_profiler_legacy(), final=False)
-        finally:
-            self._quiet = False
-        try:
-            yield
-        finally:
-            self._quiet = True
-            try:
-                _enable_profiler_legacy(self._config)
-            finally:
-                self._quiet = False
-
     def __exit__(self, *exc):
-        DispatchRecorder.current = None
         try:
             return self._stop()
         finally:
@@ -267,14 +233,14 @@ class DispatchRecorder:
         self._collect(threads)
         return False
 
-    def _collect(self, threads, final: bool = True) -> None:
-        names = self._seen
+    def _collect(self, threads) -> None:
+        names = []
         for events in threads:
             for event in events:
                 if event.kind() != "push":
                     continue
                 name = event.name()
-                names.add(name)
+                names.append(name)
                 if name in (self.START, self.END) or name.startswith("autograder::"):
                     continue
                 key = (self.phase, name[:200])
@@ -286,7 +252,7 @@ class DispatchRecorder:
                 entry[0] += 1
                 if not entry[1]:
                     entry[1:] = self._own_frame(event)
-        if final and (self.START not in names or self.END not in names):
+        if self.START not in names or self.END not in names:
             self.tampered.add("switched off torch's recording of operators (RecordFunction) during the call")
 
     def _own_frame(self, event) -> list:
@@ -302,55 +268,3 @@ class DispatchRecorder:
         except Exception:  # no location is fine, the operator's name decides
             pass
         return ["", 0, ""]
-
-
-class _QuietPrinting:
-    """Torch formats a plain tensor that the code prints without the recorder
-    (``DispatchRecorder.paused``), where nothing but torch's own code can run there:
-
-    - the tensor is a plain ``Tensor`` or ``Parameter`` (a subclass's ``__torch_function__``
-      would be the submission's code), and no torch function or dispatch mode is on (a
-      mode's handler would be too);
-    - no name the formatter looks up at run time was replaced since the worker started
-      (``torch.isfinite = f``, ``torch.Tensor.abs = f``, ``math.ceil = f``: the scan allows
-      such assignments, and the recorder sees what they run — but not while paused);
-    - the print options are plain numbers (a ``precision`` object's ``__format__`` would run).
-
-    Otherwise the tensor is formatted under the recorder, as any other code. Installed in
-    every worker before any submission code."""
-
-    OPTIONS = ("precision", "threshold", "edgeitems", "linewidth", "sci_mode")
-
-    def install(self) -> None:
-        import contextlib
-        import dataclasses
-        import math
-        import textwrap
-
-        import torch._tensor_str as tensor_str
-
-        original = tensor_str._str
-        plain = (torch.Tensor, torch.nn.Parameter)
-        namespaces = [torch.__dict__, torch.Tensor.__dict__, torch.nn.Parameter.__dict__]
-        namespaces += [m.__dict__ for m in (tensor_str, math, textwrap, contextlib, dataclasses)]
-        options = tensor_str.PRINT_OPTS
-
-        def _str(self, *, tensor_contents=None):
-            recorder = DispatchRecorder.current
-            if recorder is None or not quiet(self):
-                return original(self, tensor_contents=tensor_contents)
-            with recorder.paused():
-                return original(self, tensor_contents=tensor_contents)
-
-        tensor_str._str = _str
-        snapshot = [(ns, list(ns.keys()), list(ns.values())) for ns in namespaces]
-
-        def quiet(tensor) -> bool:
-            if type(tensor) not in plain or torch._C._len_torch_function_stack() or torch._C._len_torch_dispatch_stack():
-                return False
-            if any(type(getattr(options, name, None)) not in (int, float, bool, type(None)) for name in self.OPTIONS):
-                return False
-            return all(all(map(operator.is_, map(ns.get, keys), values)) for ns, keys, values in snapshot)
-
-
-QUIET_PRINTING = _QuietPrinting()
