@@ -15,7 +15,6 @@ from course.tolerances import EXACT, Tol, tol
 from autograder.testing import (
     SubmissionError,
     SubmissionRaised,
-    check_no_banned,
     choice,
     dispatch,
     distinct,
@@ -960,14 +959,7 @@ def test_multi_head_attention_uses_neither_nn_multiheadattention_nor_sdpa(sub, r
     """The rule test (a gate in grading.toml, weight 0): it fails only when the rule is
     broken, and then the whole skill scores 0. The source check gives the fast first message;
     the verdict is the operators the dispatcher ran (recorded up to an error, if the code raises)."""
-    check_no_banned(
-        sub.source("mha_reshape"),
-        "mha_reshape.py",
-        BANNED,
-        what="mha_reshape.py: no nn.MultiheadAttention and no F.scaled_dot_product_attention (Day 1 §B)",
-        hints=["mha_reshape/uses-library-attention"],
-        imports=sub.importable_sources(),
-    )
+    data.check_rule_source(sub)
     C, T, B = 8, randint(rng, 2, 8), 2
     x = randn(rng, B, T, C)
     key_allowed = _key_allowed(rng, B, T)
