@@ -138,11 +138,23 @@ def _fields_are_names(dataclasses_file: str) -> bool:
     frame: FrameType | None = sys._getframe(1)
     while frame is not None:
         if frame.f_code.co_filename == dataclasses_file and frame.f_code.co_name == "_process_class":
-            cls = frame.f_locals.get("cls")
-            annotations = getattr(cls, "__dict__", {}).get("__annotations__", {})
-            return type(annotations) is dict and all(type(k) is str and k.isidentifier() for k in annotations)
+            local = frame.f_locals
+            annotations = getattr(local.get("cls"), "__dict__", {}).get("__annotations__", {})
+            # every field, inherited ones too, by its key and by the name pasted into the source
+            # (``Field.name`` can be written after a class is made: blind red-team tester Q)
+            fields = local.get("fields")
+            return (
+                type(annotations) is dict
+                and type(fields) is dict
+                and all(_identifier(k) for k in annotations)
+                and all(_identifier(k) and _identifier(getattr(f, "name", None)) for k, f in fields.items())
+            )
         frame = frame.f_back
     return False
+
+
+def _identifier(name: object) -> bool:
+    return type(name) is str and name.isidentifier()
 
 
 def caller_file() -> str:

@@ -89,6 +89,26 @@ def test_dataclasses_build_methods_only_for_fields_named_by_identifiers():
 
         assert Fine(4) < Fine(5)
 
+        @dataclasses.dataclass(frozen=True)
+        class Finer(Fine):  # inherited fields, checked again
+            name: str = "x"
+
+        assert Finer(4).name == "x"
+
+        @dataclasses.dataclass
+        class Options:
+            verbose: int = 0
+
+        dataclasses.fields(Options)[0].name = '"+str(print("ran"))+"'  # blind red-team tester Q: renamed after
+        try:
+            @dataclasses.dataclass(init=False, eq=False)
+            class Config(Options):
+                seed: int = 0
+        except RuntimeError as refused:
+            assert "cannot run" in str(refused), refused
+        else:
+            raise AssertionError("a renamed inherited field became code")
+
         class Sneaky(dict):  # blind red-team tester P: a metaclass namespace renaming annotation keys
             def __setitem__(self, key, value):
                 self.update({key + ",print('ran')": value})
