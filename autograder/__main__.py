@@ -1,7 +1,7 @@
 import sys
 
 from .core import timeline
-from .core.host import interrupt_on_termination, unsupported_system
+from .core.host import RECEIVED, interrupt_on_termination, unsupported_system
 
 early = None
 GRADE = sys.argv[1:2] == ["grade"]
@@ -59,6 +59,8 @@ except KeyboardInterrupt as exc:  # the process started ahead goes too
 except BaseException:
     if early is not None:
         early.release()
+    if RECEIVED:  # an interrupt Python wrapped in another error (raised in a class's __set_name__ while a module loaded)
+        sys.exit(_interrupted_before_start(RECEIVED[0]))
     raise
 
 status = main(early=early)
