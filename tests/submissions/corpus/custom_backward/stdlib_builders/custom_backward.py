@@ -17,7 +17,10 @@ outputs itself — gradcheck included — so only a backward you wrote earns its
 
 from __future__ import annotations
 
+import collections
+import dataclasses
 import math
+import timeit
 
 import torch
 
@@ -123,10 +126,6 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, allowed: torch.
 # --- corpus style "stdlib_builders": library code that builds methods from source at run time
 # (collections.namedtuple, dataclasses) and timeit with a callable, in a rule-checked file: the
 # worker's code gate (autograder/sandbox/codegate.py) lets these run, as any correct file may.
-import collections  # noqa: E402
-import dataclasses  # noqa: E402
-import timeit  # noqa: E402
-
 Shapes = collections.namedtuple("Shapes", "L S d_k d_v")
 
 
