@@ -21,12 +21,11 @@ unless one of the few library functions that build such code from identifiers or
 expressions made it, and the code is what it should be: ``collections.namedtuple``, a
 ``dataclasses`` class whose annotations are all identifiers, ``typing``'s evaluation of a
 string annotation whose bytecode only loads and subscripts names, ``timeit`` with callables;
-or the grader's own probes. The hook cannot
-be removed (PEP 578), and the gate is reachable only through the hook's closure: gc's object
-lists are refused in every worker, and frames are denied to scanned code. Library modules
-torch imports lazily run as before. Only skills whose suites declare ``WORKER_SCANNED`` are
-confined: elsewhere the submission may run any code it likes (nothing is judged from
-records it could reach).
+or the grader's own probes. The hook cannot be removed (PEP 578), and the gate is reachable
+only through the hook's closure: gc's object lists are refused in every worker, and frames
+are denied to scanned code. Library modules torch imports lazily run as before. Only skills
+whose suites declare ``WORKER_SCANNED`` are confined: elsewhere the submission may run any
+code it likes (nothing is judged from records it could reach).
 """
 
 from __future__ import annotations

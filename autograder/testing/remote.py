@@ -125,15 +125,18 @@ class Submission:
     def importable_sources(self) -> dict[str, str]:
         """Every other file the graded module can import (exercise modules, helper modules),
         read on the trusted side: a rule scan of a module must cover what it can import."""
-        out = {}
-        paths = {name: info.copy_path for name, info in self._runtime.modules.items() if info.copy_path}
-        paths.update(self._runtime.importable)
-        for name, path in sorted(paths.items()):
-            try:
-                out[name] = read_python_source(path)
-            except OSError:
-                continue
-        return out
+        rt = self._runtime
+        if rt.sources is None:
+            out = {}
+            paths = {name: info.copy_path for name, info in rt.modules.items() if info.copy_path}
+            paths.update(rt.importable)
+            for name, path in sorted(paths.items()):
+                try:
+                    out[name] = read_python_source(path)
+                except OSError:
+                    continue
+            rt.sources = out
+        return dict(rt.sources)
 
     def scanned_files(self) -> tuple[str, ...]:
         """The submission's modules a rule scan of ``self._scanned`` reads, and so the only

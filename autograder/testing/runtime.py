@@ -80,6 +80,9 @@ class Runtime:
     #: other files the submission's code can import (sibling exercise modules not graded in
     #: this run, helper modules): name → read-only copy
     importable: dict[str, Path] = field(default_factory=dict)
+    #: the text of every importable file (``Submission.importable_sources``), read once a run:
+    #: the copies are read-only, and rule scans and the code gate ask for them in every test
+    sources: dict[str, str] | None = None
     #: wall-clock seconds each exercise module's calls (imports included) may take in all,
     #: per run ([limits] skill_time_s): only a backstop (code that sleeps, no /proc); the CPU
     #: budget below is what stops endless loops and very slow code
