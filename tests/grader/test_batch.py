@@ -21,7 +21,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import EXERCISES, ROOT, SEED, SOLUTIONS, SUBMISSIONS, grade
+from conftest import EXERCISES, ROOT, SEED, SOLUTIONS, SUBMISSIONS, grade, write_config
 
 sys.path.insert(0, str(SUBMISSIONS))
 import variants
@@ -213,6 +213,17 @@ def test_gradescope_export_is_read_and_force_regrades(tmp_path, fast_config):
     assert rows(out) == book  # the same grades again
 
 
+_SLEEPS_IN_EVERY_CALL = """import time
+
+
+def project_qkv(x, w_q, w_k, w_v):
+    time.sleep(3600)
+
+
+def attention_scores(q, k):
+    time.sleep(3600)
+"""
+
 _WITH_DEFAULT_SIGINT = (
     "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
     "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])"
@@ -222,12 +233,17 @@ _WITH_DEFAULT_SIGINT = (
 # slow: a batch interrupted mid-class and waited for (up to 240 s); resume and the gradebook's
 # consistency are proved again by test_resume_… (slow) and every CI run
 @pytest.mark.slow
-def test_ctrl_c_keeps_finished_results_and_a_consistent_gradebook(tmp_path, fast_config):
+def test_ctrl_c_keeps_finished_results_and_a_consistent_gradebook(tmp_path):
     subs = tmp_path / "subs"
     subs.mkdir()
     shutil.copytree(SOLUTIONS, subs / "a_first")
-    for name in ("b_loop", "c_loop", "d_loop"):
-        shutil.copytree(SUBMISSIONS / "hostile" / "loop_forever", subs / name)
+    # b_ to d_ sleep in every call, under a wall-clock backstop of 60 s a call: the Ctrl-C
+    # below lands while b_ is surely mid-grade. A CPU loop (loop_forever) is stopped by its
+    # CPU limit within a second or two, so b_ could finish before the signal (seen once in CI).
+    for name in ("b_sleep", "c_sleep", "d_sleep"):
+        (subs / name).mkdir()
+        (subs / name / "qkv.py").write_text(_SLEEPS_IN_EVERY_CALL, encoding="utf-8")
+    config = write_config(tmp_path / "grading.toml", call_timeout_s=60, skill_time_s=120)
     out = tmp_path / "out"
     # Ctrl-C as at a terminal: a shell's `&` or nohup (how a test run may be started) leaves
     # SIGINT ignored, which exec keeps and Python then respects; give the batch the default
@@ -246,7 +262,7 @@ def test_ctrl_c_keeps_finished_results_and_a_consistent_gradebook(tmp_path, fast
         "--seed",
         str(SEED),
         "--config",
-        str(fast_config),
+        str(config),
         "--no-progress",
         "--jobs",
         "1",
@@ -255,7 +271,7 @@ def test_ctrl_c_keeps_finished_results_and_a_consistent_gradebook(tmp_path, fast
     deadline = time.monotonic() + 240
     while not (out / "a_first" / "results.json").exists() and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.2)
-    time.sleep(1.0)  # b_loop is running now
+    time.sleep(1.0)  # b_sleep is in its first call now, for up to 60 s
     proc.send_signal(signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 130, stdout + stderr
@@ -263,7 +279,7 @@ def test_ctrl_c_keeps_finished_results_and_a_consistent_gradebook(tmp_path, fast
     assert book["a_first"]["status"] == "complete" and float(book["a_first"]["total"]) > 0
     finished = {p.parent.name for p in out.glob("*/results.json")}
     assert {k for k, r in book.items() if r["status"] != "not graded"} == finished
-    assert "b_loop" not in finished
+    assert "b_sleep" not in finished
     time.sleep(0.5)
     assert not _leftovers(str(out.resolve()))
 
