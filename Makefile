@@ -48,7 +48,7 @@ test-slow: $(TEST_STAMPS) ## only the tests marked slow (full round trips, time 
 test-all: $(TEST_STAMPS) ## every test of the grader, slow ones included
 	$(PY) -m pytest
 
-check: $(VENV)/.dev.stamp $(VENV)/.instructor.stamp ## instructors: prove the suites right (stubs and snapshots fresh, leak audit, solutions full marks, stubs 0, ≥ 4 mistakes and 3 styles per skill, a release builds, every mistake the same price on 3 seeds)
+check: $(VENV)/.dev.stamp $(VENV)/.instructor.stamp ## instructors: prove the suites right (stubs and snapshots fresh, leak audit, solutions full marks, stubs 0, ≥ 4 mistakes and 3 styles per skill, a release builds, every mistake the same price on 3 seeds, no odd return value a grader error)
 	$(PY) -m autograder stubs --check
 	$(PY) -m autograder snapshots --check
 	$(PY) -m autograder reference-cpu --check
@@ -59,6 +59,7 @@ check: $(VENV)/.dev.stamp $(VENV)/.instructor.stamp ## instructors: prove the su
 	@tmp=$$(mktemp -d) && AUTOGRADER_SEED_KEY_FILE=$$tmp/seed.key $(PY) -m autograder release --out $$tmp/dist --version 0.0.0-check > $$tmp/log 2>&1; \
 		status=$$?; test $$status = 0 && echo "make check: a release builds" || cat $$tmp/log >&2; rm -rf $$tmp; exit $$status
 	$(PY) tests/benchmarks/hint_precision.py --seeds 1,2,3 --jobs 2 --no-styles --check-stable
+	$(PY) tests/submissions/odd_returns.py --jobs 2
 
 snapshots: $(VENV)/.requirements.stamp ## instructors: [SKILL=name] rewrite the stale files of tests/suites/<skill>/snapshots/ from the reference (rerun: no byte changes)
 	$(PY) -m autograder snapshots $(foreach s,$(SKILL),--skill $(s))

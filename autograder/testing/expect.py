@@ -15,12 +15,13 @@ import math
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 import torch
 
 from .failures import CheckFailed, Feedback, SubmissionRaised
 from .inputs import dtype_name
+from .values import as_float, describe, dtype_text, fmt_number, fmt_tensor, index_text
 
 GRID_MAX = 12
 
@@ -35,61 +36,6 @@ class Tol:
 
 
 EXACT = Tol(0.0, 0.0)
-
-
-# --------------------------------------------------------------------------- formatting
-def fmt_number(value: Any) -> str:
-    if isinstance(value, bool):
-        return str(value)
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        if math.isnan(value):
-            return "nan"
-        if math.isinf(value):
-            return "−∞" if value < 0 else "+∞"
-        return f"{value:.6g}"
-    return str(value)
-
-
-def fmt_tensor(t: torch.Tensor, limit: int = 24) -> str:
-    if t.dim() == 0:
-        return fmt_number(t.item())
-    flat = t.reshape(-1)
-    if flat.numel() > limit:
-        head = ", ".join(fmt_number(v) for v in flat[:limit].tolist())
-        return f"[{head}, …] (shape {list(t.shape)})"
-    return _nested(t.tolist())
-
-
-def _nested(value: Any) -> str:
-    if isinstance(value, list):
-        return "[" + ", ".join(_nested(v) for v in value) + "]"
-    return fmt_number(value)
-
-
-def describe(value: Any) -> str:
-    """What kind of thing the submission returned, in words."""
-    if type(value) is torch.Tensor:
-        return f"a tensor of shape {list(value.shape)} and dtype {str(value.dtype).replace('torch.', '')}"
-    if value is None:
-        return "None (did you forget `return`?)"
-    if isinstance(value, tuple):
-        return f"a tuple of {len(value)} items"
-    if isinstance(value, list):
-        return f"a list of {len(value)} items"
-    type_name = getattr(value, "type_name", None)
-    if type_name:
-        return f"a {type_name} object ({getattr(value, 'summary', '')[:160]})"
-    return f"a {type(value).__name__} ({str(value)[:80]})"
-
-
-def _dtype(t: torch.dtype) -> str:
-    return str(t).replace("torch.", "")
-
-
-def _index(idx: Iterable[int]) -> str:
-    return "[" + ", ".join(str(int(i)) for i in idx) + "]"
 
 
 # --------------------------------------------------------------------------- diagnosis
@@ -267,7 +213,7 @@ def diagnose_number(
     return [named]
 
 
-def _fail(check: str, problem: str, detail: str, hints: list[str], grids: list[dict] | None = None) -> None:
+def _fail(check: str, problem: str, detail: str, hints: list[str], grids: list[dict] | None = None) -> NoReturn:
     raise CheckFailed(Feedback(check=check, problem=problem, detail=detail, hints=list(dict.fromkeys(hints)), grids=grids or []))
 
 
@@ -284,7 +230,7 @@ def _grid(
             return [["1" if v else "0" for v in row] for row in t.tolist()]
         return [[fmt_number(v) if not isinstance(v, float) else _cell(v) for v in row] for row in t.tolist()]
 
-    where = f" at batch index {_index(prefix)}" if prefix else ""
+    where = f" at batch index {index_text(prefix)}" if prefix else ""
     return [
         {
             "title": f"{title}{where}",
@@ -331,11 +277,12 @@ def _wrapped(got: Any, want: torch.Tensor, tol: Tol) -> list[str]:
     failed check itself proves it, so the hint names no function."""
     if isinstance(got, (tuple, list)) and got and distance(got[0], want, _loose(tol)) <= 1.0:
         return ["general/returns-tuple"]
+    number = as_float(got)
     if (
-        type(got) in (int, float)
+        number is not None
         and want.numel() == 1
         and want.is_floating_point()
-        and distance(torch.tensor(float(got), dtype=torch.float64), want.double().reshape(()), _loose(tol)) <= 1.0
+        and distance(torch.tensor(number, dtype=torch.float64), want.double().reshape(()), _loose(tol)) <= 1.0
     ):
         return ["general/returns-number"]  # the right value as a Python number: `.item()` (blind tester I)
     return []
@@ -346,11 +293,30 @@ def _side_by_side(got: torch.Tensor, want: torch.Tensor) -> str:
     return f"\nexpected {fmt_tensor(want)}\n     got {fmt_tensor(got)}" if got.numel() <= 16 else ""
 
 
-def tensor(got: Any, *, what: str, hints: Iterable[str] = ()) -> torch.Tensor:
-    """``got`` must be exactly a ``torch.Tensor`` (no subclass, no other object)."""
+def tensor(
+    got: Any, *, what: str, hints: Iterable[str] = (), shape: Iterable[int] | None = None, floating: bool = False
+) -> torch.Tensor:
+    """``got`` must be exactly a ``torch.Tensor`` (no subclass, no other object); with
+    ``shape``, of that shape; with ``floating``, of a real floating dtype (any: a float64
+    answer to float32 inputs is the dtype test's to judge). A check that goes on to index
+    the result (``out[:, 1]``) or to arithmetic a bool, integer or complex tensor has not got
+    (``abs``, ``s - s.mT``) asks these first, so an odd result fails here as the student's
+    answer instead of raising inside the test (a "grader error")."""
     if type(got) is not torch.Tensor:
         _fail(what, "type", f"expected a torch.Tensor, got {describe(got)}", list(hints))
+    if shape is not None and tuple(got.shape) != tuple(shape):
+        _fail(what, "shape", f"expected shape {list(shape)}, got {list(got.shape)}", list(hints))
+    if floating and not got.is_floating_point():
+        _fail(what, "dtype", f"expected a floating-point tensor, got dtype {dtype_text(got.dtype)}", list(hints))
     return got
+
+
+def tensors(
+    got: Any, length: int, *, what: str, shape: Iterable[int] | None = None, floating: bool = False
+) -> tuple[torch.Tensor, ...]:
+    """``sequence`` of ``length`` items, each a ``tensor`` (of ``shape``, ``floating``)."""
+    items = sequence(got, length, what=what)
+    return tuple(tensor(t, what=f"{what}: item {i + 1}", shape=shape, floating=floating) for i, t in enumerate(items))
 
 
 def sequence(got: Any, length: int, *, what: str, hints: Iterable[str] = ()) -> tuple:
@@ -382,7 +348,7 @@ def close(
         _fail(
             what,
             "dtype",
-            f"expected dtype {_dtype(want.dtype)} ({dtype_from}), got {_dtype(got.dtype)}",
+            f"expected dtype {dtype_text(want.dtype)} ({dtype_from}), got {dtype_text(got.dtype)}",
             list(dtype_hints),
         )
     if not got.is_floating_point() and not want.is_floating_point():
@@ -400,7 +366,7 @@ def close(
         _fail(
             what,
             "nan",
-            f"NaN at index {_index(first)} ({count} NaN value{'s' if count > 1 else ''}); expected "
+            f"NaN at index {index_text(first)} ({count} NaN value{'s' if count > 1 else ''}); expected "
             f"{fmt_number(w[first].item())} there{also}",
             diagnose(got, mistakes, tol, want) or hints,
             grids,
@@ -422,18 +388,18 @@ def close(
         standin = (g.abs() >= STANDIN) & (torch.sign(g) == torch.sign(w))
         if bool(standin[infinite].all()):
             detail = (
-                f"expected {fmt_number(w[at].item())} at index {_index(at)}, got {fmt_number(g[at].item())}: a large "
+                f"expected {fmt_number(w[at].item())} at index {index_text(at)}, got {fmt_number(g[at].item())}: a large "
                 f"finite number is not {fmt_number(w[at].item())} ({counted}). "
                 "exp(−1e9 − max) is 0 only while the row has a real score: in a row whose keys are all blocked, or whose "
                 "scores are as low, softmax still gives the blocked keys weight"
             )
         else:
-            detail = f"expected {fmt_number(w[at].item())} at index {_index(at)}, got {fmt_number(g[at].item())} ({counted})"
+            detail = f"expected {fmt_number(w[at].item())} at index {index_text(at)}, got {fmt_number(g[at].item())} ({counted})"
         if n < count:
-            detail += f"; {count - n} other values differ too (first at index {_index(first)})"
+            detail += f"; {count - n} other values differ too (first at index {index_text(first)})"
     else:
         detail = (
-            f"first mismatch at index {_index(first)}: expected {fmt_number(w[first].item())}, got "
+            f"first mismatch at index {index_text(first)}: expected {fmt_number(w[first].item())}, got "
             f"{fmt_number(g[first].item())}; {count} of {bad.numel()} values differ (largest difference "
             f"{fmt_number(worst)}, tolerance {tol})"
         )
@@ -460,7 +426,7 @@ def equal(
         _fail(
             what,
             "dtype",
-            f"expected dtype {_dtype(want.dtype)}, got {_dtype(got.dtype)}",
+            f"expected dtype {dtype_text(want.dtype)}, got {dtype_text(got.dtype)}",
             diagnose(got.to(want.dtype), mistakes, EXACT, want) + hint,
         )
     bad = got != want
@@ -469,7 +435,7 @@ def equal(
     first = tuple(torch.nonzero(bad)[0].tolist())
     count = int(bad.sum())
     detail = (
-        f"first mismatch at index {_index(first)}: expected {fmt_number(want[first].item())}, got "
+        f"first mismatch at index {index_text(first)}: expected {fmt_number(want[first].item())}, got "
         f"{fmt_number(got[first].item())}; {count} of {bad.numel()} entries differ"
     )
     detail += _side_by_side(got, want)
@@ -493,12 +459,13 @@ def scalar(
     value = got
     if type(got) is torch.Tensor and got.dim() == 0:
         value = got.item()
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    number = as_float(value)
+    if number is None:
         _fail(what, "type", f"expected a number, got {describe(got)}", list(hints))
-    if integer and not (isinstance(value, int) or float(value).is_integer()):
+    if integer and not (isinstance(value, int) or number.is_integer()):
         _fail(what, "type", f"expected a whole number, got {fmt_number(value)}", list(hints))
-    if not math.isclose(float(value), float(want), rel_tol=tol.rtol, abs_tol=tol.atol):
-        matched = diagnose_number(float(value), mistakes, tol, want)
+    if not math.isclose(number, float(want), rel_tol=tol.rtol, abs_tol=tol.atol):
+        matched = diagnose_number(number, mistakes, tol, want)
         _fail(what, "values", f"expected {fmt_number(want)}, got {fmt_number(value)} (tolerance {tol})", matched or list(hints))
     return value
 

@@ -228,19 +228,20 @@ def numbers(got, candidates: list[tuple[str, float]], right: float) -> list[str]
     neither — another input will."""
     if isinstance(got, torch.Tensor) and got.dim() == 0:
         got = got.item()
-    if isinstance(got, bool) or not isinstance(got, (int, float)):
+    number = expect.as_float(got)  # None for a non-number, or an int beyond floats (2**2000)
+    if number is None:
         return []
     found = [
         (hint, value)
         for hint, value in candidates
-        if math.isclose(float(got), float(value), rel_tol=1e-9, abs_tol=1e-12)
+        if math.isclose(number, float(value), rel_tol=1e-9, abs_tol=1e-12)
         and not math.isclose(float(value), float(right), rel_tol=1e-9, abs_tol=1e-12)
     ]
     if len({hint for hint, _ in found}) != 1:
         return []
     hint, value = found[0]
     # record the match (the hint rule shows a named hint only where its signature matched)
-    expect.diagnose_number(float(got), {hint: value}, expect.Tol(1e-9, 1e-12), want=float(right))
+    expect.diagnose_number(number, {hint: value}, expect.Tol(1e-9, 1e-12), want=float(right))
     return [hint]
 
 

@@ -535,7 +535,7 @@ def test_masked_softmax_blocked_weight_is_exactly_zero_and_rows_sum_to_one_or_ze
             allowed = bernoulli(rng, B, L, S, p=0.5)
             allowed[:, 1, :3] = torch.tensor([True, True, False])  # a row with two allowed keys (not one-hot) and a blocked one
             allowed[:, 0] = False  # one fully blocked query row per example
-            got = expect.tensor(sub.masks.masked_softmax(scores, allowed), what="masked_softmax weights")
+            got = expect.tensor(sub.masks.masked_softmax(scores, allowed), what="masked_softmax weights", floating=True)
             expect.true(
                 tuple(got.shape) == (B, L, S), what="weights shape", detail=f"expected [{B}, {L}, {S}], got {list(got.shape)}"
             )

@@ -162,7 +162,7 @@ def test_week7_numbers_at_stated_precision_in_float64(sub, ref, rng, credit):
                     mistakes=lambda: signatures.scores(q, k),
                 )
             elif part.label == "scaled rows":
-                got = sub.qkv.scale_scores(raw, 2)
+                got = expect.tensor(sub.qkv.scale_scores(raw, 2), what="scale_scores(S, 2)", shape=W7_SHAPE, floating=True)
                 expect.close(
                     got[:, 1],
                     w7.t(w7.STATED["scaled_final_rows"], torch.float64),
@@ -192,6 +192,7 @@ def test_week7_numbers_at_stated_precision_in_float64(sub, ref, rng, credit):
                 out, own = expect.sequence(
                     sub.qkv.single_head_attention(ex.x, ex.w_q, ex.w_k, ex.w_v), 2, what="single_head_attention"
                 )
+                expect.tensor(out, what="single_head_attention output", shape=W7_SHAPE, floating=True)
                 chain = (ex.x, ex.w_q, ex.w_k, ex.w_v)
                 expect.close(
                     out[:, 1],
@@ -205,8 +206,12 @@ def test_week7_numbers_at_stated_precision_in_float64(sub, ref, rng, credit):
                     },
                 )
             elif part.label == "index table":
-                out, weights = expect.sequence(
-                    sub.qkv.single_head_attention(ex.x, ex.w_q, ex.w_k, ex.w_v), 2, what="single_head_attention"
+                out, weights = expect.tensors(
+                    sub.qkv.single_head_attention(ex.x, ex.w_q, ex.w_k, ex.w_v),
+                    2,
+                    what="single_head_attention",
+                    shape=W7_SHAPE,
+                    floating=True,
                 )
                 got = torch.stack([weights[0, 1, 0], weights[1, 1, 0], out[1, 1, 0], out[1, 1, 1]])
                 expect.close(
@@ -216,7 +221,9 @@ def test_week7_numbers_at_stated_precision_in_float64(sub, ref, rng, credit):
                     tol=w7.PRINTED_3DP,
                 )
             elif part.label == "uniform mean":
-                got = sub.qkv.causal_uniform_mean(ex.x)
+                got = expect.tensor(
+                    sub.qkv.causal_uniform_mean(ex.x), what="causal_uniform_mean(Week 7 x)", shape=ex.x.shape, floating=True
+                )
                 expect.close(
                     got[:, 1],
                     w7.t(w7.STATED["uniform_mean_final"], torch.float64),
@@ -247,8 +254,9 @@ def test_week7_numbers_at_stated_precision_in_float64(sub, ref, rng, credit):
                 facts = (["qkv/linear-bias"] if any(p["name"].endswith(".bias") for p in parameters) else []) + (
                     ["qkv/mask-buffer"] if any("mask" in p["name"] for p in parameters) else []
                 )
+                head_out = expect.tensor(r["outputs"][0], what="AttentionHead(4, 2, 2) on §12's x", shape=W7_SHAPE, floating=True)
                 expect.close(
-                    r["outputs"][0][:, 1],
+                    head_out[:, 1],
                     w7.t(w7.STATED["final_outputs_6dp"], torch.float64),
                     what="AttentionHead reproduces §12 (W7-53)",
                     tol=w7.PRINTED_6DP,
@@ -264,6 +272,7 @@ def test_week7_numbers_at_stated_precision_in_float64(sub, ref, rng, credit):
 
 
 EXACT64 = w7.Tol(0.0, 1e-12)  # expected-numbers.md "exact": float64 rounding only
+W7_SHAPE = (2, 2, 2)  # Week 7's Q, K, V, scores, weights and head outputs: 2 prompts × 2 tokens × 2 features
 
 
 def _masked_anyway(sub, ref, x, perm, out, w_q, w_k, w_v) -> dict:
@@ -282,19 +291,25 @@ def _more_course_numbers(sub, ref, rng, ex, label: str) -> None:
     (each with the tolerance its expected-numbers.md row states)."""
     f64 = torch.float64
     if label == "§4 rows and shapes":
-        q, k, v = expect.sequence(sub.qkv.project_qkv(ex.x, ex.w_q, ex.w_k, ex.w_v), 3, what="project_qkv")
+        q, k, v = expect.tensors(
+            sub.qkv.project_qkv(ex.x, ex.w_q, ex.w_k, ex.w_v), 3, what="project_qkv", shape=W7_SHAPE, floating=True
+        )
         expect.close(q[0, 1], w7.t([1.0, 1.0], f64), what="q_喜欢 = row 2 of W_Q (W7-05a)", tol=EXACT64)
         expect.close(k[0, 1], w7.t([0.283, 0.283], f64), what="k_喜欢 (W7-05b)", tol=w7.PRINTED_3DP)
         expect.close(v[0, 1], w7.t([0.0, 1.0], f64), what="v_喜欢 (W7-05c)", tol=EXACT64)
-        raw = sub.qkv.attention_scores(q, k)
+        raw = expect.tensor(sub.qkv.attention_scores(q, k), what="attention_scores(q, k)", shape=W7_SHAPE, floating=True)
         expect.close(
             raw[:, 1].reshape(4),
             w7.t([1.131, 0.566, 0.141, 0.566], f64),
             what="final-喜欢 dot products (W7-12)",
             tol=w7.PRINTED_3DP,
         )
-        out, weights = expect.sequence(
-            sub.qkv.single_head_attention(ex.x, ex.w_q, ex.w_k, ex.w_v), 2, what="single_head_attention"
+        out, weights = expect.tensors(
+            sub.qkv.single_head_attention(ex.x, ex.w_q, ex.w_k, ex.w_v),
+            2,
+            what="single_head_attention",
+            shape=W7_SHAPE,
+            floating=True,
         )
         expect.close(
             out[:, 1].reshape(4),
@@ -309,7 +324,12 @@ def _more_course_numbers(sub, ref, rng, ex, label: str) -> None:
             detail=f"expected [2, 2, 2] each, got {shapes}",
             problem="shape",
         )
-        ratio = sub.qkv.causal_uniform_mean(torch.eye(2, dtype=f64).unsqueeze(0))
+        ratio = expect.tensor(
+            sub.qkv.causal_uniform_mean(torch.eye(2, dtype=f64).unsqueeze(0)),
+            what="causal_uniform_mean(I [1,2,2])",
+            shape=(1, 2, 2),
+            floating=True,
+        )
         expect.close(
             ratio[0, 1], w7.t([0.5, 0.5], f64), what="uniform-mean read ratio at the final position (W7-04)", tol=EXACT64
         )
@@ -318,7 +338,8 @@ def _more_course_numbers(sub, ref, rng, ex, label: str) -> None:
             w_q = ex.w_q.clone()
             w_q[1, 0] = qv
             q, k, _ = expect.sequence(sub.qkv.project_qkv(ex.x, w_q, ex.w_k, ex.w_v), 3, what="project_qkv")
-            rows = sub.qkv.scale_scores(sub.qkv.attention_scores(q, k), 2)[:, 1]
+            scaled = sub.qkv.scale_scores(sub.qkv.attention_scores(q, k), 2)
+            rows = expect.tensor(scaled, what="scale_scores(attention_scores(q, k), 2)", shape=W7_SHAPE, floating=True)[:, 1]
             want = w7.t([[0.8 * qv, 0.2 * qv + 0.2], [0.1, 0.2 * qv + 0.2]], f64)
             raw = (ex.x @ w_q) @ (ex.x @ ex.w_k).transpose(-2, -1)
             expect.close(
@@ -333,18 +354,17 @@ def _more_course_numbers(sub, ref, rng, ex, label: str) -> None:
         B, T, C, d_k, d_v = 2, 6, 8, 4, 4
         x = randn(rng, B, T, C, dtype=f64)
         w_q, w_k, w_v = _projections(rng, C, d_k, d_v, f64)
-        s = sub.qkv.attention_scores(x, x)
+        s = expect.tensor(sub.qkv.attention_scores(x, x), what="attention_scores(x, x)", shape=(B, T, T), floating=True)
         asym = float((s - s.transpose(-2, -1)).norm() / s.norm())
         expect.true(
             asym <= 1e-12, what="‖S − Sᵀ‖/‖S‖ for S = X Xᵀ, no projection (D1-03)", detail=f"got {asym:.3g}, expected ≤ 1e-12"
         )
         perm = torch.randperm(T, generator=rng)
-        out, _ = expect.sequence(
-            sub.qkv.single_head_attention(x, w_q, w_k, w_v, causal=False), 2, what="single_head_attention(causal=False)"
-        )
-        out_p, _ = expect.sequence(
-            sub.qkv.single_head_attention(x[:, perm], w_q, w_k, w_v, causal=False), 2, what="single_head_attention(causal=False)"
-        )
+        shape = (B, T, d_v)
+        what = "single_head_attention(causal=False)"
+        out = expect.sequence(sub.qkv.single_head_attention(x, w_q, w_k, w_v, causal=False), 2, what=what)[0]
+        out = expect.tensor(out, what=what, shape=shape, floating=True)
+        out_p = expect.sequence(sub.qkv.single_head_attention(x[:, perm], w_q, w_k, w_v, causal=False), 2, what=what)[0]
         expect.close(
             out_p,
             out[:, perm],
@@ -352,7 +372,8 @@ def _more_course_numbers(sub, ref, rng, ex, label: str) -> None:
             tol=EXACT64,
             mistakes=lambda: _masked_anyway(sub, ref, x, perm, out, w_q, w_k, w_v),
         )
-        causal, _ = expect.sequence(sub.qkv.single_head_attention(x, w_q, w_k, w_v), 2, what="single_head_attention")
+        causal = expect.sequence(sub.qkv.single_head_attention(x, w_q, w_k, w_v), 2, what="single_head_attention")[0]
+        causal = expect.tensor(causal, what="single_head_attention", shape=shape, floating=True)
         v = x @ w_v
         lo, hi = v.min(dim=1, keepdim=True).values, v.max(dim=1, keepdim=True).values
         inside = bool(((causal >= lo - 1e-12) & (causal <= hi + 1e-12)).all())
@@ -362,7 +383,8 @@ def _more_course_numbers(sub, ref, rng, ex, label: str) -> None:
         t = T // 2
         future = x.clone()
         future[:, t + 1 :] = randn(rng, B, T - t - 1, C, dtype=f64)
-        moved, _ = expect.sequence(sub.qkv.single_head_attention(future, w_q, w_k, w_v), 2, what="single_head_attention")
+        moved = expect.sequence(sub.qkv.single_head_attention(future, w_q, w_k, w_v), 2, what="single_head_attention")[0]
+        moved = expect.tensor(moved, what="single_head_attention", shape=shape, floating=True)
         expect.close(
             moved[:, : t + 1],
             causal[:, : t + 1],

@@ -221,10 +221,12 @@ def test_single_head_attention_reproduces_week7_weights_and_outputs(sub, rng, cr
                 expect.close(out, c[f"want_out{key}"], what=f"{what}: output", tol=t, mistakes=c[f"mistakes_out{key}"])
                 continue
             if got is None:
-                got = expect.sequence(
+                got = expect.tensors(
                     sub.qkv.single_head_attention(ex.x, ex.w_q, ex.w_k, ex.w_v),
                     2,
                     what="single_head_attention(Week 7 x [2,2,4], w_q, w_k, w_v [4,2])",
+                    shape=(2, 2, 2),
+                    floating=True,
                 )
             out, weights = got
             if part.label.startswith("weights"):
@@ -337,8 +339,14 @@ def test_attention_head_reproduces_week7_numbers(sub, rng, credit):
                 result = sub.qkv.construct(
                     "AttentionHead", [4, 2, 8], state=_week7_state(ex), calls=[("forward", [ex.x], {})], describe=False
                 )
+                out = expect.tensor(
+                    result["outputs"][0],
+                    what="AttentionHead(4, 2, 8) on Week 7 x [2,2,4]: forward's output",
+                    shape=(2, 2, 2),
+                    floating=True,
+                )
                 expect.close(
-                    result["outputs"][0][:, 1],
+                    out[:, 1],
                     w7.t(w7.STATED["final_outputs_4dp"]),
                     what="AttentionHead(4, 2, 8) with Week 7's W_Q, W_K, W_V loaded, on Week 7 x: final outputs (Week 7 §12–§13)",
                     tol=w7.PRINTED_4DP_F32,
