@@ -52,6 +52,13 @@ class TestOutcome:
     # runner/scoring.py), which is what Gradescope shows before the due date; None if hidden
     visible_score: float | None = None
 
+    @property
+    def passed_with_its_points(self) -> bool:
+        """Passed, and no rule of its skill took the points (a broken rule of the exercise
+        zeroes every test; a property test counts once the skill's other tests earn points):
+        what "N/M passed" counts, beside the points, and Gradescope's per-test status."""
+        return self.status == "passed" and self.score >= self.max_score
+
 
 @dataclass
 class SkillOutcome:

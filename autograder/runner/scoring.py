@@ -242,7 +242,7 @@ def build(
                 sections=list(skill.sections),
                 points=skill.points,
                 score=score,
-                passed=sum(t.status == STATUS_PASSED for t in tests if t.max_score > 0),
+                passed=sum(t.passed_with_its_points for t in tests if t.max_score > 0),
                 total=sum(t.max_score > 0 for t in tests),
                 tests=tests,
                 gated_by=gated_by,  # rules (weight 0) are not counted

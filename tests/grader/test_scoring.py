@@ -171,6 +171,8 @@ def test_a_failed_gate_zeroes_its_skill(tmp_path):
     res = scoring.build(RunManifest.plan(config), report, {})
     assert res.score == 0 and res.skills[0].gated_by.startswith("test_scale_scores_divides_by_sqrt_dk")
     assert all("breaks a rule" in t.summary for t in res.tests if t.status == "passed")
+    # the skill's line says "0/N passed" beside its 0 points, not "N-1/N passed" (tester M)
+    assert res.skills[0].passed == 0 and res.skills[0].total > 1
 
 
 @pytest.mark.parametrize("problem", ["timeout", "crash", "raised"])
