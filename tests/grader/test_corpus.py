@@ -25,8 +25,14 @@ CORPUS = SUBMISSIONS / "corpus"
 SKILLS = ("row_softmax", "custom_backward", "mha_reshape")
 ENTRIES = [(skill, p.name) for skill in SKILLS for p in sorted((CORPUS / skill).iterdir()) if p.is_dir()]
 #: graded by `make test`: the issue's own refusals (a helper module's softmax, F.softmax to
-#: recompute A in backward, an own helper named after SDPA); the rest by `make test-slow`
-FAST = {("row_softmax", "helper_module"), ("custom_backward", "recompute_with_f_softmax"), ("mha_reshape", "helper_module")}
+#: recompute A in backward, an own helper named after SDPA) and debugging prints of tensors;
+#: the rest by `make test-slow`
+FAST = {
+    ("row_softmax", "helper_module"),
+    ("custom_backward", "recompute_with_f_softmax"),
+    ("custom_backward", "prints_debugging"),
+    ("mha_reshape", "helper_module"),
+}
 
 sys.path.insert(0, str(ROOT / "tests/suites"))
 from course import custom_backward_data, mha_reshape_data, row_softmax_data
