@@ -13,12 +13,13 @@ import os
 import socket
 import time
 from collections.abc import Hashable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from . import channel, features, zygote
+from . import channel, features, protocol, zygote
 from .cputime import cpu_poll_s, cpu_used
 from .protocol import PeerClosed, PeerTimeout, ProtocolError, decode, encode, recv_message, send_message
+from .replies import Reply, clean_error, str_list
 from .spec import WorkerSpec
 
 
@@ -44,6 +45,9 @@ class Exit:
 
 #: a worker whose resident memory grew by more than this since it was ready is not reused
 REUSE_MAX_GROWTH_KIB = 256 << 10
+#: a reset takes milliseconds; one that takes longer (code of the submission's ran in it: a
+#: module in sys.modules whose __getattr__ sleeps) costs this wait, and a fresh worker instead
+RESET_TIMEOUT_S = 5.0
 
 
 class WorkerDied(Exception):
@@ -68,20 +72,8 @@ class WorkerProtocolError(Exception):
     """The worker sent something that is not a valid reply."""
 
 
-@dataclass
-class Reply:
-    ok: bool
-    value: Any = None
-    error: dict | None = None
-    out: str = ""
-    out_dropped: int = 0
-    ops: list[str] = field(default_factory=list)
-    autograd: list[str] = field(default_factory=list)
-    #: ways the code switched off the worker's recorders during the call (see probes.py)
-    tampered: list[str] = field(default_factory=list)
-    #: operators the dispatcher ran under a DispatchRecorder (probes.py), one tab-separated
-    #: line each: phase, operator, count, file, line, function — data, judged by the tests
-    dispatched: list[str] = field(default_factory=list)
+class WorkerTampered(WorkerProtocolError):
+    """A reply changed on its way (a wrong signature): code in the worker at its connection."""
 
 
 class Worker:
@@ -99,6 +91,7 @@ class Worker:
         #: CPU seconds the worker spent on its last request; None when it cannot be read here
         self.last_cpu: float | None = None
         self._clock: features.ProcessClock | None = None  # read before and after each request
+        self.auth: protocol.FrameAuth | None = None  # its replies' signatures, from the key sent once it is ready
 
     @property
     def alive(self) -> bool:
@@ -115,6 +108,11 @@ class Worker:
             raise WorkerProtocolError(f"the sandbox could not start: {err.get('type')}: {err.get('message')}")
         self.facts = [str(f) for f in header.get("facts", [])][:20]
         self.baseline = self._usage()
+        try:
+            self.auth = protocol.send_key(self.sock)
+        except OSError:
+            self._stop(reason="")
+            raise WorkerDied(self.exit, "worker start-up") from None  # type: ignore[arg-type]
 
     def _usage(self) -> tuple[int, int] | None:
         """(threads, resident KiB), asked of the kernel by us (features.process_usage: /proc
@@ -161,7 +159,7 @@ class Worker:
         if not self.alive:
             return False
         try:
-            send_message(self.sock, {"op": "reset"}, b"")
+            send_message(self.sock, {"op": "reset"}, b"", noted_by=self.auth)
         except OSError:
             self._stop(reason="")
             return False
@@ -187,7 +185,7 @@ class Worker:
         self.last_cpu = None
         start = self.cpu_seconds()
         try:
-            send_message(self.sock, header, blob)
+            send_message(self.sock, header, blob, noted_by=self.auth)
         except OSError:
             self._stop(reason="")
             raise WorkerDied(self.exit, during) from None  # type: ignore[arg-type]
@@ -224,6 +222,8 @@ class Worker:
                 max_blob=self.sandbox.max_reply_bytes,
                 keep_waiting=within_cpu if cpu_limit is not None else None,
                 poll_s=None if cpu_limit is None else cpu_poll_s(cpu_limit),
+                auth=self.auth,
+                signed=True,
             )
         except PeerTimeout:
             if not over and cpu_start is not None:  # the wall-clock backstop: what it used, read before the kill
@@ -239,7 +239,8 @@ class Worker:
             raise WorkerDied(self.exit, during) from None  # type: ignore[arg-type]
         except ProtocolError as exc:
             self._stop(reason=f"sent malformed data ({exc})", killed=True)
-            raise WorkerProtocolError(f"the worker sent malformed data during {during}: {exc}") from None
+            kind = WorkerTampered if isinstance(exc, protocol.ForgedReply) else WorkerProtocolError
+            raise kind(f"the worker sent malformed data during {during}: {exc}") from None
 
     def run(
         self,
@@ -290,7 +291,7 @@ class Worker:
             out = reply.get("out", "")
             ops = reply.get("ops", [])
             autograd = reply.get("autograd", [])
-            if type(out) is not str or not _str_list(ops) or not _str_list(autograd):
+            if type(out) is not str or not str_list(ops) or not str_list(autograd):
                 raise ProtocolError("malformed reply fields")
             dropped = reply.get("out_dropped", 0)
             dropped = min(dropped, 1 << 53) if type(dropped) is int and dropped > 0 else 0
@@ -302,10 +303,10 @@ class Worker:
             autograd = [use[:200] for use in autograd[:100]]
             tampered = reply.get("tampered", [])
             tampered = (
-                [str(t)[:300] for t in tampered[:20]] if _str_list(tampered) else ["the reply's recorder field was malformed"]
+                [str(t)[:300] for t in tampered[:20]] if str_list(tampered) else ["the reply's recorder field was malformed"]
             )
             dispatched = reply.get("dispatched", [])
-            if not _str_list(dispatched):
+            if not str_list(dispatched):
                 raise ProtocolError("malformed reply fields")
             dispatched = [line[:1200] for line in dispatched[:2000]]
             if ok:
@@ -320,7 +321,7 @@ class Worker:
                     tampered=tampered,
                     dispatched=dispatched,
                 )
-            error = _clean_error(reply.get("error"))
+            error = clean_error(reply.get("error"))
             return Reply(
                 False,
                 error=error,
@@ -365,29 +366,6 @@ class Worker:
         if self.group is not None and self.alive and self.sandbox._keep(self):
             return
         self._stop(reason="test finished", killed=True, wait=False)
-
-
-def _str_list(value: Any) -> bool:
-    return type(value) is list and all(type(v) is str for v in value)
-
-
-def _clean_error(error: Any) -> dict:
-    """Keep only the fields we know, as plain strings/ints of bounded size."""
-    if type(error) is not dict:
-        return {"type": "UnknownError", "message": "", "base": "Exception", "frames": []}
-    frames = []
-    raw_frames = error.get("frames")
-    for frame in raw_frames[:64] if type(raw_frames) is list else []:
-        if type(frame) is dict and type(frame.get("file")) is str and type(frame.get("line")) is int:
-            frames.append({"file": frame["file"][:200], "line": frame["line"], "function": str(frame.get("function", ""))[:200]})
-    return {
-        "type": str(error.get("type", "Exception"))[:200],
-        "message": str(error.get("message", ""))[:4000],
-        "base": str(error.get("base", "Exception"))[:100],
-        "exit_code": str(error["exit_code"])[:200] if "exit_code" in error else None,
-        "raised_in": str(error.get("raised_in") or "")[:200],
-        "frames": frames,
-    }
 
 
 def _encode_call(args: list, kwargs: dict) -> tuple[Any, Any, bytes]:
@@ -485,7 +463,7 @@ class Sandbox:
         pre-forked spare, else a new one."""
         kept, self._kept = self._kept, None
         if kept is not None:
-            if self.may_serve(kept) and kept.finish_reset(self.start_timeout):
+            if self.may_serve(kept) and kept.finish_reset(min(self.start_timeout, RESET_TIMEOUT_S)):
                 self.reused += 1
                 kept.stage = self._stage
                 return kept

@@ -13,14 +13,26 @@ any bytes it likes, and the worst it can achieve is a ``ProtocolError``.
 We wrote this codec ourselves instead of using ``torch.save``/``torch.load(weights_only=True)``
 because it is smaller than one pickle frame, costs ~0.1 ms per tensor, supports strided
 (non-contiguous) inputs, and its whole attack surface is the ~150 lines below.
+
+A worker's replies are signed (``FrameAuth``): submission code runs in the worker's own
+process, can find its socket and put itself between the worker and us (blind red-team
+tester R-C relayed every reply and deleted what the rule recorders wrote in them: 8.5/8.5
+with autograd in custom_backward's backward). Each reply carries an HMAC-SHA256 tag over
+its number, the digest of the request it answers and its own bytes, under a key we send
+the worker before any submission code runs (the code of a rule-checked skill can reach
+neither frames nor memory, so not the key). A changed, forged, replayed or reordered reply,
+or one answering a changed request, fails ``recv_message``.
 """
 
 from __future__ import annotations
 
 import bisect
 import ctypes
+import hashlib
+import hmac
 import json
 import math
+import os
 import socket
 import struct
 import time
@@ -62,6 +74,10 @@ class ProtocolError(Exception):
 
 class PeerClosed(ProtocolError):
     """The other side closed the connection (for a worker: it exited or was killed)."""
+
+
+class ForgedReply(ProtocolError):
+    """A worker's reply whose signature is wrong (``FrameAuth``): changed on its way."""
 
 
 class PeerTimeout(ProtocolError):
@@ -367,21 +383,91 @@ def decode(tree: Any, blob: bytes | bytearray | memoryview) -> Any:
 
 
 # --------------------------------------------------------------------------- framing
+TAG_SIZE = 32  # HMAC-SHA256
+
+
+class FrameAuth:
+    """One worker connection's reply signing, kept alike on both ends (module docstring).
+    The trusted side notes each request it sends (``note_request``) and checks each reply
+    (``verify``); the worker notes each request it receives and signs its reply (``sign``).
+    Strictly one reply per request, in order: the reply counter is in every tag."""
+
+    def __init__(self, key: bytes) -> None:
+        self._key = key
+        self._replies = 0
+        self._request = b""
+
+    def note_request(self, data: bytes | bytearray, blob: bytes | bytearray | memoryview) -> None:
+        digest = hashlib.sha256(data)
+        digest.update(blob)
+        self._request = digest.digest()
+
+    def sign(self, data: bytes | bytearray, blob: bytes | bytearray | memoryview) -> bytes:
+        mac = hmac.new(self._key, self._replies.to_bytes(8, "little") + self._request, "sha256")
+        mac.update(_PREFIX.pack(MAGIC, len(data), len(blob)))
+        mac.update(data)
+        mac.update(blob)
+        self._replies += 1
+        return mac.digest()
+
+    def verify(self, data: bytes | bytearray, blob: bytes | bytearray | memoryview, tag: bytes | bytearray) -> bool:
+        return hmac.compare_digest(self.sign(data, blob), bytes(tag))
+
+
+def send_key(sock: socket.socket) -> FrameAuth:
+    """The trusted side, once a worker said it is ready: a fresh key for its replies."""
+    key = os.urandom(TAG_SIZE)
+    send_message(sock, {"op": "key", "key": key.hex()})
+    return FrameAuth(key)
+
+
+def receive_key(sock: socket.socket) -> FrameAuth:
+    """The worker, before it serves anything (so before any submission code runs)."""
+    header, _ = recv_message(sock, max_header=1024, max_blob=0)
+    key = header.get("key") if header.get("op") == "key" else None
+    if type(key) is not str or len(key) != 2 * TAG_SIZE:
+        raise ProtocolError("the first request was not the key for the worker's replies")
+    return FrameAuth(bytes.fromhex(key))
+
+
+def json_safe(reply: dict) -> dict:
+    """Messages and printed text may hold lone surrogates; JSON must not fail on them."""
+
+    def clean(value: Any) -> Any:
+        if isinstance(value, str):
+            return value.encode("utf-8", "replace").decode("utf-8")
+        if isinstance(value, list):
+            return [clean(v) for v in value]
+        if isinstance(value, dict):
+            return {k: clean(v) for k, v in value.items()}
+        return value
+
+    return clean(reply)
+
+
 def header_bytes(header: dict) -> bytes:
     """A frame's header as sent: ASCII JSON (any non-ASCII character, a lone surrogate
     too, travels as a ``\\uXXXX`` escape)."""
     return json.dumps(header, allow_nan=False, separators=(",", ":")).encode()
 
 
-def send_frame(sock: socket.socket, data: bytes, blob: bytes = b"") -> None:
-    """Send a frame whose header is already ``header_bytes``."""
+def send_frame(sock: socket.socket, data: bytes, blob: bytes = b"", signed_by: FrameAuth | None = None) -> None:
+    """Send a frame whose header is already ``header_bytes``; a worker's reply is
+    ``signed_by`` its connection's ``FrameAuth`` (the tag follows the blob)."""
+    tag = signed_by.sign(data, blob) if signed_by is not None else b""
     sock.sendall(_PREFIX.pack(MAGIC, len(data), len(blob)) + data)
     if blob:
         sock.sendall(blob)
+    if tag:
+        sock.sendall(tag)
 
 
-def send_message(sock: socket.socket, header: dict, blob: bytes = b"") -> None:
-    send_frame(sock, header_bytes(header), blob)
+def send_message(sock: socket.socket, header: dict, blob: bytes = b"", noted_by: FrameAuth | None = None) -> None:
+    """Send a frame; a request to a worker is ``noted_by`` its connection's ``FrameAuth``."""
+    data = header_bytes(header)
+    if noted_by is not None:
+        noted_by.note_request(data, blob)
+    send_frame(sock, data, blob)
 
 
 def recv_message(
@@ -391,10 +477,14 @@ def recv_message(
     max_blob: int = 1 << 30,
     keep_waiting: Callable[[], bool] | None = None,
     poll_s: float | None = None,
+    auth: FrameAuth | None = None,
+    signed: bool = False,
 ) -> tuple[dict, bytes]:
     """Read one frame; ``deadline`` is a ``time.monotonic()`` value (None = wait forever).
     ``keep_waiting``, when given, is asked every ``poll_s`` (default ``POLL_S``) while
-    nothing arrives: False ends the wait as a timeout (the client's CPU-time limit of the peer)."""
+    nothing arrives: False ends the wait as a timeout (the client's CPU-time limit of the peer).
+    With ``auth``: a ``signed`` frame (a worker's reply) must carry the right tag, and any
+    other (a request, in the worker) is noted for the reply's tag."""
     poll = POLL_S if poll_s is None else poll_s
     prefix = _recv_exact(sock, _PREFIX.size, deadline, keep_waiting, poll)
     magic, hlen, blen = _PREFIX.unpack(prefix)
@@ -405,6 +495,13 @@ def recv_message(
     if blen > max_blob:
         raise ProtocolError(f"message of {blen} bytes exceeds the {max_blob}-byte limit")
     raw = _recv_exact(sock, hlen, deadline, keep_waiting, poll)
+    blob = _recv_exact(sock, blen, deadline, keep_waiting, poll) if blen else bytearray()
+    if auth is not None and signed:  # checked before anything of the frame is read
+        tag = _recv_exact(sock, TAG_SIZE, deadline, keep_waiting, poll)
+        if not auth.verify(raw, blob, tag):
+            raise ForgedReply("a reply the worker did not send as it stands (its signature is wrong)")
+    elif auth is not None:
+        auth.note_request(raw, blob)
     try:
         header = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
@@ -413,7 +510,6 @@ def recv_message(
         raise ProtocolError("message header is nested too deeply") from None
     if type(header) is not dict:
         raise ProtocolError("message header is not an object")
-    blob = _recv_exact(sock, blen, deadline, keep_waiting, poll) if blen else bytearray()
     return header, blob
 
 

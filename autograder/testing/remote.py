@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.text import first_line
-from ..sandbox.client import Worker, WorkerDied, WorkerProtocolError, WorkerTimeout
+from ..sandbox.client import Worker, WorkerDied, WorkerProtocolError, WorkerTampered, WorkerTimeout
 from . import dispatch
 from .failures import (
     CheckFailed,
@@ -259,6 +259,18 @@ class Submission:
         own_limit = False  # stopped at its own call limit: not charged to the skill's budget
         try:
             reply = worker.run(probe, source, args, kwargs, timeout, label, cpu_limit)
+        except WorkerTampered:
+            raise CheckFailed(
+                Feedback(
+                    check=f"{label}: the grader records which torch functions your code calls (the exercise's rule)",
+                    problem="constraint",
+                    detail=(
+                        "your code changed the worker's reply on its way to the grader (its signature was wrong); "
+                        "tampering with the grader's recording counts as breaking the rule"
+                    ),
+                    hints=_rule_hints(self._rules.get(module)),
+                )
+            ) from None
         except WORKER_FAILURES as exc:
             if isinstance(exc, WorkerTimeout) and not by_budget:  # later calls of this function fail fast
                 rt.timed_out[key] = f"timed out (did not finish within {_limit_text(exc)})"
