@@ -7,8 +7,9 @@ dtype breaks there (blind red-team tester O found four such values).
 Built from solutions/ by rewriting each public function and method (``__init__`` and
 ``_private`` helpers stay the reference's, so classes still build) to return an odd value
 made from its arguments. Submission ``i`` gives function ``j`` the value
-``ODD[(i + j) % len(ODD)]``: across the set every function returns every value, beside
-functions that return others (a test that checks two functions meets mixed kinds).
+``ODD[(i + j) % len(ODD)]``, beside functions that return others (a test that checks two
+functions meets mixed kinds); ``build_sweep`` gives one function one value at a time, so
+the checks behind a skill's first call are reached too.
 
 Used by tests/grader/test_odd_returns.py.
 """
@@ -51,6 +52,18 @@ ODD: dict[str, str] = {
     "zero_dim": "_first(args).sum()",
     "zero_dim_long": "torch.tensor(3)",
     "nan_tensor": "torch.full_like(_first(args), float('nan'))",
+    "numpy_array": "_first(args).numpy()",
+    "size": "_first(args).shape",
+    "dtype": "_first(args).dtype",
+    "generator": "(x for x in range(3))",
+    "function": "(lambda: 0)",
+    "module": "torch.nn.Linear(2, 2)",
+    "ellipsis": "...",
+    "bytes": "b'\\x00\\xff'",
+    "set": "{1, 2}",
+    "object": "object()",
+    "parameter": "torch.nn.Parameter(_first(args).float())",
+    "requires_grad": "_first(args).float().requires_grad_()",
 }
 
 _HELPER = '''
@@ -99,14 +112,22 @@ def source(module: Path, offset: int, only: str | None = None) -> str:
     return text + "\n" + _HELPER
 
 
-def names() -> list[str]:
-    """The submissions' folder names, one per odd value, in ``ODD``'s order."""
-    return [f"odd{offset:02d}_{name}" for offset, name in enumerate(ODD)]
+#: the class test_odd_returns grades: every third offset, so each function returns a third
+#: of the values and every value is returned by a third of the functions (~10 s of a batch);
+#: the sweep (``make check``) gives every function every value
+CLASS_STEP = 3
 
 
-def build(folder: Path) -> None:
-    """One submission folder per odd value under ``folder``, named as ``names()``."""
-    for offset, name in enumerate(names()):
+def names(step: int = CLASS_STEP) -> list[str]:
+    """The class's folder names: offsets 0, step, 2·step, … of ``ODD``."""
+    return [f"odd{offset:02d}_{name}" for offset, name in enumerate(ODD) if offset % step == 0]
+
+
+def build(folder: Path, step: int = CLASS_STEP) -> None:
+    """The class under ``folder``: submission ``odd<i>_<name>`` gives the ``j``-th public
+    function ``ODD[(i + j) % len]``."""
+    for name in names(step):
+        offset = int(name[3:5])
         sub = folder / name
         sub.mkdir(parents=True)
         for module in sorted(SOLUTIONS.glob("*.py")):
