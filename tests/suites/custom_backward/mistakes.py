@@ -31,6 +31,7 @@ def softmax_backward(d_weights: torch.Tensor, weights: torch.Tensor) -> dict[str
         P + "diagonal-jacobian": a * (1 - a) * da,
         P + "d-unweighted": a * (da - da.sum(dim=-1, keepdim=True)),  # D_i = Σ_j Ā_ij without the weights A_ij
         P + "d-outside-product": a * da - (da * a).sum(dim=-1, keepdim=True),  # A ⊙ Ā − D: the parentheses dropped
+        P + "sign-flipped": -right,  # A ⊙ (D − Ā) (blind tester R-B)
     }
     unkept = _d_without_keepdim(da, a)
     if unkept is not None:
@@ -75,6 +76,7 @@ def attention_backward(d_out, q, k, v, weights, scale: float) -> dict[str, tuple
         P + "d-outside-product": grads(a * da - (da * a).sum(dim=-1, keepdim=True)),
         # softmax_backward(weights, d_weights): A and Ā in each other's place, S̄ = Ā ⊙ (A − rowsum(A ⊙ Ā))
         P + "softmax-backward-args-swapped": grads(_sb(a, da)),
+        P + "sign-flipped": grads(-ds),  # S̄ negated (A ⊙ (D − Ā)): Q̄ and K̄ flip, V̄ does not
     }
     if scale != 1.0:
         out[P + "missing-scale"] = grads(ds, s=1.0)

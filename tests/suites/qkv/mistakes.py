@@ -64,6 +64,7 @@ def attention_chain(
         out["qkv/zero-fill"] = chain(scaled, fill=0.0)
         out["qkv/no-causal-mask"] = chain(scaled, mask=None)
         out["qkv/diagonal-masked"] = chain(scaled, mask=torch.tril(torch.ones(T, T, dtype=torch.bool), diagonal=-1))
+        out["qkv/mask-triu"] = chain(scaled, mask=torch.triu(torch.ones(T, T, dtype=torch.bool)))  # itself and the future
         out["qkv/mask-polarity-inverted"] = chain(
             scaled, mask=~allowed
         )  # masked_fill(allowed, −∞): the past hidden, rows 0 and T−1 NaN
@@ -171,6 +172,8 @@ def uniform_mean(x: torch.Tensor) -> dict[str, torch.Tensor]:
     out = {
         "qkv/uniform-mean-future": x.mean(dim=-2, keepdim=True).expand_as(x).clone(),
         "qkv/uniform-mean-count": x.cumsum(-2) / T,  # divided by T instead of t + 1
+        # the rows before t only, over t + 1 (blind tester R-B)
+        "qkv/uniform-mean-excludes-current": (x.cumsum(-2) - x) / torch.arange(1, T + 1, dtype=x.dtype).unsqueeze(-1),
         "qkv/uniform-mean-sum": x.cumsum(-2),
         "qkv/uniform-mean-wrong-axis": x.cumsum(-1) / torch.arange(1, C + 1, dtype=x.dtype),
         # the same running sum along C, divided by the right counts t + 1 (a [T,1] column)

@@ -50,6 +50,8 @@ def hf(attention_mask: torch.Tensor, causal: bool) -> dict[str, torch.Tensor]:
     }
     if causal:
         out["sdpa_masks/hf-causal-ignored"] = real[:, None, None, :].expand(B, 1, S, S).clone()
+    else:  # the triangle applied whatever causal says (blind tester R-B)
+        out["sdpa_masks/hf-causal-always"] = real[:, None, None, :] & _tri(S, S, 0)
     out["sdpa_masks/hf-head-axis"] = keys[:, 0].clone()  # [B,S,S]: the head axis left out
     if attention_mask.dtype != torch.bool:
         out["sdpa_masks/hf-nonzero"] = (attention_mask == 1)[:, None, None, :] & tri  # only the value 1 taken as real
