@@ -60,6 +60,17 @@ EVASIONS = {
     "printed-and-kept": ("def f():\n    print(d := globals())\n    return d['torch']\n", "globals"),
     "namespace-passed-on": ("def f(show):\n    show(locals())\n", "locals"),
     "namespace-changed-in-a-print": ("print(globals().update(F=None))\n", "globals"),
+    # read inside a print but called, handed on, or read by a computed key (blind tester R-A's
+    # spellings of a print are fine, FAIR below; these are lookups)
+    "namespace-value-called-in-a-print": ("def f(x):\n    print(vars(torch)['exp'](x))\n", "vars"),
+    "namespace-entry-called-in-a-comprehension": (
+        "def f(x):\n    print([v(x) for k, v in vars(torch).items() if k == 'exp'])\n",
+        "vars",
+    ),
+    "namespace-handed-to-a-function-in-a-print": ("def g(d):\n    return d\n\n\ndef f(x):\n    print(g(vars(torch)))\n", "vars"),
+    "namespace-get-called-in-a-print": ("def f(x):\n    print(vars(torch).get('exp')(x))\n", "vars"),
+    "namespace-computed-key-in-a-print": ("def f(x, n):\n    print(vars(torch)[n])\n", "vars"),
+    "string-key-of-a-torch-object": ("def f(x):\n    return torch.ops.aten['softmax'](x)\n", "names softmax"),
     # a name as an argument still counts where torch's own function takes it
     "string-to-torch": ("def f(x):\n    return torch.ops.aten.__getattr__('_softmax')(x)\n", "__getattr__"),
     "string-to-torch-call": ("OPS = torch.jit.annotations.ann_to_type('softmax')\n", "names softmax"),
@@ -215,6 +226,28 @@ FAIR = [
     "def _check_2d(t, name):\n    return t.dim() == 2\n\n\n"
     'def cross_entropy(logits, targets):\n    _trace("cross_entropy", logits)\n    _check_2d(logits, name="log_softmax")\n'
     '    print("{}: {}".format("softmax", logits.shape))\n    return logits\n',
+    # debugging prints in every spelling blind tester R-A used (each scored the skill 0): an
+    # f-string, str(), repr(), sorted(), a constant key, pprint, a filtered comprehension,
+    # vars() of an object; a counter dict keyed by a function's name, and comparisons with one
+    textwrap.dedent("""
+        from pprint import pprint
+
+        CALLS = {"softmax": 0, "log_softmax": 0}
+
+
+        def f(scores, kind="softmax"):
+            print(f"f locals: {locals()}")
+            print("locals=" + str(locals()), repr(locals()), sorted(locals()))
+            print(locals()["scores"].shape, len(vars()))
+            pprint(locals())
+            print([k for k in globals() if not k.startswith("_")])
+            print("config:", vars(scores), {k: type(v).__name__ for k, v in globals().items()})
+            print({k: tuple(v.shape) for k, v in locals().items() if isinstance(v, type(scores))})
+            CALLS["softmax"] += 1
+            if kind == "softmax" or kind in ("log_softmax", "cross_entropy"):
+                return scores
+            return scores
+    """),
     # an export list naming the exercise's own cross_entropy
     '__all__ = ["softmax_rows", "log_softmax_rows", "cross_entropy", "vocab_probs"]\n__all__ += ("cross_entropy",)\n'
     "\n\ndef cross_entropy(logits, targets):\n    return logits\n",

@@ -129,6 +129,6 @@ DENIED_TORCH_PATHS = (
     "torch.ops.load_library",
 )
 #: calls whose string arguments are messages for a person, never names of code
-MESSAGE_CALLS = {"print"}
+MESSAGE_CALLS = {"print", "pprint", "pp"}
 MESSAGE_CLASSES = ("Error", "Exception", "Warning")
 MESSAGE_METHODS = {"warn", "warning", "info", "debug", "error", "exception", "critical", "log", "write"}

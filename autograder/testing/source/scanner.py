@@ -6,6 +6,7 @@ import ast
 import re
 import sys
 
+from . import shown
 from .aliases import _plain_modules, _TorchAliases
 from .rules import (
     ALLOWED_DUNDER_NAMES,
@@ -20,7 +21,6 @@ from .rules import (
     DYNAMIC_CALLS,
     IDENTIFIER_LIKE,
     LOOKUPS,
-    MESSAGE_CALLS,
     MESSAGE_METHODS,
     NUMPY_LOADS,
     STRING_RUNNERS,
@@ -116,44 +116,6 @@ def _function_names(node: ast.AST) -> list[str]:
     if isinstance(node, ast.Assign) and isinstance(node.value, ast.Lambda):
         return [t.id for t in node.targets if isinstance(t, ast.Name)]
     return []
-
-
-#: namespaces a student prints to debug: ``print(locals())`` shows a dict and binds nothing
-SHOWN_NAMESPACES = {"locals", "globals", "vars"}
-
-
-def _printed(call: ast.Call) -> bool:
-    """Is this a call that only shows its arguments (print, logging, warnings), with no name
-    bound inside it (``print(d := locals())`` keeps the dict)?"""
-    func = call.func
-    shows = (isinstance(func, ast.Name) and func.id in MESSAGE_CALLS) or (
-        isinstance(func, ast.Attribute) and func.attr in MESSAGE_METHODS and func.attr != "write"
-    )
-    return shows and not any(isinstance(sub, ast.NamedExpr) for sub in ast.walk(call))
-
-
-def _namespace(node: ast.AST) -> bool:
-    return (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Name)
-        and node.func.id in SHOWN_NAMESPACES
-        and not node.args
-        and not node.keywords
-    )
-
-
-def _shown_namespaces(call: ast.Call) -> list[ast.Call]:
-    """The ``locals()`` / ``globals()`` / ``vars()`` calls a printed call only reads: an
-    argument itself, or read through ``.items()``, ``.keys()`` or ``.values()`` anywhere in
-    its arguments (``{k: v for k, v in locals().items()}``)."""
-    args = [*call.args, *(k.value for k in call.keywords)]
-    shown = [arg for arg in args if _namespace(arg)]
-    for arg in args:
-        for sub in ast.walk(arg):
-            func = sub.func if isinstance(sub, ast.Call) else None
-            if isinstance(func, ast.Attribute) and func.attr in ("items", "keys", "values") and _namespace(func.value):
-                shown.append(func.value)
-    return shown
 
 
 class _Scanner(ast.NodeVisitor):
@@ -263,6 +225,9 @@ class _Scanner(ast.NodeVisitor):
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
         self._annotation(node.returns)
+        # ``kind="softmax"``: a default value is data (what reaches code by it is a lookup, flagged there)
+        defaults = [*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)]
+        self.plain_args.update(id(d) for d in defaults if isinstance(d, ast.Constant))
         self.stack.append(node.name)
         # self/cls of a method: an instance of its class or of a subclass — trusted only where the
         # file subclasses it nowhere (a subclass could put torch.Tensor first in the MRO)
@@ -292,6 +257,29 @@ class _Scanner(ast.NodeVisitor):
         if self.dynamic:
             for part in node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]:
                 self._annotation(part)
+        # ``calls["softmax"] += 1`` on a dict of the file's own: the key selects an entry of that
+        # dict, never code (blind tester R-A); a namespace, sys.modules or torch stay lookups
+        value = node.value
+        if (
+            isinstance(node.slice, ast.Constant)
+            and isinstance(value, (ast.Name, ast.Attribute))
+            and _root(value) not in self.torch
+            and self.aliases.path(value) is None
+        ):
+            self.plain_args.add(id(node.slice))
+        self.generic_visit(node)
+
+    def visit_Dict(self, node: ast.Dict) -> None:
+        # a literal's string keys name entries of that dict (its values are scanned as any code)
+        self.plain_args.update(id(k) for k in node.keys if isinstance(k, ast.Constant))
+        self.generic_visit(node)
+
+    def visit_Compare(self, node: ast.Compare) -> None:
+        # ``name == "softmax"``, ``kind in ("softmax", "log_softmax")``: a comparison selects no code
+        for operand in [node.left, *node.comparators]:
+            for part in operand.elts if isinstance(operand, (ast.Tuple, ast.List, ast.Set)) else [operand]:
+                if isinstance(part, ast.Constant):
+                    self.plain_args.add(id(part))
         self.generic_visit(node)
 
     def _annotation(self, node: ast.AST | None) -> None:
@@ -465,8 +453,8 @@ class _Scanner(ast.NodeVisitor):
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
-        if self.dynamic and _printed(node):  # print(locals()): a dict shown, never used (blind tester M)
-            self.safe_calls.update(id(call.func) for call in _shown_namespaces(node))
+        if self.dynamic and shown.shows(node, MESSAGE_METHODS):  # print(locals()) and the like (shown.py)
+            self.safe_calls.update(id(call.func) for call in shown.shown_namespaces(node))
         lookup = isinstance(func, ast.Name) and (func.id in LOOKUPS or func.id in DYNAMIC_CALLS)
         if not lookup and _root(func) not in self.torch and self.aliases.path(func) is None:
             self.plain_args.update(

@@ -1,0 +1,129 @@
+"""Namespaces a student only shows: ``locals()``, ``globals()`` and ``vars(x)`` read inside a
+``print`` (or ``pprint``, a logging call) and used there for nothing but display.
+
+Why: a rule-checked file may not look names up by value (``vars(F)[name](x)`` reaches what a
+rule forbids without naming it), so the scan denies these three. But students print them
+to debug, in many spellings: ``print(locals())``, ``print(f"{locals()}")``,
+``print(sorted(vars(self)))``, ``print(locals()["scores"].shape)``,
+``pprint(locals())``, ``print([k for k in globals() if not k.startswith("_")])`` (blind
+testers M and R-A: each cost a correct file its whole skill). A namespace is *shown* when
+every path from it to the printed argument only formats, copies, counts, reads by a constant
+key or an explicit method name, or iterates: no value read from it is ever called, passed
+to a function that is not a display builtin, or bound to a name outside a comprehension. A
+name a comprehension binds from it is followed the same way. Anything else stays a lookup.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from .rules import MESSAGE_CALLS
+
+#: builtins that only turn what they are given into text, a count or a plain copy
+DISPLAY_CALLS = {
+    *("str", "repr", "ascii", "format", "sorted", "reversed", "len", "list", "tuple", "dict", "set", "type", "id"),
+    # tests and reductions that read values and call none (map and filter call a function: not here)
+    *("isinstance", "issubclass", "callable", "hash", "bool", "int", "float", "round", "abs", "min", "max", "sum"),
+    *("any", "all", "enumerate", "zip"),
+}
+#: calls that show their arguments and return nothing the code keeps (rules.MESSAGE_CALLS)
+SHOW_CALLS = MESSAGE_CALLS
+#: a namespace's own methods that only read it (a method of a value read from it is called
+#: by its written name, which the scan reads as any name)
+READ_METHODS = {"items", "keys", "values", "get", "copy"}
+#: how a value flows into its parent without being called or passed on: containers,
+#: f-strings, operators, comparisons, conditionals, unpacking into a display call
+_CARRIERS = (
+    ast.FormattedValue,
+    ast.JoinedStr,
+    ast.BinOp,
+    ast.UnaryOp,
+    ast.Compare,
+    ast.BoolOp,
+    ast.IfExp,
+    ast.Starred,
+    ast.List,
+    ast.Tuple,
+    ast.Set,
+    ast.Dict,
+    ast.keyword,
+)
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
+
+
+def shows(call: ast.Call, message_methods: set[str]) -> bool:
+    """Does this call only show its arguments (print, pprint, a logging method), with no name
+    bound inside it (``print(d := locals())`` keeps the dict)?"""
+    func = call.func
+    named = (isinstance(func, ast.Name) and func.id in SHOW_CALLS) or (
+        isinstance(func, ast.Attribute) and (func.attr in message_methods or func.attr in SHOW_CALLS) and func.attr != "write"
+    )
+    return named and not any(isinstance(sub, ast.NamedExpr) for sub in ast.walk(call))
+
+
+def namespace_call(node: ast.AST) -> bool:
+    """``locals()``, ``globals()`` or ``vars(x)``."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.keywords):
+        return False
+    name = node.func.id
+    return (name in ("locals", "globals") and not node.args) or (name == "vars" and len(node.args) <= 1)
+
+
+def shown_namespaces(call: ast.Call) -> list[ast.Call]:
+    """The namespace calls in the arguments of a showing ``call`` that are only shown."""
+    args = [*call.args, *(k.value for k in call.keywords)]
+    parents: dict[int, ast.AST] = {}
+    for arg in args:
+        for node in ast.walk(arg):
+            for child in ast.iter_child_nodes(node):
+                parents[id(child)] = node
+    roots = {id(arg) for arg in args}
+    return [node for arg in args for node in ast.walk(arg) if namespace_call(node) and _only_shown(node, parents, roots)]
+
+
+def _only_shown(node: ast.AST, parents: dict[int, ast.AST], roots: set[int], stop: ast.AST | None = None) -> bool:
+    """Every step from ``node`` (a value read from a namespace) up to a printed argument (or
+    to ``stop``, a comprehension's own element) keeps it a value that is only shown."""
+    while id(node) not in roots and node is not stop:
+        parent = parents.get(id(node))
+        if parent is None:
+            return False
+        if isinstance(parent, ast.Call):
+            if parent.func is node:
+                if not isinstance(node, ast.Attribute):
+                    return False  # a value read from the namespace, called
+                if namespace_call(node.value) and node.attr not in READ_METHODS:
+                    return False  # the namespace itself changed: globals().update(…)
+            elif not (isinstance(parent.func, ast.Name) and parent.func.id in DISPLAY_CALLS):
+                return False  # handed to a function that may call it
+        elif isinstance(parent, ast.Attribute):
+            pass  # an attribute read, or a method called by its written name (scanned as any name)
+        elif isinstance(parent, ast.Subscript):
+            if parent.value is not node or not isinstance(parent.slice, ast.Constant):
+                return False  # only a read by a constant key
+        elif isinstance(parent, ast.comprehension):
+            if parent.iter is not node or not _targets_shown(parent, parents, roots):
+                return False
+            parent = parents.get(id(parent))  # the comprehension: a container of shown values
+            if parent is None:
+                return False
+        elif not isinstance(parent, (*_CARRIERS, *_COMPREHENSIONS)):
+            return False
+        node = parent
+    return True
+
+
+def _targets_shown(generator: ast.comprehension, parents: dict[int, ast.AST], roots: set[int]) -> bool:
+    """The names a comprehension binds from a namespace are used only as shown values."""
+    names = {n.id for n in ast.walk(generator.target) if isinstance(n, ast.Name)}
+    comp = parents.get(id(generator))
+    if not isinstance(comp, _COMPREHENSIONS):
+        return False
+    elements = [comp.key, comp.value] if isinstance(comp, ast.DictComp) else [comp.elt]
+    parts = [*elements, *(i for g in comp.generators for i in g.ifs), *(g.iter for g in comp.generators if g is not generator)]
+    for part in parts:
+        for node in ast.walk(part):
+            if isinstance(node, ast.Name) and node.id in names and isinstance(node.ctx, ast.Load):
+                if not _only_shown(node, parents, roots | {id(p) for p in parts}, stop=comp):
+                    return False
+    return True
