@@ -256,3 +256,77 @@ def test_any_failure_while_rebuilding_a_value_is_a_protocol_error(monkeypatch, e
 def test_tensors_without_plain_data_arrive_as_opaque_with_a_reason(make):
     out = roundtrip(make())
     assert isinstance(out, Opaque) and "cannot be sent as data" in out.summary
+
+
+# --------------------------------------------------------------------------- signed replies
+@pytest.fixture
+def channel():
+    """Makes (grader end, worker end, their FrameAuths) of a connection whose key the worker
+    received, as in ``worker.serve`` after the worker said it was ready; closes them after."""
+    opened = []
+
+    def make():
+        grader, worker = socket.socketpair()
+        opened.extend([grader, worker])
+        return grader, worker, protocol.send_key(grader), protocol.receive_key(worker)
+
+    yield make
+    for sock in opened:
+        sock.close()
+
+
+def _request_and_reply(grader, worker, grader_auth, worker_auth, reply=b'{"ok":true}', blob=b"\x01\x02"):
+    protocol.send_message(grader, {"op": "call", "n": 1}, b"args", noted_by=grader_auth)
+    protocol.recv_message(worker, deadline=None, auth=worker_auth)  # the worker notes what it answers
+    protocol.send_frame(worker, reply, blob, signed_by=worker_auth)
+
+
+def test_a_signed_reply_is_read_and_its_request_answered_in_order(channel):
+    grader, worker, g, w = channel()
+    for _ in range(3):
+        _request_and_reply(grader, worker, g, w)
+        header, blob = protocol.recv_message(grader, deadline=None, auth=g, signed=True)
+        assert header == {"ok": True} and bytes(blob) == b"\x01\x02"
+
+
+def test_a_reply_changed_on_its_way_is_refused_as_forged(channel):
+    """Blind red-team tester R-C's relay rewrote replies between worker and grader."""
+    grader, worker, g, w = channel()
+    protocol.send_message(grader, {"op": "call"}, b"", noted_by=g)
+    protocol.recv_message(worker, deadline=None, auth=w)
+    tag = w.sign(b'{"ok":true,"autograd":["grad"]}', b"")
+    changed = b'{"ok":true,"autograd":[]}'
+    worker.sendall(struct.pack("<4sIQ", b"AGW1", len(changed), 0) + changed + tag)
+    with pytest.raises(protocol.ForgedReply):
+        protocol.recv_message(grader, deadline=None, auth=g, signed=True)
+
+
+def test_a_reply_to_a_changed_request_or_an_old_reply_replayed_is_refused(channel):
+    grader, worker, g, w = channel()
+    # the worker answered a request the grader did not send (a relay changed it)
+    protocol.send_message(grader, {"op": "call", "watch": True}, b"", noted_by=g)
+    protocol.recv_message(worker, deadline=None, auth=w)
+    w.note_request(b'{"op":"call","watch":false}', b"")
+    protocol.send_frame(worker, b'{"ok":true}', b"", signed_by=w)
+    with pytest.raises(protocol.ForgedReply):
+        protocol.recv_message(grader, deadline=None, auth=g, signed=True)
+    # a genuine reply sent twice: the second carries the first's number
+    grader, worker, g, w = channel()
+    protocol.send_message(grader, {"op": "call"}, b"", noted_by=g)
+    protocol.recv_message(worker, deadline=None, auth=w)
+    data = b'{"ok":true}'
+    frame = struct.pack("<4sIQ", b"AGW1", len(data), 0) + data + w.sign(data, b"")
+    worker.sendall(frame)
+    protocol.recv_message(grader, deadline=None, auth=g, signed=True)
+    protocol.send_message(grader, {"op": "call"}, b"", noted_by=g)
+    worker.sendall(frame)
+    with pytest.raises(protocol.ForgedReply):
+        protocol.recv_message(grader, deadline=None, auth=g, signed=True)
+
+
+def test_the_worker_refuses_to_serve_before_it_has_a_key():
+    grader, worker = socket.socketpair()
+    with grader, worker:
+        protocol.send_message(grader, {"op": "call"}, b"")
+        with pytest.raises(ProtocolError, match="key"):
+            protocol.receive_key(worker)

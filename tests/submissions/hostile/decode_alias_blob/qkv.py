@@ -1,5 +1,8 @@
 """Attack (decode bomb): one 200 MiB blob referenced by 30 tensor nodes, so a decoder that
-copies each extent builds 6 GiB in the trusted process."""
+copies each extent builds 6 GiB in the trusted process. Replies are signed now
+(protocol.FrameAuth): this crafted frame has no signature, so the grader waits for one until
+the call's time limit and never decodes it; the decoder refuses aliased tensors as well
+(tests/grader/test_protocol.py)."""
 import json
 import os
 import socket

@@ -1,4 +1,6 @@
-"""Attack (decode bomb): a reply nested 100 000 levels deep (the JSON parser recurses)."""
+"""Attack (decode bomb): a reply nested 100 000 levels deep (the JSON parser recurses). Replies are signed now
+(protocol.FrameAuth): this crafted frame has none, so it is never decoded; the grader
+waits for the signature until the call's time limit."""
 import json
 import os
 import socket

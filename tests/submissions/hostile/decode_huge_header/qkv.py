@@ -1,5 +1,7 @@
 """Attack (decode bomb): a tensor header claiming 2**62 x 2**62 elements over 8 bytes (zero
-strides), and one whose shape overflows 64-bit arithmetic."""
+strides), and one whose shape overflows 64-bit arithmetic. Replies are signed now
+(protocol.FrameAuth): this crafted frame has none, so it is never decoded; the grader
+waits for the signature until the call's time limit."""
 import json
 import os
 import socket
