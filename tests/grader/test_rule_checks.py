@@ -69,6 +69,7 @@ EVASIONS = {
     ),
     "namespace-handed-to-a-function-in-a-print": ("def g(d):\n    return d\n\n\ndef f(x):\n    print(g(vars(torch)))\n", "vars"),
     "namespace-get-called-in-a-print": ("def f(x):\n    print(vars(torch).get('exp')(x))\n", "vars"),
+    "namespace-values-called-by-a-key": ("def f(x):\n    print(max(vars(torch).values(), key=lambda g: g(x)))\n", "vars"),
     "namespace-computed-key-in-a-print": ("def f(x, n):\n    print(vars(torch)[n])\n", "vars"),
     "string-key-of-a-torch-object": ("def f(x):\n    return torch.ops.aten['softmax'](x)\n", "names softmax"),
     # a name as an argument still counts where torch's own function takes it

@@ -299,3 +299,17 @@ def test_the_copied_catalogue_and_lessons_match_the_course():
     )
     for lesson in (ROOT / "docs" / "lessons").glob("*.txt"):
         assert lesson.read_bytes() == (shared / lesson.name).read_bytes(), f"refresh {lesson} from {shared / lesson.name}"
+
+
+def test_a_citation_of_a_part_of_the_contract_points_at_that_part():
+    """"docs/EXERCISES.md, Clarifications (…)" or "docs/EXERCISES.md conventions" name a part
+    of the contract without a §: the hint points at its line, not at line 1 (blind tester R-A)."""
+    from autograder.core.feedback import citations
+
+    lines = (ROOT / "docs" / "EXERCISES.md").read_text(encoding="utf-8").splitlines()
+    for text, holds in (
+        ("docs/EXERCISES.md, Clarifications (rule-checked files)", "## Clarifications"),
+        ("docs/EXERCISES.md conventions (broadcasting)", "Conventions that hold everywhere"),
+    ):
+        (place,) = citations.resolve(text, ROOT / "docs", texts=TEXTS)
+        assert place.line is not None and holds in lines[place.line - 1], (text, place)

@@ -96,11 +96,19 @@ def resolve(text: str, docs: Path, prefix: str = "docs", texts: Mapping[str, str
         rel = files[document]
         text_of = _document(docs / rel)
         path = f"{prefix}/{rel}" if text_of is not None else None
-        if section is None:
-            places.append(Place(document, "", path, 1 if text_of is not None else None))
+        if section is None:  # "docs/EXERCISES.md, Clarifications (…)": the line that names the part, else the top
+            line = text_of.find_word(_word_after(text, document)) if text_of is not None else None
+            places.append(Place(document, "", path, line or (1 if text_of is not None else None)))
         else:
             places.append(Place(document, section, path, text_of.find(section) if text_of is not None else None))
     return places
+
+
+def _word_after(text: str, document: str) -> str | None:
+    """The first word after a document named without a §: "conventions" in "docs/EXERCISES.md
+    conventions (broadcasting)", "Clarifications" in "docs/EXERCISES.md, Clarifications (…)"."""
+    found = re.search(re.escape(document) + r"[\s,:;—–-]*([A-Za-z][A-Za-z-]{4,})", text)
+    return found.group(1) if found else None
 
 
 class _Document:
@@ -109,6 +117,19 @@ class _Document:
     def __init__(self, lines: list[str]) -> None:
         self.lines = lines
         self._found: dict[str, int | None] = {}
+
+    def find_word(self, word: str | None) -> int | None:
+        """The first line where ``word`` (any case) opens a heading or a sentence ("##
+        Clarifications …", "…). Conventions that hold …"), else the first that holds it."""
+        if not word:
+            return None
+        opening = re.compile(rf"(^\s*#*\s*|[.)]\s+){re.escape(word)}\b", re.IGNORECASE)
+        anywhere = re.compile(rf"\b{re.escape(word)}\b", re.IGNORECASE)
+        for pattern in (opening, anywhere):
+            for number, line in enumerate(self.lines, start=1):
+                if pattern.search(line):
+                    return number
+        return None
 
     def find(self, section: str) -> int | None:
         if section not in self._found:

@@ -96,6 +96,8 @@ def _only_shown(node: ast.AST, parents: dict[int, ast.AST], roots: set[int], sto
                     return False  # the namespace itself changed: globals().update(…)
             elif not (isinstance(parent.func, ast.Name) and parent.func.id in DISPLAY_CALLS):
                 return False  # handed to a function that may call it
+            elif any(k.arg == "key" for k in parent.keywords):
+                return False  # max(vars(F).values(), key=lambda f: f(x)) calls every value
         elif isinstance(parent, ast.Attribute):
             pass  # an attribute read, or a method called by its written name (scanned as any name)
         elif isinstance(parent, ast.Subscript):
