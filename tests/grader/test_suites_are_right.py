@@ -302,7 +302,7 @@ def test_the_copied_catalogue_and_lessons_match_the_course():
 
 
 def test_a_citation_of_a_part_of_the_contract_points_at_that_part():
-    """"docs/EXERCISES.md, Clarifications (…)" or "docs/EXERCISES.md conventions" name a part
+    """ "docs/EXERCISES.md, Clarifications (…)" or "docs/EXERCISES.md conventions" name a part
     of the contract without a §: the hint points at its line, not at line 1 (blind tester R-A)."""
     from autograder.core.feedback import citations
 
