@@ -69,6 +69,19 @@ EVASIONS = {
     ),
     "namespace-handed-to-a-function-in-a-print": ("def g(d):\n    return d\n\n\ndef f(x):\n    print(g(vars(torch)))\n", "vars"),
     "namespace-get-called-in-a-print": ("def f(x):\n    print(vars(torch).get('exp')(x))\n", "vars"),
+    # only the builtin print shows: logging hands the dict to a Handler of the file's own, pprint
+    # to a PrettyPrinter it may have patched, a print of its own returns it (blind red-team tester R-D)
+    "namespace-in-a-logging-call": ("import logging\n\n\ndef f(x):\n    logging.debug('%s', vars(torch))\n", "vars"),
+    "namespace-in-pprint": ("from pprint import pprint\n\n\ndef f(x):\n    pprint(vars(torch))\n", "vars"),
+    "namespace-in-a-print-of-its-own": (
+        "def print(*a):\n    return a[0]\n\n\ndef f(x):\n    return print(vars(torch))['exp'](x)\n",
+        "vars",
+    ),
+    "namespace-in-print-bound-as-a-parameter": ("def f(x, print=dict):\n    return print(vars(torch))\n", "vars"),
+    "a-name-resolved-by-mock": (
+        "from unittest import mock\n\n\ndef f(x):\n    return mock.patch('torch.nn.functional.softmax').get_original()[0](x)\n",
+        "mock",
+    ),
     "namespace-values-called-by-a-key": ("def f(x):\n    print(max(vars(torch).values(), key=lambda g: g(x)))\n", "vars"),
     "namespace-computed-key-in-a-print": ("def f(x, n):\n    print(vars(torch)[n])\n", "vars"),
     "string-key-of-a-torch-object": ("def f(x):\n    return torch.ops.aten['softmax'](x)\n", "names softmax"),
@@ -219,7 +232,7 @@ FAIR = [
         ONE = TABLE["a key"]
     """),
     # a debugging print of the namespace (blind tester M: the skill scored 0)
-    'import logging\n\n\ndef f(x):\n    print("f got", locals())\n    logging.debug("%s", vars())\n'
+    'import logging\n\n\ndef f(x):\n    print("f got", locals())\n    logging.debug("%s", x)\n'
     '    print("DEBUG", {k: v for k, v in list(locals().items())})\n    return x\n',
     # a function's name as the text of the file's own tracing helper, of str.format, or a keyword
     # of its own check (blind tester M, 2026-12-05: each scored the skill 0)
@@ -240,7 +253,7 @@ FAIR = [
             print(f"f locals: {locals()}")
             print("locals=" + str(locals()), repr(locals()), sorted(locals()))
             print(locals()["scores"].shape, len(vars()))
-            pprint(locals())
+            pprint(x for x in ("a", "b"))
             print([k for k in globals() if not k.startswith("_")])
             print("config:", vars(scores), {k: type(v).__name__ for k, v in globals().items()})
             print({k: tuple(v.shape) for k, v in locals().items() if isinstance(v, type(scores))})

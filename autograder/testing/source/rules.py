@@ -35,6 +35,11 @@ DENIED_MODULES = {
     # red-team attacks of blind tester G, 2026-12-04
     "string.Formatter",
     "logging.config",
+    # the same through a patcher's target (``mock.patch("torch.nn.functional.multi_head_attention_"
+    # "forward").get_original()``, ``mock.patch.object(frame, "f_back")``): blind red-team tester
+    # R-D, 2026-12-05, reached a banned function, frames and the worker's globals this way
+    "unittest.mock",
+    "mock",
     # the grader's own modules: the worker's recorders live beside the submission (a worker
     # refuses the import too: sandbox/worker.hide_grader)
     "autograder",
@@ -121,6 +126,11 @@ IDENTIFIER_LIKE = re.compile(r"^[A-Za-z_][\w.:]*$")
 
 #: torch's modules that reach operators or code by a name, or load code: no exercise needs them
 DENIED_TORCH_PATHS = (
+    # torch's Python reference implementations and decompositions: softmax written in allowed
+    # kernels (amax, exp, sum, div), which no kernel ban sees (blind red-team tester R-D)
+    "torch._refs",
+    "torch._decomp",
+    "torch._prims",
     "torch.library",
     "torch.overrides",
     "torch.utils.cpp_extension",

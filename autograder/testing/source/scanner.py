@@ -21,7 +21,6 @@ from .rules import (
     DYNAMIC_CALLS,
     IDENTIFIER_LIKE,
     LOOKUPS,
-    MESSAGE_METHODS,
     NUMPY_LOADS,
     STRING_RUNNERS,
     UNSEEN_CODE,
@@ -160,6 +159,7 @@ class _Scanner(ast.NodeVisitor):
         }  # what a string runner may be given by name
         self.sys = _module_names(tree, "sys")
         self.safe_calls: set[int] = set()  # ids of Name nodes that are the func of an allowed call
+        self.print_is_builtin = not shown.binds_print(tree)
         self.rebound = _rebound_class_names(tree)
         self.subclassed = {
             _dotted(base).split(".")[-1] for node in _nodes(tree) if isinstance(node, ast.ClassDef) for base in node.bases
@@ -453,7 +453,7 @@ class _Scanner(ast.NodeVisitor):
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
-        if self.dynamic and shown.shows(node, MESSAGE_METHODS):  # print(locals()) and the like (shown.py)
+        if self.dynamic and shown.shows(node, self.print_is_builtin):  # print(locals()) and the like (shown.py)
             self.safe_calls.update(id(call.func) for call in shown.shown_namespaces(node))
         lookup = isinstance(func, ast.Name) and (func.id in LOOKUPS or func.id in DYNAMIC_CALLS)
         if not lookup and _root(func) not in self.torch and self.aliases.path(func) is None:

@@ -1,11 +1,11 @@
-"""Namespaces a student only shows: ``locals()``, ``globals()`` and ``vars(x)`` read inside a
-``print`` (or ``pprint``, a logging call) and used there for nothing but display.
+"""Namespaces a student only shows: ``locals()``, ``globals()`` and ``vars(x)`` read inside the
+builtin ``print`` and used there for nothing but display.
 
 Why: a rule-checked file may not look names up by value (``vars(F)[name](x)`` reaches what a
 rule forbids without naming it), so the scan denies these three. But students print them
 to debug, in many spellings: ``print(locals())``, ``print(f"{locals()}")``,
 ``print(sorted(vars(self)))``, ``print(locals()["scores"].shape)``,
-``pprint(locals())``, ``print([k for k in globals() if not k.startswith("_")])`` (blind
+``print([k for k in globals() if not k.startswith("_")])`` (blind
 testers M and R-A: each cost a correct file its whole skill). A namespace is *shown* when
 every path from it to the printed argument only formats, copies, counts, reads by a constant
 key or an explicit method name, or iterates: no value read from it is ever called, passed
@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import ast
 
-from .rules import MESSAGE_CALLS
-
 #: builtins that only turn what they are given into text, a count or a plain copy
 DISPLAY_CALLS = {
     *("str", "repr", "ascii", "format", "sorted", "reversed", "len", "list", "tuple", "dict", "set", "type", "id"),
@@ -26,8 +24,6 @@ DISPLAY_CALLS = {
     *("isinstance", "issubclass", "callable", "hash", "bool", "int", "float", "round", "abs", "min", "max", "sum"),
     *("any", "all", "enumerate", "zip"),
 }
-#: calls that show their arguments and return nothing the code keeps (rules.MESSAGE_CALLS)
-SHOW_CALLS = MESSAGE_CALLS
 #: a namespace's own methods that only read it (a method of a value read from it is called
 #: by its written name, which the scan reads as any name)
 READ_METHODS = {"items", "keys", "values", "get", "copy"}
@@ -51,14 +47,39 @@ _CARRIERS = (
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
 
 
-def shows(call: ast.Call, message_methods: set[str]) -> bool:
-    """Does this call only show its arguments (print, pprint, a logging method), with no name
-    bound inside it (``print(d := locals())`` keeps the dict)?"""
+def shows(call: ast.Call, print_is_builtin: bool) -> bool:
+    """Is this the builtin ``print`` (the file binds no name ``print`` of its own:
+    ``print_is_builtin``), with no name bound inside the call (``print(d := locals())`` keeps
+    the dict)? print turns its arguments into text itself; ``pprint`` and logging hand the
+    objects to code the file may have replaced (a ``logging.Handler`` of its own kept the
+    namespace: blind red-team tester R-D), so a namespace there is no display."""
     func = call.func
-    named = (isinstance(func, ast.Name) and func.id in SHOW_CALLS) or (
-        isinstance(func, ast.Attribute) and (func.attr in message_methods or func.attr in SHOW_CALLS) and func.attr != "write"
+    return (
+        print_is_builtin
+        and isinstance(func, ast.Name)
+        and func.id == "print"
+        and not any(isinstance(sub, ast.NamedExpr) for sub in ast.walk(call))
     )
-    return named and not any(isinstance(sub, ast.NamedExpr) for sub in ast.walk(call))
+
+
+def binds_print(tree: ast.AST) -> bool:
+    """Does the file bind the name ``print`` anywhere (a def, a class, an assignment, an
+    import, a parameter, a loop or with target, an except name)? Then ``print(…)`` may be its
+    own function (R-D: ``def print(*a): return a[0]``, then ``print(vars(F))[…]``)."""
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == "print":
+            return True
+        if isinstance(node, ast.Name) and node.id == "print" and not isinstance(node.ctx, ast.Load):
+            return True
+        if isinstance(node, ast.alias) and (node.asname or node.name.split(".")[0]) == "print":
+            return True
+        if isinstance(node, ast.arg) and node.arg == "print":
+            return True
+        if isinstance(node, ast.ExceptHandler) and node.name == "print":
+            return True
+        if isinstance(node, (ast.Global, ast.Nonlocal)) and "print" in node.names:
+            return True
+    return False
 
 
 def namespace_call(node: ast.AST) -> bool:
