@@ -309,6 +309,11 @@ routes = {
     "Tensor.softmax": lambda: x.softmax(-1),
     "torch.ops": lambda: torch.ops.aten._softmax(x, -1, False),
     "log_softmax": lambda: torch.nn.functional.log_softmax(x, -1),
+    # torch's Python softmaxes made of allowed kernels (amax, exp, sum, div): replaced by name
+    # in their modules (blind red-team tester R-D reached torch._refs.softmax and kept 6.25/6.25)
+    "torch._refs.softmax": lambda: __import__("torch._refs").__dict__["_refs"].softmax(x, -1),
+    "torch._refs.special": lambda: sys.modules["torch._refs.special"].log_softmax(x, -1),
+    "decompositions._softmax": lambda: sys.modules["torch._decomp.decompositions"]._softmax(x, -1, False),
 }
 for name, route in routes.items():
     try:
@@ -340,6 +345,7 @@ except RuntimeError:
 else:
     raise AssertionError("installed twice")
 assert torch.logsumexp(x, -1).shape == (2,)
+assert torch.nn.functional.relu(x).shape == (2, 3)  # the functional API's other functions stay
 print("ok")
 """
 

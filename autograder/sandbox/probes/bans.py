@@ -191,7 +191,46 @@ class _StandingBan:
         # alive for the worker's life, and once this returns referenced by nothing any code could reach
         ctypes.pythonapi.Py_IncRef(ctypes.py_object(lib))
         self.patterns = tuple(patterns)
-        return len(targets) - len(failed)
+        return len(targets) - len(failed) + self._replace_functions(tuple(patterns))
+
+    def _replace_functions(self, patterns: tuple[str, ...]) -> int:
+        """torch's *Python* functions of the rule, replaced in their modules as the kernels are:
+        ``torch._refs.softmax`` is a softmax made of allowed kernels (amax, exp, sum, div), and
+        ``F.multi_head_attention_forward`` runs only linear, bmm and _softmax with
+        ``need_weights=True`` (blind red-team tester R-D reached both by name and kept every
+        point), so no kernel ban sees them. Any name that reaches the module attribute now gets
+        a function that records a proven use and raises. The modules are imported by
+        ``import torch`` already; none is imported here."""
+        replaced = 0
+        for module_name in PYTHON_RULE_MODULES:
+            module = sys.modules.get(module_name)
+            for name, value in list(vars(module).items()) if module is not None else []:
+                if callable(value) and not isinstance(value, type) and any(fnmatch.fnmatchcase(name, p) for p in patterns):
+                    setattr(module, name, self._python(f"{module_name}.{name}"))
+                    replaced += 1
+        return replaced
+
+    def _python(self, qualified: str) -> Callable[..., Any]:
+        standing = self
+
+        def refuse(*args, **kwargs):
+            recorder = standing.recorder
+            if recorder is not None:
+                recorder._refused(f"python::{qualified}")
+            raise RuntimeError(f"{qualified} is switched off in this exercise: its rule forbids it (docs/EXERCISES.md)")
+
+        return refuse
+
+
+#: modules whose Python functions a standing ban replaces by name (``_replace_functions``):
+#: the functional API and torch's Python reference implementations and decompositions
+PYTHON_RULE_MODULES = (
+    "torch.nn.functional",
+    "torch._refs",
+    "torch._refs.nn.functional",
+    "torch._refs.special",
+    "torch._decomp.decompositions",
+)
 
 
 STANDING_BAN = _StandingBan()
