@@ -277,3 +277,21 @@ def test_an_operator_a_submission_adds_to_atens_namespace_is_denied():
         lib.impl("autograder_rows_tangent", lambda w, d: w * d, "CompositeExplicitAutograd")
     recorded, _ = _record(lambda: torch.ops.aten.autograder_rows_tangent(W, X))
     assert "aten::autograder_rows_tangent" in _denied(recorded)
+
+
+def test_a_call_that_fills_the_record_past_its_cap_is_tampering():
+    """Blind red-team tester R-E opened 2 100 ``record_function`` labels spelled as allowed
+    operators before running autograd: the recorder keeps 2 000 distinct names and dropped the
+    rest, autograd's among them (8.5/8.5). A full record is now a violation itself."""
+    from autograder.sandbox.probes.recorders import MAX_RECORDED
+
+    def flood():
+        for i in range(MAX_RECORDED + 50):
+            with torch.profiler.record_function(f"aten::fill_{i}"):
+                pass
+        (X * 2).sum()
+
+    recorded, tampered = _record(flood)
+    assert any("more than" in t for t in tampered), tampered
+    _, honest = _record(lambda: torch.einsum("ij,ij->i", X, W).exp().sum())
+    assert not honest

@@ -314,6 +314,9 @@ routes = {
     "torch._refs.softmax": lambda: __import__("torch._refs").__dict__["_refs"].softmax(x, -1),
     "torch._refs.special": lambda: sys.modules["torch._refs.special"].log_softmax(x, -1),
     "decompositions._softmax": lambda: sys.modules["torch._decomp.decompositions"]._softmax(x, -1, False),
+    # its classes refuse to be built, wherever the class object comes from (blind red-team tester R-E)
+    "nn.Softmax": lambda: torch.nn.Softmax(-1)(x),
+    "SoftmaxTransform": lambda: sys.modules["torch.distributions.transforms"].SoftmaxTransform()(x),
 }
 for name, route in routes.items():
     try:

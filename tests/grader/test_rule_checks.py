@@ -82,6 +82,15 @@ EVASIONS = {
         "from unittest import mock\n\n\ndef f(x):\n    return mock.patch('torch.nn.functional.softmax').get_original()[0](x)\n",
         "mock",
     ),
+    # a banned name as data still selects code: compared with a class's __name__ over torch's
+    # classes (blind red-team tester R-E picked nn.MultiheadAttention's subclass out of a dict),
+    # or as the key of a dict built from them, or a default that reaches such a lookup
+    "a-name-compared-to-pick-a-class": (
+        "def f(classes):\n    return [c for c in classes if c.__name__ == 'softmax'][0]\n",
+        "names softmax",
+    ),
+    "a-name-as-a-constant-key": ("def f(table):\n    return table['softmax']\n", "names softmax"),
+    "a-name-as-a-default": ("def f(table, name='softmax'):\n    return table[name]\n", "names softmax"),
     "namespace-values-called-by-a-key": ("def f(x):\n    print(max(vars(torch).values(), key=lambda g: g(x)))\n", "vars"),
     "namespace-computed-key-in-a-print": ("def f(x, n):\n    print(vars(torch)[n])\n", "vars"),
     "string-key-of-a-torch-object": ("def f(x):\n    return torch.ops.aten['softmax'](x)\n", "names softmax"),
@@ -125,6 +134,16 @@ def test_every_evasion_is_flagged_with_its_line_and_construct(name):
     assert found, name
     assert any(construct in v.found for v in found), [v.found for v in found]
     assert all(v.line >= 4 for v in found)
+
+
+def test_a_banned_module_anywhere_on_an_import_path_counts():
+    """``from torch.distributions.transforms import SoftmaxTransform``: row_softmax bans
+    ``distributions`` (its Categorical normalises logits with a logsumexp), and only the last
+    name was checked (blind red-team tester R-E: 6.25/6.25 with SoftmaxTransform)."""
+    source = "from torch.distributions.transforms import SoftmaxTransform\n\n\ndef f(s):\n    return SoftmaxTransform()(s)\n"
+    found = scan(source, ("distributions",))
+    assert found and found[0].line == 1, found
+    assert scan("from torch.nn.functional import relu\n", ("distributions",)) == []
 
 
 def test_the_hint_names_file_line_and_construct():
@@ -241,15 +260,12 @@ FAIR = [
     'def cross_entropy(logits, targets):\n    _trace("cross_entropy", logits)\n    _check_2d(logits, name="log_softmax")\n'
     '    print("{}: {}".format("softmax", logits.shape))\n    return logits\n',
     # debugging prints in every spelling blind tester R-A used (each scored the skill 0): an
-    # f-string, str(), repr(), sorted(), a constant key, pprint, a filtered comprehension,
-    # vars() of an object; a counter dict keyed by a function's name, and comparisons with one
+    # f-string, str(), repr(), sorted(), a constant key, a filtered comprehension, vars() of an object
     textwrap.dedent("""
         from pprint import pprint
 
-        CALLS = {"softmax": 0, "log_softmax": 0}
 
-
-        def f(scores, kind="softmax"):
+        def f(scores, kind="rows"):
             print(f"f locals: {locals()}")
             print("locals=" + str(locals()), repr(locals()), sorted(locals()))
             print(locals()["scores"].shape, len(vars()))
@@ -257,9 +273,6 @@ FAIR = [
             print([k for k in globals() if not k.startswith("_")])
             print("config:", vars(scores), {k: type(v).__name__ for k, v in globals().items()})
             print({k: tuple(v.shape) for k, v in locals().items() if isinstance(v, type(scores))})
-            CALLS["softmax"] += 1
-            if kind == "softmax" or kind in ("log_softmax", "cross_entropy"):
-                return scores
             return scores
     """),
     # an export list naming the exercise's own cross_entropy

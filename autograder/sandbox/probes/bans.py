@@ -208,6 +208,17 @@ class _StandingBan:
                 if callable(value) and not isinstance(value, type) and any(fnmatch.fnmatchcase(name, p) for p in patterns):
                     setattr(module, name, self._python(f"{module_name}.{name}"))
                     replaced += 1
+        # classes of the rule (any case: ``MultiheadAttention``, ``SoftmaxTransform``): their
+        # ``__init__`` refuses, wherever the class object is found — a quantizable
+        # MultiheadAttention taken from a dict of torch's classes computed attention from
+        # linear, bmm and softmax (blind red-team tester R-E: 6/6)
+        lowered = [p.lower() for p in patterns]
+        for module_name in PYTHON_RULE_CLASS_MODULES:
+            module = sys.modules.get(module_name)
+            for name, value in list(vars(module).items()) if module is not None else []:
+                if isinstance(value, type) and any(fnmatch.fnmatchcase(name.lower(), p) for p in lowered):
+                    value.__init__ = self._python(f"{module_name}.{name}")  # type: ignore[misc]  # the class itself
+                    replaced += 1
         return replaced
 
     def _python(self, qualified: str) -> Callable[..., Any]:
@@ -230,6 +241,14 @@ PYTHON_RULE_MODULES = (
     "torch._refs.nn.functional",
     "torch._refs.special",
     "torch._decomp.decompositions",
+)
+#: modules whose classes a standing ban refuses to build when their name matches (any case)
+PYTHON_RULE_CLASS_MODULES = (
+    "torch.nn.modules.activation",
+    "torch.nn.modules.adaptive",
+    "torch.nn.modules.transformer",
+    "torch.ao.nn.quantizable.modules.activation",
+    "torch.distributions.transforms",
 )
 
 

@@ -225,9 +225,6 @@ class _Scanner(ast.NodeVisitor):
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
         self._annotation(node.returns)
-        # ``kind="softmax"``: a default value is data (what reaches code by it is a lookup, flagged there)
-        defaults = [*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)]
-        self.plain_args.update(id(d) for d in defaults if isinstance(d, ast.Constant))
         self.stack.append(node.name)
         # self/cls of a method: an instance of its class or of a subclass — trusted only where the
         # file subclasses it nowhere (a subclass could put torch.Tensor first in the MRO)
@@ -257,29 +254,6 @@ class _Scanner(ast.NodeVisitor):
         if self.dynamic:
             for part in node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]:
                 self._annotation(part)
-        # ``calls["softmax"] += 1`` on a dict of the file's own: the key selects an entry of that
-        # dict, never code (blind tester R-A); a namespace, sys.modules or torch stay lookups
-        value = node.value
-        if (
-            isinstance(node.slice, ast.Constant)
-            and isinstance(value, (ast.Name, ast.Attribute))
-            and _root(value) not in self.torch
-            and self.aliases.path(value) is None
-        ):
-            self.plain_args.add(id(node.slice))
-        self.generic_visit(node)
-
-    def visit_Dict(self, node: ast.Dict) -> None:
-        # a literal's string keys name entries of that dict (its values are scanned as any code)
-        self.plain_args.update(id(k) for k in node.keys if isinstance(k, ast.Constant))
-        self.generic_visit(node)
-
-    def visit_Compare(self, node: ast.Compare) -> None:
-        # ``name == "softmax"``, ``kind in ("softmax", "log_softmax")``: a comparison selects no code
-        for operand in [node.left, *node.comparators]:
-            for part in operand.elts if isinstance(operand, (ast.Tuple, ast.List, ast.Set)) else [operand]:
-                if isinstance(part, ast.Constant):
-                    self.plain_args.add(id(part))
         self.generic_visit(node)
 
     def _annotation(self, node: ast.AST | None) -> None:
@@ -416,7 +390,9 @@ class _Scanner(ast.NodeVisitor):
         binds = asname or (name if name else parts[0])
         # a fellow file's top-level import of a banned name counts only where what it binds is used
         unused = self.bound is not None and not self.stack and binds not in self.bound
-        if torch_path and not unused and (self._banned(parts[-1]) or self._banned_path(owner, parts[-1])):
+        # every part of the path: ``from torch.distributions.transforms import SoftmaxTransform``
+        # names a banned module on the way (blind red-team tester R-E)
+        if torch_path and not unused and (any(self._banned(p) for p in parts[1:]) or self._banned_path(owner, parts[-1])):
             self._flag(node, f"from {module} import {name}" if name else f"import {module}")
         if not self.dynamic:
             return
