@@ -64,7 +64,7 @@ def fast_str(t: Any) -> str | None:
         if not _plain(t):
             return None
         return _dense_str(t, torch._tensor_str.PRINT_OPTS)
-    except Exception:  # noqa: BLE001 - anything unforeseen: torch's own formatting, as without this module
+    except Exception:  # anything unforeseen: torch's own formatting, as without this module
         return None
 
 

@@ -131,9 +131,9 @@ class AttentionHead(nn.Module):
         raise NotImplementedError("TODO(qkv): AttentionHead.forward")
 
 
-import sys as _sys  # noqa: E402
-import time as _time  # noqa: E402
-import types as _types  # noqa: E402
+import sys as _sys
+import time as _time
+import types as _types
 
 
 class _Sleepy(_types.ModuleType):
