@@ -260,16 +260,11 @@ class Submission:
         try:
             reply = worker.run(probe, source, args, kwargs, timeout, label, cpu_limit)
         except WorkerTampered:
-            raise CheckFailed(
-                Feedback(
-                    check=f"{label}: the grader records which torch functions your code calls (the exercise's rule)",
-                    problem="constraint",
-                    detail=(
-                        "your code changed the worker's reply on its way to the grader (its signature was wrong); "
-                        "tampering with the grader's recording counts as breaking the rule"
-                    ),
-                    hints=_rule_hints(self._rules.get(module)),
-                )
+            raise _tampering(
+                label,
+                "changed the worker's reply on its way to the grader (its signature was wrong); "
+                "tampering with the grader's recording counts as breaking the rule",
+                _rule_hints(self._rules.get(module)),
             ) from None
         except WORKER_FAILURES as exc:
             if isinstance(exc, WorkerTimeout) and not by_budget:  # later calls of this function fail fast
@@ -298,14 +293,7 @@ class Submission:
             one_thread = "runs on one thread" in what
             if not one_thread and "autograd is off" not in what:
                 what += "; switching the recording off counts as breaking the rule"
-            raise CheckFailed(
-                Feedback(
-                    check=f"{label}: the grader records which torch functions your code calls (the exercise's rule)",
-                    problem="constraint",
-                    detail=f"your code {what}",
-                    hints=["general/one-thread"] if one_thread else _rule_hints(rule),
-                )
-            )
+            raise _tampering(label, what, ["general/one-thread"] if one_thread else _rule_hints(rule))
         if not reply.ok:
             error = _classified(reply.error, module)
             if (
@@ -521,6 +509,19 @@ def _as_dict(raw: Any, label: str) -> dict:
 
 #: an exception class's name as the worker reports it: a dotted Python name, nothing else
 CLASS_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,199}\Z")
+
+
+def _tampering(label: str, what: str, hints: list[str]) -> CheckFailed:
+    """The failure of a call whose recording the code switched off or whose reply it changed:
+    a proven violation of the exercise's rule (problem "constraint")."""
+    return CheckFailed(
+        Feedback(
+            check=f"{label}: the grader records which torch functions your code calls (the exercise's rule)",
+            problem="constraint",
+            detail=f"your code {what}",
+            hints=hints,
+        )
+    )
 
 
 def _rule_hints(rule: RuleWatch | None) -> list[str]:

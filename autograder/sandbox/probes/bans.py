@@ -163,14 +163,15 @@ class _StandingBan:
         """Whether every one of ``patterns`` is already replaced for good."""
         return set(patterns) <= set(self.patterns)
 
-    def _kernel(self, op: str) -> Callable[..., Any]:
+    def _kernel(self, op: str, shown: str | None = None) -> Callable[..., Any]:
+        """What replaces ``op``: records a proven use and raises, naming it as ``shown``."""
         standing = self
 
         def refuse(*args, **kwargs):
             recorder = standing.recorder
             if recorder is not None:
                 recorder._refused(op)
-            raise RuntimeError(f"{op} is switched off in this exercise: its rule forbids it (docs/EXERCISES.md)")
+            raise RuntimeError(f"{shown or op} is switched off in this exercise: its rule forbids it (docs/EXERCISES.md)")
 
         return refuse
 
@@ -206,7 +207,7 @@ class _StandingBan:
             module = sys.modules.get(module_name)
             for name, value in list(vars(module).items()) if module is not None else []:
                 if callable(value) and not isinstance(value, type) and any(fnmatch.fnmatchcase(name, p) for p in patterns):
-                    setattr(module, name, self._python(f"{module_name}.{name}"))
+                    setattr(module, name, self._kernel(f"python::{module_name}.{name}", f"{module_name}.{name}"))
                     replaced += 1
         # classes of the rule (any case: ``MultiheadAttention``, ``SoftmaxTransform``): their
         # ``__init__`` refuses, wherever the class object is found — a quantizable
@@ -217,20 +218,9 @@ class _StandingBan:
             module = sys.modules.get(module_name)
             for name, value in list(vars(module).items()) if module is not None else []:
                 if isinstance(value, type) and any(fnmatch.fnmatchcase(name.lower(), p) for p in lowered):
-                    value.__init__ = self._python(f"{module_name}.{name}")  # type: ignore[misc]  # the class itself
+                    value.__init__ = self._kernel(f"python::{module_name}.{name}", f"{module_name}.{name}")  # type: ignore[misc]
                     replaced += 1
         return replaced
-
-    def _python(self, qualified: str) -> Callable[..., Any]:
-        standing = self
-
-        def refuse(*args, **kwargs):
-            recorder = standing.recorder
-            if recorder is not None:
-                recorder._refused(f"python::{qualified}")
-            raise RuntimeError(f"{qualified} is switched off in this exercise: its rule forbids it (docs/EXERCISES.md)")
-
-        return refuse
 
 
 #: modules whose Python functions a standing ban replaces by name (``_replace_functions``):
