@@ -19,7 +19,9 @@ longer claims the release's suites). the Gradescope bundle's copy has other limi
 tree's has no hidden entries, yet they grade with the same suites. A tree without hidden
 suites (the student release) cannot compute ``suite``; it reads it from the ``release.json``
 the release put beside ``grading.toml``, and only while the visible part it computes is the
-one that release recorded (otherwise the suites were changed and ``suite`` is unknown).
+one that release recorded (otherwise the suites were changed and ``suite`` is unknown). It
+records each ``[release.assignments]`` entry's two hashes too, so a grade ``--assignment
+NAME`` there names that assignment's suites as its Gradescope bundle does.
 """
 
 from __future__ import annotations
@@ -242,9 +244,20 @@ def identify(config: Config) -> SuiteIdentity:
         except ValueError:  # kept outside the repository: not in the files hashed anyway
             solutions = ()
         return SuiteIdentity(digest(suite_files(config, True), scoring_table(config, True), code_only=solutions), visible)
-    recorded = released(config.path.parent)
-    same = recorded.get("visible_suite_hash") == visible
-    return SuiteIdentity(recorded.get("suite_hash") if same else None, visible)
+    return SuiteIdentity(recorded_suite(released(config.path.parent), visible), visible)
+
+
+def recorded_suite(recorded: dict, visible: str) -> str | None:
+    """The full hash ``release.json`` records for the visible part ``visible``: the whole
+    release's, or one ``[release.assignments]`` entry's (a grade with ``--assignment``); None
+    when no record has that visible part (the suites were changed, or no release made them)."""
+    parts = recorded.get("assignments")
+    records = [recorded] + (list(parts.values()) if isinstance(parts, dict) else [])
+    for record in records:
+        if isinstance(record, dict) and record.get("visible_suite_hash") == visible:
+            suite = record.get("suite_hash")
+            return suite if isinstance(suite, str) else None
+    return None
 
 
 def released(folder: Path) -> dict:

@@ -53,6 +53,25 @@ def test_student_tree_and_bundle_name_the_same_suites_as_the_repository(tmp_path
     assert json.loads((tmp_path / "student" / "release.json").read_text())["visible_suite_hash"] == repo.visible
 
 
+def test_a_student_grade_of_one_assignment_names_the_suites_of_that_assignments_bundle(tmp_path):
+    assert CONFIG.assignments, "the course's grading.toml hands out assignments: this test needs them"
+    ctx = _ctx(tmp_path / "dist")
+    write_tree(tmp_path / "student", student.student_files(ctx))
+    tree = load(tmp_path / "student" / "grading.toml")
+    for name in CONFIG.assignments:
+        repo = identity.identify(CONFIG.for_assignment(name))
+        bundle = gradescope.assignment_context(ctx, name)
+        assert identity.identify(tree.for_assignment(name)) == repo  # was: suite None ("suite unknown")
+        assert (repo.suite, repo.visible) == (bundle.suite_hash, bundle.visible_suite_hash)
+        assert repo.suite != identity.identify(CONFIG).suite
+    # a record is believed only for the visible part it names
+    record = json.loads((tmp_path / "student" / "release.json").read_text())
+    name = next(iter(CONFIG.assignments))
+    assert identity.recorded_suite(record, "0" * 64) is None
+    record["assignments"][name]["suite_hash"] = 7  # not a hash: never shown as one
+    assert identity.recorded_suite(record, record["assignments"][name]["visible_suite_hash"]) is None
+
+
 def test_a_changed_student_tree_no_longer_claims_the_release_suite(tmp_path):
     ctx = _ctx(tmp_path / "dist")
     write_tree(tmp_path / "student", student.student_files(ctx))

@@ -33,3 +33,15 @@ class ReleaseContext:
             "suite_hash": self.suite_hash,
             "visible_suite_hash": self.visible_suite_hash,
         }
+
+    def assignment_records(self) -> dict[str, dict[str, str | None]]:
+        """Each ``[release.assignments]`` entry's two hashes, as its own bundle names them
+        (release/gradescope.assignment_context): a student tree graded ``--assignment NAME``
+        computes that entry's visible part and reads its full hash from here."""
+        from ...runner.identity import identify
+
+        records: dict[str, dict[str, str | None]] = {}
+        for name in self.config.assignments:
+            ident = identify(self.config.for_assignment(name))
+            records[name] = {"suite_hash": ident.suite, "visible_suite_hash": ident.visible}
+        return records

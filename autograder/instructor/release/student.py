@@ -237,7 +237,9 @@ def student_files(ctx: ReleaseContext) -> dict[str, bytes]:
         files[f"exercises/{skill.module}"] = stub.read_bytes()
     files.update(template_files(ctx))
     # which release this tree is, and the full suites' hash it cannot compute (runner/identity.py)
-    files["release.json"] = (json.dumps(ctx.release_record(), indent=2, sort_keys=True) + "\n").encode()
+    # (and each assignment's, for `make grade ARGS="--assignment NAME"`)
+    record = ctx.release_record() | ({"assignments": ctx.assignment_records()} if ctx.config.assignments else {})
+    files["release.json"] = (json.dumps(record, indent=2, sort_keys=True) + "\n").encode()
     return files
 
 
