@@ -7,6 +7,9 @@ Day 1 §A.1/§A.3/§A.4 API examples.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import torch
 
 # D1-17: 2 left pads, T = 5, causal ∪ padding → unmasked keys per query row
@@ -39,3 +42,30 @@ def mask_equal(got, want: torch.Tensor, *, what: str, mistakes=None, hints=(), g
 
     expect.equal(got.to(torch.uint8), want.to(torch.uint8), what=what, mistakes=as01, hints=hints, grid=grid)
     return got
+
+
+@contextmanager
+def one_sequence_hint(sub, ids: torch.Tensor) -> Iterator[None]:
+    """Around the check of ``document_mask(ids)`` with leading dims: a document mask written
+    for one sequence [T] (``ids[:, None] == ids[None, :]``: blind tester R-B) raises on
+    doc_ids [...,T], or returns a mask of another shape. When the check fails, the first
+    sequence alone is asked for again; an exact [T,T] answer there names the mistake from
+    behaviour (``expect.observed``), on every input that has leading dims. The failure
+    itself, and its points, stay as they were."""
+    from autograder.testing import CheckFailed, SubmissionError, SubmissionRaised, expect
+
+    try:
+        yield
+    except (CheckFailed, SubmissionRaised) as exc:
+        if ids.dim() > 1 and ids.shape[-1] > 0:
+            row = ids.reshape(-1, ids.shape[-1])[0].clone()
+            T = row.shape[0]
+            want = (row.unsqueeze(-1) == row.unsqueeze(-2)) & torch.ones(T, T, dtype=torch.bool).tril()
+            try:
+                got = sub.masks.document_mask(row)
+            except SubmissionError:
+                got = None
+            if type(got) is torch.Tensor and got.dtype == torch.bool and got.shape == want.shape and torch.equal(got, want):
+                hints = exc.feedback.hints if isinstance(exc, CheckFailed) else exc.hints
+                hints.extend(h for h in expect.observed("masks/document-one-sequence") if h not in hints)
+        raise

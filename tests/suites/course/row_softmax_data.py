@@ -269,20 +269,21 @@ def _told_apart(sub, table: dict) -> dict:
 
 # --------------------------------------------------------------------------- shape errors explained
 SKILL_DIR = Path(__file__).resolve().parent.parent / "row_softmax"  # its snapshot holds square_probe
-SHAPE_ERRORS = ("must match the size", "shapes cannot be multiplied", "broadcast", "size mismatch")
+SHAPE_ERRORS = ("must match the size", "shapes cannot be multiplied", "broadcast", "size mismatch", "out of bounds for dimension 0")
 
 
 def explain(sub, name: str, exc: SubmissionError) -> SubmissionError:
     """A shape error has known causes that run without error on a square input: a sum or a
-    log-sum-exp without keepdim ([N] against [N, V] lines up with the wrong axis only when N = V)
-    and a transposed vocabulary head (h @ W_vocabᵀ runs only when C = V). The function is called
+    log-sum-exp without keepdim ([N] against [N, V] lines up with the wrong axis only when N = V),
+    a transposed vocabulary head (h @ W_vocabᵀ runs only when C = V) and targets used as row
+    numbers (``gather(0, …)``, ``log_probs[targets]``: out of bounds once a target reaches N). The function is called
     once on the snapshot's square input (fixed data: it names a mistake, it earns nothing) and
     the mistake its answer matches is named; nothing when none matches."""
     if not isinstance(exc, SubmissionRaised) or getattr(exc, "explained", False):
         return exc
     exc.explained = True
     message = str((exc.error or {}).get("message", ""))
-    if (exc.error or {}).get("type") != "RuntimeError" or not any(word in message for word in SHAPE_ERRORS):
+    if (exc.error or {}).get("type") not in ("RuntimeError", "IndexError") or not any(word in message for word in SHAPE_ERRORS):
         return exc
     exc.hints = [h for h in square_diagnosis(sub, name) if h not in exc.hints] + exc.hints
     return exc

@@ -306,12 +306,13 @@ def test_prefix_lm_and_document_masks_small_examples(sub, rng, credit):
                     what=f"prefix_lm_mask({T}, prefix_len={p}) on control sizes (Day 1 §3.5)",
                     mistakes=c["prefix_mistakes"],
                 )
-                md.mask_equal(
-                    sub.masks.document_mask(ids),
-                    c["doc_want"],
-                    what=f"document_mask(control doc_ids [2,{T}]) (Day 1 §3.5)",
-                    mistakes=c["doc_mistakes"],
-                )
+                with md.one_sequence_hint(sub, ids):
+                    md.mask_equal(
+                        sub.masks.document_mask(ids),
+                        c["doc_want"],
+                        what=f"document_mask(control doc_ids [2,{T}]) (Day 1 §3.5)",
+                        mistakes=c["doc_mistakes"],
+                    )
             elif part.label == "prefix-LM":
                 T, p = 5, 2
                 md.mask_equal(

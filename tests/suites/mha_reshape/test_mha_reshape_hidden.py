@@ -864,7 +864,7 @@ def test_state_dict_holds_the_four_projections_and_a_causal_mask_buffer(sub, ref
                         f"expected {name} = nn.Linear({C}, {C}, bias={bias}); got "
                         f"{m and (m['in_features'], m['out_features'], m['bias'])}"
                     ),
-                    hints=["mha_reshape/linear-layout"],
+                    hints=data.linear_hints(m, (C, C, bias)),
                 )
             keys = sorted(f"{n}.{p}" for n in LINEARS for p in (("weight", "bias") if bias else ("weight",)))
             buffers = {b["name"] for b in info["buffers"]}
@@ -880,7 +880,10 @@ def test_state_dict_holds_the_four_projections_and_a_causal_mask_buffer(sub, ref
                 count == 4 * C * C + (4 * C if bias else 0),
                 what=f"{label} parameter count, independent of h (Day 1 §4.4)",
                 detail=f"expected {4 * C * C + (4 * C if bias else 0)}, found {count}",
-                hints=data.layout_hints([p["name"] for p in info["parameters"]]),
+                hints=data.layout_hints(
+                    sorted({p["name"] for p in info["parameters"]} - set(keys)),
+                    sorted(set(keys) - {p["name"] for p in info["parameters"]}),
+                ),
             )
             masks = [b for b in info["buffers"] if b["shape"][-2:] == [ctx, ctx]]
             expect.true(

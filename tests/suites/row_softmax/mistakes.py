@@ -120,6 +120,12 @@ def cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> dict[str, torc
     unkept = _unkept_lse(l64, -1)
     if unkept is not None:  # log_softmax_rows' log-sum-exp without keepdim (runs only when N = V)
         v[P + "lse-without-keepdim"] = (-unkept[n, t].mean()).to(dtype)
+    N, V = logits.shape
+    if N > 1 and int(t.max()) < N:  # targets used as row numbers (blind tester R-B): run only where no target reaches N
+        if N <= V:
+            v[P + "ce-targets-pick-rows#gather-1xN"] = (-logp.gather(0, t.unsqueeze(0)).mean()).to(dtype)  # entry (t_j, j)
+        v[P + "ce-targets-pick-rows#gather-Nx1"] = (-logp.gather(0, t.unsqueeze(1)).mean()).to(dtype)  # entry (t_i, 0)
+        v[P + "ce-targets-pick-rows#rows"] = (-logp[t].mean()).to(dtype)  # whole rows t_i: a mean over N·V entries
     if logits.size(0) > 1:
         v[P + "ce-target-indexing"] = (-logp[:, t].mean()).to(dtype)  # an N×N block, not one entry per row
         v[P + "softmax-wrong-axis"] = (-torch.log_softmax(l64, dim=0)[n, t].mean()).to(dtype)
