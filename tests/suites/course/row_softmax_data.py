@@ -269,7 +269,13 @@ def _told_apart(sub, table: dict) -> dict:
 
 # --------------------------------------------------------------------------- shape errors explained
 SKILL_DIR = Path(__file__).resolve().parent.parent / "row_softmax"  # its snapshot holds square_probe
-SHAPE_ERRORS = ("must match the size", "shapes cannot be multiplied", "broadcast", "size mismatch", "out of bounds for dimension 0")
+SHAPE_ERRORS = (
+    "must match the size",
+    "shapes cannot be multiplied",
+    "broadcast",
+    "size mismatch",
+    "out of bounds for dimension 0",
+)
 
 
 def explain(sub, name: str, exc: SubmissionError) -> SubmissionError:
