@@ -45,11 +45,12 @@ def mask_equal(got, want: torch.Tensor, *, what: str, mistakes=None, hints=(), g
 
 
 @contextmanager
-def one_sequence_hint(sub, ids: torch.Tensor) -> Iterator[None]:
+def one_sequence_hint(sub, ids: torch.Tensor, want: torch.Tensor) -> Iterator[None]:
     """Around the check of ``document_mask(ids)`` with leading dims: a document mask written
     for one sequence [T] (``ids[:, None] == ids[None, :]``: blind tester R-B) raises on
     doc_ids [...,T], or returns a mask of another shape. When the check fails, the first
-    sequence alone is asked for again; an exact [T,T] answer there names the mistake from
+    sequence alone is asked for again; an exact answer there (``want``'s first [T,T]: the
+    check's own expected mask, never computed here) names the mistake from
     behaviour (``expect.observed``), on every input that has leading dims. The failure
     itself, and its points, stay as they were."""
     from autograder.testing import CheckFailed, SubmissionError, SubmissionRaised, expect
@@ -58,14 +59,13 @@ def one_sequence_hint(sub, ids: torch.Tensor) -> Iterator[None]:
         yield
     except (CheckFailed, SubmissionRaised) as exc:
         if ids.dim() > 1 and ids.shape[-1] > 0:
-            row = ids.reshape(-1, ids.shape[-1])[0].clone()
-            T = row.shape[0]
-            want = (row.unsqueeze(-1) == row.unsqueeze(-2)) & torch.ones(T, T, dtype=torch.bool).tril()
+            T = ids.shape[-1]
+            row, right = ids.reshape(-1, T)[0].clone(), want.reshape(-1, T, T)[0]
             try:
                 got = sub.masks.document_mask(row)
             except SubmissionError:
                 got = None
-            if type(got) is torch.Tensor and got.dtype == torch.bool and got.shape == want.shape and torch.equal(got, want):
+            if type(got) is torch.Tensor and got.dtype == torch.bool and got.shape == right.shape and torch.equal(got, right):
                 hints = exc.feedback.hints if isinstance(exc, CheckFailed) else exc.hints
                 hints.extend(h for h in expect.observed("masks/document-one-sequence") if h not in hints)
         raise

@@ -693,7 +693,7 @@ def test_document_mask_matches_reference_with_leading_dims(sub, ref, rng, credit
             for ids in all_ids:
                 ids = ids.to(id_dtype)
                 want = ref.masks.document_mask(ids)
-                with md.one_sequence_hint(sub, ids):
+                with md.one_sequence_hint(sub, ids, want):
                     expect.equal(
                         sub.masks.document_mask(ids),
                         want,

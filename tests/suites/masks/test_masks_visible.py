@@ -306,7 +306,7 @@ def test_prefix_lm_and_document_masks_small_examples(sub, rng, credit):
                     what=f"prefix_lm_mask({T}, prefix_len={p}) on control sizes (Day 1 §3.5)",
                     mistakes=c["prefix_mistakes"],
                 )
-                with md.one_sequence_hint(sub, ids):
+                with md.one_sequence_hint(sub, ids, c["doc_want"]):
                     md.mask_equal(
                         sub.masks.document_mask(ids),
                         c["doc_want"],
