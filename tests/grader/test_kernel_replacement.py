@@ -300,6 +300,12 @@ import gc, sys, warnings
 import torch
 from autograder.sandbox.probes import STANDING_BAN, remove_kernel_handles
 
+def _bare(cls):
+    made = object.__new__(cls)
+    torch.nn.Module.__init__(made) if issubclass(cls, torch.nn.Module) else None
+    made.dim = -1
+    return made
+
 remove_kernel_handles()
 replaced = STANDING_BAN.install(("*softmax*",))
 assert replaced > 0, replaced
@@ -317,6 +323,9 @@ routes = {
     # its classes refuse to be built, wherever the class object comes from (blind red-team tester R-E)
     "nn.Softmax": lambda: torch.nn.Softmax(-1)(x),
     "SoftmaxTransform": lambda: sys.modules["torch.distributions.transforms"].SoftmaxTransform()(x),
+    # and their methods refuse too: an instance made with object.__new__ runs no __init__ (tester R-F)
+    "Softmax.forward, no __init__": lambda: torch.nn.Softmax.forward(_bare(torch.nn.Softmax), x),
+    "SoftmaxTransform._call, no __init__": lambda: _bare(sys.modules["torch.distributions.transforms"].SoftmaxTransform)._call(x),
 }
 for name, route in routes.items():
     try:

@@ -123,6 +123,17 @@ EVASIONS = {
         "class Rows:\n    def softmax(self):\n        return 1\n\nRows.softmax = torch.Tensor.softmax\n",
         "torch.Tensor.softmax",
     ),
+    # a class pattern's keyword attributes are getattr calls whose names the tree holds as plain
+    # strings (blind red-team tester R-F: torch.distributions, frames, object.__new__, 100/100)
+    "match-class-keyword": ("match torch:\n    case object(softmax=sm):\n        pass\n", "torch.softmax"),
+    "match-nested-keywords": (
+        "match torch:\n    case object(nn=object(functional=object(softmax=sm))):\n        pass\n",
+        "torch.nn.functional.softmax",
+    ),
+    "match-inside-a-sequence": ("match [torch]:\n    case [object(softmax=sm)]:\n        pass\n", ".softmax"),
+    "match-frame-walk": ("import sys\nmatch sys:\n    case object(_getframe=frame):\n        pass\n", "sys._getframe"),
+    "match-dunder": ("match object:\n    case object(__new__=new):\n        pass\n", "__new__ (dunder"),
+    "match-positional-attributes": ("match torch.nn:\n    case Holder(a, b):\n        pass\n", "__match_args__"),
 }
 
 
@@ -275,6 +286,11 @@ FAIR = [
             print({k: tuple(v.shape) for k, v in locals().items() if isinstance(v, type(scores))})
             return scores
     """),
+    # structural pattern matching on values, shapes, sequences, mappings and self-matching builtins
+    "def f(x, dim):\n    match x.shape:\n        case (b, t, c):\n            x = x.reshape(b * t, c)\n"
+    "    match dim:\n        case -1 | 1:\n            return x\n        case int(n) if n > 1:\n            return x.sum(n)\n"
+    "        case [a, *rest]:\n            return x\n        case {'dim': d}:\n            return x.sum(d)\n"
+    "        case str() as name:\n            raise ValueError(name)\n    return x\n",
     # an export list naming the exercise's own cross_entropy
     '__all__ = ["softmax_rows", "log_softmax_rows", "cross_entropy", "vocab_probs"]\n__all__ += ("cross_entropy",)\n'
     "\n\ndef cross_entropy(logits, targets):\n    return logits\n",

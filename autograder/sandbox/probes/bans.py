@@ -7,6 +7,7 @@ import fnmatch
 import functools
 import re
 import sys
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -210,15 +211,20 @@ class _StandingBan:
                     setattr(module, name, self._kernel(f"python::{module_name}.{name}", f"{module_name}.{name}"))
                     replaced += 1
         # classes of the rule (any case: ``MultiheadAttention``, ``SoftmaxTransform``): their
-        # ``__init__`` refuses, wherever the class object is found — a quantizable
-        # MultiheadAttention taken from a dict of torch's classes computed attention from
-        # linear, bmm and softmax (blind red-team tester R-E: 6/6)
+        # ``__init__`` and every other function of their own refuse (``forward``, ``_call``…),
+        # wherever the class object is found — a quantizable MultiheadAttention taken from a
+        # dict of torch's classes computed attention from linear, bmm and softmax (blind
+        # red-team tester R-E: 6/6), and one made with ``object.__new__``, no ``__init__``
+        # run, computed it too (tester R-F: 15/15)
         lowered = [p.lower() for p in patterns]
         for module_name in PYTHON_RULE_CLASS_MODULES:
             module = sys.modules.get(module_name)
             for name, value in list(vars(module).items()) if module is not None else []:
                 if isinstance(value, type) and any(fnmatch.fnmatchcase(name.lower(), p) for p in lowered):
-                    value.__init__ = self._kernel(f"python::{module_name}.{name}", f"{module_name}.{name}")  # type: ignore[misc]
+                    refuse = self._kernel(f"python::{module_name}.{name}", f"{module_name}.{name}")
+                    own = [k for k, v in vars(value).items() if isinstance(v, types.FunctionType)]
+                    for attribute in {"__init__", *own}:
+                        setattr(value, attribute, refuse)
                     replaced += 1
         return replaced
 
