@@ -164,6 +164,7 @@ class _Scanner(ast.NodeVisitor):
         self.safe_calls: set[int] = set()  # ids of Name nodes that are the func of an allowed call
         self.print_is_builtin = not shown.binds_print(tree)
         self.rebound = _rebound_class_names(tree)
+        self.class_names = {node.name for node in _nodes(tree) if isinstance(node, ast.ClassDef)}
         self.subclassed = {
             _dotted(base).split(".")[-1] for node in _nodes(tree) if isinstance(node, ast.ClassDef) for base in node.bases
         }
@@ -306,11 +307,18 @@ class _Scanner(ast.NodeVisitor):
             for statement in case.body:
                 self.visit(statement)
 
+    def _self_matching(self, cls: ast.expr) -> bool:
+        """A builtin whose class pattern binds the subject itself, or ``torch.Size`` (a tuple:
+        ``case torch.Size([b, t, c])``, in any spelling the file's torch aliases give)."""
+        if isinstance(cls, ast.Name) and cls.id in SELF_MATCHING:  # the builtin itself: never bound in the file
+            return cls.id not in self.rebound and cls.id not in self.class_names
+        return isinstance(cls, ast.Attribute) and cls.attr == "Size" and self.aliases.path(cls) == "torch.Size"
+
     def _pattern(self, pattern: ast.pattern, owner: ast.expr | None) -> None:
         """Visit ``pattern`` matched against ``owner`` (None: a value the scan cannot name)."""
         if isinstance(pattern, ast.MatchClass):
             self.visit(pattern.cls)
-            if pattern.patterns and self.dynamic and not (isinstance(pattern.cls, ast.Name) and pattern.cls.id in SELF_MATCHING):
+            if pattern.patterns and self.dynamic and not self._self_matching(pattern.cls):
                 self._flag(pattern, f"{_dotted(pattern.cls)}(…) (a class pattern: reads the attributes __match_args__ names)")
             for sub in pattern.patterns:
                 self._pattern(sub, None)
