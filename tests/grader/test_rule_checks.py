@@ -370,6 +370,50 @@ def test_backward_may_reach_the_helpers_through_the_files_own_functions():
     assert not reaches(source, "softmax_backward", "attention_backward")
 
 
+def test_a_helper_called_through_an_alias_is_reached():
+    """Correct backwards of blind tester R-G called their helpers through a local, a module-level
+    or an attribute alias (``grad_fn = softmax_backward; grad_fn(…)``) and lost a hidden test's
+    points; an alias of an alias counts too, and a name bound to something else does not."""
+    source = textwrap.dedent("""
+        def softmax_backward(d_weights, weights):
+            return weights * (d_weights - (d_weights * weights).sum(-1, keepdim=True))
+
+        _softmax_bwd = softmax_backward
+
+        def attention_backward(d_out, q, k, v, weights, scale):
+            grad_fn = softmax_backward
+            ds = grad_fn(d_out @ v.mT, weights) * scale
+            return ds @ k, ds.mT @ q, weights.mT @ d_out
+
+        def module_alias(d_out, weights):
+            again = _softmax_bwd
+            return again(d_out, weights)
+
+        def not_a_helper(d_out, weights):
+            grad_fn = weights.mul
+            return grad_fn(d_out)
+
+        class AttentionFunction:
+            @staticmethod
+            def backward(ctx, d_out):
+                bw = attention_backward
+                return (*bw(d_out, *ctx.saved_tensors, ctx.scale), None)
+
+        class Holder:
+            def __init__(self):
+                self.run = attention_backward
+
+            def backward(self, ctx, d_out):
+                return self.run(d_out, *ctx.saved_tensors, ctx.scale)
+    """)
+    assert reaches(source, "attention_backward", "softmax_backward")
+    assert reaches(source, "module_alias", "softmax_backward")
+    assert reaches(source, "AttentionFunction.backward", "attention_backward")
+    assert reaches(source, "AttentionFunction.backward", "softmax_backward")
+    assert reaches(source, "Holder.backward", "attention_backward")
+    assert not reaches(source, "not_a_helper", "softmax_backward")
+
+
 def test_a_backward_inherited_or_aliased_as_a_static_method_reaches_the_helpers():
     # blind tester M (2026-12-05): both correct, both lost points (0.67 and 2.08)
     source = textwrap.dedent("""

@@ -48,24 +48,31 @@ def mask_equal(got, want: torch.Tensor, *, what: str, mistakes=None, hints=(), g
 def one_sequence_hint(sub, ids: torch.Tensor, want: torch.Tensor) -> Iterator[None]:
     """Around the check of ``document_mask(ids)`` with leading dims: a document mask written
     for one sequence [T] (``ids[:, None] == ids[None, :]``: blind tester R-B) raises on
-    doc_ids [...,T], or returns a mask of another shape. When the check fails, the first
-    sequence alone is asked for again; an exact answer there (``want``'s first [T,T]: the
-    check's own expected mask, never computed here) names the mistake from
-    behaviour (``expect.observed``), on every input that has leading dims. The failure
-    itself, and its points, stay as they were."""
-    from autograder.testing import CheckFailed, SubmissionError, SubmissionRaised, expect
+    doc_ids [...,T], or returns a mask of another shape. When the check fails, each sequence
+    is asked for alone; exact answers for every one of them (``want``'s [T,T] masks: the
+    check's own expected masks, never computed here) name the mistake from behaviour
+    (``expect.observed``), on every input that has leading dims. (The first sequence alone
+    is not enough: with sorted ids, ``<=`` for ``==`` is right there and wrong elsewhere —
+    blind tester R-G.) The failure itself, and its points, stay as they were."""
+    from autograder.testing import CheckFailed, SubmissionRaised, expect
 
     try:
         yield
     except (CheckFailed, SubmissionRaised) as exc:
         if ids.dim() > 1 and ids.shape[-1] > 0:
             T = ids.shape[-1]
-            row, right = ids.reshape(-1, T)[0].clone(), want.reshape(-1, T, T)[0]
-            try:
-                got = sub.masks.document_mask(row)
-            except SubmissionError:
-                got = None
-            if type(got) is torch.Tensor and got.dtype == torch.bool and got.shape == right.shape and torch.equal(got, right):
+            if all(_alone_right(sub, row.clone(), right) for row, right in zip(ids.reshape(-1, T), want.reshape(-1, T, T))):
                 hints = exc.feedback.hints if isinstance(exc, CheckFailed) else exc.hints
                 hints.extend(h for h in expect.observed("masks/document-one-sequence") if h not in hints)
         raise
+
+
+def _alone_right(sub, row: torch.Tensor, right: torch.Tensor) -> bool:
+    """Whether ``document_mask(row)`` of one sequence gives exactly ``right``."""
+    from autograder.testing import SubmissionError
+
+    try:
+        got = sub.masks.document_mask(row)
+    except SubmissionError:
+        return False
+    return type(got) is torch.Tensor and got.dtype == torch.bool and got.shape == right.shape and torch.equal(got, right)
