@@ -84,7 +84,21 @@ def log_softmax(scores: torch.Tensor, dim: int = -1) -> dict[str, torch.Tensor]:
     unkept = _unkept_lse(s64, dim)
     if unkept is not None:
         v[P + "lse-without-keepdim"] = unkept.to(scores.dtype)
+    shifted = _unkept_shifted_lse(s64, dim)
+    if shifted is not None:
+        v[P + "lse-without-keepdim#shifted"] = shifted.to(scores.dtype)
     return keep_if_wrong(v, right)
+
+
+def _unkept_shifted_lse(s: torch.Tensor, dim: int) -> torch.Tensor | None:
+    """``z − log(exp(z).sum(dim))`` for ``z = s − max(s, dim, keepdim)``: the max shift kept, the
+    sum's axis not (blind tester R-G); None where that does not broadcast to s's shape."""
+    z = s - s.amax(dim=dim, keepdim=True)
+    try:
+        out = z - torch.log(torch.exp(z).sum(dim=dim))
+    except RuntimeError:
+        return None
+    return out if out.shape == s.shape else None
 
 
 def _unkept_lse(s: torch.Tensor, dim: int) -> torch.Tensor | None:
@@ -120,6 +134,9 @@ def cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> dict[str, torc
     unkept = _unkept_lse(l64, -1)
     if unkept is not None:  # log_softmax_rows' log-sum-exp without keepdim (runs only when N = V)
         v[P + "lse-without-keepdim"] = (-unkept[n, t].mean()).to(dtype)
+    shifted = _unkept_shifted_lse(l64, -1)
+    if shifted is not None:
+        v[P + "lse-without-keepdim#shifted"] = (-shifted[n, t].mean()).to(dtype)
     N, V = logits.shape
     if N > 1 and int(t.max()) < N:  # targets used as row numbers (blind tester R-B): run only where no target reaches N
         if N <= V:
