@@ -32,6 +32,7 @@ def softmax_backward(d_weights: torch.Tensor, weights: torch.Tensor) -> dict[str
         P + "d-unweighted": a * (da - da.sum(dim=-1, keepdim=True)),  # D_i = Σ_j Ā_ij without the weights A_ij
         P + "d-outside-product": a * da - (da * a).sum(dim=-1, keepdim=True),  # A ⊙ Ā − D: the parentheses dropped
         P + "sign-flipped": -right,  # A ⊙ (D − Ā) (blind tester R-B)
+        P + "a-factor-dropped": da - (da * a).sum(dim=-1, keepdim=True),  # Ā − D: the outer A ⊙ forgotten (tester R-G)
     }
     unkept = _d_without_keepdim(da, a)
     if unkept is not None:
@@ -77,7 +78,11 @@ def attention_backward(d_out, q, k, v, weights, scale: float) -> dict[str, tuple
         # softmax_backward(weights, d_weights): A and Ā in each other's place, S̄ = Ā ⊙ (A − rowsum(A ⊙ Ā))
         P + "softmax-backward-args-swapped": grads(_sb(a, da)),
         P + "sign-flipped": grads(-ds),  # S̄ negated (A ⊙ (D − Ā)): Q̄ and K̄ flip, V̄ does not
+        P + "a-factor-dropped": grads(da - (da * a).sum(dim=-1, keepdim=True)),  # S̄ = Ā − D (tester R-G)
     }
+    # Ā in S̄'s place in one of the two products (blind tester R-G)
+    out[P + "score-gradient-skipped#dq"] = (scale * (da @ k), scale * (ds.transpose(-2, -1) @ q), dv)
+    out[P + "score-gradient-skipped#dk"] = (scale * (ds @ k), scale * (da.transpose(-2, -1) @ q), dv)
     if scale != 1.0:
         out[P + "missing-scale"] = grads(ds, s=1.0)
         out[P + "scale-inverted"] = grads(ds, s=1.0 / scale)  # multiplied by √d_k instead of 1/√d_k
