@@ -174,8 +174,9 @@ class Credit:
         results = {k: ok for k, ok in self.kind_results().items() if k not in self.required}
         return {
             "passed": sum(results.values()),
-            "total": len(results),
-            "failed": [o.label for o in self.outcomes if not o.passed][:50],
+            "total": len(results),  # the kinds that share the points: passed + len(failed_kinds)
+            "failed_kinds": [k for k, ok in results.items() if not ok],
+            "failed": [o.label for o in self.outcomes if not o.passed][:50],  # every part and draw, required ones too
             "required_failed": self.failed_required(),  # any: the test scores 0, whatever ``passed`` says
             "note": self.note(),
         }
@@ -192,7 +193,8 @@ def _summary(failed: list[_Outcome], mine: list[_Outcome], noun: str, credit: Cr
                 order.append(h)
     hints = sorted(order, key=lambda h: (-votes[h], order.index(h)))
     total = len(mine)
-    labels = ", ".join(o.label for o in failed[:8]) + (" …" if len(failed) > 8 else "")
+    sep = " · " if any("," in o.label for o in failed[:8]) else ", "  # "P_A, P_B" is one part's label
+    labels = sep.join(o.label for o in failed[:8]) + (" …" if len(failed) > 8 else "")
     plural = "s" if total > 1 else ""
     details = {o.feedback.detail if o.feedback else "" for o in failed}
     missing = all(o.feedback is not None and o.feedback.problem == "missing" for o in failed)

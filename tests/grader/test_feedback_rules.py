@@ -104,6 +104,28 @@ def test_a_failed_required_part_is_named_so_no_count_of_passed_cases_reads_as_po
     assert ok.summary()["required_failed"] == []
 
 
+def test_the_credit_record_adds_up_and_labels_with_commas_stay_apart():
+    """Blind tester R-G: the JSON said passed 1, total 3 beside three failed labels, and the
+    summary "3 of 4 parts failed (P_A, P_B, float64, non-contiguous, control inputs)" read as
+    five parts. ``failed_kinds`` are the share-bearing kinds that failed (passed + their count
+    = total); ``failed`` lists every failed part and draw, the required ones too; labels that
+    hold a comma are listed with " · " between them."""
+    credit = Credit()
+    exc = _run(
+        credit,
+        credit.parts(["P_A, P_B", "float64, non-contiguous", "float32", "control"], required=["control"]),
+        {"P_A, P_B", "float64, non-contiguous", "control"},
+    )
+    summary = credit.summary()
+    assert summary["passed"] + len(summary["failed_kinds"]) == summary["total"] == 3
+    assert summary["failed_kinds"] == ["P_A, P_B", "float64, non-contiguous"]
+    assert summary["failed"] == ["P_A, P_B", "float64, non-contiguous", "control"]
+    assert "(P_A, P_B · float64, non-contiguous · control)" in exc.feedback.detail
+    draws = Credit()
+    _run(draws, draws.kinds(["a", "b"], draws=2), {"a · draw 2"})
+    assert draws.summary()["failed_kinds"] == ["a"] and draws.summary()["failed"] == ["a · draw 2"]
+
+
 def test_a_nan_is_said_first_and_every_other_wrong_value_is_marked_too():
     """A softmax over the wrong axis gave one NaN and wrong finite values beside it: the grid
     marked only the NaN, as if it were the only problem (blind tester K)."""
