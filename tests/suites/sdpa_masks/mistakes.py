@@ -123,6 +123,7 @@ def mha(module, x, allowed=None, key_allowed=None) -> dict[str, torch.Tensor]:
         out["sdpa_masks/mha-mask-not-inverted"] = run(seq, allowed, kpm, not bf)
     if kpm is not None:  # a padding mask was given
         out["sdpa_masks/key-padding-polarity"] = run(seq, attn, key_allowed, not bf)
+        out["sdpa_masks/key-padding-ignored"] = run(seq, attn, None, not bf)  # key_allowed dropped (blind tester R-G)
     if not bf and key_allowed is None and (allowed is None or x.size(0) == x.size(1)):
         out["sdpa_masks/batch-first-ignored"] = run(x64, attn, None, False)  # (B,T,C) fed as (T,B,C)
     if not bf:
