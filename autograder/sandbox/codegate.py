@@ -83,7 +83,12 @@ class CodeGate:
                 )
             return
         if not path.startswith("<"):
-            return  # a library's module body (torch imports many lazily)
+            if caller.startswith(self.prefix):  # a code object under a library's name, run by the exercise's exec
+                raise RuntimeError(
+                    f"code compiled under another file's name ({path}) cannot be run by exec from the exercise's "
+                    "own files in this exercise's worker: its rule check reads only the exercise's files"
+                )
+            return  # a library's module body (torch imports many lazily), run by the import machinery
         if caller.startswith(self.grader) or caller in self.builders:
             return  # the grader's probes; namedtuple's methods from identifiers
         if path.startswith("<frozen ") and caller == _IMPORT_MACHINERY:

@@ -56,6 +56,20 @@ def test_library_modules_run_whoever_imports_them():
     _gate("custom_backward").check(compile("X = 1\n", TORCH_FILE, "exec"), "<frozen importlib._bootstrap>")
 
 
+def test_code_the_exercise_compiled_under_a_librarys_name_is_not_run_by_its_exec():
+    """Blind red-team tester R-H cut torch's multi_head_attention_forward out of its file and
+    ran it with exec(compile(text, F.__file__, "exec"), …): a code object that claims a
+    library's file. Only the import machinery runs library bodies; exec from the exercise's
+    own files runs nothing that is not one of its scanned files."""
+    gate = _gate("mha_reshape")
+    forged = compile("X = 1\n", TORCH_FILE, "exec")
+    with pytest.raises(RuntimeError, match="under another file's name .* cannot be run by exec from the exercise's own files"):
+        gate.check(forged, f"{COPY}/mha_reshape.py")
+    with pytest.raises(RuntimeError):
+        gate.check(compile("x = 1", "<string>", "exec"), f"{COPY}/mha_reshape.py")
+    gate.check(forged, "<frozen importlib._bootstrap>")  # torch importing its own modules, as ever
+
+
 def test_code_from_a_string_runs_where_namedtuple_makes_it():
     _gate("custom_backward").check(compile("x = 1", "<string>", "exec"), codegate._source_file(collections))
 

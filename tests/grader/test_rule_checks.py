@@ -789,6 +789,40 @@ def test_the_scan_reads_a_file_as_python_does_so_a_bom_or_a_coding_cookie_hides_
     assert read_python_source(honest).endswith("# café\nimport torch\n") and not scan(read_python_source(honest), SOFTMAX)
 
 
+def test_a_file_python_compiles_to_other_code_than_the_scan_reads_is_reported(tmp_path):
+    """Blind red-team tester R-H: with bare CR line ends, tokenize took the whole file for its
+    first line and a coding cookie at its end for the file's codec (cp037, unicode_escape):
+    the scan read an honest file, or nothing, while Python compiled the cheat as UTF-8. The
+    text is now split where Python splits it; text that still parses to other code than the
+    bytes compile to is reported, never scanned; honest files of every kind read as before."""
+    cheat = "import torch\n\n\ndef f(s):\n    return torch.softmax(s, -1)\n"
+    cr_cookie = tmp_path / "cr_cookie.py"
+    cr_cookie.write_bytes(b"# a comment\r" + cheat.replace("\n", "\r").encode() + b"# coding: cp037\r")
+    text = read_python_source(cr_cookie)
+    assert any("torch.softmax" in v.found for v in scan(text, SOFTMAX)), [v.found for v in scan(text, SOFTMAX)]
+    # a decoy readable only through a codec Python does not apply: reported, whatever the decoy says
+    decoy = "# x\\x0aimport torch\\x0adef f(s):\\x0a    return s\n"
+    tricked = tmp_path / "tricked.py"
+    tricked.write_bytes(b"#" + decoy.encode() + b"\r" + cheat.replace("\n", "\r").encode() + b"# coding: unicode_escape\r")
+    found = scan(read_python_source(tricked), SOFTMAX)
+    assert found and any("torch.softmax" in v.found or "compiles to other code" in v.found for v in found)
+    honest = "import torch\n\n\ndef f(s):\n    e = (s - s.amax(-1, keepdim=True)).exp()\n    return e / e.sum(-1, keepdim=True)\n"
+    for name, data in {
+        "lf": honest.encode(),
+        "crlf": honest.replace("\n", "\r\n").encode(),
+        "cr": honest.replace("\n", "\r").encode(),
+        "bom": b"\xef\xbb\xbf" + honest.encode(),
+        "latin": b"# -*- coding: latin-1 -*-\n# caf\xe9\n" + honest.encode(),
+        "syntax error": b"def f(:\n",
+    }.items():
+        path = tmp_path / f"{name.replace(' ', '_')}.py"
+        path.write_bytes(data)
+        text = read_python_source(path)
+        assert type(text) is str, name  # not a MisreadSource
+        if name != "syntax error":
+            assert scan(text, SOFTMAX) == [], name
+
+
 @pytest.mark.parametrize("name", ALIASED_EVASIONS)
 def test_an_alias_of_torch_or_a_name_resolver_is_flagged(name):
     body, construct = ALIASED_EVASIONS[name]

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 
 from ..failures import CheckFailed, Feedback
 from .scanner import _Scanner
-from .tree import MODULE_LEVEL, Violation, _is_main_guard, _lambda_name, _nodes, _parse
+from .tree import MODULE_LEVEL, MisreadSource, Violation, _is_main_guard, _lambda_name, _nodes, _parse
 
 PARTIALS = {"partial", "partialmethod", "staticmethod", "classmethod"}  # calling one calls the function it wraps
 
@@ -84,6 +84,10 @@ def _functions(tree: ast.Module, scope: Iterable[str]) -> list[ast.AST]:
     return [node for qualified, _, node in _definitions(tree) if qualified in wanted]
 
 
+#: a MisreadSource's violation (tree.read_python_source)
+MISREAD = "a file whose bytes Python compiles to other code than its text reads (a coding cookie or line ends the scan cannot follow: save it as UTF-8 with ordinary line ends)"
+
+
 def scan(
     source: str,
     banned: Iterable[str],
@@ -97,6 +101,8 @@ def scan(
     whatever the scope (a helper at module level can hide what a scoped function calls).
     ``bound`` (a fellow file's scan: the names its scope and its importers use): a banned
     name imported at module level counts only when the name it binds is one of them."""
+    if isinstance(source, MisreadSource):  # what the scan would read is not what Python runs
+        return [Violation(1, MISREAD, "<module>")]
     frozen = frozenset(bound) if bound is not None else None
     if scope is not None:  # an inherited method is scanned as the method it stands for
         scope = set(scope) | set(_inherited(_parse(source), scope).values())

@@ -269,18 +269,45 @@ def _nodes(tree: ast.AST) -> tuple[ast.AST, ...]:
     return nodes
 
 
+class MisreadSource(str):
+    """A file's text that is not what Python compiles from its bytes (``read_python_source``):
+    the scan reports the file instead of reading it (``checks.scan``)."""
+
+
 def read_python_source(path: str | Path) -> str:
     """The text Python compiles from the file at ``path``: decoded as import decodes it, by
-    its BOM or its coding cookie (PEP 263), the BOM removed. A scan of the file read any
+    its BOM or its coding cookie (PEP 263), the BOM removed, its lines split where Python's
+    tokenizer splits them (``\n``, ``\r\n`` and a bare ``\r``). A scan of the file read any
     other way could fail to parse where Python runs it (a BOM, a cp1252 identifier) and
-    then see nothing: blind red-team tester H. Bytes the declared codec cannot decode are
-    replaced (Python's import fails on them, with its own message)."""
+    then see nothing (blind red-team tester H), or read other code than runs: with bare
+    ``\r`` line ends, ``tokenize`` took the whole file for line 1 and a ``# coding: cp037``
+    or ``unicode_escape`` cookie at its end for the file's codec, while Python compiled it
+    as UTF-8 (tester R-H: an honest file for the scan, another for the worker). Bytes the
+    declared codec cannot decode are replaced (Python's import fails on them, with its own
+    message). Where the text still parses to other code than Python compiles from the bytes,
+    it comes back as a ``MisreadSource``."""
     data = Path(path).read_bytes()
+    lines = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
     try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-        return data.decode(encoding)
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(lines).readline)
+        text = lines.decode(encoding)
     except (SyntaxError, UnicodeDecodeError, LookupError):
-        return data.decode("utf-8", errors="replace")
+        text = lines.decode("utf-8", errors="replace")
+    return text if _compiles_as(data, text, str(path)) else MisreadSource(text)
+
+
+def _compiles_as(data: bytes, text: str, filename: str) -> bool:
+    """Whether Python compiles ``data`` to the code ``text`` parses to (True where Python
+    cannot compile the bytes at all: nothing of the file can run then)."""
+    try:
+        compiled = compile(data, filename, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    except (SyntaxError, ValueError):
+        return True
+    try:
+        parsed = compile(text, filename, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    except (SyntaxError, ValueError):
+        return False
+    return ast.dump(compiled) == ast.dump(parsed)
 
 
 @functools.lru_cache(maxsize=32)
