@@ -85,7 +85,10 @@ def _functions(tree: ast.Module, scope: Iterable[str]) -> list[ast.AST]:
 
 
 #: a MisreadSource's violation (tree.read_python_source)
-MISREAD = "a file whose bytes Python compiles to other code than its text reads (a coding cookie or line ends the scan cannot follow: save it as UTF-8 with ordinary line ends)"
+MISREAD = (
+    "a file whose bytes Python compiles to other code than its text reads (a coding cookie or line ends "
+    "the scan cannot follow: save it as UTF-8 with ordinary line ends)"
+)
 
 
 def scan(
