@@ -145,6 +145,9 @@ class _Encoder:
             return self._tensor(value)
         if isinstance(value, torch.Tensor):
             return {"t": "opaque", "type": _type_name(value), "repr": "a torch.Tensor subclass"}
+        if isinstance(value, tuple):  # a namedtuple, a structseq (torch.return_types): its items, as a tuple
+            items = tuple.__iter__(value)  # the items it holds, whatever its class says about iterating
+            return {"t": "tuple", "v": [self.encode(v, depth + 1) for v in items]}
         return _numpy_or_opaque(self, value, depth)
 
     def _tensor(self, t: torch.Tensor) -> Any:

@@ -66,6 +66,34 @@ def test_containers_and_scalars_roundtrip():
     assert out["b"][0].shape == (0,) and out["b"][1].item() == 3.0 and out["dtype"] is torch.float64
 
 
+def test_a_namedtuple_or_a_structseq_arrives_as_the_plain_tuple_of_its_items():
+    """EXERCISES.md allows namedtuples: blind tester R-I's project_qkv returned QKV(q, k, v)
+    and lost points as "a qkv.QKV object". A tuple subclass arrives as a plain tuple of the
+    items it holds, whatever its class says about iterating or comparing."""
+    import collections
+    import typing
+
+    QKV = collections.namedtuple("QKV", "q k v")
+
+    class Typed(typing.NamedTuple):
+        out: torch.Tensor
+        weights: torch.Tensor
+
+    class Liar(tuple):
+        def __iter__(self):
+            return iter(("forged",))
+
+        def __eq__(self, other):
+            return True
+
+    t = torch.arange(3.0)
+    out = roundtrip([QKV(t, t + 1, t + 2), Typed(t, t * 2), torch.tensor([[1.0, 5.0]]).max(-1), Liar((t, 7))])
+    assert all(type(o) is tuple for o in out)
+    assert torch.equal(out[0][2], t + 2) and torch.equal(out[1][1], t * 2)
+    assert out[2][0].item() == 5.0 and out[2][1].item() == 1  # torch.return_types.max(values, indices)
+    assert len(out[3]) == 2 and torch.equal(out[3][0], t) and out[3][1] == 7
+
+
 def test_arbitrary_objects_and_tensor_subclasses_arrive_as_opaque_never_equal():
     class AlwaysEqual:
         def __eq__(self, other):
