@@ -126,6 +126,20 @@ def test_the_credit_record_adds_up_and_labels_with_commas_stay_apart():
     assert draws.summary()["failed_kinds"] == ["a"] and draws.summary()["failed"] == ["a · draw 2"]
 
 
+def test_a_float64_result_right_only_to_float32_precision_says_so():
+    """Blind tester R-I: ``scores / torch.tensor(d_k).sqrt()`` (a float32 constant) failed the
+    float64 checks with no word of why. A float64 answer that misses the float64 tolerance
+    but agrees to float32's precision everywhere names that; a wrong answer does not."""
+    want = torch.linspace(-1, 1, 12, dtype=torch.float64).reshape(3, 4) / 3.0
+    tight = expect.Tol(1e-10, 1e-12)
+    rounded = want * (torch.tensor(3.0).sqrt().double() / 3.0**0.5)  # √3 rounded to float32
+    cases = {"rounded": (rounded, True), "wrong": (want * 1.01, False), "float32": (want.float(), False)}
+    for name, (got, named) in cases.items():
+        with pytest.raises(CheckFailed) as raised:
+            expect.close(got, want, what="out", tol=tight)
+        assert ("general/float32-precision" in raised.value.feedback.hints) == named, name
+
+
 def test_a_nan_is_said_first_and_every_other_wrong_value_is_marked_too():
     """A softmax over the wrong axis gave one NaN and wrong finite values beside it: the grid
     marked only the NaN, as if it were the only problem (blind tester K)."""
