@@ -75,7 +75,7 @@ def _mha(
     B, T, C = x.shape
     d = C // h
     q, k, v = (_split(_linear(x, state, n, transpose), h, split) for n in ("w_q", "w_k", "w_v"))
-    scores = q @ k.transpose(-2, -1) / math.sqrt(C if scale == "model" else d)
+    scores = q @ k.transpose(-2, -1) / math.sqrt({"model": C, "heads": h}.get(scale, d))
     causal = torch.ones(T, T, dtype=torch.bool).tril(diagonal)  # diagonal −1: each query's own key blocked too
     if key_allowed is None:
         allowed = causal if mask != "no-causal" else None
@@ -87,6 +87,7 @@ def _mha(
             "no-causal": keys[:, None, None, :].expand(B, 1, T, T),  # padding replaced the causal mask
             "ignored": causal,  # key_allowed never used
             "key-inverted": causal & ~keys[:, None, None, :],  # the padded keys allowed, the real ones blocked
+            "or": causal | keys[:, None, None, :],  # combined with OR: a real future key is allowed too
         }[mask]
     if allowed is not None:
         scores = scores.masked_fill(allowed.logical_not(), -math.inf)
@@ -121,6 +122,7 @@ def mha(
         _, split_wrong = _mha(x, state, h, key_allowed, split="view-without-transpose")
         out["mha_reshape/view-without-transpose"] = (merged_wrong, split_wrong)
         out["mha_reshape/scale-by-model-width"] = _mha(x, state, h, key_allowed, scale="model")
+        out["mha_reshape/scale-by-head-count"] = _mha(x, state, h, key_allowed, scale="heads")  # √h (blind tester R-I)
         out["mha_reshape/heads-reversed"] = _mha(x, state, h, key_allowed, merge="heads-reversed")
     if 1 < h < x.shape[-1]:
         out["mha_reshape/interleaved-heads"] = _mha(
@@ -136,6 +138,7 @@ def mha(
     if key_allowed is not None and not bool(key_allowed.to(torch.bool).all()):
         out["mha_reshape/key-mask-on-queries"] = _mha(x, state, h, key_allowed, mask="queries")
         out["mha_reshape/key-allowed-ignored"] = _mha(x, state, h, key_allowed, mask="ignored")
+        out["mha_reshape/no-causal-mask#or"] = _mha(x, state, h, key_allowed, mask="or")  # blind tester R-I
     if key_allowed is not None:  # no padding: every key blocked, all NaN
         out["mha_reshape/key-allowed-inverted"] = _mha(x, state, h, key_allowed, mask="key-inverted")
     right_out, right_weights = _mha(x, state, h, key_allowed)
