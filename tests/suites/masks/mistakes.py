@@ -129,12 +129,20 @@ def softmax(scores: torch.Tensor, allowed: torch.Tensor) -> dict[str, torch.Tens
     # column j divided by row j's sum, which runs only when L = S)
     shift = masked.amax(-1, keepdim=True)
     e = torch.exp(masked - torch.where(torch.isfinite(shift), shift, torch.zeros_like(shift))).to(torch.float64)
-    sums = {"masks/sum-wrong-axis": e.sum(-2, keepdim=True) if e.dim() >= 2 else None}
-    if e.dim() >= 2 and e.size(-1) == e.size(-2):
-        sums["masks/sum-without-keepdim"] = e.sum(-1).unsqueeze(-2)
+    # the [..., L] sums broadcast as torch broadcasts them (a [B,L] against [B,L,S] lines up with its
+    # last two axes), where they do: runs only when the shapes happen to allow it
+    sums = {"masks/sum-wrong-axis": e.sum(-2, keepdim=True) if e.dim() >= 2 else None, "masks/sum-without-keepdim": e.sum(-1)}
     for key, denom in sums.items():
-        if denom is not None:
-            out[key] = torch.where(denom > 0, e / torch.where(denom > 0, denom, torch.ones_like(denom)), torch.zeros_like(e))
+        if denom is None:
+            continue
+        safe = torch.where(denom > 0, denom, torch.ones_like(denom))
+        try:
+            plain, zeroed = e / safe, torch.where(denom > 0, e / safe, torch.zeros_like(e))
+        except RuntimeError:
+            continue
+        if plain.shape == e.shape:
+            out[key] = plain  # e / where(z > 0, z, 1)
+            out[f"{key}#zeroed"] = zeroed  # where(z > 0, e / z, 0)
     return {k: v.to(scores.dtype) for k, v in out.items()}
 
 
