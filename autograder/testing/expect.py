@@ -406,17 +406,21 @@ def close(
     detail += _side_by_side(got, want)
     grids = _grid(what, g, w, bad, first, grid) if grid else []
     named = diagnose(got, mistakes, tol, want)
-    if not named and _float32_rounding(got, g, w):
+    if not named and _float32_rounding(got, g, w, bad):
         named = observed("general/float32-precision") + [h for h in hints if h != "general/float32-precision"]
     _fail(what, "values", detail, named or hints, grids)
     return got
 
 
-def _float32_rounding(got: torch.Tensor, g: torch.Tensor, w: torch.Tensor) -> bool:
+def _float32_rounding(got: torch.Tensor, g: torch.Tensor, w: torch.Tensor, bad: torch.Tensor) -> bool:
     """A float64 result that misses the float64 tolerance but agrees to float32's precision
     everywhere: a constant or a step computed in float32 (``torch.tensor(d_k).sqrt()``, a
-    float32 buffer; blind tester R-I lost points with no word of why)."""
-    return got.dtype == torch.float64 and bool(torch.isclose(g, w, rtol=1e-5, atol=1e-7, equal_nan=True).all())
+    float32 buffer; blind tester R-I lost points with no word of why). Only where the values
+    that differ are of ordinary size: beside a stand-in such as −1e9, ``s − 1e9`` for ``−1e9``
+    is as close, and is another mistake."""
+    if got.dtype != torch.float64 or not bool((w[bad].abs() <= 1e4).all()):
+        return False
+    return bool(torch.isclose(g, w, rtol=1e-5, atol=1e-7, equal_nan=True).all())
 
 
 def equal(

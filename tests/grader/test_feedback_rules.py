@@ -133,10 +133,19 @@ def test_a_float64_result_right_only_to_float32_precision_says_so():
     want = torch.linspace(-1, 1, 12, dtype=torch.float64).reshape(3, 4) / 3.0
     tight = expect.Tol(1e-10, 1e-12)
     rounded = want * (torch.tensor(3.0).sqrt().double() / 3.0**0.5)  # √3 rounded to float32
-    cases = {"rounded": (rounded, True), "wrong": (want * 1.01, False), "float32": (want.float(), False)}
+    standin = want.clone()
+    standin[:, -1] = -1e9
+    shifted = standin.clone()
+    shifted[:, -1] += want[:, -1]  # s − 1e9 for −1e9: as close, but a mask mistake, not float32
+    cases = {
+        "rounded": (rounded, True),
+        "wrong": (want * 1.01, False),
+        "float32": (want.float(), False),
+        "beside a stand-in": (shifted, False),
+    }
     for name, (got, named) in cases.items():
         with pytest.raises(CheckFailed) as raised:
-            expect.close(got, want, what="out", tol=tight)
+            expect.close(got, standin if name == "beside a stand-in" else want, what="out", tol=tight)
         assert ("general/float32-precision" in raised.value.feedback.hints) == named, name
 
 
