@@ -171,7 +171,7 @@ def document(doc_ids: torch.Tensor) -> dict[str, torch.Tensor]:
         "masks/document-ignored": tril.expand(same.shape).clone(),
         "masks/diagonal-masked": same & _tri(T, T, -1),
         "masks/polarity-inverted": ~(same & tril),
-        # ids compared by order, not equality (blind tester R-G): right for sorted ids only
-        "masks/document-ids-ordered#le": (doc_ids.unsqueeze(-1) <= doc_ids.unsqueeze(-2)) & tril,
-        "masks/document-ids-ordered#ge": (doc_ids.unsqueeze(-1) >= doc_ids.unsqueeze(-2)) & tril,
+        # ids compared by order, not equality (blind tester R-G): right for sorted ids only (its
+        # >= twin is the plain causal mask on sorted ids, so it would hide document-ignored there)
+        "masks/document-ids-ordered": (doc_ids.unsqueeze(-1) <= doc_ids.unsqueeze(-2)) & tril,
     }
