@@ -403,13 +403,16 @@ def forbid_threads(*, required: bool) -> str:
 
 
 # --------------------------------------------------------------------------- /proc/self
-def scrub_process_strings(argv0: str, env: dict[str, str]) -> str:
+def scrub_process_strings(argv: str | list[str], env: dict[str, str]) -> str:
     """Overwrite the command line and environment the kernel shows in /proc/<pid>/cmdline
     and /proc/<pid>/environ. A forked worker inherits the grader's: the repository's paths,
     the suites' file names. Those strings live in our own stack memory (the kernel keeps
     only their addresses), so we zero them and write the worker's own values in their
     place; the C ``environ`` array no longer points there once ``os.environ`` was reset.
-    Without /proc (macOS) the kernel shows them through no file, and they are left."""
+    Each is cut to the space the process started with (the first items stay whole). Also
+    used by a run forked from a preloaded process, to show its own command line. Without
+    /proc (macOS) the kernel shows them through no file, and they are left."""
+    args = [argv] if isinstance(argv, str) else argv
     try:
         with open(f"{features.PROC}/self/stat", "rb") as fh:
             fields = fh.read().rsplit(b")", 1)[1].split()
@@ -426,6 +429,6 @@ def scrub_process_strings(argv0: str, env: dict[str, str]) -> str:
         ctypes.memset(start, 0, size)
         ctypes.memmove(start, data, len(data))
 
-    fill(arg_start, arg_end, argv0.encode() + b"\0")
+    fill(arg_start, arg_end, b"".join(a.encode() + b"\0" for a in args))
     fill(env_start, env_end, b"".join(f"{k}={v}".encode() + b"\0" for k, v in env.items()))
     return "scrubbed-cmdline-environ"

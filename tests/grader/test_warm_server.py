@@ -262,15 +262,17 @@ def test_a_grade_whose_command_line_dies_leaves_no_run_in_the_warm_server(tmp_pa
     the server for with broken pipes and a closed connection: the run and everything in its
     session end (the pipes alone end it, as they end a fresh run; the server also kills a
     closed connection's runs, preloaded._Forker._closed), and the server removes its run
-    folder, whose lock nobody holds any more (os_spawn.remove_if_abandoned)."""
+    folder, whose lock nobody holds any more (os_spawn.remove_if_abandoned). The grade's
+    ``TMPDIR`` is its own, not the server's (a per-run variable: os_spawn.PER_RUN): its run
+    folder is made there, and the run shows it in /proc as its own command line and
+    environment (what test_red_team's search for leftover processes reads)."""
     forever = "def causal_mask(*a, **k):\n    while True:\n        pass\n\n\ndef _unused("
     sub = _masks_edited(tmp_path, "def causal_mask(", forever)
     _private_runtime(short_tmp, monkeypatch)
-    temporary = tmp_path / "tmp"  # the server's and the grade's alike (TMPDIR is part of the server's name)
+    temporary = tmp_path / "tmp"  # the grade's alone
     temporary.mkdir()
-    monkeypatch.setenv("TMPDIR", str(temporary))
     with _server() as log:
-        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(temporary)}
         cli = subprocess.Popen(
             [sys.executable, "-m", "autograder", "grade", str(sub), "--skill", "masks", "--format", "json", "--no-progress"],
             cwd=ROOT,
@@ -287,6 +289,9 @@ def test_a_grade_whose_command_line_dies_leaves_no_run_in_the_warm_server(tmp_pa
             assert time.monotonic() < deadline and cli.poll() is None, "no worker started"
             time.sleep(0.01)  # into its tests: a worker made its scratch folder (its loop runs to its limit)
         assert cli.poll() is None, "the grade ended before it could be killed"
+        shown = {name: Path(f"/proc/{run}/{name}").read_bytes().decode(errors="replace") for name in ("cmdline", "environ")}
+        assert "\0--json-report-file=" + str(temporary) in shown["cmdline"], shown["cmdline"]
+        assert f"TMPDIR={temporary}\0" in shown["environ"], shown["environ"]
         cli.kill()
         cli.wait()
         deadline = time.monotonic() + 20

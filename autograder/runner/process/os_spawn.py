@@ -41,8 +41,10 @@ ENV_KEEP = (
 
 #: of ENV_KEEP, what may differ from one run to the next of one warm server or batch's
 #: preloaded process: a forked run takes its request's environment whole, and these change
-#: nothing the process preloaded (warm.names, Preloaded.spawn)
-PER_RUN = ("AUTOGRADER_TIMELINE",)
+#: nothing the process preloaded (warm.names, Preloaded.spawn). TMPDIR: where a run's folder
+#: and its workers' scratch folders go; the forked run forgets any temporary folder the
+#: preloaded process looked up (preloaded._child), so the run's own is used
+PER_RUN = ("AUTOGRADER_TIMELINE", "TMPDIR")
 
 
 def same_but_per_run(a: dict[str, str], b: dict[str, str]) -> bool:

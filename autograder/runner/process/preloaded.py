@@ -149,6 +149,19 @@ def _dup_high(fd: int, floor: int) -> int:
     return fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, floor)
 
 
+def _show_run(argv: list[str], env: dict[str, str]) -> None:
+    """Show this run's own command line and environment in /proc (``ps``, and whatever
+    looks for what a run left behind by its report's folder or its ``TMPDIR``), not the
+    preloaded process's: its report file and the per-run variables first, as the space the
+    preloaded process started with may not hold them all."""
+    from autograder.runner.process.os_spawn import PER_RUN
+    from autograder.sandbox import confine
+
+    first = [arg for arg in argv if arg.startswith(("--json-report-file=", "--ag-run="))]
+    shown_env = {k: env[k] for k in PER_RUN if k in env} | env
+    confine.scrub_process_strings([sys.executable, "-m", "pytest", *first, *(a for a in argv if a not in first)], shown_env)
+
+
 def _child(socks: list[socket.socket], request: dict, fds: list[int]) -> None:
     """The forked run. Never returns."""
     code = 70
@@ -160,6 +173,11 @@ def _child(socks: list[socket.socket], request: dict, fds: list[int]) -> None:
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"])
+        if "tempfile" in sys.modules:  # its cached folder is the preloaded process's TMPDIR
+            import tempfile
+
+            tempfile.tempdir = None
+        _show_run(request["argv"], request["env"])
         _place_fds(fds, [int(fd) for fd in request["fds"]])
         sys.stdin = open(0, closefd=False)  # the fresh process's streams
         sys.stdout = open(1, "w", buffering=1, closefd=False, errors="backslashreplace")
