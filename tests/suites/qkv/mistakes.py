@@ -119,8 +119,18 @@ def _plain(x: torch.Tensor, w_q: torch.Tensor, w_k: torch.Tensor, w_v: torch.Ten
 
 
 def projections(x: torch.Tensor, w_q: torch.Tensor, w_k: torch.Tensor, w_v: torch.Tensor, name: str) -> dict[str, torch.Tensor]:
-    """project_qkv's `name` output ("Q", "K" or "V") when the projections are mixed up."""
-    return swapped_projections({"Q": x @ w_q, "K": x @ w_k, "V": x @ w_v}, name)
+    """project_qkv's `name` output ("Q", "K" or "V") when the projections are mixed up, or
+    its matrix used transposed."""
+    out = swapped_projections({"Q": x @ w_q, "K": x @ w_k, "V": x @ w_v}, name)
+    return out | transposed_projection(x, {"Q": w_q, "K": w_k, "V": w_v}[name])
+
+
+def transposed_projection(x: torch.Tensor, w: torch.Tensor) -> dict[str, torch.Tensor]:
+    """X·Wᵀ (nn.Linear's formula on a plain [C, d] matrix): it runs only where W is square,
+    C = d; elsewhere it raises (course.qkv_data.explain names it on a square input)."""
+    if w.size(-1) != w.size(-2):
+        return {}
+    return {"qkv/projection-weights-transposed": x @ w.transpose(-2, -1)}
 
 
 def swapped_projections(products: dict[str, torch.Tensor], name: str) -> dict[str, torch.Tensor]:

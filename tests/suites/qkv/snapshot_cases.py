@@ -18,9 +18,9 @@ def _random_case(rng):
 
 
 def _projection_mistakes(x, w_q, w_k, w_v) -> dict:
-    """Q, K, V name → what project_qkv returns there when the projections are mixed up."""
-    products = {"Q": x @ w_q, "K": x @ w_k, "V": x @ w_v}
-    return {name: signatures.swapped_projections(products, name) for name in products}
+    """Q, K, V name → what project_qkv returns there when the projections are mixed up (or a
+    square matrix is used transposed)."""
+    return {name: signatures.projections(x, w_q, w_k, w_v, name) for name in "QKV"}
 
 
 def project_qkv(rng, ref):
@@ -195,6 +195,15 @@ def week7(rng, ref):
     }
 
 
+def square_probe(rng, ref):
+    """project_qkv on a square float64 input (C = d_k = d_v = 4): where X·Wᵀ raises on the
+    tests' shapes, it runs here and its answer names the mistake
+    (course.qkv_data.square_diagnosis)."""
+    x = randn(rng, 2, 3, 4, dtype=torch.float64)
+    w = [weight(rng, 4, 4, dtype=torch.float64) for _ in range(3)]
+    return {"project_qkv": {"args": [x, *w], "want": ref.qkv.project_qkv(x, *w), "mistakes": _projection_mistakes(x, *w)}}
+
+
 CASES = [
     week7,
     project_qkv,
@@ -205,4 +214,5 @@ CASES = [
     single_head_attention,
     attention_head,
     context_check,
+    square_probe,
 ]

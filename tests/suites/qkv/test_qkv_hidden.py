@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 import torch
+from course import qkv_data
 from course import week07 as w7
 from course.tolerances import tol
 
@@ -144,7 +145,7 @@ def test_week7_numbers_at_stated_precision_in_float64(sub, ref, rng, credit):
             if part.label in ("§4 rows and shapes", "score formula", "properties"):
                 _more_course_numbers(sub, ref, rng, ex, part.label)
             elif part.label == "Q K V":
-                got = expect.sequence(sub.qkv.project_qkv(ex.x, ex.w_q, ex.w_k, ex.w_v), 3, what="project_qkv")
+                got = expect.sequence(qkv_data.project(sub, ex.x, ex.w_q, ex.w_k, ex.w_v), 3, what="project_qkv")
                 for name, g in zip("QKV", got):
                     expect.close(
                         g,
@@ -292,7 +293,7 @@ def _more_course_numbers(sub, ref, rng, ex, label: str) -> None:
     f64 = torch.float64
     if label == "§4 rows and shapes":
         q, k, v = expect.tensors(
-            sub.qkv.project_qkv(ex.x, ex.w_q, ex.w_k, ex.w_v), 3, what="project_qkv", shape=W7_SHAPE, floating=True
+            qkv_data.project(sub, ex.x, ex.w_q, ex.w_k, ex.w_v), 3, what="project_qkv", shape=W7_SHAPE, floating=True
         )
         expect.close(q[0, 1], w7.t([1.0, 1.0], f64), what="q_喜欢 = row 2 of W_Q (W7-05a)", tol=EXACT64)
         expect.close(k[0, 1], w7.t([0.283, 0.283], f64), what="k_喜欢 (W7-05b)", tol=w7.PRINTED_3DP)
@@ -337,7 +338,7 @@ def _more_course_numbers(sub, ref, rng, ex, label: str) -> None:
         for qv in (0.3, 1.0, 1.7):  # W_Q[1,0] = q changes only q_喜欢 = [q, 1] (§16)
             w_q = ex.w_q.clone()
             w_q[1, 0] = qv
-            q, k, _ = expect.sequence(sub.qkv.project_qkv(ex.x, w_q, ex.w_k, ex.w_v), 3, what="project_qkv")
+            q, k, _ = expect.sequence(qkv_data.project(sub, ex.x, w_q, ex.w_k, ex.w_v), 3, what="project_qkv")
             scaled = sub.qkv.scale_scores(sub.qkv.attention_scores(q, k), 2)
             rows = expect.tensor(scaled, what="scale_scores(attention_scores(q, k), 2)", shape=W7_SHAPE, floating=True)[:, 1]
             want = w7.t([[0.8 * qv, 0.2 * qv + 0.2], [0.1, 0.2 * qv + 0.2]], f64)
@@ -392,8 +393,8 @@ def _more_course_numbers(sub, ref, rng, ex, label: str) -> None:
             tol=EXACT64,
         )
         r = torch.eye(d_k, dtype=f64) + 0.1 * randn(rng, d_k, d_k, dtype=f64)  # well conditioned
-        q1, k1, _ = expect.sequence(sub.qkv.project_qkv(x, w_q, w_k, w_v), 3, what="project_qkv")
-        q2, k2, _ = expect.sequence(sub.qkv.project_qkv(x, w_q @ r, w_k @ torch.linalg.inv(r).T, w_v), 3, what="project_qkv")
+        q1, k1, _ = expect.sequence(qkv_data.project(sub, x, w_q, w_k, w_v), 3, what="project_qkv")
+        q2, k2, _ = expect.sequence(qkv_data.project(sub, x, w_q @ r, w_k @ torch.linalg.inv(r).T, w_v), 3, what="project_qkv")
         expect.close(
             sub.qkv.attention_scores(q2, k2),
             sub.qkv.attention_scores(q1, k1),
@@ -419,7 +420,7 @@ def test_project_qkv_matches_reference_on_random_inputs(sub, ref, rng, credit):
             w = _projections(rng, C, d_k, d_v, dtype)
             if case.kind.startswith("non-contiguous"):
                 x = noncontiguous(x)
-            got = expect.sequence(sub.qkv.project_qkv(x, *w), 3, what="project_qkv")
+            got = expect.sequence(qkv_data.project(sub, x, *w), 3, what="project_qkv")
             want = in_float64(ref.qkv.project_qkv, x, *w, dtype=dtype)
             xd, wd = x.double(), [m.double() for m in w]
             for name, g, e in zip("QKV", got, want):

@@ -15,6 +15,7 @@ widely, on fresh inputs.
 from __future__ import annotations
 
 import torch
+from course import qkv_data
 from course import week07 as w7
 from course.tolerances import tol
 
@@ -47,7 +48,7 @@ def test_project_qkv_reproduces_week7_q_k_v(sub, rng, credit):
                     f"project_qkv(x {_shape(c['x'])}, w_q {_shape(c['w_q'])}, w_k "
                     f"{_shape(c['w_k'])}, w_v {_shape(c['w_v'])}) on control inputs"
                 )
-                fresh = expect.sequence(sub.qkv.project_qkv(c["x"], c["w_q"], c["w_k"], c["w_v"]), 3, what=what)
+                fresh = expect.sequence(qkv_data.project(sub, c["x"], c["w_q"], c["w_k"], c["w_v"]), 3, what=what)
                 for name, g, want in zip("QKV", fresh, c["want"]):
                     expect.close(
                         g,
@@ -62,7 +63,7 @@ def test_project_qkv_reproduces_week7_q_k_v(sub, rng, credit):
                     zip(
                         "QKV",
                         expect.sequence(
-                            sub.qkv.project_qkv(ex.x, ex.w_q, ex.w_k, ex.w_v),
+                            qkv_data.project(sub, ex.x, ex.w_q, ex.w_k, ex.w_v),
                             3,
                             what="project_qkv(Week 7 x [2,2,4], w_q, w_k, w_v [4,2])",
                         ),
