@@ -567,6 +567,8 @@ def _hints_for(error: dict) -> list[str]:
         return ["general/in-place-broadcast"]  # an in-place op whose result needs a larger, broadcast shape (blind tester N)
     if kind == "RuntimeError" and DTYPE_MIXED.search(str(error.get("message", ""))):
         return ["general/dtype-changed"]  # torch's refusal to mix dtypes: the inputs of a call share one (blind tester F)
+    if kind == "RuntimeError" and BMM_NOT_3D.search(str(error.get("message", ""))):
+        return ["general/bmm-three-axes"]  # bmm (or baddbmm) given a tensor of other than three axes
     return []
 
 
@@ -574,6 +576,8 @@ def _hints_for(error: dict) -> list[str]:
 LEAF_IN_PLACE = "requires grad is being used in an in-place operation"
 #: autograd's error in backward when a tensor it saved in forward was changed in place afterwards
 SAVED_IN_PLACE = "needed for gradient computation has been modified by an inplace operation"
+#: torch.bmm's and baddbmm's refusal of an operand without exactly three axes
+BMM_NOT_3D = re.compile(r"\bbatch[12] must be a 3D tensor")
 #: torch's refusal to write an in-place result of a larger, broadcast shape into its left operand
 CANNOT_GROW = "doesn't match the broadcast shape"
 #: torch's refusals to compute with two dtypes at once (a matmul, linear, bmm or einsum of a
