@@ -27,7 +27,6 @@ or one answering a changed request, fails ``recv_message``.
 from __future__ import annotations
 
 import bisect
-import ctypes
 import hashlib
 import hmac
 import json
@@ -175,7 +174,7 @@ class _Encoder:
         if t.numel() == 0:
             return {"t": "tensor", "dtype": name, "shape": shape, "stride": None, "o": self.size, "n": 0}
         if t.is_contiguous() and not t.is_conj() and not t.is_neg() and t.data_ptr() != 0:
-            # its memory holds exactly the bytes to send: string_at is the one copy (a zero tensor
+            # its memory holds exactly the bytes to send: tobytes is the one copy (a zero tensor
             # — torch._efficientzerotensor — has no memory at all: it is cloned below)
             flat, stride = t, None
         elif all(s >= 0 for s in stride) and not t.is_contiguous():
@@ -183,7 +182,8 @@ class _Encoder:
         else:
             flat = t.clone(memory_format=torch.contiguous_format).reshape(-1)
             stride = None
-        data = ctypes.string_at(flat.data_ptr(), flat.numel() * flat.element_size())  # one memcpy
+        # one memcpy (not ctypes.string_at: a serving worker refuses ctypes, sandbox/rawmemory.py)
+        data = flat.detach().reshape(-1).view(torch.uint8).numpy().tobytes()
         out = {"t": "tensor", "dtype": name, "shape": shape, "stride": stride, "o": self.size, "n": len(data)}
         self.chunks.append(data)
         self.size += len(data)

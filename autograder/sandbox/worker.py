@@ -26,12 +26,13 @@ import signal
 import socket
 import sys
 import types
+from collections.abc import Callable
 from contextlib import contextmanager
 from typing import Any
 
 import torch
 
-from . import confine, namespaces, probes, tensor_text
+from . import confine, namespaces, probes, rawmemory, tensor_text
 from .codegate import CodeGate, caller_file
 from .protocol import PeerClosed, decode, encode, header_bytes, json_safe, receive_key, recv_message, send_frame, send_message
 from .spec import WorkerSpec
@@ -286,6 +287,7 @@ class WorkerContext:
         self._probe_cache: dict[str, Any] = {}
         self.fresh = FreshState(spec)
         self.served = False  # a request other than "ban" was handled: submission code may have run
+        self.seal: Callable[[], None] = lambda: None  # forbid_introspection's, in a serving worker
 
     def module(self, name: str) -> Any:
         if name not in self.spec.modules:
@@ -429,6 +431,8 @@ def handle(ctx: WorkerContext, header: dict, blob: bytes, out: CappedWriter) -> 
     rblob = b""
     try:
         op = header.get("op")
+        if op not in ("ban", "confine"):
+            ctx.seal()  # before any exercise code can run: see forbid_introspection
         if op == "import":
             ctx.module(header["module"])
             reply = {"ok": True}
@@ -504,6 +508,7 @@ def hide_grader() -> dict[str, Any]:
     for name in stash:
         del sys.modules[name]
     sys.meta_path.insert(0, _GraderNotImportable())
+    sys.meta_path.insert(0, rawmemory.NotImportable())  # taken out of sys.modules by the fork server (rawmemory.py)
     return stash
 
 
@@ -513,21 +518,33 @@ def hide_grader() -> dict[str, Any]:
 _REFUSED_EVENTS = frozenset({"gc.get_objects", "gc.get_referrers", "gc.get_referents", "sys._current_frames"})
 
 
-def forbid_introspection(gate: CodeGate) -> None:
+def forbid_introspection(gate: CodeGate) -> Callable[[], None]:
     """Refuse ``_REFUSED_EVENTS`` for the rest of the worker's life, before any submission
     code runs, and let ``gate`` judge every ``exec`` (codegate.py). An audit hook cannot be
     removed, and with gc's lists refused no code can reach the hook's function to change it.
     No exercise, and nothing of torch's that an exercise runs, needs these; frames stay
     (tracebacks, ``logging`` and ``namedtuple`` use them), so the static rule scan is what
-    denies frame walking in rule-checked files, and the gate keeps unscanned code out."""
+    denies frame walking in rule-checked files, and the gate keeps unscanned code out.
+
+    Returns ``seal``: from its call on (the first request that may run exercise code), ctypes
+    is refused too (rawmemory.py: raw memory reaches every rule's objects); until then the
+    worker's own setup uses it (a standing ban keeps its library handle alive with it)."""
+    sealed: list[bool] = []
 
     def refuse(event: str, args: tuple) -> None:
         if event in _REFUSED_EVENTS:
             raise RuntimeError(f"{event} is not available to exercise code: it reaches the grader's own objects")
         if event == "exec" and gate.allowed is not None:
             gate.check(args[0], caller_file())
+        if sealed and rawmemory.is_ctypes_event(event):
+            raise RuntimeError(f"{event}: ctypes is not available to exercise code (it reaches raw memory)")
+
+    def seal() -> None:
+        if not sealed:
+            sealed.append(True)
 
     sys.addaudithook(refuse)
+    return seal
 
 
 def serve(sock: socket.socket, spec: WorkerSpec, facts: list[str]) -> None:
@@ -540,9 +557,11 @@ def serve(sock: socket.socket, spec: WorkerSpec, facts: list[str]) -> None:
     out = CappedWriter(spec.output_bytes)
     sys.stdout = sys.stderr = out
     grader = hide_grader()
+    rawmemory.bound_numpy_views()
     gate = CodeGate(spec.copy_dir, _GRADER_DIR)
-    forbid_introspection(gate)
+    seal = forbid_introspection(gate)
     ctx = WorkerContext(spec, grader, gate)
+    ctx.seal = seal
     answer = handle  # bound here: replacing the module's global (reached by a gc walk) changes nothing
     send_message(sock, {"ok": True, "ready": True, "facts": facts, "pid": os.getpid()})
     auth = receive_key(sock)  # signs the replies (protocol.FrameAuth); a local, and rule-checked code reaches no frame

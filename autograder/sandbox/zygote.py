@@ -29,7 +29,7 @@ import socket
 import sys
 import time
 
-from . import channel, confine, features
+from . import channel, confine, features, rawmemory
 from .spec import WorkerSpec
 from .tree import remove_tree
 
@@ -146,6 +146,8 @@ class _Server:
         from .worker import precompile
 
         precompile(WorkerSpec.from_dict(spec))
+        if any(name in sys.modules for name in rawmemory.CTYPES_MODULES):  # once, or after a preload imported it again
+            rawmemory.remove_ctypes(keep=("autograder.",))
         gc.freeze()  # what this server loaded since the last fork: see _zygote_main
         pid = os.fork()
         if pid == 0:

@@ -742,6 +742,17 @@ ALIASED_EVASIONS = {
     "sympify": ('import sympy\n\nsympy.sympify("1")\n', "import sympy"),
     "numpy-pickle": ('import numpy\n\nX = numpy.load("x.npy", allow_pickle=True)\n', "allow_pickle"),
     "setprofile": ("import sys\n\nsys.setprofile(None)\n", "sys.setprofile"),
+    # blind red-team tester O, 2026-12-05: an object exposing numpy's array interface makes numpy
+    # read and write any address (sandbox/rawmemory.py removes numpy's own holder's reach)
+    "array-interface-method": (
+        "class P:\n    @property\n    def __array_interface__(self):\n        return {}\n",
+        "def __array_interface__",
+    ),
+    "array-interface-keyword": (
+        "import types\n\nP = types.SimpleNamespace(__array_interface__={})\n",
+        "__array_interface__=",
+    ),
+    "array-struct-string": ('K = "__array_struct__"\n', "'__array_struct__'"),
 }
 
 

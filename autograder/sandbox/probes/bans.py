@@ -3,6 +3,7 @@ second thread (``THREAD_BAN``), autograd (``AUTOGRAD_TRIPWIRE``); the submission
 
 from __future__ import annotations
 
+import ctypes  # the standing ban's library handle is kept alive with it (a worker has no other)
 import fnmatch
 import functools
 import re
@@ -179,8 +180,6 @@ class _StandingBan:
     def install(self, patterns: tuple[str, ...]) -> int:
         """Replace the kernels of every operator matching ``patterns`` (once per worker);
         the number of (operator, key) registrations replaced."""
-        import ctypes
-
         if self.patterns:
             raise RuntimeError("this worker's kernels are already replaced")
         targets = KernelBan(tuple(patterns), lambda op: None).targets()
@@ -216,6 +215,7 @@ class _StandingBan:
         # dict of torch's classes computed attention from linear, bmm and softmax (blind
         # red-team tester R-E: 6/6), and one made with ``object.__new__``, no ``__init__``
         # run, computed it too (tester R-F: 15/15)
+        replaced += self._replace_decompositions(patterns)
         lowered = [p.lower() for p in patterns]
         for module_name in PYTHON_RULE_CLASS_MODULES:
             module = sys.modules.get(module_name)
@@ -225,6 +225,27 @@ class _StandingBan:
                     own = [k for k, v in vars(value).items() if isinstance(v, types.FunctionType)]
                     for attribute in {"__init__", *own}:
                         setattr(value, attribute, refuse)
+                    replaced += 1
+        return replaced
+
+    def _replace_decompositions(self, patterns: tuple[str, ...]) -> int:
+        """The entries of torch's decomposition tables (``torch._decomp``: operator → a Python
+        function computing it from other operators) for an operator of the rule, or holding a
+        function of the rule's name: the tables keep the functions themselves, not their module's
+        names, so ``_softmax`` stayed reachable there after its module's name was replaced
+        (blind red-team tester O reached the table through raw memory and kept 15/15)."""
+        decomp = sys.modules.get("torch._decomp")
+        tables = [getattr(decomp, "decomposition_table", None)]
+        tables += list(getattr(decomp, "global_decomposition_table", {}).values())
+        replaced = 0
+        for table in {id(t): t for t in tables if isinstance(t, dict)}.values():
+            for op, fn in list(table.items()):
+                qualified = str(op.name()) if callable(getattr(op, "name", None)) else ""
+                op_name = _aten_base(qualified) if "::" in qualified else ""
+                fn_name = getattr(fn, "__name__", "")
+                if any(fnmatch.fnmatchcase(n, p) for n in (op_name, fn_name) if n for p in patterns):
+                    shown = op_name or fn_name
+                    table[op] = self._kernel(f"python::torch._decomp.{fn_name or op_name}", f"torch._decomp's {shown}")
                     replaced += 1
         return replaced
 

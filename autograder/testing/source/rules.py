@@ -98,6 +98,10 @@ DENIED_ATTRIBUTES = {"sys", "exec"}
 #: keyword arguments that run code stored as data (``numpy.load(…, allow_pickle=True)``), also
 #: as a string (``**{"allow_pickle": True}``: blind red-team tester J)
 DENIED_KEYWORDS = {"allow_pickle"}
+#: numpy's protocols for an array over memory an object points to: an object of the file's own
+#: that exposes one can make numpy read and write any address (sandbox/rawmemory.py), as a
+#: method, a keyword (``SimpleNamespace(__array_interface__=…)``) or a string
+RAW_MEMORY_NAMES = {"__array_interface__", "__array_struct__"}
 #: numpy's loaders unpickle (``np.load``, ``np.lib.format.read_array``): no exercise reads files
 NUMPY_LOADS = {"load", "loads", "read_array", "fromfile"}
 #: the interpreter's private (underscore) modules are denied (scanner._private_module): C twins

@@ -1,0 +1,185 @@
+"""Raw memory stays out of a worker's exercise code: no array over an address of its choosing.
+
+Every rule a worker enforces (the kernel bans, the autograd tripwire, the recorders) is an
+object in the worker's own memory. Code that can read and write any address can switch them
+off: blind red-team tester O built a numpy array over an address from ``id()`` with
+``numpy.lib.stride_tricks.as_strided`` (strides reaching outside the array) and from there
+reached and rewired the tripwire and the recorders — 20/20 in custom_backward with autograd in
+``backward``. The capability is removed at its sources:
+
+- **ctypes** (``memmove``, ``cast``, ``pointer``, ``from_address``, ``pythonapi`` …), which torch
+  itself hands out (``torch.ctypes``, ``torch.xpu.cast``): the fork server takes ctypes out of
+  ``sys.modules`` and puts a placeholder that refuses every use where a loaded module held
+  ctypes or one of its functions (``remove_ctypes``), and a worker refuses to import it
+  (``NotImportable``). What is left — ctypes' types that other modules may hold — raises
+  ``ctypes.*`` audit events (``from_address``, ``dlopen``…), which a serving worker refuses
+  (worker.forbid_introspection; calling a ctypes function raises none, hence the removal).
+  No exercise needs ctypes; the grader's own modules keep theirs (a worker confines itself
+  with it).
+- **numpy's view over an address** (``DummyArray``, the ``__array_interface__`` holder that
+  ``as_strided`` builds): replaced by one that refuses an interface whose bytes lie outside
+  the memory of the array it views (``bound_numpy_views``). ``as_strided`` inside its array,
+  sliding windows included, works as before.
+- A class of the exercise's own that exposes ``__array_interface__`` or ``__array_struct__``:
+  the rule scan denies those names in rule-checked files (testing/source/rules.py).
+
+Not covered: an object whose ``__array_interface__`` numpy finds through a name built at run
+time (``SimpleNamespace(**{computed: …})``) or a ``__getattr__`` in a file the scan passed:
+numpy has no hook to refuse it (SECURITY.md, "What is not defended").
+Written here: no library removes these capabilities inside a process.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from typing import Any
+
+#: where numpy keeps the holder ``as_strided`` builds (2.x, and the public re-export)
+STRIDE_TRICKS_MODULES = ("numpy.lib._stride_tricks_impl", "numpy.lib.stride_tricks")
+
+
+#: the modules a worker refuses to import (and the fork server takes out of ``sys.modules``)
+CTYPES_MODULES = ("ctypes", "_ctypes")
+MESSAGE = "ctypes is not available to exercise code (it reaches raw memory)"
+#: what a loaded module may call ctypes, or one of its functions, by (checked by identity;
+#: tests/grader/test_sandbox.py compares these with a walk of every name of every module)
+HOLDER_NAMES = (
+    "ctypes", "_ctypes", "pointer", "POINTER", "byref", "cast", "addressof", "sizeof", "alignment", "resize",
+    "memmove", "memset", "string_at", "wstring_at", "CFUNCTYPE", "PYFUNCTYPE", "SetPointerType", "ARRAY",
+    "create_string_buffer", "create_unicode_buffer", "c_buffer", "get_errno", "set_errno", "dlopen",
+    "pythonapi", "cdll", "pydll", "CDLL", "PyDLL",
+)  # fmt: skip
+
+
+def is_ctypes_event(event: str) -> bool:
+    return event.startswith("ctypes.")
+
+
+def is_ctypes_module(name: str) -> bool:
+    return name in CTYPES_MODULES or name.startswith("ctypes.")
+
+
+class _NotAvailable:
+    """What stands where a module held ctypes or one of its functions."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise RuntimeError(MESSAGE)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError(MESSAGE)
+
+    def __repr__(self) -> str:
+        return "<ctypes: not available in the grader's worker>"
+
+
+NOT_AVAILABLE = _NotAvailable()
+
+
+def ctypes_objects() -> set[int]:
+    """ids of the loaded ctypes modules and of the functions and libraries they hold."""
+    modules = [m for name, m in sys.modules.items() if m is not None and is_ctypes_module(name)]
+    found = {id(m) for m in modules}
+    for module in modules:
+        for value in vars(module).values():
+            origin = getattr(value, "__module__", None)
+            if origin is not None and not is_ctypes_module(str(origin)):
+                continue  # another module's, imported by ctypes (struct.calcsize)
+            if (callable(value) and not isinstance(value, type)) or type(value).__name__ in ("CDLL", "PyDLL", "LibraryLoader"):
+                found.add(id(value))
+    return found
+
+
+def remove_ctypes(keep: tuple[str, ...]) -> int:
+    """Take ctypes out of ``sys.modules`` and out of every loaded module but those under the
+    prefixes ``keep`` (the grader's, which confines workers with it); how many names were
+    replaced. Once per fork server, before its first worker (zygote.py); again only if
+    something imported ctypes since."""
+    found = ctypes_objects()
+    replaced = 0
+    for name, module in list(sys.modules.items()):
+        if module is None or is_ctypes_module(name) or name.startswith(keep):
+            continue
+        namespace = getattr(module, "__dict__", None)
+        if not isinstance(namespace, dict):
+            continue
+        for attribute in HOLDER_NAMES:
+            if id(namespace.get(attribute)) in found:
+                namespace[attribute] = NOT_AVAILABLE
+                replaced += 1
+    for name in [n for n in sys.modules if is_ctypes_module(n)]:
+        del sys.modules[name]
+    return replaced
+
+
+class NotImportable:
+    """On a worker's ``sys.meta_path``: ``import ctypes`` (or ``_ctypes``) fails."""
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        if is_ctypes_module(name):
+            raise ModuleNotFoundError(f"No module named {name!r}: {MESSAGE}", name=name)
+        return None
+
+
+def _extent(interface: dict) -> tuple[int, int] | None:
+    """[first byte, end) an ``__array_interface__`` covers; None when it covers no byte."""
+    import numpy as np
+
+    start = int(interface["data"][0])
+    shape = tuple(int(n) for n in interface.get("shape", ()))
+    if any(n == 0 for n in shape):
+        return None
+    itemsize = np.dtype(interface["typestr"]).itemsize  # a structured dtype's too ("|V16")
+    strides = interface.get("strides")
+    if strides is None:
+        return start, start + math.prod(shape) * itemsize
+    low = start + sum(min(0, (n - 1) * int(s)) for n, s in zip(shape, strides))
+    high = start + sum(max(0, (n - 1) * int(s)) for n, s in zip(shape, strides)) + itemsize
+    return low, high
+
+
+def _owned_bytes(base: Any) -> tuple[int, int] | None:
+    """[first byte, end) of the memory that ``base`` (an ndarray) may view: its root array's,
+    or the torch storage behind an array made by ``Tensor.numpy()``."""
+    import numpy as np
+
+    array = base
+    while isinstance(array, np.ndarray) and isinstance(array.base, np.ndarray):
+        array = array.base
+    if not isinstance(array, np.ndarray):
+        return None
+    owner: Any = array.base
+    torch = sys.modules.get("torch")
+    if torch is not None and type(owner) is torch.Tensor:
+        storage = owner.untyped_storage()
+        return storage.data_ptr(), storage.data_ptr() + storage.nbytes()
+    return _extent(array.__array_interface__) or (0, 0)
+
+
+class _BoundedArrayHolder:
+    """numpy's ``DummyArray``, refusing an interface outside its base array's memory."""
+
+    def __init__(self, interface: dict, base: Any = None) -> None:
+        wanted = _extent(interface)
+        allowed = _owned_bytes(base)
+        if wanted is not None and (allowed is None or not (allowed[0] <= wanted[0] and wanted[1] <= allowed[1])):
+            raise ValueError("as_strided: the view reaches outside the memory of the array it views (not in the grader's worker)")
+        self.__array_interface__ = interface
+        self.base = base
+
+
+def bound_numpy_views() -> int:
+    """Replace numpy's ``DummyArray`` where it is loaded (a worker's numpy is torch's, imported
+    before any exercise code); how many modules had it."""
+    try:
+        import numpy.lib.stride_tricks  # noqa: F401  (torch imported numpy, which loaded it)
+    except ImportError:
+        return 0
+
+    replaced = 0
+    for name in STRIDE_TRICKS_MODULES:
+        module = sys.modules.get(name)
+        if module is not None and hasattr(module, "DummyArray"):
+            setattr(module, "DummyArray", _BoundedArrayHolder)  # noqa: B010  (numpy's stubs omit it)
+            replaced += 1
+    return replaced
