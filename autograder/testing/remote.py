@@ -556,6 +556,9 @@ def _hints_for(error: dict) -> list[str]:
     if kind == "SyntaxError" or error.get("base") == "SyntaxError":
         return ["general/syntax"]
     if kind in ("ModuleNotFoundError", "ImportError"):
+        message = str(error.get("message", ""))
+        if SIBLING_AS_PACKAGE.search(message):
+            return ["general/import-sibling"]  # `from exercises.masks import …`, `from .masks import …` (blind tester M)
         return ["general/import"]
     if thread_refused(error):
         return ["general/one-thread"]
@@ -576,6 +579,8 @@ def _hints_for(error: dict) -> list[str]:
 LEAF_IN_PLACE = "requires grad is being used in an in-place operation"
 #: autograd's error in backward when a tensor it saved in forward was changed in place afterwards
 SAVED_IN_PLACE = "needed for gradient computation has been modified by an inplace operation"
+#: an exercise module imported as part of a package: the grader runs them as top-level modules
+SIBLING_AS_PACKAGE = re.compile(r"relative import with no known parent package|No module named 'exercises'")
 #: torch.bmm's and baddbmm's refusal of an operand without exactly three axes
 BMM_NOT_3D = re.compile(r"\bbatch[12] must be a 3D tensor")
 #: torch's refusal to write an in-place result of a larger, broadcast shape into its left operand

@@ -330,3 +330,16 @@ def test_autograd_refusing_a_saved_tensor_changed_in_place_is_named():
     )
     assert _hints_for({"type": "RuntimeError", "message": message}) == ["general/in-place-saved"]
     assert _hints_for({"type": "ValueError", "message": message}) == []
+
+
+def test_an_exercise_module_imported_as_part_of_a_package_is_named_and_a_missing_module_is_not():
+    """Blind tester M: `from exercises.masks import …` and `from .masks import …` got "not
+    available in the grader", though masks.py was there; bmm given four axes names bmm."""
+    from autograder.testing.remote import _hints_for
+
+    sibling = ["general/import-sibling"]
+    assert _hints_for({"type": "ModuleNotFoundError", "message": "No module named 'exercises'"}) == sibling
+    assert _hints_for({"type": "ImportError", "message": "attempted relative import with no known parent package"}) == sibling
+    assert _hints_for({"type": "ModuleNotFoundError", "message": "No module named 'einops'"}) == ["general/import"]
+    assert _hints_for({"type": "RuntimeError", "message": "batch1 must be a 3D tensor"}) == ["general/bmm-three-axes"]
+    assert _hints_for({"type": "RuntimeError", "message": "Expected size for first two dimensions of batch2 tensor"}) == []

@@ -940,3 +940,44 @@ class Head(torch.nn.Module):
 def helper(t):
     return [torch.exp(v) for v in t]
 """
+
+
+NEVER_CALLED = {
+    "annotation": "import torch.nn as nn\n\n\ndef load(mha: nn.MultiheadAttention | None) -> None:\n    return None\n",
+    "string-annotation": 'def load(mha: "torch.nn.MultiheadAttention") -> None:\n    return None\n',
+    "isinstance": "import torch.nn as nn\n\n\ndef is_torch_mha(m):\n    return isinstance(m, (nn.MultiheadAttention, int))\n",
+    "import-for-types": (
+        "from __future__ import annotations\n\nfrom torch.nn import MultiheadAttention\n\n\n"
+        "def f(m: MultiheadAttention) -> bool:\n    return issubclass(type(m), MultiheadAttention)\n"
+    ),
+    "main-guard": (
+        "import torch.nn.functional as F\n\nif __name__ == '__main__':\n"
+        "    print(F.scaled_dot_product_attention(torch.ones(1, 2, 2), torch.ones(1, 2, 2), torch.ones(1, 2, 2)))\n"
+    ),
+}
+CALLED_AFTER_ALL = {
+    "annotation-with-a-call": "def f(m: torch.nn.MultiheadAttention(4, 2)) -> None:\n    return None\n",
+    "isinstance-rebound": "import torch.nn as nn\n\nisinstance = lambda a, b: b(4, 2)\nM = isinstance(1, nn.MultiheadAttention)\n",
+    "import-also-called": "from torch.nn import MultiheadAttention\n\n\ndef f(m: MultiheadAttention):\n    return MultiheadAttention(4, 2)\n",
+    "main-guard-that-runs": (
+        "import torch.nn.functional as F\n\n__name__ = '__main__'\nif __name__ == '__main__':\n"
+        "    X = F.scaled_dot_product_attention\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NEVER_CALLED))
+def test_a_banned_name_that_is_never_called_is_not_flagged(name):
+    """Blind tester M lost mha_reshape's 15 points to torch's MultiheadAttention named in a type
+    annotation and in isinstance, and a main-guard self-test against SDPA (Day 1 §B's 对拍):
+    bans are on calls (docs/EXERCISES.md), and none of these can call what they name."""
+    found = scan(f"import torch\n\n{NEVER_CALLED[name]}", SDPA)
+    assert not found, [v.found for v in found]
+
+
+@pytest.mark.parametrize("name", sorted(CALLED_AFTER_ALL))
+def test_a_banned_name_that_can_still_be_called_is_flagged(name):
+    """The same places where they do call it: an annotation holding a call (evaluated when the
+    function is defined), a rebound isinstance, an imported name also used elsewhere, and a
+    main guard the file makes run by rebinding __name__."""
+    assert scan(f"import torch\n\n{CALLED_AFTER_ALL[name]}", SDPA)

@@ -121,6 +121,49 @@ def _function_names(node: ast.AST) -> list[str]:
     return []
 
 
+INERT_CALLS = ("isinstance", "issubclass")
+
+
+def _inert_nodes(tree: ast.AST, bound: set[str]) -> set[int]:
+    """ids of the nodes of annotations and of isinstance/issubclass's class argument (where
+    the file binds neither name itself): what a banned name there does is never a call."""
+    roots: list[ast.AST] = []
+    for node in _nodes(tree):
+        if isinstance(node, ast.arg) and node.annotation is not None:
+            roots.append(node.annotation)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.returns is not None:
+            roots.append(node.returns)
+        elif isinstance(node, ast.AnnAssign):
+            roots.append(node.annotation)
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in INERT_CALLS
+            and node.func.id not in bound
+            and len(node.args) == 2
+            and not node.keywords
+        ):
+            roots.append(node.args[1])
+    return {id(sub) for root in roots if _type_expression(root) for sub in ast.walk(root)}
+
+
+#: what a type expression is made of (``nn.MultiheadAttention | None``, ``tuple[int, ...]``): an
+#: annotation is evaluated when the function is defined, so one holding a call runs it
+TYPE_EXPRESSION_NODES = (
+    ast.Name, ast.Attribute, ast.Subscript, ast.Tuple, ast.List, ast.Constant, ast.BinOp, ast.BitOr, ast.Load,
+)  # fmt: skip
+
+
+def _type_expression(root: ast.AST) -> bool:
+    return all(isinstance(sub, TYPE_EXPRESSION_NODES) for sub in ast.walk(root))
+
+
+def _only_inert(tree: ast.AST, name: str, inert: set[int]) -> bool:
+    """Whether ``name`` (bound by an import) is read somewhere and only in inert places."""
+    reads = [n for n in _nodes(tree) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)]
+    return bool(reads) and all(id(n) in inert for n in reads)
+
+
 class _Scanner(ast.NodeVisitor):
     """Banned names (``banned``) are looked for where ``in_scope`` is on; the dynamic,
     deny-by-default constructs (when ``dynamic``) everywhere."""
@@ -179,9 +222,19 @@ class _Scanner(ast.NodeVisitor):
         self.instances: list[
             tuple[dict[str, str], set[str]]
         ] = []  # per enclosing function: (local → own class it surely holds, names bound)
+        # A banned name here is never called (blind tester M lost mha_reshape's 15 points to
+        # `isinstance(m, nn.MultiheadAttention)` and to an annotation): annotations (kept as
+        # data only typing's denied resolvers turn back into objects) and the classes that
+        # isinstance/issubclass compare with, where the file rebinds neither builtin.
+        self.tree = tree
+        self.inert = _inert_nodes(tree, self.rebound | self.class_names)
+        # the main guard's body never runs on import, unless the file rebinds __name__
+        self.main_guard_runs = "__name__" in self.rebound | self.class_names
 
     @property
     def in_scope(self) -> bool:
+        if self.stack[:1] == [MAIN_GUARD] and not self.main_guard_runs:
+            return False  # a self-test against torch.softmax (Day 1 §B's 对拍) is never run by the grader
         if self.scope is None:
             return True
         qualified = ".".join(self.stack)  # MODULE_LEVEL ("") at top level: in scope only if listed
@@ -349,7 +402,7 @@ class _Scanner(ast.NodeVisitor):
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         path = self.aliases.path(node) if self.dynamic else None
-        if self._banned_attribute(node):
+        if id(node) not in self.inert and self._banned_attribute(node):
             self._flag(node, _dotted(node))
         elif self.dynamic:
             if "DisableTorch" in node.attr or "disable_torch_function" in node.attr.lower():
@@ -431,7 +484,7 @@ class _Scanner(ast.NodeVisitor):
         text = node.value.strip()
         if IDENTIFIER_LIKE.match(text):
             parts = re.split(r"[.:]+", text)
-            hit = None if id(node) in self.plain_args else next((p for p in parts if p in self.banned), None)
+            hit = None if id(node) in self.plain_args | self.inert else next((p for p in parts if p in self.banned), None)
             if hit is not None:
                 self._flag(node, f"the string {text[:60]!r} (names {hit})")
             elif self.dynamic and any("DisableTorch" in p or p == "_C" for p in parts):
@@ -451,8 +504,10 @@ class _Scanner(ast.NodeVisitor):
         torch_path = parts[0] == "torch"
         owner = ".".join(parts[:-1])
         binds = asname or (name if name else parts[0])
-        # a fellow file's top-level import of a banned name counts only where what it binds is used
-        unused = self.bound is not None and not self.stack and binds not in self.bound
+        # a fellow file's top-level import of a banned name counts only where what it binds is used;
+        # a name used only in annotations and isinstance checks is never called
+        fellow_unused = self.bound is not None and not self.stack and binds not in self.bound
+        unused = fellow_unused or _only_inert(self.tree, binds, self.inert)
         # every part of the path: ``from torch.distributions.transforms import SoftmaxTransform``
         # names a banned module on the way (blind red-team tester R-E)
         if torch_path and not unused and (any(self._banned(p) for p in parts[1:]) or self._banned_path(owner, parts[-1])):
