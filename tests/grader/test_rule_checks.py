@@ -957,8 +957,12 @@ NEVER_CALLED = {
 }
 CALLED_AFTER_ALL = {
     "annotation-with-a-call": "def f(m: torch.nn.MultiheadAttention(4, 2)) -> None:\n    return None\n",
-    "isinstance-rebound": "import torch.nn as nn\n\nisinstance = lambda a, b: b(4, 2)\nM = isinstance(1, nn.MultiheadAttention)\n",
-    "import-also-called": "from torch.nn import MultiheadAttention\n\n\ndef f(m: MultiheadAttention):\n    return MultiheadAttention(4, 2)\n",
+    "isinstance-rebound": (
+        "import torch.nn as nn\n\nisinstance = lambda a, b: b(4, 2)\nM = isinstance(1, nn.MultiheadAttention)\n"
+    ),
+    "import-also-called": (
+        "from torch.nn import MultiheadAttention\n\n\ndef f(m: MultiheadAttention):\n    return MultiheadAttention(4, 2)\n"
+    ),
     "main-guard-that-runs": (
         "import torch.nn.functional as F\n\n__name__ = '__main__'\nif __name__ == '__main__':\n"
         "    X = F.scaled_dot_product_attention\n"

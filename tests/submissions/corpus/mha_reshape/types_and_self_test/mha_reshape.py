@@ -39,7 +39,9 @@ class MultiHeadAttention(nn.Module):
     def load_from_torch(self, mha: nn.MultiheadAttention) -> None:
         """Copy the weights of a torch MultiheadAttention (for comparing outputs)."""
         wq, wk, wv = mha.in_proj_weight.chunk(3)
-        self.w_q.weight.copy_(wq); self.w_k.weight.copy_(wk); self.w_v.weight.copy_(wv)
+        self.w_q.weight.copy_(wq)
+        self.w_k.weight.copy_(wk)
+        self.w_v.weight.copy_(wv)
         self.w_o.weight.copy_(mha.out_proj.weight)
 
     def forward(self, x, key_allowed=None, return_weights=False):
@@ -64,11 +66,11 @@ class MultiHeadAttention(nn.Module):
 
 
 def score_elements(batch, num_heads, T):
-    return batch * num_heads * T ** 2
+    return batch * num_heads * T**2
 
 
 def mha_flops(T, d):
-    return 8 * T * d ** 2 + 4 * T ** 2 * d
+    return 8 * T * d**2 + 4 * T**2 * d
 
 
 def attention_flop_fraction(T, d):
@@ -76,7 +78,7 @@ def attention_flop_fraction(T, d):
 
 
 def attention_matrix_gib(batch, num_heads, T, bytes_per_element=2, layers=1):
-    return batch * num_heads * T * T * bytes_per_element * layers / 2 ** 30
+    return batch * num_heads * T * T * bytes_per_element * layers / 2**30
 
 
 def mha_param_count(d, bias=True):
@@ -90,10 +92,13 @@ def is_torch_mha(m: object) -> bool:
 
 if __name__ == "__main__":
     import torch.nn.functional as F
+
     torch.manual_seed(0)
     m = MultiHeadAttention(8, 2, 16).eval()
     x = torch.randn(2, 5, 8)
-    q = split_heads(m.w_q(x), 2); k = split_heads(m.w_k(x), 2); v = split_heads(m.w_v(x), 2)
+    q = split_heads(m.w_q(x), 2)
+    k = split_heads(m.w_k(x), 2)
+    v = split_heads(m.w_v(x), 2)
     ref = m.w_o(merge_heads(F.scaled_dot_product_attention(q, k, v, is_causal=True)))
     assert torch.allclose(m(x), ref, atol=1e-6)
     print("matches SDPA")
