@@ -70,13 +70,27 @@ def _linear(x: torch.Tensor, state: dict, name: str, transpose: bool = True) -> 
 
 
 def _mha(
-    x, state, h, key_allowed, *, split="ok", merge="ok", scale="head", mask="ok", project=True, transpose=True, dim=-1, diagonal=0
+    x,
+    state,
+    h,
+    key_allowed,
+    *,
+    split="ok",
+    merge="ok",
+    scale="head",
+    mask="ok",
+    project=True,
+    transpose=True,
+    dim=-1,
+    diagonal=0,
+    upper=False,
 ):
     B, T, C = x.shape
     d = C // h
     q, k, v = (_split(_linear(x, state, n, transpose), h, split) for n in ("w_q", "w_k", "w_v"))
     scores = q @ k.transpose(-2, -1) / math.sqrt({"model": C, "heads": h}.get(scale, d))
-    causal = torch.ones(T, T, dtype=torch.bool).tril(diagonal)  # diagonal −1: each query's own key blocked too
+    causal = torch.ones(T, T, dtype=torch.bool)
+    causal = causal.triu() if upper else causal.tril(diagonal)  # diagonal −1: each query's own key blocked too
     if key_allowed is None:
         allowed = causal if mask != "no-causal" else None
     else:
@@ -133,6 +147,8 @@ def mha(
     out["mha_reshape/linear-weight-not-transposed"] = _mha(x, state, h, key_allowed, transpose=False)
     out["mha_reshape/no-causal-mask"] = _mha(x, state, h, key_allowed, mask="no-causal")
     out["mha_reshape/causal-diagonal-blocked"] = _mha(x, state, h, key_allowed, diagonal=-1)  # ~triu(diagonal=0)
+    # triu: itself and the future (blind tester N: read on some seeds as the padding mask on queries)
+    out["mha_reshape/causal-mask-triu"] = _mha(x, state, h, key_allowed, upper=True)
     if x.shape[1] > 1:
         out["mha_reshape/softmax-wrong-axis"] = _mha(x, state, h, key_allowed, dim=-2)
     if key_allowed is not None and not bool(key_allowed.to(torch.bool).all()):
