@@ -432,6 +432,10 @@ def gradcheck(sub, problem: dict) -> tuple[str | None, list[str]]:
                 and torch.allclose(analytical, jac[i].double(), rtol=1e-6, atol=1e-9)
                 and _whole_jacobian(jac, analytical_all, problem["numerical"])
             }
+            if {SAVED_SCALED_Q, SCALE_TWICE_DK} <= set(stacked):  # the same Jacobians: ask attention_backward
+                right = _backward_dk_right(sub, problem)
+                if right is not None:  # else both stay, and the tie names neither
+                    stacked.pop(SCALE_TWICE_DK if right else SAVED_SCALED_Q)
             hints = (
                 expect.diagnose(analytical, stacked, Tol(1e-6, 1e-9), want=num) if stacked else []
             )  # records the match on the Jacobian
@@ -446,6 +450,29 @@ def gradcheck(sub, problem: dict) -> tuple[str | None, list[str]]:
                 f"(allowed |difference| ≤ {GRADCHECK['atol']:g} + {GRADCHECK['rtol']:g}·|expected|)"
             ), hints
     return None, []
+
+
+SAVED_SCALED_Q = "custom_backward/saved-scaled-q"
+SCALE_TWICE_DK = "custom_backward/scale-twice#dk"
+
+
+def _backward_dk_right(sub, problem: dict) -> bool | None:
+    """Whether attention_backward, called on its own with the right weights and scale (the
+    problem's ``backward_probe``), returns the right K̄: then a K̄ off by s through
+    AttentionFunction comes from what forward saved (s·Q), not from the backward's formula
+    (blind tester N's K̄ = s·s·S̄ᵀQ was named as the forward's mistake). None when it cannot tell."""
+    probe = problem.get("backward_probe")
+    if probe is None:
+        return None
+    try:
+        got = sub.custom_backward.call(
+            "attention_backward", probe["d_out"], problem["q"], problem["k"], problem["v"], probe["weights"], probe["scale"]
+        ).value
+    except SubmissionError:
+        return None
+    if not isinstance(got, tuple | list) or len(got) < 2 or type(got[1]) is not torch.Tensor:
+        return None
+    return expect.distance(got[1], probe["dk"], Tol(1e-9, 1e-12)) <= 1
 
 
 def _whole_jacobian(mistake: list, analytical: list, numerical: list) -> bool:

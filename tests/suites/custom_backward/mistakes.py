@@ -87,6 +87,10 @@ def attention_backward(d_out, q, k, v, weights, scale: float) -> dict[str, tuple
         out[P + "missing-scale"] = grads(ds, s=1.0)
         out[P + "scale-inverted"] = grads(ds, s=1.0 / scale)  # multiplied by √d_k instead of 1/√d_k
         out[P + "scale-twice"] = grads(ds, s=scale * scale)  # s applied to Ā (or S̄) and again to Q̄, K̄
+        # s twice in one of the two products only (blind tester N: K̄ = s·s·S̄ᵀQ read, in gradcheck, as a
+        # forward that saved s·Q — the same Jacobians, so gradcheck now names neither)
+        out[P + "scale-twice#dk"] = grads(ds, dk_rhs=scale * scale * (ds.transpose(-2, -1) @ q))
+        out[P + "scale-twice#dq"] = (scale * scale * (ds @ k), scale * (ds.transpose(-2, -1) @ q), dv)
     if ds.shape[-1] == ds.shape[-2]:  # only then do the transposed products have the right shape
         out[P + "dk-transpose"] = grads(ds, dk_rhs=scale * (ds @ q))
         out[P + "dq-transpose"] = (scale * (ds.transpose(-2, -1) @ k), scale * (ds.transpose(-2, -1) @ q), dv)
@@ -122,6 +126,8 @@ def attention_backward_from(own_ds, d_out, q, k, v, weights, scale: float) -> di
         own[P + "missing-scale"] = (ds @ k, ds.transpose(-2, -1) @ q, dv)
         own[P + "scale-inverted"] = (dq / scale**2, dk / scale**2, dv)
         own[P + "scale-twice"] = (dq * scale, dk * scale, dv)
+        own[P + "scale-twice#dk"] = (dq, dk * scale, dv)
+        own[P + "scale-twice#dq"] = (dq * scale, dk, dv)
     if ds.shape[-1] == ds.shape[-2]:
         own[P + "dk-transpose"] = (dq, scale * (ds @ q), dv)
         own[P + "dq-transpose"] = (scale * (ds.transpose(-2, -1) @ k), dk, dv)
@@ -305,11 +311,19 @@ def gradcheck_problem(q, k, v, allowed) -> dict:
                 else None
                 for i, like in enumerate((q, k, v))
             ]
+    # attention_backward called once on these inputs (Ȳ all ones), to tell a forward that saved s·Q
+    # from a backward that puts s twice on K̄: their Jacobians through AttentionFunction are the same
+    q64, k64, v64 = q.double(), k.double(), v.double()
+    _, weights = plain_attention(q64, k64, v64, allowed)
+    scale = 1.0 / math.sqrt(q.shape[-1])
+    d_out = torch.ones_like(want_out)
+    probe = {"d_out": d_out, "weights": weights, "scale": scale, "dk": _plain_backward(d_out, q64, k64, v64, weights, scale)[1]}
     return {
         "q": q,
         "k": k,
         "v": v,
         "allowed": allowed,
+        "backward_probe": probe,
         "out": want_out.to(q.dtype),
         "forward_mistakes": attention_forward(q, k, v, allowed),
         "numerical": numerical_jacobians(q, k, v, allowed),

@@ -205,9 +205,16 @@ def _function_table(sub, q, k, v, allowed, d_out) -> dict:
     except SubmissionError:
         return table
     ok = all(isinstance(g, (tuple, list)) and len(g) >= 3 and all(type(t) is torch.Tensor for t in g[:3]) for g in (saved, plain))
-    if ok and any(x.shape != y.shape or not torch.equal(x, y) for x, y in zip(saved[:3], plain[:3])):
-        right_out = table["custom_backward/saved-scaled-q"][3]
-        table["custom_backward/saved-scaled-q"] = (*(t.to(q.dtype) for t in saved[:3]), right_out)
+    if ok and {data.SAVED_SCALED_Q, data.SCALE_TWICE_DK} <= set(table):
+        # the same gradients through AttentionFunction: your attention_backward on the plain q
+        # says which (K̄ = s·s·S̄ᵀQ there is the backward's mistake; a right K̄ leaves the forward's)
+        twice = table[data.SCALE_TWICE_DK][1]
+        backward_twice = plain[1].shape == twice.shape and torch.allclose(plain[1].double(), twice.double(), rtol=1e-6, atol=1e-9)
+        table.pop(data.SAVED_SCALED_Q if backward_twice else data.SCALE_TWICE_DK)
+    differs = ok and any(x.shape != y.shape or not torch.equal(x, y) for x, y in zip(saved[:3], plain[:3]))
+    if differs and data.SAVED_SCALED_Q in table:
+        right_out = table[data.SAVED_SCALED_Q][3]
+        table[data.SAVED_SCALED_Q] = (*(t.to(q.dtype) for t in saved[:3]), right_out)
     return table
 
 
