@@ -65,7 +65,21 @@ def softmax(scores: torch.Tensor, dim: int = -1) -> dict[str, torch.Tensor]:
     unkept = _unkept_lse(s64, dim)
     if unkept is not None:  # exp(s − logsumexp(s, dim)) without keepdim
         v[P + "lse-without-keepdim"] = torch.exp(unkept).to(scores.dtype)
+    shifted = _unkept_shift(s64, dim)
+    if shifted is not None:  # exp(s − amax(s, dim)) without keepdim, then the right sum (blind tester N)
+        e = torch.exp(shifted)
+        v[P + "max-without-keepdim"] = (e / e.sum(dim=dim, keepdim=True)).to(scores.dtype)
+    v[P + "sum-over-everything"] = (exps / exps.sum()).to(scores.dtype)  # exps.sum() with no dim (blind tester N)
     return keep_if_wrong(v, right)
+
+
+def _unkept_shift(s: torch.Tensor, dim: int) -> torch.Tensor | None:
+    """``s − s.amax(dim)`` without keepdim (None where that does not broadcast to s's shape)."""
+    try:
+        out = s - s.amax(dim=dim)
+    except RuntimeError:
+        return None
+    return out if out.shape == s.shape else None
 
 
 def log_softmax(scores: torch.Tensor, dim: int = -1) -> dict[str, torch.Tensor]:
