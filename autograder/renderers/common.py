@@ -355,6 +355,17 @@ def footer_notes(results: Results) -> list[tuple[str, str]]:
                 f"{cross['imports']} with it.",
             )
         )
+    lost = {sk.id for sk in results.skills if sk.score < sk.points}
+    for dep in (sub.get("exercise_imports") or [])[:6]:
+        if dep.get("imports_skill") in lost and dep.get("skill") in lost:
+            out.append(
+                (
+                    "Imports between exercises",
+                    f"{dep['file']} imports {dep['imports']}, which lost points in {dep['imports_skill']}: {dep['skill']}'s "
+                    f"tests run your {dep['imports']} code too, so some of {dep['skill']}'s failures (and their hints) may "
+                    f"come from there. Fix {dep['imports_skill']} first, then grade again.",
+                )
+            )
     helpers = sub.get("helpers") or {}
     usable = [info.get("file") or f"{name}.py" for name, info in helpers.items() if not info.get("problem")]
     refused = [f"{info.get('file') or name + '.py'} ({info['problem']})" for name, info in helpers.items() if info.get("problem")]

@@ -85,6 +85,9 @@ class PreparedSubmission:
     #: an exercise module that imports one handed in with another assignment (works here, where
     #: every module is copied; not in that assignment's own upload): _cross_assignment_imports
     cross_imports: list[dict] = field(default_factory=list)
+    #: each exercise module that imports another one (allowed): a mistake in the imported one
+    #: fails the importer's tests too, which the report says (renderers/common.py): _exercise_imports
+    exercise_imports: list[dict] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         def public(info: dict) -> dict:
@@ -99,6 +102,7 @@ class PreparedSubmission:
             "ignored_more": self.ignored_more,
             "located": self.note,
             "cross_assignment_imports": self.cross_imports,
+            "exercise_imports": self.exercise_imports,
         }
 
 
@@ -443,6 +447,7 @@ def prepare(path: str | Path, config: Config, run_dir: Path, *, world_readable: 
         if dir_fd is not None:
             os.close(dir_fd)
     prepared.cross_imports = _cross_assignment_imports(config, sources)
+    prepared.exercise_imports = _exercise_imports(config, sources)
     # copied helpers are listed as helpers; refused ones stay in `ignored` too (nothing reads them)
     keep = set(module_files) | {h["file"] for h in prepared.helpers.values() if h.get("copy_path")}
     prepared.ignored, prepared.ignored_more = list_ignored(root, keep)
@@ -465,6 +470,21 @@ def _cross_assignment_imports(config: Config, sources: dict[str, bytes]) -> list
             theirs = home.get(f"{other}.py")
             if mine and theirs and theirs != mine:
                 found.append({"file": module, "assignment": mine, "imports": f"{other}.py", "imports_assignment": theirs})
+    return found
+
+
+def _exercise_imports(config: Config, sources: dict[str, bytes]) -> list[dict]:
+    """Each exercise module (file → bytes) that imports another exercise module, with both
+    skills: ``qkv.py`` taking ``causal_mask`` from ``masks.py`` runs the student's masks code in
+    qkv's tests, so a masks mistake fails those too (blind tester N). Read from the AST."""
+    full = config.selected_from or config
+    skill_of = {skill.module: sid for sid, skill in full.skills.items()}
+    found = []
+    for module, data in sources.items():
+        for other in sorted(exercise_api.imported_modules(data)):
+            theirs = skill_of.get(f"{other}.py")
+            if module in skill_of and theirs and f"{other}.py" != module:
+                found.append({"file": module, "skill": skill_of[module], "imports": f"{other}.py", "imports_skill": theirs})
     return found
 
 

@@ -92,3 +92,30 @@ def test_imports_within_one_assignment_and_of_libraries_are_not_named(folder, tm
     assert "Imports across assignments" not in dict(
         footer_notes(Results("complete", "", 0, 100, [], submission=prepared.to_dict()))
     )
+
+
+def _outcome(sid: str, score: float):
+    from autograder.core.results import SkillOutcome
+
+    skill = CONFIG.skills[sid]
+    return SkillOutcome(sid, skill.title, skill.module, [], skill.points, score, 0, 0, [])
+
+
+def test_a_module_that_imports_a_sibling_that_lost_points_is_told_its_failures_may_come_from_there(folder, tmp_path):
+    """Blind tester N: qkv.py taking causal_mask from masks.py, with a masks mistake, lost points
+    in qkv too (its tests run the student's masks code), with hints that read as qkv's own. The
+    report says where to start: only where both skills lost points."""
+    (folder / "qkv.py").write_text((folder / "qkv.py").read_text(encoding="utf-8") + "\n\nfrom masks import causal_mask\n")
+    prepared = _prepared(folder, CONFIG, tmp_path)
+    assert {"file": "qkv.py", "skill": "qkv", "imports": "masks.py", "imports_skill": "masks"} in prepared.exercise_imports
+    sub = prepared.to_dict()
+
+    def notes(qkv: float, masks: float) -> str:
+        skills = [_outcome("qkv", qkv), _outcome("masks", masks)]
+        found = dict(footer_notes(Results("complete", "", 0, 100, skills, submission=sub)))
+        return " ".join(found.get("Imports between exercises", "").split())
+
+    full_qkv, full_masks = CONFIG.skills["qkv"].points, CONFIG.skills["masks"].points
+    assert "qkv.py imports masks.py, which lost points in masks" in notes(full_qkv - 2, full_masks - 3)
+    assert "Fix masks first" in notes(full_qkv - 2, full_masks - 3)
+    assert notes(full_qkv - 2, full_masks) == notes(full_qkv, full_masks - 3) == ""
