@@ -476,7 +476,7 @@ def _cross_assignment_imports(config: Config, sources: dict[str, bytes]) -> list
 def _exercise_imports(config: Config, sources: dict[str, bytes]) -> list[dict]:
     """Each exercise module (file → bytes) that imports another exercise module, with both
     skills: ``qkv.py`` taking ``causal_mask`` from ``masks.py`` runs the student's masks code in
-    qkv's tests, so a masks mistake fails those too (blind tester N). Read from the AST."""
+    qkv's tests, so a masks mistake fails those too (blind tester R-L). Read from the AST."""
     full = config.selected_from or config
     skill_of = {skill.module: sid for sid, skill in full.skills.items()}
     found = []

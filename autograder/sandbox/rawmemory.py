@@ -2,7 +2,7 @@
 
 Every rule a worker enforces (the kernel bans, the autograd tripwire, the recorders) is an
 object in the worker's own memory. Code that can read and write any address can switch them
-off: blind red-team tester O built a numpy array over an address from ``id()`` with
+off: blind red-team tester R-J built a numpy array over an address from ``id()`` with
 ``numpy.lib.stride_tricks.as_strided`` (strides reaching outside the array) and from there
 reached and rewired the tripwire and the recorders — 20/20 in custom_backward with autograd in
 ``backward``. The capability is removed at its sources:

@@ -558,7 +558,7 @@ def _hints_for(error: dict) -> list[str]:
     if kind in ("ModuleNotFoundError", "ImportError"):
         message = str(error.get("message", ""))
         if SIBLING_AS_PACKAGE.search(message):
-            return ["general/import-sibling"]  # `from exercises.masks import …`, `from .masks import …` (blind tester M)
+            return ["general/import-sibling"]  # `from exercises.masks import …`, `from .masks import …` (blind tester R-K)
         return ["general/import"]
     if thread_refused(error):
         return ["general/one-thread"]

@@ -102,7 +102,7 @@ def _outcome(sid: str, score: float):
 
 
 def test_a_module_that_imports_a_sibling_that_lost_points_is_told_its_failures_may_come_from_there(folder, tmp_path):
-    """Blind tester N: qkv.py taking causal_mask from masks.py, with a masks mistake, lost points
+    """Blind tester R-L: qkv.py taking causal_mask from masks.py, with a masks mistake, lost points
     in qkv too (its tests run the student's masks code), with hints that read as qkv's own. The
     report says where to start: only where both skills lost points."""
     (folder / "qkv.py").write_text((folder / "qkv.py").read_text(encoding="utf-8") + "\n\nfrom masks import causal_mask\n")

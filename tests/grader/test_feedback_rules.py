@@ -333,7 +333,7 @@ def test_autograd_refusing_a_saved_tensor_changed_in_place_is_named():
 
 
 def test_an_exercise_module_imported_as_part_of_a_package_is_named_and_a_missing_module_is_not():
-    """Blind tester M: `from exercises.masks import …` and `from .masks import …` got "not
+    """Blind tester R-K: `from exercises.masks import …` and `from .masks import …` got "not
     available in the grader", though masks.py was there; bmm given four axes names bmm."""
     from autograder.testing.remote import _hints_for
 

@@ -742,7 +742,7 @@ ALIASED_EVASIONS = {
     "sympify": ('import sympy\n\nsympy.sympify("1")\n', "import sympy"),
     "numpy-pickle": ('import numpy\n\nX = numpy.load("x.npy", allow_pickle=True)\n', "allow_pickle"),
     "setprofile": ("import sys\n\nsys.setprofile(None)\n", "sys.setprofile"),
-    # blind red-team tester O, 2026-12-05: an object exposing numpy's array interface makes numpy
+    # blind red-team tester R-J, 2026-12-05: an object exposing numpy's array interface makes numpy
     # read and write any address (sandbox/rawmemory.py removes numpy's own holder's reach)
     "array-interface-method": (
         "class P:\n    @property\n    def __array_interface__(self):\n        return {}\n",
@@ -972,7 +972,7 @@ CALLED_AFTER_ALL = {
 
 @pytest.mark.parametrize("name", sorted(NEVER_CALLED))
 def test_a_banned_name_that_is_never_called_is_not_flagged(name):
-    """Blind tester M lost mha_reshape's 15 points to torch's MultiheadAttention named in a type
+    """Blind tester R-K lost mha_reshape's 15 points to torch's MultiheadAttention named in a type
     annotation and in isinstance, and a main-guard self-test against SDPA (Day 1 §B's 对拍):
     bans are on calls (docs/EXERCISES.md), and none of these can call what they name."""
     found = scan(f"import torch\n\n{NEVER_CALLED[name]}", SDPA)

@@ -1011,7 +1011,7 @@ def test_worker_cannot_create_memory_the_address_space_limit_does_not_count(sand
 
 
 def test_exercise_code_gets_no_memory_at_an_address_of_its_choosing(sandbox):
-    """Raw memory reaches every rule's objects in the worker (blind red-team tester O kept
+    """Raw memory reaches every rule's objects in the worker (blind red-team tester R-J kept
     20/20 in custom_backward through numpy's as_strided): ctypes is refused once the worker
     serves, and numpy's strided views stay inside the memory of the array they view — views
     inside it, a slice's view into its parent and sliding windows work as they always did."""

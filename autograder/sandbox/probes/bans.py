@@ -233,7 +233,7 @@ class _StandingBan:
         function computing it from other operators) for an operator of the rule, or holding a
         function of the rule's name: the tables keep the functions themselves, not their module's
         names, so ``_softmax`` stayed reachable there after its module's name was replaced
-        (blind red-team tester O reached the table through raw memory and kept 15/15)."""
+        (blind red-team tester R-J reached the table through raw memory and kept 15/15)."""
         decomp = sys.modules.get("torch._decomp")
         tables = [getattr(decomp, "decomposition_table", None)]
         tables += list(getattr(decomp, "global_decomposition_table", {}).values())

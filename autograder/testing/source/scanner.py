@@ -222,7 +222,7 @@ class _Scanner(ast.NodeVisitor):
         self.instances: list[
             tuple[dict[str, str], set[str]]
         ] = []  # per enclosing function: (local → own class it surely holds, names bound)
-        # A banned name here is never called (blind tester M lost mha_reshape's 15 points to
+        # A banned name here is never called (blind tester R-K lost mha_reshape's 15 points to
         # `isinstance(m, nn.MultiheadAttention)` and to an annotation): annotations (kept as
         # data only typing's denied resolvers turn back into objects) and the classes that
         # isinstance/issubclass compare with, where the file rebinds neither builtin.

@@ -460,7 +460,7 @@ def _backward_dk_right(sub, problem: dict) -> bool | None:
     """Whether attention_backward, called on its own with the right weights and scale (the
     problem's ``backward_probe``), returns the right K̄: then a K̄ off by s through
     AttentionFunction comes from what forward saved (s·Q), not from the backward's formula
-    (blind tester N's K̄ = s·s·S̄ᵀQ was named as the forward's mistake). None when it cannot tell."""
+    (blind tester R-L's K̄ = s·s·S̄ᵀQ was named as the forward's mistake). None when it cannot tell."""
     probe = problem.get("backward_probe")
     if probe is None:
         return None

@@ -87,7 +87,7 @@ def attention_backward(d_out, q, k, v, weights, scale: float) -> dict[str, tuple
         out[P + "missing-scale"] = grads(ds, s=1.0)
         out[P + "scale-inverted"] = grads(ds, s=1.0 / scale)  # multiplied by √d_k instead of 1/√d_k
         out[P + "scale-twice"] = grads(ds, s=scale * scale)  # s applied to Ā (or S̄) and again to Q̄, K̄
-        # s twice in one of the two products only (blind tester N: K̄ = s·s·S̄ᵀQ read, in gradcheck, as a
+        # s twice in one of the two products only (blind tester R-L: K̄ = s·s·S̄ᵀQ read, in gradcheck, as a
         # forward that saved s·Q — the same Jacobians, so gradcheck now names neither)
         out[P + "scale-twice#dk"] = grads(ds, dk_rhs=scale * scale * (ds.transpose(-2, -1) @ q))
         out[P + "scale-twice#dq"] = (scale * scale * (ds @ k), scale * (ds.transpose(-2, -1) @ q), dv)

@@ -95,7 +95,7 @@ def softmax(scores: torch.Tensor, allowed: torch.Tensor) -> dict[str, torch.Tens
         # fill is the row's largest score, so the blocked keys share the weights (blind tester F's M15)
         "masks/finite-fill-beats-minus-inf": torch.where(a.any(-1, keepdim=True), torch.softmax(fill(-1e9), -1), 0.0),
         "masks/polarity-inverted": torch.softmax(fill(NEG_INF, ~a), -1),
-        # no mask at all (blind tester N: its blocked keys with the largest scores read as the
+        # no mask at all (blind tester R-L: its blocked keys with the largest scores read as the
         # inverted polarity, which it is not)
         "masks/mask-ignored": torch.softmax(s, -1),
     }

@@ -147,7 +147,7 @@ def mha(
     out["mha_reshape/linear-weight-not-transposed"] = _mha(x, state, h, key_allowed, transpose=False)
     out["mha_reshape/no-causal-mask"] = _mha(x, state, h, key_allowed, mask="no-causal")
     out["mha_reshape/causal-diagonal-blocked"] = _mha(x, state, h, key_allowed, diagonal=-1)  # ~triu(diagonal=0)
-    # triu: itself and the future (blind tester N: read on some seeds as the padding mask on queries)
+    # triu: itself and the future (blind tester R-L: read on some seeds as the padding mask on queries)
     out["mha_reshape/causal-mask-triu"] = _mha(x, state, h, key_allowed, upper=True)
     if x.shape[1] > 1:
         out["mha_reshape/softmax-wrong-axis"] = _mha(x, state, h, key_allowed, dim=-2)

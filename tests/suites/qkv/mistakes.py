@@ -106,7 +106,7 @@ def head_chain(x: torch.Tensor, state: dict[str, torch.Tensor]) -> dict[str, tor
     out = outputs(chain)
     if x.size(-1) == w["query"].size(0):  # x @ linear.weight only runs when C == head_size
         out["qkv/linear-weight-not-transposed"] = _plain(x, w["query"], w["key"], w["value"])
-    # a layer used for another's projection (k = self.query(x): blind tester N), or two swapped
+    # a layer used for another's projection (k = self.query(x): blind tester R-L), or two swapped
     names = ("query", "key", "value")
     for i, target in enumerate(names):
         for source in names:

@@ -66,10 +66,10 @@ def softmax(scores: torch.Tensor, dim: int = -1) -> dict[str, torch.Tensor]:
     if unkept is not None:  # exp(s − logsumexp(s, dim)) without keepdim
         v[P + "lse-without-keepdim"] = torch.exp(unkept).to(scores.dtype)
     shifted = _unkept_shift(s64, dim)
-    if shifted is not None:  # exp(s − amax(s, dim)) without keepdim, then the right sum (blind tester N)
+    if shifted is not None:  # exp(s − amax(s, dim)) without keepdim, then the right sum (blind tester R-L)
         e = torch.exp(shifted)
         v[P + "max-without-keepdim"] = (e / e.sum(dim=dim, keepdim=True)).to(scores.dtype)
-    v[P + "sum-over-everything"] = (exps / exps.sum()).to(scores.dtype)  # exps.sum() with no dim (blind tester N)
+    v[P + "sum-over-everything"] = (exps / exps.sum()).to(scores.dtype)  # exps.sum() with no dim (blind tester R-L)
     return keep_if_wrong(v, right)
 
 

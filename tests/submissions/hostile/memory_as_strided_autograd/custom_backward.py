@@ -1,4 +1,4 @@
-"""Blind red-team tester O (2026-12-05): numpy's as_strided with strides past its array reads and
+"""Blind red-team tester R-J (2026-12-05): numpy's as_strided with strides past its array reads and
 writes any address; from id() it reached the worker's tripwire and recorders (custom_backward 20/20 with torch.autograd.grad in backward)."""
 
 from __future__ import annotations

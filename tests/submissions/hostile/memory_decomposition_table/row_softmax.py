@@ -1,4 +1,4 @@
-"""Blind red-team tester O (2026-12-05): numpy's as_strided with strides past its array reads and
+"""Blind red-team tester R-J (2026-12-05): numpy's as_strided with strides past its array reads and
 writes any address; from id() it reached the worker's tripwire and recorders (row_softmax 15/15 running torch._decomp's own _softmax and _log_softmax)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Blind red-team tester O's raw-memory attack, with torch's own ctypes (``torch.ctypes``)
+"""Blind red-team tester R-J's raw-memory attack, with torch's own ctypes (``torch.ctypes``)
 for the reads and writes instead of numpy's as_strided: the scan passed the name."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Correct, from blind tester M (2026-12-05): torch's MultiheadAttention named in a type annotation
+"""Correct, from blind tester R-K (2026-12-05): torch's MultiheadAttention named in a type annotation
 and an isinstance check, never called, and a self-test against F.scaled_dot_product_attention under
 the main guard (Day 1 §B: 再与 F.scaled_dot_product_attention 对拍). None of it runs in the grader."""
 

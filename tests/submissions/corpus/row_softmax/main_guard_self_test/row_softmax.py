@@ -1,4 +1,4 @@
-"""Correct, from blind tester M (2026-12-05): a self-test against torch.softmax, log_softmax and
+"""Correct, from blind tester R-K (2026-12-05): a self-test against torch.softmax, log_softmax and
 F.cross_entropy under the main guard, which the grader never runs."""
 
 import torch
