@@ -13,7 +13,7 @@ reached and rewired the tripwire and the recorders — 20/20 in custom_backward 
   ctypes or one of its functions (``remove_ctypes``), and a worker refuses to import it
   (``NotImportable``). What is left — ctypes' types that other modules may hold — raises
   ``ctypes.*`` audit events (``from_address``, ``dlopen``…), which a serving worker refuses
-  (worker.forbid_introspection; calling a ctypes function raises none, hence the removal).
+  (audit.forbid_introspection; calling a ctypes function raises none, hence the removal).
   No exercise needs ctypes; the grader's own modules keep theirs (a worker confines itself
   with it).
 - **numpy's view over an address** (``DummyArray``, the ``__array_interface__`` holder that

@@ -32,8 +32,8 @@ from typing import Any
 
 import torch
 
-from . import confine, namespaces, probes, rawmemory, tensor_text
-from .codegate import CodeGate, caller_file
+from . import audit, confine, namespaces, probes, rawmemory, tensor_text
+from .codegate import CodeGate
 from .protocol import PeerClosed, decode, encode, header_bytes, json_safe, receive_key, recv_message, send_frame, send_message
 from .spec import WorkerSpec
 
@@ -432,7 +432,7 @@ def handle(ctx: WorkerContext, header: dict, blob: bytes, out: CappedWriter) -> 
     try:
         op = header.get("op")
         if op not in ("ban", "confine"):
-            ctx.seal()  # before any exercise code can run: see forbid_introspection
+            ctx.seal()  # before any exercise code can run: see audit.forbid_introspection
         if op == "import":
             ctx.module(header["module"])
             reply = {"ok": True}
@@ -512,41 +512,6 @@ def hide_grader() -> dict[str, Any]:
     return stash
 
 
-#: audit events (PEP 578) refused in a worker: gc's lists of live objects (a walk from them
-#: reaches the worker's recorders and its reply, however well the modules are hidden: blind
-#: red-team tester H) and other threads' frames
-_REFUSED_EVENTS = frozenset({"gc.get_objects", "gc.get_referrers", "gc.get_referents", "sys._current_frames"})
-
-
-def forbid_introspection(gate: CodeGate) -> Callable[[], None]:
-    """Refuse ``_REFUSED_EVENTS`` for the rest of the worker's life, before any submission
-    code runs, and let ``gate`` judge every ``exec`` (codegate.py). An audit hook cannot be
-    removed, and with gc's lists refused no code can reach the hook's function to change it.
-    No exercise, and nothing of torch's that an exercise runs, needs these; frames stay
-    (tracebacks, ``logging`` and ``namedtuple`` use them), so the static rule scan is what
-    denies frame walking in rule-checked files, and the gate keeps unscanned code out.
-
-    Returns ``seal``: from its call on (the first request that may run exercise code), ctypes
-    is refused too (rawmemory.py: raw memory reaches every rule's objects); until then the
-    worker's own setup uses it (a standing ban keeps its library handle alive with it)."""
-    sealed: list[bool] = []
-
-    def refuse(event: str, args: tuple) -> None:
-        if event in _REFUSED_EVENTS:
-            raise RuntimeError(f"{event} is not available to exercise code: it reaches the grader's own objects")
-        if event == "exec" and gate.allowed is not None:
-            gate.check(args[0], caller_file())
-        if sealed and rawmemory.is_ctypes_event(event):
-            raise RuntimeError(f"{event}: ctypes is not available to exercise code (it reaches raw memory)")
-
-    def seal() -> None:
-        if not sealed:
-            sealed.append(True)
-
-    sys.addaudithook(refuse)
-    return seal
-
-
 def serve(sock: socket.socket, spec: WorkerSpec, facts: list[str]) -> None:
     probes.AUTOGRAD_TRIPWIRE.install()  # before any submission module is imported
     probes.THREAD_BAN.install(spec.copy_dir.rstrip("/") + "/")
@@ -559,7 +524,7 @@ def serve(sock: socket.socket, spec: WorkerSpec, facts: list[str]) -> None:
     grader = hide_grader()
     rawmemory.bound_numpy_views()
     gate = CodeGate(spec.copy_dir, _GRADER_DIR)
-    seal = forbid_introspection(gate)
+    seal = audit.forbid_introspection(gate)
     ctx = WorkerContext(spec, grader, gate)
     ctx.seal = seal
     answer = handle  # bound here: replacing the module's global (reached by a gc walk) changes nothing

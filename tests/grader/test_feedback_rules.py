@@ -322,7 +322,7 @@ def test_the_right_value_as_a_python_number_names_item_and_a_wrong_one_does_not(
 
 
 def test_autograd_refusing_a_saved_tensor_changed_in_place_is_named():
-    from autograder.testing.remote import _hints_for
+    from autograder.testing.error_hints import hints_for as _hints_for
 
     message = (
         "one of the variables needed for gradient computation has been modified by an inplace operation: "
@@ -335,7 +335,7 @@ def test_autograd_refusing_a_saved_tensor_changed_in_place_is_named():
 def test_an_exercise_module_imported_as_part_of_a_package_is_named_and_a_missing_module_is_not():
     """Blind tester R-K: `from exercises.masks import …` and `from .masks import …` got "not
     available in the grader", though masks.py was there; bmm given four axes names bmm."""
-    from autograder.testing.remote import _hints_for
+    from autograder.testing.error_hints import hints_for as _hints_for
 
     sibling = ["general/import-sibling"]
     assert _hints_for({"type": "ModuleNotFoundError", "message": "No module named 'exercises'"}) == sibling

@@ -214,7 +214,7 @@ def test_torchs_refusal_to_mix_dtypes_names_the_dtype_hint_and_nothing_else_does
     tests said only "expected scalar type Float but found Double"."""
     import torch
 
-    from autograder.testing.remote import _hints_for
+    from autograder.testing.error_hints import hints_for as _hints_for
 
     a, b = torch.randn(2, 3), torch.randn(3, 2, dtype=torch.float64)
     refusals = []

@@ -1,0 +1,46 @@
+"""The worker's audit hook (PEP 578): what exercise code may not do at all, refused at the
+event itself — gc's lists of live objects and other threads' frames, ``exec`` of code the
+rule scan did not read (codegate.py), and, once the worker serves, ctypes (rawmemory.py). An
+audit hook cannot be removed."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+
+from . import rawmemory
+from .codegate import CodeGate, caller_file
+
+#: audit events (PEP 578) refused in a worker: gc's lists of live objects (a walk from them
+#: reaches the worker's recorders and its reply, however well the modules are hidden: blind
+#: red-team tester H) and other threads' frames
+_REFUSED_EVENTS = frozenset({"gc.get_objects", "gc.get_referrers", "gc.get_referents", "sys._current_frames"})
+
+
+def forbid_introspection(gate: CodeGate) -> Callable[[], None]:
+    """Refuse ``_REFUSED_EVENTS`` for the rest of the worker's life, before any submission
+    code runs, and let ``gate`` judge every ``exec`` (codegate.py). An audit hook cannot be
+    removed, and with gc's lists refused no code can reach the hook's function to change it.
+    No exercise, and nothing of torch's that an exercise runs, needs these; frames stay
+    (tracebacks, ``logging`` and ``namedtuple`` use them), so the static rule scan is what
+    denies frame walking in rule-checked files, and the gate keeps unscanned code out.
+
+    Returns ``seal``: from its call on (the first request that may run exercise code), ctypes
+    is refused too (rawmemory.py: raw memory reaches every rule's objects); until then the
+    worker's own setup uses it (a standing ban keeps its library handle alive with it)."""
+    sealed: list[bool] = []
+
+    def refuse(event: str, args: tuple) -> None:
+        if event in _REFUSED_EVENTS:
+            raise RuntimeError(f"{event} is not available to exercise code: it reaches the grader's own objects")
+        if event == "exec" and gate.allowed is not None:
+            gate.check(args[0], caller_file())
+        if sealed and rawmemory.is_ctypes_event(event):
+            raise RuntimeError(f"{event}: ctypes is not available to exercise code (it reaches raw memory)")
+
+    def seal() -> None:
+        if not sealed:
+            sealed.append(True)
+
+    sys.addaudithook(refuse)
+    return seal

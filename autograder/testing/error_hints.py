@@ -1,0 +1,58 @@
+"""General hints named by a submission's raised error alone (its type and message), for every
+skill: what ``SubmissionRaised`` carries before any test looks at it."""
+
+from __future__ import annotations
+
+import re
+
+from .failures import thread_refused
+
+
+def hints_for(error: dict) -> list[str]:
+    """The general hints a raised error's facts prove by themselves (its type and message):
+    the stub's TODO, an exit, a syntax or import error, a refused thread, autograd's and
+    torch's own refusals. Checked against torch's messages in tests/grader/test_feedback_rules.py."""
+    kind = error.get("type")
+    if error.get("todo"):
+        return ["general/todo"]
+    if kind == "NotImplementedError":
+        return []
+    if kind in ("SystemExit", "KeyboardInterrupt"):
+        return ["general/exit"]
+    if kind == "SyntaxError" or error.get("base") == "SyntaxError":
+        return ["general/syntax"]
+    if kind in ("ModuleNotFoundError", "ImportError"):
+        message = str(error.get("message", ""))
+        if SIBLING_AS_PACKAGE.search(message):
+            return ["general/import-sibling"]  # `from exercises.masks import …`, `from .masks import …` (blind tester R-K)
+        return ["general/import"]
+    if thread_refused(error):
+        return ["general/one-thread"]
+    if kind == "RuntimeError" and LEAF_IN_PLACE in str(error.get("message", "")):
+        return ["general/in-place"]  # autograd's own refusal: an input that requires grad was changed in place
+    if kind == "RuntimeError" and SAVED_IN_PLACE in str(error.get("message", "")):
+        return ["general/in-place-saved"]  # a tensor autograd saved was changed since (blind tester I)
+    if kind == "RuntimeError" and CANNOT_GROW in str(error.get("message", "")):
+        return ["general/in-place-broadcast"]  # an in-place op whose result needs a larger, broadcast shape (blind tester N)
+    if kind == "RuntimeError" and DTYPE_MIXED.search(str(error.get("message", ""))):
+        return ["general/dtype-changed"]  # torch's refusal to mix dtypes: the inputs of a call share one (blind tester F)
+    if kind == "RuntimeError" and BMM_NOT_3D.search(str(error.get("message", ""))):
+        return ["general/bmm-three-axes"]  # bmm (or baddbmm) given a tensor of other than three axes
+    return []
+
+
+#: autograd's error when code changes a tensor that requires grad (the test's input, or a view of it) in place
+LEAF_IN_PLACE = "requires grad is being used in an in-place operation"
+#: autograd's error in backward when a tensor it saved in forward was changed in place afterwards
+SAVED_IN_PLACE = "needed for gradient computation has been modified by an inplace operation"
+#: an exercise module imported as part of a package: the grader runs them as top-level modules
+SIBLING_AS_PACKAGE = re.compile(r"relative import with no known parent package|No module named 'exercises'")
+#: torch.bmm's and baddbmm's refusal of an operand without exactly three axes
+BMM_NOT_3D = re.compile(r"\bbatch[12] must be a 3D tensor")
+#: torch's refusal to write an in-place result of a larger, broadcast shape into its left operand
+CANNOT_GROW = "doesn't match the broadcast shape"
+#: torch's refusals to compute with two dtypes at once (a matmul, linear, bmm or einsum of a
+#: float32 tensor the code made and the float64 input it was given)
+DTYPE_MIXED = re.compile(
+    r"expected scalar type \w+ but found \w+|expected m1 and m2 to have the same dtype|mat1 and mat2 must have the same dtype"
+)
