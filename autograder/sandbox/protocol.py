@@ -182,8 +182,13 @@ class _Encoder:
         else:
             flat = t.clone(memory_format=torch.contiguous_format).reshape(-1)
             stride = None
-        # one memcpy (not ctypes.string_at: a serving worker refuses ctypes, sandbox/rawmemory.py)
-        data = flat.detach().reshape(-1).view(torch.uint8).numpy().tobytes()
+        # one memcpy (not ctypes.string_at: a serving worker has no ctypes, sandbox/rawmemory.py);
+        # numpy has no bfloat16 or float8: those go as bytes
+        flat = flat.detach()
+        try:
+            data = flat.numpy().tobytes()
+        except TypeError:
+            data = flat.reshape(-1).view(torch.uint8).numpy().tobytes()
         out = {"t": "tensor", "dtype": name, "shape": shape, "stride": stride, "o": self.size, "n": len(data)}
         self.chunks.append(data)
         self.size += len(data)
