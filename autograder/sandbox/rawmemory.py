@@ -172,7 +172,7 @@ def bound_numpy_views() -> int:
     """Replace numpy's ``DummyArray`` where it is loaded (a worker's numpy is torch's, imported
     before any exercise code); how many modules had it."""
     try:
-        import numpy.lib.stride_tricks
+        import numpy.lib.stride_tricks  # noqa: F401  (torch imported numpy, which loaded it)
     except ImportError:
         return 0
 
@@ -180,6 +180,6 @@ def bound_numpy_views() -> int:
     for name in STRIDE_TRICKS_MODULES:
         module = sys.modules.get(name)
         if module is not None and hasattr(module, "DummyArray"):
-            setattr(module, "DummyArray", _BoundedArrayHolder)
+            setattr(module, "DummyArray", _BoundedArrayHolder)  # noqa: B010  (numpy's stubs omit it)
             replaced += 1
     return replaced
