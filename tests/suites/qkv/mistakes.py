@@ -163,13 +163,24 @@ def scores_raised(q: torch.Tensor, k: torch.Tensor) -> dict[str, str]:
     the mistake raises on these inputs: `k.transpose(1, 2)` swaps the last two axes of a 3-D
     [B,S,d] k only; a 2-D k has no axis 2, and with two leading axes it swaps h and S, where
     [B,h] against [B,S] do not broadcast (unless h = S)."""
+    # `q @ k.T` reverses every axis of a batched k; where it raises the same words as
+    # transpose(1, 2), the message names neither (blind tester R-L got the transpose(1, 2) hint)
+    reversed_all = _first_error_line(lambda: q @ k.permute(*range(k.dim() - 1, -1, -1))) if k.dim() >= 3 else None
+    fixed = _first_error_line(lambda: q @ k.transpose(1, 2)) if k.dim() != 3 else None
     out: dict[str, str] = {}
-    if k.dim() != 3:
-        try:
-            q @ k.transpose(1, 2)
-        except (RuntimeError, IndexError) as exc:
-            out["qkv/transpose-fixed-axes"] = str(exc).split("\n", 1)[0]
+    if fixed is not None and fixed != reversed_all:
+        out["qkv/transpose-fixed-axes"] = fixed
+    if reversed_all is not None and reversed_all != fixed:
+        out["qkv/missing-transpose"] = reversed_all
     return out
+
+
+def _first_error_line(compute) -> str | None:
+    try:
+        compute()
+    except (RuntimeError, IndexError) as exc:
+        return str(exc).split("\n", 1)[0]
+    return None
 
 
 def scale(s: torch.Tensor, d_k: int) -> dict[str, torch.Tensor]:
