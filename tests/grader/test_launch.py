@@ -386,11 +386,17 @@ def _grade_into_its_tests(tmp_path: Path) -> tuple[subprocess.Popen, Path, Path]
 
 
 def _gone(tmp: Path, seconds: float = 120) -> list[str]:
-    """What is left in ``tmp`` once every process that keeps it as TMPDIR has ended."""
+    """What is left in ``tmp`` once every process that keeps it as TMPDIR has ended and, for a
+    run forked from a warm server (TMPDIR is a per-run variable: os_spawn.PER_RUN), once the
+    server has removed the folder of the run that died (it does so as it reaps the run,
+    os_spawn.remove_if_abandoned: a moment after the run's own processes are gone)."""
     deadline = time.monotonic() + seconds
     while _processes_with(f"TMPDIR={tmp}") and time.monotonic() < deadline:
         time.sleep(0.1)
     assert _processes_with(f"TMPDIR={tmp}") == [], "a process of the grade outlived it"
+    settle = min(deadline, time.monotonic() + 10)
+    while any(tmp.iterdir()) and time.monotonic() < settle:
+        time.sleep(0.1)
     return sorted(p.name for p in tmp.iterdir())
 
 
