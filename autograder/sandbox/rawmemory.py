@@ -31,6 +31,7 @@ Written here: no library removes these capabilities inside a process.
 
 from __future__ import annotations
 
+import importlib
 import math
 import sys
 from typing import Any
@@ -172,7 +173,7 @@ def bound_numpy_views() -> int:
     """Replace numpy's ``DummyArray`` where it is loaded (a worker's numpy is torch's, imported
     before any exercise code); how many modules had it."""
     try:
-        import numpy.lib.stride_tricks  # noqa: F401  (torch imported numpy, which loaded it)
+        importlib.import_module("numpy.lib.stride_tricks")  # torch imported numpy, which loaded it
     except ImportError:
         return 0
 
@@ -180,6 +181,6 @@ def bound_numpy_views() -> int:
     for name in STRIDE_TRICKS_MODULES:
         module = sys.modules.get(name)
         if module is not None and hasattr(module, "DummyArray"):
-            setattr(module, "DummyArray", _BoundedArrayHolder)  # noqa: B010  (numpy's stubs omit it)
+            vars(module)["DummyArray"] = _BoundedArrayHolder
             replaced += 1
     return replaced
