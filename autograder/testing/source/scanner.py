@@ -506,11 +506,11 @@ class _Scanner(ast.NodeVisitor):
         binds = asname or (name if name else parts[0])
         # a fellow file's top-level import of a banned name counts only where what it binds is used;
         # a name used only in annotations and isinstance checks is never called
-        fellow_unused = self.bound is not None and not self.stack and binds not in self.bound
-        unused = fellow_unused or _only_inert(self.tree, binds, self.inert)
+        unused = self.bound is not None and not self.stack and binds not in self.bound
         # every part of the path: ``from torch.distributions.transforms import SoftmaxTransform``
         # names a banned module on the way (blind red-team tester R-E)
-        if torch_path and not unused and (any(self._banned(p) for p in parts[1:]) or self._banned_path(owner, parts[-1])):
+        banned = torch_path and not unused and (any(self._banned(p) for p in parts[1:]) or self._banned_path(owner, parts[-1]))
+        if banned and not _only_inert(self.tree, binds, self.inert):  # the tree walked only for a banned import
             self._flag(node, f"from {module} import {name}" if name else f"import {module}")
         if not self.dynamic:
             return
