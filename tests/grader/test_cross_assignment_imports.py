@@ -94,11 +94,14 @@ def test_imports_within_one_assignment_and_of_libraries_are_not_named(folder, tm
     )
 
 
-def _outcome(sid: str, score: float):
-    from autograder.core.results import SkillOutcome
+def _outcome(sid: str, score: float, visibility: str = "visible"):
+    """The skill with one test of ``visibility`` carrying every point it lost."""
+    from autograder.core.results import SkillOutcome, TestOutcome
 
     skill = CONFIG.skills[sid]
-    return SkillOutcome(sid, skill.title, skill.module, [], skill.points, score, 0, 0, [])
+    lost = skill.points - score
+    test = TestOutcome(f"{sid}::t", "t", sid, visibility, 1.0, 1.0 - min(lost, 1.0), "failed" if lost else "passed")
+    return SkillOutcome(sid, skill.title, skill.module, [], skill.points, score, 0, 1, [test])
 
 
 def test_a_module_that_imports_a_sibling_that_lost_points_is_told_its_failures_may_come_from_there(folder, tmp_path):
@@ -110,8 +113,8 @@ def test_a_module_that_imports_a_sibling_that_lost_points_is_told_its_failures_m
     assert {"file": "qkv.py", "skill": "qkv", "imports": "masks.py", "imports_skill": "masks"} in prepared.exercise_imports
     sub = prepared.to_dict()
 
-    def notes(qkv: float, masks: float) -> str:
-        skills = [_outcome("qkv", qkv), _outcome("masks", masks)]
+    def notes(qkv: float, masks: float, masks_visibility: str = "visible") -> str:
+        skills = [_outcome("qkv", qkv), _outcome("masks", masks, masks_visibility)]
         found = dict(footer_notes(Results("complete", "", 0, 100, skills, submission=sub)))
         return " ".join(found.get("Imports between exercises", "").split())
 
@@ -119,3 +122,5 @@ def test_a_module_that_imports_a_sibling_that_lost_points_is_told_its_failures_m
     assert "qkv.py imports masks.py, which lost points in masks" in notes(full_qkv - 2, full_masks - 3)
     assert "Fix masks first" in notes(full_qkv - 2, full_masks - 3)
     assert notes(full_qkv - 2, full_masks) == notes(full_qkv, full_masks - 3) == ""
+    # masks lost points in a hidden test only: nothing said (Gradescope shows these notes before the due date)
+    assert notes(full_qkv - 2, full_masks - 3, "hidden") == ""
