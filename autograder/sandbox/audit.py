@@ -1,7 +1,7 @@
 """The worker's audit hook (PEP 578): what exercise code may not do at all, refused at the
 event itself — gc's lists of live objects and other threads' frames, ``exec`` of code the
-rule scan did not read (codegate.py), and, once the worker serves, ctypes (rawmemory.py). An
-audit hook cannot be removed."""
+rule scan did not read (codegate.py), and, once the worker serves, ctypes and the files under
+/proc that show a process's memory (rawmemory.py). An audit hook cannot be removed."""
 
 from __future__ import annotations
 
@@ -37,6 +37,8 @@ def forbid_introspection(gate: CodeGate) -> Callable[[], None]:
             gate.check(args[0], caller_file())
         if sealed and rawmemory.is_ctypes_event(event):
             raise RuntimeError(f"{event}: ctypes is not available to exercise code (it reaches raw memory)")
+        if sealed and event == "open" and args and rawmemory.is_process_memory_path(args[0]):
+            raise PermissionError(f"{args[0]!r}: a process's memory is not available to exercise code")
 
     def seal() -> None:
         if not sealed:

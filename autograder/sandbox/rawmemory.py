@@ -23,6 +23,13 @@ reached and rewired the tripwire and the recorders — 20/20 in custom_backward 
 - A class of the exercise's own that exposes ``__array_interface__`` or ``__array_struct__``:
   the rule scan denies those names in rule-checked files (testing/source/rules.py).
 
+- **/proc/<pid>/mem** (blind red-team tester R-O read the worker's memory at ``id()``
+  addresses through it): Landlock no longer grants the worker its own /proc folder (what the
+  worker reads there, it reads before Landlock: worker.confine), and where there is no
+  Landlock a serving worker refuses to open a process's memory files (``mem``, ``pagemap``,
+  ``map_files``) or its /proc folder itself, whose descriptor would open them by relative
+  name (``is_process_memory_path``, audit event ``open``).
+
 Not covered: an object whose ``__array_interface__`` numpy finds through a name built at run
 time (``SimpleNamespace(**{computed: …})``) or a ``__getattr__`` in a file the scan passed:
 numpy has no hook to refuse it (SECURITY.md, "What is not defended").
@@ -33,6 +40,7 @@ from __future__ import annotations
 
 import importlib
 import math
+import os
 import sys
 from typing import Any
 
@@ -55,6 +63,31 @@ HOLDER_NAMES = (
 
 def is_ctypes_event(event: str) -> bool:
     return event.startswith("ctypes.")
+
+
+#: a process's files under /proc that show its memory (``map_files`` is a folder of them)
+PROC_MEMORY_FILES = frozenset({"mem", "pagemap", "map_files"})
+
+
+def is_process_memory_path(path: Any) -> bool:
+    """Whether ``path`` (an ``open`` audit event's: str, bytes or path-like; a descriptor is
+    never one) names a process's memory under /proc — ``mem``, ``pagemap``, ``map_files`` of a
+    process or thread, followed through links (/proc/self, a link in the scratch folder) — or
+    a process's or thread's /proc folder itself, whose descriptor opens those by a relative
+    name (``dir_fd``), which the event does not show."""
+    if isinstance(path, int):
+        return False
+    try:
+        real = os.path.realpath(os.fsdecode(path))
+    except (TypeError, ValueError, OSError):
+        return False
+    parts = real.split("/")[1:]
+    if len(parts) < 2 or parts[0] != "proc" or not parts[1].isdigit():
+        return real in ("/proc/kcore", "/dev/mem", "/dev/kmem")
+    rest = parts[2:]
+    if len(rest) >= 2 and rest[0] == "task" and rest[1].isdigit():
+        rest = rest[2:]
+    return not rest or rest[0] in PROC_MEMORY_FILES
 
 
 def is_ctypes_module(name: str) -> bool:

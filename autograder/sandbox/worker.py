@@ -145,9 +145,20 @@ def confine_worker(spec: WorkerSpec, keep_fd: int) -> list[str]:
         facts.append(f"user(uid={os.getuid()})")
     confine.set_parent_death_signal(signal.SIGKILL)  # cleared by setuid, so set it after
     confine.set_dumpable(True)  # keep /proc/self readable for torch; ptrace is blocked below
+    # What the worker reads of its own /proc folder (the scrub's /proc/self/stat) comes before
+    # Landlock, which does not grant that folder: its ``mem`` reads the worker's memory at any
+    # address (blind red-team tester R-O; rawmemory.py)
+    env = {"PATH": "/usr/bin:/bin", "HOME": scratch, "TMPDIR": scratch, "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1"}
+    os.environ.clear()
+    os.environ.update(env)
+    sys.path[:] = [spec.copy_dir] + [p for p in sys.path if p and _is_library_path(p, spec)]
+    sys.dont_write_bytecode = True
+    sys.argv = ["submission"]
+    sys.orig_argv = ["python", "submission"]
+    facts.append(confine.scrub_process_strings("autograder-worker", env))
     if spec.landlock != "off":
         policy = confine.FsPolicy(
-            read=spec.read_paths + [spec.copy_dir, f"/proc/{os.getpid()}"],
+            read=spec.read_paths + [spec.copy_dir],
             write=[scratch],
             protected=spec.protected_paths,
         )
@@ -157,14 +168,6 @@ def confine_worker(spec: WorkerSpec, keep_fd: int) -> list[str]:
         seccomp_fact = confine.apply_seccomp(required=spec.seccomp == "require")
         facts.append(seccomp_fact)
 
-    env = {"PATH": "/usr/bin:/bin", "HOME": scratch, "TMPDIR": scratch, "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1"}
-    os.environ.clear()
-    os.environ.update(env)
-    sys.path[:] = [spec.copy_dir] + [p for p in sys.path if p and _is_library_path(p, spec)]
-    sys.dont_write_bytecode = True
-    sys.argv = ["submission"]
-    sys.orig_argv = ["python", "submission"]
-    facts.append(confine.scrub_process_strings("autograder-worker", env))
     torch.set_num_threads(max(1, spec.num_threads))
     # Last: from here on no thread can start (the worker needs none; see seccomp.thread_program)
     if seccomp_fact.startswith("seccomp("):
