@@ -87,9 +87,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    """Stop the warm server ``pytest_configure`` started (the only one in this run's folder:
-    the tests' grades are not interactive and leave none). SIGTERM lets it remove its socket
-    and bytecode folder."""
+    """Stop the warm server ``pytest_configure`` started, and any a test's nbgrader grade left
+    in this run's folder (the tests' own grades are not interactive and leave none). SIGTERM
+    lets each remove its socket and bytecode folder."""
     if os.environ.get("PYTEST_XDIST_WORKER"):
         return
     import subprocess
@@ -103,6 +103,10 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+    # and those the tests' nbgrader grades left (ScoreFromGrader asks for one: a class is
+    # graded one submission after another), in this run's folder
+    if os.environ.get("XDG_RUNTIME_DIR") == str(_warm_folder(config)):
+        warm.stop_all()
 
 
 def grade(

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import shutil
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -784,6 +787,44 @@ def test_a_student_who_tampers_with_the_checks_in_their_kernel_scores_what_the_g
     assert scores == {sid: 0.0 for sid in CONFIG.skills}, scores
     report = "".join(o.get("text", "") for o in notebooks["qkv"].cells[-1].outputs)
     assert "Course autograder: qkv scored 0 / 20" in report, report
+
+
+def test_a_class_autograde_forks_every_grade_after_the_first_from_one_warm_server_and_stop_all_ends_it(course, monkeypatch):
+    """nbgrader grades a class one submission after another, and ScoreFromGrader runs the
+    course autograder once each: the first grade leaves a warm server (AUTOGRADER_WARM=1 unless
+    nbgrader's environment says otherwise), so the next submissions' runs are forked from it
+    instead of importing torch again; ``warm.stop_all`` ends it, leaving nothing behind."""
+    import tempfile
+
+    from autograder.runner.process import warm
+
+    if not warm.allowed(CONFIG):
+        pytest.skip("no warm server on this machine (the sandbox's full tier is needed: sandbox/seccomp.py)")
+    folder = Path(tempfile.mkdtemp(prefix="aw-"))  # a socket's path must fit in ~100 bytes
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(folder))
+    monkeypatch.delenv("AUTOGRADER_WARM", raising=False)
+    config, ns = _course_config(course)
+    manifest = ns["grader_manifest"]()
+    modules = {"qkv": (SOLUTIONS / MODULES["qkv"]).read_text(encoding="utf-8")}
+    log = logging.getLogger("test")
+
+    def logs() -> list[str]:
+        return [p.read_text(encoding="utf-8") for p in folder.rglob("*.log")]
+
+    try:
+        for _ in range(2):  # two students
+            assert ns["grade_modules"](modules, manifest, 300, log)["qkv"][0] == CONFIG.skills["qkv"].points
+            deadline = time.monotonic() + 60  # the first grade starts the server as it leaves: it preloads
+            while not any("listening" in text for text in logs()) and time.monotonic() < deadline:
+                time.sleep(0.1)
+        assert len(logs()) == 1, "one server for the class"
+        assert logs()[0].count("run forked") == 1, logs()[0]  # the second student's
+    finally:
+        stopped = warm.stop_all()
+        shutil.rmtree(folder, ignore_errors=True)
+    assert len(stopped) == 1
+    with pytest.raises(ProcessLookupError):
+        os.kill(stopped[0], 0)
 
 
 def _break_two_notebooks(notebook: str, nb) -> None:

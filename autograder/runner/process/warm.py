@@ -218,3 +218,43 @@ def start(config, preload: list[str]) -> bool:
     except OSError:
         return False
     return True
+
+
+def stop_all(wait_s: float = 10.0) -> list[int]:
+    """Stop every warm server in this user's socket folder (``socket_dir``), whichever grade
+    started it (an interactive one, or nbgrader's ScoreFromGrader for a class): each greets
+    a connection with its pid, and SIGTERM lets it remove its socket and bytecode folder.
+    Waits up to ``wait_s`` for them to leave; returns the pids signalled. (The grader's own
+    tests stop theirs with it; a server nobody stops leaves after ``warm_idle_s``.)"""
+    import signal
+    import time
+
+    folder = socket_dir()
+    if folder is None or not supported():
+        return []
+    pids = []
+    for name in sorted(os.listdir(folder)):
+        if not name.endswith(".sock"):
+            continue
+        try:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as sock:
+                sock.settimeout(HELLO_TIMEOUT_S)
+                sock.connect(os.path.join(folder, name))
+                pid = json.loads(sock.recv(1 << 20) or b"{}").get("pid")
+        except (OSError, ValueError):
+            continue  # gone, stale (it leaves by itself), or not a server
+        if isinstance(pid, int) and pid > 1:
+            try:
+                os.kill(pid, signal.SIGTERM)
+                pids.append(pid)
+            except OSError:
+                pass
+    deadline = time.monotonic() + wait_s
+    for pid in pids:
+        while time.monotonic() < deadline:
+            try:
+                os.kill(pid, 0)
+            except OSError:
+                break
+            time.sleep(0.05)
+    return pids

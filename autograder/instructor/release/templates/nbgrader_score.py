@@ -82,6 +82,11 @@ def grade_modules(modules: dict, manifest: dict, timeout: int, log) -> dict:
         if manifest.get("seed_key"):
             cmd += ["--seed-key-file", os.path.join(GRADER, manifest["seed_key"])]
         env = dict(os.environ, PYTHONPATH=GRADER)
+        # a class is graded one submission after another: the first grade leaves a warm server
+        # (grader/autograder/runner/process/warm.py: torch imported once, each later grade forked
+        # from it; it leaves after [grader] warm_idle_s of no grade). AUTOGRADER_WARM=0 in
+        # nbgrader's environment, or warm_idle_s = 0, turns it off.
+        env.setdefault("AUTOGRADER_WARM", "1")
         problem, proc = None, None
         try:
             proc = subprocess.run(cmd, cwd=GRADER, env=env, capture_output=True, text=True, timeout=timeout, check=False)
