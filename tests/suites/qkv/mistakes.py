@@ -203,6 +203,7 @@ def uniform_mean(x: torch.Tensor) -> dict[str, torch.Tensor]:
         "qkv/uniform-mean-count": x.cumsum(-2) / T,  # divided by T instead of t + 1
         # the rows before t only, over t + 1 (blind tester R-B)
         "qkv/uniform-mean-excludes-current": (x.cumsum(-2) - x) / torch.arange(1, T + 1, dtype=x.dtype).unsqueeze(-1),
+        "qkv/uniform-mean-count-from-zero": x.cumsum(-2) / torch.arange(T, dtype=x.dtype).unsqueeze(-1),
         "qkv/uniform-mean-sum": x.cumsum(-2),
         "qkv/uniform-mean-wrong-axis": x.cumsum(-1) / torch.arange(1, C + 1, dtype=x.dtype),
         # the same running sum along C, divided by the right counts t + 1 (a [T,1] column)
