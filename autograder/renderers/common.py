@@ -342,14 +342,17 @@ def footer_notes(results: Results) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     if sub.get("located"):  # the submission held modules in several folders: which one was graded, and why
         out.append(("Graded folder", str(sub["located"])))
-    siblings = sorted(f"{name}.py" for name in (sub.get("not_selected") or {}))  # beside the graded modules
+    # beside the graded modules, and importable: a missing or refused one is not
+    siblings = sorted(f"{name}.py" for name, info in (sub.get("not_selected") or {}).items() if not (info or {}).get("problem"))
     if siblings:
         out.append(("Not selected (importable by your code, not graded in this run)", ", ".join(siblings)))
     for cross in (sub.get("cross_assignment_imports") or [])[:6]:
         out.append(
             (
                 "Imports across assignments",
-                f"{cross['file']} ({cross['assignment']}) imports {cross['imports']}, which is handed in with "
+                f"{cross['file']} ({cross['assignment']}) imports {cross['imports']}"
+                + (f" (through {cross['through']})" if cross.get("through") else "")
+                + f", which is handed in with "
                 f"{cross['imports_assignment']}: it works here, but {cross['assignment']}'s upload holds only its own "
                 f"files, so there the import fails. Copy what you need into {cross['file']}, or upload "
                 f"{cross['imports']} with it.",

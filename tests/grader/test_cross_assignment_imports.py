@@ -82,6 +82,27 @@ def test_an_import_of_another_assignments_module_is_named_in_the_local_report(fo
 
 
 @pytest.mark.skipif(len(CONFIG.assignments) < 2, reason="the course is one assignment")
+def test_a_module_imported_through_another_is_named_too_with_what_it_comes_through(folder, tmp_path):
+    """mha_reshape.py imported qkv.py, which imported row_softmax.py: the note named qkv.py
+    only, and an upload that followed it failed on row_softmax (blind tester R-M)."""
+    importer = "sdpa_masks.py"
+    middle, last = sorted(m for m in CONFIG.exercise_modules if _home(m) != _home(importer))[:2]
+    for module, line in ((importer, f"import {middle[:-3]}"), (middle, f"from {last[:-3]} import *")):
+        text = (folder / module).read_text(encoding="utf-8")
+        (folder / module).write_text(f"{text}\n\n{line}\n", encoding="utf-8")
+    prepared = _prepared(folder, CONFIG, tmp_path)
+    mine = _home(importer)
+    assert prepared.cross_imports == [
+        {"file": importer, "assignment": mine, "imports": middle, "imports_assignment": _home(middle)},
+        {"file": importer, "assignment": mine, "imports": last, "imports_assignment": _home(last), "through": middle},
+    ]  # and none for middle.py where its import stays within its own assignment
+    notes = [text for label, text in footer_notes(Results("complete", "", 0, 100, [], submission=prepared.to_dict()))]
+    assert any(
+        f"imports {last} (through {middle})" in " ".join(n.split()) and f"upload {last}" in " ".join(n.split()) for n in notes
+    )
+
+
+@pytest.mark.skipif(len(CONFIG.assignments) < 2, reason="the course is one assignment")
 def test_imports_within_one_assignment_and_of_libraries_are_not_named(folder, tmp_path):
     importer = "mha_reshape.py"
     same = next(CONFIG.skills[s].module for s in CONFIG.assignments[_home(importer)] if CONFIG.skills[s].module != importer)
@@ -124,3 +145,14 @@ def test_a_module_that_imports_a_sibling_that_lost_points_is_told_its_failures_m
     assert notes(full_qkv - 2, full_masks) == notes(full_qkv, full_masks - 3) == ""
     # masks lost points in a hidden test only: nothing said (Gradescope shows these notes before the due date)
     assert notes(full_qkv - 2, full_masks - 3, "hidden") == ""
+
+
+def test_the_not_selected_note_lists_only_modules_the_folder_has(folder, tmp_path):
+    """The footer said row_softmax.py was importable beside the graded modules when the folder
+    had no row_softmax.py (blind tester R-M): a missing module is not listed."""
+    graded, gone = "qkv.py", "row_softmax.py"
+    (folder / gone).unlink()
+    prepared = _prepared(folder, CONFIG.select([s for s, k in CONFIG.skills.items() if k.module == graded]), tmp_path)
+    notes = dict(footer_notes(Results("complete", "", 0, 100, [], submission=prepared.to_dict())))
+    listed = notes["Not selected (importable by your code, not graded in this run)"]
+    assert gone not in listed and "masks.py" in listed, listed
