@@ -21,6 +21,8 @@ def hints_for(error: dict) -> list[str]:
         return ["general/exit"]
     if kind == "SyntaxError" or error.get("base") == "SyntaxError":
         return ["general/syntax"]
+    if NO_CTYPES in str(error.get("message", "")):
+        return ["general/no-ctypes"]  # torch.compile's C code, or ctypes itself (blind tester R-M)
     if kind in ("ModuleNotFoundError", "ImportError"):
         message = str(error.get("message", ""))
         if SIBLING_AS_PACKAGE.search(message):
@@ -41,6 +43,8 @@ def hints_for(error: dict) -> list[str]:
     return []
 
 
+#: a worker's refusal of ctypes (sandbox/rawmemory.py), which torch.compile's code generation imports
+NO_CTYPES = "ctypes is not available to exercise code"
 #: autograd's error when code changes a tensor that requires grad (the test's input, or a view of it) in place
 LEAF_IN_PLACE = "requires grad is being used in an in-place operation"
 #: autograd's error in backward when a tensor it saved in forward was changed in place afterwards

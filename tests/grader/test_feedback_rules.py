@@ -342,4 +342,12 @@ def test_an_exercise_module_imported_as_part_of_a_package_is_named_and_a_missing
     assert _hints_for({"type": "ImportError", "message": "attempted relative import with no known parent package"}) == sibling
     assert _hints_for({"type": "ModuleNotFoundError", "message": "No module named 'einops'"}) == ["general/import"]
     assert _hints_for({"type": "RuntimeError", "message": "batch1 must be a 3D tensor"}) == ["general/bmm-three-axes"]
+    # torch.compile imports ctypes, which a worker refuses: not "an import not available" (blind tester R-M)
+    from autograder.sandbox.rawmemory import MESSAGE
+
+    for kind, message in (
+        ("ModuleNotFoundError", f"No module named 'ctypes': {MESSAGE}"),
+        ("RuntimeError", f"ctypes.dlopen: {MESSAGE}"),
+    ):
+        assert _hints_for({"type": kind, "message": message}) == ["general/no-ctypes"]
     assert _hints_for({"type": "RuntimeError", "message": "Expected size for first two dimensions of batch2 tensor"}) == []

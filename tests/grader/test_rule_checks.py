@@ -166,6 +166,24 @@ def test_the_hint_names_file_line_and_construct():
     assert "row_softmax.py:5: vars" in detail and info.value.feedback.frames[0]["line"] == 5
 
 
+def test_a_string_that_only_names_a_banned_function_gets_its_own_hint_and_a_call_keeps_the_rules():
+    """Blind tester R-M: `ctx.stage = "backward"` was told "the backward may not call autograd";
+    nothing was called. A string alone gets the hint that says so; a call beside it keeps the
+    rule's own hint, and a dynamic construct its own."""
+    hint = "custom_backward/uses-autograd"
+
+    def hints(body: str) -> list[str]:
+        with pytest.raises(CheckFailed) as info:
+            check_no_banned(
+                f"import torch\n\n\ndef f(ctx, x):\n{body}", "custom_backward.py", AUTOGRAD, what="rule", hints=[hint]
+            )
+        return info.value.feedback.hints
+
+    assert hints('    ctx.stage = "backward"\n    return x\n') == ["general/banned-name-string"]
+    assert hints('    ctx.stage = "backward"\n    x.backward()\n    return x\n') == [hint]
+    assert hints("    return vars(torch)\n") == ["general/dynamic-code"]
+
+
 def test_a_backward_written_as_a_lambda_is_scanned_as_backward():
     source = (
         "import torch\n\n\nclass AttentionFunction(torch.autograd.Function):\n"
