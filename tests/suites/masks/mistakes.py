@@ -157,6 +157,7 @@ def prefix(T: int, prefix_len: int) -> dict[str, torch.Tensor]:
         "masks/prefix-off-by-one": (j <= i) | (j <= prefix_len),
         "masks/diagonal-masked": (j < i) | (j < prefix_len),
         "masks/polarity-inverted": ~right,
+        "masks/causal-transposed": (j >= i) | (j < prefix_len),  # the causal part upper-triangular (blind tester R-N)
     }
     if prefix_len > 0:
         out["masks/prefix-rows"] = (j <= i) | (i < prefix_len)  # prefix *queries* read everything instead
@@ -174,6 +175,7 @@ def document(doc_ids: torch.Tensor) -> dict[str, torch.Tensor]:
         "masks/document-ignored": tril.expand(same.shape).clone(),
         "masks/diagonal-masked": same & _tri(T, T, -1),
         "masks/polarity-inverted": ~(same & tril),
+        "masks/causal-transposed": same & tril.transpose(-2, -1),
         # ids compared by order, not equality (blind tester R-G): right for sorted ids only (its
         # >= twin is the plain causal mask on sorted ids, so it would hide document-ignored there)
         "masks/document-ids-ordered": (doc_ids.unsqueeze(-1) <= doc_ids.unsqueeze(-2)) & tril,

@@ -144,6 +144,8 @@ def cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> dict[str, torc
         P + "ce-mean-over-vocab": (-logp[n, t].mean() / logits.size(-1)).to(dtype),  # one-hot · log p averaged over N·V entries
         P + "lse-missing-max": -(logp + l64.amax(-1, keepdim=True))[n, t].mean().to(dtype),
         P + "ce-not-0-dim": (-logp[n, t].mean()).reshape(1).to(dtype),  # mean(dim=0, keepdim=True): shape [1]
+        # -sum // N: floor division rounds the mean down to a whole number (blind tester R-N)
+        P + "ce-floor-division": torch.div(-logp[n, t].sum(), logits.size(0), rounding_mode="floor").to(dtype),
     }
     unkept = _unkept_lse(l64, -1)
     if unkept is not None:  # log_softmax_rows' log-sum-exp without keepdim (runs only when N = V)
