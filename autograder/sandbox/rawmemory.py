@@ -27,8 +27,8 @@ reached and rewired the tripwire and the recorders — 20/20 in custom_backward 
   addresses through it): Landlock no longer grants the worker its own /proc folder (what the
   worker reads there, it reads before Landlock: worker.confine), and where there is no
   Landlock a serving worker refuses to open a process's memory files (``mem``, ``pagemap``,
-  ``map_files``) or its /proc folder itself, whose descriptor would open them by relative
-  name (``is_process_memory_path``, audit event ``open``).
+  ``map_files``) or a folder whose descriptor would open them by a relative name (``/``,
+  ``/proc``, a process's /proc folder: ``is_process_memory_path``, audit event ``open``).
 
 Not covered: an object whose ``__array_interface__`` numpy finds through a name built at run
 time (``SimpleNamespace(**{computed: …})``) or a ``__getattr__`` in a file the scan passed:
@@ -72,19 +72,24 @@ PROC_MEMORY_FILES = frozenset({"mem", "pagemap", "map_files"})
 def is_process_memory_path(path: Any) -> bool:
     """Whether ``path`` (an ``open`` audit event's: str, bytes or path-like; a descriptor is
     never one) names a process's memory under /proc — ``mem``, ``pagemap``, ``map_files`` of a
-    process or thread, followed through links (/proc/self, a link in the scratch folder) — or
-    a process's or thread's /proc folder itself, whose descriptor opens those by a relative
-    name (``dir_fd``), which the event does not show."""
+    process or thread, followed through links (/proc/self, /proc/<pid>/root, a link in the
+    scratch folder) — or a folder whose descriptor opens those by a relative name (``dir_fd``,
+    which the event does not show): ``/``, ``/proc``, a process's or thread's /proc folder and
+    its ``task`` folder."""
     if isinstance(path, int):
         return False
     try:
         real = os.path.realpath(os.fsdecode(path))
     except (TypeError, ValueError, OSError):
         return False
+    if real in ("/", "/proc", "/proc/kcore", "/dev/mem", "/dev/kmem"):
+        return True
     parts = real.split("/")[1:]
     if len(parts) < 2 or parts[0] != "proc" or not parts[1].isdigit():
-        return real in ("/proc/kcore", "/dev/mem", "/dev/kmem")
+        return False
     rest = parts[2:]
+    if rest == ["task"]:
+        return True
     if len(rest) >= 2 and rest[0] == "task" and rest[1].isdigit():
         rest = rest[2:]
     return not rest or rest[0] in PROC_MEMORY_FILES
