@@ -1,14 +1,15 @@
 """The worker's audit hook (PEP 578): what exercise code may not do at all, refused at the
 event itself — gc's lists of live objects and other threads' frames, ``exec`` of code the
 rule scan did not read (codegate.py), and, once the worker serves, ctypes and the files under
-/proc that show a process's memory (rawmemory.py). An audit hook cannot be removed."""
+/proc that show a process's memory (rawmemory.py), and frames (frames.py). An audit hook
+cannot be removed."""
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Callable
 
-from . import rawmemory
+from . import frames, rawmemory
 from .codegate import CodeGate, caller_file
 
 #: audit events (PEP 578) refused in a worker: gc's lists of live objects (a walk from them
@@ -29,8 +30,17 @@ def forbid_introspection(gate: CodeGate) -> Callable[[], None]:
     is refused too (rawmemory.py: raw memory reaches every rule's objects); until then the
     worker's own setup uses it (a standing ban keeps its library handle alive with it)."""
     sealed: list[bool] = []
+    busy: list[bool] = []  # a frame check asks for frames itself: its own events pass
 
     def refuse(event: str, args: tuple) -> None:
+        if sealed and not busy and frames.asks_for_frame(event, args):
+            busy.append(True)
+            try:
+                ok = frames.allowed(gate.prefix, gate.grader)
+            finally:
+                busy.pop()
+            if not ok:
+                raise RuntimeError(f"{event}: {frames.MESSAGE}")
         if event in _REFUSED_EVENTS:
             raise RuntimeError(f"{event} is not available to exercise code: it reaches the grader's own objects")
         if event == "exec" and gate.allowed is not None:

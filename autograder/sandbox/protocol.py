@@ -27,6 +27,7 @@ or one answering a changed request, fails ``recv_message``.
 from __future__ import annotations
 
 import bisect
+import functools
 import hashlib
 import hmac
 import json
@@ -142,9 +143,10 @@ class _Encoder:
             return {"t": "dtype", "v": DTYPE_NAMES.get(value, str(value))}
         if tp is torch.Tensor or tp is torch.nn.Parameter:
             return self._tensor(value)
-        if isinstance(value, torch.Tensor):
+        # the value's own type, never its __class__ (isinstance would ask the value: blind red-team tester R-P)
+        if issubclass(tp, torch.Tensor):
             return {"t": "opaque", "type": _type_name(value), "repr": "a torch.Tensor subclass"}
-        if isinstance(value, tuple):  # a namedtuple, a structseq (torch.return_types): its items, as a tuple
+        if issubclass(tp, tuple):  # a namedtuple, a structseq (torch.return_types): its items, as a tuple
             items = tuple.__iter__(value)  # the items it holds, whatever its class says about iterating
             return {"t": "tuple", "v": [self.encode(v, depth + 1) for v in items]}
         return _numpy_or_opaque(self, value, depth)
@@ -224,14 +226,32 @@ def _unencodable(t: torch.Tensor) -> str:
 
 
 def _type_name(value: Any) -> str:
+    """``module.qualname`` of the value's type, read through ``type``'s own descriptors: a
+    metaclass of the exercise's cannot run code here (quiet.py)."""
     tp = type(value)
-    return f"{getattr(tp, '__module__', '?')}.{getattr(tp, '__qualname__', tp.__name__)}"
+    try:
+        module = _TYPE_MODULE.__get__(tp, type)
+        qualname = _TYPE_QUALNAME.__get__(tp, type)
+    except Exception:
+        return "?"
+    return f"{module if type(module) is str else '?'}.{qualname if type(qualname) is str else '?'}"
+
+
+_TYPE_MODULE = type.__dict__["__module__"]
+_TYPE_QUALNAME = type.__dict__["__qualname__"]
+
+
+@functools.cache
+def _numpy_types() -> frozenset:
+    """numpy's own array and scalar types (exactly those: a subclass may define .item or .copy)."""
+    import numpy
+
+    return frozenset({numpy.ndarray, *numpy.sctypeDict.values()})
 
 
 def _numpy_or_opaque(enc: _Encoder, value: Any, depth: int) -> Any:
     """numpy scalars/arrays are common in honest code; send them as numbers/tensors."""
-    module = getattr(type(value), "__module__", "")
-    if module == "numpy":
+    if type(value) in _numpy_types():
         try:
             if getattr(value, "ndim", None) == 0 or not hasattr(value, "shape"):
                 return enc.encode(value.item(), depth + 1)

@@ -32,7 +32,7 @@ from typing import Any
 
 import torch
 
-from . import audit, confine, namespaces, probes, rawmemory, tensor_text
+from . import audit, confine, namespaces, probes, quiet, rawmemory, tensor_text
 from .codegate import CodeGate
 from .protocol import PeerClosed, decode, encode, header_bytes, json_safe, receive_key, recv_message, send_frame, send_message
 from .spec import WorkerSpec
@@ -291,6 +291,7 @@ class WorkerContext:
         self.fresh = FreshState(spec)
         self.served = False  # a request other than "ban" was handled: submission code may have run
         self.seal: Callable[[], None] = lambda: None  # forbid_introspection's, in a serving worker
+        self.pristine = quiet.PristineClasses()  # made again by a serving worker before any exercise code
 
     def module(self, name: str) -> Any:
         if name not in self.spec.modules:
@@ -457,7 +458,8 @@ def handle(ctx: WorkerContext, header: dict, blob: bytes, out: CappedWriter) -> 
             kwargs = decode(header.get("kwargs", {"t": "dict", "k": [], "v": []}), blob)
             fn = ctx.probe_function(header["probe"], header.get("source"))
             value = fn(ctx, *args, **kwargs)
-            tree, rblob = encode(value)
+            with quiet.quiet(ctx.pristine):  # no exercise code runs while the reply is taken
+                tree, rblob = encode(value)
             reply = {"ok": True, "value": tree}
         else:
             reply = {"ok": False, "error": {"type": "ProtocolError", "message": f"unknown op {op!r}", "frames": []}}

@@ -207,6 +207,80 @@ def process_memory():
         "a file of its own": opened(__import__("tempfile").mkstemp(dir=".")[1]),
     }
 
+def frame_routes():
+    """Each way to a frame, tried once; then what uses frames inside a library and stays allowed."""
+    import collections, enum, logging, traceback, typing, warnings
+    def attempt(fn):
+        try:
+            fn()
+            return "done"
+        except RuntimeError as exc:
+            return "refused" if "frames are not available" in str(exc) else f"RuntimeError: {exc}"
+    def caught():
+        try:
+            raise ValueError("x")
+        except ValueError as exc:
+            return exc
+    def gen():
+        yield 1
+    tb = caught().__traceback__
+    refused = {
+        "sys._getframe": attempt(lambda: sys._getframe()),
+        "sys._getframe(1)": attempt(lambda: sys._getframe(1)),
+        "tb.tb_frame": attempt(lambda: tb.tb_frame),
+        "getattr(tb, 'tb_frame')": attempt(lambda: getattr(tb, "tb_frame")),
+        "format string": attempt(lambda: "{0.tb_frame}".format(tb)),
+        "gen.gi_frame": attempt(lambda: gen().gi_frame),
+        "traceback.walk_stack": attempt(lambda: list(traceback.walk_stack(None))),
+        "traceback.walk_tb": attempt(lambda: list(traceback.walk_tb(tb))),
+        "logging.currentframe": attempt(lambda: logging.currentframe()),
+        "map(sys._getframe)": attempt(lambda: list(map(sys._getframe, [0]))),
+    }
+    logger = logging.getLogger("exercise")
+    logger.addHandler(logging.NullHandler())
+    allowed = {
+        "namedtuple": attempt(lambda: collections.namedtuple("P", "a b")(1, 2)),
+        "typing.NamedTuple": attempt(lambda: typing.NamedTuple("Q", [("a", int)])),
+        "enum functional": attempt(lambda: enum.Enum("E", "A B")),
+        "logging.warning": attempt(lambda: logger.warning("shape %s", (2, 3))),
+        "traceback.format_exception": attempt(lambda: traceback.format_exception(caught())),
+        "traceback.extract_stack": attempt(lambda: traceback.extract_stack()),
+        "warnings.warn": attempt(_warn),
+        "torch.jit.script": attempt(lambda: torch.jit.script(_scripted_neg)),
+    }
+    return {"refused": refused, "allowed": allowed}
+
+def _scripted_neg(x):
+    return torch.neg(x)
+
+def _warn():
+    import warnings
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        warnings.warn("careful", stacklevel=2)
+
+def patched_encoder():
+    """A reply encoder that ran exercise code would let that code change the reply outside
+    every watch (blind red-team tester R-P): detach patched, a __del__ on every tensor, a numpy
+    impostor whose item() writes, a __torch_function__ mode left on."""
+    import numpy as np
+    out = torch.zeros(3)
+    def evil(self, *args, **kwargs):
+        out.fill_(7.0)
+        return torch._C.TensorBase.detach(self)
+    class Impostor:
+        __module__ = "numpy"
+        ndim = 0
+        def item(self):
+            out.fill_(9.0)
+            return 1.0
+    torch.Tensor.detach = evil
+    torch.Tensor.__del__ = lambda self: out.fill_(5.0)
+    return (Impostor(), out, np.float32(2.5))
+
+def still_patched():
+    return torch.Tensor.detach.__name__, "__del__" in vars(torch.Tensor)
+
 def touch_metadata(path):
     return {
         "chmod": _attempt(lambda: os.chmod(path, 0o6777)),
@@ -1095,6 +1169,48 @@ def test_exercise_code_opens_no_process_memory_under_proc(sandbox):
     status = outcome.pop("/proc/self/status")
     assert status == ("PermissionError" if landlock else "opened"), (status, worker.facts)
     assert set(outcome.values()) == {"refused"}, outcome
+
+
+def test_exercise_code_gets_no_frame_and_libraries_that_use_frames_still_work(sandbox):
+    """A frame leads up to the worker's own frames, whose locals hold the reply's signing key
+    and the rule's records (blind red-team tester R-P read the key through
+    ``traceback.walk_stack`` and a format string, and cleared the records): every way to a
+    first frame is refused to exercise code, and the libraries that use a frame themselves —
+    namedtuple, typing, enum, logging, traceback's text, warnings, torch.jit — still work."""
+    worker, reply = call(sandbox, "frame_routes", timeout=30.0)
+    worker.close()
+    assert reply.ok, reply.error
+    outcome = reply.value["value"]
+    assert set(outcome["refused"].values()) == {"refused"}, outcome["refused"]
+    assert set(outcome["allowed"].values()) == {"done"}, outcome["allowed"]
+
+
+def test_no_exercise_code_runs_while_a_reply_is_encoded_and_its_own_patches_stay(sandbox):
+    worker = sandbox.worker()
+    try:
+        reply = worker.run(
+            "call",
+            None,
+            [],
+            {"module": "m", "target": "patched_encoder", "args": [], "kwargs": {}},
+            timeout=10,
+            during="patched_encoder",
+        )
+        assert reply.ok, reply.error
+        impostor, out, scalar = reply.value["value"]
+        assert torch.equal(out, torch.zeros(3)), out  # nothing of the exercise's ran while it was taken
+        assert type(impostor).__name__ == "Opaque" and scalar == 2.5, (impostor, scalar)
+        again = worker.run(
+            "call",
+            None,
+            [],
+            {"module": "m", "target": "still_patched", "args": [], "kwargs": {}},
+            timeout=10,
+            during="still_patched",
+        )
+        assert again.ok and again.value["value"] == ("evil", True), again  # its own patches are its again after
+    finally:
+        worker.close()
 
 
 def test_the_scratch_folder_holds_at_most_file_write_mib_in_all(sandbox):

@@ -1,0 +1,68 @@
+"""Frames stay out of a worker's exercise code: no frame object reaches it.
+
+A frame leads up the stack (``f_back``) to the worker's own frames, and their locals hold
+what every rule rests on: the key that signs a reply, the records of what the code ran, the
+request (a hidden probe's source). Blind red-team tester R-P took a frame from
+``traceback.walk_stack`` and read the key through a format string
+(``"{0.f_locals[auth]._key}".format(frame)``: the scan skips a string, and ``str.format``
+looks attributes up in C), and through ``pdb``'s frame APIs cleared the records: 20/20 in
+custom_backward with autograd in backward. Neither ``f_back`` nor ``f_locals`` raises an audit
+event, but every way to a first frame does: ``sys._getframe`` and the attributes
+``tb_frame``, ``gi_frame``, ``cr_frame``, ``ag_frame`` (event ``object.__getattr__``). A
+serving worker refuses those events (audit.py) unless the frame stays in code that hands out
+no frame: the grader's own files, and a library that uses the frame itself — logging's
+caller lookup, namedtuple's, typing's and enum's module names, ``traceback.print_exc`` and
+its kin, which return text — when the library function the exercise called is not one that
+returns frames (``traceback.walk_stack``, ``walk_tb``, ``logging.currentframe``, ``inspect``,
+``pdb``/``bdb``, ``sys._getframe`` itself). Written here: no library removes frames from part
+of a process.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from types import FrameType
+
+#: attributes whose read gives a frame (each raises the audit event ``object.__getattr__``)
+FRAME_ATTRIBUTES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame"})
+#: library functions that hand the frames they find to their caller: an exercise may not call them
+FRAME_RETURNING = frozenset({"walk_stack", "walk_tb", "currentframe", "<lambda>"})
+MESSAGE = "frames are not available to exercise code (they reach the grader's own objects)"
+
+
+def asks_for_frame(event: str, args: tuple) -> bool:
+    """Whether an audit event hands a frame to whoever raised it."""
+    return event == "sys._getframe" or (event == "object.__getattr__" and len(args) > 1 and args[1] in FRAME_ATTRIBUTES)
+
+
+def _library(path: str, exercise: str, grader: str) -> bool:
+    return not path.startswith(exercise) and not path.startswith(grader)
+
+
+def allowed(exercise: str, grader: str, depth: int = 2) -> bool:
+    """Whether the frame raising the event (``depth`` frames up from here: past this function
+    and the hook, the code that asked) may have it: the grader's own code, or a library called by
+    the exercise through a function that does not return frames. Walks up from that frame to
+    the first frame of the exercise's own files; none: not the exercise's doing."""
+    try:
+        frame = sys._getframe(depth)
+    except ValueError:
+        return True
+    entry = None  # the outermost library frame: the function the exercise called
+    up: FrameType | None = frame
+    while up is not None:
+        frame = up
+        path = frame.f_code.co_filename
+        if path.startswith(grader):
+            return True
+        if path.startswith(exercise):
+            if entry is None:
+                return False  # the exercise asked itself
+            name = entry.f_code.co_name
+            module = os.path.basename(entry.f_code.co_filename)
+            return name not in FRAME_RETURNING and module not in ("pdb.py", "bdb.py", "inspect.py")
+        if _library(path, exercise, grader):
+            entry = frame
+        up = frame.f_back
+    return True
