@@ -58,6 +58,9 @@ EVASIONS = {
     "code-in-a-type-alias": ("import typing\nT = typing.List[\"print('x') or int\"]\n", "the annotation"),
     # a namespace printed is shown, never used; kept by a walrus or passed on, it is a lookup
     "printed-and-kept": ("def f():\n    print(d := globals())\n    return d['torch']\n", "globals"),
+    # an attribute read from a printed namespace by a name computed, or a value passed on from it
+    "printed-attribute-computed": ("def f(n):\n    print({k: getattr(v, n) for k, v in locals().items()})\n", "locals"),
+    "printed-hasattr-passed-on": ("def f(g):\n    print([g(v) for v in globals().values() if hasattr(v, 'x')])\n", "globals"),
     "namespace-passed-on": ("def f(show):\n    show(locals())\n", "locals"),
     "namespace-changed-in-a-print": ("print(globals().update(F=None))\n", "globals"),
     # read inside a print but called, handed on, or read by a computed key (blind tester R-A's
@@ -303,6 +306,9 @@ FAIR = [
             print([k for k in globals() if not k.startswith("_")])
             print("config:", vars(scores), {k: type(v).__name__ for k, v in globals().items()})
             print({k: tuple(v.shape) for k, v in locals().items() if isinstance(v, type(scores))})
+            # guarded for a local without a shape (blind tester R-Q): an attribute read by its written name
+            print({n: (v.shape if hasattr(v, "shape") else v) for n, v in locals().items()})
+            print({n: getattr(v, "shape", v) for n, v in locals().items()})
             return scores
     """),
     # structural pattern matching on values, shapes, sequences, mappings and self-matching builtins

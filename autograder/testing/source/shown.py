@@ -115,6 +115,8 @@ def _only_shown(node: ast.AST, parents: dict[int, ast.AST], roots: set[int], sto
                     return False  # a value read from the namespace, called
                 if namespace_call(node.value) and node.attr not in READ_METHODS:
                     return False  # the namespace itself changed: globals().update(…)
+            elif _constant_attribute_read(parent, node):
+                pass  # hasattr(v, "shape"), getattr(v, "shape", v): an attribute read by its written name
             elif not (isinstance(parent.func, ast.Name) and parent.func.id in DISPLAY_CALLS):
                 return False  # handed to a function that may call it
             elif any(k.arg == "key" for k in parent.keywords):
@@ -134,6 +136,22 @@ def _only_shown(node: ast.AST, parents: dict[int, ast.AST], roots: set[int], sto
             return False
         node = parent
     return True
+
+
+def _constant_attribute_read(call: ast.Call, node: ast.AST) -> bool:
+    """``hasattr(value, "name")`` or ``getattr(value, "name"[, default])`` with ``node`` as the
+    value or the default: what ``value.name`` reads, by a name written out (blind tester R-Q:
+    ``print({n: getattr(v, "shape", v) for n, v in locals().items()})``, the guard that the
+    docs' own example needs once a local is ``self`` or ``None``)."""
+    func, args = call.func, call.args
+    if not (isinstance(func, ast.Name) and func.id in ("hasattr", "getattr") and not call.keywords):
+        return False
+    if not (2 <= len(args) <= (2 if func.id == "hasattr" else 3)):
+        return False
+    name = args[1]
+    if not (isinstance(name, ast.Constant) and isinstance(name.value, str) and name.value.isidentifier()):
+        return False
+    return node is args[0] or (len(args) == 3 and node is args[2])
 
 
 def _targets_shown(generator: ast.comprehension, parents: dict[int, ast.AST], roots: set[int]) -> bool:
