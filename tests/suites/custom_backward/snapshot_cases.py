@@ -71,6 +71,10 @@ def attention_forward(rng, ref):
     q, k, v = _week7_qkv()
     L, S, d = randint(rng, 2, 6), randint(rng, 2, 6), randint(rng, 2, 4)
     rq, rk, rv = randn(rng, 3, L, d), randn(rng, 3, S, d), randn(rng, 3, S, d + 1)  # d_v = d_k + 1: a scale by 1/√d_v shows
+    # a mask that matters, broadcast over the batch: every query keeps key 0 and loses the last
+    # (attention() that drops `allowed` scored full marks: blind tester R-Q)
+    allowed = randn(rng, 1, L, S) > 0
+    allowed[..., 0], allowed[..., -1] = True, False
     return {
         "week7": in_float64(ref.custom_backward.attention, q, k, v, _causal(2)),
         "week7_mistakes": signatures.attention_forward(q, k, v, _causal(2)),
@@ -79,6 +83,9 @@ def attention_forward(rng, ref):
         "v": rv,
         "want": in_float64(ref.custom_backward.attention, rq, rk, rv),
         "mistakes": signatures.attention_forward(rq, rk, rv),
+        "allowed": allowed,
+        "want_masked": in_float64(ref.custom_backward.attention, rq, rk, rv, allowed),
+        "mistakes_masked": signatures.attention_forward(rq, rk, rv, allowed),
     }
 
 

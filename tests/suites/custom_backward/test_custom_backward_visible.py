@@ -147,6 +147,14 @@ def test_attention_forward_reproduces_week7_outputs(sub, rng):
         tol=tol("custom_backward.attention", torch.float32),
         mistakes=c["mistakes"],
     )
+    allowed = c["allowed"]
+    expect.close(
+        sub.custom_backward.attention(rq, rk, rv, allowed),
+        c["want_masked"],
+        what=f"attention(q, k, v, allowed {list(allowed.shape)}): every query keeps key 0, none the last",
+        tol=tol("custom_backward.attention", torch.float32),
+        mistakes=c["mistakes_masked"],
+    )
 
 
 def test_week7_loss_gradient_reaches_wq_through_your_attention(sub, credit):
