@@ -149,6 +149,7 @@ def confine_worker(spec: WorkerSpec, keep_fd: int) -> list[str]:
     # Landlock, which does not grant that folder: its ``mem`` reads the worker's memory at any
     # address (blind red-team tester R-O; rawmemory.py)
     env = {"PATH": "/usr/bin:/bin", "HOME": scratch, "TMPDIR": scratch, "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1"}
+    env["PYTHONBREAKPOINT"] = "0"  # a breakpoint() left in the code does nothing (no terminal; pdb would ask for frames)
     os.environ.clear()
     os.environ.update(env)
     sys.path[:] = [spec.copy_dir] + [p for p in sys.path if p and _is_library_path(p, spec)]

@@ -253,6 +253,10 @@ def frame_routes():
 def _scripted_neg(x):
     return torch.neg(x)
 
+def forgotten_breakpoint(x):
+    breakpoint()  # a student's, left in: the worker has no terminal
+    return x + 1
+
 def _warn():
     import warnings
     with warnings.catch_warnings(record=True):
@@ -1211,6 +1215,12 @@ def test_no_exercise_code_runs_while_a_reply_is_encoded_and_its_own_patches_stay
         assert again.ok and again.value["value"] == ("evil", True), again  # its own patches are its again after
     finally:
         worker.close()
+
+
+def test_a_breakpoint_left_in_the_code_does_nothing(sandbox):
+    worker, reply = call(sandbox, "forgotten_breakpoint", 1)
+    worker.close()
+    assert reply.ok and reply.value["value"] == 2, reply.error
 
 
 def test_the_scratch_folder_holds_at_most_file_write_mib_in_all(sandbox):
