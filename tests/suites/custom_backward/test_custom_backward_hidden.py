@@ -383,7 +383,7 @@ def test_softmax_backward_matches_reference_with_batch_dims_and_masks(sub, ref, 
     expect.close(
         data.softmax_backward(sub, gate_da, gate_a),
         ref.custom_backward.softmax_backward(gate_da.double(), gate_a.double()).float(),
-        what=f"softmax_backward on a plain float32 input {list(gate_a.shape)} (checked before the cases)",
+        what=f"softmax_backward on a plain float32 input of shape {list(gate_a.shape)} (checked before the cases)",
         tol=tol("custom_backward.softmax_backward", torch.float32),
         mistakes=lambda: signatures.softmax_backward(gate_da, gate_a),
     )

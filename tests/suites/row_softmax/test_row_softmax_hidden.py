@@ -107,7 +107,7 @@ class _Gate:
             expect.close(
                 self.calls.value(i),
                 want,
-                what=f"{name} on a plain float32 input {[list(a.shape) for a in args]} (checked before the cases)",
+                what=f"{name} on plain float32 inputs of shapes {[list(a.shape) for a in args]} (checked before the cases)",
                 tol=tol(f"row_softmax.{name}", torch.float32),
                 mistakes=mistakes,
             )
