@@ -484,7 +484,7 @@ def _cross_assignment_imports(config: Config, sources: dict[str, bytes]) -> list
                 if home[other] != mine:
                     entry = {"file": module, "assignment": mine, "imports": other, "imports_assignment": home[other]}
                     found.append(entry | ({"through": through} if through else {}))
-                queue.append((other, through or (other if current == module else current)))
+                queue.append((other, through or other))  # named by the first module on the way
     return found
 
 

@@ -22,13 +22,13 @@ def forbid_introspection(gate: CodeGate) -> Callable[[], None]:
     """Refuse ``_REFUSED_EVENTS`` for the rest of the worker's life, before any submission
     code runs, and let ``gate`` judge every ``exec`` (codegate.py). An audit hook cannot be
     removed, and with gc's lists refused no code can reach the hook's function to change it.
-    No exercise, and nothing of torch's that an exercise runs, needs these; frames stay
-    (tracebacks, ``logging`` and ``namedtuple`` use them), so the static rule scan is what
-    denies frame walking in rule-checked files, and the gate keeps unscanned code out.
+    No exercise, and nothing of torch's that an exercise runs, needs these; the gate keeps
+    unscanned code out.
 
-    Returns ``seal``: from its call on (the first request that may run exercise code), ctypes
-    is refused too (rawmemory.py: raw memory reaches every rule's objects); until then the
-    worker's own setup uses it (a standing ban keeps its library handle alive with it)."""
+    Returns ``seal``: from its call on (the first request that may run exercise code), ctypes,
+    a process's memory under /proc (rawmemory.py) and frames (frames.py: libraries that only
+    use one keep theirs) are refused too; until then the worker's own setup uses them (a
+    standing ban keeps its library handle alive with ctypes)."""
     sealed: list[bool] = []
     busy: list[bool] = []  # a frame check asks for frames itself: its own events pass
 

@@ -36,10 +36,6 @@ def asks_for_frame(event: str, args: tuple) -> bool:
     return event == "sys._getframe" or (event == "object.__getattr__" and len(args) > 1 and args[1] in FRAME_ATTRIBUTES)
 
 
-def _library(path: str, exercise: str, grader: str) -> bool:
-    return not path.startswith(exercise) and not path.startswith(grader)
-
-
 def allowed(exercise: str, grader: str, depth: int = 2) -> bool:
     """Whether the frame raising the event (``depth`` frames up from here: past this function
     and the hook, the code that asked) may have it: the grader's own code, or a library called by
@@ -62,7 +58,6 @@ def allowed(exercise: str, grader: str, depth: int = 2) -> bool:
             name = entry.f_code.co_name
             module = os.path.basename(entry.f_code.co_filename)
             return name not in FRAME_RETURNING and module not in ("pdb.py", "bdb.py", "inspect.py")
-        if _library(path, exercise, grader):
-            entry = frame
+        entry = frame  # a library's: neither the grader's nor the exercise's
         up = frame.f_back
     return True

@@ -407,8 +407,13 @@ def check_no_banned(
         listing = "; ".join(f"{name}:{v.line}: {v.found}" for name, v in found[:6])
         # the rule's hint says "you called the forbidden function": only where one is named
         names_one = any(re.search(rf"\b{re.escape(b)}\b", v.found) for _, v in found for b in banned)
-        # only strings that name one: nothing was called, and "you called it" would point the wrong way (blind tester R-M)
-        only_strings = all(v.found.startswith("the string ") for _, v in found)
+        if not names_one:
+            named = ["general/dynamic-code"]
+        elif all(v.found.startswith("the string ") for _, v in found):
+            # only strings that name one: nothing was called, and "you called it" would point the wrong way (blind tester R-M)
+            named = ["general/banned-name-string"]
+        else:
+            named = list(hints) or ["general/forbidden-api"]
         raise CheckFailed(
             Feedback(
                 check=what,
@@ -417,11 +422,7 @@ def check_no_banned(
                     f"{file} uses what this exercise forbids ({listing}){' …' if len(found) > 6 else ''}; write it "
                     "from tensor operations, without dynamic lookups"
                 ),
-                hints=["general/banned-name-string"]
-                if only_strings and names_one
-                else (list(hints) or ["general/forbidden-api"])
-                if names_one
-                else ["general/dynamic-code"],
+                hints=named,
                 frames=[v.frame(name) for name, v in found[:6]],
             )
         )
