@@ -112,7 +112,7 @@ def id_of(key: bytes) -> str:
 def canonical(content: list[tuple[str, str | None]]) -> bytes:
     """One line per file, sorted by name: ``name<TAB>sha256`` (or ``-`` when absent)."""
     lines = sorted(f"{name}\t{digest or '-'}\n" for name, digest in content)
-    return "".join(lines).encode()
+    return "".join(lines).encode("utf-8", "surrogateescape")  # a name that is not UTF-8: its own bytes
 
 
 def content_seed(key: bytes, content: list[tuple[str, str | None]]) -> int:

@@ -576,7 +576,10 @@ def _copy_helpers(prepared: PreparedSubmission, config: Config, dir_fd: int, exe
         info: dict = {"file": name, "display_path": display, "copy_path": None, "problem": None, "sha256": None}
         reason = shadowing_reason(module)
         data = None
-        if reason:
+        if reason and module != module.encode("utf-8", "surrogateescape").decode("utf-8", "replace"):
+            # bytes that are not UTF-8 (a name written under another encoding): my_ would not help
+            info["problem"] = "not importable: the name is not valid UTF-8 — rename it with letters, digits and _ only"
+        elif reason:
             info["problem"] = f"not importable: the name {reason} — rename it (e.g. my_{module}.py)"
         else:
             data, problem, _ = _read_checked(dir_fd, prepared.root, name, limits.max_module_kib * 1024, what="helper modules")

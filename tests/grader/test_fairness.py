@@ -225,6 +225,22 @@ def test_helpers_that_would_shadow_the_grader_or_libraries_are_refused(shadowing
     assert name in shadowing_graded.data["submission"]["ignored"]  # never copied anywhere
 
 
+def test_a_file_name_that_is_not_utf8_is_named_and_the_seed_from_the_files_still_works(tmp_path):
+    """A helper named in another encoding (a checkout or an archive made under a non-UTF-8
+    locale) is listed as not importable, and the seed drawn from the files' names and
+    contents takes its bytes as they are (blind red-team tester R-T: the run failed as a
+    grader error, 0 points, wherever no --seed was given: `make grade`, Gradescope, CI)."""
+    folder = make_submission(tmp_path / "sub", {})
+    with open(os.path.join(os.fsencode(folder), b"notes\xff.py"), "wb") as fh:
+        fh.write(b"X = 1\n")
+    graded = grade(folder, "--skill", "qkv", seed=None, output=tmp_path / "r.json")
+    assert graded.rc == 0, graded.stderr[-2000:]
+    assert graded.data["seed_source"].startswith("content"), graded.data["seed_source"]
+    assert graded.data["score"] == graded.data["max_score"]
+    info = graded.data["submission"]["helpers"]["notes\udcff"]
+    assert info["problem"] == "not importable: the name is not valid UTF-8 — rename it with letters, digits and _ only"
+
+
 HALF_DONE = ("split_heads", "merge_heads")  # mha_reshape's functions taken from the reference, the rest left as the stub
 
 
