@@ -182,6 +182,27 @@ def is_workflow_command(line: str) -> bool:
     return stripped.startswith("::") or "##[" in line or "##vso[" in line.lower()
 
 
+_ANSI_SGR = re.compile(r"\x1b\[[0-9;]*m")  # the colours rich writes (student text never carries ESC: visible())
+_LEGACY = re.compile(r"#(#(?:\[|vso\[))", re.IGNORECASE)
+
+
+def inert_lines(text: str) -> str:
+    """The text format's last pass: a line that would read as a workflow command in a job
+    log gets a zero-width space between its leading colons (and inside ``##[``/``##vso[``).
+    Student text is escaped where it is written, but a terminal-width wrap can still start a
+    new line inside it (blind red-team tester R-T: a file name ``…\\n::error::x.py`` wrapped
+    onto a line of its own); no grader line starts with ``::``, so only such lines change."""
+    out = []
+    for line in text.split("\n"):
+        plain = _ANSI_SGR.sub("", line)
+        if is_workflow_command(plain):
+            if plain.lstrip().startswith("::"):
+                line = line.replace("::", ":" + _ZWSP + ":", 1)
+            line = _LEGACY.sub("#" + _ZWSP + r"\1", line)
+        out.append(line)
+    return "\n".join(out)
+
+
 # --------------------------------------------------------------------------- CSV
 #: first characters that make a spreadsheet (Excel, LibreOffice, Google Sheets) read a cell
 #: as a formula or a DDE call; the full-width forms too, which some of them fold to ASCII

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from rich.console import Console
 
 from ..config import Config
+from ..core.escape import inert_lines
 from ..core.results import Results, dumps
 from . import github, gradescope, markdown, text
 
@@ -39,7 +40,7 @@ def _text(results: Results, config: Config | None, style: Style) -> str:
             highlight=False,
         ),
     )
-    return buffer.getvalue()
+    return inert_lines(buffer.getvalue())
 
 
 def _gradescope(results: Results, config: Config | None, style: Style) -> str:

@@ -14,7 +14,7 @@ from conftest import ROOT, SOLUTIONS, grade, make_submission
 
 from autograder.config import load
 from autograder.core import escape
-from autograder.renderers import github, gradescope, markdown, render
+from autograder.renderers import Style, github, gradescope, markdown, render
 from autograder.renderers.common import points
 from autograder.runner import scoring
 from autograder.runner.manifest import RunManifest
@@ -354,6 +354,22 @@ def test_github_annotation_points_at_the_students_function(tmp_path):
     here = [a for a in annotations if a.startswith(f"::error file=exercises/qkv.py,line={line},title=qkv%3A ")]
     assert len(here) == 1 and "test_scale_scores_divides_by_sqrt_dk" in here[0], annotations
     assert "::notice title=Score::" in graded.stdout
+
+
+@pytest.mark.parametrize("width", [40, 57, 64, 80, 97, 110])
+def test_no_line_of_the_text_format_reads_as_a_workflow_command_at_any_width(config, width):
+    """Student text is escaped where the text format writes it, and a wrap at the terminal's
+    width can still start a line inside it: a helper named ``evil⏎::error::FILENAME.py``
+    wrapped so that ``::error::…`` began a line of an 80-column log (blind red-team tester
+    R-T). The format's last pass breaks such a line; the names are still shown."""
+    names = ["evil\n::error::FILENAME", "x" * 30 + " ::warning::W", "##[group]G", "a ##vso[task.setvariable]b"]
+    helpers = {n: {"file": f"{n}.py", "problem": f"not importable: {n}"} for n in names}
+    results = scoring.build(RunManifest.plan(config), {"tests": []}, {"path": "sub", "modules": {}, "helpers": helpers})
+    for color in (None, "truecolor"):
+        text = render(results, "text", config, style=Style(color_system=color, width=width, terminal=color is not None))
+        bad = [line for line in text.splitlines() if escape.is_workflow_command(re.sub(r"\x1b\[[0-9;]*m", "", line))]
+        assert not bad, bad
+        assert "FILENAME" in text and "setvariable" in text
 
 
 def test_text_renders_grids_hints_and_no_escapes_to_a_file(hostile_results, config):
