@@ -74,6 +74,13 @@ def distance(got: torch.Tensor, target: torch.Tensor, tol: Tol) -> float:
             differ = int((got != target.to(got.dtype)).sum())
             return 0.0 if differ == 0 else differ + 1.0
         a, b = got.to(torch.float64), target.to(torch.float64)
+        # Most comparisons hold no NaN, and there the six operators below give the same
+        # number as the full rule (an entry equal to its target is 0 either way): a check
+        # costs a third of the operators (~2 100 checks a full grade). Any NaN among the
+        # units — a NaN entry, inf − inf, 0/0 — takes the full rule.
+        quick = float(((a - b).abs() / (tol.atol + tol.rtol * b.abs())).max())
+        if quick == quick:
+            return quick
         same = (a == b) | (torch.isnan(a) & torch.isnan(b))
         scale = tol.atol + tol.rtol * b.abs()
         units = torch.where(same, torch.zeros_like(a), (a - b).abs() / scale)

@@ -351,3 +351,35 @@ def test_an_exercise_module_imported_as_part_of_a_package_is_named_and_a_missing
     ):
         assert _hints_for({"type": kind, "message": message}) == ["general/no-ctypes"]
     assert _hints_for({"type": "RuntimeError", "message": "Expected size for first two dimensions of batch2 tensor"}) == []
+
+
+def _distance_by_the_full_rule(got: torch.Tensor, target: torch.Tensor, tol: Tol) -> float:
+    """``expect.distance``'s rule written out in full (equal entries, NaN against NaN and
+    same-signed infinities count 0; a NaN unit counts as infinitely far)."""
+    import math
+
+    a, b = got.to(torch.float64), target.to(torch.float64)
+    same = (a == b) | (torch.isnan(a) & torch.isnan(b))
+    units = torch.where(same, torch.zeros_like(a), (a - b).abs() / (tol.atol + tol.rtol * b.abs()))
+    return float(torch.nan_to_num(units, nan=math.inf, posinf=math.inf).max())
+
+
+@pytest.mark.parametrize("tol", [Tol(1e-5, 1e-6), Tol(0.0, 0.0), Tol(0.0, 1e-6), Tol(1e-3, 0.0)])
+def test_distance_gives_the_full_rules_number_for_every_mix_of_special_values(tol):
+    """``distance`` takes a shorter path where no entry makes a NaN unit: the same number as
+    the full rule on inputs mixing equal entries, near ones, zeros, ±∞ and NaN."""
+    g = torch.Generator().manual_seed(5)
+    specials = torch.tensor([0.0, -0.0, 1.0, float("inf"), float("-inf"), float("nan"), 1e-7, -3.5], dtype=torch.float64)
+    for _ in range(300):
+        n = int(torch.randint(1, 6, (), generator=g))
+        target = specials[torch.randint(0, len(specials), (n,), generator=g)]
+        pick = torch.randint(0, 3, (n,), generator=g)
+        noise = torch.randn(n, generator=g, dtype=torch.float64) * 1e-6
+        got = torch.where(
+            pick == 0,
+            target,
+            torch.where(pick == 1, target + noise, specials[torch.randint(0, len(specials), (n,), generator=g)]),
+        )
+        for dtype in (torch.float64, torch.float32):
+            want = _distance_by_the_full_rule(got.to(dtype), target, tol)
+            assert expect.distance(got.to(dtype), target, tol) == want, (got, target, tol)
