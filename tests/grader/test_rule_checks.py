@@ -43,6 +43,9 @@ EVASIONS = {
     "globals": ("def f():\n    return globals()['torch']\n", "globals"),
     "thread": ("import threading\n", "import threading"),
     "frame": ("import sys\nf = sys._getframe\n", "_getframe"),
+    # what breakpoint() calls: its default imports and calls what PYTHONBREAKPOINT names
+    "breakpoint-hook": ("import sys\ndef f(x):\n    return sys.breakpointhook(x)\n", "breakpointhook"),
+    "breakpoint-default-hook": ("import sys\nh = sys.__breakpointhook__\n", "__breakpointhook__"),
     "eval": ("f = eval('torch.softmax')\n", "eval"),
     "torchscript-from-a-string": (
         'CU = torch.jit.CompilationUnit("def f(x: Tensor) -> Tensor:\\n    return torch.softmax(x, -1)")\n',
@@ -211,6 +214,9 @@ def test_a_helper_outside_the_scoped_functions_cannot_hide_dynamic_autograd():
 
 
 FAIR = [
+    # a breakpoint() left in, in a function and under __main__: it does nothing in a worker (blind tester R-R)
+    "import torch\n\n\ndef softmax_rows(s, dim=-1):\n    breakpoint()\n    e = (s - s.amax(dim, keepdim=True)).exp()\n"
+    '    return e / e.sum(dim, keepdim=True)\n\n\nif __name__ == "__main__":\n    breakpoint()\n',
     # prose mentioning the banned function, in docstrings, comments and messages
     '"""Softmax over the rows: like torch.softmax but by hand."""\nimport torch\n\n\ndef softmax_rows(s, dim=-1):\n'
     '    """softmax"""\n    # no torch.softmax here\n    if s.dim() == 0:\n'

@@ -257,6 +257,10 @@ def forgotten_breakpoint(x):
     breakpoint()  # a student's, left in: the worker has no terminal
     return x + 1
 
+def breakpoint_by_name(x):
+    os.environ["PYTHONBREAKPOINT"] = "os.getpid"  # the default hook would import and call it
+    return breakpoint()
+
 def _warn():
     import warnings
     with warnings.catch_warnings(record=True):
@@ -1221,6 +1225,10 @@ def test_a_breakpoint_left_in_the_code_does_nothing(sandbox):
     worker, reply = call(sandbox, "forgotten_breakpoint", 1)
     worker.close()
     assert reply.ok and reply.value["value"] == 2, reply.error
+    # whatever the environment names: breakpoint() is no lookup by a string (the rule checks allow it)
+    worker, reply = call(sandbox, "breakpoint_by_name", 1)
+    worker.close()
+    assert reply.ok and reply.value["value"] is None, reply
 
 
 def test_the_scratch_folder_holds_at_most_file_write_mib_in_all(sandbox):

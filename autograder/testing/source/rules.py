@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import re
 
-DYNAMIC_CALLS = {"eval", "exec", "compile", "__import__", "vars", "globals", "locals", "breakpoint"}
+#: ``breakpoint`` is not here: a worker's ``sys.breakpointhook`` does nothing whatever the
+#: environment names (sandbox/worker.py), and the hook itself is a DENIED_NAMES entry
+DYNAMIC_CALLS = {"eval", "exec", "compile", "__import__", "vars", "globals", "locals"}
 #: callables that look names up by a value: fine with a constant, flagged with anything else
 LOOKUPS = {"getattr", "setattr", "delattr"}
 DENIED_MODULES = {
@@ -78,6 +80,9 @@ DENIED_NAMES = {
     # string annotations evaluated: typing.get_type_hints("exec(…)"), a ForwardRef (tester J)
     "get_type_hints",
     "ForwardRef",
+    # what breakpoint() calls: the default one imports and calls what PYTHONBREAKPOINT names
+    "breakpointhook",
+    "__breakpointhook__",
     "setprofile",  # the recorder watches calls with a profile function: switching it is tampering
     "settrace",
     "_current_frames",
