@@ -40,24 +40,10 @@ NESTED = "exercises"  # a submission may hold its modules directly or under exer
 
 #: helper module names that would configure or shadow the grader's own machinery
 SHADOWING = {
-    "conftest",
-    "sitecustomize",
-    "usercustomize",
-    "torch",
-    "pytest",
-    "_pytest",
-    "pytest_jsonreport",
-    "pluggy",
-    "numpy",
-    "einops",
-    "sympy",
-    "typing_extensions",
-    "setuptools",
-    "pip",
-    "site",
-    "solutions",
-    "exercises",
-    "tests",
+    *("conftest", "sitecustomize", "usercustomize", "site", "setuptools", "pip"),  # start-up, packaging
+    *("torch", "numpy", "einops", "sympy", "typing_extensions"),  # what the grader computes with
+    *("pytest", "_pytest", "pytest_jsonreport", "pluggy"),  # what it tests with
+    *("solutions", "exercises", "tests"),  # the repository's own folders
 }
 SHADOWING_PREFIXES = ("autograder", "pytest_", "torch", "__")
 
@@ -371,6 +357,8 @@ def list_ignored(root: Path, keep: set[str]) -> tuple[list[str], int]:
 
 def shadowing_reason(module: str) -> str | None:
     """Why a helper module name may not be importable in the worker, or None."""
+    if module != module.encode("utf-8", "surrogateescape").decode("utf-8", "replace"):
+        return "is not valid UTF-8"  # bytes of another encoding (a checkout under another locale)
     if not module.isidentifier():
         return "is not an importable module name"
     if module in SHADOWING or module.startswith(SHADOWING_PREFIXES):
@@ -576,11 +564,9 @@ def _copy_helpers(prepared: PreparedSubmission, config: Config, dir_fd: int, exe
         info: dict = {"file": name, "display_path": display, "copy_path": None, "problem": None, "sha256": None}
         reason = shadowing_reason(module)
         data = None
-        if reason and module != module.encode("utf-8", "surrogateescape").decode("utf-8", "replace"):
-            # bytes that are not UTF-8 (a name written under another encoding): my_ would not help
-            info["problem"] = "not importable: the name is not valid UTF-8 — rename it with letters, digits and _ only"
-        elif reason:
-            info["problem"] = f"not importable: the name {reason} — rename it (e.g. my_{module}.py)"
+        if reason:
+            fix = "with letters, digits and _ only" if "UTF-8" in reason else f"(e.g. my_{module}.py)"
+            info["problem"] = f"not importable: the name {reason} — rename it {fix}"
         else:
             data, problem, _ = _read_checked(dir_fd, prepared.root, name, limits.max_module_kib * 1024, what="helper modules")
             if problem:
