@@ -56,6 +56,7 @@ class CodeGate:
         self.prefix = copy_dir.rstrip("/") + "/"
         self.grader = grader_dir.rstrip("/") + "/"
         self.allowed: frozenset[str] | None = None
+        self.executed: set[str] = set()
         # namedtuple builds methods from names it checks are identifiers
         self.builders = {_source_file(collections)}
         self.dataclasses = _source_file(dataclasses)
@@ -66,6 +67,9 @@ class CodeGate:
         if self.allowed is not None:
             raise RuntimeError("the worker's code is confined once, for its whole life")
         self.allowed = frozenset(str(m) for m in modules)
+        # every library file whose module body has run in this process: a second run of one
+        # is a fresh copy of a module whose functions the worker's bans replaced by name
+        self.executed = {_source_file(m) for m in list(sys.modules.values())} - {""}
 
     def check(self, code: object, caller: str) -> None:
         """Raise unless ``code`` (the ``exec`` event's code object) may run; ``caller`` is the
@@ -88,6 +92,13 @@ class CodeGate:
                     f"code compiled under another file's name ({path}) cannot be run by exec from the exercise's "
                     "own files in this exercise's worker: its rule check reads only the exercise's files"
                 )
+            if code.co_name == "<module>":
+                if path in self.executed:  # blind red-team tester R-U: torch.nn.functional run again
+                    raise ImportError(
+                        f"{path} cannot be run a second time in this exercise's worker: a fresh copy of a "
+                        "module would hold the functions its rule switched off"
+                    )
+                self.executed.add(path)
             return  # a library's module body (torch imports many lazily), run by the import machinery
         if caller.startswith(self.grader) or caller in self.builders:
             return  # the grader's probes; namedtuple's methods from identifiers

@@ -25,6 +25,8 @@ from autograder.sandbox.codegate import CodeGate
 COPY = "/run/autograder-x/submission"
 GRADER = os.path.dirname(os.path.dirname(codegate.__file__))
 TORCH_FILE = torch.__file__
+#: a library module no process has imported yet: its first run is an import, as torch's lazy ones
+LAZY_FILE = os.path.join(os.path.dirname(TORCH_FILE), "lazily_imported_module.py")
 
 
 def _gate(*modules: str) -> CodeGate:
@@ -53,7 +55,7 @@ def test_only_the_scanned_files_of_the_submission_run_and_the_refusal_names_the_
 
 
 def test_library_modules_run_whoever_imports_them():
-    _gate("custom_backward").check(compile("X = 1\n", TORCH_FILE, "exec"), "<frozen importlib._bootstrap>")
+    _gate("custom_backward").check(compile("X = 1\n", LAZY_FILE, "exec"), "<frozen importlib._bootstrap>")
 
 
 def test_code_the_exercise_compiled_under_a_librarys_name_is_not_run_by_its_exec():
@@ -62,12 +64,29 @@ def test_code_the_exercise_compiled_under_a_librarys_name_is_not_run_by_its_exec
     library's file. Only the import machinery runs library bodies; exec from the exercise's
     own files runs nothing that is not one of its scanned files."""
     gate = _gate("mha_reshape")
-    forged = compile("X = 1\n", TORCH_FILE, "exec")
+    forged = compile("X = 1\n", LAZY_FILE, "exec")
     with pytest.raises(RuntimeError, match="under another file's name .* cannot be run by exec from the exercise's own files"):
         gate.check(forged, f"{COPY}/mha_reshape.py")
     with pytest.raises(RuntimeError):
         gate.check(compile("x = 1", "<string>", "exec"), f"{COPY}/mha_reshape.py")
     gate.check(forged, "<frozen importlib._bootstrap>")  # torch importing its own modules, as ever
+
+
+def test_a_library_module_runs_once_and_a_second_copy_of_it_never():
+    """Blind red-team tester R-U ran torch/nn/functional.py again as a module of another name
+    (``importlib.util.spec_from_file_location`` + ``exec_module``): the fresh copy held the
+    multi_head_attention_forward the worker's standing ban had replaced by name (15/15). A
+    library file whose module body ran once — before the gate was confined, or through it —
+    runs no second time; one not yet imported runs its first."""
+    gate = _gate("mha_reshape")
+    functional = torch.nn.functional.__file__
+    with pytest.raises(ImportError, match=r"cannot be run a second time"):
+        gate.check(compile("X = 1\n", functional, "exec"), "<frozen importlib._bootstrap_external>")
+    fresh = os.path.join(os.path.dirname(TORCH_FILE), "not_imported_yet_by_anyone.py")
+    gate.check(compile("X = 1\n", fresh, "exec"), "<frozen importlib._bootstrap_external>")
+    with pytest.raises(ImportError, match=r"cannot be run a second time"):
+        gate.check(compile("X = 1\n", fresh, "exec"), "<frozen importlib._bootstrap_external>")
+    gate.check(compile("def f():\n    pass\n", functional, "exec").co_consts[0], "<frozen importlib._bootstrap>")
 
 
 def test_code_from_a_string_runs_where_namedtuple_makes_it():

@@ -43,6 +43,15 @@ EVASIONS = {
     "globals": ("def f():\n    return globals()['torch']\n", "globals"),
     "thread": ("import threading\n", "import threading"),
     "frame": ("import sys\nf = sys._getframe\n", "_getframe"),
+    # a library's own getattr, as a method of any object (blind red-team tester R-U reached
+    # torch.distributions, torch._C and a closure's cells this way: 50 points)
+    "jinja2": ("import jinja2\n", "import jinja2"),
+    "method-getattr-kept": ("def f(env):\n    return env.getattr\n", "a lookup by a name"),
+    "method-getattr-computed": ("def f(env, n):\n    return env.getattr(torch, n)\n", "env.getattr with a computed name"),
+    "method-getattr-banned-name": ("def f(env):\n    return env.getattr(torch, 'softmax')\n", "getattr(…, 'softmax')"),
+    "method-getattr-dunder": ("def f(env, g):\n    return env.getattr(g, '__closure__')\n", "'__closure__'"),
+    "torch-importlib": ("U = torch.importlib.util\n", "importlib"),
+    "import-module-by-name": ("def f(loader):\n    return loader.import_module('m')\n", "import_module"),
     # what breakpoint() calls: its default imports and calls what PYTHONBREAKPOINT names
     "breakpoint-hook": ("import sys\ndef f(x):\n    return sys.breakpointhook(x)\n", "breakpointhook"),
     "breakpoint-default-hook": ("import sys\nh = sys.__breakpointhook__\n", "__breakpointhook__"),
@@ -680,6 +689,38 @@ def test_popping_the_recorder_or_replacing_the_hook_is_noticed():
 
     assert any("_pop_torch_function_stack" in t for t in _recorded(pop)[1])
     assert any("setprofile" in t for t in _recorded(lambda: sys.setprofile(None))[1])
+
+
+def test_a_recording_paused_from_c_and_restarted_with_a_forged_start_is_noticed():
+    """Blind red-team tester R-U switched the profiler off and on again through
+    ``functools.partial`` (a C function called from C: no ``c_call`` event for the profile
+    hook) and opened the new session with the start marker's public name: autograd ran
+    unrecorded in between (custom_backward 20/20). Each recording's markers end in a secret,
+    so a restarted session has no true start."""
+    import functools
+
+    from torch._C._profiler import _ExperimentalConfig, _RecordFunctionFast
+    from torch.autograd import ProfilerConfig, ProfilerState, _disable_profiler_legacy, _enable_profiler_legacy
+
+    from autograder.sandbox.probes import DispatchRecorder
+
+    def restart():
+        functools.partial(_disable_profiler_legacy)()
+        torch.ones(2, requires_grad=True).exp().sum().backward()  # unrecorded
+        config = ProfilerConfig(ProfilerState.CPU, False, False, True, False, False, _ExperimentalConfig())
+        functools.partial(_enable_profiler_legacy, config)()
+        with _RecordFunctionFast(DispatchRecorder.START):
+            pass
+
+    entries: dict = {}
+    tampered: set[str] = set()
+    with DispatchRecorder(entries, tampered, OWN):
+        restart()
+    assert any("recording of operators" in t for t in tampered), tampered
+    honest: set[str] = set()
+    with DispatchRecorder({}, honest, OWN):
+        torch.ones(2).exp()
+    assert not honest, honest
 
 
 def test_honest_code_leaves_the_recorder_intact():

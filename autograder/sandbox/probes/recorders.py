@@ -3,6 +3,7 @@ the dispatcher ran (``DispatchRecorder``), with the submission's line."""
 
 from __future__ import annotations
 
+import os
 import sys
 
 import torch
@@ -129,6 +130,10 @@ class DispatchRecorder:
     from any frame, and a profiler that is already on, or off at the end, is noted — each a
     rule violation (``tampered``)."""
 
+    #: the markers' names end in a secret drawn per recording (``__init__``): a profiler the
+    #: exercise switched off and on again, with a start marker of its own, shows no true start
+    #: (blind red-team tester R-U paused it through ``functools.partial``, which the profile
+    #: hook's ``c_call`` events never see, and forged ``autograder::recording-start``)
     START = "autograder::recording-start"
     END = "autograder::recording-end"
 
@@ -151,6 +156,8 @@ class DispatchRecorder:
         self._on = False
         self._ban: KernelBan | None = None
         self._grad_was: bool | None = None
+        secret = os.urandom(8).hex()
+        self.START, self.END = f"{DispatchRecorder.START}-{secret}", f"{DispatchRecorder.END}-{secret}"
 
     def _profile(self, frame, event, arg):
         if event == "c_call" and self._on:

@@ -52,6 +52,17 @@ DENIED_MODULES = {
     # same door). timeit, pdb, cProfile, profile and trace are STRING_RUNNERS instead.
     "doctest",
     "bdb",
+    # torch's dependencies and the venv's packaging that look attributes, classes or modules up
+    # by a string: jinja2's ``Environment().getattr(torch, "distributions")`` (blind red-team
+    # tester R-U: row_softmax, custom_backward and mha_reshape 50/50 points), fsspec's
+    # registry, networkx's and pkg_resources' loaders; no exercise needs any of them
+    "jinja2",
+    "markupsafe",
+    "fsspec",
+    "networkx",
+    "pkg_resources",
+    "setuptools",
+    "pip",
     "rlcompleter",
     "sympy",
     "shelve",
@@ -80,6 +91,10 @@ DENIED_NAMES = {
     # string annotations evaluated: typing.get_type_hints("exec(…)"), a ForwardRef (tester J)
     "get_type_hints",
     "ForwardRef",
+    # a module or object found by its dotted name, in any library (importlib's, pkgutil's, …)
+    "import_module",
+    "resolve_name",
+    "import_string",
     # what breakpoint() calls: the default one imports and calls what PYTHONBREAKPOINT names
     "breakpointhook",
     "__breakpointhook__",
@@ -99,7 +114,7 @@ DENIED_NAMES = {
 }
 #: attributes that reach the interpreter's machinery from any module: ``os.sys`` (then
 #: ``.modules["builtins"].exec``), ``x.exec`` (never a method an exercise calls)
-DENIED_ATTRIBUTES = {"sys", "exec"}
+DENIED_ATTRIBUTES = {"sys", "exec", "importlib"}  # torch.importlib: blind red-team tester R-U
 #: keyword arguments that run code stored as data (``numpy.load(…, allow_pickle=True)``), also
 #: as a string (``**{"allow_pickle": True}``: blind red-team tester J)
 DENIED_KEYWORDS = {"allow_pickle"}

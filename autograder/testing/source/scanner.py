@@ -409,6 +409,8 @@ class _Scanner(ast.NodeVisitor):
                 self._flag(node, f"{_dotted(node)} (switches off the recording of torch calls)")
             elif _is_dunder(node.attr) and node.attr not in ALLOWED_DUNDERS:
                 self._flag(node, f"{_dotted(node)} (dunder attribute access)")
+            elif node.attr in LOOKUPS and id(node) not in self.safe_calls:
+                self._flag(node, f"{_dotted(node)} (a lookup by a name, kept to call later)")
             elif node.attr in DENIED_NAMES or (node.attr == "modules" and _root(node) in self.sys):
                 self._flag(node, f"{_dotted(node)} (dynamic lookup)")
             elif node.attr in DENIED_ATTRIBUTES:
@@ -549,21 +551,24 @@ class _Scanner(ast.NodeVisitor):
         func = node.func
         if self.dynamic and shown.shows(node, self.print_is_builtin):  # print(locals()) and the like (shown.py)
             self.safe_calls.update(id(call.func) for call in shown.shown_namespaces(node))
-        lookup = isinstance(func, ast.Name) and (func.id in LOOKUPS or func.id in DYNAMIC_CALLS)
+        # a method named like the builtin is judged as it is (``jinja2.Environment().getattr(torch,
+        # "…")``, ``monkeypatch.setattr(…)``: blind red-team tester R-U), whatever its object
+        called = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+        lookup = called in LOOKUPS or (isinstance(func, ast.Name) and func.id in DYNAMIC_CALLS)
         if not lookup and _root(func) not in self.torch and self.aliases.path(func) is None:
             self.plain_args.update(
                 id(arg)
                 for arg in [*node.args, *(k.value for k in node.keywords)]
                 if isinstance(arg, ast.Constant) and isinstance(arg.value, str)
             )
-        if isinstance(func, ast.Name) and func.id in LOOKUPS and len(node.args) >= 2:
-            name = node.args[1]
+        if called in LOOKUPS and (len(node.args) >= 2 or (isinstance(func, ast.Attribute) and self.dynamic)):
+            name = node.args[1] if len(node.args) >= 2 else None
             values = self._constant_names(name)
             if values is not None:
                 self.safe_calls.add(id(func))
                 for value in values:
                     if self._banned(value):
-                        self._flag(node, f"{func.id}(…, {value!r})")
+                        self._flag(node, f"{called}(…, {value!r})")
                     elif self.dynamic and (
                         _is_dunder(value)
                         or value.startswith("_")
@@ -575,11 +580,11 @@ class _Scanner(ast.NodeVisitor):
                         or value in DENIED_ATTRIBUTES
                         or (value == "modules" and _root(node.args[0]) in self.sys)
                     ):
-                        self._flag(node, f"{func.id}(…, {value!r}) (private or dunder attribute)")
+                        self._flag(node, f"{called}(…, {value!r}) (private or dunder attribute)")
                 if isinstance(name, ast.Constant):
                     self.docstrings.add(id(name))  # a constant attribute name, judged here
             elif self.dynamic:
-                self._flag(node, f"{func.id} with a computed name")
+                self._flag(node, f"{_dotted(func) if isinstance(func, ast.Attribute) else called} with a computed name")
                 self.safe_calls.add(id(func))
         elif isinstance(func, ast.Name) and func.id in DYNAMIC_CALLS and self.dynamic and id(func) not in self.safe_calls:
             self._flag(node, f"{func.id}(…) (dynamic lookup or code)")
