@@ -178,7 +178,7 @@ def _padding_blocks_rows(sub, state, x, key_allowed, dtype, C, h) -> list[str]:
 
 def _control_split(sub, ref, rng) -> None:
     """split_heads on a fresh random input, against the reference."""
-    B, T, C, h = choice(rng, (1, 2)), randint(rng, 2, 9), choice(rng, (4, 6, 8)), 2
+    B, T, C, h = 2, randint(rng, 2, 9), choice(rng, (4, 6, 8)), 2  # B = 2: one example hides a batch-axis mistake
     x = randn(rng, B, T, C)
     expect.close(
         sub.mha_reshape.split_heads(x, h),
@@ -191,7 +191,7 @@ def _control_split(sub, ref, rng) -> None:
 
 def _control_merge(sub, ref, rng) -> None:
     """merge_heads on a fresh random input, against the reference."""
-    B, T, h, d = choice(rng, (1, 2)), randint(rng, 2, 9), 2, randint(rng, 2, 4)  # d ≥ 2: width-1 heads hide interleaving
+    B, T, h, d = 2, randint(rng, 2, 9), 2, randint(rng, 2, 4)  # B = 2 (as _control_split); d ≥ 2: width-1 heads hide interleaving
     y = randn(rng, B, h, T, d)
     expect.close(
         sub.mha_reshape.merge_heads(y),
@@ -208,7 +208,9 @@ def _control_module(sub, ref, rng) -> None:
     nothing alone) while staying blind to how heads are split, merged and scaled — with h = 1
     every split is the identity and d = C — so a head-split bug costs split_heads' share,
     not the module's structure tests."""
-    B, T, C = choice(rng, (1, 2)), randint(rng, 3, 9), choice(rng, (4, 6, 8))  # T ≥ 3: the padding never hides the causal mask
+    # B = 2: with one example a [B,1,T] padding mask lines up anyway, and the part passed or failed
+    # by the seed (blind tester R-S); T ≥ 3: the padding never hides the causal mask
+    B, T, C = 2, randint(rng, 3, 9), choice(rng, (4, 6, 8))
     x = randn(rng, B, T, C)
     state = _state(rng, C, False, torch.float32)  # fixed: a bias mistake costs the structure tests, the same on every seed
     key_allowed = _key_allowed(rng, B, T)  # at least one padded key
