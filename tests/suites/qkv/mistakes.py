@@ -204,6 +204,9 @@ def uniform_mean(x: torch.Tensor) -> dict[str, torch.Tensor]:
         # the rows before t only, over t + 1 (blind tester R-B)
         "qkv/uniform-mean-excludes-current": (x.cumsum(-2) - x) / torch.arange(1, T + 1, dtype=x.dtype).unsqueeze(-1),
         "qkv/uniform-mean-count-from-zero": x.cumsum(-2) / torch.arange(T, dtype=x.dtype).unsqueeze(-1),
+        # the same counts with row 0's 0 clamped to 1: rows 0 and 1 both divided by 1 — on T = 2 the
+        # same numbers as no division at all, where neither is named (blind tester R-S)
+        "qkv/uniform-mean-count-from-zero#clamped": x.cumsum(-2) / torch.arange(T, dtype=x.dtype).clamp(min=1).unsqueeze(-1),
         "qkv/uniform-mean-sum": x.cumsum(-2),
         "qkv/uniform-mean-wrong-axis": x.cumsum(-1) / torch.arange(1, C + 1, dtype=x.dtype),
         # the same running sum along C, divided by the right counts t + 1 (a [T,1] column)
