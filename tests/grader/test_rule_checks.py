@@ -51,6 +51,13 @@ EVASIONS = {
     "method-getattr-banned-name": ("def f(env):\n    return env.getattr(torch, 'softmax')\n", "getattr(…, 'softmax')"),
     "method-getattr-dunder": ("def f(env, g):\n    return env.getattr(g, '__closure__')\n", "'__closure__'"),
     "torch-importlib": ("U = torch.importlib.util\n", "importlib"),
+    # torch's own lookup of an attribute path by a string, and functions built from code objects
+    # (blind red-team tester R-V: 50 points with four rules broken)
+    "torch-ao": ("from torch.ao.quantization.utils import getattr_from_fqn\n", "torch.ao"),
+    "a-library-lookup-by-its-name": ("def f(u, n):\n    return u.getattr_from_fqn(torch, n)\n", "getattr_from_fqn"),
+    "a-lookup-helper-by-its-name": ("def f(rgetattr, n):\n    return rgetattr(torch, n)\n", "rgetattr"),
+    "function-from-code": ("import types\ndef f(c, g):\n    return types.FunctionType(c, g)\n", "FunctionType"),
+    "code-constants": ("def f(c):\n    return c.co_consts\n", "co_consts"),
     "import-module-by-name": ("def f(loader):\n    return loader.import_module('m')\n", "import_module"),
     # what breakpoint() calls: its default imports and calls what PYTHONBREAKPOINT names
     "breakpoint-hook": ("import sys\ndef f(x):\n    return sys.breakpointhook(x)\n", "breakpointhook"),

@@ -257,6 +257,18 @@ def forgotten_breakpoint(x):
     breakpoint()  # a student's, left in: the worker has no terminal
     return x + 1
 
+def switch_recording_from_c(x):
+    import functools
+    out = []
+    for f in (lambda: list(map(torch._C._autograd._enable_record_function, [True])),
+              functools.partial(torch.autograd._disable_profiler_legacy)):
+        try:
+            f()
+            out.append("ran")
+        except RuntimeError as exc:
+            out.append(str(exc))
+    return out
+
 def breakpoint_by_name(x):
     os.environ["PYTHONBREAKPOINT"] = "os.getpid"  # the default hook would import and call it
     return breakpoint()
@@ -1219,6 +1231,17 @@ def test_no_exercise_code_runs_while_a_reply_is_encoded_and_its_own_patches_stay
         assert again.ok and again.value["value"] == ("evil", True), again  # its own patches are its again after
     finally:
         worker.close()
+
+
+def test_the_profilers_switches_are_the_recordings_alone_whoever_calls_them(sandbox):
+    """Blind red-team tester R-V switched RecordFunction off and on around autograd through
+    ``map`` (a C function calling a C function raises no ``c_call`` event for the profile
+    hook). A worker replaces every module's name for the switches before exercise code runs;
+    the recording keeps the originals."""
+    worker, reply = call(sandbox, "switch_recording_from_c", 1)
+    worker.close()
+    assert reply.ok, reply.error
+    assert all("is not available to exercise code" in text for text in reply.value["value"]), reply.value
 
 
 def test_a_breakpoint_left_in_the_code_does_nothing(sandbox):

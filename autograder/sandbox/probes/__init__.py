@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from .bans import AUTOGRAD_TRIPWIRE, STANDING_BAN, THREAD_BAN, KernelBan, kernel_registrations, own_frame, remove_kernel_handles
 from .builtin import BUILTIN, PlainFunctionCtx, call, call_with_grad, construct, describe_module, resolve
-from .recorders import DispatchRecorder, OpRecorder
+from .recorders import DispatchRecorder, OpRecorder, seal_switches
 
 __all__ = [
     "AUTOGRAD_TRIPWIRE",
@@ -28,6 +28,7 @@ __all__ = [
     "call",
     "call_with_grad",
     "construct",
+    "seal_switches",
     "describe_module",
     "kernel_registrations",
     "own_frame",

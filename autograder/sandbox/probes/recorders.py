@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 import torch
 from torch.overrides import TorchFunctionMode
@@ -108,6 +109,54 @@ def _mode_on_stack(mode: TorchFunctionMode) -> bool:
 MAX_RECORDED = 2000
 
 
+#: torch's switches of its profiler and of RecordFunction, which the recording runs on: in a
+#: worker every module's name for them is replaced before any exercise code runs
+#: (``seal_switches``) and the recording keeps the originals. Called through a C function
+#: (``map``, ``functools.partial``), a switch raises no ``c_call`` event for the profile
+#: hook: blind red-team tester R-V switched RecordFunction off and on around autograd.
+SWITCHES = (
+    "_enable_record_function",
+    "_disable_profiler_legacy",
+    "_enable_profiler_legacy",
+    "_disable_profiler",
+    "_enable_profiler",
+    "_prepare_profiler",
+)
+_ORIGINAL: dict[str, Any] = {}
+
+
+def _switch(name: str) -> Any:
+    """torch's own switch ``name`` (the original where the worker sealed them)."""
+    return _ORIGINAL.get(name) or getattr(torch._C._autograd, name)
+
+
+def seal_switches() -> int:
+    """Replace every module's name for a switch with a refusal (once, in a worker, before any
+    exercise code): the number of names replaced."""
+    import types
+
+    replaced = 0
+    for module in list(sys.modules.values()):
+        namespace = getattr(module, "__dict__", None) if isinstance(module, types.ModuleType) else None
+        for name in SWITCHES if namespace is not None else ():
+            value = namespace.get(name)
+            if type(value) is types.BuiltinFunctionType:
+                _ORIGINAL.setdefault(name, value)
+                namespace[name] = _refusing(name)
+                replaced += 1
+    return replaced
+
+
+def _refusing(name: str) -> Any:
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        recorder = STANDING_BAN.recorder
+        if recorder is not None:
+            recorder.tampered.add(f"called {name}(), which switches off the grader's recording of operators")
+        raise RuntimeError(f"{name} is not available to exercise code: the grader's recording of operators runs on it")
+
+    return refuse
+
+
 class DispatchRecorder:
     """Records every operator the dispatcher runs while it is active: the dispatcher's own
     profiling (``RecordFunction``, through torch's CPU profiler without Kineto) sees each op
@@ -170,7 +219,7 @@ class DispatchRecorder:
 
     def __enter__(self):
         from torch._C._profiler import _ExperimentalConfig, _RecordFunctionFast
-        from torch.autograd import ProfilerConfig, ProfilerState, _enable_profiler_legacy, _profiler_enabled
+        from torch.autograd import ProfilerConfig, ProfilerState, _profiler_enabled
 
         THREAD_BAN.gate = self  # a thread attempted from here on is a fact of this call
         STANDING_BAN.recorder = self  # a kernel replaced for good, reached from here on: a fact of this call
@@ -187,7 +236,7 @@ class DispatchRecorder:
             return self
         # CPU state (no Kineto), with the Python stack of each event: its file(line): function
         config = ProfilerConfig(ProfilerState.CPU, False, False, True, False, False, _ExperimentalConfig())
-        _enable_profiler_legacy(config)
+        _switch("_enable_profiler_legacy")(config)
         self._previous_profile = sys.getprofile()
         sys.setprofile(self._profile)
         self._on = True
@@ -224,7 +273,7 @@ class DispatchRecorder:
 
     def _stop(self):
         from torch._C._profiler import _RecordFunctionFast
-        from torch.autograd import _disable_profiler_legacy, _profiler_enabled
+        from torch.autograd import _profiler_enabled
 
         if not self._on:
             return False
@@ -238,7 +287,7 @@ class DispatchRecorder:
             self.tampered.add("switched off torch's profiler, which the grader's recording of operators needs")
             return False
         try:
-            threads = _disable_profiler_legacy()
+            threads = _switch("_disable_profiler_legacy")()
         except Exception:  # whatever the state, the recording is lost
             self.tampered.add("broke torch's profiler, which the grader's recording of operators needs")
             return False

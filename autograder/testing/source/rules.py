@@ -95,6 +95,12 @@ DENIED_NAMES = {
     "import_module",
     "resolve_name",
     "import_string",
+    # a function built from a code object: code the scan never read (a torch file's
+    # compiled again, its function taken out of ``co_consts``: blind red-team tester R-V)
+    "FunctionType",
+    "CodeType",
+    "co_consts",
+    "co_code",
     # what breakpoint() calls: the default one imports and calls what PYTHONBREAKPOINT names
     "breakpointhook",
     "__breakpointhook__",
@@ -161,7 +167,16 @@ DENIED_TORCH_PATHS = (
     "torch.hub",
     "torch.package",
     "torch.ops.load_library",
+    # torch's own lookups of an attribute path by a string (``torch.ao.quantization.utils.
+    # getattr_from_fqn(torch, "distri" + "butions…")``: blind red-team tester R-V, 50 points),
+    # fx's ``fetch_attr``/``_copy_attr``; no exercise needs quantization or fx
+    "torch.ao",
+    "torch.fx",
 )
+#: any name holding one of these is a lookup by a string, whatever library defines it
+#: (``getattr_from_fqn``, ``safe_getattr``, ``rgetattr``, ``fetch_attr``): the builtins of
+#: that name are LOOKUPS, judged by their arguments
+LOOKUP_PARTS = ("getattr", "setattr", "delattr", "fetch_attr", "copy_attr")
 #: calls whose string arguments are messages for a person, never names of code
 MESSAGE_CALLS = {"print", "pprint", "pp"}
 MESSAGE_CLASSES = ("Error", "Exception", "Warning")

@@ -20,6 +20,7 @@ from .rules import (
     DENIED_TORCH_PATHS,
     DYNAMIC_CALLS,
     IDENTIFIER_LIKE,
+    LOOKUP_PARTS,
     LOOKUPS,
     NUMPY_LOADS,
     RAW_MEMORY_NAMES,
@@ -49,6 +50,12 @@ from .tree import (
 
 #: builtins whose class pattern binds the subject itself (PEP 634): ``case int(n)`` reads no attribute
 SELF_MATCHING = frozenset({"bool", "bytearray", "bytes", "dict", "float", "frozenset", "int", "list", "set", "str", "tuple"})
+
+
+def _looks_up(name: str) -> bool:
+    """A name of a function that looks an attribute up by a string (``getattr_from_fqn``)."""
+    lowered = name.lower()
+    return any(part in lowered for part in LOOKUP_PARTS)
 
 
 def _private_module(name: str) -> bool:
@@ -411,6 +418,8 @@ class _Scanner(ast.NodeVisitor):
                 self._flag(node, f"{_dotted(node)} (dunder attribute access)")
             elif node.attr in LOOKUPS and id(node) not in self.safe_calls:
                 self._flag(node, f"{_dotted(node)} (a lookup by a name, kept to call later)")
+            elif node.attr not in LOOKUPS and _looks_up(node.attr):
+                self._flag(node, f"{_dotted(node)} (a lookup by a name)")
             elif node.attr in DENIED_NAMES or (node.attr == "modules" and _root(node) in self.sys):
                 self._flag(node, f"{_dotted(node)} (dynamic lookup)")
             elif node.attr in DENIED_ATTRIBUTES:
@@ -477,7 +486,7 @@ class _Scanner(ast.NodeVisitor):
                 self._flag(node, f"{node.id} (switches off the recording of torch calls)")
             elif _is_dunder(node.id) and node.id not in ALLOWED_DUNDER_NAMES:
                 self._flag(node, f"{node.id} (dunder name)")
-            elif node.id in DENIED_NAMES:
+            elif node.id in DENIED_NAMES or (node.id not in LOOKUPS and _looks_up(node.id)):
                 self._flag(node, f"{node.id} (dynamic lookup)")
 
     def visit_Constant(self, node: ast.Constant) -> None:
