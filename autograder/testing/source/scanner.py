@@ -20,7 +20,6 @@ from .rules import (
     DENIED_TORCH_PATHS,
     DYNAMIC_CALLS,
     IDENTIFIER_LIKE,
-    LOOKUP_PARTS,
     LOOKUPS,
     NUMPY_LOADS,
     RAW_MEMORY_NAMES,
@@ -31,6 +30,7 @@ from .rules import (
 from .tree import (
     MAIN_GUARD,
     Violation,
+    _code_in_annotation,
     _docstrings,
     _dotted,
     _export_lists,
@@ -38,6 +38,7 @@ from .tree import (
     _is_dunder,
     _is_main_guard,
     _lambda_name,
+    _looks_up,
     _loop_constants,
     _message_strings,
     _module_names,
@@ -52,12 +53,6 @@ from .tree import (
 SELF_MATCHING = frozenset({"bool", "bytearray", "bytes", "dict", "float", "frozenset", "int", "list", "set", "str", "tuple"})
 
 
-def _looks_up(name: str) -> bool:
-    """A name of a function that looks an attribute up by a string (``getattr_from_fqn``)."""
-    lowered = name.lower()
-    return any(part in lowered for part in LOOKUP_PARTS)
-
-
 def _private_module(name: str) -> bool:
     """``_pickle``, ``_frozen_importlib_external``, ``_testcapi``: one of the interpreter's own
     modules named with one leading underscore (``__future__`` is not one, and neither is a
@@ -65,33 +60,6 @@ def _private_module(name: str) -> bool:
     if not name.startswith("_") or name.startswith("__"):
         return False
     return name in sys.stdlib_module_names or name in sys.builtin_module_names or name.startswith(("_test", "_xx"))
-
-
-#: what a string annotation may hold: a type expression (names, attributes, subscripts, |, …)
-_TYPE_NODES = (
-    ast.Expression,
-    ast.Name,
-    ast.Attribute,
-    ast.Subscript,
-    ast.Tuple,
-    ast.List,
-    ast.BinOp,
-    ast.BitOr,
-    ast.Constant,
-    ast.Load,
-    ast.Slice,
-)
-
-
-def _code_in_annotation(text: str) -> bool:
-    """Whether a string annotation holds more than a type expression: typing.get_type_hints,
-    functools.singledispatch and dataclasses' evaluators run it (``x: "exec(…)"``: blind
-    red-team tester J)."""
-    try:
-        tree = ast.parse(text.strip(), mode="eval")
-    except SyntaxError:
-        return False  # never evaluates to anything
-    return any(not isinstance(node, _TYPE_NODES) for node in ast.walk(tree))
 
 
 def _string_runner_names(tree: ast.AST) -> set[str]:
