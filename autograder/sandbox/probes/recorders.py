@@ -137,8 +137,10 @@ def seal_switches() -> int:
 
     replaced = 0
     for module in list(sys.modules.values()):
-        namespace = getattr(module, "__dict__", None) if isinstance(module, types.ModuleType) else None
-        for name in SWITCHES if namespace is not None else ():
+        if not isinstance(module, types.ModuleType):
+            continue
+        namespace = vars(module)
+        for name in SWITCHES:
             value = namespace.get(name)
             if type(value) is types.BuiltinFunctionType:
                 _ORIGINAL.setdefault(name, value)
