@@ -70,6 +70,10 @@ def softmax(scores: torch.Tensor, dim: int = -1) -> dict[str, torch.Tensor]:
         e = torch.exp(shifted)
         v[P + "max-without-keepdim"] = (e / e.sum(dim=dim, keepdim=True)).to(scores.dtype)
     v[P + "sum-over-everything"] = (exps / exps.sum()).to(scores.dtype)  # exps.sum() with no dim (blind tester R-L)
+    if scores.dim() >= 2 and _axis(scores, dim) != scores.dim() - 1:  # one reduction with dim=-1 written in (blind tester R-S)
+        last = torch.exp(s64 - s64.amax(dim=-1, keepdim=True))
+        v[P + "dim-ignored"] = (last / last.sum(dim=dim, keepdim=True)).to(scores.dtype)  # the max
+        v[P + "dim-ignored#sum"] = (exps / exps.sum(dim=-1, keepdim=True)).to(scores.dtype)  # the sum
     return keep_if_wrong(v, right)
 
 
