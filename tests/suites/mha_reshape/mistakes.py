@@ -98,6 +98,8 @@ def _mha(
         allowed = {
             "ok": causal & keys[:, None, None, :],
             "queries": causal & keys[:, None, :, None],  # padding applied to query rows
+            # [B,1,T]: lined up with [h,T,T], example i's padding lands on head i (runs where B = h)
+            "key-three-axes": causal & keys[:, None, :],
             "no-causal": keys[:, None, None, :].expand(B, 1, T, T),  # padding replaced the causal mask
             "ignored": causal,  # key_allowed never used
             "key-inverted": causal & ~keys[:, None, None, :],  # the padded keys allowed, the real ones blocked
@@ -155,6 +157,8 @@ def mha(
         out["mha_reshape/key-mask-on-queries"] = _mha(x, state, h, key_allowed, mask="queries")
         out["mha_reshape/key-allowed-ignored"] = _mha(x, state, h, key_allowed, mask="ignored")
         out["mha_reshape/no-causal-mask#or"] = _mha(x, state, h, key_allowed, mask="or")  # blind tester R-I
+    if key_allowed is not None and 1 < h == key_allowed.shape[0] and not bool(key_allowed.to(torch.bool).all()):
+        out["mha_reshape/key-mask-three-axes"] = _mha(x, state, h, key_allowed, mask="key-three-axes")  # blind tester R-S
     if key_allowed is not None:  # no padding: every key blocked, all NaN
         out["mha_reshape/key-allowed-inverted"] = _mha(x, state, h, key_allowed, mask="key-inverted")
     right_out, right_weights = _mha(x, state, h, key_allowed)
