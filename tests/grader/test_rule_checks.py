@@ -54,11 +54,15 @@ EVASIONS = {
     # torch's own lookup of an attribute path by a string, and functions built from code objects
     # (blind red-team tester R-V: 50 points with four rules broken)
     "torch-ao": ("from torch.ao.quantization.utils import getattr_from_fqn\n", "torch.ao"),
-    "a-library-lookup-by-its-name": ("def f(u, n):\n    return u.getattr_from_fqn(torch, n)\n", "getattr_from_fqn"),
-    "a-lookup-helper-by-its-name": ("def f(rgetattr, n):\n    return rgetattr(torch, n)\n", "rgetattr"),
     "function-from-code": ("import types\ndef f(c, g):\n    return types.FunctionType(c, g)\n", "FunctionType"),
     "code-constants": ("def f(c):\n    return c.co_consts\n", "co_consts"),
-    "import-module-by-name": ("def f(loader):\n    return loader.import_module('m')\n", "import_module"),
+    # a module beyond the list rule-checked files may import (traitlets' import_item, pytest's
+    # monkeypatch.resolve: blind red-team tester R-W, 50 points), and a library's lookup imported
+    "not-on-the-import-list": ("import pytest\n", "not a module these files may import"),
+    "not-on-the-import-list-from": ("from _pytest.monkeypatch import resolve\n", "import resolve"),
+    "a-librarys-lookup-imported": ("from operator import attrgetter as a\n", "attrgetter"),
+    "a-librarys-lookup-by-its-name": ("import functools\ng = functools.safe_getattr\n", "a library's lookup by a name"),
+    "a-librarys-lookup-from": ("from numpy import rgetattr_tool\n", "a library's lookup by a name"),
     # what breakpoint() calls: its default imports and calls what PYTHONBREAKPOINT names
     "breakpoint-hook": ("import sys\ndef f(x):\n    return sys.breakpointhook(x)\n", "breakpointhook"),
     "breakpoint-default-hook": ("import sys\nh = sys.__breakpointhook__\n", "__breakpointhook__"),
@@ -230,6 +234,15 @@ def test_a_helper_outside_the_scoped_functions_cannot_hide_dynamic_autograd():
 
 
 FAIR = [
+    # the file's own names that hold "getattr", metadata dunders, isinstance with FunctionType,
+    # the standard library's everyday modules and an own helper module (blind tester R-X)
+    '__author__ = "me"\n__license__ = "MIT"\nimport collections\nimport types\nimport numpy as np\nimport my_helpers\n\n\n'
+    "class Box:\n    __hash__ = None\n\n    def __init__(self):\n"
+    "        self.use_getattr = False\n        self.copy_attrs = ()\n\n\n"
+    "def resolve_name(n):\n    return n\n\n\ndef copy_attributes(a):\n    return a\n\n\n"
+    "def softmax_rows(s, dim=-1):\n    use_getattr = isinstance(s, types.FunctionType)\n"
+    "    resolve_name(copy_attributes(use_getattr))\n"
+    "    e = (s - s.amax(dim, keepdim=True)).exp()\n    return e / e.sum(dim, keepdim=True)\n",
     # a breakpoint() left in, in a function and under __main__: it does nothing in a worker (blind tester R-R)
     "import torch\n\n\ndef softmax_rows(s, dim=-1):\n    breakpoint()\n    e = (s - s.amax(dim, keepdim=True)).exp()\n"
     '    return e / e.sum(dim, keepdim=True)\n\n\nif __name__ == "__main__":\n    breakpoint()\n',

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 import re
+import sys
 
 #: ``breakpoint`` is not here: a worker's ``sys.breakpointhook`` does nothing whatever the
 #: environment names (sandbox/worker.py), and the hook itself is a DENIED_NAMES entry
@@ -91,10 +94,6 @@ DENIED_NAMES = {
     # string annotations evaluated: typing.get_type_hints("exec(…)"), a ForwardRef (tester J)
     "get_type_hints",
     "ForwardRef",
-    # a module or object found by its dotted name, in any library (importlib's, pkgutil's, …)
-    "import_module",
-    "resolve_name",
-    "import_string",
     # a function built from a code object: code the scan never read (a torch file's
     # compiled again, its function taken out of ``co_consts``: blind red-team tester R-V)
     "FunctionType",
@@ -149,7 +148,10 @@ ALLOWED_DUNDERS = {
 #: ``__annotations__`` is not here: written by hand (``__annotations__["a=…"] = int``, or as a
 #: string key of ``type(…)``'s namespace), its keys become code in the methods ``dataclasses``
 #: builds from source (sandbox/codegate.py lets dataclasses run such code)
-ALLOWED_DUNDER_NAMES = {"__name__", "__file__", "__doc__", "__all__", "__version__", "__slots__", "__debug__"}
+ALLOWED_DUNDER_NAMES = {"__name__", "__file__", "__doc__", "__all__", "__version__", "__slots__", "__debug__", "__hash__"}
+#: a module's metadata strings (``__author__ = "…"``): assigned, they reach nothing (blind tester R-X)
+ALLOWED_DUNDER_NAMES |= {"__author__", "__email__", "__license__", "__date__", "__credits__", "__copyright__"}
+ALLOWED_DUNDER_NAMES |= {"__maintainer__", "__status__"}
 #: identifier-like strings that name such a namespace entry
 DENIED_STRINGS = {"__annotations__"}
 IDENTIFIER_LIKE = re.compile(r"^[A-Za-z_][\w.:]*$")
@@ -172,12 +174,49 @@ DENIED_TORCH_PATHS = (
     # fx's ``fetch_attr``/``_copy_attr``; no exercise needs quantization or fx
     "torch.ao",
     "torch.fx",
+    "torch.onnx",  # its decomposition tables hold attention (blind red-team tester R-W)
 )
-#: any name holding one of these is a lookup by a string, whatever library defines it
-#: (``getattr_from_fqn``, ``safe_getattr``, ``rgetattr``, ``fetch_attr``): the builtins of
-#: that name are LOOKUPS, judged by their arguments
+#: what a rule-checked file may import, beside the submission's own files: the standard
+#: library's everyday modules and the libraries an exercise computes with. Any other module
+#: the grader's Python can import is refused by name (an allow-list, where the deny-lists
+#: above keep meeting new libraries that look things up by a string: jinja2, torch.ao,
+#: traitlets' ``import_item``, pytest's ``monkeypatch.resolve`` — blind red-team testers R-U,
+#: R-V, R-W); a module it cannot import fails in the worker as any missing import does.
+ALLOWED_IMPORTS = frozenset(
+    {
+        *("torch", "numpy", "einops", "typing_extensions"),
+        *("__future__", "abc", "argparse", "array", "bisect", "cmath", "collections", "contextlib", "copy"),
+        *("cProfile", "csv", "dataclasses", "datetime", "decimal", "enum", "fractions", "functools", "hashlib"),
+        *("heapq", "io", "itertools", "json", "keyword", "logging", "math", "numbers", "operator", "os"),
+        *("pathlib", "pdb", "pprint", "profile", "pstats", "random", "re", "statistics", "string", "struct"),
+        *("sys", "textwrap", "time", "timeit", "trace", "traceback", "types", "typing", "unicodedata"),
+        *("warnings", "weakref", "base64", "calendar", "difflib", "glob", "graphlib", "html", "locale"),
+        *("platform", "queue", "reprlib", "secrets", "shutil", "tempfile", "uuid", "zlib", "zoneinfo"),
+        *("asyncio", "socketserver"),  # they start threads, which a worker cannot: importing proves nothing
+    }
+)
+#: a library's function whose name holds one of these is a lookup by a string
+#: (``getattr_from_fqn``, ``safe_getattr``, ``fetch_attr``), imported or reached as an
+#: attribute of a library module; the builtins of that name are LOOKUPS, judged by their
+#: arguments, and the file's own names (``use_getattr = False``) are its own (blind tester R-X)
 LOOKUP_PARTS = ("getattr", "setattr", "delattr", "fetch_attr", "copy_attr")
 #: calls whose string arguments are messages for a person, never names of code
 MESSAGE_CALLS = {"print", "pprint", "pp"}
 MESSAGE_CLASSES = ("Error", "Exception", "Warning")
 MESSAGE_METHODS = {"warn", "warning", "info", "debug", "error", "exception", "critical", "log", "write"}
+
+
+@functools.lru_cache(maxsize=256)
+def library_module(name: str) -> bool:
+    """Whether ``name`` is a module the grader's Python would import from its standard library
+    or an installed package (not the submission's own file, which is never on this path): the
+    allow-list applies to those. A module no one here can import fails in the worker anyway."""
+    if name in sys.stdlib_module_names or name in sys.builtin_module_names:
+        return True
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return False
+    origin = (spec.origin or "") if spec is not None else ""
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    return any(part in path for path in [origin, *locations] for part in ("site-packages", "dist-packages"))

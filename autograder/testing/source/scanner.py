@@ -11,6 +11,7 @@ from .aliases import _plain_modules, _TorchAliases
 from .rules import (
     ALLOWED_DUNDER_NAMES,
     ALLOWED_DUNDERS,
+    ALLOWED_IMPORTS,
     ALLOWED_PRIVATE_MODULES,
     DENIED_ATTRIBUTES,
     DENIED_KEYWORDS,
@@ -26,6 +27,7 @@ from .rules import (
     STRING_RUNNERS,
     UNSEEN_CODE,
     UNSEEN_LOADS,
+    library_module,
 )
 from .tree import (
     MAIN_GUARD,
@@ -386,9 +388,11 @@ class _Scanner(ast.NodeVisitor):
                 self._flag(node, f"{_dotted(node)} (dunder attribute access)")
             elif node.attr in LOOKUPS and id(node) not in self.safe_calls:
                 self._flag(node, f"{_dotted(node)} (a lookup by a name, kept to call later)")
-            elif node.attr not in LOOKUPS and _looks_up(node.attr):
-                self._flag(node, f"{_dotted(node)} (a lookup by a name)")
-            elif node.attr in DENIED_NAMES or (node.attr == "modules" and _root(node) in self.sys):
+            elif node.attr not in LOOKUPS and _looks_up(node.attr) and (_root(node) in self.plain_modules or path):
+                self._flag(node, f"{_dotted(node)} (a library's lookup by a name)")
+            elif (node.attr in DENIED_NAMES and id(node) not in self.inert) or (
+                node.attr == "modules" and _root(node) in self.sys
+            ):
                 self._flag(node, f"{_dotted(node)} (dynamic lookup)")
             elif node.attr in DENIED_ATTRIBUTES:
                 self._flag(node, f"{_dotted(node)} (reaches the interpreter: modules, builtins, code)")
@@ -454,7 +458,7 @@ class _Scanner(ast.NodeVisitor):
                 self._flag(node, f"{node.id} (switches off the recording of torch calls)")
             elif _is_dunder(node.id) and node.id not in ALLOWED_DUNDER_NAMES:
                 self._flag(node, f"{node.id} (dunder name)")
-            elif node.id in DENIED_NAMES or (node.id not in LOOKUPS and _looks_up(node.id)):
+            elif node.id in DENIED_NAMES and id(node) not in self.inert:
                 self._flag(node, f"{node.id} (dynamic lookup)")
 
     def visit_Constant(self, node: ast.Constant) -> None:
@@ -500,6 +504,10 @@ class _Scanner(ast.NodeVisitor):
             self._flag(node, f"{label} (a module for dynamic code or introspection)")
         elif _private_module(parts[0]) and parts[0] not in ALLOWED_PRIVATE_MODULES:
             self._flag(node, f"{label} (a private module of the interpreter)")
+        elif not module.startswith(".") and parts[0] not in ALLOWED_IMPORTS and library_module(parts[0]):
+            self._flag(node, f"{label} (not a module these files may import: docs/EXERCISES.md lists them)")
+        elif name is not None and name not in LOOKUPS and _looks_up(name) and parts[0] in ALLOWED_IMPORTS:
+            self._flag(node, f"{label} (a library's lookup by a name)")
         elif parts[0] == "torch" and any(_private(p) for p in parts[1:]):
             self._flag(node, f"{label} (torch's private namespace)")
         elif any(".".join(parts[: i + 1]) in DENIED_TORCH_PATHS for i in range(len(parts))):

@@ -88,11 +88,12 @@ def _mha(
     B, T, C = x.shape
     d = C // h
     q, k, v = (_split(_linear(x, state, n, transpose), h, split) for n in ("w_q", "w_k", "w_v"))
-    scores = q @ k.transpose(-2, -1) / math.sqrt({"model": C, "heads": h}.get(scale, d))
+    root = math.sqrt({"model": C, "heads": h}.get(scale, d))
+    scores = q @ k.transpose(-2, -1) * root if scale == "times" else q @ k.transpose(-2, -1) / root
     causal = torch.ones(T, T, dtype=torch.bool)
     causal = causal.triu() if upper else causal.tril(diagonal)  # diagonal −1: each query's own key blocked too
     if key_allowed is None:
-        allowed = causal if mask != "no-causal" else None
+        allowed = {"no-causal": None, "inverted": ~causal}.get(mask, causal)
     else:
         keys = key_allowed.to(torch.bool)
         allowed = {
@@ -100,6 +101,7 @@ def _mha(
             "queries": causal & keys[:, None, :, None],  # padding applied to query rows
             # [B,1,T]: lined up with [h,T,T], example i's padding lands on head i (runs where B = h)
             "key-three-axes": causal & keys[:, None, :],
+            "inverted": ~(causal & keys[:, None, None, :]),  # masked_fill(allowed, −∞): what may be read is blocked
             "no-causal": keys[:, None, None, :].expand(B, 1, T, T),  # padding replaced the causal mask
             "ignored": causal,  # key_allowed never used
             "key-inverted": causal & ~keys[:, None, None, :],  # the padded keys allowed, the real ones blocked
@@ -148,6 +150,8 @@ def mha(
     out["mha_reshape/missing-output-projection"] = _mha(x, state, h, key_allowed, project=False)
     out["mha_reshape/linear-weight-not-transposed"] = _mha(x, state, h, key_allowed, transpose=False)
     out["mha_reshape/no-causal-mask"] = _mha(x, state, h, key_allowed, mask="no-causal")
+    out["mha_reshape/mask-inverted"] = _mha(x, state, h, key_allowed, mask="inverted")  # blind tester R-S
+    out["mha_reshape/scale-multiplied"] = _mha(x, state, h, key_allowed, scale="times")  # × √d (blind tester R-S)
     out["mha_reshape/causal-diagonal-blocked"] = _mha(x, state, h, key_allowed, diagonal=-1)  # ~triu(diagonal=0)
     # triu: itself and the future (blind tester R-L: read on some seeds as the padding mask on queries)
     out["mha_reshape/causal-mask-triu"] = _mha(x, state, h, key_allowed, upper=True)
