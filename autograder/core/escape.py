@@ -187,7 +187,7 @@ _LEGACY = re.compile(r"#(#(?:\[|vso\[))", re.IGNORECASE)
 
 
 def inert_lines(text: str) -> str:
-    """The text format's last pass: a line that would read as a workflow command in a job
+    """The text and markdown formats' last pass: a line that would read as a workflow command in a job
     log gets a zero-width space between its leading colons (and inside ``##[``/``##vso[``).
     Student text is escaped where it is written, but a terminal-width wrap can still start a
     new line inside it (blind red-team tester R-T: a file name ``…\\n::error::x.py`` wrapped

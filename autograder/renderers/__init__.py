@@ -52,7 +52,8 @@ RENDERERS: dict[str, Callable[[Results, Config | None, Style], str]] = {
     "text": _text,
     "json": lambda results, config, style: dumps(results.to_dict()),
     "gradescope": _gradescope,
-    "markdown": lambda results, config, style: markdown.render(results),
+    # also printed to stdout (`--format markdown`), where a job log reads `::` lines as commands
+    "markdown": lambda results, config, style: inert_lines(markdown.render(results)),
     "github": lambda results, config, style: github.render(results),
 }
 FORMATS = tuple(RENDERERS)

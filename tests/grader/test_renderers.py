@@ -314,6 +314,15 @@ def assert_markdown_is_inert(text: str) -> None:
     assert not any(ch in text for ch in "\x1b\x9b\u202e\x00\r")
 
 
+def test_markdown_printed_to_a_job_log_holds_no_workflow_command(hostile_results, config):
+    """``--format markdown`` prints to stdout too: a student's ``⏎::error …`` in a code block
+    begins a line the runner reads (after trimming the indent) as a command."""
+    text = render(hostile_results, "markdown", config)
+    assert "::error file=evil.py" not in "\n".join(line.strip() for line in text.splitlines() if line.strip().startswith("::"))
+    assert not [line for line in text.splitlines() if escape.is_workflow_command(line)]
+    assert "error file=evil.py" in text  # still shown
+
+
 def test_markdown_escapes_submission_text(hostile_results):
     text = markdown.render(hostile_results.public())
     assert_markdown_is_inert(text)
@@ -365,8 +374,11 @@ def test_no_line_of_the_text_format_reads_as_a_workflow_command_at_any_width(con
     names = ["evil\n::error::FILENAME", "x" * 30 + " ::warning::W", "##[group]G", "a ##vso[task.setvariable]b"]
     helpers = {n: {"file": f"{n}.py", "problem": f"not importable: {n}"} for n in names}
     results = scoring.build(RunManifest.plan(config), {"tests": []}, {"path": "sub", "modules": {}, "helpers": helpers})
-    for color in (None, "truecolor"):
-        text = render(results, "text", config, style=Style(color_system=color, width=width, terminal=color is not None))
+    for color in (None, "truecolor", "markdown"):
+        if color == "markdown":  # printed to stdout too, with student text in code blocks
+            text = render(results, "markdown", config)
+        else:
+            text = render(results, "text", config, style=Style(color_system=color, width=width, terminal=color is not None))
         bad = [line for line in text.splitlines() if escape.is_workflow_command(re.sub(r"\x1b\[[0-9;]*m", "", line))]
         assert not bad, bad
         assert "FILENAME" in text and "setvariable" in text
