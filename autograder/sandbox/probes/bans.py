@@ -344,14 +344,22 @@ def _no_kernel_handles(*args, **kwargs):
     raise RuntimeError("the grader's worker hands out no kernel functions: call the operator itself")
 
 
-#: C functions that switch the recording of operators off (called from any frame while it runs)
-_DISPATCH_SWITCHES = {
+#: torch's switches of its profiler and of RecordFunction, which the recording runs on: in a
+#: worker every module's name for them is replaced before any exercise code runs
+#: (``recorders.seal_switches``) and the recording keeps the originals. Called through a C
+#: function (``map``, ``functools.partial``), a switch raises no ``c_call`` event for the
+#: profile hook: blind red-team tester R-V switched RecordFunction off and on around autograd.
+PROFILER_SWITCHES = (
     "_enable_record_function",
     "_disable_profiler_legacy",
     "_enable_profiler_legacy",
     "_disable_profiler",
     "_enable_profiler",
     "_prepare_profiler",
+)
+#: C functions that switch the recording of operators off (called from any frame while it runs)
+_DISPATCH_SWITCHES = {
+    *PROFILER_SWITCHES,
     "setprofile",
     "settrace",
     "setprofile_all_threads",

@@ -10,7 +10,7 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 
-from .bans import _DISPATCH_SWITCHES, AUTOGRAD_TRIPWIRE, STANDING_BAN, THREAD_BAN, KernelBan, own_frame
+from .bans import _DISPATCH_SWITCHES, AUTOGRAD_TRIPWIRE, PROFILER_SWITCHES, STANDING_BAN, THREAD_BAN, KernelBan, own_frame
 
 
 # --------------------------------------------------------------------------- recorders
@@ -109,20 +109,7 @@ def _mode_on_stack(mode: TorchFunctionMode) -> bool:
 MAX_RECORDED = 2000
 
 
-#: torch's switches of its profiler and of RecordFunction, which the recording runs on: in a
-#: worker every module's name for them is replaced before any exercise code runs
-#: (``seal_switches``) and the recording keeps the originals. Called through a C function
-#: (``map``, ``functools.partial``), a switch raises no ``c_call`` event for the profile
-#: hook: blind red-team tester R-V switched RecordFunction off and on around autograd.
-SWITCHES = (
-    "_enable_record_function",
-    "_disable_profiler_legacy",
-    "_enable_profiler_legacy",
-    "_disable_profiler",
-    "_enable_profiler",
-    "_prepare_profiler",
-)
-_ORIGINAL: dict[str, Any] = {}
+_ORIGINAL: dict[str, Any] = {}  # the switches' originals, once seal_switches replaced them
 
 
 def _switch(name: str) -> Any:
@@ -140,7 +127,7 @@ def seal_switches() -> int:
         if not isinstance(module, types.ModuleType):
             continue
         namespace = vars(module)
-        for name in SWITCHES:
+        for name in PROFILER_SWITCHES:
             value = namespace.get(name)
             if type(value) is types.BuiltinFunctionType:
                 _ORIGINAL.setdefault(name, value)
