@@ -357,8 +357,10 @@ def list_ignored(root: Path, keep: set[str]) -> tuple[list[str], int]:
 
 def shadowing_reason(module: str) -> str | None:
     """Why a helper module name may not be importable in the worker, or None."""
-    if module != module.encode("utf-8", "surrogateescape").decode("utf-8", "replace"):
-        return "is not valid UTF-8"  # bytes of another encoding (a checkout under another locale)
+    try:
+        module.encode("utf-8")  # a name of another encoding's bytes holds surrogates (os.fsdecode)
+    except UnicodeEncodeError:
+        return "is not valid UTF-8"
     if not module.isidentifier():
         return "is not an importable module name"
     if module in SHADOWING or module.startswith(SHADOWING_PREFIXES):

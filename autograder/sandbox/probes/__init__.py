@@ -28,10 +28,10 @@ __all__ = [
     "call",
     "call_with_grad",
     "construct",
-    "seal_switches",
     "describe_module",
     "kernel_registrations",
     "own_frame",
     "remove_kernel_handles",
     "resolve",
+    "seal_switches",
 ]

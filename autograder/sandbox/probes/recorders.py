@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+import types
 from typing import Any
 
 import torch
@@ -120,8 +121,6 @@ def _switch(name: str) -> Any:
 def seal_switches() -> int:
     """Replace every module's name for a switch with a refusal (once, in a worker, before any
     exercise code): the number of names replaced."""
-    import types
-
     replaced = 0
     for module in list(sys.modules.values()):
         if not isinstance(module, types.ModuleType):

@@ -55,17 +55,6 @@ DENIED_MODULES = {
     # same door). timeit, pdb, cProfile, profile and trace are STRING_RUNNERS instead.
     "doctest",
     "bdb",
-    # torch's dependencies and the venv's packaging that look attributes, classes or modules up
-    # by a string: jinja2's ``Environment().getattr(torch, "distributions")`` (blind red-team
-    # tester R-U: row_softmax, custom_backward and mha_reshape 50/50 points), fsspec's
-    # registry, networkx's and pkg_resources' loaders; no exercise needs any of them
-    "jinja2",
-    "markupsafe",
-    "fsspec",
-    "networkx",
-    "pkg_resources",
-    "setuptools",
-    "pip",
     "rlcompleter",
     "sympy",
     "shelve",
@@ -148,10 +137,12 @@ ALLOWED_DUNDERS = {
 #: ``__annotations__`` is not here: written by hand (``__annotations__["a=…"] = int``, or as a
 #: string key of ``type(…)``'s namespace), its keys become code in the methods ``dataclasses``
 #: builds from source (sandbox/codegate.py lets dataclasses run such code)
-ALLOWED_DUNDER_NAMES = {"__name__", "__file__", "__doc__", "__all__", "__version__", "__slots__", "__debug__", "__hash__"}
-#: a module's metadata strings (``__author__ = "…"``): assigned, they reach nothing (blind tester R-X)
-ALLOWED_DUNDER_NAMES |= {"__author__", "__email__", "__license__", "__date__", "__credits__", "__copyright__"}
-ALLOWED_DUNDER_NAMES |= {"__maintainer__", "__status__"}
+ALLOWED_DUNDER_NAMES = {
+    *("__name__", "__file__", "__doc__", "__all__", "__version__", "__slots__", "__debug__", "__hash__"),
+    # a module's metadata strings (``__author__ = "…"``): assigned, they reach nothing (blind tester R-X)
+    *("__author__", "__email__", "__license__", "__date__", "__credits__", "__copyright__"),
+    *("__maintainer__", "__status__"),
+}
 #: identifier-like strings that name such a namespace entry
 DENIED_STRINGS = {"__annotations__"}
 IDENTIFIER_LIKE = re.compile(r"^[A-Za-z_][\w.:]*$")
@@ -178,10 +169,10 @@ DENIED_TORCH_PATHS = (
 )
 #: what a rule-checked file may import, beside the submission's own files: the standard
 #: library's everyday modules and the libraries an exercise computes with. Any other module
-#: the grader's Python can import is refused by name (an allow-list, where the deny-lists
-#: above keep meeting new libraries that look things up by a string: jinja2, torch.ao,
+#: the grader's Python can import is refused by name (an allow-list, where deny-lists kept
+#: meeting new libraries that look things up by a string: jinja2's ``Environment().getattr``,
 #: traitlets' ``import_item``, pytest's ``monkeypatch.resolve`` — blind red-team testers R-U,
-#: R-V, R-W); a module it cannot import fails in the worker as any missing import does.
+#: R-W); a module it cannot import fails in the worker as any missing import does.
 ALLOWED_IMPORTS = frozenset(
     {
         *("torch", "numpy", "einops", "typing_extensions"),
