@@ -9,7 +9,7 @@ from collections.abc import Iterable
 
 from ..failures import CheckFailed, Feedback
 from .scanner import _Scanner
-from .tree import MODULE_LEVEL, MisreadSource, Violation, _is_main_guard, _lambda_name, _nodes, _parse
+from .tree import MODULE_LEVEL, MisreadSource, Violation, _lambda_name, _nodes, _parse, import_cycles, live_parts, main_guard_runs
 
 PARTIALS = {"partial", "partialmethod", "staticmethod", "classmethod"}  # calling one calls the function it wraps
 
@@ -98,28 +98,38 @@ def scan(
     scope: Iterable[str] | None = None,
     dynamic: bool = True,
     bound: Iterable[str] | None = None,
+    in_import_cycle: bool = False,
 ) -> list[Violation]:
     """Violations in ``source``: banned names in the whole module (or only in the functions
     of ``scope``), and — when ``dynamic`` — the deny-by-default constructs anywhere in it,
     whatever the scope (a helper at module level can hide what a scoped function calls).
     ``bound`` (a fellow file's scan: the names its scope and its importers use): a banned
-    name imported at module level counts only when the name it binds is one of them."""
+    name imported at module level counts only when the name it binds is one of them.
+    ``in_import_cycle``: the file imports itself through the submission's files, so its main
+    guard may run (``tree.main_guard_runs``) and is judged like the rest."""
     if isinstance(source, MisreadSource):  # what the scan would read is not what Python runs
         return [Violation(1, MISREAD, "<module>")]
     frozen = frozenset(bound) if bound is not None else None
     if scope is not None:  # an inherited method is scanned as the method it stands for
         scope = set(scope) | set(_inherited(_parse(source), scope).values())
-    return list(_scan(source, frozenset(banned), frozenset(scope) if scope is not None else None, dynamic, frozen))
+    return list(
+        _scan(source, frozenset(banned), frozenset(scope) if scope is not None else None, dynamic, frozen, in_import_cycle)
+    )
 
 
 @functools.lru_cache(maxsize=64)
 def _scan(
-    source: str, banned: frozenset[str], scope: frozenset[str] | None, dynamic: bool, bound: frozenset[str] | None = None
+    source: str,
+    banned: frozenset[str],
+    scope: frozenset[str] | None,
+    dynamic: bool,
+    bound: frozenset[str] | None = None,
+    in_import_cycle: bool = False,
 ) -> tuple[Violation, ...]:
     """Several tests of a suite scan the same file with the same rule: keyed by the file's
     content and the rule, a scan runs once per run (a Violation is immutable)."""
     tree = _parse(source)
-    scanner = _Scanner(set(banned), dynamic, tree, set(scope) if scope is not None else None, bound)
+    scanner = _Scanner(set(banned), dynamic, tree, set(scope) if scope is not None else None, bound, in_import_cycle)
     scanner.visit(tree)
     found = {(v.line, v.found): v for v in scanner.found}  # one entry per construct and line
     return tuple(sorted(found.values(), key=lambda v: v.line))
@@ -286,19 +296,21 @@ def _runs_at_import(node: ast.AST) -> bool:
     )
 
 
-def _reached(source: str, names: set[str]) -> set[str]:
+def _reached(source: str, names: set[str], in_import_cycle: bool = False) -> set[str]:
     """The top-level functions and classes of ``source`` that an importer can run: those it
     imports (``names``), those the module's top-level code mentions, those that run or hand
     themselves out at import (``_runs_at_import``), and everything any of them mentions
-    (calls, references, decorators, defaults), transitively. The ``__main__`` block does not
-    run on import and counts for nothing. The rest — a function nobody can reach by name —
-    never runs for the importer."""
+    (calls, references, decorators, defaults), transitively. The body of a ``__main__`` guard
+    that never runs (``tree.main_guard_runs``) counts for nothing; its ``else`` branch does.
+    The rest — a function nobody can reach by name — never runs for the importer."""
     tree = _parse(source)
+    guard_runs = main_guard_runs(tree, in_import_cycle)
     defs = {node.name: node for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
     todo = [n for n in names if n in defs] + [n for n, node in defs.items() if _runs_at_import(node)]
     for node in tree.body:
-        if node.__class__ not in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef) and not _is_main_guard(node):
-            todo += [sub.id for sub in _nodes(node) if isinstance(sub, ast.Name) and sub.id in defs]
+        if node.__class__ not in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+            parts = live_parts(node, guard_runs)
+            todo += [sub.id for part in parts for sub in _nodes(part) if isinstance(sub, ast.Name) and sub.id in defs]
     seen: set[str] = set()
     while todo:
         name = todo.pop()
@@ -317,31 +329,33 @@ def imported_scopes(source: str, available: dict[str, str]) -> dict[str, tuple[s
     return {module: (text, scope) for module, (text, scope, _) in _imported_scopes(source, tuple(sorted(available.items())))}
 
 
-def _bound_names(source: str, scope: frozenset[str], taken: set[str]) -> frozenset[str]:
+def _bound_names(source: str, scope: frozenset[str], taken: set[str], in_import_cycle: bool = False) -> frozenset[str]:
     """The names a fellow file's covered part can use: every name read or called in its
     reached functions and classes and in its top-level statements (but its imports and the
-    ``__main__`` block), and the names its importers take from it (``taken``). A banned name
+    body of a ``__main__`` guard that never runs), and the names its importers take from it (``taken``). A banned name
     its top-level code imports is a use only when what it binds is among them:
     ``from torch.nn.functional import scaled_dot_product_attention as _sdpa`` in a file whose
     ``sdpa()`` alone calls ``_sdpa`` brings nothing into an importer of its mask helpers."""
     tree = _parse(source)
+    guard_runs = main_guard_runs(tree, in_import_cycle)
     names = set(taken)
     for node in tree.body:
-        if isinstance(node, (ast.Import, ast.ImportFrom)) or _is_main_guard(node):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
             continue
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name not in scope:
             continue
-        names.update(sub.id for sub in _nodes(node) if isinstance(sub, ast.Name))
+        names.update(sub.id for part in live_parts(node, guard_runs) for sub in _nodes(part) if isinstance(sub, ast.Name))
     return frozenset(names)
 
 
 @functools.lru_cache(maxsize=64)
 def _imported_scopes(
-    source: str, files: tuple[tuple[str, str], ...]
+    source: str, files: tuple[tuple[str, str], ...], cyclic: frozenset[str] = frozenset()
 ) -> tuple[tuple[str, tuple[str, frozenset[str] | None, frozenset[str] | None]], ...]:
     """``imported_scopes``, once per run for each file and its fellow files, with each covered
     part's ``_bound_names`` (None with the whole file): the tests of a suite check the same
-    file with the same rule (every value in it is immutable)."""
+    file with the same rule (every value in it is immutable). ``cyclic``: the modules in an
+    import cycle (``tree.import_cycles``), whose main guards may run."""
     available = dict(files)
     uses: dict[str, set[str] | None] = {}
 
@@ -369,12 +383,25 @@ def _imported_scopes(
     out = {}
     for module, names in uses.items():
         try:
-            scope = None if names is None else frozenset(_reached(available[module], names)) | {MODULE_LEVEL}
-            bound = None if scope is None or names is None else _bound_names(available[module], scope, names)
+            in_cycle = module in cyclic
+            scope = None if names is None else frozenset(_reached(available[module], names, in_cycle)) | {MODULE_LEVEL}
+            bound = None if scope is None or names is None else _bound_names(available[module], scope, names, in_cycle)
         except SyntaxError:
             scope, bound = None, None
         out[module] = (available[module], scope, bound)
     return tuple(out.items())
+
+
+#: how the scan names an import it refuses for the module it imports (scanner._import)
+_IMPORT_REFUSALS = (
+    "(not a module these files may import",
+    "(a module for dynamic code or introspection)",
+    "(a private module of",
+)
+
+
+def _refused_import(found: str) -> bool:
+    return found.startswith(("import ", "from ")) and any(reason in found for reason in _IMPORT_REFUSALS)
 
 
 def check_no_banned(
@@ -395,20 +422,24 @@ def check_no_banned(
     if source is None:
         return  # a missing module fails elsewhere, with its own message
     others = {k: v for k, v in (imports or {}).items() if f"{k}.py" != file}
-    fellows = _imported_scopes(source, tuple(sorted(others.items())))
+    cyclic = frozenset(import_cycles({**others, file.removesuffix(".py"): source}))
+    fellows = _imported_scopes(source, tuple(sorted(others.items())), cyclic)
     files = [(file, source, scope, None)] + [(f"{name}.py", text, used, bound) for name, (text, used, bound) in sorted(fellows)]
     found: list[tuple[str, Violation]] = []
     for name, text, file_scope, bound in files:
         try:
-            found += [(name, v) for v in scan(text, banned, scope=file_scope, bound=bound)]
+            in_cycle = name.removesuffix(".py") in cyclic
+            found += [(name, v) for v in scan(text, banned, scope=file_scope, bound=bound, in_import_cycle=in_cycle)]
         except SyntaxError:
             continue  # a file that does not parse fails elsewhere, with its own message
     if found:
         listing = "; ".join(f"{name}:{v.line}: {v.found}" for name, v in found[:6])
         # the rule's hint says "you called the forbidden function": only where one is named
         names_one = any(re.search(rf"\b{re.escape(b)}\b", v.found) for _, v in found for b in banned)
+        imports_only = all(_refused_import(v.found) for _, v in found)
         if not names_one:
-            named = ["general/dynamic-code"]
+            # an import of a module off the list is no dynamic lookup in the code: say which imports are fine
+            named = ["general/import-not-allowed" if imports_only else "general/dynamic-code"]
         elif all(v.found.startswith("the string ") for _, v in found):
             # only strings that name one: nothing was called, and "you called it" would point the wrong way (blind tester R-M)
             named = ["general/banned-name-string"]
@@ -419,8 +450,13 @@ def check_no_banned(
                 check=what,
                 problem="constraint",
                 detail=(
-                    f"{file} uses what this exercise forbids ({listing}){' …' if len(found) > 6 else ''}; write it "
-                    "from tensor operations, without dynamic lookups"
+                    f"{file} uses what this exercise forbids ({listing}){' …' if len(found) > 6 else ''}; "
+                    + (
+                        "import only what docs/EXERCISES.md lists (a self-test's own imports go inside "
+                        'if __name__ == "__main__":, which the grader never runs)'
+                        if imports_only and not names_one
+                        else "write it from tensor operations, without dynamic lookups"
+                    )
                 ),
                 hints=named,
                 frames=[v.frame(name) for name, v in found[:6]],

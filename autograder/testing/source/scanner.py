@@ -49,6 +49,7 @@ from .tree import (
     _private,
     _rebound_class_names,
     _root,
+    main_guard_runs,
 )
 
 #: builtins whose class pattern binds the subject itself (PEP 634): ``case int(n)`` reads no attribute
@@ -146,7 +147,13 @@ class _Scanner(ast.NodeVisitor):
     deny-by-default constructs (when ``dynamic``) everywhere."""
 
     def __init__(
-        self, banned: set[str], dynamic: bool, tree: ast.AST, scope: set[str] | None, bound: frozenset[str] | None = None
+        self,
+        banned: set[str],
+        dynamic: bool,
+        tree: ast.AST,
+        scope: set[str] | None,
+        bound: frozenset[str] | None = None,
+        in_import_cycle: bool = False,
     ) -> None:
         # "autograd.functional": the name ``functional`` only as an attribute or import of a
         # module path ending in ``autograd`` (never ``torch.nn.functional``)
@@ -156,7 +163,7 @@ class _Scanner(ast.NodeVisitor):
             if "." in name:
                 owner, _, last = name.rpartition(".")
                 self.qualified.setdefault(last, set()).add(owner)
-        self.dynamic = dynamic
+        self._dynamic = dynamic
         self.scope = scope
         self.bound = bound  # a fellow file: the names its covered part uses (checks._bound_names)
         self.found: list[Violation] = []
@@ -205,12 +212,25 @@ class _Scanner(ast.NodeVisitor):
         # isinstance/issubclass compare with, where the file rebinds neither builtin.
         self.tree = tree
         self.inert = _inert_nodes(tree, self.rebound | self.class_names)
-        # the main guard's body never runs on import, unless the file rebinds __name__
-        self.main_guard_runs = "__name__" in self.rebound | self.class_names
+        # the main guard's body never runs on import, unless the file rebinds __name__ or an
+        # import cycle hands its half-imported module to code that renames it
+        self.main_guard_runs = main_guard_runs(tree, in_import_cycle)
+
+    @property
+    def in_main_guard(self) -> bool:
+        """In the body of a main guard that never runs (``visit_If`` pushes it only then)."""
+        return self.stack[:1] == [MAIN_GUARD]
+
+    @property
+    def dynamic(self) -> bool:
+        """Whether the deny-by-default constructs are judged here: in a rule-checked file, all
+        but the body of a main guard that never runs, where a student's self-test may use
+        doctest, unittest or matplotlib and print globals() (fairness tester R-Z)."""
+        return self._dynamic and not self.in_main_guard
 
     @property
     def in_scope(self) -> bool:
-        if self.stack[:1] == [MAIN_GUARD] and not self.main_guard_runs:
+        if self.in_main_guard:
             return False  # a self-test against torch.softmax (Day 1 §B's 对拍) is never run by the grader
         if self.scope is None:
             return True
@@ -307,12 +327,16 @@ class _Scanner(ast.NodeVisitor):
         self.stack.pop()
 
     def visit_If(self, node: ast.If) -> None:
-        if self.stack or not _is_main_guard(node):
+        if self.stack or not _is_main_guard(node) or self.main_guard_runs:
             self.generic_visit(node)
             return
+        self.visit(node.test)
         self.stack.append(MAIN_GUARD)  # a scope of its own: it never runs when the file is imported
-        self.generic_visit(node)
+        for statement in node.body:
+            self.visit(statement)
         self.stack.pop()
+        for statement in node.orelse:  # the else branch is what runs on import
+            self.visit(statement)
 
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         self.stack.append(node.name)

@@ -120,8 +120,10 @@ def _bound_names(node: ast.AST) -> list[str]:
         return [node.name]
     if isinstance(node, (ast.Global, ast.Nonlocal)):
         return list(node.names)
-    if isinstance(node, ast.MatchAs) and node.name:
+    if isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
         return [node.name]
+    if isinstance(node, ast.MatchMapping) and node.rest:
+        return [node.rest]
     return []
 
 
@@ -362,16 +364,61 @@ MAIN_GUARD = "__main__"  # the pseudo-scope of a module's `if __name__ == "__mai
 
 
 def _is_main_guard(node: ast.AST) -> bool:
+    """``if __name__ == "__main__":`` (either way round)."""
     test = node.test if isinstance(node, ast.If) else None
-    return (
-        isinstance(test, ast.Compare)
-        and isinstance(test.left, ast.Name)
-        and test.left.id == "__name__"
-        and len(test.ops) == 1
-        and isinstance(test.ops[0], ast.Eq)
-        and isinstance(test.comparators[0], ast.Constant)
-        and test.comparators[0].value == "__main__"
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+        return False
+    sides = (test.left, test.comparators[0])
+    return any(
+        isinstance(name, ast.Name) and name.id == "__name__" and isinstance(main, ast.Constant) and main.value == "__main__"
+        for name, main in (sides, sides[::-1])
     )
+
+
+def main_guard_runs(tree: ast.AST, in_import_cycle: bool = False) -> bool:
+    """Whether the body of the file's main guard may run when the file is imported: where the
+    file binds ``__name__`` (an assignment, ``global``, an import as, a class, a pattern), or is
+    in a cycle of imports among the submission's files (``in_import_cycle``), through which
+    code holding the half-imported module (``me.__name__ = "__main__"``,
+    ``me.__init__("__main__")``) could change its name before the guard is read."""
+    if in_import_cycle:
+        return True
+    return any("__name__" in _bound_names(node) for node in _nodes(tree)) or any(
+        isinstance(node, ast.ClassDef) and node.name == "__name__" for node in _nodes(tree)
+    )
+
+
+def live_parts(node: ast.AST, guard_runs: bool) -> list[ast.AST]:
+    """What of a top-level statement runs when the file is imported: all of it, but for a main
+    guard that never runs its test and ``else`` branch only."""
+    if guard_runs or not _is_main_guard(node):
+        return [node]
+    assert isinstance(node, ast.If)
+    return [node.test, *node.orelse]
+
+
+def import_cycles(sources: dict[str, str]) -> set[str]:
+    """The modules among ``sources`` (name → text) that import themselves, directly or through
+    the others (absolute imports anywhere in a file, a main guard's included)."""
+    edges: dict[str, set[str]] = {}
+    for name, text in sources.items():
+        try:
+            edges[name] = {top for top in _imported_tops(text) if top in sources}
+        except SyntaxError:  # a file that does not parse never runs, and fails with its own message
+            edges[name] = set()
+    cyclic = set()
+    for start in sources:
+        seen: set[str] = set()
+        todo = list(edges[start])
+        while todo:
+            name = todo.pop()
+            if name == start:
+                cyclic.add(start)
+                break
+            if name not in seen:
+                seen.add(name)
+                todo += edges[name]
+    return cyclic
 
 
 @functools.lru_cache(maxsize=64)
