@@ -49,7 +49,6 @@ from .tree import (
     _private,
     _rebound_class_names,
     _root,
-    main_guard_runs,
 )
 
 #: builtins whose class pattern binds the subject itself (PEP 634): ``case int(n)`` reads no attribute
@@ -214,7 +213,7 @@ class _Scanner(ast.NodeVisitor):
         self.inert = _inert_nodes(tree, self.rebound | self.class_names)
         # the main guard's body never runs on import, unless the file rebinds __name__ or an
         # import cycle hands its half-imported module to code that renames it
-        self.main_guard_runs = main_guard_runs(tree, in_import_cycle)
+        self.main_guard_runs = in_import_cycle or "__name__" in self.rebound | self.class_names  # tree.main_guard_runs
 
     @property
     def in_main_guard(self) -> bool:
