@@ -16,6 +16,21 @@ from .codegate import CodeGate, caller_file
 #: reaches the worker's recorders and its reply, however well the modules are hidden: blind
 #: red-team tester H) and other threads' frames
 _REFUSED_EVENTS = frozenset({"gc.get_objects", "gc.get_referrers", "gc.get_referents", "sys._current_frames"})
+#: audit events that make code objects or functions from them, refused once the worker serves:
+#: every other check of a worker (the code gate, the frame check) knows code by the file its
+#: code object names, and code the exercise built itself names any file it likes (blind
+#: red-team tester R-Y: a generator's code ``.replace(co_filename=<logging>, co_names=…)``,
+#: made a function with ``type(f)(code, {})``, took frames and ran torch's own softmax, three
+#: rules broken, 100/100). ``code.replace`` and ``copy.replace`` raise ``code.__new__`` too.
+CODE_EVENTS = frozenset({"code.__new__", "function.__new__", "marshal.loads", "marshal.load"})
+#: the one caller that unmarshals code in a serving worker: the import machinery reading a .pyc
+_UNMARSHALS = "<frozen importlib._bootstrap_external>"
+
+
+CODE_MESSAGE = (
+    "code objects and functions cannot be built at run time in exercise code (the grader's checks "
+    "know code by the file it comes from); write the function out"
+)
 
 
 def forbid_introspection(gate: CodeGate) -> Callable[[], None]:
@@ -26,9 +41,10 @@ def forbid_introspection(gate: CodeGate) -> Callable[[], None]:
     unscanned code out.
 
     Returns ``seal``: from its call on (the first request that may run exercise code), ctypes,
-    a process's memory under /proc (rawmemory.py) and frames (frames.py: libraries that only
-    use one keep theirs) are refused too; until then the worker's own setup uses them (a
-    standing ban keeps its library handle alive with ctypes)."""
+    a process's memory under /proc (rawmemory.py), frames (frames.py: libraries that only
+    use one keep theirs) and building code objects or functions (``CODE_EVENTS``) are refused
+    too; until then the worker's own setup uses them (a standing ban keeps its library handle
+    alive with ctypes)."""
     sealed: list[bool] = []
     busy: list[bool] = []  # a frame check asks for frames itself: its own events pass
 
@@ -45,6 +61,9 @@ def forbid_introspection(gate: CodeGate) -> Callable[[], None]:
             raise RuntimeError(f"{event} is not available to exercise code: it reaches the grader's own objects")
         if event == "exec" and gate.allowed is not None:
             gate.check(args[0], caller_file())
+        if sealed and (event in CODE_EVENTS or (event == "object.__setattr__" and args[1:2] == ("__code__",))):
+            if not (event.startswith("marshal.") and caller_file() == _UNMARSHALS):
+                raise RuntimeError(f"{event}: {CODE_MESSAGE}")
         if sealed and rawmemory.is_ctypes_event(event):
             raise RuntimeError(f"{event}: ctypes is not available to exercise code (it reaches raw memory)")
         if sealed and event == "open" and args and rawmemory.is_process_memory_path(args[0]):

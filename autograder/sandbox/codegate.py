@@ -92,6 +92,11 @@ class CodeGate:
                     f"code compiled under another file's name ({path}) cannot be run by exec from the exercise's "
                     "own files in this exercise's worker: its rule check reads only the exercise's files"
                 )
+            if caller != _IMPORT_MACHINERY:  # compile(…, "<a library's file>") run by pdb.run, cProfile.run…
+                raise RuntimeError(
+                    f"code under a library's file name ({path}) runs in this exercise's worker only when Python "
+                    "imports that library: its rule check reads only the exercise's files"
+                )
             if code.co_name == "<module>":
                 if path in self.executed:  # blind red-team tester R-U: torch.nn.functional run again
                     raise ImportError(
@@ -99,7 +104,7 @@ class CodeGate:
                         "module would hold the functions its rule switched off"
                     )
                 self.executed.add(path)
-            return  # a library's module body (torch imports many lazily), run by the import machinery
+            return  # a library's module body (torch imports many lazily)
         if caller.startswith(self.grader) or caller in self.builders:
             return  # the grader's probes; namedtuple's methods from identifiers
         if path.startswith("<frozen ") and caller == _IMPORT_MACHINERY:

@@ -273,6 +273,44 @@ def breakpoint_by_name(x):
     os.environ["PYTHONBREAKPOINT"] = "os.getpid"  # the default hook would import and call it
     return breakpoint()
 
+def code_routes():
+    """Each way to build a code object or a function at run time, tried once (blind red-team
+    tester R-Y renamed a generator's code to a library's file); then what stays allowed."""
+    import collections, dataclasses, functools, marshal, pstats
+    def attempt(fn):
+        try:
+            fn()
+            return "done"
+        except RuntimeError as exc:
+            return "refused" if "cannot be built at run time" in str(exc) else f"RuntimeError: {exc}"
+    def gen():
+        yield 1
+    def target():
+        return 0
+    code = gen.__code__
+    with open("stats.prof", "wb") as fh:
+        marshal.dump({}, fh)
+    refused = {
+        "code.replace": attempt(lambda: code.replace(co_filename="/usr/lib/python3/logging/__init__.py")),
+        "gi_code.replace": attempt(lambda: gen().gi_code.replace(co_name="findCaller")),
+        "type(f)(code, {})": attempt(lambda: type(gen)(code, {})),
+        "f.__code__ = …": attempt(lambda: setattr(target, "__code__", code)),
+        "marshal.loads": attempt(lambda: marshal.loads(marshal.dumps(1))),
+        "pstats.Stats(file)": attempt(lambda: pstats.Stats("stats.prof")),
+    }
+    @dataclasses.dataclass
+    class D:
+        a: int
+    allowed = {
+        "namedtuple": attempt(lambda: collections.namedtuple("P", "a b")(1, 2)),
+        "dataclass": attempt(lambda: D(1)),
+        "functools.wraps": attempt(lambda: functools.wraps(target)(lambda: 1)()),
+        "a lambda and a closure": attempt(lambda: (lambda y: (lambda: y))(2)()),
+        "a module imported from its .pyc": attempt(lambda: __import__("colorsys").rgb_to_hsv(0.1, 0.2, 0.3)),
+        "torch.jit.script": attempt(lambda: torch.jit.script(_scripted_neg)),
+    }
+    return {"refused": refused, "allowed": allowed}
+
 def _warn():
     import warnings
     with warnings.catch_warnings(record=True):
@@ -1242,6 +1280,21 @@ def test_the_profilers_switches_are_the_recordings_alone_whoever_calls_them(sand
     worker.close()
     assert reply.ok, reply.error
     assert all("is not available to exercise code" in text for text in reply.value["value"]), reply.value
+
+
+def test_exercise_code_builds_no_code_object_or_function_at_run_time(sandbox):
+    """Every check of a worker knows code by the file its code object names: code the exercise
+    builds itself names any file (blind red-team tester R-Y: a generator's code renamed to
+    logging's, made a function with ``type(f)(code, {})``, took frames and ran torch's own
+    softmax; 100/100 with three rules broken). A serving worker refuses building code and
+    functions, and unmarshalling but by the import machinery; ``exec`` of what namedtuple and
+    dataclasses write, closures, lazy imports and TorchScript work as before."""
+    worker, reply = call(sandbox, "code_routes", timeout=30.0)
+    worker.close()
+    assert reply.ok, reply.error
+    outcome = reply.value["value"]
+    assert set(outcome["refused"].values()) == {"refused"}, outcome["refused"]
+    assert set(outcome["allowed"].values()) == {"done"}, outcome["allowed"]
 
 
 def test_a_breakpoint_left_in_the_code_does_nothing(sandbox):

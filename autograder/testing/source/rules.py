@@ -78,6 +78,12 @@ STRING_RUNNERS = {"timeit", "pdb", "cProfile", "profile", "trace"}
 #: where neither the static scan (no source) nor the run-time recorder (no Python call) sees it
 UNSEEN_CODE = {"CompilationUnit"}
 UNSEEN_LOADS = {"load"}  # torch.load / torch.jit.load (denied on torch's modules only)
+#: a code object's fields (``co_consts`` holds the functions of a compiled file)
+CODE_FIELDS = frozenset(
+    {"co_code", "co_consts", "co_names", "co_varnames", "co_freevars", "co_cellvars", "co_filename", "co_name"}
+    | {"co_qualname", "co_flags", "co_argcount", "co_posonlyargcount", "co_kwonlyargcount", "co_nlocals"}
+    | {"co_stacksize", "co_firstlineno", "co_linetable", "co_lnotab", "co_exceptiontable"}
+)
 DENIED_NAMES = {
     "attrgetter",
     # string annotations evaluated: typing.get_type_hints("exec(…)"), a ForwardRef (tester J)
@@ -86,9 +92,15 @@ DENIED_NAMES = {
     # a function built from a code object: code the scan never read (a torch file's
     # compiled again, its function taken out of ``co_consts``: blind red-team tester R-V)
     "FunctionType",
+    "LambdaType",  # FunctionType's other name
     "CodeType",
-    "co_consts",
-    "co_code",
+    # a generator's or coroutine's code object, and the fields ``code.replace(…)`` rewrites (blind
+    # red-team tester R-Y renamed ``co_names`` and ``co_filename``); the worker refuses building
+    # code at run time whatever the spelling (sandbox/audit.py CODE_EVENTS)
+    "gi_code",
+    "cr_code",
+    "ag_code",
+    *CODE_FIELDS,
     # what breakpoint() calls: the default one imports and calls what PYTHONBREAKPOINT names
     "breakpointhook",
     "__breakpointhook__",
@@ -118,7 +130,7 @@ DENIED_KEYWORDS = {"allow_pickle"}
 RAW_MEMORY_NAMES = {"__array_interface__", "__array_struct__"}
 #: numpy's loaders unpickle (``np.load``, ``np.lib.format.read_array``): no exercise reads files
 NUMPY_LOADS = {"load", "loads", "read_array", "fromfile"}
-#: the interpreter's private (underscore) modules are denied (scanner._private_module): C twins
+#: the interpreter's private (underscore) modules are denied (facts._private_module): C twins
 #: of denied ones or worse — ``_pickle.loads(b"cbuiltins\nexec\n.")`` gave builtins.exec,
 #: ``_frozen_importlib_external`` loads source files (blind red-team tester J) — but these
 ALLOWED_PRIVATE_MODULES: set[str] = set()

@@ -4,15 +4,23 @@ from __future__ import annotations
 
 import ast
 import re
-import sys
 
 from . import shown
 from .aliases import _plain_modules, _TorchAliases
+from .facts import (
+    SELF_MATCHING,
+    _function_names,
+    _inert_nodes,
+    _only_inert,
+    _private_module,
+    _string_runner_names,
+)
 from .rules import (
     ALLOWED_DUNDER_NAMES,
     ALLOWED_DUNDERS,
     ALLOWED_IMPORTS,
     ALLOWED_PRIVATE_MODULES,
+    CODE_FIELDS,
     DENIED_ATTRIBUTES,
     DENIED_KEYWORDS,
     DENIED_MODULES,
@@ -24,7 +32,6 @@ from .rules import (
     LOOKUPS,
     NUMPY_LOADS,
     RAW_MEMORY_NAMES,
-    STRING_RUNNERS,
     UNSEEN_CODE,
     UNSEEN_LOADS,
     library_module,
@@ -50,95 +57,6 @@ from .tree import (
     _rebound_class_names,
     _root,
 )
-
-#: builtins whose class pattern binds the subject itself (PEP 634): ``case int(n)`` reads no attribute
-SELF_MATCHING = frozenset({"bool", "bytearray", "bytes", "dict", "float", "frozenset", "int", "list", "set", "str", "tuple"})
-
-
-def _private_module(name: str) -> bool:
-    """``_pickle``, ``_frozen_importlib_external``, ``_testcapi``: one of the interpreter's own
-    modules named with one leading underscore (``__future__`` is not one, and neither is a
-    student's helper ``_attn_common.py``: blind tester I wrote one)."""
-    if not name.startswith("_") or name.startswith("__"):
-        return False
-    return name in sys.stdlib_module_names or name in sys.builtin_module_names or name.startswith(("_test", "_xx"))
-
-
-def _string_runner_names(tree: ast.AST) -> set[str]:
-    """Names the file binds to a module of ``STRING_RUNNERS`` or to one of its members."""
-    names: set[str] = set()
-    for node in _nodes(tree):
-        if isinstance(node, ast.Import):
-            names.update(
-                alias.asname or alias.name.split(".")[0] for alias in node.names if alias.name.split(".")[0] in STRING_RUNNERS
-            )
-        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in STRING_RUNNERS and not node.level:
-            names.update(alias.asname or alias.name for alias in node.names)
-    # and what the file makes with them (``p = cProfile.Profile()``, then ``p.run("…")``)
-    for _ in range(3):
-        made = {
-            target.id
-            for node in _nodes(tree)
-            if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None and _root(node.value) in names
-            for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
-            if isinstance(target, ast.Name)
-        }
-        if made <= names:
-            break
-        names |= made
-    return names
-
-
-def _function_names(node: ast.AST) -> list[str]:
-    """The names a def, or an assignment of a lambda, binds."""
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        return [node.name]
-    if isinstance(node, ast.Assign) and isinstance(node.value, ast.Lambda):
-        return [t.id for t in node.targets if isinstance(t, ast.Name)]
-    return []
-
-
-INERT_CALLS = ("isinstance", "issubclass")
-
-
-def _inert_nodes(tree: ast.AST, bound: set[str]) -> set[int]:
-    """ids of the nodes of annotations and of isinstance/issubclass's class argument (where
-    the file binds neither name itself): what a banned name there does is never a call."""
-    roots: list[ast.AST] = []
-    for node in _nodes(tree):
-        if isinstance(node, ast.arg) and node.annotation is not None:
-            roots.append(node.annotation)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.returns is not None:
-            roots.append(node.returns)
-        elif isinstance(node, ast.AnnAssign):
-            roots.append(node.annotation)
-        elif (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Name)
-            and node.func.id in INERT_CALLS
-            and node.func.id not in bound
-            and len(node.args) == 2
-            and not node.keywords
-        ):
-            roots.append(node.args[1])
-    return {id(sub) for root in roots if _type_expression(root) for sub in ast.walk(root)}
-
-
-#: what a type expression is made of (``nn.MultiheadAttention | None``, ``tuple[int, ...]``): an
-#: annotation is evaluated when the function is defined, so one holding a call runs it
-TYPE_EXPRESSION_NODES = (
-    ast.Name, ast.Attribute, ast.Subscript, ast.Tuple, ast.List, ast.Constant, ast.BinOp, ast.BitOr, ast.Load,
-)  # fmt: skip
-
-
-def _type_expression(root: ast.AST) -> bool:
-    return all(isinstance(sub, TYPE_EXPRESSION_NODES) for sub in ast.walk(root))
-
-
-def _only_inert(tree: ast.AST, name: str, inert: set[int]) -> bool:
-    """Whether ``name`` (bound by an import) is read somewhere and only in inert places."""
-    reads = [n for n in _nodes(tree) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)]
-    return bool(reads) and all(id(n) in inert for n in reads)
 
 
 class _Scanner(ast.NodeVisitor):
@@ -607,6 +525,8 @@ class _Scanner(ast.NodeVisitor):
                     self._flag(node, f"{_dotted(func)}(…, {keyword.arg}=…) (runs code stored as data)")
                 if keyword.arg in RAW_MEMORY_NAMES:
                     self._flag(node, f"{_dotted(func)}(…, {keyword.arg}=…) (numpy's array over raw memory)")
+                if keyword.arg in CODE_FIELDS:
+                    self._flag(node, f"{_dotted(func)}(…, {keyword.arg}=…) (rewrites a code object)")
             if isinstance(func, ast.Attribute) and func.attr in NUMPY_LOADS and self._numpy_rooted(func.value):
                 self._flag(node, f"{_dotted(func)}(…) (numpy's loaders can unpickle code)")
         self.generic_visit(node)
