@@ -42,6 +42,8 @@ from types import CodeType, FrameType
 #: ``inner`` function may hold; a string statement adds its own names (or code objects)
 _TIMEIT_NAMES = frozenset({"_it", "_timer", "_setup", "_stmt", "_t0", "_i", "_t1"})
 _IMPORT_MACHINERY = "<frozen importlib._bootstrap>"
+#: the files of the import machinery, whose frames run a library module's code
+_IMPORTERS = (_IMPORT_MACHINERY, "<frozen importlib._bootstrap_external>")
 
 
 def _source_file(module: object) -> str:
@@ -92,7 +94,7 @@ class CodeGate:
                     f"code compiled under another file's name ({path}) cannot be run by exec from the exercise's "
                     "own files in this exercise's worker: its rule check reads only the exercise's files"
                 )
-            if caller != _IMPORT_MACHINERY:  # compile(…, "<a library's file>") run by pdb.run, cProfile.run…
+            if caller not in _IMPORTERS:  # compile(…, "<a library's file>") run by pdb.run, cProfile.run…
                 raise RuntimeError(
                     f"code under a library's file name ({path}) runs in this exercise's worker only when Python "
                     "imports that library: its rule check reads only the exercise's files"

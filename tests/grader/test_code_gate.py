@@ -89,6 +89,20 @@ def test_a_library_module_runs_once_and_a_second_copy_of_it_never():
     gate.check(compile("def f():\n    pass\n", functional, "exec").co_consts[0], "<frozen importlib._bootstrap>")
 
 
+@pytest.mark.parametrize("runner", ["bdb", "cProfile", "profile", "trace"])
+def test_code_under_a_library_files_name_runs_only_when_python_imports_it(runner):
+    """compile(<torch's source, edited>, <a library file not yet imported>) handed to a
+    library that execs what it is given (``pdb.run``, ``cProfile.run``): no import ran it, so
+    it is no library's module body (blind red-team tester R-Y compiled torch's own functions
+    again under fresh library paths)."""
+    gate = _gate("mha_reshape")
+    fresh = os.path.join(os.path.dirname(TORCH_FILE), "not_imported_by_anyone_either.py")
+    caller = codegate._source_file(__import__(runner))
+    with pytest.raises(RuntimeError, match="only when Python imports that library"):
+        gate.check(compile("X = 1\n", fresh, "exec"), caller)
+    gate.check(compile("X = 1\n", fresh, "exec"), "<frozen importlib._bootstrap>")  # as an import runs it
+
+
 def test_code_from_a_string_runs_where_namedtuple_makes_it():
     _gate("custom_backward").check(compile("x = 1", "<string>", "exec"), codegate._source_file(collections))
 

@@ -39,13 +39,18 @@ Injected = type("InjectedError\n::error::INJECTED-TYPE\n\x1b[31m", (Exception,),
 
 
 def _renamed(fn, name: str, filename: str | None = None, first_line: int | None = None):
-    """The same function, with a code object that claims another name, file or line."""
-    code = fn.__code__.replace(co_name=name, co_qualname=name)
-    if filename is not None:
-        code = code.replace(co_filename=filename)
-    if first_line is not None:
-        code = code.replace(co_firstlineno=first_line)
-    fn.__code__ = code
+    """The same function, with a code object that claims another name, file or line — where
+    the worker still lets code be rebuilt (a serving worker refuses it since blind red-team
+    tester R-Y: the channel is closed at its source, and the function stays as written)."""
+    try:
+        code = fn.__code__.replace(co_name=name, co_qualname=name)
+        if filename is not None:
+            code = code.replace(co_filename=filename)
+        if first_line is not None:
+            code = code.replace(co_firstlineno=first_line)
+        fn.__code__ = code
+    except RuntimeError:
+        pass
     return fn
 
 
