@@ -38,6 +38,8 @@ import timeit
 import typing
 from types import CodeType, FrameType
 
+from .typeexpr import TypeForms, is_type_expression
+
 #: ``timeit``'s template with callables (``timeit.timeit(lambda: f(x))``): the names its
 #: ``inner`` function may hold; a string statement adds its own names (or code objects)
 _TIMEIT_NAMES = frozenset({"_it", "_timer", "_setup", "_stmt", "_t0", "_i", "_t1"})
@@ -64,11 +66,13 @@ class CodeGate:
         self.dataclasses = _source_file(dataclasses)
         self.typing = _source_file(typing)
         self.timeit = _source_file(timeit)
+        self.forms = TypeForms()  # what a type expression may subscript: typeexpr.py
 
     def confine(self, modules: list[str]) -> None:
         if self.allowed is not None:
             raise RuntimeError("the worker's code is confined once, for its whole life")
         self.allowed = frozenset(str(m) for m in modules)
+        self.forms.snapshot()  # before any exercise code runs
         # every library file whose module body has run in this process: a second run of one
         # is a fresh copy of a module whose functions the worker's bans replaced by name
         self.executed = {_source_file(m) for m in list(sys.modules.values())} - {""}
@@ -113,7 +117,7 @@ class CodeGate:
             return  # a frozen standard-library module, imported
         if caller == self.timeit and _timeit_with_callables(code):
             return
-        if caller == self.typing and _type_expression(code):
+        if caller == self.typing and is_type_expression(code, self.forms, self.typing):
             return  # a string annotation that is a type (torch's own modules have them)
         if caller == self.dataclasses and _fields_are_names(self.dataclasses):
             return  # a dataclass's methods, built from its fields' names
@@ -131,25 +135,6 @@ def _timeit_with_callables(code: CodeType) -> bool:
     body = inner[0]
     return (
         not body.co_names and set(body.co_varnames) <= _TIMEIT_NAMES and not any(isinstance(c, CodeType) for c in body.co_consts)
-    )
-
-
-#: what the bytecode of a type expression does (``Optional[Tensor]``, ``list[int] | None``,
-#: ``torch.Tensor``, ``Literal["a"]``): load names, attributes and constants, subscript, build
-#: tuples and lists, ``|`` — never a call, an import or a store (blind red-team tester P: a
-#: string that ``functools.singledispatch`` had typing evaluate walked the frames)
-_TYPE_OPS = frozenset(
-    {"RESUME", "NOP", "CACHE", "LOAD_NAME", "LOAD_GLOBAL", "LOAD_ATTR", "LOAD_CONST", "LOAD_FAST", "LOAD_DEREF"}
-    | {"BINARY_SUBSCR", "BUILD_TUPLE", "BUILD_LIST", "BINARY_OP", "RETURN_VALUE", "RETURN_CONST", "PUSH_NULL"}
-    | {"LOAD_FROM_DICT_OR_GLOBALS", "LOAD_FROM_DICT_OR_DEREF", "COPY_FREE_VARS", "LOAD_SMALL_INT", "LOAD_FAST_BORROW"}
-)
-
-
-def _type_expression(code: CodeType) -> bool:
-    import dis
-
-    return not any(isinstance(c, CodeType) for c in code.co_consts) and all(
-        i.opname in _TYPE_OPS for i in dis.get_instructions(code)
     )
 
 

@@ -8,6 +8,7 @@ benchmark_timer_string and named_helper_frame_walk (test_red_team.py) prove it i
 from __future__ import annotations
 
 import collections
+import collections.abc
 import os
 import subprocess
 import sys
@@ -107,16 +108,78 @@ def test_code_from_a_string_runs_where_namedtuple_makes_it():
     _gate("custom_backward").check(compile("x = 1", "<string>", "exec"), codegate._source_file(collections))
 
 
-@pytest.mark.parametrize("text", ["Optional[Tensor]", "list[int] | None", "torch.Tensor", 'Literal["a"]', "Callable[[int], str]"])
+def _evaluated_by_typing(gate: CodeGate, text: str, namespace: dict) -> None:
+    """``gate.check`` of ``text`` as typing's ``ForwardRef._evaluate`` has it checked: from a
+    frame of typing's file holding the evaluation's ``globalns`` and ``localns``."""
+    helper: dict = {}
+    source = "def _evaluate(globalns, localns, check, code, caller):\n    check(code, caller)\n"
+    exec(compile(source, codegate._source_file(typing), "exec"), helper)  # noqa: S102 (a frame of typing's file)
+    helper["_evaluate"](namespace, namespace, gate.check, compile(text, "<string>", "eval"), codegate._source_file(typing))
+
+
+class _Box(collections.defaultdict):
+    pass
+
+
+TYPE_NAMESPACE = {
+    "torch": torch,
+    "Tensor": torch.Tensor,
+    "Optional": typing.Optional,
+    "Literal": typing.Literal,
+    "Callable": typing.Callable,
+    "Dict": dict,
+    "abc": collections.abc,
+    "_box": collections.defaultdict(int),
+    "Box": _Box,
+    "FakeList": type(
+        "List", (), {"__module__": "typing", "__class_getitem__": staticmethod(collections.defaultdict(int).__getitem__)}
+    ),
+    "Meta": type("Meta", (type,), {"__or__": lambda cls, other: other})("M", (), {}),
+}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Optional[Tensor]",
+        "list[int] | None",
+        "torch.Tensor",
+        'Literal["a"]',
+        "Callable[[int], str]",
+        "Dict[str, list[Tensor]]",
+        "abc.Sequence[int]",
+        "Tensor | int | None",
+        "torch.nn.Module",
+    ],
+)
 def test_typing_may_evaluate_a_string_annotation_that_is_a_type(text):
-    _gate("custom_backward").check(compile(text, "<string>", "eval"), codegate._source_file(typing))
+    _evaluated_by_typing(_gate("custom_backward"), text, TYPE_NAMESPACE)
 
 
 @pytest.mark.parametrize("text", ["BOX.update(x) or int", "(lambda: 0)", "__import__('sys')", "(x := int)"])
 def test_typing_may_not_evaluate_a_string_annotation_that_runs_code(text):
     # blind red-team tester P: functools.singledispatch had typing evaluate such a string
     with pytest.raises(RuntimeError, match="cannot run"):
-        _gate("custom_backward").check(compile(text, "<string>", "eval"), codegate._source_file(typing))
+        _evaluated_by_typing(_gate("custom_backward"), text, TYPE_NAMESPACE)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "_box[torch.set_num_threads.__globals__['STANDING_BAN']]",  # blind red-team tester R-AB
+        "_box[torch.sys]",
+        "Box[torch.sys]",
+        "FakeList[torch.sys]",  # a class of the exercise's calling itself typing.List
+        "Meta | torch.sys",  # a metaclass of the exercise's joins
+        "Optional[torch.sys] | _box",
+        "torch.Tensor.__dict__['x'][1]",  # a value it cannot know, subscripted
+    ],
+)
+def test_typing_may_not_evaluate_an_annotation_that_hands_what_it_reaches_to_the_exercise(text):
+    """A type expression's values leave it only through what it subscripts or joins with ``|``:
+    those must be the type forms the worker had before any exercise code ran."""
+    with pytest.raises(RuntimeError, match="cannot run"):
+        _evaluated_by_typing(_gate("custom_backward"), text, TYPE_NAMESPACE)
 
 
 def test_dataclasses_build_methods_only_for_fields_named_by_identifiers():

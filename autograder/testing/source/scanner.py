@@ -59,6 +59,23 @@ from .tree import (
 )
 
 
+def _reaches_in_annotation(text: str) -> bool:
+    """A string annotation that names a dunder or the interpreter's machinery (``x.sys``,
+    ``.modules``): no type is spelled so."""
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except SyntaxError:
+        return False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and (
+            (_is_dunder(node.attr) and node.attr not in ALLOWED_DUNDERS) or node.attr in DENIED_ATTRIBUTES | {"modules"}
+        ):
+            return True
+        if isinstance(node, ast.Name) and _is_dunder(node.id) and node.id not in ALLOWED_DUNDER_NAMES:
+            return True
+    return False
+
+
 class _Scanner(ast.NodeVisitor):
     """Banned names (``banned``) are looked for where ``in_scope`` is on; the dynamic,
     deny-by-default constructs (when ``dynamic``) everywhere."""
@@ -231,8 +248,16 @@ class _Scanner(ast.NodeVisitor):
         self.generic_visit(node)
 
     def _annotation(self, node: ast.AST | None) -> None:
-        if self.dynamic and isinstance(node, ast.Constant) and isinstance(node.value, str) and _code_in_annotation(node.value):
-            self._flag(node, f"the annotation {node.value[:60]!r} (code in a string that typing evaluates)")
+        if not self.dynamic or node is None:
+            return
+        for sub in ast.walk(node):  # the annotation itself, or a string inside it (``Optional["…"]``)
+            if not (isinstance(sub, ast.Constant) and isinstance(sub.value, str)):
+                continue
+            if _code_in_annotation(sub.value):
+                self._flag(sub, f"the annotation {sub.value[:60]!r} (code in a string that typing evaluates)")
+            elif _reaches_in_annotation(sub.value):
+                # blind red-team tester R-AB: "_box[torch.set_num_threads.__globals__['STANDING_BAN']]"
+                self._flag(sub, f"the annotation {sub.value[:60]!r} (reaches the interpreter in a string that typing evaluates)")
 
     def visit_Assign(self, node: ast.Assign) -> None:
         name = _lambda_name(node) if id(node) in self.bodies else None

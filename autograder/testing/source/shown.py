@@ -102,9 +102,16 @@ def shown_namespaces(call: ast.Call) -> list[ast.Call]:
     return [node for arg in args for node in ast.walk(arg) if namespace_call(node) and _only_shown(node, parents, roots)]
 
 
-def _only_shown(node: ast.AST, parents: dict[int, ast.AST], roots: set[int], stop: ast.AST | None = None) -> bool:
-    """Every step from ``node`` (a value read from a namespace) up to a printed argument (or
-    to ``stop``, a comprehension's own element) keeps it a value that is only shown."""
+def _only_shown(
+    node: ast.AST, parents: dict[int, ast.AST], roots: set[int], stop: ast.AST | None = None, itself: bool = True
+) -> bool:
+    """Every step from ``node`` (a namespace, or a value read from one) up to a printed
+    argument (or to ``stop``, a comprehension's own element) keeps it a value that is only
+    shown. ``itself``: ``node`` may be the namespace dict itself, whose own methods change it
+    (``globals().update``) — also inside a container and taken out again
+    (``(globals(),)[0].update(__name__=…)``, ``[g for g in [globals()]][0]``); ``holds``: the
+    value is a container that may hold the namespace, and a read from it may be the namespace."""
+    holds = False
     while id(node) not in roots and node is not stop:
         parent = parents.get(id(node))
         if parent is None:
@@ -113,29 +120,51 @@ def _only_shown(node: ast.AST, parents: dict[int, ast.AST], roots: set[int], sto
             if parent.func is node:
                 if not isinstance(node, ast.Attribute):
                     return False  # a value read from the namespace, called
-                if namespace_call(node.value) and node.attr not in READ_METHODS:
+                if node.attr not in READ_METHODS and _may_be_namespace(node.value, itself):
                     return False  # the namespace itself changed: globals().update(…)
+                # a read method gives the namespace's keys, values or a copy; another, a value's result
+                itself, holds = False, False
             elif _constant_attribute_read(parent, node):
-                pass  # hasattr(v, "shape"), getattr(v, "shape", v): an attribute read by its written name
+                itself, holds = False, False  # hasattr(v, "shape"), getattr(v, "shape", v): an attribute by its written name
             elif not (isinstance(parent.func, ast.Name) and parent.func.id in DISPLAY_CALLS):
                 return False  # handed to a function that may call it
             elif any(k.arg == "key" for k in parent.keywords):
                 return False  # max(vars(F).values(), key=lambda f: f(x)) calls every value
+            else:  # list((globals(),)) still holds it; str(…) or len(…) is text or a number, dict(…) a copy
+                itself, holds = False, itself or holds
         elif isinstance(parent, ast.Attribute):
-            pass  # an attribute read, or a method called by its written name (scanned as any name)
+            # an attribute read, or a method called by its written name (scanned as any name):
+            # the Call above judges a method of the namespace itself
+            node = parent
+            continue
         elif isinstance(parent, ast.Subscript):
             if parent.value is not node or not isinstance(parent.slice, ast.Constant):
                 return False  # only a read by a constant key
+            itself, holds = holds, False  # an item of the namespace, or what a container holding it held
         elif isinstance(parent, ast.comprehension):
-            if parent.iter is not node or not _targets_shown(parent, parents, roots):
+            # iterating the namespace gives its keys; iterating a container that holds it, the namespace
+            if parent.iter is not node or not _targets_shown(parent, parents, roots, holds):
                 return False
             parent = parents.get(id(parent))  # the comprehension: a container of shown values
             if parent is None:
                 return False
-        elif not isinstance(parent, (*_CARRIERS, *_COMPREHENSIONS)):
+            itself, holds = False, holds
+        elif isinstance(parent, (ast.IfExp, ast.BoolOp)):
+            pass  # the value itself, passed on
+        elif isinstance(parent, (ast.FormattedValue, ast.JoinedStr, ast.Compare)):
+            itself, holds = False, False  # text, or a truth value
+        elif isinstance(parent, (*_CARRIERS, *_COMPREHENSIONS)):
+            itself, holds = False, itself or holds  # a container (or an operator's new one) that may hold it
+        else:
             return False
         node = parent
     return True
+
+
+def _may_be_namespace(node: ast.AST, itself: bool) -> bool:
+    """Whether the object a method is called on may be the namespace dict itself: the path
+    state, or a namespace call written right there."""
+    return itself or namespace_call(node)
 
 
 def _constant_attribute_read(call: ast.Call, node: ast.AST) -> bool:
@@ -154,8 +183,9 @@ def _constant_attribute_read(call: ast.Call, node: ast.AST) -> bool:
     return node is args[0] or (len(args) == 3 and node is args[2])
 
 
-def _targets_shown(generator: ast.comprehension, parents: dict[int, ast.AST], roots: set[int]) -> bool:
-    """The names a comprehension binds from a namespace are used only as shown values."""
+def _targets_shown(generator: ast.comprehension, parents: dict[int, ast.AST], roots: set[int], holds: bool = False) -> bool:
+    """The names a comprehension binds from a namespace are used only as shown values
+    (``holds``: it iterates a container that may hold the namespace itself)."""
     names = {n.id for n in ast.walk(generator.target) if isinstance(n, ast.Name)}
     comp = parents.get(id(generator))
     if not isinstance(comp, _COMPREHENSIONS):
@@ -165,6 +195,6 @@ def _targets_shown(generator: ast.comprehension, parents: dict[int, ast.AST], ro
     for part in parts:
         for node in ast.walk(part):
             if isinstance(node, ast.Name) and node.id in names and isinstance(node.ctx, ast.Load):
-                if not _only_shown(node, parents, roots | {id(p) for p in parts}, stop=comp):
+                if not _only_shown(node, parents, roots | {id(p) for p in parts}, stop=comp, itself=holds):
                     return False
     return True
