@@ -86,6 +86,11 @@ EVASIONS = {
     "printed-hasattr-passed-on": ("def f(g):\n    print([g(v) for v in globals().values() if hasattr(v, 'x')])\n", "globals"),
     "namespace-passed-on": ("def f(show):\n    show(locals())\n", "locals"),
     "namespace-changed-in-a-print": ("print(globals().update(F=None))\n", "globals"),
+    # the namespace itself, in a container and taken out again: `__name__ = "__main__"` unseen
+    "namespace-changed-through-a-tuple": ("print((globals(),)[0].update(__name__='__main__'))\n", "globals"),
+    "namespace-changed-through-a-dict": ("print({1: globals()}[1].setdefault('F', None))\n", "globals"),
+    "namespace-changed-through-a-list-call": ("print(list((globals(),))[0].pop('torch'))\n", "globals"),
+    "namespace-changed-through-a-comprehension": ("print([g for g in [globals()]][0].update(F=1))\n", "globals"),
     # read inside a print but called, handed on, or read by a computed key (blind tester R-A's
     # spellings of a print are fine, FAIR below; these are lookups)
     "namespace-value-called-in-a-print": ("def f(x):\n    print(vars(torch)['exp'](x))\n", "vars"),
