@@ -21,7 +21,7 @@ import torch
 
 from .failures import CheckFailed, Feedback, SubmissionRaised
 from .inputs import dtype_name
-from .values import as_float, describe, dtype_text, fmt_number, fmt_tensor, index_text
+from .values import as_float, describe, dtype_text, fmt_number, fmt_pair, fmt_tensor, index_text
 
 GRID_MAX = 12
 
@@ -405,9 +405,10 @@ def close(
         if n < count:
             detail += f"; {count - n} other values differ too (first at index {index_text(first)})"
     else:
+        shown_want, shown_got = fmt_pair(w[first].item(), g[first].item())
         detail = (
-            f"first mismatch at index {index_text(first)}: expected {fmt_number(w[first].item())}, got "
-            f"{fmt_number(g[first].item())}; {count} of {bad.numel()} values differ (largest difference "
+            f"first mismatch at index {index_text(first)}: expected {shown_want}, got "
+            f"{shown_got}; {count} of {bad.numel()} values differ (largest difference "
             f"{fmt_number(worst)}, tolerance {tol})"
         )
     detail += _side_by_side(got, want)

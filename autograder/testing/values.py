@@ -13,6 +13,19 @@ from typing import Any
 import torch
 
 
+def fmt_pair(want: Any, got: Any) -> tuple[str, str]:
+    """Two numbers as ``fmt_number`` writes them, with as many more digits as it takes for two
+    different floats to read differently (blind tester R-AA: "expected 0.264477, got 0.264477"
+    for a float32 square root in float64 work, 1.4e-8 apart)."""
+    shown = fmt_number(want), fmt_number(got)
+    if shown[0] != shown[1] or not (isinstance(want, float) and isinstance(got, float)) or want == got:
+        return shown
+    for digits in range(7, 18):
+        if f"{want:.{digits}g}" != f"{got:.{digits}g}":
+            return f"{want:.{digits}g}", f"{got:.{digits}g}"
+    return shown
+
+
 def fmt_number(value: Any) -> str:
     if isinstance(value, bool):
         return str(value)

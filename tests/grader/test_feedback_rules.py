@@ -383,3 +383,17 @@ def test_distance_gives_the_full_rules_number_for_every_mix_of_special_values(to
         for dtype in (torch.float64, torch.float32):
             want = _distance_by_the_full_rule(got.to(dtype), target, tol)
             assert expect.distance(got.to(dtype), target, tol) == want, (got, target, tol)
+
+
+def test_expected_and_got_never_read_the_same_when_they_differ():
+    """Blind tester R-AA: "expected 0.264477, got 0.264477" for a float32 square root in float64
+    work (1.4e-8 apart, float64's tolerance 1e-12): the message writes as many digits as it
+    takes for the two to differ."""
+    want = torch.tensor([0.264477144], dtype=torch.float64)
+    got = want * (1 + 1.4e-8)
+    with pytest.raises(CheckFailed) as info:
+        expect.close(got, want, what="scaled scores", tol=Tol(rtol=1e-12, atol=1e-12))
+    detail = info.value.feedback.detail
+    shown = detail.split("expected ", 1)[1].split(";", 1)[0]
+    expected_text, got_text = shown.split(", got ")
+    assert expected_text != got_text, detail

@@ -358,6 +358,15 @@ FAIR = [
     "        case str() as name:\n            raise ValueError(name)\n    return x\n",
     "import torch\n\n\ndef g(x):\n    match x.shape:\n        case torch.Size([b, t, c]):\n"
     "            return x.reshape(b * t, c)\n    return x\n",
+    # a timing or profiling self-check in live code: counts, a profiled function's own
+    # arguments and a report's sort key are data (fairness tester R-Z: each cost the skill)
+    "import cProfile\nimport functools\nimport timeit\n\n\ndef f(x):\n    return x\n\n\n"
+    "def timed(x, reps=100):\n    t = timeit.Timer(lambda: f(x))\n    p = cProfile.Profile()\n"
+    "    p.runcall(f, x)\n    p.print_stats('cumtime')\n"
+    "    return timeit.timeit(functools.partial(f, x), number=reps * 10**2), t.timeit(reps)\n",
+    # a namespace inside an f-string is text wherever the text goes (fairness tester R-Z)
+    "import logging\nimport warnings\n\n\ndef f(x):\n    warnings.warn(f\"state {locals()}\")\n"
+    "    logging.getLogger(__name__).debug(f\"{sorted(vars())} {len(globals())}\")\n    return x\n",
     # an export list naming the exercise's own cross_entropy
     '__all__ = ["softmax_rows", "log_softmax_rows", "cross_entropy", "vocab_probs"]\n__all__ += ("cross_entropy",)\n'
     "\n\ndef cross_entropy(logits, targets):\n    return logits\n",
@@ -1039,6 +1048,11 @@ def helper(t):
 
 
 NEVER_CALLED = {
+    # quoted: the name is bound by the import and read only in a string annotation (fairness tester R-Z)
+    "quoted-annotation": (
+        "from typing import Optional\n\nfrom torch.nn import MultiheadAttention\n\n\n"
+        'def load(ref: "MultiheadAttention", other: Optional["MultiheadAttention"] = None) -> None:\n    return None\n'
+    ),
     "annotation": "import torch.nn as nn\n\n\ndef load(mha: nn.MultiheadAttention | None) -> None:\n    return None\n",
     "string-annotation": 'def load(mha: "torch.nn.MultiheadAttention") -> None:\n    return None\n',
     "isinstance": "import torch.nn as nn\n\n\ndef is_torch_mha(m):\n    return isinstance(m, (nn.MultiheadAttention, int))\n",

@@ -95,6 +95,23 @@ def _type_expression(root: ast.AST) -> bool:
 
 
 def _only_inert(tree: ast.AST, name: str, inert: set[int]) -> bool:
-    """Whether ``name`` (bound by an import) is read somewhere and only in inert places."""
+    """Whether ``name`` (bound by an import) is read somewhere and only in inert places — a
+    quoted annotation naming it counts as such a read (fairness tester R-Z: ``ref:
+    "MultiheadAttention"`` cost mha_reshape's 15 points where the unquoted one passed)."""
     reads = [n for n in _nodes(tree) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)]
-    return bool(reads) and all(id(n) in inert for n in reads)
+    return (bool(reads) or _named_in_quoted_annotation(tree, name, inert)) and all(id(n) in inert for n in reads)
+
+
+def _named_in_quoted_annotation(tree: ast.AST, name: str, inert: set[int]) -> bool:
+    """Whether a string inside an inert annotation (``x: "MultiheadAttention | None"``,
+    ``Optional["MultiheadAttention"]``) is a type expression naming ``name``."""
+    for node in _nodes(tree):
+        if not (isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) in inert):
+            continue
+        try:
+            parsed = ast.parse(node.value.strip(), mode="eval")
+        except SyntaxError:
+            continue
+        if _type_expression(parsed.body) and any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(parsed)):
+            return True
+    return False

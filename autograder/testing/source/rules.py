@@ -74,6 +74,23 @@ DENIED_MODULES = {
 #: (a lambda, a def of the file, ``obj.method``) and numbers, never a string or a value built
 #: at run time
 STRING_RUNNERS = {"timeit", "pdb", "cProfile", "profile", "trace"}
+#: their functions and methods that run one argument as code: (keyword names, how many
+#: leading positional arguments); the rest of their arguments are data
+RUNNER_CODE_PARAMETERS = {
+    "timeit": (("stmt", "setup"), 2),
+    "repeat": (("stmt", "setup"), 2),
+    "Timer": (("stmt", "setup"), 2),
+    "run": (("statement", "cmd"), 1),
+    "runctx": (("statement", "cmd"), 1),
+    "runeval": (("expression",), 1),
+    "runcall": (("func", "function"), 1),
+    "runfunc": (("func",), 1),
+}
+#: their methods that take no code at all (a profile's report, a debugger's entry)
+RUNNER_DATA_METHODS = frozenset(
+    {"Profile", "enable", "disable", "create_stats", "snapshot_stats", "print_stats", "dump_stats", "getstats"}
+    | {"set_trace", "default_timer", "Trace", "results", "write_results"}
+)
 #: TorchScript built from a string, or code loaded from bytes: it runs in the JIT interpreter,
 #: where neither the static scan (no source) nor the run-time recorder (no Python call) sees it
 UNSEEN_CODE = {"CompilationUnit"}

@@ -32,6 +32,9 @@ from .rules import (
     LOOKUPS,
     NUMPY_LOADS,
     RAW_MEMORY_NAMES,
+    RUNNER_CODE_PARAMETERS,
+    RUNNER_DATA_METHODS,
+    STRING_RUNNERS,
     UNSEEN_CODE,
     UNSEEN_LOADS,
     library_module,
@@ -377,6 +380,27 @@ class _Scanner(ast.NodeVisitor):
         root = _root(node)
         return root is not None and (self.module_of.get(root) or root).split(".")[0] == "numpy"
 
+    def _code_arguments(self, func: ast.AST, call: ast.Call) -> list[ast.AST]:
+        """The arguments of a string runner's call that it runs as code: ``timeit.timeit``'s
+        ``stmt`` and ``setup``, ``run``'s statement, ``runcall``'s function — not a count, a
+        timer, a tensor passed on to the function, or a sort key (fairness tester R-Z:
+        ``timeit.timeit(lambda: f(x), number=n)`` and ``Profile().runcall(f, x)`` had cost
+        whole skills); every argument of a call the list does not know."""
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+        of_module = isinstance(func, ast.Name) or (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and self.module_of.get(func.value.id, "").split(".")[0] in STRING_RUNNERS
+        )
+        if name in ("timeit", "repeat", "autorange") and not of_module:
+            return []  # a Timer's own methods take counts
+        if name in RUNNER_CODE_PARAMETERS:
+            keywords, count = RUNNER_CODE_PARAMETERS[name]
+            return [*call.args[:count], *(k.value for k in call.keywords if k.arg in keywords or k.arg is None)]
+        if name in RUNNER_DATA_METHODS:
+            return []
+        return [*call.args, *(k.value for k in call.keywords)]
+
     def _runnable(self, node: ast.AST) -> bool:
         """What a string runner's call may be given: a lambda, a function of the file by its
         name, a method (``obj.forward``), a number, True/False/None."""
@@ -384,6 +408,8 @@ class _Scanner(ast.NodeVisitor):
             return True
         if isinstance(node, ast.Name):
             return node.id in self.functions
+        if isinstance(node, ast.Call) and _dotted(node.func) in ("partial", "functools.partial") and node.args:
+            return self._runnable(node.args[0])  # functools.partial(softmax_rows, x): a function still
         return isinstance(node, ast.Constant) and not isinstance(node.value, (str, bytes))
 
     def _constant_names(self, node: ast.AST) -> list[str] | None:
@@ -498,6 +524,11 @@ class _Scanner(ast.NodeVisitor):
         for alias in node.names:
             self._import(node, module, alias.name, alias.asname)
 
+    def visit_JoinedStr(self, node: ast.JoinedStr) -> None:
+        if self.dynamic:  # f"{locals()}" is text wherever it goes (shown.py)
+            self.safe_calls.update(id(call.func) for call in shown.formatted_namespaces(node))
+        self.generic_visit(node)
+
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
         if self.dynamic and shown.shows(node, self.print_is_builtin):  # print(locals()) and the like (shown.py)
@@ -541,8 +572,7 @@ class _Scanner(ast.NodeVisitor):
             self._flag(node, f"{func.id}(…) (dynamic lookup or code)")
             self.safe_calls.add(id(func))
         if self.dynamic and _root(func) in self.runners:
-            given = [*node.args, *(k.value for k in node.keywords)]
-            if any(not self._runnable(arg) for arg in given):
+            if any(not self._runnable(arg) for arg in self._code_arguments(func, node)):
                 self._flag(node, f"{_dotted(func)}(…) with a value that is not a function (it runs a string of code)")
         if self.dynamic:
             for keyword in node.keywords:

@@ -102,6 +102,19 @@ def shown_namespaces(call: ast.Call) -> list[ast.Call]:
     return [node for arg in args for node in ast.walk(arg) if namespace_call(node) and _only_shown(node, parents, roots)]
 
 
+def formatted_namespaces(text: ast.JoinedStr) -> list[ast.Call]:
+    """The namespace calls in an f-string that it only turns into text, wherever the text goes
+    (``warnings.warn(f"{locals()}")``, ``log.debug(f"state {vars(self)}")``: fairness tester
+    R-Z): the f-string is the display, and binds nothing (no ``:=`` inside)."""
+    if any(isinstance(sub, ast.NamedExpr) for sub in ast.walk(text)):
+        return []
+    parents: dict[int, ast.AST] = {}
+    for node in ast.walk(text):
+        for child in ast.iter_child_nodes(node):
+            parents[id(child)] = node
+    return [node for node in ast.walk(text) if namespace_call(node) and _only_shown(node, parents, {id(text)})]
+
+
 def _only_shown(
     node: ast.AST, parents: dict[int, ast.AST], roots: set[int], stop: ast.AST | None = None, itself: bool = True
 ) -> bool:
