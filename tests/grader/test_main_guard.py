@@ -14,7 +14,10 @@ from autograder.testing.source import check_no_banned
 from autograder.testing.source.tree import import_cycles
 
 SOFTMAX = ("softmax", "_softmax", "log_softmax", "cross_entropy", "Softmax")
-HEAD = "import torch\n\n\ndef softmax_rows(x, dim=-1):\n    e = (x - x.amax(dim, keepdim=True)).exp()\n    return e / e.sum(dim, keepdim=True)\n\n\n"
+HEAD = (
+    "import torch\n\n\ndef softmax_rows(x, dim=-1):\n"
+    "    e = (x - x.amax(dim, keepdim=True)).exp()\n    return e / e.sum(dim, keepdim=True)\n\n\n"
+)
 
 SELF_TESTS = {
     "doctest": 'if __name__ == "__main__":\n    import doctest\n\n    doctest.testmod()\n',
@@ -24,7 +27,10 @@ SELF_TESTS = {
         "    plt.imshow(softmax_rows(torch.randn(4, 4)))\n    plt.show()\n"
     ),
     "globals-and-getattr": 'if __name__ == "__main__":\n    print(sorted(globals()))\n    f = getattr(torch, "exp")\n',
-    "against-torch": 'if __name__ == "__main__":\n    x = torch.randn(3, 4)\n    assert torch.allclose(softmax_rows(x), torch.softmax(x, -1))\n',
+    "against-torch": (
+        'if __name__ == "__main__":\n    x = torch.randn(3, 4)\n'
+        "    assert torch.allclose(softmax_rows(x), torch.softmax(x, -1))\n"
+    ),
     "reversed-test": '"__main__" == __name__\nif "__main__" == __name__:\n    import inspect\n\n    print(inspect.stack())\n',
 }
 #: what may run the guard's body after all, each with the construct the scan then names

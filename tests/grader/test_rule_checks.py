@@ -365,8 +365,8 @@ FAIR = [
     "    p.runcall(f, x)\n    p.print_stats('cumtime')\n"
     "    return timeit.timeit(functools.partial(f, x), number=reps * 10**2), t.timeit(reps)\n",
     # a namespace inside an f-string is text wherever the text goes (fairness tester R-Z)
-    "import logging\nimport warnings\n\n\ndef f(x):\n    warnings.warn(f\"state {locals()}\")\n"
-    "    logging.getLogger(__name__).debug(f\"{sorted(vars())} {len(globals())}\")\n    return x\n",
+    'import logging\nimport warnings\n\n\ndef f(x):\n    warnings.warn(f"state {locals()}")\n'
+    '    logging.getLogger(__name__).debug(f"{sorted(vars())} {len(globals())}")\n    return x\n',
     # an export list naming the exercise's own cross_entropy
     '__all__ = ["softmax_rows", "log_softmax_rows", "cross_entropy", "vocab_probs"]\n__all__ += ("cross_entropy",)\n'
     "\n\ndef cross_entropy(logits, targets):\n    return logits\n",

@@ -17,8 +17,8 @@ from __future__ import annotations
 import math
 
 import torch
-from einops import rearrange
 import torch.nn as nn
+from einops import rearrange
 
 
 def split_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
@@ -37,7 +37,6 @@ def split_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
     Raises:
         ValueError: if C % num_heads != 0.
     """
-    # TODO: cut the feature axis into num_heads heads and move the head axis next to the batch axis (Day 1 §4.3, §A.5).
     B, T, C = x.shape
     if num_heads <= 0 or C % num_heads != 0:
         raise ValueError(f"model width C={C} is not divisible by num_heads={num_heads}")
@@ -59,7 +58,6 @@ def merge_heads(x: torch.Tensor) -> torch.Tensor:
     Returns:
         [B,T,h·d]; features i·d:(i+1)·d come from head i.
     """
-    # TODO: put the heads back side by side on the feature axis, transpose before merging (Week 7 §15, Day 1 §A.5).
     B, h, T, d = x.shape
     # [B,h,T,d] → transpose(1, 2) → [B,T,h,d] → reshape (copies when not contiguous) → [B,T,h·d]
     return rearrange(x, "b h t d -> b t (h d)")
@@ -78,7 +76,6 @@ class MultiHeadAttention(nn.Module):
 
     def __init__(self, embed_dim: int, num_heads: int, context_length: int, bias: bool = False) -> None:
         super().__init__()
-        # TODO: check embed_dim % num_heads, create w_q, w_k, w_v, w_o and a non-persistent causal mask buffer (Week 7 §15, Day 1 §A.4).
         if num_heads <= 0 or embed_dim % num_heads != 0:
             raise ValueError(f"embed_dim={embed_dim} must be divisible by num_heads={num_heads}")
         self.num_heads = num_heads
@@ -99,7 +96,6 @@ class MultiHeadAttention(nn.Module):
         Causal always; `key_allowed` [B,T] (True = real token) additionally blocks padded
         keys, i.e. columns, for every query (Day 1 §3.2). ValueError when T > context_length.
         """
-        # TODO: project, split heads, scale by √(C/h), mask future and padded keys, softmax, mix values, merge heads, apply w_o (Day 1 §4.3).
         B, T, C = x.shape
         if T > self.context_length:
             raise ValueError(f"sequence length {T} exceeds context_length {self.context_length}")
@@ -122,7 +118,6 @@ class MultiHeadAttention(nn.Module):
 
 def score_elements(batch: int, num_heads: int, T: int) -> int:
     """Number of attention scores over all examples and heads: B·h·T² (Week 7 §17)."""
-    # TODO: count the scores of all examples and heads (Week 7 §17).
     return batch * num_heads * T * T
 
 
@@ -131,7 +126,6 @@ def mha_flops(T: int, d: int) -> int:
 
     Q, K, V projections 6·T·d² + Q·Kᵀ 2·T²·d + A·V 2·T²·d + W_O 2·T·d² = 8·T·d² + 4·T²·d.
     """
-    # TODO: add the FLOPs of the four projections and of Q·Kᵀ and A·V (Day 1 §5.1).
     projections = 3 * 2 * T * d * d + 2 * T * d * d  # W_Q, W_K, W_V and W_O
     attention = 2 * T * T * d + 2 * T * T * d  # Q·Kᵀ and A·V, all heads together
     return projections + attention
@@ -139,19 +133,15 @@ def mha_flops(T: int, d: int) -> int:
 
 def attention_flop_fraction(T: int, d: int) -> float:
     """The T² (attention) share of `mha_flops`, a fraction in [0, 1] (Day 1 §5.1: T/(T+2d))."""
-    # TODO: return the T² share of mha_flops as a fraction (Day 1 §5.1).
     attention = 4 * T * T * d
     return attention / mha_flops(T, d)
 
 
-def attention_matrix_gib(
-    batch: int, num_heads: int, T: int, bytes_per_element: int = 2, layers: int = 1
-) -> float:
+def attention_matrix_gib(batch: int, num_heads: int, T: int, bytes_per_element: int = 2, layers: int = 1) -> float:
     """Memory of the stored attention weights A [B,h,T,T], in GiB = 2³⁰ bytes (Day 1 §5.2).
 
     B·h·T²·bytes_per_element·layers / 2³⁰ (bf16: 2 bytes per element).
     """
-    # TODO: compute the bytes of A over all layers, in GiB = 2**30 bytes (Day 1 §5.2).
     elements = batch * num_heads * T * T  # one T×T matrix per example and head
     return elements * bytes_per_element * layers / 2**30
 
@@ -161,6 +151,5 @@ def mha_param_count(d: int, bias: bool = True) -> int:
 
     4·d² + 4·d with bias, 4·d² without; independent of the number of heads.
     """
-    # TODO: count the weights and biases of W_Q, W_K, W_V and W_O (Day 1 §4.4).
     per_projection = d * d + (d if bias else 0)
     return 4 * per_projection
