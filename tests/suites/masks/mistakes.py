@@ -119,6 +119,13 @@ def softmax(scores: torch.Tensor, allowed: torch.Tensor) -> dict[str, torch.Tens
     e = torch.exp(masked - (top if bool(torch.isfinite(top)) else torch.zeros_like(top)))
     denom = e.sum(-1, keepdim=True)
     out["masks/global-max"] = (e / torch.where(denom > 0, denom, torch.ones_like(denom))).to(torch.float64)
+    # each row shifted by the maximum of its raw scores, blocked keys included: where a blocked score
+    # is far above the allowed ones every allowed exp underflows and the row is all zeros (blind tester R-AA)
+    shift = raw.amax(-1, keepdim=True)
+    shift = torch.where(torch.isfinite(shift), shift, torch.zeros_like(shift))
+    e = torch.exp(masked - shift)
+    denom = e.sum(-1, keepdim=True)
+    out["masks/max-over-blocked-keys"] = (e / torch.where(denom > 0, denom, torch.ones_like(denom))).to(torch.float64)
     # each row's maximum with its axis dropped (amax(dim=-1) without keepdim): [..., L] broadcasts along the
     # keys, so column j is shifted by row j's maximum (blind tester F; a non-square [L,S] raises instead)
     if masked.dim() >= 2 and masked.size(-1) == masked.size(-2):
