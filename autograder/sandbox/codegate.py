@@ -34,10 +34,12 @@ import collections
 import dataclasses
 import os
 import sys
+import sysconfig
 import timeit
 import typing
 from types import CodeType, FrameType
 
+from . import mainguard
 from .typeexpr import TypeForms, is_type_expression
 
 #: ``timeit``'s template with callables (``timeit.timeit(lambda: f(x))``): the names its
@@ -67,15 +69,23 @@ class CodeGate:
         self.typing = _source_file(typing)
         self.timeit = _source_file(timeit)
         self.forms = TypeForms()  # what a type expression may subscript: typeexpr.py
+        self.libraries: tuple[str, ...] = ()  # where library modules lie: _library_roots
 
     def confine(self, modules: list[str]) -> None:
         if self.allowed is not None:
             raise RuntimeError("the worker's code is confined once, for its whole life")
-        self.allowed = frozenset(str(m) for m in modules)
+        self.libraries = _library_roots()  # before the gate judges anything
         self.forms.snapshot()  # before any exercise code runs
+        self.allowed = frozenset(str(m) for m in modules)
         # every library file whose module body has run in this process: a second run of one
         # is a fresh copy of a module whose functions the worker's bans replaced by name
         self.executed = {_source_file(m) for m in list(sys.modules.values())} - {""}
+
+    def _library_file(self, path: str) -> bool:
+        """Whether ``path`` lies under the interpreter's library or an installed package's
+        folder (what ``confine`` found), never a folder the worker may write."""
+        real = os.path.realpath(path)
+        return any(real.startswith(root) for root in self.libraries)
 
     def check(self, code: object, caller: str) -> None:
         """Raise unless ``code`` (the ``exec`` event's code object) may run; ``caller`` is the
@@ -91,12 +101,23 @@ class CodeGate:
                     f"by name (import {module}) are read by its rule check, and {module}.py was not",
                     name=module,
                 )
+            if code.co_name == "<module>" and code not in mainguard.COMPILED:  # blind red-team tester R-AC
+                raise ImportError(
+                    f"{module}.py was compiled with its main guard's body, which its rule check does not read: "
+                    "the worker compiles the exercise's files itself",
+                    name=module,
+                )
             return
         if not path.startswith("<"):
             if caller.startswith(self.prefix):  # a code object under a library's name, run by the exercise's exec
                 raise RuntimeError(
                     f"code compiled under another file's name ({path}) cannot be run by exec from the exercise's "
                     "own files in this exercise's worker: its rule check reads only the exercise's files"
+                )
+            if not self._library_file(path):  # a copy of torch's file in the scratch folder (blind red-team tester R-AC)
+                raise ImportError(
+                    f"{path} is neither the exercise's file nor an installed library's: only those run in this "
+                    "exercise's worker, and its rule check reads only the exercise's files"
                 )
             if caller not in _IMPORTERS:  # compile(…, "<a library's file>") run by pdb.run, cProfile.run…
                 raise RuntimeError(
@@ -125,6 +146,21 @@ class CodeGate:
             f"code from a string ({path}) cannot run in this exercise's worker: its rule check reads only "
             "the exercise's files, so nothing may run code it has not read"
         )
+
+
+def _library_roots() -> tuple[str, ...]:
+    """The folders library modules are imported from: the standard library's and the
+    installed packages' (sysconfig), and every folder on ``sys.path`` under one of the
+    interpreter's prefixes — not the submission's copy, not the scratch folder."""
+    prefixes = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)}
+    roots = {
+        os.path.realpath(p) for key, p in sysconfig.get_paths().items() if key in ("stdlib", "platstdlib", "purelib", "platlib")
+    }
+    for entry in sys.path:
+        real = os.path.realpath(entry) if entry else ""
+        if real and any(real.startswith(p + os.sep) for p in prefixes):
+            roots.add(real)
+    return tuple(sorted(root.rstrip(os.sep) + os.sep for root in roots))
 
 
 def _timeit_with_callables(code: CodeType) -> bool:

@@ -64,8 +64,8 @@ class TypeForms:
                 elif type(value).__module__ == "typing":
                     forms.add(id(value))  # Optional, Union, List, Literal: typing's own instances
         for name in _LIBRARIES:  # ``Tensor | None``: torch's classes have a metaclass of torch's
-            module = sys.modules.get(name)
-            for value in list(vars(module).values()) if module is not None else ():
+            library = sys.modules.get(name)
+            for value in list(vars(library).values()) if library is not None else ():
                 if isinstance(value, type):
                     metaclasses.add(id(type(value)))
         self.forms = frozenset(forms)

@@ -32,7 +32,7 @@ from typing import Any
 
 import torch
 
-from . import audit, confine, namespaces, probes, quiet, rawmemory, tensor_text
+from . import audit, confine, mainguard, namespaces, probes, quiet, rawmemory, tensor_text
 from .codegate import CodeGate
 from .protocol import PeerClosed, decode, encode, header_bytes, json_safe, receive_key, recv_message, send_frame, send_message
 from .spec import WorkerSpec
@@ -51,7 +51,7 @@ def precompile(spec: WorkerSpec) -> None:
             continue
         try:
             with open(path, "rb") as fh:
-                PRECOMPILED[path] = compile(fh.read(), path, "exec", dont_inherit=True)
+                PRECOMPILED[path] = mainguard.compiled(fh.read(), path)  # its main guards' bodies left out
         except (OSError, SyntaxError, ValueError):
             PRECOMPILED[path] = None  # the worker compiles it itself and reports the error
 
@@ -302,7 +302,7 @@ class WorkerContext:
         path = self._path(name)
         if not os.path.exists(path):
             raise ModuleNotFoundError(f"{name}.py is missing from the submission")
-        module_spec = importlib.util.spec_from_file_location(name, path)
+        module_spec = importlib.util.spec_from_file_location(name, path, loader=mainguard.SubmissionLoader(name, path))
         module = importlib.util.module_from_spec(module_spec)
         sys.modules[name] = module
         try:
@@ -518,6 +518,11 @@ def hide_grader() -> dict[str, Any]:
     return stash
 
 
+def compile_submission_without_main_guards(spec: WorkerSpec) -> None:
+    """The submission's helpers compile as its exercise modules do (mainguard.py)."""
+    sys.meta_path.insert(0, mainguard.SubmissionFinder(spec.copy_dir))
+
+
 def _no_breakpoint(*args: Any, **kwargs: Any) -> None:
     """``sys.breakpointhook`` in a worker: a ``breakpoint()`` left in the code is a no-op."""
 
@@ -537,6 +542,7 @@ def serve(sock: socket.socket, spec: WorkerSpec, facts: list[str]) -> None:
     out = CappedWriter(spec.output_bytes)
     sys.stdout = sys.stderr = out
     grader = hide_grader()
+    compile_submission_without_main_guards(spec)
     rawmemory.bound_numpy_views()
     gate = CodeGate(spec.copy_dir, _GRADER_DIR)
     seal = audit.forbid_introspection(gate)

@@ -20,7 +20,7 @@ import pytest
 import torch
 from conftest import ROOT
 
-from autograder.sandbox import codegate
+from autograder.sandbox import codegate, mainguard
 from autograder.sandbox.codegate import CodeGate
 
 COPY = "/run/autograder-x/submission"
@@ -37,7 +37,30 @@ def _gate(*modules: str) -> CodeGate:
 
 
 def _module_code(name: str) -> object:
-    return compile("X = 1\n", f"{COPY}/{name}.py", "exec")
+    return mainguard.compiled("X = 1\n", f"{COPY}/{name}.py")  # as the worker compiles the submission's files
+
+
+def test_a_submission_file_compiled_with_its_main_guard_never_runs():
+    """Blind red-team tester R-AC made a main guard's unscanned body run (enum's ``_convert_``
+    renamed the module): the worker compiles the submission's files without those bodies, and
+    the gate runs no other module code of theirs."""
+    source = 'X = 1\nif __name__ == "__main__":\n    import inspect\nelse:\n    Y = 2\n'
+    gate = _gate("custom_backward")
+    stripped = mainguard.compiled(source, f"{COPY}/custom_backward.py")
+    gate.check(stripped, "<frozen importlib._bootstrap>")
+    namespace = {"__name__": "__main__"}
+    exec(stripped, namespace)  # noqa: S102 (the module run as __main__: its guard's body is gone)
+    assert "inspect" not in namespace and namespace["X"] == 1 and "Y" not in namespace
+    with pytest.raises(ImportError, match=r"compiled with its main guard's body"):
+        gate.check(compile(source, f"{COPY}/custom_backward.py", "exec"), "<frozen importlib._bootstrap>")
+
+
+def test_a_library_module_runs_only_from_the_installed_libraries():
+    """R-AC imported a copy of torch/nn/functional.py written to the scratch folder: a module
+    whose file lies outside the interpreter's library and the installed packages never runs."""
+    gate = _gate("mha_reshape")
+    with pytest.raises(ImportError, match=r"neither the exercise's file nor an installed library's"):
+        gate.check(compile("X = 1\n", "/tmp/scratch-of-a-worker/functional_copy.py", "exec"), "<frozen importlib._bootstrap>")
 
 
 def test_an_unconfined_worker_runs_anything():

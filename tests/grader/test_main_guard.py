@@ -114,3 +114,23 @@ def test_import_cycles_are_found_through_any_number_of_files():
         "f": "this does not parse (\n",
     }
     assert import_cycles(sources) == {"a", "b", "c", "e"}
+
+
+@pytest.mark.slow  # one grade of one skill
+def test_a_main_guard_made_to_run_in_a_worker_runs_nothing(tmp_path):
+    """Blind red-team tester R-AC renamed the module (enum's ``_convert_``) so that its guard
+    ran the body the scan had not read. A worker compiles the submission's files without their
+    main guards' bodies (sandbox/mainguard.py): a guard made true by any means runs ``pass``.
+    Here the file says so plainly (``__name__ = "__main__"``, so the scan reads the body and
+    passes it), and the body would replace the softmax with a wrong one."""
+    import shutil
+
+    from conftest import ROOT, grade
+
+    folder = tmp_path / "submission"
+    shutil.copytree(ROOT / "solutions", folder)
+    with open(folder / "row_softmax.py", "a", encoding="utf-8") as fh:
+        fh.write('\n\n__name__ = "__main__"\nif __name__ == "__main__":\n    softmax_rows = lambda scores, dim=-1: scores * 0\n')
+    graded = grade(folder, "--skill", "row_softmax", "--reveal-hidden", output=tmp_path / "r.json")
+    assert graded.rc == 0, graded.stderr[-2000:]
+    assert graded.score("row_softmax") == 15, [(t["name"], t["summary"]) for t in graded.tests() if not t["score"]][:3]
