@@ -61,6 +61,8 @@ def padding(lengths, T: int, left_padded: bool) -> dict[str, torch.Tensor]:
     }
     if left_padded:
         out["masks/padding-left-start"] = pos >= n  # the length used as the first real position
+        # out[b, -n:] = True: with n = 0 the slice -0: is the whole row (blind tester R-AA)
+        out["masks/padding-negative-slice"] = left | (n == 0)
     return out
 
 
