@@ -619,8 +619,10 @@ def test_single_head_attention_rows_sum_to_one_and_future_weight_is_exactly_zero
                 detail=f"largest weight on a future key: {leak.abs().max().item():.4g}",
                 hints=diagnosed,
             )
-            # and they are the right weights (uniform causal weights also have both properties)
-            expect.close(weights, want, what="attention weights", tol=t, mistakes=variants)
+            # and they are the right weights (uniform causal weights also have both properties), to
+            # float32's tolerance: a precision slip is the numbers tests' to find, not this
+            # property's (blind tester R-AA: a float32 √d_k failed it on some seeds only)
+            expect.close(weights, want, what="attention weights", tol=tol("qkv.single_head_attention", F32), mistakes=variants)
 
 
 #: a gradient of an attention output with respect to an earlier token is of order 0.1 here; rounding, ~1e-16
@@ -714,11 +716,12 @@ def test_single_head_attention_is_permutation_equivariant_without_mask(sub, ref,
         sub.qkv.single_head_attention(x, *w, causal=False), 2, what="single_head_attention(causal=False)"
     )
     # the property only counts for a right answer: a constant output is trivially equivariant
+    # (right to float32's tolerance: precision is the numbers tests' to judge, the same on every seed)
     expect.close(
         out,
         ref.qkv.single_head_attention(x, *w, causal=False)[0],
         what="single_head_attention(causal=False) output",
-        tol=t,
+        tol=tol("qkv.single_head_attention", F32),
         mistakes=lambda: signatures.outputs(signatures.attention_chain(x, *w, causal=False)),
     )
     out_p, weights_p = expect.sequence(
