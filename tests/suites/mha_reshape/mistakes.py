@@ -88,7 +88,7 @@ def _mha(
     B, T, C = x.shape
     d = C // h
     q, k, v = (_split(_linear(x, state, n, transpose), h, split) for n in ("w_q", "w_k", "w_v"))
-    root = math.sqrt({"model": C, "heads": h}.get(scale, d))
+    root = math.sqrt({"model": C, "heads": h, "tokens": T}.get(scale, d))
     scores = q @ k.transpose(-2, -1) * root if scale == "times" else q @ k.transpose(-2, -1) / root
     causal = torch.ones(T, T, dtype=torch.bool)
     causal = causal.triu() if upper else causal.tril(diagonal)  # diagonal −1: each query's own key blocked too
@@ -152,6 +152,8 @@ def mha(
     out["mha_reshape/no-causal-mask"] = _mha(x, state, h, key_allowed, mask="no-causal")
     out["mha_reshape/mask-inverted"] = _mha(x, state, h, key_allowed, mask="inverted")  # blind tester R-S
     out["mha_reshape/scale-multiplied"] = _mha(x, state, h, key_allowed, scale="times")  # × √d (blind tester R-S)
+    if x.shape[1] != x.shape[-1] // h:  # √T: the same as √d where T = d (blind tester R-AA)
+        out["mha_reshape/scale-by-sequence-length"] = _mha(x, state, h, key_allowed, scale="tokens")
     out["mha_reshape/causal-diagonal-blocked"] = _mha(x, state, h, key_allowed, diagonal=-1)  # ~triu(diagonal=0)
     # triu: itself and the future (blind tester R-L: read on some seeds as the padding mask on queries)
     out["mha_reshape/causal-mask-triu"] = _mha(x, state, h, key_allowed, upper=True)

@@ -211,6 +211,7 @@ def _control_module(sub, ref, rng) -> None:
     # B = 2: with one example a [B,1,T] padding mask lines up anyway, and the part passed or failed
     # by the seed (blind tester R-S); T ≥ 3: the padding never hides the causal mask
     B, T, C = 2, randint(rng, 3, 9), choice(rng, (4, 6, 8))
+    T += T == C  # T ≠ d on every seed: √T for √d passed where they were equal (blind tester R-AA)
     x = randn(rng, B, T, C)
     state = _state(rng, C, False, torch.float32)  # fixed: a bias mistake costs the structure tests, the same on every seed
     key_allowed = _key_allowed(rng, B, T)  # at least one padded key
