@@ -431,6 +431,7 @@ def test_softmax_rows_sum_to_one_and_blocked_keys_get_exactly_zero(sub, ref, rng
 def _dtype_inputs(rng, lead: tuple, L: int, S: int, N: int, C: int) -> dict[str, tuple]:
     s = _scores(rng, F64, lead=lead, L=L, S=S, blocked=True, spread=3.0, offset=0.0)
     logits, targets = randn(rng, N, S, dtype=F64), torch.randint(0, S, (N,), generator=rng)
+    targets[0] = S - 1  # the last class drawn on every seed: a property test, not a test of one_hot's width (R-AA)
     h, w_vocab = randn(rng, *lead, L, C, dtype=F64), randn(rng, C, S, dtype=F64)
     return {"softmax_rows": (s,), "log_softmax_rows": (s,), "cross_entropy": (logits, targets), "vocab_probs": (h, w_vocab)}
 
