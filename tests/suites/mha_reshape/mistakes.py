@@ -106,9 +106,12 @@ def _mha(
             "ignored": causal,  # key_allowed never used
             "key-inverted": causal & ~keys[:, None, None, :],  # the padded keys allowed, the real ones blocked
             "or": causal | keys[:, None, None, :],  # combined with OR: a real future key is allowed too
+            "key-times-inf": causal,  # the padding added below as (~key_allowed) · (−∞)
         }[mask]
     if allowed is not None:
         scores = scores.masked_fill(allowed.logical_not(), -math.inf)
+    if mask == "key-times-inf" and key_allowed is not None:  # 0 · (−∞) = NaN on every real key (blind tester R-AA)
+        scores = scores + (~key_allowed.to(torch.bool))[:, None, None, :].to(scores.dtype) * -math.inf
     weights = scores.softmax(dim)  # dim=-2: normalised over the queries (each key column sums to 1)
     merged = _merge(weights @ v, merge)
     out = _linear(merged, state, "w_o", transpose) if project and merged.shape[-1] == C else merged
@@ -167,6 +170,7 @@ def mha(
         out["mha_reshape/key-mask-three-axes"] = _mha(x, state, h, key_allowed, mask="key-three-axes")  # blind tester R-S
     if key_allowed is not None:  # no padding: every key blocked, all NaN
         out["mha_reshape/key-allowed-inverted"] = _mha(x, state, h, key_allowed, mask="key-inverted")
+        out["mha_reshape/key-mask-times-inf"] = _mha(x, state, h, key_allowed, mask="key-times-inf")
     right_out, right_weights = _mha(x, state, h, key_allowed)
     out["mha_reshape/weights-averaged-over-heads"] = (right_out, right_weights.mean(dim=1))
     out["mha_reshape/returns-scores"] = (right_out, _mha_scores(x, state, h, key_allowed))
