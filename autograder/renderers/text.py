@@ -145,7 +145,11 @@ def _details(test: TestOutcome, repeats: list[TestOutcome] | None = None, width:
         parts.append(line)
     if test.frames:
         parts.append(Text("Your code:", style="bold"))
-        parts.append(Text("\n".join(frame_lines(test)), no_wrap=True, overflow="ellipsis"))
+        for line in frame_lines(test):
+            # where a line is (file:line in function) folds, so a long path never hides the
+            # function (blind tester R-AA read "in AttentionFunction.…"); the code line is cut
+            code = line.startswith("  │")
+            parts.append(Text(line, no_wrap=code, overflow="ellipsis" if code else "fold"))
     printed = printed_lines(test, limit=600, width=width)
     if printed:
         parts.append(Text("\n".join(printed), style="dim", no_wrap=True, overflow="ellipsis"))
