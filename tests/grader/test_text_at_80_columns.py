@@ -254,4 +254,3 @@ def test_a_hidden_constraint_says_forbids_on_a_gate_and_names_no_library_on_a_we
     assert gate == "hidden test failed: uses something this exercise forbids"
     assert "library" not in weighted and "calls the exercise asks for" in weighted
     assert "secret" not in gate + weighted
-
