@@ -135,8 +135,9 @@ def _only_shown(
                     return False  # a value read from the namespace, called
                 if node.attr not in READ_METHODS and _may_be_namespace(node.value, itself):
                     return False  # the namespace itself changed: globals().update(…)
-                # a read method gives the namespace's keys, values or a copy; another, a value's result
-                itself, holds = False, False
+                # the namespace's own read methods give its keys, values or a copy; a container that
+                # may hold it may hand it out ([globals()].pop(), {1: globals()}.get(1), .values())
+                itself = holds = holds
             elif _constant_attribute_read(parent, node):
                 itself, holds = False, False  # hasattr(v, "shape"), getattr(v, "shape", v): an attribute by its written name
             elif not (isinstance(parent.func, ast.Name) and parent.func.id in DISPLAY_CALLS):
