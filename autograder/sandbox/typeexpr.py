@@ -89,10 +89,22 @@ def is_type_expression(code: CodeType, forms: TypeForms, typing_file: str) -> bo
     instructions = list(dis.get_instructions(code))
     if any(i.opname not in TYPE_OPS for i in instructions):
         return False
+    if any(_hidden_name(i) for i in instructions):
+        return False  # no type is spelled with a private attribute or a dunder (blind red-team tester R-AD)
     if not any(i.opname in ("BINARY_SUBSCR", "BINARY_OP") for i in instructions):
         return True  # nothing subscripted or joined: what it reaches stays with typing
     namespaces = _evaluating_namespaces(typing_file)
     return namespaces is not None and _follows(instructions, namespaces, forms)
+
+
+def _hidden_name(op: dis.Instruction) -> bool:
+    """An attribute that is private or a dunder (``Variable._execution_engine.__class__`` led
+    to a grader class that ``singledispatch``'s registry handed out), or a dunder name
+    (``__builtins__``); a private name of the file's own (``_Config``) is fine."""
+    name = op.argval if isinstance(op.argval, str) else ""
+    if op.opname == "LOAD_ATTR":
+        return name.startswith("_")
+    return op.opname.startswith("LOAD_") and name.startswith("__") and name.endswith("__")
 
 
 def _evaluating_namespaces(typing_file: str) -> tuple[dict, dict, dict] | None:

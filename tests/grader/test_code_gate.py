@@ -196,6 +196,9 @@ def test_typing_may_not_evaluate_a_string_annotation_that_runs_code(text):
         "Meta | torch.sys",  # a metaclass of the exercise's joins
         "Optional[torch.sys] | _box",
         "torch.Tensor.__dict__['x'][1]",  # a value it cannot know, subscripted
+        "torch.autograd.Variable._execution_engine.__class__",  # blind red-team tester R-AD: a grader class
+        "torch.Tensor.__class__",
+        "__builtins__",
     ],
 )
 def test_typing_may_not_evaluate_an_annotation_that_hands_what_it_reaches_to_the_exercise(text):

@@ -86,6 +86,13 @@ EVASIONS = {
     "printed-hasattr-passed-on": ("def f(g):\n    print([g(v) for v in globals().values() if hasattr(v, 'x')])\n", "globals"),
     "namespace-passed-on": ("def f(show):\n    show(locals())\n", "locals"),
     "namespace-changed-in-a-print": ("print(globals().update(F=None))\n", "globals"),
+    # a denied module, or a library's private name, through another library's attributes (blind
+    # red-team tester R-AD), and a string annotation spelling a private attribute
+    "denied-module-through-a-library": ("import asyncio\nt = asyncio.events.threading._start_new_thread\n", "threading"),
+    "private-name-in-an-annotation": (
+        'def f(x: "torch . autograd . Variable . _execution_engine . __class__"):\n    return x\n',
+        "reaches the interpreter",
+    ),
     # the namespace itself, in a container and taken out again: `__name__ = "__main__"` unseen
     "namespace-changed-through-a-tuple": ("print((globals(),)[0].update(__name__='__main__'))\n", "globals"),
     "namespace-changed-through-a-dict": ("print({1: globals()}[1].setdefault('F', None))\n", "globals"),

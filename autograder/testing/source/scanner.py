@@ -61,6 +61,9 @@ from .tree import (
     _root,
 )
 
+#: the top-level names of the modules rule-checked files may not use, as attributes too
+_DENIED_TOPS = frozenset(name.split(".")[0] for name in DENIED_MODULES) - {"string", "logging", "unittest", "sys"}
+
 
 def _reaches_in_annotation(text: str) -> bool:
     """A string annotation that names a dunder or the interpreter's machinery (``x.sys``,
@@ -70,9 +73,9 @@ def _reaches_in_annotation(text: str) -> bool:
     except SyntaxError:
         return False
     for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and (
-            (_is_dunder(node.attr) and node.attr not in ALLOWED_DUNDERS) or node.attr in DENIED_ATTRIBUTES | {"modules"}
-        ):
+        # no type is spelled with a dunder or a private attribute (blind red-team tester R-AD:
+        # "torch . autograd . Variable . _execution_engine . __class__" gave a grader class)
+        if isinstance(node, ast.Attribute) and (node.attr.startswith("_") or node.attr in DENIED_ATTRIBUTES | {"modules"}):
             return True
         if isinstance(node, ast.Name) and _is_dunder(node.id) and node.id not in ALLOWED_DUNDER_NAMES:
             return True
@@ -373,7 +376,18 @@ class _Scanner(ast.NodeVisitor):
                 self._flag(node, f"{_dotted(node)} ({path}: reaches operators or code by a name)")
             elif self._denied_module_attribute(node):
                 self._flag(node, f"{_dotted(node)} (a module for dynamic code or introspection)")
+            elif self._library_rooted(node) and (node.attr in _DENIED_TOPS or node.attr.startswith("_")):
+                # asyncio.events.threading._start_new_thread: a denied module, or a library's private
+                # name, reached through another library's attributes (blind red-team tester R-AD)
+                self._flag(node, f"{_dotted(node)} (a library's private name or a module it may not use)")
         self.generic_visit(node)
+
+    def _library_rooted(self, node: ast.Attribute) -> bool:
+        """Whether ``node`` is an attribute path from a module the file imports from a library
+        (not one of the submission's own files, whose attributes are its own names)."""
+        root = _root(node)
+        module = self.module_of.get(root) if root in self.plain_modules else None
+        return module is not None and library_module(module.split(".")[0])
 
     def _numpy_rooted(self, node: ast.AST) -> bool:
         """Whether ``node`` is numpy or one of its modules (``np``, ``numpy.lib.format``)."""
