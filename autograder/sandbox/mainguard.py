@@ -40,11 +40,18 @@ def is_main_guard(node: ast.AST) -> bool:
 def compiled(source: bytes | str, path: str) -> CodeType:
     """``source`` compiled as the module at ``path``, its top-level main guards' bodies
     ``pass`` (their tests and ``else`` branches kept); SyntaxError as ``compile`` raises it."""
-    tree = ast.parse(source, filename=path)
-    for node in tree.body:
-        if isinstance(node, ast.If) and is_main_guard(node):
-            node.body = [ast.copy_location(ast.Pass(), node.body[0])]
-    code = compile(tree, path, "exec", dont_inherit=True)
+    raw = source.encode("utf-8", "surrogatepass") if isinstance(source, str) else source
+    if raw.isascii() and b"__name__" not in raw:
+        # no main guard can be written without the name (an identifier in other characters
+        # is NFKC-normalised: only an all-ASCII text is sure to hold none): compile it as it is,
+        # ~8x faster than through the tree
+        code = compile(source, path, "exec", dont_inherit=True)
+    else:
+        tree = ast.parse(source, filename=path)
+        for node in tree.body:
+            if isinstance(node, ast.If) and is_main_guard(node):
+                node.body = [ast.copy_location(ast.Pass(), node.body[0])]
+        code = compile(tree, path, "exec", dont_inherit=True)
     COMPILED.add(code)
     return code
 

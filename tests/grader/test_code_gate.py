@@ -304,3 +304,17 @@ def test_a_worker_is_confined_once():
     gate = _gate("custom_backward")
     with pytest.raises(RuntimeError, match="once"):
         gate.confine(["custom_backward", "tensorboard"])
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        'X = 1\nif __ｎａｍｅ__ == "__main__":\n    X = 2\n',  # a fullwidth name, NFKC-normalised to __name__
+        'X = 1\nif "\\x5f_main__" == __name__:\n    X = 2\n',  # the constant written with an escape
+        'X = 1\nif __name__ == "__main__":\n    X = 2\n',
+    ],
+)
+def test_every_spelling_of_a_main_guard_is_compiled_without_its_body(source):
+    namespace = {"__name__": "__main__"}
+    exec(mainguard.compiled(source.encode(), f"{COPY}/m.py"), namespace)  # noqa: S102 (run as __main__)
+    assert namespace["X"] == 1
