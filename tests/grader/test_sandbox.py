@@ -311,6 +311,21 @@ def code_routes():
     }
     return {"refused": refused, "allowed": allowed}
 
+def grader_objects_in_reach():
+    """What the grader installs into torch's and Python's namespaces, as exercise code finds it."""
+    import _thread
+    import copy
+    from torch.autograd.variable import Variable
+    engine = Variable._execution_engine
+    memo = {}
+    copy.deepcopy(_thread.start_new_thread, memo)
+    return {
+        "engine's own attributes": sorted(a for a in vars(type(engine)) if not a.startswith("__")),
+        "engine has a tripwire": hasattr(engine, "_tripwire"),
+        "thread refusal": type(_thread.start_new_thread).__name__,
+        "deepcopy memo holds": sorted(type(v).__name__ for v in memo.values()),
+    }
+
 def _warn():
     import warnings
     with warnings.catch_warnings(record=True):
@@ -1295,6 +1310,22 @@ def test_exercise_code_builds_no_code_object_or_function_at_run_time(sandbox):
     outcome = reply.value["value"]
     assert set(outcome["refused"].values()) == {"refused"}, outcome["refused"]
     assert set(outcome["allowed"].values()) == {"done"}, outcome["allowed"]
+
+
+def test_what_the_grader_installs_in_torch_and_python_hands_out_none_of_its_objects(sandbox):
+    """Blind red-team testers R-AD and R-AE reached the recording and the autograd tripwire from
+    what the worker installs: the engine wrapper's attribute, the thread ban's bound method (a
+    deepcopy memo keeps the object), the profile hook (``sys.getprofile()``). They hold their
+    objects in closures now; a function is deep-copied as itself."""
+    worker, reply = call(sandbox, "grader_objects_in_reach")
+    worker.close()
+    assert reply.ok, reply.error
+    assert reply.value["value"] == {
+        "engine's own attributes": ["_autograder_watched", "run_backward"],
+        "engine has a tripwire": False,
+        "thread refusal": "function",
+        "deepcopy memo holds": [],
+    }, reply.value
 
 
 def test_a_breakpoint_left_in_the_code_does_nothing(sandbox):

@@ -401,10 +401,12 @@ class _AutogradTripwire:
 
         @functools.wraps(original)
         def wrapper(*args, **kwargs):
+            switch = attr in _GRAD_SWITCHES
+            enables = switch and _switches_grad_on(attr, args, kwargs)
             if tripwire.uses is not None:
-                if attr != "_set_grad_enabled" or (args and args[0]):
+                if not switch or enables:
                     tripwire.uses.add(label)
-            if tripwire.locked is not None and attr == "_set_grad_enabled" and args and args[0]:
+            if tripwire.locked is not None and enables:
                 tripwire.locked.tampered.add(
                     "switched grad mode on (torch.enable_grad / torch.set_grad_enabled) where autograd is off: "
                     "no autograd graph can be built there"
@@ -422,9 +424,9 @@ class _AutogradTripwire:
         from torch.autograd.variable import Variable
 
         engine = Variable.__dict__.get("_execution_engine")
-        if engine is None or isinstance(engine, _WatchedEngine):
+        if engine is None or getattr(type(engine), "_autograder_watched", False):
             return
-        Variable._execution_engine = _WatchedEngine(engine, self)
+        Variable._execution_engine = _watched_engine(engine, self)
 
     def install(self) -> None:
         if self.installed:
@@ -438,6 +440,8 @@ class _AutogradTripwire:
         self._wrap(torch.Tensor, "backward", "Tensor.backward")
         self._wrap(agg, "_engine_run_backward", "autograd engine")
         self._wrap(torch._C, "_set_grad_enabled", "enable_grad")
+        # inference_mode(False) inside no_grad switches grad mode on too (blind red-team tester R-AE)
+        self._wrap(torch._C, "_InferenceMode", "inference_mode(False)")
         for name in ("vjp", "jvp", "jacobian", "hessian", "vhp", "hvp"):
             self._wrap(agf, name, f"torch.autograd.functional.{name}")
         for name in ("grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "linearize"):
@@ -446,20 +450,38 @@ class _AutogradTripwire:
         self.installed = True
 
 
-class _WatchedEngine:
-    """Stands in for autograd's engine object: records a backward run while armed."""
+#: the switches that can turn grad mode on: judged by their arguments (``_switches_grad_on``)
+_GRAD_SWITCHES = ("_set_grad_enabled", "_InferenceMode")
 
-    def __init__(self, engine: Any, tripwire: _AutogradTripwire) -> None:
-        self._engine = engine
-        self._tripwire = tripwire
 
-    def run_backward(self, *args, **kwargs):
-        if self._tripwire.uses is not None:
-            self._tripwire.uses.add("autograd engine (a backward pass)")
-        return self._engine.run_backward(*args, **kwargs)
+def _switches_grad_on(attr: str, args: tuple, kwargs: dict) -> bool:
+    """``_set_grad_enabled(True)``; ``_InferenceMode(False)`` where grad mode is off (it turns
+    it on: ``with torch.no_grad(): with torch.inference_mode(False): …``)."""
+    if attr == "_set_grad_enabled":
+        return bool(args and args[0])
+    mode = args[0] if args else kwargs.get("enabled", kwargs.get("mode", True))
+    return not mode and not torch.is_grad_enabled()
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._engine, name)
+
+def _watched_engine(engine: Any, tripwire: _AutogradTripwire) -> Any:
+    """Stands in for autograd's engine object: records a backward run while armed. The engine
+    and the tripwire live in the closure, not in attributes: ``Variable._execution_engine`` is
+    in torch's namespace, and an attribute of it handed the tripwire (and, through its lock,
+    the recording) to blind red-team tester R-AE."""
+
+    class WatchedEngine:
+        __slots__ = ()
+        _autograder_watched = True
+
+        def run_backward(self, *args, **kwargs):
+            if tripwire.uses is not None:
+                tripwire.uses.add("autograd engine (a backward pass)")
+            return engine.run_backward(*args, **kwargs)
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(engine, name)
+
+    return WatchedEngine()
 
 
 AUTOGRAD_TRIPWIRE = _AutogradTripwire()

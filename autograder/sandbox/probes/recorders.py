@@ -63,12 +63,13 @@ class OpRecorder(TorchFunctionMode):
         mode = super().__enter__()
         self._leaving = False
         self._previous_profile = sys.getprofile()
-        sys.setprofile(self._profile)
+        self._hook = _hook(self._profile)
+        sys.setprofile(self._hook)
         return mode
 
     def __exit__(self, *exc):
         self._leaving = True
-        if sys.getprofile() != self._profile:
+        if sys.getprofile() is not self._hook:
             self.tampered.add("replaced the grader's profile hook (sys.setprofile)")
         sys.setprofile(self._previous_profile)
         if _all_disabled():
@@ -90,6 +91,18 @@ _PROFILE_SWITCHES = {
     "_skip_one_hop_torch_function",
     "_push_on_torch_function_stack",
 }
+
+
+def _hook(method: Any) -> Any:
+    """The profile function a recorder installs: a plain function calling ``method``, not the
+    bound method itself, which ``sys.getprofile()`` would hand out — and with it the recorder
+    (``copy.deepcopy`` of a bound method copies its object: blind red-team tester R-AE); a
+    function is copied as itself."""
+
+    def profile(frame: Any, event: str, arg: Any) -> Any:
+        return method(frame, event, arg)
+
+    return profile
 
 
 def _all_disabled() -> bool:
@@ -226,7 +239,8 @@ class DispatchRecorder:
         config = ProfilerConfig(ProfilerState.CPU, False, False, True, False, False, _ExperimentalConfig())
         _switch("_enable_profiler_legacy")(config)
         self._previous_profile = sys.getprofile()
-        sys.setprofile(self._profile)
+        self._hook = _hook(self._profile)
+        sys.setprofile(self._hook)
         self._on = True
         with _RecordFunctionFast(self.START):
             pass
@@ -268,7 +282,7 @@ class DispatchRecorder:
         self._on = False
         with _RecordFunctionFast(self.END):
             pass
-        if sys.getprofile() != self._profile:
+        if sys.getprofile() is not self._hook:
             self.tampered.add("replaced the grader's profile hook (sys.setprofile)")
         sys.setprofile(self._previous_profile)
         if not _profiler_enabled():
@@ -279,7 +293,7 @@ class DispatchRecorder:
         except Exception:  # whatever the state, the recording is lost
             self.tampered.add("broke torch's profiler, which the grader's recording of operators needs")
             return False
-        self._collect(threads)
+        DispatchRecorder._collect(self, threads)  # the class's: an attribute set on the object is no collector (R-AE)
         return False
 
     def _collect(self, threads) -> None:

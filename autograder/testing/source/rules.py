@@ -123,6 +123,9 @@ DENIED_NAMES = {
     "__breakpointhook__",
     "setprofile",  # the recorder watches calls with a profile function: switching it is tampering
     "settrace",
+    "getprofile",  # and reading it hands out what the recorder installed (blind red-team tester R-AE)
+    "gettrace",
+    "dispatch_table",  # copy's and copyreg's: a deepcopy that hands every object it copies to the file
     "_current_frames",
     "methodcaller",
     "_getframe",
