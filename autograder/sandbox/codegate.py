@@ -34,7 +34,6 @@ import collections
 import dataclasses
 import os
 import sys
-import sysconfig
 import timeit
 import typing
 from types import CodeType, FrameType
@@ -149,16 +148,17 @@ class CodeGate:
 
 
 def _library_roots() -> tuple[str, ...]:
-    """The folders library modules are imported from: the standard library's and the
-    installed packages' (sysconfig), and every folder on ``sys.path`` under one of the
-    interpreter's prefixes — not the submission's copy, not the scratch folder."""
+    """The folders library modules are imported from: the standard library's (``os``'s own
+    folder) and every folder on ``sys.path`` under one of the interpreter's prefixes or named
+    ``site-packages``/``dist-packages`` — not the submission's copy, not the scratch folder.
+    (Not ``sysconfig``: its data module may not import in a confined worker.)"""
     prefixes = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)}
-    roots = {
-        os.path.realpath(p) for key, p in sysconfig.get_paths().items() if key in ("stdlib", "platstdlib", "purelib", "platlib")
-    }
+    roots = {os.path.realpath(os.path.dirname(os.__file__))}
     for entry in sys.path:
         real = os.path.realpath(entry) if entry else ""
-        if real and any(real.startswith(p + os.sep) for p in prefixes):
+        if real and (
+            any(real.startswith(p + os.sep) for p in prefixes) or os.path.basename(real) in ("site-packages", "dist-packages")
+        ):
             roots.add(real)
     return tuple(sorted(root.rstrip(os.sep) + os.sep for root in roots))
 
