@@ -7,8 +7,8 @@ from __future__ import annotations
 import ast
 import sys
 
-from .rules import STRING_RUNNERS
-from .tree import _nodes, _root
+from .rules import ALLOWED_DUNDER_NAMES, DENIED_ATTRIBUTES, DENIED_MODULES, STRING_RUNNERS
+from .tree import _is_dunder, _nodes, _root
 
 #: builtins whose class pattern binds the subject itself (PEP 634): ``case int(n)`` reads no attribute
 SELF_MATCHING = frozenset({"bool", "bytearray", "bytes", "dict", "float", "frozenset", "int", "list", "set", "str", "tuple"})
@@ -113,5 +113,26 @@ def _named_in_quoted_annotation(tree: ast.AST, name: str, inert: set[int]) -> bo
         except SyntaxError:
             continue
         if _type_expression(parsed.body) and any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(parsed)):
+            return True
+    return False
+
+
+#: the top-level names of the modules rule-checked files may not use, as attributes too
+_DENIED_TOPS = frozenset(name.split(".")[0] for name in DENIED_MODULES) - {"string", "logging", "unittest", "sys"}
+
+
+def _reaches_in_annotation(text: str) -> bool:
+    """A string annotation that names a dunder or the interpreter's machinery (``x.sys``,
+    ``.modules``): no type is spelled so."""
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except SyntaxError:
+        return False
+    for node in ast.walk(tree):
+        # no type is spelled with a dunder or a private attribute (blind red-team tester R-AD:
+        # "torch . autograd . Variable . _execution_engine . __class__" gave a grader class)
+        if isinstance(node, ast.Attribute) and (node.attr.startswith("_") or node.attr in DENIED_ATTRIBUTES | {"modules"}):
+            return True
+        if isinstance(node, ast.Name) and _is_dunder(node.id) and node.id not in ALLOWED_DUNDER_NAMES:
             return True
     return False

@@ -8,11 +8,13 @@ import re
 from . import shown
 from .aliases import _plain_modules, _TorchAliases
 from .facts import (
+    _DENIED_TOPS,
     SELF_MATCHING,
     _function_names,
     _inert_nodes,
     _only_inert,
     _private_module,
+    _reaches_in_annotation,
     _string_runner_names,
 )
 from .rules import (
@@ -60,26 +62,6 @@ from .tree import (
     _rebound_class_names,
     _root,
 )
-
-#: the top-level names of the modules rule-checked files may not use, as attributes too
-_DENIED_TOPS = frozenset(name.split(".")[0] for name in DENIED_MODULES) - {"string", "logging", "unittest", "sys"}
-
-
-def _reaches_in_annotation(text: str) -> bool:
-    """A string annotation that names a dunder or the interpreter's machinery (``x.sys``,
-    ``.modules``): no type is spelled so."""
-    try:
-        tree = ast.parse(text.strip(), mode="eval")
-    except SyntaxError:
-        return False
-    for node in ast.walk(tree):
-        # no type is spelled with a dunder or a private attribute (blind red-team tester R-AD:
-        # "torch . autograd . Variable . _execution_engine . __class__" gave a grader class)
-        if isinstance(node, ast.Attribute) and (node.attr.startswith("_") or node.attr in DENIED_ATTRIBUTES | {"modules"}):
-            return True
-        if isinstance(node, ast.Name) and _is_dunder(node.id) and node.id not in ALLOWED_DUNDER_NAMES:
-            return True
-    return False
 
 
 class _Scanner(ast.NodeVisitor):
