@@ -26,7 +26,8 @@ COMPILED: set[CodeType] = set()
 
 
 def is_main_guard(node: ast.AST) -> bool:
-    """``if __name__ == "__main__":``, either way round (as testing/source/tree.py reads it)."""
+    """``if __name__ == "__main__":``, either way round: the scan (testing/source/tree.py) reads
+    a guard with this very function, so what it leaves unread is what the worker leaves out."""
     test = node.test if isinstance(node, ast.If) else None
     if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
         return False

@@ -9,6 +9,7 @@ import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 
+from ...sandbox.mainguard import is_main_guard
 from .rules import ALLOWED_DUNDERS, LOOKUP_PARTS, MESSAGE_CALLS, MESSAGE_CLASSES, MESSAGE_METHODS
 
 
@@ -363,16 +364,8 @@ MODULE_LEVEL = ""  # the scope name of a module's top-level code (outside any de
 MAIN_GUARD = "__main__"  # the pseudo-scope of a module's `if __name__ == "__main__":` block
 
 
-def _is_main_guard(node: ast.AST) -> bool:
-    """``if __name__ == "__main__":`` (either way round)."""
-    test = node.test if isinstance(node, ast.If) else None
-    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
-        return False
-    sides = (test.left, test.comparators[0])
-    return any(
-        isinstance(name, ast.Name) and name.id == "__name__" and isinstance(main, ast.Constant) and main.value == "__main__"
-        for name, main in (sides, sides[::-1])
-    )
+#: one reading of a main guard for the scan and for the worker that compiles files without it
+_is_main_guard = is_main_guard
 
 
 def main_guard_runs(tree: ast.AST, in_import_cycle: bool = False) -> bool:
