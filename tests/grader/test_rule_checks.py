@@ -1055,6 +1055,10 @@ def helper(t):
 
 
 NEVER_CALLED = {
+    # imported for type checkers only, unused (fairness tester R-Z): TYPE_CHECKING is False at run time
+    "type-checking-import": (
+        "from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n    from torch.nn import MultiheadAttention\n"
+    ),
     # quoted: the name is bound by the import and read only in a string annotation (fairness tester R-Z)
     "quoted-annotation": (
         "from typing import Optional\n\nfrom torch.nn import MultiheadAttention\n\n\n"
@@ -1073,6 +1077,10 @@ NEVER_CALLED = {
     ),
 }
 CALLED_AFTER_ALL = {
+    "type-checking-rebound": (
+        "from typing import TYPE_CHECKING\n\nTYPE_CHECKING = True\nif TYPE_CHECKING:\n"
+        "    from torch.nn import MultiheadAttention\n\nM = MultiheadAttention(4, 2)\n"
+    ),
     "annotation-with-a-call": "def f(m: torch.nn.MultiheadAttention(4, 2)) -> None:\n    return None\n",
     "isinstance-rebound": (
         "import torch.nn as nn\n\nisinstance = lambda a, b: b(4, 2)\nM = isinstance(1, nn.MultiheadAttention)\n"

@@ -8,7 +8,7 @@ import ast
 import sys
 
 from .rules import ALLOWED_DUNDER_NAMES, DENIED_ATTRIBUTES, DENIED_MODULES, STRING_RUNNERS
-from .tree import _is_dunder, _nodes, _root
+from .tree import _bound_names, _is_dunder, _nodes, _root
 
 #: builtins whose class pattern binds the subject itself (PEP 634): ``case int(n)`` reads no attribute
 SELF_MATCHING = frozenset({"bool", "bytearray", "bytes", "dict", "float", "frozenset", "int", "list", "set", "str", "tuple"})
@@ -136,3 +136,17 @@ def _reaches_in_annotation(text: str) -> bool:
         if isinstance(node, ast.Name) and _is_dunder(node.id) and node.id not in ALLOWED_DUNDER_NAMES:
             return True
     return False
+
+
+def _type_checking(test: ast.AST, module_of: dict[str, str], tree: ast.AST) -> bool:
+    """``typing.TYPE_CHECKING``, or ``TYPE_CHECKING`` bound only by an import from typing:
+    False whenever the file runs, so what its block imports never runs."""
+    typing_modules = ("typing", "typing_extensions")
+    if isinstance(test, ast.Attribute):
+        return (
+            test.attr == "TYPE_CHECKING" and isinstance(test.value, ast.Name) and module_of.get(test.value.id) in typing_modules
+        )
+    if not (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING"):
+        return False
+    bindings = [n for n in _nodes(tree) if "TYPE_CHECKING" in _bound_names(n)]
+    return len(bindings) == 1 and isinstance(bindings[0], ast.ImportFrom) and bindings[0].module in typing_modules

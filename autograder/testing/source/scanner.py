@@ -16,6 +16,7 @@ from .facts import (
     _private_module,
     _reaches_in_annotation,
     _string_runner_names,
+    _type_checking,
 )
 from .rules import (
     ALLOWED_DUNDER_NAMES,
@@ -136,6 +137,7 @@ class _Scanner(ast.NodeVisitor):
         self.inert = _inert_nodes(tree, self.rebound | self.class_names)
         # the main guard's body never runs on import, unless the file rebinds __name__ or an
         # import cycle hands its half-imported module to code that renames it
+        self.for_type_checkers = False  # in an `if TYPE_CHECKING:` block (visit_If)
         self.main_guard_runs = in_import_cycle or "__name__" in self.rebound | self.class_names  # tree.main_guard_runs
 
     @property
@@ -257,6 +259,15 @@ class _Scanner(ast.NodeVisitor):
         self.stack.pop()
 
     def visit_If(self, node: ast.If) -> None:
+        if not self.stack and _type_checking(node.test, self.module_of, self.tree):
+            # imports for type checkers only (fairness tester R-Z: an unused one cost mha_reshape 15 points)
+            self.for_type_checkers = True
+            for statement in node.body:
+                self.visit(statement)
+            self.for_type_checkers = False
+            for statement in node.orelse:  # what runs instead
+                self.visit(statement)
+            return
         if self.stack or not _is_main_guard(node) or self.main_guard_runs:
             self.generic_visit(node)
             return
@@ -480,7 +491,12 @@ class _Scanner(ast.NodeVisitor):
         unused = self.bound is not None and not self.stack and binds not in self.bound
         # every part of the path: ``from torch.distributions.transforms import SoftmaxTransform``
         # names a banned module on the way (blind red-team tester R-E)
-        banned = torch_path and not unused and (any(self._banned(p) for p in parts[1:]) or self._banned_path(owner, parts[-1]))
+        banned = (
+            torch_path
+            and not unused
+            and not self.for_type_checkers
+            and (any(self._banned(p) for p in parts[1:]) or self._banned_path(owner, parts[-1]))
+        )
         if banned and not _only_inert(self.tree, binds, self.inert):  # the tree walked only for a banned import
             self._flag(node, f"from {module} import {name}" if name else f"import {module}")
         if not self.dynamic:
