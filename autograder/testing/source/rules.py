@@ -125,6 +125,9 @@ DENIED_NAMES = {
     "settrace",
     "getprofile",  # and reading it hands out what the recorder installed (blind red-team tester R-AE)
     "gettrace",
+    "decomp_table",  # a decomposition table, however it was reached (R-AF)
+    "default_decompositions",
+    "py_kernels",
     "dispatch_table",  # copy's and copyreg's: a deepcopy that hands every object it copies to the file
     "_current_frames",
     "methodcaller",
@@ -198,6 +201,10 @@ DENIED_TORCH_PATHS = (
     "torch.ao",
     "torch.fx",
     "torch.onnx",  # its decomposition tables hold attention (blind red-team tester R-W)
+    # torch.export.default_decompositions() re-exports torch._decomp's table: the softmax
+    # derivative as a plain Python function (blind red-team tester R-AF, custom_backward 20/20)
+    "torch.export",
+    "torch.compiler",
 )
 #: what a rule-checked file may import, beside the submission's own files: the standard
 #: library's everyday modules and the libraries an exercise computes with. Any other module
