@@ -89,6 +89,10 @@ EVASIONS = {
     # a denied module, or a library's private name, through another library's attributes (blind
     # red-team tester R-AD), and a string annotation spelling a private attribute
     "denied-module-through-a-library": ("import asyncio\nt = asyncio.events.threading._start_new_thread\n", "threading"),
+    "annotation-built-from-parts": (  # blind red-team tester R-AG: singledispatch had typing evaluate it
+        'def f(x: "torch.distri" + "butions.categorical.Categorical"):\n    return x\n',
+        "built from parts",
+    ),
     "private-name-in-an-annotation": (
         'def f(x: "torch . autograd . Variable . _execution_engine . __class__"):\n    return x\n',
         "reaches the interpreter",
@@ -374,6 +378,8 @@ FAIR = [
     # a namespace inside an f-string is text wherever the text goes (fairness tester R-Z)
     'import logging\nimport warnings\n\n\ndef f(x):\n    warnings.warn(f"state {locals()}")\n'
     '    logging.getLogger(__name__).debug(f"{sorted(vars())} {len(globals())}")\n    return x\n',
+    # an index built from parts is no annotation
+    'TABLE = {"ab": 1}\nONE = TABLE["a" + "b"]\n',
     # an export list naming the exercise's own cross_entropy
     '__all__ = ["softmax_rows", "log_softmax_rows", "cross_entropy", "vocab_probs"]\n__all__ += ("cross_entropy",)\n'
     "\n\ndef cross_entropy(logits, targets):\n    return logits\n",

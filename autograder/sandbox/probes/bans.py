@@ -266,6 +266,10 @@ PYTHON_RULE_CLASS_MODULES = (
     "torch.nn.modules.transformer",
     "torch.ao.nn.quantizable.modules.activation",
     "torch.distributions.transforms",
+    "torch.distributions.categorical",
+    "torch.distributions.one_hot_categorical",
+    "torch.distributions.relaxed_categorical",
+    "torch.distributions.multinomial",
 )
 
 

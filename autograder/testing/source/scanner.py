@@ -230,23 +230,24 @@ class _Scanner(ast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_Subscript(self, node: ast.Subscript) -> None:
-        # ``List["…"]``, ``Optional["…"]`` in a type alias: typing evaluates the string when an
-        # annotation holding the alias is (``functools.singledispatch`` asks for the hints)
+        # ``Optional["…"]`` in a type alias: typing evaluates the string when an annotation holding it is
         if self.dynamic:
             for part in node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]:
-                self._annotation(part)
+                self._annotation(part, built=False)  # an index may be built: d["a" + "b"]
         self.generic_visit(node)
 
-    def _annotation(self, node: ast.AST | None) -> None:
+    def _annotation(self, node: ast.AST | None, built: bool = True) -> None:
+        """Strings in an annotation (``built``: a real one, where a string made of parts is flagged too)."""
         if not self.dynamic or node is None:
             return
         for sub in ast.walk(node):  # the annotation itself, or a string inside it (``Optional["…"]``)
+            if built and (isinstance(sub, ast.JoinedStr) or (isinstance(sub, ast.BinOp) and not isinstance(sub.op, ast.BitOr))):
+                self._flag(sub, "an annotation built from parts (a string that typing evaluates)")  # "torch.distri" + …: R-AG
             if not (isinstance(sub, ast.Constant) and isinstance(sub.value, str)):
                 continue
             if _code_in_annotation(sub.value):
                 self._flag(sub, f"the annotation {sub.value[:60]!r} (code in a string that typing evaluates)")
-            elif _reaches_in_annotation(sub.value):
-                # blind red-team tester R-AB: "_box[torch.set_num_threads.__globals__['STANDING_BAN']]"
+            elif _reaches_in_annotation(sub.value):  # "_box[torch.set_num_threads.__globals__['…']]" (R-AB)
                 self._flag(sub, f"the annotation {sub.value[:60]!r} (reaches the interpreter in a string that typing evaluates)")
 
     def visit_Assign(self, node: ast.Assign) -> None:

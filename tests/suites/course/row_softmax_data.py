@@ -64,7 +64,11 @@ BANNED_OP_PARTS = ("softmax", "softmin", "cross_entropy", "scaled_dot_product", 
 DENIED_PARTS = ("softmax", "softmin", "cross_entropy", "attention", "_transformer_encoder_layer")
 ALLOWS_AT_DISPATCH = dispatch.denies_parts(DENIED_PARTS)
 #: the kernels the worker replaces during a rule-checked call (dispatch.kernel_patterns)
-REPLACED = dispatch.kernel_patterns(DENIED_PARTS)
+#: torch.distributions' classes that normalise logits with allowed kernels (logsumexp, sub):
+#: a softmax and a log_softmax under another name (blind red-team tester R-AG kept 15/15 with
+#: Categorical(logits=x).logits), refused for the skill's whole run like the kernels
+DISTRIBUTION_CLASSES = ("*categorical*", "multinomial")
+REPLACED = dispatch.kernel_patterns(DENIED_PARTS) + DISTRIBUTION_CLASSES
 
 
 def check_dispatch(sub) -> None:
