@@ -49,7 +49,7 @@ def test_a_submission_file_compiled_with_its_main_guard_never_runs():
     stripped = mainguard.compiled(source, f"{COPY}/custom_backward.py")
     gate.check(stripped, "<frozen importlib._bootstrap>")
     namespace = {"__name__": "__main__"}
-    exec(stripped, namespace)  # noqa: S102 (the module run as __main__: its guard's body is gone)
+    exec(stripped, namespace)
     assert "inspect" not in namespace and namespace["X"] == 1 and "Y" not in namespace
     with pytest.raises(ImportError, match=r"compiled with its main guard's body"):
         gate.check(compile(source, f"{COPY}/custom_backward.py", "exec"), "<frozen importlib._bootstrap>")
@@ -136,7 +136,7 @@ def _evaluated_by_typing(gate: CodeGate, text: str, namespace: dict) -> None:
     frame of typing's file holding the evaluation's ``globalns`` and ``localns``."""
     helper: dict = {}
     source = "def _evaluate(globalns, localns, check, code, caller):\n    check(code, caller)\n"
-    exec(compile(source, codegate._source_file(typing), "exec"), helper)  # noqa: S102 (a frame of typing's file)
+    exec(compile(source, codegate._source_file(typing), "exec"), helper)
     helper["_evaluate"](namespace, namespace, gate.check, compile(text, "<string>", "eval"), codegate._source_file(typing))
 
 
@@ -316,5 +316,5 @@ def test_a_worker_is_confined_once():
 )
 def test_every_spelling_of_a_main_guard_is_compiled_without_its_body(source):
     namespace = {"__name__": "__main__"}
-    exec(mainguard.compiled(source.encode(), f"{COPY}/m.py"), namespace)  # noqa: S102 (run as __main__)
+    exec(mainguard.compiled(source.encode(), f"{COPY}/m.py"), namespace)
     assert namespace["X"] == 1
