@@ -33,11 +33,16 @@ def public_data(data: dict) -> dict:
             for t in skill["tests"]
             if t["visibility"] == "visible" and t.get("problem") == "missing"
         }
+        # an exception's text is the student's to write (``raise ValueError(str(x.tolist()))``),
+        # and torch's own text about a call names its shapes: a hidden test shows a message
+        # only where a visible test of the skill raised the very same one (blind red-team
+        # tester R-AH), so it teaches what the visible run taught and tells nothing of the inputs
+        raised = {_raised_line(t) for t in skill["tests"] if t["visibility"] == "visible" and t.get("problem") == "raised"}
         tests = []
         for test in skill["tests"]:
             if test["visibility"] == "hidden":
                 hidden_anywhere = True
-                public = _public_hidden(test, skill["id"], functions, gate, module_problem)
+                public = _public_hidden(test, skill["id"], functions, gate, module_problem, raised)
                 same = problem_key(test["summary"], test["check"])
                 if test.get("problem") == "missing" and same in shown:
                     public["summary"] = same
@@ -76,7 +81,15 @@ def _builtin_exception(name: object) -> str | None:
     return name if isinstance(value, type) and issubclass(value, BaseException) else None
 
 
-def _public_hidden(test: dict, skill_id: str, functions: list[str], gate: str | None, module_problem: str | None) -> dict:
+def _raised_line(test: dict) -> tuple[str, str]:
+    """(exception type, the first line of its message) of a test whose call raised."""
+    error = test.get("error") or {}
+    return str(error.get("type") or ""), first_line(error.get("message"), 160)
+
+
+def _public_hidden(
+    test: dict, skill_id: str, functions: list[str], gate: str | None, module_problem: str | None, raised: set
+) -> dict:
     credit = test.get("credit") or None
     if credit:
         note = credit.get("note")  # the scoring rule in words, built on the trusted side from the test's own labels
@@ -87,7 +100,7 @@ def _public_hidden(test: dict, skill_id: str, functions: list[str], gate: str | 
         }
         if isinstance(note, str):
             credit["note"] = note
-    summary = _hidden_summary(test, skill_id, functions, module_problem)
+    summary = _hidden_summary(test, skill_id, functions, module_problem, raised)
     if gate is not None and test["name"] != gate and (test.get("summary") or "").startswith(_GATED):
         summary = f"{_GATED} ({gate})" + (f"; {summary}" if summary else "")
     problem = test.get("problem")
@@ -128,9 +141,12 @@ def _public_frame(frame: dict) -> dict:
     }
 
 
-def _hidden_summary(test: dict, skill_id: str, functions: list[str], module_problem: str | None = None) -> str:
+def _hidden_summary(
+    test: dict, skill_id: str, functions: list[str], module_problem: str | None = None, raised: set | None = None
+) -> str:
     """What a student may learn from a hidden test: fixed phrases chosen by the problem's
-    kind, never its inputs, expected values, or any text the worker sent."""
+    kind, never its inputs, expected values, or any text the worker sent but an exception's
+    line a visible test of the skill showed already (``raised``: (type, first line) pairs)."""
     status = test["status"]
     if status == STATUS_PASSED:
         return ""
@@ -161,13 +177,11 @@ def _hidden_summary(test: dict, skill_id: str, functions: list[str], module_prob
             if todo and todo.group(1) in functions:  # only a name from the module's own API crosses
                 return f"hidden test failed: is not implemented yet — TODO({skill_id}): {todo.group(1)}"
         # (a TODO stub's text is named above only when it is a real function; a made-up type shows no text)
-        message = (
-            first_line((test.get("error") or {}).get("message"), 160)
-            if kind not in ("an exception", "NotImplementedError")
-            else ""
-        )
-        # the student's own exception text (their code's, or torch's about their call): what makes
-        # "mat1 and mat2 must have the same dtype" readable; one line, and every renderer escapes it
+        line = _raised_line(test)
+        message = line[1] if kind not in ("an exception", "NotImplementedError") and line in (raised or ()) else ""
+        # the student's own exception text (their code's, or torch's about their call) where the
+        # visible run showed it: what makes "mat1 and mat2 must have the same dtype" readable;
+        # one line, and every renderer escapes it
         return f"hidden test failed: your code raised {kind}" + (f": {message}" if message else "")
     if problem == "constraint":
         # "forbids" belongs to the exercise's rules (gates, weight 0, they zero the skill); a

@@ -4,6 +4,8 @@ run, grader errors never blamed on (or credited to) the student."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from conftest import ROOT
 
@@ -347,6 +349,40 @@ def test_frames_are_checked_facts_about_the_students_file(config, tmp_path):
             {"file": "exercises/qkv.py", "line": 5, "function": "project_qkv", "code": "raise ValueError('no')"}
         ]
     assert res.submission["modules"]["qkv"]["definitions"] == {"project_qkv": 4}
+
+
+def test_a_hidden_test_never_shows_an_exception_text_the_visible_tests_did_not(config):
+    """A message is the student's to write: ``raise ValueError(str(x.flatten().tolist()))``
+    in a hidden test would print its inputs (blind red-team tester R-AH), and torch's own text
+    names the call's shapes. A hidden test shows a message only where a visible test of the
+    skill raised the very same line; else the exception's type alone."""
+    hidden_ids = {t.node_id for t in config.tests if t.visibility == "hidden"}
+    leak = "tensor([0.1234, -1.5678]) shape (3, 7)"
+    seen = "mat1 and mat2 must have the same dtype, but got Float and Double"
+    report = {
+        "tests": [
+            entry(t.node_id, "failed", "submission", feedback=_raised(leak if t.node_id in hidden_ids else seen, "ValueError"))
+            for t in config.tests
+        ]
+    }
+    res = scoring.build(RunManifest.plan(config), report, {}).public()
+    hidden = [t for t in res.tests if t.visibility == "hidden"]
+    assert hidden and all(t.summary == "hidden test failed: your code raised ValueError" for t in hidden)
+    assert "0.1234" not in json.dumps(res.to_dict())
+    # the same text under another exception type is another line: type alone
+    report = {
+        "tests": [
+            entry(
+                t.node_id,
+                "failed",
+                "submission",
+                feedback=_raised(seen, "RuntimeError" if t.node_id in hidden_ids else "ValueError"),
+            )
+            for t in config.tests
+        ]
+    }
+    res = scoring.build(RunManifest.plan(config), report, {}).public()
+    assert all(t.summary == "hidden test failed: your code raised RuntimeError" for t in res.tests if t.visibility == "hidden")
 
 
 def test_a_run_that_could_not_grade_breaks_no_rule():

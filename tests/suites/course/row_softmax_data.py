@@ -43,6 +43,10 @@ BANNED_NAMES = (
     "cross_entropy",
     "cross_entropy_loss",
     "CrossEntropyLoss",
+    # torch 2.13's fused linear + cross-entropy (its kernel is refused at run time as well:
+    # blind red-team tester R-AH's LinearCrossEntropyLoss(V, V) with an identity weight)
+    "linear_cross_entropy",
+    "LinearCrossEntropyLoss",
     "scaled_dot_product_attention",
     "MultiheadAttention",
     "multi_head_attention_forward",
