@@ -158,6 +158,16 @@ def _refusing(name: str) -> Any:
     return refuse
 
 
+#: ``RecordScope::TORCHSCRIPT_FUNCTION``: the event TorchScript's interpreter opens for a
+#: scripted function (its name: ``_helper``, ``fallback_function``, ``<forward op>``) marks a
+#: scope, not an operator; every operator that runs inside it is recorded on its own (blind
+#: fairness tester R-AI: a ``@torch.jit.script`` helper of a hand-written backward read as
+#: autograd's machinery). The scope of a differentiable graph's backward stays recorded:
+#: it runs only under autograd's engine, whose own events the rule refuses as well.
+_TORCHSCRIPT_FUNCTION = 2
+_TORCHSCRIPT_KEPT = frozenset({"<backward op>"})
+
+
 class DispatchRecorder:
     """Records every operator the dispatcher runs while it is active: the dispatcher's own
     profiling (``RecordFunction``, through torch's CPU profiler without Kineto) sees each op
@@ -306,6 +316,8 @@ class DispatchRecorder:
                 names.append(name)
                 if name in (self.START, self.END) or name.startswith("autograder::"):
                     continue
+                if event.scope() == _TORCHSCRIPT_FUNCTION and name not in _TORCHSCRIPT_KEPT:
+                    continue  # a scripted function's scope: no operator, what runs in it is recorded
                 key = (self.phase, name[:200])
                 entry = self.entries.get(key)
                 if entry is None:
