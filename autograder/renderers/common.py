@@ -50,7 +50,8 @@ def frame_lines(test: TestOutcome) -> list[str]:
     """The student's own lines: where (ours, from checked facts), then their code behind
     the gutter."""
     out = []
-    for frame in test.frames[-4:]:
+    frames = [f for i, f in enumerate(test.frames) if i == 0 or f != test.frames[i - 1]]  # a line twice in a row: once
+    for frame in frames[-4:]:
         out.append(f"  {frame_where(frame)}")
         if frame.get("code"):
             out.extend(gutter(frame["code"], 200, max_lines=1, prefix="  │     "))

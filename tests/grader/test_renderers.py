@@ -478,3 +478,17 @@ def test_what_is_shown_before_the_due_date_depends_on_the_visible_tests_alone(co
     hidden_properties = sum(t.weight for t in config.tests if t.name in properties and t.visibility == "hidden")
     assert finals[0] == pytest.approx(visible_properties + hidden_points + hidden_properties)
     assert finals[1] == 0
+
+
+def test_a_line_reported_twice_in_a_row_is_shown_once_under_your_code():
+    """Two facts found at one line (two operators a rule refused there) give the same frame
+    twice in a row: "Your code" names it once (blind fairness tester R-AI read it twice)."""
+    from autograder.core.results import TestOutcome
+    from autograder.renderers.common import frame_lines
+
+    frame = {"file": "exercises/custom_backward.py", "line": 16, "function": "softmax_backward", "code": "return _sb(d, w)"}
+    other = dict(frame, line=20, function="attention_backward", code="ds = softmax_backward(g, w)")
+    test = TestOutcome("t", "t", "custom_backward", "visible", 1.0, 0.0, "failed", frames=[frame, frame, other, frame])
+    lines = frame_lines(test)
+    assert [line for line in lines if ":16" in line] == [lines[0], lines[4]]  # not twice in a row; again after :20
+    assert len(lines) == 6
