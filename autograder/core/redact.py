@@ -1,7 +1,8 @@
 """What students may see of hidden tests: the one whitelist every student-facing output goes
 through (``Results.public()``). Security-critical: a hidden test keeps its name, points, status,
-our hint text, partial-credit counts and the student's own frames; never its inputs, expected
-values, printed output, grids, duration or any free text the worker sent (SECURITY.md)."""
+our hint text and partial-credit counts, and the student's own frames and exception line only
+where a visible test of the skill showed the same; never its inputs, expected values, printed
+output, grids, duration or any free text the worker sent (SECURITY.md)."""
 
 from __future__ import annotations
 
@@ -15,8 +16,9 @@ from .text import first_line, problem_key
 def public_data(data: dict) -> dict:
     """The student-facing view. A whitelist: a hidden test keeps its name, points,
     status, hint ids (with our hint text), partial-credit counts and the student's own
-    frames (file:line of their module, function and code read from that file) — no free
-    text from the worker, no inputs, no duration (sleeping could encode data). Its
+    frames (file:line of their module, function and code read from that file) where a
+    visible test showed the same frames — no free text from the worker, no inputs, no
+    duration (sleeping could encode data). Its
     summary is rebuilt here from fixed phrases; a TODO is named only when the function
     is one of the skill's module's real functions."""
     hidden_anywhere = False
@@ -38,11 +40,18 @@ def public_data(data: dict) -> dict:
         # only where a visible test of the skill raised the very same one (blind red-team
         # tester R-AH), so it teaches what the visible run taught and tells nothing of the inputs
         raised = {_raised_line(t) for t in skill["tests"] if t["visibility"] == "visible" and t.get("problem") == "raised"}
+        # the same for where it raised: which lines a call passed through is the code's to choose
+        # (a chain of one-line lambdas, a line per byte of an input: blind red-team tester R-AK
+        # read a hidden test's inputs from its frames), so a hidden test shows its frames only
+        # where a visible test of the skill showed that very list
+        walked = {_frames_key(t) for t in skill["tests"] if t["visibility"] == "visible" and t.get("frames")}
         tests = []
         for test in skill["tests"]:
             if test["visibility"] == "hidden":
                 hidden_anywhere = True
                 public = _public_hidden(test, skill["id"], functions, gate, module_problem, raised)
+                if _frames_key(test) not in walked:
+                    public["frames"] = []
                 same = problem_key(test["summary"], test["check"])
                 if test.get("problem") == "missing" and same in shown:
                     public["summary"] = same
@@ -79,6 +88,15 @@ def _builtin_exception(name: object) -> str | None:
 
     value = getattr(builtins, name, None) if isinstance(name, str) and name.isidentifier() else None
     return name if isinstance(value, type) and issubclass(value, BaseException) else None
+
+
+def _frames_key(test: dict) -> tuple:
+    """A test's frames as (file, line, function) triples, in order."""
+    return tuple(
+        (str(f.get("file", "")), f.get("line"), str(f.get("function") or ""))
+        for f in test.get("frames") or []
+        if isinstance(f, dict)
+    )
 
 
 def _raised_line(test: dict) -> tuple[str, str]:

@@ -385,6 +385,42 @@ def test_a_hidden_test_never_shows_an_exception_text_the_visible_tests_did_not(c
     assert all(t.summary == "hidden test failed: your code raised RuntimeError" for t in res.tests if t.visibility == "hidden")
 
 
+def test_a_hidden_test_shows_its_frames_only_where_a_visible_test_showed_the_same(config, tmp_path):
+    """Which lines a call passed through is the code's to choose: a chain of one-line lambdas,
+    one line per byte of an input, spelled a hidden test's inputs in its frames (blind
+    red-team tester R-AK). A hidden test shows frames only where a visible test of the skill
+    showed the very same list; its score and the rest of its public view do not change."""
+    table = "".join(f"_T{i} = lambda: _T{i + 1}()\n" for i in range(8))
+    copy = tmp_path / "qkv.py"
+    copy.write_text(f"import torch\n{table}\ndef project_qkv(x, w_q, w_k, w_v):\n    raise ValueError('no')\n", encoding="utf-8")
+    manifest = RunManifest.plan(config)
+    manifest.modules = {"qkv": ModuleEntry.of({"display_path": "exercises/qkv.py", "copy_path": str(copy)}, copy.read_bytes())}
+    entry_line = table.count("\n") + 3
+    seen = [{"file": "qkv.py", "line": entry_line, "function": "project_qkv"}]
+    chain = [{"file": "qkv.py", "line": 2 + i, "function": "<lambda>"} for i in (3, 1, 4, 1, 5)]
+    hidden_ids = {t.node_id for t in config.tests if t.visibility == "hidden"}
+
+    def public(hidden_frames):
+        report = {
+            "tests": [
+                entry(
+                    t.node_id,
+                    "failed",
+                    "submission",
+                    feedback=_raised("no", "ValueError", hidden_frames if t.node_id in hidden_ids else seen),
+                )
+                for t in config.tests
+            ]
+        }
+        return [t for t in scoring.build(manifest, report, {}).public().tests if t.visibility == "hidden"]
+
+    leaked = public(seen + chain)
+    assert leaked and all(t.frames == [] for t in leaked)
+    shown = public(seen)
+    assert all([f["line"] for f in t.frames] == [entry_line] for t in shown)
+    assert [t.score for t in leaked] == [t.score for t in shown]
+
+
 def test_a_run_that_could_not_grade_breaks_no_rule():
     """An empty upload or a broken run leaves every test at 0 with the reason — and no "breaks
     a rule of the exercise" banner: a gate that did not run observed no violation."""
