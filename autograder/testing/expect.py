@@ -525,6 +525,16 @@ def raises(kind: str, call, *args, what: str, hints: Iterable[str] = (), **kwarg
 
 def unchanged(before: Any, after: Any, *, what: str) -> None:
     """Inputs must not be modified in place."""
+    if type(before) is torch.Tensor and type(after) is not torch.Tensor:
+        # what the worker sent back for the argument is no plain tensor: its class was swapped
+        # in place (``x.__class__ = Sub``), which also hid a change of its values from the
+        # comparison below (blind red-team tester R-AK)
+        _fail(
+            what,
+            "property",
+            "the input tensor was changed in place (its class replaced); compute a new tensor instead",
+            ["general/in-place"],
+        )
     if type(before) is torch.Tensor and type(after) is torch.Tensor:
         same = (
             before.shape == after.shape

@@ -397,3 +397,22 @@ def test_expected_and_got_never_read_the_same_when_they_differ():
     shown = detail.split("expected ", 1)[1].split(";", 1)[0]
     expected_text, got_text = shown.split(", got ")
     assert expected_text != got_text, detail
+
+
+def test_an_input_whose_class_was_swapped_in_place_counts_as_changed():
+    """``scores.add_(1); scores.__class__ = Sub`` came back as no plain tensor, and the check
+    skipped it, so the change of its values went unseen (blind red-team tester R-AK: +0.07 and
+    +0.14 points in qkv and masks): an input that comes back as anything but a plain tensor
+    was changed in place."""
+
+    class Sub(torch.Tensor):
+        pass
+
+    before = torch.arange(6.0).reshape(2, 3)
+    swapped = before.clone().add_(1).as_subclass(Sub)
+    with pytest.raises(CheckFailed) as caught:
+        expect.unchanged(before, swapped, what="scale_scores leaves its inputs unchanged")
+    assert "class replaced" in str(caught.value) and "general/in-place" in caught.value.feedback.hints
+    expect.unchanged(before, before.clone(), what="an untouched input passes")
+    with pytest.raises(CheckFailed):
+        expect.unchanged(before, before.clone().add_(1), what="a plain change is caught as before")

@@ -136,9 +136,31 @@ def mha_recorded(ctx, config, state, x, allowed, key_allowed):
             )
             return super().forward(*a, **kw)
 
+    # what the module computed, whichever way its forward was reached: a forward called through
+    # the class (``nn.MultiheadAttention.forward(mha, …, need_weights=True)``) runs no
+    # ``Recorded.forward``, and a decoy call beside it made the record read need_weights=False
+    # (blind red-team tester R-AK); torch's own functions see every call
+    import inspect
+
+    from torch.overrides import TorchFunctionMode
+
+    asked = []
+
+    class Kernels(TorchFunctionMode):
+        def __torch_function__(self, func, types, a=(), kw=None):
+            kw = kw or {}
+            name = getattr(func, "__name__", "")
+            if name == "multi_head_attention_forward":
+                asked.append(bool(inspect.signature(func).bind(*a, **kw).arguments.get("need_weights", True)))
+            elif name == "_native_multi_head_attention":
+                asked.append(bool(kw.get("need_weights", a[10] if len(a) > 10 else True)))
+            return func(*a, **kw)
+
     mha.__class__ = Recorded
-    with torch.no_grad():
+    with torch.no_grad(), Kernels():
         value = ctx.module("sdpa_masks").mha_self_attention(mha, x, allowed, key_allowed)
+    if any(asked) and not any(c["need_weights"] for c in calls):
+        calls.append({"need_weights": True, "is_causal": False})  # the weights were computed: a call asked for them
     return {"value": value, "calls": calls}
 
 

@@ -315,8 +315,12 @@ def test_sdpa_dropout_only_while_training(sub, ref, rng, credit):
                 )
             else:
                 out = expect.tensor(r["value"], what="sdpa(causal=True, dropout_p=0.5, training=True)")
+                # SDPA's own dropout at the p given, as the calls recorded show: an output merely
+                # unlike the deterministic one (its values shifted by 0.01 while training) passed
+                # before (blind red-team tester R-AK)
                 differs = (
-                    out.shape == deterministic.shape
+                    0.5 in used
+                    and out.shape == deterministic.shape
                     and bool(torch.isfinite(out).all())
                     and float((out - deterministic).abs().max()) > 1e-3
                 )

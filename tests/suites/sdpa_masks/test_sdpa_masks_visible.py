@@ -177,8 +177,12 @@ def test_sdpa_matches_manual_attention_with_kv_cache_causal(sub, rng, credit):
                 )
                 out = expect.tensor(r["value"], what=what)
                 used = sorted({x["dropout_p"] for x in sd.recorded_calls(sub, r)})
+                # SDPA's own dropout at the p given, as the calls recorded show: an output merely
+                # unlike the deterministic one (its values shifted by 0.01 while training) passed
+                # before (blind red-team tester R-AK)
                 differs = (
-                    out.shape == c["want"].shape
+                    0.5 in used
+                    and out.shape == c["want"].shape
                     and bool(torch.isfinite(out).all())
                     and float((out - c["want"]).abs().max()) > 1e-3
                 )
