@@ -120,6 +120,14 @@ EVASIONS = {
         "vars",
     ),
     "namespace-in-print-bound-as-a-parameter": ("def f(x, print=dict):\n    return print(vars(torch))\n", "vars"),
+    # ``x.__dict__`` is ``vars(x)``: shown, fine (FAIR below); read by a value or changed, a lookup
+    "dict-attribute-value-called-in-a-print": ("def f(x):\n    print(torch.__dict__['exp'](x))\n", "__dict__"),
+    "dict-attribute-changed-in-a-print": ("def f(x):\n    print(torch.__dict__.update(exp=None))\n", "__dict__"),
+    "dict-attribute-read-by-a-computed-key": ("def f(x, n):\n    return torch.__dict__[n](x)\n", "__dict__"),
+    # ``object.__setattr__`` is ``setattr``: a written name is judged, a computed one or a dunder is not
+    "setattr-dunder-through-object": ("def f(x):\n    object.__setattr__(x, '__class__', type)\n", "__class__"),
+    "setattr-computed-name-through-object": ("def f(x, n):\n    object.__setattr__(x, n, None)\n", "computed name"),
+    "dunder-beyond-the-protocol-methods": ("def f(x):\n    return type(x).__mro__\n", "__mro__"),
     "a-name-resolved-by-mock": (
         "from unittest import mock\n\n\ndef f(x):\n    return mock.patch('torch.nn.functional.softmax').get_original()[0](x)\n",
         "mock",
@@ -250,6 +258,15 @@ def test_a_helper_outside_the_scoped_functions_cannot_hide_dynamic_autograd():
 
 
 FAIR = [
+    # debug prints of an object's attributes and the protocol methods of Python's own classes
+    # (blind fairness tester R-AL: each cost a correct file its skill)
+    "import dataclasses\nimport enum\n\n\nclass Kind(enum.Enum):\n    CAUSAL = 1\n\n\n"
+    "@dataclasses.dataclass(frozen=True)\nclass Config:\n    embed_dim: int\n    num_heads: int\n\n"
+    "    def __post_init__(self):\n        object.__setattr__(self, 'head_dim', self.embed_dim // self.num_heads)\n\n\n"
+    "class Loss:\n    __hash__ = object.__hash__\n\n    def debug(self):\n        print(self.__dict__)\n"
+    "        print(f'{self.__dict__}', sorted(self.__dict__))\n\n    def __str__(self):\n"
+    "        return super().__str__() + repr(list(Kind.__members__))\n\n"
+    "    def __eq__(self, other):\n        return super().__eq__(other)\n",
     # the file's own names that hold "getattr", metadata dunders, isinstance with FunctionType,
     # the standard library's everyday modules and an own helper module (blind tester R-X)
     '__author__ = "me"\n__license__ = "MIT"\nimport collections\nimport types\nimport numpy as np\nimport my_helpers\n\n\n'

@@ -11,7 +11,7 @@ import sys
 #: environment names (sandbox/worker.py), and the hook itself is a DENIED_NAMES entry
 DYNAMIC_CALLS = {"eval", "exec", "compile", "__import__", "vars", "globals", "locals"}
 #: callables that look names up by a value: fine with a constant, flagged with anything else
-LOOKUPS = {"getattr", "setattr", "delattr"}
+LOOKUPS = {"getattr", "setattr", "delattr", "__setattr__"}  # object.__setattr__(self, "x", v): a frozen dataclass's field
 DENIED_MODULES = {
     "importlib",
     "imp",
@@ -167,6 +167,11 @@ ALLOWED_DUNDERS = {
     "__len__",
     "__call__",
     "__module__",
+    # the protocol methods an operator or builtin calls (``super().__repr__()``, ``object.__hash__``,
+    # ``super().__post_init__()``, an Enum's ``__members__``): what ``repr(x)`` or ``x == y``
+    # reaches anyway (blind fairness tester R-AL: each cost a correct file its skill)
+    *("__str__", "__repr__", "__format__", "__hash__", "__bool__", "__iter__", "__next__", "__contains__"),
+    *("__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__post_init__", "__members__"),
 }
 #: ``__slots__`` (a class body's attribute list) and ``__debug__`` (a constant) reach nothing.
 #: ``__annotations__`` is not here: written by hand (``__annotations__["a=…"] = int``, or as a

@@ -350,7 +350,7 @@ class _Scanner(ast.NodeVisitor):
         elif self.dynamic:
             if "DisableTorch" in node.attr or "disable_torch_function" in node.attr.lower():
                 self._flag(node, f"{_dotted(node)} (switches off the recording of torch calls)")
-            elif _is_dunder(node.attr) and node.attr not in ALLOWED_DUNDERS:
+            elif _is_dunder(node.attr) and node.attr not in ALLOWED_DUNDERS and id(node) not in self.safe_calls:
                 self._flag(node, f"{_dotted(node)} (dunder attribute access)")
             elif node.attr in LOOKUPS and id(node) not in self.safe_calls:
                 self._flag(node, f"{_dotted(node)} (a lookup by a name, kept to call later)")
@@ -539,13 +539,13 @@ class _Scanner(ast.NodeVisitor):
 
     def visit_JoinedStr(self, node: ast.JoinedStr) -> None:
         if self.dynamic:  # f"{locals()}" is text wherever it goes (shown.py)
-            self.safe_calls.update(id(call.func) for call in shown.formatted_namespaces(node))
+            self.safe_calls.update(id(mark) for mark in shown.formatted_namespaces(node))
         self.generic_visit(node)
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
         if self.dynamic and shown.shows(node, self.print_is_builtin):  # print(locals()) and the like (shown.py)
-            self.safe_calls.update(id(call.func) for call in shown.shown_namespaces(node))
+            self.safe_calls.update(id(mark) for mark in shown.shown_namespaces(node))
         # a method named like the builtin is judged as it is (``jinja2.Environment().getattr(torch,
         # "…")``, ``monkeypatch.setattr(…)``: blind red-team tester R-U), whatever its object
         called = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None

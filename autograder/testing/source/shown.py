@@ -83,15 +83,23 @@ def binds_print(tree: ast.AST) -> bool:
 
 
 def namespace_call(node: ast.AST) -> bool:
-    """``locals()``, ``globals()`` or ``vars(x)``."""
+    """``locals()``, ``globals()``, ``vars(x)`` or ``x.__dict__`` (``vars(x)`` as an attribute:
+    ``print(self.__dict__)`` cost a correct file its skill, blind fairness tester R-AL)."""
+    if isinstance(node, ast.Attribute):
+        return node.attr == "__dict__" and isinstance(node.ctx, ast.Load)
     if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.keywords):
         return False
     name = node.func.id
     return (name in ("locals", "globals") and not node.args) or (name == "vars" and len(node.args) <= 1)
 
 
-def shown_namespaces(call: ast.Call) -> list[ast.Call]:
-    """The namespace calls in the arguments of a showing ``call`` that are only shown."""
+def _mark(node: ast.AST) -> ast.AST:
+    """The node the scan lets pass for a shown namespace: a call's function, or ``.__dict__``."""
+    return node.func if isinstance(node, ast.Call) else node
+
+
+def shown_namespaces(call: ast.Call) -> list[ast.AST]:
+    """The namespace reads in the arguments of a showing ``call`` that are only shown (``_mark``)."""
     args = [*call.args, *(k.value for k in call.keywords)]
     parents: dict[int, ast.AST] = {}
     for arg in args:
@@ -99,10 +107,10 @@ def shown_namespaces(call: ast.Call) -> list[ast.Call]:
             for child in ast.iter_child_nodes(node):
                 parents[id(child)] = node
     roots = {id(arg) for arg in args}
-    return [node for arg in args for node in ast.walk(arg) if namespace_call(node) and _only_shown(node, parents, roots)]
+    return [_mark(node) for arg in args for node in ast.walk(arg) if namespace_call(node) and _only_shown(node, parents, roots)]
 
 
-def formatted_namespaces(text: ast.JoinedStr) -> list[ast.Call]:
+def formatted_namespaces(text: ast.JoinedStr) -> list[ast.AST]:
     """The namespace calls in an f-string that it only turns into text, wherever the text goes
     (``warnings.warn(f"{locals()}")``, ``log.debug(f"state {vars(self)}")``: fairness tester
     R-Z): the f-string is the display, and binds nothing (no ``:=`` inside)."""
@@ -112,7 +120,7 @@ def formatted_namespaces(text: ast.JoinedStr) -> list[ast.Call]:
     for node in ast.walk(text):
         for child in ast.iter_child_nodes(node):
             parents[id(child)] = node
-    return [node for node in ast.walk(text) if namespace_call(node) and _only_shown(node, parents, {id(text)})]
+    return [_mark(node) for node in ast.walk(text) if namespace_call(node) and _only_shown(node, parents, {id(text)})]
 
 
 def _only_shown(
