@@ -95,6 +95,8 @@ def attention_backward(d_out, q, k, v, weights, scale: float) -> dict[str, tuple
         out[P + "dk-transpose"] = grads(ds, dk_rhs=scale * (ds @ q))
         out[P + "dq-transpose"] = (scale * (ds.transpose(-2, -1) @ k), scale * (ds.transpose(-2, -1) @ q), dv)
         out[P + "dv-transpose"] = grads(ds, dv_=a @ dy)
+        # Ā = (Ȳ Vᵀ)ᵀ: Ā transposed before softmax_backward (blind tester R-AJ; on L ≠ S it raises)
+        out[P + "d-weights-transposed"] = grads(_sb(da.transpose(-2, -1), a))
         # S̄ multiplied by its own side's matrix: K̄ = s S̄ᵀ K, Q̄ = s S̄ Q (run only when L = S)
         out[P + "own-side-operand#dk"] = grads(ds, dk_rhs=scale * (ds.transpose(-2, -1) @ k))
         out[P + "own-side-operand#dq"] = (scale * (ds @ q), scale * (ds.transpose(-2, -1) @ q), dv)
