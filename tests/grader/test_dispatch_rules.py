@@ -89,9 +89,9 @@ def _library_op():
 ROUTES = {  # route → an operator the verdict must name
     "forward AD": (_forward_ad, "aten::_make_dual"),
     "torch.func.jvp": (_func_jvp, "aten::_make_dual"),
-    "torch.func.vjp": (_func_vjp, "SoftmaxBackward0"),
-    "torch.autograd.grad": (_autograd_grad, "SoftmaxBackward0"),
-    "grad_fn called directly": (_grad_fn_called_directly, "SoftmaxBackward0"),
+    "torch.func.vjp": (_func_vjp, "SoftmaxBackward0 (autograd node)"),
+    "torch.autograd.grad": (_autograd_grad, "SoftmaxBackward0 (autograd node)"),
+    "grad_fn called directly": (_grad_fn_called_directly, "SoftmaxBackward0 (autograd node)"),
     "torch.ops.aten derivative formula": (_aten_derivative_formula, "aten::_softmax_backward_data"),
     "torch.library op wrapping forward AD": (_library_op, "aten::_make_dual"),
 }

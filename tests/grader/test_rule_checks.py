@@ -128,6 +128,26 @@ EVASIONS = {
     "setattr-dunder-through-object": ("def f(x):\n    object.__setattr__(x, '__class__', type)\n", "__class__"),
     "setattr-computed-name-through-object": ("def f(x, n):\n    object.__setattr__(x, n, None)\n", "computed name"),
     "dunder-beyond-the-protocol-methods": ("def f(x):\n    return type(x).__mro__\n", "__mro__"),
+    # a shown namespace handed to another object's method by an operator or a display builtin:
+    # ``vars(os) == c`` calls ``c.__eq__(namespace)`` (blind red-team tester R-AM kept it, then
+    # its builtins, then the grader's recording)
+    "namespace-compared-with-an-object": ("import os\n\n\ndef f(c):\n    print(vars(os) == c)\n", "vars"),
+    "globals-compared-with-an-object": ("def f(c):\n    print(globals() == c)\n", "globals"),
+    "namespace-in-an-object": ("import os\n\n\ndef f(c):\n    print(vars(os) in c)\n", "vars"),
+    "dict-attribute-ordered-against-an-object": ("def f(d, c):\n    print(d.__dict__ < c)\n", "__dict__"),
+    "namespace-operand-of-an-object": ("import os\n\n\ndef f(c):\n    print(vars(os) | c)\n", "vars"),
+    "namespace-summed-with-an-object": ("import os\n\n\ndef f(c):\n    print(sum([c, vars(os)], start=0))\n", "vars"),
+    "namespace-compared-in-an-f-string": (
+        "import os\nimport warnings\n\n\ndef f(c):\n    warnings.warn(f'{vars(os) == c}')\n",
+        "vars",
+    ),
+    "namespace-as-another-objects-argument": ("import os\n\n\ndef f(c):\n    print(round(c, vars(os)))\n", "vars"),
+    "namespace-values-sorted": ("def f(x):\n    print(sorted(vars(torch).values()))\n", "vars"),
+    "type-check-hook-defined": (
+        "class M(type):\n    def __instancecheck__(cls, obj):\n        return True\n",
+        "__instancecheck__",
+    ),
+    "type-check-hook-by-a-string": ("M = type('M', (type,), {'__subclasshook__': print})\n", "__subclasshook__"),
     "a-name-resolved-by-mock": (
         "from unittest import mock\n\n\ndef f(x):\n    return mock.patch('torch.nn.functional.softmax').get_original()[0](x)\n",
         "mock",
@@ -267,6 +287,9 @@ FAIR = [
     "        print(f'{self.__dict__}', sorted(self.__dict__))\n\n    def __str__(self):\n"
     "        return super().__str__() + repr(list(Kind.__members__))\n\n"
     "    def __eq__(self, other):\n        return super().__eq__(other)\n",
+    # a shown namespace meeting literals, and its keys or items sorted
+    "def f(scores):\n    print(locals()['scores'].shape == (2, 3), 'n=' + str(len(vars())))\n"
+    "    print(sorted(globals().items()), round(locals()['scores'].sum().item(), 3), f'{vars() is None}')\n",
     # the file's own names that hold "getattr", metadata dunders, isinstance with FunctionType,
     # the standard library's everyday modules and an own helper module (blind tester R-X)
     '__author__ = "me"\n__license__ = "MIT"\nimport collections\nimport types\nimport numpy as np\nimport my_helpers\n\n\n'

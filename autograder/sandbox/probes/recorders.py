@@ -166,6 +166,11 @@ def _refusing(name: str) -> Any:
 #: it runs only under autograd's engine, whose own events the rule refuses as well.
 _TORCHSCRIPT_FUNCTION = 2
 _TORCHSCRIPT_KEPT = frozenset({"<backward op>"})
+#: ``RecordScope::BACKWARD_FUNCTION``: a node of the graph run (``MulBackward0``) — recorded
+#: as "MulBackward0 (autograd node)", never as the bare name: ``Function.apply`` of a file's own
+#: class records the class's name, and a file's ``class MulBackward0(Function)`` made torch's
+#: node of that name read as its own apply (blind red-team tester R-AM: 8.5/8.5 with autograd)
+_BACKWARD_FUNCTION = 1
 
 
 class DispatchRecorder:
@@ -264,6 +269,9 @@ class DispatchRecorder:
             STANDING_BAN.recorder = None
             if self.autograd_off:
                 AUTOGRAD_TRIPWIRE.locked = None
+                if torch.is_grad_enabled():  # switched on where no tripwire sees it: TorchScript's
+                    # ``torch.set_grad_enabled(True)`` is an interpreter instruction (blind red-team tester R-AM)
+                    self.tampered.add("switched autograd's grad mode on, which this rule keeps off during the call")
                 if self._grad_was:  # as it was, without counting as the code's use of autograd
                     uses, AUTOGRAD_TRIPWIRE.uses = AUTOGRAD_TRIPWIRE.uses, None
                     torch._C._set_grad_enabled(True)
@@ -316,8 +324,11 @@ class DispatchRecorder:
                 names.append(name)
                 if name in (self.START, self.END) or name.startswith("autograder::"):
                     continue
-                if event.scope() == _TORCHSCRIPT_FUNCTION and name not in _TORCHSCRIPT_KEPT:
+                scope = event.scope()
+                if scope == _TORCHSCRIPT_FUNCTION and name not in _TORCHSCRIPT_KEPT:
                     continue  # a scripted function's scope: no operator, what runs in it is recorded
+                if scope == _BACKWARD_FUNCTION:  # a node's name is a class name a file can take too
+                    name = f"{name} (autograd node)"
                 key = (self.phase, name[:200])
                 entry = self.entries.get(key)
                 if entry is None:

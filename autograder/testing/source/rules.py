@@ -151,6 +151,13 @@ DENIED_KEYWORDS = {"allow_pickle"}
 #: that exposes one can make numpy read and write any address (sandbox/rawmemory.py), as a
 #: method, a keyword (``SimpleNamespace(__array_interface__=…)``) or a string
 RAW_MEMORY_NAMES = {"__array_interface__", "__array_struct__"}
+#: what a file may not define (or name in a string: ``type("M", (type,), {"__instancecheck__": f})``):
+#: numpy's raw-memory protocols, and the type-check hooks Python hands the object checked to
+#: (``isinstance(vars(os)["x"], Mine)`` gave a hook the value: blind red-team tester R-AM)
+DENIED_DEFINITIONS = {
+    **dict.fromkeys(RAW_MEMORY_NAMES, "numpy's array over raw memory"),
+    **dict.fromkeys(("__instancecheck__", "__subclasscheck__", "__subclasshook__"), "a type check handed the object"),
+}
 #: numpy's loaders unpickle (``np.load``, ``np.lib.format.read_array``): no exercise reads files
 NUMPY_LOADS = {"load", "loads", "read_array", "fromfile"}
 #: the interpreter's private (underscore) modules are denied (facts._private_module): C twins

@@ -25,6 +25,7 @@ from .rules import (
     ALLOWED_PRIVATE_MODULES,
     CODE_FIELDS,
     DENIED_ATTRIBUTES,
+    DENIED_DEFINITIONS,
     DENIED_KEYWORDS,
     DENIED_MODULES,
     DENIED_NAMES,
@@ -34,7 +35,6 @@ from .rules import (
     IDENTIFIER_LIKE,
     LOOKUPS,
     NUMPY_LOADS,
-    RAW_MEMORY_NAMES,
     RUNNER_CODE_PARAMETERS,
     RUNNER_DATA_METHODS,
     STRING_RUNNERS,
@@ -203,8 +203,8 @@ class _Scanner(ast.NodeVisitor):
         return owner is not None and node.attr in self.methods.get(owner, ())
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
-        if self.dynamic and node.name in RAW_MEMORY_NAMES:
-            self._flag(node, f"def {node.name} (numpy's array over raw memory)")
+        if self.dynamic and node.name in DENIED_DEFINITIONS:
+            self._flag(node, f"def {node.name} ({DENIED_DEFINITIONS[node.name]})")
         self._annotation(node.returns)
         self.stack.append(node.name)
         # self/cls of a method: an instance of its class or of a subclass — trusted only where the
@@ -474,8 +474,8 @@ class _Scanner(ast.NodeVisitor):
                 self._flag(node, f"the string {text[:60]!r} (names torch internals)")
             elif self.dynamic and text in DENIED_KEYWORDS:
                 self._flag(node, f"the string {text!r} (runs code stored as data)")
-            elif self.dynamic and text in RAW_MEMORY_NAMES:
-                self._flag(node, f"the string {text!r} (numpy's array over raw memory)")
+            elif self.dynamic and text in DENIED_DEFINITIONS:
+                self._flag(node, f"the string {text!r} ({DENIED_DEFINITIONS[text]})")
             elif self.dynamic and text in DENIED_STRINGS:
                 self._flag(node, f"the string {text!r} (names becoming code in generated methods)")
 
@@ -591,8 +591,8 @@ class _Scanner(ast.NodeVisitor):
             for keyword in node.keywords:
                 if keyword.arg in DENIED_KEYWORDS and not (isinstance(keyword.value, ast.Constant) and not keyword.value.value):
                     self._flag(node, f"{_dotted(func)}(…, {keyword.arg}=…) (runs code stored as data)")
-                if keyword.arg in RAW_MEMORY_NAMES:
-                    self._flag(node, f"{_dotted(func)}(…, {keyword.arg}=…) (numpy's array over raw memory)")
+                if keyword.arg in DENIED_DEFINITIONS:
+                    self._flag(node, f"{_dotted(func)}(…, {keyword.arg}=…) ({DENIED_DEFINITIONS[keyword.arg]})")
                 if keyword.arg in CODE_FIELDS:
                     self._flag(node, f"{_dotted(func)}(…, {keyword.arg}=…) (rewrites a code object)")
             if isinstance(func, ast.Attribute) and func.attr in NUMPY_LOADS and self._numpy_rooted(func.value):

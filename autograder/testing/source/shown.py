@@ -152,6 +152,8 @@ def _only_shown(
                 return False  # handed to a function that may call it
             elif any(k.arg == "key" for k in parent.keywords):
                 return False  # max(vars(F).values(), key=lambda f: f(x)) calls every value
+            elif not _display_call_keeps_it(parent, node):
+                return False  # round(c, vars(os)), sorted([c, vars(os)]): handed to another object's method
             else:  # list((globals(),)) still holds it; str(…) or len(…) is text or a number, dict(…) a copy
                 itself, holds = False, itself or holds
         elif isinstance(parent, ast.Attribute):
@@ -173,6 +175,10 @@ def _only_shown(
             itself, holds = False, holds
         elif isinstance(parent, (ast.IfExp, ast.BoolOp)):
             pass  # the value itself, passed on
+        elif isinstance(parent, (ast.Compare, ast.BinOp)) and not _against_constants(parent, node):
+            # ``vars(os) == c`` and ``vars(os) | c`` hand the namespace to c's own method
+            # (``c.__eq__``, ``c.__ror__``): blind red-team tester R-AM kept it, then its builtins
+            return False
         elif isinstance(parent, (ast.FormattedValue, ast.JoinedStr, ast.Compare)):
             itself, holds = False, False  # text, or a truth value
         elif isinstance(parent, (*_CARRIERS, *_COMPREHENSIONS)):
@@ -181,6 +187,50 @@ def _only_shown(
             return False
         node = parent
     return True
+
+
+#: display builtins that compare or add the items of what they are given: only a namespace's
+#: keys (strings) or items (tuples led by distinct keys) may meet there, never its values
+_COMBINING = {"sorted", "min", "max", "sum"}
+#: display builtins whose other arguments are only types the check asks about
+_TYPE_CHECKS = {"isinstance", "issubclass"}
+
+
+def _constant_like(node: ast.AST) -> bool:
+    """A literal: a constant, or a tuple, list or set of them (``x.shape == (2, 3)``)."""
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return all(_constant_like(e) for e in node.elts)
+    if isinstance(node, ast.UnaryOp):
+        return _constant_like(node.operand)
+    return isinstance(node, ast.Constant)
+
+
+def _against_constants(parent: ast.Compare | ast.BinOp, node: ast.AST) -> bool:
+    """A comparison or an operator meets ``node`` with literals only (``is`` calls nothing)."""
+    if isinstance(parent, ast.BinOp):
+        return _constant_like(parent.right if parent.left is node else parent.left)
+    if all(isinstance(op, (ast.Is, ast.IsNot)) for op in parent.ops):
+        return True
+    return all(_constant_like(o) for o in [parent.left, *parent.comparators] if o is not node)
+
+
+def _display_call_keeps_it(call: ast.Call, node: ast.AST) -> bool:
+    """A display builtin's other arguments are literals (``round(v, 3)``, ``enumerate(d, 1)``)
+    — ``zip`` calls nothing on what it pairs, a type check's second argument is a type (the
+    scan refuses a file's own ``__instancecheck__``) — and one that compares or adds items
+    gets a namespace's keys or items, not its values."""
+    name = call.func.id if isinstance(call.func, ast.Name) else ""
+    if name in _COMBINING and not (
+        namespace_call(node)
+        or isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in ("keys", "items")
+        and namespace_call(node.func.value)
+    ):
+        return False
+    if name == "zip" or (name in _TYPE_CHECKS and node is call.args[0]):
+        return True
+    return all(_constant_like(a) for a in [*call.args, *(k.value for k in call.keywords)] if a is not node)
 
 
 def _may_be_namespace(node: ast.AST, itself: bool) -> bool:
