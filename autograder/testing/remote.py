@@ -48,6 +48,10 @@ class RuleWatch:
     what: str
     family: str
     hints: tuple[str, ...]
+    #: an autograd entry point the worker's tripwire saw used (``reply.autograd``) breaks the
+    #: rule by itself: code outside the recorded windows (a result's ``__iter__``, a finalizer)
+    #: records no operator (blind red-team tester R-AO)
+    autograd: bool = False
 
 
 @dataclass
@@ -88,7 +92,14 @@ class Submission:
         return RemoteModule(self, name)
 
     def watch_rule(
-        self, module: str, allows: Callable[[str], bool], *, what: str, family: str, hints: Iterable[str] = ()
+        self,
+        module: str,
+        allows: Callable[[str], bool],
+        *,
+        what: str,
+        family: str,
+        hints: Iterable[str] = (),
+        autograd: bool = False,
     ) -> None:
         """Judge the exercise's rule on every call into ``module`` in this test, not only in
         its rule test: each ``call`` records the operators it runs (``record_dispatch``), and
@@ -96,18 +107,22 @@ class Submission:
         allow fails the test at once (``dispatch.check``, problem "constraint"). A test then
         passes only on calls shown to keep the rule — code that behaves only while the rule
         test watches (or never returns there) gains nothing elsewhere."""
-        self._rules[module] = RuleWatch(allows, what, family, tuple(hints))
+        self._rules[module] = RuleWatch(allows, what, family, tuple(hints), autograd)
 
     def _check_rule(self, rule: RuleWatch, apis: Iterable[str]) -> None:
         """The watched rule on the last call's operators; the autograd functions the call used
         (the worker's tripwire), if any, are named first: they say what the student wrote."""
+        used = sorted(set(apis))
         try:
             dispatch.check(self._last_dispatched, None, rule.allows, what=rule.what, family=rule.family, hints=rule.hints)
         except CheckFailed as failed:
-            used = sorted(set(apis))
             if used:
                 failed.feedback.detail = f"autograd was used ({', '.join(used)}); {failed.feedback.detail}"
             raise
+        if rule.autograd and used:
+            raise CheckFailed(
+                Feedback(rule.what, "constraint", f"autograd was used ({', '.join(used)}): {rule.family}", list(rule.hints))
+            )
 
     def records_dispatch(self, module: str) -> bool:
         return module in self._rules
