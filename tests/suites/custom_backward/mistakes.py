@@ -175,6 +175,8 @@ def attention_forward(q, k, v, allowed=None) -> dict[str, torch.Tensor]:
     }
     if v.size(-1) != q.size(-1):
         out[P + "forward-scale-width"] = plain_attention(q64, k64, v64, allowed, scale=v.size(-1) ** -0.5)[0]  # 1/√d_v
+    if k.size(-2) != q.size(-1):  # 1/√S: the number of keys for d_k (blind tester R-AN)
+        out[P + "forward-scale-by-key-length"] = plain_attention(q64, k64, v64, allowed, scale=k.size(-2) ** -0.5)[0]
     if allowed is not None and not bool(allowed.all()):
         out[P + "forward-mask"] = plain_attention(q64, k64, v64, None)[0]
         out[P + "forward-zero-fill"] = plain_attention(q64, k64, v64, allowed, fill=0.0)[0]
@@ -203,6 +205,10 @@ def attention_grads(q, k, v, allowed, d_out) -> dict[str, tuple[torch.Tensor, to
     times = q.shape[-1] ** 0.5  # s = √d_k: multiplied where it divides
     times_out, times_a = plain_attention(q64, k64, v64, allowed, scale=times)
     out[P + "forward-scale-multiplied"] = (*_plain_backward(dy, q64, k64, v64, times_a, times), times_out)
+    if k.shape[-2] != q.shape[-1]:
+        by_s = k.shape[-2] ** -0.5
+        s_out, s_a = plain_attention(q64, k64, v64, allowed, scale=by_s)
+        out[P + "forward-scale-by-key-length"] = (*_plain_backward(dy, q64, k64, v64, s_a, by_s), s_out)
     axis_out, axis_a = plain_attention(q64, k64, v64, allowed, dim=-2)
     out[P + "forward-softmax-wrong-axis"] = (*_plain_backward(dy, q64, k64, v64, axis_a, scale), axis_out)
     if allowed is not None and not bool(allowed.all()):
