@@ -308,7 +308,9 @@ class Submission:
             one_thread = "runs on one thread" in what
             if not one_thread and "autograd is off" not in what:
                 what += "; switching the recording off counts as breaking the rule"
-            raise _tampering(label, what, ["general/one-thread"] if one_thread else _rule_hints(rule))
+            profiler = "profile hook" in what  # cProfile in a rule-checked file (fairness tester R-AQ): say so, not "autograd"
+            hints = ["general/one-thread"] if one_thread else ["general/profiler-while-graded"] if profiler else _rule_hints(rule)
+            raise _tampering(label, what, hints)
         if not reply.ok:
             error = _classified(reply.error, module)
             if (

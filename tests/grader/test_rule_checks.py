@@ -147,6 +147,10 @@ EVASIONS = {
         "class M(type):\n    def __instancecheck__(cls, obj):\n        return True\n",
         "__instancecheck__",
     ),
+    "namespace-formatted-by-a-template-that-reads-items": (
+        "def f(x):\n    print('{0[__builtins__]}'.format(globals()))\n",
+        "globals",
+    ),
     "type-check-hook-by-a-string": ("M = type('M', (type,), {'__subclasshook__': print})\n", "__subclasshook__"),
     "a-name-resolved-by-mock": (
         "from unittest import mock\n\n\ndef f(x):\n    return mock.patch('torch.nn.functional.softmax').get_original()[0](x)\n",
@@ -287,7 +291,11 @@ FAIR = [
     "        print(f'{self.__dict__}', sorted(self.__dict__))\n\n    def __str__(self):\n"
     "        return super().__str__() + repr(list(Kind.__members__))\n\n"
     "    def __eq__(self, other):\n        return super().__eq__(other)\n",
-    # a shown namespace meeting literals, and its keys or items sorted
+    # a shown namespace meeting literals (a dict literal too), its keys or items sorted, and a
+    # plain str.format template in a print (fairness tester R-AQ)
+    "class M:\n    def __init__(self):\n        print('no attributes yet?', vars(self) == {}, vars(self) != {'a': 1})\n"
+    "        print('{} attributes so far'.format(len(vars(self))), 'locals: {}'.format(sorted(locals())))\n"
+    "        print('got: {x!r:>10}'.format(x={k: type(v).__name__ for k, v in locals().items()}))\n",
     "def f(scores):\n    print(locals()['scores'].shape == (2, 3), 'n=' + str(len(vars())))\n"
     "    print(sorted(globals().items()), round(locals()['scores'].sum().item(), 3), f'{vars() is None}')\n",
     # the file's own names that hold "getattr", metadata dunders, isinstance with FunctionType,

@@ -435,6 +435,7 @@ class _AutogradTripwire:
     def install(self) -> None:
         if self.installed:
             return
+        import torch.autograd.forward_ad as fwad
         import torch.autograd.functional as agf
         import torch.autograd.graph as agg
         import torch.func as tfunc
@@ -448,6 +449,11 @@ class _AutogradTripwire:
         self._wrap(torch._C, "_InferenceMode", "inference_mode(False)")
         for name in ("vjp", "jvp", "jacobian", "hessian", "vhp", "hvp"):
             self._wrap(agf, name, f"torch.autograd.functional.{name}")
+        # forward-mode AD works under no_grad and runs no engine: a Jacobian built in a gap
+        # between two recorded windows went unseen (blind red-team tester R-AP); dual_level's
+        # __enter__ calls the module's enter_dual_level, so the wrapped one
+        for name in ("enter_dual_level", "make_dual", "unpack_dual"):
+            self._wrap(fwad, name, f"torch.autograd.forward_ad.{name}")
         for name in ("grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "linearize"):
             self._wrap(tfunc, name, f"torch.func.{name}")
         self._watch_engine()

@@ -16,6 +16,7 @@ name a comprehension binds from it is followed the same way. Anything else stays
 from __future__ import annotations
 
 import ast
+import string
 
 #: builtins that only turn what they are given into text, a count or a plain copy
 DISPLAY_CALLS = {
@@ -146,6 +147,8 @@ def _only_shown(
                 # the namespace's own read methods give its keys, values or a copy; a container that
                 # may hold it may hand it out ([globals()].pop(), {1: globals()}.get(1), .values())
                 itself = holds = holds
+            elif _plain_template_format(parent):
+                itself, holds = False, False  # "f got {}".format(locals()): text (fairness tester R-AQ)
             elif _constant_attribute_read(parent, node):
                 itself, holds = False, False  # hasattr(v, "shape"), getattr(v, "shape", v): an attribute by its written name
             elif not (isinstance(parent.func, ast.Name) and parent.func.id in DISPLAY_CALLS):
@@ -197,9 +200,12 @@ _TYPE_CHECKS = {"isinstance", "issubclass"}
 
 
 def _constant_like(node: ast.AST) -> bool:
-    """A literal: a constant, or a tuple, list or set of them (``x.shape == (2, 3)``)."""
+    """A literal: a constant, or a tuple, list, set or dict of them (``x.shape == (2, 3)``,
+    ``vars(self) == {}``: fairness tester R-AQ)."""
     if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
         return all(_constant_like(e) for e in node.elts)
+    if isinstance(node, ast.Dict):
+        return all(k is not None and _constant_like(k) for k in node.keys) and all(_constant_like(v) for v in node.values)
     if isinstance(node, ast.UnaryOp):
         return _constant_like(node.operand)
     return isinstance(node, ast.Constant)
@@ -237,6 +243,23 @@ def _may_be_namespace(node: ast.AST, itself: bool) -> bool:
     """Whether the object a method is called on may be the namespace dict itself: the path
     state, or a namespace call written right there."""
     return itself or namespace_call(node)
+
+
+def _plain_template_format(call: ast.Call) -> bool:
+    """``"text {} {name}".format(…)`` on a written template whose fields only place values: a
+    field may also read an attribute or an item by a name (``"{0.__globals__}"``), so a
+    template with ``.`` or ``[`` in a field, or a nested field, does not count."""
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and func.attr == "format" and isinstance(func.value, ast.Constant)):
+        return False
+    template = func.value.value
+    if not isinstance(template, str):
+        return False
+    try:
+        fields = [(name, spec) for _, name, spec, _ in string.Formatter().parse(template) if name is not None]
+    except ValueError:
+        return False
+    return all(not any(c in name for c in ".[") and "{" not in (spec or "") for name, spec in fields)
 
 
 def _constant_attribute_read(call: ast.Call, node: ast.AST) -> bool:

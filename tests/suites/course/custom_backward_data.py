@@ -298,7 +298,12 @@ def function_forward_backward(ctx, q, k, v, allowed, d_outs, watch=False, dispat
                 fn.setup_context(fctx, (q_, k_, v_, allowed), out)
             else:
                 out = fn.forward(fctx, q_, k_, v_, allowed)
-        return fctx, out
+            # the copies and forward's own output are let go inside the window: a generator hung
+            # on one of them ran forward-mode AD, unrecorded, when forward() returned (blind
+            # red-team tester R-AP); what the ctx keeps is let go in backward's window
+            kept = out.clone() if type(out) is torch.Tensor else out
+            del q_, k_, v_, out
+        return fctx, kept
 
     def plain(g):
         # backward's result read inside its window by the base classes' own methods, its tensors
@@ -514,15 +519,19 @@ def direct_forward_backward(ctx, q, k, v, allowed, d_out, dispatch=False, replac
 
     fn = ctx.module("custom_backward").AttentionFunction
     fctx = PlainFunctionCtx()
+    q_, k_, v_ = q.clone(), k.clone(), v.clone()  # what the code sees, let go inside the windows (below)
     # grad mode off, as inside the autograd engine; forward is watched too, so gradients
     # computed by autograd in forward and merely returned by backward count as autograd use
     with torch.no_grad(), ctx.watch_autograd():
         with ctx.watch_dispatch("forward", dispatch, replace):
             if getattr(fn, "setup_context", None) is not getattr(torch.autograd.Function, "setup_context", None):
-                out = fn.forward(q, k, v, allowed)
-                fn.setup_context(fctx, (q, k, v, allowed), out)
+                out = fn.forward(q_, k_, v_, allowed)
+                fn.setup_context(fctx, (q_, k_, v_, allowed), out)
             else:
-                out = fn.forward(fctx, q, k, v, allowed)
+                out = fn.forward(fctx, q_, k_, v_, allowed)
+            kept = out.clone() if type(out) is torch.Tensor else out
+            del q_, k_, v_, out  # function_forward_backward: nothing of the code's runs between the windows
+        out = kept
         with ctx.watch_dispatch("backward", dispatch, replace, autograd_off=dispatch):
             grads = fn.backward(fctx, d_out)
             # read and copied inside the window, the stand-in ctx freed there (function_forward_backward)
@@ -534,6 +543,9 @@ def direct_forward_backward(ctx, q, k, v, allowed, d_out, dispatch=False, replac
                 grads = [t.clone() if type(t) is torch.Tensor else t for t in grads]
             del fctx
     # attention() must be AttentionFunction.apply: its output's grad_fn is the Function's node
-    applied = ctx.module("custom_backward").attention(q.detach().requires_grad_(True), k, v, allowed)
-    node = type(getattr(applied, "grad_fn", None)).__name__
+    # (the code's forward runs again here: autograd used in it is recorded too)
+    with ctx.watch_autograd():
+        applied = ctx.module("custom_backward").attention(q.detach().requires_grad_(True), k, v, allowed)
+        node = type(getattr(applied, "grad_fn", None)).__name__
+        del applied
     return {"out": out, "grads": grads, "attention_node": node}

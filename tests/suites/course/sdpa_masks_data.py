@@ -21,13 +21,16 @@ BOTH_REFUSED = "attn_mask should not be set when is_causal"  # torch's own error
 ADDITIVE_DTYPE = {"dtype_from": "the `dtype` argument", "dtype_hints": ("sdpa_masks/additive-dtype",)}
 
 
-def recorded_calls(sub, result: dict) -> list[dict]:
+def recorded_calls(sub, result: dict, q=None, k=None) -> list[dict]:
     """The calls ``sdpa_recorded`` or ``mha_recorded`` recorded (``result["calls"]``), once the
     file is shown to leave them alone. The records are Python objects in the worker, beside
     the submission: code that reaches the interpreter's machinery (``exec`` of a string,
     frames, gc) could edit them, as blind red-team tester H did to score calls it never
     made. A test that judges the calls first requires that sdpa_masks.py (and what it
-    imports) uses none of the deny-by-default constructs of the rule scan; it bans no name."""
+    imports) uses none of the deny-by-default constructs of the rule scan; it bans no name.
+    With ``q`` and ``k``: only the calls on their sizes (L = q's, S = k's second-to-last axis) —
+    a throwaway call on a 1×1 input beside a hand-written attention showed the flags a test
+    wanted while no output came from SDPA (blind red-team tester R-AP)."""
     check_no_banned(
         sub.source("sdpa_masks"),
         "sdpa_masks.py",
@@ -35,7 +38,10 @@ def recorded_calls(sub, result: dict) -> list[dict]:
         what="sdpa_masks.py uses no dynamic code or introspection (the calls to PyTorch it is judged by are recorded beside it)",
         imports=sub.importable_sources(),
     )
-    return result["calls"]
+    calls = result["calls"]
+    if q is not None and k is not None:
+        calls = [c for c in calls if (c["L"], c["S"]) == (int(q.shape[-2]), int(k.shape[-2]))]
+    return calls
 
 
 def dtype_hints(name: str, dtype: torch.dtype) -> list[str]:

@@ -258,7 +258,7 @@ def test_sdpa_never_passes_both_attn_mask_and_is_causal(sub, ref, rng, credit):
             # a property test (grading.toml `properties`): it checks only the calls its name is about, whatever the
             # values (a wrong mask, e.g. is_causal=True when L < S, is the value tests' business)
             r = sub.sdpa_masks.run(sd.sdpa_recorded, [q, k, v], {"allowed": allowed, "causal": True}, keep_calls_on_error=True)
-            calls = sd.recorded_calls(sub, r)
+            calls = sd.recorded_calls(sub, r, q, k)
             expect.true(
                 len(calls) > 0,
                 what=f"sdpa (q [2,2,{L},4], k [2,2,{S},4], {part.label}) calls F.scaled_dot_product_attention",
@@ -298,7 +298,7 @@ def test_sdpa_dropout_only_while_training(sub, ref, rng, credit):
             r = sub.sdpa_masks.run(
                 sd.sdpa_recorded, [q, k, v], {"causal": True, "dropout_p": drop if training else 0.5, "training": training}
             )
-            used = sorted({c["dropout_p"] for c in sd.recorded_calls(sub, r)})
+            used = sorted({c["dropout_p"] for c in sd.recorded_calls(sub, r, q, k)})
             # dropout hints only where the recorded calls prove them; a wrong value for any other
             # reason names only a matching sdpa signature
             mistakes = lambda: signatures.distinct(

@@ -176,7 +176,7 @@ def test_sdpa_matches_manual_attention_with_kv_cache_causal(sub, rng, credit):
                     sd.sdpa_recorded, [q, k, v], {"allowed": allowed, "causal": True, "dropout_p": 0.5, "training": True}
                 )
                 out = expect.tensor(r["value"], what=what)
-                used = sorted({x["dropout_p"] for x in sd.recorded_calls(sub, r)})
+                used = sorted({x["dropout_p"] for x in sd.recorded_calls(sub, r, q, k)})
                 # SDPA's own dropout at the p given, as the calls recorded show: an output merely
                 # unlike the deterministic one (its values shifted by 0.01 while training) passed
                 # before (blind red-team tester R-AK)
@@ -367,12 +367,13 @@ def test_sdpa_and_mha_self_attention_make_the_documented_calls_on_control_inputs
             r = sub.sdpa_masks.run(
                 sd.sdpa_recorded, [query, k, v], {"allowed": allowed, "causal": True}, keep_calls_on_error=True
             )
-            calls = sd.recorded_calls(sub, r)
+            calls = sd.recorded_calls(sub, r, query, k)
             expect.true(
                 len(calls) > 0,
-                what=f"{what} calls F.scaled_dot_product_attention",
+                what=f"{what} calls F.scaled_dot_product_attention on q and k",
                 problem="constraint",
-                detail="no call to F.scaled_dot_product_attention was seen",
+                detail=f"no call to F.scaled_dot_product_attention with L = {query.shape[-2]} queries and "
+                f"S = {k.shape[-2]} keys was seen",
                 hints=["sdpa_masks/sdpa-not-called"],
             )
             both = [x for x in calls if x["mask"] and x["is_causal"]]
