@@ -18,6 +18,7 @@ Written here: no library compiles a module without part of it.
 from __future__ import annotations
 
 import ast
+import types
 from importlib.machinery import ModuleSpec, PathFinder, SourceFileLoader
 from types import CodeType
 
@@ -81,3 +82,17 @@ class SubmissionFinder:
 
     def invalidate_caches(self) -> None:
         PathFinder.invalidate_caches()
+
+
+def plain_module(module: types.ModuleType) -> types.ModuleType:
+    """An exercise module as Python made it: a file that swapped its own class
+    (``sys.modules[__name__].__class__ = Sub``, or an import of itself) turned every name the
+    grader looks up into a property, which handed out a fresh function per call whose
+    finalizer ran after the recorded window and filled the returned tensors with autograd's
+    gradients (blind red-team tester R-AR: custom_backward 8.5/8.5, row_softmax 6.25/6.25)."""
+    if type(module) is not types.ModuleType:
+        raise TypeError(
+            "the exercise module replaced its own class (module.__class__ = …): the grader reads "
+            "its functions from the module as Python made it"
+        )
+    return module

@@ -298,7 +298,7 @@ class WorkerContext:
         if name not in self.spec.modules:
             raise ModuleNotFoundError(f"{name!r} is not an exercise module")
         if name in sys.modules and getattr(sys.modules[name], "__file__", None) == self._path(name):
-            return sys.modules[name]
+            return mainguard.plain_module(sys.modules[name])
         path = self._path(name)
         if not os.path.exists(path):
             raise ModuleNotFoundError(f"{name}.py is missing from the submission")
@@ -314,7 +314,7 @@ class WorkerContext:
         except BaseException:
             sys.modules.pop(name, None)
             raise
-        return module
+        return mainguard.plain_module(module)
 
     def _path(self, name: str) -> str:
         return os.path.join(self.spec.copy_dir, name + ".py")

@@ -295,3 +295,31 @@ def test_a_call_that_fills_the_record_past_its_cap_is_tampering():
     assert any("more than" in t for t in tampered), tampered
     _, honest = _record(lambda: torch.einsum("ij,ij->i", X, W).exp().sum())
     assert not honest
+
+
+def test_a_probe_reads_a_target_from_the_modules_own_namespace_never_its_getattr():
+    """A module ``__getattr__`` (or a property of a swapped module class) hands out a fresh
+    object per lookup, whose finalizer ran after the recorded window (blind red-team tester
+    R-AR): the builtin probes read the target's first name from the module's namespace, and a
+    module whose class was replaced is refused."""
+    import types
+
+    from autograder.sandbox import mainguard
+    from autograder.sandbox.probes.builtin import resolve
+
+    module = types.ModuleType("exercise")
+    module.defined = len
+    module.__getattr__ = lambda name: lambda *a: None  # PEP 562: every missing name, a fresh function
+    assert resolve(module, "defined") is len
+    with pytest.raises(AttributeError, match="no attribute 'handed_out'"):
+        resolve(module, "handed_out")
+    assert mainguard.plain_module(module) is module
+
+    class Swapped(types.ModuleType):
+        @property
+        def defined(self):
+            return lambda *a: None
+
+    module.__class__ = Swapped
+    with pytest.raises(TypeError, match="replaced its own class"):
+        mainguard.plain_module(module)

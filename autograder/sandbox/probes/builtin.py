@@ -31,8 +31,16 @@ class PlainFunctionCtx:
 
 
 def resolve(module: Any, target: str) -> Any:
-    obj = module
-    for part in target.split("."):
+    """``module.a.b``, its first name read from the module's own namespace: a module
+    ``__getattr__`` (or a property on a swapped module class, refused by
+    ``mainguard.plain_module``) could hand out a fresh object per lookup whose finalizer runs
+    once the recorded window has closed (blind red-team tester R-AR)."""
+    first, *rest = target.split(".")
+    namespace = vars(module) if isinstance(module, type(torch)) else None
+    if namespace is not None and first not in namespace:
+        raise AttributeError(f"module {getattr(module, '__name__', '?')!r} has no attribute {first!r}")
+    obj = namespace[first] if namespace is not None else getattr(module, first)
+    for part in rest:
         obj = getattr(obj, part)
     return obj
 
