@@ -370,7 +370,7 @@ class _Decoder:
         if stride is not None and (not _int_list(stride) or len(stride) != len(shape) or any(s < 0 for s in stride)):
             raise ProtocolError("malformed tensor strides")
         if numel == 0:
-            return torch.empty(shape, dtype=dtype)
+            return _EMPTY(shape, dtype=dtype)
         if stride is None:
             if count != numel:
                 raise ProtocolError("tensor byte count does not match its shape")
@@ -378,15 +378,20 @@ class _Decoder:
             raise ProtocolError("tensor strides reach beyond its bytes")
         raw = bytearray(self.blob[offset : offset + nbytes])  # the one copy; the tensor owns it
         load_dtype = torch.uint8 if dtype is torch.bool else dtype
-        flat = torch.frombuffer(raw, dtype=load_dtype) if count else torch.empty(0, dtype=load_dtype)
+        flat = _FROMBUFFER(raw, dtype=load_dtype) if count else _EMPTY(0, dtype=load_dtype)
         if dtype is torch.bool:
-            flat = flat != 0  # never materialise a bool tensor from arbitrary bytes
+            flat = _NE(flat, 0)  # never materialise a bool tensor from arbitrary bytes
         if stride is None:
-            return flat.view(shape)  # a fresh 1-D tensor: a view always works, and costs less than reshape
-        return torch.as_strided(flat, shape, stride, 0)
+            return _VIEW(flat, shape)  # a fresh 1-D tensor: a view always works, and costs less than reshape
+        return _AS_STRIDED(flat, shape, stride, 0)
 
 
 _ITEMSIZE = {dtype: torch.empty((), dtype=dtype).element_size() for dtype in DTYPES.values()}
+#: what decoding calls, taken before any exercise code ran: a worker decodes a request outside
+#: every recorded window, and ``torch.Tensor.view`` replaced at import saw each argument there
+#: (blind red-team tester R-AS computed the gradients with autograd in it)
+_EMPTY, _FROMBUFFER, _AS_STRIDED = torch.empty, torch.frombuffer, torch.as_strided
+_VIEW, _NE = torch._C.TensorBase.view, torch._C.TensorBase.__ne__
 
 
 def _list(node: dict, key: str) -> list:

@@ -34,6 +34,21 @@ class PristineClasses:
 
     def __init__(self, classes: tuple[type, ...] = (torch.Tensor, torch.nn.Parameter)) -> None:
         self.saved = [(cls, dict(vars(cls))) for cls in classes]
+        self.torch_names = dict(vars(torch))
+
+    def changed_torch(self) -> list[str]:
+        """What the exercise changed of ``torch.Tensor`` or ``torch.nn.Parameter`` (an attribute
+        set, replaced or removed) or of ``torch``'s own names (replaced or removed; a submodule
+        torch imports later only adds one), as a fact for a rule-checked call: the grader's glue
+        between the recorded windows (reading a request, copying an argument) calls them, so a
+        replaced one ran the exercise's code unwatched (blind red-team tester R-AS:
+        ``torch.Tensor.view``)."""
+        changed = [f"{cls.__name__}.{name}" for cls, saved in self.saved for name in self._changes(cls, saved)]
+        now = vars(torch)
+        changed += [f"torch.{k}" for k, v in self.torch_names.items() if now.get(k, _MISSING) is not v]
+        if not changed:
+            return []
+        return [f"changed torch itself ({', '.join(sorted(changed)[:5])}): the grader calls it between its recordings"]
 
     def _changes(self, cls: type, saved: dict) -> dict:
         now = vars(cls)

@@ -455,8 +455,9 @@ def handle(ctx: WorkerContext, header: dict, blob: bytes, out: CappedWriter) -> 
             ctx.fresh.restore()
             reply = {"ok": True}
         elif op == "run":
-            args = decode(header.get("args", []), blob)
-            kwargs = decode(header.get("kwargs", {"t": "dict", "k": [], "v": []}), blob)
+            with quiet.quiet(ctx.pristine):  # nor while the request is read (blind red-team tester R-AS)
+                args = decode(header.get("args", []), blob)
+                kwargs = decode(header.get("kwargs", {"t": "dict", "k": [], "v": []}), blob)
             fn = ctx.probe_function(header["probe"], header.get("source"))
             value = fn(ctx, *args, **kwargs)
             with quiet.quiet(ctx.pristine):  # no exercise code runs while the reply is taken
@@ -469,6 +470,8 @@ def handle(ctx: WorkerContext, header: dict, blob: bytes, out: CappedWriter) -> 
         rblob = b""
     if op not in ("ban", "confine"):
         ctx.served = True
+        if ctx.gate.allowed is not None:  # a rule-checked worker: torch as it was, or a violation
+            ctx.tampered.update(ctx.pristine.changed_torch())
     text, dropped = out.take()
     reply["out"] = text
     reply["out_dropped"] = dropped
