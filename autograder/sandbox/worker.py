@@ -34,6 +34,7 @@ import torch
 
 from . import audit, confine, mainguard, namespaces, probes, quiet, rawmemory, tensor_text
 from .codegate import CodeGate
+from .errors import error_facts, safe_str
 from .protocol import PeerClosed, decode, encode, header_bytes, json_safe, receive_key, recv_message, send_frame, send_message
 from .spec import WorkerSpec
 
@@ -293,11 +294,14 @@ class WorkerContext:
         self.served = False  # a request other than "ban" was handled: submission code may have run
         self.seal: Callable[[], None] = lambda: None  # forbid_introspection's, in a serving worker
         self.pristine = quiet.PristineClasses()  # made again by a serving worker before any exercise code
+        self.unwatched: tuple[set, dict] = (set(), {})  # autograd and operators of an import or reset, for the next call
 
     def module(self, name: str) -> Any:
         if name not in self.spec.modules:
             raise ModuleNotFoundError(f"{name!r} is not an exercise module")
-        if name in sys.modules and getattr(sys.modules[name], "__file__", None) == self._path(name):
+        if name in sys.modules:
+            if getattr(sys.modules[name], "__file__", None) != self._path(name):  # only a reset imports it again
+                raise ImportError(f"{name} changed its __file__: the grader imports an exercise module once a test")
             return mainguard.plain_module(sys.modules[name])
         path = self._path(name)
         if not os.path.exists(path):
@@ -378,55 +382,6 @@ def _probe_builtins(grader: dict[str, Any]) -> dict[str, Any]:
     return {**builtins.__dict__, "__import__": probe_import}
 
 
-def _safe_str(value: Any, limit: int = 4000) -> str:
-    try:
-        text = str(value)
-    except BaseException:  # a hostile __str__ must not crash the reply
-        text = "<unprintable>"
-    return text[:limit]
-
-
-def error_facts(exc: BaseException, copy_dir: str) -> dict:
-    tp = type(exc)
-    facts: dict[str, Any] = {
-        "type": tp.__name__ if tp.__module__ == "builtins" else f"{tp.__module__}.{tp.__qualname__}",
-        "message": _safe_str(exc),
-        "base": next((c.__name__ for c in tp.__mro__ if c.__module__ == "builtins"), "BaseException"),
-        "frames": [],
-    }
-    prefix = copy_dir.rstrip("/") + "/"
-    try:
-        # the traceback's entries as traceback.extract_tb(tb, limit=64) lists them, without the
-        # source lines it would look up for each (a stat and a read per file: 66 against 11 µs
-        # a call that raised, and a stub's every call raises); only file, line and function are sent
-        tb, seen = exc.__traceback__, 0
-        while tb is not None and seen < 64:
-            code = tb.tb_frame.f_code
-            if code.co_filename.startswith(prefix):
-                facts["frames"].append({"file": code.co_filename[len(prefix) :], "line": tb.tb_lineno, "function": code.co_name})
-            tb, seen = tb.tb_next, seen + 1
-        if isinstance(exc, SyntaxError) and exc.filename and str(exc.filename).startswith(prefix):
-            facts["frames"].append({"file": str(exc.filename)[len(prefix) :], "line": exc.lineno or 0, "function": "<module>"})
-            facts["message"] = _safe_str(exc.msg)
-        if isinstance(exc, SystemExit):
-            facts["exit_code"] = _safe_str(repr(exc.code), 200)
-        facts["raised_in"] = _raised_in(exc, prefix)
-    except BaseException:
-        pass
-    return facts
-
-
-def _raised_in(exc: BaseException, prefix: str) -> str:
-    """The submission file whose own frame raised ``exc`` ("" when the innermost frame is
-    torch's or the library's): the grader calls an error a TODO stub only when it was
-    raised by the exercise module itself."""
-    tb = exc.__traceback__
-    while tb is not None and tb.tb_next is not None:
-        tb = tb.tb_next
-    filename = tb.tb_frame.f_code.co_filename if tb is not None else ""
-    return filename[len(prefix) :] if filename.startswith(prefix) else ""
-
-
 def handle(ctx: WorkerContext, header: dict, blob: bytes, out: CappedWriter) -> tuple[dict, bytes]:
     ctx.ops = set()
     ctx.autograd_uses = set()
@@ -438,9 +393,16 @@ def handle(ctx: WorkerContext, header: dict, blob: bytes, out: CappedWriter) -> 
         op = header.get("op")
         if op not in ("ban", "confine"):
             ctx.seal()  # before any exercise code can run: see audit.forbid_introspection
-        if op == "import":
-            ctx.module(header["module"])
-            reply = {"ok": True}
+        if op in ("import", "reset") and ctx.gate.allowed is not None:
+            # a rule-checked worker watches an import and a reset like a call, and the next call
+            # reports what they ran: module code computed a Jacobian there with autograd on inputs
+            # an earlier call had stashed (blind red-team tester R-AT)
+            with ctx.watch_autograd(), ctx.watch_dispatch("call", True):
+                reply = _import_or_reset(ctx, op, header)
+            ctx.unwatched[0].update(ctx.autograd_uses)
+            ctx.unwatched[1].update(ctx.dispatched)
+        elif op in ("import", "reset"):
+            reply = _import_or_reset(ctx, op, header)
         elif op == "ban":  # the exercise's forbidden kernels, for good: first, before any submission code
             if ctx.served:
                 raise RuntimeError("kernels can be replaced for good only before any submission code runs")
@@ -451,10 +413,10 @@ def handle(ctx: WorkerContext, header: dict, blob: bytes, out: CappedWriter) -> 
                 raise RuntimeError("a worker's code is confined only before any submission code runs")
             ctx.gate.confine([str(m) for m in header.get("modules", [])])
             reply = {"ok": True}
-        elif op == "reset":  # the next test begins: see FreshState
-            ctx.fresh.restore()
-            reply = {"ok": True}
         elif op == "run":
+            ctx.autograd_uses.update(ctx.unwatched[0])
+            ctx.dispatched.update(ctx.unwatched[1])
+            ctx.unwatched = (set(), {})
             with quiet.quiet(ctx.pristine):  # nor while the request is read (blind red-team tester R-AS)
                 args = decode(header.get("args", []), blob)
                 kwargs = decode(header.get("kwargs", {"t": "dict", "k": [], "v": []}), blob)
@@ -480,6 +442,14 @@ def handle(ctx: WorkerContext, header: dict, blob: bytes, out: CappedWriter) -> 
     reply["tampered"] = sorted(ctx.tampered)[:20]
     reply["dispatched"] = [_dispatch_line(key, entry) for key, entry in list(ctx.dispatched.items())[:2000]]
     return reply, rblob
+
+
+def _import_or_reset(ctx: WorkerContext, op: str, header: dict) -> dict:
+    if op == "import":
+        ctx.module(header["module"])
+    else:  # the next test begins: see FreshState
+        ctx.fresh.restore()
+    return {"ok": True}
 
 
 def _dispatch_line(key: tuple, entry: list) -> str:
@@ -585,7 +555,7 @@ def worker_main(spec: WorkerSpec, sock_fd: int) -> None:
         except BaseException as exc:  # report why we could not start, then stop
             send_message(
                 sock,
-                {"ok": False, "ready": False, "error": {"type": type(exc).__name__, "message": _safe_str(exc), "frames": []}},
+                {"ok": False, "ready": False, "error": {"type": type(exc).__name__, "message": safe_str(exc), "frames": []}},
             )
             os._exit(4)
         serve(sock, spec, facts)
