@@ -299,10 +299,12 @@ class WorkerContext:
     def module(self, name: str) -> Any:
         if name not in self.spec.modules:
             raise ModuleNotFoundError(f"{name!r} is not an exercise module")
-        if name in sys.modules:
-            if getattr(sys.modules[name], "__file__", None) != self._path(name):  # only a reset imports it again
+        if name in sys.modules:  # only a reset imports it again
+            module = mainguard.plain_module(sys.modules[name])
+            file = vars(module).get("__file__")  # a str subclass's __ne__ ran unwatched here (blind red-team tester R-AU)
+            if type(file) is not str or file != self._path(name):
                 raise ImportError(f"{name} changed its __file__: the grader imports an exercise module once a test")
-            return mainguard.plain_module(sys.modules[name])
+            return module
         path = self._path(name)
         if not os.path.exists(path):
             raise ModuleNotFoundError(f"{name}.py is missing from the submission")
