@@ -350,11 +350,12 @@ class WorkerContext:
     @contextmanager
     def watch_autograd(self):
         """Record any use of autograd (grad, backward, vjp, enable_grad…) by the code inside."""
+        previous = probes.AUTOGRAD_TRIPWIRE.uses  # a rule-checked worker's whole request is armed (handle)
         probes.AUTOGRAD_TRIPWIRE.arm(self.autograd_uses)
         try:
             yield
         finally:
-            probes.AUTOGRAD_TRIPWIRE.disarm()
+            probes.AUTOGRAD_TRIPWIRE.uses = previous
 
     def probe_function(self, name: str, source: str | None):
         if source is None:
@@ -391,8 +392,16 @@ def handle(ctx: WorkerContext, header: dict, blob: bytes, out: CappedWriter) -> 
     ctx.dispatched = {}
     reply: dict[str, Any]
     rblob = b""
+    op = header.get("op")
+    # a rule-checked worker's tripwire is armed for the whole request — reading it, the probe's
+    # glue, the reply — not only inside the probes' windows: exercise code that ran between
+    # them (a lookup, a finalizer) used autograd unseen (blind red-team testers R-AO to R-AU);
+    # the grader's own code in such a worker uses none of the entry points it watches
+    armed = ctx.gate.allowed is not None and op not in ("ban", "confine")
+    outside: set[str] = set()  # uses outside the probes' own watch (grad-mode switches there: the glue's no_grad)
+    if armed:
+        probes.AUTOGRAD_TRIPWIRE.arm(outside)
     try:
-        op = header.get("op")
         if op not in ("ban", "confine"):
             ctx.seal()  # before any exercise code can run: see audit.forbid_introspection
         if op in ("import", "reset") and ctx.gate.allowed is not None:
@@ -401,8 +410,6 @@ def handle(ctx: WorkerContext, header: dict, blob: bytes, out: CappedWriter) -> 
             # an earlier call had stashed (blind red-team tester R-AT)
             with ctx.watch_autograd(), ctx.watch_dispatch("call", True):
                 reply = _import_or_reset(ctx, op, header)
-            ctx.unwatched[0].update(ctx.autograd_uses)
-            ctx.unwatched[1].update(ctx.dispatched)
         elif op in ("import", "reset"):
             reply = _import_or_reset(ctx, op, header)
         elif op == "ban":  # the exercise's forbidden kernels, for good: first, before any submission code
@@ -432,6 +439,12 @@ def handle(ctx: WorkerContext, header: dict, blob: bytes, out: CappedWriter) -> 
     except BaseException as exc:  # SystemExit, KeyboardInterrupt… are facts too
         reply = {"ok": False, "error": error_facts(exc, ctx.spec.copy_dir)}
         rblob = b""
+    if armed:
+        probes.AUTOGRAD_TRIPWIRE.disarm()
+        ctx.autograd_uses.update(outside - {"enable_grad", "inference_mode(False)"})
+        if op in ("import", "reset"):  # reported with the next call
+            ctx.unwatched[0].update(ctx.autograd_uses)
+            ctx.unwatched[1].update(ctx.dispatched)
     if op not in ("ban", "confine"):
         ctx.served = True
         if ctx.gate.allowed is not None:  # a rule-checked worker: torch as it was, or a violation

@@ -125,9 +125,12 @@ def test_every_corpus_entry_keeps_its_run_time_rule(skill, style):
                 recorded = _record(forward, "forward", own)
                 d_out = torch.randn(*lead, L, dv, generator=g, dtype=dtype)
                 dispatch.merge(recorded, _record(lambda: fn.backward(fctx, d_out), "backward", own))
-                assert not dispatch.violations(recorded, None, dispatch.backward_allows), dispatch.violations(
-                    recorded, None, dispatch.backward_allows
+                # as the suites judge it: a helper Function of the file's own is applied under its class's name
+                source = (folder / "custom_backward.py").read_text(encoding="utf-8")
+                allows = custom_backward_data._or_own_functions(
+                    dispatch.backward_allows, custom_backward_data._function_classes(source)
                 )
+                assert not dispatch.violations(recorded, None, allows), dispatch.violations(recorded, None, allows)
     elif skill == "row_softmax":
         s = torch.randn(2, 3, 5, generator=g)
         rule = row_softmax_data.ALLOWS_AT_DISPATCH
