@@ -257,7 +257,9 @@ class FreshState:
             # __file__ property: blind red-team tester R-C slept there, 30 s a reset); what is
             # no plain module was put there by the submission
             module = modules[name]
-            if type(module) is not types.ModuleType or str(module.__dict__.get("__file__") or "").startswith(self.prefix):
+            file = module.__dict__.get("__file__") if type(module) is types.ModuleType else None
+            odd_file = file is not None and (type(file) is not str or file.startswith(self.prefix))
+            if type(module) is not types.ModuleType or odd_file:
                 del modules[name]  # the submission's own modules: imported afresh
         changed = map(operator.is_not, map(modules.get, self._module_names), self._module_objects)
         for name in itertools.compress(self._module_names, changed):
@@ -408,7 +410,10 @@ def handle(ctx: WorkerContext, header: dict, blob: bytes, out: CappedWriter) -> 
             # a rule-checked worker watches an import and a reset like a call, and the next call
             # reports what they ran: module code computed a Jacobian there with autograd on inputs
             # an earlier call had stashed (blind red-team tester R-AT)
-            with ctx.watch_autograd(), ctx.watch_dispatch("call", True):
+            # (a reset's operators are not recorded: FreshState reads no exercise object by its
+            # methods — a str subclass's __file__ is not read — and recording it cost ~1.8 s a grade)
+            # (the request's own tripwire is armed: grad-mode switches there are the reset's own)
+            with ctx.watch_dispatch("call", op == "import"):
                 reply = _import_or_reset(ctx, op, header)
         elif op in ("import", "reset"):
             reply = _import_or_reset(ctx, op, header)
