@@ -406,17 +406,14 @@ def handle(ctx: WorkerContext, header: dict, blob: bytes, out: CappedWriter) -> 
     try:
         if op not in ("ban", "confine"):
             ctx.seal()  # before any exercise code can run: see audit.forbid_introspection
-        if op in ("import", "reset") and ctx.gate.allowed is not None:
-            # a rule-checked worker watches an import and a reset like a call, and the next call
-            # reports what they ran: module code computed a Jacobian there with autograd on inputs
-            # an earlier call had stashed (blind red-team tester R-AT)
-            # (a reset's operators are not recorded: FreshState reads no exercise object by its
-            # methods — a str subclass's __file__ is not read — and recording it cost ~1.8 s a grade)
-            # (the request's own tripwire is armed: grad-mode switches there are the reset's own)
-            with ctx.watch_dispatch("call", op == "import"):
+        if op in ("import", "reset"):
+            # a rule-checked worker records an import's operators like a call's, and the next call
+            # reports them: module code computed a Jacobian there on inputs an earlier call had
+            # stashed (blind red-team tester R-AT). A reset's are not recorded (it reads no object
+            # of the exercise's by its methods; recording it cost ~1.8 s a grade); the request's
+            # tripwire covers both
+            with ctx.watch_dispatch("call", op == "import" and ctx.gate.allowed is not None):
                 reply = _import_or_reset(ctx, op, header)
-        elif op in ("import", "reset"):
-            reply = _import_or_reset(ctx, op, header)
         elif op == "ban":  # the exercise's forbidden kernels, for good: first, before any submission code
             if ctx.served:
                 raise RuntimeError("kernels can be replaced for good only before any submission code runs")
