@@ -25,12 +25,14 @@ CORPUS = SUBMISSIONS / "corpus"
 SKILLS = ("row_softmax", "custom_backward", "mha_reshape")
 ENTRIES = [(skill, p.name) for skill in SKILLS for p in sorted((CORPUS / skill).iterdir()) if p.is_dir()]
 #: graded by `make test`: the issue's own refusals (a helper module's softmax, F.softmax to
-#: recompute A in backward, an own helper named after SDPA) and debugging prints of tensors;
+#: recompute A in backward, an own helper named after SDPA), debugging prints of tensors and
+#: helpers reached through a dict and a default argument (blind tester R-AV);
 #: the rest by `make test-slow`
 FAST = {
     ("row_softmax", "helper_module"),
     ("custom_backward", "recompute_with_f_softmax"),
     ("custom_backward", "prints_debugging"),
+    ("custom_backward", "helpers_through_a_dict"),
     ("mha_reshape", "helper_module"),
 }
 

@@ -323,3 +323,39 @@ def test_a_probe_reads_a_target_from_the_modules_own_namespace_never_its_getattr
     module.__class__ = Swapped
     with pytest.raises(TypeError, match="replaced its own class"):
         mainguard.plain_module(module)
+
+
+def test_a_call_watch_sees_helpers_reached_through_a_dict_a_default_argument_or_a_partial():
+    """Blind tester R-AV's correct backward reached attention_backward through a dict and
+    softmax_backward through a default argument: a reading of the source found neither call,
+    and a hidden test's structure part failed. ``CallWatch`` sees which of the watched
+    functions ran, and inside which, however they were reached; a recorder inside it still
+    sees every event and still notices its own hook replaced."""
+    import functools
+    import sys
+
+    from autograder.sandbox.probes import CallWatch
+
+    def inner(x):
+        return x * 2
+
+    def outer(x, _helper=inner):
+        return {"h": functools.partial(_helper)}["h"](x) + 1
+
+    def bypass(x):
+        return x * 2 + 1
+
+    for entry, expected in ((outer, [["", "outer"], ["outer", "inner"]]), (bypass, [])):
+        watch = CallWatch({"outer": outer, "inner": inner, "not a function": len})
+        with watch:
+            recorded, tampered = _record(lambda entry=entry: entry(X))
+        assert watch.facts() == expected and not tampered, (entry, watch.facts(), tampered)
+    assert sys.getprofile() is None
+
+    def unhook():
+        sys.setprofile(None)
+        X.sum()
+
+    with CallWatch({"inner": inner}):
+        _, tampered = _record(unhook)
+    assert any("profile hook" in t for t in tampered), tampered

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 from .bans import AUTOGRAD_TRIPWIRE, STANDING_BAN, THREAD_BAN, KernelBan, kernel_registrations, own_frame, remove_kernel_handles
 from .builtin import BUILTIN, PlainFunctionCtx, call, call_with_grad, construct, describe_module, resolve
-from .recorders import DispatchRecorder, OpRecorder, seal_switches
+from .recorders import CallWatch, DispatchRecorder, OpRecorder, seal_switches
 
 __all__ = [
     "AUTOGRAD_TRIPWIRE",
     "BUILTIN",
+    "CallWatch",
     "DispatchRecorder",
     "KernelBan",
     "OpRecorder",

@@ -534,7 +534,7 @@ def test_attention_function_is_applied_and_its_backward_returns_dq_dk_dv_none_vi
                     hints=[] if four else ["custom_backward/backward-three-values"],
                 )  # four values, misshapen: not this hint
             else:
-                data.check_goes_through_helpers(sub)
+                data.check_goes_through_helpers(sub, r.get("helper_calls"))
 
 
 # --------------------------------------------------------------------------- properties
