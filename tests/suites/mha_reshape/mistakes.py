@@ -237,6 +237,7 @@ def mha_param_count(d: int, bias: bool) -> list[tuple[str, float]]:
     return [
         ("mha_reshape/param-count-bias", 4 * d * d + (0 if bias else 4 * d)),
         ("mha_reshape/param-count-bias", 4 * d * d + d),
+        ("mha_reshape/param-count-bias", 4 * d * d + (4 if bias else 0)),  # one bias number a projection (blind tester R-AW)
         ("mha_reshape/param-count-missing-wo", 3 * d * d + (3 * d if bias else 0)),
     ]
 

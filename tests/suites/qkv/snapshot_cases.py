@@ -46,10 +46,12 @@ def _dot_t(q, k) -> dict:
 
 
 def attention_scores(rng, ref):
-    """Two fixed shapes, random values: batched L ≠ S with B = d = S = 2 (where `q @ k.T`, which
-    reverses every axis of a batched k, still runs) and two leading dims with L ≠ S."""
+    """Three fixed shapes, random values: batched L ≠ S with B = d = S = 2 (where `q @ k.T`, which
+    reverses every axis of a batched k, still runs), no leading dim (where `k.transpose(1, 2)`
+    raises its own error: with two leading dims it raises the same words as `q @ k.T`, and so
+    named neither — blind tester R-AW got no hint) and two leading dims with L ≠ S."""
     inputs = []
-    for lead, L, S, d in (((2,), 3, 2, 2), ((2, 3), 4, 5, 3)):
+    for lead, L, S, d in (((2,), 3, 2, 2), ((), 3, 4, 2), ((2, 3), 4, 5, 3)):
         q, k = randn(rng, *lead, L, d), randn(rng, *lead, S, d)
         inputs.append(
             {

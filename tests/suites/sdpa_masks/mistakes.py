@@ -45,6 +45,8 @@ def hf(attention_mask: torch.Tensor, causal: bool) -> dict[str, torch.Tensor]:
     keys = real[:, None, None, :] & tri
     out = {
         "sdpa_masks/hf-masks-queries": keys & real[:, None, :, None],
+        # the padding put on the query axis instead of the key axis (blind tester R-AW: no hint)
+        "sdpa_masks/hf-masks-queries#instead-of-keys": real[:, None, :, None] & tri,
         "sdpa_masks/hf-pad-polarity": (~real)[:, None, None, :] & tri,
         "sdpa_masks/polarity-inverted": ~keys,
     }
@@ -84,6 +86,8 @@ def sdpa(q, k, v, allowed=None, causal=False) -> dict[str, torch.Tensor]:
     )
     if allowed is not None:
         out["sdpa_masks/polarity-inverted"] = run(both(~allowed, _tri(L, S, S - L)) if causal else ~allowed)
+    if causal:  # the whole mask, causal part included, flipped before SDPA (blind tester R-AW: no hint)
+        out["sdpa_masks/polarity-inverted#whole-mask"] = run(~both(allowed, _tri(L, S, S - L)))
     if right_mask is not None:  # the right mask as float 1/0: SDPA adds it to the scores (blind tester F)
         out["sdpa_masks/float-mask-added"] = run(right_mask.to(torch.float64))
     if causal:
