@@ -29,7 +29,7 @@ import socket
 import sys
 import time
 
-from . import channel, confine, features, rawmemory
+from . import channel, confine, features, libraries, rawmemory
 from .spec import WorkerSpec
 from .tree import remove_tree
 
@@ -145,7 +145,9 @@ class _Server:
     def spawn(self, spec: dict, fd: int) -> dict:
         from .worker import precompile
 
-        precompile(WorkerSpec.from_dict(spec))
+        worker_spec = WorkerSpec.from_dict(spec)
+        precompile(worker_spec)
+        libraries.warm_einops(worker_spec.copy_dir)  # its first call's imports, here rather than in a call's CPU limit
         if any(name in sys.modules for name in rawmemory.CTYPES_MODULES):  # once, or after a preload imported it again
             rawmemory.remove_ctypes(keep=("autograder.",))
         gc.freeze()  # what this server loaded since the last fork: see _zygote_main

@@ -49,6 +49,10 @@ def sleep(seconds):
     time.sleep(seconds)
     return seconds
 
+def einops_backends():
+    import einops._backends  # this file names einops: its fork server made the torch backend
+    return sorted(einops._backends._loaded_backends)
+
 def spin():
     while True:
         pass
@@ -692,6 +696,16 @@ def test_a_tenth_of_a_cpu_second_limit_stops_a_loop_soon_after_it(sandbox):
         worker.close()
     assert info.value.cpu and worker.last_cpu is not None
     assert 0.1 < worker.last_cpu < 0.16, worker.last_cpu
+
+
+def test_einops_first_call_pays_no_backend_import_in_a_worker(sandbox):
+    """einops' first call on a torch tensor made its torch backend inside the call: ~60–80 ms
+    of failed torch._dynamo imports against a 0.1 CPU s limit, which a correct
+    ``rearrange`` split_heads went over in a batch (blind tester R-AY). A fork server whose
+    submission names einops makes the backend before it forks (sandbox/libraries.py)."""
+    worker, reply = call(sandbox, "einops_backends")
+    worker.close()
+    assert reply.ok and "torch" in reply.value["value"], reply
 
 
 def test_waiting_costs_no_cpu_time_so_a_busy_machine_never_reads_as_slow_code(sandbox):

@@ -374,9 +374,13 @@ gives each notebook's score cell its skill's score. The checks cells (0 points) 
 student's kernel while they work and when graded; they guide, they never score, so nothing
 a notebook does in its kernel changes its points. A solution cell that does not import (a
 syntax error) or is missing scores 0 for its skill, with the autograder's message in the score
-cell. nbgrader's total is its sum of the skill scores (floats): the same as the autograder's
-total to its 4 decimals. nbgrader's Python must have `grader/requirements.txt` installed (the
-autograder runs on it).
+cell. A notebook carries one exercise module and nothing else: a helper module of the
+student's own (`import my_helpers`), which `make grade`, Gradescope and `make batch` take,
+does not reach nbgrader, and the skills that import it score 0 here (blind tester R-AY) —
+students graded through nbgrader keep their helpers in the solution cells (importing another
+exercise, `from masks import causal_mask`, works: each notebook is one). nbgrader's total is
+its sum of the skill scores (floats): the same as the autograder's total to its 4 decimals.
+nbgrader's Python must have `grader/requirements.txt` installed (the autograder runs on it).
 
 Feedback: hand students only `feedback/`, made by `nbgrader generate_feedback` (or the
 formgrader's "Generate Feedback") with this folder's `nbgrader_config.py`. The score cell

@@ -13,7 +13,7 @@ the worker and may be read by the submission, so a probe holds glue, never answe
 from __future__ import annotations
 
 from .bans import AUTOGRAD_TRIPWIRE, STANDING_BAN, THREAD_BAN, KernelBan, kernel_registrations, own_frame, remove_kernel_handles
-from .builtin import BUILTIN, PlainFunctionCtx, call, call_with_grad, construct, describe_module, resolve
+from .builtin import BUILTIN, PlainFunctionCtx, call, call_with_grad, construct, copied_result, describe_module, resolve
 from .recorders import CallWatch, DispatchRecorder, OpRecorder, seal_switches
 
 __all__ = [
@@ -29,6 +29,7 @@ __all__ = [
     "call",
     "call_with_grad",
     "construct",
+    "copied_result",
     "describe_module",
     "kernel_registrations",
     "own_frame",

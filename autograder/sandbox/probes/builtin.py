@@ -30,6 +30,21 @@ class PlainFunctionCtx:
         pass
 
 
+def copied_result(value: Any) -> Any:
+    """What ``Function.backward`` returned, read for a probe: a tuple or list becomes a plain
+    list, read by the base class's own methods, its tensors copied; anything else as it is.
+    Call it inside the call's recorded window: a tuple subclass's ``__iter__``, or a finalizer
+    that runs once the stand-in ctx is freed after the window, computed with autograd
+    unrecorded or filled the returned tensors in place (blind red-team tester R-AO)."""
+    if isinstance(value, tuple):
+        items = [tuple.__getitem__(value, i) for i in range(tuple.__len__(value))]
+    elif isinstance(value, list):
+        items = [list.__getitem__(value, i) for i in range(list.__len__(value))]
+    else:
+        return value
+    return [t.clone() if type(t) is torch.Tensor else t for t in items]
+
+
 def resolve(module: Any, target: str) -> Any:
     """``module.a.b``, its first name read from the module's own namespace: a module
     ``__getattr__`` (or a property on a swapped module class, refused by

@@ -302,7 +302,7 @@ def function_forward_backward(ctx, q, k, v, allowed, d_outs, watch=False, dispat
 
     import torch
 
-    from autograder.sandbox.probes import PlainFunctionCtx
+    from autograder.sandbox.probes import PlainFunctionCtx, copied_result
 
     fn = ctx.module("custom_backward").AttentionFunction
     split = getattr(fn, "setup_context", None) is not getattr(torch.autograd.Function, "setup_context", None)
@@ -325,19 +325,6 @@ def function_forward_backward(ctx, q, k, v, allowed, d_outs, watch=False, dispat
             del q_, k_, v_, out
         return fctx, kept
 
-    def plain(g):
-        # backward's result read inside its window by the base classes' own methods, its tensors
-        # copied there: a tuple subclass's ``__iter__`` or a finalizer that runs after the window
-        # (when the stand-in ctx is freed) computed with autograd unrecorded, or filled the
-        # returned tensors in place (blind red-team tester R-AO)
-        if isinstance(g, tuple):
-            g = [tuple.__getitem__(g, i) for i in range(tuple.__len__(g))]
-        elif isinstance(g, list):
-            g = [list.__getitem__(g, i) for i in range(list.__len__(g))]
-        else:
-            return g
-        return [t.clone() if type(t) is torch.Tensor else t for t in g]
-
     grads = []
     with torch.no_grad(), ctx.watch_autograd() if watch else contextlib.nullcontext():
         fctx, out = forward()
@@ -345,7 +332,7 @@ def function_forward_backward(ctx, q, k, v, allowed, d_outs, watch=False, dispat
             if i:
                 fctx, _ = forward()
             with ctx.watch_dispatch("backward", dispatch):
-                g = plain(fn.backward(fctx, d_out))
+                g = copied_result(fn.backward(fctx, d_out))
                 del fctx  # freed inside the window: what a finalizer of it runs is recorded
             grads.append(g)
     return {"out": out, "grads": grads}
@@ -445,15 +432,17 @@ def gradcheck(sub, problem: dict) -> tuple[str | None, list[str]]:
     analytical_all = []
     for name, i, like in zip(("q", "k", "v"), range(3), (q, k, v)):
         got = [expect.tensor(r[i], what=f"d{name} from AttentionFunction.backward") for r in rows]
-        other = {"q": k, "k": q}.get(name)  # dq with k's shape (or dk with q's): returned in each other's place
         for g in got:
-            swapped = other is not None and tuple(g.shape) == tuple(other.shape) != tuple(like.shape)
+            # the shape of exactly one other input: that input's gradient, returned in this one's place
+            # (dq and dk: their own hint; one with dv: blind tester R-AZ's (dq, dv, dk) had none)
+            others = [o for o, t in zip("qkv", (q, k, v)) if o != name and tuple(t.shape) == tuple(g.shape)]
+            other = others[0] if len(others) == 1 and tuple(g.shape) != tuple(like.shape) else None
+            hint = "custom_backward/dq-dk-swapped" if {name, other} == {"q", "k"} else "custom_backward/grads-out-of-order"
             expect.true(
                 tuple(g.shape) == tuple(like.shape),
                 what=f"d{name} has the shape of {name}",
-                detail=f"expected {list(like.shape)}, got {list(g.shape)}"
-                + (f" — the shape of {'k' if name == 'q' else 'q'}" if swapped else ""),
-                hints=expect.observed("custom_backward/dq-dk-swapped") if swapped else [],
+                detail=f"expected {list(like.shape)}, got {list(g.shape)}" + (f" — the shape of {other}" if other else ""),
+                hints=expect.observed(hint) if other else [],
             )
         analytical_all.append(torch.stack([g.double().reshape(-1) for g in got]))
     for name, i, like, num in zip(("q", "k", "v"), range(3), (q, k, v), problem["numerical"]):
@@ -535,7 +524,7 @@ def direct_forward_backward(ctx, q, k, v, allowed, d_out, dispatch=False, replac
     ones that raise, and in backward grad mode off and locked: no graph can be built there."""
     import torch
 
-    from autograder.sandbox.probes import CallWatch, PlainFunctionCtx
+    from autograder.sandbox.probes import CallWatch, PlainFunctionCtx, copied_result
 
     fn = ctx.module("custom_backward").AttentionFunction
     names = vars(ctx.module("custom_backward"))
@@ -556,13 +545,7 @@ def direct_forward_backward(ctx, q, k, v, allowed, d_out, dispatch=False, replac
         out = kept
         with helpers, ctx.watch_dispatch("backward", dispatch, replace, autograd_off=dispatch):
             grads = fn.backward(fctx, d_out)
-            # read and copied inside the window, the stand-in ctx freed there (function_forward_backward)
-            if isinstance(grads, tuple):
-                grads = [tuple.__getitem__(grads, i) for i in range(tuple.__len__(grads))]
-            elif isinstance(grads, list):
-                grads = [list.__getitem__(grads, i) for i in range(list.__len__(grads))]
-            if isinstance(grads, list):
-                grads = [t.clone() if type(t) is torch.Tensor else t for t in grads]
+            grads = copied_result(grads)  # read and copied inside the window, the stand-in ctx freed there
             del fctx
     # attention() must be AttentionFunction.apply: its output's grad_fn is the Function's node
     # (the code's forward runs again here: autograd used in it is recorded too)

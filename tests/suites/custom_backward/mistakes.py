@@ -231,6 +231,11 @@ def attention_grads(q, k, v, allowed, d_out) -> dict[str, tuple[torch.Tensor, to
     # Q̄ off by s, which a backward applying s twice also gives wherever only Q̄ is seen: not named.)
     dq, dk, dv = _plain_backward(dy, q64, k64, v64, a, scale)
     out[P + "saved-scaled-q"] = (dq, dk * scale, dv, right_out)
+    # backward's right gradients returned in another order (blind tester R-AZ: (dq, dv, dk) had no
+    # hint); dq and dk swapped has its own hint (dq-dk-swapped, from attention_backward's table)
+    right = {"q": dq, "k": dk, "v": dv}
+    for order in ("qvk", "vkq", "kvq", "vqk"):
+        out[P + "grads-out-of-order#" + order] = (*(right[name] for name in order), right_out)
     return {h: tuple(t.to(q.dtype) for t in g) for h, g in out.items()}
 
 
