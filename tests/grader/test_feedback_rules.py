@@ -85,6 +85,15 @@ def test_a_failed_required_part_scores_zero_and_says_why():
     assert "required part 'fresh' failed" in exc.feedback.detail and "printing the numbers alone" in exc.feedback.detail
 
 
+def test_a_test_whose_every_part_failed_shows_its_reason_alone():
+    """A stub's test said "is not implemented yet (all 4 parts)" and then why the control
+    part is required (blind tester R-AY): with nothing passed, 0 points needs no rule."""
+    credit = Credit()
+    exc = _run(credit, credit.parts(["Q", "K", "fresh"], required=["fresh"]), {"Q", "K", "fresh"})
+    assert credit.fraction == 0.0 and credit.note() == ""
+    assert "required" not in exc.feedback.detail, exc.feedback.detail
+
+
 def test_required_parts_gate_but_are_not_a_share():
     credit = Credit()
     _run(credit, credit.parts(["Q", "K", "V", "fresh"], required=["fresh"]), {"K"})
