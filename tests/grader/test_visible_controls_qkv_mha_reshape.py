@@ -80,8 +80,10 @@ def test_scores_and_scale_controls_hold_every_named_mistake(qkv):
         "qkv/scale-by-score-width",
         "qkv/sqrt-precedence",
     )
-    first, second = qkv["attention_scores"]["inputs"]
+    first, flat, second = qkv["attention_scores"]["inputs"]
     _nameable(first["mistakes_dot_t"], first["want"], "qkv/missing-transpose")  # q @ k.T runs on this batched k
+    # no leading dim: k.transpose(1, 2) raises its own error there (blind tester R-AW)
+    assert flat["k"].dim() == 2 and "qkv/transpose-fixed-axes" in flat["mistakes_raised"], flat["mistakes_raised"]
     for c in (first, second):
         _nameable(c["mistakes"], c["want"], "qkv/keys-times-queries", "qkv/scores-prescaled")
     week7 = qkv["week7"]

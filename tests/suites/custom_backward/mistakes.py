@@ -33,6 +33,9 @@ def softmax_backward(d_weights: torch.Tensor, weights: torch.Tensor) -> dict[str
         P + "d-outside-product": a * da - (da * a).sum(dim=-1, keepdim=True),  # A ⊙ Ā − D: the parentheses dropped
         P + "sign-flipped": -right,  # A ⊙ (D − Ā) (blind tester R-B)
         P + "a-factor-dropped": da - (da * a).sum(dim=-1, keepdim=True),  # Ā − D: the outer A ⊙ forgotten (tester R-G)
+        # Ā ⊙ (A − D): the body with A and Ā in each other's place, what a swapped call gives (blind
+        # tester R-BB: it was named only as the call's mistake, on a test that calls softmax_backward itself)
+        P + "softmax-backward-args-swapped#body": da * (a - (da * a).sum(dim=-1, keepdim=True)),
     }
     unkept = _d_without_keepdim(da, a)
     if unkept is not None:
@@ -235,7 +238,10 @@ def attention_grads(q, k, v, allowed, d_out) -> dict[str, tuple[torch.Tensor, to
     # hint); dq and dk swapped has its own hint (dq-dk-swapped, from attention_backward's table)
     right = {"q": dq, "k": dk, "v": dv}
     for order in ("qvk", "vkq", "kvq", "vqk"):
-        out[P + "grads-out-of-order#" + order] = (*(right[name] for name in order), right_out)
+        # only where a gradient lands in the place of one of another shape: with every shape alike
+        # the values alone would tie it with mistakes of the formulas (dq-dk-swapped on one entry)
+        if any(right[a].shape != right[b].shape for a, b in zip(order, "qkv")):
+            out[P + "grads-out-of-order#" + order] = (*(right[name] for name in order), right_out)
     return {h: tuple(t.to(q.dtype) for t in g) for h, g in out.items()}
 
 

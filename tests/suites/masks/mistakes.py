@@ -164,6 +164,7 @@ def prefix(T: int, prefix_len: int) -> dict[str, torch.Tensor]:
     right = (j <= i) | (j < prefix_len)
     out = {
         "masks/prefix-off-by-one": (j <= i) | (j <= prefix_len),
+        "masks/prefix-off-by-one#too-short": (j <= i) | (j < prefix_len - 1),  # blind tester R-BB: no hint
         "masks/diagonal-masked": (j < i) | (j < prefix_len),
         "masks/polarity-inverted": ~right,
         "masks/causal-transposed": (j >= i) | (j < prefix_len),  # the causal part upper-triangular (blind tester R-N)

@@ -70,12 +70,12 @@ def attention_chain(
         )  # masked_fill(allowed, −∞): the past hidden, rows 0 and T−1 NaN
         after = _softmax(scaled).masked_fill(~allowed, 0.0)
         out["qkv/mask-after-softmax"] = (after @ v, after)
+    else:
+        out["qkv/causal-flag-ignored"] = chain(scaled, mask=allowed)  # masked although causal=False
     # the weights divided by √d_k after the softmax (blind tester R-AZ: no hint): rows sum to 1/√d_k
     late = _softmax(raw.masked_fill(~allowed, neg_inf) if causal else raw) / math.sqrt(d_k)
     if d_k > 1:
         out["qkv/scale-after-softmax"] = (late @ v, late)
-    else:
-        out["qkv/causal-flag-ignored"] = chain(scaled, mask=allowed)  # masked although causal=False
     right_out, right_weights = chain(scaled)
     out["qkv/returns-swapped"] = (right_weights, right_out)  # return weights, out: the two results in each other's place
     masked_scores = scaled.masked_fill(~allowed, neg_inf) if causal else scaled

@@ -132,4 +132,7 @@ def mha(module, x, allowed=None, key_allowed=None) -> dict[str, torch.Tensor]:
         out["sdpa_masks/batch-first-ignored"] = run(x64, attn, None, False)  # (B,T,C) fed as (T,B,C)
     if not bf:
         out["sdpa_masks/output-not-transposed-back"] = run(seq, attn, kpm, False)  # the module's (T,B,C) returned as it is
+        # (B,T,C) reshaped to (T,B,C) and back, not transposed: the sequences' tokens mixed (blind tester R-BB)
+        B, T, C = x64.shape
+        out["sdpa_masks/batch-first-reshaped"] = run(x64.reshape(T, B, C), attn, kpm, False).reshape(B, T, C)
     return out
