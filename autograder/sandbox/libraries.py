@@ -25,7 +25,8 @@ import warnings
 
 from . import rawmemory
 
-_WARMED: set[str] = set()
+#: the submission copies already looked at (a fork server reads a copy's files once, not per worker)
+_LOOKED_AT: set[str] = set()
 
 
 def names_einops(copy_dir: str) -> bool:
@@ -51,9 +52,11 @@ def warm_einops(copy_dir: str) -> bool:
     first call, if the submission names einops and it is not made yet; True if it was made
     here. ``ctypes`` is refused meanwhile, as in a worker, so the same registration fails the
     same way and nothing here loads what a worker could not."""
-    if "einops" in _WARMED or not names_einops(copy_dir):
+    if copy_dir in _LOOKED_AT:
         return False
-    _WARMED.add("einops")
+    _LOOKED_AT.add(copy_dir)
+    if not names_einops(copy_dir):
+        return False
     refuse = rawmemory.NotImportable()
     sys.meta_path.insert(0, refuse)
     try:
