@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import channel, features, protocol, zygote
-from .cputime import cpu_poll_s, cpu_used
+from .cputime import cpu_next_poll_s, cpu_poll_s, cpu_used
 from .protocol import PeerClosed, PeerTimeout, ProtocolError, decode, encode, recv_message, send_message
 from .replies import Reply, clean_error, str_list
 from .spec import WorkerSpec
@@ -205,13 +205,13 @@ class Worker:
     ) -> tuple[dict, bytes]:
         over: list[float] = []
 
-        def within_cpu() -> bool:
+        def within_cpu() -> bool | float:
             now = self.cpu_seconds()
             if now is None or cpu_start is None:
                 return True
             used = cpu_used(cpu_start, now)
             if used <= cpu_limit:  # type: ignore[operator]
-                return True
+                return cpu_next_poll_s(cpu_limit, used)  # type: ignore[arg-type]
             over.append(used)
             return False
 

@@ -17,6 +17,19 @@ def cpu_poll_s(cpu_limit: float) -> float:
     return min(POLL_S, max(0.01, cpu_limit / 8))
 
 
+#: the shortest wait between two readings near a limit (each costs the trusted side ~0.1 ms)
+_NEAR_POLL_S = 0.002
+
+
+def cpu_next_poll_s(cpu_limit: float, used: float) -> float:
+    """When to read again after a reading of ``used`` seconds: not before the limit can be
+    reached — one thread uses at most a CPU second a second, and the worker has one — and not
+    later than ``cpu_poll_s``. So a loop is stopped a millisecond or two past its limit, not
+    up to an eighth of it (every stopped call is paid in full: a submission that loops in
+    every function pays it some forty times)."""
+    return min(cpu_poll_s(cpu_limit), max(_NEAR_POLL_S, cpu_limit - used))
+
+
 def cpu_used(start: tuple[float | None, float], now: tuple[float | None, float]) -> float:
     """CPU seconds between two ``Worker.cpu_seconds`` readings: the main thread's, to the
     nanosecond (a call limit of a tenth of a second needs better than 10 ms ticks), unless

@@ -508,14 +508,15 @@ def recv_message(
     deadline: float | None = None,
     max_header: int = 8 << 20,
     max_blob: int = 1 << 30,
-    keep_waiting: Callable[[], bool] | None = None,
+    keep_waiting: Callable[[], bool | float] | None = None,
     poll_s: float | None = None,
     auth: FrameAuth | None = None,
     signed: bool = False,
 ) -> tuple[dict, bytes]:
     """Read one frame; ``deadline`` is a ``time.monotonic()`` value (None = wait forever).
     ``keep_waiting``, when given, is asked every ``poll_s`` (default ``POLL_S``) while
-    nothing arrives: False ends the wait as a timeout (the client's CPU-time limit of the peer).
+    nothing arrives: False ends the wait as a timeout (the client's CPU-time limit of the peer),
+    True asks again as often, a number of seconds asks again after that long.
     With ``auth``: a ``signed`` frame (a worker's reply) must carry the right tag, and any
     other (a request, in the worker) is noted for the reply's tag."""
     poll = POLL_S if poll_s is None else poll_s
@@ -554,7 +555,7 @@ def _recv_exact(
     sock: socket.socket,
     size: int,
     deadline: float | None,
-    keep_waiting: Callable[[], bool] | None = None,
+    keep_waiting: Callable[[], bool | float] | None = None,
     poll_s: float = POLL_S,
 ) -> bytearray:
     """Exactly ``size`` bytes, read straight into one buffer (no second copy)."""
@@ -571,8 +572,12 @@ def _recv_exact(
         try:
             n = sock.recv_into(view[got:], min(size - got, 1 << 20))
         except TimeoutError:
-            if keep_waiting is not None and (deadline is None or time.monotonic() < deadline) and keep_waiting():
-                continue
+            if keep_waiting is not None and (deadline is None or time.monotonic() < deadline):
+                more = keep_waiting()
+                if more is not False:
+                    if type(more) is float and more > 0:
+                        poll_s = more
+                    continue
             raise PeerTimeout("deadline passed") from None
         except (ConnectionError, OSError) as exc:
             raise PeerClosed(str(exc)) from None

@@ -150,6 +150,9 @@ class _Server:
         libraries.warm_einops(worker_spec.copy_dir)  # its first call's imports, here rather than in a call's CPU limit
         if any(name in sys.modules for name in rawmemory.CTYPES_MODULES):  # once, or after a preload imported it again
             rawmemory.remove_ctypes(keep=("autograder.",))
+        from .probes import seal_switches
+
+        seal_switches()  # here, once for every worker (a no-op unless something was imported since)
         gc.freeze()  # what this server loaded since the last fork: see _zygote_main
         pid = os.fork()
         if pid == 0:

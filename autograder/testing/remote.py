@@ -185,17 +185,19 @@ class Submission:
                     self._runtime.facts.append(fact)
         return self._worker
 
-    def _check_usable(self, module: str, label: str, key: tuple[str, str]) -> None:
+    def _check_usable(self, module: str, label: str, key: tuple[str, str], shares: tuple[str, str] | None = None) -> None:
         rt = self._runtime
         info = rt.modules[module]
         if info.problem:
             raise SubmissionMissing(label, info.problem, error=_static_error(info))
         if module in rt.import_failures:
             raise rt.import_failures[module]
-        if key in rt.timed_out:
-            raise SubmissionTimeout(
-                label, f"{rt.timed_out[key]} earlier in this run; not called again", hints=["general/timeout"]
-            )
+        for timed in (key, shares):
+            if timed in rt.timed_out:
+                whose = "" if timed == key else f"{timed[1]} "  # the function the probe exercises
+                raise SubmissionTimeout(
+                    label, f"{whose}{rt.timed_out[timed]} earlier in this run; not called again", hints=["general/timeout"]
+                )
         if key in rt.malformed:
             raise SubmissionProtocolError(label, f"{rt.malformed[key]} earlier in this run; not called again")
         if self._dead is not None:
@@ -258,13 +260,23 @@ class Submission:
         self.printed.append({"call": label, "text": kept, "dropped": dropped})
 
     def _invoke(
-        self, module: str, probe: str, source: str | None, args: list, kwargs: dict, label: str, key: tuple[str, str]
+        self,
+        module: str,
+        probe: str,
+        source: str | None,
+        args: list,
+        kwargs: dict,
+        label: str,
+        key: tuple[str, str],
+        shares: tuple[str, str] | None = None,
     ) -> Any:
+        """One request to the worker. ``shares``: the submission target a probe exercises
+        (``Probe.target``), whose timing out the probe's call shares, both ways."""
         self._last_dispatched = {}
         target = f"{module}.{key[1]}"
         if target not in self.targets:
             self.targets.append(target)
-        self._check_usable(module, label, key)
+        self._check_usable(module, label, key, shares)
         self._import(module)
         rt = self._runtime
         worker = self._ensure_worker()
@@ -284,6 +296,8 @@ class Submission:
         except WORKER_FAILURES as exc:
             if isinstance(exc, WorkerTimeout) and not by_budget:  # later calls of this function fail fast
                 rt.timed_out[key] = f"timed out (did not finish within {_limit_text(exc)})"
+                if shares is not None:  # and so do the calls of what this probe exercises
+                    rt.timed_out[shares] = f"timed out (did not finish within {_limit_text(exc)} in {label})"
                 own_limit = True
             elif isinstance(exc, WorkerProtocolError):
                 rt.malformed[key] = f"sent a malformed reply ({str(exc).rsplit(': ', 1)[-1][:200]})"
@@ -455,8 +469,9 @@ class RemoteModule:
 
     def run(self, probe: Probe, *args: Any, **kwargs: Any) -> Any:
         label = f"{self._name}: {probe.name}"
+        shares = None if probe.target is None else (self._name, probe.target)
         value, _, _ = self._sub._invoke(
-            self._name, probe.name, probe.source, list(args), kwargs, label, (self._name, f"probe:{probe.name}")
+            self._name, probe.name, probe.source, list(args), kwargs, label, (self._name, f"probe:{probe.name}"), shares
         )
         return value
 

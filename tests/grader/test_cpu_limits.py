@@ -20,8 +20,11 @@ from conftest import ROOT
 from autograder.config import Limits, load
 from autograder.instructor.release import reference_cpu
 from autograder.runner import cpu_limits
-from autograder.sandbox.client import Worker, cpu_poll_s, cpu_used
+from autograder.sandbox.client import Worker, WorkerTimeout, cpu_poll_s, cpu_used
+from autograder.sandbox.cputime import cpu_next_poll_s
+from autograder.sandbox.replies import Reply
 from autograder.testing.failures import SubmissionTimeout
+from autograder.testing.probe import Probe, probe
 from autograder.testing.remote import Submission
 from autograder.testing.runtime import ModuleInfo, Runtime, size_class
 
@@ -289,6 +292,62 @@ def test_functions_that_timed_out_never_stop_the_skills_other_functions():
         sub._check_usable("qkv", "qkv.project_qkv(…)", ("qkv", "project_qkv"))
 
 
+class _LoopingWorker:
+    """A worker whose every call loops until its CPU limit: what the trusted side sees."""
+
+    facts: list = []
+    banned = confined = None
+    last_cpu = 0.1
+    calls = 0
+
+    def import_module(self, module, timeout, cpu_limit=None):
+        return Reply(ok=True)
+
+    def run(self, probe, source, args, kwargs, timeout, label, cpu_limit=None):
+        type(self).calls += 1
+        raise WorkerTimeout(cpu_limit or timeout, label, cpu=True)
+
+
+@pytest.mark.parametrize("first", ["function", "probe"])
+def test_a_probe_and_the_function_it_exercises_time_out_once_between_them(first, monkeypatch):
+    # a looping sdpa cost its own limit once per target that reached it: sdpa(…) and then
+    # again the probe that records sdpa's calls (``@probe(target="sdpa")``); the function's
+    # tests fail either way, so the second call only cost a looping student's grade time
+    rt = _runtime({"project_qkv": 0.1, "probe:recorded": 0.1}, qkv=(1.0, 6.0))
+    rt.sandbox.worker = _LoopingWorker
+    monkeypatch.setattr(_LoopingWorker, "calls", 0)
+    recorded = Probe("recorded", "def recorded(ctx):\n    pass\n", target="project_qkv")
+    plain = Submission(rt).qkv.project_qkv
+    runs = {"function": lambda: plain(1), "probe": lambda: Submission(rt).qkv.run(recorded)}
+    later = "probe" if first == "function" else "function"
+    with pytest.raises(SubmissionTimeout, match="did not finish within 0.1 CPU s"):
+        runs[first]()
+    said = {
+        "probe": r"project_qkv timed out \(did not finish within 0.1 CPU s\) earlier in this run; not called again",
+        "function": r"did not finish within 0.1 CPU s in qkv: recorded\) earlier in this run; not called again",
+    }
+    with pytest.raises(SubmissionTimeout, match=said[later]):
+        runs[later]()
+    assert _LoopingWorker.calls == 1
+    other = Probe("other", "def other(ctx):\n    pass\n", target="scale_scores")  # another function: called
+    with pytest.raises(SubmissionTimeout, match="did not finish within"):
+        Submission(rt).qkv.run(other)
+    assert _LoopingWorker.calls == 2
+
+
+def test_a_probe_names_the_target_it_exercises_or_none():
+    @probe(target="sdpa")
+    def recorded(ctx, x):
+        return x
+
+    @probe
+    def plain(ctx, x):
+        return x
+
+    assert (recorded.target, plain.target) == ("sdpa", None)
+    assert recorded.source.startswith("def recorded(ctx, x):") and plain.source.startswith("def plain(ctx, x):")
+
+
 def test_calls_that_finish_or_hit_the_budget_are_charged_to_it():
     rt = _runtime(qkv=(1.0, 6.0))
     rt.charge("qkv", seconds=1.0, cpu=4.5)  # slow code that finished
@@ -309,6 +368,16 @@ def test_cpu_time_is_read_to_the_nanosecond_unless_other_threads_ran():
     assert cpu_used((1.000, 1.00), (1.0042, 1.30)) == pytest.approx(0.30)  # other threads ran: they count
     assert cpu_used((None, 1.00), (None, 1.05)) == pytest.approx(0.05)  # no schedstat: the ticks
     assert cpu_poll_s(0.1) == pytest.approx(0.0125) and cpu_poll_s(4.0) == 0.05 and cpu_poll_s(0.01) == 0.01
+
+
+def test_a_loop_is_read_again_when_it_can_first_reach_its_limit_not_a_poll_later():
+    # one thread uses at most a CPU second a second: a call 4 ms short of its limit cannot
+    # pass it in less than 4 ms, and reading then stops a loop ~1 ms past the limit where a
+    # fixed poll of an eighth of it stopped it up to 12.5 ms past (paid by every loop stopped)
+    assert cpu_next_poll_s(0.1, 0.0) == pytest.approx(0.0125)  # far from it: the usual poll
+    assert cpu_next_poll_s(0.1, 0.096) == pytest.approx(0.004)
+    assert cpu_next_poll_s(0.1, 0.0999) == pytest.approx(0.002)  # never a busy wait
+    assert cpu_next_poll_s(4.0, 1.0) == pytest.approx(0.05)
 
 
 def test_the_calibration_counts_its_own_threads_cpu_not_the_processs(monkeypatch):
