@@ -403,6 +403,15 @@ def footer_notes(results: Results) -> list[tuple[str, str]]:
         out.append(("Suites", f"{suites} · this run graded only {graded}: its score covers those skills"))
     else:
         out.append(("Suites", suites))
+    if visible_only(results):
+        out.append(
+            (
+                "Local score",
+                "the visible tests only. The official grade also runs hidden tests — the same functions on "
+                "fresh random inputs and shapes, properties every correct answer has, and the exercises' "
+                "rules — and grades out of the full points (README: your local score and the official score)",
+            )
+        )
     label = result_label_pattern(list(results.result_labels))
     # only where a test is shown: a skill said in one line ("not started") shows none of its labels
     one_line_skills = {skill.id for skill in results.skills if not_graded(results, skill) or not_started(results, skill)}
@@ -414,6 +423,27 @@ def footer_notes(results: Results) -> list[tuple[str, str]]:
         rlimits = next((f for f in results.sandbox if f.startswith("rlimits(")), "")
         out.append(("Sandbox", portable[len(SANDBOX_TIER) :] + (f" [{rlimits}]" if rlimits else "")))
     return out
+
+
+def sections_to_reread(skill: SkillOutcome) -> list[str]:
+    """The lesson sections the skill's hints cite (general hints aside), those cited by the
+    most tests first, then in the order they first appear: a footer that shows three shows
+    the ones most of the failures point at (blind tester R-BF: an alphabetical cut left out
+    the sections of two failing tests)."""
+    count: dict[str, int] = {}
+    for test in skill.tests:
+        for section in dict.fromkeys(h["section"] for h in test.hints if h.get("section") and not h["id"].startswith("general/")):
+            count[section] = count.get(section, 0) + 1
+    return sorted(count, key=lambda section: -count[section])  # stable: ties keep their first appearance
+
+
+def visible_only(results: Results) -> bool:
+    """A run of the visible tests where the course has hidden ones too (a student's
+    ``make grade``; an instructor's grade without ``--reveal-hidden``): its full marks are
+    not the official grade's (blind tester R-BF read 41.5/41.5 as done, with a function
+    that failed on the hidden tests' shapes)."""
+    has_hidden = bool(results.suite_hash and results.visible_suite_hash and results.suite_hash != results.visible_suite_hash)
+    return has_hidden and not any(t.visibility == "hidden" for skill in results.skills for t in skill.tests)
 
 
 def suite_label(suite: str | None, visible: str | None) -> str:

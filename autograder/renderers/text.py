@@ -26,6 +26,7 @@ from .common import (
     points,
     printed_lines,
     same_problem_line,
+    sections_to_reread,
     todo_summary,
     where_to_start,
     wrap_words,
@@ -224,10 +225,10 @@ def render(results: Results, console: Console, *, details: bool = True) -> None:
     summary.add_column("passed", justify="right", no_wrap=True)
     reread = []
     for skill in results.skills:
-        weak = sorted(
-            {h["section"] for t in skill.tests for h in t.hints if h.get("section") and not h["id"].startswith("general/")}
-        )
+        weak = sections_to_reread(skill)
         reread += [(skill.id, section) for section in weak[:3]]
+        if len(weak) > 3:
+            reread.append((skill.id, f"and {len(weak) - 3} more in the hints above"))
         summary.add_row(skill.id, f"{points(skill.score)}/{points(skill.points)}", f"{skill.passed}/{skill.total}")
     summary.add_row(Text("total", style="bold"), Text(f"{points(results.score)}/{points(results.max_score)}", style="bold"), "")
     console.print(summary)

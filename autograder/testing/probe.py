@@ -35,15 +35,18 @@ class Probe:
     source: str
     #: the one submission target (function or class) the probe exercises, or None
     target: str | None = None
+    #: how feedback names the call ("AttentionFunction.forward(…) and .backward(…)"), else
+    #: the probe's own name, which means nothing to a student
+    shows: str | None = None
 
 
-def probe(fn: Callable | None = None, *, target: str | None = None) -> Any:
-    """``@probe`` or ``@probe(target="name")``: the function as a ``Probe``."""
+def probe(fn: Callable | None = None, *, target: str | None = None, shows: str | None = None) -> Any:
+    """``@probe`` or ``@probe(target="name", shows="name(…) …")``: the function as a ``Probe``."""
     if fn is None:
-        return lambda f: probe(f, target=target)
+        return lambda f: probe(f, target=target, shows=shows)
     if fn.__code__.co_freevars:
         raise TypeError(f"probe {fn.__name__} closes over {fn.__code__.co_freevars}; pass them as arguments")
     lines = textwrap.dedent(inspect.getsource(fn)).splitlines()
     while lines and lines[0].lstrip().startswith("@"):
         lines.pop(0)
-    return Probe(fn.__name__, "\n".join(lines) + "\n", target)
+    return Probe(fn.__name__, "\n".join(lines) + "\n", target, shows)

@@ -468,7 +468,7 @@ class RemoteModule:
         return result
 
     def run(self, probe: Probe, *args: Any, **kwargs: Any) -> Any:
-        label = f"{self._name}: {probe.name}"
+        label = f"{self._name}.{probe.shows}" if probe.shows else f"{self._name}: {probe.name}"
         shares = None if probe.target is None else (self._name, probe.target)
         value, _, _ = self._sub._invoke(
             self._name, probe.name, probe.source, list(args), kwargs, label, (self._name, f"probe:{probe.name}"), shares

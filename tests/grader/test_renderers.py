@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 
 import jsonschema
 import pytest
@@ -15,7 +16,7 @@ from conftest import ROOT, SOLUTIONS, grade, make_submission
 from autograder.config import load
 from autograder.core import escape
 from autograder.renderers import Style, github, gradescope, markdown, render
-from autograder.renderers.common import points
+from autograder.renderers.common import points, visible_only
 from autograder.runner import scoring
 from autograder.runner.manifest import RunManifest
 
@@ -433,6 +434,41 @@ def test_the_labels_note_comes_only_with_a_label_the_report_shows(config):
         RunManifest.plan(config), None, {"path": "x"}, status="interrupted", message="grading was interrupted (W7-1)"
     )
     assert "Labels:" not in render(stopped, "text", config)
+
+
+def test_a_visible_only_grade_says_the_official_grade_adds_hidden_tests(config):
+    """A student's ``make grade`` at full marks is not the official grade: the report says the
+    hidden tests come on top (blind tester R-BF submitted a function that failed on the
+    hidden tests' shapes, reading 41.5/41.5 as done); a run with the hidden tests says nothing."""
+    visible = [t for t in config.tests if t.visibility == "visible"]
+    report = {"tests": [{"nodeid": t.node_id, "outcome": "passed"} for t in visible]}
+    local = scoring.build(RunManifest.plan(config), report, {"path": "x", "modules": {}})
+    local.suite_hash, local.visible_suite_hash = "a" * 64, "b" * 64
+    local.skills = [replace(sk, tests=[t for t in sk.tests if t.visibility == "visible"]) for sk in local.skills]
+    assert visible_only(local) and "Local score: the visible tests only" in render(local, "text", config)
+    full = scoring.build(RunManifest.plan(config), {"tests": []}, {"path": "x", "modules": {}})
+    full.suite_hash, full.visible_suite_hash = "a" * 64, "b" * 64
+    assert not visible_only(full) and "Local score" not in render(full, "text", config)
+    local.suite_hash = local.visible_suite_hash  # a course without hidden tests
+    assert not visible_only(local)
+
+
+def test_the_reread_footer_lists_the_sections_most_failures_cite_first():
+    """Three sections a skill, those cited by the most failing tests first (ties in the order
+    they appear), and how many more the hints above cite (blind tester R-BF: the alphabetical
+    first three left out the sections of two failing tests)."""
+    from types import SimpleNamespace
+
+    from autograder.renderers.common import sections_to_reread
+
+    def test(*sections):
+        return SimpleNamespace(hints=[{"id": f"mha_reshape/{s}", "section": s} for s in sections])
+
+    skill = SimpleNamespace(
+        tests=[test("Week 7 §15", "Day 1 §4.3"), test("Day 1 §5.1"), test("Week 7 §15"), test("Day 1 §A.5", "Day 1 §5.2")]
+    )
+    skill.tests.append(SimpleNamespace(hints=[{"id": "general/timeout", "section": "docs/EXERCISES.md"}]))
+    assert sections_to_reread(skill) == ["Week 7 §15", "Day 1 §4.3", "Day 1 §5.1", "Day 1 §A.5", "Day 1 §5.2"]
 
 
 # --------------------------------------------------------------------------- the property rule before the due date

@@ -301,6 +301,21 @@ def test_the_copied_catalogue_and_lessons_match_the_course():
         assert lesson.read_bytes() == (shared / lesson.name).read_bytes(), f"refresh {lesson} from {shared / lesson.name}"
 
 
+def test_the_docs_students_get_name_only_files_they_get():
+    """``[release] docs`` ship to students and the bundle: a path they name (``docs/….md``)
+    must be one of them, not an instructors' page the student tree lacks (blind tester R-BF:
+    the contract pointed at docs/time-limits.md)."""
+    shipped = [ROOT / doc for doc in load(ROOT / "grading.toml").release.get("docs", [])]
+    files = [f for d in shipped for f in ([d] if d.is_file() else sorted(d.rglob("*")))]
+    names = re.compile(r"docs/[\w./-]+\.(?:md|txt)")
+    for f in files:
+        if f.suffix not in (".md", ".txt"):
+            continue
+        for ref in names.findall(f.read_text(encoding="utf-8")):
+            target = ROOT / ref
+            assert any(target == d or d in target.parents for d in shipped), f"{f.relative_to(ROOT)} names {ref}"
+
+
 def test_a_citation_of_a_part_of_the_contract_points_at_that_part():
     """ "docs/EXERCISES.md, Clarifications (…)" or "docs/EXERCISES.md conventions" name a part
     of the contract without a §: the hint points at its line, not at line 1 (blind tester R-A)."""
@@ -310,6 +325,7 @@ def test_a_citation_of_a_part_of_the_contract_points_at_that_part():
     for text, holds in (
         ("docs/EXERCISES.md, Clarifications (rule-checked files)", "## Clarifications"),
         ("docs/EXERCISES.md conventions (broadcasting)", "Conventions that hold everywhere"),
+        ("docs/EXERCISES.md, CPU-time limits", "Each call has a CPU-time limit"),  # the timeout hint (tester R-BF)
     ):
         (place,) = citations.resolve(text, ROOT / "docs", texts=TEXTS)
         assert place.line is not None and holds in lines[place.line - 1], (text, place)

@@ -289,7 +289,7 @@ def week7_chain_inputs(dtype: torch.dtype) -> dict:
 
 
 # --------------------------------------------------------------------------- direct calls
-@probe(target="AttentionFunction")
+@probe(target="AttentionFunction", shows="AttentionFunction.forward(…) and .backward(…)")
 def function_forward_backward(ctx, q, k, v, allowed, d_outs, watch=False, dispatch=False):
     """AttentionFunction.forward, then .backward once per upstream gradient in ``d_outs``,
     called directly (outside autograd's engine) with a stand-in ctx and a fresh forward per
@@ -515,7 +515,7 @@ def _whole_jacobian(mistake: list, analytical: list, numerical: list) -> bool:
     return True
 
 
-@probe(target="AttentionFunction")
+@probe(target="AttentionFunction", shows="AttentionFunction.forward(…) and .backward(…), operators recorded")
 def direct_forward_backward(ctx, q, k, v, allowed, d_out, dispatch=False, replace=()):
     """AttentionFunction.forward and .backward called directly, outside the autograd engine,
     with a stand-in ctx; autograd use inside either is recorded (sub.autograd_uses), and with

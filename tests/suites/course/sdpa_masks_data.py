@@ -65,7 +65,7 @@ def mask_and_is_causal_named() -> Iterator[None]:
         raise
 
 
-@probe(target="sdpa")
+@probe(target="sdpa", shows="sdpa(…), its SDPA calls recorded")
 def sdpa_recorded(ctx, args, kwargs, keep_calls_on_error=False):
     """Call sdpa_masks.sdpa(*args, **kwargs) and record every call it makes to
     F.scaled_dot_product_attention (any spelling): mask given?, is_causal, dropout_p, L, S.
@@ -109,7 +109,7 @@ def sdpa_recorded(ctx, args, kwargs, keep_calls_on_error=False):
     return {"value": value, "calls": calls, "raised": None}
 
 
-@probe(target="mha_self_attention")
+@probe(target="mha_self_attention", shows="mha_self_attention(nn.MultiheadAttention, …)")
 def mha_recorded(ctx, config, state, x, allowed, key_allowed):
     """Build nn.MultiheadAttention from `config` and `state` (dropout 0, eval mode), run
     sdpa_masks.mha_self_attention on it under no_grad and record how it was called."""

@@ -500,7 +500,7 @@ def test_attention_function_is_applied_and_its_backward_returns_dq_dk_dv_none_vi
     expect.close(
         r["out"],
         want_out,
-        what="AttentionFunction.forward(ctx, q, k, v, causal) on fresh inputs (checked first)",
+        what="AttentionFunction.forward(ctx, q, k, v, causal) on fresh inputs (checked before this test's case)",
         tol=tol("custom_backward.attention", torch.float64),
         mistakes=lambda: signatures.attention_forward(q, k, v, allowed),
     )

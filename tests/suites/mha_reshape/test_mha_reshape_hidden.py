@@ -183,7 +183,7 @@ def _control_split(sub, ref, rng) -> None:
     expect.close(
         sub.mha_reshape.split_heads(x, h),
         ref.mha_reshape.split_heads(x.double(), h).float(),
-        what="split_heads on fresh random inputs (checked first)",
+        what="split_heads on fresh random inputs (checked before this test's case)",
         tol=tol("mha_reshape.split_heads", torch.float32),
         mistakes=lambda: signatures.split_heads(x, h),
     )
@@ -196,7 +196,7 @@ def _control_merge(sub, ref, rng) -> None:
     expect.close(
         sub.mha_reshape.merge_heads(y),
         ref.mha_reshape.merge_heads(y.double()).float(),
-        what="merge_heads on fresh random inputs (checked first)",
+        what="merge_heads on fresh random inputs (checked before this test's case)",
         tol=tol("mha_reshape.merge_heads", torch.float32),
         mistakes=lambda: signatures.merge_heads(y),
     )
@@ -228,7 +228,7 @@ def _control_module(sub, ref, rng) -> None:
     expect.close(
         r["outputs"][0],
         want,
-        what="MultiHeadAttention(C, 1, T) on fresh random weights, x and padding (checked first)",
+        what="MultiHeadAttention(C, 1, T) on fresh random weights, x and padding (checked before this test's case)",
         tol=t,
         mistakes=lambda: distinct(signatures.outputs(signatures.mha(x, state, 1, key_allowed)), t, want),
     )
@@ -285,7 +285,12 @@ def _control_costs(sub, ref, rng, names) -> None:
         yours, theirs, what, candidates, t = checks[name]
         got, want = yours(), theirs()
         expect.scalar(
-            got, want, what=f"{what} (checked first)", tol=t, integer=t is EXACT, hints=data.numbers(got, candidates(), want)
+            got,
+            want,
+            what=f"{what} (checked before this test's case)",
+            tol=t,
+            integer=t is EXACT,
+            hints=data.numbers(got, candidates(), want),
         )
 
 
@@ -908,7 +913,7 @@ def _valid_module_runs(sub, rng, C: int, ctx: int) -> None:
         r["outputs"][0],
         what=(
             f"MultiHeadAttention({C}, 1, context_length={ctx}).forward(x "
-            f"[{x.shape[0]},{ctx},{C}]): T = context_length fits (valid input, checked first)"
+            f"[{x.shape[0]},{ctx},{C}]): T = context_length fits (valid input, checked before invalid ones)"
         ),
     )
 
@@ -927,7 +932,7 @@ def test_value_errors_for_random_indivisible_widths_and_lengths(sub, ref, rng, c
                 x = randn(rng, 1, 2, C)
                 expect.tensor(
                     sub.mha_reshape.split_heads(x, good_h),
-                    what=f"split_heads(x [1,2,{C}], {good_h}): {C} % {good_h} == 0 (valid input, checked first)",
+                    what=f"split_heads(x [1,2,{C}], {good_h}): {C} % {good_h} == 0 (valid input, checked before invalid ones)",
                 )
                 expect.raises(
                     "ValueError",

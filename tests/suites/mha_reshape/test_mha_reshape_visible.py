@@ -33,7 +33,7 @@ def _control_one_head(sub) -> None:
     """MultiHeadAttention(C, 1, T) on control weights and x, against the reference: checked
     first by the module's structure and error tests. With one head every split is the
     identity, so a head-split bug costs split_heads' share, not these tests."""
-    _check_control(sub, SNAP["multi_head_attention_one_head"], "checked first")
+    _check_control(sub, SNAP["multi_head_attention_one_head"], "checked before this test's case")
 
 
 def _check_control(sub, c: dict, note: str) -> None:
@@ -90,7 +90,7 @@ def _valid_input_runs(sub, what: str) -> None:
     try:
         _run_valid_input(sub, what)
     except SubmissionError as exc:
-        message = f"the valid input checked first ({valid}) did not run: {exc.message}"
+        message = f"the valid input, checked before invalid ones ({valid}), did not run: {exc.message}"
         raise type(exc)(exc.call, message, error=exc.error, hints=exc.hints) from None
 
 
@@ -99,7 +99,8 @@ def _run_valid_input(sub, what: str) -> None:
         c = SNAP["split_heads"]
         expect.tensor(
             sub.mha_reshape.split_heads(c["x"], c["num_heads"]),
-            what=f"split_heads(x {_shape(c['x'])}, {c['num_heads']}) on a valid control input must not raise (checked first)",
+            what=f"split_heads(x {_shape(c['x'])}, {c['num_heads']}) on a valid control input must not raise "
+            "(checked before invalid ones)",
         )
         return
     if what == "init":
@@ -109,13 +110,13 @@ def _run_valid_input(sub, what: str) -> None:
     r = sub.mha_reshape.construct(
         "MultiHeadAttention", c["args"], state=c["state"], calls=[("forward", [c["x"]], {})], describe=False
     )
-    expect.tensor(r["outputs"][0], what=f"{_module(c)} on a valid control input must not raise (checked first)")
+    expect.tensor(r["outputs"][0], what=f"{_module(c)} on a valid control input must not raise (checked before invalid ones)")
 
 
 def _control(sub, rng) -> None:
     """Control weights and x, against the reference's output: checked first by every test
     whose own subject (structure, errors, printed numbers) wrong code could satisfy."""
-    _check_control(sub, SNAP["multi_head_attention"], "Day 1 §4.3; checked first")
+    _check_control(sub, SNAP["multi_head_attention"], "Day 1 §4.3; checked before this test's case")
 
 
 def test_split_heads_cuts_features_into_contiguous_heads(sub, rng, credit):
