@@ -519,6 +519,9 @@ def raises(kind: str, call, *args, what: str, hints: Iterable[str] = (), **kwarg
         _fail(
             what, "values", f"expected {kind}, but it raised {error.get('type')}: {error.get('message', '')[:200]}", list(hints)
         )
+    if getattr(call, "__name__", "") == "construct" and args:  # the grader's own record of the object, not the student's value
+        ran = f"{args[0]}(…) was built{' and its calls ran' if kwargs.get('calls') else ''} without raising"
+        _fail(what, "values", f"expected {kind} to be raised, but {ran}", list(hints))
     _fail(what, "values", f"expected {kind} to be raised, but it returned {describe(value)}", list(hints))
     return {}
 

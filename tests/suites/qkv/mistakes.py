@@ -218,21 +218,41 @@ def uniform_mean(x: torch.Tensor) -> dict[str, torch.Tensor]:
     }
     if T == C:  # counts [T] without unsqueeze(-1) lines up with C: it runs only where T = C (else uniform_mean_raised)
         out["qkv/uniform-mean-counts-row"] = x.cumsum(-2) / torch.arange(1, T + 1, dtype=x.dtype)
+    fixed = _fixed_axis_mean(x)
+    if isinstance(fixed, torch.Tensor) and fixed.shape == x.shape:
+        out["qkv/uniform-mean-fixed-axis"] = fixed
     return out
+
+
+def _fixed_axis_mean(x: torch.Tensor) -> torch.Tensor | str | None:
+    """The running mean written for [B, T, C] alone — ``x.shape[1]`` and ``cumsum(dim=1)`` — on
+    ``x``: its value, the first line of its error, or None on [B, T, C] (where it is right).
+    On [T, C] it runs along C, on [B, h, T, C] along the heads (blind tester R-BF)."""
+    if x.dim() == 3:
+        return None
+    try:
+        return x.cumsum(1) / torch.arange(1, x.size(1) + 1, dtype=x.dtype).unsqueeze(-1)
+    except (RuntimeError, IndexError) as exc:
+        return str(exc).split("\n", 1)[0]
 
 
 def uniform_mean_raised(x: torch.Tensor) -> dict[str, str]:
     """hint id → the first line of the error causal_uniform_mean raises with that mistake, where
     it raises on this x: counts = arange(1, T + 1) of shape [T], not [T, 1], broadcasts against
-    the last axis C and fails where T ≠ C (blind tester I)."""
+    the last axis C and fails where T ≠ C (blind tester I); axis 1 taken for T fails on most
+    shapes other than [B, T, C]."""
     T, C = x.size(-2), x.size(-1)
+    out = {}
+    fixed = _fixed_axis_mean(x)
+    if isinstance(fixed, str):
+        out["qkv/uniform-mean-fixed-axis"] = fixed
     if T in (1, C):
-        return {}
+        return out
     try:
         x.cumsum(-2) / torch.arange(1, T + 1, dtype=x.dtype)
     except RuntimeError as exc:
-        return {"qkv/uniform-mean-counts-row": str(exc).split("\n", 1)[0]}
-    return {}
+        out["qkv/uniform-mean-counts-row"] = str(exc).split("\n", 1)[0]
+    return out
 
 
 def mixed(weights_: torch.Tensor, v: torch.Tensor) -> dict[str, torch.Tensor]:

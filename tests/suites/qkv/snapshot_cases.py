@@ -82,12 +82,23 @@ def weighted_values(rng, ref):
 
 
 def causal_uniform_mean(rng, ref):
+    """Two controls: x [2, T, 3], and x [T', 3] with no leading axis and T' ≠ 3, where code
+    written for [B, T, C] alone (``x.shape[1]``, ``cumsum(dim=1)``) raises or runs along C: the
+    docstring's [..., T, C] checked before the hidden tests (blind tester R-BF scored full
+    local marks with it)."""
     x = randn(rng, 2, randint(rng, 2, 8), 3)
+    flat = randn(rng, randint(rng, 4, 8), 3)
     return {
         "x": x,
         "want": in_float64(ref.qkv.causal_uniform_mean, x),
         "mistakes": signatures.uniform_mean(x),
         "mistakes_raised": signatures.uniform_mean_raised(x),
+        "flat": {
+            "x": flat,
+            "want": in_float64(ref.qkv.causal_uniform_mean, flat),
+            "mistakes": signatures.uniform_mean(flat),
+            "mistakes_raised": signatures.uniform_mean_raised(flat),
+        },
     }
 
 

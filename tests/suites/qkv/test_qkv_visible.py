@@ -172,17 +172,17 @@ def test_causal_uniform_mean_is_the_week7_baseline(sub, rng, credit):
     ex, c7 = w7.example(), SNAP["week7"]
     for part in credit.parts([FRESH, "x̄_A,1 and x̄_B,1"], required=[FRESH]):
         with part:
-            if part.label == FRESH:
-                c = SNAP["causal_uniform_mean"]
-                with expect.raise_named(c["mistakes_raised"]):
-                    got = sub.qkv.causal_uniform_mean(c["x"])
-                expect.close(
-                    got,
-                    c["want"],
-                    what=f"causal_uniform_mean(control x {_shape(c['x'])})",
-                    tol=tol("qkv.causal_uniform_mean", F32),
-                    mistakes=c["mistakes"],
-                )
+            if part.label == FRESH:  # [2, T, 3], then [T', 3]: no leading axis ([..., T, C])
+                for c in (SNAP["causal_uniform_mean"], SNAP["causal_uniform_mean"]["flat"]):
+                    with expect.raise_named(c["mistakes_raised"]):
+                        got = sub.qkv.causal_uniform_mean(c["x"])
+                    expect.close(
+                        got,
+                        c["want"],
+                        what=f"causal_uniform_mean(control x {_shape(c['x'])})",
+                        tol=tol("qkv.causal_uniform_mean", F32),
+                        mistakes=c["mistakes"],
+                    )
             else:
                 got = expect.close(
                     sub.qkv.causal_uniform_mean(ex.x),
