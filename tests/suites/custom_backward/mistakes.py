@@ -88,6 +88,9 @@ def attention_backward(d_out, q, k, v, weights, scale: float) -> dict[str, tuple
     out[P + "score-gradient-skipped#dk"] = (scale * (ds @ k), scale * (da.transpose(-2, -1) @ q), dv)
     if scale != 1.0:
         out[P + "missing-scale"] = grads(ds, s=1.0)
+        # s left out of one of the two products only (blind tester R-BD: Q̄ off by √d_k, no hint)
+        out[P + "missing-scale#dq"] = (ds @ k, scale * (ds.transpose(-2, -1) @ q), dv)
+        out[P + "missing-scale#dk"] = grads(ds, dk_rhs=ds.transpose(-2, -1) @ q)
         out[P + "scale-inverted"] = grads(ds, s=1.0 / scale)  # multiplied by √d_k instead of 1/√d_k
         out[P + "scale-twice"] = grads(ds, s=scale * scale)  # s applied to Ā (or S̄) and again to Q̄, K̄
         # s twice in one of the two products only (blind tester R-L: K̄ = s·s·S̄ᵀQ read, in gradcheck, as a
@@ -129,6 +132,8 @@ def attention_backward_from(own_ds, d_out, q, k, v, weights, scale: float) -> di
     own = {P + "dq-dk-swapped": (dk, dq, dv), P + "dq-times-v": (scale * (ds @ v), dk, dv)}
     if scale != 1.0:
         own[P + "missing-scale"] = (ds @ k, ds.transpose(-2, -1) @ q, dv)
+        own[P + "missing-scale#dq"] = (ds @ k, dk, dv)
+        own[P + "missing-scale#dk"] = (dq, ds.transpose(-2, -1) @ q, dv)
         own[P + "scale-inverted"] = (dq / scale**2, dk / scale**2, dv)
         own[P + "scale-twice"] = (dq * scale, dk * scale, dv)
         own[P + "scale-twice#dk"] = (dq, dk * scale, dv)
