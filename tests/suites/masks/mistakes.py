@@ -59,6 +59,8 @@ def padding(lengths, T: int, left_padded: bool) -> dict[str, torch.Tensor]:
         "masks/padding-off-by-one": shifted,
         "masks/padding-one-short": short,
     }
+    if not torch.equal(correct.T, correct):  # [T, B]: the lengths along the columns (blind tester R-BH)
+        out["masks/padding-transposed"] = correct.T
     if left_padded:
         out["masks/padding-left-start"] = pos >= n  # the length used as the first real position
         # out[b, -n:] = True: with n = 0 the slice -0: is the whole row (blind tester R-AA)
@@ -77,6 +79,8 @@ def combine(causal_allowed: torch.Tensor, key_allowed: torch.Tensor) -> dict[str
     if L == S:
         out["masks/padding-masks-queries"] = c & key_allowed[:, None, :, None]  # rows blanked instead of columns
     out["masks/combine-head-axis"] = causal_allowed[None] & key_allowed[:, None, :]  # [B,L,S]: no head axis
+    if key_allowed.size(0) != 1:  # [1,B,L,S]: the head axis put first (blind tester R-BH)
+        out["masks/combine-head-axis#first"] = (causal_allowed[None] & key_allowed[:, None, :])[None]
     return out
 
 
@@ -128,6 +132,14 @@ def softmax(scores: torch.Tensor, allowed: torch.Tensor) -> dict[str, torch.Tens
     e = torch.exp(masked - shift)
     denom = e.sum(-1, keepdim=True)
     out["masks/max-over-blocked-keys"] = (e / torch.where(denom > 0, denom, torch.ones_like(denom))).to(torch.float64)
+    # the shift taken over the query axis (amax(dim=-2)): each key column shifted by its own maximum,
+    # which no longer cancels in a row's softmax (blind tester R-BH)
+    if masked.dim() >= 2 and masked.size(-2) > 1:
+        col_max = masked.amax(-2, keepdim=True)
+        col_max = torch.where(torch.isfinite(col_max), col_max, torch.zeros_like(col_max))
+        e = torch.exp(masked - col_max)
+        denom = e.sum(-1, keepdim=True)
+        out["masks/max-wrong-axis"] = (e / torch.where(denom > 0, denom, torch.ones_like(denom))).to(torch.float64)
     # each row's maximum with its axis dropped (amax(dim=-1) without keepdim): [..., L] broadcasts along the
     # keys, so column j is shifted by row j's maximum (blind tester F; a non-square [L,S] raises instead)
     if masked.dim() >= 2 and masked.size(-1) == masked.size(-2):
