@@ -484,6 +484,10 @@ def _grade_stopped_after(tmp_path: Path, delay: float, signum: int) -> tuple[int
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=stderr,
+            # as a terminal starts it: a shell without job control starts a background job with
+            # SIGINT ignored, and a Python that inherits that keeps ignoring Ctrl-C (a test run
+            # launched as `cmd &` from a script saw every SIGINT case grade to the end)
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         )
         deadline = time.monotonic() + 60
         while not (marks.exists() and "command line: started" in marks.read_text(encoding="utf-8")):
