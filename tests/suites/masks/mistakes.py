@@ -84,6 +84,13 @@ def combine(causal_allowed: torch.Tensor, key_allowed: torch.Tensor) -> dict[str
     return out
 
 
+def _over_keys(e: torch.Tensor) -> torch.Tensor:
+    """``e`` divided by its sum over the keys, a row whose sum is 0 left all zeros: the last
+    step every ``masked_softmax`` below shares (each mistake is in what ``e`` is)."""
+    denom = e.sum(-1, keepdim=True)
+    return e / torch.where(denom > 0, denom, torch.ones_like(denom))
+
+
 def softmax(scores: torch.Tensor, allowed: torch.Tensor) -> dict[str, torch.Tensor]:
     """masked_softmax(scores, allowed) with a mistake (computed in float64, cast back)."""
     s = scores.to(torch.float64)
@@ -112,42 +119,37 @@ def softmax(scores: torch.Tensor, allowed: torch.Tensor) -> dict[str, torch.Tens
     # no max shift: exp of the raw scores overflows (inf / inf = NaN) at scores of ~1e3 in float64, ~90 in float32
     raw = scores.broadcast_to(a.shape)  # in the submission's own dtype: that decides where it overflows
     e = torch.exp(torch.where(a, raw, torch.tensor(NEG_INF, dtype=raw.dtype)))
-    denom = e.sum(-1, keepdim=True)
-    out["masks/no-max-shift"] = (e / torch.where(denom > 0, denom, torch.ones_like(denom))).to(torch.float64)
+    out["masks/no-max-shift"] = _over_keys(e).to(torch.float64)
     # the same, guarding only the rows with nothing allowed and zeroing blocked keys after: a row whose
     # every allowed exp underflowed is 0/0 = NaN on its allowed keys
-    some = a.any(-1, keepdim=True)
+    some, denom = a.any(-1, keepdim=True), e.sum(-1, keepdim=True)
     guarded = e / torch.where(some, denom, torch.ones_like(denom))
     out["masks/no-max-shift#underflow-nan"] = torch.where(a, guarded, torch.zeros_like(guarded)).to(torch.float64)
     # one shift for the whole tensor (amax() without dim): rows far below the global maximum underflow to all zeros
     masked = torch.where(a, raw, torch.tensor(NEG_INF, dtype=raw.dtype))
     top = masked.amax()
     e = torch.exp(masked - (top if bool(torch.isfinite(top)) else torch.zeros_like(top)))
-    denom = e.sum(-1, keepdim=True)
-    out["masks/global-max"] = (e / torch.where(denom > 0, denom, torch.ones_like(denom))).to(torch.float64)
+    out["masks/global-max"] = _over_keys(e).to(torch.float64)
     # each row shifted by the maximum of its raw scores, blocked keys included: where a blocked score
     # is far above the allowed ones every allowed exp underflows and the row is all zeros (blind tester R-AA)
     shift = raw.amax(-1, keepdim=True)
     shift = torch.where(torch.isfinite(shift), shift, torch.zeros_like(shift))
     e = torch.exp(masked - shift)
-    denom = e.sum(-1, keepdim=True)
-    out["masks/max-over-blocked-keys"] = (e / torch.where(denom > 0, denom, torch.ones_like(denom))).to(torch.float64)
+    out["masks/max-over-blocked-keys"] = _over_keys(e).to(torch.float64)
     # the shift taken over the query axis (amax(dim=-2)): each key column shifted by its own maximum,
     # which no longer cancels in a row's softmax (blind tester R-BH)
     if masked.dim() >= 2 and masked.size(-2) > 1:
         col_max = masked.amax(-2, keepdim=True)
         col_max = torch.where(torch.isfinite(col_max), col_max, torch.zeros_like(col_max))
         e = torch.exp(masked - col_max)
-        denom = e.sum(-1, keepdim=True)
-        out["masks/max-wrong-axis"] = (e / torch.where(denom > 0, denom, torch.ones_like(denom))).to(torch.float64)
+        out["masks/max-wrong-axis"] = _over_keys(e).to(torch.float64)
     # each row's maximum with its axis dropped (amax(dim=-1) without keepdim): [..., L] broadcasts along the
     # keys, so column j is shifted by row j's maximum (blind tester F; a non-square [L,S] raises instead)
     if masked.dim() >= 2 and masked.size(-1) == masked.size(-2):
         row_max = masked.amax(-1)
         row_max = torch.where(torch.isfinite(row_max), row_max, torch.zeros_like(row_max)).unsqueeze(-2)
         e = torch.exp(masked - row_max)
-        denom = e.sum(-1, keepdim=True)
-        out["masks/max-without-keepdim"] = (e / torch.where(denom > 0, denom, torch.ones_like(denom))).to(torch.float64)
+        out["masks/max-without-keepdim"] = _over_keys(e).to(torch.float64)
     # the row max shift right, the normalising sum wrong (blind tester R-G; row_softmax names the same
     # two): over the query axis (sum(dim=-2)), or without keepdim ([..., L] broadcast along the keys:
     # column j divided by row j's sum, which runs only when L = S)
