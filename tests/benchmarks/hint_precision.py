@@ -294,6 +294,27 @@ def unstable_or_free(rows: list[dict]) -> list[str]:
     return bad
 
 
+def hints_vary(rows: list[dict]) -> list[str]:
+    """Failing tests whose hints differ between seeds for the same variant: the points are
+    the same (``unstable_or_free``), but a student re-graded on another seed would read
+    other advice. Printed, not a failure: some checks name a mistake only where the seed's
+    values tell it apart from another (``expect.diagnose``: "indistinguishable here")."""
+    seen: dict[tuple[str, str], dict[int, tuple[str, ...]]] = {}
+    for r in rows:
+        for f in r["failed"]:
+            seen.setdefault((f"{r['skill']}/{r['id']}", f["test"]), {})[r["seed"]] = tuple(sorted(f["hints"]))
+    vary = [
+        f"{name} {test}: " + "; ".join(f"seed {seed} {list(h) or '—'}" for seed, h in sorted(by_seed.items()))
+        for (name, test), by_seed in sorted(seen.items())
+        if len(by_seed) > 1 and len(set(by_seed.values())) > 1
+    ]
+    for line in vary:
+        print("HINTS VARY:", line)
+    tests = sum(len(by_seed) > 1 for by_seed in seen.values())
+    print(f"hints by seed: {tests - len(vary)}/{tests} failing tests of a variant show the same hints on every seed")
+    return vary
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--skill", action="append", default=[], help="only this skill (repeatable)")
@@ -326,10 +347,11 @@ def main() -> int:
     if args.local:
         rows = local_view(rows)
     ok = report(rows, style_rows, args.local)
-    if args.check_stable:
-        return 0 if not unstable_or_free(rows) else 1
     if args.json:
         args.json.write_text(json.dumps({"variants": rows, "styles": style_rows}, indent=1, ensure_ascii=False), encoding="utf-8")
+    if args.check_stable:
+        hints_vary(rows)
+        return 0 if not unstable_or_free(rows) else 1
     return 1 if (args.check and not ok) else 0
 
 

@@ -200,12 +200,48 @@ def explain(exc: SubmissionRaised, sub=None, third_step=None) -> SubmissionRaise
     added: list[str] = []
     if "incorrect number of gradient" in message or "returned an incorrect number" in message:
         added = ["custom_backward/backward-three-values"]
-    elif error.get("type") == "RuntimeError" and any(word in message for word in SHAPE_ERRORS):
+    elif error.get("type") in ("RuntimeError", "IndexError") and any(word in message.lower() for word in SHAPE_ERRORS):
         functions = {frame.get("function") for frame in error.get("frames", [])}
         if functions & {"backward", "attention_backward", "softmax_backward"} and sub is not None:
             added = square_diagnosis(sub, third_step)
     exc.hints = added + [h for h in exc.hints if h not in added]
     return exc
+
+
+def _fixed_axes_diagnosis(sub, triple, c: dict, tight: Tol) -> list[str]:
+    """attention_backward is right on the square problem [B, L, S] but raises or is wrong on the
+    same problem without its batch axis ([L, S]) or with a head axis ([B, 1, L, S]): its code
+    counts an axis from the front (``transpose(1, 2)``, ``dim=2``), the last two only where
+    there are three (blind tester R-BH). Named only where softmax_backward gives the same S̄
+    on every rank (else the fixed axis may be softmax_backward's, whose own tests say so); a
+    correct attention_backward is right on every rank, so it is never named there."""
+    q, k, v, d_out, a, scale, right = c["q"], c["k"], c["v"], c["d_out"], c["a"], c["scale"], c["right"]
+    ranks = (
+        ((d_out[0], q[0], k[0], v[0], a[0]), [r[0] for r in right]),
+        ((d_out[:, None], q[:, None], k[:, None], v[:, None], a[:, None]), [r[:, None] for r in right]),
+    )
+    if all(
+        (got := triple(*args, scale)) is not None and all(expect.distance(g_, r, tight) <= 1 for g_, r in zip(got, want))
+        for args, want in ranks
+    ):
+        return []
+    d_weights = d_out @ v.transpose(-2, -1)  # Ā = Ȳ Vᵀ, the input softmax_backward gets
+
+    def s_bar(d_w, w):
+        try:
+            got = sub.custom_backward.softmax_backward(d_w, w)
+        except SubmissionError:
+            return None
+        return got if type(got) is torch.Tensor else None
+
+    batched = s_bar(d_weights, a)
+    if batched is None:
+        return []
+    for d_w, w, want in ((d_weights[0], a[0], batched[0]), (d_weights[:, None], a[:, None], batched[:, None])):
+        got = s_bar(d_w, w)
+        if got is None or got.shape != want.shape or expect.distance(got, want, tight) > 1:
+            return []
+    return expect.observed("custom_backward/fixed-axes")
 
 
 def square_diagnosis(sub, third_step=None) -> list[str]:
@@ -229,6 +265,8 @@ def square_diagnosis(sub, third_step=None) -> list[str]:
 
     tight = Tol(1e-9, 1e-12)
     got = triple(d_out, q, k, v, a, scale)
+    if got is not None and all(expect.distance(g_, r, tight) <= 1 for g_, r in zip(got, right)):
+        return _fixed_axes_diagnosis(sub, triple, c, tight)
     if got is None or any(expect.distance(g_, r, tight) > 1 for g_, r in zip(got, right)):
         plain = triple(d_out[0], q[0], k[0], v[0], a[0], scale)
         if plain is not None and all(expect.distance(g_, r[0], tight) <= 1 for g_, r in zip(plain, right)):
