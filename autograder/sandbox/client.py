@@ -48,6 +48,11 @@ REUSE_MAX_GROWTH_KIB = 256 << 10
 #: a reset takes milliseconds; one that takes longer (code of the submission's ran in it: a
 #: module in sys.modules whose __getattr__ sleeps) costs this wait, and a fresh worker instead
 RESET_TIMEOUT_S = 5.0
+#: a reset's own CPU time is ~0.3 ms: one that runs past this ran the submission's code (a
+#: function of the standard library it replaced, which the reset calls: blind red-team tester
+#: R-BK spun 4.5 s in `random.setstate` before every test). It is stopped there, and its group
+#: gets a fresh worker for each later test, with no reset to run code in
+RESET_CPU_S = 0.1
 
 
 class WorkerDied(Exception):
@@ -92,6 +97,7 @@ class Worker:
         self.last_cpu: float | None = None
         self._clock: features.ProcessClock | None = None  # read before and after each request
         self.auth: protocol.FrameAuth | None = None  # its replies' signatures, from the key sent once it is ready
+        self._reset_cpu: tuple[float | None, float] | None = None  # its CPU clock when a reset was asked for
 
     @property
     def alive(self) -> bool:
@@ -158,6 +164,7 @@ class Worker:
         (``finish_reset`` takes the answer). False when the request could not be sent."""
         if not self.alive:
             return False
+        self._reset_cpu = self.cpu_seconds()
         try:
             send_message(self.sock, {"op": "reset"}, b"", noted_by=self.auth)
         except OSError:
@@ -166,9 +173,12 @@ class Worker:
         return True
 
     def finish_reset(self, timeout: float) -> bool:
-        """The answer to ``start_reset``: True when the worker is fresh and still reusable."""
+        """The answer to ``start_reset``: True when the worker is fresh and still reusable.
+        At most RESET_CPU_S of the worker's CPU time (where it can be read) and ``timeout``
+        seconds of wall time."""
+        start = self._reset_cpu
         try:
-            reply, _ = self._recv(timeout, "worker reset")
+            reply, _ = self._recv(timeout, "worker reset", RESET_CPU_S if start is not None else None, start)
         except (WorkerDied, WorkerTimeout, WorkerProtocolError):
             return False
         return reply.get("ok") is True and self.reusable()
@@ -407,6 +417,9 @@ class Sandbox:
         self._stage = 0
         self._kept: Worker | None = None
         self.reused = 0
+        #: groups whose worker's reset failed (ran past its limits, or answered wrongly): each
+        #: of their later tests gets a fresh worker, which needs no reset
+        self.no_reset: set[Hashable] = set()
 
     def begin_test(self, group: Hashable | None, stage: int = 0) -> None:
         """The next test's group and stage: its worker may come from the last test of the
@@ -423,7 +436,13 @@ class Sandbox:
 
     def _keep(self, worker: Worker) -> bool:
         """Keep ``worker`` for the next test of its group, its reset already under way."""
-        if not self.may_serve(worker) or self._kept is not None or not worker.reusable() or not worker.start_reset():
+        if (
+            not self.may_serve(worker)
+            or worker.group in self.no_reset
+            or self._kept is not None
+            or not worker.reusable()
+            or not worker.start_reset()
+        ):
             return False
         self._kept = worker
         return True
@@ -463,10 +482,12 @@ class Sandbox:
         pre-forked spare, else a new one."""
         kept, self._kept = self._kept, None
         if kept is not None:
-            if self.may_serve(kept) and kept.finish_reset(min(self.start_timeout, RESET_TIMEOUT_S)):
-                self.reused += 1
-                kept.stage = self._stage
-                return kept
+            if self.may_serve(kept):
+                if kept.finish_reset(min(self.start_timeout, RESET_TIMEOUT_S)):
+                    self.reused += 1
+                    kept.stage = self._stage
+                    return kept
+                self.no_reset.add(kept.group)  # its reset failed: no more resets for this group
             kept._stop(reason="not reusable", killed=True, wait=False)
         worker = self._spares.pop(0) if self._spares else self._spawn()
         worker.wait_ready(self.start_timeout)

@@ -6,6 +6,7 @@ import json
 import socket
 import struct
 import threading
+import time
 
 import pytest
 import torch
@@ -173,6 +174,39 @@ def test_a_silent_peer_times_out_at_the_deadline():
             protocol.recv_message(b, deadline=time.monotonic() + 0.2)
         assert time.monotonic() - start < 1.0
     finally:
+        a.close()
+        b.close()
+
+
+def test_a_peer_that_never_goes_quiet_is_still_asked_about_on_schedule():
+    """keep_waiting (the client's CPU-time check) runs every poll_s even while bytes keep
+    arriving: a worker dribbling one byte at a time into a frame that never ends is stopped
+    at the check's first False, not at the wall-clock deadline (blind red-team tester R-BK)."""
+    a, b = socket.socketpair()
+    stop = threading.Event()
+    asked: list[int] = []
+
+    def dribble():
+        a.sendall(struct.pack("<4sIQ", protocol.MAGIC, 8 << 20, 0))  # a header it never finishes in time
+        while not stop.is_set():
+            try:
+                a.send(b" ")
+            except OSError:
+                return
+
+    def keep_waiting():
+        asked.append(1)
+        return len(asked) < 3  # the third question finds the peer over its limit
+
+    thread = threading.Thread(target=dribble)
+    thread.start()
+    try:
+        with pytest.raises(protocol.PeerTimeout):  # the deadline: a backstop, far beyond three polls
+            protocol.recv_message(b, deadline=time.monotonic() + 5.0, keep_waiting=keep_waiting, poll_s=0.01)
+        assert len(asked) == 3, f"asked {len(asked)} times before the wall-clock backstop"
+    finally:
+        stop.set()
+        thread.join()
         a.close()
         b.close()
 

@@ -441,6 +441,18 @@ def disturb():
     os.chdir("/")
     return "disturbed"
 
+def slow_reset():
+    """random.setstate replaced by a spinner: the worker's reset between tests calls it."""
+    import random, time
+    original = random.setstate
+    def spin(state):
+        end = time.monotonic() + 6.0  # past RESET_TIMEOUT_S too, where CPU time cannot be read
+        while time.monotonic() < end:
+            pass
+        original(state)
+    random.setstate = spin
+    return "planted"
+
 def memory_outside_rlimit_as():
     """Each way to memory that RLIMIT_AS does not count, tried once."""
     import mmap, platform
@@ -1146,6 +1158,23 @@ def test_a_worker_that_left_a_thread_running_serves_no_other_test(tmp_path):
         assert started.value["value"] == 0
         after, reply = _grouped(sandbox, "qkv", "count")
         assert after != spinner and reply.value["value"] == 1
+    finally:
+        sandbox.close()
+
+
+def test_a_reset_that_runs_the_submissions_code_is_stopped_and_its_group_resets_no_more(tmp_path):
+    """The reset calls the standard library (``random.setstate``); code that replaced it runs
+    there, outside every test's limits (blind red-team tester R-BK: 4.5 s before each test).
+    The reset stops at RESET_CPU_S of the worker's CPU time, and each later test of the group
+    gets a fresh worker, which runs no reset."""
+    sandbox = Sandbox(_spec(tmp_path))
+    try:
+        planter, planted = _grouped(sandbox, "qkv", "slow_reset")
+        second, reply = _grouped(sandbox, "qkv", "count")
+        third, again = _grouped(sandbox, "qkv", "count")
+        assert planted.value["value"] == "planted"
+        assert len({planter, second, third}) == 3 and reply.value["value"] == again.value["value"] == 1
+        assert "qkv" in sandbox.no_reset and sandbox.reused == 0
     finally:
         sandbox.close()
 

@@ -368,6 +368,9 @@ PROFILER_SWITCHES = (
     "_disable_profiler",
     "_enable_profiler",
     "_prepare_profiler",
+    # pauses the recording's RecordFunction callbacks while the profiler stays on (blind
+    # red-team tester R-BK: the end marker then went missing, read as tampering; sealed all the same)
+    "_toggle_collection_dynamic",
 )
 #: C functions that switch the recording of operators off (called from any frame while it runs)
 _DISPATCH_SWITCHES = {
