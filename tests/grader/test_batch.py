@@ -56,7 +56,7 @@ def batch(submissions: Path, out: Path, *args: str, config: Path, timeout: float
 
 
 def _env() -> dict:
-    env = dict(os.environ)
+    env = {**os.environ, "COLUMNS": "80"}  # as a CI log is read
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
     return env
 
@@ -157,6 +157,10 @@ def test_the_mistake_is_named_in_the_summary(graded):
     assert "Score distribution per skill" in summary and "█" in summary
     assert MISTAKE["hint"] in proc.stdout
     assert "8 graded, 0 already done" in proc.stdout
+    from rich.cells import cell_len
+
+    wide = [line for line in proc.stdout.splitlines() if cell_len(line) > 80 and not line.startswith("→ ")]
+    assert not wide, "batch's terminal output is read in 80-column CI logs (paths alone may run longer):\n" + "\n".join(wide)
 
 
 # slow: two more batch runs of the class; make test keeps the batch fixture's run and its checks
@@ -703,7 +707,8 @@ def test_a_name_only_roster_matches_folders_named_after_students_and_never_zeroe
     out = tmp_path / "out"
     first = batch(subs, out, "--jobs", "2", "--roster", str(roster), config=fast_config)
     assert first.returncode == 3, first.stdout + first.stderr[-2000:]
-    assert "roster: 2 matched (2 by name), 1 unmatched submission(s), 1 roster student(s) missing" in first.stdout
+    said = " ".join(first.stdout.split())  # the terminal wraps at 80 columns
+    assert "roster: 2 matched (2 by name), 1 unmatched submission(s), 1 roster student(s) missing" in said
     assert "'Zed Q'" in first.stderr and "left blank, not 0" in first.stderr and "--accept-unmatched" in first.stderr
     canvas = list(csv.reader(io.StringIO((out / "lms" / "canvas.csv").read_text(encoding="utf-8"))))
     scores = {line[2]: line[-1] for line in canvas[2:]}

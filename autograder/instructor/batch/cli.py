@@ -145,7 +145,8 @@ def roster_status(summary, options: Options, out: Console) -> int:
     joined = getattr(summary, "roster", None) if summary is not None else None
     if joined is None or options.roster is None:
         return EXIT_OK
-    out.print(f"{joined.counts(options.roster)} → {options.out / 'lms'}", markup=False)
+    out.print(joined.counts(options.roster), markup=False)
+    out.print(f"→ {options.out / 'lms'}", markup=False, soft_wrap=True)
     open_work = joined.open_work()
     if not open_work:
         return EXIT_OK
@@ -181,11 +182,9 @@ def _merge(config, students, options: Options, parts: list[Path], out: Console, 
         err.print(rich_escape(f"autograder: {note}"), highlight=False)
     summary = finish(config, students, options, wants, ident, None)
     print_summary(out, summary)
-    out.print(
-        f"merged {len(parts)} shard(s): all {len(students)} student(s) → {options.out / 'gradebook.csv'}, "
-        f"{options.out / 'summary.md'}",
-        markup=False,
-    )
+    out.print(f"merged {len(parts)} shard(s): all {len(students)} student(s)", markup=False)
+    for path in (options.out / "gradebook.csv", options.out / "summary.md"):
+        out.print(f"→ {path}", markup=False, soft_wrap=True)
     return roster_status(summary, options, out)
 
 
@@ -197,7 +196,7 @@ def main(args: argparse.Namespace) -> int:
     """``autograder batch``: read the inputs, grade the class, report — each a step below."""
     err = Console(stderr=True)
     # tables are not cut at 80 columns when the output goes to a file or a CI log
-    out = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
+    out = Console(highlight=False)
     try:
         config, students, options = _inputs(args, err)
         if args.merge:
@@ -324,9 +323,8 @@ def _report(outcome, options: Options, out: Console) -> int:
         + (f"; {outcome.fallbacks} started without the preloaded process" if outcome.fallbacks else ""),
         markup=False,
     )
-    out.print(
-        f"→ {out_dir / 'gradebook.csv'}, {out_dir / 'summary.md'}, {out_dir}/<student>/results.json + feedback.md", markup=False
-    )
+    for path in (out_dir / "gradebook.csv", out_dir / "summary.md", f"{out_dir}/<student>/results.json + feedback.md"):
+        out.print(f"→ {path}", markup=False, soft_wrap=True)  # a path whole on its line, never folded
     if outcome.interrupted:
         print(
             "autograder: interrupted — finished results are kept; run the same command again to grade the rest", file=sys.stderr

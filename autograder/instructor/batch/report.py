@@ -27,6 +27,8 @@ from ...renderers.common import suite_label
 from .students import Student
 
 BUCKETS = ("0", "1–24%", "25–49%", "50–74%", "75–99%", "100%")
+#: the same buckets as a terminal table's headers (the title says they are shares): 80 columns
+SHORT_BUCKETS = ("0", "<25", "<50", "<75", "<100", "100")
 BAR = 30
 TOP_TESTS = 8
 #: hints that name no mistake: the function is simply not written yet (counted apart)
@@ -276,18 +278,26 @@ def spark(counts: list[int]) -> str:
 
 
 def print_summary(console, summary: ClassSummary) -> None:
+    from rich import box
     from rich.table import Table
     from rich.text import Text
 
+    # Lines only under the header and one space between columns: the six buckets, the spark
+    # and the mean fit 80 columns (a CI log) with the longest skill id whole; a narrower
+    # console folds a cell instead of cutting it.
     table = Table(
-        title=f"Score distribution per skill ({summary.graded} students; share of the skill's points)", title_justify="left"
+        title=f"Score distribution per skill ({summary.graded} students; % of the skill's points)",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        collapse_padding=True,
     )
-    table.add_column("skill")
-    for label in BUCKETS:
-        table.add_column(label, justify="right")
+    table.add_column("skill", overflow="fold", min_width=max(map(len, [*summary.skills, "total"])))
+    for label in SHORT_BUCKETS:
+        table.add_column(label, justify="right", overflow="fold")
     table.add_column("", no_wrap=True)
-    table.add_column("mean", justify="right")
-    table.add_column("median", justify="right")
+    table.add_column("mean", justify="right", overflow="fold")
+    table.add_column("median", justify="right", overflow="fold")
     rows = [(sid, summary.histograms[sid], summary.scores[sid], summary.points.get(sid, 0.0)) for sid in summary.skills]
     rows.append(("total", total_histogram(summary), summary.totals, summary.max_total))
     for sid, counts, values, pts in rows:
@@ -297,7 +307,8 @@ def print_summary(console, summary: ClassSummary) -> None:
     console.print(table)
     if summary.mistakes:
         mistakes = Table(title="What to reteach: most frequent named mistakes", title_justify="left")
-        for column, justify in (("mistake", "left"), ("students", "right"), ("what it is", "left"), ("section", "left")):
+        mistakes.add_column("mistake", no_wrap=True)  # a hint id stays whole: instructors grep for it
+        for column, justify in (("students", "right"), ("what it is", "left"), ("section", "left")):
             mistakes.add_column(column, justify=justify, overflow="fold")
         for hid, n, _sid, text, section in summary.mistakes:
             mistakes.add_row(
