@@ -506,6 +506,17 @@ def true(
         _fail(what, problem, detail, list(hints), grids)
 
 
+def sums_detail(sums: torch.Tensor) -> str:
+    """What a "rows sum to 1" check says of ``sums``: their range and how far the farthest is
+    from 1, which the range alone hides once rounded (1 − 1e-9 prints as 1: blind tester R-BJ
+    read "row sums range from 1 to 1" for an ε in the denominator)."""
+    if sums.numel() == 0:
+        return "no row to sum"
+    s = sums.double()
+    off = (s - 1).abs().nan_to_num(nan=math.inf).max().item()
+    return f"row sums range from {s.min().item():.6g} to {s.max().item():.6g}, up to {off:.3g} away from 1"
+
+
 def raises(kind: str, call, *args, what: str, hints: Iterable[str] = (), **kwargs) -> dict:
     """``call(*args, **kwargs)`` (a remote function) must raise ``kind`` (e.g. "ValueError")."""
     try:

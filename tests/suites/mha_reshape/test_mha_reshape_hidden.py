@@ -723,7 +723,7 @@ def test_weights_rows_sum_to_one_and_future_and_padded_keys_get_exactly_zero(sub
             expect.true(
                 rows_ok,
                 what="every query row of every head sums to 1",
-                detail=f"row sums range from {sums.min().item():.4g} to {sums.max().item():.4g}",
+                detail=expect.sums_detail(sums),
                 hints=diagnosed or ["mha_reshape/key-mask-on-queries"],
             )
             expect.true(

@@ -608,7 +608,7 @@ def test_single_head_attention_rows_sum_to_one_and_future_weight_is_exactly_zero
                     torch.allclose(sums, torch.ones_like(sums), atol=t.atol * T, rtol=0)
                 ),  # T weights, each within the measured atol
                 what="every query row of the weights sums to 1",
-                detail=f"row sums range from {sums.min().item():.4g} to {sums.max().item():.4g}",
+                detail=expect.sums_detail(sums),
                 hints=diagnosed,
             )
             future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
