@@ -38,6 +38,8 @@ def _merge(y: torch.Tensor, how: str) -> torch.Tensor:
         return y.reshape(B, h * T, d)
     if how == "transpose-wrong-axes":  # transpose(2, 3) instead of (1, 2): tokens and features swapped
         return y.transpose(2, 3).reshape(B, T, h * d)
+    if how == "transpose-1-3":  # transpose(1, 3): heads and features swapped, [B,d,T,h] (blind tester R-BJ)
+        return y.transpose(1, 3).reshape(B, T, h * d)
     if how == "heads-reversed":  # heads concatenated last to first
         return y.flip(1).transpose(1, 2).reshape(B, T, h * d)
     return y.transpose(1, 2).reshape(B, T, h * d)
@@ -57,6 +59,7 @@ def merge_heads(y: torch.Tensor) -> dict[str, torch.Tensor]:
         "mha_reshape/interleaved-heads": _merge(y, "interleaved-heads"),
         "mha_reshape/concat-wrong-axis": _merge(y, "concat-wrong-axis"),
         "mha_reshape/transpose-wrong-axes": _merge(y, "transpose-wrong-axes"),
+        "mha_reshape/transpose-wrong-axes#1-3": _merge(y, "transpose-1-3"),
         "mha_reshape/heads-reversed": _merge(y, "heads-reversed"),
     }
 
@@ -88,7 +91,7 @@ def _mha(
     B, T, C = x.shape
     d = C // h
     q, k, v = (_split(_linear(x, state, n, transpose), h, split) for n in ("w_q", "w_k", "w_v"))
-    root = math.sqrt({"model": C, "heads": h, "tokens": T}.get(scale, d))
+    root = {"unscaled": 1.0, "head-width": float(d)}.get(scale) or math.sqrt({"model": C, "heads": h, "tokens": T}.get(scale, d))
     scores = q @ k.transpose(-2, -1) * root if scale == "times" else q @ k.transpose(-2, -1) / root
     causal = torch.ones(T, T, dtype=torch.bool)
     causal = causal.triu() if upper else causal.tril(diagonal)  # diagonal −1: each query's own key blocked too
@@ -107,6 +110,9 @@ def _mha(
             "key-inverted": causal & ~keys[:, None, None, :],  # the padded keys allowed, the real ones blocked
             "or": causal | keys[:, None, None, :],  # combined with OR: a real future key is allowed too
             "key-times-inf": causal,  # the padding added below as (~key_allowed) · (−∞)
+            # a blocked-style buffer (~tril, True = future) used as if allowed, ANDed with the
+            # padding: each query reads only the future (blind tester R-BJ)
+            "buffer-inverted": ~causal & keys[:, None, None, :],
         }[mask]
     if allowed is not None:
         scores = scores.masked_fill(allowed.logical_not(), -math.inf)
@@ -150,6 +156,7 @@ def mha(
             x, state, h, key_allowed, split="interleaved-heads", merge="interleaved-heads"
         )
     out["mha_reshape/transpose-wrong-axes"] = _mha(x, state, h, key_allowed, merge="transpose-wrong-axes")  # also with one head
+    out["mha_reshape/transpose-wrong-axes#1-3"] = _mha(x, state, h, key_allowed, merge="transpose-1-3")
     out["mha_reshape/missing-output-projection"] = _mha(x, state, h, key_allowed, project=False)
     out["mha_reshape/linear-weight-not-transposed"] = _mha(x, state, h, key_allowed, transpose=False)
     out["mha_reshape/no-causal-mask"] = _mha(x, state, h, key_allowed, mask="no-causal")
@@ -158,6 +165,11 @@ def mha(
     if x.shape[1] != x.shape[-1] // h:  # √T: the same as √d where T = d (blind tester R-AA)
         out["mha_reshape/scale-by-sequence-length"] = _mha(x, state, h, key_allowed, scale="tokens")
     out["mha_reshape/causal-diagonal-blocked"] = _mha(x, state, h, key_allowed, diagonal=-1)  # ~triu(diagonal=0)
+    if x.shape[1] > 1:  # tril(diagonal=1): each query also reads the next key (blind tester R-BJ)
+        out["mha_reshape/causal-diagonal-leak"] = _mha(x, state, h, key_allowed, diagonal=1)
+    out["mha_reshape/missing-scale"] = _mha(x, state, h, key_allowed, scale="unscaled")  # blind tester R-BJ
+    if x.shape[-1] // h != 1:  # ÷ d instead of ÷ √d (R-BJ; the same as ÷ √C where d = √C: then neither is named)
+        out["mha_reshape/divide-by-head-width"] = _mha(x, state, h, key_allowed, scale="head-width")
     # triu: itself and the future (blind tester R-L: read on some seeds as the padding mask on queries)
     out["mha_reshape/causal-mask-triu"] = _mha(x, state, h, key_allowed, upper=True)
     if x.shape[1] > 1:
@@ -171,6 +183,7 @@ def mha(
     if key_allowed is not None:  # no padding: every key blocked, all NaN
         out["mha_reshape/key-allowed-inverted"] = _mha(x, state, h, key_allowed, mask="key-inverted")
         out["mha_reshape/key-mask-times-inf"] = _mha(x, state, h, key_allowed, mask="key-times-inf")
+        out["mha_reshape/mask-inverted#buffer"] = _mha(x, state, h, key_allowed, mask="buffer-inverted")
     right_out, right_weights = _mha(x, state, h, key_allowed)
     out["mha_reshape/weights-averaged-over-heads"] = (right_out, right_weights.mean(dim=1))
     out["mha_reshape/returns-scores"] = (right_out, _mha_scores(x, state, h, key_allowed))
