@@ -10,11 +10,15 @@ A variant that happens to equal the right answer for these inputs is left out.
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from autograder.testing import keep_if_wrong
 
 P = "row_softmax/"
+#: the εs a student adds to a softmax's denominator "for safety"
+EPSILONS = (1e-12, 1e-10, 1e-9, 1e-8, 1e-7, 1e-6, 1e-5)
 
 
 def _axis(t: torch.Tensor, dim: int) -> int:
@@ -70,11 +74,21 @@ def softmax(scores: torch.Tensor, dim: int = -1) -> dict[str, torch.Tensor]:
         e = torch.exp(shifted)
         v[P + "max-without-keepdim"] = (e / e.sum(dim=dim, keepdim=True)).to(scores.dtype)
     v[P + "sum-over-everything"] = (exps / exps.sum()).to(scores.dtype)  # exps.sum() with no dim (blind tester R-L)
+
     if scores.dim() >= 2 and _axis(scores, dim) != scores.dim() - 1:  # one reduction with dim=-1 written in (blind tester R-S)
         last = torch.exp(s64 - s64.amax(dim=-1, keepdim=True))
         v[P + "dim-ignored"] = (last / last.sum(dim=dim, keepdim=True)).to(scores.dtype)  # the max
         v[P + "dim-ignored#sum"] = (exps / exps.sum(dim=-1, keepdim=True)).to(scores.dtype)  # the sum
-    return keep_if_wrong(v, right)
+    out = keep_if_wrong(v, right)
+    # a small ε added to the sums (e / (Σe + ε)): each row sums to just under 1 — in float64 read as
+    # float32 rounding before (blind tester R-BJ). Closer to the right answer than keep_if_wrong's
+    # threshold, so kept wherever it differs at all: a check only names it when it failed and
+    # the answer is closer to it than to the right one
+    for eps in EPSILONS:
+        t = exps / (exps.sum(dim=dim, keepdim=True) + eps)
+        if not torch.equal(t.to(scores.dtype).double(), right.to(scores.dtype).double()):
+            out[P + f"denominator-epsilon#{eps:g}"] = t.to(scores.dtype)
+    return out
 
 
 def _unkept_shift(s: torch.Tensor, dim: int) -> torch.Tensor | None:
@@ -184,7 +198,12 @@ def vocab_probs(h: torch.Tensor, w_vocab: torch.Tensor) -> dict[str, torch.Tenso
     """hint id → what vocab_probs(h, w_vocab) returns with that mistake."""
     logits = h.double() @ w_vocab.double()
     right = torch.softmax(logits, dim=-1)
-    v = {P + "no-max-subtraction": _naive_softmax(h @ w_vocab, -1)}
+    v = {
+        P + "no-max-subtraction": _naive_softmax(h @ w_vocab, -1),
+        P + "vocab-logits-returned": logits.to(h.dtype),  # h @ W_vocab without the softmax (blind tester R-BJ)
+        # the logits divided by √C as attention scores are (R-BJ)
+        P + "vocab-logits-scaled": torch.softmax(logits / math.sqrt(h.shape[-1]), dim=-1).to(h.dtype),
+    }
     if logits.dim() >= 2:
         v[P + "vocab-wrong-axis"] = torch.softmax(logits, dim=-2).to(h.dtype)  # over positions / examples
         v[P + "vocab-wrong-axis#first"] = torch.softmax(logits, dim=0).to(h.dtype)  # dim=0: the same on [N,V]

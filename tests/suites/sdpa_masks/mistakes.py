@@ -8,6 +8,8 @@ they hold nothing a student could use as an answer.
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 
@@ -128,6 +130,13 @@ def mha(module, x, allowed=None, key_allowed=None) -> dict[str, torch.Tensor]:
     if kpm is not None:  # a padding mask was given
         out["sdpa_masks/key-padding-polarity"] = run(seq, attn, key_allowed, not bf)
         out["sdpa_masks/key-padding-ignored"] = run(seq, attn, None, not bf)  # key_allowed dropped (blind tester R-G)
+        # key_padding_mask=(~key_allowed).float(): a float mask is added to the scores, +1 on the
+        # padded keys, which blocks nothing (blind tester R-BJ); with attn_mask, torch adds the two
+        B, T = key_allowed.shape
+        added = (~key_allowed).to(torch.float64)[:, None, None, :].expand(B, module.num_heads, T, T)
+        if attn is not None:
+            added = added + torch.zeros(T, T, dtype=torch.float64).masked_fill(attn, -math.inf)
+        out["sdpa_masks/key-padding-float"] = run(seq, added.reshape(B * module.num_heads, T, T), None, not bf)
     if not bf and key_allowed is None and (allowed is None or x.size(0) == x.size(1)):
         out["sdpa_masks/batch-first-ignored"] = run(x64, attn, None, False)  # (B,T,C) fed as (T,B,C)
     if not bf:
