@@ -225,7 +225,7 @@ def _fixed_axes_diagnosis(sub, triple, c: dict, tight: Tol) -> list[str]:
         for args, want in ranks
     ):
         return []
-    d_weights = d_out @ v.transpose(-2, -1)  # Ā = Ȳ Vᵀ, the input softmax_backward gets
+    d_weights = torch.matmul(d_out, v.mT)  # the Ā softmax_backward gets (Day 1 §2.3)
 
     def s_bar(d_w, w):
         try:
