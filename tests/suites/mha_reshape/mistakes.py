@@ -91,7 +91,8 @@ def _mha(
     B, T, C = x.shape
     d = C // h
     q, k, v = (_split(_linear(x, state, n, transpose), h, split) for n in ("w_q", "w_k", "w_v"))
-    root = {"unscaled": 1.0, "head-width": float(d)}.get(scale) or math.sqrt({"model": C, "heads": h, "tokens": T}.get(scale, d))
+    roots = {"unscaled": 1.0, "head-width": float(d), "model": math.sqrt(C), "heads": math.sqrt(h), "tokens": math.sqrt(T)}
+    root = roots.get(scale, math.sqrt(d))  # "head" (right) and "times" (× √d below): √d
     scores = q @ k.transpose(-2, -1) * root if scale == "times" else q @ k.transpose(-2, -1) / root
     causal = torch.ones(T, T, dtype=torch.bool)
     causal = causal.triu() if upper else causal.tril(diagonal)  # diagonal −1: each query's own key blocked too

@@ -84,10 +84,11 @@ def softmax(scores: torch.Tensor, dim: int = -1) -> dict[str, torch.Tensor]:
     # float32 rounding before (blind tester R-BJ). Closer to the right answer than keep_if_wrong's
     # threshold, so kept wherever it differs at all: a check only names it when it failed and
     # the answer is closer to it than to the right one
+    sums, shown = exps.sum(dim=dim, keepdim=True), right.to(scores.dtype)
     for eps in EPSILONS:
-        t = exps / (exps.sum(dim=dim, keepdim=True) + eps)
-        if not torch.equal(t.to(scores.dtype).double(), right.to(scores.dtype).double()):
-            out[P + f"denominator-epsilon#{eps:g}"] = t.to(scores.dtype)
+        t = (exps / (sums + eps)).to(scores.dtype)
+        if not torch.equal(t, shown):
+            out[P + f"denominator-epsilon#{eps:g}"] = t
     return out
 
 
