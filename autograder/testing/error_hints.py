@@ -15,6 +15,8 @@ def hints_for(error: dict) -> list[str]:
     kind = error.get("type")
     if error.get("todo"):
         return ["general/todo"]
+    if FLOAT_IN_BITWISE.search(str(error.get("message", ""))) and kind in ("NotImplementedError", "TypeError"):
+        return ["general/float-in-bitwise"]  # `mask.float() & causal`: torch's refusal, not a stub (blind tester R-BJ)
     if kind == "NotImplementedError":
         return []
     if kind in ("SystemExit", "KeyboardInterrupt"):
@@ -55,6 +57,12 @@ SIBLING_AS_PACKAGE = re.compile(r"relative import with no known parent package|N
 BMM_NOT_3D = re.compile(r"\bbatch[12] must be a 3D tensor")
 #: torch's refusal to write an in-place result of a larger, broadcast shape into its left operand
 CANNOT_GROW = "doesn't match the broadcast shape"
+#: torch's refusals of &, |, ^ and ~ on a floating-point tensor ("bitwise_and_cpu" not implemented
+#: for 'Float'; ~ raises a TypeError of its own)
+FLOAT_IN_BITWISE = re.compile(
+    r"\"bitwise_(?:and|or|xor|not)\w*\" not implemented for '(?:Float|Double|Half|BFloat16)'"
+    r"|~ \(operator\.invert\) is only implemented on integer and Boolean-type tensors"
+)
 #: torch's refusals to compute with two dtypes at once (a matmul, linear, bmm or einsum of a
 #: float32 tensor the code made and the float64 input it was given)
 DTYPE_MIXED = re.compile(

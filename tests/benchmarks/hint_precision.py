@@ -127,10 +127,11 @@ def run_variants(skills: list[str], seeds: list[int], jobs: int, work: Path, twi
                     "id": m["id"],
                     "function": m["function"],
                     "hint": m["hint"],
+                    "also": m.get("also", []),
                     "seed": seed,
                     **facts,
                     "right_shown": m["hint"] in facts["hints"],
-                    "wrong_hints": [h for h in facts["hints"] if h != m["hint"]],
+                    "wrong_hints": [h for h in facts["hints"] if h not in _right(m)],
                     "off_function": [f["test"] for f in off],
                     "repeat_identical": repeated,
                 }
@@ -187,12 +188,19 @@ def local_view(rows: list[dict]) -> list[dict]:
                 "lost": round(sum(f["lost"] for f in failed), 4),
                 "hints": hints,
                 "right_shown": r["hint"] in hints,
-                "wrong_hints": [h for h in hints if h != r["hint"]],
+                "wrong_hints": [h for h in hints if h not in _right(r)],
                 "off_function": [t for t in r["off_function"] if any(f["test"] == t for f in failed)],
                 "gated_by": r["gated_by"] if r["gated_by"] in visible.get(r["skill"], set()) else None,
             }
         )
     return out
+
+
+def _right(m: dict) -> set[str]:
+    """The hints that name a variant's mistake: its own, and those the same mistake also
+    proves by itself (``also`` in its table: a float mask that raises at ``&`` on one input and
+    is added to the scores on another)."""
+    return {m["hint"], *m.get("also", [])}
 
 
 def skill_table(rows: list[dict]) -> None:
@@ -201,7 +209,7 @@ def skill_table(rows: list[dict]) -> None:
     for skill in sorted({r["skill"] for r in rows}):
         rs = [r for r in rows if r["skill"] == skill]
         n, lose, own = len(rs), sum(r["lost"] > 0 for r in rs), sum(r["right_shown"] for r in rs)
-        shown, right = sum(len(r["hints"]) for r in rs), sum(r["hint"] in r["hints"] for r in rs)
+        shown, right = sum(len(r["hints"]) for r in rs), sum(len(_right(r) & set(r["hints"])) for r in rs)
 
         def pct(a: int, b: int) -> str:
             return f"{a}/{b} = {a / b:.1%}" if b else "—"
@@ -230,7 +238,7 @@ def report(rows: list[dict], style_rows: list[dict], local: bool = False) -> boo
         skill_table(rows)
     right = sum(r["right_shown"] for r in rows)
     shown = sum(len(r["hints"]) for r in rows)
-    shown_right = sum(r["hint"] in r["hints"] for r in rows)
+    shown_right = sum(len(_right(r) & set(r["hints"])) for r in rows)
     no_loss = [f"{r['skill']}/{r['id']}" for r in rows if r["lost"] <= 0]
     off = [f"{r['skill']}/{r['id']}" for r in rows if r["off_function"]]
     per_variant = {}

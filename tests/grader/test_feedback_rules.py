@@ -425,3 +425,22 @@ def test_an_input_whose_class_was_swapped_in_place_counts_as_changed():
     expect.unchanged(before, before.clone(), what="an untouched input passes")
     with pytest.raises(CheckFailed):
         expect.unchanged(before, before.clone().add_(1), what="a plain change is caught as before")
+
+
+def test_a_float_tensor_in_a_bitwise_operator_is_named_from_torchs_own_refusals():
+    """Blind tester R-BJ: a mask made float (``allowed.float()``) and then combined with ``&``
+    raised NotImplementedError, which read as no hint at all (a stub's error type)."""
+    from autograder.testing.error_hints import hints_for as _hints_for
+
+    mask = torch.ones(2, 2)
+    causal = torch.ones(2, 2, dtype=torch.bool)
+    refusals = []
+    ops = (lambda: mask & causal, lambda: causal | mask.double(), lambda: mask.half() ^ causal, lambda: ~mask, mask.bitwise_not)
+    for op in ops:
+        with pytest.raises((NotImplementedError, TypeError)) as raised:
+            op()
+        refusals.append({"type": type(raised.value).__name__, "message": str(raised.value)})
+    for error in refusals:
+        assert _hints_for(error) == ["general/float-in-bitwise"], error
+    assert _hints_for({"type": "NotImplementedError", "message": "TODO(masks): build the mask"}) == []
+    assert _hints_for({"type": "TypeError", "message": "unsupported operand type(s) for &: 'float' and 'Tensor'"}) == []

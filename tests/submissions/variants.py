@@ -13,6 +13,7 @@ A variant in ``mistakes/<skill>.toml``::
     replace = "return scores / d_k"
     function = "scale_scores"           # the one function (or class) the change breaks
     hint = "qkv/divide-by-dk"           # the hint that names this mistake
+    also = ["general/in-place"]         # optional: hints the same mistake also proves (on other inputs)
 """
 
 from __future__ import annotations

@@ -19,6 +19,8 @@ from autograder.testing import keep_if_wrong
 P = "row_softmax/"
 #: the εs a student adds to a softmax's denominator "for safety"
 EPSILONS = (1e-12, 1e-10, 1e-9, 1e-8, 1e-7, 1e-6, 1e-5)
+#: the finite floors a student puts under the scores "to avoid −∞" (``clamp(min=…)``)
+FLOORS = (-1e4, -1e9)
 
 
 def _axis(t: torch.Tensor, dim: int) -> int:
@@ -31,6 +33,18 @@ def _other_axis(t: torch.Tensor, dim: int) -> int | None:
         return None
     d = _axis(t, dim)
     return t.dim() - 2 if d == t.dim() - 1 else t.dim() - 1
+
+
+def _first_axis(t: torch.Tensor, dim: int) -> bool:
+    """Whether ``dim=0`` written in (the batch axis) is a third axis, apart from ``dim`` and
+    the other of the last two (blind tester R-BJ: a softmax over dim 0 had no hint on [B,L,S])."""
+    return t.dim() >= 3 and _axis(t, dim) != 0 and _other_axis(t, dim) != 0
+
+
+def _floored(s: torch.Tensor, floor: float, dim: int) -> torch.Tensor:
+    """softmax(s.clamp(min=floor)) in s's own dtype's values: every score below the floor,
+    −∞ included, moved up to it (blind tester R-BJ)."""
+    return torch.softmax(s.clamp(min=floor).double(), dim=dim)
 
 
 def _naive_softmax(s: torch.Tensor, dim: int) -> torch.Tensor:
@@ -60,6 +74,10 @@ def softmax(scores: torch.Tensor, dim: int = -1) -> dict[str, torch.Tensor]:
     other = _other_axis(scores, dim)
     if other is not None:
         v[P + "softmax-wrong-axis"] = torch.softmax(s64, dim=other).to(scores.dtype)
+    if _first_axis(scores, dim):
+        v[P + "softmax-wrong-axis#first"] = torch.softmax(s64, dim=0).to(scores.dtype)
+    for floor in FLOORS:
+        v[P + f"clamped-scores#{floor:g}"] = _floored(scores, floor, dim).to(scores.dtype)
     exps = torch.exp(s64 - s64.amax(dim=dim, keepdim=True))
     unkept = _unkept_sum(exps, dim)
     if unkept is not None:
@@ -114,24 +132,44 @@ def log_softmax(scores: torch.Tensor, dim: int = -1) -> dict[str, torch.Tensor]:
     other = _other_axis(scores, dim)
     if other is not None:
         v[P + "softmax-wrong-axis"] = torch.log_softmax(s64, dim=other).to(scores.dtype)
+    if _first_axis(scores, dim):
+        v[P + "softmax-wrong-axis#first"] = torch.log_softmax(s64, dim=0).to(scores.dtype)
     unkept = _unkept_lse(s64, dim)
     if unkept is not None:
         v[P + "lse-without-keepdim"] = unkept.to(scores.dtype)
     shifted = _unkept_shifted_lse(s64, dim)
     if shifted is not None:
         v[P + "lse-without-keepdim#shifted"] = shifted.to(scores.dtype)
+    v.update({hint: t.to(scores.dtype) for hint, t in _unkept_max_log_softmax(s64, dim).items()})
     return keep_if_wrong(v, right)
+
+
+def _unkept_max_log_softmax(s: torch.Tensor, dim: int) -> dict[str, torch.Tensor]:
+    """log-softmax with ``z = s − amax(s, dim)`` without keepdim (blind tester R-BJ), the sum
+    kept or not: where they broadcast to s's shape (the axes line up only on square inputs)."""
+    z = _unkept_shift(s, dim)
+    if z is None:
+        return {}
+    v = {P + "max-without-keepdim": z - torch.log(torch.exp(z).sum(dim=dim, keepdim=True))}
+    both = _unkept_sum_log(z, dim)
+    if both is not None:
+        v[P + "max-without-keepdim#and-sum"] = both
+    return v
+
+
+def _unkept_sum_log(z: torch.Tensor, dim: int) -> torch.Tensor | None:
+    """``z − log(exp(z).sum(dim))`` without keepdim (None where that does not broadcast to z's shape)."""
+    try:
+        out = z - torch.log(torch.exp(z).sum(dim=dim))
+    except RuntimeError:
+        return None
+    return out if out.shape == z.shape else None
 
 
 def _unkept_shifted_lse(s: torch.Tensor, dim: int) -> torch.Tensor | None:
     """``z − log(exp(z).sum(dim))`` for ``z = s − max(s, dim, keepdim)``: the max shift kept, the
     sum's axis not (blind tester R-G); None where that does not broadcast to s's shape."""
-    z = s - s.amax(dim=dim, keepdim=True)
-    try:
-        out = z - torch.log(torch.exp(z).sum(dim=dim))
-    except RuntimeError:
-        return None
-    return out if out.shape == s.shape else None
+    return _unkept_sum_log(s - s.amax(dim=dim, keepdim=True), dim)
 
 
 def _unkept_lse(s: torch.Tensor, dim: int) -> torch.Tensor | None:
@@ -174,6 +212,8 @@ def cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> dict[str, torc
     shifted = _unkept_shifted_lse(l64, -1)
     if shifted is not None:
         v[P + "lse-without-keepdim#shifted"] = (-shifted[n, t].mean()).to(dtype)
+    for hint, logp_kept in _unkept_max_log_softmax(l64, -1).items():  # runs only when N = V
+        v[hint] = (-logp_kept[n, t].mean()).to(dtype)
     N, V = logits.shape
     if N > 1 and int(t.max()) < N:  # targets used as row numbers (blind tester R-B): run only where no target reaches N
         if N <= V:
