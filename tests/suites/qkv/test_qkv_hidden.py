@@ -27,17 +27,34 @@ def _other(rng, low: int, high: int, *avoid: int) -> int:
     return n
 
 
-def _dims(rng, t_max: int = 64, draw: int = 0) -> tuple[int, int, int, int, int]:
+def _dims(rng, t_max: int = 64, draw: int = 0, t: int | None = None) -> tuple[int, int, int, int, int]:
     """B, T, C, d_k, d_v with a fixed structure and random sizes: d_k ≥ 2 (at d_k = 1 the
     √d_k scale is 1) and C ∉ {d_k, d_v} on every draw, so a scale by the wrong width always
     shows; d_v ≠ d_k on even draws (a scale by d_v shows) and d_v = d_k on odd ones (weights @ K
-    runs and gives wrong numbers). Kinds with two draws hold both."""
-    B = randint(rng, 1, 3)
-    T = randint(rng, 2, t_max)  # T = 1 is checked inside a case with a regular input: alone, wrong code passes it
-    d_k = randint(rng, 2, 12)
-    d_v = d_k if draw % 2 else _other(rng, 1, 12, d_k)
-    C = _other(rng, 2, 24, d_k, d_v)
-    return B, T, C, d_k, d_v
+    runs and gives wrong numbers). Kinds with two draws hold both. Sizes are drawn again until
+    every scale a named mistake uses differs (``_scales_apart``). ``t``: the test's own T."""
+    for _ in range(1000):
+        B = randint(rng, 1, 3)
+        # T = 1 is checked inside a case with a regular input: alone, wrong code passes it
+        T = t if t is not None else randint(rng, 2, t_max)
+        d_k = randint(rng, 2, 12)
+        d_v = d_k if draw % 2 else _other(rng, 1, 12, d_k)
+        C = _other(rng, 2, 24, d_k, d_v)
+        if _scales_apart(T, C, d_k, d_v):
+            return B, T, C, d_k, d_v
+    raise RuntimeError(f"no sizes with every scale apart in 1000 draws (t_max={t_max}, t={t})")
+
+
+def _scales_apart(T: int, C: int, d_k: int, d_v: int) -> bool:
+    """Whether the right scale √d_k and those of the named mistakes (d_k, √C, √T, √d_v,
+    ``d_k ** 1/2`` = d_k / 2, none, ×√d_k) are all different: where two coincide, their
+    signatures are one and ``diagnose`` names neither (÷√C was ÷d_k at C = d_k², a failed
+    test with no hint on one seed), or a mistake costs nothing on that draw (d_k / 2 = √d_k
+    at d_k = 4), so its price would move with the seed."""
+    factors = [math.sqrt(d_k), d_k, math.sqrt(C), math.sqrt(T), d_k / 2, 1.0, 1 / math.sqrt(d_k)]
+    if d_v != d_k:
+        factors.append(math.sqrt(d_v))
+    return len({round(f, 9) for f in factors}) == len(factors)
 
 
 def _projections(rng, C, d_k, d_v, dtype):
@@ -707,7 +724,7 @@ def test_single_head_attention_is_causal_by_gradient(sub, ref, rng, credit):
 def test_single_head_attention_is_permutation_equivariant_without_mask(sub, ref, rng):
     dtype = F64
     B, T = 2, randint(rng, 3, 12)
-    _, _, C, d_k, d_v = _dims(rng)
+    _, _, C, d_k, d_v = _dims(rng, t=T)
     x = randn(rng, B, T, C, dtype=dtype)
     w = _projections(rng, C, d_k, d_v, dtype)
     perm = torch.randperm(T, generator=rng)
@@ -741,7 +758,7 @@ def test_single_head_attention_keeps_batch_examples_apart(sub, ref, rng):
     is the value tests' business, so a scale or mask slip does not cost here."""
     dtype = F64
     B, T = 3, randint(rng, 2, 10)
-    _, _, C, d_k, d_v = _dims(rng, t_max=10)
+    _, _, C, d_k, d_v = _dims(rng, t=T)
     x = randn(rng, B, T, C, dtype=dtype)
     w = _projections(rng, C, d_k, d_v, dtype)
     t = tol("qkv.single_head_attention", dtype)
