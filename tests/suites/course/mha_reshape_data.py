@@ -130,6 +130,13 @@ def view_hint(sub=None) -> Iterator[None]:
             exc.hints.append("mha_reshape/split-missing-transpose")
         elif (
             sub is not None
+            and ("size" in message or "shapes cannot be multiplied" in message)
+            and key_mask_three_axes(sub)
+            and "mha_reshape/key-mask-three-axes" not in exc.hints
+        ):
+            exc.hints.append("mha_reshape/key-mask-three-axes")
+        elif (
+            sub is not None
             and (exc.error or {}).get("type") == "ValueError"
             and context_off_by_one(sub)
             and "mha_reshape/context-check-off-by-one" not in exc.hints
@@ -185,6 +192,30 @@ def unsliced_mask(sub) -> bool:
         return False
     expect.diagnose(fits, {"mha_reshape/unsliced-mask": fits}, expect.Tol(1e-9, 1e-12))  # records the match
     return True
+
+
+def key_mask_three_axes(sub) -> bool:
+    """True when MultiHeadAttention(4, 2, 3) on the fixed probe x [2,3,4] with a key_allowed —
+    B = h, where a key mask lined up with the heads ([B,1,T], ``key_allowed[:, None, :]``)
+    still broadcasts — gives that mistake's output; on other shapes the same code raises a
+    size error or makes [B,B,T,T] scores (blind tester R-S; fixed data: this only names a
+    mistake, it earns nothing). The match is recorded for the hint rule."""
+    c = Snapshots(SKILL_DIR)["key_mask_probe"]
+    try:
+        r = sub.mha_reshape.construct(
+            "MultiHeadAttention",
+            [4, 2, 3],
+            dtype=torch.float64,
+            state=c["state"],
+            calls=[("forward", [c["x"]], {"key_allowed": c["key_allowed"]})],
+            describe=False,
+        )
+    except SubmissionError:
+        return False
+    got = r["outputs"][0]
+    if type(got) is not torch.Tensor:
+        return False
+    return bool(expect.diagnose(got, c["mistakes"], expect.Tol(1e-9, 1e-12), want=c["want"]))
 
 
 def split_missing_transpose(sub) -> bool:

@@ -264,3 +264,23 @@ def unsliced_probe() -> dict:
     state = {f"{n}.weight": torch.randn(4, 4, generator=g, dtype=torch.float64) * 0.5 for n in ("w_q", "w_k", "w_v", "w_o")}
     want, _ = _mha(x, state, 1, None)
     return {"x": x, "state": state, "want": want}
+
+
+def key_mask_probe() -> dict:
+    """The fixed problem of ``course.mha_reshape_data.key_mask_three_axes``: x [2,3,4] with two
+    heads (B = h: the one shape where a key mask lined up with the heads still broadcasts),
+    example 1's last key padded; the right output and that mistake's (a snapshot case: it
+    only names a mistake, it earns nothing)."""
+    g = torch.Generator().manual_seed(20261206)
+    x = torch.randn(2, 3, 4, generator=g, dtype=torch.float64)
+    state = {f"{n}.weight": torch.randn(4, 4, generator=g, dtype=torch.float64) * 0.5 for n in ("w_q", "w_k", "w_v", "w_o")}
+    key_allowed = torch.tensor([[True, True, True], [True, True, False]])
+    want, _ = _mha(x, state, 2, key_allowed)
+    wrong, _ = _mha(x, state, 2, key_allowed, mask="key-three-axes")
+    return {
+        "x": x,
+        "state": state,
+        "key_allowed": key_allowed,
+        "want": want,
+        "mistakes": {"mha_reshape/key-mask-three-axes": wrong},
+    }

@@ -174,6 +174,11 @@ def unsliced_probe(rng, ref):
     return signatures.unsliced_probe()
 
 
+def key_mask_probe(rng, ref):
+    """Fixed data of course.mha_reshape_data.key_mask_three_axes (names a mistake from a size error)."""
+    return signatures.key_mask_probe()
+
+
 CASES = [
     multi_head_attention,
     multi_head_attention_one_head,
@@ -185,4 +190,5 @@ CASES = [
     cost_tables,
     week7_two_heads,
     unsliced_probe,
+    key_mask_probe,
 ]
