@@ -137,8 +137,11 @@ def mha(module, x, allowed=None, key_allowed=None) -> dict[str, torch.Tensor]:
         if attn is not None:
             added = added + torch.zeros(T, T, dtype=torch.float64).masked_fill(attn, -math.inf)
         out["sdpa_masks/key-padding-float"] = run(seq, added.reshape(B * module.num_heads, T, T), None, not bf)
-    if not bf and key_allowed is None and (allowed is None or x.size(0) == x.size(1)):
-        out["sdpa_masks/batch-first-ignored"] = run(x64, attn, None, False)  # (B,T,C) fed as (T,B,C)
+    square = x.size(0) == x.size(1)  # B = T: the masks fit either reading, so nothing raises
+    if not bf and (square or (key_allowed is None and allowed is None)):
+        # (B,T,C) fed as (T,B,C); where B = T the same as reshaping it (blind tester R-BB's
+        # batch-first-reshaped): both are in the table, so such a draw names neither
+        out["sdpa_masks/batch-first-ignored"] = run(x64, attn, kpm, False)
     if not bf:
         out["sdpa_masks/output-not-transposed-back"] = run(seq, attn, kpm, False)  # the module's (T,B,C) returned as it is
         # (B,T,C) reshaped to (T,B,C) and back, not transposed: the sequences' tokens mixed (blind tester R-BB)
