@@ -101,6 +101,29 @@ def _doc_ids(rng, lead: tuple, T: int, *, packed: bool) -> torch.Tensor:
     return ids
 
 
+def _shifts_told_apart(
+    scores: torch.Tensor, allowed: torch.Tensor, far: tuple[int, ...], near: tuple[int, ...]
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Scores of 1e4 with two rows (full-shape masks, ``far`` ≠ ``near``) that tell apart where a
+    row's shift comes from, both allowing key 0 and blocking key 1: in ``far`` the allowed key
+    holds the tensor's largest score and the blocked key is 1e4 above it — a shift by the row's
+    maximum over every key, blocked ones included, underflows every allowed exp there (the row
+    comes out all 0), where one shift for the whole tensor keeps it; in ``near`` every blocked
+    key is 1 above the row's allowed maximum — weights zeroed after a softmax over every key
+    keep a fraction there, where that shift is right. So the first mistake fails on every seed and its
+    signature is its own (blind tester R-BL: it passed on draws where no blocked key happened
+    to win, and its hint came and went)."""
+    scores, allowed = scores.clone(), allowed.clone()
+    for row in (far, near):
+        allowed[row][:2] = torch.tensor([True, False])
+    top = float(scores[torch.isfinite(scores)].abs().max())
+    scores[far + (0,)] = top + 1e4
+    scores[far + (1,)] = top + 2e4
+    own = scores[near].masked_fill(~allowed[near] | ~torch.isfinite(scores[near]), NEG_INF)
+    scores[near][~allowed[near]] = float(own.max()) + 1.0  # every blocked key of the row, none far above
+    return scores, allowed
+
+
 def _blocked_key_wins(scores: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
     """Scores where, in some row, a blocked key has the highest score: ignoring the mask
     (a plain softmax) then moves the weight, even at scores of 1e4. The row is one with an
@@ -544,7 +567,7 @@ def test_masked_softmax_blocked_weight_is_exactly_zero_and_rows_sum_to_one_or_ze
                 B, L = randint(rng, 1, 3), randint(rng, 2, 16)
                 S = randint(rng, L + 1, 32)
             elif case.draw == 1:
-                B, L = 1, randint(rng, 3, 16)
+                B, L = 1, randint(rng, 4, 16)  # rows 0 and 1 fixed below, L − 2 and L − 1 (_shifts_told_apart)
                 S = L
             else:
                 B, L = randint(rng, 2, 3), randint(rng, 4, 16)
@@ -554,6 +577,8 @@ def test_masked_softmax_blocked_weight_is_exactly_zero_and_rows_sum_to_one_or_ze
             allowed = bernoulli(rng, B, L, S, p=0.5)
             allowed[:, 1, :3] = torch.tensor([True, True, False])  # a row with two allowed keys (not one-hot) and a blocked one
             allowed[:, 0] = False  # one fully blocked query row per example
+            if scale == 1e4:
+                scores, allowed = _shifts_told_apart(scores, allowed, far=(0, L - 1), near=(0, L - 2))
             got = expect.tensor(sub.masks.masked_softmax(scores, allowed), what="masked_softmax weights", floating=True)
             expect.true(
                 tuple(got.shape) == (B, L, S), what="weights shape", detail=f"expected [{B}, {L}, {S}], got {list(got.shape)}"
@@ -617,9 +642,9 @@ def test_masked_softmax_gradients_are_finite_and_zero_on_blocked_scores(sub, ref
                     # (not −∞) then outweighs them by e^(1e4), whatever else the seed drew
                     scores[0, 1, :2] = -scores[0, 1, :2].abs() - 1e3
                     # a blocked key above an allowed one: ignoring the mask moves the (one-hot) weight
+                    # (and where the row's shift comes from: one row far above the rest, one just above)
                     i = randint(rng, 0, L - 1)
-                    allowed[1, i, :2] = torch.tensor([True, False])
-                    scores[1, i, 1] = float(scores[1].max()) + 1e4
+                    scores, allowed = _shifts_told_apart(scores, allowed, far=(1, i), near=(1, (i + 1) % L))
                 if "all −∞" in part.label:  # allowed keys, all at −∞: the docstring's other empty row (zeros, finite gradient)
                     i = randint(rng, 0, L - 1)
                     allowed[1, i, 0] = True
