@@ -30,6 +30,8 @@ def hints_for(error: dict) -> list[str]:
         if SIBLING_AS_PACKAGE.search(message):
             return ["general/import-sibling"]  # `from exercises.masks import …`, `from .masks import …` (blind tester R-K)
         return ["general/import"]
+    if kind in ("TypeError", "AttributeError") and NONE_MASK.search(str(error.get("message", ""))):
+        return ["general/none-mask"]  # `~allowed` with allowed=None: the optional mask used unchecked (blind tester R-BL)
     if thread_refused(error):
         return ["general/one-thread"]
     if kind == "RuntimeError" and LEAF_IN_PLACE in str(error.get("message", "")):
@@ -62,6 +64,13 @@ CANNOT_GROW = "doesn't match the broadcast shape"
 FLOAT_IN_BITWISE = re.compile(
     r"\"bitwise_(?:and|or|xor|not)\w*\" not implemented for '(?:Float|Double|Half|BFloat16)'"
     r"|~ \(operator\.invert\) is only implemented on integer and Boolean-type tensors"
+)
+#: a mask argument that was None (the optional `allowed=None`) inverted or used as a mask:
+#: `~None`, `None.logical_not()`, `masked_fill(None, …)`, `torch.where(None, …)`
+NONE_MASK = re.compile(
+    r"bad operand type for unary ~: 'NoneType'"
+    r"|'NoneType' object has no attribute '(?:logical_not|bool|to|unsqueeze|expand)'"
+    r"|(?:masked_fill|masked_fill_|where)\(\) received an invalid combination of arguments - got \(NoneType"
 )
 #: torch's refusals to compute with two dtypes at once (a matmul, linear, bmm or einsum of a
 #: float32 tensor the code made and the float64 input it was given)

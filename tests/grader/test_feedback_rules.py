@@ -444,3 +444,22 @@ def test_a_float_tensor_in_a_bitwise_operator_is_named_from_torchs_own_refusals(
         assert _hints_for(error) == ["general/float-in-bitwise"], error
     assert _hints_for({"type": "NotImplementedError", "message": "TODO(masks): build the mask"}) == []
     assert _hints_for({"type": "TypeError", "message": "unsupported operand type(s) for &: 'float' and 'Tensor'"}) == []
+
+
+def test_an_optional_mask_used_while_none_is_named_from_pythons_and_torchs_own_errors():
+    """Blind tester R-BL: `masked_fill(~allowed, …)` with allowed=None raised a TypeError with no hint."""
+    from autograder.testing.error_hints import hints_for as _hints_for
+
+    scores = torch.zeros(2, 2)
+    allowed = None
+    for op in (
+        lambda: scores.masked_fill(~allowed, 0.0),
+        lambda: allowed.logical_not(),
+        lambda: scores.masked_fill(allowed, 0.0),
+        lambda: torch.where(allowed, scores, scores),
+    ):
+        with pytest.raises((TypeError, AttributeError)) as raised:
+            op()
+        error = {"type": type(raised.value).__name__, "message": str(raised.value)}
+        assert _hints_for(error) == ["general/none-mask"], error
+    assert _hints_for({"type": "AttributeError", "message": "'NoneType' object has no attribute 'shape'"}) == []
