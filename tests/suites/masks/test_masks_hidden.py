@@ -192,7 +192,7 @@ def _course_control(sub, ref, rng) -> None:
     for left in (False, True):  # both sides, on every seed
         keys = ref.masks.padding_allowed(lengths, S, left_padded=left)
         expect.equal(
-            sub.masks.padding_allowed(lengths, S, left_padded=left),
+            _padding(sub, lengths, S, left),
             keys,
             what=f"padding_allowed(lengths={lengths}, T={S}, left_padded={left})",
             mistakes=lambda: signatures.distinct(signatures.padding(lengths, S, left), EXACT, keys),
@@ -235,6 +235,22 @@ def _combine_raised(sub, exc: SubmissionRaised, keys: torch.Tensor) -> None:
             detail=exc.message,
             hints=hints,
         )
+
+
+def _padding(sub, lengths: list[int], T: int, left: bool):
+    """``padding_allowed(lengths, T, left_padded=left)`` with ``lengths`` a list; where it raises
+    and the same lengths as a tensor run, the list was used as a tensor: named, on every test
+    that passes a list (blind testers I, R-BL)."""
+    try:
+        return sub.masks.padding_allowed(lengths, T, left_padded=left)
+    except SubmissionRaised as exc:
+        try:
+            sub.masks.padding_allowed(torch.tensor(lengths), T, left_padded=left)
+        except SubmissionError:
+            pass
+        else:
+            exc.hints.extend(h for h in expect.observed("masks/lengths-list") if h not in exc.hints)
+        raise
 
 
 def test_course_mask_numbers_at_stated_precision_in_float64(sub, ref, rng, credit):
@@ -306,7 +322,7 @@ def test_course_mask_numbers_at_stated_precision_in_float64(sub, ref, rng, credi
             elif part.label == "left-padded keys":
                 T, n = md.LEFT_PADDED_T, md.LEFT_PADDED_LENGTH
                 keys = expect.equal(
-                    sub.masks.padding_allowed([n], T, left_padded=True),
+                    _padding(sub, [n], T, True),
                     torch.arange(T).unsqueeze(0) >= T - n,
                     what="padding_allowed([3], 5, left_padded=True): pad pad A B C",
                     mistakes=lambda: signatures.padding([n], T, True),
@@ -437,17 +453,7 @@ def test_padding_allowed_matches_reference_for_lists_and_tensors(sub, ref, rng, 
             for lengths, T in draws:
                 given = lengths if arg == "list" else torch.tensor(lengths, dtype=getattr(torch, arg))
                 want = ref.masks.padding_allowed(lengths, T, left_padded=left)
-                try:
-                    got = sub.masks.padding_allowed(given, T, left_padded=left)
-                except SubmissionRaised as exc:
-                    if arg == "list":  # the same lengths as a tensor run: the list was used as a tensor (blind tester I)
-                        try:
-                            sub.masks.padding_allowed(torch.tensor(lengths), T, left_padded=left)
-                        except SubmissionError:
-                            pass
-                        else:
-                            exc.hints.extend(expect.observed("masks/lengths-list"))
-                    raise
+                got = _padding(sub, lengths, T, left) if arg == "list" else sub.masks.padding_allowed(given, T, left_padded=left)
                 expect.equal(
                     got,
                     want,

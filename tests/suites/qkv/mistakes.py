@@ -159,7 +159,18 @@ def scores(q: torch.Tensor, k: torch.Tensor) -> dict[str, torch.Tensor]:
     }
     if q.size(-1) == k.size(-2) and q.size(-1) == k.size(-1):
         out["qkv/missing-transpose"] = q @ k
+    if k.dim() >= 3:  # k.transpose(0, 1): right for one [S, d] matrix only (blind tester R-BL)
+        swapped = _value_or_none(lambda: q @ k.transpose(0, 1))
+        if swapped is not None and swapped.shape == (q @ k.transpose(-2, -1)).shape:
+            out["qkv/transpose-fixed-axes#0-1"] = swapped
     return out
+
+
+def _value_or_none(compute) -> torch.Tensor | None:
+    try:
+        return compute()
+    except (RuntimeError, IndexError):
+        return None
 
 
 def scores_raised(q: torch.Tensor, k: torch.Tensor) -> dict[str, str]:
@@ -167,16 +178,16 @@ def scores_raised(q: torch.Tensor, k: torch.Tensor) -> dict[str, str]:
     the mistake raises on these inputs: `k.transpose(1, 2)` swaps the last two axes of a 3-D
     [B,S,d] k only; a 2-D k has no axis 2, and with two leading axes it swaps h and S, where
     [B,h] against [B,S] do not broadcast (unless h = S)."""
-    # `q @ k.T` reverses every axis of a batched k; where it raises the same words as
-    # transpose(1, 2), the message names neither (blind tester R-L got the transpose(1, 2) hint)
-    reversed_all = _first_error_line(lambda: q @ k.permute(*range(k.dim() - 1, -1, -1))) if k.dim() >= 3 else None
-    fixed = _first_error_line(lambda: q @ k.transpose(1, 2)) if k.dim() != 3 else None
-    out: dict[str, str] = {}
-    if fixed is not None and fixed != reversed_all:
-        out["qkv/transpose-fixed-axes"] = fixed
-    if reversed_all is not None and reversed_all != fixed:
-        out["qkv/missing-transpose"] = reversed_all
-    return out
+    # `q @ k.T` reverses every axis of a batched k; where two mistakes raise the same words, the
+    # message names neither (blind tester R-L got the transpose(1, 2) hint for `.T`)
+    candidates = {
+        "qkv/missing-transpose": _first_error_line(lambda: q @ k.permute(*range(k.dim() - 1, -1, -1))) if k.dim() >= 3 else None,
+        "qkv/transpose-fixed-axes": _first_error_line(lambda: q @ k.transpose(1, 2)) if k.dim() != 3 else None,
+        # k.transpose(0, 1): right for one [S, d] matrix only (blind tester R-BL)
+        "qkv/transpose-fixed-axes#0-1": _first_error_line(lambda: q @ k.transpose(0, 1)) if k.dim() >= 3 else None,
+    }
+    said = [m for m in candidates.values() if m is not None]
+    return {h: m for h, m in candidates.items() if m is not None and said.count(m) == 1}
 
 
 def _first_error_line(compute) -> str | None:

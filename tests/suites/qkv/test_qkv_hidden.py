@@ -249,6 +249,18 @@ def test_week7_numbers_at_stated_precision_in_float64(sub, ref, rng, credit):
                     tol=w7.Tol(0.0, 1e-12),
                     mistakes=lambda: {h: t[:, 1] for h, t in signatures.uniform_mean(ex.x).items()},
                 )
+                # the read ratio belongs here, not to §4's part: one mistake, one part (blind tester R-BL)
+                eye = torch.eye(2, dtype=torch.float64).unsqueeze(0)
+                ratio = expect.tensor(
+                    sub.qkv.causal_uniform_mean(eye), what="causal_uniform_mean(I [1,2,2])", shape=(1, 2, 2), floating=True
+                )
+                expect.close(
+                    ratio[0, 1],
+                    w7.t([0.5, 0.5], torch.float64),
+                    what="uniform-mean read ratio at the final position (W7-04)",
+                    tol=EXACT64,
+                    mistakes=lambda: {h: t[0, 1] for h, t in signatures.uniform_mean(eye).items()},
+                )
             else:
                 state = {
                     "query.weight": ex.w_q.T.contiguous(),
@@ -341,15 +353,6 @@ def _more_course_numbers(sub, ref, rng, ex, label: str) -> None:
             what="shapes of Q, K, V, scores, weights, head output (W7-28)",
             detail=f"expected [2, 2, 2] each, got {shapes}",
             problem="shape",
-        )
-        ratio = expect.tensor(
-            sub.qkv.causal_uniform_mean(torch.eye(2, dtype=f64).unsqueeze(0)),
-            what="causal_uniform_mean(I [1,2,2])",
-            shape=(1, 2, 2),
-            floating=True,
-        )
-        expect.close(
-            ratio[0, 1], w7.t([0.5, 0.5], f64), what="uniform-mean read ratio at the final position (W7-04)", tol=EXACT64
         )
     elif label == "score formula":
         for qv in (0.3, 1.0, 1.7):  # W_Q[1,0] = q changes only q_喜欢 = [q, 1] (§16)
