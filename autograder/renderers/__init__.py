@@ -19,11 +19,12 @@ from . import github, gradescope, markdown, text
 
 @dataclass(frozen=True)
 class Style:
-    """How the text format looks: plain for files (the default), or as on the terminal (or
-    pipe) stdout is: rich's colour system there (e.g. "truecolor") and its width."""
+    """How the text format looks: plain for files (the default: 80 columns, as a CI log or a
+    terminal is read; blind tester R-BL found `--output FILE` at 110), or as on the terminal
+    (or pipe) stdout is: rich's colour system there (e.g. "truecolor") and its width."""
 
     color_system: str | None = None
-    width: int = 110
+    width: int = 80
     terminal: bool = False
 
 

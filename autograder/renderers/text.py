@@ -81,7 +81,7 @@ def _break_name(name: str, room: int) -> str:
     return "\n".join(lines)
 
 
-def _skill_table(skill: SkillOutcome, width: int = 110) -> Table:
+def _skill_table(skill: SkillOutcome, width: int = 80) -> Table:
     narrow = width < 100  # (CI logs, 80-column terminals): the hint goes under its test, never cut
     table = Table(
         title=Text.assemble(

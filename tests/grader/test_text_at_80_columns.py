@@ -254,3 +254,14 @@ def test_a_hidden_constraint_says_forbids_on_a_gate_and_names_no_library_on_a_we
     assert gate == "hidden test failed: uses something this exercise forbids"
     assert "library" not in weighted and "calls the exercise asks for" in weighted
     assert "secret" not in gate + weighted
+
+
+def test_text_written_to_a_file_is_80_columns_wide_by_default():
+    """`grade --format text --output FILE` has no terminal to ask: it is read in a CI log or an
+    editor, at 80 columns (blind tester R-BL found 110)."""
+    results, config = _results(next(iter(KINDS)))
+    out = render(results, "text", config)
+    assert Style().width == WIDTH == 80
+    wide = [line for line in out.splitlines() if cells(line.rstrip()) > WIDTH]
+    assert not wide, f"lines wider than {WIDTH} columns: {wide[:3]}"
+    assert max(cells(line.rstrip()) for line in out.splitlines()) > 60  # laid out for the width, not squeezed
