@@ -110,7 +110,8 @@ def _shifts_told_apart(
     maximum over every key, blocked ones included, underflows every allowed exp there (the row
     comes out all 0), where one shift for the whole tensor keeps it; in ``near`` every blocked
     key is 1 above the row's allowed maximum — weights zeroed after a softmax over every key
-    keep a fraction there, where that shift is right. So the first mistake fails on every seed and its
+    keep a fraction there, where that shift is right. Both rows' weight is on key 0, so a sum
+    over the queries splits it on every seed too. So the first mistake fails on every seed and its
     signature is its own (blind tester R-BL: it passed on draws where no blocked key happened
     to win, and its hint came and went)."""
     scores, allowed = scores.clone(), allowed.clone()
@@ -119,8 +120,9 @@ def _shifts_told_apart(
     top = float(scores[torch.isfinite(scores)].abs().max())
     scores[far + (0,)] = top + 1e4
     scores[far + (1,)] = top + 2e4
-    own = scores[near].masked_fill(~allowed[near] | ~torch.isfinite(scores[near]), NEG_INF)
-    scores[near][~allowed[near]] = float(own.max()) + 1.0  # every blocked key of the row, none far above
+    own = float(scores[near].masked_fill(~allowed[near] | ~torch.isfinite(scores[near]), NEG_INF).max())
+    scores[near + (0,)] = own + 1.0  # key 0 holds the row's allowed maximum, as in ``far``
+    scores[near][~allowed[near]] = own + 2.0  # every blocked key of the row, none far above
     return scores, allowed
 
 
