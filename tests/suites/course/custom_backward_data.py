@@ -177,8 +177,9 @@ def check_goes_through_helpers(sub, helper_calls=None) -> None:
         expect.true(
             reaches(source, function, helper),
             what=f"{function} goes through {helper} (docs/EXERCISES.md §4)",
-            detail=f"{function} calls {sorted(names) or 'nothing'}, none of them reaches {helper}, "
-            f"and {helper} did not run inside {function} on the test's input",
+            detail=f"{helper} did not run inside {function} on the test's input, and {function}'s source "
+            f"calls {helper} nowhere (directly or through a helper of the file: it calls "
+            f"{', '.join(sorted(names)) or 'nothing by name'})",
             hints=["custom_backward/not-through-attention-backward"],
             problem="constraint",
         )
