@@ -47,10 +47,14 @@ def mistakes(skill: str) -> list[dict]:
     if not path.exists():
         return []
     entries = tomllib.loads(path.read_text(encoding="utf-8")).get("mistake", [])
+    seen: set[str] = set()
     for i, m in enumerate(entries):
         missing = [k for k in REQUIRED_KEYS if k not in m]
         if missing:
             raise ValueError(f"{path}: mistake #{i + 1} ({m.get('id', '?')}) lacks {missing}")
+        if m["id"] in seen:  # two rows of one id: a benchmark keyed by id would mix them up
+            raise ValueError(f"{path}: mistake #{i + 1}: id {m['id']!r} is used twice; ids are unique within a skill")
+        seen.add(m["id"])
     return entries
 
 
