@@ -337,7 +337,7 @@ def _gist(text: str) -> str:
 
 
 def _section_refs(section: str) -> str:
-    """"Week 7 §8 (所有分数…) and §11 (为什么…) — docs/lessons/…:233" → "Week 7 §8 and §11": the
+    """ "Week 7 §8 (所有分数…) and §11 (为什么…) — docs/lessons/…:233" → "Week 7 §8 and §11": the
     references without the sections' titles and the file, which summary.md keeps."""
     refs = section.split(" — ", 1)[0]
     return " ".join(re.sub(r"\s*[(（][^)）]*[)）]", "", refs).split()) or refs
