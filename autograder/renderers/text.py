@@ -98,8 +98,8 @@ def _skill_table(skill: SkillOutcome, width: int = 80) -> Table:
         table.caption = Text(
             f"0 points: this skill breaks a rule of the exercise — {one_line(skill.gated_by, 400)}", style="bold red"
         )
-    table.add_column("", width=1)
-    table.add_column("test" if not narrow else "test · hint / why", no_wrap=narrow)
+    table.add_column("", width=1, max_width=1, no_wrap=True)  # the same indent in every skill's table
+    table.add_column("test" if not narrow else "test · hint / why", no_wrap=narrow, ratio=1 if narrow else None)
     table.add_column("points", justify="right", no_wrap=True)
     if not narrow:
         table.add_column("hint / why")
