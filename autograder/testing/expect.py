@@ -527,8 +527,7 @@ def raises(kind: str, call, *args, what: str, hints: Iterable[str] = (), **kwarg
             return error
         if error.get("todo"):
             raise  # still a TODO stub: say that, not "wrong exception"
-        # an `assert` made the check: the test's hints (what a missing check does) would point
-        # the wrong way (blind tester R-BL)
+        # an `assert` made the check: the test's hints (a check missing) point the wrong way (R-BL)
         named = observed("general/assert-for-check") if error.get("type") == "AssertionError" else list(hints)
         _fail(what, "values", f"expected {kind}, but it raised {error.get('type')}: {error.get('message', '')[:200]}", named)
     if getattr(call, "__name__", "") == "construct" and args:  # the grader's own record of the object, not the student's value
