@@ -359,3 +359,33 @@ def test_a_call_watch_sees_helpers_reached_through_a_dict_a_default_argument_or_
     with CallWatch({"inner": inner}):
         _, tampered = _record(unhook)
     assert any("profile hook" in t for t in tampered), tampered
+
+
+def test_no_collection_runs_between_two_recorded_windows():
+    """Blind red-team tester R-BN: a finalizer on cyclic garbage, its collection steered to fire
+    in the recorder's bookkeeping after the profiler stopped, ran autograd unrecorded. The
+    collector is off from one window's end to the next window's start; a finalizer still
+    pending runs inside the next window, where what it runs is recorded."""
+    import gc
+    import weakref
+
+    ran: list[str] = []
+
+    class Cycle:
+        pass
+
+    def make_garbage() -> None:
+        c = Cycle()
+        c.self = c  # only a collection frees it
+        weakref.finalize(c, lambda: ran.append("finalizer"))
+
+    was = gc.isenabled()
+    try:
+        gc.enable()
+        _record(make_garbage)
+        assert not gc.isenabled()  # after the window: no collection can run the finalizer
+        assert ran == []
+        recorded, _ = _record(lambda: gc.collect())  # the next window: collecting there is recorded code
+        assert ran == ["finalizer"]
+    finally:
+        gc.enable() if was else gc.disable()

@@ -42,7 +42,15 @@ def copied_result(value: Any) -> Any:
         items = [list.__getitem__(value, i) for i in range(list.__len__(value))]
     else:
         return value
-    return [t.clone() if type(t) is torch.Tensor else t for t in items]
+    return [_plain_copy(t) if isinstance(t, torch.Tensor) else t for t in items]
+
+
+def _plain_copy(t: torch.Tensor) -> torch.Tensor:
+    """A plain tensor holding ``t``'s values now: a ``Parameter`` or another subclass too (it
+    passed uncopied, and was filled in place after the window: blind red-team tester R-BN),
+    with no ``__torch_function__`` of the exercise's in the way."""
+    with torch._C.DisableTorchFunction():
+        return torch.Tensor.clone(t)
 
 
 def resolve(module: Any, target: str) -> Any:

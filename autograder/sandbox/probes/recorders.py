@@ -3,6 +3,7 @@ the dispatcher ran (``DispatchRecorder``), with the submission's line."""
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 import types
@@ -188,6 +189,33 @@ _TORCHSCRIPT_KEPT = frozenset({"<backward op>"})
 _BACKWARD_FUNCTION = 1
 
 
+class _CollectorHeld:
+    """The cyclic garbage collector stays off from the end of one recorded window to the start
+    of the next, so no finalizer of the exercise's runs unrecorded. A collection runs each
+    cyclic object's ``weakref.finalize`` or ``__del__``, and when it runs is the code's to
+    steer: blind red-team tester R-BN kept the count just under the threshold, so that the
+    recorder's own bookkeeping set one off after the profiler had stopped, and there ran
+    TorchScript's ``backward`` (no Python tripwire sees it) into placeholders its backward had
+    returned — custom_backward 18.5/20 with autograd. Garbage made between windows waits for
+    the next one, where collecting it is recorded like any other code. (A worker's own
+    collector state outside rule-checked calls is untouched: only a window that held it
+    gives it back.)"""
+
+    held = False
+
+    @classmethod
+    def hold(cls) -> None:
+        if gc.isenabled():
+            gc.disable()
+            cls.held = True
+
+    @classmethod
+    def release(cls) -> None:
+        if cls.held:
+            cls.held = False
+            gc.enable()
+
+
 class DispatchRecorder:
     """Records every operator the dispatcher runs while it is active: the dispatcher's own
     profiling (``RecordFunction``, through torch's CPU profiler without Kineto) sees each op
@@ -274,6 +302,7 @@ class DispatchRecorder:
         self._on = True
         with _RecordFunctionFast(self.START):
             pass
+        _CollectorHeld.release()  # recorded from here: a finalizer a collection runs is seen
         return self
 
     def __exit__(self, *exc):
@@ -312,6 +341,7 @@ class DispatchRecorder:
 
         if not self._on:
             return False
+        _CollectorHeld.hold()  # before the recording ends: see _CollectorHeld
         self._on = False
         with _RecordFunctionFast(self.END):
             pass
