@@ -57,13 +57,19 @@ def _global_max_softmax(s: torch.Tensor, dim: int) -> torch.Tensor:
     return e / e.sum(dim=dim, keepdim=True)
 
 
-def _unkept_sum(e: torch.Tensor, dim: int) -> torch.Tensor | None:
-    """``e / e.sum(dim)`` without keepdim: the sums line up with the wrong axis (or do not broadcast)."""
+def _broadcast_like(t: torch.Tensor, compute) -> torch.Tensor | None:
+    """What a reduction without keepdim gives, where it broadcasts back to ``t``'s shape
+    (None where it raises or gives another shape): the one rule of every ``_unkept_*``."""
     try:
-        out = e / e.sum(dim=dim)
+        out = compute()
     except RuntimeError:
         return None
-    return out if out.shape == e.shape else None
+    return out if out.shape == t.shape else None
+
+
+def _unkept_sum(e: torch.Tensor, dim: int) -> torch.Tensor | None:
+    """``e / e.sum(dim)`` without keepdim: the sums line up with the wrong axis (or do not broadcast)."""
+    return _broadcast_like(e, lambda: e / e.sum(dim=dim))
 
 
 def softmax(scores: torch.Tensor, dim: int = -1) -> dict[str, torch.Tensor]:
@@ -112,11 +118,7 @@ def softmax(scores: torch.Tensor, dim: int = -1) -> dict[str, torch.Tensor]:
 
 def _unkept_shift(s: torch.Tensor, dim: int) -> torch.Tensor | None:
     """``s − s.amax(dim)`` without keepdim (None where that does not broadcast to s's shape)."""
-    try:
-        out = s - s.amax(dim=dim)
-    except RuntimeError:
-        return None
-    return out if out.shape == s.shape else None
+    return _broadcast_like(s, lambda: s - s.amax(dim=dim))
 
 
 def log_softmax(scores: torch.Tensor, dim: int = -1) -> dict[str, torch.Tensor]:
@@ -159,11 +161,7 @@ def _unkept_max_log_softmax(s: torch.Tensor, dim: int) -> dict[str, torch.Tensor
 
 def _unkept_sum_log(z: torch.Tensor, dim: int) -> torch.Tensor | None:
     """``z − log(exp(z).sum(dim))`` without keepdim (None where that does not broadcast to z's shape)."""
-    try:
-        out = z - torch.log(torch.exp(z).sum(dim=dim))
-    except RuntimeError:
-        return None
-    return out if out.shape == z.shape else None
+    return _broadcast_like(z, lambda: z - torch.log(torch.exp(z).sum(dim=dim)))
 
 
 def _unkept_shifted_lse(s: torch.Tensor, dim: int) -> torch.Tensor | None:
@@ -174,11 +172,7 @@ def _unkept_shifted_lse(s: torch.Tensor, dim: int) -> torch.Tensor | None:
 
 def _unkept_lse(s: torch.Tensor, dim: int) -> torch.Tensor | None:
     """``s − logsumexp(s, dim)`` without keepdim (None where that does not broadcast to s's shape)."""
-    try:
-        out = s - torch.logsumexp(s, dim=dim)
-    except RuntimeError:
-        return None
-    return out if out.shape == s.shape else None
+    return _broadcast_like(s, lambda: s - torch.logsumexp(s, dim=dim))
 
 
 def cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> dict[str, torch.Tensor]:
