@@ -605,6 +605,28 @@ def test_an_interrupt_python_dropped_still_ends_the_grade_as_interrupted(tmp_pat
     assert rc == 130 and (data["status"], data["message"]) == ("interrupted", "grading was interrupted (SIGTERM)")
 
 
+def test_an_interrupt_python_dropped_prints_no_traceback():
+    """CI saw "Exception ignored in: <function _get_module_lock.<locals>.cb>" and a traceback
+    on stderr when SIGTERM came while importlib's callback ran: the interrupt is recorded and
+    reported as the grade's interruption, so Python's own print of it is dropped; any other
+    unraisable error still prints."""
+    code = (
+        f"import gc, os, signal, sys, weakref; sys.path.insert(0, {str(ROOT)!r})\n"
+        "from autograder.core import host\n"
+        "host.interrupt_on_termination(); host.interrupt_on_termination()\n"
+        "class Thing: pass\n"
+        "kept = weakref.ref(Thing(), lambda _ref: os.kill(os.getpid(), signal.SIGTERM))\n"
+        "gc.collect()\n"
+        "other = weakref.ref(Thing(), lambda _ref: 1 / 0)\n"
+        "gc.collect()\n"
+        "print([str(exc) for exc in host.RECEIVED])\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0 and run.stdout.split() == ["['SIGTERM']"], (run.stdout, run.stderr)
+    assert "KeyboardInterrupt" not in run.stderr and run.stderr.count("Traceback") == 1, run.stderr
+    assert "ZeroDivisionError" in run.stderr, run.stderr
+
+
 def test_a_signal_the_grade_was_started_ignoring_stays_ignored():
     """``nohup make grade`` ignores SIGHUP, a background job SIGINT: the grade keeps them
     ignored (blind tester L: a hangup under nohup interrupted the grade)."""
