@@ -145,6 +145,12 @@ class Config:
     selected_from: Config | None = field(default=None, repr=False, compare=False)
     #: ``[grader] warm_idle_s``: how long a warm grading server waits for the next grade (0: none)
     warm_idle_s: float = _default("grader.warm_idle_s")
+    #: ``for_assignment``: the assignment graded, and each exercise module of the course's
+    #: other assignments → its assignment, so a grade ``--assignment day1`` still warns of a
+    #: day1 file importing one of them (runner/submission.py: _cross_assignment_imports;
+    #: blind tester R-BM)
+    assignment: str | None = None
+    handed_in_elsewhere: dict[str, str] = field(default_factory=dict)
 
     @property
     def tests(self) -> list[TestSpec]:
@@ -182,7 +188,19 @@ class Config:
         from dataclasses import replace
 
         selected = self.select(list(self.assignments[name]))
+        elsewhere = {
+            self.skills[sid].module: other
+            for other, skill_ids in self.assignments.items()
+            if other != name
+            for sid in skill_ids
+            if sid in self.skills
+        }
         # an assignment is whole in itself: its bundle's identity is of its skills (release/gradescope.py)
         return replace(
-            selected, exercise_modules=tuple(s.module for s in selected.skills.values()), assignments={}, selected_from=None
+            selected,
+            exercise_modules=tuple(s.module for s in selected.skills.values()),
+            assignments={},
+            selected_from=None,
+            assignment=name,
+            handed_in_elsewhere=elsewhere,
         )

@@ -450,11 +450,15 @@ def _cross_assignment_imports(config: Config, sources: dict[str, bytes]) -> list
     copied, so the import works, but that assignment's Gradescope upload holds its own files
     only, and the import fails there. Read from the AST (nothing runs). An import through
     another module counts too (``through``: mha_reshape.py imports qkv.py, which imports
-    row_softmax.py — both must go with it; blind tester R-M)."""
-    if len(config.assignments) < 2:
-        return []
+    row_softmax.py — both must go with it; blind tester R-M). Graded ``--assignment``
+    (``Config.for_assignment``), the other assignments' modules are known by name only."""
     full = config.selected_from or config
-    home = {full.skills[sid].module: name for name, skills in config.assignments.items() for sid in skills if sid in full.skills}
+    if config.assignment and config.handed_in_elsewhere:
+        home = {skill.module: config.assignment for skill in full.skills.values()} | dict(config.handed_in_elsewhere)
+    elif len(config.assignments) >= 2:
+        home = {full.skills[s].module: name for name, skills in config.assignments.items() for s in skills if s in full.skills}
+    else:
+        return []
     imports = {
         module: [f"{other}.py" for other in sorted(exercise_api.imported_modules(data)) if f"{other}.py" in home]
         for module, data in sources.items()
