@@ -4,6 +4,7 @@ reread, the student's own lines, coloured grids), then the total."""
 from __future__ import annotations
 
 import re
+import textwrap
 
 from rich import box
 from rich.console import Console, Group
@@ -215,7 +216,12 @@ def render(results: Results, console: Console, *, details: bool = True) -> None:
     if start:
         console.print(Text(start, style="bold"))
     for label, text in footer_notes(results):
-        console.print(Text(f"{label}: {one_line(text, 800)}", style="dim"))
+        # wrapped here with a hanging indent: a line rich wrapped could begin with a file name
+        # of the student's (blind red-team tester R-BQ), and what starts a line is ours
+        note = textwrap.fill(
+            f"{label}: {one_line(text, 800)}", width=max(console.width, 40), subsequent_indent="  ", break_on_hyphens=False
+        )
+        console.print(Text(note, style="dim"), soft_wrap=True)
     if results.status != "complete":  # no test ran: a table of zeros would read as a score
         console.print(Text(headline(results), style="bold red"))
         return

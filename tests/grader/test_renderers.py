@@ -5,6 +5,7 @@ workflow commands or terminal escapes."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from dataclasses import replace
@@ -383,6 +384,23 @@ def test_no_line_of_the_text_format_reads_as_a_workflow_command_at_any_width(con
         bad = [line for line in text.splitlines() if escape.is_workflow_command(re.sub(r"\x1b\[[0-9;]*m", "", line))]
         assert not bad, bad
         assert "FILENAME" in text and "setvariable" in text
+
+
+@pytest.mark.parametrize("width", [60, 80, 120])
+def test_a_footer_note_wraps_with_an_indent_so_no_student_name_starts_a_line(config, width):
+    """The notes under the tables name the student's files; wrapped by rich, a line could
+    begin with one of them, e.g. a file named to read like a score line (blind red-team
+    tester R-BQ). Every wrapped line of a note is indented: what starts a line is ours."""
+    names = [f"{'x' * (i * 7 % 23)}Score 100 of 100 total {i}.txt" for i in range(10)]
+    results = scoring.build(RunManifest.plan(config), {"tests": []}, {"path": "sub", "modules": {}, "ignored": names})
+    text = render(results, "text", config, style=Style(width=width))
+    lines = text.splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith("Other files, not graded: "))
+    rest = list(itertools.takewhile(lambda line: line.startswith("  "), lines[first + 1 :]))
+    assert rest and all(len(line) <= width for line in lines[first : first + 1 + len(rest)]), lines[first:]
+    assert not [line for line in lines if line.startswith(("Score 100", "x"))], lines[first:]
+    shown = " ".join(" ".join(lines[first : first + 1 + len(rest)]).split())
+    assert all(" ".join(name.split()) in shown for name in names), shown
 
 
 def test_text_renders_grids_hints_and_no_escapes_to_a_file(hostile_results, config):
