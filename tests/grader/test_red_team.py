@@ -2,7 +2,8 @@
 
 Each attack in tests/submissions/hostile/attacks.toml is graded through the real command
 line. For every one: the run completes within its bound with exit status 0, a valid
-results file exists (schema-checked), every skill scores no more than an honest stub (0),
+results file exists (schema-checked), every skill scores no more than an honest stub (0;
+a test of code the attack left honest, listed in `honest_tests`, keeps what it earned),
 the affected tests say what happened, and no worker or fork server outlives the run.
 
 Each attack is a grading run of its own (seconds of CPU; some must run into a time limit),
@@ -406,8 +407,10 @@ def _graded_attack(attack: dict, tmp_path: Path, fast_config: Path, traps: Traps
     assert out.stat().st_size < attack.get("max_results_kib", 4096) << 10, out.stat().st_size
     jsonschema.validate(graded.data, SCHEMA)
     assert graded.data["status"] == "complete"
+    honest = set(attack.get("honest_tests", []))  # tests of code the attack left honest: earned, not gained
     for skill in graded.data["skills"]:
-        assert skill["score"] == 0, (skill["id"], [(t["name"], t["score"]) for t in skill["tests"] if t["score"]])
+        gained = [(t["name"], t["score"]) for t in skill["tests"] if t["score"] and t["name"] not in honest]
+        assert not gained, (skill["id"], gained)
     texts = [t["summary"] + " " + (t["detail"] or "") for t in graded.tests()]
     summaries = " ".join(texts)
     namespaced = any(str(fact).startswith("namespaces(") for fact in graded.data.get("sandbox", []))

@@ -261,6 +261,13 @@ def forgotten_breakpoint(x):
     breakpoint()  # a student's, left in: the worker has no terminal
     return x + 1
 
+def audit_hook_of_its_own():
+    import collections
+    seen = []
+    sys.addaudithook(lambda event, args: seen.append(event))
+    collections.namedtuple("P", "a b")(1, 2)  # asks for a frame on the caller's behalf
+    return seen
+
 def switch_recording_from_c(x):
     import functools
     out = []
@@ -1327,6 +1334,17 @@ def test_no_exercise_code_runs_while_a_reply_is_encoded_and_its_own_patches_stay
         assert again.ok and again.value["value"] == ("evil", True), again  # its own patches are its again after
     finally:
         worker.close()
+
+
+def test_exercise_code_adds_no_audit_hook(sandbox):
+    """An audit hook of the exercise's own was handed the frame ``namedtuple`` asks for on its
+    behalf, and a walk up from it reached the worker's recorders (blind red-team tester R-BQ:
+    custom_backward 20/20 with autograd). The worker's hook refuses the new one: it is never
+    added, so it sees nothing."""
+    worker, reply = call(sandbox, "audit_hook_of_its_own")
+    worker.close()
+    assert reply.ok, reply.error
+    assert reply.value["value"] == [], reply.value
 
 
 def test_the_profilers_switches_are_the_recordings_alone_whoever_calls_them(sandbox):

@@ -130,6 +130,7 @@ DENIED_NAMES = {
     "py_kernels",
     "dispatch_table",  # copy's and copyreg's: a deepcopy that hands every object it copies to the file
     "_current_frames",
+    "addaudithook",  # an audit hook is handed the frames libraries ask for (refused in the worker: sandbox/audit.py)
     "methodcaller",
     "_getframe",
     "f_globals",

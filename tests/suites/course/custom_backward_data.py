@@ -347,22 +347,24 @@ def function_forward_backward(ctx, q, k, v, allowed, d_outs, watch=False, dispat
     fn = ctx.module("custom_backward").AttentionFunction
     split = getattr(fn, "setup_context", None) is not getattr(torch.autograd.Function, "setup_context", None)
 
-    def forward():
+    def forward(keep: bool = True):
         # fresh copies per forward: a forward that changes its input in place (q.mul_(s)) then
         # shows the same wrong gradient on every row, not one scaled again on each call
         q_, k_, v_ = q.clone(), k.clone(), v.clone()
+        allowed_ = allowed.clone() if isinstance(allowed, torch.Tensor) else allowed  # None: no mask
         fctx = PlainFunctionCtx()
         with ctx.watch_dispatch("forward", dispatch):
             if split:
-                out = fn.forward(q_, k_, v_, allowed)
-                fn.setup_context(fctx, (q_, k_, v_, allowed), out)
+                out = fn.forward(q_, k_, v_, allowed_)
+                fn.setup_context(fctx, (q_, k_, v_, allowed_), out)
             else:
-                out = fn.forward(fctx, q_, k_, v_, allowed)
+                out = fn.forward(fctx, q_, k_, v_, allowed_)
             # the copies and forward's own output are let go inside the window: a generator hung
             # on one of them ran forward-mode AD, unrecorded, when forward() returned (blind
-            # red-team tester R-AP); what the ctx keeps is let go in backward's window
-            kept = out.clone() if type(out) is torch.Tensor else out
-            del q_, k_, v_, out
+            # red-team tester R-AP; the mask too: R-BQ); what the ctx keeps is let go in
+            # backward's window
+            kept = (out.clone() if type(out) is torch.Tensor else out) if keep else None
+            del q_, k_, v_, allowed_, out
         return fctx, kept
 
     grads = []
@@ -370,7 +372,7 @@ def function_forward_backward(ctx, q, k, v, allowed, d_outs, watch=False, dispat
         fctx, out = forward()
         for i, d_out in enumerate(d_outs):
             if i:
-                fctx, _ = forward()
+                fctx, _ = forward(keep=False)
             with ctx.watch_dispatch("backward", dispatch):
                 g = copied_result(fn.backward(fctx, d_out))
                 del fctx  # freed inside the window: what a finalizer of it runs is recorded
@@ -571,17 +573,18 @@ def direct_forward_backward(ctx, q, k, v, allowed, d_out, dispatch=False, replac
     helpers = CallWatch({name: names.get(name) for name in ("attention_backward", "softmax_backward")})
     fctx = PlainFunctionCtx()
     q_, k_, v_ = q.clone(), k.clone(), v.clone()  # what the code sees, let go inside the windows (below)
+    allowed_ = allowed.clone() if isinstance(allowed, torch.Tensor) else allowed  # None: no mask
     # grad mode off, as inside the autograd engine; forward is watched too, so gradients
     # computed by autograd in forward and merely returned by backward count as autograd use
     with torch.no_grad(), ctx.watch_autograd():
         with ctx.watch_dispatch("forward", dispatch, replace):
             if getattr(fn, "setup_context", None) is not getattr(torch.autograd.Function, "setup_context", None):
-                out = fn.forward(q_, k_, v_, allowed)
-                fn.setup_context(fctx, (q_, k_, v_, allowed), out)
+                out = fn.forward(q_, k_, v_, allowed_)
+                fn.setup_context(fctx, (q_, k_, v_, allowed_), out)
             else:
-                out = fn.forward(fctx, q_, k_, v_, allowed)
+                out = fn.forward(fctx, q_, k_, v_, allowed_)
             kept = out.clone() if type(out) is torch.Tensor else out
-            del q_, k_, v_, out  # function_forward_backward: nothing of the code's runs between the windows
+            del q_, k_, v_, allowed_, out  # function_forward_backward: nothing of the code's runs between the windows
         out = kept
         with helpers, ctx.watch_dispatch("backward", dispatch, replace, autograd_off=dispatch):
             grads = fn.backward(fctx, d_out)
