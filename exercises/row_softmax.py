@@ -57,7 +57,9 @@ def cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     """Mean cross-entropy of the next-token targets (Week 7 §16).
 
     L_n = −log p(target_n | context_n), where p is the softmax over the vocabulary axis;
-    the result is the mean over the N examples (reduction "mean"; no ignore_index).
+    the result is the mean over the N examples (reduction "mean"; no ignore_index). Finite
+    for logits of any magnitude (1e4 included): a log of a probability that underflowed to
+    0 would give +∞.
 
     Args:
         logits: [N,V] vocabulary scores, one row per example.

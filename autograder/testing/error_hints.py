@@ -32,6 +32,8 @@ def hints_for(error: dict) -> list[str]:
         return ["general/import"]
     if kind in ("TypeError", "AttributeError") and NONE_MASK.search(str(error.get("message", ""))):
         return ["general/none-mask"]  # `~allowed` with allowed=None: the optional mask used unchecked (blind tester R-BL)
+    if kind in ("TypeError", "AttributeError") and MAX_PAIR.search(str(error.get("message", ""))):
+        return ["general/max-returns-pair"]  # `s - s.max(dim, keepdim=True)`: a (values, indices) pair (blind tester R-BO)
     if thread_refused(error):
         return ["general/one-thread"]
     if kind == "RuntimeError" and LEAF_IN_PLACE in str(error.get("message", "")):
@@ -72,6 +74,8 @@ NONE_MASK = re.compile(
     r"|'NoneType' object has no attribute '(?:logical_not|bool|to|unsqueeze|expand)'"
     r"|(?:masked_fill|masked_fill_|where)\(\) received an invalid combination of arguments - got \(NoneType"
 )
+#: a (values, indices) pair of torch.max/min/median/mode/kthvalue with a dim, used as a tensor
+MAX_PAIR = re.compile(r"torch\.return_types\.(?:max|min|median|nanmedian|mode|kthvalue|sort|topk)\b")
 #: torch's refusals to compute with two dtypes at once (a matmul, linear, bmm or einsum of a
 #: float32 tensor the code made and the float64 input it was given)
 DTYPE_MIXED = re.compile(

@@ -446,6 +446,25 @@ def test_a_float_tensor_in_a_bitwise_operator_is_named_from_torchs_own_refusals(
     assert _hints_for({"type": "TypeError", "message": "unsupported operand type(s) for &: 'float' and 'Tensor'"}) == []
 
 
+def test_a_max_with_a_dim_used_as_a_tensor_is_named_from_pythons_and_torchs_own_errors():
+    """Blind tester R-BO: `s - s.max(dim=-1, keepdim=True)` raised a TypeError with no hint."""
+    from autograder.testing.error_hints import hints_for as _hints_for
+
+    s = torch.zeros(2, 3)
+    for op in (
+        lambda: s - s.max(dim=-1, keepdim=True),
+        lambda: s.max(-1, keepdim=True) - s,
+        lambda: torch.exp(s - s.max(-1)),
+        lambda: torch.exp(s.min(-1, keepdim=True)),
+        lambda: s.max(-1).unsqueeze(-1),
+    ):
+        with pytest.raises((TypeError, AttributeError)) as raised:
+            op()
+        error = {"type": type(raised.value).__name__, "message": str(raised.value)}
+        assert _hints_for(error) == ["general/max-returns-pair"], error
+    assert _hints_for({"type": "TypeError", "message": "unsupported operand type(s) for -: 'Tensor' and 'tuple'"}) == []
+
+
 def test_an_optional_mask_used_while_none_is_named_from_pythons_and_torchs_own_errors():
     """Blind tester R-BL: `masked_fill(~allowed, …)` with allowed=None raised a TypeError with no hint."""
     from autograder.testing.error_hints import hints_for as _hints_for

@@ -221,12 +221,16 @@ def construct(
         out = outputs[grad["call"]]
         if grad.get("output_index") is not None:
             out = out[grad["output_index"]]
-        params = [p for _, p in obj.named_parameters()] if is_module else []
-        names = [n for n, _ in obj.named_parameters()] if is_module else []
+        # the parameters autograd can differentiate: a Parameter made with requires_grad=False
+        # (a mask kept as one) made autograd refuse the whole call (blind tester R-BO); its
+        # gradient is None, as an unused one's
+        named = [(n, p) for n, p in obj.named_parameters() if p.requires_grad] if is_module else []
         if type(out) is torch.Tensor and out.requires_grad:
-            grads = torch.autograd.grad(_vjp_loss(out, grad["grad_output"]), inputs_with_grad + params, allow_unused=True)
+            wrt = inputs_with_grad + [p for _, p in named]
+            grads = torch.autograd.grad(_vjp_loss(out, grad["grad_output"]), wrt, allow_unused=True)
             result["input_grads"] = list(grads[: len(inputs_with_grad)])
-            result["param_grads"] = dict(zip(names, grads[len(inputs_with_grad) :]))
+            found = dict(zip((n for n, _ in named), grads[len(inputs_with_grad) :]))
+            result["param_grads"] = {n: found.get(n) for n, _ in obj.named_parameters()} if is_module else {}
         else:
             result["input_grads"] = None
             result["param_grads"] = None

@@ -87,6 +87,7 @@ def _mha(
     dim=-1,
     diagonal=0,
     upper=False,
+    after_softmax=False,
 ):
     B, T, C = x.shape
     d = C // h
@@ -115,11 +116,13 @@ def _mha(
             # padding: each query reads only the future (blind tester R-BJ)
             "buffer-inverted": ~causal & keys[:, None, None, :],
         }[mask]
-    if allowed is not None:
+    if allowed is not None and not after_softmax:
         scores = scores.masked_fill(allowed.logical_not(), -math.inf)
     if mask == "key-times-inf" and key_allowed is not None:  # 0 · (−∞) = NaN on every real key (blind tester R-AA)
         scores = scores + (~key_allowed.to(torch.bool))[:, None, None, :].to(scores.dtype) * -math.inf
     weights = scores.softmax(dim)  # dim=-2: normalised over the queries (each key column sums to 1)
+    if allowed is not None and after_softmax:  # blocked weights zeroed after the softmax (blind tester R-BO)
+        weights = weights.masked_fill(allowed.logical_not(), 0.0)
     merged = _merge(weights @ v, merge)
     out = _linear(merged, state, "w_o", transpose) if project and merged.shape[-1] == C else merged
     return out, weights
@@ -171,6 +174,8 @@ def mha(
     out["mha_reshape/missing-scale"] = _mha(x, state, h, key_allowed, scale="unscaled")  # blind tester R-BJ
     if x.shape[-1] // h != 1:  # ÷ d instead of ÷ √d (R-BJ; the same as ÷ √C where d = √C: then neither is named)
         out["mha_reshape/divide-by-head-width"] = _mha(x, state, h, key_allowed, scale="head-width")
+    if x.shape[1] > 1:  # the mask applied to the weights after the softmax (blind tester R-BO)
+        out["mha_reshape/mask-after-softmax"] = _mha(x, state, h, key_allowed, after_softmax=True)
     # triu: itself and the future (blind tester R-L: read on some seeds as the padding mask on queries)
     out["mha_reshape/causal-mask-triu"] = _mha(x, state, h, key_allowed, upper=True)
     if x.shape[1] > 1:

@@ -859,6 +859,13 @@ def test_multi_head_attention_is_causal_and_ignores_padding_by_gradient(sub, ref
                 r.get("input_grads") is not None,
                 what="MultiHeadAttention is differentiable",
                 detail="the output does not require grad: keep the computation in torch operations on x",
+                hints=["general/graph-cut"],
+            )
+            expect.true(  # the output needs grad through W_O, yet x's path was cut (blind tester R-BO)
+                r["input_grads"][0] is not None,
+                what="MultiHeadAttention is differentiable in x",
+                detail="no gradient reached x: the path from x to the output was cut on the way",
+                hints=["general/graph-cut"],
             )
             gx = expect.tensor(r["input_grads"][0], what="∂y/∂x")
             finite = bool(torch.isfinite(gx).all())

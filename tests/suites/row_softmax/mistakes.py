@@ -143,6 +143,8 @@ def log_softmax(scores: torch.Tensor, dim: int = -1) -> dict[str, torch.Tensor]:
     if shifted is not None:
         v[P + "lse-without-keepdim#shifted"] = shifted.to(scores.dtype)
     v.update({hint: t.to(scores.dtype) for hint, t in _unkept_max_log_softmax(s64, dim).items()})
+    z = s64 - s64.amax(dim=dim, keepdim=True)
+    v[P + "sum-over-everything"] = (z - torch.log(torch.exp(z).sum())).to(scores.dtype)  # no dim (blind tester R-BO)
     return keep_if_wrong(v, right)
 
 

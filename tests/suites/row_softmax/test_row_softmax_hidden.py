@@ -397,7 +397,13 @@ def test_softmax_rows_sum_to_one_and_blocked_keys_get_exactly_zero(sub, ref, rng
                 what="softmax_rows keeps the shape",
                 detail=f"scores {list(s.shape)} gave {list(got.shape)}",
             )
-            diagnosed = expect.diagnose(got, signatures.softmax(s), tol("row_softmax.softmax_rows", dtype))
+            # a result in another dtype: that is the mistake, whatever signature its rounding is
+            # nearest (float32 sums read as an ε in the denominator: blind tester R-BO)
+            diagnosed = (
+                ["general/dtype-changed"]
+                if got.dtype != dtype
+                else expect.diagnose(got, signatures.softmax(s), tol("row_softmax.softmax_rows", dtype))
+            )
             sums = got.double().sum(-1)
             expect.true(
                 bool(torch.isfinite(got).all()),

@@ -54,6 +54,8 @@ def hf(attention_mask: torch.Tensor, causal: bool) -> dict[str, torch.Tensor]:
     }
     if causal:
         out["sdpa_masks/hf-causal-ignored"] = real[:, None, None, :].expand(B, 1, S, S).clone()
+        # the blocked-style triangle (triu, diagonal 1: the future) ANDed in as if allowed (blind tester R-BO)
+        out["sdpa_masks/hf-causal-polarity"] = real[:, None, None, :] & ~tri
     else:  # the triangle applied whatever causal says (blind tester R-B)
         out["sdpa_masks/hf-causal-always"] = real[:, None, None, :] & _tri(S, S, 0)
     out["sdpa_masks/hf-head-axis"] = keys[:, 0].clone()  # [B,S,S]: the head axis left out
