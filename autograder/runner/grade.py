@@ -172,6 +172,10 @@ def grade(request: GradeRequest) -> Results:
         results.sandbox = notes + results.sandbox
         return results
     except KeyboardInterrupt as exc:
+        # stopped (and waited for) before its folder goes: left running, a process that had
+        # its manifest graded on into a removed folder and left one behind (CI, under load)
+        if live is not None:
+            live.abort()
         return finish("interrupted", interrupted_message(exc), None)
     except BaseException:
         if live is not None:

@@ -627,6 +627,25 @@ def test_an_interrupt_python_dropped_prints_no_traceback():
     assert "ZeroDivisionError" in run.stderr, run.stderr
 
 
+def test_an_interrupt_before_the_run_waits_stops_the_trusted_process_before_its_folder_goes(monkeypatch):
+    """An interrupt while the submission is read (before the run is waited for) left the
+    trusted process running after its folder was removed; under load in CI it left a folder
+    behind. It is stopped, and waited for, first."""
+    from autograder.runner import grade as grade_module
+
+    config = load(ROOT / "grading.toml").select(["qkv"])
+    process = start(config)
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt("SIGTERM")
+
+    monkeypatch.setattr(grade_module, "prepare", interrupted)
+    results = grade(GradeRequest(config, str(SOLUTIONS), seed=SEED, process=process))
+    assert results.status == "interrupted", results.message
+    assert process.proc.poll() is not None  # stopped, not left to run on
+    assert not process.run_dir.exists()
+
+
 def test_a_signal_the_grade_was_started_ignoring_stays_ignored():
     """``nohup make grade`` ignores SIGHUP, a background job SIGINT: the grade keeps them
     ignored (blind tester L: a hangup under nohup interrupted the grade)."""
