@@ -394,7 +394,7 @@ def finish(
 
 def wanted(config: Config, students: list[Student], options: Options) -> tuple[identity.SuiteIdentity, dict[str, dict]]:
     """The suites' identity and, per student, what a finished result of this batch records."""
-    ident = identity.identify(config)
+    ident = identity.identify(config.selected_from or config)  # a --skill batch names the release's suites, as grade does
     key = seeding.key_id(options.seed_key_file)
     return ident, {student.key: expected_meta(student, options, ident.suite or "", config, key) for student in students}
 
