@@ -145,6 +145,9 @@ def log_softmax(scores: torch.Tensor, dim: int = -1) -> dict[str, torch.Tensor]:
     v.update({hint: t.to(scores.dtype) for hint, t in _unkept_max_log_softmax(s64, dim).items()})
     z = s64 - s64.amax(dim=dim, keepdim=True)
     v[P + "sum-over-everything"] = (z - torch.log(torch.exp(z).sum())).to(scores.dtype)  # no dim (blind tester R-BO)
+    if scores.dim() >= 2 and _axis(scores, dim) != scores.dim() - 1:  # the max over dim=-1 written in (R-BO)
+        last = s64 - s64.amax(dim=-1, keepdim=True)
+        v[P + "dim-ignored"] = (last - torch.log(torch.exp(last).sum(dim=dim, keepdim=True))).to(scores.dtype)
     return keep_if_wrong(v, right)
 
 
