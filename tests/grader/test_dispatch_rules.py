@@ -389,3 +389,38 @@ def test_no_collection_runs_between_two_recorded_windows():
         assert ran == ["finalizer"]
     finally:
         gc.enable() if was else gc.disable()
+
+
+def test_a_mode_the_code_left_on_is_taken_off_when_the_window_ends():
+    """A ``__torch_dispatch__`` mode (or a ``__torch_function__`` mode of the exercise's own
+    files) left on after the code returned ran the exercise's code on every operator the
+    grader's glue ran between two windows — where a kernel of its own built a Jacobian for
+    blind red-team tester R-BR. The window takes such modes off as it ends; torch's own
+    (``torch.set_default_device``'s) stay."""
+    from torch.overrides import TorchFunctionMode
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    seen: list[str] = []
+
+    class Spy(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            seen.append(str(func))
+            return func(*args, **(kwargs or {}))
+
+    class FunctionSpy(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            seen.append(getattr(func, "__name__", "?"))
+            return func(*args, **(kwargs or {}))
+
+    before = (torch._C._len_torch_dispatch_stack(), torch._C._len_torch_function_stack())
+    _record(lambda: (Spy().__enter__(), FunctionSpy().__enter__()))
+    try:
+        assert (torch._C._len_torch_dispatch_stack(), torch._C._len_torch_function_stack()) == before
+        seen.clear()
+        X.clone()  # the glue's copy of an input: no code of the exercise's runs on it
+        assert seen == []
+    finally:
+        while torch._C._len_torch_dispatch_stack() > before[0]:
+            torch._C._pop_torch_dispatch_stack(None)
+        while torch._C._len_torch_function_stack() > before[1]:
+            torch._C._pop_torch_function_stack()

@@ -261,6 +261,28 @@ def forgotten_breakpoint(x):
     breakpoint()  # a student's, left in: the worker has no terminal
     return x + 1
 
+def library_routes():
+    out = {}
+    for ns in ("aten", "prims"):
+        try:
+            lib = torch.library.Library(ns, "IMPL")
+            lib.impl("clone", lambda *args, **kwargs: None, "CPU")
+            out[ns] = "registered"
+        except RuntimeError as exc:
+            out[ns] = "refused" if "cannot be registered by exercise code" in str(exc) else str(exc)
+    try:
+        torch._C._dispatch_library("FRAGMENT", "aten", "", "", 0)
+        out["aten directly"] = "registered"
+    except RuntimeError as exc:
+        out["aten directly"] = "refused" if "cannot be registered by exercise code" in str(exc) else str(exc)
+
+    own = torch.library.Library("exerciselib", "DEF")
+    own.define("twice(Tensor x) -> Tensor")
+    own.impl("twice", lambda x: x * 2, "CPU")
+    out["own namespace"] = torch.ops.exerciselib.twice(torch.ones(2)).tolist()
+    out["clone"] = torch.ones(2).clone().tolist()
+    return out
+
 def audit_hook_of_its_own():
     import collections
     seen = []
@@ -1334,6 +1356,20 @@ def test_no_exercise_code_runs_while_a_reply_is_encoded_and_its_own_patches_stay
         assert again.ok and again.value["value"] == ("evil", True), again  # its own patches are its again after
     finally:
         worker.close()
+
+
+def test_exercise_code_registers_no_kernel_for_torchs_own_operators(sandbox):
+    """A kernel of the exercise's for ``aten::clone`` ran whenever the grader's glue copied an
+    input between two recorded windows, and built the Jacobian there (blind red-team tester
+    R-BR: custom_backward 20/20). A worker refuses a library in any namespace of torch's own
+    operators, by any route to ``_dispatch_library``; an operator of the exercise's own
+    namespace works, and torch's kernels stay torch's."""
+    worker, reply = call(sandbox, "library_routes", timeout=30.0)
+    worker.close()
+    assert reply.ok, reply.error
+    outcome = reply.value["value"]
+    assert (outcome["aten"], outcome["prims"], outcome["aten directly"]) == ("refused",) * 3, outcome
+    assert outcome["own namespace"] == [2.0, 2.0] and outcome["clone"] == [1.0, 1.0], outcome
 
 
 def test_exercise_code_adds_no_audit_hook(sandbox):

@@ -345,7 +345,7 @@ def function_forward_backward(ctx, q, k, v, allowed, d_outs, watch=False, dispat
     from autograder.sandbox.probes import PlainFunctionCtx, copied_result
 
     fn = ctx.module("custom_backward").AttentionFunction
-    split = getattr(fn, "setup_context", None) is not getattr(torch.autograd.Function, "setup_context", None)
+    plain_setup = torch.autograd.Function.setup_context  # read below, inside the window: see forward()
 
     def forward(keep: bool = True):
         # fresh copies per forward: a forward that changes its input in place (q.mul_(s)) then
@@ -354,7 +354,9 @@ def function_forward_backward(ctx, q, k, v, allowed, d_outs, watch=False, dispat
         allowed_ = allowed.clone() if isinstance(allowed, torch.Tensor) else allowed  # None: no mask
         fctx = PlainFunctionCtx()
         with ctx.watch_dispatch("forward", dispatch):
-            if split:
+            # a lookup on the exercise's class runs its metaclass's code: inside the window only
+            # (blind red-team tester R-BR: a metaclass property built a Jacobian before it opened)
+            if getattr(fn, "setup_context", None) is not plain_setup:
                 out = fn.forward(q_, k_, v_, allowed_)
                 fn.setup_context(fctx, (q_, k_, v_, allowed_), out)
             else:
@@ -592,7 +594,8 @@ def direct_forward_backward(ctx, q, k, v, allowed, d_out, dispatch=False, replac
             del fctx
     # attention() must be AttentionFunction.apply: its output's grad_fn is the Function's node
     # (the code's forward runs again here: autograd used in it is recorded too)
-    with ctx.watch_autograd():
+    # recorded as forward's: no exercise code runs outside a window (blind red-team tester R-BR)
+    with ctx.watch_autograd(), ctx.watch_dispatch("forward", dispatch, replace):
         applied = ctx.module("custom_backward").attention(q.detach().requires_grad_(True), k, v, allowed)
         node = type(getattr(applied, "grad_fn", None)).__name__
         del applied

@@ -153,12 +153,14 @@ def mha(
         _, split_wrong = _mha(x, state, h, key_allowed, split="view-without-transpose")
         out["mha_reshape/view-without-transpose"] = (merged_wrong, split_wrong)
         out["mha_reshape/scale-by-model-width"] = _mha(x, state, h, key_allowed, scale="model")
-        out["mha_reshape/scale-by-head-count"] = _mha(x, state, h, key_allowed, scale="heads")  # √h (blind tester R-I)
         out["mha_reshape/heads-reversed"] = _mha(x, state, h, key_allowed, merge="heads-reversed")
     if 1 < h < x.shape[-1]:
         out["mha_reshape/interleaved-heads"] = _mha(
             x, state, h, key_allowed, split="interleaved-heads", merge="interleaved-heads"
         )
+    # √h (blind tester R-I); with one head it is √1, the unscaled scores: listed then too, so that
+    # neither it nor missing-scale is named where they cannot be told apart
+    out["mha_reshape/scale-by-head-count"] = _mha(x, state, h, key_allowed, scale="heads")
     out["mha_reshape/transpose-wrong-axes"] = _mha(x, state, h, key_allowed, merge="transpose-wrong-axes")  # also with one head
     out["mha_reshape/transpose-wrong-axes#1-3"] = _mha(x, state, h, key_allowed, merge="transpose-1-3")
     out["mha_reshape/missing-output-projection"] = _mha(x, state, h, key_allowed, project=False)
