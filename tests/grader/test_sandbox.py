@@ -1583,24 +1583,34 @@ def test_an_errors_frames_are_the_submissions_entries_of_its_traceback_as_extrac
 def test_every_name_a_loaded_module_holds_ctypes_by_is_one_the_fork_server_replaces():
     """rawmemory.remove_ctypes looks only at HOLDER_NAMES (a walk of every name of every
     module costs ~30 ms a fork server); this walk, over what a fork server has loaded (torch,
-    numpy, sympy and the preloads), proves the list complete for the pinned versions."""
-    import importlib
+    numpy, sympy and the preloads), proves the list complete for the pinned versions. In a
+    fresh interpreter: this test process has loaded whatever earlier tests imported
+    (``torch._inductor``, which no worker can import), and read that as the server's."""
+    import json
+    import subprocess
     import sys
 
-    from autograder.config import load
-    from autograder.runner.grade import preload_modules
     from autograder.sandbox import rawmemory
 
-    for name in preload_modules(load(ROOT / "grading.toml")):
-        importlib.import_module(name)
-    found = rawmemory.ctypes_objects()
-    OURS = ("autograder", "__main__", "__mp_main__")  # the grader keeps its own (a worker confines itself with it)
-    holders = sorted(
-        f"{name}.{attribute}"
-        for name, module in list(sys.modules.items())
-        if module is not None and not rawmemory.is_ctypes_module(name) and not name.startswith(OURS)
-        for attribute, value in list(getattr(module, "__dict__", {}).items())
-        if id(value) in found
+    script = (
+        "import importlib, json, sys\n"
+        "from autograder.config import load\n"
+        "from autograder.runner.grade import preload_modules\n"
+        "from autograder.sandbox import rawmemory\n"
+        f"for name in preload_modules(load({str(ROOT / 'grading.toml')!r})):\n"
+        "    importlib.import_module(name)\n"
+        "found = rawmemory.ctypes_objects()\n"
+        "OURS = ('autograder', '__main__', '__mp_main__')\n"
+        "print(json.dumps(sorted(\n"
+        "    f'{name}.{attribute}'\n"
+        "    for name, module in list(sys.modules.items())\n"
+        "    if module is not None and not rawmemory.is_ctypes_module(name) and not name.startswith(OURS)\n"
+        "    for attribute, value in list(getattr(module, '__dict__', {}).items())\n"
+        "    if id(value) in found\n"
+        ")))\n"
     )
+    run = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    holders = json.loads(run.stdout)
     assert "torch.ctypes" in holders  # torch hands ctypes out itself
     assert [h for h in holders if h.rsplit(".", 1)[1] not in rawmemory.HOLDER_NAMES] == [], holders
