@@ -646,6 +646,21 @@ def test_an_interrupt_before_the_run_waits_stops_the_trusted_process_before_its_
     assert not process.run_dir.exists()
 
 
+def test_an_interrupt_while_the_run_is_waited_for_stops_it_once_and_reports_it():
+    """The same while the tests run (inside ``wait``, which closes its pipe however it ends):
+    stopping the process again closed that pipe twice — "the grader itself failed (EBADF)"
+    instead of "interrupted" (CI's slow set)."""
+    config = load(ROOT / "grading.toml").select(["qkv"])
+    process = start(config)
+
+    def interrupted(event):
+        raise KeyboardInterrupt("SIGTERM")
+
+    results = grade(GradeRequest(config, str(SOLUTIONS), seed=SEED, process=process, on_event=interrupted))
+    assert (results.status, results.message) == ("interrupted", "grading was interrupted (SIGTERM)"), results.message
+    assert process.proc.poll() is not None and not process.run_dir.exists()
+
+
 def test_a_signal_the_grade_was_started_ignoring_stays_ignored():
     """``nohup make grade`` ignores SIGHUP, a background job SIGINT: the grade keeps them
     ignored (blind tester L: a hangup under nohup interrupted the grade)."""

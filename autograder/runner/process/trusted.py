@@ -143,9 +143,9 @@ class TrustedProcess:
         self.send(json.dumps(manifest).encode(), close=True)
 
     def abort(self) -> None:
-        """Stop the process (the run folder stays: its owner removes it)."""
+        """Stop the process (the run folder stays: its owner removes it); once is enough."""
         stop(self.proc, self._manifest_write, self._progress_read, self._log_fh)
-        self._manifest_write = -1
+        self._manifest_write = self._progress_read = -1
 
     def release(self) -> None:
         """Stop the process and remove its folder, unless a run took them."""
@@ -200,6 +200,7 @@ class TrustedProcess:
             raise
         finally:
             os.close(self._progress_read)
+            self._progress_read = -1  # an abort after an interrupt here closes nothing twice
             self._log_fh.close()
         if result.returncode is None:
             result.returncode = self.proc.returncode
@@ -254,7 +255,8 @@ def stop(proc: subprocess.Popen, manifest_write: int, progress_read: int, log_fh
     if manifest_write >= 0:
         os.close(manifest_write)
     _kill(proc)
-    os.close(progress_read)
+    if progress_read >= 0:  # -1: closed already (``wait`` closes it however it ends)
+        os.close(progress_read)
     log_fh.close()
 
 
