@@ -55,15 +55,9 @@ def interrupt_on_termination() -> None:
         RECEIVED.append(exc)
         raise exc
 
-    earlier_hook = sys.unraisablehook
-
-    def quiet_for_recorded_interrupts(unraisable) -> None:
-        if any(unraisable.exc_value is exc for exc in RECEIVED):
-            return  # the command line reports it as the run's interruption (RECEIVED)
-        earlier_hook(unraisable)
-
-    if getattr(sys.unraisablehook, "__name__", "") != quiet_for_recorded_interrupts.__name__:  # installed once
-        sys.unraisablehook = quiet_for_recorded_interrupts
+    if sys.unraisablehook is not _quiet_for_recorded_interrupts:  # installed once
+        _EARLIER_HOOK.append(sys.unraisablehook)
+        sys.unraisablehook = _quiet_for_recorded_interrupts
 
     for name in ("SIGINT", "SIGTERM", "SIGHUP"):
         number = getattr(signal, name, None)
@@ -72,3 +66,15 @@ def interrupt_on_termination() -> None:
         current = signal.getsignal(number)
         if current in (signal.SIG_DFL, signal.default_int_handler):
             signal.signal(number, interrupt)
+
+
+#: the unraisable hook ``interrupt_on_termination`` found (Python's own, unless someone set one)
+_EARLIER_HOOK: list = []
+
+
+def _quiet_for_recorded_interrupts(unraisable) -> None:
+    """Python's print of a dropped interrupt is left out: the command line reports it as the
+    run's interruption (``RECEIVED``); anything else goes to the hook that was there."""
+    if any(unraisable.exc_value is exc for exc in RECEIVED):
+        return
+    _EARLIER_HOOK[0](unraisable)

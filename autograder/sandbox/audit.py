@@ -15,13 +15,14 @@ from .codegate import CodeGate, caller_file
 #: audit events (PEP 578) refused in a worker: gc's lists of live objects (a walk from them
 #: reaches the worker's recorders and its reply, however well the modules are hidden: blind
 #: red-team tester H) and other threads' frames
-_REFUSED_EVENTS = frozenset({"gc.get_objects", "gc.get_referrers", "gc.get_referents", "sys._current_frames"}) | {
+_REFUSED_EVENTS = frozenset(
+    {"gc.get_objects", "gc.get_referrers", "gc.get_referents", "sys._current_frames"}
     # an audit hook of the exercise's own: refused, it is not added (PEP 578: a hook that raises
     # RuntimeError stops the new one). It was handed every frame a library asked for on the
     # exercise's behalf (``namedtuple``'s ``sys._getframe``), a walk from which reached the
     # worker's recorders: blind red-team tester R-BQ, custom_backward 20/20 with autograd
-    "sys.addaudithook"
-}
+    | {"sys.addaudithook"}
+)
 #: audit events that make code objects or functions from them, refused once the worker serves:
 #: every other check of a worker (the code gate, the frame check) knows code by the file its
 #: code object names, and code the exercise built itself names any file it likes (blind

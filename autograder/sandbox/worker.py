@@ -403,7 +403,7 @@ def handle(ctx: WorkerContext, header: dict, blob: bytes, out: CappedWriter) -> 
     outside: set[str] = set()  # uses outside the probes' own watch (grad-mode switches there: the glue's no_grad)
     if armed:
         probes.AUTOGRAD_TRIPWIRE.arm(outside)
-    args = kwargs = value = failure = None  # what the request holds of the exercise's: let go in _let_go
+    args = kwargs = value = failure = None  # what the request holds of the exercise's: let go below
     try:
         if op not in ("ban", "confine"):
             ctx.seal()  # before any exercise code can run: see audit.forbid_introspection

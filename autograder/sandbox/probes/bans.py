@@ -109,12 +109,7 @@ class KernelBan:
         return refuse
 
     def __enter__(self):
-        self._lib = DISPATCH_LIBRARY("IMPL", "aten", "", "", 0)  # the original: see DISPATCH_LIBRARY
-        lib = self._lib
-
-        def register(name: str, key: str, kernel: Any) -> None:
-            lib.impl(name, key, kernel, False)
-
+        self._lib, register = _aten_library()
         # none fail on torch 2.13 (tests/grader/test_kernel_replacement.py)
         self.failed = _replace(self.targets(), self._kernel, register)
         return self
@@ -154,10 +149,21 @@ def _replace(
 DISPATCH_LIBRARY = torch._C._dispatch_library
 
 
+def _aten_library() -> tuple[Any, Callable[[str, str, Any], None]]:
+    """A library of kernels for ``aten`` (the grader's, through the original entry), and how
+    ``_replace`` registers one kernel in it (operator name without namespace, key, kernel)."""
+    lib = DISPATCH_LIBRARY("IMPL", "aten", "", "", 0)
+
+    def register(name: str, key: str, kernel: Any) -> None:
+        lib.impl(name, key, kernel, False)  # type: ignore[call-arg]  # torch's stub lacks with_keyset
+
+    return lib, register
+
+
 def guarded_dispatch_library() -> Callable[..., Any]:
     """``torch._C._dispatch_library`` for exercise code: a library of its own namespace
-    (``torch.library.custom_op("mylib::f")``) as before; none in a namespace torch's operators
-    live in (``aten``, ``prims``, …). A kernel of the exercise's for ``aten::clone`` ran
+    (``torch.library.Library("mylib", "DEF")``) as before; none in a namespace torch's
+    operators live in (``aten``, ``prims``, …). A kernel of the exercise's for ``aten::clone`` ran
     whenever the grader's own glue copied an input between two recorded windows, and there
     built the Jacobian with autograd (blind red-team tester R-BR: custom_backward 20/20)."""
     taken = frozenset(name.split("::", 1)[0] for name in torch._C._dispatch_get_all_op_names())
@@ -212,11 +218,7 @@ class _StandingBan:
         if self.patterns:
             raise RuntimeError("this worker's kernels are already replaced")
         targets = KernelBan(tuple(patterns), lambda op: None).targets()
-        lib = DISPATCH_LIBRARY("IMPL", "aten", "", "", 0)
-
-        def register(name: str, key: str, kernel: Any) -> None:
-            lib.impl(name, key, kernel, False)  # type: ignore[call-arg]  # torch's stub lacks with_keyset
-
+        lib, register = _aten_library()
         failed = _replace(targets, self._kernel, register)
         # alive for the worker's life, and once this returns referenced by nothing any code could reach
         ctypes.pythonapi.Py_IncRef(ctypes.py_object(lib))
