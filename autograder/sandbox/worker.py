@@ -13,6 +13,7 @@ to be validated, never as a verdict.
 
 from __future__ import annotations
 
+import _random
 import builtins
 import gc
 import hashlib
@@ -38,6 +39,7 @@ from .errors import error_facts, safe_str
 from .protocol import PeerClosed, decode, encode, header_bytes, json_safe, receive_key, recv_message, send_frame, send_message
 from .spec import WorkerSpec
 
+_map, _is_not, _compress = map, operator.is_not, itertools.compress  # FreshState.restore's, bound before any exercise code
 MAX_MESSAGE = 64 << 20  # requests from the trusted side are small
 
 #: path → code object, compiled in the fork server before it forks workers (compiling runs
@@ -242,12 +244,27 @@ class FreshState:
         self.handlers = {sig: signal.getsignal(sig) for sig in self.SIGNALS}
         nprandom = sys.modules.get("numpy.random")  # its state, when the fork server loaded it
         self.numpy_rng = nprandom.get_state() if nprandom is not None else None
+        # What restore calls, bound now, before any exercise code: a reset runs between the
+        # recorded windows, where a module-level lookup (``random.setstate``, ``os.environ.clear``)
+        # would run what the exercise had put in its place (blind red-team tester R-BU replaced
+        # ``random.setstate`` and built a Jacobian there with TorchScript, which no tripwire sees)
+        self._sys, self._os = vars(sys), vars(os)
+        self._path_list = sys.path
+        self._environ_object, self._environ_data = os.environ, os.environ._data  # type: ignore[attr-defined]
+        self._environ_saved = dict(self._environ_data)  # encoded, as putenv takes them
+        self._putenv, self._unsetenv, self._chdir = os.putenv, os.unsetenv, os.chdir
+        self._setitimer, self._signal = signal.setitimer, signal.signal
+        self._random_instance, self._random_setstate = random._inst, _random.Random.setstate
+        self._set_torch_rng = torch.default_generator.set_state
+        self._set_default_dtype, self._set_grad_enabled = torch._C._set_default_dtype, torch._C._set_grad_enabled
+        self._set_printoptions = torch.set_printoptions
+        self._set_numpy_rng = nprandom.set_state if nprandom is not None else None
 
     def restore(self) -> None:
         for timer in self.TIMERS:
-            signal.setitimer(timer, 0)
+            self._setitimer(timer, 0)
         for sig, handler in self.handlers.items():
-            signal.signal(sig, handler)
+            self._signal(sig, handler)
         modules, snapshot = sys.modules, self.modules
         # Only an entry the snapshot lacks can be the submission's (the snapshot predates its
         # code); a snapshot entry it removed or replaced is put back. Both lists are found
@@ -261,23 +278,34 @@ class FreshState:
             odd_file = file is not None and (type(file) is not str or file.startswith(self.prefix))
             if type(module) is not types.ModuleType or odd_file:
                 del modules[name]  # the submission's own modules: imported afresh
-        changed = map(operator.is_not, map(modules.get, self._module_names), self._module_objects)
-        for name in itertools.compress(self._module_names, changed):
+        changed = _map(_is_not, _map(modules.get, self._module_names), self._module_objects)
+        for name in _compress(self._module_names, changed):
             modules[name] = snapshot[name]
-        sys.stdout, sys.stderr = self.streams
+        self._sys["stdout"], self._sys["stderr"] = self.streams
         builtins.__dict__.clear()
         builtins.__dict__.update(self.builtins)
-        sys.path[:] = self.path
-        os.environ.clear()  # always: a variable set with os.putenv is in the C environment, not in os.environ's copy
-        os.environ.update(self.environ)
-        os.chdir(self.cwd)
-        torch.set_rng_state(self.torch_rng)
-        random.setstate(self.python_rng)
-        if self.numpy_rng is not None:
-            self.modules["numpy.random"].set_state(self.numpy_rng)
-        torch.set_default_dtype(self.dtype)
-        torch.set_grad_enabled(True)
-        torch.set_printoptions(**self.print_options)
+        self._sys["path"] = self._path_list
+        self._path_list[:] = self.path
+        # os.environ as it was: its object, its copy and the C environment (a variable set with
+        # os.putenv is in the C environment alone); without a method of its class, which the
+        # exercise could have replaced
+        self._os["environ"] = self._environ_object
+        for key in list(self._environ_data):
+            self._unsetenv(key)
+        self._environ_data.clear()
+        for key, value in self._environ_saved.items():
+            self._putenv(key, value)
+        self._environ_data.update(self._environ_saved)
+        self._chdir(self.cwd)
+        self._set_torch_rng(self.torch_rng)
+        version, internal, gauss_next = self.python_rng
+        self._random_setstate(self._random_instance, internal)
+        vars(self._random_instance)["gauss_next"] = gauss_next
+        if self._set_numpy_rng is not None:
+            self._set_numpy_rng(self.numpy_rng)
+        self._set_default_dtype(self.dtype)
+        self._set_grad_enabled(True)
+        self._set_printoptions(**self.print_options)
 
 
 class WorkerContext:
@@ -440,9 +468,14 @@ def handle(ctx: WorkerContext, header: dict, blob: bytes, out: CappedWriter) -> 
         else:
             reply = {"ok": False, "error": {"type": "ProtocolError", "message": f"unknown op {op!r}", "frames": []}}
     except BaseException as exc:  # SystemExit, KeyboardInterrupt… are facts too
-        reply = {"ok": False, "error": error_facts(exc, ctx.spec.copy_dir)}
-        rblob = b""
         failure = exc  # its traceback holds the exercise's frames and their locals: let go below
+        # read in a recorded window: the exception may be the exercise's own class, whose __str__
+        # or __module__ runs its code (blind red-team tester R-BU built a Jacobian there with
+        # TorchScript, outside every window, for a later test's backward)
+        with ctx.watch_dispatch("call", armed and op == "run"):
+            facts = error_facts(exc, ctx.spec.copy_dir)
+        reply = {"ok": False, "error": facts}
+        rblob = b""
     if armed and op == "run":
         # the arguments handed to the exercise, what it returned and its error's frames, let go
         # in a recorded window before the tripwire is disarmed: a finalizer hung on one of them

@@ -3,7 +3,8 @@
 Each attack in tests/submissions/hostile/attacks.toml is graded through the real command
 line. For every one: the run completes within its bound with exit status 0, a valid
 results file exists (schema-checked), every skill scores no more than an honest stub (0;
-a test of code the attack left honest, listed in `honest_tests`, keeps what it earned),
+a test of code the attack left honest, listed in `honest_tests`, keeps what it earned; a
+skill listed in `honest_score` scores no more than the attack's own code without its trick),
 the affected tests say what happened, and no worker or fork server outlives the run.
 
 Each attack is a grading run of its own (seconds of CPU; some must run into a time limit),
@@ -408,7 +409,11 @@ def _graded_attack(attack: dict, tmp_path: Path, fast_config: Path, traps: Traps
     jsonschema.validate(graded.data, SCHEMA)
     assert graded.data["status"] == "complete"
     honest = set(attack.get("honest_tests", []))  # tests of code the attack left honest: earned, not gained
+    honest_score = attack.get("honest_score", {})  # a skill's score with the attack's trick taken out
     for skill in graded.data["skills"]:
+        if skill["id"] in honest_score:
+            assert skill["score"] <= honest_score[skill["id"]] + 1e-9, (skill["id"], skill["score"], honest_score)
+            continue
         gained = [(t["name"], t["score"]) for t in skill["tests"] if t["score"] and t["name"] not in honest]
         assert not gained, (skill["id"], gained)
     texts = [t["summary"] + " " + (t["detail"] or "") for t in graded.tests()]

@@ -222,6 +222,62 @@ def test_every_evasion_is_flagged_with_its_line_and_construct(name):
     assert all(v.line >= 4 for v in found)
 
 
+#: a library's module or class changed: the worker's own code calls them between its recorded
+#: windows (blind red-team tester R-BU: json.dumps rewrote each reply before it was signed)
+LIBRARY_CHANGES = {
+    "module-function": ("import json\njson.dumps = print\n", "json.dumps (changes a library"),
+    "module-alias": ("import json as j\nj.dumps = print\n", "j.dumps (changes"),
+    "submodule": ("import json\njson.encoder.c_make_encoder = None\n", "json.encoder.c_make_encoder (changes"),
+    "class-method": ("import json\njson.JSONEncoder.encode = print\n", "json.JSONEncoder.encode (changes"),
+    "from-import": ("from os import path\npath.join = print\n", "path.join (changes"),
+    "assigned-alias": ("import json\nE = json.JSONEncoder\nE.encode = print\n", "E.encode (changes"),
+    "through-an-object": ("import random\nr = random.Random()\ntype(r).setstate = print\n", "setstate (changes"),
+    "delete": ("import os\ndel os.urandom\n", "os.urandom (changes"),
+    "augmented": ("import math\nmath.pi += 1\n", "math.pi (changes"),
+    "setattr": ("import json\nsetattr(json, 'dumps', print)\n", "setattr(…) (changes"),
+    "object-setattr": ("import json\nobject.__setattr__(json, 'dumps', print)\n", "object.__setattr__(…) (changes"),
+    "torch-class": ("import torch\ntorch.Tensor.view = print\n", "torch.Tensor.view (changes"),
+}
+
+
+@pytest.mark.parametrize("name", LIBRARY_CHANGES)
+def test_a_rule_checked_file_changes_no_librarys_module_or_class(name):
+    body, construct = LIBRARY_CHANGES[name]
+    found = scan(body, ())
+    assert any(construct in v.found for v in found), [v.found for v in found]
+
+
+def test_setting_its_own_objects_or_torchs_flags_is_no_library_change():
+    """What honest code sets: its own objects (``self``, ``ctx``, a module it built, its own
+    file's module), a tensor's grad, os.environ's entries, torch's backend flags, sys.stdout."""
+    source = textwrap.dedent("""
+        import io, os, sys
+        import torch
+        import qkv
+
+        class F(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.scale = 2.0
+                return x
+
+        class M(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = torch.nn.Linear(2, 2)
+                self.lin.bias = None
+                type(self).made = True
+
+        x = torch.zeros(2, requires_grad=True)
+        x.grad = None
+        os.environ["OMP_NUM_THREADS"] = "1"
+        torch.backends.cudnn.deterministic = True
+        sys.stdout = io.StringIO()
+        qkv.CACHE = {}
+    """)
+    assert scan(source, ()) == []
+
+
 def test_a_banned_module_anywhere_on_an_import_path_counts():
     """``from torch.distributions.transforms import SoftmaxTransform``: row_softmax bans
     ``distributions`` (its Categorical normalises logits with a logsumexp), and only the last

@@ -471,16 +471,33 @@ def disturb():
     return "disturbed"
 
 def slow_reset():
-    """random.setstate replaced by a spinner: the worker's reset between tests calls it."""
-    import random, time
-    original = random.setstate
-    def spin(state):
-        end = time.monotonic() + 6.0  # past RESET_TIMEOUT_S too, where CPU time cannot be read
-        while time.monotonic() < end:
-            pass
-        original(state)
-    random.setstate = spin
+    """A spinner the worker's reset between tests runs: an object whose __del__ spins, left in
+    builtins, which the reset puts back as they were (its own calls are bound before any
+    exercise code, so a replaced library function is never one: FreshState)."""
+    import builtins, time
+    class Spin:
+        def __del__(self):
+            end = time.monotonic() + 6.0  # past RESET_TIMEOUT_S too, where CPU time cannot be read
+            while time.monotonic() < end:
+                pass
+    builtins.spinner = Spin()
     return "planted"
+
+def replace_library_functions():
+    """Every library function the worker's glue called between the windows, replaced by one
+    that ends the worker: the reply's encoding and signature, the request's decoding, a
+    recorder's secret, the reset (blind red-team tester R-BU: json.dumps, os.urandom,
+    random.setstate)."""
+    import collections.abc, hashlib, hmac, json, math, os, random, signal, socket, time
+    def end(*args, **kwargs):
+        os._exit(7)
+    json.dumps = json.loads = hmac.new = hashlib.sha256 = os.urandom = os.chdir = os.putenv = end
+    json.JSONEncoder.encode = json.JSONDecoder.decode = json.encoder.c_make_encoder = end
+    random.setstate = random.Random.setstate = signal.signal = signal.setitimer = end
+    type(os.environ).clear = type(os.environ).update = collections.abc.MutableMapping.clear = end
+    socket.socket.sendall = socket.socket.recv_into = end
+    time.monotonic = math.isfinite = end
+    return "replaced"
 
 def memory_outside_rlimit_as():
     """Each way to memory that RLIMIT_AS does not count, tried once."""
@@ -1206,6 +1223,21 @@ def test_a_reset_that_runs_the_submissions_code_is_stopped_and_its_group_resets_
         assert "qkv" in sandbox.no_reset and sandbox.reused == 0
     finally:
         sandbox.close()
+
+
+def test_the_worker_calls_no_library_function_the_exercise_replaced(sandbox):
+    """Replaced library functions end the worker if called; it answers the call that replaced
+    them, a call after it, and the next test after a reset, all from the same worker."""
+    try:
+        planter, planted = _grouped(sandbox, "qkv", "replace_library_functions")
+        worker, again = call(sandbox, "count")
+        worker.close()
+        after, reply = _grouped(sandbox, "qkv", "count")
+        assert planted.ok and planted.value["value"] == "replaced"
+        assert again.ok and again.value["value"] == 1, again
+        assert reply.ok and planter == worker.pid == after and reply.value["value"] == 1
+    finally:
+        sandbox.begin_test(None)
 
 
 def test_a_refused_thread_leaves_the_worker_serving_its_group(sandbox):

@@ -24,6 +24,12 @@ from .bans import (
     own_frame,
 )
 
+#: bound before any exercise code runs: a recorder is made, switched on and off between the
+#: recorded windows, where a module-level lookup would run what the exercise put in its place
+#: (blind red-team tester R-BU replaced ``os.urandom`` and built a Jacobian with TorchScript
+#: there, before backward's window opened)
+_getprofile, _setprofile, _urandom = sys.getprofile, sys.setprofile, os.urandom
+
 
 # --------------------------------------------------------------------------- recorders
 class OpRecorder(TorchFunctionMode):
@@ -73,16 +79,16 @@ class OpRecorder(TorchFunctionMode):
             )
         mode = super().__enter__()
         self._leaving = False
-        self._previous_profile = sys.getprofile()
+        self._previous_profile = _getprofile()
         self._hook = _hook(self._profile)
-        sys.setprofile(self._hook)
+        _setprofile(self._hook)
         return mode
 
     def __exit__(self, *exc):
         self._leaving = True
-        if sys.getprofile() is not self._hook:
+        if _getprofile() is not self._hook:
             self.tampered.add("replaced the grader's profile hook (sys.setprofile)")
-        sys.setprofile(self._previous_profile)
+        _setprofile(self._previous_profile)
         if _all_disabled():
             self.tampered.add("left torch's function handling switched off (torch._C.DisableTorchFunction)")
         if not _mode_on_stack(self):
@@ -294,7 +300,7 @@ class DispatchRecorder:
         self._ban: KernelBan | None = None
         self._grad_was: bool | None = None
         self._modes = (0, 0)  # the lengths of torch's dispatch- and function-mode stacks at the start
-        secret = os.urandom(8).hex()
+        secret = _urandom(8).hex()
         self.START, self.END = f"{DispatchRecorder.START}-{secret}", f"{DispatchRecorder.END}-{secret}"
 
     def _profile(self, frame, event, arg):
@@ -327,9 +333,9 @@ class DispatchRecorder:
         # CPU state (no Kineto), with the Python stack of each event: its file(line): function
         config = ProfilerConfig(ProfilerState.CPU, False, False, True, False, False, _ExperimentalConfig())
         _switch("_enable_profiler_legacy")(config)
-        self._previous_profile = sys.getprofile()
+        self._previous_profile = _getprofile()
         self._hook = _hook(self._profile)
-        sys.setprofile(self._hook)
+        _setprofile(self._hook)
         self._on = True
         with _RecordFunctionFast(self.START):
             pass
@@ -392,9 +398,9 @@ class DispatchRecorder:
         self._on = False
         with _RecordFunctionFast(self.END):
             pass
-        if sys.getprofile() is not self._hook:
+        if _getprofile() is not self._hook:
             self.tampered.add("replaced the grader's profile hook (sys.setprofile)")
-        sys.setprofile(self._previous_profile)
+        _setprofile(self._previous_profile)
         if not _profiler_enabled():
             self.tampered.add("switched off torch's profiler, which the grader's recording of operators needs")
             return False
@@ -487,12 +493,12 @@ class CallWatch:
             previous(frame, event, arg)
 
     def __enter__(self) -> CallWatch:
-        self._previous = sys.getprofile()
-        sys.setprofile(_hook(self._profile))
+        self._previous = _getprofile()
+        _setprofile(_hook(self._profile))
         return self
 
     def __exit__(self, *exc) -> None:
-        sys.setprofile(self._previous)
+        _setprofile(self._previous)
 
     def facts(self) -> list[list[str]]:
         """[[outer, function], ...], sorted: the data a probe returns."""

@@ -62,7 +62,16 @@ from .tree import (
     _private,
     _rebound_class_names,
     _root,
+    changes_library,
+    library_names,
 )
+
+#: a rule-checked file changes no library's module or class: the worker's own code calls them
+#: between the recorded windows, where a replaced one would run the file's code unseen (blind
+#: red-team tester R-BU: ``json.dumps`` handed every reply to the file before it was signed)
+CHANGES_LIBRARY = "changes a library's module or class, which the grader's own code calls too"
+#: the setters of an attribute, with how many arguments follow the object in their bound form
+ATTRIBUTE_SETTERS = {"setattr": 2, "delattr": 1, "__setattr__": 2, "__delattr__": 1}
 
 
 class _Scanner(ast.NodeVisitor):
@@ -112,6 +121,7 @@ class _Scanner(ast.NodeVisitor):
             name for node in _nodes(tree) for name in _function_names(node)
         }  # what a string runner may be given by name
         self.sys = _module_names(tree, "sys")
+        self.library_names = library_names(tree, library_module)  # what holds a library's module or class
         self.safe_calls: set[int] = set()  # ids of Name nodes that are the func of an allowed call
         self.print_is_builtin = not shown.binds_print(tree)
         self.rebound = _rebound_class_names(tree)
@@ -348,7 +358,9 @@ class _Scanner(ast.NodeVisitor):
         if id(node) not in self.inert and self._banned_attribute(node):
             self._flag(node, _dotted(node))
         elif self.dynamic:
-            if "DisableTorch" in node.attr or "disable_torch_function" in node.attr.lower():
+            if isinstance(node.ctx, (ast.Store, ast.Del)) and self._changes_library(node):
+                self._flag(node, f"{_dotted(node)} ({CHANGES_LIBRARY})")
+            elif "DisableTorch" in node.attr or "disable_torch_function" in node.attr.lower():
                 self._flag(node, f"{_dotted(node)} (switches off the recording of torch calls)")
             elif _is_dunder(node.attr) and node.attr not in ALLOWED_DUNDERS and id(node) not in self.safe_calls:
                 self._flag(node, f"{_dotted(node)} (dunder attribute access)")
@@ -375,6 +387,17 @@ class _Scanner(ast.NodeVisitor):
                 # name, reached through another library's attributes (blind red-team tester R-AD)
                 self._flag(node, f"{_dotted(node)} (a library's private name or a module it may not use)")
         self.generic_visit(node)
+
+    def _changes_library(self, node: ast.Attribute) -> bool:
+        """Setting or deleting ``node`` changes a library's module or class (tree.changes_library),
+        but for the two a program may set for itself, harmlessly here: torch's backend flags
+        (``torch.backends.cudnn.deterministic = True``) and ``sys.stdout``/``sys.stderr``."""
+        if not changes_library(node.value, self.library_names):
+            return False
+        path = self.aliases.path(node) or ""
+        if path.startswith("torch.backends."):
+            return False
+        return not (isinstance(node.value, ast.Name) and node.value.id in self.sys and node.attr in ("stdout", "stderr"))
 
     def _library_rooted(self, node: ast.Attribute) -> bool:
         """Whether ``node`` is an attribute path from a module the file imports from a library
@@ -584,6 +607,13 @@ class _Scanner(ast.NodeVisitor):
         elif isinstance(func, ast.Name) and func.id in DYNAMIC_CALLS and self.dynamic and id(func) not in self.safe_calls:
             self._flag(node, f"{func.id}(…) (dynamic lookup or code)")
             self.safe_calls.add(id(func))
+        if self.dynamic and called in ATTRIBUTE_SETTERS:
+            # setattr(json, "dumps", f), object.__setattr__(json, …) (unbound: the object first),
+            # json.__setattr__("dumps", f) (bound: the object is the method's)
+            unbound = len(node.args) == ATTRIBUTE_SETTERS[called] + 1 or isinstance(func, ast.Name)
+            target = (node.args[0] if node.args else None) if unbound else func.value if isinstance(func, ast.Attribute) else None
+            if target is not None and changes_library(target, self.library_names):
+                self._flag(node, f"{_dotted(func) if isinstance(func, ast.Attribute) else called}(…) ({CHANGES_LIBRARY})")
         if self.dynamic and _root(func) in self.runners:
             if any(not self._runnable(arg) for arg in self._code_arguments(func, node)):
                 self._flag(node, f"{_dotted(func)}(…) with a value that is not a function (it runs a string of code)")
