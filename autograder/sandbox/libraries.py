@@ -71,3 +71,20 @@ def warm_einops(copy_dir: str) -> bool:
         return False
     finally:
         sys.meta_path.remove(refuse)
+
+
+def register_torchs_lazy_kernels() -> None:
+    """Kernels torch registers for its own operators the first time a feature is used, made
+    now: a worker refuses any registration in torch's namespaces once it serves
+    (``recorders.seal_switches``: exercise code registered a kernel of its own for
+    ``aten::clone``), and torch's own first use would be refused with it: ``torch.vmap``'s
+    batching decompositions (``aten::nll_loss_forward``… for ``FuncTorchBatched``; a correct
+    ``document_mask`` written with ``torch.vmap`` lost its tests: blind tester R-BT).
+    Idempotent: torch keeps what it registered (~0.2 ms). Not made: jagged nested tensors, whose
+    first use imports torch's distributed collectives (``_c10d_functional``), refused in a worker."""
+    try:
+        from torch._functorch.predispatch import lazy_load_decompositions
+
+        lazy_load_decompositions()
+    except Exception:  # another torch: its first use registers what it registers, or fails as it would
+        pass

@@ -281,6 +281,9 @@ def library_routes():
     own.impl("twice", lambda x: x * 2, "CPU")
     out["own namespace"] = torch.ops.exerciselib.twice(torch.ones(2)).tolist()
     out["clone"] = torch.ones(2).clone().tolist()
+    # torch's own first use registers kernels of torch's: vmap's batching decompositions
+    # (blind tester R-BT: a correct document_mask written with torch.vmap)
+    out["vmap"] = torch.vmap(lambda row: row * 2)(torch.ones(2, 3)).sum().item()
     return out
 
 def audit_hook_of_its_own():
@@ -1395,13 +1398,15 @@ def test_exercise_code_registers_no_kernel_for_torchs_own_operators(sandbox):
     input between two recorded windows, and built the Jacobian there (blind red-team tester
     R-BR: custom_backward 20/20). A worker refuses a library in any namespace of torch's own
     operators, by any route to ``_dispatch_library``; an operator of the exercise's own
-    namespace works, and torch's kernels stay torch's."""
+    namespace works, torch's kernels stay torch's, and torch's own first use of a feature
+    that registers kernels (vmap) works."""
     worker, reply = call(sandbox, "library_routes", timeout=30.0)
     worker.close()
     assert reply.ok, reply.error
     outcome = reply.value["value"]
     assert (outcome["aten"], outcome["prims"], outcome["aten directly"]) == ("refused",) * 3, outcome
     assert outcome["own namespace"] == [2.0, 2.0] and outcome["clone"] == [1.0, 1.0], outcome
+    assert outcome["vmap"] == 12.0, outcome
 
 
 def test_exercise_code_adds_no_audit_hook(sandbox):
