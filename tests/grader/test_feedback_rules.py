@@ -62,6 +62,24 @@ def test_a_tuple_around_the_right_tensor_is_named_and_a_tuple_around_a_wrong_one
             raise AssertionError("a tuple passed as a tensor")
 
 
+def test_a_shape_off_by_axes_of_size_one_names_them_not_the_checks_value_hints():
+    """A ``.squeeze()`` that dropped a batch of one was told, by the check's own hint, that its
+    examples read each other (blind tester R-BS); a shape that differs only by axes of size 1
+    names that, and any other shape keeps the check's hints."""
+    want = torch.linspace(0, 1, 45).reshape(1, 5, 9)
+    for got, hint in ((want[0], "general/unit-axes"), (want[:, None], "general/unit-axes"), (want[:, :4], "x/value")):
+        for check in (
+            lambda g: expect.close(g, want, what="out", tol=TOL, hints=["x/value"]),
+            lambda g: expect.tensor(g, what="out", shape=want.shape, hints=["x/value"]),
+        ):
+            try:
+                check(got)
+            except CheckFailed as exc:
+                assert exc.feedback.problem == "shape" and exc.feedback.hints == [hint], (got.shape, exc.feedback.hints)
+            else:
+                raise AssertionError("a wrong shape passed")
+
+
 def test_a_fixed_wrong_answer_matching_one_draw_earns_nothing():
     # one lucky draw out of three in each kind: no kind is earned
     credit = Credit()

@@ -36,6 +36,9 @@ def softmax_backward(d_weights: torch.Tensor, weights: torch.Tensor) -> dict[str
         # Ā ⊙ (A − D): the body with A and Ā in each other's place, what a swapped call gives (blind
         # tester R-BB: it was named only as the call's mistake, on a test that calls softmax_backward itself)
         P + "softmax-backward-args-swapped#body": da * (a - (da * a).sum(dim=-1, keepdim=True)),
+        # D as a mean over the keys, or one sum over the whole tensor (blind tester R-BS: no hint)
+        P + "d-mean": a * (da - (da * a).mean(dim=-1, keepdim=True)),
+        P + "d-summed-everything": a * (da - (da * a).sum()),
     }
     unkept = _d_without_keepdim(da, a)
     if unkept is not None:
@@ -82,6 +85,8 @@ def attention_backward(d_out, q, k, v, weights, scale: float) -> dict[str, tuple
         P + "softmax-backward-args-swapped": grads(_sb(a, da)),
         P + "sign-flipped": grads(-ds),  # S̄ negated (A ⊙ (D − Ā)): Q̄ and K̄ flip, V̄ does not
         P + "a-factor-dropped": grads(da - (da * a).sum(dim=-1, keepdim=True)),  # S̄ = Ā − D (tester R-G)
+        P + "d-mean": grads(a * (da - (da * a).mean(dim=-1, keepdim=True))),
+        P + "d-summed-everything": grads(a * (da - (da * a).sum())),
     }
     # Ā in S̄'s place in one of the two products (blind tester R-G)
     out[P + "score-gradient-skipped#dq"] = (scale * (da @ k), scale * (ds.transpose(-2, -1) @ q), dv)

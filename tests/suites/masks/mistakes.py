@@ -112,6 +112,12 @@ def softmax(scores: torch.Tensor, allowed: torch.Tensor) -> dict[str, torch.Tens
         # inverted polarity, which it is not)
         "masks/mask-ignored": torch.softmax(s, -1),
     }
+    if s.dim() >= 2:
+        # Day 1 §3.4's fix (2): the diagonal unmasked, so a row with nothing allowed reads its own
+        # key — on every row, or only on those (blind tester R-BS's m33: no hint for −7)
+        eye = torch.eye(s.size(-2), s.size(-1), dtype=torch.bool)
+        out["masks/unmask-diagonal"] = torch.softmax(fill(NEG_INF, a | eye), -1)
+        out["masks/unmask-diagonal#empty-rows"] = torch.softmax(fill(NEG_INF, a | (eye & ~a.any(-1, keepdim=True))), -1)
     if s.dim() >= 2 and s.size(-2) > 1:  # normalised over the query axis: each key column sums to 1
         e = torch.exp(fill(NEG_INF) - torch.nan_to_num(fill(NEG_INF).amax(-2, keepdim=True), neginf=0.0))
         denom = e.sum(-2, keepdim=True)

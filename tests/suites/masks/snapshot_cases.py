@@ -154,7 +154,7 @@ def examples(rng, ref):
     key_allowed = torch.arange(T).unsqueeze(0) >= T - n
     causal = torch.tril(torch.ones(T, T, dtype=torch.bool))
     scaled, causal2 = oracles.scaled_scores(), torch.tril(torch.ones(2, 2, dtype=torch.bool))
-    row, row_allowed = w7.t(md.W7_TABLE_ROW), torch.tensor([True, False])
+    row, row_allowed = w7.t([md.W7_TABLE_ROW]), torch.tensor([[True, False]])  # one query row: [L=1, S=2]
     padded_allowed = causal & (torch.arange(T) >= T - n)
     padded_scores = torch.tensor([[0.3, -1.2, 0.5, 0.0, 2.0]] * T) + torch.arange(T).unsqueeze(1) * 0.1
     return {

@@ -299,17 +299,17 @@ def test_course_mask_numbers_at_stated_precision_in_float64(sub, ref, rng, credi
                     mistakes=lambda: signatures.softmax(scaled, allowed),
                 )
             elif part.label == "§11 table":
-                row, allowed = w7.t(md.W7_TABLE_ROW, f64), torch.tensor([True, False])
+                row, allowed = w7.t([md.W7_TABLE_ROW], f64), torch.tensor([[True, False]])  # [L=1, S=2]
                 expect.close(
                     sub.masks.masked_softmax(row, allowed),
-                    w7.t(w7.STATED["right_neg_inf"], f64),
+                    w7.t([w7.STATED["right_neg_inf"]], f64),
                     what="softmax([0.2, −∞]) = [1, 0] (W7-33)",
                     tol=w7.Tol(0.0, 1e-12),
                     mistakes=lambda: signatures.softmax(row, allowed),
                 )
                 zero_filled = expect.close(
                     sub.masks.apply_mask(row, allowed, fill=0.0),
-                    w7.t([0.2, 0.0], f64),
+                    w7.t([[0.2, 0.0]], f64),
                     what="apply_mask(row, allowed, fill=0.0) uses the given fill",
                     tol=w7.NEAR_EXACT,
                     # the fill argument ignored: −∞ written whatever was asked
@@ -317,7 +317,7 @@ def test_course_mask_numbers_at_stated_precision_in_float64(sub, ref, rng, credi
                 )
                 expect.close(
                     torch.softmax(zero_filled, -1),
-                    w7.t(w7.STATED["wrong_zero_fill"], f64),
+                    w7.t([w7.STATED["wrong_zero_fill"]], f64),
                     what="softmax([0.2, 0]) = [0.550, 0.450] (W7-32)",
                     tol=w7.PRINTED_3DP,
                 )

@@ -148,11 +148,13 @@ def test_masked_softmax_reproduces_week7_weights_and_the_minus_inf_table(sub, rn
             elif part.label == WIDE:
                 _wide_masked_softmax(sub)
             elif part.label == "§11 table":
-                row, allowed = w7.t(md.W7_TABLE_ROW), _bool([True, False])
+                # one query row, [L=1, S=2]: the docstring's [...,L,S] (a 1-D row refused an
+                # unpacking ``*batch, L, S = scores.shape`` the contract allows: blind tester R-BS)
+                row, allowed = w7.t([md.W7_TABLE_ROW]), _bool([[True, False]])
                 expect.close(
                     sub.masks.masked_softmax(row, allowed),
-                    w7.t(w7.STATED["right_neg_inf"]),
-                    what="masked_softmax([0.2, 0.9], future blocked) = softmax([0.2, −∞]) = [1, 0] (Week 7 §11 table)",
+                    w7.t([w7.STATED["right_neg_inf"]]),
+                    what="masked_softmax([[0.2, 0.9]], future blocked) = softmax([0.2, −∞]) = [1, 0] (Week 7 §11 table)",
                     tol=w7.PRINTED_3DP,
                     mistakes=lambda: _mistakes("softmax_table_row"),
                 )

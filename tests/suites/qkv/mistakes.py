@@ -64,6 +64,12 @@ def attention_chain(
         out["qkv/zero-fill"] = chain(scaled, fill=0.0)
         out["qkv/no-causal-mask"] = chain(scaled, mask=None)
         out["qkv/diagonal-masked"] = chain(scaled, mask=torch.tril(torch.ones(T, T, dtype=torch.bool), diagonal=-1))
+        # the blocked part added as triu(ones, 1) · (−∞): 0 · (−∞) = NaN on every allowed key, so every
+        # row is NaN (blind tester R-BS: named as an inverted polarity, whose last rows are NaN too)
+        added = torch.triu(torch.ones(T, T, dtype=scaled.dtype), diagonal=1) * neg_inf
+        out["qkv/mask-times-inf"] = chain(scaled + added, mask=None)
+        # tril(diagonal=1): each query reads one key ahead too (blind tester R-BS: no hint for −5.75)
+        out["qkv/causal-one-ahead"] = chain(scaled, mask=torch.tril(torch.ones(T, T, dtype=torch.bool), diagonal=1))
         out["qkv/mask-triu"] = chain(scaled, mask=torch.triu(torch.ones(T, T, dtype=torch.bool)))  # itself and the future
         out["qkv/mask-polarity-inverted"] = chain(
             scaled, mask=~allowed
@@ -95,8 +101,11 @@ def retrieval_from(own_weights, x, w_q, w_k, w_v, variants: dict[str, tuple]) ->
     if type(own_weights) is torch.Tensor and own_weights.is_floating_point():
         k = x @ w_k
         own = own_weights.double()
-        if own.shape[-1] == k.shape[-2]:
-            out["qkv/weights-times-keys"] = (own @ k).to(own_weights.dtype)
+        if own.dim() >= 1 and own.shape[-1] == k.shape[-2]:  # a squeezed 0-dim answer has no last axis
+            try:
+                out["qkv/weights-times-keys"] = (own @ k).to(own_weights.dtype)
+            except RuntimeError:  # batch axes that do not broadcast: no such mistake here
+                pass
     return out
 
 

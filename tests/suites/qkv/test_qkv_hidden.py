@@ -34,13 +34,18 @@ def _dims(rng, t_max: int = 64, draw: int = 0, t: int | None = None) -> tuple[in
     runs and gives wrong numbers). Kinds with two draws hold both. Sizes are drawn again until
     every scale a named mistake uses differs (``_scales_apart``). ``t``: the test's own T."""
     for _ in range(1000):
-        B = randint(rng, 1, 3)
+        # no axis of size 1 by chance: a `.squeeze()` would cost on the draws that made one
+        # (blind tester R-BS: 4.5, 2.5 or 3 points by seed); a batch of one is its own case
+        # (test_single_head_attention_keeps_batch_examples_apart calls every example alone)
+        B = randint(rng, 2, 3)
         # T = 1 is checked inside a case with a regular input: alone, wrong code passes it
         T = t if t is not None else randint(rng, 2, t_max)
         d_k = randint(rng, 2, 12)
-        d_v = d_k if draw % 2 else _other(rng, 1, 12, d_k)
+        d_v = d_k if draw % 2 else _other(rng, 2, 12, d_k)
         C = _other(rng, 2, 24, d_k, d_v)
-        if _scales_apart(T, C, d_k, d_v):
+        # T ≥ 3 where the test does not fix it: at T = 2 a causal mask one key ahead is no mask,
+        # and diagnose names neither (blind tester R-BS's tril(diagonal=1): a hint on one seed only)
+        if _scales_apart(T, C, d_k, d_v) and (T >= 3 or t is not None):
             return B, T, C, d_k, d_v
     raise RuntimeError(f"no sizes with every scale apart in 1000 draws (t_max={t_max}, t={t})")
 
