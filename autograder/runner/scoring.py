@@ -107,34 +107,14 @@ def score_test(spec: TestSpec, entry: dict | None, modules: dict[str, ModuleEntr
     )
 
 
-#: hints of a "constraint" failure that is the sandbox's refusal, not the exercise's rule
-SANDBOX_REFUSALS = frozenset({"general/one-thread", "general/profiler-while-graded"})
-
-
 def _apply_gates(gates: tuple[str, ...], tests: list[TestOutcome]) -> str | None:
-    """A failed gate (a broken rule of the exercise), or the rule's violation proven in any other
-    test of a skill with a gate, zeroes every test of the skill — only on a
+    """A failed gate (a broken rule of the exercise) zeroes every test of the skill — only on a
     proven violation (problem "constraint": a forbidden name in the source, a forbidden
     operator recorded, the recording switched off). A gate whose checked call timed out,
     crashed or raised proves nothing: it costs what it costs (the gate itself weighs 0, the
     skill's other tests score on their own); nor does one that did not run (an empty upload,
     a broken run: not_run/error) or found no module to check ("missing")."""
-    if not gates:
-        return None
     broken = [t for t in tests if t.name in gates and t.status == STATUS_FAILED and t.problem == "constraint"]
-    # a skill's other tests judge its rule on their own calls (testing/remote.watch_rule): a
-    # violation proven there breaks the rule as surely, and code that broke it only where the
-    # rule test does not look (blind red-team tester R-BU: autograd run in its exception's
-    # __str__ while one test failed, the result kept for later tests) gains nothing. What the
-    # sandbox refused (a thread, a profiler) fails that test alone, as before.
-    broken += [
-        t
-        for t in tests
-        if t.name not in gates
-        and t.status == STATUS_FAILED
-        and t.problem == "constraint"
-        and not {h.get("id") for h in t.hints} & SANDBOX_REFUSALS
-    ]
     if not broken:
         return None
     reason = f"{broken[0].name}: {broken[0].summary}" if broken[0].summary else broken[0].name

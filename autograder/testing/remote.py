@@ -124,6 +124,13 @@ class Submission:
                 Feedback(rule.what, "constraint", f"autograd was used ({', '.join(used)}): {rule.family}", list(rule.hints))
             )
 
+    def rule_broken_earlier(self, module: str) -> str | None:
+        """Where an earlier call of this run broke ``module``'s watched rule ("label: what
+        ran"), or None. Every test judges the rule on its own calls; the rule test reads this
+        too, so code that broke it only in a test it failed anyway, and kept what it computed
+        there for later tests, breaks the rule as surely (blind red-team tester R-BU)."""
+        return self._runtime.rule_broken.get(module)
+
     def records_dispatch(self, module: str) -> bool:
         return module in self._rules
 
@@ -316,13 +323,19 @@ class Submission:
         dispatch.merge(self.dispatched, self._last_dispatched)
         rule = self._rules.get(module)
         if rule is not None and not reply.tampered:  # also for a call that raised: what ran, ran
-            self._check_rule(rule, reply.autograd)
+            try:
+                self._check_rule(rule, reply.autograd)
+            except CheckFailed as failed:
+                rt.rule_broken.setdefault(module, f"{label}: {failed.feedback.detail}"[:500])
+                raise
         if reply.tampered:
             what = reply.tampered[0]
             one_thread = "runs on one thread" in what
             if not one_thread and "autograd is off" not in what:
                 what += "; switching the recording off counts as breaking the rule"
             profiler = "profile hook" in what  # cProfile in a rule-checked file (fairness tester R-AQ): say so, not "autograd"
+            if rule is not None and not one_thread and not profiler:  # the sandbox's refusals are not the rule's
+                rt.rule_broken.setdefault(module, f"{label}: {what}"[:500])
             hints = ["general/one-thread"] if one_thread else ["general/profiler-while-graded"] if profiler else _rule_hints(rule)
             raise _tampering(label, what, hints)
         if not reply.ok:

@@ -77,6 +77,9 @@ class Runtime:
     import_failures: dict[str, SubmissionError] = field(default_factory=dict)
     timed_out: dict[tuple[str, str], str] = field(default_factory=dict)
     facts: list[str] = field(default_factory=list)
+    #: module → where its watched rule (``Submission.watch_rule``) was first shown broken in
+    #: this run, "label: what ran": a skill's rule test reads it (``rule_broken_earlier``)
+    rule_broken: dict[str, str] = field(default_factory=dict)
     #: other files the submission's code can import (sibling exercise modules not graded in
     #: this run, helper modules): name → read-only copy
     importable: dict[str, Path] = field(default_factory=dict)

@@ -177,31 +177,6 @@ def test_a_failed_gate_zeroes_its_skill(tmp_path):
     assert res.skills[0].passed == 0 and res.skills[0].total > 1
 
 
-@pytest.mark.parametrize("hint, zeroed", [("custom_backward/uses-autograd", True), ("general/one-thread", False)])
-def test_the_rule_broken_in_another_test_zeroes_the_skill_a_sandbox_refusal_does_not(tmp_path, hint, zeroed):
-    """Every test of a gated skill judges the rule on its own calls: a violation proven in any
-    of them breaks the rule (blind red-team tester R-BU broke it only in a test it failed
-    anyway, and kept what it computed there for later tests); a thread or profiler the sandbox
-    refused fails that test alone."""
-    from conftest import write_config
-
-    gate, other = "test_scale_scores_divides_by_sqrt_dk", "test_attention_scores_reproduce_week7_raw_scores"
-    path = write_config(
-        tmp_path / "grading.toml",
-        {'sections = ["Week 7 §1–§9", "Week 7 §12–§13"]': f'sections = ["Week 7 §1–§9"]\ngates = ["{gate}"]'},
-    )
-    config = load(path).select(["qkv"])
-    assert other in {t.name for t in config.tests}
-    report = {"tests": [entry(t.node_id, "passed", "passed") for t in config.tests if t.name != other]}
-    feedback = dict(FEEDBACK, problem="constraint", hints=[{"id": hint, "text": "t", "section": "s"}])
-    report["tests"].append(entry(f"tests/suites/qkv/test_qkv_visible.py::{other}", "failed", "check", feedback=feedback))
-    res = scoring.build(RunManifest.plan(config), report, {})
-    if zeroed:
-        assert res.score == 0 and res.skills[0].gated_by.startswith(other)
-    else:
-        assert res.skills[0].gated_by is None and res.score > 0
-
-
 @pytest.mark.parametrize("problem", ["timeout", "crash", "raised"])
 def test_a_gate_that_timed_out_or_crashed_proves_no_violation(tmp_path, problem):
     """Issue 28 B: a gate zeroes its skill only on a proven violation; a checked call that

@@ -119,6 +119,23 @@ RULE_WHAT = "your forward and backward (and all they call) use no autograd (docs
 RULE_FAMILY = "autograd's machinery or one of torch's derivative formulas (any other operator of torch is allowed)"
 
 
+def check_rule_kept_earlier(sub) -> None:
+    """The rule test's last check, and why it runs last: no earlier test of the run showed the
+    rule broken. Each test judges the rule on its own calls (``watch_rule``) and fails where it
+    is broken; code that broke it only in a test it failed anyway — autograd in its own
+    exception's ``__str__``, read after a call that raised — and kept what it computed for
+    later tests gained there (blind red-team tester R-BU: 9.31 against 8). A broken rule is
+    the rule test's to report, which zeroes the skill."""
+    broken = sub.rule_broken_earlier(MODULE)
+    expect.true(
+        broken is None,
+        what=RULE_WHAT,
+        detail=f"an earlier test's call broke it: {broken}",
+        hints=["custom_backward/uses-autograd"],
+        problem="constraint",
+    )
+
+
 def watch_rule(sub) -> None:
     """The rule judged on every call of every custom_backward test (``Submission.watch_rule``):
     a test passes only on calls shown to use no autograd, so code that keeps the rule only

@@ -690,9 +690,10 @@ def test_custom_backward_keeps_dtype_and_leaves_inputs_unchanged(sub, ref, rng, 
 
 
 def test_rule_backward_uses_no_autograd(sub, rng):
-    """The rule test (a gate in grading.toml, weight 0): fails as a violation only when
-    backward, attention_backward or softmax_backward are shown to use autograd — then the
-    whole skill scores 0 (a call that times out proves nothing: it fails as a timeout). The
+    """The rule test (a gate in grading.toml, weight 0; the file's last, after every test that
+    judges the rule on its own calls): fails as a violation only when
+    backward, attention_backward or softmax_backward are shown to use autograd — here or in
+    an earlier test of the run — then the whole skill scores 0 (a call that times out proves nothing: it fails as a timeout). The
     source check gives the fast first message; the verdict is what the dispatcher ran: only
     the operators of a hand-written backward in backward, none of autograd's in forward
     (recorded up to an error, if the code raises)."""
@@ -718,3 +719,4 @@ def test_rule_backward_uses_no_autograd(sub, rng):
         problem="constraint",
     )
     data.check_backward_dispatch(sub)  # the verdict: what the dispatcher ran, deny by default
+    data.check_rule_kept_earlier(sub)  # and no earlier test's calls broke it: this test is the file's last
