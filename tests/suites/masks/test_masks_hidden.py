@@ -62,7 +62,8 @@ def _softmax_allowed(rng, allowed: torch.Tensor, *, empty: bool | None = None) -
     """Make one row of `allowed` (last axis S >= 3) hold two allowed keys and a blocked one,
     in place: with one allowed key per row (one-hot weights) or nothing blocked (plain or
     uniform weights) a trivial answer could be right. Returns the two allowed key columns.
-    `empty`: True — exactly one other row allows nothing (`allowed` needs two rows or more);
+    `empty`: True — exactly one other row allows nothing, one whose query has a key of its own
+    index (`allowed` needs two rows or more);
     False — no row is empty (a random key is allowed in each empty row); None — as drawn.
     Fully blocked rows are a fixed part of a case's structure, never a chance of the draw:
     mistakes on them (NaN, uniform weights) fail the same kinds on every seed."""
@@ -77,7 +78,13 @@ def _softmax_allowed(rng, allowed: torch.Tensor, *, empty: bool | None = None) -
         for i in (~rows.any(-1)).nonzero().flatten().tolist():
             rows[i, randint(rng, 0, S - 1)] = True
     if empty:
-        rows[(r + randint(rng, 1, n - 1)) % n] = False
+        # a row with a diagonal entry (query index < S): Day 1 §3.4's unmasked diagonal reads it
+        # on every seed (blind tester R-BS's fix, which lost 7.04 or 5.75 by seed)
+        L = allowed.size(-2) if allowed.dim() >= 2 else 1
+        e = (r + randint(rng, 1, n - 1)) % n
+        while e == r or e % L >= S:
+            e = (e + 1) % n
+        rows[e] = False
     return allowed, (j1, j2)
 
 
