@@ -26,23 +26,16 @@ or one answering a changed request, fails ``recv_message``.
 
 from __future__ import annotations
 
-import _socket
-import bisect
 import functools
-import hashlib
-import hmac
-import json
-import math
-import os
-import re
 import socket
 import struct
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import torch
+
+from . import bound  # the library functions this module calls, bound before any exercise code
 
 MAGIC = b"AGW1"
 _PREFIX = struct.Struct("<4sIQ")
@@ -105,62 +98,6 @@ class Opaque:
         return f"<{self.type_name} object: {self.summary}>"
 
 
-# --------------------------------------------------------------------------- bound at import
-# The worker encodes, signs and sends its replies, and reads its requests, in its own process,
-# after exercise code has run there; every library function this module calls is bound here,
-# before any exercise code runs, to C code that looks nothing up when called. A module-level
-# lookup (``json.dumps``, ``hmac.new``, ``sock.sendall`` through ``socket.socket``) would run
-# whatever the exercise had put in its place: blind red-team tester R-BU set ``json.dumps``
-# to a function of its own, which was handed every reply before it was signed and deleted
-# what the rule recorders wrote (custom_backward and row_softmax at full marks with autograd
-# and a softmax kernel). Written by hand, not with ``json.dumps``: no library offers an
-# encoder that cannot be replaced from inside the process.
-try:
-    from _json import encode_basestring_ascii as _encode_ascii
-    from _json import make_encoder as _make_encoder
-    from _json import make_scanner as _make_scanner
-except ImportError:  # a Python without the _json accelerator: the library's own functions
-    _make_encoder = _make_scanner = None  # type: ignore[misc]
-_scan = _make_scanner(json.JSONDecoder()) if _make_scanner is not None else None
-_whitespace = re.compile(r"[ \t\n\r]*").match
-_sha256 = hashlib.sha256
-_compare_digest = hmac.compare_digest
-try:
-    from _hashlib import hmac_new as _hmac_new
-except ImportError:  # a Python without OpenSSL's hashlib
-    _hmac_new = hmac.new
-_sendall, _recv_into, _settimeout = _socket.socket.sendall, _socket.socket.recv_into, _socket.socket.settimeout
-_monotonic = time.monotonic
-_isfinite, _prod = math.isfinite, math.prod
-_bisect_right = bisect.bisect_right
-_urandom = os.urandom
-
-
-def _not_json(value: Any) -> None:
-    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
-
-
-def _dumps(value: Any) -> str:
-    """``json.dumps(value, allow_nan=False, separators=(",", ":"))`` (ASCII), from the bound C encoder."""
-    if _make_encoder is None:
-        return json.dumps(value, allow_nan=False, separators=(",", ":"))
-    return "".join(_make_encoder({}, _not_json, _encode_ascii, None, ":", ",", False, False, False)(value, 0))
-
-
-def _loads(text: str) -> Any:
-    """``json.loads(text)``, from the bound C scanner; a ``ValueError`` for what is not one JSON value."""
-    if _scan is None:
-        return json.loads(text)
-    try:
-        value, end = _scan(text, _whitespace(text, 0).end())
-    except StopIteration as exc:
-        raise ValueError(f"Expecting value: char {exc.value}") from None
-    end = _whitespace(text, end).end()
-    if end != len(text):
-        raise ValueError(f"Extra data: char {end}")
-    return value
-
-
 # --------------------------------------------------------------------------- encoding
 class _Encoder:
     def __init__(self) -> None:
@@ -185,7 +122,7 @@ class _Encoder:
                 return {"t": "opaque", "type": "int", "repr": "integer too large"}
             return value
         if tp is float:
-            if _isfinite(value):
+            if bound.isfinite(value):
                 return value
             return {"t": "float", "v": repr(value)}  # 'nan', 'inf', '-inf'
         if tp is list:
@@ -398,7 +335,7 @@ class _Decoder:
         """Reserve ``[offset, offset + nbytes)`` of the blob; refuse any overlap."""
         if nbytes == 0:
             return
-        i = _bisect_right(self.starts, offset)
+        i = bound.bisect_right(self.starts, offset)
         if (i > 0 and self.ends[i - 1] > offset) or (i < len(self.starts) and self.starts[i] < offset + nbytes):
             raise ProtocolError("two tensors claim the same bytes of the message")
         self.starts.insert(i, offset)
@@ -419,7 +356,7 @@ class _Decoder:
             raise ProtocolError("tensor byte count is not a multiple of the element size")
         count = nbytes // itemsize
         self._claim(offset, nbytes)
-        numel = _prod(shape)  # a Python int: 2**62 × 2**62 is just a large number
+        numel = bound.prod(shape)  # a Python int: 2**62 × 2**62 is just a large number
         self.logical += numel * itemsize
         if self.logical > self.logical_limit:
             raise ProtocolError(
@@ -489,12 +426,12 @@ class FrameAuth:
         self._request = b""
 
     def note_request(self, data: bytes | bytearray, blob: bytes | bytearray | memoryview) -> None:
-        digest = _sha256(data)
+        digest = bound.sha256(data)
         digest.update(blob)
         self._request = digest.digest()
 
     def sign(self, data: bytes | bytearray, blob: bytes | bytearray | memoryview) -> bytes:
-        mac = _hmac_new(self._key, self._replies.to_bytes(8, "little") + self._request, "sha256")
+        mac = bound.hmac_new(self._key, self._replies.to_bytes(8, "little") + self._request, "sha256")
         mac.update(_PREFIX.pack(MAGIC, len(data), len(blob)))
         mac.update(data)
         mac.update(blob)
@@ -502,12 +439,12 @@ class FrameAuth:
         return mac.digest()
 
     def verify(self, data: bytes | bytearray, blob: bytes | bytearray | memoryview, tag: bytes | bytearray) -> bool:
-        return _compare_digest(self.sign(data, blob), bytes(tag))
+        return bound.compare_digest(self.sign(data, blob), bytes(tag))
 
 
 def send_key(sock: socket.socket) -> FrameAuth:
     """The trusted side, once a worker said it is ready: a fresh key for its replies."""
-    key = _urandom(TAG_SIZE)
+    key = bound.urandom(TAG_SIZE)
     send_message(sock, {"op": "key", "key": key.hex()})
     return FrameAuth(key)
 
@@ -539,18 +476,18 @@ def json_safe(reply: dict) -> dict:
 def header_bytes(header: dict) -> bytes:
     """A frame's header as sent: ASCII JSON (any non-ASCII character, a lone surrogate
     too, travels as a ``\\uXXXX`` escape)."""
-    return _dumps(header).encode()
+    return bound.dumps(header).encode()
 
 
 def send_frame(sock: socket.socket, data: bytes, blob: bytes = b"", signed_by: FrameAuth | None = None) -> None:
     """Send a frame whose header is already ``header_bytes``; a worker's reply is
     ``signed_by`` its connection's ``FrameAuth`` (the tag follows the blob)."""
     tag = signed_by.sign(data, blob) if signed_by is not None else b""
-    _sendall(sock, _PREFIX.pack(MAGIC, len(data), len(blob)) + data)
+    bound.sendall(sock, _PREFIX.pack(MAGIC, len(data), len(blob)) + data)
     if blob:
-        _sendall(sock, blob)
+        bound.sendall(sock, blob)
     if tag:
-        _sendall(sock, tag)
+        bound.sendall(sock, tag)
 
 
 def send_message(sock: socket.socket, header: dict, blob: bytes = b"", noted_by: FrameAuth | None = None) -> None:
@@ -595,7 +532,7 @@ def recv_message(
     elif auth is not None:
         auth.note_request(raw, blob)
     try:
-        header = _loads(raw.decode("utf-8"))
+        header = bound.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise ProtocolError(f"message header is not JSON: {str(exc)[:200]}") from None
     except RecursionError:
@@ -625,9 +562,9 @@ def _recv_exact(
     buf = bytearray(size)
     view = memoryview(buf)
     got = 0
-    ask_at = None if keep_waiting is None else _monotonic() + poll_s
+    ask_at = None if keep_waiting is None else bound.monotonic() + poll_s
     while got < size:
-        now = _monotonic()
+        now = bound.monotonic()
         remaining = None if deadline is None else deadline - now
         if remaining is not None and remaining <= 0:
             raise PeerTimeout("deadline passed")
@@ -641,12 +578,12 @@ def _recv_exact(
                 ask_at = now + poll_s
             wait = ask_at - now  # type: ignore[operator]
             remaining = wait if remaining is None else min(remaining, wait)
-        _settimeout(sock, remaining)
+        bound.settimeout(sock, remaining)
         try:
-            n = _recv_into(sock, view[got:], min(size - got, 1 << 20))
+            n = bound.recv_into(sock, view[got:], min(size - got, 1 << 20))
         except TimeoutError:
-            if keep_waiting is not None and (deadline is None or _monotonic() < deadline):
-                ask_at = _monotonic()  # quiet for the whole wait: ask now
+            if keep_waiting is not None and (deadline is None or bound.monotonic() < deadline):
+                ask_at = bound.monotonic()  # quiet for the whole wait: ask now
                 continue
             raise PeerTimeout("deadline passed") from None
         except (ConnectionError, OSError) as exc:

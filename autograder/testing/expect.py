@@ -19,6 +19,7 @@ from typing import Any, NoReturn
 
 import torch
 
+from .error_hints import unit_axes
 from .failures import CheckFailed, Feedback, SubmissionRaised
 from .inputs import dtype_name
 from .values import as_float, describe, dtype_text, fmt_number, fmt_pair, fmt_tensor, index_text
@@ -270,22 +271,8 @@ def _type_and_shape(got: Any, want: torch.Tensor, what: str, mistakes: Any, tol:
             diagnose(got, mistakes, tol, want) or _wrapped(got, want, tol) or hints,
         )
     if tuple(got.shape) != tuple(want.shape):
-        _fail(
-            what,
-            "shape",
-            f"expected shape {list(want.shape)}, got {list(got.shape)}",
-            diagnose(got, mistakes, tol, want) or _unit_axes(got.shape, want.shape) or hints,
-        )
-
-
-def _unit_axes(got: Iterable[int], want: Iterable[int]) -> list[str]:
-    """The shapes agree but for axes of size 1 (``[1, 5, 9]`` for ``[5, 9]``): an axis a
-    ``.squeeze()`` dropped or an ``unsqueeze`` left out, whatever the check's own hints say of
-    its values (a squeezed batch of one was told its examples read each other: blind tester R-BS)."""
-    got, want = tuple(got), tuple(want)
-    if got == want or tuple(n for n in got if n != 1) != tuple(n for n in want if n != 1):
-        return []
-    return ["general/unit-axes"]
+        found = diagnose(got, mistakes, tol, want) or unit_axes(got.shape, want.shape) or hints
+        _fail(what, "shape", f"expected shape {list(want.shape)}, got {list(got.shape)}", found)
 
 
 def _wrapped(got: Any, want: torch.Tensor, tol: Tol) -> list[str]:
@@ -322,7 +309,7 @@ def tensor(
     if type(got) is not torch.Tensor:
         _fail(what, "type", f"expected a torch.Tensor, got {describe(got)}", list(hints))
     if shape is not None and tuple(got.shape) != tuple(shape):
-        _fail(what, "shape", f"expected shape {list(shape)}, got {list(got.shape)}", _unit_axes(got.shape, shape) or list(hints))
+        _fail(what, "shape", f"expected shape {list(shape)}, got {list(got.shape)}", unit_axes(got.shape, shape) or list(hints))
     if floating and not got.is_floating_point():
         _fail(what, "dtype", f"expected a floating-point tensor, got dtype {dtype_text(got.dtype)}", list(hints))
     return got

@@ -109,26 +109,25 @@ class Submission:
         test watches (or never returns there) gains nothing elsewhere."""
         self._rules[module] = RuleWatch(allows, what, family, tuple(hints), autograd)
 
-    def _check_rule(self, rule: RuleWatch, apis: Iterable[str]) -> None:
+    def _check_rule(self, rule: RuleWatch, apis: Iterable[str], module: str, label: str) -> None:
         """The watched rule on the last call's operators; the autograd functions the call used
-        (the worker's tripwire), if any, are named first: they say what the student wrote."""
+        (the worker's tripwire), if any, are named first: they say what the student wrote. A
+        violation is noted for the run too (``rule_broken_earlier``)."""
         used = sorted(set(apis))
         try:
             dispatch.check(self._last_dispatched, None, rule.allows, what=rule.what, family=rule.family, hints=rule.hints)
+            if rule.autograd and used:
+                raise CheckFailed(
+                    Feedback(rule.what, "constraint", f"autograd was used ({', '.join(used)}): {rule.family}", list(rule.hints))
+                )
         except CheckFailed as failed:
-            if used:
+            if used and not str(failed.feedback.detail).startswith("autograd was used"):
                 failed.feedback.detail = f"autograd was used ({', '.join(used)}); {failed.feedback.detail}"
+            self._runtime.rule_broken.setdefault(module, f"{label}: {failed.feedback.detail}"[:500])
             raise
-        if rule.autograd and used:
-            raise CheckFailed(
-                Feedback(rule.what, "constraint", f"autograd was used ({', '.join(used)}): {rule.family}", list(rule.hints))
-            )
 
     def rule_broken_earlier(self, module: str) -> str | None:
-        """Where an earlier call of this run broke ``module``'s watched rule ("label: what
-        ran"), or None. Every test judges the rule on its own calls; the rule test reads this
-        too, so code that broke it only in a test it failed anyway, and kept what it computed
-        there for later tests, breaks the rule as surely (blind red-team tester R-BU)."""
+        """Where a call of this run broke ``module``'s watched rule, or None (Runtime.rule_broken)."""
         return self._runtime.rule_broken.get(module)
 
     def records_dispatch(self, module: str) -> bool:
@@ -323,11 +322,7 @@ class Submission:
         dispatch.merge(self.dispatched, self._last_dispatched)
         rule = self._rules.get(module)
         if rule is not None and not reply.tampered:  # also for a call that raised: what ran, ran
-            try:
-                self._check_rule(rule, reply.autograd)
-            except CheckFailed as failed:
-                rt.rule_broken.setdefault(module, f"{label}: {failed.feedback.detail}"[:500])
-                raise
+            self._check_rule(rule, reply.autograd, module, label)
         if reply.tampered:
             what = reply.tampered[0]
             one_thread = "runs on one thread" in what

@@ -78,7 +78,9 @@ class Runtime:
     timed_out: dict[tuple[str, str], str] = field(default_factory=dict)
     facts: list[str] = field(default_factory=list)
     #: module → where its watched rule (``Submission.watch_rule``) was first shown broken in
-    #: this run, "label: what ran": a skill's rule test reads it (``rule_broken_earlier``)
+    #: this run, "label: what ran". Every test judges the rule on its own calls; the rule test
+    #: reads this too (``rule_broken_earlier``): code that broke it only in a test it failed
+    #: anyway, and kept what it computed for later tests, breaks it as surely (red team R-BU)
     rule_broken: dict[str, str] = field(default_factory=dict)
     #: other files the submission's code can import (sibling exercise modules not graded in
     #: this run, helper modules): name → read-only copy

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import re
 
+from . import library_changes as changes
 from . import shown
 from .aliases import _plain_modules, _TorchAliases
 from .facts import (
@@ -62,16 +63,7 @@ from .tree import (
     _private,
     _rebound_class_names,
     _root,
-    changes_library,
-    library_names,
 )
-
-#: a rule-checked file changes no library's module or class: the worker's own code calls them
-#: between the recorded windows, where a replaced one would run the file's code unseen (blind
-#: red-team tester R-BU: ``json.dumps`` handed every reply to the file before it was signed)
-CHANGES_LIBRARY = "changes a library's module or class, which the grader's own code calls too"
-#: the setters of an attribute, with how many arguments follow the object in their bound form
-ATTRIBUTE_SETTERS = {"setattr": 2, "delattr": 1, "__setattr__": 2, "__delattr__": 1}
 
 
 class _Scanner(ast.NodeVisitor):
@@ -121,7 +113,7 @@ class _Scanner(ast.NodeVisitor):
             name for node in _nodes(tree) for name in _function_names(node)
         }  # what a string runner may be given by name
         self.sys = _module_names(tree, "sys")
-        self.library_names = library_names(tree, library_module)  # what holds a library's module or class
+        self.library_names = changes.library_names(tree, library_module)  # what holds a library's module or class
         self.safe_calls: set[int] = set()  # ids of Name nodes that are the func of an allowed call
         self.print_is_builtin = not shown.binds_print(tree)
         self.rebound = _rebound_class_names(tree)
@@ -358,8 +350,10 @@ class _Scanner(ast.NodeVisitor):
         if id(node) not in self.inert and self._banned_attribute(node):
             self._flag(node, _dotted(node))
         elif self.dynamic:
-            if isinstance(node.ctx, (ast.Store, ast.Del)) and self._changes_library(node):
-                self._flag(node, f"{_dotted(node)} ({CHANGES_LIBRARY})")
+            if isinstance(node.ctx, (ast.Store, ast.Del)) and changes.stores_into_library(
+                node, self.library_names, path, self.sys
+            ):
+                self._flag(node, f"{_dotted(node)} ({changes.CHANGES_LIBRARY})")
             elif "DisableTorch" in node.attr or "disable_torch_function" in node.attr.lower():
                 self._flag(node, f"{_dotted(node)} (switches off the recording of torch calls)")
             elif _is_dunder(node.attr) and node.attr not in ALLOWED_DUNDERS and id(node) not in self.safe_calls:
@@ -382,34 +376,13 @@ class _Scanner(ast.NodeVisitor):
                 self._flag(node, f"{_dotted(node)} ({path}: reaches operators or code by a name)")
             elif self._denied_module_attribute(node):
                 self._flag(node, f"{_dotted(node)} (a module for dynamic code or introspection)")
-            elif self._library_rooted(node) and (node.attr in _DENIED_TOPS or node.attr.startswith("_")):
+            elif changes.library_rooted(node, self.plain_modules, self.module_of) and (
+                node.attr in _DENIED_TOPS or node.attr.startswith("_")
+            ):
                 # asyncio.events.threading._start_new_thread: a denied module, or a library's private
                 # name, reached through another library's attributes (blind red-team tester R-AD)
                 self._flag(node, f"{_dotted(node)} (a library's private name or a module it may not use)")
         self.generic_visit(node)
-
-    def _changes_library(self, node: ast.Attribute) -> bool:
-        """Setting or deleting ``node`` changes a library's module or class (tree.changes_library),
-        but for the two a program may set for itself, harmlessly here: torch's backend flags
-        (``torch.backends.cudnn.deterministic = True``) and ``sys.stdout``/``sys.stderr``."""
-        if not changes_library(node.value, self.library_names):
-            return False
-        path = self.aliases.path(node) or ""
-        if path.startswith("torch.backends."):
-            return False
-        return not (isinstance(node.value, ast.Name) and node.value.id in self.sys and node.attr in ("stdout", "stderr"))
-
-    def _library_rooted(self, node: ast.Attribute) -> bool:
-        """Whether ``node`` is an attribute path from a module the file imports from a library
-        (not one of the submission's own files, whose attributes are its own names)."""
-        root = _root(node)
-        module = self.module_of.get(root) if root in self.plain_modules else None
-        return module is not None and library_module(module.split(".")[0])
-
-    def _numpy_rooted(self, node: ast.AST) -> bool:
-        """Whether ``node`` is numpy or one of its modules (``np``, ``numpy.lib.format``)."""
-        root = _root(node)
-        return root is not None and (self.module_of.get(root) or root).split(".")[0] == "numpy"
 
     def _code_arguments(self, func: ast.AST, call: ast.Call) -> list[ast.AST]:
         """The arguments of a string runner's call that it runs as code: ``timeit.timeit``'s
@@ -607,13 +580,8 @@ class _Scanner(ast.NodeVisitor):
         elif isinstance(func, ast.Name) and func.id in DYNAMIC_CALLS and self.dynamic and id(func) not in self.safe_calls:
             self._flag(node, f"{func.id}(…) (dynamic lookup or code)")
             self.safe_calls.add(id(func))
-        if self.dynamic and called in ATTRIBUTE_SETTERS:
-            # setattr(json, "dumps", f), object.__setattr__(json, …) (unbound: the object first),
-            # json.__setattr__("dumps", f) (bound: the object is the method's)
-            unbound = len(node.args) == ATTRIBUTE_SETTERS[called] + 1 or isinstance(func, ast.Name)
-            target = (node.args[0] if node.args else None) if unbound else func.value if isinstance(func, ast.Attribute) else None
-            if target is not None and changes_library(target, self.library_names):
-                self._flag(node, f"{_dotted(func) if isinstance(func, ast.Attribute) else called}(…) ({CHANGES_LIBRARY})")
+        if self.dynamic and changes.changes_library(changes.setter_target(node), self.library_names):  # setattr(json, "dumps", f)
+            self._flag(node, f"{_dotted(func) if isinstance(func, ast.Attribute) else called}(…) ({changes.CHANGES_LIBRARY})")
         if self.dynamic and _root(func) in self.runners:
             if any(not self._runnable(arg) for arg in self._code_arguments(func, node)):
                 self._flag(node, f"{_dotted(func)}(…) with a value that is not a function (it runs a string of code)")
@@ -625,6 +593,6 @@ class _Scanner(ast.NodeVisitor):
                     self._flag(node, f"{_dotted(func)}(…, {keyword.arg}=…) ({DENIED_DEFINITIONS[keyword.arg]})")
                 if keyword.arg in CODE_FIELDS:
                     self._flag(node, f"{_dotted(func)}(…, {keyword.arg}=…) (rewrites a code object)")
-            if isinstance(func, ast.Attribute) and func.attr in NUMPY_LOADS and self._numpy_rooted(func.value):
+            if isinstance(func, ast.Attribute) and func.attr in NUMPY_LOADS and changes.numpy_rooted(func.value, self.module_of):
                 self._flag(node, f"{_dotted(func)}(…) (numpy's loaders can unpickle code)")
         self.generic_visit(node)

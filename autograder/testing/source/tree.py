@@ -6,7 +6,6 @@ import ast
 import functools
 import io
 import tokenize
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -462,58 +461,3 @@ def _code_in_annotation(text: str) -> bool:
     except SyntaxError:
         return False  # never evaluates to anything
     return any(not isinstance(node, _TYPE_NODES) for node in ast.walk(tree))
-
-
-def library_names(tree: ast.AST, is_library: Callable[[str], bool]) -> frozenset[str]:
-    """Names that hold a library's module, or an object reached from one by attributes alone:
-    what ``import json``, ``import os.path as p`` and ``from json import JSONEncoder`` bind
-    (``is_library`` says which top-level modules are a library's, not the submission's own),
-    and, to a fixed point, a name assigned one of them or an attribute path from one
-    (``m = json``, ``E = json.JSONEncoder``). A call's result is not one: ``torch.zeros(3)``
-    is a new object, not the library's."""
-    names: set[str] = set()
-    for node in _nodes(tree):
-        if isinstance(node, ast.Import):
-            names.update((a.asname or a.name.split(".")[0]) for a in node.names if is_library(a.name.split(".")[0]))
-        elif isinstance(node, ast.ImportFrom) and not node.level and node.module and is_library(node.module.split(".")[0]):
-            names.update(a.asname or a.name for a in node.names if a.name != "*")
-    pairs = []  # (target, value) of every plain binding of a name
-    for node in _nodes(tree):
-        if isinstance(node, ast.Assign):
-            pairs += [(t.id, node.value) for t in node.targets if isinstance(t, ast.Name)]
-        elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and isinstance(node.target, ast.Name) and node.value is not None:
-            pairs.append((node.target.id, node.value))
-    grew = True
-    while grew:
-        grew = False
-        for target, value in pairs:
-            if target not in names and attribute_root(value) in names:
-                names.add(target)
-                grew = True
-    return frozenset(names)
-
-
-def attribute_root(node: ast.AST) -> str | None:
-    """The name an attribute path starts from (``json.encoder.c_make_encoder`` → "json", ``m`` →
-    "m"), or None for anything else on the way (a call, a subscript)."""
-    while isinstance(node, ast.Attribute):
-        node = node.value
-    return node.id if isinstance(node, ast.Name) else None
-
-
-def changes_library(target: ast.AST, names: frozenset[str]) -> bool:
-    """Whether setting or deleting an attribute of ``target`` changes a library's module or
-    class (``names``: ``library_names``): ``json.dumps = f``, ``E.encode = f``, and a class
-    reached through an object, ``type(r).setstate = f``, where the object is not the
-    method's own (``type(self).count += 1`` is the file's own class)."""
-    if attribute_root(target) in names:
-        return True
-    while isinstance(target, ast.Attribute):
-        target = target.value
-    return (
-        isinstance(target, ast.Call)
-        and isinstance(target.func, ast.Name)
-        and target.func.id == "type"
-        and len(target.args) == 1
-        and not (isinstance(target.args[0], ast.Name) and target.args[0].id in ("self", "cls"))
-    )

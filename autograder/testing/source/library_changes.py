@@ -1,0 +1,113 @@
+"""A rule-checked file changes no library's module or class: the worker's own code calls them
+between the recorded windows, where a replaced one would run the file's code unseen (blind
+red-team tester R-BU: ``json.dumps`` was handed every reply before it was signed). What the
+scan (scanner.py) asks of an attribute store and of ``setattr`` and its kin, and which names
+hold a library's module."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Collection
+
+from .rules import library_module
+from .tree import _nodes, _root
+
+CHANGES_LIBRARY = "changes a library's module or class, which the grader's own code calls too"
+#: the setters of an attribute, with how many arguments follow the object in their bound form
+ATTRIBUTE_SETTERS = {"setattr": 2, "delattr": 1, "__setattr__": 2, "__delattr__": 1}
+
+
+def setter_target(call: ast.Call) -> ast.AST | None:
+    """The object ``setattr(obj, "x", v)``, ``object.__setattr__(obj, …)`` (unbound: the object
+    first) or ``obj.__setattr__("x", v)`` (bound: the method's object) sets an attribute of;
+    None for any other call."""
+    func = call.func
+    called = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+    if called not in ATTRIBUTE_SETTERS:
+        return None
+    if isinstance(func, ast.Name) or len(call.args) == ATTRIBUTE_SETTERS[called] + 1:
+        return call.args[0] if call.args else None
+    return func.value if isinstance(func, ast.Attribute) else None
+
+
+def library_rooted(node: ast.Attribute, plain_modules: set[str], module_of: dict[str, str]) -> bool:
+    """Whether ``node`` is an attribute path from a module the file imports from a library
+    (not one of the submission's own files, whose attributes are its own names)."""
+    root = _root(node)
+    module = module_of.get(root) if root in plain_modules else None
+    return module is not None and library_module(module.split(".")[0])
+
+
+def numpy_rooted(node: ast.AST, module_of: dict[str, str]) -> bool:
+    """Whether ``node`` is numpy or one of its modules (``np``, ``numpy.lib.format``)."""
+    root = _root(node)
+    return root is not None and (module_of.get(root) or root).split(".")[0] == "numpy"
+
+
+def stores_into_library(node: ast.Attribute, names: frozenset[str], path: str | None, sys: Collection[str]) -> bool:
+    """Setting or deleting ``node`` changes a library's module or class (``changes_library``),
+    but for the two a program may set for itself, harmlessly here: torch's backend flags
+    (``path``, torch's name for it: ``torch.backends.cudnn.deterministic = True``) and
+    ``sys.stdout``/``sys.stderr`` (``sys``: the names bound to sys)."""
+    if (path or "").startswith("torch.backends."):
+        return False
+    if isinstance(node.value, ast.Name) and node.value.id in sys and node.attr in ("stdout", "stderr"):
+        return False
+    return changes_library(node.value, names)
+
+
+def library_names(tree: ast.AST, is_library: Callable[[str], bool]) -> frozenset[str]:
+    """Names that hold a library's module, or an object reached from one by attributes alone:
+    what ``import json``, ``import os.path as p`` and ``from json import JSONEncoder`` bind
+    (``is_library`` says which top-level modules are a library's, not the submission's own),
+    and, to a fixed point, a name assigned one of them or an attribute path from one
+    (``m = json``, ``E = json.JSONEncoder``). A call's result is not one: ``torch.zeros(3)``
+    is a new object, not the library's."""
+    names: set[str] = set()
+    for node in _nodes(tree):
+        if isinstance(node, ast.Import):
+            names.update((a.asname or a.name.split(".")[0]) for a in node.names if is_library(a.name.split(".")[0]))
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module and is_library(node.module.split(".")[0]):
+            names.update(a.asname or a.name for a in node.names if a.name != "*")
+    pairs = []  # (target, value) of every plain binding of a name
+    for node in _nodes(tree):
+        if isinstance(node, ast.Assign):
+            pairs += [(t.id, node.value) for t in node.targets if isinstance(t, ast.Name)]
+        elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and isinstance(node.target, ast.Name) and node.value is not None:
+            pairs.append((node.target.id, node.value))
+    grew = True
+    while grew:
+        grew = False
+        for target, value in pairs:
+            if target not in names and attribute_root(value) in names:
+                names.add(target)
+                grew = True
+    return frozenset(names)
+
+
+def attribute_root(node: ast.AST) -> str | None:
+    """The name an attribute path starts from (``json.encoder.c_make_encoder`` → "json", ``m`` →
+    "m"), or None for anything else on the way (a call, a subscript)."""
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def changes_library(target: ast.AST | None, names: frozenset[str]) -> bool:
+    """Whether setting or deleting an attribute of ``target`` changes a library's module or
+    class (``names``: ``library_names``): ``json.dumps = f``, ``E.encode = f``, and a class
+    reached through an object, ``type(r).setstate = f``, where the object is not the
+    method's own (``type(self).count += 1`` is the file's own class)."""
+    if target is None:
+        return False
+    if attribute_root(target) in names:
+        return True
+    while isinstance(target, ast.Attribute):
+        target = target.value
+    return (
+        isinstance(target, ast.Call)
+        and isinstance(target.func, ast.Name)
+        and target.func.id == "type"
+        and len(target.args) == 1
+        and not (isinstance(target.args[0], ast.Name) and target.args[0].id in ("self", "cls"))
+    )
