@@ -28,7 +28,8 @@ defence.
 
 The package along its seams: ``rules`` (what is denied or allowed by name), ``tree`` (facts
 read off the syntax tree), ``aliases`` (names that hold torch), ``scanner`` (the scan),
-``checks`` (what suites call). Import from ``autograder.testing.source`` (or
+``library_changes`` (what holds a library's module, and what changes one), ``checks``
+(what suites call). Import from ``autograder.testing.source`` (or
 ``autograder.testing``).
 """
 
