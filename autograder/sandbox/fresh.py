@@ -50,7 +50,6 @@ class FreshState:
         self._module_names = list(self.modules)  # for restore's diff, which runs in C (map, compress)
         self._module_objects = list(self.modules.values())
         self.streams = (sys.stdout, sys.stderr)
-        self.environ = dict(os.environ)
         self.handlers = {sig: signal.getsignal(sig) for sig in self.SIGNALS}
         nprandom = sys.modules.get("numpy.random")  # its state, when the fork server loaded it
         self.numpy_rng = nprandom.get_state() if nprandom is not None else None
@@ -108,7 +107,7 @@ class FreshState:
         self._environ_data.update(self._environ_saved)
         self._chdir(self.cwd)
         self._set_torch_rng(self.torch_rng)
-        version, internal, gauss_next = self.python_rng
+        _, internal, gauss_next = self.python_rng  # random.Random.setstate's own unpacking
         self._random_setstate(self._random_instance, internal)
         vars(self._random_instance)["gauss_next"] = gauss_next
         if self._set_numpy_rng is not None:

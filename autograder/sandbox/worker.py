@@ -28,7 +28,7 @@ from typing import Any
 
 import torch
 
-from . import audit, confine, libraries, mainguard, namespaces, probes, quiet, rawmemory, tensor_text
+from . import audit, confine, mainguard, namespaces, probes, quiet, rawmemory, tensor_text
 from .codegate import CodeGate
 from .errors import error_facts, safe_str
 from .fresh import FreshState
@@ -461,7 +461,6 @@ def serve(sock: socket.socket, spec: WorkerSpec, facts: list[str]) -> None:
     probes.AUTOGRAD_TRIPWIRE.install()  # before any submission module is imported
     probes.THREAD_BAN.install(spec.copy_dir.rstrip("/") + "/")
     probes.remove_kernel_handles()  # a kernel called directly would pass KernelBan's replacement
-    libraries.register_torchs_lazy_kernels()  # the fork server's already (zygote): before the guard below
     probes.seal_switches()  # the profiler's and RecordFunction's switches: the recording's alone
     # print(tensor) from one tolist(), not ~4 500 recorded operators: a debugging print must
     # not cost a rule-checked call its CPU limit (tensor_text's docstring)

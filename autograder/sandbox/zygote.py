@@ -326,7 +326,8 @@ def _zygote_main(sock: socket.socket) -> None:
     os.closerange(3, keep)
     os.closerange(keep + 1, 1 << 16)
     sys.stdout = sys.stderr = open(os.devnull, "w")
-    libraries.register_torchs_lazy_kernels()  # registers, computes nothing: every worker inherits them
+    # registers, computes nothing: every worker inherits them, made before its library guard (worker.serve)
+    libraries.register_torchs_lazy_kernels()
     if features.fork_after_threads_safe():  # else fork before threads: nothing computed here (features.py)
         try:
             _warm_up()
