@@ -48,9 +48,11 @@ class TestOutcome:
     targets: list[str] = field(default_factory=list)
     seed: int | None = None
     duration: float = 0.0
-    # a visible test's score by the visible tests alone (the property rule applied over them:
-    # runner/scoring.py), which is what Gradescope shows before the due date; None if hidden
+    # a visible test's score by the visible tests alone (the property rule and the gates applied
+    # over them: runner/scoring.py), which is what Gradescope shows before the due date; None if hidden
     visible_score: float | None = None
+    # its summary as shown then, where a rule broken in hidden tests alone changed ``summary``
+    visible_summary: str | None = None
 
     @property
     def passed_with_its_points(self) -> bool:

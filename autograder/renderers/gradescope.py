@@ -46,14 +46,20 @@ BEFORE_DUE_PROPERTY = VISIBLE_PROPERTY_ZERO
 #: the later entry carrying those points, so that the tests add up to the total
 CREDITED_LATER = "visible property tests that count once the hidden tests are included"
 CREDIT_TAG = "property-credit"
+#: the later entry taking the visible tests' points when a rule is broken in hidden tests alone
+DEDUCTED_LATER = "visible tests' points taken by a rule of the exercise broken in hidden tests"
+DEDUCTION_TAG = "rule-deduction"
 
 
 def _as_shown(test: TestOutcome) -> TestOutcome:
     """A visible test as shown before the due date: scored by the visible tests alone
-    (``visible_score``, runner/scoring.py), never by anything a hidden test did."""
+    (``visible_score``, runner/scoring.py), never by anything a hidden test did — neither
+    the property rule counted by a hidden test nor a rule broken in hidden tests alone."""
     shown = test.score if test.visible_score is None else test.visible_score
     if shown == test.score:
         return test
+    if shown > test.score:  # a hidden gate took the points: its own summary, from before the gate
+        return replace(test, score=shown, summary=test.visible_summary or "")
     return replace(test, score=shown, summary=visible_zero_summary(test.summary))
 
 
@@ -138,24 +144,36 @@ def _summary_text(results: Results) -> str:
 
 
 def _credited_later(skill: SkillOutcome, shown: list[TestOutcome], when: str, number: str) -> dict | None:
-    """The points the visible tests of ``skill`` earn with the hidden tests included but not
-    by themselves (a visible property test counted because a hidden test scored), as one
-    test shown with the hidden ones: each test's entry is fixed (Gradescope shows the same
-    entry before and after the due date), so the difference has an entry of its own."""
+    """What the visible tests of ``skill`` score with the hidden tests included beyond what
+    they score by themselves, as one test shown with the hidden ones: each test's entry is
+    fixed (Gradescope shows the same entry before and after the due date), so the difference
+    has an entry of its own. More: a visible property test counted because a hidden test
+    scored. Less (a negative entry): a rule of the exercise broken in hidden tests alone,
+    which zeroes the skill."""
     extra = round(sum(t.score for t in skill.tests if t.visibility == "visible") - sum(t.score for t in shown), 4)
-    if extra <= 0:
+    if extra > 0:
+        name, tag, status = CREDITED_LATER, CREDIT_TAG, "passed"
+        output = (
+            f"{points(extra)} points of visible property tests: they count once the skill's other tests earn "
+            "points, and with the hidden tests included some did."
+        )
+    elif extra < 0:
+        name, tag, status = DEDUCTED_LATER, DEDUCTION_TAG, "failed"
+        rule = one_line(skill.gated_by, 300) if skill.gated_by else "a rule of the exercise"
+        output = (
+            f"{points(-extra)} points of the visible tests taken: this skill breaks a rule of the exercise, "
+            f"found by a hidden test ({rule}), so the whole skill scores 0."
+        )
+    else:
         return None
     return {
-        "name": f"{skill.id}: {CREDITED_LATER}",
+        "name": f"{skill.id}: {name}",
         "number": number,
         "score": extra,
         "max_score": 0.0,
-        "status": "passed",
-        "output": (
-            f"{points(extra)} points of visible property tests: they count once the skill's other tests earn "
-            "points, and with the hidden tests included some did."
-        ),
-        "tags": [skill.id, CREDIT_TAG],
+        "status": status,
+        "output": output,
+        "tags": [skill.id, tag],
         "visibility": when,
     }
 

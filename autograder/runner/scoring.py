@@ -107,19 +107,30 @@ def score_test(spec: TestSpec, entry: dict | None, modules: dict[str, ModuleEntr
     )
 
 
+def _broken_gates(gates: tuple[str, ...], tests: list[TestOutcome]) -> list[TestOutcome]:
+    """The gates of ``tests`` that prove a broken rule (problem "constraint": a forbidden name
+    in the source, a forbidden operator recorded, the recording switched off). A gate whose
+    checked call timed out, crashed or raised proves nothing: it costs what it costs (the
+    gate itself weighs 0, the skill's other tests score on their own); nor does one that did
+    not run (an empty upload, a broken run: not_run/error) or found no module to check
+    ("missing")."""
+    return [t for t in tests if t.name in gates and t.status == STATUS_FAILED and t.problem == "constraint"]
+
+
 def _apply_gates(gates: tuple[str, ...], tests: list[TestOutcome]) -> str | None:
-    """A failed gate (a broken rule of the exercise) zeroes every test of the skill — only on a
-    proven violation (problem "constraint": a forbidden name in the source, a forbidden
-    operator recorded, the recording switched off). A gate whose checked call timed out,
-    crashed or raised proves nothing: it costs what it costs (the gate itself weighs 0, the
-    skill's other tests score on their own); nor does one that did not run (an empty upload,
-    a broken run: not_run/error) or found no module to check ("missing")."""
-    broken = [t for t in tests if t.name in gates and t.status == STATUS_FAILED and t.problem == "constraint"]
+    """A failed gate (a broken rule of the exercise, proven: ``_broken_gates``) zeroes every
+    test of the skill. A visible test that keeps points in its ``visible_score`` (the rule
+    was broken in hidden tests only) keeps its own summary as ``visible_summary``: what
+    Gradescope shows before the due date may not name a hidden test, and the deduction is
+    shown with the hidden tests (renderers/gradescope.py)."""
+    broken = _broken_gates(gates, tests)
     if not broken:
         return None
     reason = f"{broken[0].name}: {broken[0].summary}" if broken[0].summary else broken[0].name
     for test in tests:
         if test.score:
+            if test.visible_score:
+                test.visible_summary = test.summary
             test.score = 0.0
             test.summary = f"0 points: this skill breaks a rule of the exercise ({broken[0].name})" + (
                 f"; {test.summary}" if test.summary else ""
@@ -140,13 +151,9 @@ def visible_zero_summary(summary: str) -> str:
 def _apply_property_rule(properties: tuple[str, ...], tests: list[TestOutcome]) -> None:
     """Property tests check only what their name says (dtype, inputs unchanged, errors…),
     whatever the values; code that computes nothing (every other test of the skill at 0)
-    earns none of them, so right shapes and dtypes alone are worth nothing.
-
-    Applied twice: first over the visible tests alone, for ``visible_score`` (what a student
-    sees before the due date may depend on nothing hidden — issue 28 C), then over every
-    test for ``score``. A visible property test's ``visible_score`` is never above its
-    ``score`` (the visible tests' scoring is one case of "some other test scored")."""
-    _set_visible_scores(properties, tests)
+    earns none of them, so right shapes and dtypes alone are worth nothing. Applied over
+    every test for ``score``; ``_set_visible_scores`` applies it over the visible tests
+    alone."""
     others = [t for t in tests if t.name not in properties and t.max_score > 0]
     if not properties or not others or any(t.score > 0 for t in others):
         return
@@ -159,16 +166,24 @@ def _apply_property_rule(properties: tuple[str, ...], tests: list[TestOutcome]) 
                 test.summary = f"0 points: {PROPERTY_RULE}, and none did" + (f"; {test.summary}" if test.summary else "")
 
 
-def _set_visible_scores(properties: tuple[str, ...], tests: list[TestOutcome]) -> None:
-    """Each visible test's score by the visible tests alone: a visible property test counts
-    before the due date only when one of the skill's *visible* other tests earned points
-    (with no visible other test, never: only hidden tests could show it computes)."""
-    others = [t for t in tests if t.name not in properties and t.max_score > 0]
-    counted = not properties or not others or any(t.score > 0 for t in others if t.visibility == "visible")
+def _set_visible_scores(gates: tuple[str, ...], properties: tuple[str, ...], tests: list[TestOutcome]) -> None:
+    """Each visible test's score by the visible tests alone (issue 28 C: what a student sees
+    before the due date may depend on nothing hidden), taken before any rule is applied:
+    a gate zeroes it only when a *visible* gate failed (a rule broken in hidden tests alone
+    shows with them), and a visible property test counts only when one of the skill's
+    visible other tests earned points (with no visible other test, never: only hidden tests
+    could show it computes). A visible test's ``visible_score`` is never below its ``score``
+    by the property rule (the visible tests' scoring is one case of "some other test
+    scored"); only a hidden gate puts it above."""
+    visible = [t for t in tests if t.visibility == "visible"]
+    gated = bool(_broken_gates(gates, visible))
+    others = [t for t in visible if t.name not in properties and t.max_score > 0]
+    has_others = any(t.name not in properties and t.max_score > 0 for t in tests)
+    counted = not properties or not has_others or any(t.score > 0 for t in others)
     for test in tests:
         if test.visibility != "visible":
             test.visible_score = None
-        elif test.name in properties and test.score and not counted:
+        elif gated or (test.name in properties and test.score and not counted):
             test.visible_score = 0.0
         else:
             test.visible_score = test.score
@@ -231,6 +246,7 @@ def build(
                 reason = f"grader error (not your fault): the test file could not be loaded: {collect_errors[spec.file]}"
             entry = entries.get(spec.node_id) if status == "complete" else None
             tests.append(score_test(spec, entry, modules, reason))
+        _set_visible_scores(tuple(skill.gates), tuple(skill.properties), tests)
         gated_by = _apply_gates(tuple(skill.gates), tests)
         _apply_property_rule(tuple(skill.properties), tests)
         score = round(sum(t.score for t in tests), 4)

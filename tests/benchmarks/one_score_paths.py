@@ -85,13 +85,16 @@ def gradescope_run(bundle: Path, folder: Path, root: Path) -> dict:
     env.update(GRADESCOPE_AUTOGRADER_ROOT=str(root), GRADESCOPE_PYTHON=sys.executable)
     subprocess.run([str(source / "run_autograder")], cwd=root, env=env, capture_output=True, text=True, timeout=900, check=True)
     data = json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
-    from autograder.renderers.gradescope import BEFORE_DUE_PROPERTY, CREDIT_TAG, SUMMARY_TAG
+    from autograder.renderers.gradescope import BEFORE_DUE_PROPERTY, CREDIT_TAG, DEDUCTION_TAG, SUMMARY_TAG
 
     # every graded test (not the 0-point summary that shows the hidden figures after the due date);
     # a visible property test that counts only with the hidden tests shows its visible-only score
-    # (0) and its points come in a CREDIT_TAG entry: those points go back to the test it names
-    shown = [t for t in data["tests"] if t["tags"][0] != SUMMARY_TAG and CREDIT_TAG not in t["tags"]]
-    tests = {t["name"]: (t["score"], t["status"] == "passed") for t in shown}
+    # (0) and its points come in a CREDIT_TAG entry: those points go back to the test it names;
+    # a rule broken in hidden tests alone takes every visible test's points in a DEDUCTION_TAG entry
+    later = (CREDIT_TAG, DEDUCTION_TAG)
+    shown = [t for t in data["tests"] if t["tags"][0] != SUMMARY_TAG and not set(later) & set(t["tags"])]
+    deducted = {t["tags"][0] for t in data["tests"] if DEDUCTION_TAG in t["tags"]}
+    tests = {t["name"]: (0.0, False) if t["tags"][0] in deducted else (t["score"], t["status"] == "passed") for t in shown}
     credited = {t["tags"][0]: t["score"] for t in data["tests"] if CREDIT_TAG in t["tags"]}
     for skill, points in credited.items():  # the zeroed visible property tests of that skill, in order
         for t in shown:

@@ -534,6 +534,55 @@ def test_what_is_shown_before_the_due_date_depends_on_the_visible_tests_alone(co
     assert finals[1] == 0
 
 
+def _gated_report(config, skill: str, gate_breaks: bool) -> dict:
+    """A run of ``skill`` whose every test passes but its (hidden) rule test, which fails with a
+    proven violation or passes."""
+    gates = set(config.skills[skill].gates)
+    broken = {
+        "kind": "check",
+        "feedback": {"check": "rule", "problem": "constraint", "detail": "aten::_softmax recorded in hidden_secret_call"},
+    }
+    tests = []
+    for t in config.tests:
+        if t.skill != skill:
+            continue
+        fails = t.name in gates and gate_breaks
+        tests.append({"nodeid": t.node_id, "outcome": "failed" if fails else "passed", "metadata": {"result": broken}})
+    return {"tests": tests}
+
+
+@pytest.mark.parametrize("skill", ["row_softmax", "custom_backward"])
+def test_a_rule_broken_in_hidden_tests_alone_is_not_shown_before_the_due_date(skill):
+    """A skill whose rule test is hidden: a submission that breaks the rule only where a
+    hidden test looks once saw its visible tests at 0 before the due date, each naming the
+    hidden rule test. What is shown then is now the same whether the hidden rule test failed
+    or not; the skill still scores 0 in the end, and the deduction comes in an entry shown
+    with the hidden tests, so the tests still add up to the total."""
+    config = load(ROOT / "grading.toml").select([skill])
+    gates = set(config.skills[skill].gates)
+    assert gates and all(t.visibility == "hidden" for t in config.tests if t.name in gates), "no hidden gate to check"
+    manifest = RunManifest.plan(config)
+    shown, finals, datas = [], [], []
+    for breaks in (False, True):
+        results = scoring.build(manifest, _gated_report(config, skill, breaks), {"path": "sub", "modules": {}})
+        jsonschema.validate(results.to_dict(), RESULTS_SCHEMA)
+        data = gradescope.to_dict(results.public(), {"visible": "visible", "hidden": "after_due_date"})
+        jsonschema.validate(data, GRADESCOPE_SCHEMA)
+        assert_nothing_hidden_before_the_due_date(data)
+        shown.append(shown_before_the_due_date(data))
+        finals.append(data["score"])
+        datas.append(data)
+    assert shown[0] == shown[1], [(a, b) for a, b in zip(*shown) if a != b][:3]
+    assert finals[0] == config.skills[skill].points and finals[1] == 0
+    deductions = [t for t in datas[1]["tests"] if gradescope.DEDUCTION_TAG in t["tags"]]
+    assert len(deductions) == 1 and deductions[0]["visibility"] == "after_due_date"
+    visible = sum(t.weight for t in config.tests if t.skill == skill and t.visibility == "visible")
+    assert deductions[0]["score"] == pytest.approx(-visible) and visible > 0
+    assert next(iter(gates)) in deductions[0]["output"]
+    assert "hidden_secret_call" not in json.dumps(datas[1])  # the worker's text about a hidden test: redacted
+    assert not [t for t in datas[0]["tests"] if gradescope.DEDUCTION_TAG in t["tags"]]
+
+
 def test_a_line_reported_twice_in_a_row_is_shown_once_under_your_code():
     """Two facts found at one line (two operators a rule refused there) give the same frame
     twice in a row: "Your code" names it once (blind fairness tester R-AI read it twice)."""

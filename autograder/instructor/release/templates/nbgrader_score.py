@@ -138,6 +138,8 @@ def feedback(data: dict, skill: str) -> str:
     text.render(view, console)
     head = f"Course autograder: {skill} scored {full.score:g} / {full.points:g} (every test, hidden ones included)."
     hidden = any(t.visibility != "visible" for t in full.tests)
+    if full.gated_by:  # the visible view leaves the rule out (its gate may be a hidden test)
+        head += f"\nIt scores 0: it breaks a rule of the exercise, found by a hidden test ({full.gated_by})."
     return head + "\n" + (HIDDEN_NOTE + "\n" if hidden else "") + "\nVisible tests:\n" + buffer.getvalue()
 
 
