@@ -481,3 +481,44 @@ def test_a_syntax_error_is_said_once_for_its_skill(broken_graded):
     assert graded.stdout.count("SyntaxError") == 1, graded.stdout[:2000]
     assert "required part" not in graded.stdout
     assert all(t["status"] != "passed" for t in graded.tests("masks"))
+
+
+def test_a_tests_sizes_are_the_same_on_every_seed_and_its_values_are_not():
+    """A test's ``rng`` draws its sizes (``randint``, ``choice``) from the test id alone and
+    its values from the run's seed (testing/inputs.py ``CaseGenerator``)."""
+    import torch
+
+    from autograder.testing import choice, randint, randn
+    from autograder.testing.inputs import CaseGenerator
+
+    def draw(seed: int, test_id: str):
+        rng = CaseGenerator.for_test(seed, test_id)
+        sizes = [randint(rng, 2, 64) for _ in range(8)] + [choice(rng, "abcdef") for _ in range(4)]
+        return sizes, randn(rng, 4)
+
+    sizes_1, values_1 = draw(1, "t.py::test_a")
+    sizes_2, values_2 = draw(2, "t.py::test_a")
+    assert sizes_1 == sizes_2 and not torch.equal(values_1, values_2)
+    assert draw(1, "t.py::test_b")[0] != sizes_1  # another test, other sizes
+    assert torch.equal(draw(1, "t.py::test_a")[1], values_1)  # and reruns repeat
+    plain = torch.Generator().manual_seed(5)  # snapshot cases and other seeded draws: one stream, as before
+    assert randint(plain, 0, 10**6) == int(torch.randint(0, 10**6 + 1, (1,), generator=torch.Generator().manual_seed(5)))
+
+
+def test_a_mistake_that_depends_on_a_size_costs_the_same_on_every_seed(tmp_path):
+    """Positions from a fixed ``arange(40)`` are right while T ≤ 40: drawn with the values,
+    T made that mistake cost 0.6, 0.3, 0 or 0.45 points by seed (blind tester R-BS, m46); the
+    sizes are the test's own now, and so is the price."""
+    source = (SOLUTIONS / "masks.py").read_text(encoding="utf-8")
+    right = "i = torch.arange(T).unsqueeze(1)  # [T,1] query positions\n    j = torch.arange(T).unsqueeze(0)"
+    assert source.count(right) == 1
+    wrong = make_submission(
+        tmp_path / "sub",
+        {"masks.py": source.replace(right, "i = torch.arange(40)[:T].unsqueeze(1)\n    j = torch.arange(40)[:T].unsqueeze(0)")},
+    )
+    lost = []
+    for seed in (1, 2, 3):
+        graded = grade(wrong, "--skill", "masks", "--reveal-hidden", output=tmp_path / f"{seed}.json", seed=seed)
+        lost.append({t["name"]: t["max_score"] - t["score"] for t in graded.skill("masks")["tests"] if t["score"] < t["max_score"]})
+    assert lost[0] and lost[0] == lost[1] == lost[2], lost
+    assert set(lost[0]) == {"test_prefix_lm_mask_matches_reference"}

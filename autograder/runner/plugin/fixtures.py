@@ -11,6 +11,7 @@ import torch
 
 from ...testing import expect
 from ...testing.credit import Credit
+from ...testing.inputs import CaseGenerator
 from ...testing.remote import Submission
 from .keys import CREDIT, SUBMISSION, active, require
 from .session import GradingSession
@@ -23,8 +24,9 @@ def seed(request: pytest.FixtureRequest) -> int:
 
 
 @pytest.fixture
-def rng(seed: int) -> torch.Generator:
-    return torch.Generator().manual_seed(seed)
+def rng(seed: int, request: pytest.FixtureRequest) -> torch.Generator:
+    """Values from ``seed``; sizes from the test id alone (testing/inputs.py ``CaseGenerator``)."""
+    return CaseGenerator.for_test(seed, request.node.nodeid)
 
 
 @pytest.fixture
