@@ -519,6 +519,7 @@ def test_a_mistake_that_depends_on_a_size_costs_the_same_on_every_seed(tmp_path)
     lost = []
     for seed in (1, 2, 3):
         graded = grade(wrong, "--skill", "masks", "--reveal-hidden", output=tmp_path / f"{seed}.json", seed=seed)
-        lost.append({t["name"]: t["max_score"] - t["score"] for t in graded.skill("masks")["tests"] if t["score"] < t["max_score"]})
+        tests = graded.skill("masks")["tests"]
+        lost.append({t["name"]: t["max_score"] - t["score"] for t in tests if t["score"] < t["max_score"]})
     assert lost[0] and lost[0] == lost[1] == lost[2], lost
     assert set(lost[0]) == {"test_prefix_lm_mask_matches_reference"}
