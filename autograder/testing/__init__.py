@@ -23,7 +23,7 @@ its modules and torch (as ``expect`` always did), nothing else runs.
 from . import dispatch, expect
 from .expect import EXACT, Tol
 from .failures import CheckFailed, Feedback, SubmissionError, SubmissionRaised, SubmissionTimeout
-from .inputs import bernoulli, beside_regular, choice, dtype_name, mixed, noncontiguous, randint, randn, weight
+from .inputs import bernoulli, beside_regular, choice, dtype_name, long_length, mixed, noncontiguous, randint, randn, weight
 from .precision import in_float64
 from .probe import Probe, probe
 from .siblings import sibling
@@ -43,6 +43,7 @@ __all__ = [
     # inputs and references
     "randn",
     "randint",
+    "long_length",
     "choice",
     "bernoulli",
     "weight",

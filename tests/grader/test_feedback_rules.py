@@ -189,6 +189,25 @@ def test_a_nan_is_said_first_and_every_other_wrong_value_is_marked_too():
     assert feedback.grids[0]["bad"] == [[True, True], [True, False]]
 
 
+def test_a_single_nan_names_no_mistake_but_a_pattern_of_nan_does():
+    """Every mistake that makes a NaN anywhere upstream gives a NaN loss: a NaN scalar agreeing
+    with one mistake's NaN is no evidence of that mistake (blind tester R-BS, c38: told "mask
+    polarity inverted" for a boolean index that did not broadcast). Where NaN fills a pattern
+    (every weight, as 0·(−∞) in an additive mask gives; row 0 alone, as an inverted causal mask
+    gives), the pattern tells the mistakes apart, and beside matching finite values too."""
+    nan = float("nan")
+    want = torch.tensor(1.3168, dtype=torch.float64)
+    assert expect.diagnose(torch.tensor(nan, dtype=torch.float64), {"m/inverted": torch.tensor(nan)}, TOL, want) == []
+    assert expect.diagnose(torch.tensor([nan], dtype=torch.float64), {"m/inverted": torch.tensor([nan])}, TOL, want[None]) == []
+    rows = torch.tensor([[nan, nan], [nan, nan]], dtype=torch.float64)
+    row0 = torch.tensor([[nan, nan], [0.5, 0.5]], dtype=torch.float64)
+    table = {"m/times-inf": rows.clone(), "m/inverted": row0}
+    assert expect.diagnose(rows, table, TOL, rows.nan_to_num(0.5)) == ["m/times-inf"]
+    got = torch.tensor([[nan, nan], [0.25, 0.75]], dtype=torch.float64)
+    want = torch.tensor([[0.5, 0.5], [0.4, 0.6]], dtype=torch.float64)
+    assert expect.diagnose(got, {"m/inverted": got.clone()}, TOL, want) == ["m/inverted"]
+
+
 def test_kinds_must_be_distinct():
     with pytest.raises(ValueError):
         list(Credit().parts(["a", "a"]))

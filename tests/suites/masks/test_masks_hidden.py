@@ -28,6 +28,7 @@ from autograder.testing import (
     dtype_name,
     expect,
     in_float64,
+    long_length,
     mixed,
     noncontiguous,
     randint,
@@ -376,9 +377,11 @@ def test_course_mask_numbers_at_stated_precision_in_float64(sub, ref, rng, credi
 
 # --------------------------------------------------------------------------- vs the reference
 def test_causal_mask_matches_reference_for_many_lengths(sub, ref, rng, credit):
-    for case in credit.kinds({"short (T ≤ 8)": 3, "long (T up to 64)": 3}):
+    for case in credit.kinds({"short (T ≤ 8)": 3, "long (T > 8)": 3}):
         with case:
             lengths = [randint(rng, 2, 8) if case.kind.startswith("short") else choice(rng, (randint(rng, 9, 63), 64))]
+            if case.kind.startswith("long") and case.draw == 2:
+                lengths = [long_length(rng)]  # past a buffer of fixed length sliced to [:T, :T]
             if case.draw == 0 and case.kind.startswith("short"):
                 lengths.append(1)  # T = 1: an all-True mask is right, so it is checked next to a regular length, never alone
             for T in lengths:
@@ -442,8 +445,8 @@ def test_padding_allowed_matches_reference_for_lists_and_tensors(sub, ref, rng, 
         with case:
             B, T = (
                 1 if case.draw == 0 else randint(rng, 2, 5),
-                randint(rng, 3, 64),
-            )  # draw 0: one example; T = 2 is checked beside
+                randint(rng, 3, 64) if case.draw < 2 else long_length(rng),
+            )  # draw 0: one example; T = 2 is checked beside; draw 2: past a buffer of fixed length
             lengths = [choice(rng, (0, T, randint(rng, 0, T))) for _ in range(B)]
             # one example really padded (with every length 0 or T a constant mask is right), and not half padded:
             # at length T / 2 the left-padded mask equals positions >= length
@@ -715,7 +718,7 @@ def test_prefix_lm_mask_matches_reference(sub, ref, rng, credit):
     kinds = {"2 ≤ prefix_len < T": 2, "and prefix_len 0 or 1": 1, "and prefix_len = T": 1, "and T = 1": 1, "and T = 2": 1}
     for case in credit.kinds(kinds):
         with case:
-            T = randint(rng, 5, 64)
+            T = long_length(rng) if case.kind == "2 ≤ prefix_len < T" and case.draw == 1 else randint(rng, 5, 64)
             # 2 <= prefix_len <= T - 2 first: at T - 1, j <= prefix_len and "prefix queries read
             # everything" both allow everything, so a failure there could name neither mistake.
             # Both prefix_len 2 and one of 3..T-2 in every case, whatever the seed: a prefix whose
