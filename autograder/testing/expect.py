@@ -40,13 +40,11 @@ EXACT = Tol(0.0, 0.0)
 
 
 # --------------------------------------------------------------------------- diagnosis
-# The hint rule, enforced here for every suite:
-#   a mistake is named only when the submission's output matches that mistake's predicted
-#   output (its signature) within the check's tolerance AND closer than it matches the
-#   correct answer; of several matching mistakes only the closest is named, and none when
-#   two mistakes predict the same numbers on these inputs. Every id named this way is recorded for the
-#   running test; the grading plugin drops catalogue hints that declare a `function` unless
-#   they were matched here during the test, on a test that called that function.
+# The hint rule, enforced here for every suite: a mistake is named only when the submission's
+# output matches its predicted output (its signature) within the check's tolerance AND closer
+# than the correct answer; of several, only the closest, and none when two predict the same
+# numbers. Each id named is recorded for the running test (a single NaN's, only by another
+# match); the grading plugin drops a hint that declares a `function` unless recorded.
 _MATCHED: set[str] = set()
 
 
@@ -137,13 +135,10 @@ def diagnose(
         mistakes = mistakes()
     if type(got) is not torch.Tensor or not mistakes:
         return []
-    if got.is_floating_point() and got.numel() == 1 and bool(torch.isnan(got).all()):
-        # a single NaN (a loss, a sum) agrees with every mistake that makes a NaN anywhere
-        # upstream: no evidence of which (blind tester R-BS, c38: a NaN loss from a forward that
-        # did not broadcast was told its mask was inverted); ``diagnose_number`` never matches
-        # NaN either. Where NaN fills a pattern (every weight of a causal row, row 0 alone),
-        # the pattern tells mistakes apart
-        return []
+    # a single NaN (a loss) agrees with every mistake that makes a NaN upstream: it names one only
+    # where a pattern or value matched it in the same test too (R-BS c38 was told its mask was
+    # inverted: a boolean index that did not broadcast), so it is not recorded here
+    weak = got.is_floating_point() and got.numel() == 1 and bool(torch.isnan(got).all())
     loose = _loose(tol)
     floor = distance(got, want, loose) if type(want) is torch.Tensor else math.inf
     standin = infinite_standin(got, want, loose)
@@ -165,7 +160,8 @@ def diagnose(
     named = hint_of(scored[0][1])
     if any(hint_of(h) != named and distance(candidate, best, loose) <= 0.01 for _, h, candidate in scored):
         return []
-    _MATCHED.add(named)
+    if not weak:
+        _MATCHED.add(named)
     return [named]
 
 

@@ -189,23 +189,29 @@ def test_a_nan_is_said_first_and_every_other_wrong_value_is_marked_too():
     assert feedback.grids[0]["bad"] == [[True, True], [True, False]]
 
 
-def test_a_single_nan_names_no_mistake_but_a_pattern_of_nan_does():
+def test_a_single_nan_names_a_mistake_only_where_a_pattern_or_a_value_matched_it_too():
     """Every mistake that makes a NaN anywhere upstream gives a NaN loss: a NaN scalar agreeing
-    with one mistake's NaN is no evidence of that mistake (blind tester R-BS, c38: told "mask
-    polarity inverted" for a boolean index that did not broadcast). Where NaN fills a pattern
-    (every weight, as 0·(−∞) in an additive mask gives; row 0 alone, as an inverted causal mask
-    gives), the pattern tells the mistakes apart, and beside matching finite values too."""
+    with one mistake's NaN is no evidence of that mistake alone (blind tester R-BS, c38: told
+    "mask polarity inverted" for a boolean index that did not broadcast). Its match is not
+    recorded, so the plugin keeps the hint only where the same test matched it otherwise.
+    Where NaN fills a pattern (every weight, as 0·(−∞) in an additive mask gives; row 0 alone,
+    as an inverted causal mask gives), the pattern tells the mistakes apart."""
+    from autograder.core.feedback.hints import filter_named
+
     nan = float("nan")
-    want = torch.tensor(1.3168, dtype=torch.float64)
-    assert expect.diagnose(torch.tensor(nan, dtype=torch.float64), {"m/inverted": torch.tensor(nan)}, TOL, want) == []
-    assert expect.diagnose(torch.tensor([nan], dtype=torch.float64), {"m/inverted": torch.tensor([nan])}, TOL, want[None]) == []
+    catalogue = {"m/inverted": Hint("m/inverted", "inverted", "§1", functions=("attention",))}
+    loss = torch.tensor(nan, dtype=torch.float64)
+    expect.reset_matches()
+    named = expect.diagnose(loss, {"m/inverted": torch.tensor(nan)}, TOL, torch.tensor(1.3168, dtype=torch.float64))
+    assert named == ["m/inverted"] and expect.matched_hints() == set()
+    assert filter_named(named, catalogue, expect.matched_hints(), ["m.probe:forward"]) == []  # c38: nothing else matched
     rows = torch.tensor([[nan, nan], [nan, nan]], dtype=torch.float64)
     row0 = torch.tensor([[nan, nan], [0.5, 0.5]], dtype=torch.float64)
-    table = {"m/times-inf": rows.clone(), "m/inverted": row0}
-    assert expect.diagnose(rows, table, TOL, rows.nan_to_num(0.5)) == ["m/times-inf"]
-    got = torch.tensor([[nan, nan], [0.25, 0.75]], dtype=torch.float64)
-    want = torch.tensor([[0.5, 0.5], [0.4, 0.6]], dtype=torch.float64)
-    assert expect.diagnose(got, {"m/inverted": got.clone()}, TOL, want) == ["m/inverted"]
+    assert expect.diagnose(row0.clone(), {"m/times-inf": rows, "m/inverted": row0}, TOL, row0.nan_to_num(1.0)) == ["m/inverted"]
+    assert filter_named(named, catalogue, expect.matched_hints(), ["m.probe:forward"]) == ["m/inverted"]
+    expect.reset_matches()
+    assert expect.diagnose(rows.clone(), {"m/times-inf": rows, "m/inverted": row0}, TOL, rows.nan_to_num(0.5)) == ["m/times-inf"]
+    assert expect.matched_hints() == {"m/times-inf"}
 
 
 def test_kinds_must_be_distinct():

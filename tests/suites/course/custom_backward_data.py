@@ -453,7 +453,18 @@ def week7_chain(sub, dtype: torch.dtype, lr: float = 0.01) -> dict:
     new = w_q.clone()
     new[1, 0] -= lr * grad[1, 0]
     after, _ = forward_backward(sub, x @ new, k, v, causal, what="Week 7 §16 after the step")
-    return {"loss": loss, "grad": grad, "loss_after": loss_and_grad(after)[0]}
+    return {"loss": loss, "grad": grad, "loss_after": loss_and_grad(after)[0], "out": out}
+
+
+def week7_forward_evidence(chain: dict, mistakes: dict, want: torch.Tensor) -> None:
+    """Match the chain's forward output against the forward mistakes' outputs on Week 7's q, k,
+    v (``mistakes``, ``want``: the right one), before its loss is checked: a NaN loss agrees with
+    every forward that makes a NaN, so its hint counts only where the output's own pattern
+    matched too (``expect.diagnose``; blind tester R-BS's c38, a boolean index that did not
+    broadcast, was told its mask was inverted)."""
+    out = chain["out"]
+    if type(out) is torch.Tensor and tuple(out.shape) == tuple(want.shape):
+        expect.diagnose(out.to(want.dtype), mistakes, tol("custom_backward.attention", out.dtype), want)
 
 
 def forward_is_right(chain: dict) -> bool:

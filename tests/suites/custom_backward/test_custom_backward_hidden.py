@@ -20,6 +20,7 @@ from autograder.testing import (
     SubmissionTimeout,
     dtype_name,
     expect,
+    in_float64,
     noncontiguous,
     randint,
     randn,
@@ -286,6 +287,11 @@ def test_course_backward_numbers_in_float64_and_float32(sub, ref, rng, credit):
                 got = chains[dtype]
                 t = w7.Tol(0.0, 1e-6) if dtype == torch.float64 else w7.PRINTED_6DP
                 grad = got["grad"]
+                ex = data.week7_chain_inputs(dtype)
+                wq, wk, wv = (ex["x"] @ ex[n] for n in ("w_q", "w_k", "w_v"))
+                mask_t2 = torch.tensor(w7.STATED["mask_T2"])
+                want_out = in_float64(ref.custom_backward.attention, wq, wk, wv, mask_t2)
+                data.week7_forward_evidence(got, signatures.attention_forward(wq, wk, wv, mask_t2), want_out)
                 expect.close(
                     got["loss"],
                     torch.tensor(w7.STATED["loss_mean"], dtype=dtype),

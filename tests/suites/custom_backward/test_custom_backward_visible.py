@@ -174,6 +174,8 @@ def test_week7_loss_gradient_reaches_wq_through_your_attention(sub, credit):
         with part:
             grad = got["grad"]
             if part.label.startswith("mean loss"):
+                forward = SNAP["attention_forward"]  # Week 7's q, k, v: the chain's own
+                data.week7_forward_evidence(got, forward["week7_mistakes"], forward["week7"])
                 expect.close(
                     got["loss"],
                     torch.tensor(w7.STATED["loss_mean"]),
