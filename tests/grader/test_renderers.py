@@ -583,6 +583,25 @@ def test_a_rule_broken_in_hidden_tests_alone_is_not_shown_before_the_due_date(sk
     assert not [t for t in datas[0]["tests"] if gradescope.DEDUCTION_TAG in t["tags"]]
 
 
+def test_nbgraders_feedback_says_a_rule_is_broken_without_naming_the_hidden_test():
+    """nbgrader's feedback shows the visible tests as Gradescope does before the due date, and
+    the skill's score with hidden tests: a rule broken in hidden tests alone gave 0 there with
+    every visible test passed and no word of why. It says so now, without the hidden test's
+    name (its note promises hidden names are not shown)."""
+    from traitlets.config import Config as TraitletsConfig
+
+    config = load(ROOT / "grading.toml").select(["row_softmax"])
+    results = scoring.build(RunManifest.plan(config), _gated_report(config, "row_softmax", True), {"path": "sub", "modules": {}})
+    template = ROOT / "autograder" / "instructor" / "release" / "templates" / "nbgrader_score.py"
+    ns = {"here": str(ROOT), "c": TraitletsConfig(), "__name__": "nbgrader_config"}
+    exec(compile(template.read_text(encoding="utf-8"), str(template), "exec"), ns)  # noqa: S102 (our template, as nbgrader_config.py runs it)
+    ns["GRADER"] = str(ROOT)
+    text = ns["feedback"](results.public().to_dict(), "row_softmax")
+    assert "row_softmax scored 0 / 15" in text and "It scores 0: it breaks a rule of the exercise" in text
+    gate = next(iter(config.skills["row_softmax"].gates))
+    assert gate not in text and "hidden_secret_call" not in text
+
+
 def test_a_line_reported_twice_in_a_row_is_shown_once_under_your_code():
     """Two facts found at one line (two operators a rule refused there) give the same frame
     twice in a row: "Your code" names it once (blind fairness tester R-AI read it twice)."""
