@@ -172,7 +172,13 @@ class Credit:
             return ""
         marks = " · ".join(f"{'✓' if ok else '✗'} {k}" for k, ok in list(shares.items())[:12])  # kinds may hold commas
         beside = BESIDE if any(k.startswith("and ") for k in shares) else ""
-        return f"{sum(shares.values())} of {len(shares)} input cases passed ({marks}); {RULE}{beside}."
+        # a required part is one of the "N parts" the detail counts, but no case of its own: said,
+        # so that "1 of 4 parts failed" beside "2 of 3 input cases passed" adds up (blind tester R-BW)
+        required = [k for k in results if k in self.required]
+        also = (
+            f", beside the required {'parts' if len(required) > 1 else 'part'} {', '.join(required)} (passed)" if required else ""
+        )
+        return f"{sum(shares.values())} of {len(shares)} input cases passed ({marks}){also}; {RULE}{beside}."
 
     def summary(self) -> dict:
         results = {k: ok for k, ok in self.kind_results().items() if k not in self.required}

@@ -523,3 +523,29 @@ def test_a_mistake_that_depends_on_a_size_costs_the_same_on_every_seed(tmp_path)
         lost.append({t["name"]: t["max_score"] - t["score"] for t in tests if t["score"] < t["max_score"]})
     assert lost[0] and lost[0] == lost[1] == lost[2], lost
     assert set(lost[0]) == {"test_prefix_lm_mask_matches_reference"}
+
+
+def test_layers_of_a_class_derived_from_nn_linear_are_linear_layers(tmp_path):
+    """The contract asks for submodules that are ``nn.Linear(…)``; a subclass that adds nothing
+    is one. The structure tests matched the exact class and said "found no nn.Linear" (blind
+    tester R-BW: 0.94 points in mha_reshape, 0.42 in qkv)."""
+    derived = '\n\nclass Projection(nn.Linear):\n    """An nn.Linear with a name of its own."""\n'
+    files = {}
+    for module, names in (("qkv.py", ("query", "key", "value")), ("mha_reshape.py", ("w_q", "w_k", "w_v", "w_o"))):
+        source = (SOLUTIONS / module).read_text(encoding="utf-8")
+        for name in names:
+            assert source.count(f"self.{name} = nn.Linear(") == 1, (module, name)
+            source = source.replace(f"self.{name} = nn.Linear(", f"self.{name} = Projection(")
+        files[module] = source + derived
+    graded = grade(
+        make_submission(tmp_path / "sub", files),
+        "--skill",
+        "qkv",
+        "--skill",
+        "mha_reshape",
+        "--reveal-hidden",
+        output=tmp_path / "r.json",
+        seed=1,
+    )
+    lost = {t["name"]: t["detail"] for s in graded.data["skills"] for t in s["tests"] if t["score"] < t["max_score"]}
+    assert not lost, lost

@@ -85,19 +85,22 @@ def week7_chain_reference(
     scale: float | None = None,
     softmax_dim: int = -1,
     invert_mask: bool = False,
+    scale_after_softmax: bool = False,
 ) -> dict:
     """The same chain with torch's own softmax and autograd, in float64 (trusted side);
-    ``scale`` replaces 1/√d_k, ``softmax_dim`` the key axis and ``invert_mask`` blocks the
-    allowed keys instead of the future ones (to replay a wrong forward pass)."""
+    ``scale`` replaces 1/√d_k, ``softmax_dim`` the key axis, ``invert_mask`` blocks the
+    allowed keys instead of the future ones and ``scale_after_softmax`` scales the weights
+    instead of the scores (to replay a wrong forward pass)."""
     import torch.nn.functional as F
 
     def loss_of(wq):
         q, k, v = x @ wq, x @ w_k, x @ w_v
         T = x.size(1)
-        scores = (q @ k.transpose(-2, -1)) * (q.size(-1) ** -0.5 if scale is None else scale)
+        s = q.size(-1) ** -0.5 if scale is None else scale
+        scores = (q @ k.transpose(-2, -1)) * (1.0 if scale_after_softmax else s)
         allowed = torch.tril(torch.ones(T, T, dtype=torch.bool))
         scores = scores.masked_fill(allowed if invert_mask else ~allowed, float("-inf"))
-        out = torch.softmax(scores, softmax_dim) @ v
+        out = (torch.softmax(scores, softmax_dim) * (s if scale_after_softmax else 1.0)) @ v
         return F.cross_entropy(out[:, -1] @ w_vocab, targets)
 
     wq = w_q.double().clone().requires_grad_(True)

@@ -185,6 +185,8 @@ def attention_forward(q, k, v, allowed=None) -> dict[str, torch.Tensor]:
         P + "forward-divide-by-dk": plain_attention(q64, k64, v64, allowed, scale=1.0 / q.size(-1))[0],
         P + "forward-scale-multiplied": plain_attention(q64, k64, v64, allowed, scale=q.size(-1) ** 0.5)[0],
         P + "forward-softmax-wrong-axis": plain_attention(q64, k64, v64, allowed, dim=-2)[0],
+        # 1/√d_k on the weights after the softmax, not on the scores (blind tester R-BS, c39)
+        P + "forward-scale-after-softmax": (plain_attention(q64, k64, v64, allowed, scale=1.0)[1] * q.size(-1) ** -0.5) @ v64,
     }
     if v.size(-1) != q.size(-1):
         out[P + "forward-scale-width"] = plain_attention(q64, k64, v64, allowed, scale=v.size(-1) ** -0.5)[0]  # 1/√d_v
@@ -273,6 +275,7 @@ def week7_loss_mistakes(dtype: torch.dtype) -> dict[str, torch.Tensor]:
         "forward-softmax-wrong-axis": oracles.week7_chain_reference(**inputs, softmax_dim=-2),
         # the last query's row allows no key: NaN, and no other forward mistake here gives NaN
         "forward-mask-inverted": oracles.week7_chain_reference(**inputs, invert_mask=True),
+        "forward-scale-after-softmax": oracles.week7_chain_reference(**inputs, scale_after_softmax=True),
     }
     return {P + hint: chain["loss"].to(dtype) for hint, chain in wrong.items()}
 

@@ -65,6 +65,9 @@ def padding(lengths, T: int, left_padded: bool) -> dict[str, torch.Tensor]:
         out["masks/padding-left-start"] = pos >= n  # the length used as the first real position
         # out[b, -n:] = True: with n = 0 the slice -0: is the whole row (blind tester R-AA)
         out["masks/padding-negative-slice"] = left | (n == 0)
+    longest = int(n.max()) if n.numel() else T
+    if 0 < longest < T:  # positions up to the longest length, not T (blind tester R-BS, m38): [B, max(lengths)]
+        out["masks/padding-up-to-longest"] = padding(lengths, longest, left_padded)["masks/polarity-inverted"].logical_not()
     return out
 
 
@@ -209,4 +212,13 @@ def document(doc_ids: torch.Tensor) -> dict[str, torch.Tensor]:
         # ids compared by order, not equality (blind tester R-G): right for sorted ids only (its
         # >= twin is the plain causal mask on sorted ids, so it would hide document-ignored there)
         "masks/document-ids-ordered": (doc_ids.unsqueeze(-1) <= doc_ids.unsqueeze(-2)) & tril,
+        # a new document wherever the id changes: right for contiguous documents only (blind
+        # tester R-BS, m39: an id that comes back is the same document)
+        "masks/document-by-segments": (_segments(doc_ids).unsqueeze(-1) == _segments(doc_ids).unsqueeze(-2)) & tril,
     }
+
+
+def _segments(doc_ids: torch.Tensor) -> torch.Tensor:
+    """Each token's run of equal ids, counted from 0: [0, 0, 1, 1, 0] → [0, 0, 1, 1, 2]."""
+    changed = (doc_ids[..., 1:] != doc_ids[..., :-1]).long()
+    return torch.cat([torch.zeros_like(changed[..., :1]), changed], dim=-1).cumsum(-1)
