@@ -172,9 +172,9 @@ def _set_visible_scores(gates: tuple[str, ...], properties: tuple[str, ...], tes
     a gate zeroes it only when a *visible* gate failed (a rule broken in hidden tests alone
     shows with them), and a visible property test counts only when one of the skill's
     visible other tests earned points (with no visible other test, never: only hidden tests
-    could show it computes). A visible test's ``visible_score`` is never below its ``score``
-    by the property rule (the visible tests' scoring is one case of "some other test
-    scored"); only a hidden gate puts it above."""
+    could show it computes). By the property rule a visible test's ``visible_score`` is never
+    above its ``score`` (the visible tests' scoring is one case of "some other test scored");
+    only a rule broken in hidden tests alone puts it above."""
     visible = [t for t in tests if t.visibility == "visible"]
     gated = bool(_broken_gates(gates, visible))
     others = [t for t in visible if t.name not in properties and t.max_score > 0]
