@@ -756,6 +756,8 @@ def test_document_mask_matches_reference_with_leading_dims(sub, ref, rng, credit
             # broadcasts to the right shape with the documents ignored)
             lead = tuple(randint(rng, 2, 3) if n == 0 else n for n in LEADS[case.kind][case.draw])
             T = choice(rng, (3, randint(rng, 4, 40)))
+            if case.kind == "packed documents" and case.draw == 0:  # one sequence (lead ()): past a fixed buffer
+                T = long_length(rng)
             id_dtype = choice(rng, (torch.int64, torch.int32))
             regular = _doc_ids(rng, lead, T, packed=case.kind == "packed documents")  # ids need not be sorted
             short = case.kind == "packed documents" and case.draw < 2  # T = 1 (all True is right) or 2, next to the regular ids

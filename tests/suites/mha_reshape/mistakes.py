@@ -92,7 +92,14 @@ def _mha(
     B, T, C = x.shape
     d = C // h
     q, k, v = (_split(_linear(x, state, n, transpose), h, split) for n in ("w_q", "w_k", "w_v"))
-    roots = {"unscaled": 1.0, "head-width": float(d), "model": math.sqrt(C), "heads": math.sqrt(h), "tokens": math.sqrt(T)}
+    roots = {
+        "unscaled": 1.0,
+        "head-width": float(d),
+        "model": math.sqrt(C),
+        "heads": math.sqrt(h),
+        "tokens": math.sqrt(T),
+        "week7": math.sqrt(2),
+    }
     root = roots.get(scale, math.sqrt(d))  # "head" (right) and "times" (× √d below): √d
     scores = q @ k.transpose(-2, -1) * root if scale == "times" else q @ k.transpose(-2, -1) / root
     causal = torch.ones(T, T, dtype=torch.bool)
@@ -174,6 +181,8 @@ def mha(
     if x.shape[1] > 1:  # tril(diagonal=1): each query also reads the next key (blind tester R-BJ)
         out["mha_reshape/causal-diagonal-leak"] = _mha(x, state, h, key_allowed, diagonal=1)
     out["mha_reshape/missing-scale"] = _mha(x, state, h, key_allowed, scale="unscaled")  # blind tester R-BJ
+    if x.shape[-1] // h != 2:  # √2 written in, Week 7's head width (blind tester R-BV: named as ÷ √h where h = 2)
+        out["mha_reshape/scale-fixed-week7-width"] = _mha(x, state, h, key_allowed, scale="week7")
     if x.shape[-1] // h != 1:  # ÷ d instead of ÷ √d (R-BJ; the same as ÷ √C where d = √C: then neither is named)
         out["mha_reshape/divide-by-head-width"] = _mha(x, state, h, key_allowed, scale="head-width")
     if x.shape[1] > 1:  # the mask applied to the weights after the softmax (blind tester R-BO)

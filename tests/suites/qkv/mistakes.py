@@ -60,6 +60,8 @@ def attention_chain(
         out["qkv/scale-by-sequence-length"] = chain(raw / math.sqrt(T))
     if d_v != d_k:
         out["qkv/scale-by-value-width"] = chain(raw / math.sqrt(d_v))
+    if d_k != 2:  # √2 written in: Week 7's d_k (blind tester R-BV: named as a scale by d_v where d_v = 2)
+        out["qkv/scale-fixed-week7-width"] = chain(raw / math.sqrt(2))
     if causal:
         out["qkv/zero-fill"] = chain(scaled, fill=0.0)
         out["qkv/no-causal-mask"] = chain(scaled, mask=None)
