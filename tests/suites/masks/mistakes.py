@@ -121,7 +121,10 @@ def softmax(scores: torch.Tensor, allowed: torch.Tensor) -> dict[str, torch.Tens
         eye = torch.eye(s.size(-2), s.size(-1), dtype=torch.bool)
         out["masks/unmask-diagonal"] = torch.softmax(fill(NEG_INF, a | eye), -1)
         out["masks/unmask-diagonal#empty-rows"] = torch.softmax(fill(NEG_INF, a | (eye & ~a.any(-1, keepdim=True))), -1)
-    if s.dim() >= 2 and s.size(-2) > 1:  # normalised over the query axis: each key column sums to 1
+    # normalised over the query axis: each key column sums to 1. Listed for one query too, where it
+    # is all ones on the allowed keys, as a sum over the query axis is: there neither is named
+    # (blind tester R-BV: a softmax over dim=-2 was also told its sum alone ran over the queries)
+    if s.dim() >= 2:
         e = torch.exp(fill(NEG_INF) - torch.nan_to_num(fill(NEG_INF).amax(-2, keepdim=True), neginf=0.0))
         denom = e.sum(-2, keepdim=True)
         out["masks/softmax-wrong-axis"] = e / torch.where(denom > 0, denom, torch.ones_like(denom))
