@@ -139,11 +139,12 @@ def feedback(data: dict, skill: str) -> str:
     head = f"Course autograder: {skill} scored {full.score:g} / {full.points:g} (every test, hidden ones included)."
     hidden = any(t.visibility != "visible" for t in full.tests)
     if full.gated_by:  # the visible view leaves the rule out: its gate may be a hidden test, named nowhere here
+        from autograder.core.escape import one_line  # the summary may quote the submission
+
         name, _, why = full.gated_by.partition(": ")
         hidden_gate = any(t.name == name and t.visibility != "visible" for t in full.tests)
-        head += "\nIt scores 0: it breaks a rule of the exercise" + (
-            f" ({why})." if hidden_gate and why else "." if hidden_gate else f" ({full.gated_by})."
-        )
+        shown = why if hidden_gate else full.gated_by
+        head += "\nIt scores 0: it breaks a rule of the exercise" + (f" ({one_line(shown, 300)})." if shown else ".")
     return head + "\n" + (HIDDEN_NOTE + "\n" if hidden else "") + "\nVisible tests:\n" + buffer.getvalue()
 
 
