@@ -594,7 +594,7 @@ def test_nbgraders_feedback_says_a_rule_is_broken_without_naming_the_hidden_test
     results = scoring.build(RunManifest.plan(config), _gated_report(config, "row_softmax", True), {"path": "sub", "modules": {}})
     template = ROOT / "autograder" / "instructor" / "release" / "templates" / "nbgrader_score.py"
     ns = {"here": str(ROOT), "c": TraitletsConfig(), "__name__": "nbgrader_config"}
-    exec(compile(template.read_text(encoding="utf-8"), str(template), "exec"), ns)  # noqa: S102 (our template, as nbgrader_config.py runs it)
+    exec(compile(template.read_text(encoding="utf-8"), str(template), "exec"), ns)  # our template, as nbgrader_config.py runs it
     ns["GRADER"] = str(ROOT)
     text = ns["feedback"](results.public().to_dict(), "row_softmax")
     assert "row_softmax scored 0 / 15" in text and "It scores 0: it breaks a rule of the exercise" in text
