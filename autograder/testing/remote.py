@@ -5,9 +5,8 @@
     info = sub.qkv.construct("AttentionHead", [4, 2, 8], state=..., calls=[("forward", [x], {})])
     out = sub.custom_backward.run(my_probe, q, k, v)            # a shipped probe
 
-Each test gets a fresh worker on its first call (a new one, or its group's last one made
-fresh: sandbox.client.Sandbox), released at teardown. Faults
-become exceptions from ``failures.py``; the runtime remembers a module that failed to
+Each test gets a fresh worker on its first call (a new one, or its group's last one made fresh: sandbox.client.Sandbox),
+released at teardown. Faults become exceptions from ``failures.py``; the runtime remembers a module that failed to
 import and a function that timed out, so later tests fail fast instead of waiting again.
 """
 
@@ -110,21 +109,22 @@ class Submission:
         self._rules[module] = RuleWatch(allows, what, family, tuple(hints), autograd)
 
     def _check_rule(self, rule: RuleWatch, apis: Iterable[str], module: str, label: str) -> None:
-        """The watched rule on the last call's operators; the autograd functions the call used
-        (the worker's tripwire), if any, are named first: they say what the student wrote. A
-        violation is noted for the run too (``rule_broken_earlier``)."""
+        """The watched rule on the last call's operators, the autograd functions it used (the worker's
+        tripwire) named first; a violation is noted for the run too (``rule_broken_earlier``)."""
         used = sorted(set(apis))
+        autograd = f"autograd was used ({', '.join(used)})"  # what the student wrote: said first
         try:
             dispatch.check(self._last_dispatched, None, rule.allows, what=rule.what, family=rule.family, hints=rule.hints)
-            if rule.autograd and used:
-                raise CheckFailed(
-                    Feedback(rule.what, "constraint", f"autograd was used ({', '.join(used)}): {rule.family}", list(rule.hints))
-                )
         except CheckFailed as failed:
-            if used and not str(failed.feedback.detail).startswith("autograd was used"):
-                failed.feedback.detail = f"autograd was used ({', '.join(used)}); {failed.feedback.detail}"
-            self._runtime.rule_broken.setdefault(module, f"{label}: {failed.feedback.detail}"[:500])
-            raise
+            if used:
+                failed.feedback.detail = f"{autograd}; {failed.feedback.detail}"
+            broken = failed
+        else:  # every operator allowed: autograd alone can break an autograd rule
+            if not (rule.autograd and used):
+                return
+            broken = CheckFailed(Feedback(rule.what, "constraint", f"{autograd}: {rule.family}", list(rule.hints)))
+        self._runtime.rule_broken.setdefault(module, f"{label}: {broken.feedback.detail}"[:500])
+        raise broken
 
     def rule_broken_earlier(self, module: str) -> str | None:
         """Where a call of this run broke ``module``'s watched rule, or None (Runtime.rule_broken)."""

@@ -72,6 +72,19 @@ def resolve(module: Any, target: str) -> Any:
 _LINEAR = torch.nn.Linear
 
 
+def _submodule(name: str, sub: torch.nn.Module) -> dict:
+    """One submodule of ``describe_module``: its class, and a linear layer's sizes."""
+    linear = issubclass(type(sub), _LINEAR)
+    return {
+        "name": name,
+        "type": f"{type(sub).__module__}.{type(sub).__qualname__}",
+        "linear": linear,
+        "in_features": getattr(sub, "in_features", None) if linear else None,
+        "out_features": getattr(sub, "out_features", None) if linear else None,
+        "bias": (sub.bias is not None) if linear else None,
+    }
+
+
 def describe_module(module: torch.nn.Module) -> dict:
     """Structure of an nn.Module as data: submodules, parameters, buffers, state_dict keys. A
     submodule of a class derived from ``nn.Linear`` is a linear layer too (``linear``, with its
@@ -82,19 +95,7 @@ def describe_module(module: torch.nn.Module) -> dict:
             non_persistent.add(f"{prefix}.{name}" if prefix else name)
     return {
         "type": type(module).__name__,
-        "modules": [
-            {
-                "name": name,
-                "type": f"{type(sub).__module__}.{type(sub).__qualname__}",
-                "linear": linear,
-                "in_features": getattr(sub, "in_features", None) if linear else None,
-                "out_features": getattr(sub, "out_features", None) if linear else None,
-                "bias": (sub.bias is not None) if linear else None,
-            }
-            for name, sub in module.named_modules()
-            for linear in (issubclass(type(sub), _LINEAR),)
-            if name
-        ],
+        "modules": [_submodule(name, sub) for name, sub in module.named_modules() if name],
         "parameters": [
             {"name": n, "shape": list(p.shape), "dtype": str(p.dtype).replace("torch.", ""), "requires_grad": p.requires_grad}
             for n, p in module.named_parameters()
