@@ -2,11 +2,12 @@
 
 Why this exists: torch formats a tensor with tensor operations, one or more per element
 (``torch._tensor_str._Formatter`` iterates the tensor: a [2,3,8,8] tensor takes ~4 500
-operators). Where a skill's rule is judged, the worker records every operator with its
-Python stack (``probes.DispatchRecorder``), which makes each one ~16 µs dearer: one
-``print`` of a few debugging tensors then costs more than the call's CPU limit, and a correct
-submission that prints loses the points of the calls it printed in (blind tester M: 7 of
-custom_backward's 20). The recording cannot be paused while torch formats (tester P ran
+operators). Where a skill's rule is judged, the worker records every operator
+(``probes.DispatchRecorder``), which made each one ~16 µs dearer while it captured each
+one's Python stack (a few µs since 2026-12-07): one ``print`` of a few debugging tensors then
+cost more than the call's CPU limit, and a correct submission that printed lost the points
+of the calls it printed in (blind tester M: 7 of custom_backward's 20). The recording cannot
+be paused while torch formats (tester P ran
 code inside such a pause), so the formatting is made cheap instead: this module is torch's
 own algorithm (torch/_tensor_str.py, torch 2.13: ``_Formatter``, ``_vector_str``,
 ``_tensor_str_with_formatter``, ``get_summarized_data``, ``_add_suffixes`` and the dense

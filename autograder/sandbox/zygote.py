@@ -250,11 +250,12 @@ _END = object()
 class _BecomeWorker(BaseException):
     """Raised in a freshly forked worker by ``_Server.spawn``, caught by ``_zygote_main``:
     the worker then serves from there, its Python stack a few frames deep instead of the
-    server's loop, request handler and spawn below it. Every torch operator a rule-checked
-    call runs records the whole Python stack (probes.DispatchRecorder: the submission's line
-    is found in it), so each frame below the submission's code costs every recorded operator
-    a little: ~2 µs, ~0.1 ms a call of custom_backward's, a few frames. (A BaseException:
-    no ``except Exception`` of the server on the way can stop it.)"""
+    server's loop, request handler and spawn below it. (Written when every torch operator a
+    rule-checked call ran recorded the whole Python stack, so that each frame below the
+    submission's code cost every recorded operator ~1 µs; the recording no longer captures
+    stacks, probes._Lines, but a walk for the submission's frame still passes them: the
+    shallow stack costs nothing to keep.) (A BaseException: no ``except Exception`` of the
+    server on the way can stop it.)"""
 
     def __init__(self, spec: WorkerSpec, fd: int) -> None:
         super().__init__()

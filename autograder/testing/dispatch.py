@@ -206,9 +206,21 @@ def violations(
     dispatched: dict[str, dict[str, Dispatched]], phase: str | None, allows: Callable[[str], bool]
 ) -> list[tuple[str, Dispatched]]:
     """The recorded operators of ``phase`` (every phase when None) the rule does not allow,
-    those with a line of the submission first."""
+    those with a line of the submission first; on one line, the engine's run of a backward
+    node (``autograd::engine::evaluate_function: MmBackward0``) before the node itself, which
+    says less."""
     found = [(op, d) for ph, ops in dispatched.items() if phase is None or ph == phase for op, d in ops.items() if not allows(op)]
-    return sorted(found, key=lambda item: (not _telling(item[0]), not item[1].file, item[1].file, item[1].line, item[0]))
+    return sorted(
+        found,
+        key=lambda item: (
+            not _telling(item[0]),
+            not item[1].file,
+            item[1].file,
+            item[1].line,
+            item[0].endswith(" (autograd node)"),
+            item[0],
+        ),
+    )
 
 
 def _telling(op: str) -> bool:

@@ -136,8 +136,7 @@ def _child(socks: list[socket.socket], request: dict, fds: list[int]) -> None:
         # The run's sandbox fork server, forked here as the Early launcher forks it (early.py)
         # rather than by the plugin's first hook: the same process, imports and environment,
         # nothing computed, but a Python stack ~20 frames shallower (no runpy, pytest or
-        # pluggy frames below it), which every worker inherits and every operator a
-        # rule-checked call records (see sandbox/zygote._BecomeWorker).
+        # pluggy frames below it), which every worker inherits (see sandbox/zygote._BecomeWorker).
         argv = list(request["argv"])
         server = None  # kept referenced: its control socket must stay open for the plugin to adopt
         if any(arg.startswith("--ag-run=") for arg in argv):  # a grading run (trusted.command)
