@@ -253,7 +253,7 @@ class _BecomeWorker(BaseException):
     server's loop, request handler and spawn below it. (Written when every torch operator a
     rule-checked call ran recorded the whole Python stack, so that each frame below the
     submission's code cost every recorded operator ~1 µs; the recording no longer captures
-    stacks, probes._Lines, but a walk for the submission's frame still passes them: the
+    stacks, probes.lines.LineMarks, but a walk for the submission's frame still passes them: the
     shallow stack costs nothing to keep.) (A BaseException: no ``except Exception`` of the
     server on the way can stop it.)"""
 

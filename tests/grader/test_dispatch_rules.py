@@ -153,6 +153,7 @@ def test_switching_the_recording_off_is_noticed():
     assert any("_enable_record_function" in t for t in _record(record_function_off)[1])
     assert any("profiler" in t for t in _record(profiler_off)[1])
     assert any("setprofile" in t for t in _record(lambda: sys.setprofile(None))[1])
+    assert any("settrace" in t for t in _record(lambda: sys.settrace(None))[1])
 
 
 def _load(folder: Path, module: str):
@@ -424,3 +425,122 @@ def test_a_mode_the_code_left_on_is_taken_off_when_the_window_ends():
             torch._C._pop_torch_dispatch_stack(None)
         while torch._C._len_torch_function_stack() > before[1]:
             torch._C._pop_torch_function_stack()
+
+
+_OWN_MODULE = """\
+import torch
+import helper_library
+def inner(x):
+    return x.exp()
+def outer(x):
+    y = helper_library.call_then_work(inner, x)
+    return y.cos()
+def raising(x):
+    x.tan()
+    raise ValueError("raised inside the submission")
+def gen(x):
+    yield x.abs()
+    yield x.neg()
+"""
+_LIBRARY_MODULE = """\
+def call_then_work(fn, x):
+    y = fn(x)
+    return y.sin()
+"""
+
+
+def test_an_operator_is_placed_at_the_submissions_innermost_line_at_that_moment(tmp_path):
+    """What a stack would give, without capturing one (probes.lines.LineMarks): the line of the
+    innermost frame of the submission's on the stack when the operator ran. An operator a
+    library runs after calling back into the submission belongs to the submission's line that
+    called the library, not the callback's last line; once the submission's frames returned
+    or raised, the glue's own operators have no line; a generator's lines are its own."""
+    own, library = tmp_path / "submission", tmp_path / "library"
+    own.mkdir(), library.mkdir()
+    (own / "placed_module.py").write_text(_OWN_MODULE)
+    (library / "helper_library.py").write_text(_LIBRARY_MODULE)
+    sys.path[:0] = [str(own), str(library)]
+    try:
+        import placed_module
+    finally:
+        del sys.path[:2]
+    x = torch.randn(3, dtype=torch.float64)
+
+    def run():
+        placed_module.outer(x)
+        x.tanh()  # the glue, after the submission returned
+        with pytest.raises(ValueError):
+            placed_module.raising(x)
+        x.sigmoid()  # the glue, after the submission raised
+        steps = placed_module.gen(x)
+        next(steps)
+        x.floor()  # between two steps of the submission's generator
+        next(steps)
+
+    recorded, tampered = _record(run, phase="call", own=str(own) + "/")
+    assert not tampered, tampered
+    placed = {op: (d.file, d.line, d.function) for op, d in recorded["call"].items()}
+    assert placed["aten::exp"] == ("placed_module.py", 4, "inner")
+    assert placed["aten::sin"] == ("placed_module.py", 6, "outer")  # the library's, after the callback
+    assert placed["aten::cos"] == ("placed_module.py", 7, "outer")
+    assert placed["aten::tan"] == ("placed_module.py", 9, "raising")
+    assert placed["aten::abs"] == ("placed_module.py", 12, "gen")
+    assert placed["aten::neg"] == ("placed_module.py", 13, "gen")
+    for glue in ("aten::tanh", "aten::sigmoid", "aten::floor"):
+        assert placed[glue] == ("", 0, ""), glue
+
+
+def test_a_backward_node_is_placed_at_the_line_that_ran_the_engine():
+    """The engine's nodes (``MmBackward0 (autograd node)``) carry no Python stack of their own;
+    they are placed at the submission's line that started the backward pass, and the
+    engine's run of a node is named before the node."""
+
+    def backward_pass():
+        with torch.enable_grad():
+            w = W.detach().requires_grad_(True)
+            torch.autograd.grad(torch.softmax(w, -1).sum(), w)
+
+    recorded, _ = _record(backward_pass)
+    line = next(d.line for op, d in recorded["backward"].items() if op == "aten::_softmax_backward_data")
+    nodes = {op: d for op, d in recorded["backward"].items() if op.endswith(" (autograd node)")}
+    assert nodes and all(d.file == Path(__file__).name and d.line == line for d in nodes.values()), nodes
+    named = [op for op, _ in dispatch.violations(recorded, "backward", dispatch.backward_allows)]
+    at_line = [op for op in named if recorded["backward"][op].line == line]
+    assert at_line.index("autograd::engine::evaluate_function: SoftmaxBackward0") < at_line.index(
+        "SoftmaxBackward0 (autograd node)"
+    )
+
+
+_BUDGET_MODULE = """\
+import torch
+def spends_its_lines(x, n):
+    x.exp()
+    total = 0.0
+    for i in range(n):
+        total += i * 0.5
+    x.sin()
+    return total
+"""
+
+
+def test_a_function_past_its_line_budget_has_no_line_rather_than_a_wrong_one(tmp_path):
+    """A loop over Python numbers would pay a marker on every line (probes.lines.LineMarks), so a
+    function's lines are traced up to a budget a window; what it runs after that is placed at
+    no line — never at a line it has left. Within the budget, and in the next window, lines are
+    placed as before."""
+    from autograder.sandbox.probes.lines import LINE_BUDGET
+
+    (tmp_path / "budget_module.py").write_text(_BUDGET_MODULE)
+    sys.path.insert(0, str(tmp_path))
+    try:
+        import budget_module
+    finally:
+        sys.path.remove(str(tmp_path))
+    x = torch.randn(3, dtype=torch.float64)
+    own = str(tmp_path) + "/"
+    spent, _ = _record(lambda: budget_module.spends_its_lines(x, LINE_BUDGET), phase="call", own=own)
+    placed = {op: (d.file, d.line) for op, d in spent["call"].items()}
+    assert placed["aten::exp"] == ("budget_module.py", 3)
+    assert placed["aten::sin"] == ("", 0)
+    fresh, _ = _record(lambda: budget_module.spends_its_lines(x, 3), phase="call", own=own)
+    assert {op: (d.file, d.line) for op, d in fresh["call"].items()}["aten::sin"] == ("budget_module.py", 7)

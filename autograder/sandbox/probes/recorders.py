@@ -25,6 +25,7 @@ from .bans import (
     guarded_dispatch_library,
     own_frame,
 )
+from .lines import LineMarks
 
 #: bound before any exercise code runs: a recorder is made, switched on and off between the
 #: recorded windows, where a module-level lookup would run what the exercise put in its place
@@ -254,82 +255,6 @@ class _CollectorHeld:
             gc.enable()
 
 
-#: distinct lines a recording names: past this a line is recorded as no line (code a file
-#: compiles at run time could make new lines without end)
-MAX_LOCATED = 4096
-
-
-class _Lines:
-    """Where each operator a ``DispatchRecorder`` records came from, without torch's Python
-    stacks. The profiler can capture the whole Python stack of every operator, but that walks
-    every frame — the worker's own ~15 included — for every operator: ~15 µs each in a worker,
-    a correct ``softmax_backward`` that loops over elements ran ~35× slower recorded than not
-    and out of its CPU limit (blind fairness tester R-BW). Instead a trace function, called
-    only for the submission's own frames, opens and closes a marker each time one of them
-    reaches a new line, and each time one returns (the caller's line, or no line, holds
-    again); an operator is placed at the last marker before it (``DispatchRecorder._collect``):
-    the innermost frame of the submission's on the stack, as a stack would have given. A
-    trace function changes nothing in what torch runs (a ``TorchFunctionMode`` would:
-    ``nn.MultiheadAttention`` leaves its fast path under one). Locations only word the
-    feedback; the rule is judged from the operators' names alone.
-
-    The markers' names carry a secret of their own (not the start and end markers') and end
-    with the index of their line in ``lines``."""
-
-    def __init__(self, own_files: str) -> None:
-        self.own_files = own_files
-        self.prefix = f"autograder::at-{_urandom(8).hex()}-"
-        self.lines: list[tuple[Any, int] | None] = []  # (code, line) of each marker, by its index
-        self._names: dict[tuple[Any, int] | None, str] = {}
-
-    def _own(self, frame: Any) -> bool:
-        file = frame.f_code.co_filename
-        return type(file) is str and str.startswith(file, self.own_files)
-
-    def _mark(self, key: tuple[Any, int] | None) -> None:
-        name = self._names.get(key)
-        if name is None:
-            if len(self.lines) >= MAX_LOCATED:
-                key, name = None, self._names.get(None)
-            if name is None:
-                name = self._names[key] = f"{self.prefix}{len(self.lines)}"
-                self.lines.append(key)
-        with _RecordFunctionFast(name):
-            pass
-
-    def _local(self, frame: Any, event: str, arg: Any) -> Any:
-        if event == "line":
-            self._mark((frame.f_code, frame.f_lineno or 0))
-        elif event == "return":  # the line of the submission's frame it returns into, if any
-            back = frame.f_back
-            while back is not None and not self._own(back):
-                back = back.f_back
-            self._mark(None if back is None else (back.f_code, back.f_lineno or 0))
-        return self._local
-
-    def tracer(self) -> Any:
-        """The trace function: a plain function, not a bound method ``sys.gettrace()`` would
-        hand out with this object (see ``_hook``). Other frames are not traced at all."""
-        own, local = self._own, self._local
-
-        def trace(frame: Any, event: str, arg: Any) -> Any:
-            return local if own(frame) else None
-
-        return trace
-
-    def where(self, name: str) -> list | None:
-        """[file relative to the submission, line, function] of marker ``name``, ["", 0, ""]
-        for one of no line of the submission's; None when ``name`` is no marker of these."""
-        if not name.startswith(self.prefix):
-            return None
-        index = name[len(self.prefix) :]
-        key = self.lines[int(index)] if index.isdigit() and int(index) < len(self.lines) else None
-        if key is None:
-            return ["", 0, ""]
-        code, line = key
-        return [code.co_filename[len(self.own_files) :], line, code.co_name]
-
-
 class DispatchRecorder:
     """Records every operator the dispatcher runs while it is active: the dispatcher's own
     profiling (``RecordFunction``, through torch's CPU profiler without Kineto) sees each op
@@ -340,7 +265,7 @@ class DispatchRecorder:
     ``MmBackward0``), custom operators (``mylib::op``) and the ops inside them. Whatever
     Python spelling reached an operator, the operator's name is what is recorded, with the
     innermost frame of the submission's own files on the Python stack at that moment (found
-    by ``_Lines``' markers, not by torch's stack capture).
+    by ``LineMarks``' markers, not by torch's stack capture).
 
     (A TorchDispatchMode sees ops only *below* autograd: ``torch.func.grad``'s backward
     reaches it as plain ``mm``/``t``/``sum``, indistinguishable from a hand-written one, and
@@ -380,7 +305,7 @@ class DispatchRecorder:
         self._ban: KernelBan | None = None
         self._grad_was: bool | None = None
         self._modes = (0, 0)  # the lengths of torch's dispatch- and function-mode stacks at the start
-        self._lines: _Lines | None = None  # where the operators came from: see _Lines
+        self._lines: LineMarks | None = None  # where the operators came from: see LineMarks
         self._previous_trace = None
         secret = _urandom(8).hex()
         self.START, self.END = f"{DispatchRecorder.START}-{secret}", f"{DispatchRecorder.END}-{secret}"
@@ -409,10 +334,10 @@ class DispatchRecorder:
         if _profiler_enabled():
             self.tampered.add("left torch's profiler switched on, which the grader's recording of operators needs")
             return self
-        # CPU state (no Kineto), without Python stacks: _Lines' markers place the operators
+        # CPU state (no Kineto), without Python stacks: LineMarks' markers place the operators
         config = ProfilerConfig(ProfilerState.CPU, False, False, False, False, False, _ExperimentalConfig())
         _switch("_enable_profiler_legacy")(config)
-        self._lines = _Lines(self.own_files)
+        self._lines = LineMarks(self.own_files)
         self._previous_trace = _gettrace()
         _settrace(self._lines.tracer())  # before the profile hook, which notes any call of settrace
         self._previous_profile = _getprofile()
@@ -496,7 +421,7 @@ class DispatchRecorder:
         names = []
         lines = self._lines
         for events in threads:
-            place = ["", 0, ""]  # the location of the last marker of this thread's (see _Lines)
+            place = ["", 0, ""]  # the location of the last marker of this thread's (see LineMarks)
             for event in events:
                 if event.kind() != "push":
                     continue

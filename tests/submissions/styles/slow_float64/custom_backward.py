@@ -1,5 +1,5 @@
-"""custom_backward with explicit Python loops over the batch entries and the query rows.
-All in float64 too: a deliberately slow correct style."""
+"""custom_backward with explicit Python loops over the batch entries and the query rows,
+softmax_backward on Python numbers. All in float64 too: a deliberately slow correct style."""
 
 import functools
 import math
@@ -30,17 +30,21 @@ def _float64_everywhere(fn):
     return run
 
 
+# softmax_backward on Python numbers (which are float64): ``tolist()``, plain float
+# arithmetic, ``torch.tensor`` back. Its time goes to Python, not to torch's operators, so the
+# limits must let it through however cheaply the rule checks record operators.
 @_float64_everywhere
 def softmax_backward(d_weights, weights):
     S = weights.shape[-1]
-    a_rows = weights.reshape(-1, S)
-    g_rows = d_weights.reshape(-1, S)
-    result = torch.zeros_like(a_rows)
-    for i in range(a_rows.shape[0]):
-        a, g = a_rows[i], g_rows[i]
-        weighted_mean = torch.dot(a, g)
-        result[i] = a * (g - weighted_mean)
-    return result.reshape(weights.shape)
+    if weights.numel() == 0:
+        return torch.zeros_like(weights)
+    rows = []
+    for a_row, g_row in zip(weights.reshape(-1, S).tolist(), d_weights.reshape(-1, S).tolist()):
+        weighted_mean = 0.0
+        for a, g in zip(a_row, g_row):
+            weighted_mean += a * g
+        rows.append([a * (g - weighted_mean) for a, g in zip(a_row, g_row)])
+    return torch.tensor(rows, dtype=weights.dtype).reshape(weights.shape)
 
 
 def _flat(t):
