@@ -523,12 +523,12 @@ def spends_its_lines(x, n):
 """
 
 
-def test_a_function_past_its_line_budget_has_no_line_rather_than_a_wrong_one(tmp_path):
-    """A loop over Python numbers would pay a marker on every line (probes.lines.LineMarks), so a
-    function's lines are traced up to a budget a window; what it runs after that is placed at
-    no line — never at a line it has left. Within the budget, and in the next window, lines are
-    placed as before."""
-    from autograder.sandbox.probes.lines import LINE_BUDGET
+def test_past_the_trace_budget_an_operator_has_no_line_rather_than_a_wrong_one(tmp_path):
+    """Code on Python numbers would pay ~1 µs on every line (probes.lines.LineMarks), so a
+    window pays for a budget of trace calls, then tracing stops: what runs after that is
+    placed at no line — never at a line it has left — and adds nothing to the code's time. In
+    the next window lines are placed as before."""
+    from autograder.sandbox.probes.lines import TRACE_BUDGET
 
     (tmp_path / "budget_module.py").write_text(_BUDGET_MODULE)
     sys.path.insert(0, str(tmp_path))
@@ -538,9 +538,12 @@ def test_a_function_past_its_line_budget_has_no_line_rather_than_a_wrong_one(tmp
         sys.path.remove(str(tmp_path))
     x = torch.randn(3, dtype=torch.float64)
     own = str(tmp_path) + "/"
-    spent, _ = _record(lambda: budget_module.spends_its_lines(x, LINE_BUDGET), phase="call", own=own)
+    trace_before = sys.gettrace()
+    spent, tampered = _record(lambda: budget_module.spends_its_lines(x, TRACE_BUDGET), phase="call", own=own)
+    assert not tampered, tampered  # the recorder's own settrace is no switch of the code's
     placed = {op: (d.file, d.line) for op, d in spent["call"].items()}
     assert placed["aten::exp"] == ("budget_module.py", 3)
     assert placed["aten::sin"] == ("", 0)
+    assert sys.gettrace() is trace_before  # the window's end gives back the trace function it found
     fresh, _ = _record(lambda: budget_module.spends_its_lines(x, 3), phase="call", own=own)
     assert {op: (d.file, d.line) for op, d in fresh["call"].items()}["aten::sin"] == ("budget_module.py", 7)

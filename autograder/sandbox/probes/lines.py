@@ -4,20 +4,22 @@ submission's own frames opens in the profiler's record (``LineMarks``)."""
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any
 
 from torch._C._profiler import _RecordFunctionFast
 
 #: bound before any exercise code runs (see recorders.py)
-_urandom = os.urandom
+_urandom, _settrace = os.urandom, sys.settrace
 
 
 #: distinct lines a recording names: past this a line is recorded as no line (code a file
 #: compiles at run time could make new lines without end)
 MAX_LOCATED = 4096
-#: lines a recording traces of one function (one code object) of the submission's; past this
-#: its operators have no line of their own (see LineMarks)
-LINE_BUDGET = 500
+#: calls of the trace function for the submission's frames a recording pays for (~1 µs each:
+#: ~2 ms); past this, tracing stops for the rest of the window, and what runs after it has no
+#: line (see LineMarks)
+TRACE_BUDGET = 2000
 
 
 class LineMarks:
@@ -35,12 +37,12 @@ class LineMarks:
     in what torch runs (a ``TorchFunctionMode`` would: ``nn.MultiheadAttention`` leaves its
     fast path under one, and its attention operator went unrecorded).
 
-    A line costs ~1 µs where it runs no operator at all, which a loop over Python numbers
-    pays on every line: so each function's first ``LINE_BUDGET`` lines a window are traced,
-    then its frames stop reaching the trace function, and what they run has no line of its own
-    (or the line that called them). An operator's location is its first occurrence's, which a
-    loop reaches early. Locations only word the feedback; the rule is judged from the
-    operators' names alone.
+    Each call of the trace function for the submission's frames costs ~1 µs, operator or not,
+    which code on Python numbers pays on every line and every generator step: so a window
+    pays for ``TRACE_BUDGET`` of them, then a last marker says "no line" and tracing stops until the
+    window ends; what runs after that has no line (never a wrong one). An operator's location
+    is its first occurrence's, which a loop reaches early. Locations only word the feedback;
+    the rule is judged from the operators' names alone.
 
     The markers' names carry a secret of their own (not the start and end markers') and end
     with the index of their line in ``lines``."""
@@ -50,8 +52,8 @@ class LineMarks:
         self.prefix = f"autograder::at-{_urandom(8).hex()}-"
         self.lines: list[tuple[Any, int] | None] = []  # (code, line) of each marker, by its index
         self._names: dict[tuple[int, int] | None, str] = {}  # by (id(code), line): a code's hash is costly
-        self._spent: dict[int, int] = {}  # lines traced, by id(code)
-        self._codes: list[Any] = []  # the codes traced, kept alive so that their ids stay theirs
+        self._codes: list[Any] = []  # the codes marked, kept alive so that their ids stay theirs
+        self._left = TRACE_BUDGET  # calls of the trace function still paid for
         self._last: str | None = None  # the last marker opened: the same again changes nothing
 
     def _own(self, frame: Any) -> bool:
@@ -67,44 +69,43 @@ class LineMarks:
             if name is None:
                 name = self._names[key] = f"{self.prefix}{len(self.lines)}"
                 self.lines.append(None if key is None else (code, line))
+                if code is not None:
+                    self._codes.append(code)
         if name is not self._last:
             self._last = name
             with _RecordFunctionFast(name):
                 pass
 
-    def _traced(self, code: Any) -> bool:
-        return self._spent.get(id(code), 0) < LINE_BUDGET
+    def _spend(self) -> bool:
+        """Count one call of the trace function: False once the budget is spent, when the last
+        marker ("no line") is opened and tracing stops for the rest of the window."""
+        self._left -= 1
+        if self._left > 0:
+            return True
+        if self._left == 0:
+            self._mark(None, 0)
+            _settrace(None)  # the window's end restores the trace function it found (recorders.py)
+        return False
 
     def _local(self, frame: Any, event: str, arg: Any) -> Any:
+        if not self._spend():
+            return None
         if event == "line":
-            code = frame.f_code
-            spent = self._spent.get(id(code))
-            if spent is None:
-                self._codes.append(code)
-                spent = 0
-            if spent >= LINE_BUDGET:  # this frame's lines are no longer traced (its return still is)
-                frame.f_trace_lines = False
-                self._mark(None, 0)
-            else:
-                self._spent[id(code)] = spent + 1
-                self._mark(code, frame.f_lineno or 0)
+            self._mark(frame.f_code, frame.f_lineno or 0)
         elif event == "return":  # the line of the submission's frame it returns into, if any
             back = frame.f_back
             while back is not None and not self._own(back):
                 back = back.f_back
-            if back is None or not self._traced(back.f_code):
-                self._mark(None, 0)
-            else:
-                self._mark(back.f_code, back.f_lineno or 0)
+            self._mark(None if back is None else back.f_code, 0 if back is None else back.f_lineno or 0)
         return self._local
 
     def tracer(self) -> Any:
         """The trace function: a plain function, not a bound method ``sys.gettrace()`` would
         hand out with this object (see ``recorders._hook``). Other frames are not traced at all."""
-        own, traced, local = self._own, self._traced, self._local
+        own, spend, local = self._own, self._spend, self._local
 
         def trace(frame: Any, event: str, arg: Any) -> Any:
-            return local if own(frame) and traced(frame.f_code) else None
+            return local if own(frame) and spend() else None  # a library's frames cost ~0.3 µs, unbudgeted
 
         return trace
 
