@@ -32,7 +32,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
-from .failures import CheckFailed, Feedback, SubmissionError
+from .failures import NOT_CALLED_AGAIN, CheckFailed, Feedback, SubmissionError
 
 DEFAULT_REQUIRED_REASON = (
     "it checks the same function on fresh random inputs, so reproducing the worked example's printed numbers alone earns nothing"
@@ -217,6 +217,11 @@ def _summary(failed: list[_Outcome], mine: list[_Outcome], noun: str, credit: Cr
         detail = f"{first.detail} (all {total} {noun}{plural})"
     else:
         head, _, rest = first.detail.partition("\n")
+        # cases after a call that ran out of time were never run (R-BX read "7 of 8 cases
+        # failed" as seven wrong answers to one slow call)
+        unrun = sum(1 for o in failed[1:] if o.feedback is not None and o.feedback.detail.endswith(NOT_CALLED_AGAIN))
+        if unrun:
+            head += f"; {unrun} of them were not run (a function that ran out of time or broke the protocol is not called again)"
         detail = f"{len(failed)} of {total} {noun}{plural} failed ({labels}); first, {failed[0].label}: {head}" + (
             f"\n{rest}" if rest else ""
         )

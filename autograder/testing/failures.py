@@ -72,6 +72,12 @@ class SubmissionTimeout(SubmissionError):
     problem = "timeout"
 
 
+#: how a call the run did not make ends its message: its function (or module) timed out or
+#: broke the protocol earlier, and is not called again (testing/remote.py); a test's summary
+#: counts such cases apart (credit.py), so that one slow call does not read as many wrong ones
+NOT_CALLED_AGAIN = "earlier in this run; not called again"
+
+
 class SubmissionCrashed(SubmissionError):
     problem = "crash"
 

@@ -23,6 +23,7 @@ from ..sandbox.client import Worker, WorkerDied, WorkerProtocolError, WorkerTamp
 from . import dispatch
 from .error_hints import hints_for
 from .failures import (
+    NOT_CALLED_AGAIN,
     CheckFailed,
     Feedback,
     SubmissionCrashed,
@@ -201,11 +202,9 @@ class Submission:
         for timed in (key, shares):
             if timed in rt.timed_out:
                 whose = "" if timed == key else f"{timed[1]} "  # the function the probe exercises
-                raise SubmissionTimeout(
-                    label, f"{whose}{rt.timed_out[timed]} earlier in this run; not called again", hints=["general/timeout"]
-                )
+                raise SubmissionTimeout(label, f"{whose}{rt.timed_out[timed]} {NOT_CALLED_AGAIN}", hints=["general/timeout"])
         if key in rt.malformed:
-            raise SubmissionProtocolError(label, f"{rt.malformed[key]} earlier in this run; not called again")
+            raise SubmissionProtocolError(label, f"{rt.malformed[key]} {NOT_CALLED_AGAIN}")
         if self._dead is not None:
             raise type(self._dead)(label, f"not run: earlier in this test, {self._dead.message}", error=self._dead.error)
         if rt.time_left(module) <= 0:

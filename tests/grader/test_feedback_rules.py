@@ -50,6 +50,29 @@ def test_a_case_checked_beside_a_regular_draw_says_its_cross_may_be_the_regular_
     assert "regular draw" not in exc.feedback.detail  # no such case here: the note stays as it was
 
 
+def test_cases_not_run_after_a_timeout_are_counted_apart_from_wrong_ones():
+    """One call that ran out of time stops its function for the rest of the run; the cases
+    after it fail unrun, and the summary says so (blind tester R-BX read "7 of 8 cases
+    failed" as seven wrong answers)."""
+    from autograder.testing.failures import NOT_CALLED_AGAIN, SubmissionTimeout
+
+    credit = Credit()
+    try:
+        for item in credit.cases(4):
+            with item:
+                if item.label == "case 2":
+                    raise SubmissionTimeout("f(…)", "did not finish within 0.2 CPU s", hints=["general/timeout"])
+                if item.label in ("case 3", "case 4"):
+                    raise SubmissionTimeout("f(…)", f"timed out {NOT_CALLED_AGAIN}", hints=["general/timeout"])
+    except CheckFailed as exc:
+        detail = exc.feedback.detail
+    assert detail.startswith("3 of 4 cases failed (case 2, case 3, case 4); first, case 2: did not finish within 0.2 CPU s")
+    assert "2 of them were not run (a function that ran out of time or broke the protocol is not called again)" in detail
+    credit = Credit()
+    exc = _run(credit, credit.cases(3), {"case 1", "case 2"})
+    assert "not run" not in exc.feedback.detail  # wrong answers stay wrong answers
+
+
 def test_a_tuple_around_the_right_tensor_is_named_and_a_tuple_around_a_wrong_one_is_not():
     want = torch.linspace(0, 1, 6).reshape(2, 3)
     for got, named in (((want.clone(), None), True), ([want + 1, None], False), ((), False), ((None, want), False)):
