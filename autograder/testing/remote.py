@@ -36,7 +36,7 @@ from .failures import (
     is_todo_stub,
 )
 from .probe import Probe
-from .runtime import IMPORT_TARGET, PRINTED_ENTRIES, ModuleInfo, Runtime, size_class
+from .runtime import IMPORT_TARGET, PRINTED_ENTRIES, ModuleInfo, Runtime, inputs_shapes, size_class
 from .source.tree import read_python_source
 
 
@@ -309,7 +309,7 @@ class Submission:
             why = (
                 _budget_message(rt, module)
                 if by_budget
-                else f"did not finish within {_limit_text(exc)} (endless loop, or far too slow?)"
+                else f"did not finish within {_limit_text(exc)}{inputs_shapes((args, kwargs))} (endless loop, or far too slow?)"
             )
             self._dead = _submission_error(exc, label, why)
             raise self._dead from None

@@ -15,6 +15,7 @@ import tomllib
 from types import SimpleNamespace
 
 import pytest
+import torch
 from conftest import ROOT
 
 from autograder.config import Limits, load
@@ -454,3 +455,22 @@ def test_a_table_is_read_once_while_its_file_is_unchanged_and_again_when_it_chan
     path.write_text(cpu_limits.render(cpu_limits.ReferenceCpu({"f": 0.02, "g": 0.03}, 0.05, 0.008), "x"), encoding="utf-8")
     second = cpu_limits.load(path)
     assert len(parsed) == 2 and dict(second.calls) == {"f": 0.02, "g": 0.03}
+
+
+def test_a_call_that_runs_out_of_time_names_the_shapes_of_its_inputs(monkeypatch):
+    """A case's label names its kind, not the draw that was too slow (blind tester R-BX):
+    the timeout names the input's shapes. The later calls' "not called again" do not repeat
+    them — those may be another test's, and a hidden test's shapes stay in its own feedback."""
+    rt = _runtime({"project_qkv": 0.1}, qkv=(1.0, 6.0))
+    rt.sandbox.worker = _LoopingWorker
+    monkeypatch.setattr(_LoopingWorker, "calls", 0)
+    x = torch.zeros(2, 4, 64, 40)
+    with pytest.raises(SubmissionTimeout) as first:
+        Submission(rt).qkv.project_qkv(x, weights={"w": torch.zeros(40, 16)})
+    assert "did not finish within 0.1 CPU s on inputs of shapes [2, 4, 64, 40], [40, 16] (endless loop" in str(first.value)
+    with pytest.raises(SubmissionTimeout) as later:
+        Submission(rt).qkv.project_qkv(x)
+    assert "shapes" not in str(later.value) and "not called again" in str(later.value)
+    with pytest.raises(SubmissionTimeout) as plain:
+        Submission(rt).qkv.scale_scores(3)  # no tensor: nothing to name
+    assert "CPU s (endless loop" in str(plain.value) and "shapes" not in str(plain.value)
