@@ -5,8 +5,10 @@ failed to import, the printed output the run may still keep."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..sandbox.client import Sandbox
 from .failures import SubmissionError
@@ -32,7 +34,12 @@ def size_class(value: object) -> int:
     the reference's costliest call of the same function in the same size class or the next
     one up (``Runtime.deadline_for``): what the reference needs for *that* call, so an
     endless loop on a small input stops at a small input's limit."""
-    n = _elements(value, _SIZE_DEPTH)
+    n = 0
+    for tensor in _tensors(value, _SIZE_DEPTH):
+        try:
+            n += int(tensor.numel())
+        except (TypeError, ValueError, RuntimeError):
+            pass
     return 0 if n <= 0 else 1 << (n - 1).bit_length()
 
 
@@ -41,43 +48,29 @@ def inputs_shapes(value: object, most: int = 4) -> str:
     arguments (looked into as ``size_class`` does; at most ``most``, then "…"), "" for none:
     a timeout names the input that was too slow, where the case's label names only its kind
     (blind tester R-BX could not tell which of a case's draws ran out of time)."""
-    found: list[str] = []
-    _shapes(value, _SIZE_DEPTH, found)
+    found = []
+    for tensor in _tensors(value, _SIZE_DEPTH):
+        try:
+            found.append(str([int(n) for n in tensor.shape]))
+        except (TypeError, ValueError):
+            pass
     if not found:
         return ""
     return " on inputs of shapes " + ", ".join(found[:most]) + (" …" if len(found) > most else "")
 
 
-def _shapes(value: object, depth: int, found: list[str]) -> None:
+def _tensors(value: object, depth: int) -> Iterator[Any]:
+    """The tensors (the trusted side's own inputs) in a call's arguments, lists, tuples and
+    dicts looked into ``depth`` levels deep."""
     if depth < 0:
         return
     if isinstance(value, dict):
         value = list(value.values())
     if isinstance(value, (list, tuple)):
         for v in value:
-            _shapes(v, depth - 1, found)
-        return
-    if callable(getattr(value, "numel", None)) and hasattr(value, "shape"):  # a tensor of the trusted side's
-        try:
-            found.append(str([int(n) for n in value.shape]))  # type: ignore[attr-defined]
-        except (TypeError, ValueError):
-            pass
-
-
-def _elements(value: object, depth: int) -> int:
-    if depth < 0:
-        return 0
-    if isinstance(value, dict):
-        return sum(_elements(v, depth - 1) for v in value.values())
-    if isinstance(value, (list, tuple)):
-        return sum(_elements(v, depth - 1) for v in value)
-    numel = getattr(value, "numel", None)
-    if callable(numel) and hasattr(value, "shape"):  # a tensor (the trusted side's own inputs)
-        try:
-            return int(numel())
-        except (TypeError, ValueError, RuntimeError):
-            return 0
-    return 0
+            yield from _tensors(v, depth - 1)
+    elif callable(getattr(value, "numel", None)) and hasattr(value, "shape"):
+        yield value
 
 
 def sized(target: str, size: int) -> str:

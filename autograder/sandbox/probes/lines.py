@@ -52,7 +52,6 @@ class LineMarks:
         self.prefix = f"autograder::at-{_urandom(8).hex()}-"
         self.lines: list[tuple[Any, int] | None] = []  # (code, line) of each marker, by its index
         self._names: dict[tuple[int, int] | None, str] = {}  # by (id(code), line): a code's hash is costly
-        self._codes: list[Any] = []  # the codes marked, kept alive so that their ids stay theirs
         self._left = TRACE_BUDGET  # calls of the trace function still paid for
         self._last: str | None = None  # the last marker opened: the same again changes nothing
 
@@ -68,9 +67,7 @@ class LineMarks:
                 key, name = None, self._names.get(None)
             if name is None:
                 name = self._names[key] = f"{self.prefix}{len(self.lines)}"
-                self.lines.append(None if key is None else (code, line))
-                if code is not None:
-                    self._codes.append(code)
+                self.lines.append(None if key is None else (code, line))  # keeps the code alive: its id stays its own
         if name is not self._last:
             self._last = name
             with _RecordFunctionFast(name):
