@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, SEED, SOLUTIONS, write_config
+from conftest import ROOT, SEED, SOLUTIONS, make_submission, write_config
 
 from autograder.config import load
 from autograder.runner.grade import GradeRequest, grade, start
@@ -361,16 +361,24 @@ def test_a_run_folder_is_made_like_mkdtemps_with_the_grader_only_part_closed(tmp
 
 
 # ------------------------------------------------------------------ a grade that is killed
+#: a qkv.py whose import sleeps: the run stays in its tests (its first call waits for the call's
+#: wall-clock backstop, 10 s) until the test's signal comes. With the reference's qkv the visible
+#: tests could end before the signal reached a busy machine's run (CI: 20 / 20, status 0).
+SLEEPS_AT_IMPORT = "import time\n\ntime.sleep(60)\n"
+
+
 def _grade_into_its_tests(tmp_path: Path) -> tuple[subprocess.Popen, Path, Path]:
-    """A grade of the reference's qkv with ``TMPDIR`` of its own, once its run is in its tests
-    (a worker has made its scratch folder, so the manifest was sent): (the command line, its
-    temporary folder, its --output file)."""
+    """A grade of qkv with ``TMPDIR`` of its own, once its run is in its tests (a worker has
+    made its scratch folder, so the manifest was sent) and while its import sleeps: (the
+    command line, its temporary folder, its --output file)."""
     tmp, out, err = tmp_path / "tmp", tmp_path / "results.json", tmp_path / "stderr.txt"
     tmp.mkdir()
+    qkv = (SOLUTIONS / "qkv.py").read_text(encoding="utf-8") + "\n" + SLEEPS_AT_IMPORT
+    submission = make_submission(tmp_path / "submission", {"qkv.py": qkv})
     env = {**os.environ, "TMPDIR": str(tmp), "PYTHONPATH": str(ROOT), "AUTOGRADER_TIMELINE": str(tmp_path / "marks")}
     with open(err, "wb") as stderr:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "autograder", "grade", str(SOLUTIONS), "--skill", "qkv", "--format", "json"]
+            [sys.executable, "-m", "autograder", "grade", str(submission), "--skill", "qkv", "--format", "json"]
             + ["--no-progress", "--seed", str(SEED), "--output", str(out)],
             cwd=ROOT,
             env=env,
