@@ -124,3 +124,26 @@ def test_a_grade_marks_its_stages_in_order_only_when_asked(tmp_path):
     assert [row[0] for row in rows][0] == "command line: started" and all(row[1] >= 0 for row in rows)
     quiet = grade(SOLUTIONS, "--skill", "qkv", env={**os.environ, "AUTOGRADER_WARM": "0"})
     assert quiet.rc == 0 and not list(tmp_path.glob("*.timeline"))[1:]  # nothing else written without it
+
+
+def test_ci_jobs_times_each_job_the_workflow_runs_and_fails_on_a_failed_or_long_one():
+    bench = _module("ci_jobs")
+    run = "\n".join(
+        str(step.get("run", ""))
+        for job in bench.yaml.safe_load(bench.WORKFLOW.read_text())["jobs"].values()
+        for step in job["steps"]
+    )
+    names = [name for name, _ in bench.jobs()]
+    assert names[0] == "make test" and len(names) >= 3, names
+    assert "make test" in run and "make test-slow SPLIT=${{ matrix.part }}/3" in run
+    assert all(command[:2] == ["make", "test-slow"] for _, command in bench.jobs()[1:])
+    assert bench.verdict([("make test", 0, 200.0), ("part 1", 0, 290.0)]) == (
+        ["a push waits for the longest job: 290 s (target ≤ 300 s): met"],
+        0,
+    )
+    assert bench.verdict([("make test", 0, 200.0), ("part 1", 0, 301.0)])[1] == 1
+    assert bench.verdict([("make test", 2, 100.0)]) == (
+        ["a push waits for the longest job: 100 s (target ≤ 300 s): met", "failed: make test"],
+        1,
+    )
+    assert bench.verdict([(".ci/run", 0, 500.0)], serial=True)[1] == 0  # printed, not a target
