@@ -15,10 +15,26 @@ the call costs what the code does.
 Only where a file of the submission names einops (a plain byte search of its ``.py`` files,
 comments included: a needless warm-up costs ~60 ms once per run, never a point); nothing
 of the submission runs here.
+
+Some of torch's own modules cannot be imported in a worker at all: ``torch.nn.attention.bias``
+(``causal_lower_right``, ``causal_upper_left``: the bottom-right causal mask of sdpa_masks)
+and ``torch.nn.attention.varlen`` load ``torch._dynamo``, which imports ``ctypes`` — ~0.9 CPU s,
+and refused in a worker. A correct sdpa_masks that imported ``causal_lower_right`` scored 0
+(blind tester R-BY: "No module named 'ctypes'", or, on another run, an import over its 0.1 CPU
+s). Where the submission's files import one of ``WARMED_TORCH_MODULES`` by name (read from
+their syntax trees; nothing of them runs), the fork server imports it before it forks a
+worker, with ctypes as torch's own import had it; ``zygote.spawn`` then takes ctypes out of
+every module again (rawmemory.remove_ctypes), as after torch's import, so a worker inherits
+the module made and no ctypes. The list is torch's modules that fail in a worker and that
+attention code may import (``tests/benchmarks/worker_imports.py`` lists every module of torch
+that fails: rerun it when torch's pin moves); any other module imports in the worker as
+before.
 """
 
 from __future__ import annotations
 
+import ast
+import importlib
 import os
 import sys
 import warnings
@@ -27,24 +43,75 @@ from . import rawmemory
 
 #: the submission copies already looked at (a fork server reads a copy's files once, not per worker)
 _LOOKED_AT: set[str] = set()
+_LOOKED_AT_TORCH: set[str] = set()
 
 
-def names_einops(copy_dir: str) -> bool:
-    """Whether any ``.py`` file of the submission's copy mentions einops."""
+#: torch modules a worker cannot import (they load torch._dynamo, which imports ctypes) that
+#: attention code may import: made in the fork server where the submission imports them
+WARMED_TORCH_MODULES = frozenset({"torch.nn.attention.bias", "torch.nn.attention.varlen"})
+
+
+def _sources(copy_dir: str) -> list[bytes]:
+    """The first MiB of each ``.py`` file of the submission's copy (an exercise module is at
+    most ``max_module_kib``; a larger one is not graded)."""
     try:
         names = sorted(os.listdir(copy_dir))
     except OSError:
-        return False
+        return []
+    out = []
     for name in names:
         if not name.endswith(".py"):
             continue
         try:
             with open(os.path.join(copy_dir, name), "rb") as fh:
-                if b"einops" in fh.read(1 << 20):
-                    return True
+                out.append(fh.read(1 << 20))
         except OSError:
             continue
-    return False
+    return out
+
+
+def names_einops(copy_dir: str) -> bool:
+    """Whether any ``.py`` file of the submission's copy mentions einops."""
+    return any(b"einops" in source for source in _sources(copy_dir))
+
+
+def imported_modules(sources: list[bytes]) -> set[str]:
+    """Every module the sources import by name, at any depth of their code: ``import a.b`` →
+    ``a.b``; ``from a.b import c`` → ``a.b`` and ``a.b.c`` (``c`` may be a submodule). A file
+    that does not parse imports nothing here (its import fails in the worker anyway)."""
+    found: set[str] = set()
+    for source in sources:
+        try:
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                found.add(node.module)
+                found.update(f"{node.module}.{alias.name}" for alias in node.names if alias.name != "*")
+    return found
+
+
+def warm_torch_modules(copy_dir: str) -> list[str]:
+    """Import here (the fork server) each of ``WARMED_TORCH_MODULES`` that the submission's
+    files import and that is not loaded yet; the names imported. The caller takes ctypes out
+    again before it forks (zygote.spawn)."""
+    if copy_dir in _LOOKED_AT_TORCH:
+        return []
+    _LOOKED_AT_TORCH.add(copy_dir)
+    wanted = sorted((WARMED_TORCH_MODULES & imported_modules(_sources(copy_dir))) - set(sys.modules))
+    made = []
+    for name in wanted:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                importlib.import_module(name)
+            made.append(name)
+        except Exception:  # another torch without it: the worker's import fails as it would
+            continue
+    return made
 
 
 def warm_einops(copy_dir: str) -> bool:

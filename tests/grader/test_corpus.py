@@ -194,3 +194,43 @@ def test_every_corpus_entry_scores_full_marks(skill, style, tmp_path, request):
     result = graded.skill(skill)
     lost = [(t["name"], t["summary"][:200]) for t in result["tests"] if t["status"] != "passed"]
     assert result["score"] == result["points"], lost
+
+
+#: sdpa_masks' causal branch through torch's own bottom-right mask (torch.nn.attention.bias), which
+#: loads torch._dynamo and with it ctypes: a worker cannot import it, so the fork server makes it
+#: where a submission imports it (sandbox/libraries.py, WARMED_TORCH_MODULES)
+CAUSAL_LOWER_RIGHT = (
+    """    if causal and allowed is None:
+        from torch.nn.attention.bias import causal_lower_right
+
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=causal_lower_right(L, S), dropout_p=p)
+""",
+    "    mask = allowed\n",
+)
+
+
+def test_torchs_own_bottom_right_causal_mask_scores_full_marks_in_sdpa_masks(tmp_path):
+    """A correct `sdpa` written with `causal_lower_right` (blind tester R-BY: it scored 0 at
+    module level, "No module named 'ctypes'", and 6.68 of 10 imported inside the function)."""
+    text = (SOLUTIONS / "sdpa_masks.py").read_text(encoding="utf-8")
+    new_branch, anchor = CAUSAL_LOWER_RIGHT
+    assert text.count(anchor) == 1, "the reference's sdpa changed: move the branch"
+    folder = make_submission(tmp_path / "sub", {"sdpa_masks.py": text.replace(anchor, new_branch + anchor)})
+    graded = grade(folder, "--skill", "sdpa_masks", "--reveal-hidden", output=tmp_path / "r.json")
+    assert graded.rc == 0, graded.stderr[-2000:]
+    lost = [(t["name"], t["summary"][:200]) for t in graded.tests("sdpa_masks") if t["status"] != "passed"]
+    assert graded.score("sdpa_masks") == graded.skill("sdpa_masks")["points"], lost
+
+
+def test_the_fork_server_reads_which_modules_a_submission_imports_without_running_it():
+    from autograder.sandbox.libraries import WARMED_TORCH_MODULES, imported_modules
+
+    sources = [
+        b"import torch.nn.attention.bias as b\nfrom torch.nn.attention import varlen, sdpa_kernel\n",
+        b"def f():\n    from torch.nn import functional as F\n    from . import sibling\n",
+        b"this is not python (",
+    ]
+    found = imported_modules(sources)
+    assert {"torch.nn.attention.bias", "torch.nn.attention", "torch.nn.attention.varlen", "torch.nn.functional"} <= found
+    assert not any(name.endswith("sibling") for name in found)  # relative: another exercise file, never torch's
+    assert WARMED_TORCH_MODULES <= found
