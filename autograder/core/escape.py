@@ -206,6 +206,11 @@ def inert_lines(text: str) -> str:
 # --------------------------------------------------------------------------- CSV
 #: first characters that make a spreadsheet (Excel, LibreOffice, Google Sheets) read a cell
 #: as a formula or a DDE call; the full-width forms too, which some of them fold to ASCII
+#: what a CSV cell never carries as it is: C0 and C1 controls (a terminal's escapes: ``cat
+#: gradebook.csv`` ran a student's), line and paragraph separators, and the bidi embeddings,
+#: overrides and isolates that reorder a cell in a spreadsheet (blind red-team tester R-BZ);
+#: marks and joiners a name may need (ZWNJ, LRM) stay
+_CSV_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\n", "\uff1d", "\uff0b", "\uff0d", "\uff20")
 #: a plain decimal number ("-2", "17.5", "-0.25"): a spreadsheet reads it as a number, not a formula
 _PLAIN_NUMBER = re.compile(r"-?\d+(\.\d+)?")
@@ -232,6 +237,7 @@ def csv_cell(value: object) -> str:
     text = str(value)
     if "\n" in text or "\r" in text:
         text = " ".join(text.split())
+    text = _CSV_CONTROL.sub(_escape_char, text)  # shown as \x1b, \u202e: a name stays readable, never acts
     if text.startswith(_FORMULA_START) and not _PLAIN_NUMBER.fullmatch(text):
         return "'" + text
     return text

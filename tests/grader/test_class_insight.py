@@ -101,9 +101,26 @@ def test_similarity_finds_a_disguised_copy_and_not_independent_correct_code(tmp_
     index = (out / "similarity" / "index.md").read_text(encoding="utf-8")
     assert "`ana` — `bo`" in index and "never a verdict" in index
     assert "`cy`" not in index and "`di`" not in index and "`ed`" not in index, index
-    page = (out / "similarity" / "ana__bo.html").read_text(encoding="utf-8")
+    page = (out / "similarity" / "pair-001.html").read_text(encoding="utf-8")
+    assert "<b>ana</b>" in page and "<b>bo</b>" in page
     assert "<script>" not in page and "&lt;script&gt;" in page and "<mark>" in page
-    assert any("[view](similarity/ana__bo.html)" in line for line in lines)
+    assert any("`ana` — `bo`" in line and "[view](similarity/pair-001.html)" in line for line in lines)
+
+    # pages are numbered, never named after the pair: two 77-character CJK keys made a name past
+    # 255 bytes, and keys holding "__" made two pairs one page (blind red-team tester R-BZ)
+    copies = {"学" * 77: "lessons", "习" * 77: "lessons", "x__y": "minimal_functional", "z": "minimal_functional"}
+    copies |= {"x": "defensive_oop", "y__z": "defensive_oop"}  # the old names: x__y__z.html for both pairs
+    for name, style in copies.items():
+        (subs / name).mkdir()
+        for module in config.exercise_modules:
+            (subs / name / module).write_text((styles / style / module).read_text(encoding="utf-8"), encoding="utf-8")
+    students, _ = discover(subs)
+    lines = similarity.write(out, students, config)
+    index = (out / "similarity" / "index.md").read_text(encoding="utf-8")
+    linked = [row.rsplit("](", 1)[1].rstrip(") |") for row in index.splitlines() if row.startswith("| `")]
+    assert len(linked) == len(set(linked)) == 4, index  # ana — bo and the three pairs of copies
+    assert all((out / "similarity" / page).is_file() for page in linked)
+    assert "`x` — `y__z`" in index and "`x__y` — `z`" in index
 
 
 def test_winnowing_ignores_names_layout_comments_and_docstrings():

@@ -148,3 +148,15 @@ def test_every_csv_the_grader_writes_goes_through_the_one_writer():
         if re.search(r"\bcsv\.(writer|DictWriter)\b", line)
     ]
     assert not offenders, offenders
+
+
+def test_a_csv_cell_shows_control_and_bidi_characters_and_keeps_what_a_name_needs():
+    """A name in gradebook.csv or an LMS file never runs a terminal's escapes (``cat`` of the
+    file) or reorders its cell in a spreadsheet (blind red-team tester R-BZ: a folder and a
+    Gradescope submitter's name); joiners and marks a name may need stay as they are."""
+    from autograder.core import escape
+
+    assert escape.csv_cell("esc\x1b[31mRED\x1b]0;T\x07\u202eevil\u2066x") == "esc\\x1b[31mRED\\x1b]0;T\\x07\\u202eevil\\u2066x"
+    assert escape.csv_cell("\x1b=1+1").startswith("\\x1b")
+    assert escape.csv_cell("مهر\u200cسا") == "مهر\u200cسا" and escape.csv_cell("Zoë O'Neil") == "Zoë O'Neil"
+    assert escape.csv_cell("=1+1") == "'=1+1" and escape.csv_cell("a\nb") == "a b"

@@ -240,6 +240,27 @@ def test_locate_takes_only_the_modules_out_of_an_uploaded_zip(tmp_path):
     assert "submission.zip" in note and not (tmp_path / "escape.py").exists()
 
 
+def test_a_zips_helper_whose_name_no_import_could_use_is_left_in_the_zip(tmp_path):
+    """A helper `.py` named past a file name's 255 bytes, or not a Python identifier, cannot be
+    imported: it stays in the zip, and the modules are graded (a 300-character helper's name
+    failed the copy and gave 0 as a grader error, every run: blind red-team tester R-BZ)."""
+    modules = list(MODULES.values())
+    upload = tmp_path / "upload"
+    upload.mkdir()
+    members = {m: (SOLUTIONS / m).read_bytes() for m in modules}
+    members |= {
+        "h" * 300 + ".py": b"x = 1\n",
+        "注" * 90 + ".py": b"x = 2\n",
+        "my-helper.py": b"x = 3\n",
+        "helpers.py": b"y = 1\n",
+    }
+    _zip(upload / "submission.zip", members)
+    work = tmp_path / "work"
+    work.mkdir()
+    folder, _note = locate(upload, modules, work, 1 << 20)
+    assert sorted(p.name for p in folder.iterdir()) == sorted([*modules, "helpers.py"])
+
+
 @pytest.mark.parametrize(
     "setup, message",
     [

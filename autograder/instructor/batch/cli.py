@@ -21,6 +21,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from ...commands import Command, default_config
 from ...config import ConfigError, load
+from ...core import escape
 from ...runner import seeding
 from . import shards
 from .run import Options, default_jobs, finish, run, seeds_note, wanted
@@ -129,7 +130,7 @@ class BatchProgress:
             self.progress.update(self.task, advance=1, description=self._description())
 
     def note(self, text: str) -> None:
-        self.console.print(rich_escape(text), highlight=False)
+        self.console.print(rich_escape(escape.one_line(text, None)), highlight=False, soft_wrap=True)
 
     def stop(self) -> None:
         if self.enabled:
@@ -179,7 +180,7 @@ def _merge(config, students, options: Options, parts: list[Path], out: Console, 
         print(f"autograder: {exc}", file=sys.stderr)
         return EXIT_USAGE
     for note in notes:
-        err.print(rich_escape(f"autograder: {note}"), highlight=False)
+        err.print(rich_escape(escape.one_line(f"autograder: {note}", None)), highlight=False, soft_wrap=True)
     summary = finish(config, students, options, wants, ident, None)
     print_summary(out, summary)
     out.print(f"merged {len(parts)} shard(s): all {len(students)} student(s)", markup=False)
@@ -243,7 +244,7 @@ def _inputs(args: argparse.Namespace, err: Console) -> tuple:
     if out_dir.resolve() == submissions.resolve() or submissions.resolve() in out_dir.resolve().parents:
         raise _Usage(f"--out {out_dir}: is inside SUBMISSIONS — choose a folder outside it")
     for note in notes:
-        err.print(rich_escape(f"autograder: {note}"), highlight=False)
+        err.print(rich_escape(escape.one_line(f"autograder: {note}", None)), highlight=False, soft_wrap=True)
     options = Options(
         submissions=submissions,
         out=out_dir,
@@ -287,7 +288,7 @@ def _roster(args: argparse.Namespace, err: Console):
     except RosterError as exc:
         raise _Usage(f"--roster {exc}") from None
     for note in roster_notes:
-        err.print(rich_escape(f"autograder: --roster {note}"), highlight=False)
+        err.print(rich_escape(escape.one_line(f"autograder: --roster {note}", None)), highlight=False, soft_wrap=True)
     return roster
 
 

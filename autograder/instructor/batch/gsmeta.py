@@ -59,15 +59,36 @@ def parse(text: str) -> dict:
         raise MetadataError(f"{where}{problem} — is this a Gradescope submission_metadata.yml?") from None
     if value is None:
         return {}
-    value = _strip_colons(value)
-    if not isinstance(value, dict) or not all(isinstance(v, dict) for v in value.values()):
+    value = _strip_colons(value, {})
+    if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, dict) for k, v in value.items()):
         raise MetadataError("expected one mapping per submission (submission_<id>: …) — is this a Gradescope export?")
     return value
 
 
-def _strip_colons(value):
+def _strip_colons(value, done: dict):
+    """``value`` with the leading ``:`` of its keys dropped. A mapping or list that YAML's
+    aliases (``&a`` … ``*a``) share is copied once (``done``, by id) and shared again, so nested
+    aliases cost their size, not their expansion (blind red-team tester R-BZ: seven levels took
+    40 s and 4 GB)."""
+    if not isinstance(value, (dict, list)):
+        return value
+    if id(value) in done:
+        return done[id(value)]
     if isinstance(value, dict):
-        return {(k[1:] if isinstance(k, str) and k.startswith(":") else k): _strip_colons(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_strip_colons(v) for v in value]
-    return value
+        out: dict = {}
+        done[id(value)] = out
+        for k, v in value.items():
+            out[k[1:] if isinstance(k, str) and k.startswith(":") else k] = _strip_colons(v, done)
+        return out
+    copied: list = []
+    done[id(value)] = copied
+    copied.extend(_strip_colons(v, done) for v in value)
+    return copied
+
+
+def scalar(value) -> str:
+    """A field that should be text (a name, a sid, an email): the text, or "" for anything
+    else (a mapping or list — which aliases may make huge — is never turned into text)."""
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        return ""
+    return str(value).strip()

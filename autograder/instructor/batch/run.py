@@ -26,15 +26,18 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import tempfile
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...app.upload import UploadError
 from ...config import Config
+from ...core import escape
 from ...core import results as results_mod
 from ...renderers import render
 from ...runner import cpu_limits, identity, scoring, seeding
@@ -225,17 +228,26 @@ def run(config: Config, students: list[Student], options: Options, progress=None
 
         _grade_all(todo, task, options, outcome, progress, preloaded, stop)
     finally:
-        if preloaded is not None:
-            outcome.fallbacks = preloaded.fallbacks
-            preloaded.close()
-        outcome.seconds = time.monotonic() - started
-        changed = changes.compare(previous, options.out, [s for s, _ in todo])
+        # an interrupt from here on waits for the gradebook: one while the preloaded process
+        # stopped skipped it, and the old gradebook stayed (blind red-team tester R-BZ)
+        stopped, changed = False, None
+        try:
+            with interrupts_held():
+                if preloaded is not None:
+                    outcome.fallbacks = preloaded.fallbacks
+                    preloaded.close()
+                outcome.seconds = time.monotonic() - started
+                changed = changes.compare(previous, options.out, [s for s, _ in todo])
+        except KeyboardInterrupt:
+            stopped = True
         kept = [f"{outcome.skipped} student(s)' results kept from an earlier run (same files, suites and options)."]
         # a run that graded nobody took no grading time: no "Graded in 0 s"
         seconds = outcome.seconds if todo else None
         outcome.summary = finish(
             config, students, options, wants, ident, seconds, changed, kept=kept if outcome.skipped else None
         )
+        if stopped:
+            raise KeyboardInterrupt
     return outcome
 
 
@@ -355,7 +367,13 @@ def finish(
     kept: list[str] | None = None,
 ) -> report.ClassSummary:
     """gradebook.csv, summary.md (and the LMS files with a roster) from the students' finished
-    folders in ``options.out``: what a batch, a shard and a merge of shards all end with."""
+    folders in ``options.out``: what a batch, a shard and a merge of shards all end with.
+
+    The gradebook comes first, with Ctrl-C and SIGTERM held while it is written; the class
+    insights (changes.csv, items.csv, similarity/, plots/) after it, each on its own: one that
+    cannot be written is named in summary.md and costs nothing else. They used to come first,
+    so a similarity page whose name was too long, or an interrupt while the plots were drawn,
+    left no gradebook, or the last run's (blind red-team tester R-BZ)."""
     rows = []
     for student in students:
         results, meta = report.load_row(options.out / student.key)
@@ -364,32 +382,70 @@ def finish(
         rows.append(report.Row(student, results, meta))
     extra: list[str] = ["## This run", "", *kept, ""] if kept else []
     joined = None
-    if options.roster:
-        from . import lms
-
-        joined = lms.write(
-            options.out, rows, options.roster, options.assignment or config.course, config.total_points, options.accept_unmatched
-        )
-        extra += lms.summary_lines(options.roster, joined, options.accept_unmatched)
-    if changed:
-        extra += changes.write(options.out, changed)
-    extra += items.write(options.out, rows)
-    extra += similarity.write(options.out, students, config)
     titles = {sid: s.title for sid, s in config.skills.items()}
-    extra += plots.write(options.out, report.summarize(rows, list(config.skills), titles), items.analyse(rows), changed)
-    summary = report.write_outputs(
-        options.out,
-        rows,
-        list(config.skills),
-        {sid: s.title for sid, s in config.skills.items()},
-        ident.suite or "",
-        seconds,
-        seeds=seeds_note(options),
-        visible_hash=ident.visible,
-        extra=extra or None,
-    )
+
+    def outputs(lines: list[str]) -> report.ClassSummary:
+        with interrupts_held():
+            return report.write_outputs(
+                options.out,
+                rows,
+                list(config.skills),
+                titles,
+                ident.suite or "",
+                seconds,
+                seeds=seeds_note(options),
+                visible_hash=ident.visible,
+                extra=lines or None,
+            )
+
+    with interrupts_held():
+        if options.roster:
+            from . import lms
+
+            assignment = options.assignment or config.course
+            joined = lms.write(options.out, rows, options.roster, assignment, config.total_points, options.accept_unmatched)
+            extra += lms.summary_lines(options.roster, joined, options.accept_unmatched)
+        summary = outputs(extra)
+    insights: list[str] = []
+    if changed:
+        insights += _insight("changes.csv", lambda: changes.write(options.out, changed))
+    insights += _insight("items.csv", lambda: items.write(options.out, rows))
+    insights += _insight("similarity/", lambda: similarity.write(options.out, students, config))
+    class_summary = report.summarize(rows, list(config.skills), titles)
+    insights += _insight("plots/", lambda: plots.write(options.out, class_summary, items.analyse(rows), changed))
+    if insights:
+        summary = outputs(extra + insights)
     summary.roster = joined if options.roster else None
     return summary
+
+
+def _insight(what: str, write) -> list[str]:
+    """``write()``'s summary lines; where it fails, a line saying so (a class insight never
+    costs the gradebook, which is written before it)."""
+    try:
+        return write()
+    except Exception as exc:
+        reason = escape.md_text(f"{type(exc).__name__}: {exc}", 300)
+        return [f"**`{what}` was not written** ({reason}); the gradebook and every student's results are complete.", ""]
+
+
+@contextmanager
+def interrupts_held():
+    """Ctrl-C and SIGTERM wait until the block is done, then stop the run as they would have
+    (a write of the gradebook is never cut short). Only the main thread may set handlers: in
+    another, the block runs as it is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    previous = {signum: signal.signal(signum, lambda n, _frame: caught.append(n)) for signum in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    if caught:
+        raise KeyboardInterrupt
 
 
 def wanted(config: Config, students: list[Student], options: Options) -> tuple[identity.SuiteIdentity, dict[str, dict]]:

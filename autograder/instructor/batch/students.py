@@ -41,7 +41,11 @@ from . import gsmeta
 METADATA = "submission_metadata.yml"
 #: names a student folder under --out may not take (our own files and folders), compared
 #: casefolded: macOS and Windows file systems take Gradebook.csv/ and gradebook.csv as one name
-RESERVED = {"gradebook.csv", "summary.md", ".work", "batch.log", "lms"}
+#: (every class-level output: a student folder named items.csv made the batch fail to write it,
+#: one named similarity was removed with the old report: blind red-team tester R-BZ)
+RESERVED = {
+    "gradebook.csv", "summary.md", ".work", "batch.log", "lms", "items.csv", "changes.csv", "similarity", "plots", "shard.json",
+}  # fmt: skip
 MAX_KEY = 80
 
 
@@ -151,11 +155,13 @@ def _gradescope(folder: Path) -> tuple[list[Student], list[str]]:
             notes.append(f"{sub_id}: listed in {METADATA} but {sub_id}/ is not a folder here — skipped")
             continue
         submitters = entry.get("submitters") or []
-        names = [str(s.get("name", "")).strip() for s in submitters if isinstance(s, dict)]
-        sids = [str(s.get("sid", "")).strip() for s in submitters if isinstance(s, dict)]
-        emails = [str(s.get("email", "")).strip() for s in submitters if isinstance(s, dict)]
+        if not isinstance(submitters, list):
+            submitters = []
+        names = [gsmeta.scalar(s.get("name", "")) for s in submitters if isinstance(s, dict)]
+        sids = [gsmeta.scalar(s.get("sid", "")) for s in submitters if isinstance(s, dict)]
+        emails = [gsmeta.scalar(s.get("email", "")) for s in submitters if isinstance(s, dict)]
         name = " & ".join(n for n in names if n) or sub_id
-        extra = {k: entry[k] for k in ("created_at", "score") if k in entry}
+        extra = {k: gsmeta.scalar(entry[k]) for k in ("created_at", "score") if k in entry}
         people = [{"name": n, "sid": s, "email": e} for n, s, e in zip(names, sids, emails)]
         students.append(
             Student(
