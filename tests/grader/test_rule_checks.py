@@ -120,6 +120,20 @@ EVASIONS = {
         "vars",
     ),
     "namespace-in-print-bound-as-a-parameter": ("def f(x, print=dict):\n    return print(vars(torch))\n", "vars"),
+    # torch's predicates show a value (FAIR below); a function of the file's own or another
+    # library's with the same name may call it
+    "namespace-value-in-an-own-is-tensor": (
+        "def is_tensor(v):\n    return v(1)\n\n\ndef f(x):\n    print({k: is_tensor(v) for k, v in vars(torch).items()})\n",
+        "vars",
+    ),
+    "namespace-value-in-a-non-torch-is-tensor": (
+        "import numpy as np\n\n\ndef f(x):\n    print({k: np.is_tensor(v) for k, v in vars(torch).items()})\n",
+        "vars",
+    ),
+    "namespace-value-in-torch-is-tensor-with-more": (
+        "def f(x):\n    print({k: torch.is_tensor(v, v) for k, v in vars(torch).items()})\n",
+        "vars",
+    ),
     # ``x.__dict__`` is ``vars(x)``: shown, fine (FAIR below); read by a value or changed, a lookup
     "dict-attribute-value-called-in-a-print": ("def f(x):\n    print(torch.__dict__['exp'](x))\n", "__dict__"),
     "dict-attribute-changed-in-a-print": ("def f(x):\n    print(torch.__dict__.update(exp=None))\n", "__dict__"),
@@ -465,6 +479,17 @@ FAIR = [
             print({n: (v.shape if hasattr(v, "shape") else v) for n, v in locals().items()})
             print({n: getattr(v, "shape", v) for n, v in locals().items()})
             return scores
+    """),
+    # torch's own predicates on a shown value, as isinstance (blind tester R-BY: 1.65 of sdpa_masks' 10)
+    textwrap.dedent("""
+        import torch
+        import torch as T
+
+
+        def f(q, k):
+            print({n: (v.shape if torch.is_tensor(v) else v) for n, v in locals().items()})
+            print([n for n, v in locals().items() if T.is_floating_point(v)], f"{ {n: torch.is_complex(v) for n, v in vars().items()} }")
+            return q
     """),
     # structural pattern matching on values, shapes, sequences, mappings and self-matching builtins
     "def f(x, dim):\n    match x.shape:\n        case (b, t, c):\n            x = x.reshape(b * t, c)\n"

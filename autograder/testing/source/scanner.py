@@ -533,15 +533,23 @@ class _Scanner(ast.NodeVisitor):
         for alias in node.names:
             self._import(node, module, alias.name, alias.asname)
 
+    def _predicates(self, node: ast.AST) -> frozenset[int]:
+        """The calls under ``node`` of torch's own predicates (shown.TORCH_PREDICATES)."""
+        return frozenset(
+            id(call)
+            for call in ast.walk(node)
+            if isinstance(call, ast.Call) and self.aliases.path(call.func) in shown.TORCH_PREDICATES
+        )
+
     def visit_JoinedStr(self, node: ast.JoinedStr) -> None:
         if self.dynamic:  # f"{locals()}" is text wherever it goes (shown.py)
-            self.safe_calls.update(id(mark) for mark in shown.formatted_namespaces(node))
+            self.safe_calls.update(id(mark) for mark in shown.formatted_namespaces(node, self._predicates(node)))
         self.generic_visit(node)
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
         if self.dynamic and shown.shows(node, self.print_is_builtin):  # print(locals()) and the like (shown.py)
-            self.safe_calls.update(id(mark) for mark in shown.shown_namespaces(node))
+            self.safe_calls.update(id(mark) for mark in shown.shown_namespaces(node, self._predicates(node)))
         # a method named like the builtin is judged as it is (``jinja2.Environment().getattr(torch,
         # "…")``, ``monkeypatch.setattr(…)``: blind red-team tester R-U), whatever its object
         called = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
