@@ -366,8 +366,11 @@ def test_student_keys_are_safe_unique_and_links_are_skipped(tmp_path):
     for name in ("a b", "a_b", "-=x", "Zoë", *ours):
         (subs / name).mkdir()
     (subs / "link").symlink_to(SOLUTIONS)
+    (subs / ".alice").mkdir()  # hidden: skipped, but said (blind red-team tester R-BZ)
+    (subs / ".git").mkdir()
     students, notes = discover(subs)
     keys = [s.key for s in students]
+    assert [n for n in notes if "hidden" in n] == [".alice: a hidden folder — skipped (rename it without the dot to grade it)"]
     assert len(set(k.lower() for k in keys)) == len(keys)
     assert all("/" not in k and not k.startswith(".") and k.casefold() not in {n.casefold() for n in ours} for k in keys), keys
     assert "Zoë" in keys

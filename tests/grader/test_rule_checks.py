@@ -488,7 +488,8 @@ FAIR = [
 
         def f(q, k):
             print({n: (v.shape if torch.is_tensor(v) else v) for n, v in locals().items()})
-            print([n for n, v in locals().items() if T.is_floating_point(v)], f"{ {n: torch.is_complex(v) for n, v in vars().items()} }")
+            print([n for n, v in locals().items() if T.is_floating_point(v)])
+            print(f"{ {n: torch.is_complex(v) for n, v in vars().items()} }")
             return q
     """),
     # structural pattern matching on values, shapes, sequences, mappings and self-matching builtins

@@ -47,6 +47,8 @@ RESERVED = {
     "gradebook.csv", "summary.md", ".work", "batch.log", "lms", "items.csv", "changes.csv", "similarity", "plots", "shard.json",
 }  # fmt: skip
 MAX_KEY = 80
+#: hidden folders a class folder holds that are nobody's submission: skipped without a note
+QUIET_HIDDEN = {".git", ".ipynb_checkpoints", ".venv", ".idea", ".vscode", ".Trash", ".work"}
 
 
 @dataclass
@@ -119,6 +121,10 @@ def discover(folder: Path) -> tuple[list[Student], list[str]]:
         path = folder / entry
         kind = _kind(path)
         if entry.startswith(".") or entry == "__MACOSX":
+            if kind in ("dir", "zip") and entry not in QUIET_HIDDEN:  # a student's, maybe: never dropped unsaid (R-BZ)
+                notes.append(
+                    f"{entry}: a hidden {'folder' if kind == 'dir' else 'zip'} — skipped (rename it without the dot to grade it)"
+                )
             continue
         if kind == "link":
             # a student named by a link could point at anything (solutions/, another student)
