@@ -268,6 +268,27 @@ def module_info(results: Results, skill: SkillOutcome) -> dict:
     return ((results.submission or {}).get("modules") or {}).get(skill.module.removesuffix(".py")) or {}
 
 
+def lost_visibly(results: Results) -> set[str]:
+    """The skills that lost points in a visible test: what a note may say a skill lost (before
+    the due date Gradescope shows the notes too, and a skill's total would tell that a hidden
+    test failed)."""
+    return {sk.id for sk in results.skills if any(t.visibility == "visible" and t.score < t.max_score for t in sk.tests)}
+
+
+def imports_note(results: Results, skill: SkillOutcome) -> str:
+    """One line at ``skill``: its module imports another exercise's that lost points too, so
+    some of its failures may come from there (blind tester R-BY read the messages, which point
+    at the calling lines, and missed the footer's longer note); "" otherwise."""
+    lost = lost_visibly(results)
+    if skill.id not in lost:
+        return ""
+    deps = [d for d in (results.submission or {}).get("exercise_imports") or [] if d.get("skill") == skill.id]
+    names = sorted({str(d.get("imports")) for d in deps if d.get("imports_skill") in lost})
+    if not names:
+        return ""
+    return f"{skill.module} imports {', '.join(names)}, which lost points too: fix that first (see the note below)."
+
+
 def todo_summary(tests: list[TestOutcome], todo: list[str] | None = None) -> tuple[list[str], list[TestOutcome]]:
     """(the stubs still to write, in order; the tests that failed for another reason).
 
@@ -359,9 +380,7 @@ def footer_notes(results: Results) -> list[tuple[str, str]]:
                 f"{cross['imports']} with it.",
             )
         )
-    # lost by a visible test: this note is in Gradescope's output before the due date too, and a
-    # skill's total would tell that a hidden test failed
-    lost = {sk.id for sk in results.skills if any(t.visibility == "visible" and t.score < t.max_score for t in sk.tests)}
+    lost = lost_visibly(results)
     for dep in (sub.get("exercise_imports") or [])[:6]:
         if dep.get("imports_skill") in lost and dep.get("skill") in lost:
             out.append(

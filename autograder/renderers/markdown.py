@@ -12,6 +12,7 @@ from .common import (
     footer_notes,
     frame_where,
     headline,
+    imports_note,
     module_info,
     not_graded,
     not_started,
@@ -111,6 +112,9 @@ def render(results: Results, details: bool = True, upload: bool = False) -> str:
             if fresh:
                 lines.append(f"- 📝 {esc(fresh)}")
                 continue
+            note = imports_note(results, skill)
+            if note:
+                lines.append(f"- ↪️ {esc(note)}")
             stubs, others = todo_summary(failed, module_info(results, skill).get("todo"))
             if stubs:
                 lines.append(

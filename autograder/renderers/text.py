@@ -21,6 +21,7 @@ from .common import (
     frame_lines,
     grid_fits,
     headline,
+    imports_note,
     module_info,
     not_graded,
     not_started,
@@ -82,7 +83,7 @@ def _break_name(name: str, room: int) -> str:
     return "\n".join(lines)
 
 
-def _skill_table(skill: SkillOutcome, width: int = 80) -> Table:
+def _skill_table(skill: SkillOutcome, results: Results, width: int = 80) -> Table:
     narrow = width < 100  # (CI logs, 80-column terminals): the hint goes under its test, never cut
     table = Table(
         title=Text.assemble(
@@ -99,6 +100,8 @@ def _skill_table(skill: SkillOutcome, width: int = 80) -> Table:
         table.caption = Text(
             f"0 points: this skill breaks a rule of the exercise — {one_line(skill.gated_by, 400)}", style="bold red"
         )
+    elif note := imports_note(results, skill):
+        table.caption = Text(one_line(note, 400), style="yellow")
     table.add_column("", width=1, max_width=1, no_wrap=True)  # the same indent in every skill's table
     table.add_column("test" if not narrow else "test · hint / why", no_wrap=narrow, ratio=1 if narrow else None)
     table.add_column("points", justify="right", no_wrap=True)
@@ -193,7 +196,7 @@ def render(results: Results, console: Console, *, details: bool = True) -> None:
             score = f"{'–' if stopped[skill.id] else '0'}/{points(skill.points)}"
             console.print(Text.assemble((skill.id, "bold"), "  ", (score, "bold"), "  ", (fresh[skill.id], "yellow")))
         else:
-            console.print(_skill_table(skill, console.width))
+            console.print(_skill_table(skill, results, console.width))
     if details:
         for skill in results.skills:
             failed = [t for t in skill.tests if t.status != "passed"]

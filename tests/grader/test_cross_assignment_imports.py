@@ -148,6 +148,20 @@ def test_a_module_that_imports_a_sibling_that_lost_points_is_told_its_failures_m
     # masks lost points in a hidden test only: nothing said (Gradescope shows these notes before the due date)
     assert notes(full_qkv - 2, full_masks - 3, "hidden") == ""
 
+    # and at the skill itself, where its failures are read (blind tester R-BY missed the footer)
+    from autograder.renderers.common import imports_note
+
+    def at_skill(qkv: float, masks: float, masks_visibility: str = "visible") -> str:
+        skills = [_outcome("qkv", qkv), _outcome("masks", masks, masks_visibility)]
+        return imports_note(Results("complete", "", 0, 100, skills, submission=sub), skills[0])
+
+    assert (
+        at_skill(full_qkv - 2, full_masks - 3)
+        == "qkv.py imports masks.py, which lost points too: fix that first (see the note below)."
+    )
+    assert at_skill(full_qkv - 2, full_masks) == at_skill(full_qkv, full_masks - 3) == ""
+    assert at_skill(full_qkv - 2, full_masks - 3, "hidden") == ""
+
 
 def test_the_not_selected_note_lists_only_modules_the_folder_has(folder, tmp_path):
     """The footer said row_softmax.py was importable beside the graded modules when the folder
