@@ -1651,3 +1651,44 @@ def test_every_name_a_loaded_module_holds_ctypes_by_is_one_the_fork_server_repla
     holders = json.loads(run.stdout)
     assert "torch.ctypes" in holders  # torch hands ctypes out itself
     assert [h for h in holders if h.rsplit(".", 1)[1] not in rawmemory.HOLDER_NAMES] == [], holders
+
+
+def test_a_fork_server_that_made_torchs_attention_bias_leaves_no_name_holding_ctypes(tmp_path):
+    """Where a submission imports ``torch.nn.attention.bias`` the fork server makes it
+    (sandbox/libraries.py): that loads torch._dynamo and ``torch._inductor.cpp_builder``, which
+    holds ``ctypes.wintypes`` — and through it ctypes itself — and ``find_library`` under names
+    HOLDER_NAMES does not list. The fork server then replaces every name of every module that
+    holds a ctypes object (``every_name``). Without it, exercise code could reach
+    ``cpp_builder.wintypes.ctypes.memmove``. In a fresh interpreter, as the server has it."""
+    import json
+    import subprocess
+    import sys
+
+    (tmp_path / "sdpa_masks.py").write_text("from torch.nn.attention.bias import causal_lower_right\n", encoding="utf-8")
+    script = (
+        "import importlib, json, sys\n"
+        "from autograder.config import load\n"
+        "from autograder.runner.grade import preload_modules\n"
+        "from autograder.sandbox import libraries, rawmemory\n"
+        f"for name in preload_modules(load({str(ROOT / 'grading.toml')!r})):\n"
+        "    importlib.import_module(name)\n"
+        f"made = libraries.warm_torch_modules({str(tmp_path)!r})\n"
+        "found = rawmemory.ctypes_objects()\n"
+        "rawmemory.remove_ctypes(keep=('autograder.',), every_name=bool(made))\n"
+        "OURS = ('autograder', '__main__', '__mp_main__')\n"
+        "left = sorted(\n"
+        "    f'{name}.{attribute}'\n"
+        "    for name, module in list(sys.modules.items())\n"
+        "    if module is not None and not name.startswith(OURS)\n"
+        "    for attribute, value in list(getattr(module, '__dict__', {}).items())\n"
+        "    if id(value) in found\n"
+        ")\n"
+        "builder = sys.modules.get('torch._inductor.cpp_builder')\n"
+        "print(json.dumps({'made': made, 'left': left, 'wintypes': repr(getattr(builder, 'wintypes', None))}))\n"
+    )
+    run = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    facts = json.loads(run.stdout.strip().splitlines()[-1])
+    assert facts["made"] == ["torch.nn.attention.bias"]
+    assert facts["left"] == [], facts["left"]
+    assert facts["wintypes"] == "<ctypes: not available in the grader's worker>", facts

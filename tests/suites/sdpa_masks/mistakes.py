@@ -32,6 +32,8 @@ def additive(allowed: torch.Tensor, dtype: torch.dtype) -> dict[str, torch.Tenso
     zeros = torch.zeros(allowed.shape, dtype=dtype)
     return {
         "sdpa_masks/additive-wrong-values": allowed.to(dtype),  # 1 = keep, 0 = block
+        # 0 = keep, 1 = block: the right polarity, 1 for −∞ (blind tester R-BY: no hint)
+        "sdpa_masks/additive-wrong-values#blocked-one": (~allowed).to(dtype),
         "sdpa_masks/polarity-inverted": zeros.masked_fill(allowed, NEG_INF),  # −∞ on the allowed entries
         "sdpa_masks/additive-finite": zeros.masked_fill(~allowed, torch.finfo(dtype).min),
         "sdpa_masks/additive-zero-times-inf": (~allowed).to(dtype) * NEG_INF,  # 0 · (−∞) = NaN on the allowed entries
