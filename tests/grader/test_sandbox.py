@@ -305,6 +305,18 @@ def switch_recording_from_c(x):
             out.append(str(exc))
     return out
 
+def frames_from_eval_frame(x):
+    seen = []
+    out = []
+    for name in ("set_eval_frame", "set_guard_error_hook", "set_bytecode_debugger_callback"):
+        try:
+            getattr(torch._C._dynamo.eval_frame, name)(lambda *a: seen.append(a))
+            (lambda: 1)()
+            out.append("ran")
+        except Exception as exc:
+            out.append(str(exc))
+    return out, len(seen)
+
 def breakpoint_by_name(x):
     os.environ["PYTHONBREAKPOINT"] = "os.getpid"  # the default hook would import and call it
     return breakpoint()
@@ -1429,6 +1441,18 @@ def test_the_profilers_switches_are_the_recordings_alone_whoever_calls_them(sand
     worker.close()
     assert reply.ok, reply.error
     assert all("is not available to exercise code" in text for text in reply.value["value"]), reply.value
+
+
+def test_torchs_frame_evaluation_hooks_hand_exercise_code_no_frame(sandbox):
+    """``torch._C._dynamo.eval_frame.set_eval_frame`` (loaded with torch, in every worker) calls
+    its callback with each frame evaluated next — the worker's own, with ``f_globals`` and
+    ``f_back``: a frame without ``sys._getframe``. A worker seals it and the other hooks that
+    hand out frames, as it seals the profiler's switches."""
+    worker, reply = call(sandbox, "frames_from_eval_frame", 1)
+    worker.close()
+    assert reply.ok, reply.error
+    refusals, frames = reply.value["value"]
+    assert frames == 0 and all("hands out frames" in text for text in refusals), reply.value
 
 
 def test_switches_are_sealed_once_per_set_of_modules_and_again_after_an_import():

@@ -403,6 +403,19 @@ PROFILER_SWITCHES = (
     # red-team tester R-BK: the end marker then went missing, read as tampering; sealed all the same)
     "_toggle_collection_dynamic",
 )
+#: torch's frame-evaluation hooks (``torch._C._dynamo.eval_frame``, re-exported by torch._dynamo):
+#: ``set_eval_frame``'s callback is handed each frame Python evaluates next — the worker's own
+#: too, with ``f_globals``, ``f_locals`` and ``f_back`` — and the others hand out frames or a
+#: frame's value stack the same way. Exercise code gets no frame (audit.py): sealed as the
+#: profiler's switches are, in every module that holds them (recorders.seal_switches)
+FRAME_HOOKS = (
+    "set_eval_frame",
+    "set_guard_error_hook",
+    "set_guard_complete_hook",
+    "set_bytecode_debugger_callback",
+    "set_code_exec_strategy",
+    "_get_frame_value_stack_with_depth",
+)
 #: C functions that switch the recording of operators off (called from any frame while it runs)
 _DISPATCH_SWITCHES = {
     *PROFILER_SWITCHES,

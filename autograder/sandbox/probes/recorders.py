@@ -18,6 +18,7 @@ from .bans import (
     _DISPATCH_SWITCHES,
     AUTOGRAD_TRIPWIRE,
     DISPATCH_LIBRARY,
+    FRAME_HOOKS,
     PROFILER_SWITCHES,
     STANDING_BAN,
     THREAD_BAN,
@@ -181,11 +182,22 @@ def seal_switches() -> int:
                 _ORIGINAL.setdefault(name, value)
                 namespace[name] = _refusing(name)
                 replaced += 1
+        for name in FRAME_HOOKS:
+            if type(namespace.get(name)) is types.BuiltinFunctionType:
+                namespace[name] = _refusing_frames(name)
+                replaced += 1
         if namespace.get("_dispatch_library") is DISPATCH_LIBRARY:  # kernels for torch's operators: bans.py
             namespace["_dispatch_library"] = guard = guard or guarded_dispatch_library()
             replaced += 1
     _SEALED_AT = _modules_mark()
     return replaced
+
+
+def _refusing_frames(name: str) -> Any:
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError(f"{name} is not available to exercise code: it hands out frames (see EXERCISES.md, 'No frames')")
+
+    return refuse
 
 
 def _refusing(name: str) -> Any:
