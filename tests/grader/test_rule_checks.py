@@ -953,6 +953,15 @@ ALIASED_EVASIONS = {
         "m._C (torch's private namespace, m is torch)",
     ),
     "returned": ("def get():\n    return torch\n\n\ndef f(x):\n    return get()._C\n", "get()._C"),
+    # blind red-team tester R-CA (2026-12-07): torch's namespace handed to a function that hands it
+    # back, or kept as an attribute — `box._dynamo.eval_frame._maybe_set_eval_frame` passed the scan
+    "handed-back-by-dict": ('box = dict(m=torch)["m"]\n\n\ndef f(x):\n    return box._dynamo\n', "box._dynamo"),
+    "handed-back-by-next": ("box = next(iter([torch]))\n\n\ndef f(x):\n    return box._C\n", "box._C"),
+    "class-attribute": ("class Lib:\n    m = torch\n\n\ndef f(x):\n    return Lib.m._C\n", "Lib.m._C"),
+    "self-attribute": (
+        "class Head:\n    def __init__(self):\n        self.lib = torch\n\n    def f(self, x):\n        return self.lib._C\n",
+        "self.lib._C (torch's private namespace, self's attribute holds torch)",
+    ),
     "lambda": ("get = lambda: torch\n\n\ndef f(x):\n    return get()._C\n", "get()._C"),
     "unpacked": ("a, t = 1, torch\n\n\ndef f(x):\n    return t._C\n", "t._C"),
     "getattr-constant": ("def f(x):\n    return getattr(torch, 'ops').aten._softmax(x, -1, False)\n", "_softmax"),

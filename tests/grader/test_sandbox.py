@@ -1458,7 +1458,8 @@ def test_torchs_frame_evaluation_hooks_hand_exercise_code_no_frame(sandbox):
 def test_switches_are_sealed_once_per_set_of_modules_and_again_after_an_import():
     """The fork server seals torch's profiler switches before it forks; a worker whose modules
     are the server's skips the ~1 600-module pass (~7 ms a worker), and one that imported
-    something since seals again, the new module included (run in a fresh interpreter: the
+    something since seals again, the new module included. A switch is known by what it is
+    under any name, and a name alone makes nothing a switch (run in a fresh interpreter: the
     seal would refuse the switches to this process's own recordings)."""
     import subprocess
     import sys
@@ -1469,13 +1470,15 @@ def test_switches_are_sealed_once_per_set_of_modules_and_again_after_an_import()
         "first = recorders.seal_switches()\n"
         "again = recorders.seal_switches()\n"
         "late = types.ModuleType('late_module')\n"
-        "late._enable_profiler = len  # a builtin, as torch's switches are\n"
+        "late.renamed = recorders._ORIGINAL['_enable_profiler']  # the switch under another name, as in torch._dynamo\n"
+        "late._enable_profiler = len  # a builtin of that name that is no switch: kept\n"
         "sys.modules['late_module'] = late\n"
         "after_import = recorders.seal_switches()\n"
-        "print(first > 0, again, after_import, late._enable_profiler is len)\n"
+        "kept = late.renamed is recorders._ORIGINAL['_enable_profiler']\n"
+        "print(first > 0, again, after_import, kept, late._enable_profiler is len)\n"
     )
     out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert out.stdout.split() == ["True", "0", "1", "False"], out.stderr[-2000:]
+    assert out.stdout.split() == ["True", "0", "1", "False", "True"], out.stderr[-2000:]
 
 
 def test_exercise_code_builds_no_code_object_or_function_at_run_time(sandbox):

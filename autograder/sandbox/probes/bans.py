@@ -415,6 +415,9 @@ FRAME_HOOKS = (
     "set_bytecode_debugger_callback",
     "set_code_exec_strategy",
     "_get_frame_value_stack_with_depth",
+    "get_eval_frame_callback",  # hands back the callback set, with what it holds
+    "reset_code",
+    "register_breakpoint_code",
 )
 #: C functions that switch the recording of operators off (called from any frame while it runs)
 _DISPATCH_SWITCHES = {

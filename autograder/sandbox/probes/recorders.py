@@ -163,10 +163,15 @@ def _modules_mark() -> tuple[int, str | None]:
 
 
 def seal_switches() -> int:
-    """Replace every module's name for a switch with a refusal (in the fork server before it
-    forks, and in a worker before any exercise code): the number of names replaced. A pass
-    over ~1 600 modules costs a forked worker ~7 ms, most of it copying the pages it touches,
-    so a worker whose modules are the ones the server sealed skips it."""
+    """Replace every module-level name that holds one of torch's switches or frame hooks with a
+    refusal (in the fork server before it forks, and in a worker before any exercise code):
+    the number of names replaced. A switch is known by what it is — a C function of
+    ``torch._C`` whose own ``__name__`` is a switch's — never by the name a module gives it:
+    torch._dynamo keeps ``set_eval_frame`` as ``_maybe_set_eval_frame`` too, which a seal by
+    name left to exercise code (blind red-team tester R-CA: the worker's frames and reply key
+    from qkv.py, and custom_backward's gradients by autograd in the reply's glue). A pass over
+    every name of ~1 600 modules costs ~5 ms; a worker whose modules are the ones the server
+    sealed skips it."""
     global _SEALED_AT
     if _modules_mark() == _SEALED_AT:
         return 0
@@ -176,15 +181,18 @@ def seal_switches() -> int:
         if not isinstance(module, types.ModuleType):
             continue
         namespace = vars(module)
-        for name in PROFILER_SWITCHES:
-            value = namespace.get(name)
-            if type(value) is types.BuiltinFunctionType:
-                _ORIGINAL.setdefault(name, value)
-                namespace[name] = _refusing(name)
+        for name, value in list(namespace.items()):
+            if type(value) is not types.BuiltinFunctionType:
+                continue
+            own = getattr(value, "__name__", "")
+            if not str(getattr(value, "__module__", "") or "").startswith("torch._C"):
+                continue
+            if own in PROFILER_SWITCHES:
+                _ORIGINAL.setdefault(own, value)
+                namespace[name] = _refusing(own)
                 replaced += 1
-        for name in FRAME_HOOKS:
-            if type(namespace.get(name)) is types.BuiltinFunctionType:
-                namespace[name] = _refusing_frames(name)
+            elif own in FRAME_HOOKS:
+                namespace[name] = _refusing_frames(own)
                 replaced += 1
         if namespace.get("_dispatch_library") is DISPATCH_LIBRARY:  # kernels for torch's operators: bans.py
             namespace["_dispatch_library"] = guard = guard or guarded_dispatch_library()

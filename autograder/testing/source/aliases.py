@@ -20,6 +20,17 @@ class _TorchAliases:
     def __init__(self, tree: ast.AST) -> None:
         self.paths: dict[str, str] = _torch_imports(tree)
         self.returners: dict[str, str] = {}  # own function/lambda name → the torch path it returns
+        #: (name, attribute) → the torch path an attribute was given: ``self.lib = torch``, and a
+        #: class body's ``lib = torch`` (read as ``Cls.lib`` and ``self.lib``): blind red-team
+        #: tester R-CA's ``box._dynamo`` went through a container the scan did not follow
+        self.attributes: dict[tuple[str, str], str] = {}
+        self._class_bodies = [
+            (node.name, item)
+            for node in _nodes(tree)
+            if isinstance(node, ast.ClassDef)
+            for item in node.body
+            if isinstance(item, (ast.Assign, ast.AnnAssign)) and item.value is not None
+        ]
         defs = {}
         for node in _nodes(tree):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
@@ -40,12 +51,20 @@ class _TorchAliases:
         }
         for _ in range(50):  # a fixed point: each round binds at least one more name, or stops
             before = (dict(self.paths), dict(self.returners))
+            attributes_before = len(self.attributes)
             for name, values in returns.items():
                 for value in values:
                     self._bind_returner(name, value)
             for node in bindings:
                 self._bind(node, defs)
-            if (self.paths, self.returners) == before:
+            for cls, item in self._class_bodies:
+                path = self.path(item.value)
+                for target in item.targets if isinstance(item, ast.Assign) else [item.target]:
+                    if path is not None and isinstance(target, ast.Name):
+                        self.attributes.setdefault((cls, target.id), path)
+                        self.attributes.setdefault(("self", target.id), path)
+                        self.attributes.setdefault(("cls", target.id), path)
+            if (self.paths, self.returners) == before and len(self.attributes) == attributes_before:
                 break
 
     def _set(self, name: str, path: str) -> None:
@@ -60,6 +79,9 @@ class _TorchAliases:
         if isinstance(target, ast.Name):
             if path is not None:
                 self._set(target.id, path)
+        elif isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name):
+            if path is not None:
+                self.attributes.setdefault((target.value.id, target.attr), path)
         elif isinstance(target, (ast.Tuple, ast.List)):
             if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts):
                 for t, v in zip(target.elts, value.elts):
@@ -111,6 +133,8 @@ class _TorchAliases:
             return self.paths.get(node.id)
         if isinstance(node, ast.Attribute):
             base = self.path(node.value)
+            if base is None and isinstance(node.value, ast.Name):
+                return self.attributes.get((node.value.id, node.attr))
             return f"{base}.{node.attr}" if base is not None else None
         if isinstance(node, ast.Subscript):
             base = self.path(node.value)
@@ -127,6 +151,11 @@ class _TorchAliases:
                 return self.returners[func.id]
             if isinstance(func, ast.Lambda):
                 return self.path(func.body)
+            if self.path(func) is None:
+                # a function not torch's given torch's namespace may hand it back: dict(m=torch)["m"],
+                # next(iter([torch])), SimpleNamespace(m=torch) (blind red-team tester R-CA)
+                given = [*node.args, *(k.value for k in node.keywords)]
+                return next((p for p in map(self.path, given) if p is not None), None)
             return None
         if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
             return next((f"{p}" for p in map(self.path, node.elts) if p is not None), None)

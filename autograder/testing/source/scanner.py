@@ -426,13 +426,13 @@ class _Scanner(ast.NodeVisitor):
         return self.loop_constants.get(node.id)
 
     def _alias_note(self, node: ast.Attribute, path: str | None) -> str:
-        """ ", t is torch" when the object is torch's through a name that is not torch itself."""
+        """ ", t is torch" (or "get() returns torch", "box's attribute holds torch") for a name not torch itself."""
         root = _root(node)
         if not path or root is None or root == "torch":
             return ""
         if root in self.aliases.paths:
             return f", {root} is {self.aliases.paths[root].split('.…')[0]}"
-        return f", {root}() returns {self.aliases.returners.get(root, 'torch')}"
+        return f", {root}() returns {r}" if (r := self.aliases.returners.get(root)) else f", {root}'s attribute holds torch"
 
     def _denied_module_attribute(self, node: ast.Attribute) -> bool:
         """``logging.handlers.QueueListener`` after ``import logging``: a denied module
@@ -533,23 +533,17 @@ class _Scanner(ast.NodeVisitor):
         for alias in node.names:
             self._import(node, module, alias.name, alias.asname)
 
-    def _predicates(self, node: ast.AST) -> frozenset[int]:
-        """The calls under ``node`` of torch's own predicates (shown.TORCH_PREDICATES)."""
-        return frozenset(
-            id(call)
-            for call in ast.walk(node)
-            if isinstance(call, ast.Call) and self.aliases.path(call.func) in shown.TORCH_PREDICATES
-        )
-
     def visit_JoinedStr(self, node: ast.JoinedStr) -> None:
         if self.dynamic:  # f"{locals()}" is text wherever it goes (shown.py)
-            self.safe_calls.update(id(mark) for mark in shown.formatted_namespaces(node, self._predicates(node)))
+            predicates = shown.predicate_calls(node, self.aliases.path)
+            self.safe_calls.update(id(mark) for mark in shown.formatted_namespaces(node, predicates))
         self.generic_visit(node)
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
         if self.dynamic and shown.shows(node, self.print_is_builtin):  # print(locals()) and the like (shown.py)
-            self.safe_calls.update(id(mark) for mark in shown.shown_namespaces(node, self._predicates(node)))
+            predicates = shown.predicate_calls(node, self.aliases.path)
+            self.safe_calls.update(id(mark) for mark in shown.shown_namespaces(node, predicates))
         # a method named like the builtin is judged as it is (``jinja2.Environment().getattr(torch,
         # "…")``, ``monkeypatch.setattr(…)``: blind red-team tester R-U), whatever its object
         called = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None

@@ -105,6 +105,12 @@ def _mark(node: ast.AST) -> ast.AST:
     return node.func if isinstance(node, ast.Call) else node
 
 
+def predicate_calls(node: ast.AST, torch_path) -> frozenset[int]:
+    """The ids of the calls under ``node`` of one of ``TORCH_PREDICATES``, as ``torch_path``
+    (the scan's ``aliases.path``: a node's torch path, or None) reads their function."""
+    return frozenset(id(c) for c in ast.walk(node) if isinstance(c, ast.Call) and torch_path(c.func) in TORCH_PREDICATES)
+
+
 def shown_namespaces(call: ast.Call, predicates: frozenset[int] = frozenset()) -> list[ast.AST]:
     """The namespace reads in the arguments of a showing ``call`` that are only shown (``_mark``);
     ``predicates``: ids of the calls in it of one of ``TORCH_PREDICATES``."""
