@@ -1644,38 +1644,50 @@ def test_an_errors_frames_are_the_submissions_entries_of_its_traceback_as_extrac
     assert facts["type"] == "ZeroDivisionError" and facts["raised_in"] == "student.py"
 
 
+def _fork_server_state(steps: str, filtered: str, show: str):
+    """What ``show`` (a Python expression) is in a fresh interpreter that has imported what a
+    fork server imports (torch, numpy, sympy, the preloads), run ``steps``, read the ctypes
+    objects (``found``), run ``filtered`` (a statement or "") and walked every module-level
+    name of every module but the grader's for them (``holders``): in a fresh interpreter,
+    because this test process has loaded whatever earlier tests imported."""
+    import json
+    import subprocess
+    import sys
+
+    script = (
+        "import importlib, json, sys\n"
+        "from autograder.config import load\n"
+        "from autograder.runner.grade import preload_modules\n"
+        "from autograder.sandbox import libraries, rawmemory\n"
+        f"for name in preload_modules(load({str(ROOT / 'grading.toml')!r})):\n"
+        "    importlib.import_module(name)\n"
+        f"{steps}\n"
+        "found = rawmemory.ctypes_objects()\n"
+        f"{filtered}\n"
+        "OURS = ('autograder', '__main__', '__mp_main__')\n"
+        "holders = sorted(\n"
+        "    f'{name}.{attribute}'\n"
+        "    for name, module in list(sys.modules.items())\n"
+        "    if module is not None and not rawmemory.is_ctypes_module(name) and not name.startswith(OURS)\n"
+        "    for attribute, value in list(getattr(module, '__dict__', {}).items())\n"
+        "    if id(value) in found\n"
+        ")\n"
+        f"print(json.dumps({show}))\n"
+    )
+    run = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    return json.loads(run.stdout.strip().splitlines()[-1])
+
+
 def test_every_name_a_loaded_module_holds_ctypes_by_is_one_the_fork_server_replaces():
     """rawmemory.remove_ctypes looks only at HOLDER_NAMES (a walk of every name of every
     module costs ~30 ms a fork server); this walk, over what a fork server has loaded (torch,
     numpy, sympy and the preloads), proves the list complete for the pinned versions. In a
     fresh interpreter: this test process has loaded whatever earlier tests imported
     (``torch._inductor``, which no worker can import), and read that as the server's."""
-    import json
-    import subprocess
-    import sys
-
     from autograder.sandbox import rawmemory
 
-    script = (
-        "import importlib, json, sys\n"
-        "from autograder.config import load\n"
-        "from autograder.runner.grade import preload_modules\n"
-        "from autograder.sandbox import rawmemory\n"
-        f"for name in preload_modules(load({str(ROOT / 'grading.toml')!r})):\n"
-        "    importlib.import_module(name)\n"
-        "found = rawmemory.ctypes_objects()\n"
-        "OURS = ('autograder', '__main__', '__mp_main__')\n"
-        "print(json.dumps(sorted(\n"
-        "    f'{name}.{attribute}'\n"
-        "    for name, module in list(sys.modules.items())\n"
-        "    if module is not None and not rawmemory.is_ctypes_module(name) and not name.startswith(OURS)\n"
-        "    for attribute, value in list(getattr(module, '__dict__', {}).items())\n"
-        "    if id(value) in found\n"
-        ")))\n"
-    )
-    run = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert run.returncode == 0, run.stderr[-2000:]
-    holders = json.loads(run.stdout)
+    holders = _fork_server_state("", "", "holders")
     assert "torch.ctypes" in holders  # torch hands ctypes out itself
     assert [h for h in holders if h.rsplit(".", 1)[1] not in rawmemory.HOLDER_NAMES] == [], holders
 
@@ -1687,35 +1699,13 @@ def test_a_fork_server_that_made_torchs_attention_bias_leaves_no_name_holding_ct
     HOLDER_NAMES does not list. The fork server then replaces every name of every module that
     holds a ctypes object (``every_name``). Without it, exercise code could reach
     ``cpp_builder.wintypes.ctypes.memmove``. In a fresh interpreter, as the server has it."""
-    import json
-    import subprocess
-    import sys
-
     (tmp_path / "sdpa_masks.py").write_text("from torch.nn.attention.bias import causal_lower_right\n", encoding="utf-8")
-    script = (
-        "import importlib, json, sys\n"
-        "from autograder.config import load\n"
-        "from autograder.runner.grade import preload_modules\n"
-        "from autograder.sandbox import libraries, rawmemory\n"
-        f"for name in preload_modules(load({str(ROOT / 'grading.toml')!r})):\n"
-        "    importlib.import_module(name)\n"
-        f"made = libraries.warm_torch_modules({str(tmp_path)!r})\n"
-        "found = rawmemory.ctypes_objects()\n"
-        "rawmemory.remove_ctypes(keep=('autograder.',), every_name=bool(made))\n"
-        "OURS = ('autograder', '__main__', '__mp_main__')\n"
-        "left = sorted(\n"
-        "    f'{name}.{attribute}'\n"
-        "    for name, module in list(sys.modules.items())\n"
-        "    if module is not None and not name.startswith(OURS)\n"
-        "    for attribute, value in list(getattr(module, '__dict__', {}).items())\n"
-        "    if id(value) in found\n"
-        ")\n"
-        "builder = sys.modules.get('torch._inductor.cpp_builder')\n"
-        "print(json.dumps({'made': made, 'left': left, 'wintypes': repr(getattr(builder, 'wintypes', None))}))\n"
+    facts = _fork_server_state(
+        f"made = libraries.warm_torch_modules({str(tmp_path)!r})",
+        "rawmemory.remove_ctypes(keep=('autograder.',), every_name=bool(made))",
+        "{'made': made, 'left': holders, "
+        "'wintypes': repr(getattr(sys.modules.get('torch._inductor.cpp_builder'), 'wintypes', None))}",
     )
-    run = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert run.returncode == 0, run.stderr[-2000:]
-    facts = json.loads(run.stdout.strip().splitlines()[-1])
     assert facts["made"] == ["torch.nn.attention.bias"]
     assert facts["left"] == [], facts["left"]
     assert facts["wintypes"] == "<ctypes: not available in the grader's worker>", facts
