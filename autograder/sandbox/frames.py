@@ -61,3 +61,47 @@ def allowed(exercise: str, grader: str, depth: int = 2) -> bool:
         entry = frame  # a library's: neither the grader's nor the exercise's
         up = frame.f_back
     return True
+
+
+def frameless_signal_handlers() -> int:
+    """Make every name that holds ``signal.signal`` (the ``signal`` module's and ``_signal``'s,
+    in every module: ``pdb.signal.signal`` too) install a handler that is handed no frame:
+    Python calls a handler with the frame it interrupted, the worker's own included, and no
+    audit event says so (blind red-team tester R-CB: ``pdb.signal.signal(10, grab)`` then
+    ``os.kill(os.getpid(), 10)`` gave a frame, and ``pdb`` walked it to the worker's reply key
+    and recorders: custom_backward 20/20 with autograd in backward). The handler gets ``None``
+    where the frame was; the signal and everything else are as before. The worker's own
+    handlers are installed with the functions it bound before (fresh.py). Called in a worker
+    before any exercise code; the number of names replaced."""
+    import _signal
+    import signal as signal_module
+
+    originals = {id(_signal.signal), id(signal_module.signal)}
+    install = _signal.signal
+
+    def signal(signalnum: int, handler):  # the same arguments and result as signal.signal
+        if callable(handler):
+            handler = _frameless(handler)
+        previous = install(int(signalnum), int(handler) if isinstance(handler, signal_module.Handlers) else handler)
+        try:
+            return signal_module.Handlers(previous)
+        except (ValueError, TypeError):
+            return previous
+
+    replaced = 0
+    for module in list(sys.modules.values()):
+        namespace = getattr(module, "__dict__", None)
+        if not isinstance(namespace, dict):
+            continue
+        for name, value in list(namespace.items()):
+            if id(value) in originals:
+                namespace[name] = signal
+                replaced += 1
+    return replaced
+
+
+def _frameless(handler):
+    def handle(signum: int, _frame: object) -> object:
+        return handler(signum, None)
+
+    return handle

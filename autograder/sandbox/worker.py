@@ -28,7 +28,7 @@ from typing import Any
 
 import torch
 
-from . import audit, confine, mainguard, namespaces, probes, quiet, rawmemory, tensor_text
+from . import audit, confine, frames, mainguard, namespaces, probes, quiet, rawmemory, tensor_text
 from .codegate import CodeGate
 from .errors import error_facts, safe_str
 from .fresh import FreshState
@@ -476,7 +476,8 @@ def serve(sock: socket.socket, spec: WorkerSpec, facts: list[str]) -> None:
     rawmemory.bound_numpy_views()
     gate = CodeGate(spec.copy_dir, _GRADER_DIR)
     seal = audit.forbid_introspection(gate)
-    ctx = WorkerContext(spec, grader, gate)
+    ctx = WorkerContext(spec, grader, gate)  # its FreshState binds signal.signal first: the worker's own handlers keep frames
+    frames.frameless_signal_handlers()  # a signal handler is handed the frame it interrupted: never to exercise code
     ctx.seal = seal
     answer = handle  # bound here: replacing the module's global (reached by a gc walk) changes nothing
     send_message(sock, {"ok": True, "ready": True, "facts": facts, "pid": os.getpid()})

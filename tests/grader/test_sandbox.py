@@ -305,6 +305,15 @@ def switch_recording_from_c(x):
             out.append(str(exc))
     return out
 
+def frame_from_signal_handler(x):
+    import pdb, signal as signals
+    got = []
+    for install in (signals.signal, pdb.signal.signal):
+        install(signals.SIGUSR1, lambda signum, frame: got.append(type(frame).__name__))
+        os.kill(os.getpid(), signals.SIGUSR1)
+    signals.signal(signals.SIGUSR1, signals.SIG_DFL)
+    return got
+
 def frames_from_eval_frame(x):
     seen = []
     out = []
@@ -1453,6 +1462,17 @@ def test_torchs_frame_evaluation_hooks_hand_exercise_code_no_frame(sandbox):
     assert reply.ok, reply.error
     refusals, frames = reply.value["value"]
     assert frames == 0 and all("hands out frames" in text for text in refusals), reply.value
+
+
+def test_a_signal_handler_of_exercise_code_is_handed_no_frame(sandbox):
+    """Python calls a signal handler with the frame it interrupted, the worker's own included,
+    and no audit event says so (blind red-team tester R-CB walked it with pdb to the reply key
+    and the recorders: custom_backward 20/20 with autograd). In a worker every name for
+    ``signal.signal`` installs a handler that gets ``None`` instead; the signal still arrives."""
+    worker, reply = call(sandbox, "frame_from_signal_handler", 1)
+    worker.close()
+    assert reply.ok, reply.error
+    assert reply.value["value"] == ["NoneType", "NoneType"], reply.value
 
 
 def test_switches_are_sealed_once_per_set_of_modules_and_again_after_an_import():
