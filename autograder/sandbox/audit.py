@@ -66,6 +66,16 @@ def forbid_introspection(gate: CodeGate) -> Callable[[], None]:
                 raise RuntimeError(f"{event}: {frames.MESSAGE}")
         if event in _REFUSED_EVENTS:
             raise RuntimeError(f"{event} is not available to exercise code: it reaches the grader's own objects")
+        # a rule-checked worker: a trace or profile function of the exercise's would be handed the
+        # worker's frames (blind red-team tester R-CB, after signal handlers: frames.py)
+        if sealed and event in frames.TRACE_EVENTS and gate.allowed is not None and not busy:
+            busy.append(True)
+            try:
+                asked = frames.exercise_asked(gate.prefix, gate.grader)
+            finally:
+                busy.pop()
+            if asked:
+                raise RuntimeError(f"{event}: {frames.TRACE_MESSAGE}")
         if event == "exec" and gate.allowed is not None:
             gate.check(args[0], caller_file())
         if sealed and (event in CODE_EVENTS or (event == "object.__setattr__" and args[1:2] == ("__code__",))):

@@ -105,3 +105,29 @@ def _frameless(handler):
         return handler(signum, None)
 
     return handle
+
+
+#: audit events that install a function Python hands every frame it runs next
+TRACE_EVENTS = frozenset({"sys.settrace", "sys.setprofile"})
+TRACE_MESSAGE = (
+    "a trace or profile function is handed every frame that runs next, the grader's own included: "
+    "not in a rule-checked file (EXERCISES.md: profile in a self-test under the main guard)"
+)
+
+
+def exercise_asked(exercise: str, grader: str, depth: int = 2) -> bool:
+    """Whether the exercise's own code is on the stack above the frame raising the event
+    (``depth`` frames up) before any of the grader's: a trace or profile function it set, itself
+    or through a library (``profile.Profile.runcall``, ``cProfile``), would be handed frames."""
+    try:
+        frame: FrameType | None = sys._getframe(depth)
+    except ValueError:
+        return False
+    while frame is not None:
+        path = frame.f_code.co_filename
+        if path.startswith(grader):
+            return False
+        if path.startswith(exercise):
+            return True
+        frame = frame.f_back
+    return False

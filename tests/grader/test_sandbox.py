@@ -314,6 +314,14 @@ def frame_from_signal_handler(x):
     signals.signal(signals.SIGUSR1, signals.SIG_DFL)
     return got
 
+def profile_from_exercise_code(x):
+    import profile
+    try:
+        profile.Profile().runcall(len, [1])
+        return "ran"
+    except RuntimeError as exc:
+        return str(exc)
+
 def frames_from_eval_frame(x):
     seen = []
     out = []
@@ -1473,6 +1481,24 @@ def test_a_signal_handler_of_exercise_code_is_handed_no_frame(sandbox):
     worker.close()
     assert reply.ok, reply.error
     assert reply.value["value"] == ["NoneType", "NoneType"], reply.value
+
+
+def test_a_rule_checked_workers_exercise_code_sets_no_trace_or_profile_function(sandbox, tmp_path):
+    """A profile or trace function is handed every frame that runs next, the worker's own too
+    (``f_back``): in a rule-checked worker (its code gate set) exercise code may not set one,
+    itself or through ``profile``/``cProfile`` (blind red-team tester R-CB, after the signal
+    handlers); where no rule is judged it may (a file that profiles itself)."""
+    worker, reply = call(sandbox, "profile_from_exercise_code", 1)
+    worker.close()
+    assert reply.ok and reply.value["value"] == "ran", reply  # no code gate: no rule here
+    gated = sandbox.worker()
+    try:
+        gated.confine(("m",))
+        request = {"module": "m", "target": "profile_from_exercise_code", "args": [1], "kwargs": {}}
+        reply = gated.run("call", None, [], request, timeout=30.0, during="profile")
+    finally:
+        gated.close()
+    assert reply.ok and "a trace or profile function is handed every frame" in reply.value["value"], reply
 
 
 def test_switches_are_sealed_once_per_set_of_modules_and_again_after_an_import():
