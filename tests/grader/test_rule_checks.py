@@ -957,10 +957,18 @@ ALIASED_EVASIONS = {
     # back, or kept as an attribute — `box._dynamo.eval_frame._maybe_set_eval_frame` passed the scan
     "handed-back-by-dict": ('box = dict(m=torch)["m"]\n\n\ndef f(x):\n    return box._dynamo\n', "box._dynamo"),
     "handed-back-by-next": ("box = next(iter([torch]))\n\n\ndef f(x):\n    return box._C\n", "box._C"),
+    # blind red-team tester R-CB (2026-12-07): more ways to hand torch along
+    "with-as": ("import contextlib\n\nwith contextlib.nullcontext(torch) as t:\n    X = t._C\n", "t._C"),
+    "comprehension-variable": ("X = [m for m in [torch]][0]._C\n", "._C (torch's private namespace"),
+    "yielded": ("def g():\n    yield torch\n\n\nX = next(g())._C\n", "next()._C"),
+    "library-torch-attribute": ("import einops.layers.torch as elt\n\nt = elt.torch\nX = t._C\n", "t._C"),
+    "set-pop": ("X = {torch}.pop()._C\n", ".pop()._C"),
+    "dict-popitem": ("X = dict.fromkeys([torch]).popitem()[0]._C\n", "popitem()[…]._C"),
+    "instance-of-class-attribute": ("class K:\n    m = torch\n\n\nX = K().m._C\n", "K().m._C"),
     "class-attribute": ("class Lib:\n    m = torch\n\n\ndef f(x):\n    return Lib.m._C\n", "Lib.m._C"),
     "self-attribute": (
         "class Head:\n    def __init__(self):\n        self.lib = torch\n\n    def f(self, x):\n        return self.lib._C\n",
-        "self.lib._C (torch's private namespace, self's attribute holds torch)",
+        "self.lib._C (torch's private namespace, torch reached through self)",
     ),
     "lambda": ("get = lambda: torch\n\n\ndef f(x):\n    return get()._C\n", "get()._C"),
     "unpacked": ("a, t = 1, torch\n\n\ndef f(x):\n    return t._C\n", "t._C"),

@@ -6,6 +6,10 @@ import ast
 
 from .tree import _bound_names, _nodes, _torch_imports
 
+#: a container's methods that hand back what it holds (a module's attribute of these names is no
+#: torch function of the kind the scan judges: torch has none)
+CONTENT_METHODS = frozenset({"pop", "popitem", "get", "copy", "setdefault", "popleft", "values", "items", "keys"})
+
 
 class _TorchAliases:
     """Which names of a file hold torch, one of its modules or objects — by import, by
@@ -42,11 +46,21 @@ class _TorchAliases:
             for node in _nodes(tree)
             if isinstance(
                 node,
-                (ast.Assign, ast.AnnAssign, ast.NamedExpr, ast.For, ast.AsyncFor, ast.comprehension, ast.Call, ast.arguments),
+                (
+                    ast.Assign,
+                    ast.AnnAssign,
+                    ast.NamedExpr,
+                    ast.For,
+                    ast.AsyncFor,
+                    ast.comprehension,
+                    ast.Call,
+                    ast.arguments,
+                    ast.withitem,
+                ),
             )
         ]
         returns = {
-            name: [sub.value for node in nodes for sub in _nodes(node) if isinstance(sub, ast.Return) and sub.value]
+            name: [sub.value for node in nodes for sub in _nodes(node) if isinstance(sub, (ast.Return, ast.Yield)) and sub.value]
             for name, nodes in defs.items()
         }
         for _ in range(50):  # a fixed point: each round binds at least one more name, or stops
@@ -104,6 +118,8 @@ class _TorchAliases:
             self._bind_target(node.target, node.value, self.path(node.value))
         elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
             self._bind_target(node.target, None, self.path(node.iter))
+        elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+            self._bind_target(node.optional_vars, None, self.path(node.context_expr))  # with nullcontext(torch) as t
         elif isinstance(node, ast.arguments):
             positional = node.posonlyargs + node.args
             for arg, default in zip(positional[len(positional) - len(node.defaults) :], node.defaults):
@@ -124,6 +140,12 @@ class _TorchAliases:
                 if fn.args.vararg is not None and any(self.path(v) for v in node.args):
                     self._set(fn.args.vararg.arg, "torch")
 
+    @staticmethod
+    def _library_torch(node: ast.Attribute) -> str | None:
+        """A library module's ``torch`` attribute is torch (``einops.layers.torch`` imported as
+        ``elt``: ``elt.torch._C``, blind red-team tester R-CB)."""
+        return "torch" if node.attr == "torch" else None
+
     def path(self, node: ast.AST | None) -> str | None:
         """The torch path ``node`` evaluates to ("torch.ops.aten", "torch.…" where a part is
         unknown), or None when it is not torch's (as far as the file shows)."""
@@ -134,8 +156,10 @@ class _TorchAliases:
         if isinstance(node, ast.Attribute):
             base = self.path(node.value)
             if base is None and isinstance(node.value, ast.Name):
-                return self.attributes.get((node.value.id, node.attr))
-            return f"{base}.{node.attr}" if base is not None else None
+                return self.attributes.get((node.value.id, node.attr)) or self._library_torch(node)
+            if base is None and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name):
+                return self.attributes.get((node.value.func.id, node.attr))  # K().m, with a class body's m = torch
+            return f"{base}.{node.attr}" if base is not None else self._library_torch(node)
         if isinstance(node, ast.Subscript):
             base = self.path(node.value)
             return f"{base}.…" if base is not None else None
@@ -151,6 +175,8 @@ class _TorchAliases:
                 return self.returners[func.id]
             if isinstance(func, ast.Lambda):
                 return self.path(func.body)
+            if isinstance(func, ast.Attribute) and func.attr in CONTENT_METHODS and self.path(func.value) is not None:
+                return self.path(func.value)  # {torch}.pop(), dict.fromkeys([torch]).popitem(): what the container held
             if self.path(func) is None:
                 # a function not torch's given torch's namespace may hand it back: dict(m=torch)["m"],
                 # next(iter([torch])), SimpleNamespace(m=torch) (blind red-team tester R-CA)
@@ -169,6 +195,10 @@ class _TorchAliases:
             return self.path(node.value)
         if isinstance(node, ast.Lambda):
             return self.path(node.body)
+        if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
+            return self.path(node.elt)  # [m for m in [torch]][0]
+        if isinstance(node, ast.DictComp):
+            return self.path(node.value)
         return None
 
 

@@ -432,7 +432,7 @@ class _Scanner(ast.NodeVisitor):
             return ""
         if root in self.aliases.paths:
             return f", {root} is {self.aliases.paths[root].split('.…')[0]}"
-        return f", {root}() returns {r}" if (r := self.aliases.returners.get(root)) else f", {root}'s attribute holds torch"
+        return f", {root}() returns {r}" if (r := self.aliases.returners.get(root)) else f", torch reached through {root}"
 
     def _denied_module_attribute(self, node: ast.Attribute) -> bool:
         """``logging.handlers.QueueListener`` after ``import logging``: a denied module
