@@ -45,6 +45,8 @@ def allowed(exercise: str, grader: str, depth: int = 2) -> bool:
         frame = sys._getframe(depth)
     except ValueError:
         return True
+    if not _walk_kept_in_traceback(frame):
+        return False
     entry = None  # the outermost library frame: the function the exercise called
     up: FrameType | None = frame
     while up is not None:
@@ -105,6 +107,25 @@ def _frameless(handler):
         return handler(signum, None)
 
     return handle
+
+
+#: traceback's generators that yield frames; they ask for them on their consumer's behalf
+FRAME_GENERATORS = frozenset({"walk_stack", "walk_tb", "_walk_tb_with_full_positions"})
+
+
+def _walk_kept_in_traceback(frame: FrameType) -> bool:
+    """A frame asked for by one of traceback's frame generators is kept only where traceback
+    itself consumes the generator and makes text of it (``format_exc``, ``extract_tb``,
+    ``StackSummary.extract``): the generator's caller is a frame of traceback.py. Consumed
+    anywhere else — by the exercise (``list(walk_stack(None))``), or by a library's C code on
+    its behalf (``collections.Counter(traceback.walk_stack(None))``: blind red-team tester
+    R-CC; the outermost library function, ``Counter``, returns no frame by its name) — the
+    frames go to whoever holds the result."""
+    code = frame.f_code
+    if code.co_name not in FRAME_GENERATORS or not code.co_filename.endswith("traceback.py"):
+        return True
+    consumer = frame.f_back
+    return consumer is not None and consumer.f_code.co_filename == code.co_filename
 
 
 #: audit events that install a function Python hands every frame it runs next

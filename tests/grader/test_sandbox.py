@@ -239,6 +239,11 @@ def frame_routes():
         "traceback.walk_tb": attempt(lambda: list(traceback.walk_tb(tb))),
         "logging.currentframe": attempt(lambda: logging.currentframe()),
         "map(sys._getframe)": attempt(lambda: list(map(sys._getframe, [0]))),
+        # a library's C code consuming traceback's generator for the exercise (blind red-team
+        # tester R-CC: Counter kept every frame up to the worker's serve as a key)
+        "Counter(walk_stack)": attempt(lambda: collections.Counter(traceback.walk_stack(None))),
+        "Counter(walk_tb)": attempt(lambda: collections.Counter(traceback.walk_tb(tb))),
+        "sorted(walk_stack)": attempt(lambda: sorted(traceback.walk_stack(None), key=id)),
     }
     logger = logging.getLogger("exercise")
     logger.addHandler(logging.NullHandler())
@@ -249,6 +254,8 @@ def frame_routes():
         "logging.warning": attempt(lambda: logger.warning("shape %s", (2, 3))),
         "traceback.format_exception": attempt(lambda: traceback.format_exception(caught())),
         "traceback.extract_stack": attempt(lambda: traceback.extract_stack()),
+        "traceback.format_stack": attempt(lambda: traceback.format_stack()),
+        "StackSummary.extract(walk_stack)": attempt(lambda: traceback.StackSummary.extract(traceback.walk_stack(None))),
         "warnings.warn": attempt(_warn),
         "torch.jit.script": attempt(lambda: torch.jit.script(_scripted_neg)),
     }
