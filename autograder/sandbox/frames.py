@@ -45,7 +45,7 @@ def allowed(exercise: str, grader: str, depth: int = 2) -> bool:
         frame = sys._getframe(depth)
     except ValueError:
         return True
-    if not _walk_kept_in_traceback(frame):
+    if not _kept_by_its_library(frame):
         return False
     entry = None  # the outermost library frame: the function the exercise called
     up: FrameType | None = frame
@@ -109,23 +109,29 @@ def _frameless(handler):
     return handle
 
 
-#: traceback's generators that yield frames; they ask for them on their consumer's behalf
-FRAME_GENERATORS = frozenset({"walk_stack", "walk_tb", "_walk_tb_with_full_positions"})
+#: library functions that ask for a frame only to hand it to their caller (file suffix → names):
+#: traceback's generators, logging's ``currentframe``
+FRAME_HANDERS = {
+    os.sep + "traceback.py": frozenset({"walk_stack", "walk_tb", "_walk_tb_with_full_positions"}),
+    os.path.join(os.sep + "logging", "__init__.py"): frozenset({"currentframe", "<lambda>"}),
+}
 
 
-def _walk_kept_in_traceback(frame: FrameType) -> bool:
-    """A frame asked for by one of traceback's frame generators is kept only where traceback
-    itself consumes the generator and makes text of it (``format_exc``, ``extract_tb``,
-    ``StackSummary.extract``): the generator's caller is a frame of traceback.py. Consumed
-    anywhere else — by the exercise (``list(walk_stack(None))``), or by a library's C code on
-    its behalf (``collections.Counter(traceback.walk_stack(None))``: blind red-team tester
-    R-CC; the outermost library function, ``Counter``, returns no frame by its name) — the
-    frames go to whoever holds the result."""
+def _kept_by_its_library(frame: FrameType) -> bool:
+    """A frame asked for by one of ``FRAME_HANDERS`` is kept only where its own library uses
+    it (traceback makes text of its generators' frames, logging's ``findCaller`` reads its
+    ``currentframe``): the function's caller is a frame of the same file. Called from anywhere
+    else, the frame goes to whoever called — the exercise, or a library calling on its behalf
+    from C code or a generated function, whose own name returns no frame: blind red-team
+    tester R-CC's ``collections.Counter(traceback.walk_stack(None))`` kept every frame up to
+    the worker's ``serve``; a dataclass field's ``default_factory=logging.currentframe``
+    stored one."""
     code = frame.f_code
-    if code.co_name not in FRAME_GENERATORS or not code.co_filename.endswith("traceback.py"):
+    names = next((n for suffix, n in FRAME_HANDERS.items() if code.co_filename.endswith(suffix)), None)
+    if names is None or code.co_name not in names:
         return True
-    consumer = frame.f_back
-    return consumer is not None and consumer.f_code.co_filename == code.co_filename
+    caller = frame.f_back
+    return caller is not None and caller.f_code.co_filename == code.co_filename
 
 
 #: audit events that install a function Python hands every frame it runs next

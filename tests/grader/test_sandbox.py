@@ -244,6 +244,8 @@ def frame_routes():
         "Counter(walk_stack)": attempt(lambda: collections.Counter(traceback.walk_stack(None))),
         "Counter(walk_tb)": attempt(lambda: collections.Counter(traceback.walk_tb(tb))),
         "sorted(walk_stack)": attempt(lambda: sorted(traceback.walk_stack(None), key=id)),
+        # logging's currentframe called by a generated function, a dataclass's __init__, whose name returns no frame
+        "dataclass default_factory": attempt(_frame_in_a_dataclass),
     }
     logger = logging.getLogger("exercise")
     logger.addHandler(logging.NullHandler())
@@ -260,6 +262,10 @@ def frame_routes():
         "torch.jit.script": attempt(lambda: torch.jit.script(_scripted_neg)),
     }
     return {"refused": refused, "allowed": allowed}
+
+def _frame_in_a_dataclass():
+    import dataclasses, logging
+    return dataclasses.make_dataclass("H", [("f", object, dataclasses.field(default_factory=logging.currentframe))])().f
 
 def _scripted_neg(x):
     return torch.neg(x)
