@@ -114,6 +114,8 @@ def _frameless(handler):
 FRAME_HANDERS = {
     os.sep + "traceback.py": frozenset({"walk_stack", "walk_tb", "_walk_tb_with_full_positions"}),
     os.path.join(os.sep + "logging", "__init__.py"): frozenset({"currentframe", "<lambda>"}),
+    # Task.get_stack: a running task's frames, up to the worker's own (asyncio is importable)
+    os.path.join(os.sep + "asyncio", "base_tasks.py"): frozenset({"_task_get_stack"}),
 }
 
 

@@ -246,6 +246,7 @@ def frame_routes():
         "sorted(walk_stack)": attempt(lambda: sorted(traceback.walk_stack(None), key=id)),
         # logging's currentframe called by a generated function, a dataclass's __init__, whose name returns no frame
         "dataclass default_factory": attempt(_frame_in_a_dataclass),
+        "asyncio Task.get_stack": attempt(_frames_of_a_running_task),
     }
     logger = logging.getLogger("exercise")
     logger.addHandler(logging.NullHandler())
@@ -266,6 +267,12 @@ def frame_routes():
 def _frame_in_a_dataclass():
     import dataclasses, logging
     return dataclasses.make_dataclass("H", [("f", object, dataclasses.field(default_factory=logging.currentframe))])().f
+
+def _frames_of_a_running_task():
+    import asyncio
+    async def inner():
+        return asyncio.current_task().get_stack()
+    return asyncio.run(inner())
 
 def _scripted_neg(x):
     return torch.neg(x)
