@@ -116,6 +116,8 @@ FRAME_HANDERS = {
     os.path.join(os.sep + "logging", "__init__.py"): frozenset({"currentframe", "<lambda>"}),
     # Task.get_stack: a running task's frames, up to the worker's own (asyncio is importable)
     os.path.join(os.sep + "asyncio", "base_tasks.py"): frozenset({"_task_get_stack"}),
+    # Bdb.set_trace keeps the outermost frame as botframe, from wherever it is called
+    os.sep + "bdb.py": frozenset({"set_trace"}),
 }
 
 
