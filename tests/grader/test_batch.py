@@ -864,13 +864,24 @@ def test_an_interrupt_while_the_gradebook_is_written_waits_for_it_then_stops_the
     from autograder.instructor.batch.run import interrupts_held
 
     written = []
-    with pytest.raises(KeyboardInterrupt):
-        with interrupts_held():
-            os.kill(os.getpid(), signals.SIGINT)
-            os.kill(os.getpid(), signals.SIGTERM)
-            written.append("gradebook.csv")
-    assert written == ["gradebook.csv"]
-    assert signals.getsignal(signals.SIGINT) is signals.default_int_handler  # given back
+    before = {s: signals.getsignal(s) for s in (signals.SIGINT, signals.SIGTERM)}
+
+    def raise_on(signum, frame):  # as the batch's own (its SIGTERM is a KeyboardInterrupt): whatever the test runner had
+        raise KeyboardInterrupt
+
+    signals.signal(signals.SIGINT, raise_on)
+    signals.signal(signals.SIGTERM, raise_on)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            with interrupts_held():
+                os.kill(os.getpid(), signals.SIGINT)
+                os.kill(os.getpid(), signals.SIGTERM)
+                written.append("gradebook.csv")
+        assert written == ["gradebook.csv"]
+        assert signals.getsignal(signals.SIGINT) is raise_on and signals.getsignal(signals.SIGTERM) is raise_on  # given back
+    finally:
+        for signum, handler in before.items():
+            signals.signal(signum, handler)
     with interrupts_held():
         written.append("summary.md")  # no signal: no interrupt
     assert written == ["gradebook.csv", "summary.md"]
