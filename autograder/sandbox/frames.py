@@ -48,6 +48,7 @@ def allowed(exercise: str, grader: str, depth: int = 2) -> bool:
     if not _kept_by_its_library(frame):
         return False
     entry = None  # the outermost library frame: the function the exercise called
+    debugger = False  # a debugger's frame on the way: it keeps what it reads where its caller reads it
     up: FrameType | None = frame
     while up is not None:
         frame = up
@@ -55,12 +56,18 @@ def allowed(exercise: str, grader: str, depth: int = 2) -> bool:
         if path.startswith(grader):
             return True
         if path.startswith(exercise):
+            if debugger:
+                # pdb/bdb anywhere between the exercise and the frame read, however they were
+                # called: Counter(map(pdb.Pdb().setup, [None], [tb])) kept every frame up to the
+                # worker's serve in the debugger's stack (blind red-team tester R-CD)
+                return False
             if entry is None:
                 return False  # the exercise asked itself
             name = entry.f_code.co_name
             module = os.path.basename(entry.f_code.co_filename)
             return name not in FRAME_RETURNING and module not in ("pdb.py", "bdb.py", "inspect.py")
         entry = frame  # a library's: neither the grader's nor the exercise's
+        debugger = debugger or os.path.basename(path) in ("pdb.py", "bdb.py")
         up = frame.f_back
     return True
 

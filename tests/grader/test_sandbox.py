@@ -247,6 +247,8 @@ def frame_routes():
         # logging's currentframe called by a generated function, a dataclass's __init__, whose name returns no frame
         "dataclass default_factory": attempt(_frame_in_a_dataclass),
         "asyncio Task.get_stack": attempt(_frames_of_a_running_task),
+        # pdb's setup driven by C code for a library (blind red-team tester R-CD)
+        "Counter(map(Pdb().setup))": attempt(lambda: collections.Counter(map(_debugger().setup, [None], [tb]))),
     }
     logger = logging.getLogger("exercise")
     logger.addHandler(logging.NullHandler())
@@ -267,6 +269,10 @@ def frame_routes():
 def _frame_in_a_dataclass():
     import dataclasses, logging
     return dataclasses.make_dataclass("H", [("f", object, dataclasses.field(default_factory=logging.currentframe))])().f
+
+def _debugger():
+    import pdb
+    return pdb.Pdb()
 
 def _frames_of_a_running_task():
     import asyncio
