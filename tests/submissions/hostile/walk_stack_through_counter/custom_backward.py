@@ -5,8 +5,8 @@ to the worker's ``serve`` came back as a key. ``pdb``'s ``setup`` (through ``map
 ``serve``'s locals: the reply key, the grader's modules, the request context. The tripwire's
 and the context's classes were swapped for ones that forget, and backward used
 ``torch.autograd.grad``: 20/20, the rule test passed. Now a frame traceback's generators ask
-for is kept only where traceback itself consumes them: the walk is refused, and the rule
-catches the autograd."""
+for is kept only where traceback itself consumes them, and a frame pdb reads for it is refused
+(R-CD): the import fails."""
 from __future__ import annotations
 
 import math
