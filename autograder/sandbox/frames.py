@@ -80,11 +80,15 @@ def frameless_signal_handlers() -> int:
     ``os.kill(os.getpid(), 10)`` gave a frame, and ``pdb`` walked it to the worker's reply key
     and recorders: custom_backward 20/20 with autograd in backward). The handler gets ``None``
     where the frame was; the signal and everything else are as before. The worker's own
-    handlers are installed with the functions it bound before (fresh.py). Called in a worker
-    before any exercise code; the number of names replaced."""
+    handlers keep their frames: they are installed with the functions it bound before (fresh.py)
+    or before any exercise code. Called in the fork server before it forks (zygote.spawn) and
+    again in a worker before any exercise code, where it finds the fork server's wrapper and
+    walks nothing; the number of names replaced."""
     import _signal
     import signal as signal_module
 
+    if signal_module.signal in _WRAPPERS:  # the fork server did it before it forked: no walk (~8 ms) a worker
+        return 0
     originals = {id(_signal.signal), id(signal_module.signal)}
     install = _signal.signal
 
@@ -97,6 +101,7 @@ def frameless_signal_handlers() -> int:
         except (ValueError, TypeError):
             return previous
 
+    _WRAPPERS.append(signal)
     replaced = 0
     for module in list(sys.modules.values()):
         namespace = getattr(module, "__dict__", None)
@@ -107,6 +112,10 @@ def frameless_signal_handlers() -> int:
                 namespace[name] = signal
                 replaced += 1
     return replaced
+
+
+#: the wrapper ``frameless_signal_handlers`` installed in this process (and its forks)
+_WRAPPERS: list = []
 
 
 def _frameless(handler):

@@ -476,8 +476,8 @@ def serve(sock: socket.socket, spec: WorkerSpec, facts: list[str]) -> None:
     rawmemory.bound_numpy_views()
     gate = CodeGate(spec.copy_dir, _GRADER_DIR)
     seal = audit.forbid_introspection(gate)
-    ctx = WorkerContext(spec, grader, gate)  # its FreshState binds signal.signal first: the worker's own handlers keep frames
-    frames.frameless_signal_handlers()  # a signal handler is handed the frame it interrupted: never to exercise code
+    ctx = WorkerContext(spec, grader, gate)
+    frames.frameless_signal_handlers()  # no frame to a signal handler (done by the fork server: a no-op here)
     ctx.seal = seal
     answer = handle  # bound here: replacing the module's global (reached by a gc walk) changes nothing
     send_message(sock, {"ok": True, "ready": True, "facts": facts, "pid": os.getpid()})

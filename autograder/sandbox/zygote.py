@@ -29,7 +29,7 @@ import socket
 import sys
 import time
 
-from . import channel, confine, features, libraries, rawmemory
+from . import channel, confine, features, frames, libraries, rawmemory
 from .spec import WorkerSpec
 from .tree import remove_tree
 
@@ -154,6 +154,7 @@ class _Server:
         from .probes import seal_switches
 
         seal_switches()  # here, once for every worker (a no-op unless something was imported since)
+        frames.frameless_signal_handlers()  # once: a worker finds it done
         gc.freeze()  # what this server loaded since the last fork: see _zygote_main
         pid = os.fork()
         if pid == 0:
