@@ -93,6 +93,7 @@ def _skill_table(skill: SkillOutcome, results: Results, width: int = 80) -> Tabl
             f"  {skill.passed}/{skill.total} passed",
         ),
         title_justify="left",
+        caption_justify="left",  # a wrapped caption reads as a sentence, not a centred block
         box=box.SIMPLE_HEAVY,
         expand=narrow,  # every skill's table the terminal's width: the points column stays put
     )
