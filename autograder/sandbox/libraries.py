@@ -43,7 +43,6 @@ from . import rawmemory
 
 #: the submission copies already looked at (a fork server reads a copy's files once, not per worker)
 _LOOKED_AT: set[str] = set()
-_LOOKED_AT_TORCH: set[str] = set()
 
 
 #: torch modules a worker cannot import (they load torch._dynamo, which imports ctypes) that
@@ -70,11 +69,6 @@ def _sources(copy_dir: str) -> list[bytes]:
     return out
 
 
-def names_einops(copy_dir: str) -> bool:
-    """Whether any ``.py`` file of the submission's copy mentions einops."""
-    return any(b"einops" in source for source in _sources(copy_dir))
-
-
 def imported_modules(sources: list[bytes]) -> set[str]:
     """Every module the sources import by name, at any depth of their code: ``import a.b`` →
     ``a.b``; ``from a.b import c`` → ``a.b`` and ``a.b.c`` (``c`` may be a submodule). A file
@@ -94,36 +88,39 @@ def imported_modules(sources: list[bytes]) -> set[str]:
     return found
 
 
-def warm_torch_modules(copy_dir: str) -> list[str]:
-    """Import here (the fork server) each of ``WARMED_TORCH_MODULES`` that the submission's
-    files import and that is not loaded yet; the names imported. The caller takes ctypes out
-    again before it forks (zygote.spawn)."""
-    if copy_dir in _LOOKED_AT_TORCH:
+def warm(copy_dir: str) -> list[str]:
+    """The first-use work of what the submission's files name, done here in the fork server,
+    once per copy (its files read once): einops' torch backend, and each of
+    ``WARMED_TORCH_MODULES`` they import that is not loaded yet. The torch modules made here;
+    the caller takes ctypes out again before it forks (zygote.spawn)."""
+    if copy_dir in _LOOKED_AT:
         return []
-    _LOOKED_AT_TORCH.add(copy_dir)
-    wanted = sorted((WARMED_TORCH_MODULES & imported_modules(_sources(copy_dir))) - set(sys.modules))
+    _LOOKED_AT.add(copy_dir)
+    sources = _sources(copy_dir)
+    if any(b"einops" in source for source in sources):
+        _make_einops_backend()
+    return _import_torch_modules(sorted((WARMED_TORCH_MODULES & imported_modules(sources)) - set(sys.modules)))
+
+
+def _import_torch_modules(names: list[str]) -> list[str]:
+    """Import ``names`` here; those that imported (another torch may lack one: the worker's
+    import then fails as it would)."""
     made = []
-    for name in wanted:
+    for name in names:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 importlib.import_module(name)
             made.append(name)
-        except Exception:  # another torch without it: the worker's import fails as it would
+        except Exception:
             continue
     return made
 
 
-def warm_einops(copy_dir: str) -> bool:
+def _make_einops_backend() -> bool:
     """Make einops' torch backend in this (fork server) process, as a worker would on its
-    first call, if the submission names einops and it is not made yet; True if it was made
-    here. ``ctypes`` is refused meanwhile, as in a worker, so the same registration fails the
-    same way and nothing here loads what a worker could not."""
-    if copy_dir in _LOOKED_AT:
-        return False
-    _LOOKED_AT.add(copy_dir)
-    if not names_einops(copy_dir):
-        return False
+    first call; True if it was made. ``ctypes`` is refused meanwhile, as in a worker, so the
+    same registration fails the same way and nothing here loads what a worker could not."""
     refuse = rawmemory.NotImportable()
     sys.meta_path.insert(0, refuse)
     try:

@@ -147,8 +147,9 @@ class _Server:
 
         worker_spec = WorkerSpec.from_dict(spec)
         precompile(worker_spec)
-        libraries.warm_einops(worker_spec.copy_dir)  # its first call's imports, here rather than in a call's CPU limit
-        made = libraries.warm_torch_modules(worker_spec.copy_dir)  # torch's modules a worker cannot import (they load ctypes)
+        # einops' first call and torch's modules a worker cannot import (they load ctypes), here
+        # rather than in a call's CPU limit
+        made = libraries.warm(worker_spec.copy_dir)
         if any(name in sys.modules for name in rawmemory.CTYPES_MODULES):  # once, or after a preload imported it again
             rawmemory.remove_ctypes(keep=("autograder.",), every_name=bool(made))
         from .probes import seal_switches

@@ -1773,7 +1773,7 @@ def test_a_fork_server_that_made_torchs_attention_bias_leaves_no_name_holding_ct
     ``cpp_builder.wintypes.ctypes.memmove``. In a fresh interpreter, as the server has it."""
     (tmp_path / "sdpa_masks.py").write_text("from torch.nn.attention.bias import causal_lower_right\n", encoding="utf-8")
     facts = _fork_server_state(
-        f"made = libraries.warm_torch_modules({str(tmp_path)!r})",
+        f"made = libraries.warm({str(tmp_path)!r})",
         "rawmemory.remove_ctypes(keep=('autograder.',), every_name=bool(made))",
         "{'made': made, 'left': holders, "
         "'wintypes': repr(getattr(sys.modules.get('torch._inductor.cpp_builder'), 'wintypes', None))}",

@@ -385,18 +385,17 @@ def finish(
     titles = {sid: s.title for sid, s in config.skills.items()}
 
     def outputs(lines: list[str]) -> report.ClassSummary:
-        with interrupts_held():
-            return report.write_outputs(
-                options.out,
-                rows,
-                list(config.skills),
-                titles,
-                ident.suite or "",
-                seconds,
-                seeds=seeds_note(options),
-                visible_hash=ident.visible,
-                extra=lines or None,
-            )
+        return report.write_outputs(
+            options.out,
+            rows,
+            list(config.skills),
+            titles,
+            ident.suite or "",
+            seconds,
+            seeds=seeds_note(options),
+            visible_hash=ident.visible,
+            extra=lines or None,
+        )
 
     with interrupts_held():
         if options.roster:
@@ -405,7 +404,7 @@ def finish(
             assignment = options.assignment or config.course
             joined = lms.write(options.out, rows, options.roster, assignment, config.total_points, options.accept_unmatched)
             extra += lms.summary_lines(options.roster, joined, options.accept_unmatched)
-        summary = outputs(extra)
+        summary = outputs(extra)  # the gradebook first, held with the LMS files
     insights: list[str] = []
     if changed:
         insights += _insight("changes.csv", lambda: changes.write(options.out, changed))
@@ -414,7 +413,8 @@ def finish(
     class_summary = report.summarize(rows, list(config.skills), titles)
     insights += _insight("plots/", lambda: plots.write(options.out, class_summary, items.analyse(rows), changed))
     if insights:
-        summary = outputs(extra + insights)
+        with interrupts_held():
+            summary = outputs(extra + insights)
     summary.roster = joined if options.roster else None
     return summary
 
