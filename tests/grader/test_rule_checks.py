@@ -965,6 +965,16 @@ ALIASED_EVASIONS = {
     "set-pop": ("X = {torch}.pop()._C\n", ".pop()._C"),
     "dict-popitem": ("X = dict.fromkeys([torch]).popitem()[0]._C\n", "popitem()[…]._C"),
     "instance-of-class-attribute": ("class K:\n    m = torch\n\n\nX = K().m._C\n", "K().m._C"),
+    # an exception carrying torch, read back where it is caught (R-CB's open case, closed 2026-12-07)
+    "raised-and-caught": (
+        "try:\n    raise ValueError(torch)\nexcept ValueError as e:\n    X = e.args[0]._C\n",
+        "e.args[…]._C",
+    ),
+    "raised-from-and-caught": (
+        "def f():\n    try:\n        raise KeyError from LookupError(torch)\n    except KeyError as err:\n"
+        "        return err.__cause__.args[0]._C\n",
+        "._C (torch's private namespace",
+    ),
     "class-attribute": ("class Lib:\n    m = torch\n\n\ndef f(x):\n    return Lib.m._C\n", "Lib.m._C"),
     "self-attribute": (
         "class Head:\n    def __init__(self):\n        self.lib = torch\n\n    def f(self, x):\n        return self.lib._C\n",

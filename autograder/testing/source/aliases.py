@@ -14,7 +14,8 @@ CONTENT_METHODS = frozenset({"pop", "popitem", "get", "copy", "setdefault", "pop
 class _TorchAliases:
     """Which names of a file hold torch, one of its modules or objects — by import, by
     assignment (``t = torch``, ``a = t.ops.aten``, ``t, u = torch, 1``, ``(t := torch)``), as a
-    loop or comprehension variable over a display holding one, a parameter whose default or
+    loop or comprehension variable over a display holding one, an exception caught where the
+    file raises one holding it, a parameter whose default or
     whose argument in a call of the file's own function is one, a container holding one
     (``mods = [torch]``), or a function or lambda returning one (``def get(): return torch``).
     Flow- and scope-insensitive, to a fixed point: a name that holds torch anywhere counts as
@@ -59,6 +60,10 @@ class _TorchAliases:
                 ),
             )
         ]
+        #: what a ``raise`` hands to every ``except … as e`` of the file (flow-insensitive, like the
+        #: rest): ``raise ValueError(torch)`` read back as ``e.args[0]`` is torch (R-CB's open case)
+        self._raised = [value for node in _nodes(tree) if isinstance(node, ast.Raise) for value in (node.exc, node.cause) if value]
+        self._caught = [node.name for node in _nodes(tree) if isinstance(node, ast.ExceptHandler) and node.name]
         returns = {
             name: [sub.value for node in nodes for sub in _nodes(node) if isinstance(sub, (ast.Return, ast.Yield)) and sub.value]
             for name, nodes in defs.items()
@@ -71,6 +76,9 @@ class _TorchAliases:
                     self._bind_returner(name, value)
             for node in bindings:
                 self._bind(node, defs)
+            raised = next((p for p in map(self.path, self._raised) if p is not None), None)
+            for name in self._caught if raised is not None else ():
+                self._set(name, raised)
             for cls, item in self._class_bodies:
                 path = self.path(item.value)
                 for target in item.targets if isinstance(item, ast.Assign) else [item.target]:
