@@ -62,7 +62,8 @@ class _TorchAliases:
         ]
         #: what a ``raise`` hands to every ``except … as e`` of the file (flow-insensitive, like the
         #: rest): ``raise ValueError(torch)`` read back as ``e.args[0]`` is torch (R-CB's open case)
-        self._raised = [value for node in _nodes(tree) if isinstance(node, ast.Raise) for value in (node.exc, node.cause) if value]
+        raises = [node for node in _nodes(tree) if isinstance(node, ast.Raise)]
+        self._raised = [value for node in raises for value in (node.exc, node.cause) if value]
         self._caught = [node.name for node in _nodes(tree) if isinstance(node, ast.ExceptHandler) and node.name]
         returns = {
             name: [sub.value for node in nodes for sub in _nodes(node) if isinstance(sub, (ast.Return, ast.Yield)) and sub.value]
