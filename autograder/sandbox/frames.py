@@ -47,6 +47,7 @@ def allowed(exercise: str, grader: str, depth: int = 2) -> bool:
         return True
     if not _kept_by_its_library(frame):
         return False
+    walk_ends_in_exercise = _walk_ends_in_exercise(frame, exercise, grader)
     entry = None  # the outermost library frame: the function the exercise called
     debugger = False  # a debugger's frame on the way: it keeps what it reads where its caller reads it
     up: FrameType | None = frame
@@ -56,6 +57,8 @@ def allowed(exercise: str, grader: str, depth: int = 2) -> bool:
         if path.startswith(grader):
             return True
         if path.startswith(exercise):
+            if not walk_ends_in_exercise:
+                return False
             if debugger:
                 # pdb/bdb anywhere between the exercise and the frame read, however they were
                 # called: Counter(map(pdb.Pdb().setup, [None], [tb])) kept every frame up to the
@@ -152,6 +155,44 @@ def _kept_by_its_library(frame: FrameType) -> bool:
         return True
     caller = frame.f_back
     return caller is not None and caller.f_code.co_filename == code.co_filename
+
+
+#: library functions that walk a number of frames up from their own and keep what they find
+#: there (file suffix, function name → the local holding the count). TorchScript's resolution
+#: callback looks names up in the locals and globals of the frame ``frames_up + 1`` above its
+#: own; from an exercise's direct call of ``torch.jit.script_method`` that frame is the
+#: worker's probe (blind red-team tester R-CF read its context, and through it the grader's
+#: modules: custom_backward 20/20 with autograd). Only the frames it walks are judged: a
+#: script method of a class body, where the walk ends in the exercise, still compiles.
+FRAME_WALKERS = {(os.path.join(os.sep + "torch", "_jit_internal.py"), "createResolutionCallbackFromFrame"): "frames_up"}
+
+
+def _walk_ends_in_exercise(frame: FrameType, exercise: str, grader: str) -> bool:
+    """Whether a ``FRAME_WALKERS`` function asking for a frame (``frame`` is its own, or the
+    helper's it called: ``inspect.currentframe``) ends its walk in the exercise's code, or in a
+    library's called from there — not at or above the grader's frames. True when none asks."""
+    for walker in (frame, frame.f_back):
+        if walker is None:
+            continue
+        code = walker.f_code
+        key = next((k for k in FRAME_WALKERS if code.co_name == k[1] and code.co_filename.endswith(k[0])), None)
+        if key is None:
+            continue
+        steps = walker.f_locals.get(FRAME_WALKERS[key])
+        if type(steps) is not int or not 0 <= steps < 1000:
+            return False
+        target: FrameType | None = walker
+        for _ in range(steps + 1):
+            target = target.f_back if target is not None else None
+        while target is not None:
+            path = target.f_code.co_filename
+            if path.startswith(grader):
+                return False
+            if path.startswith(exercise):
+                return True
+            target = target.f_back
+        return True
+    return True
 
 
 #: audit events that install a function Python hands every frame it runs next

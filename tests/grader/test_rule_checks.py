@@ -223,6 +223,28 @@ EVASIONS = {
     "match-dunder": ("match object:\n    case object(__new__=new):\n        pass\n", "__new__ (dunder"),
     "match-positional-attributes": ("match torch.nn:\n    case Holder(a, b):\n        pass\n", "__match_args__"),
     "match-rebound-builtin": ("int = torch.nn\nmatch torch.nn:\n    case int(a):\n        pass\n", "__match_args__"),
+    # library functions that get or set attributes by names their caller gives (blind red-team
+    # tester R-CF: update_wrapper read torch.set_num_threads's globals and patched the recorder)
+    "update-wrapper-names": (
+        "import functools, types\n\n\ndef f(obj, name):\n"
+        "    box = types.SimpleNamespace(**{name: {}})\n    functools.update_wrapper(box, obj, (), (name,))\n",
+        "update_wrapper(…) with attribute names of its own",
+    ),
+    "update-wrapper-setter": (
+        "from functools import update_wrapper as uw\n\n\ndef f(obj, src, name):\n    uw(obj, src, assigned=[name], updated=())\n",
+        "update_wrapper(…) with attribute names",
+    ),
+    "wraps-names": ("import functools\n\n\ndef f(g, n):\n    return functools.wraps(g, (n,))\n", "wraps(…) with attribute"),
+    "argparse-namespace": (
+        "import argparse\n\n\ndef f(target, name, value):\n    p = argparse.ArgumentParser()\n"
+        "    p.add_argument('--x', dest=name, default=value)\n    p.parse_args([], namespace=target)\n",
+        "parse_args(…) into a namespace of its own",
+    ),
+    "copy-reduce": (
+        "import copy\n\n\nclass Setter:\n    def __reduce_ex__(self, protocol):\n"
+        "        return (lambda t: t, (self.target,), (None, self.changes))\n",
+        "def __reduce_ex__ (copy calls what it returns",
+    ),
 }
 
 
@@ -508,6 +530,12 @@ FAIR = [
     # a namespace inside an f-string is text wherever the text goes (fairness tester R-Z)
     'import logging\nimport warnings\n\n\ndef f(x):\n    warnings.warn(f"state {locals()}")\n'
     '    logging.getLogger(__name__).debug(f"{sorted(vars())} {len(globals())}")\n    return x\n',
+    # a decorator's functools.wraps and update_wrapper with their default names (the R-CF check
+    # judges only names a call gives), and a parser that makes its own namespace
+    "import argparse\nimport functools\n\n\ndef traced(fn):\n    @functools.wraps(fn)\n"
+    "    def inner(*args, **kwargs):\n        return fn(*args, **kwargs)\n\n"
+    "    return functools.update_wrapper(inner, fn, assigned=('__name__', '__doc__'), updated=())\n\n\n"
+    "def options():\n    return argparse.ArgumentParser().parse_args([])\n",
     # an index built from parts is no annotation
     'TABLE = {"ab": 1}\nONE = TABLE["a" + "b"]\n',
     # an export list naming the exercise's own cross_entropy

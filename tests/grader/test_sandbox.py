@@ -283,6 +283,28 @@ def _frames_of_a_running_task():
 def _scripted_neg(x):
     return torch.neg(x)
 
+def resolution_callback_of_the_caller():
+    # called straight from the worker's probe: TorchScript's resolution callback would look
+    # names up in the probe's frame (blind red-team tester R-CF read its context this way)
+    import warnings
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # script_method is deprecated
+            lookup = torch.jit.script_method(_scripted_neg).resolution_callback
+    except RuntimeError as exc:
+        return "refused" if "frames are not available" in str(exc) else f"RuntimeError: {exc}"
+    return sorted(name for name in ("ctx", "auth", "request", "serve") if lookup(name) is not None) or "nothing found"
+
+def script_method_of_a_class_body():
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        class Doubler(torch.jit.ScriptModule):
+            @torch.jit.script_method
+            def forward(self, x):
+                return x * 2
+        return Doubler()(torch.ones(2)).tolist()
+
 def forgotten_breakpoint(x):
     breakpoint()  # a student's, left in: the worker has no terminal
     return x + 1
@@ -1484,6 +1506,20 @@ def test_the_profilers_switches_are_the_recordings_alone_whoever_calls_them(sand
     worker.close()
     assert reply.ok, reply.error
     assert all("is not available to exercise code" in text for text in reply.value["value"]), reply.value
+
+
+def test_torchscripts_resolution_callback_reads_no_frame_of_the_workers_own(sandbox):
+    """``torch.jit.script_method(f)``'s resolution callback looks names up in the frame two
+    above the call: from an exercise function the worker's probe called, the probe's own
+    (blind red-team tester R-CF took the worker's context from it, then the grader's modules:
+    custom_backward 20/20 with autograd). Refused there; a script method in a class body,
+    where the walk ends in the exercise's code, still compiles and runs."""
+    worker, reply = call(sandbox, "resolution_callback_of_the_caller", timeout=30.0)
+    worker.close()
+    assert reply.ok and reply.value["value"] == "refused", reply
+    worker, reply = call(sandbox, "script_method_of_a_class_body", timeout=30.0)
+    worker.close()
+    assert reply.ok and reply.value["value"] == [2.0, 2.0], reply
 
 
 def test_torchs_frame_evaluation_hooks_hand_exercise_code_no_frame(sandbox):

@@ -30,6 +30,49 @@ def setter_target(call: ast.Call) -> ast.AST | None:
     return func.value if isinstance(func, ast.Attribute) else None
 
 
+#: library functions that read or set attributes by names their caller gives, as getattr and
+#: setattr do: (how many positional arguments come before the names, the names' keywords).
+#: ``functools.update_wrapper(holder, obj, (), (name,))`` is ``getattr(obj, name)`` by a name
+#: built at run time; with its two tuples swapped, ``setattr`` (blind red-team tester R-CF read
+#: ``torch.set_num_threads``'s globals this way and switched the rule's recording off). Their
+#: defaults (``@functools.wraps(f)``) copy fixed names and stay allowed.
+NAME_COPIERS = {"update_wrapper": (2, ("assigned", "updated")), "wraps": (1, ("assigned", "updated"))}
+#: an argparse parser's methods, whose ``namespace`` receives ``setattr`` by each argument's ``dest``
+NAMESPACE_PARSERS = frozenset({"parse_args", "parse_known_args", "parse_intermixed_args", "parse_known_intermixed_args"})
+_DEFAULT_COPIED = frozenset({"__module__", "__name__", "__qualname__", "__doc__", "__dict__", "__annotations__"})
+
+
+def imported_as(tree: ast.AST) -> dict[str, str]:
+    """The file's ``from m import name as other``: other → name (``uw`` → ``update_wrapper``)."""
+    return {a.asname: a.name for node in _nodes(tree) if isinstance(node, ast.ImportFrom) for a in node.names if a.asname}
+
+
+def attributes_by_given_names(call: ast.Call, renamed: dict[str, str]) -> str | None:
+    """What the scan says of a call that reads or sets attributes by names given at run time
+    (``NAME_COPIERS`` given their own names, a parser given a namespace); None for any other.
+    ``renamed``: ``imported_as`` of the file."""
+    func = call.func
+    called = func.attr if isinstance(func, ast.Attribute) else None
+    if isinstance(func, ast.Name):
+        called = renamed.get(func.id, func.id)
+    if called in NAME_COPIERS:
+        before, keywords = NAME_COPIERS[called]
+        names = [*call.args[before:], *(k.value for k in call.keywords if k.arg in keywords or k.arg is None)]
+        if any(not _default_names(value) for value in names):
+            return f"{called}(…) with attribute names of its own (a lookup by a name)"
+    elif called in NAMESPACE_PARSERS and isinstance(func, ast.Attribute):
+        if len(call.args) > 1 or any(k.arg in ("namespace", None) for k in call.keywords):
+            return f"{called}(…) into a namespace of its own (sets attributes by a name)"
+    return None
+
+
+def _default_names(node: ast.AST) -> bool:
+    """A literal tuple or list of the names functools copies by default."""
+    return isinstance(node, (ast.Tuple, ast.List)) and all(
+        isinstance(e, ast.Constant) and e.value in _DEFAULT_COPIED for e in node.elts
+    )
+
+
 def library_rooted(node: ast.Attribute, plain_modules: set[str], module_of: dict[str, str]) -> bool:
     """Whether ``node`` is an attribute path from a module the file imports from a library
     (not one of the submission's own files, whose attributes are its own names)."""

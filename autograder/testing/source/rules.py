@@ -158,6 +158,9 @@ RAW_MEMORY_NAMES = {"__array_interface__", "__array_struct__"}
 DENIED_DEFINITIONS = {
     **dict.fromkeys(RAW_MEMORY_NAMES, "numpy's array over raw memory"),
     **dict.fromkeys(("__instancecheck__", "__subclasscheck__", "__subclasshook__"), "a type check handed the object"),
+    # copy.copy(obj) calls what obj's __reduce_ex__ returns, then setattr on the result by the
+    # names it returns: a setattr by names given at run time on any object (found after R-CF)
+    **dict.fromkeys(("__reduce__", "__reduce_ex__"), "copy calls what it returns and sets attributes by its names"),
 }
 #: numpy's loaders unpickle (``np.load``, ``np.lib.format.read_array``): no exercise reads files
 NUMPY_LOADS = {"load", "loads", "read_array", "fromfile"}

@@ -109,11 +109,10 @@ class _Scanner(ast.NodeVisitor):
         self.plain_args: set[int] = set()
         self.loop_constants = _loop_constants(tree)
         self.runners = _string_runner_names(tree)  # names bound to timeit, pdb, … or their members
-        self.functions = {
-            name for node in _nodes(tree) for name in _function_names(node)
-        }  # what a string runner may be given by name
+        self.functions = {name for node in _nodes(tree) for name in _function_names(node)}  # a string runner's by name
         self.sys = _module_names(tree, "sys")
         self.library_names = changes.library_names(tree, library_module)  # what holds a library's module or class
+        self.renamed = changes.imported_as(tree)
         self.safe_calls: set[int] = set()  # ids of Name nodes that are the func of an allowed call
         self.print_is_builtin = not shown.binds_print(tree)
         self.rebound = _rebound_class_names(tree)
@@ -128,9 +127,7 @@ class _Scanner(ast.NodeVisitor):
         self.bodies = set(self.parents) | {
             id(child) for child in getattr(tree, "body", [])
         }  # statements of a module or class body
-        self.instances: list[
-            tuple[dict[str, str], set[str]]
-        ] = []  # per enclosing function: (local → own class it surely holds, names bound)
+        self.instances: list[tuple[dict[str, str], set[str]]] = []  # per function: (local → own class it holds, names bound)
         # A banned name here is never called (blind tester R-K lost mha_reshape's 15 points to
         # `isinstance(m, nn.MultiheadAttention)` and to an annotation): annotations (kept as
         # data only typing's denied resolvers turn back into objects) and the classes that
@@ -584,6 +581,8 @@ class _Scanner(ast.NodeVisitor):
             self.safe_calls.add(id(func))
         if self.dynamic and changes.changes_library(changes.setter_target(node), self.library_names):  # setattr(json, "dumps", f)
             self._flag(node, f"{_dotted(func) if isinstance(func, ast.Attribute) else called}(…) ({changes.CHANGES_LIBRARY})")
+        if self.dynamic and (copier := changes.attributes_by_given_names(node, self.renamed)):
+            self._flag(node, copier)
         if self.dynamic and _root(func) in self.runners:
             if any(not self._runnable(arg) for arg in self._code_arguments(func, node)):
                 self._flag(node, f"{_dotted(func)}(…) with a value that is not a function (it runs a string of code)")
