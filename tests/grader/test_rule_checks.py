@@ -240,6 +240,19 @@ EVASIONS = {
         "    p.add_argument('--x', dest=name, default=value)\n    p.parse_args([], namespace=target)\n",
         "parse_args(…) into a namespace of its own",
     ),
+    "argparse-action": (
+        "import argparse\n\n\ndef f(target, name, value):\n    p = argparse.ArgumentParser()\n"
+        "    p.add_argument('--x', dest=name)(p, target, value)\n",
+        "add_argument(…) with a name given at run time",
+    ),
+    "redirect-subclass": (
+        "import contextlib\n\n\nclass R(contextlib.redirect_stdout):\n    _stream = 'mod' + 'ules'\n",
+        "class R (a redirect's stream name",
+    ),
+    "redirect-stream-name": (
+        "import contextlib\n\n\ndef f(name):\n    r = contextlib.redirect_stdout(None)\n    r._stream = name\n",
+        "r._stream (changes a library",
+    ),
     "copy-reduce": (
         "import copy\n\n\nclass Setter:\n    def __reduce_ex__(self, protocol):\n"
         "        return (lambda t: t, (self.target,), (None, self.changes))\n",
@@ -535,7 +548,11 @@ FAIR = [
     "import argparse\nimport functools\n\n\ndef traced(fn):\n    @functools.wraps(fn)\n"
     "    def inner(*args, **kwargs):\n        return fn(*args, **kwargs)\n\n"
     "    return functools.update_wrapper(inner, fn, assigned=('__name__', '__doc__'), updated=())\n\n\n"
-    "def options():\n    return argparse.ArgumentParser().parse_args([])\n",
+    "def options():\n    p = argparse.ArgumentParser()\n    p.add_argument('--lr', type=float, dest='lr')\n"
+    "    p.add_argument('steps', type=int, nargs='?', default=1)\n    return p.parse_args([])\n",
+    # contextlib's redirect as meant: to a buffer of its own
+    "import contextlib\nimport io\n\n\ndef quiet(f, x):\n    with contextlib.redirect_stdout(io.StringIO()):\n"
+    "        return f(x)\n",
     # an index built from parts is no annotation
     'TABLE = {"ab": 1}\nONE = TABLE["a" + "b"]\n',
     # an export list naming the exercise's own cross_entropy

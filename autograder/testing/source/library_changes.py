@@ -63,6 +63,39 @@ def attributes_by_given_names(call: ast.Call, renamed: dict[str, str]) -> str | 
     elif called in NAMESPACE_PARSERS and isinstance(func, ast.Attribute):
         if len(call.args) > 1 or any(k.arg in ("namespace", None) for k in call.keywords):
             return f"{called}(…) into a namespace of its own (sets attributes by a name)"
+    elif called == "add_argument" and isinstance(func, ast.Attribute):
+        # an argument's dest is the name its action sets on whatever namespace it is handed:
+        # ``parser.add_argument("--x", dest=name)(parser, obj, value)`` is setattr(obj, name, value)
+        given = [*call.args, *(k.value for k in call.keywords if k.arg in ("dest", None))]
+        if any(not (isinstance(v, ast.Constant) and isinstance(v.value, str)) for v in given):
+            return "add_argument(…) with a name given at run time (its action sets attributes by that name)"
+    return None
+
+
+#: attributes a library class reads as the *name* of another object's attribute, which it then
+#: gets and sets: contextlib's redirect_stdout/redirect_stderr keep ``_stream`` ("stdout") and
+#: run ``getattr(sys, self._stream)`` and ``setattr(sys, …)`` on entry, so a subclass or an
+#: instance given ``_stream = "modules"`` reads any attribute of ``sys`` (found after R-CF)
+NAME_FIELDS = frozenset({"_stream"})
+REDIRECTS = frozenset({"redirect_stdout", "redirect_stderr", "_RedirectStream"})
+
+
+def redirect_by_name(node: ast.ClassDef) -> str | None:
+    """What the scan says of a class that subclasses contextlib's redirects or gives itself one
+    of ``NAME_FIELDS``; None for any other class."""
+    based = next((b for b in node.bases if (_dotted_name(b) or "").rpartition(".")[2] in REDIRECTS), None)
+    fields = {t.id for item in node.body if isinstance(item, ast.Assign) for t in item.targets if isinstance(t, ast.Name)}
+    if based is not None or fields & NAME_FIELDS:
+        return f"class {node.name} (a redirect's stream name: gets and sets an attribute of sys by a name)"
+    return None
+
+
+def _dotted_name(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = _dotted_name(node.value)
+        return f"{base}.{node.attr}" if base else None
     return None
 
 
@@ -92,6 +125,8 @@ def stores_into_library(node: ast.Attribute, names: frozenset[str], path: str | 
     but for the two a program may set for itself, harmlessly here: torch's backend flags
     (``path``, torch's name for it: ``torch.backends.cudnn.deterministic = True``) and
     ``sys.stdout``/``sys.stderr`` (``sys``: the names bound to sys)."""
+    if node.attr in NAME_FIELDS:
+        return True  # a redirect told which attribute of sys to get and set (NAME_FIELDS)
     if (path or "").startswith("torch.backends."):
         return False
     if isinstance(node.value, ast.Name) and node.value.id in sys and node.attr in ("stdout", "stderr"):

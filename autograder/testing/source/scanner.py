@@ -47,6 +47,7 @@ from .tree import (
     MAIN_GUARD,
     Violation,
     _code_in_annotation,
+    _constant_names,
     _docstrings,
     _dotted,
     _export_lists,
@@ -280,6 +281,8 @@ class _Scanner(ast.NodeVisitor):
             self.visit(statement)
 
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        if self.dynamic and (redirect := changes.redirect_by_name(node)):
+            self._flag(node, redirect)
         self.stack.append(node.name)
         self.classes.append(node.name)
         self.class_bodies.append(node)
@@ -413,15 +416,6 @@ class _Scanner(ast.NodeVisitor):
             return self._runnable(node.args[0])  # functools.partial(softmax_rows, x): a function still
         return isinstance(node, ast.Constant) and not isinstance(node.value, (str, bytes))
 
-    def _constant_names(self, node: ast.AST) -> list[str] | None:
-        """The names a lookup's name argument can hold: a string constant, or a loop variable
-        bound only by ``for name in ("w_q", "w_k", …)`` over string constants; else None."""
-        if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            return [node.value]
-        if not isinstance(node, ast.Name):
-            return None
-        return self.loop_constants.get(node.id)
-
     def _alias_note(self, node: ast.Attribute, path: str | None) -> str:
         """ ", t is torch" (or "get() returns torch", "box's attribute holds torch") for a name not torch itself."""
         root = _root(node)
@@ -553,7 +547,7 @@ class _Scanner(ast.NodeVisitor):
             )
         if called in LOOKUPS and (len(node.args) >= 2 or (isinstance(func, ast.Attribute) and self.dynamic)):
             name = node.args[1] if len(node.args) >= 2 else None
-            values = self._constant_names(name)
+            values = _constant_names(name, self.loop_constants)
             if values is not None:
                 self.safe_calls.add(id(func))
                 for value in values:

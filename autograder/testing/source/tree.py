@@ -260,6 +260,17 @@ def _loop_constants(tree: ast.AST) -> dict[str, list[str]]:
     return {name: found for name, found in values.items() if counts.get(name, 0) == loops[name]}
 
 
+def _constant_names(node: ast.AST | None, loop_constants: dict[str, list[str]]) -> list[str] | None:
+    """The names a lookup's name argument can hold: a string constant, or a loop variable
+    bound only by ``for name in ("w_q", "w_k", …)`` over string constants (``_loop_constants``
+    of the file); else None."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return [node.value]
+    if not isinstance(node, ast.Name):
+        return None
+    return loop_constants.get(node.id)
+
+
 def _nodes(tree: ast.AST) -> tuple[ast.AST, ...]:
     """Every node of ``tree``, in ``ast.walk``'s order, listed once per tree: one scan asks
     for a whole file's nodes about fifteen times (its aliases, imports, docstrings, classes…),
