@@ -4,7 +4,7 @@
 
 include autograder/grade.mk
 
-.PHONY: grade test lint test-slow test-all check snapshots reference-cpu stubs release nbgrader-course benchmark tolerances batch new-test new-skill clean help
+.PHONY: grade test lint test-slow test-all check check-skill snapshots reference-cpu stubs release nbgrader-course benchmark tolerances batch new-test new-skill clean help
 .DEFAULT_GOAL := help
 
 $(VENV)/.dev.stamp: $(VENV)/.requirements.stamp requirements-dev.txt
@@ -60,6 +60,15 @@ check: $(VENV)/.dev.stamp $(VENV)/.instructor.stamp ## instructors: prove the su
 		status=$$?; test $$status = 0 && echo "make check: a release builds" || cat $$tmp/log >&2; rm -rf $$tmp; exit $$status
 	$(PY) tests/benchmarks/hint_precision.py --seeds 1,2,3 --jobs 2 --no-styles --check-stable
 	$(PY) tests/submissions/odd_returns.py --jobs 2
+
+check-skill: $(VENV)/.dev.stamp $(VENV)/.instructor.stamp ## instructors: SKILL=name — make check's part for one skill while you work on it (minutes): stubs, its snapshots and CPU table fresh, leak audit, the suites' own checks (every skill's reference full marks, stubs 0), its mistakes' hints and prices on 3 seeds, its styles at full marks
+	@test -n "$(SKILL)" || { echo "make check-skill: e.g. make check-skill SKILL=masks (make check: every skill)" >&2; exit 2; }
+	$(PY) -m autograder stubs --check
+	$(PY) -m autograder snapshots --check $(foreach s,$(SKILL),--skill $(s))
+	$(PY) -m autograder reference-cpu --check $(foreach s,$(SKILL),--skill $(s))
+	$(PY) -m autograder audit
+	$(PY) -m pytest -rs tests/grader/test_suites_are_right.py
+	$(PY) tests/benchmarks/hint_precision.py --seeds 1,2,3 --jobs 2 --check-stable $(foreach s,$(SKILL),--skill $(s))
 
 snapshots: $(VENV)/.requirements.stamp ## instructors: [SKILL=name] rewrite the stale files of tests/suites/<skill>/snapshots/ from the reference (rerun: no byte changes)
 	$(PY) -m autograder snapshots $(foreach s,$(SKILL),--skill $(s))

@@ -5,8 +5,8 @@ correct style (tests/submissions/styles/<style>/) and prints, per variant: the p
 lost, the tests that failed and the function each failed test names, the hints shown,
 and whether the right hint was shown. Totals, with the targets of issue 9:
 
-* variants showing their own hint            ≥ 90 %
-* shown hints that are right                  ≥ 95 %  (counted per variant and hint id)
+* variants showing their own hint            ≥ 95 %  (≥ 90 % with --local)
+* shown hints that are right                  ≥ 97 %  (counted per variant and hint id)
 * hints shown on correct submissions          = 0
 * failed tests naming another function        = 0     (a mistake costs its own share; a function
                                                         that calls the broken one shares its mistake)
