@@ -137,7 +137,7 @@ class CodeGate:
             return  # a frozen standard-library module, imported
         if caller == self.timeit and _timeit_with_callables(code):
             return
-        if caller == self.typing and is_type_expression(code, self.forms, self.typing):
+        if caller == self.typing and is_type_expression(code, self.forms, self.typing, self.grader):
             return  # a string annotation that is a type (torch's own modules have them)
         if caller == self.dataclasses and _fields_are_names(self.dataclasses):
             return  # a dataclass's methods, built from its fields' names

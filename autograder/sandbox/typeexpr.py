@@ -80,10 +80,11 @@ class TypeForms:
         return isinstance(value, type) and id(type(value)) in self.metaclasses
 
 
-def is_type_expression(code: CodeType, forms: TypeForms, typing_file: str) -> bool:
+def is_type_expression(code: CodeType, forms: TypeForms, typing_file: str, grader: str = "") -> bool:
     """Whether ``code``, which typing is about to evaluate, is a type expression that
     subscripts and joins only trusted forms (``TypeForms``), with the names of typing's
-    evaluating frame."""
+    evaluating frame — never the names of one of the grader's own modules (``grader``: its
+    folder)."""
     if any(isinstance(c, CodeType) for c in code.co_consts):
         return False
     instructions = list(dis.get_instructions(code))
@@ -91,10 +92,25 @@ def is_type_expression(code: CodeType, forms: TypeForms, typing_file: str) -> bo
         return False
     if any(_hidden_name(i) for i in instructions):
         return False  # no type is spelled with a private attribute or a dunder (blind red-team tester R-AD)
+    namespaces = _evaluating_namespaces(typing_file)
+    if namespaces is not None and any(_graders(namespace, grader) for namespace in namespaces[:2]):
+        return False
     if not any(i.opname in ("BINARY_SUBSCR", "BINARY_OP") for i in instructions):
         return True  # nothing subscripted or joined: what it reaches stays with typing
-    namespaces = _evaluating_namespaces(typing_file)
     return namespaces is not None and _follows(instructions, namespaces, forms)
+
+
+def _graders(namespace: dict, grader: str) -> bool:
+    """A module namespace of the grader's own. typing evaluates a function's annotations in the
+    globals of the last function of its ``__wrapped__`` chain, which ``functools.update_wrapper``
+    sets to anything: blind red-team tester R-CH wrapped the worker's ``sys.stdout.write``, had
+    ``singledispatch`` evaluate ``"probes.DispatchRecorder"`` in the worker's globals, and got
+    the grader's classes back from its registry (custom_backward 20/20 with autograd)."""
+    name = namespace.get("__name__")
+    path = namespace.get("__file__")
+    return (type(name) is str and name.split(".")[0] == "autograder") or (
+        bool(grader) and type(path) is str and path.startswith(grader)
+    )
 
 
 def _hidden_name(op: dis.Instruction) -> bool:

@@ -208,6 +208,21 @@ def test_typing_may_not_evaluate_an_annotation_that_hands_what_it_reaches_to_the
         _evaluated_by_typing(_gate("custom_backward"), text, TYPE_NAMESPACE)
 
 
+@pytest.mark.parametrize("text", ["probes.DispatchRecorder", "torch.Tensor", "int"])
+def test_typing_may_not_evaluate_an_annotation_in_a_grader_modules_names(text):
+    """typing evaluates an annotation in the globals of the last function of its ``__wrapped__``
+    chain, which ``functools.update_wrapper`` points anywhere: blind red-team tester R-CH had
+    ``singledispatch`` evaluate ``"probes.DispatchRecorder"`` in the worker's own globals (its
+    ``sys.stdout.write``) and took the grader's classes from the registry. Refused in a grader
+    module's namespace, whatever the expression; the same types in the exercise's still pass."""
+    from autograder.sandbox import worker
+
+    with pytest.raises(RuntimeError, match="cannot run"):
+        _evaluated_by_typing(_gate("custom_backward"), text, vars(worker))
+    if text != "probes.DispatchRecorder":
+        _evaluated_by_typing(_gate("custom_backward"), text, {**TYPE_NAMESPACE, "__name__": "custom_backward"})
+
+
 def test_dataclasses_build_methods_only_for_fields_named_by_identifiers():
     # in a fresh interpreter: the gate's hook stays for good, as in a worker
     code = textwrap.dedent("""

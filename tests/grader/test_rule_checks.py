@@ -253,6 +253,12 @@ EVASIONS = {
         "import contextlib\n\n\ndef f(name):\n    r = contextlib.redirect_stdout(None)\n    r._stream = name\n",
         "r._stream (changes a library",
     ),
+    # a method called through its class with a tensor as self: self.softmax is Tensor.softmax (R-CH)
+    "method-called-through-its-class": (
+        "class Rows:\n    def softmax(self, dim):\n        return self\n\n    def run(self, dim):\n"
+        "        return self.softmax(dim)\n\n\ndef f(x):\n    return Rows.run(x, -1)\n",
+        "self.softmax",
+    ),
     "copy-reduce": (
         "import copy\n\n\nclass Setter:\n    def __reduce_ex__(self, protocol):\n"
         "        return (lambda t: t, (self.target,), (None, self.changes))\n",
@@ -548,11 +554,17 @@ FAIR = [
     "import argparse\nimport functools\n\n\ndef traced(fn):\n    @functools.wraps(fn)\n"
     "    def inner(*args, **kwargs):\n        return fn(*args, **kwargs)\n\n"
     "    return functools.update_wrapper(inner, fn, assigned=('__name__', '__doc__'), updated=())\n\n\n"
+    "def kept(fn):\n    return functools.wraps(fn, functools.WRAPPER_ASSIGNMENTS + ('__dict__',))(lambda: fn())\n\n\n"
     "def options():\n    p = argparse.ArgumentParser()\n    p.add_argument('--lr', type=float, dest='lr')\n"
     "    p.add_argument('steps', type=int, nargs='?', default=1)\n    return p.parse_args([])\n",
     # contextlib's redirect as meant: to a buffer of its own
     "import contextlib\nimport io\n\n\ndef quiet(f, x):\n    with contextlib.redirect_stdout(io.StringIO()):\n"
     "        return f(x)\n",
+    # the file's own softmax method, called on an instance; a base method called explicitly
+    "class Rows:\n    def softmax(self, x):\n        e = x.exp()\n        return e / e.sum(-1, keepdim=True)\n\n"
+    "    def run(self, x):\n        return self.softmax(x)\n\n\n"
+    "class Base:\n    def scale(self, x):\n        return x * 2\n\n\n"
+    "def f(x):\n    return Rows().run(Base.scale(Base(), x))\n",
     # an index built from parts is no annotation
     'TABLE = {"ab": 1}\nONE = TABLE["a" + "b"]\n',
     # an export list naming the exercise's own cross_entropy

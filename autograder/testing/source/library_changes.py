@@ -100,7 +100,12 @@ def _dotted_name(node: ast.AST) -> str | None:
 
 
 def _default_names(node: ast.AST) -> bool:
-    """A literal tuple or list of the names functools copies by default."""
+    """Names functools copies by default: a literal tuple or list of them, functools'
+    ``WRAPPER_ASSIGNMENTS``/``WRAPPER_UPDATES``, or a sum of those."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return _default_names(node.left) and _default_names(node.right)
+    if isinstance(node, (ast.Name, ast.Attribute)):
+        return (node.id if isinstance(node, ast.Name) else node.attr) in ("WRAPPER_ASSIGNMENTS", "WRAPPER_UPDATES")
     return isinstance(node, (ast.Tuple, ast.List)) and all(
         isinstance(e, ast.Constant) and e.value in _DEFAULT_COPIED for e in node.elts
     )

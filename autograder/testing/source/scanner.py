@@ -46,6 +46,7 @@ from .rules import (
 from .tree import (
     MAIN_GUARD,
     Violation,
+    _called_unbound,
     _code_in_annotation,
     _constant_names,
     _docstrings,
@@ -122,6 +123,7 @@ class _Scanner(ast.NodeVisitor):
             _dotted(base).split(".")[-1] for node in _nodes(tree) if isinstance(node, ast.ClassDef) for base in node.bases
         }
         self.methods = {name: defs for name, defs in _own_methods(tree).items() if name not in self.torch}
+        self.called_unbound = _called_unbound(tree, self.methods)
         self.classes: list[str] = []  # the enclosing classes, innermost last
         self.class_bodies: list[ast.ClassDef] = []
         self.parents = {id(child): parent for parent in _nodes(tree) if isinstance(parent, ast.ClassDef) for child in parent.body}
@@ -208,12 +210,14 @@ class _Scanner(ast.NodeVisitor):
         self._annotation(node.returns)
         self.stack.append(node.name)
         # self/cls of a method: an instance of its class or of a subclass — trusted only where the
-        # file subclasses it nowhere (a subclass could put torch.Tensor first in the MRO)
+        # file subclasses it nowhere (a subclass could put torch.Tensor first in the MRO) and calls
+        # none of its methods through the class (``Run.push(tensor, g)``: self is a tensor, R-CH)
         method_of = (
             self.classes[-1]
             if self.classes and self.class_bodies[-1] is self.parents.get(id(node)) and self.classes[-1] not in self.subclassed
             else None
         )
+        method_of = None if method_of in self.called_unbound else method_of
         self.instances.append(_instances(node, self.methods, self.rebound, method_of))
         self.generic_visit(node)
         self.instances.pop()

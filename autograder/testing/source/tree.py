@@ -97,6 +97,31 @@ def _own_methods(tree: ast.AST) -> dict[str, set[str]]:
     }
 
 
+def _called_unbound(tree: ast.AST, methods: dict[str, set[str]]) -> set[str]:
+    """The file's classes one of whose plain methods it calls through the class with arguments
+    (``Run.push(out, d_out)``): there ``self`` is whatever the first argument is — a tensor, whose
+    ``backward`` the method's ``self.backward(…)`` then runs (blind red-team tester R-CH)."""
+    plain = {
+        node.name: {
+            item.name
+            for item in node.body
+            if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and not any(_dotted(d) in ("staticmethod", "classmethod") for d in item.decorator_list)
+        }
+        for node in _nodes(tree)
+        if isinstance(node, ast.ClassDef) and node.name in methods
+    }
+    return {
+        call.func.value.id
+        for call in _nodes(tree)
+        if isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Attribute)
+        and isinstance(call.func.value, ast.Name)
+        and call.func.attr in plain.get(call.func.value.id, ())
+        and (call.args or call.keywords)
+    }
+
+
 def _own_scope(node: ast.AST):
     """The nodes of a function's own scope (nested functions, lambdas and classes left out)."""
     todo = list(ast.iter_child_nodes(node))
