@@ -8,8 +8,9 @@ any leading batch dimensions (e.g. [B,h]). Masks are allowed-style: True = may a
 
 Rule of this exercise (breaking it scores the whole skill 0): neither `backward` nor `forward`
 uses autograd — no `.backward()`, `torch.autograd.grad`, `enable_grad` or functional
-vjp/jacobian (not even to compute gradients in forward for backward to return); `backward`
-goes through `attention_backward`, which uses `softmax_backward`. The grader calls
+vjp/jacobian (not even to compute gradients in forward for backward to return). The contract
+also asks that `backward` goes through `attention_backward`, which uses `softmax_backward`:
+one test checks that, and costs its own points only. The grader calls
 `AttentionFunction.forward(ctx, …)` and `.backward(ctx, d_out)` directly, with a plain ctx
 (save_for_backward/saved_tensors, needs_input_grad, any attribute you set), and checks their
 outputs itself — gradcheck included — so only a backward you wrote earns its points.

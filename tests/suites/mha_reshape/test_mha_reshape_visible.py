@@ -29,13 +29,6 @@ F32, F64 = torch.float32, torch.float64
 SNAP = Snapshots(__file__)  # control inputs, the reference's outputs and the named mistakes' outputs on them
 
 
-def _control_one_head(sub) -> None:
-    """MultiHeadAttention(C, 1, T) on control weights and x, against the reference: checked
-    first by the module's structure and error tests. With one head every split is the
-    identity, so a head-split bug costs split_heads' share, not these tests."""
-    _check_control(sub, SNAP["multi_head_attention_one_head"], "checked before this test's case")
-
-
 def _check_control(sub, c: dict, note: str) -> None:
     """The module's output on control weights and x against the reference's. When it differs
     and no mistake's output matches, the weights (return_weights=True) may still name one:
@@ -284,7 +277,10 @@ def test_padded_key_gets_no_weight_in_week7_example(sub, rng, credit):
 
 
 def test_multi_head_attention_has_four_projections_and_a_causal_mask_buffer(sub, rng, credit):
-    _control_one_head(sub)
+    """The module's structure, whatever its forward computes: a property test (grading.toml
+    ``properties``), so it counts once the skill's value tests earn points, and a forward
+    mistake costs the value tests' share, not this one's (blind tester R-CE: a missing scale
+    failed it through a control of forward's values)."""
     labels = [
         "bias=False: w_q, w_k, w_v, w_o = nn.Linear(4, 4)",
         "bias=True: 4d² + 4d parameters (D1-24)",
