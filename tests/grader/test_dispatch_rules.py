@@ -547,3 +547,24 @@ def test_past_the_trace_budget_an_operator_has_no_line_rather_than_a_wrong_one(t
     assert sys.gettrace() is trace_before  # the window's end gives back the trace function it found
     fresh, _ = _record(lambda: budget_module.spends_its_lines(x, 3), phase="call", own=own)
     assert {op: (d.file, d.line) for op, d in fresh["call"].items()}["aten::sin"] == ("budget_module.py", 7)
+
+
+def test_the_line_trace_hands_no_frame_to_a_method_set_on_the_marks_or_their_class():
+    """The recording's line trace walked a return's callers with ``self._own(back)``: a
+    ``_own`` set on the live ``LineMarks`` (blind red-team tester R-CI), or on its class, was
+    handed every frame up to the worker's ``serve``. The trace calls the methods bound when
+    lines.py was imported, and the object takes no attribute of its own."""
+    from autograder.sandbox.probes import lines
+
+    handed: list = []
+    original = lines.LineMarks._own
+    marks = lines.LineMarks(HERE)
+    with pytest.raises(AttributeError):
+        marks._own = lambda frame: handed.append(frame) or False  # type: ignore[method-assign]
+    lines.LineMarks._own = lambda self, frame: handed.append(frame) or original(self, frame)  # type: ignore[method-assign]
+    try:
+        recorded, _ = _record(lambda: torch.softmax(X, -1) @ X.T)
+    finally:
+        lines.LineMarks._own = original  # type: ignore[method-assign]
+    assert handed == [], f"{len(handed)} frame(s) reached the patched method"
+    assert recorded, "the recording still records"

@@ -259,6 +259,11 @@ EVASIONS = {
         "        return self.softmax(dim)\n\n\ndef f(x):\n    return Rows.run(x, -1)\n",
         "self.softmax",
     ),
+    "flex-attention-blockmask": (
+        "from torch.nn.attention.flex_attention import BlockMask\n",
+        "torch.nn.attention.flex_attention import BlockMask",
+    ),
+    "blockmask-reexported": ("from torch.distributed.pipelining.microbatch import BlockMask\n", "torch.distributed"),
     "copy-reduce": (
         "import copy\n\n\nclass Setter:\n    def __reduce_ex__(self, protocol):\n"
         "        return (lambda t: t, (self.target,), (None, self.changes))\n",

@@ -45,7 +45,14 @@ class LineMarks:
     the rule is judged from the operators' names alone.
 
     The markers' names carry a secret of their own (not the start and end markers') and end
-    with the index of their line in ``lines``."""
+    with the index of their line in ``lines``.
+
+    The trace function calls the methods as this module defined them, bound when it is made
+    (``_trace_functions``), and an instance takes no attribute of its own (``__slots__``): a
+    ``_own`` set on the object, or on the class, would be handed every frame the return event
+    walks up to the worker's ``serve`` (blind red-team tester R-CI read the reply key that way)."""
+
+    __slots__ = ("own_files", "prefix", "lines", "_names", "_left", "_last")
 
     def __init__(self, own_files: str) -> None:
         self.own_files = own_files
@@ -84,27 +91,10 @@ class LineMarks:
             _settrace(None)  # the window's end restores the trace function it found (recorders.py)
         return False
 
-    def _local(self, frame: Any, event: str, arg: Any) -> Any:
-        if not self._spend():
-            return None
-        if event == "line":
-            self._mark(frame.f_code, frame.f_lineno or 0)
-        elif event == "return":  # the line of the submission's frame it returns into, if any
-            back = frame.f_back
-            while back is not None and not self._own(back):
-                back = back.f_back
-            self._mark(None if back is None else back.f_code, 0 if back is None else back.f_lineno or 0)
-        return self._local
-
     def tracer(self) -> Any:
         """The trace function: a plain function, not a bound method ``sys.gettrace()`` would
         hand out with this object (see ``recorders._hook``). Other frames are not traced at all."""
-        own, spend, local = self._own, self._spend, self._local
-
-        def trace(frame: Any, event: str, arg: Any) -> Any:
-            return local if own(frame) and spend() else None  # a library's frames cost ~0.3 µs, unbudgeted
-
-        return trace
+        return _TRACER(self)
 
     def where(self, name: str) -> list | None:
         """[file relative to the submission, line, function] of marker ``name``, ["", 0, ""]
@@ -117,3 +107,31 @@ class LineMarks:
             return ["", 0, ""]
         code, line = key
         return [code.co_filename[len(self.own_files) :], line, code.co_name]
+
+
+def _trace_functions(own_of: Any, spend_of: Any, mark_of: Any) -> Any:
+    """``LineMarks.tracer``'s work, with the methods bound here, when this module is imported
+    (before any exercise code runs), not looked up on the object or its class at each event."""
+
+    def tracer(marks: LineMarks) -> Any:
+        def local(frame: Any, event: str, arg: Any) -> Any:
+            if not spend_of(marks):
+                return None
+            if event == "line":
+                mark_of(marks, frame.f_code, frame.f_lineno or 0)
+            elif event == "return":  # the line of the submission's frame it returns into, if any
+                back = frame.f_back
+                while back is not None and not own_of(marks, back):
+                    back = back.f_back
+                mark_of(marks, None if back is None else back.f_code, 0 if back is None else back.f_lineno or 0)
+            return local
+
+        def trace(frame: Any, event: str, arg: Any) -> Any:
+            return local if own_of(marks, frame) and spend_of(marks) else None  # a library's frames cost ~0.3 µs, unbudgeted
+
+        return trace
+
+    return tracer
+
+
+_TRACER = _trace_functions(LineMarks._own, LineMarks._spend, LineMarks._mark)

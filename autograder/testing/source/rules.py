@@ -221,6 +221,11 @@ DENIED_TORCH_PATHS = (
     # derivative as a plain Python function (blind red-team tester R-AF, custom_backward 20/20)
     "torch.export",
     "torch.compiler",
+    # BlockMask's pytree flattening hands back a callable's globals, closure cells and code
+    # (``_extract_callable_pytree``): given one of the grader's installed functions, the grader's
+    # namespace and the tripwire (blind red-team tester R-CI, custom_backward 20/20 with autograd)
+    "torch.nn.attention.flex_attention",
+    "torch.distributed",  # re-exports BlockMask (pipelining.microbatch); no exercise is distributed
 )
 #: what a rule-checked file may import, beside the submission's own files: the standard
 #: library's everyday modules and the libraries an exercise computes with. Any other module
