@@ -35,6 +35,10 @@ from .fresh import FreshState
 from .protocol import PeerClosed, decode, encode, header_bytes, json_safe, receive_key, recv_message, send_frame, send_message
 from .spec import WorkerSpec
 
+#: autograd's count of the graph nodes this thread has made (``Node`` numbers them as they are
+#: made; there is no setter): bound before any exercise code runs
+_GRAPH_NODES_MADE = torch._C._autograd._get_sequence_nr
+
 MAX_MESSAGE = 64 << 20  # requests from the trusted side are small
 
 #: path → code object, compiled in the fork server before it forks workers (compiling runs
@@ -272,8 +276,15 @@ class WorkerContext:
             yield
             return
         own = self.spec.copy_dir.rstrip("/") + "/"
+        built = _GRAPH_NODES_MADE()
         with probes.DispatchRecorder(self.dispatched, self.tampered, own, phase, tuple(replace or ()), autograd_off):
             yield
+        if autograd_off and _GRAPH_NODES_MADE() != built:
+            # autograd's own count of the graph nodes this thread made (C++, read-only from Python): a
+            # window with grad mode off and locked makes none, whatever was done to the recorder or
+            # the tripwire (blind red-team testers R-CF to R-CI emptied both, then built a graph in
+            # backward and ran autograd through it)
+            self.tampered.add("built an autograd graph where grad mode is off: this rule keeps autograd out of backward")
 
     @contextmanager
     def watch_autograd(self):
