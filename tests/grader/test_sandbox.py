@@ -1538,14 +1538,16 @@ def test_torchscripts_resolution_callback_reads_no_frame_of_the_workers_own(sand
 
 
 GRAPH_WINDOW_PROBE = """
-def in_backward_window(ctx, target, x):
-    with ctx.watch_dispatch("backward", True, (), autograd_off=True):
+def in_window(ctx, target, x, phase, locked):
+    import torch
+    with torch.no_grad(), ctx.watch_dispatch(phase, True, (), autograd_off=locked):
         return getattr(ctx.module("m"), target)(x)
 """
 
 
+@pytest.mark.parametrize("phase, locked", [("backward", True), ("backward", False), ("forward", False)])
 @pytest.mark.parametrize("target, built", [("graph_built_past_the_tripwire", True), ("no_graph", False)])
-def test_a_graph_built_where_grad_mode_is_off_is_tampering_whatever_the_tripwire_saw(sandbox, target, built):
+def test_a_graph_built_where_grad_mode_is_off_is_tampering_whatever_the_tripwire_saw(sandbox, target, built, phase, locked):
     """Four red-team rounds emptied the recorder and cleared the tripwire, then built a graph in
     backward and ran autograd through it. autograd's own count of the nodes this thread made
     (C++, no setter) rises only when a graph is built: a window with grad mode off and locked
@@ -1553,7 +1555,7 @@ def test_a_graph_built_where_grad_mode_is_off_is_tampering_whatever_the_tripwire
     graph is as before."""
     worker = sandbox.worker()
     try:
-        reply = worker.run("in_backward_window", GRAPH_WINDOW_PROBE, [target, torch.ones(3)], {}, timeout=10, during=target)
+        reply = worker.run("in_window", GRAPH_WINDOW_PROBE, [target, torch.ones(3), phase, locked], {}, timeout=10, during=target)
     finally:
         worker.close()
     assert reply.ok, reply.error
