@@ -108,13 +108,18 @@ def _skill_table(skill: SkillOutcome, results: Results, width: int = 80) -> Tabl
     table.add_column("points", justify="right", no_wrap=True)
     if not narrow:
         table.add_column("hint / why")
+    shown: set[str] = set()  # hint texts already under an earlier test of this table
     for test in skill.tests:
-        # the student's view names mistakes in words (hint ids stay in the JSON)
+        # the student's view names mistakes in words (hint ids stay in the JSON); a hint already
+        # shown above is named by its first words (blind tester R-CE: one mistake's four-line
+        # hint stood under ten tests in a row)
+        hinted = one_line("; ".join(h["text"] for h in test.hints), 200) if test.hints else ""
         note = (
-            one_line("; ".join(h["text"] for h in test.hints), 200)
+            (f"as above: {one_line(hinted, 44)}" if hinted in shown else hinted)
             if test.hints
             else ("" if test.status == "passed" else one_line(test.summary, 90))
         )
+        shown.add(hinted)
         if test.credit and test.status != "passed" and test.credit.get("required_failed") and test.credit.get("passed"):
             note = f"required part failed: {test.credit['required_failed'][0]} · {note}"  # not "2 of 3 cases" at 0 points
         elif test.credit and test.credit.get("total") and test.status != "passed" and test.credit["total"] > 1:
