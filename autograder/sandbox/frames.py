@@ -154,7 +154,17 @@ def _kept_by_its_library(frame: FrameType) -> bool:
     if names is None or code.co_name not in names:
         return True
     caller = frame.f_back
-    return caller is not None and caller.f_code.co_filename == code.co_filename
+    if caller is None or caller.f_code.co_filename != code.co_filename:
+        return False
+    # traceback keeps its frames for text, but with ``capture_locals`` that text is the repr of
+    # every local up to the worker's serve — the request, its probe's source (blind red-team
+    # tester R-CJ: ``StackSummary.extract(walk_stack(None), capture_locals=True)``)
+    up: FrameType | None = caller
+    while up is not None and up.f_code.co_filename == code.co_filename:
+        if up.f_locals.get("capture_locals"):
+            return False
+        up = up.f_back
+    return True
 
 
 #: library functions that walk a number of frames up from their own and keep what they find

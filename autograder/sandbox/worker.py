@@ -343,6 +343,7 @@ def handle(ctx: WorkerContext, header: dict, blob: bytes, out: CappedWriter) -> 
     outside: set[str] = set()  # uses outside the probes' own watch (grad-mode switches there: the glue's no_grad)
     if armed:
         probes.AUTOGRAD_TRIPWIRE.arm(outside)
+    nodes_before = _GRAPH_NODES_MADE()
     args = kwargs = value = failure = None  # what the request holds of the exercise's: let go below
     try:
         if op not in ("ban", "confine"):
@@ -398,6 +399,13 @@ def handle(ctx: WorkerContext, header: dict, blob: bytes, out: CappedWriter) -> 
     if armed:
         probes.AUTOGRAD_TRIPWIRE.disarm()
         ctx.autograd_uses.update(outside - {"enable_grad", "inference_mode(False)"})
+        if op == "reset" and _GRAPH_NODES_MADE() != nodes_before:
+            # no code of the exercise's runs in a reset but what letting its objects go runs (a
+            # replaced sys.stdout's __del__): a graph built there is autograd outside every
+            # window, for a later backward (blind red-team tester R-CJ: TorchScript's backward in
+            # a finalizer, its Jacobians kept in the scratch folder). An import may build one
+            # (a module-level parameter times a scale): only resets are judged so.
+            ctx.autograd_uses.add("an autograd graph built while the worker was reset (a finalizer of the exercise's)")
         if op in ("import", "reset"):  # reported with the next call
             ctx.unwatched[0].update(ctx.autograd_uses)
             ctx.unwatched[1].update(ctx.dispatched)

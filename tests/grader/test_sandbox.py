@@ -249,6 +249,10 @@ def frame_routes():
         "asyncio Task.get_stack": attempt(_frames_of_a_running_task),
         # pdb's setup driven by C code for a library (blind red-team tester R-CD)
         "Counter(map(Pdb().setup))": attempt(lambda: collections.Counter(map(_debugger().setup, [None], [tb]))),
+        # the repr of every local up to the worker's serve (blind red-team tester R-CJ)
+        "StackSummary.extract(capture_locals)": attempt(
+            lambda: traceback.StackSummary.extract(traceback.walk_stack(None), capture_locals=True)
+        ),
     }
     logger = logging.getLogger("exercise")
     logger.addHandler(logging.NullHandler())
@@ -316,6 +320,27 @@ def graph_built_past_the_tripwire(x):
     finally:
         original(False)
     return y.detach()
+
+class _GraphOnRelease:
+    """A stand-in sys.stdout whose release (the worker's reset puts the streams back) builds a
+    graph: what blind red-team tester R-CJ's finalizer did to compute Jacobians unrecorded."""
+
+    def __init__(self, stream, x):
+        self.stream, self.x = stream, x
+
+    def write(self, text):
+        return self.stream.write(text)
+
+    def flush(self):
+        return self.stream.flush()
+
+    def __del__(self):
+        with torch.enable_grad():
+            (self.x.detach().requires_grad_(True) * 2).sum()
+
+def stdout_that_builds_a_graph_when_released(x):
+    sys.stdout = _GraphOnRelease(sys.stdout, x)
+    return 1
 
 def no_graph(x):
     return (x * 2).sum()
@@ -1560,6 +1585,26 @@ def test_a_graph_built_where_grad_mode_is_off_is_tampering_whatever_the_tripwire
         worker.close()
     assert reply.ok, reply.error
     assert any("built an autograd graph" in t for t in reply.tampered) is built, reply.tampered
+
+
+@pytest.mark.parametrize("target", ["stdout_that_builds_a_graph_when_released", "no_graph"])
+def test_a_graph_built_while_a_rule_checked_worker_resets_is_autograd_use(sandbox, target):
+    """No exercise code runs in a reset but what letting its objects go runs: blind red-team
+    tester R-CJ's replaced ``sys.stdout`` built Jacobians in its ``__del__`` when the reset put
+    the streams back, unrecorded, for a later test's backward. A rule-checked worker that made a
+    graph node during a reset reports it as autograd use with the next call."""
+    gated = sandbox.worker()
+    try:
+        gated.confine(("m",))
+        request = {"module": "m", "target": target, "args": [torch.ones(3)], "kwargs": {}}
+        assert gated.run("call", None, [], request, timeout=30.0, during=target).ok
+        assert gated.start_reset() and gated.finish_reset(30.0)
+        reply = gated.run("call", None, [], {**request, "target": "no_graph"}, timeout=30.0, during="no_graph")
+    finally:
+        gated.close()
+    assert reply.ok, reply.error
+    reported = any("built while the worker was reset" in use for use in reply.autograd)
+    assert reported is (target != "no_graph"), reply.autograd
 
 
 def test_torchs_frame_evaluation_hooks_hand_exercise_code_no_frame(sandbox):
