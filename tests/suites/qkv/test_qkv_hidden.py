@@ -762,6 +762,22 @@ def test_single_head_attention_is_causal_by_gradient(sub, ref, rng, credit):
                 ),
                 hints=diagnosed,
             )
+            # and the forward agrees: outputs up to t are the same with every later token redrawn. A
+            # backward of the file's own (an autograd.Function) could report a causal gradient for a
+            # forward that reads the future (blind red-team tester R-CK: +1 point for a leaky mask)
+            redrawn = x.clone()
+            redrawn[:, t + 1 :] = randn(rng, B, T - t - 1, C, dtype=dtype)
+            again = expect.tensor(
+                expect.sequence(sub.qkv.single_head_attention(redrawn, *w), 2, what="single_head_attention")[0],
+                what="single_head_attention output",
+            )
+            expect.close(
+                again[:, : t + 1],
+                out[:, : t + 1],
+                what=f"y_0..y_{t} with every token after position {t} redrawn",
+                tol=tol("qkv.single_head_attention", dtype),
+                hints=diagnosed,
+            )
 
 
 def test_single_head_attention_is_permutation_equivariant_without_mask(sub, ref, rng):
