@@ -329,3 +329,26 @@ def test_a_citation_of_a_part_of_the_contract_points_at_that_part():
     ):
         (place,) = citations.resolve(text, ROOT / "docs", texts=TEXTS)
         assert place.line is not None and holds in lines[place.line - 1], (text, place)
+
+
+def test_a_hidden_suites_own_probes_run_only_where_exercise_code_gets_no_trace_function():
+    """A probe written in a suite is sent to the worker as source, and its frame sits under the
+    exercise code it calls. Where no rule is judged (no ``WORKER_SCANNED``), exercise code may
+    set a trace function (SECURITY.md, *What is not defended*), which is handed that frame
+    (blind red-team tester R-CK read the requests there): so a hidden suite's own probes — its
+    code, unlike the shipped course helpers' — belong only to suites whose workers refuse trace
+    functions to exercise code."""
+    import ast
+
+    for path in sorted((ROOT / "tests" / "suites").glob("*/test_*_hidden.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        probes = [
+            node.name
+            for node in tree.body
+            if isinstance(node, ast.FunctionDef) and any(getattr(d, "id", None) == "probe" for d in node.decorator_list)
+        ]
+        scanned = any(
+            isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "WORKER_SCANNED" for t in node.targets)
+            for node in tree.body
+        )
+        assert scanned or not probes, f"{path.relative_to(ROOT)}: probes {probes} in a suite without WORKER_SCANNED"
