@@ -147,6 +147,14 @@ class _Encoder:
         return _numpy_or_opaque(self, value, depth)
 
     def _tensor(self, t: torch.Tensor) -> Any:
+        # a fresh alias, made by the class's own function: a method the exercise stored on its
+        # tensor object (``out.detach = f``) shadows the class's and ran here, outside every
+        # recorded window (blind red-team tester R-CL: autograd in custom_backward and softmax in
+        # row_softmax, both rule tests passed). The alias holds nothing of the object's own
+        try:
+            t = _ALIAS(t)
+        except Exception as exc:
+            return {"t": "opaque", "type": "torch.Tensor", "repr": f"a tensor that cannot be sent as data ({type(exc).__name__})"}
         kind = _unencodable(t)
         if kind:
             return {
@@ -190,6 +198,10 @@ class _Encoder:
         self.chunks.append(data)
         self.size += len(data)
         return out
+
+
+#: ``torch.Tensor.detach``, bound when this module is imported (before any exercise code runs)
+_ALIAS = torch.Tensor.detach
 
 
 def _strided_copy(t: torch.Tensor, span: int) -> torch.Tensor:

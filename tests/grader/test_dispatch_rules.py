@@ -568,3 +568,34 @@ def test_the_line_trace_hands_no_frame_to_a_method_set_on_the_marks_or_their_cla
         lines.LineMarks._own = original  # type: ignore[method-assign]
     assert handed == [], f"{len(handed)} frame(s) reached the patched method"
     assert recorded, "the recording still records"
+
+
+def test_a_modules_structure_is_read_from_what_it_holds_not_what_its_methods_say():
+    """describe_module read ``named_buffers()``, ``named_modules()`` and ``state_dict()``, which a
+    subclass may override: blind red-team tester R-CL's module reported a causal mask buffer it
+    did not hold (mha_reshape 15 against 14.06). The structure comes from nn.Module's own dicts."""
+    from autograder.sandbox.probes.builtin import describe_module
+
+    class Liar(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w_q = torch.nn.Linear(4, 4, bias=False)
+
+        def named_buffers(self, *args, **kwargs):
+            yield "mask", torch.ones(8, 8, dtype=torch.bool)
+
+        def state_dict(self, *args, **kwargs):
+            return {"w_q.weight": 0, "w_k.weight": 0, "w_v.weight": 0, "w_o.weight": 0}
+
+    class Honest(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w_q = torch.nn.Linear(4, 4, bias=False)
+            self.register_buffer("mask", torch.ones(8, 8, dtype=torch.bool), persistent=False)
+
+    lie, honest = describe_module(Liar()), describe_module(Honest())
+    assert lie["buffers"] == [] and lie["state_dict"] == ["w_q.weight"], lie
+    assert [b["name"] for b in honest["buffers"]] == ["mask"] and honest["buffers"][0]["persistent"] is False
+    assert honest["state_dict"] == list(Honest().state_dict()) == ["w_q.weight"]
+    linear = {"name": "w_q", "type": "torch.nn.modules.linear.Linear", "linear": True}
+    assert honest["modules"] == [{**linear, "in_features": 4, "out_features": 4, "bias": False}]

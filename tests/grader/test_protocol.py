@@ -392,3 +392,19 @@ def test_the_worker_refuses_to_serve_before_it_has_a_key():
         protocol.send_message(grader, {"op": "call"}, b"")
         with pytest.raises(ProtocolError, match="key"):
             protocol.receive_key(worker)
+
+
+def test_a_method_stored_on_a_returned_tensor_is_never_called_while_it_is_encoded():
+    """A function stored on the tensor object itself (``out.detach = f``) shadows the class's
+    method, and the encoder called ``t.detach()``: exercise code ran while the reply was
+    encoded, outside every recorded window (blind red-team tester R-CL: autograd in
+    custom_backward, a softmax in row_softmax, both rule tests passed). The encoder works on
+    an alias made by the class's own function; the values sent are the tensor's."""
+    ran: list[str] = []
+    t = torch.arange(6.0).reshape(2, 3)
+    for name in ("detach", "cpu", "clone", "reshape", "numpy", "is_contiguous", "stride", "numel", "data_ptr", "view"):
+        setattr(t, name, lambda *a, _n=name, **k: ran.append(_n) or torch.zeros(1))
+    tree, blob = encode([t, t.t()])
+    back = decode(tree, blob)
+    assert ran == [], ran
+    assert torch.equal(back[0], torch.arange(6.0).reshape(2, 3)) and torch.equal(back[1], torch.arange(6.0).reshape(2, 3).t())

@@ -72,46 +72,96 @@ def resolve(module: Any, target: str) -> Any:
 _LINEAR = torch.nn.Linear
 
 
+def _own(module: torch.nn.Module, field: str) -> dict:
+    """One of the dicts ``nn.Module`` keeps its structure in, read past the module's class: a
+    subclass may override ``named_buffers``, ``named_modules``, ``state_dict`` or
+    ``__getattr__``, and blind red-team tester R-CL reported a mask buffer its module did not
+    hold that way (mha_reshape 15 against 14.06)."""
+    try:
+        found = object.__getattribute__(module, field)
+    except AttributeError:
+        return {}
+    return found if type(found) is dict else {}
+
+
+def _walk(module: torch.nn.Module, prefix: str = "", seen: set | None = None):
+    """(name, module) for ``module`` and every submodule, as ``named_modules`` gives them, from
+    the modules' own ``_modules`` dicts (a module met twice is walked once)."""
+    seen = set() if seen is None else seen
+    if id(module) in seen:
+        return
+    seen.add(id(module))
+    yield prefix, module
+    for name, sub in _own(module, "_modules").items():
+        if isinstance(sub, torch.nn.Module) and type(name) is str:
+            yield from _walk(sub, f"{prefix}.{name}" if prefix else name, seen)
+
+
 def _submodule(name: str, sub: torch.nn.Module) -> dict:
-    """One submodule of ``describe_module``: its class, and a linear layer's sizes."""
+    """One submodule of ``describe_module``: its class, and a linear layer's sizes, from the
+    shape of the weight it holds (not from attributes a subclass could answer for)."""
     linear = issubclass(type(sub), _LINEAR)
+    params = _own(sub, "_parameters")
+    weight = params.get("weight")
+    shape = list(weight.shape) if type(weight) in (torch.Tensor, torch.nn.Parameter) and torch.Tensor.dim(weight) == 2 else None
     return {
         "name": name,
         "type": f"{type(sub).__module__}.{type(sub).__qualname__}",
         "linear": linear,
-        "in_features": getattr(sub, "in_features", None) if linear else None,
-        "out_features": getattr(sub, "out_features", None) if linear else None,
-        "bias": (sub.bias is not None) if linear else None,
+        "in_features": shape[1] if linear and shape else None,
+        "out_features": shape[0] if linear and shape else None,
+        "bias": (params.get("bias") is not None) if linear else None,
     }
 
 
 def describe_module(module: torch.nn.Module) -> dict:
     """Structure of an nn.Module as data: submodules, parameters, buffers, state_dict keys. A
     submodule of a class derived from ``nn.Linear`` is a linear layer too (``linear``, with its
-    sizes): a subclass that adds nothing is what the contract asks for (blind tester R-BW)."""
-    non_persistent: set[str] = set()
-    for prefix, sub in module.named_modules():
-        for name in getattr(sub, "_non_persistent_buffers_set", ()):
-            non_persistent.add(f"{prefix}.{name}" if prefix else name)
+    sizes): a subclass that adds nothing is what the contract asks for (blind tester R-BW). Read
+    from the dicts ``nn.Module`` keeps (``_modules``, ``_parameters``, ``_buffers``,
+    ``_non_persistent_buffers_set``), never through methods a subclass could override."""
+    modules = list(_walk(module))
+    params: list[tuple[str, torch.Tensor]] = []
+    buffers: list[tuple[str, torch.Tensor]] = []
+    keys: list[str] = []
+    seen_params: set[int] = set()
+    seen_buffers: set[int] = set()
+    for prefix, sub in modules:
+        dotted = (prefix + ".") if prefix else ""
+        non_persistent = object.__getattribute__(sub, "__dict__").get("_non_persistent_buffers_set", set())
+        for name, p in _own(sub, "_parameters").items():
+            if isinstance(p, torch.Tensor):
+                keys.append(dotted + name)
+                if id(p) not in seen_params:
+                    seen_params.add(id(p))
+                    params.append((dotted + name, p))
+        for name, b in _own(sub, "_buffers").items():
+            if isinstance(b, torch.Tensor):
+                persistent = name not in non_persistent
+                if persistent:
+                    keys.append(dotted + name)
+                if id(b) not in seen_buffers:
+                    seen_buffers.add(id(b))
+                    buffers.append((dotted + name, b, persistent))
     return {
         "type": type(module).__name__,
-        "modules": [_submodule(name, sub) for name, sub in module.named_modules() if name],
+        "modules": [_submodule(name, sub) for name, sub in modules if name],
         "parameters": [
             {"name": n, "shape": list(p.shape), "dtype": str(p.dtype).replace("torch.", ""), "requires_grad": p.requires_grad}
-            for n, p in module.named_parameters()
+            for n, p in params
         ],
         "buffers": [
             {
                 "name": n,
                 "shape": list(b.shape),
                 "dtype": str(b.dtype).replace("torch.", ""),
-                "persistent": n not in non_persistent,
-                "value": b.detach().clone() if b.numel() <= 1 << 16 else None,
+                "persistent": persistent,
+                "value": torch.Tensor.clone(torch.Tensor.detach(b)) if torch.Tensor.numel(b) <= 1 << 16 else None,
             }
-            for n, b in module.named_buffers()
+            for n, b, persistent in buffers
         ],
-        "state_dict": list(module.state_dict().keys()),
-        "training": module.training,
+        "state_dict": keys,
+        "training": object.__getattribute__(module, "__dict__").get("training", True) is True,
     }
 
 

@@ -908,13 +908,14 @@ def test_multi_head_attention_is_causal_and_ignores_padding_by_gradient(sub, ref
                 kept[:, : t + 1] = True
                 what = f"outputs up to position {t} with every later token redrawn"
             first, again = (expect.tensor(o, what="MultiHeadAttention output") for o in r["outputs"][:2])
-            t_ = tol("mha_reshape.MultiHeadAttention", dtype)
-            agrees = first.shape == again.shape and expect.distance(again[kept], first[kept], t_) <= 1.0
+            # exactly: −∞ on future and padded scores gives them weights of exactly 0, so the outputs
+            # that may not read them are the same bits (R-CL: a −60 fill, weights ~1e-26, passed a tolerance)
+            agrees = first.shape == again.shape and expect.distance(again[kept], first[kept], EXACT) <= 1.0
             expect.close(
                 again[kept],
                 first[kept],
                 what=what,
-                tol=t_,
+                tol=EXACT,
                 hints=[] if agrees else _forward_explains(ref, r, state, x, h, padding, dtype),
             )
 
