@@ -885,9 +885,10 @@ def test_multi_head_attention_is_causal_and_ignores_padding_by_gradient(sub, ref
                 hints=[] if finite else _padding_blocks_rows(sub, state, x, key_allowed, dtype, C, h),
             )
             padding = kwargs.get("key_allowed")
+            rounding = tol("mha_reshape.MultiHeadAttention", dtype).atol
             if part.label == "padded tokens":
                 leak = gx[~key_allowed]
-                ok = bool((leak == 0).all())
+                ok = bool((leak.abs() <= rounding).all())
                 expect.true(
                     ok,
                     what="real tokens' outputs do not depend on padded tokens: ∂y_real/∂x_pad = 0",
@@ -897,10 +898,12 @@ def test_multi_head_attention_is_causal_and_ignores_padding_by_gradient(sub, ref
                 kept, what = key_allowed, "real tokens' outputs with the padded tokens redrawn"
             else:
                 future = gx[:, t + 1 :]
-                ok = bool((future == 0).all())
+                # zero up to rounding: a softmax over every key, masked and renormalised, is causal
+                # with weights of exactly 0, and its ~1e-17 of rounding cost a point (fairness tester R-CM)
+                ok = bool((future.abs() <= rounding).all())
                 expect.true(
                     ok,
-                    what=f"∂y_{t}/∂x_s = 0 for every future s > {t} (Day 1 §3.1)",
+                    what=f"∂y_{t}/∂x_s = 0 for every future s > {t} (Day 1 §3.1; up to rounding, {rounding:g})",
                     detail=f"largest |∂y_{t}/∂x_s| over future s: {future.abs().max().item():.3g}",
                     hints=[] if ok else _forward_explains(ref, r, state, x, h, padding, dtype),
                 )
@@ -908,14 +911,13 @@ def test_multi_head_attention_is_causal_and_ignores_padding_by_gradient(sub, ref
                 kept[:, : t + 1] = True
                 what = f"outputs up to position {t} with every later token redrawn"
             first, again = (expect.tensor(o, what="MultiHeadAttention output") for o in r["outputs"][:2])
-            # exactly: −∞ on future and padded scores gives them weights of exactly 0, so the outputs
-            # that may not read them are the same bits (R-CL: a −60 fill, weights ~1e-26, passed a tolerance)
-            agrees = first.shape == again.shape and expect.distance(again[kept], first[kept], EXACT) <= 1.0
+            t_ = tol("mha_reshape.MultiHeadAttention", dtype)
+            agrees = first.shape == again.shape and expect.distance(again[kept], first[kept], t_) <= 1.0
             expect.close(
                 again[kept],
                 first[kept],
                 what=what,
-                tol=EXACT,
+                tol=t_,
                 hints=[] if agrees else _forward_explains(ref, r, state, x, h, padding, dtype),
             )
 
