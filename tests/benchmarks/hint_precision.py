@@ -120,7 +120,9 @@ def run_variants(skills: list[str], seeds: list[int], jobs: int, work: Path, twi
         for skill, m in applied.items():
             facts = skill_facts(data, skill, names[skill])
             own = variants.dependents(variants.mutated_source(m), m["function"])  # it and the functions that call it
-            off = [f for f in facts["failed"] if f["names"] and not set(f["names"]) & own]
+            # a broken rule gates the whole skill (its tests all fail with the rule's reason): that is
+            # the rule's price, not a mistake charged to another function
+            off = [] if facts["gated_by"] else [f for f in facts["failed"] if f["names"] and not set(f["names"]) & own]
             rows.append(
                 {
                     "skill": skill,
