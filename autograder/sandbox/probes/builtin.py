@@ -122,7 +122,7 @@ def describe_module(module: torch.nn.Module) -> dict:
     ``_non_persistent_buffers_set``), never through methods a subclass could override."""
     modules = list(_walk(module))
     params: list[tuple[str, torch.Tensor]] = []
-    buffers: list[tuple[str, torch.Tensor]] = []
+    buffers: list[tuple[str, torch.Tensor, bool]] = []
     keys: list[str] = []
     seen_params: set[int] = set()
     seen_buffers: set[int] = set()
