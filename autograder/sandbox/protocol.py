@@ -147,14 +147,6 @@ class _Encoder:
         return _numpy_or_opaque(self, value, depth)
 
     def _tensor(self, t: torch.Tensor) -> Any:
-        # a fresh alias, made by the class's own function: a method the exercise stored on its
-        # tensor object (``out.detach = f``) shadows the class's and ran here, outside every
-        # recorded window (blind red-team tester R-CL: autograd in custom_backward and softmax in
-        # row_softmax, both rule tests passed). The alias holds nothing of the object's own
-        try:
-            t = _ALIAS(t)
-        except Exception as exc:
-            return {"t": "opaque", "type": "torch.Tensor", "repr": f"a tensor that cannot be sent as data ({type(exc).__name__})"}
         kind = _unencodable(t)
         if kind:
             return {
@@ -162,8 +154,8 @@ class _Encoder:
                 "type": "torch.Tensor",
                 "repr": f"{kind}, which cannot be sent as data — return an ordinary (dense, CPU) tensor",
             }
-        try:
-            return self._dense(t)
+        try:  # on an alias made by the class's own function (_ALIAS): see _dense
+            return self._dense(_ALIAS(t))
         except Exception as exc:  # an odd tensor is reported as what it is, not as the code's error
             return {"t": "opaque", "type": "torch.Tensor", "repr": f"a tensor that cannot be sent as data ({type(exc).__name__})"}
 
@@ -200,7 +192,8 @@ class _Encoder:
         return out
 
 
-#: ``torch.Tensor.detach``, bound when this module is imported (before any exercise code runs)
+#: ``torch.Tensor.detach``, bound at import: ``_dense`` works on its alias, which holds nothing of the object's
+#: own (``out.detach = f`` on a returned tensor ran while the reply was encoded: blind red-team tester R-CL)
 _ALIAS = torch.Tensor.detach
 
 
