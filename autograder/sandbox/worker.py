@@ -38,7 +38,6 @@ from .spec import WorkerSpec
 #: autograd's count of the graph nodes this thread has made (``Node`` numbers them as they are
 #: made; there is no setter): bound before any exercise code runs
 _GRAPH_NODES_MADE = torch._C._autograd._get_sequence_nr
-_GRAD_ENABLED = torch.is_grad_enabled
 
 MAX_MESSAGE = 64 << 20  # requests from the trusted side are small
 
@@ -277,17 +276,8 @@ class WorkerContext:
             yield
             return
         own = self.spec.copy_dir.rstrip("/") + "/"
-        # a window of an autograd.Function's forward or backward (custom_backward's probes), opened
-        # with grad mode off — as the autograd engine runs them — makes no graph node in honest code
-        graph_free = autograd_off or (phase in ("forward", "backward") and not _GRAD_ENABLED())
-        built = _GRAPH_NODES_MADE()
         with probes.DispatchRecorder(self.dispatched, self.tampered, own, phase, tuple(replace or ()), autograd_off):
             yield
-        if graph_free and _GRAPH_NODES_MADE() != built:
-            # autograd's own count of the graph nodes this thread made (C++, read-only from Python):
-            # checked whatever was done to the recorder or the tripwire (blind red-team testers R-CF
-            # to R-CI emptied both, then built a graph in backward and ran autograd through it)
-            self.tampered.add(f"built an autograd graph in {phase}, where grad mode is off: this rule keeps autograd out")
 
     @contextmanager
     def watch_autograd(self):
