@@ -194,15 +194,21 @@ def _walk_ends_in_exercise(frame: FrameType, exercise: str, grader: str) -> bool
         target: FrameType | None = walker
         for _ in range(steps + 1):
             target = target.f_back if target is not None else None
-        while target is not None:
-            path = target.f_code.co_filename
-            if path.startswith(grader):
-                return False
-            if path.startswith(exercise):
-                return True
-            target = target.f_back
-        return True
+        return _exercise_first(target, exercise, grader) is not False
     return True
+
+
+def _exercise_first(frame: FrameType | None, exercise: str, grader: str) -> bool | None:
+    """Walking up from ``frame``: True when a frame of the exercise's files comes before any of
+    the grader's, False when one of the grader's comes first, None when neither is met."""
+    while frame is not None:
+        path = frame.f_code.co_filename
+        if path.startswith(grader):
+            return False
+        if path.startswith(exercise):
+            return True
+        frame = frame.f_back
+    return None
 
 
 #: audit events that install a function Python hands every frame it runs next
@@ -221,11 +227,4 @@ def exercise_asked(exercise: str, grader: str, depth: int = 2) -> bool:
         frame: FrameType | None = sys._getframe(depth)
     except ValueError:
         return False
-    while frame is not None:
-        path = frame.f_code.co_filename
-        if path.startswith(grader):
-            return False
-        if path.startswith(exercise):
-            return True
-        frame = frame.f_back
-    return False
+    return _exercise_first(frame, exercise, grader) is True
