@@ -46,6 +46,20 @@ def cases(load) -> dict:
         allowed = torch.rand(B, 1, L, S, generator=g) < [0.3, 0.7][_int(g, 0, 1)]
         return (lambda s: masks.masked_softmax(s, allowed)), (_f32(randn(g, B, 2, L, S, scale=scale)),)
 
+    def softmax_grad(g):
+        # ∂L/∂scores of masked_softmax for L = Σ weights · grad_out, as the visible suite's
+        # finite-gradient check compares it (float32 control inputs, scores ×2, some rows with
+        # nothing allowed)
+        B, L, S = _int(g, 1, 3), _int(g, 1, 10), _int(g, 1, 10)
+        allowed = torch.rand(B, L, S, generator=g) < [0.3, 0.7][_int(g, 0, 1)]
+
+        def fn(s, grad_out):
+            with torch.enable_grad():
+                s = s.detach().clone().requires_grad_(True)
+                return torch.autograd.grad((masks.masked_softmax(s, allowed) * grad_out).sum(), s)[0]
+
+        return fn, (_f32(randn(g, B, L, S, scale=2.0)), _f32(randn(g, B, L, S)))
+
     def sdpa(g):
         B, h = _int(g, 1, 3), _int(g, 1, 4)
         S = _int(g, 1, 64)
@@ -86,6 +100,7 @@ def cases(load) -> dict:
     return {
         "masks.apply_mask": apply,
         "masks.masked_softmax": softmax,
+        "masks.masked_softmax_grad": softmax_grad,
         "sdpa_masks.sdpa": sdpa,
         "sdpa_masks.mha_self_attention": mha,
     }

@@ -118,15 +118,27 @@ def left_padded_softmax(rng, ref):
     # the docstring's other empty row: the last (real) query of example 1 has its allowed scores all at −∞ (and still
     # blocks its pad keys): all zeros with a finite gradient, also where a NaN is patched after the softmax
     scores[1, -1] = scores[1, -1].masked_fill(allowed[1, -1], NEG_INF)
+    grad_out = randn(rng, B, T, T)
     return {
         "lengths": lengths,
         "T": T,
         "scores": scores,
         "allowed": allowed,
         "want": in_float64(ref.masks.masked_softmax, scores, allowed),
-        "grad_out": randn(rng, B, T, T),
+        "grad_out": grad_out,
+        # the gradient's values, not only that it is finite: a backward of the file's own that
+        # returns zeros is finite too (blind red-team tester R-CL)
+        "grad_want": _reference_grad(ref, scores, allowed, grad_out),
         "mistakes": signatures.softmax(scores, allowed),
     }
+
+
+def _reference_grad(ref, scores, allowed, grad_out):
+    """∂(Σ weights · grad_out)/∂scores of the reference, in float64, rounded to the scores' dtype."""
+    with torch.enable_grad():
+        s = scores.double().requires_grad_(True)
+        weights = ref.masks.masked_softmax(s, allowed)
+        return torch.autograd.grad((weights * grad_out.double()).sum(), s)[0].to(scores.dtype)
 
 
 def prefix_and_document(rng, ref):
