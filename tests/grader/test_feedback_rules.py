@@ -187,16 +187,28 @@ def test_a_float64_result_right_only_to_float32_precision_says_so():
     standin[:, -1] = -1e9
     shifted = standin.clone()
     shifted[:, -1] += want[:, -1]  # s − 1e9 for −1e9: as close, but a mask mistake, not float32
-    cases = {
-        "rounded": (rounded, True),
-        "wrong": (want * 1.01, False),
-        "float32": (want.float(), False),
-        "beside a stand-in": (shifted, False),
+    g = torch.Generator().manual_seed(0)
+    q, k = torch.randn(6, 64, generator=g, dtype=torch.float64), torch.randn(5, 64, generator=g, dtype=torch.float64)
+    k[0] -= (q[0] @ k[0] - 1e-3) / (q[0] @ q[0]) * q[0]  # q₀·k₀ = 0.001: a sum that cancels
+    product = q @ k.T
+    # the whole product in float32, cast back (blind tester R-CM): sums that cancel near 0 are off
+    # by more than 1e-7, and every value is a float32 number
+    in_float32 = (q.float() @ k.float().T).double()
+    assert not torch.isclose(in_float32, product, rtol=1e-5, atol=1e-7).all()
+    cases = {  # name: (got, want, the hint named)
+        "rounded": (rounded, want, True),
+        "computed in float32": (in_float32, product, True),
+        "float32 numbers, wrong": ((product * 1.001).float().double(), product, False),
+        "wrong": (want * 1.01, want, False),
+        "float32": (want.float(), want, False),
+        "beside a stand-in": (shifted, standin, False),
     }
-    for name, (got, named) in cases.items():
+    for name, (got, wanted, named) in cases.items():
         with pytest.raises(CheckFailed) as raised:
-            expect.close(got, standin if name == "beside a stand-in" else want, what="out", tol=tight)
+            expect.close(got, wanted, what="out", tol=tight)
         assert ("general/float32-precision" in raised.value.feedback.hints) == named, name
+        # a property check (rows sum to 1) names it the same way, from the values it holds
+        assert bool(expect.float32_hints(got, wanted)) == named, name
 
 
 def test_a_nan_is_said_first_and_every_other_wrong_value_is_marked_too():

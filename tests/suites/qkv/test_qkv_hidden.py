@@ -654,7 +654,8 @@ def test_single_head_attention_rows_sum_to_one_and_future_weight_is_exactly_zero
             t = tol("qkv.single_head_attention", dtype)
             want = in_float64(ref.qkv.single_head_attention, x, *w, dtype=dtype)[1]
             variants = signatures.weights(signatures.attention_chain(x.double(), *[m.double() for m in w]))
-            diagnosed = expect.diagnose(weights, variants, t, want)
+            # no named mistake, and the weights are right to float32's precision: a float32 computation
+            diagnosed = expect.diagnose(weights, variants, t, want) or expect.float32_hints(weights, want)
             expect.true(
                 tuple(weights.shape) == (B, T, T),
                 what="weights shape",
