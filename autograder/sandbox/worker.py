@@ -28,7 +28,7 @@ from typing import Any
 
 import torch
 
-from . import audit, confine, frames, mainguard, namespaces, probes, quiet, rawmemory, tensor_text
+from . import audit, confine, frames, heldsignals, mainguard, namespaces, probes, quiet, rawmemory, tensor_text
 from .codegate import CodeGate
 from .errors import error_facts, safe_str
 from .fresh import FreshState
@@ -355,6 +355,7 @@ def handle(ctx: WorkerContext, header: dict, blob: bytes, out: CappedWriter) -> 
             if ctx.served:
                 raise RuntimeError("a worker's code is confined only before any submission code runs")
             ctx.gate.confine([str(m) for m in header.get("modules", [])])
+            heldsignals.hold()  # no handler of the exercise's runs between two windows: heldsignals.py
             reply = {"ok": True}
         elif op == "run":
             ctx.autograd_uses.update(ctx.unwatched[0])
@@ -490,6 +491,7 @@ def serve(sock: socket.socket, spec: WorkerSpec, facts: list[str]) -> None:
     seal = audit.forbid_introspection(gate)
     ctx = WorkerContext(spec, grader, gate)
     frames.frameless_signal_handlers()  # no frame to a signal handler (done by the fork server: a no-op here)
+    heldsignals.seal_sigmask()  # the signals a rule-checked worker holds stay held (the fork server's: a no-op)
     ctx.seal = seal
     answer = handle  # bound here: replacing the module's global (reached by a gc walk) changes nothing
     send_message(sock, {"ok": True, "ready": True, "facts": facts, "pid": os.getpid()})

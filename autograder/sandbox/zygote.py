@@ -29,7 +29,7 @@ import socket
 import sys
 import time
 
-from . import channel, confine, features, frames, libraries, rawmemory
+from . import channel, confine, features, frames, heldsignals, libraries, rawmemory
 from .spec import WorkerSpec
 from .tree import remove_tree
 
@@ -156,6 +156,7 @@ class _Server:
 
         seal_switches()  # here, once for every worker (a no-op unless something was imported since)
         frames.frameless_signal_handlers()  # once: a worker finds it done
+        heldsignals.seal_sigmask()  # once: a worker finds it done
         gc.freeze()  # what this server loaded since the last fork: see _zygote_main
         pid = os.fork()
         if pid == 0:

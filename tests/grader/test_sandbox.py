@@ -390,6 +390,26 @@ def frame_from_signal_handler(x):
     signals.signal(signals.SIGUSR1, signals.SIG_DFL)
     return got
 
+_TICKS = []
+
+def start_ticking(x):
+    """A 2 ms interval timer whose handler counts; and every way to lift a block on its signal."""
+    import _signal
+    import signal as signals
+    signals.signal(signals.SIGALRM, lambda signum, frame: _TICKS.append(1))
+    signals.setitimer(signals.ITIMER_REAL, 0.002, 0.002)
+    signals.pthread_sigmask(signals.SIG_UNBLOCK, [signals.SIGALRM])
+    _signal.pthread_sigmask(_signal.SIG_SETMASK, [])
+    return len(_TICKS)
+
+def ticks_between_calls(x):
+    """How many ticks ran before this call, and whether SIGALRM is still blocked in it."""
+    import signal as signals
+    seen = len(_TICKS)
+    blocked = signals.SIGALRM in signals.pthread_sigmask(signals.SIG_BLOCK, [])
+    signals.setitimer(signals.ITIMER_REAL, 0)
+    return [seen, blocked]
+
 def profile_from_exercise_code(x):
     import profile
     try:
@@ -1591,6 +1611,28 @@ def test_a_signal_handler_of_exercise_code_is_handed_no_frame(sandbox):
     worker.close()
     assert reply.ok, reply.error
     assert reply.value["value"] == ["NoneType", "NoneType"], reply.value
+
+
+@pytest.mark.parametrize("rule_checked", [True, False])
+def test_a_rule_checked_worker_runs_no_signal_handler_between_two_calls(sandbox, rule_checked):
+    """A handler runs wherever the worker is when its signal comes: blind red-team tester R-CN's
+    2 ms timer built Jacobians while the worker waited for its next request, where nothing is
+    recorded (custom_backward +1.31). A rule-checked worker holds every signal for its whole
+    life, and exercise code cannot lift the hold (heldsignals.py); elsewhere the timer ticks."""
+    worker = sandbox.worker()
+    try:
+        if rule_checked:
+            worker.confine(("m",))
+        request = {"module": "m", "target": "start_ticking", "args": [1], "kwargs": {}}
+        assert worker.run("call", None, [], request, timeout=30.0, during="start_ticking").ok
+        time.sleep(0.2)  # ~100 ticks of the timer while the worker waits
+        request = {**request, "target": "ticks_between_calls"}
+        reply = worker.run("call", None, [], request, timeout=30.0, during="ticks_between_calls")
+    finally:
+        worker.close()
+    assert reply.ok, reply.error
+    seen, blocked = reply.value["value"]
+    assert (seen == 0 and blocked) if rule_checked else (seen > 0 and not blocked), reply.value
 
 
 def test_a_rule_checked_workers_exercise_code_sets_no_trace_or_profile_function(sandbox, tmp_path):
