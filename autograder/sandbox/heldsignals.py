@@ -49,9 +49,7 @@ def hold() -> None:
 
 def held() -> bool:
     """Whether this process holds every signal (``hold`` ran here)."""
-    return _all_signals() - {int(signal_module.SIGKILL), int(signal_module.SIGSTOP)} <= set(
-        _SIGMASK(_signal.SIG_BLOCK, ())
-    )
+    return _all_signals() - {int(signal_module.SIGKILL), int(signal_module.SIGSTOP)} <= set(_SIGMASK(_signal.SIG_BLOCK, ()))
 
 
 def _sigmask(how: int, mask: Any) -> set[int]:
