@@ -34,6 +34,11 @@ from ..runner.submission import (
 )
 
 MAX_ZIP_MEMBERS = 20_000
+#: a zip whose central directory lists more entries than this, or takes more bytes, is refused
+#: before it is parsed: zipfile reads every entry into memory first (~500 bytes each), and a
+#: 120 MB zip of two million entries took 30 s and 1 GB of the trusted process (blind tester R-CO)
+MAX_ZIP_LISTED = 10 * MAX_ZIP_MEMBERS
+MAX_ZIP_DIRECTORY_BYTES = 32 << 20
 #: helper modules (the chosen folder's other top-level .py files) taken out of a zip at most:
 #: more than [limits] max_helper_modules, so that the grader says why the rest are refused,
 #: exactly as for a folder
@@ -171,6 +176,31 @@ def _open_archive(archive: Path, shown: str):
     return os.fdopen(fd, "rb")
 
 
+def _listed(fh) -> tuple[int, int] | None:
+    """(entries, bytes) of the zip's central directory, as its end records state them; None
+    where there is no end record (``zipfile`` then says why the zip cannot be read). Written
+    here: ``zipfile`` reads the whole directory before it says how large it is, and its own
+    reader of the end records is private."""
+    fh.seek(0, os.SEEK_END)
+    size = fh.tell()
+    tail_start = max(0, size - (22 + 0xFFFF))  # the end record, then a comment of up to 64 KiB
+    fh.seek(tail_start)
+    tail = fh.read()
+    at = tail.rfind(b"PK\x05\x06")
+    if at < 0 or len(tail) - at < 22:
+        return None
+    entries, length = struct.unpack_from("<HI", tail, at + 10)
+    locator = at - 20  # a ZIP64 zip: its locator just before, pointing at the ZIP64 end record
+    if (entries == 0xFFFF or length == 0xFFFFFFFF) and locator >= 0 and tail[locator : locator + 4] == b"PK\x06\x07":
+        (offset,) = struct.unpack_from("<Q", tail, locator + 8)
+        fh.seek(offset)
+        record = fh.read(56)
+        if len(record) == 56 and record[:4] == b"PK\x06\x06":
+            entries, length = struct.unpack_from("<QQ", record, 32)
+    fh.seek(0)
+    return entries, length
+
+
 def _importable(filename: str) -> bool:
     """Whether a helper ``.py`` file could be imported by its name, and so is worth taking out
     of a zip: a Python identifier, within a file name's 255 bytes (a 300-character helper's
@@ -184,6 +214,12 @@ def _from_zip(archive: Path, upload: Path, modules: list[str], work: Path, max_m
     shown = _name(str(archive.relative_to(upload)))
     member: str | None = None  # the member being read when the zip turns out unreadable
     with _open_archive(archive, shown) as fh:
+        listed = _listed(fh)
+        if listed is not None and (listed[0] > MAX_ZIP_LISTED or listed[1] > MAX_ZIP_DIRECTORY_BYTES):
+            raise UploadError(
+                f"{shown} lists {listed[0]} entries ({listed[1] >> 20} MiB of directory): too many to read — "
+                f"zip only the exercise modules ({_expected(modules)}), or upload them without a zip"
+            )
         try:
             with zipfile.ZipFile(fh) as zf:
                 infos = zf.infolist()[:MAX_ZIP_MEMBERS]

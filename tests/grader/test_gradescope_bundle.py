@@ -22,9 +22,10 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from bad_zips import KINDS, spoiled
+from bad_zips import KINDS, long_listing, spoiled
 from conftest import EXERCISES, MODULES, ROOT, SOLUTIONS, TOTAL_POINTS, write_config
 
+from autograder.app import upload
 from autograder.app.upload import UploadError, locate, locate_zip
 from autograder.config import ConfigError, load
 from autograder.instructor.release import ReleaseContext, gradescope
@@ -326,6 +327,27 @@ def test_a_zip_that_is_not_a_regular_file_is_refused_without_reading_it(tmp_path
     os.mkfifo(fifo)  # opening it for reading would wait for a writer forever
     with pytest.raises(UploadError, match="is not a regular file"):
         locate_zip(fifo, modules, tmp_path, 1 << 20)
+
+
+@pytest.mark.parametrize("zip64", [False, True])
+def test_a_zip_listing_too_many_entries_is_refused_before_its_directory_is_read(tmp_path, monkeypatch, zip64):
+    """zipfile parses every entry of the central directory before the grader can count them:
+    blind tester R-CO's 120 MB zip of two million entries took 30 s and 1 GB of the trusted
+    process (a batch reads each zip up to three times). The end records state the count and
+    the size: above the limits, the zip is the upload's problem before anything is parsed."""
+    modules = list(MODULES.values())
+    monkeypatch.setattr(upload, "MAX_ZIP_LISTED", 50)
+    archive = tmp_path / "student.zip"
+    archive.write_bytes(long_listing(60, zip64))
+    parsed, real = [], zipfile.ZipFile
+    monkeypatch.setattr(upload.zipfile, "ZipFile", lambda *a, **k: parsed.append(a) or real(*a, **k))
+    with pytest.raises(UploadError, match="lists 60 entries .*too many to read — zip only the exercise modules"):
+        locate_zip(archive, modules, tmp_path, 1 << 20)
+    assert parsed == []
+    archive.write_bytes(long_listing(40, zip64))  # under the limit: read as before
+    with pytest.raises(UploadError, match="holds no exercise modules"):
+        locate_zip(archive, modules, tmp_path, 1 << 20)
+    assert len(parsed) == 1
 
 
 @pytest.mark.filterwarnings("ignore:Duplicate name")
