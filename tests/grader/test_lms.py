@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from autograder.core.results import write_atomic
 from autograder.instructor.batch import lms
 from autograder.instructor.batch.report import Row
 from autograder.instructor.batch.students import Student
@@ -205,6 +206,22 @@ def test_no_roster_student_gets_0_while_a_submission_matches_nobody_unless_accep
     fixed = _roster(tmp_path, NAME_ONLY.replace("2004,Zoë Ng", "2004,Zoë Ng,Zoe N.").replace("id,name", "id,name,folder"))
     again = lms.join([_folder_row("Ana García", 95), _folder_row("Zoe N.", 80)], fixed)
     assert not again.unmatched and again.graded[5][0].student.name == "Zoe N."
+
+
+def test_a_folder_name_that_is_not_utf8_matches_as_unmatched_csv_shows_it(tmp_path):
+    """A folder whose name is not UTF-8 is shown with visible escapes (``bad\\udcffname``);
+    copied from unmatched.csv into the roster's folder column, it matched nothing, and the
+    student stayed blank (blind tester R-CO)."""
+    people = _roster(tmp_path, NAME_ONLY)
+    row = _folder_row("bad\udcff\udcfename", 80)
+    joined = lms.join([row], people)
+    written = tmp_path / "unmatched.csv"
+    write_atomic(written, lms.unmatched_csv(joined))  # as the batch writes it: what UTF-8 cannot hold, escaped
+    shown = list(csv.DictReader(io.StringIO(written.read_text(encoding="utf-8"))))[0]["folder"]
+    assert shown == "bad\\udcff\\udcfename"
+    fixed = _roster(tmp_path, NAME_ONLY.replace("2004,Zoë Ng", f"2004,Zoë Ng,{shown}").replace("id,name", "id,name,folder"))
+    again = lms.join([row], fixed)
+    assert not again.unmatched and again.graded[5][0] is row
 
 
 CANVAS_EXPORT = (

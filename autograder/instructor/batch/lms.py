@@ -105,7 +105,10 @@ class Member:
     folder: str = ""
 
     def identifiers(self) -> set[str]:
-        return {v.casefold() for v in (self.sid, self.email, self.folder, self.name) if v}
+        # the folder also as unmatched.csv shows it: a name that is not UTF-8 ("bad\udcffname")
+        # copied from there into the roster matches (blind tester R-CO: it never could)
+        shown = escape.visible(self.folder, None) if self.folder else ""
+        return {v.casefold() for v in (self.sid, self.email, self.folder, shown, self.name) if v}
 
     def name_keys(self) -> set[str]:
         """The names to try when no identifier matches: the person's name, else the folder's."""
