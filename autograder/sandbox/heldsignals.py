@@ -64,7 +64,7 @@ def _sigmask(how: int, mask: Any) -> set[int]:
 
 def _sigmask_enums(how: int, mask: Any) -> set:
     """``signal.pthread_sigmask`` in a worker: the same, with its signals as ``Signals``."""
-    out = set()
+    out: set[Any] = set()
     for number in _sigmask(how, mask):
         try:
             out.add(_TO_ENUM(number))
