@@ -58,6 +58,10 @@ def precompile(spec: WorkerSpec) -> None:
             PRECOMPILED[path] = None  # the worker compiles it itself and reports the error
 
 
+#: a str of any class as an exact str (a copy where it is a subclass's): str's own slot, no method of the object's
+_EXACT_STR = str.__str__
+
+
 class CappedWriter(io.TextIOBase):
     """Keeps the first ``limit`` characters written, counts the rest, never blocks."""
 
@@ -73,7 +77,11 @@ class CappedWriter(io.TextIOBase):
 
     def write(self, text: Any) -> int:
         if type(text) is not str:
-            text = str(text)
+            # what is kept is an exact str, made by str's own C code: an object of the exercise's
+            # (a str subclass whose __str__ and __getitem__ return itself) kept in ``parts`` was let
+            # go by ``take`` after the request's last window, its __del__ running autograd there
+            # (blind red-team tester R-CR: custom_backward 5.75 against 4.44, rule test passed)
+            text = _EXACT_STR(str(text))
         room = self.limit - self.size
         if room > 0:
             kept = text[:room]

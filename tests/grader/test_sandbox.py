@@ -390,6 +390,20 @@ def frame_from_signal_handler(x):
     signals.signal(signals.SIGUSR1, signals.SIG_DFL)
     return got
 
+class _Note(str):
+    """Printed, and kept by whatever keeps it: autograd when it is let go."""
+    def __str__(self):
+        return self
+    def __getitem__(self, item):
+        return self
+    def __del__(self):
+        x = torch.ones(2, requires_grad=True)
+        torch.autograd.grad((x * x).sum(), x)
+
+def print_a_note(x):
+    print(_Note(""), end="")
+    return x
+
 _TICKS = []
 
 def start_ticking(x):
@@ -1611,6 +1625,23 @@ def test_a_signal_handler_of_exercise_code_is_handed_no_frame(sandbox):
     worker.close()
     assert reply.ok, reply.error
     assert reply.value["value"] == ["NoneType", "NoneType"], reply.value
+
+
+def test_what_the_worker_keeps_of_printed_text_is_its_own_str(sandbox):
+    """The worker's stdout kept what ``write`` was handed when ``str()`` of it was itself (a
+    str subclass), and let it go after the request's last window: its ``__del__`` used autograd
+    there, unseen (blind red-team tester R-CR: custom_backward 5.75 against 4.44). What it keeps
+    is an exact str now; the object goes when the exercise's own ``print`` returns, inside the
+    call, where the autograd use is recorded."""
+    gated = sandbox.worker()
+    try:
+        gated.confine(("m",))
+        request = {"module": "m", "target": "print_a_note", "args": [1], "kwargs": {}}
+        reply = gated.run("call", None, [], request, timeout=30.0, during="print_a_note")
+    finally:
+        gated.close()
+    assert reply.ok, reply.error
+    assert any("autograd.grad" in use for use in reply.autograd), reply.autograd
 
 
 @pytest.mark.parametrize("rule_checked", [True, False])
