@@ -259,6 +259,49 @@ EVASIONS = {
         "        return self.softmax(dim)\n\n\ndef f(x):\n    return Rows.run(x, -1)\n",
         "self.softmax",
     ),
+    # an instance the file builds, trusted only where nothing else can be put in its place
+    # (blind fairness tester R-CQ's styles, and each way around them)
+    "module-instance-rebound": (
+        "class Rows:\n    def softmax(self):\n        return 1\n\n_R = Rows()\n_R = torch\n\ndef f(x):\n    return _R.softmax(x, -1)\n",
+        "_R.softmax",
+    ),
+    "module-instance-rebound-by-global": (
+        "class Rows:\n    def softmax(self):\n        return 1\n\n_R = Rows()\n\ndef g():\n    global _R\n    _R = torch\n\n"
+        "def f(x):\n    return _R.softmax(x, -1)\n",
+        "_R.softmax",
+    ),
+    "module-instance-rebound-in-a-class-body": (
+        "class Rows:\n    def softmax(self):\n        return 1\n\n_R = Rows()\n\nclass K:\n    _R = torch\n    y = _R.softmax\n",
+        "_R.softmax",
+    ),
+    "attribute-of-a-tensor-subclass": (
+        "class Rows:\n    def softmax(self):\n        return 1\n\nclass M(torch.Tensor):\n    def f(self):\n"
+        "        try:\n            self.T = Rows()\n        except AttributeError:\n            pass\n"
+        "        return self.T.softmax(-1)\n",
+        "self.T.softmax",
+    ),
+    "attribute-also-set-by-name": (
+        "class Rows:\n    def softmax(self):\n        return 1\n\nclass M:\n    def __init__(self, x):\n        self.norm = Rows()\n"
+        "        setattr(self, 'norm', x)\n\n    def f(self):\n        return self.norm.softmax(-1)\n",
+        "self.norm.softmax",
+    ),
+    "attribute-stored-twice": (
+        "class Rows:\n    def softmax(self):\n        return 1\n\nclass M:\n    def __init__(self, x):\n        self.norm = Rows()\n"
+        "        self.norm = x\n\n    def f(self):\n        return self.norm.softmax(-1)\n",
+        "self.norm.softmax",
+    ),
+    "attribute-registered-by-a-computed-name": (
+        "class Rows:\n    def softmax(self):\n        return 1\n\nclass M(torch.nn.Module):\n    def __init__(self, x, n):\n"
+        "        super().__init__()\n        self.register_buffer(n, x)\n        try:\n            self.norm = Rows()\n"
+        "        except TypeError:\n            pass\n\n    def forward(self):\n        return self.norm.softmax(-1)\n",
+        "self.norm.softmax",
+    ),
+    "attribute-a-property-of-the-class": (
+        "class Rows:\n    def softmax(self):\n        return 1\n\nclass M:\n    norm = property(lambda self: self.x)\n\n"
+        "    def __init__(self, x):\n        self.x = x\n        self.norm = Rows()\n\n    def f(self):\n"
+        "        return self.norm.softmax(-1)\n",
+        "self.norm.softmax",
+    ),
     "flex-attention-blockmask": (
         "from torch.nn.attention.flex_attention import BlockMask\n",
         "torch.nn.attention.flex_attention import BlockMask",
@@ -570,6 +613,13 @@ FAIR = [
     "    def run(self, x):\n        return self.softmax(x)\n\n\n"
     "class Base:\n    def scale(self, x):\n        return x * 2\n\n\n"
     "def f(x):\n    return Rows().run(Base.scale(Base(), x))\n",
+    # the file's own method on an instance it built: at module level, in an annotated local, as a
+    # submodule of an nn.Module (blind fairness tester R-CQ: each scored the skill 0)
+    "import torch.nn as nn\n\n\nclass Rows:\n    def softmax(self, x):\n        e = x.exp()\n        return e / e.sum(-1, keepdim=True)\n\n\n"
+    "_R = Rows()\n\n\nclass Norm(nn.Module):\n    def softmax(self, x):\n        return _R.softmax(x)\n\n\n"
+    "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.norm = Norm()\n\n"
+    "    def forward(self, x):\n        return self.norm.softmax(x)\n\n\n"
+    "def f(x):\n    rows: Rows = Rows()\n    return rows.softmax(x) + _R.softmax(x) + Model()(x)\n",
     # an index built from parts is no annotation
     'TABLE = {"ab": 1}\nONE = TABLE["a" + "b"]\n',
     # an export list naming the exercise's own cross_entropy

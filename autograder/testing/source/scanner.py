@@ -19,6 +19,7 @@ from .facts import (
     _string_runner_names,
     _type_checking,
 )
+from .instances import _instance_attributes, _module_instances, _plainly_based
 from .rules import (
     ALLOWED_DUNDER_NAMES,
     ALLOWED_DUNDERS,
@@ -127,10 +128,11 @@ class _Scanner(ast.NodeVisitor):
         self.classes: list[str] = []  # the enclosing classes, innermost last
         self.class_bodies: list[ast.ClassDef] = []
         self.parents = {id(child): parent for parent in _nodes(tree) if isinstance(parent, ast.ClassDef) for child in parent.body}
-        self.bodies = set(self.parents) | {
-            id(child) for child in getattr(tree, "body", [])
-        }  # statements of a module or class body
-        self.instances: list[tuple[dict[str, str], set[str]]] = []  # per function: (local → own class it holds, names bound)
+        self.bodies = set(self.parents) | {id(child) for child in getattr(tree, "body", [])}  # of a module or class body
+        module = [_module_instances(tree, self.methods, self.rebound)] if isinstance(tree, ast.Module) else []
+        self.instances: list[tuple[dict[str, str], set[str]]] = module  # per scope: (name → own class it holds, names bound)
+        self.instance_attributes = _instance_attributes(tree, self.methods, self.rebound)  # self.A = OwnClass()
+        self.plain_classes = _plainly_based(tree, self.methods, self.rebound, self.aliases.path)
         # A banned name here is never called (blind tester R-K lost mha_reshape's 15 points to
         # `isinstance(m, nn.MultiheadAttention)` and to an annotation): annotations (kept as
         # data only typing's denied resolvers turn back into objects) and the classes that
@@ -191,6 +193,9 @@ class _Scanner(ast.NodeVisitor):
         if isinstance(node, ast.Call):
             node = node.func if isinstance(node.func, ast.Name) and node.func.id in self.methods else node
             return node.id if isinstance(node, ast.Name) and node.id in self.methods and node.id not in self.rebound else None
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+            holder = self._own_class(node.value)  # self.A: what the file alone gives A, in a plainly based class
+            return self.instance_attributes.get(node.attr) if holder in self.plain_classes else None
         if not isinstance(node, ast.Name):
             return None
         for trusted, bound in reversed(self.instances):  # innermost scope that binds the name decides
@@ -212,12 +217,8 @@ class _Scanner(ast.NodeVisitor):
         # self/cls of a method: an instance of its class or of a subclass — trusted only where the
         # file subclasses it nowhere (a subclass could put torch.Tensor first in the MRO) and calls
         # none of its methods through the class (``Run.push(tensor, g)``: self is a tensor, R-CH)
-        method_of = (
-            self.classes[-1]
-            if self.classes and self.class_bodies[-1] is self.parents.get(id(node)) and self.classes[-1] not in self.subclassed
-            else None
-        )
-        method_of = None if method_of in self.called_unbound else method_of
+        inside = bool(self.classes) and self.class_bodies[-1] is self.parents.get(id(node))
+        method_of = self.classes[-1] if inside and self.classes[-1] not in self.subclassed | self.called_unbound else None
         self.instances.append(_instances(node, self.methods, self.rebound, method_of))
         self.generic_visit(node)
         self.instances.pop()

@@ -171,19 +171,23 @@ def _instances(
     for sub in _own_scope(function):
         for name in _bound_names(sub):
             bindings[name] = bindings.get(name, 0) + 1
-        if isinstance(sub, ast.Assign) and len(sub.targets) == 1 and isinstance(sub.targets[0], ast.Name):
-            call = sub.value
-            if (
-                isinstance(call, ast.Call)
-                and isinstance(call.func, ast.Name)
-                and call.func.id in methods
-                and call.func.id not in rebound
-            ):
-                constructed.setdefault(sub.targets[0].id, []).append(call.func.id)
+        target, call = _constructor_assignment(sub, methods, rebound)
+        if isinstance(target, ast.Name) and call is not None:
+            constructed.setdefault(target.id, []).append(call)
+    counted = bindings
+    if isinstance(function, ast.Module):
+        # a module-level name is seen by every function, class body and ``global`` statement:
+        # trusted only where the file binds it nowhere else at all (blind fairness tester R-CQ:
+        # ``_R = Rows()`` then ``_R.softmax(…)`` was read as torch's softmax, the skill scored 0)
+        counted = {name: 0 for name in constructed}
+        for sub in _nodes(function):
+            for name in _bound_names(sub):
+                if name in counted:
+                    counted[name] += 1
     out = {
         name: classes[0]
         for name, classes in constructed.items()
-        if len(set(classes)) == 1 and len(classes) == bindings.get(name, 0)
+        if len(set(classes)) == 1 and len(classes) == counted.get(name, 0)
     }
     args = function.args if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
     if method_of is not None and args is not None:
@@ -192,6 +196,20 @@ def _instances(
         if first in ("self", "cls") and bindings.get(first, 0) == 1:  # the parameter itself only
             out[first] = method_of
     return out, set(bindings)
+
+
+def _constructor_assignment(node: ast.AST, methods: dict[str, set[str]], rebound: set[str]) -> tuple[ast.AST | None, str | None]:
+    """(target, class) where ``node`` is ``target = OwnClass(…)`` or ``target: T = OwnClass(…)``
+    with one target and the class name never rebound; (None, None) otherwise."""
+    if isinstance(node, ast.Assign) and len(node.targets) == 1:
+        target, call = node.targets[0], node.value
+    elif isinstance(node, ast.AnnAssign) and node.value is not None:
+        target, call = node.target, node.value
+    else:
+        return None, None
+    if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id in methods and call.func.id not in rebound:
+        return target, call.func.id
+    return None, None
 
 
 def _module_names(tree: ast.AST, package: str) -> set[str]:
