@@ -302,6 +302,21 @@ EVASIONS = {
         "        return self.norm.softmax(-1)\n",
         "self.norm.softmax",
     ),
+    "namespace-stored-into": (
+        "import types\n\ndef own(x):\n    return x\n\nops = types.SimpleNamespace(softmax=own)\n\ndef g(x):\n    ops.softmax = x\n\n"
+        "def f(x):\n    return ops.softmax(x, -1)\n",
+        "ops.softmax",
+    ),
+    "namespace-of-a-rebound-function": (
+        "import types\n\ndef own(x):\n    return x\n\nown = torch.nn.functional.relu\nops = types.SimpleNamespace(softmax=own)\n\n"
+        "def f(x):\n    return ops.softmax(x, -1)\n",
+        "ops.softmax",
+    ),
+    "namespace-maker-rebound": (
+        "import types\n\ntypes = torch\n\ndef own(x):\n    return x\n\nops = types.SimpleNamespace(softmax=own)\n\n"
+        "def f(x):\n    return ops.softmax(x, -1)\n",
+        "ops.softmax",
+    ),
     "flex-attention-blockmask": (
         "from torch.nn.attention.flex_attention import BlockMask\n",
         "torch.nn.attention.flex_attention import BlockMask",
@@ -620,6 +635,9 @@ FAIR = [
     "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.norm = Norm()\n\n"
     "    def forward(self, x):\n        return self.norm.softmax(x)\n\n\n"
     "def f(x):\n    rows: Rows = Rows()\n    return rows.softmax(x) + _R.softmax(x) + Model()(x)\n",
+    # a namespace of the file's own functions (R-CQ)
+    "import types\n\n\ndef _stable(x, dim):\n    e = (x - x.amax(dim, keepdim=True)).exp()\n    return e / e.sum(dim, keepdim=True)\n\n\n"
+    "ops = types.SimpleNamespace(softmax=_stable)\n\n\ndef f(x):\n    return ops.softmax(x, -1)\n",
     # an index built from parts is no annotation
     'TABLE = {"ab": 1}\nONE = TABLE["a" + "b"]\n',
     # an export list naming the exercise's own cross_entropy
