@@ -262,7 +262,8 @@ EVASIONS = {
     # an instance the file builds, trusted only where nothing else can be put in its place
     # (blind fairness tester R-CQ's styles, and each way around them)
     "module-instance-rebound": (
-        "class Rows:\n    def softmax(self):\n        return 1\n\n_R = Rows()\n_R = torch\n\ndef f(x):\n    return _R.softmax(x, -1)\n",
+        "class Rows:\n    def softmax(self):\n        return 1\n\n"
+        "_R = Rows()\n_R = torch\n\ndef f(x):\n    return _R.softmax(x, -1)\n",
         "_R.softmax",
     ),
     "module-instance-rebound-by-global": (
@@ -281,12 +282,14 @@ EVASIONS = {
         "self.T.softmax",
     ),
     "attribute-also-set-by-name": (
-        "class Rows:\n    def softmax(self):\n        return 1\n\nclass M:\n    def __init__(self, x):\n        self.norm = Rows()\n"
+        "class Rows:\n    def softmax(self):\n        return 1\n\n"
+        "class M:\n    def __init__(self, x):\n        self.norm = Rows()\n"
         "        setattr(self, 'norm', x)\n\n    def f(self):\n        return self.norm.softmax(-1)\n",
         "self.norm.softmax",
     ),
     "attribute-stored-twice": (
-        "class Rows:\n    def softmax(self):\n        return 1\n\nclass M:\n    def __init__(self, x):\n        self.norm = Rows()\n"
+        "class Rows:\n    def softmax(self):\n        return 1\n\n"
+        "class M:\n    def __init__(self, x):\n        self.norm = Rows()\n"
         "        self.norm = x\n\n    def f(self):\n        return self.norm.softmax(-1)\n",
         "self.norm.softmax",
     ),
@@ -303,12 +306,14 @@ EVASIONS = {
         "self.norm.softmax",
     ),
     "namespace-stored-into": (
-        "import types\n\ndef own(x):\n    return x\n\nops = types.SimpleNamespace(softmax=own)\n\ndef g(x):\n    ops.softmax = x\n\n"
+        "import types\n\ndef own(x):\n    return x\n\n"
+        "ops = types.SimpleNamespace(softmax=own)\n\ndef g(x):\n    ops.softmax = x\n\n"
         "def f(x):\n    return ops.softmax(x, -1)\n",
         "ops.softmax",
     ),
     "namespace-of-a-rebound-function": (
-        "import types\n\ndef own(x):\n    return x\n\nown = torch.nn.functional.relu\nops = types.SimpleNamespace(softmax=own)\n\n"
+        "import types\n\ndef own(x):\n    return x\n\n"
+        "own = torch.nn.functional.relu\nops = types.SimpleNamespace(softmax=own)\n\n"
         "def f(x):\n    return ops.softmax(x, -1)\n",
         "ops.softmax",
     ),
@@ -630,13 +635,15 @@ FAIR = [
     "def f(x):\n    return Rows().run(Base.scale(Base(), x))\n",
     # the file's own method on an instance it built: at module level, in an annotated local, as a
     # submodule of an nn.Module (blind fairness tester R-CQ: each scored the skill 0)
-    "import torch.nn as nn\n\n\nclass Rows:\n    def softmax(self, x):\n        e = x.exp()\n        return e / e.sum(-1, keepdim=True)\n\n\n"
+    "import torch.nn as nn\n\n\nclass Rows:\n    def softmax(self, x):\n"
+    "        e = x.exp()\n        return e / e.sum(-1, keepdim=True)\n\n\n"
     "_R = Rows()\n\n\nclass Norm(nn.Module):\n    def softmax(self, x):\n        return _R.softmax(x)\n\n\n"
     "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.norm = Norm()\n\n"
     "    def forward(self, x):\n        return self.norm.softmax(x)\n\n\n"
     "def f(x):\n    rows: Rows = Rows()\n    return rows.softmax(x) + _R.softmax(x) + Model()(x)\n",
     # a namespace of the file's own functions (R-CQ)
-    "import types\n\n\ndef _stable(x, dim):\n    e = (x - x.amax(dim, keepdim=True)).exp()\n    return e / e.sum(dim, keepdim=True)\n\n\n"
+    "import types\n\n\ndef _stable(x, dim):\n    e = (x - x.amax(dim, keepdim=True)).exp()\n"
+    "    return e / e.sum(dim, keepdim=True)\n\n\n"
     "ops = types.SimpleNamespace(softmax=_stable)\n\n\ndef f(x):\n    return ops.softmax(x, -1)\n",
     # an index built from parts is no annotation
     'TABLE = {"ab": 1}\nONE = TABLE["a" + "b"]\n',

@@ -1,8 +1,12 @@
 """Blind fairness tester R-CQ (2026-12-07), style cb17_global_layer: the file's own method on its own
 instance, once read as torch's (the skill scored 0)."""
+
 from __future__ import annotations
+
 import math
+
 import torch
+
 
 class SoftmaxLayer:
     """A hand-written layer (cs231n style): forward caches A, backward uses it."""
@@ -16,16 +20,20 @@ class SoftmaxLayer:
         A = self.A
         return A * (dA - (dA * A).sum(-1, keepdim=True))
 
+
 _LAYER = SoftmaxLayer()
+
 
 def softmax_backward(d_weights: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
     _LAYER.A = weights
     return _LAYER.backward(d_weights)
 
+
 def attention_backward(d_out, q, k, v, weights, scale):
     dv = weights.transpose(-1, -2) @ d_out
     dS = softmax_backward(d_out @ v.transpose(-1, -2), weights)
     return scale * dS @ k, scale * dS.transpose(-1, -2) @ q, dv
+
 
 class AttentionFunction(torch.autograd.Function):
     @staticmethod
@@ -44,6 +52,7 @@ class AttentionFunction(torch.autograd.Function):
         q, k, v, a = ctx.saved_tensors
         dq, dk, dv = attention_backward(d_out, q, k, v, a, ctx.scale)
         return dq, dk, dv, None
+
 
 def attention(q, k, v, allowed=None):
     return AttentionFunction.apply(q, k, v, allowed)

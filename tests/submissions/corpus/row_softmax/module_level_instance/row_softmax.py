@@ -1,24 +1,31 @@
 """Blind fairness tester R-CQ (2026-12-07), style rs18a_global_plain: the file's own method on its own
 instance, once read as torch's (the skill scored 0)."""
-from __future__ import annotations
-import torch
-import torch.nn as nn
 
-class Rows(object):
+from __future__ import annotations
+
+import torch
+
+
+class Rows:
     def softmax(self, x: torch.Tensor, dim: int) -> torch.Tensor:
         e = (x - x.amax(dim, keepdim=True)).exp()
         return e / e.sum(dim, keepdim=True)
 
+
 _R = Rows()
+
 
 def softmax_rows(scores: torch.Tensor, dim: int = -1) -> torch.Tensor:
     return _R.softmax(scores, dim)
 
+
 def log_softmax_rows(scores: torch.Tensor, dim: int = -1) -> torch.Tensor:
     return scores - torch.logsumexp(scores, dim, keepdim=True)
 
+
 def cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     return -log_softmax_rows(logits).gather(1, targets[:, None]).mean()
+
 
 def vocab_probs(h: torch.Tensor, w_vocab: torch.Tensor) -> torch.Tensor:
     return softmax_rows(h @ w_vocab)
