@@ -207,8 +207,10 @@ def test_a_float64_result_right_only_to_float32_precision_says_so():
         with pytest.raises(CheckFailed) as raised:
             expect.close(got, wanted, what="out", tol=tight)
         assert ("general/float32-precision" in raised.value.feedback.hints) == named, name
-        # a property check (rows sum to 1) names it the same way, from the values it holds
-        assert bool(expect.float32_hints(got, wanted)) == named, name
+        # a property check (rows sum to 1) names it the same way, from the values it holds; a
+        # result in float32 for float64 inputs, by its dtype (blind tester R-CP)
+        assert ("general/float32-precision" in expect.float32_hints(got, wanted)) == named, name
+        assert (expect.float32_hints(got, wanted) == ["general/dtype-changed"]) == (got.dtype != wanted.dtype), name
 
 
 def test_a_nan_is_said_first_and_every_other_wrong_value_is_marked_too():
