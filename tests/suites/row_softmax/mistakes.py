@@ -98,6 +98,9 @@ def softmax(scores: torch.Tensor, dim: int = -1) -> dict[str, torch.Tensor]:
         e = torch.exp(shifted)
         v[P + "max-without-keepdim"] = (e / e.sum(dim=dim, keepdim=True)).to(scores.dtype)
     v[P + "sum-over-everything"] = (exps / exps.sum()).to(scores.dtype)  # exps.sum() with no dim (blind tester R-L)
+    for hint, z in _wrong_axis_shifts(s64, dim).items():
+        e = torch.exp(z)
+        v[hint] = (e / e.sum(dim=dim, keepdim=True)).to(scores.dtype)
 
     if scores.dim() >= 2 and _axis(scores, dim) != scores.dim() - 1:  # one reduction with dim=-1 written in (blind tester R-S)
         last = torch.exp(s64 - s64.amax(dim=-1, keepdim=True))
@@ -113,6 +116,19 @@ def softmax(scores: torch.Tensor, dim: int = -1) -> dict[str, torch.Tensor]:
         t = (exps / (sums + eps)).to(scores.dtype)
         if not torch.equal(t, shown):
             out[P + f"denominator-epsilon#{eps:g}"] = t
+    return out
+
+
+def _wrong_axis_shifts(s: torch.Tensor, dim: int) -> dict[str, torch.Tensor]:
+    """``s − s.amax(other, keepdim=True)``: each column shifted by its own maximum, not each row
+    by its own — the axis kept, but the wrong one (blind tester R-CP: ``amax(dim=-2,
+    keepdim=True)`` was told it had lost its axis). ``#first``: ``amax(dim=0)`` on a batch."""
+    out = {}
+    other = _other_axis(s, dim)
+    if other is not None:
+        out[P + "max-wrong-axis"] = s - s.amax(dim=other, keepdim=True)
+    if s.dim() >= 2 and _axis(s, dim) != 0 and other != 0:
+        out[P + "max-wrong-axis#first"] = s - s.amax(dim=0, keepdim=True)
     return out
 
 
@@ -145,6 +161,8 @@ def log_softmax(scores: torch.Tensor, dim: int = -1) -> dict[str, torch.Tensor]:
     v.update({hint: t.to(scores.dtype) for hint, t in _unkept_max_log_softmax(s64, dim).items()})
     z = s64 - s64.amax(dim=dim, keepdim=True)
     v[P + "sum-over-everything"] = (z - torch.log(torch.exp(z).sum())).to(scores.dtype)  # no dim (blind tester R-BO)
+    for hint, shifted in _wrong_axis_shifts(s64, dim).items():
+        v[hint] = (shifted - torch.log(torch.exp(shifted).sum(dim=dim, keepdim=True))).to(scores.dtype)
     if scores.dim() >= 2 and _axis(scores, dim) != scores.dim() - 1:  # the max over dim=-1 written in (R-BO)
         last = s64 - s64.amax(dim=-1, keepdim=True)
         v[P + "dim-ignored"] = (last - torch.log(torch.exp(last).sum(dim=dim, keepdim=True))).to(scores.dtype)
