@@ -305,6 +305,17 @@ EVASIONS = {
         "        return self.norm.softmax(-1)\n",
         "self.norm.softmax",
     ),
+    # a class whose instances may be something else: its own __new__, a metaclass's __call__
+    "own-class-new-returns-torch": (
+        "class Rows:\n    def __new__(cls):\n        return torch\n\n    def softmax(self, x):\n        return x\n\n"
+        "def f(x):\n    r = Rows()\n    return r.softmax(x, -1)\n",
+        "r.softmax",
+    ),
+    "own-class-with-a-metaclass": (
+        "class Meta(type):\n    def __call__(cls):\n        return torch\n\nclass Rows(metaclass=Meta):\n"
+        "    def softmax(self, x):\n        return x\n\n_R = Rows()\n\ndef f(x):\n    return _R.softmax(x, -1)\n",
+        "_R.softmax",
+    ),
     "namespace-stored-into": (
         "import types\n\ndef own(x):\n    return x\n\n"
         "ops = types.SimpleNamespace(softmax=own)\n\ndef g(x):\n    ops.softmax = x\n\n"

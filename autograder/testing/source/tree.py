@@ -87,14 +87,24 @@ def _export_lists(tree: ast.Module) -> set[int]:
 
 def _own_methods(tree: ast.AST) -> dict[str, set[str]]:
     """Class name → the methods its body defines (``def``), for every class the file defines
-    once (a name defined twice could be either class)."""
+    once (a name defined twice could be either class) whose instances are what they seem:
+    ``OwnClass()`` an instance of it, and ``obj.m`` its method ``m`` — not where it defines
+    ``__new__`` (which may return torch) or ``__getattribute__``, or names a metaclass other
+    than abc's (whose ``__call__`` may return anything)."""
     classes = [node for node in _nodes(tree) if isinstance(node, ast.ClassDef)]
     names = [node.name for node in classes]
     return {
         node.name: {item.name for item in node.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))}
         for node in classes
-        if names.count(node.name) == 1
+        if names.count(node.name) == 1 and _plain_instances(node)
     }
+
+
+def _plain_instances(node: ast.ClassDef) -> bool:
+    defined = {item.name for item in node.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    defined |= {t.id for item in node.body if isinstance(item, ast.Assign) for t in item.targets if isinstance(t, ast.Name)}
+    metaclass = [k.value for k in node.keywords if k.arg == "metaclass"]
+    return not defined & {"__new__", "__getattribute__"} and all(_dotted(m) in ("abc.ABCMeta", "ABCMeta") for m in metaclass)
 
 
 def _called_unbound(tree: ast.AST, methods: dict[str, set[str]]) -> set[str]:
