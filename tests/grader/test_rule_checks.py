@@ -1421,3 +1421,19 @@ def test_a_banned_name_that_can_still_be_called_is_flagged(name):
     function is defined), a rebound isinstance, an imported name also used elsewhere, and a
     main guard the file makes run by rebinding __name__."""
     assert scan(f"import torch\n\n{CALLED_AFTER_ALL[name]}", SDPA)
+
+
+def test_an_own_instance_is_trusted_only_where_no_other_file_of_the_submission_can_reach_it():
+    """A module-level instance and ``self.A`` are the file's own only where the file imports none
+    of the submission's other files: one it imports could store torch into them (blind red-team
+    tester R-CT: ``import row_softmax; row_softmax.R = torch`` from a helper in a cycle), or be
+    handed the instance and store into it."""
+    main = (
+        "import torch\nimport rowhelp\n\n\nclass Rows:\n    def softmax(self, x, dim):\n        return x\n\n\n"
+        "R = Rows()\nrowhelp.setup(R)\n\n\ndef softmax_rows(s, dim=-1):\n    return R.softmax(s, dim)\n"
+    )
+    helper = "import torch\n\n\ndef setup(obj):\n    obj.softmax = getattr(torch, 'soft' + 'max')\n"
+    with pytest.raises(CheckFailed, match="R.softmax"):
+        check_no_banned(main, "row_softmax.py", SOFTMAX, what="rule", imports={"rowhelp": helper})
+    alone = main.replace("import rowhelp\n", "").replace("rowhelp.setup(R)\n", "")
+    check_no_banned(alone, "row_softmax.py", SOFTMAX, what="rule", imports={"rowhelp": helper})

@@ -99,6 +99,7 @@ def scan(
     dynamic: bool = True,
     bound: Iterable[str] | None = None,
     in_import_cycle: bool = False,
+    alone: bool = True,
 ) -> list[Violation]:
     """Violations in ``source``: banned names in the whole module (or only in the functions
     of ``scope``), and — when ``dynamic`` — the deny-by-default constructs anywhere in it,
@@ -106,14 +107,16 @@ def scan(
     ``bound`` (a fellow file's scan: the names its scope and its importers use): a banned
     name imported at module level counts only when the name it binds is one of them.
     ``in_import_cycle``: the file imports itself through the submission's files, so its main
-    guard may run (``tree.main_guard_runs``) and is judged like the rest."""
+    guard may run (``tree.main_guard_runs``) and is judged like the rest. ``alone``: the file
+    imports none of the submission's other files (which could rebind its names or store into
+    its objects): only then are its module-level instances and ``self.A`` trusted (instances.py)."""
     if isinstance(source, MisreadSource):  # what the scan would read is not what Python runs
         return [Violation(1, MISREAD, "<module>")]
     frozen = frozenset(bound) if bound is not None else None
     if scope is not None:  # an inherited method is scanned as the method it stands for
         scope = set(scope) | set(_inherited(_parse(source), scope).values())
     return list(
-        _scan(source, frozenset(banned), frozenset(scope) if scope is not None else None, dynamic, frozen, in_import_cycle)
+        _scan(source, frozenset(banned), frozenset(scope) if scope is not None else None, dynamic, frozen, in_import_cycle, alone)
     )
 
 
@@ -125,11 +128,12 @@ def _scan(
     dynamic: bool,
     bound: frozenset[str] | None = None,
     in_import_cycle: bool = False,
+    alone: bool = True,
 ) -> tuple[Violation, ...]:
     """Several tests of a suite scan the same file with the same rule: keyed by the file's
     content and the rule, a scan runs once per run (a Violation is immutable)."""
     tree = _parse(source)
-    scanner = _Scanner(set(banned), dynamic, tree, set(scope) if scope is not None else None, bound, in_import_cycle)
+    scanner = _Scanner(set(banned), dynamic, tree, set(scope) if scope is not None else None, bound, in_import_cycle, alone)
     scanner.visit(tree)
     found = {(v.line, v.found): v for v in scanner.found}  # one entry per construct and line
     return tuple(sorted(found.values(), key=lambda v: v.line))
@@ -429,7 +433,8 @@ def check_no_banned(
     for name, text, file_scope, bound in files:
         try:
             in_cycle = name.removesuffix(".py") in cyclic
-            found += [(name, v) for v in scan(text, banned, scope=file_scope, bound=bound, in_import_cycle=in_cycle)]
+            alone = name == file and not fellows  # a fellow file is judged as one that has others beside it
+            found += [(name, v) for v in scan(text, banned, scope=file_scope, bound=bound, in_import_cycle=in_cycle, alone=alone)]
         except SyntaxError:
             continue  # a file that does not parse fails elsewhere, with its own message
     if found:

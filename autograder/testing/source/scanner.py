@@ -81,6 +81,7 @@ class _Scanner(ast.NodeVisitor):
         scope: set[str] | None,
         bound: frozenset[str] | None = None,
         in_import_cycle: bool = False,
+        alone: bool = True,
     ) -> None:
         # "autograd.functional": the name ``functional`` only as an attribute or import of a
         # module path ending in ``autograd`` (never ``torch.nn.functional``)
@@ -129,9 +130,10 @@ class _Scanner(ast.NodeVisitor):
         self.class_bodies: list[ast.ClassDef] = []
         self.parents = {id(child): parent for parent in _nodes(tree) if isinstance(parent, ast.ClassDef) for child in parent.body}
         self.bodies = set(self.parents) | {id(child) for child in getattr(tree, "body", [])}  # of a module or class body
-        module = [_module_instances(tree, self.methods, self.rebound)] if isinstance(tree, ast.Module) else []
+        # ``alone``: no other file of the submission imported, to rebind its names or store into its objects
+        module = [_module_instances(tree, self.methods, self.rebound)] if isinstance(tree, ast.Module) and alone else []
         self.instances: list[tuple[dict[str, str], set[str]]] = module  # per scope: (name → own class it holds, names bound)
-        self.instance_attributes = _instance_attributes(tree, self.methods, self.rebound)  # self.A = OwnClass()
+        self.instance_attributes = _instance_attributes(tree, self.methods, self.rebound) if alone else {}
         self.plain_classes = _plainly_based(tree, self.methods, self.rebound, self.aliases.path)
         # A banned name here is never called (blind tester R-K lost mha_reshape's 15 points to
         # `isinstance(m, nn.MultiheadAttention)` and to an annotation): annotations (kept as
