@@ -1437,3 +1437,86 @@ def test_an_own_instance_is_trusted_only_where_no_other_file_of_the_submission_c
         check_no_banned(main, "row_softmax.py", SOFTMAX, what="rule", imports={"rowhelp": helper})
     alone = main.replace("import rowhelp\n", "").replace("rowhelp.setup(R)\n", "")
     check_no_banned(alone, "row_softmax.py", SOFTMAX, what="rule", imports={"rowhelp": helper})
+
+
+BACKWARD_NAMES = ["backward", "grad", "vjp"]
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        # blind fairness tester R-CS: the file's own backward through a factory, a subclass, a
+        # container, a class attribute and the autograd ctx
+        "class Backward:\n    def backward(self, g):\n        return g\n\n\ndef make():\n    return Backward()\n\n\n"
+        "def f(g):\n    return make().backward(g)\n",
+        "class Backward:\n    def backward(self, g):\n        return g\n\n\nclass Hand(Backward):\n    pass\n\n\n"
+        "def f(g):\n    return Hand().backward(g)\n",
+        "class Backward:\n    def backward(self, g):\n        return g\n\n\nIMPLS = {'hand': Backward()}\n\n\n"
+        "def f(g):\n    return IMPLS['hand'].backward(g)\n",
+        "class Backward:\n    def backward(self, g):\n        return g\n\n\nclass Holder:\n    impl = Backward()\n\n\n"
+        "def f(g):\n    return Holder.impl.backward(g)\n",
+        "import torch\n\n\nclass Backward:\n    def backward(self, g):\n        return g\n\n\n"
+        "class F(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, x):\n        ctx.helper = Backward()\n"
+        "        return x\n\n    @staticmethod\n    def f(ctx, g):\n        return ctx.helper.backward(g)\n",
+    ],
+)
+def test_the_files_own_backward_reached_through_its_own_objects_is_not_autograd(source):
+    assert scan(source, BACKWARD_NAMES) == []
+
+
+@pytest.mark.parametrize(
+    ("source", "found"),
+    [
+        (
+            "class Backward:\n    def backward(self, g):\n        return g\n\n\ndef make(t):\n    if t:\n        return t\n"
+            "    return Backward()\n\n\ndef f(g):\n    return make(g).backward(g)\n",
+            "make().backward",
+        ),
+        (
+            "class Backward:\n    def backward(self, g):\n        return g\n\n\nIMPLS = [Backward()]\n\n\n"
+            "def f(g):\n    IMPLS[0] = g\n    return IMPLS[0].backward(g)\n",
+            "IMPLS[…].backward",
+        ),
+        (
+            "class Backward:\n    def backward(self, g):\n        return g\n\n\nIMPLS = [Backward()]\n\n\n"
+            "def f(g):\n    IMPLS.append(g)\n    return IMPLS[-1].backward(g)\n",
+            "IMPLS[…].backward",
+        ),
+        (
+            "class Backward:\n    def backward(self, g):\n        return g\n\n\nclass Holder:\n    impl = Backward()\n\n\n"
+            "def f(g):\n    Holder.impl = g\n    return Holder.impl.backward(g)\n",
+            "Holder.impl.backward",
+        ),
+        (
+            "import torch\n\n\nclass Backward:\n    def backward(self, g):\n        return g\n\n\n"
+            "class F(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, x):\n"
+            "        ctx.saved_tensors = Backward()\n        return x\n\n    @staticmethod\n    def f(ctx, g):\n"
+            "        return ctx.saved_tensors.backward(g)\n",
+            "ctx.saved_tensors.backward",
+        ),
+    ],
+)
+def test_what_could_hold_a_tensor_instead_of_the_files_own_object_stays_flagged(source, found):
+    assert [v.found for v in scan(source, BACKWARD_NAMES) if v.found.endswith(".backward")] == [found]
+
+
+def test_a_name_refused_wherever_it_runs_is_left_to_the_run_time_check_where_the_file_has_its_own():
+    """row_softmax and mha_reshape ban their kernels for the worker's whole life: a call of the
+    student's own softmax on an object the scan cannot place (a base class's, a container's,
+    ``super()``'s: blind fairness tester R-CS) proves nothing, and what runs is judged there.
+    torch's own spellings stay flagged, and so does every call where the file has no softmax of
+    its own."""
+    own = (
+        "import torch\n\n\nclass Base:\n    def softmax(self, x, dim=-1):\n        e = (x - x.amax(dim, keepdim=True)).exp()\n"
+        "        return e / e.sum(dim, keepdim=True)\n\n\nclass Child(Base):\n    def softmax(self, x, dim=-1):\n"
+        "        return super().softmax(x, dim)\n\n\ndef f(x, impls):\n    return impls[0].softmax(x) + Child().softmax(x)\n"
+    )
+    assert scan(own, SOFTMAX[:-1]) != []  # strict: not proven to be the file's own
+    assert scan(own, SOFTMAX[:-1], deferred=SOFTMAX[:-1]) == []
+    torch_spelled = own + "\n\ndef g(x):\n    return torch.softmax(x, -1) + torch.nn.functional.softmax(x, -1)\n"
+    assert {v.found for v in scan(torch_spelled, SOFTMAX[:-1], deferred=SOFTMAX[:-1])} == {
+        "torch.softmax",
+        "torch.nn.functional.softmax",
+    }
+    none_of_its_own = "def f(x):\n    return x.softmax(-1)\n"
+    assert [v.found for v in scan(none_of_its_own, SOFTMAX[:-1], deferred=SOFTMAX[:-1])] == ["x.softmax"]

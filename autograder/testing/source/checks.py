@@ -8,6 +8,7 @@ import re
 from collections.abc import Iterable
 
 from ..failures import CheckFailed, Feedback
+from .instances import own_names
 from .scanner import _Scanner
 from .tree import MODULE_LEVEL, MisreadSource, Violation, _lambda_name, _nodes, _parse, import_cycles, live_parts, main_guard_runs
 
@@ -100,6 +101,8 @@ def scan(
     bound: Iterable[str] | None = None,
     in_import_cycle: bool = False,
     alone: bool = True,
+    deferred: Iterable[str] = (),
+    fellow_names: Iterable[str] = (),
 ) -> list[Violation]:
     """Violations in ``source``: banned names in the whole module (or only in the functions
     of ``scope``), and — when ``dynamic`` — the deny-by-default constructs anywhere in it,
@@ -109,14 +112,27 @@ def scan(
     ``in_import_cycle``: the file imports itself through the submission's files, so its main
     guard may run (``tree.main_guard_runs``) and is judged like the rest. ``alone``: the file
     imports none of the submission's other files (which could rebind its names or store into
-    its objects): only then are its module-level instances and ``self.A`` trusted (instances.py)."""
+    its objects): only then are its module-level instances and ``self.A`` trusted (instances.py).
+    ``deferred``: banned names the rule's run-time check refuses wherever they run; on an object the
+    scan cannot place, in a submission with its own function by that name (this file's, or one of
+    ``fellow_names``), they are left to that check (instances.py)."""
     if isinstance(source, MisreadSource):  # what the scan would read is not what Python runs
         return [Violation(1, MISREAD, "<module>")]
     frozen = frozenset(bound) if bound is not None else None
     if scope is not None:  # an inherited method is scanned as the method it stands for
         scope = set(scope) | set(_inherited(_parse(source), scope).values())
     return list(
-        _scan(source, frozenset(banned), frozenset(scope) if scope is not None else None, dynamic, frozen, in_import_cycle, alone)
+        _scan(
+            source,
+            frozenset(banned),
+            frozenset(scope) if scope is not None else None,
+            dynamic,
+            frozen,
+            in_import_cycle,
+            alone,
+            frozenset(deferred),
+            frozenset(fellow_names),
+        )
     )
 
 
@@ -129,11 +145,14 @@ def _scan(
     bound: frozenset[str] | None = None,
     in_import_cycle: bool = False,
     alone: bool = True,
+    deferred: frozenset[str] = frozenset(),
+    fellow_names: frozenset[str] = frozenset(),
 ) -> tuple[Violation, ...]:
     """Several tests of a suite scan the same file with the same rule: keyed by the file's
     content and the rule, a scan runs once per run (a Violation is immutable)."""
     tree = _parse(source)
-    scanner = _Scanner(set(banned), dynamic, tree, set(scope) if scope is not None else None, bound, in_import_cycle, alone)
+    scope_set = set(scope) if scope is not None else None
+    scanner = _Scanner(set(banned), dynamic, tree, scope_set, bound, in_import_cycle, alone, deferred, fellow_names)
     scanner.visit(tree)
     found = {(v.line, v.found): v for v in scanner.found}  # one entry per construct and line
     return tuple(sorted(found.values(), key=lambda v: v.line))
@@ -353,6 +372,18 @@ def _bound_names(source: str, scope: frozenset[str], taken: set[str], in_import_
 
 
 @functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=64)
+def _defined_names(files: tuple[tuple[str, str], ...]) -> frozenset[str]:
+    """The names under which the submission's other files' own functions may be called."""
+    names: set[str] = set()
+    for _, text in files:
+        try:
+            names |= own_names(_parse(text))
+        except (SyntaxError, ValueError):
+            continue
+    return frozenset(names)
+
+
 def _imported_scopes(
     source: str, files: tuple[tuple[str, str], ...], cyclic: frozenset[str] = frozenset()
 ) -> tuple[tuple[str, tuple[str, frozenset[str] | None, frozenset[str] | None]], ...]:
@@ -417,12 +448,13 @@ def check_no_banned(
     hints: Iterable[str] = (),
     scope: Iterable[str] | None = None,
     imports: dict[str, str] | None = None,
+    deferred: Iterable[str] = (),
 ) -> None:
     """Fail with every offending line of the student's file when a banned name appears.
     ``imports`` (module name → source, e.g. ``sub.importable_sources()``): the submission's
     other files; those the file imports are scanned with the same rules — the deny-by-default
     constructs everywhere in them, the banned names in their top-level code and in what the
-    file uses of them (``imported_scopes``)."""
+    file uses of them (``imported_scopes``). ``deferred``: see ``scan``."""
     if source is None:
         return  # a missing module fails elsewhere, with its own message
     others = {k: v for k, v in (imports or {}).items() if f"{k}.py" != file}
@@ -430,11 +462,24 @@ def check_no_banned(
     fellows = _imported_scopes(source, tuple(sorted(others.items())), cyclic)
     files = [(file, source, scope, None)] + [(f"{name}.py", text, used, bound) for name, (text, used, bound) in sorted(fellows)]
     found: list[tuple[str, Violation]] = []
+    theirs = _defined_names(tuple(sorted(others.items()))) if deferred else frozenset()
     for name, text, file_scope, bound in files:
         try:
             in_cycle = name.removesuffix(".py") in cyclic
             alone = name == file and not fellows  # a fellow file is judged as one that has others beside it
-            found += [(name, v) for v in scan(text, banned, scope=file_scope, bound=bound, in_import_cycle=in_cycle, alone=alone)]
+            found += [
+                (name, v)
+                for v in scan(
+                    text,
+                    banned,
+                    scope=file_scope,
+                    bound=bound,
+                    in_import_cycle=in_cycle,
+                    alone=alone,
+                    deferred=deferred,
+                    fellow_names=theirs,
+                )
+            ]
         except SyntaxError:
             continue  # a file that does not parse fails elsewhere, with its own message
     if found:

@@ -5,13 +5,26 @@ A local bound only to ``OwnClass(…)`` is judged by ``tree._instances``; this m
 blind fairness tester R-CQ's correct styles needed (each had scored its skill 0): a module-level
 instance, a namespace of the file's own functions, and ``self.A`` where the file gives ``A``
 nothing but its own instances. Each is trusted only where nothing else can be put in its place.
+
+Where a rule's run-time check refuses a name wherever it runs (row_softmax's softmax kernels,
+mha_reshape's attention: banned for the worker's whole life, in C++), the suite passes that
+name as ``deferred``: called on an object the scan cannot place, in a submission that defines
+its own function by that name (``own_names``), it proves nothing — the call may be the
+student's — and the run-time check judges what runs. Blind fairness tester R-CS listed a
+factory's, a container's, a base class's, ``super()``'s and a helper module's own ``softmax``,
+each of which had scored the skill 0. custom_backward's autograd names are not deferred: its
+run-time watch is Python's, and the scan is the layer that held when a red-team round reached
+it (R-CH).
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Callable
+from typing import Any
 
+from .facts import _function_names
 from .tree import _bound_names, _constructor_assignment, _dotted, _instances, _nodes
 
 
@@ -56,6 +69,66 @@ def _module_instances(tree: ast.AST, methods: dict[str, set[str]], rebound: set[
     return trusted, bound
 
 
+def _made_instances(tree: ast.AST, methods: dict[str, set[str]], rebound: set[str]) -> dict[str, str]:
+    """Expressions that surely give an instance of one of the file's own classes, keyed
+    ``call:F`` (``F()``: a module-level function bound nowhere else, undecorated or cached, every
+    ``return`` of which is ``OwnClass(…)``), ``item:D`` (``D[…]``: a module-level dict, list or
+    tuple literal of ``OwnClass(…)`` values, bound nowhere else and only ever indexed) and
+    ``attr:H.A`` (``H.A``: a class body's ``A = OwnClass(…)``, the class never rebound, ``A``
+    assigned, stored, named or defined nowhere else) — blind fairness tester R-CS's factory,
+    container and class attribute, each of which had scored custom_backward 0."""
+    counts: dict[str, int] = {}
+    stores: dict[str, int] = {}
+    names: set[str] = set()
+    uses: dict[str, list[ast.AST]] = {}
+    parents = {id(child): node for node in _nodes(tree) for child in ast.iter_child_nodes(node)}
+    for node in _nodes(tree):
+        for name in _bound_names(node):
+            counts[name] = counts.get(name, 0) + 1
+        if isinstance(node, ast.ClassDef):
+            counts[node.name] = counts.get(node.name, 0) + 1
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            stores[node.attr] = stores.get(node.attr, 0) + 1
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            names.add(node.value)
+        elif isinstance(node, ast.keyword) and node.arg:
+            names.add(node.arg)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            parent = parents.get(id(node))  # indexed: the value of a subscript, not its index
+            uses.setdefault(node.id, []).append(parent if isinstance(parent, ast.Subscript) and parent.value is node else node)
+
+    def made(value: ast.AST | None) -> str | None:
+        call = value.func if isinstance(value, ast.Call) else None
+        return call.id if isinstance(call, ast.Name) and call.id in methods and call.id not in rebound else None
+
+    out: dict[str, str] = {}
+    for node in getattr(tree, "body", []):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and counts.get(node.name) == 1:
+            cached = all(_dotted(d).split(".")[-1] in ("lru_cache", "cache") for d in node.decorator_list)
+            scope = [n for n in ast.walk(node) if isinstance(n, (ast.Return, ast.Yield, ast.YieldFrom, ast.Lambda))]
+            owners = {made(n.value) if isinstance(n, ast.Return) else None for n in scope}
+            if cached and scope and len(owners) == 1 and None not in owners:
+                out[f"call:{node.name}"] = str(owners.pop())
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            name, value = node.targets[0].id, node.value
+            items = value.values if isinstance(value, ast.Dict) else value.elts if isinstance(value, ast.List | ast.Tuple) else []
+            owners = {made(v) for v in items}
+            indexed = all(isinstance(u, ast.Subscript) and isinstance(u.ctx, ast.Load) for u in uses.get(name, []))
+            if items and len(owners) == 1 and None not in owners and counts.get(name) == 1 and indexed:
+                out[f"item:{name}"] = str(owners.pop())
+        elif isinstance(node, ast.ClassDef) and node.name not in rebound:
+            defined = [n for item in node.body for n in _bound_names(item)] + [
+                t.id for item in node.body if isinstance(item, ast.Assign) for t in item.targets if isinstance(t, ast.Name)
+            ]
+            for item in node.body:
+                if isinstance(item, ast.Assign) and len(item.targets) == 1 and isinstance(item.targets[0], ast.Name):
+                    attr, owner = item.targets[0].id, made(item.value)
+                    clean = defined.count(attr) == 1 and not stores.get(attr) and attr not in names
+                    if owner and clean:
+                        out[f"attr:{node.name}.{attr}"] = owner
+    return out
+
+
 #: nn.Module's ways to give an instance an attribute by a name it is handed
 _REGISTERS = ("register_buffer", "register_parameter", "register_module", "add_module", "set_submodule")
 
@@ -74,7 +147,12 @@ def _instance_attributes(tree: ast.AST, methods: dict[str, set[str]], rebound: s
     spoiled: set[str] = set()
     for node in _nodes(tree):
         target, owner = _constructor_assignment(node, methods, rebound)
-        if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self" and owner:
+        if (
+            isinstance(target, ast.Attribute)
+            and isinstance(target.value, ast.Name)
+            and target.value.id in ("self", "ctx")
+            and owner
+        ):
             good.setdefault(target.attr, []).append(owner)
         if isinstance(node, ast.Attribute) and isinstance(node.ctx, (ast.Store, ast.Del)):
             stores[node.attr] = stores.get(node.attr, 0) + 1
@@ -123,3 +201,113 @@ def _plainly_based(
         if not more:
             return plain
         plain |= more
+
+
+#: calls that hand on the function they are given first (``partial(_stable, dim=-1)``)
+_BINDERS = ("partial", "functools.partial")
+
+
+def own_names(tree: ast.AST) -> set[str]:
+    """The names under which the file's own functions may be called: each def (a method too)
+    and name bound to a lambda, and each keyword or attribute the file binds one of them to
+    (``types.SimpleNamespace(softmax=_stable)``, ``self.softmax = _stable``, a ``partial`` of
+    one)."""
+    functions = {name for node in _nodes(tree) for name in _function_names(node)}
+
+    def own(value: ast.AST) -> bool:
+        if isinstance(value, ast.Lambda):
+            return True
+        if isinstance(value, ast.Call) and _dotted(value.func) in _BINDERS and value.args:
+            value = value.args[0]
+        return isinstance(value, ast.Name) and value.id in functions
+
+    names = set(functions)
+    for node in _nodes(tree):
+        if isinstance(node, ast.keyword) and node.arg and own(node.value):
+            names.add(node.arg)
+        elif isinstance(node, ast.Assign) and own(node.value):
+            names.update(t.attr for t in node.targets if isinstance(t, ast.Attribute))
+    return names
+
+
+class OwnInstances:
+    """The scanner's judgement of a receiver: the file's own class it plainly is, or holds an
+    instance of (``self.instances``: per scope, the module's first; ``self.instance_attributes``:
+    ``self.A``)."""
+
+    methods: dict[str, set[str]]
+    rebound: set[str]
+    instances: list[tuple[dict[str, str], set[str]]]
+    instance_attributes: dict[str, str]
+    plain_classes: set[str]
+    made: dict[str, str]  # _made_instances
+    class_bodies: list[ast.ClassDef]
+    aliases: Any
+
+    def _own_class(self, node: ast.AST) -> str | None:
+        """The file's own class that ``node`` plainly is, or is an instance of, if any."""
+        key = _made_key(node)
+        if key in self.made:
+            return self.made[key]
+        if isinstance(node, ast.Call):
+            node = node.func if isinstance(node.func, ast.Name) and node.func.id in self.methods else node
+            return node.id if isinstance(node, ast.Name) and node.id in self.methods and node.id not in self.rebound else None
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in ("self", "ctx"):
+            holder = self._own_class(node.value)  # self.A: what the file alone gives A, in a plainly based class
+            plain = holder in self.plain_classes or holder == CTX and node.attr not in _ctx_attributes()
+            return self.instance_attributes.get(node.attr) if plain else None
+        if not isinstance(node, ast.Name):
+            return None
+        for trusted, bound in reversed(self.instances):  # innermost scope that binds the name decides
+            if node.id in bound:
+                return trusted.get(node.id)
+        return node.id if node.id in self.methods and node.id not in self.rebound else None
+
+    def _autograd_function(self) -> bool:
+        """Whether the class being visited is an ``autograd.Function`` of the file's."""
+        bases = self.class_bodies[-1].bases if self.class_bodies else []
+        return any(self.aliases.path(b) in ("torch.autograd.Function", "torch.autograd.function.Function") for b in bases)
+
+    def _own_method(self, node: ast.Attribute) -> bool:
+        if not isinstance(node.ctx, ast.Load):
+            return False  # assigning `Rows.softmax = …` is no call of the file's own method
+        owner = self._own_class(node.value)
+        return owner is not None and node.attr in self.methods.get(owner, ())
+
+
+def _made_key(node: ast.AST) -> str:
+    """``node``'s key among ``_made_instances``' (or "")."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        return f"call:{node.func.id}"
+    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
+        return f"item:{node.value.id}"
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        return f"attr:{node.value.id}.{node.attr}"
+    return ""
+
+
+#: the pseudo-class of an ``autograd.Function`` method's ``ctx`` (no code can name it)
+CTX = "<ctx>"
+
+
+def with_ctx(entry: tuple[dict[str, str], set[str]], function: ast.AST, autograd: bool) -> tuple[dict[str, str], set[str]]:
+    """``_instances``' entry of ``function``, with its first parameter, named ``ctx`` and never
+    rebound in it, as torch's context object where ``function`` is a method of an
+    ``autograd.Function`` of the file's: ``ctx.helper`` set to an own instance in forward and
+    called in backward (blind fairness tester R-CS) is that instance."""
+    args = getattr(function, "args", None)
+    positional = (args.posonlyargs + args.args) if args is not None else []
+    if autograd and positional and positional[0].arg == "ctx":
+        rebinds = sum(1 for sub in ast.walk(function) for name in _bound_names(sub) if name == "ctx")
+        if rebinds == 1:  # the parameter itself
+            entry[0]["ctx"] = CTX
+    return entry
+
+
+@functools.cache
+def _ctx_attributes() -> frozenset[str]:
+    """What torch's context objects have of their own (``saved_tensors``, ``needs_input_grad``…):
+    a file's ``ctx.A`` by such a name is torch's, whatever the file stores."""
+    import torch.autograd.function as function  # the trusted side's torch, imported already
+
+    return frozenset(n for cls in (function.FunctionCtx, function.BackwardCFunction) for n in dir(cls))

@@ -19,7 +19,7 @@ from .facts import (
     _string_runner_names,
     _type_checking,
 )
-from .instances import _instance_attributes, _module_instances, _plainly_based
+from .instances import OwnInstances, _instance_attributes, _made_instances, _module_instances, _plainly_based, own_names, with_ctx
 from .rules import (
     ALLOWED_DUNDER_NAMES,
     ALLOWED_DUNDERS,
@@ -69,7 +69,7 @@ from .tree import (
 )
 
 
-class _Scanner(ast.NodeVisitor):
+class _Scanner(OwnInstances, ast.NodeVisitor):
     """Banned names (``banned``) are looked for where ``in_scope`` is on; the dynamic,
     deny-by-default constructs (when ``dynamic``) everywhere."""
 
@@ -82,6 +82,8 @@ class _Scanner(ast.NodeVisitor):
         bound: frozenset[str] | None = None,
         in_import_cycle: bool = False,
         alone: bool = True,
+        deferred: frozenset[str] = frozenset(),
+        fellow_names: frozenset[str] = frozenset(),
     ) -> None:
         # "autograd.functional": the name ``functional`` only as an attribute or import of a
         # module path ending in ``autograd`` (never ``torch.nn.functional``)
@@ -114,6 +116,8 @@ class _Scanner(ast.NodeVisitor):
         self.loop_constants = _loop_constants(tree)
         self.runners = _string_runner_names(tree)  # names bound to timeit, pdb, … or their members
         self.functions = {name for node in _nodes(tree) for name in _function_names(node)}  # a string runner's by name
+        # banned names left to the run-time checks where the submission has its own by that name (instances.py)
+        self.deferred = deferred & (own_names(tree) | fellow_names)
         self.sys = _module_names(tree, "sys")
         self.library_names = changes.library_names(tree, library_module)  # what holds a library's module or class
         self.renamed = changes.imported_as(tree)
@@ -135,6 +139,7 @@ class _Scanner(ast.NodeVisitor):
         self.instances: list[tuple[dict[str, str], set[str]]] = module  # per scope: (name → own class it holds, names bound)
         self.instance_attributes = _instance_attributes(tree, self.methods, self.rebound) if alone else {}
         self.plain_classes = _plainly_based(tree, self.methods, self.rebound, self.aliases.path)
+        self.made = _made_instances(tree, self.methods, self.rebound) if alone else {}
         # A banned name here is never called (blind tester R-K lost mha_reshape's 15 points to
         # `isinstance(m, nn.MultiheadAttention)` and to an annotation): annotations (kept as
         # data only typing's denied resolvers turn back into objects) and the classes that
@@ -180,36 +185,19 @@ class _Scanner(ast.NodeVisitor):
 
     def _banned_attribute(self, node: ast.Attribute) -> bool:
         if self._banned(node.attr):
-            # the attribute of the file's own class, or of an imported module that is not
-            # torch's (``rowmath.softmax``: the student's helper, scanned where it is used)
+            # the attribute of the file's own class, or reached from an imported module that is not
+            # torch's (``rowmath.softmax``: the student's helper, scanned where it is used); a store
+            # calls nothing (what is stored is judged itself)
             value = node.value
-            plain = isinstance(value, ast.Name) and value.id in self.plain_modules
-            return not plain and not self._own_method(node)
+            if not isinstance(node.ctx, ast.Load) or _root(value) in self.plain_modules or self._own_method(node):
+                return False
+            # a name the run-time checks refuse wherever it runs, and the submission's own too: on an object
+            # the scan cannot place, proven only by what runs (R-CS; instances.py)
+            return node.attr not in self.deferred or _root(value) in self.torch or self.aliases.path(value) is not None
         if node.attr in self.qualified:
             owner = self.aliases.path(node.value) or _dotted(node.value)
             return self._banned_path(owner, node.attr)
         return False
-
-    def _own_class(self, node: ast.AST) -> str | None:
-        """The file's own class that ``node`` plainly is, or is an instance of, if any."""
-        if isinstance(node, ast.Call):
-            node = node.func if isinstance(node.func, ast.Name) and node.func.id in self.methods else node
-            return node.id if isinstance(node, ast.Name) and node.id in self.methods and node.id not in self.rebound else None
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
-            holder = self._own_class(node.value)  # self.A: what the file alone gives A, in a plainly based class
-            return self.instance_attributes.get(node.attr) if holder in self.plain_classes else None
-        if not isinstance(node, ast.Name):
-            return None
-        for trusted, bound in reversed(self.instances):  # innermost scope that binds the name decides
-            if node.id in bound:
-                return trusted.get(node.id)
-        return node.id if node.id in self.methods and node.id not in self.rebound else None
-
-    def _own_method(self, node: ast.Attribute) -> bool:
-        if not isinstance(node.ctx, ast.Load):
-            return False  # assigning `Rows.softmax = …` is no call of the file's own method
-        owner = self._own_class(node.value)
-        return owner is not None and node.attr in self.methods.get(owner, ())
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
         if self.dynamic and node.name in DENIED_DEFINITIONS:
@@ -221,7 +209,9 @@ class _Scanner(ast.NodeVisitor):
         # none of its methods through the class (``Run.push(tensor, g)``: self is a tensor, R-CH)
         inside = bool(self.classes) and self.class_bodies[-1] is self.parents.get(id(node))
         method_of = self.classes[-1] if inside and self.classes[-1] not in self.subclassed | self.called_unbound else None
-        self.instances.append(_instances(node, self.methods, self.rebound, method_of))
+        self.instances.append(
+            with_ctx(_instances(node, self.methods, self.rebound, method_of), node, inside and self._autograd_function())
+        )
         self.generic_visit(node)
         self.instances.pop()
         self.stack.pop()

@@ -93,11 +93,24 @@ def _own_methods(tree: ast.AST) -> dict[str, set[str]]:
     than abc's (whose ``__call__`` may return anything)."""
     classes = [node for node in _nodes(tree) if isinstance(node, ast.ClassDef)]
     names = [node.name for node in classes]
-    return {
+    own = {
         node.name: {item.name for item in node.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))}
         for node in classes
         if names.count(node.name) == 1 and _plain_instances(node)
     }
+    # and what a class inherits from the file's own classes, where its bases are those alone (and
+    # ``object``): ``class Hand(Backward)`` has Backward's ``backward`` (blind fairness tester R-CS)
+    bases = {node.name: node.bases for node in classes if node.name in own}
+    changed = True
+    while changed:
+        changed = False
+        for name, listed in bases.items():
+            if all(isinstance(b, ast.Name) and (b.id in own or b.id == "object") for b in listed):
+                inherited = set().union(*(own.get(b.id, set()) for b in listed)) - own[name]  # type: ignore[union-attr]
+                if inherited:
+                    own[name] |= inherited
+                    changed = True
+    return own
 
 
 def _plain_instances(node: ast.ClassDef) -> bool:

@@ -306,4 +306,7 @@ def check_rule_source(sub) -> None:
         what="mha_reshape.py: no nn.MultiheadAttention and no F.scaled_dot_product_attention (Day 1 §B)",
         hints=["mha_reshape/uses-library-attention"],
         imports=sub.importable_sources(),
+        # refused wherever they run (REPLACED, and torch's Python functions and classes of the rule): a
+        # call of the student's own method by such a name is judged by what runs
+        deferred=RULE_BANNED,
     )
