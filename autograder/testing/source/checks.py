@@ -506,6 +506,11 @@ def check_no_banned(
                         'if __name__ == "__main__":, which the grader never runs)'
                         if imports_only and not names_one
                         else "write it from tensor operations, without dynamic lookups"
+                        if not names_one
+                        # a method of the student's own by a forbidden name, on an object the scan could not
+                        # place (blind fairness tester R-CS: the message spoke of dynamic lookups)
+                        else "write it from tensor operations (a function of your own by that name: call it on "
+                        "self, on an instance of your class, or give it another name)"
                     )
                 ),
                 hints=named,
