@@ -482,6 +482,7 @@ def serve(sock: socket.socket, spec: WorkerSpec, facts: list[str]) -> None:
     probes.AUTOGRAD_TRIPWIRE.install()  # before any submission module is imported
     probes.THREAD_BAN.install(spec.copy_dir.rstrip("/") + "/")
     probes.remove_kernel_handles()  # a kernel called directly would pass KernelBan's replacement
+    probes.remove_op_loaders()  # torch.ops.import_module: any of torch's modules by a string (R-CU)
     probes.seal_switches()  # the profiler's and RecordFunction's switches: the recording's alone
     # print(tensor) from one tolist(), not ~4 500 recorded operators: a debugging print must
     # not cost a rule-checked call its CPU limit (tensor_text's docstring)

@@ -125,6 +125,13 @@ def aten_registry() -> frozenset[str]:
     return frozenset(name.split(".")[0] for name in torch._C._dispatch_get_all_op_names() if name.startswith("aten::"))
 
 
+def _custom(op: str) -> str:
+    """``onnx::Attention.opset23`` → ``attention.opset23``: an operator of a namespace other than
+    ATen's and autograd's (``autograd::engine::…`` is the engine at work, judged on its own)."""
+    namespace, _, name = op.partition("::")
+    return name.lower() if name and namespace not in ("aten", "autograd", "python") and " " not in namespace else ""
+
+
 def _aten(op: str) -> str | None:
     """``aten::add_`` → ``add``; None for a name that is not an ATen operator."""
     if not op.startswith("aten::"):
@@ -195,8 +202,10 @@ def denies_parts(parts: tuple[str, ...]) -> Callable[[str], bool]:
     """A deny-list rule: the op is allowed unless its ATen name holds one of ``parts``."""
 
     def allows(op: str) -> bool:
-        # a replaced Python function of torch's (probes.STANDING_BAN): ``python::torch._refs.softmax``
-        name = _aten(op) or (op.rsplit(".", 1)[-1] if op.startswith("python::") else "")
+        # a replaced Python function of torch's (probes.STANDING_BAN): ``python::torch._refs.softmax``;
+        # a custom operator of another namespace (``torch_nn::_linear_cross_entropy_batch_chunked``,
+        # ``onnx::Attention.opset23``: blind red-team tester R-CU), by its name in any case
+        name = _aten(op) or (op.rsplit(".", 1)[-1] if op.startswith("python::") else _custom(op))
         return not any(part in name for part in parts)
 
     return allows

@@ -599,3 +599,16 @@ def test_a_modules_structure_is_read_from_what_it_holds_not_what_its_methods_say
     assert honest["state_dict"] == list(Honest().state_dict()) == ["w_q.weight"]
     linear = {"name": "w_q", "type": "torch.nn.modules.linear.Linear", "linear": True}
     assert honest["modules"] == [{**linear, "in_features": 4, "out_features": 4, "bias": False}]
+
+
+def test_a_custom_operator_of_another_namespace_is_judged_by_its_name():
+    """torch's own custom operators compute a rule's function under a namespace of their own
+    (blind red-team tester R-CU: ``torch_nn::_linear_cross_entropy_batch_chunked``,
+    ``onnx::Attention.opset23``): the deny-list reads their names, in any case; autograd's
+    engine entries are judged by the rules that read them, not by their node's name here."""
+    row_rule = dispatch.denies_parts(row_softmax_data.DENIED_PARTS)
+    mha_rule = dispatch.denies_parts(mha_reshape_data.DENIED_PARTS)
+    assert not row_rule("torch_nn::_linear_cross_entropy_batch_chunked")
+    assert not mha_rule("onnx::Attention.opset23")
+    assert row_rule("mylib::scale_rows") and mha_rule("mylib::scale_rows")
+    assert mha_rule("autograd::engine::evaluate_function: SoftmaxBackward0")

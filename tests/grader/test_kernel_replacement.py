@@ -298,7 +298,7 @@ def test_the_replaced_kernels_are_exactly_the_registrations_whose_name_matches_a
 _STANDING = r"""
 import gc, sys, warnings
 import torch
-from autograder.sandbox.probes import STANDING_BAN, remove_kernel_handles
+from autograder.sandbox.probes import STANDING_BAN, remove_kernel_handles, remove_op_loaders
 
 def _bare(cls):
     made = object.__new__(cls)
@@ -306,11 +306,32 @@ def _bare(cls):
     made.dim = -1
     return made
 
+def _custom_softmax(name, module="torch.nn.modules.made_here"):
+    def body(t: torch.Tensor) -> torch.Tensor:
+        e = (t - t.amax(-1, keepdim=True)).exp()
+        return e / e.sum(-1, keepdim=True)
+
+    body.__module__ = module  # torch's own custom operators are defined in torch's modules
+    return torch.library.custom_op(f"mylib::{name}", mutates_args=())(body)
+
+
+def _custom_opdef(name):
+    return sys.modules["torch._library.custom_ops"].OPDEFS[f"mylib::{name}"]
+
+
+_custom_softmax("early_softmax")  # a custom operator of the rule's name, registered before the ban
 remove_kernel_handles()
+remove_op_loaders()
 replaced = STANDING_BAN.install(("*softmax*",))
 assert replaced > 0, replaced
 x = torch.randn(2, 3)
+_custom_softmax("late_softmax")  # and one registered after it
 routes = {
+    # a custom operator's Python body, handed out by OPDEFS, runs allowed kernels (blind red-team
+    # tester R-CU: torch's chunked linear cross-entropy, ONNX's Attention-23 reference)
+    "OPDEFS early._init_fn": lambda: _custom_opdef("early_softmax")._init_fn(x),
+    "OPDEFS late._init_fn": lambda: _custom_opdef("late_softmax")._init_fn(x),
+    "torch.ops.import_module": lambda: torch.ops.import_module("torch.nn.modules.linear"),
     "torch.softmax": lambda: torch.softmax(x, -1),
     "Tensor.softmax": lambda: x.softmax(-1),
     "torch.ops": lambda: torch.ops.aten._softmax(x, -1, False),
@@ -331,7 +352,7 @@ for name, route in routes.items():
     try:
         route()
     except RuntimeError as exc:
-        assert "switched off in this exercise" in str(exc), (name, exc)
+        assert "switched off in this exercise" in str(exc) or "loads no modules" in str(exc), (name, exc)
     else:
         raise AssertionError(f"{name} ran")
 # the handle that holds the registrations is out of reach: no Python object refers to it
@@ -358,6 +379,16 @@ else:
     raise AssertionError("installed twice")
 assert torch.logsumexp(x, -1).shape == (2,)
 assert torch.nn.functional.relu(x).shape == (2, 3)  # the functional API's other functions stay
+
+
+@torch.library.custom_op("mylib::scale_rows", mutates_args=())
+def _scale(t: torch.Tensor) -> torch.Tensor:
+    return t * 2
+
+
+assert torch.equal(_custom_opdef("scale_rows")._init_fn(x), x * 2)  # a custom operator of another name runs
+_custom_softmax("students_softmax", module="row_softmax")  # and the exercise's own, by any name
+assert torch.allclose(_custom_opdef("students_softmax")._init_fn(x).sum(-1), torch.ones(2))
 print("ok")
 """
 

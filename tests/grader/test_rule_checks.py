@@ -305,6 +305,11 @@ EVASIONS = {
         "        return self.norm.softmax(-1)\n",
         "self.norm.softmax",
     ),
+    # torch put into a container or an object after it was made (blind red-team tester R-CU)
+    "torch-as-a-dict-item": ('box = {}\nbox["t"] = torch\nOPS = box["t"]._library\n', "box[…]._library"),
+    "torch-appended": ("box = []\nbox.append(torch)\nOPS = box[0]._refs\n", "box[…]._refs"),
+    "torch-set-by-setattr": ("class B:\n    pass\n\nb = B()\nsetattr(b, 't', torch)\nOPS = b.t._refs\n", "b.t._refs"),
+    "ops-import-module": ('torch.ops.import_module("torch.nn.modules.linear")\n', "torch.ops.import_module"),
     # a class whose instances may be something else: its own __new__, a metaclass's __call__
     "own-class-new-returns-torch": (
         "class Rows:\n    def __new__(cls):\n        return torch\n\n    def softmax(self, x):\n        return x\n\n"

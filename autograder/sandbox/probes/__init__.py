@@ -12,7 +12,16 @@ the worker and may be read by the submission, so a probe holds glue, never answe
 
 from __future__ import annotations
 
-from .bans import AUTOGRAD_TRIPWIRE, STANDING_BAN, THREAD_BAN, KernelBan, kernel_registrations, own_frame, remove_kernel_handles
+from .bans import (
+    AUTOGRAD_TRIPWIRE,
+    STANDING_BAN,
+    THREAD_BAN,
+    KernelBan,
+    kernel_registrations,
+    own_frame,
+    remove_kernel_handles,
+    remove_op_loaders,
+)
 from .builtin import BUILTIN, PlainFunctionCtx, call, call_with_grad, construct, copied_result, describe_module, resolve
 from .recorders import CallWatch, DispatchRecorder, OpRecorder, seal_switches
 
@@ -34,6 +43,7 @@ __all__ = [
     "kernel_registrations",
     "own_frame",
     "remove_kernel_handles",
+    "remove_op_loaders",
     "resolve",
     "seal_switches",
 ]

@@ -246,7 +246,7 @@ class _StandingBan:
         # dict of torch's classes computed attention from linear, bmm and softmax (blind
         # red-team tester R-E: 6/6), and one made with ``object.__new__``, no ``__init__``
         # run, computed it too (tester R-F: 15/15)
-        replaced += self._replace_decompositions(patterns)
+        replaced += self._replace_decompositions(patterns) + self._guard_custom_ops(patterns)
         lowered = [p.lower() for p in patterns]
         for module_name in PYTHON_RULE_CLASS_MODULES:
             module = sys.modules.get(module_name)
@@ -258,6 +258,40 @@ class _StandingBan:
                         setattr(value, attribute, refuse)
                     replaced += 1
         return replaced
+
+    def _guard_custom_ops(self, patterns: tuple[str, ...]) -> int:
+        """torch's own custom operators of the rule (``torch.library.custom_op``: a cross-entropy,
+        an attention) run a Python body of allowed kernels, which ``OPDEFS[name]._init_fn`` hands
+        out to be called directly, past every kernel ban (blind red-team tester R-CU: the chunked
+        linear cross-entropy gave softmax as its gradient, row_softmax 15/15; ONNX's Attention-23
+        reference, mha_reshape 15/15). Their bodies refuse, now and for every such operator
+        registered later (``OPDEFS`` is replaced by a table that guards what it is given); a
+        dispatched call of one is recorded under its own namespace (``dispatch.denies_parts``)."""
+        custom = sys.modules.get("torch._library.custom_ops")
+        opdefs = getattr(custom, "OPDEFS", None)
+        if opdefs is None:
+            return 0
+        lowered = tuple(p.lower() for p in patterns)
+
+        def guard(opdef: Any) -> int:
+            name = str(getattr(opdef, "_qualname", "")).split("::")[-1].split(".")[0].lower()
+            module = str(getattr(getattr(opdef, "_init_fn", None), "__module__", "") or "")
+            # torch's own: an exercise's custom operator of its own, by any name, is its own code
+            if not (module == "torch" or module.startswith("torch.")) or not any(fnmatch.fnmatchcase(name, p) for p in lowered):
+                return 0
+            opdef._init_fn = self._kernel(f"python::{opdef._qualname}", opdef._qualname)
+            return 1
+
+        class GuardedOpdefs(type(opdefs)):  # type: ignore[misc]
+            def __setitem__(self, key: Any, value: Any) -> None:
+                guard(value)
+                super().__setitem__(key, value)
+
+        guarded = GuardedOpdefs()
+        for key, value in list(opdefs.items()):
+            guarded[key] = value
+        custom.OPDEFS = guarded
+        return sum(guard(v) for v in list(guarded.values()))
 
     def _replace_decompositions(self, patterns: tuple[str, ...]) -> int:
         """The entries of torch's decomposition tables (``torch._decomp``: operator → a Python
@@ -381,6 +415,21 @@ def remove_kernel_handles() -> None:
     name = "_dispatch_get_computed_kernel_for_dispatch_key"
     if hasattr(torch._C, name):
         setattr(torch._C, name, _no_kernel_handles)
+
+
+def remove_op_loaders() -> None:
+    """Before any submission code: ``torch.ops.import_module`` and ``load_library`` refuse. They
+    import any of torch's modules (or a shared library) by a string they are given — one whose
+    custom operators compute a rule's forbidden function from allowed kernels (blind red-team
+    tester R-CU); no exercise needs them, and torch calls neither on its own in a worker."""
+    ops = type(torch.ops)
+    for name in ("import_module", "load_library"):
+        if hasattr(ops, name):
+            setattr(ops, name, _no_op_loading)
+
+
+def _no_op_loading(*args, **kwargs):
+    raise RuntimeError("the grader's worker loads no modules or libraries by name for exercise code: import what you need")
 
 
 def _no_kernel_handles(*args, **kwargs):

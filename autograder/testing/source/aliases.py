@@ -105,6 +105,14 @@ class _TorchAliases:
         elif isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name):
             if path is not None:
                 self.attributes.setdefault((target.value.id, target.attr), path)
+        elif isinstance(target, ast.Subscript) and path is not None:
+            # ``box["t"] = torch``: the container holds torch, as ``box = {"t": torch}`` does (blind
+            # red-team tester R-CU reached torch._library through an item the scan did not follow)
+            holder = target.value
+            if isinstance(holder, ast.Name):
+                self._set(holder.id, path)
+            elif isinstance(holder, ast.Attribute) and isinstance(holder.value, ast.Name):
+                self.attributes.setdefault((holder.value.id, holder.attr), path)
         elif isinstance(target, (ast.Tuple, ast.List)):
             if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts):
                 for t, v in zip(target.elts, value.elts):
@@ -136,6 +144,14 @@ class _TorchAliases:
             for arg, default in zip(node.kwonlyargs, node.kw_defaults):
                 if default is not None:
                     self._bind_target(ast.Name(arg.arg), default, self.path(default))
+        elif isinstance(node, ast.Call) and _stores_into(node):
+            # ``box.append(torch)``, ``box.update(t=torch)``, ``setattr(box, "t", torch)``: box holds torch
+            # (blind red-team tester R-CU's dict item, and its kin)
+            holder = node.args[0] if isinstance(node.func, ast.Name) else node.func.value  # type: ignore[attr-defined]
+            for value in [*node.args, *(k.value for k in node.keywords)]:
+                path = self.path(value) if value is not holder else None
+                if path is not None and isinstance(holder, ast.Name | ast.Attribute):
+                    self._bind_target(ast.Subscript(holder, ast.Constant(0), ast.Store()), value, path)
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
             for fn in defs.get(node.func.id, ()):
                 params = fn.args.posonlyargs + fn.args.args
@@ -224,3 +240,16 @@ def _plain_modules(tree: ast.AST, aliases: _TorchAliases) -> set[str]:
     }
     other = {name for node in _nodes(tree) if not isinstance(node, (ast.Import, ast.ImportFrom)) for name in _bound_names(node)}
     return {name for name in imported - other if name not in aliases.paths}
+
+
+#: methods that put what they are given into their object (a container's, a queue's)
+_STORING_METHODS = frozenset({"append", "appendleft", "extend", "extendleft", "insert", "add", "update", "setdefault", "put"})
+
+
+def _stores_into(call: ast.Call) -> bool:
+    """``box.append(v)`` and the like, or ``setattr(box, name, v)`` / ``object.__setattr__(box, …)``."""
+    func = call.func
+    if isinstance(func, ast.Attribute) and func.attr in _STORING_METHODS:
+        return True
+    named = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+    return named in ("setattr", "__setattr__") and len(call.args) >= 3 and isinstance(func, ast.Name)

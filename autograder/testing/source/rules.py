@@ -211,6 +211,9 @@ DENIED_TORCH_PATHS = (
     "torch.hub",
     "torch.package",
     "torch.ops.load_library",
+    # imports any of torch's modules by a string it is given: one whose custom ops compute a
+    # cross-entropy or an attention from allowed kernels (blind red-team tester R-CU)
+    "torch.ops.import_module",
     # torch's own lookups of an attribute path by a string (``torch.ao.quantization.utils.
     # getattr_from_fqn(torch, "distri" + "butions…")``: blind red-team tester R-V, 50 points),
     # fx's ``fetch_attr``/``_copy_attr``; no exercise needs quantization or fx
