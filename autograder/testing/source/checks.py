@@ -507,6 +507,8 @@ def check_no_banned(
                         if imports_only and not names_one
                         else "write it from tensor operations, without dynamic lookups"
                         if not names_one
+                        else "write it from tensor operations"
+                        if all(v.found.startswith("torch.") for _, v in found)
                         # a method of the student's own by a forbidden name, on an object the scan could not
                         # place (blind fairness tester R-CS: the message spoke of dynamic lookups)
                         else "write it from tensor operations (a function of your own by that name: call it on "
