@@ -125,7 +125,7 @@ def _wrong_axis_shifts(s: torch.Tensor, dim: int) -> dict[str, torch.Tensor]:
     keepdim=True)`` was told it had lost its axis). ``#first``: ``amax(dim=0)`` on a batch."""
     out = {}
     other = _other_axis(s, dim)
-    if other is not None:
+    if other is not None and _axis(s, dim) == s.dim() - 1:  # else the other axis is the last: dim-ignored's
         out[P + "max-wrong-axis"] = s - s.amax(dim=other, keepdim=True)
     if s.dim() >= 2 and _axis(s, dim) != 0 and other != 0:
         out[P + "max-wrong-axis#first"] = s - s.amax(dim=0, keepdim=True)
