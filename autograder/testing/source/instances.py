@@ -4,7 +4,11 @@ call of a banned name (``x.softmax(…)``) is the file's own method, not torch's
 A local bound only to ``OwnClass(…)`` is judged by ``tree._instances``; this module adds what
 blind fairness tester R-CQ's correct styles needed (each had scored its skill 0): a module-level
 instance, a namespace of the file's own functions, and ``self.A`` where the file gives ``A``
-nothing but its own instances. Each is trusted only where nothing else can be put in its place.
+nothing but its own instances; and for custom_backward's strict scan, blind fairness tester
+R-CS's shapes: an instance made by a factory, held in a literal container or a class attribute
+(``_made_instances``), a method inherited from the file's own bases (``tree._own_methods``), and
+``ctx.A`` in an ``autograd.Function`` (``with_ctx``). Each is trusted only where nothing else can
+be put in its place, and only where the file imports none of the submission's other files.
 
 Where a rule's run-time check refuses a name wherever it runs (row_softmax's softmax kernels,
 mha_reshape's attention: banned for the worker's whole life, in C++), the suite passes that
