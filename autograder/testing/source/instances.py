@@ -8,7 +8,8 @@ nothing but its own instances; and for custom_backward's strict scan, blind fair
 R-CS's shapes: an instance made by a factory, held in a literal container or a class attribute
 (``_made_instances``), a method inherited from the file's own bases (``tree._own_methods``), and
 ``ctx.A`` in an ``autograd.Function`` (``with_ctx``). Each is trusted only where nothing else can
-be put in its place, and only where the file imports none of the submission's other files.
+be put in its place; the module-level ones, the containers and the attributes only where the
+file imports none of the submission's other files (which could store into them).
 
 Where a rule's run-time check refuses a name wherever it runs (row_softmax's softmax kernels,
 mha_reshape's attention: banned for the worker's whole life, in C++), the suite passes that
