@@ -372,7 +372,6 @@ def _bound_names(source: str, scope: frozenset[str], taken: set[str], in_import_
 
 
 @functools.lru_cache(maxsize=64)
-@functools.lru_cache(maxsize=64)
 def _defined_names(files: tuple[tuple[str, str], ...]) -> frozenset[str]:
     """The names under which the submission's other files' own functions may be called."""
     names: set[str] = set()
@@ -384,6 +383,7 @@ def _defined_names(files: tuple[tuple[str, str], ...]) -> frozenset[str]:
     return frozenset(names)
 
 
+@functools.lru_cache(maxsize=64)
 def _imported_scopes(
     source: str, files: tuple[tuple[str, str], ...], cyclic: frozenset[str] = frozenset()
 ) -> tuple[tuple[str, tuple[str, frozenset[str] | None, frozenset[str] | None]], ...]:
