@@ -30,7 +30,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .facts import _function_names
-from .tree import _bound_names, _constructor_assignment, _dotted, _instances, _nodes
+from .tree import _binding_counts, _bound_names, _constructor_assignment, _dotted, _instances, _nodes
 
 
 def _module_instances(tree: ast.AST, methods: dict[str, set[str]], rebound: set[str]) -> tuple[dict[str, str], set[str]]:
@@ -49,11 +49,9 @@ def _module_instances(tree: ast.AST, methods: dict[str, set[str]], rebound: set[
             makers.update(f"{a.asname}.SimpleNamespace" for a in node.names if a.name == "types" and a.asname)
         elif isinstance(node, ast.ImportFrom) and node.module == "types":
             makers.update(a.asname or a.name for a in node.names if a.name == "SimpleNamespace")
-    counts: dict[str, int] = {}
+    counts = _binding_counts(tree)
     stored: set[str] = set()
     for node in _nodes(tree):
-        for name in _bound_names(node):
-            counts[name] = counts.get(name, 0) + 1
         if isinstance(node, ast.Attribute) and isinstance(node.ctx, (ast.Store, ast.Del)) and isinstance(node.value, ast.Name):
             stored.add(node.value.id)
     functions = {node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
@@ -82,16 +80,12 @@ def _made_instances(tree: ast.AST, methods: dict[str, set[str]], rebound: set[st
     ``attr:H.A`` (``H.A``: a class body's ``A = OwnClass(…)``, the class never rebound, ``A``
     assigned, stored, named or defined nowhere else) — blind fairness tester R-CS's factory,
     container and class attribute, each of which had scored custom_backward 0."""
-    counts: dict[str, int] = {}
+    counts = _binding_counts(tree)
     stores: dict[str, int] = {}
     names: set[str] = set()
     uses: dict[str, list[ast.AST]] = {}
     parents = {id(child): node for node in _nodes(tree) for child in ast.iter_child_nodes(node)}
     for node in _nodes(tree):
-        for name in _bound_names(node):
-            counts[name] = counts.get(name, 0) + 1
-        if isinstance(node, ast.ClassDef):
-            counts[node.name] = counts.get(node.name, 0) + 1
         if isinstance(node, ast.Attribute) and isinstance(node.ctx, (ast.Store, ast.Del)):
             stores[node.attr] = stores.get(node.attr, 0) + 1
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):

@@ -138,7 +138,7 @@ class _Scanner(OwnInstances, ast.NodeVisitor):
         module = [_module_instances(tree, self.methods, self.rebound)] if isinstance(tree, ast.Module) and alone else []
         self.instances: list[tuple[dict[str, str], set[str]]] = module  # per scope: (name → own class it holds, names bound)
         self.instance_attributes = _instance_attributes(tree, self.methods, self.rebound) if alone else {}
-        self.plain_classes = _plainly_based(tree, self.methods, self.rebound, self.aliases.path)
+        self.plain_classes = _plainly_based(tree, self.methods, self.rebound, self.aliases.path) if alone else set()
         self.made = _made_instances(tree, self.methods, self.rebound) if alone else {}
         # A banned name here is never called (blind tester R-K lost mha_reshape's 15 points to
         # `isinstance(m, nn.MultiheadAttention)` and to an annotation): annotations (kept as

@@ -176,6 +176,20 @@ def _bound_names(node: ast.AST) -> list[str]:
     return []
 
 
+def _binding_counts(tree: ast.AST) -> dict[str, int]:
+    """How many times the whole file binds each name (``_bound_names``, and ``class``
+    statements), counted once per tree and kept on it, as ``_nodes`` keeps its nodes."""
+    counts = getattr(tree, "_autograder_binding_counts", None)
+    if counts is None:
+        counts = {}
+        for node in _nodes(tree):
+            names = _bound_names(node) + ([node.name] if isinstance(node, ast.ClassDef) else [])
+            for name in names:
+                counts[name] = counts.get(name, 0) + 1
+        tree._autograder_binding_counts = counts  # type: ignore[attr-defined]
+    return counts
+
+
 def _rebound_class_names(tree: ast.AST) -> set[str]:
     """Names bound anywhere in the file other than by a ``class`` statement: such a name may
     hold something else than the class at a call, so it proves nothing."""
@@ -202,11 +216,7 @@ def _instances(
         # a module-level name is seen by every function, class body and ``global`` statement:
         # trusted only where the file binds it nowhere else at all (blind fairness tester R-CQ:
         # ``_R = Rows()`` then ``_R.softmax(…)`` was read as torch's softmax, the skill scored 0)
-        counted = {name: 0 for name in constructed}
-        for sub in _nodes(function):
-            for name in _bound_names(sub):
-                if name in counted:
-                    counted[name] += 1
+        counted = _binding_counts(function)
     out = {
         name: classes[0]
         for name, classes in constructed.items()
