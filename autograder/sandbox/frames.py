@@ -24,6 +24,8 @@ import os
 import sys
 from types import FrameType
 
+from .everywhere import replace_everywhere
+
 #: attributes whose read gives a frame (each raises the audit event ``object.__getattr__``)
 FRAME_ATTRIBUTES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame"})
 #: library functions that hand the frames they find to their caller: an exercise may not call them
@@ -105,16 +107,7 @@ def frameless_signal_handlers() -> int:
             return previous
 
     _WRAPPERS.append(signal)
-    replaced = 0
-    for module in list(sys.modules.values()):
-        namespace = getattr(module, "__dict__", None)
-        if not isinstance(namespace, dict):
-            continue
-        for name, value in list(namespace.items()):
-            if id(value) in originals:
-                namespace[name] = signal
-                replaced += 1
-    return replaced
+    return replace_everywhere(dict.fromkeys(originals, signal))
 
 
 #: the wrapper ``frameless_signal_handlers`` installed in this process (and its forks)

@@ -26,14 +26,13 @@ from __future__ import annotations
 
 import _signal
 import signal as signal_module
-import sys
 from typing import Any
+
+from .everywhere import replace_everywhere
 
 #: bound at import, before any exercise code: the replacements below call these
 _SIGMASK = _signal.pthread_sigmask
 _TO_ENUM = signal_module.Signals
-#: the replacements ``seal_sigmask`` installed in this process (and its forks)
-_SEALED: list = []
 
 
 def _all_signals() -> set[int]:
@@ -47,17 +46,12 @@ def hold() -> None:
     _SIGMASK(_signal.SIG_BLOCK, _all_signals())
 
 
-def held() -> bool:
-    """Whether this process holds every signal (``hold`` ran here)."""
-    return _all_signals() - {int(signal_module.SIGKILL), int(signal_module.SIGSTOP)} <= set(_SIGMASK(_signal.SIG_BLOCK, ()))
-
-
 def _sigmask(how: int, mask: Any) -> set[int]:
     """``_signal.pthread_sigmask`` in a worker: as asked, then every signal blocked again where
     the worker holds them (judged by the mask the process had: nothing of Python's to change)."""
     everything = _all_signals()
     previous = _SIGMASK(how, mask)  # signals it unblocked are delivered now: inside the caller's call
-    if everything - {int(signal_module.SIGKILL), int(signal_module.SIGSTOP)} <= set(previous):
+    if everything - {int(signal_module.SIGKILL), int(signal_module.SIGSTOP)} <= set(previous):  # held
         _SIGMASK(_signal.SIG_BLOCK, everything)
     return previous
 
@@ -81,15 +75,4 @@ def seal_sigmask() -> int:
     if _signal.pthread_sigmask is _sigmask:
         return 0
     replacements = {id(_SIGMASK): _sigmask, id(signal_module.pthread_sigmask): _sigmask_enums}
-    replaced = 0
-    for module in list(sys.modules.values()):
-        namespace = getattr(module, "__dict__", None)
-        if not isinstance(namespace, dict) or namespace is globals():  # this module keeps the originals
-            continue
-        for name, value in list(namespace.items()):
-            replacement = replacements.get(id(value))
-            if replacement is not None:
-                namespace[name] = replacement
-                replaced += 1
-    _SEALED.append(replaced)
-    return replaced
+    return replace_everywhere(replacements, keep=globals())  # this module keeps the originals
