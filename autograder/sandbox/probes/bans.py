@@ -287,11 +287,12 @@ class _StandingBan:
                 guard(value)
                 super().__setitem__(key, value)
 
+        replaced = sum(guard(v) for v in list(opdefs.values()))
         guarded = GuardedOpdefs()
         for key, value in list(opdefs.items()):
-            guarded[key] = value
+            guarded[key] = value  # guarded above: a body that is the ban's own is left as it is
         custom.OPDEFS = guarded
-        return sum(guard(v) for v in list(guarded.values()))
+        return replaced
 
     def _replace_decompositions(self, patterns: tuple[str, ...]) -> int:
         """The entries of torch's decomposition tables (``torch._decomp``: operator → a Python

@@ -144,10 +144,9 @@ class _TorchAliases:
             for arg, default in zip(node.kwonlyargs, node.kw_defaults):
                 if default is not None:
                     self._bind_target(ast.Name(arg.arg), default, self.path(default))
-        elif isinstance(node, ast.Call) and _stores_into(node):
+        elif isinstance(node, ast.Call) and (holder := _holder(node)) is not None:
             # ``box.append(torch)``, ``box.update(t=torch)``, ``setattr(box, "t", torch)``: box holds torch
             # (blind red-team tester R-CU's dict item, and its kin)
-            holder = node.args[0] if isinstance(node.func, ast.Name) else node.func.value  # type: ignore[attr-defined]
             for value in [*node.args, *(k.value for k in node.keywords)]:
                 path = self.path(value) if value is not holder else None
                 if path is not None and isinstance(holder, ast.Name | ast.Attribute):
@@ -246,10 +245,11 @@ def _plain_modules(tree: ast.AST, aliases: _TorchAliases) -> set[str]:
 _STORING_METHODS = frozenset({"append", "appendleft", "extend", "extendleft", "insert", "add", "update", "setdefault", "put"})
 
 
-def _stores_into(call: ast.Call) -> bool:
-    """``box.append(v)`` and the like, or ``setattr(box, name, v)`` / ``object.__setattr__(box, …)``."""
+def _holder(call: ast.Call) -> ast.expr | None:
+    """What ``call`` puts its arguments into: ``box`` of ``box.append(v)`` and the like, of
+    ``setattr(box, name, v)`` and ``object.__setattr__(box, name, v)``; None for any other call."""
     func = call.func
     if isinstance(func, ast.Attribute) and func.attr in _STORING_METHODS:
-        return True
+        return func.value
     named = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
-    return named in ("setattr", "__setattr__") and len(call.args) >= 3 and isinstance(func, ast.Name)
+    return call.args[0] if named in ("setattr", "__setattr__") and len(call.args) >= 3 else None
