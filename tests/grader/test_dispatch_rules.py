@@ -362,6 +362,69 @@ def test_a_call_watch_sees_helpers_reached_through_a_dict_a_default_argument_or_
     assert any("profile hook" in t for t in tampered), tampered
 
 
+def test_a_call_watch_sees_helpers_kept_as_methods_or_callable_objects():
+    """Blind fairness tester R-CV: a correct backward whose helpers were bound methods of a
+    module-level object, or instances of a class with ``__call__``, lost a hidden test's
+    structure part: only plain functions were watched. Each is watched by the code its call
+    runs; a ``__call__`` two names share says neither; a class, a builtin and an object
+    whose class has no ``__call__`` are not watched; and nothing of the object's own runs
+    while the watch reads it (a ``__class__`` property, a ``__getattr__``)."""
+    import functools
+
+    from autograder.sandbox.probes import CallWatch
+
+    ran: list[str] = []
+
+    class Ops:
+        def inner(self, x):
+            return x * 2
+
+        def outer(self, x):
+            return self.inner(x) + 1
+
+    class Inner:
+        @property
+        def __class__(self):  # never read by the watch
+            ran.append("__class__")
+            return Inner
+
+        def __getattr__(self, name):  # never asked by the watch
+            ran.append(name)
+            raise AttributeError(name)
+
+        def __call__(self, x):
+            return x * 2
+
+    inner_object = Inner()
+
+    class Outer:
+        __call__ = staticmethod(lambda x: inner_object(x) + 1)
+
+    class Shared:
+        def __init__(self, fn):
+            self.fn = fn
+
+        def __call__(self, x):
+            return self.fn(x)
+
+    ops = Ops()
+    cases = [
+        ({"outer": ops.outer, "inner": ops.inner}, lambda: ops.outer(X), [["", "outer"], ["outer", "inner"]]),
+        ({"outer": Outer(), "inner": inner_object}, lambda: Outer()(X), [["", "outer"], ["outer", "inner"]]),
+        ({"outer": functools.partial(ops.outer), "inner": ops.inner}, lambda: ops.outer(X), [["", "outer"], ["outer", "inner"]]),
+    ]
+    shared_inner = Shared(lambda x: x * 2)
+    shared_outer = Shared(lambda x: shared_inner(x) + 1)
+    cases.append(({"outer": shared_outer, "inner": shared_inner}, lambda: shared_outer(X), []))
+    cases.append(({"outer": Ops, "inner": len, "none": object()}, lambda: Ops().outer(X), []))
+    for functions, entry, expected in cases:
+        watch = CallWatch(functions)
+        with watch:
+            recorded, tampered = _record(entry)
+        assert watch.facts() == expected and not tampered, (functions, watch.facts(), tampered)
+    assert ran == [], ran
+
+
 def test_no_collection_runs_between_two_recorded_windows():
     """Blind red-team tester R-BN: a finalizer on cyclic garbage, its collection steered to fire
     in the recorder's bookkeeping after the profiler stopped, ran autograd unrecorded. The

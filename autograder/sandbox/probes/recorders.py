@@ -3,6 +3,7 @@ the dispatcher ran (``DispatchRecorder``), with the submission's line."""
 
 from __future__ import annotations
 
+import functools
 import gc
 import os
 import sys
@@ -481,13 +482,26 @@ class CallWatch:
     nothing (blind tester R-AV's correct backward called its helper through
     ``_GRADS["attention"]`` and lost a hidden test's part).
 
-    ``functions``: {name: function}, as the module's namespace holds them; only plain Python
-    functions are watched, by their code objects (a function's code is what runs, whatever
-    name reached it). A profile hook, chained to the one before it, so a ``DispatchRecorder``
-    entered inside still sees every event and still notices its own hook replaced."""
+    ``functions``: {name: what the module's namespace holds}; each is watched by the code
+    object that runs when it is called (a function's code is what runs, whatever name reached
+    it): a plain function's own, a bound method's or a ``partial``'s function's, an instance's
+    class's ``__call__`` (blind fairness tester R-CV: helpers kept as methods of a module-level
+    object, or as callable objects, lost a hidden test's structure part). A code that two of
+    the names share (one class's ``__call__`` behind both) says neither and is not watched.
+    A profile hook, chained to the one before it, so a ``DispatchRecorder`` entered inside
+    still sees every event and still notices its own hook replaced."""
 
     def __init__(self, functions: dict[str, Any]) -> None:
-        self._codes = {id(f.__code__): (name, f.__code__) for name, f in functions.items() if type(f) is types.FunctionType}
+        codes: dict[int, tuple[str, types.CodeType]] = {}
+        shared: set[int] = set()
+        for name, f in functions.items():
+            code = _called_code(f)
+            if code is None:
+                continue
+            if id(code) in codes and codes[id(code)][0] != name:
+                shared.add(id(code))
+            codes[id(code)] = (name, code)
+        self._codes = {key: found for key, found in codes.items() if key not in shared}
         self.pairs: set[tuple[str, str]] = set()  # (the watched function it ran inside, or "", the function)
         self._previous = None
 
@@ -519,3 +533,32 @@ class CallWatch:
     def facts(self) -> list[list[str]]:
         """[[outer, function], ...], sorted: the data a probe returns."""
         return [list(pair) for pair in sorted(self.pairs)]
+
+
+_TYPE_MRO = type.__dict__["__mro__"].__get__
+_TYPE_DICT = type.__dict__["__dict__"].__get__
+
+
+def _called_code(f: Any, depth: int = 0) -> types.CodeType | None:
+    """The code object that runs when ``f`` is called, or None where it is not Python code of
+    its own (a builtin, a class, a C callable). Read from the objects' C-level fields and the
+    class dictionaries only: no attribute lookup of the exercise's runs here (no
+    ``__getattr__``, no property, no metaclass)."""
+    if depth > 4:
+        return None
+    kind = type(f)
+    if kind is types.FunctionType:
+        return f.__code__
+    if kind is types.MethodType:
+        return _called_code(f.__func__, depth + 1)
+    if kind is functools.partial:
+        return _called_code(f.func, depth + 1)
+    if issubclass(kind, type):  # calling a class makes an instance: its __init__ is not the helper
+        return None
+    for klass in _TYPE_MRO(kind):
+        for key, call in _TYPE_DICT(klass).items():  # no lookup: a key's own __eq__ never runs
+            if type(key) is str and key == "__call__":
+                if type(call) in (staticmethod, classmethod):
+                    call = call.__func__
+                return call.__code__ if type(call) is types.FunctionType else None
+    return None
