@@ -343,6 +343,14 @@ EVASIONS = {
         "torch.nn.attention.flex_attention import BlockMask",
     ),
     "blockmask-reexported": ("from torch.distributed.pipelining.microbatch import BlockMask\n", "torch.distributed"),
+    # torch handed through a chain of 61 of the file's functions, defined last-first so that a
+    # pass over the file follows one step of it (blind red-team tester R-CX: the scan's rounds
+    # stopped at 50, and torch's softmax derivative passed custom_backward's rule)
+    "torch-through-a-long-chain-of-returners": (
+        "".join(f"def _r{i}():\n    return _r{i - 1}()\n\n" for i in range(60, 0, -1))
+        + "def _r0():\n    return torch\n\n\ndef f(x):\n    lib = _r60()\n    return lib._decomp.decompositions.softmax(x, -1)\n",
+        "lib._decomp (torch's private namespace, lib is torch)",
+    ),
     "copy-reduce": (
         "import copy\n\n\nclass Setter:\n    def __reduce_ex__(self, protocol):\n"
         "        return (lambda t: t, (self.target,), (None, self.changes))\n",
