@@ -804,3 +804,46 @@ def test_masks_functions_keep_dtype_and_leave_inputs_unchanged(sub, rng, credit)
                 detail=f"got {dtype_name(out.dtype)}",
                 hints=["general/mask-dtype"] if dtype == torch.bool else ["general/dtype-changed"],
             )
+
+
+def test_apply_mask_is_differentiable_in_the_allowed_scores(sub, rng, credit):
+    # a property test (grading.toml `properties`): the contract's "every function stays differentiable"
+    # (docs/EXERCISES.md). The masked scores feed the softmax, so ∂out/∂scores must be the upstream gradient
+    # on every allowed score; the blocked entries are not judged (the lessons' additive mask, Day 1 §3.3,
+    # passes 1 there, masked_fill 0: both are right). Values are the value tests' business.
+    # Fixed structure: each kind has one draw with a shared [L,S] mask and one with a key-padding
+    # [B,1,1,S] mask over [B,h,L,S] scores, so a broken graph fails every kind on every seed.
+    fills = {"fill −∞ (default)": None, "finite fill": -1e9}
+    for case in credit.kinds({"float32": 2, "float64": 2}):
+        with case:
+            dtype = getattr(torch, case.kind)
+            for label, fill in fills.items():
+                if case.draw == 0:
+                    B, L, S = randint(rng, 1, 3), randint(rng, 2, 8), randint(rng, 2, 9)
+                    scores = randn(rng, B, L, S, dtype=dtype)
+                    allowed = mixed(rng, bernoulli(rng, L, S, p=0.6))
+                else:
+                    B, h, L, S = 2, randint(rng, 2, 3), randint(rng, 2, 6), randint(rng, 3, 8)
+                    scores = randn(rng, B, h, L, S, dtype=dtype)
+                    allowed = mixed(rng, bernoulli(rng, B, 1, 1, S, p=0.6))
+                grad_out = randn(rng, *scores.shape, dtype=dtype)
+                args = (scores, allowed) if fill is None else (scores, allowed, fill)
+                shown_fill = "" if fill is None else f", fill={fill:g}"
+                what = f"apply_mask(scores {list(scores.shape)}, allowed {list(allowed.shape)}{shown_fill})"
+                r = sub.masks.call_with_grad("apply_mask", *args, wrt=[0], grad_output=grad_out)
+                grads = r.get("grads")
+                detached = grads is None or grads[0] is None  # behaviour, not values: the mistake's signature
+                expect.true(
+                    not detached,
+                    what=f"{what} is differentiable in scores ({label})",
+                    detail="the result does not require grad: it was cut off from the scores' autograd graph",
+                    hints=expect.observed("masks/apply-mask-detached") if detached else [],
+                )
+                g = expect.tensor(grads[0], what="∂L/∂scores", shape=tuple(scores.shape), floating=True)
+                keep = allowed.expand(scores.shape)
+                expect.close(
+                    g[keep],
+                    grad_out[keep],
+                    what=f"{what}: ∂L/∂scores equals the upstream gradient on every allowed score ({label})",
+                    tol=tol("masks.apply_mask", dtype),
+                )
