@@ -1533,3 +1533,27 @@ def test_a_name_refused_wherever_it_runs_is_left_to_the_run_time_check_where_the
     }
     none_of_its_own = "def f(x):\n    return x.softmax(-1)\n"
     assert [v.found for v in scan(none_of_its_own, SOFTMAX[:-1], deferred=SOFTMAX[:-1])] == ["x.softmax"]
+
+
+@pytest.mark.parametrize("padding", ["sum", "elif", "nested-calls"])
+def test_a_syntax_tree_as_deep_as_python_compiles_is_scanned_like_a_flat_one(padding):
+    """Blind red-team tester R-CX: a 500-term sum (or a 520-branch elif chain) at the end of
+    the file made the scan's recursion raise, the rule test ended as a grader error, and no
+    gate fell on torch's attention (mha_reshape 12.92 of 15). Python compiles a tree ~3 000
+    levels deep; the scan reads such a file to the end (testing/source/deep.py) and finds
+    what it finds in a flat one, and ``reaches`` follows its calls."""
+    depth = 2_000  # past what the scan reached before (a few hundred levels), within what compile() takes under pytest
+    if padding == "sum":
+        pad = "_PAD = " + " + ".join(["0"] * depth) + "\n"
+    elif padding == "elif":
+        branches = "".join(f"    elif x == {i}:\n        return {i}\n" for i in range(1, depth))
+        pad = "def pick(x):\n    if x == 0:\n        return 0\n" + branches
+    else:
+        pad = "_PAD = " + "abs(" * 180 + "0" + ")" * 180 + "\n"  # the parser's own limit: 200 brackets
+    source = f"import torch\n\n\ndef helper(x):\n    return x.softmax(-1)\n\n\ndef f(x):\n    return helper(x)\n\n\n{pad}"
+    compile(source, "deep.py", "exec")  # Python takes it: so must the scan
+    found = scan(source, SOFTMAX)
+    assert [v.line for v in found] == [5], [(v.line, v.found) for v in found]
+    assert reaches(source, "f", "helper")
+    with pytest.raises(CheckFailed):
+        check_no_banned(source, "deep.py", SOFTMAX, what="the file")

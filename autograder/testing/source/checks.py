@@ -8,6 +8,7 @@ import re
 from collections.abc import Iterable
 
 from ..failures import CheckFailed, Feedback
+from .deep import deep_enough
 from .instances import own_names
 from .scanner import _Scanner
 from .tree import MODULE_LEVEL, MisreadSource, Violation, _lambda_name, _nodes, _parse, import_cycles, live_parts, main_guard_runs
@@ -92,6 +93,7 @@ MISREAD = (
 )
 
 
+@deep_enough
 def scan(
     source: str,
     banned: Iterable[str],
@@ -158,6 +160,7 @@ def _scan(
     return tuple(sorted(found.values(), key=lambda v: v.line))
 
 
+@deep_enough
 def calls(source: str, function: str) -> set[str]:
     """Names called inside ``function`` ("f" or "Class.method"): ``foo(...)`` → "foo",
     ``obj.foo(...)`` → "foo"; ``partial(foo, …)`` → "foo" too (a partial exists to be called),
@@ -233,6 +236,7 @@ def _aliases(nodes, *, names: bool) -> dict[str, set[str]]:
     return out
 
 
+@deep_enough
 def reaches(source: str, function: str, target: str) -> bool:
     """Does ``function`` ("f" or "Class.method") call ``target``, directly or through the
     file's own functions and methods (``backward`` → ``self._grads`` → ``target``)? A name
@@ -344,6 +348,7 @@ def _reached(source: str, names: set[str], in_import_cycle: bool = False) -> set
     return seen
 
 
+@deep_enough
 def imported_scopes(source: str, available: dict[str, str]) -> dict[str, tuple[str, frozenset[str] | None]]:
     """The files among ``available`` that ``source`` imports, directly or through each other,
     each with the part of it a rule scan must cover: its top-level code and the functions and
@@ -439,6 +444,7 @@ def _refused_import(found: str) -> bool:
     return found.startswith(("import ", "from ")) and any(reason in found for reason in _IMPORT_REFUSALS)
 
 
+@deep_enough
 def check_no_banned(
     source: str | None,
     file: str,
