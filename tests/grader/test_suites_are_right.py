@@ -173,6 +173,28 @@ def test_every_citation_resolves_to_a_line_of_a_shipped_text():
     assert sum(len(citations.resolve(text, docs, texts=TEXTS)) for _, text in cited) > 200
 
 
+def test_a_section_a_lesson_marks_with_its_own_sign_resolves_to_that_heading():
+    """Blind tester R-CY: "Day 1 §A" landed on line 230, ``   A = softmax_row(S)`` (a letter
+    section's name opens code lines too), not on "§A 注意力：API 用法与边界". Every heading a
+    lesson writes as "§X …" is where "§X" resolves."""
+    from autograder.core.feedback import citations
+
+    docs = ROOT / "docs"
+    checked = 0
+    for name, rel in citations.texts_of(TEXTS).items():
+        lines = (docs / rel).read_text(encoding="utf-8").splitlines()
+        for line in lines:
+            marked = re.match(r"^\s*(?:#+\s*)?§([A-Z](?:\.[0-9]+)?|[0-9]+(?:\.[0-9]+)*)\s", line)
+            if not marked or not citations.is_heading(line):
+                continue
+            heading = re.compile(rf"^\s*(?:#+\s*)?§{re.escape(marked[1])}\s")
+            first = next(n for n, other in enumerate(lines, start=1) if heading.match(other) and citations.is_heading(other))
+            places = citations.resolve(f"{name} §{marked[1]}", docs, texts=TEXTS)
+            assert [p.line for p in places] == [first], (name, marked[1], [p.line for p in places], first)
+            checked += 1
+    assert checked >= 2
+
+
 def test_every_cited_section_lands_on_its_own_heading_line():
     """Issue 30 §5: "→ reread Day 1 §B" landed on the lesson's header blurb (line 9, a sentence
     that opens with §B) instead of §B's heading (line 522). Every section cited anywhere — the

@@ -79,6 +79,12 @@ def is_heading(line: str) -> bool:
 def _find(lines: list[str], section: str) -> int | None:
     exact = re.compile(rf"^\s*(?:#+\s*)?§?{re.escape(section)}(?:[.、]|\s|$)")
     child = re.compile(rf"^\s*(?:#+\s*)?{re.escape(section)}\.[0-9]+\s")
+    marked = re.compile(rf"^\s*(?:#+\s*)?§{re.escape(section)}(?:[.、]|\s|$)")
+    # a heading that writes the § itself first: a letter section's own name opens code lines too
+    # (Day 1's "   A = softmax_row(S)" came before "§A 注意力：API 用法与边界")
+    for number, line in enumerate(lines, start=1):
+        if marked.match(line) and is_heading(line):
+            return number
     for headings_only in (True, False):  # the section's own heading line first; any line that opens with it last
         for pattern in (exact, child):
             for number, line in enumerate(lines, start=1):
