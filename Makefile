@@ -61,7 +61,7 @@ check: $(VENV)/.dev.stamp $(VENV)/.instructor.stamp ## instructors: prove the su
 	$(PY) tests/benchmarks/hint_precision.py --seeds 1,2,3 --jobs 2 --no-styles --check-stable
 	$(PY) tests/submissions/odd_returns.py --jobs 2
 
-check-skill: $(VENV)/.dev.stamp $(VENV)/.instructor.stamp ## instructors: SKILL=name — make check's part for one skill while you work on it (minutes): stubs, its snapshots and CPU table fresh, leak audit, the suites' own checks (every skill's reference full marks, stubs 0), its mistakes' hints and prices on 3 seeds, its styles at full marks
+check-skill: $(VENV)/.dev.stamp $(VENV)/.instructor.stamp ## instructors: SKILL=name — make check's part for one skill while you work on it (about 15 minutes on 2 cores): stubs, its snapshots and CPU table fresh, leak audit, the suites' own checks (every skill's reference full marks, stubs 0), its mistakes' hints and prices on 3 seeds, its styles at full marks
 	@test -n "$(SKILL)" || { echo "make check-skill: e.g. make check-skill SKILL=masks (make check: every skill)" >&2; exit 2; }
 	$(PY) -m autograder stubs --check
 	$(PY) -m autograder snapshots --check $(foreach s,$(SKILL),--skill $(s))
@@ -90,7 +90,7 @@ stubs: $(VENV)/.instructor.stamp ## instructors: rewrite exercises/ from solutio
 	$(PY) -m autograder stubs
 
 DIST ?= dist
-release: $(VENV)/.instructor.stamp ## instructors: VERSION=1.0.0 → dist/ (student tree, Gradescope bundles, nbgrader, Classroom 50, MANIFEST.json)
+release: $(VENV)/.instructor.stamp ## instructors: VERSION=1.0.0 [DIST=folder] → dist/ or DIST (student tree, Gradescope bundles, nbgrader, Classroom 50, MANIFEST.json)
 	@test -n "$(VERSION)" || { echo "make release: say which version, e.g. make release VERSION=1.0.0" >&2; exit 2; }
 	$(PY) -m autograder release --out $(DIST) --version $(VERSION)
 

@@ -341,7 +341,7 @@ KEYS: tuple[Key, ...] = (
     Key(
         "skills.<id>.gates",
         LIST,
-        "rule tests (weight 0): if one fails, the whole skill scores 0",
+        "rule tests (their weight may be 0, and usually is): if one fails, the whole skill scores 0",
         (),
         wrong=_TEST_NAMES,
         student=VISIBLE_TESTS,
@@ -373,7 +373,14 @@ KEYS: tuple[Key, ...] = (
         {},
         empty="lists no tests — add `test_name = weight` lines",
     ),
-    Key("skills.<id>.suites[].weights.<test>", NUMBER, "the test's points (0 only for a gate)", minimum=0, above=True),
+    # loading.py reads it with above=False for a test listed in the skill's gates: a gate may be 0
+    Key(
+        "skills.<id>.suites[].weights.<test>",
+        NUMBER,
+        "the test's points; a test listed in the skill's `gates` may also be 0 (≥ 0), as a rule test usually is",
+        minimum=0,
+        above=True,
+    ),
     Key("release", TABLE, "`make release`: the student tree, the Gradescope bundle, the nbgrader course", {}),
     Key(
         "release.docs",

@@ -7,7 +7,8 @@ command, consistently in the three places a test lives:
   from another test of the skill (``--take-from``: that weight goes down by as much) or added
   to the skill's points (``--add-points``) — the weights of a skill must add up to its points;
 * ``tests/suites/<skill>/hints.toml`` (with ``--hint``): the hint's text, the lesson section it
-  cites and the function whose output shows the mistake.
+  cites (resolved as the grader resolves it: a section no heading of the lesson carries is
+  refused, with the sections that exist) and the function whose output shows the mistake.
 
     python -m autograder.instructor.new_test --skill qkv --name test_scale_scores_... --hidden \\
         --weight 0.25 --take-from test_scale_scores_matches_reference \\
@@ -16,25 +17,147 @@ command, consistently in the three places a test lives:
 Every check the grader makes on a configuration still applies: the new ``grading.toml`` is
 loaded (weights add up, names valid) before anything is written, and a refusal names the
 file, the line or key, and the fix. The skeleton and the hint go in only when all is well.
+What is left to do by hand (the body, the mistake's output and variant, the CPU table, the
+check) is printed as a numbered list (autograder/testing/README.md, "Adding a test").
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import re
 import sys
 import tomllib
 from pathlib import Path
 
-from ..config import ConfigError, load
+from ..config import Config, ConfigError, load
+from ..core.feedback import citations
 from . import grading_toml
 
 NAME = re.compile(r"test_[a-z0-9_]+")
 HINT_KEY = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*")
+#: a line that may open a numbered section: "11. 为什么…", "2.3 反向…", "§B 实操", "A.4 构造…", "## 3. …".
+#: Only to list the sections that exist in a refusal: each candidate is kept only where the
+#: grader's own resolver (core/feedback/citations.py) lands on that very line.
+_NUMBERED = re.compile(r"^\s*(?:#+\s*)?(?:§([0-9A-Z]+(?:\.[0-9]+)*)|([0-9]{1,2}(?:\.[0-9]+)*|[A-Z](?:\.[0-9]+)+))(?=[.、]|\s)")
 
 
 class Refused(Exception):
     """A change that would leave the suites inconsistent: the message names the fix."""
+
+
+def sections_of(config: Config, document: str) -> list[str]:
+    """The sections of ``document`` ("Week 7") a citation can name, in the text's order: the
+    numbered heading lines on which the grader's resolver lands for that number."""
+    docs = config.root / "docs"
+    try:
+        lines = (docs / citations.texts_of(config.texts)[document]).read_text(encoding="utf-8").splitlines()
+    except (KeyError, OSError, UnicodeDecodeError):
+        return []
+    found: list[str] = []
+    for number, line in enumerate(lines, start=1):
+        match = _NUMBERED.match(line)
+        section = match and (match.group(1) or match.group(2))
+        if not section or section in found or not citations.is_heading(line):
+            continue
+        places = citations.resolve(f"{document} §{section}", docs, texts=config.texts)
+        if places and places[-1].line == number:
+            found.append(section)
+    return found
+
+
+def unresolved_section(config: Config, section: str) -> str | None:
+    """Why ``section`` would resolve nowhere for the grader (None: every citation in it lands on
+    a line). The same resolution as a run's hints and ``make check``
+    (core/feedback/citations.py; tests/grader/test_suites_are_right.py): a hint citing a
+    section that does not exist would send a student nowhere and fail the check later."""
+    files = citations.texts_of(config.texts)
+    for place in citations.resolve(section, config.root / "docs", texts=config.texts):
+        if place.resolved:
+            continue
+        if place.path is None:
+            return (
+                f"--section {section!r}: {place.document}'s text docs/{files[place.document]} is not in this repository "
+                "([course.texts] of grading.toml names it) — add the file or cite another text"
+            )
+        existing = sections_of(config, place.document)
+        top = [s for s in existing if "." not in s] or existing
+        parent = place.section.split(".")[0]
+        under = [s for s in existing if s.startswith(f"{parent}.")]
+        listed = f"{place.document}'s sections are {', '.join(f'§{s}' for s in top)}" if top else "it has no numbered heading"
+        if under and "." in place.section:
+            listed += f"; under §{parent}: {', '.join(f'§{s}' for s in under)}"
+        return (
+            f"--section {section!r}: {place.document} ({place.path}) has no §{place.section} — no heading line opens "
+            f"with it, so the hint would point nowhere and `make check` would fail on it. {listed}"
+        )
+    return None
+
+
+def _check_donor(config: Config, skill: str, take_from: str) -> None:
+    """``--take-from`` names a test of ``skill``: the refusal lists the closest names (a typo) or
+    all of them, and says whose test it is when it belongs to another skill."""
+    weights = {name: w for suite in config.skills[skill].suites for name, w in suite.weights.items()}
+    if take_from in weights:
+        return
+    owner = next((sid for sid, sk in config.skills.items() for s in sk.suites if take_from in s.weights), None)
+    why = (
+        f" (it is skill {owner}'s: a skill's weights add up to its own points, so the weight comes from one of {skill}'s)"
+        if owner
+        else ""
+    )
+    close = difflib.get_close_matches(take_from, list(weights), n=3, cutoff=0.6)
+    givers = ", ".join(f"{name} ({grading_toml.number(w)})" for name, w in weights.items() if w > 0)
+    choices = f"did you mean {' or '.join(close)}?" if close and not owner else f"its tests with points to give: {givers}"
+    raise Refused(
+        f"grading.toml: skill {skill} has no test {take_from} to take the weight from (--take-from / FROM=){why}; {choices}"
+    )
+
+
+def next_steps(config: Config, skill: str, suite_file: str, name: str, hidden: bool, hint: str | None) -> list[str]:
+    """What is left to do by hand after the scaffold, in order (autograder/testing/README.md,
+    "Adding a test"): the tool writes the three places, not the test's meaning."""
+    suites = _shown(config.suites_dir, config.root)
+    steps = []
+    if hint is not None:
+        steps.append(
+            f"write the mistake's output in {suites}/{skill}/mistakes.py (what the code with that mistake returns, "
+            "from the test's inputs)"
+        )
+    steps.append(
+        f"write the body of {name} in {suite_file} (until then it raises, so it fails in every grade of {skill})"
+        + (f', with that output under "{skill}/{hint}" in its mistakes=' if hint is not None else "")
+    )
+    if hint is not None:
+        steps.append(
+            f"add its single-mistake variant to tests/submissions/mistakes/{skill}.toml (function, hint = "
+            f'"{skill}/{hint}", the replaced line), so hint_precision.py measures it'
+        )
+    steps.append(
+        f"if it checks a property (dtype, in place, errors, batch independence), add it to [skills.{skill}] properties "
+        "in grading.toml: new-test cannot tell what the body checks"
+    )
+    if not hidden:
+        steps.append(
+            f"add the test's case (inputs, want, mistakes) to {suites}/{skill}/snapshot_cases.py, then "
+            f"`make snapshots SKILL={skill}`"
+        )
+    elif hint is not None:
+        steps.append(f"`make snapshots SKILL={skill}`: mistakes.py changed, and a visible snapshot stores the mistakes' outputs")
+    steps.append(
+        f"`make reference-cpu SKILL={skill}`: its calls may need new size classes in "
+        f"{suites}/{skill}/snapshots/reference_cpu.toml (re-measuring rewrites every figure of the skill)"
+    )
+    steps.append(
+        f"`make check-skill SKILL={skill}` (about 15 minutes on 2 cores), then compare "
+        f"`python tests/benchmarks/hint_precision.py --skill {skill} --no-styles --json after.json` "
+        "with the before.json kept before the change"
+    )
+    return steps
+
+
+def _shown(path: Path, root: Path) -> str:
+    return path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)
 
 
 def plan_grading(
@@ -53,9 +176,12 @@ def skeleton(skill: str, module: str, function: str | None, name: str, hidden: b
     mistakes = f', mistakes=lambda: {{"{skill}/{hint}": signatures.<what {fn} returns with that mistake>(...)}}' if hint else ""
     if hidden:
         body = (
-            f"    for case in credit.cases(4):  # one kind: all four draws must pass\n"
+            # kinds, as most suites (autograder/testing/README.md, Fixtures): each kind scores a share
+            # and passes only when all its draws pass; credit.cases(n) is the all-or-nothing form
+            f'    for case in credit.kinds({{"float32": 2, "float64": 2}}):  # rename the kinds to what the draws vary\n'
             f"        with case:\n"
-            f"            # draw inputs from rng; want = in_float64(ref.{module}.{fn}, ..., dtype=...)\n"
+            f"            # dtype = getattr(torch, case.kind); draw inputs from rng; "
+            f"want = in_float64(ref.{module}.{fn}, ..., dtype=dtype)\n"
             f'            # expect.close(sub.{module}.{fn}(...), want, what="{fn}(...) (Week 7 §…)", '
             f'tol=tol("{skill}.{fn}", dtype){mistakes})\n'
             f'            raise NotImplementedError("TODO(suite): write {name} (autograder/testing/README.md, Adding a test)")\n'
@@ -142,6 +268,11 @@ def add_test(
                 "a hint needs --text (what went wrong and the fix) and --section citing the lesson "
                 f"({' or '.join(f'{t} §…' for t in texts)})"
             )
+        problem = unresolved_section(config, section)
+        if problem:
+            raise Refused(problem)
+    if take_from is not None:
+        _check_donor(config, skill, take_from)
 
     new_config = plan_grading(config_path.read_text(encoding="utf-8"), skill, suites[0].file, name, weight, take_from, add_points)
     trial = config_path.with_name(".grading.new-test.toml")
@@ -168,8 +299,13 @@ def add_test(
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m autograder.instructor.new_test", description=__doc__.split("\n\n")[0])
-    p.add_argument("--skill", required=True)
+    # the whole docstring, as written: its first paragraph ends on "the three places a test lives:"
+    p = argparse.ArgumentParser(
+        prog="python -m autograder.instructor.new_test",
+        description=__doc__.replace("``", "`"),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--skill", required=True, help="the skill: a [skills.<id>] of grading.toml")
     p.add_argument("--name", required=True, help="test_<what_it_checks>")
     p.add_argument("--hidden", action="store_true", help="add it to the hidden suite (default: the visible one)")
     p.add_argument("--weight", type=float, required=True, help="its points")
@@ -178,8 +314,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--hint", help="a new hint key of the skill (tests/suites/<skill>/hints.toml)")
     p.add_argument("--function", help="the exercise function whose output shows the mistake")
     p.add_argument("--text", help="the hint's text")
-    p.add_argument("--section", help="the lesson section the hint cites")
-    p.add_argument("--root", type=Path, default=Path.cwd())
+    p.add_argument(
+        "--section", help='the lesson section the hint cites, e.g. "Week 7 §8 (…)": each § must be a heading of that text'
+    )
+    p.add_argument("--root", type=Path, default=Path.cwd(), help="the repository (default: the current folder)")
     a = p.parse_args(argv)
     try:
         changed = add_test(
@@ -199,12 +337,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"new-test: refused: {exc}", file=sys.stderr)
         return 2
     for path in changed:
-        print(f"wrote {path.relative_to(a.root.resolve()) if path.is_relative_to(a.root.resolve()) else path}")
-    print(
-        f"next: write the body of {a.name} (it raises until then, so `make check` fails on it)"
-        + (f"; add the mistake's output to tests/suites/{a.skill}/mistakes.py" if a.hint else "")
-        + "; then `make check`"
-    )
+        print(f"wrote {_shown(path, a.root.resolve())}")
+    config = load(a.root / "grading.toml")  # as written: add_test loaded it before writing
+    suite = next(s for s in config.skills[a.skill].suites if a.name in s.weights)
+    print("next:")
+    for i, step in enumerate(next_steps(config, a.skill, suite.file, a.name, a.hidden, a.hint), start=1):
+        print(f"  {i}. {step}")
     return 0
 
 

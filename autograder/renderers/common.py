@@ -407,9 +407,9 @@ def footer_notes(results: Results) -> list[tuple[str, str]]:
         out.append(("Seed", f"{results.seed}{f' ({source})' if source else ''} · reproduce with --seed {results.seed}"))
     suites = suite_label(results.suite_hash, results.visible_suite_hash)
     graded = ", ".join(s.id for s in results.skills)
-    if results.not_graded:  # a --skill / SKILL= run: the release's hashes (release.json), a part of its score
+    if results.not_graded:  # a --skill / SKILL= run: the whole course's hashes (runner/grade.py), a part of its score
         total = len(results.skills) + len(results.not_graded)
-        out.append(("Suites", f"{suites} (the whole release's, as in release.json)"))
+        out.append(("Suites", f"{suites} ({partial_suites_note(results)})"))
         out.append(
             (
                 "Partial run",
@@ -463,6 +463,23 @@ def visible_only(results: Results) -> bool:
     that failed on the hidden tests' shapes)."""
     has_hidden = bool(results.suite_hash and results.visible_suite_hash and results.suite_hash != results.visible_suite_hash)
     return has_hidden and not any(t.visibility == "hidden" for skill in results.skills for t in skill.tests)
+
+
+def partial_suites_note(results: Results) -> str:
+    """Where a --skill run's hashes come from: they name every skill's suites, not the part
+    graded (runner/grade.py identifies ``selected_from``). A tree with hidden suites (the
+    instructors' repository, a Gradescope bundle) computes both from its files; a student
+    release computes the visible one and reads the full one from the ``release.json`` that
+    ``make release`` put beside its grading.toml — the only place that file exists
+    (runner/identity.py), and "unknown" when it is missing or records other suites."""
+    if any(t.visibility == "hidden" for t in results.tests):
+        return "every skill's suites, computed from the suite files here — not only the skills graded"
+    if results.suite_hash is None:
+        return (
+            "every skill's visible suites; the full suite is unknown: no release.json beside grading.toml "
+            "records these visible suites (it exists only in a student release, unchanged)"
+        )
+    return "every skill's suites, not only the skills graded; a student release reads the full one from its release.json"
 
 
 def suite_label(suite: str | None, visible: str | None) -> str:

@@ -253,3 +253,23 @@ def test_a_single_skill_run_names_the_release_and_what_it_covers(tmp_path):
     if CONFIG.assignments:
         name = next(iter(CONFIG.assignments))
         assert CONFIG.for_assignment(name).selected_from is None
+
+
+def test_a_single_skill_run_says_where_its_hashes_come_from():
+    """The footer's note on a --skill run's hashes is true where it runs: the instructors'
+    repository (hidden tests ran) computes them from its suite files and has no release.json;
+    a tree whose full suite is unknown says why; neither claims a release.json it has not."""
+    from autograder.core.results import Results, SkillOutcome, TestOutcome
+    from autograder.renderers.common import footer_notes
+
+    hidden = TestOutcome("t", "test_x", "qkv", "hidden", 1, 1, "passed")
+    skill = SkillOutcome("qkv", "QKV", "qkv.py", [], 1, 1, 1, 1, [hidden])
+
+    def note(skills, suite):
+        results = Results("complete", "", 1, 1, skills, suite_hash=suite, visible_suite_hash="b" * 64, not_graded=["masks"])
+        return dict(footer_notes(results))["Suites"]
+
+    instructors = note([skill], "a" * 64)
+    assert "computed from the suite files here" in instructors and "release.json" not in instructors
+    unknown = note([], None)
+    assert "suite unknown" in unknown and "no release.json beside grading.toml records these visible suites" in unknown

@@ -168,7 +168,7 @@ def release(config: Config, out: Path, version: str, log: Callable[[str], None] 
             )
         if ctx.commit.endswith("+dirty"):
             log(f"release: warning: the repository has uncommitted changes; MANIFEST.json records {ctx.commit}")
-        _build_all(ctx, config, log)
+        _build_all(ctx, config, log, out)
         _publish(staging, out)
     finally:
         if staging.exists():
@@ -176,37 +176,40 @@ def release(config: Config, out: Path, version: str, log: Callable[[str], None] 
     return dataclasses.replace(ctx, out=out.resolve())
 
 
-def _build_all(ctx: ReleaseContext, config: Config, log: Callable[[str], None]) -> None:
+def _build_all(ctx: ReleaseContext, config: Config, log: Callable[[str], None], out: Path) -> None:
+    """Every builder into ``ctx.out`` (the staging folder); the log names each artifact where
+    it will be, under ``out`` (``--out`` / ``DIST=``, as given), not the staging folder."""
     from .audit import audit
 
     artifacts = {}
     for module, artifact, what, required in BUILDERS:
+        shown = (out / artifact).as_posix()
         if module in PLATFORM_OF and PLATFORM_OF[module] not in config.platforms:
-            log(f"release: skipped dist/{artifact}: [release] platforms does not list {PLATFORM_OF[module]!r}")
+            log(f"release: skipped {shown}: [release] platforms does not list {PLATFORM_OF[module]!r}")
             continue
         build = _builder(module)
         if build is None:
             if required:
                 raise ReleaseError(f"autograder/instructor/release/{module}.py is missing")
-            log(f"release: skipped dist/{artifact}: autograder/instructor/release/{module}.py is not in this repository yet")
+            log(f"release: skipped {shown}: autograder/instructor/release/{module}.py is not in this repository yet")
             continue
         started = time.monotonic()
-        log(f"release: building dist/{artifact} — {what} …")
+        log(f"release: building {shown} — {what} …")
         build(ctx)
         if not (ctx.out / artifact).exists():
-            raise ReleaseError(f"autograder/instructor/release/{module}.py did not write dist/{artifact}")
+            raise ReleaseError(f"autograder/instructor/release/{module}.py did not write {shown}")
         artifacts[artifact] = what
-        log(f"release: dist/{artifact} ({time.monotonic() - started:.1f} s)")
+        log(f"release: {shown} ({time.monotonic() - started:.1f} s)")
         if module in AUDITED:
-            log(f"release: leak audit of dist/{artifact} …")
+            log(f"release: leak audit of {shown} …")
             findings = audit(ctx.out / artifact, config)
             if findings:
                 raise ReleaseError(
-                    f"leak audit of dist/{artifact}:\n"
+                    f"leak audit of {shown}:\n"
                     + "\n".join(f"  {f}" for f in findings)
                     + f"\n{len(findings)} finding(s): nothing was released"
                 )
-            log(f"release: leak audit of dist/{artifact}: no finding")
+            log(f"release: leak audit of {shown}: no finding")
     if (ctx.out / "assignments").is_dir():
         artifacts["assignments"] = "one Gradescope bundle per [release.assignments] entry (assignments/<name>/autograder.zip)"
     manifest.write(ctx, artifacts)

@@ -1,4 +1,5 @@
 """attention_backward is a callable object; softmax_backward a plain function reached by its global name."""
+
 from __future__ import annotations
 
 import math
@@ -18,6 +19,7 @@ class _AttnBackward:
 
 
 attention_backward = _AttnBackward()
+
 
 class AttentionFunction(torch.autograd.Function):
     @staticmethod

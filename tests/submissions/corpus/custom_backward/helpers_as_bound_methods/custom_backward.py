@@ -1,4 +1,5 @@
 """Helpers are bound methods of a module-level ops object (holds the reduction axis)."""
+
 from __future__ import annotations
 
 import math
@@ -23,6 +24,7 @@ _OPS = _AttentionOps()
 softmax_backward = _OPS.softmax_backward
 attention_backward = _OPS.attention_backward
 
+
 class AttentionFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, q, k, v, allowed=None):
@@ -44,4 +46,3 @@ class AttentionFunction(torch.autograd.Function):
 
 def attention(q, k, v, allowed=None):
     return AttentionFunction.apply(q, k, v, allowed)
-
