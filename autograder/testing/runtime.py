@@ -140,12 +140,16 @@ class Runtime:
     #: laptop must not read as slow code), the wall-clock backstops do
     cpu_unread: set[str] = field(default_factory=set)
     malformed: dict[tuple[str, str], str] = field(default_factory=dict)  # sent a bad reply once
-    printed_left: int = 0  # characters of printed output the rest of the run may still keep
+    #: characters of printed output the rest of the run may still keep, visible tests' and
+    #: hidden tests' apart: with one pool, what hidden calls printed set how much of a later
+    #: visible test's output was kept, and a student read hidden inputs off their own visible
+    #: results (blind red-team tester R-CX: ~10 bits a run on Gradescope, exact counts in JSON)
+    printed_left: dict[str, int] = field(default_factory=dict)
     #: (module, target) → [(size class, CPU limit)] ascending, from cpu_call_limits' sized keys
     _by_size: dict[tuple[str, str], list[tuple[int, float]]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
-        self.printed_left = PRINTED_PER_RUN * self.sandbox.spec.output_bytes
+        self.printed_left = dict.fromkeys(("visible", "hidden"), PRINTED_PER_RUN * self.sandbox.spec.output_bytes)
 
     def time_left(self, module: str) -> float:
         """What is left of the module's budget, as a fraction of it (≤ 0: used up)."""

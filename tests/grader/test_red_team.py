@@ -716,3 +716,31 @@ def test_autograd_where_the_rule_test_does_not_look_earns_nothing(tmp_path, fast
     ruled = [t for t in dodger["tests"] if "use no autograd" in t["summary"]]
     assert len(ruled) >= 3, [(t["name"], t["summary"][:120]) for t in dodger["tests"]]
     assert all("custom_backward/uses-autograd" in {h["id"] for h in t["hints"]} for t in ruled)
+
+
+def test_what_hidden_calls_print_never_changes_what_a_visible_test_keeps():
+    """Blind red-team tester R-CX: the run kept 16 × ``output_kib`` of printed text in one pool,
+    so what a skill's hidden calls printed set how much of a later visible test's output was
+    kept, and a student read hidden inputs (~10 bits a run on Gradescope) off their own
+    visible results. Visible and hidden tests draw on pools of their own."""
+    from types import SimpleNamespace
+
+    from autograder.testing.remote import Submission
+
+    def runtime():
+        spec = SimpleNamespace(output_bytes=100)
+        return SimpleNamespace(sandbox=SimpleNamespace(spec=spec), printed_left={"visible": 1_000, "hidden": 1_000})
+
+    kept = []
+    for hidden_printed in (0, 250, 5_000):
+        rt = runtime()
+        for _ in range(hidden_printed // 100):  # hidden tests, 100 characters each
+            Submission(rt, hidden=True)._log("qkv.f(…)", "h" * 100, 0)
+        later = Submission(rt)
+        later._log("mha_reshape.g(…)", "v" * 100, 0)
+        kept.append(len(later.printed[0]["text"]))
+    assert kept == [100, 100, 100], kept
+    rt = runtime()
+    for _ in range(12):  # the visible pool itself still runs out
+        Submission(rt)._log("qkv.f(…)", "v" * 100, 0)
+    assert rt.printed_left == {"visible": 0, "hidden": 1_000}

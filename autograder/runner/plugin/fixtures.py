@@ -42,7 +42,13 @@ def sub(request: pytest.FixtureRequest):
     # one worker serves a skill's tests in turn, visible ones before hidden ones (sandbox.client.Sandbox)
     grading.sandbox.begin_test(*grading.group(request.node.nodeid))
     nodeid = request.node.nodeid
-    submission = Submission(grading.runtime, bans=grading.worker_bans(nodeid), scanned=grading.worker_scanned(nodeid))
+    test = grading.manifest.test(nodeid)
+    submission = Submission(
+        grading.runtime,
+        bans=grading.worker_bans(nodeid),
+        scanned=grading.worker_scanned(nodeid),
+        hidden=test is not None and test.visibility == "hidden",
+    )
     request.node.stash[SUBMISSION] = submission
     yield submission
     submission.close()

@@ -182,7 +182,7 @@ def runtestloop(session: pytest.Session, grading: Any) -> bool | None:
     if groups is None:
         return None
     grading.trusted_processes = 2
-    grading.runtime.printed_left //= 2
+    grading.runtime.printed_left = {pool: left // 2 for pool, left in grading.runtime.printed_left.items()}
     control = grading.sandbox.connection()
     given = 1 if len(grading.sandbox._spares) > 1 else 0  # a pre-forked worker for the child's first test
     queue = SkillQueue(groups)
