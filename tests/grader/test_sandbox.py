@@ -444,6 +444,13 @@ def frames_from_eval_frame(x):
             out.append(str(exc))
     return out, len(seen)
 
+def eval_frame_cleared(x):
+    """What dynamo's ``disable`` does around every function it wraps (torch.manual_seed, once
+    torch._dynamo is loaded): set no callback, then set the prior one back."""
+    prior = torch._C._dynamo.eval_frame.set_eval_frame(None)
+    torch._C._dynamo.eval_frame.set_eval_frame(prior)
+    return prior
+
 def breakpoint_by_name(x):
     os.environ["PYTHONBREAKPOINT"] = "os.getpid"  # the default hook would import and call it
     return breakpoint()
@@ -1614,6 +1621,11 @@ def test_torchs_frame_evaluation_hooks_hand_exercise_code_no_frame(sandbox):
     assert reply.ok, reply.error
     refusals, frames = reply.value["value"]
     assert frames == 0 and all("hands out frames" in text for text in refusals), reply.value
+    # setting no callback hands out nothing: dynamo's disable wrapper does it around
+    # torch.manual_seed once another file preloads torch._dynamo (blind red-team tester R-CX)
+    worker, reply = call(sandbox, "eval_frame_cleared", 1)
+    worker.close()
+    assert reply.ok and reply.value["value"] is None, (reply.error, reply.value)
 
 
 def test_a_signal_handler_of_exercise_code_is_handed_no_frame(sandbox):

@@ -193,7 +193,7 @@ def seal_switches() -> int:
                 namespace[name] = _refusing(own)
                 replaced += 1
             elif own in FRAME_HOOKS:
-                namespace[name] = _refusing_frames(own)
+                namespace[name] = _refusing_frames(own, value)
                 replaced += 1
         if namespace.get("_dispatch_library") is DISPATCH_LIBRARY:  # kernels for torch's operators: bans.py
             namespace["_dispatch_library"] = guard = guard or guarded_dispatch_library()
@@ -202,8 +202,19 @@ def seal_switches() -> int:
     return replaced
 
 
-def _refusing_frames(name: str) -> Any:
+def _refusing_frames(name: str, original: Any = None) -> Any:
+    """A refusal of the frame hook ``name``. ``set_eval_frame(None)`` alone is let through where
+    no callback was set: it installs nothing and hands out nothing, and every function dynamo
+    wraps in ``disable`` calls it before and after (once ``torch._dynamo`` is loaded —
+    another file's ``import torch.nn.attention.bias`` preloads it — ``torch.manual_seed`` is
+    one: blind red-team tester R-CX's correct AttentionHead raised here)."""
+
     def refuse(*args: Any, **kwargs: Any) -> None:
+        if name == "set_eval_frame" and original is not None and len(args) == 1 and args[0] is None and not kwargs:
+            prior = original(None)
+            if prior is None:
+                return None
+            original(prior)  # a callback was set (never, in a worker): left as it was, and refused
         raise RuntimeError(f"{name} is not available to exercise code: it hands out frames (see EXERCISES.md, 'No frames')")
 
     return refuse
