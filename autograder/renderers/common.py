@@ -466,20 +466,16 @@ def visible_only(results: Results) -> bool:
 
 
 def partial_suites_note(results: Results) -> str:
-    """Where a --skill run's hashes come from: they name every skill's suites, not the part
-    graded (runner/grade.py identifies ``selected_from``). A tree with hidden suites (the
-    instructors' repository, a Gradescope bundle) computes both from its files; a student
-    release computes the visible one and reads the full one from the ``release.json`` that
-    ``make release`` put beside its grading.toml — the only place that file exists
-    (runner/identity.py), and "unknown" when it is missing or records other suites."""
-    if any(t.visibility == "hidden" for t in results.tests):
-        return "every skill's suites, computed from the suite files here — not only the skills graded"
+    """What a --skill run's suite hashes name: every skill's suites, not only the part graded
+    (runner/grade.py, ``selected_from``). The full hash is computed where the hidden suites
+    are (the instructors' repository, a Gradescope bundle); a student release reads it from
+    the ``release.json`` that ``make release`` put beside its grading.toml (runner/identity.py),
+    and without that file it is unknown."""
     if results.suite_hash is None:
-        return (
-            "every skill's visible suites; the full suite is unknown: no release.json beside grading.toml "
-            "records these visible suites (it exists only in a student release, unchanged)"
-        )
-    return "every skill's suites, not only the skills graded; a student release reads the full one from its release.json"
+        return "every skill's; the full suite is unknown here: a student release reads it from its release.json"
+    if any(t.visibility == "hidden" for t in results.tests):  # computed from the hidden suites here
+        return "every skill's suites, not only the skills graded"
+    return "every skill's suites, the full one as this release's release.json records it"
 
 
 def suite_label(suite: str | None, visible: str | None) -> str:

@@ -68,7 +68,7 @@ class CallResult:
 class Submission:
     def __init__(self, runtime: Runtime, bans: tuple[str, ...] = (), scanned: tuple[str, ...] = (), hidden: bool = False) -> None:
         self._runtime = runtime
-        self._printing_pool = "hidden" if hidden else "visible"  # which of the run's print budgets it draws on
+        self._printing_pool = "hidden" if hidden else "visible"  # the run's print budget it draws on
         #: ATen name patterns whose kernels the worker replaces for good before any submission
         #: code runs (a suite's ``WORKER_BANS``: sandbox/probes/bans.py ``_StandingBan``)
         self._bans = tuple(bans)
@@ -250,17 +250,15 @@ class Submission:
 
     def _log(self, label: str, out: str, dropped: int) -> None:
         """Keep what the code printed within the caps (the client already cut each call to
-        ``output_bytes``): at most ``output_bytes`` characters per test and
-        ``PRINTED_PER_RUN`` × that per run for visible tests and as much again for hidden ones,
-        whatever the worker claims; the rest is counted."""
+        ``output_bytes``): at most ``output_bytes`` characters per test and ``PRINTED_PER_RUN``
+        × that per run, visible and hidden tests apart, whatever the worker claims."""
         if not (out or dropped):
             return
         rt = self._runtime
         cap = rt.sandbox.spec.output_bytes
-        pool = self._printing_pool
-        room = max(0, min(cap - sum(len(p["text"]) for p in self.printed), rt.printed_left[pool]))
+        room = max(0, min(cap - sum(len(p["text"]) for p in self.printed), rt.printed_left[self._printing_pool]))
         kept = out[:room]
-        rt.printed_left[pool] -= len(kept)
+        rt.printed_left[self._printing_pool] -= len(kept)
         dropped += len(out) - len(kept)
         if len(self.printed) >= PRINTED_ENTRIES:
             self.printed[-1]["dropped"] += len(kept) + dropped

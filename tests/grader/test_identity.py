@@ -270,6 +270,6 @@ def test_a_single_skill_run_says_where_its_hashes_come_from():
         return dict(footer_notes(results))["Suites"]
 
     instructors = note([skill], "a" * 64)
-    assert "computed from the suite files here" in instructors and "release.json" not in instructors
+    assert "not only the skills graded" in instructors and "release.json" not in instructors
     unknown = note([], None)
-    assert "suite unknown" in unknown and "no release.json beside grading.toml records these visible suites" in unknown
+    assert "suite unknown" in unknown and "unknown here: a student release reads it from its release.json" in unknown
