@@ -113,7 +113,7 @@ def _skill_table(skill: SkillOutcome, results: Results, width: int = 80) -> Tabl
         # the student's view names mistakes in words (hint ids stay in the JSON); a hint already
         # shown above is named by its first words (blind tester R-CE: one mistake's four-line
         # hint stood under ten tests in a row)
-        hinted = one_line("; ".join(h["text"] for h in test.hints), 200) if test.hints else ""
+        hinted = one_line(" ".join(h["text"] for h in test.hints), 200) if test.hints else ""
         note = (
             (f"as above: {one_line(hinted, 44)}" if hinted in shown else hinted)
             if test.hints

@@ -277,7 +277,7 @@ def test_sdpa_never_passes_both_attn_mask_and_is_causal(sub, ref, rng, credit):
                     "is_causal=True (Day 1 §A.1)"
                 ),
                 problem="constraint",
-                detail=f"{len(both)} of {len(calls)} calls passed both",
+                detail=f"{len(both)} of {len(calls)} calls gave both attn_mask and is_causal=True",
                 hints=["sdpa_masks/mask-and-is-causal"],
             )
             expect.true(

@@ -381,7 +381,7 @@ def test_sdpa_and_mha_self_attention_make_the_documented_calls_on_control_inputs
                 not both,
                 what=f"{what} never passes attn_mask together with is_causal=True (Day 1 §A.1)",
                 problem="constraint",
-                detail=f"{len(both)} of {len(calls)} calls passed both",
+                detail=f"{len(both)} of {len(calls)} calls gave both attn_mask and is_causal=True",
                 hints=["sdpa_masks/mask-and-is-causal"],
             )
             expect.true(r["raised"] is None, what=what, detail=f"sdpa raised {r['raised']}")
