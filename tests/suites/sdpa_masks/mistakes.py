@@ -63,6 +63,8 @@ def hf(attention_mask: torch.Tensor, causal: bool) -> dict[str, torch.Tensor]:
     out["sdpa_masks/hf-head-axis"] = keys[:, 0].clone()  # [B,S,S]: the head axis left out
     if attention_mask.dtype != torch.bool:
         out["sdpa_masks/hf-nonzero"] = (attention_mask == 1)[:, None, None, :] & tri  # only the value 1 taken as real
+    if attention_mask.is_floating_point():  # `> 0.5` for "non-zero": a weight of 0.3 is a real token (blind tester R-CW)
+        out["sdpa_masks/hf-nonzero#over-a-half"] = (attention_mask > 0.5)[:, None, None, :] & tri
     return out
 
 

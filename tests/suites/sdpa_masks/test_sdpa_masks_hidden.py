@@ -107,7 +107,7 @@ def test_hf_to_sdpa_mask_matches_reference_any_nonzero_is_real(sub, ref, rng, cr
     # tokens and, between them, a pad token, so that both the padding and the causal mask matter
     layouts = {
         "causal=True": [("right", "int64"), ("left", "bool"), ("random", "int32")],
-        "causal=False": [("right", "float32"), ("left", "bool"), ("random", "int64 values 1..3")],
+        "causal=False": [("right", "float32 values in (0, 1]"), ("left", "bool"), ("random", "int64 values 1..3")],
     }
     for case in credit.kinds({"causal=True": 3, "causal=False": 3}):
         with case:
@@ -133,6 +133,8 @@ def test_hf_to_sdpa_mask_matches_reference_any_nonzero_is_real(sub, ref, rng, cr
                     attention_mask = real.clone()
                 elif kind == "int64 values 1..3":
                     attention_mask = torch.randint(1, 4, real.shape, generator=rng) * real
+                elif kind == "float32 values in (0, 1]":  # not only 1.0: `> 0.5` must not pass (blind tester R-CW)
+                    attention_mask = (1 - 0.9 * torch.rand(real.shape, generator=rng)) * real
                 else:
                     attention_mask = real.to(getattr(torch, kind))
                 masks = [(kind, attention_mask)]
