@@ -79,7 +79,7 @@ class _TorchAliases:
         # 20/20); a round a step is also quadratic in the file. Each unit reads only names
         # and attributes its own expressions spell, so it is queued by those identifiers.
         units: list[tuple] = [("return", name, value) for name, values in returns.items() for value in values]
-        units += [("bind", node) for node in bindings]
+        units += [("bind", node) for node in bindings if not isinstance(node, ast.Call) or _binds(node, defs)]
         if self._raised and self._caught:
             units.append(("raise",))
         units += [("class", cls, item) for cls, item in self._class_bodies]
@@ -279,6 +279,12 @@ class _TorchAliases:
         if isinstance(node, ast.DictComp):
             return self.path(node.value)
         return None
+
+
+def _binds(call: ast.Call, defs: dict) -> bool:
+    """Whether ``_TorchAliases._bind`` can bind anything at ``call``: a storing call, or a call of
+    one of the file's own functions (its parameters); any other call binds nothing."""
+    return _holder(call) is not None or (isinstance(call.func, ast.Name) and call.func.id in defs)
 
 
 def _evaluated(node: ast.AST) -> list[ast.AST]:
