@@ -184,8 +184,9 @@ def mha(
     out["mha_reshape/missing-scale"] = _mha(x, state, h, key_allowed, scale="unscaled")  # blind tester R-BJ
     if x.shape[-1] // h != 2:  # √2 written in, Week 7's head width (blind tester R-BV: named as ÷ √h where h = 2)
         out["mha_reshape/scale-fixed-week7-width"] = _mha(x, state, h, key_allowed, scale="week7")
-    if math.isqrt(x.shape[-1] // h) ** 2 != x.shape[-1] // h:  # ⌊√d⌋: math.isqrt, int(math.sqrt(d)) (blind tester
-        # R-CW): listed, it ties with the scale it equals on these inputs (√T, √h, 1) instead of being named as that
+    d_root = math.isqrt(x.shape[-1] // h)
+    if d_root**2 != x.shape[-1] // h and d_root > 1:  # ⌊√d⌋: math.isqrt, int(math.sqrt(d)) (blind tester R-CW): listed,
+        # it ties with the scale it equals on these inputs (√T, √h) instead of being named as that; 1 is missing-scale
         out["mha_reshape/scale-integer-sqrt"] = _mha(x, state, h, key_allowed, scale="integer")
     if x.shape[-1] // h != 1:  # ÷ d instead of ÷ √d (R-BJ; the same as ÷ √C where d = √C: then neither is named)
         out["mha_reshape/divide-by-head-width"] = _mha(x, state, h, key_allowed, scale="head-width")

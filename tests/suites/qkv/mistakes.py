@@ -62,8 +62,9 @@ def attention_chain(
         out["qkv/scale-by-value-width"] = chain(raw / math.sqrt(d_v))
     if d_k != 2:  # √2 written in: Week 7's d_k (blind tester R-BV: named as a scale by d_v where d_v = 2)
         out["qkv/scale-fixed-week7-width"] = chain(raw / math.sqrt(2))
-    if math.isqrt(d_k) ** 2 != d_k:  # ⌊√d_k⌋ (math.isqrt, int(math.sqrt(d_k))): listed, it ties with the
-        # scale it equals on these inputs (√d_v, √C, √T, 1) instead of being named as that (blind tester R-CW)
+    if math.isqrt(d_k) ** 2 != d_k and math.isqrt(d_k) > 1:  # ⌊√d_k⌋ (math.isqrt, int(math.sqrt(d_k))): listed,
+        # it ties with the scale it equals on these inputs (√d_v, √C, √T) instead of being named as that (blind
+        # tester R-CW); where it is 1 it is no scaling at all, whose hint says so
         out["qkv/scale-integer-sqrt"] = chain(raw / math.isqrt(d_k))
     if causal:
         out["qkv/zero-fill"] = chain(scaled, fill=0.0)
@@ -219,7 +220,7 @@ def scale(s: torch.Tensor, d_k: int) -> dict[str, torch.Tensor]:
     out = {"qkv/divide-by-dk": s / d_k, "qkv/no-scaling": s.clone(), "qkv/scale-multiplied": s * math.sqrt(d_k)}
     if s.size(-1) != d_k:
         out["qkv/scale-by-score-width"] = s / math.sqrt(s.size(-1))
-    if math.isqrt(d_k) ** 2 != d_k:  # ⌊√d_k⌋: int(math.sqrt(d_k)), math.isqrt (blind tester R-CW)
+    if math.isqrt(d_k) ** 2 != d_k and math.isqrt(d_k) > 1:  # ⌊√d_k⌋: int(math.sqrt(d_k)), math.isqrt (R-CW)
         out["qkv/scale-integer-sqrt"] = s / math.isqrt(d_k)
     return out
 
