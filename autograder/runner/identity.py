@@ -207,7 +207,7 @@ def code_text(data: bytes) -> bytes:
                 (row, col), (end_row, end_col) = tok.start, tok.end
                 line = text.splitlines(keepends=True)[row - 1]
                 cuts.append((row, len(line[:col].encode()), end_row, len(line[:end_col].encode())))
-    except (UnicodeDecodeError, SyntaxError, ValueError, tokenize.TokenError):
+    except (UnicodeDecodeError, SyntaxError, ValueError, MemoryError, RecursionError, tokenize.TokenError):
         return data
     for row, col, end_row, end_col in sorted(cuts, reverse=True):  # last first: earlier positions stay valid
         if row == end_row:

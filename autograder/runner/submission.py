@@ -334,6 +334,8 @@ def _read_checked(
         return None, f"line {exc.lineno}: SyntaxError: {exc.msg} — fix it and the whole module can be graded", exc.lineno
     except ValueError as exc:  # e.g. NUL bytes
         return None, f"cannot be parsed: {exc}", None
+    except (MemoryError, RecursionError) as exc:  # nested past the parser's or the compiler's own limit (R-CZ)
+        return None, f"cannot be compiled: it is nested too deeply for Python ({type(exc).__name__})", None
     return data, None, None
 
 

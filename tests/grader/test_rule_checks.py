@@ -1557,3 +1557,30 @@ def test_a_syntax_tree_as_deep_as_python_compiles_is_scanned_like_a_flat_one(pad
     assert reaches(source, "f", "helper")
     with pytest.raises(CheckFailed):
         check_no_banned(source, "deep.py", SOFTMAX, what="the file")
+
+
+def test_a_string_annotation_python_cannot_parse_is_no_code_and_the_scan_goes_on():
+    """Blind red-team tester R-CZ: ``_PAD: "-----…a"`` (7 000 minus signs) overflows the
+    parser's own stack: ``ast.parse`` raises MemoryError, which the scan let out, and the rule
+    test ended as a grader error (no gate). Python cannot evaluate that annotation either, so
+    it is no code; the rest of the file is scanned as before."""
+    source = 'import torch\n\n_PAD: "' + "-" * 7_000 + 'a" = 0\n\n\ndef f(x):\n    return x.softmax(-1)\n'
+    found = scan(source, SOFTMAX)
+    assert [v.line for v in found] == [7], [(v.line, v.found) for v in found]
+
+
+def test_each_node_of_an_expression_is_read_once_for_torch():
+    """Blind red-team tester R-CZ: ``d.copy().copy()…`` asked ``path`` for the container twice
+    a level (is it torch? then: what is it?), 2^N in all: 32 calls in a lambda never run held
+    the trusted process for the run's whole time limit. Each node is evaluated once."""
+    import ast
+
+    from autograder.testing.source.aliases import _TorchAliases
+
+    tree = ast.parse("import torch\nget = lambda d: d" + ".copy()" * 32 + "\n")
+    aliases = _TorchAliases(tree)
+    evaluated = []
+    original = aliases._evaluated_path
+    aliases._evaluated_path = lambda node, memo: evaluated.append(node) or original(node, memo)
+    aliases.path(tree.body[1].value.body)
+    assert len(evaluated) <= 2 * 32 + 2, len(evaluated)

@@ -165,3 +165,20 @@ def test_the_same_files_score_the_same_on_grade_batch_and_a_gradescope_export(tm
     assert set(results) == {"class/folder", "class/zipped", "export/submission_1"}, set(results)
     for name, data in results.items():
         assert (data["score"], data["seed"]) == (local.data["score"], local.data["seed"]), name
+
+
+def test_a_file_nested_past_pythons_own_limits_is_reported_not_a_grader_failure(tmp_path):
+    """Blind red-team tester R-CZ: a helper file ``x = ------…1`` (7 000 minus signs) made
+    compile() raise MemoryError (the parser's own stack), and the whole grade ended as "the
+    grader itself failed". It is a file that cannot be compiled, said so."""
+    import os
+
+    from autograder.runner.submission import _read_checked
+
+    (tmp_path / "notes.py").write_text("x = " + "-" * 7_000 + "1\n")
+    fd = os.open(tmp_path, os.O_RDONLY)
+    try:
+        data, problem, _line = _read_checked(fd, tmp_path, "notes.py", 1 << 20, "helper files")
+    finally:
+        os.close(fd)
+    assert data is None and "nested too deeply" in problem, problem

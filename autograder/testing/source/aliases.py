@@ -228,24 +228,40 @@ class _TorchAliases:
     def path(self, node: ast.AST | None) -> str | None:
         """The torch path ``node`` evaluates to ("torch.ops.aten", "torch.…" where a part is
         unknown), or None when it is not torch's (as far as the file shows)."""
+        return self._path(node, {})
+
+    def _path(self, node: ast.AST | None, memo: dict[int, str | None]) -> str | None:
+        """``path``, each node of the expression evaluated once (``memo``: by node): a node is
+        asked for more than once (a container method's object, then the method), and a chain
+        of ``d.copy().copy()…`` cost 2^N (blind red-team tester R-CZ: 32 calls in a lambda
+        never run held the trusted process for the whole run's time limit)."""
         if node is None:
             return None
+        if id(node) in memo:
+            return memo[id(node)]
+        memo[id(node)] = found = self._evaluated_path(node, memo)
+        return found
+
+    def _evaluated_path(self, node: ast.AST, memo: dict[int, str | None]) -> str | None:
+        def walk(child: ast.AST | None) -> str | None:
+            return self._path(child, memo)
+
         if isinstance(node, ast.Name):
             return self.paths.get(node.id)
         if isinstance(node, ast.Attribute):
-            base = self.path(node.value)
+            base = self._path(node.value, memo)
             if base is None and isinstance(node.value, ast.Name):
                 return self.attributes.get((node.value.id, node.attr)) or self._library_torch(node)
             if base is None and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name):
                 return self.attributes.get((node.value.func.id, node.attr))  # K().m, with a class body's m = torch
             return f"{base}.{node.attr}" if base is not None else self._library_torch(node)
         if isinstance(node, ast.Subscript):
-            base = self.path(node.value)
+            base = self._path(node.value, memo)
             return f"{base}.…" if base is not None else None
         if isinstance(node, ast.Call):
             func = node.func
             if isinstance(func, ast.Name) and func.id == "getattr" and node.args:
-                base = self.path(node.args[0])
+                base = self._path(node.args[0], memo)
                 if base is None:
                     return None
                 name = node.args[1] if len(node.args) > 1 else None
@@ -253,31 +269,31 @@ class _TorchAliases:
             if isinstance(func, ast.Name) and func.id in self.returners:
                 return self.returners[func.id]
             if isinstance(func, ast.Lambda):
-                return self.path(func.body)
-            if isinstance(func, ast.Attribute) and func.attr in CONTENT_METHODS and self.path(func.value) is not None:
-                return self.path(func.value)  # {torch}.pop(), dict.fromkeys([torch]).popitem(): what the container held
-            if self.path(func) is None:
+                return self._path(func.body, memo)
+            if isinstance(func, ast.Attribute) and func.attr in CONTENT_METHODS and self._path(func.value, memo) is not None:
+                return self._path(func.value, memo)  # {torch}.pop(), dict.fromkeys([torch]).popitem(): what the container held
+            if self._path(func, memo) is None:
                 # a function not torch's given torch's namespace may hand it back: dict(m=torch)["m"],
                 # next(iter([torch])), SimpleNamespace(m=torch) (blind red-team tester R-CA)
                 given = [*node.args, *(k.value for k in node.keywords)]
-                return next((p for p in map(self.path, given) if p is not None), None)
+                return next((p for p in map(walk, given) if p is not None), None)
             return None
         if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
-            return next((f"{p}" for p in map(self.path, node.elts) if p is not None), None)
+            return next((f"{p}" for p in map(walk, node.elts) if p is not None), None)
         if isinstance(node, ast.Dict):
-            return next((p for p in map(self.path, node.values) if p is not None), None)
+            return next((p for p in map(walk, node.values) if p is not None), None)
         if isinstance(node, ast.IfExp):
-            return self.path(node.body) or self.path(node.orelse)
+            return self._path(node.body, memo) or self._path(node.orelse, memo)
         if isinstance(node, ast.BoolOp):
-            return next((p for p in map(self.path, node.values) if p is not None), None)
+            return next((p for p in map(walk, node.values) if p is not None), None)
         if isinstance(node, (ast.NamedExpr, ast.Starred)):
-            return self.path(node.value)
+            return self._path(node.value, memo)
         if isinstance(node, ast.Lambda):
-            return self.path(node.body)
+            return self._path(node.body, memo)
         if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
-            return self.path(node.elt)  # [m for m in [torch]][0]
+            return self._path(node.elt, memo)  # [m for m in [torch]][0]
         if isinstance(node, ast.DictComp):
-            return self.path(node.value)
+            return self._path(node.value, memo)
         return None
 
 

@@ -11,7 +11,18 @@ from ..failures import CheckFailed, Feedback
 from .deep import deep_enough
 from .instances import own_names
 from .scanner import _Scanner
-from .tree import MODULE_LEVEL, MisreadSource, Violation, _lambda_name, _nodes, _parse, import_cycles, live_parts, main_guard_runs
+from .tree import (
+    MODULE_LEVEL,
+    NOT_PYTHON,
+    MisreadSource,
+    Violation,
+    _lambda_name,
+    _nodes,
+    _parse,
+    import_cycles,
+    live_parts,
+    main_guard_runs,
+)
 
 PARTIALS = {"partial", "partialmethod", "staticmethod", "classmethod"}  # calling one calls the function it wraps
 
@@ -383,7 +394,7 @@ def _defined_names(files: tuple[tuple[str, str], ...]) -> frozenset[str]:
     for _, text in files:
         try:
             names |= own_names(_parse(text))
-        except (SyntaxError, ValueError):
+        except NOT_PYTHON:
             continue
     return frozenset(names)
 
@@ -410,7 +421,7 @@ def _imported_scopes(
 
     try:
         merge(_module_uses(source, available))
-    except SyntaxError:
+    except NOT_PYTHON:
         return ()
     changed = True
     while changed:
@@ -418,7 +429,7 @@ def _imported_scopes(
         for module in list(uses):
             try:
                 changed |= merge(_module_uses(available[module], available))
-            except SyntaxError:
+            except NOT_PYTHON:
                 continue
     out = {}
     for module, names in uses.items():
@@ -426,7 +437,7 @@ def _imported_scopes(
             in_cycle = module in cyclic
             scope = None if names is None else frozenset(_reached(available[module], names, in_cycle)) | {MODULE_LEVEL}
             bound = None if scope is None or names is None else _bound_names(available[module], scope, names, in_cycle)
-        except SyntaxError:
+        except NOT_PYTHON:
             scope, bound = None, None
         out[module] = (available[module], scope, bound)
     return tuple(out.items())
@@ -486,7 +497,7 @@ def check_no_banned(
                     fellow_names=theirs,
                 )
             ]
-        except SyntaxError:
+        except NOT_PYTHON:
             continue  # a file that does not parse fails elsewhere, with its own message
     if found:
         listing = "; ".join(f"{name}:{v.line}: {v.found}" for name, v in found[:6])

@@ -8,7 +8,7 @@ import ast
 import sys
 
 from .rules import ALLOWED_DUNDER_NAMES, DENIED_ATTRIBUTES, DENIED_MODULES, STRING_RUNNERS
-from .tree import _bound_names, _is_dunder, _nodes, _root
+from .tree import NOT_PYTHON, _bound_names, _is_dunder, _nodes, _root
 
 #: builtins whose class pattern binds the subject itself (PEP 634): ``case int(n)`` reads no attribute
 SELF_MATCHING = frozenset({"bool", "bytearray", "bytes", "dict", "float", "frozenset", "int", "list", "set", "str", "tuple"})
@@ -110,7 +110,7 @@ def _named_in_quoted_annotation(tree: ast.AST, name: str, inert: set[int]) -> bo
             continue
         try:
             parsed = ast.parse(node.value.strip(), mode="eval")
-        except SyntaxError:
+        except NOT_PYTHON:
             continue
         if _type_expression(parsed.body) and any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(parsed)):
             return True
@@ -126,7 +126,7 @@ def _reaches_in_annotation(text: str) -> bool:
     ``.modules``): no type is spelled so."""
     try:
         tree = ast.parse(text.strip(), mode="eval")
-    except SyntaxError:
+    except NOT_PYTHON:
         return False
     for node in ast.walk(tree):
         # no type is spelled with a dunder or a private attribute (blind red-team tester R-AD:
