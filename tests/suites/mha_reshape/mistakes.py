@@ -25,6 +25,8 @@ def _split(x: torch.Tensor, h: int, how: str) -> torch.Tensor:
         return x.reshape(B, T, d, h).permute(0, 3, 1, 2)
     if how == "missing-transpose":  # view(B, T, h, d) returned as it is: [B,T,h,d]
         return x.reshape(B, T, h, d)
+    if how == "transposed-first":  # x.transpose(1, 2).reshape(B, h, T, d): [B,C,T] cut into heads (R-CW)
+        return x.transpose(1, 2).reshape(B, h, T, d)
     return x.reshape(B, T, h, d).transpose(1, 2)
 
 
@@ -50,6 +52,7 @@ def split_heads(x: torch.Tensor, num_heads: int) -> dict[str, torch.Tensor]:
         "mha_reshape/view-without-transpose": _split(x, num_heads, "view-without-transpose"),
         "mha_reshape/interleaved-heads": _split(x, num_heads, "interleaved-heads"),
         "mha_reshape/split-missing-transpose": _split(x, num_heads, "missing-transpose"),
+        "mha_reshape/split-transposed-first": _split(x, num_heads, "transposed-first"),
     }
 
 
@@ -160,6 +163,7 @@ def mha(
         merged_wrong, _ = _mha(x, state, h, key_allowed, merge="view-without-transpose")
         _, split_wrong = _mha(x, state, h, key_allowed, split="view-without-transpose")
         out["mha_reshape/view-without-transpose"] = (merged_wrong, split_wrong)
+        out["mha_reshape/split-transposed-first"] = _mha(x, state, h, key_allowed, split="transposed-first")
         out["mha_reshape/scale-by-model-width"] = _mha(x, state, h, key_allowed, scale="model")
         out["mha_reshape/heads-reversed"] = _mha(x, state, h, key_allowed, merge="heads-reversed")
     if 1 < h < x.shape[-1]:
