@@ -92,6 +92,10 @@ def sdpa(q, k, v, allowed=None, causal=False) -> dict[str, torch.Tensor]:
     out["sdpa_masks/scaled-twice"] = F.scaled_dot_product_attention(q64 / q64.size(-1) ** 0.5, k64, v64, attn_mask=right_mask).to(
         q.dtype
     )
+    # scale=√E: SDPA's scale multiplies q·kᵀ (its default is 1/√E) (blind tester R-CW: no hint)
+    out["sdpa_masks/scale-as-divisor"] = F.scaled_dot_product_attention(
+        q64, k64, v64, attn_mask=right_mask, scale=q64.size(-1) ** 0.5
+    ).to(q.dtype)
     if allowed is not None:
         out["sdpa_masks/polarity-inverted"] = run(both(~allowed, _tri(L, S, S - L)) if causal else ~allowed)
     if causal:  # the whole mask, causal part included, flipped before SDPA (blind tester R-AW: no hint)
