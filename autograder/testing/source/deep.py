@@ -56,7 +56,7 @@ def _on_a_deep_thread(function: Callable[..., Any], args: tuple, kwargs: dict) -
         ready.wait()
         try:
             outcome["value"] = function(*args, **kwargs)
-        except BaseException as exc:  # noqa: BLE001 — handed to the caller's thread, raised there
+        except BaseException as exc:  # handed to the caller's thread, raised there
             outcome["error"] = exc
 
     with _LOCK:
