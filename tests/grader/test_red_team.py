@@ -556,6 +556,61 @@ def test_what_a_hidden_test_gave_the_submission_never_reaches_a_visible_test(tmp
     assert hidden_only and any(seen(t, "SEEN") & visible_inputs for t in hidden)  # one worker went from visible to hidden
 
 
+CLOCK = """
+
+# --- prints the wall clock at every call of the module's functions (red team R-CZ's channel)
+import time as _time
+
+
+def _clocked(fn):
+    def clocked(*args, **kwargs):
+        print(f"AT:{_time.monotonic_ns()}")
+        result = fn(*args, **kwargs)
+        print(f"AT:{_time.monotonic_ns()}")
+        return result
+    return clocked
+
+
+for _name, _value in list(globals().items()):
+    if callable(_value) and not isinstance(_value, type) and getattr(_value, "__module__", None) == __name__ and _name[0] != "_":
+        globals()[_name] = _clocked(_value)
+"""
+
+
+@pytest.mark.parametrize("processes", [1, 2])
+def test_every_visible_test_runs_before_any_hidden_test_of_any_skill(processes, tmp_path):
+    """A visible test's output is shown where a hidden test shows only its name and score: a
+    visible test that runs after a hidden one can read off the wall clock how long that took
+    (a function that sleeps for sizes only hidden tests use; red team R-CZ). Every skill's
+    reference, each function printing the system-wide monotonic clock at its calls, graded
+    with the hidden tests (revealed, to read their output), in one trusted process and in
+    two: every visible call happened before any hidden call."""
+    import re
+
+    from conftest import write_config
+
+    from autograder.runner.process.split import usable_cpus
+
+    folder = tmp_path / "sub"
+    folder.mkdir()
+    for source in sorted((ROOT / "solutions").glob("*.py")):
+        (folder / source.name).write_text(source.read_text() + CLOCK)
+    config = write_config(tmp_path / "grading.toml", trusted_processes=processes)
+    report = tmp_path / "report.json"
+    graded = grade(folder, "--reveal-hidden", "--keep-report", str(report), output=tmp_path / "r.json", config=config)
+    assert graded.data["status"] == "complete", graded.stderr[-2000:]
+    used = json.loads(report.read_text())["autograder"]["trusted_processes"]
+    assert used == (2 if processes == 2 and usable_cpus() >= 2 else 1)
+    times: dict[str, list[tuple[int, str]]] = {"visible": [], "hidden": []}
+    for test in graded.tests():
+        for printed in test["printed"]:
+            times[test["visibility"]] += [(int(t), test["skill"]) for t in re.findall(r"AT:(\d+)", printed["text"])]
+    for visibility, seen in times.items():  # the calls of most skills, in both phases, were clocked
+        assert len({skill for _, skill in seen}) >= 4, (visibility, seen)
+    last_visible, first_hidden = max(times["visible"]), min(times["hidden"])
+    assert last_visible < first_hidden, (last_visible, first_hidden)
+
+
 def test_submission_text_cannot_inject_into_any_output(tmp_path):
     """tests/submissions/hostile/output_injection puts escapes, fake grader lines, workflow
     commands, mentions and links in every channel it controls, and smuggles hidden inputs

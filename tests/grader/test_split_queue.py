@@ -218,3 +218,54 @@ def test_the_next_skills_first_worker_is_forked_before_the_current_skills_last_t
         window = events[start + 1 : ran_at[previous[-1].nodeid]]
         assert any(e[0] == "prefork" and e[1] >= 1 for e in window), (previous[-1].nodeid, events)
     assert not [e for e in events[ran_at[order[-1]] :] if e[0] == "prefork"]  # none forked to be thrown away
+
+
+def test_a_process_runs_the_visible_tests_of_every_skill_it_takes_before_their_hidden_ones():
+    """``segments``: the visible part of each skill as it is taken, then — once the queue is
+    empty — the hidden parts of the same skills, in the order taken (a skill's tests all run
+    in one process, so its trusted-side state stays whole)."""
+    from autograder.runner.process.split import segments
+
+    def skill(name, visible, hidden):
+        return [_Item(f"{name}/v::t{i}") for i in range(visible)] + [_Item(f"{name}/h::t{i}") for i in range(hidden)]
+
+    queue = SkillQueue([skill("b", 1, 2), skill("c", 2, 0), skill("d", 0, 1)])
+    parts = [[item.nodeid for item in part] for part in segments(queue, skill("a", 2, 1), lambda item: "/h::" in item.nodeid)]
+    queue.close()
+    assert parts == [
+        ["a/v::t0", "a/v::t1"],
+        ["b/v::t0"],
+        ["c/v::t0", "c/v::t1"],
+        ["a/h::t0"],
+        ["b/h::t0", "b/h::t1"],
+        ["d/h::t0"],
+    ]
+
+
+def _barrier_child(barrier, before_arriving) -> int:
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        try:
+            barrier.take_side(child=True)
+            before_arriving()
+            barrier.wait()
+        finally:
+            os._exit(0)
+    barrier.take_side(child=False)
+    return pid
+
+
+@pytest.mark.parametrize("how", ["arrives", "dies"])
+def test_the_barrier_lets_a_process_on_only_once_the_other_arrived_or_is_gone(how):
+    """``Barrier.wait`` returns once the other process has run its last visible test — or has
+    ended without arriving (it died: nothing is left to wait for)."""
+    from autograder.runner.process.split import Barrier
+
+    barrier = Barrier()
+    pid = _barrier_child(barrier, (lambda: time.sleep(0.3)) if how == "arrives" else (lambda: os._exit(1)))
+    start = time.monotonic()
+    barrier.wait()
+    waited = time.monotonic() - start
+    os.waitpid(pid, 0)
+    barrier.close()
+    assert waited >= 0.25 if how == "arrives" else waited < 5, waited

@@ -93,6 +93,14 @@ class GradingHooks:
         """With two cores, half of the skills run in a second trusted process (runner/process/split.py)."""
         return split.runtestloop(session, self.grading)
 
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        """Every visible test runs before any hidden one (a stable sort: each suite keeps its
+        order). Students see a visible test's output where a hidden test shows only its name
+        and score; a visible test run after a hidden one could read off the wall clock how long
+        that one took, and so a fact of its inputs (red team R-CZ). runner/process/split.py
+        keeps the order across its two processes."""
+        items[:] = sorted(items, key=lambda item: self.grading.group(item.nodeid)[1])
+
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         timeline.mark("trusted: tests collected")
         grading = self.grading

@@ -9,11 +9,19 @@ whichever process is free takes the next), so they end close together whatever e
 skill costs this submission. Both get workers from the same fork server (the
 child over its own connection), so the isolation of the submission is exactly as before.
 
+Every visible test runs before any hidden one, in both processes (``Barrier``): a visible
+test's output is shown where a hidden test's details are not, and a visible test that ran
+after a hidden one — in its own process, or in the other while both ran — could read off the
+wall clock what that one did (red team R-CZ). So a process runs the visible tests of each
+skill it takes, until the queue is empty; then it waits until the other has run its visible
+tests too, and runs the hidden tests of the same skills, in the order it took them.
+
 Results do not depend on the split:
 
-- a skill's tests stay together and in their order (so does each module's state on the
-  trusted side: the time budget, functions that timed out, a module that failed to import
-  — a skill's tests only call its own module), and each test's seed comes from its id;
+- a skill's tests all run in the process that took it, in their order (so does each
+  module's state on the trusted side: the time budget, functions that timed out, a module
+  that failed to import — a skill's tests only call its own module), and each test's seed
+  comes from its id;
 - the child sends the pytest-json-report entries of its tests, and the parent puts them
   into its own report in collection order, before the report is written;
 - the run's cap on printed output (``PRINTED_PER_RUN``) is shared by halves: each process
@@ -133,22 +141,100 @@ def run_loop(session: pytest.Session, items: list[pytest.Item]) -> None:
 TAKE_AHEAD = 2
 
 
-def run_queue(session: pytest.Session, grading: Any, queue: SkillQueue, first: list[pytest.Item]) -> list[pytest.Item]:
-    """Run ``first``, then skills taken from ``queue`` until none is left; the tests run.
-    The next skill is taken ``TAKE_AHEAD`` tests before the end of the current one, so
+class Barrier:
+    """Where each of the two processes waits, before its first hidden test, until the other
+    has run its last visible test: one byte each way over two pipes made before the fork.
+    A process that stops early (done, or dead) closes its end, which lets the other on."""
+
+    def __init__(self) -> None:
+        self._to_child = os.pipe()
+        self._to_parent = os.pipe()
+        self._mine: int | None = None
+        self._theirs: int | None = None
+
+    def take_side(self, child: bool) -> None:
+        """After the fork: keep this process's ends (its write end, the other's read end)."""
+        (read_p, write_p), (read_c, write_c) = self._to_parent, self._to_child
+        mine, theirs = (write_p, read_c) if child else (write_c, read_p)
+        for fd in (read_p, write_p, read_c, write_c):
+            if fd not in (mine, theirs):
+                os.close(fd)
+        self._mine, self._theirs = mine, theirs
+
+    def arrive(self) -> None:
+        """This process has run its last visible test (idempotent)."""
+        if self._mine is not None:
+            try:
+                os.write(self._mine, b"v")
+            except OSError:  # the other is gone: nobody to tell
+                pass
+            os.close(self._mine)
+            self._mine = None
+
+    def wait(self) -> None:
+        """Arrive, then wait for the other to arrive (or to be gone)."""
+        self.arrive()
+        if self._theirs is not None:
+            timeline.mark("trusted: waiting for the other process's visible tests")
+            try:
+                os.read(self._theirs, 1)
+            finally:
+                os.close(self._theirs)
+                self._theirs = None
+
+    def close(self) -> None:
+        self.arrive()
+        if self._theirs is not None:
+            os.close(self._theirs)
+            self._theirs = None
+
+
+def _stage(grading: Any) -> Any:
+    return lambda item: grading.group(item.nodeid)[1]
+
+
+def segments(queue: SkillQueue, first: list[pytest.Item], stage: Any) -> Any:
+    """This process's tests, a part at a time: the visible tests of each skill it takes
+    (``first``, then from ``queue``, taken as the generator is advanced), then, once the
+    queue is empty, the hidden tests of those same skills in the order they were taken."""
+    hidden: list[list[pytest.Item]] = []
+    group = first
+    while group:
+        visible = [item for item in group if not stage(item)]
+        if visible:
+            yield visible
+        if len(visible) < len(group):
+            hidden.append([item for item in group if stage(item)])
+        group = queue.take()
+    yield from hidden
+
+
+def run_queue(
+    session: pytest.Session, grading: Any, queue: SkillQueue, first: list[pytest.Item], barrier: Barrier | None = None
+) -> list[pytest.Item]:
+    """Run ``first``, then skills taken from ``queue`` until none is left, visible tests
+    before hidden ones (``segments``; before the first hidden test, ``barrier``); the tests
+    run. The next part is taken ``TAKE_AHEAD`` tests before the end of the current one, so
     pytest knows the test that follows the last (its fixtures' teardown depends on it) and
-    the next skill's first worker is forked while those tests run."""
+    the next part's first worker is forked while those tests run."""
     ran: list[pytest.Item] = []
-    current = first
+    stage = _stage(grading)
+    parts = segments(queue, first, stage)
+    current = next(parts, [])
+    grading.plan(current)
+    grading.sandbox.prefork(grading.spares_at_start())
     while current:
         timeline.mark(f"trusted: skill of {current[0].nodeid.split('::')[0]}")
         following: list[pytest.Item] | None = None
         for i, item in enumerate(current):
             if following is None and len(current) - i <= TAKE_AHEAD:
-                following = queue.take()
+                following = next(parts, [])
                 grading.plan([*current[i:], *following])
-                # this test's own worker too when it starts the skill (a skill of TAKE_AHEAD tests or fewer)
+                # this test's own worker too when it starts the part (a part of TAKE_AHEAD tests or fewer)
                 grading.sandbox.prefork(grading.spares_at_start() if i == 0 else grading.spares_after(item.nodeid))
+            if barrier is not None and stage(item):
+                barrier.wait()  # every visible test, in both processes, has run
+                barrier = None
             if i + 1 < len(current):
                 nextitem: pytest.Item | None = current[i + 1]
             else:
@@ -156,6 +242,8 @@ def run_queue(session: pytest.Session, grading: Any, queue: SkillQueue, first: l
             _run(session, item, nextitem)
             ran.append(item)
         current = following or []
+    if barrier is not None:
+        barrier.arrive()  # no hidden test here: the other need not wait for this process
     return ran
 
 
@@ -187,18 +275,20 @@ def runtestloop(session: pytest.Session, grading: Any) -> bool | None:
     given = 1 if len(grading.sandbox._spares) > 1 else 0  # a pre-forked worker for the child's first test
     queue = SkillQueue(groups)
     mine = queue.take()  # the largest skill, taken before the fork: the child starts on the next
+    barrier = Barrier()
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:
         os.close(read_end)
-        _child(session, grading, queue, control, write_end, given)  # never returns
+        barrier.take_side(child=True)
+        _child(session, grading, queue, control, write_end, given, barrier)  # never returns
     os.close(write_end)
+    barrier.take_side(child=False)
     control.close()
     grading.sandbox.give_spares(given)
-    grading.plan(mine)
     try:
-        grading.sandbox.prefork(grading.spares_at_start())
-        ran = run_queue(session, grading, queue, mine)
+        ran = run_queue(session, grading, queue, mine, barrier)
+        barrier.close()
         with os.fdopen(read_end, "rb") as fh:
             payload = fh.read()
     except BaseException:
@@ -206,6 +296,7 @@ def runtestloop(session: pytest.Session, grading: Any) -> bool | None:
         raise
     finally:
         queue.close()
+        barrier.close()
     data = _collect(pid, payload)
     done = {item.nodeid for item in ran}
     if data is not None:
@@ -261,16 +352,16 @@ def _end(pid: int, kill: bool) -> int | None:
     return os.WEXITSTATUS(status) if os.WIFEXITED(status) else None
 
 
-def _child(session: pytest.Session, grading: Any, queue: SkillQueue, control, write_end: int, spares: int) -> None:
+def _child(
+    session: pytest.Session, grading: Any, queue: SkillQueue, control, write_end: int, spares: int, barrier: Barrier
+) -> None:
     code = 1
     try:
         set_parent_death_signal(signal.SIGKILL)
         grading.sandbox = grading.runtime.sandbox = grading.sandbox.forked(control, spares)
-        first = queue.take()
-        grading.plan(first)
-        grading.sandbox.prefork(grading.spares_at_start())
         report = session.config._json_report
-        items = run_queue(session, grading, queue, first)
+        items = run_queue(session, grading, queue, queue.take(), barrier)
+        barrier.close()
         grading.sandbox.close()
         payload = {
             "tests": [report._json_tests[item.nodeid] for item in items if item.nodeid in report._json_tests],
