@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -91,8 +92,9 @@ def _add_run(
 
 def plan(config: Config) -> Plan:
     """What the trusted process is started with: root, suites folder, test files — a
-    skill's visible suites before its hidden ones, so one worker serves all its tests
-    (sandbox.client.Sandbox: a worker never goes back from a hidden test to a visible one)."""
+    skill's visible suites before its hidden ones (the tests then run every visible test
+    before any hidden one: ``GradingHooks.pytest_collection_modifyitems``; a worker never goes
+    back from a hidden test to a visible one: sandbox.client.Sandbox)."""
     suites = {s.file: s for skill in config.skills.values() for s in skill.suites}
     files = tuple(sorted(suites, key=lambda f: (suites[f].skill, suites[f].visibility == "hidden", f)))
     return Plan(config.root, config.suites_dir, files)
@@ -209,13 +211,20 @@ def _protected(request: GradeRequest, private: Path, key_file: Path | None) -> l
 
 
 def _broken(outcome, report: dict | None, config: Config) -> str | None:
-    """Why a finished run gave no scores (timed out, no report, pytest failed), or None."""
+    """Why a finished run gave no scores (timed out, no report, pytest failed), or None.
+    The trusted process's last log lines are part of the message only where the run had no
+    hidden test: they can name one, or quote its source in a traceback, and the message
+    reaches students; otherwise they go to stderr, which Gradescope shows instructors only
+    (blind red-team tester R-DA)."""
     if outcome.timed_out:
         return f"the grading run exceeded its time limit ({config.limits.run_timeout_s:g} s + margin) and was stopped"
     if report is None or outcome.returncode not in (0, 1):
-        tail = outcome.log_tail.strip().splitlines()[-6:]
+        tail = " | ".join(outcome.log_tail.strip().splitlines()[-6:])[-800:]
         why = f"pytest exited with status {outcome.returncode}" if report is not None else "no report was written"
-        return f"the grading run broke ({why}): " + " | ".join(tail)[-800:]
+        if any(suite.visibility == "hidden" for skill in config.skills.values() for suite in skill.suites):
+            print(f"autograder: the grading run broke ({why}); its log ends: {tail}", file=sys.stderr)
+            return f"the grading run broke ({why}); the grader's log is with the course staff"
+        return f"the grading run broke ({why}): {tail}"
     return None
 
 

@@ -75,13 +75,23 @@ def test_an_error_in_the_graders_own_test_is_reported_as_such(tmp_path):
 
 
 def test_a_crash_of_the_grading_process_is_never_a_partial_pass(tmp_path):
+    """The run's message names the crash; the trusted process's last log lines (which can name
+    a hidden test, or quote its source) are in it only where the run had no hidden test, and
+    on stderr — the course staff's log — otherwise (blind red-team tester R-DA)."""
     config = _broken_config(tmp_path, "test_kills_pytest.py")
-    graded = grade(SOLUTIONS, "--skill", "broken0", "--skill", "qkv", config=config, output=tmp_path / "r.json")
-    assert graded.rc == 1, graded.stderr
-    jsonschema.validate(graded.data, SCHEMA)
-    assert graded.data["status"] == "error" and graded.data["score"] == 0
-    assert "the grading run broke" in graded.data["message"]
-    assert all(t["status"] == "not_run" for t in graded.tests())
+    for skills, hidden in ((("broken0", "qkv"), True), (("broken0",), False)):
+        graded = grade(SOLUTIONS, *(f"--skill={s}" for s in skills), config=config, output=tmp_path / "r.json")
+        assert graded.rc == 1, graded.stderr
+        jsonschema.validate(graded.data, SCHEMA)
+        assert graded.data["status"] == "error" and graded.data["score"] == 0
+        assert "the grading run broke (no report was written)" in graded.data["message"]
+        assert all(t["status"] == "not_run" for t in graded.tests())
+        staff = "; the grader's log is with the course staff"
+        if hidden:
+            assert graded.data["message"].endswith(staff) and "its log ends:" in graded.stderr
+        else:
+            assert graded.data["message"].startswith("the grading run broke (no report was written): ")
+            assert staff not in graded.data["message"] and "its log ends:" not in graded.stderr
 
 
 def test_unwritable_results_path_is_a_clear_usage_error(tmp_path):
