@@ -115,14 +115,21 @@ def retrieval_from(own_weights, x, w_q, w_k, w_v, variants: dict[str, tuple]) ->
     return out
 
 
-def head_chain(x: torch.Tensor, state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+def head_chain(x: torch.Tensor, state: dict[str, torch.Tensor], context_length: int | None = None) -> dict[str, torch.Tensor]:
     """hint id → what AttentionHead.forward returns with that mistake, for nn.Linear
-    weights ``state`` ({query,key,value}.weight, each [head_size, C])."""
+    weights ``state`` ({query,key,value}.weight, each [head_size, C]) and, where given, the
+    head's ``context_length``."""
     w = {n: state[f"{n}.weight"].to(torch.float64) for n in ("query", "key", "value")}
     x = x.to(torch.float64)
     chain = attention_chain(x, w["query"].T, w["key"].T, w["value"].T)
     chain.pop("qkv/returns-swapped")  # forward returns one tensor: there is no order to get wrong
     out = outputs(chain)
+    T = x.size(-2)
+    if context_length is not None and context_length > T:
+        # causal_mask[-T:, :T], the buffer's last T rows: query i reads context_length − T keys ahead
+        # (blind tester R-CW: named "one ahead" where context_length − T = 1; there the two tie now)
+        rows = torch.tril(torch.ones(context_length, context_length, dtype=torch.bool))[-T:, :T]
+        out["qkv/mask-rows-from-the-end"] = _plain(x, w["query"].T, w["key"].T, w["value"].T, allowed=rows)
     if x.size(-1) == w["query"].size(0):  # x @ linear.weight only runs when C == head_size
         out["qkv/linear-weight-not-transposed"] = _plain(x, w["query"], w["key"], w["value"])
     # a layer used for another's projection (k = self.query(x): blind tester R-L), or two swapped
@@ -138,12 +145,14 @@ def head_chain(x: torch.Tensor, state: dict[str, torch.Tensor]) -> dict[str, tor
     return out
 
 
-def _plain(x: torch.Tensor, w_q: torch.Tensor, w_k: torch.Tensor, w_v: torch.Tensor) -> torch.Tensor:
+def _plain(
+    x: torch.Tensor, w_q: torch.Tensor, w_k: torch.Tensor, w_v: torch.Tensor, allowed: torch.Tensor | None = None
+) -> torch.Tensor:
     q, k, v = (x @ w for w in (w_q, w_k, w_v))
     T = x.size(-2)
-    scores = (q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))).masked_fill(
-        ~torch.tril(torch.ones(T, T, dtype=torch.bool)), float("-inf")
-    )
+    if allowed is None:
+        allowed = torch.tril(torch.ones(T, T, dtype=torch.bool))
+    scores = (q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))).masked_fill(~allowed, float("-inf"))
     return _softmax(scores) @ v
 
 

@@ -148,14 +148,14 @@ def attention_head(rng, ref):
         "state": state,
         "want": _head(ref, [C, d, ctx], state, x),
         "x_full": x_full,
-        "mistakes": signatures.head_chain(x, state),
+        "mistakes": signatures.head_chain(x, state, ctx),
         "square": {
             "x": xs,
             "args": [Cs, Cs, Ts + 1],
             "state": square_state,
             "want": _head(ref, [Cs, Cs, Ts + 1], square_state, xs),
             "x_full": xs_full,
-            "mistakes": signatures.head_chain(xs, square_state),
+            "mistakes": signatures.head_chain(xs, square_state, Ts + 1),
         },
     }
 
@@ -203,7 +203,7 @@ def week7(rng, ref):
         "mistakes_weights": signatures.weights(variants),
         # AttentionHead(4, 2, 8) with these weights: at C = 4, d_k = 2, √C = d_k, so scaling by √C and by d_k predict the same
         "head_mistakes": signatures.head_chain(
-            ex.x, {f"{n}.weight": w.T.contiguous() for n, w in (("query", ex.w_q), ("key", ex.w_k), ("value", ex.w_v))}
+            ex.x, {f"{n}.weight": w.T.contiguous() for n, w in (("query", ex.w_q), ("key", ex.w_k), ("value", ex.w_v))}, 8
         ),
     }
 

@@ -936,7 +936,7 @@ def test_attention_head_matches_reference_on_random_weights(sub, ref, rng, credi
                 want,
                 what=label,
                 tol=tol("qkv.AttentionHead", dtype),
-                mistakes=lambda: signatures.head_chain(x, state),
+                mistakes=lambda: signatures.head_chain(x, state, ctx),
             )
 
 
