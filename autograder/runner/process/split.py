@@ -220,7 +220,7 @@ def run_queue(
     ran: list[pytest.Item] = []
     stage = _stage(grading)
     parts = segments(queue, first, stage)
-    current = next(parts, [])
+    current: list[pytest.Item] = next(parts, [])
     grading.plan(current)
     grading.sandbox.prefork(grading.spares_at_start())
     while current:
