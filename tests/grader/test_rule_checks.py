@@ -965,9 +965,42 @@ def test_a_siblings_top_level_import_of_a_banned_name_counts_only_where_what_it_
     own = importer.replace(
         "from sdpa_masks import to_additive_mask\n", "from torch.nn.functional import scaled_dot_product_attention\n"
     )
-    if own != importer:  # the exercise's own file stays strict: importing the banned name is enough
+    if own != importer:  # the exercise's own file: the import counts where what it binds is read (below)
+        check_no_banned(own, "mha_reshape.py", SDPA, what="rule", imports={"sdpa_masks": sibling})
         with pytest.raises(CheckFailed, match="mha_reshape.py:1"):
-            check_no_banned(own, "mha_reshape.py", SDPA, what="rule", imports={"sdpa_masks": sibling})
+            used = own + "\n\ndef f(q):\n    return scaled_dot_product_attention(q, q, q)\n"
+            check_no_banned(used, "mha_reshape.py", SDPA, what="rule", imports={"sdpa_masks": sibling})
+
+
+UNUSED = "import torch\nfrom torch.nn.functional import softmax as _s\n\n\ndef softmax_rows(x, dim=-1):\n    return x\n"
+
+
+@pytest.mark.parametrize(
+    ("own", "helper", "flagged"),
+    [
+        (UNUSED, None, False),  # imported, read by nothing: never called ("bans are on calls", blind tester R-DB)
+        (UNUSED + "\n\nALIAS = _s\n", None, True),  # read in the file
+        (UNUSED.replace("return x", "return globals()['_s'](x, dim)"), None, True),  # by a string
+        (UNUSED, "import row_softmax\n\n\ndef f(x):\n    return row_softmax._s(x, -1)\n", True),  # another file
+        (UNUSED, "from row_softmax import _s\n", True),
+        (UNUSED, "import row_softmax as r\n\n\ndef f(x):\n    return getattr(r, '_s')(x, -1)\n", True),
+        (UNUSED, "from row_softmax import *\n", True),  # a star import takes every name
+        (UNUSED, "def f(x):\n    return x._s\n", False),  # a file that never names the module cannot import it
+        (UNUSED.replace("softmax as _s", "softmax"), "import torch\n\n\ndef g(x):\n    return torch.softmax(x, -1)\n", False),
+    ],
+)
+def test_a_banned_import_in_the_exercise_file_counts_only_where_something_can_read_what_it_binds(own, helper, flagged):
+    """Bans are on calls (EXERCISES.md): an unused ``from torch.nn import MultiheadAttention``
+    cost mha_reshape all 15 points (blind tester R-DB). What the import binds counts as read
+    wherever any code of the file, or of a file that names its module, reads that name — as a
+    name, an attribute, an import or a string."""
+    imports = {"helper": helper} if helper is not None else {}
+    run = lambda: check_no_banned(own, "row_softmax.py", SOFTMAX, what="rule", imports=imports)
+    if flagged:
+        with pytest.raises(CheckFailed, match="row_softmax.py:2: from torch.nn.functional import softmax"):
+            run()
+    else:
+        run()
 
 
 @pytest.mark.parametrize("handout", HANDOUTS)

@@ -9,6 +9,7 @@ from collections.abc import Iterable
 
 from ..failures import CheckFailed, Feedback
 from .deep import deep_enough
+from .facts import names_in_reach
 from .instances import own_names
 from .scanner import _Scanner
 from .tree import (
@@ -120,8 +121,9 @@ def scan(
     """Violations in ``source``: banned names in the whole module (or only in the functions
     of ``scope``), and — when ``dynamic`` — the deny-by-default constructs anywhere in it,
     whatever the scope (a helper at module level can hide what a scoped function calls).
-    ``bound`` (a fellow file's scan: the names its scope and its importers use): a banned
-    name imported at module level counts only when the name it binds is one of them.
+    ``bound`` (a fellow file's scan: the names its scope and its importers use; the exercise
+    file's: the names by which anything can read its globals, ``facts.names_in_reach``): a
+    banned name imported at module level counts only when the name it binds is one of them.
     ``in_import_cycle``: the file imports itself through the submission's files, so its main
     guard may run (``tree.main_guard_runs``) and is judged like the rest. ``alone``: the file
     imports none of the submission's other files (which could rebind its names or store into
@@ -477,7 +479,9 @@ def check_no_banned(
     others = {k: v for k, v in (imports or {}).items() if f"{k}.py" != file}
     cyclic = frozenset(import_cycles({**others, file.removesuffix(".py"): source}))
     fellows = _imported_scopes(source, tuple(sorted(others.items())), cyclic)
-    files = [(file, source, scope, None)] + [(f"{name}.py", text, used, bound) for name, (text, used, bound) in sorted(fellows)]
+    # the names anything can read the file's globals by: a banned import none of them reads is never called
+    reach = names_in_reach(source, file.removesuffix(".py"), tuple(sorted(others.items())))
+    files = [(file, source, scope, reach)] + [(f"{name}.py", text, used, bound) for name, (text, used, bound) in sorted(fellows)]
     found: list[tuple[str, Violation]] = []
     theirs = _defined_names(tuple(sorted(others.items()))) if deferred else frozenset()
     for name, text, file_scope, bound in files:

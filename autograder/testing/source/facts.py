@@ -5,10 +5,12 @@ modules are the interpreter's private ones. Kept apart from the walk itself (sca
 from __future__ import annotations
 
 import ast
+import functools
+import re
 import sys
 
-from .rules import ALLOWED_DUNDER_NAMES, DENIED_ATTRIBUTES, DENIED_MODULES, STRING_RUNNERS
-from .tree import NOT_PYTHON, _bound_names, _is_dunder, _nodes, _root
+from .rules import ALLOWED_DUNDER_NAMES, DENIED_ATTRIBUTES, DENIED_MODULES, IDENTIFIER_LIKE, STRING_RUNNERS
+from .tree import NOT_PYTHON, _bound_names, _is_dunder, _nodes, _parse, _root
 
 #: builtins whose class pattern binds the subject itself (PEP 634): ``case int(n)`` reads no attribute
 SELF_MATCHING = frozenset({"bool", "bytearray", "bytes", "dict", "float", "frozenset", "int", "list", "set", "str", "tuple"})
@@ -150,3 +152,41 @@ def _type_checking(test: ast.AST, module_of: dict[str, str], tree: ast.AST) -> b
         return False
     bindings = [n for n in _nodes(tree) if "TYPE_CHECKING" in _bound_names(n)]
     return len(bindings) == 1 and isinstance(bindings[0], ast.ImportFrom) and bindings[0].module in typing_modules
+
+
+@functools.lru_cache(maxsize=64)
+def names_in_reach(source: str, module: str, others: tuple[tuple[str, str], ...]) -> frozenset[str] | None:
+    """Every name under which the exercise file's own globals can be read — by its own code,
+    or by those of the submission's other files that name its module (``mod.x``, ``from mod
+    import x``; a file that never names it cannot import it) — for ``scan``'s ``bound``: a
+    banned import whose name is in none of them is never called, and "bans are on calls"
+    (blind tester R-DB: an unused ``from torch.nn import MultiheadAttention`` cost mha_reshape
+    15/15). Wider than what runs: any name read anywhere, attribute names, names taken by any
+    import of such a file, and the parts of identifier-like strings (``getattr(mod, "x")``);
+    None (every name) where such a file star-imports."""
+    names: set[str] = set()
+    for text, own in ((source, True), *((text, False) for _, text in others)):
+        try:
+            tree = _parse(text)
+        except NOT_PYTHON:
+            continue
+        found: set[str] = set()
+        for node in _nodes(tree):
+            if isinstance(node, ast.Name):
+                found.add(node.id)
+            elif isinstance(node, ast.Attribute):
+                found.add(node.attr)
+            elif isinstance(node, (ast.Global, ast.Nonlocal)):
+                found.update(node.names)
+            elif isinstance(node, (ast.Import, ast.ImportFrom)) and not own:
+                if isinstance(node, ast.ImportFrom) and any(alias.name == "*" for alias in node.names):
+                    found.add("*")
+                found.update(part for alias in node.names for part in alias.name.split("."))
+                found.update(part for part in (getattr(node, "module", None) or "").split(".") if part)
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and IDENTIFIER_LIKE.match(node.value.strip()):
+                found.update(re.split(r"[.:]+", node.value.strip()))
+        if own or module in found:
+            if "*" in found:
+                return None
+            names |= found
+    return frozenset(names)

@@ -95,7 +95,9 @@ class _Scanner(OwnInstances, ast.NodeVisitor):
                 self.qualified.setdefault(last, set()).add(owner)
         self._dynamic = dynamic
         self.scope = scope
-        self.bound = bound  # a fellow file: the names its covered part uses (checks._bound_names)
+        # the names the file's covered part uses (a fellow file: checks._bound_names), or by which its
+        # globals can be read at all (the exercise file: facts.names_in_reach); None: every name
+        self.bound = bound
         self.found: list[Violation] = []
         self.stack: list[str] = []
         self.docstrings = _docstrings(tree) | (_export_lists(tree) if isinstance(tree, ast.Module) else set())
@@ -471,8 +473,9 @@ class _Scanner(OwnInstances, ast.NodeVisitor):
         torch_path = parts[0] == "torch"
         owner = ".".join(parts[:-1])
         binds = asname or (name if name else parts[0])
-        # a fellow file's top-level import of a banned name counts only where what it binds is used;
-        # a name used only in annotations and isinstance checks is never called
+        # a top-level import of a banned name counts only where what it binds is used (``bound``: in a
+        # fellow file, by its covered part; in the exercise file, by any file); a name used only in
+        # annotations and isinstance checks is never called
         unused = self.bound is not None and not self.stack and binds not in self.bound
         # every part of the path: ``from torch.distributions.transforms import SoftmaxTransform``
         # names a banned module on the way (blind red-team tester R-E)
