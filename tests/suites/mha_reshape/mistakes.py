@@ -91,10 +91,12 @@ def _mha(
     diagonal=0,
     upper=False,
     after_softmax=False,
+    layers=None,
 ):
     B, T, C = x.shape
     d = C // h
-    q, k, v = (_split(_linear(x, state, n, transpose), h, split) for n in ("w_q", "w_k", "w_v"))
+    layers = layers or {}  # projection → the layer used for it (k = self.w_q(x): {"w_k": "w_q"})
+    q, k, v = (_split(_linear(x, state, layers.get(n, n), transpose), h, split) for n in ("w_q", "w_k", "w_v"))
     roots = {
         "unscaled": 1.0,
         "head-width": float(d),
@@ -210,6 +212,13 @@ def mha(
         out["mha_reshape/key-allowed-inverted"] = _mha(x, state, h, key_allowed, mask="key-inverted")
         out["mha_reshape/key-mask-times-inf"] = _mha(x, state, h, key_allowed, mask="key-times-inf")
         out["mha_reshape/mask-inverted#buffer"] = _mha(x, state, h, key_allowed, mask="buffer-inverted")
+    # a layer used for another's projection (k = self.w_q(x), a copy-paste: blind tester R-CW, no hint)
+    names = ("w_q", "w_k", "w_v")
+    for target in names:
+        for source in names:
+            if source != target:
+                layers = {target: source}
+                out[f"mha_reshape/projections-mixed#{target[2]}-from-{source[2]}"] = _mha(x, state, h, key_allowed, layers=layers)
     right_out, right_weights = _mha(x, state, h, key_allowed)
     out["mha_reshape/weights-averaged-over-heads"] = (right_out, right_weights.mean(dim=1))
     out["mha_reshape/returns-scores"] = (right_out, _mha_scores(x, state, h, key_allowed))
