@@ -89,7 +89,7 @@ class Worker:
         self.facts: list[str] = []
         self.exit: Exit | None = None
         self.group: Hashable | None = None  # the tests it may serve in turn (Sandbox.begin_test)
-        self.stage = 0  # the latest stage of its group it served: it never serves an earlier one
+        self.stage = 0  # the stage of its group it serves: it never serves another
         self.baseline: tuple[int, int] | None = None  # (threads, RSS KiB) when it was ready
         self.banned: tuple[str, ...] = ()  # kernels replaced for its whole life (ban)
         self.confined: tuple[str, ...] | None = None  # the only submission modules that may run (confine)
@@ -392,11 +392,13 @@ class Sandbox:
     the kernel copying and freeing the page tables of a process with torch imported), a
     third of a grade's CPU when every test had its own. So the trusted side names each
     test's *group* and *stage* (``begin_test``: the plugin uses the skill, and the stage 0
-    for a visible suite, 1 for a hidden one) and a worker serves the tests of one group in
-    turn, reset between them (worker.FreshState), moving forward through the stages but
-    never back: a hidden test's inputs cannot reach a visible test's printed output (the
-    visible tests of a skill run first, so one worker serves the whole skill), nor one
-    skill's state another's. A worker that died, timed out, sent a malformed reply, left a
+    for a visible suite, 1 for a hidden one) and a worker serves the tests of one group and
+    stage in turn, reset between them (worker.FreshState): a hidden test's inputs cannot
+    reach a visible test's printed output, nor one skill's state another's. Each stage
+    starts on a fresh worker, whichever tests ran between (a reset cannot undo everything
+    code may store — an attribute of a library module — so a skill's hidden tests starting
+    on its visible tests' worker in one run and on a fresh one in another could score
+    differently: blind red-team tester R-DC). A worker that died, timed out, sent a malformed reply, left a
     thread running or grew large is replaced by a fresh one, and ``begin_test(None)`` (the
     default) gives every test its own worker."""
 
@@ -423,16 +425,15 @@ class Sandbox:
 
     def begin_test(self, group: Hashable | None, stage: int = 0) -> None:
         """The next test's group and stage: its worker may come from the last test of the
-        same group at the same or an earlier stage (``may_serve``)."""
+        same group and stage (``may_serve``)."""
         self._group, self._stage = group, stage
         if self._kept is not None and not self.may_serve(self._kept):
             kept, self._kept = self._kept, None
             kept._stop(reason="its group's tests are done", killed=True, wait=False)
 
     def may_serve(self, worker: Worker) -> bool:
-        """Whether ``worker`` may serve the next test: same group, and not a later stage
-        than the test's (what a hidden test gave the submission never reaches a visible one)."""
-        return self._group is not None and worker.group == self._group and worker.stage <= self._stage
+        """Whether ``worker`` may serve the next test: same group and stage."""
+        return self._group is not None and worker.group == self._group and worker.stage == self._stage
 
     def _keep(self, worker: Worker) -> bool:
         """Keep ``worker`` for the next test of its group, its reset already under way."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -443,6 +444,40 @@ def test_one_or_two_trusted_processes_give_the_same_result_for_three_skills(tmp_
         ]
     assert seen[1] == seen[2]
     assert any(hints for *_, hints in seen[1])  # the mistakes were seen and named
+
+
+COUNTS_ITS_IMPORTS = """
+
+# --- counts the imports of this module in its worker, where the worker's reset does not look
+torch.__dict__["_imports_here"] = torch.__dict__.get("_imports_here", 0) + 1
+_right_project_qkv = project_qkv
+
+
+def project_qkv(x, w_q, w_k, w_v):
+    q, k, v = _right_project_qkv(x, w_q, w_k, w_v)
+    return (q, k, v) if torch.__dict__["_imports_here"] == 1 else (q, k, v * 2)
+"""
+
+
+def test_a_skill_scores_the_same_alone_and_in_the_full_run_whatever_its_worker_remembers(tmp_path):
+    """Code can tell a fresh worker from one reset after an earlier test (an attribute of a
+    library module survives the reset: here a count of its own imports in torch's namespace,
+    right only on a fresh worker). Each skill's visible tests and its hidden tests start on a
+    fresh worker whatever ran between, so such code scores the same in a run of its skill
+    alone as in the full run — where other skills' visible tests run between the two (blind
+    red-team tester R-DC: 19 against 17.5)."""
+    folder = tmp_path / "sub"
+    shutil.copytree(SOLUTIONS, folder)
+    (folder / "qkv.py").write_text((SOLUTIONS / "qkv.py").read_text() + COUNTS_ITS_IMPORTS)
+    alone = grade(folder, "--skill", "qkv", "--reveal-hidden", output=tmp_path / "alone.json")
+    full = grade(folder, "--reveal-hidden", output=tmp_path / "full.json")
+    assert alone.rc == 0 and full.rc == 0, alone.stderr[-2000:] + full.stderr[-2000:]
+
+    def qkv_tests(graded):
+        return [(t["name"], t["score"], t["status"]) for t in graded.tests("qkv")]
+
+    assert qkv_tests(alone) == qkv_tests(full)
+    assert 0 < alone.score("qkv") < 20  # the code did tell the two kinds of worker apart
 
 
 def test_unseeded_randomness_in_the_submission_repeats_run_to_run(mistake_graded, mistake_regraded):

@@ -530,11 +530,12 @@ for _name, _value in list(globals().items()):
 
 
 def test_what_a_hidden_test_gave_the_submission_never_reaches_a_visible_test(tmp_path):
-    """One worker serves a skill's visible tests, then its hidden ones (sandbox/client.py).
+    """One worker serves a skill's visible tests, another its hidden ones (sandbox/client.py).
     The reference qkv, wrapped to print a fingerprint of every call's inputs together with
     all it saw before — kept in torch's namespace, which the worker's reset leaves alone, as
     hostile code may — shows what each test's worker had seen: a visible test's output must
-    never hold a hidden test's inputs. (Graded with hidden tests revealed, to read their output.)"""
+    never hold a hidden test's inputs, and the hidden tests start on a fresh worker. (Graded
+    with hidden tests revealed, to read their output.)"""
     import re
 
     (tmp_path / "sub").mkdir()
@@ -553,7 +554,12 @@ def test_what_a_hidden_test_gave_the_submission_never_reaches_a_visible_test(tmp
     hidden_only = set().union(*(seen(t, "NOW") for t in hidden)) - visible_inputs
     for test in visible:
         assert not seen(test, "SEEN") & hidden_only, test["name"]
-    assert hidden_only and any(seen(t, "SEEN") & visible_inputs for t in hidden)  # one worker went from visible to hidden
+    hidden_inputs = set().union(*(seen(t, "NOW") for t in hidden))
+    visible_only = visible_inputs - hidden_inputs
+    assert hidden_only and visible_only
+    for test in hidden:  # a fresh worker for the hidden tests: nothing of the visible ones
+        assert not seen(test, "SEEN") & visible_only, test["name"]
+    assert any(seen(t, "SEEN") & hidden_inputs for t in hidden)  # within a stage one worker serves the tests in turn
 
 
 CLOCK = """

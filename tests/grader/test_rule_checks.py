@@ -985,6 +985,14 @@ UNUSED = "import torch\nfrom torch.nn.functional import softmax as _s\n\n\ndef s
         (UNUSED, "from row_softmax import _s\n", True),
         (UNUSED, "import row_softmax as r\n\n\ndef f(x):\n    return getattr(r, '_s')(x, -1)\n", True),
         (UNUSED, "from row_softmax import *\n", True),  # a star import takes every name
+        (
+            UNUSED.replace(
+                "    return x",
+                "    import row_softmax as me\n    match me:\n        case object(_s=f):\n            return f(x, dim)",
+            ),
+            None,
+            True,
+        ),  # a class pattern reads it (R-DC)
         (UNUSED, "def f(x):\n    return x._s\n", False),  # a file that never names the module cannot import it
         (UNUSED.replace("softmax as _s", "softmax"), "import torch\n\n\ndef g(x):\n    return torch.softmax(x, -1)\n", False),
     ],

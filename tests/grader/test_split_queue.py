@@ -222,9 +222,8 @@ def test_the_next_skills_first_worker_is_forked_before_the_current_skills_last_t
 
 def test_a_process_runs_the_visible_tests_of_every_skill_it_takes_before_their_hidden_ones():
     """``segments``: the visible part of each skill as it is taken, then — once the queue is
-    empty — the hidden parts of the same skills, the last taken first (its worker is kept from
-    its visible part; a skill's tests all run in one process, so its trusted-side state stays
-    whole)."""
+    empty — the hidden parts of the same skills, in the order taken (a skill's tests all run
+    in one process, so its trusted-side state stays whole)."""
     from autograder.runner.process.split import segments
 
     def skill(name, visible, hidden):
@@ -237,9 +236,9 @@ def test_a_process_runs_the_visible_tests_of_every_skill_it_takes_before_their_h
         ["a/v::t0", "a/v::t1"],
         ["b/v::t0"],
         ["c/v::t0", "c/v::t1"],
-        ["d/h::t0"],
-        ["b/h::t0", "b/h::t1"],
         ["a/h::t0"],
+        ["b/h::t0", "b/h::t1"],
+        ["d/h::t0"],
     ]
 
 

@@ -98,18 +98,8 @@ class GradingHooks:
         order). Students see a visible test's output where a hidden test shows only its name
         and score; a visible test run after a hidden one could read off the wall clock how long
         that one took, and so a fact of its inputs (red team R-CZ). runner/process/split.py
-        keeps the order across its two processes. The hidden tests go by skill in the reverse
-        order of the visible ones: the last visible skill's worker then serves its hidden
-        tests too (one fork fewer)."""
-        group = self.grading.group
-        skills = list(dict.fromkeys(group(item.nodeid)[0] for item in items))
-        rank = {skill: i for i, skill in enumerate(skills)}
-
-        def order(item: pytest.Item) -> tuple[int, int]:
-            skill, stage = group(item.nodeid)
-            return (stage, -rank[skill] if stage else 0)
-
-        items[:] = sorted(items, key=order)
+        keeps the order across its two processes."""
+        items[:] = sorted(items, key=lambda item: self.grading.group(item.nodeid)[1])
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         timeline.mark("trusted: tests collected")

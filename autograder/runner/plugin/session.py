@@ -98,14 +98,14 @@ class GradingSession:
     def group(self, nodeid: str) -> tuple[str | None, int]:
         """The tests whose worker a test may take over, and its stage among them: its skill,
         0 for a visible suite and 1 for a hidden one (see sandbox.client.Sandbox.begin_test:
-        a worker that served a hidden test never serves a visible one)."""
+        a worker serves one skill's tests of one stage)."""
         spec = self.manifest.test(nodeid)
         return (spec.skill, int(spec.visibility == "hidden")) if spec else (None, 0)
 
     def plan(self, items: list) -> None:
         """The tests this process runs, in order: after each, how many fresh workers the
-        rest will still need (a new group, a visible test after a hidden one, or a test
-        without a group starts on a fresh worker; tests that do not use ``sub`` need none),
+        rest will still need (a new group or stage, or a test without a group starts on a
+        fresh worker; tests that do not use ``sub`` need none),
         so no spare is forked only to be thrown away."""
         wanted = [item.nodeid for item in items if "sub" in getattr(item, "fixturenames", ())]
         # a skill's kernels replaced for good in its workers: the union of its suites' WORKER_BANS
@@ -128,7 +128,7 @@ class GradingSession:
         for k in range(len(wanted) - 1, -1, -1):
             self._fresh_after[wanted[k]] = ahead
             (group, stage), (before, stage_before) = keys[k], keys[k - 1] if k else (None, 0)
-            if k == 0 or group is None or group != before or stage < stage_before:
+            if k == 0 or group is None or group != before or stage != stage_before:
                 ahead += 1
 
     def worker_bans(self, nodeid: str) -> tuple[str, ...]:

@@ -196,8 +196,7 @@ def _stage(grading: Any) -> Any:
 def segments(queue: SkillQueue, first: list[pytest.Item], stage: Any) -> Any:
     """This process's tests, a part at a time: the visible tests of each skill it takes
     (``first``, then from ``queue``, taken as the generator is advanced), then, once the
-    queue is empty, the hidden tests of those same skills, the last taken first: its worker,
-    kept from its visible tests, serves them (the others start on a fresh one)."""
+    queue is empty, the hidden tests of those same skills, in the order they were taken."""
     hidden: list[list[pytest.Item]] = []
     group = first
     while group:
@@ -207,7 +206,7 @@ def segments(queue: SkillQueue, first: list[pytest.Item], stage: Any) -> Any:
         if len(visible) < len(group):
             hidden.append([item for item in group if stage(item)])
         group = queue.take()
-    yield from reversed(hidden)
+    yield from hidden
 
 
 def run_queue(

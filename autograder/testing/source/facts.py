@@ -161,7 +161,8 @@ def names_in_reach(source: str, module: str, others: tuple[tuple[str, str], ...]
     import x``; a file that never names it cannot import it) — for ``scan``'s ``bound``: a
     banned import whose name is in none of them is never called, and "bans are on calls"
     (blind tester R-DB: an unused ``from torch.nn import MultiheadAttention`` cost mha_reshape
-    15/15). Wider than what runs: any name read anywhere, attribute names, names taken by any
+    15/15). Wider than what runs: any name read anywhere, attribute names (a class pattern's
+    too), names taken by any
     import of such a file, and the parts of identifier-like strings (``getattr(mod, "x")``);
     None (every name) where such a file star-imports."""
     names: set[str] = set()
@@ -176,6 +177,8 @@ def names_in_reach(source: str, module: str, others: tuple[tuple[str, str], ...]
                 found.add(node.id)
             elif isinstance(node, ast.Attribute):
                 found.add(node.attr)
+            elif isinstance(node, ast.MatchClass):  # ``case object(_s=f)``: reads attribute _s (blind red-team tester R-DC)
+                found.update(node.kwd_attrs)
             elif isinstance(node, (ast.Global, ast.Nonlocal)):
                 found.update(node.names)
             elif isinstance(node, (ast.Import, ast.ImportFrom)) and not own:
