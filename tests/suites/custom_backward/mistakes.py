@@ -117,6 +117,11 @@ def attention_backward(d_out, q, k, v, weights, scale: float) -> dict[str, tuple
     out[P + "dq-times-v"] = (scale * (ds @ v), scale * (ds.transpose(-2, -1) @ q), dv)  # V in K's place (blind tester I)
     right = grads(ds)  # (dk, dq, dv): the first two returned in the wrong order (L ≠ S: each has the other's shape)
     out[P + "dq-dk-swapped"] = (right[1], right[0], right[2])
+    # V̄ in the place of K̄ or of Q̄ (blind tester R-DD: (dq, dv, dk) was named only on AttentionFunction's
+    # gradcheck, as backward's mistake). Not the two rotations: each shares a place with dq-dk-swapped
+    # (K̄ first, or Q̄ second), and two hints predicting one value name neither
+    out[P + "returns-out-of-order#dv-dk"] = (right[0], right[2], right[1])
+    out[P + "returns-out-of-order#dv-dq"] = (right[2], right[1], right[0])
     return {h: tuple(t.to(dtype) for t in g) for h, g in out.items()}
 
 
@@ -212,7 +217,10 @@ def attention_grads(q, k, v, allowed, d_out) -> dict[str, tuple[torch.Tensor, to
     with torch.no_grad():
         right_out, a = plain_attention(q64, k64, v64, allowed)
     scale = 1.0 / math.sqrt(q.shape[-1])
-    out = {h: (*g, right_out) for h, g in attention_backward(dy, q64, k64, v64, a, scale).items()}
+    # attention_backward's own out-of-order returns are named below as backward's (the gradients cannot
+    # tell which return swapped them, and that hint names both)
+    helper = attention_backward(dy, q64, k64, v64, a, scale)
+    out = {h: (*g, right_out) for h, g in helper.items() if not h.startswith(P + "returns-out-of-order")}
     # forward mistakes a backward then takes as given: the weights it saved, the scale it used
     by_dk = 1.0 / q.shape[-1]
     dk_out, dk_a = plain_attention(q64, k64, v64, allowed, scale=by_dk)
@@ -250,9 +258,10 @@ def attention_grads(q, k, v, allowed, d_out) -> dict[str, tuple[torch.Tensor, to
     # hint); dq and dk swapped has its own hint (dq-dk-swapped, from attention_backward's table)
     right = {"q": dq, "k": dk, "v": dv}
     for order in ("qvk", "vkq", "kvq", "vqk"):
-        # only where a gradient lands in the place of one of another shape: with every shape alike
-        # the values alone would tie it with mistakes of the formulas (dq-dk-swapped on one entry)
-        if any(right[a].shape != right[b].shape for a, b in zip(order, "qkv")):
+        # V̄ swapped with K̄ or Q̄ (qvk, vkq) shares no place with dq-dk-swapped: named at every shape.
+        # The rotations only where a gradient lands in the place of one of another shape: with every
+        # shape alike the values alone would tie them with dq-dk-swapped (K̄ first, or Q̄ second)
+        if order in ("qvk", "vkq") or any(right[a].shape != right[b].shape for a, b in zip(order, "qkv")):
             out[P + "grads-out-of-order#" + order] = (*(right[name] for name in order), right_out)
     return {h: tuple(t.to(q.dtype) for t in g) for h, g in out.items()}
 
