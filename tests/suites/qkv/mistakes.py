@@ -251,6 +251,8 @@ def uniform_mean(x: torch.Tensor) -> dict[str, torch.Tensor]:
         # same numbers as no division at all, where neither is named (blind tester R-S)
         "qkv/uniform-mean-count-from-zero#clamped": x.cumsum(-2) / torch.arange(T, dtype=x.dtype).clamp(min=1).unsqueeze(-1),
         "qkv/uniform-mean-sum": x.cumsum(-2),
+        # tril / tril.sum(dim=-2): the averaging matrix's columns sum to 1, not its rows (blind tester R-DD: no hint)
+        "qkv/uniform-mean-column-normalised": _column_normalised(T, x.dtype) @ x,
         "qkv/uniform-mean-wrong-axis": x.cumsum(-1) / torch.arange(1, C + 1, dtype=x.dtype),
         # the same running sum along C, divided by the right counts t + 1 (a [T,1] column)
         "qkv/uniform-mean-wrong-axis#position-counts": x.cumsum(-1) / torch.arange(1, T + 1, dtype=x.dtype).unsqueeze(-1),
@@ -261,6 +263,11 @@ def uniform_mean(x: torch.Tensor) -> dict[str, torch.Tensor]:
     if isinstance(fixed, torch.Tensor) and fixed.shape == x.shape:
         out["qkv/uniform-mean-fixed-axis"] = fixed
     return out
+
+
+def _column_normalised(T: int, dtype: torch.dtype) -> torch.Tensor:
+    tril = torch.tril(torch.ones(T, T, dtype=dtype))
+    return tril / tril.sum(dim=-2, keepdim=True)
 
 
 def _fixed_axis_mean(x: torch.Tensor) -> torch.Tensor | str | None:

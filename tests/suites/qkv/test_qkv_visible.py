@@ -383,6 +383,16 @@ def test_attention_head_rejects_sequences_longer_than_its_context(sub, rng, cred
                             describe=False,
                         )
                     except SubmissionRaised:
+                        if _narrow_head_fits(sub, ctx):  # the check compared the width C, not T
+                            expect.true(
+                                False,
+                                what=f"AttentionHead({C}, {d}, context_length={ctx}): T = context_length must run",
+                                detail=(
+                                    f"forward raised ValueError for T = {ctx} and T = {ctx - 1}, which fit, "
+                                    f"while a head of width 2 runs: {exc.message}"
+                                ),
+                                hints=expect.observed("qkv/context-check-wrong-size"),
+                            )
                         raise exc from None
                     expect.true(
                         False,
@@ -410,6 +420,18 @@ def test_attention_head_rejects_sequences_longer_than_its_context(sub, rng, cred
                     ),
                     hints=["qkv/context-check"],
                 )
+
+
+def _narrow_head_fits(sub, ctx: int) -> bool:
+    """Whether AttentionHead(2, 2, ctx) runs on T = ctx tokens: a head that rejects inputs of
+    T ≤ context_length at its own width but not at width 2 checks C, not T (blind tester R-DD:
+    ``if C > self.context_length`` had no hint)."""
+    x = torch.linspace(-1.0, 1.0, 2 * ctx).reshape(1, ctx, 2)
+    try:
+        sub.qkv.construct("AttentionHead", [2, 2, ctx], calls=[("forward", [x], {})], describe=False)
+    except SubmissionRaised:
+        return False
+    return True
 
 
 # --------------------------------------------------------------------------- dtype, layout, no in-place change
