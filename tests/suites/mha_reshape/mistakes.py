@@ -124,6 +124,9 @@ def _mha(
             "ignored": causal,  # key_allowed never used
             "key-inverted": causal & ~keys[:, None, None, :],  # the padded keys allowed, the real ones blocked
             "or": causal | keys[:, None, None, :],  # combined with OR: a real future key is allowed too
+            # the padding taken blocked-style and ORed into the allowed-style causal mask: every padded key
+            # allowed (blind tester R-DD: no hint)
+            "or-blocked": causal | ~keys[:, None, None, :],
             "key-times-inf": causal,  # the padding added below as (~key_allowed) · (−∞)
             # a blocked-style buffer (~tril, True = future) used as if allowed, ANDed with the
             # padding: each query reads only the future (blind tester R-BJ)
@@ -206,6 +209,7 @@ def mha(
         out["mha_reshape/key-mask-on-queries"] = _mha(x, state, h, key_allowed, mask="queries")
         out["mha_reshape/key-allowed-ignored"] = _mha(x, state, h, key_allowed, mask="ignored")
         out["mha_reshape/no-causal-mask#or"] = _mha(x, state, h, key_allowed, mask="or")  # blind tester R-I
+        out["mha_reshape/padding-mixed-polarity"] = _mha(x, state, h, key_allowed, mask="or-blocked")
     if key_allowed is not None and 1 < h == key_allowed.shape[0] and not bool(key_allowed.to(torch.bool).all()):
         out["mha_reshape/key-mask-three-axes"] = _mha(x, state, h, key_allowed, mask="key-three-axes")  # blind tester R-S
     if key_allowed is not None:  # no padding: every key blocked, all NaN
