@@ -39,7 +39,7 @@ def credit(request: pytest.FixtureRequest) -> Credit:
 @pytest.fixture
 def sub(request: pytest.FixtureRequest):
     grading = require(request.config)
-    # one worker serves a skill's tests in turn, visible ones before hidden ones (sandbox.client.Sandbox)
+    # one worker serves a skill's tests of one stage in turn; the hidden ones start on a fresh one (sandbox.client.Sandbox)
     grading.sandbox.begin_test(*grading.group(request.node.nodeid))
     nodeid = request.node.nodeid
     test = grading.manifest.test(nodeid)
