@@ -47,6 +47,8 @@ def hints_for(error: dict) -> list[str]:
         return ["general/dtype-changed"]  # torch's refusal to mix dtypes: the inputs of a call share one (blind tester F)
     if kind == "RuntimeError" and BMM_NOT_3D.search(str(error.get("message", ""))):
         return ["general/bmm-three-axes"]  # bmm (or baddbmm) given a tensor of other than three axes
+    if kind == "RuntimeError" and ONE_HOT_LONG in str(error.get("message", "")):
+        return ["general/one-hot-needs-int64"]  # F.one_hot on int32 ids (blind tester R-CW: no hint)
     return []
 
 
@@ -60,6 +62,8 @@ SAVED_IN_PLACE = "needed for gradient computation has been modified by an inplac
 SIBLING_AS_PACKAGE = re.compile(r"relative import with no known parent package|No module named 'exercises'")
 #: torch.bmm's and baddbmm's refusal of an operand without exactly three axes
 BMM_NOT_3D = re.compile(r"\bbatch[12] must be a 3D tensor")
+#: F.one_hot's refusal of any index dtype but int64
+ONE_HOT_LONG = "one_hot is only applicable to index tensor of type LongTensor"
 #: torch's refusal to write an in-place result of a larger, broadcast shape into its left operand
 CANNOT_GROW = "doesn't match the broadcast shape"
 #: torch's refusals of &, |, ^ and ~ on a floating-point tensor ("bitwise_and_cpu" not implemented

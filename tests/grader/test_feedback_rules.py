@@ -431,6 +431,14 @@ def test_an_exercise_module_imported_as_part_of_a_package_is_named_and_a_missing
     assert _hints_for({"type": "ImportError", "message": "attempted relative import with no known parent package"}) == sibling
     assert _hints_for({"type": "ModuleNotFoundError", "message": "No module named 'einops'"}) == ["general/import"]
     assert _hints_for({"type": "RuntimeError", "message": "batch1 must be a 3D tensor"}) == ["general/bmm-three-axes"]
+    import torch
+
+    try:  # torch's own message: F.one_hot on int32 ids (blind tester R-CW)
+        torch.nn.functional.one_hot(torch.tensor([0, 1], dtype=torch.int32))
+    except RuntimeError as exc:
+        assert _hints_for({"type": "RuntimeError", "message": str(exc)}) == ["general/one-hot-needs-int64"]
+    else:
+        raise AssertionError("F.one_hot accepted int32 ids: the hint's message is stale")
     # torch.compile imports ctypes, which a worker refuses: not "an import not available" (blind tester R-M)
     from autograder.sandbox.rawmemory import MESSAGE
 
