@@ -106,6 +106,9 @@ def softmax(scores: torch.Tensor, allowed: torch.Tensor) -> dict[str, torch.Tens
         # 0 in the scores and the weights zeroed again after: e^0 stays in every row's denominator
         "masks/zero-fill-zeroed-after": torch.softmax(fill(0.0), -1) * a,
         "masks/nan-fully-masked": torch.softmax(fill(NEG_INF), -1),  # NaN on rows with nothing allowed
+        # those rows zeroed by a guard on `allowed.any(-1)`, which misses rows whose allowed scores are
+        # all −∞: NaN there (blind tester R-CW: no hint)
+        "masks/guard-on-allowed-only": torch.where(a.any(-1, keepdim=True), torch.softmax(fill(NEG_INF), -1), 0.0),
         "masks/finite-fill-uniform": torch.softmax(fill(-1e9), -1),  # rows with nothing allowed: uniform 1/S
         # the same finite fill, rows with nothing allowed zeroed: where every allowed score is −∞ the
         # fill is the row's largest score, so the blocked keys share the weights (blind tester F's M15)
