@@ -221,7 +221,7 @@ def _broken(outcome, report: dict | None, config: Config) -> str | None:
     if report is None or outcome.returncode not in (0, 1):
         tail = " | ".join(outcome.log_tail.strip().splitlines()[-6:])[-800:]
         why = f"pytest exited with status {outcome.returncode}" if report is not None else "no report was written"
-        if any(suite.visibility == "hidden" for skill in config.skills.values() for suite in skill.suites):
+        if identity.has_hidden(config):
             print(f"autograder: the grading run broke ({why}); its log ends: {tail}", file=sys.stderr)
             return f"the grading run broke ({why}); the grader's log is with the course staff"
         return f"the grading run broke ({why}): {tail}"

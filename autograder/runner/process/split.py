@@ -179,18 +179,13 @@ class Barrier:
             try:
                 os.read(self._theirs, 1)
             finally:
-                os.close(self._theirs)
-                self._theirs = None
+                self.close()
 
     def close(self) -> None:
         self.arrive()
         if self._theirs is not None:
             os.close(self._theirs)
             self._theirs = None
-
-
-def _stage(grading: Any) -> Any:
-    return lambda item: grading.group(item.nodeid)[1]
 
 
 def segments(queue: SkillQueue, first: list[pytest.Item], stage: Any) -> Any:
@@ -218,7 +213,7 @@ def run_queue(
     pytest knows the test that follows the last (its fixtures' teardown depends on it) and
     the next part's first worker is forked while those tests run."""
     ran: list[pytest.Item] = []
-    stage = _stage(grading)
+    stage = lambda item: grading.group(item.nodeid)[1]  # 0 visible, 1 hidden
     parts = segments(queue, first, stage)
     current: list[pytest.Item] = next(parts, [])
     grading.plan(current)
