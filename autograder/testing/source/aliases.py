@@ -249,19 +249,19 @@ class _TorchAliases:
         if isinstance(node, ast.Name):
             return self.paths.get(node.id)
         if isinstance(node, ast.Attribute):
-            base = self._path(node.value, memo)
+            base = walk(node.value)
             if base is None and isinstance(node.value, ast.Name):
                 return self.attributes.get((node.value.id, node.attr)) or self._library_torch(node)
             if base is None and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name):
                 return self.attributes.get((node.value.func.id, node.attr))  # K().m, with a class body's m = torch
             return f"{base}.{node.attr}" if base is not None else self._library_torch(node)
         if isinstance(node, ast.Subscript):
-            base = self._path(node.value, memo)
+            base = walk(node.value)
             return f"{base}.…" if base is not None else None
         if isinstance(node, ast.Call):
             func = node.func
             if isinstance(func, ast.Name) and func.id == "getattr" and node.args:
-                base = self._path(node.args[0], memo)
+                base = walk(node.args[0])
                 if base is None:
                     return None
                 name = node.args[1] if len(node.args) > 1 else None
@@ -269,10 +269,10 @@ class _TorchAliases:
             if isinstance(func, ast.Name) and func.id in self.returners:
                 return self.returners[func.id]
             if isinstance(func, ast.Lambda):
-                return self._path(func.body, memo)
-            if isinstance(func, ast.Attribute) and func.attr in CONTENT_METHODS and self._path(func.value, memo) is not None:
-                return self._path(func.value, memo)  # {torch}.pop(), dict.fromkeys([torch]).popitem(): what the container held
-            if self._path(func, memo) is None:
+                return walk(func.body)
+            if isinstance(func, ast.Attribute) and func.attr in CONTENT_METHODS and walk(func.value) is not None:
+                return walk(func.value)  # {torch}.pop(), dict.fromkeys([torch]).popitem(): what the container held
+            if walk(func) is None:
                 # a function not torch's given torch's namespace may hand it back: dict(m=torch)["m"],
                 # next(iter([torch])), SimpleNamespace(m=torch) (blind red-team tester R-CA)
                 given = [*node.args, *(k.value for k in node.keywords)]
@@ -283,17 +283,17 @@ class _TorchAliases:
         if isinstance(node, ast.Dict):
             return next((p for p in map(walk, node.values) if p is not None), None)
         if isinstance(node, ast.IfExp):
-            return self._path(node.body, memo) or self._path(node.orelse, memo)
+            return walk(node.body) or walk(node.orelse)
         if isinstance(node, ast.BoolOp):
             return next((p for p in map(walk, node.values) if p is not None), None)
         if isinstance(node, (ast.NamedExpr, ast.Starred)):
-            return self._path(node.value, memo)
+            return walk(node.value)
         if isinstance(node, ast.Lambda):
-            return self._path(node.body, memo)
+            return walk(node.body)
         if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
-            return self._path(node.elt, memo)  # [m for m in [torch]][0]
+            return walk(node.elt)  # [m for m in [torch]][0]
         if isinstance(node, ast.DictComp):
-            return self._path(node.value, memo)
+            return walk(node.value)
         return None
 
 
