@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..config import Config
-from ..core import timeline
+from ..core import escape, timeline
 from ..core.results import Results, interrupted_message
 from ..sandbox import zygote
 from ..sandbox.spec import WorkerSpec
@@ -222,7 +222,8 @@ def _broken(outcome, report: dict | None, config: Config) -> str | None:
         tail = " | ".join(outcome.log_tail.strip().splitlines()[-6:])[-800:]
         why = f"pytest exited with status {outcome.returncode}" if report is not None else "no report was written"
         if identity.has_hidden(config):
-            print(f"autograder: the grading run broke ({why}); its log ends: {tail}", file=sys.stderr)
+            # the log is the trusted process's, but may quote the submission's text: inert in a terminal or job log
+            print(f"autograder: the grading run broke ({why}); its log ends: {escape.plain_inert(tail, 800)}", file=sys.stderr)
             return f"the grading run broke ({why}); the grader's log is with the course staff"
         return f"the grading run broke ({why}): {tail}"
     return None

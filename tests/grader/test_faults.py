@@ -89,6 +89,9 @@ def test_a_crash_of_the_grading_process_is_never_a_partial_pass(tmp_path):
         staff = "; the grader's log is with the course staff"
         if hidden:
             assert graded.data["message"].endswith(staff) and "its log ends:" in graded.stderr
+            from autograder.core import escape
+
+            assert not any(escape.is_workflow_command(line) for line in graded.stderr.splitlines())  # a job log reads it
         else:
             assert graded.data["message"].startswith("the grading run broke (no report was written): ")
             assert staff not in graded.data["message"] and "its log ends:" not in graded.stderr
