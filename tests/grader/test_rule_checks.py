@@ -994,6 +994,15 @@ UNUSED = "import torch\nfrom torch.nn.functional import softmax as _s\n\n\ndef s
             True,
         ),  # a class pattern reads it (R-DC)
         (UNUSED, "def f(x):\n    return x._s\n", False),  # a file that never names the module cannot import it
+        # a file that imports the module reads from it only what it imports or reads as m.x; its own
+        # use of the same word is not a read of the module's (blind red-team tester R-DG: sdpa_masks.py
+        # names MultiheadAttention, and mha_reshape.py's unused import of it cost mha_reshape 15/15)
+        (UNUSED, "from row_softmax import softmax_rows\n\n\ndef _s(x):\n    return softmax_rows(x)\n\n\nALIAS = _s\n", False),
+        (UNUSED, "import row_softmax as r\n\n\ndef f(x, _s):\n    return r.softmax_rows(x)._s\n", False),
+        (UNUSED, "def f(x):\n    import row_softmax as r\n    return r.softmax_rows(x)\n\n\n_s = 1\n", False),
+        (UNUSED, "import row_softmax as r\n\nq = r\n\n\ndef f(x):\n    return q._s(x, -1)\n", True),  # r itself handed on
+        (UNUSED, "import importlib\n\nm = importlib.import_module('row_softmax')\nf = m._s\n", True),  # named in a string
+        (UNUSED, "from . import row_softmax\n\nf = row_softmax._s\n", True),
         (UNUSED.replace("softmax as _s", "softmax"), "import torch\n\n\ndef g(x):\n    return torch.softmax(x, -1)\n", False),
     ],
 )

@@ -8,6 +8,7 @@ import ast
 import functools
 import re
 import sys
+from collections.abc import Iterable
 
 from .rules import ALLOWED_DUNDER_NAMES, DENIED_ATTRIBUTES, DENIED_MODULES, IDENTIFIER_LIKE, STRING_RUNNERS
 from .tree import NOT_PYTHON, _bound_names, _is_dunder, _nodes, _parse, _root
@@ -157,39 +158,93 @@ def _type_checking(test: ast.AST, module_of: dict[str, str], tree: ast.AST) -> b
 @functools.lru_cache(maxsize=64)
 def names_in_reach(source: str, module: str, others: tuple[tuple[str, str], ...]) -> frozenset[str] | None:
     """Every name under which the exercise file's own globals can be read — by its own code,
-    or by those of the submission's other files that name its module (``mod.x``, ``from mod
-    import x``; a file that never names it cannot import it) — for ``scan``'s ``bound``: a
-    banned import whose name is in none of them is never called, and "bans are on calls"
-    (blind tester R-DB: an unused ``from torch.nn import MultiheadAttention`` cost mha_reshape
-    15/15). Wider than what runs: any name read anywhere, attribute names (a class pattern's
-    too), names taken by any
-    import of such a file, and the parts of identifier-like strings (``getattr(mod, "x")``);
-    None (every name) where such a file star-imports."""
+    or by those of the submission's other files that name its module (a file that never names
+    it cannot import it) — for ``scan``'s ``bound``: a banned import whose name is in none of
+    them is never called, and "bans are on calls" (blind tester R-DB: an unused ``from torch.nn
+    import MultiheadAttention`` cost mha_reshape 15/15). Wider than what runs. The file's own
+    code: any name it reads, attribute names (a class pattern's too), identifier-like strings
+    (``globals()["x"]``). Another file: what it reads from the module (``from mod import x``,
+    ``mod.x``: ``_read_from``), or, where it takes the module any other way, every name it
+    reads as the file's own would; None (every name) where such a file star-imports."""
     names: set[str] = set()
     for text, own in ((source, True), *((text, False) for _, text in others)):
         try:
             tree = _parse(text)
         except NOT_PYTHON:
             continue
-        found: set[str] = set()
-        for node in _nodes(tree):
-            if isinstance(node, ast.Name):
-                found.add(node.id)
-            elif isinstance(node, ast.Attribute):
-                found.add(node.attr)
-            elif isinstance(node, ast.MatchClass):  # ``case object(_s=f)``: reads attribute _s (blind red-team tester R-DC)
-                found.update(node.kwd_attrs)
-            elif isinstance(node, (ast.Global, ast.Nonlocal)):
-                found.update(node.names)
-            elif isinstance(node, (ast.Import, ast.ImportFrom)) and not own:
-                if isinstance(node, ast.ImportFrom) and any(alias.name == "*" for alias in node.names):
-                    found.add("*")
-                found.update(part for alias in node.names for part in alias.name.split("."))
-                found.update(part for part in (getattr(node, "module", None) or "").split(".") if part)
-            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and IDENTIFIER_LIKE.match(node.value.strip()):
-                found.update(re.split(r"[.:]+", node.value.strip()))
+        found = _names_read(tree, own)
         if own or module in found:
-            if "*" in found:
+            read = None if own else _read_from(tree, module)
+            if read is None and "*" in found:
                 return None
-            names |= found
+            names |= found if read is None else read
     return frozenset(names)
+
+
+def _names_read(tree: ast.AST, own: bool) -> set[str]:
+    """Every name the file reads or mentions (``_named_by``)."""
+    found: set[str] = set()
+    for node in _nodes(tree):
+        found.update(_named_by(node, own))
+    return found
+
+
+def _named_by(node: ast.AST, own: bool) -> Iterable[str]:
+    """What one node names itself: a name, an attribute, a class pattern's attributes,
+    ``global``/``nonlocal``, the parts of an identifier-like string, and (for another file:
+    ``own`` False) the parts of an import, ``*`` for a star import."""
+    if isinstance(node, ast.Name):
+        return (node.id,)
+    if isinstance(node, ast.Attribute):
+        return (node.attr,)
+    if isinstance(node, ast.MatchClass):  # ``case object(_s=f)``: reads attribute _s (blind red-team tester R-DC)
+        return node.kwd_attrs
+    if isinstance(node, (ast.Global, ast.Nonlocal)):
+        return node.names
+    if isinstance(node, (ast.Import, ast.ImportFrom)) and not own:
+        star = ["*"] if isinstance(node, ast.ImportFrom) and any(alias.name == "*" for alias in node.names) else []
+        module = [part for part in (getattr(node, "module", None) or "").split(".") if part]
+        return [*star, *module, *(part for alias in node.names for part in alias.name.split("."))]
+    if isinstance(node, ast.Constant) and isinstance(node.value, str) and IDENTIFIER_LIKE.match(node.value.strip()):
+        return re.split(r"[.:]+", node.value.strip())
+    return ()
+
+
+def _read_from(tree: ast.AST, module: str) -> set[str] | None:
+    """The names another file reads from ``module``: those it imports from it (``from mod
+    import x``), and the attributes it reads of the names it binds to the module (``import mod
+    as m``, then ``m.x``). None where the file may take the module's globals some other way:
+    a star import; the module's name anywhere else (a string, an attribute, a name no import
+    binds); a bound name used other than as ``m.x`` (``getattr(m, …)``, ``vars(m)``, ``f(m)``).
+    Blind red-team tester R-DG: an unused banned import in mha_reshape.py counted as read
+    because sdpa_masks.py, which imports a helper from it, names MultiheadAttention itself."""
+    read: set[str] = set()
+    bound: set[str] = set()
+    placed: set[int] = set()  # the nodes an import or ``m.x`` accounts for
+    for node in _nodes(tree):
+        if isinstance(node, ast.ImportFrom):
+            if node.module == module:
+                if any(alias.name == "*" for alias in node.names):
+                    return None
+                read.update(alias.name for alias in node.names)
+            elif module in (node.module or "").split("."):
+                return None  # ``from mod.x import …``: not a flat module's way; take no chance
+            bound.update(alias.asname or alias.name for alias in node.names if alias.name == module)
+            placed.add(id(node))
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name == module:
+                    bound.add(alias.asname or alias.name)
+                elif module in alias.name.split("."):
+                    return None
+            placed.add(id(node))
+    for node in _nodes(tree):  # after every import is seen: ``ast.walk`` goes level by level
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in bound:
+            read.add(node.attr)
+            placed.add(id(node.value))
+    for node in _nodes(tree):
+        if id(node) in placed or isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            continue
+        if module in _named_by(node, own=True) or isinstance(node, ast.Name) and node.id in bound:
+            return None
+    return read
