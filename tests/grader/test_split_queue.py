@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import time
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -107,10 +109,24 @@ def test_the_childs_results_count_only_when_their_json_object_arrived_whole():
     died mid-write) makes the parent run the child's skills itself."""
     from autograder.runner.process.split import _delivered
 
-    whole = json.dumps({"tests": [{"nodeid": "a::t", "outcome": "passed"}], "testsfailed": 0}).encode()
+    whole = json.dumps({"tests": [{"nodeid": "a::t", "outcome": "passed"}], "testsfailed": 0, "final": True}).encode()
     assert _delivered(whole) == json.loads(whole)
     assert all(_delivered(whole[:cut]) is None for cut in range(len(whole)))
     assert _delivered(b"[1, 2]") is None and _delivered(b"") is None
+
+
+def test_the_childs_visible_results_count_where_it_stopped_among_its_hidden_tests():
+    """The child writes its visible tests' results before the barrier, then everything last:
+    the last, where it arrived whole; else the first, marked partial (the parent reruns only
+    the hidden tests, so no visible test runs after a hidden one: blind red-team tester R-DG)."""
+    from autograder.runner.process.split import _delivered
+
+    visible = json.dumps({"tests": [{"nodeid": "a/v::t"}], "testsfailed": 0}).encode() + b"\n"
+    final = json.dumps({"tests": [{"nodeid": "a/v::t"}, {"nodeid": "a/h::t"}], "testsfailed": 1, "final": True}).encode()
+    assert _delivered(visible + final + b"\n") == json.loads(final)
+    for cut in range(len(final)):
+        assert _delivered(visible + final[:cut]) == {**json.loads(visible), "partial": True}
+    assert all(_delivered(visible[:cut]) is None for cut in range(len(visible) - 1))
 
 
 def _child_writing(payload: bytes, then) -> tuple[int, bytes]:
@@ -147,9 +163,9 @@ def test_a_child_that_delivered_counts_whatever_its_exit_and_is_reaped():
     status is not waited for); the child is reaped all the same, in the background."""
     from autograder.runner.process.split import _collect
 
-    whole = json.dumps({"tests": [], "testsfailed": 0}).encode()
+    whole = json.dumps({"tests": [], "testsfailed": 0, "final": True}).encode()
     pid, payload = _child_writing(whole, lambda: os.kill(os.getpid(), signal.SIGKILL))
-    assert _collect(pid, payload) == {"tests": [], "testsfailed": 0}
+    assert _collect(pid, payload) == {"tests": [], "testsfailed": 0, "final": True}
     assert _reaped_within(pid, 10)
 
 
@@ -257,15 +273,147 @@ def _barrier_child(barrier, before_arriving) -> int:
 
 @pytest.mark.parametrize("how", ["arrives", "dies"])
 def test_the_barrier_lets_a_process_on_only_once_the_other_arrived_or_is_gone(how):
-    """``Barrier.wait`` returns once the other process has run its last visible test — or has
-    ended without arriving (it died: nothing is left to wait for)."""
+    """``Barrier.wait`` returns once the other process has run its last visible test (True) —
+    or has ended without arriving (False: it died; nothing is left to wait for)."""
     from autograder.runner.process.split import Barrier
 
     barrier = Barrier()
     pid = _barrier_child(barrier, (lambda: time.sleep(0.3)) if how == "arrives" else (lambda: os._exit(1)))
     start = time.monotonic()
-    barrier.wait()
+    arrived = barrier.wait()
     waited = time.monotonic() - start
     os.waitpid(pid, 0)
     barrier.close()
+    assert arrived == (how == "arrives")
     assert waited >= 0.25 if how == "arrives" else waited < 5, waited
+
+
+class _StagedGrading(_PlanningGrading):
+    def group(self, nodeid: str) -> tuple[str, int]:
+        return nodeid.split("/")[0], int("/h::" in nodeid)
+
+
+@pytest.mark.parametrize("takeover", [True, False])
+def test_where_the_other_process_died_before_the_barrier_its_visible_tests_run_before_any_hidden_one(takeover):
+    """The parent, told at the barrier that the child stopped without arriving, runs the
+    visible tests of the skills the child took before its own first hidden test: rerun at
+    the end, they would run after hidden ones and could time them (blind red-team tester
+    R-DG). Skills the parent took are not run twice, and the child's hidden tests are left
+    for the end (``runtestloop``'s rerun)."""
+    from autograder.runner.process import split
+
+    events: list = []
+    teardown = SimpleNamespace(teardown_exact=lambda nextitem: events.append(("teardown for", nextitem.nodeid)))
+    session = SimpleNamespace(shouldfail=False, shouldstop=False, _setupstate=teardown)
+    hook = _Hook(events)
+
+    def skill(name, visible, hidden):
+        group = [_Item(f"{name}/v::t{i}") for i in range(visible)] + [_Item(f"{name}/h::t{i}") for i in range(hidden)]
+        for item in group:
+            item.config, item.fixturenames = SimpleNamespace(hook=hook), ["sub"]
+        return group
+
+    groups = [skill("a", 2, 2), skill("b", 2, 1), skill("c", 1, 1), skill("d", 0, 1)]
+    queue = SkillQueue(groups)
+    mine = queue.take()  # a: the parent's; the child takes b and c, then dies
+    assert [queue.take()[0].nodeid, queue.take()[0].nodeid] == ["b/v::t0", "c/v::t0"]
+    barrier = split.Barrier()
+    pid = _barrier_child(barrier, lambda: os._exit(1))
+    ran = split.run_queue(session, _StagedGrading(events), queue, mine, barrier, takeover=takeover)
+    os.waitpid(pid, 0)
+    queue.close()
+    order = [e[1] for e in events if e[0] == "run"]
+    assert [item.nodeid for item in ran] == order
+    taken_over = ["b/v::t0", "b/v::t1", "c/v::t0"] if takeover else []
+    assert order == ["a/v::t0", "a/v::t1", *taken_over, "a/h::t0", "a/h::t1", "d/h::t0"]  # d: left in the queue
+    # the parent's last visible test ran before the barrier told it: torn down for its first hidden
+    # test, then (a second teardown, as pytest's own) for the first test taken over
+    nextitems = order[1:] + [None]
+    if takeover:
+        nextitems[1] = "a/h::t0"
+        steps = [e for e in events if e[0] != "prefork"]
+        assert steps[steps.index(("run", "a/v::t1", "a/h::t0")) + 1 :][:2] == [
+            ("teardown for", "b/v::t0"),
+            ("run", "b/v::t0", "b/v::t1"),
+        ]
+    assert [nextitem for _, _, nextitem in (e for e in events if e[0] == "run")] == nextitems
+    assert all(e[0] != "teardown for" for e in events) or takeover
+
+
+TAKEOVER_CONFTEST = """
+import os, sys
+from types import SimpleNamespace
+from autograder.runner.process import split
+
+def pytest_runtestloop(session):
+    items = session.items
+    groups = [[i for i in items if f"/{name}/" in f"/{i.nodeid}"] for name in ("a", "b")]
+    queue = split.SkillQueue(groups)
+    mine = queue.take()
+    queue.take()  # b: the child's, which dies before the barrier
+    barrier = split.Barrier()
+    pid = os.fork()
+    if pid == 0:
+        barrier.take_side(child=True)
+        os._exit(1)
+    barrier.take_side(child=False)
+    grading = SimpleNamespace(
+        group=lambda nodeid: (nodeid.split("/")[0], int("_hidden" in nodeid)),
+        plan=lambda items: None,
+        spares_at_start=lambda: 0,
+        spares_after=lambda nodeid: 0,
+        sandbox=SimpleNamespace(prefork=lambda count: None),
+    )
+    split.run_queue(session, grading, queue, mine, barrier, takeover=True)
+    os.waitpid(pid, 0)
+    queue.close()
+    return True
+"""
+
+FIXTURES = """
+import pytest
+
+@pytest.fixture(scope="package")
+def package_state():
+    yield "package"
+
+@pytest.fixture(scope="module")
+def module_state(package_state):
+    yield "module"
+"""
+
+
+def test_tests_taken_over_at_the_barrier_run_under_pytests_own_setup_and_teardown(tmp_path):
+    """A real pytest session: the parent's last visible test was torn down for its first
+    hidden one (the same package); the taken-over tests of another package then set up and
+    tear down cleanly (pytest checks that the previous test was torn down properly)."""
+    import subprocess
+    import sys
+
+    for package, files in {"a": ("test_visible", "test_hidden"), "b": ("test_visible", "test_hidden")}.items():
+        (tmp_path / package).mkdir()
+        (tmp_path / package / "__init__.py").write_text("")
+        (tmp_path / package / "conftest.py").write_text(FIXTURES)
+        for name in files:
+            body = "".join(f"def test_{i}(module_state):\n    print('RAN {package}/{name}/{i}')\n" for i in range(2))
+            (tmp_path / package / f"{name}.py").write_text(body)
+    (tmp_path / "conftest.py").write_text(TAKEOVER_CONFTEST)
+    root = str(Path(__file__).resolve().parents[2])
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:xdist", "-s", "-q", str(tmp_path)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": root},
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    ran = re.findall(r"RAN (\S+)", done.stdout)
+    assert ran == [
+        "a/test_visible/0",
+        "a/test_visible/1",
+        "b/test_visible/0",
+        "b/test_visible/1",
+        "a/test_hidden/0",
+        "a/test_hidden/1",
+    ]
