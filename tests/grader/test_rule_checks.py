@@ -973,6 +973,9 @@ def test_a_siblings_top_level_import_of_a_banned_name_counts_only_where_what_it_
 
 
 UNUSED = "import torch\nfrom torch.nn.functional import softmax as _s\n\n\ndef softmax_rows(x, dim=-1):\n    return x\n"
+MAIN_SELF_TEST = (
+    "\n\nif __name__ == '__main__':\n    x = torch.randn(3, 4)\n    print(torch.allclose(softmax_rows(x), _s(x, dim=-1)))\n"
+)
 
 
 @pytest.mark.parametrize(
@@ -1004,6 +1007,13 @@ UNUSED = "import torch\nfrom torch.nn.functional import softmax as _s\n\n\ndef s
         (UNUSED, "import importlib\n\nm = importlib.import_module('row_softmax')\nf = m._s\n", True),  # named in a string
         (UNUSED, "from . import row_softmax\n\nf = row_softmax._s\n", True),
         (UNUSED.replace("softmax as _s", "softmax"), "import torch\n\n\ndef g(x):\n    return torch.softmax(x, -1)\n", False),
+        # a self-test in a main guard that never runs reads nothing (blind tester R-DE); where it may
+        # run (the file rebinds __name__) or in the guard's else branch, it does
+        (UNUSED + MAIN_SELF_TEST, None, False),
+        (UNUSED, "from row_softmax import softmax_rows\n" + MAIN_SELF_TEST.replace("_s(", "softmax_rows("), False),
+        (UNUSED, "import row_softmax as r\n\nif __name__ == '__main__':\n    print(r._s)\n", False),
+        (UNUSED + "\n\n__name__ = '__main__'\n" + MAIN_SELF_TEST, None, True),
+        (UNUSED + MAIN_SELF_TEST + "else:\n    F = _s\n", None, True),
     ],
 )
 def test_a_banned_import_in_the_exercise_file_counts_only_where_something_can_read_what_it_binds(own, helper, flagged):
@@ -1223,7 +1233,6 @@ ALIASED_EVASIONS = {
     "annotation-exec": ('def _h(x: "exec(C, {})"):\n    pass\n', "the annotation"),
     "get-type-hints": ("import typing\n\nH = typing.get_type_hints\n", "get_type_hints"),
     "numpy-load-kwargs": ('import numpy as np\n\nX = np.load("b", **{"allow_pickle": True})\n', "np.load(…)"),
-    "sys-path": ("import os\nimport sys\n\nsys.path.insert(0, os.getcwd())\n", "sys.path"),
     "profile-object-run": ('import cProfile\n\np = cProfile.Profile()\np.run("import gc")\n', "p.run(…)"),
     "sympify": ('import sympy\n\nsympy.sympify("1")\n', "import sympy"),
     "numpy-pickle": ('import numpy\n\nX = numpy.load("x.npy", allow_pickle=True)\n', "allow_pickle"),
@@ -1253,6 +1262,9 @@ def test_timing_and_debugging_with_functions_is_not_flagged():
         "import cProfile\n\n\ndef f():\n    return 1\n\n\nP = cProfile.Profile()\nP.runcall(f)\n",
         # a student's own helper named with an underscore, and string annotations that are types
         "from _attn_common import safe_softmax\n",
+        # the import path, read or extended (blind tester R-DE): a rule-checked worker runs only
+        # the files the scan read whatever the path says (attack written_module_on_sys_path)
+        "import os\nimport sys\n\nsys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))\nprint(sys.path)\n",
         "from typing import Literal, Optional\n\n\n"
         'def f(x: "torch.Tensor", m: "Literal[\'a\']" = "a") -> "Optional[int]":\n    return None\n',
     ):

@@ -480,7 +480,7 @@ def check_no_banned(
     cyclic = frozenset(import_cycles({**others, file.removesuffix(".py"): source}))
     fellows = _imported_scopes(source, tuple(sorted(others.items())), cyclic)
     # the names anything can read the file's globals by: a banned import none of them reads is never called
-    reach = names_in_reach(source, file.removesuffix(".py"), tuple(sorted(others.items())))
+    reach = names_in_reach(source, file.removesuffix(".py"), tuple(sorted(others.items())), cyclic)
     files = [(file, source, scope, reach)] + [(f"{name}.py", text, used, bound) for name, (text, used, bound) in sorted(fellows)]
     found: list[tuple[str, Violation]] = []
     theirs = _defined_names(tuple(sorted(others.items()))) if deferred else frozenset()

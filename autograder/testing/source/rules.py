@@ -60,7 +60,9 @@ DENIED_MODULES = {
     "shelve",
     "copyreg",
     "sys.modules",
-    "sys.path",  # a folder of its own on the import path: a module the code writes, then imports (tester J)
+    # not sys.path (tester J: a module the code writes, then imports): a rule-checked worker runs
+    # no file the scan did not read (sandbox/codegate.py, attack written_module_on_sys_path), and
+    # `sys.path.insert(0, os.path.dirname(__file__))` is a common, correct line (blind tester R-DE)
     "sys.settrace",
     "sys.setprofile",
     "sys._current_frames",
