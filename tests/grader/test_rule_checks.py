@@ -1024,8 +1024,9 @@ def test_a_banned_import_in_the_exercise_file_counts_only_where_something_can_re
     imports = {"helper": helper} if helper is not None else {}
     run = lambda: check_no_banned(own, "row_softmax.py", SOFTMAX, what="rule", imports=imports)
     if flagged:
-        with pytest.raises(CheckFailed, match="row_softmax.py:2: from torch.nn.functional import softmax"):
+        with pytest.raises(CheckFailed, match="row_softmax.py:2: from torch.nn.functional import softmax") as caught:
             run()
+        assert "of your own" not in str(caught.value)  # an import is no method of the student's (R-DE)
     else:
         run()
 

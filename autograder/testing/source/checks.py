@@ -453,6 +453,10 @@ _IMPORT_REFUSALS = (
 )
 
 
+def _names_banned(found: str, banned: Iterable[str]) -> bool:
+    return any(re.search(rf"\b{re.escape(b)}\b", found) for b in banned)
+
+
 def _refused_import(found: str) -> bool:
     return found.startswith(("import ", "from ")) and any(reason in found for reason in _IMPORT_REFUSALS)
 
@@ -506,7 +510,7 @@ def check_no_banned(
     if found:
         listing = "; ".join(f"{name}:{v.line}: {v.found}" for name, v in found[:6])
         # the rule's hint says "you called the forbidden function": only where one is named
-        names_one = any(re.search(rf"\b{re.escape(b)}\b", v.found) for _, v in found for b in banned)
+        names_one = any(_names_banned(v.found, banned) for _, v in found)
         imports_only = all(_refused_import(v.found) for _, v in found)
         if not names_one:
             # an import of a module off the list is no dynamic lookup in the code: say which imports are fine
@@ -527,9 +531,10 @@ def check_no_banned(
                         'if __name__ == "__main__":, which the grader never runs)'
                         if imports_only and not names_one
                         else "write it from tensor operations, without dynamic lookups"
-                        if not names_one
+                        if not names_one or not all(_names_banned(v.found, banned) for _, v in found)
                         else "write it from tensor operations"
-                        if all(v.found.startswith("torch.") for _, v in found)
+                        # torch's own, or imported from a library: no method of the student's (blind tester R-DE)
+                        if all(v.found.startswith(("torch.", "from ", "import ")) for _, v in found)
                         # a method of the student's own by a forbidden name, on an object the scan could not
                         # place (blind fairness tester R-CS: the message spoke of dynamic lookups)
                         else "write it from tensor operations (a function of your own by that name: call it on "
