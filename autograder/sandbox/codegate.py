@@ -30,6 +30,7 @@ code it likes (nothing is judged from records it could reach).
 
 from __future__ import annotations
 
+import _imp
 import collections
 import dataclasses
 import os
@@ -133,7 +134,7 @@ class CodeGate:
             return  # a library's module body (torch imports many lazily)
         if caller.startswith(self.grader) or caller in self.builders:
             return  # the grader's probes; namedtuple's methods from identifiers
-        if path.startswith("<frozen ") and caller == _IMPORT_MACHINERY:
+        if path.startswith("<frozen ") and caller == _IMPORT_MACHINERY and _frozen(code, path):
             return  # a frozen standard-library module, imported
         if caller == self.timeit and _timeit_with_callables(code):
             return
@@ -198,6 +199,17 @@ def _fields_are_names(dataclasses_file: str) -> bool:
 
 def _identifier(name: object) -> bool:
     return type(name) is str and name.isidentifier()
+
+
+def _frozen(code: CodeType, path: str) -> bool:
+    """Whether ``code``, named ``<frozen NAME>``, is the interpreter's own frozen module NAME:
+    a name is any code's to take (blind red-team tester R-DH: a ``.pyc`` compiled as
+    "<frozen zzrows>" ran in a rule-checked worker)."""
+    name = path[len("<frozen ") : -1]
+    try:
+        return bool(_imp.is_frozen(name)) and code == _imp.get_frozen_object(name)
+    except (ImportError, AttributeError, TypeError, ValueError):
+        return False
 
 
 def caller_file() -> str:

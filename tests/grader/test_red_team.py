@@ -84,6 +84,17 @@ def build(attack: dict, folder: Path) -> Path:
         (folder / attack["file"]).write_text(
             source.replace(attack["find"], attack["replace"]) + attack.get("append", ""), encoding="utf-8"
         )
+    elif kind == "sourceless-pyc":  # the base's file, its `_BLOB` a .pyc of `helper` compiled as `claims`
+        import importlib.util
+        import marshal
+
+        import torch
+
+        claims = attack["claims"].replace("{torch}", os.path.dirname(torch.__file__))
+        blob = importlib.util.MAGIC_NUMBER + bytes(12) + marshal.dumps(compile(attack["helper"], claims, "exec"))
+        for module in sorted((HOSTILE / attack["base"]).glob("*.py")):
+            text = module.read_text(encoding="utf-8")
+            (folder / module.name).write_text(text.replace('b""  # @PYC@', repr(blob)), encoding="utf-8")
     elif kind == "bom":  # another attack's files behind a UTF-8 byte-order mark, which Python reads past
         for module in sorted((HOSTILE / attack["base"]).glob("*.py")):
             (folder / module.name).write_bytes(b"\xef\xbb\xbf" + module.read_bytes())
