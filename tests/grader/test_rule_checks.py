@@ -1007,13 +1007,19 @@ MAIN_SELF_TEST = (
         (UNUSED, "import importlib\n\nm = importlib.import_module('row_softmax')\nf = m._s\n", True),  # named in a string
         (UNUSED, "from . import row_softmax\n\nf = row_softmax._s\n", True),
         (UNUSED.replace("softmax as _s", "softmax"), "import torch\n\n\ndef g(x):\n    return torch.softmax(x, -1)\n", False),
-        # a self-test in a main guard that never runs reads nothing (blind tester R-DE); where it may
-        # run (the file rebinds __name__) or in the guard's else branch, it does
+        # a self-test in a main guard reads nothing: a worker compiles the files without its body
+        # (sandbox/mainguard.py), whatever the file does to __name__ and in an import cycle too
+        # (blind testers R-DE, R-DH); the guard's else branch runs
         (UNUSED + MAIN_SELF_TEST, None, False),
         (UNUSED, "from row_softmax import softmax_rows\n" + MAIN_SELF_TEST.replace("_s(", "softmax_rows("), False),
         (UNUSED, "import row_softmax as r\n\nif __name__ == '__main__':\n    print(r._s)\n", False),
-        (UNUSED + "\n\n__name__ = '__main__'\n" + MAIN_SELF_TEST, None, True),
+        (UNUSED + "\n\n__name__ = '__main__'\n" + MAIN_SELF_TEST, None, False),
+        ("import helper\n" + UNUSED + MAIN_SELF_TEST, "import row_softmax\n\n\ndef f(x):\n    return row_softmax.f(x)\n", False),
         (UNUSED + MAIN_SELF_TEST + "else:\n    F = _s\n", None, True),
+        # a name the grader reads from the file (`api`) is read whatever the file's code does (blind
+        # red-team tester R-DH: torch's softmax bound as vocab_probs, which nothing of the file read)
+        (UNUSED.replace("softmax as _s", "softmax as vocab_probs"), None, True),
+        (UNUSED.replace("softmax as _s", "softmax as probs"), None, False),
     ],
 )
 def test_a_banned_import_in_the_exercise_file_counts_only_where_something_can_read_what_it_binds(own, helper, flagged):
@@ -1022,7 +1028,8 @@ def test_a_banned_import_in_the_exercise_file_counts_only_where_something_can_re
     wherever any code of the file, or of a file that names its module, reads that name — as a
     name, an attribute, an import or a string."""
     imports = {"helper": helper} if helper is not None else {}
-    run = lambda: check_no_banned(own, "row_softmax.py", SOFTMAX, what="rule", imports=imports)
+    api = ("softmax_rows", "vocab_probs")
+    run = lambda: check_no_banned(own, "row_softmax.py", SOFTMAX, what="rule", imports=imports, api=api)
     if flagged:
         with pytest.raises(CheckFailed, match="row_softmax.py:2: from torch.nn.functional import softmax") as caught:
             run()

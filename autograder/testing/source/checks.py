@@ -472,19 +472,22 @@ def check_no_banned(
     scope: Iterable[str] | None = None,
     imports: dict[str, str] | None = None,
     deferred: Iterable[str] = (),
+    api: Iterable[str] = (),
 ) -> None:
     """Fail with every offending line of the student's file when a banned name appears.
     ``imports`` (module name → source, e.g. ``sub.importable_sources()``): the submission's
     other files; those the file imports are scanned with the same rules — the deny-by-default
     constructs everywhere in them, the banned names in their top-level code and in what the
-    file uses of them (``imported_scopes``). ``deferred``: see ``scan``."""
+    file uses of them (``imported_scopes``). ``deferred``: see ``scan``. ``api``: the names the
+    grader reads from the file (its functions and classes): a banned import bound to one of
+    them counts as read though no code of the file reads it (``facts.names_in_reach``)."""
     if source is None:
         return  # a missing module fails elsewhere, with its own message
     others = {k: v for k, v in (imports or {}).items() if f"{k}.py" != file}
     cyclic = frozenset(import_cycles({**others, file.removesuffix(".py"): source}))
     fellows = _imported_scopes(source, tuple(sorted(others.items())), cyclic)
     # the names anything can read the file's globals by: a banned import none of them reads is never called
-    reach = names_in_reach(source, file.removesuffix(".py"), tuple(sorted(others.items())), cyclic)
+    reach = names_in_reach(source, file.removesuffix(".py"), tuple(sorted(others.items())), tuple(sorted(api)))
     files = [(file, source, scope, reach)] + [(f"{name}.py", text, used, bound) for name, (text, used, bound) in sorted(fellows)]
     found: list[tuple[str, Violation]] = []
     theirs = _defined_names(tuple(sorted(others.items()))) if deferred else frozenset()

@@ -294,6 +294,17 @@ def numbers(got, candidates: list[tuple[str, float]], right: float) -> list[str]
 #: Day 1 §B: the multi-head module is written by hand, without torch's attention (the hidden
 #: rule test, a gate, judges this and the operators the dispatcher ran)
 RULE_BANNED = ("MultiheadAttention", "multi_head_attention_forward", "scaled_dot_product_attention")
+#: the names the grader reads from the file (docs/EXERCISES.md): an import bound to one counts as read
+API = (
+    "split_heads",
+    "merge_heads",
+    "MultiHeadAttention",
+    "score_elements",
+    "mha_flops",
+    "attention_flop_fraction",
+    "attention_matrix_gib",
+    "mha_param_count",
+)
 
 
 def check_rule_source(sub) -> None:
@@ -306,6 +317,7 @@ def check_rule_source(sub) -> None:
         what="mha_reshape.py: no nn.MultiheadAttention and no F.scaled_dot_product_attention (Day 1 §B)",
         hints=["mha_reshape/uses-library-attention"],
         imports=sub.importable_sources(),
+        api=API,
         # refused wherever they run (REPLACED, and torch's Python functions and classes of the rule): a
         # call of the student's own method by such a name is judged by what runs
         deferred=RULE_BANNED,

@@ -21,6 +21,8 @@ from . import week07 as w7
 
 MODULE = "row_softmax"
 FILE = "row_softmax.py"
+#: the names the grader reads from the file (docs/EXERCISES.md): an import bound to one counts as read
+API = ("softmax_rows", "log_softmax_rows", "cross_entropy", "vocab_probs")
 HINTS = ["row_softmax/forbidden-softmax"]  # the exercise's own hint says it all; the generic one would repeat it
 
 # Names that may not appear as an attribute or import in row_softmax.py (any spelling:
@@ -113,6 +115,7 @@ def check_source(sub) -> None:
         what="row_softmax.py calls no torch softmax, log_softmax or cross_entropy (docs/EXERCISES.md §3)",
         hints=HINTS,
         imports=sub.importable_sources(),
+        api=API,
         # the kernels and torch's Python functions are refused wherever they run (REPLACED): a call of
         # the student's own softmax on an object the scan cannot place is judged by what runs
         deferred=BANNED_NAMES,

@@ -141,9 +141,7 @@ def attention_flop_fraction(T: int, d: int) -> float:
     ### END SOLUTION
 
 
-def attention_matrix_gib(
-    batch: int, num_heads: int, T: int, bytes_per_element: int = 2, layers: int = 1
-) -> float:
+def attention_matrix_gib(batch: int, num_heads: int, T: int, bytes_per_element: int = 2, layers: int = 1) -> float:
     """Memory of the stored attention weights A [B,h,T,T], in GiB = 2³⁰ bytes (Day 1 §5.2).
 
     B·h·T²·bytes_per_element·layers / 2³⁰ (bf16: 2 bytes per element).
