@@ -129,6 +129,20 @@ def test_the_childs_visible_results_count_where_it_stopped_among_its_hidden_test
     assert all(_delivered(visible[:cut]) is None for cut in range(len(visible) - 1))
 
 
+def test_partial_results_of_tests_the_parent_ran_again_are_dropped_whole():
+    """A child that stopped after handing over its visible results but before arriving: the
+    parent took those tests over, and its own runs count, once (R-DH: merged too, the tests'
+    failures and CPU counted twice)."""
+    from autograder.runner.process.split import _not_rerun
+
+    partial = {"tests": [{"nodeid": "b/v::t0"}], "testsfailed": 1, "spent": {"b": 0.5}, "partial": True}
+    assert _not_rerun(partial, {"a/v::t0", "b/v::t0"}) is None
+    assert _not_rerun(partial, {"a/v::t0"}) is partial  # arrived, then stopped: its visible results stand
+    final = {**partial, "partial": False, "final": True}
+    assert _not_rerun(final, {"b/v::t0"}) is final
+    assert _not_rerun(None, set()) is None
+
+
 def _child_writing(payload: bytes, then) -> tuple[int, bytes]:
     """A forked child that writes ``payload`` on a pipe, then ``then()`` (its end); the pid and
     what the parent read."""
