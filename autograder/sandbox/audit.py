@@ -35,19 +35,26 @@ CODE_EVENTS = frozenset({"code.__new__", "function.__new__", "marshal.loads", "m
 _UNMARSHALS = ("<frozen importlib._bootstrap_external>", "_compile_bytecode")
 
 
-def _reads_a_source_files_bytecode() -> bool:
+def _reads_a_librarys_bytecode(gate: CodeGate) -> bool:
     """Whether the ``marshal`` event being handled comes from the import machinery reading a
-    source file's cached bytecode: the code it makes is then named by that file
-    (``_imp._fix_co_filename``), which the code gate judges. Not a sourceless ``.pyc`` — a
-    module file of compiled code alone, whose code names whatever file its author chose: a
-    ``.pyc`` written to the scratch folder and put on ``sys.path`` ran as "<frozen zzrows>",
-    unscanned, with frames up to the worker's own (blind red-team tester R-DH)."""
+    source file's cached bytecode — the code it makes is then named by that file
+    (``_imp._fix_co_filename``), which the code gate judges — or a sourceless ``.pyc`` among
+    the installed libraries (an image may ship them without their sources). Not a sourceless
+    ``.pyc`` anywhere else: compiled code alone names whatever file its author chose, and one
+    written to the scratch folder and put on ``sys.path`` ran as "<frozen zzrows>", unscanned,
+    with frames up to the worker's own (blind red-team tester R-DH)."""
     try:
         frame = sys._getframe(2)  # this function, the hook, then the caller of marshal
     except ValueError:
         return False
     code = frame.f_code
-    return (code.co_filename, code.co_name) == _UNMARSHALS and frame.f_locals.get("source_path") is not None
+    if (code.co_filename, code.co_name) != _UNMARSHALS:
+        return False
+    found = frame.f_locals
+    if found.get("source_path") is not None:
+        return True
+    bytecode = found.get("bytecode_path")
+    return isinstance(bytecode, str) and gate.is_library_file(bytecode)
 
 
 CODE_MESSAGE = (
@@ -95,7 +102,7 @@ def forbid_introspection(gate: CodeGate) -> Callable[[], None]:
         if event == "exec" and gate.allowed is not None:
             gate.check(args[0], caller_file())
         if sealed and (event in CODE_EVENTS or (event == "object.__setattr__" and args[1:2] == ("__code__",))):
-            if not (event.startswith("marshal.") and _reads_a_source_files_bytecode()):
+            if not (event.startswith("marshal.") and _reads_a_librarys_bytecode(gate)):
                 raise RuntimeError(f"{event}: {CODE_MESSAGE}")
         if sealed and rawmemory.is_ctypes_event(event):
             raise RuntimeError(f"{event}: ctypes is not available to exercise code (it reaches raw memory)")

@@ -69,7 +69,9 @@ class CodeGate:
         self.typing = _source_file(typing)
         self.timeit = _source_file(timeit)
         self.forms = TypeForms()  # what a type expression may subscript: typeexpr.py
-        self.libraries: tuple[str, ...] = ()  # where library modules lie: _library_roots
+        # where library modules lie (_library_roots): found again at ``confine``; found here too,
+        # before any exercise code runs, for the workers the gate does not confine (audit.py asks)
+        self.libraries: tuple[str, ...] = _library_roots()
 
     def confine(self, modules: list[str]) -> None:
         if self.allowed is not None:
@@ -80,6 +82,11 @@ class CodeGate:
         # every library file whose module body has run in this process: a second run of one
         # is a fresh copy of a module whose functions the worker's bans replaced by name
         self.executed = {_source_file(m) for m in list(sys.modules.values())} - {""}
+
+    def is_library_file(self, path: str) -> bool:
+        """Whether ``path`` lies among the installed libraries (those found before any exercise
+        code ran: a folder it puts on ``sys.path`` later is none of them)."""
+        return self._library_file(path)
 
     def _library_file(self, path: str) -> bool:
         """Whether ``path`` lies under the interpreter's library or an installed package's

@@ -347,3 +347,25 @@ def test_every_spelling_of_a_main_guard_is_compiled_without_its_body(source):
     namespace = {"__name__": "__main__"}
     exec(mainguard.compiled(source.encode(), f"{COPY}/m.py"), namespace)
     assert namespace["X"] == 1
+
+
+@pytest.mark.parametrize(
+    ("source_path", "bytecode_path", "allowed"),
+    [
+        ("/any/module.py", "/any/__pycache__/module.cpython.pyc", True),  # named by its source file after
+        (None, os.path.join(os.path.dirname(TORCH_FILE), "zz_module.pyc"), True),  # a library shipped without sources
+        (None, "/tmp/scratch/zzrows.pyc", False),  # compiled code alone, outside the libraries (R-DH)
+    ],
+)
+def test_the_import_machinery_unmarshals_a_source_files_or_a_librarys_bytecode_only(source_path, bytecode_path, allowed):
+    """audit.py lets the import machinery's ``_compile_bytecode`` unmarshal the cached bytecode
+    of a source file (whose code it then names by that file) or a sourceless .pyc among the
+    installed libraries — never one written elsewhere, whose code names any file it likes."""
+    from autograder.sandbox import audit
+
+    gate = _gate("row_softmax")
+    namespace = {"hook": lambda: audit._reads_a_librarys_bytecode(gate)}
+    machinery = "def _compile_bytecode(data, name=None, bytecode_path=None, source_path=None):\n    return hook()\n"
+    exec(compile(machinery, "<frozen importlib._bootstrap_external>", "exec"), namespace)
+    assert namespace["_compile_bytecode"](b"", bytecode_path=bytecode_path, source_path=source_path) is allowed
+    assert not audit._reads_a_librarys_bytecode(gate)  # from anywhere else: never
