@@ -334,6 +334,8 @@ def test_attention_head_reproduces_week7_numbers(sub, rng, credit):
                     SNAP["week7"]["causal_mask_8"],
                     what="AttentionHead(4, 2, 8).causal_mask for context_length=8 (True = may attend)",
                     grid=QK,
+                    # tril(-1) is the diagonal masked, not the buffer's layout (blind tester R-DF)
+                    mistakes=lambda: {"qkv/diagonal-masked": torch.ones(8, 8, dtype=torch.bool).tril(-1)},
                     hints=["qkv/mask-buffer"],
                 )
             else:
