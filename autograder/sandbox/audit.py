@@ -37,12 +37,12 @@ _UNMARSHALS = ("<frozen importlib._bootstrap_external>", "_compile_bytecode")
 
 def _reads_a_librarys_bytecode(gate: CodeGate) -> bool:
     """Whether the ``marshal`` event being handled comes from the import machinery reading a
-    source file's cached bytecode — the code it makes is then named by that file
-    (``_imp._fix_co_filename``), which the code gate judges — or a sourceless ``.pyc`` among
-    the installed libraries (an image may ship them without their sources). Not a sourceless
-    ``.pyc`` anywhere else: compiled code alone names whatever file its author chose, and one
-    written to the scratch folder and put on ``sys.path`` ran as "<frozen zzrows>", unscanned,
-    with frames up to the worker's own (blind red-team tester R-DH)."""
+    ``.pyc`` among the installed libraries: a source file's cached bytecode (its code is then
+    named by that file, ``_imp._fix_co_filename``, which the code gate judges) or a sourceless
+    one (an image may ship them without their sources). Not one anywhere else: compiled code
+    alone names whatever file its author chose, and one written to the scratch folder and put
+    on ``sys.path`` ran as "<frozen zzrows>", unscanned, with frames up to the worker's own
+    (blind red-team tester R-DH)."""
     try:
         frame = sys._getframe(2)  # this function, the hook, then the caller of marshal
     except ValueError:
@@ -50,11 +50,11 @@ def _reads_a_librarys_bytecode(gate: CodeGate) -> bool:
     code = frame.f_code
     if (code.co_filename, code.co_name) != _UNMARSHALS:
         return False
-    found = frame.f_locals
-    if found.get("source_path") is not None:
-        return True
-    bytecode = found.get("bytecode_path")
-    return isinstance(bytecode, str) and gate.is_library_file(bytecode)
+    # the .pyc itself must lie among the libraries (or in the interpreter's cache folder, where
+    # PYTHONPYCACHEPREFIX puts theirs), the source or not: a scratch folder's link to a library's
+    # file with a __pycache__ written beside it ran as that file (blind red-team tester R-DI)
+    bytecode = frame.f_locals.get("bytecode_path")
+    return isinstance(bytecode, str) and (gate.is_library_file(bytecode) or gate.in_pycache_prefix(bytecode))
 
 
 CODE_MESSAGE = (

@@ -63,6 +63,7 @@ class CodeGate:
         self.grader = grader_dir.rstrip("/") + "/"
         self.allowed: frozenset[str] | None = None
         self.executed: set[str] = set()
+        self._executed_real: set[str] | None = None  # the same, resolved (``_run_before``)
         # namedtuple builds methods from names it checks are identifiers
         self.builders = {_source_file(collections)}
         self.dataclasses = _source_file(dataclasses)
@@ -72,6 +73,8 @@ class CodeGate:
         # where library modules lie (_library_roots): found again at ``confine``; found here too,
         # before any exercise code runs, for the workers the gate does not confine (audit.py asks)
         self.libraries: tuple[str, ...] = _library_roots()
+        prefix = sys.pycache_prefix
+        self.pycache_prefix = os.path.abspath(prefix).rstrip(os.sep) + os.sep if prefix else None
 
     def confine(self, modules: list[str]) -> None:
         if self.allowed is not None:
@@ -83,6 +86,11 @@ class CodeGate:
         # is a fresh copy of a module whose functions the worker's bans replaced by name
         self.executed = {_source_file(m) for m in list(sys.modules.values())} - {""}
 
+    def in_pycache_prefix(self, path: str) -> bool:
+        """Whether ``path`` lies in the folder ``PYTHONPYCACHEPREFIX`` gave the interpreter for
+        the bytecode of every module (read when the gate was made, before exercise code ran)."""
+        return self.pycache_prefix is not None and os.path.abspath(path).startswith(self.pycache_prefix)
+
     def is_library_file(self, path: str) -> bool:
         """Whether ``path`` lies among the installed libraries (those found before any exercise
         code ran: a folder it puts on ``sys.path`` later is none of them)."""
@@ -90,9 +98,22 @@ class CodeGate:
 
     def _library_file(self, path: str) -> bool:
         """Whether ``path`` lies under the interpreter's library or an installed package's
-        folder (what ``confine`` found), never a folder the worker may write."""
-        real = os.path.realpath(path)
+        folder (what ``confine`` found), never a folder the worker may write. Its folder is
+        resolved, the file itself is not: a link in the scratch folder to a library's file is a
+        file of the scratch folder (blind red-team tester R-DI: its ``__pycache__``, written
+        beside it, ran as that library file)."""
+        folder, name = os.path.split(os.path.abspath(path))
+        real = os.path.join(os.path.realpath(folder), name)
         return any(real.startswith(root) for root in self.libraries)
+
+    def _run_before(self, path: str) -> bool:
+        """Whether the library module at ``path`` has run in this process, under this name or
+        another that resolves to the same file (a folder linked to a library's)."""
+        if path in self.executed:
+            return True
+        if self._executed_real is None:  # built once, at the first library module run after confine
+            self._executed_real = {os.path.realpath(p) for p in self.executed}
+        return os.path.realpath(path) in self._executed_real
 
     def check(self, code: object, caller: str) -> None:
         """Raise unless ``code`` (the ``exec`` event's code object) may run; ``caller`` is the
@@ -132,12 +153,14 @@ class CodeGate:
                     "imports that library: its rule check reads only the exercise's files"
                 )
             if code.co_name == "<module>":
-                if path in self.executed:  # blind red-team tester R-U: torch.nn.functional run again
+                if self._run_before(path):  # blind red-team tester R-U: torch.nn.functional run again
                     raise ImportError(
                         f"{path} cannot be run a second time in this exercise's worker: a fresh copy of a "
                         "module would hold the functions its rule switched off"
                     )
                 self.executed.add(path)
+                if self._executed_real is not None:
+                    self._executed_real.add(os.path.realpath(path))
             return  # a library's module body (torch imports many lazily)
         if caller.startswith(self.grader) or caller in self.builders:
             return  # the grader's probes; namedtuple's methods from identifiers

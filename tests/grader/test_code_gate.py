@@ -349,23 +349,50 @@ def test_every_spelling_of_a_main_guard_is_compiled_without_its_body(source):
     assert namespace["X"] == 1
 
 
+TORCH_DIR = os.path.dirname(TORCH_FILE)
+
+
 @pytest.mark.parametrize(
     ("source_path", "bytecode_path", "allowed"),
     [
-        ("/any/module.py", "/any/__pycache__/module.cpython.pyc", True),  # named by its source file after
-        (None, os.path.join(os.path.dirname(TORCH_FILE), "zz_module.pyc"), True),  # a library shipped without sources
+        (f"{TORCH_DIR}/m.py", f"{TORCH_DIR}/__pycache__/m.cpython.pyc", True),  # a library's cache
+        (None, f"{TORCH_DIR}/zz_module.pyc", True),  # a library shipped without sources
         (None, "/tmp/scratch/zzrows.pyc", False),  # compiled code alone, outside the libraries (R-DH)
+        # beside a link in the scratch folder to a library's file (R-DI): named after the link, it ran
+        ("/tmp/scratch/zzlink.py", "/tmp/scratch/__pycache__/zzlink.cpython.pyc", False),
+        ("/tmp/scratch/m.py", "/cache/prefix/tmp/scratch/m.cpython.pyc", True),  # PYTHONPYCACHEPREFIX's folder
     ],
 )
-def test_the_import_machinery_unmarshals_a_source_files_or_a_librarys_bytecode_only(source_path, bytecode_path, allowed):
-    """audit.py lets the import machinery's ``_compile_bytecode`` unmarshal the cached bytecode
-    of a source file (whose code it then names by that file) or a sourceless .pyc among the
-    installed libraries — never one written elsewhere, whose code names any file it likes."""
+def test_the_import_machinery_unmarshals_only_bytecode_among_the_libraries(source_path, bytecode_path, allowed):
+    """audit.py lets the import machinery's ``_compile_bytecode`` unmarshal a .pyc among the
+    installed libraries (or in the interpreter's cache folder) — a source file's cached bytecode,
+    whose code it then names by that file, or a sourceless one — never one written elsewhere."""
     from autograder.sandbox import audit
 
     gate = _gate("row_softmax")
+    gate.pycache_prefix = "/cache/prefix/"
     namespace = {"hook": lambda: audit._reads_a_librarys_bytecode(gate)}
     machinery = "def _compile_bytecode(data, name=None, bytecode_path=None, source_path=None):\n    return hook()\n"
     exec(compile(machinery, "<frozen importlib._bootstrap_external>", "exec"), namespace)
     assert namespace["_compile_bytecode"](b"", bytecode_path=bytecode_path, source_path=source_path) is allowed
     assert not audit._reads_a_librarys_bytecode(gate)  # from anywhere else: never
+
+
+def test_a_link_in_the_scratch_folder_to_a_librarys_file_is_no_library_file(tmp_path):
+    """Blind red-team tester R-DI linked a library's .py from the scratch folder and wrote a
+    __pycache__ beside the link: the gate resolved the link and ran the cached code as the
+    library's. A file is judged by the folder it lies in (resolved), not by what it links to;
+    a folder linked to a library's holds library files, but none that has run may run again."""
+    gate = _gate("row_softmax")
+    library_file = os.path.join(TORCH_DIR, "functional.py")
+    (tmp_path / "zzlink.py").symlink_to(library_file)
+    assert gate.is_library_file(library_file)
+    assert not gate.is_library_file(str(tmp_path / "zzlink.py"))
+    with pytest.raises(ImportError, match="neither the exercise's file nor an installed library's"):
+        gate.check(compile("x = 1", str(tmp_path / "zzlink.py"), "exec"), "<frozen importlib._bootstrap>")
+    (tmp_path / "torchlink").symlink_to(TORCH_DIR)
+    aliased = str(tmp_path / "torchlink" / "functional.py")
+    assert gate.is_library_file(aliased)
+    gate.executed.add(library_file)
+    with pytest.raises(ImportError, match="cannot be run a second time"):
+        gate.check(compile("x = 1", aliased, "exec"), "<frozen importlib._bootstrap>")

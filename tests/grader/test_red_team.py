@@ -91,10 +91,12 @@ def build(attack: dict, folder: Path) -> Path:
         import torch
 
         claims = attack["claims"].replace("{torch}", os.path.dirname(torch.__file__))
-        blob = importlib.util.MAGIC_NUMBER + bytes(12) + marshal.dumps(compile(attack["helper"], claims, "exec"))
+        code = marshal.dumps(compile(attack["helper"], claims, "exec"))
+        blob = importlib.util.MAGIC_NUMBER + bytes(12) + code
         for module in sorted((HOSTILE / attack["base"]).glob("*.py")):
-            text = module.read_text(encoding="utf-8")
-            (folder / module.name).write_text(text.replace('b""  # @PYC@', repr(blob)), encoding="utf-8")
+            text = module.read_text(encoding="utf-8").replace('b""  # @PYC@', repr(blob))
+            text = text.replace('b""  # @MAGIC@', repr(importlib.util.MAGIC_NUMBER)).replace('b""  # @CODE@', repr(code))
+            (folder / module.name).write_text(text, encoding="utf-8")
     elif kind == "bom":  # another attack's files behind a UTF-8 byte-order mark, which Python reads past
         for module in sorted((HOSTILE / attack["base"]).glob("*.py")):
             (folder / module.name).write_bytes(b"\xef\xbb\xbf" + module.read_bytes())
