@@ -101,6 +101,11 @@ def forbid_introspection(gate: CodeGate) -> Callable[[], None]:
                 raise RuntimeError(f"{event}: {frames.TRACE_MESSAGE}")
         if event == "exec" and gate.allowed is not None:
             gate.check(args[0], caller_file())
+        # a compiled extension (the import machinery names its file here, before it loads it) runs
+        # native code no check can see: only the installed libraries' (blind red-team tester R-DI's
+        # round: with sys.path allowed, a .so written to the scratch folder would import)
+        if event == "import" and len(args) > 1 and isinstance(args[1], str) and not gate.is_library_file(args[1]):
+            raise ImportError(f"{args[1]} is not an installed library's extension: only those load in a worker")
         if sealed and (event in CODE_EVENTS or (event == "object.__setattr__" and args[1:2] == ("__code__",))):
             if not (event.startswith("marshal.") and _reads_a_librarys_bytecode(gate)):
                 raise RuntimeError(f"{event}: {CODE_MESSAGE}")

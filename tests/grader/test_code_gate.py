@@ -10,6 +10,7 @@ from __future__ import annotations
 import collections
 import collections.abc
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -396,3 +397,37 @@ def test_a_link_in_the_scratch_folder_to_a_librarys_file_is_no_library_file(tmp_
     gate.executed.add(library_file)
     with pytest.raises(ImportError, match="cannot be run a second time"):
         gate.check(compile("x = 1", aliased, "exec"), "<frozen importlib._bootstrap>")
+
+
+def test_a_compiled_extension_loads_only_from_the_installed_libraries(tmp_path):
+    """The import machinery names an extension module's file in its ``import`` audit event
+    before it loads it; a worker's hook lets only the libraries' load (native code no check
+    can see). A copy of one of the standard library's extensions in another folder is refused;
+    the library's own loads."""
+    import _json
+
+    extension = getattr(_json, "__file__", None)
+    if not extension or not extension.endswith(".so"):
+        pytest.skip("_json is built into this interpreter")
+    copy = tmp_path / os.path.basename(extension)
+    shutil.copyfile(extension, copy)
+    script = textwrap.dedent(
+        f"""
+        import sys
+        sys.path.insert(0, {str(ROOT)!r})
+        from autograder.sandbox import audit
+        from autograder.sandbox.codegate import CodeGate
+        audit.forbid_introspection(CodeGate("/nonexistent/copy", {GRADER!r}))
+        import _bz2  # a library's own extension
+        sys.path.insert(0, {str(tmp_path)!r})
+        try:
+            import _json
+        except ImportError as exc:
+            print("REFUSED", exc)
+        else:
+            print("LOADED", _json.__file__)
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "REFUSED" in done.stdout and "not an installed library's extension" in done.stdout, done.stdout
