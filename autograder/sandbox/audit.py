@@ -35,7 +35,41 @@ CODE_EVENTS = frozenset({"code.__new__", "function.__new__", "marshal.loads", "m
 _UNMARSHALS = ("<frozen importlib._bootstrap_external>", "_compile_bytecode")
 
 
-def _reads_a_librarys_bytecode(gate: CodeGate) -> bool:
+def _same_as_file(path: str, data: object, skip: int = 0) -> bool:
+    """Whether ``data`` (bytes-like) is what the file at ``path`` holds, past its first
+    ``skip`` bytes."""
+    try:
+        expected = memoryview(data).tobytes()  # type: ignore[arg-type]
+        with open(path, "rb") as fh:
+            fh.seek(skip)
+            return fh.read(len(expected) + 1) == expected
+    except (OSError, TypeError, ValueError):
+        return False
+
+
+def _compile_refusal(gate: CodeGate, args: tuple) -> str:
+    """Why a ``compile`` in a serving worker may not go on ("" where it may). Code compiled
+    under a library file's name must be that file's own text; a syntax tree (whose event names
+    no file) is compiled only by the grader (the submission's files, without their main guards:
+    mainguard.py). Blind red-team tester R-DJ subclassed the import machinery's loader, gave it
+    a ``get_data`` of its own and had it compile a string as an unimported library file: the
+    gate ran it as that library's module (unscanned code, frames up to the worker's own)."""
+    source, filename = (tuple(args) + (None, None))[:2]
+    if not isinstance(source, (bytes, bytearray, memoryview, str)):
+        if caller_file(depth=3).startswith(gate.grader):
+            return ""
+        return "compile: a syntax tree is compiled only by the grader in a worker; write the code out"
+    if isinstance(filename, str) and not filename.startswith("<") and gate.is_library_file(filename):
+        text = source.encode("utf-8") if isinstance(source, str) else source
+        if not _same_as_file(filename, text):
+            return (
+                f"compile: code under a library file's name ({filename}) is compiled only from that file's own "
+                "text in a worker: its rule check reads only the exercise's files"
+            )
+    return ""
+
+
+def _reads_a_librarys_bytecode(gate: CodeGate, args: tuple = ()) -> bool:
     """Whether the ``marshal`` event being handled comes from the import machinery reading a
     ``.pyc`` among the installed libraries: a source file's cached bytecode (its code is then
     named by that file, ``_imp._fix_co_filename``, which the code gate judges) or a sourceless
@@ -54,7 +88,11 @@ def _reads_a_librarys_bytecode(gate: CodeGate) -> bool:
     # PYTHONPYCACHEPREFIX puts theirs), the source or not: a scratch folder's link to a library's
     # file with a __pycache__ written beside it ran as that file (blind red-team tester R-DI)
     bytecode = frame.f_locals.get("bytecode_path")
-    return isinstance(bytecode, str) and (gate.is_library_file(bytecode) or gate.in_pycache_prefix(bytecode))
+    if not (isinstance(bytecode, str) and (gate.is_library_file(bytecode) or gate.in_pycache_prefix(bytecode))):
+        return False
+    # and the bytes are that file's, past its 16-byte header: a loader of the exercise's own
+    # (R-DJ: a subclass with its own get_data) hands the machinery any bytes under any name
+    return bool(args) and _same_as_file(bytecode, args[0], skip=16)
 
 
 CODE_MESSAGE = (
@@ -107,8 +145,16 @@ def forbid_introspection(gate: CodeGate) -> Callable[[], None]:
         if event == "import" and len(args) > 1 and isinstance(args[1], str) and not gate.is_library_file(args[1]):
             raise ImportError(f"{args[1]} is not an installed library's extension: only those load in a worker")
         if sealed and (event in CODE_EVENTS or (event == "object.__setattr__" and args[1:2] == ("__code__",))):
-            if not (event.startswith("marshal.") and _reads_a_librarys_bytecode(gate)):
+            if not (event.startswith("marshal.") and _reads_a_librarys_bytecode(gate, args)):
                 raise RuntimeError(f"{event}: {CODE_MESSAGE}")
+        if sealed and event == "compile" and not busy:
+            busy.append(True)
+            try:
+                refusal = _compile_refusal(gate, args)
+            finally:
+                busy.pop()
+            if refusal:
+                raise RuntimeError(refusal)
         if sealed and rawmemory.is_ctypes_event(event):
             raise RuntimeError(f"{event}: ctypes is not available to exercise code (it reaches raw memory)")
         if sealed and event == "open" and args and rawmemory.is_process_memory_path(args[0]):

@@ -242,10 +242,10 @@ def _frozen(code: CodeType, path: str) -> bool:
         return False
 
 
-def caller_file() -> str:
+def caller_file(depth: int = 2) -> str:
     """The file of the frame that raised the audit event being handled (two frames up: the
-    hook, then its caller)."""
+    hook, then its caller; ``depth`` 3 from a function the hook calls)."""
     try:
-        return sys._getframe(2).f_code.co_filename
+        return sys._getframe(depth).f_code.co_filename
     except ValueError:
         return ""

@@ -16,6 +16,7 @@ import sys
 import textwrap
 import timeit
 import typing
+from pathlib import Path
 
 import pytest
 import torch
@@ -353,30 +354,43 @@ def test_every_spelling_of_a_main_guard_is_compiled_without_its_body(source):
 TORCH_DIR = os.path.dirname(TORCH_FILE)
 
 
+def _cached(module) -> str:
+    import importlib.util
+
+    return importlib.util.cache_from_source(module.__file__)
+
+
 @pytest.mark.parametrize(
-    ("source_path", "bytecode_path", "allowed"),
+    ("where", "data", "allowed"),
     [
-        (f"{TORCH_DIR}/m.py", f"{TORCH_DIR}/__pycache__/m.cpython.pyc", True),  # a library's cache
-        (None, f"{TORCH_DIR}/zz_module.pyc", True),  # a library shipped without sources
-        (None, "/tmp/scratch/zzrows.pyc", False),  # compiled code alone, outside the libraries (R-DH)
-        # beside a link in the scratch folder to a library's file (R-DI): named after the link, it ran
-        ("/tmp/scratch/zzlink.py", "/tmp/scratch/__pycache__/zzlink.cpython.pyc", False),
-        ("/tmp/scratch/m.py", "/cache/prefix/tmp/scratch/m.cpython.pyc", True),  # PYTHONPYCACHEPREFIX's folder
+        ("library", "its own", True),  # a library's cache, read as it is on disk
+        ("library", "other", False),  # a loader of the exercise's own handing other bytes (R-DJ)
+        ("scratch", "its own", False),  # compiled code alone, outside the libraries (R-DH, R-DI)
+        ("prefix", "its own", True),  # PYTHONPYCACHEPREFIX's folder
     ],
 )
-def test_the_import_machinery_unmarshals_only_bytecode_among_the_libraries(source_path, bytecode_path, allowed):
+def test_the_import_machinery_unmarshals_only_a_librarys_bytecode_as_it_is_on_disk(where, data, allowed, tmp_path):
     """audit.py lets the import machinery's ``_compile_bytecode`` unmarshal a .pyc among the
-    installed libraries (or in the interpreter's cache folder) — a source file's cached bytecode,
-    whose code it then names by that file, or a sourceless one — never one written elsewhere."""
+    installed libraries (or in the interpreter's cache folder), and only the bytes that file
+    holds past its header — never one written elsewhere (beside a scratch folder's link to a
+    library's file, R-DI), nor other bytes under a library's name (R-DJ)."""
     from autograder.sandbox import audit
 
     gate = _gate("row_softmax")
-    gate.pycache_prefix = "/cache/prefix/"
-    namespace = {"hook": lambda: audit._reads_a_librarys_bytecode(gate)}
+    gate.pycache_prefix = str(tmp_path / "prefix") + os.sep
+    library = _cached(textwrap)
+    if not os.path.isfile(library):
+        pytest.skip("no cached bytecode for textwrap here")
+    path = {"library": library, "scratch": str(tmp_path / "zz.pyc"), "prefix": str(tmp_path / "prefix" / "zz.pyc")}[where]
+    if where != "library":
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        shutil.copyfile(library, path)
+    body = Path(path).read_bytes()[16:] if data == "its own" else b"\xe3other"
+    namespace = {"hook": lambda: audit._reads_a_librarys_bytecode(gate, (body,))}
     machinery = "def _compile_bytecode(data, name=None, bytecode_path=None, source_path=None):\n    return hook()\n"
     exec(compile(machinery, "<frozen importlib._bootstrap_external>", "exec"), namespace)
-    assert namespace["_compile_bytecode"](b"", bytecode_path=bytecode_path, source_path=source_path) is allowed
-    assert not audit._reads_a_librarys_bytecode(gate)  # from anywhere else: never
+    assert namespace["_compile_bytecode"](body, bytecode_path=path, source_path=None) is allowed
+    assert not audit._reads_a_librarys_bytecode(gate, (body,))  # from anywhere else: never
 
 
 def test_a_link_in_the_scratch_folder_to_a_librarys_file_is_no_library_file(tmp_path):
@@ -431,3 +445,46 @@ def test_a_compiled_extension_loads_only_from_the_installed_libraries(tmp_path):
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "REFUSED" in done.stdout and "not an installed library's extension" in done.stdout, done.stdout
+
+
+def test_code_under_a_library_files_name_is_compiled_only_from_that_files_text(tmp_path):
+    """Blind red-team tester R-DJ gave a subclass of the import machinery's loader a
+    ``get_data`` of its own: the machinery compiled the exercise's string under an unimported
+    library file's name and the gate ran it as that library's module. In a sealed worker,
+    ``compile`` under a library file's name takes only that file's text, a syntax tree is
+    compiled only by the grader, and a .pyc is unmarshalled only where its bytes are the
+    file's. The library's own module still imports."""
+    script = textwrap.dedent(
+        f"""
+        import ast, os, sys
+        sys.path.insert(0, {str(ROOT)!r})
+        from importlib.machinery import SourceFileLoader
+        import types
+        from autograder.sandbox import audit
+        from autograder.sandbox.codegate import CodeGate
+        audit.forbid_introspection(CodeGate("/nonexistent/copy", {GRADER!r}))()  # sealed
+        library = os.path.join(os.path.dirname(os.__file__), "antigravity.py")
+        def outcome(run):
+            try:
+                run()
+            except RuntimeError as exc:
+                return "REFUSED " + str(exc)[:60]
+            return "RAN"
+        class Mine(SourceFileLoader):
+            def get_data(self, path):
+                return b"X = 1\\n"
+        print("own loader:", outcome(lambda: Mine("zz", library).exec_module(types.ModuleType("zz"))))
+        print("wrong text:", outcome(lambda: compile("X = 1", library, "exec")))
+        print("syntax tree:", outcome(lambda: compile(ast.parse("X = 1"), "<t>", "exec")))
+        print("own text:", outcome(lambda: compile(open(library, "rb").read(), library, "exec")))
+        import decimal  # a library module, compiled from its own text or read from its cache
+        print("import:", "RAN")
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = dict(line.split(": ", 1) for line in done.stdout.splitlines())
+    assert lines["own loader"].startswith("REFUSED compile: code under a library file's name"), lines
+    assert lines["wrong text"].startswith("REFUSED compile: code under a library file's name"), lines
+    assert lines["syntax tree"].startswith("REFUSED compile: a syntax tree"), lines
+    assert lines["own text"] == "RAN" and lines["import"] == "RAN", lines
