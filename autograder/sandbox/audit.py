@@ -6,6 +6,7 @@ cannot be removed."""
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 
@@ -35,6 +36,17 @@ CODE_EVENTS = frozenset({"code.__new__", "function.__new__", "marshal.loads", "m
 _UNMARSHALS = ("<frozen importlib._bootstrap_external>", "_compile_bytecode")
 
 
+def _plain(value: object) -> object:
+    """A ``str`` or ``bytes`` subclass as the plain ``str`` or ``bytes`` it holds — read by
+    ``join``, which copies the characters without calling any method of the object (its
+    ``startswith``, ``__hash__``, ``__eq__``… are the exercise's code); anything else as it is."""
+    if isinstance(value, str) and type(value) is not str:
+        return "".join([value])
+    if isinstance(value, bytes) and type(value) is not bytes:
+        return b"".join([value])
+    return value
+
+
 def _same_as_file(path: str, data: object, skip: int = 0) -> bool:
     """Whether ``data`` (bytes-like) is what the file at ``path`` holds, past its first
     ``skip`` bytes."""
@@ -55,12 +67,18 @@ def _compile_refusal(gate: CodeGate, args: tuple) -> str:
     a ``get_data`` of its own and had it compile a string as an unimported library file: the
     gate ran it as that library's module (unscanned code, frames up to the worker's own)."""
     source, filename = (tuple(args) + (None, None))[:2]
-    if not isinstance(source, (bytes, bytearray, memoryview, str)):
+    if filename is not None and type(filename) not in (str, bytes):
+        # the code object would keep the object as its file name, and every check that reads the
+        # name would ask that object's methods (blind red-team tester R-DK)
+        return "compile: a file name is a plain str in a worker"
+    if type(source) not in (bytes, str):
         if caller_file(depth=3).startswith(gate.grader):
             return ""
         return "compile: a syntax tree is compiled only by the grader in a worker; write the code out"
-    if isinstance(filename, str) and not filename.startswith("<") and gate.is_library_file(filename):
-        text = source.encode("utf-8") if isinstance(source, str) else source
+    if type(filename) is bytes:
+        filename = os.fsdecode(filename)
+    if type(filename) is str and not filename.startswith("<") and gate.is_library_file(filename):
+        text = source.encode("utf-8") if type(source) is str else source
         if not _same_as_file(filename, text):
             return (
                 f"compile: code under a library file's name ({filename}) is compiled only from that file's own "
@@ -117,6 +135,10 @@ def forbid_introspection(gate: CodeGate) -> Callable[[], None]:
     busy: list[bool] = []  # a frame check asks for frames itself: its own events pass
 
     def refuse(event: str, args: tuple) -> None:
+        # never a method of an argument: a str subclass's own startswith ran inside this hook, with
+        # its checks off, walked the stack to the worker's serve and lied past the compile check
+        # (blind red-team tester R-DK); its text is read as the plain str (or bytes) it holds
+        raw, args = args, tuple(map(_plain, args))
         if sealed and not busy and frames.asks_for_frame(event, args):
             busy.append(True)
             try:
@@ -150,7 +172,7 @@ def forbid_introspection(gate: CodeGate) -> Callable[[], None]:
         if sealed and event == "compile" and not busy:
             busy.append(True)
             try:
-                refusal = _compile_refusal(gate, args)
+                refusal = _compile_refusal(gate, raw)
             finally:
                 busy.pop()
             if refusal:
@@ -158,7 +180,9 @@ def forbid_introspection(gate: CodeGate) -> Callable[[], None]:
         if sealed and rawmemory.is_ctypes_event(event):
             raise RuntimeError(f"{event}: ctypes is not available to exercise code (it reaches raw memory)")
         if sealed and event == "open" and args and rawmemory.is_process_memory_path(args[0]):
-            raise PermissionError(f"{args[0]!r}: a process's memory is not available to exercise code")
+            if type(args[0]) in (str, bytes):
+                raise PermissionError(f"{args[0]!r}: a process's memory is not available to exercise code")
+            raise PermissionError("open: a path is a str, bytes or pathlib path in a worker, not an object of the exercise's own")
 
     def seal() -> None:
         if not sealed:

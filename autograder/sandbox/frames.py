@@ -154,7 +154,10 @@ def _kept_by_its_library(frame: FrameType) -> bool:
     # tester R-CJ: ``StackSummary.extract(walk_stack(None), capture_locals=True)``)
     up: FrameType | None = caller
     while up is not None and up.f_code.co_filename == code.co_filename:
-        if up.f_locals.get("capture_locals"):
+        wanted = up.f_locals.get("capture_locals")
+        # read without asking the value: its __bool__ would be the exercise's code, run inside the
+        # audit hook while its checks are off (blind red-team tester R-DK's family of attacks)
+        if wanted is not None and not (type(wanted) in (bool, int) and not wanted):
             return False
         up = up.f_back
     return True

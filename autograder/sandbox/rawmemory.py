@@ -41,6 +41,7 @@ from __future__ import annotations
 import importlib
 import math
 import os
+import pathlib
 import sys
 from typing import Any
 
@@ -69,6 +70,10 @@ def is_ctypes_event(event: str) -> bool:
 PROC_MEMORY_FILES = frozenset({"mem", "pagemap", "map_files"})
 
 
+#: the standard library's own path classes, whose ``__fspath__`` is theirs
+_PATHLIB_TYPES = (pathlib.PurePosixPath, pathlib.PosixPath, pathlib.PureWindowsPath, pathlib.WindowsPath)
+
+
 def is_process_memory_path(path: Any) -> bool:
     """Whether ``path`` (an ``open`` audit event's: str, bytes or path-like; a descriptor is
     never one) names a process's memory under /proc — ``mem``, ``pagemap``, ``map_files`` of a
@@ -76,8 +81,15 @@ def is_process_memory_path(path: Any) -> bool:
     scratch folder) — or a folder whose descriptor opens those by a relative name (``dir_fd``,
     which the event does not show): ``/``, ``/proc``, a process's or thread's /proc folder and
     its ``task`` folder."""
-    if isinstance(path, int):
+    if type(path) is int:
         return False
+    if type(path) not in (str, bytes):
+        if type(path) not in _PATHLIB_TYPES:
+            # a path-like of the exercise's own: its __fspath__ is its code, and may answer this
+            # check otherwise than the open it was already asked for (blind red-team tester R-DK's
+            # family of attacks): refused as if it named a process's memory
+            return True
+        path = os.fspath(path)
     try:
         real = os.path.realpath(os.fsdecode(path))
     except (TypeError, ValueError, OSError):

@@ -477,6 +477,21 @@ def test_code_under_a_library_files_name_is_compiled_only_from_that_files_text(t
         print("wrong text:", outcome(lambda: compile("X = 1", library, "exec")))
         print("syntax tree:", outcome(lambda: compile(ast.parse("X = 1"), "<t>", "exec")))
         print("own text:", outcome(lambda: compile(open(library, "rb").read(), library, "exec")))
+        class Name(str):  # R-DK: its methods answered the hook's checks from inside the hook
+            def startswith(self, prefix, *args):
+                return prefix == "<" or str.startswith(self, prefix, *args)
+        print("str subclass:", outcome(lambda: compile("X = 1", Name(library), "exec")))
+        class Where:  # a path-like whose __fspath__ is the exercise's: asked again by a check, it may lie
+            def __fspath__(self):
+                return "/etc/hostname"
+        def file_io():  # io.FileIO raises its event with the object, and asks its __fspath__ after
+            import io
+            try:
+                io.FileIO(Where()).close()
+            except PermissionError as exc:
+                raise RuntimeError(str(exc))
+        print("own path-like:", outcome(file_io))
+        print("pathlib:", outcome(lambda: open(__import__("pathlib").Path(library)).close()))
         import decimal  # a library module, compiled from its own text or read from its cache
         print("import:", "RAN")
         """
@@ -488,3 +503,28 @@ def test_code_under_a_library_files_name_is_compiled_only_from_that_files_text(t
     assert lines["wrong text"].startswith("REFUSED compile: code under a library file's name"), lines
     assert lines["syntax tree"].startswith("REFUSED compile: a syntax tree"), lines
     assert lines["own text"] == "RAN" and lines["import"] == "RAN", lines
+    assert lines["str subclass"].startswith("REFUSED compile: a file name is a plain str"), lines
+    assert lines["own path-like"].startswith("REFUSED open: a path is a str, bytes or pathlib"), lines
+    assert lines["pathlib"] == "RAN", lines
+
+
+def test_a_frame_check_reads_capture_locals_without_asking_the_value():
+    """traceback's walk_stack keeps its frames for text, unless ``capture_locals`` asks for the
+    repr of every local up to the worker's serve: the check read the value's truth, which is
+    its ``__bool__`` — the exercise's code, run inside the audit hook while its checks are off
+    (blind red-team tester R-DK's family of attacks). It is judged without asking."""
+    from autograder.sandbox import frames
+
+    asked = []
+
+    class Wants:
+        def __bool__(self):
+            asked.append(True)
+            return False
+
+    namespace: dict = {"sys": sys}
+    library = "def walk_stack():\n    return sys._getframe(0)\n\ndef extract(capture_locals):\n    return walk_stack()\n"
+    exec(compile(library, os.path.join(os.sep, "lib", "traceback.py"), "exec"), namespace)
+    for value, kept in ((None, True), (False, True), (0, True), (True, False), (Wants(), False)):
+        assert frames._kept_by_its_library(namespace["extract"](value)) is kept, value
+    assert not asked
