@@ -40,18 +40,24 @@ def _plain(value: object) -> object:
     """A ``str`` or ``bytes`` subclass as the plain ``str`` or ``bytes`` it holds — read by
     ``join``, which copies the characters without calling any method of the object (its
     ``startswith``, ``__hash__``, ``__eq__``… are the exercise's code); anything else as it is."""
-    if isinstance(value, str) and type(value) is not str:
-        return "".join([value])
-    if isinstance(value, bytes) and type(value) is not bytes:
-        return b"".join([value])
+    # by its type, never isinstance: that asks an object for its __class__, which the exercise's
+    # class may define as a descriptor of its own — code run inside the hook (blind red-team
+    # tester R-DL: functools.cached_property(inspect.stack) took the worker's frames from here)
+    kind = type(value)
+    if kind is not str and issubclass(kind, str):
+        return "".join([value])  # type: ignore[list-item]
+    if kind is not bytes and issubclass(kind, bytes):
+        return b"".join([value])  # type: ignore[list-item]
     return value
 
 
 def _same_as_file(path: str, data: object, skip: int = 0) -> bool:
     """Whether ``data`` (bytes-like) is what the file at ``path`` holds, past its first
     ``skip`` bytes."""
+    if not (type(data) is bytes or type(data) is memoryview):  # the machinery's own: never an object's buffer
+        return False
     try:
-        expected = memoryview(data).tobytes()  # type: ignore[arg-type]
+        expected = memoryview(data).tobytes()
         with open(path, "rb") as fh:
             fh.seek(skip)
             return fh.read(len(expected) + 1) == expected
@@ -67,11 +73,11 @@ def _compile_refusal(gate: CodeGate, args: tuple) -> str:
     a ``get_data`` of its own and had it compile a string as an unimported library file: the
     gate ran it as that library's module (unscanned code, frames up to the worker's own)."""
     source, filename = (tuple(args) + (None, None))[:2]
-    if filename is not None and type(filename) not in (str, bytes):
+    if filename is not None and not (type(filename) is str or type(filename) is bytes):
         # the code object would keep the object as its file name, and every check that reads the
         # name would ask that object's methods (blind red-team tester R-DK)
         return "compile: a file name is a plain str in a worker"
-    if type(source) not in (bytes, str):
+    if not (type(source) is bytes or type(source) is str):
         if caller_file(depth=3).startswith(gate.grader):
             return ""
         return "compile: a syntax tree is compiled only by the grader in a worker; write the code out"
@@ -106,7 +112,7 @@ def _reads_a_librarys_bytecode(gate: CodeGate, args: tuple = ()) -> bool:
     # PYTHONPYCACHEPREFIX puts theirs), the source or not: a scratch folder's link to a library's
     # file with a __pycache__ written beside it ran as that file (blind red-team tester R-DI)
     bytecode = frame.f_locals.get("bytecode_path")
-    if not (isinstance(bytecode, str) and (gate.is_library_file(bytecode) or gate.in_pycache_prefix(bytecode))):
+    if not (type(bytecode) is str and (gate.is_library_file(bytecode) or gate.in_pycache_prefix(bytecode))):
         return False
     # and the bytes are that file's, past its 16-byte header: a loader of the exercise's own
     # (R-DJ: a subclass with its own get_data) hands the machinery any bytes under any name
@@ -164,9 +170,10 @@ def forbid_introspection(gate: CodeGate) -> Callable[[], None]:
         # a compiled extension (the import machinery names its file here, before it loads it) runs
         # native code no check can see: only the installed libraries' (blind red-team tester R-DI's
         # round: with sys.path allowed, a .so written to the scratch folder would import)
-        if event == "import" and len(args) > 1 and isinstance(args[1], str) and not gate.is_library_file(args[1]):
+        if event == "import" and len(args) > 1 and type(args[1]) is str and not gate.is_library_file(args[1]):
             raise ImportError(f"{args[1]} is not an installed library's extension: only those load in a worker")
-        if sealed and (event in CODE_EVENTS or (event == "object.__setattr__" and args[1:2] == ("__code__",))):
+        setting_code = event == "object.__setattr__" and len(args) > 1 and type(args[1]) is str and args[1] == "__code__"
+        if sealed and (event in CODE_EVENTS or setting_code):
             if not (event.startswith("marshal.") and _reads_a_librarys_bytecode(gate, args)):
                 raise RuntimeError(f"{event}: {CODE_MESSAGE}")
         if sealed and event == "compile" and not busy:
@@ -180,7 +187,7 @@ def forbid_introspection(gate: CodeGate) -> Callable[[], None]:
         if sealed and rawmemory.is_ctypes_event(event):
             raise RuntimeError(f"{event}: ctypes is not available to exercise code (it reaches raw memory)")
         if sealed and event == "open" and args and rawmemory.is_process_memory_path(args[0]):
-            if type(args[0]) in (str, bytes):
+            if type(args[0]) is str or type(args[0]) is bytes:
                 raise PermissionError(f"{args[0]!r}: a process's memory is not available to exercise code")
             raise PermissionError("open: a path is a str, bytes or pathlib path in a worker, not an object of the exercise's own")
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 import sys
-from types import FrameType
+from types import CodeType, FrameType
 
 from .everywhere import replace_everywhere
 
@@ -35,7 +35,10 @@ MESSAGE = "frames are not available to exercise code (they reach the grader's ow
 
 def asks_for_frame(event: str, args: tuple) -> bool:
     """Whether an audit event hands a frame to whoever raised it."""
-    return event == "sys._getframe" or (event == "object.__getattr__" and len(args) > 1 and args[1] in FRAME_ATTRIBUTES)
+    # the name's type first: a set's `in` would ask an object of the exercise's class its __hash__
+    return event == "sys._getframe" or (
+        event == "object.__getattr__" and len(args) > 1 and type(args[1]) is str and args[1] in FRAME_ATTRIBUTES
+    )
 
 
 def allowed(exercise: str, grader: str, depth: int = 2) -> bool:
@@ -130,6 +133,11 @@ FRAME_HANDERS = {
     os.path.join(os.sep + "asyncio", "base_tasks.py"): frozenset({"_task_get_stack"}),
     # Bdb.set_trace keeps the outermost frame as botframe, from wherever it is called
     os.sep + "bdb.py": frozenset({"set_trace"}),
+    # inspect's functions that return frames, however they are reached: a library calling one on
+    # the exercise's behalf hands its result back (blind red-team tester R-DL:
+    # `functools.cached_property(inspect.stack)`, whose __get__ was the function the exercise
+    # called, returned the stack up to the worker's serve)
+    os.sep + "inspect.py": frozenset({"stack", "currentframe", "trace", "getouterframes", "getinnerframes"}),
 }
 
 
@@ -147,6 +155,8 @@ def _kept_by_its_library(frame: FrameType) -> bool:
     if names is None or code.co_name not in names:
         return True
     caller = frame.f_back
+    if caller is not None and _is_frame_walker(caller.f_code):
+        return True  # TorchScript's resolution callback: its walk is judged by _walk_ends_in_exercise
     if caller is None or caller.f_code.co_filename != code.co_filename:
         return False
     # traceback keeps its frames for text, but with ``capture_locals`` that text is the repr of
@@ -157,7 +167,7 @@ def _kept_by_its_library(frame: FrameType) -> bool:
         wanted = up.f_locals.get("capture_locals")
         # read without asking the value: its __bool__ would be the exercise's code, run inside the
         # audit hook while its checks are off (blind red-team tester R-DK's family of attacks)
-        if wanted is not None and not (type(wanted) in (bool, int) and not wanted):
+        if wanted is not None and not ((type(wanted) is bool or type(wanted) is int) and not wanted):
             return False
         up = up.f_back
     return True
@@ -171,6 +181,10 @@ def _kept_by_its_library(frame: FrameType) -> bool:
 #: modules: custom_backward 20/20 with autograd). Only the frames it walks are judged: a
 #: script method of a class body, where the walk ends in the exercise, still compiles.
 FRAME_WALKERS = {(os.path.join(os.sep + "torch", "_jit_internal.py"), "createResolutionCallbackFromFrame"): "frames_up"}
+
+
+def _is_frame_walker(code: CodeType) -> bool:
+    return any(code.co_name == name and code.co_filename.endswith(suffix) for suffix, name in FRAME_WALKERS)
 
 
 def _walk_ends_in_exercise(frame: FrameType, exercise: str, grader: str) -> bool:

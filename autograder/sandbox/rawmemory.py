@@ -83,8 +83,9 @@ def is_process_memory_path(path: Any) -> bool:
     its ``task`` folder."""
     if type(path) is int:
         return False
-    if type(path) not in (str, bytes):
-        if type(path) not in _PATHLIB_TYPES:
+    kind = type(path)  # compared by identity: `in` would ask a metaclass of the exercise's its __eq__
+    if not (kind is str or kind is bytes):
+        if not any(kind is known for known in _PATHLIB_TYPES):
             # a path-like of the exercise's own: its __fspath__ is its code, and may answer this
             # check otherwise than the open it was already asked for (blind red-team tester R-DK's
             # family of attacks): refused as if it named a process's memory

@@ -528,3 +528,88 @@ def test_a_frame_check_reads_capture_locals_without_asking_the_value():
     for value, kept in ((None, True), (False, True), (0, True), (True, False), (Wants(), False)):
         assert frames._kept_by_its_library(namespace["extract"](value)) is kept, value
     assert not asked
+
+
+def test_the_audit_hook_calls_no_method_of_an_events_argument():
+    """Exercise code raises audit events with objects of its own (``sys.audit``, or the
+    arguments of ``compile``, ``open``, ``getattr``…). The hook must ask them nothing: not
+    ``isinstance`` (which reads ``__class__``, a descriptor the class may define: blind
+    red-team tester R-DL took the worker's frames from inside the hook with
+    ``cached_property(inspect.stack)``), not ``in`` a set or tuple (``__hash__``, ``__eq__``, a
+    metaclass's ``__eq__``), not its ``__fspath__``, buffer or truth. Every such call would be
+    the exercise's code run inside the hook, with its checks off."""
+    script = textwrap.dedent(
+        f"""
+        import functools, sys
+        sys.path.insert(0, {str(ROOT)!r})
+        from autograder.sandbox import audit
+        from autograder.sandbox.codegate import CodeGate
+        gate = CodeGate("/nonexistent/copy", {GRADER!r})
+        gate.confine([])
+        audit.forbid_introspection(gate)()  # sealed
+        asked = []
+        def note(name):
+            def method(self, *args, **kwargs):
+                asked.append(name)
+                return NotImplemented if name in ("__eq__", "__ne__") else 0
+            return method
+        class Meta(type):
+            __eq__ = note("metaclass __eq__")
+            __hash__ = type.__hash__
+        names = ["__hash__", "__eq__", "__ne__", "__fspath__", "__bool__", "__len__", "__iter__", "__index__",
+                 "__str__", "__repr__", "__buffer__", "__getattr__", "startswith", "endswith"]
+        body = dict((n, note(n)) for n in names)
+        body["__class__"] = functools.cached_property(lambda self: asked.append("__class__") or int)
+        Spy = Meta("Spy", (), body)
+        spy = Spy()
+        for event, args in [
+            ("row_softmax.note", (spy,)), ("exec", (spy,)), ("import", ("x", spy)), ("open", (spy, "r", 0)),
+            ("object.__getattr__", (object(), spy)), ("object.__setattr__", (object(), spy, 1)),
+            ("compile", (spy, spy)), ("marshal.loads", (spy,)), ("sys._getframe", (spy,)),
+        ]:
+            try:
+                sys.audit(event, *args)
+            except Exception:
+                pass
+        print("ASKED", sorted(set(asked)))
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "ASKED []" in done.stdout, done.stdout
+
+
+def test_inspects_frame_returning_functions_reached_through_a_library_are_refused():
+    """Blind red-team tester R-DL: ``functools.cached_property(inspect.stack)`` — the exercise
+    called cached_property's ``__get__``, a library function that returns no frames by name,
+    which called ``inspect.stack`` and handed back the stack up to the worker's serve. inspect's
+    frame-returning functions keep their frames only when inspect itself (or TorchScript's
+    resolution callback, whose walk is judged apart) called them."""
+    exercise = "/nonexistent/copy/row_softmax.py"
+    script = textwrap.dedent(
+        f"""
+        import sys
+        sys.path.insert(0, {str(ROOT)!r})
+        from autograder.sandbox import audit
+        from autograder.sandbox.codegate import CodeGate
+        audit.forbid_introspection(CodeGate("/nonexistent/copy", {GRADER!r}))()  # sealed
+        source = (
+            "import functools, inspect\\n"
+            "class C:\\n"
+            "    frames = functools.cached_property(inspect.stack)\\n"
+            "def run():\\n"
+            "    return C().frames\\n"
+        )
+        namespace = {{}}
+        exec(compile(source, {exercise!r}, "exec"), namespace)
+        try:
+            namespace["run"]()
+        except RuntimeError as exc:
+            print("REFUSED", exc)
+        else:
+            print("FRAMES")
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "REFUSED" in done.stdout and "frames are not available" in done.stdout, done.stdout
