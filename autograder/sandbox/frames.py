@@ -29,7 +29,9 @@ from .everywhere import replace_everywhere
 #: attributes whose read gives a frame (each raises the audit event ``object.__getattr__``)
 FRAME_ATTRIBUTES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame"})
 #: library functions that hand the frames they find to their caller: an exercise may not call them
-FRAME_RETURNING = frozenset({"walk_stack", "walk_tb", "currentframe", "<lambda>"})
+FRAME_RETURNING = frozenset(
+    {"walk_stack", "walk_tb", "currentframe", "<lambda>", "get_frame"}  # numpy.distutils.misc_util.get_frame: R-DM
+)
 MESSAGE = "frames are not available to exercise code (they reach the grader's own objects)"
 
 

@@ -608,8 +608,20 @@ def test_inspects_frame_returning_functions_reached_through_a_library_are_refuse
             print("REFUSED", exc)
         else:
             print("FRAMES")
+        # R-DM: numpy.distutils.misc_util.get_frame(level) is sys._getframe(level + 1)
+        helper = {{"sys": sys}}
+        exec(compile("def get_frame(level=0):\\n    return sys._getframe(level + 1)\\n", "/lib/misc_util.py", "exec"), helper)
+        namespace["get_frame"] = helper["get_frame"]
+        exec(compile("def grab():\\n    return get_frame(1)\\n", {exercise!r}, "exec"), namespace)
+        try:
+            namespace["grab"]()
+        except RuntimeError as exc:
+            print("REFUSED get_frame", exc)
+        else:
+            print("FRAMES get_frame")
         """
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "REFUSED" in done.stdout and "frames are not available" in done.stdout, done.stdout
+    assert "REFUSED get_frame" in done.stdout, done.stdout

@@ -54,6 +54,10 @@ DENIED_MODULES = {
     # unscanned code through builtins.exec reached as os.sys.modules["builtins"]; these are the
     # same door). timeit, pdb, cProfile, profile and trace are STRING_RUNNERS instead.
     "doctest",
+    # numpy's old build tooling: its misc_util.get_frame(level) is sys._getframe(level + 1), a
+    # frame at any height handed to the caller (blind red-team tester R-DM reached the worker's
+    # serve); no exercise builds extensions
+    "numpy.distutils",
     "bdb",
     "rlcompleter",
     "sympy",
