@@ -8,7 +8,7 @@ import math
 
 import torch
 import torch.nn as nn
-from torch.nn import MultiheadAttention  # noqa: F401  (kept from an earlier try)
+from torch.nn import MultiheadAttention  # kept from an earlier try
 
 
 def split_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
