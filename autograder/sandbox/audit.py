@@ -93,7 +93,7 @@ def _compile_refusal(gate: CodeGate, args: tuple) -> str:
     return ""
 
 
-def _reads_a_librarys_bytecode(gate: CodeGate, args: tuple = ()) -> bool:
+def _reads_a_librarys_bytecode(gate: CodeGate, args: tuple) -> bool:
     """Whether the ``marshal`` event being handled comes from the import machinery reading a
     ``.pyc`` among the installed libraries: a source file's cached bytecode (its code is then
     named by that file, ``_imp._fix_co_filename``, which the code gate judges) or a sourceless

@@ -92,13 +92,9 @@ class CodeGate:
         return self.pycache_prefix is not None and os.path.abspath(path).startswith(self.pycache_prefix)
 
     def is_library_file(self, path: str) -> bool:
-        """Whether ``path`` lies among the installed libraries (those found before any exercise
-        code ran: a folder it puts on ``sys.path`` later is none of them)."""
-        return self._library_file(path)
-
-    def _library_file(self, path: str) -> bool:
         """Whether ``path`` lies under the interpreter's library or an installed package's
-        folder (what ``confine`` found), never a folder the worker may write. Its folder is
+        folder (found before any exercise code ran: a folder it puts on ``sys.path`` later is
+        none of them), never a folder the worker may write. Its folder is
         resolved, the file itself is not: a link in the scratch folder to a library's file is a
         file of the scratch folder (blind red-team tester R-DI: its ``__pycache__``, written
         beside it, ran as that library file)."""
@@ -155,7 +151,7 @@ class CodeGate:
                     f"code compiled under another file's name ({path}) cannot be run by exec from the exercise's "
                     "own files in this exercise's worker: its rule check reads only the exercise's files"
                 )
-            if not self._library_file(path):  # a copy of torch's file in the scratch folder (blind red-team tester R-AC)
+            if not self.is_library_file(path):  # a copy of torch's file in the scratch folder (blind red-team tester R-AC)
                 raise ImportError(
                     f"{path} is neither the exercise's file nor an installed library's: only those run in this "
                     "exercise's worker, and its rule check reads only the exercise's files"

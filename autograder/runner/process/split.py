@@ -246,13 +246,7 @@ def run_queue(
                 if not barrier.wait() and takeover:  # the other stopped before its visible tests were done:
                     # run them here, before any hidden test, so none of them runs after one (R-DG)
                     left = _visible_left(queue.groups, [*ran, *current], stage)
-                    grading.plan([*left, *current[i:], *(following or [])])
-                    if left:  # the last test was torn down for this one: down to what the first of them needs
-                        _teardown_for(session, left[0])
-                    for j, orphan in enumerate(left):
-                        _run(session, orphan, left[j + 1] if j + 1 < len(left) else item)
-                        ran.append(orphan)
-                    grading.plan([*current[i:], *(following or [])])
+                    ran += _run_before(session, grading, left, [*current[i:], *(following or [])])
                 barrier = None  # every visible test has run, in this process or the other
             if i + 1 < len(current):
                 nextitem: pytest.Item | None = current[i + 1]
@@ -264,6 +258,18 @@ def run_queue(
     if barrier is not None:
         barrier.arrive()  # no hidden test here: the other need not wait for this process
     return ran
+
+
+def _run_before(session: pytest.Session, grading: Any, tests: list[pytest.Item], rest: list[pytest.Item]) -> list[pytest.Item]:
+    """Run ``tests`` before ``rest`` (whose first test the last one run was already torn down
+    for: down to what the first of ``tests`` needs, as pytest would have); the tests run."""
+    grading.plan([*tests, *rest])
+    if tests:
+        _teardown_for(session, tests[0])
+    for j, test in enumerate(tests):
+        _run(session, test, tests[j + 1] if j + 1 < len(tests) else rest[0])
+    grading.plan(rest)
+    return tests
 
 
 def _visible_left(groups: list[list[pytest.Item]], mine: list[pytest.Item], stage: Callable) -> list[pytest.Item]:

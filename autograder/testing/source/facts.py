@@ -181,7 +181,7 @@ def names_in_reach(
             tree = _parse(text)
         except NOT_PYTHON:
             continue
-        nodes = _live_nodes(tree, guard_runs=False)
+        nodes = _live_nodes(tree)
         found = _names_read(nodes, own)
         if own or module in found:
             read = None if own else _read_from(nodes, module)
@@ -191,9 +191,10 @@ def names_in_reach(
     return frozenset(names)
 
 
-def _live_nodes(tree: ast.Module, guard_runs: bool) -> list[ast.AST]:
-    """Every node of what runs when the file is imported (``tree.live_parts``)."""
-    return [node for statement in tree.body for part in live_parts(statement, guard_runs) for node in ast.walk(part)]
+def _live_nodes(tree: ast.Module) -> list[ast.AST]:
+    """Every node of what runs when the file is imported: all but the bodies of its top-level
+    main guards, which a worker never compiles (``tree.live_parts``)."""
+    return [node for statement in tree.body for part in live_parts(statement, guard_runs=False) for node in ast.walk(part)]
 
 
 def _names_read(nodes: list[ast.AST], own: bool) -> set[str]:
